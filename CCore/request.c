@@ -1,0 +1,556 @@
+/*
+ * request.c — configuration and request descriptions, and how a request becomes the final
+ * transfer: URL joined to the base, parameters encoded (query or body), headers merged over the
+ * defaults, authorization, the customize callback.
+ */
+#include "internal.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- configuration --------------------------------------------------------------------------- */
+
+void cr_config_defaults(courier_config *c) {
+    memset(c, 0, sizeof *c);
+    c->timeout_ms = CR_DEFAULT_TIMEOUT_MS;
+    c->max_per_host = CR_DEFAULT_MAX_PER_HOST;
+    c->max_total = CR_DEFAULT_MAX_TOTAL;
+    c->body_encoding = COURIER_BODY_FORM;
+    c->max_response_bytes = CR_DEFAULT_MAX_RESPONSE;
+}
+
+int courier_config_new(courier_config **out) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    *out = NULL;
+    courier_config *c = malloc(sizeof *c);
+    if (!c) return COURIER_E_NO_MEMORY;
+    cr_config_defaults(c);
+    *out = c;
+    return COURIER_OK;
+}
+
+void courier_config_free(courier_config *c) {
+    if (!c) return;
+    free(c->base_url);
+    cr_kvlist_clear(&c->headers);
+    cr_kvlist_clear(&c->params);
+    free(c->user_agent);
+    free(c->ca_file);
+    free(c->pinned_key);
+    free(c->store_dir);
+    cr_callback_release(c->validator);
+    free(c);
+}
+
+courier_config *cr_config_copy(const courier_config *src) {
+    courier_config *c = malloc(sizeof *c);
+    if (!c) return NULL;
+    cr_config_defaults(c);
+    if (!src) return c;
+    *c = *src;
+    c->base_url = c->user_agent = c->ca_file = c->pinned_key = c->store_dir = NULL;
+    memset(&c->headers, 0, sizeof c->headers);
+    memset(&c->params, 0, sizeof c->params);
+    c->validator = cr_callback_retain(src->validator);
+    if (cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
+        cr_set_string(&c->ca_file, src->ca_file) || cr_set_string(&c->pinned_key, src->pinned_key) ||
+        cr_set_string(&c->store_dir, src->store_dir) || cr_kvlist_copy(&c->headers, &src->headers) ||
+        cr_kvlist_copy(&c->params, &src->params)) {
+        courier_config_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+int courier_config_set_base_url(courier_config *c, const char *base_url) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    if (base_url && !cr_url_valid(base_url)) return COURIER_E_INVALID_URL;
+    return cr_set_string(&c->base_url, base_url);
+}
+
+int courier_config_add_header(courier_config *c, const char *name, const char *value) {
+    if (!c || !name || !value) return COURIER_E_INVALID_ARGUMENT;
+    int rc = cr_check_header(name, strlen(name), value, strlen(value));
+    if (rc) return rc;
+    return cr_kvlist_add(&c->headers, name, strlen(name), value, strlen(value));
+}
+
+int courier_config_add_param(courier_config *c, const char *name, const char *value) {
+    if (!c || !name || !value) return COURIER_E_INVALID_ARGUMENT;
+    int rc = cr_check_param(name, strlen(name), value, strlen(value));
+    if (rc) return rc;
+    return cr_kvlist_add(&c->params, name, strlen(name), value, strlen(value));
+}
+
+int courier_config_set_timeout_ms(courier_config *c, long timeout_ms) {
+    if (!c || timeout_ms <= 0) return COURIER_E_INVALID_ARGUMENT;
+    c->timeout_ms = timeout_ms;
+    return COURIER_OK;
+}
+
+int courier_config_set_user_agent(courier_config *c, const char *ua) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    if (ua) {
+        int rc = cr_check_header("User-Agent", 10, ua, strlen(ua));
+        if (rc) return rc;
+    }
+    return cr_set_string(&c->user_agent, ua);
+}
+
+int courier_config_set_max_connections_per_host(courier_config *c, long n) {
+    if (!c || n < 1) return COURIER_E_INVALID_ARGUMENT;
+    c->max_per_host = n;
+    return COURIER_OK;
+}
+
+int courier_config_set_max_connections(courier_config *c, long n) {
+    if (!c || n < 1) return COURIER_E_INVALID_ARGUMENT;
+    c->max_total = n;
+    return COURIER_OK;
+}
+
+int courier_config_set_body_encoding(courier_config *c, courier_body_encoding enc) {
+    if (!c || (enc != COURIER_BODY_FORM && enc != COURIER_BODY_JSON)) return COURIER_E_INVALID_ARGUMENT;
+    c->body_encoding = enc;
+    return COURIER_OK;
+}
+
+int courier_config_set_max_response_bytes(courier_config *c, int64_t max_bytes) {
+    if (!c || max_bytes <= 0) return COURIER_E_INVALID_ARGUMENT;
+    c->max_response_bytes = max_bytes;
+    return COURIER_OK;
+}
+
+int courier_config_set_ca_file(courier_config *c, const char *path) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    return cr_set_string(&c->ca_file, path);
+}
+
+int courier_config_set_pinned_public_key(courier_config *c, const char *pin) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    return cr_set_string(&c->pinned_key, pin);
+}
+
+int courier_config_set_insecure(courier_config *c, int insecure) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    c->insecure = insecure ? 1 : 0;
+    return COURIER_OK;
+}
+
+int courier_config_set_store_dir(courier_config *c, const char *path) {
+    if (!c || (path && !*path)) return COURIER_E_INVALID_ARGUMENT;
+    return cr_set_string(&c->store_dir, path);
+}
+
+int courier_config_set_validator(courier_config *c, courier_validator_fn fn, void *user,
+                                 courier_user_free_fn user_free) {
+    if (!c) {
+        if (user_free) user_free(user);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    int rc;
+    cr_callback *cb = cr_callback_new((void (*)(void))fn, user, user_free, &rc);
+    if (rc) return rc;
+    cr_callback_release(c->validator);
+    c->validator = cb;
+    return COURIER_OK;
+}
+
+/* ---- requests -------------------------------------------------------------------------------- */
+
+int courier_request_new(courier_request **out, const char *method, const char *target) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!method || !target || !cr_is_token(method, strlen(method))) return COURIER_E_INVALID_ARGUMENT;
+    courier_request *r = calloc(1, sizeof *r);
+    if (!r) return COURIER_E_NO_MEMORY;
+    r->use_default_params = 1;
+    r->body_encoding = -1;
+    r->method = cr_strdup(method);
+    r->target = cr_strdup(target);
+    if (!r->method || !r->target) {
+        courier_request_free(r);
+        return COURIER_E_NO_MEMORY;
+    }
+    *out = r;
+    return COURIER_OK;
+}
+
+void courier_request_free(courier_request *r) {
+    if (!r) return;
+    free(r->method);
+    free(r->target);
+    free(r->base_url);
+    cr_kvlist_clear(&r->params);
+    cr_kvlist_clear(&r->headers);
+    free(r->body);
+    free(r->content_type);
+    cr_callback_release(r->validator);
+    cr_callback_release(r->customize);
+    free(r);
+}
+
+int courier_request_set_base_url(courier_request *r, const char *base_url) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    return cr_set_string(&r->base_url, base_url);
+}
+
+int courier_request_add_param_n(courier_request *r, const char *name, size_t name_len, const char *value,
+                                size_t value_len) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    int rc = cr_check_param(name, name_len, value, value_len);
+    if (rc) return rc;
+    return cr_kvlist_add(&r->params, name, name_len, value, value_len);
+}
+
+int courier_request_add_param(courier_request *r, const char *name, const char *value) {
+    if (!r || !name || !value) return COURIER_E_INVALID_ARGUMENT;
+    return courier_request_add_param_n(r, name, strlen(name), value, strlen(value));
+}
+
+int courier_request_set_use_default_params(courier_request *r, int use) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    r->use_default_params = use ? 1 : 0;
+    return COURIER_OK;
+}
+
+int courier_request_add_header_n(courier_request *r, const char *name, size_t name_len, const char *value,
+                                 size_t value_len) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    int rc = cr_check_header(name, name_len, value, value_len);
+    if (rc) return rc;
+    return cr_kvlist_add(&r->headers, name, name_len, value, value_len);
+}
+
+int courier_request_add_header(courier_request *r, const char *name, const char *value) {
+    if (!r || !name || !value) return COURIER_E_INVALID_ARGUMENT;
+    return courier_request_add_header_n(r, name, strlen(name), value, strlen(value));
+}
+
+int courier_request_set_body(courier_request *r, const void *body, size_t len, const char *content_type) {
+    if (!r || (!body && len)) return COURIER_E_INVALID_ARGUMENT;
+    if (content_type) {
+        int rc = cr_check_header("Content-Type", 12, content_type, strlen(content_type));
+        if (rc) return rc;
+    }
+    if (!body) {
+        free(r->body);
+        r->body = NULL;
+        r->body_len = 0;
+        r->has_body = 0;
+        return cr_set_string(&r->content_type, NULL);
+    }
+    char *copy = malloc(len ? len : 1);
+    if (!copy) return COURIER_E_NO_MEMORY;
+    if (len) memcpy(copy, body, len);
+    if (cr_set_string(&r->content_type, content_type ? content_type : "application/octet-stream")) {
+        free(copy);
+        return COURIER_E_NO_MEMORY;
+    }
+    free(r->body);
+    r->body = copy;
+    r->body_len = len;
+    r->has_body = 1;
+    return COURIER_OK;
+}
+
+int courier_request_set_body_encoding(courier_request *r, courier_body_encoding enc) {
+    if (!r || (enc != COURIER_BODY_FORM && enc != COURIER_BODY_JSON)) return COURIER_E_INVALID_ARGUMENT;
+    r->body_encoding = (int)enc;
+    return COURIER_OK;
+}
+
+int courier_request_set_timeout_ms(courier_request *r, long timeout_ms) {
+    if (!r || timeout_ms <= 0) return COURIER_E_INVALID_ARGUMENT;
+    r->timeout_ms = timeout_ms;
+    return COURIER_OK;
+}
+
+static int set_authorization(courier_request *r, const char *value) {
+    int rc = cr_check_header("Authorization", 13, value, strlen(value));
+    if (rc) return rc;
+    cr_kvlist_remove(&r->headers, "Authorization");
+    return cr_kvlist_add(&r->headers, "Authorization", 13, value, strlen(value));
+}
+
+int courier_request_set_basic_auth(courier_request *r, const char *user, const char *password) {
+    if (!r || !user || !password) return COURIER_E_INVALID_ARGUMENT;
+    if (strchr(user, ':')) return COURIER_E_INVALID_ARGUMENT; /* RFC 7617: no colon in the user id */
+    cr_buf plain = {0}, value = {0};
+    int rc = COURIER_E_NO_MEMORY;
+    if (cr_buf_append_str(&plain, user) || cr_buf_append_char(&plain, ':') || cr_buf_append_str(&plain, password))
+        goto done;
+    /* The credentials must be text without controls, like any header. */
+    rc = cr_check_header("Authorization", 13, plain.data, plain.len);
+    if (rc) goto done;
+    rc = COURIER_E_NO_MEMORY;
+    if (cr_buf_append_str(&value, "Basic ") || cr_base64_encode(&value, plain.data, plain.len)) goto done;
+    rc = set_authorization(r, value.data);
+done:
+    cr_buf_free(&plain);
+    cr_buf_free(&value);
+    return rc;
+}
+
+int courier_request_set_auth_token(courier_request *r, const char *scheme, const char *token) {
+    if (!r || !token) return COURIER_E_INVALID_ARGUMENT;
+    if (!scheme) scheme = "Bearer";
+    if (!cr_is_token(scheme, strlen(scheme))) return COURIER_E_INVALID_HEADER;
+    cr_buf value = {0};
+    int rc = COURIER_E_NO_MEMORY;
+    if (!cr_buf_append_str(&value, scheme) && !cr_buf_append_char(&value, ' ') && !cr_buf_append_str(&value, token))
+        rc = set_authorization(r, value.data);
+    cr_buf_free(&value);
+    return rc;
+}
+
+int courier_request_set_validator(courier_request *r, courier_validator_fn fn, void *user,
+                                  courier_user_free_fn user_free) {
+    if (!r) {
+        if (user_free) user_free(user);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    int rc;
+    cr_callback *cb = cr_callback_new((void (*)(void))fn, user, user_free, &rc);
+    if (rc) return rc;
+    cr_callback_release(r->validator);
+    r->validator = cb;
+    return COURIER_OK;
+}
+
+int courier_request_set_customize(courier_request *r, courier_customize_fn fn, void *user,
+                                  courier_user_free_fn user_free) {
+    if (!r) {
+        if (user_free) user_free(user);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    int rc;
+    cr_callback *cb = cr_callback_new((void (*)(void))fn, user, user_free, &rc);
+    if (rc) return rc;
+    cr_callback_release(r->customize);
+    r->customize = cb;
+    return COURIER_OK;
+}
+
+/* ---- the outgoing view (customize callback) ------------------------------------------------- */
+
+const char *courier_outgoing_url(const courier_outgoing *o) { return o ? o->url : NULL; }
+
+const char *courier_outgoing_method(const courier_outgoing *o) { return o ? o->method : NULL; }
+
+int courier_outgoing_set_url(courier_outgoing *o, const char *url) {
+    if (!o || !url) return COURIER_E_INVALID_ARGUMENT;
+    if (!cr_url_valid(url)) return COURIER_E_INVALID_URL;
+    return cr_set_string(&o->url, url);
+}
+
+int courier_outgoing_set_header(courier_outgoing *o, const char *name, const char *value) {
+    if (!o || !name) return COURIER_E_INVALID_ARGUMENT;
+    if (!value) {
+        if (!cr_is_token(name, strlen(name))) return COURIER_E_INVALID_HEADER;
+        cr_kvlist_remove(&o->headers, name);
+        return COURIER_OK;
+    }
+    int rc = cr_check_header(name, strlen(name), value, strlen(value));
+    if (rc) return rc;
+    cr_kvlist_remove(&o->headers, name);
+    return cr_kvlist_add(&o->headers, name, strlen(name), value, strlen(value));
+}
+
+const char *courier_outgoing_header(const courier_outgoing *o, const char *name) {
+    return o && name ? cr_kvlist_get(&o->headers, name) : NULL;
+}
+
+size_t courier_outgoing_header_count(const courier_outgoing *o) { return o ? o->headers.count : 0; }
+
+int courier_outgoing_header_at(const courier_outgoing *o, size_t i, const char **name, const char **value) {
+    if (!o) return COURIER_E_INVALID_ARGUMENT;
+    if (i >= o->headers.count) return COURIER_E_NOT_FOUND;
+    if (name) *name = o->headers.items[i].name;
+    if (value) *value = o->headers.items[i].value;
+    return COURIER_OK;
+}
+
+/* ---- preparing a transfer -------------------------------------------------------------------- */
+
+static bool is_absolute_url(const char *s) {
+    return strncasecmp(s, "http://", 7) == 0 || strncasecmp(s, "https://", 8) == 0 || strstr(s, "://") != NULL;
+}
+
+/* base + "/" + path with exactly one slash between them. */
+static int join_url(cr_buf *out, const char *base, const char *path) {
+    size_t blen = strlen(base);
+    while (blen && base[blen - 1] == '/') blen--;
+    while (*path == '/') path++;
+    if (cr_buf_append(out, base, blen)) return COURIER_E_NO_MEMORY;
+    if (*path && (cr_buf_append_char(out, '/') || cr_buf_append_str(out, path))) return COURIER_E_NO_MEMORY;
+    if (!*path && cr_buf_append_char(out, '/')) return COURIER_E_NO_MEMORY;
+    return COURIER_OK;
+}
+
+static int encode_form(cr_buf *out, const cr_kvlist *params) {
+    for (size_t i = 0; i < params->count; i++) {
+        const cr_kv *kv = &params->items[i];
+        if ((out->len && cr_buf_append_char(out, '&')) || cr_percent_encode(out, kv->name, strlen(kv->name)) ||
+            cr_buf_append_char(out, '=') || cr_percent_encode(out, kv->value, strlen(kv->value)))
+            return COURIER_E_NO_MEMORY;
+    }
+    return COURIER_OK;
+}
+
+static int encode_json(cr_buf *out, const cr_kvlist *params) {
+    json_t *obj = json_object();
+    if (!obj) return COURIER_E_NO_MEMORY;
+    int rc = COURIER_OK;
+    for (size_t i = 0; i < params->count && rc == COURIER_OK; i++) {
+        json_t *v = json_string(params->items[i].value);
+        if (!v || json_object_set_new(obj, params->items[i].name, v)) rc = COURIER_E_NO_MEMORY;
+    }
+    char *text = rc == COURIER_OK ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    if (rc == COURIER_OK && (!text || cr_buf_append_str(out, text))) rc = COURIER_E_NO_MEMORY;
+    free(text);
+    json_decref(obj);
+    return rc;
+}
+
+/* Appends an encoded query to a URL (before any fragment), with '?' or '&'. */
+static int append_query(char **url, const char *query) {
+    if (!*query) return COURIER_OK;
+    const char *hash = strchr(*url, '#');
+    size_t head = hash ? (size_t)(hash - *url) : strlen(*url);
+    cr_buf b = {0};
+    bool has_q = memchr(*url, '?', head) != NULL;
+    bool ends_sep = head && ((*url)[head - 1] == '?' || (*url)[head - 1] == '&');
+    if (cr_buf_append(&b, *url, head) || (!ends_sep && cr_buf_append_char(&b, has_q ? '&' : '?')) ||
+        cr_buf_append_str(&b, query) || (hash && cr_buf_append_str(&b, hash))) {
+        cr_buf_free(&b);
+        return COURIER_E_NO_MEMORY;
+    }
+    free(*url);
+    *url = cr_buf_take(&b, NULL);
+    return *url ? COURIER_OK : COURIER_E_NO_MEMORY;
+}
+
+static bool params_in_query(const courier_request *r) {
+    if (r->has_body) return true;
+    return strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0 || strcmp(r->method, "DELETE") == 0;
+}
+
+void cr_transfer_free(cr_transfer *t) {
+    if (!t) return;
+    free(t->method);
+    free(t->url);
+    cr_kvlist_clear(&t->headers);
+    free(t->body);
+    cr_callback_release(t->validator);
+    if (t->slist) curl_slist_free_all(t->slist);
+    cr_buf_free(&t->resp_body);
+    cr_kvlist_clear(&t->resp_headers);
+    free(t);
+}
+
+int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer **out, courier_error *err) {
+    const courier_config *cfg = e->config;
+    *out = NULL;
+    cr_transfer *t = calloc(1, sizeof *t);
+    if (!t) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    courier_outgoing o = {0};
+    cr_kvlist params = {0};
+    cr_buf enc = {0};
+    int rc = COURIER_E_NO_MEMORY;
+
+    /* URL: absolute target, or base (the request's, else the engine's) joined with the path. */
+    const char *base = r->base_url ? r->base_url : cfg->base_url;
+    if (is_absolute_url(r->target)) {
+        if (!(o.url = cr_strdup(r->target))) goto fail;
+    } else if (!base) {
+        rc = cr_fail(err, COURIER_E_INVALID_URL, "relative path '%.200s' and no base URL", r->target);
+        goto fail_reported;
+    } else {
+        cr_buf u = {0};
+        if (join_url(&u, base, r->target)) {
+            cr_buf_free(&u);
+            goto fail;
+        }
+        o.url = cr_buf_take(&u, NULL);
+        if (!o.url) goto fail;
+    }
+    if (!cr_url_valid(o.url)) {
+        rc = cr_fail(err, COURIER_E_INVALID_URL, "invalid URL '%.200s'", o.url);
+        goto fail_reported;
+    }
+
+    /* Parameters: the engine's defaults first, then the request's. */
+    if (r->use_default_params && cr_kvlist_copy(&params, &cfg->params)) goto fail;
+    if (cr_kvlist_copy(&params, &r->params)) goto fail;
+
+    /* Headers: defaults not overridden by the request, then the request's. */
+    for (size_t i = 0; i < cfg->headers.count; i++) {
+        const cr_kv *kv = &cfg->headers.items[i];
+        if (cr_kvlist_get(&r->headers, kv->name)) continue;
+        if (cr_kvlist_add(&o.headers, kv->name, strlen(kv->name), kv->value, strlen(kv->value))) goto fail;
+    }
+    if (cr_kvlist_copy(&o.headers, &r->headers)) goto fail;
+    if (!cr_kvlist_get(&o.headers, "User-Agent")) {
+        const char *ua = cfg->user_agent ? cfg->user_agent : "Courier/" COURIER_VERSION_STRING;
+        if (cr_kvlist_add(&o.headers, "User-Agent", 10, ua, strlen(ua))) goto fail;
+    }
+
+    if (params_in_query(r)) {
+        if (encode_form(&enc, &params) || append_query(&o.url, enc.data ? enc.data : "")) goto fail;
+        if (r->has_body) {
+            if (!(t->body = malloc(r->body_len ? r->body_len : 1))) goto fail;
+            if (r->body_len) memcpy(t->body, r->body, r->body_len);
+            t->body_len = r->body_len;
+            t->has_body = 1;
+            if (!cr_kvlist_get(&o.headers, "Content-Type") &&
+                cr_kvlist_add(&o.headers, "Content-Type", 12, r->content_type, strlen(r->content_type)))
+                goto fail;
+        }
+    } else {
+        int encoding = r->body_encoding >= 0 ? r->body_encoding : (int)cfg->body_encoding;
+        const char *ctype = encoding == COURIER_BODY_JSON ? "application/json" : "application/x-www-form-urlencoded";
+        if (encoding == COURIER_BODY_JSON ? encode_json(&enc, &params) : encode_form(&enc, &params)) goto fail;
+        t->body = cr_buf_take(&enc, &t->body_len);
+        if (!t->body) goto fail;
+        t->has_body = 1;
+        if (!cr_kvlist_get(&o.headers, "Content-Type") && cr_kvlist_add(&o.headers, "Content-Type", 12, ctype, strlen(ctype)))
+            goto fail;
+    }
+
+    if (!(o.method = cr_strdup(r->method))) goto fail;
+    if (r->customize) {
+        courier_customize_fn fn = (courier_customize_fn)r->customize->fn;
+        int crc = fn(&o, r->customize->user);
+        if (crc != COURIER_OK) {
+            rc = cr_fail(err, crc < 0 ? crc : COURIER_E_INVALID_ARGUMENT, "the customize callback refused the request");
+            goto fail_reported;
+        }
+    }
+
+    t->method = o.method;
+    t->url = o.url;
+    t->headers = o.headers;
+    memset(&o, 0, sizeof o);
+    t->timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : cfg->timeout_ms;
+    t->max_bytes = cfg->max_response_bytes;
+    t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
+    t->engine = e;
+    cr_kvlist_clear(&params);
+    cr_buf_free(&enc);
+    *out = t;
+    return COURIER_OK;
+
+fail:
+    rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+fail_reported:
+    free(o.method);
+    free(o.url);
+    cr_kvlist_clear(&o.headers);
+    cr_kvlist_clear(&params);
+    cr_buf_free(&enc);
+    cr_transfer_free(t);
+    return rc;
+}

@@ -1,0 +1,316 @@
+/*
+ * transport.c — one transfer on libcurl: the easy handle's options (method, body, headers, TLS,
+ * pinning, limits), the body and header callbacks, and how curl's result becomes a courier code
+ * and a response that owns its bytes. The multi loop itself lives in engine.c.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int cr_code_from_curl(CURLcode c) {
+    switch (c) {
+    case CURLE_OK: return COURIER_OK;
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT: return COURIER_E_INVALID_URL;
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_HOST: return COURIER_E_CANNOT_RESOLVE;
+    case CURLE_COULDNT_CONNECT: return COURIER_E_CANNOT_CONNECT;
+    case CURLE_OPERATION_TIMEDOUT: return COURIER_E_TIMEOUT;
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH: return COURIER_E_PINNING;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_USE_SSL_FAILED: return COURIER_E_TLS;
+    case CURLE_PARTIAL_FILE: return COURIER_E_PARTIAL_RESPONSE;
+    case CURLE_FILESIZE_EXCEEDED: return COURIER_E_TOO_LARGE;
+    case CURLE_OUT_OF_MEMORY: return COURIER_E_NO_MEMORY;
+    case CURLE_ABORTED_BY_CALLBACK: return COURIER_E_CANCELLED;
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_HTTP3:
+    case CURLE_TOO_MANY_REDIRECTS:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_BAD_CONTENT_ENCODING: return COURIER_E_NETWORK;
+    default: return COURIER_E_INTERNAL;
+    }
+}
+
+/* ---- curl callbacks -------------------------------------------------------------------------- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *user) {
+    cr_transfer *t = user;
+    size_t len = size * n;
+    if ((int64_t)(t->resp_body.len + len) > t->max_bytes) {
+        t->too_large = 1;
+        return 0; /* aborts with CURLE_WRITE_ERROR */
+    }
+    if (cr_buf_append(&t->resp_body, data, len)) {
+        t->oom = 1;
+        return 0;
+    }
+    return len;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *user) {
+    cr_transfer *t = user;
+    size_t len = size * n;
+    /* A status line starts a new response (redirects, 100 Continue): keep only the last one's. */
+    if (len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
+        cr_kvlist_clear(&t->resp_headers);
+        cr_buf_free(&t->resp_body);
+        return len;
+    }
+    size_t end = len;
+    while (end && (data[end - 1] == '\r' || data[end - 1] == '\n')) end--;
+    if (end == 0) return len;
+    if ((data[0] == ' ' || data[0] == '\t') && t->resp_headers.count) {
+        /* obs-fold: a continuation of the previous header's value. */
+        cr_kv *last = &t->resp_headers.items[t->resp_headers.count - 1];
+        size_t start = 0;
+        while (start < end && (data[start] == ' ' || data[start] == '\t')) start++;
+        size_t old = strlen(last->value);
+        char *v = realloc(last->value, old + 1 + (end - start) + 1);
+        if (!v) {
+            t->oom = 1;
+            return 0;
+        }
+        v[old] = ' ';
+        memcpy(v + old + 1, data + start, end - start);
+        v[old + 1 + end - start] = '\0';
+        last->value = v;
+        return len;
+    }
+    const char *colon = memchr(data, ':', end);
+    if (!colon) return len; /* not a header line: ignore */
+    size_t name_len = (size_t)(colon - data);
+    size_t vstart = name_len + 1;
+    while (vstart < end && (data[vstart] == ' ' || data[vstart] == '\t')) vstart++;
+    size_t vend = end;
+    while (vend > vstart && (data[vend - 1] == ' ' || data[vend - 1] == '\t')) vend--;
+    if (cr_kvlist_add(&t->resp_headers, data, name_len, data + vstart, vend - vstart)) {
+        t->oom = 1;
+        return 0;
+    }
+    return len;
+}
+
+/* ---- setting up the easy handle --------------------------------------------------------------- */
+
+int cr_transport_setup(courier_engine *e, cr_transfer *t) {
+    const courier_config *cfg = e->config;
+    CURL *h = t->easy;
+    CURLcode c = CURLE_OK;
+#define SET(opt, val) \
+    if (c == CURLE_OK) c = curl_easy_setopt(h, opt, val)
+
+    SET(CURLOPT_URL, t->url);
+    SET(CURLOPT_PRIVATE, t);
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_ERRORBUFFER, t->errbuf);
+    SET(CURLOPT_WRITEFUNCTION, on_body);
+    SET(CURLOPT_WRITEDATA, t);
+    SET(CURLOPT_HEADERFUNCTION, on_header);
+    SET(CURLOPT_HEADERDATA, t);
+    SET(CURLOPT_TIMEOUT_MS, t->timeout_ms);
+    SET(CURLOPT_FOLLOWLOCATION, 1L);
+    SET(CURLOPT_MAXREDIRS, 10L);
+    SET(CURLOPT_PROTOCOLS_STR, "http,https");
+    SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    SET(CURLOPT_ACCEPT_ENCODING, "");
+    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)t->max_bytes);
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    SET(CURLOPT_SSL_VERIFYPEER, cfg->insecure ? 0L : 1L);
+    SET(CURLOPT_SSL_VERIFYHOST, cfg->insecure ? 0L : 2L);
+    if (cfg->ca_file) SET(CURLOPT_CAINFO, cfg->ca_file);
+    if (cfg->pinned_key) SET(CURLOPT_PINNEDPUBLICKEY, cfg->pinned_key);
+
+    if (strcmp(t->method, "GET") == 0 && !t->has_body) {
+        SET(CURLOPT_HTTPGET, 1L);
+    } else if (strcmp(t->method, "HEAD") == 0) {
+        SET(CURLOPT_NOBODY, 1L);
+    } else {
+        if (t->has_body) {
+            SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->body_len);
+            SET(CURLOPT_POSTFIELDS, t->body);
+        }
+        if (strcmp(t->method, "POST") != 0) SET(CURLOPT_CUSTOMREQUEST, t->method);
+    }
+
+    /* Header lines; "Name;" is curl's way to send an empty value. Expect is off unless asked. */
+    cr_buf line = {0};
+    for (size_t i = 0; i < t->headers.count && c == CURLE_OK; i++) {
+        const cr_kv *kv = &t->headers.items[i];
+        line.len = 0;
+        if (cr_buf_append_str(&line, kv->name) || cr_buf_append_str(&line, *kv->value ? ": " : ";") ||
+            cr_buf_append_str(&line, kv->value)) {
+            c = CURLE_OUT_OF_MEMORY;
+            break;
+        }
+        struct curl_slist *n = curl_slist_append(t->slist, line.data);
+        if (!n) c = CURLE_OUT_OF_MEMORY;
+        else t->slist = n;
+    }
+    if (c == CURLE_OK && !cr_kvlist_get(&t->headers, "Expect")) {
+        struct curl_slist *n = curl_slist_append(t->slist, "Expect:");
+        if (!n) c = CURLE_OUT_OF_MEMORY;
+        else t->slist = n;
+    }
+    cr_buf_free(&line);
+    SET(CURLOPT_HTTPHEADER, t->slist);
+#undef SET
+    if (c == CURLE_OK) return COURIER_OK;
+    return c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL;
+}
+
+/* ---- finishing -------------------------------------------------------------------------------- */
+
+static double us_to_s(curl_off_t us) { return us > 0 ? (double)us / 1e6 : 0.0; }
+
+static void read_metrics(CURL *h, courier_metrics *m) {
+    curl_off_t v = 0;
+    long l = 0;
+    memset(m, 0, sizeof *m);
+    if (curl_easy_getinfo(h, CURLINFO_NAMELOOKUP_TIME_T, &v) == CURLE_OK) m->dns_s = us_to_s(v);
+    if (curl_easy_getinfo(h, CURLINFO_CONNECT_TIME_T, &v) == CURLE_OK) m->connect_s = us_to_s(v);
+    if (curl_easy_getinfo(h, CURLINFO_APPCONNECT_TIME_T, &v) == CURLE_OK) m->tls_s = us_to_s(v);
+    if (curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &v) == CURLE_OK) m->first_byte_s = us_to_s(v);
+    if (curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &v) == CURLE_OK) m->total_s = us_to_s(v);
+    long req_size = 0, hdr_size = 0;
+    curl_off_t up = 0, down = 0;
+    curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &req_size);
+    curl_easy_getinfo(h, CURLINFO_HEADER_SIZE, &hdr_size);
+    curl_easy_getinfo(h, CURLINFO_SIZE_UPLOAD_T, &up);
+    curl_easy_getinfo(h, CURLINFO_SIZE_DOWNLOAD_T, &down);
+    /* REQUEST_SIZE already counts a POSTFIELDS body; SIZE_UPLOAD counts streamed uploads only. */
+    m->bytes_sent = (int64_t)req_size + (req_size > 0 ? 0 : (int64_t)up);
+    m->bytes_received = (int64_t)hdr_size + (int64_t)down;
+    if (curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &l) == CURLE_OK) m->connection_reused = l == 0;
+    if (curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &l) == CURLE_OK) {
+        switch (l) {
+        case CURL_HTTP_VERSION_1_0: m->http_version = 10; break;
+        case CURL_HTTP_VERSION_1_1: m->http_version = 11; break;
+        case CURL_HTTP_VERSION_2_0: m->http_version = 20; break;
+        case CURL_HTTP_VERSION_3: m->http_version = 30; break;
+        default: m->http_version = 0;
+        }
+    }
+    if (curl_easy_getinfo(h, CURLINFO_REDIRECT_COUNT, &l) == CURLE_OK) m->redirects = (int)l;
+}
+
+int cr_transport_finish(cr_transfer *t, CURLcode result, courier_response **out_resp, courier_error *err) {
+    *out_resp = NULL;
+    long status = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+
+    if (result != CURLE_OK) {
+        int code = cr_code_from_curl(result);
+        if (t->too_large) code = COURIER_E_TOO_LARGE;
+        else if (t->oom) code = COURIER_E_NO_MEMORY;
+        cr_fail(err, code, "%s: %s", courier_strerror(code), t->errbuf[0] ? t->errbuf : curl_easy_strerror(result));
+        err->curl_code = (int)result;
+        err->http_status = (int)status;
+        if (code == COURIER_E_TOO_LARGE)
+            snprintf(err->message, sizeof err->message, "response body larger than %lld bytes",
+                     (long long)t->max_bytes);
+        return code;
+    }
+
+    courier_response *r = calloc(1, sizeof *r);
+    if (!r) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    r->status = (int)status;
+    r->id = t->id;
+    r->method = t->method;
+    t->method = NULL;
+    char *eff = NULL;
+    curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &eff);
+    r->url = cr_strdup(eff ? eff : t->url);
+    r->headers = t->resp_headers;
+    memset(&t->resp_headers, 0, sizeof t->resp_headers);
+    r->body = cr_buf_take(&t->resp_body, &r->body_len);
+    read_metrics(t->easy, &r->metrics);
+    if (!r->url || !r->body) {
+        courier_response_free(r);
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    *out_resp = r;
+
+    if (status >= 400) {
+        cr_fail(err, COURIER_E_HTTP_STATUS, "HTTP status %ld", status);
+        err->http_status = (int)status;
+        return COURIER_E_HTTP_STATUS;
+    }
+    if (t->validator) {
+        courier_validator_fn fn = (courier_validator_fn)t->validator->fn;
+        if (!fn(r, t->validator->user)) {
+            cr_fail(err, COURIER_E_INVALID_RESULT, "the validator rejected the response");
+            err->http_status = (int)status;
+            return COURIER_E_INVALID_RESULT;
+        }
+    }
+    cr_error_clear(err);
+    return COURIER_OK;
+}
+
+/* ---- responses -------------------------------------------------------------------------------- */
+
+void courier_response_free(courier_response *r) {
+    if (!r) return;
+    free(r->method);
+    free(r->url);
+    cr_kvlist_clear(&r->headers);
+    free(r->body);
+    free(r);
+}
+
+int courier_response_status(const courier_response *r) { return r ? r->status : 0; }
+
+const uint8_t *courier_response_body(const courier_response *r, size_t *len) {
+    if (!r) {
+        if (len) *len = 0;
+        return NULL;
+    }
+    if (len) *len = r->body_len;
+    return (const uint8_t *)r->body;
+}
+
+const char *courier_response_header(const courier_response *r, const char *name) {
+    return r && name ? cr_kvlist_get(&r->headers, name) : NULL;
+}
+
+size_t courier_response_header_count(const courier_response *r) { return r ? r->headers.count : 0; }
+
+int courier_response_header_at(const courier_response *r, size_t i, const char **name, const char **value) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    if (i >= r->headers.count) return COURIER_E_NOT_FOUND;
+    if (name) *name = r->headers.items[i].name;
+    if (value) *value = r->headers.items[i].value;
+    return COURIER_OK;
+}
+
+const char *courier_response_url(const courier_response *r) { return r ? r->url : NULL; }
+
+const char *courier_response_method(const courier_response *r) { return r ? r->method : NULL; }
+
+uint64_t courier_response_request_id(const courier_response *r) { return r ? r->id : 0; }
+
+int courier_response_metrics(const courier_response *r, courier_metrics *out, size_t size) {
+    if (!r || !out) return COURIER_E_INVALID_ARGUMENT;
+    memcpy(out, &r->metrics, size < sizeof r->metrics ? size : sizeof r->metrics);
+    return COURIER_OK;
+}

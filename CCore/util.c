@@ -1,0 +1,401 @@
+/*
+ * util.c — small pieces every area uses: errors, buffers, name/value lists, string checks and
+ * encodings, shared callback registrations, an id set. No I/O, no global state.
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- versions and errors ------------------------------------------------------------------ */
+
+const char *courier_version(void) { return COURIER_VERSION_STRING; }
+
+unsigned courier_version_num(void) { return COURIER_VERSION_NUM; }
+
+const char *courier_strerror(int code) {
+    switch (code) {
+    case COURIER_OK: return "no error";
+    case COURIER_E_INVALID_ARGUMENT: return "invalid argument";
+    case COURIER_E_INVALID_URL: return "invalid URL";
+    case COURIER_E_CANNOT_RESOLVE: return "cannot resolve host";
+    case COURIER_E_CANNOT_CONNECT: return "cannot connect to host";
+    case COURIER_E_TIMEOUT: return "timed out";
+    case COURIER_E_TLS: return "TLS failure";
+    case COURIER_E_PINNING: return "public key pinning mismatch";
+    case COURIER_E_CANCELLED: return "cancelled";
+    case COURIER_E_HTTP_STATUS: return "HTTP error status";
+    case COURIER_E_INVALID_RESULT: return "invalid result";
+    case COURIER_E_TOO_LARGE: return "response too large";
+    case COURIER_E_INTERNAL: return "internal error";
+    case COURIER_E_NO_MEMORY: return "out of memory";
+    case COURIER_E_INVALID_HEADER: return "invalid header";
+    case COURIER_E_INVALID_ENCODING: return "invalid encoding";
+    case COURIER_E_PARTIAL_RESPONSE: return "connection closed in the middle of the response";
+    case COURIER_E_NETWORK: return "network error";
+    case COURIER_E_CLOSED: return "engine closed";
+    case COURIER_E_STORE: return "store error";
+    case COURIER_E_NOT_FOUND: return "not found";
+    default: return "unknown error";
+    }
+}
+
+void cr_error_clear(courier_error *err) {
+    if (err) memset(err, 0, sizeof *err);
+}
+
+int cr_fail(courier_error *err, int code, const char *fmt, ...) {
+    if (err) {
+        memset(err, 0, sizeof *err);
+        err->code = code;
+        if (fmt) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(err->message, sizeof err->message, fmt, ap);
+            va_end(ap);
+        } else {
+            snprintf(err->message, sizeof err->message, "%s", courier_strerror(code));
+        }
+    }
+    return code;
+}
+
+/* ---- buffers --------------------------------------------------------------------------------- */
+
+int cr_buf_reserve(cr_buf *b, size_t extra) {
+    if (b->len + extra + 1 <= b->cap) return COURIER_OK;
+    if (extra > SIZE_MAX / 2 - b->len) return COURIER_E_NO_MEMORY;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1) cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (!p) return COURIER_E_NO_MEMORY;
+    b->data = p;
+    b->cap = cap;
+    return COURIER_OK;
+}
+
+int cr_buf_append(cr_buf *b, const void *data, size_t len) {
+    if (cr_buf_reserve(b, len) != COURIER_OK) return COURIER_E_NO_MEMORY;
+    if (len) memcpy(b->data + b->len, data, len);
+    b->len += len;
+    b->data[b->len] = '\0';
+    return COURIER_OK;
+}
+
+int cr_buf_append_str(cr_buf *b, const char *s) { return cr_buf_append(b, s, strlen(s)); }
+
+int cr_buf_append_char(cr_buf *b, char c) { return cr_buf_append(b, &c, 1); }
+
+void cr_buf_free(cr_buf *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+char *cr_buf_take(cr_buf *b, size_t *len) {
+    if (!b->data && cr_buf_reserve(b, 0) != COURIER_OK) return NULL;
+    b->data[b->len] = '\0';
+    char *p = b->data;
+    if (len) *len = b->len;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return p;
+}
+
+/* ---- name/value lists ------------------------------------------------------------------------ */
+
+int cr_kvlist_add(cr_kvlist *l, const char *name, size_t name_len, const char *value, size_t value_len) {
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        cr_kv *p = realloc(l->items, cap * sizeof *p);
+        if (!p) return COURIER_E_NO_MEMORY;
+        l->items = p;
+        l->cap = cap;
+    }
+    char *n = cr_strndup(name, name_len);
+    char *v = cr_strndup(value, value_len);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        return COURIER_E_NO_MEMORY;
+    }
+    l->items[l->count].name = n;
+    l->items[l->count].value = v;
+    l->count++;
+    return COURIER_OK;
+}
+
+int cr_kvlist_copy(cr_kvlist *dst, const cr_kvlist *src) {
+    for (size_t i = 0; i < src->count; i++) {
+        const cr_kv *kv = &src->items[i];
+        if (cr_kvlist_add(dst, kv->name, strlen(kv->name), kv->value, strlen(kv->value)) != COURIER_OK)
+            return COURIER_E_NO_MEMORY;
+    }
+    return COURIER_OK;
+}
+
+void cr_kvlist_remove(cr_kvlist *l, const char *name) {
+    size_t w = 0;
+    for (size_t i = 0; i < l->count; i++) {
+        if (strcasecmp(l->items[i].name, name) == 0) {
+            free(l->items[i].name);
+            free(l->items[i].value);
+        } else {
+            l->items[w++] = l->items[i];
+        }
+    }
+    l->count = w;
+}
+
+const char *cr_kvlist_get(const cr_kvlist *l, const char *name) {
+    for (size_t i = 0; i < l->count; i++)
+        if (strcasecmp(l->items[i].name, name) == 0) return l->items[i].value;
+    return NULL;
+}
+
+void cr_kvlist_clear(cr_kvlist *l) {
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->items[i].name);
+        free(l->items[i].value);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->count = l->cap = 0;
+}
+
+/* ---- strings --------------------------------------------------------------------------------- */
+
+char *cr_strdup(const char *s) { return s ? cr_strndup(s, strlen(s)) : NULL; }
+
+char *cr_strndup(const char *s, size_t len) {
+    char *p = malloc(len + 1);
+    if (!p) return NULL;
+    if (len) memcpy(p, s, len);
+    p[len] = '\0';
+    return p;
+}
+
+int cr_set_string(char **slot, const char *s) {
+    char *copy = NULL;
+    if (s && !(copy = cr_strdup(s))) return COURIER_E_NO_MEMORY;
+    free(*slot);
+    *slot = copy;
+    return COURIER_OK;
+}
+
+bool cr_utf8_valid(const char *str, size_t len) {
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = s[i];
+        if (c < 0x80) {
+            if (c == 0) return false;
+            i++;
+            continue;
+        }
+        size_t n;
+        unsigned cp;
+        if (c >= 0xC2 && c <= 0xDF) { n = 1; cp = c & 0x1F; }
+        else if (c >= 0xE0 && c <= 0xEF) { n = 2; cp = c & 0x0F; }
+        else if (c >= 0xF0 && c <= 0xF4) { n = 3; cp = c & 0x07; }
+        else return false;
+        if (len - i <= n) return false;
+        for (size_t k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return false;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF))) return false;
+        if (cp >= 0xD800 && cp <= 0xDFFF) return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+bool cr_is_token(const char *s, size_t len) {
+    if (len == 0) return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (isalnum(c)) continue;
+        if (c && strchr("!#$%&'*+-.^_`|~", c)) continue;
+        return false;
+    }
+    return true;
+}
+
+int cr_check_header(const char *name, size_t name_len, const char *value, size_t value_len) {
+    if (!name || !value) return COURIER_E_INVALID_ARGUMENT;
+    if (!cr_is_token(name, name_len)) return COURIER_E_INVALID_HEADER;
+    for (size_t i = 0; i < value_len; i++) {
+        unsigned char c = (unsigned char)value[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7F) return COURIER_E_INVALID_HEADER;
+    }
+    if (!cr_utf8_valid(value, value_len)) return COURIER_E_INVALID_ENCODING;
+    return COURIER_OK;
+}
+
+int cr_check_param(const char *name, size_t name_len, const char *value, size_t value_len) {
+    if (!name || !value) return COURIER_E_INVALID_ARGUMENT;
+    if (!cr_utf8_valid(name, name_len) || !cr_utf8_valid(value, value_len)) return COURIER_E_INVALID_ENCODING;
+    return COURIER_OK;
+}
+
+int cr_percent_encode(cr_buf *out, const char *s, size_t len) {
+    static const char hex[] = "0123456789ABCDEF";
+    if (cr_buf_reserve(out, len * 3) != COURIER_OK) return COURIER_E_NO_MEMORY;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+            out->data[out->len++] = (char)c;
+        } else {
+            out->data[out->len++] = '%';
+            out->data[out->len++] = hex[c >> 4];
+            out->data[out->len++] = hex[c & 15];
+        }
+    }
+    out->data[out->len] = '\0';
+    return COURIER_OK;
+}
+
+int cr_base64_encode(cr_buf *out, const void *data, size_t len) {
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *p = data;
+    if (cr_buf_reserve(out, (len + 2) / 3 * 4) != COURIER_OK) return COURIER_E_NO_MEMORY;
+    size_t i = 0;
+    for (; i + 2 < len; i += 3) {
+        unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
+        char q[4] = {tbl[v >> 18], tbl[(v >> 12) & 63], tbl[(v >> 6) & 63], tbl[v & 63]};
+        cr_buf_append(out, q, 4);
+    }
+    if (i < len) {
+        unsigned v = (unsigned)p[i] << 16 | (i + 1 < len ? (unsigned)p[i + 1] << 8 : 0);
+        char q[4] = {tbl[v >> 18], tbl[(v >> 12) & 63], i + 1 < len ? tbl[(v >> 6) & 63] : '=', '='};
+        cr_buf_append(out, q, 4);
+    }
+    return COURIER_OK;
+}
+
+bool cr_url_valid(const char *url) {
+    if (!url || !*url) return false;
+    for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+        if (*p <= 0x20 || *p == 0x7F) return false; /* spaces and controls must be percent-encoded */
+    CURLU *u = curl_url();
+    if (!u) return false;
+    bool ok = false;
+    if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK) {
+        char *scheme = NULL, *host = NULL;
+        if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+            curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && host && *host &&
+            (strcmp(scheme, "http") == 0 || strcmp(scheme, "https") == 0))
+            ok = true;
+        curl_free(scheme);
+        curl_free(host);
+    }
+    curl_url_cleanup(u);
+    return ok;
+}
+
+/* ---- callbacks ------------------------------------------------------------------------------- */
+
+cr_callback *cr_callback_new(void (*fn)(void), void *user, courier_user_free_fn user_free, int *code) {
+    *code = COURIER_OK;
+    if (!fn) {
+        if (user_free) user_free(user);
+        return NULL;
+    }
+    cr_callback *cb = malloc(sizeof *cb);
+    if (!cb) {
+        if (user_free) user_free(user);
+        *code = COURIER_E_NO_MEMORY;
+        return NULL;
+    }
+    atomic_init(&cb->refs, 1);
+    cb->fn = fn;
+    cb->user = user;
+    cb->user_free = user_free;
+    return cb;
+}
+
+cr_callback *cr_callback_retain(cr_callback *cb) {
+    if (cb) atomic_fetch_add_explicit(&cb->refs, 1, memory_order_relaxed);
+    return cb;
+}
+
+void cr_callback_release(cr_callback *cb) {
+    if (!cb) return;
+    if (atomic_fetch_sub_explicit(&cb->refs, 1, memory_order_acq_rel) == 1) {
+        if (cb->user_free) cb->user_free(cb->user);
+        free(cb);
+    }
+}
+
+/* ---- id set ---------------------------------------------------------------------------------- */
+
+#define CR_ID_EMPTY 0
+#define CR_ID_DELETED UINT64_MAX
+
+static size_t id_hash(uint64_t id, size_t cap) {
+    id ^= id >> 33;
+    id *= 0xff51afd7ed558ccdULL;
+    id ^= id >> 33;
+    return (size_t)id & (cap - 1);
+}
+
+static int idset_grow(cr_idset *s) {
+    size_t cap = s->cap ? s->cap : 64;
+    if (s->live * 2 + 2 > cap) cap *= 2;
+    uint64_t *slots = calloc(cap, sizeof *slots);
+    if (!slots) return COURIER_E_NO_MEMORY;
+    for (size_t i = 0; i < s->cap; i++) {
+        uint64_t id = s->slots[i];
+        if (id == CR_ID_EMPTY || id == CR_ID_DELETED) continue;
+        size_t j = id_hash(id, cap);
+        while (slots[j] != CR_ID_EMPTY) j = (j + 1) & (cap - 1);
+        slots[j] = id;
+    }
+    free(s->slots);
+    s->slots = slots;
+    s->cap = cap;
+    s->used = s->live;
+    return COURIER_OK;
+}
+
+int cr_idset_add(cr_idset *s, uint64_t id) {
+    if ((s->used + 1) * 4 > s->cap * 3 && idset_grow(s) != COURIER_OK) return COURIER_E_NO_MEMORY;
+    size_t j = id_hash(id, s->cap);
+    while (s->slots[j] != CR_ID_EMPTY) {
+        if (s->slots[j] == id) return COURIER_OK;
+        j = (j + 1) & (s->cap - 1);
+    }
+    s->slots[j] = id;
+    s->used++;
+    s->live++;
+    return COURIER_OK;
+}
+
+static size_t idset_find(const cr_idset *s, uint64_t id) {
+    if (!s->cap) return SIZE_MAX;
+    size_t j = id_hash(id, s->cap);
+    while (s->slots[j] != CR_ID_EMPTY) {
+        if (s->slots[j] == id) return j;
+        j = (j + 1) & (s->cap - 1);
+    }
+    return SIZE_MAX;
+}
+
+bool cr_idset_has(const cr_idset *s, uint64_t id) { return idset_find(s, id) != SIZE_MAX; }
+
+bool cr_idset_remove(cr_idset *s, uint64_t id) {
+    size_t j = idset_find(s, id);
+    if (j == SIZE_MAX) return false;
+    s->slots[j] = CR_ID_DELETED;
+    s->live--;
+    return true;
+}
+
+void cr_idset_free(cr_idset *s) {
+    free(s->slots);
+    memset(s, 0, sizeof *s);
+}

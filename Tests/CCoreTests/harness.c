@@ -1,0 +1,123 @@
+#include "harness.h"
+
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures_in_test;
+static const char *current_test;
+static cts_server *server;
+static char *tmpdirs[64];
+static int ntmpdirs;
+
+void th_fail(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "  FAIL %s (%s:%d): ", current_test ? current_test : "?", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    failures_in_test++;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+static void cleanup(void) {
+    cts_server_stop(server);
+    server = NULL;
+    for (int i = 0; i < ntmpdirs; i++) {
+        nftw(tmpdirs[i], rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        free(tmpdirs[i]);
+    }
+    ntmpdirs = 0;
+}
+
+cts_server *th_server(void) {
+    if (!server) {
+        int rc = cts_server_start(&server, "127.0.0.1", 0);
+        if (rc != 0) {
+            fprintf(stderr, "cannot start the test server: %d\n", rc);
+            exit(2);
+        }
+    }
+    return server;
+}
+
+const char *th_base(void) {
+    static char buf[64];
+    snprintf(buf, sizeof buf, "http://127.0.0.1:%d", cts_server_port(th_server()));
+    return buf;
+}
+
+const char *th_url(const char *path) {
+    static char bufs[8][1024];
+    static int next;
+    char *b = bufs[next++ % 8];
+    snprintf(b, sizeof bufs[0], "%s%s", th_base(), path);
+    return b;
+}
+
+const char *th_tmpdir(void) {
+    const char *tmp = getenv("TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/courier-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(path) || ntmpdirs == 64) {
+        fprintf(stderr, "cannot create a temporary directory\n");
+        exit(2);
+    }
+    tmpdirs[ntmpdirs++] = strdup(path);
+    return tmpdirs[ntmpdirs - 1];
+}
+
+courier_engine *th_engine(void (*tweak)(courier_config *cfg)) {
+    courier_config *cfg = NULL;
+    courier_engine *e = NULL;
+    courier_error err;
+    if (courier_config_new(&cfg) != COURIER_OK) {
+        th_fail(__FILE__, __LINE__, "courier_config_new");
+        return NULL;
+    }
+    courier_config_set_base_url(cfg, th_base());
+    if (tweak) tweak(cfg);
+    int rc = courier_engine_open(&e, cfg, &err);
+    courier_config_free(cfg);
+    if (rc != COURIER_OK) {
+        th_fail(__FILE__, __LINE__, "courier_engine_open: %d %s", rc, err.message);
+        return NULL;
+    }
+    return e;
+}
+
+int64_t th_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int th_run(int argc, char **argv, const th_test *tests, size_t n) {
+    const char *only = argc > 1 ? argv[1] : NULL;
+    int passed = 0, failed = 0;
+    atexit(cleanup);
+    for (size_t i = 0; i < n; i++) {
+        if (only && strcmp(only, tests[i].name) != 0) continue;
+        current_test = tests[i].name;
+        failures_in_test = 0;
+        int64_t t0 = th_now_ms();
+        tests[i].fn();
+        if (failures_in_test) {
+            failed++;
+            fprintf(stderr, "not ok %s\n", tests[i].name);
+        } else {
+            passed++;
+            printf("ok %s (%lld ms)\n", tests[i].name, (long long)(th_now_ms() - t0));
+        }
+        fflush(stdout);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * harness.h — the C tests' small framework: checks that record failures and go on, a runner that
+ * prints "N passed, M failed", the loopback test server, and temporary directories.
+ */
+#ifndef COURIER_TEST_HARNESS_H
+#define COURIER_TEST_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "courier.h"
+#include "courier_test_server.h"
+
+typedef struct th_test {
+    const char *name;
+    void (*fn)(void);
+} th_test;
+
+void th_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int th_run(int argc, char **argv, const th_test *tests, size_t n);
+
+#define CHECK(cond) \
+    do { if (!(cond)) th_fail(__FILE__, __LINE__, "CHECK(%s)", #cond); } while (0)
+#define CHECK_EQ(a, b)                                                                                   \
+    do {                                                                                                 \
+        long long th_a_ = (long long)(a), th_b_ = (long long)(b);                                        \
+        if (th_a_ != th_b_) th_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, th_a_, th_b_); \
+    } while (0)
+#define CHECK_STR(a, b)                                                                                    \
+    do {                                                                                                   \
+        const char *th_a_ = (a), *th_b_ = (b);                                                             \
+        if (!th_a_ || !th_b_ || strcmp(th_a_, th_b_) != 0)                                                 \
+            th_fail(__FILE__, __LINE__, "%s == %s: \"%s\" != \"%s\"", #a, #b, th_a_ ? th_a_ : "(null)",    \
+                    th_b_ ? th_b_ : "(null)");                                                             \
+    } while (0)
+#define CHECK_CONTAINS(hay, needle)                                                                       \
+    do {                                                                                                  \
+        const char *th_h_ = (const char *)(hay), *th_n_ = (needle);                                       \
+        if (!th_h_ || !strstr(th_h_, th_n_))                                                              \
+            th_fail(__FILE__, __LINE__, "%s contains \"%s\": got \"%.300s\"", #hay, th_n_, th_h_ ? th_h_ : "(null)"); \
+    } while (0)
+/* Stops the current test when a precondition fails (the rest would only crash). */
+#define REQUIRE(cond)                                                             \
+    do {                                                                          \
+        if (!(cond)) {                                                            \
+            th_fail(__FILE__, __LINE__, "REQUIRE(%s)", #cond);                    \
+            return;                                                               \
+        }                                                                         \
+    } while (0)
+
+#define TESTS_MAIN(...)                                                          \
+    int main(int argc, char **argv) {                                           \
+        static const th_test th_tests_[] = {__VA_ARGS__};                        \
+        return th_run(argc, argv, th_tests_, sizeof th_tests_ / sizeof th_tests_[0]); \
+    }
+#define T(fn) {#fn, fn}
+
+/* The process's loopback test server, started on first use, stopped at exit. */
+cts_server *th_server(void);
+/* "http://127.0.0.1:PORT" + path, in a static rotating buffer (valid for the next 7 calls). */
+const char *th_url(const char *path);
+/* "http://127.0.0.1:PORT" */
+const char *th_base(void);
+/* A new empty temporary directory, removed with its contents at exit. Never NULL. */
+const char *th_tmpdir(void);
+/* Opens an engine whose base URL is the test server's; extra settings may be applied to cfg
+   through `tweak` (may be NULL). Fails the test (returns NULL) when it cannot open. */
+courier_engine *th_engine(void (*tweak)(courier_config *cfg));
+/* Milliseconds from a monotonic clock. */
+int64_t th_now_ms(void);
+
+#endif

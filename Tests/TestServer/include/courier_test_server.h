@@ -1,0 +1,111 @@
+/*
+ * courier_test_server.h — a small, real HTTP/1.1 server used by Courier's tests
+ * (C, Swift and Python) and by the `courier demo` / `courier serve` commands.
+ *
+ * The server listens on one TCP socket and runs one thread per connection.
+ * Connections are persistent by default (HTTP/1.1 keep-alive), requests may be
+ * pipelined, and request bodies may use Content-Length or chunked transfer
+ * coding. It has no global state: several servers can run in one process.
+ *
+ * Limits: at most 64 KiB of request line + header bytes (else 431 and close),
+ * at most 64 MiB of request body (else 413 and close). A malformed request gets
+ * 400 and the connection is closed. Responses are HTTP/1.1 with a Content-Length
+ * except where noted; "Connection: close" is sent when the server closes after
+ * the response. HEAD requests get the same headers as GET and no body.
+ *
+ * Endpoints (the path is matched without its query string; any method):
+ *   /echo, /echo/...       200 JSON {"method","path","query","headers":[[name,value],...],
+ *                          "body","body_length","connection"}. Strings are byte strings:
+ *                          control bytes and every byte >= 0x80 appear as \u00XX, so each
+ *                          JSON character stands for exactly one byte received. "path" and
+ *                          "query" are as received (not percent-decoded; query is "" if
+ *                          absent); "connection" is the request's number on its connection
+ *                          (1 for the first).
+ *   /status/{code}         that status (200..599) with body {"status":code}; 204 and 304
+ *                          have neither body nor Content-Length.
+ *   /delay/{ms}            waits ms milliseconds (cut short by stop), then {"delayed":ms}.
+ *   /bytes/{n}             n bytes of application/octet-stream, byte i = i % 251;
+ *                          with ?chunked=1 sent chunked in 16 KiB chunks (no Content-Length).
+ *   /close-mid-body        200 with Content-Length: 1000, sends 100 bytes (i % 251), then
+ *                          closes (FIN; no "Connection: close" header, to look like a crash).
+ *   /hang                  reads the request and never answers (until stop or client close).
+ *   /reset                 closes with SO_LINGER {1,0}: the client sees a TCP reset.
+ *   /headers?N=V&N2=V2     200 {} and each query pair (percent-decoded, '+' = space) as a
+ *                          response header, in order. A pair named Content-Type replaces the
+ *                          default one. 400 if a name is not an HTTP token or a value holds
+ *                          CR, LF or NUL.
+ *   /redirect?to=X         302 with "Location: X" (percent-decoded), empty body.
+ *                          Optional &status=301|302|303|307|308 picks the status.
+ *   /etag/{tag}            ETag: "{tag}", Cache-Control: max-age=0; 304 without body if
+ *                          If-None-Match contains "{tag}" (or is *), else 200 {"etag":"{tag}"}.
+ *   /cache?max_age=N&etag=T&last_modified=D&vary=H&body=B
+ *                          200 with Cache-Control: max-age=N, ETag: "T", Last-Modified: D,
+ *                          Vary: H (each only if given). 304 when If-None-Match contains
+ *                          "T"; or, with no If-None-Match, when If-Modified-Since equals D.
+ *                          Body: B (text/plain) if given, else JSON {"n":<path count of /cache,
+ *                          this request included>,"vary":"<request header named H, or empty>"}.
+ *   /count                 {"requests":N,"connections":M} (this request included).
+ *   /json                  a fixed small JSON document.
+ *   /slow-body/{ms}        Content-Length: 100; sends 50 bytes, waits ms, sends 50 more.
+ *                          Body byte i = 'a' + i % 26 (text/plain).
+ *   anything else          404 {"error":"not found"}.
+ * A malformed number in a path ("/delay/x") gets 400 {"error":"bad parameter"}.
+ */
+#ifndef COURIER_TEST_SERVER_H
+#define COURIER_TEST_SERVER_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opaque server handle. */
+typedef struct cts_server cts_server;
+
+/*
+ * Starts a server listening on `host` (a numeric address or a name; NULL means
+ * "127.0.0.1") and `port` (0 = a free port chosen by the OS). The server starts
+ * accepting immediately on its own thread.
+ *
+ * Returns 0 and stores a new server in *out, which the caller owns and must
+ * release with cts_server_stop(). On failure returns a negative errno value
+ * (-EINVAL for bad arguments or an unresolvable host, -EADDRINUSE, ...) and sets
+ * *out to NULL (if out is not NULL).
+ */
+int cts_server_start(cts_server **out, const char *host, int port);
+
+/* The TCP port the server listens on (useful after starting with port 0).
+   Never changes; safe from any thread. */
+int cts_server_port(const cts_server *s);
+
+/* Number of requests fully parsed (request line, headers and body) since start
+   or the last reset. Atomic; safe from any thread. */
+long cts_server_request_count(cts_server *s);
+
+/* Number of connections accepted since start or the last reset. Atomic; safe from
+   any thread. */
+long cts_server_connection_count(cts_server *s);
+
+/* Number of fully parsed requests whose path (without the query string, as
+   received) equals `path` exactly, since start or the last reset. Returns 0 for a
+   NULL path. Safe from any thread; `path` is only read during the call. */
+long cts_server_path_count(cts_server *s, const char *path);
+
+/* Sets the request, connection and per-path counters to zero. Does not affect
+   the per-connection request numbers reported by /echo. Safe from any thread. */
+void cts_server_reset_counts(cts_server *s);
+
+/*
+ * Stops the server: closes the listener, wakes and shuts down every open
+ * connection (including ones parked in /hang, /delay or /slow-body, or idle
+ * between keep-alive requests), joins every thread and frees everything.
+ * Returns promptly (it does not wait for delays to elapse). Accepts NULL.
+ * Must be called exactly once per server, and not concurrently with any other
+ * call on the same server; `s` is invalid afterwards.
+ */
+void cts_server_stop(cts_server *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COURIER_TEST_SERVER_H */
