@@ -1,0 +1,677 @@
+/*
+ * engine_test.c — the engine over the loopback server: async and sync sends, exactly-once
+ * completion, cancel and close with requests in flight, every error a transfer can end with,
+ * responses (headers, redirects, metrics), the store directory, many threads at once.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+/* ---- a completion recorder ------------------------------------------------------------------ */
+
+typedef struct rec {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int calls;
+    int code;
+    int http_status;
+    int curl_code;
+    courier_response *resp;
+    uint64_t id;
+} rec;
+
+static void rec_init(rec *r) {
+    memset(r, 0, sizeof *r);
+    pthread_mutex_init(&r->m, NULL);
+    pthread_cond_init(&r->c, NULL);
+}
+
+static void rec_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    rec *r = user;
+    pthread_mutex_lock(&r->m);
+    r->calls++;
+    r->code = code;
+    r->id = id;
+    if (err) {
+        r->http_status = err->http_status;
+        r->curl_code = err->curl_code;
+    }
+    if (r->resp) courier_response_free(r->resp);
+    r->resp = resp;
+    pthread_cond_broadcast(&r->c);
+    pthread_mutex_unlock(&r->m);
+}
+
+/* Waits up to 20 s for a first completion; returns the number of calls. */
+static int rec_wait(rec *r) {
+    int64_t deadline = th_now_ms() + 20000;
+    pthread_mutex_lock(&r->m);
+    while (r->calls == 0 && th_now_ms() < deadline) {
+        pthread_mutex_unlock(&r->m);
+        usleep(2000);
+        pthread_mutex_lock(&r->m);
+    }
+    int calls = r->calls;
+    pthread_mutex_unlock(&r->m);
+    return calls;
+}
+
+static void rec_free(rec *r) {
+    courier_response_free(r->resp);
+    pthread_mutex_destroy(&r->m);
+    pthread_cond_destroy(&r->c);
+}
+
+static courier_request *req(const char *method, const char *path) {
+    courier_request *r = NULL;
+    if (courier_request_new(&r, method, path) != COURIER_OK) return NULL;
+    return r;
+}
+
+/* Sends path synchronously; returns the code, *out the response if wanted. */
+static int sync_code(courier_engine *e, const char *path, long timeout_ms, courier_response **out, courier_error *err) {
+    courier_request *r = req("GET", path);
+    if (timeout_ms) courier_request_set_timeout_ms(r, timeout_ms);
+    int rc = courier_send_sync(e, r, out, err);
+    courier_request_free(r);
+    return rc;
+}
+
+/* ---- tests ------------------------------------------------------------------------------------ */
+
+static void test_async_send_completes_once(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    rec r;
+    rec_init(&r);
+    courier_request *q = req("GET", "/json");
+    uint64_t id = 0;
+    CHECK_EQ(courier_send(e, q, rec_done, &r, &id, NULL), COURIER_OK);
+    courier_request_free(q); /* the engine copied it */
+    CHECK(id != 0);
+    CHECK_EQ(rec_wait(&r), 1);
+    CHECK_EQ(r.code, COURIER_OK);
+    CHECK_EQ(r.id, id);
+    REQUIRE(r.resp);
+    CHECK_EQ(courier_response_status(r.resp), 200);
+    CHECK_EQ(courier_response_request_id(r.resp), id);
+    size_t len = 0;
+    const uint8_t *body = courier_response_body(r.resp, &len);
+    CHECK(len > 10);
+    CHECK_CONTAINS((const char *)body, "\"name\":\"courier\"");
+    CHECK_EQ(body[len], 0); /* NUL after the body */
+    CHECK_STR(courier_response_header(r.resp, "content-type"), "application/json");
+    CHECK_STR(courier_response_url(r.resp), th_url("/json"));
+    /* Nothing else arrives later; cancel of a completed id is not found. */
+    usleep(50000);
+    CHECK_EQ(r.calls, 1);
+    CHECK_EQ(courier_cancel(e, id), COURIER_E_NOT_FOUND);
+    courier_engine_close(e);
+    CHECK_EQ(r.calls, 1);
+    rec_free(&r);
+}
+
+static void test_response_outlives_engine(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_response *resp = NULL;
+    CHECK_EQ(sync_code(e, "/json", 0, &resp, NULL), COURIER_OK);
+    courier_engine_close(e);
+    REQUIRE(resp);
+    CHECK_CONTAINS((const char *)courier_response_body(resp, NULL), "courier");
+    courier_response_free(resp);
+}
+
+static void test_headers_lookup_and_order(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_response *resp = NULL;
+    CHECK_EQ(sync_code(e, "/headers?X-First=1&X-Second=two%20words&x-first=again", 0, &resp, NULL), COURIER_OK);
+    REQUIRE(resp);
+    CHECK_STR(courier_response_header(resp, "X-FIRST"), "1");
+    CHECK_STR(courier_response_header(resp, "x-second"), "two words");
+    CHECK(courier_response_header(resp, "X-Missing") == NULL);
+    /* Iteration in received order: X-First before X-Second before the second x-first. */
+    size_t n = courier_response_header_count(resp);
+    int first = -1, second = -1, again = -1;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = NULL, *value = NULL;
+        CHECK_EQ(courier_response_header_at(resp, i, &name, &value), COURIER_OK);
+        if (strcmp(name, "X-First") == 0) first = (int)i;
+        if (strcmp(name, "X-Second") == 0) second = (int)i;
+        if (strcmp(name, "x-first") == 0) again = (int)i;
+    }
+    CHECK(first >= 0 && second > first && again > second);
+    const char *name = NULL;
+    CHECK_EQ(courier_response_header_at(resp, n, &name, NULL), COURIER_E_NOT_FOUND);
+    courier_response_free(resp);
+    courier_engine_close(e);
+}
+
+static void test_http_error_status_keeps_response(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    static const int codes[] = {400, 404, 418, 500, 503};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "/status/%d", codes[i]);
+        courier_response *resp = NULL;
+        courier_error err;
+        CHECK_EQ(sync_code(e, path, 0, &resp, &err), COURIER_E_HTTP_STATUS);
+        CHECK_EQ(err.code, COURIER_E_HTTP_STATUS);
+        CHECK_EQ(err.http_status, codes[i]);
+        REQUIRE(resp);
+        CHECK_EQ(courier_response_status(resp), codes[i]);
+        char want[32];
+        snprintf(want, sizeof want, "{\"status\":%d}", codes[i]);
+        CHECK_STR((const char *)courier_response_body(resp, NULL), want);
+        courier_response_free(resp);
+    }
+    /* 2xx and 3xx without Location are successes. */
+    CHECK_EQ(sync_code(e, "/status/204", 0, NULL, NULL), COURIER_OK);
+    CHECK_EQ(sync_code(e, "/status/201", 0, NULL, NULL), COURIER_OK);
+    courier_engine_close(e);
+}
+
+static int reject_if_no_name(const courier_response *resp, void *user) {
+    atomic_int *calls = user;
+    atomic_fetch_add(calls, 1);
+    return strstr((const char *)courier_response_body(resp, NULL), "\"name\"") != NULL;
+}
+
+static atomic_int engine_validator_calls;
+static int engine_validator(const courier_response *resp, void *user) {
+    (void)user;
+    atomic_fetch_add(&engine_validator_calls, 1);
+    return courier_response_status(resp) == 200 && strstr((const char *)courier_response_body(resp, NULL), "ok");
+}
+
+static void tweak_validator(courier_config *cfg) { courier_config_set_validator(cfg, engine_validator, NULL, NULL); }
+
+static void test_validators(void) {
+    atomic_int calls = 0;
+    courier_engine *e = th_engine(tweak_validator);
+    REQUIRE(e);
+    /* The engine's validator: /json has "ok", /echo does not. */
+    engine_validator_calls = 0;
+    CHECK_EQ(sync_code(e, "/json", 0, NULL, NULL), COURIER_OK);
+    courier_response *resp = NULL;
+    courier_error err;
+    CHECK_EQ(sync_code(e, "/bytes/10", 0, &resp, &err), COURIER_E_INVALID_RESULT);
+    CHECK_EQ(err.code, COURIER_E_INVALID_RESULT);
+    CHECK(resp != NULL); /* the rejected response stays with the caller */
+    CHECK_EQ(courier_response_status(resp), 200);
+    courier_response_free(resp);
+    CHECK_EQ(atomic_load(&engine_validator_calls), 2);
+    /* A request's own validator replaces the engine's. */
+    courier_request *r = req("GET", "/echo");
+    CHECK_EQ(courier_request_set_validator(r, reject_if_no_name, &calls, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(e, r, NULL, NULL), COURIER_E_INVALID_RESULT);
+    courier_request_free(r);
+    r = req("GET", "/json");
+    CHECK_EQ(courier_request_set_validator(r, reject_if_no_name, &calls, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(e, r, NULL, NULL), COURIER_OK);
+    courier_request_free(r);
+    CHECK_EQ(atomic_load(&calls), 2);
+    CHECK_EQ(atomic_load(&engine_validator_calls), 2);
+    /* Validators are not asked about HTTP errors. */
+    CHECK_EQ(sync_code(e, "/status/500", 0, NULL, NULL), COURIER_E_HTTP_STATUS);
+    CHECK_EQ(atomic_load(&engine_validator_calls), 2);
+    courier_engine_close(e);
+}
+
+static void test_timeout_and_hang(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    int64_t t0 = th_now_ms();
+    CHECK_EQ(sync_code(e, "/delay/10000", 300, NULL, &err), COURIER_E_TIMEOUT);
+    CHECK_EQ(err.code, COURIER_E_TIMEOUT);
+    CHECK(err.curl_code != 0);
+    CHECK_EQ(sync_code(e, "/hang", 300, NULL, &err), COURIER_E_TIMEOUT);
+    CHECK_EQ(sync_code(e, "/slow-body/10000", 300, NULL, &err), COURIER_E_TIMEOUT);
+    CHECK(th_now_ms() - t0 < 9000); /* did not wait for the server */
+    /* The engine still works afterwards. */
+    CHECK_EQ(sync_code(e, "/json", 0, NULL, NULL), COURIER_OK);
+    courier_engine_close(e);
+}
+
+static void tweak_small_max(courier_config *cfg) { courier_config_set_max_response_bytes(cfg, 4096); }
+
+static void test_too_large(void) {
+    courier_engine *e = th_engine(tweak_small_max);
+    REQUIRE(e);
+    courier_response *resp = NULL;
+    courier_error err;
+    CHECK_EQ(sync_code(e, "/bytes/4096", 0, &resp, NULL), COURIER_OK);
+    size_t len = 0;
+    const uint8_t *b = courier_response_body(resp, &len);
+    CHECK_EQ(len, 4096);
+    CHECK_EQ(b[300], 300 % 251);
+    courier_response_free(resp);
+    resp = NULL;
+    CHECK_EQ(sync_code(e, "/bytes/4097", 0, &resp, &err), COURIER_E_TOO_LARGE);  /* Content-Length known */
+    CHECK(resp == NULL);
+    CHECK_EQ(err.code, COURIER_E_TOO_LARGE);
+    CHECK_EQ(sync_code(e, "/bytes/100000?chunked=1", 0, &resp, &err), COURIER_E_TOO_LARGE); /* streamed */
+    CHECK(resp == NULL);
+    courier_engine_close(e);
+}
+
+static void test_default_max_is_64mib(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_response *resp = NULL;
+    CHECK_EQ(sync_code(e, "/bytes/5000000", 0, &resp, NULL), COURIER_OK);
+    size_t len = 0;
+    courier_response_body(resp, &len);
+    CHECK_EQ(len, 5000000);
+    courier_response_free(resp);
+    courier_engine_close(e);
+}
+
+static void test_server_faults(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_response *resp = NULL;
+    courier_error err;
+    CHECK_EQ(sync_code(e, "/close-mid-body", 0, &resp, &err), COURIER_E_PARTIAL_RESPONSE);
+    CHECK(resp == NULL);
+    int rc = sync_code(e, "/reset", 0, &resp, &err);
+    CHECK_EQ(rc, COURIER_E_NETWORK);
+    CHECK(resp == NULL);
+    CHECK_EQ(sync_code(e, "/json", 0, NULL, NULL), COURIER_OK);
+    courier_engine_close(e);
+}
+
+static int closed_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    close(fd); /* bound, never listened, now closed: nothing answers there */
+    return ntohs(a.sin_port);
+}
+
+static void test_cannot_connect_and_resolve(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", closed_port());
+    courier_error err;
+    CHECK_EQ(sync_code(e, url, 5000, NULL, &err), COURIER_E_CANNOT_CONNECT);
+    CHECK_EQ(err.code, COURIER_E_CANNOT_CONNECT);
+    CHECK(err.curl_code == 7); /* CURLE_COULDNT_CONNECT */
+    /* .invalid never resolves (RFC 6761). */
+    CHECK_EQ(sync_code(e, "http://courier-test.invalid/x", 5000, NULL, &err), COURIER_E_CANNOT_RESOLVE);
+    courier_engine_close(e);
+}
+
+static void test_redirect_and_metrics(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_response *resp = NULL;
+    CHECK_EQ(sync_code(e, "/redirect?to=/json", 0, &resp, NULL), COURIER_OK);
+    REQUIRE(resp);
+    CHECK_STR(courier_response_url(resp), th_url("/json"));
+    CHECK_STR(courier_response_header(resp, "Content-Type"), "application/json");
+    CHECK(courier_response_header(resp, "Location") == NULL); /* the final response's headers only */
+    courier_metrics m;
+    CHECK_EQ(courier_response_metrics(resp, &m, sizeof m), COURIER_OK);
+    CHECK_EQ(m.redirects, 1);
+    CHECK_EQ(m.http_version, 11);
+    CHECK(m.total_s > 0);
+    CHECK(m.first_byte_s > 0 && m.first_byte_s <= m.total_s);
+    CHECK(m.bytes_received > 100);
+    CHECK(m.bytes_sent > 20);
+    courier_response_free(resp);
+
+    /* A second request to the same host reuses the connection. */
+    CHECK_EQ(sync_code(e, "/json", 0, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_response_metrics(resp, &m, sizeof m), COURIER_OK);
+    CHECK_EQ(m.connection_reused, 1);
+    CHECK(m.connect_s == 0 || m.connect_s <= m.total_s);
+    /* A smaller struct from an older caller gets only its part. */
+    struct {
+        double dns_s;
+        double guard;
+    } small = {0, 12345.0};
+    CHECK_EQ(courier_response_metrics(resp, (courier_metrics *)(void *)&small, sizeof(double)), COURIER_OK);
+    CHECK(small.guard == 12345.0);
+    courier_response_free(resp);
+
+    /* Keep-alive: many requests, few connections. */
+    long conns_before = cts_server_connection_count(th_server());
+    for (int i = 0; i < 20; i++) CHECK_EQ(sync_code(e, "/json", 0, NULL, NULL), COURIER_OK);
+    CHECK(cts_server_connection_count(th_server()) - conns_before <= 1);
+    courier_engine_close(e);
+}
+
+static void test_cancel_by_id(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    rec r;
+    rec_init(&r);
+    courier_request *q = req("GET", "/hang");
+    uint64_t id = 0;
+    CHECK_EQ(courier_send(e, q, rec_done, &r, &id, NULL), COURIER_OK);
+    courier_request_free(q);
+    usleep(100000);
+    CHECK_EQ(r.calls, 0);
+    CHECK_EQ(courier_cancel(e, id), COURIER_OK);
+    CHECK_EQ(rec_wait(&r), 1);
+    CHECK_EQ(r.code, COURIER_E_CANCELLED);
+    CHECK(r.resp == NULL);
+    CHECK_EQ(courier_cancel(e, id), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_cancel(e, 987654321), COURIER_E_NOT_FOUND);
+    /* Cancelling right after sending, before the worker started it. */
+    rec r2;
+    rec_init(&r2);
+    q = req("GET", "/delay/5000");
+    CHECK_EQ(courier_send(e, q, rec_done, &r2, &id, NULL), COURIER_OK);
+    courier_request_free(q);
+    CHECK_EQ(courier_cancel(e, id), COURIER_OK);
+    CHECK_EQ(rec_wait(&r2), 1);
+    CHECK_EQ(r2.code, COURIER_E_CANCELLED);
+    courier_engine_close(e);
+    CHECK_EQ(r.calls, 1);
+    CHECK_EQ(r2.calls, 1);
+    rec_free(&r);
+    rec_free(&r2);
+}
+
+static void test_cancel_all_and_close_in_flight(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    enum { N = 10 };
+    rec recs[N];
+    for (int i = 0; i < N; i++) {
+        rec_init(&recs[i]);
+        courier_request *q = req("GET", i % 2 ? "/hang" : "/delay/30000");
+        CHECK_EQ(courier_send(e, q, rec_done, &recs[i], NULL, NULL), COURIER_OK);
+        courier_request_free(q);
+    }
+    usleep(100000);
+    CHECK_EQ(courier_cancel_all(e), COURIER_OK);
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(rec_wait(&recs[i]), 1);
+        CHECK_EQ(recs[i].code, COURIER_E_CANCELLED);
+    }
+    /* The engine keeps working after cancel_all. */
+    CHECK_EQ(sync_code(e, "/json", 0, NULL, NULL), COURIER_OK);
+
+    /* Close with requests queued and in flight: each completes once with cancelled, before close
+       returns. More than the per-host limit so that some wait in curl's queue. */
+    enum { M = 20 };
+    rec more[M];
+    for (int i = 0; i < M; i++) {
+        rec_init(&more[i]);
+        courier_request *q = req("GET", "/hang");
+        CHECK_EQ(courier_send(e, q, rec_done, &more[i], NULL, NULL), COURIER_OK);
+        courier_request_free(q);
+    }
+    usleep(50000);
+    long queued = -1, active = -1;
+    CHECK_EQ(courier_engine_pending(e, &queued, &active), COURIER_OK);
+    CHECK_EQ(queued + active, M);
+    courier_engine_close(e);
+    for (int i = 0; i < M; i++) {
+        CHECK_EQ(more[i].calls, 1);
+        CHECK_EQ(more[i].code, COURIER_E_CANCELLED);
+        rec_free(&more[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(recs[i].calls, 1);
+        rec_free(&recs[i]);
+    }
+}
+
+static void test_close_right_after_send(void) {
+    /* Sends that race with close: every accepted send completes exactly once. */
+    for (int round = 0; round < 20; round++) {
+        courier_engine *e = th_engine(NULL);
+        REQUIRE(e);
+        rec r;
+        rec_init(&r);
+        courier_request *q = req("GET", "/json");
+        CHECK_EQ(courier_send(e, q, rec_done, &r, NULL, NULL), COURIER_OK);
+        courier_request_free(q);
+        courier_engine_close(e);
+        CHECK_EQ(r.calls, 1);
+        CHECK(r.code == COURIER_OK || r.code == COURIER_E_CANCELLED);
+        rec_free(&r);
+    }
+}
+
+typedef struct chain_ctx {
+    courier_engine *e;
+    atomic_int remaining;
+    atomic_int ok;
+    atomic_int sync_from_worker;
+} chain_ctx;
+
+static void chain_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id;
+    (void)err;
+    chain_ctx *c = user;
+    courier_response_free(resp);
+    if (code == COURIER_OK) atomic_fetch_add(&c->ok, 1);
+    courier_request *q = req("GET", "/json");
+    /* A synchronous send from the worker would deadlock: refused. */
+    atomic_store(&c->sync_from_worker, courier_send_sync(c->e, q, NULL, NULL));
+    if (atomic_fetch_sub(&c->remaining, 1) > 1) courier_send(c->e, q, chain_done, c, NULL, NULL);
+    courier_request_free(q);
+}
+
+static void test_send_from_completion(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    chain_ctx c = {.e = e};
+    atomic_init(&c.remaining, 5);
+    atomic_init(&c.ok, 0);
+    courier_request *q = req("GET", "/json");
+    CHECK_EQ(courier_send(e, q, chain_done, &c, NULL, NULL), COURIER_OK);
+    courier_request_free(q);
+    int64_t deadline = th_now_ms() + 20000;
+    while (atomic_load(&c.remaining) > 0 && th_now_ms() < deadline) usleep(2000);
+    CHECK_EQ(atomic_load(&c.ok), 5);
+    CHECK_EQ(atomic_load(&c.sync_from_worker), COURIER_E_INVALID_ARGUMENT);
+    courier_engine_close(e);
+}
+
+typedef struct thread_arg {
+    courier_engine *e;
+    int ok;
+    int n;
+} thread_arg;
+
+static void *hammer(void *p) {
+    thread_arg *a = p;
+    for (int i = 0; i < a->n; i++) {
+        courier_request *q = req(i % 3 ? "GET" : "POST", "/echo");
+        courier_request_add_param(q, "i", "1");
+        courier_response *resp = NULL;
+        if (courier_send_sync(a->e, q, &resp, NULL) == COURIER_OK && courier_response_status(resp) == 200) a->ok++;
+        courier_response_free(resp);
+        courier_request_free(q);
+    }
+    return NULL;
+}
+
+static void test_many_threads(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    enum { T = 8, N = 40 };
+    pthread_t th[T];
+    thread_arg args[T];
+    for (int i = 0; i < T; i++) {
+        args[i] = (thread_arg){e, 0, N};
+        pthread_create(&th[i], NULL, hammer, &args[i]);
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_EQ(args[i].ok, N);
+    }
+    courier_engine_close(e);
+}
+
+static void test_many_async_in_flight(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    enum { N = 300 };
+    rec *recs = calloc(N, sizeof *recs);
+    REQUIRE(recs);
+    for (int i = 0; i < N; i++) {
+        rec_init(&recs[i]);
+        courier_request *q = req("GET", "/bytes/1024");
+        CHECK_EQ(courier_send(e, q, rec_done, &recs[i], NULL, NULL), COURIER_OK);
+        courier_request_free(q);
+    }
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(rec_wait(&recs[i]), 1);
+        CHECK_EQ(recs[i].code, COURIER_OK);
+        size_t len = 0;
+        courier_response_body(recs[i].resp, &len);
+        CHECK_EQ(len, 1024);
+    }
+    courier_engine_close(e);
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(recs[i].calls, 1);
+        rec_free(&recs[i]);
+    }
+    free(recs);
+}
+
+static void test_store_directory(void) {
+    /* A given directory is created with its parents and kept. */
+    char path[700];
+    snprintf(path, sizeof path, "%s/a/b/store", th_tmpdir());
+    courier_config *cfg = NULL;
+    REQUIRE(courier_config_new(&cfg) == COURIER_OK);
+    CHECK_EQ(courier_config_set_store_dir(cfg, path), COURIER_OK);
+    courier_engine *e = NULL;
+    CHECK_EQ(courier_engine_open(&e, cfg, NULL), COURIER_OK);
+    courier_config_free(cfg);
+    CHECK_STR(courier_engine_store_dir(e), path);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+    CHECK_EQ(st.st_mode & 0777, 0700);
+    courier_engine_close(e);
+    CHECK(stat(path, &st) == 0);
+
+    /* The default is a private temporary directory, removed at close. */
+    REQUIRE(courier_engine_open(&e, NULL, NULL) == COURIER_OK);
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s", courier_engine_store_dir(e));
+    CHECK(stat(tmp, &st) == 0 && S_ISDIR(st.st_mode));
+    courier_engine_close(e);
+    CHECK(stat(tmp, &st) != 0 && errno == ENOENT);
+
+    /* A path under a regular file cannot be created: COURIER_E_STORE with errno. */
+    char file[600];
+    snprintf(file, sizeof file, "%s/plain", th_tmpdir());
+    FILE *f = fopen(file, "w");
+    REQUIRE(f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/sub", file);
+    REQUIRE(courier_config_new(&cfg) == COURIER_OK);
+    CHECK_EQ(courier_config_set_store_dir(cfg, path), COURIER_OK);
+    courier_error err;
+    e = (courier_engine *)1;
+    CHECK_EQ(courier_engine_open(&e, cfg, &err), COURIER_E_STORE);
+    CHECK(e == NULL);
+    CHECK_EQ(err.code, COURIER_E_STORE);
+    CHECK_EQ(err.os_error, ENOTDIR);
+    /* The store path is a file itself. */
+    CHECK_EQ(courier_config_set_store_dir(cfg, file), COURIER_OK);
+    CHECK_EQ(courier_engine_open(&e, cfg, &err), COURIER_E_STORE);
+    courier_config_free(cfg);
+}
+
+static void test_two_engines_independent(void) {
+    courier_engine *a = th_engine(NULL);
+    courier_config *cfg = NULL;
+    REQUIRE(courier_config_new(&cfg) == COURIER_OK);
+    char base[200];
+    snprintf(base, sizeof base, "%s/echo", th_base());
+    courier_config_set_base_url(cfg, base);
+    courier_config_add_header(cfg, "X-Engine", "b");
+    courier_engine *b = NULL;
+    REQUIRE(courier_engine_open(&b, cfg, NULL) == COURIER_OK);
+    courier_config_free(cfg); /* the engine keeps its own copy */
+    REQUIRE(a);
+    courier_response *resp = NULL;
+    CHECK_EQ(sync_code(b, "sub", 0, &resp, NULL), COURIER_OK);
+    CHECK_CONTAINS((const char *)courier_response_body(resp, NULL), "[\"X-Engine\",\"b\"]");
+    CHECK_CONTAINS((const char *)courier_response_body(resp, NULL), "\"path\":\"/echo/sub\"");
+    courier_response_free(resp);
+    CHECK_EQ(sync_code(a, "/echo", 0, &resp, NULL), COURIER_OK);
+    CHECK(!strstr((const char *)courier_response_body(resp, NULL), "X-Engine"));
+    courier_response_free(resp);
+    courier_engine_close(a);
+    CHECK_EQ(sync_code(b, "x", 0, NULL, NULL), COURIER_OK);
+    courier_engine_close(b);
+}
+
+static atomic_int user_frees;
+static void count_user_free(void *user) {
+    (void)user;
+    atomic_fetch_add(&user_frees, 1);
+}
+static int accept_all(const courier_response *resp, void *user) {
+    (void)resp;
+    (void)user;
+    return 1;
+}
+
+static void test_user_free_runs_once(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    atomic_store(&user_frees, 0);
+    courier_request *r = req("GET", "/delay/200");
+    CHECK_EQ(courier_request_set_validator(r, accept_all, NULL, count_user_free), COURIER_OK);
+    rec a;
+    rec_init(&a);
+    CHECK_EQ(courier_send(e, r, rec_done, &a, NULL, NULL), COURIER_OK);
+    courier_request_free(r); /* the send still holds the registration */
+    CHECK_EQ(atomic_load(&user_frees), 0);
+    CHECK_EQ(rec_wait(&a), 1);
+    CHECK_EQ(a.code, COURIER_OK);
+    courier_engine_close(e);
+    CHECK_EQ(atomic_load(&user_frees), 1);
+    rec_free(&a);
+    /* Replacing a registration releases the old one; NULL fn releases the new user at once. */
+    r = req("GET", "/json");
+    CHECK_EQ(courier_request_set_validator(r, accept_all, NULL, count_user_free), COURIER_OK);
+    CHECK_EQ(courier_request_set_validator(r, NULL, NULL, count_user_free), COURIER_OK);
+    CHECK_EQ(atomic_load(&user_frees), 3);
+    courier_request_free(r);
+    CHECK_EQ(atomic_load(&user_frees), 3);
+    /* A configuration's validator: released when both the config and the engine are done. */
+    courier_config *cfg = NULL;
+    REQUIRE(courier_config_new(&cfg) == COURIER_OK);
+    CHECK_EQ(courier_config_set_validator(cfg, accept_all, NULL, count_user_free), COURIER_OK);
+    REQUIRE(courier_engine_open(&e, cfg, NULL) == COURIER_OK);
+    courier_config_free(cfg);
+    CHECK_EQ(atomic_load(&user_frees), 3);
+    courier_engine_close(e);
+    CHECK_EQ(atomic_load(&user_frees), 4);
+}
+
+TESTS_MAIN(T(test_async_send_completes_once), T(test_response_outlives_engine), T(test_headers_lookup_and_order),
+           T(test_http_error_status_keeps_response), T(test_validators), T(test_timeout_and_hang), T(test_too_large),
+           T(test_default_max_is_64mib), T(test_server_faults), T(test_cannot_connect_and_resolve),
+           T(test_redirect_and_metrics), T(test_cancel_by_id), T(test_cancel_all_and_close_in_flight),
+           T(test_close_right_after_send), T(test_send_from_completion), T(test_many_threads),
+           T(test_many_async_in_flight), T(test_store_directory), T(test_two_engines_independent), T(test_user_free_runs_once))
