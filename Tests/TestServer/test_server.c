@@ -790,6 +790,8 @@ static int read_chunked(conn *c, request *rq)
             size_t ncap = cap ? cap : 4096;
             while (ncap < len + size)
                 ncap *= 2;
+            if (ncap > BODY_MAX)
+                ncap = BODY_MAX; /* still >= len + size, checked above */
             char *nb = realloc(body, ncap);
             if (!nb) {
                 free(body);
@@ -968,9 +970,14 @@ static int send_response(conn *c, const request *rq, response *rs, int closing)
     sb_put(&out, rs->hdr.p, rs->hdr.len);
     put_connection(&out, rq, closing);
     sb_puts(&out, "\r\n");
-    if (!(rq && rq->is_head) && !rs->no_body)
+    /* small bodies go out in the same write as the head; big ones are not copied */
+    int with_body = !(rq && rq->is_head) && !rs->no_body;
+    int separate = with_body && rs->body.len > 64 * 1024;
+    if (with_body && !separate)
         sb_put(&out, rs->body.p, rs->body.len);
     int r = (out.failed || rs->hdr.failed || rs->body.failed) ? -1 : send_all(c, out.p, out.len);
+    if (r == 0 && separate)
+        r = send_all(c, rs->body.p, rs->body.len);
     free(out.p);
     return r;
 }

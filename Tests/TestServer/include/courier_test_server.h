@@ -11,7 +11,8 @@
  * at most 64 MiB of request body (else 413 and close). A malformed request gets
  * 400 and the connection is closed. Responses are HTTP/1.1 with a Content-Length
  * except where noted; "Connection: close" is sent when the server closes after
- * the response. HEAD requests get the same headers as GET and no body.
+ * the response. HEAD requests get the same headers as GET and no body. Idle
+ * keep-alive connections never time out (they are closed by the client or by stop).
  *
  * Endpoints (the path is matched without its query string; any method):
  *   /echo, /echo/...       200 JSON {"method","path","query","headers":[[name,value],...],

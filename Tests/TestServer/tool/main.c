@@ -121,8 +121,6 @@ int main(int argc, char **argv)
             ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
             if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
                 break; /* EOF (or stdin unusable) */
-            if (p[1].revents & POLLNVAL)
-                break;
         }
     }
 
