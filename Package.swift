@@ -11,6 +11,9 @@ let package = Package(
         .library(name: "CCore", targets: ["CCore"]),
         .executable(name: "courier", targets: ["courier"]),
     ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
     targets: [
         // The engine, in C. Its one public header is include/courier.h.
         .target(
@@ -42,23 +45,29 @@ let package = Package(
             dependencies: ["CCore"],
             path: "Sources/Courier"
         ),
-        // A plain libcurl multi loop: the ceiling the transport benchmark compares with.
+        // The C side of the benchmarks: the peers' ceilings (a plain libcurl multi loop, raw LMDB)
+        // and the Courier C API driven from C, so each is measured without Swift in the way.
         .target(
-            name: "CCurlBench",
-            path: "Benchmarks/CCurlBench",
+            name: "CBench",
+            dependencies: ["CCore"],
+            path: "Benchmarks/CBench",
             publicHeadersPath: "include",
-            linkerSettings: [.linkedLibrary("curl")]
+            cSettings: [.define("_GNU_SOURCE")],
+            linkerSettings: [.linkedLibrary("curl"), .linkedLibrary("lmdb"), .linkedLibrary("pthread")]
         ),
         // Benchmarks (transport, later cache and mapping), run by `courier bench ...`.
         .target(
             name: "CourierBenchmarks",
-            dependencies: ["Courier", "CCore", "CCurlBench", "CourierTestServer"],
+            dependencies: ["Courier", "CCore", "CBench", "CourierTestServer"],
             path: "Benchmarks/CourierBenchmarks"
         ),
         // The command-line tool: demo, get, post, serve, bench.
         .executableTarget(
             name: "courier",
-            dependencies: ["Courier", "CourierTestServer", "CourierBenchmarks"],
+            dependencies: [
+                "Courier", "CourierTestServer", "CourierBenchmarks",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Sources/courier"
         ),
         .testTarget(
