@@ -98,6 +98,22 @@ static void complete(courier_engine *e, cr_transfer *t, int code, courier_respon
     cr_transfer_free(t);
 }
 
+/* Every transfer that got an answer from its transport ends here: the one place where a response
+ * is judged (HTTP status, validator) before the caller sees it. Later stages (mapping, cache
+ * write) belong here too, so real, mocked and custom-transport responses are treated alike. */
+static void finish(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+    if (code == COURIER_OK && resp) {
+        if (resp->status >= 400) {
+            code = cr_fail(err, COURIER_E_HTTP_STATUS, "HTTP status %d", resp->status);
+            err->http_status = resp->status;
+        } else if (t->validator && !((courier_validator_fn)t->validator->fn)(resp, t->validator->user)) {
+            code = cr_fail(err, COURIER_E_INVALID_RESULT, "the validator rejected the response");
+            err->http_status = resp->status;
+        }
+    }
+    complete(e, t, code, resp, err);
+}
+
 static void complete_code(courier_engine *e, cr_transfer *t, int code, const char *why) {
     courier_error err;
     cr_fail(&err, code, "%s", why);
@@ -163,9 +179,9 @@ static void finish_done(courier_engine *e, CURLMsg *msg) {
     courier_error err;
     cr_error_clear(&err);
     active_unlink(e, t);
-    int code = cr_transport_finish(t, result, &resp, &err);
+    int code = cr_transport_result(t, result, &resp, &err);
     release_easy(e, t);
-    complete(e, t, code, resp, &err);
+    finish(e, t, code, resp, &err);
 }
 
 static void *worker_main(void *arg) {
@@ -332,13 +348,15 @@ int courier_send(courier_engine *e, const courier_request *r, courier_completion
         cr_transfer_free(t);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
+    /* One wakeup per batch: if incoming already held transfers, a wakeup is already pending. */
+    bool wake = e->incoming_head == NULL;
     if (e->incoming_tail) e->incoming_tail->next = t;
     else e->incoming_head = t;
     e->incoming_tail = t;
     atomic_fetch_add(&e->queued, 1);
     uint64_t id = t->id; /* t may complete and be freed as soon as the lock is released */
     pthread_mutex_unlock(&e->lock);
-    curl_multi_wakeup(e->multi);
+    if (wake) curl_multi_wakeup(e->multi);
     if (out_id) *out_id = id;
     return COURIER_OK;
 }

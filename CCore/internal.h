@@ -204,8 +204,9 @@ CR_HIDDEN void cr_transfer_free(cr_transfer *t);
 
 /* transport.c: configures t->easy for t. Returns OK or a code. */
 CR_HIDDEN int cr_transport_setup(courier_engine *e, cr_transfer *t);
-/* transport.c: turns a finished transfer into (code, response, error). *out_resp new or NULL. */
-CR_HIDDEN int cr_transport_finish(cr_transfer *t, CURLcode result, courier_response **out_resp,
+/* transport.c: what curl brought back for a finished transfer: COURIER_OK with *out_resp (new)
+ * whatever the HTTP status, or the transport's failure code (err filled, *out_resp NULL). */
+CR_HIDDEN int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_resp,
                                   courier_error *err);
 /* transport.c: maps a CURLcode to a courier_code. */
 CR_HIDDEN int cr_code_from_curl(CURLcode c);

@@ -213,7 +213,7 @@ static void read_metrics(CURL *h, courier_metrics *m) {
     if (curl_easy_getinfo(h, CURLINFO_REDIRECT_COUNT, &l) == CURLE_OK) m->redirects = (int)l;
 }
 
-int cr_transport_finish(cr_transfer *t, CURLcode result, courier_response **out_resp, courier_error *err) {
+int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_resp, courier_error *err) {
     *out_resp = NULL;
     long status = 0;
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
@@ -249,20 +249,6 @@ int cr_transport_finish(cr_transfer *t, CURLcode result, courier_response **out_
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
     *out_resp = r;
-
-    if (status >= 400) {
-        cr_fail(err, COURIER_E_HTTP_STATUS, "HTTP status %ld", status);
-        err->http_status = (int)status;
-        return COURIER_E_HTTP_STATUS;
-    }
-    if (t->validator) {
-        courier_validator_fn fn = (courier_validator_fn)t->validator->fn;
-        if (!fn(r, t->validator->user)) {
-            cr_fail(err, COURIER_E_INVALID_RESULT, "the validator rejected the response");
-            err->http_status = (int)status;
-            return COURIER_E_INVALID_RESULT;
-        }
-    }
     cr_error_clear(err);
     return COURIER_OK;
 }

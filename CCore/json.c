@@ -1,0 +1,501 @@
+/*
+ * json.c — the JSON handle API over jansson: parsing with limits, typed read accessors, key paths,
+ * object iteration in document order, building values, serializing.
+ *
+ * A courier_json * is a jansson json_t * under another name, so reading costs one call and no
+ * conversion. Values are immutable once they are reachable from a response; reading them from
+ * several threads at once is safe (jansson's reads do not write, and its reference counts are
+ * atomic).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define J(v) ((json_t *)(v))
+#define CJ(v) ((const json_t *)(v))
+
+/* ---- options ----------------------------------------------------------------------------------- */
+
+int courier_json_options_init(courier_json_options *o, int version) {
+    if (!o || version < 1) return COURIER_E_INVALID_ARGUMENT;
+    memset(o, 0, sizeof *o);
+    o->version = COURIER_JSON_OPTIONS_VERSION;
+    o->max_depth = CR_JSON_DEFAULT_DEPTH;
+    o->max_bytes = CR_JSON_DEFAULT_MAX_BYTES;
+    o->flags = 0;
+    return COURIER_OK;
+}
+
+void cr_json_options_resolve(const courier_json_options *in, courier_json_options *out) {
+    courier_json_options_init(out, COURIER_JSON_OPTIONS_VERSION);
+    if (!in || in->version < 1) return;
+    if (in->max_depth > 0) out->max_depth = in->max_depth > CR_JSON_MAX_DEPTH ? CR_JSON_MAX_DEPTH : in->max_depth;
+    if (in->max_bytes > 0) out->max_bytes = in->max_bytes;
+    out->flags = in->flags;
+}
+
+/* ---- types ---------------------------------------------------------------------------------------- */
+
+int courier_json_typeof(const courier_json *v) {
+    if (!v) return COURIER_JSON_NONE;
+    switch (json_typeof(CJ(v))) {
+    case JSON_OBJECT: return COURIER_JSON_OBJECT;
+    case JSON_ARRAY: return COURIER_JSON_ARRAY;
+    case JSON_STRING: return COURIER_JSON_STRING;
+    case JSON_INTEGER: return COURIER_JSON_INTEGER;
+    case JSON_REAL: return COURIER_JSON_REAL;
+    case JSON_TRUE:
+    case JSON_FALSE: return COURIER_JSON_BOOL;
+    case JSON_NULL: return COURIER_JSON_NULL;
+    }
+    return COURIER_JSON_NONE;
+}
+
+const char *courier_json_type_name(int type) {
+    switch (type) {
+    case COURIER_JSON_NONE: return "nothing";
+    case COURIER_JSON_OBJECT: return "object";
+    case COURIER_JSON_ARRAY: return "array";
+    case COURIER_JSON_STRING: return "string";
+    case COURIER_JSON_INTEGER: return "integer";
+    case COURIER_JSON_REAL: return "real";
+    case COURIER_JSON_BOOL: return "bool";
+    case COURIER_JSON_NULL: return "null";
+    case COURIER_JSON_NUMBER: return "number";
+    case COURIER_JSON_ANY: return "any";
+    default: return "unknown";
+    }
+}
+
+/* ---- parsing ---------------------------------------------------------------------------------------- */
+
+/* The deepest nesting of arrays and objects in text, outside strings, stopping as soon as it passes
+ * `limit` (then *where is the byte offset of the bracket that passed it). jansson would stop at its
+ * own compile-time limit; this keeps the caller's, before any allocation. */
+static int nesting_exceeds(const unsigned char *s, size_t len, int limit, size_t *where) {
+    int depth = 0;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        if (c == '"') {
+            /* Skip the string, honouring escapes; an unterminated string is jansson's to report. */
+            i++;
+            while (i < len) {
+                const unsigned char *q = memchr(s + i, '"', len - i);
+                if (!q) return 0;
+                size_t k = (size_t)(q - s);
+                size_t bs = 0;
+                while (k - bs > i && s[k - bs - 1] == '\\') bs++;
+                i = k + 1;
+                if ((bs & 1) == 0) break;
+            }
+            continue;
+        }
+        if (c == '[' || c == '{') {
+            if (++depth > limit) {
+                *where = i;
+                return 1;
+            }
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+        i++;
+    }
+    return 0;
+}
+
+int cr_json_parse(const void *data, size_t len, const courier_json_options *opts, json_t **out, courier_error *err) {
+    *out = NULL;
+    if (!data && len) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "JSON data is NULL");
+    if ((int64_t)len > opts->max_bytes)
+        return cr_fail(err, COURIER_E_TOO_LARGE, "JSON text of %zu bytes is larger than the limit of %lld bytes", len,
+                       (long long)opts->max_bytes);
+    size_t where = 0;
+    if (len && nesting_exceeds(data, len, opts->max_depth, &where))
+        return cr_fail(err, COURIER_E_JSON, "JSON nesting deeper than %d at byte %zu", opts->max_depth, where);
+    size_t flags = JSON_DECODE_ANY;
+    if (!(opts->flags & COURIER_JSON_ALLOW_DUPLICATE_KEYS)) flags |= JSON_REJECT_DUPLICATES;
+    if (opts->flags & COURIER_JSON_ALLOW_NUL) flags |= JSON_ALLOW_NUL;
+    json_error_t je;
+    json_t *v = json_loadb(len ? data : "", len, flags, &je);
+    if (!v) {
+        if (json_error_code(&je) == json_error_out_of_memory) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+        return cr_fail(err, COURIER_E_JSON, "invalid JSON at line %d, column %d (byte %d): %s", je.line, je.column,
+                       je.position, je.text);
+    }
+    *out = v;
+    return COURIER_OK;
+}
+
+int courier_json_parse(const void *data, size_t len, const courier_json_options *opts, courier_json **out,
+                       courier_error *err) {
+    cr_error_clear(err);
+    if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    courier_json_options o;
+    cr_json_options_resolve(opts, &o);
+    json_t *v = NULL;
+    int rc = cr_json_parse(data, len, &o, &v, err);
+    *out = (courier_json *)v;
+    return rc;
+}
+
+void courier_json_free(courier_json *v) {
+    if (v) json_decref(J(v));
+}
+
+/* ---- reading ------------------------------------------------------------------------------------------ */
+
+size_t courier_json_size(const courier_json *v) {
+    if (!v) return 0;
+    if (json_is_array(CJ(v))) return json_array_size(CJ(v));
+    if (json_is_object(CJ(v))) return json_object_size(CJ(v));
+    return 0;
+}
+
+const courier_json *courier_json_at(const courier_json *v, size_t index) {
+    return v ? (const courier_json *)json_array_get(CJ(v), index) : NULL;
+}
+
+const courier_json *courier_json_get(const courier_json *v, const char *key) {
+    return v && key ? (const courier_json *)json_object_getn(CJ(v), key, strlen(key)) : NULL;
+}
+
+const courier_json *courier_json_getn(const courier_json *v, const char *key, size_t key_len) {
+    return v && (key || !key_len) ? (const courier_json *)json_object_getn(CJ(v), key ? key : "", key_len) : NULL;
+}
+
+/* One component of a key path: an object key, or an array index in decimal. */
+const json_t *cr_json_step(const json_t *v, const char *seg, size_t len) {
+    if (json_is_object(v)) return json_object_getn(v, seg, len);
+    if (json_is_array(v)) {
+        if (len == 0 || len > 19) return NULL;
+        size_t idx = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (seg[i] < '0' || seg[i] > '9') return NULL;
+            idx = idx * 10 + (size_t)(seg[i] - '0');
+        }
+        return json_array_get(v, idx);
+    }
+    return NULL;
+}
+
+const json_t *cr_json_path(const json_t *v, const char *path, size_t len) {
+    size_t i = 0;
+    while (v && i < len) {
+        const char *dot = memchr(path + i, '.', len - i);
+        size_t end = dot ? (size_t)(dot - path) : len;
+        v = cr_json_step(v, path + i, end - i);
+        i = end + 1;
+        if (dot && i == len) return NULL; /* a trailing dot names an empty key that cannot be written */
+    }
+    return v;
+}
+
+const courier_json *courier_json_path(const courier_json *v, const char *path) {
+    if (!v) return NULL;
+    if (!path) return v;
+    return (const courier_json *)cr_json_path(CJ(v), path, strlen(path));
+}
+
+const char *courier_json_string(const courier_json *v, size_t *len) {
+    if (!v || !json_is_string(CJ(v))) {
+        if (len) *len = 0;
+        return NULL;
+    }
+    if (len) *len = json_string_length(CJ(v));
+    return json_string_value(CJ(v));
+}
+
+int64_t courier_json_integer(const courier_json *v) {
+    return v && json_is_integer(CJ(v)) ? (int64_t)json_integer_value(CJ(v)) : 0;
+}
+
+double courier_json_real(const courier_json *v) { return v ? json_number_value(CJ(v)) : 0.0; }
+
+int courier_json_bool(const courier_json *v) { return v && json_is_true(CJ(v)) ? 1 : 0; }
+
+int courier_json_equal(const courier_json *a, const courier_json *b) {
+    if (!a || !b) return a == b;
+    return json_equal(CJ(a), CJ(b));
+}
+
+/* ---- iteration ------------------------------------------------------------------------------------------ */
+
+const courier_json_iter *courier_json_iter_first(const courier_json *object) {
+    return object && json_is_object(CJ(object)) ? (const courier_json_iter *)json_object_iter(J(object)) : NULL;
+}
+
+const courier_json_iter *courier_json_iter_next(const courier_json *object, const courier_json_iter *it) {
+    if (!object || !it) return NULL;
+    return (const courier_json_iter *)json_object_iter_next(J(object), (void *)it);
+}
+
+const char *courier_json_iter_key(const courier_json_iter *it, size_t *len) {
+    if (!it) {
+        if (len) *len = 0;
+        return NULL;
+    }
+    if (len) *len = json_object_iter_key_len((void *)it);
+    return json_object_iter_key((void *)it);
+}
+
+const courier_json *courier_json_iter_value(const courier_json_iter *it) {
+    return it ? (const courier_json *)json_object_iter_value((void *)it) : NULL;
+}
+
+/* ---- building ------------------------------------------------------------------------------------------ */
+
+static int built(json_t *v, courier_json **out) {
+    *out = (courier_json *)v;
+    return v ? COURIER_OK : COURIER_E_NO_MEMORY;
+}
+
+int courier_json_new_object(courier_json **out) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    return built(json_object(), out);
+}
+
+int courier_json_new_array(courier_json **out) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    return built(json_array(), out);
+}
+
+int courier_json_new_string(courier_json **out, const char *s, size_t len) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!s && len) return COURIER_E_INVALID_ARGUMENT;
+    if (!s) s = "";
+    /* Embedded NULs are legal JSON (\u0000); the rest must be UTF-8. */
+    for (size_t i = 0, start = 0; i <= len; i++) {
+        if (i == len || s[i] == '\0') {
+            if (i > start && !cr_utf8_valid(s + start, i - start)) return COURIER_E_INVALID_ENCODING;
+            start = i + 1;
+        }
+    }
+    return built(json_stringn_nocheck(s, len), out);
+}
+
+int courier_json_new_integer(courier_json **out, int64_t value) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    return built(json_integer((json_int_t)value), out);
+}
+
+int courier_json_new_real(courier_json **out, double value) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!isfinite(value)) return COURIER_E_INVALID_ARGUMENT; /* JSON has no NaN or infinity */
+    return built(json_real(value), out);
+}
+
+int courier_json_new_bool(courier_json **out, int value) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    return built(json_boolean(value), out);
+}
+
+int courier_json_new_null(courier_json **out) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    return built(json_null(), out);
+}
+
+int courier_json_object_set(courier_json *object, const char *key, size_t key_len, courier_json *value) {
+    if (!object || !value || (!key && key_len) || !json_is_object(J(object)) || J(object) == J(value)) {
+        courier_json_free(value);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    if (!key) key = "";
+    if (memchr(key, '\0', key_len) || !cr_utf8_valid(key, key_len)) {
+        courier_json_free(value);
+        return COURIER_E_INVALID_ENCODING;
+    }
+    return json_object_setn_new_nocheck(J(object), key, key_len, J(value)) ? COURIER_E_NO_MEMORY : COURIER_OK;
+}
+
+int courier_json_array_append(courier_json *array, courier_json *value) {
+    if (!array || !value || !json_is_array(J(array)) || J(array) == J(value)) {
+        courier_json_free(value);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    return json_array_append_new(J(array), J(value)) ? COURIER_E_NO_MEMORY : COURIER_OK;
+}
+
+int courier_json_copy(const courier_json *v, courier_json **out) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!v) return COURIER_E_INVALID_ARGUMENT;
+    return built(json_deep_copy(CJ(v)), out);
+}
+
+/* ---- serializing ------------------------------------------------------------------------------------------ */
+
+/* The shortest of %.15g, %.16g, %.17g that reads back as the same double, with ".0" added when
+ * it would otherwise read back as an integer. */
+int cr_json_format_real(double d, char *buf, size_t size) {
+    int n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(buf, size, "%.*g", prec, d);
+        if (n < 0 || (size_t)n >= size) return -1;
+        if (strtod(buf, NULL) == d) break;
+    }
+    if (!strpbrk(buf, ".eEn")) { /* "n": inf and nan, which never reach here */
+        if ((size_t)n + 2 >= size) return -1;
+        memcpy(buf + n, ".0", 3);
+        n += 2;
+    }
+    return n;
+}
+
+static int dump_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
+    static const char hex[] = "0123456789abcdef";
+    if (cr_buf_append_char(b, '"')) return -1;
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = NULL;
+        char u[12];
+        size_t elen = 0;
+        if (c == '"') esc = "\\\"", elen = 2;
+        else if (c == '\\') esc = "\\\\", elen = 2;
+        else if (c == '/' && (flags & COURIER_JSON_DUMP_ESCAPE_SLASH)) esc = "\\/", elen = 2;
+        else if (c < 0x20) {
+            switch (c) {
+            case '\b': esc = "\\b", elen = 2; break;
+            case '\f': esc = "\\f", elen = 2; break;
+            case '\n': esc = "\\n", elen = 2; break;
+            case '\r': esc = "\\r", elen = 2; break;
+            case '\t': esc = "\\t", elen = 2; break;
+            default:
+                memcpy(u, "\\u00", 4);
+                u[4] = hex[c >> 4];
+                u[5] = hex[c & 15];
+                esc = u, elen = 6;
+            }
+        } else if (c >= 0x80 && (flags & COURIER_JSON_DUMP_ASCII)) {
+            /* Decode one UTF-8 sequence (the value was validated when it was made). */
+            unsigned cp;
+            size_t n = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
+            if (i + n >= len) n = len - i - 1;
+            cp = c & (n == 3 ? 0x07 : n == 2 ? 0x0F : 0x1F);
+            for (size_t k = 1; k <= n; k++) cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3F);
+            if (run && cr_buf_append(b, s + i - run, run)) return -1;
+            run = 0;
+            if (cp >= 0x10000) {
+                cp -= 0x10000;
+                unsigned hi = 0xD800 + (cp >> 10), lo = 0xDC00 + (cp & 0x3FF);
+                snprintf(u, sizeof u, "\\u%04x\\u%04x", hi, lo);
+                if (cr_buf_append(b, u, 12)) return -1;
+            } else {
+                snprintf(u, sizeof u, "\\u%04x", cp);
+                if (cr_buf_append(b, u, 6)) return -1;
+            }
+            i += n;
+            continue;
+        }
+        if (!esc) {
+            run++;
+            continue;
+        }
+        if ((run && cr_buf_append(b, s + i - run, run)) || cr_buf_append(b, esc, elen)) return -1;
+        run = 0;
+    }
+    if (run && cr_buf_append(b, s + len - run, run)) return -1;
+    return cr_buf_append_char(b, '"') ? -1 : 0;
+}
+
+static int dump_newline(cr_buf *b, unsigned flags, int depth) {
+    if (!(flags & COURIER_JSON_DUMP_INDENT)) return 0;
+    if (cr_buf_append_char(b, '\n')) return -1;
+    for (int i = 0; i < depth; i++)
+        if (cr_buf_append(b, "  ", 2)) return -1;
+    return 0;
+}
+
+typedef struct dump_member {
+    const char *key;
+    size_t len;
+    const json_t *value;
+} dump_member;
+
+static int member_cmp(const void *a, const void *b) {
+    const dump_member *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->key, y->key, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth) {
+    char num[40];
+    int n;
+    switch (json_typeof(v)) {
+    case JSON_NULL: return cr_buf_append(b, "null", 4) ? -1 : 0;
+    case JSON_TRUE: return cr_buf_append(b, "true", 4) ? -1 : 0;
+    case JSON_FALSE: return cr_buf_append(b, "false", 5) ? -1 : 0;
+    case JSON_INTEGER:
+        n = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return cr_buf_append(b, num, (size_t)n) ? -1 : 0;
+    case JSON_REAL:
+        n = cr_json_format_real(json_real_value(v), num, sizeof num);
+        return n < 0 || cr_buf_append(b, num, (size_t)n) ? -1 : 0;
+    case JSON_STRING: return dump_string(b, json_string_value(v), json_string_length(v), flags);
+    case JSON_ARRAY: {
+        size_t count = json_array_size(v);
+        if (cr_buf_append_char(b, '[')) return -1;
+        for (size_t i = 0; i < count; i++) {
+            if ((i && cr_buf_append_char(b, ',')) || dump_newline(b, flags, depth + 1) ||
+                dump_value(b, json_array_get(v, i), flags, depth + 1))
+                return -1;
+        }
+        if (count && dump_newline(b, flags, depth)) return -1;
+        return cr_buf_append_char(b, ']') ? -1 : 0;
+    }
+    case JSON_OBJECT: {
+        size_t count = json_object_size(v), i = 0;
+        dump_member stack[16], *m = stack;
+        if (count > 16 && !(m = malloc(count * sizeof *m))) return -1;
+        for (void *it = json_object_iter((json_t *)v); it && i < count; it = json_object_iter_next((json_t *)v, it), i++) {
+            m[i].key = json_object_iter_key(it);
+            m[i].len = json_object_iter_key_len(it);
+            m[i].value = json_object_iter_value(it);
+        }
+        count = i;
+        if (flags & COURIER_JSON_DUMP_SORT_KEYS) qsort(m, count, sizeof *m, member_cmp);
+        int rc = cr_buf_append_char(b, '{') ? -1 : 0;
+        const char *colon = (flags & COURIER_JSON_DUMP_INDENT) ? ": " : ":";
+        for (i = 0; i < count && rc == 0; i++) {
+            if ((i && cr_buf_append_char(b, ',')) || dump_newline(b, flags, depth + 1) ||
+                dump_string(b, m[i].key, m[i].len, flags) || cr_buf_append_str(b, colon) ||
+                dump_value(b, m[i].value, flags, depth + 1))
+                rc = -1;
+        }
+        if (rc == 0 && count && dump_newline(b, flags, depth)) rc = -1;
+        if (rc == 0 && cr_buf_append_char(b, '}')) rc = -1;
+        if (m != stack) free(m);
+        return rc;
+    }
+    }
+    return -1;
+}
+
+int cr_json_dump(const json_t *v, unsigned flags, cr_buf *out) {
+    return dump_value(out, v, flags, 0) == 0 ? COURIER_OK : COURIER_E_NO_MEMORY;
+}
+
+int courier_json_dump(const courier_json *v, unsigned flags, char **out, size_t *len, courier_error *err) {
+    cr_error_clear(err);
+    if (len) *len = 0;
+    if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!v) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "value is NULL");
+    cr_buf b = {0};
+    if (cr_json_dump(CJ(v), flags, &b) != COURIER_OK || !(*out = cr_buf_take(&b, len))) {
+        cr_buf_free(&b);
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    return COURIER_OK;
+}
+
+void courier_free(void *p) { free(p); }
