@@ -85,23 +85,177 @@ static int open_store_dir(courier_engine *e, courier_error *err) {
     return COURIER_OK;
 }
 
-/* ---- completing -------------------------------------------------------------------------------- */
+/* ---- transfer states and the scheduler's lists (worker thread only) ---------------------------- */
 
-/* Runs t's completion and frees it. The transfer must already be off every list and out of the
- * multi handle. */
-static void complete(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+typedef struct cr_host_count {
+    char *host;
+    long active;
+} cr_host_count;
+
+struct cr_sched {
+    cr_transfer *waiting[3]; /* FIFO per priority: [0] high, [1] normal, [2] low */
+    cr_transfer *waiting_tail[3];
+    cr_transfer *timers;     /* sorted by due_ms */
+    cr_host_count *hosts;
+    size_t nhosts;
+    long active_http;
+    uint64_t rng;
+    struct cr_guard *guard; /* under the engine's lock */
+    long guard_ms;
+};
+
+int cr_sched_new(courier_engine *e) {
+    e->sched = calloc(1, sizeof *e->sched);
+    if (!e->sched) return COURIER_E_NO_MEMORY;
+    e->sched->rng = (uint64_t)cr_mono_ms() ^ (uint64_t)(uintptr_t)e ^ 0x9E3779B97F4A7C15ULL;
+    if (!e->sched->rng) e->sched->rng = 1;
+    e->sched->guard_ms = e->config->sched ? e->config->sched->guard_ms : 0;
+    atomic_init(&e->mock_enabled, e->config->sched ? e->config->sched->mock_enabled : 0);
+    return COURIER_OK;
+}
+
+void cr_sched_free(courier_engine *e) {
+    if (!e->sched) return;
+    for (size_t i = 0; i < e->sched->nhosts; i++) free(e->sched->hosts[i].host);
+    free(e->sched->hosts);
+    cr_guard_free(e->sched->guard);
+    free(e->sched);
+    e->sched = NULL;
+}
+
+static bool on_wire(int state) { return state == CR_T_ACTIVE || state == CR_T_CUSTOM; }
+
+/* Moves t to a new state, keeping the pending counters (queued vs on the wire) right. */
+static void set_state(courier_engine *e, cr_transfer *t, int state) {
+    bool was = on_wire(t->state), now = on_wire(state);
+    if (was && !now) {
+        atomic_fetch_sub(&e->active, 1);
+        atomic_fetch_add(&e->queued, 1);
+    } else if (!was && now) {
+        atomic_fetch_sub(&e->queued, 1);
+        atomic_fetch_add(&e->active, 1);
+    }
+    t->state = state;
+}
+
+static cr_host_count *host_slot(courier_engine *e, const char *host) {
+    struct cr_sched *s = e->sched;
+    for (size_t i = 0; i < s->nhosts; i++)
+        if (strcmp(s->hosts[i].host, host) == 0) return &s->hosts[i];
+    cr_host_count *p = realloc(s->hosts, (s->nhosts + 1) * sizeof *p);
+    if (!p) return NULL;
+    s->hosts = p;
+    p[s->nhosts] = (cr_host_count){cr_strdup(host), 0};
+    if (!p[s->nhosts].host) return NULL;
+    return &p[s->nhosts++];
+}
+
+static void active_link(courier_engine *e, cr_transfer *t) {
+    t->next = e->active_head;
+    t->prev = NULL;
+    if (e->active_head) e->active_head->prev = t;
+    e->active_head = t;
+}
+
+static void active_unlink(courier_engine *e, cr_transfer *t) {
+    if (t->prev) t->prev->next = t->next;
+    else e->active_head = t->next;
+    if (t->next) t->next->prev = t->prev;
+    t->next = t->prev = NULL;
+}
+
+static int prio_index(int priority) { return priority > 0 ? 0 : priority < 0 ? 2 : 1; }
+
+static void waiting_push(courier_engine *e, cr_transfer *t) {
+    int q = prio_index(t->priority);
+    t->next = NULL;
+    if (e->sched->waiting_tail[q]) e->sched->waiting_tail[q]->next = t;
+    else e->sched->waiting[q] = t;
+    e->sched->waiting_tail[q] = t;
+    set_state(e, t, CR_T_WAITING);
+}
+
+static void waiting_unlink(courier_engine *e, cr_transfer *t) {
+    int q = prio_index(t->priority);
+    cr_transfer *prev = NULL;
+    for (cr_transfer *x = e->sched->waiting[q]; x; prev = x, x = x->next) {
+        if (x != t) continue;
+        if (prev) prev->next = x->next;
+        else e->sched->waiting[q] = x->next;
+        if (e->sched->waiting_tail[q] == x) e->sched->waiting_tail[q] = prev;
+        x->next = NULL;
+        return;
+    }
+}
+
+static void timer_push(courier_engine *e, cr_transfer *t, int64_t due_ms) {
+    t->due_ms = due_ms;
+    cr_transfer **pp = &e->sched->timers;
+    while (*pp && (*pp)->due_ms <= due_ms) pp = &(*pp)->next;
+    t->next = *pp;
+    *pp = t;
+    set_state(e, t, CR_T_TIMER);
+}
+
+static void timer_unlink(courier_engine *e, cr_transfer *t) {
+    for (cr_transfer **pp = &e->sched->timers; *pp; pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            t->next = NULL;
+            return;
+        }
+    }
+}
+
+/* ---- answering the caller ---------------------------------------------------------------------- */
+
+/* Tells t's caller (once): runs the completion and forgets the caller. t stays alive. */
+static void answer(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+    if (t->caller_gone) {
+        courier_response_free(resp);
+        return;
+    }
+    t->caller_gone = 1;
     pthread_mutex_lock(&e->lock);
     cr_idset_remove(&e->live, t->id);
     pthread_mutex_unlock(&e->lock);
+    if (resp) {
+        resp->id = t->id;
+        resp->attempts = t->attempts;
+        resp->waited_s = t->waited_s;
+    }
+    cr_event_finished(e, t, code, resp, err);
     if (t->done) t->done(t->id, code, resp, code == COURIER_OK ? NULL : err, t->user);
     else courier_response_free(resp);
+}
+
+/* Frees a transfer that is off every list. */
+static void discard(courier_engine *e, cr_transfer *t) {
+    if (on_wire(t->state)) atomic_fetch_sub(&e->active, 1);
+    else atomic_fetch_sub(&e->queued, 1);
     cr_transfer_free(t);
 }
 
-/* Every transfer that got an answer from its transport ends here: the one place where a response
- * is judged (HTTP status, validator) before the caller sees it. Later stages (mapping, cache
- * write) belong here too, so real, mocked and custom-transport responses are treated alike. */
+static void answer_code(courier_engine *e, cr_transfer *t, int code, const char *why) {
+    courier_error err;
+    cr_fail(&err, code, "%s", why);
+    answer(e, t, code, NULL, &err);
+}
+
+/* Every answer a transport produced for a caller ends here: the one place where a response is
+ * judged (after-receive interceptors, JSON, HTTP status, validator) before the caller sees it.
+ * Later stages (cache write) belong here too, so real, mocked, coalesced and custom-transport
+ * responses are treated alike. */
 static void finish(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+    code = cr_cache_on_answer(e, t, code, &resp, err); /* cache: a 304 merged, or stale-if-error */
+    const cr_sched_conf *sc = e->config->sched;
+    for (size_t i = 0; sc && resp && code == COURIER_OK && i < sc->ninterceptors; i++) {
+        if (!sc->interceptors[i].after) continue;
+        int rc = sc->interceptors[i].after(t->id, &resp, sc->interceptors[i].owner->user);
+        if (rc != COURIER_OK) code = cr_fail(err, rc < 0 ? rc : COURIER_E_INVALID_RESULT, "an interceptor failed the response");
+        else if (!resp) code = cr_fail(err, COURIER_E_INTERNAL, "an interceptor removed the response");
+    }
+    if (code == COURIER_OK && resp) code = cr_json_finish(t, resp, err); /* envelope, key paths, mappings */
     if (code == COURIER_OK && resp) {
         if (resp->status >= 400) {
             code = cr_fail(err, COURIER_E_HTTP_STATUS, "HTTP status %d", resp->status);
@@ -111,14 +265,31 @@ static void finish(courier_engine *e, cr_transfer *t, int code, courier_response
             err->http_status = resp->status;
         }
     }
-    complete(e, t, code, resp, err);
+    if (cr_cache_defer(e, t, code, resp, err)) return; /* cache write: answered by cr_cache_flush */
+    answer(e, t, code, resp, err);
 }
 
-static void complete_code(courier_engine *e, cr_transfer *t, int code, const char *why) {
-    courier_error err;
-    cr_fail(&err, code, "%s", why);
-    complete(e, t, code, NULL, &err);
+/* cr_cache_flush's answer for a deferred transfer: a detached copy of the caller's fields. */
+static void answer_deferred(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+    answer(e, t, code, resp, err);
+    cr_transfer_free(t);
 }
+
+static courier_response *response_copy(const courier_response *src) {
+    courier_response *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->status = src->status;
+    r->metrics = src->metrics;
+    r->body_len = src->body_len;
+    if (!(r->method = cr_strdup(src->method)) || !(r->url = cr_strdup(src->url)) ||
+        !(r->body = cr_strndup(src->body, src->body_len)) || cr_kvlist_copy(&r->headers, &src->headers)) {
+        courier_response_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* ---- the wire ---------------------------------------------------------------------------------- */
 
 static void release_easy(courier_engine *e, cr_transfer *t) {
     if (!t->easy) return;
@@ -132,43 +303,264 @@ static void release_easy(courier_engine *e, cr_transfer *t) {
     t->easy = NULL;
 }
 
-static void active_unlink(courier_engine *e, cr_transfer *t) {
-    if (t->prev) t->prev->next = t->next;
-    else e->active_head = t->next;
-    if (t->next) t->next->prev = t->prev;
-    t->next = t->prev = NULL;
-    atomic_fetch_sub(&e->active, 1);
+/* Takes an HTTP transfer off the wire (host count, active list, easy handle). */
+static void off_wire(courier_engine *e, cr_transfer *t) {
+    active_unlink(e, t);
+    release_easy(e, t);
+    cr_host_count *h = host_slot(e, t->host);
+    if (h && h->active > 0) h->active--;
+    e->sched->active_http--;
+}
+
+static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err);
+
+static void start_custom(courier_engine *e, cr_transfer *t) {
+    free(t->call);
+    t->call = calloc(1, sizeof *t->call);
+    if (!t->call) {
+        courier_error err;
+        cr_fail(&err, COURIER_E_NO_MEMORY, NULL);
+        after_attempt(e, t, COURIER_E_NO_MEMORY, NULL, &err);
+        return;
+    }
+    t->call->t = t;
+    t->call->e = e;
+    atomic_init(&t->call->completed, 0);
+    t->attempts++;
+    set_state(e, t, CR_T_CUSTOM);
+    active_link(e, t);
+    int rc = t->custom->vt.start(t->call, t->custom->owner->user);
+    if (rc != COURIER_OK) {
+        active_unlink(e, t);
+        set_state(e, t, CR_T_NEW);
+        courier_error err;
+        cr_fail(&err, rc < 0 ? rc : COURIER_E_INTERNAL, "the transport '%s' refused the request", t->custom->name);
+        after_attempt(e, t, err.code, NULL, &err);
+    }
+}
+
+static void start_http(courier_engine *e, cr_transfer *t) {
+    cr_buf_free(&t->resp_body);
+    cr_kvlist_clear(&t->resp_headers);
+    t->too_large = t->oom = 0;
+    t->errbuf[0] = '\0';
+    if (t->slist) {
+        curl_slist_free_all(t->slist);
+        t->slist = NULL;
+    }
+    t->easy = e->npool ? e->pool[--e->npool] : curl_easy_init();
+    int rc = t->easy ? cr_transport_setup(e, t) : COURIER_E_NO_MEMORY;
+    if (rc == COURIER_OK && curl_multi_add_handle(e->multi, t->easy) != CURLM_OK) rc = COURIER_E_INTERNAL;
+    if (rc != COURIER_OK) {
+        if (t->easy) curl_easy_cleanup(t->easy);
+        t->easy = NULL;
+        courier_error err;
+        cr_fail(&err, rc, "cannot start the transfer");
+        after_attempt(e, t, rc, NULL, &err);
+        return;
+    }
+    t->attempts++;
+    cr_host_count *h = host_slot(e, t->host);
+    if (h) h->active++;
+    e->sched->active_http++;
+    set_state(e, t, CR_T_ACTIVE);
+    active_link(e, t);
+    cr_event_did_send(e, t);
+}
+
+/* Starts waiting transfers, highest priority first, while the limits allow. */
+static void pump(courier_engine *e) {
+    struct cr_sched *s = e->sched;
+    long max_total = e->config->max_total, max_host = e->config->max_per_host;
+    for (int q = 0; q < 3; q++) {
+        cr_transfer *prev = NULL, *t = s->waiting[q];
+        while (t) {
+            if (s->active_http >= max_total) return;
+            cr_transfer *next = t->next;
+            cr_host_count *h = host_slot(e, t->host);
+            if (!h || h->active < max_host) {
+                if (prev) prev->next = next;
+                else s->waiting[q] = next;
+                if (s->waiting_tail[q] == t) s->waiting_tail[q] = prev;
+                t->next = NULL;
+                start_http(e, t);
+            } else {
+                prev = t;
+            }
+            t = next;
+        }
+    }
+}
+
+/* A leader for t among the transfers that will go on the wire, or NULL. */
+static cr_transfer *find_leader(courier_engine *e, const cr_transfer *t) {
+    for (cr_transfer *x = e->active_head; x; x = x->next)
+        if (x->state == CR_T_ACTIVE && x->coalesce_key && strcmp(x->coalesce_key, t->coalesce_key) == 0) return x;
+    for (int q = 0; q < 3; q++)
+        for (cr_transfer *x = e->sched->waiting[q]; x; x = x->next)
+            if (x->coalesce_key && strcmp(x->coalesce_key, t->coalesce_key) == 0) return x;
+    for (cr_transfer *x = e->sched->timers; x; x = x->next)
+        if (x->coalesce_key && strcmp(x->coalesce_key, t->coalesce_key) == 0) return x;
+    return NULL;
+}
+
+/* Where a new (or retried) transfer goes: a mock answer, a custom transport, a leader's followers,
+ * or the waiting queue. */
+static void route(courier_engine *e, cr_transfer *t) {
+    if (t->mock) {
+        if (t->mock->delay_ms > 0 && t->attempts == 0) {
+            t->attempts = -1; /* marks "delay served" when the timer fires */
+            timer_push(e, t, cr_mono_ms() + t->mock->delay_ms);
+            return;
+        }
+        if (t->attempts < 0) t->attempts = 0;
+        t->attempts++;
+        courier_response *resp = NULL;
+        courier_error err;
+        cr_error_clear(&err);
+        int code = cr_mock_answer(t, &resp, &err);
+        after_attempt(e, t, code, resp, &err);
+        return;
+    }
+    if (t->custom) {
+        start_custom(e, t);
+        return;
+    }
+    if (t->coalesce_key && t->attempts == 0) {
+        cr_transfer *leader = find_leader(e, t);
+        if (leader) {
+            t->leader = leader;
+            t->next_follower = leader->followers;
+            leader->followers = t;
+            set_state(e, t, CR_T_FOLLOWER);
+            return;
+        }
+    }
+    waiting_push(e, t);
+}
+
+/* After an attempt: retry later, or give the answer to the caller and every follower. */
+static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+    set_state(e, t, CR_T_NEW);
+    bool anyone = !t->caller_gone || t->followers;
+    long delay = anyone ? cr_retry_delay(t, code, resp, &e->sched->rng) : -1;
+    if (delay >= 0) {
+        courier_response_free(resp);
+        t->waited_s += (double)delay / 1000.0;
+        timer_push(e, t, cr_mono_ms() + delay);
+        return;
+    }
+    while (t->followers) {
+        cr_transfer *f = t->followers;
+        t->followers = f->next_follower;
+        f->leader = NULL;
+        f->attempts = t->attempts;
+        f->waited_s = t->waited_s;
+        courier_error ferr = *err;
+        courier_response *copy = resp ? response_copy(resp) : NULL;
+        int fcode = code;
+        if (resp && !copy) fcode = cr_fail(&ferr, COURIER_E_NO_MEMORY, NULL);
+        finish(e, f, fcode, copy, &ferr);
+        discard(e, f);
+    }
+    if (t->caller_gone) courier_response_free(resp); /* a headless leader: nobody left to judge for */
+    else finish(e, t, code, resp, err);
+    discard(e, t);
+}
+
+/* ---- cancelling -------------------------------------------------------------------------------- */
+
+static void cancel_transfer(courier_engine *e, cr_transfer *t, const char *why);
+
+/* A headless leader (its caller gone) with no followers left has nobody to serve: stop it. */
+static void drop_if_orphan(courier_engine *e, cr_transfer *t) {
+    if (t->caller_gone && !t->followers) cancel_transfer(e, t, "no caller left");
+}
+
+static void cancel_transfer(courier_engine *e, cr_transfer *t, const char *why) {
+    t->cancel_requested = 1;
+    answer_code(e, t, COURIER_E_CANCELLED, why);
+    switch (t->state) {
+    case CR_T_FOLLOWER: {
+        cr_transfer *leader = t->leader;
+        for (cr_transfer **pp = &leader->followers; *pp; pp = &(*pp)->next_follower) {
+            if (*pp == t) {
+                *pp = t->next_follower;
+                break;
+            }
+        }
+        discard(e, t);
+        drop_if_orphan(e, leader);
+        return;
+    }
+    case CR_T_CUSTOM:
+        /* The transport still owns the call until it completes it; ask it to stop. */
+        if (t->custom->vt.cancel && !atomic_load(&t->call->completed)) t->custom->vt.cancel(t->call, t->custom->owner->user);
+        return;
+    default:
+        break;
+    }
+    if (t->followers) return; /* keeps going for its followers, headless */
+    if (t->state == CR_T_WAITING) waiting_unlink(e, t);
+    else if (t->state == CR_T_TIMER) timer_unlink(e, t);
+    else if (t->state == CR_T_ACTIVE) off_wire(e, t);
+    discard(e, t);
+}
+
+static cr_transfer *find_in(cr_transfer *list, uint64_t id, bool follow_next) {
+    for (cr_transfer *x = list; x; x = x->next) {
+        if (x->id == id && !x->caller_gone) return x;
+        for (cr_transfer *f = x->followers; f; f = f->next_follower)
+            if (f->id == id) return f;
+        if (!follow_next) break;
+    }
+    return NULL;
+}
+
+static cr_transfer *find_transfer(courier_engine *e, uint64_t id) {
+    cr_transfer *t = find_in(e->active_head, id, true);
+    for (int q = 0; q < 3 && !t; q++) t = find_in(e->sched->waiting[q], id, true);
+    if (!t) t = find_in(e->sched->timers, id, true);
+    return t;
+}
+
+/* Cancels t and every follower it has. */
+static void cancel_with_followers(courier_engine *e, cr_transfer *t, const char *why) {
+    if (t->state == CR_T_CUSTOM) {
+        if (!t->caller_gone) cancel_transfer(e, t, why); /* stays until its transport completes it */
+        return;
+    }
+    if (!t->followers) {
+        cancel_transfer(e, t, why); /* t is gone now */
+        return;
+    }
+    if (!t->caller_gone) cancel_transfer(e, t, why); /* headless: stays for its followers */
+    for (;;) {
+        cr_transfer *f = t->followers;
+        bool last = f->next_follower == NULL;
+        cancel_transfer(e, f, why); /* the last one drops the headless t */
+        if (last) return;
+    }
+}
+
+/* Cancels everything the worker holds. Custom calls stay until their transport completes them. */
+static void cancel_everything(courier_engine *e, const char *why) {
+    for (cr_transfer *t = e->active_head, *next; t; t = next) {
+        next = t->next;
+        cancel_with_followers(e, t, why);
+    }
+    for (int q = 0; q < 3; q++)
+        while (e->sched->waiting[q]) cancel_with_followers(e, e->sched->waiting[q], why);
+    while (e->sched->timers) cancel_with_followers(e, e->sched->timers, why);
+}
+
+static bool custom_calls_pending(courier_engine *e) {
+    for (cr_transfer *t = e->active_head; t; t = t->next)
+        if (t->state == CR_T_CUSTOM) return true;
+    return false;
 }
 
 /* ---- the worker -------------------------------------------------------------------------------- */
-
-static void start_transfer(courier_engine *e, cr_transfer *t) {
-    t->easy = e->npool ? e->pool[--e->npool] : curl_easy_init();
-    if (!t->easy) {
-        complete_code(e, t, COURIER_E_NO_MEMORY, "cannot create a transfer");
-        return;
-    }
-    int rc = cr_transport_setup(e, t);
-    if (rc == COURIER_OK && curl_multi_add_handle(e->multi, t->easy) != CURLM_OK) rc = COURIER_E_INTERNAL;
-    if (rc != COURIER_OK) {
-        curl_easy_reset(t->easy);
-        curl_easy_cleanup(t->easy);
-        t->easy = NULL;
-        complete_code(e, t, rc, "cannot start the transfer");
-        return;
-    }
-    t->next = e->active_head;
-    t->prev = NULL;
-    if (e->active_head) e->active_head->prev = t;
-    e->active_head = t;
-    atomic_fetch_add(&e->active, 1);
-}
-
-static void cancel_active(courier_engine *e, cr_transfer *t, const char *why) {
-    active_unlink(e, t);
-    release_easy(e, t);
-    complete_code(e, t, COURIER_E_CANCELLED, why);
-}
 
 static void finish_done(courier_engine *e, CURLMsg *msg) {
     cr_transfer *t = NULL;
@@ -178,10 +570,28 @@ static void finish_done(courier_engine *e, CURLMsg *msg) {
     courier_response *resp = NULL;
     courier_error err;
     cr_error_clear(&err);
-    active_unlink(e, t);
     int code = cr_transport_result(t, result, &resp, &err);
-    release_easy(e, t);
-    finish(e, t, code, resp, &err);
+    off_wire(e, t);
+    after_attempt(e, t, code, resp, &err);
+}
+
+static void finish_custom(courier_engine *e, courier_call *call) {
+    cr_transfer *t = call->t;
+    active_unlink(e, t);
+    courier_response *resp = call->resp;
+    call->resp = NULL;
+    courier_error err;
+    cr_error_clear(&err);
+    int code = call->code;
+    if (code != COURIER_OK) cr_fail(&err, code, "%s", call->message[0] ? call->message : courier_strerror(code));
+    if (t->caller_gone && !t->followers) {
+        courier_response_free(resp);
+        discard(e, t);
+        return;
+    }
+    if (resp && !resp->url[0]) cr_set_string(&resp->url, t->url);
+    if (resp && !resp->method[0]) cr_set_string(&resp->method, t->method);
+    after_attempt(e, t, code, resp, &err);
 }
 
 static void *worker_main(void *arg) {
@@ -192,6 +602,8 @@ static void *worker_main(void *arg) {
         pthread_mutex_lock(&e->lock);
         cr_transfer *in = e->incoming_head;
         e->incoming_head = e->incoming_tail = NULL;
+        courier_call *ext = e->external_done;
+        e->external_done = NULL;
         size_t ncancels = e->ncancels;
         if (ncancels) {
             /* Swap the buffers so the lock is not held while cancelling. */
@@ -208,27 +620,49 @@ static void *worker_main(void *arg) {
         int closing = e->closing;
         pthread_mutex_unlock(&e->lock);
 
+        /* Calls custom transports completed (in the order they completed). */
+        courier_call *rev = NULL;
+        while (ext) {
+            courier_call *next = ext->next_done;
+            ext->next_done = rev;
+            rev = ext;
+            ext = next;
+        }
+        while (rev) {
+            courier_call *next = rev->next_done;
+            finish_custom(e, rev);
+            rev = next;
+        }
         while (in) {
             cr_transfer *next = in->next;
             in->next = NULL;
-            atomic_fetch_sub(&e->queued, 1);
-            if (closing) complete_code(e, in, COURIER_E_CANCELLED, "the engine closed");
-            else start_transfer(e, in);
+            cr_event_will_send(e, in);
+            if (closing) {
+                answer_code(e, in, COURIER_E_CANCELLED, "the engine closed");
+                discard(e, in);
+            } else if (!cr_cache_answer(e, in, after_attempt, route)) { /* a cache hit answers here */
+                route(e, in);
+            }
             in = next;
         }
         for (size_t i = 0; i < ncancels; i++) {
-            for (cr_transfer *t = e->active_head; t; t = t->next) {
-                if (t->id == cancels[i]) {
-                    cancel_active(e, t, "cancelled");
-                    break;
-                }
-            }
+            cr_transfer *t = find_transfer(e, cancels[i]);
+            if (t) cancel_transfer(e, t, "cancelled");
         }
-        if (cancel_all || closing) {
-            while (e->active_head)
-                cancel_active(e, e->active_head, closing ? "the engine closed" : "cancelled");
+        if (cancel_all || closing) cancel_everything(e, closing ? "the engine closed" : "cancelled");
+        cr_cache_flush(e, answer_deferred); /* this turn's cache writes, then their answers */
+        if (closing && !custom_calls_pending(e)) break;
+
+        /* Timers: retries go back to the queue, mock delays answer. */
+        int64_t now = cr_mono_ms();
+        while (e->sched->timers && e->sched->timers->due_ms <= now) {
+            cr_transfer *t = e->sched->timers;
+            e->sched->timers = t->next;
+            t->next = NULL;
+            set_state(e, t, CR_T_NEW);
+            route(e, t);
         }
-        if (closing) break;
+        pump(e);
 
         int running = 0;
         curl_multi_perform(e->multi, &running);
@@ -237,23 +671,83 @@ static void *worker_main(void *arg) {
         while ((msg = curl_multi_info_read(e->multi, &left))) {
             if (msg->msg == CURLMSG_DONE) finish_done(e, msg);
         }
-        curl_multi_poll(e->multi, NULL, 0, 1000, NULL);
+        pump(e);
+
+        int timeout = 1000;
+        if (e->sched->timers) {
+            int64_t wait = e->sched->timers->due_ms - cr_mono_ms();
+            if (wait < timeout) timeout = wait < 0 ? 0 : (int)wait;
+        }
+        cr_cache_flush(e, answer_deferred); /* this turn's cache writes, then their answers */
+        curl_multi_poll(e->multi, NULL, 0, timeout, NULL);
     }
     free(cancels);
     return NULL;
+}
+
+/* ---- custom transports' calls -------------------------------------------------------------------- */
+
+const char *courier_call_method(const courier_call *c) { return c ? c->t->method : NULL; }
+const char *courier_call_url(const courier_call *c) { return c ? c->t->url : NULL; }
+const char *courier_call_header(const courier_call *c, const char *name) {
+    return c && name ? cr_kvlist_get(&c->t->headers, name) : NULL;
+}
+size_t courier_call_header_count(const courier_call *c) { return c ? c->t->headers.count : 0; }
+int courier_call_header_at(const courier_call *c, size_t i, const char **name, const char **value) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    if (i >= c->t->headers.count) return COURIER_E_NOT_FOUND;
+    if (name) *name = c->t->headers.items[i].name;
+    if (value) *value = c->t->headers.items[i].value;
+    return COURIER_OK;
+}
+const uint8_t *courier_call_body(const courier_call *c, size_t *len) {
+    if (len) *len = c && c->t->has_body ? c->t->body_len : 0;
+    return (const uint8_t *)(c && c->t->has_body ? c->t->body : "");
+}
+long courier_call_timeout_ms(const courier_call *c) { return c ? c->t->timeout_ms : 0; }
+uint64_t courier_call_request_id(const courier_call *c) { return c ? c->t->id : 0; }
+
+int courier_call_complete(courier_call *c, int code, courier_response *resp, const char *message) {
+    if (!c || (code == COURIER_OK && !resp) || code > 0) {
+        courier_response_free(resp);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    if (atomic_exchange(&c->completed, 1)) {
+        courier_response_free(resp);
+        return COURIER_E_INVALID_ARGUMENT; /* completed twice */
+    }
+    c->code = code;
+    c->resp = resp;
+    snprintf(c->message, sizeof c->message, "%s", message ? message : "");
+    courier_engine *e = c->e;
+    pthread_mutex_lock(&e->lock);
+    c->next_done = e->external_done;
+    e->external_done = c;
+    pthread_mutex_unlock(&e->lock);
+    curl_multi_wakeup(e->multi);
+    return COURIER_OK;
+}
+
+int courier_engine_set_mock_enabled(courier_engine *e, int enabled) {
+    if (!e) return COURIER_E_INVALID_ARGUMENT;
+    atomic_store(&e->mock_enabled, enabled ? 1 : 0);
+    return COURIER_OK;
 }
 
 /* ---- lifecycle --------------------------------------------------------------------------------- */
 
 static void engine_free(courier_engine *e) {
     if (!e) return;
+    cr_obs_free(e);
     for (size_t i = 0; i < e->npool; i++) curl_easy_cleanup(e->pool[i]);
     free(e->pool);
     if (e->multi) curl_multi_cleanup(e->multi);
+    cr_cache_engine_free(e); /* closes the cache's store before a temporary store is removed */
     if (e->store_is_temp && e->store_dir) nftw(e->store_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     free(e->store_dir);
     free(e->cancels);
     cr_idset_free(&e->live);
+    cr_sched_free(e);
     courier_config_free(e->config);
     pthread_mutex_destroy(&e->lock);
     free(e);
@@ -278,7 +772,13 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         engine_free(e);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
-    int rc = open_store_dir(e, err);
+    int rc = cr_sched_new(e);
+    if (rc) {
+        engine_free(e);
+        return cr_fail(err, rc, NULL);
+    }
+    rc = open_store_dir(e, err);
+    if (rc == COURIER_OK) rc = cr_cache_engine_init(e, err);
     if (rc) {
         engine_free(e);
         return rc;
@@ -336,12 +836,25 @@ int courier_send(courier_engine *e, const courier_request *r, courier_completion
     t->done = done;
     t->user = user;
     t->id = atomic_fetch_add(&e->next_id, 1);
+    rc = cr_cache_before_send(e, r, t, err); /* cache key, policy, lookup (a hit is answered by the worker) */
+    if (rc) {
+        cr_transfer_free(t);
+        return rc;
+    }
 
     pthread_mutex_lock(&e->lock);
     if (e->closing) {
         pthread_mutex_unlock(&e->lock);
         cr_transfer_free(t);
         return cr_fail(err, COURIER_E_CLOSED, "the engine is closing");
+    }
+    if (e->sched->guard_ms > 0 && !t->unguarded) {
+        rc = cr_guard_check(&e->sched->guard, e->sched->guard_ms, t, err);
+        if (rc) {
+            pthread_mutex_unlock(&e->lock);
+            cr_transfer_free(t);
+            return rc;
+        }
     }
     if (cr_idset_add(&e->live, t->id)) {
         pthread_mutex_unlock(&e->lock);

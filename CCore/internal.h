@@ -23,7 +23,7 @@
 #define CR_HIDDEN __attribute__((visibility("hidden")))
 
 #define CR_DEFAULT_TIMEOUT_MS 60000L
-#define CR_DEFAULT_MAX_PER_HOST 6L
+#define CR_DEFAULT_MAX_PER_HOST 5L
 #define CR_DEFAULT_MAX_TOTAL 64L
 #define CR_DEFAULT_MAX_RESPONSE ((int64_t)64 * 1024 * 1024)
 
@@ -136,6 +136,14 @@ struct courier_config {
     int insecure;
     char *store_dir;
     cr_callback *validator;
+    struct cr_jconf *jconf; /* JSON: envelope, decoders, parse limits (serialize.c); NULL: defaults */
+    /* Scheduling, mock, interceptors, transports (schedule.c, mock.c). */
+    struct cr_sched_conf *sched;
+    /* Cache (cache.c): 0 means the default. */
+    int64_t cache_max_bytes;
+    int64_t cache_expiry_s;
+    int cache_policy;
+    cr_callback *clock; /* courier_clock_fn, or NULL: the system clock */
 };
 
 /* A deep copy (callbacks retained). NULL on no memory. */
@@ -159,6 +167,16 @@ struct courier_request {
     long timeout_ms;   /* 0: the engine's */
     cr_callback *validator;
     cr_callback *customize;
+    struct cr_jspec *jspec; /* JSON: key path, mapping, results, envelope (mapping.c); NULL: none */
+    /* Scheduling (schedule.c): priority, retry, coalescing, guard; mock and transport (mock.c). */
+    int priority;
+    int has_retry;
+    struct cr_retry_rule { int max; long base_ms; long max_ms; unsigned flags; } retry;
+    int no_coalesce;
+    int unguarded;
+    struct cr_mock *mock;
+    char *transport_name;
+    struct cr_cache_req *cache; /* cache policy, expiry, key, filters (cache.c); NULL: defaults */
 };
 
 struct courier_outgoing {
@@ -194,6 +212,28 @@ typedef struct cr_transfer {
     char errbuf[CURL_ERROR_SIZE];
     struct cr_transfer *next;
     struct cr_transfer *prev;
+    struct cr_jspec *jspec; /* the request's JSON needs, copied at prepare (mapping.c) */
+    /* Scheduling (schedule.c). */
+    int priority;
+    char *host;                  /* scheme://host:port, for per-host limits */
+    struct cr_retry_rule retry;
+    int attempts;                /* attempts started */
+    double waited_s;             /* backoff chosen so far */
+    int64_t due_ms;              /* when a timer (retry, mock delay) fires */
+    int state;                   /* CR_T_* */
+    int caller_gone;             /* the caller was already answered (cancelled); deliver to nobody */
+    char *coalesce_key;          /* NULL: never shared */
+    struct cr_transfer *leader;  /* a follower's leader */
+    struct cr_transfer *followers;
+    struct cr_transfer *next_follower;
+    struct cr_mock *mock;        /* a copy, when the mock switch was on at send */
+    const struct cr_transport_reg *custom; /* a custom transport, or NULL for curl */
+    struct courier_call *call;
+    int cancel_requested;
+    int unguarded;               /* exempt from the frequent-request guard */
+    struct cr_cache_xfer *cache; /* the cache's state for this send (cache.c), or NULL */
+    int64_t obs_t0_ns;           /* log.c: monotonic time of WILL_SEND (0: nobody was listening) */
+    int64_t obs_progress[2];     /* log.c: bytes received / sent at the last PROGRESS event */
 } cr_transfer;
 
 /* Builds the final transfer for a request sent on an engine: URL joined and validated, parameters
@@ -220,6 +260,15 @@ struct courier_response {
     char *body;
     size_t body_len;
     courier_metrics metrics;
+    _Atomic(struct cr_jresp *) jresp; /* JSON: parsed body, results (serialize.c); made on demand */
+    int attempts;    /* attempts it took (schedule.c) */
+    double waited_s; /* backoff waited between them */
+    /* Cache (cache.c). */
+    int cache_status;        /* courier_cache_status */
+    int64_t cache_created_ms;
+    int64_t cache_expires_ms;
+    int64_t cache_age_s;
+    char *cache_key;         /* owned, or NULL */
 };
 
 /* ---- the engine (engine.c) ------------------------------------------------------------------- */
@@ -250,6 +299,267 @@ struct courier_engine {
     cr_transfer *active_head;
     CURL **pool;
     size_t npool;
+    /* Scheduling (schedule.c): worker-only unless noted. */
+    struct cr_sched *sched;
+    atomic_int mock_enabled;     /* any thread */
+    struct courier_call *external_done; /* guarded by lock: custom transports' completed calls */
+    struct cr_cache *cache; /* the cache (cache.c); the store opens on first use */
+    _Atomic(struct cr_obs *) obs; /* logging and monitors (log.c), made on first use; any thread */
 };
+
+/* ==== JSON, mapping, serializers (json.c, mapping.c, serialize.c) ============================= */
+
+#include <jansson.h>
+
+#define CR_JSON_DEFAULT_DEPTH 512
+#define CR_JSON_MAX_DEPTH 2048 /* jansson's own compile-time limit */
+#define CR_JSON_DEFAULT_MAX_BYTES CR_DEFAULT_MAX_RESPONSE
+
+/* json.c */
+/* Options with defaults filled in and limits clamped; `in` may be NULL. */
+CR_HIDDEN void cr_json_options_resolve(const courier_json_options *in, courier_json_options *out);
+/* Parses with resolved options. *out new (json_decref). COURIER_E_JSON, _TOO_LARGE, _NO_MEMORY. */
+CR_HIDDEN int cr_json_parse(const void *data, size_t len, const courier_json_options *opts, json_t **out,
+                            courier_error *err);
+/* One key path component (object key or decimal array index), and a whole dotted path. Borrowed. */
+CR_HIDDEN const json_t *cr_json_step(const json_t *v, const char *seg, size_t len);
+CR_HIDDEN const json_t *cr_json_path(const json_t *v, const char *path, size_t len);
+/* Shortest round-trip text of a finite double, always with '.' or an exponent. Length or -1. */
+CR_HIDDEN int cr_json_format_real(double d, char *buf, size_t size);
+/* Appends v's JSON text (COURIER_JSON_DUMP_* flags) to out. */
+CR_HIDDEN int cr_json_dump(const json_t *v, unsigned flags, cr_buf *out);
+
+/* mapping.c */
+/* Adds a reference and seals (no more changes). NULL in, NULL out. Released by the _free. */
+CR_HIDDEN courier_mapping *cr_mapping_retain(const courier_mapping *m);
+CR_HIDDEN courier_envelope *cr_envelope_retain(const courier_envelope *e);
+/* Applies m to `in`; `prefix` is in's key path in its document, for error paths. *out new. */
+CR_HIDDEN int cr_mapping_apply(const courier_mapping *m, const json_t *in, const char *prefix, json_t **out,
+                               courier_mapping_error *where, courier_error *err);
+
+typedef struct cr_result_spec {
+    char *name;
+    char *key_path; /* NULL: the envelope's data path, else the root */
+    courier_mapping *mapping;
+    unsigned flags; /* COURIER_RESULT_* */
+} cr_result_spec;
+
+/* What a request asks of its response's JSON. */
+typedef struct cr_jspec {
+    char *key_path;
+    courier_mapping *mapping;
+    cr_result_spec *results;
+    size_t nresults;
+    int envelope_set; /* 1: `envelope` replaces the engine's (NULL: none) */
+    courier_envelope *envelope;
+} cr_jspec;
+
+/* A deep copy (NULL in: an empty spec); NULL on no memory. */
+CR_HIDDEN cr_jspec *cr_jspec_copy(const cr_jspec *s);
+CR_HIDDEN void cr_jspec_free(cr_jspec *s);
+
+typedef struct cr_named {
+    char *name;
+    json_t *value; /* NULL when an optional result was absent */
+} cr_named;
+
+/* A response's JSON: the parsed body (on demand), the results and the envelope's verdict. */
+typedef struct cr_jresp {
+    _Atomic(json_t *) doc;     /* set once, by whichever thread parses first */
+    int decodable;             /* the content type has a decoder */
+    cr_callback *decoder;      /* a custom decoder (retained), or NULL for JSON */
+    char *content_type;
+    courier_json_options options;
+    int applied;               /* a key path, mapping or envelope data path was applied */
+    json_t *data;              /* the default result */
+    cr_named *results;
+    size_t nresults;
+    int has_env_code;
+    int64_t env_code;
+    char *env_message;
+    int has_merr;
+    courier_mapping_error merr;
+} cr_jresp;
+
+/* Applies the envelope (may be NULL) and the spec (may be NULL) to doc, filling j. */
+CR_HIDDEN int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const json_t *doc, cr_jresp *j,
+                                 courier_error *err);
+
+/* serialize.c */
+typedef struct cr_codec {
+    char *mime;           /* lower-case "type/subtype"; a subtype or type of "*" matches any */
+    cr_callback *decoder; /* NULL: decode as JSON */
+} cr_codec;
+
+/* What an engine's configuration says about JSON. */
+typedef struct cr_jconf {
+    courier_json_options options;
+    courier_envelope *envelope;
+    cr_codec *codecs;
+    size_t ncodecs;
+} cr_jconf;
+
+/* A deep copy (callbacks and envelope retained); NULL in or no memory: NULL. */
+CR_HIDDEN struct cr_jconf *cr_jconf_copy(const struct cr_jconf *c);
+CR_HIDDEN void cr_jconf_free(struct cr_jconf *c);
+/* The response's JSON state, made on first use (from the content type alone when the transport did
+ * not attach one). NULL on no memory. */
+CR_HIDDEN cr_jresp *cr_jresp_of(const courier_response *r);
+/* Frees a response's JSON state (courier_response_free calls it). */
+CR_HIDDEN void cr_response_json_free(courier_response *r);
+/* The engine's hook where an answer is judged, before the status check: chooses the decoder by
+ * content type and, for a status below 400 when the request or engine asks for JSON, parses the
+ * body and applies the envelope, key paths and mappings. Returns OK or the failure (COURIER_E_JSON,
+ * COURIER_E_API, COURIER_E_MAPPING, COURIER_E_NO_MEMORY) with err filled; the response stays. */
+CR_HIDDEN int cr_json_finish(const cr_transfer *t, courier_response *r, courier_error *err);
+
+/* ==== Scheduling, mock, custom transports (schedule.c, mock.c) ================================ */
+
+enum { CR_T_NEW = 0, CR_T_WAITING, CR_T_ACTIVE, CR_T_TIMER, CR_T_FOLLOWER, CR_T_CUSTOM };
+
+typedef struct cr_interceptor {
+    courier_before_send_fn before;
+    courier_after_receive_fn after;
+    cr_callback *owner; /* user + user_free */
+} cr_interceptor;
+
+typedef struct cr_transport_reg {
+    char *name;
+    courier_transport vt;
+    cr_callback *owner;
+} cr_transport_reg;
+
+/* What a configuration says about scheduling (copied into the engine at open). */
+typedef struct cr_sched_conf {
+    int has_retry;
+    struct cr_retry_rule retry;
+    long guard_ms;
+    int mock_enabled;
+    cr_interceptor *interceptors;
+    size_t ninterceptors;
+    cr_transport_reg *transports;
+    size_t ntransports;
+} cr_sched_conf;
+
+CR_HIDDEN cr_sched_conf *cr_sched_conf_copy(const cr_sched_conf *c); /* NULL in: defaults */
+CR_HIDDEN void cr_sched_conf_free(cr_sched_conf *c);
+/* The configuration's scheduling part, made on first use. NULL on no memory. */
+CR_HIDDEN cr_sched_conf *cr_sched_conf_of(courier_config *c);
+
+/* A request's mock answer (mock.c). */
+typedef struct cr_mock {
+    int status;
+    int has_body;
+    char *body;
+    size_t body_len;
+    char *file;
+    cr_kvlist headers;
+    int error;
+    long delay_ms;
+    cr_callback *fn;
+} cr_mock;
+
+CR_HIDDEN cr_mock *cr_mock_copy(const cr_mock *m); /* NULL in: a new empty mock */
+CR_HIDDEN void cr_mock_free(cr_mock *m);
+/* Makes the mock's answer for t (worker thread): COURIER_OK with *out, or a failure code. */
+CR_HIDDEN int cr_mock_answer(cr_transfer *t, courier_response **out, courier_error *err);
+
+/* A custom transport's call (the public courier_call). */
+struct courier_call {
+    cr_transfer *t;
+    courier_engine *e;
+    atomic_int completed;
+    int code;
+    courier_response *resp;
+    char message[200];
+    struct courier_call *next_done; /* in the engine's external list */
+};
+
+/* schedule.c: the worker's side of scheduling. */
+CR_HIDDEN int cr_sched_new(courier_engine *e);
+CR_HIDDEN void cr_sched_free(courier_engine *e);
+/* Prepare-time work on the sending thread: host, priority, retry rule, coalesce key, mock copy,
+ * transport, interceptors' before-send, and the frequent-request guard. */
+CR_HIDDEN int cr_sched_prepare(courier_engine *e, const courier_request *r, cr_transfer *t, courier_outgoing *o,
+                               courier_error *err);
+/* After the outgoing view became the transfer: host key and coalescing key. */
+CR_HIDDEN int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, courier_error *err);
+/* The frequent-request guard: COURIER_OK (and recorded) or COURIER_E_TOO_FREQUENT. Caller holds
+ * the engine's lock. *g is made on first use. */
+struct cr_guard;
+CR_HIDDEN int cr_guard_check(struct cr_guard **g, long window_ms, const cr_transfer *t, courier_error *err);
+CR_HIDDEN void cr_guard_free(struct cr_guard *g);
+/* Whether a transfer that ended with (code, resp) is tried again: the delay in ms, or -1. */
+CR_HIDDEN long cr_retry_delay(const cr_transfer *t, int code, const courier_response *resp, uint64_t *rng);
+/* Milliseconds from a monotonic clock. */
+CR_HIDDEN int64_t cr_mono_ms(void);
+
+
+/* ==== Cache (store.c, cache.c, cache_key.c, cache_http.c) ======================================= */
+
+struct cr_cache_req;
+struct cr_cache_xfer;
+/* The engine's completion and start steps, handed to the cache so it can finish transfers. */
+typedef void (*cr_complete_fn)(courier_engine *e, cr_transfer *t, int code, courier_response *resp,
+                               courier_error *err);
+typedef void (*cr_start_fn)(courier_engine *e, cr_transfer *t);
+/* Engine open/close: the cache's state (the store itself opens on first use). */
+CR_HIDDEN int cr_cache_engine_init(courier_engine *e, courier_error *err);
+CR_HIDDEN void cr_cache_engine_free(courier_engine *e);
+CR_HIDDEN void cr_cache_req_free(struct cr_cache_req *c);
+CR_HIDDEN void cr_cache_xfer_free(struct cr_cache_xfer *x);
+/* courier_send, after the transfer is prepared and has its id: key, policy, lookup. A hit is kept
+ * in t->cache for the worker; a revalidation adds conditional headers to t. */
+CR_HIDDEN int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfer *t,
+                                   courier_error *err);
+/* Worker, for each incoming transfer: true when the cache answered it (completed with `complete`;
+ * a background revalidation is started with `start`). */
+CR_HIDDEN bool cr_cache_answer(courier_engine *e, cr_transfer *t, cr_complete_fn complete, cr_start_fn start);
+/* Worker, first thing when an answer arrives (before it is judged): a 304 merged into the stored
+ * entry, or a stale entry served on error (stale-if-error). Returns the (possibly new) code. */
+CR_HIDDEN int cr_cache_on_answer(courier_engine *e, cr_transfer *t, int code, courier_response **resp,
+                                 courier_error *err);
+/* Worker, after the judgement: true when the response is to be written; the completion then runs
+ * from cr_cache_flush, after the turn's one write transaction. */
+CR_HIDDEN bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp,
+                              courier_error *err);
+/* Worker, once per loop turn before waiting: writes what was deferred, then completes it. */
+CR_HIDDEN void cr_cache_flush(courier_engine *e, cr_complete_fn complete);
+
+/* ==== Logging and event monitors (log.c) ======================================================= */
+
+/* Request lifecycle hooks: each emits a courier_event to the monitors and a log line to the sinks.
+ * When nobody listens they cost one atomic load. Call them on the thread where the event happens
+ * (the worker thread for all but custom callers); t is borrowed for the call. */
+/* The worker took t from `incoming` (before routing it, or cancelling it because the engine
+ * closes): records the time FINISHED measures from. Every WILL_SEND is followed by one FINISHED. */
+CR_HIDDEN void cr_event_will_send(courier_engine *e, cr_transfer *t);
+/* An attempt of t started on the wire (curl or a custom transport). */
+CR_HIDDEN void cr_event_did_send(courier_engine *e, cr_transfer *t);
+/* Bytes moved (from a curl progress callback): emits only when a count changed. Totals <= 0 mean
+ * unknown. */
+CR_HIDDEN void cr_event_progress(courier_engine *e, cr_transfer *t, int64_t down_now, int64_t down_total,
+                                 int64_t up_now, int64_t up_total);
+/* t's caller is about to be answered (once per caller, just before its completion runs). */
+CR_HIDDEN void cr_event_finished(courier_engine *e, cr_transfer *t, int code, const courier_response *resp,
+                                 const courier_error *err);
+/* t's answer comes from the cache (before its FINISHED). */
+CR_HIDDEN void cr_event_from_cache(courier_engine *e, cr_transfer *t, const courier_response *resp);
+/* An attempt of t failed with code (resp may be NULL) and attempt number `attempt` (2 for the first
+ * retry) starts after delay_ms. */
+CR_HIDDEN void cr_event_retried(courier_engine *e, cr_transfer *t, int attempt, int code,
+                                const courier_response *resp, long delay_ms);
+/* A request was written to the journal (request_id may be 0 for one that never had an id). */
+CR_HIDDEN void cr_event_frozen(courier_engine *e, uint64_t request_id, const char *method, const char *url);
+/* Any event: for callers whose event has no transfer. ev->size must be sizeof(courier_event). */
+CR_HIDDEN void cr_event_emit(courier_engine *e, const courier_event *ev);
+/* Whether a line of `level` would reach a sink (to skip costly formatting). */
+CR_HIDDEN bool cr_log_enabled(courier_engine *e, int level);
+/* A line of the engine's own, e.g. cr_log(e, COURIER_LOG_WARNING, "cache", "moved aside %s", path). */
+CR_HIDDEN void cr_log(courier_engine *e, int level, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Releases the engine's logging state (sinks closed, monitors' user_free run). engine_free calls
+ * it after the worker has stopped. */
+CR_HIDDEN void cr_obs_free(courier_engine *e);
 
 #endif /* COURIER_INTERNAL_H */

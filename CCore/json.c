@@ -356,7 +356,7 @@ static int dump_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         const char *esc = NULL;
-        char u[12];
+        char u[16];
         size_t elen = 0;
         if (c == '"') esc = "\\\"", elen = 2;
         else if (c == '\\') esc = "\\\\", elen = 2;

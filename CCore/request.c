@@ -41,6 +41,9 @@ void courier_config_free(courier_config *c) {
     free(c->pinned_key);
     free(c->store_dir);
     cr_callback_release(c->validator);
+    cr_callback_release(c->clock); /* cache.c */
+    cr_jconf_free(c->jconf);
+    cr_sched_conf_free(c->sched);
     free(c);
 }
 
@@ -54,7 +57,14 @@ courier_config *cr_config_copy(const courier_config *src) {
     memset(&c->headers, 0, sizeof c->headers);
     memset(&c->params, 0, sizeof c->params);
     c->validator = cr_callback_retain(src->validator);
-    if (cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
+    c->clock = cr_callback_retain(src->clock); /* cache.c */
+    c->jconf = NULL;
+    c->sched = NULL;
+    if (src->sched && !(c->sched = cr_sched_conf_copy(src->sched))) {
+        courier_config_free(c);
+        return NULL;
+    }
+    if ((src->jconf && !(c->jconf = cr_jconf_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
         cr_set_string(&c->ca_file, src->ca_file) || cr_set_string(&c->pinned_key, src->pinned_key) ||
         cr_set_string(&c->store_dir, src->store_dir) || cr_kvlist_copy(&c->headers, &src->headers) ||
         cr_kvlist_copy(&c->params, &src->params)) {
@@ -189,6 +199,10 @@ void courier_request_free(courier_request *r) {
     free(r->content_type);
     cr_callback_release(r->validator);
     cr_callback_release(r->customize);
+    cr_jspec_free(r->jspec);
+    cr_mock_free(r->mock);
+    free(r->transport_name);
+    cr_cache_req_free(r->cache); /* cache.c */
     free(r);
 }
 
@@ -448,6 +462,12 @@ void cr_transfer_free(cr_transfer *t) {
     if (t->slist) curl_slist_free_all(t->slist);
     cr_buf_free(&t->resp_body);
     cr_kvlist_clear(&t->resp_headers);
+    cr_jspec_free(t->jspec);
+    free(t->host);
+    free(t->coalesce_key);
+    cr_mock_free(t->mock);
+    free(t->call);
+    cr_cache_xfer_free(t->cache); /* cache.c */
     free(t);
 }
 
@@ -530,6 +550,9 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         }
     }
 
+    rc = cr_sched_prepare(e, r, t, &o, err); /* interceptors, priority, retry, mock, transport */
+    if (rc) goto fail_reported;
+
     t->method = o.method;
     t->url = o.url;
     t->headers = o.headers;
@@ -538,6 +561,13 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     t->max_bytes = cfg->max_response_bytes;
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
     t->engine = e;
+    if (r->jspec && !(t->jspec = cr_jspec_copy(r->jspec))) goto fail;
+    if ((rc = cr_sched_finish_prepare(r, t, err)) != COURIER_OK) {
+        cr_kvlist_clear(&params);
+        cr_buf_free(&enc);
+        cr_transfer_free(t);
+        return rc;
+    }
     cr_kvlist_clear(&params);
     cr_buf_free(&enc);
     *out = t;

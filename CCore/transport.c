@@ -235,8 +235,7 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
     if (!r) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     r->status = (int)status;
     r->id = t->id;
-    r->method = t->method;
-    t->method = NULL;
+    r->method = cr_strdup(t->method); /* the transfer keeps its own: it may be retried */
     char *eff = NULL;
     curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &eff);
     r->url = cr_strdup(eff ? eff : t->url);
@@ -244,7 +243,7 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
     memset(&t->resp_headers, 0, sizeof t->resp_headers);
     r->body = cr_buf_take(&t->resp_body, &r->body_len);
     read_metrics(t->easy, &r->metrics);
-    if (!r->url || !r->body) {
+    if (!r->url || !r->body || !r->method) {
         courier_response_free(r);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
@@ -261,6 +260,8 @@ void courier_response_free(courier_response *r) {
     free(r->url);
     cr_kvlist_clear(&r->headers);
     free(r->body);
+    cr_response_json_free(r);
+    free(r->cache_key); /* cache.c */
     free(r);
 }
 

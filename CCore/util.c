@@ -39,6 +39,10 @@ const char *courier_strerror(int code) {
     case COURIER_E_CLOSED: return "engine closed";
     case COURIER_E_STORE: return "store error";
     case COURIER_E_NOT_FOUND: return "not found";
+    case COURIER_E_TOO_FREQUENT: return "identical request sent too frequently";
+    case COURIER_E_JSON: return "invalid JSON";
+    case COURIER_E_MAPPING: return "mapping failed";
+    case COURIER_E_API: return "the server reported a failure";
     default: return "unknown error";
     }
 }

@@ -72,7 +72,11 @@ typedef enum courier_code {
     COURIER_E_NETWORK = -17,          /* another network failure: reset, send or receive error */
     COURIER_E_CLOSED = -18,           /* the engine is closing or closed */
     COURIER_E_STORE = -19,            /* the store directory cannot be created or used */
-    COURIER_E_NOT_FOUND = -20         /* no such item (request id, entry) */
+    COURIER_E_NOT_FOUND = -20,        /* no such item (request id, entry) */
+    COURIER_E_TOO_FREQUENT = -21,     /* an identical request was sent within the engine's guard window */
+    COURIER_E_JSON = -22,             /* not acceptable JSON (malformed, too deep, bad UTF-8, duplicate key), or no decoder */
+    COURIER_E_MAPPING = -23,          /* a document does not fit its mapping or key path; response attached */
+    COURIER_E_API = -24               /* the envelope's code is not a success; response attached */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -122,7 +126,7 @@ typedef void (*courier_user_free_fn)(void *user);
 
 /* A configuration for courier_engine_open. Not thread-safe: build it on one thread. Every string
  * setter copies its argument. Defaults: no base URL; timeout 60 000 ms; user agent
- * "Courier/<version>"; 6 connections per host, 64 in all; form body encoding; TLS verification on
+ * "Courier/<version>"; 5 requests (and connections) per host, 64 in all; form body encoding; TLS verification on
  * with the system's CA store; maximum response body 64 MiB; a private temporary store directory
  * that is removed when the engine closes.
  * *out is new: release it with courier_config_free (the engine copies what it needs at open).
@@ -350,6 +354,948 @@ typedef struct courier_metrics {
 /* Copies the metrics into *out. `size` is sizeof(courier_metrics) as the caller knows it, so the
  * struct can grow: only that many bytes are written. */
 COURIER_API int courier_response_metrics(const courier_response *response, courier_metrics *out, size_t size);
+
+/* ========================================================================================== */
+/* Building responses (mock callbacks, after-receive interceptors, custom transports)          */
+/* ========================================================================================== */
+
+/* A new response with a status (100..999), no headers, an empty body and url "". *out is new:
+ * hand it to a function that takes it, or release it with courier_response_free. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
+COURIER_API int courier_response_new(courier_response **out, int status);
+/* Adds a header line to a response being built (not to one the engine handed out: responses are
+ * immutable once delivered). Errors: COURIER_E_INVALID_HEADER, COURIER_E_INVALID_ENCODING. */
+COURIER_API int courier_response_add_header(courier_response *response, const char *name, const char *value);
+/* Replaces the body of a response being built (copied; len may be 0). */
+COURIER_API int courier_response_set_body(courier_response *response, const void *body, size_t len);
+
+/* ========================================================================================== */
+/* Scheduling: limits, priorities, retry, coalescing, the frequent-request guard              */
+/* ========================================================================================== */
+
+/* Priorities decide which waiting request starts first when the engine's limits hold requests
+ * back (courier_config_set_max_connections_per_host / _max_connections limit the requests in
+ * flight, per host and in all). Equal priorities start in the order they were sent. */
+typedef enum courier_priority {
+    COURIER_PRIORITY_LOW = -1,
+    COURIER_PRIORITY_NORMAL = 0, /* the default */
+    COURIER_PRIORITY_HIGH = 1
+} courier_priority;
+COURIER_API int courier_request_set_priority(courier_request *request, courier_priority priority);
+
+/* Retry rule flags. */
+#define COURIER_RETRY_NON_IDEMPOTENT 0x1u /* also retry POST, PATCH and other non-idempotent methods */
+#define COURIER_RETRY_IGNORE_RETRY_AFTER 0x2u /* do not wait for a server's Retry-After */
+
+/* A retry rule: at most max_retries further attempts after the first, waiting base_delay_ms *
+ * 2^(attempt-1), capped at max_delay_ms, with jitter (a random wait between half and all of it).
+ * A server's Retry-After (seconds or an HTTP date, on 429 and 503) is waited for when it is at
+ * most max_delay_ms; a longer one ends the retries with the response. Retried: network failures
+ * (cannot resolve, cannot connect, timeout, partial response, network) and HTTP 408, 429 and 5xx;
+ * only for idempotent methods (GET, HEAD, PUT, DELETE, OPTIONS, TRACE) unless
+ * COURIER_RETRY_NON_IDEMPOTENT. Never after a cancel, TLS or pinning failure, a validator's "no",
+ * or a body too large. max_retries 0 turns retrying off (the engine default unless set).
+ * Errors: COURIER_E_INVALID_ARGUMENT (negative values, base > max). */
+COURIER_API int courier_config_set_retry(courier_config *config, int max_retries, long base_delay_ms,
+                                         long max_delay_ms, unsigned flags);
+/* The same for one request, replacing the engine's rule. */
+COURIER_API int courier_request_set_retry(courier_request *request, int max_retries, long base_delay_ms,
+                                          long max_delay_ms, unsigned flags);
+/* How many attempts the response took (1 without retries), and the total time the engine chose
+ * to wait between them, in seconds (backoff and Retry-After; computed, not measured). */
+COURIER_API int courier_response_attempts(const courier_response *response, int *attempts, double *waited_s);
+
+/* Identical GET and HEAD requests in flight at once (same URL, same header lines) share one
+ * network request, whose answer goes to every caller (each gets its own response copy and runs
+ * its own validator). On by default; 0 opts this request out. */
+COURIER_API int courier_request_set_coalesce(courier_request *request, int coalesce);
+
+/* The frequent-request guard (HLNetworking's): when window_ms > 0, a request identical to one
+ * sent less than window_ms ago (same method, URL, header lines and body) is refused by
+ * courier_send with COURIER_E_TOO_FREQUENT and nothing is sent. 0 (the default) turns it off. */
+COURIER_API int courier_config_set_frequent_guard_ms(courier_config *config, long window_ms);
+/* 0 exempts this request from the guard (it is neither refused nor recorded). */
+COURIER_API int courier_request_set_frequent_guard(courier_request *request, int guarded);
+
+/* ========================================================================================== */
+/* Mock data (HTNetworking's enableMockTest)                                                   */
+/* ========================================================================================== */
+
+/* A mocked request never reaches the network: its answer is made from the request's mock and
+ * then goes through the same judging (status, validator), mapping and cache policy as a real
+ * one. Mocks are used only while the engine's mock switch is on (off by default). */
+COURIER_API int courier_config_set_mock_enabled(courier_config *config, int enabled);
+/* Turns the switch on or off at run time; affects requests sent afterwards. Any thread. */
+COURIER_API int courier_engine_set_mock_enabled(courier_engine *engine, int enabled);
+
+/* The mock answer: a status and a body (copied; NULL with len 0 for none) with its content type
+ * (NULL: none). Replaces any earlier mock answer, file, error or callback of the request. */
+COURIER_API int courier_request_set_mock_response(courier_request *request, int status, const void *body, size_t len,
+                                                  const char *content_type);
+/* The mock answer's body is read from a file when the request is sent (status 200 unless
+ * courier_request_set_mock_status; content type from the extension: .json -> application/json).
+ * A missing file fails the request with COURIER_E_NOT_FOUND. The path is copied. */
+COURIER_API int courier_request_set_mock_file(courier_request *request, const char *path);
+/* The status of a mock answer made from a file. */
+COURIER_API int courier_request_set_mock_status(courier_request *request, int status);
+/* Adds a header to the mock answer. Errors as courier_request_add_header. */
+COURIER_API int courier_request_add_mock_header(courier_request *request, const char *name, const char *value);
+/* The mock fails the request with this code (e.g. COURIER_E_TIMEOUT) and no response. */
+COURIER_API int courier_request_set_mock_error(courier_request *request, int code);
+/* The mock answers after this delay (ms >= 0), without blocking anything. */
+COURIER_API int courier_request_set_mock_delay_ms(courier_request *request, long delay_ms);
+/* The mock answer is built by a callback from the final request: return COURIER_OK with *out set
+ * (new: the engine takes it; build it with courier_response_new), or a negative code to fail the
+ * request with it. Runs on the engine's worker thread. user_free as for validators. */
+typedef int (*courier_mock_fn)(const courier_outgoing *request, courier_response **out, void *user);
+COURIER_API int courier_request_set_mock_callback(courier_request *request, courier_mock_fn fn, void *user,
+                                                  courier_user_free_fn user_free);
+
+/* ========================================================================================== */
+/* Interceptors                                                                                */
+/* ========================================================================================== */
+
+/* Before-send: adapts the final request (like a customize callback, for every request of the
+ * engine), on the sending thread inside courier_send, after the request's own customize callback.
+ * Return COURIER_OK, or a negative code to refuse the send (courier_send returns it).
+ * After-receive: sees each response a transport produced, before it is judged, on the worker
+ * thread. It may replace *response (free the old one with courier_response_free, set a new one
+ * built with courier_response_new), or return a negative code to fail the request with that code
+ * (the response stays attached). Interceptors run in the order they were added; either function
+ * may be NULL. user_free (may be NULL) runs once when the last engine using it closes and the
+ * configuration is freed. */
+typedef int (*courier_before_send_fn)(courier_outgoing *outgoing, void *user);
+typedef int (*courier_after_receive_fn)(uint64_t request_id, courier_response **response, void *user);
+COURIER_API int courier_config_add_interceptor(courier_config *config, courier_before_send_fn before,
+                                               courier_after_receive_fn after, void *user,
+                                               courier_user_free_fn user_free);
+
+/* ========================================================================================== */
+/* Custom transports (HTNetworking's request types)                                            */
+/* ========================================================================================== */
+
+/* One request handed to a custom transport. Borrowed from start until the transport completes it
+ * (courier_call_complete) — after that it must not be touched. */
+typedef struct courier_call courier_call;
+
+/* The final request. Borrowed for as long as the call. */
+COURIER_API const char *courier_call_method(const courier_call *call);
+COURIER_API const char *courier_call_url(const courier_call *call);
+COURIER_API const char *courier_call_header(const courier_call *call, const char *name);
+COURIER_API size_t courier_call_header_count(const courier_call *call);
+COURIER_API int courier_call_header_at(const courier_call *call, size_t index, const char **name, const char **value);
+COURIER_API const uint8_t *courier_call_body(const courier_call *call, size_t *len);
+COURIER_API long courier_call_timeout_ms(const courier_call *call);
+COURIER_API uint64_t courier_call_request_id(const courier_call *call);
+
+/* Ends a call, exactly once, from any thread (also from inside start): code COURIER_OK with a
+ * response (taken; built with courier_response_new), or a negative code with response NULL (or a
+ * response to attach). After cancel was called, completing is still required (with
+ * COURIER_E_CANCELLED or any code: the caller is told "cancelled" either way).
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL call, or OK without a response). */
+COURIER_API int courier_call_complete(courier_call *call, int code, courier_response *response, const char *message);
+
+/* A transport's functions. `start` begins the call and returns COURIER_OK (then it must complete
+ * it later or from inside start), or a negative code (the request fails with it, and the call
+ * must not be completed). `cancel` (may be NULL) asks it to stop early; it runs on the worker
+ * thread, at most once, only between start and completion. */
+typedef struct courier_transport {
+    int (*start)(courier_call *call, void *user);
+    void (*cancel)(courier_call *call, void *user);
+} courier_transport;
+
+/* Registers a transport under a name (copied; "http" is reserved). `transport` is copied; size is
+ * sizeof(courier_transport) as the caller knows it. user_free runs once when the registration
+ * ends. Errors: COURIER_E_INVALID_ARGUMENT (NULL, empty or reserved name, duplicate). */
+COURIER_API int courier_config_register_transport(courier_config *config, const char *name,
+                                                  const courier_transport *transport, size_t size, void *user,
+                                                  courier_user_free_fn user_free);
+/* Sends this request through the transport registered under name (NULL: the built-in HTTP one).
+ * An unknown name fails courier_send with COURIER_E_NOT_FOUND. */
+COURIER_API int courier_request_set_transport(courier_request *request, const char *name);
+
+/* ========================================================================================== */
+/* JSON documents                                                                              */
+/* ========================================================================================== */
+
+/* A JSON value. A document is a tree of values; every value inside it is borrowed from the
+ * document's owner: a response (valid until the response is freed) or the caller (a value
+ * returned as new by courier_json_parse, courier_json_new_*, courier_json_copy,
+ * courier_mapping_apply: release it with courier_json_free). Values reachable from a response are
+ * immutable and may be read from any thread at once; a value the caller builds is used by one
+ * thread at a time. No function here allocates to read. */
+typedef struct courier_json courier_json;
+/* A position in an object's members (courier_json_iter_*). Borrowed like the object. */
+typedef struct courier_json_iter courier_json_iter;
+
+typedef enum courier_json_type {
+    COURIER_JSON_NONE = 0,    /* no value: a NULL handle, an absent key or index */
+    COURIER_JSON_OBJECT = 1,
+    COURIER_JSON_ARRAY = 2,
+    COURIER_JSON_STRING = 3,
+    COURIER_JSON_INTEGER = 4, /* a number without fraction or exponent that fits int64_t */
+    COURIER_JSON_REAL = 5,    /* any other number (a double) */
+    COURIER_JSON_BOOL = 6,
+    COURIER_JSON_NULL = 7,
+    COURIER_JSON_NUMBER = 8,  /* only as a mapping's expected type: integer or real */
+    COURIER_JSON_ANY = 9      /* only as a mapping's expected type: any value, null included */
+} courier_json_type;
+
+/* Static English name of a courier_json_type ("string", "nothing"...). Never NULL. Any thread. */
+COURIER_API const char *courier_json_type_name(int type);
+
+/* Parse options. Initialize with courier_json_options_init, then change fields. */
+#define COURIER_JSON_OPTIONS_VERSION 1
+#define COURIER_JSON_ALLOW_DUPLICATE_KEYS 0x1u /* the last of duplicate keys wins (default: an error) */
+#define COURIER_JSON_ALLOW_NUL 0x2u            /* allow \u0000 in strings (read them with lengths) */
+typedef struct courier_json_options {
+    int version;       /* COURIER_JSON_OPTIONS_VERSION */
+    int max_depth;     /* deepest nesting of arrays and objects, 1..2048 (default 512) */
+    int64_t max_bytes; /* largest text accepted (default 64 MiB) */
+    unsigned flags;    /* COURIER_JSON_ALLOW_* (default 0) */
+} courier_json_options;
+/* Fills *options with the defaults. Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_json_options_init(courier_json_options *options, int version);
+
+/* Parses JSON text (UTF-8, any value at the top, as RFC 8259). `options` may be NULL (defaults).
+ * *out is new: release it with courier_json_free. Any thread.
+ * Errors: COURIER_E_JSON (malformed text, invalid UTF-8, nesting deeper than max_depth, a
+ * duplicate key, an integer beyond int64 or a real beyond double, \u0000 without ALLOW_NUL; the
+ * message names line, column and byte), COURIER_E_TOO_LARGE (more than max_bytes),
+ * COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. Never crashes on any input. */
+COURIER_API int courier_json_parse(const void *data, size_t len, const courier_json_options *options,
+                                   courier_json **out, courier_error *err);
+/* Releases a value the caller owns (see courier_json). Accepts NULL. Never call it on a value
+ * borrowed from a response or from inside another value. */
+COURIER_API void courier_json_free(courier_json *value);
+
+/* The value's courier_json_type; COURIER_JSON_NONE for NULL. */
+COURIER_API int courier_json_typeof(const courier_json *value);
+/* Number of elements of an array or members of an object; 0 for anything else. */
+COURIER_API size_t courier_json_size(const courier_json *value);
+/* The index-th element of an array; NULL when out of range or not an array. Borrowed. */
+COURIER_API const courier_json *courier_json_at(const courier_json *array, size_t index);
+/* The member named key (NUL-terminated, or key_len bytes) of an object; NULL when absent or not an
+ * object. Borrowed. */
+COURIER_API const courier_json *courier_json_get(const courier_json *object, const char *key);
+COURIER_API const courier_json *courier_json_getn(const courier_json *object, const char *key, size_t key_len);
+/* The value at a key path: components separated by '.', each an object key or, in an array, a
+ * decimal index: "data", "data.items", "data.items.0.name". NULL or "" is the value itself. NULL
+ * when any component is absent. Keys that contain '.' cannot be named. Borrowed. */
+COURIER_API const courier_json *courier_json_path(const courier_json *value, const char *key_path);
+/* A string's bytes (UTF-8, NUL-terminated; *len, may be NULL, counts them without the NUL). NULL
+ * (and *len 0) when not a string. Borrowed. */
+COURIER_API const char *courier_json_string(const courier_json *value, size_t *len);
+/* An integer's value; 0 when not an integer. */
+COURIER_API int64_t courier_json_integer(const courier_json *value);
+/* A number's value as a double (integers converted); 0 when not a number. */
+COURIER_API double courier_json_real(const courier_json *value);
+/* 1 for true; 0 for false and anything else. */
+COURIER_API int courier_json_bool(const courier_json *value);
+/* 1 when both are equal JSON (objects regardless of member order), or both NULL. */
+COURIER_API int courier_json_equal(const courier_json *a, const courier_json *b);
+
+/* Iterates an object's members in document order:
+ *   for (const courier_json_iter *it = courier_json_iter_first(o); it; it = courier_json_iter_next(o, it))
+ * NULL when the object is empty or not an object. Borrowed like the object. */
+COURIER_API const courier_json_iter *courier_json_iter_first(const courier_json *object);
+COURIER_API const courier_json_iter *courier_json_iter_next(const courier_json *object, const courier_json_iter *it);
+/* The member's key (NUL-terminated; *len may be NULL) and value. Borrowed. */
+COURIER_API const char *courier_json_iter_key(const courier_json_iter *it, size_t *len);
+COURIER_API const courier_json *courier_json_iter_value(const courier_json_iter *it);
+
+/* Building values. Each *out is new (courier_json_free) until handed to a function that takes it.
+ * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY; strings and keys must be UTF-8
+ * (COURIER_E_INVALID_ENCODING; embedded NULs are allowed in strings), reals finite. */
+COURIER_API int courier_json_new_object(courier_json **out);
+COURIER_API int courier_json_new_array(courier_json **out);
+COURIER_API int courier_json_new_string(courier_json **out, const char *s, size_t len);
+COURIER_API int courier_json_new_integer(courier_json **out, int64_t value);
+COURIER_API int courier_json_new_real(courier_json **out, double value);
+COURIER_API int courier_json_new_bool(courier_json **out, int value);
+COURIER_API int courier_json_new_null(courier_json **out);
+/* Sets object[key] (replacing a member of that name; new keys go last). Takes `value`, also when it
+ * fails. The object must be one the caller built (not borrowed from a response). */
+COURIER_API int courier_json_object_set(courier_json *object, const char *key, size_t key_len, courier_json *value);
+/* Appends to an array. Takes `value`, also when it fails. */
+COURIER_API int courier_json_array_append(courier_json *array, courier_json *value);
+/* A deep copy that the caller owns and may change. *out new. */
+COURIER_API int courier_json_copy(const courier_json *value, courier_json **out);
+
+/* Serializing. Flags: */
+#define COURIER_JSON_DUMP_INDENT 0x1u       /* two-space indentation and newlines (default: compact) */
+#define COURIER_JSON_DUMP_SORT_KEYS 0x2u    /* members sorted by key (default: document order) */
+#define COURIER_JSON_DUMP_ASCII 0x4u        /* \uXXXX for every non-ASCII character */
+#define COURIER_JSON_DUMP_ESCAPE_SLASH 0x8u /* "\/" for '/' */
+/* Writes a value as JSON text: UTF-8, reals in the shortest form that reads back the same (always
+ * with '.' or an exponent). *out is new: release it with courier_free; *len (may be NULL) gets its
+ * length; the text is NUL-terminated. Any thread. Errors: COURIER_E_INVALID_ARGUMENT,
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_json_dump(const courier_json *value, unsigned flags, char **out, size_t *len,
+                                  courier_error *err);
+/* Releases memory the library returned as new bytes (courier_json_dump). Accepts NULL. */
+COURIER_API void courier_free(void *ptr);
+
+/* ========================================================================================== */
+/* Mapping (the seeds' RestKit mappings)                                                       */
+/* ========================================================================================== */
+
+/* A mapping describes how an object in a document becomes a normalized object: which members
+ * (attributes) to take, from which key path, under which name, of which type, with which
+ * coercions; and which members are objects or arrays of objects mapped by other mappings
+ * (relationships). Members it does not name are left out. Applied to an array, it maps each
+ * element. Built on one thread; once attached to a request, an envelope, a configuration or
+ * another mapping it is sealed (setters return COURIER_E_INVALID_ARGUMENT) and may be used from
+ * any thread. References are counted: courier_mapping_free releases the caller's, and whatever it
+ * was attached to keeps its own. */
+typedef struct courier_mapping courier_mapping;
+
+/* Attribute flags. */
+#define COURIER_MAP_REQUIRED 0x1u            /* absent (or null) is a mapping error, unless a default */
+#define COURIER_MAP_NUMBER_FROM_STRING 0x2u  /* "42" -> 42, "1.5" -> 1.5 for integer, real, number */
+#define COURIER_MAP_STRING_FROM_NUMBER 0x4u  /* 42 -> "42", 1.5 -> "1.5" for string */
+#define COURIER_MAP_BOOL_FROM_NUMBER 0x8u    /* 0 -> false, 1 -> true for bool (other numbers fail) */
+#define COURIER_MAP_NULL_AS_ABSENT 0x10u     /* null is treated as absent: default, or left out */
+#define COURIER_MAP_ALL_COERCIONS 0x1Eu
+
+/* Where and why applying a mapping failed. */
+typedef struct courier_mapping_error {
+    char path[256]; /* key path of the offending value in the document ("data.items.3.price"); "" = root */
+    int expected;   /* courier_json_type the mapping expected */
+    int found;      /* courier_json_type found; COURIER_JSON_NONE when absent */
+    int reserved[6];
+} courier_mapping_error;
+
+/* *out is new: release with courier_mapping_free. Errors: COURIER_E_INVALID_ARGUMENT, _NO_MEMORY. */
+COURIER_API int courier_mapping_new(courier_mapping **out);
+/* Releases the caller's reference. Accepts NULL. Any thread. */
+COURIER_API void courier_mapping_free(courier_mapping *mapping);
+/* Coercions (COURIER_MAP_* except REQUIRED) applied to every attribute of this mapping, on top of
+ * each attribute's own. */
+COURIER_API int courier_mapping_set_coercions(courier_mapping *mapping, unsigned flags);
+/* Adds an attribute: the value at `source` (a key path relative to the mapped object) becomes the
+ * member `dest` (NULL: the last component of source) of the output. `type` is what it must be
+ * (courier_json_type; COURIER_JSON_ANY takes anything; an integer is accepted for real and
+ * converted; a real without fraction is accepted for integer). An absent value is left out unless
+ * a default is set or COURIER_MAP_REQUIRED; an optional null stays null. Strings are copied.
+ * Errors: COURIER_E_INVALID_ARGUMENT (sealed, bad path, duplicate dest, bad type or flags). */
+COURIER_API int courier_mapping_add_attribute(courier_mapping *mapping, const char *source, const char *dest,
+                                              int type, unsigned flags);
+/* Adds a relationship: the value at `source` is an object (to_many 0) or an array of objects
+ * (to_many 1), each mapped by `child` (retained and sealed; it may be `mapping` itself, for trees;
+ * other cycles are refused). Flags as for attributes (REQUIRED). */
+COURIER_API int courier_mapping_add_relationship(courier_mapping *mapping, const char *source, const char *dest,
+                                                 const courier_mapping *child, int to_many, unsigned flags);
+/* The value used when the attribute named `dest` is absent (copied). Errors: COURIER_E_NOT_FOUND
+ * (no such attribute), COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_mapping_set_default(courier_mapping *mapping, const char *dest, const courier_json *value);
+/* Number of attributes and relationships. */
+COURIER_API size_t courier_mapping_attribute_count(const courier_mapping *mapping);
+/* Applies a mapping to `input` (borrowed). *out is new (courier_json_free); it may share values
+ * with the input (even be the input itself, when nothing changes), so treat it as read-only, or
+ * courier_json_copy it first. `where` (may be NULL) receives the failure's path and types. Any
+ * thread. Errors: COURIER_E_MAPPING (message: "mapping failed at 'items.3.price': expected
+ * integer, found string"), COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
+COURIER_API int courier_mapping_apply(const courier_mapping *mapping, const courier_json *input,
+                                      courier_json **out, courier_mapping_error *where, courier_error *err);
+
+/* ========================================================================================== */
+/* Envelopes (the seeds' global errorResponseDescriptor and validResultBlock)                  */
+/* ========================================================================================== */
+
+/* An envelope describes the frame every JSON response of an engine shares, such as
+ * {"code": 200, "message": "...", "data": ...}: where the code, message and data are, and which
+ * codes are success. A response whose code is not a success fails with COURIER_E_API, the message
+ * in the error and the response attached (courier_response_envelope gives code and message).
+ * Applied to responses with a status below 400 whose content type has a decoder. Sealed and
+ * reference counted like mappings. */
+typedef struct courier_envelope courier_envelope;
+
+/* Decides success instead of the codes: `document` is the whole parsed body (borrowed for the
+ * call); has_code tells whether `code` was found; message may be NULL. Return nonzero for success.
+ * Runs on the engine's worker thread. */
+typedef int (*courier_envelope_check_fn)(const courier_json *document, int has_code, int64_t code,
+                                         const char *message, void *user);
+
+COURIER_API int courier_envelope_new(courier_envelope **out);
+/* Releases the caller's reference. Accepts NULL. */
+COURIER_API void courier_envelope_free(courier_envelope *envelope);
+/* Key path of the code (an integer, or a string of digits). required: a body without it fails
+ * with COURIER_E_MAPPING; otherwise a body without a code passes. NULL: no code. */
+COURIER_API int courier_envelope_set_code_path(courier_envelope *envelope, const char *key_path, int required);
+/* Key path of the message (a string). NULL: none. */
+COURIER_API int courier_envelope_set_message_path(courier_envelope *envelope, const char *key_path);
+/* Key path of the business data: a request's default result when it names no key path. */
+COURIER_API int courier_envelope_set_data_path(courier_envelope *envelope, const char *key_path);
+/* Success codes: each added code, and the range if set. With neither, 200..299 are success. */
+COURIER_API int courier_envelope_add_success_code(courier_envelope *envelope, int64_t code);
+COURIER_API int courier_envelope_set_success_range(courier_envelope *envelope, int64_t lo, int64_t hi);
+/* A mapping the whole body must satisfy first (retained; NULL removes). Its output is not kept. */
+COURIER_API int courier_envelope_set_mapping(courier_envelope *envelope, const courier_mapping *mapping);
+/* The check callback (NULL removes). user_free as for validators. */
+COURIER_API int courier_envelope_set_check(courier_envelope *envelope, courier_envelope_check_fn fn, void *user,
+                                           courier_user_free_fn user_free);
+/* The envelope of every request of engines opened with this configuration (retained; NULL: none). */
+COURIER_API int courier_config_set_envelope(courier_config *config, const courier_envelope *envelope);
+/* This request's envelope, replacing the engine's (retained); NULL: this request uses none. */
+COURIER_API int courier_request_set_envelope(courier_request *request, const courier_envelope *envelope);
+
+/* ========================================================================================== */
+/* A request's JSON: key paths, mappings, named results                                        */
+/* ========================================================================================== */
+
+/* The key path of the request's business data (the seeds' keyPath), from the document's root;
+ * NULL or "" clears it (then the envelope's data path, else the whole document). Copied. A
+ * response without a value there fails the request with COURIER_E_MAPPING. */
+COURIER_API int courier_request_set_key_path(courier_request *request, const char *key_path);
+/* The mapping applied to the value at the key path (retained and sealed; NULL removes). */
+COURIER_API int courier_request_set_mapping(courier_request *request, const courier_mapping *mapping);
+/* Result flags. */
+#define COURIER_RESULT_OPTIONAL 0x1u /* an absent value gives no result instead of failing */
+/* A named result (the seeds' responseDescriptors): the value at key_path (NULL: as the default
+ * result), mapped by `mapping` (retained; may be NULL), read with courier_response_result.
+ * Errors: COURIER_E_INVALID_ARGUMENT (empty or repeated name, bad path or flags). */
+COURIER_API int courier_request_add_result(courier_request *request, const char *name, const char *key_path,
+                                           const courier_mapping *mapping, unsigned flags);
+
+/* When a request has a key path, mapping or results, or its engine an envelope, the body of a
+ * response with a status below 400 is parsed once on the worker thread before the validator runs,
+ * and the envelope, key paths and mappings are applied: failures complete the request with
+ * COURIER_E_JSON (body not decodable), COURIER_E_API (envelope) or COURIER_E_MAPPING, response
+ * attached. Otherwise the body is parsed on first use. */
+
+/* The parsed body: decoded by the decoder of its content type (JSON for application/json,
+ * +json and types registered as JSON; a custom decoder; no Content-Type is read as JSON). Parsed
+ * at most once, by the first caller (any thread). Borrowed: valid until the response is freed.
+ * NULL when it cannot be decoded; courier_response_parse_json says why (COURIER_E_JSON,
+ * COURIER_E_TOO_LARGE, COURIER_E_NO_MEMORY). */
+COURIER_API const courier_json *courier_response_json(const courier_response *response);
+COURIER_API int courier_response_parse_json(const courier_response *response, const courier_json **out,
+                                            courier_error *err);
+/* The default result: the value at the request's key path after its mapping; without key path or
+ * mapping, the envelope's data; without envelope either, the whole document. NULL when absent.
+ * Borrowed until the response is freed. */
+COURIER_API const courier_json *courier_response_data(const courier_response *response);
+/* A named result; NULL when absent or unknown. Borrowed until the response is freed. */
+COURIER_API const courier_json *courier_response_result(const courier_response *response, const char *name);
+/* The envelope's code and message (borrowed until freed; NULL when absent). Errors:
+ * COURIER_E_NOT_FOUND (no code: no envelope applied, or none in the body). */
+COURIER_API int courier_response_envelope(const courier_response *response, int64_t *code, const char **message);
+/* Where mapping failed, after COURIER_E_MAPPING. Errors: COURIER_E_NOT_FOUND (no mapping error). */
+COURIER_API int courier_response_mapping_error(const courier_response *response, courier_mapping_error *out);
+
+/* ========================================================================================== */
+/* Serializers by MIME type (the seeds' RKMIMETypeSerialization)                               */
+/* ========================================================================================== */
+
+/* Decodes a body into a document: set *out (new; build it with courier_json_parse or the
+ * courier_json_new_* functions) and return COURIER_OK, or return a negative code (err, never NULL,
+ * may carry a message). `body` and `content_type` are borrowed for the call. Runs on the engine's
+ * worker thread, or on the thread that first asks for the response's JSON. */
+typedef int (*courier_decoder_fn)(const uint8_t *body, size_t len, const char *content_type, courier_json **out,
+                                  courier_error *err, void *user);
+/* Decodes this MIME type ("text/html"; "text/ *" without the space for a whole type) as JSON.
+ * Later registrations win over earlier ones and over the built-in JSON types. Errors:
+ * COURIER_E_INVALID_ARGUMENT (not type/subtype). */
+COURIER_API int courier_config_add_json_type(courier_config *config, const char *mime_type);
+/* Decodes this MIME type with a callback. user_free as for validators. */
+COURIER_API int courier_config_set_decoder(courier_config *config, const char *mime_type, courier_decoder_fn fn,
+                                           void *user, courier_user_free_fn user_free);
+/* Parse limits for response bodies (copied; NULL restores the defaults). */
+COURIER_API int courier_config_set_json_options(courier_config *config, const courier_json_options *options);
+
+/* A JSON body (serialized now with courier_json_dump's flags; Content-Type application/json).
+ * Like courier_request_set_body, parameters then go in the query string. */
+COURIER_API int courier_request_set_json_body(courier_request *request, const courier_json *value, unsigned flags);
+/* A form body (application/x-www-form-urlencoded) from an object: name=value for each member,
+ * nested objects as name[key]=..., arrays as name[]=..., booleans as true/false, null as empty. */
+COURIER_API int courier_request_set_form_body(courier_request *request, const courier_json *object);
+
+/* ========================================================================================== */
+/* Cache: policies, keys, expiry, the manager                                                  */
+/* ========================================================================================== */
+/*
+ * Responses are kept in an LMDB store in "<store dir>/cache", shared by every engine and process
+ * that opens the same store directory. A request names a cache policy (the seeds' cacheId); the
+ * engine computes the request's cache key and asks the policy before sending. A hit completes
+ * through the normal completion (on the worker thread) without any network traffic, with the
+ * response marked from-cache. A response is written only after it passed the request's judgement
+ * (HTTP status < 400 and the validator), after which the completion runs: when a completion
+ * runs, its entry is already readable. Failures are never cached. A cache that cannot be opened
+ * or written never fails a request (a line on stderr says why); the manager functions then return
+ * COURIER_E_STORE.
+ *
+ * The default key is: METHOD " " absolute URL (the target joined to the request's own base URL,
+ * else the engine's; scheme and host lowercased; no fragment) "?" the parameters of the query
+ * string, the engine's default parameters and the request's, percent-encoded, minus the names of
+ * the request's key filter, sorted; then "\nbody:<hash>" when a raw body is set, then
+ * "\nsensitive:<data>" when the request has sensitive data. The customize callback does not
+ * change the key. Keys are stored by a 128-bit hash; the key text is kept in the entry.
+ */
+
+/* Cache policies. Ids 4..99 are reserved; ids >= COURIER_CACHE_POLICY_USER_MIN are user-defined
+ * (courier_engine_register_cache_policy). */
+typedef enum courier_cache_policy {
+    COURIER_CACHE_NO_CACHE = 0,    /* neither reads nor writes (the default) */
+    COURIER_CACHE_CACHE_FIRST = 1, /* a fresh entry answers without the network; else the network
+                                      answers and the response is written */
+    COURIER_CACHE_WRITE_ONLY = 2,  /* never reads; writes what the network returns */
+    COURIER_CACHE_HTTP = 3         /* RFC 9111 for GET, as a private cache: Cache-Control, Expires,
+                                      Age, ETag/Last-Modified revalidation with 304 merging, Vary,
+                                      stale-while-revalidate and stale-if-error; a successful unsafe
+                                      method (POST, PUT, DELETE...) invalidates the URL's GET entry */
+} courier_cache_policy;
+#define COURIER_CACHE_POLICY_USER_MIN 100
+
+/* Where a response's body came from (courier_response_cache_status). */
+typedef enum courier_cache_status {
+    COURIER_CACHE_STATUS_NETWORK = 0,     /* the network (or no cache involved) */
+    COURIER_CACHE_STATUS_HIT = 1,         /* a fresh entry, without the network */
+    COURIER_CACHE_STATUS_REVALIDATED = 2, /* a stored entry the server confirmed with 304 */
+    COURIER_CACHE_STATUS_STALE = 3        /* a stale entry (stale-while-revalidate, stale-if-error,
+                                             or courier_cache_get with COURIER_CACHE_ALLOW_STALE) */
+} courier_cache_status;
+
+/* A clock: the current time in milliseconds since the Unix epoch. Called on any thread that uses
+ * the cache (senders, the worker); it must be thread-safe and must not call into the engine. */
+typedef int64_t (*courier_clock_fn)(void *user);
+
+/* The most the cache may hold, in bytes of keys and values (>= 65536; default 256 MiB). Over it,
+ * writes evict entries past their expiry first, then the least recently written, down to 90%.
+ * One entry may take at most an eighth of it (larger responses are not cached). The store's map
+ * is sized from it by the first engine of a process to open the store; a full map or disk evicts
+ * and retries and is never an error a caller sees. Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_config_set_cache_max_bytes(courier_config *config, int64_t max_bytes);
+/* Default expiry, in seconds (> 0; default 3600), of entries written by the cache-first,
+ * write-only and user-defined policies when the request sets none. */
+COURIER_API int courier_config_set_cache_expiry(courier_config *config, int64_t seconds);
+/* The policy of requests that name none (default COURIER_CACHE_NO_CACHE).
+ * Errors: COURIER_E_INVALID_ARGUMENT (a reserved id). */
+COURIER_API int courier_config_set_cache_policy(courier_config *config, int policy);
+/* The clock the cache reads (creation, expiry, age). NULL restores the system clock
+ * (CLOCK_REALTIME). user_free as for validators. For tests of expiry without sleeping. */
+COURIER_API int courier_config_set_clock(courier_config *config, courier_clock_fn fn, void *user,
+                                         courier_user_free_fn user_free);
+
+/* The request's cache policy: a courier_cache_policy or a registered user id; -1 restores the
+ * engine's default. An unregistered user id fails the send with COURIER_E_INVALID_ARGUMENT.
+ * Errors: COURIER_E_INVALID_ARGUMENT (a reserved id). */
+COURIER_API int courier_request_set_cache_policy(courier_request *request, int policy);
+/* How long (seconds, > 0) an entry written for this request stays fresh; 0 restores the engine's
+ * default. Not used by the HTTP policy, which follows the response's headers. */
+COURIER_API int courier_request_set_cache_expiry(courier_request *request, int64_t seconds);
+/* The request's own cache key, replacing the default key's first line (copied; NULL clears;
+ * "" is COURIER_E_INVALID_ARGUMENT). */
+COURIER_API int courier_request_set_cache_key(courier_request *request, const char *key);
+/* Data that separates cache entries (an app version, a user id), appended to the key, so one
+ * user's entries are never served to another. Copied; NULL clears. */
+COURIER_API int courier_request_set_cache_sensitive_data(courier_request *request, const char *data);
+/* Leaves a parameter (by exact name, e.g. a timestamp) out of the default key. Copied. */
+COURIER_API int courier_request_add_cache_key_filter(courier_request *request, const char *param_name);
+
+/* Nonzero when the body came from the cache (hit, revalidated or stale). Any thread. */
+COURIER_API int courier_response_from_cache(const courier_response *response);
+/* The courier_cache_status of a response. */
+COURIER_API int courier_response_cache_status(const courier_response *response);
+/* Age in seconds of a response that came from the cache (RFC 9111 age for the HTTP policy), else 0. */
+COURIER_API int64_t courier_response_age(const courier_response *response);
+/* When the entry was written and until when it is fresh (ms since the epoch); 0 for a response
+ * that did not come from the cache. */
+COURIER_API int64_t courier_response_cache_created(const courier_response *response);
+COURIER_API int64_t courier_response_cache_expires(const courier_response *response);
+/* The key text of the entry a response came from, or NULL. Borrowed until the response is freed. */
+COURIER_API const char *courier_response_cache_key(const courier_response *response);
+
+/* A user-defined policy (the seeds' HTCachePolicyProtocol). Every callback may be NULL (then the
+ * behaviour in brackets applies). `cached` is borrowed for the call and is NULL when there is no
+ * entry. They run on the thread that sends (the two lookups) or on the worker (should_write),
+ * with no storage transaction held; they must not close the engine. */
+typedef struct courier_cache_policy_callbacks {
+    unsigned version; /* COURIER_CACHE_POLICY_CALLBACKS_VERSION */
+    /* Does the request have a usable entry? [an entry exists and is fresh] */
+    int (*has_cache)(const courier_response *cached, int64_t now_ms, void *user);
+    /* Given a usable entry, answer from it without the network? [yes] */
+    int (*answer_from_cache)(const courier_response *cached, int64_t now_ms, void *user);
+    /* After a successful, validated network response: write it? *expires_ms (in, out) is when it
+     * would expire (now + the request's or engine's expiry) and may be changed. [yes] */
+    int (*should_write)(const courier_response *response, int64_t *expires_ms, void *user);
+} courier_cache_policy_callbacks;
+#define COURIER_CACHE_POLICY_CALLBACKS_VERSION 1u
+
+/* Registers (or replaces) user policy `id` (>= COURIER_CACHE_POLICY_USER_MIN) on an engine.
+ * `callbacks` is copied; NULL unregisters. user_free runs once when the registration ends
+ * (replaced, unregistered, or the engine closed) and after every request using it completed.
+ * Any thread. Errors: COURIER_E_INVALID_ARGUMENT (id, version), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_engine_register_cache_policy(courier_engine *engine, int id,
+                                                     const courier_cache_policy_callbacks *callbacks, void *user,
+                                                     courier_user_free_fn user_free);
+
+/* The manager. All functions are thread-safe and open the store on first use; reads do not block
+ * writers. Errors common to all: COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE (the store cannot
+ * be opened or used; store_error set), COURIER_E_NO_MEMORY. */
+
+/* The key text of a request (*out new: release with courier_cache_key_free). */
+COURIER_API int courier_cache_key(courier_engine *engine, const courier_request *request, char **out);
+/* Accepts NULL. */
+COURIER_API void courier_cache_key_free(char *key);
+
+/* courier_cache_get flag: also return an entry past its expiry (marked COURIER_CACHE_STATUS_STALE). */
+#define COURIER_CACHE_ALLOW_STALE 1
+/* *out_has = 1 when the request has a fresh entry (for a request with a user policy: as its
+ * has_cache says), else 0. */
+COURIER_API int courier_cache_has(courier_engine *engine, const courier_request *request, int *out_has,
+                                  courier_error *err);
+/* The cached response of a request (with the HTTP policy's Vary variant the request selects):
+ * *out new (courier_response_free), marked from-cache, with age and expiry.
+ * Errors: COURIER_E_NOT_FOUND (none, or none fresh without COURIER_CACHE_ALLOW_STALE). */
+COURIER_API int courier_cache_get(courier_engine *engine, const courier_request *request, int flags,
+                                  courier_response **out, courier_error *err);
+/* Removes a request's entry. Errors: COURIER_E_NOT_FOUND. */
+COURIER_API int courier_cache_remove(courier_engine *engine, const courier_request *request, courier_error *err);
+/* The same by key text (as listed, or as given to courier_request_set_cache_key). */
+COURIER_API int courier_cache_has_key(courier_engine *engine, const char *key, int *out_has, courier_error *err);
+COURIER_API int courier_cache_get_key(courier_engine *engine, const char *key, int flags, courier_response **out,
+                                      courier_error *err);
+COURIER_API int courier_cache_remove_key(courier_engine *engine, const char *key, courier_error *err);
+/* Writes an entry under a key text: status, `nheaders` header lines (names[i], values[i]; copied),
+ * a body (copied; len may be 0) and an expiry in seconds (0: the engine's default). A key of the
+ * default form ("GET http://...") also records its method and URL. One transaction, committed
+ * before return. Errors: COURIER_E_INVALID_HEADER, COURIER_E_INVALID_ENCODING. */
+COURIER_API int courier_cache_put_key(courier_engine *engine, const char *key, int status,
+                                      const char *const *names, const char *const *values, size_t nheaders,
+                                      const void *body, size_t body_len, int64_t expiry_s, courier_error *err);
+/* Removes every entry; *removed (may be NULL) receives how many. */
+COURIER_API int courier_cache_remove_all(courier_engine *engine, int64_t *removed, courier_error *err);
+/* Removes the entries written at or after since_ms (ms since the epoch, on the engine's clock). */
+COURIER_API int courier_cache_remove_since(courier_engine *engine, int64_t since_ms, int64_t *removed,
+                                           courier_error *err);
+/* Removes the entries past their use (a range scan of the expiry index). For the HTTP policy an
+ * entry with validators is kept for revalidation up to 7 days past its freshness. */
+COURIER_API int courier_cache_remove_expired(courier_engine *engine, int64_t *removed, courier_error *err);
+/* Exact total bytes and entry count of the store (all engines and processes), kept in the same
+ * transactions as the entries. Either pointer may be NULL. */
+COURIER_API int courier_cache_size(courier_engine *engine, int64_t *bytes, int64_t *count, courier_error *err);
+
+/* Statistics. hits/misses/writes/evictions/revalidations/stale_served/write_failures count what
+ * this engine did since it opened; bytes/count are the store's totals. */
+typedef struct courier_cache_stats {
+    int64_t hits;           /* requests answered from the cache without the network */
+    int64_t misses;         /* lookups that found no usable entry */
+    int64_t writes;         /* entries written */
+    int64_t evictions;      /* entries evicted to stay under the limit or to make room */
+    int64_t revalidations;  /* 304 answers merged into stored entries */
+    int64_t stale_served;   /* stale entries served (stale-while-revalidate, stale-if-error) */
+    int64_t write_failures; /* writes dropped (too large, store full, store failure) */
+    int64_t bytes;          /* the store's total bytes */
+    int64_t count;          /* the store's entry count */
+    int64_t max_bytes;      /* this engine's limit */
+} courier_cache_stats;
+/* Copies the statistics into *out; `size` is sizeof(courier_cache_stats) as the caller knows it. */
+COURIER_API int courier_cache_get_stats(courier_engine *engine, courier_cache_stats *out, size_t size,
+                                    courier_error *err);
+
+/* A snapshot of the entries (one read transaction). */
+typedef struct courier_cache_list courier_cache_list;
+typedef struct courier_cache_entry_info {
+    const char *key;    /* the key text; borrowed until the list is freed */
+    const char *url;    /* the URL that answered */
+    const char *id;     /* the key's hash, 32 hex digits */
+    int status;         /* HTTP status */
+    int64_t size;       /* bytes in the store */
+    int64_t created_ms; /* written at */
+    int64_t expires_ms; /* fresh until */
+} courier_cache_entry_info;
+/* *out new: release with courier_cache_list_free. */
+COURIER_API int courier_cache_list_entries(courier_engine *engine, courier_cache_list **out, courier_error *err);
+COURIER_API size_t courier_cache_list_count(const courier_cache_list *list);
+/* Copies entry `index` into *out (`size` = sizeof(courier_cache_entry_info) as the caller knows
+ * it). Errors: COURIER_E_NOT_FOUND (index out of range). */
+COURIER_API int courier_cache_list_at(const courier_cache_list *list, size_t index, courier_cache_entry_info *out,
+                                      size_t size);
+/* Accepts NULL. */
+COURIER_API void courier_cache_list_free(courier_cache_list *list);
+
+/* ========================================================================================== */
+/* Groups: batches and chains of requests (group.c)                                            */
+/* ========================================================================================== */
+
+/* A group runs several requests on one engine and completes once, when they are all done
+ * (HLNetworking's request groups with maxRequestCount, YTKNetwork's batch and chain requests,
+ * HTNetworking's batch and ifRequestSucceed:then:else:). Each member is sent with courier_send and
+ * cancelled with courier_cancel, so it is an ordinary request with its own id: retry, cache,
+ * mock, logging and event monitors apply to it unchanged.
+ *
+ * Batch: members start in index order, at most max_in_flight at once (0, the default: all at
+ * once); the group completes when every member has finished. With fail-fast, the first failure
+ * of a member not marked COURIER_GROUP_CONTINUE_ON_FAILURE cancels the members on the wire, and
+ * the ones not yet started are never sent.
+ * Chain: members run one after another in index order (max_in_flight does not apply). A member
+ * added with a build callback makes its request when its turn comes, from the result of the
+ * member before it. A failure stops the chain (the rest are never sent) unless the failed member
+ * is marked COURIER_GROUP_CONTINUE_ON_FAILURE.
+ *
+ * Every member gets exactly one result: its completion's code and response; or the code of a
+ * send that failed (courier_send's code, or its build callback's); or COURIER_OK without a
+ * response when its build callback skipped it; or COURIER_E_CANCELLED ("not sent") when the group
+ * stopped before its turn.
+ *
+ * Threads: build a group on one thread. courier_group_start, courier_group_cancel,
+ * courier_group_result, courier_group_take_response, courier_group_count and courier_group_free
+ * may then be called from any thread. The group's callbacks (build, member, done) run on the
+ * thread that moves the group on: mostly the engine's worker thread (as members complete), but
+ * also the thread calling courier_group_start (the first members' builds, and everything when no
+ * member reaches the network), courier_group_cancel or courier_group_free. They must not block
+ * for long and must not close the engine.
+ *
+ * Engine: a group keeps a borrowed pointer to its engine. courier_engine_close completes a running
+ * group (its members complete with COURIER_E_CANCELLED, later sends fail with COURIER_E_CLOSED);
+ * after the engine is closed only courier_group_result, courier_group_take_response,
+ * courier_group_count and courier_group_free may be called. */
+typedef struct courier_group courier_group;
+
+typedef enum courier_group_mode {
+    COURIER_GROUP_BATCH = 0, /* all members run (concurrently, up to max_in_flight) */
+    COURIER_GROUP_CHAIN = 1  /* members run in order, one at a time */
+} courier_group_mode;
+
+/* Member flags (courier_group_add, courier_group_add_built). */
+typedef enum courier_group_flag {
+    /* A failure of this member does not stop a chain or trigger fail-fast, and does not make the
+     * group's code a failure. */
+    COURIER_GROUP_CONTINUE_ON_FAILURE = 1
+} courier_group_flag;
+
+/* Builds a member's request when its turn comes (the seeds' flattenMap: a request made from the
+ * previous response). In a chain, prev_code and prev_response are the result of the member just
+ * before (COURIER_OK and NULL for the first member, or when that member was skipped); in a batch
+ * they are always COURIER_OK and NULL. prev_response is borrowed for the call (the group keeps it;
+ * courier_group_result may read any earlier member). Set *out_request to a new request (the group
+ * takes it) and return COURIER_OK to send it; leave it NULL and return COURIER_OK to skip this
+ * member; or return a negative code to fail this member with it (a request left in *out_request
+ * is freed). Runs on the thread that moves the group (see above). */
+typedef int (*courier_group_build_fn)(courier_group *group, size_t index, int prev_code,
+                                      const courier_response *prev_response, courier_request **out_request,
+                                      void *user);
+/* Told each member's result as it is set (exactly once per member, before the group completes).
+ * `response` is borrowed for the call (the group keeps it). May call courier_group_add. */
+typedef void (*courier_group_member_fn)(courier_group *group, size_t index, int code, const courier_response *response,
+                                        void *user);
+/* Called exactly once when the group completes, after every member callback. code: COURIER_OK
+ * when no member failed (members marked COURIER_GROUP_CONTINUE_ON_FAILURE are not counted);
+ * COURIER_E_CANCELLED when courier_group_cancel (or courier_group_free) stopped it; otherwise the
+ * code of the failure that stopped a chain or a fail-fast batch, or in a plain batch the failed
+ * member with the lowest index. failed_index: that member's index, or -1. `group` is borrowed: the
+ * callback may read and take results, and may call courier_group_free. */
+typedef void (*courier_group_done_fn)(courier_group *group, int code, long failed_index, void *user);
+
+/* A new, empty group on `engine` (borrowed: see "Engine" above). *out is new: release it with
+ * courier_group_free. Errors: COURIER_E_INVALID_ARGUMENT (NULL, unknown mode), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_group_new(courier_group **out, courier_engine *engine, courier_group_mode mode);
+/* Cancels the group if it is running (as courier_group_cancel) and releases the caller's hold on
+ * it: the memory, the responses not taken and the callbacks' users (user_free) are released when
+ * its run has ended. Accepts NULL. Any thread, including the group's own callbacks. */
+COURIER_API void courier_group_free(courier_group *group);
+
+/* Batch only: nonzero makes the first counted failure cancel the rest. Before start.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, or already started). */
+COURIER_API int courier_group_set_fail_fast(courier_group *group, int fail_fast);
+/* Batch only: at most `max` members on the wire at once (HLNetworking's maxRequestCount); 0 (the
+ * default) means no limit of the group's own (the engine's connection limits still hold). Before
+ * start. Errors: COURIER_E_INVALID_ARGUMENT (NULL, max < 0, or already started). */
+COURIER_API int courier_group_set_max_in_flight(courier_group *group, long max);
+/* A callback told each member's result (NULL removes it). user_free (may be NULL) runs once,
+ * when the group is released, or at once if this fails. Before start.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, or already started), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_group_set_member_callback(courier_group *group, courier_group_member_fn fn, void *user,
+                                                  courier_user_free_fn user_free);
+
+/* Appends a member that sends `request`. The group TAKES the request in every case, success or
+ * failure: do not use or free it afterwards. flags: courier_group_flag bits. *out_index (may be
+ * NULL) receives the member's index (0, 1, ...). Allowed until the group completes; while it runs,
+ * adding is dependable from the group's own callbacks (a build or member callback), which run
+ * before it can complete. Errors: COURIER_E_INVALID_ARGUMENT (NULL, unknown flags, or the group
+ * has completed), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_group_add(courier_group *group, courier_request *request, unsigned flags, size_t *out_index);
+/* Appends a member whose request is made by `build` when its turn comes. user_free (may be NULL)
+ * runs once, when the group is released, or at once if this fails. Errors as courier_group_add. */
+COURIER_API int courier_group_add_built(courier_group *group, courier_group_build_fn build, void *user,
+                                        courier_user_free_fn user_free, unsigned flags, size_t *out_index);
+
+/* Starts the group. `done` (may be NULL) is called exactly once when it completes — on this thread
+ * before this returns when nothing needs the network (an empty group, a group cancelled before
+ * start, members that all fail to send). user_free (may be NULL) runs once, after `done` has
+ * returned, or at once if this fails. Errors: COURIER_E_INVALID_ARGUMENT (NULL, or already
+ * started), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_group_start(courier_group *group, courier_group_done_fn done, void *user,
+                                    courier_user_free_fn user_free);
+/* Cancels the whole group: members on the wire are cancelled (they complete with
+ * COURIER_E_CANCELLED unless they finish first), members not started are never sent, and the group
+ * completes with COURIER_E_CANCELLED (unless a failure had already stopped it). Before start, the
+ * cancel is remembered and start completes the group at once. Any thread. Returns COURIER_OK, or
+ * COURIER_E_NOT_FOUND when the group has already completed (or is completing). */
+COURIER_API int courier_group_cancel(courier_group *group);
+
+/* The number of members. Any thread. */
+COURIER_API size_t courier_group_count(const courier_group *group);
+/* A member's result, once it has one (from its member callback on, and always once the group has
+ * completed). *code: its code; *response: borrowed, valid until courier_group_take_response takes
+ * it or the group is released (NULL when none); *request_id: its id (0 when it was never sent;
+ * also written when there is no result yet); *error: its detail (cleared when code is
+ * COURIER_OK). Every out-parameter may be NULL. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL group), COURIER_E_NOT_FOUND (index out of range, or
+ * the member has no result yet). */
+COURIER_API int courier_group_result(const courier_group *group, size_t index, int *code,
+                                     const courier_response **response, uint64_t *request_id, courier_error *error);
+/* Takes a member's response once the group has completed (in or after its done callback): new,
+ * release it with courier_response_free; the group no longer has it. NULL when there is none, it
+ * was taken already, or the group has not completed. Any thread. */
+COURIER_API courier_response *courier_group_take_response(courier_group *group, size_t index);
+/* The group's engine (borrowed). */
+COURIER_API courier_engine *courier_group_engine(const courier_group *group);
+
+/* ========================================================================================== */
+/* Logging and event monitors (log.c)                                                          */
+/* ========================================================================================== */
+
+/* Each engine logs on its own: a level, sinks, fields added to every line. A line is one complete
+ * JSON object (no newline inside), for example
+ *   {"time":"2025-01-02T03:04:05.678Z","level":"info","event":"finished","message":"GET
+ *    http://h/items?token=*** -> 200","request_id":7,"method":"GET","url":"http://h/items?token=***",
+ *    "status":200,"code":0,"duration_ms":12.5,"app":"demo"}
+ * Keys: time (UTC, milliseconds), level, event, message, then as they apply request_id, method,
+ * url (redacted: see courier_log_set_redaction), status, code (a courier_code), error (its text),
+ * duration_ms (since the send), attempt, delay_ms, bytes_received, bytes_expected, bytes_sent,
+ * bytes_to_send, then the engine's fields (courier_log_set_field).
+ * Which request events log at which level: will_send, did_send and from_cache at debug; progress
+ * at trace; retried and frozen at warning; finished at info when it succeeded or was cancelled, at
+ * warning when a response came back (an HTTP status >= 400, a rejected result), else at error.
+ * With no sink, nothing is formatted. Every function here may be called from any thread. */
+typedef enum courier_log_level {
+    COURIER_LOG_OFF = 0,
+    COURIER_LOG_ERROR = 1,
+    COURIER_LOG_WARNING = 2,
+    COURIER_LOG_INFO = 3, /* the engine's default */
+    COURIER_LOG_DEBUG = 4,
+    COURIER_LOG_TRACE = 5
+} courier_log_level;
+
+/* "off", "error", "warning", "info", "debug", "trace"; "unknown" otherwise. Static storage. */
+COURIER_API const char *courier_log_level_name(int level);
+
+/* The engine's level: lines above it are not made, whatever the sinks ask. Default
+ * COURIER_LOG_INFO. Errors: COURIER_E_INVALID_ARGUMENT (NULL, level out of range). */
+COURIER_API int courier_log_set_level(courier_engine *engine, courier_log_level level);
+/* The engine's level (COURIER_LOG_OFF for NULL). */
+COURIER_API int courier_log_get_level(const courier_engine *engine);
+
+/* A field added to every line of this engine (HLNetworking's channel, app name, version): a JSON
+ * string member `name`. Copied. value NULL removes it; setting a name again replaces its value.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, empty name, or one of the keys listed above),
+ * COURIER_E_INVALID_ENCODING (not UTF-8), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_log_set_field(courier_engine *engine, const char *name, const char *value);
+
+/* How URLs are written in log lines (monitors always get the full URL). User information
+ * ("user:password@") is always replaced by "***". */
+typedef enum courier_log_redaction {
+    /* The default: query values whose names look secret are written as "***": names containing
+     * token, secret, passw, pwd, key, auth, signature, session or credential, names equal to sig,
+     * code, sid or otp (case-insensitive), and the names given to courier_log_redact_param. */
+    COURIER_LOG_REDACT_SECRETS = 0,
+    COURIER_LOG_REDACT_QUERY = 1, /* every query value */
+    COURIER_LOG_REDACT_NONE = 2   /* only user information */
+} courier_log_redaction;
+COURIER_API int courier_log_set_redaction(courier_engine *engine, courier_log_redaction mode);
+/* One more query parameter name (exact, case-insensitive) whose value is redacted under
+ * COURIER_LOG_REDACT_SECRETS. Copied. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
+COURIER_API int courier_log_redact_param(courier_engine *engine, const char *name);
+
+/* A log sink callback: `line` is one JSON object without a newline, `len` its length, both
+ * borrowed for the call. Runs on the thread where the line was made (the engine's worker thread
+ * for most request events; the sending thread for will_send; the caller's for courier_log_write),
+ * possibly on several threads at once. Must not block for long and must not close the engine. */
+typedef void (*courier_log_fn)(int level, const char *line, size_t len, void *user);
+
+/* Adds a sink that receives the lines at or below min_level (and at or below the engine's level).
+ * *out_sink (may be NULL) receives its id, never 0, for courier_log_remove_sink. */
+/* A callback sink. user_free (may be NULL) runs once, after the last call has returned, when the
+ * sink is removed or the engine closes (or at once if this fails). */
+COURIER_API int courier_log_add_callback(courier_engine *engine, courier_log_level min_level, courier_log_fn fn,
+                                         void *user, courier_user_free_fn user_free, uint64_t *out_sink);
+/* Standard error: one write per line, with a newline. */
+COURIER_API int courier_log_add_stderr(courier_engine *engine, courier_log_level min_level, uint64_t *out_sink);
+/* A file, appended to (created with mode 0600 if absent), one line per record. When a line would
+ * take the file past max_bytes (> 0; 0: never rotate), the files are rotated first: PATH.N-2 ->
+ * PATH.N-1, ..., PATH -> PATH.1 with N = max_files (>= 1; PATH.N-1 is deleted, and N = 1 truncates
+ * PATH), so at most max_files files exist, each at most max_bytes long unless a single line is
+ * longer. A failed write drops the line. `path` is copied.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, max_bytes < 0, max_files < 1), COURIER_E_STORE (the
+ * file cannot be opened; err->os_error set), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_log_add_file(courier_engine *engine, courier_log_level min_level, const char *path,
+                                     int64_t max_bytes, int max_files, uint64_t *out_sink, courier_error *err);
+/* Removes a sink. A line being written on another thread may still reach it. The file is closed
+ * when its last line is written. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
+COURIER_API int courier_log_remove_sink(courier_engine *engine, uint64_t sink);
+
+/* Writes one line of the caller's own to the engine's sinks (HLNetworking's custom log info):
+ * event (NULL: "app") and message are copied into the line. Errors: COURIER_E_INVALID_ARGUMENT
+ * (NULL engine or message, level OFF or out of range). */
+COURIER_API int courier_log_write(courier_engine *engine, courier_log_level level, const char *event,
+                                  const char *message);
+
+/* Request lifecycle events (HLNetworking's requestWillBeSent / requestDidSent, Alamofire's
+ * EventMonitor, OkHttp's EventListener). */
+typedef enum courier_event_kind {
+    COURIER_EVENT_WILL_SEND = 1,  /* courier_send accepted the request (on the sending thread) */
+    COURIER_EVENT_DID_SEND = 2,   /* its transfer started on the wire */
+    COURIER_EVENT_PROGRESS = 3,   /* bytes moved (upload or download) */
+    COURIER_EVENT_FINISHED = 4,   /* it completed: just before its completion callback runs */
+    COURIER_EVENT_FROM_CACHE = 5, /* its answer comes from the cache, not the network */
+    COURIER_EVENT_RETRIED = 6,    /* an attempt failed and another is scheduled */
+    COURIER_EVENT_FROZEN = 7      /* it was written to the journal, to be sent when online */
+} courier_event_kind;
+
+/* "will_send", "did_send", "progress", "finished", "from_cache", "retried", "frozen";
+ * "unknown" otherwise. Static storage. */
+COURIER_API const char *courier_event_kind_name(int kind);
+
+/* One event, borrowed for the duration of the monitor call (copy what you keep). Fields that do
+ * not apply to the kind are 0 / NULL. The struct only grows at the end: `size` is its size as the
+ * library knows it, so read only fields that end within it. Every WILL_SEND of an id is followed
+ * by exactly one FINISHED of that id. */
+typedef struct courier_event {
+    size_t size;
+    int kind;                         /* courier_event_kind */
+    uint64_t request_id;
+    const char *method;               /* may be NULL */
+    const char *url;                  /* the full URL, query included (not redacted); may be NULL */
+    int code;                         /* FINISHED: the result; RETRIED: the failed attempt's code */
+    int http_status;                  /* FINISHED, FROM_CACHE, RETRIED: the status of the response, if any */
+    int attempt;                      /* RETRIED: the attempt about to start (2 for the first retry) */
+    long delay_ms;                    /* RETRIED: the wait before it */
+    double duration_s;                /* FINISHED: seconds since WILL_SEND (0 when unknown) */
+    int64_t bytes_received;           /* PROGRESS: body bytes received so far */
+    int64_t bytes_expected;           /* PROGRESS: expected body bytes, -1 when unknown */
+    int64_t bytes_sent;               /* PROGRESS: body bytes sent so far */
+    int64_t bytes_to_send;            /* PROGRESS: body bytes to send, -1 when unknown */
+    const courier_response *response; /* FINISHED, FROM_CACHE: the response, if any */
+    const courier_error *error;       /* FINISHED with a failure: the detail */
+} courier_event;
+
+/* A monitor. Runs on the thread where the event happens (the sending thread for WILL_SEND, the
+ * engine's worker thread for the others, unless another feature documents otherwise), possibly on
+ * several threads at once; monitors run in the order they were added, before the event's log line
+ * is written. Must not block for long and must not close the engine; may send requests. */
+typedef void (*courier_monitor_fn)(const courier_event *event, void *user);
+
+/* Adds a monitor for the kinds in `kinds`, a mask of (1u << COURIER_EVENT_...) bits; 0 means
+ * every kind. *out_id (may be NULL) receives its id, never 0. user_free (may be NULL) runs once,
+ * after the last call has returned, when it is removed or the engine closes (or at once if this
+ * fails). Errors: COURIER_E_INVALID_ARGUMENT (NULL engine or fn), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_monitor_add(courier_engine *engine, unsigned kinds, courier_monitor_fn fn, void *user,
+                                    courier_user_free_fn user_free, uint64_t *out_id);
+/* Removes a monitor; a call in progress on another thread may still finish after this returns.
+ * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
+COURIER_API int courier_monitor_remove(courier_engine *engine, uint64_t id);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,78 @@
+/*
+ * cbench.h — the C side of Courier's benchmarks.
+ *
+ * Each transport client here is measured without Swift in the way:
+ *   - cbench_curl_multi: a plain libcurl multi loop, the ceiling any libcurl-based client can reach;
+ *   - cbench_courier_c:  the Courier C API (include/courier.h) driven from C.
+ * Both send `total` GETs of one URL with `concurrency` requests in flight over keep-alive, after a
+ * warm-up of `warmup` requests on the same connections that is not timed.
+ *
+ * Plus the little process plumbing the benchmark needs to run nginx as its server: a free port,
+ * waiting for a port to accept, and a child process that cannot outlive the benchmark.
+ *
+ * Nothing here is thread-safe unless stated; each function is called from one thread.
+ */
+#ifndef CBENCH_H
+#define CBENCH_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- transport ------------------------------------------------------------------------------- */
+
+/* What one timed phase measured. */
+typedef struct cbench_result {
+    double seconds;          /* wall time of the timed phase (warm-up excluded) */
+    long completed;          /* requests that finished, successfully or not */
+    long errors;             /* failures plus responses whose status was not 200 */
+    int64_t body_bytes;      /* response body bytes received in the timed phase */
+    char first_error[256];   /* the first error seen, "" when none */
+} cbench_result;
+
+/* A libcurl multi loop: `concurrency` easy handles reused, curl_multi_poll, a finished handle is
+ * re-added at once while requests remain; bodies are discarded into a counter.
+ * Returns 0, or -1 when libcurl could not be set up (out->first_error says why). */
+int cbench_curl_multi(const char *url, long total, int concurrency, long warmup, cbench_result *out);
+
+/* The Courier C API: courier_engine_open with max connections per host >= concurrency, then
+ * `concurrency` requests in flight with courier_send; each completion frees its response and
+ * sends the next request; the caller waits on a condition variable until all have completed.
+ * Returns 0, or a negative courier_code when the engine could not be opened or nothing could be
+ * sent (out->first_error says why). */
+int cbench_courier_c(const char *url, long total, int concurrency, long warmup, cbench_result *out);
+
+/* ---- processes and ports --------------------------------------------------------------------- */
+
+/* A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and released), or -1. */
+int cbench_free_port(void);
+
+/* Waits until 127.0.0.1:port accepts a TCP connection. Returns 0, or -1 after timeout_ms. */
+int cbench_wait_port(int port, int timeout_ms);
+
+typedef struct cbench_child cbench_child;
+
+/* Starts argv[0] (an absolute path) with arguments argv (NULL-terminated), its stdin from
+ * /dev/null and its stdout and stderr appended to `log_path` (NULL: /dev/null). On Linux the child
+ * receives SIGTERM if this process dies (PR_SET_PDEATHSIG, tied to a helper thread that lives as
+ * long as the child), so a killed benchmark leaves no server behind.
+ * *out is new: release it with cbench_child_stop. Returns 0 or a negative errno value. */
+int cbench_child_start(cbench_child **out, const char *const *argv, const char *log_path);
+
+/* The child's process id. */
+long cbench_child_pid(const cbench_child *child);
+
+/* 1 while the child runs, 0 once it has exited (then *status, if not NULL, gets its wait status). */
+int cbench_child_running(cbench_child *child, int *status);
+
+/* Sends SIGTERM (then SIGKILL after grace_ms), reaps the child and frees the handle. Accepts NULL.
+ * Safe to call from any thread, once per child. */
+void cbench_child_stop(cbench_child *child, int grace_ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CBENCH_H */

@@ -1,0 +1,164 @@
+// TransportClients.swift — the four clients of the transport benchmark, each sending `total` GETs
+// of one URL with `concurrency` requests in flight over keep-alive, after an untimed warm-up on
+// the same connections.
+import CBench
+import Courier
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What one client measured in one run.
+public struct ClientRun: Sendable {
+    /// Wall time of the timed phase, in seconds.
+    public var seconds: Double
+    /// Requests that finished, successfully or not.
+    public var completed: Int
+    /// Failures plus responses whose status was not 200.
+    public var errors: Int
+    /// Response body bytes received in the timed phase.
+    public var bodyBytes: Int64
+    /// The first error seen, if any.
+    public var firstError: String?
+
+    /// Successful requests per second.
+    public var requestsPerSecond: Double {
+        seconds > 0 ? Double(completed - errors) / seconds : 0
+    }
+}
+
+/// The clients, in the order they run.
+public enum TransportClient: String, CaseIterable, Sendable {
+    case curl
+    case courierC = "courier_c"
+    case courierSwift = "courier_swift"
+    case urlSession = "urlsession"
+
+    /// The name shown in the report.
+    public var title: String {
+        switch self {
+        case .curl: return "libcurl multi (C, the ceiling)"
+        case .courierC: return "Courier C API (from C)"
+        case .courierSwift: return "Courier Swift (async/await)"
+        case .urlSession: return "URLSession (Foundation)"
+        }
+    }
+
+    /// Runs this client once.
+    func run(url: String, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
+        switch self {
+        case .curl: return runC(cbench_curl_multi, url: url, total: total, concurrency: concurrency, warmup: warmup)
+        case .courierC: return runC(cbench_courier_c, url: url, total: total, concurrency: concurrency, warmup: warmup)
+        case .courierSwift: return await runCourierSwift(url: url, total: total, concurrency: concurrency, warmup: warmup)
+        case .urlSession: return await runURLSession(url: url, total: total, concurrency: concurrency, warmup: warmup)
+        }
+    }
+}
+
+// MARK: - C clients
+
+private typealias CBenchFunction = (UnsafePointer<CChar>?, Int, Int32, Int, UnsafeMutablePointer<cbench_result>?) -> Int32
+
+private func runC(_ function: CBenchFunction, url: String, total: Int, concurrency: Int, warmup: Int) -> ClientRun {
+    var result = cbench_result()
+    let rc = function(url, total, Int32(concurrency), warmup, &result)
+    let firstError = withUnsafeBytes(of: result.first_error) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+    var run = ClientRun(seconds: result.seconds, completed: result.completed, errors: result.errors,
+                        bodyBytes: result.body_bytes, firstError: firstError.isEmpty ? nil : firstError)
+    if rc != 0 {  // the client could not even start: every request counts as failed
+        run.errors = max(run.errors, total)
+        run.completed = max(run.completed, total)
+        run.firstError = run.firstError ?? "set-up failed (\(rc))"
+    }
+    return run
+}
+
+// MARK: - Courier Swift facade
+
+/// Keeps `concurrency` requests in flight with a task group until `total` have completed.
+private func inFlight(total: Int, concurrency: Int,
+                      _ one: @escaping @Sendable () async -> (ok: Bool, bytes: Int, error: String?)) async -> ClientRun {
+    let start = DispatchTime.now().uptimeNanoseconds
+    var run = ClientRun(seconds: 0, completed: 0, errors: 0, bodyBytes: 0, firstError: nil)
+    await withTaskGroup(of: (ok: Bool, bytes: Int, error: String?).self) { group in
+        var issued = 0
+        while issued < min(concurrency, total) {
+            group.addTask(operation: one)
+            issued += 1
+        }
+        while let outcome = await group.next() {
+            run.completed += 1
+            if outcome.ok {
+                run.bodyBytes += Int64(outcome.bytes)
+            } else {
+                run.errors += 1
+                if run.firstError == nil { run.firstError = outcome.error }
+            }
+            if issued < total {
+                group.addTask(operation: one)
+                issued += 1
+            }
+        }
+    }
+    run.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    return run
+}
+
+private func runCourierSwift(url: String, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
+    var configuration = Configuration()
+    configuration.maxConnectionsPerHost = concurrency
+    configuration.maxConnections = max(concurrency, 64)
+    configuration.timeout = 30
+    let engine: Engine
+    do {
+        engine = try Engine(configuration: configuration)
+    } catch {
+        return ClientRun(seconds: 0, completed: total, errors: total, bodyBytes: 0, firstError: "\(error)")
+    }
+    defer { engine.close() }
+    let request = Request.get(url)
+    let one: @Sendable () async -> (ok: Bool, bytes: Int, error: String?) = {
+        do {
+            let response = try await engine.send(request)
+            if response.status == 200 { return (true, response.body.count, nil) }
+            return (false, 0, "HTTP status \(response.status)")
+        } catch {
+            return (false, 0, "\(error)")
+        }
+    }
+    if warmup > 0 { _ = await inFlight(total: warmup, concurrency: concurrency, one) }
+    return await inFlight(total: total, concurrency: concurrency, one)
+}
+
+// MARK: - URLSession
+
+private func runURLSession(url: String, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
+    guard let target = URL(string: url) else {
+        return ClientRun(seconds: 0, completed: total, errors: total, bodyBytes: 0, firstError: "bad URL \(url)")
+    }
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.httpMaximumConnectionsPerHost = concurrency
+    configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+    configuration.urlCache = nil
+    configuration.timeoutIntervalForRequest = 30
+    let session = URLSession(configuration: configuration)
+    defer { session.invalidateAndCancel() }
+    let one: @Sendable () async -> (ok: Bool, bytes: Int, error: String?) = {
+        await withCheckedContinuation { continuation in
+            let task = session.dataTask(with: target) { data, response, error in
+                if let error {
+                    continuation.resume(returning: (false, 0, "\(error.localizedDescription)"))
+                } else if let http = response as? HTTPURLResponse, http.statusCode != 200 {
+                    continuation.resume(returning: (false, 0, "HTTP status \(http.statusCode)"))
+                } else {
+                    continuation.resume(returning: (true, data?.count ?? 0, nil))
+                }
+            }
+            task.resume()
+        }
+    }
+    if warmup > 0 { _ = await inFlight(total: warmup, concurrency: concurrency, one) }
+    return await inFlight(total: total, concurrency: concurrency, one)
+}

@@ -1,0 +1,1132 @@
+/*
+ * cache.c — the cache as the engine uses it: configuration and per-request settings, the policies
+ * in the send path (lookup on the sending thread, answers and grouped writes on the worker), user
+ * policies registered by id, response accessors, and the manager API.
+ *
+ * Threads: lookups run on the thread that calls courier_send (read transactions, MDB_NOTLS);
+ * a hit is handed to the worker, which completes it like any response. Writes happen on the
+ * worker after a response passed its judgement (status, validator): every write of one turn of
+ * the worker's loop goes in one transaction, committed before those completions run, so a
+ * completion may count on its entry being readable. No LMDB transaction is held across a user
+ * callback. The store is opened on first use.
+ */
+#include "cache_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <lmdb.h>
+
+#define CR_CACHE_DEFAULT_MAX ((int64_t)256 * 1024 * 1024)
+#define CR_CACHE_MIN_MAX ((int64_t)64 * 1024)
+#define CR_CACHE_DEFAULT_EXPIRY_S 3600
+
+typedef struct policy_reg {
+    atomic_int refs;
+    int id;
+    courier_cache_policy_callbacks fns;
+    void *user;
+    courier_user_free_fn user_free;
+    struct policy_reg *next;
+} policy_reg;
+
+typedef struct deferred {
+    cr_transfer *t;
+    int code;
+    courier_response *resp;
+    courier_error err;
+    char *key;    /* the final key string (with a Vary suffix) */
+    char *vary;   /* Vary names to record, or NULL */
+    cr_store_put put;
+    struct deferred *next;
+} deferred;
+
+struct cr_cache {
+    pthread_mutex_t lock; /* store opening, policy registry */
+    cr_store *store;
+    int open_failed;
+    int64_t max_bytes;
+    int64_t expiry_s;
+    int default_policy;
+    cr_callback *clock;
+    policy_reg *policies;
+    atomic_llong hits, misses, writes, evictions, revalidations, stale, write_failures;
+    /* Worker thread only. */
+    deferred *dhead, *dtail;
+};
+
+struct cr_cache_xfer {
+    int policy;
+    policy_reg *reg;
+    char *key;
+    uint8_t hash[16];
+    int64_t expires_ms;         /* for explicit policies: when a write would expire */
+    courier_response *answer;   /* completes without the network */
+    courier_response *stored;   /* the stale entry, for a 304 or stale-if-error */
+    int64_t stale_if_error_until;
+    int background;             /* a background revalidation (stale-while-revalidate) */
+    int invalidate;             /* an unsafe method under the HTTP policy */
+    cr_transfer *bg;            /* started when the answer has completed */
+};
+
+struct courier_cache_list {
+    cr_list_item *items;
+    size_t count;
+};
+
+/* ---- time, settings ------------------------------------------------------------------------- */
+
+static int64_t now_ms_of(const struct cr_cache *c) {
+    if (c && c->clock) return ((courier_clock_fn)c->clock->fn)(c->clock->user);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int courier_config_set_cache_max_bytes(courier_config *cfg, int64_t max_bytes) {
+    if (!cfg || max_bytes < CR_CACHE_MIN_MAX) return COURIER_E_INVALID_ARGUMENT;
+    cfg->cache_max_bytes = max_bytes;
+    return COURIER_OK;
+}
+
+int courier_config_set_cache_expiry(courier_config *cfg, int64_t seconds) {
+    if (!cfg || seconds <= 0) return COURIER_E_INVALID_ARGUMENT;
+    cfg->cache_expiry_s = seconds;
+    return COURIER_OK;
+}
+
+int courier_config_set_cache_policy(courier_config *cfg, int policy) {
+    if (!cfg || policy < 0 || (policy > COURIER_CACHE_HTTP && policy < COURIER_CACHE_POLICY_USER_MIN))
+        return COURIER_E_INVALID_ARGUMENT;
+    cfg->cache_policy = policy;
+    return COURIER_OK;
+}
+
+int courier_config_set_clock(courier_config *cfg, courier_clock_fn fn, void *user, courier_user_free_fn user_free) {
+    if (!cfg) {
+        if (user_free) user_free(user);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    int rc;
+    cr_callback *cb = cr_callback_new((void (*)(void))fn, user, user_free, &rc);
+    if (rc) return rc;
+    cr_callback_release(cfg->clock);
+    cfg->clock = cb;
+    return COURIER_OK;
+}
+
+static cr_cache_req *req_cache(courier_request *r) {
+    if (!r->cache) {
+        r->cache = calloc(1, sizeof *r->cache);
+        if (r->cache) r->cache->policy = -1;
+    }
+    return r->cache;
+}
+
+void cr_cache_req_free(cr_cache_req *c) {
+    if (!c) return;
+    free(c->key);
+    free(c->sensitive);
+    for (size_t i = 0; i < c->nfilters; i++) free(c->filters[i]);
+    free(c->filters);
+    free(c);
+}
+
+int courier_request_set_cache_policy(courier_request *r, int policy) {
+    if (!r || policy < -1 || (policy > COURIER_CACHE_HTTP && policy < COURIER_CACHE_POLICY_USER_MIN))
+        return COURIER_E_INVALID_ARGUMENT;
+    cr_cache_req *c = req_cache(r);
+    if (!c) return COURIER_E_NO_MEMORY;
+    c->policy = policy;
+    return COURIER_OK;
+}
+
+int courier_request_set_cache_expiry(courier_request *r, int64_t seconds) {
+    if (!r || seconds < 0) return COURIER_E_INVALID_ARGUMENT;
+    cr_cache_req *c = req_cache(r);
+    if (!c) return COURIER_E_NO_MEMORY;
+    c->expiry_s = seconds;
+    return COURIER_OK;
+}
+
+int courier_request_set_cache_key(courier_request *r, const char *key) {
+    if (!r || (key && !*key)) return COURIER_E_INVALID_ARGUMENT;
+    cr_cache_req *c = req_cache(r);
+    if (!c) return COURIER_E_NO_MEMORY;
+    return cr_set_string(&c->key, key);
+}
+
+int courier_request_set_cache_sensitive_data(courier_request *r, const char *data) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    cr_cache_req *c = req_cache(r);
+    if (!c) return COURIER_E_NO_MEMORY;
+    return cr_set_string(&c->sensitive, data);
+}
+
+int courier_request_add_cache_key_filter(courier_request *r, const char *name) {
+    if (!r || !name) return COURIER_E_INVALID_ARGUMENT;
+    cr_cache_req *c = req_cache(r);
+    if (!c) return COURIER_E_NO_MEMORY;
+    char **p = realloc(c->filters, (c->nfilters + 1) * sizeof *p);
+    if (!p) return COURIER_E_NO_MEMORY;
+    c->filters = p;
+    if (!(p[c->nfilters] = cr_strdup(name))) return COURIER_E_NO_MEMORY;
+    c->nfilters++;
+    return COURIER_OK;
+}
+
+/* ---- the engine's cache ----------------------------------------------------------------------- */
+
+static void reg_release(policy_reg *p) {
+    if (!p) return;
+    if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1) {
+        if (p->user_free) p->user_free(p->user);
+        free(p);
+    }
+}
+
+int cr_cache_engine_init(courier_engine *e, courier_error *err) {
+    struct cr_cache *c = calloc(1, sizeof *c);
+    if (!c) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    pthread_mutex_init(&c->lock, NULL);
+    c->max_bytes = e->config->cache_max_bytes > 0 ? e->config->cache_max_bytes : CR_CACHE_DEFAULT_MAX;
+    c->expiry_s = e->config->cache_expiry_s > 0 ? e->config->cache_expiry_s : CR_CACHE_DEFAULT_EXPIRY_S;
+    c->default_policy = e->config->cache_policy;
+    c->clock = cr_callback_retain(e->config->clock);
+    e->cache = c;
+    return COURIER_OK;
+}
+
+void cr_cache_engine_free(courier_engine *e) {
+    struct cr_cache *c = e->cache;
+    if (!c) return;
+    while (c->dhead) { /* never left by the worker; defensive */
+        deferred *d = c->dhead;
+        c->dhead = d->next;
+        courier_response_free(d->resp);
+        cr_transfer_free(d->t);
+        free(d->key);
+        free(d->vary);
+        free(d);
+    }
+    cr_store_release(c->store);
+    while (c->policies) {
+        policy_reg *p = c->policies;
+        c->policies = p->next;
+        reg_release(p);
+    }
+    cr_callback_release(c->clock);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    e->cache = NULL;
+}
+
+/* The store, opened on first use. NULL when it cannot be opened (logged once). */
+static cr_store *cache_store(courier_engine *e, courier_error *err) {
+    struct cr_cache *c = e->cache;
+    pthread_mutex_lock(&c->lock);
+    if (!c->store && !c->open_failed) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/cache", e->store_dir);
+        int64_t map = c->max_bytes * 4 + ((int64_t)8 << 20);
+        map = (map + ((int64_t)1 << 20) - 1) & ~(((int64_t)1 << 20) - 1);
+        courier_error local;
+        int rc = cr_store_acquire(dir, map, &c->store, &local);
+        if (rc) {
+            c->open_failed = 1;
+            cr_cache_log("cannot open the cache in '%s': %s", dir, local.message);
+        }
+    }
+    cr_store *s = c->store;
+    pthread_mutex_unlock(&c->lock);
+    if (!s) cr_fail(err, COURIER_E_STORE, "the cache store cannot be opened");
+    return s;
+}
+
+static policy_reg *find_policy(struct cr_cache *c, int id) {
+    pthread_mutex_lock(&c->lock);
+    policy_reg *p = c->policies;
+    while (p && p->id != id) p = p->next;
+    if (p) atomic_fetch_add(&p->refs, 1);
+    pthread_mutex_unlock(&c->lock);
+    return p;
+}
+
+int courier_engine_register_cache_policy(courier_engine *e, int id, const courier_cache_policy_callbacks *fns,
+                                         void *user, courier_user_free_fn user_free) {
+    if (!e || id < COURIER_CACHE_POLICY_USER_MIN || (fns && fns->version != COURIER_CACHE_POLICY_CALLBACKS_VERSION)) {
+        if (user_free) user_free(user);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    policy_reg *n = NULL;
+    if (fns) {
+        n = calloc(1, sizeof *n);
+        if (!n) {
+            if (user_free) user_free(user);
+            return COURIER_E_NO_MEMORY;
+        }
+        atomic_init(&n->refs, 1);
+        n->id = id;
+        n->fns = *fns;
+        n->user = user;
+        n->user_free = user_free;
+    } else if (user_free) {
+        user_free(user);
+    }
+    struct cr_cache *c = e->cache;
+    policy_reg *old = NULL;
+    pthread_mutex_lock(&c->lock);
+    for (policy_reg **pp = &c->policies; *pp; pp = &(*pp)->next) {
+        if ((*pp)->id == id) {
+            old = *pp;
+            *pp = old->next;
+            break;
+        }
+    }
+    if (n) {
+        n->next = c->policies;
+        c->policies = n;
+    }
+    pthread_mutex_unlock(&c->lock);
+    reg_release(old);
+    return COURIER_OK;
+}
+
+/* ---- entries as responses ---------------------------------------------------------------------- */
+
+int cr_entry_headers(const cr_entry *e, cr_kvlist *out) {
+    size_t i = 0;
+    while (i < e->headers_len) {
+        const char *n = e->headers + i;
+        size_t nl = strnlen(n, e->headers_len - i);
+        if (i + nl + 1 >= e->headers_len) break;
+        const char *v = n + nl + 1;
+        size_t vl = strnlen(v, e->headers_len - i - nl - 1);
+        if (cr_kvlist_add(out, n, nl, v, vl)) return COURIER_E_NO_MEMORY;
+        i += nl + 1 + vl + 1;
+    }
+    return COURIER_OK;
+}
+
+courier_response *cr_cache_response_from_entry(const cr_entry *e, int cache_status, int64_t now_ms) {
+    courier_response *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->status = e->status;
+    r->method = cr_strndup(e->method, e->method_len);
+    r->url = cr_strndup(e->url, e->url_len);
+    r->cache_key = cr_strndup(e->key, e->key_len);
+    r->body = malloc(e->body_len + 1);
+    if (!r->method || !r->url || !r->cache_key || !r->body || cr_entry_headers(e, &r->headers)) {
+        courier_response_free(r);
+        return NULL;
+    }
+    if (e->body_len) memcpy(r->body, e->body, e->body_len);
+    r->body[e->body_len] = '\0';
+    r->body_len = e->body_len;
+    r->cache_status = cache_status;
+    r->cache_created_ms = e->created_ms;
+    r->cache_expires_ms = e->expires_ms;
+    r->cache_age_s = (e->flags & CR_EF_HTTP) ? cr_http_age_s(e, now_ms)
+                                             : (now_ms > e->created_ms ? (now_ms - e->created_ms) / 1000 : 0);
+    if (e->flags & CR_EF_HTTP) {
+        char age[24];
+        snprintf(age, sizeof age, "%lld", (long long)r->cache_age_s);
+        cr_kvlist_remove(&r->headers, "Age");
+        if (cr_kvlist_add(&r->headers, "Age", 3, age, strlen(age))) {
+            courier_response_free(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+/* Fresh: not past its expiry, and not written "in the future" (a clock set back must not pin an
+ * entry forever). */
+static bool entry_fresh(const cr_entry *e, int64_t now) {
+    return now < e->expires_ms && now >= e->created_ms - 1000 && !(e->flags & CR_EF_NO_CACHE);
+}
+
+/* ---- lookups ----------------------------------------------------------------------------------- */
+
+typedef struct header_ctx {
+    const courier_engine *e;
+    const courier_request *r; /* when looking up for the manager */
+    const cr_kvlist *headers; /* when looking up for a transfer */
+} header_ctx;
+
+static const char *header_lookup(const void *p, const char *name) {
+    const header_ctx *h = p;
+    if (h->headers) return cr_kvlist_get(h->headers, name);
+    const char *v = cr_kvlist_get(&h->r->headers, name);
+    if (!v) v = cr_kvlist_get(&h->e->config->headers, name);
+    if (!v && strcasecmp(name, "user-agent") == 0)
+        v = h->e->config->user_agent ? h->e->config->user_agent : "Courier/" COURIER_VERSION_STRING;
+    return v;
+}
+
+/* Looks up the entry of a key (following a Vary record) and turns it into a response (new).
+ * Returns COURIER_OK, COURIER_E_NOT_FOUND, or an error. *fresh says whether it is fresh. */
+static int lookup(courier_engine *e, cr_store *s, const char *key, const header_ctx *hc, int64_t now,
+                  courier_response **out, cr_entry *meta, bool *fresh) {
+    *out = NULL;
+    uint8_t hash[16];
+    size_t klen = strlen(key);
+    cr_key_hash(key, klen, hash);
+    struct MDB_txn *txn;
+    if (cr_store_read_begin(s, &txn) != COURIER_OK) return COURIER_E_STORE;
+    cr_entry ent;
+    const char *names;
+    size_t nlen;
+    int rc;
+    cr_buf vk = {0};
+    if (hc && cr_store_vary_get(s, txn, hash, &names, &nlen) == COURIER_OK) {
+        if (cr_buf_append(&vk, key, klen) || cr_cache_vary_suffix(&vk, names, nlen, header_lookup, hc)) {
+            cr_store_read_end(s, txn);
+            cr_buf_free(&vk);
+            return COURIER_E_NO_MEMORY;
+        }
+        key = vk.data;
+        klen = vk.len;
+        cr_key_hash(key, klen, hash);
+    }
+    rc = cr_store_get(s, txn, hash, &ent);
+    if (rc == COURIER_OK && (ent.key_len != klen || memcmp(ent.key, key, klen) != 0)) rc = COURIER_E_NOT_FOUND;
+    if (rc == COURIER_OK) {
+        *fresh = entry_fresh(&ent, now);
+        *out = cr_cache_response_from_entry(&ent, COURIER_CACHE_STATUS_HIT, now);
+        if (meta) {
+            *meta = ent;
+            /* Pointers into the map are not valid after the transaction: keep only numbers. */
+            meta->key = meta->method = meta->url = meta->etag = meta->last_modified = meta->headers = NULL;
+            meta->body = NULL;
+        }
+        if (!*out) rc = COURIER_E_NO_MEMORY;
+    }
+    cr_store_read_end(s, txn);
+    cr_buf_free(&vk);
+    (void)e;
+    return rc;
+}
+
+/* ---- the send path ------------------------------------------------------------------------------ */
+
+static courier_response *response_copy(const courier_response *src);
+
+void cr_cache_xfer_free(struct cr_cache_xfer *x) {
+    if (!x) return;
+    reg_release(x->reg);
+    free(x->key);
+    courier_response_free(x->answer);
+    courier_response_free(x->stored);
+    cr_transfer_free(x->bg);
+    free(x);
+}
+
+static bool is_safe_method(const char *m) {
+    return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || strcmp(m, "OPTIONS") == 0 || strcmp(m, "TRACE") == 0;
+}
+
+static int add_conditionals(cr_transfer *t, const courier_response *stored) {
+    const char *etag = cr_kvlist_get(&stored->headers, "ETag");
+    const char *lm = cr_kvlist_get(&stored->headers, "Last-Modified");
+    if (etag && !cr_kvlist_get(&t->headers, "If-None-Match") &&
+        cr_kvlist_add(&t->headers, "If-None-Match", 13, etag, strlen(etag)))
+        return COURIER_E_NO_MEMORY;
+    if (lm && !cr_kvlist_get(&t->headers, "If-Modified-Since") &&
+        cr_kvlist_add(&t->headers, "If-Modified-Since", 17, lm, strlen(lm)))
+        return COURIER_E_NO_MEMORY;
+    return COURIER_OK;
+}
+
+static struct cr_cache_xfer *xfer_new(int policy, const char *key) {
+    struct cr_cache_xfer *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->policy = policy;
+    if (!(x->key = cr_strdup(key))) {
+        free(x);
+        return NULL;
+    }
+    cr_key_hash(key, strlen(key), x->hash);
+    return x;
+}
+
+int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfer *t, courier_error *err) {
+    struct cr_cache *c = e->cache;
+    if (!c) return COURIER_OK;
+    int policy = r->cache && r->cache->policy >= 0 ? r->cache->policy : c->default_policy;
+    if (policy == COURIER_CACHE_NO_CACHE) return COURIER_OK;
+    policy_reg *reg = NULL;
+    if (policy >= COURIER_CACHE_POLICY_USER_MIN) {
+        reg = find_policy(c, policy);
+        if (!reg) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "cache policy %d is not registered", policy);
+    }
+    courier_error local;
+    cr_store *s = cache_store(e, &local);
+    if (!s) {
+        reg_release(reg);
+        return COURIER_OK; /* a cache that cannot open never fails a request */
+    }
+    char *key = NULL;
+    int rc = cr_cache_key_for(e, r, &key);
+    if (rc) {
+        reg_release(reg);
+        return cr_fail(err, rc, NULL);
+    }
+    struct cr_cache_xfer *x = xfer_new(policy, key);
+    free(key);
+    if (!x) {
+        reg_release(reg);
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    x->reg = reg;
+    t->cache = x;
+    int64_t now = now_ms_of(c);
+    int64_t expiry_s = r->cache && r->cache->expiry_s > 0 ? r->cache->expiry_s : c->expiry_s;
+    x->expires_ms = now + expiry_s * 1000;
+
+    courier_response *found = NULL;
+    bool fresh = false;
+    cr_entry meta;
+    header_ctx hc = {e, NULL, &t->headers};
+    switch (policy) {
+    case COURIER_CACHE_WRITE_ONLY:
+        break;
+    case COURIER_CACHE_CACHE_FIRST:
+        rc = lookup(e, s, x->key, NULL, now, &found, NULL, &fresh);
+        if (rc == COURIER_OK && fresh) {
+            x->answer = found;
+            atomic_fetch_add(&c->hits, 1);
+        } else {
+            courier_response_free(found);
+            atomic_fetch_add(&c->misses, 1);
+        }
+        break;
+    case COURIER_CACHE_HTTP: {
+        if (!is_safe_method(r->method)) {
+            x->invalidate = 1;
+            break;
+        }
+        if (strcmp(r->method, "GET") != 0) break;
+        cr_cc qc;
+        cr_cc_parse(&t->headers, &qc);
+        if (qc.no_store) {
+            x->policy = COURIER_CACHE_NO_CACHE;
+            break;
+        }
+        rc = lookup(e, s, x->key, &hc, now, &found, &meta, &fresh);
+        if (rc != COURIER_OK) {
+            atomic_fetch_add(&c->misses, 1);
+            break;
+        }
+        int64_t age_ms = now - meta.expires_ms; /* how stale */
+        bool may_stale = !(meta.flags & CR_EF_MUST_REVALIDATE) && !qc.no_cache;
+        bool fresh_ok = fresh && !qc.no_cache && (qc.max_age < 0 || cr_http_age_s(&meta, now) <= qc.max_age);
+        if (fresh_ok) {
+            x->answer = found;
+            atomic_fetch_add(&c->hits, 1);
+        } else if (may_stale && !(meta.flags & CR_EF_NO_CACHE) && age_ms >= 0 && age_ms < (int64_t)meta.swr_s * 1000) {
+            /* stale-while-revalidate: answer now, revalidate in the background. */
+            found->cache_status = COURIER_CACHE_STATUS_STALE;
+            x->answer = found;
+            atomic_fetch_add(&c->stale, 1);
+            cr_transfer *bg = NULL;
+            courier_error bgerr;
+            if (cr_transfer_prepare(e, r, &bg, &bgerr) == COURIER_OK) {
+                bg->id = atomic_fetch_add(&e->next_id, 1);
+                struct cr_cache_xfer *bx = xfer_new(COURIER_CACHE_HTTP, x->key);
+                courier_response *copy = bx ? response_copy(found) : NULL;
+                if (bx && copy && add_conditionals(bg, copy) == COURIER_OK) {
+                    bx->background = 1;
+                    bx->stored = copy;
+                    bg->cache = bx;
+                    x->bg = bg;
+                } else {
+                    courier_response_free(copy);
+                    cr_cache_xfer_free(bx);
+                    cr_transfer_free(bg);
+                }
+            }
+        } else {
+            if (may_stale && meta.sie_s) x->stale_if_error_until = meta.expires_ms + (int64_t)meta.sie_s * 1000;
+            if (qc.only_if_cached && !x->stale_if_error_until) {
+                courier_response_free(found);
+                atomic_fetch_add(&c->misses, 1);
+                break;
+            }
+            x->stored = found;
+            if (add_conditionals(t, found)) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+        }
+        break;
+    }
+    default: { /* a user policy */
+        rc = lookup(e, s, x->key, NULL, now, &found, NULL, &fresh);
+        bool has = false;
+        if (rc == COURIER_OK) {
+            has = reg->fns.has_cache ? reg->fns.has_cache(found, now, reg->user) != 0 : fresh;
+        } else if (reg->fns.has_cache) {
+            (void)reg->fns.has_cache(NULL, now, reg->user);
+        }
+        if (has && (!reg->fns.answer_from_cache || reg->fns.answer_from_cache(found, now, reg->user))) {
+            x->answer = found;
+            found = NULL;
+            atomic_fetch_add(&c->hits, 1);
+        } else {
+            atomic_fetch_add(&c->misses, 1);
+        }
+        courier_response_free(found);
+        break;
+    }
+    }
+    return COURIER_OK;
+}
+
+/* A deep copy of a response (for the background revalidation's 304). */
+static courier_response *response_copy(const courier_response *src) {
+    courier_response *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->status = src->status;
+    r->metrics = src->metrics;
+    r->cache_status = src->cache_status;
+    r->cache_created_ms = src->cache_created_ms;
+    r->cache_expires_ms = src->cache_expires_ms;
+    r->cache_age_s = src->cache_age_s;
+    r->body_len = src->body_len;
+    if (!(r->method = cr_strdup(src->method)) || !(r->url = cr_strdup(src->url)) ||
+        (src->cache_key && !(r->cache_key = cr_strdup(src->cache_key))) ||
+        !(r->body = cr_strndup(src->body, src->body_len)) || cr_kvlist_copy(&r->headers, &src->headers)) {
+        courier_response_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+bool cr_cache_answer(courier_engine *e, cr_transfer *t, cr_complete_fn complete, cr_start_fn start) {
+    struct cr_cache_xfer *x = t->cache;
+    if (!x || !x->answer) return false;
+    courier_response *resp = x->answer;
+    x->answer = NULL;
+    resp->id = t->id;
+    cr_transfer *bg = x->bg;
+    x->bg = NULL;
+    courier_error err;
+    cr_error_clear(&err);
+    complete(e, t, COURIER_OK, resp, &err); /* the engine's normal path: judged, then answered */
+    if (bg) {
+        atomic_fetch_add(&e->queued, 1); /* counted like a submission */
+        start(e, bg);
+    }
+    return true;
+}
+
+static bool error_allows_stale(int code, const courier_response *resp) {
+    switch (code) {
+    case COURIER_E_CANNOT_RESOLVE:
+    case COURIER_E_CANNOT_CONNECT:
+    case COURIER_E_TIMEOUT:
+    case COURIER_E_NETWORK:
+    case COURIER_E_PARTIAL_RESPONSE: return true;
+    case COURIER_OK:
+        return resp && (resp->status == 500 || resp->status == 502 || resp->status == 503 || resp->status == 504);
+    default: return false;
+    }
+}
+
+int cr_cache_on_answer(courier_engine *e, cr_transfer *t, int code, courier_response **resp, courier_error *err) {
+    struct cr_cache_xfer *x = t->cache;
+    if (!x || !x->stored) return code;
+    struct cr_cache *c = e->cache;
+    if (code == COURIER_OK && *resp && (*resp)->status == 304) {
+        courier_response *m = x->stored;
+        x->stored = NULL;
+        if (cr_http_merge_304(&m->headers, &(*resp)->headers)) {
+            courier_response_free(m);
+            return code;
+        }
+        m->id = t->id;
+        m->metrics = (*resp)->metrics;
+        m->cache_status = COURIER_CACHE_STATUS_REVALIDATED;
+        m->cache_age_s = 0;
+        cr_kvlist_remove(&m->headers, "Age");
+        courier_response_free(*resp);
+        *resp = m;
+        atomic_fetch_add(&c->revalidations, 1);
+        return COURIER_OK;
+    }
+    if (x->stale_if_error_until && now_ms_of(c) < x->stale_if_error_until && error_allows_stale(code, *resp)) {
+        courier_response *m = x->stored;
+        x->stored = NULL;
+        m->id = t->id;
+        m->cache_status = COURIER_CACHE_STATUS_STALE;
+        courier_response_free(*resp);
+        *resp = m;
+        cr_error_clear(err);
+        atomic_fetch_add(&c->stale, 1);
+        return COURIER_OK;
+    }
+    return code;
+}
+
+/* ---- grouped writes on the worker ------------------------------------------------------------ */
+
+static void fill_entry_from_response(cr_entry *en, const courier_response *resp, const char *key) {
+    en->status = resp->status;
+    en->key = key;
+    en->key_len = strlen(key);
+    en->method = resp->method ? resp->method : "GET";
+    en->method_len = strlen(en->method);
+    en->url = resp->url ? resp->url : "";
+    en->url_len = strlen(en->url);
+    en->body = (const uint8_t *)resp->body;
+    en->body_len = resp->body_len;
+    if (!en->etag) {
+        const char *v = cr_kvlist_get(&resp->headers, "ETag");
+        if (v) {
+            en->etag = v;
+            en->etag_len = strlen(v);
+        }
+    }
+    if (!en->last_modified) {
+        const char *v = cr_kvlist_get(&resp->headers, "Last-Modified");
+        if (v) {
+            en->last_modified = v;
+            en->last_modified_len = strlen(v);
+        }
+    }
+}
+
+bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+    struct cr_cache_xfer *x = t->cache;
+    struct cr_cache *c = e->cache;
+    if (!x || !c || x->policy == COURIER_CACHE_NO_CACHE || code != COURIER_OK || !resp) return false;
+    if (resp->cache_status != COURIER_CACHE_STATUS_NETWORK && resp->cache_status != COURIER_CACHE_STATUS_REVALIDATED)
+        return false;
+    cr_store *s = c->store; /* opened by the lookup */
+    if (!s) return false;
+    int64_t now = now_ms_of(c);
+    deferred *d = calloc(1, sizeof *d);
+    if (!d) return false;
+    cr_entry *en = &d->put.entry;
+    bool write = false;
+    char *vary = NULL;
+    if (x->policy == COURIER_CACHE_HTTP) {
+        if (x->invalidate) {
+            /* A successful unsafe method invalidates the GET entry of its URL (RFC 9111 4.4). */
+            const char *sp = strchr(x->key, ' ');
+            cr_buf k = {0};
+            if (sp && !cr_buf_append_str(&k, "GET") && !cr_buf_append(&k, sp, strcspn(sp, "\n"))) {
+                cr_key_hash(k.data, k.len, d->put.hash);
+                d->put.remove_only = 1;
+                memcpy(d->put.vary_hash, d->put.hash, 16);
+                d->put.remove_vary = 1;
+                d->key = cr_buf_take(&k, NULL);
+                write = d->key != NULL;
+            }
+            cr_buf_free(&k);
+        } else if (resp->status / 100 == 2 || resp->status / 100 == 3) {
+            if (cr_http_storable(t->method ? t->method : resp->method, resp, &t->headers, now, en) &&
+                cr_http_vary_names(&resp->headers, &vary) == COURIER_OK && strcmp(vary, "*") != 0) {
+                cr_buf k = {0};
+                int rc = cr_buf_append_str(&k, x->key);
+                header_ctx hc = {e, NULL, &t->headers};
+                if (!rc && *vary) rc = cr_cache_vary_suffix(&k, vary, strlen(vary), header_lookup, &hc);
+                if (!rc && (d->key = cr_buf_take(&k, NULL))) {
+                    cr_key_hash(d->key, strlen(d->key), d->put.hash);
+                    memcpy(d->put.vary_hash, x->hash, 16);
+                    if (*vary) d->put.vary_names = vary;
+                    else d->put.remove_vary = 1;
+                    write = true;
+                }
+                cr_buf_free(&k);
+            }
+        }
+    } else {
+        int64_t expires = x->expires_ms;
+        write = true;
+        if (x->reg && x->reg->fns.should_write)
+            write = x->reg->fns.should_write(resp, &expires, x->reg->user) != 0;
+        if (write && (d->key = cr_strdup(x->key))) {
+            memcpy(d->put.hash, x->hash, 16);
+            en->created_ms = now;
+            en->expires_ms = expires;
+            en->discard_ms = expires;
+        } else {
+            write = false;
+        }
+    }
+    if (!write) {
+        free(vary);
+        free(d->key);
+        free(d);
+        return false;
+    }
+    /* The caller is answered after the write, from a detached copy of what answering needs; the
+     * engine frees t as soon as this returns. */
+    cr_transfer *fake = calloc(1, sizeof *fake);
+    if (!fake) {
+        free(vary);
+        free(d->key);
+        free(d);
+        return false;
+    }
+    fake->id = t->id;
+    fake->engine = e;
+    fake->done = t->done;
+    fake->user = t->user;
+    fake->attempts = t->attempts;
+    fake->waited_s = t->waited_s;
+    t->caller_gone = 1;
+    if (!d->put.remove_only) fill_entry_from_response(en, resp, d->key);
+    d->put.headers = &resp->headers;
+    d->vary = vary;
+    d->t = fake;
+    d->code = code;
+    d->resp = resp;
+    if (err) d->err = *err;
+    if (c->dtail) c->dtail->next = d;
+    else c->dhead = d;
+    c->dtail = d;
+    return true;
+}
+
+void cr_cache_flush(courier_engine *e, cr_complete_fn complete) {
+    struct cr_cache *c = e->cache;
+    if (!c || !c->dhead) return;
+    deferred *list = c->dhead;
+    c->dhead = c->dtail = NULL;
+    size_t n = 0;
+    for (deferred *d = list; d; d = d->next) n++;
+    cr_store_put *puts = malloc(n * sizeof *puts);
+    if (puts) {
+        size_t i = 0;
+        for (deferred *d = list; d; d = d->next) puts[i++] = d->put;
+        cr_store_effect eff = {0};
+        courier_error err;
+        int rc = cr_store_write(c->store, puts, n, c->max_bytes, now_ms_of(c), &eff, &err);
+        if (rc) {
+            atomic_fetch_add(&c->write_failures, (long long)n);
+        } else {
+            atomic_fetch_add(&c->writes, (long long)eff.written);
+            atomic_fetch_add(&c->evictions, (long long)eff.evicted);
+            atomic_fetch_add(&c->write_failures, (long long)eff.skipped);
+        }
+        free(puts);
+    } else {
+        atomic_fetch_add(&c->write_failures, (long long)n);
+    }
+    while (list) {
+        deferred *d = list;
+        list = d->next;
+        complete(e, d->t, d->code, d->resp, &d->err);
+        free(d->key);
+        free(d->vary);
+        free(d);
+    }
+}
+
+/* ---- responses ------------------------------------------------------------------------------------ */
+
+int courier_response_from_cache(const courier_response *r) { return r && r->cache_status != 0; }
+
+int courier_response_cache_status(const courier_response *r) { return r ? r->cache_status : 0; }
+
+int64_t courier_response_age(const courier_response *r) { return r && r->cache_status ? r->cache_age_s : 0; }
+
+int64_t courier_response_cache_created(const courier_response *r) { return r ? r->cache_created_ms : 0; }
+
+int64_t courier_response_cache_expires(const courier_response *r) { return r ? r->cache_expires_ms : 0; }
+
+const char *courier_response_cache_key(const courier_response *r) { return r ? r->cache_key : NULL; }
+
+/* ---- the manager ------------------------------------------------------------------------------------ */
+
+int courier_cache_key(courier_engine *e, const courier_request *r, char **out) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!e || !r) return COURIER_E_INVALID_ARGUMENT;
+    return cr_cache_key_for(e, r, out);
+}
+
+void courier_cache_key_free(char *key) { free(key); }
+
+static int get_common(courier_engine *e, const char *key, const courier_request *r, int flags,
+                      courier_response **out, courier_error *err) {
+    cr_store *s = cache_store(e, err);
+    if (!s) return COURIER_E_STORE;
+    int64_t now = now_ms_of(e->cache);
+    bool fresh = false;
+    header_ctx hc = {e, r, NULL};
+    courier_response *resp = NULL;
+    int rc = lookup(e, s, key, r ? &hc : NULL, now, &resp, NULL, &fresh);
+    if (rc == COURIER_OK && !fresh && !(flags & COURIER_CACHE_ALLOW_STALE)) {
+        courier_response_free(resp);
+        resp = NULL;
+        rc = COURIER_E_NOT_FOUND;
+    }
+    if (rc == COURIER_OK && !fresh) resp->cache_status = COURIER_CACHE_STATUS_STALE;
+    if (rc == COURIER_E_NOT_FOUND) return cr_fail(err, rc, "no cache entry");
+    if (rc) return cr_fail(err, rc, "cannot read the cache");
+    if (out) *out = resp;
+    else courier_response_free(resp);
+    return COURIER_OK;
+}
+
+int courier_cache_get(courier_engine *e, const courier_request *r, int flags, courier_response **out,
+                      courier_error *err) {
+    cr_error_clear(err);
+    if (out) *out = NULL;
+    if (!e || !r) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or request is NULL");
+    char *key = NULL;
+    int rc = cr_cache_key_for(e, r, &key);
+    if (rc) return cr_fail(err, rc, NULL);
+    rc = get_common(e, key, r, flags, out, err);
+    free(key);
+    return rc;
+}
+
+int courier_cache_get_key(courier_engine *e, const char *key, int flags, courier_response **out,
+                          courier_error *err) {
+    cr_error_clear(err);
+    if (out) *out = NULL;
+    if (!e || !key) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or key is NULL");
+    return get_common(e, key, NULL, flags, out, err);
+}
+
+static int has_common(courier_engine *e, const char *key, const courier_request *r, int *out_has,
+                      courier_error *err) {
+    *out_has = 0;
+    int policy = r && r->cache && r->cache->policy >= COURIER_CACHE_POLICY_USER_MIN ? r->cache->policy : -1;
+    policy_reg *reg = policy >= 0 ? find_policy(e->cache, policy) : NULL;
+    courier_response *resp = NULL;
+    int rc = get_common(e, key, r, reg ? COURIER_CACHE_ALLOW_STALE : 0, &resp, err);
+    if (rc == COURIER_OK) {
+        *out_has = 1;
+        if (reg && reg->fns.has_cache) *out_has = reg->fns.has_cache(resp, now_ms_of(e->cache), reg->user) != 0;
+        else if (reg) *out_has = resp->cache_status == COURIER_CACHE_STATUS_HIT;
+    }
+    courier_response_free(resp);
+    reg_release(reg);
+    if (rc == COURIER_E_NOT_FOUND) {
+        cr_error_clear(err);
+        return COURIER_OK;
+    }
+    return rc;
+}
+
+int courier_cache_has(courier_engine *e, const courier_request *r, int *out_has, courier_error *err) {
+    cr_error_clear(err);
+    if (!e || !r || !out_has) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");
+    char *key = NULL;
+    int rc = cr_cache_key_for(e, r, &key);
+    if (rc) return cr_fail(err, rc, NULL);
+    rc = has_common(e, key, r, out_has, err);
+    free(key);
+    return rc;
+}
+
+int courier_cache_has_key(courier_engine *e, const char *key, int *out_has, courier_error *err) {
+    cr_error_clear(err);
+    if (!e || !key || !out_has) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");
+    return has_common(e, key, NULL, out_has, err);
+}
+
+static int remove_common(courier_engine *e, const char *key, const courier_request *r, courier_error *err) {
+    cr_store *s = cache_store(e, err);
+    if (!s) return COURIER_E_STORE;
+    uint8_t hash[16];
+    cr_buf vk = {0};
+    cr_key_hash(key, strlen(key), hash);
+    if (r) {
+        /* Under a Vary record, the variant this request selects. */
+        struct MDB_txn *txn;
+        const char *names;
+        size_t nlen;
+        header_ctx hc = {e, r, NULL};
+        if (cr_store_read_begin(s, &txn) == COURIER_OK) {
+            if (cr_store_vary_get(s, txn, hash, &names, &nlen) == COURIER_OK &&
+                !cr_buf_append_str(&vk, key) && !cr_cache_vary_suffix(&vk, names, nlen, header_lookup, &hc))
+                cr_key_hash(vk.data, vk.len, hash);
+            cr_store_read_end(s, txn);
+        }
+    }
+    cr_buf_free(&vk);
+    return cr_store_remove(s, hash, err);
+}
+
+int courier_cache_remove(courier_engine *e, const courier_request *r, courier_error *err) {
+    cr_error_clear(err);
+    if (!e || !r) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or request is NULL");
+    char *key = NULL;
+    int rc = cr_cache_key_for(e, r, &key);
+    if (rc) return cr_fail(err, rc, NULL);
+    rc = remove_common(e, key, r, err);
+    free(key);
+    return rc;
+}
+
+int courier_cache_remove_key(courier_engine *e, const char *key, courier_error *err) {
+    cr_error_clear(err);
+    if (!e || !key) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or key is NULL");
+    return remove_common(e, key, NULL, err);
+}
+
+int courier_cache_put_key(courier_engine *e, const char *key, int status, const char *const *names,
+                          const char *const *values, size_t nheaders, const void *body, size_t body_len,
+                          int64_t expiry_s, courier_error *err) {
+    cr_error_clear(err);
+    if (!e || !key || !*key || (!body && body_len) || (nheaders && (!names || !values)) || expiry_s < 0 ||
+        status < 0 || status > 999)
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid argument");
+    struct cr_cache *c = e->cache;
+    cr_store *s = cache_store(e, err);
+    if (!s) return COURIER_E_STORE;
+    cr_kvlist headers = {0};
+    for (size_t i = 0; i < nheaders; i++) {
+        if (!names[i] || !values[i]) {
+            cr_kvlist_clear(&headers);
+            return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL header");
+        }
+        int rc = cr_check_header(names[i], strlen(names[i]), values[i], strlen(values[i]));
+        if (rc || cr_kvlist_add(&headers, names[i], strlen(names[i]), values[i], strlen(values[i]))) {
+            cr_kvlist_clear(&headers);
+            return cr_fail(err, rc ? rc : COURIER_E_NO_MEMORY, "invalid header");
+        }
+    }
+    int64_t now = now_ms_of(c);
+    cr_store_put p;
+    memset(&p, 0, sizeof p);
+    cr_key_hash(key, strlen(key), p.hash);
+    cr_entry *en = &p.entry;
+    en->status = status;
+    en->created_ms = now;
+    en->expires_ms = now + (expiry_s ? expiry_s : c->expiry_s) * 1000;
+    en->discard_ms = en->expires_ms;
+    en->key = key;
+    en->key_len = strlen(key);
+    en->method = "GET";
+    en->method_len = 3;
+    en->url = "";
+    const char *sp = strchr(key, ' ');
+    if (sp && strstr(sp, "://")) { /* a default-style key: "METHOD URL..." */
+        en->method = key;
+        en->method_len = (size_t)(sp - key);
+        en->url = sp + 1;
+    }
+    en->url_len = strcspn(en->url, "\n");
+    en->body = body;
+    en->body_len = body_len;
+    const char *etag = cr_kvlist_get(&headers, "ETag"), *lm = cr_kvlist_get(&headers, "Last-Modified");
+    if (etag) en->etag = etag, en->etag_len = strlen(etag);
+    if (lm) en->last_modified = lm, en->last_modified_len = strlen(lm);
+    p.headers = &headers;
+    cr_store_effect eff = {0};
+    int rc = cr_store_write(s, &p, 1, c->max_bytes, now, &eff, err);
+    cr_kvlist_clear(&headers);
+    if (rc == COURIER_OK) {
+        atomic_fetch_add(&c->writes, (long long)eff.written);
+        atomic_fetch_add(&c->evictions, (long long)eff.evicted);
+        atomic_fetch_add(&c->write_failures, (long long)eff.skipped);
+    } else {
+        atomic_fetch_add(&c->write_failures, 1);
+    }
+    return rc;
+}
+
+int courier_cache_remove_all(courier_engine *e, int64_t *removed, courier_error *err) {
+    cr_error_clear(err);
+    if (removed) *removed = 0;
+    if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
+    cr_store *s = cache_store(e, err);
+    return s ? cr_store_remove_all(s, removed, err) : COURIER_E_STORE;
+}
+
+int courier_cache_remove_since(courier_engine *e, int64_t since_ms, int64_t *removed, courier_error *err) {
+    cr_error_clear(err);
+    if (removed) *removed = 0;
+    if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
+    cr_store *s = cache_store(e, err);
+    return s ? cr_store_remove_since(s, since_ms, removed, err) : COURIER_E_STORE;
+}
+
+int courier_cache_remove_expired(courier_engine *e, int64_t *removed, courier_error *err) {
+    cr_error_clear(err);
+    if (removed) *removed = 0;
+    if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
+    cr_store *s = cache_store(e, err);
+    return s ? cr_store_remove_expired(s, now_ms_of(e->cache), removed, err) : COURIER_E_STORE;
+}
+
+int courier_cache_size(courier_engine *e, int64_t *bytes, int64_t *count, courier_error *err) {
+    cr_error_clear(err);
+    if (bytes) *bytes = 0;
+    if (count) *count = 0;
+    if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
+    cr_store *s = cache_store(e, err);
+    return s ? cr_store_totals(s, bytes, count, err) : COURIER_E_STORE;
+}
+
+int courier_cache_get_stats(courier_engine *e, courier_cache_stats *out, size_t size, courier_error *err) {
+    cr_error_clear(err);
+    if (!e || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");
+    struct cr_cache *c = e->cache;
+    courier_cache_stats st;
+    memset(&st, 0, sizeof st);
+    st.hits = atomic_load(&c->hits);
+    st.misses = atomic_load(&c->misses);
+    st.writes = atomic_load(&c->writes);
+    st.evictions = atomic_load(&c->evictions);
+    st.revalidations = atomic_load(&c->revalidations);
+    st.stale_served = atomic_load(&c->stale);
+    st.write_failures = atomic_load(&c->write_failures);
+    st.max_bytes = c->max_bytes;
+    int rc = courier_cache_size(e, &st.bytes, &st.count, err);
+    memcpy(out, &st, size < sizeof st ? size : sizeof st);
+    return rc;
+}
+
+int courier_cache_list_entries(courier_engine *e, courier_cache_list **out, courier_error *err) {
+    cr_error_clear(err);
+    if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
+    cr_store *s = cache_store(e, err);
+    if (!s) return COURIER_E_STORE;
+    courier_cache_list *l = calloc(1, sizeof *l);
+    if (!l) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    int rc = cr_store_list(s, &l->items, &l->count, err);
+    if (rc) {
+        free(l);
+        return rc;
+    }
+    *out = l;
+    return COURIER_OK;
+}
+
+size_t courier_cache_list_count(const courier_cache_list *l) { return l ? l->count : 0; }
+
+int courier_cache_list_at(const courier_cache_list *l, size_t index, courier_cache_entry_info *out, size_t size) {
+    if (!l || !out) return COURIER_E_INVALID_ARGUMENT;
+    if (index >= l->count) return COURIER_E_NOT_FOUND;
+    const cr_list_item *it = &l->items[index];
+    courier_cache_entry_info info;
+    memset(&info, 0, sizeof info);
+    info.key = it->key;
+    info.url = it->url;
+    info.id = it->id;
+    info.status = it->status;
+    info.size = it->size;
+    info.created_ms = it->created_ms;
+    info.expires_ms = it->expires_ms;
+    memcpy(out, &info, size < sizeof info ? size : sizeof info);
+    return COURIER_OK;
+}
+
+void courier_cache_list_free(courier_cache_list *l) {
+    if (!l) return;
+    cr_list_items_free(l->items, l->count);
+    free(l);
+}

@@ -1,0 +1,311 @@
+/*
+ * cache_key.c — cache keys and their hashes.
+ *
+ * The default key of a request is one line of text:
+ *   METHOD SP absolute-URL-without-query [ "?" canonical parameters ]
+ *   [ "\nbody:" 16 hex digits of the raw body's hash ]      (only when a raw body is set)
+ *   [ "\nsensitive:" the request's sensitive data ]
+ * The URL is the request's target joined to its own base URL, else the engine's (scheme and host
+ * lowercased, fragment dropped). The parameters are those of the URL's query string, the engine's
+ * defaults (unless the request opts out) and the request's own, each percent-encoded the same
+ * way, minus the names of the request's key filter, sorted bytewise: the same request built in
+ * any order gives the same key. A request's own key replaces the first line (sensitive data is
+ * still appended). The store keys entries by a 128-bit hash of this text and keeps the text.
+ */
+#include "cache_internal.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- hashing (the XXH64 algorithm, written from its public specification) -------------------- */
+
+#define P1 0x9E3779B185EBCA87ULL
+#define P2 0xC2B2AE3D27D4EB4FULL
+#define P3 0x165667B19E3779F9ULL
+#define P4 0x85EBCA77C2B2AE63ULL
+#define P5 0x27D4EB2F165667C5ULL
+
+static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+static inline uint64_t rd64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+static inline uint32_t rd32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline uint64_t xround(uint64_t acc, uint64_t in) {
+    acc += in * P2;
+    acc = rotl64(acc, 31);
+    return acc * P1;
+}
+static inline uint64_t xmerge(uint64_t acc, uint64_t v) {
+    acc ^= xround(0, v);
+    return acc * P1 + P4;
+}
+
+uint64_t cr_hash64(const void *data, size_t len, uint64_t seed) {
+    const uint8_t *p = data, *end = p + len;
+    uint64_t h;
+    if (len >= 32) {
+        uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
+        const uint8_t *limit = end - 32;
+        do {
+            v1 = xround(v1, rd64(p));
+            v2 = xround(v2, rd64(p + 8));
+            v3 = xround(v3, rd64(p + 16));
+            v4 = xround(v4, rd64(p + 24));
+            p += 32;
+        } while (p <= limit);
+        h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
+        h = xmerge(h, v1);
+        h = xmerge(h, v2);
+        h = xmerge(h, v3);
+        h = xmerge(h, v4);
+    } else {
+        h = seed + P5;
+    }
+    h += (uint64_t)len;
+    while (p + 8 <= end) {
+        h ^= xround(0, rd64(p));
+        h = rotl64(h, 27) * P1 + P4;
+        p += 8;
+    }
+    if (p + 4 <= end) {
+        h ^= (uint64_t)rd32(p) * P1;
+        h = rotl64(h, 23) * P2 + P3;
+        p += 4;
+    }
+    while (p < end) {
+        h ^= (uint64_t)(*p) * P5;
+        h = rotl64(h, 11) * P1;
+        p++;
+    }
+    h ^= h >> 33;
+    h *= P2;
+    h ^= h >> 29;
+    h *= P3;
+    h ^= h >> 32;
+    return h;
+}
+
+void cr_key_hash(const char *key, size_t len, uint8_t out[16]) {
+    uint64_t a = cr_hash64(key, len, 0x436f75726965724bULL);
+    uint64_t b = cr_hash64(key, len, a ^ 0x9E3779B97F4A7C15ULL);
+    for (int i = 7; i >= 0; i--) {
+        out[i] = (uint8_t)a;
+        out[8 + i] = (uint8_t)b;
+        a >>= 8;
+        b >>= 8;
+    }
+}
+
+void cr_key_hex(const uint8_t hash[16], char out[33]) {
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[hash[i] >> 4];
+        out[2 * i + 1] = hex[hash[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+/* ---- the default key ------------------------------------------------------------------------- */
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0..len) into a new string (NUL-terminated; *out_len its length). */
+static char *pct_decode(const char *s, size_t len, size_t *out_len) {
+    char *o = malloc(len + 1);
+    if (!o) return NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < len; i++) {
+        int h, l;
+        if (s[i] == '%' && i + 2 < len &&
+            (h = hexval((unsigned char)s[i + 1])) >= 0 && (l = hexval((unsigned char)s[i + 2])) >= 0) {
+            o[j++] = (char)(h << 4 | l);
+            i += 2;
+        } else {
+            o[j++] = s[i];
+        }
+    }
+    o[j] = '\0';
+    *out_len = j;
+    return o;
+}
+
+typedef struct pair_list {
+    char **items; /* "enc(name)=enc(value)" */
+    size_t n, cap;
+} pair_list;
+
+static bool filtered(const cr_cache_req *c, const char *name) {
+    if (!c) return false;
+    for (size_t i = 0; i < c->nfilters; i++)
+        if (strcmp(c->filters[i], name) == 0) return true;
+    return false;
+}
+
+static int pairs_add(pair_list *pl, const cr_cache_req *c, const char *name, size_t nlen, const char *value,
+                     size_t vlen) {
+    char *n = cr_strndup(name, nlen);
+    if (!n) return COURIER_E_NO_MEMORY;
+    bool skip = filtered(c, n);
+    int rc = COURIER_OK;
+    if (!skip) {
+        cr_buf b = {0};
+        if (cr_percent_encode(&b, name, nlen) || cr_buf_append_char(&b, '=') || cr_percent_encode(&b, value, vlen)) {
+            rc = COURIER_E_NO_MEMORY;
+        } else if (pl->n == pl->cap) {
+            size_t cap = pl->cap ? pl->cap * 2 : 16;
+            char **p = realloc(pl->items, cap * sizeof *p);
+            if (!p) rc = COURIER_E_NO_MEMORY;
+            else {
+                pl->items = p;
+                pl->cap = cap;
+            }
+        }
+        if (rc == COURIER_OK) pl->items[pl->n++] = cr_buf_take(&b, NULL);
+        else cr_buf_free(&b);
+    }
+    free(n);
+    return rc;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Adds the pairs of a raw query string (decoded, re-encoded canonically). */
+static int pairs_from_query(pair_list *pl, const cr_cache_req *c, const char *q, size_t len) {
+    size_t i = 0;
+    while (i < len) {
+        size_t j = i;
+        while (j < len && q[j] != '&') j++;
+        if (j > i) {
+            const char *eq = memchr(q + i, '=', j - i);
+            size_t nl = eq ? (size_t)(eq - (q + i)) : j - i;
+            size_t dn, dv;
+            char *n = pct_decode(q + i, nl, &dn);
+            char *v = eq ? pct_decode(eq + 1, (size_t)(q + j - eq - 1), &dv) : (dv = 0, cr_strdup(""));
+            int rc = (n && v) ? pairs_add(pl, c, n, dn, v, dv) : COURIER_E_NO_MEMORY;
+            free(n);
+            free(v);
+            if (rc) return rc;
+        }
+        i = j + 1;
+    }
+    return COURIER_OK;
+}
+
+static bool absolute(const char *s) { return strstr(s, "://") != NULL; }
+
+int cr_cache_key_for(const courier_engine *e, const courier_request *r, char **out) {
+    *out = NULL;
+    const cr_cache_req *c = r->cache;
+    cr_buf k = {0};
+    int rc = COURIER_E_NO_MEMORY;
+    pair_list pl = {0};
+    char *url = NULL;
+
+    if (c && c->key) {
+        if (cr_buf_append_str(&k, c->key)) goto done;
+    } else {
+        /* The absolute URL, joined as cr_transfer_prepare joins it. */
+        cr_buf u = {0};
+        const char *base = r->base_url ? r->base_url : e->config->base_url;
+        if (absolute(r->target) || !base) {
+            if (cr_buf_append_str(&u, r->target)) goto done;
+        } else {
+            size_t blen = strlen(base);
+            while (blen && base[blen - 1] == '/') blen--;
+            const char *path = r->target;
+            while (*path == '/') path++;
+            if (cr_buf_append(&u, base, blen) || cr_buf_append_char(&u, '/') || cr_buf_append_str(&u, path)) {
+                cr_buf_free(&u);
+                goto done;
+            }
+        }
+        url = cr_buf_take(&u, NULL);
+        if (!url) goto done;
+        char *hash = strchr(url, '#');
+        if (hash) *hash = '\0';
+        /* Lowercase scheme and host. */
+        char *sep = strstr(url, "://");
+        if (sep) {
+            char *host_end = sep + 3;
+            while (*host_end && *host_end != '/' && *host_end != '?') host_end++;
+            for (char *p = url; p < host_end; p++) *p = (char)tolower((unsigned char)*p);
+        }
+        char *q = strchr(url, '?');
+        if (q) {
+            *q = '\0';
+            if ((rc = pairs_from_query(&pl, c, q + 1, strlen(q + 1)))) goto done;
+            rc = COURIER_E_NO_MEMORY;
+        }
+        if (r->use_default_params) {
+            const cr_kvlist *dp = &e->config->params;
+            for (size_t i = 0; i < dp->count; i++)
+                if (pairs_add(&pl, c, dp->items[i].name, strlen(dp->items[i].name), dp->items[i].value,
+                              strlen(dp->items[i].value)))
+                    goto done;
+        }
+        for (size_t i = 0; i < r->params.count; i++)
+            if (pairs_add(&pl, c, r->params.items[i].name, strlen(r->params.items[i].name), r->params.items[i].value,
+                          strlen(r->params.items[i].value)))
+                goto done;
+        if (pl.n > 1) qsort(pl.items, pl.n, sizeof *pl.items, cmp_str);
+        if (cr_buf_append_str(&k, r->method) || cr_buf_append_char(&k, ' ') || cr_buf_append_str(&k, url)) goto done;
+        for (size_t i = 0; i < pl.n; i++)
+            if (cr_buf_append_char(&k, i ? '&' : '?') || cr_buf_append_str(&k, pl.items[i])) goto done;
+        if (r->has_body) {
+            char hex[17];
+            uint64_t h = cr_hash64(r->body, r->body_len, 0);
+            for (int i = 15; i >= 0; i--) {
+                hex[i] = "0123456789abcdef"[h & 15];
+                h >>= 4;
+            }
+            hex[16] = '\0';
+            if (cr_buf_append_str(&k, "\nbody:") || cr_buf_append_str(&k, hex)) goto done;
+        }
+    }
+    if (c && c->sensitive && (cr_buf_append_str(&k, "\nsensitive:") || cr_buf_append_str(&k, c->sensitive))) goto done;
+    *out = cr_buf_take(&k, NULL);
+    rc = *out ? COURIER_OK : COURIER_E_NO_MEMORY;
+done:
+    for (size_t i = 0; i < pl.n; i++) free(pl.items[i]);
+    free(pl.items);
+    free(url);
+    cr_buf_free(&k);
+    return rc;
+}
+
+int cr_cache_vary_suffix(cr_buf *out, const char *names, size_t names_len,
+                         const char *(*lookup)(const void *ctx, const char *name), const void *ctx) {
+    if (cr_buf_append_str(out, "\nvary:")) return COURIER_E_NO_MEMORY;
+    size_t i = 0;
+    bool first = true;
+    while (i < names_len) {
+        size_t j = i;
+        while (j < names_len && names[j] != '\n') j++;
+        if (j > i) {
+            char name[128];
+            size_t nl = j - i < sizeof name - 1 ? j - i : sizeof name - 1;
+            memcpy(name, names + i, nl);
+            name[nl] = '\0';
+            const char *v = lookup(ctx, name);
+            if ((!first && cr_buf_append_char(out, '&')) || cr_buf_append_str(out, name) ||
+                cr_buf_append_char(out, '=') || (v && cr_percent_encode(out, v, strlen(v))))
+                return COURIER_E_NO_MEMORY;
+            first = false;
+        }
+        i = j + 1;
+    }
+    return COURIER_OK;
+}

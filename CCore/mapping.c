@@ -1,0 +1,908 @@
+/*
+ * mapping.c — mapping descriptions (attributes, relationships, coercions) and applying them to a
+ * document; envelopes (the global response descriptor); what a request asks of its JSON (key path,
+ * mapping, named results, envelope) and how a finished response gets its results.
+ *
+ * A mapping is built on one thread. Once it is attached (to a request, an envelope, a config, or as
+ * another mapping's child) it is sealed: it never changes again, so the worker thread may apply it
+ * while other threads hold it. References are counted atomically; a child keeps what it needs alive.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- descriptions ---------------------------------------------------------------------------------- */
+
+typedef struct cr_attr {
+    char *source; /* key path in the input */
+    size_t source_len;
+    int source_simple; /* no '.': one object lookup */
+    char *dest;        /* key in the output */
+    size_t dest_len;
+    int type;       /* courier_json_type expected */
+    unsigned flags; /* COURIER_MAP_* */
+    json_t *def;    /* default when absent, owned; NULL for none */
+    courier_mapping *child; /* relationship target (retained unless it is the mapping itself) */
+    int child_is_self;
+    int to_many;
+} cr_attr;
+
+struct courier_mapping {
+    atomic_int refs;
+    atomic_int sealed;
+    unsigned flags; /* coercions applied to every attribute */
+    cr_attr *attrs;
+    size_t count;
+    size_t cap;
+};
+
+int courier_mapping_new(courier_mapping **out) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    courier_mapping *m = calloc(1, sizeof *m);
+    *out = m;
+    if (!m) return COURIER_E_NO_MEMORY;
+    atomic_init(&m->refs, 1);
+    atomic_init(&m->sealed, 0);
+    return COURIER_OK;
+}
+
+courier_mapping *cr_mapping_retain(const courier_mapping *cm) {
+    courier_mapping *m = (courier_mapping *)cm;
+    if (!m) return NULL;
+    atomic_store(&m->sealed, 1);
+    atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+    return m;
+}
+
+void courier_mapping_free(courier_mapping *m) {
+    if (!m) return;
+    if (atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1) return;
+    for (size_t i = 0; i < m->count; i++) {
+        cr_attr *a = &m->attrs[i];
+        free(a->source);
+        free(a->dest);
+        if (a->def) json_decref(a->def);
+        if (!a->child_is_self) courier_mapping_free(a->child);
+    }
+    free(m->attrs);
+    free(m);
+}
+
+static int mapping_editable(const courier_mapping *m) {
+    return m && !atomic_load(&((courier_mapping *)m)->sealed);
+}
+
+int courier_mapping_set_coercions(courier_mapping *m, unsigned flags) {
+    if (!mapping_editable(m) || (flags & ~(unsigned)COURIER_MAP_ALL_COERCIONS)) return COURIER_E_INVALID_ARGUMENT;
+    m->flags = flags;
+    return COURIER_OK;
+}
+
+static int valid_path(const char *p) {
+    if (!p || !*p) return 0;
+    size_t len = strlen(p);
+    if (p[0] == '.' || p[len - 1] == '.' || strstr(p, "..")) return 0;
+    return cr_utf8_valid(p, len);
+}
+
+static cr_attr *find_dest(courier_mapping *m, const char *dest, size_t len) {
+    for (size_t i = 0; i < m->count; i++)
+        if (m->attrs[i].dest_len == len && memcmp(m->attrs[i].dest, dest, len) == 0) return &m->attrs[i];
+    return NULL;
+}
+
+static int add_attr(courier_mapping *m, const char *source, const char *dest, int type, unsigned flags,
+                    cr_attr **out) {
+    if (!mapping_editable(m) || !valid_path(source)) return COURIER_E_INVALID_ARGUMENT;
+    if (!dest) {
+        const char *dot = strrchr(source, '.');
+        dest = dot ? dot + 1 : source;
+    }
+    size_t dlen = strlen(dest);
+    if (!dlen || !cr_utf8_valid(dest, dlen)) return COURIER_E_INVALID_ARGUMENT;
+    if (find_dest(m, dest, dlen)) return COURIER_E_INVALID_ARGUMENT;
+    if (flags & ~(unsigned)(COURIER_MAP_REQUIRED | COURIER_MAP_ALL_COERCIONS)) return COURIER_E_INVALID_ARGUMENT;
+    if (m->count == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 8;
+        cr_attr *p = realloc(m->attrs, cap * sizeof *p);
+        if (!p) return COURIER_E_NO_MEMORY;
+        m->attrs = p;
+        m->cap = cap;
+    }
+    cr_attr *a = &m->attrs[m->count];
+    memset(a, 0, sizeof *a);
+    a->source = cr_strdup(source);
+    a->dest = cr_strdup(dest);
+    if (!a->source || !a->dest) {
+        free(a->source);
+        free(a->dest);
+        return COURIER_E_NO_MEMORY;
+    }
+    a->source_len = strlen(source);
+    a->source_simple = strchr(source, '.') == NULL;
+    a->dest_len = dlen;
+    a->type = type;
+    a->flags = flags;
+    m->count++;
+    *out = a;
+    return COURIER_OK;
+}
+
+int courier_mapping_add_attribute(courier_mapping *m, const char *source, const char *dest, int type, unsigned flags) {
+    if (type < COURIER_JSON_OBJECT || type > COURIER_JSON_ANY || type == COURIER_JSON_NULL)
+        return COURIER_E_INVALID_ARGUMENT;
+    cr_attr *a;
+    return add_attr(m, source, dest, type, flags, &a);
+}
+
+/* Does `from`'s graph of children reach `to`? */
+static int reaches(const courier_mapping *from, const courier_mapping *to) {
+    if (from == to) return 1;
+    for (size_t i = 0; i < from->count; i++) {
+        const cr_attr *a = &from->attrs[i];
+        if (a->child && !a->child_is_self && reaches(a->child, to)) return 1;
+    }
+    return 0;
+}
+
+int courier_mapping_add_relationship(courier_mapping *m, const char *source, const char *dest,
+                                     const courier_mapping *child, int to_many, unsigned flags) {
+    if (!child || !mapping_editable(m)) return COURIER_E_INVALID_ARGUMENT;
+    /* A mapping may name itself (a tree of nodes); any other cycle would never be freed. */
+    if (child != m && reaches(child, m)) return COURIER_E_INVALID_ARGUMENT;
+    cr_attr *a;
+    int rc = add_attr(m, source, dest, to_many ? COURIER_JSON_ARRAY : COURIER_JSON_OBJECT, flags, &a);
+    if (rc) return rc;
+    a->to_many = to_many ? 1 : 0;
+    if (child == m) {
+        a->child = m;
+        a->child_is_self = 1;
+    } else {
+        a->child = cr_mapping_retain(child);
+    }
+    return COURIER_OK;
+}
+
+int courier_mapping_set_default(courier_mapping *m, const char *dest, const courier_json *value) {
+    if (!mapping_editable(m) || !dest || !value) return COURIER_E_INVALID_ARGUMENT;
+    cr_attr *a = find_dest(m, dest, strlen(dest));
+    if (!a) return COURIER_E_NOT_FOUND;
+    json_t *copy = json_deep_copy((const json_t *)value);
+    if (!copy) return COURIER_E_NO_MEMORY;
+    if (a->def) json_decref(a->def);
+    a->def = copy;
+    return COURIER_OK;
+}
+
+size_t courier_mapping_attribute_count(const courier_mapping *m) { return m ? m->count : 0; }
+
+/* ---- applying ---------------------------------------------------------------------------------------- */
+
+/* The path to the value being mapped, as a chain of frames on the C stack; turned into text only
+ * when something fails. */
+typedef struct frame {
+    const struct frame *up;
+    const char *key; /* NULL: an array index */
+    size_t len;
+    size_t index;
+} frame;
+
+typedef struct apply_ctx {
+    courier_mapping_error *where;
+    courier_error *err;
+    const char *prefix; /* key path of the input in its document ("" when standalone) */
+    int depth;
+} apply_ctx;
+
+static void path_text(const frame *f, char *buf, size_t size, const char *prefix) {
+    /* Collect frames root-first. */
+    const frame *chain[64];
+    size_t n = 0, skipped = 0;
+    for (const frame *p = f; p; p = p->up) {
+        if (n < 64) chain[n++] = p;
+        else skipped++;
+    }
+    size_t len = 0;
+    buf[0] = '\0';
+#define PUT(s, l)                                                     \
+    do {                                                              \
+        size_t l_ = (l);                                              \
+        if (len + l_ >= size) l_ = size - 1 - len;                    \
+        memcpy(buf + len, (s), l_);                                   \
+        len += l_;                                                    \
+        buf[len] = '\0';                                              \
+    } while (0)
+    if (prefix && *prefix) PUT(prefix, strlen(prefix));
+    if (skipped) {
+        if (len) PUT(".", 1);
+        PUT("...", 3);
+    }
+    for (size_t i = n; i-- > 0;) {
+        if (len) PUT(".", 1);
+        if (chain[i]->key) {
+            PUT(chain[i]->key, chain[i]->len);
+        } else {
+            char num[24];
+            int k = snprintf(num, sizeof num, "%zu", chain[i]->index);
+            PUT(num, (size_t)k);
+        }
+    }
+#undef PUT
+}
+
+static int type_of(const json_t *v) { return courier_json_typeof((const courier_json *)v); }
+
+static int mismatch(apply_ctx *c, const frame *f, int expected, const json_t *found, const char *why) {
+    char path[sizeof c->where->path];
+    path_text(f, path, sizeof path, c->prefix);
+    int ft = type_of(found);
+    if (c->where) {
+        memset(c->where, 0, sizeof *c->where);
+        memcpy(c->where->path, path, sizeof path);
+        c->where->expected = expected;
+        c->where->found = ft;
+    }
+    if (why)
+        return cr_fail(c->err, COURIER_E_MAPPING, "mapping failed at '%s': %s", path[0] ? path : "(root)", why);
+    return cr_fail(c->err, COURIER_E_MAPPING, "mapping failed at '%s': expected %s, found %s", path[0] ? path : "(root)",
+                   courier_json_type_name(expected), courier_json_type_name(ft));
+}
+
+static int oom(apply_ctx *c) { return cr_fail(c->err, COURIER_E_NO_MEMORY, NULL); }
+
+/* Parses a whole string as a JSON-style number. *is_int tells which kind it was. */
+static int number_from_string(const char *s, size_t len, json_int_t *iv, double *dv, int *is_int) {
+    if (len == 0 || len > 64) return -1;
+    char buf[72];
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    size_t i = 0;
+    if (buf[i] == '-' || buf[i] == '+') i++;
+    if (buf[i] < '0' || buf[i] > '9') return -1; /* no spaces, no "inf", no "nan", no hex */
+    for (size_t k = i; k < len; k++) {
+        char ch = buf[k];
+        if (!((ch >= '0' && ch <= '9') || ch == '.' || ch == 'e' || ch == 'E' || ch == '-' || ch == '+')) return -1;
+    }
+    char *end;
+    errno = 0;
+    if (!strpbrk(buf, ".eE")) {
+        long long v = strtoll(buf, &end, 10);
+        if (*end == '\0' && errno == 0) {
+            *iv = v;
+            *is_int = 1;
+            return 0;
+        }
+        errno = 0; /* too big for an integer: read it as a real */
+    }
+    double d = strtod(buf, &end);
+    if (*end != '\0' || errno == ERANGE || !isfinite(d)) return -1;
+    *dv = d;
+    *is_int = 0;
+    return 0;
+}
+
+/* A real with no fractional part that fits an integer. */
+static int real_is_integral(double d, json_int_t *out) {
+    if (!isfinite(d) || d != floor(d) || d < -9223372036854775808.0 || d >= 9223372036854775808.0) return 0;
+    *out = (json_int_t)d;
+    return 1;
+}
+
+static int apply_object(const courier_mapping *m, const json_t *in, const frame *f, apply_ctx *c, json_t **out);
+
+/* Maps one value to its expected type. *out is borrowed (== v) when nothing changed, else new. */
+static int convert(const cr_attr *a, unsigned co, const json_t *v, const frame *f, apply_ctx *c, json_t **out,
+                   int *owned) {
+    *owned = 0;
+    *out = (json_t *)v;
+    int t = json_typeof(v);
+    switch (a->type) {
+    case COURIER_JSON_ANY: return COURIER_OK;
+    case COURIER_JSON_OBJECT:
+        if (t != JSON_OBJECT) return mismatch(c, f, a->type, v, NULL);
+        if (a->child && !a->to_many) {
+            json_t *o;
+            int rc = apply_object(a->child, v, f, c, &o);
+            if (rc) return rc;
+            if (o == v) json_decref(o);
+            else *owned = 1;
+            *out = o;
+        }
+        return COURIER_OK;
+    case COURIER_JSON_ARRAY: {
+        if (t != JSON_ARRAY) return mismatch(c, f, a->type, v, NULL);
+        if (!a->child) return COURIER_OK;
+        size_t n = json_array_size(v);
+        json_t *arr = NULL;
+        for (size_t i = 0; i < n; i++) {
+            const json_t *e = json_array_get(v, i);
+            frame fe = {f, NULL, 0, i};
+            if (!json_is_object(e)) {
+                if (arr) json_decref(arr);
+                return mismatch(c, &fe, COURIER_JSON_OBJECT, e, NULL);
+            }
+            json_t *o;
+            int rc = apply_object(a->child, e, &fe, c, &o);
+            if (rc) {
+                if (arr) json_decref(arr);
+                return rc;
+            }
+            if (!arr && o != e) {
+                /* The first element that changed: copy the ones before it, unchanged. */
+                if (!(arr = json_array())) {
+                    json_decref(o);
+                    return oom(c);
+                }
+                for (size_t k = 0; k < i; k++)
+                    if (json_array_append(arr, json_array_get(v, k))) {
+                        json_decref(o);
+                        json_decref(arr);
+                        return oom(c);
+                    }
+            }
+            if (arr) {
+                if (json_array_append_new(arr, o)) {
+                    json_decref(arr);
+                    return oom(c);
+                }
+            } else {
+                json_decref(o);
+            }
+        }
+        if (arr) {
+            *out = arr;
+            *owned = 1;
+        }
+        return COURIER_OK;
+    }
+    case COURIER_JSON_STRING:
+        if (t == JSON_STRING) return COURIER_OK;
+        if ((co & COURIER_MAP_STRING_FROM_NUMBER) && (t == JSON_INTEGER || t == JSON_REAL)) {
+            char num[40];
+            int n = t == JSON_INTEGER ? snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v))
+                                      : cr_json_format_real(json_real_value(v), num, sizeof num);
+            if (n < 0 || !(*out = json_stringn_nocheck(num, (size_t)n))) return oom(c);
+            *owned = 1;
+            return COURIER_OK;
+        }
+        return mismatch(c, f, a->type, v, NULL);
+    case COURIER_JSON_INTEGER:
+    case COURIER_JSON_REAL:
+    case COURIER_JSON_NUMBER: {
+        json_int_t iv = 0;
+        double dv = 0;
+        int is_int;
+        if (t == JSON_INTEGER) {
+            iv = json_integer_value(v);
+            is_int = 1;
+        } else if (t == JSON_REAL) {
+            dv = json_real_value(v);
+            is_int = 0;
+        } else if (t == JSON_STRING && (co & COURIER_MAP_NUMBER_FROM_STRING)) {
+            if (number_from_string(json_string_value(v), json_string_length(v), &iv, &dv, &is_int))
+                return mismatch(c, f, a->type, v, "expected a number, found a string that is not one");
+        } else {
+            return mismatch(c, f, a->type, v, NULL);
+        }
+        if (a->type == COURIER_JSON_INTEGER && !is_int) {
+            if (!real_is_integral(dv, &iv)) return mismatch(c, f, a->type, v, "expected integer, found a real with a fraction or out of range");
+            is_int = 1;
+        } else if (a->type == COURIER_JSON_REAL && is_int) {
+            dv = (double)iv;
+            is_int = 0;
+        }
+        if (is_int && t == JSON_INTEGER) return COURIER_OK;
+        if (!is_int && t == JSON_REAL) return COURIER_OK;
+        if (!(*out = is_int ? json_integer(iv) : json_real(dv))) return oom(c);
+        *owned = 1;
+        return COURIER_OK;
+    }
+    case COURIER_JSON_BOOL:
+        if (t == JSON_TRUE || t == JSON_FALSE) return COURIER_OK;
+        if ((co & COURIER_MAP_BOOL_FROM_NUMBER) && t == JSON_INTEGER &&
+            (json_integer_value(v) == 0 || json_integer_value(v) == 1)) {
+            *out = json_boolean(json_integer_value(v) == 1);
+            *owned = 1;
+            return COURIER_OK;
+        }
+        return mismatch(c, f, a->type, v, NULL);
+    }
+    return mismatch(c, f, a->type, v, NULL);
+}
+
+typedef struct slot {
+    json_t *value; /* NULL: leave the key out */
+    int owned;
+} slot;
+
+static int apply_object(const courier_mapping *m, const json_t *in, const frame *f, apply_ctx *c, json_t **out) {
+    *out = NULL;
+    if (!json_is_object(in)) return mismatch(c, f, COURIER_JSON_OBJECT, in, NULL);
+    if (++c->depth > CR_JSON_MAX_DEPTH) {
+        c->depth--;
+        return mismatch(c, f, COURIER_JSON_OBJECT, in, "mapping nested too deeply");
+    }
+    slot stack[32], *s = stack;
+    if (m->count > 32 && !(s = calloc(m->count, sizeof *s))) {
+        c->depth--;
+        return oom(c);
+    }
+    int rc = COURIER_OK;
+    int same = json_object_size(in) == m->count; /* the output would equal the input itself */
+    size_t i = 0;
+    for (; i < m->count; i++) {
+        const cr_attr *a = &m->attrs[i];
+        unsigned co = a->flags | m->flags;
+        const json_t *v = a->source_simple ? json_object_getn(in, a->source, a->source_len)
+                                           : cr_json_path(in, a->source, a->source_len);
+        s[i].value = NULL;
+        s[i].owned = 0;
+        if (v && json_is_null(v) && (co & COURIER_MAP_NULL_AS_ABSENT)) v = NULL;
+        if (!v || (json_is_null(v) && a->type != COURIER_JSON_ANY)) {
+            if (a->def) {
+                s[i].value = a->def;
+                same = 0;
+            } else if (a->flags & COURIER_MAP_REQUIRED) {
+                frame fa = {f, a->source, a->source_len, 0};
+                rc = mismatch(c, &fa, a->type, v, NULL);
+                break;
+            } else if (v) {
+                s[i].value = (json_t *)v; /* an optional null stays null */
+                if (!a->source_simple || a->dest_len != a->source_len || memcmp(a->dest, a->source, a->dest_len))
+                    same = 0;
+            } else {
+                same = 0;
+            }
+            continue;
+        }
+        frame fa = {f, a->source, a->source_len, 0};
+        rc = convert(a, co, v, &fa, c, &s[i].value, &s[i].owned);
+        if (rc) break;
+        if (s[i].owned || !a->source_simple || a->dest_len != a->source_len || memcmp(a->dest, a->source, a->dest_len))
+            same = 0;
+    }
+    if (rc == COURIER_OK) {
+        if (same) {
+            *out = json_incref((json_t *)in);
+        } else if (!(*out = json_object())) {
+            rc = oom(c);
+        } else {
+            for (size_t k = 0; k < m->count; k++) {
+                if (!s[k].value) continue;
+                const cr_attr *a = &m->attrs[k];
+                json_t *v = s[k].owned ? s[k].value : json_incref(s[k].value);
+                s[k].owned = 0;
+                if (json_object_setn_new_nocheck(*out, a->dest, a->dest_len, v)) {
+                    json_decref(*out);
+                    *out = NULL;
+                    rc = oom(c);
+                    break;
+                }
+            }
+        }
+    }
+    size_t filled = rc == COURIER_OK ? m->count : i + 1;
+    for (size_t k = 0; k < filled && k < m->count; k++)
+        if (s[k].owned) json_decref(s[k].value);
+    if (s != stack) free(s);
+    c->depth--;
+    return rc;
+}
+
+int cr_mapping_apply(const courier_mapping *m, const json_t *in, const char *prefix, json_t **out,
+                     courier_mapping_error *where, courier_error *err) {
+    apply_ctx c = {where, err, prefix, 0};
+    *out = NULL;
+    if (where) memset(where, 0, sizeof *where);
+    if (json_is_array(in)) {
+        /* A mapping applied to an array maps each element (the seeds' collections). */
+        size_t n = json_array_size(in);
+        json_t *arr = json_array();
+        if (!arr) return oom(&c);
+        int same = 1;
+        for (size_t i = 0; i < n; i++) {
+            frame fe = {NULL, NULL, 0, i};
+            json_t *o;
+            int rc = apply_object(m, json_array_get(in, i), &fe, &c, &o);
+            if (rc) {
+                json_decref(arr);
+                return rc;
+            }
+            if (o != json_array_get(in, i)) same = 0;
+            if (json_array_append_new(arr, o)) {
+                json_decref(arr);
+                return oom(&c);
+            }
+        }
+        if (same) {
+            json_decref(arr);
+            *out = json_incref((json_t *)in);
+        } else {
+            *out = arr;
+        }
+        return COURIER_OK;
+    }
+    return apply_object(m, in, NULL, &c, out);
+}
+
+int courier_mapping_apply(const courier_mapping *m, const courier_json *input, courier_json **out,
+                          courier_mapping_error *where, courier_error *err) {
+    cr_error_clear(err);
+    if (where) memset(where, 0, sizeof *where);
+    if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!m || !input) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "mapping or input is NULL");
+    json_t *o = NULL;
+    int rc = cr_mapping_apply(m, (const json_t *)input, "", &o, where, err);
+    *out = (courier_json *)o;
+    return rc;
+}
+
+/* ---- envelopes ----------------------------------------------------------------------------------------- */
+
+struct courier_envelope {
+    atomic_int refs;
+    atomic_int sealed;
+    char *code_path;
+    char *message_path;
+    char *data_path;
+    int64_t *codes;
+    size_t ncodes;
+    int has_range;
+    int64_t lo, hi;
+    int code_required;
+    courier_mapping *mapping;
+    cr_callback *check;
+};
+
+int courier_envelope_new(courier_envelope **out) {
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    courier_envelope *e = calloc(1, sizeof *e);
+    *out = e;
+    if (!e) return COURIER_E_NO_MEMORY;
+    atomic_init(&e->refs, 1);
+    atomic_init(&e->sealed, 0);
+    return COURIER_OK;
+}
+
+courier_envelope *cr_envelope_retain(const courier_envelope *ce) {
+    courier_envelope *e = (courier_envelope *)ce;
+    if (!e) return NULL;
+    atomic_store(&e->sealed, 1);
+    atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+    return e;
+}
+
+void courier_envelope_free(courier_envelope *e) {
+    if (!e) return;
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1) return;
+    free(e->code_path);
+    free(e->message_path);
+    free(e->data_path);
+    free(e->codes);
+    courier_mapping_free(e->mapping);
+    cr_callback_release(e->check);
+    free(e);
+}
+
+static int envelope_editable(const courier_envelope *e) {
+    return e && !atomic_load(&((courier_envelope *)e)->sealed);
+}
+
+static int set_path(courier_envelope *e, char **dst, const char *path) {
+    if (!envelope_editable(e) || (path && !valid_path(path))) return COURIER_E_INVALID_ARGUMENT;
+    return cr_set_string(dst, path);
+}
+
+int courier_envelope_set_code_path(courier_envelope *e, const char *path, int required) {
+    int rc = set_path(e, e ? &e->code_path : NULL, path);
+    if (rc == COURIER_OK) e->code_required = required ? 1 : 0;
+    return rc;
+}
+
+int courier_envelope_set_message_path(courier_envelope *e, const char *path) {
+    return set_path(e, e ? &e->message_path : NULL, path);
+}
+
+int courier_envelope_set_data_path(courier_envelope *e, const char *path) {
+    return set_path(e, e ? &e->data_path : NULL, path);
+}
+
+int courier_envelope_add_success_code(courier_envelope *e, int64_t code) {
+    if (!envelope_editable(e)) return COURIER_E_INVALID_ARGUMENT;
+    int64_t *p = realloc(e->codes, (e->ncodes + 1) * sizeof *p);
+    if (!p) return COURIER_E_NO_MEMORY;
+    e->codes = p;
+    e->codes[e->ncodes++] = code;
+    return COURIER_OK;
+}
+
+int courier_envelope_set_success_range(courier_envelope *e, int64_t lo, int64_t hi) {
+    if (!envelope_editable(e) || lo > hi) return COURIER_E_INVALID_ARGUMENT;
+    e->has_range = 1;
+    e->lo = lo;
+    e->hi = hi;
+    return COURIER_OK;
+}
+
+int courier_envelope_set_mapping(courier_envelope *e, const courier_mapping *m) {
+    if (!envelope_editable(e)) return COURIER_E_INVALID_ARGUMENT;
+    courier_mapping *r = cr_mapping_retain(m);
+    courier_mapping_free(e->mapping);
+    e->mapping = r;
+    return COURIER_OK;
+}
+
+int courier_envelope_set_check(courier_envelope *e, courier_envelope_check_fn fn, void *user,
+                               courier_user_free_fn user_free) {
+    if (!envelope_editable(e)) {
+        if (user_free) user_free(user);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    int rc;
+    cr_callback *cb = cr_callback_new((void (*)(void))fn, user, user_free, &rc);
+    if (rc) return rc;
+    cr_callback_release(e->check);
+    e->check = cb;
+    return COURIER_OK;
+}
+
+static int code_is_success(const courier_envelope *e, int64_t code) {
+    for (size_t i = 0; i < e->ncodes; i++)
+        if (e->codes[i] == code) return 1;
+    if (e->has_range) return code >= e->lo && code <= e->hi;
+    if (e->ncodes) return 0;
+    return code >= 200 && code <= 299;
+}
+
+/* ---- what a request asks of its JSON ---------------------------------------------------------------- */
+
+static void result_spec_clear(cr_result_spec *s) {
+    free(s->name);
+    free(s->key_path);
+    courier_mapping_free(s->mapping);
+}
+
+void cr_jspec_free(cr_jspec *s) {
+    if (!s) return;
+    free(s->key_path);
+    courier_mapping_free(s->mapping);
+    for (size_t i = 0; i < s->nresults; i++) result_spec_clear(&s->results[i]);
+    free(s->results);
+    courier_envelope_free(s->envelope);
+    free(s);
+}
+
+cr_jspec *cr_jspec_copy(const cr_jspec *s) {
+    cr_jspec *c = calloc(1, sizeof *c);
+    if (!c || !s) return c;
+    if (s->key_path && !(c->key_path = cr_strdup(s->key_path))) goto fail;
+    c->mapping = cr_mapping_retain(s->mapping);
+    c->envelope_set = s->envelope_set;
+    c->envelope = cr_envelope_retain(s->envelope);
+    if (s->nresults) {
+        if (!(c->results = calloc(s->nresults, sizeof *c->results))) goto fail;
+        for (size_t i = 0; i < s->nresults; i++) {
+            cr_result_spec *d = &c->results[i];
+            const cr_result_spec *r = &s->results[i];
+            c->nresults++;
+            d->flags = r->flags;
+            d->mapping = cr_mapping_retain(r->mapping);
+            if (!(d->name = cr_strdup(r->name)) || (r->key_path && !(d->key_path = cr_strdup(r->key_path)))) goto fail;
+        }
+    }
+    return c;
+fail:
+    cr_jspec_free(c);
+    return NULL;
+}
+
+static cr_jspec *jspec_of(courier_request *r) {
+    if (!r->jspec) r->jspec = calloc(1, sizeof *r->jspec);
+    return r->jspec;
+}
+
+int courier_request_set_key_path(courier_request *r, const char *key_path) {
+    if (!r || (key_path && *key_path && !valid_path(key_path))) return COURIER_E_INVALID_ARGUMENT;
+    cr_jspec *s = jspec_of(r);
+    if (!s) return COURIER_E_NO_MEMORY;
+    return cr_set_string(&s->key_path, key_path && *key_path ? key_path : NULL);
+}
+
+int courier_request_set_mapping(courier_request *r, const courier_mapping *m) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    cr_jspec *s = jspec_of(r);
+    if (!s) return COURIER_E_NO_MEMORY;
+    courier_mapping *k = cr_mapping_retain(m);
+    courier_mapping_free(s->mapping);
+    s->mapping = k;
+    return COURIER_OK;
+}
+
+int courier_request_add_result(courier_request *r, const char *name, const char *key_path, const courier_mapping *m,
+                               unsigned flags) {
+    if (!r || !name || !*name || (key_path && *key_path && !valid_path(key_path)) ||
+        (flags & ~(unsigned)COURIER_RESULT_OPTIONAL))
+        return COURIER_E_INVALID_ARGUMENT;
+    cr_jspec *s = jspec_of(r);
+    if (!s) return COURIER_E_NO_MEMORY;
+    for (size_t i = 0; i < s->nresults; i++)
+        if (strcmp(s->results[i].name, name) == 0) return COURIER_E_INVALID_ARGUMENT;
+    cr_result_spec *p = realloc(s->results, (s->nresults + 1) * sizeof *p);
+    if (!p) return COURIER_E_NO_MEMORY;
+    s->results = p;
+    cr_result_spec *d = &p[s->nresults];
+    memset(d, 0, sizeof *d);
+    d->name = cr_strdup(name);
+    d->key_path = key_path && *key_path ? cr_strdup(key_path) : NULL;
+    if (!d->name || (key_path && *key_path && !d->key_path)) {
+        result_spec_clear(d);
+        return COURIER_E_NO_MEMORY;
+    }
+    d->mapping = cr_mapping_retain(m);
+    d->flags = flags;
+    s->nresults++;
+    return COURIER_OK;
+}
+
+int courier_request_set_envelope(courier_request *r, const courier_envelope *e) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    cr_jspec *s = jspec_of(r);
+    if (!s) return COURIER_E_NO_MEMORY;
+    courier_envelope *k = cr_envelope_retain(e);
+    courier_envelope_free(s->envelope);
+    s->envelope = k;
+    s->envelope_set = 1;
+    return COURIER_OK;
+}
+
+/* ---- a finished response: envelope, key paths, mappings ------------------------------------------- */
+
+static int envelope_run(const courier_envelope *e, const json_t *doc, cr_jresp *j, courier_error *err) {
+    if (e->mapping) {
+        json_t *ignored = NULL;
+        int rc = cr_mapping_apply(e->mapping, doc, "", &ignored, &j->merr, err);
+        if (ignored) json_decref(ignored);
+        if (rc) {
+            j->has_merr = rc == COURIER_E_MAPPING;
+            return rc;
+        }
+    }
+    const json_t *code = e->code_path ? cr_json_path(doc, e->code_path, strlen(e->code_path)) : NULL;
+    const json_t *msg = e->message_path ? cr_json_path(doc, e->message_path, strlen(e->message_path)) : NULL;
+    if (msg && json_is_string(msg) && !(j->env_message = cr_strdup(json_string_value(msg))))
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    if (code) {
+        json_int_t iv;
+        double dv;
+        int is_int = 0;
+        if (json_is_integer(code)) {
+            iv = json_integer_value(code);
+            is_int = 1;
+        } else if (json_is_string(code) &&
+                   number_from_string(json_string_value(code), json_string_length(code), &iv, &dv, &is_int) == 0 &&
+                   is_int) {
+        } else if (json_is_real(code) && real_is_integral(json_real_value(code), &iv)) {
+            is_int = 1;
+        }
+        if (!is_int) {
+            apply_ctx c = {&j->merr, err, "", 0};
+            frame f = {NULL, e->code_path, strlen(e->code_path), 0};
+            j->has_merr = 1;
+            return mismatch(&c, &f, COURIER_JSON_INTEGER, code, NULL);
+        }
+        j->env_code = iv;
+        j->has_env_code = 1;
+    } else if (e->code_path && e->code_required) {
+        apply_ctx c = {&j->merr, err, "", 0};
+        frame f = {NULL, e->code_path, strlen(e->code_path), 0};
+        j->has_merr = 1;
+        return mismatch(&c, &f, COURIER_JSON_INTEGER, NULL, NULL);
+    }
+    int ok;
+    if (e->check) {
+        courier_envelope_check_fn fn = (courier_envelope_check_fn)e->check->fn;
+        ok = fn((const courier_json *)doc, j->has_env_code, j->env_code, j->env_message, e->check->user);
+    } else {
+        ok = !j->has_env_code || code_is_success(e, j->env_code);
+    }
+    if (!ok) {
+        cr_fail(err, COURIER_E_API, "%s (code %lld)", j->env_message ? j->env_message : "the server reported a failure",
+                (long long)j->env_code);
+        return COURIER_E_API;
+    }
+    return COURIER_OK;
+}
+
+/* One result: the value at key_path (or `fallback` when there is none), mapped if asked. */
+static int result_run(const json_t *doc, const char *key_path, const char *fallback, const courier_mapping *m,
+                      int optional, cr_jresp *j, json_t **out, courier_error *err) {
+    *out = NULL;
+    const char *path = key_path ? key_path : fallback;
+    const json_t *v = path ? cr_json_path(doc, path, strlen(path)) : doc;
+    if (!v || (json_is_null(v) && m)) {
+        if (optional) return COURIER_OK;
+        apply_ctx c = {&j->merr, err, "", 0};
+        frame f = {NULL, path, strlen(path ? path : ""), 0};
+        j->has_merr = 1;
+        return mismatch(&c, &f, m ? COURIER_JSON_OBJECT : COURIER_JSON_ANY, v, NULL);
+    }
+    if (!m) {
+        *out = json_incref((json_t *)v);
+        return COURIER_OK;
+    }
+    int rc = cr_mapping_apply(m, v, path ? path : "", out, &j->merr, err);
+    if (rc == COURIER_E_MAPPING) j->has_merr = 1;
+    return rc;
+}
+
+int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const json_t *doc, cr_jresp *j,
+                       courier_error *err) {
+    int rc;
+    if (env && (rc = envelope_run(env, doc, j, err))) return rc;
+    const char *fallback = env ? env->data_path : NULL;
+    if (s && (s->key_path || s->mapping)) {
+        j->applied = 1;
+        if ((rc = result_run(doc, s->key_path, fallback, s->mapping, 0, j, &j->data, err))) return rc;
+    } else if (fallback) {
+        /* The envelope's data is the default result, when there is any. */
+        j->applied = 1;
+        const json_t *v = cr_json_path(doc, fallback, strlen(fallback));
+        if (v) j->data = json_incref((json_t *)v);
+    }
+    if (s && s->nresults) {
+        if (!(j->results = calloc(s->nresults, sizeof *j->results))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+        for (size_t i = 0; i < s->nresults; i++) {
+            const cr_result_spec *r = &s->results[i];
+            if (!(j->results[i].name = cr_strdup(r->name))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+            j->nresults++;
+            rc = result_run(doc, r->key_path, fallback, r->mapping, (r->flags & COURIER_RESULT_OPTIONAL) != 0, j,
+                            &j->results[i].value, err);
+            if (rc) return rc;
+        }
+    }
+    return COURIER_OK;
+}
+
+/* ---- reading results from a response ---------------------------------------------------------------- */
+
+const courier_json *courier_response_data(const courier_response *r) {
+    cr_jresp *j = r ? cr_jresp_of(r) : NULL;
+    if (!j) return NULL;
+    if (j->data) return (const courier_json *)j->data;
+    return j->applied ? NULL : courier_response_json(r);
+}
+
+const courier_json *courier_response_result(const courier_response *r, const char *name) {
+    cr_jresp *j = r && name ? cr_jresp_of(r) : NULL;
+    if (!j) return NULL;
+    for (size_t i = 0; i < j->nresults; i++)
+        if (strcmp(j->results[i].name, name) == 0) return (const courier_json *)j->results[i].value;
+    return NULL;
+}
+
+int courier_response_envelope(const courier_response *r, int64_t *code, const char **message) {
+    if (code) *code = 0;
+    if (message) *message = NULL;
+    cr_jresp *j = r ? cr_jresp_of(r) : NULL;
+    if (!j) return COURIER_E_INVALID_ARGUMENT;
+    if (message) *message = j->env_message;
+    if (!j->has_env_code) return COURIER_E_NOT_FOUND;
+    if (code) *code = j->env_code;
+    return COURIER_OK;
+}
+
+int courier_response_mapping_error(const courier_response *r, courier_mapping_error *out) {
+    cr_jresp *j = r ? cr_jresp_of(r) : NULL;
+    if (!out) return COURIER_E_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!j) return COURIER_E_INVALID_ARGUMENT;
+    if (!j->has_merr) return COURIER_E_NOT_FOUND;
+    *out = j->merr;
+    return COURIER_OK;
+}

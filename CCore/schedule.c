@@ -1,0 +1,385 @@
+/*
+ * schedule.c — what decides when and how often a request goes out: priorities, the retry rule
+ * (which failures, how long to wait, Retry-After), coalescing keys, the frequent-request guard,
+ * interceptors and custom-transport registrations. The worker's queues that apply these live in
+ * engine.c; this file holds the rules, so they exist once.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+/* ---- configuration --------------------------------------------------------------------------- */
+
+static void sched_conf_clear(cr_sched_conf *c) {
+    for (size_t i = 0; i < c->ninterceptors; i++) cr_callback_release(c->interceptors[i].owner);
+    free(c->interceptors);
+    for (size_t i = 0; i < c->ntransports; i++) {
+        free(c->transports[i].name);
+        cr_callback_release(c->transports[i].owner);
+    }
+    free(c->transports);
+    memset(c, 0, sizeof *c);
+}
+
+void cr_sched_conf_free(cr_sched_conf *c) {
+    if (!c) return;
+    sched_conf_clear(c);
+    free(c);
+}
+
+cr_sched_conf *cr_sched_conf_copy(const cr_sched_conf *src) {
+    cr_sched_conf *c = calloc(1, sizeof *c);
+    if (!c || !src) return c;
+    c->has_retry = src->has_retry;
+    c->retry = src->retry;
+    c->guard_ms = src->guard_ms;
+    c->mock_enabled = src->mock_enabled;
+    if (src->ninterceptors) {
+        c->interceptors = calloc(src->ninterceptors, sizeof *c->interceptors);
+        if (!c->interceptors) goto fail;
+        for (size_t i = 0; i < src->ninterceptors; i++) {
+            c->interceptors[i] = src->interceptors[i];
+            cr_callback_retain(c->interceptors[i].owner);
+            c->ninterceptors++;
+        }
+    }
+    if (src->ntransports) {
+        c->transports = calloc(src->ntransports, sizeof *c->transports);
+        if (!c->transports) goto fail;
+        for (size_t i = 0; i < src->ntransports; i++) {
+            c->transports[i] = src->transports[i];
+            c->transports[i].name = cr_strdup(src->transports[i].name);
+            cr_callback_retain(c->transports[i].owner);
+            c->ntransports++;
+            if (!c->transports[i].name) goto fail;
+        }
+    }
+    return c;
+fail:
+    cr_sched_conf_free(c);
+    return NULL;
+}
+
+cr_sched_conf *cr_sched_conf_of(courier_config *c) {
+    if (!c->sched) c->sched = calloc(1, sizeof *c->sched);
+    return c->sched;
+}
+
+static int check_retry(int max_retries, long base_ms, long max_ms) {
+    if (max_retries < 0 || base_ms < 0 || max_ms < 0 || base_ms > max_ms) return COURIER_E_INVALID_ARGUMENT;
+    return COURIER_OK;
+}
+
+int courier_config_set_retry(courier_config *c, int max_retries, long base_ms, long max_ms, unsigned flags) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    int rc = check_retry(max_retries, base_ms, max_ms);
+    if (rc) return rc;
+    cr_sched_conf *s = cr_sched_conf_of(c);
+    if (!s) return COURIER_E_NO_MEMORY;
+    s->has_retry = 1;
+    s->retry = (struct cr_retry_rule){max_retries, base_ms, max_ms, flags};
+    return COURIER_OK;
+}
+
+int courier_config_set_frequent_guard_ms(courier_config *c, long window_ms) {
+    if (!c || window_ms < 0) return COURIER_E_INVALID_ARGUMENT;
+    cr_sched_conf *s = cr_sched_conf_of(c);
+    if (!s) return COURIER_E_NO_MEMORY;
+    s->guard_ms = window_ms;
+    return COURIER_OK;
+}
+
+int courier_config_set_mock_enabled(courier_config *c, int enabled) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    cr_sched_conf *s = cr_sched_conf_of(c);
+    if (!s) return COURIER_E_NO_MEMORY;
+    s->mock_enabled = enabled ? 1 : 0;
+    return COURIER_OK;
+}
+
+static void no_op(void) {}
+
+int courier_config_add_interceptor(courier_config *c, courier_before_send_fn before, courier_after_receive_fn after,
+                                   void *user, courier_user_free_fn user_free) {
+    if (!c || (!before && !after)) {
+        if (user_free) user_free(user);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    cr_sched_conf *s = cr_sched_conf_of(c);
+    cr_interceptor *p = s ? realloc(s->interceptors, (s->ninterceptors + 1) * sizeof *p) : NULL;
+    if (!p) {
+        if (user_free) user_free(user);
+        return COURIER_E_NO_MEMORY;
+    }
+    s->interceptors = p;
+    int rc;
+    cr_callback *owner = cr_callback_new(no_op, user, user_free, &rc);
+    if (!owner) return rc;
+    p[s->ninterceptors++] = (cr_interceptor){before, after, owner};
+    return COURIER_OK;
+}
+
+int courier_config_register_transport(courier_config *c, const char *name, const courier_transport *transport,
+                                      size_t size, void *user, courier_user_free_fn user_free) {
+    int rc = COURIER_E_INVALID_ARGUMENT;
+    cr_sched_conf *s = c ? cr_sched_conf_of(c) : NULL;
+    if (c && !s) rc = COURIER_E_NO_MEMORY;
+    if (!s || !name || !*name || strcmp(name, "http") == 0 || !transport || size < sizeof(transport->start) ||
+        !transport->start)
+        goto fail;
+    for (size_t i = 0; i < s->ntransports; i++)
+        if (strcmp(s->transports[i].name, name) == 0) goto fail;
+    rc = COURIER_E_NO_MEMORY;
+    cr_transport_reg *p = realloc(s->transports, (s->ntransports + 1) * sizeof *p);
+    if (!p) goto fail;
+    s->transports = p;
+    cr_transport_reg reg = {0};
+    memcpy(&reg.vt, transport, size < sizeof reg.vt ? size : sizeof reg.vt);
+    if (!(reg.name = cr_strdup(name))) goto fail;
+    reg.owner = cr_callback_new(no_op, user, user_free, &rc);
+    if (!reg.owner) {
+        free(reg.name);
+        return rc;
+    }
+    p[s->ntransports++] = reg;
+    return COURIER_OK;
+fail:
+    if (user_free) user_free(user);
+    return rc;
+}
+
+/* ---- request settings ------------------------------------------------------------------------ */
+
+int courier_request_set_priority(courier_request *r, courier_priority priority) {
+    if (!r || priority < COURIER_PRIORITY_LOW || priority > COURIER_PRIORITY_HIGH) return COURIER_E_INVALID_ARGUMENT;
+    r->priority = (int)priority;
+    return COURIER_OK;
+}
+
+int courier_request_set_retry(courier_request *r, int max_retries, long base_ms, long max_ms, unsigned flags) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    int rc = check_retry(max_retries, base_ms, max_ms);
+    if (rc) return rc;
+    r->has_retry = 1;
+    r->retry = (struct cr_retry_rule){max_retries, base_ms, max_ms, flags};
+    return COURIER_OK;
+}
+
+int courier_request_set_coalesce(courier_request *r, int coalesce) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    r->no_coalesce = coalesce ? 0 : 1;
+    return COURIER_OK;
+}
+
+int courier_request_set_frequent_guard(courier_request *r, int guarded) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    r->unguarded = guarded ? 0 : 1;
+    return COURIER_OK;
+}
+
+int courier_request_set_transport(courier_request *r, const char *name) {
+    if (!r || (name && !*name)) return COURIER_E_INVALID_ARGUMENT;
+    if (name && strcmp(name, "http") == 0) name = NULL;
+    return cr_set_string(&r->transport_name, name);
+}
+
+int courier_response_attempts(const courier_response *r, int *attempts, double *waited_s) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    if (attempts) *attempts = r->attempts > 0 ? r->attempts : 1;
+    if (waited_s) *waited_s = r->waited_s;
+    return COURIER_OK;
+}
+
+/* ---- prepare time ---------------------------------------------------------------------------- */
+
+static bool is_idempotent(const char *m) {
+    return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || strcmp(m, "PUT") == 0 || strcmp(m, "DELETE") == 0 ||
+           strcmp(m, "OPTIONS") == 0 || strcmp(m, "TRACE") == 0;
+}
+
+/* "scheme://host:port" of an absolute URL (already validated). */
+static char *host_key(const char *url) {
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL, *key = NULL;
+    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        cr_buf b = {0};
+        if (!cr_buf_append_str(&b, scheme) && !cr_buf_append_str(&b, "://") && !cr_buf_append_str(&b, host) &&
+            !cr_buf_append_char(&b, ':') && !cr_buf_append_str(&b, port))
+            key = cr_buf_take(&b, NULL);
+        else cr_buf_free(&b);
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return key;
+}
+
+/* Method, URL and header lines, one per line: what makes two requests "the same". */
+static char *identity(const cr_transfer *t, bool with_body, size_t *len) {
+    cr_buf b = {0};
+    int rc = cr_buf_append_str(&b, t->method) || cr_buf_append_char(&b, '\n') || cr_buf_append_str(&b, t->url);
+    for (size_t i = 0; i < t->headers.count && !rc; i++)
+        rc = cr_buf_append_char(&b, '\n') || cr_buf_append_str(&b, t->headers.items[i].name) ||
+             cr_buf_append_char(&b, ':') || cr_buf_append_str(&b, t->headers.items[i].value);
+    if (with_body && t->has_body && !rc) rc = cr_buf_append_str(&b, "\n\n") || cr_buf_append(&b, t->body, t->body_len);
+    if (rc) {
+        cr_buf_free(&b);
+        return NULL;
+    }
+    return cr_buf_take(&b, len);
+}
+
+int cr_sched_prepare(courier_engine *e, const courier_request *r, cr_transfer *t, courier_outgoing *o,
+                     courier_error *err) {
+    const cr_sched_conf *sc = e->config->sched;
+    /* Interceptors' before-send, in order, after the request's own customize. */
+    for (size_t i = 0; sc && i < sc->ninterceptors; i++) {
+        if (!sc->interceptors[i].before) continue;
+        int rc = sc->interceptors[i].before(o, sc->interceptors[i].owner->user);
+        if (rc != COURIER_OK)
+            return cr_fail(err, rc < 0 ? rc : COURIER_E_INVALID_ARGUMENT, "an interceptor refused the request");
+    }
+    t->priority = r->priority;
+    t->unguarded = r->unguarded;
+    if (r->has_retry) t->retry = r->retry;
+    else if (sc && sc->has_retry) t->retry = sc->retry;
+    if (r->transport_name) {
+        for (size_t i = 0; sc && i < sc->ntransports; i++)
+            if (strcmp(sc->transports[i].name, r->transport_name) == 0) t->custom = &sc->transports[i];
+        if (!t->custom)
+            return cr_fail(err, COURIER_E_NOT_FOUND, "no transport named '%.100s' is registered", r->transport_name);
+    }
+    if (r->mock && atomic_load(&e->mock_enabled)) {
+        if (!(t->mock = cr_mock_copy(r->mock))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    return COURIER_OK;
+}
+
+/* Called after the outgoing view became the transfer: host key and coalescing key. */
+int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, courier_error *err) {
+    if (!(t->host = host_key(t->url))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    if (!r->no_coalesce && !t->mock && !t->custom && !t->has_body &&
+        (strcmp(t->method, "GET") == 0 || strcmp(t->method, "HEAD") == 0)) {
+        if (!(t->coalesce_key = identity(t, false, NULL))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    return COURIER_OK;
+}
+
+/* ---- the frequent-request guard ---------------------------------------------------------------- */
+
+static uint64_t fnv1a(const char *s, size_t len) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+int64_t cr_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Guard entries live in the engine's scheduler state, under the engine's lock. */
+typedef struct cr_guard_entry {
+    uint64_t hash;
+    int64_t at_ms;
+} cr_guard_entry;
+
+struct cr_guard {
+    cr_guard_entry *items;
+    size_t count;
+    size_t cap;
+};
+
+/* Returns COURIER_OK and records the request, or COURIER_E_TOO_FREQUENT. Caller holds e->lock. */
+int cr_guard_check(struct cr_guard **gp, long window_ms, const cr_transfer *t, courier_error *err) {
+    if (!*gp && !(*gp = calloc(1, sizeof **gp))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    struct cr_guard *g = *gp;
+    size_t idlen = 0;
+    char *id = identity(t, true, &idlen);
+    if (!id) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    uint64_t h = fnv1a(id, idlen);
+    free(id);
+    int64_t now = cr_mono_ms();
+    size_t w = 0;
+    bool seen = false;
+    for (size_t i = 0; i < g->count; i++) { /* drop what left the window; find this one */
+        if (now - g->items[i].at_ms >= window_ms) continue;
+        if (g->items[i].hash == h) seen = true;
+        g->items[w++] = g->items[i];
+    }
+    g->count = w;
+    if (seen) return cr_fail(err, COURIER_E_TOO_FREQUENT, "an identical request was sent less than %ld ms ago", window_ms);
+    if (g->count == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 16;
+        cr_guard_entry *p = realloc(g->items, cap * sizeof *p);
+        if (!p) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+        g->items = p;
+        g->cap = cap;
+    }
+    g->items[g->count++] = (cr_guard_entry){h, now};
+    return COURIER_OK;
+}
+
+void cr_guard_free(struct cr_guard *g) {
+    if (!g) return;
+    free(g->items);
+    free(g);
+}
+
+/* ---- retry ------------------------------------------------------------------------------------- */
+
+/* Seconds from a Retry-After value (delta-seconds or an HTTP date), or -1. */
+static double retry_after_s(const char *v) {
+    if (!v || !*v) return -1;
+    char *end = NULL;
+    long secs = strtol(v, &end, 10);
+    if (end != v && *end == '\0') return secs >= 0 ? (double)secs : -1;
+    time_t at = curl_getdate(v, NULL);
+    if (at == (time_t)-1) return -1;
+    double d = difftime(at, time(NULL));
+    return d > 0 ? d : 0;
+}
+
+static bool retryable_code(int code) {
+    return code == COURIER_E_CANNOT_RESOLVE || code == COURIER_E_CANNOT_CONNECT || code == COURIER_E_TIMEOUT ||
+           code == COURIER_E_PARTIAL_RESPONSE || code == COURIER_E_NETWORK;
+}
+
+/* Decides whether a transfer that ended with (code, resp) is tried again, and after how many ms.
+ * Returns -1 for no. `rng` is the worker's random state. */
+long cr_retry_delay(const cr_transfer *t, int code, const courier_response *resp, uint64_t *rng) {
+    const struct cr_retry_rule *rule = &t->retry;
+    if (rule->max <= 0 || t->attempts > rule->max || t->cancel_requested) return -1;
+    if (!is_idempotent(t->method) && !(rule->flags & COURIER_RETRY_NON_IDEMPOTENT)) return -1;
+    int status = resp ? resp->status : 0;
+    bool by_status = code == COURIER_OK && (status == 408 || status == 429 || status >= 500);
+    if (!by_status && !(code != COURIER_OK && retryable_code(code))) return -1;
+    /* Exponential backoff with jitter: a random wait between half and all of base * 2^(n-1). */
+    long delay = rule->base_ms;
+    for (int i = 1; i < t->attempts && delay < rule->max_ms; i++) delay *= 2;
+    if (delay > rule->max_ms) delay = rule->max_ms;
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    if (delay > 1) delay = delay / 2 + (long)(*rng % (uint64_t)(delay - delay / 2 + 1));
+    if (by_status && (status == 429 || status == 503) && !(rule->flags & COURIER_RETRY_IGNORE_RETRY_AFTER)) {
+        double ra = retry_after_s(cr_kvlist_get(&resp->headers, "Retry-After"));
+        if (ra >= 0) {
+            if (ra * 1000.0 > (double)rule->max_ms) return -1; /* longer than the rule allows */
+            long ra_ms = (long)(ra * 1000.0);
+            if (ra_ms > delay) delay = ra_ms;
+        }
+    }
+    return delay;
+}

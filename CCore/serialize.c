@@ -1,0 +1,369 @@
+/*
+ * serialize.c — serializers by MIME type: response decoders (JSON for application/json and
+ * +json, MIME types registered as JSON, custom decoder callbacks) and request body encoders (a JSON
+ * value as a JSON body or as a form). Also the engine-level JSON settings (envelope, parse limits)
+ * and a response's JSON state: the body parsed once, on demand or at completion.
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- MIME types ---------------------------------------------------------------------------------- */
+
+/* The lower-case "type/subtype" of a Content-Type value, without parameters or spaces. 0 if none. */
+static int mime_of(const char *ct, char *buf, size_t size) {
+    if (!ct) return 0;
+    while (*ct == ' ' || *ct == '\t') ct++;
+    size_t n = 0;
+    while (ct[n] && ct[n] != ';' && ct[n] != ' ' && ct[n] != '\t' && n + 1 < size) {
+        buf[n] = (char)tolower((unsigned char)ct[n]);
+        n++;
+    }
+    buf[n] = '\0';
+    return n > 0 && strchr(buf, '/') != NULL;
+}
+
+static int builtin_json(const char *mime) {
+    if (strcmp(mime, "application/json") == 0) return 1;
+    size_t n = strlen(mime);
+    return n > 5 && strcmp(mime + n - 5, "+json") == 0;
+}
+
+static int mime_matches(const char *pattern, const char *mime) {
+    if (strcmp(pattern, "*/*") == 0 || strcmp(pattern, mime) == 0) return 1;
+    size_t n = strlen(pattern);
+    return n > 2 && strcmp(pattern + n - 2, "/*") == 0 && strncmp(pattern, mime, n - 1) == 0;
+}
+
+/* Chooses the decoder for a content type: 1 with *custom set (retained) or NULL for JSON; 0 none.
+ * A missing Content-Type is read as JSON. Registrations are searched newest first. */
+static int choose_decoder(const cr_jconf *c, const char *content_type, cr_callback **custom) {
+    *custom = NULL;
+    char mime[128];
+    if (!content_type) return 1;
+    if (!mime_of(content_type, mime, sizeof mime)) return 0;
+    for (size_t i = c ? c->ncodecs : 0; i-- > 0;) {
+        if (mime_matches(c->codecs[i].mime, mime)) {
+            *custom = cr_callback_retain(c->codecs[i].decoder);
+            return 1;
+        }
+    }
+    return builtin_json(mime);
+}
+
+/* ---- engine settings --------------------------------------------------------------------------------- */
+
+static cr_jconf *jconf_of(courier_config *c) {
+    if (!c->jconf) {
+        c->jconf = calloc(1, sizeof *c->jconf);
+        if (c->jconf) cr_json_options_resolve(NULL, &c->jconf->options);
+    }
+    return c->jconf;
+}
+
+void cr_jconf_free(cr_jconf *c) {
+    if (!c) return;
+    courier_envelope_free(c->envelope);
+    for (size_t i = 0; i < c->ncodecs; i++) {
+        free(c->codecs[i].mime);
+        cr_callback_release(c->codecs[i].decoder);
+    }
+    free(c->codecs);
+    free(c);
+}
+
+cr_jconf *cr_jconf_copy(const cr_jconf *src) {
+    if (!src) return NULL;
+    cr_jconf *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->options = src->options;
+    c->envelope = cr_envelope_retain(src->envelope);
+    if (src->ncodecs) {
+        if (!(c->codecs = calloc(src->ncodecs, sizeof *c->codecs))) goto fail;
+        for (size_t i = 0; i < src->ncodecs; i++) {
+            c->codecs[i].decoder = cr_callback_retain(src->codecs[i].decoder);
+            c->ncodecs++;
+            if (!(c->codecs[i].mime = cr_strdup(src->codecs[i].mime))) goto fail;
+        }
+    }
+    return c;
+fail:
+    cr_jconf_free(c);
+    return NULL;
+}
+
+int courier_config_set_envelope(courier_config *c, const courier_envelope *e) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    cr_jconf *j = jconf_of(c);
+    if (!j) return COURIER_E_NO_MEMORY;
+    courier_envelope *k = cr_envelope_retain(e);
+    courier_envelope_free(j->envelope);
+    j->envelope = k;
+    return COURIER_OK;
+}
+
+int courier_config_set_json_options(courier_config *c, const courier_json_options *opts) {
+    if (!c || (opts && opts->version < 1)) return COURIER_E_INVALID_ARGUMENT;
+    cr_jconf *j = jconf_of(c);
+    if (!j) return COURIER_E_NO_MEMORY;
+    cr_json_options_resolve(opts, &j->options);
+    return COURIER_OK;
+}
+
+static int add_codec(courier_config *c, const char *mime, cr_callback *decoder) {
+    char norm[128];
+    size_t len = mime ? strlen(mime) : 0;
+    if (len == 0 || len >= sizeof norm || !mime_of(mime, norm, sizeof norm) || strlen(norm) != len ||
+        !cr_is_token(norm, strchr(norm, '/') - norm) || !cr_is_token(strchr(norm, '/') + 1, strlen(strchr(norm, '/') + 1))) {
+        cr_callback_release(decoder);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    cr_jconf *j = jconf_of(c);
+    cr_codec *p = j ? realloc(j->codecs, (j->ncodecs + 1) * sizeof *p) : NULL;
+    char *m = p ? cr_strdup(norm) : NULL;
+    if (!m) {
+        if (p) j->codecs = p;
+        cr_callback_release(decoder);
+        return COURIER_E_NO_MEMORY;
+    }
+    j->codecs = p;
+    j->codecs[j->ncodecs].mime = m;
+    j->codecs[j->ncodecs].decoder = decoder;
+    j->ncodecs++;
+    return COURIER_OK;
+}
+
+int courier_config_add_json_type(courier_config *c, const char *mime) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    return add_codec(c, mime, NULL);
+}
+
+int courier_config_set_decoder(courier_config *c, const char *mime, courier_decoder_fn fn, void *user,
+                               courier_user_free_fn user_free) {
+    if (!c || !fn) {
+        if (user_free) user_free(user);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    int rc;
+    cr_callback *cb = cr_callback_new((void (*)(void))fn, user, user_free, &rc);
+    if (rc) return rc;
+    return add_codec(c, mime, cb);
+}
+
+/* ---- a response's JSON ---------------------------------------------------------------------------- */
+
+static cr_jresp *jresp_new(const cr_jconf *conf, const char *content_type) {
+    cr_jresp *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    atomic_init(&j->doc, NULL);
+    if (conf) j->options = conf->options;
+    else cr_json_options_resolve(NULL, &j->options);
+    j->decodable = choose_decoder(conf, content_type, &j->decoder);
+    if (content_type && !(j->content_type = cr_strdup(content_type))) {
+        cr_callback_release(j->decoder);
+        free(j);
+        return NULL;
+    }
+    return j;
+}
+
+static void jresp_free(cr_jresp *j) {
+    if (!j) return;
+    json_t *doc = atomic_load(&j->doc);
+    if (doc) json_decref(doc);
+    cr_callback_release(j->decoder);
+    free(j->content_type);
+    if (j->data) json_decref(j->data);
+    for (size_t i = 0; i < j->nresults; i++) {
+        free(j->results[i].name);
+        if (j->results[i].value) json_decref(j->results[i].value);
+    }
+    free(j->results);
+    free(j->env_message);
+    free(j);
+}
+
+void cr_response_json_free(courier_response *r) {
+    if (r) jresp_free(atomic_load(&r->jresp));
+}
+
+cr_jresp *cr_jresp_of(const courier_response *cr) {
+    courier_response *r = (courier_response *)cr;
+    cr_jresp *j = atomic_load(&r->jresp);
+    if (j) return j;
+    /* A response the transport did not see (built elsewhere): decide from its content type alone. */
+    cr_jresp *fresh = jresp_new(NULL, cr_kvlist_get(&r->headers, "Content-Type"));
+    if (!fresh) return NULL;
+    cr_jresp *expected = NULL;
+    if (atomic_compare_exchange_strong(&r->jresp, &expected, fresh)) return fresh;
+    jresp_free(fresh);
+    return expected;
+}
+
+/* Parses (or decodes) the body once; later calls, from any thread, get the same document. */
+static int jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out, courier_error *err) {
+    json_t *doc = atomic_load(&j->doc);
+    if (doc) {
+        *out = doc;
+        return COURIER_OK;
+    }
+    *out = NULL;
+    if (!j->decodable)
+        return cr_fail(err, COURIER_E_JSON, "no decoder for content type '%.100s'",
+                       j->content_type ? j->content_type : "");
+    int rc;
+    if (j->decoder) {
+        courier_decoder_fn fn = (courier_decoder_fn)j->decoder->fn;
+        courier_json *made = NULL;
+        courier_error derr;
+        cr_error_clear(&derr);
+        rc = fn((const uint8_t *)r->body, r->body_len, j->content_type, &made, &derr, j->decoder->user);
+        if (rc == COURIER_OK && !made) rc = COURIER_E_JSON;
+        if (rc != COURIER_OK) {
+            courier_json_free(made);
+            if (rc > 0) rc = COURIER_E_JSON;
+            if (err) {
+                *err = derr;
+                err->code = rc;
+                if (!err->message[0]) snprintf(err->message, sizeof err->message, "the decoder for '%.100s' failed",
+                                               j->content_type ? j->content_type : "");
+            }
+            return rc;
+        }
+        doc = (json_t *)made;
+    } else {
+        if (r->body_len == 0) return cr_fail(err, COURIER_E_JSON, "the body is empty");
+        rc = cr_json_parse(r->body, r->body_len, &j->options, &doc, err);
+        if (rc) return rc;
+    }
+    json_t *expected = NULL;
+    if (!atomic_compare_exchange_strong(&j->doc, &expected, doc)) {
+        json_decref(doc);
+        doc = expected;
+    }
+    *out = doc;
+    return COURIER_OK;
+}
+
+int courier_response_parse_json(const courier_response *r, const courier_json **out, courier_error *err) {
+    cr_error_clear(err);
+    if (out) *out = NULL;
+    if (!r || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "response or out is NULL");
+    cr_jresp *j = cr_jresp_of(r);
+    if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    const json_t *doc;
+    int rc = jresp_doc(r, j, &doc, err);
+    *out = (const courier_json *)doc;
+    return rc;
+}
+
+const courier_json *courier_response_json(const courier_response *r) {
+    const courier_json *doc = NULL;
+    return courier_response_parse_json(r, &doc, NULL) == COURIER_OK ? doc : NULL;
+}
+
+int cr_json_finish(const cr_transfer *t, courier_response *r, courier_error *err) {
+    const courier_config *cfg = t->engine ? t->engine->config : NULL;
+    const cr_jconf *conf = cfg ? cfg->jconf : NULL;
+    cr_jresp *j = jresp_new(conf, cr_kvlist_get(&r->headers, "Content-Type"));
+    if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    jresp_free(atomic_exchange(&r->jresp, j)); /* a response may come back from a mock already read */
+    if (r->status >= 400) return COURIER_OK; /* judged by its status; its JSON is still there on demand */
+    const cr_jspec *s = t->jspec;
+    const courier_envelope *env = s && s->envelope_set ? s->envelope : conf ? conf->envelope : NULL;
+    int asked = s && (s->key_path || s->mapping || s->nresults);
+    if (!asked && !(env && j->decodable)) return COURIER_OK;
+    const json_t *doc;
+    int rc = jresp_doc(r, j, &doc, err);
+    if (rc == COURIER_OK) rc = cr_json_apply_spec(s, env, doc, j, err);
+    if (rc && err) err->http_status = r->status;
+    return rc;
+}
+
+/* ---- request body encoders ---------------------------------------------------------------------------- */
+
+int courier_request_set_json_body(courier_request *r, const courier_json *value, unsigned flags) {
+    if (!r || !value) return COURIER_E_INVALID_ARGUMENT;
+    cr_buf b = {0};
+    int rc = cr_json_dump((const json_t *)value, flags, &b);
+    if (rc == COURIER_OK) rc = courier_request_set_body(r, b.data ? b.data : "", b.len, "application/json");
+    cr_buf_free(&b);
+    return rc;
+}
+
+/* name=value for every leaf: nested objects as name[key], arrays as name[] (the seeds' AFNetworking
+ * convention), true/false for booleans, an empty value for null. */
+static int form_value(cr_buf *out, cr_buf *name, const json_t *v, int depth) {
+    if (depth > 32) return COURIER_E_INVALID_ARGUMENT;
+    size_t mark = name->len;
+    int rc = COURIER_OK;
+    if (json_is_object(v)) {
+        for (void *it = json_object_iter((json_t *)v); it && rc == COURIER_OK; it = json_object_iter_next((json_t *)v, it)) {
+            name->len = mark;
+            if (cr_buf_append_char(name, '[') || cr_buf_append(name, json_object_iter_key(it), json_object_iter_key_len(it)) ||
+                cr_buf_append_char(name, ']'))
+                rc = COURIER_E_NO_MEMORY;
+            else
+                rc = form_value(out, name, json_object_iter_value(it), depth + 1);
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v) && rc == COURIER_OK; i++) {
+            name->len = mark;
+            if (cr_buf_append(name, "[]", 2)) rc = COURIER_E_NO_MEMORY;
+            else rc = form_value(out, name, json_array_get(v, i), depth + 1);
+        }
+    } else {
+        char num[40];
+        const char *text = "";
+        size_t tlen = 0;
+        int n;
+        switch (json_typeof(v)) {
+        case JSON_STRING: text = json_string_value(v); tlen = json_string_length(v); break;
+        case JSON_INTEGER:
+            n = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            text = num, tlen = (size_t)n;
+            break;
+        case JSON_REAL:
+            n = cr_json_format_real(json_real_value(v), num, sizeof num);
+            text = num, tlen = n > 0 ? (size_t)n : 0;
+            break;
+        case JSON_TRUE: text = "true", tlen = 4; break;
+        case JSON_FALSE: text = "false", tlen = 5; break;
+        default: break;
+        }
+        if ((out->len && cr_buf_append_char(out, '&')) || cr_percent_encode(out, name->data, name->len) ||
+            cr_buf_append_char(out, '=') || cr_percent_encode(out, text, tlen))
+            rc = COURIER_E_NO_MEMORY;
+    }
+    name->len = mark;
+    if (name->data) name->data[mark] = '\0';
+    return rc;
+}
+
+static int cr_form_encode(const json_t *object, cr_buf *out) {
+    if (!json_is_object(object)) return COURIER_E_INVALID_ARGUMENT;
+    cr_buf name = {0};
+    int rc = COURIER_OK;
+    for (void *it = json_object_iter((json_t *)object); it && rc == COURIER_OK;
+         it = json_object_iter_next((json_t *)object, it)) {
+        name.len = 0;
+        if (cr_buf_append(&name, json_object_iter_key(it), json_object_iter_key_len(it))) rc = COURIER_E_NO_MEMORY;
+        else rc = form_value(out, &name, json_object_iter_value(it), 0);
+    }
+    cr_buf_free(&name);
+    return rc;
+}
+
+int courier_request_set_form_body(courier_request *r, const courier_json *object) {
+    if (!r || !object || !json_is_object((const json_t *)object)) return COURIER_E_INVALID_ARGUMENT;
+    cr_buf b = {0};
+    int rc = cr_form_encode((const json_t *)object, &b);
+    if (rc == COURIER_OK)
+        rc = courier_request_set_body(r, b.data ? b.data : "", b.len, "application/x-www-form-urlencoded");
+    cr_buf_free(&b);
+    return rc;
+}

@@ -1,0 +1,1014 @@
+/*
+ * store.c — the cache's LMDB environment and its entries.
+ *
+ * One environment per store directory per process: a process-wide registry keyed by the
+ * directory's device and inode shares it between engines (LMDB forbids opening one environment
+ * twice in a process). MDB_NOTLS, so read transactions are not tied to threads and are pooled.
+ *
+ * Named databases:
+ *   entries  hash(16)                      -> entry value (versioned header + payload)
+ *   expiry   discard_ms(be64) | hash(16)   -> ""      (purging expired entries is a range scan)
+ *   order    seq(be64)                     -> hash    (least recently written first)
+ *   vary     hash(primary key)             -> the Vary header names of that URL
+ *   meta     "format" -> u32, "totals" -> {bytes, count, seq}  (updated in the same transactions)
+ *
+ * Durability: MDB_NOMETASYNC (see DESIGN.md, Storage): one fdatasync per commit keeps the store
+ * consistent across power loss (at worst the last commit is lost); writes from the network path
+ * are grouped, one transaction per turn of the worker's loop.
+ *
+ * Recovery: a store that does not open (bad magic, truncated, other LMDB version), whose meta
+ * says a newer format, or that reported corruption at run time (a CORRUPT marker file) is renamed
+ * aside and recreated; a stderr line says so. Nothing here aborts or asserts on disk contents.
+ */
+#include "cache_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CR_ENTRY_MAGIC 0x45435243u /* "CRCE" */
+#define CR_ENTRY_HDR 96u
+#define CR_POOL 16
+#define CR_MAX_KEY_FIELD (64u * 1024u * 1024u)
+
+struct cr_store {
+    struct cr_store *next; /* registry */
+    dev_t dev;
+    ino_t ino;
+    pid_t pid;
+    int refs; /* registry lock */
+    char *dir;
+    MDB_env *env;
+    MDB_dbi db_entries, db_expiry, db_order, db_vary, db_meta;
+    pthread_rwlock_t rw; /* read: any transaction; write: resizing the map */
+    pthread_mutex_t pool_lock;
+    MDB_txn *pool[CR_POOL];
+    int npool;
+    atomic_int broken;
+};
+
+typedef struct totals {
+    uint64_t bytes;
+    uint64_t count;
+    uint64_t seq;
+} totals;
+
+/* ---- small helpers ------------------------------------------------------------------------- */
+
+static void put_be64(uint8_t *p, uint64_t v) {
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static uint64_t get_be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = v << 8 | p[i];
+    return v;
+}
+
+static uint64_t be_time(int64_t ms) { return ms < 0 ? 0 : (uint64_t)ms; }
+
+void cr_cache_log(const char *fmt, ...) {
+    va_list ap;
+    char line[512];
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "courier: cache: %s\n", line);
+}
+
+static int store_fail(courier_error *err, int mdb_rc, const char *what) {
+    cr_fail(err, COURIER_E_STORE, "%s: %s", what, mdb_strerror(mdb_rc));
+    if (err) err->store_error = mdb_rc;
+    return COURIER_E_STORE;
+}
+
+static bool is_corruption(int rc) {
+    return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH ||
+           rc == MDB_BAD_TXN;
+}
+
+/* A run-time corruption: the store keeps answering "miss", and the next open recreates it. */
+static void mark_broken(cr_store *s, int rc) {
+    if (atomic_exchange(&s->broken, 1)) return;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/CORRUPT", s->dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
+    cr_cache_log("store '%s' reported '%s'; it will be moved aside and recreated at the next open", s->dir,
+                 mdb_strerror(rc));
+}
+
+/* ---- entry format ---------------------------------------------------------------------------- */
+/*
+ * Value layout (host byte order; the magic catches a foreign byte order):
+ *   0 u32 magic   4 u16 format   6 u16 header size (96)   8 u32 flags   12 i32 status
+ *  16 i64 created   24 i64 expires   32 i64 discard   40 u64 seq
+ *  48 u32 initial age   52 u32 stale-while-revalidate   56 u32 stale-if-error
+ *  60 u32 key len   64 u32 method len   68 u32 url len   72 u32 etag len   76 u32 last-modified len
+ *  80 u32 header block len   84 u32 checksum   88 u64 body len
+ *  96 key, method, url, etag, last-modified, header block ("name\0value\0"...), body
+ * The checksum (low 32 bits of a 64-bit hash of the payload seeded with a hash of bytes 0..83)
+ * catches a torn or damaged value: such an entry reads as a miss and is replaced by the next write.
+ */
+
+static size_t header_block_len(const cr_store_put *p) {
+    if (!p->headers) return p->entry.headers_len;
+    size_t n = 0;
+    for (size_t i = 0; i < p->headers->count; i++)
+        n += strlen(p->headers->items[i].name) + 1 + strlen(p->headers->items[i].value) + 1;
+    return n;
+}
+
+static size_t entry_size(const cr_store_put *p, size_t hb) {
+    const cr_entry *e = &p->entry;
+    return CR_ENTRY_HDR + e->key_len + e->method_len + e->url_len + e->etag_len + e->last_modified_len + hb +
+           e->body_len;
+}
+
+static void w32(uint8_t *b, size_t off, uint32_t v) { memcpy(b + off, &v, 4); }
+static void w64(uint8_t *b, size_t off, uint64_t v) { memcpy(b + off, &v, 8); }
+static uint32_t r32(const uint8_t *b, size_t off) {
+    uint32_t v;
+    memcpy(&v, b + off, 4);
+    return v;
+}
+static uint64_t r64(const uint8_t *b, size_t off) {
+    uint64_t v;
+    memcpy(&v, b + off, 8);
+    return v;
+}
+
+static void entry_encode(const cr_store_put *p, size_t hb, uint8_t *out, size_t size) {
+    const cr_entry *e = &p->entry;
+    memset(out, 0, CR_ENTRY_HDR);
+    w32(out, 0, CR_ENTRY_MAGIC);
+    uint16_t fmt = CR_ENTRY_FORMAT, hs = CR_ENTRY_HDR;
+    memcpy(out + 4, &fmt, 2);
+    memcpy(out + 6, &hs, 2);
+    w32(out, 8, e->flags);
+    w32(out, 12, (uint32_t)e->status);
+    w64(out, 16, (uint64_t)e->created_ms);
+    w64(out, 24, (uint64_t)e->expires_ms);
+    w64(out, 32, (uint64_t)e->discard_ms);
+    w64(out, 40, e->seq);
+    w32(out, 48, e->initial_age_s);
+    w32(out, 52, e->swr_s);
+    w32(out, 56, e->sie_s);
+    w32(out, 60, (uint32_t)e->key_len);
+    w32(out, 64, (uint32_t)e->method_len);
+    w32(out, 68, (uint32_t)e->url_len);
+    w32(out, 72, (uint32_t)e->etag_len);
+    w32(out, 76, (uint32_t)e->last_modified_len);
+    w32(out, 80, (uint32_t)hb);
+    w64(out, 88, (uint64_t)e->body_len);
+    uint8_t *q = out + CR_ENTRY_HDR;
+#define PUT(ptr, len)                         \
+    do {                                      \
+        if (len) memcpy(q, (ptr), (len));     \
+        q += (len);                           \
+    } while (0)
+    PUT(e->key, e->key_len);
+    PUT(e->method, e->method_len);
+    PUT(e->url, e->url_len);
+    PUT(e->etag, e->etag_len);
+    PUT(e->last_modified, e->last_modified_len);
+    if (p->headers) {
+        for (size_t i = 0; i < p->headers->count; i++) {
+            const cr_kv *kv = &p->headers->items[i];
+            size_t nl = strlen(kv->name) + 1, vl = strlen(kv->value) + 1;
+            PUT(kv->name, nl);
+            PUT(kv->value, vl);
+        }
+    } else {
+        PUT(e->headers, e->headers_len);
+    }
+    PUT(e->body, e->body_len);
+#undef PUT
+    uint64_t seed = cr_hash64(out, 84, 0x636f7572696572ULL);
+    w32(out, 84, (uint32_t)cr_hash64(out + CR_ENTRY_HDR, size - CR_ENTRY_HDR, seed));
+}
+
+bool cr_entry_decode(const void *data, size_t len, cr_entry *out) {
+    const uint8_t *b = data;
+    if (len < CR_ENTRY_HDR || r32(b, 0) != CR_ENTRY_MAGIC) return false;
+    uint16_t fmt, hs;
+    memcpy(&fmt, b + 4, 2);
+    memcpy(&hs, b + 6, 2);
+    if (fmt != CR_ENTRY_FORMAT || hs != CR_ENTRY_HDR) return false;
+    memset(out, 0, sizeof *out);
+    out->flags = r32(b, 8);
+    out->status = (int)r32(b, 12);
+    out->created_ms = (int64_t)r64(b, 16);
+    out->expires_ms = (int64_t)r64(b, 24);
+    out->discard_ms = (int64_t)r64(b, 32);
+    out->seq = r64(b, 40);
+    out->initial_age_s = r32(b, 48);
+    out->swr_s = r32(b, 52);
+    out->sie_s = r32(b, 56);
+    out->key_len = r32(b, 60);
+    out->method_len = r32(b, 64);
+    out->url_len = r32(b, 68);
+    out->etag_len = r32(b, 72);
+    out->last_modified_len = r32(b, 76);
+    out->headers_len = r32(b, 80);
+    uint64_t body_len = r64(b, 88);
+    uint64_t total = (uint64_t)CR_ENTRY_HDR + out->key_len + out->method_len + out->url_len + out->etag_len +
+                     out->last_modified_len + out->headers_len;
+    if (body_len > len || total + body_len != len) return false;
+    out->body_len = (size_t)body_len;
+    uint64_t seed = cr_hash64(b, 84, 0x636f7572696572ULL);
+    if ((uint32_t)cr_hash64(b + CR_ENTRY_HDR, len - CR_ENTRY_HDR, seed) != r32(b, 84)) return false;
+    const char *q = (const char *)b + CR_ENTRY_HDR;
+    out->key = q;
+    q += out->key_len;
+    out->method = q;
+    q += out->method_len;
+    out->url = q;
+    q += out->url_len;
+    out->etag = q;
+    q += out->etag_len;
+    out->last_modified = q;
+    q += out->last_modified_len;
+    out->headers = q;
+    q += out->headers_len;
+    out->body = (const uint8_t *)q;
+    if (out->headers_len && out->headers[out->headers_len - 1] != '\0') return false;
+    out->stored_size = len + 16;
+    return true;
+}
+
+/* ---- the registry ---------------------------------------------------------------------------- */
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static cr_store *registry;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* A child of fork() must not use its parent's environments (LMDB's rule): it forgets them and
+ * opens its own. Their memory is not freed (their handles belong to the parent). */
+static void registry_child(void) {
+    pthread_mutex_init(&registry_lock, NULL);
+    registry = NULL;
+}
+
+static void registry_init(void) { pthread_atfork(NULL, NULL, registry_child); }
+
+static int mkdir_one(const char *path) {
+    if (mkdir(path, 0700) == 0 || errno == EEXIST) return 0;
+    return errno;
+}
+
+static int move_aside(const char *dir, const char *why) {
+    char dst[PATH_MAX];
+    snprintf(dst, sizeof dst, "%s.broken-%lld-%d", dir, (long long)time(NULL), (int)getpid());
+    if (rename(dir, dst) != 0) {
+        int os = errno;
+        cr_cache_log("store '%s' is unusable (%s) and cannot be moved aside: %s", dir, why, strerror(os));
+        return os;
+    }
+    cr_cache_log("store '%s' is unusable (%s); moved aside to '%s', starting a fresh cache", dir, why, dst);
+    return 0;
+}
+
+static void store_destroy(cr_store *s) {
+    if (!s) return;
+    for (int i = 0; i < s->npool; i++) mdb_txn_abort(s->pool[i]);
+    if (s->env) mdb_env_close(s->env);
+    pthread_rwlock_destroy(&s->rw);
+    pthread_mutex_destroy(&s->pool_lock);
+    free(s->dir);
+    free(s);
+}
+
+/* Opens the environment in dir. Returns 0, or an LMDB/errno code; *why says what was wrong with a
+ * store that exists but must be moved aside (then the return is MDB_INVALID). */
+static int store_open_env(cr_store *s, int64_t map_bytes, const char **why) {
+    *why = NULL;
+    char marker[PATH_MAX];
+    snprintf(marker, sizeof marker, "%s/CORRUPT", s->dir);
+    if (access(marker, F_OK) == 0) {
+        *why = "corruption was reported";
+        return MDB_INVALID;
+    }
+    int rc = mdb_env_create(&s->env);
+    if (rc) return rc;
+    mdb_env_set_maxdbs(s->env, 8);
+    mdb_env_set_maxreaders(s->env, 254);
+    mdb_env_set_mapsize(s->env, (size_t)map_bytes);
+    rc = mdb_env_open(s->env, s->dir, MDB_NOTLS | MDB_NOMETASYNC, 0600);
+    if (rc) {
+        if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ||
+            rc == EINVAL) {
+            *why = mdb_strerror(rc);
+            return MDB_INVALID;
+        }
+        return rc;
+    }
+    int dead = 0;
+    mdb_reader_check(s->env, &dead); /* slots of killed processes */
+
+    /* An environment opened with a smaller map than its data: adopt the file's size. */
+    MDB_envinfo info;
+    if (mdb_env_info(s->env, &info) == 0 && (int64_t)info.me_mapsize < map_bytes)
+        mdb_env_set_mapsize(s->env, (size_t)map_bytes);
+
+    MDB_txn *txn = NULL;
+    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (rc == MDB_MAP_RESIZED) {
+        mdb_env_set_mapsize(s->env, 0);
+        rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    }
+    if (rc) goto corrupt_or_fail;
+    if ((rc = mdb_dbi_open(txn, "entries", MDB_CREATE, &s->db_entries)) ||
+        (rc = mdb_dbi_open(txn, "expiry", MDB_CREATE, &s->db_expiry)) ||
+        (rc = mdb_dbi_open(txn, "order", MDB_CREATE, &s->db_order)) ||
+        (rc = mdb_dbi_open(txn, "vary", MDB_CREATE, &s->db_vary)) ||
+        (rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->db_meta))) {
+        mdb_txn_abort(txn);
+        goto corrupt_or_fail;
+    }
+    MDB_val k = {6, "format"}, v;
+    rc = mdb_get(txn, s->db_meta, &k, &v);
+    if (rc == MDB_NOTFOUND) {
+        uint32_t f = CR_STORE_FORMAT;
+        v.mv_size = 4;
+        v.mv_data = &f;
+        rc = mdb_put(txn, s->db_meta, &k, &v, 0);
+    } else if (rc == 0) {
+        uint32_t f = 0;
+        if (v.mv_size == 4) memcpy(&f, v.mv_data, 4);
+        if (v.mv_size != 4 || f > CR_STORE_FORMAT || f == 0) {
+            mdb_txn_abort(txn);
+            *why = f > CR_STORE_FORMAT ? "written by a newer format" : "unknown format record";
+            return MDB_INVALID;
+        }
+    }
+    if (rc == 0) {
+        /* Touch both ends of every tree, so a damaged root shows up now rather than later. */
+        MDB_dbi dbs[] = {s->db_entries, s->db_expiry, s->db_order, s->db_vary, s->db_meta};
+        for (size_t i = 0; i < sizeof dbs / sizeof dbs[0] && rc == 0; i++) {
+            MDB_cursor *c = NULL;
+            rc = mdb_cursor_open(txn, dbs[i], &c);
+            MDB_val ck, cv;
+            if (rc == 0) rc = mdb_cursor_get(c, &ck, &cv, MDB_FIRST);
+            if (rc == 0) rc = mdb_cursor_get(c, &ck, &cv, MDB_LAST);
+            if (rc == MDB_NOTFOUND) rc = 0;
+            if (c) mdb_cursor_close(c);
+        }
+    }
+    if (rc) {
+        mdb_txn_abort(txn);
+        goto corrupt_or_fail;
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc) goto corrupt_or_fail;
+    return 0;
+
+corrupt_or_fail:
+    if (is_corruption(rc)) {
+        *why = mdb_strerror(rc);
+        return MDB_INVALID;
+    }
+    return rc;
+}
+
+const char *cr_store_dir(const cr_store *s) { return s ? s->dir : NULL; }
+
+int cr_store_acquire(const char *dir, int64_t map_bytes, cr_store **out, courier_error *err) {
+    *out = NULL;
+    pthread_once(&atfork_once, registry_init);
+    int os = mkdir_one(dir);
+    if (os) {
+        cr_fail(err, COURIER_E_STORE, "cannot create cache directory '%.180s': %s", dir, strerror(os));
+        if (err) err->os_error = os;
+        return COURIER_E_STORE;
+    }
+    /* Opening and recovery are serialized across processes by a lock file beside the directory. */
+    char lockpath[PATH_MAX];
+    snprintf(lockpath, sizeof lockpath, "%s.lock", dir);
+    int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lockfd >= 0) {
+        while (flock(lockfd, LOCK_EX) != 0 && errno == EINTR) {
+        }
+    }
+    pthread_mutex_lock(&registry_lock);
+    int result = COURIER_OK;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct stat st;
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            if ((os = mkdir_one(dir)) != 0 || stat(dir, &st) != 0) {
+                result = cr_fail(err, COURIER_E_STORE, "cannot use cache directory '%.180s'", dir);
+                break;
+            }
+        }
+        for (cr_store *s = registry; s; s = s->next) {
+            if (s->dev == st.st_dev && s->ino == st.st_ino && s->pid == getpid()) {
+                s->refs++;
+                *out = s;
+                break;
+            }
+        }
+        if (*out) break;
+        cr_store *s = calloc(1, sizeof *s);
+        if (!s || !(s->dir = cr_strdup(dir))) {
+            free(s);
+            result = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+            break;
+        }
+        pthread_rwlockattr_t ra;
+        pthread_rwlockattr_init(&ra);
+        pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+        pthread_rwlock_init(&s->rw, &ra);
+        pthread_rwlockattr_destroy(&ra);
+        pthread_mutex_init(&s->pool_lock, NULL);
+        s->dev = st.st_dev;
+        s->ino = st.st_ino;
+        s->pid = getpid();
+        s->refs = 1;
+        const char *why = NULL;
+        int rc = store_open_env(s, map_bytes, &why);
+        if (rc == 0) {
+            s->next = registry;
+            registry = s;
+            *out = s;
+            break;
+        }
+        store_destroy(s);
+        if (rc == MDB_INVALID && attempt == 0 && move_aside(dir, why ? why : "unreadable") == 0 &&
+            mkdir_one(dir) == 0)
+            continue;
+        result = rc > 0 ? cr_fail(err, COURIER_E_STORE, "cannot open cache store '%.180s': %s", dir, strerror(rc))
+                        : store_fail(err, rc, "cannot open cache store");
+        if (err && rc > 0) err->os_error = rc;
+        break;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (lockfd >= 0) close(lockfd); /* releases the flock */
+    return result;
+}
+
+void cr_store_release(cr_store *s) {
+    if (!s) return;
+    pthread_mutex_lock(&registry_lock);
+    bool last = --s->refs == 0;
+    if (last) {
+        for (cr_store **pp = &registry; *pp; pp = &(*pp)->next) {
+            if (*pp == s) {
+                *pp = s->next;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (last) {
+        if (s->env) mdb_env_sync(s->env, 1);
+        store_destroy(s);
+    }
+}
+
+/* ---- transactions ---------------------------------------------------------------------------- */
+
+/* Adopts a map grown by another process. Called without the read lock. */
+static void adopt_map_size(cr_store *s) {
+    pthread_rwlock_wrlock(&s->rw);
+    pthread_mutex_lock(&s->pool_lock);
+    for (int i = 0; i < s->npool; i++) mdb_txn_abort(s->pool[i]);
+    s->npool = 0;
+    pthread_mutex_unlock(&s->pool_lock);
+    mdb_env_set_mapsize(s->env, 0);
+    pthread_rwlock_unlock(&s->rw);
+}
+
+int cr_store_read_begin(cr_store *s, MDB_txn **out) {
+    *out = NULL;
+    if (atomic_load_explicit(&s->broken, memory_order_relaxed)) return COURIER_E_STORE;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        pthread_rwlock_rdlock(&s->rw);
+        MDB_txn *txn = NULL;
+        pthread_mutex_lock(&s->pool_lock);
+        if (s->npool) txn = s->pool[--s->npool];
+        pthread_mutex_unlock(&s->pool_lock);
+        int rc = txn ? mdb_txn_renew(txn) : mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+        if (rc == 0) {
+            *out = txn;
+            return COURIER_OK; /* the read lock is held until cr_store_read_end */
+        }
+        if (txn && rc) mdb_txn_abort(txn);
+        pthread_rwlock_unlock(&s->rw);
+        if (rc == MDB_MAP_RESIZED && attempt == 0) {
+            adopt_map_size(s);
+            continue;
+        }
+        if (is_corruption(rc)) mark_broken(s, rc);
+        return COURIER_E_STORE;
+    }
+    return COURIER_E_STORE;
+}
+
+void cr_store_read_end(cr_store *s, MDB_txn *txn) {
+    if (!txn) return;
+    mdb_txn_reset(txn);
+    pthread_mutex_lock(&s->pool_lock);
+    if (s->npool < CR_POOL) {
+        s->pool[s->npool++] = txn;
+        txn = NULL;
+    }
+    pthread_mutex_unlock(&s->pool_lock);
+    if (txn) mdb_txn_abort(txn);
+    pthread_rwlock_unlock(&s->rw);
+}
+
+int cr_store_get(cr_store *s, MDB_txn *txn, const uint8_t hash[16], cr_entry *out) {
+    MDB_val k = {16, (void *)hash}, v;
+    int rc = mdb_get(txn, s->db_entries, &k, &v);
+    if (rc == MDB_NOTFOUND) return COURIER_E_NOT_FOUND;
+    if (rc) {
+        if (is_corruption(rc)) mark_broken(s, rc);
+        return COURIER_E_STORE;
+    }
+    return cr_entry_decode(v.mv_data, v.mv_size, out) ? COURIER_OK : COURIER_E_NOT_FOUND;
+}
+
+int cr_store_vary_get(cr_store *s, MDB_txn *txn, const uint8_t hash[16], const char **names, size_t *len) {
+    MDB_val k = {16, (void *)hash}, v;
+    int rc = mdb_get(txn, s->db_vary, &k, &v);
+    if (rc) {
+        if (is_corruption(rc)) mark_broken(s, rc);
+        return COURIER_E_NOT_FOUND;
+    }
+    *names = v.mv_data;
+    *len = v.mv_size;
+    return COURIER_OK;
+}
+
+/* Begins a write transaction with the read lock held (released by write_end). */
+static int write_begin(cr_store *s, MDB_txn **out) {
+    *out = NULL;
+    if (atomic_load_explicit(&s->broken, memory_order_relaxed)) return MDB_PANIC;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        pthread_rwlock_rdlock(&s->rw);
+        int rc = mdb_txn_begin(s->env, NULL, 0, out);
+        if (rc == 0) return 0;
+        pthread_rwlock_unlock(&s->rw);
+        if (rc == MDB_MAP_RESIZED && attempt == 0) {
+            adopt_map_size(s);
+            continue;
+        }
+        if (is_corruption(rc)) mark_broken(s, rc);
+        return rc;
+    }
+    return MDB_MAP_RESIZED;
+}
+
+static int write_commit(cr_store *s, MDB_txn *txn) {
+    int rc = mdb_txn_commit(txn);
+    pthread_rwlock_unlock(&s->rw);
+    if (is_corruption(rc)) mark_broken(s, rc);
+    return rc;
+}
+
+static void write_abort(cr_store *s, MDB_txn *txn) {
+    mdb_txn_abort(txn);
+    pthread_rwlock_unlock(&s->rw);
+}
+
+static int totals_read(cr_store *s, MDB_txn *txn, totals *t) {
+    memset(t, 0, sizeof *t);
+    MDB_val k = {6, "totals"}, v;
+    int rc = mdb_get(txn, s->db_meta, &k, &v);
+    if (rc == MDB_NOTFOUND) return 0;
+    if (rc) return rc;
+    if (v.mv_size == sizeof *t) memcpy(t, v.mv_data, sizeof *t);
+    return 0;
+}
+
+static int totals_write(cr_store *s, MDB_txn *txn, const totals *t) {
+    MDB_val k = {6, "totals"}, v = {sizeof *t, (void *)t};
+    return mdb_put(txn, s->db_meta, &k, &v, 0);
+}
+
+/* Removes the entry under hash and its index records. Returns 0, MDB_NOTFOUND or an error. */
+static int remove_in_txn(cr_store *s, MDB_txn *txn, totals *t, const uint8_t hash[16]) {
+    MDB_val k = {16, (void *)hash}, v;
+    int rc = mdb_get(txn, s->db_entries, &k, &v);
+    if (rc) return rc;
+    size_t size = v.mv_size + 16;
+    /* The index keys come from the header fields, read even when the payload is damaged. */
+    if (v.mv_size >= CR_ENTRY_HDR && r32(v.mv_data, 0) == CR_ENTRY_MAGIC) {
+        uint8_t ek[24];
+        put_be64(ek, be_time((int64_t)r64(v.mv_data, 32)));
+        memcpy(ek + 8, hash, 16);
+        uint8_t ok[8];
+        put_be64(ok, r64(v.mv_data, 40));
+        MDB_val ekv = {24, ek}, okv = {8, ok};
+        rc = mdb_del(txn, s->db_expiry, &ekv, NULL);
+        if (rc && rc != MDB_NOTFOUND) return rc;
+        rc = mdb_del(txn, s->db_order, &okv, NULL);
+        if (rc && rc != MDB_NOTFOUND) return rc;
+    }
+    rc = mdb_del(txn, s->db_entries, &k, NULL);
+    if (rc) return rc;
+    t->bytes = t->bytes >= size ? t->bytes - size : 0;
+    t->count = t->count ? t->count - 1 : 0;
+    return 0;
+}
+
+/* Evicts until t->bytes <= target: entries past their discard time first, then the least
+ * recently written. */
+static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, int64_t now_ms, uint64_t *evicted) {
+    int rc = 0;
+    MDB_cursor *c = NULL;
+    for (int phase = 0; phase < 2 && t->bytes > target; phase++) {
+        rc = mdb_cursor_open(txn, phase == 0 ? s->db_expiry : s->db_order, &c);
+        if (rc) return rc;
+        while (t->bytes > target) {
+            MDB_val k, v;
+            rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+            if (rc == MDB_NOTFOUND) {
+                rc = 0;
+                break;
+            }
+            if (rc) break;
+            uint8_t hash[16];
+            if (phase == 0) {
+                if (k.mv_size != 24 || get_be64(k.mv_data) > be_time(now_ms)) break;
+                memcpy(hash, (uint8_t *)k.mv_data + 8, 16);
+            } else {
+                if (v.mv_size != 16) {
+                    if ((rc = mdb_cursor_del(c, 0))) break;
+                    continue;
+                }
+                memcpy(hash, v.mv_data, 16);
+            }
+            rc = remove_in_txn(s, txn, t, hash);
+            if (rc == MDB_NOTFOUND) {
+                /* An index record without its entry: drop it. */
+                rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+                if (rc == 0) rc = mdb_cursor_del(c, 0);
+                if (rc) break;
+                continue;
+            }
+            if (rc) break;
+            (*evicted)++;
+        }
+        mdb_cursor_close(c);
+        c = NULL;
+        if (rc) return rc;
+    }
+    return rc;
+}
+
+static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *p) {
+    if (p->remove_vary || p->vary_names) {
+        MDB_val vk = {16, (void *)p->vary_hash};
+        int rc;
+        if (p->vary_names) {
+            MDB_val vv = {strlen(p->vary_names), (void *)p->vary_names};
+            rc = mdb_put(txn, s->db_vary, &vk, &vv, 0);
+        } else {
+            rc = mdb_del(txn, s->db_vary, &vk, NULL);
+            if (rc == MDB_NOTFOUND) rc = 0;
+        }
+        if (rc) return rc;
+    }
+    int rc = remove_in_txn(s, txn, t, p->hash);
+    if (rc && rc != MDB_NOTFOUND) return rc;
+    if (p->remove_only) return 0;
+    size_t hb = header_block_len(p);
+    size_t size = entry_size(p, hb);
+    cr_store_put local = *p;
+    local.entry.seq = ++t->seq;
+    if (local.entry.discard_ms < local.entry.expires_ms) local.entry.discard_ms = local.entry.expires_ms;
+    MDB_val k = {16, (void *)p->hash}, v = {size, NULL};
+    rc = mdb_put(txn, s->db_entries, &k, &v, MDB_RESERVE);
+    if (rc) return rc;
+    entry_encode(&local, hb, v.mv_data, size);
+    uint8_t ek[24], ok[8];
+    put_be64(ek, be_time(local.entry.discard_ms));
+    memcpy(ek + 8, p->hash, 16);
+    put_be64(ok, local.entry.seq);
+    MDB_val ekv = {24, ek}, empty = {0, ""}, okv = {8, ok}, hv = {16, (void *)p->hash};
+    if ((rc = mdb_put(txn, s->db_expiry, &ekv, &empty, 0))) return rc;
+    if ((rc = mdb_put(txn, s->db_order, &okv, &hv, MDB_APPEND))) {
+        if (rc != MDB_KEYEXIST) return rc;
+        if ((rc = mdb_put(txn, s->db_order, &okv, &hv, 0))) return rc;
+    }
+    t->bytes += size + 16;
+    t->count++;
+    return 0;
+}
+
+/* Evicts in its own transaction so the freed pages can be reused by the retry. */
+static int evict_txn(cr_store *s, uint64_t keep_bytes, int64_t now_ms, uint64_t *evicted) {
+    int dead = 0;
+    mdb_reader_check(s->env, &dead);
+    MDB_txn *txn;
+    int rc = write_begin(s, &txn);
+    if (rc) return rc;
+    totals t;
+    rc = totals_read(s, txn, &t);
+    if (rc == 0) rc = evict_in_txn(s, txn, &t, keep_bytes, now_ms, evicted);
+    if (rc == 0 && t.count == 0) {
+        /* Everything went: drop the trees outright (also clears any stray index records). */
+        rc = mdb_drop(txn, s->db_expiry, 0);
+        if (rc == 0) rc = mdb_drop(txn, s->db_order, 0);
+        if (rc == 0) rc = mdb_drop(txn, s->db_vary, 0);
+        if (rc == 0) rc = mdb_drop(txn, s->db_entries, 0);
+        t.bytes = 0;
+    }
+    if (rc == 0) rc = totals_write(s, txn, &t);
+    if (rc) {
+        write_abort(s, txn);
+        return rc;
+    }
+    return write_commit(s, txn);
+}
+
+int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limit_bytes, int64_t now_ms,
+                   cr_store_effect *effect, courier_error *err) {
+    cr_store_effect local = {0};
+    if (!effect) effect = &local;
+    uint64_t limit = limit_bytes > 0 ? (uint64_t)limit_bytes : UINT64_MAX;
+    /* One entry may take at most an eighth of the limit, so a large body never empties the cache. */
+    uint64_t max_one = limit / 8;
+    int rc = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        MDB_txn *txn;
+        rc = write_begin(s, &txn);
+        if (rc) break;
+        totals t;
+        uint64_t written = 0, skipped = 0, evicted = 0;
+        rc = totals_read(s, txn, &t);
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            if (!puts[i].remove_only && (uint64_t)entry_size(&puts[i], header_block_len(&puts[i])) + 16 > max_one) {
+                /* Too large to keep: still remove the older copy so it is not served. */
+                cr_store_put rm = puts[i];
+                rm.remove_only = 1;
+                rm.vary_names = NULL;
+                rc = put_in_txn(s, txn, &t, &rm);
+                skipped++;
+                continue;
+            }
+            rc = put_in_txn(s, txn, &t, &puts[i]);
+            if (rc == 0 && !puts[i].remove_only) written++;
+        }
+        if (rc == 0 && t.bytes > limit) rc = evict_in_txn(s, txn, &t, limit / 10 * 9, now_ms, &evicted);
+        if (rc == 0) rc = totals_write(s, txn, &t);
+        if (rc == 0) {
+            rc = write_commit(s, txn);
+        } else {
+            write_abort(s, txn);
+        }
+        if (rc == 0) {
+            effect->written += written;
+            effect->skipped += skipped;
+            effect->evicted += evicted;
+            return COURIER_OK;
+        }
+        if (rc != MDB_MAP_FULL && rc != ENOSPC && rc != MDB_TXN_FULL) break;
+        /* Full: make room (half of what is there, then everything) and try again. */
+        MDB_txn *rt;
+        uint64_t have = 0;
+        if (cr_store_read_begin(s, &rt) == COURIER_OK) {
+            totals cur;
+            if (totals_read(s, rt, &cur) == 0) have = cur.bytes;
+            cr_store_read_end(s, rt);
+        }
+        uint64_t ev = 0;
+        int erc = evict_txn(s, attempt == 0 ? have / 2 : 0, now_ms, &ev);
+        effect->evicted += ev;
+        if (erc && erc != MDB_MAP_FULL) {
+            rc = erc;
+            break;
+        }
+    }
+    if (rc == MDB_MAP_FULL || rc == ENOSPC || rc == MDB_TXN_FULL) {
+        /* Still full after emptying: these writes are dropped; the caller never sees it. */
+        effect->skipped += n;
+        return COURIER_OK;
+    }
+    if (rc == MDB_PANIC) return cr_fail(err, COURIER_E_STORE, "the cache store is unusable until it is reopened");
+    return store_fail(err, rc, "cannot write the cache");
+}
+
+/* ---- removal ------------------------------------------------------------------------------- */
+
+int cr_store_remove(cr_store *s, const uint8_t hash[16], courier_error *err) {
+    MDB_txn *txn;
+    int rc = write_begin(s, &txn);
+    if (rc) return store_fail(err, rc, "cannot remove from the cache");
+    totals t;
+    rc = totals_read(s, txn, &t);
+    if (rc == 0) rc = remove_in_txn(s, txn, &t, hash);
+    if (rc == MDB_NOTFOUND) {
+        write_abort(s, txn);
+        return cr_fail(err, COURIER_E_NOT_FOUND, "no such cache entry");
+    }
+    if (rc == 0) rc = totals_write(s, txn, &t);
+    if (rc) {
+        write_abort(s, txn);
+        return store_fail(err, rc, "cannot remove from the cache");
+    }
+    rc = write_commit(s, txn);
+    return rc ? store_fail(err, rc, "cannot remove from the cache") : COURIER_OK;
+}
+
+int cr_store_remove_all(cr_store *s, int64_t *removed, courier_error *err) {
+    if (removed) *removed = 0;
+    MDB_txn *txn;
+    int rc = write_begin(s, &txn);
+    if (rc) return store_fail(err, rc, "cannot clear the cache");
+    totals t;
+    rc = totals_read(s, txn, &t);
+    if (rc == 0) rc = mdb_drop(txn, s->db_entries, 0);
+    if (rc == 0) rc = mdb_drop(txn, s->db_expiry, 0);
+    if (rc == 0) rc = mdb_drop(txn, s->db_order, 0);
+    if (rc == 0) rc = mdb_drop(txn, s->db_vary, 0);
+    uint64_t count = t.count;
+    t.bytes = t.count = 0; /* seq keeps growing */
+    if (rc == 0) rc = totals_write(s, txn, &t);
+    if (rc) {
+        write_abort(s, txn);
+        return store_fail(err, rc, "cannot clear the cache");
+    }
+    rc = write_commit(s, txn);
+    if (rc) return store_fail(err, rc, "cannot clear the cache");
+    if (removed) *removed = (int64_t)count;
+    return COURIER_OK;
+}
+
+int cr_store_remove_since(cr_store *s, int64_t since_ms, int64_t *removed, courier_error *err) {
+    if (removed) *removed = 0;
+    MDB_txn *txn;
+    int rc = write_begin(s, &txn);
+    if (rc) return store_fail(err, rc, "cannot remove from the cache");
+    totals t;
+    int64_t n = 0;
+    rc = totals_read(s, txn, &t);
+    /* Collect first: deleting under a cursor of the same tree is easy to get wrong. */
+    uint8_t *hashes = NULL;
+    size_t nh = 0, cap = 0;
+    MDB_cursor *c = NULL;
+    if (rc == 0) rc = mdb_cursor_open(txn, s->db_entries, &c);
+    MDB_val k, v;
+    for (int op = MDB_FIRST; rc == 0; op = MDB_NEXT) {
+        rc = mdb_cursor_get(c, &k, &v, (MDB_cursor_op)op);
+        if (rc) break;
+        if (k.mv_size != 16 || v.mv_size < CR_ENTRY_HDR) continue;
+        if ((int64_t)r64(v.mv_data, 16) < since_ms) continue;
+        if (nh == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            uint8_t *p = realloc(hashes, nc * 16);
+            if (!p) {
+                rc = ENOMEM;
+                break;
+            }
+            hashes = p;
+            cap = nc;
+        }
+        memcpy(hashes + 16 * nh++, k.mv_data, 16);
+    }
+    if (c) mdb_cursor_close(c);
+    if (rc == MDB_NOTFOUND) rc = 0;
+    for (size_t i = 0; i < nh && rc == 0; i++) {
+        rc = remove_in_txn(s, txn, &t, hashes + 16 * i);
+        if (rc == MDB_NOTFOUND) rc = 0;
+        else if (rc == 0) n++;
+    }
+    free(hashes);
+    if (rc == 0) rc = totals_write(s, txn, &t);
+    if (rc) {
+        write_abort(s, txn);
+        return rc == ENOMEM ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : store_fail(err, rc, "cannot remove from the cache");
+    }
+    rc = write_commit(s, txn);
+    if (rc) return store_fail(err, rc, "cannot remove from the cache");
+    if (removed) *removed = n;
+    return COURIER_OK;
+}
+
+int cr_store_remove_expired(cr_store *s, int64_t now_ms, int64_t *removed, courier_error *err) {
+    if (removed) *removed = 0;
+    MDB_txn *txn;
+    int rc = write_begin(s, &txn);
+    if (rc) return store_fail(err, rc, "cannot remove from the cache");
+    totals t;
+    uint64_t n = 0;
+    rc = totals_read(s, txn, &t);
+    /* A target of 0 bytes with the expiry phase only: evict_in_txn's first phase stops at now. */
+    MDB_cursor *c = NULL;
+    if (rc == 0) rc = mdb_cursor_open(txn, s->db_expiry, &c);
+    while (rc == 0) {
+        MDB_val k, v;
+        rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+        if (rc) break;
+        if (k.mv_size != 24 || get_be64(k.mv_data) > be_time(now_ms)) break;
+        uint8_t hash[16];
+        memcpy(hash, (uint8_t *)k.mv_data + 8, 16);
+        rc = remove_in_txn(s, txn, &t, hash);
+        if (rc == MDB_NOTFOUND) {
+            rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+            if (rc == 0) rc = mdb_cursor_del(c, 0);
+        } else if (rc == 0) {
+            n++;
+        }
+    }
+    if (c) mdb_cursor_close(c);
+    if (rc == MDB_NOTFOUND) rc = 0;
+    if (rc == 0) rc = totals_write(s, txn, &t);
+    if (rc) {
+        write_abort(s, txn);
+        return store_fail(err, rc, "cannot remove from the cache");
+    }
+    rc = write_commit(s, txn);
+    if (rc) return store_fail(err, rc, "cannot remove from the cache");
+    if (removed) *removed = (int64_t)n;
+    return COURIER_OK;
+}
+
+int cr_store_totals(cr_store *s, int64_t *bytes, int64_t *count, courier_error *err) {
+    MDB_txn *txn;
+    if (cr_store_read_begin(s, &txn) != COURIER_OK) return cr_fail(err, COURIER_E_STORE, "cannot read the cache");
+    totals t;
+    int rc = totals_read(s, txn, &t);
+    cr_store_read_end(s, txn);
+    if (rc) return store_fail(err, rc, "cannot read the cache");
+    if (bytes) *bytes = (int64_t)t.bytes;
+    if (count) *count = (int64_t)t.count;
+    return COURIER_OK;
+}
+
+/* ---- listing -------------------------------------------------------------------------------- */
+
+void cr_list_items_free(cr_list_item *items, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        free(items[i].key);
+        free(items[i].url);
+    }
+    free(items);
+}
+
+int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_error *err) {
+    *items = NULL;
+    *count = 0;
+    MDB_txn *txn;
+    if (cr_store_read_begin(s, &txn) != COURIER_OK) return cr_fail(err, COURIER_E_STORE, "cannot read the cache");
+    MDB_cursor *c = NULL;
+    int rc = mdb_cursor_open(txn, s->db_entries, &c);
+    cr_list_item *out = NULL;
+    size_t n = 0, cap = 0;
+    int code = COURIER_OK;
+    MDB_val k, v;
+    for (int op = MDB_FIRST; rc == 0; op = MDB_NEXT) {
+        rc = mdb_cursor_get(c, &k, &v, (MDB_cursor_op)op);
+        if (rc) break;
+        cr_entry e;
+        if (k.mv_size != 16 || !cr_entry_decode(v.mv_data, v.mv_size, &e)) continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            cr_list_item *p = realloc(out, nc * sizeof *p);
+            if (!p) {
+                code = COURIER_E_NO_MEMORY;
+                break;
+            }
+            out = p;
+            cap = nc;
+        }
+        cr_list_item *it = &out[n];
+        memset(it, 0, sizeof *it);
+        it->key = cr_strndup(e.key, e.key_len);
+        it->url = cr_strndup(e.url, e.url_len);
+        n++;
+        if (!it->key || !it->url) {
+            code = COURIER_E_NO_MEMORY;
+            break;
+        }
+        cr_key_hex(k.mv_data, it->id);
+        it->status = e.status;
+        it->size = (int64_t)e.stored_size;
+        it->created_ms = e.created_ms;
+        it->expires_ms = e.expires_ms;
+        it->discard_ms = e.discard_ms;
+    }
+    if (c) mdb_cursor_close(c);
+    cr_store_read_end(s, txn);
+    if (code == COURIER_OK && rc && rc != MDB_NOTFOUND) code = store_fail(err, rc, "cannot list the cache");
+    else if (code) cr_fail(err, code, NULL);
+    if (code) {
+        cr_list_items_free(out, n);
+        return code;
+    }
+    *items = out;
+    *count = n;
+    return COURIER_OK;
+}

@@ -1,0 +1,170 @@
+// Configuration.swift — what an engine is opened with: base URL, defaults, limits, TLS, store.
+// Values only; the C core checks them when the engine opens and decides what they mean.
+
+internal import CCore
+
+// MARK: - BodyEncoding
+
+/// How the parameters of a request that carries them in its body (POST, PUT, PATCH, other
+/// methods without a raw body) are encoded.
+public enum BodyEncoding: Sendable, Hashable {
+    /// `application/x-www-form-urlencoded` (the default).
+    case form
+    /// `application/json`: an object whose values are the parameter strings.
+    case json
+
+    var cValue: courier_body_encoding {
+        switch self {
+        case .form: return COURIER_BODY_FORM
+        case .json: return COURIER_BODY_JSON
+        }
+    }
+}
+
+// MARK: - Configuration
+
+/// The settings an ``Engine`` is opened with. The engine copies them at open; changing a
+/// configuration later does not change an open engine.
+public struct Configuration: Sendable {
+    /// The base URL that relative request paths are joined to (http or https; may end with a
+    /// path). Exactly one `/` is put between base and path.
+    public var baseURL: String?
+    /// Headers added to every request unless the request sets the same name.
+    public var headers: HTTPHeaders
+    /// Parameters added to every request unless it opts out (``Request/useDefaultParameters(_:)``).
+    public var parameters: [(name: String, value: String)]
+    /// Default timeout of a whole request, in seconds (> 0). Default 60.
+    public var timeout: Double
+    /// The User-Agent header; nil means "Courier/<version>".
+    public var userAgent: String?
+    /// Most connections to one host (>= 1). Default 6. Requests over the limit wait in a queue.
+    public var maxConnectionsPerHost: Int
+    /// Most connections in all (>= 1). Default 64.
+    public var maxConnections: Int
+    /// How parameters that go in a body are encoded. Default ``BodyEncoding/form``.
+    public var bodyEncoding: BodyEncoding
+    /// Largest response body accepted, in bytes (> 0); larger ones fail with
+    /// ``CourierError/Code/tooLarge``. Default 64 MiB.
+    public var maxResponseBytes: Int64
+    /// A PEM file of CA certificates to verify servers with, instead of the system's.
+    public var caFile: String?
+    /// Pins the server's public key: "sha256//BASE64HASH" (several separated by `;`) or a path to
+    /// a PEM/DER public key. A mismatch fails with ``CourierError/Code/pinning``.
+    public var pinnedPublicKey: String?
+    /// For development only: true turns certificate and host name verification off.
+    public var insecure: Bool
+    /// The directory of the engine's store (cache, journal), created at open. nil means a private
+    /// temporary directory removed when the engine closes.
+    public var storeDirectory: String?
+    /// A validator run on every response of requests that have none of their own; returning
+    /// false fails the request with ``CourierError/Code/invalidResult``. Runs on the engine's
+    /// worker thread: keep it quick, and never close the engine from it.
+    public var validator: (@Sendable (Response) -> Bool)?
+
+    /// Settings that feature extensions (cache, journal, ...) apply to the C configuration, in
+    /// order, after the ones above.
+    var options: [any ConfigurationOption] = []
+
+    /// A configuration with the defaults.
+    /// - Parameter baseURL: The base URL that relative paths are joined to, or nil.
+    public init(baseURL: String? = nil) {
+        self.baseURL = baseURL
+        self.headers = []
+        self.parameters = []
+        self.timeout = 60
+        self.userAgent = nil
+        self.maxConnectionsPerHost = 6
+        self.maxConnections = 64
+        self.bodyEncoding = .form
+        self.maxResponseBytes = 64 * 1024 * 1024
+        self.caFile = nil
+        self.pinnedPublicKey = nil
+        self.insecure = false
+        self.storeDirectory = nil
+        self.validator = nil
+    }
+}
+
+// MARK: - Extension points
+
+/// A setting a feature applies to the C configuration (`courier_config *`) before the engine
+/// opens. Features in `Features/` add their settings to ``Configuration`` through this.
+protocol ConfigurationOption: Sendable {
+    /// Applies the setting.
+    /// - Parameter config: The `courier_config *` being built.
+    /// - Throws: ``CourierError`` if the C core refuses it.
+    func apply(to config: OpaquePointer) throws
+}
+
+extension Configuration {
+    /// A copy with one more feature setting.
+    /// - Parameter option: The setting.
+    /// - Returns: The new configuration.
+    func adding(_ option: any ConfigurationOption) -> Configuration {
+        var copy = self
+        copy.options.append(option)
+        return copy
+    }
+
+    /// Builds the C configuration. The caller frees it with `courier_config_free`.
+    /// - Returns: A new `courier_config *`.
+    /// - Throws: ``CourierError`` naming the setting the C core refused.
+    func makeCConfig() throws -> OpaquePointer {
+        var created: OpaquePointer?
+        try CourierError.check(courier_config_new(&created), "configuration")
+        guard let config = created else { throw CourierError(.noMemory) }
+        do {
+            if let baseURL {
+                try CourierError.check(courier_config_set_base_url(config, baseURL), "baseURL '\(baseURL)'")
+            }
+            for line in headers {
+                try CourierError.check(courier_config_add_header(config, line.name, line.value),
+                                       "default header '\(line.name)'")
+            }
+            for parameter in parameters {
+                try CourierError.check(courier_config_add_param(config, parameter.name, parameter.value),
+                                       "default parameter '\(parameter.name)'")
+            }
+            try CourierError.check(courier_config_set_timeout_ms(config, Configuration.milliseconds(timeout)),
+                                   "timeout \(timeout)")
+            try withOptionalCString(userAgent) {
+                try CourierError.check(courier_config_set_user_agent(config, $0), "userAgent")
+            }
+            try CourierError.check(courier_config_set_max_connections_per_host(config, CLong(clamping: maxConnectionsPerHost)),
+                                   "maxConnectionsPerHost \(maxConnectionsPerHost)")
+            try CourierError.check(courier_config_set_max_connections(config, CLong(clamping: maxConnections)),
+                                   "maxConnections \(maxConnections)")
+            try CourierError.check(courier_config_set_body_encoding(config, bodyEncoding.cValue), "bodyEncoding")
+            try CourierError.check(courier_config_set_max_response_bytes(config, maxResponseBytes),
+                                   "maxResponseBytes \(maxResponseBytes)")
+            try withOptionalCString(caFile) { try CourierError.check(courier_config_set_ca_file(config, $0), "caFile") }
+            try withOptionalCString(pinnedPublicKey) {
+                try CourierError.check(courier_config_set_pinned_public_key(config, $0), "pinnedPublicKey")
+            }
+            try CourierError.check(courier_config_set_insecure(config, insecure ? 1 : 0), "insecure")
+            try withOptionalCString(storeDirectory) {
+                try CourierError.check(courier_config_set_store_dir(config, $0), "storeDirectory")
+            }
+            if let validator {
+                let box = Unmanaged.passRetained(ValidatorBox(validator)).toOpaque()
+                // On failure the C core has already released the box through user_free.
+                try CourierError.check(courier_config_set_validator(config, validatorTrampoline, box, releaseBox),
+                                       "validator")
+            }
+            for option in options { try option.apply(to: config) }
+            return config
+        } catch {
+            courier_config_free(config)
+            throw error
+        }
+    }
+
+    /// Seconds to the C core's whole milliseconds, rounded up so a small positive timeout never
+    /// becomes 0; non-positive and non-finite values become 0, which the C core refuses.
+    /// - Parameter seconds: A duration in seconds.
+    /// - Returns: Milliseconds.
+    static func milliseconds(_ seconds: Double) -> CLong {
+        guard seconds > 0, seconds.isFinite else { return 0 }
+        return CLong(clamping: Int64(min((seconds * 1000).rounded(.up), Double(Int64.max / 2))))
+    }
+}

@@ -1,0 +1,405 @@
+// Engine.swift — owns one C engine (`courier_engine *`): opens it from a Configuration, sends
+// requests in four styles (async/await, completion handler, delegate, blocking), cancels, closes.
+
+import Foundation
+internal import CCore
+
+// MARK: - Engine
+
+/// A networking engine: one worker thread with its own connections, limits and store.
+///
+/// Open one per configuration and keep it for the life of the app or service; every send style
+/// may be used from any thread or task at once.
+/// ```swift
+/// let engine = try Engine(configuration: Configuration(baseURL: "https://api.example.com"))
+/// let response = try await engine.send(.get("/items").parameter("page", "2"))
+/// ```
+///
+/// `@unchecked Sendable`: the C engine is thread-safe (any thread may send, cancel or read it),
+/// and the only Swift state, the open/closing bookkeeping, is guarded by a lock.
+public final class Engine: @unchecked Sendable {
+    /// The C engine. Valid until ``close()`` (or deinit) frees it; code that calls into it from
+    /// outside the send paths brackets the call with `enter()`/`leave()`.
+    let handle: OpaquePointer
+    /// The configuration the engine was opened with.
+    public let configuration: Configuration
+    /// The store directory (cache, journal): the configured one, or the private temporary one.
+    public let storeDirectory: String
+
+    private let lifecycle = NSCondition()
+    private var closing = false
+    private var closed = false
+    private var users = 0
+
+    // MARK: Opening and closing
+
+    /// Opens an engine: checks the configuration, creates the store directory, starts the worker.
+    /// - Parameter configuration: The settings; the defaults if omitted.
+    /// - Throws: ``CourierError``: ``CourierError/Code/invalidURL``, ``CourierError/Code/invalidHeader``,
+    ///   ``CourierError/Code/invalidArgument`` for a setting the C core refuses,
+    ///   ``CourierError/Code/store`` if the store directory cannot be made,
+    ///   ``CourierError/Code/internal`` if the worker cannot start.
+    public init(configuration: Configuration = Configuration()) throws {
+        let config = try configuration.makeCConfig()
+        defer { courier_config_free(config) }
+        var opened: OpaquePointer?
+        var error = courier_error()
+        let rc = courier_engine_open(&opened, config, &error)
+        guard rc == COURIER_OK.rawValue, let opened else {
+            throw CourierError(code: rc == COURIER_OK.rawValue ? COURIER_E_INTERNAL.rawValue : rc, detail: &error)
+        }
+        handle = opened
+        self.configuration = configuration
+        storeDirectory = String(borrowedCString: courier_engine_store_dir(opened))
+    }
+
+    /// Closes the engine: every request still queued or in flight completes with
+    /// ``CourierError/Code/cancelled`` (exactly once), then the worker stops and the memory is
+    /// released (and a temporary store removed). Later sends fail with
+    /// ``CourierError/Code/closed``. Idempotent; deinit calls it too.
+    ///
+    /// Call it from any thread except the engine's own worker: never from a completion handler,
+    /// delegate method, validator or customize hook of this engine.
+    public func close() {
+        lifecycle.lock()
+        if closing {
+            while !closed { lifecycle.wait() }
+            lifecycle.unlock()
+            return
+        }
+        closing = true
+        // Calls already inside the C engine (a blocking send waiting for its answer) must leave
+        // before the handle is freed: cancel what they wait for until they are gone.
+        while users > 0 {
+            lifecycle.unlock()
+            _ = courier_cancel_all(handle)
+            lifecycle.lock()
+            if users > 0 { _ = lifecycle.wait(until: Date(timeIntervalSinceNow: 0.01)) }
+        }
+        lifecycle.unlock()
+        courier_engine_close(handle)
+        lifecycle.lock()
+        closed = true
+        lifecycle.broadcast()
+        lifecycle.unlock()
+    }
+
+    deinit { close() }
+
+    /// Marks the start of a call into the C engine. Returns false once the engine is closing,
+    /// so the caller must not touch the handle.
+    @inline(__always)
+    func enter() -> Bool {
+        lifecycle.lock()
+        defer { lifecycle.unlock() }
+        if closing { return false }
+        users += 1
+        return true
+    }
+
+    /// Marks the end of a call that `enter()` allowed.
+    @inline(__always)
+    func leave() {
+        lifecycle.lock()
+        users -= 1
+        if users == 0 && closing { lifecycle.broadcast() }
+        lifecycle.unlock()
+    }
+
+    // MARK: Information
+
+    /// The version of the C library at run time, "MAJOR.MINOR.PATCH".
+    public static var libraryVersion: String { String(cString: courier_version()) }
+
+    /// Requests the engine holds now: waiting to start, and on the wire. Zero once closed.
+    public var pending: (queued: Int, active: Int) {
+        guard enter() else { return (0, 0) }
+        defer { leave() }
+        var queued: CLong = 0
+        var active: CLong = 0
+        _ = courier_engine_pending(handle, &queued, &active)
+        return (Int(queued), Int(active))
+    }
+
+    // MARK: Sending with async/await
+
+    /// Sends a request and waits for its response. Cancelling the calling task cancels the
+    /// request, which then throws ``CourierError/Code/cancelled``.
+    /// - Parameter request: The request.
+    /// - Returns: The response (status < 400, accepted by the validator if any).
+    /// - Throws: ``CourierError``, e.g. ``CourierError/Code/httpStatus`` or
+    ///   ``CourierError/Code/invalidResult`` with the response attached, ``CourierError/Code/timeout``,
+    ///   ``CourierError/Code/cancelled``, ``CourierError/Code/closed``; or the error a customize hook threw.
+    public func send(_ request: Request) async throws -> Response {
+        try await perform(request).result().get()
+    }
+
+    /// Sends the request a ``Requestable`` describes and waits for its response.
+    /// - Parameter request: The request description.
+    /// - Returns: The response.
+    /// - Throws: As ``send(_:)-(Request)``.
+    public func send<R: Requestable>(_ request: R) async throws -> Response {
+        try await send(request.makeRequest())
+    }
+
+    private func perform(_ request: Request) async throws -> CompletionRecord {
+        let send = AsyncSend()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CompletionRecord, any Error>) in
+                guard send.prepare(continuation) else {
+                    continuation.resume(throwing: CourierError(.cancelled, message: "the task was cancelled before the request was sent"))
+                    return
+                }
+                let user = Unmanaged.passRetained(send).toOpaque()
+                do {
+                    let id = try submit(request, done: asyncCompletion, user: user)
+                    if send.started(id: id) { cancel(rawID: id) }
+                } catch {
+                    Unmanaged<AsyncSend>.fromOpaque(user).release()
+                    send.takeContinuation()?.resume(throwing: error)
+                }
+            }
+        } onCancel: {
+            if let id = send.cancel() { self.cancel(rawID: id) }
+        }
+    }
+
+    // MARK: Sending with a completion handler
+
+    /// Sends a request and calls `completion` once with its outcome.
+    ///
+    /// The completion runs on the engine's worker thread: keep it quick, and never close the
+    /// engine from it. If the request cannot be sent at all (a bad header, a closed engine, ...),
+    /// `completion` runs at once on the calling thread, before this returns ``RequestID/invalid``.
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - completion: Receives the response or the error, exactly once.
+    /// - Returns: The id of the send, for ``cancel(_:)``.
+    @discardableResult
+    public func send(_ request: Request,
+                     completion: @escaping @Sendable (Result<Response, CourierError>) -> Void) -> RequestID {
+        send(request, handler: { _, result in completion(result) })
+    }
+
+    /// Sends the request a ``Requestable`` describes and calls `completion` once with its outcome.
+    /// - Parameters:
+    ///   - request: The request description.
+    ///   - completion: Receives the response or the error, exactly once (see ``send(_:completion:)-(Request,_)``).
+    /// - Returns: The id of the send.
+    @discardableResult
+    public func send<R: Requestable>(_ request: R,
+                                     completion: @escaping @Sendable (Result<Response, CourierError>) -> Void) -> RequestID {
+        send(request.makeRequest(), completion: completion)
+    }
+
+    // MARK: Sending with a delegate
+
+    /// Sends a request and tells `delegate` its outcome. The delegate is held weakly (see
+    /// ``RequestDelegate``); its methods run on the engine's worker thread, or at once on the
+    /// calling thread if the request cannot be sent at all.
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - delegate: Receives `requestFinished` or `requestFailed`, once.
+    /// - Returns: The id of the send.
+    @discardableResult
+    public func send(_ request: Request, delegate: any RequestDelegate) -> RequestID {
+        send(request, handler: { [weak delegate] id, result in
+            guard let delegate else { return }
+            switch result {
+            case .success(let response): delegate.requestFinished(response, id: id)
+            case .failure(let error): delegate.requestFailed(error, id: id)
+            }
+        })
+    }
+
+    /// Sends the request a ``Requestable`` describes and tells `delegate` its outcome.
+    /// - Parameters:
+    ///   - request: The request description.
+    ///   - delegate: Receives the outcome, once; held weakly.
+    /// - Returns: The id of the send.
+    @discardableResult
+    public func send<R: Requestable>(_ request: R, delegate: any RequestDelegate) -> RequestID {
+        send(request.makeRequest(), delegate: delegate)
+    }
+
+    private func send(_ request: Request,
+                      handler: @escaping @Sendable (RequestID, Result<Response, CourierError>) -> Void) -> RequestID {
+        let user = Unmanaged.passRetained(CallbackSend(handler)).toOpaque()
+        do {
+            return RequestID(rawValue: try submit(request, done: callbackCompletion, user: user))
+        } catch {
+            Unmanaged<CallbackSend>.fromOpaque(user).release()
+            handler(.invalid, .failure(CourierError.wrapping(error)))
+            return .invalid
+        }
+    }
+
+    // MARK: Sending and blocking
+
+    /// Sends a request and blocks the calling thread until its outcome. Never call it from the
+    /// engine's worker thread (a completion handler, delegate, validator): that fails with
+    /// ``CourierError/Code/invalidArgument``. Prefer ``send(_:)-(Request)`` in async code.
+    /// - Parameter request: The request.
+    /// - Returns: The response.
+    /// - Throws: As ``send(_:)-(Request)``.
+    public func sendSync(_ request: Request) throws -> Response {
+        try request.withCRequest { creq, customize in
+            guard enter() else { throw CourierError(.closed, message: "the engine is closed") }
+            var response: OpaquePointer?
+            var error = courier_error()
+            let rc = courier_send_sync(handle, creq, &response, &error)
+            leave()
+            let value = response.map { Response(taking: $0) }
+            if rc == COURIER_OK.rawValue, let value { return value }
+            if let thrown = customize?.error { throw thrown }
+            throw CourierError(code: rc == COURIER_OK.rawValue ? COURIER_E_INTERNAL.rawValue : rc, detail: &error,
+                               response: value)
+        }
+    }
+
+    /// Sends the request a ``Requestable`` describes and blocks until its outcome.
+    /// - Parameter request: The request description.
+    /// - Returns: The response.
+    /// - Throws: As ``sendSync(_:)-(Request)``.
+    public func sendSync<R: Requestable>(_ request: R) throws -> Response {
+        try sendSync(request.makeRequest())
+    }
+
+    // MARK: Cancelling
+
+    /// Cancels a request by id: it completes with ``CourierError/Code/cancelled`` unless it
+    /// completes otherwise first. Any thread.
+    /// - Parameter id: The id a send returned.
+    /// - Returns: Whether the id was known and not yet completed.
+    @discardableResult
+    public func cancel(_ id: RequestID) -> Bool {
+        cancel(rawID: id.rawValue)
+    }
+
+    /// Cancels every request the engine holds now. Any thread.
+    public func cancelAll() {
+        guard enter() else { return }
+        defer { leave() }
+        _ = courier_cancel_all(handle)
+    }
+
+    @discardableResult
+    private func cancel(rawID: UInt64) -> Bool {
+        guard enter() else { return false }
+        defer { leave() }
+        return courier_cancel(handle, rawID) == COURIER_OK.rawValue
+    }
+
+    // MARK: Submitting to the C engine
+
+    /// Builds the C request and hands it to `courier_send`.
+    /// - Returns: The id of the send; `done` will be called exactly once with `user`.
+    /// - Throws: The C core's refusal, or a customize hook's error. `done` is then never called,
+    ///   and the caller still owns `user`.
+    private func submit(_ request: Request, done: courier_completion_fn, user: UnsafeMutableRawPointer) throws -> UInt64 {
+        try request.withCRequest { creq, customize in
+            guard enter() else { throw CourierError(.closed, message: "the engine is closed") }
+            var id: UInt64 = 0
+            var error = courier_error()
+            let rc = courier_send(handle, creq, done, user, &id, &error)
+            leave()
+            if rc == COURIER_OK.rawValue { return id }
+            if let thrown = customize?.error { throw thrown }
+            throw CourierError(code: rc, detail: &error)
+        }
+    }
+}
+
+// MARK: - Building the C request
+
+extension Request {
+    /// Builds the C request (`courier_request *`), hands it to `body`, and frees it after.
+    /// - Parameter body: Receives the request and the customize box (to read a hook's error).
+    /// - Returns: What `body` returns.
+    /// - Throws: ``CourierError`` naming the part the C core refused, or what `body` throws.
+    func withCRequest<R>(_ body: (OpaquePointer, CustomizeBox?) throws -> R) throws -> R {
+        var created: OpaquePointer?
+        try CourierError.check(courier_request_new(&created, method, path), "request \(method) '\(path)'")
+        guard let request = created else { throw CourierError(.noMemory) }
+        defer { courier_request_free(request) }
+
+        if let base {
+            try CourierError.check(courier_request_set_base_url(request, base), "baseURL '\(base)'")
+        }
+        for parameter in parameterList {
+            try parameter.name.withUTF8Bytes { name, nameCount in
+                try parameter.value.withUTF8Bytes { value, valueCount in
+                    try CourierError.check(courier_request_add_param_n(request, name, nameCount, value, valueCount),
+                                           "parameter '\(parameter.name)'")
+                }
+            }
+        }
+        if !usesDefaultParameters {
+            try CourierError.check(courier_request_set_use_default_params(request, 0), "useDefaultParameters")
+        }
+        for line in headerList {
+            try line.name.withUTF8Bytes { name, nameCount in
+                try line.value.withUTF8Bytes { value, valueCount in
+                    try CourierError.check(courier_request_add_header_n(request, name, nameCount, value, valueCount),
+                                           "header '\(line.name)'")
+                }
+            }
+        }
+        if let rawBody {
+            try rawBody.data.withUnsafeBytes { bytes in
+                try withOptionalCString(rawBody.contentType) { contentType in
+                    // An empty body is still a body: C reads a NULL pointer as "no body".
+                    var empty: UInt8 = 0
+                    let rc = bytes.baseAddress.map { courier_request_set_body(request, $0, bytes.count, contentType) }
+                        ?? courier_request_set_body(request, &empty, 0, contentType)
+                    try CourierError.check(rc, "body")
+                }
+            }
+        }
+        if let encoding {
+            try CourierError.check(courier_request_set_body_encoding(request, encoding.cValue), "bodyEncoding")
+        }
+        if let timeoutSeconds {
+            try CourierError.check(courier_request_set_timeout_ms(request, Configuration.milliseconds(timeoutSeconds)),
+                                   "timeout \(timeoutSeconds)")
+        }
+        switch authorization {
+        case .basic(let user, let password)?:
+            try CourierError.check(courier_request_set_basic_auth(request, user, password), "basicAuth")
+        case .token(let scheme, let token)?:
+            try withOptionalCString(scheme) {
+                try CourierError.check(courier_request_set_auth_token(request, $0, token), "authToken")
+            }
+        case nil:
+            break
+        }
+        if let validate {
+            let box = Unmanaged.passRetained(ValidatorBox(validate)).toOpaque()
+            // On failure the C core has already released the box through user_free.
+            try CourierError.check(courier_request_set_validator(request, validatorTrampoline, box, releaseBox), "validator")
+        }
+        var customize: CustomizeBox?
+        if !customizers.isEmpty {
+            let box = CustomizeBox(customizers)
+            customize = box
+            try CourierError.check(courier_request_set_customize(request, customizeTrampoline,
+                                                                 Unmanaged.passRetained(box).toOpaque(), releaseBox),
+                                   "customize")
+        }
+        for option in options { try option.apply(to: request) }
+        return try body(request, customize)
+    }
+}
+
+// MARK: - Errors from Swift
+
+extension CourierError {
+    /// A ``CourierError`` for any error: itself, or (for an error a customize hook threw)
+    /// ``Code/invalidArgument`` with the error's description.
+    /// - Parameter error: Any error.
+    /// - Returns: The CourierError.
+    static func wrapping(_ error: any Error) -> CourierError {
+        if let error = error as? CourierError { return error }
+        return CourierError(.invalidArgument, message: "the customize hook threw: \(error)")
+    }
+}

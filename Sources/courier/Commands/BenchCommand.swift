@@ -1,0 +1,96 @@
+// BenchCommand.swift — `courier bench <suite>`: the benchmarks under Benchmarks/. Each suite is a
+// subcommand of its own (transport now; cache and mapping later).
+import ArgumentParser
+import CourierBenchmarks
+import Foundation
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Run a benchmark (build with -c release to measure).",
+        subcommands: [
+            TransportBenchCommand.self,
+        ]
+    )
+}
+
+struct TransportBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "transport",
+        abstract: "GETs of a 1 KiB body over keep-alive: libcurl multi vs Courier C vs Courier Swift vs URLSession.",
+        discussion: """
+            Starts nginx (/usr/sbin/nginx, or $COURIER_NGINX) with a generated configuration in a
+            temporary directory, or falls back to the embedded test server with a warning; --url
+            uses a server you run. Each run sends --requests GETs per client (--urlsession-requests
+            for URLSession, which is slow on Linux; rates are compared) with --concurrency in
+            flight, after an untimed warm-up. The median of --runs runs is reported, with the
+            ratios against the targets: Courier C >= 0.85x libcurl, Courier Swift >= 0.7x libcurl,
+            Courier Swift >= 5x URLSession. Progress goes to stderr. Exit status 1 if any request failed.
+            """
+    )
+
+    @Option(help: "GETs per run for libcurl and Courier.")
+    var requests = 20_000
+
+    @Option(name: .customLong("urlsession-requests"), help: "GETs per run for URLSession.")
+    var urlSessionRequests = 2_000
+
+    @Option(help: "Requests in flight.")
+    var concurrency = 32
+
+    @Option(help: "Runs of the whole set; medians are reported.")
+    var runs = 3
+
+    @Option(help: "Untimed warm-up requests per client and run.")
+    var warmup = 500
+
+    @Option(help: "Measure against this URL instead of starting nginx.")
+    var url: String?
+
+    @Option(help: ArgumentHelp("Comma-separated clients to run: curl, courier_c, courier_swift, urlsession.", valueName: "list"))
+    var clients: String?
+
+    @Flag(help: "Print one JSON object on stdout (curl_rps, courier_c_rps, courier_swift_rps, urlsession_rps, ...).")
+    var json = false
+
+    func validate() throws {
+        guard requests > 0, urlSessionRequests > 0 else { throw ValidationError("request counts must be > 0") }
+        guard concurrency > 0, concurrency <= 1024 else { throw ValidationError("--concurrency must be 1...1024") }
+        guard runs > 0 else { throw ValidationError("--runs must be > 0") }
+        guard warmup >= 0 else { throw ValidationError("--warmup must be >= 0") }
+        _ = try selectedClients()
+    }
+
+    private func selectedClients() throws -> [TransportClient] {
+        guard let clients else { return TransportClient.allCases }
+        return try clients.split(separator: ",").map {
+            guard let client = TransportClient(rawValue: $0.trimmingCharacters(in: .whitespaces)) else {
+                throw ValidationError("unknown client '\($0)'; use curl, courier_c, courier_swift, urlsession")
+            }
+            return client
+        }
+    }
+
+    func run() async throws {
+        var options = TransportBenchmark.Options()
+        options.requests = requests
+        options.urlSessionRequests = urlSessionRequests
+        options.concurrency = concurrency
+        options.runs = runs
+        options.warmup = warmup
+        options.url = url
+        options.clients = try selectedClients()
+        #if DEBUG
+        printError("note: this is a debug build; measure with `swift build -c release`")
+        #endif
+        let report: TransportBenchmark.Report
+        do {
+            report = try await TransportBenchmark.run(options) { printError($0) }
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode.failure
+        }
+        print(json ? TransportBenchmark.json(report) : TransportBenchmark.text(report), terminator: json ? "\n" : "")
+        if !report.clean { throw ExitCode.failure }
+    }
+}

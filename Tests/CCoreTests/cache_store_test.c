@@ -1,0 +1,547 @@
+/*
+ * cache_store_test.c — the cache's LMDB store through the manager API: put/get by key, exact
+ * totals, expiry with an injected clock, removal, the size limit and eviction, a full map, corrupt
+ * and newer-format stores moved aside, two engines on one store, and several processes (fork):
+ * concurrent writers and readers, and a writer killed with SIGKILL in the middle of its writes.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Atomic int64_t clock_offset_ms;
+static int64_t test_clock(void *user) {
+    (void)user;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + atomic_load(&clock_offset_ms);
+}
+
+static const char *store_dir;
+static int64_t max_bytes;
+
+static void tweak(courier_config *cfg) {
+    courier_config_set_store_dir(cfg, store_dir);
+    courier_config_set_clock(cfg, test_clock, NULL, NULL);
+    if (max_bytes) courier_config_set_cache_max_bytes(cfg, max_bytes);
+}
+
+static courier_engine *open_engine(const char *dir, int64_t limit) {
+    store_dir = dir;
+    max_bytes = limit;
+    return th_engine(tweak);
+}
+
+/* A body whose every byte follows from the key, so a torn body is detected. */
+static size_t make_body(const char *key, size_t len, char *out) {
+    unsigned h = 2166136261u;
+    for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+    for (size_t i = 0; i < len; i++) {
+        h = h * 1103515245u + 12345u;
+        out[i] = (char)('a' + (h >> 16) % 26);
+    }
+    return len;
+}
+
+static int put_text(courier_engine *e, const char *key, const char *body, int64_t expiry_s) {
+    const char *names[] = {"Content-Type", "X-Test"};
+    const char *values[] = {"text/plain", "yes"};
+    return courier_cache_put_key(e, key, 200, names, values, 2, body, strlen(body), expiry_s, NULL);
+}
+
+static void test_put_get_by_key(void) {
+    courier_engine *e = open_engine(th_tmpdir(), 0);
+    REQUIRE(e);
+    CHECK_EQ(put_text(e, "GET http://example.test/a?x=1", "hello", 60), COURIER_OK);
+    courier_response *r = NULL;
+    courier_error err;
+    CHECK_EQ(courier_cache_get_key(e, "GET http://example.test/a?x=1", 0, &r, &err), COURIER_OK);
+    REQUIRE(r);
+    CHECK_EQ(courier_response_status(r), 200);
+    size_t len = 0;
+    CHECK_STR((const char *)courier_response_body(r, &len), "hello");
+    CHECK_EQ(len, 5);
+    CHECK_STR(courier_response_header(r, "x-test"), "yes");
+    CHECK_STR(courier_response_method(r), "GET");
+    CHECK_STR(courier_response_url(r), "http://example.test/a?x=1");
+    CHECK_STR(courier_response_cache_key(r), "GET http://example.test/a?x=1");
+    CHECK(courier_response_from_cache(r));
+    CHECK_EQ(courier_response_cache_status(r), COURIER_CACHE_STATUS_HIT);
+    CHECK(courier_response_cache_expires(r) > courier_response_cache_created(r));
+    courier_response_free(r);
+
+    int has = -1;
+    CHECK_EQ(courier_cache_has_key(e, "GET http://example.test/a?x=1", &has, NULL), COURIER_OK);
+    CHECK_EQ(has, 1);
+    CHECK_EQ(courier_cache_has_key(e, "GET http://example.test/a?x=2", &has, NULL), COURIER_OK);
+    CHECK_EQ(has, 0);
+    CHECK_EQ(courier_cache_get_key(e, "nope", 0, &r, &err), COURIER_E_NOT_FOUND);
+    CHECK(r == NULL);
+    CHECK_EQ(err.code, COURIER_E_NOT_FOUND);
+
+    /* Bad arguments. */
+    CHECK_EQ(courier_cache_put_key(e, "", 200, NULL, NULL, 0, "x", 1, 0, NULL), COURIER_E_INVALID_ARGUMENT);
+    const char *bad_names[] = {"Bad Name"};
+    const char *bad_values[] = {"v"};
+    CHECK_EQ(courier_cache_put_key(e, "k", 200, bad_names, bad_values, 1, "x", 1, 0, NULL), COURIER_E_INVALID_HEADER);
+    courier_engine_close(e);
+}
+
+static void check_totals_match_list(courier_engine *e) {
+    int64_t bytes = -1, count = -1;
+    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    courier_cache_list *l = NULL;
+    REQUIRE(courier_cache_list_entries(e, &l, NULL) == COURIER_OK);
+    int64_t sum = 0;
+    for (size_t i = 0; i < courier_cache_list_count(l); i++) {
+        courier_cache_entry_info info;
+        CHECK_EQ(courier_cache_list_at(l, i, &info, sizeof info), COURIER_OK);
+        sum += info.size;
+        CHECK(strlen(info.id) == 32);
+    }
+    CHECK_EQ(count, (int64_t)courier_cache_list_count(l));
+    CHECK_EQ(bytes, sum);
+    courier_cache_entry_info info;
+    CHECK_EQ(courier_cache_list_at(l, courier_cache_list_count(l), &info, sizeof info), COURIER_E_NOT_FOUND);
+    courier_cache_list_free(l);
+}
+
+static void test_totals_are_exact(void) {
+    courier_engine *e = open_engine(th_tmpdir(), 0);
+    REQUIRE(e);
+    char key[64];
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        CHECK_EQ(put_text(e, key, "body", 60), COURIER_OK);
+    }
+    for (int i = 0; i < 10; i++) { /* overwrite with a longer body */
+        snprintf(key, sizeof key, "k%d", i);
+        CHECK_EQ(put_text(e, key, "a longer body than before", 60), COURIER_OK);
+    }
+    for (int i = 40; i < 50; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        CHECK_EQ(courier_cache_remove_key(e, key, NULL), COURIER_OK);
+    }
+    CHECK_EQ(courier_cache_remove_key(e, "k45", NULL), COURIER_E_NOT_FOUND);
+    int64_t count = 0;
+    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(count, 40);
+    check_totals_match_list(e);
+    int64_t removed = -1;
+    CHECK_EQ(courier_cache_remove_all(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(removed, 40);
+    int64_t bytes = -1;
+    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(bytes, 0);
+    CHECK_EQ(count, 0);
+    courier_engine_close(e);
+}
+
+static void test_expiry_uses_the_clock(void) {
+    atomic_store(&clock_offset_ms, 0);
+    courier_engine *e = open_engine(th_tmpdir(), 0);
+    REQUIRE(e);
+    CHECK_EQ(put_text(e, "short", "s", 10), COURIER_OK);
+    CHECK_EQ(put_text(e, "long", "l", 1000), COURIER_OK);
+    int has = 0;
+    courier_cache_has_key(e, "short", &has, NULL);
+    CHECK_EQ(has, 1);
+    atomic_store(&clock_offset_ms, 11 * 1000); /* 11 s later, without sleeping */
+    courier_cache_has_key(e, "short", &has, NULL);
+    CHECK_EQ(has, 0);
+    courier_cache_has_key(e, "long", &has, NULL);
+    CHECK_EQ(has, 1);
+    courier_response *r = NULL;
+    CHECK_EQ(courier_cache_get_key(e, "short", 0, &r, NULL), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_cache_get_key(e, "short", COURIER_CACHE_ALLOW_STALE, &r, NULL), COURIER_OK);
+    REQUIRE(r);
+    CHECK_EQ(courier_response_cache_status(r), COURIER_CACHE_STATUS_STALE);
+    CHECK_EQ(courier_response_age(r), 11);
+    courier_response_free(r);
+    /* A clock set back before the write must not make an entry fresh forever. */
+    atomic_store(&clock_offset_ms, -3600 * 1000);
+    courier_cache_has_key(e, "long", &has, NULL);
+    CHECK_EQ(has, 0);
+    atomic_store(&clock_offset_ms, 11 * 1000);
+
+    int64_t removed = 0;
+    CHECK_EQ(courier_cache_remove_expired(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(removed, 1);
+    int64_t count = 0;
+    courier_cache_size(e, NULL, &count, NULL);
+    CHECK_EQ(count, 1);
+    atomic_store(&clock_offset_ms, 0);
+    courier_engine_close(e);
+}
+
+static void test_remove_since(void) {
+    atomic_store(&clock_offset_ms, 0);
+    courier_engine *e = open_engine(th_tmpdir(), 0);
+    REQUIRE(e);
+    CHECK_EQ(put_text(e, "old1", "x", 600), COURIER_OK);
+    CHECK_EQ(put_text(e, "old2", "x", 600), COURIER_OK);
+    atomic_store(&clock_offset_ms, 100 * 1000);
+    int64_t mark = test_clock(NULL);
+    CHECK_EQ(put_text(e, "new1", "x", 600), COURIER_OK);
+    CHECK_EQ(put_text(e, "new2", "x", 600), COURIER_OK);
+    CHECK_EQ(put_text(e, "new3", "x", 600), COURIER_OK);
+    int64_t removed = 0;
+    CHECK_EQ(courier_cache_remove_since(e, mark, &removed, NULL), COURIER_OK);
+    CHECK_EQ(removed, 3);
+    int has = 0;
+    courier_cache_has_key(e, "old1", &has, NULL);
+    CHECK_EQ(has, 1);
+    courier_cache_has_key(e, "new2", &has, NULL);
+    CHECK_EQ(has, 0);
+    check_totals_match_list(e);
+    atomic_store(&clock_offset_ms, 0);
+    courier_engine_close(e);
+}
+
+static void test_eviction_expired_first_then_oldest(void) {
+    atomic_store(&clock_offset_ms, 0);
+    courier_engine *e = open_engine(th_tmpdir(), 256 * 1024);
+    REQUIRE(e);
+    char body[1024], key[64];
+    /* 20 entries that expire soon, then 40 long-lived ones. */
+    for (int i = 0; i < 20; i++) {
+        snprintf(key, sizeof key, "soon%d", i);
+        make_body(key, sizeof body, body);
+        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 5, NULL), COURIER_OK);
+    }
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof key, "keep%d", i);
+        make_body(key, sizeof body, body);
+        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 3600, NULL), COURIER_OK);
+    }
+    atomic_store(&clock_offset_ms, 10 * 1000); /* the "soon" entries are now expired */
+    /* Fill past the limit: the expired go first, then the least recently written. */
+    for (int i = 0; i < 400; i++) {
+        snprintf(key, sizeof key, "fill%d", i);
+        make_body(key, sizeof body, body);
+        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 3600, NULL), COURIER_OK);
+        if (i == 150) {
+            /* By now about 160 KiB over 60 KiB were written: the expired ones are gone, the kept
+             * ones (written before the fill) still there. */
+            int has = 0;
+            courier_cache_has_key(e, "soon0", &has, NULL);
+            CHECK_EQ(has, 0);
+            courier_response *r = NULL;
+            CHECK_EQ(courier_cache_get_key(e, "soon19", COURIER_CACHE_ALLOW_STALE, &r, NULL), COURIER_E_NOT_FOUND);
+            CHECK_EQ(courier_cache_get_key(e, "keep39", 0, &r, NULL), COURIER_OK);
+            courier_response_free(r);
+        }
+    }
+    int64_t bytes = 0, count = 0;
+    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK(bytes <= 256 * 1024);
+    CHECK(count > 100);
+    int has = 0;
+    courier_cache_has_key(e, "keep0", &has, NULL); /* least recently written: evicted */
+    CHECK_EQ(has, 0);
+    courier_cache_has_key(e, "fill399", &has, NULL); /* the newest stays */
+    CHECK_EQ(has, 1);
+    courier_cache_stats st;
+    CHECK_EQ(courier_cache_get_stats(e, &st, sizeof st, NULL), COURIER_OK);
+    CHECK(st.evictions >= 460 - count);
+    CHECK_EQ(st.writes, 460);
+    CHECK_EQ(st.count, count);
+    CHECK_EQ(st.max_bytes, 256 * 1024);
+    check_totals_match_list(e);
+
+    /* A body over an eighth of the limit is not kept, and does not empty the cache. */
+    static char big[40 * 1024];
+    memset(big, 'b', sizeof big);
+    CHECK_EQ(courier_cache_put_key(e, "big", 200, NULL, NULL, 0, big, sizeof big, 3600, NULL), COURIER_OK);
+    courier_cache_has_key(e, "big", &has, NULL);
+    CHECK_EQ(has, 0);
+    int64_t count2 = 0;
+    courier_cache_size(e, NULL, &count2, NULL);
+    CHECK_EQ(count2, count);
+    atomic_store(&clock_offset_ms, 0);
+    courier_engine_close(e);
+}
+
+/* The first engine of the process sizes the map from its small limit; a second engine on the same
+ * store with a large limit fills the map: MAP_FULL evicts and retries, never an error. */
+static void test_map_full_never_fails(void) {
+    const char *dir = th_tmpdir();
+    courier_engine *small = open_engine(dir, 64 * 1024); /* map = 4 * 64 KiB + 8 MiB */
+    courier_engine *large = open_engine(dir, (int64_t)1 << 30);
+    REQUIRE(small && large);
+    CHECK_EQ(put_text(small, "first", "opens the store", 60), COURIER_OK);
+    static char body[200 * 1024];
+    char key[64];
+    for (int i = 0; i < 200; i++) { /* 40 MiB through a 9 MiB map */
+        snprintf(key, sizeof key, "big%d", i);
+        make_body(key, sizeof body, body);
+        CHECK_EQ(courier_cache_put_key(large, key, 200, NULL, NULL, 0, body, sizeof body, 3600, NULL), COURIER_OK);
+    }
+    int has = 0;
+    CHECK_EQ(courier_cache_has_key(large, "big199", &has, NULL), COURIER_OK);
+    CHECK_EQ(has, 1);
+    courier_response *r = NULL;
+    CHECK_EQ(courier_cache_get_key(small, "big199", 0, &r, NULL), COURIER_OK);
+    if (r) {
+        size_t len = 0;
+        const uint8_t *b = courier_response_body(r, &len);
+        make_body("big199", sizeof body, body);
+        CHECK_EQ(len, sizeof body);
+        CHECK(memcmp(b, body, sizeof body) == 0);
+    }
+    courier_response_free(r);
+    courier_cache_stats st;
+    courier_cache_get_stats(large, &st, sizeof st, NULL);
+    CHECK(st.evictions > 0);
+    check_totals_match_list(large);
+    courier_engine_close(small);
+    courier_engine_close(large);
+}
+
+static void test_two_engines_share_one_store(void) {
+    const char *dir = th_tmpdir();
+    courier_engine *a = open_engine(dir, 0);
+    courier_engine *b = open_engine(dir, 0);
+    REQUIRE(a && b);
+    CHECK_EQ(put_text(a, "shared", "from a", 60), COURIER_OK);
+    courier_response *r = NULL;
+    CHECK_EQ(courier_cache_get_key(b, "shared", 0, &r, NULL), COURIER_OK);
+    if (r) CHECK_STR((const char *)courier_response_body(r, NULL), "from a");
+    courier_response_free(r);
+    courier_engine_close(a);
+    /* b still works after a closed. */
+    CHECK_EQ(put_text(b, "after", "b", 60), COURIER_OK);
+    int64_t count = 0;
+    CHECK_EQ(courier_cache_size(b, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(count, 2);
+    courier_engine_close(b);
+}
+
+static int count_broken(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d) return 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strncmp(de->d_name, "cache.broken-", 13) == 0) n++;
+    closedir(d);
+    return n;
+}
+
+static void test_garbage_store_is_moved_aside(void) {
+    const char *dir = th_tmpdir();
+    courier_engine *e = open_engine(dir, 0);
+    REQUIRE(e);
+    CHECK_EQ(put_text(e, "before", "x", 60), COURIER_OK);
+    courier_engine_close(e);
+
+    char path[600];
+    snprintf(path, sizeof path, "%s/cache/data.mdb", dir);
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    REQUIRE(fd >= 0);
+    char junk[16384];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(i * 7 + 13);
+    CHECK(write(fd, junk, sizeof junk) == (ssize_t)sizeof junk);
+    close(fd);
+
+    e = open_engine(dir, 0);
+    REQUIRE(e);
+    int64_t count = -1;
+    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK); /* a fresh, empty cache */
+    CHECK_EQ(count, 0);
+    CHECK_EQ(put_text(e, "after", "y", 60), COURIER_OK);
+    int has = 0;
+    courier_cache_has_key(e, "after", &has, NULL);
+    CHECK_EQ(has, 1);
+    CHECK_EQ(count_broken(dir), 1);
+    courier_engine_close(e);
+
+    /* A truncated file, too. */
+    snprintf(path, sizeof path, "%s/cache/data.mdb", dir);
+    CHECK(truncate(path, 100) == 0);
+    e = open_engine(dir, 0);
+    REQUIRE(e);
+    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(count, 0);
+    CHECK_EQ(count_broken(dir), 2);
+    courier_engine_close(e);
+}
+
+/* Writes a newer format number into the store's meta database with LMDB itself (loaded at run
+ * time: the tests link only the Courier library). */
+static void test_newer_format_is_moved_aside(void) {
+    void *lib = dlopen("liblmdb.so.0", RTLD_NOW);
+    if (!lib) lib = dlopen("liblmdb.so", RTLD_NOW);
+    if (!lib) {
+        printf("  (skipped: liblmdb not loadable)\n");
+        return;
+    }
+    int (*env_create)(void **) = (int (*)(void **))dlsym(lib, "mdb_env_create");
+    int (*env_set_maxdbs)(void *, unsigned) = (int (*)(void *, unsigned))dlsym(lib, "mdb_env_set_maxdbs");
+    int (*env_open)(void *, const char *, unsigned, int) = (int (*)(void *, const char *, unsigned, int))dlsym(lib, "mdb_env_open");
+    void (*env_close)(void *) = (void (*)(void *))dlsym(lib, "mdb_env_close");
+    int (*txn_begin)(void *, void *, unsigned, void **) = (int (*)(void *, void *, unsigned, void **))dlsym(lib, "mdb_txn_begin");
+    int (*dbi_open)(void *, const char *, unsigned, unsigned *) = (int (*)(void *, const char *, unsigned, unsigned *))dlsym(lib, "mdb_dbi_open");
+    typedef struct { size_t size; void *data; } val;
+    int (*put)(void *, unsigned, val *, val *, unsigned) = (int (*)(void *, unsigned, val *, val *, unsigned))dlsym(lib, "mdb_put");
+    int (*commit)(void *) = (int (*)(void *))dlsym(lib, "mdb_txn_commit");
+    REQUIRE(env_create && env_set_maxdbs && env_open && env_close && txn_begin && dbi_open && put && commit);
+
+    const char *dir = th_tmpdir();
+    courier_engine *e = open_engine(dir, 0);
+    REQUIRE(e);
+    CHECK_EQ(put_text(e, "old", "x", 60), COURIER_OK);
+    courier_engine_close(e);
+
+    char path[600];
+    snprintf(path, sizeof path, "%s/cache", dir);
+    void *env = NULL, *txn = NULL;
+    unsigned dbi = 0;
+    REQUIRE(env_create(&env) == 0);
+    env_set_maxdbs(env, 8);
+    REQUIRE(env_open(env, path, 0x400000 /* MDB_NOTLS */, 0600) == 0);
+    REQUIRE(txn_begin(env, NULL, 0, &txn) == 0);
+    REQUIRE(dbi_open(txn, "meta", 0, &dbi) == 0);
+    uint32_t future = 99;
+    val k = {6, "format"}, v = {4, &future};
+    CHECK_EQ(put(txn, dbi, &k, &v, 0), 0);
+    CHECK_EQ(commit(txn), 0);
+    env_close(env);
+    dlclose(lib);
+
+    e = open_engine(dir, 0);
+    REQUIRE(e);
+    int64_t count = -1;
+    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(count, 0);
+    CHECK_EQ(count_broken(dir), 1);
+    CHECK_EQ(put_text(e, "new", "y", 60), COURIER_OK);
+    courier_engine_close(e);
+}
+
+/* ---- several processes ------------------------------------------------------------------------ */
+
+/* Writes entries "p<tag>-<i>" with bodies derived from their keys; returns the number of errors. */
+static int writer_loop(courier_engine *e, const char *tag, int64_t until_ms, int batch_max) {
+    char key[64];
+    static char body[6000];
+    int errors = 0;
+    for (int i = 0; th_now_ms() < until_ms && (batch_max <= 0 || i < batch_max); i++) {
+        snprintf(key, sizeof key, "p%s-%d", tag, i % 500);
+        size_t len = 100 + (size_t)(i * 37) % (sizeof body - 100);
+        make_body(key, len, body);
+        if (courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, len, 3600, NULL) != COURIER_OK) errors++;
+        if (i % 7 == 0) {
+            courier_response *r = NULL;
+            int rc = courier_cache_get_key(e, key, 0, &r, NULL);
+            if (rc != COURIER_OK) errors++;
+            courier_response_free(r);
+        }
+    }
+    return errors;
+}
+
+/* Every listed entry reads back whole: its body is the one its key dictates. */
+static void verify_store(courier_engine *e) {
+    courier_cache_list *l = NULL;
+    REQUIRE(courier_cache_list_entries(e, &l, NULL) == COURIER_OK);
+    static char expect[6000];
+    size_t n = courier_cache_list_count(l), bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        courier_cache_entry_info info;
+        courier_cache_list_at(l, i, &info, sizeof info);
+        courier_response *r = NULL;
+        if (courier_cache_get_key(e, info.key, COURIER_CACHE_ALLOW_STALE, &r, NULL) != COURIER_OK) {
+            bad++;
+            continue;
+        }
+        size_t len = 0;
+        const uint8_t *b = courier_response_body(r, &len);
+        if (len < 100 || len > sizeof expect) bad++;
+        else {
+            make_body(info.key, len, expect);
+            if (memcmp(b, expect, len) != 0) bad++;
+        }
+        courier_response_free(r);
+    }
+    CHECK_EQ(bad, 0);
+    courier_cache_list_free(l);
+    check_totals_match_list(e);
+}
+
+static void test_two_processes_write_and_read(void) {
+    const char *dir = th_tmpdir();
+    fflush(NULL);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        courier_engine *e = open_engine(dir, 4 * 1024 * 1024);
+        int errors = e ? writer_loop(e, "child", th_now_ms() + 2000, 0) : 1;
+        courier_engine_close(e);
+        _exit(errors ? 1 : 0);
+    }
+    courier_engine *e = open_engine(dir, 4 * 1024 * 1024);
+    REQUIRE(e);
+    int errors = writer_loop(e, "parent", th_now_ms() + 2000, 0);
+    /* And read what the child writes. */
+    int seen_child = 0;
+    for (int i = 0; i < 500; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "pchild-%d", i);
+        int has = 0;
+        if (courier_cache_has_key(e, key, &has, NULL) != COURIER_OK) errors++;
+        seen_child += has;
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_EQ(errors, 0);
+    CHECK(seen_child > 0);
+    verify_store(e);
+    courier_engine_close(e);
+}
+
+static void test_kill9_in_the_middle_of_writes(void) {
+    const char *dir = th_tmpdir();
+    for (int round = 0; round < 3; round++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            courier_engine *e = open_engine(dir, 2 * 1024 * 1024);
+            if (e) writer_loop(e, round == 0 ? "a" : round == 1 ? "b" : "c", th_now_ms() + 60000, 0);
+            _exit(0);
+        }
+        usleep(150000 + 100000 * round);
+        kill(pid, SIGKILL);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        CHECK(WIFSIGNALED(status));
+    }
+    courier_engine *e = open_engine(dir, 2 * 1024 * 1024);
+    REQUIRE(e);
+    int64_t count = 0;
+    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK(count > 0);
+    CHECK_EQ(count_broken(dir), 0);
+    verify_store(e);
+    /* And it keeps working. */
+    CHECK_EQ(writer_loop(e, "after", th_now_ms() + 60000, 200), 0);
+    verify_store(e);
+    courier_engine_close(e);
+}
+
+TESTS_MAIN(T(test_put_get_by_key), T(test_totals_are_exact), T(test_expiry_uses_the_clock), T(test_remove_since),
+           T(test_eviction_expired_first_then_oldest), T(test_map_full_never_fails),
+           T(test_two_engines_share_one_store), T(test_garbage_store_is_moved_aside),
+           T(test_newer_format_is_moved_aside), T(test_two_processes_write_and_read),
+           T(test_kill9_in_the_middle_of_writes))

@@ -1,0 +1,319 @@
+/*
+ * json_test.c — the JSON handle API: parsing and its limits, typed accessors, key paths, iteration
+ * order, building values, serializing.
+ */
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static courier_json *parse(const char *text) {
+    courier_json *doc = NULL;
+    courier_error err;
+    int rc = courier_json_parse(text, strlen(text), NULL, &doc, &err);
+    if (rc != COURIER_OK) th_fail(__FILE__, __LINE__, "parse failed (%d): %s", rc, err.message);
+    return doc;
+}
+
+static int parse_code(const char *text, size_t len, const courier_json_options *o, courier_error *err) {
+    courier_json *doc = (courier_json *)0x1;
+    int rc = courier_json_parse(text, len, o, &doc, err);
+    if (rc != COURIER_OK && doc != NULL) th_fail(__FILE__, __LINE__, "out not NULL after a failure");
+    courier_json_free(doc);
+    return rc;
+}
+
+static const char *SAMPLE =
+    "{\"code\":200,\"message\":\"ok\",\"data\":{\"id\":1,\"name\":\"courier\",\"price\":2.5,\"on\":true,"
+    "\"off\":false,\"none\":null,\"tags\":[\"a\",\"b\"],\"items\":[{\"id\":1,\"title\":\"one\"},"
+    "{\"id\":2,\"title\":\"two\"}]}}";
+
+static void test_accessors(void) {
+    courier_json *doc = parse(SAMPLE);
+    REQUIRE(doc);
+    CHECK_EQ(courier_json_typeof(doc), COURIER_JSON_OBJECT);
+    CHECK_EQ(courier_json_size(doc), 3);
+    const courier_json *data = courier_json_get(doc, "data");
+    CHECK_EQ(courier_json_typeof(data), COURIER_JSON_OBJECT);
+    CHECK_EQ(courier_json_integer(courier_json_get(doc, "code")), 200);
+    size_t len = 99;
+    CHECK_STR(courier_json_string(courier_json_get(data, "name"), &len), "courier");
+    CHECK_EQ(len, 7);
+    CHECK(courier_json_real(courier_json_get(data, "price")) == 2.5);
+    CHECK(courier_json_real(courier_json_get(data, "id")) == 1.0);
+    CHECK_EQ(courier_json_typeof(courier_json_get(data, "price")), COURIER_JSON_REAL);
+    CHECK_EQ(courier_json_typeof(courier_json_get(data, "on")), COURIER_JSON_BOOL);
+    CHECK_EQ(courier_json_bool(courier_json_get(data, "on")), 1);
+    CHECK_EQ(courier_json_bool(courier_json_get(data, "off")), 0);
+    CHECK_EQ(courier_json_typeof(courier_json_get(data, "none")), COURIER_JSON_NULL);
+    CHECK_EQ(courier_json_typeof(courier_json_get(data, "missing")), COURIER_JSON_NONE);
+    CHECK(courier_json_getn(data, "namexyz", 4) == courier_json_get(data, "name"));
+    const courier_json *tags = courier_json_get(data, "tags");
+    CHECK_EQ(courier_json_typeof(tags), COURIER_JSON_ARRAY);
+    CHECK_EQ(courier_json_size(tags), 2);
+    CHECK_STR(courier_json_string(courier_json_at(tags, 1), NULL), "b");
+    CHECK(courier_json_at(tags, 2) == NULL);
+    /* Wrong types give neutral values, never a crash. */
+    CHECK(courier_json_string(tags, &len) == NULL);
+    CHECK_EQ(len, 0);
+    CHECK_EQ(courier_json_integer(courier_json_get(data, "name")), 0);
+    CHECK(courier_json_at(data, 0) == NULL);
+    CHECK(courier_json_get(tags, "a") == NULL);
+    CHECK_EQ(courier_json_size(courier_json_get(data, "name")), 0);
+    CHECK_EQ(courier_json_typeof(NULL), COURIER_JSON_NONE);
+    CHECK(courier_json_get(NULL, "x") == NULL);
+    courier_json_free(doc);
+    courier_json_free(NULL);
+}
+
+static void test_key_paths(void) {
+    courier_json *doc = parse(SAMPLE);
+    REQUIRE(doc);
+    CHECK(courier_json_path(doc, NULL) == doc);
+    CHECK(courier_json_path(doc, "") == doc);
+    CHECK(courier_json_path(doc, "data") == courier_json_get(doc, "data"));
+    CHECK_EQ(courier_json_size(courier_json_path(doc, "data.items")), 2);
+    CHECK_STR(courier_json_string(courier_json_path(doc, "data.items.1.title"), NULL), "two");
+    CHECK_EQ(courier_json_integer(courier_json_path(doc, "data.items.0.id")), 1);
+    CHECK_STR(courier_json_string(courier_json_path(doc, "data.tags.0"), NULL), "a");
+    CHECK(courier_json_path(doc, "data.items.2") == NULL);
+    CHECK(courier_json_path(doc, "data.items.x") == NULL);
+    CHECK(courier_json_path(doc, "data.items.-1") == NULL);
+    CHECK(courier_json_path(doc, "data.name.first") == NULL);
+    CHECK(courier_json_path(doc, "data.") == NULL);
+    CHECK(courier_json_path(doc, "nope.x") == NULL);
+    courier_json_free(doc);
+}
+
+static void test_iteration_in_document_order(void) {
+    courier_json *doc = parse("{\"z\":1,\"a\":2,\"m\":3,\"b\":4}");
+    REQUIRE(doc);
+    const char *want[] = {"z", "a", "m", "b"};
+    size_t n = 0;
+    for (const courier_json_iter *it = courier_json_iter_first(doc); it; it = courier_json_iter_next(doc, it)) {
+        size_t len;
+        const char *k = courier_json_iter_key(it, &len);
+        REQUIRE(n < 4);
+        CHECK_STR(k, want[n]);
+        CHECK_EQ(len, 1);
+        CHECK_EQ(courier_json_integer(courier_json_iter_value(it)), (long long)n + 1);
+        n++;
+    }
+    CHECK_EQ(n, 4);
+    courier_json *arr = parse("[1]");
+    CHECK(courier_json_iter_first(arr) == NULL);
+    courier_json *empty = parse("{}");
+    CHECK(courier_json_iter_first(empty) == NULL);
+    courier_json_free(arr);
+    courier_json_free(empty);
+    courier_json_free(doc);
+}
+
+static void test_scalars_at_top_and_strings_with_nul(void) {
+    courier_json *doc = parse("\"x\"");
+    CHECK_STR(courier_json_string(doc, NULL), "x");
+    courier_json_free(doc);
+    doc = parse(" 42 ");
+    CHECK_EQ(courier_json_integer(doc), 42);
+    courier_json_free(doc);
+    courier_error err;
+    CHECK_EQ(parse_code("\"a\\u0000b\"", 10, NULL, &err), COURIER_E_JSON);
+    courier_json_options o;
+    REQUIRE(courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION) == COURIER_OK);
+    o.flags = COURIER_JSON_ALLOW_NUL;
+    courier_json *nul = NULL;
+    REQUIRE(courier_json_parse("\"a\\u0000b\"", 10, &o, &nul, &err) == COURIER_OK);
+    size_t len = 0;
+    const char *s = courier_json_string(nul, &len);
+    CHECK_EQ(len, 3);
+    CHECK(s && memcmp(s, "a\0b", 3) == 0);
+    courier_json_free(nul);
+}
+
+static void test_bad_input_is_an_error(void) {
+    courier_error err;
+    static const struct {
+        const char *text;
+        int code;
+    } cases[] = {
+        {"", COURIER_E_JSON},
+        {"{", COURIER_E_JSON},
+        {"{\"a\":}", COURIER_E_JSON},
+        {"[1,2,]", COURIER_E_JSON},
+        {"{'a':1}", COURIER_E_JSON},
+        {"nul", COURIER_E_JSON},
+        {"{\"a\":1} x", COURIER_E_JSON},
+        {"{\"a\":1,\"a\":2}", COURIER_E_JSON},                     /* duplicate key */
+        {"123456789012345678901234567890", COURIER_E_JSON},        /* beyond int64 */
+        {"1e999", COURIER_E_JSON},                                 /* beyond double */
+        {"\"\xff\xfe\"", COURIER_E_JSON},                          /* invalid UTF-8 */
+        {"\"\xc0\xaf\"", COURIER_E_JSON},                          /* overlong */
+        {"\"\\ud800\"", COURIER_E_JSON},                           /* lone surrogate */
+        {"NaN", COURIER_E_JSON},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memset(&err, 0x55, sizeof err);
+        int rc = parse_code(cases[i].text, strlen(cases[i].text), NULL, &err);
+        if (rc != cases[i].code) th_fail(__FILE__, __LINE__, "case %zu (%s): %d", i, cases[i].text, rc);
+        CHECK_EQ(err.code, cases[i].code);
+        CHECK(err.message[0] != '\0');
+    }
+    /* The message says where. */
+    parse_code("{\"a\":1,\n \"b\": x}", 16, NULL, &err);
+    CHECK_CONTAINS(err.message, "line 2");
+    CHECK_EQ(parse_code(NULL, 3, NULL, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_json_parse("1", 1, NULL, NULL, &err), COURIER_E_INVALID_ARGUMENT);
+}
+
+static char *nested(int depth, size_t *len) {
+    char *s = malloc((size_t)depth * 2 + 2);
+    for (int i = 0; i < depth; i++) s[i] = '[';
+    for (int i = 0; i < depth; i++) s[depth + i] = ']';
+    s[depth * 2] = '\0';
+    *len = (size_t)depth * 2;
+    return s;
+}
+
+static void test_depth_limit(void) {
+    courier_error err;
+    size_t len;
+    char *s = nested(512, &len);
+    CHECK_EQ(parse_code(s, len, NULL, &err), COURIER_OK);
+    free(s);
+    s = nested(513, &len);
+    CHECK_EQ(parse_code(s, len, NULL, &err), COURIER_E_JSON);
+    CHECK_CONTAINS(err.message, "deeper");
+    free(s);
+    /* Very deep input (a stack-overflow attempt) is refused before parsing. */
+    s = nested(200000, &len);
+    CHECK_EQ(parse_code(s, len, NULL, &err), COURIER_E_JSON);
+    free(s);
+    courier_json_options o;
+    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    o.max_depth = 2;
+    CHECK_EQ(parse_code("[[1]]", 5, &o, &err), COURIER_OK);
+    CHECK_EQ(parse_code("[[[1]]]", 7, &o, &err), COURIER_E_JSON);
+    /* Brackets inside strings do not count, escaped quotes do not end strings. */
+    CHECK_EQ(parse_code("[\"[[[[\\\"[[[\"]", 13, &o, &err), COURIER_OK);
+    o.max_depth = 5000; /* clamped to jansson's 2048 */
+    s = nested(2048, &len);
+    CHECK_EQ(parse_code(s, len, &o, &err), COURIER_OK);
+    free(s);
+}
+
+static void test_size_limit(void) {
+    courier_json_options o;
+    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    o.max_bytes = 8;
+    courier_error err;
+    CHECK_EQ(parse_code("[1,2,3]", 7, &o, &err), COURIER_OK);
+    CHECK_EQ(parse_code("[1,2,3,4]", 9, &o, &err), COURIER_E_TOO_LARGE);
+}
+
+static void test_build_and_dump(void) {
+    courier_json *o = NULL, *v = NULL, *arr = NULL;
+    REQUIRE(courier_json_new_object(&o) == COURIER_OK);
+    courier_json_new_integer(&v, -7);
+    CHECK_EQ(courier_json_object_set(o, "int", 3, v), COURIER_OK);
+    courier_json_new_real(&v, 0.1);
+    CHECK_EQ(courier_json_object_set(o, "real", 4, v), COURIER_OK);
+    courier_json_new_real(&v, 3.0);
+    CHECK_EQ(courier_json_object_set(o, "whole", 5, v), COURIER_OK);
+    courier_json_new_string(&v, "a\"b\\c\n\x01/é", 10);
+    CHECK_EQ(courier_json_object_set(o, "str", 3, v), COURIER_OK);
+    courier_json_new_bool(&v, 1);
+    CHECK_EQ(courier_json_object_set(o, "yes", 3, v), COURIER_OK);
+    courier_json_new_null(&v);
+    CHECK_EQ(courier_json_object_set(o, "nil", 3, v), COURIER_OK);
+    courier_json_new_array(&arr);
+    courier_json_new_integer(&v, 1);
+    CHECK_EQ(courier_json_array_append(arr, v), COURIER_OK);
+    courier_json_new_string(&v, "😀", 4);
+    CHECK_EQ(courier_json_array_append(arr, v), COURIER_OK);
+    CHECK_EQ(courier_json_object_set(o, "arr", 3, arr), COURIER_OK);
+
+    char *text = NULL;
+    size_t len = 0;
+    courier_error err;
+    REQUIRE(courier_json_dump(o, 0, &text, &len, &err) == COURIER_OK);
+    CHECK_STR(text, "{\"int\":-7,\"real\":0.1,\"whole\":3.0,\"str\":\"a\\\"b\\\\c\\n\\u0001/é\",\"yes\":true,"
+                    "\"nil\":null,\"arr\":[1,\"😀\"]}");
+    CHECK_EQ(len, strlen(text));
+    /* It reads back equal. */
+    courier_json *back = NULL;
+    REQUIRE(courier_json_parse(text, len, NULL, &back, &err) == COURIER_OK);
+    CHECK(courier_json_equal(o, back));
+    courier_free(text);
+
+    REQUIRE(courier_json_dump(o, COURIER_JSON_DUMP_SORT_KEYS | COURIER_JSON_DUMP_ASCII | COURIER_JSON_DUMP_ESCAPE_SLASH,
+                              &text, &len, &err) == COURIER_OK);
+    CHECK_STR(text, "{\"arr\":[1,\"\\ud83d\\ude00\"],\"int\":-7,\"nil\":null,\"real\":0.1,"
+                    "\"str\":\"a\\\"b\\\\c\\n\\u0001\\/\\u00e9\",\"whole\":3.0,\"yes\":true}");
+    courier_free(text);
+    courier_json *small = parse("{\"a\":[1,{}],\"b\":{}}");
+    REQUIRE(courier_json_dump(small, COURIER_JSON_DUMP_INDENT, &text, NULL, &err) == COURIER_OK);
+    CHECK_STR(text, "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": {}\n}");
+    courier_free(text);
+    courier_json_free(small);
+
+    /* Copies are independent. */
+    courier_json *copy = NULL;
+    REQUIRE(courier_json_copy(back, &copy) == COURIER_OK);
+    courier_json_new_integer(&v, 1);
+    courier_json_object_set(copy, "extra", 5, v);
+    CHECK(!courier_json_equal(copy, back));
+    CHECK_EQ(courier_json_size(back), 7);
+    courier_json_free(copy);
+    courier_json_free(back);
+    courier_json_free(o);
+}
+
+static void test_build_errors(void) {
+    courier_json *o = NULL, *v = NULL, *arr = NULL;
+    courier_json_new_object(&o);
+    courier_json_new_array(&arr);
+    CHECK_EQ(courier_json_new_string(&v, "\xff", 1), COURIER_E_INVALID_ENCODING);
+    CHECK(v == NULL);
+    CHECK_EQ(courier_json_new_real(&v, 1.0 / 0.0), COURIER_E_INVALID_ARGUMENT);
+    courier_json_new_integer(&v, 1);
+    CHECK_EQ(courier_json_object_set(o, "\xff", 1, v), COURIER_E_INVALID_ENCODING); /* v taken */
+    courier_json_new_integer(&v, 1);
+    CHECK_EQ(courier_json_object_set(arr, "k", 1, v), COURIER_E_INVALID_ARGUMENT); /* v taken */
+    courier_json_new_integer(&v, 1);
+    CHECK_EQ(courier_json_array_append(o, v), COURIER_E_INVALID_ARGUMENT); /* v taken */
+    CHECK_EQ(courier_json_object_set(o, "self", 4, o), COURIER_E_INVALID_ARGUMENT); /* o taken: freed */
+    courier_json_free(arr);
+    char *text = (char *)"x";
+    CHECK_EQ(courier_json_dump(NULL, 0, &text, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK(text == NULL);
+}
+
+static void test_reals_round_trip(void) {
+    const double values[] = {0.1, 1.0 / 3.0, 1e300, -2.5e-300, 123456789.125, 5e-324, 1.7976931348623157e308};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        courier_json *v = NULL, *back = NULL;
+        courier_json_new_real(&v, values[i]);
+        char *text = NULL;
+        size_t len = 0;
+        REQUIRE(courier_json_dump(v, 0, &text, &len, NULL) == COURIER_OK);
+        REQUIRE(courier_json_parse(text, len, NULL, &back, NULL) == COURIER_OK);
+        CHECK_EQ(courier_json_typeof(back), COURIER_JSON_REAL);
+        if (courier_json_real(back) != values[i]) th_fail(__FILE__, __LINE__, "%s does not read back", text);
+        courier_free(text);
+        courier_json_free(v);
+        courier_json_free(back);
+    }
+}
+
+static void test_type_names(void) {
+    CHECK_STR(courier_json_type_name(COURIER_JSON_STRING), "string");
+    CHECK_STR(courier_json_type_name(COURIER_JSON_NONE), "nothing");
+    CHECK_STR(courier_json_type_name(99), "unknown");
+    CHECK_STR(courier_strerror(COURIER_E_JSON), "invalid JSON");
+    CHECK_EQ(courier_json_options_init(NULL, 1), COURIER_E_INVALID_ARGUMENT);
+}
+
+TESTS_MAIN(T(test_accessors), T(test_key_paths), T(test_iteration_in_document_order),
+           T(test_scalars_at_top_and_strings_with_nul), T(test_bad_input_is_an_error), T(test_depth_limit),
+           T(test_size_limit), T(test_build_and_dump), T(test_build_errors), T(test_reals_round_trip),
+           T(test_type_names))

@@ -1,0 +1,69 @@
+// ConfigurationTests.swift — the defaults, and settings the C core refuses when an engine opens.
+
+import Courier
+import Foundation
+import XCTest
+
+final class ConfigurationTests: XCTestCase {
+    func testDefaults() {
+        let configuration = Configuration()
+        XCTAssertNil(configuration.baseURL)
+        XCTAssertTrue(configuration.headers.isEmpty)
+        XCTAssertTrue(configuration.parameters.isEmpty)
+        XCTAssertEqual(configuration.timeout, 60)
+        XCTAssertNil(configuration.userAgent)
+        XCTAssertEqual(configuration.maxConnectionsPerHost, 6)
+        XCTAssertEqual(configuration.maxConnections, 64)
+        XCTAssertEqual(configuration.bodyEncoding, .form)
+        XCTAssertEqual(configuration.maxResponseBytes, 64 * 1024 * 1024)
+        XCTAssertNil(configuration.caFile)
+        XCTAssertNil(configuration.pinnedPublicKey)
+        XCTAssertFalse(configuration.insecure)
+        XCTAssertNil(configuration.storeDirectory)
+        XCTAssertNil(configuration.validator)
+        XCTAssertEqual(Configuration(baseURL: "http://h").baseURL, "http://h")
+    }
+
+    func testTheDefaultEngineOpensAndCloses() throws {
+        let engine = try Engine()
+        XCTAssertFalse(engine.storeDirectory.isEmpty)
+        XCTAssertNil(engine.configuration.baseURL)
+        engine.close()
+    }
+
+    private func assertRefused(_ code: CourierError.Code, file: StaticString = #filePath, line: UInt = #line,
+                               _ change: (inout Configuration) -> Void) {
+        var configuration = Configuration()
+        change(&configuration)
+        XCTAssertThrowsError(try Engine(configuration: configuration), file: file, line: line) { error in
+            XCTAssertEqual((error as? CourierError)?.code, code, "\(error)", file: file, line: line)
+        }
+    }
+
+    func testRefusedSettings() {
+        assertRefused(.invalidURL) { $0.baseURL = "not a url" }
+        assertRefused(.invalidURL) { $0.baseURL = "ftp://example.com" }
+        assertRefused(.invalidHeader) { $0.headers = [("X-A", "1\r\n2")] }
+        assertRefused(.invalidHeader) { $0.headers = [("Bad Name", "1")] }
+        assertRefused(.invalidHeader) { $0.userAgent = "a\nb" }
+        assertRefused(.invalidArgument) { $0.timeout = 0 }
+        assertRefused(.invalidArgument) { $0.timeout = -.infinity }
+        assertRefused(.invalidArgument) { $0.maxConnections = 0 }
+        assertRefused(.invalidArgument) { $0.maxConnectionsPerHost = -1 }
+        assertRefused(.invalidArgument) { $0.maxResponseBytes = 0 }
+        assertRefused(.invalidArgument) { $0.storeDirectory = "" }
+    }
+
+    func testAStoreDirectoryThatCannotBeMadeIsAStoreError() throws {
+        let file = NSTemporaryDirectory() + "courier-facade-file-\(UUID().uuidString)"
+        XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        var configuration = Configuration()
+        configuration.storeDirectory = file + "/store"
+        XCTAssertThrowsError(try Engine(configuration: configuration)) { error in
+            let error = error as? CourierError
+            XCTAssertEqual(error?.code, .store)
+            XCTAssertNotNil(error?.osError)
+        }
+    }
+}
