@@ -720,11 +720,13 @@ int courier_call_complete(courier_call *c, int code, courier_response *resp, con
     c->resp = resp;
     snprintf(c->message, sizeof c->message, "%s", message ? message : "");
     courier_engine *e = c->e;
+    /* Wake the worker while holding the lock: once the lock is released the worker may finish the
+     * call and, if the engine is closing, free the engine, so nothing here may touch it after. */
     pthread_mutex_lock(&e->lock);
     c->next_done = e->external_done;
     e->external_done = c;
-    pthread_mutex_unlock(&e->lock);
     curl_multi_wakeup(e->multi);
+    pthread_mutex_unlock(&e->lock);
     return COURIER_OK;
 }
 
