@@ -65,7 +65,7 @@ struct cr_cache_xfer {
     policy_reg *reg;
     char *key;
     uint8_t hash[16];
-    int64_t expires_ms;         /* for explicit policies: when a write would expire */
+    int64_t expiry_s;           /* for explicit policies: freshness of a write, from its time */
     courier_response *answer;   /* completes without the network */
     courier_response *stored;   /* the stale entry, for a 304 or stale-if-error */
     int64_t stale_if_error_until;
@@ -104,6 +104,12 @@ int courier_config_set_cache_policy(courier_config *cfg, int policy) {
     if (!cfg || policy < 0 || (policy > COURIER_CACHE_HTTP && policy < COURIER_CACHE_POLICY_USER_MIN))
         return COURIER_E_INVALID_ARGUMENT;
     cfg->cache_policy = policy;
+    return COURIER_OK;
+}
+
+int courier_config_set_cache_durability(courier_config *cfg, int durability) {
+    if (!cfg || durability < COURIER_CACHE_DURABLE || durability > COURIER_CACHE_SYNCED) return COURIER_E_INVALID_ARGUMENT;
+    cfg->cache_durability = durability;
     return COURIER_OK;
 }
 
@@ -236,7 +242,7 @@ static cr_store *cache_store(courier_engine *e, courier_error *err) {
         int64_t map = c->max_bytes * 4 + ((int64_t)8 << 20);
         map = (map + ((int64_t)1 << 20) - 1) & ~(((int64_t)1 << 20) - 1);
         courier_error local;
-        int rc = cr_store_acquire(dir, map, &c->store, &local);
+        int rc = cr_store_acquire(dir, map, e->config->cache_durability, &c->store, &local);
         if (rc) {
             c->open_failed = 1;
             cr_cache_log("cannot open the cache in '%s': %s", dir, local.message);
@@ -487,7 +493,7 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
     t->cache = x;
     int64_t now = now_ms_of(c);
     int64_t expiry_s = r->cache && r->cache->expiry_s > 0 ? r->cache->expiry_s : c->expiry_s;
-    x->expires_ms = now + expiry_s * 1000;
+    x->expiry_s = expiry_s;
 
     courier_response *found = NULL;
     bool fresh = false;
@@ -745,7 +751,7 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
             }
         }
     } else {
-        int64_t expires = x->expires_ms;
+        int64_t expires = now + x->expiry_s * 1000;
         write = true;
         if (x->reg && x->reg->fns.should_write)
             write = x->reg->fns.should_write(resp, &expires, x->reg->user) != 0;

@@ -76,7 +76,8 @@ typedef struct cr_store cr_store;
  * written by a newer format, is moved aside (renamed "<dir>.broken-<time>-<pid>") and a fresh one
  * created, with a line on stderr. map_bytes sizes the map of a new environment in this process.
  * *out is new: release with cr_store_release. */
-CR_HIDDEN int cr_store_acquire(const char *dir, int64_t map_bytes, cr_store **out, courier_error *err);
+CR_HIDDEN int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_store **out,
+                               courier_error *err);
 CR_HIDDEN void cr_store_release(cr_store *s);
 CR_HIDDEN const char *cr_store_dir(const cr_store *s);
 

@@ -265,6 +265,7 @@ static void finish(courier_engine *e, cr_transfer *t, int code, courier_response
             err->http_status = resp->status;
         }
     }
+    if (cr_frozen_defer(e, t, code, resp, err)) return; /* journal.c: frozen, answered after the commit */
     if (cr_cache_defer(e, t, code, resp, err)) return; /* cache write: answered by cr_cache_flush */
     answer(e, t, code, resp, err);
 }
@@ -340,6 +341,12 @@ static void start_custom(courier_engine *e, cr_transfer *t) {
 }
 
 static void start_http(courier_engine *e, cr_transfer *t) {
+    if (cr_monitor_blocks(e, t)) { /* monitor.c: offline fails fast (finish freezes it per policy) */
+        courier_error oerr;
+        cr_fail(&oerr, COURIER_E_OFFLINE, "the network monitor says offline");
+        after_attempt(e, t, COURIER_E_OFFLINE, NULL, &oerr);
+        return;
+    }
     cr_buf_free(&t->resp_body);
     cr_kvlist_clear(&t->resp_headers);
     t->too_large = t->oom = 0;
@@ -441,6 +448,7 @@ static void route(courier_engine *e, cr_transfer *t) {
 
 /* After an attempt: retry later, or give the answer to the caller and every follower. */
 static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+    cr_monitor_observe(e, t, code, resp); /* monitor.c: reachability from every attempt */
     set_state(e, t, CR_T_NEW);
     bool anyone = !t->caller_gone || t->followers;
     long delay = anyone ? cr_retry_delay(t, code, resp, &e->sched->rng) : -1;
@@ -740,6 +748,7 @@ int courier_engine_set_mock_enabled(courier_engine *e, int enabled) {
 
 static void engine_free(courier_engine *e) {
     if (!e) return;
+    cr_journal_close(e); /* journal.c: queued freezes written and answered, before logging and the store go */
     cr_obs_free(e);
     for (size_t i = 0; i < e->npool; i++) curl_easy_cleanup(e->pool[i]);
     free(e->pool);
@@ -781,6 +790,7 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
     }
     rc = open_store_dir(e, err);
     if (rc == COURIER_OK) rc = cr_cache_engine_init(e, err);
+    if (rc == COURIER_OK) rc = cr_journal_open(e, answer_deferred, err); /* journal.c: frozen requests */
     if (rc) {
         engine_free(e);
         return rc;
@@ -802,6 +812,7 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         if (err) err->os_error = prc;
         return COURIER_E_INTERNAL;
     }
+    cr_journal_start(e); /* journal.c: replay at open */
     *out = e;
     return COURIER_OK;
 }
@@ -838,6 +849,7 @@ int courier_send(courier_engine *e, const courier_request *r, courier_completion
     t->done = done;
     t->user = user;
     t->id = atomic_fetch_add(&e->next_id, 1);
+    cr_frozen_attach(e, r, t); /* journal.c: the request's freeze settings */
     rc = cr_cache_before_send(e, r, t, err); /* cache key, policy, lookup (a hit is answered by the worker) */
     if (rc) {
         cr_transfer_free(t);

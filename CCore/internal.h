@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <curl/curl.h>
 
@@ -144,6 +145,16 @@ struct courier_config {
     int64_t cache_expiry_s;
     int cache_policy;
     cr_callback *clock; /* courier_clock_fn, or NULL: the system clock */
+    int cache_durability; /* courier_cache_durability */
+    /* Frozen requests and reachability (journal.c, monitor.c): plain values, 0 means the default. */
+    struct cr_frozen_conf {
+        long concurrency, backoff_base_ms, backoff_max_ms, lease_ms, poll_ms;
+        int64_t expiry_ms;
+        int paused;
+        int monitor_from_errors;
+        long probe_interval_ms;
+        char probe[512];
+    } frozen;
 };
 
 /* A deep copy (callbacks retained). NULL on no memory. */
@@ -177,6 +188,24 @@ struct courier_request {
     struct cr_mock *mock;
     char *transport_name;
     struct cr_cache_req *cache; /* cache policy, expiry, key, filters (cache.c); NULL: defaults */
+    /* Transfers (transfer.c): multipart parts, a file body, a download file, progress. */
+    struct cr_parts *parts;
+    char *body_file;
+    char *body_file_type;
+    char *download_path;
+    unsigned download_flags;
+    cr_callback *progress;
+    /* Frozen requests (journal.c): plain values, copied with the request. */
+    struct cr_freeze_req {
+        int policy;         /* courier_freeze_policy */
+        unsigned flags;     /* COURIER_FREEZE_* */
+        int64_t expiry_ms;  /* 0: the engine's */
+        int ignore_offline;
+        int cache_set;      /* the cache settings below were captured at send (transfers only) */
+        int cache_policy;
+        int64_t cache_expiry_s;
+        char id[COURIER_FROZEN_ID_MAX + 1]; /* "": generated at freeze time */
+    } freeze;
 };
 
 struct courier_outgoing {
@@ -234,6 +263,20 @@ typedef struct cr_transfer {
     struct cr_cache_xfer *cache; /* the cache's state for this send (cache.c), or NULL */
     int64_t obs_t0_ns;           /* log.c: monotonic time of WILL_SEND (0: nobody was listening) */
     int64_t obs_progress[2];     /* log.c: bytes received / sent at the last PROGRESS event */
+    /* Transfers (transfer.c). */
+    struct cr_parts *parts;
+    char *body_file;
+    char *download_path;
+    unsigned download_flags;
+    cr_callback *progress;
+    FILE *upload_fp;
+    FILE *download_fp;
+    int download_mode;           /* 0 undecided, 1 appending a resumed part, 2 from the start, 3 in memory */
+    int64_t resume_from;
+    void *mime;                  /* curl_mime */
+    int64_t progress_last[4];
+    int64_t progress_at;
+    struct cr_freeze_req freeze; /* journal.c: the request's freeze settings (copied at send) */
 } cr_transfer;
 
 /* Builds the final transfer for a request sent on an engine: URL joined and validated, parameters
@@ -269,6 +312,7 @@ struct courier_response {
     int64_t cache_expires_ms;
     int64_t cache_age_s;
     char *cache_key;         /* owned, or NULL */
+    char *file; /* the downloaded file's path (transfer.c), or NULL */
 };
 
 /* ---- the engine (engine.c) ------------------------------------------------------------------- */
@@ -305,6 +349,8 @@ struct courier_engine {
     struct courier_call *external_done; /* guarded by lock: custom transports' completed calls */
     struct cr_cache *cache; /* the cache (cache.c); the store opens on first use */
     _Atomic(struct cr_obs *) obs; /* logging and monitors (log.c), made on first use; any thread */
+    struct cr_journal *journal;   /* frozen requests (journal.c); NULL before open, after close */
+    struct cr_monitor *monitor;   /* reachability (monitor.c); owned by the journal's lifetime */
 };
 
 /* ==== JSON, mapping, serializers (json.c, mapping.c, serialize.c) ============================= */
@@ -561,5 +607,80 @@ CR_HIDDEN void cr_log(courier_engine *e, int level, const char *event, const cha
 /* Releases the engine's logging state (sinks closed, monitors' user_free run). engine_free calls
  * it after the worker has stopped. */
 CR_HIDDEN void cr_obs_free(courier_engine *e);
+
+/* ==== Transfers: multipart, file bodies, downloads with resume, progress (transfer.c) ========== */
+
+typedef struct cr_part {
+    char *name;
+    char *data;
+    size_t len;
+    char *path; /* a file part, streamed from disk */
+    char *filename;
+    char *content_type;
+    cr_kvlist headers;
+} cr_part;
+
+typedef struct cr_parts {
+    cr_part *items;
+    size_t count;
+    size_t cap;
+} cr_parts;
+
+CR_HIDDEN void cr_parts_free(struct cr_parts *p);
+/* Request -> transfer at prepare (copies; params become leading text parts when parts exist). */
+CR_HIDDEN int cr_transfer_copy_transfers(const courier_request *r, cr_transfer *t, const cr_kvlist *params,
+                                         courier_error *err);
+/* Worker: the easy handle's upload, download and progress options for t (after the common ones). */
+CR_HIDDEN int cr_transfer_setup(cr_transfer *t, struct curl_slist **extra_headers, courier_error *err);
+/* Worker: the body callback's work for a download file; returns bytes taken (len) or 0 to abort. */
+CR_HIDDEN size_t cr_transfer_write(cr_transfer *t, const char *data, size_t len);
+/* Worker: after curl finished: closes files; a complete download moves into place and its path goes
+ * into the response. Returns OK or a failure code. */
+CR_HIDDEN int cr_transfer_done(cr_transfer *t, CURLcode result, courier_response *resp, courier_error *err);
+/* Releases t's transfer state (files closed, mime freed). */
+CR_HIDDEN void cr_transfer_release(cr_transfer *t);
+
+/* ==== Frozen requests and reachability (journal.c, monitor.c) ================================== */
+
+struct cr_journal;
+struct cr_monitor;
+
+/* Engine open, after the store directory and the cache, before the worker starts: opens the
+ * journal (a corrupt one is moved aside: COURIER_E_JOURNAL_CORRUPT) and the monitor, and starts the
+ * journal thread, which waits for cr_journal_start. `answer` answers a detached transfer and frees
+ * it (the engine's cr_cache_flush step). On failure nothing is left open. */
+CR_HIDDEN int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err);
+/* Engine open, once the worker runs: lets the journal thread start (replay at open). */
+CR_HIDDEN void cr_journal_start(courier_engine *e);
+/* engine_free, first (after the worker stopped, before logging and the store go): writes what is
+ * queued, answers it, stops the journal thread and the monitor, releases the journal. NULL-safe. */
+CR_HIDDEN void cr_journal_close(courier_engine *e);
+/* courier_send, once the transfer is prepared: copies the request's freeze settings into t. */
+CR_HIDDEN void cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t);
+/* finish(), before the cache write: a network failure (or COURIER_E_OFFLINE) of a transfer whose
+ * policy allows it is handed to the journal, which answers the caller with COURIER_E_FROZEN after
+ * the durable commit. True when it took over answering (t->caller_gone is then set). Worker. */
+CR_HIDDEN bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp,
+                               courier_error *err);
+/* Wakes the journal thread: CR_WAKE_TURN looks for work; CR_WAKE_REPLAY_NOW also makes every
+ * request not tried since now due at once (the network came back). Any thread. */
+#define CR_WAKE_TURN 0x1u
+#define CR_WAKE_REPLAY_NOW 0x2u
+CR_HIDDEN void cr_journal_wake(courier_engine *e, unsigned how);
+
+/* monitor.c. Open/close run inside cr_journal_open/close. */
+CR_HIDDEN int cr_monitor_open(courier_engine *e, courier_error *err);
+CR_HIDDEN void cr_monitor_close(courier_engine *e);
+/* Worker, after every attempt (mocks and custom transports are ignored): a response means online;
+ * cannot-resolve / cannot-connect mean offline when the configuration says so. */
+CR_HIDDEN void cr_monitor_observe(courier_engine *e, const cr_transfer *t, int code, const courier_response *resp);
+/* Any thread: the monitor says offline. */
+CR_HIDDEN bool cr_monitor_offline(courier_engine *e);
+/* Worker, before an attempt goes on the wire: true when it must fail with COURIER_E_OFFLINE. */
+CR_HIDDEN bool cr_monitor_blocks(courier_engine *e, const cr_transfer *t);
+/* Journal thread: runs a due probe; returns the monotonic ms of the next one (INT64_MAX: none). */
+CR_HIDDEN int64_t cr_monitor_tick(courier_engine *e, int64_t mono_ms);
+/* Journal thread: gives a changed state to the listeners. */
+CR_HIDDEN void cr_monitor_dispatch(courier_engine *e);
 
 #endif /* COURIER_INTERNAL_H */

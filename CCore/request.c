@@ -202,6 +202,11 @@ void courier_request_free(courier_request *r) {
     cr_jspec_free(r->jspec);
     cr_mock_free(r->mock);
     free(r->transport_name);
+    cr_parts_free(r->parts);
+    free(r->body_file);
+    free(r->body_file_type);
+    free(r->download_path);
+    cr_callback_release(r->progress);
     cr_cache_req_free(r->cache); /* cache.c */
     free(r);
 }
@@ -448,7 +453,7 @@ static int append_query(char **url, const char *query) {
 }
 
 static bool params_in_query(const courier_request *r) {
-    if (r->has_body) return true;
+    if (r->has_body || r->body_file) return true;
     return strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0 || strcmp(r->method, "DELETE") == 0;
 }
 
@@ -467,6 +472,11 @@ void cr_transfer_free(cr_transfer *t) {
     free(t->coalesce_key);
     cr_mock_free(t->mock);
     free(t->call);
+    cr_transfer_release(t); /* transfer.c: files, mime */
+    cr_parts_free(t->parts);
+    free(t->body_file);
+    free(t->download_path);
+    cr_callback_release(t->progress);
     cr_cache_xfer_free(t->cache); /* cache.c */
     free(t);
 }
@@ -518,8 +528,15 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         if (cr_kvlist_add(&o.headers, "User-Agent", 10, ua, strlen(ua))) goto fail;
     }
 
-    if (params_in_query(r)) {
+    bool multipart = r->parts && r->parts->count;
+    if (multipart) {
+        /* Parameters become the multipart body's first text parts (transfer.c); curl writes the
+         * Content-Type with its boundary. */
+    } else if (params_in_query(r)) {
         if (encode_form(&enc, &params) || append_query(&o.url, enc.data ? enc.data : "")) goto fail;
+        if (r->body_file && !cr_kvlist_get(&o.headers, "Content-Type") &&
+            cr_kvlist_add(&o.headers, "Content-Type", 12, r->body_file_type, strlen(r->body_file_type)))
+            goto fail;
         if (r->has_body) {
             if (!(t->body = malloc(r->body_len ? r->body_len : 1))) goto fail;
             if (r->body_len) memcpy(t->body, r->body, r->body_len);
@@ -562,6 +579,12 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
     t->engine = e;
     if (r->jspec && !(t->jspec = cr_jspec_copy(r->jspec))) goto fail;
+    if ((rc = cr_transfer_copy_transfers(r, t, multipart ? &params : NULL, err)) != COURIER_OK) {
+        cr_kvlist_clear(&params);
+        cr_buf_free(&enc);
+        cr_transfer_free(t);
+        return rc;
+    }
     if ((rc = cr_sched_finish_prepare(r, t, err)) != COURIER_OK) {
         cr_kvlist_clear(&params);
         cr_buf_free(&enc);

@@ -270,8 +270,14 @@ static int mkdir_one(const char *path) {
 
 static int move_aside(const char *dir, const char *why) {
     char dst[PATH_MAX];
-    snprintf(dst, sizeof dst, "%s.broken-%lld-%d", dir, (long long)time(NULL), (int)getpid());
-    if (rename(dir, dst) != 0) {
+    int rc = -1;
+    for (int n = 0; n < 100 && rc != 0; n++) {
+        if (n) snprintf(dst, sizeof dst, "%s.broken-%lld-%d-%d", dir, (long long)time(NULL), (int)getpid(), n);
+        else snprintf(dst, sizeof dst, "%s.broken-%lld-%d", dir, (long long)time(NULL), (int)getpid());
+        if (access(dst, F_OK) == 0) continue;
+        rc = rename(dir, dst);
+    }
+    if (rc != 0) {
         int os = errno;
         cr_cache_log("store '%s' is unusable (%s) and cannot be moved aside: %s", dir, why, strerror(os));
         return os;
@@ -292,7 +298,7 @@ static void store_destroy(cr_store *s) {
 
 /* Opens the environment in dir. Returns 0, or an LMDB/errno code; *why says what was wrong with a
  * store that exists but must be moved aside (then the return is MDB_INVALID). */
-static int store_open_env(cr_store *s, int64_t map_bytes, const char **why) {
+static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const char **why) {
     *why = NULL;
     char marker[PATH_MAX];
     snprintf(marker, sizeof marker, "%s/CORRUPT", s->dir);
@@ -305,7 +311,10 @@ static int store_open_env(cr_store *s, int64_t map_bytes, const char **why) {
     mdb_env_set_maxdbs(s->env, 8);
     mdb_env_set_maxreaders(s->env, 254);
     mdb_env_set_mapsize(s->env, (size_t)map_bytes);
-    rc = mdb_env_open(s->env, s->dir, MDB_NOTLS | MDB_NOMETASYNC, 0600);
+    unsigned sync = durability == COURIER_CACHE_FAST     ? MDB_NOSYNC
+                    : durability == COURIER_CACHE_SYNCED ? 0u
+                                                         : MDB_NOMETASYNC;
+    rc = mdb_env_open(s->env, s->dir, MDB_NOTLS | sync, 0600);
     if (rc) {
         if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ||
             rc == EINVAL) {
@@ -384,7 +393,7 @@ corrupt_or_fail:
 
 const char *cr_store_dir(const cr_store *s) { return s ? s->dir : NULL; }
 
-int cr_store_acquire(const char *dir, int64_t map_bytes, cr_store **out, courier_error *err) {
+int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_store **out, courier_error *err) {
     *out = NULL;
     pthread_once(&atfork_once, registry_init);
     int os = mkdir_one(dir);
@@ -436,7 +445,7 @@ int cr_store_acquire(const char *dir, int64_t map_bytes, cr_store **out, courier
         s->pid = getpid();
         s->refs = 1;
         const char *why = NULL;
-        int rc = store_open_env(s, map_bytes, &why);
+        int rc = store_open_env(s, map_bytes, durability, &why);
         if (rc == 0) {
             s->next = registry;
             registry = s;

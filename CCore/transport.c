@@ -55,6 +55,10 @@ int cr_code_from_curl(CURLcode c) {
 static size_t on_body(char *data, size_t size, size_t n, void *user) {
     cr_transfer *t = user;
     size_t len = size * n;
+    if (t->download_path) {
+        size_t taken = cr_transfer_write(t, data, len); /* transfer.c: the part file */
+        if (taken != (size_t)-1) return taken;
+    }
     if ((int64_t)(t->resp_body.len + len) > t->max_bytes) {
         t->too_large = 1;
         return 0; /* aborts with CURLE_WRITE_ERROR */
@@ -132,7 +136,7 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_ACCEPT_ENCODING, "");
-    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)t->max_bytes);
+    if (!t->download_path) SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)t->max_bytes); /* files may be large */
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
     SET(CURLOPT_SSL_VERIFYPEER, cfg->insecure ? 0L : 1L);
@@ -150,6 +154,13 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
             SET(CURLOPT_POSTFIELDS, t->body);
         }
         if (strcmp(t->method, "POST") != 0) SET(CURLOPT_CUSTOMREQUEST, t->method);
+    }
+
+    /* Multipart and file bodies, download resume headers, progress (transfer.c). */
+    if (c == CURLE_OK) {
+        courier_error terr;
+        int trc = cr_transfer_setup(t, &t->slist, &terr);
+        if (trc != COURIER_OK) return trc;
     }
 
     /* Header lines; "Name;" is curl's way to send an empty value. Expect is off unless asked. */
@@ -219,9 +230,12 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
 
     if (result != CURLE_OK) {
+        courier_error ignored;
+        cr_transfer_done(t, result, NULL, &ignored); /* closes files; a part file stays for resume */
         int code = cr_code_from_curl(result);
         if (t->too_large) code = COURIER_E_TOO_LARGE;
         else if (t->oom) code = COURIER_E_NO_MEMORY;
+        else if (result == CURLE_WRITE_ERROR && t->download_path && t->download_mode != 3) code = COURIER_E_STORE;
         cr_fail(err, code, "%s: %s", courier_strerror(code), t->errbuf[0] ? t->errbuf : curl_easy_strerror(result));
         err->curl_code = (int)result;
         err->http_status = (int)status;
@@ -249,7 +263,7 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
     }
     *out_resp = r;
     cr_error_clear(err);
-    return COURIER_OK;
+    return cr_transfer_done(t, result, r, err); /* a download moves into place; the response stays */
 }
 
 /* ---- responses -------------------------------------------------------------------------------- */
@@ -258,6 +272,7 @@ void courier_response_free(courier_response *r) {
     if (!r) return;
     free(r->method);
     free(r->url);
+    free(r->file);
     cr_kvlist_clear(&r->headers);
     free(r->body);
     cr_response_json_free(r);

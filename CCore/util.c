@@ -43,6 +43,9 @@ const char *courier_strerror(int code) {
     case COURIER_E_JSON: return "invalid JSON";
     case COURIER_E_MAPPING: return "mapping failed";
     case COURIER_E_API: return "the server reported a failure";
+    case COURIER_E_FROZEN: return "frozen: kept in the journal, to be sent later";
+    case COURIER_E_OFFLINE: return "offline";
+    case COURIER_E_JOURNAL_CORRUPT: return "the frozen-request journal is unreadable";
     default: return "unknown error";
     }
 }

@@ -76,7 +76,11 @@ typedef enum courier_code {
     COURIER_E_TOO_FREQUENT = -21,     /* an identical request was sent within the engine's guard window */
     COURIER_E_JSON = -22,             /* not acceptable JSON (malformed, too deep, bad UTF-8, duplicate key), or no decoder */
     COURIER_E_MAPPING = -23,          /* a document does not fit its mapping or key path; response attached */
-    COURIER_E_API = -24               /* the envelope's code is not a success; response attached */
+    COURIER_E_API = -24,              /* the envelope's code is not a success; response attached */
+    COURIER_E_FROZEN = -25,           /* the request was written to the journal, to be sent later;
+                                         courier_error_freeze_id gives its freeze id */
+    COURIER_E_OFFLINE = -26,          /* the network monitor says offline; nothing was sent */
+    COURIER_E_JOURNAL_CORRUPT = -27   /* the frozen-request journal is unreadable (kept aside, never emptied) */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -515,6 +519,54 @@ COURIER_API int courier_config_register_transport(courier_config *config, const 
 COURIER_API int courier_request_set_transport(courier_request *request, const char *name);
 
 /* ========================================================================================== */
+/* Transfers: multipart upload, file bodies, downloads with resume, progress (HLNetworking's   */
+/* HLTask)                                                                                     */
+/* ========================================================================================== */
+
+/* Adds a part to a multipart/form-data body (the request's parameters then become its first text
+ * parts, in order). `data` is copied (len may be 0); filename and content_type may be NULL.
+ * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_INVALID_HEADER (CR/LF in filename or type),
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_request_add_part_data(courier_request *request, const char *name, const void *data,
+                                              size_t len, const char *filename, const char *content_type);
+/* Adds a part whose bytes are streamed from a file when the request is sent (never loaded into
+ * memory whole). filename NULL means the path's last component. A file that cannot be opened fails
+ * the send with COURIER_E_NOT_FOUND (or COURIER_E_INVALID_ARGUMENT), nothing sent. */
+COURIER_API int courier_request_add_part_file(courier_request *request, const char *name, const char *path,
+                                              const char *filename, const char *content_type);
+/* Adds a header line to the last part added. Errors as courier_request_add_header, and
+ * COURIER_E_INVALID_ARGUMENT when there is no part yet. */
+COURIER_API int courier_request_add_part_header(courier_request *request, const char *name, const char *value);
+
+/* The body is a file, streamed from disk when sent, with its content type (NULL:
+ * application/octet-stream); parameters go in the query. NULL path clears it. A missing file
+ * fails the send with COURIER_E_NOT_FOUND. */
+COURIER_API int courier_request_set_body_file(courier_request *request, const char *path, const char *content_type);
+
+/* Resume an interrupted download: keep "<path>.part" and its validator, and continue with an HTTP
+ * Range request when sent again (after a cancel, a failure, or in a later process). */
+#define COURIER_DOWNLOAD_RESUME 0x1u
+/* The response body (status < 400) is written to `path` instead of memory: first into
+ * "<path>.part" (with "<path>.part.meta" holding the URL and the ETag/Last-Modified validator),
+ * moved to `path` once complete. With COURIER_DOWNLOAD_RESUME an existing part is continued when
+ * the server answers 206 to Range + If-Range, and started over on 200. The response then has an
+ * empty body and courier_response_file gives the path. The engine's maximum response size does
+ * not apply to downloads. Errors at send: COURIER_E_STORE (os_error) when the part file cannot be
+ * written. NULL path clears it. */
+COURIER_API int courier_request_set_download_file(courier_request *request, const char *path, unsigned flags);
+/* The file a download was written to, or NULL. Borrowed until the response is freed. */
+COURIER_API const char *courier_response_file(const courier_response *response);
+
+/* Progress of one request: bytes so far and expected (0 when unknown), down and up. For a resumed
+ * download the counts include the part already on disk. Runs on the worker thread, at most every
+ * 100 ms and once more at the end of each attempt; must not block. */
+typedef void (*courier_progress_fn)(uint64_t request_id, int64_t down_now, int64_t down_total, int64_t up_now,
+                                    int64_t up_total, void *user);
+/* Registers a progress callback (NULL removes it). user_free as for validators. */
+COURIER_API int courier_request_set_progress(courier_request *request, courier_progress_fn fn, void *user,
+                                             courier_user_free_fn user_free);
+
+/* ========================================================================================== */
 /* JSON documents                                                                              */
 /* ========================================================================================== */
 
@@ -869,6 +921,19 @@ COURIER_API int courier_config_set_cache_max_bytes(courier_config *config, int64
 /* Default expiry, in seconds (> 0; default 3600), of entries written by the cache-first,
  * write-only and user-defined policies when the request sets none. */
 COURIER_API int courier_config_set_cache_expiry(courier_config *config, int64_t seconds);
+/* How the cache's commits reach the disk. Chosen by the first engine of a process to open a store
+ * directory (the setting is the environment's). */
+typedef enum courier_cache_durability {
+    COURIER_CACHE_DURABLE = 0, /* the default: one fdatasync per commit, meta page unsynced
+                                  (MDB_NOMETASYNC): consistent across power loss, which may undo
+                                  the last commit */
+    COURIER_CACHE_FAST = 1,    /* no sync (MDB_NOSYNC): safe across process crashes (kill -9);
+                                  power loss may lose recent writes or damage the store, which is
+                                  then moved aside and recreated if LMDB notices */
+    COURIER_CACHE_SYNCED = 2   /* data and meta synced on every commit */
+} courier_cache_durability;
+/* Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_config_set_cache_durability(courier_config *config, int durability);
 /* The policy of requests that name none (default COURIER_CACHE_NO_CACHE).
  * Errors: COURIER_E_INVALID_ARGUMENT (a reserved id). */
 COURIER_API int courier_config_set_cache_policy(courier_config *config, int policy);
@@ -1296,6 +1361,258 @@ COURIER_API int courier_monitor_add(courier_engine *engine, unsigned kinds, cour
 /* Removes a monitor; a call in progress on another thread may still finish after this returns.
  * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
 COURIER_API int courier_monitor_remove(courier_engine *engine, uint64_t id);
+
+/* ========================================================================================== */
+/* Frozen requests: a durable offline journal, replay, events                                  */
+/* ========================================================================================== */
+
+/* A request whose freeze policy allows it, sent while the network monitor says offline or failing
+ * with a network-level error, is written to the engine's journal (<store>/journal, an LMDB
+ * environment of its own whose commits are synced) and its completion runs once with
+ * COURIER_E_FROZEN, only after the commit is on disk. It is sent again later, by this process or
+ * any other that opens the same store: when the monitor says online, at the next engine open, and
+ * on its own backoff timer. The journal keeps everything needed to send it in any process and any
+ * language (method, effective URL, headers, body, timeout, cache policy and expiry, retry rule,
+ * priority, JSON key path and result names; not callbacks: validators, customize callbacks and
+ * mapping objects live in memory only), plus an idempotency key generated once, at freeze time,
+ * and sent as "Idempotency-Key" with every resend (a request that carries its own Idempotency-Key
+ * keeps it), so a server that honours the header applies a replayed POST once.
+ *
+ * Replay: oldest first; the requests to one host ("scheme://host:port") go one at a time, a later
+ * one never before an earlier one has a final answer, unless frozen with COURIER_FREEZE_UNORDERED
+ * (such a request neither waits nor is waited for); at most `concurrency` replays in flight per
+ * engine; a failed attempt waits base * 2^(attempts-1) ms (capped, with jitter) before the next,
+ * kept in the journal across restarts. A final answer (a response, including an HTTP status below
+ * 500 other than 408, 425 and 429, or a non-retryable failure) removes the request in the same
+ * transaction that records the outcome (courier_frozen_last_outcome). A retryable failure (network
+ * errors, timeouts, 408, 425, 429, 5xx) keeps it for the next attempt. Replays go through
+ * courier_send, so the engine's retry rule, cache and mapping apply to them as to any request.
+ * At least once: a crash at any point sends a request again (with the same idempotency key), and
+ * never loses one.
+ * Expired requests are removed and reported (COURIER_FROZEN_EVENT_EXPIRED), never sent.
+ * Several processes (and engines) on one store: a request is claimed in a transaction with a lease
+ * before it is sent, so one replayer sends it; a claim whose process died (or whose engine closed,
+ * or whose lease ended) is taken over. */
+
+/* Freeze policies. */
+typedef enum courier_freeze_policy {
+    COURIER_FREEZE_NEVER = 0,  /* the default: a failure is the caller's */
+    COURIER_FREEZE_AUTO = 1,   /* frozen when offline or on a network failure; resent automatically */
+    COURIER_FREEZE_MANUAL = 2  /* frozen likewise; kept until the app resends it (courier_frozen_resend,
+                                  courier_frozen_replay with COURIER_REPLAY_MANUAL) or removes it */
+} courier_freeze_policy;
+
+/* Freeze flags. */
+#define COURIER_FREEZE_UNORDERED 0x1u    /* not kept in its host's order */
+#define COURIER_FREEZE_ON_AMBIGUOUS 0x2u /* also freeze on a timeout, reset or partial response: the
+                                            request may have reached the server (by default only
+                                            cannot-resolve, cannot-connect and offline freeze) */
+/* Longest freeze id, in bytes. Ids are 1..128 of A-Z a-z 0-9 and "-._~:@+=". */
+#define COURIER_FROZEN_ID_MAX 128
+
+/* The request's freeze policy (a courier_freeze_policy), expiry in ms after freezing (0: the
+ * engine's default, 24 hours unless configured) and flags (COURIER_FREEZE_*).
+ * Errors: COURIER_E_INVALID_ARGUMENT (unknown policy or flags, negative expiry). */
+COURIER_API int courier_request_set_freeze(courier_request *request, int policy, int64_t expiry_ms, unsigned flags);
+/* The freeze id to find the request again (copied). NULL (the default) generates one (32 hex
+ * digits) at freeze time. Freezing a request whose id is already in the journal replaces the older
+ * request (the newer description of one action wins; it takes the newer place in the order).
+ * Errors: COURIER_E_INVALID_ARGUMENT (not 1..COURIER_FROZEN_ID_MAX allowed characters). */
+COURIER_API int courier_request_set_freeze_id(courier_request *request, const char *id);
+/* Nonzero: send even while the network monitor says offline ("try anyway"). Default 0: such a
+ * send fails at once with COURIER_E_OFFLINE (its completion runs with it, from the worker thread,
+ * without waiting for a timeout) or, when its policy allows, is frozen. */
+COURIER_API int courier_request_set_ignore_offline(courier_request *request, int ignore);
+/* The freeze id of a COURIER_E_FROZEN error, or NULL for any other. Borrowed from *err. */
+COURIER_API const char *courier_error_freeze_id(const courier_error *err);
+
+/* Replay settings of engines opened with this configuration: replays in flight at most
+ * (`concurrency` > 0; 0: 4), and the backoff between failed attempts of one request: base_ms
+ * * 2^(attempts-1), at most max_ms, with jitter (a random wait between half and all of it); 0:
+ * 1 000 ms and 300 000 ms. Errors: COURIER_E_INVALID_ARGUMENT (negative, max < base). */
+COURIER_API int courier_config_set_frozen_replay(courier_config *config, long concurrency, long backoff_base_ms,
+                                                 long backoff_max_ms);
+/* The expiry of frozen requests that name none, in ms (0: 24 hours). */
+COURIER_API int courier_config_set_frozen_expiry_ms(courier_config *config, int64_t expiry_ms);
+/* How long a claim holds when its owner stays alive but silent, in ms (0: 300 000). A claim whose
+ * owner died is taken over at once. Keep it longer than a request's timeout times its attempts. */
+COURIER_API int courier_config_set_frozen_lease_ms(courier_config *config, long lease_ms);
+/* How often the engine looks for work that others left (requests frozen by other processes,
+ * claims of the dead), in ms (0: 10 000). */
+COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, long poll_ms);
+/* Nonzero: the engine opens with automatic replay paused (courier_frozen_resume starts it), e.g.
+ * to add event listeners first, or for tools that only look at the journal. */
+COURIER_API int courier_config_set_frozen_paused(courier_config *config, int paused);
+
+/* Pauses or resumes automatic replay (at open, when online, on backoff timers). Explicit
+ * replays (courier_frozen_replay, courier_frozen_resend) run either way. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_frozen_pause(courier_engine *engine);
+COURIER_API int courier_frozen_resume(courier_engine *engine);
+
+/* Replay flags. */
+#define COURIER_REPLAY_MANUAL 0x1u /* include COURIER_FREEZE_MANUAL requests */
+/* Replays now: every request not tried since this call is due at once, whatever its backoff (per-
+ * host order and the concurrency bound still hold), sent even while the monitor says offline.
+ * Returns at once; answers arrive as events. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_JOURNAL_CORRUPT. */
+COURIER_API int courier_frozen_replay(courier_engine *engine, unsigned flags, courier_error *err);
+/* Sends one frozen request now, whatever its policy, order or backoff (unless another replayer
+ * holds it). Returns at once; the answer arrives as an event. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND, COURIER_E_STORE. */
+COURIER_API int courier_frozen_resend(courier_engine *engine, const char *id, courier_error *err);
+/* Waits until this engine's journal has nothing in flight, nothing queued and nothing it would
+ * send now (requests waiting for a later backoff time, held by other replayers, or not sent
+ * because replay is paused or the monitor says offline do not count). Any thread except the
+ * engine's worker and journal threads (never from a callback). Returns COURIER_OK, or
+ * COURIER_E_TIMEOUT after timeout_ms. */
+COURIER_API int courier_frozen_wait_idle(courier_engine *engine, long timeout_ms);
+
+/* One frozen request as it was read (a snapshot): immutable, any thread. */
+typedef struct courier_frozen courier_frozen;
+typedef struct courier_frozen_list courier_frozen_list;
+
+/* Numbers of a frozen request. `size` is the struct's size as the library filled it. */
+typedef struct courier_frozen_info {
+    size_t size;
+    int policy;              /* courier_freeze_policy */
+    unsigned flags;          /* COURIER_FREEZE_* */
+    long timeout_ms;
+    int attempts;            /* resends started */
+    int last_code;           /* the last attempt's code (0 before any); COURIER_E_JOURNAL_CORRUPT for
+                                a record that does not decode (listed so it can be removed) */
+    int last_status;         /* the last attempt's HTTP status, 0 if none */
+    int claimed;             /* nonzero while a replayer holds it */
+    int64_t created_ms;      /* when it was frozen (ms since the Unix epoch, engine clock) */
+    int64_t expires_ms;      /* removed, never sent, from then on */
+    int64_t next_attempt_ms; /* not resent automatically before (0: at once) */
+    int64_t last_attempt_ms; /* 0 before any */
+} courier_frozen_info;
+
+/* Every frozen request of the engine's store, oldest first. *out new: courier_frozen_list_free.
+ * Any thread. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE, COURIER_E_JOURNAL_CORRUPT,
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_frozen_list(courier_engine *engine, courier_frozen_list **out, courier_error *err);
+COURIER_API size_t courier_frozen_list_count(const courier_frozen_list *list);
+/* The i-th (0-based) or NULL. Borrowed until the list is freed. */
+COURIER_API const courier_frozen *courier_frozen_list_at(const courier_frozen_list *list, size_t index);
+/* Accepts NULL. */
+COURIER_API void courier_frozen_list_free(courier_frozen_list *list);
+/* The frozen request with this id. *out new: courier_frozen_free.
+ * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND, COURIER_E_STORE, COURIER_E_JOURNAL_CORRUPT. */
+COURIER_API int courier_frozen_get(courier_engine *engine, const char *id, courier_frozen **out, courier_error *err);
+/* Accepts NULL. */
+COURIER_API void courier_frozen_free(courier_frozen *frozen);
+/* Removes one (if a replay of it is on the wire, its answer is still reported, then forgotten).
+ * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND, COURIER_E_STORE. */
+COURIER_API int courier_frozen_remove(courier_engine *engine, const char *id, courier_error *err);
+/* Removes every frozen request; *removed (may be NULL) receives how many. */
+COURIER_API int courier_frozen_remove_all(courier_engine *engine, int64_t *removed, courier_error *err);
+/* How many frozen requests the store holds. */
+COURIER_API int courier_frozen_count(courier_engine *engine, int64_t *count, courier_error *err);
+/* The recorded final answer of a request that left the journal (the last 1 000 are kept): its
+ * code, HTTP status (0 if none) and time. Each out pointer may be NULL.
+ * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
+COURIER_API int courier_frozen_last_outcome(courier_engine *engine, const char *id, int *code, int *http_status,
+                                            int64_t *at_ms, courier_error *err);
+
+/* Fields of a snapshot, borrowed until it is freed. Never NULL for a valid snapshot. */
+COURIER_API const char *courier_frozen_id(const courier_frozen *frozen);
+COURIER_API const char *courier_frozen_method(const courier_frozen *frozen);
+COURIER_API const char *courier_frozen_url(const courier_frozen *frozen);
+/* "scheme://host:port", the unit of per-host order. */
+COURIER_API const char *courier_frozen_host(const courier_frozen *frozen);
+COURIER_API const char *courier_frozen_idempotency_key(const courier_frozen *frozen);
+/* The stored record with its replay state, as one JSON object (the journal's own format, see
+ * docs/DESIGN.md). */
+COURIER_API const char *courier_frozen_json(const courier_frozen *frozen);
+/* The body, or NULL when the request has none; *len (may be NULL) receives its length. */
+COURIER_API const uint8_t *courier_frozen_body(const courier_frozen *frozen, size_t *len);
+/* The headers that are sent (Idempotency-Key included), in order. Errors: COURIER_E_NOT_FOUND. */
+COURIER_API size_t courier_frozen_header_count(const courier_frozen *frozen);
+COURIER_API int courier_frozen_header_at(const courier_frozen *frozen, size_t index, const char **name,
+                                         const char **value);
+/* Copies the numbers; `size` is sizeof(courier_frozen_info) as the caller knows it. */
+COURIER_API int courier_frozen_get_info(const courier_frozen *frozen, courier_frozen_info *out, size_t size);
+
+/* Events of frozen requests. */
+typedef enum courier_frozen_event_kind {
+    COURIER_FROZEN_EVENT_FROZEN = 1,           /* written to the journal (after the commit) */
+    COURIER_FROZEN_EVENT_RESENT_SUCCEEDED = 2, /* a resend got a final, successful answer; removed */
+    COURIER_FROZEN_EVENT_RESENT_FAILED = 3,    /* a resend failed: `final` says whether it was removed
+                                                  (a non-retryable answer) or will be tried again */
+    COURIER_FROZEN_EVENT_EXPIRED = 4           /* its expiry passed: removed, never sent again */
+} courier_frozen_event_kind;
+
+/* One event, borrowed for the duration of the call (copy what you keep). The struct only grows at
+ * the end: `size` is its size as the library knows it. */
+typedef struct courier_frozen_event {
+    size_t size;
+    int kind;                         /* courier_frozen_event_kind */
+    const char *freeze_id;
+    const courier_frozen *frozen;     /* the request (as claimed, for resends) */
+    uint64_t request_id;              /* FROZEN: the original send's id; RESENT_*: the resend's id */
+    int code;                         /* RESENT_*: the resend's result */
+    int final;                        /* RESENT_FAILED: 1 when removed; RESENT_SUCCEEDED, EXPIRED: 1 */
+    int attempts;                     /* resends started so far */
+    const courier_response *response; /* RESENT_*: the response when one arrived, else NULL */
+    const courier_error *error;       /* RESENT_FAILED: the detail */
+} courier_frozen_event;
+
+/* Runs on the engine's journal thread, one event at a time, in the order things happened there.
+ * Events reach only the listeners of the engine where they happen: the engine that froze the
+ * request (FROZEN), the engine that replayed or removed it (RESENT_*, EXPIRED). Other processes
+ * sharing the store do not see them (they see the journal itself: list, count, last outcome).
+ * Must not block for long and must not close the engine; may send requests and use the journal. */
+typedef void (*courier_frozen_event_fn)(const courier_frozen_event *event, void *user);
+
+/* Adds a listener; *out_token (may be NULL) receives its token, never 0. user_free (may be NULL)
+ * runs once when it is removed or the engine closes (or at once if this fails). Listeners added
+ * after open miss events of replays already started: open with courier_config_set_frozen_paused
+ * and resume after adding them. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
+COURIER_API int courier_frozen_add_listener(courier_engine *engine, courier_frozen_event_fn fn, void *user,
+                                            courier_user_free_fn user_free, uint64_t *out_token);
+/* Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. A call in progress may still finish. */
+COURIER_API int courier_frozen_remove_listener(courier_engine *engine, uint64_t token);
+
+/* ========================================================================================== */
+/* Network reachability (the network monitor)                                                  */
+/* ========================================================================================== */
+
+/* The engine's view of the network. UNKNOWN (before any evidence) behaves as online. */
+typedef enum courier_reachability {
+    COURIER_REACHABILITY_UNKNOWN = 0,
+    COURIER_REACHABILITY_OFFLINE = 1,
+    COURIER_REACHABILITY_ONLINE = 2
+} courier_reachability;
+
+/* Where the engine's view comes from. Any response (any status) means online. With from_errors
+ * nonzero, a request that cannot resolve its host or cannot connect means offline (default 0: a
+ * server being down does not make the engine offline). While offline (detected, not set by the
+ * app), a probe runs every interval_ms (0: 5 000): `probe` is an http(s) URL (a HEAD through the
+ * engine; any response means online) or "host:port" / "tcp://host:port" (a TCP connect); NULL or
+ * "" probes the host:port that failed. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_INVALID_URL. */
+COURIER_API int courier_config_set_reachability(courier_config *config, int from_errors, const char *probe,
+                                                long interval_ms);
+/* The current courier_reachability. Any thread. */
+COURIER_API int courier_reachability_status(const courier_engine *engine);
+/* The app's word (a phone knows better): holds until the app says otherwise or gives detection
+ * back with courier_reachability_set_automatic. A change to online starts a replay of the due
+ * frozen requests, whatever their backoff. Any thread. Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_reachability_set_online(courier_engine *engine);
+COURIER_API int courier_reachability_set_offline(courier_engine *engine);
+COURIER_API int courier_reachability_set_automatic(courier_engine *engine);
+
+/* A reachability listener: runs on the engine's journal thread with the new courier_reachability,
+ * once per change (quick flaps may be collapsed into the latest state). Must not block for long
+ * and must not close the engine. */
+typedef void (*courier_reachability_fn)(int status, void *user);
+/* Adds one; *out_token (may be NULL) receives its token, never 0. user_free as for frozen-request
+ * listeners. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
+COURIER_API int courier_reachability_add_listener(courier_engine *engine, courier_reachability_fn fn, void *user,
+                                                  courier_user_free_fn user_free, uint64_t *out_token);
+/* Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
+COURIER_API int courier_reachability_remove_listener(courier_engine *engine, uint64_t token);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@ struct CourierCommand: AsyncParsableCommand {
             PostCommand.self,
             ServeCommand.self,
             BenchCommand.self,
+            CacheCommand.self,
         ],
         defaultSubcommand: DemoCommand.self
     )

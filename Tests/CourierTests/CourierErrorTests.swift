@@ -110,6 +110,7 @@ final class CourierErrorTests: LoopbackTestCase {
             (.tls, -6), (.pinning, -7), (.cancelled, -8), (.httpStatus, -9), (.invalidResult, -10),
             (.tooLarge, -11), (.internal, -12), (.noMemory, -13), (.invalidHeader, -14), (.invalidEncoding, -15),
             (.partialResponse, -16), (.network, -17), (.closed, -18), (.store, -19), (.notFound, -20),
+            (.tooFrequent, -21), (.init(rawValue: -22), -22), (.init(rawValue: -23), -23), (.init(rawValue: -24), -24),
         ]
         XCTAssertEqual(CourierError.Code.allKnown, expected.map(\.0))
         for (code, raw) in expected {
@@ -119,6 +120,8 @@ final class CourierErrorTests: LoopbackTestCase {
             XCTAssertFalse(code.description.isEmpty)
         }
         XCTAssertEqual(Set(expected.map(\.0.name)).count, expected.count)
+        XCTAssertEqual(CourierError.Code(rawValue: -22).name, "json")
+        XCTAssertEqual(CourierError.Code(rawValue: -24).name, "api")
         XCTAssertEqual(CourierError.timeout, CourierError.Code.timeout)
         XCTAssertEqual(CourierError.notFound, .notFound)
     }

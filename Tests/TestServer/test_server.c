@@ -1002,6 +1002,18 @@ static void json_error(response *rs, int status, const char *msg)
 }
 
 /* Sends a response head with the given fixed lines, for the streaming handlers. */
+static int send_head_status(conn *c, const request *rq, int status, const char *lines, int closing)
+{
+    sbuf out = {0};
+    sb_printf(&out, "HTTP/1.1 %d %s\r\n", status, status == 206 ? "Partial Content" : "OK");
+    sb_puts(&out, lines);
+    put_connection(&out, rq, closing);
+    sb_puts(&out, "\r\n");
+    int r = out.failed ? -1 : send_all(c, out.p, out.len);
+    free(out.p);
+    return r;
+}
+
 static int send_head(conn *c, const request *rq, const char *lines, int closing)
 {
     sbuf out = {0};
@@ -1087,16 +1099,58 @@ static int h_bytes(conn *c, request *rq, const char *arg, response *rs, int clos
         return ACT_ABORT;
     const qpair *qp = query_get(&q, "chunked");
     int chunked = qp && qp->vlen == 1 && qp->val[0] == '1';
+    /* rate=B: about B bytes a second (chunks every 100 ms), for downloads to interrupt. */
+    unsigned long long rate = 0;
+    qp = query_get(&q, "rate");
+    if (qp) {
+        char tmp[32];
+        snprintf(tmp, sizeof tmp, "%.*s", (int)(qp->vlen < 31 ? qp->vlen : 31), qp->val);
+        if (parse_num(tmp, ULLONG_MAX / 2, &rate))
+            rate = 0;
+    }
     query_free(&q);
 
-    char lines[128];
+    /* Ranges (RFC 9110 14): "bytes=START-" or "bytes=START-END", with If-Range on the ETag. */
+    char etag[64];
+    snprintf(etag, sizeof etag, "\"bytes-%llu\"", n);
+    unsigned long long start = 0, end = n ? n - 1 : 0;
+    int partial = 0;
+    const char *range = chunked ? NULL : find_header(rq, "Range");
+    const char *if_range = find_header(rq, "If-Range");
+    if (range && n && strncmp(range, "bytes=", 6) == 0 && (!if_range || strcmp(if_range, etag) == 0)) {
+        char *e1 = NULL;
+        unsigned long long a = strtoull(range + 6, &e1, 10);
+        if (e1 != range + 6 && *e1 == '-') {
+            unsigned long long b = e1[1] ? strtoull(e1 + 1, NULL, 10) : n - 1;
+            if (a >= n) {
+                json_error(rs, 416, "range not satisfiable");
+                return ACT_SEND;
+            }
+            if (b >= n) b = n - 1;
+            if (b >= a) {
+                start = a;
+                end = b;
+                partial = 1;
+            }
+        }
+    }
+
+    char lines[256];
     if (chunked)
         snprintf(lines, sizeof lines,
                  "Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n");
+    else if (partial)
+        snprintf(lines, sizeof lines,
+                 "Content-Type: application/octet-stream\r\nETag: %s\r\nAccept-Ranges: bytes\r\n"
+                 "Content-Range: bytes %llu-%llu/%llu\r\nContent-Length: %llu\r\n",
+                 etag, start, end, n, end - start + 1);
     else
         snprintf(lines, sizeof lines,
-                 "Content-Type: application/octet-stream\r\nContent-Length: %llu\r\n", n);
-    if (send_head(c, rq, lines, closing))
+                 "Content-Type: application/octet-stream\r\nETag: %s\r\nAccept-Ranges: bytes\r\n"
+                 "Content-Length: %llu\r\n", etag, n);
+    if (partial)
+        n = end + 1;
+    if (send_head_status(c, rq, partial ? 206 : 200, lines, closing))
         return ACT_ABORT;
     if (rq->is_head)
         return closing ? ACT_CLOSE : ACT_KEEP;
@@ -1109,10 +1163,20 @@ static int h_bytes(conn *c, request *rq, const char *arg, response *rs, int clos
         goto out;
     for (size_t i = 0; i < OUT_CHUNK + 251; i++)
         pattern[i] = (unsigned char)(i % 251);
-    unsigned long long sent = 0;
-    size_t phase = 0;
+    unsigned long long sent = start;
+    size_t phase = (size_t)(start % 251);
+    /* With a rate, about rate/10 bytes go out per 100 ms tick. */
+    unsigned long long per_tick = rate ? (rate / 10 ? rate / 10 : 1) : 0, tick_bytes = 0;
     while (sent < n) {
+        if (per_tick && tick_bytes >= per_tick) {
+            if (!sleep_ms(c->srv, 100))
+                goto out;
+            tick_bytes = 0;
+        }
         size_t m = n - sent < OUT_CHUNK ? (size_t)(n - sent) : OUT_CHUNK;
+        if (per_tick && m > per_tick - tick_bytes)
+            m = (size_t)(per_tick - tick_bytes);
+        tick_bytes += m;
         if (chunked) {
             int hl = snprintf((char *)buf, 16, "%zx\r\n", m);
             memcpy(buf + hl, pattern + phase, m);

@@ -40,6 +40,7 @@ int cbench_curl_multi(const char *url, long total, int concurrency, long warmup,
 /* The Courier C API: courier_engine_open with max connections per host >= concurrency, then
  * `concurrency` requests in flight with courier_send; each completion frees its response and
  * sends the next request; the caller waits on a condition variable until all have completed.
+ * Coalescing is turned off (courier_request_set_coalesce 0): each send is one network request.
  * Returns 0, or a negative courier_code when the engine could not be opened or nothing could be
  * sent (out->first_error says why). */
 int cbench_courier_c(const char *url, long total, int concurrency, long warmup, cbench_result *out);
@@ -70,6 +71,35 @@ int cbench_child_running(cbench_child *child, int *status);
 /* Sends SIGTERM (then SIGKILL after grace_ms), reaps the child and frees the handle. Accepts NULL.
  * Safe to call from any thread, once per child. */
 void cbench_child_stop(cbench_child *child, int grace_ms);
+
+/* ---- cache (lmdb_cache_bench.c) ---------------------------------------------------------------- */
+
+/* What one cache benchmark run measured. */
+typedef struct cbench_cache_result {
+    double put_ops;      /* single-put commits per second (one put, one commit) */
+    double get_ops;      /* hits per second, one thread */
+    double get_ops_2t;   /* hits per second, two threads together */
+    double get_ns_p50;   /* median latency of one hit, nanoseconds */
+    long errors;         /* failed puts or gets (a get that misses counts) */
+    char first_error[256];
+} cbench_cache_result;
+
+/* The key of entry i: 32 bytes of text (out gets 32 + NUL). Bodies are 1 KiB. */
+void cbench_cache_key(long i, char out[33]);
+
+/* Raw LMDB in `dir` (created): `timed_puts` single-put commits of keys 0.. (with `durability`'s
+ * flags: a courier_cache_durability), the rest of `entries` loaded untimed in big transactions,
+ * then `gets` random hits on 1 and 2 threads (a reset read transaction renewed per get, the value
+ * copied out), then 20,001 timed single gets for the median. Returns 0 or -1. */
+int cbench_cache_raw(const char *dir, long entries, long timed_puts, long gets, int durability,
+                     cbench_cache_result *out);
+
+/* The same through the Courier C cache API (courier_cache_put_key, courier_cache_get_key with
+ * the response freed) on an engine whose store is `dir` and whose cache durability is
+ * `durability`: every entry is put one call (one commit) at a time; the first `timed_puts` are
+ * timed. Returns 0 or a negative courier_code. */
+int cbench_cache_courier(const char *dir, long entries, long timed_puts, long gets, int durability,
+                         cbench_cache_result *out);
 
 #ifdef __cplusplus
 }

@@ -189,7 +189,7 @@ public enum TransportBenchmark {
         object["server"] = report.serverKind.rawValue
         object["url"] = report.url
         if !report.warnings.isEmpty { object["warnings"] = report.warnings }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 

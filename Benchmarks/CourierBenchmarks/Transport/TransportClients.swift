@@ -118,7 +118,9 @@ private func runCourierSwift(url: String, total: Int, concurrency: Int, warmup: 
         return ClientRun(seconds: 0, completed: total, errors: total, bodyBytes: 0, firstError: "\(error)")
     }
     defer { engine.close() }
-    let request = Request.get(url)
+    // Identical GETs in flight would share one network request (coalescing, on by default):
+    // measure the transport, one network request per send, like the other clients.
+    let request = Request.get(url).coalesce(false)
     let one: @Sendable () async -> (ok: Bool, bytes: Int, error: String?) = {
         do {
             let response = try await engine.send(request)

@@ -60,6 +60,12 @@ public struct Configuration: Sendable {
     /// false fails the request with ``CourierError/Code/invalidResult``. Runs on the engine's
     /// worker thread: keep it quick, and never close the engine from it.
     public var validator: (@Sendable (Response) -> Bool)?
+    /// How failed requests are retried unless they set their own rule. Default ``RetryPolicy/none``.
+    public var retry: RetryPolicy
+    /// HLNetworking's frequent-request guard, in seconds: a request identical to one sent less
+    /// than this long ago (same method, URL, header lines and body) is refused with
+    /// ``CourierError/Code/tooFrequent`` and nothing is sent. 0 (the default) turns it off.
+    public var frequentGuardWindow: Double
 
     /// Settings that feature extensions (cache, journal, ...) apply to the C configuration, in
     /// order, after the ones above.
@@ -82,6 +88,8 @@ public struct Configuration: Sendable {
         self.insecure = false
         self.storeDirectory = nil
         self.validator = nil
+        self.retry = .none
+        self.frequentGuardWindow = 0
     }
 }
 
@@ -151,6 +159,9 @@ extension Configuration {
                 try CourierError.check(courier_config_set_validator(config, validatorTrampoline, box, releaseBox),
                                        "validator")
             }
+            try CourierError.check(retry.withCArguments { courier_config_set_retry(config, $0, $1, $2, $3) }, "retry")
+            try CourierError.check(courier_config_set_frequent_guard_ms(config, RetryPolicy.milliseconds(frequentGuardWindow)),
+                                   "frequentGuardWindow")
             for option in options { try option.apply(to: config) }
             return config
         } catch {

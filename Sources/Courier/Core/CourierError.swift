@@ -116,12 +116,17 @@ extension CourierError {
         public static let store = Code(COURIER_E_STORE)
         /// No such item (request id, entry).
         public static let notFound = Code(COURIER_E_NOT_FOUND)
+        /// An identical request was sent within the engine's frequent-request guard window;
+        /// nothing was sent.
+        public static let tooFrequent = Code(COURIER_E_TOO_FREQUENT)
+        // The JSON features' codes (json, mapping, api) are declared beside them, in Features/.
 
         /// Every code this version names, in the C header's order.
         public static let allKnown: [Code] = [
             .invalidArgument, .invalidURL, .cannotResolve, .cannotConnect, .timeout, .tls, .pinning,
             .cancelled, .httpStatus, .invalidResult, .tooLarge, .internal, .noMemory, .invalidHeader,
-            .invalidEncoding, .partialResponse, .network, .closed, .store, .notFound,
+            .invalidEncoding, .partialResponse, .network, .closed, .store, .notFound, .tooFrequent,
+            Code(COURIER_E_JSON), Code(COURIER_E_MAPPING), Code(COURIER_E_API),
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -155,6 +160,10 @@ extension CourierError {
             case .closed: return "closed"
             case .store: return "store"
             case .notFound: return "notFound"
+            case .tooFrequent: return "tooFrequent"
+            case Code(COURIER_E_JSON): return "json"
+            case Code(COURIER_E_MAPPING): return "mapping"
+            case Code(COURIER_E_API): return "api"
             default: return "unknown(\(rawValue))"
             }
         }
@@ -212,6 +221,8 @@ extension CourierError {
     public static let store = Code.store
     /// See ``Code/notFound``.
     public static let notFound = Code.notFound
+    /// See ``Code/tooFrequent``.
+    public static let tooFrequent = Code.tooFrequent
 }
 
 // MARK: - From the C core

@@ -261,10 +261,10 @@ extension CourierError.Code {
 }
 
 extension CourierError {
-    /// Matches ``Code/json`` in a `catch` clause.
-    public static let json = CourierError(.json)
-    /// Matches ``Code/mapping`` in a `catch` clause.
-    public static let mapping = CourierError(.mapping)
-    /// Matches ``Code/api`` in a `catch` clause.
-    public static let api = CourierError(.api)
+    /// See ``Code/json``.
+    public static let json = Code.json
+    /// See ``Code/mapping``.
+    public static let mapping = Code.mapping
+    /// See ``Code/api``.
+    public static let api = Code.api
 }

@@ -92,7 +92,7 @@ struct DemoCommand: AsyncParsableCommand {
         } catch { failures += 1; unexpected(error) }
 
         // 6. Keep-alive: requests one after another reuse one connection.
-        step(6, "5 GETs of /count, one after another")
+        step(6, "5 GETs of /count, one after another (keep-alive; the timeout above closed its connection)")
         for i in 1...5 {
             do {
                 let r = try await engine.send(.get("/count"))
@@ -102,35 +102,58 @@ struct DemoCommand: AsyncParsableCommand {
             } catch { failures += 1; unexpected(error) }
         }
 
-        // 7. Concurrency: 12 requests at once share the engine's connection pool.
-        step(7, "12 concurrent GETs of /delay/50 (at most 6 connections per host by default)")
-        let before = server.counts
-        let t0 = Date()
-        let results = await withTaskGroup(of: Result<Response, Error>.self) { group -> [Result<Response, Error>] in
-            for _ in 0..<12 {
-                group.addTask { do { return .success(try await engine.send(.get("/delay/50"))) } catch { return .failure(error) } }
-            }
-            var all: [Result<Response, Error>] = []
-            for await result in group { all.append(result) }
-            return all
-        }
-        let wall = Date().timeIntervalSince(t0)
-        let ok = results.compactMap { try? $0.get() }
+        // 7. Concurrency: distinct requests at once share the engine's connection pool.
+        step(7, "12 concurrent GETs of /delay/50?n=1...12 (at most 6 connections per host by default)")
+        var before = server.counts
+        var t0 = Date()
+        var results = await concurrently(12) { i in try await engine.send(.get("/delay/50").parameter("n", "\(i + 1)")) }
+        var wall = Date().timeIntervalSince(t0)
+        var ok = results.compactMap { try? $0.get() }
         let reused = ok.filter { $0.metrics.connectionReused }.count
-        let after = server.counts
+        var after = server.counts
         failures += results.count - ok.count
         print("     \(ok.count)/12 succeeded in \(ms(wall)) wall time (each waits 50 ms on the server)")
-        print("     \(reused) on reused connections, \(ok.count - reused) on new ones; "
-            + "the server accepted \(after.connections - before.connections) new connection(s)")
-        for error in results.compactMap({ if case .failure(let e) = $0 { return e } else { return nil } }).prefix(3) {
-            print("     failed: \(describe(error))")
-        }
+        print("     \(reused) on reused connections, \(ok.count - reused) on new ones; the server saw "
+            + "\(after.requests - before.requests) requests and accepted \(after.connections - before.connections) new connection(s)")
+        printFailures(results)
+
+        // 8. Coalescing: identical GETs in flight at once share one network request.
+        step(8, "8 concurrent identical GETs of /delay/50 (coalesced by default)")
+        before = server.counts
+        t0 = Date()
+        results = await concurrently(8) { _ in try await engine.send(.get("/delay/50")) }
+        wall = Date().timeIntervalSince(t0)
+        ok = results.compactMap { try? $0.get() }
+        after = server.counts
+        failures += results.count - ok.count
+        print("     \(ok.count)/8 succeeded in \(ms(wall)); the server saw \(after.requests - before.requests) request(s) for them")
+        printFailures(results)
 
         let total = server.counts
         print("")
         print("done: the server saw \(total.requests) requests on \(total.connections) connections"
             + (failures == 0 ? "; every step behaved as expected." : "; \(failures) step(s) did NOT behave as expected."))
         if failures > 0 { throw ExitCode.failure }
+    }
+
+    /// Runs `count` sends at once and returns their results in completion order.
+    private func concurrently(_ count: Int, _ send: @escaping @Sendable (Int) async throws -> Response) async -> [Result<Response, Error>] {
+        await withTaskGroup(of: Result<Response, Error>.self) { group in
+            for i in 0..<count {
+                group.addTask { do { return .success(try await send(i)) } catch { return .failure(error) } }
+            }
+            var all: [Result<Response, Error>] = []
+            for await result in group { all.append(result) }
+            return all
+        }
+    }
+
+    private func printFailures(_ results: [Result<Response, Error>]) {
+        let errors = results.compactMap { result -> Error? in
+            if case .failure(let error) = result { return error }
+            return nil
+        }
+        for error in errors.prefix(3) { print("     failed: \(describe(error))") }
     }
 
     // MARK: - printing

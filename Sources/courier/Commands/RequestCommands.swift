@@ -116,7 +116,7 @@ struct RequestOptions: ParsableArguments {
             }
         }
         object["ok"] = error == nil
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])) ?? Data("{}".utf8)
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         writeOut(data + Data("\n".utf8))
     }
 }

@@ -56,4 +56,4 @@ func httpVersionText(_ version: Int) -> String {
 }
 
 /// Milliseconds with one decimal: "1.4 ms".
-func ms(_ seconds: Double) -> String { String(format: "%.1f ms", seconds * 1000) }
+func ms(_ seconds: Double) -> String { String(format: seconds < 0.001 ? "%.2f ms" : "%.1f ms", seconds * 1000) }

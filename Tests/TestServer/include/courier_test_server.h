@@ -27,6 +27,9 @@
  *   /delay/{ms}            waits ms milliseconds (cut short by stop), then {"delayed":ms}.
  *   /bytes/{n}             n bytes of application/octet-stream, byte i = i % 251;
  *                          with ?chunked=1 sent chunked in 16 KiB chunks (no Content-Length).
+ *                          ETag "bytes-{n}"; honours Range: bytes=A- / bytes=A-B (206 with
+ *                          Content-Range; 416 past the end) unless If-Range names another tag;
+ *                          ?rate=B sends about B bytes a second (a chunk every 100 ms).
  *   /close-mid-body        200 with Content-Length: 1000, sends 100 bytes (i % 251), then
  *                          closes (FIN; no "Connection: close" header, to look like a crash).
  *   /hang                  reads the request and never answers (until stop or client close).

@@ -1,0 +1,2673 @@
+/*
+ * journal.c — frozen requests: the durable journal, freezing, replay, expiry, events and the
+ * management API (courier_frozen_*).
+ *
+ * Storage. The journal is its own LMDB environment in <store>/journal, opened with LMDB's
+ * default durability (data and meta page synced at every commit), apart from the cache's
+ * environment (which trades sync for speed and is recreated when damaged; a journal never is).
+ * One environment per directory per process, shared by the engines of the process through a
+ * small registry (LMDB forbids opening an environment twice in one process). Named databases:
+ *   req     seq(be64)                   -> the request, JSON (format below; any language reads it)
+ *   state   seq(be64)                   -> the replay state, fixed little-endian layout (below)
+ *   ids     freeze id                   -> seq(be64)
+ *   due     time(be64) | seq(be64)      -> ""   what the replayer looks at: every automatic record
+ *                                               that is not ordered, and the head of each host's
+ *                                               ordered queue; time = the lease's end when claimed,
+ *                                               else the next attempt (0: never tried)
+ *   hostq   host \0 seq(be64)           -> ""   ordered automatic records of a host, oldest first
+ *   expiry  expires(be64) | seq(be64)   -> ""   purging expired records is a range scan
+ *   outcome n(be64)                     -> JSON {"id","code","status","at_ms","attempts"}: the last
+ *                                               1000 final answers, written in the transaction that
+ *                                               removes the request
+ *   meta    "format" -> u32, "next_seq" -> u64, "next_outcome" -> u64
+ *
+ * State value (version 1): u8 version, u8 policy, u16 flags, u32 attempts, i64 created_ms,
+ * i64 expires_ms, i64 next_ms, i64 claim_ms (lease end, 0: unclaimed), i64 last_ms (last attempt),
+ * u32 owner pid, u32 owner nonce, u64 owner start time, u64 owner boot id hash, i32 last code,
+ * i32 last HTTP status, u64 reserved, then u16 host length + host, u16 id length + id.
+ *
+ * Threads. Each engine has one journal thread: it is this engine's only writer of the journal
+ * except the management calls. One loop turn takes everything queued (freezes from the worker,
+ * answers of replays, explicit resends), writes it in ONE transaction together with the claims of
+ * the next replays and the expired records it removes, commits (synced: a group commit), and only
+ * then answers the frozen sends, delivers the events and sends the claimed requests through the
+ * public courier_send. No transaction is held across a callback.
+ *
+ * Claims. A record is claimed in a write transaction (so one process or engine sends it) with a
+ * lease: the claimer's identity (pid, process start time, boot id, engine nonce) and an end time.
+ * A claim whose owner is dead (no such process, a zombie, another boot, a closed engine of this
+ * process) or whose lease has ended is taken over.
+ */
+#include "internal.h"
+#include "cache_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <lmdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define J_FORMAT 1u
+#define J_STATE_VERSION 1u
+#define J_STATE_FIXED 88u
+#define J_HOST_MAX 300
+#define J_MAP_BYTES ((size_t)2 << 30)
+#define J_OUTCOMES_KEPT 1000
+#define J_DEFAULT_CONCURRENCY 4
+#define J_DEFAULT_BACKOFF_BASE 1000L
+#define J_DEFAULT_BACKOFF_MAX 300000L
+#define J_DEFAULT_LEASE 300000L
+#define J_DEFAULT_EXPIRY ((int64_t)24 * 3600 * 1000)
+#define J_DEFAULT_POLL 10000L
+
+/* Persisted flags (beside COURIER_FREEZE_UNORDERED 0x1 and COURIER_FREEZE_ON_AMBIGUOUS 0x2). */
+#define JF_IN_DUE 0x100u
+
+/* Replay-now modes. */
+#define J_KICK_NOW 0x1u    /* records not tried since the kick are due now, whatever their backoff */
+#define J_KICK_MANUAL 0x2u /* and so are manual records */
+
+/* ==== small helpers ============================================================================ */
+
+static void put_be64(uint8_t *p, uint64_t v) {
+    for (int i = 7; i >= 0; i--, v >>= 8) p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = v << 8 | p[i];
+    return v;
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n) {
+    for (int i = 0; i < n; i++, v >>= 8) p[i] = (uint8_t)v;
+}
+
+static uint64_t get_le(const uint8_t *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static uint64_t be_time(int64_t ms) { return ms < 0 ? 0 : (uint64_t)ms; }
+
+static uint64_t fnv64(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static void random_bytes(void *out, size_t n) {
+    uint8_t *p = out;
+    while (n) {
+        ssize_t got = getrandom(p, n, 0);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            /* No entropy source: time and address bits, still unique enough for ids. */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)p ^
+                         ((uint64_t)getpid() << 40);
+            for (; n; n--, p++) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *p = (uint8_t)x;
+            }
+            return;
+        }
+        p += got;
+        n -= (size_t)got;
+    }
+}
+
+/* 32 lowercase hex digits of 16 random bytes. */
+static void random_hex(char out[33]) {
+    static const char hex[] = "0123456789abcdef";
+    uint8_t b[16];
+    random_bytes(b, sizeof b);
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[b[i] >> 4];
+        out[2 * i + 1] = hex[b[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+static int64_t realtime_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool valid_id(const char *id, size_t n) {
+    if (n == 0 || n > COURIER_FROZEN_ID_MAX) return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)id[i];
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) continue;
+        if (c && strchr("-._~:@+=", c)) continue;
+        return false;
+    }
+    return true;
+}
+
+static int b64_value(unsigned char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+/* Decodes standard base64 (padding optional). *out new (malloc), NUL-terminated. */
+static int b64_decode(const char *s, size_t n, char **out, size_t *out_len) {
+    char *p = malloc(n / 4 * 3 + 4);
+    if (!p) return COURIER_E_NO_MEMORY;
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '=') break;
+        int v = b64_value((unsigned char)s[i]);
+        if (v < 0) {
+            free(p);
+            return COURIER_E_INVALID_ARGUMENT;
+        }
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            p[o++] = (char)(acc >> bits);
+        }
+    }
+    p[o] = '\0';
+    *out = p;
+    *out_len = o;
+    return COURIER_OK;
+}
+
+/* "scheme://host:port", lowercase, default ports filled in: the unit of per-host order. */
+static int host_of(const char *url, char *out, size_t cap) {
+    CURLU *u = curl_url();
+    if (!u) return COURIER_E_NO_MEMORY;
+    int rc = COURIER_E_INVALID_URL;
+    char *scheme = NULL, *host = NULL, *port = NULL;
+    if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        int n = snprintf(out, cap, "%s://%s:%s", scheme, host, port);
+        if (n > 0 && (size_t)n < cap) {
+            for (char *c = out; *c; c++)
+                if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
+            rc = COURIER_OK;
+        }
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+/* ==== who holds a claim ======================================================================== */
+
+typedef struct jowner {
+    uint32_t pid;
+    uint32_t nonce;
+    uint64_t start; /* the process's start time (clock ticks after boot), 0 if unknown */
+    uint64_t boot;  /* hash of the boot id, 0 if unknown */
+} jowner;
+
+/* Reads /proc/<pid>/stat: the state letter and the start time. -1 when the process is absent. */
+static int proc_stat(long pid, char *state, uint64_t *start) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT || errno == ESRCH ? -1 : -2;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p || !p[1] || !p[2]) return -2;
+    p += 2; /* field 3: state */
+    *state = *p;
+    int field = 3;
+    while (*p && field < 22) {
+        if (*p == ' ') field++;
+        p++;
+    }
+    *start = field == 22 ? strtoull(p, NULL, 10) : 0;
+    return 0;
+}
+
+static uint64_t boot_hash(void) {
+    char buf[64];
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    if (n <= 0) return 0;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) n--;
+    return fnv64(buf, (size_t)n) | 1;
+}
+
+/* ==== the environment registry ================================================================= */
+
+typedef struct jenv {
+    struct jenv *next;
+    dev_t dev;
+    ino_t ino;
+    pid_t pid;
+    int refs;           /* registry_lock */
+    char *dir;
+    MDB_env *env;
+    MDB_dbi db_req, db_state, db_ids, db_due, db_hostq, db_expiry, db_outcome, db_meta;
+    pthread_mutex_t lock; /* nonces */
+    uint32_t *nonces;     /* the journals of this process open on it */
+    size_t nnonces, capnonces;
+} jenv;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static jenv *registry;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* A child of fork() must not use its parent's environments: it forgets them. */
+static void registry_child(void) {
+    pthread_mutex_init(&registry_lock, NULL);
+    registry = NULL;
+}
+
+static void registry_init(void) { pthread_atfork(NULL, NULL, registry_child); }
+
+static bool is_corruption(int rc) {
+    return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH ||
+           rc == MDB_INCOMPATIBLE || rc == MDB_BAD_TXN || rc == MDB_PANIC;
+}
+
+static int store_fail(courier_error *err, int rc, const char *what) {
+    int code = is_corruption(rc) ? COURIER_E_JOURNAL_CORRUPT
+               : rc == ENOMEM    ? COURIER_E_NO_MEMORY
+                                 : COURIER_E_STORE;
+    cr_fail(err, code, "%s: %s", what, mdb_strerror(rc));
+    if (err) {
+        if (rc > 0) err->os_error = rc;
+        else err->store_error = rc;
+    }
+    return code;
+}
+
+static void jenv_destroy(jenv *v) {
+    if (!v) return;
+    if (v->env) mdb_env_close(v->env);
+    pthread_mutex_destroy(&v->lock);
+    free(v->nonces);
+    free(v->dir);
+    free(v);
+}
+
+/* Files of a journal that has committed once; its absence beside a missing or empty data file
+ * tells a fresh journal from one whose data was lost. */
+#define J_MARKER "JOURNAL"
+
+static int file_size(const char *dir, const char *name, off_t *size) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    *size = st.st_size;
+    return 0;
+}
+
+/* Opens the environment of v->dir. 0, an LMDB/errno code, or MDB_INVALID with *why when the
+ * journal exists but cannot be read (corrupt, truncated, foreign or newer). */
+static int jenv_open_env(jenv *v, const char **why) {
+    *why = NULL;
+    off_t marker_size = 0, data_size = 0;
+    bool had_marker = file_size(v->dir, J_MARKER, &marker_size) == 0;
+    bool has_data = file_size(v->dir, "data.mdb", &data_size) == 0;
+    if (had_marker && (!has_data || data_size == 0)) {
+        *why = "its data file is missing or empty";
+        return MDB_INVALID;
+    }
+    int rc = mdb_env_create(&v->env);
+    if (rc) return rc;
+    mdb_env_set_maxdbs(v->env, 10);
+    mdb_env_set_maxreaders(v->env, 254);
+    mdb_env_set_mapsize(v->env, J_MAP_BYTES);
+    rc = mdb_env_open(v->env, v->dir, MDB_NOTLS, 0600);
+    if (rc) {
+        if (is_corruption(rc) || rc == EINVAL) {
+            *why = mdb_strerror(rc);
+            return MDB_INVALID;
+        }
+        return rc;
+    }
+    int dead = 0;
+    mdb_reader_check(v->env, &dead);
+    MDB_txn *txn = NULL;
+    rc = mdb_txn_begin(v->env, NULL, 0, &txn);
+    if (rc == MDB_MAP_RESIZED) {
+        mdb_env_set_mapsize(v->env, 0);
+        rc = mdb_txn_begin(v->env, NULL, 0, &txn);
+    }
+    if (rc) goto bad;
+    struct {
+        const char *name;
+        MDB_dbi *dbi;
+    } dbs[] = {{"req", &v->db_req},       {"state", &v->db_state},   {"ids", &v->db_ids},
+               {"due", &v->db_due},       {"hostq", &v->db_hostq},   {"expiry", &v->db_expiry},
+               {"outcome", &v->db_outcome}, {"meta", &v->db_meta}};
+    for (size_t i = 0; i < sizeof dbs / sizeof dbs[0] && rc == 0; i++)
+        rc = mdb_dbi_open(txn, dbs[i].name, MDB_CREATE, dbs[i].dbi);
+    if (rc) {
+        mdb_txn_abort(txn);
+        goto bad;
+    }
+    MDB_val k = {6, "format"}, val;
+    rc = mdb_get(txn, v->db_meta, &k, &val);
+    bool fresh = rc == MDB_NOTFOUND;
+    if (fresh) {
+        MDB_stat ms;
+        /* A journal that had records but lost its format record is not fresh. */
+        if (mdb_stat(txn, v->db_req, &ms) == 0 && ms.ms_entries > 0) {
+            mdb_txn_abort(txn);
+            *why = "its format record is missing";
+            return MDB_INVALID;
+        }
+        uint8_t f[4];
+        put_le(f, J_FORMAT, 4);
+        val.mv_size = 4;
+        val.mv_data = f;
+        rc = mdb_put(txn, v->db_meta, &k, &val, 0);
+    } else if (rc == 0) {
+        uint32_t f = val.mv_size == 4 ? (uint32_t)get_le(val.mv_data, 4) : 0;
+        if (f == 0 || f > J_FORMAT) {
+            mdb_txn_abort(txn);
+            *why = f > J_FORMAT ? "it was written by a newer format" : "its format record is unknown";
+            return f > J_FORMAT ? MDB_VERSION_MISMATCH : MDB_INVALID;
+        }
+    }
+    /* Touch both ends of every tree so a damaged root shows up now. */
+    for (size_t i = 0; i < sizeof dbs / sizeof dbs[0] && rc == 0; i++) {
+        MDB_cursor *c = NULL;
+        rc = mdb_cursor_open(txn, *dbs[i].dbi, &c);
+        MDB_val ck, cv;
+        if (rc == 0) rc = mdb_cursor_get(c, &ck, &cv, MDB_FIRST);
+        if (rc == 0) rc = mdb_cursor_get(c, &ck, &cv, MDB_LAST);
+        if (rc == MDB_NOTFOUND) rc = 0;
+        if (c) mdb_cursor_close(c);
+    }
+    if (rc) {
+        mdb_txn_abort(txn);
+        goto bad;
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc) goto bad;
+    if (!had_marker) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", v->dir, J_MARKER);
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            static const char text[] = "Courier frozen-request journal, format 1\n";
+            ssize_t w = write(fd, text, sizeof text - 1);
+            (void)w;
+            fsync(fd);
+            close(fd);
+        }
+    }
+    return 0;
+bad:
+    if (is_corruption(rc)) {
+        *why = mdb_strerror(rc);
+        return MDB_INVALID;
+    }
+    return rc;
+}
+
+static int jenv_acquire(const char *store_dir, uint32_t nonce, jenv **out, courier_error *err) {
+    *out = NULL;
+    pthread_once(&atfork_once, registry_init);
+    char dir[PATH_MAX], lockpath[PATH_MAX];
+    if (snprintf(dir, sizeof dir, "%s/journal", store_dir) >= (int)sizeof dir)
+        return cr_fail(err, COURIER_E_STORE, "the store path is too long");
+    snprintf(lockpath, sizeof lockpath, "%s/journal.lock", store_dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        int os = errno;
+        cr_fail(err, COURIER_E_STORE, "cannot create the journal directory '%.180s': %s", dir, strerror(os));
+        if (err) err->os_error = os;
+        return COURIER_E_STORE;
+    }
+    /* Opening and moving aside are serialized across processes by a lock file. */
+    int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lockfd >= 0)
+        while (flock(lockfd, LOCK_EX) != 0 && errno == EINTR) {
+        }
+    pthread_mutex_lock(&registry_lock);
+    int result = COURIER_OK;
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        int os = errno;
+        result = cr_fail(err, COURIER_E_STORE, "cannot use the journal directory '%.180s': %s", dir, strerror(os));
+        if (err) err->os_error = os;
+        goto done;
+    }
+    for (jenv *v = registry; v; v = v->next) {
+        if (v->dev == st.st_dev && v->ino == st.st_ino && v->pid == getpid()) {
+            *out = v;
+            break;
+        }
+    }
+    if (!*out) {
+        jenv *v = calloc(1, sizeof *v);
+        if (!v || !(v->dir = cr_strdup(dir))) {
+            free(v);
+            result = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+            goto done;
+        }
+        pthread_mutex_init(&v->lock, NULL);
+        v->dev = st.st_dev;
+        v->ino = st.st_ino;
+        v->pid = getpid();
+        const char *why = NULL;
+        int rc = jenv_open_env(v, &why);
+        if (rc == MDB_VERSION_MISMATCH && why) {
+            /* A newer Courier wrote it: leave it where it is. */
+            result = cr_fail(err, COURIER_E_JOURNAL_CORRUPT,
+                             "the frozen-request journal '%.150s' cannot be read: %s; it was left in place", dir, why);
+            jenv_destroy(v);
+            goto done;
+        }
+        if (rc == MDB_INVALID) {
+            jenv_destroy(v);
+            char aside[PATH_MAX];
+            snprintf(aside, sizeof aside, "%s.corrupt-%lld-%d", dir, (long long)realtime_ms(), (int)getpid());
+            if (rename(dir, aside) != 0) {
+                int os = errno;
+                result = cr_fail(err, COURIER_E_JOURNAL_CORRUPT,
+                                 "the frozen-request journal '%.100s' is unreadable (%s) and could not be moved "
+                                 "aside: %s",
+                                 dir, why ? why : "corrupt", strerror(os));
+                if (err) err->os_error = os;
+            } else {
+                fprintf(stderr, "courier: the frozen-request journal '%s' is unreadable (%s); kept as '%s'\n", dir,
+                        why ? why : "corrupt", aside);
+                result = cr_fail(err, COURIER_E_JOURNAL_CORRUPT,
+                                 "the frozen-request journal is unreadable (%.60s); it was kept as '%.150s' and a new "
+                                 "one starts at the next open",
+                                 why ? why : "corrupt", aside);
+            }
+            goto done;
+        }
+        if (rc) {
+            jenv_destroy(v);
+            result = rc > 0 ? cr_fail(err, COURIER_E_STORE, "cannot open the journal '%.180s': %s", dir, strerror(rc))
+                            : store_fail(err, rc, "cannot open the journal");
+            if (err && rc > 0) err->os_error = rc;
+            goto done;
+        }
+        v->next = registry;
+        registry = v;
+        *out = v;
+    }
+    (*out)->refs++;
+    pthread_mutex_lock(&(*out)->lock);
+    if ((*out)->nnonces == (*out)->capnonces) {
+        size_t cap = (*out)->capnonces ? (*out)->capnonces * 2 : 4;
+        uint32_t *p = realloc((*out)->nonces, cap * sizeof *p);
+        if (p) {
+            (*out)->nonces = p;
+            (*out)->capnonces = cap;
+        }
+    }
+    if ((*out)->nnonces < (*out)->capnonces) (*out)->nonces[(*out)->nnonces++] = nonce;
+    pthread_mutex_unlock(&(*out)->lock);
+done:
+    pthread_mutex_unlock(&registry_lock);
+    if (lockfd >= 0) close(lockfd);
+    return result;
+}
+
+static void jenv_release(jenv *v, uint32_t nonce) {
+    if (!v) return;
+    pthread_mutex_lock(&v->lock);
+    for (size_t i = 0; i < v->nnonces; i++) {
+        if (v->nonces[i] == nonce) {
+            v->nonces[i] = v->nonces[--v->nnonces];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&v->lock);
+    pthread_mutex_lock(&registry_lock);
+    bool last = --v->refs == 0;
+    if (last) {
+        for (jenv **pp = &registry; *pp; pp = &(*pp)->next) {
+            if (*pp == v) {
+                *pp = v->next;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (last) jenv_destroy(v);
+}
+
+static bool jenv_has_nonce(jenv *v, uint32_t nonce) {
+    bool found = false;
+    pthread_mutex_lock(&v->lock);
+    for (size_t i = 0; i < v->nnonces && !found; i++) found = v->nonces[i] == nonce;
+    pthread_mutex_unlock(&v->lock);
+    return found;
+}
+
+/* ==== the state record ========================================================================= */
+
+typedef struct jstate {
+    uint8_t policy;
+    uint16_t flags;
+    uint32_t attempts;
+    int64_t created_ms, expires_ms, next_ms, claim_ms, last_ms;
+    jowner owner;
+    int32_t last_code, last_status;
+    uint16_t host_len;
+    char host[J_HOST_MAX + 1];
+    uint16_t id_len;
+    char id[COURIER_FROZEN_ID_MAX + 1];
+} jstate;
+
+static size_t state_encode(const jstate *s, uint8_t *b) {
+    memset(b, 0, J_STATE_FIXED);
+    b[0] = J_STATE_VERSION;
+    b[1] = s->policy;
+    put_le(b + 2, s->flags, 2);
+    put_le(b + 4, s->attempts, 4);
+    put_le(b + 8, (uint64_t)s->created_ms, 8);
+    put_le(b + 16, (uint64_t)s->expires_ms, 8);
+    put_le(b + 24, (uint64_t)s->next_ms, 8);
+    put_le(b + 32, (uint64_t)s->claim_ms, 8);
+    put_le(b + 40, (uint64_t)s->last_ms, 8);
+    put_le(b + 48, s->owner.pid, 4);
+    put_le(b + 52, s->owner.nonce, 4);
+    put_le(b + 56, s->owner.start, 8);
+    put_le(b + 64, s->owner.boot, 8);
+    put_le(b + 72, (uint32_t)s->last_code, 4);
+    put_le(b + 76, (uint32_t)s->last_status, 4);
+    size_t o = J_STATE_FIXED;
+    put_le(b + o, s->host_len, 2);
+    memcpy(b + o + 2, s->host, s->host_len);
+    o += 2u + s->host_len;
+    put_le(b + o, s->id_len, 2);
+    memcpy(b + o + 2, s->id, s->id_len);
+    return o + 2u + s->id_len;
+}
+
+static bool state_decode(const void *data, size_t len, jstate *s) {
+    const uint8_t *b = data;
+    memset(s, 0, sizeof *s);
+    if (len < J_STATE_FIXED + 4 || b[0] != J_STATE_VERSION) return false;
+    s->policy = b[1];
+    s->flags = (uint16_t)get_le(b + 2, 2);
+    s->attempts = (uint32_t)get_le(b + 4, 4);
+    s->created_ms = (int64_t)get_le(b + 8, 8);
+    s->expires_ms = (int64_t)get_le(b + 16, 8);
+    s->next_ms = (int64_t)get_le(b + 24, 8);
+    s->claim_ms = (int64_t)get_le(b + 32, 8);
+    s->last_ms = (int64_t)get_le(b + 40, 8);
+    s->owner.pid = (uint32_t)get_le(b + 48, 4);
+    s->owner.nonce = (uint32_t)get_le(b + 52, 4);
+    s->owner.start = get_le(b + 56, 8);
+    s->owner.boot = get_le(b + 64, 8);
+    s->last_code = (int32_t)(uint32_t)get_le(b + 72, 4);
+    s->last_status = (int32_t)(uint32_t)get_le(b + 76, 4);
+    size_t o = J_STATE_FIXED;
+    s->host_len = (uint16_t)get_le(b + o, 2);
+    if (s->host_len > J_HOST_MAX || o + 2u + s->host_len + 2u > len) return false;
+    memcpy(s->host, b + o + 2, s->host_len);
+    o += 2u + s->host_len;
+    s->id_len = (uint16_t)get_le(b + o, 2);
+    if (s->id_len == 0 || s->id_len > COURIER_FROZEN_ID_MAX || o + 2u + s->id_len > len) return false;
+    memcpy(s->id, b + o + 2, s->id_len);
+    if (s->policy != COURIER_FREEZE_AUTO && s->policy != COURIER_FREEZE_MANUAL) return false;
+    return true;
+}
+
+static int64_t due_time(const jstate *s) { return s->claim_ms ? s->claim_ms : s->next_ms; }
+static bool is_ordered_auto(const jstate *s) {
+    return s->policy == COURIER_FREEZE_AUTO && !(s->flags & COURIER_FREEZE_UNORDERED);
+}
+
+/* ==== the snapshot handed to callers =========================================================== */
+
+struct courier_frozen {
+    atomic_int refs;
+    uint64_t seq;
+    char *id, *method, *url, *host, *idem, *json;
+    cr_kvlist headers;
+    char *body;
+    size_t body_len;
+    int has_body;
+    courier_frozen_info info;
+    json_t *payload; /* the request as stored */
+};
+
+struct courier_frozen_list {
+    courier_frozen **items;
+    size_t count;
+};
+
+void courier_frozen_free(courier_frozen *f) {
+    if (!f || atomic_fetch_sub(&f->refs, 1) != 1) return;
+    free(f->id);
+    free(f->method);
+    free(f->url);
+    free(f->host);
+    free(f->idem);
+    free(f->json);
+    cr_kvlist_clear(&f->headers);
+    free(f->body);
+    json_decref(f->payload);
+    free(f);
+}
+
+static const char *jstr(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
+
+/* Builds a snapshot from the stored request text and its state. NULL on a bad record or no memory
+ * (*bad says which). */
+static courier_frozen *snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad) {
+    *bad = false;
+    json_error_t je;
+    json_t *p = json_loadb(text, len, 0, &je);
+    courier_frozen *f = calloc(1, sizeof *f);
+    if (!p || !f) {
+        *bad = p == NULL;
+        json_decref(p);
+        free(f);
+        return NULL;
+    }
+    atomic_init(&f->refs, 1);
+    f->seq = seq;
+    f->payload = p;
+    const char *method = jstr(p, "method"), *url = jstr(p, "url"), *id = jstr(p, "id");
+    const char *idem = jstr(p, "idempotency_key"), *b64 = jstr(p, "body_b64");
+    if (!method || !url || !id || !json_is_integer(json_object_get(p, "v"))) {
+        *bad = true;
+        courier_frozen_free(f);
+        return NULL;
+    }
+    f->id = cr_strdup(id);
+    f->method = cr_strdup(method);
+    f->url = cr_strdup(url);
+    f->host = cr_strndup(st->host, st->host_len);
+    f->idem = cr_strdup(idem ? idem : "");
+    if (!f->id || !f->method || !f->url || !f->host || !f->idem) goto oom;
+    json_t *hs = json_object_get(p, "headers");
+    size_t i;
+    json_t *h;
+    json_array_foreach(hs, i, h) {
+        const char *n = json_string_value(json_array_get(h, 0)), *v = json_string_value(json_array_get(h, 1));
+        if (!n || !v) {
+            *bad = true;
+            courier_frozen_free(f);
+            return NULL;
+        }
+        if (cr_kvlist_add(&f->headers, n, strlen(n), v, strlen(v))) goto oom;
+    }
+    if (b64) {
+        int rc = b64_decode(b64, strlen(b64), &f->body, &f->body_len);
+        if (rc == COURIER_E_NO_MEMORY) goto oom;
+        if (rc) {
+            *bad = true;
+            courier_frozen_free(f);
+            return NULL;
+        }
+        f->has_body = 1;
+    }
+    courier_frozen_info *in = &f->info;
+    in->size = sizeof *in;
+    in->policy = st->policy;
+    in->flags = st->flags & (COURIER_FREEZE_UNORDERED | COURIER_FREEZE_ON_AMBIGUOUS);
+    in->timeout_ms = (long)json_integer_value(json_object_get(p, "timeout_ms"));
+    in->attempts = (int)st->attempts;
+    in->last_code = st->last_code;
+    in->last_status = st->last_status;
+    in->claimed = st->claim_ms != 0;
+    in->created_ms = st->created_ms;
+    in->expires_ms = st->expires_ms;
+    in->next_attempt_ms = st->next_ms;
+    in->last_attempt_ms = st->last_ms;
+    /* The JSON view: the stored request plus the replay state. */
+    json_t *view = json_deep_copy(p);
+    json_t *state = json_pack("{s:I,s:I,s:I,s:b,s:i,s:i}", "attempts", (json_int_t)st->attempts, "next_attempt_ms",
+                              (json_int_t)st->next_ms, "last_attempt_ms", (json_int_t)st->last_ms, "claimed",
+                              st->claim_ms != 0, "last_code", (int)st->last_code, "last_status", (int)st->last_status);
+    if (!view || !state || json_object_set_new(view, "state", state)) {
+        json_decref(view);
+        goto oom;
+    }
+    f->json = json_dumps(view, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(view);
+    if (!f->json) goto oom;
+    return f;
+oom:
+    courier_frozen_free(f);
+    return NULL;
+}
+
+static courier_frozen *snap_retain(courier_frozen *f) {
+    if (f) atomic_fetch_add(&f->refs, 1);
+    return f;
+}
+
+/* ==== the journal ============================================================================== */
+
+typedef struct jfreeze {
+    struct jfreeze *next;
+    cr_transfer *answer; /* what answering the caller needs (detached), answered after the commit */
+    int code;            /* why it is frozen */
+    courier_error err;
+    char id[COURIER_FROZEN_ID_MAX + 1];
+    json_t *payload; /* built on the worker or the sending thread */
+    jstate st;
+    uint64_t seq;         /* once written */
+    courier_frozen *snap; /* once written */
+} jfreeze;
+
+typedef struct joutcome {
+    struct joutcome *next;
+    struct cr_journal *journal;
+    int tries; /* turns whose transaction failed */
+    uint64_t seq;
+    uint64_t request_id;
+    int code;
+    courier_response *resp;
+    courier_error err;
+    courier_frozen *snap;
+    int not_sent; /* courier_send refused it: nothing reached the network */
+} joutcome;
+
+typedef struct jresend {
+    struct jresend *next;
+    char id[COURIER_FROZEN_ID_MAX + 1];
+} jresend;
+
+typedef struct jlistener {
+    struct jlistener *next;
+    uint64_t token;
+    cr_callback *cb;
+} jlistener;
+
+typedef struct jevent {
+    struct jevent *next;
+    courier_frozen_event ev;
+    courier_frozen *snap;
+    courier_response *resp;
+    courier_error err;
+} jevent;
+
+/* A claimed record about to be sent. */
+typedef struct jsend {
+    struct jsend *next;
+    int explicit_; /* asked for by the app: sent even when the monitor says offline */
+    uint64_t seq;
+    courier_frozen *snap;
+} jsend;
+
+struct cr_journal {
+    courier_engine *e;
+    cr_complete_fn answer;
+    jenv *env;
+    jowner me;
+    cr_callback *clock;
+    long concurrency, backoff_base, backoff_max, lease_ms, poll_ms;
+    int64_t default_expiry;
+
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_cond_t idle_cv;
+    /* Guarded by mu. */
+    jfreeze *fz_head, *fz_tail;
+    joutcome *oc_head, *oc_tail;
+    jresend *rs_head;
+    int go, closing, paused;
+    int kick;             /* look for due records now */
+    unsigned kick_mode;   /* J_KICK_* */
+    int64_t kick_since;   /* the replay-now instant */
+    long inflight;        /* replays sent and not yet answered */
+    uint64_t turns;       /* loop turns completed */
+    int idle;             /* the last turn found nothing to do now */
+    int broken;           /* the journal reported corruption at run time */
+
+    pthread_mutex_t lmu; /* listeners */
+    jlistener *listeners;
+    uint64_t next_token;
+
+    uint64_t rng; /* journal thread */
+    int64_t next_recover_ms;
+};
+
+static int64_t jnow(const cr_journal *j) {
+    if (j->clock) return ((courier_clock_fn)j->clock->fn)(j->clock->user);
+    return realtime_ms();
+}
+
+static uint64_t jrand(cr_journal *j) {
+    j->rng ^= j->rng << 13;
+    j->rng ^= j->rng >> 7;
+    j->rng ^= j->rng << 17;
+    return j->rng;
+}
+
+/* Is the claimer of s still at work? */
+static bool owner_alive(cr_journal *j, const jowner *o) {
+    if (o->pid == 0) return false;
+    if (o->boot && j->me.boot && o->boot != j->me.boot) return false;
+    if (o->pid == j->me.pid && o->start == j->me.start) return jenv_has_nonce(j->env, o->nonce);
+    char state = 0;
+    uint64_t start = 0;
+    int rc = proc_stat((long)o->pid, &state, &start);
+    if (rc == -1) return false;
+    if (rc == 0) return state != 'Z' && state != 'X' && (o->start == 0 || start == o->start);
+    return !(kill((pid_t)o->pid, 0) != 0 && errno == ESRCH);
+}
+
+/* Takes a claim over when its owner is gone or its lease has ended. */
+static bool claim_stale(cr_journal *j, const jstate *s, int64_t now) {
+    return s->claim_ms && (s->claim_ms <= now || !owner_alive(j, &s->owner));
+}
+
+/* ---- transactions helpers ---- */
+
+static int st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st) {
+    uint8_t k[8];
+    put_be64(k, seq);
+    MDB_val key = {8, k}, val;
+    int rc = mdb_get(txn, j->env->db_state, &key, &val);
+    if (rc) return rc;
+    return state_decode(val.mv_data, val.mv_size, st) ? 0 : MDB_CORRUPTED;
+}
+
+static int st_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
+    uint8_t k[8], b[J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX];
+    put_be64(k, seq);
+    MDB_val key = {8, k}, val = {state_encode(st, b), b};
+    return mdb_put(txn, j->env->db_state, &key, &val, 0);
+}
+
+static int key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put) {
+    uint8_t k[16];
+    put_be64(k, be_time(t));
+    put_be64(k + 8, seq);
+    MDB_val key = {16, k}, val = {0, ""};
+    int rc = put ? mdb_put(txn, dbi, &key, &val, 0) : mdb_del(txn, dbi, &key, NULL);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int hostq_op(cr_journal *j, MDB_txn *txn, const jstate *st, uint64_t seq, bool put) {
+    uint8_t k[J_HOST_MAX + 9];
+    memcpy(k, st->host, st->host_len);
+    k[st->host_len] = 0;
+    put_be64(k + st->host_len + 1, seq);
+    MDB_val key = {st->host_len + 9u, k}, val = {0, ""};
+    int rc = put ? mdb_put(txn, j->env->db_hostq, &key, &val, 0) : mdb_del(txn, j->env->db_hostq, &key, NULL);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* The oldest ordered record of a host, or 0. */
+static int host_head(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len, uint64_t *seq) {
+    *seq = 0;
+    uint8_t k[J_HOST_MAX + 9];
+    memcpy(k, host, host_len);
+    k[host_len] = 0;
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, j->env->db_hostq, &c);
+    if (rc) return rc;
+    MDB_val key = {host_len + 1u, k}, val;
+    rc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE);
+    if (rc == 0 && key.mv_size == host_len + 9u && memcmp(key.mv_data, k, host_len + 1u) == 0)
+        *seq = get_be64((const uint8_t *)key.mv_data + host_len + 1);
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Puts the new head of a host's ordered queue into `due`. */
+static int host_promote(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len) {
+    uint64_t seq;
+    int rc = host_head(j, txn, host, host_len, &seq);
+    if (rc || !seq) return rc;
+    jstate st;
+    if ((rc = st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
+    if (st.flags & JF_IN_DUE) return 0;
+    st.flags |= JF_IN_DUE;
+    if ((rc = key2_op(j, txn, j->env->db_due, due_time(&st), seq, true))) return rc;
+    return st_put(j, txn, seq, &st);
+}
+
+static int meta_next(cr_journal *j, MDB_txn *txn, const char *name, uint64_t *out) {
+    MDB_val k = {strlen(name), (void *)name}, v;
+    uint64_t n = 1;
+    int rc = mdb_get(txn, j->env->db_meta, &k, &v);
+    if (rc == 0 && v.mv_size == 8) n = get_le(v.mv_data, 8);
+    else if (rc && rc != MDB_NOTFOUND) return rc;
+    *out = n;
+    uint8_t b[8];
+    put_le(b, n + 1, 8);
+    v.mv_size = 8;
+    v.mv_data = b;
+    return mdb_put(txn, j->env->db_meta, &k, &v, 0);
+}
+
+/* Removes a record and every index entry of it; promotes the next of its host. */
+static int rec_remove(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
+    uint8_t k[8];
+    put_be64(k, seq);
+    MDB_val key = {8, k};
+    int rc = mdb_del(txn, j->env->db_req, &key, NULL);
+    if (rc == 0 || rc == MDB_NOTFOUND) rc = mdb_del(txn, j->env->db_state, &key, NULL);
+    if (rc == 0 || rc == MDB_NOTFOUND) {
+        MDB_val idk = {st->id_len, (void *)st->id}, idv;
+        /* Only if the id still names this record (a replacement keeps the id). */
+        rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
+        if (rc == 0 && idv.mv_size == 8 && get_be64(idv.mv_data) == seq) rc = mdb_del(txn, j->env->db_ids, &idk, NULL);
+    }
+    if (rc == MDB_NOTFOUND) rc = 0;
+    if (!rc) rc = key2_op(j, txn, j->env->db_expiry, st->expires_ms, seq, false);
+    if (!rc && (st->flags & JF_IN_DUE)) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, false);
+    if (!rc && is_ordered_auto(st)) {
+        rc = hostq_op(j, txn, st, seq, false);
+        if (!rc) rc = host_promote(j, txn, st->host, st->host_len);
+    }
+    return rc;
+}
+
+/* Rewrites a record's state, moving its `due` key when its due time changed. */
+static int st_update(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *old, const jstate *st) {
+    int rc = 0;
+    if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
+        rc = key2_op(j, txn, j->env->db_due, due_time(old), seq, false);
+        if (!rc) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
+    }
+    return rc ? rc : st_put(j, txn, seq, st);
+}
+
+static int req_text(cr_journal *j, MDB_txn *txn, uint64_t seq, MDB_val *val) {
+    uint8_t k[8];
+    put_be64(k, seq);
+    MDB_val key = {8, k};
+    return mdb_get(txn, j->env->db_req, &key, val);
+}
+
+/* A snapshot of a record inside a transaction (NULL when unreadable). */
+static courier_frozen *snap_in(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
+    MDB_val v;
+    if (req_text(j, txn, seq, &v)) return NULL;
+    bool bad;
+    return snap_make(seq, v.mv_data, v.mv_size, st, &bad);
+}
+
+/* ---- events ---- */
+
+static jevent *event_new(int kind, courier_frozen *snap, uint64_t request_id, int code) {
+    jevent *ev = calloc(1, sizeof *ev);
+    if (!ev) {
+        courier_frozen_free(snap);
+        return NULL;
+    }
+    ev->snap = snap;
+    ev->ev.size = sizeof ev->ev;
+    ev->ev.kind = kind;
+    ev->ev.request_id = request_id;
+    ev->ev.code = code;
+    return ev;
+}
+
+static void events_push(jevent ***tail, jevent *ev) {
+    if (!ev) return;
+    **tail = ev;
+    *tail = &ev->next;
+}
+
+/* Delivers events in order to every listener, then frees them. */
+static void events_deliver(cr_journal *j, jevent *list) {
+    while (list) {
+        jevent *ev = list;
+        list = ev->next;
+        ev->ev.frozen = ev->snap;
+        ev->ev.freeze_id = ev->snap ? ev->snap->id : "";
+        ev->ev.response = ev->resp;
+        ev->ev.error = ev->ev.code == COURIER_OK ? NULL : &ev->err;
+        pthread_mutex_lock(&j->lmu);
+        size_t n = 0;
+        for (jlistener *l = j->listeners; l; l = l->next) n++;
+        cr_callback **cbs = n ? malloc(n * sizeof *cbs) : NULL;
+        size_t k = 0;
+        if (cbs)
+            for (jlistener *l = j->listeners; l; l = l->next) cbs[k++] = cr_callback_retain(l->cb);
+        pthread_mutex_unlock(&j->lmu);
+        for (size_t i = 0; i < k; i++) {
+            ((courier_frozen_event_fn)cbs[i]->fn)(&ev->ev, cbs[i]->user);
+            cr_callback_release(cbs[i]);
+        }
+        free(cbs);
+        courier_frozen_free(ev->snap);
+        courier_response_free(ev->resp);
+        free(ev);
+    }
+}
+
+/* ==== what a frozen request keeps ============================================================== */
+
+/* Builds the stored request of a transfer. New reference or NULL (no memory). */
+static json_t *payload_of(cr_journal *j, const cr_transfer *t, const char *id, const char *idem, int64_t created,
+                          int64_t expires, const char *host) {
+    json_t *p = json_object();
+    json_t *hs = json_array();
+    if (!p || !hs) {
+        json_decref(p);
+        json_decref(hs);
+        return NULL;
+    }
+    bool ok = !json_object_set_new(p, "v", json_integer(1)) && !json_object_set_new(p, "id", json_string(id)) &&
+              !json_object_set_new(p, "method", json_string(t->method)) &&
+              !json_object_set_new(p, "url", json_string(t->url)) && !json_object_set_new(p, "headers", hs);
+    for (size_t i = 0; ok && i < t->headers.count; i++) {
+        json_t *pair = json_pack("[ss]", t->headers.items[i].name, t->headers.items[i].value);
+        ok = pair && !json_array_append_new(hs, pair);
+    }
+    if (ok && !cr_kvlist_get(&t->headers, "Idempotency-Key")) {
+        json_t *pair = json_pack("[ss]", "Idempotency-Key", idem);
+        ok = pair && !json_array_append_new(hs, pair);
+    }
+    if (ok && t->has_body) {
+        cr_buf b = {0};
+        ok = cr_base64_encode(&b, t->body ? t->body : "", t->body_len) == COURIER_OK &&
+             !json_object_set_new(p, "body_b64", json_string(b.data ? b.data : ""));
+        cr_buf_free(&b);
+    }
+    const struct cr_freeze_req *fr = &t->freeze;
+    ok = ok && !json_object_set_new(p, "timeout_ms", json_integer(t->timeout_ms)) &&
+         !json_object_set_new(p, "idempotency_key", json_string(idem)) &&
+         !json_object_set_new(p, "created_ms", json_integer(created)) &&
+         !json_object_set_new(p, "expires_ms", json_integer(expires)) &&
+         !json_object_set_new(p, "policy", json_string(fr->policy == COURIER_FREEZE_MANUAL ? "manual" : "auto")) &&
+         !json_object_set_new(p, "ordered", json_boolean(!(fr->flags & COURIER_FREEZE_UNORDERED))) &&
+         !json_object_set_new(p, "host", json_string(host)) &&
+         !json_object_set_new(p, "priority", json_integer(t->priority));
+    if (ok) {
+        json_t *retry = json_pack("{s:i,s:I,s:I,s:I}", "max", t->retry.max, "base_ms", (json_int_t)t->retry.base_ms,
+                                  "max_ms", (json_int_t)t->retry.max_ms, "flags", (json_int_t)t->retry.flags);
+        ok = retry && !json_object_set_new(p, "retry", retry);
+    }
+    if (ok && fr->cache_set) {
+        json_t *cache = json_pack("{s:i,s:I}", "policy", fr->cache_policy, "expiry_s", (json_int_t)fr->cache_expiry_s);
+        ok = cache && !json_object_set_new(p, "cache", cache);
+    }
+    if (ok && t->jspec) {
+        /* Key paths and result names are kept; mapping objects live in memory only. */
+        json_t *js = json_object();
+        ok = js != NULL && !json_object_set_new(p, "json", js);
+        if (ok && t->jspec->key_path) ok = !json_object_set_new(js, "key_path", json_string(t->jspec->key_path));
+        if (ok) ok = !json_object_set_new(js, "had_mapping", json_boolean(t->jspec->mapping != NULL));
+        if (ok && t->jspec->nresults) {
+            json_t *rs = json_array();
+            ok = rs && !json_object_set_new(js, "results", rs);
+            for (size_t i = 0; ok && i < t->jspec->nresults; i++) {
+                const cr_result_spec *r = &t->jspec->results[i];
+                json_t *o = json_pack("{s:s,s:s?,s:I}", "name", r->name, "key_path", r->key_path, "flags",
+                                      (json_int_t)r->flags);
+                ok = o && !json_array_append_new(rs, o);
+            }
+        }
+    }
+    (void)j;
+    if (!ok) {
+        json_decref(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* Rebuilds the request of a snapshot, for courier_send. *out new. */
+static int request_of(const courier_frozen *f, courier_request **out) {
+    courier_request *r = NULL;
+    int rc = courier_request_new(&r, f->method, f->url);
+    if (rc) return rc;
+    courier_request_set_use_default_params(r, 0);
+    for (size_t i = 0; rc == COURIER_OK && i < f->headers.count; i++)
+        rc = courier_request_add_header(r, f->headers.items[i].name, f->headers.items[i].value);
+    if (rc == COURIER_OK && f->has_body)
+        rc = courier_request_set_body(r, f->body_len ? f->body : "", f->body_len,
+                                      cr_kvlist_get(&f->headers, "Content-Type"));
+    if (rc == COURIER_OK && f->info.timeout_ms > 0) rc = courier_request_set_timeout_ms(r, f->info.timeout_ms);
+    const json_t *p = f->payload;
+    const json_t *retry = json_object_get(p, "retry");
+    if (rc == COURIER_OK && retry) {
+        int max = (int)json_integer_value(json_object_get(retry, "max"));
+        long base = (long)json_integer_value(json_object_get(retry, "base_ms"));
+        long maxd = (long)json_integer_value(json_object_get(retry, "max_ms"));
+        unsigned flags = (unsigned)json_integer_value(json_object_get(retry, "flags"));
+        if (max > 0 && courier_request_set_retry(r, max, base, maxd, flags) != COURIER_OK)
+            courier_request_set_retry(r, 0, 0, 0, 0);
+    }
+    int prio = (int)json_integer_value(json_object_get(p, "priority"));
+    if (rc == COURIER_OK && prio) courier_request_set_priority(r, prio > 0 ? COURIER_PRIORITY_HIGH : COURIER_PRIORITY_LOW);
+    const json_t *cache = json_object_get(p, "cache");
+    if (rc == COURIER_OK && cache) {
+        courier_request_set_cache_policy(r, (int)json_integer_value(json_object_get(cache, "policy")));
+        json_int_t exp = json_integer_value(json_object_get(cache, "expiry_s"));
+        if (exp > 0) courier_request_set_cache_expiry(r, exp);
+    }
+    const json_t *js = json_object_get(p, "json");
+    if (rc == COURIER_OK && js) {
+        const char *kp = jstr(js, "key_path");
+        if (kp) courier_request_set_key_path(r, kp);
+        size_t i;
+        json_t *res;
+        json_array_foreach(json_object_get(js, "results"), i, res) {
+            courier_request_add_result(r, jstr(res, "name"), jstr(res, "key_path"), NULL,
+                                       (unsigned)json_integer_value(json_object_get(res, "flags")));
+        }
+    }
+    /* The frozen request's own settings never freeze it again: the journal keeps it. */
+    if (rc) {
+        courier_request_free(r);
+        return rc;
+    }
+    *out = r;
+    return COURIER_OK;
+}
+
+/* ==== one loop turn ============================================================================ */
+
+/* What an answer means for a record. */
+enum { J_FINAL_OK, J_FINAL_FAIL, J_RETRY, J_NOT_TRIED };
+
+static int classify(int code, const courier_response *resp, const courier_error *err) {
+    int status = resp ? resp->status : err ? err->http_status : 0;
+    switch (code) {
+    case COURIER_OK: return J_FINAL_OK;
+    case COURIER_E_HTTP_STATUS:
+        return status == 408 || status == 425 || status == 429 || status >= 500 ? J_RETRY : J_FINAL_FAIL;
+    case COURIER_E_CANNOT_RESOLVE:
+    case COURIER_E_CANNOT_CONNECT:
+    case COURIER_E_TIMEOUT:
+    case COURIER_E_NETWORK:
+    case COURIER_E_PARTIAL_RESPONSE:
+    case COURIER_E_TLS:
+    case COURIER_E_PINNING:
+    case COURIER_E_NO_MEMORY:
+    case COURIER_E_INTERNAL:
+    case COURIER_E_STORE:
+    case COURIER_E_TOO_FREQUENT: return J_RETRY;
+    case COURIER_E_CANCELLED:
+    case COURIER_E_CLOSED:
+    case COURIER_E_OFFLINE:
+    case COURIER_E_FROZEN: return J_NOT_TRIED;
+    default: return J_FINAL_FAIL;
+    }
+}
+
+static long backoff_ms(cr_journal *j, uint32_t attempts) {
+    long d = j->backoff_base;
+    for (uint32_t i = 1; i < attempts && d < j->backoff_max; i++) d *= 2;
+    if (d > j->backoff_max) d = j->backoff_max;
+    if (d > 1) d = d / 2 + (long)(jrand(j) % (uint64_t)(d - d / 2 + 1)); /* equal jitter */
+    return d;
+}
+
+static int outcome_log(cr_journal *j, MDB_txn *txn, const jstate *st, int code, int status, int64_t now) {
+    uint64_t n;
+    int rc = meta_next(j, txn, "next_outcome", &n);
+    if (rc) return rc;
+    char text[COURIER_FROZEN_ID_MAX + 160];
+    int len = snprintf(text, sizeof text, "{\"id\":\"%.*s\",\"code\":%d,\"status\":%d,\"at_ms\":%lld,\"attempts\":%u}",
+                       (int)st->id_len, st->id, code, status, (long long)now, st->attempts);
+    uint8_t k[8];
+    put_be64(k, n);
+    MDB_val key = {8, k}, val = {(size_t)len, text};
+    if ((rc = mdb_put(txn, j->env->db_outcome, &key, &val, 0))) return rc;
+    MDB_stat ms;
+    if (mdb_stat(txn, j->env->db_outcome, &ms) == 0 && ms.ms_entries > J_OUTCOMES_KEPT) {
+        MDB_cursor *c;
+        if ((rc = mdb_cursor_open(txn, j->env->db_outcome, &c))) return rc;
+        size_t extra = ms.ms_entries - J_OUTCOMES_KEPT;
+        MDB_val ck, cv;
+        while (extra-- && (rc = mdb_cursor_get(c, &ck, &cv, MDB_FIRST)) == 0) rc = mdb_cursor_del(c, 0);
+        mdb_cursor_close(c);
+        if (rc == MDB_NOTFOUND) rc = 0;
+    }
+    return rc;
+}
+
+/* Writes one frozen request. */
+static int apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f) {
+    MDB_val idk = {f->st.id_len, f->st.id}, idv;
+    int rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
+    if (rc == 0 && idv.mv_size == 8) {
+        /* The same freeze id again: the newer request replaces the older one. */
+        uint64_t old = get_be64(idv.mv_data);
+        jstate ost;
+        rc = st_get(j, txn, old, &ost);
+        if (rc == 0) rc = rec_remove(j, txn, old, &ost);
+        else if (rc == MDB_NOTFOUND) rc = 0;
+    } else if (rc == MDB_NOTFOUND) {
+        rc = 0;
+    }
+    if (rc) return rc;
+    uint64_t seq;
+    if ((rc = meta_next(j, txn, "next_seq", &seq))) return rc;
+    if (json_object_set_new(f->payload, "seq", json_integer((json_int_t)seq))) return ENOMEM;
+    char *text = json_dumps(f->payload, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (!text) return ENOMEM;
+    uint8_t k[8];
+    put_be64(k, seq);
+    MDB_val key = {8, k}, val = {strlen(text), text};
+    rc = mdb_put(txn, j->env->db_req, &key, &val, 0);
+    free(text);
+    if (rc) return rc;
+    uint8_t sb[8];
+    put_be64(sb, seq);
+    idv.mv_size = 8;
+    idv.mv_data = sb;
+    if ((rc = mdb_put(txn, j->env->db_ids, &idk, &idv, 0))) return rc;
+    if ((rc = key2_op(j, txn, j->env->db_expiry, f->st.expires_ms, seq, true))) return rc;
+    if (f->st.policy == COURIER_FREEZE_AUTO) {
+        bool in_due = true;
+        if (is_ordered_auto(&f->st)) {
+            if ((rc = hostq_op(j, txn, &f->st, seq, true))) return rc;
+            uint64_t head;
+            if ((rc = host_head(j, txn, f->st.host, f->st.host_len, &head))) return rc;
+            in_due = head == seq;
+        }
+        if (in_due) {
+            f->st.flags |= JF_IN_DUE;
+            if ((rc = key2_op(j, txn, j->env->db_due, due_time(&f->st), seq, true))) return rc;
+        }
+    }
+    rc = st_put(j, txn, seq, &f->st);
+    if (rc == 0) f->seq = seq;
+    return rc;
+}
+
+/* Records a replay's answer: removal with the outcome log on a final answer, the next attempt's
+ * time on a retryable one, the claim given back when nothing was tried. */
+static int apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jevent ***events) {
+    jstate st;
+    int rc = st_get(j, txn, o->seq, &st);
+    int kind = classify(o->code, o->resp, &o->err);
+    int status = o->resp ? o->resp->status : o->err.http_status;
+    int evkind = 0, final = 0, attempts = o->snap ? o->snap->info.attempts : 0;
+    bool expired = false;
+    if (rc == MDB_NOTFOUND || (rc == 0 && (st.id_len != strlen(o->snap->id) ||
+                                           memcmp(st.id, o->snap->id, st.id_len) != 0))) {
+        /* Removed (or replaced) while on the wire: only the event remains to give. */
+        if (kind != J_NOT_TRIED) {
+            evkind = kind == J_FINAL_OK ? COURIER_FROZEN_EVENT_RESENT_SUCCEEDED : COURIER_FROZEN_EVENT_RESENT_FAILED;
+            final = 1;
+        }
+    } else if (rc) {
+        return rc;
+    } else {
+        bool mine = st.claim_ms && st.owner.pid == j->me.pid && st.owner.nonce == j->me.nonce &&
+                    st.owner.start == j->me.start;
+        jstate old = st;
+        attempts = (int)st.attempts;
+        if (kind == J_FINAL_OK || kind == J_FINAL_FAIL) {
+            st.last_code = o->code;
+            st.last_status = status;
+            if ((rc = rec_remove(j, txn, o->seq, &old)) || (rc = outcome_log(j, txn, &st, o->code, status, now)))
+                return rc;
+            evkind = kind == J_FINAL_OK ? COURIER_FROZEN_EVENT_RESENT_SUCCEEDED : COURIER_FROZEN_EVENT_RESENT_FAILED;
+            final = 1;
+        } else if (!mine) {
+            /* Another replayer took it over meanwhile and decides; report the failed attempt. */
+            if (kind == J_RETRY) evkind = COURIER_FROZEN_EVENT_RESENT_FAILED;
+        } else {
+            st.claim_ms = 0;
+            memset(&st.owner, 0, sizeof st.owner);
+            if (kind == J_NOT_TRIED) {
+                if (st.attempts) st.attempts--;
+                attempts = (int)st.attempts;
+            } else {
+                st.last_code = o->code;
+                st.last_status = status;
+                st.next_ms = now + backoff_ms(j, st.attempts);
+                evkind = COURIER_FROZEN_EVENT_RESENT_FAILED;
+            }
+            if (kind == J_RETRY && st.expires_ms <= now) {
+                /* Out of time after a failed attempt: removed and reported expired. */
+                if ((rc = rec_remove(j, txn, o->seq, &old))) return rc;
+                expired = true;
+            } else if ((rc = st_update(j, txn, o->seq, &old, &st))) {
+                return rc;
+            }
+        }
+    }
+    if (evkind) {
+        jevent *ev = event_new(evkind, snap_retain(o->snap), o->request_id, o->code);
+        if (ev) {
+            ev->ev.final = final;
+            ev->ev.attempts = attempts;
+            ev->resp = o->resp;
+            o->resp = NULL;
+            ev->err = o->err;
+        }
+        events_push(events, ev);
+    }
+    if (expired) {
+        jevent *ev = event_new(COURIER_FROZEN_EVENT_EXPIRED, snap_retain(o->snap), 0, COURIER_OK);
+        if (ev) {
+            ev->ev.final = 1;
+            ev->ev.attempts = attempts;
+        }
+        events_push(events, ev);
+    }
+    return 0;
+}
+
+/* Claims a record for this engine: attempts + 1, lease until now + lease. */
+static int claim(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_t now, int explicit_, jsend ***sends) {
+    courier_frozen *snap = NULL;
+    jstate old = *st;
+    st->claim_ms = now + j->lease_ms;
+    st->owner = j->me;
+    st->attempts++;
+    st->last_ms = now;
+    int rc = st_update(j, txn, seq, &old, st);
+    if (rc) return rc;
+    if (!(snap = snap_in(j, txn, seq, st))) {
+        /* Unreadable request text: give the claim back, leave it for the app to remove. */
+        *st = old;
+        return st_update(j, txn, seq, st, &old) ? MDB_CORRUPTED : 0;
+    }
+    jsend *s = calloc(1, sizeof *s);
+    if (!s) {
+        courier_frozen_free(snap);
+        return ENOMEM;
+    }
+    s->seq = seq;
+    s->snap = snap;
+    s->explicit_ = explicit_;
+    **sends = s;
+    *sends = &s->next;
+    return 0;
+}
+
+/* Removes what expired by now (not what another live replayer holds), reporting each. */
+static int sweep_expired(cr_journal *j, MDB_txn *txn, int64_t now, jevent ***events) {
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, j->env->db_expiry, &c);
+    if (rc) return rc;
+    uint64_t *seqs = NULL;
+    size_t n = 0, cap = 0;
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 16 || (int64_t)get_be64(k.mv_data) > now) break;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            uint64_t *p = realloc(seqs, cap * sizeof *p);
+            if (!p) {
+                rc = ENOMEM;
+                break;
+            }
+            seqs = p;
+        }
+        seqs[n++] = get_be64((const uint8_t *)k.mv_data + 8);
+    }
+    mdb_cursor_close(c);
+    if (rc == MDB_NOTFOUND || rc == 0) rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        jstate st;
+        rc = st_get(j, txn, seqs[i], &st);
+        if (rc == MDB_NOTFOUND) {
+            rc = 0;
+            continue;
+        }
+        if (rc) break;
+        if (st.claim_ms && !claim_stale(j, &st, now)) continue; /* on the wire: its answer decides */
+        courier_frozen *snap = snap_in(j, txn, seqs[i], &st);
+        if ((rc = rec_remove(j, txn, seqs[i], &st))) {
+            courier_frozen_free(snap);
+            break;
+        }
+        jevent *ev = event_new(COURIER_FROZEN_EVENT_EXPIRED, snap, 0, COURIER_OK);
+        if (ev) {
+            ev->ev.final = 1;
+            ev->ev.attempts = (int)st.attempts;
+        }
+        events_push(events, ev);
+    }
+    free(seqs);
+    return rc;
+}
+
+/* Gives back the claims of dead owners (found by a read scan, checked again here). */
+static int recover_claims(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now) {
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        jstate st;
+        rc = st_get(j, txn, seqs[i], &st);
+        if (rc == MDB_NOTFOUND) {
+            rc = 0;
+            continue;
+        }
+        if (rc || !st.claim_ms || !claim_stale(j, &st, now)) continue;
+        jstate old = st;
+        st.claim_ms = 0;
+        memset(&st.owner, 0, sizeof st.owner);
+        rc = st_update(j, txn, seqs[i], &old, &st);
+    }
+    return rc;
+}
+
+/* Claims due records while this engine has free slots. Returns the earliest future due time in
+ * *next (INT64_MAX if none) and whether a replay-now scan found nothing left. */
+static int pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends,
+                jevent ***events, int64_t *next, bool *mode_done) {
+    *next = INT64_MAX;
+    *mode_done = true;
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, j->env->db_due, &c);
+    if (rc) return rc;
+    uint64_t *cand = NULL;
+    size_t n = 0, cap = 0;
+    MDB_val k, v;
+    /* Collect first (changing `due` under the cursor would move it). */
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 16) continue;
+        int64_t t = (int64_t)get_be64(k.mv_data);
+        if (t > now && !(mode & J_KICK_NOW)) {
+            *next = t;
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            uint64_t *p = realloc(cand, cap * sizeof *p);
+            if (!p) {
+                rc = ENOMEM;
+                break;
+            }
+            cand = p;
+        }
+        cand[n++] = get_be64((const uint8_t *)k.mv_data + 8);
+        if (t <= now && n >= (size_t)slots * 4 + 64 && !(mode & J_KICK_NOW)) break; /* enough to choose from */
+    }
+    mdb_cursor_close(c);
+    if (rc == MDB_NOTFOUND) rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        jstate st;
+        rc = st_get(j, txn, cand[i], &st);
+        if (rc == MDB_NOTFOUND) {
+            rc = 0;
+            continue;
+        }
+        if (rc) break;
+        bool eligible = due_time(&st) <= now ||
+                        ((mode & J_KICK_NOW) && st.last_ms < since && (!st.claim_ms || claim_stale(j, &st, now)));
+        if (st.claim_ms && !claim_stale(j, &st, now)) eligible = false;
+        if (!eligible) {
+            int64_t t = due_time(&st);
+            if (t > now && t < *next) *next = t;
+            continue;
+        }
+        if (st.expires_ms <= now) {
+            courier_frozen *snap = snap_in(j, txn, cand[i], &st);
+            if ((rc = rec_remove(j, txn, cand[i], &st))) {
+                courier_frozen_free(snap);
+                break;
+            }
+            jevent *ev = event_new(COURIER_FROZEN_EVENT_EXPIRED, snap, 0, COURIER_OK);
+            if (ev) ev->ev.final = 1;
+            events_push(events, ev);
+            continue;
+        }
+        if (slots <= 0) {
+            *mode_done = false;
+            *next = now;
+            break;
+        }
+        if ((rc = claim(j, txn, cand[i], &st, now, mode != 0, sends))) break;
+        slots--;
+    }
+    free(cand);
+    if (rc || !(mode & J_KICK_MANUAL)) return rc;
+    /* Manual records are not in `due`: a replay-now that includes them scans every record. */
+    if ((rc = mdb_cursor_open(txn, j->env->db_state, &c))) return rc;
+    n = 0;
+    cand = NULL;
+    cap = 0;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        jstate st;
+        if (k.mv_size != 8 || !state_decode(v.mv_data, v.mv_size, &st)) continue;
+        if (st.policy != COURIER_FREEZE_MANUAL || st.last_ms >= since) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            uint64_t *p = realloc(cand, cap * sizeof *p);
+            if (!p) {
+                rc = ENOMEM;
+                break;
+            }
+            cand = p;
+        }
+        cand[n++] = get_be64(k.mv_data);
+    }
+    mdb_cursor_close(c);
+    if (rc == MDB_NOTFOUND) rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        jstate st;
+        if ((rc = st_get(j, txn, cand[i], &st))) {
+            if (rc == MDB_NOTFOUND) rc = 0;
+            continue;
+        }
+        if (st.claim_ms && !claim_stale(j, &st, now)) continue;
+        if (slots <= 0) {
+            *mode_done = false;
+            *next = now;
+            break;
+        }
+        if ((rc = claim(j, txn, cand[i], &st, now, mode != 0, sends))) break;
+        slots--;
+    }
+    free(cand);
+    return rc;
+}
+
+/* An explicit resend by id: claimed whatever its policy, order or backoff. */
+static int resend_one(cr_journal *j, MDB_txn *txn, const char *id, int64_t now, jsend ***sends) {
+    MDB_val idk = {strlen(id), (void *)id}, idv;
+    int rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
+    if (rc == MDB_NOTFOUND) return 0;
+    if (rc || idv.mv_size != 8) return rc;
+    uint64_t seq = get_be64(idv.mv_data);
+    jstate st;
+    if ((rc = st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
+    if (st.claim_ms && !claim_stale(j, &st, now)) return 0;
+    return claim(j, txn, seq, &st, now, 1, sends);
+}
+
+/* Read-only look: is anything due or expired now, and which claims are held by the dead? */
+static int peek(cr_journal *j, int64_t now, bool want_recover, bool *due_now, bool *expired_now, uint64_t **dead,
+                size_t *ndead) {
+    *due_now = *expired_now = false;
+    *dead = NULL;
+    *ndead = 0;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    if (rc) return rc;
+    MDB_cursor *c;
+    MDB_val k, v;
+    if ((rc = mdb_cursor_open(txn, j->env->db_due, &c)) == 0) {
+        if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 16 && (int64_t)get_be64(k.mv_data) <= now)
+            *due_now = true;
+        mdb_cursor_close(c);
+    }
+    if (rc == 0 && (rc = mdb_cursor_open(txn, j->env->db_expiry, &c)) == 0) {
+        if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 16 && (int64_t)get_be64(k.mv_data) <= now)
+            *expired_now = true;
+        mdb_cursor_close(c);
+    }
+    if (rc == 0 && want_recover && (rc = mdb_cursor_open(txn, j->env->db_state, &c)) == 0) {
+        size_t cap = 0;
+        int grc;
+        for (grc = mdb_cursor_get(c, &k, &v, MDB_FIRST); grc == 0; grc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+            jstate st;
+            if (k.mv_size != 8 || !state_decode(v.mv_data, v.mv_size, &st) || !st.claim_ms) continue;
+            if (!claim_stale(j, &st, now)) continue;
+            if (*ndead == cap) {
+                cap = cap ? cap * 2 : 16;
+                uint64_t *p = realloc(*dead, cap * sizeof *p);
+                if (!p) break;
+                *dead = p;
+            }
+            (*dead)[(*ndead)++] = get_be64(k.mv_data);
+        }
+        mdb_cursor_close(c);
+        if (grc != 0 && grc != MDB_NOTFOUND) rc = grc;
+    }
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+/* The earliest future time something is due or expires (INT64_MAX if none). */
+static int64_t next_wake(cr_journal *j, int64_t now) {
+    int64_t next = INT64_MAX;
+    MDB_txn *txn;
+    if (mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn)) return next;
+    MDB_dbi dbs[2] = {j->env->db_due, j->env->db_expiry};
+    for (int i = 0; i < 2; i++) {
+        MDB_cursor *c;
+        if (mdb_cursor_open(txn, dbs[i], &c)) continue;
+        uint8_t kb[16];
+        put_be64(kb, be_time(now + 1));
+        memset(kb + 8, 0, 8);
+        MDB_val k = {16, kb}, v;
+        if (mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) == 0 && k.mv_size == 16) {
+            int64_t t = (int64_t)get_be64(k.mv_data);
+            if (t < next) next = t;
+        }
+        mdb_cursor_close(c);
+    }
+    mdb_txn_abort(txn);
+    return next;
+}
+
+static void replay_done(uint64_t request_id, int code, courier_response *resp, const courier_error *err, void *user);
+
+static void outcome_push(cr_journal *j, joutcome *o) {
+    pthread_mutex_lock(&j->mu);
+    if (j->oc_tail) j->oc_tail->next = o;
+    else j->oc_head = o;
+    j->oc_tail = o;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* Sends claimed records through the public send path (retry, cache, mapping apply unchanged). */
+static void send_claimed(cr_journal *j, jsend *list) {
+    while (list) {
+        jsend *s = list;
+        list = s->next;
+        joutcome *o = calloc(1, sizeof *o);
+        if (!o) {
+            /* The claim stays; its lease ends and it is sent again. */
+            courier_frozen_free(s->snap);
+            free(s);
+            continue;
+        }
+        o->journal = j;
+        o->seq = s->seq;
+        o->snap = s->snap;
+        int explicit_ = s->explicit_;
+        free(s);
+        courier_request *r = NULL;
+        int rc = request_of(o->snap, &r);
+        if (rc == COURIER_OK && explicit_) rc = courier_request_set_ignore_offline(r, 1);
+        pthread_mutex_lock(&j->mu);
+        j->inflight++;
+        pthread_mutex_unlock(&j->mu);
+        uint64_t id = 0;
+        if (rc == COURIER_OK) rc = courier_send(j->e, r, replay_done, o, &id, &o->err);
+        else cr_fail(&o->err, rc, "the frozen request cannot be rebuilt");
+        courier_request_free(r);
+        if (rc != COURIER_OK) {
+            o->code = rc;
+            o->not_sent = 1;
+            outcome_push(j, o);
+        }
+    }
+}
+
+static void replay_done(uint64_t request_id, int code, courier_response *resp, const courier_error *err, void *user) {
+    joutcome *o = user;
+    o->request_id = request_id;
+    o->code = code;
+    o->resp = resp;
+    if (err) o->err = *err;
+    else cr_error_clear(&o->err);
+    outcome_push(o->journal, o);
+}
+
+/* ---- the turn ---- */
+
+static void freeze_answer(cr_journal *j, jfreeze *f, bool frozen, const char *why) {
+    courier_error err;
+    int code;
+    if (frozen) {
+        code = cr_fail(&err, COURIER_E_FROZEN, "frozen as %s", f->id);
+    } else {
+        err = f->err;
+        code = f->code;
+        size_t len = strlen(err.message);
+        snprintf(err.message + len, sizeof err.message - len, "%s(not frozen: %s)", len ? " " : "", why);
+    }
+    j->answer(j->e, f->answer, code, NULL, &err);
+    f->answer = NULL;
+}
+
+static void freeze_free(jfreeze *f) {
+    json_decref(f->payload);
+    courier_frozen_free(f->snap);
+    free(f->answer); /* only when never answered (a detached copy owns nothing) */
+    free(f);
+}
+
+static void outcome_free(joutcome *o) {
+    courier_response_free(o->resp);
+    courier_frozen_free(o->snap);
+    free(o);
+}
+
+/* Writes the freezes one per transaction (after a group transaction failed), answering each. */
+static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
+    for (jfreeze *f = fz; f; f = f->next) {
+        MDB_txn *txn;
+        int rc = mdb_txn_begin(j->env->env, NULL, 0, &txn);
+        if (rc == 0) {
+            rc = apply_freeze(j, txn, f);
+            if (rc == 0) f->snap = snap_in(j, txn, f->seq, &f->st);
+            if (rc == 0) rc = mdb_txn_commit(txn);
+            else mdb_txn_abort(txn);
+        }
+        if (is_corruption(rc)) j->broken = 1;
+        freeze_answer(j, f, rc == 0, rc ? mdb_strerror(rc) : "");
+        if (rc == 0) {
+            jevent *ev = event_new(COURIER_FROZEN_EVENT_FROZEN, snap_retain(f->snap), f->answer_id, COURIER_OK);
+            events_push(events, ev);
+        }
+    }
+}
+
+/* One turn of the journal thread. Returns the monotonic time of the next turn. */
+static int64_t turn(cr_journal *j) {
+    pthread_mutex_lock(&j->mu);
+    jfreeze *fz = j->fz_head;
+    j->fz_head = j->fz_tail = NULL;
+    joutcome *oc = j->oc_head;
+    j->oc_head = j->oc_tail = NULL;
+    jresend *rs = j->rs_head;
+    j->rs_head = NULL;
+    j->kick = 0;
+    unsigned mode = j->kick_mode;
+    int64_t since = j->kick_since;
+    int paused = j->paused, closing = j->closing;
+    long answered = 0;
+    for (joutcome *o = oc; o; o = o->next) answered++;
+    long inflight = j->inflight - answered;
+    pthread_mutex_unlock(&j->mu);
+
+    int64_t mono = cr_mono_ms();
+    int64_t now = jnow(j);
+    int64_t wake = mono + j->poll_ms;
+    bool offline = cr_monitor_offline(j->e);
+    bool auto_ok = !paused && !closing && !offline && !j->broken;
+    bool pass_ok = (auto_ok || (mode && !closing)) && !j->broken;
+    long slots = j->concurrency - inflight;
+    bool want_recover = mono >= j->next_recover_ms && !j->broken;
+    bool due_now = false, expired_now = false;
+    uint64_t *dead = NULL;
+    size_t ndead = 0;
+    if (!j->broken && peek(j, now, want_recover, &due_now, &expired_now, &dead, &ndead) == 0 && want_recover)
+        j->next_recover_ms = mono + j->poll_ms;
+    bool want_pass = pass_ok && slots > 0 && (due_now || mode);
+    jevent *events = NULL, **etail = &events;
+    jsend *sends = NULL, **stail = &sends;
+    bool mode_done = false;
+    int64_t next_due = INT64_MAX;
+
+    if (fz || oc || rs || want_pass || (expired_now && !closing) || ndead) {
+        MDB_txn *txn = NULL;
+        int rc = j->broken ? MDB_PANIC : mdb_txn_begin(j->env->env, NULL, 0, &txn);
+        jfreeze *f;
+        for (f = fz; rc == 0 && f; f = f->next) {
+            rc = apply_freeze(j, txn, f);
+            if (rc == 0 && !(f->snap = snap_in(j, txn, f->seq, &f->st))) rc = ENOMEM;
+        }
+        for (joutcome *o = oc; rc == 0 && o; o = o->next) rc = apply_outcome(j, txn, o, now, &etail);
+        if (rc == 0 && ndead) rc = recover_claims(j, txn, dead, ndead, now);
+        if (rc == 0 && expired_now && !closing) rc = sweep_expired(j, txn, now, &etail);
+        for (jresend *r = rs; rc == 0 && r && !closing; r = r->next) rc = resend_one(j, txn, r->id, now, &stail);
+        if (rc == 0 && want_pass) {
+            long left = slots;
+            for (jsend *s = sends; s; s = s->next) left--;
+            rc = pass(j, txn, now, left, mode, since, &stail, &etail, &next_due, &mode_done);
+        }
+        if (rc == 0) rc = mdb_txn_commit(txn);
+        else if (txn) mdb_txn_abort(txn);
+        if (is_corruption(rc) && rc != MDB_PANIC) {
+            j->broken = 1;
+            fprintf(stderr, "courier: the frozen-request journal '%s' reported corruption: %s\n", j->env->dir,
+                    mdb_strerror(rc));
+        }
+        if (rc == 0) {
+            for (f = fz; f; f = f->next) {
+                freeze_answer(j, f, true, "");
+                events_push(&etail, event_new(COURIER_FROZEN_EVENT_FROZEN, snap_retain(f->snap), f->answer_id,
+                                              COURIER_OK));
+            }
+            if (mode_done && mode) {
+                pthread_mutex_lock(&j->mu);
+                if (j->kick_since == since) j->kick_mode = 0;
+                pthread_mutex_unlock(&j->mu);
+            }
+        } else {
+            /* Nothing of this turn happened. Freezes are tried alone (so one cannot sink the others);
+             * answers wait for the next turn (a few times, then their claims' leases decide). */
+            jevent *ev = events;
+            while (ev) {
+                jevent *n = ev->next;
+                courier_frozen_free(ev->snap);
+                courier_response_free(ev->resp);
+                free(ev);
+                ev = n;
+            }
+            events = NULL;
+            etail = &events;
+            while (sends) {
+                jsend *n = sends->next;
+                courier_frozen_free(sends->snap);
+                free(sends);
+                sends = n;
+            }
+            for (f = fz; f; f = f->next) {
+                courier_frozen_free(f->snap);
+                f->snap = NULL;
+            }
+            freezes_alone(j, fz, &etail);
+            joutcome *keep = NULL, **ktail = &keep;
+            while (oc) {
+                joutcome *n = oc->next;
+                oc->next = NULL;
+                if (++oc->tries < 3 && !j->broken) {
+                    *ktail = oc;
+                    ktail = &oc->next;
+                    answered--;
+                } else {
+                    pthread_mutex_lock(&j->mu);
+                    j->inflight--;
+                    pthread_mutex_unlock(&j->mu);
+                    outcome_free(oc);
+                }
+                oc = n;
+            }
+            oc = NULL;
+            if (keep) {
+                pthread_mutex_lock(&j->mu);
+                *ktail = j->oc_head;
+                if (!j->oc_head) j->oc_tail = (joutcome *)((char *)ktail - offsetof(joutcome, next));
+                j->oc_head = keep;
+                pthread_mutex_unlock(&j->mu);
+                wake = mono + 100;
+            }
+        }
+    }
+    free(dead);
+    while (fz) {
+        jfreeze *n = fz->next;
+        freeze_free(fz);
+        fz = n;
+    }
+    while (rs) {
+        jresend *n = rs->next;
+        free(rs);
+        rs = n;
+    }
+    if (oc) {
+        pthread_mutex_lock(&j->mu);
+        j->inflight -= answered;
+        pthread_mutex_unlock(&j->mu);
+        while (oc) {
+            joutcome *n = oc->next;
+            outcome_free(oc);
+            oc = n;
+        }
+    }
+    events_deliver(j, events);
+    cr_monitor_dispatch(j->e);
+    if (!closing) send_claimed(j, sends);
+    else
+        while (sends) { /* not reached: nothing is claimed while closing */
+            jsend *n = sends->next;
+            courier_frozen_free(sends->snap);
+            free(sends);
+            sends = n;
+        }
+
+    /* When to look again: the next due or expiring record, a probe, the poll. */
+    if (!j->broken) {
+        int64_t t = next_due != INT64_MAX ? next_due : next_wake(j, now);
+        if (t != INT64_MAX) {
+            int64_t delta = t - now;
+            if (delta < 0) delta = 0;
+            if (mono + delta < wake) wake = mono + delta;
+        }
+    }
+    int64_t probe = cr_monitor_tick(j->e, mono);
+    if (probe < wake) wake = probe;
+    pthread_mutex_lock(&j->mu);
+    bool busy = j->fz_head || j->oc_head || j->rs_head || j->kick || j->kick_mode || j->inflight > 0;
+    bool waiting_due = pass_ok && !closing && next_wake(j, now - 1) <= now;
+    j->idle = !busy && !(pass_ok && due_now && !closing && waiting_due);
+    j->turns++;
+    pthread_cond_broadcast(&j->idle_cv);
+    pthread_mutex_unlock(&j->mu);
+    return wake;
+}
+
+static void *jthread(void *arg) {
+    cr_journal *j = arg;
+    pthread_mutex_lock(&j->mu);
+    while (!j->go && !j->closing) pthread_cond_wait(&j->cv, &j->mu);
+    j->kick = 1;
+    pthread_mutex_unlock(&j->mu);
+    for (;;) {
+        int64_t wake = turn(j);
+        pthread_mutex_lock(&j->mu);
+        if (j->closing && !j->fz_head && !j->oc_head && !j->rs_head) {
+            pthread_mutex_unlock(&j->mu);
+            break;
+        }
+        while (!j->closing && !j->fz_head && !j->oc_head && !j->rs_head && !j->kick) {
+            int64_t left = wake - cr_mono_ms();
+            if (left <= 0) break;
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += left / 1000;
+            ts.tv_nsec += (left % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        }
+        pthread_mutex_unlock(&j->mu);
+    }
+    return NULL;
+}
+
+/* ==== engine hooks ============================================================================= */
+
+void cr_journal_wake(courier_engine *e, unsigned how) {
+    cr_journal *j = e ? e->journal : NULL;
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    j->kick = 1;
+    if (how & CR_WAKE_REPLAY_NOW) {
+        j->kick_mode |= J_KICK_NOW;
+        j->kick_since = jnow(j);
+    }
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void journal_free(cr_journal *j) {
+    if (!j) return;
+    while (j->listeners) {
+        jlistener *l = j->listeners;
+        j->listeners = l->next;
+        cr_callback_release(l->cb);
+        free(l);
+    }
+    jenv_release(j->env, j->me.nonce);
+    cr_callback_release(j->clock);
+    pthread_mutex_destroy(&j->mu);
+    pthread_mutex_destroy(&j->lmu);
+    pthread_cond_destroy(&j->cv);
+    pthread_cond_destroy(&j->idle_cv);
+    free(j);
+}
+
+int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err) {
+    cr_journal *j = calloc(1, sizeof *j);
+    if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_mutex_init(&j->lmu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cv, &ca);
+    pthread_cond_init(&j->idle_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    j->e = e;
+    j->answer = answer;
+    const struct cr_frozen_conf *fc = &e->config->frozen;
+    j->concurrency = fc->concurrency > 0 ? fc->concurrency : J_DEFAULT_CONCURRENCY;
+    j->backoff_base = fc->backoff_base_ms > 0 ? fc->backoff_base_ms : J_DEFAULT_BACKOFF_BASE;
+    j->backoff_max = fc->backoff_max_ms > 0 ? fc->backoff_max_ms : J_DEFAULT_BACKOFF_MAX;
+    if (j->backoff_max < j->backoff_base) j->backoff_max = j->backoff_base;
+    j->lease_ms = fc->lease_ms > 0 ? fc->lease_ms : J_DEFAULT_LEASE;
+    j->poll_ms = fc->poll_ms > 0 ? fc->poll_ms : J_DEFAULT_POLL;
+    j->default_expiry = fc->expiry_ms > 0 ? fc->expiry_ms : J_DEFAULT_EXPIRY;
+    j->paused = fc->paused;
+    j->clock = cr_callback_retain(e->config->clock);
+    uint32_t nonce = 0;
+    while (!nonce) random_bytes(&nonce, sizeof nonce);
+    random_bytes(&j->rng, sizeof j->rng);
+    j->rng |= 1;
+    j->me.pid = (uint32_t)getpid();
+    j->me.nonce = nonce;
+    char state;
+    if (proc_stat((long)getpid(), &state, &j->me.start) != 0) j->me.start = 0;
+    j->me.boot = boot_hash();
+    j->next_token = 1;
+    e->journal = j;
+    int rc = jenv_acquire(e->store_dir, nonce, &j->env, err);
+    if (rc == COURIER_OK) rc = cr_monitor_open(e, err);
+    if (rc == COURIER_OK) {
+        int prc = pthread_create(&j->thread, NULL, jthread, j);
+        if (prc) {
+            rc = cr_fail(err, COURIER_E_INTERNAL, "cannot start the journal thread: %s", strerror(prc));
+            if (err) err->os_error = prc;
+        } else {
+            j->thread_started = 1;
+        }
+    }
+    if (rc) {
+        cr_monitor_close(e);
+        e->journal = NULL;
+        journal_free(j);
+    }
+    return rc;
+}
+
+void cr_journal_start(courier_engine *e) {
+    cr_journal *j = e ? e->journal : NULL;
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    j->go = 1;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+void cr_journal_close(courier_engine *e) {
+    cr_journal *j = e ? e->journal : NULL;
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    j->closing = 1;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (j->thread_started) pthread_join(j->thread, NULL);
+    /* Nothing is left queued: the thread drained it. Defensive frees for a thread that never ran. */
+    while (j->fz_head) {
+        jfreeze *n = j->fz_head->next;
+        freeze_answer(j, j->fz_head, false, "the engine closed");
+        freeze_free(j->fz_head);
+        j->fz_head = n;
+    }
+    while (j->oc_head) {
+        joutcome *n = j->oc_head->next;
+        outcome_free(j->oc_head);
+        j->oc_head = n;
+    }
+    while (j->rs_head) {
+        jresend *n = j->rs_head->next;
+        free(j->rs_head);
+        j->rs_head = n;
+    }
+    cr_monitor_close(e);
+    e->journal = NULL;
+    journal_free(j);
+}
+
+void cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t) {
+    (void)e;
+    t->freeze = r->freeze;
+    if (r->freeze.policy != COURIER_FREEZE_NEVER && r->cache) {
+        t->freeze.cache_set = 1;
+        t->freeze.cache_policy = r->cache->policy;
+        t->freeze.cache_expiry_s = r->cache->expiry_s;
+    }
+}
+
+static bool freezable(const cr_transfer *t, int code) {
+    switch (code) {
+    case COURIER_E_CANNOT_RESOLVE:
+    case COURIER_E_CANNOT_CONNECT:
+    case COURIER_E_OFFLINE: return true;
+    case COURIER_E_TIMEOUT:
+    case COURIER_E_NETWORK:
+    case COURIER_E_PARTIAL_RESPONSE: return (t->freeze.flags & COURIER_FREEZE_ON_AMBIGUOUS) != 0;
+    default: return false;
+    }
+}
+
+bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+    cr_journal *j = e->journal;
+    if (!j || t->freeze.policy == COURIER_FREEZE_NEVER || t->caller_gone || resp || !freezable(t, code)) return false;
+    pthread_mutex_lock(&j->mu);
+    bool closing = j->closing;
+    pthread_mutex_unlock(&j->mu);
+    if (closing || j->broken) return false;
+    jfreeze *f = calloc(1, sizeof *f);
+    cr_transfer *a = calloc(1, sizeof *a);
+    if (!f || !a) goto fail;
+    jstate *st = &f->st;
+    if (t->freeze.id[0]) snprintf(f->id, sizeof f->id, "%s", t->freeze.id);
+    else random_hex(f->id);
+    char idem[COURIER_FROZEN_ID_MAX + 1], host[J_HOST_MAX + 1];
+    const char *given = cr_kvlist_get(&t->headers, "Idempotency-Key");
+    if (given) snprintf(idem, sizeof idem, "%s", given);
+    else random_hex(idem);
+    if (host_of(t->url, host, sizeof host)) snprintf(host, sizeof host, "%s", "unknown://");
+    int64_t now = jnow(j);
+    st->policy = (uint8_t)t->freeze.policy;
+    st->flags = (uint16_t)(t->freeze.flags & (COURIER_FREEZE_UNORDERED | COURIER_FREEZE_ON_AMBIGUOUS));
+    st->created_ms = now;
+    st->expires_ms = now + (t->freeze.expiry_ms > 0 ? t->freeze.expiry_ms : j->default_expiry);
+    /* Frozen because the network failed: the first resend waits one backoff step. Frozen because
+     * the monitor said offline: due as soon as the monitor says online. */
+    st->next_ms = code == COURIER_E_OFFLINE ? 0 : now + j->backoff_base;
+    st->host_len = (uint16_t)strlen(host);
+    memcpy(st->host, host, st->host_len);
+    st->id_len = (uint16_t)strlen(f->id);
+    memcpy(st->id, f->id, st->id_len);
+    if (!(f->payload = payload_of(j, t, f->id, idem, st->created_ms, st->expires_ms, host))) goto fail;
+    f->code = code;
+    if (err) f->err = *err;
+    else cr_fail(&f->err, code, NULL);
+    /* The caller is answered after the commit, from a detached copy of what answering needs. */
+    a->id = t->id;
+    a->engine = e;
+    a->done = t->done;
+    a->user = t->user;
+    a->attempts = t->attempts;
+    a->waited_s = t->waited_s;
+    f->answer = a;
+    f->answer_id = t->id;
+    t->caller_gone = 1;
+    pthread_mutex_lock(&j->mu);
+    if (j->fz_tail) j->fz_tail->next = f;
+    else j->fz_head = f;
+    j->fz_tail = f;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return true;
+fail:
+    if (f) json_decref(f->payload);
+    free(f);
+    free(a);
+    return false; /* answered with its own failure */
+}
+
+/* ==== public API =============================================================================== */
+
+static cr_journal *journal_of(courier_engine *e, courier_error *err) {
+    if (!e) {
+        cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
+        return NULL;
+    }
+    if (!e->journal) cr_fail(err, COURIER_E_CLOSED, "the engine has no journal");
+    return e->journal;
+}
+
+int courier_request_set_freeze(courier_request *r, int policy, int64_t expiry_ms, unsigned flags) {
+    if (!r || policy < COURIER_FREEZE_NEVER || policy > COURIER_FREEZE_MANUAL || expiry_ms < 0 ||
+        (flags & ~(COURIER_FREEZE_UNORDERED | COURIER_FREEZE_ON_AMBIGUOUS)))
+        return COURIER_E_INVALID_ARGUMENT;
+    r->freeze.policy = policy;
+    r->freeze.expiry_ms = expiry_ms;
+    r->freeze.flags = flags;
+    return COURIER_OK;
+}
+
+int courier_request_set_freeze_id(courier_request *r, const char *id) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    if (!id) {
+        r->freeze.id[0] = '\0';
+        return COURIER_OK;
+    }
+    if (!valid_id(id, strlen(id))) return COURIER_E_INVALID_ARGUMENT;
+    snprintf(r->freeze.id, sizeof r->freeze.id, "%s", id);
+    return COURIER_OK;
+}
+
+int courier_request_set_ignore_offline(courier_request *r, int ignore) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    r->freeze.ignore_offline = ignore ? 1 : 0;
+    return COURIER_OK;
+}
+
+const char *courier_error_freeze_id(const courier_error *err) {
+    if (!err || err->code != COURIER_E_FROZEN || strncmp(err->message, "frozen as ", 10) != 0) return NULL;
+    return err->message + 10;
+}
+
+int courier_config_set_frozen_replay(courier_config *c, long concurrency, long backoff_base_ms, long backoff_max_ms) {
+    if (!c || concurrency < 0 || backoff_base_ms < 0 || backoff_max_ms < 0 ||
+        (backoff_base_ms && backoff_max_ms && backoff_max_ms < backoff_base_ms))
+        return COURIER_E_INVALID_ARGUMENT;
+    c->frozen.concurrency = concurrency;
+    c->frozen.backoff_base_ms = backoff_base_ms;
+    c->frozen.backoff_max_ms = backoff_max_ms;
+    return COURIER_OK;
+}
+
+int courier_config_set_frozen_expiry_ms(courier_config *c, int64_t expiry_ms) {
+    if (!c || expiry_ms < 0) return COURIER_E_INVALID_ARGUMENT;
+    c->frozen.expiry_ms = expiry_ms;
+    return COURIER_OK;
+}
+
+int courier_config_set_frozen_lease_ms(courier_config *c, long lease_ms) {
+    if (!c || lease_ms < 0) return COURIER_E_INVALID_ARGUMENT;
+    c->frozen.lease_ms = lease_ms;
+    return COURIER_OK;
+}
+
+int courier_config_set_frozen_poll_ms(courier_config *c, long poll_ms) {
+    if (!c || poll_ms < 0) return COURIER_E_INVALID_ARGUMENT;
+    c->frozen.poll_ms = poll_ms;
+    return COURIER_OK;
+}
+
+int courier_config_set_frozen_paused(courier_config *c, int paused) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    c->frozen.paused = paused ? 1 : 0;
+    return COURIER_OK;
+}
+
+int courier_frozen_pause(courier_engine *e) {
+    cr_journal *j = journal_of(e, NULL);
+    if (!j) return e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&j->mu);
+    j->paused = 1;
+    pthread_mutex_unlock(&j->mu);
+    return COURIER_OK;
+}
+
+int courier_frozen_resume(courier_engine *e) {
+    cr_journal *j = journal_of(e, NULL);
+    if (!j) return e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&j->mu);
+    j->paused = 0;
+    j->kick = 1;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return COURIER_OK;
+}
+
+int courier_frozen_replay(courier_engine *e, unsigned flags, courier_error *err) {
+    cr_error_clear(err);
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    if (flags & ~COURIER_REPLAY_MANUAL) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "unknown flags");
+    if (j->broken) return cr_fail(err, COURIER_E_JOURNAL_CORRUPT, "the journal reported corruption");
+    pthread_mutex_lock(&j->mu);
+    j->kick = 1;
+    j->kick_mode |= J_KICK_NOW | ((flags & COURIER_REPLAY_MANUAL) ? J_KICK_MANUAL : 0);
+    j->kick_since = jnow(j);
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return COURIER_OK;
+}
+
+int courier_frozen_wait_idle(courier_engine *e, long timeout_ms) {
+    cr_journal *j = journal_of(e, NULL);
+    if (!j) return e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT;
+    int64_t end = cr_mono_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
+    pthread_mutex_lock(&j->mu);
+    uint64_t start = j->turns;
+    j->kick = 1;
+    pthread_cond_signal(&j->cv);
+    int rc = COURIER_OK;
+    while (!(j->turns > start && j->idle)) {
+        int64_t left = end - cr_mono_ms();
+        if (left <= 0) {
+            rc = COURIER_E_TIMEOUT;
+            break;
+        }
+        if (left > 200) left = 200; /* a turn may not wake us: look again */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (left % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&j->idle_cv, &j->mu, &ts);
+        if (!j->idle) {
+            j->kick = 1;
+            pthread_cond_signal(&j->cv);
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+
+int courier_frozen_resend(courier_engine *e, const char *id, courier_error *err) {
+    cr_error_clear(err);
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    if (!id || !valid_id(id, strlen(id))) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid freeze id");
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    if (rc) return store_fail(err, rc, "cannot read the journal");
+    MDB_val k = {strlen(id), (void *)id}, v;
+    rc = mdb_get(txn, j->env->db_ids, &k, &v);
+    mdb_txn_abort(txn);
+    if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
+    if (rc) return store_fail(err, rc, "cannot read the journal");
+    jresend *r = calloc(1, sizeof *r);
+    if (!r) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    snprintf(r->id, sizeof r->id, "%s", id);
+    pthread_mutex_lock(&j->mu);
+    r->next = j->rs_head;
+    j->rs_head = r;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return COURIER_OK;
+}
+
+/* A snapshot of a record that does not decode: its id and the fact, so it can be seen and removed. */
+static courier_frozen *snap_bad(uint64_t seq, const jstate *st, bool state_ok, const void *key) {
+    courier_frozen *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    atomic_init(&f->refs, 1);
+    f->seq = seq;
+    char idbuf[40];
+    if (!state_ok) snprintf(idbuf, sizeof idbuf, "#%llu", (unsigned long long)seq);
+    (void)key;
+    f->id = state_ok ? cr_strndup(st->id, st->id_len) : cr_strdup(idbuf);
+    f->method = cr_strdup("");
+    f->url = cr_strdup("");
+    f->host = state_ok ? cr_strndup(st->host, st->host_len) : cr_strdup("");
+    f->idem = cr_strdup("");
+    json_t *o = json_pack("{s:i,s:s,s:b,s:I}", "v", 1, "id", f->id ? f->id : "", "corrupt", 1, "seq", (json_int_t)seq);
+    f->json = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    f->info.size = sizeof f->info;
+    f->info.last_code = COURIER_E_JOURNAL_CORRUPT;
+    if (state_ok) {
+        f->info.policy = st->policy;
+        f->info.created_ms = st->created_ms;
+        f->info.expires_ms = st->expires_ms;
+        f->info.attempts = (int)st->attempts;
+    }
+    if (!f->id || !f->method || !f->url || !f->host || !f->idem || !f->json) {
+        courier_frozen_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+int courier_frozen_list(courier_engine *e, courier_frozen_list **out, courier_error *err) {
+    cr_error_clear(err);
+    if (out) *out = NULL;
+    cr_journal *j = journal_of(e, err);
+    if (!j || !out) return !out ? cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL") : err ? err->code : COURIER_E_CLOSED;
+    courier_frozen_list *l = calloc(1, sizeof *l);
+    if (!l) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    if (rc) {
+        free(l);
+        return store_fail(err, rc, "cannot read the journal");
+    }
+    MDB_cursor *c;
+    rc = mdb_cursor_open(txn, j->env->db_state, &c);
+    size_t cap = 0;
+    MDB_val k, v;
+    int code = COURIER_OK;
+    for (rc = rc ? rc : mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 8) continue;
+        uint64_t seq = get_be64(k.mv_data);
+        jstate st;
+        bool ok = state_decode(v.mv_data, v.mv_size, &st);
+        courier_frozen *f = NULL;
+        bool bad = !ok;
+        if (ok) {
+            MDB_val rv;
+            if (req_text(j, txn, seq, &rv) == 0) f = snap_make(seq, rv.mv_data, rv.mv_size, &st, &bad);
+            else bad = true;
+        }
+        if (!f && bad) f = snap_bad(seq, &st, ok, NULL);
+        if (!f) {
+            code = COURIER_E_NO_MEMORY;
+            break;
+        }
+        if (l->count == cap) {
+            cap = cap ? cap * 2 : 16;
+            courier_frozen **p = realloc(l->items, cap * sizeof *p);
+            if (!p) {
+                courier_frozen_free(f);
+                code = COURIER_E_NO_MEMORY;
+                break;
+            }
+            l->items = p;
+        }
+        l->items[l->count++] = f;
+    }
+    if (c) mdb_cursor_close(c);
+    mdb_txn_abort(txn);
+    if (code == COURIER_OK && rc != MDB_NOTFOUND && rc != 0) code = store_fail(err, rc, "cannot read the journal");
+    else if (code) cr_fail(err, code, NULL);
+    if (code) {
+        courier_frozen_list_free(l);
+        return code;
+    }
+    *out = l;
+    return COURIER_OK;
+}
+
+size_t courier_frozen_list_count(const courier_frozen_list *l) { return l ? l->count : 0; }
+
+const courier_frozen *courier_frozen_list_at(const courier_frozen_list *l, size_t i) {
+    return l && i < l->count ? l->items[i] : NULL;
+}
+
+void courier_frozen_list_free(courier_frozen_list *l) {
+    if (!l) return;
+    for (size_t i = 0; i < l->count; i++) courier_frozen_free(l->items[i]);
+    free(l->items);
+    free(l);
+}
+
+int courier_frozen_get(courier_engine *e, const char *id, courier_frozen **out, courier_error *err) {
+    cr_error_clear(err);
+    if (out) *out = NULL;
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    if (!id || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id or out is NULL");
+    if (!valid_id(id, strlen(id))) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    if (rc) return store_fail(err, rc, "cannot read the journal");
+    MDB_val k = {strlen(id), (void *)id}, v;
+    rc = mdb_get(txn, j->env->db_ids, &k, &v);
+    int code = COURIER_OK;
+    if (rc == 0 && v.mv_size == 8) {
+        uint64_t seq = get_be64(v.mv_data);
+        jstate st;
+        rc = st_get(j, txn, seq, &st);
+        if (rc == 0) {
+            MDB_val rv;
+            bool bad = true;
+            if (req_text(j, txn, seq, &rv) == 0) *out = snap_make(seq, rv.mv_data, rv.mv_size, &st, &bad);
+            if (!*out && bad) *out = snap_bad(seq, &st, true, NULL);
+            if (!*out) code = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+        } else if (rc == MDB_CORRUPTED) {
+            code = cr_fail(err, COURIER_E_JOURNAL_CORRUPT, "the state of '%.150s' does not decode", id);
+        }
+    }
+    mdb_txn_abort(txn);
+    if (code) return code;
+    if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
+    if (rc) return store_fail(err, rc, "cannot read the journal");
+    return COURIER_OK;
+}
+
+int courier_frozen_remove(courier_engine *e, const char *id, courier_error *err) {
+    cr_error_clear(err);
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    if (!id) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id is NULL");
+    size_t n = strlen(id);
+    uint64_t seq = 0;
+    if (n > 1 && id[0] == '#') seq = strtoull(id + 1, NULL, 10); /* a record whose state is unreadable */
+    else if (!valid_id(id, n)) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(j->env->env, NULL, 0, &txn);
+    if (rc) return store_fail(err, rc, "cannot write the journal");
+    if (!seq) {
+        MDB_val k = {n, (void *)id}, v;
+        rc = mdb_get(txn, j->env->db_ids, &k, &v);
+        if (rc == 0 && v.mv_size == 8) seq = get_be64(v.mv_data);
+        else if (rc == 0) rc = MDB_NOTFOUND;
+    }
+    jstate st;
+    if (rc == 0) rc = st_get(j, txn, seq, &st);
+    if (rc == 0) {
+        rc = rec_remove(j, txn, seq, &st);
+    } else if (rc == MDB_CORRUPTED) {
+        /* An unreadable state: remove what can be found by its number. */
+        uint8_t kb[8];
+        put_be64(kb, seq);
+        MDB_val k = {8, kb};
+        rc = mdb_del(txn, j->env->db_state, &k, NULL);
+        if (rc == 0 || rc == MDB_NOTFOUND) rc = mdb_del(txn, j->env->db_req, &k, NULL);
+        if (rc == MDB_NOTFOUND) rc = 0;
+    }
+    if (rc == 0) rc = mdb_txn_commit(txn);
+    else mdb_txn_abort(txn);
+    if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
+    if (rc) return store_fail(err, rc, "cannot write the journal");
+    return COURIER_OK;
+}
+
+int courier_frozen_remove_all(courier_engine *e, int64_t *removed, courier_error *err) {
+    cr_error_clear(err);
+    if (removed) *removed = 0;
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(j->env->env, NULL, 0, &txn);
+    if (rc) return store_fail(err, rc, "cannot write the journal");
+    MDB_stat ms;
+    rc = mdb_stat(txn, j->env->db_state, &ms);
+    MDB_dbi dbs[] = {j->env->db_req, j->env->db_state, j->env->db_ids, j->env->db_due, j->env->db_hostq,
+                     j->env->db_expiry};
+    for (size_t i = 0; rc == 0 && i < sizeof dbs / sizeof dbs[0]; i++) rc = mdb_drop(txn, dbs[i], 0);
+    if (rc == 0) rc = mdb_txn_commit(txn);
+    else mdb_txn_abort(txn);
+    if (rc) return store_fail(err, rc, "cannot write the journal");
+    if (removed) *removed = (int64_t)ms.ms_entries;
+    return COURIER_OK;
+}
+
+int courier_frozen_count(courier_engine *e, int64_t *count, courier_error *err) {
+    cr_error_clear(err);
+    if (count) *count = 0;
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    if (!count) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "count is NULL");
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    if (rc) return store_fail(err, rc, "cannot read the journal");
+    MDB_stat ms;
+    rc = mdb_stat(txn, j->env->db_state, &ms);
+    mdb_txn_abort(txn);
+    if (rc) return store_fail(err, rc, "cannot read the journal");
+    *count = (int64_t)ms.ms_entries;
+    return COURIER_OK;
+}
+
+int courier_frozen_last_outcome(courier_engine *e, const char *id, int *code, int *http_status, int64_t *at_ms,
+                                courier_error *err) {
+    cr_error_clear(err);
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    if (!id) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id is NULL");
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    if (rc) return store_fail(err, rc, "cannot read the journal");
+    MDB_cursor *c;
+    rc = mdb_cursor_open(txn, j->env->db_outcome, &c);
+    MDB_val k, v;
+    bool found = false;
+    for (rc = rc ? rc : mdb_cursor_get(c, &k, &v, MDB_LAST); rc == 0 && !found; rc = mdb_cursor_get(c, &k, &v, MDB_PREV)) {
+        json_t *o = json_loadb(v.mv_data, v.mv_size, 0, NULL);
+        const char *oid = jstr(o, "id");
+        if (oid && strcmp(oid, id) == 0) {
+            found = true;
+            if (code) *code = (int)json_integer_value(json_object_get(o, "code"));
+            if (http_status) *http_status = (int)json_integer_value(json_object_get(o, "status"));
+            if (at_ms) *at_ms = json_integer_value(json_object_get(o, "at_ms"));
+        }
+        json_decref(o);
+    }
+    if (c) mdb_cursor_close(c);
+    mdb_txn_abort(txn);
+    if (!found) return cr_fail(err, COURIER_E_NOT_FOUND, "no recorded outcome for '%.150s'", id);
+    return COURIER_OK;
+}
+
+int courier_frozen_add_listener(courier_engine *e, courier_frozen_event_fn fn, void *user,
+                                courier_user_free_fn user_free, uint64_t *out_token) {
+    if (out_token) *out_token = 0;
+    cr_journal *j = e ? e->journal : NULL;
+    if (!j || !fn) {
+        if (user_free) user_free(user);
+        return !e || !fn ? COURIER_E_INVALID_ARGUMENT : COURIER_E_CLOSED;
+    }
+    int rc;
+    cr_callback *cb = cr_callback_new((void (*)(void))fn, user, user_free, &rc);
+    if (!cb) return rc ? rc : COURIER_E_INVALID_ARGUMENT;
+    jlistener *l = calloc(1, sizeof *l);
+    if (!l) {
+        cr_callback_release(cb);
+        return COURIER_E_NO_MEMORY;
+    }
+    l->cb = cb;
+    pthread_mutex_lock(&j->lmu);
+    l->token = j->next_token++;
+    jlistener **pp = &j->listeners;
+    while (*pp) pp = &(*pp)->next;
+    *pp = l;
+    pthread_mutex_unlock(&j->lmu);
+    if (out_token) *out_token = l->token;
+    return COURIER_OK;
+}
+
+int courier_frozen_remove_listener(courier_engine *e, uint64_t token) {
+    cr_journal *j = e ? e->journal : NULL;
+    if (!j) return COURIER_E_INVALID_ARGUMENT;
+    jlistener *found = NULL;
+    pthread_mutex_lock(&j->lmu);
+    for (jlistener **pp = &j->listeners; *pp; pp = &(*pp)->next) {
+        if ((*pp)->token == token) {
+            found = *pp;
+            *pp = found->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&j->lmu);
+    if (!found) return COURIER_E_NOT_FOUND;
+    cr_callback_release(found->cb);
+    free(found);
+    return COURIER_OK;
+}
+
+/* ---- snapshots ---- */
+
+const char *courier_frozen_id(const courier_frozen *f) { return f ? f->id : NULL; }
+const char *courier_frozen_method(const courier_frozen *f) { return f ? f->method : NULL; }
+const char *courier_frozen_url(const courier_frozen *f) { return f ? f->url : NULL; }
+const char *courier_frozen_host(const courier_frozen *f) { return f ? f->host : NULL; }
+const char *courier_frozen_idempotency_key(const courier_frozen *f) { return f ? f->idem : NULL; }
+const char *courier_frozen_json(const courier_frozen *f) { return f ? f->json : NULL; }
+
+const uint8_t *courier_frozen_body(const courier_frozen *f, size_t *len) {
+    if (len) *len = f && f->has_body ? f->body_len : 0;
+    return f && f->has_body ? (const uint8_t *)f->body : NULL;
+}
+
+size_t courier_frozen_header_count(const courier_frozen *f) { return f ? f->headers.count : 0; }
+
+int courier_frozen_header_at(const courier_frozen *f, size_t i, const char **name, const char **value) {
+    if (!f) return COURIER_E_INVALID_ARGUMENT;
+    if (i >= f->headers.count) return COURIER_E_NOT_FOUND;
+    if (name) *name = f->headers.items[i].name;
+    if (value) *value = f->headers.items[i].value;
+    return COURIER_OK;
+}
+
+int courier_frozen_get_info(const courier_frozen *f, courier_frozen_info *out, size_t size) {
+    if (!f || !out) return COURIER_E_INVALID_ARGUMENT;
+    memcpy(out, &f->info, size < sizeof f->info ? size : sizeof f->info);
+    if (size >= sizeof out->size) out->size = size < sizeof f->info ? size : sizeof f->info;
+    return COURIER_OK;
+}

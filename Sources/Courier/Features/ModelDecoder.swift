@@ -1,0 +1,638 @@
+// ModelDecoder.swift — a Swift `Decoder` that reads the C core's parsed document directly: no
+// second parse, no JSONSerialization, no intermediate Swift dictionaries. Strategies mirror
+// Foundation's JSONDecoder; errors are standard `DecodingError`s whose coding path starts at the
+// document's root (the request's key path included) and whose description names it as a key path.
+
+import Foundation
+internal import CCore
+
+// MARK: - ModelDecoder
+
+/// Decodes `Decodable` values from JSON held by the C core.
+///
+/// ```swift
+/// let items = try ModelDecoder().decode([Item].self, from: data)           // parse included
+/// let user = try response.decode(User.self)                                // the response's result
+/// let user = try await engine.send(.get("/user").keyPath("data"), as: User.self)
+/// ```
+public struct ModelDecoder: Sendable {
+    /// How dates are read.
+    public enum DateDecodingStrategy: Sendable {
+        /// `Date`'s own `Decodable` (seconds since 2001-01-01 as a number).
+        case deferredToDate
+        /// Seconds since 1970 (a number).
+        case secondsSince1970
+        /// Milliseconds since 1970 (a number).
+        case millisecondsSince1970
+        /// An ISO 8601 string ("2024-05-01T12:00:00Z", fractional seconds allowed).
+        case iso8601
+        /// A string read by the formatter.
+        case formatted(DateFormatter)
+        /// Your own reading.
+        case custom(@Sendable (_ decoder: any Decoder) throws -> Date)
+    }
+
+    /// How `Data` is read.
+    public enum DataDecodingStrategy: Sendable {
+        /// `Data`'s own `Decodable` (an array of bytes).
+        case deferredToData
+        /// A base64 string.
+        case base64
+        /// Your own reading.
+        case custom(@Sendable (_ decoder: any Decoder) throws -> Data)
+    }
+
+    /// How JSON keys relate to coding keys.
+    public enum KeyDecodingStrategy: Sendable {
+        /// The coding key's string is the JSON key.
+        case useDefaultKeys
+        /// JSON's snake_case keys match camelCase coding keys (as JSONDecoder's).
+        case convertFromSnakeCase
+    }
+
+    /// How dates are read. Default ``DateDecodingStrategy/deferredToDate``.
+    public var dateDecodingStrategy: DateDecodingStrategy = .deferredToDate
+    /// How `Data` is read. Default ``DataDecodingStrategy/base64``.
+    public var dataDecodingStrategy: DataDecodingStrategy = .base64
+    /// How keys are matched. Default ``KeyDecodingStrategy/useDefaultKeys``.
+    public var keyDecodingStrategy: KeyDecodingStrategy = .useDefaultKeys
+    /// Whether strings may hold numbers ("42" for an `Int`) and numbers strings, as the core's
+    /// mapping coercions allow. Default false, as JSONDecoder.
+    public var allowsNumericStrings = false
+    /// Values for your `init(from:)`s to read from `decoder.userInfo`.
+    public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
+
+    /// A decoder with the default strategies.
+    public init() {}
+
+    /// Decodes a value from JSON text, parsing it with the C core first.
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - data: JSON text.
+    ///   - keyPath: The key path of the value to decode inside the document ("data.items"), or nil for the root.
+    /// - Returns: The value.
+    /// - Throws: ``CourierError`` (``CourierError/Code/json``) when the text is not JSON; a
+    ///   `DecodingError` when it does not fit the type.
+    public func decode<T: Decodable>(_ type: T.Type, from data: Data, keyPath: String? = nil) throws -> T {
+        let document = try JSONDocument(parsing: data)
+        return try withExtendedLifetime(document) {
+            try decode(type, root: document.root, keyPath: keyPath)
+        }
+    }
+
+    /// Decodes a value from a parsed JSON value.
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - json: The value.
+    ///   - keyPath: A key path inside `json`, or nil for `json` itself.
+    /// - Returns: The value.
+    /// - Throws: A `DecodingError` naming the path.
+    public func decode<T: Decodable>(_ type: T.Type, from json: JSON, keyPath: String? = nil) throws -> T {
+        try withExtendedLifetime(json.owner) {
+            try decode(type, root: json.pointer, keyPath: keyPath)
+        }
+    }
+
+    /// Decodes from a borrowed `courier_json *`; `pathPrefix` names where it sits in its document.
+    func decode<T: Decodable>(_ type: T.Type, root: OpaquePointer, keyPath: String?,
+                              pathPrefix: [any CodingKey] = []) throws -> T {
+        var start = root
+        var path = pathPrefix
+        if let keyPath, !keyPath.isEmpty {
+            for part in keyPath.split(separator: ".", omittingEmptySubsequences: false) {
+                path.append(_JSONKey(part))
+            }
+            guard let found = courier_json_path(root, keyPath) else {
+                throw DecodingError.valueNotFound(type, DecodingError.Context(
+                    codingPath: path, debugDescription: "No value at key path '\(keyPath)'"))
+            }
+            start = found
+        }
+        let impl = _ModelDecoderImpl(value: start, codingPath: path, options: _DecoderOptions(self))
+        return try impl.unbox(start, as: T.self)
+    }
+}
+
+// MARK: - Options
+
+/// The decoder's settings, shared by reference across one decoding.
+final class _DecoderOptions {
+    let date: ModelDecoder.DateDecodingStrategy
+    let data: ModelDecoder.DataDecodingStrategy
+    let snakeCase: Bool
+    let numericStrings: Bool
+    let userInfo: [CodingUserInfoKey: Any]
+
+    init(_ d: ModelDecoder) {
+        date = d.dateDecodingStrategy
+        data = d.dataDecodingStrategy
+        if case .convertFromSnakeCase = d.keyDecodingStrategy { snakeCase = true } else { snakeCase = false }
+        numericStrings = d.allowsNumericStrings
+        userInfo = d.userInfo
+    }
+}
+
+/// A coding key for key path components, array indexes and super.
+struct _JSONKey: CodingKey {
+    var stringValue: String
+    var intValue: Int?
+    init(stringValue: String) { self.stringValue = stringValue; intValue = Int(stringValue) }
+    init(intValue: Int) { stringValue = String(intValue); self.intValue = intValue }
+    init(_ part: Substring) { self.init(stringValue: String(part)) }
+    static let `super` = _JSONKey(stringValue: "super")
+}
+
+/// "data.items.1.id" for a coding path.
+func _dottedPath(_ path: [any CodingKey]) -> String {
+    path.isEmpty ? "(root)" : path.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+}
+
+/// The kind name used in error messages.
+func _kindName(_ v: OpaquePointer?) -> String {
+    String(cString: courier_json_type_name(courier_json_typeof(v)))
+}
+
+// MARK: - The decoder
+
+/// One decoding: walks the C document. It is also the single-value container of the value it is on.
+final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
+    var value: OpaquePointer
+    var codingPath: [any CodingKey]
+    let options: _DecoderOptions
+    var userInfo: [CodingUserInfoKey: Any] { options.userInfo }
+
+    init(value: OpaquePointer, codingPath: [any CodingKey], options: _DecoderOptions) {
+        self.value = value
+        self.codingPath = codingPath
+        self.options = options
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        guard courier_json_typeof(value) == COURIER_JSON_OBJECT.rawValue else {
+            throw mismatch([String: Any].self, value, codingPath)
+        }
+        return KeyedDecodingContainer(_KeyedContainer<Key>(impl: self, object: value, codingPath: codingPath))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        guard courier_json_typeof(value) == COURIER_JSON_ARRAY.rawValue else {
+            throw mismatch([Any].self, value, codingPath)
+        }
+        return _UnkeyedContainer(impl: self, array: value, codingPath: codingPath)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
+
+    // MARK: Errors
+
+    func mismatch(_ type: Any.Type, _ v: OpaquePointer?, _ path: [any CodingKey]) -> DecodingError {
+        let found = courier_json_typeof(v)
+        let description = "Expected \(type) at \(_dottedPath(path)), found \(_kindName(v))"
+        if found == COURIER_JSON_NULL.rawValue || found == COURIER_JSON_NONE.rawValue {
+            return .valueNotFound(type, .init(codingPath: path, debugDescription: description))
+        }
+        return .typeMismatch(type, .init(codingPath: path, debugDescription: description))
+    }
+
+    func corrupted(_ why: String, _ path: [any CodingKey]) -> DecodingError {
+        .dataCorrupted(.init(codingPath: path, debugDescription: "\(why) at \(_dottedPath(path))"))
+    }
+
+    // MARK: Scalars (shared by all containers)
+
+    @inline(__always)
+    func unboxBool(_ v: OpaquePointer, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+        guard courier_json_typeof(v) == COURIER_JSON_BOOL.rawValue else { throw mismatch(Bool.self, v, path()) }
+        return courier_json_bool(v) != 0
+    }
+
+    @inline(__always)
+    func unboxString(_ v: OpaquePointer, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
+        var length = 0
+        if let bytes = courier_json_string(v, &length) {
+            return String(decoding: UnsafeRawBufferPointer(start: bytes, count: length), as: UTF8.self)
+        }
+        if options.numericStrings {
+            let t = courier_json_typeof(v)
+            if t == COURIER_JSON_INTEGER.rawValue { return String(courier_json_integer(v)) }
+            if t == COURIER_JSON_REAL.rawValue { return String(courier_json_real(v)) }
+        }
+        throw mismatch(String.self, v, path())
+    }
+
+    @inline(__always)
+    func unboxInt64(_ v: OpaquePointer, _ type: Any.Type, _ path: @autoclosure () -> [any CodingKey]) throws -> Int64 {
+        let t = courier_json_typeof(v)
+        if t == COURIER_JSON_INTEGER.rawValue { return courier_json_integer(v) }
+        return try unboxInt64Slow(v, t, type, path())
+    }
+
+    func unboxInt64Slow(_ v: OpaquePointer, _ t: Int32, _ type: Any.Type, _ path: [any CodingKey]) throws -> Int64 {
+        if t == COURIER_JSON_REAL.rawValue {
+            let d = courier_json_real(v)
+            guard d.rounded(.towardZero) == d, d >= -9.223372036854775808e18, d < 9.223372036854775808e18 else {
+                throw corrupted("Parsed JSON number <\(d)> does not fit in \(type)", path)
+            }
+            return Int64(d)
+        }
+        if options.numericStrings, t == COURIER_JSON_STRING.rawValue, let s = courier_json_string(v, nil),
+           let n = Int64(String(cString: s)) {
+            return n
+        }
+        throw mismatch(type, v, path)
+    }
+
+    @inline(__always)
+    func unboxInteger<I: FixedWidthInteger>(_ v: OpaquePointer, _ type: I.Type,
+                                            _ path: @autoclosure () -> [any CodingKey]) throws -> I {
+        let n = try unboxInt64(v, type, path())
+        if let exact = I(exactly: n) { return exact }
+        throw corrupted("Parsed JSON number <\(n)> does not fit in \(type)", path())
+    }
+
+    func unboxUInt64(_ v: OpaquePointer, _ path: [any CodingKey]) throws -> UInt64 {
+        if courier_json_typeof(v) == COURIER_JSON_REAL.rawValue {
+            let d = courier_json_real(v)
+            if d >= 0, d < 1.8446744073709552e19, d.rounded(.towardZero) == d { return UInt64(d) }
+        }
+        let n = try unboxInt64(v, UInt64.self, path)
+        guard let exact = UInt64(exactly: n) else { throw corrupted("Parsed JSON number <\(n)> does not fit in UInt64", path) }
+        return exact
+    }
+
+    @inline(__always)
+    func unboxDouble(_ v: OpaquePointer, _ type: Any.Type, _ path: @autoclosure () -> [any CodingKey]) throws -> Double {
+        let t = courier_json_typeof(v)
+        if t == COURIER_JSON_REAL.rawValue || t == COURIER_JSON_INTEGER.rawValue { return courier_json_real(v) }
+        if options.numericStrings, t == COURIER_JSON_STRING.rawValue, let s = courier_json_string(v, nil),
+           let d = Double(String(cString: s)) {
+            return d
+        }
+        throw mismatch(type, v, path())
+    }
+
+    func unboxFloat(_ v: OpaquePointer, _ path: @autoclosure () -> [any CodingKey]) throws -> Float {
+        let d = try unboxDouble(v, Float.self, path())
+        let f = Float(d)
+        if f.isInfinite && d.isFinite { throw corrupted("Parsed JSON number <\(d)> does not fit in Float", path()) }
+        return f
+    }
+
+    /// Any Decodable at `v`, with `key` appended to the path (nil: same path).
+    @inline(__always)
+    func unbox<T: Decodable>(_ v: OpaquePointer, as type: T.Type, key: (any CodingKey)? = nil) throws -> T {
+        if let key { codingPath.append(key) }
+        let saved = value
+        value = v
+        defer {
+            value = saved
+            if key != nil { codingPath.removeLast() }
+        }
+        if T.self == Date.self { return try unboxDate() as! T }
+        if T.self == Data.self { return try unboxData() as! T }
+        if T.self == URL.self { return try unboxURL() as! T }
+        if T.self == Decimal.self { return Decimal(try unboxDouble(v, Decimal.self, codingPath)) as! T }
+        return try T(from: self)
+    }
+
+    func unboxDate() throws -> Date {
+        switch options.date {
+        case .deferredToDate: return try Date(from: self)
+        case .secondsSince1970: return Date(timeIntervalSince1970: try unboxDouble(value, Date.self, codingPath))
+        case .millisecondsSince1970:
+            return Date(timeIntervalSince1970: try unboxDouble(value, Date.self, codingPath) / 1000)
+        case .iso8601:
+            let text = try unboxString(value, codingPath)
+            if let date = _ISO8601.parse(text) { return date }
+            throw corrupted("Expected date string to be ISO8601-formatted, found \"\(text)\"", codingPath)
+        case .formatted(let formatter):
+            let text = try unboxString(value, codingPath)
+            if let date = formatter.date(from: text) { return date }
+            throw corrupted("Date string \"\(text)\" does not match the format", codingPath)
+        case .custom(let read): return try read(self)
+        }
+    }
+
+    func unboxData() throws -> Data {
+        switch options.data {
+        case .deferredToData: return try Data(from: self)
+        case .base64:
+            let text = try unboxString(value, codingPath)
+            if let data = Data(base64Encoded: text) { return data }
+            throw corrupted("Encountered Data is not valid Base64", codingPath)
+        case .custom(let read): return try read(self)
+        }
+    }
+
+    func unboxURL() throws -> URL {
+        let text = try unboxString(value, codingPath)
+        if let url = URL(string: text) { return url }
+        throw corrupted("Invalid URL string \"\(text)\"", codingPath)
+    }
+
+    // MARK: SingleValueDecodingContainer
+
+    func decodeNil() -> Bool { courier_json_typeof(value) == COURIER_JSON_NULL.rawValue }
+    func decode(_ type: Bool.Type) throws -> Bool { try unboxBool(value, codingPath) }
+    func decode(_ type: String.Type) throws -> String { try unboxString(value, codingPath) }
+    func decode(_ type: Double.Type) throws -> Double { try unboxDouble(value, Double.self, codingPath) }
+    func decode(_ type: Float.Type) throws -> Float { try unboxFloat(value, codingPath) }
+    func decode(_ type: Int.Type) throws -> Int { try unboxInteger(value, Int.self, codingPath) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try unboxInteger(value, Int8.self, codingPath) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try unboxInteger(value, Int16.self, codingPath) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try unboxInteger(value, Int32.self, codingPath) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try unboxInt64(value, Int64.self, codingPath) }
+    func decode(_ type: UInt.Type) throws -> UInt { UInt(try unboxUInt64(value, codingPath)) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try unboxInteger(value, UInt8.self, codingPath) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try unboxInteger(value, UInt16.self, codingPath) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try unboxInteger(value, UInt32.self, codingPath) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try unboxUInt64(value, codingPath) }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try unbox(value, as: type) }
+}
+
+// MARK: - Keyed container
+
+struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let impl: _ModelDecoderImpl
+    let object: OpaquePointer
+    let codingPath: [any CodingKey]
+
+    /// JSON key -> member, with keys converted from snake_case (only for that strategy).
+    private let converted: [String: OpaquePointer]?
+
+    init(impl: _ModelDecoderImpl, object: OpaquePointer, codingPath: [any CodingKey]) {
+        self.impl = impl
+        self.object = object
+        self.codingPath = codingPath
+        if impl.options.snakeCase {
+            var map: [String: OpaquePointer] = [:]
+            var it = courier_json_iter_first(object)
+            while let i = it {
+                var length = 0
+                if let k = courier_json_iter_key(i, &length), let v = courier_json_iter_value(i) {
+                    let name = String(decoding: UnsafeRawBufferPointer(start: k, count: length), as: UTF8.self)
+                    map[_convertFromSnakeCase(name)] = v
+                }
+                it = courier_json_iter_next(object, i)
+            }
+            converted = map
+        } else {
+            converted = nil
+        }
+    }
+
+    /// The member for a key; one hash lookup in the C object, no allocation.
+    @inline(__always)
+    private func lookup(_ key: Key) -> OpaquePointer? {
+        if let converted { return converted[key.stringValue] }
+        var name = key.stringValue
+        return name.withUTF8 { utf8 in
+            courier_json_getn(object, UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self), utf8.count)
+        }
+    }
+
+    @inline(__always)
+    private func require(_ key: Key) throws -> OpaquePointer {
+        if let v = lookup(key) { return v }
+        throw DecodingError.keyNotFound(key, .init(
+            codingPath: codingPath,
+            debugDescription: "No value associated with key \"\(key.stringValue)\" at \(_dottedPath(codingPath + [key]))"))
+    }
+
+    @inline(__always)
+    private func path(_ key: Key) -> [any CodingKey] { codingPath + [key] }
+
+    @inline(__always)
+    private func present(_ key: Key) -> OpaquePointer? {
+        guard let v = lookup(key), courier_json_typeof(v) != COURIER_JSON_NULL.rawValue else { return nil }
+        return v
+    }
+
+    var allKeys: [Key] {
+        if let converted { return converted.keys.compactMap { Key(stringValue: $0) } }
+        var keys: [Key] = []
+        var it = courier_json_iter_first(object)
+        while let i = it {
+            var length = 0
+            if let k = courier_json_iter_key(i, &length),
+               let key = Key(stringValue: String(decoding: UnsafeRawBufferPointer(start: k, count: length), as: UTF8.self)) {
+                keys.append(key)
+            }
+            it = courier_json_iter_next(object, i)
+        }
+        return keys
+    }
+
+    func contains(_ key: Key) -> Bool { lookup(key) != nil }
+
+    func decodeNil(forKey key: Key) throws -> Bool {
+        courier_json_typeof(try require(key)) == COURIER_JSON_NULL.rawValue
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try impl.unboxBool(try require(key), path(key)) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try impl.unboxString(try require(key), path(key)) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        try impl.unboxDouble(try require(key), Double.self, path(key))
+    }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try impl.unboxFloat(try require(key), path(key)) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try impl.unboxInteger(try require(key), Int.self, path(key)) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try impl.unboxInteger(try require(key), Int8.self, path(key)) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
+        try impl.unboxInteger(try require(key), Int16.self, path(key))
+    }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+        try impl.unboxInteger(try require(key), Int32.self, path(key))
+    }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try impl.unboxInt64(try require(key), Int64.self, path(key)) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { UInt(try impl.unboxUInt64(try require(key), path(key))) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
+        try impl.unboxInteger(try require(key), UInt8.self, path(key))
+    }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
+        try impl.unboxInteger(try require(key), UInt16.self, path(key))
+    }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+        try impl.unboxInteger(try require(key), UInt32.self, path(key))
+    }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try impl.unboxUInt64(try require(key), path(key)) }
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try impl.unbox(try require(key), as: type, key: key)
+    }
+
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+        guard let v = present(key) else { return nil }
+        return try impl.unboxBool(v, path(key))
+    }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        guard let v = present(key) else { return nil }
+        return try impl.unboxString(v, path(key))
+    }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        guard let v = present(key) else { return nil }
+        return try impl.unboxDouble(v, Double.self, path(key))
+    }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+        guard let v = present(key) else { return nil }
+        return try impl.unboxInteger(v, Int.self, path(key))
+    }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
+        guard let v = present(key) else { return nil }
+        return try impl.unboxInt64(v, Int64.self, path(key))
+    }
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard let v = present(key) else { return nil }
+        return try impl.unbox(v, as: type, key: key)
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type,
+                                               forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        let v = try require(key)
+        guard courier_json_typeof(v) == COURIER_JSON_OBJECT.rawValue else { throw impl.mismatch([String: Any].self, v, path(key)) }
+        return KeyedDecodingContainer(_KeyedContainer<NestedKey>(impl: impl, object: v, codingPath: path(key)))
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        let v = try require(key)
+        guard courier_json_typeof(v) == COURIER_JSON_ARRAY.rawValue else { throw impl.mismatch([Any].self, v, path(key)) }
+        return _UnkeyedContainer(impl: impl, array: v, codingPath: path(key))
+    }
+
+    func superDecoder() throws -> any Decoder { try decoderFor(_JSONKey.super) }
+    func superDecoder(forKey key: Key) throws -> any Decoder { try decoderFor(key) }
+
+    private func decoderFor(_ key: any CodingKey) throws -> any Decoder {
+        let v: OpaquePointer? = {
+            var name = key.stringValue
+            return name.withUTF8 { courier_json_getn(object, UnsafeRawPointer($0.baseAddress)?.assumingMemoryBound(to: CChar.self), $0.count) }
+        }()
+        guard let v else {
+            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for super"))
+        }
+        return _ModelDecoderImpl(value: v, codingPath: codingPath + [key], options: impl.options)
+    }
+}
+
+// MARK: - Unkeyed container
+
+struct _UnkeyedContainer: UnkeyedDecodingContainer {
+    let impl: _ModelDecoderImpl
+    let array: OpaquePointer
+    let codingPath: [any CodingKey]
+    let count: Int?
+    private(set) var currentIndex = 0
+
+    init(impl: _ModelDecoderImpl, array: OpaquePointer, codingPath: [any CodingKey]) {
+        self.impl = impl
+        self.array = array
+        self.codingPath = codingPath
+        self.count = courier_json_size(array)
+    }
+
+    var isAtEnd: Bool { currentIndex >= count! }
+
+    private var key: _JSONKey { _JSONKey(intValue: currentIndex) }
+    private var path: [any CodingKey] { codingPath + [key] }
+
+    @inline(__always)
+    private mutating func next(_ type: Any.Type) throws -> OpaquePointer {
+        guard let v = courier_json_at(array, currentIndex) else {
+            throw DecodingError.valueNotFound(type, .init(
+                codingPath: path, debugDescription: "Unkeyed container is at end at \(_dottedPath(path))"))
+        }
+        return v
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        let v = try next(Never.self)
+        if courier_json_typeof(v) == COURIER_JSON_NULL.rawValue {
+            currentIndex += 1
+            return true
+        }
+        return false
+    }
+
+    private mutating func scalar<T>(_ type: T.Type,
+                                    _ read: (_ModelDecoderImpl, OpaquePointer, [any CodingKey]) throws -> T) throws -> T {
+        let v = try next(type)
+        let result = try read(impl, v, path)
+        currentIndex += 1
+        return result
+    }
+
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try scalar(type) { try $0.unboxBool($1, $2) } }
+    mutating func decode(_ type: String.Type) throws -> String { try scalar(type) { try $0.unboxString($1, $2) } }
+    mutating func decode(_ type: Double.Type) throws -> Double { try scalar(type) { try $0.unboxDouble($1, Double.self, $2) } }
+    mutating func decode(_ type: Float.Type) throws -> Float { try scalar(type) { try $0.unboxFloat($1, $2) } }
+    mutating func decode(_ type: Int.Type) throws -> Int { try scalar(type) { try $0.unboxInteger($1, Int.self, $2) } }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try scalar(type) { try $0.unboxInteger($1, Int8.self, $2) } }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try scalar(type) { try $0.unboxInteger($1, Int16.self, $2) } }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try scalar(type) { try $0.unboxInteger($1, Int32.self, $2) } }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try scalar(type) { try $0.unboxInt64($1, Int64.self, $2) } }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try scalar(type) { UInt(try $0.unboxUInt64($1, $2)) } }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try scalar(type) { try $0.unboxInteger($1, UInt8.self, $2) } }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try scalar(type) { try $0.unboxInteger($1, UInt16.self, $2) } }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try scalar(type) { try $0.unboxInteger($1, UInt32.self, $2) } }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try scalar(type) { try $0.unboxUInt64($1, $2) } }
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        let v = try next(type)
+        let result = try impl.unbox(v, as: type, key: key)
+        currentIndex += 1
+        return result
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+        let v = try next([String: Any].self)
+        guard courier_json_typeof(v) == COURIER_JSON_OBJECT.rawValue else { throw impl.mismatch([String: Any].self, v, path) }
+        let container = _KeyedContainer<NestedKey>(impl: impl, object: v, codingPath: path)
+        currentIndex += 1
+        return KeyedDecodingContainer(container)
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        let v = try next([Any].self)
+        guard courier_json_typeof(v) == COURIER_JSON_ARRAY.rawValue else { throw impl.mismatch([Any].self, v, path) }
+        let container = _UnkeyedContainer(impl: impl, array: v, codingPath: path)
+        currentIndex += 1
+        return container
+    }
+
+    mutating func superDecoder() throws -> any Decoder {
+        let v = try next(Any.self)
+        let decoder = _ModelDecoderImpl(value: v, codingPath: path, options: impl.options)
+        currentIndex += 1
+        return decoder
+    }
+}
+
+// MARK: - Helpers
+
+/// JSONDecoder's snake_case to camelCase conversion: "user_name" -> "userName"; leading and
+/// trailing underscores are kept.
+func _convertFromSnakeCase(_ key: String) -> String {
+    guard !key.isEmpty, key.contains("_") else { return key }
+    guard let first = key.firstIndex(where: { $0 != "_" }) else { return key }
+    var last = key.index(before: key.endIndex)
+    while last > first && key[last] == "_" { last = key.index(before: last) }
+    let core = key[first...last]
+    let words = core.split(separator: "_", omittingEmptySubsequences: true)
+    guard let head = words.first else { return key }
+    let joined = String(head) + words.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst().lowercased() }.joined()
+    return String(key[..<first]) + joined + String(key[key.index(after: last)...])
+}
+
+/// ISO 8601 with and without fractional seconds. ISO8601DateFormatter is thread-safe.
+enum _ISO8601 {
+    nonisolated(unsafe) static let plain: ISO8601DateFormatter = {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime]
+        return f
+    }()
+    nonisolated(unsafe) static let fractional: ISO8601DateFormatter = {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f
+    }()
+
+    static func parse(_ text: String) -> Date? { plain.date(from: text) ?? fractional.date(from: text) }
+    static func format(_ date: Date) -> String { plain.string(from: date) }
+}

@@ -1,0 +1,355 @@
+// ModelRequests.swift — requests that name their business data (key paths, mappings, named
+// results, envelopes, JSON and form bodies), responses that hand out the C core's parsed JSON, and
+// sends that return models: `try await engine.send(GetItem(id: 1))` returns `GetItem.Model`.
+
+import Foundation
+internal import CCore
+
+// MARK: - Request options
+
+struct _KeyPathOption: RequestOption {
+    let keyPath: String
+    func apply(to request: OpaquePointer) throws {
+        try CourierError.check(courier_request_set_key_path(request, keyPath), "key path '\(keyPath)'")
+    }
+}
+
+struct _MappingOption: RequestOption {
+    let mapping: Mapping
+    func apply(to request: OpaquePointer) throws {
+        try CourierError.check(courier_request_set_mapping(request, try mapping.handle()), "mapping")
+    }
+}
+
+struct _ResultOption: RequestOption {
+    let name: String
+    let keyPath: String?
+    let mapping: Mapping?
+    let optional: Bool
+    func apply(to request: OpaquePointer) throws {
+        let m = try mapping?.handle()
+        try CourierError.check(courier_request_add_result(request, name, keyPath, m, optional ? COURIER_RESULT_OPTIONAL : 0),
+                               "result '\(name)'")
+    }
+}
+
+struct _EnvelopeOption: RequestOption {
+    let envelope: Envelope?
+    func apply(to request: OpaquePointer) throws {
+        guard let envelope else {
+            try CourierError.check(courier_request_set_envelope(request, nil), "envelope")
+            return
+        }
+        let e = try envelope.make()
+        defer { courier_envelope_free(e) }
+        try CourierError.check(courier_request_set_envelope(request, e), "envelope")
+    }
+}
+
+struct _BodyOption<T: Encodable & Sendable>: RequestOption {
+    let value: T
+    let encoder: ModelEncoder
+    let form: Bool
+    func apply(to request: OpaquePointer) throws {
+        let json = try encoder.encodeOwned(value)
+        defer { courier_json_free(json) }
+        if form {
+            try CourierError.check(courier_request_set_form_body(request, json), "form body (an object is needed)")
+        } else {
+            try CourierError.check(courier_request_set_json_body(request, json, encoder.outputFormatting.rawValue), "JSON body")
+        }
+    }
+}
+
+extension Request {
+    /// The key path of the business data ("data", "data.items"): the response's ``Response/result``
+    /// and what ``Engine/send(_:as:decoder:)`` decodes. A response without a value there fails
+    /// with ``CourierError/Code/mapping``.
+    /// - Parameter keyPath: Components separated by '.'.
+    /// - Returns: The changed request.
+    public func keyPath(_ keyPath: String) -> Request { adding(_KeyPathOption(keyPath: keyPath)) }
+
+    /// A mapping applied, in the C core, to the value at the key path before anyone sees it.
+    /// - Parameter mapping: The mapping.
+    /// - Returns: The changed request.
+    public func mapping(_ mapping: Mapping) -> Request { adding(_MappingOption(mapping: mapping)) }
+
+    /// A named result (the seeds' responseDescriptors): read it with ``Response/result(_:)``.
+    /// - Parameters:
+    ///   - name: The result's name.
+    ///   - keyPath: Where it is in the document.
+    ///   - mapping: A mapping for it, or nil.
+    ///   - optional: Whether an absent value is fine (otherwise the request fails).
+    /// - Returns: The changed request.
+    public func result(_ name: String, keyPath: String?, mapping: Mapping? = nil, optional: Bool = false) -> Request {
+        adding(_ResultOption(name: name, keyPath: keyPath, mapping: mapping, optional: optional))
+    }
+
+    /// This request's envelope, replacing the engine's; nil means none for this request.
+    /// - Parameter envelope: The envelope, or nil.
+    /// - Returns: The changed request.
+    public func envelope(_ envelope: Envelope?) -> Request { adding(_EnvelopeOption(envelope: envelope)) }
+
+    /// A JSON body from an `Encodable` value, written by the C core (Content-Type
+    /// application/json). Parameters then go in the query string.
+    /// - Parameters:
+    ///   - value: The value.
+    ///   - encoder: The encoder (strategies, formatting).
+    /// - Returns: The changed request.
+    public func jsonBody<T: Encodable & Sendable>(_ value: T, encoder: ModelEncoder = ModelEncoder()) -> Request {
+        adding(_BodyOption(value: value, encoder: encoder, form: false))
+    }
+
+    /// A form body (application/x-www-form-urlencoded) from an `Encodable` value that encodes as
+    /// an object: nested objects as `name[key]`, arrays as `name[]`.
+    /// - Parameters:
+    ///   - value: The value.
+    ///   - encoder: The encoder (strategies).
+    /// - Returns: The changed request.
+    public func formBody<T: Encodable & Sendable>(_ value: T, encoder: ModelEncoder = ModelEncoder()) -> Request {
+        adding(_BodyOption(value: value, encoder: encoder, form: true))
+    }
+
+    /// The key path this request names, if any (the last one set).
+    var modelKeyPath: String? {
+        for option in options.reversed() { if let k = option as? _KeyPathOption { return k.keyPath } }
+        return nil
+    }
+}
+
+// MARK: - Configuration options
+
+struct _ConfigEnvelopeOption: ConfigurationOption {
+    let envelope: Envelope
+    func apply(to config: OpaquePointer) throws {
+        let e = try envelope.make()
+        defer { courier_envelope_free(e) }
+        try CourierError.check(courier_config_set_envelope(config, e), "envelope")
+    }
+}
+
+struct _JSONTypeOption: ConfigurationOption {
+    let mimeType: String
+    func apply(to config: OpaquePointer) throws {
+        try CourierError.check(courier_config_add_json_type(config, mimeType), "JSON MIME type '\(mimeType)'")
+    }
+}
+
+struct _JSONLimitsOption: ConfigurationOption {
+    let maxDepth: Int
+    let maxBytes: Int64?
+    func apply(to config: OpaquePointer) throws {
+        var o = courier_json_options()
+        courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION)
+        o.max_depth = Int32(clamping: maxDepth)
+        if let maxBytes { o.max_bytes = maxBytes }
+        try CourierError.check(courier_config_set_json_options(config, &o), "JSON limits")
+    }
+}
+
+extension Configuration {
+    /// The envelope of every response (the seeds' global response descriptor).
+    /// - Parameter envelope: The envelope.
+    /// - Returns: The changed configuration.
+    public func envelope(_ envelope: Envelope) -> Configuration { adding(_ConfigEnvelopeOption(envelope: envelope)) }
+
+    /// Decodes responses of this MIME type as JSON ("text/html", "text/plain", "text/*").
+    /// - Parameter mimeType: A "type/subtype".
+    /// - Returns: The changed configuration.
+    public func decodingAsJSON(_ mimeType: String) -> Configuration { adding(_JSONTypeOption(mimeType: mimeType)) }
+
+    /// Limits for parsing response bodies.
+    /// - Parameters:
+    ///   - maxDepth: The deepest nesting accepted (1...2048; default 512).
+    ///   - maxBytes: The largest body parsed, or nil for the default (64 MiB).
+    /// - Returns: The changed configuration.
+    public func jsonLimits(maxDepth: Int = 512, maxBytes: Int64? = nil) -> Configuration {
+        adding(_JSONLimitsOption(maxDepth: maxDepth, maxBytes: maxBytes))
+    }
+}
+
+// MARK: - Responses
+
+/// Where and why a mapping failed.
+public struct MappingFailure: Sendable, Equatable {
+    /// Key path of the offending value in the document ("data.items.3.price"; "" is the root).
+    public let path: String
+    /// The type the mapping expected: "integer", "string", "object", "number", "any", ...
+    public let expected: String
+    /// The type found ("nothing" when absent).
+    public let found: String
+}
+
+extension Response {
+    /// The parsed body (parsed once by the C core, on first use or when the request asked for
+    /// JSON), or nil when the body cannot be decoded as JSON.
+    public var json: JSON? { try? parseJSON() }
+
+    /// The parsed body.
+    /// - Returns: The document's root.
+    /// - Throws: ``CourierError`` with ``CourierError/Code/json`` (malformed, or no decoder for the
+    ///   content type).
+    public func parseJSON() throws -> JSON {
+        guard let storage else { return try JSON.parse(body) }
+        var out: OpaquePointer?
+        var error = courier_error()
+        let rc = courier_response_parse_json(storage.pointer, &out, &error)
+        guard rc == COURIER_OK.rawValue, let out else { throw CourierError(code: rc, detail: &error) }
+        return JSON(out, owner: storage)
+    }
+
+    /// The business data: the value at the request's key path after its mapping; without them,
+    /// the envelope's data; else the whole document. nil when absent.
+    public var result: JSON? {
+        guard let storage else { return json }
+        return courier_response_data(storage.pointer).map { JSON($0, owner: storage) }
+    }
+
+    /// A named result (``Request/result(_:keyPath:mapping:optional:)``), or nil.
+    /// - Parameter name: Its name.
+    /// - Returns: The value.
+    public func result(_ name: String) -> JSON? {
+        guard let storage else { return nil }
+        return courier_response_result(storage.pointer, name).map { JSON($0, owner: storage) }
+    }
+
+    /// The envelope's code, when an envelope applied and the body had one.
+    public var envelopeCode: Int64? {
+        guard let storage else { return nil }
+        var code: Int64 = 0
+        return courier_response_envelope(storage.pointer, &code, nil) == COURIER_OK.rawValue ? code : nil
+    }
+
+    /// The envelope's message, when an envelope applied and the body had one.
+    public var envelopeMessage: String? {
+        guard let storage else { return nil }
+        var message: UnsafePointer<CChar>?
+        _ = courier_response_envelope(storage.pointer, nil, &message)
+        return message.map { String(cString: $0) }
+    }
+
+    /// Where mapping failed, after ``CourierError/Code/mapping``.
+    public var mappingFailure: MappingFailure? {
+        guard let storage else { return nil }
+        var failure = courier_mapping_error()
+        guard courier_response_mapping_error(storage.pointer, &failure) == COURIER_OK.rawValue else { return nil }
+        let path = withUnsafeBytes(of: failure.path) { raw in
+            String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+        }
+        return MappingFailure(path: path, expected: String(cString: courier_json_type_name(failure.expected)),
+                              found: String(cString: courier_json_type_name(failure.found)))
+    }
+
+    /// Decodes the business data (``result``), or a named result.
+    /// - Parameters:
+    ///   - type: The model type.
+    ///   - name: A named result, or nil for the default one.
+    ///   - keyPath: The key path the result came from, so errors name the whole path.
+    ///   - decoder: The decoder.
+    /// - Returns: The model.
+    /// - Throws: `DecodingError` naming the key path; ``CourierError`` when the body is not JSON.
+    public func decode<T: Decodable>(_ type: T.Type, result name: String? = nil, keyPath: String? = nil,
+                                     decoder: ModelDecoder = ModelDecoder()) throws -> T {
+        let prefix: [any CodingKey] = (keyPath ?? "").split(separator: ".").map { _JSONKey($0) }
+        guard let storage else {
+            let json = try parseJSON()
+            return try decoder.decode(type, from: json, keyPath: keyPath)
+        }
+        let pointer: OpaquePointer?
+        if let name {
+            pointer = courier_response_result(storage.pointer, name)
+        } else {
+            _ = try parseJSON() // a body that is not JSON throws its own error
+            pointer = courier_response_data(storage.pointer)
+        }
+        guard let pointer else {
+            throw DecodingError.valueNotFound(type, .init(codingPath: prefix,
+                debugDescription: "No value at \(keyPath ?? name ?? "the response's result")"))
+        }
+        return try withExtendedLifetime(storage) {
+            try decoder.decode(type, root: pointer, keyPath: nil, pathPrefix: prefix)
+        }
+    }
+}
+
+// MARK: - Sending for models
+
+/// A ``Requestable`` whose response is a model: `try await engine.send(GetItem(id: 1))` returns
+/// `GetItem.Model`, decoded from ``keyPath`` by the core's parsed document.
+///
+/// ```swift
+/// struct GetItem: ModelRequestable {
+///     struct Model: Decodable { let id: Int; let title: String }
+///     let id: Int
+///     var path: String { "/items/\(id)" }
+///     var keyPath: String? { "data" }
+/// }
+/// ```
+public protocol ModelRequestable: Requestable {
+    /// The model the business data decodes into.
+    associatedtype Model: Decodable
+    /// The key path of the business data, or nil for the envelope's data / the whole document.
+    var keyPath: String? { get }
+    /// A mapping the C core applies before decoding, or nil.
+    var mapping: Mapping? { get }
+    /// The decoder. Default: ``ModelDecoder`` with default strategies.
+    var decoder: ModelDecoder { get }
+}
+
+extension ModelRequestable {
+    /// nil.
+    public var keyPath: String? { nil }
+    /// nil.
+    public var mapping: Mapping? { nil }
+    /// A default ``ModelDecoder``.
+    public var decoder: ModelDecoder { ModelDecoder() }
+
+    /// The request with the key path and mapping applied.
+    /// - Returns: The request.
+    func makeModelRequest() -> Request {
+        var request = makeRequest()
+        if let keyPath { request = request.keyPath(keyPath) }
+        if let mapping { request = request.mapping(mapping) }
+        return request
+    }
+}
+
+extension Engine {
+    /// Sends a request and decodes its business data (the value at its key path, after its
+    /// mapping; else the envelope's data; else the whole body) straight from the C core's parsed
+    /// document.
+    /// - Parameters:
+    ///   - request: The request (with ``Request/keyPath(_:)`` where the data is nested).
+    ///   - type: The model type.
+    ///   - decoder: The decoder.
+    /// - Returns: The model.
+    /// - Throws: ``CourierError`` as ``send(_:)-(Request)`` plus ``CourierError/Code/json``,
+    ///   ``CourierError/Code/mapping`` and ``CourierError/Code/api``; `DecodingError` naming the
+    ///   key path when the data does not fit the type.
+    public func send<T: Decodable>(_ request: Request, as type: T.Type,
+                                   decoder: ModelDecoder = ModelDecoder()) async throws -> T {
+        let response = try await send(request)
+        return try response.decode(type, keyPath: request.modelKeyPath, decoder: decoder)
+    }
+
+    /// Sends the request a ``ModelRequestable`` describes and returns its model.
+    /// - Parameter request: The request description.
+    /// - Returns: The model.
+    /// - Throws: As ``send(_:as:decoder:)``.
+    public func send<R: ModelRequestable>(_ request: R) async throws -> R.Model {
+        try await send(request.makeModelRequest(), as: R.Model.self, decoder: request.decoder)
+    }
+
+    /// Blocking form of ``send(_:as:decoder:)`` (never from the engine's worker thread).
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - type: The model type.
+    ///   - decoder: The decoder.
+    /// - Returns: The model.
+    /// - Throws: As ``send(_:as:decoder:)``.
+    public func sendSync<T: Decodable>(_ request: Request, as type: T.Type,
+                                       decoder: ModelDecoder = ModelDecoder()) throws -> T {
+        let response = try sendSync(request)
+        return try response.decode(type, keyPath: request.modelKeyPath, decoder: decoder)
+    }
+}

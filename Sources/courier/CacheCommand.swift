@@ -1,0 +1,172 @@
+// CacheCommand.swift — `courier cache stats | ls | rm KEY | purge | clear`: inspect and clear the
+// response cache of a store directory (the one an app gives Configuration.storeDirectory), with
+// --json for scripts. Every operation is the C core's manager through the Swift facade.
+import ArgumentParser
+import Courier
+import Foundation
+
+struct CacheCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache",
+        abstract: "Inspect and clear the response cache of a store directory.",
+        subcommands: [
+            CacheStatsCommand.self,
+            CacheListCommand.self,
+            CacheRemoveCommand.self,
+            CachePurgeCommand.self,
+            CacheClearCommand.self,
+        ]
+    )
+}
+
+/// Options every cache subcommand takes.
+struct CacheOptions: ParsableArguments {
+    @Option(name: .customLong("store"), help: ArgumentHelp(
+        "The store directory (default: $COURIER_STORE, else ~/.cache/courier).", valueName: "dir"))
+    var store: String?
+
+    @Flag(help: "Print JSON on stdout.")
+    var json = false
+
+    var storeDirectory: String {
+        if let store { return store }
+        if let env = ProcessInfo.processInfo.environment["COURIER_STORE"], !env.isEmpty { return env }
+        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/courier").path
+    }
+
+    /// An engine on the store (it opens the cache on first use; nothing is sent).
+    func openEngine() throws -> Engine {
+        var configuration = Configuration()
+        configuration.storeDirectory = storeDirectory
+        return try Engine(configuration: configuration)
+    }
+}
+
+/// Runs `body` with an engine, turning a CourierError into "error: ..." and exit status 1.
+private func withEngine(_ options: CacheOptions, _ body: (Engine) throws -> Void) throws {
+    let engine: Engine
+    do {
+        engine = try options.openEngine()
+    } catch {
+        printError("error: \(describe(error))")
+        throw ExitCode.failure
+    }
+    defer { engine.close() }
+    do {
+        try body(engine)
+    } catch let exit as ExitCode {
+        throw exit
+    } catch {
+        printError("error: \(describe(error))")
+        throw ExitCode.failure
+    }
+}
+
+private func printJSON(_ object: Any) throws {
+    let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+    writeOut(data + Data("\n".utf8))
+}
+
+private func millis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+
+private func iso(_ date: Date) -> String {
+    let f = ISO8601DateFormatter()
+    return f.string(from: date)
+}
+
+private func bytesText(_ n: Int64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB"]
+    var v = Double(n)
+    var i = 0
+    while v >= 1024 && i < units.count - 1 {
+        v /= 1024
+        i += 1
+    }
+    return i == 0 ? "\(n) B" : String(format: "%.1f %@", v, units[i])
+}
+
+struct CacheStatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stats", abstract: "Total size and entry count.")
+    @OptionGroup var options: CacheOptions
+
+    func run() throws {
+        try withEngine(options) { engine in
+            let stats = try engine.cache.stats()
+            if options.json {
+                try printJSON(["store": options.storeDirectory, "bytes": stats.bytes, "count": stats.count,
+                               "max_bytes": stats.maxBytes] as [String: Any])
+            } else {
+                print("store:   \(options.storeDirectory)/cache")
+                print("entries: \(stats.count)")
+                print("size:    \(bytesText(stats.bytes)) (\(stats.bytes) bytes) of \(bytesText(stats.maxBytes))")
+            }
+        }
+    }
+}
+
+struct CacheListCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "ls", abstract: "List the entries.")
+    @OptionGroup var options: CacheOptions
+
+    func run() throws {
+        try withEngine(options) { engine in
+            let entries = try engine.cache.entries().sorted { $0.created < $1.created }
+            if options.json {
+                try printJSON(entries.map {
+                    ["key": $0.key, "url": $0.url, "id": $0.id, "status": $0.status, "size": $0.size,
+                     "created_ms": millis($0.created), "expires_ms": millis($0.expires)] as [String: Any]
+                })
+                return
+            }
+            let now = Date()
+            for e in entries {
+                let state = e.expires > now ? "fresh" : "stale"
+                let key = e.key.replacingOccurrences(of: "\n", with: "\\n")
+                print("\(e.id.prefix(12))  \(e.status)  \(String(format: "%9@", bytesText(e.size) as NSString))  "
+                      + "\(iso(e.created))  \(state) until \(iso(e.expires))  \(key)")
+            }
+            if entries.isEmpty { print("(empty)") }
+        }
+    }
+}
+
+struct CacheRemoveCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rm", abstract: "Remove one entry by its key text (as `courier cache ls` shows it).",
+        discussion: "Exit status 1 when there is no such entry. Write a line break in a key as \\n.")
+    @OptionGroup var options: CacheOptions
+    @Argument(help: "The key text.") var key: String
+
+    func run() throws {
+        try withEngine(options) { engine in
+            let removed = try engine.cache.remove(key: key.replacingOccurrences(of: "\\n", with: "\n"))
+            if options.json { try printJSON(["removed": removed ? 1 : 0]) }
+            else { print(removed ? "removed" : "not found") }
+            if !removed { throw ExitCode.failure }
+        }
+    }
+}
+
+struct CachePurgeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "purge", abstract: "Remove the expired entries.")
+    @OptionGroup var options: CacheOptions
+
+    func run() throws {
+        try withEngine(options) { engine in
+            let n = try engine.cache.removeExpired()
+            if options.json { try printJSON(["removed": n]) } else { print("removed \(n) expired entries") }
+        }
+    }
+}
+
+struct CacheClearCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "clear", abstract: "Remove every entry.")
+    @OptionGroup var options: CacheOptions
+
+    func run() throws {
+        try withEngine(options) { engine in
+            let n = try engine.cache.removeAll()
+            if options.json { try printJSON(["removed": n]) } else { print("removed \(n) entries") }
+        }
+    }
+}

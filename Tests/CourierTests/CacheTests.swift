@@ -1,0 +1,150 @@
+// CacheTests.swift — the cache through the Swift facade: policies on requests, from-cache
+// responses without network traffic, keys, the manager (sync and async), expiry on an injected
+// clock, the HTTP policy's revalidation, and a user-defined policy as a Swift protocol.
+
+import Courier
+import Foundation
+import XCTest
+
+final class CacheTests: LoopbackTestCase {
+    let offset = Locked<TimeInterval>(0)
+
+    override func configuration() -> Configuration {
+        var configuration = super.configuration()
+        configuration.storeDirectory = NSTemporaryDirectory() + "courier-cache-tests-" + UUID().uuidString
+        let offset = self.offset
+        return configuration.clock { Date().addingTimeInterval(offset.get()) }
+    }
+
+    override func tearDown() {
+        let dir = engine?.storeDirectory
+        super.tearDown()
+        if let dir { try? FileManager.default.removeItem(atPath: dir) }
+    }
+
+    func testCacheFirstAnswersWithoutTheNetwork() async throws {
+        let request = Request.get("/cache").parameter("body", "hello").cachePolicy(.cacheFirst)
+        let first = try await engine.send(request)
+        XCTAssertFalse(first.fromCache)
+        XCTAssertEqual(first.cacheStatus, .network)
+        let second = try await engine.send(request)
+        XCTAssertTrue(second.fromCache)
+        XCTAssertEqual(second.cacheStatus, .hit)
+        XCTAssertEqual(second.text, "hello")
+        XCTAssertEqual(second.status, 200)
+        XCTAssertNotNil(second.cacheExpires)
+        XCTAssertEqual(server.count("/cache"), 1)
+
+        let stats = try engine.cache.stats()
+        XCTAssertEqual(stats.hits, 1)
+        XCTAssertEqual(stats.writes, 1)
+        XCTAssertEqual(stats.count, 1)
+    }
+
+    func testWriteOnlyRefreshesWhatCacheFirstShows() async throws {
+        let path = Request.get("/cache").parameter("body", "v")
+        _ = try await engine.send(path.cachePolicy(.writeOnly))
+        _ = try await engine.send(path.cachePolicy(.writeOnly))
+        XCTAssertEqual(server.count("/cache"), 2)
+        let cached = try await engine.send(path.cachePolicy(.cacheFirst))
+        XCTAssertTrue(cached.fromCache)
+        XCTAssertEqual(server.count("/cache"), 2)
+    }
+
+    func testKeysAreCanonicalAndFiltered() throws {
+        let a = Request.get("/cache").parameter("b", "2").parameter("a", "1").parameter("ts", "9").cacheKeyFilter("ts")
+        let b = Request.get("/cache?a=1").parameter("b", "2").parameter("ts", "10").cacheKeyFilter("ts")
+        XCTAssertEqual(try engine.cache.key(for: a), "GET \(server.baseURL)/cache?a=1&b=2")
+        XCTAssertEqual(try engine.cache.key(for: a), try engine.cache.key(for: b))
+        let alice = Request.get("/cache").cacheSensitiveData("alice")
+        let bob = Request.get("/cache").cacheSensitiveData("bob")
+        XCTAssertNotEqual(try engine.cache.key(for: alice), try engine.cache.key(for: bob))
+        XCTAssertEqual(try engine.cache.key(for: Request.get("/x").cacheKey("mine")), "mine")
+    }
+
+    func testManagerByRequestAndKey() async throws {
+        let request = Request.get("/cache").parameter("body", "m").cachePolicy(.cacheFirst)
+        _ = try await engine.send(request)
+        XCTAssertTrue(try engine.cache.has(request))
+        let hasAsync = try await engine.cache.has(request)
+        XCTAssertTrue(hasAsync)
+        let got = try XCTUnwrap(try engine.cache.get(request))
+        XCTAssertEqual(got.text, "m")
+        XCTAssertTrue(got.fromCache)
+
+        try engine.cache.put(key: "manual", headers: [("X-A", "1")], body: Data("hand made".utf8), expiry: 60)
+        let manual = try XCTUnwrap(try engine.cache.get(key: "manual"))
+        XCTAssertEqual(manual.text, "hand made")
+        XCTAssertEqual(manual.header("x-a"), "1")
+
+        let entries = try engine.cache.entries()
+        XCTAssertEqual(entries.count, 2)
+        XCTAssertEqual(Set(entries.map(\.key)), ["manual", try engine.cache.key(for: request)])
+        let size = try engine.cache.size()
+        XCTAssertEqual(size.count, 2)
+        XCTAssertEqual(size.bytes, entries.reduce(0) { $0 + $1.size })
+
+        XCTAssertTrue(try engine.cache.remove(key: "manual"))
+        XCTAssertFalse(try engine.cache.remove(key: "manual"))
+        let removed = try await engine.cache.remove(request)
+        XCTAssertTrue(removed)
+        XCTAssertNil(try engine.cache.get(request))
+    }
+
+    func testExpiryAndRemovalOnTheInjectedClock() async throws {
+        let request = Request.get("/cache").parameter("body", "e").cachePolicy(.cacheFirst).cacheExpiry(10)
+        _ = try await engine.send(request)
+        offset.set(11)
+        XCTAssertFalse(try engine.cache.has(request))
+        let stale = try XCTUnwrap(try engine.cache.get(request, allowStale: true))
+        XCTAssertEqual(stale.cacheStatus, .stale)
+        XCTAssertEqual(stale.age, 11)
+        let purged = try await engine.cache.removeExpired()
+        XCTAssertEqual(purged, 1)
+
+        try engine.cache.put(key: "old", body: Data("o".utf8))
+        offset.set(100)
+        let mark = Date().addingTimeInterval(100)
+        try engine.cache.put(key: "new", body: Data("n".utf8))
+        XCTAssertEqual(try engine.cache.removeSince(mark), 1)
+        XCTAssertTrue(try engine.cache.has(key: "old"))
+        XCTAssertEqual(try engine.cache.removeAll(), 1)
+        XCTAssertEqual(try engine.cache.size().count, 0)
+    }
+
+    func testHTTPPolicyRevalidatesWithETag() async throws {
+        let request = Request.get("/etag/abc").cachePolicy(.http)
+        let first = try await engine.send(request)
+        XCTAssertEqual(first.cacheStatus, .network)
+        let second = try await engine.send(request)
+        XCTAssertEqual(second.cacheStatus, .revalidated)
+        XCTAssertEqual(second.status, 200)
+        XCTAssertEqual(second.body, first.body)
+        XCTAssertEqual(server.count("/etag/abc"), 2)
+    }
+
+    struct AlwaysAnswer: CustomCachePolicy {
+        let writes: Locked<Int>
+        func hasCache(_ cached: Response?, now: Date) -> Bool { cached != nil }
+        func shouldWrite(_ response: Response, expires: inout Date) -> Bool {
+            writes.mutate { $0 += 1 }
+            expires = Date().addingTimeInterval(1)
+            return true
+        }
+    }
+
+    func testCustomPolicyAsAProtocol() async throws {
+        let writes = Locked(0)
+        try engine.cache.register(AlwaysAnswer(writes: writes), id: 100)
+        let request = Request.get("/cache").parameter("body", "c").cachePolicy(.custom(100))
+        _ = try await engine.send(request)
+        XCTAssertEqual(writes.get(), 1)
+        offset.set(3600) // long expired, and the policy still answers from the cache
+        let cached = try await engine.send(request)
+        XCTAssertTrue(cached.fromCache)
+        XCTAssertEqual(server.count("/cache"), 1)
+        try engine.cache.unregister(id: 100)
+        await assertThrows(.invalidArgument) { try await self.engine.send(request) }
+        await assertThrows(.invalidArgument) { try await self.engine.send(request.cachePolicy(.custom(50))) }
+    }
+}

@@ -1,0 +1,157 @@
+// MappingTests.swift — key paths, mappings, named results and envelopes on real requests to the
+// loopback server, model sends (`engine.send(GetItem())` returns the model), JSON and form bodies,
+// and MIME types decoded as JSON.
+
+import Courier
+import Foundation
+import XCTest
+
+private struct Item: Decodable, Equatable {
+    let id: Int
+    let title: String
+}
+
+private struct Data1: Decodable, Equatable {
+    let id: Int
+    let name: String
+    let tags: [String]
+    let items: [Item]
+}
+
+private struct GetData: ModelRequestable {
+    typealias Model = Data1
+    var path: String { "/json" }
+    var keyPath: String? { "data" }
+}
+
+private struct GetTitles: ModelRequestable {
+    struct Model: Decodable, Equatable { let itemId: Int; let title: String }
+    var path: String { "/json" }
+    var keyPath: String? { "data.items.1" }
+    var mapping: Mapping? { Mapping().attribute("id", to: "itemId", .integer, required: true).attribute("title", .string) }
+}
+
+private struct NewItem: Codable, Sendable, Equatable {
+    let title: String
+    let count: Int
+    let tags: [String]
+}
+
+final class MappingTests: LoopbackTestCase {
+    func testSendAsModelFromKeyPath() async throws {
+        let data = try await engine.send(.get("/json").keyPath("data"), as: Data1.self)
+        XCTAssertEqual(data.name, "courier")
+        XCTAssertEqual(data.items, [Item(id: 1, title: "one"), Item(id: 2, title: "two")])
+        let items = try await engine.send(.get("/json").keyPath("data.items"), as: [Item].self)
+        XCTAssertEqual(items.count, 2)
+    }
+
+    func testModelRequestable() async throws {
+        let data = try await engine.send(GetData())
+        XCTAssertEqual(data.id, 1)
+        XCTAssertEqual(data.tags, ["a", "b"])
+        let second = try await engine.send(GetTitles())
+        XCTAssertEqual(second, GetTitles.Model(itemId: 2, title: "two"))
+        // The plain Requestable send still returns the response.
+        let response: Response = try await engine.send(Request(GetData()))
+        XCTAssertEqual(response.status, 200)
+    }
+
+    func testResponseJSONAndResults() async throws {
+        let item = Mapping().attribute("id", to: "itemId", .integer).attribute("title", .string)
+        let response = try await engine.send(.get("/json").keyPath("data.items").mapping(item)
+            .result("tags", keyPath: "data.tags").result("first", keyPath: "data.items.0", mapping: item)
+            .result("maybe", keyPath: "data.absent", optional: true))
+        XCTAssertEqual(response.json?["code"]?.int, 200)
+        XCTAssertEqual(try response.result?.text(), #"[{"itemId":1,"title":"one"},{"itemId":2,"title":"two"}]"#)
+        XCTAssertEqual(response.result("tags")?.elements.compactMap(\.string), ["a", "b"])
+        XCTAssertEqual(response.result("first")?["itemId"]?.int, 1)
+        XCTAssertNil(response.result("maybe"))
+        struct Mapped: Decodable { let itemId: Int }
+        XCTAssertEqual(try response.decode([Mapped].self).map(\.itemId), [1, 2])
+        XCTAssertEqual(try response.decode([String].self, result: "tags"), ["a", "b"])
+    }
+
+    func testMappingFailureNamesThePath() async throws {
+        let wrong = Mapping().attribute("name", .integer)
+        let error = await assertThrows(.mapping) { try await self.engine.send(.get("/json").keyPath("data").mapping(wrong)) }
+        XCTAssertEqual(error?.response?.mappingFailure, MappingFailure(path: "data.name", expected: "integer", found: "string"))
+        XCTAssertEqual(error?.httpStatus, 200)
+
+        let absent = await assertThrows(.mapping) { try await self.engine.send(.get("/json").keyPath("data.nothing")) }
+        XCTAssertEqual(absent?.response?.mappingFailure?.path, "data.nothing")
+        XCTAssertEqual(absent?.response?.mappingFailure?.found, "nothing")
+
+        do {
+            _ = try await engine.send(.get("/json").keyPath("data.items"), as: [Data1].self)
+            XCTFail("decoded")
+        } catch let DecodingError.keyNotFound(key, context) {
+            XCTAssertEqual(key.stringValue, "name")
+            XCTAssertEqual(context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }, ["data", "items", "0"])
+        }
+    }
+
+    func testEnvelope() async throws {
+        let envelope = Envelope(code: "code", message: "message", data: "data").success(codes: [0, 200])
+        let engine = try makeEngine { $0 = $0.envelope(envelope).decodingAsJSON("text/plain") }
+        defer { engine.close() }
+        let ok = try await engine.send(.get("/json"))
+        XCTAssertEqual(ok.envelopeCode, 200)
+        XCTAssertEqual(ok.envelopeMessage, "ok")
+        XCTAssertEqual(ok.result?["name"]?.string, "courier")
+        XCTAssertEqual(try await engine.send(.get("/json"), as: Data1.self).id, 1)
+
+        let failure = await assertThrows(.api) {
+            try await engine.send(.get("/cache").parameter("body", #"{"code":4031,"message":"token expired"}"#))
+        }
+        XCTAssertEqual(failure?.response?.envelopeCode, 4031)
+        XCTAssertEqual(failure?.response?.envelopeMessage, "token expired")
+        XCTAssertTrue(failure?.message.contains("token expired") ?? false)
+
+        // A request may opt out.
+        let raw = try await engine.send(.get("/cache").parameter("body", #"{"code":1}"#).envelope(nil))
+        XCTAssertEqual(raw.status, 200)
+
+        // A custom rule.
+        let odd = Envelope(code: nil, message: nil, data: nil).check { document, _, _ in document["odd"]?.bool != true }
+        let strict = try makeEngine { $0 = $0.envelope(odd).decodingAsJSON("text/plain") }
+        defer { strict.close() }
+        await assertThrows(.api) { try await strict.send(.get("/cache").parameter("body", #"{"odd":true}"#)) }
+        _ = try await strict.send(.get("/cache").parameter("body", #"{"odd":false}"#))
+    }
+
+    func testNotJSON() async throws {
+        let html = try await engine.send(.get("/headers").parameter("Content-Type", "text/html"))
+        XCTAssertNil(html.json)
+        XCTAssertThrowsError(try html.parseJSON()) { XCTAssertEqual(($0 as? CourierError)?.code, .json) }
+        await assertThrows(.json) { try await self.engine.send(.get("/headers").parameter("Content-Type", "text/html").keyPath("x")) }
+        let lenient = try makeEngine { $0 = $0.decodingAsJSON("text/html") }
+        defer { lenient.close() }
+        let parsed = try await lenient.send(.get("/headers").parameter("Content-Type", "text/html"))
+        XCTAssertEqual(parsed.json?.kind, .object)
+    }
+
+    func testJSONAndFormBodies() async throws {
+        let item = NewItem(title: "x", count: 2, tags: ["a", "b"])
+        let json = try await engine.send(.post("/echo").jsonBody(item))
+        let echoed = try XCTUnwrap(json.json?["body"]?.string)
+        XCTAssertEqual(echoed, #"{"title":"x","count":2,"tags":["a","b"]}"#)
+        XCTAssertEqual(try ModelDecoder().decode(NewItem.self, from: Data(echoed.utf8)), item)
+        let headers = json.json?["headers"]?.elements ?? []
+        XCTAssertTrue(headers.contains { $0[0]?.string?.lowercased() == "content-type" && $0[1]?.string == "application/json" })
+
+        let form = try await engine.send(.post("/echo").formBody(item))
+        XCTAssertEqual(form.json?["body"]?.string, "title=x&count=2&tags%5B%5D=a&tags%5B%5D=b")
+        await assertThrows(.invalidArgument) { try await self.engine.send(.post("/echo").formBody([1, 2])) }
+    }
+
+    func testMappingApplyInSwift() throws {
+        let node = Mapping().attribute("v", .integer, required: true).recursive("kids")
+        let out = try node.apply(to: try JSON.parse(#"{"v":1,"x":0,"kids":[{"v":2,"kids":[]}]}"#))
+        XCTAssertEqual(try out.text(), #"{"v":1,"kids":[{"v":2,"kids":[]}]}"#)
+        XCTAssertThrowsError(try node.apply(to: try JSON.parse(#"{"v":"1"}"#))) { XCTAssertEqual(($0 as? CourierError)?.code, .mapping) }
+        let coerced = Mapping().attribute("n", .integer, coercions: .numberFromString)
+            .attribute("role", .string, coercions: .nullAsAbsent, default: try JSON.parse(#""guest""#))
+        XCTAssertEqual(try coerced.apply(to: try JSON.parse(#"{"n":"5","role":null}"#)).text(), #"{"n":5,"role":"guest"}"#)
+    }
+}
