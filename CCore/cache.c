@@ -235,6 +235,8 @@ void cr_cache_engine_free(courier_engine *e) {
 /* The store, opened on first use. NULL when it cannot be opened (logged once). */
 static cr_store *cache_store(courier_engine *e, courier_error *err) {
     struct cr_cache *c = e->cache;
+    cr_store *open = __atomic_load_n(&c->store, __ATOMIC_ACQUIRE); /* set once, never changed */
+    if (open) return open;
     pthread_mutex_lock(&c->lock);
     if (!c->store && !c->open_failed) {
         char dir[PATH_MAX];
@@ -242,7 +244,9 @@ static cr_store *cache_store(courier_engine *e, courier_error *err) {
         int64_t map = c->max_bytes * 4 + ((int64_t)8 << 20);
         map = (map + ((int64_t)1 << 20) - 1) & ~(((int64_t)1 << 20) - 1);
         courier_error local;
-        int rc = cr_store_acquire(dir, map, e->config->cache_durability, &c->store, &local);
+        cr_store *s = NULL;
+        int rc = cr_store_acquire(dir, map, e->config->cache_durability, &s, &local);
+        __atomic_store_n(&c->store, s, __ATOMIC_RELEASE);
         if (rc) {
             c->open_failed = 1;
             cr_cache_log("cannot open the cache in '%s': %s", dir, local.message);

@@ -65,8 +65,9 @@ typedef struct cr_entry {
     size_t stored_size; /* key + value bytes in the store (decoded entries only) */
 } cr_entry;
 
-/* Decodes a stored value; false when it is not a whole, valid entry of a known format. */
-CR_HIDDEN bool cr_entry_decode(const void *data, size_t len, cr_entry *out);
+/* Decodes a stored value; false when it is not a valid entry of a known format (or, with
+ * `verify`, when its checksum does not match: a torn or damaged value). */
+CR_HIDDEN bool cr_entry_decode(const void *data, size_t len, bool verify, cr_entry *out);
 
 /* ---- the store (store.c) -------------------------------------------------------------------- */
 

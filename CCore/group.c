@@ -32,6 +32,10 @@ typedef struct cr_member {
     courier_request *request; /* owned until sent */
     cr_callback *build;       /* courier_group_build_fn, or NULL */
     uint64_t id;              /* 0 until sent */
+    int building;             /* its build callback is running (courier_group_submit allowed) */
+    int submitted;            /* courier_group_submit sent it (or tried) */
+    int submit_rc;
+    courier_error submit_err;
     int code;
     courier_response *response;
     courier_error err;
@@ -371,7 +375,27 @@ static void pump(courier_group *g) {
         courier_error err;
         cr_error_clear(&err);
         courier_request *req = NULL;
+        pthread_mutex_lock(&g->lock);
+        m->building = 1;
+        pthread_mutex_unlock(&g->lock);
         int rc = build_member(g, m, &req, &err);
+        pthread_mutex_lock(&g->lock);
+        m->building = 0;
+        int submitted = m->submitted;
+        pthread_mutex_unlock(&g->lock);
+        if (submitted) { /* the build callback sent it with courier_group_submit */
+            courier_request_free(req);
+            if (m->submit_rc != COURIER_OK) {
+                settle(m, m->submit_rc, NULL, &m->submit_err);
+                continue;
+            }
+            pthread_mutex_lock(&g->lock);
+            int cancel = g->stopping && m->state == M_RUNNING;
+            uint64_t sent_id = m->id;
+            pthread_mutex_unlock(&g->lock);
+            if (cancel) courier_cancel(g->engine, sent_id);
+            continue;
+        }
         if (rc == COURIER_OK && !req) { /* the build callback skipped this member */
             settle(m, COURIER_OK, NULL, NULL);
             continue;
@@ -399,6 +423,38 @@ static void pump(courier_group *g) {
         pthread_mutex_unlock(&g->lock);
         if (cancel) courier_cancel(g->engine, id);
     }
+}
+
+int courier_group_submit(courier_group *g, size_t index, const courier_request *request, courier_error *err) {
+    cr_error_clear(err);
+    if (!g || !request) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "group or request is NULL");
+    pthread_mutex_lock(&g->lock);
+    cr_member *m = index < g->count ? g->members[index] : NULL;
+    if (!m || !m->building || m->submitted) {
+        pthread_mutex_unlock(&g->lock);
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "not inside this member's build callback, or sent already");
+    }
+    m->submitted = 1;
+    int stopping = g->stopping;
+    pthread_mutex_unlock(&g->lock);
+    courier_error local;
+    cr_error_clear(&local);
+    uint64_t id = 0;
+    int rc;
+    if (stopping) {
+        rc = cr_fail(&local, COURIER_E_CANCELLED, "not sent: the group stopped");
+    } else {
+        group_retain(g); /* the member's reference, released by its completion */
+        rc = courier_send(g->engine, request, on_member_done, m, &id, &local);
+        if (rc != COURIER_OK) group_release(g);
+    }
+    pthread_mutex_lock(&g->lock);
+    m->submit_rc = rc;
+    m->submit_err = local;
+    if (rc == COURIER_OK) m->id = id;
+    pthread_mutex_unlock(&g->lock);
+    if (err) *err = local;
+    return rc;
 }
 
 int courier_group_start(courier_group *g, courier_group_done_fn done, void *user, courier_user_free_fn user_free) {

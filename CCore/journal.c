@@ -56,6 +56,8 @@
 #include <time.h>
 #include <unistd.h>
 
+typedef struct cr_journal cr_journal;
+
 #define J_FORMAT 1u
 #define J_STATE_VERSION 1u
 #define J_STATE_FIXED 88u
@@ -493,7 +495,7 @@ static int jenv_acquire(const char *store_dir, uint32_t nonce, jenv **out, couri
         }
         if (rc == MDB_INVALID) {
             jenv_destroy(v);
-            char aside[PATH_MAX];
+            char aside[PATH_MAX + 64];
             snprintf(aside, sizeof aside, "%s.corrupt-%lld-%d", dir, (long long)realtime_ms(), (int)getpid());
             if (rename(dir, aside) != 0) {
                 int os = errno;
@@ -783,6 +785,7 @@ typedef struct jfreeze {
     jstate st;
     uint64_t seq;         /* once written */
     courier_frozen *snap; /* once written */
+    uint64_t answer_id;   /* the original send's id */
 } jfreeze;
 
 typedef struct joutcome {
@@ -850,7 +853,7 @@ struct cr_journal {
     long inflight;        /* replays sent and not yet answered */
     uint64_t turns;       /* loop turns completed */
     int idle;             /* the last turn found nothing to do now */
-    int broken;           /* the journal reported corruption at run time */
+    atomic_int broken;    /* the journal reported corruption at run time */
 
     pthread_mutex_t lmu; /* listeners */
     jlistener *listeners;
@@ -1390,9 +1393,13 @@ static int claim(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_t 
     int rc = st_update(j, txn, seq, &old, st);
     if (rc) return rc;
     if (!(snap = snap_in(j, txn, seq, st))) {
-        /* Unreadable request text: give the claim back, leave it for the app to remove. */
+        /* Unreadable request text: not sent; set aside (as late as backoff allows) for the app to see
+         * in the list and remove. */
+        jstate claimed = *st;
         *st = old;
-        return st_update(j, txn, seq, st, &old) ? MDB_CORRUPTED : 0;
+        st->next_ms = now + j->backoff_max;
+        st->last_code = COURIER_E_JOURNAL_CORRUPT;
+        return st_update(j, txn, seq, &claimed, st);
     }
     jsend *s = calloc(1, sizeof *s);
     if (!s) {
@@ -1763,6 +1770,7 @@ static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
             else mdb_txn_abort(txn);
         }
         if (is_corruption(rc)) j->broken = 1;
+        if (rc == 0) cr_event_frozen(j->e, f->answer_id, f->snap ? f->snap->method : NULL, f->snap ? f->snap->url : NULL);
         freeze_answer(j, f, rc == 0, rc ? mdb_strerror(rc) : "");
         if (rc == 0) {
             jevent *ev = event_new(COURIER_FROZEN_EVENT_FROZEN, snap_retain(f->snap), f->answer_id, COURIER_OK);
@@ -1829,11 +1837,12 @@ static int64_t turn(cr_journal *j) {
         else if (txn) mdb_txn_abort(txn);
         if (is_corruption(rc) && rc != MDB_PANIC) {
             j->broken = 1;
-            fprintf(stderr, "courier: the frozen-request journal '%s' reported corruption: %s\n", j->env->dir,
-                    mdb_strerror(rc));
+            cr_log(j->e, COURIER_LOG_ERROR, "journal", "the frozen-request journal '%s' reported corruption: %s",
+                   j->env->dir, mdb_strerror(rc));
         }
         if (rc == 0) {
             for (f = fz; f; f = f->next) {
+                cr_event_frozen(j->e, f->answer_id, f->snap->method, f->snap->url);
                 freeze_answer(j, f, true, "");
                 events_push(&etail, event_new(COURIER_FROZEN_EVENT_FROZEN, snap_retain(f->snap), f->answer_id,
                                               COURIER_OK));
@@ -1867,31 +1876,31 @@ static int64_t turn(cr_journal *j) {
                 f->snap = NULL;
             }
             freezes_alone(j, fz, &etail);
-            joutcome *keep = NULL, **ktail = &keep;
+            joutcome *keep = NULL, *last = NULL;
+            long dropped = 0;
             while (oc) {
                 joutcome *n = oc->next;
                 oc->next = NULL;
                 if (++oc->tries < 3 && !j->broken) {
-                    *ktail = oc;
-                    ktail = &oc->next;
-                    answered--;
+                    if (last) last->next = oc;
+                    else keep = oc;
+                    last = oc;
                 } else {
-                    pthread_mutex_lock(&j->mu);
-                    j->inflight--;
-                    pthread_mutex_unlock(&j->mu);
+                    dropped++; /* its claim stays until the lease ends or this engine closes */
                     outcome_free(oc);
                 }
                 oc = n;
             }
-            oc = NULL;
+            pthread_mutex_lock(&j->mu);
+            j->inflight -= dropped;
             if (keep) {
-                pthread_mutex_lock(&j->mu);
-                *ktail = j->oc_head;
-                if (!j->oc_head) j->oc_tail = (joutcome *)((char *)ktail - offsetof(joutcome, next));
+                last->next = j->oc_head;
+                if (!j->oc_head) j->oc_tail = last;
                 j->oc_head = keep;
-                pthread_mutex_unlock(&j->mu);
-                wake = mono + 100;
             }
+            pthread_mutex_unlock(&j->mu);
+            answered = 0;
+            if (keep) wake = mono + 100;
         }
     }
     free(dead);
@@ -1937,10 +1946,17 @@ static int64_t turn(cr_journal *j) {
     }
     int64_t probe = cr_monitor_tick(j->e, mono);
     if (probe < wake) wake = probe;
+    bool pending_now = false;
+    if (pass_ok && !closing) {
+        bool d = false, x = false;
+        uint64_t *none = NULL;
+        size_t nn = 0;
+        if (peek(j, now, false, &d, &x, &none, &nn) == 0) pending_now = d || x;
+        free(none);
+    }
     pthread_mutex_lock(&j->mu);
     bool busy = j->fz_head || j->oc_head || j->rs_head || j->kick || j->kick_mode || j->inflight > 0;
-    bool waiting_due = pass_ok && !closing && next_wake(j, now - 1) <= now;
-    j->idle = !busy && !(pass_ok && due_now && !closing && waiting_due);
+    j->idle = !busy && !pending_now;
     j->turns++;
     pthread_cond_broadcast(&j->idle_cv);
     pthread_mutex_unlock(&j->mu);
@@ -2127,6 +2143,9 @@ static bool freezable(const cr_transfer *t, int code) {
 bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
     cr_journal *j = e->journal;
     if (!j || t->freeze.policy == COURIER_FREEZE_NEVER || t->caller_gone || resp || !freezable(t, code)) return false;
+    /* Bodies from files or multipart parts, and downloads to files, are not kept: a file may change
+     * or vanish before the resend. Those fail as they are. */
+    if (t->parts || t->body_file || t->download_path || t->mime) return false;
     pthread_mutex_lock(&j->mu);
     bool closing = j->closing;
     pthread_mutex_unlock(&j->mu);
@@ -2384,7 +2403,7 @@ static courier_frozen *snap_bad(uint64_t seq, const jstate *st, bool state_ok, c
     return f;
 }
 
-int courier_frozen_list(courier_engine *e, courier_frozen_list **out, courier_error *err) {
+int courier_frozen_list_requests(courier_engine *e, courier_frozen_list **out, courier_error *err) {
     cr_error_clear(err);
     if (out) *out = NULL;
     cr_journal *j = journal_of(e, err);

@@ -1185,6 +1185,15 @@ COURIER_API int courier_group_add(courier_group *group, courier_request *request
  * runs once, when the group is released, or at once if this fails. Errors as courier_group_add. */
 COURIER_API int courier_group_add_built(courier_group *group, courier_group_build_fn build, void *user,
                                         courier_user_free_fn user_free, unsigned flags, size_t *out_index);
+/* From inside member `index`'s build callback only: sends `request` (borrowed for the call;
+ * courier_send copies it) as that member's request, for callers whose requests live in a scope
+ * (Swift's, Python's context managers) and cannot hand one over. The build callback's return
+ * value and *out_request are then ignored (a request left there is freed). Returns the send's
+ * code: on failure the member fails with it (err, may be NULL, says why). Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL, or not inside that member's build callback, or called twice),
+ * COURIER_E_CANCELLED (the group stopped meanwhile: nothing is sent), or courier_send's codes. */
+COURIER_API int courier_group_submit(courier_group *group, size_t index, const courier_request *request,
+                                     courier_error *err);
 
 /* Starts the group. `done` (may be NULL) is called exactly once when it completes — on this thread
  * before this returns when nothing needs the network (an empty group, a group cancelled before
@@ -1423,6 +1432,9 @@ COURIER_API int courier_request_set_freeze_id(courier_request *request, const ch
  * send fails at once with COURIER_E_OFFLINE (its completion runs with it, from the worker thread,
  * without waiting for a timeout) or, when its policy allows, is frozen. */
 COURIER_API int courier_request_set_ignore_offline(courier_request *request, int ignore);
+/* The completion of a send that ends frozen runs on the engine's journal thread (one per engine),
+ * after the commit, not on the worker thread: it must not wait for another send
+ * (courier_send_sync) there. */
 /* The freeze id of a COURIER_E_FROZEN error, or NULL for any other. Borrowed from *err. */
 COURIER_API const char *courier_error_freeze_id(const courier_error *err);
 
@@ -1492,7 +1504,7 @@ typedef struct courier_frozen_info {
 /* Every frozen request of the engine's store, oldest first. *out new: courier_frozen_list_free.
  * Any thread. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE, COURIER_E_JOURNAL_CORRUPT,
  * COURIER_E_NO_MEMORY. */
-COURIER_API int courier_frozen_list(courier_engine *engine, courier_frozen_list **out, courier_error *err);
+COURIER_API int courier_frozen_list_requests(courier_engine *engine, courier_frozen_list **out, courier_error *err);
 COURIER_API size_t courier_frozen_list_count(const courier_frozen_list *list);
 /* The i-th (0-based) or NULL. Borrowed until the list is freed. */
 COURIER_API const courier_frozen *courier_frozen_list_at(const courier_frozen_list *list, size_t index);

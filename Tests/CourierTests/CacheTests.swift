@@ -35,7 +35,7 @@ final class CacheTests: LoopbackTestCase {
         XCTAssertNotNil(second.cacheExpires)
         XCTAssertEqual(server.count("/cache"), 1)
 
-        let stats = try engine.cache.stats()
+        let stats = try await engine.cache.stats()
         XCTAssertEqual(stats.hits, 1)
         XCTAssertEqual(stats.writes, 1)
         XCTAssertEqual(stats.count, 1)
@@ -65,10 +65,10 @@ final class CacheTests: LoopbackTestCase {
     func testManagerByRequestAndKey() async throws {
         let request = Request.get("/cache").parameter("body", "m").cachePolicy(.cacheFirst)
         _ = try await engine.send(request)
-        XCTAssertTrue(try engine.cache.has(request))
         let hasAsync = try await engine.cache.has(request)
         XCTAssertTrue(hasAsync)
-        let got = try XCTUnwrap(try engine.cache.get(request))
+        let gotAsync = try await engine.cache.get(request)
+        let got = try XCTUnwrap(gotAsync)
         XCTAssertEqual(got.text, "m")
         XCTAssertTrue(got.fromCache)
 
@@ -77,10 +77,11 @@ final class CacheTests: LoopbackTestCase {
         XCTAssertEqual(manual.text, "hand made")
         XCTAssertEqual(manual.header("x-a"), "1")
 
-        let entries = try engine.cache.entries()
+        let entries = try await engine.cache.entries()
         XCTAssertEqual(entries.count, 2)
-        XCTAssertEqual(Set(entries.map(\.key)), ["manual", try engine.cache.key(for: request)])
-        let size = try engine.cache.size()
+        let requestKey = try engine.cache.key(for: request)
+        XCTAssertEqual(Set(entries.map(\.key)), ["manual", requestKey])
+        let size = try await engine.cache.size()
         XCTAssertEqual(size.count, 2)
         XCTAssertEqual(size.bytes, entries.reduce(0) { $0 + $1.size })
 
@@ -88,15 +89,18 @@ final class CacheTests: LoopbackTestCase {
         XCTAssertFalse(try engine.cache.remove(key: "manual"))
         let removed = try await engine.cache.remove(request)
         XCTAssertTrue(removed)
-        XCTAssertNil(try engine.cache.get(request))
+        let gone = try await engine.cache.get(request)
+        XCTAssertNil(gone)
     }
 
     func testExpiryAndRemovalOnTheInjectedClock() async throws {
         let request = Request.get("/cache").parameter("body", "e").cachePolicy(.cacheFirst).cacheExpiry(10)
         _ = try await engine.send(request)
         offset.set(11)
-        XCTAssertFalse(try engine.cache.has(request))
-        let stale = try XCTUnwrap(try engine.cache.get(request, allowStale: true))
+        let has = try await engine.cache.has(request)
+        XCTAssertFalse(has)
+        let staleAsync = try await engine.cache.get(request, allowStale: true)
+        let stale = try XCTUnwrap(staleAsync)
         XCTAssertEqual(stale.cacheStatus, .stale)
         XCTAssertEqual(stale.age, 11)
         let purged = try await engine.cache.removeExpired()
@@ -106,10 +110,13 @@ final class CacheTests: LoopbackTestCase {
         offset.set(100)
         let mark = Date().addingTimeInterval(100)
         try engine.cache.put(key: "new", body: Data("n".utf8))
-        XCTAssertEqual(try engine.cache.removeSince(mark), 1)
+        let since = try await engine.cache.removeSince(mark)
+        XCTAssertEqual(since, 1)
         XCTAssertTrue(try engine.cache.has(key: "old"))
-        XCTAssertEqual(try engine.cache.removeAll(), 1)
-        XCTAssertEqual(try engine.cache.size().count, 0)
+        let all = try await engine.cache.removeAll()
+        XCTAssertEqual(all, 1)
+        let size = try await engine.cache.size()
+        XCTAssertEqual(size.count, 0)
     }
 
     func testHTTPPolicyRevalidatesWithETag() async throws {

@@ -99,7 +99,8 @@ final class MappingTests: LoopbackTestCase {
         XCTAssertEqual(ok.envelopeCode, 200)
         XCTAssertEqual(ok.envelopeMessage, "ok")
         XCTAssertEqual(ok.result?["name"]?.string, "courier")
-        XCTAssertEqual(try await engine.send(.get("/json"), as: Data1.self).id, 1)
+        let model = try await engine.send(.get("/json"), as: Data1.self)
+        XCTAssertEqual(model.id, 1)
 
         let failure = await assertThrows(.api) {
             try await engine.send(.get("/cache").parameter("body", #"{"code":4031,"message":"token expired"}"#))

@@ -33,7 +33,7 @@ final class SchedulingTests: LoopbackTestCase {
         defer { retrying.close() }
         await assertThrows(.httpStatus) { try await retrying.send(.get("/status/500")) }
         XCTAssertEqual(server.count("/status/500"), 2)
-        await assertThrows(.httpStatus) { try await retrying.send(.get("/status/500").retry(.none)) }
+        await assertThrows(.httpStatus) { try await retrying.send(.get("/status/500").retry(.disabled)) }
         XCTAssertEqual(server.count("/status/500"), 3)
     }
 

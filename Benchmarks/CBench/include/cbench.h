@@ -15,6 +15,7 @@
 #ifndef CBENCH_H
 #define CBENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -100,6 +101,27 @@ int cbench_cache_raw(const char *dir, long entries, long timed_puts, long gets, 
  * timed. Returns 0 or a negative courier_code. */
 int cbench_cache_courier(const char *dir, long entries, long timed_puts, long gets, int durability,
                          cbench_cache_result *out);
+
+/* ---- mapping (mapping_bench.c) --------------------------------------------------------------- */
+
+/* The mapping benchmark's document: a JSON array of `count` objects of 10 mixed fields (id, name,
+ * email, price, quantity, active, rating, created_at, tags, note), about 210 bytes each, the same
+ * bytes on every call. New: release with cbench_mapping_document_free. NULL on no memory. */
+char *cbench_mapping_document(int count, size_t *len);
+void cbench_mapping_document_free(char *doc);
+/* Raw jansson: json_loadb (no flags) and a walk that reads every value; returns a checksum, -1 on
+ * a parse error. _parse_only skips the walk (for the profile). */
+long long cbench_jansson_parse_walk(const void *data, size_t len);
+long long cbench_jansson_parse_only(const void *data, size_t len);
+/* A courier_mapping of the document's 10 fields with their types (renames: id -> identifier,
+ * created_at -> createdAt, which makes the core build new objects). Opaque here; free with
+ * cbench_mapping_free. */
+void *cbench_mapping_new(int renames);
+void cbench_mapping_free(void *mapping);
+/* The core: courier_json_parse (limits, duplicate keys refused) + courier_mapping_apply, then
+ * both freed; returns the number of mapped objects, -1 on failure. _parse_only: the parse alone. */
+long long cbench_mapping_run(const void *data, size_t len, const void *mapping);
+long long cbench_mapping_parse_only(const void *data, size_t len);
 
 #ifdef __cplusplus
 }

@@ -59,7 +59,7 @@ public final class BenchServer: @unchecked Sendable {  // `stop` is guarded by `
 
     /// A server the user runs (`--url`): nothing to start or stop.
     public static func external(url: String) -> BenchServer {
-        BenchServer(kind: .external, url: url, description: "given server \(url)", stop: nil)
+        BenchServer(kind: .external, url: url, description: "a server given with --url", stop: nil)
     }
 
     /// The embedded test server's /bytes/1024 on a free port of 127.0.0.1.
@@ -75,10 +75,14 @@ public final class BenchServer: @unchecked Sendable {  // `stop` is guarded by `
                            stop: { cts_server_stop(box.pointer) })
     }
 
-    /// Where nginx is: $COURIER_NGINX, the usual Debian paths, then $PATH. Nil when absent.
+    /// Where nginx is: $COURIER_NGINX when set (a path that is not an executable, such as "none",
+    /// means "no nginx": the fallback server is used), else the usual Debian paths, then $PATH.
+    /// Nil when absent.
     public static func findNginx() -> String? {
+        if let env = ProcessInfo.processInfo.environment["COURIER_NGINX"], !env.isEmpty {
+            return FileManager.default.isExecutableFile(atPath: env) ? env : nil
+        }
         var candidates: [String] = []
-        if let env = ProcessInfo.processInfo.environment["COURIER_NGINX"], !env.isEmpty { candidates.append(env) }
         candidates += ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx", "/usr/local/bin/nginx",
                        "/opt/homebrew/bin/nginx"]
         for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {

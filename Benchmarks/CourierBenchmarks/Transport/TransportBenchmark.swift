@@ -142,11 +142,14 @@ public enum TransportBenchmark {
         }
         out += "\n"
         out += pad("ratio", 32) + lpad("measured", 10) + lpad("target", 10) + "\n"
-        for target in targets {
-            guard let ratio = report.ratio(target) else { continue }
+        for target in targets where report.runs[target.numerator] != nil && report.runs[target.denominator] != nil {
+            let goal = lpad(String(format: ">= %gx", target.minimum), 10)
+            guard let ratio = report.ratio(target) else {
+                out += pad(target.name, 32) + lpad("n/a", 10) + goal + "  (no successful requests to compare)\n"
+                continue
+            }
             let verdict = ratio >= target.minimum ? "met" : "MISSED"
-            out += pad(target.name, 32) + lpad(String(format: "%.2fx", ratio), 10)
-                + lpad(String(format: ">= %gx", target.minimum), 10) + "  " + verdict + "\n"
+            out += pad(target.name, 32) + lpad(String(format: "%.2fx", ratio), 10) + goal + "  " + verdict + "\n"
         }
         for client in TransportClient.allCases where report.errors(client) > 0 {
             out += "\nERRORS: \(client.title) had \(report.errors(client)) failed requests; first: \(report.firstError(client) ?? "?")"

@@ -60,7 +60,7 @@ public struct Configuration: Sendable {
     /// false fails the request with ``CourierError/Code/invalidResult``. Runs on the engine's
     /// worker thread: keep it quick, and never close the engine from it.
     public var validator: (@Sendable (Response) -> Bool)?
-    /// How failed requests are retried unless they set their own rule. Default ``RetryPolicy/none``.
+    /// How failed requests are retried unless they set their own rule. Default ``RetryPolicy/disabled``.
     public var retry: RetryPolicy
     /// HLNetworking's frequent-request guard, in seconds: a request identical to one sent less
     /// than this long ago (same method, URL, header lines and body) is refused with
@@ -88,7 +88,7 @@ public struct Configuration: Sendable {
         self.insecure = false
         self.storeDirectory = nil
         self.validator = nil
-        self.retry = .none
+        self.retry = .disabled
         self.frequentGuardWindow = 0
     }
 }

@@ -137,11 +137,39 @@ extension Configuration {
     /// - Returns: The changed configuration.
     public func cachePolicy(_ policy: CachePolicy) -> Configuration { adding(_CacheConfigOption.policy(policy)) }
 
+    /// How the cache's commits reach the disk (default ``CacheDurability/durable``). The first
+    /// engine of a process to open a store directory decides it for that store.
+    /// - Parameter durability: The setting.
+    /// - Returns: The changed configuration.
+    public func cacheDurability(_ durability: CacheDurability) -> Configuration {
+        adding(_CacheConfigOption.durability(durability))
+    }
+
     /// The clock the cache reads (creation, expiry, age), for tests of expiry without sleeping.
     /// - Parameter now: Returns the current time; called from any thread.
     /// - Returns: The changed configuration.
     public func clock(_ now: @escaping @Sendable () -> Date) -> Configuration {
         adding(_CacheConfigOption.clock(ClockBox(now)))
+    }
+}
+
+/// How the cache's commits reach the disk.
+public enum CacheDurability: Sendable, Hashable {
+    /// One fdatasync per commit (MDB_NOMETASYNC): consistent across power loss, which may undo
+    /// the last commit. The default.
+    case durable
+    /// No sync (MDB_NOSYNC): safe across process crashes; power loss may lose recent writes or
+    /// damage the store (then moved aside and recreated when noticed).
+    case fast
+    /// Data and meta page synced on every commit.
+    case synced
+
+    var cValue: Int32 {
+        switch self {
+        case .durable: return Int32(COURIER_CACHE_DURABLE.rawValue)
+        case .fast: return Int32(COURIER_CACHE_FAST.rawValue)
+        case .synced: return Int32(COURIER_CACHE_SYNCED.rawValue)
+        }
     }
 }
 
@@ -159,6 +187,7 @@ enum _CacheConfigOption: ConfigurationOption {
     case maxBytes(Int64)
     case expiry(Int)
     case policy(CachePolicy)
+    case durability(CacheDurability)
     case clock(ClockBox)
 
     func apply(to config: OpaquePointer) throws {
@@ -169,6 +198,8 @@ enum _CacheConfigOption: ConfigurationOption {
             try CourierError.check(courier_config_set_cache_expiry(config, Int64(s)), "cacheExpiry \(s)")
         case .policy(let p):
             try CourierError.check(courier_config_set_cache_policy(config, p.cValue), "cachePolicy")
+        case .durability(let d):
+            try CourierError.check(courier_config_set_cache_durability(config, d.cValue), "cacheDurability")
         case .clock(let box):
             let user = Unmanaged.passRetained(box).toOpaque()
             try CourierError.check(courier_config_set_clock(config, clockTrampoline, user, releaseBox), "clock")

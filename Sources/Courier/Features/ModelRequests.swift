@@ -178,6 +178,17 @@ public struct MappingFailure: Sendable, Equatable {
     public let expected: String
     /// The type found ("nothing" when absent).
     public let found: String
+
+    /// A failure (for tests and mocks; the engine reports real ones).
+    /// - Parameters:
+    ///   - path: Key path of the offending value.
+    ///   - expected: The type expected.
+    ///   - found: The type found.
+    public init(path: String, expected: String, found: String) {
+        self.path = path
+        self.expected = expected
+        self.found = found
+    }
 }
 
 extension Response {

@@ -63,7 +63,7 @@ public struct RetryPolicy: Sendable, Hashable {
     }
 
     /// No retries (the engine's default).
-    public static let none = RetryPolicy(maxRetries: 0)
+    public static let disabled = RetryPolicy(maxRetries: 0)
 
     /// Hands the rule to a C setter with its arguments converted.
     func withCArguments(_ body: (Int32, CLong, CLong, UInt32) -> Int32) -> Int32 {
@@ -90,7 +90,7 @@ extension Request {
     public func priority(_ priority: Priority) -> Request { adding(PriorityOption(priority: priority)) }
 
     /// A retry rule for this request, replacing the engine's.
-    /// - Parameter policy: The rule; ``RetryPolicy/none`` turns retrying off.
+    /// - Parameter policy: The rule; ``RetryPolicy/disabled`` turns retrying off.
     /// - Returns: The changed request.
     public func retry(_ policy: RetryPolicy) -> Request { adding(RetryOption(policy: policy)) }
 

@@ -10,6 +10,8 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: "Run a benchmark (build with -c release to measure).",
         subcommands: [
             TransportBenchCommand.self,
+            CacheBenchCommand.self,
+            MappingBenchCommand.self,
         ]
     )
 }

@@ -1,0 +1,126 @@
+/*
+ * mapping_bench.c — the C side of `courier bench mapping`: the document, raw jansson parse + walk
+ * (the ceiling for the core) and the core's parse + mapping, each run once per call so the Swift
+ * side times them alike.
+ */
+#include "cbench.h"
+
+#include <courier.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the document ------------------------------------------------------------------------------------ */
+
+char *cbench_mapping_document(int count, size_t *len) {
+    static const char *words[] = {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+                                  "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa"};
+    size_t cap = (size_t)count * 320 + 64, n = 0;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    unsigned long long seed = 0x9E3779B97F4A7C15ULL;
+#define RND() (seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17, seed)
+    s[n++] = '[';
+    for (int i = 0; i < count; i++) {
+        const char *w1 = words[RND() % 16], *w2 = words[RND() % 16], *w3 = words[RND() % 16];
+        int has_note = (int)(RND() % 3);
+        n += (size_t)snprintf(
+            s + n, cap - n,
+            "%s{\"id\":%d,\"name\":\"%s %s\",\"email\":\"%s.%s%d@example.com\",\"price\":%llu.%02llu,"
+            "\"quantity\":%llu,\"active\":%s,\"rating\":%llu.%llu,\"created_at\":\"2024-%02llu-%02lluT%02llu:%02llu:00Z\","
+            "\"tags\":[\"%s\",\"%s\"],\"note\":%s%s%s}",
+            i ? "," : "", i + 1, w1, w2, w2, w3, i, (RND() % 900) + 1, RND() % 100, RND() % 1000,
+            RND() % 2 ? "true" : "false", RND() % 5, RND() % 10, RND() % 12 + 1, RND() % 28 + 1, RND() % 24,
+            RND() % 60, w3, w1, has_note ? "\"" : "null", has_note ? words[RND() % 16] : "", has_note ? " note\"" : "");
+    }
+#undef RND
+    s[n++] = ']';
+    s[n] = '\0';
+    *len = n;
+    return s;
+}
+
+void cbench_mapping_document_free(char *doc) { free(doc); }
+
+/* ---- raw jansson ---------------------------------------------------------------------------------------- */
+
+/* Reads every value of a parsed document, as a consumer would. */
+static long long walk(const json_t *v) {
+    long long sum = 0;
+    size_t i;
+    const char *key;
+    json_t *child;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        json_object_foreach((json_t *)v, key, child) sum += (long long)strlen(key) + walk(child);
+        break;
+    case JSON_ARRAY:
+        json_array_foreach(v, i, child) sum += walk(child);
+        break;
+    case JSON_STRING: sum += (long long)json_string_length(v); break;
+    case JSON_INTEGER: sum += (long long)json_integer_value(v); break;
+    case JSON_REAL: sum += (long long)json_real_value(v); break;
+    case JSON_TRUE: sum += 1; break;
+    default: break;
+    }
+    return sum;
+}
+
+long long cbench_jansson_parse_walk(const void *data, size_t len) {
+    json_error_t e;
+    json_t *doc = json_loadb(data, len, 0, &e);
+    if (!doc) return -1;
+    long long sum = walk(doc);
+    json_decref(doc);
+    return sum;
+}
+
+long long cbench_jansson_parse_only(const void *data, size_t len) {
+    json_error_t e;
+    json_t *doc = json_loadb(data, len, 0, &e);
+    if (!doc) return -1;
+    json_decref(doc);
+    return 0;
+}
+
+/* ---- the core ---------------------------------------------------------------------------------------------- */
+
+void *cbench_mapping_new(int renames) {
+    courier_mapping *m = NULL;
+    if (courier_mapping_new(&m) != COURIER_OK) return NULL;
+    int ok = courier_mapping_add_attribute(m, "id", renames ? "identifier" : NULL, COURIER_JSON_INTEGER, COURIER_MAP_REQUIRED) == 0 &&
+             courier_mapping_add_attribute(m, "name", NULL, COURIER_JSON_STRING, COURIER_MAP_REQUIRED) == 0 &&
+             courier_mapping_add_attribute(m, "email", NULL, COURIER_JSON_STRING, 0) == 0 &&
+             courier_mapping_add_attribute(m, "price", NULL, COURIER_JSON_REAL, 0) == 0 &&
+             courier_mapping_add_attribute(m, "quantity", NULL, COURIER_JSON_INTEGER, 0) == 0 &&
+             courier_mapping_add_attribute(m, "active", NULL, COURIER_JSON_BOOL, 0) == 0 &&
+             courier_mapping_add_attribute(m, "rating", NULL, COURIER_JSON_REAL, 0) == 0 &&
+             courier_mapping_add_attribute(m, "created_at", renames ? "createdAt" : NULL, COURIER_JSON_STRING, 0) == 0 &&
+             courier_mapping_add_attribute(m, "tags", NULL, COURIER_JSON_ARRAY, 0) == 0 &&
+             courier_mapping_add_attribute(m, "note", NULL, COURIER_JSON_STRING, 0) == 0;
+    if (!ok) {
+        courier_mapping_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void cbench_mapping_free(void *mapping) { courier_mapping_free(mapping); }
+
+long long cbench_mapping_run(const void *data, size_t len, const void *mapping) {
+    courier_json *doc = NULL, *out = NULL;
+    if (courier_json_parse(data, len, NULL, &doc, NULL) != COURIER_OK) return -1;
+    int rc = courier_mapping_apply(mapping, doc, &out, NULL, NULL);
+    long long n = rc == COURIER_OK ? (long long)courier_json_size(out) : -1;
+    courier_json_free(out);
+    courier_json_free(doc);
+    return n;
+}
+
+long long cbench_mapping_parse_only(const void *data, size_t len) {
+    courier_json *doc = NULL;
+    if (courier_json_parse(data, len, NULL, &doc, NULL) != COURIER_OK) return -1;
+    courier_json_free(doc);
+    return 0;
+}

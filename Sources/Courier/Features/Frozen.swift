@@ -1,0 +1,635 @@
+// Frozen.swift — frozen requests in Swift: the freeze policy of a Request
+// (`.freeze(.whenOffline, expiry: 3600)`), the journal's settings on a Configuration, the codes
+// (`frozen`, `offline`, `journalCorrupt`), the manager (`engine.frozen`: list, get, remove,
+// removeAll, count, replay, resend, pause/resume, lastOutcome, waitUntilIdle) and the events, as an
+// `AsyncStream`, as observers, and as NotificationCenter notifications (the seeds' style).
+// Freezing, the journal, replay, ordering, expiry and events are all decided in C; this file only
+// translates.
+
+import Foundation
+internal import CCore
+
+// MARK: - Policies
+
+/// Whether and how a request is kept when the network is not there (the seeds' `freezePolicyId`).
+public enum FreezePolicy: Sendable, Hashable {
+    /// A failure is the caller's (the default).
+    case never
+    /// Frozen when the engine is offline or the request fails to reach the server (cannot resolve,
+    /// cannot connect); resent automatically when the network returns, at the next start, and on
+    /// its backoff timer, until a final answer or its expiry.
+    case whenOffline
+    /// Frozen the same way, then kept until the app resends it (``FrozenRequests/resend(_:)``,
+    /// ``FrozenRequests/replay(includingManual:)``) or removes it.
+    case waitForApp
+
+    var cValue: Int32 {
+        switch self {
+        case .never: return Int32(COURIER_FREEZE_NEVER.rawValue)
+        case .whenOffline: return Int32(COURIER_FREEZE_AUTO.rawValue)
+        case .waitForApp: return Int32(COURIER_FREEZE_MANUAL.rawValue)
+        }
+    }
+
+    init(cValue: Int32) {
+        switch cValue {
+        case Int32(COURIER_FREEZE_AUTO.rawValue): self = .whenOffline
+        case Int32(COURIER_FREEZE_MANUAL.rawValue): self = .waitForApp
+        default: self = .never
+        }
+    }
+}
+
+// MARK: - Request settings
+
+extension Request {
+    /// How this request is kept when the network is not there.
+    ///
+    /// The caller is told ``CourierError/Code/frozen`` (with ``CourierError/freezeID``) once the
+    /// request is on disk; the journal sends it again later with an `Idempotency-Key` header that
+    /// stays the same across every resend.
+    /// - Parameters:
+    ///   - policy: The policy.
+    ///   - expiry: Seconds after freezing when it is dropped unsent (nil: the engine's, 24 h).
+    ///   - ordered: Whether it keeps its place among the frozen requests to its host (true: a later
+    ///     one is not sent before it has a final answer).
+    ///   - onAmbiguousFailure: Also freeze after a timeout, reset or partial response, when the
+    ///     request may have reached the server.
+    /// - Returns: The changed request.
+    public func freeze(_ policy: FreezePolicy, expiry: TimeInterval? = nil, ordered: Bool = true,
+                       onAmbiguousFailure: Bool = false) -> Request {
+        var flags: UInt32 = 0
+        if !ordered { flags |= UInt32(COURIER_FREEZE_UNORDERED) }
+        if onAmbiguousFailure { flags |= UInt32(COURIER_FREEZE_ON_AMBIGUOUS) }
+        let ms = expiry.map { Int64(($0 * 1000).rounded()) } ?? 0
+        return adding(_FreezeRequestOption.policy(policy, ms, flags))
+    }
+
+    /// The freeze id to find the request again (1 to 128 of `A-Z a-z 0-9 - . _ ~ : @ + =`). Freezing
+    /// a request whose id is already frozen replaces the older one. Without it an id is generated.
+    /// - Parameter id: The id.
+    /// - Returns: The changed request.
+    public func freezeID(_ id: String) -> Request { adding(_FreezeRequestOption.id(id)) }
+
+    /// Sends even while the engine's reachability says offline ("try anyway").
+    /// - Parameter ignore: true to ignore the offline state.
+    /// - Returns: The changed request.
+    public func ignoringOffline(_ ignore: Bool = true) -> Request { adding(_FreezeRequestOption.ignoreOffline(ignore)) }
+}
+
+enum _FreezeRequestOption: RequestOption {
+    case policy(FreezePolicy, Int64, UInt32)
+    case id(String)
+    case ignoreOffline(Bool)
+
+    func apply(to request: OpaquePointer) throws {
+        switch self {
+        case .policy(let p, let ms, let flags):
+            try CourierError.check(courier_request_set_freeze(request, p.cValue, ms, flags), "freeze")
+        case .id(let id):
+            try CourierError.check(courier_request_set_freeze_id(request, id), "freezeID '\(id)'")
+        case .ignoreOffline(let b):
+            try CourierError.check(courier_request_set_ignore_offline(request, b ? 1 : 0), "ignoringOffline")
+        }
+    }
+}
+
+// MARK: - Configuration
+
+extension Configuration {
+    /// How frozen requests are replayed.
+    /// - Parameters:
+    ///   - concurrency: Replays in flight at most (default 4).
+    ///   - backoffBase: Seconds before the second attempt; doubles per attempt (default 1).
+    ///   - backoffMax: The longest wait between attempts, in seconds (default 300).
+    /// - Returns: The new configuration.
+    public func frozenReplay(concurrency: Int = 4, backoffBase: TimeInterval = 1, backoffMax: TimeInterval = 300)
+        -> Configuration {
+        adding(_FrozenConfigOption.replay(concurrency, backoffBase, backoffMax))
+    }
+
+    /// The expiry of frozen requests that name none.
+    /// - Parameter seconds: Seconds after freezing (default 24 h).
+    /// - Returns: The new configuration.
+    public func frozenExpiry(_ seconds: TimeInterval) -> Configuration { adding(_FrozenConfigOption.expiry(seconds)) }
+
+    /// How long a replayer's claim on a request holds while its process is alive but silent
+    /// (a dead process's claims are taken over at once).
+    /// - Parameter seconds: Seconds (default 300).
+    /// - Returns: The new configuration.
+    public func frozenLease(_ seconds: TimeInterval) -> Configuration { adding(_FrozenConfigOption.lease(seconds)) }
+
+    /// How often the engine looks for requests frozen by other processes and claims of the dead.
+    /// - Parameter seconds: Seconds (default 10).
+    /// - Returns: The new configuration.
+    public func frozenPollInterval(_ seconds: TimeInterval) -> Configuration { adding(_FrozenConfigOption.poll(seconds)) }
+
+    /// Opens the engine with automatic replay paused (``FrozenRequests/resume()`` starts it), so
+    /// event observers can be in place before the first resend.
+    /// - Parameter paused: true to open paused.
+    /// - Returns: The new configuration.
+    public func frozenReplayPaused(_ paused: Bool = true) -> Configuration { adding(_FrozenConfigOption.paused(paused)) }
+}
+
+enum _FrozenConfigOption: ConfigurationOption {
+    case replay(Int, TimeInterval, TimeInterval)
+    case expiry(TimeInterval)
+    case lease(TimeInterval)
+    case poll(TimeInterval)
+    case paused(Bool)
+
+    static func ms(_ s: TimeInterval) -> Int { Int((s * 1000).rounded()) }
+
+    func apply(to config: OpaquePointer) throws {
+        switch self {
+        case .replay(let n, let base, let max):
+            try CourierError.check(courier_config_set_frozen_replay(config, CLong(n), CLong(Self.ms(base)),
+                                                                    CLong(Self.ms(max))), "frozenReplay")
+        case .expiry(let s):
+            try CourierError.check(courier_config_set_frozen_expiry_ms(config, Int64(Self.ms(s))), "frozenExpiry")
+        case .lease(let s):
+            try CourierError.check(courier_config_set_frozen_lease_ms(config, CLong(Self.ms(s))), "frozenLease")
+        case .poll(let s):
+            try CourierError.check(courier_config_set_frozen_poll_ms(config, CLong(Self.ms(s))), "frozenPollInterval")
+        case .paused(let p):
+            try CourierError.check(courier_config_set_frozen_paused(config, p ? 1 : 0), "frozenReplayPaused")
+        }
+    }
+}
+
+// MARK: - Codes
+
+extension CourierError.Code {
+    /// The request was written to the journal, to be sent later; ``CourierError/freezeID`` names it.
+    public static let frozen = CourierError.Code(COURIER_E_FROZEN)
+    /// The engine's reachability says offline; nothing was sent.
+    public static let offline = CourierError.Code(COURIER_E_OFFLINE)
+    /// The frozen-request journal is unreadable: it was kept aside (never emptied) and the next
+    /// open starts a new one; the message says where it was kept.
+    public static let journalCorrupt = CourierError.Code(COURIER_E_JOURNAL_CORRUPT)
+}
+
+extension CourierError {
+    /// See ``Code/frozen``.
+    public static let frozen = Code.frozen
+    /// See ``Code/offline``.
+    public static let offline = Code.offline
+    /// See ``Code/journalCorrupt``.
+    public static let journalCorrupt = Code.journalCorrupt
+
+    /// The freeze id of a ``Code/frozen`` error, nil for any other.
+    public var freezeID: String? {
+        guard code == .frozen, let range = message.range(of: "frozen as ") else { return nil }
+        let id = message[range.upperBound...]
+        return id.isEmpty ? nil : String(id)
+    }
+}
+
+// MARK: - Frozen requests
+
+/// One frozen request as it was read (a snapshot).
+public struct FrozenRequest: Sendable, Hashable {
+    /// The freeze id.
+    public let id: String
+    /// The HTTP method.
+    public let method: String
+    /// The effective URL (query included).
+    public let url: String
+    /// "scheme://host:port", the unit of per-host order.
+    public let host: String
+    /// The headers that are sent, `Idempotency-Key` included, in order.
+    public let headers: [HTTPHeader]
+    /// The body, nil when the request has none.
+    public let body: Data?
+    /// The key sent as `Idempotency-Key` with every resend.
+    public let idempotencyKey: String
+    /// The policy it was frozen with.
+    public let policy: FreezePolicy
+    /// Whether it keeps its place among the requests to its host.
+    public let ordered: Bool
+    /// Its timeout, in seconds.
+    public let timeout: TimeInterval
+    /// Resends started so far.
+    public let attempts: Int
+    /// The last attempt's failure, nil before any attempt (``CourierError/Code/journalCorrupt`` for
+    /// a record that does not decode).
+    public let lastCode: CourierError.Code?
+    /// The last attempt's HTTP status, nil if none.
+    public let lastStatus: Int?
+    /// Whether a replayer holds it now.
+    public let claimed: Bool
+    /// When it was frozen.
+    public let created: Date
+    /// When it is dropped unsent.
+    public let expires: Date
+    /// Not resent automatically before this (nil: at once).
+    public let nextAttempt: Date?
+    /// The last attempt, nil before any.
+    public let lastAttempt: Date?
+    /// The stored record with its replay state, as JSON (the journal's own format).
+    public let json: String
+
+    /// One header line.
+    public struct HTTPHeader: Sendable, Hashable {
+        /// The name.
+        public let name: String
+        /// The value.
+        public let value: String
+    }
+
+    init(_ f: OpaquePointer) {
+        id = String(borrowedCString: courier_frozen_id(f))
+        method = String(borrowedCString: courier_frozen_method(f))
+        url = String(borrowedCString: courier_frozen_url(f))
+        host = String(borrowedCString: courier_frozen_host(f))
+        idempotencyKey = String(borrowedCString: courier_frozen_idempotency_key(f))
+        json = String(borrowedCString: courier_frozen_json(f))
+        var lines: [HTTPHeader] = []
+        var name: UnsafePointer<CChar>?
+        var value: UnsafePointer<CChar>?
+        for i in 0..<courier_frozen_header_count(f) where courier_frozen_header_at(f, i, &name, &value) == COURIER_OK.rawValue {
+            lines.append(HTTPHeader(name: String(borrowedCString: name), value: String(borrowedCString: value)))
+        }
+        headers = lines
+        var length = 0
+        body = courier_frozen_body(f, &length).map { Data(bytes: $0, count: length) }
+        var info = courier_frozen_info()
+        _ = courier_frozen_get_info(f, &info, MemoryLayout<courier_frozen_info>.size)
+        policy = FreezePolicy(cValue: info.policy)
+        ordered = info.flags & UInt32(COURIER_FREEZE_UNORDERED) == 0
+        timeout = TimeInterval(info.timeout_ms) / 1000
+        attempts = Int(info.attempts)
+        lastCode = info.last_code < 0 ? CourierError.Code(rawValue: info.last_code) : nil
+        lastStatus = info.last_status != 0 ? Int(info.last_status) : nil
+        claimed = info.claimed != 0
+        created = Self.date(info.created_ms) ?? Date(timeIntervalSince1970: 0)
+        expires = Self.date(info.expires_ms) ?? Date(timeIntervalSince1970: 0)
+        nextAttempt = Self.date(info.next_attempt_ms)
+        lastAttempt = Self.date(info.last_attempt_ms)
+    }
+
+    static func date(_ ms: Int64) -> Date? { ms > 0 ? Date(timeIntervalSince1970: TimeInterval(ms) / 1000) : nil }
+}
+
+/// The recorded final answer of a request that left the journal.
+public struct FrozenOutcome: Sendable, Hashable {
+    /// nil for a success, else the failure's code.
+    public let code: CourierError.Code?
+    /// The HTTP status, nil if none.
+    public let status: Int?
+    /// When it was recorded.
+    public let date: Date
+}
+
+// MARK: - Events
+
+/// Something that happened to a frozen request (the seeds' resend notifications).
+public struct FrozenEvent: Sendable {
+    /// What happened.
+    public enum Kind: Sendable, Hashable, CaseIterable {
+        /// Written to the journal.
+        case frozen
+        /// A resend got a final, successful answer; removed.
+        case resentSucceeded
+        /// A resend failed; ``FrozenEvent/isFinal`` says whether it was removed.
+        case resentFailed
+        /// Its expiry passed: removed, never sent again.
+        case expired
+
+        init?(cValue: Int32) {
+            switch cValue {
+            case Int32(COURIER_FROZEN_EVENT_FROZEN.rawValue): self = .frozen
+            case Int32(COURIER_FROZEN_EVENT_RESENT_SUCCEEDED.rawValue): self = .resentSucceeded
+            case Int32(COURIER_FROZEN_EVENT_RESENT_FAILED.rawValue): self = .resentFailed
+            case Int32(COURIER_FROZEN_EVENT_EXPIRED.rawValue): self = .expired
+            default: return nil
+            }
+        }
+    }
+
+    /// What happened.
+    public let kind: Kind
+    /// The freeze id.
+    public let freezeID: String
+    /// The request (as claimed, for resends), when it could be read.
+    public let request: FrozenRequest?
+    /// For ``Kind/frozen`` the original send's id; for resends the resend's id.
+    public let requestID: RequestID
+    /// The response of a resend, when one arrived (a copy).
+    public let response: Response?
+    /// The failure of a failed resend.
+    public let error: CourierError?
+    /// Whether the request left the journal with this event.
+    public let isFinal: Bool
+    /// Resends started so far.
+    public let attempts: Int
+
+    init?(_ ev: UnsafePointer<courier_frozen_event>) {
+        let e = ev.pointee
+        guard let kind = Kind(cValue: e.kind) else { return nil }
+        self.kind = kind
+        freezeID = String(borrowedCString: e.freeze_id)
+        request = e.frozen.map { FrozenRequest($0) }
+        requestID = RequestID(rawValue: e.request_id)
+        let response = e.response.map { Response(borrowing: $0) }
+        self.response = response
+        error = e.code != COURIER_OK.rawValue ? CourierError(code: e.code, detail: e.error, response: response) : nil
+        isFinal = e.final != 0
+        attempts = Int(e.attempts)
+    }
+}
+
+/// A registration of an observer; ``cancel()`` (or ``FrozenRequests/removeObserver(_:)``) ends it.
+/// The engine closing ends it too.
+public final class ObservationToken: @unchecked Sendable { // immutable but for a locked flag
+    weak var engine: Engine?
+    let token: UInt64
+    let remove: @Sendable (OpaquePointer, UInt64) -> Int32
+    private let lock = NSLock()
+    private var cancelled = false
+
+    init(engine: Engine, token: UInt64, remove: @escaping @Sendable (OpaquePointer, UInt64) -> Int32) {
+        self.engine = engine
+        self.token = token
+        self.remove = remove
+    }
+
+    /// Stops the observer. Idempotent; any thread except inside the observer itself is fine.
+    public func cancel() {
+        lock.lock()
+        let first = !cancelled
+        cancelled = true
+        lock.unlock()
+        guard first, let engine, engine.enter() else { return }
+        defer { engine.leave() }
+        _ = remove(engine.handle, token)
+    }
+}
+
+/// The Swift closure behind one C listener; released by the C core's user_free.
+final class FrozenListenerBox: @unchecked Sendable { // immutable
+    let kinds: Set<FrozenEvent.Kind>
+    let handler: @Sendable (FrozenEvent) -> Void
+    let onEnd: (@Sendable () -> Void)?
+    init(kinds: Set<FrozenEvent.Kind>, handler: @escaping @Sendable (FrozenEvent) -> Void, onEnd: (@Sendable () -> Void)?) {
+        self.kinds = kinds
+        self.handler = handler
+        self.onEnd = onEnd
+    }
+    deinit { onEnd?() }
+}
+
+private let frozenEventTrampoline: courier_frozen_event_fn = { ev, user in
+    guard let ev, let user else { return }
+    let box = Unmanaged<FrozenListenerBox>.fromOpaque(user).takeUnretainedValue()
+    guard let kind = FrozenEvent.Kind(cValue: ev.pointee.kind), box.kinds.contains(kind),
+          let event = FrozenEvent(ev) else { return }
+    box.handler(event)
+}
+
+extension Notification.Name {
+    /// Posted by ``FrozenRequests/postNotifications(to:)`` when a resend succeeded
+    /// (HTNetworking's `kHTResendFrozenRequestSuccessfulNotification`).
+    public static let courierFrozenRequestResent = Notification.Name("CourierFrozenRequestResent")
+    /// Posted when a resend failed.
+    public static let courierFrozenRequestResendFailed = Notification.Name("CourierFrozenRequestResendFailed")
+    /// Posted when a request was frozen.
+    public static let courierRequestFrozen = Notification.Name("CourierRequestFrozen")
+    /// Posted when a frozen request expired.
+    public static let courierFrozenRequestExpired = Notification.Name("CourierFrozenRequestExpired")
+}
+
+/// The key of the ``FrozenEvent`` in a notification's `userInfo`.
+public let CourierFrozenEventKey = "event"
+
+// MARK: - The manager
+
+extension Engine {
+    /// The engine's frozen requests: inspect, remove, replay, observe.
+    public var frozen: FrozenRequests { FrozenRequests(engine: self) }
+}
+
+/// The manager of an engine's frozen requests (HTFreezeManager). Every method is thread-safe and
+/// reads or writes the journal directly (a synced commit for removals).
+public struct FrozenRequests: Sendable {
+    let engine: Engine
+
+    private func call<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
+        guard engine.enter() else { throw CourierError(.closed, message: "the engine is closed") }
+        defer { engine.leave() }
+        return try body(engine.handle)
+    }
+
+    /// Every frozen request of the store, oldest first.
+    /// - Returns: The snapshots.
+    /// - Throws: ``CourierError`` (``CourierError/Code/store``, ``CourierError/Code/journalCorrupt``).
+    public func list() throws -> [FrozenRequest] {
+        try call { handle in
+            var out: OpaquePointer?
+            var error = courier_error()
+            let rc = courier_frozen_list_requests(handle, &out, &error)
+            if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
+            defer { courier_frozen_list_free(out) }
+            return (0..<courier_frozen_list_count(out)).compactMap { i in
+                courier_frozen_list_at(out, i).map { FrozenRequest($0) }
+            }
+        }
+    }
+
+    /// The frozen request with this id, nil if there is none.
+    /// - Parameter id: The freeze id.
+    /// - Returns: The snapshot, or nil.
+    /// - Throws: ``CourierError``.
+    public func get(_ id: String) throws -> FrozenRequest? {
+        try call { handle in
+            var out: OpaquePointer?
+            var error = courier_error()
+            let rc = courier_frozen_get(handle, id, &out, &error)
+            if rc == COURIER_E_NOT_FOUND.rawValue { return nil }
+            if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
+            defer { courier_frozen_free(out) }
+            return out.map { FrozenRequest($0) }
+        }
+    }
+
+    /// Removes a frozen request.
+    /// - Parameter id: The freeze id.
+    /// - Returns: Whether it was there.
+    /// - Throws: ``CourierError``.
+    @discardableResult
+    public func remove(_ id: String) throws -> Bool {
+        try call { handle in
+            var error = courier_error()
+            let rc = courier_frozen_remove(handle, id, &error)
+            if rc == COURIER_E_NOT_FOUND.rawValue { return false }
+            if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
+            return true
+        }
+    }
+
+    /// Removes every frozen request.
+    /// - Returns: How many were removed.
+    /// - Throws: ``CourierError``.
+    @discardableResult
+    public func removeAll() throws -> Int {
+        try call { handle in
+            var removed: Int64 = 0
+            var error = courier_error()
+            let rc = courier_frozen_remove_all(handle, &removed, &error)
+            if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
+            return Int(removed)
+        }
+    }
+
+    /// How many frozen requests the store holds.
+    /// - Returns: The count.
+    /// - Throws: ``CourierError``.
+    public func count() throws -> Int {
+        try call { handle in
+            var n: Int64 = 0
+            var error = courier_error()
+            let rc = courier_frozen_count(handle, &n, &error)
+            if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
+            return Int(n)
+        }
+    }
+
+    /// The recorded final answer of a request that left the journal (the last 1,000 are kept).
+    /// - Parameter id: The freeze id.
+    /// - Returns: The outcome, nil if none is recorded.
+    /// - Throws: ``CourierError``.
+    public func lastOutcome(_ id: String) throws -> FrozenOutcome? {
+        try call { handle in
+            var code: Int32 = 0
+            var status: Int32 = 0
+            var at: Int64 = 0
+            var error = courier_error()
+            let rc = courier_frozen_last_outcome(handle, id, &code, &status, &at, &error)
+            if rc == COURIER_E_NOT_FOUND.rawValue { return nil }
+            if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
+            return FrozenOutcome(code: code < 0 ? CourierError.Code(rawValue: code) : nil,
+                                 status: status != 0 ? Int(status) : nil,
+                                 date: Date(timeIntervalSince1970: TimeInterval(at) / 1000))
+        }
+    }
+
+    /// Replays now: every request not tried since this call is due at once, whatever its backoff
+    /// (per-host order and the concurrency bound still hold), even while offline. Answers arrive
+    /// as events.
+    /// - Parameter includingManual: Also the ``FreezePolicy/waitForApp`` requests.
+    /// - Throws: ``CourierError``.
+    public func replay(includingManual: Bool = false) throws {
+        try call { handle in
+            var error = courier_error()
+            let rc = courier_frozen_replay(handle, includingManual ? UInt32(COURIER_REPLAY_MANUAL) : 0, &error)
+            if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
+        }
+    }
+
+    /// Sends one frozen request now, whatever its policy, order or backoff.
+    /// - Parameter id: The freeze id.
+    /// - Throws: ``CourierError`` (``CourierError/Code/notFound``).
+    public func resend(_ id: String) throws {
+        try call { handle in
+            var error = courier_error()
+            let rc = courier_frozen_resend(handle, id, &error)
+            if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
+        }
+    }
+
+    /// Pauses automatic replay (explicit ``replay(includingManual:)`` and ``resend(_:)`` still run).
+    public func pause() { _ = try? call { courier_frozen_pause($0) } }
+
+    /// Resumes automatic replay.
+    public func resume() { _ = try? call { courier_frozen_resume($0) } }
+
+    /// Blocks until the journal has nothing in flight and nothing it would send now. Never call it
+    /// from an observer or a completion handler.
+    /// - Parameter timeout: Seconds to wait at most.
+    /// - Returns: Whether it became idle in time.
+    @discardableResult
+    public func waitUntilIdle(timeout: TimeInterval) -> Bool {
+        (try? call { courier_frozen_wait_idle($0, CLong((timeout * 1000).rounded())) == COURIER_OK.rawValue }) ?? false
+    }
+
+    /// ``waitUntilIdle(timeout:)`` without blocking the calling task.
+    /// - Parameter timeout: Seconds to wait at most.
+    /// - Returns: Whether it became idle in time.
+    public func idle(timeout: TimeInterval) async -> Bool {
+        let engine = self.engine
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global(qos: .utility).async {
+                continuation.resume(returning: FrozenRequests(engine: engine).waitUntilIdle(timeout: timeout))
+            }
+        }
+    }
+
+    // MARK: Events
+
+    /// Adds an observer (NotificationCenter-style): `handler` runs on the engine's journal thread,
+    /// one event at a time, in order. Events reach only this engine's observers.
+    /// - Parameters:
+    ///   - kinds: The kinds to observe (all by default).
+    ///   - handler: Receives each event; keep it quick.
+    /// - Returns: The token; cancel it to stop.
+    /// - Throws: ``CourierError``.
+    @discardableResult
+    public func addObserver(for kinds: Set<FrozenEvent.Kind> = Set(FrozenEvent.Kind.allCases),
+                            _ handler: @escaping @Sendable (FrozenEvent) -> Void) throws -> ObservationToken {
+        try register(FrozenListenerBox(kinds: kinds, handler: handler, onEnd: nil))
+    }
+
+    /// Removes an observer (the same as `token.cancel()`).
+    /// - Parameter token: What ``addObserver(for:_:)`` returned.
+    public func removeObserver(_ token: ObservationToken) { token.cancel() }
+
+    /// Posts every event to a NotificationCenter, as the seeds did: ``Notification/Name/courierRequestFrozen``,
+    /// ``Notification/Name/courierFrozenRequestResent``, ``Notification/Name/courierFrozenRequestResendFailed``,
+    /// ``Notification/Name/courierFrozenRequestExpired``, with the ``FrozenEvent`` under
+    /// ``CourierFrozenEventKey`` in `userInfo`. Posted on the journal thread.
+    /// - Parameter center: The center (the default one if omitted).
+    /// - Returns: The token; cancel it to stop posting.
+    /// - Throws: ``CourierError``.
+    @discardableResult
+    public func postNotifications(to center: NotificationCenter = .default) throws -> ObservationToken {
+        nonisolated(unsafe) let center = center
+        return try addObserver { event in
+            let name: Notification.Name
+            switch event.kind {
+            case .frozen: name = .courierRequestFrozen
+            case .resentSucceeded: name = .courierFrozenRequestResent
+            case .resentFailed: name = .courierFrozenRequestResendFailed
+            case .expired: name = .courierFrozenRequestExpired
+            }
+            center.post(name: name, object: nil, userInfo: [CourierFrozenEventKey: event])
+        }
+    }
+
+    /// The events as an asynchronous sequence. It ends when the engine closes; stopping the
+    /// iteration removes the observer. Events are buffered, so a slow consumer misses none.
+    /// - Parameter kinds: The kinds to observe (all by default).
+    /// - Returns: The stream.
+    public func events(_ kinds: Set<FrozenEvent.Kind> = Set(FrozenEvent.Kind.allCases)) -> AsyncStream<FrozenEvent> {
+        AsyncStream { continuation in
+            let box = FrozenListenerBox(kinds: kinds, handler: { continuation.yield($0) },
+                                        onEnd: { continuation.finish() })
+            do {
+                let token = try register(box)
+                continuation.onTermination = { _ in token.cancel() }
+            } catch {
+                continuation.finish()
+            }
+        }
+    }
+
+    private func register(_ box: FrozenListenerBox) throws -> ObservationToken {
+        try call { handle in
+            var token: UInt64 = 0
+            // On failure the C core has already released the box through user_free.
+            let rc = courier_frozen_add_listener(handle, frozenEventTrampoline, Unmanaged.passRetained(box).toOpaque(),
+                                                 releaseBox, &token)
+            try CourierError.check(rc, "frozen observer")
+            return ObservationToken(engine: engine, token: token) { courier_frozen_remove_listener($0, $1) }
+        }
+    }
+}

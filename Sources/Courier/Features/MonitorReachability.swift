@@ -1,0 +1,138 @@
+// MonitorReachability.swift — the engine's network monitor in Swift (HLNetworking's
+// `reachabilityStatus` and `listening:`): the status, the app's own word (`setOnline`,
+// `setOffline`, `setAutomatic`), listeners and an `AsyncStream` of changes, and the monitor's
+// settings on a Configuration. Detection (transport errors, probes) is done in C.
+
+import Foundation
+internal import CCore
+
+/// The engine's view of the network.
+public enum ReachabilityStatus: Sendable, Hashable {
+    /// No evidence yet; requests are sent as if online.
+    case unknown
+    /// Offline: requests fail at once with ``CourierError/Code/offline`` or are frozen per policy.
+    case offline
+    /// Online.
+    case online
+
+    init(cValue: Int32) {
+        switch cValue {
+        case Int32(COURIER_REACHABILITY_OFFLINE.rawValue): self = .offline
+        case Int32(COURIER_REACHABILITY_ONLINE.rawValue): self = .online
+        default: self = .unknown
+        }
+    }
+}
+
+extension Configuration {
+    /// Where the engine's view of the network comes from. Any response means online.
+    /// - Parameters:
+    ///   - fromErrors: A request that cannot resolve or connect means offline (off by default: one
+    ///     server being down does not make the engine offline).
+    ///   - probe: While offline, what to try: an http(s) URL (a HEAD through the engine) or
+    ///     "host:port" (a TCP connect); nil probes the host that failed.
+    ///   - interval: Seconds between probes (default 5).
+    /// - Returns: The new configuration.
+    public func reachability(fromErrors: Bool = true, probe: String? = nil, interval: TimeInterval = 5) -> Configuration {
+        adding(_ReachabilityConfigOption(fromErrors: fromErrors, probe: probe, interval: interval))
+    }
+}
+
+struct _ReachabilityConfigOption: ConfigurationOption {
+    let fromErrors: Bool
+    let probe: String?
+    let interval: TimeInterval
+
+    func apply(to config: OpaquePointer) throws {
+        try withOptionalCString(probe) {
+            try CourierError.check(courier_config_set_reachability(config, fromErrors ? 1 : 0, $0,
+                                                                   CLong((interval * 1000).rounded())),
+                                   "reachability")
+        }
+    }
+}
+
+extension Engine {
+    /// The engine's network monitor.
+    public var reachability: Reachability { Reachability(engine: self) }
+}
+
+/// The closure behind one C reachability listener; released by the C core's user_free.
+final class ReachabilityListenerBox: @unchecked Sendable { // immutable
+    let handler: @Sendable (ReachabilityStatus) -> Void
+    let onEnd: (@Sendable () -> Void)?
+    init(handler: @escaping @Sendable (ReachabilityStatus) -> Void, onEnd: (@Sendable () -> Void)?) {
+        self.handler = handler
+        self.onEnd = onEnd
+    }
+    deinit { onEnd?() }
+}
+
+private let reachabilityTrampoline: courier_reachability_fn = { status, user in
+    guard let user else { return }
+    Unmanaged<ReachabilityListenerBox>.fromOpaque(user).takeUnretainedValue().handler(ReachabilityStatus(cValue: status))
+}
+
+/// The engine's network monitor. Thread-safe.
+public struct Reachability: Sendable {
+    let engine: Engine
+
+    /// The current status.
+    public var status: ReachabilityStatus {
+        guard engine.enter() else { return .unknown }
+        defer { engine.leave() }
+        return ReachabilityStatus(cValue: courier_reachability_status(engine.handle))
+    }
+
+    /// Whether requests are sent (online or unknown).
+    public var isReachable: Bool { status != .offline }
+
+    /// The app says the network is there (a phone knows better). Holds until the app says
+    /// otherwise or calls ``setAutomatic()``; starts a replay of the frozen requests.
+    public func setOnline() { set(courier_reachability_set_online) }
+
+    /// The app says the network is gone; holds until the app says otherwise.
+    public func setOffline() { set(courier_reachability_set_offline) }
+
+    /// Gives the status back to detection (transport errors and probes).
+    public func setAutomatic() { set(courier_reachability_set_automatic) }
+
+    private func set(_ fn: (OpaquePointer?) -> Int32) {
+        guard engine.enter() else { return }
+        defer { engine.leave() }
+        _ = fn(engine.handle)
+    }
+
+    /// Calls `handler` with each new status (HLNetworking's `listening:`), on the engine's journal
+    /// thread, in order.
+    /// - Parameter handler: Receives the status; keep it quick.
+    /// - Returns: The token; cancel it to stop.
+    /// - Throws: ``CourierError``.
+    @discardableResult
+    public func listen(_ handler: @escaping @Sendable (ReachabilityStatus) -> Void) throws -> ObservationToken {
+        try register(ReachabilityListenerBox(handler: handler, onEnd: nil))
+    }
+
+    /// The changes of status as an asynchronous sequence, ending when the engine closes.
+    public var updates: AsyncStream<ReachabilityStatus> {
+        AsyncStream { continuation in
+            let box = ReachabilityListenerBox(handler: { continuation.yield($0) }, onEnd: { continuation.finish() })
+            do {
+                let token = try register(box)
+                continuation.onTermination = { _ in token.cancel() }
+            } catch {
+                continuation.finish()
+            }
+        }
+    }
+
+    private func register(_ box: ReachabilityListenerBox) throws -> ObservationToken {
+        guard engine.enter() else { throw CourierError(.closed, message: "the engine is closed") }
+        defer { engine.leave() }
+        var token: UInt64 = 0
+        let rc = courier_reachability_add_listener(engine.handle, reachabilityTrampoline,
+                                                   Unmanaged.passRetained(box).toOpaque(), releaseBox, &token)
+        try CourierError.check(rc, "reachability listener")
+        return ObservationToken(engine: engine, token: token) { courier_reachability_remove_listener($0, $1) }
+    }
+}

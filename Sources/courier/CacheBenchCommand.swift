@@ -1,0 +1,108 @@
+// CacheBenchCommand.swift — `courier bench cache`: the cache benchmark of Benchmarks/ (raw LMDB,
+// Courier C, Courier Swift, URLCache), with a progress bar on stderr and --json on stdout.
+import ArgumentParser
+import CourierBenchmarks
+import Foundation
+
+struct CacheBenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache",
+        abstract: "Cache puts/s and gets/s: raw LMDB vs Courier C vs Courier Swift vs URLCache.",
+        discussion: """
+            32-byte keys, 1 KiB bodies. Each run loads --entries entries one commit per put (timed,
+            no-sync setting: *_put_nosync_ops), then times --gets random hits on 1 and 2 threads;
+            and times --durable-puts single-put commits under the cache's default durable setting
+            (MDB_NOMETASYNC: *_put_ops), raw LMDB with the same flags. URLCache stores
+            --urlcache-entries entries once (it rescans its directory on every call). Medians of
+            --runs runs; then the median get latency at each of --latency-sizes entries.
+            Targets: C gets >= 0.6x raw, C puts >= 0.5x raw, Swift gets >= 0.4x raw, Courier >= 1000x URLCache.
+            """
+    )
+
+    @Option(help: "Entries per run.") var entries = 100_000
+    @Option(name: .customLong("durable-puts"), help: "Durable single-put commits timed per run.") var durablePuts = 2_000
+    @Option(help: "Random gets per thread per measurement.") var gets = 200_000
+    @Option(help: "Runs; medians are reported.") var runs = 3
+    @Option(name: .customLong("urlcache-entries"), help: "URLCache entries (slow: ~20 stores/s).") var urlCacheEntries = 1_000
+    @Option(name: .customLong("urlcache-gets"), help: "URLCache lookups.") var urlCacheGets = 300
+    @Option(name: .customLong("latency-sizes"), help: "Comma-separated entry counts for the latency table.")
+    var latencySizes = "10000,100000,1000000"
+    @Option(help: "Directory for the stores (default: a temporary one, removed after).") var directory: String?
+    @Flag(help: "Print one JSON object on stdout.") var json = false
+
+    func validate() throws {
+        guard entries > 0, gets >= 0, runs > 0, durablePuts > 0, urlCacheEntries > 0, urlCacheGets > 0 else {
+            throw ValidationError("counts must be > 0")
+        }
+        _ = try sizes()
+    }
+
+    func sizes() throws -> [Int] {
+        try latencySizes.split(separator: ",").map {
+            guard let n = Int($0.trimmingCharacters(in: .whitespaces)), n > 0 else {
+                throw ValidationError("bad --latency-sizes '\(latencySizes)'")
+            }
+            return n
+        }
+    }
+
+    func run() throws {
+        var options = CacheBenchmark.Options()
+        options.entries = entries
+        options.durablePuts = durablePuts
+        options.gets = gets
+        options.runs = runs
+        options.urlCacheEntries = urlCacheEntries
+        options.urlCacheGets = urlCacheGets
+        options.latencySizes = try sizes()
+        options.directory = directory
+        let tty = isatty(STDERR_FILENO) != 0
+        let report = try CacheBenchmark.run(options) { fraction, what in
+            let width = 30
+            let filled = Int((fraction * Double(width)).rounded(.down))
+            let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+            let line = String(format: "[%@] %3d%% %@", bar, Int(fraction * 100), what)
+            FileHandle.standardError.write(Data(((tty ? "\r\u{1B}[K" : "") + line + (tty ? "" : "\n")).utf8))
+        }
+        if tty { FileHandle.standardError.write(Data("\n".utf8)) }
+        let f = report.figures
+        if json {
+            var object: [String: Any] = f
+            object["latency"] = report.latency.map {
+                ["entries": $0.entries, "courier_get_ns_p50": $0.courierNs, "raw_get_ns_p50": $0.rawNs,
+                 "courier_get_ops": $0.courierGetOps] as [String: Any]
+            }
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+            return
+        }
+        func ops(_ k: String) -> String { String(format: "%12.0f", f[k] ?? 0) }
+        func ratio(_ a: String, _ b: String) -> String {
+            guard let x = f[a], let y = f[b], y > 0 else { return "   -" }
+            return String(format: "%8.2fx", x / y)
+        }
+        print("cache benchmark: \(entries) entries, 32-byte keys, 1 KiB bodies, median of \(runs) runs")
+        print("                       gets/s (1 thr)  gets/s (2 thr)   puts/s durable   puts/s no-sync")
+        for (name, p) in [("raw LMDB", "raw"), ("Courier C", "courier"), ("Courier Swift", "swift")] {
+            print(String(format: "%-18@", name as NSString) + "  " + ops(p + "_get_ops") + "    " + ops(p + "_get_ops_2t")
+                  + "     " + ops(p + "_put_ops") + "     " + ops(p + "_put_nosync_ops"))
+        }
+        print(String(format: "%-18@", "URLCache (\(urlCacheEntries))" as NSString) + "  " + ops("urlcache_get_ops")
+              + "                    " + ops("urlcache_put_ops") + " (its only setting)")
+        print("ratios: C gets \(ratio("courier_get_ops", "raw_get_ops")) raw (target 0.6x), "
+              + "C puts \(ratio("courier_put_ops", "raw_put_ops")) raw durable (target 0.5x), "
+              + "no-sync \(ratio("courier_put_nosync_ops", "raw_put_nosync_ops")), "
+              + "Swift gets \(ratio("swift_get_ops", "raw_get_ops")) raw (target 0.4x)")
+        print("        Courier C vs URLCache: gets \(ratio("courier_get_ops", "urlcache_get_ops")), "
+              + "puts \(ratio("courier_put_ops", "urlcache_put_ops")) (target 1000x)")
+        print("get latency (median of 20,001 single gets):")
+        for l in report.latency {
+            print(String(format: "  %9d entries: Courier C %7.0f ns (%9.0f gets/s), raw LMDB %6.0f ns", l.entries,
+                         l.courierNs, l.courierGetOps, l.rawNs))
+        }
+        if (f["errors"] ?? 0) > 0 {
+            printError("error: \(Int(f["errors"] ?? 0)) operations failed")
+            throw ExitCode.failure
+        }
+    }
+}

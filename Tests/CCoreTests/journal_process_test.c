@@ -1,0 +1,357 @@
+/*
+ * journal_process_test.c — frozen requests across processes: frozen requests are durable (a new
+ * process lists them), replay sends each once, in order, with its idempotency key; a replaying
+ * process killed with SIGKILL loses nothing and its duplicates carry the same key; two processes
+ * replaying one store send each request once. The children are this executable started again
+ * (fork + exec) with "--child ...": a fresh process with its own LMDB environment.
+ */
+#include "harness.h"
+#include "journal_recorder.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- children ------------------------------------------------------------------------------ */
+
+static courier_engine *child_engine(const char *store, int paused) {
+    courier_config *cfg = NULL;
+    courier_config_new(&cfg);
+    courier_config_set_store_dir(cfg, store);
+    courier_config_set_frozen_poll_ms(cfg, 100);
+    courier_config_set_frozen_replay(cfg, 4, 20, 200);
+    courier_config_set_timeout_ms(cfg, 10000);
+    if (paused) courier_config_set_frozen_paused(cfg, 1);
+    courier_engine *e = NULL;
+    courier_error err;
+    if (courier_engine_open(&e, cfg, &err) != COURIER_OK) fprintf(stderr, "child: open: %s\n", err.message);
+    courier_config_free(cfg);
+    return e;
+}
+
+/* "list STORE": one line per frozen request, oldest first: id method url idempotency-key. */
+static int child_list(const char *store) {
+    courier_engine *e = child_engine(store, 1);
+    if (!e) return 2;
+    courier_frozen_list *l = NULL;
+    if (courier_frozen_list_requests(e, &l, NULL) != COURIER_OK) return 3;
+    for (size_t i = 0; i < courier_frozen_list_count(l); i++) {
+        const courier_frozen *f = courier_frozen_list_at(l, i);
+        printf("%s %s %s %s\n", courier_frozen_id(f), courier_frozen_method(f), courier_frozen_url(f),
+               courier_frozen_idempotency_key(f));
+    }
+    courier_frozen_list_free(l);
+    courier_engine_close(e);
+    return 0;
+}
+
+/* "replay STORE": replays until this engine has nothing left to do now, then exits 0 (4 on a
+ * timeout). Another replayer may still hold requests: the parent checks what is left. */
+static int child_replay(const char *store) {
+    courier_engine *e = child_engine(store, 0);
+    if (!e) return 2;
+    int rc = courier_frozen_wait_idle(e, 120000);
+    courier_engine_close(e);
+    return rc == COURIER_OK ? 0 : 4;
+}
+
+static int child_main(int argc, char **argv) {
+    if (argc >= 4 && strcmp(argv[2], "list") == 0) return child_list(argv[3]);
+    if (argc >= 4 && strcmp(argv[2], "replay") == 0) return child_replay(argv[3]);
+    return 64;
+}
+
+/* Starts this executable as a child; its stdout goes to `out_fd` when >= 0. */
+static pid_t spawn(const char *mode, const char *store, int out_fd) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (out_fd >= 0) dup2(out_fd, 1);
+        char *args[] = {"self", "--child", (char *)mode, (char *)store, NULL};
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_child(pid_t pid, int timeout_ms) {
+    int64_t end = th_now_ms() + timeout_ms;
+    int status = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (th_now_ms() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        usleep(10000);
+    }
+}
+
+/* ---- the parent's side ------------------------------------------------------------------------ */
+
+typedef struct waiter {
+    pthread_mutex_t m;
+    int n;
+    int frozen;
+} waiter;
+
+static void w_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id;
+    (void)err;
+    waiter *w = user;
+    pthread_mutex_lock(&w->m);
+    w->n++;
+    w->frozen += code == COURIER_E_FROZEN;
+    pthread_mutex_unlock(&w->m);
+    courier_response_free(resp);
+}
+
+static int w_count(waiter *w, int *frozen) {
+    pthread_mutex_lock(&w->m);
+    int n = w->n;
+    if (frozen) *frozen = w->frozen;
+    pthread_mutex_unlock(&w->m);
+    return n;
+}
+
+typedef struct evlog {
+    pthread_mutex_t m;
+    int n;
+    int kinds[256];
+    int status[256];
+    char ids[256][40];
+} evlog;
+
+static void ev_cb(const courier_frozen_event *ev, void *user) {
+    evlog *l = user;
+    pthread_mutex_lock(&l->m);
+    if (l->n < 256) {
+        l->kinds[l->n] = ev->kind;
+        l->status[l->n] = ev->response ? courier_response_status(ev->response) : 0;
+        snprintf(l->ids[l->n], sizeof l->ids[0], "%s", ev->freeze_id);
+    }
+    l->n++;
+    pthread_mutex_unlock(&l->m);
+}
+
+/* Freezes n POSTs to base + fmt(i) in this process (the server is not there, or the engine is
+ * offline), returns when all are answered. */
+static int freeze_n(const char *store, int port, const char *fmt, int n, unsigned flags, int offline) {
+    courier_config *cfg = NULL;
+    courier_config_new(&cfg);
+    char base[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
+    courier_config_set_base_url(cfg, base);
+    courier_config_set_store_dir(cfg, store);
+    courier_config_set_frozen_paused(cfg, 1);
+    courier_engine *e = NULL;
+    courier_engine_open(&e, cfg, NULL);
+    courier_config_free(cfg);
+    if (!e) return -1;
+    if (offline) courier_reachability_set_offline(e);
+    waiter w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.m, NULL);
+    for (int i = 0; i < n; i++) {
+        char path[64], body[32];
+        snprintf(path, sizeof path, fmt, i);
+        snprintf(body, sizeof body, "n=%d", i);
+        courier_request *r = NULL;
+        courier_request_new(&r, "POST", path);
+        courier_request_set_body(r, body, strlen(body), "text/plain");
+        courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, flags);
+        courier_send(e, r, w_done, &w, NULL, NULL);
+        courier_request_free(r);
+    }
+    int64_t end = th_now_ms() + 30000;
+    while (w_count(&w, NULL) < n && th_now_ms() < end) usleep(5000);
+    courier_engine_close(e);
+    int frozen = 0;
+    w_count(&w, &frozen);
+    pthread_mutex_destroy(&w.m);
+    return frozen;
+}
+
+typedef struct listed {
+    char id[40], method[16], url[128], key[40];
+} listed;
+
+/* Runs "list" in a new process and parses its lines. */
+static int list_in_child(const char *store, listed *out, int max) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    pid_t pid = spawn("list", store, fds[1]);
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    int n = 0;
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        if (n < max && sscanf(line, "%39s %15s %127s %39s", out[n].id, out[n].method, out[n].url, out[n].key) == 4) n++;
+    }
+    if (f) fclose(f);
+    int rc = wait_child(pid, 60000);
+    return rc == 0 ? n : -1;
+}
+
+static void durable_then_replayed_once_in_order(void) {
+    enum { N = 10 };
+    const char *store = th_tmpdir();
+    int port = jr_free_port();
+    REQUIRE(port > 0);
+    /* The server is stopped: every POST fails to connect and is frozen. */
+    CHECK_EQ(freeze_n(store, port, "/p/%d", N, 0, 0), N);
+
+    /* Durable: a new process opens the store and lists them, oldest first. */
+    listed l[N + 2];
+    memset(l, 0, sizeof l);
+    CHECK_EQ(list_in_child(store, l, N + 2), N);
+    for (int i = 0; i < N; i++) {
+        char url[128];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/p/%d", port, i);
+        CHECK_STR(l[i].url, url);
+        CHECK_STR(l[i].method, "POST");
+        CHECK_EQ(strlen(l[i].key), 32);
+    }
+
+    /* The server is back: an engine opened on the store replays every request once, in order. */
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, port) == 0);
+    courier_config *cfg = NULL;
+    courier_config_new(&cfg);
+    courier_config_set_store_dir(cfg, store);
+    courier_config_set_frozen_paused(cfg, 1); /* listeners first */
+    courier_engine *e = NULL;
+    REQUIRE(courier_engine_open(&e, cfg, NULL) == COURIER_OK);
+    courier_config_free(cfg);
+    evlog log;
+    memset(&log, 0, sizeof log);
+    pthread_mutex_init(&log.m, NULL);
+    CHECK_EQ(courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_resume(e), COURIER_OK);
+    /* Automatic replay: the first resend of a request frozen after a failure waits one backoff
+     * step (1 s by default), then the journal drains. */
+    int64_t left = -1, end = th_now_ms() + 60000;
+    do {
+        courier_frozen_wait_idle(e, 1000);
+        courier_frozen_count(e, &left, NULL);
+    } while (left > 0 && th_now_ms() < end);
+    CHECK_EQ(left, 0);
+    CHECK_EQ(courier_frozen_wait_idle(e, 60000), COURIER_OK);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    CHECK_EQ(jr_count(&srv), N);
+    for (int i = 0; i < N && i < (int)jr_count(&srv); i++) {
+        jr_hit h = jr_get(&srv, (size_t)i);
+        char path[32], body[16];
+        snprintf(path, sizeof path, "/p/%d", i);
+        snprintf(body, sizeof body, "n=%d", i);
+        CHECK_STR(h.path, path);
+        CHECK_STR(h.body, body);
+        CHECK_STR(h.key, l[i].key);
+    }
+    CHECK_EQ(log.n, N);
+    for (int i = 0; i < N && i < log.n; i++) {
+        CHECK_EQ(log.kinds[i], COURIER_FROZEN_EVENT_RESENT_SUCCEEDED);
+        CHECK_EQ(log.status[i], 200);
+        CHECK_STR(log.ids[i], l[i].id);
+    }
+    jr_free(&srv);
+    pthread_mutex_destroy(&log.m);
+}
+
+static void killed_mid_replay_loses_nothing(void) {
+    enum { N = 12 };
+    const char *store = th_tmpdir();
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    /* Frozen while offline, in order; each answer takes 150 ms. */
+    CHECK_EQ(freeze_n(store, srv.port, "/slow/%d", N, 0, 1), N);
+    listed l[N];
+    CHECK_EQ(list_in_child(store, l, N), N);
+
+    pid_t pid = spawn("replay", store, -1);
+    int64_t end = th_now_ms() + 60000;
+    while (jr_count(&srv) < 4 && th_now_ms() < end) usleep(2000);
+    CHECK(jr_count(&srv) >= 4);
+    CHECK(jr_count(&srv) < N);
+    kill(pid, SIGKILL); /* in the middle of replay: one request is on the wire */
+    CHECK_EQ(wait_child(pid, 10000), 128 + SIGKILL);
+    size_t before = jr_count(&srv);
+
+    /* A new replayer finishes the job: the dead one's claim is taken over at once. */
+    pid = spawn("replay", store, -1);
+    CHECK_EQ(wait_child(pid, 120000), 0);
+    jr_stop(&srv);
+    size_t total = jr_count(&srv);
+    printf("  killed after %zu arrivals; %zu arrivals in all for %d requests\n", before, total, (int)N);
+    CHECK(total >= (size_t)N);
+    CHECK(total <= (size_t)N + 1); /* at most the one that was on the wire, again */
+    CHECK(total > before);
+    /* Every request arrived; first arrivals in order; a duplicate carries the same key. */
+    int next = 0;
+    for (size_t i = 0; i < total; i++) {
+        jr_hit h = jr_get(&srv, i);
+        int k = atoi(h.path + 6);
+        REQUIRE(k >= 0 && k < N);
+        CHECK_STR(h.key, l[k].key);
+        if (k == next) next++;
+        else CHECK(k == next - 1); /* only the last one seen may come again */
+    }
+    CHECK_EQ(next, N);
+    courier_engine *e = child_engine(store, 1);
+    REQUIRE(e);
+    int64_t left = -1;
+    courier_frozen_count(e, &left, NULL);
+    CHECK_EQ(left, 0);
+    courier_engine_close(e);
+    jr_free(&srv);
+}
+
+static void two_processes_send_each_once(void) {
+    enum { N = 40 };
+    const char *store = th_tmpdir();
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    /* Half ordered on one host, half unordered: both replayers have work at once. */
+    CHECK_EQ(freeze_n(store, srv.port, "/two/o%d", N / 2, 0, 1), N / 2);
+    CHECK_EQ(freeze_n(store, srv.port, "/two/u%d", N / 2, COURIER_FREEZE_UNORDERED, 1), N / 2);
+    pid_t a = spawn("replay", store, -1);
+    pid_t b = spawn("replay", store, -1);
+    CHECK_EQ(wait_child(a, 120000), 0);
+    CHECK_EQ(wait_child(b, 120000), 0);
+    courier_engine *e = child_engine(store, 1);
+    REQUIRE(e);
+    int64_t left = -1;
+    courier_frozen_count(e, &left, NULL);
+    CHECK_EQ(left, 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    CHECK_EQ(jr_count(&srv), N);
+    for (int i = 0; i < N / 2; i++) {
+        char p[32];
+        snprintf(p, sizeof p, "/two/o%d", i);
+        CHECK_EQ(jr_path_count(&srv, p), 1);
+        snprintf(p, sizeof p, "/two/u%d", i);
+        CHECK_EQ(jr_path_count(&srv, p), 1);
+    }
+    /* The ordered ones arrived in order even with two replayers. */
+    int next = 0;
+    for (size_t i = 0; i < jr_count(&srv); i++) {
+        jr_hit h = jr_get(&srv, i);
+        if (strncmp(h.path, "/two/o", 6) != 0) continue;
+        CHECK_EQ(atoi(h.path + 6), next);
+        next++;
+    }
+    jr_free(&srv);
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "--child") == 0) return child_main(argc, argv);
+    static const th_test tests[] = {T(durable_then_replayed_once_in_order), T(killed_mid_replay_loses_nothing),
+                                    T(two_processes_send_each_once)};
+    return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
+}

@@ -1,0 +1,909 @@
+/*
+ * journal_test.c — frozen requests in one process: freezing (on a network failure, while
+ * offline), the management API, replay (order, idempotency key, final and retryable answers,
+ * manual policy, unordered requests, bounded concurrency), expiry with an injected clock, events,
+ * a corrupt journal, and the network monitor. Real LMDB files, a real server on loopback.
+ */
+#include "harness.h"
+#include "journal_recorder.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+typedef struct waiter {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int n;
+    int codes[128];
+    int status[128];
+    char ids[128][COURIER_FROZEN_ID_MAX + 1];
+    int found_in_journal[128]; /* the completion could read its frozen request back */
+    courier_engine *engine;
+} waiter;
+
+static void w_init(waiter *w, courier_engine *e) {
+    memset(w, 0, sizeof *w);
+    pthread_mutex_init(&w->m, NULL);
+    pthread_cond_init(&w->c, NULL);
+    w->engine = e;
+}
+
+static void w_destroy(waiter *w) {
+    pthread_mutex_destroy(&w->m);
+    pthread_cond_destroy(&w->c);
+}
+
+static void w_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id;
+    waiter *w = user;
+    int found = 0;
+    const char *fid = courier_error_freeze_id(err);
+    if (code == COURIER_E_FROZEN && fid) {
+        courier_frozen *f = NULL;
+        found = courier_frozen_get(w->engine, fid, &f, NULL) == COURIER_OK;
+        courier_frozen_free(f);
+    }
+    pthread_mutex_lock(&w->m);
+    if (w->n < 128) {
+        w->codes[w->n] = code;
+        w->status[w->n] = resp ? courier_response_status(resp) : 0;
+        snprintf(w->ids[w->n], sizeof w->ids[0], "%s", fid ? fid : "");
+        w->found_in_journal[w->n] = found;
+    }
+    w->n++;
+    pthread_cond_broadcast(&w->c);
+    pthread_mutex_unlock(&w->m);
+    courier_response_free(resp);
+}
+
+/* Waits (generous bound) until n completions arrived. */
+static int w_wait(waiter *w, int n) {
+    int64_t end = th_now_ms() + 30000;
+    pthread_mutex_lock(&w->m);
+    while (w->n < n && th_now_ms() < end) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&w->c, &w->m, &ts);
+    }
+    int got = w->n;
+    pthread_mutex_unlock(&w->m);
+    return got;
+}
+
+typedef struct evrec {
+    int kind;
+    char id[COURIER_FROZEN_ID_MAX + 1];
+    int code;
+    int final;
+    int status;
+    int attempts;
+    char idem[80];
+} evrec;
+
+typedef struct evlog {
+    pthread_mutex_t m;
+    int n;
+    evrec e[256];
+} evlog;
+
+static void ev_init(evlog *l) {
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->m, NULL);
+}
+
+static void ev_cb(const courier_frozen_event *ev, void *user) {
+    evlog *l = user;
+    pthread_mutex_lock(&l->m);
+    if (l->n < 256) {
+        evrec *r = &l->e[l->n];
+        r->kind = ev->kind;
+        snprintf(r->id, sizeof r->id, "%s", ev->freeze_id ? ev->freeze_id : "");
+        r->code = ev->code;
+        r->final = ev->final;
+        r->status = ev->response ? courier_response_status(ev->response) : 0;
+        r->attempts = ev->attempts;
+        snprintf(r->idem, sizeof r->idem, "%s", ev->frozen ? courier_frozen_idempotency_key(ev->frozen) : "");
+    }
+    l->n++;
+    pthread_mutex_unlock(&l->m);
+}
+
+static int ev_count(evlog *l, int kind) {
+    pthread_mutex_lock(&l->m);
+    int n = 0;
+    for (int i = 0; i < l->n && i < 256; i++) n += l->e[i].kind == kind;
+    pthread_mutex_unlock(&l->m);
+    return n;
+}
+
+static _Atomic int64_t fake_now;
+static int64_t fake_clock(void *user) {
+    (void)user;
+    return atomic_load(&fake_now);
+}
+
+typedef struct opts {
+    int paused;
+    int fake_clock;
+    long concurrency;
+    long backoff_base, backoff_max;
+    int from_errors;
+    const char *probe;
+    long probe_ms;
+} opts;
+
+static courier_engine *open_eng(const char *store, int port, const opts *o, courier_error *err) {
+    courier_config *cfg = NULL;
+    courier_engine *e = NULL;
+    courier_config_new(&cfg);
+    char base[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
+    courier_config_set_base_url(cfg, base);
+    courier_config_set_store_dir(cfg, store);
+    courier_config_set_timeout_ms(cfg, 10000);
+    courier_config_set_frozen_poll_ms(cfg, 200);
+    courier_config_set_frozen_replay(cfg, o && o->concurrency ? o->concurrency : 4, o && o->backoff_base ? o->backoff_base : 20,
+                                     o && o->backoff_max ? o->backoff_max : 100);
+    if (o && o->paused) courier_config_set_frozen_paused(cfg, 1);
+    if (o && o->fake_clock) courier_config_set_clock(cfg, fake_clock, NULL, NULL);
+    if (o && (o->from_errors || o->probe)) courier_config_set_reachability(cfg, o->from_errors, o->probe, o->probe_ms);
+    courier_error local;
+    int rc = courier_engine_open(&e, cfg, err ? err : &local);
+    courier_config_free(cfg);
+    return rc == COURIER_OK ? e : NULL;
+}
+
+/* A freezable request. */
+static courier_request *freezable(const char *method, const char *path, const char *body, int policy, unsigned flags) {
+    courier_request *r = NULL;
+    courier_request_new(&r, method, path);
+    if (body) courier_request_set_body(r, body, strlen(body), "text/plain");
+    courier_request_set_freeze(r, policy, 0, flags);
+    return r;
+}
+
+static int send_one(courier_engine *e, courier_request *r, waiter *w) {
+    int rc = courier_send(e, r, w_done, w, NULL, NULL);
+    courier_request_free(r);
+    return rc;
+}
+
+static int64_t count_of(courier_engine *e) {
+    int64_t n = -1;
+    courier_frozen_count(e, &n, NULL);
+    return n;
+}
+
+/* ---- freezing --------------------------------------------------------------------------------- */
+
+static void freeze_on_cannot_connect(void) {
+    const char *store = th_tmpdir();
+    int port = jr_free_port(); /* nobody listens there */
+    opts o = {.paused = 1};
+    courier_engine *e = open_eng(store, port, &o, NULL);
+    REQUIRE(e);
+    waiter w;
+    w_init(&w, e);
+    courier_request *r = freezable("POST", "/like/7", "liked=1", COURIER_FREEZE_AUTO, 0);
+    courier_request_add_header(r, "X-App", "demo");
+    CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
+    CHECK_EQ(strlen(w.ids[0]), 32);
+    CHECK_EQ(w.found_in_journal[0], 1); /* told "frozen" only after the commit */
+    CHECK_EQ(count_of(e), 1);
+
+    courier_frozen *f = NULL;
+    REQUIRE(courier_frozen_get(e, w.ids[0], &f, NULL) == COURIER_OK);
+    CHECK_STR(courier_frozen_id(f), w.ids[0]);
+    CHECK_STR(courier_frozen_method(f), "POST");
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/like/7", port);
+    CHECK_STR(courier_frozen_url(f), url);
+    char host[64];
+    snprintf(host, sizeof host, "http://127.0.0.1:%d", port);
+    CHECK_STR(courier_frozen_host(f), host);
+    size_t blen = 0;
+    const uint8_t *body = courier_frozen_body(f, &blen);
+    CHECK_EQ(blen, 7);
+    CHECK(body && memcmp(body, "liked=1", 7) == 0);
+    const char *key = courier_frozen_idempotency_key(f);
+    CHECK_EQ(strlen(key), 32);
+    int saw_key = 0, saw_app = 0, saw_type = 0;
+    for (size_t i = 0; i < courier_frozen_header_count(f); i++) {
+        const char *n, *v;
+        courier_frozen_header_at(f, i, &n, &v);
+        if (strcasecmp(n, "Idempotency-Key") == 0) saw_key = strcmp(v, key) == 0;
+        if (strcmp(n, "X-App") == 0) saw_app = strcmp(v, "demo") == 0;
+        if (strcasecmp(n, "Content-Type") == 0) saw_type = strcmp(v, "text/plain") == 0;
+    }
+    CHECK(saw_key && saw_app && saw_type);
+    courier_frozen_info info;
+    CHECK_EQ(courier_frozen_get_info(f, &info, sizeof info), COURIER_OK);
+    CHECK_EQ(info.policy, COURIER_FREEZE_AUTO);
+    CHECK_EQ(info.attempts, 0);
+    CHECK_EQ(info.claimed, 0);
+    CHECK_EQ(info.timeout_ms, 10000);
+    CHECK_EQ(info.expires_ms - info.created_ms, (int64_t)24 * 3600 * 1000);
+    CHECK_CONTAINS(courier_frozen_json(f), "\"idempotency_key\"");
+    CHECK_CONTAINS(courier_frozen_json(f), "\"method\":\"POST\"");
+    courier_frozen_free(f);
+
+    courier_frozen_list *l = NULL;
+    REQUIRE(courier_frozen_list_requests(e, &l, NULL) == COURIER_OK);
+    CHECK_EQ(courier_frozen_list_count(l), 1);
+    CHECK_STR(courier_frozen_id(courier_frozen_list_at(l, 0)), w.ids[0]);
+    CHECK(courier_frozen_list_at(l, 1) == NULL);
+    courier_frozen_list_free(l);
+    courier_engine_close(e);
+    CHECK_EQ(w.n, 1); /* exactly once */
+    w_destroy(&w);
+}
+
+static void never_policy_is_not_frozen(void) {
+    const char *store = th_tmpdir();
+    int port = jr_free_port();
+    opts o = {.paused = 1};
+    courier_engine *e = open_eng(store, port, &o, NULL);
+    REQUIRE(e);
+    waiter w;
+    w_init(&w, e);
+    courier_request *r = NULL;
+    courier_request_new(&r, "POST", "/x");
+    CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+    r = freezable("GET", "/y", NULL, COURIER_FREEZE_AUTO, 0);
+    CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 2), 2);
+    int frozen = 0, cannot = 0;
+    for (int i = 0; i < 2; i++) {
+        frozen += w.codes[i] == COURIER_E_FROZEN;
+        cannot += w.codes[i] == COURIER_E_CANNOT_CONNECT;
+    }
+    CHECK_EQ(cannot, 1);
+    CHECK_EQ(frozen, 1);
+    CHECK_EQ(count_of(e), 1);
+    courier_engine_close(e);
+    w_destroy(&w);
+}
+
+static void given_id_replaces_older(void) {
+    const char *store = th_tmpdir();
+    opts o = {.paused = 1};
+    courier_engine *e = open_eng(store, jr_free_port(), &o, NULL);
+    REQUIRE(e);
+    waiter w;
+    w_init(&w, e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    for (int i = 0; i < 2; i++) {
+        courier_request *r = freezable("PUT", "/like", i ? "on=0" : "on=1", COURIER_FREEZE_AUTO, 0);
+        CHECK_EQ(courier_request_set_freeze_id(r, "like-42"), COURIER_OK);
+        CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+        CHECK_EQ(w_wait(&w, i + 1), i + 1);
+    }
+    CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
+    CHECK_EQ(w.codes[1], COURIER_E_FROZEN);
+    CHECK_STR(w.ids[0], "like-42");
+    CHECK_STR(w.ids[1], "like-42");
+    CHECK_EQ(count_of(e), 1);
+    courier_frozen *f = NULL;
+    REQUIRE(courier_frozen_get(e, "like-42", &f, NULL) == COURIER_OK);
+    size_t len;
+    const uint8_t *b = courier_frozen_body(f, &len);
+    CHECK(len == 4 && memcmp(b, "on=0", 4) == 0);
+    courier_frozen_free(f);
+    courier_engine_close(e);
+    w_destroy(&w);
+}
+
+static void remove_and_remove_all(void) {
+    const char *store = th_tmpdir();
+    opts o = {.paused = 1};
+    courier_engine *e = open_eng(store, jr_free_port(), &o, NULL);
+    REQUIRE(e);
+    waiter w;
+    w_init(&w, e);
+    courier_reachability_set_offline(e);
+    const char *ids[] = {"a-1", "a-2", "a-3"};
+    for (int i = 0; i < 3; i++) {
+        courier_request *r = freezable("POST", "/r", "x", COURIER_FREEZE_MANUAL, 0);
+        courier_request_set_freeze_id(r, ids[i]);
+        send_one(e, r, &w);
+    }
+    CHECK_EQ(w_wait(&w, 3), 3);
+    CHECK_EQ(count_of(e), 3);
+    courier_frozen_list *l = NULL;
+    REQUIRE(courier_frozen_list_requests(e, &l, NULL) == COURIER_OK);
+    REQUIRE(courier_frozen_list_count(l) == 3);
+    for (int i = 0; i < 3; i++) CHECK_STR(courier_frozen_id(courier_frozen_list_at(l, (size_t)i)), ids[i]); /* oldest first */
+    courier_frozen_list_free(l);
+    courier_error err;
+    CHECK_EQ(courier_frozen_remove(e, "a-2", &err), COURIER_OK);
+    CHECK_EQ(courier_frozen_remove(e, "a-2", &err), COURIER_E_NOT_FOUND);
+    CHECK_EQ(err.code, COURIER_E_NOT_FOUND);
+    CHECK_EQ(count_of(e), 2);
+    courier_frozen *f = NULL;
+    CHECK_EQ(courier_frozen_get(e, "a-2", &f, NULL), COURIER_E_NOT_FOUND);
+    CHECK(f == NULL);
+    int64_t removed = 0;
+    CHECK_EQ(courier_frozen_remove_all(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(removed, 2);
+    CHECK_EQ(count_of(e), 0);
+    CHECK_EQ(courier_frozen_get(e, "a-1", &f, NULL), COURIER_E_NOT_FOUND);
+    courier_engine_close(e);
+    w_destroy(&w);
+}
+
+static void invalid_arguments(void) {
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", "/");
+    CHECK_EQ(courier_request_set_freeze(r, 3, 0, 0), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_request_set_freeze(r, COURIER_FREEZE_AUTO, -1, 0), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, 0x80), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_request_set_freeze(NULL, COURIER_FREEZE_AUTO, 0, 0), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_request_set_freeze_id(r, ""), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_request_set_freeze_id(r, "has space"), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_request_set_freeze_id(r, "a/b"), COURIER_E_INVALID_ARGUMENT);
+    char longid[COURIER_FROZEN_ID_MAX + 2];
+    memset(longid, 'a', sizeof longid - 1);
+    longid[sizeof longid - 1] = '\0';
+    CHECK_EQ(courier_request_set_freeze_id(r, longid), COURIER_E_INVALID_ARGUMENT);
+    longid[COURIER_FROZEN_ID_MAX] = '\0';
+    CHECK_EQ(courier_request_set_freeze_id(r, longid), COURIER_OK);
+    CHECK_EQ(courier_request_set_freeze_id(r, NULL), COURIER_OK);
+    courier_request_free(r);
+    courier_error err;
+    memset(&err, 0, sizeof err);
+    err.code = COURIER_E_CANNOT_CONNECT;
+    CHECK(courier_error_freeze_id(&err) == NULL);
+    CHECK(courier_error_freeze_id(NULL) == NULL);
+    CHECK_EQ(courier_frozen_count(NULL, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    courier_config *cfg = NULL;
+    courier_config_new(&cfg);
+    CHECK_EQ(courier_config_set_frozen_replay(cfg, -1, 0, 0), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_frozen_replay(cfg, 2, 500, 100), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_reachability(cfg, 1, "no-port", 0), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_reachability(cfg, 1, "http://", 0), COURIER_E_INVALID_URL);
+    CHECK_EQ(courier_config_set_reachability(cfg, 1, "tcp://127.0.0.1:80", 100), COURIER_OK);
+    courier_config_free(cfg);
+    CHECK_STR(courier_strerror(COURIER_E_FROZEN), "frozen: kept in the journal, to be sent later");
+    CHECK_EQ(courier_reachability_status(NULL), COURIER_REACHABILITY_UNKNOWN);
+}
+
+/* ---- replay ----------------------------------------------------------------------------------- */
+
+static void offline_fails_fast_then_replays(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    evlog log;
+    ev_init(&log);
+    courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL);
+    waiter w;
+    w_init(&w, e);
+    CHECK_EQ(courier_reachability_status(e), COURIER_REACHABILITY_UNKNOWN);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    CHECK_EQ(courier_reachability_status(e), COURIER_REACHABILITY_OFFLINE);
+
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", "/plain");
+    courier_request_set_timeout_ms(r, 60000);
+    CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_OFFLINE);
+
+    CHECK_EQ(send_one(e, freezable("POST", "/frozen", "a=1", COURIER_FREEZE_AUTO, 0), &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 2), 2);
+    CHECK_EQ(w.codes[1], COURIER_E_FROZEN);
+
+    courier_request_new(&r, "GET", "/anyway");
+    courier_request_set_ignore_offline(r, 1);
+    CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 3), 3);
+    CHECK_EQ(w.codes[2], COURIER_OK);
+    CHECK_EQ(w.status[2], 200);
+    CHECK_EQ(jr_count(&srv), 1);
+    CHECK_EQ(jr_path_count(&srv, "/frozen"), 0);
+
+    CHECK_EQ(courier_reachability_set_online(e), COURIER_OK); /* starts replay */
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(jr_path_count(&srv, "/frozen"), 1);
+    CHECK_EQ(count_of(e), 0);
+    CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_FROZEN), 1);
+    CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_RESENT_SUCCEEDED), 1);
+    int code = 0, status = 0;
+    int64_t at = 0;
+    CHECK_EQ(courier_frozen_last_outcome(e, w.ids[1], &code, &status, &at, NULL), COURIER_OK);
+    CHECK_EQ(code, COURIER_OK);
+    CHECK_EQ(status, 200);
+    CHECK(at > 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    /* The replayed request carried the key that was frozen with it. */
+    jr_hit h = jr_get(&srv, 1);
+    CHECK_STR(h.path, "/frozen");
+    CHECK_STR(h.body, "a=1");
+    CHECK_STR(h.key, log.e[0].idem);
+    jr_free(&srv);
+    w_destroy(&w);
+    pthread_mutex_destroy(&log.m);
+}
+
+static void replay_in_order_with_keys(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    evlog log;
+    ev_init(&log);
+    courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL);
+    waiter w;
+    w_init(&w, e);
+    courier_reachability_set_offline(e);
+    enum { N = 12 };
+    for (int i = 0; i < N; i++) {
+        char path[32], body[16];
+        snprintf(path, sizeof path, "/o/%d", i);
+        snprintf(body, sizeof body, "n=%d", i);
+        send_one(e, freezable("POST", path, body, COURIER_FREEZE_AUTO, 0), &w);
+    }
+    CHECK_EQ(w_wait(&w, N), N);
+    char keys[N][80];
+    courier_frozen_list *l = NULL;
+    REQUIRE(courier_frozen_list_requests(e, &l, NULL) == COURIER_OK);
+    REQUIRE(courier_frozen_list_count(l) == N);
+    for (int i = 0; i < N; i++) snprintf(keys[i], sizeof keys[i], "%s", courier_frozen_idempotency_key(courier_frozen_list_at(l, (size_t)i)));
+    courier_frozen_list_free(l);
+    courier_reachability_set_online(e);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    REQUIRE(jr_count(&srv) == N);
+    for (int i = 0; i < N; i++) {
+        jr_hit h = jr_get(&srv, (size_t)i);
+        char path[32];
+        snprintf(path, sizeof path, "/o/%d", i);
+        CHECK_STR(h.path, path); /* oldest first, one host in order */
+        CHECK_STR(h.key, keys[i]);
+        CHECK_STR(h.method, "POST");
+    }
+    CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_RESENT_SUCCEEDED), N);
+    /* Events in the order of the answers, each with the response. */
+    int k = 0;
+    for (int i = 0; i < log.n; i++) {
+        if (log.e[i].kind != COURIER_FROZEN_EVENT_RESENT_SUCCEEDED) continue;
+        CHECK_STR(log.e[i].idem, keys[k]);
+        CHECK_EQ(log.e[i].status, 200);
+        CHECK_EQ(log.e[i].final, 1);
+        CHECK_EQ(log.e[i].attempts, 1);
+        k++;
+    }
+    CHECK_EQ(count_of(e), 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    jr_free(&srv);
+    w_destroy(&w);
+    pthread_mutex_destroy(&log.m);
+}
+
+static void final_and_retryable_answers(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    opts o = {.backoff_base = 60000, .backoff_max = 60000};
+    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    REQUIRE(e);
+    evlog log;
+    ev_init(&log);
+    courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL);
+    waiter w;
+    w_init(&w, e);
+    courier_reachability_set_offline(e);
+    courier_request *r = freezable("POST", "/status/400", "x", COURIER_FREEZE_AUTO, 0);
+    courier_request_set_freeze_id(r, "bad-request");
+    send_one(e, r, &w);
+    r = freezable("POST", "/status/503", "y", COURIER_FREEZE_AUTO, 0);
+    courier_request_set_freeze_id(r, "unavailable");
+    send_one(e, r, &w);
+    r = freezable("POST", "/after", "z", COURIER_FREEZE_AUTO, 0); /* same host, behind the 503 */
+    courier_request_set_freeze_id(r, "after");
+    send_one(e, r, &w);
+    r = freezable("POST", "/unordered", "u", COURIER_FREEZE_AUTO, COURIER_FREEZE_UNORDERED);
+    courier_request_set_freeze_id(r, "free");
+    send_one(e, r, &w);
+    CHECK_EQ(w_wait(&w, 4), 4);
+    courier_reachability_set_online(e);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(jr_path_count(&srv, "/status/400"), 1);
+    CHECK_EQ(jr_path_count(&srv, "/status/503"), 1);
+    CHECK_EQ(jr_path_count(&srv, "/after"), 0);     /* waits for the 503's final answer */
+    CHECK_EQ(jr_path_count(&srv, "/unordered"), 1); /* waits for nobody */
+    CHECK_EQ(count_of(e), 2);
+    courier_frozen *f = NULL;
+    CHECK_EQ(courier_frozen_get(e, "bad-request", &f, NULL), COURIER_E_NOT_FOUND);
+    REQUIRE(courier_frozen_get(e, "unavailable", &f, NULL) == COURIER_OK);
+    courier_frozen_info info;
+    courier_frozen_get_info(f, &info, sizeof info);
+    CHECK_EQ(info.attempts, 1);
+    CHECK_EQ(info.last_code, COURIER_E_HTTP_STATUS);
+    CHECK_EQ(info.last_status, 503);
+    CHECK_EQ(info.claimed, 0);
+    CHECK(info.next_attempt_ms >= info.last_attempt_ms + 30000); /* backoff 60 s with jitter, kept */
+    courier_frozen_free(f);
+    int code = 0, status = 0;
+    CHECK_EQ(courier_frozen_last_outcome(e, "bad-request", &code, &status, NULL, NULL), COURIER_OK);
+    CHECK_EQ(code, COURIER_E_HTTP_STATUS);
+    CHECK_EQ(status, 400);
+    CHECK_EQ(courier_frozen_last_outcome(e, "unavailable", &code, &status, NULL, NULL), COURIER_E_NOT_FOUND);
+    int finals = 0, retries = 0;
+    pthread_mutex_lock(&log.m);
+    for (int i = 0; i < log.n; i++) {
+        if (log.e[i].kind != COURIER_FROZEN_EVENT_RESENT_FAILED) continue;
+        CHECK_EQ(log.e[i].code, COURIER_E_HTTP_STATUS);
+        if (strcmp(log.e[i].id, "bad-request") == 0) {
+            finals++;
+            CHECK_EQ(log.e[i].final, 1);
+            CHECK_EQ(log.e[i].status, 400);
+        } else {
+            retries++;
+            CHECK_STR(log.e[i].id, "unavailable");
+            CHECK_EQ(log.e[i].final, 0);
+            CHECK_EQ(log.e[i].status, 503);
+        }
+    }
+    pthread_mutex_unlock(&log.m);
+    CHECK_EQ(finals, 1);
+    CHECK_EQ(retries, 1);
+    /* The app can send the waiting ones now. */
+    courier_error err;
+    CHECK_EQ(courier_frozen_resend(e, "after", &err), COURIER_OK);
+    CHECK_EQ(courier_frozen_resend(e, "nope", &err), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(jr_path_count(&srv, "/after"), 1);
+    CHECK_EQ(count_of(e), 1);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    jr_free(&srv);
+    w_destroy(&w);
+    pthread_mutex_destroy(&log.m);
+}
+
+static void manual_policy_waits_for_the_app(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    waiter w;
+    w_init(&w, e);
+    courier_reachability_set_offline(e);
+    courier_request *r = freezable("DELETE", "/manual/1", NULL, COURIER_FREEZE_MANUAL, 0);
+    courier_request_set_freeze_id(r, "m1");
+    send_one(e, r, &w);
+    r = freezable("DELETE", "/manual/2", NULL, COURIER_FREEZE_MANUAL, 0);
+    courier_request_set_freeze_id(r, "m2");
+    send_one(e, r, &w);
+    CHECK_EQ(w_wait(&w, 2), 2);
+    courier_reachability_set_online(e);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(jr_count(&srv), 0);
+    CHECK_EQ(count_of(e), 2);
+    CHECK_EQ(courier_frozen_resend(e, "m1", NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(jr_path_count(&srv, "/manual/1"), 1);
+    CHECK_EQ(count_of(e), 1);
+    CHECK_EQ(courier_frozen_replay(e, COURIER_REPLAY_MANUAL, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(jr_path_count(&srv, "/manual/2"), 1);
+    CHECK_EQ(count_of(e), 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    jr_free(&srv);
+    w_destroy(&w);
+}
+
+static void bounded_concurrency(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    opts o = {.concurrency = 3};
+    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    REQUIRE(e);
+    waiter w;
+    w_init(&w, e);
+    courier_reachability_set_offline(e);
+    for (int i = 0; i < 9; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "/slow/u%d", i);
+        send_one(e, freezable("POST", path, "x", COURIER_FREEZE_AUTO, COURIER_FREEZE_UNORDERED), &w);
+    }
+    for (int i = 0; i < 3; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "/slow/o%d", i);
+        send_one(e, freezable("POST", path, "x", COURIER_FREEZE_AUTO, 0), &w);
+    }
+    CHECK_EQ(w_wait(&w, 12), 12);
+    courier_reachability_set_online(e);
+    CHECK_EQ(courier_frozen_wait_idle(e, 60000), COURIER_OK);
+    CHECK_EQ(jr_count(&srv), 12);
+    CHECK(srv.max_active <= 3);
+    CHECK(srv.max_active >= 2); /* unordered requests do go in parallel */
+    CHECK_EQ(count_of(e), 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    jr_free(&srv);
+    w_destroy(&w);
+}
+
+/* ---- expiry ---------------------------------------------------------------------------------- */
+
+static void expiry_with_injected_clock(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    atomic_store(&fake_now, (int64_t)1700000000000LL);
+    opts o = {.fake_clock = 1};
+    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    REQUIRE(e);
+    evlog log;
+    ev_init(&log);
+    courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL);
+    waiter w;
+    w_init(&w, e);
+    courier_reachability_set_offline(e);
+    for (int i = 0; i < 3; i++) {
+        courier_request *r = freezable("POST", "/expires", "x", COURIER_FREEZE_AUTO, 0);
+        courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 3600 * 1000, 0);
+        send_one(e, r, &w);
+    }
+    courier_request *r = freezable("POST", "/stays", "x", COURIER_FREEZE_AUTO, COURIER_FREEZE_UNORDERED);
+    send_one(e, r, &w); /* the default expiry: 24 hours */
+    CHECK_EQ(w_wait(&w, 4), 4);
+    courier_frozen *f = NULL;
+    REQUIRE(courier_frozen_get(e, w.ids[0], &f, NULL) == COURIER_OK);
+    courier_frozen_info info;
+    courier_frozen_get_info(f, &info, sizeof info);
+    CHECK_EQ(info.created_ms, 1700000000000LL);
+    CHECK_EQ(info.expires_ms, 1700000000000LL + 3600 * 1000);
+    courier_frozen_free(f);
+    atomic_store(&fake_now, (int64_t)1700000000000LL + 2 * 3600 * 1000); /* two hours later */
+    courier_reachability_set_online(e);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_EXPIRED), 3);
+    CHECK_EQ(jr_path_count(&srv, "/expires"), 0); /* never sent */
+    CHECK_EQ(jr_path_count(&srv, "/stays"), 1);
+    CHECK_EQ(count_of(e), 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    jr_free(&srv);
+    w_destroy(&w);
+    pthread_mutex_destroy(&log.m);
+}
+
+/* ---- a corrupt journal ---------------------------------------------------------------------- */
+
+static long file_len(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static int find_aside(const char *store, char *out, size_t cap) {
+    DIR *d = opendir(store);
+    if (!d) return 0;
+    struct dirent *de;
+    int found = 0;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, "journal.corrupt-", 16) == 0) {
+            snprintf(out, cap, "%s/%s", store, de->d_name);
+            found++;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+static void freeze_some(const char *store, int n) {
+    opts o = {.paused = 1};
+    courier_engine *e = open_eng(store, jr_free_port(), &o, NULL);
+    if (!e) return;
+    waiter w;
+    w_init(&w, e);
+    courier_reachability_set_offline(e);
+    for (int i = 0; i < n; i++) send_one(e, freezable("POST", "/c", "x", COURIER_FREEZE_AUTO, 0), &w);
+    w_wait(&w, n);
+    courier_engine_close(e);
+    w_destroy(&w);
+}
+
+static void corrupt_journal_is_kept_aside(void) {
+    const char *store = th_tmpdir();
+    freeze_some(store, 3);
+    char data[600];
+    snprintf(data, sizeof data, "%s/journal/data.mdb", store);
+    long size = file_len(data);
+    REQUIRE(size > 0);
+    /* Scribble over both meta pages. */
+    int fd = open(data, O_WRONLY);
+    REQUIRE(fd >= 0);
+    char junk[8192];
+    memset(junk, 0xAB, sizeof junk);
+    CHECK_EQ(pwrite(fd, junk, sizeof junk, 0), (long)sizeof junk);
+    close(fd);
+
+    courier_error err;
+    courier_engine *e = open_eng(store, jr_free_port(), NULL, &err);
+    CHECK(e == NULL);
+    CHECK_EQ(err.code, COURIER_E_JOURNAL_CORRUPT);
+    CHECK_CONTAINS(err.message, "kept as");
+    char aside[700];
+    CHECK_EQ(find_aside(store, aside, sizeof aside), 1);
+    char kept[800];
+    snprintf(kept, sizeof kept, "%s/data.mdb", aside);
+    CHECK_EQ(file_len(kept), size); /* the whole file, as it was: never emptied */
+    int kfd = open(kept, O_RDONLY);
+    char head[16];
+    CHECK_EQ(read(kfd, head, sizeof head), 16);
+    CHECK_EQ((unsigned char)head[0], 0xAB);
+    close(kfd);
+    CHECK_CONTAINS(err.message, aside);
+
+    /* The next open starts a new journal; the old one stays where it was put. */
+    e = open_eng(store, jr_free_port(), NULL, &err);
+    REQUIRE(e);
+    CHECK_EQ(count_of(e), 0);
+    courier_engine_close(e);
+    CHECK_EQ(file_len(kept), size);
+}
+
+static void emptied_journal_is_reported(void) {
+    const char *store = th_tmpdir();
+    freeze_some(store, 2);
+    char data[600];
+    snprintf(data, sizeof data, "%s/journal/data.mdb", store);
+    REQUIRE(truncate(data, 0) == 0); /* LMDB alone would take this for a new, empty journal */
+    courier_error err;
+    courier_engine *e = open_eng(store, jr_free_port(), NULL, &err);
+    CHECK(e == NULL);
+    CHECK_EQ(err.code, COURIER_E_JOURNAL_CORRUPT);
+    char aside[700];
+    CHECK_EQ(find_aside(store, aside, sizeof aside), 1);
+    e = open_eng(store, jr_free_port(), NULL, &err);
+    CHECK(e != NULL);
+    courier_engine_close(e);
+}
+
+/* ---- the network monitor --------------------------------------------------------------------- */
+
+typedef struct reach_log {
+    pthread_mutex_t m;
+    int n;
+    int states[64];
+} reach_log;
+
+static void reach_cb(int status, void *user) {
+    reach_log *l = user;
+    pthread_mutex_lock(&l->m);
+    if (l->n < 64) l->states[l->n] = status;
+    l->n++;
+    pthread_mutex_unlock(&l->m);
+}
+
+static int wait_status(courier_engine *e, int want) {
+    int64_t end = th_now_ms() + 20000;
+    while (courier_reachability_status(e) != want && th_now_ms() < end) usleep(20000);
+    return courier_reachability_status(e);
+}
+
+static void monitor_from_errors_and_probe(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    int port = srv.port;
+    const char *store = th_tmpdir();
+    opts o = {.from_errors = 1, .probe_ms = 100};
+    courier_engine *e = open_eng(store, port, &o, NULL);
+    REQUIRE(e);
+    reach_log rl;
+    memset(&rl, 0, sizeof rl);
+    pthread_mutex_init(&rl.m, NULL);
+    uint64_t token = 0;
+    CHECK_EQ(courier_reachability_add_listener(e, reach_cb, &rl, NULL, &token), COURIER_OK);
+    CHECK(token != 0);
+    courier_response *resp = NULL;
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", "/hello");
+    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    courier_response_free(resp);
+    CHECK_EQ(courier_reachability_status(e), COURIER_REACHABILITY_ONLINE);
+    jr_stop(&srv);
+    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_CANNOT_CONNECT);
+    CHECK_EQ(courier_reachability_status(e), COURIER_REACHABILITY_OFFLINE);
+    int64_t t0 = th_now_ms();
+    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_OFFLINE); /* fast, without the network */
+    CHECK(th_now_ms() - t0 < 10000);
+    /* The probe (TCP to the host that failed) sees the server come back. */
+    REQUIRE(jr_start(&srv, port) == 0);
+    CHECK_EQ(wait_status(e, COURIER_REACHABILITY_ONLINE), COURIER_REACHABILITY_ONLINE);
+    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    courier_response_free(resp);
+    courier_request_free(r);
+    courier_frozen_wait_idle(e, 5000); /* listeners run on the journal thread */
+    pthread_mutex_lock(&rl.m);
+    CHECK(rl.n >= 3);
+    CHECK_EQ(rl.states[0], COURIER_REACHABILITY_ONLINE);
+    CHECK_EQ(rl.states[1], COURIER_REACHABILITY_OFFLINE);
+    CHECK_EQ(rl.states[rl.n - 1], COURIER_REACHABILITY_ONLINE);
+    pthread_mutex_unlock(&rl.m);
+    CHECK_EQ(courier_reachability_remove_listener(e, token), COURIER_OK);
+    CHECK_EQ(courier_reachability_remove_listener(e, token), COURIER_E_NOT_FOUND);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    jr_free(&srv);
+    pthread_mutex_destroy(&rl.m);
+}
+
+static void monitor_http_probe_and_app_word(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    int port = srv.port;
+    char probe[64];
+    snprintf(probe, sizeof probe, "http://127.0.0.1:%d/probe", port);
+    const char *store = th_tmpdir();
+    opts o = {.from_errors = 1, .probe = probe, .probe_ms = 100};
+    courier_engine *e = open_eng(store, port, &o, NULL);
+    REQUIRE(e);
+    waiter w;
+    w_init(&w, e);
+    jr_stop(&srv);
+    /* Failing to connect makes the engine offline, and freezes what may be frozen. */
+    send_one(e, freezable("POST", "/later", "x", COURIER_FREEZE_AUTO, 0), &w);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
+    CHECK_EQ(wait_status(e, COURIER_REACHABILITY_OFFLINE), COURIER_REACHABILITY_OFFLINE);
+    REQUIRE(jr_start(&srv, port) == 0);
+    /* The HEAD probe brings it online, which replays the frozen request. */
+    CHECK_EQ(wait_status(e, COURIER_REACHABILITY_ONLINE), COURIER_REACHABILITY_ONLINE);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK(jr_path_count(&srv, "/probe") >= 1);
+    CHECK_EQ(jr_path_count(&srv, "/later"), 1);
+    CHECK_EQ(count_of(e), 0);
+    /* The app's word holds over detection until it gives it back. */
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    courier_response *resp = NULL;
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", "/x");
+    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_OFFLINE);
+    CHECK_EQ(courier_reachability_set_automatic(e), COURIER_OK);
+    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    courier_response_free(resp);
+    courier_request_free(r);
+    CHECK_EQ(courier_reachability_status(e), COURIER_REACHABILITY_ONLINE);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    jr_free(&srv);
+    w_destroy(&w);
+}
+
+TESTS_MAIN(T(freeze_on_cannot_connect), T(never_policy_is_not_frozen), T(given_id_replaces_older),
+           T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
+           T(replay_in_order_with_keys), T(final_and_retryable_answers), T(manual_policy_waits_for_the_app),
+           T(bounded_concurrency), T(expiry_with_injected_clock), T(corrupt_journal_is_kept_aside),
+           T(emptied_journal_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word))

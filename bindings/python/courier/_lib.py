@@ -1,0 +1,168 @@
+"""Loading libcourier and declaring its functions for ctypes.
+
+The library is found, in order, at the path in the environment variable ``COURIER_LIBRARY``, next
+to this package (``libcourier.so*`` copied into it), or by ``ctypes.util.find_library("courier")``.
+Every function of ``include/courier.h`` is declared from the generated table in ``_decls.py``; a
+function the loaded library lacks (an older library) is left out, and the feature that needs it
+raises :class:`courier.CourierError` with ``COURIER_E_INTERNAL`` when used.
+
+ctypes releases the GIL for the duration of every foreign call (``CDLL``, not ``PyDLL``), so the
+engine works while other Python threads run; callbacks from the engine's threads take the GIL.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import glob
+import os
+from typing import Any
+
+from ._decls import DECLS
+
+__all__ = ["lib", "library_path", "has", "ERROR", "METRICS", "CACHE_STATS", "CACHE_ENTRY_INFO",
+           "FROZEN_INFO", "FROZEN_EVENT", "EVENT", "JSON_OPTIONS", "MAPPING_ERROR",
+           "CACHE_POLICY_CALLBACKS", "TRANSPORT"]
+
+_KINDS: dict[str, Any] = {
+    "void": None,
+    "int": ctypes.c_int,
+    "uint": ctypes.c_uint,
+    "long": ctypes.c_long,
+    "double": ctypes.c_double,
+    "size_t": ctypes.c_size_t,
+    "int64": ctypes.c_int64,
+    "uint64": ctypes.c_uint64,
+    "str": ctypes.c_char_p,
+    "ptr": ctypes.c_void_p,
+    "fn": ctypes.c_void_p,
+}
+
+
+def _candidates() -> list[str]:
+    env = os.environ.get("COURIER_LIBRARY")
+    if env:
+        return [env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = sorted(glob.glob(os.path.join(here, "libcourier.so*")), key=len)
+    found += sorted(glob.glob(os.path.join(here, "libcourier*.dylib")), key=len)
+    name = ctypes.util.find_library("courier")
+    if name:
+        found.append(name)
+    # The SONAME of the ABI this binding speaks, for systems where only it is installed.
+    found.append("libcourier.so.0")
+    return found
+
+
+def _load() -> tuple[ctypes.CDLL, str]:
+    errors = []
+    for path in _candidates():
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:  # try the next one
+            errors.append(f"{path}: {e}")
+    raise ImportError(
+        "courier: cannot load libcourier (set COURIER_LIBRARY to the path of libcourier.so): "
+        + "; ".join(errors))
+
+
+lib, library_path = _load()
+
+_missing: set[str] = set()
+for _name, (_ret, _args) in DECLS.items():
+    try:
+        _fn = getattr(lib, _name)
+    except AttributeError:
+        _missing.add(_name)
+        continue
+    _fn.restype = _KINDS[_ret]
+    _fn.argtypes = [_KINDS[a] for a in _args]
+
+
+def has(name: str) -> bool:
+    """True when the loaded library exports the function ``name``."""
+    return name in DECLS and name not in _missing
+
+
+# ---------------------------------------------------------------------------------------------
+# The caller-allocated structs of the header, field for field.
+# ---------------------------------------------------------------------------------------------
+
+class ERROR(ctypes.Structure):
+    """courier_error."""
+    _fields_ = [("code", ctypes.c_int), ("http_status", ctypes.c_int), ("curl_code", ctypes.c_int),
+                ("os_error", ctypes.c_int), ("store_error", ctypes.c_int),
+                ("reserved", ctypes.c_int * 7), ("message", ctypes.c_char * 256)]
+
+
+class METRICS(ctypes.Structure):
+    """courier_metrics."""
+    _fields_ = [("dns_s", ctypes.c_double), ("connect_s", ctypes.c_double), ("tls_s", ctypes.c_double),
+                ("first_byte_s", ctypes.c_double), ("total_s", ctypes.c_double),
+                ("bytes_sent", ctypes.c_int64), ("bytes_received", ctypes.c_int64),
+                ("connection_reused", ctypes.c_int), ("http_version", ctypes.c_int),
+                ("redirects", ctypes.c_int)]
+
+
+class CACHE_STATS(ctypes.Structure):
+    """courier_cache_stats."""
+    _fields_ = [(n, ctypes.c_int64) for n in ("hits", "misses", "writes", "evictions", "revalidations",
+                                              "stale_served", "write_failures", "bytes", "count",
+                                              "max_bytes")]
+
+
+class CACHE_ENTRY_INFO(ctypes.Structure):
+    """courier_cache_entry_info."""
+    _fields_ = [("key", ctypes.c_char_p), ("url", ctypes.c_char_p), ("id", ctypes.c_char_p),
+                ("status", ctypes.c_int), ("size", ctypes.c_int64), ("created_ms", ctypes.c_int64),
+                ("expires_ms", ctypes.c_int64)]
+
+
+class FROZEN_INFO(ctypes.Structure):
+    """courier_frozen_info."""
+    _fields_ = [("size", ctypes.c_size_t), ("policy", ctypes.c_int), ("flags", ctypes.c_uint),
+                ("timeout_ms", ctypes.c_long), ("attempts", ctypes.c_int), ("last_code", ctypes.c_int),
+                ("last_status", ctypes.c_int), ("claimed", ctypes.c_int), ("created_ms", ctypes.c_int64),
+                ("expires_ms", ctypes.c_int64), ("next_attempt_ms", ctypes.c_int64),
+                ("last_attempt_ms", ctypes.c_int64)]
+
+
+class FROZEN_EVENT(ctypes.Structure):
+    """courier_frozen_event."""
+    _fields_ = [("size", ctypes.c_size_t), ("kind", ctypes.c_int), ("freeze_id", ctypes.c_char_p),
+                ("frozen", ctypes.c_void_p), ("request_id", ctypes.c_uint64), ("code", ctypes.c_int),
+                ("final", ctypes.c_int), ("attempts", ctypes.c_int), ("response", ctypes.c_void_p),
+                ("error", ctypes.POINTER(ERROR))]
+
+
+class EVENT(ctypes.Structure):
+    """courier_event."""
+    _fields_ = [("size", ctypes.c_size_t), ("kind", ctypes.c_int), ("request_id", ctypes.c_uint64),
+                ("method", ctypes.c_char_p), ("url", ctypes.c_char_p), ("code", ctypes.c_int),
+                ("http_status", ctypes.c_int), ("attempt", ctypes.c_int), ("delay_ms", ctypes.c_long),
+                ("duration_s", ctypes.c_double), ("bytes_received", ctypes.c_int64),
+                ("bytes_expected", ctypes.c_int64), ("bytes_sent", ctypes.c_int64),
+                ("bytes_to_send", ctypes.c_int64), ("response", ctypes.c_void_p),
+                ("error", ctypes.POINTER(ERROR))]
+
+
+class JSON_OPTIONS(ctypes.Structure):
+    """courier_json_options."""
+    _fields_ = [("version", ctypes.c_int), ("max_depth", ctypes.c_int), ("max_bytes", ctypes.c_int64),
+                ("flags", ctypes.c_uint)]
+
+
+class MAPPING_ERROR(ctypes.Structure):
+    """courier_mapping_error."""
+    _fields_ = [("path", ctypes.c_char * 256), ("expected", ctypes.c_int), ("found", ctypes.c_int),
+                ("reserved", ctypes.c_int * 6)]
+
+
+class CACHE_POLICY_CALLBACKS(ctypes.Structure):
+    """courier_cache_policy_callbacks (function pointers as void *: filled with CFUNCTYPE objects)."""
+    _fields_ = [("version", ctypes.c_uint), ("has_cache", ctypes.c_void_p),
+                ("answer_from_cache", ctypes.c_void_p), ("should_write", ctypes.c_void_p)]
+
+
+class TRANSPORT(ctypes.Structure):
+    """courier_transport."""
+    _fields_ = [("start", ctypes.c_void_p), ("cancel", ctypes.c_void_p)]

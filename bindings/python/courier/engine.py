@@ -1,0 +1,665 @@
+"""The engine: ``courier_engine`` behind a context manager."""
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import os
+import threading
+import weakref
+from ctypes import byref, c_long, c_uint64, c_void_p
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+
+from . import _callbacks as cb
+from ._lib import ERROR, JSON_OPTIONS, lib
+from .errors import CourierError, EngineClosed, InvalidArgument, check, make_error
+from .request import BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs
+from .response import Response
+
+__all__ = ["Engine", "CourierFuture", "Interceptor", "Event", "EventKind", "LogLevel", "Reachability",
+           "Redaction", "CachePolicy", "CacheDurability"]
+
+
+class LogLevel(IntEnum):
+    """``courier_log_level``."""
+    OFF = 0
+    ERROR = 1
+    WARNING = 2
+    INFO = 3
+    DEBUG = 4
+    TRACE = 5
+
+
+class Redaction(IntEnum):
+    """``courier_log_redaction``."""
+    SECRETS = 0
+    QUERY = 1
+    NONE = 2
+
+
+class EventKind(IntEnum):
+    """``courier_event_kind``."""
+    WILL_SEND = 1
+    DID_SEND = 2
+    PROGRESS = 3
+    FINISHED = 4
+    FROM_CACHE = 5
+    RETRIED = 6
+    FROZEN = 7
+
+
+class Reachability(IntEnum):
+    """``courier_reachability``."""
+    UNKNOWN = 0
+    OFFLINE = 1
+    ONLINE = 2
+
+
+class CachePolicy(IntEnum):
+    """``courier_cache_policy``; user policies use ids >= ``USER_MIN``."""
+    NO_CACHE = 0
+    CACHE_FIRST = 1
+    WRITE_ONLY = 2
+    HTTP = 3
+    USER_MIN = 100
+
+
+class CacheDurability(IntEnum):
+    """``courier_cache_durability``."""
+    DURABLE = 0
+    FAST = 1
+    SYNCED = 2
+
+
+@dataclass
+class Event:
+    """A request lifecycle event (``courier_event``), for monitors. ``response`` is lent for the
+    duration of the monitor call."""
+    kind: EventKind
+    request_id: int
+    method: Optional[str]
+    url: Optional[str]
+    code: int
+    http_status: int
+    attempt: int
+    delay: float
+    duration: float
+    bytes_received: int
+    bytes_expected: int
+    bytes_sent: int
+    bytes_to_send: int
+    response: Optional[Response]
+    error: Optional[CourierError]
+
+    @classmethod
+    def _from_c(cls, ev: Any) -> "Event":
+        resp = Response._borrow(ev.response) if ev.response else None
+        err = make_error(ev.error.contents.code, ev.error.contents) if ev.error and ev.error.contents.code else None
+        try:
+            kind = EventKind(ev.kind)
+        except ValueError:
+            kind = ev.kind  # a kind newer than this binding
+        return cls(kind, int(ev.request_id), ev.method.decode() if ev.method else None,
+                   ev.url.decode("utf-8", "replace") if ev.url else None, ev.code, ev.http_status, ev.attempt,
+                   ev.delay_ms / 1000.0, ev.duration_s, ev.bytes_received, ev.bytes_expected, ev.bytes_sent,
+                   ev.bytes_to_send, resp, err)
+
+    def _release(self) -> None:
+        if self.response is not None:
+            self.response._release()
+
+
+class Interceptor:
+    """An engine interceptor (``courier_config_add_interceptor``). Subclass and override either
+    method, or pass functions.
+
+    * ``before_send(outgoing)`` adapts every final request, on the sending thread;
+    * ``after_receive(request_id, response)`` sees each response a transport produced, on the
+      worker thread, and may return a :class:`courier.Answer` to replace it, or raise (a
+      :class:`courier.CourierError` fails the request with its code).
+    """
+
+    def __init__(self, before_send: Optional[Callable[..., Any]] = None,
+                 after_receive: Optional[Callable[..., Any]] = None) -> None:
+        if before_send is not None:
+            self.before_send = before_send  # type: ignore[method-assign]
+        if after_receive is not None:
+            self.after_receive = after_receive  # type: ignore[method-assign]
+
+    before_send: Optional[Callable[..., Any]] = None
+    after_receive: Optional[Callable[..., Any]] = None
+
+
+class CourierFuture(concurrent.futures.Future):
+    """The future of :meth:`Engine.send_async`. ``result()`` returns the :class:`Response` or
+    raises the request's :class:`courier.CourierError`. :meth:`cancel` cancels the request in the
+    engine (``courier_cancel``): the future then ends with :class:`courier.Cancelled` (which is
+    also a ``concurrent.futures.CancelledError``) unless the request completed first."""
+
+    request_id: int = 0
+
+    def __init__(self, engine: "Engine") -> None:
+        super().__init__()
+        self._engine_ref = weakref.ref(engine)
+
+    def cancel(self) -> bool:
+        eng = self._engine_ref()
+        if eng is None or self.done() or not self.request_id:
+            return False
+        return eng.cancel(self.request_id)
+
+
+class _SendContext:
+    """One send: where its callbacks' exceptions are kept, and how it completes."""
+
+    __slots__ = ("engine", "exc", "future", "callback")
+
+    def __init__(self, engine: "Engine", future: Optional[CourierFuture] = None,
+                 callback: Optional[Callable[..., Any]] = None) -> None:
+        self.engine = engine
+        self.exc: Optional[BaseException] = None
+        self.future = future
+        self.callback = callback
+
+    def keep(self, exc: BaseException, request_id: int = 0) -> None:
+        if self.exc is None:
+            self.exc = exc
+
+    def _complete(self, request_id: int, code: int, response: Optional[int], err: Any) -> None:
+        eng = self.engine
+        eng._callback_threads.add(threading.get_ident())
+        resp = Response(response) if response else None
+        exc = self.exc
+        kept = eng._errors.pop(request_id, None) if eng._errors else None
+        if exc is None:
+            exc = kept
+        if code != 0:
+            cerr = make_error(code, err, resp)
+            if exc is None:
+                exc = cerr
+            elif exc.__context__ is None:
+                exc.__context__ = cerr
+        fut = self.future
+        if fut is not None and not fut.request_id:
+            fut.request_id = request_id
+        if self.callback is not None:
+            try:
+                self.callback(resp if exc is None else None, exc)
+            except BaseException as e:  # kept: result() re-raises it
+                if exc is not None and e is not exc and e.__context__ is None:
+                    e.__context__ = exc
+                exc = e
+        if fut is not None:
+            if exc is None:
+                fut.set_result(resp)
+            else:
+                fut.set_exception(exc)
+
+
+_live_engines: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:  # no engine thread may call into Python once the interpreter finalizes
+    for eng in list(_live_engines):
+        try:
+            eng._close(raise_kept=False)
+        except Exception:  # pragma: no cover
+            pass
+
+
+def _ms(seconds: Optional[float]) -> int:
+    return max(0, int(round(float(seconds or 0) * 1000)))
+
+
+class Engine:
+    """A Courier engine (``courier_engine``): one worker thread, its connections, its store.
+
+    >>> with courier.Engine(base_url="http://127.0.0.1:8080", timeout=5) as engine:
+    ...     r = engine.get("/json", params={"q": "x"})
+    ...     print(r.status, r.json())
+
+    Thread-safe: share one engine between threads. Close it with :meth:`close` or a ``with``
+    block (``__del__`` closes a forgotten engine as a safety net). Every keyword maps to a
+    ``courier_config_set_*`` of the same meaning; times are seconds (floats).
+
+    Args:
+        base_url: joined to relative request paths.
+        store: the store directory (cache, journal); default a private temporary one removed at close.
+        timeout: default timeout of a request, whole transfer.
+        headers, params: added to every request.
+        user_agent, max_connections_per_host, max_connections, body_encoding ("form"/"json"),
+        max_response_bytes, ca_file, pinned_public_key, insecure: transport settings.
+        validator: ``fn(response) -> bool`` for requests without their own.
+        retry: a :class:`courier.Retry` for every request.
+        frequent_guard: a window in seconds refusing identical requests (:class:`courier.TooFrequent`).
+        mock: the mock switch (requests with a ``mock=`` answer are then not sent).
+        interceptors: :class:`Interceptor` objects, in order.
+        cache: default cache policy (:class:`CachePolicy`); cache_expiry (s), cache_max_bytes,
+        cache_durability, clock (``fn() -> seconds since the epoch``, for tests of expiry).
+        envelope: a :class:`courier.Envelope`; json_types: MIME types decoded as JSON;
+        decoders: ``{mime: fn(body, content_type) -> python value}``.
+        frozen_replay: (concurrency, backoff base s, backoff max s); frozen_expiry, frozen_lease,
+        frozen_poll (s); frozen_paused.
+        reachability: dict(from_errors=bool, probe=str, interval=s).
+        log_level: the engine's :class:`LogLevel`.
+    """
+
+    def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
+                 timeout: Optional[float] = None, headers: HeadersArg = None, params: Params = None,
+                 user_agent: Optional[str] = None, max_connections_per_host: Optional[int] = None,
+                 max_connections: Optional[int] = None, body_encoding: Union[BodyEncoding, str, None] = None,
+                 max_response_bytes: Optional[int] = None, ca_file: Optional[str] = None,
+                 pinned_public_key: Optional[str] = None, insecure: bool = False,
+                 validator: Optional[Callable[[Response], bool]] = None, retry: Optional[Retry] = None,
+                 frequent_guard: Optional[float] = None, mock: Optional[bool] = None,
+                 interceptors: Sequence[Interceptor] = (), cache: Optional[int] = None,
+                 cache_expiry: Optional[float] = None, cache_max_bytes: Optional[int] = None,
+                 cache_durability: Optional[int] = None, clock: Optional[Callable[[], float]] = None,
+                 envelope: Any = None, json_types: Iterable[str] = (),
+                 decoders: Optional[Mapping[str, Callable[[bytes, Optional[str]], Any]]] = None,
+                 json_max_depth: Optional[int] = None,
+                 frozen_replay: Optional[tuple[int, float, float]] = None,
+                 frozen_expiry: Optional[float] = None, frozen_lease: Optional[float] = None,
+                 frozen_poll: Optional[float] = None, frozen_paused: Optional[bool] = None,
+                 reachability: Optional[Mapping[str, Any]] = None,
+                 log_level: Optional[int] = None) -> None:
+        self._ptr: Optional[int] = None
+        self._errors: dict[int, BaseException] = {}
+        self._background: list[BaseException] = []
+        self._callback_threads: set[int] = set()
+        self._keep: list[Any] = []  # Python objects C borrows (mappings, envelopes)
+        self._lock = threading.Lock()
+        cfg = c_void_p()
+        check(lib.courier_config_new(byref(cfg)))
+        c = cfg.value
+        try:
+            if base_url is not None:
+                check(lib.courier_config_set_base_url(c, _b(base_url)))
+            for name, value in _pairs(headers):
+                check(lib.courier_config_add_header(c, _b(name), _b(value)))
+            for name, value in _pairs(params):
+                check(lib.courier_config_add_param(c, _b(name), _b(value)))
+            if timeout is not None:
+                check(lib.courier_config_set_timeout_ms(c, max(1, _ms(timeout))))
+            if user_agent is not None:
+                check(lib.courier_config_set_user_agent(c, _b(user_agent)))
+            if max_connections_per_host is not None:
+                check(lib.courier_config_set_max_connections_per_host(c, int(max_connections_per_host)))
+            if max_connections is not None:
+                check(lib.courier_config_set_max_connections(c, int(max_connections)))
+            if body_encoding is not None:
+                enc = BodyEncoding[body_encoding.upper()] if isinstance(body_encoding, str) else body_encoding
+                check(lib.courier_config_set_body_encoding(c, int(enc)))
+            if max_response_bytes is not None:
+                check(lib.courier_config_set_max_response_bytes(c, int(max_response_bytes)))
+            if ca_file is not None:
+                check(lib.courier_config_set_ca_file(c, _b(os.fspath(ca_file))))
+            if pinned_public_key is not None:
+                check(lib.courier_config_set_pinned_public_key(c, _b(pinned_public_key)))
+            if insecure:
+                check(lib.courier_config_set_insecure(c, 1))
+            if store is not None:
+                check(lib.courier_config_set_store_dir(c, _b(os.fspath(store))))
+            if validator is not None:
+                key = cb.register(cb.Slot(validator, None, self))
+                check(lib.courier_config_set_validator(c, cb.validator, key, cb.user_free))
+            if retry is not None:
+                check(lib.courier_config_set_retry(c, *retry._args()))
+            if frequent_guard is not None:
+                check(lib.courier_config_set_frequent_guard_ms(c, _ms(frequent_guard)))
+            if mock is not None:
+                check(lib.courier_config_set_mock_enabled(c, 1 if mock else 0))
+            for icpt in interceptors:
+                if isinstance(icpt, tuple):
+                    icpt = Interceptor(*icpt)
+                fns = (getattr(icpt, "before_send", None), getattr(icpt, "after_receive", None))
+                key = cb.register(cb.Slot(fns, None, self))
+                check(lib.courier_config_add_interceptor(c, cb.before_send if fns[0] else None,
+                                                         cb.after_receive if fns[1] else None, key,
+                                                         cb.user_free))
+            if cache is not None:
+                check(lib.courier_config_set_cache_policy(c, int(cache)))
+            if cache_expiry is not None:
+                check(lib.courier_config_set_cache_expiry(c, int(round(cache_expiry))))
+            if cache_max_bytes is not None:
+                check(lib.courier_config_set_cache_max_bytes(c, int(cache_max_bytes)))
+            if cache_durability is not None:
+                check(lib.courier_config_set_cache_durability(c, int(cache_durability)))
+            if clock is not None:
+                key = cb.register(cb.Slot(clock, None, self, "seconds"))
+                check(lib.courier_config_set_clock(c, cb.clock, key, cb.user_free))
+            if envelope is not None:
+                check(lib.courier_config_set_envelope(c, envelope._handle()))
+                self._keep.append(envelope)
+            for mime in json_types:
+                check(lib.courier_config_add_json_type(c, _b(mime)))
+            for mime, fn in (decoders or {}).items():
+                key = cb.register(cb.Slot(fn, None, self))
+                check(lib.courier_config_set_decoder(c, _b(mime), cb.decoder, key, cb.user_free))
+            if json_max_depth is not None:
+                opts = JSON_OPTIONS()
+                check(lib.courier_json_options_init(byref(opts), 1))
+                opts.max_depth = int(json_max_depth)
+                check(lib.courier_config_set_json_options(c, byref(opts)))
+            if frozen_replay is not None:
+                conc, base, mx = frozen_replay
+                check(lib.courier_config_set_frozen_replay(c, int(conc), _ms(base), _ms(mx)))
+            if frozen_expiry is not None:
+                check(lib.courier_config_set_frozen_expiry_ms(c, _ms(frozen_expiry)))
+            if frozen_lease is not None:
+                check(lib.courier_config_set_frozen_lease_ms(c, _ms(frozen_lease)))
+            if frozen_poll is not None:
+                check(lib.courier_config_set_frozen_poll_ms(c, _ms(frozen_poll)))
+            if frozen_paused is not None:
+                check(lib.courier_config_set_frozen_paused(c, 1 if frozen_paused else 0))
+            if reachability is not None:
+                r = dict(reachability)
+                check(lib.courier_config_set_reachability(c, 1 if r.get("from_errors") else 0,
+                                                          _opt(r.get("probe")), _ms(r.get("interval"))))
+            out = c_void_p()
+            err = ERROR()
+            check(lib.courier_engine_open(byref(out), c, byref(err)), err)
+            self._ptr = out.value
+        finally:
+            lib.courier_config_free(c)
+        _live_engines.add(self)
+        if log_level is not None:
+            self.log_level = LogLevel(log_level)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def _handle(self) -> int:
+        p = self._ptr
+        if not p:
+            raise EngineClosed("the engine is closed")
+        return p
+
+    def keep(self, exc: BaseException, request_id: int = 0) -> None:
+        """Where callbacks of this engine keep exceptions (see ``courier._callbacks``)."""
+        with self._lock:
+            if request_id:
+                self._errors.setdefault(request_id, exc)
+                if len(self._errors) > 4096:  # never picked up (a request without a response)
+                    self._errors.pop(next(iter(self._errors)))
+            else:
+                self._background.append(exc)
+
+    def close(self) -> None:
+        """Closes the engine: every request still queued or in flight completes with
+        :class:`courier.Cancelled` before this returns. Then re-raises the first exception kept
+        from a callback that belonged to no send (a monitor, a log sink, a listener), if any.
+        Must not be called from one of the engine's own callbacks."""
+        self._close(raise_kept=True)
+
+    def _close(self, raise_kept: bool) -> None:
+        with self._lock:
+            ptr = self._ptr
+            if ptr and threading.get_ident() in self._callback_threads:
+                raise InvalidArgument("an engine cannot be closed from one of its own callbacks")
+            self._ptr = None
+        if ptr:
+            lib.courier_engine_close(ptr)
+            _live_engines.discard(self)
+        if raise_kept and self._background:
+            exc = self._background[0]
+            self._background.clear()
+            raise exc
+
+    @property
+    def closed(self) -> bool:
+        return not self._ptr
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._close(raise_kept=exc is None)
+
+    def __del__(self) -> None:
+        try:
+            if self._ptr:
+                if threading.get_ident() in self._callback_threads:
+                    # dropped inside one of its callbacks: close from another thread
+                    threading.Thread(target=self._close, args=(False,), daemon=True).start()
+                else:
+                    self._close(raise_kept=False)
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    def __repr__(self) -> str:
+        return f"<courier.Engine {'closed' if self.closed else self.store_dir}>"
+
+    @property
+    def store_dir(self) -> str:
+        """The engine's store directory."""
+        return (lib.courier_engine_store_dir(self._handle()) or b"").decode()
+
+    def pending(self) -> tuple[int, int]:
+        """(queued, active): requests waiting to start and on the wire."""
+        q, a = c_long(), c_long()
+        check(lib.courier_engine_pending(self._handle(), byref(q), byref(a)))
+        return q.value, a.value
+
+    @property
+    def mock_enabled(self) -> bool:
+        raise AttributeError("the mock switch can be set, not read")
+
+    @mock_enabled.setter
+    def mock_enabled(self, on: bool) -> None:
+        check(lib.courier_engine_set_mock_enabled(self._handle(), 1 if on else 0))
+
+    # -- sending -----------------------------------------------------------------------------------
+    def request(self, method: str, url: str, **kw: Any) -> Request:
+        """A :class:`courier.Request` (not sent), e.g. for the cache manager or to send again."""
+        return Request(method, url, **kw)
+
+    def send(self, method: Union[str, Request], url: Optional[str] = None, **kw: Any) -> Response:
+        """Sends a request and waits for its answer (``courier_send_sync``; the GIL is released
+        while the engine works).
+
+        ``method`` is an HTTP method (then ``url`` and keywords describe the request, as for
+        :class:`courier.Request`) or a prepared :class:`courier.Request`.
+
+        Keywords: ``params`` (query for GET/HEAD/DELETE, body otherwise), ``headers``, ``body``
+        (bytes/str) with ``content_type``, ``json`` (a JSON body), ``form`` (a form body from a
+        dict), ``parts`` (multipart, :class:`courier.Part`), ``body_file``, ``timeout`` (s),
+        ``auth`` (user, password), ``token``, ``validator(response) -> bool``,
+        ``customize(outgoing)``, ``priority``, ``retry`` (:class:`courier.Retry`), ``coalesce``,
+        ``frequent_guard``, ``mock`` (:class:`courier.Mock`), ``download`` (a path) with
+        ``resume``, ``progress(Progress)``, ``cache`` (a :class:`CachePolicy`), ``cache_expiry``,
+        ``cache_key``, ``cache_sensitive_data``, ``cache_key_filter``, ``freeze``,
+        ``ignore_offline``, ``key_path``, ``mapping``, ``results``, ``envelope``, ``transport``.
+
+        Returns the :class:`Response` (status < 400). Raises the :class:`courier.CourierError`
+        subclass of the failure (:class:`courier.HTTPStatusError` with ``.response`` for >= 400),
+        or the exception a callback of this send raised.
+        """
+        req = method if isinstance(method, Request) else Request(method, url or "", **kw)
+        if isinstance(method, Request) and (url is not None or kw):
+            raise TypeError("send(Request) takes no other arguments")
+        h = self._handle()
+        ctx = _SendContext(self)
+        creq = req._build(ctx, self)
+        out = c_void_p()
+        err = ERROR()
+        try:
+            with cb.sending(ctx):
+                code = lib.courier_send_sync(h, creq, byref(out), byref(err))
+        finally:
+            lib.courier_request_free(creq)
+        resp = Response(out.value) if out.value else None
+        exc = ctx.exc
+        if self._errors and resp is not None:
+            with self._lock:
+                kept = self._errors.pop(resp.request_id, None)
+            exc = exc or kept
+        if exc is not None:
+            if code != 0 and exc.__context__ is None:
+                exc.__context__ = make_error(code, err, resp)
+            raise exc
+        if code != 0:
+            raise make_error(code, err, resp)
+        assert resp is not None
+        return resp
+
+    def get(self, url: str, **kw: Any) -> Response:
+        """``send("GET", url, ...)``."""
+        return self.send("GET", url, **kw)
+
+    def head(self, url: str, **kw: Any) -> Response:
+        return self.send("HEAD", url, **kw)
+
+    def post(self, url: str, **kw: Any) -> Response:
+        return self.send("POST", url, **kw)
+
+    def put(self, url: str, **kw: Any) -> Response:
+        return self.send("PUT", url, **kw)
+
+    def patch(self, url: str, **kw: Any) -> Response:
+        return self.send("PATCH", url, **kw)
+
+    def delete(self, url: str, **kw: Any) -> Response:
+        return self.send("DELETE", url, **kw)
+
+    def send_async(self, method: Union[str, Request], url: Optional[str] = None, *,
+                   callback: Optional[Callable[[Optional[Response], Optional[BaseException]], None]] = None,
+                   **kw: Any) -> CourierFuture:
+        """Sends a request without waiting (``courier_send``). Returns a :class:`CourierFuture`
+        whose ``request_id`` names the request (for :meth:`cancel`).
+
+        ``callback(response, error)`` (optional) runs once on the engine's worker thread when the
+        request completes, with exactly one of the two set; it must not block for long or close
+        the engine. An exception it raises becomes the future's exception."""
+        req = method if isinstance(method, Request) else Request(method, url or "", **kw)
+        h = self._handle()
+        fut = CourierFuture(self)
+        ctx = _SendContext(self, fut, callback)
+        creq = req._build(ctx, self)
+        key = cb.register(ctx)
+        rid = c_uint64()
+        err = ERROR()
+        try:
+            with cb.sending(ctx):
+                code = lib.courier_send(h, creq, cb.completion, key, byref(rid), byref(err))
+        finally:
+            lib.courier_request_free(creq)
+        if code != 0:
+            cb.unregister(key)
+            if ctx.exc is not None:
+                raise ctx.exc
+            raise make_error(code, err)
+        if not fut.request_id:
+            fut.request_id = rid.value
+        return fut
+
+    def cancel(self, request_id: int) -> bool:
+        """Cancels a request by id: it completes with :class:`courier.Cancelled` (unless it
+        completes otherwise first). False when the id is unknown or already completed."""
+        return lib.courier_cancel(self._handle(), c_uint64(request_id)) == 0
+
+    def cancel_all(self) -> None:
+        """Cancels every request the engine holds."""
+        check(lib.courier_cancel_all(self._handle()))
+
+    # -- features ----------------------------------------------------------------------------------
+    @property
+    def cache(self) -> "Any":
+        """The cache manager (:class:`courier.CacheManager`)."""
+        from .cache import CacheManager
+        return CacheManager(self)
+
+    @property
+    def frozen(self) -> "Any":
+        """The frozen-request manager (:class:`courier.FrozenManager`)."""
+        from .frozen import FrozenManager
+        return FrozenManager(self)
+
+    # logging and monitors
+    @property
+    def log_level(self) -> LogLevel:
+        return LogLevel(lib.courier_log_get_level(self._handle()))
+
+    @log_level.setter
+    def log_level(self, level: int) -> None:
+        check(lib.courier_log_set_level(self._handle(), int(level)))
+
+    def log_set_field(self, name: str, value: Optional[str]) -> None:
+        """A field added to every log line (None removes it)."""
+        check(lib.courier_log_set_field(self._handle(), _b(name), _opt(value)))
+
+    def log_set_redaction(self, mode: int, params: Iterable[str] = ()) -> None:
+        """How URLs are written in log lines, and more secret query parameter names."""
+        check(lib.courier_log_set_redaction(self._handle(), int(mode)))
+        for p in params:
+            check(lib.courier_log_redact_param(self._handle(), _b(p)))
+
+    def add_log_sink(self, fn: Callable[[int, str], None], min_level: int = LogLevel.TRACE) -> int:
+        """Adds a callback sink ``fn(level, line)`` (a JSON object per line); returns its id."""
+        key = cb.register(cb.Slot(fn, None, self))
+        sink = c_uint64()
+        check(lib.courier_log_add_callback(self._handle(), int(min_level), cb.log, key, cb.user_free, byref(sink)))
+        return sink.value
+
+    def add_log_file(self, path: Union[str, os.PathLike], min_level: int = LogLevel.INFO,
+                     max_bytes: int = 0, max_files: int = 1) -> int:
+        """Appends log lines to a file (rotated past ``max_bytes``); returns the sink id."""
+        sink = c_uint64()
+        err = ERROR()
+        check(lib.courier_log_add_file(self._handle(), int(min_level), _b(os.fspath(path)), int(max_bytes),
+                                       int(max_files), byref(sink), byref(err)), err)
+        return sink.value
+
+    def add_log_stderr(self, min_level: int = LogLevel.INFO) -> int:
+        sink = c_uint64()
+        check(lib.courier_log_add_stderr(self._handle(), int(min_level), byref(sink)))
+        return sink.value
+
+    def remove_log_sink(self, sink: int) -> None:
+        check(lib.courier_log_remove_sink(self._handle(), c_uint64(sink)))
+
+    def log(self, level: int, message: str, event: Optional[str] = None) -> None:
+        """Writes a line of your own to the engine's sinks."""
+        check(lib.courier_log_write(self._handle(), int(level), _opt(event), _b(message)))
+
+    def add_monitor(self, fn: Callable[[Event], None], kinds: Iterable[int] = ()) -> int:
+        """Adds an event monitor ``fn(event)`` for the given :class:`EventKind` s (all when
+        empty). Runs on the sending thread (WILL_SEND) or the worker thread. Returns its id."""
+        mask = 0
+        for k in kinds:
+            mask |= 1 << int(k)
+        key = cb.register(cb.Slot(fn, None, self))
+        mid = c_uint64()
+        check(lib.courier_monitor_add(self._handle(), mask, cb.monitor, key, cb.user_free, byref(mid)))
+        return mid.value
+
+    def remove_monitor(self, monitor_id: int) -> None:
+        check(lib.courier_monitor_remove(self._handle(), c_uint64(monitor_id)))
+
+    # reachability
+    @property
+    def reachability(self) -> Reachability:
+        """The engine's view of the network."""
+        return Reachability(lib.courier_reachability_status(self._handle()))
+
+    def set_online(self) -> None:
+        """The app's word: online (starts a replay of due frozen requests)."""
+        check(lib.courier_reachability_set_online(self._handle()))
+
+    def set_offline(self) -> None:
+        """The app's word: offline."""
+        check(lib.courier_reachability_set_offline(self._handle()))
+
+    def set_reachability_automatic(self) -> None:
+        check(lib.courier_reachability_set_automatic(self._handle()))
+
+    def add_reachability_listener(self, fn: Callable[[Reachability], None]) -> int:
+        """``fn(status)`` on every change, on the engine's journal thread. Returns a token."""
+        key = cb.register(cb.Slot(fn, None, self))
+        tok = c_uint64()
+        check(lib.courier_reachability_add_listener(self._handle(), cb.reachability, key, cb.user_free,
+                                                    byref(tok)))
+        return tok.value
+
+    def remove_reachability_listener(self, token: int) -> None:
+        check(lib.courier_reachability_remove_listener(self._handle(), c_uint64(token)))

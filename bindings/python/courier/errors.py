@@ -1,0 +1,188 @@
+"""Exceptions mirroring ``courier_code``, generated from one table.
+
+Every failure of the C core surfaces as a :class:`CourierError` subclass chosen by its code:
+
+>>> try:
+...     engine.get("/delay/5000", timeout=0.1)
+... except courier.Timeout as e:
+...     print(e.code, e.message)
+
+``code`` is the ``courier_code`` (negative), ``http_status`` the HTTP status when a response came
+back, ``message`` the core's English detail (never parse it), ``response`` the attached
+:class:`courier.Response` (on ``HTTPStatusError``, ``InvalidResult``, ``MappingError``,
+``APIError``...), and ``curl_code``, ``os_error``, ``store_error`` the underlying codes.
+A code this binding does not know (from a newer library) raises :class:`CourierError` itself.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import ctypes
+from typing import TYPE_CHECKING, Any, Optional
+
+from ._lib import ERROR, lib
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .response import Response
+
+__all__ = ["CourierError", "error_class", "raise_for_code", "strerror"]
+
+
+def strerror(code: int) -> str:
+    """The core's static text for a code (``courier_strerror``)."""
+    return lib.courier_strerror(int(code)).decode("utf-8", "replace")
+
+
+class CourierError(Exception):
+    """Base of every exception the binding raises for a ``courier_code``."""
+
+    #: The code this class stands for (the base class has none).
+    CODE: Optional[int] = None
+
+    def __init__(self, message: str = "", *, code: Optional[int] = None, http_status: int = 0,
+                 curl_code: int = 0, os_error: int = 0, store_error: int = 0,
+                 response: "Optional[Response]" = None, freeze_id: Optional[str] = None) -> None:
+        if code is None:
+            code = self.CODE if self.CODE is not None else lib_code("COURIER_E_INTERNAL")
+        self.code: int = code
+        self.http_status: int = http_status
+        self.curl_code: int = curl_code
+        self.os_error: int = os_error
+        self.store_error: int = store_error
+        self.message: str = message or strerror(code)
+        self.response: "Optional[Response]" = response
+        self.freeze_id: Optional[str] = freeze_id
+        super().__init__(self.message)
+
+    @property
+    def name(self) -> str:
+        """The C name of the code, e.g. ``"COURIER_E_TIMEOUT"``."""
+        return _NAMES.get(self.code, f"COURIER_E_{-self.code}")
+
+    def __repr__(self) -> str:
+        extra = f", http_status={self.http_status}" if self.http_status else ""
+        return f"{type(self).__name__}(code={self.code} {self.name}{extra}, message={self.message!r})"
+
+    def __reduce__(self) -> Any:  # picklable (e.g. across a process pool), without the response
+        return (_rebuild, (type(self), self.message, self.code, self.http_status, self.curl_code,
+                           self.os_error, self.store_error, self.freeze_id))
+
+
+def _rebuild(cls: type, message: str, code: int, http_status: int, curl_code: int, os_error: int,
+             store_error: int, freeze_id: Optional[str]) -> CourierError:
+    return cls(message, code=code, http_status=http_status, curl_code=curl_code, os_error=os_error,
+               store_error=store_error, freeze_id=freeze_id)
+
+
+# (code, C name, Python class name, extra base classes, docstring). Append-only, like the codes.
+_TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
+    (-1, "COURIER_E_INVALID_ARGUMENT", "InvalidArgument", (ValueError,), "A NULL handle, an out-of-range value, a misuse."),
+    (-2, "COURIER_E_INVALID_URL", "InvalidURL", (ValueError,), "A URL that does not parse, or not http/https."),
+    (-3, "COURIER_E_CANNOT_RESOLVE", "CannotResolve", (), "The host name did not resolve."),
+    (-4, "COURIER_E_CANNOT_CONNECT", "CannotConnect", (), "The TCP connection was refused or unreachable."),
+    (-5, "COURIER_E_TIMEOUT", "Timeout", (), "The request's timeout passed."),
+    (-6, "COURIER_E_TLS", "TLSError", (), "TLS handshake or certificate verification failed."),
+    (-7, "COURIER_E_PINNING", "PinningError", (), "The server's public key did not match the pinned key."),
+    (-8, "COURIER_E_CANCELLED", "Cancelled", (concurrent.futures.CancelledError,), "Cancelled by the caller, or the engine closed."),
+    (-9, "COURIER_E_HTTP_STATUS", "HTTPStatusError", (), "The server answered with a status >= 400 (response attached)."),
+    (-10, "COURIER_E_INVALID_RESULT", "InvalidResult", (), "A validator rejected the response (response attached)."),
+    (-11, "COURIER_E_TOO_LARGE", "TooLarge", (), "The response body exceeded the maximum size."),
+    (-12, "COURIER_E_INTERNAL", "InternalError", (), "A bug or an unexpected failure of a dependency."),
+    (-13, "COURIER_E_NO_MEMORY", "NoMemory", (), "An allocation failed."),
+    (-14, "COURIER_E_INVALID_HEADER", "InvalidHeader", (ValueError,), "A header name that is not a token, or CR/LF/NUL in a header."),
+    (-15, "COURIER_E_INVALID_ENCODING", "InvalidEncoding", (ValueError,), "A parameter or header that is not valid UTF-8."),
+    (-16, "COURIER_E_PARTIAL_RESPONSE", "PartialResponse", (), "The server closed the connection in the middle of the body."),
+    (-17, "COURIER_E_NETWORK", "NetworkError", (), "Another network failure: reset, send or receive error."),
+    (-18, "COURIER_E_CLOSED", "EngineClosed", (), "The engine is closing or closed."),
+    (-19, "COURIER_E_STORE", "StoreError", (), "The store directory cannot be created or used."),
+    (-20, "COURIER_E_NOT_FOUND", "NotFound", (LookupError,), "No such item (request id, entry)."),
+    (-21, "COURIER_E_TOO_FREQUENT", "TooFrequent", (), "An identical request was sent within the engine's guard window."),
+    (-22, "COURIER_E_JSON", "JSONError", (ValueError,), "Not acceptable JSON, or no decoder."),
+    (-23, "COURIER_E_MAPPING", "MappingError", (), "A document does not fit its mapping or key path (response attached)."),
+    (-24, "COURIER_E_API", "APIError", (), "The envelope's code is not a success (response attached)."),
+    (-25, "COURIER_E_FROZEN", "Frozen", (), "The request was written to the journal, to be sent later (see freeze_id)."),
+    (-26, "COURIER_E_OFFLINE", "Offline", (), "The network monitor says offline; nothing was sent."),
+    (-27, "COURIER_E_JOURNAL_CORRUPT", "JournalCorrupt", (), "The frozen-request journal is unreadable (kept aside, never emptied)."),
+]
+
+_BY_CODE: dict[int, type[CourierError]] = {}
+_NAMES: dict[int, str] = {0: "COURIER_OK"}
+_CODES: dict[str, int] = {"COURIER_OK": 0}
+for _code, _cname, _pyname, _bases, _doc in _TABLE:
+    _cls = type(_pyname, (CourierError,) + _bases, {"CODE": _code, "__doc__": _doc, "__module__": "courier"})
+    _BY_CODE[_code] = _cls
+    _NAMES[_code] = _cname
+    _CODES[_cname] = _code
+    globals()[_pyname] = _cls
+    __all__.append(_pyname)
+
+
+def lib_code(name: str) -> int:
+    """The value of a ``COURIER_E_*`` name."""
+    return _CODES[name]
+
+
+def error_class(code: int) -> type[CourierError]:
+    """The exception class of a code (:class:`CourierError` for an unknown one)."""
+    return _BY_CODE.get(code, CourierError)
+
+
+def make_error(code: int, err: Optional[ERROR] = None, response: "Optional[Response]" = None,
+               message: Optional[str] = None) -> CourierError:
+    """Builds the exception of a code from a filled ``courier_error`` (may be None)."""
+    kw: dict[str, Any] = {"code": code, "response": response}
+    msg = message or ""
+    if err is not None:
+        kw.update(http_status=err.http_status, curl_code=err.curl_code, os_error=err.os_error,
+                  store_error=err.store_error)
+        if not msg:
+            msg = err.message.decode("utf-8", "replace")
+        if code == _CODES["COURIER_E_FROZEN"] and hasattr(lib, "courier_error_freeze_id"):
+            fid = lib.courier_error_freeze_id(ctypes.byref(err))
+            kw["freeze_id"] = fid.decode() if fid else None
+    if response is not None and not kw.get("http_status"):
+        kw["http_status"] = response.status
+    return error_class(code)(msg, **kw)
+
+
+def raise_for_code(code: int, err: Optional[ERROR] = None, response: "Optional[Response]" = None) -> None:
+    """Raises the exception of ``code`` unless it is ``COURIER_OK``."""
+    if code != 0:
+        raise make_error(code, err, response)
+
+
+def check(code: int, err: Optional[ERROR] = None) -> int:
+    """Returns ``code`` when it is not negative, else raises its exception."""
+    if code < 0:
+        raise make_error(code, err)
+    return code
+
+
+# Names the type checker sees (they are created above from the table).
+if TYPE_CHECKING:  # pragma: no cover
+    class InvalidArgument(CourierError, ValueError): ...
+    class InvalidURL(CourierError, ValueError): ...
+    class CannotResolve(CourierError): ...
+    class CannotConnect(CourierError): ...
+    class Timeout(CourierError): ...
+    class TLSError(CourierError): ...
+    class PinningError(CourierError): ...
+    class Cancelled(CourierError, concurrent.futures.CancelledError): ...
+    class HTTPStatusError(CourierError): ...
+    class InvalidResult(CourierError): ...
+    class TooLarge(CourierError): ...
+    class InternalError(CourierError): ...
+    class NoMemory(CourierError): ...
+    class InvalidHeader(CourierError, ValueError): ...
+    class InvalidEncoding(CourierError, ValueError): ...
+    class PartialResponse(CourierError): ...
+    class NetworkError(CourierError): ...
+    class EngineClosed(CourierError): ...
+    class StoreError(CourierError): ...
+    class NotFound(CourierError, LookupError): ...
+    class TooFrequent(CourierError): ...
+    class JSONError(CourierError, ValueError): ...
+    class MappingError(CourierError): ...
+    class APIError(CourierError): ...
+    class Frozen(CourierError): ...
+    class Offline(CourierError): ...
+    class JournalCorrupt(CourierError): ...

@@ -1,0 +1,432 @@
+"""Requests: a Python description turned into a ``courier_request`` at each send.
+
+A :class:`Request` holds plain Python values; the C request is built when it is sent (and freed
+right after: ``courier_send`` copies it), so one ``Request`` may be sent many times, from any
+thread, each send with its own callbacks' context.
+"""
+from __future__ import annotations
+
+import json as _json
+import os
+from ctypes import byref, c_char_p, c_size_t, c_void_p
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
+
+from . import _callbacks as cb
+from ._lib import lib
+from .errors import InvalidArgument, check, lib_code
+
+__all__ = ["Request", "Outgoing", "Progress", "Retry", "Mock", "Part", "Priority", "BodyEncoding",
+           "Freeze", "Result"]
+
+Params = Union[Mapping[str, Any], Sequence[tuple[str, Any]], None]
+HeadersArg = Union[Mapping[str, str], Sequence[tuple[str, str]], None]
+
+
+class Priority(IntEnum):
+    """``courier_priority``: which waiting request starts first when limits hold requests back."""
+    LOW = -1
+    NORMAL = 0
+    HIGH = 1
+
+
+class BodyEncoding(IntEnum):
+    """``courier_body_encoding``: how parameters that go in the body are encoded."""
+    FORM = 0
+    JSON = 1
+
+
+class Progress(NamedTuple):
+    """Bytes moved so far and expected (0 when unknown), down and up."""
+    request_id: int
+    down_now: int
+    down_total: int
+    up_now: int
+    up_total: int
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A retry rule (``courier_*_set_retry``): at most ``max_retries`` further attempts, waiting
+    ``base_delay * 2**(attempt-1)`` seconds capped at ``max_delay``, with jitter; the core decides
+    what is retried (network failures, 408, 429, 5xx; idempotent methods unless
+    ``non_idempotent``) and honours Retry-After unless ``ignore_retry_after``."""
+    max_retries: int = 3
+    base_delay: float = 0.1
+    max_delay: float = 2.0
+    non_idempotent: bool = False
+    ignore_retry_after: bool = False
+
+    def _args(self) -> tuple[int, int, int, int]:
+        flags = (0x1 if self.non_idempotent else 0) | (0x2 if self.ignore_retry_after else 0)
+        return (int(self.max_retries), int(round(self.base_delay * 1000)), int(round(self.max_delay * 1000)),
+                flags)
+
+
+@dataclass(frozen=True)
+class Mock:
+    """A mock answer, used while the engine's mock switch is on (``Engine(mock=True)``).
+
+    One of: ``status``/``body``/``content_type``/``headers`` (bytes answer), ``file`` (body read
+    from a file at send time; status 200 unless given), ``error`` (a code, or a CourierError class
+    such as ``courier.Timeout``: the request fails with it), ``callback`` (called on the worker
+    thread with the final request, an :class:`Outgoing` view, returns a :class:`courier.Answer`).
+    ``delay`` (seconds) delays the answer without blocking anything."""
+    status: int = 200
+    body: Union[bytes, str, None] = None
+    content_type: Optional[str] = None
+    headers: HeadersArg = None
+    file: Optional[str] = None
+    error: Any = None
+    delay: Optional[float] = None
+    callback: Optional[Callable[["Outgoing"], Any]] = None
+    json: Any = None
+
+
+@dataclass(frozen=True)
+class Part:
+    """A part of a multipart/form-data body: bytes (``data``) or a file streamed from disk
+    (``path``), with optional filename, content type and extra header lines."""
+    name: str
+    data: Union[bytes, str, None] = None
+    path: Optional[str] = None
+    filename: Optional[str] = None
+    content_type: Optional[str] = None
+    headers: HeadersArg = None
+
+
+@dataclass(frozen=True)
+class Freeze:
+    """A freeze policy (``courier_request_set_freeze``): ``policy`` "auto" or "manual" (or a
+    ``courier_freeze_policy``), ``expiry`` in seconds (None: the engine's), ``unordered``,
+    ``on_ambiguous`` (also freeze after a timeout/reset), and an optional ``id``."""
+    policy: Union[str, int] = "auto"
+    expiry: Optional[float] = None
+    unordered: bool = False
+    on_ambiguous: bool = False
+    id: Optional[str] = None
+
+    def _policy(self) -> int:
+        if isinstance(self.policy, str):
+            return {"never": 0, "auto": 1, "manual": 2}[self.policy.lower()]
+        return int(self.policy)
+
+
+@dataclass(frozen=True)
+class Result:
+    """A named result (``courier_request_add_result``)."""
+    key_path: Optional[str] = None
+    mapping: Any = None
+    optional: bool = False
+
+
+def _pairs(items: Any) -> Iterable[tuple[str, Any]]:
+    if not items:
+        return ()
+    if isinstance(items, Mapping):
+        return items.items()
+    return items
+
+
+def _b(s: Any) -> bytes:
+    if isinstance(s, bytes):
+        return s
+    if isinstance(s, bool):
+        return b"true" if s else b"false"
+    return str(s).encode("utf-8", "surrogatepass")
+
+
+def _opt(s: Optional[str]) -> Optional[bytes]:
+    return None if s is None else _b(s)
+
+
+class Outgoing:
+    """The final request, lent to a customize callback, a before-send interceptor or a mock
+    callback for the duration of the call (``courier_outgoing``)."""
+
+    __slots__ = ("_ptr", "_writable")
+
+    def __init__(self, ptr: Optional[int], writable: bool) -> None:
+        self._ptr = ptr
+        self._writable = writable
+
+    def _release(self) -> None:
+        self._ptr = None
+
+    def _h(self) -> int:
+        if not self._ptr:
+            raise InvalidArgument("the outgoing request is only valid during its callback")
+        return self._ptr
+
+    @property
+    def url(self) -> str:
+        return (lib.courier_outgoing_url(self._h()) or b"").decode("utf-8", "replace")
+
+    @url.setter
+    def url(self, value: str) -> None:
+        self._need_write()
+        check(lib.courier_outgoing_set_url(self._h(), _b(value)))
+
+    @property
+    def method(self) -> str:
+        return (lib.courier_outgoing_method(self._h()) or b"").decode()
+
+    def header(self, name: str) -> Optional[str]:
+        v = lib.courier_outgoing_header(self._h(), _b(name))
+        return v.decode("utf-8", "replace") if v is not None else None
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        h = self._h()
+        out = []
+        n, v = c_char_p(), c_char_p()
+        for i in range(lib.courier_outgoing_header_count(h)):
+            if lib.courier_outgoing_header_at(h, i, byref(n), byref(v)) == 0:
+                out.append(((n.value or b"").decode(), (v.value or b"").decode("utf-8", "replace")))
+        return out
+
+    def set_header(self, name: str, value: Optional[str]) -> None:
+        """Sets a header (replacing every line of that name); None removes it."""
+        self._need_write()
+        check(lib.courier_outgoing_set_header(self._h(), _b(name), _opt(value)))
+
+    def _need_write(self) -> None:
+        if not self._writable:
+            raise InvalidArgument("this request is read-only here (a mock callback sees the final request)")
+
+
+class Request:
+    """A request description. Every argument is optional except ``method`` and ``url`` (a path
+    joined to the base URL, or an absolute http/https URL). See :meth:`courier.Engine.send` for
+    the meaning of each keyword."""
+
+    def __init__(self, method: str, url: str, *, params: Params = None, headers: HeadersArg = None,
+                 body: Union[bytes, str, None] = None, json: Any = None, form: Any = None,
+                 content_type: Optional[str] = None, parts: Optional[Sequence[Part]] = None,
+                 body_file: Optional[str] = None, timeout: Optional[float] = None,
+                 base_url: Optional[str] = None, use_default_params: Optional[bool] = None,
+                 body_encoding: Union[BodyEncoding, str, None] = None,
+                 auth: Optional[tuple[str, str]] = None, token: Optional[str] = None,
+                 token_scheme: Optional[str] = None,
+                 validator: Optional[Callable[[Any], bool]] = None,
+                 customize: Optional[Callable[[Outgoing], None]] = None,
+                 priority: Union[Priority, str, int, None] = None, retry: Optional[Retry] = None,
+                 coalesce: Optional[bool] = None, frequent_guard: Optional[bool] = None,
+                 mock: Optional[Mock] = None, download: Union[str, os.PathLike, None] = None,
+                 resume: bool = False, progress: Optional[Callable[[Progress], None]] = None,
+                 transport: Optional[str] = None, cache: Optional[int] = None,
+                 cache_expiry: Optional[float] = None, cache_key: Optional[str] = None,
+                 cache_sensitive_data: Optional[str] = None, cache_key_filter: Iterable[str] = (),
+                 freeze: Union[Freeze, str, None] = None, ignore_offline: Optional[bool] = None,
+                 key_path: Optional[str] = None, mapping: Any = None,
+                 results: Optional[Mapping[str, Union[Result, str, None]]] = None,
+                 envelope: Any = ...) -> None:
+        self.method = method
+        self.url = url
+        self.params = params
+        self.headers = headers
+        self.body = body
+        self.json = json
+        self.form = form
+        self.content_type = content_type
+        self.parts = parts
+        self.body_file = body_file
+        self.timeout = timeout
+        self.base_url = base_url
+        self.use_default_params = use_default_params
+        self.body_encoding = body_encoding
+        self.auth = auth
+        self.token = token
+        self.token_scheme = token_scheme
+        self.validator = validator
+        self.customize = customize
+        self.priority = priority
+        self.retry = retry
+        self.coalesce = coalesce
+        self.frequent_guard = frequent_guard
+        self.mock = mock
+        self.download = download
+        self.resume = resume
+        self.progress = progress
+        self.transport = transport
+        self.cache = cache
+        self.cache_expiry = cache_expiry
+        self.cache_key = cache_key
+        self.cache_sensitive_data = cache_sensitive_data
+        self.cache_key_filter = tuple(cache_key_filter)
+        self.freeze = Freeze(freeze) if isinstance(freeze, str) else freeze
+        self.ignore_offline = ignore_offline
+        self.key_path = key_path
+        self.mapping = mapping
+        self.results = results
+        self.envelope = envelope
+
+    def __repr__(self) -> str:
+        return f"<courier.Request {self.method} {self.url}>"
+
+    # The C request ---------------------------------------------------------------------------
+    def _build(self, ctx: Any = None, engine: Any = None) -> int:
+        """A new ``courier_request *`` for one send; per-request callbacks keep their exceptions
+        in ``ctx`` (a send context) and release their registration through user_free."""
+        out = c_void_p()
+        check(lib.courier_request_new(byref(out), _b(self.method), _b(self.url)))
+        r = out.value
+        try:
+            self._configure(r, ctx, engine)
+        except BaseException:
+            lib.courier_request_free(r)
+            raise
+        return r or 0
+
+    def _configure(self, r: int, ctx: Any, engine: Any) -> None:  # noqa: C901 - a flat list of setters
+        L = lib
+        if self.base_url is not None:
+            check(L.courier_request_set_base_url(r, _b(self.base_url)))
+        for name, value in _pairs(self.params):
+            if isinstance(value, (list, tuple)):
+                for v in value:
+                    bn, bv = _b(name), _b(v)
+                    check(L.courier_request_add_param_n(r, bn, len(bn), bv, len(bv)))
+            elif value is not None:
+                bn, bv = _b(name), _b(value)
+                check(L.courier_request_add_param_n(r, bn, len(bn), bv, len(bv)))
+        if self.use_default_params is not None:
+            check(L.courier_request_set_use_default_params(r, 1 if self.use_default_params else 0))
+        for name, value in _pairs(self.headers):
+            bn, bv = _b(name), _b(value)
+            check(L.courier_request_add_header_n(r, bn, len(bn), bv, len(bv)))
+        if self.body_encoding is not None:
+            enc = self.body_encoding
+            if isinstance(enc, str):
+                enc = BodyEncoding[enc.upper()]
+            check(L.courier_request_set_body_encoding(r, int(enc)))
+        if self.body is not None:
+            data = self.body.encode("utf-8") if isinstance(self.body, str) else bytes(self.body)
+            check(L.courier_request_set_body(r, data, len(data), _opt(self.content_type)))
+        if self.json is not None:
+            from .mapping import python_to_json
+            doc = python_to_json(self.json)
+            try:
+                check(L.courier_request_set_json_body(r, doc, 0))
+            finally:
+                L.courier_json_free(doc)
+        if self.form is not None:
+            from .mapping import python_to_json
+            doc = python_to_json(dict(self.form))
+            try:
+                check(L.courier_request_set_form_body(r, doc))
+            finally:
+                L.courier_json_free(doc)
+        for part in self.parts or ():
+            if part.path is not None:
+                check(L.courier_request_add_part_file(r, _b(part.name), _b(os.fspath(part.path)),
+                                                     _opt(part.filename), _opt(part.content_type)))
+            else:
+                data = part.data or b""
+                if isinstance(data, str):
+                    data = data.encode("utf-8")
+                check(L.courier_request_add_part_data(r, _b(part.name), data, len(data), _opt(part.filename),
+                                                     _opt(part.content_type)))
+            for name, value in _pairs(part.headers):
+                check(L.courier_request_add_part_header(r, _b(name), _b(value)))
+        if self.body_file is not None:
+            check(L.courier_request_set_body_file(r, _b(os.fspath(self.body_file)), _opt(self.content_type)))
+        if self.timeout is not None:
+            check(L.courier_request_set_timeout_ms(r, max(1, int(round(self.timeout * 1000)))))
+        if self.auth is not None:
+            check(L.courier_request_set_basic_auth(r, _b(self.auth[0]), _b(self.auth[1])))
+        if self.token is not None:
+            check(L.courier_request_set_auth_token(r, _opt(self.token_scheme), _b(self.token)))
+        if self.priority is not None:
+            p = self.priority
+            if isinstance(p, str):
+                p = Priority[p.upper()]
+            check(L.courier_request_set_priority(r, int(p)))
+        if self.retry is not None:
+            check(L.courier_request_set_retry(r, *self.retry._args()))
+        if self.coalesce is not None:
+            check(L.courier_request_set_coalesce(r, 1 if self.coalesce else 0))
+        if self.frequent_guard is not None:
+            check(L.courier_request_set_frequent_guard(r, 1 if self.frequent_guard else 0))
+        if self.mock is not None:
+            self._set_mock(r, ctx, engine)
+        if self.download is not None:
+            check(L.courier_request_set_download_file(r, _b(os.fspath(self.download)), 0x1 if self.resume else 0))
+        if self.transport is not None:
+            check(L.courier_request_set_transport(r, _b(self.transport)))
+        if self.cache is not None:
+            check(L.courier_request_set_cache_policy(r, int(self.cache)))
+        if self.cache_expiry is not None:
+            check(L.courier_request_set_cache_expiry(r, int(round(self.cache_expiry))))
+        if self.cache_key is not None:
+            check(L.courier_request_set_cache_key(r, _b(self.cache_key)))
+        if self.cache_sensitive_data is not None:
+            check(L.courier_request_set_cache_sensitive_data(r, _b(self.cache_sensitive_data)))
+        for name in self.cache_key_filter:
+            check(L.courier_request_add_cache_key_filter(r, _b(name)))
+        if self.freeze is not None:
+            fz = self.freeze
+            flags = (0x1 if fz.unordered else 0) | (0x2 if fz.on_ambiguous else 0)
+            expiry = int(round(fz.expiry * 1000)) if fz.expiry is not None else 0
+            check(L.courier_request_set_freeze(r, fz._policy(), expiry, flags))
+            if fz.id is not None:
+                check(L.courier_request_set_freeze_id(r, _b(fz.id)))
+        if self.ignore_offline is not None:
+            check(L.courier_request_set_ignore_offline(r, 1 if self.ignore_offline else 0))
+        if self.key_path is not None:
+            check(L.courier_request_set_key_path(r, _b(self.key_path)))
+        if self.mapping is not None:
+            check(L.courier_request_set_mapping(r, self.mapping._handle()))
+        for name, res in (self.results or {}).items():
+            if res is None or isinstance(res, str):
+                res = Result(res)
+            check(L.courier_request_add_result(r, _b(name), _opt(res.key_path),
+                                               res.mapping._handle() if res.mapping is not None else None,
+                                               0x1 if res.optional else 0))
+        if self.envelope is not ...:
+            check(L.courier_request_set_envelope(r, self.envelope._handle() if self.envelope is not None else None))
+        # Callbacks last: each registration is released by user_free when C is done with it.
+        if self.validator is not None:
+            key = cb.register(cb.Slot(self.validator, ctx, engine))
+            check(L.courier_request_set_validator(r, cb.validator, key, cb.user_free))
+        if self.customize is not None:
+            key = cb.register(cb.Slot(self.customize, ctx, engine))
+            check(L.courier_request_set_customize(r, cb.customize, key, cb.user_free))
+        if self.progress is not None:
+            key = cb.register(cb.Slot(self.progress, ctx, engine))
+            check(L.courier_request_set_progress(r, cb.progress, key, cb.user_free))
+
+    def _set_mock(self, r: int, ctx: Any, engine: Any) -> None:
+        L = lib
+        m = self.mock
+        assert m is not None
+        if m.callback is not None:
+            key = cb.register(cb.Slot(m.callback, ctx, engine))
+            check(L.courier_request_set_mock_callback(r, cb.mock, key, cb.user_free))
+        elif m.error is not None:
+            code = m.error
+            if isinstance(code, type):
+                code = code.CODE
+            elif isinstance(code, str):
+                code = lib_code(code)
+            check(L.courier_request_set_mock_error(r, int(code)))
+        elif m.file is not None:
+            check(L.courier_request_set_mock_file(r, _b(os.fspath(m.file))))
+            check(L.courier_request_set_mock_status(r, int(m.status)))
+        else:
+            body = m.body
+            ctype = m.content_type
+            if m.json is not None:
+                body = _json.dumps(m.json, separators=(",", ":"))
+                ctype = ctype or "application/json"
+            data = body.encode("utf-8") if isinstance(body, str) else (body or b"")
+            check(L.courier_request_set_mock_response(r, int(m.status), data if data else None, len(data),
+                                                      _opt(ctype)))
+        for name, value in _pairs(m.headers):
+            check(L.courier_request_add_mock_header(r, _b(name), _b(value)))
+        if m.delay is not None:
+            check(L.courier_request_set_mock_delay_ms(r, int(round(m.delay * 1000))))
+
+
+_ = (c_size_t, field)

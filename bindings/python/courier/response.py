@@ -1,0 +1,352 @@
+"""Responses: a Python view of ``courier_response``, owning the C handle."""
+from __future__ import annotations
+
+import ctypes
+import json as _json
+from ctypes import byref, c_char_p, c_double, c_int, c_int64, c_size_t, c_void_p
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+
+from ._lib import ERROR, MAPPING_ERROR, METRICS, has, lib
+from .errors import InvalidArgument, check, make_error
+
+__all__ = ["Response", "Headers", "Metrics", "Answer", "CacheStatus", "build_response"]
+
+
+class Headers(Mapping[str, str]):
+    """Response header lines: a case-insensitive mapping that keeps the received order.
+
+    ``headers["content-type"]`` is the first line of that name (as ``courier_response_header``);
+    :meth:`get_all` gives every value of a name, :meth:`lines` every (name, value) line in order.
+    """
+
+    __slots__ = ("_lines", "_index")
+
+    def __init__(self, lines: Sequence[tuple[str, str]] = ()) -> None:
+        self._lines: list[tuple[str, str]] = list(lines)
+        self._index: dict[str, list[int]] = {}
+        for i, (name, _) in enumerate(self._lines):
+            self._index.setdefault(name.lower(), []).append(i)
+
+    def __getitem__(self, name: str) -> str:
+        idx = self._index.get(name.lower())
+        if not idx:
+            raise KeyError(name)
+        return self._lines[idx[0]][1]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        for positions in self._index.values():
+            yield self._lines[positions[0]][0]
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def get_all(self, name: str) -> list[str]:
+        """Every value of ``name``, in received order ([] when absent)."""
+        return [self._lines[i][1] for i in self._index.get(name.lower(), ())]
+
+    def lines(self) -> list[tuple[str, str]]:
+        """Every header line, in received order, duplicates included."""
+        return list(self._lines)
+
+    def __repr__(self) -> str:
+        return f"Headers({self._lines!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Headers):
+            return self._lines == other._lines
+        return Mapping.__eq__(self, other)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Timing and size of one transfer (``courier_metrics``); times in seconds from its start."""
+    dns: float
+    connect: float
+    tls: float
+    first_byte: float
+    total: float
+    bytes_sent: int
+    bytes_received: int
+    connection_reused: bool
+    http_version: int
+    redirects: int
+
+
+class CacheStatus:
+    """Where a response's body came from (``courier_cache_status``)."""
+    NETWORK = 0
+    HIT = 1
+    REVALIDATED = 2
+    STALE = 3
+
+
+@dataclass
+class Answer:
+    """A response built in Python: what a mock callback, an after-receive interceptor or a custom
+    decoder-free transport returns. ``body`` may be bytes, str (UTF-8) or any JSON-serializable
+    value given as ``json=``."""
+    status: int = 200
+    body: Union[bytes, str] = b""
+    headers: Union[Mapping[str, str], Sequence[tuple[str, str]], None] = None
+    content_type: Optional[str] = None
+    json: Any = None
+
+
+def build_response(answer: Any) -> int:
+    """A new C response from an :class:`Answer` (or an int status, or a (status, body) tuple).
+    Returns the pointer, which the caller hands to a function that takes it."""
+    if isinstance(answer, int):
+        answer = Answer(answer)
+    elif isinstance(answer, tuple):
+        answer = Answer(*answer)
+    if not isinstance(answer, Answer):
+        raise TypeError(f"expected courier.Answer, got {type(answer).__name__}")
+    out = c_void_p()
+    check(lib.courier_response_new(byref(out), int(answer.status)))
+    try:
+        body = answer.body
+        ctype = answer.content_type
+        if answer.json is not None:
+            body = _json.dumps(answer.json, separators=(",", ":")).encode()
+            ctype = ctype or "application/json"
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        if ctype:
+            check(lib.courier_response_add_header(out, b"Content-Type", ctype.encode()))
+        headers = answer.headers or ()
+        items = headers.items() if isinstance(headers, Mapping) else headers
+        for name, value in items:
+            check(lib.courier_response_add_header(out, name.encode(), str(value).encode()))
+        if body:
+            check(lib.courier_response_set_body(out, body, len(body)))
+    except BaseException:
+        lib.courier_response_free(out)
+        raise
+    return out.value or 0
+
+
+def _s(b: Optional[bytes]) -> Optional[str]:
+    return b.decode("utf-8", "replace") if b is not None else None
+
+
+class Response:
+    """An HTTP response (``courier_response``). Immutable; safe to read from any thread.
+
+    The body and headers are read from the C response on first use. The C response is released
+    when this object is garbage-collected (or with :meth:`close`); a response outlives its engine.
+    """
+
+    __slots__ = ("_ptr", "_owned", "_body", "_headers", "status", "__weakref__")
+
+    def __init__(self, ptr: int, *, _owned: bool = True) -> None:
+        self._ptr: Optional[int] = ptr
+        self._owned = _owned
+        self._body: Optional[bytes] = None
+        self._headers: Optional[Headers] = None
+        #: The HTTP status code (0 when none, e.g. some mocks).
+        self.status: int = lib.courier_response_status(ptr)
+
+    @classmethod
+    def _borrow(cls, ptr: int) -> "Response":
+        return cls(ptr, _owned=False)
+
+    def _release(self) -> None:
+        """Ends a borrowed view (after the callback that lent it returned)."""
+        if not self._owned:
+            self._ptr = None
+
+    def _handle(self) -> int:
+        if not self._ptr:
+            raise InvalidArgument("a response lent to a callback was used after the callback returned "
+                                  "(read what you need inside it), or the response was closed")
+        return self._ptr
+
+    def close(self) -> None:
+        """Releases the C response now (reading fields not yet read then raises)."""
+        ptr, self._ptr = self._ptr, None
+        if ptr and self._owned:
+            lib.courier_response_free(ptr)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    def __enter__(self) -> "Response":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<courier.Response [{self.status}]>"
+
+    # -- body ----------------------------------------------------------------------------------
+    @property
+    def body(self) -> bytes:
+        """The body as bytes (empty for HEAD, 204, and downloads written to a file)."""
+        if self._body is None:
+            n = c_size_t()
+            p = lib.courier_response_body(self._handle(), byref(n))
+            self._body = ctypes.string_at(p, n.value) if n.value else b""
+        return self._body
+
+    content = body
+
+    @property
+    def text(self) -> str:
+        """The body decoded with the charset of its Content-Type (UTF-8 when none is named)."""
+        charset = "utf-8"
+        ctype = self.headers.get("content-type", "")
+        for param in ctype.split(";")[1:]:
+            k, _, v = param.strip().partition("=")
+            if k.lower() == "charset" and v:
+                charset = v.strip('"')
+        try:
+            return self.body.decode(charset, "replace")
+        except LookupError:
+            return self.body.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        """The body as Python values, from the core's parsed document (``courier_response_json``:
+        parsed once by the core with its limits and rules — duplicate keys, depth, UTF-8 — and
+        converted). Raises :class:`courier.JSONError` when the core cannot decode it."""
+        from .mapping import json_to_python
+        doc = c_void_p()
+        err = ERROR()
+        code = lib.courier_response_parse_json(self._handle(), byref(doc), byref(err))
+        if code != 0:
+            raise make_error(code, err)
+        return json_to_python(doc.value)
+
+    @property
+    def data(self) -> Any:
+        """The default result of the request's JSON handling (``courier_response_data``): the value
+        at its key path after its mapping, else the envelope's data, else the whole document.
+        None when absent."""
+        from .mapping import json_to_python
+        return json_to_python(lib.courier_response_data(self._handle()))
+
+    def result(self, name: str) -> Any:
+        """A named result (``courier_response_result``); None when absent."""
+        from .mapping import json_to_python
+        return json_to_python(lib.courier_response_result(self._handle(), name.encode()))
+
+    @property
+    def envelope(self) -> Optional[tuple[int, Optional[str]]]:
+        """The envelope's (code, message), or None when no envelope code applied."""
+        code = c_int64()
+        msg = c_char_p()
+        if lib.courier_response_envelope(self._handle(), byref(code), byref(msg)) != 0:
+            return None
+        return code.value, _s(msg.value)
+
+    @property
+    def mapping_error(self) -> Optional[tuple[str, int, int]]:
+        """After a MappingError: (path, expected type, found type), else None."""
+        where = MAPPING_ERROR()
+        if lib.courier_response_mapping_error(self._handle(), byref(where)) != 0:
+            return None
+        return where.path.decode("utf-8", "replace"), where.expected, where.found
+
+    # -- headers and description -----------------------------------------------------------------
+    @property
+    def headers(self) -> Headers:
+        """The header lines of the final response (case-insensitive, received order)."""
+        if self._headers is None:
+            h = self._handle()
+            lines = []
+            name = c_char_p()
+            value = c_char_p()
+            for i in range(lib.courier_response_header_count(h)):
+                if lib.courier_response_header_at(h, i, byref(name), byref(value)) == 0:
+                    lines.append((_s(name.value) or "", _s(value.value) or ""))
+            self._headers = Headers(lines)
+        return self._headers
+
+    @property
+    def url(self) -> str:
+        """The URL that answered, after redirects."""
+        return _s(lib.courier_response_url(self._handle())) or ""
+
+    @property
+    def method(self) -> str:
+        """The method that was sent."""
+        return _s(lib.courier_response_method(self._handle())) or ""
+
+    @property
+    def request_id(self) -> int:
+        """The id of the send that produced it."""
+        return int(lib.courier_response_request_id(self._handle()))
+
+    @property
+    def ok(self) -> bool:
+        """True for a status below 400."""
+        return 0 < self.status < 400
+
+    @property
+    def metrics(self) -> Metrics:
+        """Timing and sizes of the transfer."""
+        m = METRICS()
+        check(lib.courier_response_metrics(self._handle(), byref(m), ctypes.sizeof(m)))
+        return Metrics(m.dns_s, m.connect_s, m.tls_s, m.first_byte_s, m.total_s, m.bytes_sent,
+                       m.bytes_received, bool(m.connection_reused), m.http_version, m.redirects)
+
+    @property
+    def attempts(self) -> int:
+        """How many attempts the response took (1 without retries)."""
+        a = c_int()
+        check(lib.courier_response_attempts(self._handle(), byref(a), None))
+        return a.value
+
+    @property
+    def retry_wait(self) -> float:
+        """Seconds the engine chose to wait between attempts (backoff and Retry-After)."""
+        w = c_double()
+        check(lib.courier_response_attempts(self._handle(), None, byref(w)))
+        return w.value
+
+    @property
+    def file(self) -> Optional[str]:
+        """The file a download was written to, or None."""
+        return _s(lib.courier_response_file(self._handle()))
+
+    # -- cache ---------------------------------------------------------------------------------
+    @property
+    def from_cache(self) -> bool:
+        """True when the body came from the cache (hit, revalidated or stale)."""
+        if not has("courier_response_from_cache"):
+            return False
+        return bool(lib.courier_response_from_cache(self._handle()))
+
+    @property
+    def cache_status(self) -> int:
+        """A :class:`CacheStatus` value."""
+        return int(lib.courier_response_cache_status(self._handle()))
+
+    @property
+    def age(self) -> int:
+        """Age in seconds of a response that came from the cache, else 0."""
+        return int(lib.courier_response_age(self._handle()))
+
+    @property
+    def cache_created(self) -> Optional[float]:
+        """When its cache entry was written (seconds since the epoch), or None."""
+        v = lib.courier_response_cache_created(self._handle())
+        return v / 1000.0 if v else None
+
+    @property
+    def cache_expires(self) -> Optional[float]:
+        """Until when its cache entry is fresh (seconds since the epoch), or None."""
+        v = lib.courier_response_cache_expires(self._handle())
+        return v / 1000.0 if v else None
+
+    @property
+    def cache_key(self) -> Optional[str]:
+        """The key text of the entry it came from, or None."""
+        return _s(lib.courier_response_cache_key(self._handle()))

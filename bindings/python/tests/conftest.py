@@ -1,0 +1,90 @@
+"""Fixtures: one loopback test server per session (courier-test-server from the CMake build)."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import urllib.request
+from typing import Iterator
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+BUILD = pathlib.Path(os.environ.get("COURIER_BUILD_DIR", ROOT / "build" / "py"))
+
+
+def server_path() -> str:
+    path = os.environ.get("COURIER_TEST_SERVER") or str(BUILD / "courier-test-server")
+    if not os.access(path, os.X_OK):
+        pytest.exit(f"courier-test-server not found at {path} (set COURIER_TEST_SERVER)", returncode=2)
+    return path
+
+
+class Server:
+    """A courier-test-server process: it prints its port, serves, and exits when stdin closes."""
+
+    def __init__(self, port: int = 0) -> None:
+        args = [server_path(), "--stdin-eof"]
+        if port:
+            args += ["--port", str(port)]
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        if not line:
+            raise RuntimeError("courier-test-server did not start")
+        self.port = int(line)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._count_calls = 0
+
+    def count(self) -> int:
+        """Requests the server has parsed, not counting the /count requests of this method."""
+        with urllib.request.urlopen(self.url + "/count", timeout=5) as r:
+            self._count_calls += 1
+            return int(json.load(r)["requests"]) - self._count_calls
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()  # type: ignore[union-attr]
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    s = Server()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
+def base_url(server: Server) -> str:
+    return server.url
+
+
+@pytest.fixture
+def engine(base_url: str, tmp_path: pathlib.Path) -> Iterator["object"]:
+    import courier
+    with courier.Engine(base_url=base_url, timeout=10, store=str(tmp_path / "store")) as e:
+        yield e
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port nobody listens on (connect is refused)."""
+    return free_port()
+
+
+def pytest_report_header(config: object) -> str:
+    import courier
+    return f"courier {courier.__version__} over {courier.library_path} ({courier.library_version()}), python {sys.version.split()[0]}"

@@ -1,0 +1,163 @@
+"""Exceptions raised in callbacks from C are kept and re-raised after the C call returns."""
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+import pytest
+
+import courier
+from courier import _callbacks
+
+
+class Boom(Exception):
+    pass
+
+
+def test_validator_exception_reraised_with_core_error_as_context(engine: courier.Engine) -> None:
+    def validator(resp):
+        raise Boom("validator")
+
+    with pytest.raises(Boom) as info:
+        engine.get("/json", validator=validator)
+    ctx = info.value.__context__
+    assert isinstance(ctx, courier.InvalidResult) and ctx.response.status == 200
+
+
+def test_customize_exception(engine: courier.Engine) -> None:
+    def customize(out):
+        raise Boom("customize")
+
+    with pytest.raises(Boom):
+        engine.get("/json", customize=customize)
+    with pytest.raises(Boom):
+        engine.send_async("GET", "/json", customize=customize)
+
+
+def test_customize_may_fail_with_a_code(engine: courier.Engine) -> None:
+    def customize(out):
+        raise courier.InvalidHeader("refused by customize")
+
+    with pytest.raises(courier.InvalidHeader) as info:
+        engine.get("/json", customize=customize)
+    assert info.value.message == "refused by customize"
+
+
+def test_mock_callback_exception(base_url: str) -> None:
+    with courier.Engine(base_url=base_url, mock=True) as e:
+        def answer(out):
+            raise Boom("mock")
+        with pytest.raises(Boom):
+            e.get("/json", mock=courier.Mock(callback=answer))
+        # a CourierError raised by a mock callback fails the request with its code
+        def timeout(out):
+            raise courier.Timeout()
+        with pytest.raises(courier.Timeout):
+            e.get("/json", mock=courier.Mock(callback=timeout))
+
+
+def test_progress_exception_stops_the_transfer(engine: courier.Engine) -> None:
+    calls = []
+
+    def progress(p):
+        calls.append(p)
+        raise Boom("progress")
+
+    with pytest.raises(Boom) as info:
+        engine.get("/bytes/400000", params={"rate": "100000"}, progress=progress)
+    assert isinstance(info.value.__context__, courier.Cancelled)
+    assert len(calls) >= 1
+
+
+def test_interceptor_exceptions(base_url: str) -> None:
+    def before(out):
+        raise Boom("before")
+
+    with courier.Engine(base_url=base_url, interceptors=[courier.Interceptor(before_send=before)]) as e:
+        with pytest.raises(Boom):
+            e.get("/json")
+        with pytest.raises(Boom):
+            e.send_async("GET", "/json")
+
+    def after(request_id, resp):
+        raise Boom(f"after {request_id}")
+
+    with courier.Engine(base_url=base_url, interceptors=[courier.Interceptor(after_receive=after)]) as e:
+        with pytest.raises(Boom):
+            e.get("/json")
+        with pytest.raises(Boom):
+            e.send_async("GET", "/json").result(10)
+
+
+def test_interceptors_adapt_requests_and_replace_responses(base_url: str) -> None:
+    class Auth(courier.Interceptor):
+        def before_send(self, out):
+            out.set_header("Authorization", "Bearer from-interceptor")
+
+    def replace(request_id, resp):
+        if resp.status == 404:
+            return courier.Answer(200, json={"replaced": True, "was": resp.status})
+        return None
+
+    with courier.Engine(base_url=base_url, interceptors=[Auth(), (None, replace)]) as e:
+        doc = e.get("/echo").json()
+        assert ["Authorization", "Bearer from-interceptor"] in doc["headers"]
+        r = e.get("/nowhere")
+        assert r.status == 200 and r.json() == {"replaced": True, "was": 404}
+
+
+def test_engine_validator_exception(base_url: str) -> None:
+    def validator(resp):
+        raise Boom("engine validator")
+
+    with courier.Engine(base_url=base_url, validator=validator) as e:
+        with pytest.raises(Boom):
+            e.get("/json")
+        with pytest.raises(Boom):
+            e.send_async("GET", "/json").result(10)
+        assert not e._errors  # every kept exception was picked up
+
+
+def test_monitor_exception_reraised_at_close(base_url: str) -> None:
+    e = courier.Engine(base_url=base_url)
+    e.add_monitor(lambda ev: (_ for _ in ()).throw(Boom("monitor")), kinds=[courier.EventKind.FINISHED])
+    assert e.get("/json").status == 200  # a monitor cannot fail a request
+    with pytest.raises(Boom):
+        e.close()
+    e.close()
+
+
+def test_borrowed_response_is_not_usable_after_its_callback(engine: courier.Engine) -> None:
+    kept = []
+
+    def validator(resp):
+        kept.append(resp)
+        return True
+
+    engine.get("/json", validator=validator)
+    assert kept[0].status == 200  # read eagerly
+    with pytest.raises(courier.InvalidArgument):
+        kept[0].body
+
+
+def test_registrations_are_released(base_url: str) -> None:
+    gc.collect()
+    before = _callbacks.live_count()
+    with courier.Engine(base_url=base_url, validator=lambda r: True,
+                        interceptors=[courier.Interceptor(lambda o: None, lambda i, r: None)]) as e:
+        for _ in range(5):
+            e.get("/json", validator=lambda r: True, customize=lambda o: None, progress=lambda p: None)
+            e.send_async("GET", "/json", callback=lambda r, err: None, validator=lambda r: True).result(10)
+        e.add_monitor(lambda ev: None)
+        e.add_log_sink(lambda level, line: None)
+    assert _callbacks.live_count() == before
+
+
+def test_engine_collected_without_close(base_url: str) -> None:
+    e = courier.Engine(base_url=base_url, validator=lambda r: True)
+    e.get("/json")
+    ref = weakref.ref(e)
+    del e
+    gc.collect()
+    assert ref() is None  # registrations hold their engine weakly; __del__ closed it
