@@ -30,6 +30,7 @@ let package = Package(
                 .linkedLibrary("lmdb"),
                 .linkedLibrary("jansson"),
                 .linkedLibrary("pthread"),
+                .linkedLibrary("m"),
             ]
         ),
         // The loopback HTTP/1.1 server the tests, the demo and `courier serve` use.

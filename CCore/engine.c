@@ -296,7 +296,12 @@ static void release_easy(courier_engine *e, cr_transfer *t) {
     if (!t->easy) return;
     curl_multi_remove_handle(e->multi, t->easy);
     if (e->npool < CR_POOL_MAX) {
-        curl_easy_reset(t->easy);
+        /* Pooled handles keep the engine's shared options; one a transfer changed in other ways
+         * (a method, a body, progress) starts over. */
+        if (t->easy_dirty) {
+            curl_easy_reset(t->easy);
+            cr_transport_base(e, t->easy);
+        }
         e->pool[e->npool++] = t->easy;
     } else {
         curl_easy_cleanup(t->easy);
@@ -355,8 +360,10 @@ static void start_http(courier_engine *e, cr_transfer *t) {
         curl_slist_free_all(t->slist);
         t->slist = NULL;
     }
-    t->easy = e->npool ? e->pool[--e->npool] : curl_easy_init();
-    int rc = t->easy ? cr_transport_setup(e, t) : COURIER_E_NO_MEMORY;
+    t->easy = e->npool ? e->pool[--e->npool] : NULL;
+    int rc = COURIER_OK;
+    if (!t->easy && (t->easy = curl_easy_init()) != NULL) rc = cr_transport_base(e, t->easy);
+    if (rc == COURIER_OK) rc = t->easy ? cr_transport_setup(e, t) : COURIER_E_NO_MEMORY;
     if (rc == COURIER_OK && curl_multi_add_handle(e->multi, t->easy) != CURLM_OK) rc = COURIER_E_INTERNAL;
     if (rc != COURIER_OK) {
         if (t->easy) curl_easy_cleanup(t->easy);

@@ -54,8 +54,8 @@ CR_HIDDEN char *cr_buf_take(cr_buf *b, size_t *len);
 /* ---- ordered name/value list -------------------------------------------------------------- */
 
 typedef struct cr_kv {
-    char *name;
-    char *value;
+    char *name;  /* owns one allocation holding "name\0value\0" */
+    char *value; /* points into it: never freed or reallocated on its own */
 } cr_kv;
 
 typedef struct cr_kvlist {
@@ -71,6 +71,8 @@ CR_HIDDEN void cr_kvlist_remove(cr_kvlist *l, const char *name);
 /* First value whose name equals `name` case-insensitively, or NULL. */
 CR_HIDDEN const char *cr_kvlist_get(const cr_kvlist *l, const char *name);
 CR_HIDDEN void cr_kvlist_clear(cr_kvlist *l);
+/* Replaces the value of item i (name and value share one allocation, owned through `name`). */
+CR_HIDDEN int cr_kvlist_set_value(cr_kvlist *l, size_t i, const char *value, size_t value_len);
 
 /* ---- strings and encodings ----------------------------------------------------------------- */
 
@@ -90,6 +92,8 @@ CR_HIDDEN int cr_percent_encode(cr_buf *out, const char *s, size_t len);
 CR_HIDDEN int cr_base64_encode(cr_buf *out, const void *data, size_t len);
 /* Checks that url parses as an absolute http or https URL. */
 CR_HIDDEN bool cr_url_valid(const char *url);
+/* Checks a path joined to an already checked base URL: no spaces or control bytes. */
+CR_HIDDEN bool cr_url_path_valid(const char *path);
 
 /* ---- callback registrations (shared, reference counted) ------------------------------------ */
 
@@ -276,6 +280,7 @@ typedef struct cr_transfer {
     void *mime;                  /* curl_mime */
     int64_t progress_last[4];
     int64_t progress_at;
+    int easy_dirty; /* the easy handle needs a reset before another transfer uses it */
     struct cr_freeze_req freeze; /* journal.c: the request's freeze settings (copied at send) */
 } cr_transfer;
 
@@ -285,6 +290,8 @@ CR_HIDDEN int cr_transfer_prepare(courier_engine *e, const courier_request *r, c
                                   courier_error *err);
 CR_HIDDEN void cr_transfer_free(cr_transfer *t);
 
+/* transport.c: the options every transfer of the engine shares, on a new or reset handle. */
+CR_HIDDEN int cr_transport_base(courier_engine *e, CURL *h);
 /* transport.c: configures t->easy for t. Returns OK or a code. */
 CR_HIDDEN int cr_transport_setup(courier_engine *e, cr_transfer *t);
 /* transport.c: what curl brought back for a finished transfer: COURIER_OK with *out_resp (new)
@@ -360,6 +367,8 @@ struct courier_engine {
 #define CR_JSON_DEFAULT_DEPTH 512
 #define CR_JSON_MAX_DEPTH 2048 /* jansson's own compile-time limit */
 #define CR_JSON_DEFAULT_MAX_BYTES CR_DEFAULT_MAX_RESPONSE
+#define CR_JSON_DEFAULT_PARALLEL_MIN ((int64_t)256 * 1024) /* split top-level arrays from this size */
+#define CR_JSON_MAX_PARTS 4
 
 /* json.c */
 /* Options with defaults filled in and limits clamped; `in` may be NULL. */
@@ -599,6 +608,9 @@ CR_HIDDEN void cr_event_retried(courier_engine *e, cr_transfer *t, int attempt, 
 CR_HIDDEN void cr_event_frozen(courier_engine *e, uint64_t request_id, const char *method, const char *url);
 /* Any event: for callers whose event has no transfer. ev->size must be sizeof(courier_event). */
 CR_HIDDEN void cr_event_emit(courier_engine *e, const courier_event *ev);
+/* Whether a monitor or a sink would receive an event of this kind now (e.g. to install curl's
+ * progress callback only when PROGRESS events are wanted). */
+CR_HIDDEN bool cr_event_wants(courier_engine *e, int kind);
 /* Whether a line of `level` would reach a sink (to skip costly formatting). */
 CR_HIDDEN bool cr_log_enabled(courier_engine *e, int level);
 /* A line of the engine's own, e.g. cr_log(e, COURIER_LOG_WARNING, "cache", "moved aside %s", path). */

@@ -1096,9 +1096,10 @@ static json_t *payload_of(cr_journal *j, const cr_transfer *t, const char *id, c
         ok = pair && !json_array_append_new(hs, pair);
     }
     if (ok && t->has_body) {
+        /* cr_base64_encode of nothing leaves a reserved, unterminated buffer: encode only bytes. */
         cr_buf b = {0};
-        ok = cr_base64_encode(&b, t->body ? t->body : "", t->body_len) == COURIER_OK &&
-             !json_object_set_new(p, "body_b64", json_string(b.data ? b.data : ""));
+        ok = (t->body_len == 0 || cr_base64_encode(&b, t->body, t->body_len) == COURIER_OK) &&
+             !json_object_set_new(p, "body_b64", json_string(t->body_len && b.data ? b.data : ""));
         cr_buf_free(&b);
     }
     const struct cr_freeze_req *fr = &t->freeze;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define J(v) ((json_t *)(v))
 #define CJ(v) ((const json_t *)(v))
@@ -27,6 +28,8 @@ int courier_json_options_init(courier_json_options *o, int version) {
     o->max_depth = CR_JSON_DEFAULT_DEPTH;
     o->max_bytes = CR_JSON_DEFAULT_MAX_BYTES;
     o->flags = 0;
+    o->max_threads = 0;
+    o->parallel_min_bytes = CR_JSON_DEFAULT_PARALLEL_MIN;
     return COURIER_OK;
 }
 
@@ -36,6 +39,10 @@ void cr_json_options_resolve(const courier_json_options *in, courier_json_option
     if (in->max_depth > 0) out->max_depth = in->max_depth > CR_JSON_MAX_DEPTH ? CR_JSON_MAX_DEPTH : in->max_depth;
     if (in->max_bytes > 0) out->max_bytes = in->max_bytes;
     out->flags = in->flags;
+    if (in->version >= 2) {
+        out->max_threads = in->max_threads < 0 ? 1 : in->max_threads;
+        out->parallel_min_bytes = in->parallel_min_bytes;
+    }
 }
 
 /* ---- types ---------------------------------------------------------------------------------------- */
@@ -73,20 +80,31 @@ const char *courier_json_type_name(int type) {
 
 /* ---- parsing ---------------------------------------------------------------------------------------- */
 
-/* The deepest nesting of arrays and objects in text, outside strings, stopping as soon as it passes
- * `limit` (then *where is the byte offset of the bracket that passed it). jansson would stop at its
- * own compile-time limit; this keeps the caller's, before any allocation. */
-static int nesting_exceeds(const unsigned char *s, size_t len, int limit, size_t *where) {
+/* One pass over the text before jansson sees it: the nesting depth, checked against the caller's
+ * limit before any allocation (jansson would stop only at its compile-time 2048), and the commas
+ * between the elements of a top-level array, where a large array may be split for parsing on
+ * several threads. Strings are skipped, honouring escapes. */
+typedef struct scan_result {
+    size_t too_deep_at; /* offset of the bracket that passed the limit, or SIZE_MAX */
+    size_t cuts[CR_JSON_MAX_PARTS - 1]; /* offsets of top-level commas near len*k/parts */
+    int ncuts;
+} scan_result;
+
+static void scan(const unsigned char *s, size_t len, int limit, int parts, scan_result *r) {
     int depth = 0;
-    size_t i = 0;
+    size_t i = 0, next_target = parts > 1 ? len / (size_t)parts : SIZE_MAX;
+    r->too_deep_at = SIZE_MAX;
+    r->ncuts = 0;
+    while (i < len && s[i] <= ' ') i++;
+    int top_array = i < len && s[i] == '[';
     while (i < len) {
         unsigned char c = s[i];
         if (c == '"') {
-            /* Skip the string, honouring escapes; an unterminated string is jansson's to report. */
+            /* Skip the string; an unterminated string is jansson's to report. */
             i++;
             while (i < len) {
                 const unsigned char *q = memchr(s + i, '"', len - i);
-                if (!q) return 0;
+                if (!q) return;
                 size_t k = (size_t)(q - s);
                 size_t bs = 0;
                 while (k - bs > i && s[k - bs - 1] == '\\') bs++;
@@ -97,15 +115,104 @@ static int nesting_exceeds(const unsigned char *s, size_t len, int limit, size_t
         }
         if (c == '[' || c == '{') {
             if (++depth > limit) {
-                *where = i;
-                return 1;
+                r->too_deep_at = i;
+                return;
             }
         } else if (c == ']' || c == '}') {
             depth--;
+        } else if (c == ',' && depth == 1 && top_array && i >= next_target && r->ncuts < parts - 1) {
+            r->cuts[r->ncuts++] = i;
+            next_target = r->ncuts + 1 < parts ? len / (size_t)parts * (size_t)(r->ncuts + 1) : SIZE_MAX;
         }
         i++;
     }
-    return 0;
+}
+
+/* Part k of a split array, fed to json_load_callback: "[" (unless it is the first part, which
+ * starts with the document's own '['), the slice, and "]" (unless it is the last part, which ends
+ * with the document's own ']'). */
+typedef struct part {
+    const char *data;
+    size_t len;
+    int open, close; /* whether to add '[' before and ']' after */
+    int stage;       /* 0: '[', 1: slice, 2: ']', 3: done */
+    size_t pos;
+    size_t flags;
+    json_t *out;
+    json_error_t err;
+} part;
+
+static size_t feed(void *buffer, size_t buflen, void *arg) {
+    part *p = arg;
+    char *b = buffer;
+    size_t n = 0;
+    while (n < buflen && p->stage < 3) {
+        if (p->stage == 0) {
+            if (p->open) b[n++] = '[';
+            p->stage = 1;
+        } else if (p->stage == 1) {
+            size_t take = p->len - p->pos;
+            if (take > buflen - n) take = buflen - n;
+            memcpy(b + n, p->data + p->pos, take);
+            n += take;
+            p->pos += take;
+            if (p->pos == p->len) p->stage = 2;
+        } else {
+            if (p->close) b[n++] = ']';
+            p->stage = 3;
+        }
+    }
+    return n;
+}
+
+static void *parse_part(void *arg) {
+    part *p = arg;
+    p->out = json_load_callback(feed, p, p->flags, &p->err);
+    return NULL;
+}
+
+/* Parses a top-level array in parts on several threads and joins them. NULL when anything does
+ * not fit (a part that fails or is empty, a thread that cannot start): the caller then parses the
+ * whole text on its own thread, which also reports errors exactly. */
+static json_t *parse_split(const char *data, size_t len, const scan_result *sr, size_t flags) {
+    int nparts = sr->ncuts + 1;
+    part parts[CR_JSON_MAX_PARTS];
+    pthread_t threads[CR_JSON_MAX_PARTS];
+    int started[CR_JSON_MAX_PARTS] = {0};
+    size_t from = 0;
+    for (int k = 0; k < nparts; k++) {
+        size_t to = k < sr->ncuts ? sr->cuts[k] : len;
+        memset(&parts[k], 0, sizeof parts[k]);
+        parts[k].data = data + from;
+        parts[k].len = to - from;
+        parts[k].open = k > 0;
+        parts[k].close = k < nparts - 1;
+        parts[k].flags = flags;
+        from = to + 1; /* past the comma */
+    }
+    for (int k = 1; k < nparts; k++)
+        started[k] = pthread_create(&threads[k], NULL, parse_part, &parts[k]) == 0;
+    parse_part(&parts[0]);
+    for (int k = 1; k < nparts; k++) {
+        if (started[k]) pthread_join(threads[k], NULL);
+        else parse_part(&parts[k]);
+    }
+    json_t *joined = parts[0].out;
+    int ok = 1;
+    for (int k = 0; k < nparts; k++)
+        if (!parts[k].out || !json_is_array(parts[k].out) || json_array_size(parts[k].out) == 0) ok = 0;
+    for (int k = 1; k < nparts && ok; k++)
+        if (json_array_extend(joined, parts[k].out)) ok = 0;
+    for (int k = ok ? 1 : 0; k < nparts; k++)
+        if (parts[k].out) json_decref(parts[k].out);
+    return ok ? joined : NULL;
+}
+
+static int parts_for(const courier_json_options *opts, size_t len) {
+    if (opts->max_threads == 1 || opts->parallel_min_bytes <= 0 || (int64_t)len < opts->parallel_min_bytes) return 1;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = opts->max_threads > 0 ? opts->max_threads : (int)(cpus > 0 ? cpus : 1);
+    return n < 1 ? 1 : n > CR_JSON_MAX_PARTS ? CR_JSON_MAX_PARTS : n;
 }
 
 int cr_json_parse(const void *data, size_t len, const courier_json_options *opts, json_t **out, courier_error *err) {
@@ -114,12 +221,20 @@ int cr_json_parse(const void *data, size_t len, const courier_json_options *opts
     if ((int64_t)len > opts->max_bytes)
         return cr_fail(err, COURIER_E_TOO_LARGE, "JSON text of %zu bytes is larger than the limit of %lld bytes", len,
                        (long long)opts->max_bytes);
-    size_t where = 0;
-    if (len && nesting_exceeds(data, len, opts->max_depth, &where))
-        return cr_fail(err, COURIER_E_JSON, "JSON nesting deeper than %d at byte %zu", opts->max_depth, where);
+    scan_result sr;
+    scan(data, len, opts->max_depth, parts_for(opts, len), &sr);
+    if (sr.too_deep_at != SIZE_MAX)
+        return cr_fail(err, COURIER_E_JSON, "JSON nesting deeper than %d at byte %zu", opts->max_depth, sr.too_deep_at);
     size_t flags = JSON_DECODE_ANY;
     if (!(opts->flags & COURIER_JSON_ALLOW_DUPLICATE_KEYS)) flags |= JSON_REJECT_DUPLICATES;
     if (opts->flags & COURIER_JSON_ALLOW_NUL) flags |= JSON_ALLOW_NUL;
+    if (sr.ncuts > 0) {
+        json_t *v = parse_split(data, len, &sr, flags);
+        if (v) {
+            *out = v;
+            return COURIER_OK;
+        }
+    }
     json_error_t je;
     json_t *v = json_loadb(len ? data : "", len, flags, &je);
     if (!v) {
@@ -167,6 +282,18 @@ const courier_json *courier_json_get(const courier_json *v, const char *key) {
 
 const courier_json *courier_json_getn(const courier_json *v, const char *key, size_t key_len) {
     return v && (key || !key_len) ? (const courier_json *)json_object_getn(CJ(v), key ? key : "", key_len) : NULL;
+}
+
+const courier_json *courier_json_get_hinted(const courier_json *v, const char *key, size_t key_len,
+                                            const courier_json_iter **hint) {
+    if (!v || (!key && key_len) || !json_is_object(CJ(v))) return NULL;
+    if (!key) key = "";
+    void *it = hint ? (void *)*hint : NULL;
+    if (it && json_object_iter_key_len(it) == key_len && memcmp(json_object_iter_key(it), key, key_len) == 0) {
+        *hint = (const courier_json_iter *)json_object_iter_next(J(v), it);
+        return (const courier_json *)json_object_iter_value(it);
+    }
+    return (const courier_json *)json_object_getn(CJ(v), key, key_len);
 }
 
 /* One component of a key path: an object key, or an array index in decimal. */

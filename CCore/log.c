@@ -802,6 +802,18 @@ static bool listening(courier_engine *e) {
     return o && atomic_load_explicit(&o->active, memory_order_acquire);
 }
 
+bool cr_event_wants(courier_engine *e, int kind) {
+    struct cr_obs *o = e ? obs_of(e) : NULL;
+    cr_obs_snap *s = snap_acquire(o);
+    if (!s) return false;
+    courier_event probe;
+    memset(&probe, 0, sizeof probe);
+    probe.kind = kind;
+    bool yes = (kind > 0 && kind < 32 && (s->kinds & (1u << kind))) || wants_line(o, s, event_level(&probe));
+    snap_release(s);
+    return yes;
+}
+
 static void event_init(courier_event *ev, int kind, const cr_transfer *t) {
     memset(ev, 0, sizeof *ev);
     ev->size = sizeof *ev;

@@ -213,6 +213,7 @@ void courier_request_free(courier_request *r) {
 
 int courier_request_set_base_url(courier_request *r, const char *base_url) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
+    if (base_url && !cr_url_valid(base_url)) return COURIER_E_INVALID_URL;
     return cr_set_string(&r->base_url, base_url);
 }
 
@@ -507,7 +508,10 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         o.url = cr_buf_take(&u, NULL);
         if (!o.url) goto fail;
     }
-    if (!cr_url_valid(o.url)) {
+    /* A base URL was checked when it was set, and joining puts the path after a '/', so a relative
+     * path only needs its own bytes checked: a full parse per request costs more than the rest. */
+    bool valid = is_absolute_url(r->target) ? cr_url_valid(o.url) : cr_url_path_valid(r->target);
+    if (!valid) {
         rc = cr_fail(err, COURIER_E_INVALID_URL, "invalid URL '%.200s'", o.url);
         goto fail_reported;
     }

@@ -6,6 +6,7 @@
  */
 #include "internal.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -200,25 +201,36 @@ static bool is_idempotent(const char *m) {
            strcmp(m, "OPTIONS") == 0 || strcmp(m, "TRACE") == 0;
 }
 
-/* "scheme://host:port" of an absolute URL (already validated). */
+/* "scheme://host:port" of an absolute URL that cr_url_valid accepted (so: http or https, with a
+ * host). Read by hand: a second full parse per request would cost more than the rest of this. */
 static char *host_key(const char *url) {
-    CURLU *u = curl_url();
-    char *scheme = NULL, *host = NULL, *port = NULL, *key = NULL;
-    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
-        cr_buf b = {0};
-        if (!cr_buf_append_str(&b, scheme) && !cr_buf_append_str(&b, "://") && !cr_buf_append_str(&b, host) &&
-            !cr_buf_append_char(&b, ':') && !cr_buf_append_str(&b, port))
-            key = cr_buf_take(&b, NULL);
-        else cr_buf_free(&b);
+    const char *p = strstr(url, "://");
+    if (!p) return NULL;
+    size_t scheme_len = (size_t)(p - url);
+    const char *auth = p + 3;
+    size_t auth_len = strcspn(auth, "/?#");
+    const char *at = memchr(auth, '@', auth_len); /* drop userinfo */
+    if (at) {
+        auth_len -= (size_t)(at + 1 - auth);
+        auth = at + 1;
     }
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
-    curl_url_cleanup(u);
-    return key;
+    const char *close = auth_len && auth[0] == '[' ? memchr(auth, ']', auth_len) : NULL;
+    const char *colon = memchr(close ? close : auth, ':', auth_len - (size_t)((close ? close : auth) - auth));
+    size_t host_len = colon ? (size_t)(colon - auth) : auth_len;
+    const char *port = colon ? colon + 1 : (scheme_len == 5 ? "443" : "80");
+    size_t port_len = colon ? auth_len - host_len - 1 : strlen(port);
+    if (colon && port_len == 0) {
+        port = scheme_len == 5 ? "443" : "80";
+        port_len = strlen(port);
+    }
+    cr_buf b = {0};
+    if (cr_buf_reserve(&b, scheme_len + 3 + host_len + 1 + port_len)) return NULL;
+    for (size_t i = 0; i < scheme_len; i++) b.data[b.len++] = (char)tolower((unsigned char)url[i]);
+    cr_buf_append_str(&b, "://");
+    for (size_t i = 0; i < host_len; i++) b.data[b.len++] = (char)tolower((unsigned char)auth[i]);
+    cr_buf_append_char(&b, ':');
+    cr_buf_append(&b, port, port_len);
+    return cr_buf_take(&b, NULL);
 }
 
 /* Method, URL and header lines, one per line: what makes two requests "the same". */

@@ -63,6 +63,12 @@ static size_t on_body(char *data, size_t size, size_t n, void *user) {
         t->too_large = 1;
         return 0; /* aborts with CURLE_WRITE_ERROR */
     }
+    if (!t->resp_body.cap) { /* one allocation when the length is announced */
+        curl_off_t cl = -1;
+        if (curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK && cl > 0 &&
+            cl <= t->max_bytes)
+            cr_buf_reserve(&t->resp_body, (size_t)cl);
+    }
     if (cr_buf_append(&t->resp_body, data, len)) {
         t->oom = 1;
         return 0;
@@ -84,19 +90,18 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
     if (end == 0) return len;
     if ((data[0] == ' ' || data[0] == '\t') && t->resp_headers.count) {
         /* obs-fold: a continuation of the previous header's value. */
-        cr_kv *last = &t->resp_headers.items[t->resp_headers.count - 1];
+        size_t i = t->resp_headers.count - 1;
+        const char *old = t->resp_headers.items[i].value;
         size_t start = 0;
         while (start < end && (data[start] == ' ' || data[start] == '\t')) start++;
-        size_t old = strlen(last->value);
-        char *v = realloc(last->value, old + 1 + (end - start) + 1);
-        if (!v) {
+        cr_buf v = {0};
+        if (cr_buf_append_str(&v, old) || cr_buf_append_char(&v, ' ') || cr_buf_append(&v, data + start, end - start) ||
+            cr_kvlist_set_value(&t->resp_headers, i, v.data, v.len)) {
+            cr_buf_free(&v);
             t->oom = 1;
             return 0;
         }
-        v[old] = ' ';
-        memcpy(v + old + 1, data + start, end - start);
-        v[old + 1 + end - start] = '\0';
-        last->value = v;
+        cr_buf_free(&v);
         return len;
     }
     const char *colon = memchr(data, ':', end);
@@ -115,35 +120,48 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
 
 /* ---- setting up the easy handle --------------------------------------------------------------- */
 
-int cr_transport_setup(courier_engine *e, cr_transfer *t) {
-    const courier_config *cfg = e->config;
-    CURL *h = t->easy;
-    CURLcode c = CURLE_OK;
 #define SET(opt, val) \
     if (c == CURLE_OK) c = curl_easy_setopt(h, opt, val)
 
-    SET(CURLOPT_URL, t->url);
-    SET(CURLOPT_PRIVATE, t);
+/* The options every transfer of an engine shares. Set once per easy handle: pooled handles keep
+ * them, and a handle that a transfer changed in other ways is reset and given them again. */
+int cr_transport_base(courier_engine *e, CURL *h) {
+    const courier_config *cfg = e->config;
+    CURLcode c = CURLE_OK;
     SET(CURLOPT_NOSIGNAL, 1L);
-    SET(CURLOPT_ERRORBUFFER, t->errbuf);
     SET(CURLOPT_WRITEFUNCTION, on_body);
-    SET(CURLOPT_WRITEDATA, t);
     SET(CURLOPT_HEADERFUNCTION, on_header);
-    SET(CURLOPT_HEADERDATA, t);
-    SET(CURLOPT_TIMEOUT_MS, t->timeout_ms);
     SET(CURLOPT_FOLLOWLOCATION, 1L);
     SET(CURLOPT_MAXREDIRS, 10L);
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_ACCEPT_ENCODING, "");
-    if (!t->download_path) SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)t->max_bytes); /* files may be large */
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
     SET(CURLOPT_SSL_VERIFYPEER, cfg->insecure ? 0L : 1L);
     SET(CURLOPT_SSL_VERIFYHOST, cfg->insecure ? 0L : 2L);
     if (cfg->ca_file) SET(CURLOPT_CAINFO, cfg->ca_file);
     if (cfg->pinned_key) SET(CURLOPT_PINNEDPUBLICKEY, cfg->pinned_key);
+    if (c == CURLE_OK) return COURIER_OK;
+    return c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL;
+}
 
+int cr_transport_setup(courier_engine *e, cr_transfer *t) {
+    (void)e;
+    CURL *h = t->easy;
+    CURLcode c = CURLE_OK;
+
+    SET(CURLOPT_URL, t->url);
+    SET(CURLOPT_PRIVATE, t);
+    SET(CURLOPT_ERRORBUFFER, t->errbuf);
+    SET(CURLOPT_WRITEDATA, t);
+    SET(CURLOPT_HEADERDATA, t);
+    SET(CURLOPT_TIMEOUT_MS, t->timeout_ms);
+    /* Downloads to a file may be larger than the in-memory limit (0: no limit). */
+    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)(t->download_path ? 0 : t->max_bytes));
+
+    /* Anything but a plain GET leaves options a later GET must not inherit: mark the handle. */
+    t->easy_dirty = !(strcmp(t->method, "GET") == 0 && !t->has_body && !t->parts && !t->body_file && !t->progress);
     if (strcmp(t->method, "GET") == 0 && !t->has_body) {
         SET(CURLOPT_HTTPGET, 1L);
     } else if (strcmp(t->method, "HEAD") == 0) {
@@ -163,10 +181,17 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
         if (trc != COURIER_OK) return trc;
     }
 
-    /* Header lines; "Name;" is curl's way to send an empty value. Expect is off unless asked. */
+    /* Header lines; "Name;" is curl's way to send an empty value. The first non-empty User-Agent
+     * goes in curl's own slot (cheaper than a custom line); set or cleared on every transfer, as a
+     * pooled handle keeps the last one. */
+    const cr_kv *ua = NULL;
+    for (size_t i = 0; i < t->headers.count && !ua; i++)
+        if (*t->headers.items[i].value && strcasecmp(t->headers.items[i].name, "User-Agent") == 0) ua = &t->headers.items[i];
+    SET(CURLOPT_USERAGENT, ua ? ua->value : NULL);
     cr_buf line = {0};
     for (size_t i = 0; i < t->headers.count && c == CURLE_OK; i++) {
         const cr_kv *kv = &t->headers.items[i];
+        if (kv == ua) continue;
         line.len = 0;
         if (cr_buf_append_str(&line, kv->name) || cr_buf_append_str(&line, *kv->value ? ": " : ";") ||
             cr_buf_append_str(&line, kv->value)) {
@@ -177,17 +202,19 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
         if (!n) c = CURLE_OUT_OF_MEMORY;
         else t->slist = n;
     }
-    if (c == CURLE_OK && !cr_kvlist_get(&t->headers, "Expect")) {
+    /* No "Expect: 100-continue" round trip for bodies, unless the caller asked for one. */
+    bool sends_body = t->has_body || t->parts || t->body_file || strcmp(t->method, "GET") != 0;
+    if (c == CURLE_OK && sends_body && !cr_kvlist_get(&t->headers, "Expect")) {
         struct curl_slist *n = curl_slist_append(t->slist, "Expect:");
         if (!n) c = CURLE_OUT_OF_MEMORY;
         else t->slist = n;
     }
     cr_buf_free(&line);
     SET(CURLOPT_HTTPHEADER, t->slist);
-#undef SET
     if (c == CURLE_OK) return COURIER_OK;
     return c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL;
 }
+#undef SET
 
 /* ---- finishing -------------------------------------------------------------------------------- */
 

@@ -215,7 +215,8 @@ COURIER_API int courier_request_new(courier_request **out, const char *method, c
 /* Accepts NULL. */
 COURIER_API void courier_request_free(courier_request *request);
 
-/* A base URL for this request alone, replacing the engine's. NULL clears it. */
+/* A base URL for this request alone, replacing the engine's. NULL clears it.
+ * Errors: COURIER_E_INVALID_URL (not an absolute http/https URL). */
 COURIER_API int courier_request_set_base_url(courier_request *request, const char *base_url);
 /* Adds a parameter. For GET, HEAD and DELETE parameters go in the query string; for other
  * methods in the body, encoded as configured (unless a raw body is set, then in the query).
@@ -242,7 +243,8 @@ COURIER_API int courier_request_set_body(courier_request *request, const void *b
 COURIER_API int courier_request_set_body_encoding(courier_request *request, courier_body_encoding encoding);
 /* Timeout of this request in milliseconds (> 0), overriding the engine's default. */
 COURIER_API int courier_request_set_timeout_ms(courier_request *request, long timeout_ms);
-/* Authorization: Basic base64(user ":" password). Errors: COURIER_E_INVALID_HEADER (CR/LF). */
+/* Authorization: Basic base64(user ":" password). Errors: COURIER_E_INVALID_HEADER (CR/LF),
+ * COURIER_E_INVALID_ARGUMENT (a ':' in the user id, which RFC 7617 forbids). */
 COURIER_API int courier_request_set_basic_auth(courier_request *request, const char *user, const char *password);
 /* Authorization: <scheme> <token>, e.g. scheme "Bearer" or "Token". scheme NULL means "Bearer". */
 COURIER_API int courier_request_set_auth_token(courier_request *request, const char *scheme, const char *token);
@@ -596,8 +598,9 @@ typedef enum courier_json_type {
 /* Static English name of a courier_json_type ("string", "nothing"...). Never NULL. Any thread. */
 COURIER_API const char *courier_json_type_name(int type);
 
-/* Parse options. Initialize with courier_json_options_init, then change fields. */
-#define COURIER_JSON_OPTIONS_VERSION 1
+/* Parse options. Initialize with courier_json_options_init, then change fields. Version 2 added
+ * max_threads and parallel_min_bytes (a version 1 struct gets their defaults). */
+#define COURIER_JSON_OPTIONS_VERSION 2
 #define COURIER_JSON_ALLOW_DUPLICATE_KEYS 0x1u /* the last of duplicate keys wins (default: an error) */
 #define COURIER_JSON_ALLOW_NUL 0x2u            /* allow \u0000 in strings (read them with lengths) */
 typedef struct courier_json_options {
@@ -605,6 +608,11 @@ typedef struct courier_json_options {
     int max_depth;     /* deepest nesting of arrays and objects, 1..2048 (default 512) */
     int64_t max_bytes; /* largest text accepted (default 64 MiB) */
     unsigned flags;    /* COURIER_JSON_ALLOW_* (default 0) */
+    /* A top-level array of at least parallel_min_bytes (default 256 KiB; 0: never) is parsed in
+     * parts on up to max_threads threads (default 0: one per processor, at most 4; 1: never),
+     * started and joined inside the call; the result is the same document. */
+    int max_threads;
+    int64_t parallel_min_bytes;
 } courier_json_options;
 /* Fills *options with the defaults. Errors: COURIER_E_INVALID_ARGUMENT. */
 COURIER_API int courier_json_options_init(courier_json_options *options, int version);
@@ -631,6 +639,12 @@ COURIER_API const courier_json *courier_json_at(const courier_json *array, size_
  * object. Borrowed. */
 COURIER_API const courier_json *courier_json_get(const courier_json *object, const char *key);
 COURIER_API const courier_json *courier_json_getn(const courier_json *object, const char *key, size_t key_len);
+/* The member named key, looked up first at *hint: a position in this object's members (NULL, or
+ * one given by courier_json_iter_first/_next or an earlier call on the same object). When the key
+ * is there, *hint moves to the next member, so reading members in document order costs one
+ * comparison each and no hashing; otherwise this is courier_json_getn and *hint stays. Borrowed. */
+COURIER_API const courier_json *courier_json_get_hinted(const courier_json *object, const char *key, size_t key_len,
+                                                        const courier_json_iter **hint);
 /* The value at a key path: components separated by '.', each an object key or, in an array, a
  * decimal index: "data", "data.items", "data.items.0.name". NULL or "" is the value itself. NULL
  * when any component is absent. Keys that contain '.' cannot be named. Borrowed. */

@@ -12,12 +12,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double cbench_process_cpu_seconds(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static void result_clear(cbench_result *out) { memset(out, 0, sizeof *out); }
@@ -130,9 +138,10 @@ int cbench_curl_multi(const char *url, long total, int concurrency, long warmup,
     if (rc == 0 && warmup > 0) rc = curl_run_phase(multi, handles, concurrency, warmup, &ph);
     if (rc == 0) {
         for (int i = 0; i < concurrency; i++) bytes[i] = 0;
-        double t0 = now_s();
+        double t0 = now_s(), c0 = cbench_process_cpu_seconds();
         rc = curl_run_phase(multi, handles, concurrency, total, &ph);
         out->seconds = now_s() - t0;
+        out->cpu_seconds = cbench_process_cpu_seconds() - c0;
         out->completed = ph.completed;
         out->errors = ph.errors + (total - ph.completed);
         for (int i = 0; i < concurrency; i++) out->body_bytes += bytes[i];
@@ -310,9 +319,10 @@ int cbench_courier_c(const char *url, long total, int concurrency, long warmup, 
         if (!timed) rc = COURIER_E_NO_MEMORY;
     }
     if (rc == COURIER_OK) {
-        double t0 = now_s();
+        double t0 = now_s(), c0 = cbench_process_cpu_seconds();
         courier_phase_run(timed, concurrency);
         out->seconds = now_s() - t0;
+        out->cpu_seconds = cbench_process_cpu_seconds() - c0;
         out->completed = atomic_load(&timed->completed);
         out->errors = atomic_load(&timed->errors);
         out->body_bytes = atomic_load(&timed->bytes);

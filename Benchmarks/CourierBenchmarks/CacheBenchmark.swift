@@ -71,17 +71,22 @@ public enum CacheBenchmark {
         let engine = try Engine(configuration: configuration.cacheDurability(durability)
             .cacheMaxBytes(Int64(entries + 1000) * 2048 + (64 << 20)))
         defer { engine.close() }
-        let cache = engine.cache
+        let writer = engine.cache
         var figures = SwiftFigures()
         let keys = (0..<entries).map(key)
         let bodies = (0..<26).map(body)
         let headers: HTTPHeaders = [("Content-Type", "application/octet-stream")]
         let t0 = DispatchTime.now().uptimeNanoseconds
         for i in 0..<entries {
-            do { try cache.put(key: keys[i], headers: headers, body: bodies[i % 26], expiry: 3600) } catch { figures.errors += 1 }
+            do { try writer.put(key: keys[i], headers: headers, body: bodies[i % 26], expiry: 3600) } catch { figures.errors += 1 }
         }
         figures.putOps = Double(entries) / (Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
+        engine.close()
         guard gets > 0 else { return figures }
+        // Reads under the cache's default (durable) setting, whatever the puts used.
+        let reader = try Engine(configuration: configuration.cacheMaxBytes(Int64(entries + 1000) * 2048 + (64 << 20)))
+        defer { reader.close() }
+        let cache = reader.cache
         func getLoop(seed: UInt64) -> (Double, Int) {
             var s = seed
             var errors = 0

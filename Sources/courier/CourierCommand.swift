@@ -17,6 +17,7 @@ struct CourierCommand: AsyncParsableCommand {
             ServeCommand.self,
             BenchCommand.self,
             CacheCommand.self,
+            FrozenCommand.self,
         ],
         defaultSubcommand: DemoCommand.self
     )

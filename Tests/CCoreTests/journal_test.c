@@ -251,6 +251,38 @@ static void freeze_on_cannot_connect(void) {
     w_destroy(&w);
 }
 
+/* A POST without a body or parameters (an empty body) is kept and resent as such. */
+static void empty_body_is_kept(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    courier_engine *e = open_eng(th_tmpdir(), srv.port, NULL, NULL);
+    REQUIRE(e);
+    waiter w;
+    w_init(&w, e);
+    courier_reachability_set_offline(e);
+    courier_request *r = NULL;
+    courier_request_new(&r, "POST", "/empty");
+    courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, COURIER_FREEZE_UNORDERED);
+    CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
+    courier_frozen *f = NULL;
+    REQUIRE(courier_frozen_get(e, w.ids[0], &f, NULL) == COURIER_OK);
+    size_t len = 99;
+    CHECK(courier_frozen_body(f, &len) != NULL);
+    CHECK_EQ(len, 0);
+    courier_frozen_free(f);
+    courier_reachability_set_online(e);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(jr_path_count(&srv, "/empty"), 1);
+    CHECK_EQ(count_of(e), 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    jr_free(&srv);
+    w_destroy(&w);
+}
+
 static void never_policy_is_not_frozen(void) {
     const char *store = th_tmpdir();
     int port = jr_free_port();
@@ -902,7 +934,7 @@ static void monitor_http_probe_and_app_word(void) {
     w_destroy(&w);
 }
 
-TESTS_MAIN(T(freeze_on_cannot_connect), T(never_policy_is_not_frozen), T(given_id_replaces_older),
+TESTS_MAIN(T(freeze_on_cannot_connect), T(empty_body_is_kept), T(never_policy_is_not_frozen), T(given_id_replaces_older),
            T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
            T(replay_in_order_with_keys), T(final_and_retryable_answers), T(manual_policy_waits_for_the_app),
            T(bounded_concurrency), T(expiry_with_injected_clock), T(corrupt_journal_is_kept_aside),

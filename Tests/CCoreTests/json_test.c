@@ -109,6 +109,26 @@ static void test_iteration_in_document_order(void) {
     courier_json_free(doc);
 }
 
+static void test_hinted_lookups(void) {
+    courier_json *doc = parse("{\"a\":1,\"b\":2,\"c\":3}");
+    REQUIRE(doc);
+    const courier_json_iter *hint = courier_json_iter_first(doc);
+    /* In document order: each found at the hint, which moves on. */
+    CHECK_EQ(courier_json_integer(courier_json_get_hinted(doc, "a", 1, &hint)), 1);
+    CHECK_STR(courier_json_iter_key(hint, NULL), "b");
+    CHECK_EQ(courier_json_integer(courier_json_get_hinted(doc, "b", 1, &hint)), 2);
+    /* Out of order or absent: found by hash (or not), the hint stays. */
+    CHECK_EQ(courier_json_integer(courier_json_get_hinted(doc, "a", 1, &hint)), 1);
+    CHECK_STR(courier_json_iter_key(hint, NULL), "c");
+    CHECK(courier_json_get_hinted(doc, "zz", 2, &hint) == NULL);
+    CHECK_EQ(courier_json_integer(courier_json_get_hinted(doc, "c", 1, &hint)), 3);
+    CHECK(hint == NULL);
+    CHECK_EQ(courier_json_integer(courier_json_get_hinted(doc, "b", 1, &hint)), 2); /* NULL hint: by hash */
+    CHECK_EQ(courier_json_integer(courier_json_get_hinted(doc, "b", 1, NULL)), 2);
+    CHECK(courier_json_get_hinted(courier_json_get(doc, "a"), "a", 1, NULL) == NULL);
+    courier_json_free(doc);
+}
+
 static void test_scalars_at_top_and_strings_with_nul(void) {
     courier_json *doc = parse("\"x\"");
     CHECK_STR(courier_json_string(doc, NULL), "x");
@@ -313,7 +333,7 @@ static void test_type_names(void) {
     CHECK_EQ(courier_json_options_init(NULL, 1), COURIER_E_INVALID_ARGUMENT);
 }
 
-TESTS_MAIN(T(test_accessors), T(test_key_paths), T(test_iteration_in_document_order),
+TESTS_MAIN(T(test_accessors), T(test_key_paths), T(test_iteration_in_document_order), T(test_hinted_lookups),
            T(test_scalars_at_top_and_strings_with_nul), T(test_bad_input_is_an_error), T(test_depth_limit),
            T(test_size_limit), T(test_build_and_dump), T(test_build_errors), T(test_reals_round_trip),
            T(test_type_names))

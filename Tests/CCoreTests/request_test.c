@@ -92,6 +92,22 @@ static void test_invalid_urls(void) {
         CHECK_EQ(id, 0);
         courier_request_free(r);
     }
+    /* A relative path with a space or a control byte. */
+    static const char *bad_paths[] = {"/a b", "/x\ty", "/\x7F"};
+    for (size_t i = 0; i < sizeof bad_paths / sizeof bad_paths[0]; i++) {
+        courier_request *r = NULL;
+        REQUIRE(courier_request_new(&r, "GET", bad_paths[i]) == COURIER_OK);
+        CHECK_EQ(courier_send(e, r, NULL, NULL, NULL, NULL), COURIER_E_INVALID_URL);
+        courier_request_free(r);
+    }
+    /* A request base URL is checked when set. */
+    {
+        courier_request *r = NULL;
+        REQUIRE(courier_request_new(&r, "GET", "/x") == COURIER_OK);
+        CHECK_EQ(courier_request_set_base_url(r, "nope"), COURIER_E_INVALID_URL);
+        CHECK_EQ(courier_request_set_base_url(r, "ftp://h/"), COURIER_E_INVALID_URL);
+        courier_request_free(r);
+    }
     /* A relative path with no base URL at all. */
     courier_engine *bare = NULL;
     REQUIRE(courier_engine_open(&bare, NULL, NULL) == COURIER_OK);

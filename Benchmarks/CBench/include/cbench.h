@@ -31,6 +31,8 @@ typedef struct cbench_result {
     long errors;             /* failures plus responses whose status was not 200 */
     int64_t body_bytes;      /* response body bytes received in the timed phase */
     char first_error[256];   /* the first error seen, "" when none */
+    double cpu_seconds;      /* CPU time (user + system) of this whole process during the timed
+                                phase: steadier than wall time on a busy machine */
 } cbench_result;
 
 /* A libcurl multi loop: `concurrency` easy handles reused, curl_multi_poll, a finished handle is
@@ -45,6 +47,9 @@ int cbench_curl_multi(const char *url, long total, int concurrency, long warmup,
  * Returns 0, or a negative courier_code when the engine could not be opened or nothing could be
  * sent (out->first_error says why). */
 int cbench_courier_c(const char *url, long total, int concurrency, long warmup, cbench_result *out);
+
+/* CPU time (user + system) this process has used so far, in seconds. */
+double cbench_process_cpu_seconds(void);
 
 /* ---- processes and ports --------------------------------------------------------------------- */
 
@@ -122,6 +127,25 @@ void cbench_mapping_free(void *mapping);
  * both freed; returns the number of mapped objects, -1 on failure. _parse_only: the parse alone. */
 long long cbench_mapping_run(const void *data, size_t len, const void *mapping);
 long long cbench_mapping_parse_only(const void *data, size_t len);
+
+/* ---- frozen requests (frozen_bench.c) -------------------------------------------------------- */
+
+/* The ceiling: n single-put commits of value_bytes each into a fresh LMDB environment in `dir`
+ * with LMDB's default durability (every commit synced), as the journal is opened. completed =
+ * commits. Returns 0 or a negative errno value. */
+int cbench_lmdb_sync_commits(const char *dir, long n, size_t value_bytes, cbench_result *out);
+/* Freezes n POSTs of a 70-byte JSON body to `url` through the Courier C API: an engine on `store`
+ * (replay paused) set offline, `concurrency` sends in flight, each completion (COURIER_E_FROZEN,
+ * after its durable commit) sending the next. With concurrency > 1 the journal groups concurrent
+ * freezes into one commit. Returns 0 or a negative courier_code. */
+int cbench_frozen_freeze(const char *store, const char *url, long n, int concurrency, cbench_result *out);
+/* Replays every frozen request of `store` (to the URLs they were frozen with) with `concurrency`
+ * replays in flight, timed from resume until the journal is empty (or timeout_ms). completed =
+ * answers (events), errors = failed resends + requests left. Returns 0 or a negative courier_code. */
+int cbench_frozen_replay(const char *store, int concurrency, long timeout_ms, cbench_result *out);
+/* The same POSTs sent normally (not frozen) with `concurrency` in flight: the engine's own
+ * transport rate to compare replay with. Returns 0 or a negative courier_code. */
+int cbench_frozen_transport(const char *url, long n, int concurrency, cbench_result *out);
 
 #ifdef __cplusplus
 }

@@ -56,9 +56,20 @@ public enum TransportBenchmark {
         /// The median successful requests per second of a client (nil if it did not run).
         public func median(_ client: TransportClient) -> Double? {
             guard let list = runs[client], !list.isEmpty else { return nil }
-            let sorted = list.map(\.requestsPerSecond).sorted()
-            let mid = sorted.count / 2
-            return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+            return TransportBenchmark.median(list.map(\.requestsPerSecond))
+        }
+
+        /// The median CPU microseconds per request of a client (nil if it did not run).
+        public func medianCPU(_ client: TransportClient) -> Double? {
+            guard let list = runs[client], !list.isEmpty else { return nil }
+            return TransportBenchmark.median(list.map(\.cpuMicrosecondsPerRequest))
+        }
+
+        /// A target's ratio computed from CPU per request (denominator's CPU / numerator's CPU):
+        /// what the throughput ratio would be if CPU were the only limit.
+        public func cpuRatio(_ target: Target) -> Double? {
+            guard let n = medianCPU(target.numerator), let d = medianCPU(target.denominator), n > 0, d > 0 else { return nil }
+            return d / n
         }
 
         /// Errors of a client over all runs.
@@ -113,7 +124,8 @@ public enum TransportBenchmark {
                 let result = await client.run(url: server.url, total: total, concurrency: options.concurrency, warmup: warmup)
                 report.runs[client, default: []].append(result)
                 var line = "run \(run)/\(options.runs): \(client.title): \(format(result.requestsPerSecond)) req/s"
-                    + " (\(result.completed) in \(String(format: "%.2f", result.seconds)) s)"
+                    + " (\(result.completed) in \(String(format: "%.2f", result.seconds)) s,"
+                    + " \(String(format: "%.1f", result.cpuMicrosecondsPerRequest)) us CPU/req)"
                 if result.errors > 0 { line += ", \(result.errors) ERRORS, first: \(result.firstError ?? "?")" }
                 progress(line)
             }
@@ -132,16 +144,17 @@ public enum TransportBenchmark {
         out += "url:    \(report.url)\n"
         for warning in report.warnings { out += warning + "\n" }
         out += "\n"
-        out += pad("client", 32) + lpad("req/s", 10) + "   " + pad("runs (req/s)", 28) + lpad("requests", 9) + lpad("errors", 8) + "\n"
+        out += pad("client", 32) + lpad("req/s", 10) + "   " + pad("runs (req/s)", 28) + lpad("requests", 9)
+            + lpad("errors", 8) + lpad("CPU us/req", 12) + "\n"
         for client in TransportClient.allCases {
             guard let list = report.runs[client], let median = report.median(client) else { continue }
             let runs = list.map { format($0.requestsPerSecond) }.joined(separator: " ")
             let total = client == .urlSession ? o.urlSessionRequests : o.requests
             out += pad(client.title, 32) + lpad(format(median), 10) + "   " + pad(runs, 28) + lpad("\(total)", 9)
-                + lpad("\(report.errors(client))", 8) + "\n"
+                + lpad("\(report.errors(client))", 8) + lpad(String(format: "%.1f", report.medianCPU(client) ?? 0), 12) + "\n"
         }
         out += "\n"
-        out += pad("ratio", 32) + lpad("measured", 10) + lpad("target", 10) + "\n"
+        out += pad("ratio (of median req/s)", 32) + lpad("measured", 10) + lpad("target", 10) + "          by CPU/req\n"
         for target in targets where report.runs[target.numerator] != nil && report.runs[target.denominator] != nil {
             let goal = lpad(String(format: ">= %gx", target.minimum), 10)
             guard let ratio = report.ratio(target) else {
@@ -149,8 +162,11 @@ public enum TransportBenchmark {
                 continue
             }
             let verdict = ratio >= target.minimum ? "met" : "MISSED"
-            out += pad(target.name, 32) + lpad(String(format: "%.2fx", ratio), 10) + goal + "  " + verdict + "\n"
+            let cpu = report.cpuRatio(target).map { String(format: "%.2fx", $0) } ?? "n/a"
+            out += pad(target.name, 32) + lpad(String(format: "%.2fx", ratio), 10) + goal + "  " + pad(verdict, 8) + lpad(cpu, 10) + "\n"
         }
+        out += "(CPU us/req: this process's CPU time per request, steadier than req/s on a busy machine;"
+            + " 'by CPU/req' is the ratio those costs give.)\n"
         for client in TransportClient.allCases where report.errors(client) > 0 {
             out += "\nERRORS: \(client.title) had \(report.errors(client)) failed requests; first: \(report.firstError(client) ?? "?")"
                 + " (its rate counts successful requests only; this run is not a valid measurement)"
@@ -166,6 +182,7 @@ public enum TransportBenchmark {
         var errors: [String: Any] = [:]
         for client in TransportClient.allCases {
             object["\(client.rawValue)_rps"] = report.median(client).map { ($0 * 10).rounded() / 10 } ?? NSNull()
+            object["\(client.rawValue)_cpu_us_per_req"] = report.medianCPU(client).map { ($0 * 100).rounded() / 100 } ?? NSNull()
             if let list = report.runs[client] {
                 runs[client.rawValue] = list.map { ($0.requestsPerSecond * 10).rounded() / 10 }
                 errors[client.rawValue] = report.errors(client)
@@ -173,13 +190,16 @@ public enum TransportBenchmark {
         }
         var ratios: [String: Any] = [:]
         var met: [String: Any] = [:]
+        var cpuRatios: [String: Any] = [:]
         for target in targets {
             if let ratio = report.ratio(target) {
                 ratios[target.key] = (ratio * 1000).rounded() / 1000
                 met[target.key] = ratio >= target.minimum
             }
+            if let ratio = report.cpuRatio(target) { cpuRatios[target.key] = (ratio * 1000).rounded() / 1000 }
         }
         object["ratios"] = ratios
+        object["cpu_ratios"] = cpuRatios
         object["targets"] = Dictionary(uniqueKeysWithValues: targets.map { ($0.key, $0.minimum) })
         object["targets_met"] = met
         object["runs"] = runs
@@ -194,6 +214,13 @@ public enum TransportBenchmark {
         if !report.warnings.isEmpty { object["warnings"] = report.warnings }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        let mid = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
     }
 
     static func format(_ rate: Double) -> String {

@@ -20,10 +20,19 @@ public struct ClientRun: Sendable {
     public var bodyBytes: Int64
     /// The first error seen, if any.
     public var firstError: String?
+    /// CPU time (user + system) of the whole process during the timed phase, in seconds.
+    public var cpuSeconds: Double = 0
 
     /// Successful requests per second.
     public var requestsPerSecond: Double {
         seconds > 0 ? Double(completed - errors) / seconds : 0
+    }
+
+    /// Microseconds of this process's CPU per request: steadier than the rate on a busy machine,
+    /// since waiting for a CPU costs wall time but no CPU time. (With the embedded test server
+    /// the server's threads are in this process too.)
+    public var cpuMicrosecondsPerRequest: Double {
+        completed > 0 ? cpuSeconds / Double(completed) * 1e6 : 0
     }
 }
 
@@ -66,7 +75,8 @@ private func runC(_ function: CBenchFunction, url: String, total: Int, concurren
         String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
     }
     var run = ClientRun(seconds: result.seconds, completed: result.completed, errors: result.errors,
-                        bodyBytes: result.body_bytes, firstError: firstError.isEmpty ? nil : firstError)
+                        bodyBytes: result.body_bytes, firstError: firstError.isEmpty ? nil : firstError,
+                        cpuSeconds: result.cpu_seconds)
     if rc != 0 {  // the client could not even start: every request counts as failed
         run.errors = max(run.errors, total)
         run.completed = max(run.completed, total)
@@ -81,6 +91,7 @@ private func runC(_ function: CBenchFunction, url: String, total: Int, concurren
 private func inFlight(total: Int, concurrency: Int,
                       _ one: @escaping @Sendable () async -> (ok: Bool, bytes: Int, error: String?)) async -> ClientRun {
     let start = DispatchTime.now().uptimeNanoseconds
+    let cpuStart = cbench_process_cpu_seconds()
     var run = ClientRun(seconds: 0, completed: 0, errors: 0, bodyBytes: 0, firstError: nil)
     await withTaskGroup(of: (ok: Bool, bytes: Int, error: String?).self) { group in
         var issued = 0
@@ -103,6 +114,7 @@ private func inFlight(total: Int, concurrency: Int,
         }
     }
     run.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    run.cpuSeconds = cbench_process_cpu_seconds() - cpuStart
     return run
 }
 

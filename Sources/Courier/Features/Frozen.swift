@@ -592,8 +592,7 @@ public struct FrozenRequests: Sendable {
     /// - Throws: ``CourierError``.
     @discardableResult
     public func postNotifications(to center: NotificationCenter = .default) throws -> ObservationToken {
-        nonisolated(unsafe) let center = center
-        return try addObserver { event in
+        try addObserver { event in
             let name: Notification.Name
             switch event.kind {
             case .frozen: name = .courierRequestFrozen

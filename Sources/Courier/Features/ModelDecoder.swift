@@ -142,6 +142,20 @@ struct _JSONKey: CodingKey {
     static let `super` = _JSONKey(stringValue: "super")
 }
 
+/// An array index as a coding key: one word, so it is stored inline in `any CodingKey` (no box),
+/// and its string is made only when asked for (error messages).
+struct _IndexKey: CodingKey {
+    let index: Int
+    init(_ index: Int) { self.index = index }
+    init?(stringValue: String) {
+        guard let i = Int(stringValue) else { return nil }
+        index = i
+    }
+    init?(intValue: Int) { index = intValue }
+    var stringValue: String { String(index) }
+    var intValue: Int? { index }
+}
+
 /// "data.items.1.id" for a coding path.
 func _dottedPath(_ path: [any CodingKey]) -> String {
     path.isEmpty ? "(root)" : path.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
@@ -161,24 +175,33 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
     let options: _DecoderOptions
     var userInfo: [CodingUserInfoKey: Any] { options.userInfo }
 
+    /// Per depth, the object a keyed container reads and the position after its last member
+    /// read (courier_json_get_hinted): members read in document order cost no hashing.
+    let hints: UnsafeMutablePointer<(object: OpaquePointer?, iter: OpaquePointer?)>
+    static let hintDepth = 256
+
     init(value: OpaquePointer, codingPath: [any CodingKey], options: _DecoderOptions) {
         self.value = value
         self.codingPath = codingPath
         self.options = options
+        hints = .allocate(capacity: Self.hintDepth)
+        hints.initialize(repeating: (nil, nil), count: Self.hintDepth)
     }
+
+    deinit { hints.deallocate() }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard courier_json_typeof(value) == COURIER_JSON_OBJECT.rawValue else {
             throw mismatch([String: Any].self, value, codingPath)
         }
-        return KeyedDecodingContainer(_KeyedContainer<Key>(impl: self, object: value, codingPath: codingPath))
+        return KeyedDecodingContainer(_KeyedContainer<Key>(impl: self, object: value, depth: codingPath.count))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard courier_json_typeof(value) == COURIER_JSON_ARRAY.rawValue else {
             throw mismatch([Any].self, value, codingPath)
         }
-        return _UnkeyedContainer(impl: self, array: value, codingPath: codingPath)
+        return _UnkeyedContainer(impl: self, array: value, depth: codingPath.count)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
@@ -278,9 +301,26 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
         return f
     }
 
+    /// The path of a container at `depth` (containers keep no copy of the path: the decoder's
+    /// path is a stack that only grows and shrinks at its end while they are in use).
+    func path(depth: Int) -> [any CodingKey] { Array(codingPath.prefix(depth)) }
+
     /// Any Decodable at `v`, with `key` appended to the path (nil: same path).
     @inline(__always)
     func unbox<T: Decodable>(_ v: OpaquePointer, as type: T.Type, key: (any CodingKey)? = nil) throws -> T {
+        // Scalars that need no decoder of their own (the common leaves of arrays).
+        if T.self == String.self {
+            return unsafeBitCast(try unboxString(v, key.map { codingPath + [$0] } ?? codingPath), to: T.self)
+        }
+        if T.self == Int.self {
+            return unsafeBitCast(try unboxInteger(v, Int.self, key.map { codingPath + [$0] } ?? codingPath), to: T.self)
+        }
+        if T.self == Double.self {
+            return unsafeBitCast(try unboxDouble(v, Double.self, key.map { codingPath + [$0] } ?? codingPath), to: T.self)
+        }
+        if T.self == Bool.self {
+            return unsafeBitCast(try unboxBool(v, key.map { codingPath + [$0] } ?? codingPath), to: T.self)
+        }
         if let key { codingPath.append(key) }
         let saved = value
         value = v
@@ -353,17 +393,28 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
 // MARK: - Keyed container
 
 struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let impl: _ModelDecoderImpl
+    /// Unowned: the decoder outlives every container of its decoding (no reference counting per use).
+    unowned(unsafe) let impl: _ModelDecoderImpl
     let object: OpaquePointer
-    let codingPath: [any CodingKey]
+    let depth: Int
+    /// The whole path, for containers made by nestedContainer (no scope on the decoder's stack).
+    let explicitPath: [any CodingKey]?
 
     /// JSON key -> member, with keys converted from snake_case (only for that strategy).
     private let converted: [String: OpaquePointer]?
 
-    init(impl: _ModelDecoderImpl, object: OpaquePointer, codingPath: [any CodingKey]) {
+    /// Whether lookups go through the decoder's hint slot at `depth`.
+    private let hinted: Bool
+
+    var codingPath: [any CodingKey] { explicitPath ?? impl.path(depth: depth) }
+
+    init(impl: _ModelDecoderImpl, object: OpaquePointer, depth: Int, explicitPath: [any CodingKey]? = nil) {
         self.impl = impl
         self.object = object
-        self.codingPath = codingPath
+        self.depth = depth
+        self.explicitPath = explicitPath
+        hinted = explicitPath == nil && depth < _ModelDecoderImpl.hintDepth && !impl.options.snakeCase
+        if hinted { impl.hints[depth] = (object, courier_json_iter_first(object)) }
         if impl.options.snakeCase {
             var map: [String: OpaquePointer] = [:]
             var it = courier_json_iter_first(object)
@@ -381,11 +432,24 @@ struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         }
     }
 
-    /// The member for a key; one hash lookup in the C object, no allocation.
+    /// The member for a key: at the hint (the member after the last one read) when the type reads
+    /// members in document order, else one hash lookup in the C object; no allocation.
     @inline(__always)
     private func lookup(_ key: Key) -> OpaquePointer? {
         if let converted { return converted[key.stringValue] }
         var name = key.stringValue
+        if hinted {
+            let slot = impl.hints + depth
+            if slot.pointee.object == object {
+                var hint = slot.pointee.iter
+                let found = name.withUTF8 { utf8 in
+                    courier_json_get_hinted(object, UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self),
+                                            utf8.count, &hint)
+                }
+                slot.pointee.iter = hint
+                return found
+            }
+        }
         return name.withUTF8 { utf8 in
             courier_json_getn(object, UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self), utf8.count)
         }
@@ -456,7 +520,7 @@ struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try impl.unboxUInt64(try require(key), path(key)) }
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try impl.unbox(try require(key), as: type, key: key)
+        try _child(impl, explicitPath, try require(key), type, key)
     }
 
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
@@ -481,20 +545,20 @@ struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         guard let v = present(key) else { return nil }
-        return try impl.unbox(v, as: type, key: key)
+        return try _child(impl, explicitPath, v, type, key)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type,
                                                forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
         let v = try require(key)
         guard courier_json_typeof(v) == COURIER_JSON_OBJECT.rawValue else { throw impl.mismatch([String: Any].self, v, path(key)) }
-        return KeyedDecodingContainer(_KeyedContainer<NestedKey>(impl: impl, object: v, codingPath: path(key)))
+        return KeyedDecodingContainer(_KeyedContainer<NestedKey>(impl: impl, object: v, depth: depth, explicitPath: path(key)))
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
         let v = try require(key)
         guard courier_json_typeof(v) == COURIER_JSON_ARRAY.rawValue else { throw impl.mismatch([Any].self, v, path(key)) }
-        return _UnkeyedContainer(impl: impl, array: v, codingPath: path(key))
+        return _UnkeyedContainer(impl: impl, array: v, depth: depth, explicitPath: path(key))
     }
 
     func superDecoder() throws -> any Decoder { try decoderFor(_JSONKey.super) }
@@ -515,22 +579,26 @@ struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 // MARK: - Unkeyed container
 
 struct _UnkeyedContainer: UnkeyedDecodingContainer {
-    let impl: _ModelDecoderImpl
+    unowned(unsafe) let impl: _ModelDecoderImpl
     let array: OpaquePointer
-    let codingPath: [any CodingKey]
+    let depth: Int
+    let explicitPath: [any CodingKey]?
     let count: Int?
     private(set) var currentIndex = 0
 
-    init(impl: _ModelDecoderImpl, array: OpaquePointer, codingPath: [any CodingKey]) {
+    var codingPath: [any CodingKey] { explicitPath ?? impl.path(depth: depth) }
+
+    init(impl: _ModelDecoderImpl, array: OpaquePointer, depth: Int, explicitPath: [any CodingKey]? = nil) {
         self.impl = impl
         self.array = array
-        self.codingPath = codingPath
+        self.depth = depth
+        self.explicitPath = explicitPath
         self.count = courier_json_size(array)
     }
 
     var isAtEnd: Bool { currentIndex >= count! }
 
-    private var key: _JSONKey { _JSONKey(intValue: currentIndex) }
+    private var key: _IndexKey { _IndexKey(currentIndex) }
     private var path: [any CodingKey] { codingPath + [key] }
 
     @inline(__always)
@@ -575,7 +643,7 @@ struct _UnkeyedContainer: UnkeyedDecodingContainer {
     mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try scalar(type) { try $0.unboxUInt64($1, $2) } }
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         let v = try next(type)
-        let result = try impl.unbox(v, as: type, key: key)
+        let result = try _child(impl, explicitPath, v, type, key)
         currentIndex += 1
         return result
     }
@@ -583,7 +651,7 @@ struct _UnkeyedContainer: UnkeyedDecodingContainer {
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
         let v = try next([String: Any].self)
         guard courier_json_typeof(v) == COURIER_JSON_OBJECT.rawValue else { throw impl.mismatch([String: Any].self, v, path) }
-        let container = _KeyedContainer<NestedKey>(impl: impl, object: v, codingPath: path)
+        let container = _KeyedContainer<NestedKey>(impl: impl, object: v, depth: depth, explicitPath: path)
         currentIndex += 1
         return KeyedDecodingContainer(container)
     }
@@ -591,7 +659,7 @@ struct _UnkeyedContainer: UnkeyedDecodingContainer {
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
         let v = try next([Any].self)
         guard courier_json_typeof(v) == COURIER_JSON_ARRAY.rawValue else { throw impl.mismatch([Any].self, v, path) }
-        let container = _UnkeyedContainer(impl: impl, array: v, codingPath: path)
+        let container = _UnkeyedContainer(impl: impl, array: v, depth: depth, explicitPath: path)
         currentIndex += 1
         return container
     }
@@ -605,6 +673,18 @@ struct _UnkeyedContainer: UnkeyedDecodingContainer {
 }
 
 // MARK: - Helpers
+
+/// Decodes a child value of a container: on the decoder's path stack, or, for a container made by
+/// nestedContainer, with that container's whole path in place for the duration.
+@inline(__always)
+func _child<T: Decodable>(_ impl: _ModelDecoderImpl, _ explicitPath: [any CodingKey]?, _ v: OpaquePointer,
+                          _ type: T.Type, _ key: any CodingKey) throws -> T {
+    guard let explicitPath else { return try impl.unbox(v, as: type, key: key) }
+    let saved = impl.codingPath
+    impl.codingPath = explicitPath
+    defer { impl.codingPath = saved }
+    return try impl.unbox(v, as: type, key: key)
+}
 
 /// JSONDecoder's snake_case to camelCase conversion: "user_name" -> "userName"; leading and
 /// trailing underscores are kept.

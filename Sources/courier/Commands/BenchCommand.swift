@@ -12,6 +12,7 @@ struct BenchCommand: AsyncParsableCommand {
             TransportBenchCommand.self,
             CacheBenchCommand.self,
             MappingBenchCommand.self,
+            FrozenBenchCommand.self,
         ]
     )
 }

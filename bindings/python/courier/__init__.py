@@ -11,7 +11,7 @@ this package converts types and errors and owns handles. See docs/python.md.
 from __future__ import annotations
 
 from ._lib import has as _has
-from ._lib import lib as _lib
+from ._lib import lib as _clib
 from ._lib import library_path
 from .cache import CacheEntry, CacheManager, CacheStats
 from .engine import (CacheDurability, CachePolicy, CourierFuture, Engine, Event, EventKind, Interceptor,
@@ -23,18 +23,19 @@ from .mapping import (MAP_ALL_COERCIONS, MAP_BOOL_FROM_NUMBER, MAP_NULL_AS_ABSEN
                       MAP_REQUIRED, MAP_STRING_FROM_NUMBER, Envelope, JsonType, Mapping)
 from .request import BodyEncoding, Freeze, Mock, Outgoing, Part, Priority, Progress, Request, Result, Retry
 from .response import Answer, CacheStatus, Headers, Metrics, Response
+from .transport import Call, Transport
 
 __version__ = "0.1.0"
 
 
 def library_version() -> str:
     """The loaded C library's version (``courier_version()``)."""
-    return _lib.courier_version().decode()
+    return _clib.courier_version().decode()
 
 
 def library_version_num() -> int:
     """``courier_version_num()``: 0xMMmmpp."""
-    return int(_lib.courier_version_num())
+    return int(_clib.courier_version_num())
 
 
 if library_version_num() >> 16 != 0:  # pragma: no cover - the ABI this binding speaks

@@ -80,6 +80,21 @@ def current_send() -> Any:
     return stack[-1] if stack else None
 
 
+class Scope:
+    """A C call made outside a send (e.g. ``Response.json()``, which may run a decoder on this
+    thread): keeps the first exception of any callback run on this thread during the call."""
+
+    __slots__ = ("engine", "exc")
+
+    def __init__(self) -> None:
+        self.engine = None
+        self.exc: Optional[BaseException] = None
+
+    def keep(self, exc: BaseException, request_id: int = 0) -> None:
+        if self.exc is None:
+            self.exc = exc
+
+
 class sending:
     """Context manager marking ``ctx`` as the send in progress on this thread."""
 
@@ -132,7 +147,7 @@ class Slot:
         sink = self.sink
         if sink is None:  # an engine-level registration: the current send, the request, or the engine
             ctx = current_send()
-            if ctx is not None and ctx.engine is self.engine:
+            if ctx is not None and (ctx.engine is None or ctx.engine is self.engine):
                 ctx.keep(exc)
                 return
             sink = self.engine
@@ -168,6 +183,8 @@ MONITOR_FN = CFUNCTYPE(None, POINTER(EVENT), c_void_p)
 FROZEN_EVENT_FN = CFUNCTYPE(None, POINTER(FROZEN_EVENT), c_void_p)
 REACHABILITY_FN = CFUNCTYPE(None, c_int, c_void_p)
 ENVELOPE_CHECK_FN = CFUNCTYPE(c_int, c_void_p, c_int, c_int64, c_char_p, c_void_p)
+TRANSPORT_START_FN = CFUNCTYPE(c_int, c_void_p, c_void_p)
+TRANSPORT_CANCEL_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 DECODER_FN = CFUNCTYPE(c_int, c_void_p, c_size_t, c_char_p, POINTER(c_void_p), POINTER(ERROR), c_void_p)
 
 
@@ -446,6 +463,38 @@ def _decoder(body: Optional[int], length: int, content_type: Optional[bytes], ou
         return code_of(e)
 
 
+def _transport_start(call: Optional[int], user: Optional[int]) -> int:
+    from .transport import Call
+    slot = lookup(user)
+    if slot is None or not call:
+        return E_INTERNAL
+    slot.note_worker()
+    c = Call(call)
+    c._owner = slot.extra  # the same Call for cancel, until it completes
+    slot.extra[call] = c
+    try:
+        slot.fn.start(c)
+        return 0
+    except BaseException as e:
+        slot.extra.pop(call, None)
+        slot.keep(e, c.request_id)
+        return code_of(e)
+
+
+def _transport_cancel(call: Optional[int], user: Optional[int]) -> None:
+    slot = lookup(user)
+    if slot is None:
+        return
+    c = slot.extra.get(call)
+    if c is None:
+        return
+    c.cancelled = True
+    try:
+        slot.fn.cancel(c)
+    except BaseException as e:
+        slot.keep(e, c.request_id)
+
+
 user_free = USER_FREE_FN(_user_free)
 validator = VALIDATOR_FN(_validator)
 customize = CUSTOMIZE_FN(_customize)
@@ -464,6 +513,8 @@ frozen_event = FROZEN_EVENT_FN(_frozen_event)
 reachability = REACHABILITY_FN(_reachability)
 envelope_check = ENVELOPE_CHECK_FN(_envelope_check)
 decoder = DECODER_FN(_decoder)
+transport_start = TRANSPORT_START_FN(_transport_start)
+transport_cancel = TRANSPORT_CANCEL_FN(_transport_cancel)
 
 
 def ptr(fn: Any) -> int:

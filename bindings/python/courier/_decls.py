@@ -107,6 +107,7 @@ DECLS = {
     'courier_json_at': ('ptr', ('ptr', 'size_t')),
     'courier_json_get': ('ptr', ('ptr', 'str')),
     'courier_json_getn': ('ptr', ('ptr', 'str', 'size_t')),
+    'courier_json_get_hinted': ('ptr', ('ptr', 'str', 'size_t', 'ptr')),
     'courier_json_path': ('ptr', ('ptr', 'str')),
     'courier_json_string': ('str', ('ptr', 'ptr')),
     'courier_json_integer': ('int64', ('ptr',)),

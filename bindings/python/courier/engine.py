@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import ctypes
 import concurrent.futures
 import os
 import threading
@@ -12,7 +13,7 @@ from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _callbacks as cb
-from ._lib import ERROR, JSON_OPTIONS, lib
+from ._lib import ERROR, JSON_OPTIONS, TRANSPORT, lib
 from .errors import CourierError, EngineClosed, InvalidArgument, check, make_error
 from .request import BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs
 from .response import Response
@@ -243,6 +244,8 @@ class Engine:
         frozen_replay: (concurrency, backoff base s, backoff max s); frozen_expiry, frozen_lease,
         frozen_poll (s); frozen_paused.
         reachability: dict(from_errors=bool, probe=str, interval=s).
+        transports: ``{name: courier.Transport}`` custom transports (requests choose one with
+        ``transport=name``).
         log_level: the engine's :class:`LogLevel`.
     """
 
@@ -264,6 +267,7 @@ class Engine:
                  frozen_expiry: Optional[float] = None, frozen_lease: Optional[float] = None,
                  frozen_poll: Optional[float] = None, frozen_paused: Optional[bool] = None,
                  reachability: Optional[Mapping[str, Any]] = None,
+                 transports: Optional[Mapping[str, Any]] = None,
                  log_level: Optional[int] = None) -> None:
         self._ptr: Optional[int] = None
         self._errors: dict[int, BaseException] = {}
@@ -358,6 +362,11 @@ class Engine:
                 r = dict(reachability)
                 check(lib.courier_config_set_reachability(c, 1 if r.get("from_errors") else 0,
                                                           _opt(r.get("probe")), _ms(r.get("interval"))))
+            for name, transport in (transports or {}).items():
+                tr = TRANSPORT(cb.ptr(cb.transport_start), cb.ptr(cb.transport_cancel))
+                key = cb.register(cb.Slot(transport, None, self, {}))
+                check(lib.courier_config_register_transport(c, _b(name), byref(tr), ctypes.sizeof(tr), key,
+                                                            cb.user_free))
             out = c_void_p()
             err = ERROR()
             check(lib.courier_engine_open(byref(out), c, byref(err)), err)

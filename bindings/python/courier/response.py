@@ -216,10 +216,17 @@ class Response:
         """The body as Python values, from the core's parsed document (``courier_response_json``:
         parsed once by the core with its limits and rules — duplicate keys, depth, UTF-8 — and
         converted). Raises :class:`courier.JSONError` when the core cannot decode it."""
+        from . import _callbacks as cb
         from .mapping import json_to_python
         doc = c_void_p()
         err = ERROR()
-        code = lib.courier_response_parse_json(self._handle(), byref(doc), byref(err))
+        scope = cb.Scope()  # a custom decoder may run here, on this thread
+        with cb.sending(scope):
+            code = lib.courier_response_parse_json(self._handle(), byref(doc), byref(err))
+        if scope.exc is not None:
+            if code != 0 and scope.exc.__context__ is None:
+                scope.exc.__context__ = make_error(code, err)
+            raise scope.exc
         if code != 0:
             raise make_error(code, err)
         return json_to_python(doc.value)

@@ -73,6 +73,17 @@ def engine(base_url: str, tmp_path: pathlib.Path) -> Iterator["object"]:
         yield e
 
 
+def wait_until(pred, timeout: float = 10.0, interval: float = 0.01) -> bool:
+    """Polls ``pred`` until it is true (no fixed sleeps: the machine may be busy)."""
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(interval)
+    return bool(pred())
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -8,6 +8,7 @@ import time
 import pytest
 
 import courier
+from conftest import wait_until
 
 
 def test_send_async_future(engine: courier.Engine) -> None:
@@ -45,7 +46,7 @@ def test_callback_gets_error(engine: courier.Engine) -> None:
 
 def test_cancel_future_and_by_id(engine: courier.Engine) -> None:
     f = engine.send_async("GET", "/delay/5000")
-    time.sleep(0.05)
+    assert wait_until(lambda: engine.pending()[1] == 1)
     t0 = time.monotonic()
     assert f.cancel() is True
     with pytest.raises(courier.Cancelled):
@@ -65,9 +66,7 @@ def test_cancel_future_and_by_id(engine: courier.Engine) -> None:
 def test_cancel_all_and_pending(base_url: str) -> None:
     with courier.Engine(base_url=base_url, max_connections_per_host=1) as e:
         futs = [e.send_async("GET", "/delay/3000", coalesce=False) for _ in range(3)]
-        time.sleep(0.1)
-        queued, active = e.pending()
-        assert active == 1 and queued == 2
+        assert wait_until(lambda: e.pending() == (2, 1))
         e.cancel_all()
         for f in futs:
             with pytest.raises(courier.Cancelled):

@@ -7,6 +7,7 @@ import time
 import pytest
 
 import courier
+from conftest import wait_until
 
 
 def test_retry_counted_by_server(engine: courier.Engine, server) -> None:
@@ -52,8 +53,8 @@ def test_priorities(base_url: str) -> None:
     order = []
     lock = threading.Lock()
     with courier.Engine(base_url=base_url, max_connections_per_host=1, max_connections=1) as e:
-        blocker = e.send_async("GET", "/delay/300")
-        time.sleep(0.05)
+        blocker = e.send_async("GET", "/delay/1000")
+        assert wait_until(lambda: e.pending() == (0, 1))
 
         def cb(name):
             def done(resp, err):
@@ -82,8 +83,7 @@ def test_coalescing_identical_gets(engine: courier.Engine, server) -> None:
 
 def test_connection_limits(base_url: str) -> None:
     with courier.Engine(base_url=base_url, max_connections_per_host=2) as e:
-        futs = [e.send_async("GET", "/delay/300", coalesce=False) for _ in range(4)]
-        time.sleep(0.1)
-        assert e.pending() == (2, 2)
+        futs = [e.send_async("GET", "/delay/500", coalesce=False) for _ in range(4)]
+        assert wait_until(lambda: e.pending() == (2, 2))
         for f in futs:
             f.result(10)

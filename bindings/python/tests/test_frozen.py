@@ -1,0 +1,93 @@
+"""Frozen requests: the durable offline journal, replay, events (decided by the core)."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import courier
+from courier import FrozenEventKind
+
+
+@pytest.fixture
+def fengine(base_url, tmp_path):
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "store"), frozen_paused=True) as e:
+        yield e
+
+
+def test_freeze_while_offline_and_replay_when_online(fengine, server) -> None:
+    events = []
+    got = threading.Event()
+
+    def listener(ev):
+        events.append((ev.kind, ev.freeze_id, ev.response.status if ev.response else None))
+        if ev.kind == FrozenEventKind.RESENT_SUCCEEDED:
+            got.set()
+
+    fengine.frozen.add_listener(listener)
+    fengine.frozen.resume()
+    fengine.set_offline()
+    assert fengine.reachability == courier.Reachability.OFFLINE
+    with pytest.raises(courier.Frozen) as info:
+        fengine.post("/echo", json={"order": 1}, freeze=courier.Freeze("auto", id="order-1"))
+    assert info.value.freeze_id == "order-1"
+    with pytest.raises(courier.Offline):
+        fengine.get("/json")  # no freeze policy: fails at once
+    [fz] = fengine.frozen.list()
+    assert fz.id == "order-1" and fz.method == "POST" and fz.url.endswith("/echo")
+    assert fz.body == b'{"order":1}' and fz.idempotency_key
+    assert ("Idempotency-Key", fz.idempotency_key) in fz.headers
+    assert fz.policy == courier.FreezePolicy.AUTO and fz.attempts == 0
+    assert fengine.frozen.get("order-1").id == "order-1"
+    assert fengine.frozen.get("nope") is None
+    before = server.count()
+    fengine.set_online()
+    assert got.wait(10)
+    assert fengine.frozen.wait_idle(10)
+    assert server.count() - before == 1
+    assert fengine.frozen.count() == 0
+    code, status, at = fengine.frozen.last_outcome("order-1")
+    assert code == 0 and status == 200 and at > 0
+    kinds = [k for k, fid, _ in events if fid == "order-1"]
+    assert kinds == [FrozenEventKind.FROZEN, FrozenEventKind.RESENT_SUCCEEDED]
+
+
+def test_freeze_on_cannot_connect_manual_resend_and_remove(tmp_path, closed_port) -> None:
+    with courier.Engine(store=str(tmp_path / "s"), timeout=5, frozen_paused=True) as e:
+        with pytest.raises(courier.Frozen) as info:
+            e.post(f"http://127.0.0.1:{closed_port}/x", body=b"data", freeze="manual")
+        fid = info.value.freeze_id
+        assert fid and len(e.frozen) == 1
+        assert e.frozen.remove(fid) is True
+        assert e.frozen.remove(fid) is False
+        with pytest.raises(courier.Frozen):
+            e.post(f"http://127.0.0.1:{closed_port}/y", body=b"y", freeze="manual")
+        with pytest.raises(courier.Frozen):
+            e.delete(f"http://127.0.0.1:{closed_port}/z", freeze="manual")
+        assert e.frozen.clear() == 2
+
+
+def test_manual_replay_to_a_server_that_came_back(tmp_path) -> None:
+    from conftest import Server, free_port
+    port = free_port()
+    with courier.Engine(store=str(tmp_path / "s"), timeout=5, frozen_paused=True) as e:
+        with pytest.raises(courier.Frozen) as info:
+            e.put(f"http://127.0.0.1:{port}/echo", body=b"later", freeze=courier.Freeze("manual"))
+        fid = info.value.freeze_id
+        srv = Server(port)
+        try:
+            e.frozen.resend(fid)
+            assert e.frozen.wait_idle(10)
+            assert e.frozen.last_outcome(fid)[:2] == (0, 200)
+            assert srv.count() == 1
+        finally:
+            srv.stop()
+
+
+def test_bodyless_post_freezes_on_cannot_connect(tmp_path, closed_port) -> None:
+    with courier.Engine(store=str(tmp_path / "s"), timeout=5) as e:
+        with pytest.raises(courier.Frozen):
+            e.post(f"http://127.0.0.1:{closed_port}/x", freeze="manual")
+        with pytest.raises(courier.Frozen):
+            e.put(f"http://127.0.0.1:{closed_port}/x", freeze="manual")
+        assert e.frozen.count() == 2

@@ -1,0 +1,83 @@
+"""Log sinks, event monitors and reachability listeners."""
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+import courier
+from courier import EventKind, LogLevel
+
+
+def test_log_callback_sink_and_fields(engine) -> None:
+    lines = []
+    engine.log_level = LogLevel.DEBUG
+    assert engine.log_level == LogLevel.DEBUG
+    engine.log_set_field("app", "pytest")
+    sink = engine.add_log_sink(lambda level, line: lines.append((level, json.loads(line))), LogLevel.DEBUG)
+    engine.get("/echo", params={"token": "secret", "q": "1"})
+    engine.log(LogLevel.INFO, "hello from python", event="custom")
+    engine.remove_log_sink(sink)
+    events = [d["event"] for _, d in lines]
+    assert "finished" in events and "custom" in events
+    finished = next(d for _, d in lines if d["event"] == "finished")
+    assert finished["status"] == 200 and finished["app"] == "pytest"
+    assert "secret" not in finished["url"]  # redacted by the core
+    engine.get("/json")
+    assert len([1 for _, d in lines if d["event"] == "finished"]) == 1  # removed
+
+
+def test_log_file(engine, tmp_path) -> None:
+    path = tmp_path / "courier.log"
+    engine.add_log_file(path, LogLevel.INFO)
+    engine.get("/json")
+    engine.close()
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert any(r["event"] == "finished" for r in records)
+
+
+def test_monitor_events(engine) -> None:
+    seen = []
+    lock = threading.Lock()
+
+    def monitor(ev: courier.Event) -> None:
+        with lock:
+            seen.append((ev.kind, ev.request_id, ev.http_status, ev.response.status if ev.response else None))
+
+    mid = engine.add_monitor(monitor)
+    r = engine.get("/json")
+    kinds = [k for k, rid, *_ in seen if rid == r.request_id]
+    assert kinds[0] == EventKind.WILL_SEND and kinds[-1] == EventKind.FINISHED
+    assert EventKind.DID_SEND in kinds
+    finished = [s for s in seen if s[0] == EventKind.FINISHED][-1]
+    assert finished[2] == 200 and finished[3] == 200
+    engine.remove_monitor(mid)
+
+
+@pytest.mark.xfail(reason="C core, events still growing: cr_event_retried/from_cache/frozen/progress exist in "
+                   "log.c but engine.c does not emit them yet", strict=False)
+def test_monitor_kind_filter_retried(engine) -> None:
+    only = []
+    engine.add_monitor(lambda ev: only.append(ev.kind), kinds=[EventKind.RETRIED])
+    try:
+        engine.get("/status/503", retry=courier.Retry(1, 0.01, 0.01))
+    except courier.HTTPStatusError:
+        pass
+    assert only == [EventKind.RETRIED]
+
+
+def test_reachability_listener(engine) -> None:
+    changes = []
+    got = threading.Event()
+
+    def listener(status):
+        changes.append(status)
+        got.set()
+
+    engine.add_reachability_listener(listener)
+    engine.set_offline()
+    assert got.wait(5)
+    assert engine.reachability == courier.Reachability.OFFLINE
+    assert changes[-1] == courier.Reachability.OFFLINE
+    engine.set_reachability_automatic()
