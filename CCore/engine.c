@@ -128,7 +128,9 @@ static bool on_wire(int state) { return state == CR_T_ACTIVE || state == CR_T_CU
 /* Moves t to a new state, keeping the pending counters (queued vs on the wire) right. */
 static void set_state(courier_engine *e, cr_transfer *t, int state) {
     bool was = on_wire(t->state), now = on_wire(state);
-    if (was && !now) {
+    if (t->caller_gone) {
+        /* Counted no more: the counters hold what callers still wait for. */
+    } else if (was && !now) {
         atomic_fetch_sub(&e->active, 1);
         atomic_fetch_add(&e->queued, 1);
     } else if (!was && now) {
@@ -216,6 +218,7 @@ static void answer(courier_engine *e, cr_transfer *t, int code, courier_response
         return;
     }
     t->caller_gone = 1;
+    atomic_fetch_sub(on_wire(t->state) ? &e->active : &e->queued, 1); /* before the caller looks */
     pthread_mutex_lock(&e->lock);
     cr_idset_remove(&e->live, t->id);
     pthread_mutex_unlock(&e->lock);
@@ -231,8 +234,7 @@ static void answer(courier_engine *e, cr_transfer *t, int code, courier_response
 
 /* Frees a transfer that is off every list. */
 static void discard(courier_engine *e, cr_transfer *t) {
-    if (on_wire(t->state)) atomic_fetch_sub(&e->active, 1);
-    else atomic_fetch_sub(&e->queued, 1);
+    if (!t->caller_gone) atomic_fetch_sub(on_wire(t->state) ? &e->active : &e->queued, 1);
     cr_transfer_free(t);
 }
 
@@ -609,6 +611,8 @@ static void finish_custom(courier_engine *e, courier_call *call) {
     after_attempt(e, t, code, resp, &err);
 }
 
+static void engine_free(courier_engine *e);
+
 static void *worker_main(void *arg) {
     courier_engine *e = arg;
     uint64_t *cancels = NULL;
@@ -697,6 +701,7 @@ static void *worker_main(void *arg) {
         curl_multi_poll(e->multi, NULL, 0, timeout, NULL);
     }
     free(cancels);
+    if (e->free_on_exit) engine_free(e); /* closed from one of its own callbacks */
     return NULL;
 }
 
@@ -826,9 +831,17 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
 
 void courier_engine_close(courier_engine *e) {
     if (!e) return;
+    /* From inside one of its own callbacks (a binding dropping its last reference there): the
+     * worker cannot join itself, so it finishes closing on its own and frees the engine last. */
+    bool on_worker = pthread_equal(pthread_self(), e->worker);
     pthread_mutex_lock(&e->lock);
     e->closing = 1;
+    e->free_on_exit = on_worker;
     pthread_mutex_unlock(&e->lock);
+    if (on_worker) {
+        pthread_detach(e->worker);
+        return;
+    }
     curl_multi_wakeup(e->multi);
     pthread_join(e->worker, NULL);
     engine_free(e);

@@ -313,6 +313,7 @@ struct courier_response {
     _Atomic(struct cr_jresp *) jresp; /* JSON: parsed body, results (serialize.c); made on demand */
     int attempts;    /* attempts it took (schedule.c) */
     double waited_s; /* backoff waited between them */
+    atomic_int extra_refs; /* courier_response_retain: references beyond the first */
     /* Cache (cache.c). */
     int cache_status;        /* courier_cache_status */
     int64_t cache_created_ms;
@@ -339,6 +340,7 @@ struct courier_engine {
     size_t cap_cancels;
     int cancel_all;
     int closing;
+    int free_on_exit; /* closed from the worker itself: it frees the engine when its loop ends */
     cr_idset live; /* ids submitted and not yet completed */
 
     atomic_uint_fast64_t next_id;

@@ -750,18 +750,18 @@ static courier_frozen *snap_make(uint64_t seq, const char *text, size_t len, con
     in->expires_ms = st->expires_ms;
     in->next_attempt_ms = st->next_ms;
     in->last_attempt_ms = st->last_ms;
-    /* The JSON view: the stored request plus the replay state. */
-    json_t *view = json_deep_copy(p);
-    json_t *state = json_pack("{s:I,s:I,s:I,s:b,s:i,s:i}", "attempts", (json_int_t)st->attempts, "next_attempt_ms",
-                              (json_int_t)st->next_ms, "last_attempt_ms", (json_int_t)st->last_ms, "claimed",
-                              st->claim_ms != 0, "last_code", (int)st->last_code, "last_status", (int)st->last_status);
-    if (!view || !state || json_object_set_new(view, "state", state)) {
-        json_decref(view);
-        goto oom;
-    }
-    f->json = json_dumps(view, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(view);
-    if (!f->json) goto oom;
+    /* The JSON view: the stored request text plus the replay state, spliced in as text. */
+    size_t end = len;
+    while (end && text[end - 1] != '}') end--;
+    char state[256];
+    int sl = snprintf(state, sizeof state,
+                      ",\"state\":{\"attempts\":%u,\"next_attempt_ms\":%lld,\"last_attempt_ms\":%lld,\"claimed\":%s,"
+                      "\"last_code\":%d,\"last_status\":%d}}",
+                      st->attempts, (long long)st->next_ms, (long long)st->last_ms, st->claim_ms ? "true" : "false",
+                      (int)st->last_code, (int)st->last_status);
+    if (end == 0 || !(f->json = malloc(end + (size_t)sl + 1))) goto oom;
+    memcpy(f->json, text, end - 1);
+    memcpy(f->json + end - 1, state, (size_t)sl + 1);
     return f;
 oom:
     courier_frozen_free(f);
@@ -850,7 +850,9 @@ struct cr_journal {
     int kick;             /* look for due records now */
     unsigned kick_mode;   /* J_KICK_* */
     int64_t kick_since;   /* the replay-now instant */
-    long inflight;        /* replays sent and not yet answered */
+    long wire;            /* replays sent and not yet answered (at most `concurrency`) */
+    struct jsend *ready_head, *ready_tail; /* claimed, not yet sent */
+    long nready;
     uint64_t turns;       /* loop turns completed */
     int idle;             /* the last turn found nothing to do now */
     atomic_int broken;    /* the journal reported corruption at run time */
@@ -1684,49 +1686,92 @@ static void outcome_push(cr_journal *j, joutcome *o) {
     pthread_mutex_unlock(&j->mu);
 }
 
-/* Sends claimed records through the public send path (retry, cache, mapping apply unchanged). */
-static void send_claimed(cr_journal *j, jsend *list) {
-    while (list) {
-        jsend *s = list;
-        list = s->next;
-        joutcome *o = calloc(1, sizeof *o);
-        if (!o) {
-            /* The claim stays; its lease ends and it is sent again. */
-            courier_frozen_free(s->snap);
-            free(s);
-            continue;
-        }
-        o->journal = j;
-        o->seq = s->seq;
-        o->snap = s->snap;
-        int explicit_ = s->explicit_;
-        free(s);
-        courier_request *r = NULL;
-        int rc = request_of(o->snap, &r);
-        if (rc == COURIER_OK && explicit_) rc = courier_request_set_ignore_offline(r, 1);
+/* Sends one claimed record through the public send path (retry, cache, mapping apply unchanged).
+ * j->wire already counts it. */
+static void send_one(cr_journal *j, jsend *s) {
+    joutcome *o = calloc(1, sizeof *o);
+    if (!o) {
+        /* The claim stays; its lease ends and it is sent again. */
         pthread_mutex_lock(&j->mu);
-        j->inflight++;
+        j->wire--;
         pthread_mutex_unlock(&j->mu);
-        uint64_t id = 0;
-        if (rc == COURIER_OK) rc = courier_send(j->e, r, replay_done, o, &id, &o->err);
-        else cr_fail(&o->err, rc, "the frozen request cannot be rebuilt");
-        courier_request_free(r);
-        if (rc != COURIER_OK) {
-            o->code = rc;
-            o->not_sent = 1;
-            outcome_push(j, o);
-        }
+        courier_frozen_free(s->snap);
+        free(s);
+        return;
     }
+    o->journal = j;
+    o->seq = s->seq;
+    o->snap = s->snap;
+    int explicit_ = s->explicit_;
+    free(s);
+    courier_request *r = NULL;
+    int rc = request_of(o->snap, &r);
+    if (rc == COURIER_OK && explicit_) rc = courier_request_set_ignore_offline(r, 1);
+    if (rc == COURIER_OK) rc = courier_send(j->e, r, replay_done, o, NULL, &o->err);
+    else cr_fail(&o->err, rc, "the frozen request cannot be rebuilt");
+    courier_request_free(r);
+    if (rc != COURIER_OK) {
+        o->code = rc;
+        o->not_sent = 1;
+        pthread_mutex_lock(&j->mu);
+        j->wire--;
+        pthread_mutex_unlock(&j->mu);
+        outcome_push(j, o);
+    }
+}
+
+/* Sends claimed records while fewer than `concurrency` are on the wire: from the journal thread
+ * after a turn, and from each replay's completion (the worker), so the next request goes out
+ * without waiting for the journal's next commit. */
+static void pump_ready(cr_journal *j) {
+    for (;;) {
+        pthread_mutex_lock(&j->mu);
+        jsend *s = j->ready_head;
+        if (!s || j->wire >= j->concurrency) {
+            pthread_mutex_unlock(&j->mu);
+            return;
+        }
+        j->ready_head = s->next;
+        if (!j->ready_head) j->ready_tail = NULL;
+        j->nready--;
+        j->wire++;
+        pthread_mutex_unlock(&j->mu);
+        s->next = NULL;
+        send_one(j, s);
+    }
+}
+
+static void ready_push(cr_journal *j, jsend *list) {
+    if (!list) return;
+    pthread_mutex_lock(&j->mu);
+    while (list) {
+        jsend *n = list->next;
+        list->next = NULL;
+        if (j->ready_tail) j->ready_tail->next = list;
+        else j->ready_head = list;
+        j->ready_tail = list;
+        j->nready++;
+        list = n;
+    }
+    pthread_mutex_unlock(&j->mu);
 }
 
 static void replay_done(uint64_t request_id, int code, courier_response *resp, const courier_error *err, void *user) {
     joutcome *o = user;
+    cr_journal *j = o->journal;
     o->request_id = request_id;
     o->code = code;
     o->resp = resp;
     if (err) o->err = *err;
     else cr_error_clear(&o->err);
-    outcome_push(o->journal, o);
+    pthread_mutex_lock(&j->mu);
+    j->wire--;
+    if (j->oc_tail) j->oc_tail->next = o;
+    else j->oc_head = o;
+    j->oc_tail = o;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    pump_ready(j);
 }
 
 /* ---- the turn ---- */
@@ -1793,18 +1838,43 @@ static int64_t turn(cr_journal *j) {
     unsigned mode = j->kick_mode;
     int64_t since = j->kick_since;
     int paused = j->paused, closing = j->closing;
-    long answered = 0;
-    for (joutcome *o = oc; o; o = o->next) answered++;
-    long inflight = j->inflight - answered;
+    bool offline = cr_monitor_offline(j->e);
+    bool auto_ok = !paused && !closing && !offline && !j->broken;
+    bool pass_ok = (auto_ok || (mode && !closing)) && !j->broken;
+    /* Claimed records not sent yet are given back when nothing should be sent now. */
+    jsend *unsent = NULL;
+    if (!pass_ok && j->ready_head) {
+        unsent = j->ready_head;
+        j->ready_head = j->ready_tail = NULL;
+        j->nready = 0;
+    }
+    /* Claims ahead: up to twice the concurrency, so a completion sends the next at once. */
+    long slots = 2 * j->concurrency - j->wire - j->nready;
     pthread_mutex_unlock(&j->mu);
+    while (unsent) {
+        jsend *n = unsent->next;
+        joutcome *o = calloc(1, sizeof *o);
+        if (o) {
+            o->journal = j;
+            o->seq = unsent->seq;
+            o->snap = unsent->snap;
+            o->code = cr_fail(&o->err, COURIER_E_CANCELLED, "not sent: replay paused, offline or closing");
+            o->not_sent = 1;
+            o->next = oc;
+            oc = o;
+        } else {
+            courier_frozen_free(unsent->snap);
+        }
+        free(unsent);
+        unsent = n;
+    }
+    pthread_mutex_lock(&j->lmu);
+    bool listening = j->listeners != NULL;
+    pthread_mutex_unlock(&j->lmu);
 
     int64_t mono = cr_mono_ms();
     int64_t now = jnow(j);
     int64_t wake = mono + j->poll_ms;
-    bool offline = cr_monitor_offline(j->e);
-    bool auto_ok = !paused && !closing && !offline && !j->broken;
-    bool pass_ok = (auto_ok || (mode && !closing)) && !j->broken;
-    long slots = j->concurrency - inflight;
     bool want_recover = mono >= j->next_recover_ms && !j->broken;
     bool due_now = false, expired_now = false;
     uint64_t *dead = NULL;
@@ -1823,7 +1893,8 @@ static int64_t turn(cr_journal *j) {
         jfreeze *f;
         for (f = fz; rc == 0 && f; f = f->next) {
             rc = apply_freeze(j, txn, f);
-            if (rc == 0 && !(f->snap = snap_in(j, txn, f->seq, &f->st))) rc = ENOMEM;
+            /* The event's snapshot is read back from the written bytes, when someone listens. */
+            if (rc == 0 && listening && !(f->snap = snap_in(j, txn, f->seq, &f->st))) rc = ENOMEM;
         }
         for (joutcome *o = oc; rc == 0 && o; o = o->next) rc = apply_outcome(j, txn, o, now, &etail);
         if (rc == 0 && ndead) rc = recover_claims(j, txn, dead, ndead, now);
@@ -1843,10 +1914,11 @@ static int64_t turn(cr_journal *j) {
         }
         if (rc == 0) {
             for (f = fz; f; f = f->next) {
-                cr_event_frozen(j->e, f->answer_id, f->snap->method, f->snap->url);
+                cr_event_frozen(j->e, f->answer_id, jstr(f->payload, "method"), jstr(f->payload, "url"));
                 freeze_answer(j, f, true, "");
-                events_push(&etail, event_new(COURIER_FROZEN_EVENT_FROZEN, snap_retain(f->snap), f->answer_id,
-                                              COURIER_OK));
+                if (f->snap)
+                    events_push(&etail, event_new(COURIER_FROZEN_EVENT_FROZEN, snap_retain(f->snap), f->answer_id,
+                                                  COURIER_OK));
             }
             if (mode_done && mode) {
                 pthread_mutex_lock(&j->mu);
@@ -1878,7 +1950,6 @@ static int64_t turn(cr_journal *j) {
             }
             freezes_alone(j, fz, &etail);
             joutcome *keep = NULL, *last = NULL;
-            long dropped = 0;
             while (oc) {
                 joutcome *n = oc->next;
                 oc->next = NULL;
@@ -1887,20 +1958,17 @@ static int64_t turn(cr_journal *j) {
                     else keep = oc;
                     last = oc;
                 } else {
-                    dropped++; /* its claim stays until the lease ends or this engine closes */
-                    outcome_free(oc);
+                    outcome_free(oc); /* its claim stays until the lease ends or this engine closes */
                 }
                 oc = n;
             }
             pthread_mutex_lock(&j->mu);
-            j->inflight -= dropped;
             if (keep) {
                 last->next = j->oc_head;
                 if (!j->oc_head) j->oc_tail = last;
                 j->oc_head = keep;
             }
             pthread_mutex_unlock(&j->mu);
-            answered = 0;
             if (keep) wake = mono + 100;
         }
     }
@@ -1915,26 +1983,15 @@ static int64_t turn(cr_journal *j) {
         free(rs);
         rs = n;
     }
-    if (oc) {
-        pthread_mutex_lock(&j->mu);
-        j->inflight -= answered;
-        pthread_mutex_unlock(&j->mu);
-        while (oc) {
-            joutcome *n = oc->next;
-            outcome_free(oc);
-            oc = n;
-        }
+    while (oc) {
+        joutcome *n = oc->next;
+        outcome_free(oc);
+        oc = n;
     }
     events_deliver(j, events);
     cr_monitor_dispatch(j->e);
-    if (!closing) send_claimed(j, sends);
-    else
-        while (sends) { /* not reached: nothing is claimed while closing */
-            jsend *n = sends->next;
-            courier_frozen_free(sends->snap);
-            free(sends);
-            sends = n;
-        }
+    ready_push(j, sends); /* nothing is claimed while closing: the next turn gives back the rest */
+    if (!closing) pump_ready(j);
 
     /* When to look again: the next due or expiring record, a probe, the poll. */
     if (!j->broken) {
@@ -1956,7 +2013,7 @@ static int64_t turn(cr_journal *j) {
         free(none);
     }
     pthread_mutex_lock(&j->mu);
-    bool busy = j->fz_head || j->oc_head || j->rs_head || j->kick || j->kick_mode || j->inflight > 0;
+    bool busy = j->fz_head || j->oc_head || j->rs_head || j->kick || j->kick_mode || j->wire > 0 || j->ready_head;
     j->idle = !busy && !pending_now;
     j->turns++;
     pthread_cond_broadcast(&j->idle_cv);
@@ -1973,7 +2030,7 @@ static void *jthread(void *arg) {
     for (;;) {
         int64_t wake = turn(j);
         pthread_mutex_lock(&j->mu);
-        if (j->closing && !j->fz_head && !j->oc_head && !j->rs_head) {
+        if (j->closing && !j->fz_head && !j->oc_head && !j->rs_head && !j->ready_head) {
             pthread_mutex_unlock(&j->mu);
             break;
         }
@@ -2113,6 +2170,12 @@ void cr_journal_close(courier_engine *e) {
         jresend *n = j->rs_head->next;
         free(j->rs_head);
         j->rs_head = n;
+    }
+    while (j->ready_head) {
+        jsend *n = j->ready_head->next;
+        courier_frozen_free(j->ready_head->snap);
+        free(j->ready_head);
+        j->ready_head = n;
     }
     cr_monitor_close(e);
     e->journal = NULL;

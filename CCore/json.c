@@ -39,10 +39,8 @@ void cr_json_options_resolve(const courier_json_options *in, courier_json_option
     if (in->max_depth > 0) out->max_depth = in->max_depth > CR_JSON_MAX_DEPTH ? CR_JSON_MAX_DEPTH : in->max_depth;
     if (in->max_bytes > 0) out->max_bytes = in->max_bytes;
     out->flags = in->flags;
-    if (in->version >= 2) {
-        out->max_threads = in->max_threads < 0 ? 1 : in->max_threads;
-        out->parallel_min_bytes = in->parallel_min_bytes;
-    }
+    out->max_threads = in->max_threads < 0 ? 1 : in->max_threads;
+    out->parallel_min_bytes = in->parallel_min_bytes;
 }
 
 /* ---- types ---------------------------------------------------------------------------------------- */

@@ -295,8 +295,22 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
 
 /* ---- responses -------------------------------------------------------------------------------- */
 
+courier_response *courier_response_retain(const courier_response *r) {
+    if (!r) return NULL;
+    courier_response *m = (courier_response *)r; /* the count is the one mutable part */
+    atomic_fetch_add_explicit(&m->extra_refs, 1, memory_order_relaxed);
+    return m;
+}
+
 void courier_response_free(courier_response *r) {
     if (!r) return;
+    /* A retained response: drop one reference. The last one frees. */
+    int extra = atomic_load_explicit(&r->extra_refs, memory_order_acquire);
+    while (extra > 0) {
+        if (atomic_compare_exchange_weak_explicit(&r->extra_refs, &extra, extra - 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return;
+    }
     free(r->method);
     free(r->url);
     free(r->file);

@@ -190,14 +190,18 @@ COURIER_API int courier_engine_open(courier_engine **out, const courier_config *
 
 /* Closes an engine: every request still queued or in flight completes with COURIER_E_CANCELLED,
  * exactly once, on the worker thread, before this returns; then the worker stops and all memory is
- * released. Accepts NULL. Call it from any thread except the engine's worker thread (that is,
- * never from inside one of its callbacks). */
+ * released. Accepts NULL. Any thread. Called from inside one of the engine's own callbacks (on its
+ * worker thread, e.g. when a binding drops its last reference there), it returns at once: the
+ * worker cancels what is left after the callback returns, then frees the engine itself. The
+ * handle must not be used after this call either way. */
 COURIER_API void courier_engine_close(courier_engine *engine);
 
 /* The engine's store directory. Borrowed: valid until the engine closes. Any thread. */
 COURIER_API const char *courier_engine_store_dir(const courier_engine *engine);
 
-/* Counts of requests the engine currently holds: waiting to start, and on the wire. Any thread. */
+/* Counts of the requests whose caller has not been answered yet: waiting (queued under the limits,
+ * for a retry or a mock's delay, or sharing another's answer) and on the wire. A request leaves
+ * the counts just before its completion runs. Any thread. */
 COURIER_API int courier_engine_pending(const courier_engine *engine, long *queued, long *active);
 
 /* ========================================================================================== */
@@ -321,8 +325,12 @@ COURIER_API int courier_cancel_all(courier_engine *engine);
 /* Responses                                                                                   */
 /* ========================================================================================== */
 
-/* Accepts NULL. Any thread. */
+/* Releases a response (one reference of it, if it was retained). Accepts NULL. Any thread. */
 COURIER_API void courier_response_free(courier_response *response);
+/* A new reference to the same response (responses are immutable once delivered), released with
+ * courier_response_free; the response is freed when the last one is. Lets a callback keep a response
+ * it only borrows (a validator's, an after-receive interceptor's). Any thread. NULL in, NULL out. */
+COURIER_API courier_response *courier_response_retain(const courier_response *response);
 /* The HTTP status code (0 if none). */
 COURIER_API int courier_response_status(const courier_response *response);
 /* The body. Borrowed until the response is freed; *len (may be NULL) receives its length. The
@@ -598,9 +606,8 @@ typedef enum courier_json_type {
 /* Static English name of a courier_json_type ("string", "nothing"...). Never NULL. Any thread. */
 COURIER_API const char *courier_json_type_name(int type);
 
-/* Parse options. Initialize with courier_json_options_init, then change fields. Version 2 added
- * max_threads and parallel_min_bytes (a version 1 struct gets their defaults). */
-#define COURIER_JSON_OPTIONS_VERSION 2
+/* Parse options. Initialize with courier_json_options_init, then change fields. */
+#define COURIER_JSON_OPTIONS_VERSION 1
 #define COURIER_JSON_ALLOW_DUPLICATE_KEYS 0x1u /* the last of duplicate keys wins (default: an error) */
 #define COURIER_JSON_ALLOW_NUL 0x2u            /* allow \u0000 in strings (read them with lengths) */
 typedef struct courier_json_options {

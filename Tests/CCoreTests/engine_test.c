@@ -669,9 +669,92 @@ static void test_user_free_runs_once(void) {
     CHECK_EQ(atomic_load(&user_frees), 4);
 }
 
+typedef struct self_close {
+    courier_engine *e;
+    atomic_int others;
+    atomic_int others_cancelled;
+} self_close;
+
+static void other_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id;
+    (void)err;
+    self_close *s = user;
+    courier_response_free(resp);
+    if (code == COURIER_E_CANCELLED) atomic_fetch_add(&s->others_cancelled, 1);
+    atomic_fetch_add(&s->others, 1);
+}
+
+static void closer_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id;
+    (void)code;
+    (void)err;
+    self_close *s = user;
+    courier_response_free(resp);
+    courier_engine_close(s->e); /* from the worker thread: returns at once */
+}
+
+static void test_close_from_own_callback(void) {
+    self_close s = {0};
+    s.e = th_engine(NULL);
+    REQUIRE(s.e);
+    for (int i = 0; i < 3; i++) {
+        courier_request *q = req("GET", i == 0 ? "/hang" : i == 1 ? "/delay/20000" : "/hang?x=2");
+        CHECK_EQ(courier_send(s.e, q, other_done, &s, NULL, NULL), COURIER_OK);
+        courier_request_free(q);
+    }
+    courier_request *q = req("GET", "/json");
+    CHECK_EQ(courier_send(s.e, q, closer_done, &s, NULL, NULL), COURIER_OK);
+    courier_request_free(q);
+    int64_t deadline = th_now_ms() + 20000;
+    while (atomic_load(&s.others) < 3 && th_now_ms() < deadline) usleep(2000);
+    CHECK_EQ(atomic_load(&s.others), 3);
+    CHECK_EQ(atomic_load(&s.others_cancelled), 3);
+    usleep(100000); /* the detached worker frees the engine and exits */
+}
+
+static void test_pending_counts_exact(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    long queued = -1, active = -1;
+    for (int i = 0; i < 10; i++) {
+        CHECK_EQ(sync_code(e, "/json", 0, NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_engine_pending(e, &queued, &active), COURIER_OK);
+        CHECK_EQ(queued + active, 0); /* left the counts before its completion ran */
+    }
+    courier_engine_close(e);
+}
+
+static courier_response *kept;
+static int keep_response(const courier_response *resp, void *user) {
+    (void)user;
+    kept = courier_response_retain(resp);
+    return 1;
+}
+
+static void test_response_retain(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_request *q = req("GET", "/json");
+    courier_request_set_validator(q, keep_response, NULL, NULL);
+    courier_response *resp = NULL;
+    CHECK_EQ(courier_send_sync(e, q, &resp, NULL), COURIER_OK);
+    courier_request_free(q);
+    REQUIRE(kept);
+    CHECK(kept == resp);
+    courier_response_free(resp); /* the caller's reference */
+    CHECK_CONTAINS((const char *)courier_response_body(kept, NULL), "courier"); /* still alive */
+    courier_response *again = courier_response_retain(kept);
+    courier_response_free(kept);
+    CHECK_EQ(courier_response_status(again), 200);
+    courier_response_free(again); /* the last: freed (ASan would see a leak otherwise) */
+    CHECK(courier_response_retain(NULL) == NULL);
+    courier_engine_close(e);
+}
+
 TESTS_MAIN(T(test_async_send_completes_once), T(test_response_outlives_engine), T(test_headers_lookup_and_order),
            T(test_http_error_status_keeps_response), T(test_validators), T(test_timeout_and_hang), T(test_too_large),
            T(test_default_max_is_64mib), T(test_server_faults), T(test_cannot_connect_and_resolve),
            T(test_redirect_and_metrics), T(test_cancel_by_id), T(test_cancel_all_and_close_in_flight),
            T(test_close_right_after_send), T(test_send_from_completion), T(test_many_threads),
-           T(test_many_async_in_flight), T(test_store_directory), T(test_two_engines_independent), T(test_user_free_runs_once))
+           T(test_many_async_in_flight), T(test_store_directory), T(test_two_engines_independent), T(test_user_free_runs_once),
+           T(test_close_from_own_callback), T(test_pending_counts_exact), T(test_response_retain))

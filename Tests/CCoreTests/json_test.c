@@ -230,6 +230,54 @@ static void test_size_limit(void) {
     CHECK_EQ(parse_code("[1,2,3,4]", 9, &o, &err), COURIER_E_TOO_LARGE);
 }
 
+/* A large top-level array is parsed in parts on several threads: the same document, and the same
+ * errors, as one parse. */
+static void test_split_parse(void) {
+    size_t n = 2000;
+    char *text = malloc(n * 64 + 16);
+    size_t len = 0;
+    text[len++] = ' ';
+    text[len++] = '[';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)sprintf(text + len, "%s{\"id\":%zu,\"s\":\"a,b]\\\"[\",\"x\":[1,{\"y\":null}]}", i ? " ," : "", i);
+    text[len++] = ']';
+    text[len++] = '\n';
+    text[len] = '\0';
+    courier_json_options one, split;
+    courier_json_options_init(&one, COURIER_JSON_OPTIONS_VERSION);
+    one.max_threads = 1;
+    courier_json_options_init(&split, COURIER_JSON_OPTIONS_VERSION);
+    split.max_threads = 4;
+    split.parallel_min_bytes = 1;
+    courier_json *a = NULL, *b = NULL;
+    courier_error err;
+    REQUIRE(courier_json_parse(text, len, &one, &a, &err) == COURIER_OK);
+    REQUIRE(courier_json_parse(text, len, &split, &b, &err) == COURIER_OK);
+    CHECK_EQ(courier_json_size(b), n);
+    CHECK(courier_json_equal(a, b));
+    CHECK_EQ(courier_json_integer(courier_json_path(b, "1999.id")), 1999);
+    courier_json_free(a);
+    courier_json_free(b);
+
+    /* Invalid text stays invalid whatever the cut: commas at the edges of parts, garbage after. */
+    static const char *bad[] = {"[1,,2,3,4]", "[,1,2,3,4]", "[1,2,3,4,]", "[1,2,3,4]]", "[1,2 3,4]", "[1,2,3,4] x",
+                                "[1,2,{\"a\":1,\"a\":2},4]", "[1,2,3,4", "[1,\"2,3,4]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        for (int threads = 2; threads <= 4; threads++) {
+            split.max_threads = threads;
+            courier_json *v = NULL;
+            int rc = courier_json_parse(bad[i], strlen(bad[i]), &split, &v, &err);
+            if (rc != COURIER_E_JSON) th_fail(__FILE__, __LINE__, "%s with %d threads: %d", bad[i], threads, rc);
+            courier_json_free(v);
+        }
+    }
+    courier_json *small = NULL;
+    CHECK_EQ(courier_json_parse("[1,2,3,4]", 9, &split, &small, &err), COURIER_OK);
+    CHECK_EQ(courier_json_size(small), 4);
+    courier_json_free(small);
+    free(text);
+}
+
 static void test_build_and_dump(void) {
     courier_json *o = NULL, *v = NULL, *arr = NULL;
     REQUIRE(courier_json_new_object(&o) == COURIER_OK);
@@ -335,5 +383,5 @@ static void test_type_names(void) {
 
 TESTS_MAIN(T(test_accessors), T(test_key_paths), T(test_iteration_in_document_order), T(test_hinted_lookups),
            T(test_scalars_at_top_and_strings_with_nul), T(test_bad_input_is_an_error), T(test_depth_limit),
-           T(test_size_limit), T(test_build_and_dump), T(test_build_errors), T(test_reals_round_trip),
+           T(test_size_limit), T(test_split_parse), T(test_build_and_dump), T(test_build_errors), T(test_reals_round_trip),
            T(test_type_names))

@@ -1,6 +1,7 @@
 /*
  * fuzz_json.c — libFuzzer target over the core's JSON parsing and mapping: any bytes go through
- * courier_json_parse (with limits chosen by the first byte), every value is read through the public
+ * courier_json_parse (with limits, and splitting across threads, chosen by the first byte; a split
+ * parse must agree with a serial one), every value is read through the public
  * accessors and key paths, the document is serialized and parsed back (it must be equal), and a
  * fixed set of mappings (attributes, coercions, defaults, relationships, a recursive mapping) is
  * applied to it and to its members. Nothing may crash, leak or trip a sanitizer; a broken
@@ -102,12 +103,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         o.max_depth = (b & 0x0F) ? (b & 0x0F) * 8 : 2048;
         if (b & 0x10) o.flags |= COURIER_JSON_ALLOW_DUPLICATE_KEYS;
         if (b & 0x20) o.flags |= COURIER_JSON_ALLOW_NUL;
+        /* 0x40: split top-level arrays across 2 or 3 threads, whatever their size. */
+        o.max_threads = (b & 0x40) ? 2 + (b >> 7) : 1;
+        o.parallel_min_bytes = 1;
         data++;
         size--;
     }
     courier_json *doc = NULL;
     courier_error err;
     int rc = courier_json_parse(data, size, &o, &doc, &err);
+    if (o.max_threads > 1) {
+        /* Split or not, the same outcome. */
+        courier_json_options serial = o;
+        serial.max_threads = 1;
+        courier_json *one = NULL;
+        int rc1 = courier_json_parse(data, size, &serial, &one, NULL);
+        if (rc1 != rc || (rc == COURIER_OK && !courier_json_equal(doc, one))) abort();
+        courier_json_free(one);
+    }
     if (rc != COURIER_OK) {
         if (doc || (rc != COURIER_E_JSON && rc != COURIER_E_TOO_LARGE && rc != COURIER_E_NO_MEMORY)) abort();
         return 0;

@@ -51,6 +51,7 @@ DECLS = {
     'courier_cancel': ('int', ('ptr', 'uint64')),
     'courier_cancel_all': ('int', ('ptr',)),
     'courier_response_free': ('void', ('ptr',)),
+    'courier_response_retain': ('ptr', ('ptr',)),
     'courier_response_status': ('int', ('ptr',)),
     'courier_response_body': ('ptr', ('ptr', 'ptr')),
     'courier_response_header': ('str', ('ptr', 'str')),

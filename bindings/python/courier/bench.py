@@ -10,8 +10,9 @@ else Courier's loopback test server (``/bytes/1024``; ``COURIER_TEST_SERVER`` or
 Clients, each sending every request with ``concurrency`` in flight:
 
 * ``courier_py``: one :class:`courier.Engine` (32 connections per host), ``send_async`` with a
-  completion callback keeping ``concurrency`` requests in flight; coalescing is turned off per
-  request (``courier_request_set_coalesce(req, 0)``), so every GET goes on the wire;
+  completion callback that sends the next request, keeping ``concurrency`` in flight (as the C
+  loop below does); coalescing is turned off per request (``courier_request_set_coalesce(req,
+  0)``), so every GET goes on the wire;
 * ``courier_py_threads``: 32 threads calling the blocking ``engine.get`` (``courier_send_sync``);
 * ``requests``: a thread pool of 32, one ``requests.Session`` per thread (keep-alive);
 * ``urllib``: a thread pool of 32 calling ``urllib.request.urlopen`` (a connection per request,
@@ -175,38 +176,43 @@ def _check(status: int, n: int) -> None:
 
 
 def run_courier_async(url: str, total: int, concurrency: int) -> float:
-    """send_async + callback, ``concurrency`` in flight, from one submitting thread."""
+    """send_async with a completion callback that sends the next request (``concurrency`` in
+    flight), the way an event-driven program uses the engine; the caller waits for the last."""
     with courier.Engine(max_connections_per_host=concurrency, max_connections=max(64, concurrency),
                         timeout=30) as engine:
         req = courier.Request("GET", url, coalesce=False)
-        slots = threading.BoundedSemaphore(concurrency)
         done = threading.Event()
         errors: list[BaseException] = []
-        left = [total]
+        state = {"sent": 0, "finished": 0}
         lock = threading.Lock()
 
+        def send_next() -> None:
+            with lock:
+                if state["sent"] >= total:
+                    return
+                state["sent"] += 1
+            engine.send_async(req, callback=on_done)
+
         def on_done(resp: Optional[courier.Response], err: Optional[BaseException]) -> None:
+            # runs on the engine's worker thread
             if err is not None:
                 errors.append(err)
             else:
                 assert resp is not None
-                try:
-                    _check(resp.status, len(resp.body))
-                except RuntimeError as e:
-                    errors.append(e)
-            slots.release()
+                if resp.status != 200 or len(resp.body) != BODY_SIZE:
+                    errors.append(RuntimeError(f"bad answer: {resp.status}"))
+            send_next()
             with lock:
-                left[0] -= 1
-                if left[0] == 0:
+                state["finished"] += 1
+                if state["finished"] == total:
                     done.set()
 
         # warm-up: open the connections
         for f in [engine.send_async(req) for _ in range(concurrency)]:
             f.result()
         t0 = time.perf_counter()
-        for _ in range(total):
-            slots.acquire()
-            engine.send_async(req, callback=on_done)
+        for _ in range(min(concurrency, total)):
+            send_next()
         done.wait()
         elapsed = time.perf_counter() - t0
         if errors:

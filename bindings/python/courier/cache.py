@@ -70,11 +70,12 @@ class CacheManager:
     def _with_request(self, request: Union[Request, str], url: Optional[str], kw: dict[str, Any],
                       use: Callable[[int], Any]) -> Any:
         req = request if isinstance(request, Request) else Request(request, url or "", **kw)
-        creq = req._build(None, self._engine)
+        creq, owned = req._acquire(None, self._engine)
         try:
             return use(creq)
         finally:
-            lib.courier_request_free(creq)
+            if owned:
+                lib.courier_request_free(creq)
 
     # -- by request ----------------------------------------------------------------------------
     def key(self, request: Union[Request, str], url: Optional[str] = None, **kw: Any) -> str:

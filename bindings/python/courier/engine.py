@@ -184,10 +184,12 @@ class _SendContext:
         fut = self.future
         if fut is not None and not fut.request_id:
             fut.request_id = request_id
+        raised = None
         if self.callback is not None:
             try:
                 self.callback(resp if exc is None else None, exc)
             except BaseException as e:  # kept: result() re-raises it
+                raised = e
                 if exc is not None and e is not exc and e.__context__ is None:
                     e.__context__ = exc
                 exc = e
@@ -196,6 +198,8 @@ class _SendContext:
                 fut.set_result(resp)
             else:
                 fut.set_exception(exc)
+        elif raised is not None:
+            cb.orphan(raised)
 
 
 _live_engines: "weakref.WeakSet[Engine]" = weakref.WeakSet()
@@ -487,16 +491,23 @@ class Engine:
         req = method if isinstance(method, Request) else Request(method, url or "", **kw)
         if isinstance(method, Request) and (url is not None or kw):
             raise TypeError("send(Request) takes no other arguments")
+        if req.transport is not None:
+            # A custom transport's start() may fail with no response, and courier_send_sync tells
+            # no request id then: wait on the asynchronous send, whose completion knows it.
+            if threading.get_ident() in self._callback_threads:
+                raise InvalidArgument("send() cannot wait inside the engine's own callbacks")
+            return self.send_async(req).result()
         h = self._handle()
         ctx = _SendContext(self)
-        creq = req._build(ctx, self)
+        creq, owned = req._acquire(ctx, self)
         out = c_void_p()
         err = ERROR()
         try:
             with cb.sending(ctx):
                 code = lib.courier_send_sync(h, creq, byref(out), byref(err))
         finally:
-            lib.courier_request_free(creq)
+            if owned:
+                lib.courier_request_free(creq)
         resp = Response(out.value) if out.value else None
         exc = ctx.exc
         if self._errors and resp is not None:
@@ -540,11 +551,24 @@ class Engine:
         ``callback(response, error)`` (optional) runs once on the engine's worker thread when the
         request completes, with exactly one of the two set; it must not block for long or close
         the engine. An exception it raises becomes the future's exception."""
+        fut = CourierFuture(self)
+        rid = self._send(method, url, kw, _SendContext(self, fut, callback))
+        if not fut.request_id:
+            fut.request_id = rid
+        return fut
+
+    def submit(self, method: Union[str, Request], url: Optional[str] = None, *,
+               callback: Callable[[Optional[Response], Optional[BaseException]], None], **kw: Any) -> int:
+        """Sends a request without waiting and without a future: ``callback(response, error)``
+        runs once on the engine's worker thread (as for :meth:`send_async`; an exception it
+        raises is printed, since nothing waits for it). Returns the request id (for
+        :meth:`cancel`). The lightest way to keep many requests in flight."""
+        return self._send(method, url, kw, _SendContext(self, None, callback))
+
+    def _send(self, method: Union[str, Request], url: Optional[str], kw: dict[str, Any], ctx: "_SendContext") -> int:
         req = method if isinstance(method, Request) else Request(method, url or "", **kw)
         h = self._handle()
-        fut = CourierFuture(self)
-        ctx = _SendContext(self, fut, callback)
-        creq = req._build(ctx, self)
+        creq, owned = req._acquire(ctx, self)
         key = cb.register(ctx)
         rid = c_uint64()
         err = ERROR()
@@ -552,15 +576,14 @@ class Engine:
             with cb.sending(ctx):
                 code = lib.courier_send(h, creq, cb.completion, key, byref(rid), byref(err))
         finally:
-            lib.courier_request_free(creq)
+            if owned:
+                lib.courier_request_free(creq)
         if code != 0:
             cb.unregister(key)
             if ctx.exc is not None:
                 raise ctx.exc
             raise make_error(code, err)
-        if not fut.request_id:
-            fut.request_id = rid.value
-        return fut
+        return rid.value
 
     def cancel(self, request_id: int) -> bool:
         """Cancels a request by id: it completes with :class:`courier.Cancelled` (unless it

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json as _json
 import os
+import threading
 from ctypes import byref, c_char_p, c_size_t, c_void_p
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -196,6 +197,22 @@ class Outgoing:
             raise InvalidArgument("this request is read-only here (a mock callback sees the final request)")
 
 
+class _Held:
+    """A C request kept for reuse by one thread; freed with it (or when the Request changes)."""
+
+    __slots__ = ("ptr", "version")
+
+    def __init__(self, ptr: int, version: int) -> None:
+        self.ptr = ptr
+        self.version = version
+
+    def __del__(self) -> None:
+        try:
+            lib.courier_request_free(self.ptr)
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
 class Request:
     """A request description. Every argument is optional except ``method`` and ``url`` (a path
     joined to the base URL, or an absolute http/https URL). See :meth:`courier.Engine.send` for
@@ -224,8 +241,10 @@ class Request:
                  envelope: Any = ...) -> None:
         self.method = method
         self.url = url
-        self.params = params
-        self.headers = headers
+        # snapshots: a Request describes one request; changing an attribute later is seen by the
+        # next send, changing a dict the caller passed in is not
+        self.params = tuple(_pairs(params)) if params else None
+        self.headers = tuple(_pairs(headers)) if headers else None
         self.body = body
         self.json = json
         self.form = form
@@ -265,7 +284,35 @@ class Request:
     def __repr__(self) -> str:
         return f"<courier.Request {self.method} {self.url}>"
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if not name.startswith("_"):
+            object.__setattr__(self, "_version", getattr(self, "_version", 0) + 1)
+
     # The C request ---------------------------------------------------------------------------
+    def _has_callbacks(self) -> bool:
+        return (self.validator is not None or self.customize is not None or self.progress is not None
+                or (self.mock is not None and self.mock.callback is not None))
+
+    def _acquire(self, ctx: Any = None, engine: Any = None) -> tuple[int, bool]:
+        """The C request for one send: ``(pointer, owned)``. A request without callbacks is built
+        once per thread and reused (``courier_send`` copies it; a C request is used by one thread
+        at a time); one with callbacks is built for each send, with that send's context, and the
+        caller frees it (``owned``)."""
+        if self._has_callbacks():
+            return self._build(ctx, engine), True
+        # keyed by thread id, not threading.local: the engine's worker is a C thread whose Python
+        # thread state lives only for the duration of each callback
+        cache = self.__dict__.get("_held")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_held", cache)
+        tid = threading.get_ident()
+        held = cache.get(tid)
+        if held is None or held.version != self._version:
+            held = cache[tid] = _Held(self._build(None, None), self._version)
+        return held.ptr, False
+
     def _build(self, ctx: Any = None, engine: Any = None) -> int:
         """A new ``courier_request *`` for one send; per-request callbacks keep their exceptions
         in ``ctx`` (a send context) and release their registration through user_free."""
