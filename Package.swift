@@ -13,6 +13,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // The engine, in C. Its one public header is include/courier.h.
@@ -43,7 +44,7 @@ let package = Package(
         // The Swift facade.
         .target(
             name: "Courier",
-            dependencies: ["CCore"],
+            dependencies: ["CCore", .product(name: "Logging", package: "swift-log")],
             path: "Sources/Courier"
         ),
         // The C side of the benchmarks: the peers' ceilings (a plain libcurl multi loop, raw LMDB)

@@ -462,6 +462,7 @@ static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_r
     bool anyone = !t->caller_gone || t->followers;
     long delay = anyone ? cr_retry_delay(t, code, resp, &e->sched->rng) : -1;
     if (delay >= 0) {
+        cr_event_retried(e, t, t->attempts + 1, code, resp, delay);
         courier_response_free(resp);
         t->waited_s += (double)delay / 1000.0;
         timer_push(e, t, cr_mono_ms() + delay);

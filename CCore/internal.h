@@ -281,6 +281,7 @@ typedef struct cr_transfer {
     int64_t progress_last[4];
     int64_t progress_at;
     int easy_dirty; /* the easy handle needs a reset before another transfer uses it */
+    int watch_progress; /* progress goes to the request's callback and/or event monitors */
     struct cr_freeze_req freeze; /* journal.c: the request's freeze settings (copied at send) */
 } cr_transfer;
 

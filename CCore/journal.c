@@ -1848,8 +1848,10 @@ static int64_t turn(cr_journal *j) {
         j->ready_head = j->ready_tail = NULL;
         j->nready = 0;
     }
-    /* Claims ahead: up to twice the concurrency, so a completion sends the next at once. */
-    long slots = 2 * j->concurrency - j->wire - j->nready;
+    /* Claims ahead of the wire, so a completion sends the next at once and one commit records
+     * many answers: up to 8x the concurrency (at least 64). The wire itself stays bounded. */
+    long ahead = j->concurrency * 8 > 64 ? j->concurrency * 8 : 64;
+    long slots = ahead - j->wire - j->nready;
     pthread_mutex_unlock(&j->mu);
     while (unsent) {
         jsend *n = unsent->next;

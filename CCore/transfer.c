@@ -198,7 +198,8 @@ static void report(cr_transfer *t, int64_t dnow, int64_t dtotal, int64_t unow, i
     int64_t v[4] = {dnow, dtotal, unow, utotal};
     if (memcmp(v, t->progress_last, sizeof v) == 0) return;
     memcpy(t->progress_last, v, sizeof v);
-    ((courier_progress_fn)t->progress->fn)(t->id, dnow, dtotal, unow, utotal, t->progress->user);
+    cr_event_progress(t->engine, t, dnow, dtotal, unow, utotal); /* event monitors (log.c) */
+    if (t->progress) ((courier_progress_fn)t->progress->fn)(t->id, dnow, dtotal, unow, utotal, t->progress->user);
 }
 
 static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
@@ -212,7 +213,7 @@ static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
 
 /* The last report of an attempt, from curl's final counts. */
 static void report_final(cr_transfer *t) {
-    if (!t->progress || !t->easy) return;
+    if (!t->watch_progress || !t->easy) return;
     curl_off_t dn = 0, dt = 0, un = 0, ut = 0;
     curl_easy_getinfo(t->easy, CURLINFO_SIZE_DOWNLOAD_T, &dn);
     curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &dt);
@@ -334,7 +335,7 @@ int cr_transfer_setup(cr_transfer *t, struct curl_slist **extra, courier_error *
         free(part);
         free(meta);
     }
-    if (t->progress) {
+    if (t->watch_progress) {
         t->progress_at = 0;
         curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(h, CURLOPT_XFERINFODATA, t);

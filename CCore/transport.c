@@ -147,7 +147,6 @@ int cr_transport_base(courier_engine *e, CURL *h) {
 }
 
 int cr_transport_setup(courier_engine *e, cr_transfer *t) {
-    (void)e;
     CURL *h = t->easy;
     CURLcode c = CURLE_OK;
 
@@ -160,8 +159,10 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     /* Downloads to a file may be larger than the in-memory limit (0: no limit). */
     SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)(t->download_path ? 0 : t->max_bytes));
 
+    /* Progress goes to the request's callback and to event monitors that want it. */
+    t->watch_progress = t->progress || cr_event_wants(e, COURIER_EVENT_PROGRESS);
     /* Anything but a plain GET leaves options a later GET must not inherit: mark the handle. */
-    t->easy_dirty = !(strcmp(t->method, "GET") == 0 && !t->has_body && !t->parts && !t->body_file && !t->progress);
+    t->easy_dirty = !(strcmp(t->method, "GET") == 0 && !t->has_body && !t->parts && !t->body_file && !t->watch_progress);
     if (strcmp(t->method, "GET") == 0 && !t->has_body) {
         SET(CURLOPT_HTTPGET, 1L);
     } else if (strcmp(t->method, "HEAD") == 0) {

@@ -9,8 +9,9 @@ else Courier's loopback test server (``/bytes/1024``; ``COURIER_TEST_SERVER`` or
 
 Clients, each sending every request with ``concurrency`` in flight:
 
-* ``courier_py``: one :class:`courier.Engine` (32 connections per host), ``send_async`` with a
-  completion callback that sends the next request, keeping ``concurrency`` in flight (as the C
+* ``courier_py``: one :class:`courier.Engine` (32 connections per host), ``engine.submit`` (the
+  callback form of ``send_async``, without a future) with a completion callback that sends the
+  next request, keeping ``concurrency`` in flight (as the C
   loop below does); coalescing is turned off per request (``courier_request_set_coalesce(req,
   0)``), so every GET goes on the wire;
 * ``courier_py_threads``: 32 threads calling the blocking ``engine.get`` (``courier_send_sync``);
@@ -191,7 +192,7 @@ def run_courier_async(url: str, total: int, concurrency: int) -> float:
                 if state["sent"] >= total:
                     return
                 state["sent"] += 1
-            engine.send_async(req, callback=on_done)
+            engine.submit(req, callback=on_done)
 
         def on_done(resp: Optional[courier.Response], err: Optional[BaseException]) -> None:
             # runs on the engine's worker thread

@@ -169,7 +169,10 @@ class _SendContext:
 
     def _complete(self, request_id: int, code: int, response: Optional[int], err: Any) -> None:
         eng = self.engine
-        eng._callback_threads.add(threading.get_ident())
+        tid = threading.get_ident()
+        if tid not in eng._callback_threads:
+            eng._callback_threads.add(tid)
+            cb.pin_thread(eng)
         resp = Response(response) if response else None
         exc = self.exc
         kept = eng._errors.pop(request_id, None) if eng._errors else None
@@ -277,6 +280,7 @@ class Engine:
         self._errors: dict[int, BaseException] = {}
         self._background: list[BaseException] = []
         self._callback_threads: set[int] = set()
+        self._pinned: dict[int, int] = {}  # worker thread id -> its Python thread state
         self._keep: list[Any] = []  # Python objects C borrows (mappings, envelopes)
         self._lock = threading.Lock()
         cfg = c_void_p()
@@ -412,8 +416,10 @@ class Engine:
                 raise InvalidArgument("an engine cannot be closed from one of its own callbacks")
             self._ptr = None
         if ptr:
-            lib.courier_engine_close(ptr)
+            lib.courier_engine_close(ptr)  # joins the worker: no callback runs on it any more
             _live_engines.discard(self)
+            if self._pinned:
+                cb.release_threads(self)
         if raise_kept and self._background:
             exc = self._background[0]
             self._background.clear()
