@@ -699,6 +699,11 @@ static void *worker_main(void *arg) {
             if (wait < timeout) timeout = wait < 0 ? 0 : (int)wait;
         }
         cr_cache_flush(e, answer_deferred); /* this turn's cache writes, then their answers */
+        /* Work the callbacks of this turn handed in (they send without waking the worker). */
+        pthread_mutex_lock(&e->lock);
+        bool more = e->incoming_head || e->ncancels || e->cancel_all || e->external_done || e->closing;
+        pthread_mutex_unlock(&e->lock);
+        if (more) continue;
         curl_multi_poll(e->multi, NULL, 0, timeout, NULL);
     }
     free(cancels);
@@ -808,6 +813,7 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         engine_free(e);
         return rc;
     }
+    e->proxy_env = cr_proxy_env_present();
     e->multi = curl_multi_init();
     if (!e->multi) {
         engine_free(e);
@@ -897,7 +903,9 @@ int courier_send(courier_engine *e, const courier_request *r, courier_completion
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
     /* One wakeup per batch: if incoming already held transfers, a wakeup is already pending. */
-    bool wake = e->incoming_head == NULL;
+    /* The worker itself (a completion sending the next request) needs no wakeup: it looks at
+     * `incoming` again before it waits. Others wake it once per batch. */
+    bool wake = e->incoming_head == NULL && !pthread_equal(pthread_self(), e->worker);
     if (e->incoming_tail) e->incoming_tail->next = t;
     else e->incoming_head = t;
     e->incoming_tail = t;

@@ -291,6 +291,8 @@ CR_HIDDEN int cr_transfer_prepare(courier_engine *e, const courier_request *r, c
                                   courier_error *err);
 CR_HIDDEN void cr_transfer_free(cr_transfer *t);
 
+/* transport.c: whether the environment names a proxy (libcurl's variables). */
+CR_HIDDEN bool cr_proxy_env_present(void);
 /* transport.c: the options every transfer of the engine shares, on a new or reset handle. */
 CR_HIDDEN int cr_transport_base(courier_engine *e, CURL *h);
 /* transport.c: configures t->easy for t. Returns OK or a code. */
@@ -342,6 +344,7 @@ struct courier_engine {
     int cancel_all;
     int closing;
     int free_on_exit; /* closed from the worker itself: it frees the engine when its loop ends */
+    bool proxy_env;   /* the environment named a proxy when the engine opened */
     cr_idset live; /* ids submitted and not yet completed */
 
     atomic_uint_fast64_t next_id;

@@ -277,7 +277,7 @@ typedef struct jenv {
     int refs;           /* registry_lock */
     char *dir;
     MDB_env *env;
-    MDB_dbi db_req, db_state, db_ids, db_due, db_hostq, db_expiry, db_outcome, db_meta;
+    MDB_dbi db_req, db_ids, db_due, db_hostq, db_outcome, db_meta;
     pthread_mutex_t lock; /* nonces */
     uint32_t *nonces;     /* the journals of this process open on it */
     size_t nnonces, capnonces;
@@ -370,8 +370,8 @@ static int jenv_open_env(jenv *v, const char **why) {
     struct {
         const char *name;
         MDB_dbi *dbi;
-    } dbs[] = {{"req", &v->db_req},       {"state", &v->db_state},   {"ids", &v->db_ids},
-               {"due", &v->db_due},       {"hostq", &v->db_hostq},   {"expiry", &v->db_expiry},
+    } dbs[] = {{"req", &v->db_req},       {"ids", &v->db_ids},
+               {"due", &v->db_due},       {"hostq", &v->db_hostq},
                {"outcome", &v->db_outcome}, {"meta", &v->db_meta}};
     for (size_t i = 0; i < sizeof dbs / sizeof dbs[0] && rc == 0; i++)
         rc = mdb_dbi_open(txn, dbs[i].name, MDB_CREATE, dbs[i].dbi);
@@ -616,10 +616,11 @@ static size_t state_encode(const jstate *s, uint8_t *b) {
     return o + 2u + s->id_len;
 }
 
-static bool state_decode(const void *data, size_t len, jstate *s) {
+/* Decodes the state at the start of a record; returns the bytes it takes, 0 when invalid. */
+static size_t state_decode(const void *data, size_t len, jstate *s) {
     const uint8_t *b = data;
     memset(s, 0, sizeof *s);
-    if (len < J_STATE_FIXED + 4 || b[0] != J_STATE_VERSION) return false;
+    if (len < J_STATE_FIXED + 4 || b[0] != J_STATE_VERSION) return 0;
     s->policy = b[1];
     s->flags = (uint16_t)get_le(b + 2, 2);
     s->attempts = (uint32_t)get_le(b + 4, 4);
@@ -636,14 +637,14 @@ static bool state_decode(const void *data, size_t len, jstate *s) {
     s->last_status = (int32_t)(uint32_t)get_le(b + 76, 4);
     size_t o = J_STATE_FIXED;
     s->host_len = (uint16_t)get_le(b + o, 2);
-    if (s->host_len > J_HOST_MAX || o + 2u + s->host_len + 2u > len) return false;
+    if (s->host_len > J_HOST_MAX || o + 2u + s->host_len + 2u > len) return 0;
     memcpy(s->host, b + o + 2, s->host_len);
     o += 2u + s->host_len;
     s->id_len = (uint16_t)get_le(b + o, 2);
-    if (s->id_len == 0 || s->id_len > COURIER_FROZEN_ID_MAX || o + 2u + s->id_len > len) return false;
+    if (s->id_len == 0 || s->id_len > COURIER_FROZEN_ID_MAX || o + 2u + s->id_len > len) return 0;
     memcpy(s->id, b + o + 2, s->id_len);
-    if (s->policy != COURIER_FREEZE_AUTO && s->policy != COURIER_FREEZE_MANUAL) return false;
-    return true;
+    if (s->policy != COURIER_FREEZE_AUTO && s->policy != COURIER_FREEZE_MANUAL) return 0;
+    return o + 2u + s->id_len;
 }
 
 static int64_t due_time(const jstate *s) { return s->claim_ms ? s->claim_ms : s->next_ms; }
@@ -786,6 +787,7 @@ typedef struct jfreeze {
     uint64_t seq;         /* once written */
     courier_frozen *snap; /* once written */
     uint64_t answer_id;   /* the original send's id */
+    int generated;        /* the id is made at write time (from the record's number) */
 } jfreeze;
 
 typedef struct joutcome {
@@ -851,6 +853,7 @@ struct cr_journal {
     unsigned kick_mode;   /* J_KICK_* */
     int64_t kick_since;   /* the replay-now instant */
     long wire;            /* replays sent and not yet answered (at most `concurrency`) */
+    long ahead;           /* claims kept ahead of the wire (journal thread writes, mu) */
     struct jsend *ready_head, *ready_tail; /* claimed, not yet sent */
     long nready;
     uint64_t turns;       /* loop turns completed */
@@ -897,20 +900,52 @@ static bool claim_stale(cr_journal *j, const jstate *s, int64_t now) {
 
 /* ---- transactions helpers ---- */
 
-static int st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st) {
+#define J_STATE_MAX (J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX)
+
+/* A record's value is its state (rewritten on each claim and answer) followed by the request
+ * text (written once): one put per freeze. */
+static int rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *payload) {
     uint8_t k[8];
     put_be64(k, seq);
     MDB_val key = {8, k}, val;
-    int rc = mdb_get(txn, j->env->db_state, &key, &val);
+    int rc = mdb_get(txn, j->env->db_req, &key, &val);
     if (rc) return rc;
-    return state_decode(val.mv_data, val.mv_size, st) ? 0 : MDB_CORRUPTED;
+    size_t used = state_decode(val.mv_data, val.mv_size, st);
+    if (!used) return MDB_CORRUPTED;
+    if (payload) {
+        payload->mv_data = (char *)val.mv_data + used;
+        payload->mv_size = val.mv_size - used;
+    }
+    return 0;
 }
 
-static int st_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
-    uint8_t k[8], b[J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX];
+static int st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st) { return rec_get(j, txn, seq, st, NULL); }
+
+/* Writes a record: the state, then the request text. */
+static int rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen) {
+    uint8_t k[8], b[J_STATE_MAX];
     put_be64(k, seq);
-    MDB_val key = {8, k}, val = {state_encode(st, b), b};
-    return mdb_put(txn, j->env->db_state, &key, &val, 0);
+    size_t sl = state_encode(st, b);
+    MDB_val key = {8, k}, val = {sl + plen, NULL};
+    int rc = mdb_put(txn, j->env->db_req, &key, &val, MDB_RESERVE);
+    if (rc) return rc;
+    memcpy(val.mv_data, b, sl);
+    if (plen) memcpy((char *)val.mv_data + sl, payload, plen);
+    return 0;
+}
+
+/* Rewrites the state of an existing record, keeping its request text. */
+static int st_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
+    jstate old;
+    MDB_val p;
+    int rc = rec_get(j, txn, seq, &old, &p);
+    if (rc) return rc;
+    char stack[2048], *copy = p.mv_size <= sizeof stack ? stack : malloc(p.mv_size);
+    if (!copy) return ENOMEM;
+    memcpy(copy, p.mv_data, p.mv_size); /* the put may move the page the text lives in */
+    rc = rec_put(j, txn, seq, st, copy, p.mv_size);
+    if (copy != stack) free(copy);
+    return rc;
 }
 
 static int key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put) {
@@ -962,18 +997,49 @@ static int host_promote(cr_journal *j, MDB_txn *txn, const char *host, size_t ho
     return st_put(j, txn, seq, &st);
 }
 
-static int meta_next(cr_journal *j, MDB_txn *txn, const char *name, uint64_t *out) {
-    MDB_val k = {strlen(name), (void *)name}, v;
-    uint64_t n = 1;
-    int rc = mdb_get(txn, j->env->db_meta, &k, &v);
-    if (rc == 0 && v.mv_size == 8) n = get_le(v.mv_data, 8);
-    else if (rc && rc != MDB_NOTFOUND) return rc;
-    *out = n;
-    uint8_t b[8];
-    put_le(b, n + 1, 8);
-    v.mv_size = 8;
-    v.mv_data = b;
-    return mdb_put(txn, j->env->db_meta, &k, &v, 0);
+/* The next key of a database keyed by be64 numbers: the last one + 1 (1 when empty). Numbers are
+ * not kept in a counter, so a freeze writes one database page less. */
+static int last_next(MDB_txn *txn, MDB_dbi dbi, uint64_t *out) {
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, dbi, &c);
+    if (rc) return rc;
+    MDB_val k, v;
+    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    *out = rc == 0 && k.mv_size == 8 ? get_be64(k.mv_data) + 1 : 1;
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static bool generated_id(const char *id, size_t n) {
+    if (n != 32) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f'))) return false;
+    return true;
+}
+
+/* The record a freeze id names: given ids through the `ids` index; generated ids carry their
+ * record's number in their first 16 hex digits (checked against the stored id). */
+static int find_seq(cr_journal *j, MDB_txn *txn, const char *id, uint64_t *seq) {
+    size_t n = strlen(id);
+    MDB_val k = {n, (void *)id}, v;
+    int rc = mdb_get(txn, j->env->db_ids, &k, &v);
+    if (rc == 0 && v.mv_size == 8) {
+        *seq = get_be64(v.mv_data);
+        return 0;
+    }
+    if (rc && rc != MDB_NOTFOUND) return rc;
+    if (!generated_id(id, n)) return MDB_NOTFOUND;
+    char hex[17];
+    memcpy(hex, id, 16);
+    hex[16] = '\0';
+    uint64_t s = strtoull(hex, NULL, 16);
+    jstate st;
+    rc = st_get(j, txn, s, &st);
+    if (rc == 0 && st.id_len == n && memcmp(st.id, id, n) == 0) {
+        *seq = s;
+        return 0;
+    }
+    return rc == 0 || rc == MDB_CORRUPTED ? MDB_NOTFOUND : rc;
 }
 
 /* Removes a record and every index entry of it; promotes the next of its host. */
@@ -982,7 +1048,6 @@ static int rec_remove(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *s
     put_be64(k, seq);
     MDB_val key = {8, k};
     int rc = mdb_del(txn, j->env->db_req, &key, NULL);
-    if (rc == 0 || rc == MDB_NOTFOUND) rc = mdb_del(txn, j->env->db_state, &key, NULL);
     if (rc == 0 || rc == MDB_NOTFOUND) {
         MDB_val idk = {st->id_len, (void *)st->id}, idv;
         /* Only if the id still names this record (a replacement keeps the id). */
@@ -990,7 +1055,6 @@ static int rec_remove(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *s
         if (rc == 0 && idv.mv_size == 8 && get_be64(idv.mv_data) == seq) rc = mdb_del(txn, j->env->db_ids, &idk, NULL);
     }
     if (rc == MDB_NOTFOUND) rc = 0;
-    if (!rc) rc = key2_op(j, txn, j->env->db_expiry, st->expires_ms, seq, false);
     if (!rc && (st->flags & JF_IN_DUE)) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, false);
     if (!rc && is_ordered_auto(st)) {
         rc = hostq_op(j, txn, st, seq, false);
@@ -1010,10 +1074,8 @@ static int st_update(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *ol
 }
 
 static int req_text(cr_journal *j, MDB_txn *txn, uint64_t seq, MDB_val *val) {
-    uint8_t k[8];
-    put_be64(k, seq);
-    MDB_val key = {8, k};
-    return mdb_get(txn, j->env->db_req, &key, val);
+    jstate st;
+    return rec_get(j, txn, seq, &st, val);
 }
 
 /* A snapshot of a record inside a transaction (NULL when unreadable). */
@@ -1237,7 +1299,7 @@ static long backoff_ms(cr_journal *j, uint32_t attempts) {
 
 static int outcome_log(cr_journal *j, MDB_txn *txn, const jstate *st, int code, int status, int64_t now) {
     uint64_t n;
-    int rc = meta_next(j, txn, "next_outcome", &n);
+    int rc = last_next(txn, j->env->db_outcome, &n);
     if (rc) return rc;
     char text[COURIER_FROZEN_ID_MAX + 160];
     int len = snprintf(text, sizeof text, "{\"id\":\"%.*s\",\"code\":%d,\"status\":%d,\"at_ms\":%lld,\"attempts\":%u}",
@@ -1261,50 +1323,60 @@ static int outcome_log(cr_journal *j, MDB_txn *txn, const jstate *st, int code, 
 
 /* Writes one frozen request. */
 static int apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f) {
+    int rc = 0;
     MDB_val idk = {f->st.id_len, f->st.id}, idv;
-    int rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
-    if (rc == 0 && idv.mv_size == 8) {
-        /* The same freeze id again: the newer request replaces the older one. */
-        uint64_t old = get_be64(idv.mv_data);
-        jstate ost;
-        rc = st_get(j, txn, old, &ost);
-        if (rc == 0) rc = rec_remove(j, txn, old, &ost);
-        else if (rc == MDB_NOTFOUND) rc = 0;
-    } else if (rc == MDB_NOTFOUND) {
-        rc = 0;
+    if (!f->generated) {
+        rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
+        if (rc == 0 && idv.mv_size == 8) {
+            /* The same freeze id again: the newer request replaces the older one. */
+            uint64_t old = get_be64(idv.mv_data);
+            jstate ost;
+            rc = st_get(j, txn, old, &ost);
+            if (rc == 0) rc = rec_remove(j, txn, old, &ost);
+            else if (rc == MDB_NOTFOUND) rc = 0;
+        } else if (rc == MDB_NOTFOUND) {
+            rc = 0;
+        }
+        if (rc) return rc;
     }
-    if (rc) return rc;
     uint64_t seq;
-    if ((rc = meta_next(j, txn, "next_seq", &seq))) return rc;
+    if ((rc = last_next(txn, j->env->db_req, &seq))) return rc;
+    if (f->generated) {
+        /* Generated: the record's number, then 64 random bits (no `ids` entry needed). */
+        char rnd[33];
+        random_hex(rnd);
+        snprintf(f->id, sizeof f->id, "%016llx%.16s", (unsigned long long)seq, rnd);
+        f->st.id_len = 32;
+        memcpy(f->st.id, f->id, 32);
+        if (json_object_set_new(f->payload, "id", json_string(f->id))) return ENOMEM;
+    }
     if (json_object_set_new(f->payload, "seq", json_integer((json_int_t)seq))) return ENOMEM;
     char *text = json_dumps(f->payload, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (!text) return ENOMEM;
-    uint8_t k[8];
-    put_be64(k, seq);
-    MDB_val key = {8, k}, val = {strlen(text), text};
-    rc = mdb_put(txn, j->env->db_req, &key, &val, 0);
-    free(text);
-    if (rc) return rc;
-    uint8_t sb[8];
-    put_be64(sb, seq);
-    idv.mv_size = 8;
-    idv.mv_data = sb;
-    if ((rc = mdb_put(txn, j->env->db_ids, &idk, &idv, 0))) return rc;
-    if ((rc = key2_op(j, txn, j->env->db_expiry, f->st.expires_ms, seq, true))) return rc;
-    if (f->st.policy == COURIER_FREEZE_AUTO) {
+    if (!f->generated) {
+        uint8_t sb[8];
+        put_be64(sb, seq);
+        idk.mv_size = f->st.id_len;
+        idk.mv_data = f->st.id;
+        idv.mv_size = 8;
+        idv.mv_data = sb;
+        rc = mdb_put(txn, j->env->db_ids, &idk, &idv, 0);
+    }
+    if (!rc && f->st.policy == COURIER_FREEZE_AUTO) {
         bool in_due = true;
         if (is_ordered_auto(&f->st)) {
-            if ((rc = hostq_op(j, txn, &f->st, seq, true))) return rc;
-            uint64_t head;
-            if ((rc = host_head(j, txn, f->st.host, f->st.host_len, &head))) return rc;
+            uint64_t head = 0;
+            rc = hostq_op(j, txn, &f->st, seq, true);
+            if (!rc) rc = host_head(j, txn, f->st.host, f->st.host_len, &head);
             in_due = head == seq;
         }
-        if (in_due) {
+        if (!rc && in_due) {
             f->st.flags |= JF_IN_DUE;
-            if ((rc = key2_op(j, txn, j->env->db_due, due_time(&f->st), seq, true))) return rc;
+            rc = key2_op(j, txn, j->env->db_due, due_time(&f->st), seq, true);
         }
     }
-    rc = st_put(j, txn, seq, &f->st);
+    if (!rc) rc = rec_put(j, txn, seq, &f->st, text, strlen(text));
+    free(text);
     if (rc == 0) f->seq = seq;
     return rc;
 }
@@ -1417,29 +1489,11 @@ static int claim(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_t 
     return 0;
 }
 
-/* Removes what expired by now (not what another live replayer holds), reporting each. */
-static int sweep_expired(cr_journal *j, MDB_txn *txn, int64_t now, jevent ***events) {
-    MDB_cursor *c;
-    int rc = mdb_cursor_open(txn, j->env->db_expiry, &c);
-    if (rc) return rc;
-    uint64_t *seqs = NULL;
-    size_t n = 0, cap = 0;
-    MDB_val k, v;
-    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 16 || (int64_t)get_be64(k.mv_data) > now) break;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            uint64_t *p = realloc(seqs, cap * sizeof *p);
-            if (!p) {
-                rc = ENOMEM;
-                break;
-            }
-            seqs = p;
-        }
-        seqs[n++] = get_be64((const uint8_t *)k.mv_data + 8);
-    }
-    mdb_cursor_close(c);
-    if (rc == MDB_NOTFOUND || rc == 0) rc = 0;
+/* Removes what expired by now among the records the periodic scan found (checked again here; not
+ * what another live replayer holds), reporting each. Records that are due are also checked when
+ * the replayer reaches them, so none is ever sent after its expiry. */
+static int sweep_expired(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events) {
+    int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         jstate st;
         rc = st_get(j, txn, seqs[i], &st);
@@ -1448,6 +1502,7 @@ static int sweep_expired(cr_journal *j, MDB_txn *txn, int64_t now, jevent ***eve
             continue;
         }
         if (rc) break;
+        if (st.expires_ms > now) continue;
         if (st.claim_ms && !claim_stale(j, &st, now)) continue; /* on the wire: its answer decides */
         courier_frozen *snap = snap_in(j, txn, seqs[i], &st);
         if ((rc = rec_remove(j, txn, seqs[i], &st))) {
@@ -1461,7 +1516,6 @@ static int sweep_expired(cr_journal *j, MDB_txn *txn, int64_t now, jevent ***eve
         }
         events_push(events, ev);
     }
-    free(seqs);
     return rc;
 }
 
@@ -1556,7 +1610,7 @@ static int pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned m
     free(cand);
     if (rc || !(mode & J_KICK_MANUAL)) return rc;
     /* Manual records are not in `due`: a replay-now that includes them scans every record. */
-    if ((rc = mdb_cursor_open(txn, j->env->db_state, &c))) return rc;
+    if ((rc = mdb_cursor_open(txn, j->env->db_req, &c))) return rc;
     n = 0;
     cand = NULL;
     cap = 0;
@@ -1598,11 +1652,10 @@ static int pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned m
 
 /* An explicit resend by id: claimed whatever its policy, order or backoff. */
 static int resend_one(cr_journal *j, MDB_txn *txn, const char *id, int64_t now, jsend ***sends) {
-    MDB_val idk = {strlen(id), (void *)id}, idv;
-    int rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
+    uint64_t seq;
+    int rc = find_seq(j, txn, id, &seq);
     if (rc == MDB_NOTFOUND) return 0;
-    if (rc || idv.mv_size != 8) return rc;
-    uint64_t seq = get_be64(idv.mv_data);
+    if (rc) return rc;
     jstate st;
     if ((rc = st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
     if (st.claim_ms && !claim_stale(j, &st, now)) return 0;
@@ -1610,11 +1663,27 @@ static int resend_one(cr_journal *j, MDB_txn *txn, const char *id, int64_t now, 
 }
 
 /* Read-only look: is anything due or expired now, and which claims are held by the dead? */
-static int peek(cr_journal *j, int64_t now, bool want_recover, bool *due_now, bool *expired_now, uint64_t **dead,
-                size_t *ndead) {
-    *due_now = *expired_now = false;
-    *dead = NULL;
-    *ndead = 0;
+/* A list of record numbers. */
+typedef struct jseqs {
+    uint64_t *v;
+    size_t n, cap;
+} jseqs;
+
+static void seqs_add(jseqs *l, uint64_t seq) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        uint64_t *p = realloc(l->v, cap * sizeof *p);
+        if (!p) return; /* found again by the next scan */
+        l->v = p;
+        l->cap = cap;
+    }
+    l->v[l->n++] = seq;
+}
+
+/* Read-only look: is anything due now? With `scan`, also which claims are held by the dead and
+ * which records expired (a pass over every record: only every poll interval). */
+static int peek(cr_journal *j, int64_t now, bool scan, bool *due_now, jseqs *dead, jseqs *expired) {
+    *due_now = false;
     MDB_txn *txn;
     int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
     if (rc) return rc;
@@ -1625,25 +1694,14 @@ static int peek(cr_journal *j, int64_t now, bool want_recover, bool *due_now, bo
             *due_now = true;
         mdb_cursor_close(c);
     }
-    if (rc == 0 && (rc = mdb_cursor_open(txn, j->env->db_expiry, &c)) == 0) {
-        if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 16 && (int64_t)get_be64(k.mv_data) <= now)
-            *expired_now = true;
-        mdb_cursor_close(c);
-    }
-    if (rc == 0 && want_recover && (rc = mdb_cursor_open(txn, j->env->db_state, &c)) == 0) {
-        size_t cap = 0;
+    if (rc == 0 && scan && (rc = mdb_cursor_open(txn, j->env->db_req, &c)) == 0) {
         int grc;
         for (grc = mdb_cursor_get(c, &k, &v, MDB_FIRST); grc == 0; grc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
             jstate st;
-            if (k.mv_size != 8 || !state_decode(v.mv_data, v.mv_size, &st) || !st.claim_ms) continue;
-            if (!claim_stale(j, &st, now)) continue;
-            if (*ndead == cap) {
-                cap = cap ? cap * 2 : 16;
-                uint64_t *p = realloc(*dead, cap * sizeof *p);
-                if (!p) break;
-                *dead = p;
-            }
-            (*dead)[(*ndead)++] = get_be64(k.mv_data);
+            if (k.mv_size != 8 || !state_decode(v.mv_data, v.mv_size, &st)) continue;
+            bool stale = st.claim_ms && claim_stale(j, &st, now);
+            if (stale) seqs_add(dead, get_be64(k.mv_data));
+            if (st.expires_ms <= now && (!st.claim_ms || stale)) seqs_add(expired, get_be64(k.mv_data));
         }
         mdb_cursor_close(c);
         if (grc != 0 && grc != MDB_NOTFOUND) rc = grc;
@@ -1652,13 +1710,13 @@ static int peek(cr_journal *j, int64_t now, bool want_recover, bool *due_now, bo
     return rc;
 }
 
-/* The earliest future time something is due or expires (INT64_MAX if none). */
+/* The earliest future time something is due (INT64_MAX if none). */
 static int64_t next_wake(cr_journal *j, int64_t now) {
     int64_t next = INT64_MAX;
     MDB_txn *txn;
     if (mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn)) return next;
-    MDB_dbi dbs[2] = {j->env->db_due, j->env->db_expiry};
-    for (int i = 0; i < 2; i++) {
+    MDB_dbi dbs[1] = {j->env->db_due};
+    for (int i = 0; i < 1; i++) {
         MDB_cursor *c;
         if (mdb_cursor_open(txn, dbs[i], &c)) continue;
         uint8_t kb[16];
@@ -1849,9 +1907,9 @@ static int64_t turn(cr_journal *j) {
         j->nready = 0;
     }
     /* Claims ahead of the wire, so a completion sends the next at once and one commit records
-     * many answers: up to 8x the concurrency (at least 64). The wire itself stays bounded. */
-    long ahead = j->concurrency * 8 > 64 ? j->concurrency * 8 : 64;
-    long slots = ahead - j->wire - j->nready;
+     * many answers (the wire itself stays bounded by the concurrency). How far ahead follows the
+     * answers of the last turn: a slow disk (long commits) gets bigger batches. */
+    long slots = j->ahead - j->wire - j->nready;
     pthread_mutex_unlock(&j->mu);
     while (unsent) {
         jsend *n = unsent->next;
@@ -1877,11 +1935,10 @@ static int64_t turn(cr_journal *j) {
     int64_t mono = cr_mono_ms();
     int64_t now = jnow(j);
     int64_t wake = mono + j->poll_ms;
-    bool want_recover = mono >= j->next_recover_ms && !j->broken;
-    bool due_now = false, expired_now = false;
-    uint64_t *dead = NULL;
-    size_t ndead = 0;
-    if (!j->broken && peek(j, now, want_recover, &due_now, &expired_now, &dead, &ndead) == 0 && want_recover)
+    bool want_scan = mono >= j->next_recover_ms && !j->broken && !closing;
+    bool due_now = false;
+    jseqs dead = {0}, expired = {0};
+    if (!j->broken && peek(j, now, want_scan, &due_now, &dead, &expired) == 0 && want_scan)
         j->next_recover_ms = mono + j->poll_ms;
     bool want_pass = pass_ok && slots > 0 && (due_now || mode);
     jevent *events = NULL, **etail = &events;
@@ -1889,7 +1946,7 @@ static int64_t turn(cr_journal *j) {
     bool mode_done = false;
     int64_t next_due = INT64_MAX;
 
-    if (fz || oc || rs || want_pass || (expired_now && !closing) || ndead) {
+    if (fz || oc || rs || want_pass || expired.n || dead.n) {
         MDB_txn *txn = NULL;
         int rc = j->broken ? MDB_PANIC : mdb_txn_begin(j->env->env, NULL, 0, &txn);
         jfreeze *f;
@@ -1899,8 +1956,8 @@ static int64_t turn(cr_journal *j) {
             if (rc == 0 && listening && !(f->snap = snap_in(j, txn, f->seq, &f->st))) rc = ENOMEM;
         }
         for (joutcome *o = oc; rc == 0 && o; o = o->next) rc = apply_outcome(j, txn, o, now, &etail);
-        if (rc == 0 && ndead) rc = recover_claims(j, txn, dead, ndead, now);
-        if (rc == 0 && expired_now && !closing) rc = sweep_expired(j, txn, now, &etail);
+        if (rc == 0 && dead.n) rc = recover_claims(j, txn, dead.v, dead.n, now);
+        if (rc == 0 && expired.n) rc = sweep_expired(j, txn, expired.v, expired.n, now, &etail);
         for (jresend *r = rs; rc == 0 && r && !closing; r = r->next) rc = resend_one(j, txn, r->id, now, &stail);
         if (rc == 0 && want_pass) {
             long left = slots;
@@ -1974,7 +2031,8 @@ static int64_t turn(cr_journal *j) {
             if (keep) wake = mono + 100;
         }
     }
-    free(dead);
+    free(dead.v);
+    free(expired.v);
     while (fz) {
         jfreeze *n = fz->next;
         freeze_free(fz);
@@ -1985,11 +2043,18 @@ static int64_t turn(cr_journal *j) {
         free(rs);
         rs = n;
     }
+    long answers = 0;
     while (oc) {
         joutcome *n = oc->next;
         outcome_free(oc);
         oc = n;
+        answers++;
     }
+    long base = j->concurrency * 8 > 64 ? j->concurrency * 8 : 64;
+    long ahead = answers * 4 < base ? base : answers * 4 > 4096 ? 4096 : answers * 4;
+    pthread_mutex_lock(&j->mu);
+    j->ahead = ahead;
+    pthread_mutex_unlock(&j->mu);
     events_deliver(j, events);
     cr_monitor_dispatch(j->e);
     ready_push(j, sends); /* nothing is claimed while closing: the next turn gives back the rest */
@@ -2008,11 +2073,9 @@ static int64_t turn(cr_journal *j) {
     if (probe < wake) wake = probe;
     bool pending_now = false;
     if (pass_ok && !closing) {
-        bool d = false, x = false;
-        uint64_t *none = NULL;
-        size_t nn = 0;
-        if (peek(j, now, false, &d, &x, &none, &nn) == 0) pending_now = d || x;
-        free(none);
+        bool d = false;
+        jseqs none = {0}, none2 = {0};
+        if (peek(j, now, false, &d, &none, &none2) == 0) pending_now = d;
     }
     pthread_mutex_lock(&j->mu);
     bool busy = j->fz_head || j->oc_head || j->rs_head || j->kick || j->kick_mode || j->wire > 0 || j->ready_head;
@@ -2108,6 +2171,7 @@ int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err
     j->poll_ms = fc->poll_ms > 0 ? fc->poll_ms : J_DEFAULT_POLL;
     j->default_expiry = fc->expiry_ms > 0 ? fc->expiry_ms : J_DEFAULT_EXPIRY;
     j->paused = fc->paused;
+    j->ahead = j->concurrency * 8 > 64 ? j->concurrency * 8 : 64;
     j->clock = cr_callback_retain(e->config->clock);
     uint32_t nonce = 0;
     while (!nonce) random_bytes(&nonce, sizeof nonce);
@@ -2221,7 +2285,7 @@ bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_respon
     if (!f || !a) goto fail;
     jstate *st = &f->st;
     if (t->freeze.id[0]) snprintf(f->id, sizeof f->id, "%s", t->freeze.id);
-    else random_hex(f->id);
+    else f->generated = 1; /* made in the write transaction */
     char idem[COURIER_FROZEN_ID_MAX + 1], host[J_HOST_MAX + 1];
     const char *given = cr_kvlist_get(&t->headers, "Idempotency-Key");
     if (given) snprintf(idem, sizeof idem, "%s", given);
@@ -2421,8 +2485,8 @@ int courier_frozen_resend(courier_engine *e, const char *id, courier_error *err)
     MDB_txn *txn;
     int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
     if (rc) return store_fail(err, rc, "cannot read the journal");
-    MDB_val k = {strlen(id), (void *)id}, v;
-    rc = mdb_get(txn, j->env->db_ids, &k, &v);
+    uint64_t seq;
+    rc = find_seq(j, txn, id, &seq);
     mdb_txn_abort(txn);
     if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
     if (rc) return store_fail(err, rc, "cannot read the journal");
@@ -2483,7 +2547,7 @@ int courier_frozen_list_requests(courier_engine *e, courier_frozen_list **out, c
         return store_fail(err, rc, "cannot read the journal");
     }
     MDB_cursor *c;
-    rc = mdb_cursor_open(txn, j->env->db_state, &c);
+    rc = mdb_cursor_open(txn, j->env->db_req, &c);
     size_t cap = 0;
     MDB_val k, v;
     int code = COURIER_OK;
@@ -2491,14 +2555,11 @@ int courier_frozen_list_requests(courier_engine *e, courier_frozen_list **out, c
         if (k.mv_size != 8) continue;
         uint64_t seq = get_be64(k.mv_data);
         jstate st;
-        bool ok = state_decode(v.mv_data, v.mv_size, &st);
+        size_t used = state_decode(v.mv_data, v.mv_size, &st);
+        bool ok = used != 0;
         courier_frozen *f = NULL;
         bool bad = !ok;
-        if (ok) {
-            MDB_val rv;
-            if (req_text(j, txn, seq, &rv) == 0) f = snap_make(seq, rv.mv_data, rv.mv_size, &st, &bad);
-            else bad = true;
-        }
+        if (ok) f = snap_make(seq, (const char *)v.mv_data + used, v.mv_size - used, &st, &bad);
         if (!f && bad) f = snap_bad(seq, &st, ok, NULL);
         if (!f) {
             code = COURIER_E_NO_MEMORY;
@@ -2551,17 +2612,16 @@ int courier_frozen_get(courier_engine *e, const char *id, courier_frozen **out, 
     MDB_txn *txn;
     int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
     if (rc) return store_fail(err, rc, "cannot read the journal");
-    MDB_val k = {strlen(id), (void *)id}, v;
-    rc = mdb_get(txn, j->env->db_ids, &k, &v);
+    uint64_t seq = 0;
+    rc = find_seq(j, txn, id, &seq);
     int code = COURIER_OK;
-    if (rc == 0 && v.mv_size == 8) {
-        uint64_t seq = get_be64(v.mv_data);
+    if (rc == 0) {
         jstate st;
-        rc = st_get(j, txn, seq, &st);
+        MDB_val rv;
+        rc = rec_get(j, txn, seq, &st, &rv);
         if (rc == 0) {
-            MDB_val rv;
             bool bad = true;
-            if (req_text(j, txn, seq, &rv) == 0) *out = snap_make(seq, rv.mv_data, rv.mv_size, &st, &bad);
+            *out = snap_make(seq, rv.mv_data, rv.mv_size, &st, &bad);
             if (!*out && bad) *out = snap_bad(seq, &st, true, NULL);
             if (!*out) code = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
         } else if (rc == MDB_CORRUPTED) {
@@ -2587,12 +2647,7 @@ int courier_frozen_remove(courier_engine *e, const char *id, courier_error *err)
     MDB_txn *txn;
     int rc = mdb_txn_begin(j->env->env, NULL, 0, &txn);
     if (rc) return store_fail(err, rc, "cannot write the journal");
-    if (!seq) {
-        MDB_val k = {n, (void *)id}, v;
-        rc = mdb_get(txn, j->env->db_ids, &k, &v);
-        if (rc == 0 && v.mv_size == 8) seq = get_be64(v.mv_data);
-        else if (rc == 0) rc = MDB_NOTFOUND;
-    }
+    if (!seq) rc = find_seq(j, txn, id, &seq);
     jstate st;
     if (rc == 0) rc = st_get(j, txn, seq, &st);
     if (rc == 0) {
@@ -2602,8 +2657,7 @@ int courier_frozen_remove(courier_engine *e, const char *id, courier_error *err)
         uint8_t kb[8];
         put_be64(kb, seq);
         MDB_val k = {8, kb};
-        rc = mdb_del(txn, j->env->db_state, &k, NULL);
-        if (rc == 0 || rc == MDB_NOTFOUND) rc = mdb_del(txn, j->env->db_req, &k, NULL);
+        rc = mdb_del(txn, j->env->db_req, &k, NULL);
         if (rc == MDB_NOTFOUND) rc = 0;
     }
     if (rc == 0) rc = mdb_txn_commit(txn);
@@ -2622,9 +2676,8 @@ int courier_frozen_remove_all(courier_engine *e, int64_t *removed, courier_error
     int rc = mdb_txn_begin(j->env->env, NULL, 0, &txn);
     if (rc) return store_fail(err, rc, "cannot write the journal");
     MDB_stat ms;
-    rc = mdb_stat(txn, j->env->db_state, &ms);
-    MDB_dbi dbs[] = {j->env->db_req, j->env->db_state, j->env->db_ids, j->env->db_due, j->env->db_hostq,
-                     j->env->db_expiry};
+    rc = mdb_stat(txn, j->env->db_req, &ms);
+    MDB_dbi dbs[] = {j->env->db_req, j->env->db_ids, j->env->db_due, j->env->db_hostq};
     for (size_t i = 0; rc == 0 && i < sizeof dbs / sizeof dbs[0]; i++) rc = mdb_drop(txn, dbs[i], 0);
     if (rc == 0) rc = mdb_txn_commit(txn);
     else mdb_txn_abort(txn);
@@ -2643,7 +2696,7 @@ int courier_frozen_count(courier_engine *e, int64_t *count, courier_error *err) 
     int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
     if (rc) return store_fail(err, rc, "cannot read the journal");
     MDB_stat ms;
-    rc = mdb_stat(txn, j->env->db_state, &ms);
+    rc = mdb_stat(txn, j->env->db_req, &ms);
     mdb_txn_abort(txn);
     if (rc) return store_fail(err, rc, "cannot read the journal");
     *count = (int64_t)ms.ms_entries;

@@ -174,6 +174,9 @@ static void *parse_part(void *arg) {
  * whole text on its own thread, which also reports errors exactly. */
 static json_t *parse_split(const char *data, size_t len, const scan_result *sr, size_t flags) {
     int nparts = sr->ncuts + 1;
+    /* jansson seeds its hash function on first use; do it here, before any thread starts, so the
+     * threads only read the seed (a no-op once seeded). */
+    json_object_seed(0);
     part parts[CR_JSON_MAX_PARTS];
     pthread_t threads[CR_JSON_MAX_PARTS];
     int started[CR_JSON_MAX_PARTS] = {0};

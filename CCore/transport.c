@@ -142,8 +142,20 @@ int cr_transport_base(courier_engine *e, CURL *h) {
     SET(CURLOPT_SSL_VERIFYHOST, cfg->insecure ? 0L : 2L);
     if (cfg->ca_file) SET(CURLOPT_CAINFO, cfg->ca_file);
     if (cfg->pinned_key) SET(CURLOPT_PINNEDPUBLICKEY, cfg->pinned_key);
+    /* libcurl reads the proxy variables from the environment on every transfer. When the process
+     * has none (checked once, when the engine opened), say so once instead. */
+    if (!e->proxy_env) SET(CURLOPT_PROXY, "");
     if (c == CURLE_OK) return COURIER_OK;
     return c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL;
+}
+
+bool cr_proxy_env_present(void) {
+    static const char *const names[] = {"http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v) return true;
+    }
+    return false;
 }
 
 int cr_transport_setup(courier_engine *e, cr_transfer *t) {

@@ -23,16 +23,23 @@ char *cbench_mapping_document(int count, size_t *len) {
 #define RND() (seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17, seed)
     s[n++] = '[';
     for (int i = 0; i < count; i++) {
-        const char *w1 = words[RND() % 16], *w2 = words[RND() % 16], *w3 = words[RND() % 16];
+        /* One draw per statement, so the document is the same whatever the compiler. */
+        const char *w1 = words[RND() % 16];
+        const char *w2 = words[RND() % 16];
+        const char *w3 = words[RND() % 16];
         int has_note = (int)(RND() % 3);
+        unsigned long long price = RND() % 900 + 1, cents = RND() % 100, quantity = RND() % 1000;
+        int active = (int)(RND() % 2);
+        unsigned long long rating = RND() % 5, tenth = RND() % 10;
+        unsigned long long month = RND() % 12 + 1, day = RND() % 28 + 1, hour = RND() % 24, minute = RND() % 60;
+        const char *note = has_note ? words[RND() % 16] : "";
         n += (size_t)snprintf(
             s + n, cap - n,
             "%s{\"id\":%d,\"name\":\"%s %s\",\"email\":\"%s.%s%d@example.com\",\"price\":%llu.%02llu,"
             "\"quantity\":%llu,\"active\":%s,\"rating\":%llu.%llu,\"created_at\":\"2024-%02llu-%02lluT%02llu:%02llu:00Z\","
             "\"tags\":[\"%s\",\"%s\"],\"note\":%s%s%s}",
-            i ? "," : "", i + 1, w1, w2, w2, w3, i, (RND() % 900) + 1, RND() % 100, RND() % 1000,
-            RND() % 2 ? "true" : "false", RND() % 5, RND() % 10, RND() % 12 + 1, RND() % 28 + 1, RND() % 24,
-            RND() % 60, w3, w1, has_note ? "\"" : "null", has_note ? words[RND() % 16] : "", has_note ? " note\"" : "");
+            i ? "," : "", i + 1, w1, w2, w2, w3, i, price, cents, quantity, active ? "true" : "false", rating, tenth,
+            month, day, hour, minute, w3, w1, has_note ? "\"" : "null", note, has_note ? " note\"" : "");
     }
 #undef RND
     s[n++] = ']';

@@ -18,6 +18,8 @@ public enum FrozenBenchmark {
         public var concurrency = 8
         /// Freezes in flight for the grouped measurement.
         public var groupConcurrency = 32
+        /// Chunks the raw commits and single freezes alternate in, per run.
+        public var chunks = 10
         /// Where the stores go (a temporary directory by default, removed after).
         public var directory: String?
         public init() {}
@@ -60,7 +62,7 @@ public enum FrozenBenchmark {
         var series: [String: [Double]] = [:]
         var report = Report()
         let n = options.requests
-        let steps = Double(options.runs * 5)
+        let steps = Double(options.runs * 4)
         var step = 0.0
         func note(_ what: String) {
             progress?(step / steps, what)
@@ -71,24 +73,44 @@ public enum FrozenBenchmark {
             if r.errors > 0 { report.errors.append("\(what): \(r.errors) errors, first: \(firstError(r))") }
         }
         for i in 0..<options.runs {
-            let raw = "\(base)/raw-\(i)", single = "\(base)/single-\(i)", grouped = "\(base)/grouped-\(i)"
+            let grouped = "\(base)/grouped-\(i)"
             var r = cbench_result()
-            note("raw LMDB synced commits (run \(i + 1))")
-            _ = cbench_lmdb_sync_commits(raw, n, 400, &r)
-            record("raw_sync_commits", r, what: "raw commits")
-            note("freezes, one at a time (run \(i + 1))")
-            _ = cbench_frozen_freeze(single, url, n, 1, &r)
-            record("freeze_ops", r, what: "freezes")
+            // The disk is shared: raw commits and single freezes alternate in chunks, so both see
+            // the same conditions, and their rates are sums over the chunks.
+            note("raw LMDB synced commits and single freezes, alternating (run \(i + 1))")
+            let chunks = max(1, min(options.chunks, n))
+            var raw = (ops: 0.0, seconds: 0.0), single = (ops: 0.0, seconds: 0.0)
+            for c in 0..<chunks {
+                let count = n / chunks + (c < n % chunks ? 1 : 0)
+                let rawDir = "\(base)/raw-\(i)-\(c)", singleDir = "\(base)/single-\(i)-\(c)"
+                _ = cbench_lmdb_sync_commits(rawDir, count, 400, &r)
+                raw.ops += Double(r.completed)
+                raw.seconds += r.seconds
+                if r.errors > 0 { report.errors.append("raw commits: \(firstError(r))") }
+                _ = cbench_frozen_freeze(singleDir, url, count, 1, &r)
+                single.ops += Double(r.completed)
+                single.seconds += r.seconds
+                if r.errors > 0 { report.errors.append("freezes: \(r.errors) errors, first: \(firstError(r))") }
+                for dir in [rawDir, singleDir] { try? FileManager.default.removeItem(atPath: dir) }
+            }
+            series["raw_sync_commits", default: []].append(raw.seconds > 0 ? raw.ops / raw.seconds : 0)
+            series["freeze_ops", default: []].append(single.seconds > 0 ? single.ops / single.seconds : 0)
             note("freezes, \(options.groupConcurrency) at once (run \(i + 1))")
             _ = cbench_frozen_freeze(grouped, url, n, Int32(options.groupConcurrency), &r)
             record("freeze_grouped_ops", r, what: "grouped freezes")
+            // The transport before and after the replay: the mean is what the replay competes with.
+            note("transport (run \(i + 1))")
+            _ = cbench_frozen_transport(url, n, Int32(options.concurrency), &r)
+            let before = r.seconds > 0 ? Double(r.completed) / r.seconds : 0
+            if r.errors > 0 { report.errors.append("transport: \(r.errors) errors, first: \(firstError(r))") }
             note("replay (run \(i + 1))")
             _ = cbench_frozen_replay(grouped, Int32(options.concurrency), 300_000, &r)
             record("replay_rps", r, what: "replay")
-            note("transport (run \(i + 1))")
             _ = cbench_frozen_transport(url, n, Int32(options.concurrency), &r)
-            record("transport_rps", r, what: "transport")
-            for dir in [raw, single, grouped] { try? FileManager.default.removeItem(atPath: dir) }
+            let after = r.seconds > 0 ? Double(r.completed) / r.seconds : 0
+            if r.errors > 0 { report.errors.append("transport: \(r.errors) errors, first: \(firstError(r))") }
+            series["transport_rps", default: []].append((before + after) / 2)
+            try? FileManager.default.removeItem(atPath: grouped)
         }
         progress?(1, "done")
         for (key, values) in series { report.figures[key] = median(values) }

@@ -87,6 +87,9 @@ try:
     _py_delete = ctypes.pythonapi.PyThreadState_Delete
     _py_delete.restype = None
     _py_delete.argtypes = [c_void_p]
+    _py_release = ctypes.pythonapi.PyGILState_Release
+    _py_release.restype = None
+    _py_release.argtypes = [c_int]
     _pinning = __import__("os").environ.get("COURIER_PY_PIN_THREADS", "1") != "0"
 except AttributeError:  # pragma: no cover - not CPython
     _pinning = False
@@ -102,6 +105,15 @@ def pin_thread(engine: Any) -> None:
         return
     _py_ensure()
     pinned[tid] = _py_get()
+
+
+def unpin_current(engine: Any) -> None:
+    """Called on a pinned worker thread that is about to end (the engine closes from one of its
+    own callbacks): gives back the extra reference, so the state is deleted when this callback
+    returns, as ctypes would."""
+    tid = threading.get_ident()
+    if engine._pinned.pop(tid, None) is not None:
+        _py_release(0)  # PyGILState_LOCKED (0): keeps the GIL, drops the count
 
 
 def release_threads(engine: Any) -> None:

@@ -22,7 +22,8 @@ Clients, each sending every request with ``concurrency`` in flight:
   ``Benchmarks/CBench/transport_bench.c`` (``cbench_courier_c``), compiled into a temporary
   shared library and driven through ctypes, for the binding's overhead against the C API.
 
-Each client runs ``runs`` times (after an untimed warm-up); the medians are reported. ``--json``
+Each client runs ``runs`` times (after an untimed warm-up); the medians are reported, with the
+CPU time of this process per request (steadier than rates on a busy machine). ``--json``
 prints one object: ``courier_py_rps``, ``requests_rps``, ``urllib_rps`` (and
 ``courier_py_threads_rps``, ``c_api_rps`` when measured, the ratios, and the server used).
 Benchmarks are figures, not tests: nothing here asserts a speed.
@@ -367,13 +368,18 @@ def main(argv: Optional[list[str]] = None) -> int:
             else:
                 notes["c_api"] = why
         samples: dict[str, list[float]] = {k: [] for k in clients}
+        cpu: dict[str, list[float]] = {k: [] for k in clients}
         for _ in range(args.runs):  # interleaved, so drift of the machine affects every client alike
             for name, fn in clients.items():
+                c0 = time.process_time()
                 rps = fn(srv.url, args.requests, args.concurrency)
                 if rps is None:
                     notes[name] = "not installed"
                     continue
                 samples[name].append(rps)
+                # CPU of this process per request (warm-up included): steadier than wall time on
+                # a busy machine; every client runs in this process, the server in another
+                cpu[name].append((time.process_time() - c0) / args.requests * 1e6)
                 if not args.json:
                     print(f"  {name:20s} {rps:10.0f} req/s", file=sys.stderr)
     finally:
@@ -388,6 +394,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if vals:
             result[f"{name}_rps"] = round(statistics.median(vals), 1)
             result[f"{name}_runs"] = [round(v, 1) for v in vals]
+            result[f"{name}_cpu_us_per_request"] = round(statistics.median(cpu[name]), 1)
     for key in ("courier_py_rps", "requests_rps", "urllib_rps"):
         result.setdefault(key, None)
     py = result.get("courier_py_rps")
@@ -397,6 +404,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         result["courier_py_vs_urllib"] = round(py / result["urllib_rps"], 2)
     if py and result.get("c_api_rps"):
         result["courier_py_vs_c_api"] = round(py / result["c_api_rps"], 2)
+        result["courier_py_vs_c_api_cpu"] = round(result["c_api_cpu_us_per_request"]
+                                                  / result["courier_py_cpu_us_per_request"], 2)
     result.update(server=srv.name, requests=args.requests, concurrency=args.concurrency, runs=args.runs,
                   body_bytes=BODY_SIZE, python=sys.version.split()[0], library=courier.library_version())
     if notes:

@@ -406,19 +406,21 @@ class Engine:
         """Closes the engine: every request still queued or in flight completes with
         :class:`courier.Cancelled` before this returns. Then re-raises the first exception kept
         from a callback that belonged to no send (a monitor, a log sink, a listener), if any.
-        Must not be called from one of the engine's own callbacks."""
+        Called from one of the engine's own callbacks, it returns at once and the engine cancels
+        what is left after that callback returns."""
         self._close(raise_kept=True)
 
     def _close(self, raise_kept: bool) -> None:
         with self._lock:
             ptr = self._ptr
-            if ptr and threading.get_ident() in self._callback_threads:
-                raise InvalidArgument("an engine cannot be closed from one of its own callbacks")
             self._ptr = None
         if ptr:
-            lib.courier_engine_close(ptr)  # joins the worker: no callback runs on it any more
+            on_worker = threading.get_ident() in self._callback_threads
+            if on_worker:
+                cb.unpin_current(self)  # this thread ends once the engine is freed
+            lib.courier_engine_close(ptr)  # else: joins the worker, no callback runs on it any more
             _live_engines.discard(self)
-            if self._pinned:
+            if self._pinned and not on_worker:
                 cb.release_threads(self)
         if raise_kept and self._background:
             exc = self._background[0]
@@ -438,11 +440,7 @@ class Engine:
     def __del__(self) -> None:
         try:
             if self._ptr:
-                if threading.get_ident() in self._callback_threads:
-                    # dropped inside one of its callbacks: close from another thread
-                    threading.Thread(target=self._close, args=(False,), daemon=True).start()
-                else:
-                    self._close(raise_kept=False)
+                self._close(raise_kept=False)
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
 

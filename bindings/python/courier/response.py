@@ -129,6 +129,9 @@ def build_response(answer: Any) -> int:
     return out.value or 0
 
 
+_can_retain = has("courier_response_retain")
+
+
 def _s(b: Optional[bytes]) -> Optional[str]:
     return b.decode("utf-8", "replace") if b is not None else None
 
@@ -152,6 +155,11 @@ class Response:
 
     @classmethod
     def _borrow(cls, ptr: int) -> "Response":
+        """A response lent to a callback. With ``courier_response_retain`` it takes its own
+        reference, so it stays usable after the callback; without (an older library) it is a
+        view that the end of the callback invalidates."""
+        if _can_retain:
+            return cls(lib.courier_response_retain(ptr), _owned=True)
         return cls(ptr, _owned=False)
 
     def _release(self) -> None:

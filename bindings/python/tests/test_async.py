@@ -141,11 +141,40 @@ def test_send_sync_inside_callback_is_refused(engine: courier.Engine) -> None:
         f.result(10)
 
 
-def test_close_inside_callback_is_refused(base_url: str) -> None:
+def test_close_inside_callback(base_url: str) -> None:
     e = courier.Engine(base_url=base_url)
-    try:
-        f = e.send_async("GET", "/json", callback=lambda r, err: e.close())
-        with pytest.raises(courier.InvalidArgument):
-            f.result(10)
-    finally:
-        e.close()
+    hung = e.send_async("GET", "/hang")
+    f = e.send_async("GET", "/json", callback=lambda r, err: e.close())
+    assert f.result(10).status == 200  # the callback's own request completed
+    with pytest.raises(courier.Cancelled):
+        hung.result(10)  # the rest is cancelled once the callback returned
+    assert e.closed
+    with pytest.raises(courier.EngineClosed):
+        e.get("/json")
+    e.close()
+
+
+def test_engine_dropped_inside_its_callback(base_url: str) -> None:
+    import gc
+    done = threading.Event()
+    holder = {"e": courier.Engine(base_url=base_url)}
+
+    def cb(resp, err):
+        holder.pop("e")  # the last reference goes away on the worker thread
+        gc.collect()
+        done.set()
+
+    holder["e"].submit("GET", "/json", callback=cb)
+    assert done.wait(10)
+
+
+def test_submit(engine: courier.Engine) -> None:
+    got = []
+    done = threading.Event()
+
+    def cb(resp, err):
+        got.append((resp.status, err))
+        done.set()
+
+    rid = engine.submit("GET", "/json", callback=cb)
+    assert rid > 0 and done.wait(10) and got == [(200, None)]

@@ -128,7 +128,7 @@ def test_monitor_exception_reraised_at_close(base_url: str) -> None:
     e.close()
 
 
-def test_borrowed_response_is_not_usable_after_its_callback(engine: courier.Engine) -> None:
+def test_response_lent_to_a_callback_stays_usable(engine: courier.Engine) -> None:
     kept = []
 
     def validator(resp):
@@ -136,9 +136,9 @@ def test_borrowed_response_is_not_usable_after_its_callback(engine: courier.Engi
         return True
 
     engine.get("/json", validator=validator)
-    assert kept[0].status == 200  # read eagerly
-    with pytest.raises(courier.InvalidArgument):
-        kept[0].body
+    if not courier._lib.has("courier_response_retain"):
+        pytest.skip("older library: lent responses end with their callback")
+    assert kept[0].status == 200 and kept[0].json()["message"] == "ok"  # retained by the binding
 
 
 def test_registrations_are_released(base_url: str) -> None:
