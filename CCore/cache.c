@@ -625,6 +625,7 @@ bool cr_cache_answer(courier_engine *e, cr_transfer *t, cr_complete_fn complete,
     x->bg = NULL;
     courier_error err;
     cr_error_clear(&err);
+    cr_event_from_cache(e, t, resp); /* event monitors (log.c), before the FINISHED */
     complete(e, t, COURIER_OK, resp, &err); /* the engine's normal path: judged, then answered */
     if (bg) {
         atomic_fetch_add(&e->queued, 1); /* counted like a submission */

@@ -82,9 +82,16 @@ CR_HIDDEN int cr_store_acquire(const char *dir, int64_t map_bytes, int durabilit
 CR_HIDDEN void cr_store_release(cr_store *s);
 CR_HIDDEN const char *cr_store_dir(const cr_store *s);
 
-/* Read transactions, on any thread (MDB_NOTLS), pooled. */
-CR_HIDDEN int cr_store_read_begin(cr_store *s, struct MDB_txn **out);
-CR_HIDDEN void cr_store_read_end(cr_store *s, struct MDB_txn *txn);
+/* A read transaction and the slot it came from. */
+typedef struct cr_read {
+    struct MDB_txn *txn;
+    int slot; /* the store's slot, or -1 for a transaction of its own */
+} cr_read;
+
+/* Read transactions, on any thread (MDB_NOTLS): a reset transaction from a slot of the store,
+ * taken without a lock (see store.c). Never hold one across a write of the same thread. */
+CR_HIDDEN int cr_store_read_begin(cr_store *s, cr_read *out);
+CR_HIDDEN void cr_store_read_end(cr_store *s, cr_read *r);
 /* The entry under hash: COURIER_OK, COURIER_E_NOT_FOUND (absent or invalid), COURIER_E_STORE. */
 CR_HIDDEN int cr_store_get(cr_store *s, struct MDB_txn *txn, const uint8_t hash[16], cr_entry *out);
 /* The Vary record of a primary key: the lowercase header names separated by '\n'. Borrowed from

@@ -3,7 +3,10 @@
  *
  * One environment per store directory per process: a process-wide registry keyed by the
  * directory's device and inode shares it between engines (LMDB forbids opening one environment
- * twice in a process). MDB_NOTLS, so read transactions are not tied to threads and are pooled.
+ * twice in a process). MDB_NOTLS, so read transactions are not tied to threads: each store keeps
+ * a small table of reset read transactions (slots), each taken with one compare-and-swap on its
+ * own cache line; a thread starts at its own slot, so readers on different threads share no lock
+ * and no written cache line (see "Read transactions" below).
  *
  * Named databases:
  *   entries  hash(16)                      -> entry value (versioned header + payload)
@@ -26,6 +29,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <lmdb.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,10 +40,19 @@
 
 #define CR_ENTRY_MAGIC 0x45435243u /* "CRCE" */
 #define CR_ENTRY_HDR 96u
-#define CR_POOL 16
+#define CR_READ_SLOTS 16 /* reset read transactions kept per store (each holds an LMDB reader slot) */
 #define CR_MAX_KEY_FIELD (64u * 1024u * 1024u)
 
+/* One cached read transaction. `busy` is taken with a compare-and-swap; whoever holds it owns
+ * `txn` (NULL, or a reset read transaction). One cache line each, so two readers never write to
+ * the same line. */
+typedef struct read_slot {
+    _Alignas(64) atomic_int busy;
+    MDB_txn *txn;
+} read_slot;
+
 struct cr_store {
+    read_slot slots[CR_READ_SLOTS]; /* first: the allocation is 64-byte aligned */
     struct cr_store *next; /* registry */
     dev_t dev;
     ino_t ino;
@@ -48,10 +61,9 @@ struct cr_store {
     char *dir;
     MDB_env *env;
     MDB_dbi db_entries, db_expiry, db_order, db_vary, db_meta;
-    pthread_rwlock_t rw; /* read: any transaction; write: resizing the map */
-    pthread_mutex_t pool_lock;
-    MDB_txn *pool[CR_POOL];
-    int npool;
+    pthread_rwlock_t rw; /* read: write transactions; write: resizing the map */
+    atomic_int resizing;      /* a map resize waits for readers: new readers wait on rw */
+    atomic_int extra_readers; /* read transactions running outside the slots (all were busy) */
     atomic_int broken;
     bool verify; /* check every value's checksum on read (the no-sync setting, see cr_store_get) */
 };
@@ -290,10 +302,10 @@ static int move_aside(const char *dir, const char *why) {
 
 static void store_destroy(cr_store *s) {
     if (!s) return;
-    for (int i = 0; i < s->npool; i++) mdb_txn_abort(s->pool[i]);
+    for (int i = 0; i < CR_READ_SLOTS; i++)
+        if (s->slots[i].txn) mdb_txn_abort(s->slots[i].txn);
     if (s->env) mdb_env_close(s->env);
     pthread_rwlock_destroy(&s->rw);
-    pthread_mutex_destroy(&s->pool_lock);
     free(s->dir);
     free(s);
 }
@@ -430,7 +442,9 @@ int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_stor
             }
         }
         if (*out) break;
-        cr_store *s = calloc(1, sizeof *s);
+        cr_store *s = NULL;
+        if (posix_memalign((void **)&s, 64, sizeof *s) != 0) s = NULL;
+        if (s) memset(s, 0, sizeof *s);
         if (!s || !(s->dir = cr_strdup(dir))) {
             free(s);
             result = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
@@ -441,7 +455,9 @@ int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_stor
         pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
         pthread_rwlock_init(&s->rw, &ra);
         pthread_rwlockattr_destroy(&ra);
-        pthread_mutex_init(&s->pool_lock, NULL);
+        for (int i = 0; i < CR_READ_SLOTS; i++) atomic_init(&s->slots[i].busy, 0);
+        atomic_init(&s->resizing, 0);
+        atomic_init(&s->extra_readers, 0);
         s->dev = st.st_dev;
         s->ino = st.st_ino;
         s->pid = getpid();
@@ -490,33 +506,105 @@ void cr_store_release(cr_store *s) {
 
 /* ---- transactions ---------------------------------------------------------------------------- */
 
-/* Adopts a map grown by another process. Called without the read lock. */
-static void adopt_map_size(cr_store *s) {
-    pthread_rwlock_wrlock(&s->rw);
-    pthread_mutex_lock(&s->pool_lock);
-    for (int i = 0; i < s->npool; i++) mdb_txn_abort(s->pool[i]);
-    s->npool = 0;
-    pthread_mutex_unlock(&s->pool_lock);
-    mdb_env_set_mapsize(s->env, 0);
+/*
+ * Read transactions. A reader takes a slot (one compare-and-swap on the slot's own cache line,
+ * starting at the thread's home slot), renews the slot's reset transaction (or begins one), and
+ * at the end resets it and frees the slot (one store). When every slot is busy it runs a
+ * transaction of its own, counted in extra_readers. No mutex and no shared written line: two
+ * threads reading at once do not slow each other down (the pooled version took a process-wide
+ * rwlock and a mutex twice per read).
+ *
+ * Adopting a map grown by another process (mdb_env_set_mapsize) requires that no transaction of
+ * this process is running: the resizer takes rw for writing (which excludes writers, who hold it
+ * for reading), raises `resizing`, takes every slot itself (waiting out the readers in them) and
+ * waits for extra_readers to drain. A reader checks `resizing` after taking its slot (or after
+ * counting itself in extra_readers): both sides use sequentially consistent operations, so either
+ * the reader sees the flag (and backs off, waiting on rw), or the resizer sees the reader.
+ */
+
+static atomic_uint next_home = 0;
+static _Thread_local unsigned home_slot = UINT_MAX;
+
+static unsigned my_home(void) {
+    if (home_slot == UINT_MAX) home_slot = atomic_fetch_add_explicit(&next_home, 1, memory_order_relaxed) % CR_READ_SLOTS;
+    return home_slot;
+}
+
+/* Waits until a running resize ends (the resizer holds rw for writing). */
+static void wait_resize(cr_store *s) {
+    pthread_rwlock_rdlock(&s->rw);
     pthread_rwlock_unlock(&s->rw);
 }
 
-int cr_store_read_begin(cr_store *s, MDB_txn **out) {
-    *out = NULL;
+/* Takes a slot (its index) or counts an extra reader (-1). */
+static int reader_enter(cr_store *s) {
+    for (;;) {
+        unsigned home = my_home();
+        bool backoff = false;
+        for (unsigned i = 0; i < CR_READ_SLOTS && !backoff; i++) {
+            unsigned idx = (home + i) % CR_READ_SLOTS;
+            read_slot *sl = &s->slots[idx];
+            int expect = 0;
+            if (atomic_load_explicit(&sl->busy, memory_order_relaxed) != 0 ||
+                !atomic_compare_exchange_strong(&sl->busy, &expect, 1))
+                continue;
+            if (!atomic_load(&s->resizing)) return (int)idx;
+            atomic_store_explicit(&sl->busy, 0, memory_order_release);
+            backoff = true;
+        }
+        if (!backoff) {
+            atomic_fetch_add(&s->extra_readers, 1);
+            if (!atomic_load(&s->resizing)) return -1;
+            atomic_fetch_sub(&s->extra_readers, 1);
+        }
+        wait_resize(s);
+    }
+}
+
+static void reader_leave(cr_store *s, int slot) {
+    if (slot >= 0) atomic_store_explicit(&s->slots[slot].busy, 0, memory_order_release);
+    else atomic_fetch_sub(&s->extra_readers, 1);
+}
+
+/* Adopts a map grown by another process. Called with no transaction of this thread running. */
+static void adopt_map_size(cr_store *s) {
+    pthread_rwlock_wrlock(&s->rw);
+    atomic_store(&s->resizing, 1);
+    for (int i = 0; i < CR_READ_SLOTS; i++) {
+        int expect = 0;
+        while (!atomic_compare_exchange_weak(&s->slots[i].busy, &expect, 1)) {
+            expect = 0;
+            sched_yield();
+        }
+    }
+    while (atomic_load(&s->extra_readers) != 0) sched_yield();
+    for (int i = 0; i < CR_READ_SLOTS; i++) {
+        if (s->slots[i].txn) mdb_txn_abort(s->slots[i].txn);
+        s->slots[i].txn = NULL;
+    }
+    mdb_env_set_mapsize(s->env, 0);
+    for (int i = 0; i < CR_READ_SLOTS; i++) atomic_store_explicit(&s->slots[i].busy, 0, memory_order_release);
+    atomic_store(&s->resizing, 0);
+    pthread_rwlock_unlock(&s->rw);
+}
+
+int cr_store_read_begin(cr_store *s, cr_read *out) {
+    out->txn = NULL;
+    out->slot = -1;
     if (atomic_load_explicit(&s->broken, memory_order_relaxed)) return COURIER_E_STORE;
     for (int attempt = 0; attempt < 2; attempt++) {
-        pthread_rwlock_rdlock(&s->rw);
-        MDB_txn *txn = NULL;
-        pthread_mutex_lock(&s->pool_lock);
-        if (s->npool) txn = s->pool[--s->npool];
-        pthread_mutex_unlock(&s->pool_lock);
+        int slot = reader_enter(s);
+        MDB_txn *txn = slot >= 0 ? s->slots[slot].txn : NULL;
         int rc = txn ? mdb_txn_renew(txn) : mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
         if (rc == 0) {
-            *out = txn;
-            return COURIER_OK; /* the read lock is held until cr_store_read_end */
+            if (slot >= 0) s->slots[slot].txn = txn;
+            out->txn = txn;
+            out->slot = slot;
+            return COURIER_OK; /* the slot (or the extra count) is held until cr_store_read_end */
         }
-        if (txn && rc) mdb_txn_abort(txn);
-        pthread_rwlock_unlock(&s->rw);
+        if (txn) mdb_txn_abort(txn);
+        if (slot >= 0) s->slots[slot].txn = NULL;
+        reader_leave(s, slot);
         if (rc == MDB_MAP_RESIZED && attempt == 0) {
             adopt_map_size(s);
             continue;
@@ -527,17 +615,13 @@ int cr_store_read_begin(cr_store *s, MDB_txn **out) {
     return COURIER_E_STORE;
 }
 
-void cr_store_read_end(cr_store *s, MDB_txn *txn) {
-    if (!txn) return;
-    mdb_txn_reset(txn);
-    pthread_mutex_lock(&s->pool_lock);
-    if (s->npool < CR_POOL) {
-        s->pool[s->npool++] = txn;
-        txn = NULL;
-    }
-    pthread_mutex_unlock(&s->pool_lock);
-    if (txn) mdb_txn_abort(txn);
-    pthread_rwlock_unlock(&s->rw);
+void cr_store_read_end(cr_store *s, cr_read *r) {
+    if (!r->txn) return;
+    if (r->slot >= 0) mdb_txn_reset(r->txn); /* kept in its slot for the next reader */
+    else mdb_txn_abort(r->txn);
+    reader_leave(s, r->slot);
+    r->txn = NULL;
+    r->slot = -1;
 }
 
 int cr_store_get(cr_store *s, MDB_txn *txn, const uint8_t hash[16], cr_entry *out) {
@@ -791,12 +875,12 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
         }
         if (rc != MDB_MAP_FULL && rc != ENOSPC && rc != MDB_TXN_FULL) break;
         /* Full: make room (half of what is there, then everything) and try again. */
-        MDB_txn *rt;
+        cr_read rt;
         uint64_t have = 0;
         if (cr_store_read_begin(s, &rt) == COURIER_OK) {
             totals cur;
-            if (totals_read(s, rt, &cur) == 0) have = cur.bytes;
-            cr_store_read_end(s, rt);
+            if (totals_read(s, rt.txn, &cur) == 0) have = cur.bytes;
+            cr_store_read_end(s, &rt);
         }
         uint64_t ev = 0;
         int erc = evict_txn(s, attempt == 0 ? have / 2 : 0, now_ms, &ev);
@@ -951,11 +1035,11 @@ int cr_store_remove_expired(cr_store *s, int64_t now_ms, int64_t *removed, couri
 }
 
 int cr_store_totals(cr_store *s, int64_t *bytes, int64_t *count, courier_error *err) {
-    MDB_txn *txn;
-    if (cr_store_read_begin(s, &txn) != COURIER_OK) return cr_fail(err, COURIER_E_STORE, "cannot read the cache");
+    cr_read rd;
+    if (cr_store_read_begin(s, &rd) != COURIER_OK) return cr_fail(err, COURIER_E_STORE, "cannot read the cache");
     totals t;
-    int rc = totals_read(s, txn, &t);
-    cr_store_read_end(s, txn);
+    int rc = totals_read(s, rd.txn, &t);
+    cr_store_read_end(s, &rd);
     if (rc) return store_fail(err, rc, "cannot read the cache");
     if (bytes) *bytes = (int64_t)t.bytes;
     if (count) *count = (int64_t)t.count;
@@ -975,10 +1059,10 @@ void cr_list_items_free(cr_list_item *items, size_t count) {
 int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_error *err) {
     *items = NULL;
     *count = 0;
-    MDB_txn *txn;
-    if (cr_store_read_begin(s, &txn) != COURIER_OK) return cr_fail(err, COURIER_E_STORE, "cannot read the cache");
+    cr_read rd;
+    if (cr_store_read_begin(s, &rd) != COURIER_OK) return cr_fail(err, COURIER_E_STORE, "cannot read the cache");
     MDB_cursor *c = NULL;
-    int rc = mdb_cursor_open(txn, s->db_entries, &c);
+    int rc = mdb_cursor_open(rd.txn, s->db_entries, &c);
     cr_list_item *out = NULL;
     size_t n = 0, cap = 0;
     int code = COURIER_OK;
@@ -1015,7 +1099,7 @@ int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_erro
         it->discard_ms = e.discard_ms;
     }
     if (c) mdb_cursor_close(c);
-    cr_store_read_end(s, txn);
+    cr_store_read_end(s, &rd);
     if (code == COURIER_OK && rc && rc != MDB_NOTFOUND) code = store_fail(err, rc, "cannot list the cache");
     else if (code) cr_fail(err, code, NULL);
     if (code) {

@@ -81,8 +81,6 @@ def test_reachability_listener(engine) -> None:
     engine.set_reachability_automatic()
 
 
-@pytest.mark.xfail(reason="C core: COURIER_EVENT_FROM_CACHE is declared but engine.c never calls "
-                   "cr_event_from_cache (a cache hit emits WILL_SEND, FINISHED only)", strict=False)
 def test_from_cache_event(engine) -> None:
     kinds = []
     engine.add_monitor(lambda ev: kinds.append(ev.kind))
