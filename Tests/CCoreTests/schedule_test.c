@@ -296,8 +296,6 @@ static void test_priorities_order_waiting_requests(void) {
         CHECK_EQ(courier_send(e, r, rec_done, order[i].rec, NULL, NULL), COURIER_OK);
         courier_request_free(r);
     }
-    rec all[] = {blocker, low, normal, high, high2};
-    (void)all;
     int64_t deadline = th_now_ms() + 20000;
     while (atomic_load(&low.calls) == 0 && th_now_ms() < deadline) usleep(2000);
     CHECK(atomic_load(&blocker.order) < atomic_load(&high.order));
