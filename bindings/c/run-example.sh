@@ -39,7 +39,9 @@ case "$flags" in *"$tmp/prefix"*) ;; *) echo "run-example: pkg-config flags do n
   -o "$tmp/example"
 # the example must run against the installed library, not the build tree
 if command -v ldd >/dev/null 2>&1; then
-  ldd "$tmp/example" | grep -q "$libdir/libcourier.so" || { echo "run-example: not linked to the install" >&2; ldd "$tmp/example" >&2; exit 1; }
+  # (read all of ldd's output first: `grep -q` closing the pipe early fails the pipeline under pipefail)
+  linked=$(ldd "$tmp/example")
+  case "$linked" in *"$libdir/libcourier.so"*) ;; *) echo "run-example: not linked to the install" >&2; echo "$linked" >&2; exit 1 ;; esac
 fi
 
 # 3. run against the test server. Its stdin is a FIFO only this script holds open, so it exits
