@@ -96,12 +96,20 @@ uint64_t cr_hash64(const void *data, size_t len, uint64_t seed) {
 void cr_key_hash(const char *key, size_t len, uint8_t out[16]) {
     uint64_t a = cr_hash64(key, len, 0x436f75726965724bULL);
     uint64_t b = cr_hash64(key, len, a ^ 0x9E3779B97F4A7C15ULL);
+    /* Big-endian, as stored. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    a = __builtin_bswap64(a);
+    b = __builtin_bswap64(b);
+    memcpy(out, &a, 8);
+    memcpy(out + 8, &b, 8);
+#else
     for (int i = 7; i >= 0; i--) {
         out[i] = (uint8_t)a;
         out[8 + i] = (uint8_t)b;
         a >>= 8;
         b >>= 8;
     }
+#endif
 }
 
 void cr_key_hex(const uint8_t hash[16], char out[33]) {

@@ -356,6 +356,8 @@ static void start_http(courier_engine *e, cr_transfer *t) {
     }
     cr_buf_free(&t->resp_body);
     cr_kvlist_clear(&t->resp_headers);
+    t->hdr_block.len = 0;
+    t->hdr_count = 0;
     t->too_large = t->oom = 0;
     t->errbuf[0] = '\0';
     if (t->slist) {

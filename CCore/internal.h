@@ -62,6 +62,8 @@ typedef struct cr_kvlist {
     cr_kv *items;
     size_t count;
     size_t cap;
+    char *block;      /* when set: one allocation that items added in bulk point into (not freed */
+    size_t block_len; /* one by one); items added later own their own allocation as usual */
 } cr_kvlist;
 
 CR_HIDDEN int cr_kvlist_add(cr_kvlist *l, const char *name, size_t name_len, const char *value, size_t value_len);
@@ -282,6 +284,8 @@ typedef struct cr_transfer {
     int64_t progress_at;
     int easy_dirty; /* the easy handle needs a reset before another transfer uses it */
     int watch_progress; /* progress goes to the request's callback and/or event monitors */
+    cr_buf hdr_block;   /* the response's header lines as "name\0value\0"... (transport.c) */
+    size_t hdr_count;
     struct cr_freeze_req freeze; /* journal.c: the request's freeze settings (copied at send) */
 } cr_transfer;
 
@@ -324,7 +328,17 @@ struct courier_response {
     int64_t cache_age_s;
     char *cache_key;         /* owned, or NULL */
     char *file; /* the downloaded file's path (transfer.c), or NULL */
+    /* Cache (cache.c): nonzero when method, url, cache_key and the header items and strings are
+     * parts of the response's own allocation (a cache hit is built in one block plus its body).
+     * courier_response_free then frees the block alone; code that changes or frees one of those
+     * parts must call cr_response_detach first. The body is always allocated on its own. */
+    int one_block;
 };
+
+/* transport.c: gives a one-block response (see one_block) allocations of its own for method, url,
+ * cache_key and headers, so they can be changed like those of any response. COURIER_OK (also for a
+ * response that is not one block) or COURIER_E_NO_MEMORY (the response is unchanged). */
+CR_HIDDEN int cr_response_detach(courier_response *r);
 
 /* ---- the engine (engine.c) ------------------------------------------------------------------- */
 

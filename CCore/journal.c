@@ -792,6 +792,7 @@ typedef struct jfreeze {
 
 typedef struct joutcome {
     struct joutcome *next;
+    jstate st;            /* the state as claimed */
     struct cr_journal *journal;
     int tries; /* turns whose transaction failed */
     uint64_t seq;
@@ -816,6 +817,7 @@ typedef struct jlistener {
 
 typedef struct jevent {
     struct jevent *next;
+    char id[COURIER_FROZEN_ID_MAX + 1];
     courier_frozen_event ev;
     courier_frozen *snap;
     courier_response *resp;
@@ -826,8 +828,10 @@ typedef struct jevent {
 typedef struct jsend {
     struct jsend *next;
     int explicit_; /* asked for by the app: sent even when the monitor says offline */
+    jstate st;     /* as claimed */
+    char *text;    /* the request text, parsed when it is sent (off the journal's transaction) */
+    size_t tlen;
     uint64_t seq;
-    courier_frozen *snap;
 } jsend;
 
 struct cr_journal {
@@ -1114,7 +1118,7 @@ static void events_deliver(cr_journal *j, jevent *list) {
         jevent *ev = list;
         list = ev->next;
         ev->ev.frozen = ev->snap;
-        ev->ev.freeze_id = ev->snap ? ev->snap->id : "";
+        ev->ev.freeze_id = ev->snap ? ev->snap->id : ev->id;
         ev->ev.response = ev->resp;
         ev->ev.error = ev->ev.code == COURIER_OK ? NULL : &ev->err;
         pthread_mutex_lock(&j->lmu);
@@ -1262,7 +1266,7 @@ static int request_of(const courier_frozen *f, courier_request **out) {
 /* ==== one loop turn ============================================================================ */
 
 /* What an answer means for a record. */
-enum { J_FINAL_OK, J_FINAL_FAIL, J_RETRY, J_NOT_TRIED };
+enum { J_FINAL_OK, J_FINAL_FAIL, J_RETRY, J_NOT_TRIED, J_SET_ASIDE };
 
 static int classify(int code, const courier_response *resp, const courier_error *err) {
     int status = resp ? resp->status : err ? err->http_status : 0;
@@ -1285,6 +1289,7 @@ static int classify(int code, const courier_response *resp, const courier_error 
     case COURIER_E_CLOSED:
     case COURIER_E_OFFLINE:
     case COURIER_E_FROZEN: return J_NOT_TRIED;
+    case COURIER_E_JOURNAL_CORRUPT: return J_SET_ASIDE;
     default: return J_FINAL_FAIL;
     }
 }
@@ -1309,7 +1314,7 @@ static int outcome_log(cr_journal *j, MDB_txn *txn, const jstate *st, int code, 
     MDB_val key = {8, k}, val = {(size_t)len, text};
     if ((rc = mdb_put(txn, j->env->db_outcome, &key, &val, 0))) return rc;
     MDB_stat ms;
-    if (mdb_stat(txn, j->env->db_outcome, &ms) == 0 && ms.ms_entries > J_OUTCOMES_KEPT) {
+    if (mdb_stat(txn, j->env->db_outcome, &ms) == 0 && ms.ms_entries > J_OUTCOMES_KEPT + 100) { /* trims in batches */
         MDB_cursor *c;
         if ((rc = mdb_cursor_open(txn, j->env->db_outcome, &c))) return rc;
         size_t extra = ms.ms_entries - J_OUTCOMES_KEPT;
@@ -1388,12 +1393,11 @@ static int apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, 
     int rc = st_get(j, txn, o->seq, &st);
     int kind = classify(o->code, o->resp, &o->err);
     int status = o->resp ? o->resp->status : o->err.http_status;
-    int evkind = 0, final = 0, attempts = o->snap ? o->snap->info.attempts : 0;
+    int evkind = 0, final = 0, attempts = (int)o->st.attempts;
     bool expired = false;
-    if (rc == MDB_NOTFOUND || (rc == 0 && (st.id_len != strlen(o->snap->id) ||
-                                           memcmp(st.id, o->snap->id, st.id_len) != 0))) {
+    if (rc == MDB_NOTFOUND || (rc == 0 && (st.id_len != o->st.id_len || memcmp(st.id, o->st.id, st.id_len) != 0))) {
         /* Removed (or replaced) while on the wire: only the event remains to give. */
-        if (kind != J_NOT_TRIED) {
+        if (kind != J_NOT_TRIED && kind != J_SET_ASIDE) {
             evkind = kind == J_FINAL_OK ? COURIER_FROZEN_EVENT_RESENT_SUCCEEDED : COURIER_FROZEN_EVENT_RESENT_FAILED;
             final = 1;
         }
@@ -1417,9 +1421,15 @@ static int apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, 
         } else {
             st.claim_ms = 0;
             memset(&st.owner, 0, sizeof st.owner);
-            if (kind == J_NOT_TRIED) {
+            if (kind == J_NOT_TRIED || kind == J_SET_ASIDE) {
                 if (st.attempts) st.attempts--;
                 attempts = (int)st.attempts;
+                if (kind == J_SET_ASIDE) {
+                    /* Its text does not decode: never sent; left (as late as backoff allows) for the
+                     * app to see in the list and remove. */
+                    st.last_code = COURIER_E_JOURNAL_CORRUPT;
+                    st.next_ms = now + j->backoff_max;
+                }
             } else {
                 st.last_code = o->code;
                 st.last_status = status;
@@ -1438,6 +1448,7 @@ static int apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, 
     if (evkind) {
         jevent *ev = event_new(evkind, snap_retain(o->snap), o->request_id, o->code);
         if (ev) {
+            memcpy(ev->id, o->st.id, o->st.id_len);
             ev->ev.final = final;
             ev->ev.attempts = attempts;
             ev->resp = o->resp;
@@ -1449,6 +1460,7 @@ static int apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, 
     if (expired) {
         jevent *ev = event_new(COURIER_FROZEN_EVENT_EXPIRED, snap_retain(o->snap), 0, COURIER_OK);
         if (ev) {
+            memcpy(ev->id, o->st.id, o->st.id_len);
             ev->ev.final = 1;
             ev->ev.attempts = attempts;
         }
@@ -1459,7 +1471,6 @@ static int apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, 
 
 /* Claims a record for this engine: attempts + 1, lease until now + lease. */
 static int claim(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_t now, int explicit_, jsend ***sends) {
-    courier_frozen *snap = NULL;
     jstate old = *st;
     st->claim_ms = now + j->lease_ms;
     st->owner = j->me;
@@ -1467,22 +1478,21 @@ static int claim(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_t 
     st->last_ms = now;
     int rc = st_update(j, txn, seq, &old, st);
     if (rc) return rc;
-    if (!(snap = snap_in(j, txn, seq, st))) {
-        /* Unreadable request text: not sent; set aside (as late as backoff allows) for the app to see
-         * in the list and remove. */
-        jstate claimed = *st;
-        *st = old;
-        st->next_ms = now + j->backoff_max;
-        st->last_code = COURIER_E_JOURNAL_CORRUPT;
-        return st_update(j, txn, seq, &claimed, st);
-    }
+    MDB_val p;
+    jstate again;
+    if ((rc = rec_get(j, txn, seq, &again, &p))) return rc;
     jsend *s = calloc(1, sizeof *s);
-    if (!s) {
-        courier_frozen_free(snap);
+    char *text = malloc(p.mv_size ? p.mv_size : 1);
+    if (!s || !text) {
+        free(s);
+        free(text);
         return ENOMEM;
     }
+    memcpy(text, p.mv_data, p.mv_size);
+    s->text = text;
+    s->tlen = p.mv_size;
+    s->st = *st;
     s->seq = seq;
-    s->snap = snap;
     s->explicit_ = explicit_;
     **sends = s;
     *sends = &s->next;
@@ -1753,19 +1763,23 @@ static void send_one(cr_journal *j, jsend *s) {
         pthread_mutex_lock(&j->mu);
         j->wire--;
         pthread_mutex_unlock(&j->mu);
-        courier_frozen_free(s->snap);
+        free(s->text);
         free(s);
         return;
     }
     o->journal = j;
     o->seq = s->seq;
-    o->snap = s->snap;
+    o->st = s->st;
+    bool bad = false;
+    o->snap = snap_make(s->seq, s->text, s->tlen, &s->st, &bad);
     int explicit_ = s->explicit_;
+    free(s->text);
     free(s);
     courier_request *r = NULL;
-    int rc = request_of(o->snap, &r);
+    int rc = !o->snap ? (bad ? COURIER_E_JOURNAL_CORRUPT : COURIER_E_NO_MEMORY) : request_of(o->snap, &r);
     if (rc == COURIER_OK && explicit_) rc = courier_request_set_ignore_offline(r, 1);
     if (rc == COURIER_OK) rc = courier_send(j->e, r, replay_done, o, NULL, &o->err);
+    else if (rc == COURIER_E_JOURNAL_CORRUPT) cr_fail(&o->err, rc, "the stored request does not decode");
     else cr_fail(&o->err, rc, "the frozen request cannot be rebuilt");
     courier_request_free(r);
     if (rc != COURIER_OK) {
@@ -1917,14 +1931,13 @@ static int64_t turn(cr_journal *j) {
         if (o) {
             o->journal = j;
             o->seq = unsent->seq;
-            o->snap = unsent->snap;
+            o->st = unsent->st;
             o->code = cr_fail(&o->err, COURIER_E_CANCELLED, "not sent: replay paused, offline or closing");
             o->not_sent = 1;
             o->next = oc;
             oc = o;
-        } else {
-            courier_frozen_free(unsent->snap);
         }
+        free(unsent->text);
         free(unsent);
         unsent = n;
     }
@@ -1999,7 +2012,7 @@ static int64_t turn(cr_journal *j) {
             etail = &events;
             while (sends) {
                 jsend *n = sends->next;
-                courier_frozen_free(sends->snap);
+                free(sends->text);
                 free(sends);
                 sends = n;
             }
@@ -2239,7 +2252,7 @@ void cr_journal_close(courier_engine *e) {
     }
     while (j->ready_head) {
         jsend *n = j->ready_head->next;
-        courier_frozen_free(j->ready_head->snap);
+        free(j->ready_head->text);
         free(j->ready_head);
         j->ready_head = n;
     }

@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,15 +22,22 @@
 
 /* ---- options ----------------------------------------------------------------------------------- */
 
+/* The size of the struct a caller of `version` has: it only grows at its end. */
+static size_t options_size(int version) {
+    return version >= 2 ? sizeof(courier_json_options) : offsetof(courier_json_options, max_threads);
+}
+
 int courier_json_options_init(courier_json_options *o, int version) {
-    if (!o || version < 1) return COURIER_E_INVALID_ARGUMENT;
-    memset(o, 0, sizeof *o);
-    o->version = COURIER_JSON_OPTIONS_VERSION;
+    if (!o || version < 1 || version > COURIER_JSON_OPTIONS_VERSION) return COURIER_E_INVALID_ARGUMENT;
+    memset(o, 0, options_size(version));
+    o->version = version;
     o->max_depth = CR_JSON_DEFAULT_DEPTH;
     o->max_bytes = CR_JSON_DEFAULT_MAX_BYTES;
     o->flags = 0;
-    o->max_threads = 0;
-    o->parallel_min_bytes = CR_JSON_DEFAULT_PARALLEL_MIN;
+    if (version >= 2) {
+        o->max_threads = 0;
+        o->parallel_min_bytes = CR_JSON_DEFAULT_PARALLEL_MIN;
+    }
     return COURIER_OK;
 }
 
@@ -39,8 +47,10 @@ void cr_json_options_resolve(const courier_json_options *in, courier_json_option
     if (in->max_depth > 0) out->max_depth = in->max_depth > CR_JSON_MAX_DEPTH ? CR_JSON_MAX_DEPTH : in->max_depth;
     if (in->max_bytes > 0) out->max_bytes = in->max_bytes;
     out->flags = in->flags;
-    out->max_threads = in->max_threads < 0 ? 1 : in->max_threads;
-    out->parallel_min_bytes = in->parallel_min_bytes;
+    if (in->version >= 2) {
+        out->max_threads = in->max_threads < 0 ? 1 : in->max_threads;
+        out->parallel_min_bytes = in->parallel_min_bytes;
+    }
 }
 
 /* ---- types ---------------------------------------------------------------------------------------- */

@@ -468,6 +468,7 @@ void cr_transfer_free(cr_transfer *t) {
     if (t->slist) curl_slist_free_all(t->slist);
     cr_buf_free(&t->resp_body);
     cr_kvlist_clear(&t->resp_headers);
+    cr_buf_free(&t->hdr_block);
     cr_jspec_free(t->jspec);
     free(t->host);
     free(t->coalesce_key);

@@ -248,9 +248,15 @@ static char *read_validator(const char *meta_path, const char *url) {
     return result;
 }
 
-static void write_validator(const char *meta_path, const char *url, const cr_kvlist *headers) {
-    const char *v = cr_kvlist_get(headers, "ETag");
-    if (!v || strncmp(v, "W/", 2) == 0) v = cr_kvlist_get(headers, "Last-Modified"); /* weak tags can't If-Range */
+/* A header of the response being received, from curl's store, or NULL. */
+static const char *received_header(CURL *h, const char *name) {
+    struct curl_header *hd = NULL;
+    return curl_easy_header(h, name, 0, CURLH_HEADER, -1, &hd) == CURLHE_OK ? hd->value : NULL;
+}
+
+static void write_validator(const char *meta_path, const char *url, CURL *h) {
+    const char *v = received_header(h, "ETag");
+    if (!v || strncmp(v, "W/", 2) == 0) v = received_header(h, "Last-Modified"); /* weak tags can't If-Range */
     if (!v) {
         unlink(meta_path);
         return;
@@ -363,7 +369,7 @@ static int open_download(cr_transfer *t) {
             t->download_mode = append ? 1 : 2;
             if (!append) {
                 t->resume_from = 0;
-                if (t->download_flags & COURIER_DOWNLOAD_RESUME) write_validator(meta, t->url, &t->resp_headers);
+                if (t->download_flags & COURIER_DOWNLOAD_RESUME) write_validator(meta, t->url, t->easy);
             }
             rc = 0;
         }

@@ -76,32 +76,31 @@ static size_t on_body(char *data, size_t size, size_t n, void *user) {
     return len;
 }
 
+/* Header lines go into one growing buffer, "name\0value\0" after another (t->hdr_block, with
+ * t->hdr_count entries), handed whole to the response at the end: no allocation per line. A status
+ * line starts a new response (a redirect, 100 Continue): only the last one's headers and body stay. */
 static size_t on_header(char *data, size_t size, size_t n, void *user) {
     cr_transfer *t = user;
     size_t len = size * n;
-    /* A status line starts a new response (redirects, 100 Continue): keep only the last one's. */
     if (len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
-        cr_kvlist_clear(&t->resp_headers);
-        cr_buf_free(&t->resp_body);
+        t->hdr_block.len = 0;
+        t->hdr_count = 0;
+        t->resp_body.len = 0;
         return len;
     }
     size_t end = len;
     while (end && (data[end - 1] == '\r' || data[end - 1] == '\n')) end--;
     if (end == 0) return len;
-    if ((data[0] == ' ' || data[0] == '\t') && t->resp_headers.count) {
-        /* obs-fold: a continuation of the previous header's value. */
-        size_t i = t->resp_headers.count - 1;
-        const char *old = t->resp_headers.items[i].value;
+    if ((data[0] == ' ' || data[0] == '\t') && t->hdr_count) {
+        /* obs-fold: continues the last value, which ends the buffer: replace its NUL. */
         size_t start = 0;
         while (start < end && (data[start] == ' ' || data[start] == '\t')) start++;
-        cr_buf v = {0};
-        if (cr_buf_append_str(&v, old) || cr_buf_append_char(&v, ' ') || cr_buf_append(&v, data + start, end - start) ||
-            cr_kvlist_set_value(&t->resp_headers, i, v.data, v.len)) {
-            cr_buf_free(&v);
+        t->hdr_block.len--; /* the last value's NUL */
+        if (cr_buf_append_char(&t->hdr_block, ' ') || cr_buf_append(&t->hdr_block, data + start, end - start) ||
+            cr_buf_append_char(&t->hdr_block, '\0')) {
             t->oom = 1;
             return 0;
         }
-        cr_buf_free(&v);
         return len;
     }
     const char *colon = memchr(data, ':', end);
@@ -111,11 +110,42 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
     while (vstart < end && (data[vstart] == ' ' || data[vstart] == '\t')) vstart++;
     size_t vend = end;
     while (vend > vstart && (data[vend - 1] == ' ' || data[vend - 1] == '\t')) vend--;
-    if (cr_kvlist_add(&t->resp_headers, data, name_len, data + vstart, vend - vstart)) {
+    size_t vlen = vend - vstart;
+    if (cr_buf_reserve(&t->hdr_block, name_len + vlen + 2 + (t->hdr_block.cap ? 0 : 1024))) {
         t->oom = 1;
         return 0;
     }
+    char *w = t->hdr_block.data + t->hdr_block.len;
+    memcpy(w, data, name_len);
+    w[name_len] = '\0';
+    memcpy(w + name_len + 1, data + vstart, vlen);
+    w[name_len + 1 + vlen] = '\0';
+    t->hdr_block.len += name_len + vlen + 2;
+    t->hdr_block.data[t->hdr_block.len] = '\0'; /* cr_buf keeps a NUL after its bytes */
+    t->hdr_count++;
     return len;
+}
+
+/* Hands the collected header block to a list: one items array pointing into the block. */
+static int take_headers(cr_transfer *t, cr_kvlist *out) {
+    if (!t->hdr_count) return COURIER_OK;
+    cr_kv *items = malloc(t->hdr_count * sizeof *items);
+    if (!items) return COURIER_E_NO_MEMORY;
+    size_t len = 0;
+    char *block = cr_buf_take(&t->hdr_block, &len);
+    char *p = block;
+    for (size_t i = 0; i < t->hdr_count; i++) {
+        items[i].name = p;
+        p += strlen(p) + 1;
+        items[i].value = p;
+        p += strlen(p) + 1;
+    }
+    out->items = items;
+    out->count = out->cap = t->hdr_count;
+    out->block = block;
+    out->block_len = len;
+    t->hdr_count = 0;
+    return COURIER_OK;
 }
 
 /* ---- setting up the easy handle --------------------------------------------------------------- */
@@ -293,8 +323,10 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
     char *eff = NULL;
     curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &eff);
     r->url = cr_strdup(eff ? eff : t->url);
-    r->headers = t->resp_headers;
-    memset(&t->resp_headers, 0, sizeof t->resp_headers);
+    if (take_headers(t, &r->headers)) {
+        courier_response_free(r);
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
     r->body = cr_buf_take(&t->resp_body, &r->body_len);
     read_metrics(t->easy, &r->metrics);
     if (!r->url || !r->body || !r->method) {
@@ -324,14 +356,37 @@ void courier_response_free(courier_response *r) {
                                                   memory_order_acquire))
             return;
     }
-    free(r->method);
-    free(r->url);
     free(r->file);
-    cr_kvlist_clear(&r->headers);
-    free(r->body);
     cr_response_json_free(r);
-    free(r->cache_key); /* cache.c */
+    free(r->body);
+    if (!r->one_block) { /* else they are parts of r's own allocation (a cache hit, cache.c) */
+        free(r->method);
+        free(r->url);
+        cr_kvlist_clear(&r->headers);
+        free(r->cache_key); /* cache.c */
+    }
     free(r);
+}
+
+int cr_response_detach(courier_response *r) {
+    if (!r || !r->one_block) return COURIER_OK;
+    char *method = cr_strdup(r->method), *url = cr_strdup(r->url);
+    char *key = r->cache_key ? cr_strdup(r->cache_key) : NULL;
+    cr_kvlist headers = {0};
+    if (!method || !url || (r->cache_key && !key) || cr_kvlist_copy(&headers, &r->headers)) {
+        free(method);
+        free(url);
+        free(key);
+        cr_kvlist_clear(&headers);
+        return COURIER_E_NO_MEMORY;
+    }
+    /* The old parts stay in the block (freed with the response), unused. */
+    r->method = method;
+    r->url = url;
+    r->cache_key = key;
+    r->headers = headers;
+    r->one_block = 0;
+    return COURIER_OK;
 }
 
 int courier_response_status(const courier_response *r) { return r ? r->status : 0; }

@@ -114,6 +114,12 @@ char *cr_buf_take(cr_buf *b, size_t *len) {
 
 /* ---- name/value lists ------------------------------------------------------------------------ */
 
+/* Frees an item's strings unless they live in the list's block. */
+static void kv_free(const cr_kvlist *l, cr_kv *kv) {
+    if (l->block && kv->name >= l->block && kv->name < l->block + l->block_len) return;
+    free(kv->name); /* and the value with it */
+}
+
 int cr_kvlist_add(cr_kvlist *l, const char *name, size_t name_len, const char *value, size_t value_len) {
     if (l->count == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 8;
@@ -150,7 +156,7 @@ void cr_kvlist_remove(cr_kvlist *l, const char *name) {
     size_t w = 0;
     for (size_t i = 0; i < l->count; i++) {
         if (strcasecmp(l->items[i].name, name) == 0) {
-            free(l->items[i].name); /* and the value with it */
+            kv_free(l, &l->items[i]);
         } else {
             l->items[w++] = l->items[i];
         }
@@ -172,15 +178,18 @@ int cr_kvlist_set_value(cr_kvlist *l, size_t i, const char *value, size_t value_
     memcpy(n, kv->name, name_len + 1);
     memcpy(n + name_len + 1, value, value_len);
     n[name_len + 1 + value_len] = '\0';
-    free(kv->name);
+    kv_free(l, kv);
     kv->name = n;
     kv->value = n + name_len + 1;
     return COURIER_OK;
 }
 
 void cr_kvlist_clear(cr_kvlist *l) {
-    for (size_t i = 0; i < l->count; i++) free(l->items[i].name); /* and the value with it */
+    for (size_t i = 0; i < l->count; i++) kv_free(l, &l->items[i]);
     free(l->items);
+    free(l->block);
+    l->block = NULL;
+    l->block_len = 0;
     l->items = NULL;
     l->count = l->cap = 0;
 }

@@ -608,8 +608,10 @@ typedef enum courier_json_type {
 /* Static English name of a courier_json_type ("string", "nothing"...). Never NULL. Any thread. */
 COURIER_API const char *courier_json_type_name(int type);
 
-/* Parse options. Initialize with courier_json_options_init, then change fields. */
-#define COURIER_JSON_OPTIONS_VERSION 1
+/* Parse options. Initialize with courier_json_options_init, then change fields. The struct only
+ * grows at its end: version 1 ends after `flags`; version 2 added max_threads and
+ * parallel_min_bytes (a version 1 struct is read with their defaults). */
+#define COURIER_JSON_OPTIONS_VERSION 2
 #define COURIER_JSON_ALLOW_DUPLICATE_KEYS 0x1u /* the last of duplicate keys wins (default: an error) */
 #define COURIER_JSON_ALLOW_NUL 0x2u            /* allow \u0000 in strings (read them with lengths) */
 typedef struct courier_json_options {
@@ -623,11 +625,13 @@ typedef struct courier_json_options {
     int max_threads;
     int64_t parallel_min_bytes;
 } courier_json_options;
-/* Fills *options with the defaults. Errors: COURIER_E_INVALID_ARGUMENT. */
+/* Fills *options with the defaults, writing only the fields that `version` has (pass
+ * COURIER_JSON_OPTIONS_VERSION). Errors: COURIER_E_INVALID_ARGUMENT (NULL, unknown version). */
 COURIER_API int courier_json_options_init(courier_json_options *options, int version);
 
 /* Parses JSON text (UTF-8, any value at the top, as RFC 8259). `options` may be NULL (defaults).
- * *out is new: release it with courier_json_free. Any thread.
+ * *out is new: release it with courier_json_free. Any thread; a large top-level array may be parsed
+ * with helper threads that end before this returns (see max_threads).
  * Errors: COURIER_E_JSON (malformed text, invalid UTF-8, nesting deeper than max_depth, a
  * duplicate key, an integer beyond int64 or a real beyond double, \u0000 without ALLOW_NUL; the
  * message names line, column and byte), COURIER_E_TOO_LARGE (more than max_bytes),

@@ -5,7 +5,8 @@
 //                  the 10 fields with their types
 //   swift_decode   Courier's ModelDecoder into [BenchRecord], parse included
 //   jsondecoder    Foundation's JSONDecoder into the same [BenchRecord]
-// plus, for the profile: each parser alone, the mapping with renamed keys (new objects built), and
+// plus, for the profile: each parser alone (the core's also on one thread: it splits a large
+// top-level array across the processors), the mapping with renamed keys (new objects built), and
 // the Swift decoder on an already parsed document (the decoding alone).
 // Throughput is bytes of JSON text / median wall time of the runs, in MB/s (10^6 bytes).
 
@@ -64,7 +65,8 @@ public enum MappingBenchmark {
 
     /// The measurements, in the order printed. The first four are the issue's.
     public static let names = ["jansson", "mapping", "swift_decode", "jsondecoder",
-                               "jansson_parse_only", "core_parse_only", "mapping_renamed", "swift_decode_parsed"]
+                               "jansson_parse_only", "core_parse_only", "core_parse_serial", "mapping_renamed",
+                               "swift_decode_parsed"]
 
     /// Runs the benchmark.
     /// - Parameters:
@@ -105,6 +107,7 @@ public enum MappingBenchmark {
             "jsondecoder": { _ = try JSONDecoder().decode([BenchRecord].self, from: data) },
             "jansson_parse_only": { _ = cbench_jansson_parse_only(raw, length) },
             "core_parse_only": { _ = cbench_mapping_parse_only(raw, length) },
+            "core_parse_serial": { _ = cbench_mapping_parse_serial(raw, length) },
             "mapping_renamed": { _ = cbench_mapping_run(raw, length, renamed) },
         ]
         var report = Report(options: options, bytes: length, runs: [:])

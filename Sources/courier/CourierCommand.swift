@@ -14,6 +14,7 @@ struct CourierCommand: AsyncParsableCommand {
             DemoCommand.self,
             GetCommand.self,
             PostCommand.self,
+            DownloadCommand.self,
             ServeCommand.self,
             BenchCommand.self,
             CacheCommand.self,

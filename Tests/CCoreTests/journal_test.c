@@ -864,6 +864,15 @@ static void monitor_from_errors_and_probe(void) {
     CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
     courier_response_free(resp);
     CHECK_EQ(courier_reachability_status(e), COURIER_REACHABILITY_ONLINE);
+    /* Listeners get changes in order but may see quick flaps collapsed: let this one through. */
+    int64_t until = th_now_ms() + 20000;
+    for (;;) {
+        pthread_mutex_lock(&rl.m);
+        int seen = rl.n;
+        pthread_mutex_unlock(&rl.m);
+        if (seen >= 1 || th_now_ms() > until) break;
+        usleep(5000);
+    }
     jr_stop(&srv);
     CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_CANNOT_CONNECT);
     CHECK_EQ(courier_reachability_status(e), COURIER_REACHABILITY_OFFLINE);

@@ -4,6 +4,7 @@
  */
 #include "harness.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,6 +380,18 @@ static void test_type_names(void) {
     CHECK_STR(courier_json_type_name(99), "unknown");
     CHECK_STR(courier_strerror(COURIER_E_JSON), "invalid JSON");
     CHECK_EQ(courier_json_options_init(NULL, 1), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_json_options_init(NULL, COURIER_JSON_OPTIONS_VERSION + 1), COURIER_E_INVALID_ARGUMENT);
+    /* A version 1 caller's struct is shorter: init writes only its fields, parse reads only them. */
+    _Alignas(courier_json_options) unsigned char raw[sizeof(courier_json_options) + 8];
+    memset(raw, 0xAB, sizeof raw);
+    courier_json_options *v1 = (courier_json_options *)(void *)raw;
+    CHECK_EQ(courier_json_options_init(v1, 1), COURIER_OK);
+    CHECK_EQ(v1->version, 1);
+    CHECK_EQ(v1->max_depth, 512);
+    CHECK_EQ(raw[offsetof(courier_json_options, max_threads)], 0xAB);
+    courier_json *doc = NULL;
+    CHECK_EQ(courier_json_parse("[1,2]", 5, v1, &doc, NULL), COURIER_OK);
+    courier_json_free(doc);
 }
 
 TESTS_MAIN(T(test_accessors), T(test_key_paths), T(test_iteration_in_document_order), T(test_hinted_lookups),

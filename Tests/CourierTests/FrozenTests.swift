@@ -184,6 +184,7 @@ final class FrozenTests: LoopbackTestCase {
         let states = Locked<[ReachabilityStatus]>([])
         let token = try engine.reachability.listen { status in states.mutate { $0.append(status) } }
         _ = try await engine.send(.get("/echo/a"))
+        waitUntil("the listener saw online", timeout: 20) { states.get() == [.online] } // flaps may collapse
         server.stop()
         await assertThrows(.cannotConnect) { try await engine.send(.get("/echo/b")) }
         XCTAssertEqual(engine.reachability.status, .offline)

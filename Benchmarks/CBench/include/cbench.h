@@ -123,10 +123,12 @@ long long cbench_jansson_parse_only(const void *data, size_t len);
  * cbench_mapping_free. */
 void *cbench_mapping_new(int renames);
 void cbench_mapping_free(void *mapping);
-/* The core: courier_json_parse (limits, duplicate keys refused) + courier_mapping_apply, then
- * both freed; returns the number of mapped objects, -1 on failure. _parse_only: the parse alone. */
+/* The core: courier_json_parse (limits, duplicate keys refused, a large array split across the
+ * processors) + courier_mapping_apply, then both freed; returns the number of mapped objects, -1
+ * on failure. _parse_only: the parse alone; _parse_serial: the parse alone on one thread. */
 long long cbench_mapping_run(const void *data, size_t len, const void *mapping);
 long long cbench_mapping_parse_only(const void *data, size_t len);
+long long cbench_mapping_parse_serial(const void *data, size_t len);
 
 /* ---- frozen requests (frozen_bench.c) -------------------------------------------------------- */
 

@@ -131,7 +131,10 @@ public final class Engine: @unchecked Sendable {
     ///   ``CourierError/Code/invalidResult`` with the response attached, ``CourierError/Code/timeout``,
     ///   ``CourierError/Code/cancelled``, ``CourierError/Code/closed``; or the error a customize hook threw.
     public func send(_ request: Request) async throws -> Response {
-        try await perform(request).result().get()
+        let result = try await perform(request).result()
+        // Interceptors.swift: an error an interceptor's `inspect` threw is rethrown as thrown.
+        if case .failure(let error) = result, let thrown = InterceptorFailures.takeInspectError(for: error) { throw thrown }
+        return try result.get()
     }
 
     /// Sends the request a ``Requestable`` describes and waits for its response.
@@ -247,11 +250,14 @@ public final class Engine: @unchecked Sendable {
             guard enter() else { throw CourierError(.closed, message: "the engine is closed") }
             var response: OpaquePointer?
             var error = courier_error()
+            InterceptorFailures.clearAdaptError() // Interceptors.swift: see below
             let rc = courier_send_sync(handle, creq, &response, &error)
             leave()
             let value = response.map { Response(taking: $0) }
             if rc == COURIER_OK.rawValue, let value { return value }
             if let thrown = customize?.error { throw thrown }
+            // Interceptors.swift: an error an interceptor's `adapt` threw on this thread is rethrown.
+            if let thrown = InterceptorFailures.takeAdaptError(code: rc) { throw thrown }
             throw CourierError(code: rc == COURIER_OK.rawValue ? COURIER_E_INTERNAL.rawValue : rc, detail: &error,
                                response: value)
         }
@@ -301,10 +307,13 @@ public final class Engine: @unchecked Sendable {
             guard enter() else { throw CourierError(.closed, message: "the engine is closed") }
             var id: UInt64 = 0
             var error = courier_error()
+            InterceptorFailures.clearAdaptError() // Interceptors.swift: see below
             let rc = courier_send(handle, creq, done, user, &id, &error)
             leave()
             if rc == COURIER_OK.rawValue { return id }
             if let thrown = customize?.error { throw thrown }
+            // Interceptors.swift: an error an interceptor's `adapt` threw on this thread is rethrown.
+            if let thrown = InterceptorFailures.takeAdaptError(code: rc) { throw thrown }
             throw CourierError(code: rc, detail: &error)
         }
     }

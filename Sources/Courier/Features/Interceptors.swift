@@ -1,0 +1,270 @@
+// Interceptors.swift — the C core's interceptors (Alamofire's RequestInterceptor, OkHttp's
+// interceptors) as a Swift protocol: `adapt` changes every request of an engine before it is sent,
+// `inspect` sees every response a transport produced before it is judged, and may replace it or
+// fail the request. The C core runs them, in the order they were added, for HTTP, mocked and
+// custom-transport answers alike; this file only turns Swift values and errors into C ones.
+//
+// A Swift error an interceptor throws is kept and rethrown by the send (STYLE: a callback that
+// raises keeps the exception, returns a code to C, and the binding re-raises it): `adapt` errors
+// from the sending thread (a thread-local slot read by `Engine.submit` / `sendSync`), `inspect`
+// errors from the worker (a table keyed by the C response the failure carries, read by the async
+// `Engine.send`). Elsewhere (completion handlers, delegates, groups) the failure is the C core's
+// code with a ``CourierError``.
+
+import Foundation
+internal import CCore
+
+// MARK: - The protocol
+
+/// Sees every request of an engine before it is sent and every response before it is judged.
+/// Add interceptors to a configuration (``Configuration/interceptor(_:)``); they run in the order
+/// added. Both methods have defaults that do nothing: implement the ones you need.
+///
+/// ```swift
+/// struct Auth: Interceptor {
+///     let token: String
+///     func adapt(_ request: inout OutgoingRequest) throws {
+///         try request.setHeader("Authorization", "Bearer \(token)")
+///     }
+/// }
+/// let engine = try Engine(configuration: Configuration(baseURL: url).interceptor(Auth(token: t)))
+/// ```
+public protocol Interceptor: Sendable {
+    /// Adapts the final request (URL with parameters, every header line) just before it is
+    /// sent, after the request's own ``Request/customize(_:)`` hooks. Runs on the sending thread,
+    /// inside the send. Throwing refuses the send: nothing is sent, and the send throws this error
+    /// (a ``CourierError`` keeps its code; another error reaches the C core as
+    /// ``CourierError/Code/invalidArgument``).
+    /// - Parameter request: The outgoing request, valid only during the call.
+    /// - Throws: Any error, to refuse the send.
+    func adapt(_ request: inout OutgoingRequest) throws
+
+    /// Inspects a response a transport produced (HTTP, a mock, a custom transport), before the
+    /// engine judges it (status, validator, mapping, cache write). Runs on the engine's worker
+    /// thread: keep it quick, and never close the engine from it.
+    /// - Parameters:
+    ///   - response: The response.
+    ///   - id: The id of the send it answers.
+    /// - Returns: A replacement, judged instead of `response` (its status, header lines and body
+    ///   are used), or nil to keep `response`.
+    /// - Throws: Any error, to fail the request: a ``CourierError`` with its code, another error
+    ///   with ``CourierError/Code/invalidResult``; the response stays attached. An `async` send
+    ///   rethrows the error thrown.
+    func inspect(_ response: Response, id: RequestID) throws -> Response?
+}
+
+extension Interceptor {
+    /// Leaves the request as it is.
+    /// - Parameter request: The outgoing request.
+    public func adapt(_ request: inout OutgoingRequest) throws {}
+
+    /// Keeps the response.
+    /// - Parameters:
+    ///   - response: The response.
+    ///   - id: The id of the send.
+    /// - Returns: nil.
+    public func inspect(_ response: Response, id: RequestID) throws -> Response? { nil }
+}
+
+/// An interceptor made of closures.
+public struct ClosureInterceptor: Interceptor {
+    private let adaptRequest: (@Sendable (inout OutgoingRequest) throws -> Void)?
+    private let inspectResponse: (@Sendable (Response, RequestID) throws -> Response?)?
+
+    /// An interceptor that calls the closures given (either may be nil).
+    /// - Parameters:
+    ///   - adapt: Adapts each request (see ``Interceptor/adapt(_:)``).
+    ///   - inspect: Inspects each response (see ``Interceptor/inspect(_:id:)``).
+    public init(adapt: (@Sendable (inout OutgoingRequest) throws -> Void)? = nil,
+                inspect: (@Sendable (Response, RequestID) throws -> Response?)? = nil) {
+        self.adaptRequest = adapt
+        self.inspectResponse = inspect
+    }
+
+    /// Calls the `adapt` closure, if any.
+    /// - Parameter request: The outgoing request.
+    /// - Throws: What the closure throws.
+    public func adapt(_ request: inout OutgoingRequest) throws { try adaptRequest?(&request) }
+
+    /// Calls the `inspect` closure, if any.
+    /// - Parameters:
+    ///   - response: The response.
+    ///   - id: The id of the send.
+    /// - Returns: What the closure returns, or nil.
+    /// - Throws: What the closure throws.
+    public func inspect(_ response: Response, id: RequestID) throws -> Response? {
+        try inspectResponse?(response, id)
+    }
+}
+
+// MARK: - Configuration
+
+extension Configuration {
+    /// The same configuration with one more interceptor, run after those added before it.
+    /// - Parameter interceptor: The interceptor; every engine opened with the configuration uses it.
+    /// - Returns: The changed configuration.
+    public func interceptor(_ interceptor: any Interceptor) -> Configuration {
+        adding(InterceptorOption(interceptor: interceptor))
+    }
+
+    /// The interceptors, in the order they run. Setting replaces them all.
+    public var interceptors: [any Interceptor] {
+        get { options.compactMap { ($0 as? InterceptorOption)?.interceptor } }
+        set {
+            options.removeAll { $0 is InterceptorOption }
+            options.append(contentsOf: newValue.map { InterceptorOption(interceptor: $0) as any ConfigurationOption })
+        }
+    }
+}
+
+struct InterceptorOption: ConfigurationOption {
+    let interceptor: any Interceptor
+    func apply(to config: OpaquePointer) throws {
+        let box = Unmanaged.passRetained(InterceptorBox(interceptor)).toOpaque()
+        // On failure the C core has already released the box through user_free.
+        try CourierError.check(courier_config_add_interceptor(config, beforeSendTrampoline, afterReceiveTrampoline, box,
+                                                              releaseBox),
+                               "interceptor")
+    }
+}
+
+/// An interceptor registered with `courier_config_add_interceptor`. Immutable.
+final class InterceptorBox: @unchecked Sendable {
+    let interceptor: any Interceptor
+    init(_ interceptor: any Interceptor) { self.interceptor = interceptor }
+}
+
+/// `courier_before_send_fn`: runs on the sending thread inside `courier_send`.
+private let beforeSendTrampoline: courier_before_send_fn = { outgoing, user in
+    guard let outgoing, let user else { return COURIER_E_INVALID_ARGUMENT.rawValue }
+    let box = Unmanaged<InterceptorBox>.fromOpaque(user).takeUnretainedValue()
+    let handle = OutgoingHandle(outgoing)
+    defer { handle.pointer = nil }
+    var request = OutgoingRequest(handle: handle)
+    do {
+        try box.interceptor.adapt(&request)
+        return COURIER_OK.rawValue
+    } catch {
+        let code = InterceptorFailures.code(of: error, otherwise: COURIER_E_INVALID_ARGUMENT.rawValue)
+        InterceptorFailures.keepAdaptError(error, code: code)
+        return code
+    }
+}
+
+/// `courier_after_receive_fn`: runs on the worker thread; may replace `*response`.
+private let afterReceiveTrampoline: courier_after_receive_fn = { id, slot, user in
+    guard let slot, let current = slot.pointee, let user else { return COURIER_OK.rawValue }
+    let box = Unmanaged<InterceptorBox>.fromOpaque(user).takeUnretainedValue()
+    // A reference of its own, so the Swift value may outlive the call without copying the body.
+    let response = Response(taking: courier_response_retain(current)!)
+    do {
+        guard let replacement = try box.interceptor.inspect(response, id: RequestID(rawValue: id)),
+              replacement.storage?.pointer != current else { return COURIER_OK.rawValue }
+        let built = try replacement.makeCResponse()
+        courier_response_free(current)
+        slot.pointee = built
+        return COURIER_OK.rawValue
+    } catch {
+        InterceptorFailures.keepInspectError(error, response: current)
+        return InterceptorFailures.code(of: error, otherwise: COURIER_E_INVALID_RESULT.rawValue)
+    }
+}
+
+// MARK: - Keeping thrown errors
+
+/// Where errors thrown by interceptors wait for the send that rethrows them.
+enum InterceptorFailures {
+    /// The C code for a thrown error: a ``CourierError``'s own, else `otherwise`.
+    static func code(of error: any Error, otherwise: Int32) -> Int32 {
+        if let error = error as? CourierError, error.code.rawValue < 0 { return error.code.rawValue }
+        return otherwise
+    }
+
+    // MARK: adapt: one slot per thread
+
+    /// An `adapt` error and the code it was returned to C as.
+    private final class AdaptFailure {
+        let error: any Error
+        let code: Int32
+        init(_ error: any Error, code: Int32) {
+            self.error = error
+            self.code = code
+        }
+    }
+
+    private static let adaptKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { value in
+            if let value { Unmanaged<AnyObject>.fromOpaque(value).release() }
+        }
+        return key
+    }()
+
+    /// Called by the before-send trampoline; the send then returns `code` at once, on this thread.
+    static func keepAdaptError(_ error: any Error, code: Int32) {
+        clearAdaptError()
+        pthread_setspecific(adaptKey, Unmanaged.passRetained(AdaptFailure(error, code: code) as AnyObject).toOpaque())
+    }
+
+    /// Forgets this thread's kept `adapt` error (before a send, so a stale one is never rethrown).
+    static func clearAdaptError() {
+        guard let value = pthread_getspecific(adaptKey) else { return }
+        pthread_setspecific(adaptKey, nil)
+        Unmanaged<AnyObject>.fromOpaque(value).release()
+    }
+
+    /// The `adapt` error that made a send on this thread fail with `code`, if any; forgets it.
+    /// - Parameter code: What `courier_send` / `courier_send_sync` returned.
+    /// - Returns: The error the interceptor threw.
+    static func takeAdaptError(code: Int32) -> (any Error)? {
+        guard let value = pthread_getspecific(adaptKey) else { return nil }
+        pthread_setspecific(adaptKey, nil)
+        let failure = Unmanaged<AnyObject>.fromOpaque(value).takeRetainedValue() as? AdaptFailure
+        return failure?.code == code ? failure?.error : nil
+    }
+
+    // MARK: inspect: by the C response the failure carries
+
+    private static let lock = NSLock()
+    /// Kept errors by response address, oldest first. Each entry holds a reference to its C
+    /// response, so no other response can get that address while the entry lives.
+    nonisolated(unsafe) private static var inspected: [(response: OpaquePointer, error: any Error)] = []
+    /// Entries not taken (sends whose caller does not rethrow: completion handlers, groups) are
+    /// dropped oldest first beyond this many.
+    private static let inspectedLimit = 64
+
+    /// Called by the after-receive trampoline when `inspect` threw; the response stays attached
+    /// to the failure.
+    static func keepInspectError(_ error: any Error, response: OpaquePointer) {
+        let retained = courier_response_retain(response)!
+        var dropped: [OpaquePointer] = []
+        lock.withLock {
+            if let i = inspected.firstIndex(where: { $0.response == response }) {
+                dropped.append(inspected.remove(at: i).response)
+            }
+            inspected.append((retained, error))
+            while inspected.count > inspectedLimit { dropped.append(inspected.removeFirst().response) }
+        }
+        dropped.forEach { courier_response_free($0) }
+    }
+
+    /// The error an `inspect` threw for the response attached to `error`, if any; forgets it.
+    /// A ``CourierError`` thrown without a response gets the attached one.
+    /// - Parameter error: The failure of a send.
+    /// - Returns: The error to rethrow instead, or nil.
+    static func takeInspectError(for error: CourierError) -> (any Error)? {
+        guard let pointer = error.response?.storage?.pointer else { return nil }
+        let found: (response: OpaquePointer, error: any Error)? = lock.withLock {
+            guard let i = inspected.firstIndex(where: { $0.response == pointer }) else { return nil }
+            return inspected.remove(at: i)
+        }
+        guard let found else { return nil }
+        courier_response_free(found.response)
+        if let thrown = found.error as? CourierError, thrown.response == nil {
+            return CourierError(thrown.code, message: thrown.message, httpStatus: thrown.httpStatus ?? error.httpStatus,
+                                curlCode: thrown.curlCode, osError: thrown.osError, storeError: thrown.storeError,
+                                response: error.response)
+        }
+        return found.error
+    }
+}
