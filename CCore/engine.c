@@ -253,7 +253,15 @@ static void finish(courier_engine *e, cr_transfer *t, int code, courier_response
     const cr_sched_conf *sc = e->config->sched;
     for (size_t i = 0; sc && resp && code == COURIER_OK && i < sc->ninterceptors; i++) {
         if (!sc->interceptors[i].after) continue;
+        courier_response *before = resp;
+        courier_metrics metrics = resp->metrics;
         int rc = sc->interceptors[i].after(t->id, &resp, sc->interceptors[i].owner->user);
+        if (resp && resp != before) {
+            /* A replacement built by hand still describes this request and its transfer. */
+            if (!resp->url || !resp->url[0]) cr_set_string(&resp->url, t->url);
+            if (!resp->method || !resp->method[0]) cr_set_string(&resp->method, t->method);
+            if (resp->metrics.total_s == 0 && resp->metrics.bytes_received == 0) resp->metrics = metrics;
+        }
         if (rc != COURIER_OK) code = cr_fail(err, rc < 0 ? rc : COURIER_E_INVALID_RESULT, "an interceptor failed the response");
         else if (!resp) code = cr_fail(err, COURIER_E_INTERNAL, "an interceptor removed the response");
     }
@@ -756,6 +764,10 @@ int courier_call_complete(courier_call *c, int code, courier_response *resp, con
     curl_multi_wakeup(e->multi);
     pthread_mutex_unlock(&e->lock);
     return COURIER_OK;
+}
+
+int courier_engine_mock_enabled(const courier_engine *e) {
+    return e ? atomic_load(&((courier_engine *)e)->mock_enabled) : 0;
 }
 
 int courier_engine_set_mock_enabled(courier_engine *e, int enabled) {

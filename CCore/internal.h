@@ -218,6 +218,7 @@ struct courier_outgoing {
     char *method;
     char *url;
     cr_kvlist headers;
+    uint64_t id; /* 0 until the send has an id (customize, before-send); set for mock callbacks */
 };
 
 /* ---- transfers: a request made final, and its state on the wire (transport.c) --------------- */

@@ -6,22 +6,25 @@
  * default durability (data and meta page synced at every commit), apart from the cache's
  * environment (which trades sync for speed and is recreated when damaged; a journal never is).
  * One environment per directory per process, shared by the engines of the process through a
- * small registry (LMDB forbids opening an environment twice in one process). Named databases:
- *   req     seq(be64)                   -> the request, JSON (format below; any language reads it)
- *   state   seq(be64)                   -> the replay state, fixed little-endian layout (below)
- *   ids     freeze id                   -> seq(be64)
+ * small registry (LMDB forbids opening an environment twice in one process). Named databases,
+ * few on purpose (every database a commit touches costs pages in its fsync):
+ *   req     seq(be64)                   -> state (fixed layout below) + the request as JSON (any
+ *                                           language reads it; docs/DESIGN.md has the keys)
  *   due     time(be64) | seq(be64)      -> ""   what the replayer looks at: every automatic record
  *                                               that is not ordered, and the head of each host's
  *                                               ordered queue; time = the lease's end when claimed,
  *                                               else the next attempt (0: never tried)
  *   hostq   host \0 seq(be64)           -> ""   ordered automatic records of a host, oldest first
- *   expiry  expires(be64) | seq(be64)   -> ""   purging expired records is a range scan
+ *   ids     freeze id                   -> seq(be64), for ids the app gave (a generated id is the
+ *                                               seq in 16 hex digits + 64 random bits)
  *   outcome n(be64)                     -> JSON {"id","code","status","at_ms","attempts"}: the last
- *                                               1000 final answers, written in the transaction that
+ *                                               1000+ final answers, written in the transaction that
  *                                               removes the request
- *   meta    "format" -> u32, "next_seq" -> u64, "next_outcome" -> u64
+ *   meta    "format" -> u32
+ * Sequence numbers are the last key + 1 (no counter to rewrite). Expiry is checked when a record
+ * comes due, and by a scan of every record once per poll interval.
  *
- * State value (version 1): u8 version, u8 policy, u16 flags, u32 attempts, i64 created_ms,
+ * State (version 1): u8 version, u8 policy, u16 flags, u32 attempts, i64 created_ms,
  * i64 expires_ms, i64 next_ms, i64 claim_ms (lease end, 0: unclaimed), i64 last_ms (last attempt),
  * u32 owner pid, u32 owner nonce, u64 owner start time, u64 owner boot id hash, i32 last code,
  * i32 last HTTP status, u64 reserved, then u16 host length + host, u16 id length + id.
@@ -30,8 +33,9 @@
  * except the management calls. One loop turn takes everything queued (freezes from the worker,
  * answers of replays, explicit resends), writes it in ONE transaction together with the claims of
  * the next replays and the expired records it removes, commits (synced: a group commit), and only
- * then answers the frozen sends, delivers the events and sends the claimed requests through the
- * public courier_send. No transaction is held across a callback.
+ * then answers the frozen sends and delivers the events. Claimed requests wait in a ready queue;
+ * at most `concurrency` are on the wire, sent through the public courier_send, and each replay's
+ * completion sends the next at once. No transaction is held across a callback.
  *
  * Claims. A record is claimed in a write transaction (so one process or engine sends it) with a
  * lease: the claimer's identity (pid, process start time, boot id, engine nonce) and an end time.

@@ -227,7 +227,7 @@ int cr_mock_answer(cr_transfer *t, courier_response **out, courier_error *err) {
     courier_response *r = NULL;
     int rc;
     if (m->fn) {
-        courier_outgoing o = {.method = t->method, .url = t->url, .headers = t->headers};
+        courier_outgoing o = {.method = t->method, .url = t->url, .headers = t->headers, .id = t->id};
         rc = ((courier_mock_fn)m->fn->fn)(&o, &r, m->fn->user);
         if (rc != COURIER_OK || !r) {
             courier_response_free(r);

@@ -360,6 +360,8 @@ const char *courier_outgoing_url(const courier_outgoing *o) { return o ? o->url 
 
 const char *courier_outgoing_method(const courier_outgoing *o) { return o ? o->method : NULL; }
 
+uint64_t courier_outgoing_request_id(const courier_outgoing *o) { return o ? o->id : 0; }
+
 int courier_outgoing_set_url(courier_outgoing *o, const char *url) {
     if (!o || !url) return COURIER_E_INVALID_ARGUMENT;
     if (!cr_url_valid(url)) return COURIER_E_INVALID_URL;

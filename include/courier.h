@@ -265,6 +265,9 @@ COURIER_API int courier_request_set_validator(courier_request *request, courier_
 /* The final URL. Borrowed until the next change or the end of the callback. */
 COURIER_API const char *courier_outgoing_url(const courier_outgoing *outgoing);
 COURIER_API const char *courier_outgoing_method(const courier_outgoing *outgoing);
+/* The id of the send: 0 in customize and before-send callbacks (the send has no id yet), the id
+ * in mock callbacks. */
+COURIER_API uint64_t courier_outgoing_request_id(const courier_outgoing *outgoing);
 /* Replaces the URL (must be absolute http/https). Errors: COURIER_E_INVALID_URL. */
 COURIER_API int courier_outgoing_set_url(courier_outgoing *outgoing, const char *url);
 /* Sets a header, replacing every line of that name; value NULL removes it.
@@ -441,6 +444,8 @@ COURIER_API int courier_request_set_frequent_guard(courier_request *request, int
  * then goes through the same judging (status, validator), mapping and cache policy as a real
  * one. Mocks are used only while the engine's mock switch is on (off by default). */
 COURIER_API int courier_config_set_mock_enabled(courier_config *config, int enabled);
+/* Whether the mock switch is on (1) or off (0). Any thread. */
+COURIER_API int courier_engine_mock_enabled(const courier_engine *engine);
 /* Turns the switch on or off at run time; affects requests sent afterwards. Any thread. */
 COURIER_API int courier_engine_set_mock_enabled(courier_engine *engine, int enabled);
 

@@ -2,7 +2,9 @@
  * cache_store_test.c — the cache's LMDB store through the manager API: put/get by key, exact
  * totals, expiry with an injected clock, removal, the size limit and eviction, a full map, corrupt
  * and newer-format stores moved aside, two engines on one store, and several processes (fork):
- * concurrent writers and readers, and a writer killed with SIGKILL in the middle of its writes.
+ * concurrent writers and readers, and a writer killed with SIGKILL in the middle of its writes;
+ * more reading threads than the store keeps read transactions for, and a map grown by another
+ * process while this one reads.
  */
 #include "harness.h"
 
@@ -10,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -546,8 +549,161 @@ static void test_kill9_in_the_middle_of_writes(void) {
     courier_engine_close(e);
 }
 
+/* ---- read transactions: many threads, a map grown by another process ----------------------- */
+
+typedef struct reader_arg {
+    courier_engine *e;
+    int nkeys;
+    atomic_int *stop;
+    long reads;
+    long errors;
+    unsigned seed;
+} reader_arg;
+
+/* Reads "rk<i>" entries whose bodies follow from their keys (1000 + i*13 bytes) until told to stop. */
+static void *reader_main(void *p) {
+    reader_arg *a = p;
+    static _Thread_local char expect[8192];
+    char key[32];
+    while (!atomic_load(a->stop)) {
+        a->seed = a->seed * 1103515245u + 12345u;
+        int i = (int)((a->seed >> 8) % (unsigned)a->nkeys);
+        snprintf(key, sizeof key, "rk%d", i);
+        courier_response *r = NULL;
+        if (courier_cache_get_key(a->e, key, 0, &r, NULL) != COURIER_OK || !r) {
+            a->errors++;
+            continue;
+        }
+        size_t len = 0;
+        const uint8_t *b = courier_response_body(r, &len);
+        size_t want = 1000 + (size_t)i * 13;
+        make_body(key, want, expect);
+        if (len != want || memcmp(b, expect, len) != 0 || !courier_response_header(r, "X-Test") ||
+            strcmp(courier_response_cache_key(r), key) != 0)
+            a->errors++;
+        /* A retained response is freed by its last release. */
+        courier_response *again = courier_response_retain(r);
+        courier_response_free(r);
+        courier_response_free(again);
+        a->reads++;
+    }
+    return NULL;
+}
+
+static void put_reader_keys(courier_engine *e, int nkeys) {
+    static char body[8192];
+    const char *names[] = {"Content-Type", "X-Test"};
+    const char *values[] = {"text/plain", "yes"};
+    char key[32];
+    for (int i = 0; i < nkeys; i++) {
+        snprintf(key, sizeof key, "rk%d", i);
+        size_t len = make_body(key, 1000 + (size_t)i * 13, body);
+        CHECK_EQ(courier_cache_put_key(e, key, 200, names, values, 2, body, len, 3600, NULL), COURIER_OK);
+    }
+}
+
+/* More reading threads than the store keeps read transactions for (16), and a writer rewriting
+ * the same entries: every read is whole, none fails. */
+static void test_many_readers_and_a_writer(void) {
+    courier_engine *e = open_engine(th_tmpdir(), 0);
+    REQUIRE(e);
+    enum { NKEYS = 200, NREADERS = 24 };
+    put_reader_keys(e, NKEYS);
+    atomic_int stop = 0;
+    reader_arg args[NREADERS];
+    pthread_t th[NREADERS];
+    for (int i = 0; i < NREADERS; i++) {
+        args[i] = (reader_arg){e, NKEYS, &stop, 0, 0, (unsigned)i * 7919u + 1};
+        REQUIRE(pthread_create(&th[i], NULL, reader_main, &args[i]) == 0);
+    }
+    int64_t until = th_now_ms() + 600;
+    int rounds = 0;
+    while (th_now_ms() < until || rounds < 2) {
+        put_reader_keys(e, NKEYS); /* same keys, same bodies: a reader sees the old or the new one */
+        rounds++;
+    }
+    atomic_store(&stop, 1);
+    long reads = 0, errors = 0;
+    for (int i = 0; i < NREADERS; i++) {
+        pthread_join(th[i], NULL);
+        reads += args[i].reads;
+        errors += args[i].errors;
+    }
+    CHECK_EQ(errors, 0);
+    CHECK(reads > NREADERS);
+    check_totals_match_list(e);
+    courier_engine_close(e);
+}
+
+/* Another process, whose map is larger, grows the data beyond this process's map while this
+ * process's threads read: they adopt the new size (MDB_MAP_RESIZED) and go on without an error;
+ * then this process reads and writes beyond its old map. */
+static void test_map_grown_by_another_process(void) {
+    const char *dir = th_tmpdir();
+    courier_engine *e = open_engine(dir, 64 * 1024); /* map = 4 * 64 KiB + 8 MiB */
+    REQUIRE(e);
+    enum { NKEYS = 20, NREADERS = 3 };
+    put_reader_keys(e, NKEYS);
+    atomic_int stop = 0;
+    reader_arg args[NREADERS];
+    pthread_t th[NREADERS];
+    for (int i = 0; i < NREADERS; i++) {
+        args[i] = (reader_arg){e, NKEYS, &stop, 0, 0, (unsigned)i * 104729u + 3};
+        REQUIRE(pthread_create(&th[i], NULL, reader_main, &args[i]) == 0);
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        /* The registry forgot the parent's environment: this one is opened with a 1 GiB limit. */
+        courier_engine *big = open_engine(dir, (int64_t)1 << 30);
+        int errors = big ? 0 : 1;
+        static char body[256 * 1024];
+        char key[32];
+        for (int i = 0; i < 64 && big; i++) { /* 16 MiB: well past the parent's 8.25 MiB map */
+            snprintf(key, sizeof key, "grow%d", i);
+            make_body(key, sizeof body, body);
+            if (courier_cache_put_key(big, key, 200, NULL, NULL, 0, body, sizeof body, 3600, NULL) != COURIER_OK)
+                errors++;
+        }
+        courier_engine_close(big);
+        _exit(errors ? 1 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    usleep(100000); /* the readers meet the grown map */
+    atomic_store(&stop, 1);
+    long errors = 0, reads = 0;
+    for (int i = 0; i < NREADERS; i++) {
+        pthread_join(th[i], NULL);
+        errors += args[i].errors;
+        reads += args[i].reads;
+    }
+    CHECK_EQ(errors, 0);
+    CHECK(reads > 0);
+    /* The child's last entry lies beyond the old map. */
+    courier_response *r = NULL;
+    CHECK_EQ(courier_cache_get_key(e, "grow63", 0, &r, NULL), COURIER_OK);
+    if (r) {
+        static char expect[256 * 1024];
+        size_t len = 0;
+        const uint8_t *b = courier_response_body(r, &len);
+        make_body("grow63", sizeof expect, expect);
+        CHECK_EQ(len, sizeof expect);
+        CHECK(memcmp(b, expect, sizeof expect) == 0);
+    }
+    courier_response_free(r);
+    CHECK_EQ(put_text(e, "after-grow", "still writes", 60), COURIER_OK);
+    CHECK_EQ(courier_cache_get_key(e, "after-grow", 0, &r, NULL), COURIER_OK);
+    if (r) CHECK_STR((const char *)courier_response_body(r, NULL), "still writes");
+    courier_response_free(r);
+    courier_engine_close(e);
+}
+
 TESTS_MAIN(T(test_put_get_by_key), T(test_totals_are_exact), T(test_expiry_uses_the_clock), T(test_remove_since),
            T(test_eviction_expired_first_then_oldest), T(test_map_full_never_fails),
            T(test_two_engines_share_one_store), T(test_garbage_store_is_moved_aside),
            T(test_newer_format_is_moved_aside), T(test_two_processes_write_and_read),
-           T(test_kill9_in_the_middle_of_writes))
+           T(test_kill9_in_the_middle_of_writes), T(test_many_readers_and_a_writer),
+           T(test_map_grown_by_another_process))

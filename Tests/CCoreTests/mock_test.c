@@ -38,7 +38,9 @@ static void test_mock_switch(void) {
     CHECK_EQ(courier_response_status(resp), 200); /* the real server answered */
     CHECK_EQ(cts_server_path_count(th_server(), "/json") - before, 1);
     courier_response_free(resp);
+    CHECK_EQ(courier_engine_mock_enabled(e), 0);
     CHECK_EQ(courier_engine_set_mock_enabled(e, 1), COURIER_OK);
+    CHECK_EQ(courier_engine_mock_enabled(e), 1);
     CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
     CHECK_EQ(courier_response_status(resp), 201);
     CHECK_STR((const char *)courier_response_body(resp, NULL), "mocked");
@@ -170,9 +172,11 @@ static void test_mock_delay_does_not_block(void) {
     courier_engine_close(e);
 }
 
+static uint64_t mock_saw_id;
 static int echo_mock(const courier_outgoing *o, courier_response **out, void *user) {
     int *calls = user;
     (*calls)++;
+    mock_saw_id = courier_outgoing_request_id(o);
     int rc = courier_response_new(out, 200);
     if (rc) return rc;
     char body[512];
@@ -196,6 +200,8 @@ static void test_mock_callback(void) {
     CHECK_EQ(courier_request_set_mock_callback(r, echo_mock, &calls, NULL), COURIER_OK);
     courier_response *resp = NULL;
     CHECK_EQ(send_sync(e, r, &resp), COURIER_OK);
+    CHECK(mock_saw_id != 0);
+    CHECK_EQ(mock_saw_id, courier_response_request_id(resp)); /* the callback knows which send */
     char want[256];
     snprintf(want, sizeof want, "POST %s me", th_url("/things?x=1"));
     CHECK_STR((const char *)courier_response_body(resp, NULL), want);

@@ -510,6 +510,11 @@ static void test_interceptors(void) {
     CHECK_EQ(send_sync(e, req("GET", "/echo?replace=1"), &resp), COURIER_OK);
     CHECK_EQ(courier_response_status(resp), 299);
     CHECK_STR(courier_response_header(resp, "x-replaced"), "yes");
+    CHECK_STR(courier_response_url(resp), th_url("/echo?replace=1")); /* still describes the request */
+    CHECK_STR(courier_response_method(resp), "GET");
+    courier_metrics m;
+    courier_response_metrics(resp, &m, sizeof m);
+    CHECK(m.total_s > 0); /* the transfer's metrics carried over */
     CHECK_STR((const char *)courier_response_body(resp, NULL), "replaced");
     courier_response_free(resp);
     CHECK_EQ(send_sync(e, req("GET", "/echo?fail=1"), &resp), COURIER_E_INVALID_RESULT);

@@ -6,7 +6,34 @@ import Courier
 import Foundation
 import XCTest
 
+// The README's example of mocks, interceptors and downloads, word for word (it talks to
+// api.example.com, so it is compiled, not run; MockTests runs the same calls locally).
+private struct Auth: Interceptor {
+    func adapt(_ request: inout OutgoingRequest) throws { try request.setHeader("Authorization", "Bearer t") }
+}
+
+private func more() async throws {
+    var configuration = Configuration(baseURL: "https://api.example.com/v1").interceptor(Auth())
+    configuration.mockEnabled = true // HTNetworking's enableMockTest; also engine.mockEnabled at run time
+    let engine = try Engine(configuration: configuration)
+
+    let user = try await engine.send(.get("users/1").mockFile("Mocks/GET_users_1.json"))
+    let later = try await engine.send(.get("users/2").mock(body: #"{"id":2}"#, contentType: "application/json")
+        .mockDelay(0.5))
+    print(user.text ?? "", later.status)
+
+    // A download with progress; cancel() pauses it and sending the request again resumes (HTTP Range).
+    let download = engine.transfer(.get("https://example.com/big.iso").download(to: "big.iso", resume: true))
+    for await progress in download.progress { print(progress.fractionReceived ?? 0) }
+    print(try await download.response.file ?? "")
+}
+
 final class MockTests: LoopbackTestCase {
+    func testTheReadmeExampleCompiles() {
+        let example: () async throws -> Void = more
+        XCTAssertNotNil(example as Any)
+    }
+
     private struct Refused: Error, Equatable {}
 
     // MARK: - The switch

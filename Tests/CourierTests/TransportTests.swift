@@ -16,10 +16,12 @@ import XCTest
 import Glibc
 private let streamSocket = Int32(SOCK_STREAM.rawValue)
 private let shutBoth = Int32(SHUT_RDWR)
+private let sendFlags = Int32(MSG_NOSIGNAL) // a write to a closed peer fails with EPIPE instead of killing the process
 #else
 import Darwin
 private let streamSocket = SOCK_STREAM
 private let shutBoth = SHUT_RDWR
+private let sendFlags: Int32 = 0
 #endif
 
 // MARK: - Sockets
@@ -43,6 +45,10 @@ private final class BlockingSocket: @unchecked Sendable {
     static func open(port: UInt16) throws -> BlockingSocket {
         let fd = socket(AF_INET, streamSocket, 0)
         guard fd >= 0 else { throw CourierError(.internal, osError: Int(errno)) }
+        #if canImport(Darwin)
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
         var address = loopbackAddress(port: port)
         let rc = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -66,7 +72,7 @@ private final class BlockingSocket: @unchecked Sendable {
     func send(_ data: Data) throws {
         var offset = 0
         while offset < data.count {
-            let n = data.withUnsafeBytes { write(fd, $0.baseAddress! + offset, data.count - offset) }
+            let n = data.withUnsafeBytes { Foundation.send(fd, $0.baseAddress! + offset, data.count - offset, sendFlags) }
             guard n > 0 else { throw CourierError(.network, osError: Int(errno)) }
             offset += n
         }
@@ -142,8 +148,8 @@ private final class Peer: @unchecked Sendable {
         }
         let message = Data("peer saw \(method) \(url) ".utf8) + body
         let status = url.contains("/missing") ? 404 : 200
+        served.mutate { $0 += 1 } // before answering, so a client that has the answer sees the count
         try? connection.send(Data("\(status) \(message.count)\n".utf8) + message)
-        served.mutate { $0 += 1 }
     }
 
     func stop() {
@@ -167,15 +173,13 @@ private struct PeerTransport: Transport {
                     defer { socket.closeSocket() }
                     do {
                         try socket.send(Data("\(call.method) \(call.url) \(call.body.count)\n".utf8) + call.body)
-                        guard let line = socket.receiveLine() else {
-                            throw socket.wasShutDown ? CancellationError() : CourierError(.partialResponse) as any Error
-                        }
+                        guard let line = socket.receiveLine() else { throw CourierError(.partialResponse) }
                         let fields = line.split(separator: " ")
                         guard fields.count == 2, let status = Int(fields[0]), let length = Int(fields[1]),
                               let body = socket.receive(count: length) else { throw CourierError(.partialResponse) }
                         continuation.resume(returning: Response(status: status, headers: ["X-Transport": "tcp"], body: body))
                     } catch {
-                        continuation.resume(throwing: error)
+                        continuation.resume(throwing: socket.wasShutDown ? CancellationError() : error)
                     }
                 }
             }
