@@ -123,6 +123,14 @@ void cr_sched_free(courier_engine *e) {
     e->sched = NULL;
 }
 
+/* The time the engine's timers (retry backoff, mock delays) run on: the configured clock when the
+ * configuration has one (tests advance it instead of sleeping; the worker looks at least once a
+ * second), else a monotonic clock. */
+static int64_t timer_now(courier_engine *e) {
+    const cr_callback *clock = e->config->clock;
+    return clock ? ((courier_clock_fn)clock->fn)(clock->user) : cr_mono_ms();
+}
+
 static bool on_wire(int state) { return state == CR_T_ACTIVE || state == CR_T_CUSTOM; }
 
 /* Moves t to a new state, keeping the pending counters (queued vs on the wire) right. */
@@ -436,7 +444,7 @@ static void route(courier_engine *e, cr_transfer *t) {
     if (t->mock) {
         if (t->mock->delay_ms > 0 && t->attempts == 0) {
             t->attempts = -1; /* marks "delay served" when the timer fires */
-            timer_push(e, t, cr_mono_ms() + t->mock->delay_ms);
+            timer_push(e, t, timer_now(e) + t->mock->delay_ms);
             return;
         }
         if (t->attempts < 0) t->attempts = 0;
@@ -475,7 +483,7 @@ static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_r
         cr_event_retried(e, t, t->attempts + 1, code, resp, delay);
         courier_response_free(resp);
         t->waited_s += (double)delay / 1000.0;
-        timer_push(e, t, cr_mono_ms() + delay);
+        timer_push(e, t, timer_now(e) + delay);
         return;
     }
     while (t->followers) {
@@ -684,7 +692,7 @@ static void *worker_main(void *arg) {
         if (closing && !custom_calls_pending(e)) break;
 
         /* Timers: retries go back to the queue, mock delays answer. */
-        int64_t now = cr_mono_ms();
+        int64_t now = timer_now(e);
         while (e->sched->timers && e->sched->timers->due_ms <= now) {
             cr_transfer *t = e->sched->timers;
             e->sched->timers = t->next;
@@ -705,7 +713,7 @@ static void *worker_main(void *arg) {
 
         int timeout = 1000;
         if (e->sched->timers) {
-            int64_t wait = e->sched->timers->due_ms - cr_mono_ms();
+            int64_t wait = e->sched->timers->due_ms - timer_now(e);
             if (wait < timeout) timeout = wait < 0 ? 0 : (int)wait;
         }
         cr_cache_flush(e, answer_deferred); /* this turn's cache writes, then their answers */
@@ -895,6 +903,11 @@ int courier_send(courier_engine *e, const courier_request *r, courier_completion
     if (rc) {
         cr_transfer_free(t);
         return rc;
+    }
+    uint64_t taken_id = t->id;
+    if (cr_frozen_offline_send(e, t)) { /* journal.c: offline and freezable: frozen without the worker */
+        if (out_id) *out_id = taken_id;
+        return COURIER_OK;
     }
 
     pthread_mutex_lock(&e->lock);

@@ -624,9 +624,10 @@ typedef struct courier_json_options {
     int max_depth;     /* deepest nesting of arrays and objects, 1..2048 (default 512) */
     int64_t max_bytes; /* largest text accepted (default 64 MiB) */
     unsigned flags;    /* COURIER_JSON_ALLOW_* (default 0) */
-    /* A top-level array of at least parallel_min_bytes (default 256 KiB; 0: never) is parsed in
-     * parts on up to max_threads threads (default 0: one per processor, at most 4; 1: never),
-     * started and joined inside the call; the result is the same document. */
+    /* With max_threads other than 1, a top-level array of at least parallel_min_bytes (default
+     * 256 KiB; 0: never) is parsed in parts on up to max_threads threads (0: one per processor, at
+     * most 4), started and joined inside the call; the document is the same. Default 1 (one
+     * thread): splitting pays only when processors are idle. */
     int max_threads;
     int64_t parallel_min_bytes;
 } courier_json_options;
@@ -969,8 +970,10 @@ COURIER_API int courier_config_set_cache_durability(courier_config *config, int 
 /* The policy of requests that name none (default COURIER_CACHE_NO_CACHE).
  * Errors: COURIER_E_INVALID_ARGUMENT (a reserved id). */
 COURIER_API int courier_config_set_cache_policy(courier_config *config, int policy);
-/* The clock the cache reads (creation, expiry, age). NULL restores the system clock
- * (CLOCK_REALTIME). user_free as for validators. For tests of expiry without sleeping. */
+/* The clock the cache reads (creation, expiry, age) and the engine's timers run on (retry backoff,
+ * mock delays; the worker looks at the clock at least once a second). NULL restores the system
+ * clocks (CLOCK_REALTIME for the cache, a monotonic clock for timers). user_free as for
+ * validators. For tests of expiry and backoff without sleeping. */
 COURIER_API int courier_config_set_clock(courier_config *config, courier_clock_fn fn, void *user,
                                          courier_user_free_fn user_free);
 

@@ -229,6 +229,47 @@ static void test_retry_after_is_honoured(void) {
     courier_engine_close(e);
 }
 
+static _Atomic int64_t fake_now_ms = 1700000000000;
+static int64_t fake_clock(void *user) {
+    (void)user;
+    return atomic_load(&fake_now_ms);
+}
+static void tweak_fake_clock(courier_config *c) { courier_config_set_clock(c, fake_clock, NULL, NULL); }
+
+/* Backoff runs on the engine's clock: with an injected one, the retry waits for the clock, not for
+ * wall time; advancing it lets the retry go. */
+static void test_backoff_on_injected_clock(void) {
+    courier_engine *e = th_engine(tweak_fake_clock);
+    REQUIRE(e);
+    long before = cts_server_path_count(th_server(), "/status/502");
+    courier_request *r = req("GET", "/status/502");
+    courier_request_set_retry(r, 2, 60000, 600000, 0); /* a minute, then two */
+    rec one = {0};
+    CHECK_EQ(courier_send(e, r, rec_done, &one, NULL, NULL), COURIER_OK);
+    courier_request_free(r);
+    int64_t deadline = th_now_ms() + 10000;
+    while (cts_server_path_count(th_server(), "/status/502") - before < 1 && th_now_ms() < deadline) usleep(2000);
+    usleep(1500000); /* more than the worker's longest wait: no retry, the clock has not moved */
+    CHECK_EQ(cts_server_path_count(th_server(), "/status/502") - before, 1);
+    CHECK_EQ(atomic_load(&one.calls), 0);
+    atomic_fetch_add(&fake_now_ms, 60000); /* the first wait is between 30 and 60 s */
+    deadline = th_now_ms() + 10000;
+    while (cts_server_path_count(th_server(), "/status/502") - before < 2 && th_now_ms() < deadline) usleep(2000);
+    CHECK_EQ(cts_server_path_count(th_server(), "/status/502") - before, 2);
+    atomic_fetch_add(&fake_now_ms, 120000);
+    CHECK_EQ(wait_all(&one, 1), 1);
+    CHECK_EQ(atomic_load(&one.code), COURIER_E_HTTP_STATUS);
+    CHECK_EQ(cts_server_path_count(th_server(), "/status/502") - before, 3);
+    courier_response *resp = atomic_exchange(&one.resp, NULL);
+    int attempts = 0;
+    double waited = 0;
+    courier_response_attempts(resp, &attempts, &waited);
+    CHECK_EQ(attempts, 3);
+    CHECK(waited >= 90.0 && waited <= 180.0);
+    courier_response_free(resp);
+    courier_engine_close(e);
+}
+
 static void test_retry_rule_validation(void) {
     courier_request *r = req("GET", "/x");
     CHECK_EQ(courier_request_set_retry(r, -1, 1, 2, 0), COURIER_E_INVALID_ARGUMENT);
@@ -526,6 +567,6 @@ static void test_interceptors(void) {
 
 TESTS_MAIN(T(test_retry_on_5xx_counted_by_server), T(test_retry_only_idempotent_unless_opted_in),
            T(test_retry_network_errors), T(test_never_retry_after_cancel), T(test_retry_after_is_honoured),
-           T(test_retry_rule_validation), T(test_per_host_limit), T(test_priorities_order_waiting_requests),
+           T(test_backoff_on_injected_clock), T(test_retry_rule_validation), T(test_per_host_limit), T(test_priorities_order_waiting_requests),
            T(test_coalescing_identical_gets), T(test_coalescing_cancel_leader_and_follower), T(test_frequent_guard),
            T(test_interceptors))
