@@ -695,6 +695,11 @@ CR_HIDDEN void cr_frozen_attach(courier_engine *e, const courier_request *r, cr_
  * the durable commit. True when it took over answering (t->caller_gone is then set). Worker. */
 CR_HIDDEN bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp,
                                courier_error *err);
+/* courier_send, after the cache lookup: a freezable request (no cache policy, no mock, no custom
+ * transport) sent while the monitor says offline is handed to the journal at once, without a trip
+ * through the worker; the journal answers it (COURIER_E_FROZEN) and frees it. True when taken
+ * (courier_send then returns COURIER_OK with t's id and must not touch t). */
+CR_HIDDEN bool cr_frozen_offline_send(courier_engine *e, cr_transfer *t);
 /* Wakes the journal thread: CR_WAKE_TURN looks for work; CR_WAKE_REPLAY_NOW also makes every
  * request not tried since now due at once (the network came back). Any thread. */
 #define CR_WAKE_TURN 0x1u

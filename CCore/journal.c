@@ -139,11 +139,29 @@ static void random_bytes(void *out, size_t n) {
     }
 }
 
-/* 32 lowercase hex digits of 16 random bytes. */
+/* 64 bits from a per-thread splitmix64 sequence seeded once from the system's random source (a
+ * bijection of a counter: never repeats within a thread; random seeds keep threads and processes
+ * apart). Cheaper than a system call per id on the freeze path. */
+static uint64_t random64(void) {
+    static _Thread_local uint64_t state;
+    static _Thread_local int seeded;
+    if (!seeded) {
+        random_bytes(&state, sizeof state);
+        seeded = 1;
+    }
+    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* 32 lowercase hex digits of 128 random bits. */
 static void random_hex(char out[33]) {
     static const char hex[] = "0123456789abcdef";
     uint8_t b[16];
-    random_bytes(b, sizeof b);
+    uint64_t a = random64(), c = random64();
+    memcpy(b, &a, 8);
+    memcpy(b + 8, &c, 8);
     for (int i = 0; i < 16; i++) {
         out[2 * i] = hex[b[i] >> 4];
         out[2 * i + 1] = hex[b[i] & 15];
@@ -786,7 +804,8 @@ typedef struct jfreeze {
     int code;            /* why it is frozen */
     courier_error err;
     char id[COURIER_FROZEN_ID_MAX + 1];
-    json_t *payload; /* built on the worker or the sending thread */
+    char *payload;   /* the request's JSON text but its opening (payload_of), built on the worker */
+    char *method, *url; /* for the lifecycle event */
     jstate st;
     uint64_t seq;         /* once written */
     courier_frozen *snap; /* once written */
@@ -870,6 +889,7 @@ struct cr_journal {
 
     pthread_mutex_t lmu; /* listeners */
     jlistener *listeners;
+    atomic_int nlisteners;
     uint64_t next_token;
 
     uint64_t rng; /* journal thread */
@@ -1146,90 +1166,154 @@ static void events_deliver(cr_journal *j, jevent *list) {
 
 /* ==== what a frozen request keeps ============================================================== */
 
-/* Builds the stored request of a transfer. New reference or NULL (no memory). */
-static json_t *payload_of(cr_journal *j, const cr_transfer *t, const char *id, const char *idem, int64_t created,
-                          int64_t expires, const char *host) {
-    json_t *p = json_object();
-    json_t *hs = json_array();
-    if (!p || !hs) {
-        json_decref(p);
-        json_decref(hs);
-        return NULL;
+/* Appends s as a JSON string (quotes, escapes; s is UTF-8). */
+static int json_str(cr_buf *b, const char *s) {
+    static const char hex[] = "0123456789abcdef";
+    if (cr_buf_append_char(b, '"')) return COURIER_E_NO_MEMORY;
+    const char *run = s;
+    for (const char *p = s;; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c && c >= 0x20 && c != '"' && c != '\\') continue;
+        if (p > run && cr_buf_append(b, run, (size_t)(p - run))) return COURIER_E_NO_MEMORY;
+        if (!c) break;
+        char esc[7] = {'\\', (char)c, 0};
+        size_t n = 2;
+        if (c < 0x20) {
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        if (cr_buf_append(b, esc, n)) return COURIER_E_NO_MEMORY;
+        run = p + 1;
     }
-    bool ok = !json_object_set_new(p, "v", json_integer(1)) && !json_object_set_new(p, "id", json_string(id)) &&
-              !json_object_set_new(p, "method", json_string(t->method)) &&
-              !json_object_set_new(p, "url", json_string(t->url)) && !json_object_set_new(p, "headers", hs);
-    for (size_t i = 0; ok && i < t->headers.count; i++) {
-        json_t *pair = json_pack("[ss]", t->headers.items[i].name, t->headers.items[i].value);
-        ok = pair && !json_array_append_new(hs, pair);
+    return cr_buf_append_char(b, '"');
+}
+
+/* Builds the stored request of a transfer as JSON text, all but its opening: the journal puts
+ * {"v":1,"id":...,"seq":... in front when it writes it (the id may be made then). The text is
+ * written once, directly (no document tree), on the worker. *out new (free). */
+static int payload_of(const cr_transfer *t, const char *idem, int64_t created, int64_t expires, const char *host,
+                      char **out) {
+    cr_buf b = {0};
+    char num[96];
+    int rc = cr_buf_append_str(&b, "\"method\":");
+    if (!rc) rc = json_str(&b, t->method);
+    if (!rc) rc = cr_buf_append_str(&b, ",\"url\":");
+    if (!rc) rc = json_str(&b, t->url);
+    if (!rc) rc = cr_buf_append_str(&b, ",\"headers\":[");
+    for (size_t i = 0; !rc && i < t->headers.count; i++) {
+        rc = cr_buf_append_str(&b, i ? ",[" : "[");
+        if (!rc) rc = json_str(&b, t->headers.items[i].name);
+        if (!rc) rc = cr_buf_append_char(&b, ',');
+        if (!rc) rc = json_str(&b, t->headers.items[i].value);
+        if (!rc) rc = cr_buf_append_char(&b, ']');
     }
-    if (ok && !cr_kvlist_get(&t->headers, "Idempotency-Key")) {
-        json_t *pair = json_pack("[ss]", "Idempotency-Key", idem);
-        ok = pair && !json_array_append_new(hs, pair);
+    if (!rc && !cr_kvlist_get(&t->headers, "Idempotency-Key")) {
+        rc = cr_buf_append_str(&b, t->headers.count ? ",[\"Idempotency-Key\"," : "[\"Idempotency-Key\",");
+        if (!rc) rc = json_str(&b, idem);
+        if (!rc) rc = cr_buf_append_char(&b, ']');
     }
-    if (ok && t->has_body) {
+    if (!rc) rc = cr_buf_append_char(&b, ']');
+    if (!rc && t->has_body) {
         /* cr_base64_encode of nothing leaves a reserved, unterminated buffer: encode only bytes. */
-        cr_buf b = {0};
-        ok = (t->body_len == 0 || cr_base64_encode(&b, t->body, t->body_len) == COURIER_OK) &&
-             !json_object_set_new(p, "body_b64", json_string(t->body_len && b.data ? b.data : ""));
-        cr_buf_free(&b);
+        rc = cr_buf_append_str(&b, ",\"body_b64\":\"");
+        if (!rc && t->body_len) rc = cr_base64_encode(&b, t->body, t->body_len);
+        if (!rc) rc = cr_buf_append_char(&b, '"');
     }
     const struct cr_freeze_req *fr = &t->freeze;
-    ok = ok && !json_object_set_new(p, "timeout_ms", json_integer(t->timeout_ms)) &&
-         !json_object_set_new(p, "idempotency_key", json_string(idem)) &&
-         !json_object_set_new(p, "created_ms", json_integer(created)) &&
-         !json_object_set_new(p, "expires_ms", json_integer(expires)) &&
-         !json_object_set_new(p, "policy", json_string(fr->policy == COURIER_FREEZE_MANUAL ? "manual" : "auto")) &&
-         !json_object_set_new(p, "ordered", json_boolean(!(fr->flags & COURIER_FREEZE_UNORDERED))) &&
-         !json_object_set_new(p, "host", json_string(host)) &&
-         !json_object_set_new(p, "priority", json_integer(t->priority));
-    if (ok) {
-        json_t *retry = json_pack("{s:i,s:I,s:I,s:I}", "max", t->retry.max, "base_ms", (json_int_t)t->retry.base_ms,
-                                  "max_ms", (json_int_t)t->retry.max_ms, "flags", (json_int_t)t->retry.flags);
-        ok = retry && !json_object_set_new(p, "retry", retry);
+    if (!rc) {
+        snprintf(num, sizeof num, ",\"timeout_ms\":%ld,\"idempotency_key\":", t->timeout_ms);
+        rc = cr_buf_append_str(&b, num);
     }
-    if (ok && fr->cache_set) {
-        json_t *cache = json_pack("{s:i,s:I}", "policy", fr->cache_policy, "expiry_s", (json_int_t)fr->cache_expiry_s);
-        ok = cache && !json_object_set_new(p, "cache", cache);
+    if (!rc) rc = json_str(&b, idem);
+    if (!rc) {
+        snprintf(num, sizeof num, ",\"created_ms\":%lld,\"expires_ms\":%lld,\"policy\":\"%s\",\"ordered\":%s,\"host\":",
+                 (long long)created, (long long)expires, fr->policy == COURIER_FREEZE_MANUAL ? "manual" : "auto",
+                 fr->flags & COURIER_FREEZE_UNORDERED ? "false" : "true");
+        rc = cr_buf_append_str(&b, num);
     }
-    if (ok && t->jspec) {
+    if (!rc) rc = json_str(&b, host);
+    if (!rc) {
+        snprintf(num, sizeof num, ",\"priority\":%d,\"retry\":{\"max\":%d,\"base_ms\":%ld,\"max_ms\":%ld,\"flags\":%u}",
+                 t->priority, t->retry.max, t->retry.base_ms, t->retry.max_ms, t->retry.flags);
+        rc = cr_buf_append_str(&b, num);
+    }
+    if (!rc && fr->cache_set) {
+        snprintf(num, sizeof num, ",\"cache\":{\"policy\":%d,\"expiry_s\":%lld}", fr->cache_policy,
+                 (long long)fr->cache_expiry_s);
+        rc = cr_buf_append_str(&b, num);
+    }
+    if (!rc && t->jspec) {
         /* Key paths and result names are kept; mapping objects live in memory only. */
-        json_t *js = json_object();
-        ok = js != NULL && !json_object_set_new(p, "json", js);
-        if (ok && t->jspec->key_path) ok = !json_object_set_new(js, "key_path", json_string(t->jspec->key_path));
-        if (ok) ok = !json_object_set_new(js, "had_mapping", json_boolean(t->jspec->mapping != NULL));
-        if (ok && t->jspec->nresults) {
-            json_t *rs = json_array();
-            ok = rs && !json_object_set_new(js, "results", rs);
-            for (size_t i = 0; ok && i < t->jspec->nresults; i++) {
-                const cr_result_spec *r = &t->jspec->results[i];
-                json_t *o = json_pack("{s:s,s:s?,s:I}", "name", r->name, "key_path", r->key_path, "flags",
-                                      (json_int_t)r->flags);
-                ok = o && !json_array_append_new(rs, o);
-            }
+        rc = cr_buf_append_str(&b, ",\"json\":{");
+        if (!rc && t->jspec->key_path) {
+            rc = cr_buf_append_str(&b, "\"key_path\":");
+            if (!rc) rc = json_str(&b, t->jspec->key_path);
+            if (!rc) rc = cr_buf_append_char(&b, ',');
         }
+        if (!rc) rc = cr_buf_append_str(&b, t->jspec->mapping ? "\"had_mapping\":true" : "\"had_mapping\":false");
+        if (!rc && t->jspec->nresults) {
+            rc = cr_buf_append_str(&b, ",\"results\":[");
+            for (size_t i = 0; !rc && i < t->jspec->nresults; i++) {
+                const cr_result_spec *r = &t->jspec->results[i];
+                rc = cr_buf_append_str(&b, i ? ",{\"name\":" : "{\"name\":");
+                if (!rc) rc = json_str(&b, r->name);
+                if (!rc && r->key_path) {
+                    rc = cr_buf_append_str(&b, ",\"key_path\":");
+                    if (!rc) rc = json_str(&b, r->key_path);
+                }
+                if (!rc) {
+                    snprintf(num, sizeof num, ",\"flags\":%u}", r->flags);
+                    rc = cr_buf_append_str(&b, num);
+                }
+            }
+            if (!rc) rc = cr_buf_append_char(&b, ']');
+        }
+        if (!rc) rc = cr_buf_append_char(&b, '}');
     }
-    (void)j;
-    if (!ok) {
-        json_decref(p);
-        return NULL;
+    if (!rc) rc = cr_buf_append_char(&b, '}');
+    if (rc) {
+        cr_buf_free(&b);
+        return COURIER_E_NO_MEMORY;
     }
-    return p;
+    *out = cr_buf_take(&b, NULL);
+    return *out ? COURIER_OK : COURIER_E_NO_MEMORY;
 }
 
 /* Rebuilds the request of a snapshot, for courier_send. *out new. */
-static int request_of(const courier_frozen *f, courier_request **out) {
+/* Rebuilds the request from its stored JSON (straight from the document: no snapshot needed).
+ * *out new. COURIER_E_JOURNAL_CORRUPT when the text is not a request. */
+static int request_from(const json_t *p, courier_request **out) {
+    const char *method = jstr(p, "method"), *url = jstr(p, "url"), *b64 = jstr(p, "body_b64");
+    const json_t *hs = json_object_get(p, "headers");
+    if (!method || !url || !json_is_array(hs)) return COURIER_E_JOURNAL_CORRUPT;
     courier_request *r = NULL;
-    int rc = courier_request_new(&r, f->method, f->url);
+    int rc = courier_request_new(&r, method, url);
     if (rc) return rc;
     courier_request_set_use_default_params(r, 0);
-    for (size_t i = 0; rc == COURIER_OK && i < f->headers.count; i++)
-        rc = courier_request_add_header(r, f->headers.items[i].name, f->headers.items[i].value);
-    if (rc == COURIER_OK && f->has_body)
-        rc = courier_request_set_body(r, f->body_len ? f->body : "", f->body_len,
-                                      cr_kvlist_get(&f->headers, "Content-Type"));
-    if (rc == COURIER_OK && f->info.timeout_ms > 0) rc = courier_request_set_timeout_ms(r, f->info.timeout_ms);
-    const json_t *p = f->payload;
+    const char *ctype = NULL;
+    size_t i;
+    json_t *h;
+    json_array_foreach(hs, i, h) {
+        const char *n = json_string_value(json_array_get(h, 0)), *v = json_string_value(json_array_get(h, 1));
+        if (!n || !v) rc = COURIER_E_JOURNAL_CORRUPT;
+        if (rc == COURIER_OK) rc = courier_request_add_header(r, n, v);
+        if (rc == COURIER_OK && !ctype && strcasecmp(n, "Content-Type") == 0) ctype = v;
+        if (rc) break;
+    }
+    if (rc == COURIER_OK && b64) {
+        char *body = NULL;
+        size_t len = 0;
+        rc = b64_decode(b64, strlen(b64), &body, &len);
+        if (rc == COURIER_E_INVALID_ARGUMENT) rc = COURIER_E_JOURNAL_CORRUPT;
+        if (rc == COURIER_OK) rc = courier_request_set_body(r, body, len, ctype);
+        free(body);
+    }
+    long timeout = (long)json_integer_value(json_object_get(p, "timeout_ms"));
+    if (rc == COURIER_OK && timeout > 0) rc = courier_request_set_timeout_ms(r, timeout);
     const json_t *retry = json_object_get(p, "retry");
     if (rc == COURIER_OK && retry) {
         int max = (int)json_integer_value(json_object_get(retry, "max"));
@@ -1251,9 +1335,9 @@ static int request_of(const courier_frozen *f, courier_request **out) {
     if (rc == COURIER_OK && js) {
         const char *kp = jstr(js, "key_path");
         if (kp) courier_request_set_key_path(r, kp);
-        size_t i;
+        size_t k;
         json_t *res;
-        json_array_foreach(json_object_get(js, "results"), i, res) {
+        json_array_foreach(json_object_get(js, "results"), k, res) {
             courier_request_add_result(r, jstr(res, "name"), jstr(res, "key_path"), NULL,
                                        (unsigned)json_integer_value(json_object_get(res, "flags")));
         }
@@ -1357,11 +1441,15 @@ static int apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f) {
         snprintf(f->id, sizeof f->id, "%016llx%.16s", (unsigned long long)seq, rnd);
         f->st.id_len = 32;
         memcpy(f->st.id, f->id, 32);
-        if (json_object_set_new(f->payload, "id", json_string(f->id))) return ENOMEM;
     }
-    if (json_object_set_new(f->payload, "seq", json_integer((json_int_t)seq))) return ENOMEM;
-    char *text = json_dumps(f->payload, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    /* The text: {"v":1,"id":...,"seq":..., then what the worker built. Ids need no escaping. */
+    char opening[COURIER_FROZEN_ID_MAX + 64];
+    int hl = snprintf(opening, sizeof opening, "{\"v\":1,\"id\":\"%s\",\"seq\":%llu,", f->id, (unsigned long long)seq);
+    size_t pl = strlen(f->payload);
+    char *text = malloc((size_t)hl + pl + 1);
     if (!text) return ENOMEM;
+    memcpy(text, opening, (size_t)hl);
+    memcpy(text + hl, f->payload, pl + 1);
     if (!f->generated) {
         uint8_t sb[8];
         put_be64(sb, seq);
@@ -1694,20 +1782,43 @@ static void seqs_add(jseqs *l, uint64_t seq) {
     l->v[l->n++] = seq;
 }
 
-/* Read-only look: is anything due now? With `scan`, also which claims are held by the dead and
- * which records expired (a pass over every record: only every poll interval). */
-static int peek(cr_journal *j, int64_t now, bool scan, bool *due_now, jseqs *dead, jseqs *expired) {
+/* In any transaction: is a record due now, and when is the next one due after now? */
+static void due_edges(cr_journal *j, MDB_txn *txn, int64_t now, bool *due_now, int64_t *next_due) {
     *due_now = false;
+    *next_due = INT64_MAX;
+    MDB_cursor *c;
+    if (mdb_cursor_open(txn, j->env->db_due, &c)) return;
+    MDB_val k, v;
+    if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 16) {
+        int64_t t = (int64_t)get_be64(k.mv_data);
+        if (t <= now) {
+            *due_now = true;
+            uint8_t kb[16];
+            put_be64(kb, be_time(now + 1));
+            memset(kb + 8, 0, 8);
+            k.mv_size = 16;
+            k.mv_data = kb;
+            if (mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) == 0 && k.mv_size == 16)
+                *next_due = (int64_t)get_be64(k.mv_data);
+        } else {
+            *next_due = t;
+        }
+    }
+    mdb_cursor_close(c);
+}
+
+/* Read-only look: is anything due now, and when next? With `scan`, also which claims are held by
+ * the dead and which records expired (a pass over every record: only every poll interval). */
+static int peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead,
+                jseqs *expired) {
+    *due_now = false;
+    *next_due = INT64_MAX;
     MDB_txn *txn;
     int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
     if (rc) return rc;
     MDB_cursor *c;
     MDB_val k, v;
-    if ((rc = mdb_cursor_open(txn, j->env->db_due, &c)) == 0) {
-        if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 16 && (int64_t)get_be64(k.mv_data) <= now)
-            *due_now = true;
-        mdb_cursor_close(c);
-    }
+    due_edges(j, txn, now, due_now, next_due);
     if (rc == 0 && scan && (rc = mdb_cursor_open(txn, j->env->db_req, &c)) == 0) {
         int grc;
         for (grc = mdb_cursor_get(c, &k, &v, MDB_FIRST); grc == 0; grc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
@@ -1722,29 +1833,6 @@ static int peek(cr_journal *j, int64_t now, bool scan, bool *due_now, jseqs *dea
     }
     mdb_txn_abort(txn);
     return rc;
-}
-
-/* The earliest future time something is due (INT64_MAX if none). */
-static int64_t next_wake(cr_journal *j, int64_t now) {
-    int64_t next = INT64_MAX;
-    MDB_txn *txn;
-    if (mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn)) return next;
-    MDB_dbi dbs[1] = {j->env->db_due};
-    for (int i = 0; i < 1; i++) {
-        MDB_cursor *c;
-        if (mdb_cursor_open(txn, dbs[i], &c)) continue;
-        uint8_t kb[16];
-        put_be64(kb, be_time(now + 1));
-        memset(kb + 8, 0, 8);
-        MDB_val k = {16, kb}, v;
-        if (mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) == 0 && k.mv_size == 16) {
-            int64_t t = (int64_t)get_be64(k.mv_data);
-            if (t < next) next = t;
-        }
-        mdb_cursor_close(c);
-    }
-    mdb_txn_abort(txn);
-    return next;
 }
 
 static void replay_done(uint64_t request_id, int code, courier_response *resp, const courier_error *err, void *user);
@@ -1774,13 +1862,18 @@ static void send_one(cr_journal *j, jsend *s) {
     o->journal = j;
     o->seq = s->seq;
     o->st = s->st;
-    bool bad = false;
-    o->snap = snap_make(s->seq, s->text, s->tlen, &s->st, &bad);
     int explicit_ = s->explicit_;
+    courier_request *r = NULL;
+    json_t *doc = json_loadb(s->text, s->tlen, 0, NULL);
+    int rc = doc ? request_from(doc, &r) : COURIER_E_JOURNAL_CORRUPT;
+    json_decref(doc);
+    if (rc == COURIER_OK && atomic_load(&j->nlisteners) > 0) {
+        /* The events carry a snapshot of the request; built only when someone listens. */
+        bool bad = false;
+        o->snap = snap_make(s->seq, s->text, s->tlen, &s->st, &bad);
+    }
     free(s->text);
     free(s);
-    courier_request *r = NULL;
-    int rc = !o->snap ? (bad ? COURIER_E_JOURNAL_CORRUPT : COURIER_E_NO_MEMORY) : request_of(o->snap, &r);
     if (rc == COURIER_OK && explicit_) rc = courier_request_set_ignore_offline(r, 1);
     if (rc == COURIER_OK) rc = courier_send(j->e, r, replay_done, o, NULL, &o->err);
     else if (rc == COURIER_E_JOURNAL_CORRUPT) cr_fail(&o->err, rc, "the stored request does not decode");
@@ -1868,9 +1961,11 @@ static void freeze_answer(cr_journal *j, jfreeze *f, bool frozen, const char *wh
 }
 
 static void freeze_free(jfreeze *f) {
-    json_decref(f->payload);
+    free(f->payload);
+    free(f->method);
+    free(f->url);
     courier_frozen_free(f->snap);
-    free(f->answer); /* only when never answered (a detached copy owns nothing) */
+    cr_transfer_free(f->answer); /* only when never answered */
     free(f);
 }
 
@@ -1892,7 +1987,7 @@ static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
             else mdb_txn_abort(txn);
         }
         if (is_corruption(rc)) j->broken = 1;
-        if (rc == 0) cr_event_frozen(j->e, f->answer_id, f->snap ? f->snap->method : NULL, f->snap ? f->snap->url : NULL);
+        if (rc == 0) cr_event_frozen(j->e, f->answer_id, f->method, f->url);
         freeze_answer(j, f, rc == 0, rc ? mdb_strerror(rc) : "");
         if (rc == 0) {
             jevent *ev = event_new(COURIER_FROZEN_EVENT_FROZEN, snap_retain(f->snap), f->answer_id, COURIER_OK);
@@ -1953,17 +2048,20 @@ static int64_t turn(cr_journal *j) {
     int64_t now = jnow(j);
     int64_t wake = mono + j->poll_ms;
     bool want_scan = mono >= j->next_recover_ms && !j->broken && !closing;
+    bool has_work = fz || oc || rs;
     bool due_now = false;
+    int64_t next_due = INT64_MAX;
     jseqs dead = {0}, expired = {0};
-    if (!j->broken && peek(j, now, want_scan, &due_now, &dead, &expired) == 0 && want_scan)
+    /* A turn that writes anyway looks at `due` inside its transaction: no extra read. */
+    if (!j->broken && (!has_work || want_scan) &&
+        peek(j, now, want_scan, &due_now, &next_due, &dead, &expired) == 0 && want_scan)
         j->next_recover_ms = mono + j->poll_ms;
-    bool want_pass = pass_ok && slots > 0 && (due_now || mode);
+    bool want_pass = pass_ok && slots > 0 && (due_now || mode || has_work);
     jevent *events = NULL, **etail = &events;
     jsend *sends = NULL, **stail = &sends;
     bool mode_done = false;
-    int64_t next_due = INT64_MAX;
 
-    if (fz || oc || rs || want_pass || expired.n || dead.n) {
+    if (has_work || want_pass || expired.n || dead.n) {
         MDB_txn *txn = NULL;
         int rc = j->broken ? MDB_PANIC : mdb_txn_begin(j->env->env, NULL, 0, &txn);
         jfreeze *f;
@@ -1978,9 +2076,11 @@ static int64_t turn(cr_journal *j) {
         for (jresend *r = rs; rc == 0 && r && !closing; r = r->next) rc = resend_one(j, txn, r->id, now, &stail);
         if (rc == 0 && want_pass) {
             long left = slots;
+            int64_t unused;
             for (jsend *s = sends; s; s = s->next) left--;
-            rc = pass(j, txn, now, left, mode, since, &stail, &etail, &next_due, &mode_done);
+            rc = pass(j, txn, now, left, mode, since, &stail, &etail, &unused, &mode_done);
         }
+        if (rc == 0) due_edges(j, txn, now, &due_now, &next_due); /* what is left, after the claims */
         if (rc == 0) rc = mdb_txn_commit(txn);
         else if (txn) mdb_txn_abort(txn);
         if (is_corruption(rc) && rc != MDB_PANIC) {
@@ -1990,7 +2090,7 @@ static int64_t turn(cr_journal *j) {
         }
         if (rc == 0) {
             for (f = fz; f; f = f->next) {
-                cr_event_frozen(j->e, f->answer_id, jstr(f->payload, "method"), jstr(f->payload, "url"));
+                cr_event_frozen(j->e, f->answer_id, f->method, f->url);
                 freeze_answer(j, f, true, "");
                 if (f->snap)
                     events_push(&etail, event_new(COURIER_FROZEN_EVENT_FROZEN, snap_retain(f->snap), f->answer_id,
@@ -2046,6 +2146,8 @@ static int64_t turn(cr_journal *j) {
             }
             pthread_mutex_unlock(&j->mu);
             if (keep) wake = mono + 100;
+            due_now = false;
+            next_due = now + 100;
         }
     }
     free(dead.v);
@@ -2077,23 +2179,16 @@ static int64_t turn(cr_journal *j) {
     ready_push(j, sends); /* nothing is claimed while closing: the next turn gives back the rest */
     if (!closing) pump_ready(j);
 
-    /* When to look again: the next due or expiring record, a probe, the poll. */
-    if (!j->broken) {
-        int64_t t = next_due != INT64_MAX ? next_due : next_wake(j, now);
-        if (t != INT64_MAX) {
-            int64_t delta = t - now;
-            if (delta < 0) delta = 0;
-            if (mono + delta < wake) wake = mono + delta;
-        }
+    /* When to look again: the next due record, a probe, the poll. */
+    if (!j->broken && next_due != INT64_MAX) {
+        int64_t delta = next_due - now;
+        if (delta < 0) delta = 0;
+        if (mono + delta < wake) wake = mono + delta;
     }
     int64_t probe = cr_monitor_tick(j->e, mono);
     if (probe < wake) wake = probe;
-    bool pending_now = false;
-    if (pass_ok && !closing) {
-        bool d = false;
-        jseqs none = {0}, none2 = {0};
-        if (peek(j, now, false, &d, &none, &none2) == 0) pending_now = d;
-    }
+    /* Records still due now that this engine would send: not idle (a free slot will take them). */
+    bool pending_now = pass_ok && !closing && due_now;
     pthread_mutex_lock(&j->mu);
     bool busy = j->fz_head || j->oc_head || j->rs_head || j->kick || j->kick_mode || j->wire > 0 || j->ready_head;
     j->idle = !busy && !pending_now;
@@ -2287,9 +2382,12 @@ static bool freezable(const cr_transfer *t, int code) {
     }
 }
 
-bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+/* Hands t's freeze to the journal thread. With `own`, the journal answers t itself and frees it
+ * (a transfer that never reached the worker); else a detached copy of what answering needs, and
+ * t->caller_gone is set (the engine frees t). False (nothing taken) on no memory or a closing or
+ * broken journal. */
+static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const courier_error *err, bool own) {
     cr_journal *j = e->journal;
-    if (!j || t->freeze.policy == COURIER_FREEZE_NEVER || t->caller_gone || resp || !freezable(t, code)) return false;
     /* Bodies from files or multipart parts, and downloads to files, are not kept: a file may change
      * or vanish before the resend. Those fail as they are. */
     if (t->parts || t->body_file || t->download_path || t->mime) return false;
@@ -2298,7 +2396,7 @@ bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_respon
     pthread_mutex_unlock(&j->mu);
     if (closing || j->broken) return false;
     jfreeze *f = calloc(1, sizeof *f);
-    cr_transfer *a = calloc(1, sizeof *a);
+    cr_transfer *a = own ? t : calloc(1, sizeof *a);
     if (!f || !a) goto fail;
     jstate *st = &f->st;
     if (t->freeze.id[0]) snprintf(f->id, sizeof f->id, "%s", t->freeze.id);
@@ -2307,7 +2405,11 @@ bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_respon
     const char *given = cr_kvlist_get(&t->headers, "Idempotency-Key");
     if (given) snprintf(idem, sizeof idem, "%s", given);
     else random_hex(idem);
-    if (host_of(t->url, host, sizeof host)) snprintf(host, sizeof host, "%s", "unknown://");
+    /* The scheduler's "scheme://host:port" when it has one (lowercase, default port filled in). */
+    if (t->host && strlen(t->host) < sizeof host && strstr(t->host, "://") && strrchr(t->host, ':') > strstr(t->host, "://"))
+        snprintf(host, sizeof host, "%s", t->host);
+    else if (host_of(t->url, host, sizeof host))
+        snprintf(host, sizeof host, "%s", "unknown://");
     int64_t now = jnow(j);
     st->policy = (uint8_t)t->freeze.policy;
     st->flags = (uint16_t)(t->freeze.flags & (COURIER_FREEZE_UNORDERED | COURIER_FREEZE_ON_AMBIGUOUS));
@@ -2320,20 +2422,24 @@ bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_respon
     memcpy(st->host, host, st->host_len);
     st->id_len = (uint16_t)strlen(f->id);
     memcpy(st->id, f->id, st->id_len);
-    if (!(f->payload = payload_of(j, t, f->id, idem, st->created_ms, st->expires_ms, host))) goto fail;
+    if (payload_of(t, idem, st->created_ms, st->expires_ms, host, &f->payload) || !(f->method = cr_strdup(t->method)) ||
+        !(f->url = cr_strdup(t->url)))
+        goto fail;
     f->code = code;
     if (err) f->err = *err;
     else cr_fail(&f->err, code, NULL);
     /* The caller is answered after the commit, from a detached copy of what answering needs. */
-    a->id = t->id;
-    a->engine = e;
-    a->done = t->done;
-    a->user = t->user;
-    a->attempts = t->attempts;
-    a->waited_s = t->waited_s;
+    if (!own) {
+        a->id = t->id;
+        a->engine = e;
+        a->done = t->done;
+        a->user = t->user;
+        a->attempts = t->attempts;
+        a->waited_s = t->waited_s;
+        t->caller_gone = 1;
+    }
     f->answer = a;
     f->answer_id = t->id;
-    t->caller_gone = 1;
     pthread_mutex_lock(&j->mu);
     if (j->fz_tail) j->fz_tail->next = f;
     else j->fz_head = f;
@@ -2342,10 +2448,35 @@ bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_respon
     pthread_mutex_unlock(&j->mu);
     return true;
 fail:
-    if (f) json_decref(f->payload);
+    if (f) {
+        free(f->payload);
+        free(f->method);
+        free(f->url);
+    }
     free(f);
-    free(a);
+    if (!own) free(a);
     return false; /* answered with its own failure */
+}
+
+bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+    if (!e->journal || t->freeze.policy == COURIER_FREEZE_NEVER || t->caller_gone || resp || !freezable(t, code))
+        return false;
+    return freeze_take(e, t, code, err, false);
+}
+
+bool cr_frozen_offline_send(courier_engine *e, cr_transfer *t) {
+    if (!e->journal || t->freeze.policy == COURIER_FREEZE_NEVER || t->freeze.ignore_offline || t->mock || t->custom ||
+        t->cache || !cr_monitor_offline(e))
+        return false;
+    pthread_mutex_lock(&e->lock);
+    bool closing = e->closing;
+    pthread_mutex_unlock(&e->lock);
+    if (closing) return false; /* courier_send says COURIER_E_CLOSED */
+    courier_error err;
+    cr_fail(&err, COURIER_E_OFFLINE, "the network monitor says offline");
+    cr_event_will_send(e, t);
+    if (freeze_take(e, t, COURIER_E_OFFLINE, &err, true)) return true;
+    return false;
 }
 
 /* ==== public API =============================================================================== */
@@ -2772,6 +2903,7 @@ int courier_frozen_add_listener(courier_engine *e, courier_frozen_event_fn fn, v
     jlistener **pp = &j->listeners;
     while (*pp) pp = &(*pp)->next;
     *pp = l;
+    atomic_fetch_add(&j->nlisteners, 1);
     pthread_mutex_unlock(&j->lmu);
     if (out_token) *out_token = l->token;
     return COURIER_OK;
@@ -2786,6 +2918,7 @@ int courier_frozen_remove_listener(courier_engine *e, uint64_t token) {
         if ((*pp)->token == token) {
             found = *pp;
             *pp = found->next;
+            atomic_fetch_sub(&j->nlisteners, 1);
             break;
         }
     }

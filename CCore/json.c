@@ -35,7 +35,7 @@ int courier_json_options_init(courier_json_options *o, int version) {
     o->max_bytes = CR_JSON_DEFAULT_MAX_BYTES;
     o->flags = 0;
     if (version >= 2) {
-        o->max_threads = 0;
+        o->max_threads = 1;
         o->parallel_min_bytes = CR_JSON_DEFAULT_PARALLEL_MIN;
     }
     return COURIER_OK;

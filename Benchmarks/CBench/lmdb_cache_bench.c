@@ -1,7 +1,8 @@
 /*
  * lmdb_cache_bench.c — the cache benchmark's C side: raw LMDB with the sizes and durability the
  * Courier cache uses (the ceiling), and the Courier C cache API (courier_cache_put_key /
- * courier_cache_get_key) driven from C. See cbench.h.
+ * courier_cache_get_key) driven from C; and readers that let the caller measure their gets side by
+ * side, in alternating chunks. See cbench.h.
  */
 #define _GNU_SOURCE 1
 #include "cbench.h"
@@ -105,6 +106,9 @@ static int raw_get(void *p, long i) {
     if (rc == 0) { /* the caller gets its own copy of the value, as a cache client would */
         void *copy = malloc(v.mv_size);
         if (copy) memcpy(copy, v.mv_data, v.mv_size);
+        /* Without this barrier gcc and clang drop the malloc, the memcpy and the free altogether
+         * (the copy is never read): the "ceiling" then never touched the value's bytes. */
+        __asm__ __volatile__("" : : "r"(copy) : "memory");
         free(copy);
     }
     mdb_txn_reset(c->txn);
@@ -230,4 +234,132 @@ int cbench_cache_courier(const char *dir, long entries, long timed_puts, long ge
         courier_engine_close(e);
     }
     return 0;
+}
+
+/* ---- readers: gets measured side by side -------------------------------------------------------- */
+
+double cbench_thread_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct cbench_cache_reader {
+    int kind;
+    long entries;
+    MDB_env *env;   /* raw */
+    raw_ctx raw[2]; /* one reset read transaction per thread */
+    courier_engine *engine;
+};
+
+cbench_cache_reader *cbench_cache_reader_open(int kind, const char *dir, long entries) {
+    cbench_cache_reader *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->kind = kind;
+    r->entries = entries;
+    if (kind == CBENCH_CACHE_RAW) {
+        MDB_txn *txn = NULL;
+        MDB_dbi dbi;
+        int rc = mdb_env_create(&r->env);
+        if (!rc) rc = mdb_env_set_mapsize(r->env, (size_t)(entries + 1000) * 4096 + ((size_t)64 << 20));
+        if (!rc) rc = mdb_env_open(r->env, dir, MDB_NOTLS | raw_flags(COURIER_CACHE_DURABLE), 0600);
+        if (!rc) rc = mdb_txn_begin(r->env, NULL, MDB_RDONLY, &txn);
+        if (!rc) rc = mdb_dbi_open(txn, NULL, 0, &dbi);
+        if (txn) mdb_txn_abort(txn);
+        for (int i = 0; i < 2 && !rc; i++) {
+            r->raw[i].env = r->env;
+            r->raw[i].dbi = dbi;
+            rc = mdb_txn_begin(r->env, NULL, MDB_RDONLY, &r->raw[i].txn);
+            if (!rc) mdb_txn_reset(r->raw[i].txn);
+        }
+        if (rc) {
+            cbench_cache_reader_close(r);
+            return NULL;
+        }
+        return r;
+    }
+    courier_config *cfg = NULL;
+    courier_error err;
+    if (courier_config_new(&cfg) != COURIER_OK) {
+        free(r);
+        return NULL;
+    }
+    courier_config_set_store_dir(cfg, dir);
+    courier_config_set_cache_max_bytes(cfg, (int64_t)(entries + 1000) * 2048 + ((int64_t)64 << 20));
+    int rc = courier_engine_open(&r->engine, cfg, &err);
+    courier_config_free(cfg);
+    if (rc) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void cbench_cache_reader_close(cbench_cache_reader *r) {
+    if (!r) return;
+    for (int i = 0; i < 2; i++)
+        if (r->raw[i].txn) mdb_txn_abort(r->raw[i].txn);
+    if (r->env) mdb_env_close(r->env);
+    if (r->engine) courier_engine_close(r->engine);
+    free(r);
+}
+
+typedef struct chunk_run {
+    getter g;
+    double cpu;
+} chunk_run;
+
+static void *run_chunk(void *arg) {
+    chunk_run *c = arg;
+    double c0 = cbench_thread_cpu_seconds();
+    run_getter(&c->g);
+    c->cpu = cbench_thread_cpu_seconds() - c0;
+    return NULL;
+}
+
+long cbench_cache_reader_gets(cbench_cache_reader *r, long n, int threads, uint64_t seed, double *wall_s,
+                              double *cpu_s) {
+    if (!r || n <= 0) return 0;
+    if (threads < 1) threads = 1;
+    if (threads > 2) threads = 2;
+    int (*get)(void *, long) = r->kind == CBENCH_CACHE_RAW ? raw_get : courier_get;
+    chunk_run runs[2];
+    for (int i = 0; i < threads; i++) {
+        void *ctx = r->kind == CBENCH_CACHE_RAW ? (void *)&r->raw[i] : (void *)r->engine;
+        runs[i] = (chunk_run){{get, ctx, r->entries, n, seed + 7919u * (uint64_t)i, 0, 0}, 0};
+    }
+    double t0 = now_s();
+    pthread_t th;
+    int second = threads == 2 && pthread_create(&th, NULL, run_chunk, &runs[1]) == 0;
+    run_chunk(&runs[0]);
+    if (second) pthread_join(th, NULL);
+    *wall_s += now_s() - t0;
+    long errors = runs[0].g.errors;
+    *cpu_s += runs[0].cpu;
+    if (second) {
+        errors += runs[1].g.errors;
+        *cpu_s += runs[1].cpu;
+    } else if (threads == 2) {
+        errors += n; /* the second thread could not start: its gets count as failed */
+    }
+    return errors;
+}
+
+double cbench_cache_reader_p50(cbench_cache_reader *r, int samples, uint64_t seed) {
+    if (!r || samples <= 0) return 0;
+    double *lat = malloc((size_t)samples * sizeof *lat);
+    if (!lat) return 0;
+    int (*get)(void *, long) = r->kind == CBENCH_CACHE_RAW ? raw_get : courier_get;
+    void *ctx = r->kind == CBENCH_CACHE_RAW ? (void *)&r->raw[0] : (void *)r->engine;
+    uint64_t s = seed;
+    for (int i = 0; i < samples; i++) {
+        long k = pick(&s, r->entries);
+        double t0 = now_s();
+        (void)get(ctx, k);
+        lat[i] = (now_s() - t0) * 1e9;
+    }
+    qsort(lat, (size_t)samples, sizeof lat[0], cmp_double);
+    double p50 = lat[samples / 2];
+    free(lat);
+    return p50;
 }

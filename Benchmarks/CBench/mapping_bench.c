@@ -132,10 +132,10 @@ long long cbench_mapping_parse_only(const void *data, size_t len) {
     return 0;
 }
 
-long long cbench_mapping_parse_serial(const void *data, size_t len) {
+long long cbench_mapping_parse_split(const void *data, size_t len) {
     courier_json_options o;
     courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
-    o.max_threads = 1;
+    o.max_threads = 0;
     courier_json *doc = NULL;
     if (courier_json_parse(data, len, &o, &doc, NULL) != COURIER_OK) return -1;
     courier_json_free(doc);

@@ -2,6 +2,11 @@
 // (hits, 1 and 2 threads) for raw LMDB (the ceiling, same sizes and durability, in the same run),
 // the Courier C cache API, the Swift facade and Foundation's URLCache; medians of several runs;
 // and how get latency changes from 10,000 to 1,000,000 entries.
+//
+// The gets of raw LMDB, Courier C and Swift are measured side by side: each store is loaded, then
+// all three are opened and small chunks of gets alternate between them (the order rotating), each
+// kind summing its wall and CPU time. On a shared machine the load drifts from second to second;
+// measured in separate phases, the three would be compared on different machines.
 
 import CBench
 import Courier
@@ -18,6 +23,8 @@ public enum CacheBenchmark {
         public var durablePuts = 2_000
         /// Gets per thread per measurement.
         public var gets = 200_000
+        /// Chunks the gets of each kind are split into, alternating between the kinds.
+        public var chunks = 20
         /// Runs; medians are reported.
         public var runs = 3
         /// URLCache: entries stored (and then looked up), once.
@@ -60,12 +67,11 @@ public enum CacheBenchmark {
 
     struct SwiftFigures {
         var putOps = 0.0
-        var getOps = 0.0
-        var getOps2 = 0.0
         var errors = 0
     }
 
-    static func swiftRun(dir: String, entries: Int, gets: Int, durability: CacheDurability) throws -> SwiftFigures {
+    /// Loads `entries` entries through the Swift facade, one timed `put` (one commit) each.
+    static func swiftRun(dir: String, entries: Int, durability: CacheDurability) throws -> SwiftFigures {
         var configuration = Configuration()
         configuration.storeDirectory = dir
         let engine = try Engine(configuration: configuration.cacheDurability(durability)
@@ -81,35 +87,93 @@ public enum CacheBenchmark {
             do { try writer.put(key: keys[i], headers: headers, body: bodies[i % 26], expiry: 3600) } catch { figures.errors += 1 }
         }
         figures.putOps = Double(entries) / (Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
-        engine.close()
-        guard gets > 0 else { return figures }
-        // Reads under the cache's default (durable) setting, whatever the puts used.
-        let reader = try Engine(configuration: configuration.cacheMaxBytes(Int64(entries + 1000) * 2048 + (64 << 20)))
-        defer { reader.close() }
-        let cache = reader.cache
-        func getLoop(seed: UInt64) -> (Double, Int) {
-            var s = seed
-            var errors = 0
-            let start = DispatchTime.now().uptimeNanoseconds
-            for _ in 0..<gets {
-                s = s &* 6364136223846793005 &+ 1442695040888963407
-                let i = Int((s >> 33) % UInt64(entries))
-                if (try? cache.get(key: keys[i]))??.body.count != 1024 { errors += 1 }
-            }
-            return (Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9, errors)
-        }
-        let (one, e1) = getLoop(seed: 12345)
-        figures.getOps = Double(gets) / one
-        figures.errors += e1
-        let results = Locked2<[(Double, Int)]>([])
-        DispatchQueue.concurrentPerform(iterations: 2) { t in
-            let r = getLoop(seed: UInt64(777 + t))
-            results.mutate { $0.append(r) }
-        }
-        let wall = results.get().map(\.0).max() ?? 1
-        figures.getOps2 = Double(2 * gets) / wall
-        figures.errors += results.get().map(\.1).reduce(0, +)
         return figures
+    }
+
+    /// The Swift facade's side of the side-by-side gets: an engine on a loaded store.
+    final class SwiftReader: @unchecked Sendable { // used by one chunk at a time
+        let engine: Engine
+        let cache: Cache
+        let keys: [String]
+
+        init(dir: String, entries: Int) throws {
+            var configuration = Configuration()
+            configuration.storeDirectory = dir
+            engine = try Engine(configuration: configuration.cacheMaxBytes(Int64(entries + 1000) * 2048 + (64 << 20)))
+            cache = engine.cache
+            keys = (0..<entries).map(CacheBenchmark.key)
+        }
+
+        deinit { engine.close() }
+
+        /// `n` random hits on each of `threads` threads; adds wall and CPU seconds; returns failures.
+        func gets(_ n: Int, threads: Int, seed: UInt64, wall: inout Double, cpu: inout Double) -> Int {
+            let results = Locked2<[(cpu: Double, errors: Int)]>([])
+            let start = DispatchTime.now().uptimeNanoseconds
+            let run: @Sendable (Int) -> Void = { [self] t in
+                let c0 = cbench_thread_cpu_seconds()
+                var s = seed &+ 7919 &* UInt64(t)
+                var errors = 0
+                let count = UInt64(keys.count)
+                for _ in 0..<n {
+                    s = s &* 6364136223846793005 &+ 1442695040888963407
+                    if (try? cache.get(key: keys[Int((s >> 33) % count)]))??.body.count != 1024 { errors += 1 }
+                }
+                let used = cbench_thread_cpu_seconds() - c0
+                results.mutate { $0.append((used, errors)) }
+            }
+            if threads == 1 { run(0) } else { DispatchQueue.concurrentPerform(iterations: threads, execute: run) }
+            wall += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            let all = results.get()
+            cpu += all.map(\.cpu).reduce(0, +)
+            return all.map(\.errors).reduce(0, +)
+        }
+    }
+
+    /// Gets of raw LMDB, Courier C and Swift in alternating chunks (after one untimed chunk each):
+    /// gets/s (wall) and CPU ns per get, 1 and 2 threads, and the median single-get latency.
+    static func sideBySide(raw rawDir: String, courier courierDir: String, swift swiftDir: String, entries: Int,
+                           gets: Int, chunks: Int, add: (String, Double) -> Void) throws -> Int {
+        guard let raw = cbench_cache_reader_open(Int32(CBENCH_CACHE_RAW), rawDir, entries) else {
+            throw CourierError(.store, message: "cannot open the raw LMDB store")
+        }
+        defer { cbench_cache_reader_close(raw) }
+        guard let courier = cbench_cache_reader_open(Int32(CBENCH_CACHE_COURIER), courierDir, entries) else {
+            throw CourierError(.store, message: "cannot open the Courier store")
+        }
+        defer { cbench_cache_reader_close(courier) }
+        let swift = try SwiftReader(dir: swiftDir, entries: entries)
+        let per = max(1, gets / max(1, chunks))
+        var errors = 0
+        for threads in [1, 2] {
+            var wall = [0.0, 0.0, 0.0], cpu = [0.0, 0.0, 0.0]
+            func chunk(_ kind: Int, _ n: Int, _ seed: UInt64, timed: Bool) {
+                var w = 0.0, c = 0.0
+                switch kind {
+                case 0: errors += cbench_cache_reader_gets(raw, n, Int32(threads), seed, &w, &c)
+                case 1: errors += cbench_cache_reader_gets(courier, n, Int32(threads), seed, &w, &c)
+                default: errors += swift.gets(n, threads: threads, seed: seed, wall: &w, cpu: &c)
+                }
+                if timed {
+                    wall[kind] += w
+                    cpu[kind] += c
+                }
+            }
+            for kind in 0..<3 { chunk(kind, per, 1, timed: false) } // pages mapped, caches warm
+            for i in 0..<chunks {
+                let seed = UInt64(1000 * threads + i)
+                for k in 0..<3 { chunk((i + k) % 3, per, seed, timed: true) } // the order rotates
+            }
+            let suffix = threads == 1 ? "" : "_2t"
+            let total = Double(per * chunks * threads)
+            for (kind, name) in ["raw", "courier", "swift"].enumerated() {
+                add("\(name)_get_ops\(suffix)", total / wall[kind])
+                add("\(name)_get_cpu_ns\(suffix)", cpu[kind] / total * 1e9)
+            }
+        }
+        add("raw_get_ns_p50", cbench_cache_reader_p50(raw, 20001, 4242))
+        add("courier_get_ns_p50", cbench_cache_reader_p50(courier, 20001, 4242))
+        return errors
     }
 
     // MARK: URLCache
@@ -147,7 +211,7 @@ public enum CacheBenchmark {
         defer { if options.directory == nil { try? FileManager.default.removeItem(atPath: base) } }
         var samples: [String: [Double]] = [:]
         func add(_ key: String, _ value: Double) { samples[key, default: []].append(value) }
-        let steps = Double(options.runs * 6 + 1 + options.latencySizes.count)
+        let steps = Double(options.runs * 7 + 1 + options.latencySizes.count)
         var step = 0.0
         func phase(_ what: String) {
             progress(step / steps, what)
@@ -162,27 +226,30 @@ public enum CacheBenchmark {
         var errors = 0
         for run in 1...options.runs {
             var r = cbench_cache_result()
+            let rawDir = fresh(), courierDir = fresh(), swiftDir = fresh()
             phase("run \(run): raw LMDB, \(options.entries) entries")
-            _ = cbench_cache_raw(fresh(), options.entries, options.entries, options.gets, fast, &r)
-            add("raw_put_nosync_ops", r.put_ops); add("raw_get_ops", r.get_ops); add("raw_get_ops_2t", r.get_ops_2t)
-            add("raw_get_ns_p50", r.get_ns_p50); errors += r.errors
+            _ = cbench_cache_raw(rawDir, options.entries, options.entries, 0, fast, &r)
+            add("raw_put_nosync_ops", r.put_ops); errors += r.errors
             phase("run \(run): raw LMDB, durable puts")
             _ = cbench_cache_raw(fresh(), options.durablePuts, options.durablePuts, 0, durable, &r)
             add("raw_put_ops", r.put_ops); errors += r.errors
             phase("run \(run): Courier C, \(options.entries) entries")
-            _ = cbench_cache_courier(fresh(), options.entries, options.entries, options.gets, fast, &r)
-            add("courier_put_nosync_ops", r.put_ops); add("courier_get_ops", r.get_ops)
-            add("courier_get_ops_2t", r.get_ops_2t); add("courier_get_ns_p50", r.get_ns_p50); errors += r.errors
+            _ = cbench_cache_courier(courierDir, options.entries, options.entries, 0, fast, &r)
+            add("courier_put_nosync_ops", r.put_ops); errors += r.errors
             phase("run \(run): Courier C, durable puts")
             _ = cbench_cache_courier(fresh(), options.durablePuts, options.durablePuts, 0, durable, &r)
             add("courier_put_ops", r.put_ops); errors += r.errors
             phase("run \(run): Swift, \(options.entries) entries")
-            let sw = try swiftRun(dir: fresh(), entries: options.entries, gets: options.gets, durability: .fast)
-            add("swift_put_nosync_ops", sw.putOps); add("swift_get_ops", sw.getOps); add("swift_get_ops_2t", sw.getOps2)
-            errors += sw.errors
+            let sw = try swiftRun(dir: swiftDir, entries: options.entries, durability: .fast)
+            add("swift_put_nosync_ops", sw.putOps); errors += sw.errors
             phase("run \(run): Swift, durable puts")
-            let sd = try swiftRun(dir: fresh(), entries: options.durablePuts, gets: 0, durability: .durable)
+            let sd = try swiftRun(dir: fresh(), entries: options.durablePuts, durability: .durable)
             add("swift_put_ops", sd.putOps); errors += sd.errors
+            if options.gets > 0 {
+                phase("run \(run): gets side by side (raw, C, Swift)")
+                errors += try sideBySide(raw: rawDir, courier: courierDir, swift: swiftDir, entries: options.entries,
+                                         gets: options.gets, chunks: options.chunks, add: add)
+            }
         }
         phase("URLCache, \(options.urlCacheEntries) entries")
         let at = step - 1

@@ -5,9 +5,9 @@
 //                  the 10 fields with their types
 //   swift_decode   Courier's ModelDecoder into [BenchRecord], parse included
 //   jsondecoder    Foundation's JSONDecoder into the same [BenchRecord]
-// plus, for the profile: each parser alone (the core's also on one thread: it splits a large
-// top-level array across the processors), the mapping with renamed keys (new objects built), and
-// the Swift decoder on an already parsed document (the decoding alone).
+// plus, for the profile: each parser alone, the core's parse with the top-level array split across
+// the processors (opt-in), the mapping with renamed keys (new objects built), the Swift decoder on
+// an already parsed document (the decoding alone) and with the split parse.
 // Throughput is bytes of JSON text / median wall time of the runs, in MB/s (10^6 bytes).
 
 import CBench
@@ -65,8 +65,8 @@ public enum MappingBenchmark {
 
     /// The measurements, in the order printed. The first four are the issue's.
     public static let names = ["jansson", "mapping", "swift_decode", "jsondecoder",
-                               "jansson_parse_only", "core_parse_only", "core_parse_serial", "mapping_renamed",
-                               "swift_decode_parsed"]
+                               "jansson_parse_only", "core_parse_only", "core_parse_split", "mapping_renamed",
+                               "swift_decode_parsed", "swift_decode_split"]
 
     /// Runs the benchmark.
     /// - Parameters:
@@ -99,6 +99,8 @@ public enum MappingBenchmark {
         }
 
         let parsed = try JSON.parse(data)
+        var split = ModelDecoder()
+        split.parseThreads = 0
         let bodies: [String: () throws -> Void] = [
             "swift_decode_parsed": { _ = try ModelDecoder().decode([BenchRecord].self, from: parsed) },
             "jansson": { _ = cbench_jansson_parse_walk(raw, length) },
@@ -107,7 +109,8 @@ public enum MappingBenchmark {
             "jsondecoder": { _ = try JSONDecoder().decode([BenchRecord].self, from: data) },
             "jansson_parse_only": { _ = cbench_jansson_parse_only(raw, length) },
             "core_parse_only": { _ = cbench_mapping_parse_only(raw, length) },
-            "core_parse_serial": { _ = cbench_mapping_parse_serial(raw, length) },
+            "core_parse_split": { _ = cbench_mapping_parse_split(raw, length) },
+            "swift_decode_split": { _ = try split.decode([BenchRecord].self, from: data) },
             "mapping_renamed": { _ = cbench_mapping_run(raw, length, renamed) },
         ]
         var report = Report(options: options, bytes: length, runs: [:])

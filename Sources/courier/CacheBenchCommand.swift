@@ -10,18 +10,25 @@ struct CacheBenchCommand: ParsableCommand {
         abstract: "Cache puts/s and gets/s: raw LMDB vs Courier C vs Courier Swift vs URLCache.",
         discussion: """
             32-byte keys, 1 KiB bodies. Each run loads --entries entries one commit per put (timed,
-            no-sync setting: *_put_nosync_ops), then times --gets random hits on 1 and 2 threads;
-            and times --durable-puts single-put commits under the cache's default durable setting
-            (MDB_NOMETASYNC: *_put_ops), raw LMDB with the same flags. URLCache stores
-            --urlcache-entries entries once (it rescans its directory on every call). Medians of
-            --runs runs; then the median get latency at each of --latency-sizes entries.
-            Targets: C gets >= 0.6x raw, C puts >= 0.5x raw, Swift gets >= 0.4x raw, Courier >= 1000x URLCache.
+            no-sync setting: *_put_nosync_ops) into a raw LMDB store, a Courier store (C API) and a
+            Courier store (Swift facade), and times --durable-puts single-put commits under the
+            cache's default durable setting (MDB_NOMETASYNC: *_put_ops), raw LMDB with the same
+            flags. Then it times --gets random hits per thread, on 1 and 2 threads, for the three
+            side by side: in --chunks chunks alternating between them (the order rotating), so a
+            machine whose load drifts slows all three alike. A raw get renews a reset read
+            transaction, copies the value out and resets it. Gets are reported per second of wall
+            time (*_get_ops) and in CPU time per get (*_get_cpu_ns, steadier on a busy machine).
+            URLCache stores --urlcache-entries entries once (it rescans its directory on every
+            call). Medians of --runs runs; then the median get latency at each of --latency-sizes
+            entries. Targets: C gets >= 0.6x raw, C puts >= 0.5x raw, Swift gets >= 0.4x raw,
+            Courier >= 1000x URLCache.
             """
     )
 
     @Option(help: "Entries per run.") var entries = 100_000
     @Option(name: .customLong("durable-puts"), help: "Durable single-put commits timed per run.") var durablePuts = 2_000
     @Option(help: "Random gets per thread per measurement.") var gets = 200_000
+    @Option(help: "Chunks the gets are split into, alternating between raw LMDB, C and Swift.") var chunks = 20
     @Option(help: "Runs; medians are reported.") var runs = 3
     @Option(name: .customLong("urlcache-entries"), help: "URLCache entries (slow: ~20 stores/s).") var urlCacheEntries = 1_000
     @Option(name: .customLong("urlcache-gets"), help: "URLCache lookups.") var urlCacheGets = 300
@@ -31,7 +38,7 @@ struct CacheBenchCommand: ParsableCommand {
     @Flag(help: "Print one JSON object on stdout.") var json = false
 
     func validate() throws {
-        guard entries > 0, gets >= 0, runs > 0, durablePuts > 0, urlCacheEntries > 0, urlCacheGets > 0 else {
+        guard entries > 0, gets >= 0, runs > 0, chunks > 0, durablePuts > 0, urlCacheEntries > 0, urlCacheGets > 0 else {
             throw ValidationError("counts must be > 0")
         }
         _ = try sizes()
@@ -51,6 +58,7 @@ struct CacheBenchCommand: ParsableCommand {
         options.entries = entries
         options.durablePuts = durablePuts
         options.gets = gets
+        options.chunks = chunks
         options.runs = runs
         options.urlCacheEntries = urlCacheEntries
         options.urlCacheGets = urlCacheGets
@@ -82,17 +90,21 @@ struct CacheBenchCommand: ParsableCommand {
             return String(format: "%8.2fx", x / y)
         }
         print("cache benchmark: \(entries) entries, 32-byte keys, 1 KiB bodies, median of \(runs) runs")
-        print("                       gets/s (1 thr)  gets/s (2 thr)   puts/s durable   puts/s no-sync")
+        print("                       gets/s (1 thr)  gets/s (2 thr)   CPU ns/get (1 thr, 2 thr)   puts/s durable   puts/s no-sync")
+        func ns(_ k: String) -> String { String(format: "%7.0f", f[k] ?? 0) }
         for (name, p) in [("raw LMDB", "raw"), ("Courier C", "courier"), ("Courier Swift", "swift")] {
             print(String(format: "%-18@", name as NSString) + "  " + ops(p + "_get_ops") + "    " + ops(p + "_get_ops_2t")
-                  + "     " + ops(p + "_put_ops") + "     " + ops(p + "_put_nosync_ops"))
+                  + "        " + ns(p + "_get_cpu_ns") + "  " + ns(p + "_get_cpu_ns_2t")
+                  + "          " + ops(p + "_put_ops") + "     " + ops(p + "_put_nosync_ops"))
         }
         print(String(format: "%-18@", "URLCache (\(urlCacheEntries))" as NSString) + "  " + ops("urlcache_get_ops")
-              + "                    " + ops("urlcache_put_ops") + " (its only setting)")
-        print("ratios: C gets \(ratio("courier_get_ops", "raw_get_ops")) raw (target 0.6x), "
-              + "C puts \(ratio("courier_put_ops", "raw_put_ops")) raw durable (target 0.5x), "
-              + "no-sync \(ratio("courier_put_nosync_ops", "raw_put_nosync_ops")), "
-              + "Swift gets \(ratio("swift_get_ops", "raw_get_ops")) raw (target 0.4x)")
+              + String(repeating: " ", count: 50) + ops("urlcache_put_ops") + " (its only setting)")
+        print("ratios: C gets \(ratio("courier_get_ops", "raw_get_ops")) raw (target 0.6x; 2 thr "
+              + "\(ratio("courier_get_ops_2t", "raw_get_ops_2t")), CPU \(ratio("raw_get_cpu_ns", "courier_get_cpu_ns"))), "
+              + "Swift gets \(ratio("swift_get_ops", "raw_get_ops")) raw (target 0.4x; 2 thr "
+              + "\(ratio("swift_get_ops_2t", "raw_get_ops_2t")), CPU \(ratio("raw_get_cpu_ns", "swift_get_cpu_ns")))")
+        print("        C puts \(ratio("courier_put_ops", "raw_put_ops")) raw durable (target 0.5x), "
+              + "no-sync \(ratio("courier_put_nosync_ops", "raw_put_nosync_ops"))")
         print("        Courier C vs URLCache: gets \(ratio("courier_get_ops", "urlcache_get_ops")), "
               + "puts \(ratio("courier_put_ops", "urlcache_put_ops")) (target 1000x)")
         print("get latency (median of 20,001 single gets):")

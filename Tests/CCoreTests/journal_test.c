@@ -197,6 +197,7 @@ static void freeze_on_cannot_connect(void) {
     w_init(&w, e);
     courier_request *r = freezable("POST", "/like/7", "liked=1", COURIER_FREEZE_AUTO, 0);
     courier_request_add_header(r, "X-App", "demo");
+    courier_request_add_header(r, "X-Quoted", "a \"b\" \\c\td \xc3\xa9");
     CHECK_EQ(send_one(e, r, &w), COURIER_OK);
     CHECK_EQ(w_wait(&w, 1), 1);
     CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
@@ -227,6 +228,7 @@ static void freeze_on_cannot_connect(void) {
         if (strcasecmp(n, "Idempotency-Key") == 0) saw_key = strcmp(v, key) == 0;
         if (strcmp(n, "X-App") == 0) saw_app = strcmp(v, "demo") == 0;
         if (strcasecmp(n, "Content-Type") == 0) saw_type = strcmp(v, "text/plain") == 0;
+        if (strcmp(n, "X-Quoted") == 0) CHECK_STR(v, "a \"b\" \\c\td \xc3\xa9"); /* JSON escapes round-trip */
     }
     CHECK(saw_key && saw_app && saw_type);
     courier_frozen_info info;

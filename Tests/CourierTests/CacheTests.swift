@@ -76,6 +76,13 @@ final class CacheTests: LoopbackTestCase {
         let manual = try XCTUnwrap(try engine.cache.get(key: "manual"))
         XCTAssertEqual(manual.text, "hand made")
         XCTAssertEqual(manual.header("x-a"), "1")
+        // Several headers (one value empty, one not ASCII) come back in order, body unchanged.
+        let lines: HTTPHeaders = [("X-A", "1"), ("X-Empty", ""), ("X-Text", "größe ✓"), ("X-A", "2")]
+        try engine.cache.put(key: "several", headers: lines, body: Data([0, 1, 2, 255]))
+        let several = try XCTUnwrap(try engine.cache.get(key: "several"))
+        XCTAssertEqual(several.headers, lines)
+        XCTAssertEqual(several.body, Data([0, 1, 2, 255]))
+        XCTAssertTrue(try engine.cache.remove(key: "several"))
 
         let entries = try await engine.cache.entries()
         XCTAssertEqual(entries.count, 2)

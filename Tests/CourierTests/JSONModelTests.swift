@@ -234,6 +234,18 @@ final class JSONModelTests: XCTestCase {
         XCTAssertEqual(decoded.id, 5)
     }
 
+    func testSplitParseDecodesTheSame() throws {
+        let items = (0..<6000).map { Item(id: $0, title: "item, [\($0)] \"quoted\"") }
+        let data = try ModelEncoder().encode(items)
+        XCTAssertGreaterThan(data.count, 256 * 1024)
+        var split = ModelDecoder()
+        split.parseThreads = 0
+        XCTAssertEqual(try split.decode([Item].self, from: data), items)
+        split.parseThreads = 3
+        XCTAssertEqual(try split.decode([Item].self, from: data), items)
+        XCTAssertEqual(try ModelDecoder().decode([Item].self, from: data), items)
+    }
+
     // MARK: - Encoding
 
     func testEncoderWritesTheCoresJSON() throws {

@@ -31,7 +31,41 @@ private func readmeExample() async throws {
     }
 }
 
+private struct Item: Decodable, Sendable { let id: Int; let title: String }
+
+/// The README's tour, word for word (compiled; its paths are the README's, not the test server's).
+private func tour(engine: Engine) async throws {
+    // Cache (LMDB): a fresh entry answers without the network, marked fromCache.
+    let cached = try await engine.send(.get("items").cachePolicy(.cacheFirst).cacheExpiry(300))
+    print(cached.fromCache, try await engine.cache.size().count)
+
+    // JSON mapping in the core: decode the models under a key path, no second parse.
+    let items = try await engine.send(.get("items").keyPath("data.items"), as: [Item].self)
+    print(items.count)
+
+    // Frozen requests: a like made in a tunnel is kept in a durable journal and sent again
+    // (with the same Idempotency-Key) when the network returns or at the next start.
+    _ = try? await engine.send(.post("likes").parameter("post", "7").freeze(.whenOffline))
+    print(try engine.frozen.count())
+
+    // Scheduling: retry with backoff and Retry-After, priorities, batches and chains.
+    let retried = try await engine.send(.get("feed").retry(RetryPolicy(maxRetries: 3)).priority(.high))
+    let both = try await engine.batch([.get("a"), .get("b")])
+    print(retried.status, both.count)
+}
+
 final class ReadmeExampleTests: LoopbackTestCase {
+    func testTheTourCompilesAndItsMappingRuns() async throws {
+        let run: (Engine) async throws -> Void = tour
+        XCTAssertNotNil(run as Any)
+        let items = try await engine.send(.get("/json").keyPath("data.items"), as: [Item].self)
+        XCTAssertEqual(items.map(\.title), ["one", "two"])
+        let cached = try await engine.send(.get("/json").cachePolicy(.cacheFirst).cacheExpiry(300))
+        XCTAssertFalse(cached.fromCache)
+        let again = try await engine.send(.get("/json").cachePolicy(.cacheFirst).cacheExpiry(300))
+        XCTAssertTrue(again.fromCache)
+    }
+
     func testTheExampleCompiles() {
         let example: () async throws -> Void = readmeExample
         XCTAssertNotNil(example as Any)

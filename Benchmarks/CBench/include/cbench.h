@@ -107,6 +107,27 @@ int cbench_cache_raw(const char *dir, long entries, long timed_puts, long gets, 
 int cbench_cache_courier(const char *dir, long entries, long timed_puts, long gets, int durability,
                          cbench_cache_result *out);
 
+/* Gets measured side by side. On a shared machine the load drifts from second to second, so
+ * gets measured in separate phases (raw, then Courier seconds later) compare two different
+ * machines. A reader opens a store that cbench_cache_raw or cbench_cache_courier loaded, and the
+ * caller alternates small chunks of gets between the readers (and the Swift facade), summing wall
+ * and CPU time per reader: a load change then slows them alike. */
+typedef struct cbench_cache_reader cbench_cache_reader;
+#define CBENCH_CACHE_RAW 0     /* raw LMDB: a reset read transaction per thread, renewed per get */
+#define CBENCH_CACHE_COURIER 1 /* courier_cache_get_key on an engine with the default durability */
+/* Opens the store in `dir` holding keys 0..entries-1. NULL on failure. */
+cbench_cache_reader *cbench_cache_reader_open(int kind, const char *dir, long entries);
+/* `n` random hits on each of `threads` threads (1 or 2), keys drawn from `seed`: adds the wall time
+ * (until the last thread is done) to *wall_s and the threads' CPU time to *cpu_s. Returns the gets
+ * that failed or missed. */
+long cbench_cache_reader_gets(cbench_cache_reader *r, long n, int threads, uint64_t seed, double *wall_s,
+                              double *cpu_s);
+/* The median latency of `samples` single gets, in nanoseconds. */
+double cbench_cache_reader_p50(cbench_cache_reader *r, int samples, uint64_t seed);
+void cbench_cache_reader_close(cbench_cache_reader *r);
+/* The calling thread's CPU time (user + system) so far, in seconds. */
+double cbench_thread_cpu_seconds(void);
+
 /* ---- mapping (mapping_bench.c) --------------------------------------------------------------- */
 
 /* The mapping benchmark's document: a JSON array of `count` objects of 10 mixed fields (id, name,
@@ -123,12 +144,12 @@ long long cbench_jansson_parse_only(const void *data, size_t len);
  * cbench_mapping_free. */
 void *cbench_mapping_new(int renames);
 void cbench_mapping_free(void *mapping);
-/* The core: courier_json_parse (limits, duplicate keys refused, a large array split across the
- * processors) + courier_mapping_apply, then both freed; returns the number of mapped objects, -1
- * on failure. _parse_only: the parse alone; _parse_serial: the parse alone on one thread. */
+/* The core: courier_json_parse (limits, duplicate keys refused) + courier_mapping_apply, then
+ * both freed; returns the number of mapped objects, -1 on failure. _parse_only: the parse alone;
+ * _parse_split: the parse alone with the top-level array split across the processors. */
 long long cbench_mapping_run(const void *data, size_t len, const void *mapping);
 long long cbench_mapping_parse_only(const void *data, size_t len);
-long long cbench_mapping_parse_serial(const void *data, size_t len);
+long long cbench_mapping_parse_split(const void *data, size_t len);
 
 /* ---- frozen requests (frozen_bench.c) -------------------------------------------------------- */
 

@@ -502,26 +502,52 @@ public struct Cache: Sendable {
     /// - Throws: ``CourierError``.
     public func put(key: String, status: Int = 200, headers: HTTPHeaders = [], body: Data, expiry: Int? = nil) throws {
         try call { handle in
-            let names = headers.map { strdup($0.name) }
-            let values = headers.map { strdup($0.value) }
-            defer {
-                names.forEach { free($0) }
-                values.forEach { free($0) }
-            }
             var error = courier_error()
-            let rc = names.map { UnsafePointer($0) }.withUnsafeBufferPointer { np in
-                values.map { UnsafePointer($0) }.withUnsafeBufferPointer { vp in
-                    body.withUnsafeBytes { bytes -> Int32 in
-                        var empty: UInt8 = 0
-                        return withUnsafeMutablePointer(to: &empty) { emptyPointer in
-                            courier_cache_put_key(handle, key, Int32(status), np.baseAddress, vp.baseAddress, headers.count,
-                                                  bytes.baseAddress ?? UnsafeRawPointer(emptyPointer), bytes.count,
-                                                  Int64(expiry ?? 0), &error)
-                        }
+            let rc = Self.withCHeaders(headers) { names, values in
+                body.withUnsafeBytes { bytes -> Int32 in
+                    var empty: UInt8 = 0
+                    return withUnsafeMutablePointer(to: &empty) { emptyPointer in
+                        courier_cache_put_key(handle, key, Int32(status), names, values, headers.count,
+                                              bytes.baseAddress ?? UnsafeRawPointer(emptyPointer), bytes.count,
+                                              Int64(expiry ?? 0), &error)
                     }
                 }
             }
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
+        }
+    }
+
+    /// Calls `body` with the header names and values as two arrays of C strings, all of them in
+    /// one buffer ("name\0value\0"...): three allocations, none for no headers (it was one
+    /// `strdup` per string plus four arrays).
+    private static func withCHeaders<R>(
+        _ headers: HTTPHeaders,
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<UnsafePointer<CChar>?>?) -> R
+    ) -> R {
+        if headers.isEmpty { return body(nil, nil) }
+        var text: [UInt8] = []
+        text.reserveCapacity(headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 })
+        for line in headers {
+            text.append(contentsOf: line.name.utf8)
+            text.append(0)
+            text.append(contentsOf: line.value.utf8)
+            text.append(0)
+        }
+        return text.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) { base in
+                var names = [UnsafePointer<CChar>?](repeating: nil, count: headers.count)
+                var values = [UnsafePointer<CChar>?](repeating: nil, count: headers.count)
+                var offset = 0
+                for (i, line) in headers.enumerated() {
+                    names[i] = base + offset
+                    offset += line.name.utf8.count + 1
+                    values[i] = base + offset
+                    offset += line.value.utf8.count + 1
+                }
+                return names.withUnsafeBufferPointer { np in
+                    values.withUnsafeBufferPointer { vp in body(np.baseAddress, vp.baseAddress) }
+                }
+            }
         }
     }
 

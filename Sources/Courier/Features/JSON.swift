@@ -229,10 +229,11 @@ final class JSONDocument: @unchecked Sendable {
 
     init(taking root: OpaquePointer) { self.root = root }
 
-    init(parsing data: Data, maxDepth: Int = 512, maxBytes: Int64 = 0) throws {
+    init(parsing data: Data, maxDepth: Int = 512, maxBytes: Int64 = 0, threads: Int = 1) throws {
         var options = courier_json_options()
         courier_json_options_init(&options, COURIER_JSON_OPTIONS_VERSION)
         options.max_depth = Int32(clamping: maxDepth)
+        options.max_threads = Int32(clamping: max(0, threads))
         if maxBytes > 0 { options.max_bytes = maxBytes }
         var out: OpaquePointer?
         var error = courier_error()

@@ -61,6 +61,10 @@ public struct ModelDecoder: Sendable {
     public var allowsNumericStrings = false
     /// Values for your `init(from:)`s to read from `decoder.userInfo`.
     public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
+    /// Threads the C core may parse a large (256 KiB and more) top-level array with, when this
+    /// decoder parses text itself: 1 (the default) parses on the calling thread; 0 uses one per
+    /// processor (at most 4). Pays only when processors are idle.
+    public var parseThreads = 1
 
     /// A decoder with the default strategies.
     public init() {}
@@ -74,7 +78,7 @@ public struct ModelDecoder: Sendable {
     /// - Throws: ``CourierError`` (``CourierError/Code/json``) when the text is not JSON; a
     ///   `DecodingError` when it does not fit the type.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data, keyPath: String? = nil) throws -> T {
-        let document = try JSONDocument(parsing: data)
+        let document = try JSONDocument(parsing: data, threads: parseThreads)
         return try withExtendedLifetime(document) {
             try decode(type, root: document.root, keyPath: keyPath)
         }
