@@ -81,6 +81,7 @@ int cr_buf_reserve(cr_buf *b, size_t extra) {
     if (!p) return COURIER_E_NO_MEMORY;
     b->data = p;
     b->cap = cap;
+    b->data[b->len] = '\0'; /* a buffer is a C string from its first allocation on */
     return COURIER_OK;
 }
 

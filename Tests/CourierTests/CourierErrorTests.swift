@@ -111,6 +111,7 @@ final class CourierErrorTests: LoopbackTestCase {
             (.tooLarge, -11), (.internal, -12), (.noMemory, -13), (.invalidHeader, -14), (.invalidEncoding, -15),
             (.partialResponse, -16), (.network, -17), (.closed, -18), (.store, -19), (.notFound, -20),
             (.tooFrequent, -21), (.init(rawValue: -22), -22), (.init(rawValue: -23), -23), (.init(rawValue: -24), -24),
+            (.init(rawValue: -25), -25), (.init(rawValue: -26), -26), (.init(rawValue: -27), -27),
         ]
         XCTAssertEqual(CourierError.Code.allKnown, expected.map(\.0))
         for (code, raw) in expected {
@@ -122,6 +123,8 @@ final class CourierErrorTests: LoopbackTestCase {
         XCTAssertEqual(Set(expected.map(\.0.name)).count, expected.count)
         XCTAssertEqual(CourierError.Code(rawValue: -22).name, "json")
         XCTAssertEqual(CourierError.Code(rawValue: -24).name, "api")
+        XCTAssertEqual(CourierError.Code(rawValue: -25).name, "frozen")
+        XCTAssertEqual(CourierError.Code(rawValue: -27).name, "journalCorrupt")
         XCTAssertEqual(CourierError.timeout, CourierError.Code.timeout)
         XCTAssertEqual(CourierError.notFound, .notFound)
     }

@@ -127,6 +127,7 @@ extension CourierError {
             .cancelled, .httpStatus, .invalidResult, .tooLarge, .internal, .noMemory, .invalidHeader,
             .invalidEncoding, .partialResponse, .network, .closed, .store, .notFound, .tooFrequent,
             Code(COURIER_E_JSON), Code(COURIER_E_MAPPING), Code(COURIER_E_API),
+            Code(COURIER_E_FROZEN), Code(COURIER_E_OFFLINE), Code(COURIER_E_JOURNAL_CORRUPT),
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -164,6 +165,9 @@ extension CourierError {
             case Code(COURIER_E_JSON): return "json"
             case Code(COURIER_E_MAPPING): return "mapping"
             case Code(COURIER_E_API): return "api"
+            case Code(COURIER_E_FROZEN): return "frozen"
+            case Code(COURIER_E_OFFLINE): return "offline"
+            case Code(COURIER_E_JOURNAL_CORRUPT): return "journalCorrupt"
             default: return "unknown(\(rawValue))"
             }
         }
