@@ -109,4 +109,16 @@ final class SchedulingTests: LoopbackTestCase {
         wait(for: [done], timeout: 20)
         XCTAssertEqual(order.get(), ["busy", "high", "normal", "low"])
     }
+
+    func testSendWithRetryTimesIsCountedByTheServer() async throws {
+        let before = server.count("/status/503")
+        do {
+            _ = try await engine.send(.get("/status/503"), retry: RetryPolicy(maxRetries: 2, baseDelay: 0.001, maxDelay: 0.01))
+            XCTFail("expected an HTTP error")
+        } catch let error as CourierError where error.code == .httpStatus {
+            XCTAssertEqual(error.response?.attempts, 3)
+        }
+        XCTAssertEqual(server.count("/status/503") - before, 3)
+        XCTAssertEqual(RetryPolicy.times(3).maxRetries, 3)
+    }
 }

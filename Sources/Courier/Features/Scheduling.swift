@@ -65,6 +65,12 @@ public struct RetryPolicy: Sendable, Hashable {
     /// No retries (the engine's default).
     public static let disabled = RetryPolicy(maxRetries: 0)
 
+    /// At most `count` further attempts, with the default backoff (0.5 s doubling to 30 s) and
+    /// Retry-After honoured: `engine.send(request, retry: .times(3))`.
+    /// - Parameter count: Further attempts after the first.
+    /// - Returns: The rule.
+    public static func times(_ count: Int) -> RetryPolicy { RetryPolicy(maxRetries: count) }
+
     /// Hands the rule to a C setter with its arguments converted.
     func withCArguments(_ body: (Int32, CLong, CLong, UInt32) -> Int32) -> Int32 {
         let flags = (retriesNonIdempotent ? COURIER_RETRY_NON_IDEMPOTENT : 0)
@@ -155,5 +161,20 @@ extension Response {
         var waited = 0.0
         _ = courier_response_attempts(storage.pointer, &attempts, &waited)
         return waited
+    }
+}
+
+// MARK: - Sending with a retry rule
+
+extension Engine {
+    /// Sends a request with a retry rule (HTNetworking's signalStartWithRetry:): the same as
+    /// `send(request.retry(rule))`; the C core decides which failures are retried and when.
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - rule: The retry rule, e.g. `.times(3)`.
+    /// - Returns: The response of the last attempt.
+    /// - Throws: ``CourierError`` as ``send(_:)-(Request)``.
+    public func send(_ request: Request, retry rule: RetryPolicy) async throws -> Response {
+        try await send(request.retry(rule))
     }
 }
