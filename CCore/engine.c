@@ -264,8 +264,9 @@ static void finish(courier_engine *e, cr_transfer *t, int code, courier_response
         courier_response *before = resp;
         courier_metrics metrics = resp->metrics;
         int rc = sc->interceptors[i].after(t->id, &resp, sc->interceptors[i].owner->user);
-        if (resp && resp != before) {
-            /* A replacement built by hand still describes this request and its transfer. */
+        if (resp && resp != before && !cr_response_detach(resp)) {
+            /* A replacement built by hand still describes this request and its transfer (it may
+             * be a cached response, whose strings share one block: detached first). */
             if (!resp->url || !resp->url[0]) cr_set_string(&resp->url, t->url);
             if (!resp->method || !resp->method[0]) cr_set_string(&resp->method, t->method);
             if (resp->metrics.total_s == 0 && resp->metrics.bytes_received == 0) resp->metrics = metrics;
@@ -625,8 +626,10 @@ static void finish_custom(courier_engine *e, courier_call *call) {
         discard(e, t);
         return;
     }
-    if (resp && !resp->url[0]) cr_set_string(&resp->url, t->url);
-    if (resp && !resp->method[0]) cr_set_string(&resp->method, t->method);
+    if (resp && (!resp->url[0] || !resp->method[0]) && !cr_response_detach(resp)) {
+        if (!resp->url[0]) cr_set_string(&resp->url, t->url);
+        if (!resp->method[0]) cr_set_string(&resp->method, t->method);
+    }
     after_attempt(e, t, code, resp, &err);
 }
 

@@ -35,6 +35,7 @@ int courier_response_add_header(courier_response *r, const char *name, const cha
     if (!r || !name || !value) return COURIER_E_INVALID_ARGUMENT;
     int rc = cr_check_header(name, strlen(name), value, strlen(value));
     if (rc) return rc;
+    if ((rc = cr_response_detach(r))) return rc; /* a cached response's strings share one block */
     return cr_kvlist_add(&r->headers, name, strlen(name), value, strlen(value));
 }
 
@@ -258,7 +259,7 @@ int cr_mock_answer(cr_transfer *t, courier_response **out, courier_error *err) {
         }
     }
     /* The response describes this request, whatever the callback filled in. */
-    if (cr_set_string(&r->url, t->url) || cr_set_string(&r->method, t->method)) {
+    if (cr_response_detach(r) || cr_set_string(&r->url, t->url) || cr_set_string(&r->method, t->method)) {
         courier_response_free(r);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
