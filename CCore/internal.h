@@ -109,6 +109,10 @@ typedef struct cr_callback {
 /* A new registration with one reference, or NULL (fn NULL, or no memory: then user_free(user)
  * has already been called if fn was not NULL, so the user pointer never leaks). */
 CR_HIDDEN cr_callback *cr_callback_new(void (*fn)(void), void *user, courier_user_free_fn user_free, int *code);
+/* The setters' pattern: replaces *slot with a registration of (fn, user, user_free), releasing the
+ * old one; fn NULL clears it (and releases user at once). slot NULL (the owner was NULL): user is
+ * released and COURIER_E_INVALID_ARGUMENT returned. */
+CR_HIDDEN int cr_callback_set(cr_callback **slot, void (*fn)(void), void *user, courier_user_free_fn user_free);
 CR_HIDDEN cr_callback *cr_callback_retain(cr_callback *cb);
 CR_HIDDEN void cr_callback_release(cr_callback *cb);
 

@@ -156,16 +156,7 @@ int courier_config_set_store_dir(courier_config *c, const char *path) {
 
 int courier_config_set_validator(courier_config *c, courier_validator_fn fn, void *user,
                                  courier_user_free_fn user_free) {
-    if (!c) {
-        if (user_free) user_free(user);
-        return COURIER_E_INVALID_ARGUMENT;
-    }
-    int rc;
-    cr_callback *cb = cr_callback_new((void (*)(void))fn, user, user_free, &rc);
-    if (rc) return rc;
-    cr_callback_release(c->validator);
-    c->validator = cb;
-    return COURIER_OK;
+    return cr_callback_set(c ? &c->validator : NULL, (void (*)(void))fn, user, user_free);
 }
 
 /* ---- requests -------------------------------------------------------------------------------- */
@@ -328,30 +319,12 @@ int courier_request_set_auth_token(courier_request *r, const char *scheme, const
 
 int courier_request_set_validator(courier_request *r, courier_validator_fn fn, void *user,
                                   courier_user_free_fn user_free) {
-    if (!r) {
-        if (user_free) user_free(user);
-        return COURIER_E_INVALID_ARGUMENT;
-    }
-    int rc;
-    cr_callback *cb = cr_callback_new((void (*)(void))fn, user, user_free, &rc);
-    if (rc) return rc;
-    cr_callback_release(r->validator);
-    r->validator = cb;
-    return COURIER_OK;
+    return cr_callback_set(r ? &r->validator : NULL, (void (*)(void))fn, user, user_free);
 }
 
 int courier_request_set_customize(courier_request *r, courier_customize_fn fn, void *user,
                                   courier_user_free_fn user_free) {
-    if (!r) {
-        if (user_free) user_free(user);
-        return COURIER_E_INVALID_ARGUMENT;
-    }
-    int rc;
-    cr_callback *cb = cr_callback_new((void (*)(void))fn, user, user_free, &rc);
-    if (rc) return rc;
-    cr_callback_release(r->customize);
-    r->customize = cb;
-    return COURIER_OK;
+    return cr_callback_set(r ? &r->customize : NULL, (void (*)(void))fn, user, user_free);
 }
 
 /* ---- the outgoing view (customize callback) ------------------------------------------------- */

@@ -110,16 +110,7 @@ int courier_request_set_download_file(courier_request *r, const char *path, unsi
 
 int courier_request_set_progress(courier_request *r, courier_progress_fn fn, void *user,
                                  courier_user_free_fn user_free) {
-    if (!r) {
-        if (user_free) user_free(user);
-        return COURIER_E_INVALID_ARGUMENT;
-    }
-    int rc;
-    cr_callback *cb = cr_callback_new((void (*)(void))fn, user, user_free, &rc);
-    if (rc) return rc;
-    cr_callback_release(r->progress);
-    r->progress = cb;
-    return COURIER_OK;
+    return cr_callback_set(r ? &r->progress : NULL, (void (*)(void))fn, user, user_free);
 }
 
 const char *courier_response_file(const courier_response *r) { return r ? r->file : NULL; }

@@ -383,6 +383,19 @@ cr_callback *cr_callback_new(void (*fn)(void), void *user, courier_user_free_fn 
     return cb;
 }
 
+int cr_callback_set(cr_callback **slot, void (*fn)(void), void *user, courier_user_free_fn user_free) {
+    if (!slot) {
+        if (user_free) user_free(user);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    int rc;
+    cr_callback *cb = cr_callback_new(fn, user, user_free, &rc);
+    if (rc) return rc;
+    cr_callback_release(*slot);
+    *slot = cb;
+    return COURIER_OK;
+}
+
 cr_callback *cr_callback_retain(cr_callback *cb) {
     if (cb) atomic_fetch_add_explicit(&cb->refs, 1, memory_order_relaxed);
     return cb;

@@ -292,23 +292,11 @@ static void test_server_faults(void) {
     courier_engine_close(e);
 }
 
-static int closed_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
-    close(fd); /* bound, never listened, now closed: nothing answers there */
-    return ntohs(a.sin_port);
-}
-
 static void test_cannot_connect_and_resolve(void) {
     courier_engine *e = th_engine(NULL);
     REQUIRE(e);
     char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", closed_port());
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", th_free_port());
     courier_error err;
     CHECK_EQ(sync_code(e, url, 5000, NULL, &err), COURIER_E_CANNOT_CONNECT);
     CHECK_EQ(err.code, COURIER_E_CANNOT_CONNECT);

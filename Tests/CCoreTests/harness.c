@@ -1,6 +1,9 @@
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <ftw.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
@@ -91,6 +94,18 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg)) {
         return NULL;
     }
     return e;
+}
+
+int th_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    close(fd);
+    return ntohs(a.sin_port);
 }
 
 int64_t th_now_ms(void) {

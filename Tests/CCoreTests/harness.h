@@ -68,6 +68,9 @@ const char *th_tmpdir(void);
 /* Opens an engine whose base URL is the test server's; extra settings may be applied to cfg
    through `tweak` (may be NULL). Fails the test (returns NULL) when it cannot open. */
 courier_engine *th_engine(void (*tweak)(courier_config *cfg));
+/* A loopback TCP port that was free a moment ago: bound, never listened on, closed. Nothing answers
+ * there (a "cannot connect" target) until someone binds it. */
+int th_free_port(void);
 /* Milliseconds from a monotonic clock. */
 int64_t th_now_ms(void);
 

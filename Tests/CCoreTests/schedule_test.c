@@ -58,18 +58,6 @@ static int send_sync(courier_engine *e, courier_request *r, courier_response **o
     return rc;
 }
 
-static int closed_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* ---- retry ------------------------------------------------------------------------------------- */
 
 static void test_retry_on_5xx_counted_by_server(void) {
@@ -122,7 +110,7 @@ static void test_retry_network_errors(void) {
     courier_engine *e = th_engine(NULL);
     REQUIRE(e);
     char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", closed_port());
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", th_free_port());
     courier_request *r = req("GET", url);
     courier_request_set_retry(r, 2, 5, 20, 0);
     courier_error err;

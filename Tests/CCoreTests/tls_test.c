@@ -20,18 +20,6 @@ static pid_t server_pid;
 static int tls_port;
 static char cert_path[600], key_path[600], pin[200];
 
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static int can_connect(int port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {0};
@@ -76,7 +64,7 @@ static int start_tls_server(void) {
     if (strlen(b64) != 44) return 0;
     snprintf(pin, sizeof pin, "sha256//%s", b64);
 
-    tls_port = free_port();
+    tls_port = th_free_port();
     char port[16];
     snprintf(port, sizeof port, "%d", tls_port);
     char *argv[] = {"openssl", "s_server", "-accept", port, "-cert", cert_path, "-key", key_path, "-www", "-quiet",
