@@ -12,7 +12,7 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertTrue(configuration.parameters.isEmpty)
         XCTAssertEqual(configuration.timeout, 60)
         XCTAssertNil(configuration.userAgent)
-        XCTAssertEqual(configuration.maxConnectionsPerHost, 6)
+        XCTAssertEqual(configuration.maxConnectionsPerHost, 5)
         XCTAssertEqual(configuration.maxConnections, 64)
         XCTAssertEqual(configuration.bodyEncoding, .form)
         XCTAssertEqual(configuration.maxResponseBytes, 64 * 1024 * 1024)

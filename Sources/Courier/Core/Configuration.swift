@@ -37,7 +37,8 @@ public struct Configuration: Sendable {
     public var timeout: Double
     /// The User-Agent header; nil means "Courier/<version>".
     public var userAgent: String?
-    /// Most connections to one host (>= 1). Default 6. Requests over the limit wait in a queue.
+    /// Most requests (and connections) in flight to one host (>= 1). Default 5, as in the C core
+    /// (OkHttp's default). Requests over the limit wait in the engine's queue, by priority.
     public var maxConnectionsPerHost: Int
     /// Most connections in all (>= 1). Default 64.
     public var maxConnections: Int
@@ -79,7 +80,7 @@ public struct Configuration: Sendable {
         self.parameters = []
         self.timeout = 60
         self.userAgent = nil
-        self.maxConnectionsPerHost = 6
+        self.maxConnectionsPerHost = 5
         self.maxConnections = 64
         self.bodyEncoding = .form
         self.maxResponseBytes = 64 * 1024 * 1024

@@ -103,7 +103,7 @@ struct DemoCommand: AsyncParsableCommand {
         }
 
         // 7. Concurrency: distinct requests at once share the engine's connection pool.
-        step(7, "12 concurrent GETs of /delay/50?n=1...12 (at most 6 connections per host by default)")
+        step(7, "12 concurrent GETs of /delay/50?n=1...12 (at most 5 requests per host by default)")
         var before = server.counts
         var t0 = Date()
         var results = await concurrently(12) { i in try await engine.send(.get("/delay/50").parameter("n", "\(i + 1)")) }
