@@ -43,42 +43,15 @@ extension Engine {
     /// Whether this engine uses requests' mocks: starts as ``Configuration/mockEnabled`` and may be
     /// changed at any time, from any thread; a change applies to requests sent afterwards.
     public var mockEnabled: Bool {
-        get { MockSwitches.shared.value(for: self) ?? configuration.mockEnabled }
+        get {
+            guard enter() else { return false }
+            defer { leave() }
+            return courier_engine_mock_enabled(handle) != 0
+        }
         set {
             guard enter() else { return }
             defer { leave() }
-            // The C core keeps the switch but has no getter: the last value set is remembered here.
-            MockSwitches.shared.set(newValue, for: self)
             _ = courier_engine_set_mock_enabled(handle, newValue ? 1 : 0)
-        }
-    }
-}
-
-/// The run-time mock switch of each engine, remembered for ``Engine/mockEnabled``'s getter (the C
-/// core has a setter only). Entries hold their engine weakly, so a new engine that happens to get
-/// a dead one's address never reads its value. `@unchecked Sendable`: guarded by the lock.
-final class MockSwitches: @unchecked Sendable {
-    static let shared = MockSwitches()
-
-    private struct Entry {
-        weak var engine: Engine?
-        var enabled: Bool
-    }
-
-    private let lock = NSLock()
-    private var entries: [ObjectIdentifier: Entry] = [:]
-
-    func value(for engine: Engine) -> Bool? {
-        lock.withLock {
-            guard let entry = entries[ObjectIdentifier(engine)], entry.engine === engine else { return nil }
-            return entry.enabled
-        }
-    }
-
-    func set(_ enabled: Bool, for engine: Engine) {
-        lock.withLock {
-            entries = entries.filter { $0.value.engine != nil }
-            entries[ObjectIdentifier(engine)] = Entry(engine: engine, enabled: enabled)
         }
     }
 }
