@@ -460,7 +460,8 @@ class Engine:
 
     @property
     def mock_enabled(self) -> bool:
-        raise AttributeError("the mock switch can be set, not read")
+        """Whether the engine's mock switch is on (read from the core)."""
+        return lib.courier_engine_mock_enabled(self._handle()) != 0
 
     @mock_enabled.setter
     def mock_enabled(self, on: bool) -> None:

@@ -15,7 +15,9 @@ def test_switch_off_ignores_mock(engine: courier.Engine) -> None:
 
 
 def test_mock_response_headers_and_runtime_switch(engine: courier.Engine, server) -> None:
+    assert engine.mock_enabled is False
     engine.mock_enabled = True
+    assert engine.mock_enabled is True
     before = server.count()
     m = courier.Mock(status=201, body=b'{"m":1}', content_type="application/json", headers={"X-Mock": "yes"})
     r = engine.get("/json", mock=m)
