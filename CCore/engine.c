@@ -377,6 +377,8 @@ static void start_http(courier_engine *e, cr_transfer *t) {
     t->hdr_count = 0;
     t->too_large = t->oom = 0;
     t->errbuf[0] = '\0';
+    free(t->lines);
+    t->lines = NULL;
     if (t->slist) {
         curl_slist_free_all(t->slist);
         t->slist = NULL;
@@ -795,6 +797,7 @@ static void engine_free(courier_engine *e) {
     cr_obs_free(e);
     for (size_t i = 0; i < e->npool; i++) curl_easy_cleanup(e->pool[i]);
     free(e->pool);
+    cr_urlh_cache_free(e);
     if (e->multi) curl_multi_cleanup(e->multi);
     cr_cache_engine_free(e); /* closes the cache's store before a temporary store is removed */
     if (e->store_is_temp && e->store_dir) nftw(e->store_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
@@ -839,6 +842,7 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         return rc;
     }
     e->proxy_env = cr_proxy_env_present();
+    cr_accept_encoding_line(e->accept_encoding, sizeof e->accept_encoding);
     e->multi = curl_multi_init();
     if (!e->multi) {
         engine_free(e);

@@ -227,6 +227,8 @@ struct courier_outgoing {
 
 /* ---- transfers: a request made final, and its state on the wire (transport.c) --------------- */
 
+#define CR_URLH_SLOTS 32
+
 typedef struct cr_transfer {
     uint64_t id;
     courier_engine *engine;
@@ -244,7 +246,9 @@ typedef struct cr_transfer {
     void *user;
     /* On the wire (worker thread only). */
     CURL *easy;
-    struct curl_slist *slist;
+    struct cr_urlh *urlh;       /* t->url parsed (CURLOPT_CURLU), shared with the engine's cache */
+    struct curl_slist *slist;   /* lines transfer.c adds (curl_slist_append) */
+    struct curl_slist *lines;   /* the header lines, one allocation, ending in slist (transport.c) */
     cr_buf resp_body;
     cr_kvlist resp_headers;
     int too_large;
@@ -302,6 +306,13 @@ CR_HIDDEN void cr_transfer_free(cr_transfer *t);
 
 /* transport.c: whether the environment names a proxy (libcurl's variables). */
 CR_HIDDEN bool cr_proxy_env_present(void);
+/* A URL parsed into a curl URL handle, shared by the transfers sending it (read-only to curl) and
+ * the engine's small cache of recent URLs; the last reference frees it. */
+typedef struct cr_urlh cr_urlh;
+CR_HIDDEN void cr_urlh_release(cr_urlh *h);
+CR_HIDDEN void cr_urlh_cache_free(courier_engine *e);
+/* "Accept-Encoding: " and the encodings this libcurl decodes ("" when none), for out (>= 64 bytes). */
+CR_HIDDEN void cr_accept_encoding_line(char *out, size_t size);
 /* transport.c: the options every transfer of the engine shares, on a new or reset handle. */
 CR_HIDDEN int cr_transport_base(courier_engine *e, CURL *h);
 /* transport.c: configures t->easy for t. Returns OK or a code. */
@@ -364,6 +375,9 @@ struct courier_engine {
     int closing;
     int free_on_exit; /* closed from the worker itself: it frees the engine when its loop ends */
     bool proxy_env;   /* the environment named a proxy when the engine opened */
+    struct cr_urlh *urlh[CR_URLH_SLOTS]; /* worker only: recently sent URLs, parsed (transport.c) */
+    char accept_encoding[64]; /* "Accept-Encoding: <what this libcurl decodes>", sent as a header
+                                 line (cheaper per request than curl's own, which it then skips) */
     cr_idset live; /* ids submitted and not yet completed */
 
     atomic_uint_fast64_t next_id;

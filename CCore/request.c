@@ -441,6 +441,8 @@ void cr_transfer_free(cr_transfer *t) {
     free(t->body);
     cr_callback_release(t->validator);
     if (t->slist) curl_slist_free_all(t->slist);
+    free(t->lines);
+    cr_urlh_release(t->urlh);
     cr_buf_free(&t->resp_body);
     cr_kvlist_clear(&t->resp_headers);
     cr_buf_free(&t->hdr_block);

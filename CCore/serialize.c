@@ -269,13 +269,16 @@ const courier_json *courier_response_json(const courier_response *r) {
 int cr_json_finish(const cr_transfer *t, courier_response *r, courier_error *err) {
     const courier_config *cfg = t->engine ? t->engine->config : NULL;
     const cr_jconf *conf = cfg ? cfg->jconf : NULL;
+    const cr_jspec *s = t->jspec;
+    int asked = s && (s->key_path || s->mapping || s->nresults);
+    /* Nothing to do now and nothing engine-specific to remember: the JSON state is made on first
+     * use (cr_jresp_of), from the content type alone, as it would be here. */
+    if (!conf && !asked && !(s && s->envelope_set && s->envelope)) return COURIER_OK;
     cr_jresp *j = jresp_new(conf, cr_kvlist_get(&r->headers, "Content-Type"));
     if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     jresp_free(atomic_exchange(&r->jresp, j)); /* a response may come back from a mock already read */
     if (r->status >= 400) return COURIER_OK; /* judged by its status; its JSON is still there on demand */
-    const cr_jspec *s = t->jspec;
     const courier_envelope *env = s && s->envelope_set ? s->envelope : conf ? conf->envelope : NULL;
-    int asked = s && (s->key_path || s->mapping || s->nresults);
     if (!asked && !(env && j->decodable)) return COURIER_OK;
     const json_t *doc;
     int rc = jresp_doc(r, j, &doc, err);

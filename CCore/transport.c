@@ -179,6 +179,19 @@ int cr_transport_base(courier_engine *e, CURL *h) {
     return c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL;
 }
 
+void cr_accept_encoding_line(char *out, size_t size) {
+    /* The encodings curl decodes with CURLOPT_ACCEPT_ENCODING "" (its own order). */
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    char list[48] = "";
+    if (v && (v->features & CURL_VERSION_LIBZ)) strcat(list, "deflate, gzip");
+    if (v && (v->features & CURL_VERSION_BROTLI)) strcat(list, list[0] ? ", br" : "br");
+#ifdef CURL_VERSION_ZSTD
+    if (v && (v->features & CURL_VERSION_ZSTD)) strcat(list, list[0] ? ", zstd" : "zstd");
+#endif
+    if (list[0]) snprintf(out, size, "Accept-Encoding: %s", list);
+    else if (size) out[0] = '\0';
+}
+
 bool cr_proxy_env_present(void) {
     static const char *const names[] = {"http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -188,11 +201,115 @@ bool cr_proxy_env_present(void) {
     return false;
 }
 
+/* ---- parsed URLs ------------------------------------------------------------------------------ */
+
+struct cr_urlh {
+    int refs; /* the cache's and each transfer's; worker thread only (transfers are freed there or
+                 after it ended) */
+    uint32_t hash;
+    CURLU *u;
+    char url[];
+};
+
+void cr_urlh_release(cr_urlh *h) {
+    if (!h || --h->refs > 0) return;
+    curl_url_cleanup(h->u);
+    free(h);
+}
+
+void cr_urlh_cache_free(courier_engine *e) {
+    for (size_t i = 0; i < CR_URLH_SLOTS; i++) {
+        cr_urlh_release(e->urlh[i]);
+        e->urlh[i] = NULL;
+    }
+}
+
+static uint32_t url_hash(const char *s, size_t *len) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    const char *p = s;
+    for (; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
+    *len = (size_t)(p - s);
+    return h;
+}
+
+/* A reference to url parsed, from the cache or parsed now (and cached, replacing the slot's last
+ * one); NULL when curl's parser refuses it or memory runs out. Worker thread only. */
+static cr_urlh *urlh_get(courier_engine *e, const char *url) {
+    size_t len;
+    uint32_t hash = url_hash(url, &len);
+    cr_urlh **slot = &e->urlh[hash % CR_URLH_SLOTS];
+    cr_urlh *h = *slot;
+    if (h && h->hash == hash && strcmp(h->url, url) == 0) {
+        h->refs++;
+        return h;
+    }
+    h = malloc(sizeof *h + len + 1);
+    if (!h) return NULL;
+    h->refs = 2; /* the slot's and the caller's */
+    h->hash = hash;
+    memcpy(h->url, url, len + 1);
+    h->u = curl_url();
+    if (!h->u || curl_url_set(h->u, CURLUPART_URL, url, 0) != CURLUE_OK) {
+        curl_url_cleanup(h->u);
+        free(h);
+        return NULL;
+    }
+    cr_urlh_release(*slot);
+    *slot = h;
+    return h;
+}
+
+/* The header lines of a transfer as one allocation: the nodes of a curl_slist (curl only reads it)
+ * followed by their text, the last node linking to `rest` (lines curl_slist_append made, freed
+ * apart). NULL when there are no lines or no memory. */
+static struct curl_slist *header_lines(const cr_kvlist *headers, const char *const *extra, size_t nextra,
+                                       struct curl_slist *rest) {
+    size_t n = headers->count + nextra, text = 0;
+    if (n == 0) return NULL;
+    for (size_t i = 0; i < headers->count; i++)
+        text += strlen(headers->items[i].name) + strlen(headers->items[i].value) + 3; /* ": " or ";", NUL */
+    for (size_t i = 0; i < nextra; i++) text += strlen(extra[i]) + 1;
+    struct curl_slist *nodes = malloc(n * sizeof *nodes + text);
+    if (!nodes) return NULL;
+    char *w = (char *)(nodes + n);
+    for (size_t i = 0; i < n; i++) {
+        nodes[i].data = w;
+        nodes[i].next = i + 1 < n ? &nodes[i + 1] : rest;
+        if (i < headers->count) {
+            const cr_kv *kv = &headers->items[i];
+            size_t nl = strlen(kv->name), vl = strlen(kv->value);
+            memcpy(w, kv->name, nl);
+            w += nl;
+            if (vl) {
+                memcpy(w, ": ", 2);
+                memcpy(w + 2, kv->value, vl);
+                w += 2 + vl;
+            } else {
+                *w++ = ';';
+            }
+            *w++ = '\0';
+        } else {
+            size_t l = strlen(extra[i - headers->count]);
+            memcpy(w, extra[i - headers->count], l + 1);
+            w += l + 1;
+        }
+    }
+    return nodes;
+}
+
 int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     CURL *h = t->easy;
     CURLcode c = CURLE_OK;
 
-    SET(CURLOPT_URL, t->url);
+    /* The URL as a parsed URL handle (CURLOPT_CURLU): curl then skips its own parse and
+     * re-serialization of CURLOPT_URL on every transfer (a tenth of a small GET's cost), and a URL
+     * sent again reuses the parse. A URL curl's parser refuses goes in as a string, so the error is
+     * curl's usual one. Always set: a pooled handle must not keep a previous transfer's URL handle. */
+    if (!t->urlh) t->urlh = urlh_get(e, t->url);
+    /* CURLOPT_URL first, NULL with a URL handle: libcurl 7.88 keeps a reused handle's last URL as
+     * the effective one (CURLINFO_EFFECTIVE_URL, relative redirects) unless it is reset. */
+    SET(CURLOPT_URL, t->urlh ? NULL : t->url);
+    SET(CURLOPT_CURLU, t->urlh ? t->urlh->u : NULL);
     SET(CURLOPT_PRIVATE, t);
     SET(CURLOPT_ERRORBUFFER, t->errbuf);
     SET(CURLOPT_WRITEDATA, t);
@@ -224,36 +341,20 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
         if (trc != COURIER_OK) return trc;
     }
 
-    /* Header lines; "Name;" is curl's way to send an empty value. The first non-empty User-Agent
-     * goes in curl's own slot (cheaper than a custom line); set or cleared on every transfer, as a
-     * pooled handle keeps the last one. */
-    const cr_kv *ua = NULL;
-    for (size_t i = 0; i < t->headers.count && !ua; i++)
-        if (*t->headers.items[i].value && strcasecmp(t->headers.items[i].name, "User-Agent") == 0) ua = &t->headers.items[i];
-    SET(CURLOPT_USERAGENT, ua ? ua->value : NULL);
-    cr_buf line = {0};
-    for (size_t i = 0; i < t->headers.count && c == CURLE_OK; i++) {
-        const cr_kv *kv = &t->headers.items[i];
-        if (kv == ua) continue;
-        line.len = 0;
-        if (cr_buf_append_str(&line, kv->name) || cr_buf_append_str(&line, *kv->value ? ": " : ";") ||
-            cr_buf_append_str(&line, kv->value)) {
-            c = CURLE_OUT_OF_MEMORY;
-            break;
-        }
-        struct curl_slist *n = curl_slist_append(t->slist, line.data);
-        if (!n) c = CURLE_OUT_OF_MEMORY;
-        else t->slist = n;
-    }
+    /* Header lines; "Name;" is curl's way to send an empty value. User-Agent and Accept-Encoding go
+     * as lines too: curl formats its own (CURLOPT_USERAGENT, CURLOPT_ACCEPT_ENCODING) anew on every
+     * transfer, and skips them when a line names them. CURLOPT_ACCEPT_ENCODING stays set (base):
+     * it is what makes curl decode the body. */
+    const char *extra_lines[2];
+    size_t nextra = 0;
+    if (e->accept_encoding[0] && !cr_kvlist_get(&t->headers, "Accept-Encoding")) extra_lines[nextra++] = e->accept_encoding;
     /* No "Expect: 100-continue" round trip for bodies, unless the caller asked for one. */
     bool sends_body = t->has_body || t->parts || t->body_file || strcmp(t->method, "GET") != 0;
-    if (c == CURLE_OK && sends_body && !cr_kvlist_get(&t->headers, "Expect")) {
-        struct curl_slist *n = curl_slist_append(t->slist, "Expect:");
-        if (!n) c = CURLE_OUT_OF_MEMORY;
-        else t->slist = n;
-    }
-    cr_buf_free(&line);
-    SET(CURLOPT_HTTPHEADER, t->slist);
+    if (sends_body && !cr_kvlist_get(&t->headers, "Expect")) extra_lines[nextra++] = "Expect:";
+    free(t->lines);
+    t->lines = c == CURLE_OK ? header_lines(&t->headers, extra_lines, nextra, t->slist) : NULL;
+    if (c == CURLE_OK && !t->lines && (t->headers.count || nextra)) c = CURLE_OUT_OF_MEMORY;
+    SET(CURLOPT_HTTPHEADER, t->lines ? t->lines : t->slist);
     if (c == CURLE_OK) return COURIER_OK;
     return c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL;
 }

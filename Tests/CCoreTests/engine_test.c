@@ -514,6 +514,73 @@ static void test_many_threads(void) {
     courier_engine_close(e);
 }
 
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; p && (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+/* URLs go to curl as parsed URL handles, cached per engine and shared by the transfers sending the
+ * same URL; pooled easy handles move from URL to URL. Each response still names its own URL, a
+ * relative redirect resolves against the right one, and the default User-Agent and Accept-Encoding
+ * lines are sent once each (a request's own Accept-Encoding replaces the default). */
+static void test_url_handles_and_default_lines(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    const char *paths[] = {"/echo", "/echo?a=1", "/echo?a=2", "/echo", "/redirect?to=/echo%3Fafter%3D1", "/echo?a=1"};
+    const char *finals[] = {"/echo", "/echo?a=1", "/echo?a=2", "/echo", "/echo?after=1", "/echo?a=1"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        courier_response *resp = NULL;
+        CHECK_EQ(sync_code(e, paths[i], 0, &resp, NULL), COURIER_OK);
+        REQUIRE(resp);
+        CHECK_STR(courier_response_url(resp), th_url(finals[i]));
+        const char *body = (const char *)courier_response_body(resp, NULL);
+        const char *q = strchr(finals[i], '?');
+        char want[64];
+        snprintf(want, sizeof want, "\"query\":\"%s\"", q ? q + 1 : "");
+        CHECK_CONTAINS(body, want);
+        CHECK_EQ(count_of(body, "\"User-Agent\""), 1);
+        CHECK_EQ(count_of(body, "\"Accept-Encoding\""), 1);
+        CHECK_CONTAINS(body, "gzip");
+        courier_response_free(resp);
+    }
+    courier_request *r = req("GET", "/echo");
+    courier_request_add_header(r, "Accept-Encoding", "identity");
+    courier_response *resp = NULL;
+    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    courier_request_free(r);
+    REQUIRE(resp);
+    const char *body = (const char *)courier_response_body(resp, NULL);
+    CHECK_EQ(count_of(body, "\"Accept-Encoding\""), 1);
+    CHECK_CONTAINS(body, "[\"Accept-Encoding\",\"identity\"]");
+    courier_response_free(resp);
+
+    /* More distinct URLs in flight at once than the cache holds: parsed URLs replaced in the cache
+     * while transfers still send them (ASan would see a use after free). */
+    enum { N = 120 };
+    rec *recs = calloc(N, sizeof *recs);
+    REQUIRE(recs);
+    for (int i = 0; i < N; i++) {
+        rec_init(&recs[i]);
+        char path[48];
+        snprintf(path, sizeof path, "/echo?n=%d", i % 80);
+        courier_request *q = req("GET", path);
+        courier_request_set_coalesce(q, 0);
+        CHECK_EQ(courier_send(e, q, rec_done, &recs[i], NULL, NULL), COURIER_OK);
+        courier_request_free(q);
+    }
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(rec_wait(&recs[i]), 1);
+        CHECK_EQ(recs[i].code, COURIER_OK);
+        char want[48];
+        snprintf(want, sizeof want, "/echo?n=%d", i % 80);
+        if (recs[i].resp) CHECK_STR(courier_response_url(recs[i].resp), th_url(want));
+    }
+    courier_engine_close(e);
+    for (int i = 0; i < N; i++) rec_free(&recs[i]);
+    free(recs);
+}
+
 static void test_many_async_in_flight(void) {
     courier_engine *e = th_engine(NULL);
     REQUIRE(e);
@@ -745,4 +812,5 @@ TESTS_MAIN(T(test_async_send_completes_once), T(test_response_outlives_engine), 
            T(test_redirect_and_metrics), T(test_cancel_by_id), T(test_cancel_all_and_close_in_flight),
            T(test_close_right_after_send), T(test_send_from_completion), T(test_many_threads),
            T(test_many_async_in_flight), T(test_store_directory), T(test_two_engines_independent), T(test_user_free_runs_once),
-           T(test_close_from_own_callback), T(test_pending_counts_exact), T(test_response_retain))
+           T(test_close_from_own_callback), T(test_pending_counts_exact), T(test_response_retain),
+           T(test_url_handles_and_default_lines))
