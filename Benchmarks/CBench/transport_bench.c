@@ -102,7 +102,42 @@ static int curl_run_phase(CURLM *multi, CURL **handles, int n, long total, curl_
     return 0;
 }
 
+/* Courier's default header lines (transport.c, cr_accept_encoding_line): User-Agent, and the
+ * encodings this libcurl decodes. */
+static struct curl_slist *courier_default_lines(void) {
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    char ae[64] = "Accept-Encoding: ";
+    size_t base = strlen(ae);
+    if (v && (v->features & CURL_VERSION_LIBZ)) strcat(ae, "deflate, gzip");
+    if (v && (v->features & CURL_VERSION_BROTLI)) strcat(ae, strlen(ae) > base ? ", br" : "br");
+#ifdef CURL_VERSION_ZSTD
+    if (v && (v->features & CURL_VERSION_ZSTD)) strcat(ae, strlen(ae) > base ? ", zstd" : "zstd");
+#endif
+    struct curl_slist *lines = curl_slist_append(NULL, "User-Agent: Courier/" COURIER_VERSION_STRING);
+    if (lines && strlen(ae) > base) {
+        struct curl_slist *n = curl_slist_append(lines, ae);
+        if (!n) {
+            curl_slist_free_all(lines);
+            return NULL;
+        }
+        lines = n;
+    }
+    return lines;
+}
+
+static int curl_multi_loop(const char *url, long total, int concurrency, long warmup, int courier_headers,
+                           cbench_result *out);
+
 int cbench_curl_multi(const char *url, long total, int concurrency, long warmup, cbench_result *out) {
+    return curl_multi_loop(url, total, concurrency, warmup, 0, out);
+}
+
+int cbench_curl_multi_headers(const char *url, long total, int concurrency, long warmup, cbench_result *out) {
+    return curl_multi_loop(url, total, concurrency, warmup, 1, out);
+}
+
+static int curl_multi_loop(const char *url, long total, int concurrency, long warmup, int courier_headers,
+                           cbench_result *out) {
     result_clear(out);
     if (!url || total <= 0 || concurrency <= 0) {
         note_error(out->first_error, sizeof out->first_error, "invalid arguments");
@@ -116,7 +151,8 @@ int cbench_curl_multi(const char *url, long total, int concurrency, long warmup,
     CURLM *multi = curl_multi_init();
     CURL **handles = calloc((size_t)concurrency, sizeof *handles);
     int64_t *bytes = calloc((size_t)concurrency, sizeof *bytes);
-    int rc = (multi && handles && bytes) ? 0 : -1;
+    struct curl_slist *lines = courier_headers ? courier_default_lines() : NULL;
+    int rc = (multi && handles && bytes && (lines || !courier_headers)) ? 0 : -1;
     if (multi) {
         curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)concurrency);
         curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long)concurrency);
@@ -133,6 +169,10 @@ int cbench_curl_multi(const char *url, long total, int concurrency, long warmup,
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, count_body);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &bytes[i]);
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
+        if (courier_headers) {
+            curl_easy_setopt(h, CURLOPT_HTTPHEADER, lines);
+            curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+        }
     }
     curl_phase ph;
     if (rc == 0 && warmup > 0) rc = curl_run_phase(multi, handles, concurrency, warmup, &ph);
@@ -154,6 +194,7 @@ int cbench_curl_multi(const char *url, long total, int concurrency, long warmup,
         curl_easy_cleanup(handles[i]);
     }
     if (multi) curl_multi_cleanup(multi);
+    curl_slist_free_all(lines);
     free(handles);
     free(bytes);
     return rc;

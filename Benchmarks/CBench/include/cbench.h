@@ -40,6 +40,12 @@ typedef struct cbench_result {
  * Returns 0, or -1 when libcurl could not be set up (out->first_error says why). */
 int cbench_curl_multi(const char *url, long total, int concurrency, long warmup, cbench_result *out);
 
+/* The same loop sending the request Courier sends by default: its User-Agent and Accept-Encoding
+ * header lines (the encodings this libcurl decodes, with CURLOPT_ACCEPT_ENCODING "" so that it
+ * decodes them), set the way Courier sets them. The like-for-like ceiling: cbench_curl_multi sends
+ * neither header, and libcurl formats every header line byte by byte. */
+int cbench_curl_multi_headers(const char *url, long total, int concurrency, long warmup, cbench_result *out);
+
 /* The Courier C API: courier_engine_open with max connections per host >= concurrency, then
  * `concurrency` requests in flight with courier_send; each completion frees its response and
  * sends the next request; the caller waits on a condition variable until all have completed.

@@ -34,6 +34,8 @@ public enum TransportBenchmark {
         public let numerator: TransportClient
         public let denominator: TransportClient
         public let minimum: Double
+        /// Shown for context, not one of the targets (no verdict).
+        public var informational = false
     }
 
     /// The targets: C >= 0.85x curl; Swift >= 0.7x curl; Swift >= 5x URLSession.
@@ -41,6 +43,12 @@ public enum TransportBenchmark {
         Target(name: "Courier C / libcurl", key: "courier_c_vs_curl", numerator: .courierC, denominator: .curl, minimum: 0.85),
         Target(name: "Courier Swift / libcurl", key: "swift_vs_curl", numerator: .courierSwift, denominator: .curl, minimum: 0.7),
         Target(name: "Courier Swift / URLSession", key: "swift_vs_urlsession", numerator: .courierSwift, denominator: .urlSession, minimum: 5),
+        // Like for like: the ceiling sending the same request (Courier's User-Agent and
+        // Accept-Encoding lines, which libcurl formats byte by byte: ~6% of a 1 KiB GET's cost).
+        Target(name: "Courier C / same-headers curl", key: "courier_c_vs_curl_headers", numerator: .courierC,
+               denominator: .curlHeaders, minimum: 0.85, informational: true),
+        Target(name: "Swift / same-headers curl", key: "swift_vs_curl_headers", numerator: .courierSwift,
+               denominator: .curlHeaders, minimum: 0.7, informational: true),
     ]
 
     /// Everything one benchmark measured.
@@ -156,12 +164,12 @@ public enum TransportBenchmark {
         out += "\n"
         out += pad("ratio (of median req/s)", 32) + lpad("measured", 10) + lpad("target", 10) + "          by CPU/req\n"
         for target in targets where report.runs[target.numerator] != nil && report.runs[target.denominator] != nil {
-            let goal = lpad(String(format: ">= %gx", target.minimum), 10)
+            let goal = lpad(target.informational ? "(info)" : String(format: ">= %gx", target.minimum), 10)
             guard let ratio = report.ratio(target) else {
                 out += pad(target.name, 32) + lpad("n/a", 10) + goal + "  (no successful requests to compare)\n"
                 continue
             }
-            let verdict = ratio >= target.minimum ? "met" : "MISSED"
+            let verdict = target.informational ? "" : ratio >= target.minimum ? "met" : "MISSED"
             let cpu = report.cpuRatio(target).map { String(format: "%.2fx", $0) } ?? "n/a"
             out += pad(target.name, 32) + lpad(String(format: "%.2fx", ratio), 10) + goal + "  " + pad(verdict, 8) + lpad(cpu, 10) + "\n"
         }
@@ -194,13 +202,13 @@ public enum TransportBenchmark {
         for target in targets {
             if let ratio = report.ratio(target) {
                 ratios[target.key] = (ratio * 1000).rounded() / 1000
-                met[target.key] = ratio >= target.minimum
+                if !target.informational { met[target.key] = ratio >= target.minimum }
             }
             if let ratio = report.cpuRatio(target) { cpuRatios[target.key] = (ratio * 1000).rounded() / 1000 }
         }
         object["ratios"] = ratios
         object["cpu_ratios"] = cpuRatios
-        object["targets"] = Dictionary(uniqueKeysWithValues: targets.map { ($0.key, $0.minimum) })
+        object["targets"] = Dictionary(uniqueKeysWithValues: targets.filter { !$0.informational }.map { ($0.key, $0.minimum) })
         object["targets_met"] = met
         object["runs"] = runs
         object["errors"] = errors

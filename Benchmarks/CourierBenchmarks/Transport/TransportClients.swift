@@ -39,6 +39,7 @@ public struct ClientRun: Sendable {
 /// The clients, in the order they run.
 public enum TransportClient: String, CaseIterable, Sendable {
     case curl
+    case curlHeaders = "curl_headers"
     case courierC = "courier_c"
     case courierSwift = "courier_swift"
     case urlSession = "urlsession"
@@ -47,6 +48,7 @@ public enum TransportClient: String, CaseIterable, Sendable {
     public var title: String {
         switch self {
         case .curl: return "libcurl multi (C, the ceiling)"
+        case .curlHeaders: return "libcurl multi, Courier's headers"
         case .courierC: return "Courier C API (from C)"
         case .courierSwift: return "Courier Swift (async/await)"
         case .urlSession: return "URLSession (Foundation)"
@@ -57,6 +59,8 @@ public enum TransportClient: String, CaseIterable, Sendable {
     func run(url: String, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
         switch self {
         case .curl: return runC(cbench_curl_multi, url: url, total: total, concurrency: concurrency, warmup: warmup)
+        case .curlHeaders:
+            return runC(cbench_curl_multi_headers, url: url, total: total, concurrency: concurrency, warmup: warmup)
         case .courierC: return runC(cbench_courier_c, url: url, total: total, concurrency: concurrency, warmup: warmup)
         case .courierSwift: return await runCourierSwift(url: url, total: total, concurrency: concurrency, warmup: warmup)
         case .urlSession: return await runURLSession(url: url, total: total, concurrency: concurrency, warmup: warmup)

@@ -21,15 +21,15 @@ struct TransportBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "transport",
         abstract: "GETs of a 1 KiB body over keep-alive: libcurl multi vs Courier C vs Courier Swift vs URLSession.",
-        discussion: """
-            Starts nginx (/usr/sbin/nginx, or $COURIER_NGINX) with a generated configuration in a
-            temporary directory, or falls back to the embedded test server with a warning; --url
-            uses a server you run. Each run sends --requests GETs per client (--urlsession-requests
-            for URLSession, which is slow on Linux; rates are compared) with --concurrency in
-            flight, after an untimed warm-up. The median of --runs runs is reported, with the
-            ratios against the targets: Courier C >= 0.85x libcurl, Courier Swift >= 0.7x libcurl,
-            Courier Swift >= 5x URLSession. Progress goes to stderr. Exit status 1 if any request failed.
-            """
+        discussion: "Starts nginx (/usr/sbin/nginx, or $COURIER_NGINX) with a generated configuration in a "
+            + "temporary directory, or falls back to the embedded test server with a warning; --url uses a server "
+            + "you run. Each run sends --requests GETs per client (--urlsession-requests for URLSession, which is "
+            + "slow on Linux; rates are compared) with --concurrency in flight, after an untimed warm-up. The "
+            + "median of --runs runs is reported, with the ratios against the targets: Courier C >= 0.85x "
+            + "libcurl, Courier Swift >= 0.7x libcurl, Courier Swift >= 5x URLSession. The plain libcurl loop "
+            + "sends no User-Agent or Accept-Encoding; the curl_headers client sends Courier's default ones, "
+            + "for a like-for-like ratio shown as (info). Progress goes to stderr. Exit status 1 if any "
+            + "request failed."
     )
 
     @Option(help: "GETs per run for libcurl and Courier.")
@@ -50,7 +50,7 @@ struct TransportBenchCommand: AsyncParsableCommand {
     @Option(help: "Measure against this URL instead of starting nginx.")
     var url: String?
 
-    @Option(help: ArgumentHelp("Comma-separated clients to run: curl, courier_c, courier_swift, urlsession.", valueName: "list"))
+    @Option(help: ArgumentHelp("Comma-separated clients to run: curl, curl_headers, courier_c, courier_swift, urlsession.", valueName: "list"))
     var clients: String?
 
     @Flag(help: "Print one JSON object on stdout (curl_rps, courier_c_rps, courier_swift_rps, urlsession_rps, ...).")
@@ -68,7 +68,7 @@ struct TransportBenchCommand: AsyncParsableCommand {
         guard let clients else { return TransportClient.allCases }
         return try clients.split(separator: ",").map {
             guard let client = TransportClient(rawValue: $0.trimmingCharacters(in: .whitespaces)) else {
-                throw ValidationError("unknown client '\($0)'; use curl, courier_c, courier_swift, urlsession")
+                throw ValidationError("unknown client '\($0)'; use curl, curl_headers, courier_c, courier_swift, urlsession")
             }
             return client
         }
