@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <curl/curl.h>
 
@@ -79,6 +81,13 @@ CR_HIDDEN int cr_kvlist_set_value(cr_kvlist *l, size_t i, const char *value, siz
 /* ---- strings and encodings ----------------------------------------------------------------- */
 
 CR_HIDDEN char *cr_strdup(const char *s);                 /* NULL in, NULL out */
+/* calloc(1, size) for objects made per request: glibc's calloc always takes the allocator's slow
+ * path, malloc serves small sizes from the thread's cache. */
+static inline void *cr_zalloc(size_t size) {
+    void *p = malloc(size);
+    if (p) memset(p, 0, size);
+    return p;
+}
 CR_HIDDEN char *cr_strndup(const char *s, size_t len);
 /* Replaces *slot with a copy of s (NULL clears). Returns COURIER_OK or COURIER_E_NO_MEMORY. */
 CR_HIDDEN int cr_set_string(char **slot, const char *s);

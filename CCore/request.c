@@ -463,7 +463,7 @@ void cr_transfer_free(cr_transfer *t) {
 int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer **out, courier_error *err) {
     const courier_config *cfg = e->config;
     *out = NULL;
-    cr_transfer *t = calloc(1, sizeof *t);
+    cr_transfer *t = cr_zalloc(sizeof *t);
     if (!t) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     courier_outgoing o = {0};
     cr_kvlist params = {0};

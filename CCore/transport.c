@@ -111,7 +111,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
     size_t vend = end;
     while (vend > vstart && (data[vend - 1] == ' ' || data[vend - 1] == '\t')) vend--;
     size_t vlen = vend - vstart;
-    if (cr_buf_reserve(&t->hdr_block, name_len + vlen + 2 + (t->hdr_block.cap ? 0 : 1024))) {
+    if (cr_buf_reserve(&t->hdr_block, name_len + vlen + 2 + (t->hdr_block.cap ? 0 : 256))) {
         t->oom = 1;
         return 0;
     }
@@ -416,7 +416,7 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
         return code;
     }
 
-    courier_response *r = calloc(1, sizeof *r);
+    courier_response *r = cr_zalloc(sizeof *r);
     if (!r) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     r->status = (int)status;
     r->id = t->id;

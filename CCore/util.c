@@ -75,8 +75,11 @@ int cr_fail(courier_error *err, int code, const char *fmt, ...) {
 int cr_buf_reserve(cr_buf *b, size_t extra) {
     if (b->len + extra + 1 <= b->cap) return COURIER_OK;
     if (extra > SIZE_MAX / 2 - b->len) return COURIER_E_NO_MEMORY;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + extra + 1) cap *= 2;
+    /* The first allocation is what was asked for (a body whose length is announced fits exactly,
+     * within the allocator's per-thread cache for small sizes); growth doubles. */
+    size_t need = b->len + extra + 1;
+    size_t cap = b->cap ? b->cap : need < 64 ? 64 : need;
+    while (cap < need) cap *= 2;
     char *p = realloc(b->data, cap);
     if (!p) return COURIER_E_NO_MEMORY;
     b->data = p;
