@@ -306,9 +306,10 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
      * sent again reuses the parse. A URL curl's parser refuses goes in as a string, so the error is
      * curl's usual one. Always set: a pooled handle must not keep a previous transfer's URL handle. */
     if (!t->urlh) t->urlh = urlh_get(e, t->url);
-    /* CURLOPT_URL first, NULL with a URL handle: libcurl 7.88 keeps a reused handle's last URL as
-     * the effective one (CURLINFO_EFFECTIVE_URL, relative redirects) unless it is reset. */
-    SET(CURLOPT_URL, t->urlh ? NULL : t->url);
+    /* CURLOPT_URL is set too, to the same URL: it is what libcurl reports as the effective URL (and
+     * resolves a relative redirect against) when the URL handle did not move (libcurl 7.88 keeps a
+     * reused handle's previous one otherwise, or re-serializes the URL handle when it is NULL). */
+    SET(CURLOPT_URL, t->url);
     SET(CURLOPT_CURLU, t->urlh ? t->urlh->u : NULL);
     SET(CURLOPT_PRIVATE, t);
     SET(CURLOPT_ERRORBUFFER, t->errbuf);
