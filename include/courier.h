@@ -721,6 +721,49 @@ COURIER_API int courier_json_dump(const courier_json *value, unsigned flags, cha
 /* Releases memory the library returned as new bytes (courier_json_dump). Accepts NULL. */
 COURIER_API void courier_free(void *ptr);
 
+/* JSON tapes: a document as one flat, read-only array of entries, for decoders that read a value
+ * once in document order (Swift's ModelDecoder). Parsing builds no objects and no hash tables:
+ * one array of 16-byte entries and one copy of the text, in which strings are unescaped in place.
+ * Layout: a value is one entry; an array is its entry then its elements' entries; an object is its
+ * entry then, per member, the key (a STRING entry) and the value's entries. The root is entry 0.
+ * The entries and the text are immutable and may be read from any thread at once; they are
+ * borrowed from the tape (valid until courier_json_tape_free). */
+typedef struct courier_json_tape courier_json_tape;
+#define COURIER_JSON_TAPE_TRUE 0x1u /* flags: a BOOL entry that is true */
+#define COURIER_JSON_TAPE_DEAD 0x2u /* flags: a member key shadowed by a later duplicate (only with
+                                       COURIER_JSON_ALLOW_DUPLICATE_KEYS; the last wins) */
+typedef struct courier_json_tape_entry {
+    uint8_t type;     /* courier_json_type (OBJECT..NULL); object keys are STRING entries */
+    uint8_t flags;    /* COURIER_JSON_TAPE_* */
+    uint16_t reserved;
+    uint32_t length;  /* STRING: bytes; ARRAY: elements; OBJECT: members (DEAD ones not counted) */
+    uint64_t payload; /* STRING: offset of its bytes in courier_json_tape_text (NUL-terminated);
+                         ARRAY, OBJECT: the index just past the last entry of the contents;
+                         INTEGER: the int64_t's bits; REAL: the double's bits; otherwise 0 */
+} courier_json_tape_entry;
+/* Parses JSON text into a tape with the same rules, limits and error codes as courier_json_parse
+ * (max_threads is ignored: one thread). Text of more than 4 GiB - 1 bytes is COURIER_E_TOO_LARGE.
+ * *out is new: release it with courier_json_tape_free. Any thread. */
+COURIER_API int courier_json_tape_parse(const void *data, size_t len, const courier_json_options *options,
+                                        courier_json_tape **out, courier_error *err);
+/* A tape of a value (borrowed; its strings are copied). *out is new (courier_json_tape_free).
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL), COURIER_E_TOO_LARGE, COURIER_E_NO_MEMORY. */
+COURIER_API int courier_json_tape_from_value(const courier_json *value, courier_json_tape **out, courier_error *err);
+/* Releases a tape. Accepts NULL. */
+COURIER_API void courier_json_tape_free(courier_json_tape *tape);
+/* The entries (borrowed) and, in *count (may be NULL), how many. NULL for a NULL tape. */
+COURIER_API const courier_json_tape_entry *courier_json_tape_entries(const courier_json_tape *tape, size_t *count);
+/* The base of STRING entries' offsets (borrowed). NULL for a NULL tape. */
+COURIER_API const char *courier_json_tape_text(const courier_json_tape *tape);
+/* The index just past the value at `index` (its next sibling's). `index` must be below the count. */
+COURIER_API size_t courier_json_tape_skip(const courier_json_tape *tape, size_t index);
+/* The index of the value of member `key` of the object at `index`, or 0 when there is none (or the
+ * entry is not an object). `hint` (may be NULL) is 0 or what an earlier call on the same object
+ * left in it: the search starts there (members read in document order cost one comparison each)
+ * and wraps around; on success *hint is set past the member found. Any thread. */
+COURIER_API size_t courier_json_tape_get(const courier_json_tape *tape, size_t index, const char *key, size_t key_len,
+                                         size_t *hint);
+
 /* ========================================================================================== */
 /* Mapping (the seeds' RestKit mappings)                                                       */
 /* ========================================================================================== */

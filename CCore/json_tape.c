@@ -1,0 +1,668 @@
+/*
+ * json_tape.c — JSON parsed into a flat tape (courier_json_tape_*): the input of Swift's
+ * ModelDecoder, which reads each value once in document order and needs neither jansson's
+ * objects nor its hash tables.
+ *
+ * The parser is strict RFC 8259 with jansson's rules as courier_json_parse applies them (the fuzz
+ * target checks that both accept the same texts and agree on every value): any value at the top,
+ * whitespace only between tokens, no leading zeros, integers without fraction or exponent that fit
+ * int64_t (else an error), reals that fit a double (overflow is an error, underflow is not), valid
+ * UTF-8 only, no control characters in strings, \u escapes with paired surrogates, \u0000 only with
+ * COURIER_JSON_ALLOW_NUL, duplicate keys an error unless allowed (then the last wins), a depth limit
+ * checked before the next level is entered, a size limit checked first.
+ *
+ * The text is copied once; strings are unescaped in place in the copy (an escape never grows)
+ * and NUL-terminated there, so a string entry is an offset and a length. Numbers are converted
+ * while parsing: integers exactly, reals by Clinger's fast path when the digits and the exponent
+ * allow an exact result, else by strtod_l in the C locale.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <locale.h>
+#ifdef __APPLE__
+#include <xlocale.h>
+#endif
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct courier_json_tape {
+    courier_json_tape_entry *entries;
+    size_t count, cap;
+    char *text; /* the text, strings unescaped in place and NUL-terminated */
+    size_t text_len;
+};
+
+typedef courier_json_tape_entry entry;
+
+/* ---- building ------------------------------------------------------------------------------------ */
+
+static int grow(courier_json_tape *t) {
+    size_t cap = t->cap ? t->cap * 2 : 64;
+    entry *e = realloc(t->entries, cap * sizeof *e);
+    if (!e) return -1;
+    t->entries = e;
+    t->cap = cap;
+    return 0;
+}
+
+/* Appends an entry; returns its index or SIZE_MAX without memory. */
+static inline size_t emit(courier_json_tape *t, int type, uint8_t flags, uint32_t length, uint64_t payload) {
+    if (t->count == t->cap && grow(t)) return SIZE_MAX;
+    entry *e = &t->entries[t->count];
+    e->type = (uint8_t)type;
+    e->flags = flags;
+    e->reserved = 0;
+    e->length = length;
+    e->payload = payload;
+    return t->count++;
+}
+
+void courier_json_tape_free(courier_json_tape *t) {
+    if (!t) return;
+    free(t->entries);
+    free(t->text);
+    free(t);
+}
+
+/* ---- the parser ------------------------------------------------------------------------------------ */
+
+typedef struct parser {
+    courier_json_tape *t;
+    char *s;          /* the text (the tape's copy) */
+    size_t len, pos;
+    unsigned flags;   /* COURIER_JSON_ALLOW_* */
+    int max_depth;
+    const char *data; /* the caller's text, for error positions */
+    courier_error *err;
+} parser;
+
+/* Character classes inside strings: 0 plain, 1 '"', 2 '\\', 3 control, 4 non-ASCII. */
+static const unsigned char string_class[256] = {
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+    4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+    4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+    4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+};
+
+/* Fails with the position of byte `at` as line, column (in bytes, from 1) and byte offset. */
+static int fail_at(parser *p, size_t at, const char *what) {
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < at && i < p->len; i++) {
+        if (p->data[i] == '\n') {
+            line++;
+            column = 1;
+        } else {
+            column++;
+        }
+    }
+    return cr_fail(p->err, COURIER_E_JSON, "invalid JSON at line %zu, column %zu (byte %zu): %s", line, column, at,
+                   what);
+}
+
+static int no_memory(parser *p) { return cr_fail(p->err, COURIER_E_NO_MEMORY, NULL); }
+
+static inline void skip_ws(parser *p) {
+    while (p->pos < p->len) {
+        char c = p->s[p->pos];
+        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
+        p->pos++;
+    }
+}
+
+/* The length of the valid UTF-8 sequence at s[0..avail), or 0 (jansson's and cr_utf8_valid's rules:
+ * no overlong forms, no surrogates, nothing above U+10FFFF). */
+static size_t utf8_sequence(const unsigned char *s, size_t avail) {
+    unsigned c = s[0], cp;
+    size_t n;
+    if (c >= 0xC2 && c <= 0xDF) n = 1, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) n = 2, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) n = 3, cp = c & 0x07;
+    else return 0;
+    if (avail <= n) return 0;
+    for (size_t k = 1; k <= n; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[k] & 0x3F);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    return n + 1;
+}
+
+static int hex4(const char *s, unsigned *out) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = s[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+        else return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The string whose opening quote is at p->pos: unescaped in place, appended as a STRING entry. */
+static int parse_string(parser *p) {
+    char *s = p->s;
+    size_t len = p->len, start = p->pos + 1, i = start, w;
+    const unsigned char *u = (const unsigned char *)s;
+    /* The common case: no escapes, so nothing moves. */
+    for (;;) {
+        while (i < len && string_class[u[i]] == 0) i++;
+        if (i >= len) return fail_at(p, p->pos, "unterminated string");
+        unsigned cls = string_class[u[i]];
+        if (cls == 1) {
+            w = i;
+            goto done;
+        }
+        if (cls == 4) {
+            size_t n = utf8_sequence(u + i, len - i);
+            if (!n) return fail_at(p, i, "invalid UTF-8 in string");
+            i += n;
+            continue;
+        }
+        if (cls == 3) return fail_at(p, i, "control character in string");
+        break; /* a backslash */
+    }
+    /* From the first escape on, bytes move left: w writes, i reads. */
+    w = i;
+    for (;;) {
+        while (i < len && string_class[u[i]] == 0) s[w++] = s[i++];
+        if (i >= len) return fail_at(p, p->pos, "unterminated string");
+        unsigned cls = string_class[u[i]];
+        if (cls == 1) break;
+        if (cls == 3) return fail_at(p, i, "control character in string");
+        if (cls == 4) {
+            size_t n = utf8_sequence(u + i, len - i);
+            if (!n) return fail_at(p, i, "invalid UTF-8 in string");
+            memmove(s + w, s + i, n);
+            w += n;
+            i += n;
+            continue;
+        }
+        /* An escape. */
+        if (i + 1 >= len) return fail_at(p, p->pos, "unterminated string");
+        char e = s[i + 1];
+        switch (e) {
+        case '"': s[w++] = '"'; i += 2; continue;
+        case '\\': s[w++] = '\\'; i += 2; continue;
+        case '/': s[w++] = '/'; i += 2; continue;
+        case 'b': s[w++] = '\b'; i += 2; continue;
+        case 'f': s[w++] = '\f'; i += 2; continue;
+        case 'n': s[w++] = '\n'; i += 2; continue;
+        case 'r': s[w++] = '\r'; i += 2; continue;
+        case 't': s[w++] = '\t'; i += 2; continue;
+        case 'u': break;
+        default: return fail_at(p, i, "invalid escape");
+        }
+        unsigned cp, lo;
+        if (i + 6 > len || hex4(s + i + 2, &cp)) return fail_at(p, i, "invalid escape");
+        size_t at = i;
+        i += 6;
+        if (cp >= 0xDC00 && cp <= 0xDFFF) return fail_at(p, at, "invalid Unicode: a lone low surrogate");
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (i + 6 > len || s[i] != '\\' || s[i + 1] != 'u' || hex4(s + i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+                return fail_at(p, at, "invalid Unicode: a high surrogate without its low surrogate");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            i += 6;
+        }
+        if (cp == 0 && !(p->flags & COURIER_JSON_ALLOW_NUL))
+            return fail_at(p, at, "\\u0000 is not allowed without COURIER_JSON_ALLOW_NUL");
+        if (cp < 0x80) {
+            s[w++] = (char)cp;
+        } else if (cp < 0x800) {
+            s[w++] = (char)(0xC0 | (cp >> 6));
+            s[w++] = (char)(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            s[w++] = (char)(0xE0 | (cp >> 12));
+            s[w++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            s[w++] = (char)(0x80 | (cp & 0x3F));
+        } else {
+            s[w++] = (char)(0xF0 | (cp >> 18));
+            s[w++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+            s[w++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            s[w++] = (char)(0x80 | (cp & 0x3F));
+        }
+    }
+done:
+    /* w <= i: the terminator overwrites the closing quote or bytes already read. */
+    s[w] = '\0';
+    p->pos = i + 1;
+    if (emit(p->t, COURIER_JSON_STRING, 0, (uint32_t)(w - start), start) == SIZE_MAX) return no_memory(p);
+    return COURIER_OK;
+}
+
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+static void make_c_locale(void) { c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0); }
+
+/* Exact powers of ten (Clinger's fast path needs them exact: up to 10^22). */
+static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+static int parse_number(parser *p) {
+    const char *s = p->s;
+    size_t len = p->len, start = p->pos, i = start;
+    int negative = 0, real = 0;
+    if (s[i] == '-') {
+        negative = 1;
+        i++;
+    }
+    if (i >= len || s[i] < '0' || s[i] > '9') return fail_at(p, start, "invalid number");
+    uint64_t mantissa = 0;
+    int digits = 0;        /* significant digits in mantissa (leading zeros not counted) */
+    int dropped = 0;       /* significant digits beyond 19 that did not fit */
+    int64_t exponent = 0;  /* decimal exponent applied to mantissa */
+    if (s[i] == '0') {
+        i++;
+        if (i < len && s[i] >= '0' && s[i] <= '9') return fail_at(p, start, "invalid number: a leading zero");
+    } else {
+        while (i < len && s[i] >= '0' && s[i] <= '9') {
+            if (digits < 19) {
+                mantissa = mantissa * 10 + (uint64_t)(s[i] - '0');
+                digits++;
+            } else {
+                dropped++;
+                exponent++;
+            }
+            i++;
+        }
+    }
+    if (i < len && s[i] == '.') {
+        real = 1;
+        i++;
+        if (i >= len || s[i] < '0' || s[i] > '9') return fail_at(p, start, "invalid number: no digit after '.'");
+        while (i < len && s[i] >= '0' && s[i] <= '9') {
+            if (digits < 19) {
+                if (mantissa || s[i] != '0') {
+                    mantissa = mantissa * 10 + (uint64_t)(s[i] - '0');
+                    digits++;
+                } else if (!mantissa) {
+                    /* a leading zero of the fraction: only the exponent moves */
+                }
+                exponent--;
+            } else {
+                dropped++;
+            }
+            i++;
+        }
+    }
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        real = 1;
+        i++;
+        int eneg = 0;
+        if (i < len && (s[i] == '+' || s[i] == '-')) eneg = s[i++] == '-';
+        if (i >= len || s[i] < '0' || s[i] > '9') return fail_at(p, start, "invalid number: no digit in the exponent");
+        int64_t e = 0;
+        while (i < len && s[i] >= '0' && s[i] <= '9') {
+            if (e < 100000000) e = e * 10 + (s[i] - '0');
+            i++;
+        }
+        exponent += eneg ? -e : e;
+    }
+    p->pos = i;
+    if (!real) {
+        /* An integer: exactly, or an error beyond int64_t (as jansson). */
+        if (dropped || mantissa > (uint64_t)INT64_MAX + (uint64_t)negative)
+            return fail_at(p, start, negative ? "too big negative integer" : "too big integer");
+        int64_t v = negative ? (int64_t)(0 - mantissa) : (int64_t)mantissa;
+        if (emit(p->t, COURIER_JSON_INTEGER, 0, 0, (uint64_t)v) == SIZE_MAX) return no_memory(p);
+        return COURIER_OK;
+    }
+    double d;
+    if (!dropped && mantissa <= (UINT64_C(1) << 53) && exponent >= -22 && exponent <= 22) {
+        d = (double)mantissa;
+        d = exponent < 0 ? d / pow10_exact[-exponent] : d * pow10_exact[exponent];
+        if (negative) d = -d;
+    } else if (mantissa == 0 && !dropped) {
+        d = negative ? -0.0 : 0.0;
+    } else {
+        /* The exact reading: strtod in the C locale over a NUL-terminated copy of the token. */
+        pthread_once(&c_locale_once, make_c_locale);
+        size_t n = i - start;
+        char small[64], *buf = n < sizeof small ? small : malloc(n + 1);
+        if (!buf) return no_memory(p);
+        memcpy(buf, s + start, n);
+        buf[n] = '\0';
+        errno = 0;
+        d = c_locale ? strtod_l(buf, NULL, c_locale) : strtod(buf, NULL);
+        int overflow = errno == ERANGE && isinf(d);
+        if (buf != small) free(buf);
+        if (overflow) return fail_at(p, start, "real number overflow");
+    }
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    if (emit(p->t, COURIER_JSON_REAL, 0, 0, bits) == SIZE_MAX) return no_memory(p);
+    return COURIER_OK;
+}
+
+/* Key order for the duplicate check of large objects. */
+typedef struct key_ref {
+    const char *s;
+    uint32_t len;
+    size_t index;
+} key_ref;
+
+static int key_ref_cmp(const void *a, const void *b) {
+    const key_ref *x = a, *y = b;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    int c = memcmp(x->s, y->s, x->len);
+    if (c) return c;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Duplicate keys of the object at `obj` (just closed): an error, or with ALLOW_DUPLICATE_KEYS the
+ * earlier members are marked DEAD (the last wins, as jansson). Small objects compare pairwise,
+ * large ones sort their keys. */
+static int check_duplicates(parser *p, size_t obj) {
+    courier_json_tape *t = p->t;
+    entry *e = t->entries;
+    uint32_t n = e[obj].length;
+    if (n < 2) return COURIER_OK;
+    enum { SMALL = 16 };
+    size_t small[SMALL];
+    key_ref *refs = NULL;
+    if (n <= SMALL) {
+        size_t k = obj + 1;
+        for (uint32_t m = 0; m < n; m++) {
+            small[m] = k;
+            size_t v = k + 1;
+            k = e[v].type == COURIER_JSON_OBJECT || e[v].type == COURIER_JSON_ARRAY ? (size_t)e[v].payload : v + 1;
+        }
+        for (uint32_t a = 1; a < n; a++) {
+            const entry *ka = &e[small[a]];
+            for (uint32_t b = 0; b < a; b++) {
+                entry *kb = &e[small[b]];
+                if (kb->length != ka->length || (kb->flags & COURIER_JSON_TAPE_DEAD) ||
+                    memcmp(t->text + kb->payload, t->text + ka->payload, ka->length) != 0)
+                    continue;
+                if (!(p->flags & COURIER_JSON_ALLOW_DUPLICATE_KEYS))
+                    return fail_at(p, (size_t)ka->payload - 1, "duplicate object key");
+                kb->flags |= COURIER_JSON_TAPE_DEAD;
+                e[obj].length--;
+            }
+        }
+        return COURIER_OK;
+    }
+    refs = malloc(n * sizeof *refs);
+    if (!refs) return no_memory(p);
+    size_t k = obj + 1;
+    for (uint32_t m = 0; m < n; m++) {
+        refs[m] = (key_ref){t->text + e[k].payload, e[k].length, k};
+        size_t v = k + 1;
+        k = e[v].type == COURIER_JSON_OBJECT || e[v].type == COURIER_JSON_ARRAY ? (size_t)e[v].payload : v + 1;
+    }
+    qsort(refs, n, sizeof *refs, key_ref_cmp);
+    size_t first_dup = SIZE_MAX;
+    uint32_t dead = 0;
+    for (uint32_t m = 1; m < n; m++) {
+        if (refs[m].len != refs[m - 1].len || memcmp(refs[m].s, refs[m - 1].s, refs[m].len) != 0) continue;
+        if (refs[m].index < first_dup) first_dup = refs[m].index; /* the second occurrence, in text order */
+        e[refs[m - 1].index].flags |= COURIER_JSON_TAPE_DEAD;
+        dead++;
+    }
+    free(refs);
+    if (first_dup != SIZE_MAX && !(p->flags & COURIER_JSON_ALLOW_DUPLICATE_KEYS)) {
+        /* Report the first key that repeats an earlier one in text order. */
+        return fail_at(p, (size_t)e[first_dup].payload - 1, "duplicate object key");
+    }
+    e[obj].length -= dead;
+    return COURIER_OK;
+}
+
+/* A key and its ':' at p->pos (after whitespace). */
+static int parse_key(parser *p) {
+    if (p->pos >= p->len || p->s[p->pos] != '"') return fail_at(p, p->pos, "string or '}' expected");
+    int rc = parse_string(p);
+    if (rc) return rc;
+    skip_ws(p);
+    if (p->pos >= p->len || p->s[p->pos] != ':') return fail_at(p, p->pos, "':' expected");
+    p->pos++;
+    return COURIER_OK;
+}
+
+static int parse_document(parser *p) {
+    courier_json_tape *t = p->t;
+    size_t stack_small[64], *stack = stack_small;
+    int depth = 0, rc = COURIER_OK;
+    if (p->max_depth > 64 && !(stack = malloc((size_t)p->max_depth * sizeof *stack))) return no_memory(p);
+    for (;;) {
+        /* A value at p->pos. */
+        skip_ws(p);
+        if (p->pos >= p->len) {
+            rc = fail_at(p, p->pos, "a value expected, found the end of the text");
+            goto out;
+        }
+        char c = p->s[p->pos];
+        if (c == '{' || c == '[') {
+            if (depth >= p->max_depth) {
+                rc = cr_fail(p->err, COURIER_E_JSON, "JSON nesting deeper than %d at byte %zu", p->max_depth, p->pos);
+                goto out;
+            }
+            size_t idx = emit(t, c == '{' ? COURIER_JSON_OBJECT : COURIER_JSON_ARRAY, 0, 0, 0);
+            if (idx == SIZE_MAX) {
+                rc = no_memory(p);
+                goto out;
+            }
+            stack[depth++] = idx;
+            p->pos++;
+            skip_ws(p);
+            if (p->pos < p->len && p->s[p->pos] == (c == '{' ? '}' : ']')) {
+                p->pos++;
+                t->entries[idx].payload = t->count;
+                depth--;
+                /* an empty container: a complete value */
+            } else {
+                if (c == '{' && (rc = parse_key(p))) goto out;
+                continue;
+            }
+        } else if (c == '"') {
+            if ((rc = parse_string(p))) goto out;
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            if ((rc = parse_number(p))) goto out;
+        } else if (c == 't' || c == 'f' || c == 'n') {
+            const char *word = c == 't' ? "true" : c == 'f' ? "false" : "null";
+            size_t n = strlen(word);
+            if (p->len - p->pos < n || memcmp(p->s + p->pos, word, n) != 0) {
+                rc = fail_at(p, p->pos, "invalid token");
+                goto out;
+            }
+            p->pos += n;
+            if (emit(t, c == 'n' ? COURIER_JSON_NULL : COURIER_JSON_BOOL, c == 't' ? COURIER_JSON_TAPE_TRUE : 0, 0,
+                     0) == SIZE_MAX) {
+                rc = no_memory(p);
+                goto out;
+            }
+        } else {
+            rc = fail_at(p, p->pos, "invalid token");
+            goto out;
+        }
+        /* A value is complete: count it in its container, then a ',' or the container's end. */
+        for (;;) {
+            skip_ws(p);
+            if (depth == 0) {
+                if (p->pos < p->len) rc = fail_at(p, p->pos, "end of text expected");
+                goto out;
+            }
+            size_t top = stack[depth - 1];
+            int object = t->entries[top].type == COURIER_JSON_OBJECT;
+            t->entries[top].length++;
+            if (p->pos >= p->len) {
+                rc = fail_at(p, p->pos, object ? "',' or '}' expected, found the end of the text"
+                                               : "',' or ']' expected, found the end of the text");
+                goto out;
+            }
+            char d = p->s[p->pos];
+            if (d == ',') {
+                p->pos++;
+                if (object) {
+                    skip_ws(p);
+                    if ((rc = parse_key(p))) goto out;
+                }
+                break;
+            }
+            if (d != (object ? '}' : ']')) {
+                rc = fail_at(p, p->pos, object ? "',' or '}' expected" : "',' or ']' expected");
+                goto out;
+            }
+            p->pos++;
+            t->entries[top].payload = t->count;
+            depth--;
+            if (object && (rc = check_duplicates(p, top))) goto out;
+        }
+    }
+out:
+    if (stack != stack_small) free(stack);
+    return rc;
+}
+
+int courier_json_tape_parse(const void *data, size_t len, const courier_json_options *opts, courier_json_tape **out,
+                            courier_error *err) {
+    cr_error_clear(err);
+    if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!data && len) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "JSON data is NULL");
+    courier_json_options o;
+    cr_json_options_resolve(opts, &o);
+    if ((int64_t)len > o.max_bytes)
+        return cr_fail(err, COURIER_E_TOO_LARGE, "JSON text of %zu bytes is larger than the limit of %lld bytes", len,
+                       (long long)o.max_bytes);
+    if (len > UINT32_MAX - 1)
+        return cr_fail(err, COURIER_E_TOO_LARGE, "JSON text of %zu bytes is larger than a tape holds", len);
+    courier_json_tape *t = calloc(1, sizeof *t);
+    if (!t || !(t->text = malloc(len + 1))) {
+        free(t);
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    if (len) memcpy(t->text, data, len);
+    t->text[len] = '\0';
+    t->text_len = len;
+    /* About one entry per 8 bytes of typical documents; grown by doubling when short. */
+    t->cap = len / 8 + 16;
+    if (!(t->entries = malloc(t->cap * sizeof *t->entries))) {
+        courier_json_tape_free(t);
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    parser p = {.t = t, .s = t->text, .len = len, .flags = o.flags, .max_depth = o.max_depth, .data = data, .err = err};
+    int rc = parse_document(&p);
+    if (rc != COURIER_OK) {
+        courier_json_tape_free(t);
+        return rc;
+    }
+    *out = t;
+    return COURIER_OK;
+}
+
+/* ---- a tape of a jansson value ------------------------------------------------------------------------- */
+
+static int from_value(courier_json_tape *t, cr_buf *text, const json_t *v) {
+    size_t idx;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        if ((idx = emit(t, COURIER_JSON_OBJECT, 0, (uint32_t)json_object_size(v), 0)) == SIZE_MAX) return -1;
+        for (void *it = json_object_iter((json_t *)v); it; it = json_object_iter_next((json_t *)v, it)) {
+            size_t klen = json_object_iter_key_len(it);
+            if (klen > UINT32_MAX || emit(t, COURIER_JSON_STRING, 0, (uint32_t)klen, text->len) == SIZE_MAX ||
+                cr_buf_append(text, json_object_iter_key(it), klen) || cr_buf_append_char(text, '\0') ||
+                from_value(t, text, json_object_iter_value(it)))
+                return -1;
+        }
+        t->entries[idx].payload = t->count;
+        return 0;
+    }
+    case JSON_ARRAY: {
+        size_t n = json_array_size(v);
+        if (n > UINT32_MAX || (idx = emit(t, COURIER_JSON_ARRAY, 0, (uint32_t)n, 0)) == SIZE_MAX) return -1;
+        for (size_t i = 0; i < n; i++)
+            if (from_value(t, text, json_array_get(v, i))) return -1;
+        t->entries[idx].payload = t->count;
+        return 0;
+    }
+    case JSON_STRING: {
+        size_t n = json_string_length(v);
+        if (n > UINT32_MAX || emit(t, COURIER_JSON_STRING, 0, (uint32_t)n, text->len) == SIZE_MAX ||
+            cr_buf_append(text, json_string_value(v), n) || cr_buf_append_char(text, '\0'))
+            return -1;
+        return 0;
+    }
+    case JSON_INTEGER:
+        return emit(t, COURIER_JSON_INTEGER, 0, 0, (uint64_t)(int64_t)json_integer_value(v)) == SIZE_MAX ? -1 : 0;
+    case JSON_REAL: {
+        double d = json_real_value(v);
+        uint64_t bits;
+        memcpy(&bits, &d, sizeof bits);
+        return emit(t, COURIER_JSON_REAL, 0, 0, bits) == SIZE_MAX ? -1 : 0;
+    }
+    case JSON_TRUE: return emit(t, COURIER_JSON_BOOL, COURIER_JSON_TAPE_TRUE, 0, 0) == SIZE_MAX ? -1 : 0;
+    case JSON_FALSE: return emit(t, COURIER_JSON_BOOL, 0, 0, 0) == SIZE_MAX ? -1 : 0;
+    case JSON_NULL: return emit(t, COURIER_JSON_NULL, 0, 0, 0) == SIZE_MAX ? -1 : 0;
+    }
+    return -1;
+}
+
+int courier_json_tape_from_value(const courier_json *value, courier_json_tape **out, courier_error *err) {
+    cr_error_clear(err);
+    if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!value) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "value is NULL");
+    courier_json_tape *t = calloc(1, sizeof *t);
+    if (!t) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    cr_buf text = {0};
+    if (from_value(t, &text, (const json_t *)value) || cr_buf_reserve(&text, 1)) {
+        cr_buf_free(&text);
+        courier_json_tape_free(t);
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    t->text = cr_buf_take(&text, &t->text_len);
+    if (!t->text) {
+        courier_json_tape_free(t);
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    *out = t;
+    return COURIER_OK;
+}
+
+/* ---- reading ---------------------------------------------------------------------------------------------- */
+
+const courier_json_tape_entry *courier_json_tape_entries(const courier_json_tape *t, size_t *count) {
+    if (count) *count = t ? t->count : 0;
+    return t ? t->entries : NULL;
+}
+
+const char *courier_json_tape_text(const courier_json_tape *t) { return t ? t->text : NULL; }
+
+static inline size_t skip(const entry *e, size_t i) {
+    return e[i].type == COURIER_JSON_OBJECT || e[i].type == COURIER_JSON_ARRAY ? (size_t)e[i].payload : i + 1;
+}
+
+size_t courier_json_tape_skip(const courier_json_tape *t, size_t index) {
+    if (!t || index >= t->count) return index + 1;
+    return skip(t->entries, index);
+}
+
+size_t courier_json_tape_get(const courier_json_tape *t, size_t index, const char *key, size_t key_len, size_t *hint) {
+    if (!t || index >= t->count || t->entries[index].type != COURIER_JSON_OBJECT || (!key && key_len)) return 0;
+    const entry *e = t->entries;
+    size_t first = index + 1, end = (size_t)e[index].payload;
+    size_t from = hint && *hint > index && *hint < end ? *hint : first;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t k = pass ? first : from, stop = pass ? from : end;
+        while (k < stop) {
+            size_t v = k + 1, next = skip(e, v);
+            if (e[k].length == key_len && !(e[k].flags & COURIER_JSON_TAPE_DEAD) &&
+                (key_len == 0 || memcmp(t->text + e[k].payload, key, key_len) == 0)) {
+                if (hint) *hint = next;
+                return v;
+            }
+            k = next;
+        }
+    }
+    return 0;
+}
