@@ -8,7 +8,7 @@
  * whitespace only between tokens, no leading zeros, integers without fraction or exponent that fit
  * int64_t (else an error), reals that fit a double (overflow is an error, underflow is not), valid
  * UTF-8 only, no control characters in strings, \u escapes with paired surrogates, \u0000 only with
- * COURIER_JSON_ALLOW_NUL, duplicate keys an error unless allowed (then the last wins), a depth limit
+ * COURIER_JSON_ALLOW_NUL (and never in keys), duplicate keys an error unless allowed (then the last wins), a depth limit
  * checked before the next level is entered, a size limit checked first.
  *
  * The text is copied once; strings are unescaped in place in the copy (an escape never grows)
@@ -420,8 +420,12 @@ static int check_duplicates(parser *p, size_t obj) {
 /* A key and its ':' at p->pos (after whitespace). */
 static int parse_key(parser *p) {
     if (p->pos >= p->len || p->s[p->pos] != '"') return fail_at(p, p->pos, "string or '}' expected");
+    size_t at = p->pos;
     int rc = parse_string(p);
     if (rc) return rc;
+    const entry *k = &p->t->entries[p->t->count - 1];
+    if ((p->flags & COURIER_JSON_ALLOW_NUL) && memchr(p->s + k->payload, '\0', k->length))
+        return fail_at(p, at, "NUL byte in object key not supported");
     skip_ws(p);
     if (p->pos >= p->len || p->s[p->pos] != ':') return fail_at(p, p->pos, "':' expected");
     p->pos++;
@@ -636,7 +640,7 @@ const courier_json_tape_entry *courier_json_tape_entries(const courier_json_tape
     return t ? t->entries : NULL;
 }
 
-const char *courier_json_tape_text(const courier_json_tape *t) { return t ? t->text : NULL; }
+const uint8_t *courier_json_tape_text(const courier_json_tape *t) { return t ? (const uint8_t *)t->text : NULL; }
 
 static inline size_t skip(const entry *e, size_t i) {
     return e[i].type == COURIER_JSON_OBJECT || e[i].type == COURIER_JSON_ARRAY ? (size_t)e[i].payload : i + 1;
@@ -665,4 +669,39 @@ size_t courier_json_tape_get(const courier_json_tape *t, size_t index, const cha
         }
     }
     return 0;
+}
+
+int courier_json_tape_path(const courier_json_tape *t, size_t index, const char *path, size_t *out) {
+    if (!t || index >= t->count || !out) return 0;
+    if (!path) {
+        *out = index;
+        return 1;
+    }
+    const entry *e = t->entries;
+    size_t len = strlen(path), i = 0, v = index;
+    while (i < len) {
+        const char *dot = memchr(path + i, '.', len - i);
+        size_t end = dot ? (size_t)(dot - path) : len, seg = end - i;
+        if (e[v].type == COURIER_JSON_OBJECT) {
+            v = courier_json_tape_get(t, v, path + i, seg, NULL);
+        } else if (e[v].type == COURIER_JSON_ARRAY) {
+            size_t n = 0;
+            if (seg == 0 || seg > 19) return 0;
+            for (size_t k = i; k < end; k++) {
+                if (path[k] < '0' || path[k] > '9') return 0;
+                n = n * 10 + (size_t)(path[k] - '0');
+            }
+            if (n >= e[v].length) return 0;
+            size_t k = v + 1;
+            while (n--) k = skip(e, k);
+            v = k;
+        } else {
+            return 0;
+        }
+        if (!v) return 0;
+        i = end + 1;
+        if (dot && i == len) return 0; /* a trailing dot names an empty key that cannot be written */
+    }
+    *out = v;
+    return 1;
 }

@@ -754,7 +754,7 @@ COURIER_API void courier_json_tape_free(courier_json_tape *tape);
 /* The entries (borrowed) and, in *count (may be NULL), how many. NULL for a NULL tape. */
 COURIER_API const courier_json_tape_entry *courier_json_tape_entries(const courier_json_tape *tape, size_t *count);
 /* The base of STRING entries' offsets (borrowed). NULL for a NULL tape. */
-COURIER_API const char *courier_json_tape_text(const courier_json_tape *tape);
+COURIER_API const uint8_t *courier_json_tape_text(const courier_json_tape *tape);
 /* The index just past the value at `index` (its next sibling's). `index` must be below the count. */
 COURIER_API size_t courier_json_tape_skip(const courier_json_tape *tape, size_t index);
 /* The index of the value of member `key` of the object at `index`, or 0 when there is none (or the
@@ -763,6 +763,10 @@ COURIER_API size_t courier_json_tape_skip(const courier_json_tape *tape, size_t 
  * and wraps around; on success *hint is set past the member found. Any thread. */
 COURIER_API size_t courier_json_tape_get(const courier_json_tape *tape, size_t index, const char *key, size_t key_len,
                                          size_t *hint);
+/* Finds the value at a key path below the value at `index` (as courier_json_path: dotted object
+ * keys and array indexes; "" or NULL is the value itself): 1 with its index in *out, or 0 when
+ * there is none. Any thread. */
+COURIER_API int courier_json_tape_path(const courier_json_tape *tape, size_t index, const char *key_path, size_t *out);
 
 /* ========================================================================================== */
 /* Mapping (the seeds' RestKit mappings)                                                       */

@@ -69,7 +69,8 @@ public struct ModelDecoder: Sendable {
     /// A decoder with the default strategies.
     public init() {}
 
-    /// Decodes a value from JSON text, parsing it with the C core first.
+    /// Decodes a value from JSON text, parsing it with the C core first (into a tape: one flat
+    /// array of entries, no objects and no hash tables; see `courier_json_tape_parse`).
     /// - Parameters:
     ///   - type: The type to decode.
     ///   - data: JSON text.
@@ -78,10 +79,15 @@ public struct ModelDecoder: Sendable {
     /// - Throws: ``CourierError`` (``CourierError/Code/json``) when the text is not JSON; a
     ///   `DecodingError` when it does not fit the type.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data, keyPath: String? = nil) throws -> T {
-        let document = try JSONDocument(parsing: data, threads: parseThreads)
-        return try withExtendedLifetime(document) {
-            try decode(type, root: document.root, keyPath: keyPath)
+        let tape: _Tape
+        if parseThreads == 1 {
+            tape = try _Tape(parsing: data)
+        } else {
+            // A split parse (jansson on several threads), then its tape.
+            let document = try JSONDocument(parsing: data, threads: parseThreads)
+            tape = try withExtendedLifetime(document) { try _Tape(value: document.root) }
         }
+        return try decode(type, tape: tape, keyPath: keyPath, pathPrefix: [])
     }
 
     /// Decodes a value from a parsed JSON value.
@@ -98,23 +104,76 @@ public struct ModelDecoder: Sendable {
     }
 
     /// Decodes from a borrowed `courier_json *`; `pathPrefix` names where it sits in its document.
+    /// The value at the key path is copied into a tape first (one walk, no parse).
     func decode<T: Decodable>(_ type: T.Type, root: OpaquePointer, keyPath: String?,
                               pathPrefix: [any CodingKey] = []) throws -> T {
         var start = root
         var path = pathPrefix
         if let keyPath, !keyPath.isEmpty {
-            for part in keyPath.split(separator: ".", omittingEmptySubsequences: false) {
-                path.append(_JSONKey(part))
-            }
+            path += Self.keys(keyPath)
             guard let found = courier_json_path(root, keyPath) else {
                 throw DecodingError.valueNotFound(type, DecodingError.Context(
                     codingPath: path, debugDescription: "No value at key path '\(keyPath)'"))
             }
             start = found
         }
-        let impl = _ModelDecoderImpl(value: start, codingPath: path, options: _DecoderOptions(self))
-        return try impl.unbox(start, as: T.self)
+        return try decode(type, tape: try _Tape(value: start), keyPath: nil, pathPrefix: path)
     }
+
+    private static func keys(_ keyPath: String) -> [any CodingKey] {
+        keyPath.split(separator: ".", omittingEmptySubsequences: false).map { _JSONKey($0) }
+    }
+
+    /// Decodes from a tape, at `keyPath` below its root.
+    func decode<T: Decodable>(_ type: T.Type, tape: _Tape, keyPath: String?, pathPrefix: [any CodingKey]) throws -> T {
+        var start = 0
+        var path = pathPrefix
+        if let keyPath, !keyPath.isEmpty {
+            path += Self.keys(keyPath)
+            guard courier_json_tape_path(tape.tape, 0, keyPath, &start) != 0 else {
+                throw DecodingError.valueNotFound(type, DecodingError.Context(
+                    codingPath: path, debugDescription: "No value at key path '\(keyPath)'"))
+            }
+        }
+        return try withExtendedLifetime(tape) {
+            let impl = _ModelDecoderImpl(tape: tape, value: start, codingPath: path, options: _DecoderOptions(self))
+            return try impl.unbox(start, as: T.self)
+        }
+    }
+}
+
+// MARK: - The tape
+
+/// A document as the C core's tape (`courier_json_tape`): entries read in place, strings at offsets
+/// in one text.
+final class _Tape {
+    let tape: OpaquePointer
+    let entries: UnsafePointer<courier_json_tape_entry>
+    let text: UnsafePointer<UInt8>
+
+    init(parsing data: Data) throws {
+        var out: OpaquePointer?
+        var error = courier_error()
+        let rc = data.withUnsafeBytes { raw in
+            courier_json_tape_parse(raw.baseAddress, raw.count, nil, &out, &error)
+        }
+        guard rc == COURIER_OK.rawValue, let out else { throw CourierError(code: rc, detail: &error) }
+        self.tape = out
+        entries = courier_json_tape_entries(out, nil)
+        text = courier_json_tape_text(out)
+    }
+
+    init(value: OpaquePointer) throws {
+        var out: OpaquePointer?
+        var error = courier_error()
+        let rc = courier_json_tape_from_value(value, &out, &error)
+        guard rc == COURIER_OK.rawValue, let out else { throw CourierError(code: rc, detail: &error) }
+        self.tape = out
+        entries = courier_json_tape_entries(out, nil)
+        text = courier_json_tape_text(out)
+    }
+
+    deinit { courier_json_tape_free(tape) }
 }
 
 // MARK: - Options
@@ -166,45 +225,67 @@ func _dottedPath(_ path: [any CodingKey]) -> String {
 }
 
 /// The kind name used in error messages.
-func _kindName(_ v: OpaquePointer?) -> String {
-    String(cString: courier_json_type_name(courier_json_typeof(v)))
+func _kindName(_ type: Int32) -> String {
+    String(cString: courier_json_type_name(type))
 }
+
+let _OBJECT = UInt8(COURIER_JSON_OBJECT.rawValue)
+let _ARRAY = UInt8(COURIER_JSON_ARRAY.rawValue)
+let _STRING = UInt8(COURIER_JSON_STRING.rawValue)
+let _INTEGER = UInt8(COURIER_JSON_INTEGER.rawValue)
+let _REAL = UInt8(COURIER_JSON_REAL.rawValue)
+let _BOOL = UInt8(COURIER_JSON_BOOL.rawValue)
+let _NULL = UInt8(COURIER_JSON_NULL.rawValue)
 
 // MARK: - The decoder
 
-/// One decoding: walks the C document. It is also the single-value container of the value it is on.
+/// One decoding: walks the tape; a value is its entry's index. It is also the single-value
+/// container of the value it is on.
 final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
-    var value: OpaquePointer
+    let tape: _Tape
+    let entries: UnsafePointer<courier_json_tape_entry>
+    let text: UnsafePointer<UInt8>
+    var value: Int
     var codingPath: [any CodingKey]
     let options: _DecoderOptions
     var userInfo: [CodingUserInfoKey: Any] { options.userInfo }
 
     /// Per depth, the object a keyed container reads and the position after its last member
-    /// read (courier_json_get_hinted): members read in document order cost no hashing.
-    let hints: UnsafeMutablePointer<(object: OpaquePointer?, iter: OpaquePointer?)>
+    /// read (courier_json_tape_get's hint): members read in document order cost one comparison.
+    let hints: UnsafeMutablePointer<(object: Int, hint: Int)>
     static let hintDepth = 256
 
-    init(value: OpaquePointer, codingPath: [any CodingKey], options: _DecoderOptions) {
+    init(tape: _Tape, value: Int, codingPath: [any CodingKey], options: _DecoderOptions) {
+        self.tape = tape
+        entries = tape.entries
+        text = tape.text
         self.value = value
         self.codingPath = codingPath
         self.options = options
         hints = .allocate(capacity: Self.hintDepth)
-        hints.initialize(repeating: (nil, nil), count: Self.hintDepth)
+        hints.initialize(repeating: (-1, 0), count: Self.hintDepth)
     }
 
     deinit { hints.deallocate() }
 
+    @inline(__always) func type(_ v: Int) -> UInt8 { entries[v].type }
+
+    /// The entry after the value at `v` (its next sibling).
+    @inline(__always) func skip(_ v: Int) -> Int { courier_json_tape_skip(tape.tape, v) }
+
+    /// The string of a STRING entry (a key or a value).
+    @inline(__always) func string(_ v: Int) -> String {
+        let e = entries[v]
+        return String(decoding: UnsafeRawBufferPointer(start: text + Int(e.payload), count: Int(e.length)), as: UTF8.self)
+    }
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard courier_json_typeof(value) == COURIER_JSON_OBJECT.rawValue else {
-            throw mismatch([String: Any].self, value, codingPath)
-        }
+        guard self.type(value) == _OBJECT else { throw mismatch([String: Any].self, value, codingPath) }
         return KeyedDecodingContainer(_KeyedContainer<Key>(impl: self, object: value, depth: codingPath.count))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        guard courier_json_typeof(value) == COURIER_JSON_ARRAY.rawValue else {
-            throw mismatch([Any].self, value, codingPath)
-        }
+        guard type(value) == _ARRAY else { throw mismatch([Any].self, value, codingPath) }
         return _UnkeyedContainer(impl: self, array: value, depth: codingPath.count)
     }
 
@@ -212,9 +293,9 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
 
     // MARK: Errors
 
-    func mismatch(_ type: Any.Type, _ v: OpaquePointer?, _ path: [any CodingKey]) -> DecodingError {
-        let found = courier_json_typeof(v)
-        let description = "Expected \(type) at \(_dottedPath(path)), found \(_kindName(v))"
+    func mismatch(_ type: Any.Type, _ v: Int?, _ path: [any CodingKey]) -> DecodingError {
+        let found = v.map { Int32(self.type($0)) } ?? Int32(COURIER_JSON_NONE.rawValue)
+        let description = "Expected \(type) at \(_dottedPath(path)), found \(_kindName(found))"
         if found == COURIER_JSON_NULL.rawValue || found == COURIER_JSON_NONE.rawValue {
             return .valueNotFound(type, .init(codingPath: path, debugDescription: description))
         }
@@ -228,58 +309,59 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
     // MARK: Scalars (shared by all containers)
 
     @inline(__always)
-    func unboxBool(_ v: OpaquePointer, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
-        guard courier_json_typeof(v) == COURIER_JSON_BOOL.rawValue else { throw mismatch(Bool.self, v, path()) }
-        return courier_json_bool(v) != 0
+    func unboxBool(_ v: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+        let e = entries[v]
+        guard e.type == _BOOL else { throw mismatch(Bool.self, v, path()) }
+        return e.flags & UInt8(COURIER_JSON_TAPE_TRUE) != 0
     }
 
     @inline(__always)
-    func unboxString(_ v: OpaquePointer, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
-        var length = 0
-        if let bytes = courier_json_string(v, &length) {
-            return String(decoding: UnsafeRawBufferPointer(start: bytes, count: length), as: UTF8.self)
+    func unboxString(_ v: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
+        let e = entries[v]
+        if e.type == _STRING {
+            return String(decoding: UnsafeRawBufferPointer(start: text + Int(e.payload), count: Int(e.length)), as: UTF8.self)
         }
         if options.numericStrings {
-            let t = courier_json_typeof(v)
-            if t == COURIER_JSON_INTEGER.rawValue { return String(courier_json_integer(v)) }
-            if t == COURIER_JSON_REAL.rawValue { return String(courier_json_real(v)) }
+            if e.type == _INTEGER { return String(Int64(bitPattern: e.payload)) }
+            if e.type == _REAL { return String(Double(bitPattern: e.payload)) }
         }
         throw mismatch(String.self, v, path())
     }
 
     @inline(__always)
-    func unboxInt64(_ v: OpaquePointer, _ type: Any.Type, _ path: @autoclosure () -> [any CodingKey]) throws -> Int64 {
-        let t = courier_json_typeof(v)
-        if t == COURIER_JSON_INTEGER.rawValue { return courier_json_integer(v) }
-        return try unboxInt64Slow(v, t, type, path())
+    func unboxInt64(_ v: Int, _ type: Any.Type, _ path: @autoclosure () -> [any CodingKey]) throws -> Int64 {
+        let e = entries[v]
+        if e.type == _INTEGER { return Int64(bitPattern: e.payload) }
+        return try unboxInt64Slow(v, type, path())
     }
 
-    func unboxInt64Slow(_ v: OpaquePointer, _ t: Int32, _ type: Any.Type, _ path: [any CodingKey]) throws -> Int64 {
-        if t == COURIER_JSON_REAL.rawValue {
-            let d = courier_json_real(v)
+    func unboxInt64Slow(_ v: Int, _ type: Any.Type, _ path: [any CodingKey]) throws -> Int64 {
+        let e = entries[v]
+        if e.type == _REAL {
+            let d = Double(bitPattern: e.payload)
             guard d.rounded(.towardZero) == d, d >= -9.223372036854775808e18, d < 9.223372036854775808e18 else {
                 throw corrupted("Parsed JSON number <\(d)> does not fit in \(type)", path)
             }
             return Int64(d)
         }
-        if options.numericStrings, t == COURIER_JSON_STRING.rawValue, let s = courier_json_string(v, nil),
-           let n = Int64(String(cString: s)) {
+        if options.numericStrings, e.type == _STRING, let n = Int64(string(v)) {
             return n
         }
         throw mismatch(type, v, path)
     }
 
     @inline(__always)
-    func unboxInteger<I: FixedWidthInteger>(_ v: OpaquePointer, _ type: I.Type,
+    func unboxInteger<I: FixedWidthInteger>(_ v: Int, _ type: I.Type,
                                             _ path: @autoclosure () -> [any CodingKey]) throws -> I {
         let n = try unboxInt64(v, type, path())
         if let exact = I(exactly: n) { return exact }
         throw corrupted("Parsed JSON number <\(n)> does not fit in \(type)", path())
     }
 
-    func unboxUInt64(_ v: OpaquePointer, _ path: [any CodingKey]) throws -> UInt64 {
-        if courier_json_typeof(v) == COURIER_JSON_REAL.rawValue {
-            let d = courier_json_real(v)
+    func unboxUInt64(_ v: Int, _ path: [any CodingKey]) throws -> UInt64 {
+        let e = entries[v]
+        if e.type == _REAL {
+            let d = Double(bitPattern: e.payload)
             if d >= 0, d < 1.8446744073709552e19, d.rounded(.towardZero) == d { return UInt64(d) }
         }
         let n = try unboxInt64(v, UInt64.self, path)
@@ -288,17 +370,17 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
     }
 
     @inline(__always)
-    func unboxDouble(_ v: OpaquePointer, _ type: Any.Type, _ path: @autoclosure () -> [any CodingKey]) throws -> Double {
-        let t = courier_json_typeof(v)
-        if t == COURIER_JSON_REAL.rawValue || t == COURIER_JSON_INTEGER.rawValue { return courier_json_real(v) }
-        if options.numericStrings, t == COURIER_JSON_STRING.rawValue, let s = courier_json_string(v, nil),
-           let d = Double(String(cString: s)) {
+    func unboxDouble(_ v: Int, _ type: Any.Type, _ path: @autoclosure () -> [any CodingKey]) throws -> Double {
+        let e = entries[v]
+        if e.type == _REAL { return Double(bitPattern: e.payload) }
+        if e.type == _INTEGER { return Double(Int64(bitPattern: e.payload)) }
+        if options.numericStrings, e.type == _STRING, let d = Double(string(v)) {
             return d
         }
         throw mismatch(type, v, path())
     }
 
-    func unboxFloat(_ v: OpaquePointer, _ path: @autoclosure () -> [any CodingKey]) throws -> Float {
+    func unboxFloat(_ v: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Float {
         let d = try unboxDouble(v, Float.self, path())
         let f = Float(d)
         if f.isInfinite && d.isFinite { throw corrupted("Parsed JSON number <\(d)> does not fit in Float", path()) }
@@ -311,7 +393,7 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
 
     /// Any Decodable at `v`, with `key` appended to the path (nil: same path).
     @inline(__always)
-    func unbox<T: Decodable>(_ v: OpaquePointer, as type: T.Type, key: (any CodingKey)? = nil) throws -> T {
+    func unbox<T: Decodable>(_ v: Int, as type: T.Type, key: (any CodingKey)? = nil) throws -> T {
         // Scalars that need no decoder of their own (the common leaves of arrays).
         if T.self == String.self {
             return unsafeBitCast(try unboxString(v, key.map { codingPath + [$0] } ?? codingPath), to: T.self)
@@ -376,7 +458,7 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
 
     // MARK: SingleValueDecodingContainer
 
-    func decodeNil() -> Bool { courier_json_typeof(value) == COURIER_JSON_NULL.rawValue }
+    func decodeNil() -> Bool { type(value) == _NULL }
     func decode(_ type: Bool.Type) throws -> Bool { try unboxBool(value, codingPath) }
     func decode(_ type: String.Type) throws -> String { try unboxString(value, codingPath) }
     func decode(_ type: Double.Type) throws -> Double { try unboxDouble(value, Double.self, codingPath) }
@@ -399,68 +481,73 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
 struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// Unowned: the decoder outlives every container of its decoding (no reference counting per use).
     unowned(unsafe) let impl: _ModelDecoderImpl
-    let object: OpaquePointer
+    let object: Int
     let depth: Int
     /// The whole path, for containers made by nestedContainer (no scope on the decoder's stack).
     let explicitPath: [any CodingKey]?
 
     /// JSON key -> member, with keys converted from snake_case (only for that strategy).
-    private let converted: [String: OpaquePointer]?
+    private let converted: [String: Int]?
 
     /// Whether lookups go through the decoder's hint slot at `depth`.
     private let hinted: Bool
 
     var codingPath: [any CodingKey] { explicitPath ?? impl.path(depth: depth) }
 
-    init(impl: _ModelDecoderImpl, object: OpaquePointer, depth: Int, explicitPath: [any CodingKey]? = nil) {
+    init(impl: _ModelDecoderImpl, object: Int, depth: Int, explicitPath: [any CodingKey]? = nil) {
         self.impl = impl
         self.object = object
         self.depth = depth
         self.explicitPath = explicitPath
         hinted = explicitPath == nil && depth < _ModelDecoderImpl.hintDepth && !impl.options.snakeCase
-        if hinted { impl.hints[depth] = (object, courier_json_iter_first(object)) }
+        if hinted { impl.hints[depth] = (object, 0) }
         if impl.options.snakeCase {
-            var map: [String: OpaquePointer] = [:]
-            var it = courier_json_iter_first(object)
-            while let i = it {
-                var length = 0
-                if let k = courier_json_iter_key(i, &length), let v = courier_json_iter_value(i) {
-                    let name = String(decoding: UnsafeRawBufferPointer(start: k, count: length), as: UTF8.self)
-                    map[_convertFromSnakeCase(name)] = v
-                }
-                it = courier_json_iter_next(object, i)
-            }
+            var map: [String: Int] = [:]
+            Self.forEachMember(impl, object) { key, value in map[_convertFromSnakeCase(impl.string(key))] = value }
             converted = map
         } else {
             converted = nil
         }
     }
 
-    /// The member for a key: at the hint (the member after the last one read) when the type reads
-    /// members in document order, else one hash lookup in the C object; no allocation.
-    @inline(__always)
-    private func lookup(_ key: Key) -> OpaquePointer? {
-        if let converted { return converted[key.stringValue] }
-        var name = key.stringValue
-        if hinted {
-            let slot = impl.hints + depth
-            if slot.pointee.object == object {
-                var hint = slot.pointee.iter
-                let found = name.withUTF8 { utf8 in
-                    courier_json_get_hinted(object, UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self),
-                                            utf8.count, &hint)
-                }
-                slot.pointee.iter = hint
-                return found
-            }
-        }
-        return name.withUTF8 { utf8 in
-            courier_json_getn(object, UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self), utf8.count)
+    /// Calls `body` with the key and value entries of each live member, in document order.
+    private static func forEachMember(_ impl: _ModelDecoderImpl, _ object: Int, _ body: (Int, Int) -> Void) {
+        let end = Int(impl.entries[object].payload)
+        var k = object + 1
+        while k < end {
+            let v = k + 1
+            if impl.entries[k].flags & UInt8(COURIER_JSON_TAPE_DEAD) == 0 { body(k, v) }
+            k = impl.skip(v)
         }
     }
 
+    /// The member for a key: at the hint (the member after the last one read) when the type reads
+    /// members in document order, else a scan of the members; no allocation.
     @inline(__always)
-    private func require(_ key: Key) throws -> OpaquePointer {
+    private func lookup(_ key: Key) -> Int? {
+        if let converted { return converted[key.stringValue] }
+        var name = key.stringValue
+        let found: Int
+        if hinted {
+            let slot = impl.hints + depth
+            if slot.pointee.object != object { slot.pointee = (object, 0) }
+            var hint = slot.pointee.hint
+            found = name.withUTF8 { utf8 in
+                courier_json_tape_get(impl.tape.tape, object,
+                                      UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self), utf8.count, &hint)
+            }
+            slot.pointee.hint = hint
+        } else {
+            found = name.withUTF8 { utf8 in
+                courier_json_tape_get(impl.tape.tape, object,
+                                      UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self), utf8.count, nil)
+            }
+        }
+        return found == 0 ? nil : found
+    }
+
+    @inline(__always)
+    private func require(_ key: Key) throws -> Int {
         if let v = lookup(key) { return v }
         throw DecodingError.keyNotFound(key, .init(
             codingPath: codingPath,
@@ -471,31 +558,23 @@ struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     private func path(_ key: Key) -> [any CodingKey] { codingPath + [key] }
 
     @inline(__always)
-    private func present(_ key: Key) -> OpaquePointer? {
-        guard let v = lookup(key), courier_json_typeof(v) != COURIER_JSON_NULL.rawValue else { return nil }
+    private func present(_ key: Key) -> Int? {
+        guard let v = lookup(key), impl.type(v) != _NULL else { return nil }
         return v
     }
 
     var allKeys: [Key] {
         if let converted { return converted.keys.compactMap { Key(stringValue: $0) } }
         var keys: [Key] = []
-        var it = courier_json_iter_first(object)
-        while let i = it {
-            var length = 0
-            if let k = courier_json_iter_key(i, &length),
-               let key = Key(stringValue: String(decoding: UnsafeRawBufferPointer(start: k, count: length), as: UTF8.self)) {
-                keys.append(key)
-            }
-            it = courier_json_iter_next(object, i)
+        Self.forEachMember(impl, object) { k, _ in
+            if let key = Key(stringValue: impl.string(k)) { keys.append(key) }
         }
         return keys
     }
 
     func contains(_ key: Key) -> Bool { lookup(key) != nil }
 
-    func decodeNil(forKey key: Key) throws -> Bool {
-        courier_json_typeof(try require(key)) == COURIER_JSON_NULL.rawValue
-    }
+    func decodeNil(forKey key: Key) throws -> Bool { impl.type(try require(key)) == _NULL }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try impl.unboxBool(try require(key), path(key)) }
     func decode(_ type: String.Type, forKey key: Key) throws -> String { try impl.unboxString(try require(key), path(key)) }
@@ -555,13 +634,13 @@ struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type,
                                                forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
         let v = try require(key)
-        guard courier_json_typeof(v) == COURIER_JSON_OBJECT.rawValue else { throw impl.mismatch([String: Any].self, v, path(key)) }
+        guard impl.type(v) == _OBJECT else { throw impl.mismatch([String: Any].self, v, path(key)) }
         return KeyedDecodingContainer(_KeyedContainer<NestedKey>(impl: impl, object: v, depth: depth, explicitPath: path(key)))
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
         let v = try require(key)
-        guard courier_json_typeof(v) == COURIER_JSON_ARRAY.rawValue else { throw impl.mismatch([Any].self, v, path(key)) }
+        guard impl.type(v) == _ARRAY else { throw impl.mismatch([Any].self, v, path(key)) }
         return _UnkeyedContainer(impl: impl, array: v, depth: depth, explicitPath: path(key))
     }
 
@@ -569,14 +648,15 @@ struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func superDecoder(forKey key: Key) throws -> any Decoder { try decoderFor(key) }
 
     private func decoderFor(_ key: any CodingKey) throws -> any Decoder {
-        let v: OpaquePointer? = {
-            var name = key.stringValue
-            return name.withUTF8 { courier_json_getn(object, UnsafeRawPointer($0.baseAddress)?.assumingMemoryBound(to: CChar.self), $0.count) }
-        }()
-        guard let v else {
+        var name = key.stringValue
+        let v = name.withUTF8 {
+            courier_json_tape_get(impl.tape.tape, object, UnsafeRawPointer($0.baseAddress)?.assumingMemoryBound(to: CChar.self),
+                                  $0.count, nil)
+        }
+        guard v != 0 else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "No value for super"))
         }
-        return _ModelDecoderImpl(value: v, codingPath: codingPath + [key], options: impl.options)
+        return _ModelDecoderImpl(tape: impl.tape, value: v, codingPath: codingPath + [key], options: impl.options)
     }
 }
 
@@ -584,20 +664,23 @@ struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
 struct _UnkeyedContainer: UnkeyedDecodingContainer {
     unowned(unsafe) let impl: _ModelDecoderImpl
-    let array: OpaquePointer
+    let array: Int
     let depth: Int
     let explicitPath: [any CodingKey]?
     let count: Int?
     private(set) var currentIndex = 0
+    /// The entry of element `currentIndex`.
+    private var cursor: Int
 
     var codingPath: [any CodingKey] { explicitPath ?? impl.path(depth: depth) }
 
-    init(impl: _ModelDecoderImpl, array: OpaquePointer, depth: Int, explicitPath: [any CodingKey]? = nil) {
+    init(impl: _ModelDecoderImpl, array: Int, depth: Int, explicitPath: [any CodingKey]? = nil) {
         self.impl = impl
         self.array = array
         self.depth = depth
         self.explicitPath = explicitPath
-        self.count = courier_json_size(array)
+        self.count = Int(impl.entries[array].length)
+        cursor = array + 1
     }
 
     var isAtEnd: Bool { currentIndex >= count! }
@@ -606,28 +689,34 @@ struct _UnkeyedContainer: UnkeyedDecodingContainer {
     private var path: [any CodingKey] { codingPath + [key] }
 
     @inline(__always)
-    private mutating func next(_ type: Any.Type) throws -> OpaquePointer {
-        guard let v = courier_json_at(array, currentIndex) else {
+    private func next(_ type: Any.Type) throws -> Int {
+        guard currentIndex < count! else {
             throw DecodingError.valueNotFound(type, .init(
                 codingPath: path, debugDescription: "Unkeyed container is at end at \(_dottedPath(path))"))
         }
-        return v
+        return cursor
+    }
+
+    @inline(__always)
+    private mutating func advance() {
+        cursor = impl.skip(cursor)
+        currentIndex += 1
     }
 
     mutating func decodeNil() throws -> Bool {
         let v = try next(Never.self)
-        if courier_json_typeof(v) == COURIER_JSON_NULL.rawValue {
-            currentIndex += 1
+        if impl.type(v) == _NULL {
+            advance()
             return true
         }
         return false
     }
 
     private mutating func scalar<T>(_ type: T.Type,
-                                    _ read: (_ModelDecoderImpl, OpaquePointer, [any CodingKey]) throws -> T) throws -> T {
+                                    _ read: (_ModelDecoderImpl, Int, [any CodingKey]) throws -> T) throws -> T {
         let v = try next(type)
         let result = try read(impl, v, path)
-        currentIndex += 1
+        advance()
         return result
     }
 
@@ -648,30 +737,30 @@ struct _UnkeyedContainer: UnkeyedDecodingContainer {
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         let v = try next(type)
         let result = try _child(impl, explicitPath, v, type, key)
-        currentIndex += 1
+        advance()
         return result
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
         let v = try next([String: Any].self)
-        guard courier_json_typeof(v) == COURIER_JSON_OBJECT.rawValue else { throw impl.mismatch([String: Any].self, v, path) }
+        guard impl.type(v) == _OBJECT else { throw impl.mismatch([String: Any].self, v, path) }
         let container = _KeyedContainer<NestedKey>(impl: impl, object: v, depth: depth, explicitPath: path)
-        currentIndex += 1
+        advance()
         return KeyedDecodingContainer(container)
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
         let v = try next([Any].self)
-        guard courier_json_typeof(v) == COURIER_JSON_ARRAY.rawValue else { throw impl.mismatch([Any].self, v, path) }
+        guard impl.type(v) == _ARRAY else { throw impl.mismatch([Any].self, v, path) }
         let container = _UnkeyedContainer(impl: impl, array: v, depth: depth, explicitPath: path)
-        currentIndex += 1
+        advance()
         return container
     }
 
     mutating func superDecoder() throws -> any Decoder {
         let v = try next(Any.self)
-        let decoder = _ModelDecoderImpl(value: v, codingPath: path, options: impl.options)
-        currentIndex += 1
+        let decoder = _ModelDecoderImpl(tape: impl.tape, value: v, codingPath: path, options: impl.options)
+        advance()
         return decoder
     }
 }
@@ -681,7 +770,7 @@ struct _UnkeyedContainer: UnkeyedDecodingContainer {
 /// Decodes a child value of a container: on the decoder's path stack, or, for a container made by
 /// nestedContainer, with that container's whole path in place for the duration.
 @inline(__always)
-func _child<T: Decodable>(_ impl: _ModelDecoderImpl, _ explicitPath: [any CodingKey]?, _ v: OpaquePointer,
+func _child<T: Decodable>(_ impl: _ModelDecoderImpl, _ explicitPath: [any CodingKey]?, _ v: Int,
                           _ type: T.Type, _ key: any CodingKey) throws -> T {
     guard let explicitPath else { return try impl.unbox(v, as: type, key: key) }
     let saved = impl.codingPath
