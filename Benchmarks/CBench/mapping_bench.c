@@ -132,6 +132,15 @@ long long cbench_mapping_parse_only(const void *data, size_t len) {
     return 0;
 }
 
+long long cbench_tape_parse_only(const void *data, size_t len) {
+    courier_json_tape *tape = NULL;
+    if (courier_json_tape_parse(data, len, NULL, &tape, NULL) != COURIER_OK) return -1;
+    size_t n = 0;
+    courier_json_tape_entries(tape, &n);
+    courier_json_tape_free(tape);
+    return (long long)n;
+}
+
 long long cbench_mapping_parse_split(const void *data, size_t len) {
     courier_json_options o;
     courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);

@@ -3,11 +3,13 @@
 //   jansson        raw jansson parse + a walk that reads every value (the ceiling for the core)
 //   mapping        the core: courier_json_parse (limits, duplicate keys refused) + a mapping of
 //                  the 10 fields with their types
-//   swift_decode   Courier's ModelDecoder into [BenchRecord], parse included
+//   swift_decode   Courier's ModelDecoder into [BenchRecord], parse included (the core's tape
+//                  parser, courier_json_tape_parse)
 //   jsondecoder    Foundation's JSONDecoder into the same [BenchRecord]
-// plus, for the profile: each parser alone, the core's parse with the top-level array split across
-// the processors (opt-in), the mapping with renamed keys (new objects built), the Swift decoder on
-// an already parsed document (the decoding alone) and with the split parse.
+// plus, for the profile: each parser alone (jansson, the core's jansson parse, the core's tape
+// parse), the core's parse with the top-level array split across the processors (opt-in), the
+// mapping with renamed keys (new objects built), the Swift decoder on an already parsed document
+// (a tape made from it, then the decoding) and with the split parse.
 // Throughput is bytes of JSON text / median wall time of the runs, in MB/s (10^6 bytes).
 
 import CBench
@@ -65,7 +67,7 @@ public enum MappingBenchmark {
 
     /// The measurements, in the order printed. The first four are the issue's.
     public static let names = ["jansson", "mapping", "swift_decode", "jsondecoder",
-                               "jansson_parse_only", "core_parse_only", "core_parse_split", "mapping_renamed",
+                               "jansson_parse_only", "core_parse_only", "tape_parse_only", "core_parse_split", "mapping_renamed",
                                "swift_decode_parsed", "swift_decode_split"]
 
     /// Runs the benchmark.
@@ -94,7 +96,7 @@ public enum MappingBenchmark {
         guard ours == theirs, ours.count == options.objects,
               cbench_mapping_run(raw, length, mapping) == options.objects,
               cbench_mapping_run(raw, length, renamed) == options.objects,
-              cbench_jansson_parse_walk(raw, length) > 0 else {
+              cbench_jansson_parse_walk(raw, length) > 0, cbench_tape_parse_only(raw, length) > 0 else {
             throw CourierError(.internal, message: "the decoders disagree on the benchmark document")
         }
 
@@ -109,6 +111,7 @@ public enum MappingBenchmark {
             "jsondecoder": { _ = try JSONDecoder().decode([BenchRecord].self, from: data) },
             "jansson_parse_only": { _ = cbench_jansson_parse_only(raw, length) },
             "core_parse_only": { _ = cbench_mapping_parse_only(raw, length) },
+            "tape_parse_only": { _ = cbench_tape_parse_only(raw, length) },
             "core_parse_split": { _ = cbench_mapping_parse_split(raw, length) },
             "swift_decode_split": { _ = try split.decode([BenchRecord].self, from: data) },
             "mapping_renamed": { _ = cbench_mapping_run(raw, length, renamed) },

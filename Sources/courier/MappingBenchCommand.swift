@@ -29,7 +29,7 @@ struct MappingBenchCommand: ParsableCommand {
     @Option(help: "Untimed runs first.")
     var warmup = 2
 
-    @Option(help: ArgumentHelp("Comma-separated measurements to run alone (for profiling): jansson, mapping, swift_decode, jsondecoder, jansson_parse_only, core_parse_only, core_parse_split, mapping_renamed, swift_decode_parsed, swift_decode_split.", valueName: "list"))
+    @Option(help: ArgumentHelp("Comma-separated measurements to run alone (for profiling): jansson, mapping, swift_decode, jsondecoder, jansson_parse_only, core_parse_only, tape_parse_only, core_parse_split, mapping_renamed, swift_decode_parsed, swift_decode_split.", valueName: "list"))
     var only: String?
 
     @Flag(help: "Print one JSON object on stdout (jansson_mbps, mapping_mbps, swift_decode_mbps, jsondecoder_mbps, ...).")

@@ -156,6 +156,9 @@ void cbench_mapping_free(void *mapping);
 long long cbench_mapping_run(const void *data, size_t len, const void *mapping);
 long long cbench_mapping_parse_only(const void *data, size_t len);
 long long cbench_mapping_parse_split(const void *data, size_t len);
+/* The Swift decoder's parse alone: courier_json_tape_parse (the same limits and checks), freed;
+ * returns the number of tape entries, -1 on failure. */
+long long cbench_tape_parse_only(const void *data, size_t len);
 
 /* ---- frozen requests (frozen_bench.c) -------------------------------------------------------- */
 

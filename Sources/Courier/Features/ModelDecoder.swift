@@ -62,8 +62,10 @@ public struct ModelDecoder: Sendable {
     /// Values for your `init(from:)`s to read from `decoder.userInfo`.
     public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
     /// Threads the C core may parse a large (256 KiB and more) top-level array with, when this
-    /// decoder parses text itself: 1 (the default) parses on the calling thread; 0 uses one per
-    /// processor (at most 4). Pays only when processors are idle.
+    /// decoder parses text itself: 1 (the default) parses on the calling thread with the core's
+    /// tape parser (the fastest on one processor); any other value parses with the core's jansson
+    /// parser split across that many threads (0: one per processor, at most 4), then copies the
+    /// document into a tape. Pays only when processors are idle.
     public var parseThreads = 1
 
     /// A decoder with the default strategies.
@@ -242,7 +244,10 @@ let _NULL = UInt8(COURIER_JSON_NULL.rawValue)
 /// One decoding: walks the tape; a value is its entry's index. It is also the single-value
 /// container of the value it is on.
 final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
+    /// Keeps the tape alive; `handle`, `entries` and `text` are read without touching it (no
+    /// reference counting per value).
     let tape: _Tape
+    let handle: OpaquePointer
     let entries: UnsafePointer<courier_json_tape_entry>
     let text: UnsafePointer<UInt8>
     var value: Int
@@ -257,6 +262,7 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
 
     init(tape: _Tape, value: Int, codingPath: [any CodingKey], options: _DecoderOptions) {
         self.tape = tape
+        handle = tape.tape
         entries = tape.entries
         text = tape.text
         self.value = value
@@ -271,7 +277,7 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
     @inline(__always) func type(_ v: Int) -> UInt8 { entries[v].type }
 
     /// The entry after the value at `v` (its next sibling).
-    @inline(__always) func skip(_ v: Int) -> Int { courier_json_tape_skip(tape.tape, v) }
+    @inline(__always) func skip(_ v: Int) -> Int { courier_json_tape_skip(handle, v) }
 
     /// The string of a STRING entry (a key or a value).
     @inline(__always) func string(_ v: Int) -> String {
@@ -533,13 +539,13 @@ struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
             if slot.pointee.object != object { slot.pointee = (object, 0) }
             var hint = slot.pointee.hint
             found = name.withUTF8 { utf8 in
-                courier_json_tape_get(impl.tape.tape, object,
+                courier_json_tape_get(impl.handle, object,
                                       UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self), utf8.count, &hint)
             }
             slot.pointee.hint = hint
         } else {
             found = name.withUTF8 { utf8 in
-                courier_json_tape_get(impl.tape.tape, object,
+                courier_json_tape_get(impl.handle, object,
                                       UnsafeRawPointer(utf8.baseAddress)?.assumingMemoryBound(to: CChar.self), utf8.count, nil)
             }
         }
@@ -650,7 +656,7 @@ struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     private func decoderFor(_ key: any CodingKey) throws -> any Decoder {
         var name = key.stringValue
         let v = name.withUTF8 {
-            courier_json_tape_get(impl.tape.tape, object, UnsafeRawPointer($0.baseAddress)?.assumingMemoryBound(to: CChar.self),
+            courier_json_tape_get(impl.handle, object, UnsafeRawPointer($0.baseAddress)?.assumingMemoryBound(to: CChar.self),
                                   $0.count, nil)
         }
         guard v != 0 else {
