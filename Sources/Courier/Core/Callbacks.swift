@@ -89,43 +89,22 @@ struct CompletionRecord: @unchecked Sendable {
 }
 
 /// The state of one `async` send, shared by the send, its task-cancellation handler and its
-/// completion (passed to C as `user`, retained once for the completion).
+/// completion (passed to C as `user`, retained once for the completion): one allocation holding
+/// the state and its mutex.
 ///
 /// Cancellation may come before the C id is known: the handler then only marks the state, and
 /// the send cancels by id as soon as `courier_send` returns (or does not send at all).
-/// `@unchecked Sendable`: every field is guarded by the mutex.
-final class AsyncSend: @unchecked Sendable {
-    struct State {
-        var id: UInt64 = 0
-        var cancelled = false
-        var continuation: CheckedContinuation<CompletionRecord, any Error>?
-    }
-
-    private var state = State()
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    @inline(__always)
-    private func locked<R>(_ body: (inout State) -> R) -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return body(&state)
-    }
+/// The continuation is resumed exactly once because it is only ever taken out under the mutex
+/// (by the completion, or by the send when `courier_send` fails), which is why an unsafe
+/// continuation is enough: a checked one would cost an allocation more per send.
+final class AsyncSend: Locked<AsyncSendState> {
+    /// A new send state.
+    static func make() -> AsyncSend { make(AsyncSend.self, AsyncSendState()) }
 
     /// Stores the continuation (before sending). Returns false if the task was already cancelled,
     /// and then stores nothing.
-    func prepare(_ continuation: CheckedContinuation<CompletionRecord, any Error>) -> Bool {
-        locked { state in
+    func prepare(_ continuation: UnsafeContinuation<CompletionRecord, any Error>) -> Bool {
+        withLock { state in
             if state.cancelled { return false }
             state.continuation = continuation
             return true
@@ -133,8 +112,8 @@ final class AsyncSend: @unchecked Sendable {
     }
 
     /// Takes the continuation back: from the completion, or after a failed `courier_send`.
-    func takeContinuation() -> CheckedContinuation<CompletionRecord, any Error>? {
-        locked { state in
+    func takeContinuation() -> UnsafeContinuation<CompletionRecord, any Error>? {
+        withLock { state in
             defer { state.continuation = nil }
             return state.continuation
         }
@@ -143,7 +122,7 @@ final class AsyncSend: @unchecked Sendable {
     /// Called once `courier_send` gave an id. Returns true if the task was cancelled meanwhile,
     /// so the caller must cancel the id.
     func started(id: UInt64) -> Bool {
-        locked { state in
+        withLock { state in
             state.id = id
             return state.cancelled
         }
@@ -151,14 +130,23 @@ final class AsyncSend: @unchecked Sendable {
 
     /// Called by the task-cancellation handler. Returns the id to cancel, if already sent.
     func cancel() -> UInt64? {
-        locked { state in
+        withLock { state in
             state.cancelled = true
             return state.id == 0 ? nil : state.id
         }
     }
 }
 
+/// What ``AsyncSend`` guards.
+struct AsyncSendState {
+    var id: UInt64 = 0
+    var cancelled = false
+    var continuation: UnsafeContinuation<CompletionRecord, any Error>?
+}
+
 /// `courier_completion_fn` of `async` sends: resumes the continuation on the worker thread.
+/// (Only the C values are recorded here; the `Response` is made by the resumed task, off the
+/// worker.)
 let asyncCompletion: courier_completion_fn = { _, code, response, error, user in
     let send = Unmanaged<AsyncSend>.fromOpaque(user!).takeRetainedValue()
     send.takeContinuation()?.resume(returning: CompletionRecord(code: code, response: response, error: error))

@@ -26,10 +26,9 @@ public final class Engine: @unchecked Sendable {
     /// The store directory (cache, journal): the configured one, or the private temporary one.
     public let storeDirectory: String
 
-    private let lifecycle = NSCondition()
-    private var closing = false
-    private var closed = false
-    private var users = 0
+    /// Calls inside the C engine, and whether it is closing: every send takes this lock twice
+    /// (`enter`, `leave`), so it is one allocation with an inline mutex, not an `NSCondition`.
+    private let lifecycle = Lifecycle.make(Lifecycle.self, LifecycleState())
 
     // MARK: Opening and closing
 
@@ -61,27 +60,23 @@ public final class Engine: @unchecked Sendable {
     /// Call it from any thread except the engine's own worker: never from a completion handler,
     /// delegate method, validator or customize hook of this engine.
     public func close() {
-        lifecycle.lock()
-        if closing {
-            while !closed { lifecycle.wait() }
-            lifecycle.unlock()
+        let first = lifecycle.withLock { state in
+            defer { state.closing = true }
+            return !state.closing
+        }
+        guard first else {
+            // Another thread is closing: wait until it is done (closing is rare: polling is enough).
+            while !lifecycle.withLock({ $0.closed }) { usleep(1000) }
             return
         }
-        closing = true
         // Calls already inside the C engine (a blocking send waiting for its answer) must leave
         // before the handle is freed: cancel what they wait for until they are gone.
-        while users > 0 {
-            lifecycle.unlock()
+        while lifecycle.withLock({ $0.users }) > 0 {
             _ = courier_cancel_all(handle)
-            lifecycle.lock()
-            if users > 0 { _ = lifecycle.wait(until: Date(timeIntervalSinceNow: 0.01)) }
+            usleep(1000)
         }
-        lifecycle.unlock()
         courier_engine_close(handle)
-        lifecycle.lock()
-        closed = true
-        lifecycle.broadcast()
-        lifecycle.unlock()
+        lifecycle.withLock { $0.closed = true }
     }
 
     deinit { close() }
@@ -90,20 +85,17 @@ public final class Engine: @unchecked Sendable {
     /// so the caller must not touch the handle.
     @inline(__always)
     func enter() -> Bool {
-        lifecycle.lock()
-        defer { lifecycle.unlock() }
-        if closing { return false }
-        users += 1
-        return true
+        lifecycle.withLock { state in
+            if state.closing { return false }
+            state.users += 1
+            return true
+        }
     }
 
     /// Marks the end of a call that `enter()` allowed.
     @inline(__always)
     func leave() {
-        lifecycle.lock()
-        users -= 1
-        if users == 0 && closing { lifecycle.broadcast() }
-        lifecycle.unlock()
+        lifecycle.withLock { $0.users -= 1 }
     }
 
     // MARK: Information
@@ -146,9 +138,10 @@ public final class Engine: @unchecked Sendable {
     }
 
     private func perform(_ request: Request) async throws -> CompletionRecord {
-        let send = AsyncSend()
+        let send = AsyncSend.make()
+        let shared = SendableRef(send)
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CompletionRecord, any Error>) in
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<CompletionRecord, any Error>) in
                 guard send.prepare(continuation) else {
                     continuation.resume(throwing: CourierError(.cancelled, message: "the task was cancelled before the request was sent"))
                     return
@@ -163,7 +156,7 @@ public final class Engine: @unchecked Sendable {
                 }
             }
         } onCancel: {
-            if let id = send.cancel() { self.cancel(rawID: id) }
+            if let id = shared.object.cancel() { self.cancel(rawID: id) }
         }
     }
 
@@ -318,6 +311,21 @@ public final class Engine: @unchecked Sendable {
         }
     }
 }
+
+// MARK: - Lifecycle
+
+/// What ``Engine/enter()``, ``Engine/leave()`` and ``Engine/close()`` share.
+struct LifecycleState {
+    /// close() has started: no new call may enter the C engine.
+    var closing = false
+    /// close() has freed the C engine.
+    var closed = false
+    /// Calls inside the C engine now.
+    var users = 0
+}
+
+/// The engine's lifecycle state and its mutex.
+final class Lifecycle: Locked<LifecycleState> {}
 
 // MARK: - Building the C request
 

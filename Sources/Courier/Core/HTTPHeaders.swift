@@ -23,6 +23,10 @@ public struct HTTPHeaders: Sendable, Equatable, RandomAccessCollection, RangeRep
     /// - Parameter lines: The header lines.
     public init<S: Sequence>(_ lines: S) where S.Element == Element { self.lines = Array(lines) }
 
+    /// Headers that take an array as it is.
+    /// - Parameter lines: The header lines.
+    init(lines: [Element]) { self.lines = lines }
+
     /// Headers from a dictionary, sorted by name so the order is deterministic.
     /// - Parameter dictionary: Names and values.
     public init(_ dictionary: [String: String]) {

@@ -31,26 +31,84 @@ public struct RequestID: RawRepresentable, Hashable, Sendable, Comparable, Custo
 
 // MARK: - Response
 
-/// A finished HTTP response. It owns its bytes and may be used from any thread.
+/// A finished HTTP response. It owns its bytes and may be used from any thread, and for as long as
+/// needed: it does not depend on the engine that produced it, which may be closed.
+///
+/// A response from the engine keeps the C response and reads from it on demand: ``status``,
+/// ``body`` (the C bytes, not copied) and ``requestID`` are taken when it arrives; ``headers``,
+/// ``url``, ``method`` and ``metrics`` are made each time they are read, and ``header(_:)`` looks
+/// one header up without building the others. So reading only what is needed costs only that
+/// (keep ``headers`` in a local to iterate it several times).
 public struct Response: Sendable, Equatable {
     /// The HTTP status code (0 if none).
     public let status: Int
-    /// The header lines of the final response (after redirects), in received order.
-    public let headers: HTTPHeaders
     /// The body (empty for HEAD, 204 and 304).
     public let body: Data
-    /// The URL that answered, after redirects.
-    public let url: String
-    /// The method that was sent.
-    public let method: String
-    /// Timing and size of the transfer.
-    public let metrics: Metrics
     /// The id of the send that produced it.
     public let requestID: RequestID
 
+    /// Where the other parts come from.
+    private let source: Source
+
+    /// The C response (read on demand), or the parts a response made in Swift was given.
+    private enum Source: Sendable {
+        case c(ResponseStorage)
+        case swift(Parts)
+    }
+
+    /// The parts of a response made in Swift (or copied from a borrowed C response). Immutable.
+    private final class Parts: Sendable {
+        let headers: HTTPHeaders
+        let url: String
+        let method: String
+        let metrics: Metrics
+        init(headers: HTTPHeaders, url: String, method: String, metrics: Metrics) {
+            self.headers = headers
+            self.url = url
+            self.method = method
+            self.metrics = metrics
+        }
+    }
+
+    /// The header lines of the final response (after redirects), in received order. For a
+    /// response from the engine, made from the C response on each read.
+    public var headers: HTTPHeaders {
+        switch source {
+        case .c(let storage): return HTTPHeaders(response: storage.pointer)
+        case .swift(let parts): return parts.headers
+        }
+    }
+
+    /// The URL that answered, after redirects.
+    public var url: String {
+        switch source {
+        case .c(let storage): return String(borrowedCString: courier_response_url(storage.pointer))
+        case .swift(let parts): return parts.url
+        }
+    }
+
+    /// The method that was sent.
+    public var method: String {
+        switch source {
+        case .c(let storage): return String(borrowedCString: courier_response_method(storage.pointer))
+        case .swift(let parts): return parts.method
+        }
+    }
+
+    /// Timing and size of the transfer.
+    public var metrics: Metrics {
+        switch source {
+        case .c(let storage): return Metrics(response: storage.pointer)
+        case .swift(let parts): return parts.metrics
+        }
+    }
+
     /// The C response behind this value, kept alive for feature extensions (cache flags and the
     /// like) that read more of it; nil for responses made in Swift or seen by a validator.
-    let storage: ResponseStorage?
+    var storage: ResponseStorage? {
+        if case .c(let storage) = source { return storage }
+        return nil
+    }
 
     /// Creates a response (for mocks and tests; the engine makes real ones).
     /// - Parameters:
@@ -64,19 +122,24 @@ public struct Response: Sendable, Equatable {
     public init(status: Int, headers: HTTPHeaders = [], body: Data = Data(), url: String = "",
                 method: String = "GET", metrics: Metrics = Metrics(), requestID: RequestID = .invalid) {
         self.status = status
-        self.headers = headers
         self.body = body
-        self.url = url
-        self.method = method
-        self.metrics = metrics
         self.requestID = requestID
-        self.storage = nil
+        self.source = .swift(Parts(headers: headers, url: url, method: method, metrics: metrics))
     }
 
     /// The value of the first header with this name (case-insensitive), or nil.
     /// - Parameter name: A header name.
     /// - Returns: The value, or nil.
-    public func header(_ name: String) -> String? { headers.first(named: name) }
+    public func header(_ name: String) -> String? {
+        switch source {
+        case .c(let storage):
+            // A name with a NUL would be cut short in C and match another header.
+            if name.utf8.contains(0) { return nil }
+            return courier_response_header(storage.pointer, name).map { String(cString: $0) }
+        case .swift(let parts):
+            return parts.headers.first(named: name)
+        }
+    }
 
     /// The body as UTF-8 text, or nil if it is not valid UTF-8.
     public var text: String? { String(data: body, encoding: .utf8) }
@@ -87,8 +150,10 @@ public struct Response: Sendable, Equatable {
     ///   - rhs: Another response.
     /// - Returns: Whether they are equal.
     public static func == (lhs: Response, rhs: Response) -> Bool {
-        lhs.status == rhs.status && lhs.headers == rhs.headers && lhs.body == rhs.body && lhs.url == rhs.url
-            && lhs.method == rhs.method && lhs.metrics == rhs.metrics && lhs.requestID == rhs.requestID
+        guard lhs.status == rhs.status, lhs.requestID == rhs.requestID else { return false }
+        if let a = lhs.storage, let b = rhs.storage, a === b { return true } // one C response: same parts
+        return lhs.body == rhs.body && lhs.url == rhs.url && lhs.method == rhs.method && lhs.metrics == rhs.metrics
+            && lhs.headers == rhs.headers
     }
 }
 
@@ -103,21 +168,23 @@ final class ResponseStorage: @unchecked Sendable {
 }
 
 extension Response {
-    /// A response that takes ownership of a C response. The body is not copied: the `Data`
-    /// points into the C response, which is freed when neither the body nor the response is used.
+    /// A response that takes ownership of a C response. Nothing is copied: the body `Data` points
+    /// into the C response, and the other parts are read from it when asked for; the C response
+    /// is freed when neither the body nor any copy of the response is used any more.
     /// - Parameter pointer: A new `courier_response *`; the response now owns it.
     init(taking pointer: OpaquePointer) {
         let storage = ResponseStorage(pointer)
         var length = 0
         let bytes = courier_response_body(pointer, &length)
-        let body: Data
         if let bytes, length > 0 {
             body = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes), count: length,
                         deallocator: .custom { _, _ in withExtendedLifetime(storage) {} })
         } else {
             body = Data()
         }
-        self.init(pointer: pointer, body: body, storage: storage)
+        status = Int(courier_response_status(pointer))
+        requestID = RequestID(rawValue: courier_response_request_id(pointer))
+        source = .c(storage)
     }
 
     /// A response that copies a borrowed C response (the validator's view).
@@ -125,26 +192,28 @@ extension Response {
     init(borrowing pointer: OpaquePointer) {
         var length = 0
         let bytes = courier_response_body(pointer, &length)
-        let body = bytes.map { Data(bytes: $0, count: length) } ?? Data()
-        self.init(pointer: pointer, body: body, storage: nil)
+        body = bytes.map { Data(bytes: $0, count: length) } ?? Data()
+        status = Int(courier_response_status(pointer))
+        requestID = RequestID(rawValue: courier_response_request_id(pointer))
+        source = .swift(Parts(headers: HTTPHeaders(response: pointer),
+                              url: String(borrowedCString: courier_response_url(pointer)),
+                              method: String(borrowedCString: courier_response_method(pointer)),
+                              metrics: Metrics(response: pointer)))
     }
+}
 
-    private init(pointer: OpaquePointer, body: Data, storage: ResponseStorage?) {
-        let count = courier_response_header_count(pointer)
-        var lines: [HTTPHeaders.Element] = []
+extension HTTPHeaders {
+    /// The header lines of a C response, copied.
+    /// - Parameter response: A `courier_response *`, borrowed for the call.
+    init(response: OpaquePointer) {
+        let count = courier_response_header_count(response)
+        var lines: [Element] = []
         lines.reserveCapacity(count)
         var name: UnsafePointer<CChar>?
         var value: UnsafePointer<CChar>?
-        for i in 0..<count where courier_response_header_at(pointer, i, &name, &value) == COURIER_OK.rawValue {
+        for i in 0..<count where courier_response_header_at(response, i, &name, &value) == COURIER_OK.rawValue {
             lines.append((name: String(borrowedCString: name), value: String(borrowedCString: value)))
         }
-        self.status = Int(courier_response_status(pointer))
-        self.headers = HTTPHeaders(lines)
-        self.body = body
-        self.url = String(borrowedCString: courier_response_url(pointer))
-        self.method = String(borrowedCString: courier_response_method(pointer))
-        self.metrics = Metrics(response: pointer)
-        self.requestID = RequestID(rawValue: courier_response_request_id(pointer))
-        self.storage = storage
+        self.init(lines: lines)
     }
 }
