@@ -91,35 +91,59 @@ private func runC(_ function: CBenchFunction, url: String, total: Int, concurren
 
 // MARK: - Courier Swift facade
 
-/// Keeps `concurrency` requests in flight with a task group until `total` have completed.
+/// Keeps `concurrency` requests in flight until `total` have completed: a task group of
+/// `concurrency` tasks, each sending one request after the other (awaiting each) while requests
+/// are left to claim — the usual shape of N concurrent workers in async/await, and the same shape
+/// as the C clients' slots, each of which sends its next request when its last one completes.
 private func inFlight(total: Int, concurrency: Int,
                       _ one: @escaping @Sendable () async -> (ok: Bool, bytes: Int, error: String?)) async -> ClientRun {
     let start = DispatchTime.now().uptimeNanoseconds
     let cpuStart = cbench_process_cpu_seconds()
     var run = ClientRun(seconds: 0, completed: 0, errors: 0, bodyBytes: 0, firstError: nil)
-    await withTaskGroup(of: (ok: Bool, bytes: Int, error: String?).self) { group in
-        var issued = 0
-        while issued < min(concurrency, total) {
-            group.addTask(operation: one)
-            issued += 1
+    let claims = Claims(total: total)
+    await withTaskGroup(of: ClientRun.self) { group in
+        for _ in 0..<min(concurrency, total) {
+            group.addTask {
+                var mine = ClientRun(seconds: 0, completed: 0, errors: 0, bodyBytes: 0, firstError: nil)
+                while claims.claim() {
+                    let outcome = await one()
+                    mine.completed += 1
+                    if outcome.ok {
+                        mine.bodyBytes += Int64(outcome.bytes)
+                    } else {
+                        mine.errors += 1
+                        if mine.firstError == nil { mine.firstError = outcome.error }
+                    }
+                }
+                return mine
+            }
         }
-        while let outcome = await group.next() {
-            run.completed += 1
-            if outcome.ok {
-                run.bodyBytes += Int64(outcome.bytes)
-            } else {
-                run.errors += 1
-                if run.firstError == nil { run.firstError = outcome.error }
-            }
-            if issued < total {
-                group.addTask(operation: one)
-                issued += 1
-            }
+        for await mine in group {
+            run.completed += mine.completed
+            run.errors += mine.errors
+            run.bodyBytes += mine.bodyBytes
+            if run.firstError == nil { run.firstError = mine.firstError }
         }
     }
     run.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     run.cpuSeconds = cbench_process_cpu_seconds() - cpuStart
     return run
+}
+
+/// The requests of one phase, claimed one at a time by the workers.
+private final class Claims: @unchecked Sendable {
+    private let lock = NSLock()
+    private var left: Int
+    init(total: Int) { left = total }
+
+    /// Claims one request. Returns false when none is left.
+    func claim() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if left == 0 { return false }
+        left -= 1
+        return true
+    }
 }
 
 private func runCourierSwift(url: String, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
