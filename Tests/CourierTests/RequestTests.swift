@@ -240,4 +240,96 @@ final class RequestTests: LoopbackTestCase {
     }
 
     struct OutgoingRequestBox: @unchecked Sendable { let request: OutgoingRequest }
+
+    // MARK: - One request value, many sends (its C request is built once and kept)
+
+    func testOneRequestValueSentManyTimesAtOnce() async throws {
+        let engine = self.engine!
+        let request = Request.get("/echo").header("X-A", "1").parameter("q", "x").coalesce(false)
+        let echoes = try await withThrowingTaskGroup(of: (RequestID, [String], [String]).self) { group in
+            for _ in 0..<16 {
+                group.addTask {
+                    var seen: [(RequestID, [String], [String])] = []
+                    for _ in 0..<4 {
+                        let response = try await engine.send(request)
+                        let echo = try Echo(response)
+                        seen.append((response.requestID, echo.headers("X-A"), echo.queryPairs))
+                    }
+                    return seen.last!
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        XCTAssertEqual(echoes.count, 16)
+        for (_, headers, query) in echoes {
+            XCTAssertEqual(headers, ["1"])
+            XCTAssertEqual(query, ["app=courier", "q=x"])
+        }
+        XCTAssertEqual(server.count("/echo"), 64)
+        // The same value through the other send styles.
+        XCTAssertEqual(try Echo(try engine.sendSync(request)).headers("X-A"), ["1"])
+        let done = expectation(description: "completion")
+        engine.send(request) { outcome in
+            XCTAssertEqual((try? outcome.get()).flatMap { try? Echo($0).headers("X-A") }, ["1"])
+            done.fulfill()
+        }
+        await fulfillment(of: [done], timeout: 20)
+    }
+
+    func testChangingASentRequestSendsTheChangeAndLeavesTheOriginal() async throws {
+        let original = Request.get("/echo").header("X-A", "1")
+        let echo1 = try Echo(try await engine.send(original))
+        XCTAssertEqual(echo1.headers("X-A"), ["1"])
+        let changed = original.header("X-B", "2").timeout(10)
+        var mutated = original
+        mutated = mutated.parameter("p", "1")
+        let echoChanged = try Echo(try await engine.send(changed))
+        XCTAssertEqual(echoChanged.headers("X-A"), ["1"])
+        XCTAssertEqual(echoChanged.headers("X-B"), ["2"])
+        let echo2 = try Echo(try await engine.send(mutated))
+        XCTAssertEqual(echo2.queryPairs, ["app=courier", "p=1"])
+        let again = try Echo(try await engine.send(original))
+        XCTAssertEqual(again.headers("X-B"), [])
+        XCTAssertEqual(again.queryPairs, ["app=courier"])
+        // A feature setting added after a send is sent too.
+        let fast = original.priority(.high).retry(RetryPolicy(maxRetries: 1, baseDelay: 0.01))
+        let echo3 = try Echo(try await engine.send(fast))
+        XCTAssertEqual(echo3.headers("X-A"), ["1"])
+    }
+
+    func testARefusedRequestValueFailsEverySend() async throws {
+        let bad = Request.get("/echo").header("X-A", "1\r\n2")
+        for _ in 0..<3 {
+            await assertThrows(.invalidHeader) { try await self.engine.send(bad) }
+        }
+        XCTAssertEqual(server.count("/echo"), 0)
+    }
+
+    func testValidatorAndCustomizeRunOnEverySendOfOneValue() async throws {
+        let validated = Locked(0)
+        let customized = Locked(0)
+        let checked = Request.get("/echo").validator { _ in validated.mutate { $0 += 1 }; return true }
+        let custom = Request.get("/echo").customize { outgoing in
+            let n = customized.mutate { n -> Int in n += 1; return n }
+            try outgoing.setHeader("X-Count", "\(n)")
+        }
+        for i in 1...3 {
+            _ = try await engine.send(checked)
+            let echo4 = try Echo(try await engine.send(custom))
+            XCTAssertEqual(echo4.headers("X-Count"), ["\(i)"])
+        }
+        XCTAssertEqual(validated.get(), 3)
+        XCTAssertEqual(customized.get(), 3)
+    }
+
+    func testARequestValueOutlivesTheEngineItWasSentWith() async throws {
+        let request = Request.get("/echo").header("X-A", "1")
+        do {
+            let first = try makeEngine { _ in }
+            _ = try await first.send(request)
+            first.close()
+        }
+        let echo5 = try Echo(try await engine.send(request))
+        XCTAssertEqual(echo5.headers("X-A"), ["1"])
+    }
 }

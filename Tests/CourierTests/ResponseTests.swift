@@ -61,6 +61,65 @@ final class ResponseTests: LoopbackTestCase {
         XCTAssertEqual(response.body, again.body)
     }
 
+    // MARK: - Read on demand from the C response
+
+    func testEveryPartReadsTheSameAfterTheEngineClosed() async throws {
+        let engine = try makeEngine { _ in }
+        let response = try await engine.send(.get("/headers").parameter("X-Multi", "one").parameter("X-Multi", "two"))
+        let headers = response.headers
+        let url = response.url
+        let metrics = response.metrics
+        engine.close()
+        XCTAssertEqual(response.headers, headers)
+        XCTAssertEqual(response.headers.values(named: "x-multi"), ["one", "two"])
+        XCTAssertEqual(response.header("X-MULTI"), "one")
+        XCTAssertEqual(response.url, url)
+        XCTAssertTrue(response.url.hasPrefix(server.baseURL + "/headers"))
+        XCTAssertEqual(response.method, "GET")
+        XCTAssertEqual(response.metrics, metrics)
+        XCTAssertGreaterThan(response.metrics.total, 0)
+        XCTAssertEqual(response.status, 200)
+        XCTAssertNotEqual(response.requestID, .invalid)
+    }
+
+    func testAResponseOutlivesItsEngine() async throws {
+        var response: Response?
+        do {
+            let engine = try makeEngine { _ in }
+            response = try await engine.send(.get("/headers").parameter("X-Tag", "t"))
+        } // the engine is released (and closed) here
+        let kept = try XCTUnwrap(response)
+        XCTAssertEqual(kept.status, 200)
+        XCTAssertEqual(kept.header("x-tag"), "t")
+        XCTAssertEqual(kept.headers["X-Tag"], "t")
+        XCTAssertEqual(kept.method, "GET")
+        let copies = (0..<8).map { _ in kept }
+        await withTaskGroup(of: Void.self) { group in
+            for copy in copies {
+                group.addTask { XCTAssertEqual(copy.header("X-Tag"), "t") }
+            }
+        }
+    }
+
+    func testHeaderLookupOfANameWithNULFindsNothing() async throws {
+        let response = try await engine.send(.get("/headers").parameter("X-A", "1"))
+        XCTAssertEqual(response.header("X-A"), "1")
+        XCTAssertNil(response.header("X-A\u{0}B"))
+        XCTAssertNil(Response(status: 200, headers: [("X-A", "1")]).header("X-A\u{0}B"))
+    }
+
+    func testAResponseFromTheEngineEqualsOneMadeOfItsParts() async throws {
+        let response = try await engine.send(.get("/json"))
+        let made = Response(status: response.status, headers: response.headers, body: response.body, url: response.url,
+                            method: response.method, metrics: response.metrics, requestID: response.requestID)
+        XCTAssertEqual(made, response)
+        XCTAssertEqual(response, made)
+        let other = Response(status: response.status, headers: response.headers + [("X-More", "1")], body: response.body,
+                             url: response.url, method: response.method, metrics: response.metrics,
+                             requestID: response.requestID)
+        XCTAssertNotEqual(other, response)
+    }
+
     // MARK: - Made in Swift
 
     func testMadeResponses() {

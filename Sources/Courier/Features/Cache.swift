@@ -96,6 +96,8 @@ extension Request {
 }
 
 enum _CacheRequestOption: RequestOption {
+    /// Values only: one C request serves every send.
+    var reusable: Bool { true }
     case policy(CachePolicy)
     case expiry(Int)
     case key(String)
