@@ -241,7 +241,7 @@ final class RequestTests: LoopbackTestCase {
 
     struct OutgoingRequestBox: @unchecked Sendable { let request: OutgoingRequest }
 
-    // MARK: - One request value, many sends (its C request is built once and kept)
+    // MARK: - One request value, many sends
 
     func testOneRequestValueSentManyTimesAtOnce() async throws {
         let engine = self.engine!

@@ -330,21 +330,11 @@ final class Lifecycle: Locked<LifecycleState> {}
 // MARK: - Building the C request
 
 extension Request {
-    /// Hands the C request (`courier_request *`) to `body`.
-    ///
-    /// A request that can be shared (no customize hook, only options that say so: see
-    /// ``RequestOption/reusable``) is built once per `Request` value, on its first send, and kept
-    /// (in ``CRequestCache``) for every later send of that value or its copies, from any thread:
-    /// `courier_send` and the other calls that take it only read a `const courier_request *`.
-    /// Otherwise it is built for this call and freed after it.
+    /// Builds the C request (`courier_request *`), hands it to `body`, and frees it after.
     /// - Parameter body: Receives the request and the customize box (to read a hook's error).
     /// - Returns: What `body` returns.
     /// - Throws: ``CourierError`` naming the part the C core refused, or what `body` throws.
     func withCRequest<R>(_ body: (OpaquePointer, CustomizeBox?) throws -> R) throws -> R {
-        if customizers.isEmpty && options.allSatisfy(\.reusable) {
-            let request = try cRequestCache.request { try makeCRequest().request }
-            return try withExtendedLifetime(cRequestCache) { try body(request, nil) }
-        }
         let (request, customize) = try makeCRequest()
         defer { courier_request_free(request) }
         return try body(request, customize)
@@ -355,6 +345,8 @@ extension Request {
     /// - Throws: ``CourierError`` naming the part the C core refused.
     func makeCRequest() throws -> (request: OpaquePointer, customize: CustomizeBox?) {
         var created: OpaquePointer?
+        // Explicit withCString: the implicit String-to-pointer conversion copies a small string
+        // ("GET") into a new array first.
         let rc = method.withCString { method in path.withCString { path in courier_request_new(&created, method, path) } }
         try CourierError.check(rc, "request \(method) '\(path)'")
         guard let request = created else { throw CourierError(.noMemory) }
@@ -438,37 +430,6 @@ extension Request {
         for option in options { try option.apply(to: request) }
         return customize
     }
-}
-
-/// The C request of one `Request` value, built on its first send and freed with the last copy
-/// of the value (see ``Request/withCRequest(_:)``). Every change to a request gives it a new cache.
-final class CRequestCache: Locked<OpaquePointer?> {
-    /// A new, empty cache.
-    static func make() -> CRequestCache { make(CRequestCache.self, nil) }
-
-    /// The kept C request, built by `build` on the first call (a failure is not kept: the next
-    /// call builds again, and fails the same way).
-    /// - Parameter build: Makes a new C request, which the cache then owns.
-    /// - Returns: The C request, borrowed while the cache lives.
-    /// - Throws: What `build` throws.
-    func request(_ build: () throws -> OpaquePointer) throws -> OpaquePointer {
-        try withLock { kept in
-            if let kept { return kept }
-            let made = try build()
-            kept = made
-            return made
-        }
-    }
-
-    /// Frees the kept C request, if any (the value it described has changed).
-    func clear() {
-        withLock { kept in
-            if let kept { courier_request_free(kept) }
-            kept = nil
-        }
-    }
-
-    deinit { clear() }
 }
 
 // MARK: - Errors from Swift

@@ -17,35 +17,19 @@ public struct Request: Sendable {
     /// The path joined to the base URL (the request's, else the engine's), or an absolute URL.
     public let path: String
 
-    // Every change gives the value a new C request cache (`changed()`): copies made before the
-    // change keep the old one, which describes them.
-    var parameterList: [(name: String, value: String)] = [] { didSet { changed() } }
-    var headerList: [(name: String, value: String)] = [] { didSet { changed() } }
-    var rawBody: (data: Data, contentType: String?)? { didSet { changed() } }
-    var timeoutSeconds: Double? { didSet { changed() } }
-    var base: String? { didSet { changed() } }
-    var encoding: BodyEncoding? { didSet { changed() } }
-    var usesDefaultParameters = true { didSet { changed() } }
-    var authorization: Authorization? { didSet { changed() } }
-    var validate: (@Sendable (Response) -> Bool)? { didSet { changed() } }
-    var customizers: [@Sendable (inout OutgoingRequest) throws -> Void] = [] { didSet { changed() } }
+    var parameterList: [(name: String, value: String)] = []
+    var headerList: [(name: String, value: String)] = []
+    var rawBody: (data: Data, contentType: String?)?
+    var timeoutSeconds: Double?
+    var base: String?
+    var encoding: BodyEncoding?
+    var usesDefaultParameters = true
+    var authorization: Authorization?
+    var validate: (@Sendable (Response) -> Bool)?
+    var customizers: [@Sendable (inout OutgoingRequest) throws -> Void] = []
     /// Settings that feature extensions (cache policy, freezing, mapping, ...) apply to the C
     /// request, in order, after the ones above.
-    var options: [any RequestOption] = [] { didSet { changed() } }
-    /// The C request built from this value on its first send, kept for later sends of it (and of
-    /// its copies): see `withCRequest` (Engine.swift). `nonisolated(unsafe)` only because a
-    /// `ManagedBuffer` cannot be `Sendable` by type; the cache is thread-safe (a mutex).
-    nonisolated(unsafe) private(set) var cRequestCache = CRequestCache.make()
-
-    /// Gives the changed value a cache of its own, unless nothing else holds the current one
-    /// (then it is emptied and kept).
-    private mutating func changed() {
-        if isKnownUniquelyReferenced(&cRequestCache) {
-            cRequestCache.clear()
-        } else {
-            cRequestCache = CRequestCache.make()
-        }
-    }
+    var options: [any RequestOption] = []
 
     enum Authorization: Sendable {
         case basic(user: String, password: String)
@@ -274,16 +258,6 @@ protocol RequestOption: Sendable {
     /// - Parameter request: The `courier_request *` being built.
     /// - Throws: ``CourierError`` if the C core refuses it.
     func apply(to request: OpaquePointer) throws
-
-    /// Whether one C request built with this setting may serve every send of the `Request`
-    /// (see `withCRequest`): true when `apply` gives the same C request each time and whatever
-    /// it registers has no per-send state. False (the default) builds the C request per send.
-    var reusable: Bool { get }
-}
-
-extension RequestOption {
-    /// Not reusable unless the option says so.
-    var reusable: Bool { false }
 }
 
 extension Request {

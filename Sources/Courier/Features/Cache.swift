@@ -96,8 +96,6 @@ extension Request {
 }
 
 enum _CacheRequestOption: RequestOption {
-    /// Values only: one C request serves every send.
-    var reusable: Bool { true }
     case policy(CachePolicy)
     case expiry(Int)
     case key(String)

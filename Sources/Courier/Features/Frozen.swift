@@ -78,8 +78,6 @@ extension Request {
 }
 
 enum _FreezeRequestOption: RequestOption {
-    /// Values only: one C request serves every send.
-    var reusable: Bool { true }
     case policy(FreezePolicy, Int64, UInt32)
     case id(String)
     case ignoreOffline(Bool)

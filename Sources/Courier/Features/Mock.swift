@@ -169,8 +169,6 @@ extension Request {
 }
 
 enum MockOption: RequestOption {
-    /// Values only (a mock closure is immutable, and each send keeps its own reference to it).
-    var reusable: Bool { true }
     case response(status: Int, body: Data, contentType: String?)
     case file(path: String, status: Int)
     case header(name: String, value: String)

@@ -8,8 +8,6 @@ internal import CCore
 // MARK: - Request options
 
 struct _KeyPathOption: RequestOption {
-    /// Values only: one C request serves every send.
-    var reusable: Bool { true }
     let keyPath: String
     func apply(to request: OpaquePointer) throws {
         try CourierError.check(courier_request_set_key_path(request, keyPath), "key path '\(keyPath)'")

@@ -114,8 +114,6 @@ extension Request {
 }
 
 struct PriorityOption: RequestOption {
-    /// Values only: one C request serves every send.
-    var reusable: Bool { true }
     let priority: Priority
     func apply(to request: OpaquePointer) throws {
         try CourierError.check(courier_request_set_priority(request, priority.cValue), "priority")
@@ -123,8 +121,6 @@ struct PriorityOption: RequestOption {
 }
 
 struct RetryOption: RequestOption {
-    /// Values only: one C request serves every send.
-    var reusable: Bool { true }
     let policy: RetryPolicy
     func apply(to request: OpaquePointer) throws {
         try CourierError.check(policy.withCArguments { courier_request_set_retry(request, $0, $1, $2, $3) }, "retry")
@@ -132,8 +128,6 @@ struct RetryOption: RequestOption {
 }
 
 struct CoalesceOption: RequestOption {
-    /// Values only: one C request serves every send.
-    var reusable: Bool { true }
     let coalesce: Bool
     func apply(to request: OpaquePointer) throws {
         try CourierError.check(courier_request_set_coalesce(request, coalesce ? 1 : 0), "coalesce")
@@ -141,8 +135,6 @@ struct CoalesceOption: RequestOption {
 }
 
 struct FrequentGuardOption: RequestOption {
-    /// Values only: one C request serves every send.
-    var reusable: Bool { true }
     let guarded: Bool
     func apply(to request: OpaquePointer) throws {
         try CourierError.check(courier_request_set_frequent_guard(request, guarded ? 1 : 0), "frequentGuard")
