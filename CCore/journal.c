@@ -674,6 +674,543 @@ static bool is_ordered_auto(const jstate *s) {
     return s->policy == COURIER_FREEZE_AUTO && !(s->flags & COURIER_FREEZE_UNORDERED);
 }
 
+/* ==== reading a stored request ================================================================= */
+
+/* The stored request, decoded. The text is JSON (any language reads it); the journal reads it
+ * with the small reader below, straight into these fields, once per replay (no document tree: a
+ * generic parser costs more than the request's whole trip through the transport). Every valid JSON
+ * text is read; members of other types than expected read as absent, as jansson's accessors do. */
+typedef struct jres {
+    char *name, *key_path;
+    unsigned flags;
+} jres;
+
+typedef struct jreq {
+    int has_v;
+    char *id, *method, *url, *idem, *body_b64;
+    int has_headers; /* "headers" is an array */
+    cr_kvlist headers;
+    long timeout_ms;
+    int has_retry, retry_max;
+    long retry_base, retry_maxd;
+    unsigned retry_flags;
+    int priority;
+    int has_cache, cache_policy;
+    int64_t cache_expiry;
+    int has_json, had_mapping;
+    char *key_path;
+    jres *results;
+    size_t nresults;
+} jreq;
+
+static void jreq_clear(jreq *q) {
+    free(q->id);
+    free(q->method);
+    free(q->url);
+    free(q->idem);
+    free(q->body_b64);
+    cr_kvlist_clear(&q->headers);
+    free(q->key_path);
+    for (size_t i = 0; i < q->nresults; i++) {
+        free(q->results[i].name);
+        free(q->results[i].key_path);
+    }
+    free(q->results);
+    memset(q, 0, sizeof *q);
+}
+
+typedef struct jrd {
+    const char *p, *end;
+    int depth;
+} jrd;
+
+enum { JR_OK = 0, JR_BAD = 1, JR_NOMEM = 2 };
+
+static void jr_ws(jrd *r) {
+    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t')) r->p++;
+}
+
+static bool jr_peek(jrd *r, char c) {
+    jr_ws(r);
+    return r->p < r->end && *r->p == c;
+}
+
+static int jr_hex4(jrd *r, uint32_t *out) {
+    if (r->end - r->p < 4) return JR_BAD;
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = r->p[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return JR_BAD;
+        v = v << 4 | (uint32_t)d;
+    }
+    r->p += 4;
+    *out = v;
+    return JR_OK;
+}
+
+/* A string; with `out`, decoded into a new NUL-terminated string (*len its length). A string with
+ * \u0000 is refused, as jansson refuses it. */
+static int jr_string(jrd *r, char **out, size_t *len) {
+    jr_ws(r);
+    if (r->p >= r->end || *r->p != '"') return JR_BAD;
+    r->p++;
+    const char *s = r->p;
+    bool plain = true;
+    while (r->p < r->end && *r->p != '"') {
+        unsigned char c = (unsigned char)*r->p;
+        if (c < 0x20) return JR_BAD;
+        if (c == '\\') {
+            plain = false;
+            if (++r->p >= r->end) return JR_BAD;
+        }
+        r->p++;
+    }
+    if (r->p >= r->end) return JR_BAD;
+    const char *e = r->p++;
+    if (!out) {
+        if (plain) return JR_OK;
+    }
+    char *b = malloc((size_t)(e - s) + 1);
+    if (!b) return JR_NOMEM;
+    size_t o = 0;
+    for (const char *q = s; q < e;) {
+        if (*q != '\\') {
+            b[o++] = *q++;
+            continue;
+        }
+        q++;
+        char c = *q++;
+        switch (c) {
+        case '"': b[o++] = '"'; break;
+        case '\\': b[o++] = '\\'; break;
+        case '/': b[o++] = '/'; break;
+        case 'b': b[o++] = '\b'; break;
+        case 'f': b[o++] = '\f'; break;
+        case 'n': b[o++] = '\n'; break;
+        case 'r': b[o++] = '\r'; break;
+        case 't': b[o++] = '\t'; break;
+        case 'u': {
+            jrd h = {q, e, 0};
+            uint32_t cp;
+            if (jr_hex4(&h, &cp)) goto bad;
+            if (cp >= 0xDC00 && cp <= 0xDFFF) goto bad;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                uint32_t lo;
+                if (h.end - h.p < 6 || h.p[0] != '\\' || h.p[1] != 'u') goto bad;
+                h.p += 2;
+                if (jr_hex4(&h, &lo) || lo < 0xDC00 || lo > 0xDFFF) goto bad;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            }
+            if (cp == 0) goto bad;
+            q = h.p;
+            /* UTF-8 is never longer than the escape it comes from (6 or 12 bytes). */
+            if (cp < 0x80) {
+                b[o++] = (char)cp;
+            } else if (cp < 0x800) {
+                b[o++] = (char)(0xC0 | cp >> 6);
+                b[o++] = (char)(0x80 | (cp & 0x3F));
+            } else if (cp < 0x10000) {
+                b[o++] = (char)(0xE0 | cp >> 12);
+                b[o++] = (char)(0x80 | (cp >> 6 & 0x3F));
+                b[o++] = (char)(0x80 | (cp & 0x3F));
+            } else {
+                b[o++] = (char)(0xF0 | cp >> 18);
+                b[o++] = (char)(0x80 | (cp >> 12 & 0x3F));
+                b[o++] = (char)(0x80 | (cp >> 6 & 0x3F));
+                b[o++] = (char)(0x80 | (cp & 0x3F));
+            }
+            break;
+        }
+        default: goto bad;
+        }
+    }
+    b[o] = '\0';
+    if (out) {
+        *out = b;
+        if (len) *len = o;
+    } else {
+        free(b);
+    }
+    return JR_OK;
+bad:
+    free(b);
+    return JR_BAD;
+}
+
+/* A number. *is_int says whether it is an integer (no fraction or exponent) that fits int64. */
+static int jr_number(jrd *r, int64_t *v, bool *is_int) {
+    jr_ws(r);
+    const char *s = r->p;
+    bool neg = false, integer = true, overflow = false;
+    uint64_t acc = 0;
+    if (r->p < r->end && *r->p == '-') {
+        neg = true;
+        r->p++;
+    }
+    if (r->p >= r->end || *r->p < '0' || *r->p > '9') return JR_BAD;
+    if (*r->p == '0' && r->p + 1 < r->end && r->p[1] >= '0' && r->p[1] <= '9') return JR_BAD;
+    while (r->p < r->end && *r->p >= '0' && *r->p <= '9') {
+        unsigned d = (unsigned)(*r->p++ - '0');
+        if (acc > (UINT64_MAX - d) / 10) overflow = true;
+        else acc = acc * 10 + d;
+    }
+    if (r->p < r->end && *r->p == '.') {
+        integer = false;
+        r->p++;
+        if (r->p >= r->end || *r->p < '0' || *r->p > '9') return JR_BAD;
+        while (r->p < r->end && *r->p >= '0' && *r->p <= '9') r->p++;
+    }
+    if (r->p < r->end && (*r->p == 'e' || *r->p == 'E')) {
+        integer = false;
+        r->p++;
+        if (r->p < r->end && (*r->p == '+' || *r->p == '-')) r->p++;
+        if (r->p >= r->end || *r->p < '0' || *r->p > '9') return JR_BAD;
+        while (r->p < r->end && *r->p >= '0' && *r->p <= '9') r->p++;
+    }
+    (void)s;
+    if (overflow || acc > (uint64_t)INT64_MAX + (neg ? 1u : 0u)) integer = false;
+    *is_int = integer;
+    *v = !integer ? 0 : neg ? (int64_t)(0 - acc) : (int64_t)acc;
+    return JR_OK;
+}
+
+static int jr_literal(jrd *r, const char *lit) {
+    jr_ws(r);
+    size_t n = strlen(lit);
+    if ((size_t)(r->end - r->p) < n || memcmp(r->p, lit, n) != 0) return JR_BAD;
+    r->p += n;
+    return JR_OK;
+}
+
+static int jr_skip(jrd *r);
+
+/* Walks an object: calls member(r, key, klen, ctx) at each value (the member reads or skips it). */
+static int jr_object(jrd *r, int (*member)(jrd *, const char *, size_t, void *), void *ctx) {
+    if (!jr_peek(r, '{')) return JR_BAD;
+    if (++r->depth > 32) return JR_BAD;
+    r->p++;
+    if (jr_peek(r, '}')) {
+        r->p++;
+        r->depth--;
+        return JR_OK;
+    }
+    for (;;) {
+        jr_ws(r);
+        /* Keys are compared raw: the keys the journal reads have no escapes. */
+        if (r->p >= r->end || *r->p != '"') return JR_BAD;
+        const char *k = r->p + 1;
+        int rc = jr_string(r, NULL, NULL);
+        if (rc) return rc;
+        size_t klen = (size_t)(r->p - 1 - k);
+        if (!jr_peek(r, ':')) return JR_BAD;
+        r->p++;
+        if ((rc = member(r, k, klen, ctx))) return rc;
+        jr_ws(r);
+        if (r->p < r->end && *r->p == ',') {
+            r->p++;
+            continue;
+        }
+        if (r->p < r->end && *r->p == '}') {
+            r->p++;
+            r->depth--;
+            return JR_OK;
+        }
+        return JR_BAD;
+    }
+}
+
+static int skip_member(jrd *r, const char *k, size_t n, void *ctx) {
+    (void)k;
+    (void)n;
+    (void)ctx;
+    return jr_skip(r);
+}
+
+static int jr_skip(jrd *r) {
+    jr_ws(r);
+    if (r->p >= r->end) return JR_BAD;
+    switch (*r->p) {
+    case '"': return jr_string(r, NULL, NULL);
+    case '{': return jr_object(r, skip_member, NULL);
+    case '[': {
+        if (++r->depth > 32) return JR_BAD;
+        r->p++;
+        if (jr_peek(r, ']')) {
+            r->p++;
+            r->depth--;
+            return JR_OK;
+        }
+        for (;;) {
+            int rc = jr_skip(r);
+            if (rc) return rc;
+            jr_ws(r);
+            if (r->p < r->end && *r->p == ',') {
+                r->p++;
+                continue;
+            }
+            if (r->p < r->end && *r->p == ']') {
+                r->p++;
+                r->depth--;
+                return JR_OK;
+            }
+            return JR_BAD;
+        }
+    }
+    case 't': return jr_literal(r, "true");
+    case 'f': return jr_literal(r, "false");
+    case 'n': return jr_literal(r, "null");
+    default: {
+        int64_t v;
+        bool i;
+        return jr_number(r, &v, &i);
+    }
+    }
+}
+
+/* A member expected to be a string: read (replacing an earlier one) or, of another type, skipped. */
+static int jr_str_member(jrd *r, char **dst) {
+    if (!jr_peek(r, '"')) return jr_skip(r);
+    char *s = NULL;
+    int rc = jr_string(r, &s, NULL);
+    if (rc) return rc;
+    free(*dst);
+    *dst = s;
+    return JR_OK;
+}
+
+/* A member expected to be an integer: its value, else 0 (and *is set false). */
+static int jr_int_member(jrd *r, int64_t *dst, int *is) {
+    jr_ws(r);
+    if (r->p < r->end && (*r->p == '-' || (*r->p >= '0' && *r->p <= '9'))) {
+        bool integer;
+        int rc = jr_number(r, dst, &integer);
+        if (is) *is = integer;
+        return rc;
+    }
+    *dst = 0;
+    if (is) *is = 0;
+    return jr_skip(r);
+}
+
+static bool key_is(const char *k, size_t n, const char *name) { return strlen(name) == n && memcmp(k, name, n) == 0; }
+
+static int retry_member(jrd *r, const char *k, size_t n, void *ctx) {
+    jreq *q = ctx;
+    int64_t v = 0;
+    int rc;
+    if (key_is(k, n, "max")) rc = jr_int_member(r, &v, NULL), q->retry_max = (int)v;
+    else if (key_is(k, n, "base_ms")) rc = jr_int_member(r, &v, NULL), q->retry_base = (long)v;
+    else if (key_is(k, n, "max_ms")) rc = jr_int_member(r, &v, NULL), q->retry_maxd = (long)v;
+    else if (key_is(k, n, "flags")) rc = jr_int_member(r, &v, NULL), q->retry_flags = (unsigned)v;
+    else rc = jr_skip(r);
+    return rc;
+}
+
+static int cache_member(jrd *r, const char *k, size_t n, void *ctx) {
+    jreq *q = ctx;
+    int64_t v = 0;
+    int rc;
+    if (key_is(k, n, "policy")) rc = jr_int_member(r, &v, NULL), q->cache_policy = (int)v;
+    else if (key_is(k, n, "expiry_s")) rc = jr_int_member(r, &v, NULL), q->cache_expiry = v;
+    else rc = jr_skip(r);
+    return rc;
+}
+
+static int result_member(jrd *r, const char *k, size_t n, void *ctx) {
+    jres *x = ctx;
+    if (key_is(k, n, "name")) return jr_str_member(r, &x->name);
+    if (key_is(k, n, "key_path")) return jr_str_member(r, &x->key_path);
+    if (key_is(k, n, "flags")) {
+        int64_t v = 0;
+        int rc = jr_int_member(r, &v, NULL);
+        x->flags = (unsigned)v;
+        return rc;
+    }
+    return jr_skip(r);
+}
+
+/* Arrays the journal reads: calls item(r, ctx) at each element. A value of another type is skipped
+ * (*was_array false). */
+static int jr_array(jrd *r, int (*item)(jrd *, void *), void *ctx, bool *was_array) {
+    *was_array = false;
+    if (!jr_peek(r, '[')) return jr_skip(r);
+    *was_array = true;
+    if (++r->depth > 32) return JR_BAD;
+    r->p++;
+    if (jr_peek(r, ']')) {
+        r->p++;
+        r->depth--;
+        return JR_OK;
+    }
+    for (;;) {
+        int rc = item(r, ctx);
+        if (rc) return rc;
+        jr_ws(r);
+        if (r->p < r->end && *r->p == ',') {
+            r->p++;
+            continue;
+        }
+        if (r->p < r->end && *r->p == ']') {
+            r->p++;
+            r->depth--;
+            return JR_OK;
+        }
+        return JR_BAD;
+    }
+}
+
+static int result_item(jrd *r, void *ctx) {
+    jreq *q = ctx;
+    if (!jr_peek(r, '{')) return jr_skip(r); /* not an object: its fields read as absent */
+    jres *p = realloc(q->results, (q->nresults + 1) * sizeof *p);
+    if (!p) return JR_NOMEM;
+    q->results = p;
+    jres *x = &p[q->nresults++];
+    memset(x, 0, sizeof *x);
+    return jr_object(r, result_member, x);
+}
+
+static int json_member(jrd *r, const char *k, size_t n, void *ctx) {
+    jreq *q = ctx;
+    if (key_is(k, n, "key_path")) return jr_str_member(r, &q->key_path);
+    if (key_is(k, n, "results")) {
+        bool arr;
+        for (size_t i = 0; i < q->nresults; i++) { /* a later member replaces an earlier one */
+            free(q->results[i].name);
+            free(q->results[i].key_path);
+        }
+        q->nresults = 0;
+        return jr_array(r, result_item, q, &arr);
+    }
+    if (key_is(k, n, "had_mapping")) {
+        jr_ws(r);
+        q->had_mapping = r->p < r->end && *r->p == 't';
+        return jr_skip(r);
+    }
+    return jr_skip(r);
+}
+
+/* One header: [name, value], both strings (anything else makes the record unreadable). */
+static int header_item(jrd *r, void *ctx) {
+    jreq *q = ctx;
+    if (!jr_peek(r, '[')) return JR_BAD;
+    r->p++;
+    char *name = NULL, *value = NULL;
+    size_t nl = 0, vl = 0;
+    int rc = jr_string(r, &name, &nl);
+    if (!rc && !jr_peek(r, ',')) rc = JR_BAD;
+    if (!rc) {
+        r->p++;
+        rc = jr_string(r, &value, &vl);
+    }
+    /* Extra elements are allowed (skipped), as jansson's readers ignored them. */
+    while (!rc && jr_peek(r, ',')) {
+        r->p++;
+        rc = jr_skip(r);
+    }
+    if (!rc && !jr_peek(r, ']')) rc = JR_BAD;
+    if (!rc) r->p++;
+    if (!rc && cr_kvlist_add(&q->headers, name, nl, value, vl)) rc = JR_NOMEM;
+    free(name);
+    free(value);
+    return rc;
+}
+
+static int top_member(jrd *r, const char *k, size_t n, void *ctx) {
+    jreq *q = ctx;
+    int64_t v = 0;
+    int is = 0, rc;
+    switch (n ? k[0] : 0) {
+    case 'v':
+        if (n == 1) {
+            rc = jr_int_member(r, &v, &is);
+            q->has_v = is;
+            return rc;
+        }
+        break;
+    case 'i':
+        if (key_is(k, n, "id")) return jr_str_member(r, &q->id);
+        if (key_is(k, n, "idempotency_key")) return jr_str_member(r, &q->idem);
+        break;
+    case 'm':
+        if (key_is(k, n, "method")) return jr_str_member(r, &q->method);
+        break;
+    case 'u':
+        if (key_is(k, n, "url")) return jr_str_member(r, &q->url);
+        break;
+    case 'b':
+        if (key_is(k, n, "body_b64")) return jr_str_member(r, &q->body_b64);
+        break;
+    case 'h':
+        if (key_is(k, n, "headers")) {
+            bool arr;
+            cr_kvlist_clear(&q->headers);
+            rc = jr_array(r, header_item, q, &arr);
+            q->has_headers = arr;
+            return rc;
+        }
+        break;
+    case 't':
+        if (key_is(k, n, "timeout_ms")) {
+            rc = jr_int_member(r, &v, NULL);
+            q->timeout_ms = (long)v;
+            return rc;
+        }
+        break;
+    case 'p':
+        if (key_is(k, n, "priority")) {
+            rc = jr_int_member(r, &v, NULL);
+            q->priority = (int)v;
+            return rc;
+        }
+        break;
+    case 'r':
+        if (key_is(k, n, "retry")) {
+            if (!jr_peek(r, '{')) return jr_skip(r);
+            q->has_retry = 1;
+            q->retry_max = 0;
+            q->retry_base = q->retry_maxd = 0;
+            q->retry_flags = 0;
+            return jr_object(r, retry_member, q);
+        }
+        break;
+    case 'c':
+        if (key_is(k, n, "cache")) {
+            if (!jr_peek(r, '{')) return jr_skip(r);
+            q->has_cache = 1;
+            q->cache_policy = 0;
+            q->cache_expiry = 0;
+            return jr_object(r, cache_member, q);
+        }
+        break;
+    case 'j':
+        if (key_is(k, n, "json")) {
+            if (!jr_peek(r, '{')) return jr_skip(r);
+            q->has_json = 1;
+            return jr_object(r, json_member, q);
+        }
+        break;
+    default: break;
+    }
+    return jr_skip(r);
+}
+
+/* Reads a stored request. COURIER_OK, COURIER_E_JOURNAL_CORRUPT (not a JSON object, or a header
+ * that is not two strings) or COURIER_E_NO_MEMORY; *q is cleared on failure. */
+static int jreq_read(const char *text, size_t len, jreq *q) {
+    memset(q, 0, sizeof *q);
+    jrd r = {text, text + len, 0};
+    int rc = jr_object(&r, top_member, q);
+    if (rc == JR_OK) {
+        jr_ws(&r);
+        if (r.p != r.end) rc = JR_BAD;
+    }
+    if (rc == JR_OK) return COURIER_OK;
+    jreq_clear(q);
+    return rc == JR_NOMEM ? COURIER_E_NO_MEMORY : COURIER_E_JOURNAL_CORRUPT;
+}
+
 /* ==== the snapshot handed to callers =========================================================== */
 
 struct courier_frozen {
@@ -685,7 +1222,6 @@ struct courier_frozen {
     size_t body_len;
     int has_body;
     courier_frozen_info info;
-    json_t *payload; /* the request as stored */
 };
 
 struct courier_frozen_list {
@@ -703,60 +1239,43 @@ void courier_frozen_free(courier_frozen *f) {
     free(f->json);
     cr_kvlist_clear(&f->headers);
     free(f->body);
-    json_decref(f->payload);
     free(f);
 }
 
 static const char *jstr(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
-/* Builds a snapshot from the stored request text and its state. NULL on a bad record or no memory
+/* Builds a snapshot from a decoded request (its strings and headers are taken: *q is left
+ * cleared), the stored text (for the JSON view) and the state. NULL on a bad record or no memory
  * (*bad says which). */
-static courier_frozen *snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad) {
+static courier_frozen *snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad) {
     *bad = false;
-    json_error_t je;
-    json_t *p = json_loadb(text, len, 0, &je);
+    if (!q->method || !q->url || !q->id || !q->has_v) {
+        *bad = true;
+        jreq_clear(q);
+        return NULL;
+    }
     courier_frozen *f = calloc(1, sizeof *f);
-    if (!p || !f) {
-        *bad = p == NULL;
-        json_decref(p);
-        free(f);
+    if (!f) {
+        jreq_clear(q);
         return NULL;
     }
     atomic_init(&f->refs, 1);
     f->seq = seq;
-    f->payload = p;
-    const char *method = jstr(p, "method"), *url = jstr(p, "url"), *id = jstr(p, "id");
-    const char *idem = jstr(p, "idempotency_key"), *b64 = jstr(p, "body_b64");
-    if (!method || !url || !id || !json_is_integer(json_object_get(p, "v"))) {
-        *bad = true;
-        courier_frozen_free(f);
-        return NULL;
-    }
-    f->id = cr_strdup(id);
-    f->method = cr_strdup(method);
-    f->url = cr_strdup(url);
+    f->id = q->id;
+    f->method = q->method;
+    f->url = q->url;
+    f->idem = q->idem ? q->idem : cr_strdup("");
+    f->headers = q->headers;
+    q->id = q->method = q->url = q->idem = NULL;
+    memset(&q->headers, 0, sizeof q->headers);
     f->host = cr_strndup(st->host, st->host_len);
-    f->idem = cr_strdup(idem ? idem : "");
-    if (!f->id || !f->method || !f->url || !f->host || !f->idem) goto oom;
-    json_t *hs = json_object_get(p, "headers");
-    size_t i;
-    json_t *h;
-    json_array_foreach(hs, i, h) {
-        const char *n = json_string_value(json_array_get(h, 0)), *v = json_string_value(json_array_get(h, 1));
-        if (!n || !v) {
-            *bad = true;
-            courier_frozen_free(f);
-            return NULL;
-        }
-        if (cr_kvlist_add(&f->headers, n, strlen(n), v, strlen(v))) goto oom;
-    }
-    if (b64) {
-        int rc = b64_decode(b64, strlen(b64), &f->body, &f->body_len);
+    if (!f->idem || !f->host) goto oom;
+    if (q->body_b64) {
+        int rc = b64_decode(q->body_b64, strlen(q->body_b64), &f->body, &f->body_len);
         if (rc == COURIER_E_NO_MEMORY) goto oom;
         if (rc) {
             *bad = true;
-            courier_frozen_free(f);
-            return NULL;
+            goto fail;
         }
         f->has_body = 1;
     }
@@ -764,7 +1283,7 @@ static courier_frozen *snap_make(uint64_t seq, const char *text, size_t len, con
     in->size = sizeof *in;
     in->policy = st->policy;
     in->flags = st->flags & (COURIER_FREEZE_UNORDERED | COURIER_FREEZE_ON_AMBIGUOUS);
-    in->timeout_ms = (long)json_integer_value(json_object_get(p, "timeout_ms"));
+    in->timeout_ms = q->timeout_ms;
     in->attempts = (int)st->attempts;
     in->last_code = st->last_code;
     in->last_status = st->last_status;
@@ -785,10 +1304,25 @@ static courier_frozen *snap_make(uint64_t seq, const char *text, size_t len, con
     if (end == 0 || !(f->json = malloc(end + (size_t)sl + 1))) goto oom;
     memcpy(f->json, text, end - 1);
     memcpy(f->json + end - 1, state, (size_t)sl + 1);
+    jreq_clear(q);
     return f;
 oom:
+fail:
+    jreq_clear(q);
     courier_frozen_free(f);
     return NULL;
+}
+
+/* Builds a snapshot from the stored request text and its state. NULL on a bad record or no memory
+ * (*bad says which). */
+static courier_frozen *snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad) {
+    jreq q;
+    int rc = jreq_read(text, len, &q);
+    if (rc) {
+        *bad = rc == COURIER_E_JOURNAL_CORRUPT;
+        return NULL;
+    }
+    return snap_from(seq, &q, text, len, st, bad);
 }
 
 static courier_frozen *snap_retain(courier_frozen *f) {
@@ -949,13 +1483,16 @@ static int rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_va
 
 static int st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st) { return rec_get(j, txn, seq, st, NULL); }
 
-/* Writes a record: the state, then the request text. */
-static int rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen) {
+/* Writes a record: the state, then the request text. `append`: seq is past every key (a new
+ * record), so LMDB fills pages to the end instead of splitting them in halves: fuller pages, a
+ * shallower tree, fewer pages in each commit's fsync. */
+static int rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen,
+                   bool append) {
     uint8_t k[8], b[J_STATE_MAX];
     put_be64(k, seq);
     size_t sl = state_encode(st, b);
     MDB_val key = {8, k}, val = {sl + plen, NULL};
-    int rc = mdb_put(txn, j->env->db_req, &key, &val, MDB_RESERVE);
+    int rc = mdb_put(txn, j->env->db_req, &key, &val, MDB_RESERVE | (append ? MDB_APPEND : 0));
     if (rc) return rc;
     memcpy(val.mv_data, b, sl);
     if (plen) memcpy((char *)val.mv_data + sl, payload, plen);
@@ -971,8 +1508,32 @@ static int st_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
     char stack[2048], *copy = p.mv_size <= sizeof stack ? stack : malloc(p.mv_size);
     if (!copy) return ENOMEM;
     memcpy(copy, p.mv_data, p.mv_size); /* the put may move the page the text lives in */
-    rc = rec_put(j, txn, seq, st, copy, p.mv_size);
+    rc = rec_put(j, txn, seq, st, copy, p.mv_size, false);
     if (copy != stack) free(copy);
+    return rc;
+}
+
+/* Puts an index key with an empty value, appended (pages filled to the end, see rec_put) when it
+ * sorts after every key of the database, as new records' keys usually do. */
+static int index_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *key) {
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, dbi, &c);
+    if (rc) return rc;
+    MDB_val lk, lv, val = {0, ""};
+    unsigned flags = 0;
+    rc = mdb_cursor_get(c, &lk, &lv, MDB_LAST);
+    if (rc == MDB_NOTFOUND) {
+        flags = MDB_APPEND;
+    } else if (rc == 0) {
+        size_t n = lk.mv_size < key->mv_size ? lk.mv_size : key->mv_size;
+        int cmp = memcmp(key->mv_data, lk.mv_data, n);
+        if (cmp > 0 || (cmp == 0 && key->mv_size > lk.mv_size)) flags = MDB_APPEND;
+    } else {
+        mdb_cursor_close(c);
+        return rc;
+    }
+    rc = mdb_cursor_put(c, key, &val, flags);
+    mdb_cursor_close(c);
     return rc;
 }
 
@@ -980,8 +1541,8 @@ static int key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t
     uint8_t k[16];
     put_be64(k, be_time(t));
     put_be64(k + 8, seq);
-    MDB_val key = {16, k}, val = {0, ""};
-    int rc = put ? mdb_put(txn, dbi, &key, &val, 0) : mdb_del(txn, dbi, &key, NULL);
+    MDB_val key = {16, k};
+    int rc = put ? index_put(txn, dbi, &key) : mdb_del(txn, dbi, &key, NULL);
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
@@ -990,8 +1551,8 @@ static int hostq_op(cr_journal *j, MDB_txn *txn, const jstate *st, uint64_t seq,
     memcpy(k, st->host, st->host_len);
     k[st->host_len] = 0;
     put_be64(k + st->host_len + 1, seq);
-    MDB_val key = {st->host_len + 9u, k}, val = {0, ""};
-    int rc = put ? mdb_put(txn, j->env->db_hostq, &key, &val, 0) : mdb_del(txn, j->env->db_hostq, &key, NULL);
+    MDB_val key = {st->host_len + 9u, k};
+    int rc = put ? index_put(txn, j->env->db_hostq, &key) : mdb_del(txn, j->env->db_hostq, &key, NULL);
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
@@ -1283,64 +1844,42 @@ static int payload_of(const cr_transfer *t, const char *idem, int64_t created, i
     return *out ? COURIER_OK : COURIER_E_NO_MEMORY;
 }
 
-/* Rebuilds the request of a snapshot, for courier_send. *out new. */
-/* Rebuilds the request from its stored JSON (straight from the document: no snapshot needed).
- * *out new. COURIER_E_JOURNAL_CORRUPT when the text is not a request. */
-static int request_from(const json_t *p, courier_request **out) {
-    const char *method = jstr(p, "method"), *url = jstr(p, "url"), *b64 = jstr(p, "body_b64");
-    const json_t *hs = json_object_get(p, "headers");
-    if (!method || !url || !json_is_array(hs)) return COURIER_E_JOURNAL_CORRUPT;
+/* Rebuilds the request from its decoded stored form (no snapshot needed). *out new.
+ * COURIER_E_JOURNAL_CORRUPT when the text is not a request. */
+static int request_from(const jreq *q, courier_request **out) {
+    if (!q->method || !q->url || !q->has_headers) return COURIER_E_JOURNAL_CORRUPT;
     courier_request *r = NULL;
-    int rc = courier_request_new(&r, method, url);
+    int rc = courier_request_new(&r, q->method, q->url);
     if (rc) return rc;
     courier_request_set_use_default_params(r, 0);
     const char *ctype = NULL;
-    size_t i;
-    json_t *h;
-    json_array_foreach(hs, i, h) {
-        const char *n = json_string_value(json_array_get(h, 0)), *v = json_string_value(json_array_get(h, 1));
-        if (!n || !v) rc = COURIER_E_JOURNAL_CORRUPT;
-        if (rc == COURIER_OK) rc = courier_request_add_header(r, n, v);
+    for (size_t i = 0; rc == COURIER_OK && i < q->headers.count; i++) {
+        const char *n = q->headers.items[i].name, *v = q->headers.items[i].value;
+        rc = courier_request_add_header(r, n, v);
         if (rc == COURIER_OK && !ctype && strcasecmp(n, "Content-Type") == 0) ctype = v;
-        if (rc) break;
     }
-    if (rc == COURIER_OK && b64) {
+    if (rc == COURIER_OK && q->body_b64) {
         char *body = NULL;
         size_t len = 0;
-        rc = b64_decode(b64, strlen(b64), &body, &len);
+        rc = b64_decode(q->body_b64, strlen(q->body_b64), &body, &len);
         if (rc == COURIER_E_INVALID_ARGUMENT) rc = COURIER_E_JOURNAL_CORRUPT;
         if (rc == COURIER_OK) rc = courier_request_set_body(r, body, len, ctype);
         free(body);
     }
-    long timeout = (long)json_integer_value(json_object_get(p, "timeout_ms"));
-    if (rc == COURIER_OK && timeout > 0) rc = courier_request_set_timeout_ms(r, timeout);
-    const json_t *retry = json_object_get(p, "retry");
-    if (rc == COURIER_OK && retry) {
-        int max = (int)json_integer_value(json_object_get(retry, "max"));
-        long base = (long)json_integer_value(json_object_get(retry, "base_ms"));
-        long maxd = (long)json_integer_value(json_object_get(retry, "max_ms"));
-        unsigned flags = (unsigned)json_integer_value(json_object_get(retry, "flags"));
-        if (max > 0 && courier_request_set_retry(r, max, base, maxd, flags) != COURIER_OK)
-            courier_request_set_retry(r, 0, 0, 0, 0);
+    if (rc == COURIER_OK && q->timeout_ms > 0) rc = courier_request_set_timeout_ms(r, q->timeout_ms);
+    if (rc == COURIER_OK && q->has_retry && q->retry_max > 0 &&
+        courier_request_set_retry(r, q->retry_max, q->retry_base, q->retry_maxd, q->retry_flags) != COURIER_OK)
+        courier_request_set_retry(r, 0, 0, 0, 0);
+    if (rc == COURIER_OK && q->priority)
+        courier_request_set_priority(r, q->priority > 0 ? COURIER_PRIORITY_HIGH : COURIER_PRIORITY_LOW);
+    if (rc == COURIER_OK && q->has_cache) {
+        courier_request_set_cache_policy(r, q->cache_policy);
+        if (q->cache_expiry > 0) courier_request_set_cache_expiry(r, q->cache_expiry);
     }
-    int prio = (int)json_integer_value(json_object_get(p, "priority"));
-    if (rc == COURIER_OK && prio) courier_request_set_priority(r, prio > 0 ? COURIER_PRIORITY_HIGH : COURIER_PRIORITY_LOW);
-    const json_t *cache = json_object_get(p, "cache");
-    if (rc == COURIER_OK && cache) {
-        courier_request_set_cache_policy(r, (int)json_integer_value(json_object_get(cache, "policy")));
-        json_int_t exp = json_integer_value(json_object_get(cache, "expiry_s"));
-        if (exp > 0) courier_request_set_cache_expiry(r, exp);
-    }
-    const json_t *js = json_object_get(p, "json");
-    if (rc == COURIER_OK && js) {
-        const char *kp = jstr(js, "key_path");
-        if (kp) courier_request_set_key_path(r, kp);
-        size_t k;
-        json_t *res;
-        json_array_foreach(json_object_get(js, "results"), k, res) {
-            courier_request_add_result(r, jstr(res, "name"), jstr(res, "key_path"), NULL,
-                                       (unsigned)json_integer_value(json_object_get(res, "flags")));
-        }
+    if (rc == COURIER_OK && q->has_json) {
+        if (q->key_path) courier_request_set_key_path(r, q->key_path);
+        for (size_t k = 0; k < q->nresults; k++)
+            courier_request_add_result(r, q->results[k].name, q->results[k].key_path, NULL, q->results[k].flags);
     }
     /* The frozen request's own settings never freeze it again: the journal keeps it. */
     if (rc) {
@@ -1400,7 +1939,7 @@ static int outcome_log(cr_journal *j, MDB_txn *txn, const jstate *st, int code, 
     uint8_t k[8];
     put_be64(k, n);
     MDB_val key = {8, k}, val = {(size_t)len, text};
-    if ((rc = mdb_put(txn, j->env->db_outcome, &key, &val, 0))) return rc;
+    if ((rc = mdb_put(txn, j->env->db_outcome, &key, &val, MDB_APPEND))) return rc; /* n is past every key */
     MDB_stat ms;
     if (mdb_stat(txn, j->env->db_outcome, &ms) == 0 && ms.ms_entries > J_OUTCOMES_KEPT + 100) { /* trims in batches */
         MDB_cursor *c;
@@ -1472,7 +2011,7 @@ static int apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f) {
             rc = key2_op(j, txn, j->env->db_due, due_time(&f->st), seq, true);
         }
     }
-    if (!rc) rc = rec_put(j, txn, seq, &f->st, text, strlen(text));
+    if (!rc) rc = rec_put(j, txn, seq, &f->st, text, strlen(text), true);
     free(text);
     if (rc == 0) f->seq = seq;
     return rc;
@@ -1647,67 +2186,97 @@ static int pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned m
     *next = INT64_MAX;
     *mode_done = true;
     MDB_cursor *c;
-    int rc = mdb_cursor_open(txn, j->env->db_due, &c);
-    if (rc) return rc;
+    int rc = 0;
     uint64_t *cand = NULL;
     size_t n = 0, cap = 0;
     MDB_val k, v;
-    /* Collect first (changing `due` under the cursor would move it). */
-    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 16) continue;
-        int64_t t = (int64_t)get_be64(k.mv_data);
-        if (t > now && !(mode & J_KICK_NOW)) {
-            *next = t;
-            break;
+    bool full = false; /* out of slots with candidates left */
+    /* `due` in batches a little larger than the free slots: a batch is collected first (changing
+     * `due` under the cursor would move it), then claimed, and the next one starts at the key the
+     * last one stopped at (a claim moves its key to the lease's end, past now). So a pass costs what
+     * it claims, not the journal's length. The first sweep takes what is due now; a replay-now then
+     * sweeps what is not due yet. */
+    for (int sweep = 0; sweep < ((mode & J_KICK_NOW) ? 2 : 1) && rc == 0 && !full; sweep++) {
+        uint8_t from[16];
+        bool have_from = sweep == 1, more = true;
+        if (have_from) {
+            put_be64(from, be_time(now + 1));
+            memset(from + 8, 0, 8);
         }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            uint64_t *p = realloc(cand, cap * sizeof *p);
-            if (!p) {
-                rc = ENOMEM;
-                break;
+        while (more && rc == 0 && !full) {
+            more = false;
+            n = 0;
+            if ((rc = mdb_cursor_open(txn, j->env->db_due, &c))) break;
+            size_t limit = (size_t)(slots > 0 ? slots : 0) + 16;
+            if (have_from) {
+                k.mv_size = 16;
+                k.mv_data = from;
+                rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+            } else {
+                rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
             }
-            cand = p;
-        }
-        cand[n++] = get_be64((const uint8_t *)k.mv_data + 8);
-        if (t <= now && n >= (size_t)slots * 4 + 64 && !(mode & J_KICK_NOW)) break; /* enough to choose from */
-    }
-    mdb_cursor_close(c);
-    if (rc == MDB_NOTFOUND) rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        jstate st;
-        rc = st_get(j, txn, cand[i], &st);
-        if (rc == MDB_NOTFOUND) {
-            rc = 0;
-            continue;
-        }
-        if (rc) break;
-        bool eligible = due_time(&st) <= now ||
-                        ((mode & J_KICK_NOW) && st.last_ms < since && (!st.claim_ms || claim_stale(j, &st, now)));
-        if (st.claim_ms && !claim_stale(j, &st, now)) eligible = false;
-        if (!eligible) {
-            int64_t t = due_time(&st);
-            if (t > now && t < *next) *next = t;
-            continue;
-        }
-        if (st.expires_ms <= now) {
-            courier_frozen *snap = snap_in(j, txn, cand[i], &st);
-            if ((rc = rec_remove(j, txn, cand[i], &st))) {
-                courier_frozen_free(snap);
-                break;
+            for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+                if (k.mv_size != 16) continue;
+                int64_t t = (int64_t)get_be64(k.mv_data);
+                if (sweep == 0 && t > now) {
+                    *next = t;
+                    break;
+                }
+                if (n == limit) {
+                    memcpy(from, k.mv_data, 16); /* the next batch starts here */
+                    have_from = more = true;
+                    break;
+                }
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 32;
+                    uint64_t *p = realloc(cand, cap * sizeof *p);
+                    if (!p) {
+                        rc = ENOMEM;
+                        break;
+                    }
+                    cand = p;
+                }
+                cand[n++] = get_be64((const uint8_t *)k.mv_data + 8);
             }
-            jevent *ev = event_new(COURIER_FROZEN_EVENT_EXPIRED, snap, 0, COURIER_OK);
-            if (ev) ev->ev.final = 1;
-            events_push(events, ev);
-            continue;
+            mdb_cursor_close(c);
+            if (rc == MDB_NOTFOUND) rc = 0;
+            for (size_t i = 0; i < n && rc == 0; i++) {
+                jstate st;
+                rc = st_get(j, txn, cand[i], &st);
+                if (rc == MDB_NOTFOUND) {
+                    rc = 0;
+                    continue;
+                }
+                if (rc) break;
+                bool eligible = due_time(&st) <= now ||
+                                ((mode & J_KICK_NOW) && st.last_ms < since && (!st.claim_ms || claim_stale(j, &st, now)));
+                if (st.claim_ms && !claim_stale(j, &st, now)) eligible = false;
+                if (!eligible) {
+                    int64_t t = due_time(&st);
+                    if (t > now && t < *next) *next = t;
+                    continue;
+                }
+                if (st.expires_ms <= now) {
+                    courier_frozen *snap = snap_in(j, txn, cand[i], &st);
+                    if ((rc = rec_remove(j, txn, cand[i], &st))) {
+                        courier_frozen_free(snap);
+                        break;
+                    }
+                    jevent *ev = event_new(COURIER_FROZEN_EVENT_EXPIRED, snap, 0, COURIER_OK);
+                    if (ev) ev->ev.final = 1;
+                    events_push(events, ev);
+                    continue;
+                }
+                if (slots <= 0) {
+                    *mode_done = false;
+                    *next = now;
+                    full = true;
+                    break;
+                }
+                if ((rc = claim(j, txn, cand[i], &st, now, mode != 0, sends))) break;
+                slots--;
+            }
         }
-        if (slots <= 0) {
-            *mode_done = false;
-            *next = now;
-            break;
-        }
-        if ((rc = claim(j, txn, cand[i], &st, now, mode != 0, sends))) break;
-        slots--;
     }
     free(cand);
     if (rc || !(mode & J_KICK_MANUAL)) return rc;
@@ -1864,14 +2433,15 @@ static void send_one(cr_journal *j, jsend *s) {
     o->st = s->st;
     int explicit_ = s->explicit_;
     courier_request *r = NULL;
-    json_t *doc = json_loadb(s->text, s->tlen, 0, NULL);
-    int rc = doc ? request_from(doc, &r) : COURIER_E_JOURNAL_CORRUPT;
-    json_decref(doc);
+    jreq q;
+    int rc = jreq_read(s->text, s->tlen, &q); /* decoded once: for the request and the snapshot */
+    if (rc == COURIER_OK) rc = request_from(&q, &r);
     if (rc == COURIER_OK && atomic_load(&j->nlisteners) > 0) {
         /* The events carry a snapshot of the request; built only when someone listens. */
         bool bad = false;
-        o->snap = snap_make(s->seq, s->text, s->tlen, &s->st, &bad);
+        o->snap = snap_from(s->seq, &q, s->text, s->tlen, &s->st, &bad);
     }
+    jreq_clear(&q);
     free(s->text);
     free(s);
     if (rc == COURIER_OK && explicit_) rc = courier_request_set_ignore_offline(r, 1);

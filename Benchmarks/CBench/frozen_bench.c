@@ -1,6 +1,7 @@
 /*
  * frozen_bench.c — the frozen-request benchmark's C side: the ceiling (raw LMDB synced commits,
- * one put each, in a fresh environment with LMDB's default durability: what the journal uses),
+ * one put each of a value the size of a frozen request, in a fresh environment opened as the journal
+ * opens its own: LMDB's default durability, every commit synced),
  * freezing through the Courier C API (sends while offline, each answered COURIER_E_FROZEN after
  * its durable commit), replay of a store's frozen requests to a server, and the engine's own
  * transport rate for the same requests at the same concurrency.
@@ -42,8 +43,10 @@ int cbench_lmdb_sync_commits(const char *dir, long n, size_t value_bytes, cbench
     }
     MDB_env *env = NULL;
     int rc = mdb_env_create(&env);
-    if (!rc) rc = mdb_env_set_mapsize(env, (size_t)1 << 30);
-    if (!rc) rc = mdb_env_open(env, dir, MDB_NOTLS, 0600); /* default durability: synced commits */
+    /* As journal.c opens the journal: default durability (synced commits), MDB_NOTLS. */
+    if (!rc) rc = mdb_env_set_maxdbs(env, 10);
+    if (!rc) rc = mdb_env_set_mapsize(env, (size_t)2 << 30);
+    if (!rc) rc = mdb_env_open(env, dir, MDB_NOTLS, 0600);
     if (rc) {
         fb_note(out, mdb_strerror(rc));
         if (env) mdb_env_close(env);
@@ -60,11 +63,12 @@ int cbench_lmdb_sync_commits(const char *dir, long n, size_t value_bytes, cbench
     for (long i = 0; i < n; i++) {
         MDB_txn *txn = NULL;
         uint8_t key[8];
-        for (int b = 7, v = 0; b >= 0; b--, v++) key[b] = (uint8_t)((uint64_t)i >> (8 * v));
+        for (int b = 7, v = 0; b >= 0; b--, v++) key[b] = (uint8_t)((uint64_t)(i + 1) >> (8 * v));
         MDB_val k = {8, key}, v = {value_bytes, value};
         rc = mdb_txn_begin(env, NULL, 0, &txn);
         if (!rc && i == 0) rc = mdb_dbi_open(txn, NULL, 0, &dbi);
-        if (!rc) rc = mdb_put(txn, dbi, &k, &v, 0);
+        /* Numbered records, appended: as the journal writes a frozen request. */
+        if (!rc) rc = mdb_put(txn, dbi, &k, &v, MDB_APPEND);
         if (!rc) rc = mdb_txn_commit(txn);
         else if (txn) mdb_txn_abort(txn);
         if (rc) {
@@ -207,6 +211,34 @@ int cbench_frozen_freeze(const char *store, const char *url, long n, int concurr
     courier_engine_close(e);
     courier_request_free(p.request);
     return 0;
+}
+
+long cbench_frozen_record_bytes(const char *store, const char *url) {
+    cbench_result r;
+    if (cbench_frozen_freeze(store, url, 16, 1, &r) != 0 || r.completed <= 0) return 0;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/journal", store);
+    MDB_env *env = NULL;
+    MDB_txn *txn = NULL;
+    MDB_dbi dbi;
+    MDB_cursor *c = NULL;
+    long total = 0, count = 0;
+    int rc = mdb_env_create(&env);
+    if (!rc) rc = mdb_env_set_maxdbs(env, 10);
+    if (!rc) rc = mdb_env_set_mapsize(env, (size_t)2 << 30);
+    if (!rc) rc = mdb_env_open(env, dir, MDB_NOTLS | MDB_RDONLY, 0600);
+    if (!rc) rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
+    if (!rc) rc = mdb_dbi_open(txn, "req", 0, &dbi);
+    if (!rc) rc = mdb_cursor_open(txn, dbi, &c);
+    MDB_val k, v;
+    for (int g = rc ? rc : mdb_cursor_get(c, &k, &v, MDB_FIRST); g == 0; g = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        total += (long)v.mv_size;
+        count++;
+    }
+    if (c) mdb_cursor_close(c);
+    if (txn) mdb_txn_abort(txn);
+    if (env) mdb_env_close(env);
+    return count ? total / count : 0;
 }
 
 /* ---- replay --------------------------------------------------------------------------------- */

@@ -1,6 +1,6 @@
 // FrozenBenchmark.swift — `courier bench frozen`: freeze N requests (durable commits) and replay
 // them to a local server. Freezes/s against raw LMDB synced commits in the same run (the ceiling:
-// fsync), one freeze at a time and with concurrent freezes (group commit); replayed requests/s
+// fsync; values the size of a stored frozen request, the journal's environment flags), one freeze at a time and with concurrent freezes (group commit); replayed requests/s
 // against the engine's own transport rate for the same requests at the same concurrency. Medians
 // of several runs. Driven from C (CBench) so Swift is not in the way.
 
@@ -72,6 +72,12 @@ public enum FrozenBenchmark {
             series[key, default: []].append(r.seconds > 0 ? Double(r.completed) / r.seconds : 0)
             if r.errors > 0 { report.errors.append("\(what): \(r.errors) errors, first: \(firstError(r))") }
         }
+        // The raw commits write values the size of a frozen request as the journal stores it.
+        let sizeDir = "\(base)/size"
+        let measured = cbench_frozen_record_bytes(sizeDir, url)
+        try? FileManager.default.removeItem(atPath: sizeDir)
+        let recordBytes = measured > 0 ? Int(measured) : 700
+        if measured <= 0 { report.errors.append("record size: could not be measured") }
         for i in 0..<options.runs {
             let grouped = "\(base)/grouped-\(i)"
             var r = cbench_result()
@@ -83,7 +89,7 @@ public enum FrozenBenchmark {
             for c in 0..<chunks {
                 let count = n / chunks + (c < n % chunks ? 1 : 0)
                 let rawDir = "\(base)/raw-\(i)-\(c)", singleDir = "\(base)/single-\(i)-\(c)"
-                _ = cbench_lmdb_sync_commits(rawDir, count, 400, &r)
+                _ = cbench_lmdb_sync_commits(rawDir, count, recordBytes, &r)
                 raw.ops += Double(r.completed)
                 raw.seconds += r.seconds
                 if r.errors > 0 { report.errors.append("raw commits: \(firstError(r))") }
@@ -118,6 +124,7 @@ public enum FrozenBenchmark {
         let transport = report.figures["transport_rps"] ?? 0
         report.figures["freeze_ratio"] = rawOps > 0 ? (report.figures["freeze_ops"] ?? 0) / rawOps : 0
         report.figures["freeze_grouped_ratio"] = rawOps > 0 ? (report.figures["freeze_grouped_ops"] ?? 0) / rawOps : 0
+        report.figures["record_bytes"] = Double(recordBytes)
         report.figures["replay_ratio"] = transport > 0 ? (report.figures["replay_rps"] ?? 0) / transport : 0
         return report
     }

@@ -163,9 +163,15 @@ long long cbench_tape_parse_only(const void *data, size_t len);
 /* ---- frozen requests (frozen_bench.c) -------------------------------------------------------- */
 
 /* The ceiling: n single-put commits of value_bytes each into a fresh LMDB environment in `dir`
- * with LMDB's default durability (every commit synced), as the journal is opened. completed =
- * commits. Returns 0 or a negative errno value. */
+ * opened as the journal opens its own (LMDB's default durability: every commit synced; MDB_NOTLS,
+ * the same map size and database count), keys numbered upwards and appended, as the journal
+ * writes its records. completed = commits. Returns 0 or a negative errno value. */
 int cbench_lmdb_sync_commits(const char *dir, long n, size_t value_bytes, cbench_result *out);
+/* The size of one frozen request as the journal stores it (state and request text, the value of
+ * one `req` record): freezes a few of the benchmark's POSTs to `url` into `store` (a fresh
+ * directory) and returns the mean value size in bytes, or 0 when it cannot be measured. The raw
+ * commits are measured with this size, like for like. */
+long cbench_frozen_record_bytes(const char *store, const char *url);
 /* Freezes n POSTs of a 70-byte JSON body to `url` through the Courier C API: an engine on `store`
  * (replay paused) set offline, `concurrency` sends in flight, each completion (COURIER_E_FROZEN,
  * after its durable commit) sending the next. With concurrency > 1 the journal groups concurrent
