@@ -349,9 +349,59 @@ static void two_processes_send_each_once(void) {
     jr_free(&srv);
 }
 
+/* Answers are recorded in batches (one synced commit for many answers, after a short linger): a
+ * replayer killed while answers it received are not yet committed sends those requests again, with
+ * the same key, and loses none. */
+static void killed_before_answers_commit_resends(void) {
+    enum { N = 300 };
+    const char *store = th_tmpdir();
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    CHECK_EQ(freeze_n(store, srv.port, "/fast/%d", N, COURIER_FREEZE_UNORDERED, 1), N);
+    pid_t pid = spawn("replay", store, -1);
+    int64_t end = th_now_ms() + 60000;
+    while (jr_count(&srv) < N / 3 && th_now_ms() < end) usleep(500);
+    kill(pid, SIGKILL); /* answers in flight, received, or waiting for their commit */
+    CHECK_EQ(wait_child(pid, 10000), 128 + SIGKILL);
+    size_t before = jr_count(&srv);
+    CHECK(before >= (size_t)N / 3);
+    pid = spawn("replay", store, -1);
+    CHECK_EQ(wait_child(pid, 120000), 0);
+    jr_stop(&srv);
+    size_t total = jr_count(&srv);
+    /* Every request arrived at least once; a request sent twice carried the same key twice. */
+    static char keys[N][160];
+    memset(keys, 0, sizeof keys);
+    size_t dups = 0;
+    for (size_t i = 0; i < total; i++) {
+        jr_hit h = jr_get(&srv, i);
+        int k = atoi(h.path + 6);
+        REQUIRE(k >= 0 && k < N);
+        CHECK_EQ(strlen(h.key), 32);
+        if (keys[k][0]) {
+            dups++;
+            CHECK_STR(h.key, keys[k]);
+        } else {
+            snprintf(keys[k], sizeof keys[k], "%s", h.key);
+        }
+    }
+    for (int k = 0; k < N; k++) CHECK(keys[k][0] != '\0');
+    printf("  killed after %zu arrivals; %zu arrivals in all for %d requests (%zu sent again)\n", before, total,
+           (int)N, dups);
+    CHECK_EQ(total, (size_t)N + dups);
+    courier_engine *e = child_engine(store, 1);
+    REQUIRE(e);
+    int64_t left = -1;
+    courier_frozen_count(e, &left, NULL);
+    CHECK_EQ(left, 0);
+    courier_engine_close(e);
+    jr_free(&srv);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "--child") == 0) return child_main(argc, argv);
     static const th_test tests[] = {T(durable_then_replayed_once_in_order), T(killed_mid_replay_loses_nothing),
-                                    T(two_processes_send_each_once)};
+                                    T(killed_before_answers_commit_resends), T(two_processes_send_each_once)};
     return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

@@ -945,8 +945,132 @@ static void monitor_http_probe_and_app_word(void) {
     w_destroy(&w);
 }
 
+/* ---- replay in batches, the stored text read back ------------------------------------------ */
+
+/* Many answers are recorded by one synced commit (group commit): every one of them is removed,
+ * has its outcome and its event, and each request arrived once. */
+static void batched_answers_remove_every_request(void) {
+    enum { N = 120 };
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    opts o = {.concurrency = 8};
+    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    REQUIRE(e);
+    evlog log;
+    ev_init(&log);
+    courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL);
+    waiter w;
+    w_init(&w, e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    for (int i = 0; i < N; i++) {
+        char path[32], body[32];
+        snprintf(path, sizeof path, "/b/%d", i);
+        snprintf(body, sizeof body, "n=%d", i);
+        CHECK_EQ(send_one(e, freezable("POST", path, body, COURIER_FREEZE_AUTO, COURIER_FREEZE_UNORDERED), &w), COURIER_OK);
+    }
+    CHECK_EQ(w_wait(&w, N), N);
+    CHECK_EQ(count_of(e), N);
+    CHECK_EQ(courier_reachability_set_online(e), COURIER_OK); /* starts replay */
+    int64_t end = th_now_ms() + 60000;
+    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(count_of(e), 0);
+    CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_RESENT_SUCCEEDED), N);
+    CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_RESENT_FAILED), 0);
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(w.codes[i], COURIER_E_FROZEN);
+        int code = -1, status = 0;
+        CHECK_EQ(courier_frozen_last_outcome(e, w.ids[i], &code, &status, NULL, NULL), COURIER_OK);
+        CHECK_EQ(code, COURIER_OK);
+        CHECK_EQ(status, 200);
+        /* Its event, once. */
+        int seen = 0;
+        for (int k = 0; k < log.n && k < 256; k++)
+            seen += log.e[k].kind == COURIER_FROZEN_EVENT_RESENT_SUCCEEDED && strcmp(log.e[k].id, w.ids[i]) == 0;
+        CHECK_EQ(seen, 1);
+    }
+    courier_engine_close(e);
+    jr_stop(&srv);
+    CHECK_EQ(jr_count(&srv), N);
+    for (int i = 0; i < N; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "/b/%d", i);
+        CHECK_EQ(jr_path_count(&srv, path), 1);
+    }
+    jr_free(&srv);
+    w_destroy(&w);
+    pthread_mutex_destroy(&log.m);
+}
+
+/* What the journal stores is JSON text with escapes: quotes, backslashes, control characters and
+ * UTF-8 in header values and bodies come back byte for byte, in the snapshot and on the wire. */
+static void stored_request_reads_back_exactly(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    waiter w;
+    w_init(&w, e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    static const char key[] = "k\"q\\b\tt-\xc3\xbc-\xf0\x9f\x98\x80/";
+    static const char note[] = "\"{[,:]}\" \\u0041 \xe2\x82\xac";
+    static const char body[] = "{\"a\":\"\\\"\\n\"}\x01\x1f\xff\xfe end";
+    courier_request *r = NULL;
+    courier_request_new(&r, "PUT", "/esc/x?q=%22a%5C");
+    CHECK_EQ(courier_request_add_header(r, "Idempotency-Key", key), COURIER_OK);
+    CHECK_EQ(courier_request_add_header(r, "X-Note", note), COURIER_OK);
+    CHECK_EQ(courier_request_set_body(r, body, sizeof body - 1, "application/octet-stream"), COURIER_OK);
+    courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, 0);
+    CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
+
+    courier_frozen *f = NULL;
+    REQUIRE(courier_frozen_get(e, w.ids[0], &f, NULL) == COURIER_OK);
+    CHECK_STR(courier_frozen_method(f), "PUT");
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/esc/x?q=%%22a%%5C", srv.port);
+    CHECK_STR(courier_frozen_url(f), url);
+    CHECK_STR(courier_frozen_idempotency_key(f), key);
+    int found_key = 0, found_note = 0;
+    for (size_t i = 0; i < courier_frozen_header_count(f); i++) {
+        const char *n = NULL, *v = NULL;
+        CHECK_EQ(courier_frozen_header_at(f, i, &n, &v), COURIER_OK);
+        if (strcasecmp(n, "Idempotency-Key") == 0) found_key += strcmp(v, key) == 0;
+        if (strcasecmp(n, "X-Note") == 0) found_note += strcmp(v, note) == 0;
+    }
+    CHECK_EQ(found_key, 1);
+    CHECK_EQ(found_note, 1);
+    size_t blen = 0;
+    const uint8_t *b = courier_frozen_body(f, &blen);
+    CHECK_EQ(blen, sizeof body - 1);
+    CHECK(b && memcmp(b, body, sizeof body - 1) == 0);
+    CHECK(strstr(courier_frozen_json(f), "\"state\":{") != NULL);
+    courier_frozen_free(f);
+
+    CHECK_EQ(courier_reachability_set_online(e), COURIER_OK);
+    int64_t end = th_now_ms() + 30000;
+    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
+    CHECK_EQ(count_of(e), 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    REQUIRE(jr_count(&srv) == 1);
+    jr_hit h = jr_get(&srv, 0);
+    CHECK_STR(h.method, "PUT");
+    CHECK_STR(h.path, "/esc/x");
+    CHECK_STR(h.key, key);
+    CHECK(memcmp(h.body, body, sizeof body - 1) == 0);
+    jr_free(&srv);
+    w_destroy(&w);
+}
+
 TESTS_MAIN(T(freeze_on_cannot_connect), T(empty_body_is_kept), T(never_policy_is_not_frozen), T(given_id_replaces_older),
            T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
            T(replay_in_order_with_keys), T(final_and_retryable_answers), T(manual_policy_waits_for_the_app),
            T(bounded_concurrency), T(expiry_with_injected_clock), T(corrupt_journal_is_kept_aside),
-           T(emptied_journal_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word))
+           T(emptied_journal_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
+           T(batched_answers_remove_every_request), T(stored_request_reads_back_exactly))
