@@ -1478,8 +1478,11 @@ COURIER_API int courier_monitor_remove(courier_engine *engine, uint64_t id);
  * transaction that records the outcome (courier_frozen_last_outcome). A retryable failure (network
  * errors, timeouts, 408, 425, 429, 5xx) keeps it for the next attempt. Replays go through
  * courier_send, so the engine's retry rule, cache and mapping apply to them as to any request.
- * At least once: a crash at any point sends a request again (with the same idempotency key), and
- * never loses one.
+ * Answers are recorded in groups: one synced commit records the answers of the replays that
+ * finished since the last one (the journal waits at most 2 ms for more while replays are on the
+ * wire), and their RESENT_* events are delivered after that commit.
+ * At least once: a crash at any point, including between an answer and the commit that records
+ * it, sends a request again (with the same idempotency key), and never loses one.
  * Expired requests are removed and reported (COURIER_FROZEN_EVENT_EXPIRED), never sent.
  * Several processes (and engines) on one store: a request is claimed in a transaction with a lease
  * before it is sent, so one replayer sends it; a claim whose process died (or whose engine closed,
