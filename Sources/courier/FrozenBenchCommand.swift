@@ -10,8 +10,9 @@ struct FrozenBenchCommand: ParsableCommand {
         commandName: "frozen",
         abstract: "Freezes/s vs raw LMDB synced commits; replayed requests/s vs the engine's transport.",
         discussion: """
-            Each run: --requests single-put synced commits into fresh LMDB environments (the ceiling,
-            raw_sync_commits) and --requests freezes through the C API one at a time (freeze_ops: sends
+            Each run: --requests single-put synced commits into fresh LMDB environments opened as the
+            journal opens its own, each value the size of a frozen request as the journal stores it
+            (record_bytes), appended (the ceiling, raw_sync_commits) and --requests freezes through the C API one at a time (freeze_ops: sends
             while offline, each answered "frozen" after its synced commit), alternating in --chunks
             chunks so both meet the same disk; --requests freezes --group-concurrency at once
             (freeze_grouped_ops: the journal groups concurrent freezes into one commit); the replay of
@@ -62,7 +63,7 @@ struct FrozenBenchCommand: ParsableCommand {
         } else {
             func rate(_ k: String) -> String { String(format: "%10.0f /s", f[k] ?? 0) }
             print("frozen requests: \(requests) per run, medians of \(runs) runs")
-            print("  raw LMDB synced commits      \(rate("raw_sync_commits"))")
+            print("  raw LMDB synced commits      \(rate("raw_sync_commits"))   \(String(format: "%.0f-byte values (a frozen request as stored)", f["record_bytes"] ?? 0))")
             print("  freezes, one at a time       \(rate("freeze_ops"))   \(String(format: "%.2fx raw (target >= 0.8x)", f["freeze_ratio"] ?? 0))")
             print("  freezes, \(groupConcurrency) at once         \(rate("freeze_grouped_ops"))   \(String(format: "%.2fx raw (group commit)", f["freeze_grouped_ratio"] ?? 0))")
             print("  replay, \(concurrency) in flight          \(rate("replay_rps"))   \(String(format: "%.2fx transport (target >= 0.5x)", f["replay_ratio"] ?? 0))")
