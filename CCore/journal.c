@@ -768,9 +768,7 @@ static int jr_string(jrd *r, char **out, size_t *len) {
     }
     if (r->p >= r->end) return JR_BAD;
     const char *e = r->p++;
-    if (!out) {
-        if (plain) return JR_OK;
-    }
+    if (!out && plain) return JR_OK; /* skipped; escapes are still checked below */
     char *b = malloc((size_t)(e - s) + 1);
     if (!b) return JR_NOMEM;
     size_t o = 0;
@@ -841,7 +839,6 @@ bad:
 /* A number. *is_int says whether it is an integer (no fraction or exponent) that fits int64. */
 static int jr_number(jrd *r, int64_t *v, bool *is_int) {
     jr_ws(r);
-    const char *s = r->p;
     bool neg = false, integer = true, overflow = false;
     uint64_t acc = 0;
     if (r->p < r->end && *r->p == '-') {
@@ -868,7 +865,6 @@ static int jr_number(jrd *r, int64_t *v, bool *is_int) {
         if (r->p >= r->end || *r->p < '0' || *r->p > '9') return JR_BAD;
         while (r->p < r->end && *r->p >= '0' && *r->p <= '9') r->p++;
     }
-    (void)s;
     if (overflow || acc > (uint64_t)INT64_MAX + (neg ? 1u : 0u)) integer = false;
     *is_int = integer;
     *v = !integer ? 0 : neg ? (int64_t)(0 - acc) : (int64_t)acc;
@@ -998,22 +994,24 @@ static bool key_is(const char *k, size_t n, const char *name) { return strlen(na
 static int retry_member(jrd *r, const char *k, size_t n, void *ctx) {
     jreq *q = ctx;
     int64_t v = 0;
-    int rc;
-    if (key_is(k, n, "max")) rc = jr_int_member(r, &v, NULL), q->retry_max = (int)v;
-    else if (key_is(k, n, "base_ms")) rc = jr_int_member(r, &v, NULL), q->retry_base = (long)v;
-    else if (key_is(k, n, "max_ms")) rc = jr_int_member(r, &v, NULL), q->retry_maxd = (long)v;
-    else if (key_is(k, n, "flags")) rc = jr_int_member(r, &v, NULL), q->retry_flags = (unsigned)v;
-    else rc = jr_skip(r);
+    int which = key_is(k, n, "max") ? 1 : key_is(k, n, "base_ms") ? 2 : key_is(k, n, "max_ms") ? 3 : key_is(k, n, "flags") ? 4 : 0;
+    if (!which) return jr_skip(r);
+    int rc = jr_int_member(r, &v, NULL);
+    if (which == 1) q->retry_max = (int)v;
+    else if (which == 2) q->retry_base = (long)v;
+    else if (which == 3) q->retry_maxd = (long)v;
+    else q->retry_flags = (unsigned)v;
     return rc;
 }
 
 static int cache_member(jrd *r, const char *k, size_t n, void *ctx) {
     jreq *q = ctx;
     int64_t v = 0;
-    int rc;
-    if (key_is(k, n, "policy")) rc = jr_int_member(r, &v, NULL), q->cache_policy = (int)v;
-    else if (key_is(k, n, "expiry_s")) rc = jr_int_member(r, &v, NULL), q->cache_expiry = v;
-    else rc = jr_skip(r);
+    int which = key_is(k, n, "policy") ? 1 : key_is(k, n, "expiry_s") ? 2 : 0;
+    if (!which) return jr_skip(r);
+    int rc = jr_int_member(r, &v, NULL);
+    if (which == 1) q->cache_policy = (int)v;
+    else q->cache_expiry = v;
     return rc;
 }
 

@@ -1024,6 +1024,7 @@ static void stored_request_reads_back_exactly(void) {
     CHECK_EQ(courier_request_add_header(r, "Idempotency-Key", key), COURIER_OK);
     CHECK_EQ(courier_request_add_header(r, "X-Note", note), COURIER_OK);
     CHECK_EQ(courier_request_set_body(r, body, sizeof body - 1, "application/octet-stream"), COURIER_OK);
+    CHECK_EQ(courier_request_set_timeout_ms(r, 4321), COURIER_OK);
     courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, 0);
     CHECK_EQ(send_one(e, r, &w), COURIER_OK);
     CHECK_EQ(w_wait(&w, 1), 1);
@@ -1050,6 +1051,9 @@ static void stored_request_reads_back_exactly(void) {
     CHECK_EQ(blen, sizeof body - 1);
     CHECK(b && memcmp(b, body, sizeof body - 1) == 0);
     CHECK(strstr(courier_frozen_json(f), "\"state\":{") != NULL);
+    courier_frozen_info info;
+    CHECK_EQ(courier_frozen_get_info(f, &info, sizeof info), COURIER_OK);
+    CHECK_EQ(info.timeout_ms, 4321);
     courier_frozen_free(f);
 
     CHECK_EQ(courier_reachability_set_online(e), COURIER_OK);
