@@ -74,10 +74,21 @@ public enum TransportBenchmark {
         }
 
         /// A target's ratio computed from CPU per request (denominator's CPU / numerator's CPU):
-        /// what the throughput ratio would be if CPU were the only limit.
+        /// what the throughput ratio would be if CPU were the only limit. Paired by run, as `ratio`.
         public func cpuRatio(_ target: Target) -> Double? {
-            guard let n = medianCPU(target.numerator), let d = medianCPU(target.denominator), n > 0, d > 0 else { return nil }
-            return d / n
+            paired(target) { n, d in
+                n.cpuMicrosecondsPerRequest > 0 && d.cpuMicrosecondsPerRequest > 0
+                    ? d.cpuMicrosecondsPerRequest / n.cpuMicrosecondsPerRequest : nil
+            }
+        }
+
+        /// The median over runs of a per-run ratio of the target's two clients. Within one run the
+        /// clients go back to back (in an order that rotates from run to run), so a machine whose
+        /// speed drifts between runs moves both sides of each ratio alike.
+        func paired(_ target: Target, _ ratio: (ClientRun, ClientRun) -> Double?) -> Double? {
+            guard let ns = runs[target.numerator], let ds = runs[target.denominator] else { return nil }
+            let values = zip(ns, ds).compactMap { ratio($0, $1) }
+            return values.isEmpty ? nil : TransportBenchmark.median(values)
         }
 
         /// Errors of a client over all runs.
@@ -86,10 +97,11 @@ public enum TransportBenchmark {
         /// The first error message of a client.
         public func firstError(_ client: TransportClient) -> String? { runs[client]?.lazy.compactMap(\.firstError).first }
 
-        /// The ratio of a target, when both sides ran.
+        /// The ratio of a target, when both sides ran: the median of its per-run ratios (see `paired`).
         public func ratio(_ target: Target) -> Double? {
-            guard let n = median(target.numerator), let d = median(target.denominator), d > 0 else { return nil }
-            return n / d
+            paired(target) { n, d in
+                d.requestsPerSecond > 0 && n.requestsPerSecond > 0 ? n.requestsPerSecond / d.requestsPerSecond : nil
+            }
         }
 
         /// True when no client saw an error.
@@ -125,7 +137,9 @@ public enum TransportBenchmark {
         var report = Report(options: options, serverKind: server.kind, serverDescription: server.description,
                             url: server.url, warnings: warnings, runs: [:])
         for run in 1...max(1, options.runs) {
-            for client in options.clients {
+            // The order rotates from run to run: no client always goes first (or last).
+            let shift = (run - 1) % max(1, options.clients.count)
+            for client in Array(options.clients[shift...] + options.clients[..<shift]) {
                 let total = client == .urlSession ? options.urlSessionRequests : options.requests
                 let warmup = client == .urlSession ? min(options.warmup, max(total / 10, 1)) : options.warmup
                 progress("run \(run)/\(options.runs): \(client.title): \(total) requests...")
@@ -162,7 +176,7 @@ public enum TransportBenchmark {
                 + lpad("\(report.errors(client))", 8) + lpad(String(format: "%.1f", report.medianCPU(client) ?? 0), 12) + "\n"
         }
         out += "\n"
-        out += pad("ratio (of median req/s)", 32) + lpad("measured", 10) + lpad("target", 10) + "          by CPU/req\n"
+        out += pad("ratio (median of per-run)", 32) + lpad("measured", 10) + lpad("target", 10) + "          by CPU/req\n"
         for target in targets where report.runs[target.numerator] != nil && report.runs[target.denominator] != nil {
             let goal = lpad(target.informational ? "(info)" : String(format: ">= %gx", target.minimum), 10)
             guard let ratio = report.ratio(target) else {
