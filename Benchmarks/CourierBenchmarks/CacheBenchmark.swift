@@ -3,10 +3,16 @@
 // the Courier C cache API, the Swift facade and Foundation's URLCache; medians of several runs;
 // and how get latency changes from 10,000 to 1,000,000 entries.
 //
-// The gets of raw LMDB, Courier C and Swift are measured side by side: each store is loaded, then
-// all three are opened and small chunks of gets alternate between them (the order rotating), each
-// kind summing its wall and CPU time. On a shared machine the load drifts from second to second;
-// measured in separate phases, the three would be compared on different machines.
+// Puts: `*_put_ops` are single-put commits under the no-sync setting (COURIER_CACHE_FAST,
+// MDB_NOSYNC), the setting comparable with URLCache, which never syncs; `*_put_durable_ops` under
+// the cache's default durable setting (MDB_NOMETASYNC, one fdatasync per commit). Raw LMDB always
+// uses the same flags as the Courier figure it is compared with.
+//
+// The gets of raw LMDB (copying the value out, and not copying it), Courier C and Swift are
+// measured side by side: each store is loaded, then all are opened and small chunks of gets
+// alternate between them (the order rotating), each kind summing its wall and CPU time. On a shared
+// machine the load drifts from second to second; measured in separate phases, they would be
+// compared on different machines.
 
 import CBench
 import Courier
@@ -21,6 +27,8 @@ public enum CacheBenchmark {
         public var entries = 100_000
         /// Single-put commits timed under the cache's default (durable) setting.
         public var durablePuts = 2_000
+        /// Raw LMDB puts timed in a scattered key order (as hashed keys land); 0: not measured.
+        public var scatteredPuts = 100_000
         /// Gets per thread per measurement.
         public var gets = 200_000
         /// Chunks the gets of each kind are split into, alternating between the kinds.
@@ -130,8 +138,9 @@ public enum CacheBenchmark {
         }
     }
 
-    /// Gets of raw LMDB, Courier C and Swift in alternating chunks (after one untimed chunk each):
-    /// gets/s (wall) and CPU ns per get, 1 and 2 threads, and the median single-get latency.
+    /// Gets of raw LMDB (copying, and not copying, the value), Courier C and Swift in alternating
+    /// chunks (after one untimed chunk each): gets/s (wall) and CPU ns per get, 1 and 2 threads, and
+    /// the median single-get latency.
     static func sideBySide(raw rawDir: String, courier courierDir: String, swift swiftDir: String, entries: Int,
                            gets: Int, chunks: Int, add: (String, Double) -> Void) throws -> Int {
         guard let raw = cbench_cache_reader_open(Int32(CBENCH_CACHE_RAW), rawDir, entries) else {
@@ -145,12 +154,15 @@ public enum CacheBenchmark {
         let swift = try SwiftReader(dir: swiftDir, entries: entries)
         let per = max(1, gets / max(1, chunks))
         var errors = 0
+        let names = ["raw", "courier", "swift", "raw_nocopy"]
         for threads in [1, 2] {
-            var wall = [0.0, 0.0, 0.0], cpu = [0.0, 0.0, 0.0]
+            var wall = [Double](repeating: 0, count: names.count), cpu = wall
             func chunk(_ kind: Int, _ n: Int, _ seed: UInt64, timed: Bool) {
                 var w = 0.0, c = 0.0
                 switch kind {
-                case 0: errors += cbench_cache_reader_gets(raw, n, Int32(threads), seed, &w, &c)
+                case 0, 3:
+                    cbench_cache_reader_set_nocopy(raw, kind == 3 ? 1 : 0)
+                    errors += cbench_cache_reader_gets(raw, n, Int32(threads), seed, &w, &c)
                 case 1: errors += cbench_cache_reader_gets(courier, n, Int32(threads), seed, &w, &c)
                 default: errors += swift.gets(n, threads: threads, seed: seed, wall: &w, cpu: &c)
                 }
@@ -159,18 +171,19 @@ public enum CacheBenchmark {
                     cpu[kind] += c
                 }
             }
-            for kind in 0..<3 { chunk(kind, per, 1, timed: false) } // pages mapped, caches warm
+            for kind in names.indices { chunk(kind, per, 1, timed: false) } // pages mapped, caches warm
             for i in 0..<chunks {
                 let seed = UInt64(1000 * threads + i)
-                for k in 0..<3 { chunk((i + k) % 3, per, seed, timed: true) } // the order rotates
+                for k in names.indices { chunk((i + k) % names.count, per, seed, timed: true) } // the order rotates
             }
             let suffix = threads == 1 ? "" : "_2t"
             let total = Double(per * chunks * threads)
-            for (kind, name) in ["raw", "courier", "swift"].enumerated() {
+            for (kind, name) in names.enumerated() {
                 add("\(name)_get_ops\(suffix)", total / wall[kind])
                 add("\(name)_get_cpu_ns\(suffix)", cpu[kind] / total * 1e9)
             }
         }
+        cbench_cache_reader_set_nocopy(raw, 0)
         add("raw_get_ns_p50", cbench_cache_reader_p50(raw, 20001, 4242))
         add("courier_get_ns_p50", cbench_cache_reader_p50(courier, 20001, 4242))
         return errors
@@ -211,7 +224,7 @@ public enum CacheBenchmark {
         defer { if options.directory == nil { try? FileManager.default.removeItem(atPath: base) } }
         var samples: [String: [Double]] = [:]
         func add(_ key: String, _ value: Double) { samples[key, default: []].append(value) }
-        let steps = Double(options.runs * 7 + 1 + options.latencySizes.count)
+        let steps = Double(options.runs * 8 + 1 + options.latencySizes.count)
         var step = 0.0
         func phase(_ what: String) {
             progress(step / steps, what)
@@ -229,22 +242,30 @@ public enum CacheBenchmark {
             let rawDir = fresh(), courierDir = fresh(), swiftDir = fresh()
             phase("run \(run): raw LMDB, \(options.entries) entries")
             _ = cbench_cache_raw(rawDir, options.entries, options.entries, 0, fast, &r)
-            add("raw_put_nosync_ops", r.put_ops); errors += r.errors
+            add("raw_put_ops", r.put_ops); errors += r.errors
+            phase("run \(run): raw LMDB, scattered key order")
+            if options.scatteredPuts > 0 {
+                var ops = 0.0
+                let dir = fresh()
+                if cbench_cache_raw_scattered_puts(dir, options.scatteredPuts, fast, &ops) != 0 { errors += 1 }
+                try? FileManager.default.removeItem(atPath: dir)
+                add("raw_put_scattered_ops", ops)
+            }
             phase("run \(run): raw LMDB, durable puts")
             _ = cbench_cache_raw(fresh(), options.durablePuts, options.durablePuts, 0, durable, &r)
-            add("raw_put_ops", r.put_ops); errors += r.errors
+            add("raw_put_durable_ops", r.put_ops); errors += r.errors
             phase("run \(run): Courier C, \(options.entries) entries")
             _ = cbench_cache_courier(courierDir, options.entries, options.entries, 0, fast, &r)
-            add("courier_put_nosync_ops", r.put_ops); errors += r.errors
+            add("courier_put_ops", r.put_ops); errors += r.errors
             phase("run \(run): Courier C, durable puts")
             _ = cbench_cache_courier(fresh(), options.durablePuts, options.durablePuts, 0, durable, &r)
-            add("courier_put_ops", r.put_ops); errors += r.errors
+            add("courier_put_durable_ops", r.put_ops); errors += r.errors
             phase("run \(run): Swift, \(options.entries) entries")
             let sw = try swiftRun(dir: swiftDir, entries: options.entries, durability: .fast)
-            add("swift_put_nosync_ops", sw.putOps); errors += sw.errors
+            add("swift_put_ops", sw.putOps); errors += sw.errors
             phase("run \(run): Swift, durable puts")
             let sd = try swiftRun(dir: fresh(), entries: options.durablePuts, durability: .durable)
-            add("swift_put_ops", sd.putOps); errors += sd.errors
+            add("swift_put_durable_ops", sd.putOps); errors += sd.errors
             if options.gets > 0 {
                 phase("run \(run): gets side by side (raw, C, Swift)")
                 errors += try sideBySide(raw: rawDir, courier: courierDir, swift: swiftDir, entries: options.entries,

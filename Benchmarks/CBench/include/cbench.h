@@ -106,6 +106,10 @@ void cbench_cache_key(long i, char out[33]);
 int cbench_cache_raw(const char *dir, long entries, long timed_puts, long gets, int durability,
                      cbench_cache_result *out);
 
+/* Raw LMDB in `dir` (created): `puts` single-put commits of keys 0..puts-1 in a scattered order
+ * (every key once), as a store of hashed keys receives them; sets *put_ops. Returns 0 or -1. */
+int cbench_cache_raw_scattered_puts(const char *dir, long puts, int durability, double *put_ops);
+
 /* The same through the Courier C cache API (courier_cache_put_key, courier_cache_get_key with
  * the response freed) on an engine whose store is `dir` and whose cache durability is
  * `durability`: every entry is put one call (one commit) at a time; the first `timed_puts` are
@@ -131,6 +135,9 @@ long cbench_cache_reader_gets(cbench_cache_reader *r, long n, int threads, uint6
 /* The median latency of `samples` single gets, in nanoseconds. */
 double cbench_cache_reader_p50(cbench_cache_reader *r, int samples, uint64_t seed);
 void cbench_cache_reader_close(cbench_cache_reader *r);
+/* Raw readers only: with nocopy, a get looks at the value in the map (its first and last bytes)
+ * instead of copying it out: the ceiling as LMDB's own benchmarks take it. */
+void cbench_cache_reader_set_nocopy(cbench_cache_reader *r, int nocopy);
 /* The calling thread's CPU time (user + system) so far, in seconds. */
 double cbench_thread_cpu_seconds(void);
 
