@@ -105,10 +105,12 @@ struct CacheBenchCommand: ParsableCommand {
             return String(format: "%8.2fx", x / y)
         }
         print("cache benchmark: \(entries) entries, 32-byte keys, 1 KiB bodies, median of \(runs) runs")
-        print("                       gets/s (1 thr)  gets/s (2 thr)   CPU ns/get (1 thr, 2 thr)   puts/s no-sync   puts/s durable")
         func ns(_ k: String) -> String { String(format: "%7.0f", f[k] ?? 0) }
+        func pad(_ name: String) -> String { name.padding(toLength: 20, withPad: " ", startingAt: 0) }
+        print(pad("") + "gets/s 1 thr" + "    gets/s 2 thr" + " CPU ns/get, 1 and 2 thr" + "        puts/s no-sync"
+              + "   puts/s durable")
         func row(_ name: String, _ p: String, puts: Bool) {
-            var line = String(format: "%-20@", name as NSString) + ops(p + "_get_ops") + "    " + ops(p + "_get_ops_2t")
+            var line = pad(name) + ops(p + "_get_ops") + "    " + ops(p + "_get_ops_2t")
                 + "        " + ns(p + "_get_cpu_ns") + "  " + ns(p + "_get_cpu_ns_2t")
             if puts { line += "          " + ops(p + "_put_ops") + "     " + ops(p + "_put_durable_ops") }
             print(line)
@@ -118,10 +120,10 @@ struct CacheBenchCommand: ParsableCommand {
         row("Courier C", "courier", puts: true)
         row("Courier Swift", "swift", puts: true)
         if f["raw_put_scattered_ops"] != nil {
-            print(String(format: "%-20@", "raw LMDB, scattered" as NSString) + String(repeating: " ", count: 62)
+            print(pad("raw LMDB, scattered") + String(repeating: " ", count: 62)
                   + ops("raw_put_scattered_ops") + "   (keys put in a scattered order, as hashed keys land)")
         }
-        print(String(format: "%-20@", "URLCache (\(urlCacheEntries))" as NSString) + ops("urlcache_get_ops")
+        print(pad("URLCache (\(urlCacheEntries))") + ops("urlcache_get_ops")
               + String(repeating: " ", count: 50) + ops("urlcache_put_ops") + "   (it never syncs: its only setting)")
         print("ratios: C gets \(ratio("courier_get_ops", "raw_get_ops")) raw (target 0.6x; 2 thr "
               + "\(ratio("courier_get_ops_2t", "raw_get_ops_2t")), CPU \(ratio("raw_get_cpu_ns", "courier_get_cpu_ns"))); "
