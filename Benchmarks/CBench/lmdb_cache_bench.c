@@ -186,42 +186,6 @@ int cbench_cache_raw(const char *dir, long entries, long timed_puts, long gets, 
     return 0;
 }
 
-int cbench_cache_raw_scattered_puts(const char *dir, long puts, int durability, double *put_ops) {
-    *put_ops = 0;
-    mkdir(dir, 0700);
-    MDB_env *env = NULL;
-    MDB_txn *txn = NULL;
-    MDB_dbi dbi;
-    int rc = mdb_env_create(&env);
-    if (!rc) rc = mdb_env_set_mapsize(env, (size_t)(puts + 1000) * 4096 + ((size_t)64 << 20));
-    if (!rc) rc = mdb_env_open(env, dir, MDB_NOTLS | raw_flags(durability), 0600);
-    if (!rc) rc = mdb_txn_begin(env, NULL, 0, &txn);
-    if (!rc) rc = mdb_dbi_open(txn, NULL, 0, &dbi);
-    if (!rc) rc = mdb_txn_commit(txn);
-    if (rc) {
-        if (env) mdb_env_close(env);
-        return -1;
-    }
-    /* i -> i * step mod puts, step coprime with puts: every key once, in a scattered order. */
-    long step = 2654435761 % puts;
-    while (step < 2 || gcd_l(step, puts) != 1) step++;
-    if (puts < 3) step = 1;
-    char key[33], body[1024];
-    long errors = 0;
-    double t0 = now_s();
-    for (long i = 0; i < puts; i++) {
-        long j = (long)(((unsigned long long)i * (unsigned long long)step) % (unsigned long long)puts);
-        cbench_cache_key(j, key);
-        body_for(j, body, sizeof body);
-        MDB_val k = {32, key}, v = {sizeof body, body};
-        if (mdb_txn_begin(env, NULL, 0, &txn) || mdb_put(txn, dbi, &k, &v, 0) || mdb_txn_commit(txn)) errors++;
-    }
-    double dt = now_s() - t0;
-    *put_ops = dt > 0 ? (double)puts / dt : 0;
-    mdb_env_close(env);
-    return errors ? -1 : 0;
-}
-
 /* ---- the Courier C cache API -------------------------------------------------------------------- */
 
 static int courier_get(void *p, long i) {
@@ -285,6 +249,101 @@ int cbench_cache_courier(const char *dir, long entries, long timed_puts, long ge
         courier_engine_close(e);
     }
     return 0;
+}
+
+/* ---- writers: puts measured side by side -------------------------------------------------------- */
+
+struct cbench_cache_writer {
+    int kind;
+    long capacity;
+    long step; /* scattered raw puts: key i*step mod capacity */
+    MDB_env *env;
+    MDB_dbi dbi;
+    courier_engine *engine;
+};
+
+cbench_cache_writer *cbench_cache_writer_open(int kind, const char *dir, long capacity, int durability, int scattered) {
+    cbench_cache_writer *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->kind = kind;
+    w->capacity = capacity;
+    w->step = 1;
+    if (scattered && capacity > 2) {
+        w->step = 2654435761 % capacity;
+        while (w->step < 2 || gcd_l(w->step, capacity) != 1) w->step++;
+    }
+    mkdir(dir, 0700);
+    if (kind == CBENCH_CACHE_RAW) {
+        MDB_txn *txn = NULL;
+        int rc = mdb_env_create(&w->env);
+        if (!rc) rc = mdb_env_set_mapsize(w->env, (size_t)(capacity + 1000) * 4096 + ((size_t)64 << 20));
+        if (!rc) rc = mdb_env_open(w->env, dir, MDB_NOTLS | raw_flags(durability), 0600);
+        if (!rc) rc = mdb_txn_begin(w->env, NULL, 0, &txn);
+        if (!rc) rc = mdb_dbi_open(txn, NULL, 0, &w->dbi);
+        if (!rc) rc = mdb_txn_commit(txn);
+        if (rc) {
+            cbench_cache_writer_close(w);
+            return NULL;
+        }
+        return w;
+    }
+    courier_config *cfg = NULL;
+    courier_error err;
+    if (courier_config_new(&cfg) != COURIER_OK) {
+        free(w);
+        return NULL;
+    }
+    courier_config_set_store_dir(cfg, dir);
+    courier_config_set_cache_durability(cfg, durability);
+    courier_config_set_cache_max_bytes(cfg, (int64_t)(capacity + 1000) * 2048 + ((int64_t)64 << 20));
+    int rc = courier_engine_open(&w->engine, cfg, &err);
+    courier_config_free(cfg);
+    if (rc) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+long cbench_cache_writer_puts(cbench_cache_writer *w, long from, long n, double *wall_s, double *cpu_s) {
+    if (!w || n <= 0) return 0;
+    static const char *const names[] = {"Content-Type"};
+    static const char *const values[] = {"application/octet-stream"};
+    char key[33], body[1024];
+    long errors = 0;
+    double c0 = cbench_thread_cpu_seconds(), t0 = now_s();
+    for (long i = from; i < from + n; i++) { /* one put, one commit */
+        long j = (long)(((unsigned long long)i * (unsigned long long)w->step) % (unsigned long long)w->capacity);
+        cbench_cache_key(j, key);
+        body_for(j, body, sizeof body);
+        if (w->kind == CBENCH_CACHE_RAW) {
+            MDB_txn *txn;
+            MDB_val k = {32, key}, v = {sizeof body, body};
+            if (mdb_txn_begin(w->env, NULL, 0, &txn)) {
+                errors++;
+                continue;
+            }
+            if (mdb_put(txn, w->dbi, &k, &v, 0)) {
+                mdb_txn_abort(txn);
+                errors++;
+            } else if (mdb_txn_commit(txn)) {
+                errors++;
+            }
+        } else if (courier_cache_put_key(w->engine, key, 200, names, values, 1, body, sizeof body, 3600, NULL) !=
+                   COURIER_OK) {
+            errors++;
+        }
+    }
+    *wall_s += now_s() - t0;
+    *cpu_s += cbench_thread_cpu_seconds() - c0;
+    return errors;
+}
+
+void cbench_cache_writer_close(cbench_cache_writer *w) {
+    if (!w) return;
+    if (w->env) mdb_env_close(w->env);
+    if (w->engine) courier_engine_close(w->engine);
+    free(w);
 }
 
 /* ---- readers: gets measured side by side -------------------------------------------------------- */

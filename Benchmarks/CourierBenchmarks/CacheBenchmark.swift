@@ -23,12 +23,12 @@ import FoundationNetworking
 
 public enum CacheBenchmark {
     public struct Options: Sendable {
-        /// Entries loaded before the gets (all put one commit at a time, timed, under the fast setting).
+        /// Entries loaded before the gets (all put one commit at a time, timed, under the no-sync setting).
         public var entries = 100_000
         /// Single-put commits timed under the cache's default (durable) setting.
         public var durablePuts = 2_000
-        /// Raw LMDB puts timed in a scattered key order (as hashed keys land); 0: not measured.
-        public var scatteredPuts = 100_000
+        /// Also time raw LMDB puts in a scattered key order (as hashed keys land).
+        public var scatteredPuts = true
         /// Gets per thread per measurement.
         public var gets = 200_000
         /// Chunks the gets of each kind are split into, alternating between the kinds.
@@ -73,29 +73,81 @@ public enum CacheBenchmark {
 
     // MARK: The Swift facade
 
-    struct SwiftFigures {
-        var putOps = 0.0
-        var errors = 0
+    /// The Swift facade's side of the side-by-side puts: an engine on its own store, one `put` (one
+    /// commit) per key.
+    final class SwiftWriter {
+        let engine: Engine
+        let cache: Cache
+        let bodies = (0..<26).map(CacheBenchmark.body)
+        let headers: HTTPHeaders = [("Content-Type", "application/octet-stream")]
+
+        init(dir: String, capacity: Int, durability: CacheDurability) throws {
+            var configuration = Configuration()
+            configuration.storeDirectory = dir
+            engine = try Engine(configuration: configuration.cacheDurability(durability)
+                .cacheMaxBytes(Int64(capacity + 1000) * 2048 + (64 << 20)))
+            cache = engine.cache
+        }
+
+        deinit { engine.close() }
+
+        /// Puts keys from..<from+n; adds wall and CPU seconds; returns failures.
+        func puts(from: Int, _ n: Int, wall: inout Double, cpu: inout Double) -> Int {
+            let keys = (from..<from + n).map(CacheBenchmark.key)
+            var errors = 0
+            let c0 = cbench_thread_cpu_seconds(), t0 = DispatchTime.now().uptimeNanoseconds
+            for (offset, key) in keys.enumerated() {
+                do { try cache.put(key: key, headers: headers, body: bodies[(from + offset) % 26], expiry: 3600) } catch {
+                    errors += 1
+                }
+            }
+            wall += Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
+            cpu += cbench_thread_cpu_seconds() - c0
+            return errors
+        }
     }
 
-    /// Loads `entries` entries through the Swift facade, one timed `put` (one commit) each.
-    static func swiftRun(dir: String, entries: Int, durability: CacheDurability) throws -> SwiftFigures {
-        var configuration = Configuration()
-        configuration.storeDirectory = dir
-        let engine = try Engine(configuration: configuration.cacheDurability(durability)
-            .cacheMaxBytes(Int64(entries + 1000) * 2048 + (64 << 20)))
-        defer { engine.close() }
-        let writer = engine.cache
-        var figures = SwiftFigures()
-        let keys = (0..<entries).map(key)
-        let bodies = (0..<26).map(body)
-        let headers: HTTPHeaders = [("Content-Type", "application/octet-stream")]
-        let t0 = DispatchTime.now().uptimeNanoseconds
-        for i in 0..<entries {
-            do { try writer.put(key: keys[i], headers: headers, body: bodies[i % 26], expiry: 3600) } catch { figures.errors += 1 }
+    /// Single-put commits of raw LMDB (keys in order, and scattered), Courier C and Swift in
+    /// alternating chunks (the order rotating), each into its own store: puts/s (wall) and CPU ns per
+    /// put, under `suffix` ("" no-sync, "_durable"). The stores in `dirs` (raw, courier, swift) keep
+    /// their entries for the gets.
+    static func putsSideBySide(dirs: [String], scatteredDir: String?, count: Int, chunks: Int, durability: Int32,
+                               swiftDurability: CacheDurability, suffix: String, add: (String, Double) -> Void) throws -> Int {
+        var names = ["raw", "courier", "swift"]
+        var writers: [OpaquePointer?] = [
+            cbench_cache_writer_open(Int32(CBENCH_CACHE_RAW), dirs[0], count, durability, 0),
+            cbench_cache_writer_open(Int32(CBENCH_CACHE_COURIER), dirs[1], count, durability, 0),
+            nil,
+        ]
+        defer { for w in writers { cbench_cache_writer_close(w) } }
+        guard writers[0] != nil, writers[1] != nil else { throw CourierError(.store, message: "cannot open the stores") }
+        let swift = try SwiftWriter(dir: dirs[2], capacity: count, durability: swiftDurability)
+        if let scatteredDir {
+            guard let w = cbench_cache_writer_open(Int32(CBENCH_CACHE_RAW), scatteredDir, count, durability, 1) else {
+                throw CourierError(.store, message: "cannot open the raw store")
+            }
+            writers.append(w)
+            names.append("raw_scattered")
         }
-        figures.putOps = Double(entries) / (Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
-        return figures
+        var wall = [Double](repeating: 0, count: names.count), cpu = wall
+        var errors = 0
+        let chunks = max(1, min(chunks, count))
+        for i in 0..<chunks {
+            let from = count * i / chunks, n = count * (i + 1) / chunks - from
+            for k in names.indices {
+                let kind = (i + k) % names.count // the order rotates
+                if kind == 2 {
+                    errors += swift.puts(from: from, n, wall: &wall[kind], cpu: &cpu[kind])
+                } else {
+                    errors += cbench_cache_writer_puts(writers[kind], from, n, &wall[kind], &cpu[kind])
+                }
+            }
+        }
+        for (kind, name) in names.enumerated() {
+            add("\(name)_put\(suffix)_ops", wall[kind] > 0 ? Double(count) / wall[kind] : 0)
+            add("\(name)_put\(suffix)_cpu_ns", cpu[kind] / Double(count) * 1e9)
+        }
+        return errors
     }
 
     /// The Swift facade's side of the side-by-side gets: an engine on a loaded store.
@@ -224,7 +276,7 @@ public enum CacheBenchmark {
         defer { if options.directory == nil { try? FileManager.default.removeItem(atPath: base) } }
         var samples: [String: [Double]] = [:]
         func add(_ key: String, _ value: Double) { samples[key, default: []].append(value) }
-        let steps = Double(options.runs * 8 + 1 + options.latencySizes.count)
+        let steps = Double(options.runs * 3 + 1 + options.latencySizes.count)
         var step = 0.0
         func phase(_ what: String) {
             progress(step / steps, what)
@@ -238,34 +290,19 @@ public enum CacheBenchmark {
         let fast = Int32(COURIER_CACHE_FAST_VALUE), durable = Int32(COURIER_CACHE_DURABLE_VALUE)
         var errors = 0
         for run in 1...options.runs {
-            var r = cbench_cache_result()
             let rawDir = fresh(), courierDir = fresh(), swiftDir = fresh()
-            phase("run \(run): raw LMDB, \(options.entries) entries")
-            _ = cbench_cache_raw(rawDir, options.entries, options.entries, 0, fast, &r)
-            add("raw_put_ops", r.put_ops); errors += r.errors
-            phase("run \(run): raw LMDB, scattered key order")
-            if options.scatteredPuts > 0 {
-                var ops = 0.0
-                let dir = fresh()
-                if cbench_cache_raw_scattered_puts(dir, options.scatteredPuts, fast, &ops) != 0 { errors += 1 }
-                try? FileManager.default.removeItem(atPath: dir)
-                add("raw_put_scattered_ops", ops)
-            }
-            phase("run \(run): raw LMDB, durable puts")
-            _ = cbench_cache_raw(fresh(), options.durablePuts, options.durablePuts, 0, durable, &r)
-            add("raw_put_durable_ops", r.put_ops); errors += r.errors
-            phase("run \(run): Courier C, \(options.entries) entries")
-            _ = cbench_cache_courier(courierDir, options.entries, options.entries, 0, fast, &r)
-            add("courier_put_ops", r.put_ops); errors += r.errors
-            phase("run \(run): Courier C, durable puts")
-            _ = cbench_cache_courier(fresh(), options.durablePuts, options.durablePuts, 0, durable, &r)
-            add("courier_put_durable_ops", r.put_ops); errors += r.errors
-            phase("run \(run): Swift, \(options.entries) entries")
-            let sw = try swiftRun(dir: swiftDir, entries: options.entries, durability: .fast)
-            add("swift_put_ops", sw.putOps); errors += sw.errors
-            phase("run \(run): Swift, durable puts")
-            let sd = try swiftRun(dir: fresh(), entries: options.durablePuts, durability: .durable)
-            add("swift_put_durable_ops", sd.putOps); errors += sd.errors
+            phase("run \(run): puts side by side, no-sync (raw, raw scattered, C, Swift)")
+            let scattered = options.scatteredPuts ? fresh() : nil
+            errors += try putsSideBySide(dirs: [rawDir, courierDir, swiftDir], scatteredDir: scattered, count: options.entries,
+                                         chunks: options.chunks, durability: fast, swiftDurability: .fast, suffix: "",
+                                         add: add)
+            if let scattered { try? FileManager.default.removeItem(atPath: scattered) }
+            phase("run \(run): puts side by side, durable (raw, C, Swift)")
+            let durableDirs = [fresh(), fresh(), fresh()]
+            errors += try putsSideBySide(dirs: durableDirs, scatteredDir: nil, count: options.durablePuts,
+                                         chunks: options.chunks, durability: durable, swiftDurability: .durable,
+                                         suffix: "_durable", add: add)
+            for dir in durableDirs { try? FileManager.default.removeItem(atPath: dir) }
             if options.gets > 0 {
                 phase("run \(run): gets side by side (raw, C, Swift)")
                 errors += try sideBySide(raw: rawDir, courier: courierDir, swift: swiftDir, entries: options.entries,

@@ -10,22 +10,24 @@ struct CacheBenchCommand: ParsableCommand {
         abstract: "Cache puts/s and gets/s: raw LMDB vs Courier C vs Courier Swift vs URLCache.",
         discussion: """
             32-byte keys, 1 KiB bodies, --entries entries per store. Puts are single-put commits (one put, \
-            one commit each), timed while loading a raw LMDB store, a Courier store through the C API and \
-            one through the Swift facade under the no-sync setting (COURIER_CACHE_FAST, MDB_NOSYNC); that is \
-            the figure reported as *_put_ops, and the one compared with URLCache, which never syncs its \
-            files. Then --durable-puts more single-put commits each under the cache's default durable \
-            setting (COURIER_CACHE_DURABLE, MDB_NOMETASYNC: one fdatasync per commit), reported as \
-            *_put_durable_ops. Raw LMDB always uses the same flags as the Courier figure it is compared \
-            with, and inserts its keys in order (LMDB's best case); raw_put_scattered_ops is raw LMDB \
+            one commit each) into a raw LMDB store, a Courier store through the C API and one through the \
+            Swift facade, measured side by side: in --chunks chunks alternating between them (the order \
+            rotating), so a machine whose load drifts slows them alike. First --entries puts each under the \
+            no-sync setting (COURIER_CACHE_FAST, MDB_NOSYNC): the figure reported as *_put_ops, and the one \
+            compared with URLCache, which never syncs its files; then --durable-puts each into fresh stores \
+            under the cache's default durable setting (COURIER_CACHE_DURABLE, MDB_NOMETASYNC: one fdatasync \
+            per commit), reported as *_put_durable_ops. Both also in CPU time per put (*_put_cpu_ns, \
+            *_put_durable_cpu_ns). Raw LMDB always uses the same flags as the Courier figure it is compared \
+            with, and inserts its keys in order (LMDB's best case); raw_scattered_put_ops is raw LMDB \
             inserting the same keys in a scattered order, as a store of hashed keys receives them \
-            (--scattered-puts, 0 to skip).
+            (--no-scattered to skip).
 
             Gets are --gets random hits per thread, on 1 and 2 threads, for raw LMDB, Courier C and Courier \
-            Swift side by side: in --chunks chunks alternating between them (the order rotating), so a \
-            machine whose load drifts slows them alike. A raw get renews a reset read transaction, copies \
-            the value out (as a cache client would) and resets it; raw_nocopy_get_ops is the same without \
-            the copy, the ceiling as LMDB's own benchmarks take it. Gets are reported per second of wall \
-            time (*_get_ops) and in CPU time per get (*_get_cpu_ns, steadier on a busy machine).
+            Swift side by side, in --chunks alternating chunks too, on the stores the no-sync puts loaded. A \
+            raw get renews a reset read transaction, copies the value out (as a cache client would) and \
+            resets it; raw_nocopy_get_ops is the same without the copy, the ceiling as LMDB's own benchmarks \
+            take it. Gets are reported per second of wall time (*_get_ops) and in CPU time per get \
+            (*_get_cpu_ns, steadier on a busy machine).
 
             URLCache stores --urlcache-entries entries once and looks up --urlcache-gets of them (it rescans \
             its directory on every call). Medians of --runs runs; then the median get latency at each of \
@@ -38,10 +40,11 @@ struct CacheBenchCommand: ParsableCommand {
 
     @Option(help: "Entries per run.") var entries = 100_000
     @Option(name: .customLong("durable-puts"), help: "Durable single-put commits timed per run.") var durablePuts = 2_000
-    @Option(name: .customLong("scattered-puts"), help: "Raw LMDB puts in a scattered key order per run (0: skip).")
-    var scatteredPuts = 100_000
+    @Flag(name: .customLong("no-scattered"), help: "Skip the raw LMDB puts in a scattered key order.")
+    var noScattered = false
     @Option(help: "Random gets per thread per measurement.") var gets = 200_000
-    @Option(help: "Chunks the gets are split into, alternating between raw LMDB, C and Swift.") var chunks = 20
+    @Option(help: "Chunks the puts and the gets are split into, alternating between raw LMDB, C and Swift.")
+    var chunks = 20
     @Option(help: "Runs; medians are reported.") var runs = 3
     @Option(name: .customLong("urlcache-entries"), help: "URLCache entries (slow: ~20 stores/s).") var urlCacheEntries = 1_000
     @Option(name: .customLong("urlcache-gets"), help: "URLCache lookups.") var urlCacheGets = 300
@@ -51,7 +54,7 @@ struct CacheBenchCommand: ParsableCommand {
     @Flag(help: "Print one JSON object on stdout.") var json = false
 
     func validate() throws {
-        guard entries > 0, gets >= 0, runs > 0, chunks > 0, durablePuts > 0, scatteredPuts >= 0, urlCacheEntries > 0,
+        guard entries > 0, gets >= 0, runs > 0, chunks > 0, durablePuts > 0, urlCacheEntries > 0,
               urlCacheGets > 0 else {
             throw ValidationError("counts must be > 0")
         }
@@ -71,7 +74,7 @@ struct CacheBenchCommand: ParsableCommand {
         var options = CacheBenchmark.Options()
         options.entries = entries
         options.durablePuts = durablePuts
-        options.scatteredPuts = scatteredPuts
+        options.scatteredPuts = !noScattered
         options.gets = gets
         options.chunks = chunks
         options.runs = runs
@@ -119,9 +122,9 @@ struct CacheBenchCommand: ParsableCommand {
         row("raw LMDB (no copy)", "raw_nocopy", puts: false)
         row("Courier C", "courier", puts: true)
         row("Courier Swift", "swift", puts: true)
-        if f["raw_put_scattered_ops"] != nil {
+        if f["raw_scattered_put_ops"] != nil {
             print(pad("raw LMDB, scattered") + String(repeating: " ", count: 62)
-                  + ops("raw_put_scattered_ops") + "   (keys put in a scattered order, as hashed keys land)")
+                  + ops("raw_scattered_put_ops") + String(repeating: " ", count: 17) + "   (keys in a scattered order, as hashed keys land)")
         }
         print(pad("URLCache (\(urlCacheEntries))") + ops("urlcache_get_ops")
               + String(repeating: " ", count: 50) + ops("urlcache_put_ops") + "   (it never syncs: its only setting)")
@@ -131,8 +134,11 @@ struct CacheBenchCommand: ParsableCommand {
         print("        Swift gets \(ratio("swift_get_ops", "raw_get_ops")) raw (target 0.4x; 2 thr "
               + "\(ratio("swift_get_ops_2t", "raw_get_ops_2t")), CPU \(ratio("raw_get_cpu_ns", "swift_get_cpu_ns"))); "
               + "vs raw without the copy \(ratio("swift_get_ops", "raw_nocopy_get_ops"))")
-        print("        C puts \(ratio("courier_put_ops", "raw_put_ops")) raw no-sync, \(ratio("courier_put_durable_ops", "raw_put_durable_ops")) "
-              + "raw durable (target 0.5x, same durability); no-sync vs raw scattered \(ratio("courier_put_ops", "raw_put_scattered_ops"))")
+        print("        C puts \(ratio("courier_put_ops", "raw_put_ops")) raw no-sync (CPU \(ratio("raw_put_cpu_ns", "courier_put_cpu_ns"))), "
+              + "\(ratio("courier_put_durable_ops", "raw_put_durable_ops")) raw durable (CPU "
+              + "\(ratio("raw_put_durable_cpu_ns", "courier_put_durable_cpu_ns"))) (target 0.5x, same durability)")
+        print("        C puts no-sync vs raw in a scattered key order \(ratio("courier_put_ops", "raw_scattered_put_ops")) "
+              + "(CPU \(ratio("raw_scattered_put_cpu_ns", "courier_put_cpu_ns"))); Swift puts \(ratio("swift_put_ops", "raw_put_ops")) raw no-sync")
         print("        Courier C vs URLCache: gets \(ratio("courier_get_ops", "urlcache_get_ops")), "
               + "puts \(ratio("courier_put_ops", "urlcache_put_ops")) no-sync vs URLCache's never-synced (target 1000x); "
               + "durable puts \(ratio("courier_put_durable_ops", "urlcache_put_ops"))")

@@ -106,16 +106,24 @@ void cbench_cache_key(long i, char out[33]);
 int cbench_cache_raw(const char *dir, long entries, long timed_puts, long gets, int durability,
                      cbench_cache_result *out);
 
-/* Raw LMDB in `dir` (created): `puts` single-put commits of keys 0..puts-1 in a scattered order
- * (every key once), as a store of hashed keys receives them; sets *put_ops. Returns 0 or -1. */
-int cbench_cache_raw_scattered_puts(const char *dir, long puts, int durability, double *put_ops);
-
 /* The same through the Courier C cache API (courier_cache_put_key, courier_cache_get_key with
  * the response freed) on an engine whose store is `dir` and whose cache durability is
  * `durability`: every entry is put one call (one commit) at a time; the first `timed_puts` are
  * timed. Returns 0 or a negative courier_code. */
 int cbench_cache_courier(const char *dir, long entries, long timed_puts, long gets, int durability,
                          cbench_cache_result *out);
+
+/* Puts measured side by side, like the gets below: a writer holds a store open (raw LMDB with the
+ * flags of `durability`, or a Courier engine with that cache durability) and the caller alternates
+ * chunks of single-put commits between the writers. Keys 0..capacity-1 (capacity > 0); with
+ * `scattered` (raw only), key i*step mod capacity for a step coprime with capacity: every key once,
+ * in a scattered order, as a store of hashed keys receives them. */
+typedef struct cbench_cache_writer cbench_cache_writer;
+cbench_cache_writer *cbench_cache_writer_open(int kind, const char *dir, long capacity, int durability, int scattered);
+/* Puts keys from..from+n-1 (in the writer's order), one commit each; adds the wall and the calling
+ * thread's CPU time. Returns the puts that failed. */
+long cbench_cache_writer_puts(cbench_cache_writer *w, long from, long n, double *wall_s, double *cpu_s);
+void cbench_cache_writer_close(cbench_cache_writer *w);
 
 /* Gets measured side by side. On a shared machine the load drifts from second to second, so
  * gets measured in separate phases (raw, then Courier seconds later) compare two different
