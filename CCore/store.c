@@ -897,7 +897,9 @@ static int clear_all(cr_store *s, MDB_txn *txn, totals *t) {
     if (rc == 0) rc = mdb_drop(txn, s->db_meta, 0);
     if (rc == 0) rc = mdb_put(txn, s->db_meta, &fk, &fv, 0);
     if (rc == 0) rc = mdb_drop(txn, s->db_main, 0);
-    t->bytes = t->count = 0; /* seq keeps growing */
+    /* No write record is left to carry the totals: they read as zero, and the write sequence may
+     * start again, as no record is left that it orders. */
+    t->bytes = t->count = 0;
     if (rc == 0) rc = totals_write(s, txn, t);
     return rc;
 }
@@ -1014,8 +1016,14 @@ static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *
     memcpy(ov, p->hash, 16);
     if (carry_totals) memcpy(ov + 16, t, sizeof *t);
     MDB_val ekv = {sizeof ek, ek}, empty = {0, ""}, okv = {sizeof ok, ok}, ovv = {sizeof ov, ov};
-    if ((rc = mdb_put(txn, s->db_main, &ekv, &empty, 0))) return rc;
-    return mdb_put(txn, s->db_main, &okv, &ovv, 0);
+    /* One cursor for both: the second record usually goes to the leaf the first one did, and a
+     * cursor already there skips the descent from the root. */
+    MDB_cursor *c;
+    if ((rc = mdb_cursor_open(txn, s->db_main, &c))) return rc;
+    rc = mdb_cursor_put(c, &ekv, &empty, 0);
+    if (rc == 0) rc = mdb_cursor_put(c, &okv, &ovv, 0);
+    mdb_cursor_close(c);
+    return rc;
 }
 
 /* Evicts in its own transaction so the freed pages can be reused by the retry. */
