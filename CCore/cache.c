@@ -1097,17 +1097,26 @@ int courier_cache_put_key(courier_engine *e, const char *key, int status, const 
     struct cr_cache *c = e->cache;
     cr_store *s = cache_store(e, err);
     if (!s) return COURIER_E_STORE;
-    cr_kvlist headers = {0};
+    /* The header block ("name\0value\0"...) is encoded here, on the stack when it is small. */
+    char small[512];
+    size_t hb_len = 0;
+    const char *etag = NULL, *lm = NULL;
     for (size_t i = 0; i < nheaders; i++) {
-        if (!names[i] || !values[i]) {
-            cr_kvlist_clear(&headers);
-            return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL header");
-        }
-        int rc = cr_check_header(names[i], strlen(names[i]), values[i], strlen(values[i]));
-        if (rc || cr_kvlist_add(&headers, names[i], strlen(names[i]), values[i], strlen(values[i]))) {
-            cr_kvlist_clear(&headers);
-            return cr_fail(err, rc ? rc : COURIER_E_NO_MEMORY, "invalid header");
-        }
+        if (!names[i] || !values[i]) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL header");
+        size_t nl = strlen(names[i]), vl = strlen(values[i]);
+        int rc = cr_check_header(names[i], nl, values[i], vl);
+        if (rc) return cr_fail(err, rc, "invalid header");
+        hb_len += nl + vl + 2;
+        if (!etag && strcasecmp(names[i], "ETag") == 0) etag = values[i];
+        if (!lm && strcasecmp(names[i], "Last-Modified") == 0) lm = values[i];
+    }
+    char *hb = hb_len <= sizeof small ? small : malloc(hb_len);
+    if (!hb) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    for (size_t i = 0, off = 0; i < nheaders; i++) {
+        size_t nl = strlen(names[i]) + 1, vl = strlen(values[i]) + 1;
+        memcpy(hb + off, names[i], nl);
+        memcpy(hb + off + nl, values[i], vl);
+        off += nl + vl;
     }
     int64_t now = now_ms_of(c);
     cr_store_put p;
@@ -1132,13 +1141,13 @@ int courier_cache_put_key(courier_engine *e, const char *key, int status, const 
     en->url_len = strcspn(en->url, "\n");
     en->body = body;
     en->body_len = body_len;
-    const char *etag = cr_kvlist_get(&headers, "ETag"), *lm = cr_kvlist_get(&headers, "Last-Modified");
     if (etag) en->etag = etag, en->etag_len = strlen(etag);
     if (lm) en->last_modified = lm, en->last_modified_len = strlen(lm);
-    p.headers = &headers;
+    en->headers = hb;
+    en->headers_len = hb_len;
     cr_store_effect eff = {0};
     int rc = cr_store_write(s, &p, 1, c->max_bytes, now, &eff, err);
-    cr_kvlist_clear(&headers);
+    if (hb != small) free(hb);
     if (rc == COURIER_OK) {
         atomic_fetch_add(&c->writes, (long long)eff.written);
         atomic_fetch_add(&c->evictions, (long long)eff.evicted);

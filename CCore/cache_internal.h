@@ -28,7 +28,7 @@ CR_HIDDEN void cr_key_hex(const uint8_t hash[16], char out[33]);
 /* ---- entries (store.c) ---------------------------------------------------------------------- */
 
 #define CR_ENTRY_FORMAT 1u
-#define CR_STORE_FORMAT 1u
+#define CR_STORE_FORMAT 2u
 
 /* Entry flags. */
 #define CR_EF_MUST_REVALIDATE 0x1u /* Cache-Control: must-revalidate (no stale serving) */

@@ -8,12 +8,26 @@
  * own cache line; a thread starts at its own slot, so readers on different threads share no lock
  * and no written cache line (see "Read transactions" below).
  *
- * Named databases:
- *   entries  hash(16)                      -> entry value (versioned header + payload)
- *   expiry   discard_ms(be64) | hash(16)   -> ""      (purging expired entries is a range scan)
- *   order    seq(be64)                     -> hash    (least recently written first)
- *   vary     hash(primary key)             -> the Vary header names of that URL
- *   meta     "format" -> u32, "totals" -> {bytes, count, seq}  (updated in the same transactions)
+ * Databases (store format 2). The entries, their index and the totals are records of LMDB's main
+ * (unnamed) database, told apart by key length (LMDB keeps the records of named databases there
+ * too, under their names, which are 4 bytes here):
+ *   hash(16)                             -> entry value (versioned header + payload)
+ *   0 1 | discard_ms(be64) | hash(16)    -> ""      (expiry: purging is a range scan)
+ *   0 2 | seq(be64)                      -> hash    (write order: least recently written first)
+ *   0 2 0 0 0 0xff                       -> {bytes, count, seq}  (totals, in the same transactions)
+ * and two named databases:
+ *   vary     hash(primary key)          -> the Vary header names of that URL
+ *   meta     "format" -> u32
+ * Why one tree: a single-put commit writes every page it changed, and each named database it
+ * changes costs its own pages plus the main database's leaf holding its record. Format 1 kept
+ * entries, expiry, order and totals in four databases: 10.5 pages per single-put commit; one
+ * tree, whose root is in LMDB's meta page, writes about 7 (raw LMDB with sequential keys: 4.5).
+ * It also spares every read the named database's root lookup that a renewed transaction does.
+ * The totals key sorts right after the write-order records (sequence numbers below 2^40; no hash
+ * falls between in practice: it would have to start with those 5 bytes), so the leaf that takes
+ * the new write record also holds the totals.
+ * Index records are found by their prefix and their length: a hash that happens to start with
+ * the same bytes is skipped, never taken for one.
  *
  * Durability: MDB_NOMETASYNC (see DESIGN.md, Storage): one fdatasync per commit keeps the store
  * consistent across power loss (at worst the last commit is lost); writes from the network path
@@ -51,6 +65,12 @@ typedef struct read_slot {
     MDB_txn *txn;
 } read_slot;
 
+typedef struct totals {
+    uint64_t bytes;
+    uint64_t count;
+    uint64_t seq;
+} totals;
+
 struct cr_store {
     read_slot slots[CR_READ_SLOTS]; /* first: the allocation is 64-byte aligned */
     struct cr_store *next; /* registry */
@@ -60,19 +80,19 @@ struct cr_store {
     int refs; /* registry lock */
     char *dir;
     MDB_env *env;
-    MDB_dbi db_entries, db_expiry, db_order, db_vary, db_meta;
+    MDB_dbi db_main, db_vary, db_meta; /* db_main: entries, index and totals */
+    /* The totals as of committed transaction tot_txnid (0: none), so that a write transaction
+     * whose snapshot is that commit (its id is tot_txnid + 1: nobody wrote since, in any process)
+     * need not read them. Set only after a commit succeeded; under tot_lock. */
+    pthread_mutex_t tot_lock;
+    size_t tot_txnid;
+    totals tot;
     pthread_rwlock_t rw; /* read: write transactions; write: resizing the map */
     atomic_int resizing;      /* a map resize waits for readers: new readers wait on rw */
     atomic_int extra_readers; /* read transactions running outside the slots (all were busy) */
     atomic_int broken;
     bool verify; /* check every value's checksum on read (the no-sync setting, see cr_store_get) */
 };
-
-typedef struct totals {
-    uint64_t bytes;
-    uint64_t count;
-    uint64_t seq;
-} totals;
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
@@ -90,6 +110,56 @@ static uint64_t get_be64(const uint8_t *p) {
 }
 
 static uint64_t be_time(int64_t ms) { return ms < 0 ? 0 : (uint64_t)ms; }
+
+/* Keys of the index records (see the top of the file): a 4-byte prefix 0 0 0 kind, then the
+ * fields. No hash falls between or inside the two ranges in practice (it would have to start with
+ * 0 0 0 1 or 0 0 0 2: one in 2^32). */
+#define IX_EXPIRY 1
+#define IX_ORDER 2
+#define IX_PREFIX 4
+#define IX_EXPIRY_LEN 28
+#define IX_ORDER_LEN 12
+#define IX_HASH_AT 12  /* the hash in an expiry key */
+#define IX_ORDER_VAL 40 /* hash(16) | totals(24) */
+
+static void ix_prefix(uint8_t *k, uint8_t kind) {
+    k[0] = k[1] = k[2] = 0;
+    k[3] = kind;
+}
+
+static void expiry_key(uint8_t k[IX_EXPIRY_LEN], int64_t discard_ms, const uint8_t hash[16]) {
+    ix_prefix(k, IX_EXPIRY);
+    put_be64(k + IX_PREFIX, be_time(discard_ms));
+    memcpy(k + IX_HASH_AT, hash, 16);
+}
+
+/* The discard time of an expiry record. */
+static uint64_t expiry_of(const MDB_val *k) { return get_be64((const uint8_t *)k->mv_data + IX_PREFIX); }
+
+/* Newest first: the complement of the sequence number. */
+static void order_key(uint8_t k[IX_ORDER_LEN], uint64_t seq) {
+    ix_prefix(k, IX_ORDER);
+    put_be64(k + IX_PREFIX, ~seq);
+}
+
+static bool is_ix(const MDB_val *k, uint8_t kind) {
+    const uint8_t *b = k->mv_data;
+    return k->mv_size >= IX_PREFIX && b[0] == 0 && b[1] == 0 && b[2] == 0 && b[3] == kind;
+}
+
+/* Positions c on the newest write record (the first of its range), which carries the totals. */
+static int newest_order(MDB_cursor *c, MDB_val *k, MDB_val *v) {
+    uint8_t prefix[IX_PREFIX];
+    ix_prefix(prefix, IX_ORDER);
+    k->mv_size = sizeof prefix;
+    k->mv_data = prefix;
+    int rc = mdb_cursor_get(c, k, v, MDB_SET_RANGE);
+    for (; rc == 0; rc = mdb_cursor_get(c, k, v, MDB_NEXT)) {
+        if (!is_ix(k, IX_ORDER)) return MDB_NOTFOUND;
+        if (k->mv_size == IX_ORDER_LEN) return 0;
+    }
+    return rc;
+}
 
 void cr_cache_log(const char *fmt, ...) {
     va_list ap;
@@ -306,8 +376,61 @@ static void store_destroy(cr_store *s) {
         if (s->slots[i].txn) mdb_txn_abort(s->slots[i].txn);
     if (s->env) mdb_env_close(s->env);
     pthread_rwlock_destroy(&s->rw);
+    pthread_mutex_destroy(&s->tot_lock);
     free(s->dir);
     free(s);
+}
+
+static int totals_write(cr_store *s, MDB_txn *txn, const totals *t);
+
+/* Format 1 kept the entries, the expiry index and the write order in named databases ("entries",
+ * "expiry", "order") and the totals in meta. Moves the entries into the main database, rebuilds
+ * the index and the totals from their headers, and drops the old databases. */
+static int migrate_v1(cr_store *s, MDB_txn *txn) {
+    static const char *const idx[] = {"expiry", "order"};
+    int rc = 0;
+    for (size_t i = 0; i < 2 && rc == 0; i++) {
+        MDB_dbi dbi;
+        rc = mdb_dbi_open(txn, idx[i], 0, &dbi);
+        if (rc == 0) rc = mdb_drop(txn, dbi, 1);
+        else if (rc == MDB_NOTFOUND) rc = 0;
+    }
+    MDB_val tk = {6, "totals"};
+    if (rc == 0 && (rc = mdb_del(txn, s->db_meta, &tk, NULL)) == MDB_NOTFOUND) rc = 0;
+    MDB_dbi old;
+    bool have_old = false;
+    if (rc == 0) {
+        rc = mdb_dbi_open(txn, "entries", 0, &old);
+        have_old = rc == 0;
+        if (rc == MDB_NOTFOUND) rc = 0;
+    }
+    totals t = {0};
+    MDB_cursor *c = NULL;
+    if (rc == 0 && have_old) rc = mdb_cursor_open(txn, old, &c);
+    MDB_val k, v;
+    for (int op = MDB_FIRST; rc == 0 && c; op = MDB_NEXT) {
+        rc = mdb_cursor_get(c, &k, &v, (MDB_cursor_op)op);
+        if (rc) break;
+        if (k.mv_size != 16 || v.mv_size < CR_ENTRY_HDR || r32(v.mv_data, 0) != CR_ENTRY_MAGIC) continue;
+        uint8_t ek[IX_EXPIRY_LEN], ok[IX_ORDER_LEN];
+        uint64_t seq = r64(v.mv_data, 40);
+        expiry_key(ek, (int64_t)r64(v.mv_data, 32), k.mv_data);
+        order_key(ok, seq);
+        uint8_t ov[IX_ORDER_VAL] = {0};
+        memcpy(ov, k.mv_data, 16);
+        MDB_val ekv = {sizeof ek, ek}, okv = {sizeof ok, ok}, empty = {0, ""}, ovv = {sizeof ov, ov};
+        if ((rc = mdb_put(txn, s->db_main, &k, &v, 0)) || (rc = mdb_put(txn, s->db_main, &ekv, &empty, 0)) ||
+            (rc = mdb_put(txn, s->db_main, &okv, &ovv, 0)))
+            break;
+        t.bytes += v.mv_size + 16;
+        t.count++;
+        if (seq > t.seq) t.seq = seq;
+    }
+    if (c) mdb_cursor_close(c);
+    if (rc == MDB_NOTFOUND) rc = 0;
+    if (rc == 0 && have_old) rc = mdb_drop(txn, old, 1);
+    if (rc == 0) rc = totals_write(s, txn, &t);
+    return rc;
 }
 
 /* Opens the environment in dir. Returns 0, or an LMDB/errno code; *why says what was wrong with a
@@ -352,33 +475,35 @@ static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const 
         rc = mdb_txn_begin(s->env, NULL, 0, &txn);
     }
     if (rc) goto corrupt_or_fail;
-    if ((rc = mdb_dbi_open(txn, "entries", MDB_CREATE, &s->db_entries)) ||
-        (rc = mdb_dbi_open(txn, "expiry", MDB_CREATE, &s->db_expiry)) ||
-        (rc = mdb_dbi_open(txn, "order", MDB_CREATE, &s->db_order)) ||
-        (rc = mdb_dbi_open(txn, "vary", MDB_CREATE, &s->db_vary)) ||
+    if ((rc = mdb_dbi_open(txn, NULL, 0, &s->db_main)) || (rc = mdb_dbi_open(txn, "vary", MDB_CREATE, &s->db_vary)) ||
         (rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->db_meta))) {
         mdb_txn_abort(txn);
         goto corrupt_or_fail;
     }
     MDB_val k = {6, "format"}, v;
     rc = mdb_get(txn, s->db_meta, &k, &v);
-    if (rc == MDB_NOTFOUND) {
-        uint32_t f = CR_STORE_FORMAT;
-        v.mv_size = 4;
-        v.mv_data = &f;
-        rc = mdb_put(txn, s->db_meta, &k, &v, 0);
-    } else if (rc == 0) {
-        uint32_t f = 0;
+    uint32_t f = 0;
+    if (rc == 0) {
         if (v.mv_size == 4) memcpy(&f, v.mv_data, 4);
         if (v.mv_size != 4 || f > CR_STORE_FORMAT || f == 0) {
             mdb_txn_abort(txn);
             *why = f > CR_STORE_FORMAT ? "written by a newer format" : "unknown format record";
             return MDB_INVALID;
         }
+        if (f < CR_STORE_FORMAT) {
+            rc = migrate_v1(s, txn);
+            if (rc == 0) cr_cache_log("store '%s': format %u upgraded to %u", s->dir, f, CR_STORE_FORMAT);
+        }
+    }
+    if (rc == MDB_NOTFOUND || (rc == 0 && f < CR_STORE_FORMAT)) {
+        f = CR_STORE_FORMAT;
+        v.mv_size = 4;
+        v.mv_data = &f;
+        rc = mdb_put(txn, s->db_meta, &k, &v, 0);
     }
     if (rc == 0) {
         /* Touch both ends of every tree, so a damaged root shows up now rather than later. */
-        MDB_dbi dbs[] = {s->db_entries, s->db_expiry, s->db_order, s->db_vary, s->db_meta};
+        MDB_dbi dbs[] = {s->db_main, s->db_vary, s->db_meta};
         for (size_t i = 0; i < sizeof dbs / sizeof dbs[0] && rc == 0; i++) {
             MDB_cursor *c = NULL;
             rc = mdb_cursor_open(txn, dbs[i], &c);
@@ -455,6 +580,7 @@ int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_stor
         pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
         pthread_rwlock_init(&s->rw, &ra);
         pthread_rwlockattr_destroy(&ra);
+        pthread_mutex_init(&s->tot_lock, NULL);
         for (int i = 0; i < CR_READ_SLOTS; i++) atomic_init(&s->slots[i].busy, 0);
         atomic_init(&s->resizing, 0);
         atomic_init(&s->extra_readers, 0);
@@ -626,7 +752,7 @@ void cr_store_read_end(cr_store *s, cr_read *r) {
 
 int cr_store_get(cr_store *s, MDB_txn *txn, const uint8_t hash[16], cr_entry *out) {
     MDB_val k = {16, (void *)hash}, v;
-    int rc = mdb_get(txn, s->db_entries, &k, &v);
+    int rc = mdb_get(txn, s->db_main, &k, &v);
     if (rc == MDB_NOTFOUND) return COURIER_E_NOT_FOUND;
     if (rc) {
         if (is_corruption(rc)) mark_broken(s, rc);
@@ -668,9 +794,19 @@ static int write_begin(cr_store *s, MDB_txn **out) {
     return MDB_MAP_RESIZED;
 }
 
-static int write_commit(cr_store *s, MDB_txn *txn) {
+/* Commits; when it succeeded and t is given, remembers t as the totals of this commit. */
+static int write_commit(cr_store *s, MDB_txn *txn, const totals *t) {
+    size_t id = mdb_txn_id(txn);
     int rc = mdb_txn_commit(txn);
     pthread_rwlock_unlock(&s->rw);
+    if (rc == 0 && t) {
+        pthread_mutex_lock(&s->tot_lock);
+        if (id > s->tot_txnid) {
+            s->tot = *t;
+            s->tot_txnid = id;
+        }
+        pthread_mutex_unlock(&s->tot_lock);
+    }
     if (is_corruption(rc)) mark_broken(s, rc);
     return rc;
 }
@@ -680,45 +816,114 @@ static void write_abort(cr_store *s, MDB_txn *txn) {
     pthread_rwlock_unlock(&s->rw);
 }
 
+/* The totals live in the newest write record (no record: an empty store, all zero). */
 static int totals_read(cr_store *s, MDB_txn *txn, totals *t) {
     memset(t, 0, sizeof *t);
-    MDB_val k = {6, "totals"}, v;
-    int rc = mdb_get(txn, s->db_meta, &k, &v);
-    if (rc == MDB_NOTFOUND) return 0;
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, s->db_main, &c);
     if (rc) return rc;
-    if (v.mv_size == sizeof *t) memcpy(t, v.mv_data, sizeof *t);
-    return 0;
+    MDB_val k, v;
+    rc = newest_order(c, &k, &v);
+    if (rc == 0 && v.mv_size == IX_ORDER_VAL) memcpy(t, (uint8_t *)v.mv_data + 16, sizeof *t);
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* The totals at the start of a write transaction: remembered from the last commit of this
+ * process when that commit is the transaction's snapshot (no other writer since), else read. */
+static int totals_load(cr_store *s, MDB_txn *txn, totals *t) {
+    size_t id = mdb_txn_id(txn);
+    pthread_mutex_lock(&s->tot_lock);
+    bool hit = s->tot_txnid != 0 && s->tot_txnid + 1 == id;
+    if (hit) *t = s->tot;
+    pthread_mutex_unlock(&s->tot_lock);
+    return hit ? 0 : totals_read(s, txn, t);
 }
 
 static int totals_write(cr_store *s, MDB_txn *txn, const totals *t) {
-    MDB_val k = {6, "totals"}, v = {sizeof *t, (void *)t};
-    return mdb_put(txn, s->db_meta, &k, &v, 0);
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, s->db_main, &c);
+    if (rc) return rc;
+    MDB_val k, v;
+    rc = newest_order(c, &k, &v);
+    if (rc == 0 && v.mv_size >= 16) {
+        uint8_t val[IX_ORDER_VAL];
+        memcpy(val, v.mv_data, 16);
+        memcpy(val + 16, t, sizeof *t);
+        MDB_val nv = {sizeof val, val};
+        rc = mdb_cursor_put(c, &k, &nv, MDB_CURRENT);
+    }
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? 0 : rc; /* no write record: nothing stored, nothing to keep */
+}
+
+/* Drops the index records of the stored value `old` of hash from the index and the totals (the
+ * entry itself stays). The index keys come from the header fields, read even when the payload is
+ * damaged. */
+static int unindex(cr_store *s, MDB_txn *txn, totals *t, const uint8_t hash[16], const MDB_val *old) {
+    size_t size = old->mv_size + 16;
+    if (old->mv_size >= CR_ENTRY_HDR && r32(old->mv_data, 0) == CR_ENTRY_MAGIC) {
+        uint8_t ek[IX_EXPIRY_LEN], ok[IX_ORDER_LEN];
+        expiry_key(ek, (int64_t)r64(old->mv_data, 32), hash);
+        order_key(ok, r64(old->mv_data, 40));
+        MDB_val ekv = {sizeof ek, ek}, okv = {sizeof ok, ok};
+        int rc = mdb_del(txn, s->db_main, &ekv, NULL);
+        if (rc && rc != MDB_NOTFOUND) return rc;
+        rc = mdb_del(txn, s->db_main, &okv, NULL);
+        if (rc && rc != MDB_NOTFOUND) return rc;
+    }
+    t->bytes = t->bytes >= size ? t->bytes - size : 0;
+    t->count = t->count ? t->count - 1 : 0;
+    return 0;
 }
 
 /* Removes the entry under hash and its index records. Returns 0, MDB_NOTFOUND or an error. */
 static int remove_in_txn(cr_store *s, MDB_txn *txn, totals *t, const uint8_t hash[16]) {
     MDB_val k = {16, (void *)hash}, v;
-    int rc = mdb_get(txn, s->db_entries, &k, &v);
+    int rc = mdb_get(txn, s->db_main, &k, &v);
     if (rc) return rc;
-    size_t size = v.mv_size + 16;
-    /* The index keys come from the header fields, read even when the payload is damaged. */
-    if (v.mv_size >= CR_ENTRY_HDR && r32(v.mv_data, 0) == CR_ENTRY_MAGIC) {
-        uint8_t ek[24];
-        put_be64(ek, be_time((int64_t)r64(v.mv_data, 32)));
-        memcpy(ek + 8, hash, 16);
-        uint8_t ok[8];
-        put_be64(ok, r64(v.mv_data, 40));
-        MDB_val ekv = {24, ek}, okv = {8, ok};
-        rc = mdb_del(txn, s->db_expiry, &ekv, NULL);
-        if (rc && rc != MDB_NOTFOUND) return rc;
-        rc = mdb_del(txn, s->db_order, &okv, NULL);
-        if (rc && rc != MDB_NOTFOUND) return rc;
+    if ((rc = unindex(s, txn, t, hash, &v))) return rc;
+    return mdb_del(txn, s->db_main, &k, NULL);
+}
+
+/* Empties the store (entries, index, Vary records) and writes t, emptied, as the totals. The main
+ * database cannot be dropped record by record cheaply, so it is dropped whole: that also drops the
+ * records of the named databases, which LMDB writes back at commit for the databases changed in
+ * the transaction; both are changed here (vary emptied, meta's format rewritten). */
+static int clear_all(cr_store *s, MDB_txn *txn, totals *t) {
+    uint32_t f = CR_STORE_FORMAT;
+    MDB_val fk = {6, "format"}, fv = {4, &f};
+    int rc = mdb_drop(txn, s->db_vary, 0);
+    if (rc == 0) rc = mdb_drop(txn, s->db_meta, 0);
+    if (rc == 0) rc = mdb_put(txn, s->db_meta, &fk, &fv, 0);
+    if (rc == 0) rc = mdb_drop(txn, s->db_main, 0);
+    /* No write record is left to carry the totals: they read as zero, and the write sequence may
+     * start again, as no record is left that it orders. */
+    t->bytes = t->count = 0;
+    if (rc == 0) rc = totals_write(s, txn, t);
+    return rc;
+}
+
+/* Positions c on the first index record of a kind: the earliest discard time (IX_EXPIRY: the first
+ * of its range) or the oldest write (IX_ORDER: the last of its range). MDB_NOTFOUND when there is
+ * none. Keys of another length with the same prefix (entries whose hash starts so) are skipped. */
+static int first_of_kind(MDB_cursor *c, uint8_t kind, MDB_val *k, MDB_val *v) {
+    size_t len = kind == IX_EXPIRY ? IX_EXPIRY_LEN : IX_ORDER_LEN;
+    uint8_t prefix[IX_PREFIX];
+    ix_prefix(prefix, kind == IX_EXPIRY ? kind : (uint8_t)(kind + 1));
+    k->mv_size = sizeof prefix;
+    k->mv_data = prefix;
+    int rc = mdb_cursor_get(c, k, v, MDB_SET_RANGE);
+    MDB_cursor_op step = MDB_NEXT;
+    if (kind == IX_ORDER) { /* from the start of the next range, backwards */
+        rc = rc == MDB_NOTFOUND ? mdb_cursor_get(c, k, v, MDB_LAST) : rc == 0 ? mdb_cursor_get(c, k, v, MDB_PREV) : rc;
+        step = MDB_PREV;
     }
-    rc = mdb_del(txn, s->db_entries, &k, NULL);
-    if (rc) return rc;
-    t->bytes = t->bytes >= size ? t->bytes - size : 0;
-    t->count = t->count ? t->count - 1 : 0;
-    return 0;
+    for (; rc == 0; rc = mdb_cursor_get(c, k, v, step)) {
+        if (!is_ix(k, kind)) return MDB_NOTFOUND;
+        if (k->mv_size == len) return 0;
+    }
+    return rc;
 }
 
 /* Evicts until t->bytes <= target: entries past their discard time first, then the least
@@ -727,11 +932,12 @@ static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, i
     int rc = 0;
     MDB_cursor *c = NULL;
     for (int phase = 0; phase < 2 && t->bytes > target; phase++) {
-        rc = mdb_cursor_open(txn, phase == 0 ? s->db_expiry : s->db_order, &c);
+        rc = mdb_cursor_open(txn, s->db_main, &c);
         if (rc) return rc;
+        const uint8_t kind = phase == 0 ? IX_EXPIRY : IX_ORDER;
         while (t->bytes > target) {
             MDB_val k, v;
-            rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+            rc = first_of_kind(c, kind, &k, &v);
             if (rc == MDB_NOTFOUND) {
                 rc = 0;
                 break;
@@ -739,10 +945,10 @@ static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, i
             if (rc) break;
             uint8_t hash[16];
             if (phase == 0) {
-                if (k.mv_size != 24 || get_be64(k.mv_data) > be_time(now_ms)) break;
-                memcpy(hash, (uint8_t *)k.mv_data + 8, 16);
+                if (expiry_of(&k) > be_time(now_ms)) break;
+                memcpy(hash, (uint8_t *)k.mv_data + IX_HASH_AT, 16);
             } else {
-                if (v.mv_size != 16) {
+                if (v.mv_size < 16) {
                     if ((rc = mdb_cursor_del(c, 0))) break;
                     continue;
                 }
@@ -751,7 +957,7 @@ static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, i
             rc = remove_in_txn(s, txn, t, hash);
             if (rc == MDB_NOTFOUND) {
                 /* An index record without its entry: drop it. */
-                rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+                rc = first_of_kind(c, kind, &k, &v);
                 if (rc == 0) rc = mdb_cursor_del(c, 0);
                 if (rc) break;
                 continue;
@@ -766,7 +972,10 @@ static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, i
     return rc;
 }
 
-static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *p) {
+/* Writes one entry (or removes it) and its index records, updating t. With carry_totals the new
+ * write record, the newest, carries t as it is after this put (the caller then need not call
+ * totals_write unless something else changes t). */
+static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *p, bool carry_totals) {
     if (p->remove_vary || p->vary_names) {
         MDB_val vk = {16, (void *)p->vary_hash};
         int rc;
@@ -779,31 +988,42 @@ static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *
         }
         if (rc) return rc;
     }
-    int rc = remove_in_txn(s, txn, t, p->hash);
-    if (rc && rc != MDB_NOTFOUND) return rc;
-    if (p->remove_only) return 0;
+    if (p->remove_only) {
+        int rc = remove_in_txn(s, txn, t, p->hash);
+        return rc == MDB_NOTFOUND ? 0 : rc;
+    }
     size_t hb = header_block_len(p);
     size_t size = entry_size(p, hb);
     cr_store_put local = *p;
     local.entry.seq = ++t->seq;
     if (local.entry.discard_ms < local.entry.expires_ms) local.entry.discard_ms = local.entry.expires_ms;
+    /* One search when the key is new: NOOVERWRITE hands back an older copy instead of writing. */
     MDB_val k = {16, (void *)p->hash}, v = {size, NULL};
-    rc = mdb_put(txn, s->db_entries, &k, &v, MDB_RESERVE);
+    int rc = mdb_put(txn, s->db_main, &k, &v, MDB_NOOVERWRITE | MDB_RESERVE);
+    if (rc == MDB_KEYEXIST) {
+        if ((rc = unindex(s, txn, t, p->hash, &v))) return rc;
+        v = (MDB_val){size, NULL};
+        rc = mdb_put(txn, s->db_main, &k, &v, MDB_RESERVE);
+    }
     if (rc) return rc;
     entry_encode(&local, hb, v.mv_data, size);
-    uint8_t ek[24], ok[8];
-    put_be64(ek, be_time(local.entry.discard_ms));
-    memcpy(ek + 8, p->hash, 16);
-    put_be64(ok, local.entry.seq);
-    MDB_val ekv = {24, ek}, empty = {0, ""}, okv = {8, ok}, hv = {16, (void *)p->hash};
-    if ((rc = mdb_put(txn, s->db_expiry, &ekv, &empty, 0))) return rc;
-    if ((rc = mdb_put(txn, s->db_order, &okv, &hv, MDB_APPEND))) {
-        if (rc != MDB_KEYEXIST) return rc;
-        if ((rc = mdb_put(txn, s->db_order, &okv, &hv, 0))) return rc;
-    }
+    uint8_t ek[IX_EXPIRY_LEN], ok[IX_ORDER_LEN];
+    expiry_key(ek, local.entry.discard_ms, p->hash);
+    order_key(ok, local.entry.seq);
     t->bytes += size + 16;
     t->count++;
-    return 0;
+    uint8_t ov[IX_ORDER_VAL] = {0};
+    memcpy(ov, p->hash, 16);
+    if (carry_totals) memcpy(ov + 16, t, sizeof *t);
+    MDB_val ekv = {sizeof ek, ek}, empty = {0, ""}, okv = {sizeof ok, ok}, ovv = {sizeof ov, ov};
+    /* One cursor for both: the second record usually goes to the leaf the first one did, and a
+     * cursor already there skips the descent from the root. */
+    MDB_cursor *c;
+    if ((rc = mdb_cursor_open(txn, s->db_main, &c))) return rc;
+    rc = mdb_cursor_put(c, &ekv, &empty, 0);
+    if (rc == 0) rc = mdb_cursor_put(c, &okv, &ovv, 0);
+    mdb_cursor_close(c);
+    return rc;
 }
 
 /* Evicts in its own transaction so the freed pages can be reused by the retry. */
@@ -814,22 +1034,15 @@ static int evict_txn(cr_store *s, uint64_t keep_bytes, int64_t now_ms, uint64_t 
     int rc = write_begin(s, &txn);
     if (rc) return rc;
     totals t;
-    rc = totals_read(s, txn, &t);
+    rc = totals_load(s, txn, &t);
     if (rc == 0) rc = evict_in_txn(s, txn, &t, keep_bytes, now_ms, evicted);
-    if (rc == 0 && t.count == 0) {
-        /* Everything went: drop the trees outright (also clears any stray index records). */
-        rc = mdb_drop(txn, s->db_expiry, 0);
-        if (rc == 0) rc = mdb_drop(txn, s->db_order, 0);
-        if (rc == 0) rc = mdb_drop(txn, s->db_vary, 0);
-        if (rc == 0) rc = mdb_drop(txn, s->db_entries, 0);
-        t.bytes = 0;
-    }
-    if (rc == 0) rc = totals_write(s, txn, &t);
+    if (rc == 0 && t.count == 0) rc = clear_all(s, txn, &t); /* everything went: also any stray records */
+    else if (rc == 0) rc = totals_write(s, txn, &t);
     if (rc) {
         write_abort(s, txn);
         return rc;
     }
-    return write_commit(s, txn);
+    return write_commit(s, txn, &t);
 }
 
 int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limit_bytes, int64_t now_ms,
@@ -846,24 +1059,27 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
         if (rc) break;
         totals t;
         uint64_t written = 0, skipped = 0, evicted = 0;
-        rc = totals_read(s, txn, &t);
+        rc = totals_load(s, txn, &t);
+        bool carried = false; /* the last write record holds the final totals */
         for (size_t i = 0; i < n && rc == 0; i++) {
+            carried = false;
             if (!puts[i].remove_only && (uint64_t)entry_size(&puts[i], header_block_len(&puts[i])) + 16 > max_one) {
                 /* Too large to keep: still remove the older copy so it is not served. */
                 cr_store_put rm = puts[i];
                 rm.remove_only = 1;
                 rm.vary_names = NULL;
-                rc = put_in_txn(s, txn, &t, &rm);
+                rc = put_in_txn(s, txn, &t, &rm, false);
                 skipped++;
                 continue;
             }
-            rc = put_in_txn(s, txn, &t, &puts[i]);
+            rc = put_in_txn(s, txn, &t, &puts[i], i == n - 1);
             if (rc == 0 && !puts[i].remove_only) written++;
+            carried = rc == 0 && i == n - 1 && !puts[i].remove_only;
         }
         if (rc == 0 && t.bytes > limit) rc = evict_in_txn(s, txn, &t, limit / 10 * 9, now_ms, &evicted);
-        if (rc == 0) rc = totals_write(s, txn, &t);
+        if (rc == 0 && (!carried || evicted)) rc = totals_write(s, txn, &t);
         if (rc == 0) {
-            rc = write_commit(s, txn);
+            rc = write_commit(s, txn, &t);
         } else {
             write_abort(s, txn);
         }
@@ -906,7 +1122,7 @@ int cr_store_remove(cr_store *s, const uint8_t hash[16], courier_error *err) {
     int rc = write_begin(s, &txn);
     if (rc) return store_fail(err, rc, "cannot remove from the cache");
     totals t;
-    rc = totals_read(s, txn, &t);
+    rc = totals_load(s, txn, &t);
     if (rc == 0) rc = remove_in_txn(s, txn, &t, hash);
     if (rc == MDB_NOTFOUND) {
         write_abort(s, txn);
@@ -917,7 +1133,7 @@ int cr_store_remove(cr_store *s, const uint8_t hash[16], courier_error *err) {
         write_abort(s, txn);
         return store_fail(err, rc, "cannot remove from the cache");
     }
-    rc = write_commit(s, txn);
+    rc = write_commit(s, txn, &t);
     return rc ? store_fail(err, rc, "cannot remove from the cache") : COURIER_OK;
 }
 
@@ -927,19 +1143,14 @@ int cr_store_remove_all(cr_store *s, int64_t *removed, courier_error *err) {
     int rc = write_begin(s, &txn);
     if (rc) return store_fail(err, rc, "cannot clear the cache");
     totals t;
-    rc = totals_read(s, txn, &t);
-    if (rc == 0) rc = mdb_drop(txn, s->db_entries, 0);
-    if (rc == 0) rc = mdb_drop(txn, s->db_expiry, 0);
-    if (rc == 0) rc = mdb_drop(txn, s->db_order, 0);
-    if (rc == 0) rc = mdb_drop(txn, s->db_vary, 0);
+    rc = totals_load(s, txn, &t);
     uint64_t count = t.count;
-    t.bytes = t.count = 0; /* seq keeps growing */
-    if (rc == 0) rc = totals_write(s, txn, &t);
+    if (rc == 0) rc = clear_all(s, txn, &t);
     if (rc) {
         write_abort(s, txn);
         return store_fail(err, rc, "cannot clear the cache");
     }
-    rc = write_commit(s, txn);
+    rc = write_commit(s, txn, &t);
     if (rc) return store_fail(err, rc, "cannot clear the cache");
     if (removed) *removed = (int64_t)count;
     return COURIER_OK;
@@ -952,12 +1163,12 @@ int cr_store_remove_since(cr_store *s, int64_t since_ms, int64_t *removed, couri
     if (rc) return store_fail(err, rc, "cannot remove from the cache");
     totals t;
     int64_t n = 0;
-    rc = totals_read(s, txn, &t);
+    rc = totals_load(s, txn, &t);
     /* Collect first: deleting under a cursor of the same tree is easy to get wrong. */
     uint8_t *hashes = NULL;
     size_t nh = 0, cap = 0;
     MDB_cursor *c = NULL;
-    if (rc == 0) rc = mdb_cursor_open(txn, s->db_entries, &c);
+    if (rc == 0) rc = mdb_cursor_open(txn, s->db_main, &c);
     MDB_val k, v;
     for (int op = MDB_FIRST; rc == 0; op = MDB_NEXT) {
         rc = mdb_cursor_get(c, &k, &v, (MDB_cursor_op)op);
@@ -989,7 +1200,7 @@ int cr_store_remove_since(cr_store *s, int64_t since_ms, int64_t *removed, couri
         write_abort(s, txn);
         return rc == ENOMEM ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : store_fail(err, rc, "cannot remove from the cache");
     }
-    rc = write_commit(s, txn);
+    rc = write_commit(s, txn, &t);
     if (rc) return store_fail(err, rc, "cannot remove from the cache");
     if (removed) *removed = n;
     return COURIER_OK;
@@ -1002,20 +1213,20 @@ int cr_store_remove_expired(cr_store *s, int64_t now_ms, int64_t *removed, couri
     if (rc) return store_fail(err, rc, "cannot remove from the cache");
     totals t;
     uint64_t n = 0;
-    rc = totals_read(s, txn, &t);
-    /* A target of 0 bytes with the expiry phase only: evict_in_txn's first phase stops at now. */
+    rc = totals_load(s, txn, &t);
+    /* A range scan of the expiry records, up to now. */
     MDB_cursor *c = NULL;
-    if (rc == 0) rc = mdb_cursor_open(txn, s->db_expiry, &c);
+    if (rc == 0) rc = mdb_cursor_open(txn, s->db_main, &c);
     while (rc == 0) {
         MDB_val k, v;
-        rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+        rc = first_of_kind(c, IX_EXPIRY, &k, &v);
         if (rc) break;
-        if (k.mv_size != 24 || get_be64(k.mv_data) > be_time(now_ms)) break;
+        if (expiry_of(&k) > be_time(now_ms)) break;
         uint8_t hash[16];
-        memcpy(hash, (uint8_t *)k.mv_data + 8, 16);
+        memcpy(hash, (uint8_t *)k.mv_data + IX_HASH_AT, 16);
         rc = remove_in_txn(s, txn, &t, hash);
         if (rc == MDB_NOTFOUND) {
-            rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+            rc = first_of_kind(c, IX_EXPIRY, &k, &v);
             if (rc == 0) rc = mdb_cursor_del(c, 0);
         } else if (rc == 0) {
             n++;
@@ -1028,7 +1239,7 @@ int cr_store_remove_expired(cr_store *s, int64_t now_ms, int64_t *removed, couri
         write_abort(s, txn);
         return store_fail(err, rc, "cannot remove from the cache");
     }
-    rc = write_commit(s, txn);
+    rc = write_commit(s, txn, &t);
     if (rc) return store_fail(err, rc, "cannot remove from the cache");
     if (removed) *removed = (int64_t)n;
     return COURIER_OK;
@@ -1062,7 +1273,7 @@ int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_erro
     cr_read rd;
     if (cr_store_read_begin(s, &rd) != COURIER_OK) return cr_fail(err, COURIER_E_STORE, "cannot read the cache");
     MDB_cursor *c = NULL;
-    int rc = mdb_cursor_open(rd.txn, s->db_entries, &c);
+    int rc = mdb_cursor_open(rd.txn, s->db_main, &c);
     cr_list_item *out = NULL;
     size_t n = 0, cap = 0;
     int code = COURIER_OK;

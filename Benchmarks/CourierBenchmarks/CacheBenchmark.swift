@@ -3,10 +3,16 @@
 // the Courier C cache API, the Swift facade and Foundation's URLCache; medians of several runs;
 // and how get latency changes from 10,000 to 1,000,000 entries.
 //
-// The gets of raw LMDB, Courier C and Swift are measured side by side: each store is loaded, then
-// all three are opened and small chunks of gets alternate between them (the order rotating), each
-// kind summing its wall and CPU time. On a shared machine the load drifts from second to second;
-// measured in separate phases, the three would be compared on different machines.
+// Puts: `*_put_ops` are single-put commits under the no-sync setting (COURIER_CACHE_FAST,
+// MDB_NOSYNC), the setting comparable with URLCache, which never syncs; `*_put_durable_ops` under
+// the cache's default durable setting (MDB_NOMETASYNC, one fdatasync per commit). Raw LMDB always
+// uses the same flags as the Courier figure it is compared with.
+//
+// The gets of raw LMDB (copying the value out, and not copying it), Courier C and Swift are
+// measured side by side: each store is loaded, then all are opened and small chunks of gets
+// alternate between them (the order rotating), each kind summing its wall and CPU time. On a shared
+// machine the load drifts from second to second; measured in separate phases, they would be
+// compared on different machines.
 
 import CBench
 import Courier
@@ -17,10 +23,12 @@ import FoundationNetworking
 
 public enum CacheBenchmark {
     public struct Options: Sendable {
-        /// Entries loaded before the gets (all put one commit at a time, timed, under the fast setting).
+        /// Entries loaded before the gets (all put one commit at a time, timed, under the no-sync setting).
         public var entries = 100_000
         /// Single-put commits timed under the cache's default (durable) setting.
         public var durablePuts = 2_000
+        /// Also time raw LMDB puts in a scattered key order (as hashed keys land).
+        public var scatteredPuts = true
         /// Gets per thread per measurement.
         public var gets = 200_000
         /// Chunks the gets of each kind are split into, alternating between the kinds.
@@ -65,29 +73,81 @@ public enum CacheBenchmark {
 
     // MARK: The Swift facade
 
-    struct SwiftFigures {
-        var putOps = 0.0
-        var errors = 0
+    /// The Swift facade's side of the side-by-side puts: an engine on its own store, one `put` (one
+    /// commit) per key.
+    final class SwiftWriter {
+        let engine: Engine
+        let cache: Cache
+        let bodies = (0..<26).map(CacheBenchmark.body)
+        let headers: HTTPHeaders = [("Content-Type", "application/octet-stream")]
+
+        init(dir: String, capacity: Int, durability: CacheDurability) throws {
+            var configuration = Configuration()
+            configuration.storeDirectory = dir
+            engine = try Engine(configuration: configuration.cacheDurability(durability)
+                .cacheMaxBytes(Int64(capacity + 1000) * 2048 + (64 << 20)))
+            cache = engine.cache
+        }
+
+        deinit { engine.close() }
+
+        /// Puts keys from..<from+n; adds wall and CPU seconds; returns failures.
+        func puts(from: Int, _ n: Int, wall: inout Double, cpu: inout Double) -> Int {
+            let keys = (from..<from + n).map(CacheBenchmark.key)
+            var errors = 0
+            let c0 = cbench_thread_cpu_seconds(), t0 = DispatchTime.now().uptimeNanoseconds
+            for (offset, key) in keys.enumerated() {
+                do { try cache.put(key: key, headers: headers, body: bodies[(from + offset) % 26], expiry: 3600) } catch {
+                    errors += 1
+                }
+            }
+            wall += Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
+            cpu += cbench_thread_cpu_seconds() - c0
+            return errors
+        }
     }
 
-    /// Loads `entries` entries through the Swift facade, one timed `put` (one commit) each.
-    static func swiftRun(dir: String, entries: Int, durability: CacheDurability) throws -> SwiftFigures {
-        var configuration = Configuration()
-        configuration.storeDirectory = dir
-        let engine = try Engine(configuration: configuration.cacheDurability(durability)
-            .cacheMaxBytes(Int64(entries + 1000) * 2048 + (64 << 20)))
-        defer { engine.close() }
-        let writer = engine.cache
-        var figures = SwiftFigures()
-        let keys = (0..<entries).map(key)
-        let bodies = (0..<26).map(body)
-        let headers: HTTPHeaders = [("Content-Type", "application/octet-stream")]
-        let t0 = DispatchTime.now().uptimeNanoseconds
-        for i in 0..<entries {
-            do { try writer.put(key: keys[i], headers: headers, body: bodies[i % 26], expiry: 3600) } catch { figures.errors += 1 }
+    /// Single-put commits of raw LMDB (keys in order, and scattered), Courier C and Swift in
+    /// alternating chunks (the order rotating), each into its own store: puts/s (wall) and CPU ns per
+    /// put, under `suffix` ("" no-sync, "_durable"). The stores in `dirs` (raw, courier, swift) keep
+    /// their entries for the gets.
+    static func putsSideBySide(dirs: [String], scatteredDir: String?, count: Int, chunks: Int, durability: Int32,
+                               swiftDurability: CacheDurability, suffix: String, add: (String, Double) -> Void) throws -> Int {
+        var names = ["raw", "courier", "swift"]
+        var writers: [OpaquePointer?] = [
+            cbench_cache_writer_open(Int32(CBENCH_CACHE_RAW), dirs[0], count, durability, 0),
+            cbench_cache_writer_open(Int32(CBENCH_CACHE_COURIER), dirs[1], count, durability, 0),
+            nil,
+        ]
+        defer { for w in writers { cbench_cache_writer_close(w) } }
+        guard writers[0] != nil, writers[1] != nil else { throw CourierError(.store, message: "cannot open the stores") }
+        let swift = try SwiftWriter(dir: dirs[2], capacity: count, durability: swiftDurability)
+        if let scatteredDir {
+            guard let w = cbench_cache_writer_open(Int32(CBENCH_CACHE_RAW), scatteredDir, count, durability, 1) else {
+                throw CourierError(.store, message: "cannot open the raw store")
+            }
+            writers.append(w)
+            names.append("raw_scattered")
         }
-        figures.putOps = Double(entries) / (Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9)
-        return figures
+        var wall = [Double](repeating: 0, count: names.count), cpu = wall
+        var errors = 0
+        let chunks = max(1, min(chunks, count))
+        for i in 0..<chunks {
+            let from = count * i / chunks, n = count * (i + 1) / chunks - from
+            for k in names.indices {
+                let kind = (i + k) % names.count // the order rotates
+                if kind == 2 {
+                    errors += swift.puts(from: from, n, wall: &wall[kind], cpu: &cpu[kind])
+                } else {
+                    errors += cbench_cache_writer_puts(writers[kind], from, n, &wall[kind], &cpu[kind])
+                }
+            }
+        }
+        for (kind, name) in names.enumerated() {
+            add("\(name)_put\(suffix)_ops", wall[kind] > 0 ? Double(count) / wall[kind] : 0)
+            add("\(name)_put\(suffix)_cpu_ns", cpu[kind] / Double(count) * 1e9)
+        }
+        return errors
     }
 
     /// The Swift facade's side of the side-by-side gets: an engine on a loaded store.
@@ -130,8 +190,9 @@ public enum CacheBenchmark {
         }
     }
 
-    /// Gets of raw LMDB, Courier C and Swift in alternating chunks (after one untimed chunk each):
-    /// gets/s (wall) and CPU ns per get, 1 and 2 threads, and the median single-get latency.
+    /// Gets of raw LMDB (copying, and not copying, the value), Courier C and Swift in alternating
+    /// chunks (after one untimed chunk each): gets/s (wall) and CPU ns per get, 1 and 2 threads, and
+    /// the median single-get latency.
     static func sideBySide(raw rawDir: String, courier courierDir: String, swift swiftDir: String, entries: Int,
                            gets: Int, chunks: Int, add: (String, Double) -> Void) throws -> Int {
         guard let raw = cbench_cache_reader_open(Int32(CBENCH_CACHE_RAW), rawDir, entries) else {
@@ -145,12 +206,15 @@ public enum CacheBenchmark {
         let swift = try SwiftReader(dir: swiftDir, entries: entries)
         let per = max(1, gets / max(1, chunks))
         var errors = 0
+        let names = ["raw", "courier", "swift", "raw_nocopy"]
         for threads in [1, 2] {
-            var wall = [0.0, 0.0, 0.0], cpu = [0.0, 0.0, 0.0]
+            var wall = [Double](repeating: 0, count: names.count), cpu = wall
             func chunk(_ kind: Int, _ n: Int, _ seed: UInt64, timed: Bool) {
                 var w = 0.0, c = 0.0
                 switch kind {
-                case 0: errors += cbench_cache_reader_gets(raw, n, Int32(threads), seed, &w, &c)
+                case 0, 3:
+                    cbench_cache_reader_set_nocopy(raw, kind == 3 ? 1 : 0)
+                    errors += cbench_cache_reader_gets(raw, n, Int32(threads), seed, &w, &c)
                 case 1: errors += cbench_cache_reader_gets(courier, n, Int32(threads), seed, &w, &c)
                 default: errors += swift.gets(n, threads: threads, seed: seed, wall: &w, cpu: &c)
                 }
@@ -159,18 +223,19 @@ public enum CacheBenchmark {
                     cpu[kind] += c
                 }
             }
-            for kind in 0..<3 { chunk(kind, per, 1, timed: false) } // pages mapped, caches warm
+            for kind in names.indices { chunk(kind, per, 1, timed: false) } // pages mapped, caches warm
             for i in 0..<chunks {
                 let seed = UInt64(1000 * threads + i)
-                for k in 0..<3 { chunk((i + k) % 3, per, seed, timed: true) } // the order rotates
+                for k in names.indices { chunk((i + k) % names.count, per, seed, timed: true) } // the order rotates
             }
             let suffix = threads == 1 ? "" : "_2t"
             let total = Double(per * chunks * threads)
-            for (kind, name) in ["raw", "courier", "swift"].enumerated() {
+            for (kind, name) in names.enumerated() {
                 add("\(name)_get_ops\(suffix)", total / wall[kind])
                 add("\(name)_get_cpu_ns\(suffix)", cpu[kind] / total * 1e9)
             }
         }
+        cbench_cache_reader_set_nocopy(raw, 0)
         add("raw_get_ns_p50", cbench_cache_reader_p50(raw, 20001, 4242))
         add("courier_get_ns_p50", cbench_cache_reader_p50(courier, 20001, 4242))
         return errors
@@ -211,7 +276,7 @@ public enum CacheBenchmark {
         defer { if options.directory == nil { try? FileManager.default.removeItem(atPath: base) } }
         var samples: [String: [Double]] = [:]
         func add(_ key: String, _ value: Double) { samples[key, default: []].append(value) }
-        let steps = Double(options.runs * 7 + 1 + options.latencySizes.count)
+        let steps = Double(options.runs * 3 + 1 + options.latencySizes.count)
         var step = 0.0
         func phase(_ what: String) {
             progress(step / steps, what)
@@ -225,26 +290,19 @@ public enum CacheBenchmark {
         let fast = Int32(COURIER_CACHE_FAST_VALUE), durable = Int32(COURIER_CACHE_DURABLE_VALUE)
         var errors = 0
         for run in 1...options.runs {
-            var r = cbench_cache_result()
             let rawDir = fresh(), courierDir = fresh(), swiftDir = fresh()
-            phase("run \(run): raw LMDB, \(options.entries) entries")
-            _ = cbench_cache_raw(rawDir, options.entries, options.entries, 0, fast, &r)
-            add("raw_put_nosync_ops", r.put_ops); errors += r.errors
-            phase("run \(run): raw LMDB, durable puts")
-            _ = cbench_cache_raw(fresh(), options.durablePuts, options.durablePuts, 0, durable, &r)
-            add("raw_put_ops", r.put_ops); errors += r.errors
-            phase("run \(run): Courier C, \(options.entries) entries")
-            _ = cbench_cache_courier(courierDir, options.entries, options.entries, 0, fast, &r)
-            add("courier_put_nosync_ops", r.put_ops); errors += r.errors
-            phase("run \(run): Courier C, durable puts")
-            _ = cbench_cache_courier(fresh(), options.durablePuts, options.durablePuts, 0, durable, &r)
-            add("courier_put_ops", r.put_ops); errors += r.errors
-            phase("run \(run): Swift, \(options.entries) entries")
-            let sw = try swiftRun(dir: swiftDir, entries: options.entries, durability: .fast)
-            add("swift_put_nosync_ops", sw.putOps); errors += sw.errors
-            phase("run \(run): Swift, durable puts")
-            let sd = try swiftRun(dir: fresh(), entries: options.durablePuts, durability: .durable)
-            add("swift_put_ops", sd.putOps); errors += sd.errors
+            phase("run \(run): puts side by side, no-sync (raw, raw scattered, C, Swift)")
+            let scattered = options.scatteredPuts ? fresh() : nil
+            errors += try putsSideBySide(dirs: [rawDir, courierDir, swiftDir], scatteredDir: scattered, count: options.entries,
+                                         chunks: options.chunks, durability: fast, swiftDurability: .fast, suffix: "",
+                                         add: add)
+            if let scattered { try? FileManager.default.removeItem(atPath: scattered) }
+            phase("run \(run): puts side by side, durable (raw, C, Swift)")
+            let durableDirs = [fresh(), fresh(), fresh()]
+            errors += try putsSideBySide(dirs: durableDirs, scatteredDir: nil, count: options.durablePuts,
+                                         chunks: options.chunks, durability: durable, swiftDurability: .durable,
+                                         suffix: "_durable", add: add)
+            for dir in durableDirs { try? FileManager.default.removeItem(atPath: dir) }
             if options.gets > 0 {
                 phase("run \(run): gets side by side (raw, C, Swift)")
                 errors += try sideBySide(raw: rawDir, courier: courierDir, swift: swiftDir, entries: options.entries,

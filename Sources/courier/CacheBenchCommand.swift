@@ -9,26 +9,42 @@ struct CacheBenchCommand: ParsableCommand {
         commandName: "cache",
         abstract: "Cache puts/s and gets/s: raw LMDB vs Courier C vs Courier Swift vs URLCache.",
         discussion: """
-            32-byte keys, 1 KiB bodies. Each run loads --entries entries one commit per put (timed,
-            no-sync setting: *_put_nosync_ops) into a raw LMDB store, a Courier store (C API) and a
-            Courier store (Swift facade), and times --durable-puts single-put commits under the
-            cache's default durable setting (MDB_NOMETASYNC: *_put_ops), raw LMDB with the same
-            flags. Then it times --gets random hits per thread, on 1 and 2 threads, for the three
-            side by side: in --chunks chunks alternating between them (the order rotating), so a
-            machine whose load drifts slows all three alike. A raw get renews a reset read
-            transaction, copies the value out and resets it. Gets are reported per second of wall
-            time (*_get_ops) and in CPU time per get (*_get_cpu_ns, steadier on a busy machine).
-            URLCache stores --urlcache-entries entries once (it rescans its directory on every
-            call). Medians of --runs runs; then the median get latency at each of --latency-sizes
-            entries. Targets: C gets >= 0.6x raw, C puts >= 0.5x raw, Swift gets >= 0.4x raw,
-            Courier >= 1000x URLCache.
+            32-byte keys, 1 KiB bodies, --entries entries per store. Puts are single-put commits (one put, \
+            one commit each) into a raw LMDB store, a Courier store through the C API and one through the \
+            Swift facade, measured side by side: in --chunks chunks alternating between them (the order \
+            rotating), so a machine whose load drifts slows them alike. First --entries puts each under the \
+            no-sync setting (COURIER_CACHE_FAST, MDB_NOSYNC): the figure reported as *_put_ops, and the one \
+            compared with URLCache, which never syncs its files; then --durable-puts each into fresh stores \
+            under the cache's default durable setting (COURIER_CACHE_DURABLE, MDB_NOMETASYNC: one fdatasync \
+            per commit), reported as *_put_durable_ops. Both also in CPU time per put (*_put_cpu_ns, \
+            *_put_durable_cpu_ns). Raw LMDB always uses the same flags as the Courier figure it is compared \
+            with, and inserts its keys in order (LMDB's best case); raw_scattered_put_ops is raw LMDB \
+            inserting the same keys in a scattered order, as a store of hashed keys receives them \
+            (--no-scattered to skip).
+
+            Gets are --gets random hits per thread, on 1 and 2 threads, for raw LMDB, Courier C and Courier \
+            Swift side by side, in --chunks alternating chunks too, on the stores the no-sync puts loaded. A \
+            raw get renews a reset read transaction, copies the value out (as a cache client would) and \
+            resets it; raw_nocopy_get_ops is the same without the copy, the ceiling as LMDB's own benchmarks \
+            take it. Gets are reported per second of wall time (*_get_ops) and in CPU time per get \
+            (*_get_cpu_ns, steadier on a busy machine).
+
+            URLCache stores --urlcache-entries entries once and looks up --urlcache-gets of them (it rescans \
+            its directory on every call). Medians of --runs runs; then the median get latency at each of \
+            --latency-sizes entries.
+
+            Targets: C gets >= 0.6x raw, C puts >= 0.5x raw under the same durability setting, Swift gets >= \
+            0.4x raw, Courier >= 1000x URLCache for gets and (no-sync) puts.
             """
     )
 
     @Option(help: "Entries per run.") var entries = 100_000
     @Option(name: .customLong("durable-puts"), help: "Durable single-put commits timed per run.") var durablePuts = 2_000
+    @Flag(name: .customLong("no-scattered"), help: "Skip the raw LMDB puts in a scattered key order.")
+    var noScattered = false
     @Option(help: "Random gets per thread per measurement.") var gets = 200_000
-    @Option(help: "Chunks the gets are split into, alternating between raw LMDB, C and Swift.") var chunks = 20
+    @Option(help: "Chunks the puts and the gets are split into, alternating between raw LMDB, C and Swift.")
+    var chunks = 20
     @Option(help: "Runs; medians are reported.") var runs = 3
     @Option(name: .customLong("urlcache-entries"), help: "URLCache entries (slow: ~20 stores/s).") var urlCacheEntries = 1_000
     @Option(name: .customLong("urlcache-gets"), help: "URLCache lookups.") var urlCacheGets = 300
@@ -38,7 +54,8 @@ struct CacheBenchCommand: ParsableCommand {
     @Flag(help: "Print one JSON object on stdout.") var json = false
 
     func validate() throws {
-        guard entries > 0, gets >= 0, runs > 0, chunks > 0, durablePuts > 0, urlCacheEntries > 0, urlCacheGets > 0 else {
+        guard entries > 0, gets >= 0, runs > 0, chunks > 0, durablePuts > 0, urlCacheEntries > 0,
+              urlCacheGets > 0 else {
             throw ValidationError("counts must be > 0")
         }
         _ = try sizes()
@@ -57,6 +74,7 @@ struct CacheBenchCommand: ParsableCommand {
         var options = CacheBenchmark.Options()
         options.entries = entries
         options.durablePuts = durablePuts
+        options.scatteredPuts = !noScattered
         options.gets = gets
         options.chunks = chunks
         options.runs = runs
@@ -90,23 +108,40 @@ struct CacheBenchCommand: ParsableCommand {
             return String(format: "%8.2fx", x / y)
         }
         print("cache benchmark: \(entries) entries, 32-byte keys, 1 KiB bodies, median of \(runs) runs")
-        print("                       gets/s (1 thr)  gets/s (2 thr)   CPU ns/get (1 thr, 2 thr)   puts/s durable   puts/s no-sync")
         func ns(_ k: String) -> String { String(format: "%7.0f", f[k] ?? 0) }
-        for (name, p) in [("raw LMDB", "raw"), ("Courier C", "courier"), ("Courier Swift", "swift")] {
-            print(String(format: "%-18@", name as NSString) + "  " + ops(p + "_get_ops") + "    " + ops(p + "_get_ops_2t")
-                  + "        " + ns(p + "_get_cpu_ns") + "  " + ns(p + "_get_cpu_ns_2t")
-                  + "          " + ops(p + "_put_ops") + "     " + ops(p + "_put_nosync_ops"))
+        func pad(_ name: String) -> String { name.padding(toLength: 20, withPad: " ", startingAt: 0) }
+        print(pad("") + "gets/s 1 thr" + "    gets/s 2 thr" + " CPU ns/get, 1 and 2 thr" + "        puts/s no-sync"
+              + "   puts/s durable")
+        func row(_ name: String, _ p: String, puts: Bool) {
+            var line = pad(name) + ops(p + "_get_ops") + "    " + ops(p + "_get_ops_2t")
+                + "        " + ns(p + "_get_cpu_ns") + "  " + ns(p + "_get_cpu_ns_2t")
+            if puts { line += "          " + ops(p + "_put_ops") + "     " + ops(p + "_put_durable_ops") }
+            print(line)
         }
-        print(String(format: "%-18@", "URLCache (\(urlCacheEntries))" as NSString) + "  " + ops("urlcache_get_ops")
-              + String(repeating: " ", count: 50) + ops("urlcache_put_ops") + " (its only setting)")
+        row("raw LMDB (copy)", "raw", puts: true)
+        row("raw LMDB (no copy)", "raw_nocopy", puts: false)
+        row("Courier C", "courier", puts: true)
+        row("Courier Swift", "swift", puts: true)
+        if f["raw_scattered_put_ops"] != nil {
+            print(pad("raw LMDB, scattered") + String(repeating: " ", count: 62)
+                  + ops("raw_scattered_put_ops") + String(repeating: " ", count: 17) + "   (keys in a scattered order, as hashed keys land)")
+        }
+        print(pad("URLCache (\(urlCacheEntries))") + ops("urlcache_get_ops")
+              + String(repeating: " ", count: 50) + ops("urlcache_put_ops") + "   (it never syncs: its only setting)")
         print("ratios: C gets \(ratio("courier_get_ops", "raw_get_ops")) raw (target 0.6x; 2 thr "
-              + "\(ratio("courier_get_ops_2t", "raw_get_ops_2t")), CPU \(ratio("raw_get_cpu_ns", "courier_get_cpu_ns"))), "
-              + "Swift gets \(ratio("swift_get_ops", "raw_get_ops")) raw (target 0.4x; 2 thr "
-              + "\(ratio("swift_get_ops_2t", "raw_get_ops_2t")), CPU \(ratio("raw_get_cpu_ns", "swift_get_cpu_ns")))")
-        print("        C puts \(ratio("courier_put_ops", "raw_put_ops")) raw durable (target 0.5x), "
-              + "no-sync \(ratio("courier_put_nosync_ops", "raw_put_nosync_ops"))")
+              + "\(ratio("courier_get_ops_2t", "raw_get_ops_2t")), CPU \(ratio("raw_get_cpu_ns", "courier_get_cpu_ns"))); "
+              + "vs raw without the copy \(ratio("courier_get_ops", "raw_nocopy_get_ops"))")
+        print("        Swift gets \(ratio("swift_get_ops", "raw_get_ops")) raw (target 0.4x; 2 thr "
+              + "\(ratio("swift_get_ops_2t", "raw_get_ops_2t")), CPU \(ratio("raw_get_cpu_ns", "swift_get_cpu_ns"))); "
+              + "vs raw without the copy \(ratio("swift_get_ops", "raw_nocopy_get_ops"))")
+        print("        C puts \(ratio("courier_put_ops", "raw_put_ops")) raw no-sync (CPU \(ratio("raw_put_cpu_ns", "courier_put_cpu_ns"))), "
+              + "\(ratio("courier_put_durable_ops", "raw_put_durable_ops")) raw durable (CPU "
+              + "\(ratio("raw_put_durable_cpu_ns", "courier_put_durable_cpu_ns"))) (target 0.5x, same durability)")
+        print("        C puts no-sync vs raw in a scattered key order \(ratio("courier_put_ops", "raw_scattered_put_ops")) "
+              + "(CPU \(ratio("raw_scattered_put_cpu_ns", "courier_put_cpu_ns"))); Swift puts \(ratio("swift_put_ops", "raw_put_ops")) raw no-sync")
         print("        Courier C vs URLCache: gets \(ratio("courier_get_ops", "urlcache_get_ops")), "
-              + "puts \(ratio("courier_put_ops", "urlcache_put_ops")) (target 1000x)")
+              + "puts \(ratio("courier_put_ops", "urlcache_put_ops")) no-sync vs URLCache's never-synced (target 1000x); "
+              + "durable puts \(ratio("courier_put_durable_ops", "urlcache_put_ops"))")
         print("get latency (median of 20,001 single gets):")
         for l in report.latency {
             print(String(format: "  %9d entries: Courier C %7.0f ns (%9.0f gets/s), raw LMDB %6.0f ns", l.entries,

@@ -437,6 +437,142 @@ static void test_newer_format_is_moved_aside(void) {
     courier_engine_close(e);
 }
 
+/* A store of format 1 (entries, expiry and order in named databases, the totals in meta) is
+ * upgraded in place when opened: every entry stays readable, the totals are rebuilt exact, and
+ * the rebuilt expiry index purges. The format 1 store is made from a current one with LMDB itself:
+ * the entries move into a named "entries" database, the index records and totals are dropped. Then
+ * clearing the store (which drops LMDB's main database whole) leaves it opening cleanly. */
+static void test_format1_store_is_upgraded(void) {
+    void *lib = dlopen("liblmdb.so.0", RTLD_NOW);
+    if (!lib) lib = dlopen("liblmdb.so", RTLD_NOW);
+    if (!lib) {
+        printf("  (skipped: liblmdb not loadable)\n");
+        return;
+    }
+    typedef struct { size_t size; void *data; } val;
+    int (*env_create)(void **) = (int (*)(void **))dlsym(lib, "mdb_env_create");
+    int (*env_set_maxdbs)(void *, unsigned) = (int (*)(void *, unsigned))dlsym(lib, "mdb_env_set_maxdbs");
+    int (*env_open)(void *, const char *, unsigned, int) = (int (*)(void *, const char *, unsigned, int))dlsym(lib, "mdb_env_open");
+    void (*env_close)(void *) = (void (*)(void *))dlsym(lib, "mdb_env_close");
+    int (*txn_begin)(void *, void *, unsigned, void **) = (int (*)(void *, void *, unsigned, void **))dlsym(lib, "mdb_txn_begin");
+    int (*dbi_open)(void *, const char *, unsigned, unsigned *) = (int (*)(void *, const char *, unsigned, unsigned *))dlsym(lib, "mdb_dbi_open");
+    int (*put)(void *, unsigned, val *, val *, unsigned) = (int (*)(void *, unsigned, val *, val *, unsigned))dlsym(lib, "mdb_put");
+    int (*del)(void *, unsigned, val *, val *) = (int (*)(void *, unsigned, val *, val *))dlsym(lib, "mdb_del");
+    int (*cursor_open)(void *, unsigned, void **) = (int (*)(void *, unsigned, void **))dlsym(lib, "mdb_cursor_open");
+    int (*cursor_get)(void *, val *, val *, int) = (int (*)(void *, val *, val *, int))dlsym(lib, "mdb_cursor_get");
+    void (*cursor_close)(void *) = (void (*)(void *))dlsym(lib, "mdb_cursor_close");
+    int (*commit)(void *) = (int (*)(void *))dlsym(lib, "mdb_txn_commit");
+    REQUIRE(env_create && env_set_maxdbs && env_open && env_close && txn_begin && dbi_open && put && del &&
+            cursor_open && cursor_get && cursor_close && commit);
+
+    const char *dir = th_tmpdir();
+    courier_engine *e = open_engine(dir, 0);
+    REQUIRE(e);
+    char key[32];
+    for (int i = 0; i < 20; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        CHECK_EQ(put_text(e, key, key, i < 5 ? 10 : 3600), COURIER_OK);
+    }
+    int64_t bytes_before = -1, count = -1;
+    CHECK_EQ(courier_cache_size(e, &bytes_before, &count, NULL), COURIER_OK);
+    CHECK_EQ(count, 20);
+    courier_engine_close(e);
+
+    char path[600];
+    snprintf(path, sizeof path, "%s/cache", dir);
+    void *env = NULL, *txn = NULL, *cur = NULL;
+    unsigned main_dbi = 0, entries = 0, expiry = 0, order = 0, meta = 0;
+    REQUIRE(env_create(&env) == 0);
+    env_set_maxdbs(env, 8);
+    REQUIRE(env_open(env, path, 0x200000 /* MDB_NOTLS */, 0600) == 0);
+    REQUIRE(txn_begin(env, NULL, 0, &txn) == 0);
+    REQUIRE(dbi_open(txn, NULL, 0, &main_dbi) == 0);
+    REQUIRE(dbi_open(txn, "entries", 0x40000 /* MDB_CREATE */, &entries) == 0);
+    REQUIRE(dbi_open(txn, "expiry", 0x40000, &expiry) == 0);
+    REQUIRE(dbi_open(txn, "order", 0x40000, &order) == 0);
+    REQUIRE(dbi_open(txn, "meta", 0, &meta) == 0);
+    /* Collect the main database's records first (not deleting under the cursor). */
+    enum { MAX = 128 };
+    static unsigned char keys[MAX][32];
+    static size_t key_len[MAX];
+    size_t n = 0, moved = 0;
+    REQUIRE(cursor_open(txn, main_dbi, &cur) == 0);
+    val k, v;
+    for (int op = 0 /* MDB_FIRST */; cursor_get(cur, &k, &v, op) == 0 && n < MAX; op = 8 /* MDB_NEXT */) {
+        if (k.size != 16 && k.size != 9 && k.size != 1 && k.size != 25) continue; /* "meta", "vary", ... */
+        memcpy(keys[n], k.data, k.size);
+        key_len[n++] = k.size;
+    }
+    cursor_close(cur);
+    for (size_t i = 0; i < n; i++) {
+        val kk = {key_len[i], keys[i]}, vv;
+        if (key_len[i] == 16) {
+            REQUIRE(cursor_open(txn, main_dbi, &cur) == 0);
+            REQUIRE(cursor_get(cur, &kk, &vv, 15 /* MDB_SET */) == 0);
+            static unsigned char copy[4096];
+            REQUIRE(vv.size <= sizeof copy);
+            memcpy(copy, vv.data, vv.size);
+            cursor_close(cur);
+            val cv = {vv.size, copy};
+            CHECK_EQ(put(txn, entries, &kk, &cv, 0), 0);
+            moved++;
+        }
+        CHECK_EQ(del(txn, main_dbi, &kk, NULL), 0);
+    }
+    CHECK_EQ(moved, 20);
+    uint32_t one = 1;
+    uint64_t junk[3] = {1, 2, 3};
+    val fk = {6, "format"}, fv = {4, &one}, tk = {6, "totals"}, tv = {sizeof junk, junk};
+    CHECK_EQ(put(txn, meta, &fk, &fv, 0), 0);
+    CHECK_EQ(put(txn, meta, &tk, &tv, 0), 0);
+    CHECK_EQ(commit(txn), 0);
+    env_close(env);
+    dlclose(lib);
+
+    e = open_engine(dir, 0);
+    REQUIRE(e);
+    int64_t bytes = -1;
+    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(count, 20);
+    CHECK_EQ(bytes, bytes_before);
+    CHECK_EQ(count_broken(dir), 0);
+    check_totals_match_list(e);
+    for (int i = 0; i < 20; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        courier_response *r = NULL;
+        CHECK_EQ(courier_cache_get_key(e, key, 0, &r, NULL), COURIER_OK);
+        size_t len = 0;
+        if (r) CHECK_STR((const char *)courier_response_body(r, &len), key);
+        courier_response_free(r);
+    }
+    /* The rebuilt expiry index: the five short-lived entries go. */
+    atomic_store(&clock_offset_ms, 60 * 1000);
+    int64_t removed = -1;
+    CHECK_EQ(courier_cache_remove_expired(e, &removed, NULL), COURIER_OK);
+    atomic_store(&clock_offset_ms, 0);
+    CHECK_EQ(removed, 5);
+    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(count, 15);
+    check_totals_match_list(e);
+    CHECK_EQ(put_text(e, "after", "upgrade", 60), COURIER_OK);
+    /* Clearing drops the main database whole; the store still opens as itself afterwards. */
+    CHECK_EQ(courier_cache_remove_all(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(removed, 16);
+    courier_engine_close(e);
+    e = open_engine(dir, 0);
+    REQUIRE(e);
+    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(count, 0);
+    CHECK_EQ(bytes, 0);
+    CHECK_EQ(count_broken(dir), 0);
+    CHECK_EQ(put_text(e, "again", "z", 60), COURIER_OK);
+    courier_response *r = NULL;
+    CHECK_EQ(courier_cache_get_key(e, "again", 0, &r, NULL), COURIER_OK);
+    courier_response_free(r);
+    check_totals_match_list(e);
+    courier_engine_close(e);
+}
+
 /* ---- several processes ------------------------------------------------------------------------ */
 
 /* ThreadSanitizer does not support fork() in a multithreaded process: under it, the tests that
@@ -726,6 +862,6 @@ static void test_map_grown_by_another_process(void) {
 TESTS_MAIN(T(test_put_get_by_key), T(test_totals_are_exact), T(test_expiry_uses_the_clock), T(test_remove_since),
            T(test_eviction_expired_first_then_oldest), T(test_map_full_never_fails),
            T(test_two_engines_share_one_store), T(test_garbage_store_is_moved_aside),
-           T(test_newer_format_is_moved_aside), T(test_two_processes_write_and_read),
+           T(test_newer_format_is_moved_aside), T(test_format1_store_is_upgraded), T(test_two_processes_write_and_read),
            T(test_kill9_in_the_middle_of_writes), T(test_many_readers_and_a_writer),
            T(test_map_grown_by_another_process))

@@ -113,6 +113,18 @@ int cbench_cache_raw(const char *dir, long entries, long timed_puts, long gets, 
 int cbench_cache_courier(const char *dir, long entries, long timed_puts, long gets, int durability,
                          cbench_cache_result *out);
 
+/* Puts measured side by side, like the gets below: a writer holds a store open (raw LMDB with the
+ * flags of `durability`, or a Courier engine with that cache durability) and the caller alternates
+ * chunks of single-put commits between the writers. Keys 0..capacity-1 (capacity > 0); with
+ * `scattered` (raw only), key i*step mod capacity for a step coprime with capacity: every key once,
+ * in a scattered order, as a store of hashed keys receives them. */
+typedef struct cbench_cache_writer cbench_cache_writer;
+cbench_cache_writer *cbench_cache_writer_open(int kind, const char *dir, long capacity, int durability, int scattered);
+/* Puts keys from..from+n-1 (in the writer's order), one commit each; adds the wall and the calling
+ * thread's CPU time. Returns the puts that failed. */
+long cbench_cache_writer_puts(cbench_cache_writer *w, long from, long n, double *wall_s, double *cpu_s);
+void cbench_cache_writer_close(cbench_cache_writer *w);
+
 /* Gets measured side by side. On a shared machine the load drifts from second to second, so
  * gets measured in separate phases (raw, then Courier seconds later) compare two different
  * machines. A reader opens a store that cbench_cache_raw or cbench_cache_courier loaded, and the
@@ -131,6 +143,9 @@ long cbench_cache_reader_gets(cbench_cache_reader *r, long n, int threads, uint6
 /* The median latency of `samples` single gets, in nanoseconds. */
 double cbench_cache_reader_p50(cbench_cache_reader *r, int samples, uint64_t seed);
 void cbench_cache_reader_close(cbench_cache_reader *r);
+/* Raw readers only: with nocopy, a get looks at the value in the map (its first and last bytes)
+ * instead of copying it out: the ceiling as LMDB's own benchmarks take it. */
+void cbench_cache_reader_set_nocopy(cbench_cache_reader *r, int nocopy);
 /* The calling thread's CPU time (user + system) so far, in seconds. */
 double cbench_thread_cpu_seconds(void);
 
