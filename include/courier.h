@@ -742,20 +742,26 @@ typedef struct courier_json_tape_entry {
                          INTEGER: the int64_t's bits; REAL: the double's bits; otherwise 0 */
 } courier_json_tape_entry;
 /* Parses JSON text into a tape with the same rules, limits and error codes as courier_json_parse
- * (max_threads is ignored: one thread). Text of more than 4 GiB - 1 bytes is COURIER_E_TOO_LARGE.
- * *out is new: release it with courier_json_tape_free. Any thread. */
+ * (max_threads is ignored: one thread). `data` is borrowed for the call; `options` may be NULL (the
+ * defaults). *out is new: release it with courier_json_tape_free. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL data with a length, NULL out), COURIER_E_JSON (as
+ * courier_json_parse; err says line, column and byte), COURIER_E_TOO_LARGE (more than max_bytes,
+ * or than 4 GiB - 1), COURIER_E_NO_MEMORY. Never crashes on any input. */
 COURIER_API int courier_json_tape_parse(const void *data, size_t len, const courier_json_options *options,
                                         courier_json_tape **out, courier_error *err);
-/* A tape of a value (borrowed; its strings are copied). *out is new (courier_json_tape_free).
+/* A tape of a value (borrowed for the call; its strings are copied). *out is new
+ * (courier_json_tape_free). Any thread that may read the value.
  * Errors: COURIER_E_INVALID_ARGUMENT (NULL), COURIER_E_TOO_LARGE, COURIER_E_NO_MEMORY. */
 COURIER_API int courier_json_tape_from_value(const courier_json *value, courier_json_tape **out, courier_error *err);
-/* Releases a tape. Accepts NULL. */
+/* Releases a tape and everything borrowed from it. Accepts NULL. Any thread, once no other thread
+ * reads it. */
 COURIER_API void courier_json_tape_free(courier_json_tape *tape);
-/* The entries (borrowed) and, in *count (may be NULL), how many. NULL for a NULL tape. */
+/* The entries (borrowed) and, in *count (may be NULL), how many. NULL for a NULL tape. Any thread. */
 COURIER_API const courier_json_tape_entry *courier_json_tape_entries(const courier_json_tape *tape, size_t *count);
-/* The base of STRING entries' offsets (borrowed). NULL for a NULL tape. */
+/* The base of STRING entries' offsets (borrowed). NULL for a NULL tape. Any thread. */
 COURIER_API const uint8_t *courier_json_tape_text(const courier_json_tape *tape);
-/* The index just past the value at `index` (its next sibling's). `index` must be below the count. */
+/* The index just past the value at `index` (its next sibling's). `index` must be below the count
+ * (no error is reported: the tape is not checked). Any thread. */
 COURIER_API size_t courier_json_tape_skip(const courier_json_tape *tape, size_t index);
 /* The index of the value of member `key` of the object at `index`, or 0 when there is none (or the
  * entry is not an object). `hint` (may be NULL) is 0 or what an earlier call on the same object

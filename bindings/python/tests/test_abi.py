@@ -56,3 +56,45 @@ def test_struct_sizes() -> None:
 def test_version() -> None:
     assert courier.library_version_num() >> 16 == 0
     assert courier.library_version().count(".") == 2
+
+
+class _TapeEntry(ctypes.Structure):
+    # courier_json_tape_entry, as the header lays it out (16 bytes)
+    _fields_ = [("type", ctypes.c_uint8), ("flags", ctypes.c_uint8), ("reserved", ctypes.c_uint16),
+                ("length", ctypes.c_uint32), ("payload", ctypes.c_uint64)]
+
+
+def test_json_tape_is_reachable_and_laid_out_as_the_header_says() -> None:
+    # The Swift decoder's parser, through the same library and declarations Python uses.
+    lib = _lib.lib
+    assert ctypes.sizeof(_TapeEntry) == 16
+    text = b'{"id": 7, "name": "caf\\u00e9", "tags": ["a", "b"]}'
+    tape = ctypes.c_void_p()
+    err = _lib.ERROR()
+    assert lib.courier_json_tape_parse(text, len(text), None, ctypes.byref(tape), ctypes.byref(err)) == 0
+    try:
+        count = ctypes.c_size_t()
+        base = lib.courier_json_tape_entries(tape, ctypes.byref(count))
+        entries = ctypes.cast(base, ctypes.POINTER(_TapeEntry))
+        assert count.value == 9  # the object, 3 keys, 7, "café", the array, "a", "b"
+        root = entries[0]
+        assert root.type == 1 and root.length == 3 and root.payload == count.value  # OBJECT
+        assert [entries[k].type for k in range(count.value)] == [1, 3, 4, 3, 3, 3, 2, 3, 3]
+        hint = ctypes.c_size_t(0)
+        i = lib.courier_json_tape_get(tape, 0, b"id", 2, ctypes.byref(hint))
+        assert i and ctypes.c_int64(entries[i].payload).value == 7
+        i = lib.courier_json_tape_get(tape, 0, b"name", 4, ctypes.byref(hint))
+        raw = ctypes.cast(lib.courier_json_tape_text(tape), ctypes.c_void_p).value
+        assert ctypes.string_at(raw + entries[i].payload, entries[i].length).decode() == "café"
+        out = ctypes.c_size_t()
+        assert lib.courier_json_tape_path(tape, 0, b"tags.1", ctypes.byref(out)) == 1
+        assert ctypes.string_at(raw + entries[out.value].payload, entries[out.value].length) == b"b"
+        assert lib.courier_json_tape_get(tape, 0, b"missing", 7, None) == 0
+    finally:
+        lib.courier_json_tape_free(tape)
+    bad = b'{"a": 1,}'
+    tape = ctypes.c_void_p()
+    code = lib.courier_json_tape_parse(bad, len(bad), None, ctypes.byref(tape), ctypes.byref(err))
+    assert code == -22  # COURIER_E_JSON, as courier_json_parse
+    assert b"line" in err.message  # the message says where
+    assert not tape.value
