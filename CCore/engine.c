@@ -318,12 +318,12 @@ static void release_easy(courier_engine *e, cr_transfer *t) {
         /* Pooled handles keep the engine's shared options; one a transfer changed in other ways
          * (a method, a body, progress) starts over. */
         if (t->easy_dirty) {
-            curl_easy_reset(t->easy);
+            cr_easy_reset(t->easy); /* cookies.c */
             cr_transport_base(e, t->easy);
         }
         e->pool[e->npool++] = t->easy;
     } else {
-        curl_easy_cleanup(t->easy);
+        cr_easy_cleanup(t->easy);
     }
     t->easy = NULL;
 }
@@ -385,11 +385,12 @@ static void start_http(courier_engine *e, cr_transfer *t) {
     }
     t->easy = e->npool ? e->pool[--e->npool] : NULL;
     int rc = COURIER_OK;
+    cr_jar_refresh(e); /* cookies.c: what another engine or process wrote to the store's jar */
     if (!t->easy && (t->easy = curl_easy_init()) != NULL) rc = cr_transport_base(e, t->easy);
     if (rc == COURIER_OK) rc = t->easy ? cr_transport_setup(e, t) : COURIER_E_NO_MEMORY;
     if (rc == COURIER_OK && curl_multi_add_handle(e->multi, t->easy) != CURLM_OK) rc = COURIER_E_INTERNAL;
     if (rc != COURIER_OK) {
-        if (t->easy) curl_easy_cleanup(t->easy);
+        cr_easy_cleanup(t->easy);
         t->easy = NULL;
         courier_error err;
         cr_fail(&err, rc, "cannot start the transfer");
@@ -601,6 +602,38 @@ static bool custom_calls_pending(courier_engine *e) {
 
 /* ---- the worker -------------------------------------------------------------------------------- */
 
+/* ---- challenges (auth.c asks the handler; the transfer waits here for the answer) --------------- */
+
+/* A transfer whose 401/407 went to a challenge handler waits on the timer list, due never: cancel
+ * and close find it there like any waiting transfer. */
+static void hold_challenged(courier_engine *e, cr_transfer *t) { timer_push(e, t, INT64_MAX); }
+
+/* The answers given since the last turn: sent again with the credentials, or the held 401/407
+ * delivered. An answer whose transfer is gone (cancelled) is dropped. */
+static void resume_challenged(courier_engine *e) {
+    courier_challenge *ch = cr_challenges_take(e);
+    while (ch) {
+        courier_challenge *next = cr_challenge_next(ch);
+        cr_transfer *t = find_in(e->sched->timers, cr_challenge_id(ch), true);
+        if (!t || !t->held) {
+            cr_challenge_free(ch);
+        } else {
+            timer_unlink(e, t);
+            set_state(e, t, CR_T_NEW);
+            if (cr_challenge_apply(ch, t)) {
+                route(e, t);
+            } else {
+                courier_response *resp = t->held;
+                t->held = NULL;
+                courier_error err;
+                cr_error_clear(&err);
+                after_attempt(e, t, COURIER_OK, resp, &err);
+            }
+        }
+        ch = next;
+    }
+}
+
 static void finish_done(courier_engine *e, CURLMsg *msg) {
     cr_transfer *t = NULL;
     curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
@@ -610,7 +643,12 @@ static void finish_done(courier_engine *e, CURLMsg *msg) {
     courier_error err;
     cr_error_clear(&err);
     int code = cr_transport_result(t, result, &resp, &err);
+    if (t->set_cookie) { /* cookies.c: the jar changed; stored before anyone hears of it */
+        t->set_cookie = 0;
+        cr_jar_save(e);
+    }
     off_wire(e, t);
+    if (code == COURIER_OK && cr_challenge_offer(e, t, resp, hold_challenged)) return; /* auth.c */
     after_attempt(e, t, code, resp, &err);
 }
 
@@ -676,6 +714,7 @@ static void *worker_main(void *arg) {
             finish_custom(e, rev);
             rev = next;
         }
+        resume_challenged(e);
         while (in) {
             cr_transfer *next = in->next;
             in->next = NULL;
@@ -724,7 +763,7 @@ static void *worker_main(void *arg) {
         cr_cache_flush(e, answer_deferred); /* this turn's cache writes, then their answers */
         /* Work the callbacks of this turn handed in (they send without waking the worker). */
         pthread_mutex_lock(&e->lock);
-        bool more = e->incoming_head || e->ncancels || e->cancel_all || e->external_done || e->closing;
+        bool more = e->incoming_head || e->ncancels || e->cancel_all || e->external_done || e->answered || e->closing;
         pthread_mutex_unlock(&e->lock);
         if (more) continue;
         curl_multi_poll(e->multi, NULL, 0, timeout, NULL);
@@ -793,12 +832,14 @@ int courier_engine_set_mock_enabled(courier_engine *e, int enabled) {
 
 static void engine_free(courier_engine *e) {
     if (!e) return;
+    cr_challenges_detach(e); /* auth.c: answers from now on are no-ops */
     cr_journal_close(e); /* journal.c: queued freezes written and answered, before logging and the store go */
     cr_obs_free(e);
-    for (size_t i = 0; i < e->npool; i++) curl_easy_cleanup(e->pool[i]);
+    for (size_t i = 0; i < e->npool; i++) cr_easy_cleanup(e->pool[i]);
     free(e->pool);
     cr_urlh_cache_free(e);
     if (e->multi) curl_multi_cleanup(e->multi);
+    cr_jar_close(e); /* cookies.c: after every easy handle on its share is gone */
     cr_cache_engine_free(e); /* closes the cache's store before a temporary store is removed */
     if (e->store_is_temp && e->store_dir) nftw(e->store_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     free(e->store_dir);
@@ -837,6 +878,7 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
     rc = open_store_dir(e, err);
     if (rc == COURIER_OK) rc = cr_cache_engine_init(e, err);
     if (rc == COURIER_OK) rc = cr_journal_open(e, answer_deferred, err); /* journal.c: frozen requests */
+    if (rc == COURIER_OK) rc = cr_jar_open(e, err); /* cookies.c: the cookie jar, from the store */
     if (rc) {
         engine_free(e);
         return rc;

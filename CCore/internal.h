@@ -174,6 +174,9 @@ struct courier_config {
         long probe_interval_ms;
         char probe[512];
     } frozen;
+    /* Cookies, credentials, proxies, challenge handler (cookies.c, auth.c). */
+    int cookies_off;
+    struct cr_auth *auth; /* NULL: none set */
 };
 
 /* A deep copy (callbacks retained). NULL on no memory. */
@@ -225,6 +228,7 @@ struct courier_request {
         int64_t cache_expiry_s;
         char id[COURIER_FROZEN_ID_MAX + 1]; /* "": generated at freeze time */
     } freeze;
+    struct cr_auth *auth; /* credentials, proxy, challenge handler (auth.c); NULL: the engine's */
 };
 
 struct courier_outgoing {
@@ -305,6 +309,11 @@ typedef struct cr_transfer {
     cr_buf hdr_block;   /* the response's header lines as "name\0value\0"... (transport.c) */
     size_t hdr_count;
     struct cr_freeze_req freeze; /* journal.c: the request's freeze settings (copied at send) */
+    /* Cookies and authentication (cookies.c, auth.c). */
+    struct cr_auth *auth;        /* the request's over the engine's, merged at prepare; NULL: none */
+    int set_cookie;              /* a Set-Cookie line arrived in this attempt (worker) */
+    int challenged;              /* the challenge handler was called for this send */
+    courier_response *held;      /* the 401/407 kept while a challenge waits for its answer */
 } cr_transfer;
 
 /* Builds the final transfer for a request sent on an engine: URL joined and validated, parameters
@@ -406,6 +415,9 @@ struct courier_engine {
     _Atomic(struct cr_obs *) obs; /* logging and monitors (log.c), made on first use; any thread */
     struct cr_journal *journal;   /* frozen requests (journal.c); NULL before open, after close */
     struct cr_monitor *monitor;   /* reachability (monitor.c); owned by the journal's lifetime */
+    struct cr_jar *jar;           /* the cookie jar (cookies.c); NULL when off */
+    struct courier_challenge *challenges; /* guarded by lock: asked, not answered (auth.c) */
+    struct courier_challenge *answered;   /* guarded by lock: answered, for the worker */
 };
 
 /* ==== JSON, mapping, serializers (json.c, mapping.c, serialize.c) ============================= */
@@ -747,5 +759,66 @@ CR_HIDDEN bool cr_monitor_blocks(courier_engine *e, const cr_transfer *t);
 CR_HIDDEN int64_t cr_monitor_tick(courier_engine *e, int64_t mono_ms);
 /* Journal thread: gives a changed state to the listeners. */
 CR_HIDDEN void cr_monitor_dispatch(courier_engine *e);
+
+/* ==== Cookies, credentials, proxies, challenges (cookies.c, auth.c) ========================== */
+
+/* What a configuration or a request says; a transfer holds the two merged. Each group is set or
+ * not as a whole (a request's group replaces the engine's). */
+typedef struct cr_auth {
+    char *user, *password; /* user NULL: no credentials */
+    unsigned schemes;
+    char *proxy_user, *proxy_password;
+    unsigned proxy_schemes;
+    int has_proxy;         /* proxy and no_proxy were set ("" proxy: direct) */
+    char *proxy, *no_proxy;
+    cr_callback *challenge; /* courier_challenge_fn */
+} cr_auth;
+
+/* auth.c */
+CR_HIDDEN void cr_auth_free(cr_auth *a);
+/* The request's groups over the engine's (either may be NULL): *out new, or NULL when nothing is
+ * set. COURIER_OK or COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_auth_merge(const cr_auth *req, const cr_auth *cfg, cr_auth **out);
+CR_HIDDEN cr_auth *cr_auth_copy(const cr_auth *a); /* NULL in or no memory: NULL */
+/* transport.c's options: the engine's proxy on every handle (base), the transfer's own (setup:
+ * credentials, and a proxy that differs from the engine's; sets easy_dirty). CURLcode. */
+CR_HIDDEN int cr_auth_base(const cr_auth *cfg, CURL *h);
+CR_HIDDEN int cr_auth_setup(courier_engine *e, cr_transfer *t);
+/* Worker, when an attempt ends with a response: true when it is a challenge the handler takes
+ * (the handler was called; the transfer must wait off the wire: `hold` puts it there first). */
+CR_HIDDEN bool cr_challenge_offer(courier_engine *e, cr_transfer *t, courier_response *resp,
+                                  void (*hold)(courier_engine *e, cr_transfer *t));
+/* Worker, each turn: the answered challenges (taken under the engine's lock), in answer order;
+ * `resume` is called for each with its transfer id and is given the challenge to consume with
+ * cr_challenge_apply. */
+CR_HIDDEN struct courier_challenge *cr_challenges_take(courier_engine *e);
+/* Applies an answer to t (credentials into t->auth) and frees the challenge; returns true when t
+ * is to be sent again, false when the answer declined (t->held is then the response to deliver). */
+CR_HIDDEN bool cr_challenge_apply(struct courier_challenge *ch, cr_transfer *t);
+CR_HIDDEN uint64_t cr_challenge_id(const struct courier_challenge *ch);
+CR_HIDDEN struct courier_challenge *cr_challenge_next(const struct courier_challenge *ch);
+CR_HIDDEN void cr_challenge_free(struct courier_challenge *ch);
+/* engine_free, first: challenges not answered yet are cut off from the engine (their answers
+ * become no-ops), answered ones not taken are freed. */
+CR_HIDDEN void cr_challenges_detach(courier_engine *e);
+
+/* cookies.c */
+struct cr_jar;
+/* Engine open, after the journal opened: the jar, read from the store (nothing when off). */
+CR_HIDDEN int cr_jar_open(courier_engine *e, courier_error *err);
+CR_HIDDEN void cr_jar_close(courier_engine *e);
+/* transport.c: the jar on a new or reset easy handle (share handle, cookie engine on). */
+CR_HIDDEN int cr_jar_base(courier_engine *e, CURL *h);
+/* curl_easy_cleanup for the engine's easy handles (frees what cr_jar_base left on one). NULL-safe. */
+CR_HIDDEN void cr_easy_cleanup(CURL *h);
+CR_HIDDEN void cr_easy_reset(CURL *h);
+/* Worker, before a transfer goes on the wire: re-reads the store's jar when another engine or
+ * process changed it. */
+CR_HIDDEN void cr_jar_refresh(courier_engine *e);
+/* Worker, after an attempt whose response carried Set-Cookie: writes what changed to the store. */
+CR_HIDDEN void cr_jar_save(courier_engine *e);
+/* journal.c: the journal environment's cookie database, for cookies.c (NULL/0 when none). */
+struct MDB_env;
+CR_HIDDEN int cr_journal_cookie_db(courier_engine *e, struct MDB_env **env, unsigned *dbi);
 
 #endif /* COURIER_INTERNAL_H */

@@ -21,6 +21,8 @@
  *                                               1000+ final answers, written in the transaction that
  *                                               removes the request
  *   meta    "format" -> u32
+ *   cookies "domain\tpath\tname"         -> the cookie as a Netscape cookie-file line; "" -> the jar's
+ *                                               generation (u64, +1 at every write): cookies.c's
  * Sequence numbers are the last key + 1 (no counter to rewrite). Expiry is checked when a record
  * comes due, and by a scan of every record once per poll interval.
  *
@@ -300,6 +302,7 @@ typedef struct jenv {
     char *dir;
     MDB_env *env;
     MDB_dbi db_req, db_ids, db_due, db_hostq, db_outcome, db_meta;
+    MDB_dbi db_cookies; /* cookies.c's: the engine's cookie jar */
     pthread_mutex_t lock; /* nonces */
     uint32_t *nonces;     /* the journals of this process open on it */
     size_t nnonces, capnonces;
@@ -394,7 +397,8 @@ static int jenv_open_env(jenv *v, const char **why) {
         MDB_dbi *dbi;
     } dbs[] = {{"req", &v->db_req},       {"ids", &v->db_ids},
                {"due", &v->db_due},       {"hostq", &v->db_hostq},
-               {"outcome", &v->db_outcome}, {"meta", &v->db_meta}};
+               {"outcome", &v->db_outcome}, {"meta", &v->db_meta},
+               {"cookies", &v->db_cookies}};
     for (size_t i = 0; i < sizeof dbs / sizeof dbs[0] && rc == 0; i++)
         rc = mdb_dbi_open(txn, dbs[i].name, MDB_CREATE, dbs[i].dbi);
     if (rc) {
@@ -3589,5 +3593,14 @@ int courier_frozen_get_info(const courier_frozen *f, courier_frozen_info *out, s
     if (!f || !out) return COURIER_E_INVALID_ARGUMENT;
     memcpy(out, &f->info, size < sizeof f->info ? size : sizeof f->info);
     if (size >= sizeof out->size) out->size = size < sizeof f->info ? size : sizeof f->info;
+    return COURIER_OK;
+}
+
+/* ==== the cookie jar's database (cookies.c) ==================================================== */
+
+int cr_journal_cookie_db(courier_engine *e, MDB_env **env, unsigned *dbi) {
+    if (!e->journal || !e->journal->env) return COURIER_E_STORE;
+    *env = e->journal->env->env;
+    *dbi = e->journal->env->db_cookies;
     return COURIER_OK;
 }

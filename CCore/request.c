@@ -44,6 +44,7 @@ void courier_config_free(courier_config *c) {
     cr_callback_release(c->clock); /* cache.c */
     cr_jconf_free(c->jconf);
     cr_sched_conf_free(c->sched);
+    cr_auth_free(c->auth); /* auth.c */
     free(c);
 }
 
@@ -60,6 +61,11 @@ courier_config *cr_config_copy(const courier_config *src) {
     c->clock = cr_callback_retain(src->clock); /* cache.c */
     c->jconf = NULL;
     c->sched = NULL;
+    c->auth = NULL;
+    if (src->auth && !(c->auth = cr_auth_copy(src->auth))) {
+        courier_config_free(c);
+        return NULL;
+    }
     if (src->sched && !(c->sched = cr_sched_conf_copy(src->sched))) {
         courier_config_free(c);
         return NULL;
@@ -199,6 +205,7 @@ void courier_request_free(courier_request *r) {
     free(r->download_path);
     cr_callback_release(r->progress);
     cr_cache_req_free(r->cache); /* cache.c */
+    cr_auth_free(r->auth);       /* auth.c */
     free(r);
 }
 
@@ -457,6 +464,8 @@ void cr_transfer_free(cr_transfer *t) {
     free(t->download_path);
     cr_callback_release(t->progress);
     cr_cache_xfer_free(t->cache); /* cache.c */
+    cr_auth_free(t->auth);        /* auth.c */
+    courier_response_free(t->held);
     free(t);
 }
 
@@ -561,6 +570,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
     t->engine = e;
     if (r->jspec && !(t->jspec = cr_jspec_copy(r->jspec))) goto fail;
+    if (cr_auth_merge(r->auth, cfg->auth, &t->auth)) goto fail; /* auth.c: credentials, proxy, handler */
     if ((rc = cr_transfer_copy_transfers(r, t, multipart ? &params : NULL, err)) != COURIER_OK) {
         cr_kvlist_clear(&params);
         cr_buf_free(&enc);

@@ -16,6 +16,7 @@ int cr_code_from_curl(CURLcode c) {
     case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_URL_MALFORMAT: return COURIER_E_INVALID_URL;
     case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_PROXY: return COURIER_E_PROXY;
     case CURLE_COULDNT_RESOLVE_HOST: return COURIER_E_CANNOT_RESOLVE;
     case CURLE_COULDNT_CONNECT: return COURIER_E_CANNOT_CONNECT;
     case CURLE_OPERATION_TIMEDOUT: return COURIER_E_TIMEOUT;
@@ -82,6 +83,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *user) {
 static size_t on_header(char *data, size_t size, size_t n, void *user) {
     cr_transfer *t = user;
     size_t len = size * n;
+    if (len > 11 && strncasecmp(data, "Set-Cookie:", 11) == 0) t->set_cookie = 1; /* the jar changes */
     if (len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
         t->hdr_block.len = 0;
         t->hdr_count = 0;
@@ -173,8 +175,11 @@ int cr_transport_base(courier_engine *e, CURL *h) {
     if (cfg->ca_file) SET(CURLOPT_CAINFO, cfg->ca_file);
     if (cfg->pinned_key) SET(CURLOPT_PINNEDPUBLICKEY, cfg->pinned_key);
     /* libcurl reads the proxy variables from the environment on every transfer. When the process
-     * has none (checked once, when the engine opened), say so once instead. */
+     * has none (checked once, when the engine opened), say so once instead. The engine's own proxy
+     * replaces both (auth.c). */
     if (!e->proxy_env) SET(CURLOPT_PROXY, "");
+    if (c == CURLE_OK) c = (CURLcode)cr_auth_base(cfg->auth, h);
+    if (c == CURLE_OK && cr_jar_base(e, h) != COURIER_OK) c = CURLE_OUT_OF_MEMORY; /* cookies.c: the jar */
     if (c == CURLE_OK) return COURIER_OK;
     return c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL;
 }
@@ -323,6 +328,7 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     t->watch_progress = t->progress || cr_event_wants(e, COURIER_EVENT_PROGRESS);
     /* Anything but a plain GET leaves options a later GET must not inherit: mark the handle. */
     t->easy_dirty = !(strcmp(t->method, "GET") == 0 && !t->has_body && !t->parts && !t->body_file && !t->watch_progress);
+    if (c == CURLE_OK) c = (CURLcode)cr_auth_setup(e, t); /* auth.c: credentials, the request's proxy */
     if (strcmp(t->method, "GET") == 0 && !t->has_body) {
         SET(CURLOPT_HTTPGET, 1L);
     } else if (strcmp(t->method, "HEAD") == 0) {
@@ -405,6 +411,12 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
         courier_error ignored;
         cr_transfer_done(t, result, NULL, &ignored); /* closes files; a part file stays for resume */
         int code = cr_code_from_curl(result);
+        long connect_code = 0; /* a proxy that refused the tunnel (CONNECT answered 407, 403...) */
+        curl_easy_getinfo(t->easy, CURLINFO_HTTP_CONNECTCODE, &connect_code);
+        if (connect_code >= 300) {
+            code = COURIER_E_PROXY;
+            status = connect_code;
+        }
         if (t->too_large) code = COURIER_E_TOO_LARGE;
         else if (t->oom) code = COURIER_E_NO_MEMORY;
         else if (result == CURLE_WRITE_ERROR && t->download_path && t->download_mode != 3) code = COURIER_E_STORE;

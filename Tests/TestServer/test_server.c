@@ -100,6 +100,8 @@ struct conn {
     header *hdrs;
     size_t hdr_cap;
     long served;                /* requests parsed on this connection */
+    char socks[300];            /* "host:port" a SOCKS5 client asked for on this connection, else "" */
+    char socks_user[128];       /* the SOCKS5 username/password it gave ("user:pass"), else "" */
 };
 
 typedef struct {
@@ -113,6 +115,7 @@ typedef struct {
     size_t nhdrs;
     char *body;                 /* malloc'd or NULL */
     size_t body_len;
+    char absolute[1024];        /* the target when it came in absolute-form (a proxy request), else "" */
 } request;
 
 /* Growable byte string, always NUL-terminated when non-empty. */
@@ -683,7 +686,9 @@ static int parse_request_line(char *line, request *rq)
 
     /* absolute-form ("http://host/path"): keep only the path */
     char *path = target;
+    rq->absolute[0] = '\0';
     if (strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0) {
+        snprintf(rq->absolute, sizeof rq->absolute, "%s", target);
         char *slash = strchr(strstr(path, "://") + 3, '/');
         if (!slash) {
             char *q = strchr(strstr(path, "://") + 3, '?');
@@ -1051,7 +1056,18 @@ static int h_echo(conn *c, request *rq, response *rs)
     }
     sb_puts(b, "],\"body\":");
     sb_json_str(b, rq->body, rq->body_len);
-    sb_printf(b, ",\"body_length\":%zu,\"connection\":%ld}", rq->body_len, c->served);
+    sb_printf(b, ",\"body_length\":%zu,\"connection\":%ld", rq->body_len, c->served);
+    if (rq->absolute[0]) { /* a proxy request, and what a SOCKS5 client asked for */
+        sb_puts(b, ",\"proxy_target\":");
+        sb_json_str(b, rq->absolute, strlen(rq->absolute));
+    }
+    if (c->socks[0]) {
+        sb_puts(b, ",\"socks\":");
+        sb_json_str(b, c->socks, strlen(c->socks));
+        sb_puts(b, ",\"socks_user\":");
+        sb_json_str(b, c->socks_user, strlen(c->socks_user));
+    }
+    sb_puts(b, "}");
     return ACT_SEND;
 }
 
@@ -1393,11 +1409,388 @@ static const char *after(const char *path, const char *prefix)
     return strncmp(path, prefix, n) == 0 ? path + n : NULL;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Cookies, authentication, proxies                                         */
+
+/* /cookies/set?n=v&... : Set-Cookie n=v; Path=/ for each pair, then 302 to /cookies.
+   /cookies/delete?n&... : Set-Cookie n=; Max-Age=0; Path=/ for each, then 302 to /cookies.
+   /cookies : {"cookie":"<the Cookie header, or empty>"}. */
+static int h_cookies(request *rq, response *rs)
+{
+    const char *p = rq->path;
+    int set = strcmp(p, "/cookies/set") == 0, del = strcmp(p, "/cookies/delete") == 0;
+    if (set || del) {
+        query q;
+        if (query_parse(rq->query, &q))
+            return ACT_ABORT;
+        for (size_t i = 0; i < q.n; i++) {
+            const qpair *qp = &q.pairs[i];
+            if (!is_token(qp->key, qp->klen) || !header_safe(qp->val, qp->vlen) || memchr(qp->val, ';', qp->vlen)) {
+                query_free(&q);
+                rs->hdr.len = 0;
+                json_error(rs, 400, "bad cookie");
+                return ACT_SEND;
+            }
+            sb_puts(&rs->hdr, "Set-Cookie: ");
+            sb_put(&rs->hdr, qp->key, qp->klen);
+            sb_puts(&rs->hdr, "=");
+            if (set)
+                sb_put(&rs->hdr, qp->val, qp->vlen);
+            sb_puts(&rs->hdr, del ? "; Max-Age=0; Path=/\r\n" : "; Path=/\r\n");
+        }
+        query_free(&q);
+        rs->status = 302;
+        sb_puts(&rs->hdr, "Location: /cookies\r\n");
+        return ACT_SEND;
+    }
+    if (strcmp(p, "/cookies") != 0) {
+        json_error(rs, 404, "not found");
+        return ACT_SEND;
+    }
+    const char *cookie = find_header(rq, "Cookie");
+    rs->status = 200;
+    rs->ctype = "application/json";
+    sb_puts(&rs->body, "{\"cookie\":");
+    sb_json_str(&rs->body, cookie ? cookie : "", cookie ? strlen(cookie) : 0);
+    sb_puts(&rs->body, "}");
+    return ACT_SEND;
+}
+
+/* MD5 (RFC 1321), for checking Digest answers. */
+typedef struct {
+    uint32_t a, b, c, d;
+    uint64_t len;
+    unsigned char buf[64];
+} md5_ctx;
+
+static uint32_t rol32(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
+
+static void md5_block(md5_ctx *m, const unsigned char *p)
+{
+    static const uint32_t K[64] = {
+        0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a, 0xa8304613, 0xfd469501,
+        0x698098d8, 0x8b44f7af, 0xffff5bb1, 0x895cd7be, 0x6b901122, 0xfd987193, 0xa679438e, 0x49b40821,
+        0xf61e2562, 0xc040b340, 0x265e5a51, 0xe9b6c7aa, 0xd62f105d, 0x02441453, 0xd8a1e681, 0xe7d3fbc8,
+        0x21e1cde6, 0xc33707d6, 0xf4d50d87, 0x455a14ed, 0xa9e3e905, 0xfcefa3f8, 0x676f02d9, 0x8d2a4c8a,
+        0xfffa3942, 0x8771f681, 0x6d9d6122, 0xfde5380c, 0xa4beea44, 0x4bdecfa9, 0xf6bb4b60, 0xbebfbc70,
+        0x289b7ec6, 0xeaa127fa, 0xd4ef3085, 0x04881d05, 0xd9d4d039, 0xe6db99e5, 0x1fa27cf8, 0xc4ac5665,
+        0xf4292244, 0x432aff97, 0xab9423a7, 0xfc93a039, 0x655b59c3, 0x8f0ccc92, 0xffeff47d, 0x85845dd1,
+        0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1, 0xf7537e82, 0xbd3af235, 0x2ad7d2bb, 0xeb86d391};
+    static const int R[64] = {7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
+                              5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20,
+                              4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
+                              6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21};
+    uint32_t w[16];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[i * 4] | (uint32_t)p[i * 4 + 1] << 8 | (uint32_t)p[i * 4 + 2] << 16 |
+               (uint32_t)p[i * 4 + 3] << 24;
+    uint32_t a = m->a, b = m->b, c = m->c, d = m->d;
+    for (int i = 0; i < 64; i++) {
+        uint32_t f;
+        int g;
+        if (i < 16) {
+            f = (b & c) | (~b & d);
+            g = i;
+        } else if (i < 32) {
+            f = (d & b) | (~d & c);
+            g = (5 * i + 1) % 16;
+        } else if (i < 48) {
+            f = b ^ c ^ d;
+            g = (3 * i + 5) % 16;
+        } else {
+            f = c ^ (b | ~d);
+            g = (7 * i) % 16;
+        }
+        uint32_t t = d;
+        d = c;
+        c = b;
+        b = b + rol32(a + f + K[i] + w[g], R[i]);
+        a = t;
+    }
+    m->a += a;
+    m->b += b;
+    m->c += c;
+    m->d += d;
+}
+
+/* The lowercase hex MD5 of the parts joined by ':' (out: 33 bytes). */
+static void md5_hex_join(char out[33], const char *const *parts, size_t n)
+{
+    md5_ctx m = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0, {0}};
+    for (size_t i = 0; i < n; i++) {
+        const char *s = parts[i];
+        size_t len = strlen(s);
+        for (size_t k = 0; k <= len; k++) {
+            unsigned char ch;
+            if (k == len) {
+                if (i + 1 == n)
+                    break;
+                ch = ':';
+            } else {
+                ch = (unsigned char)s[k];
+            }
+            m.buf[m.len++ % 64] = ch;
+            if (m.len % 64 == 0)
+                md5_block(&m, m.buf);
+        }
+    }
+    uint64_t bits = m.len * 8;
+    size_t used = m.len % 64;
+    m.buf[used++] = 0x80;
+    if (used > 56) {
+        memset(m.buf + used, 0, 64 - used);
+        md5_block(&m, m.buf);
+        used = 0;
+    }
+    memset(m.buf + used, 0, 56 - used);
+    for (int i = 0; i < 8; i++)
+        m.buf[56 + i] = (unsigned char)(bits >> (8 * i));
+    md5_block(&m, m.buf);
+    uint32_t v[4] = {m.a, m.b, m.c, m.d};
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", (v[i / 4] >> (8 * (i % 4))) & 0xff);
+}
+
+/* A parameter of an auth-param list (name=value or name="value"), copied into out; 0 if found. */
+static int auth_param(const char *v, const char *name, char *out, size_t size)
+{
+    size_t nl = strlen(name);
+    const char *p = v;
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == '\t')
+            p++;
+        const char *eq = strchr(p, '=');
+        if (!eq)
+            return -1;
+        const char *key = p;
+        size_t klen = (size_t)(eq - p);
+        while (klen && key[klen - 1] == ' ')
+            klen--;
+        p = eq + 1;
+        while (*p == ' ')
+            p++;
+        const char *val = p;
+        size_t vlen;
+        if (*p == '"') {
+            val = ++p;
+            while (*p && *p != '"')
+                p += (*p == '\\' && p[1]) ? 2 : 1;
+            vlen = (size_t)(p - val);
+            if (*p)
+                p++;
+        } else {
+            while (*p && *p != ',')
+                p++;
+            vlen = (size_t)(p - val);
+            while (vlen && val[vlen - 1] == ' ')
+                vlen--;
+        }
+        if (klen == nl && strncasecmp(key, name, nl) == 0) {
+            if (vlen >= size)
+                return -1;
+            memcpy(out, val, vlen);
+            out[vlen] = '\0';
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static void base64_of(const char *s, char *out, size_t size)
+{
+    size_t n = strlen(s), o = 0;
+    for (size_t i = 0; i < n && o + 5 < size; i += 3) {
+        uint32_t v = (uint32_t)(unsigned char)s[i] << 16;
+        if (i + 1 < n) v |= (uint32_t)(unsigned char)s[i + 1] << 8;
+        if (i + 2 < n) v |= (unsigned char)s[i + 2];
+        out[o++] = b64chars[(v >> 18) & 63];
+        out[o++] = b64chars[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? b64chars[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < n ? b64chars[v & 63] : '=';
+    }
+    out[o] = '\0';
+}
+
+#define AUTH_BASIC 1
+#define AUTH_DIGEST 2
+#define AUTH_REALM "courier"
+#define AUTH_NONCE "dcd98b7102dd2f0e8b11d0f600bfb0c093"
+#define AUTH_OPAQUE "5ccc069c403ebaf9f0171e9517f40e41"
+
+/* Checks an Authorization value against user and password for the schemes allowed; the scheme
+   that passed, or 0. Digest per RFC 7616 with MD5 and qop=auth (and RFC 2069's form without qop):
+   the username, realm, nonce and uri must be the ones of this request, and the response
+   MD5(MD5(user:realm:pass):nonce:nc:cnonce:qop:MD5(method:uri)). */
+static int auth_check(const request *rq, const char *v, const char *user, const char *pass, int schemes)
+{
+    if (!v)
+        return 0;
+    if ((schemes & AUTH_BASIC) && strncasecmp(v, "Basic ", 6) == 0) {
+        char plain[512], want[700];
+        snprintf(plain, sizeof plain, "%s:%s", user, pass);
+        base64_of(plain, want, sizeof want);
+        return strcmp(v + 6, want) == 0 ? AUTH_BASIC : 0;
+    }
+    if ((schemes & AUTH_DIGEST) && strncasecmp(v, "Digest ", 7) == 0) {
+        const char *d = v + 7;
+        char username[256], realm[256], nonce[256], uri[2048], response[64], qop[32], nc[32], cnonce[256],
+            alg[32] = "MD5";
+        if (auth_param(d, "username", username, sizeof username) || auth_param(d, "realm", realm, sizeof realm) ||
+            auth_param(d, "nonce", nonce, sizeof nonce) || auth_param(d, "uri", uri, sizeof uri) ||
+            auth_param(d, "response", response, sizeof response))
+            return 0;
+        auth_param(d, "algorithm", alg, sizeof alg);
+        if (strcmp(username, user) != 0 || strcmp(realm, AUTH_REALM) != 0 || strcmp(nonce, AUTH_NONCE) != 0 ||
+            strcasecmp(alg, "MD5") != 0)
+            return 0;
+        char target[2048];
+        snprintf(target, sizeof target, "%s%s%s", rq->path, rq->query[0] ? "?" : "", rq->query);
+        if (strcmp(uri, target) != 0)
+            return 0;
+        char ha1[33], ha2[33], want[33];
+        const char *p1[] = {user, AUTH_REALM, pass};
+        md5_hex_join(ha1, p1, 3);
+        const char *p2[] = {rq->method, uri};
+        md5_hex_join(ha2, p2, 2);
+        if (auth_param(d, "qop", qop, sizeof qop) == 0) {
+            if (strcmp(qop, "auth") != 0 || auth_param(d, "nc", nc, sizeof nc) ||
+                auth_param(d, "cnonce", cnonce, sizeof cnonce))
+                return 0;
+            const char *p3[] = {ha1, nonce, nc, cnonce, qop, ha2};
+            md5_hex_join(want, p3, 6);
+        } else {
+            const char *p3[] = {ha1, nonce, ha2};
+            md5_hex_join(want, p3, 3);
+        }
+        return strcasecmp(response, want) == 0 ? AUTH_DIGEST : 0;
+    }
+    return 0;
+}
+
+/* /basic-auth/{user}/{pass}, /digest-auth/{user}/{pass}, /any-auth/{user}/{pass} (either):
+   200 {"authenticated":true,"user":U,"scheme":"Basic"|"Digest"} when the Authorization header
+   answers one of the route's schemes with those credentials, else 401 with a WWW-Authenticate
+   challenge per scheme and {"authenticated":false}. */
+static int h_auth(request *rq, const char *arg, int schemes, response *rs)
+{
+    char user[256], pass[256];
+    const char *slash = strchr(arg, '/');
+    if (!slash || (size_t)(slash - arg) >= sizeof user || strlen(slash + 1) >= sizeof pass) {
+        json_error(rs, 400, "bad parameter");
+        return ACT_SEND;
+    }
+    memcpy(user, arg, (size_t)(slash - arg));
+    user[slash - arg] = '\0';
+    snprintf(pass, sizeof pass, "%s", slash + 1);
+    int ok = auth_check(rq, find_header(rq, "Authorization"), user, pass, schemes);
+    rs->ctype = "application/json";
+    if (ok) {
+        rs->status = 200;
+        sb_puts(&rs->body, "{\"authenticated\":true,\"user\":");
+        sb_json_str(&rs->body, user, strlen(user));
+        sb_printf(&rs->body, ",\"scheme\":\"%s\"}", ok == AUTH_BASIC ? "Basic" : "Digest");
+        return ACT_SEND;
+    }
+    rs->status = 401;
+    if (schemes & AUTH_DIGEST)
+        sb_puts(&rs->hdr, "WWW-Authenticate: Digest realm=\"" AUTH_REALM "\", qop=\"auth\", nonce=\"" AUTH_NONCE
+                          "\", opaque=\"" AUTH_OPAQUE "\", algorithm=MD5\r\n");
+    if (schemes & AUTH_BASIC)
+        sb_puts(&rs->hdr, "WWW-Authenticate: Basic realm=\"" AUTH_REALM "\"\r\n");
+    sb_puts(&rs->body, "{\"authenticated\":false}");
+    return ACT_SEND;
+}
+
+/* A request in absolute-form (the server as a forward proxy) to a host whose name starts with
+   "proxy-auth." needs Proxy-Authorization: Basic for proxyuser:proxypass, else 407. */
+static int proxy_refuses(request *rq, response *rs)
+{
+    const char *host = strstr(rq->absolute, "://");
+    if (!host || strncasecmp(host + 3, "proxy-auth.", 11) != 0)
+        return 0;
+    const char *v = find_header(rq, "Proxy-Authorization");
+    if (v && strcmp(v, "Basic cHJveHl1c2VyOnByb3h5cGFzcw==") == 0)
+        return 0;
+    rs->status = 407;
+    rs->ctype = "application/json";
+    sb_puts(&rs->hdr, "Proxy-Authenticate: Basic realm=\"proxy\"\r\n");
+    sb_puts(&rs->body, "{\"error\":\"proxy authentication required\"}");
+    return 1;
+}
+
+/* A SOCKS5 greeting (RFC 1928; username/password per RFC 1929) at the start of a connection: the
+   server answers it as a SOCKS5 proxy that "connects" to itself, records what was asked for, and
+   serves HTTP on the connection. 0: done or not SOCKS; -1: close. */
+static int socks5_accept(conn *c)
+{
+    if (c->rend == c->rstart && conn_fill(c) <= 0)
+        return -1;
+    if ((unsigned char)c->rbuf[c->rstart] != 5)
+        return 0;
+    unsigned char hdr[4], methods[255], len;
+    if (conn_read_exact(c, (char *)hdr, 2) || conn_read_exact(c, (char *)methods, hdr[1]))
+        return -1;
+    int userpass = memchr(methods, 2, hdr[1]) != NULL;
+    unsigned char reply[2] = {5, (unsigned char)(userpass ? 2 : memchr(methods, 0, hdr[1]) ? 0 : 0xff)};
+    if (send_all(c, reply, 2) || reply[1] == 0xff)
+        return -1;
+    if (userpass) {
+        char user[256], pass[256];
+        if (conn_read_exact(c, (char *)hdr, 2) || conn_read_exact(c, user, hdr[1]) ||
+            conn_read_exact(c, (char *)&len, 1) || conn_read_exact(c, pass, len))
+            return -1;
+        user[hdr[1]] = '\0';
+        pass[len] = '\0';
+        snprintf(c->socks_user, sizeof c->socks_user, "%s:%s", user, pass);
+        unsigned char ok[2] = {1, 0};
+        if (send_all(c, ok, 2))
+            return -1;
+    }
+    char host[256];
+    unsigned char port[2];
+    if (conn_read_exact(c, (char *)hdr, 4) || hdr[1] != 1)
+        return -1;
+    if (hdr[3] == 1) {
+        unsigned char a[4];
+        if (conn_read_exact(c, (char *)a, 4))
+            return -1;
+        snprintf(host, sizeof host, "%u.%u.%u.%u", a[0], a[1], a[2], a[3]);
+    } else if (hdr[3] == 3) {
+        if (conn_read_exact(c, (char *)&len, 1) || conn_read_exact(c, host, len))
+            return -1;
+        host[len] = '\0';
+    } else if (hdr[3] == 4) {
+        unsigned char a[16];
+        if (conn_read_exact(c, (char *)a, 16))
+            return -1;
+        snprintf(host, sizeof host, "[ipv6]");
+    } else {
+        return -1;
+    }
+    if (conn_read_exact(c, (char *)port, 2))
+        return -1;
+    snprintf(c->socks, sizeof c->socks, "%s:%u", host, (unsigned)(port[0] << 8 | port[1]));
+    static const unsigned char done[10] = {5, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+    return send_all(c, done, sizeof done) ? -1 : 0;
+}
+
 static int dispatch(conn *c, request *rq, response *rs, long path_n, int closing)
 {
     const char *p = rq->path, *arg;
     cts_server *s = c->srv;
 
+    if (rq->absolute[0] && proxy_refuses(rq, rs))
+        return ACT_SEND;
+    if (strcmp(p, "/cookies") == 0 || after(p, "/cookies/"))
+        return h_cookies(rq, rs);
+    if ((arg = after(p, "/basic-auth/")))
+        return h_auth(rq, arg, AUTH_BASIC, rs);
+    if ((arg = after(p, "/digest-auth/")))
+        return h_auth(rq, arg, AUTH_DIGEST, rs);
+    if ((arg = after(p, "/any-auth/")))
+        return h_auth(rq, arg, AUTH_BASIC | AUTH_DIGEST, rs);
     if (strcmp(p, "/echo") == 0 || after(p, "/echo/"))
         return h_echo(c, rq, rs);
     if ((arg = after(p, "/status/")))
@@ -1470,6 +1863,8 @@ static void *conn_main(void *arg)
     int act = ACT_ABORT;
 
     while (!is_stopping(s)) {
+        if (c->served == 0 && socks5_accept(c) != 0)
+            break; /* a SOCKS5 greeting that went wrong (or EOF) */
         request rq;
         int st = read_request(c, &rq);
         if (st == RR_CLOSE) {

@@ -52,6 +52,23 @@
  *   /json                  a fixed small JSON document.
  *   /slow-body/{ms}        Content-Length: 100; sends 50 bytes, waits ms, sends 50 more.
  *                          Body byte i = 'a' + i % 26 (text/plain).
+ *   /cookies/set?N=V&...   302 to /cookies with "Set-Cookie: N=V; Path=/" per pair.
+ *   /cookies/delete?N&...  302 to /cookies with "Set-Cookie: N=; Max-Age=0; Path=/" per name.
+ *   /cookies               200 {"cookie":"<the request's Cookie header, or empty>"}.
+ *   /basic-auth/{u}/{p}    200 {"authenticated":true,"user":U,"scheme":"Basic"} when Authorization
+ *                          is Basic for u:p, else 401 with WWW-Authenticate: Basic realm="courier".
+ *   /digest-auth/{u}/{p}   the same for Digest (RFC 7616, MD5, qop=auth, or RFC 2069 without qop):
+ *                          the answer is checked (username, realm, nonce, uri = this request's
+ *                          target, response); "scheme":"Digest".
+ *   /any-auth/{u}/{p}      offers Digest and Basic (two challenges), accepts either.
+ *   As a forward proxy: a request in absolute-form ("GET http://host/path") is served by its path;
+ *                          /echo adds "proxy_target" (the absolute target). A host starting with
+ *                          "proxy-auth." needs Proxy-Authorization: Basic for proxyuser:proxypass,
+ *                          else 407 with Proxy-Authenticate: Basic realm="proxy".
+ *   As a SOCKS5 proxy: a connection that starts with a SOCKS5 greeting (no authentication, or
+ *                          username/password) gets "connected" to the server itself and then served
+ *                          HTTP; /echo adds "socks" ("host:port" asked for) and "socks_user"
+ *                          ("user:pass", or "").
  *   anything else          404 {"error":"not found"}.
  * A malformed number in a path ("/delay/x") gets 400 {"error":"bad parameter"}.
  */

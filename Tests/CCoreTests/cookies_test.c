@@ -1,0 +1,379 @@
+/*
+ * cookies_test.c — the engine's cookie jar over the loopback server: cookies a server sets come back
+ * (across a redirect, across requests), survive an engine restart on the same store, are seen by a
+ * second engine and by another process on the same store, follow libcurl's rules for Secure,
+ * expiry and public suffixes (through the test server as a forward proxy, so the host is not
+ * localhost), the API (list, set, remove, clear) and its errors, and the jar turned off.
+ */
+#include "harness.h"
+
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static courier_engine *open_on(const char *store, int cookies_off, const char *proxy) {
+    courier_config *cfg = NULL;
+    courier_engine *e = NULL;
+    courier_error err;
+    if (courier_config_new(&cfg) != COURIER_OK) return NULL;
+    courier_config_set_base_url(cfg, th_base());
+    if (store) courier_config_set_store_dir(cfg, store);
+    if (cookies_off) courier_config_set_cookies(cfg, 0);
+    if (proxy) courier_config_set_proxy(cfg, proxy, NULL);
+    if (courier_engine_open(&e, cfg, &err) != COURIER_OK) th_fail(__FILE__, __LINE__, "open: %s", err.message);
+    courier_config_free(cfg);
+    return e;
+}
+
+/* GETs target; returns the body (caller frees) and the status in *status; NULL on a transport error. */
+static char *get(courier_engine *e, const char *target, int *status) {
+    courier_request *r = NULL;
+    courier_response *resp = NULL;
+    if (courier_request_new(&r, "GET", target) != COURIER_OK) return NULL;
+    courier_error err;
+    int rc = courier_send_sync(e, r, &resp, &err);
+    courier_request_free(r);
+    if (rc != COURIER_OK && rc != COURIER_E_HTTP_STATUS) {
+        th_fail(__FILE__, __LINE__, "GET %s: %d (%s)", target, rc, err.message);
+        return NULL;
+    }
+    if (status) *status = courier_response_status(resp);
+    size_t len = 0;
+    const uint8_t *body = courier_response_body(resp, &len);
+    char *copy = strndup((const char *)body, len);
+    courier_response_free(resp);
+    return copy;
+}
+
+/* The Cookie header /cookies received, as its JSON text ({"cookie":"..."}). */
+static char *cookies_seen(courier_engine *e, const char *base) {
+    char url[300];
+    snprintf(url, sizeof url, "%s/cookies", base ? base : th_base());
+    return get(e, url, NULL);
+}
+
+static int list_count(courier_engine *e) {
+    courier_cookie_list *l = NULL;
+    if (courier_cookies_list(e, &l, NULL) != COURIER_OK) return -1;
+    int n = (int)courier_cookie_list_count(l);
+    courier_cookie_list_free(l);
+    return n;
+}
+
+/* The value of the cookie named `name` in the jar ("" when absent; static buffer). */
+static const char *jar_value(courier_engine *e, const char *name, courier_cookie *found) {
+    static char value[256];
+    value[0] = '\0';
+    courier_cookie_list *l = NULL;
+    if (courier_cookies_list(e, &l, NULL) != COURIER_OK) return "(error)";
+    for (size_t i = 0; i < courier_cookie_list_count(l); i++) {
+        courier_cookie c;
+        courier_cookie_list_at(l, i, &c, sizeof c);
+        if (strcmp(c.name, name) == 0) {
+            snprintf(value, sizeof value, "%s", c.value);
+            if (found) *found = c; /* strings dangle after the free: callers use the numbers only */
+        }
+    }
+    courier_cookie_list_free(l);
+    return value;
+}
+
+static void test_server_cookie_comes_back_across_redirect_and_requests(void) {
+    courier_engine *e = open_on(NULL, 0, NULL);
+    REQUIRE(e);
+    /* /cookies/set answers 302 to /cookies: the cookie set by the first hop reaches the second. */
+    char *body = get(e, "/cookies/set?session=abc&theme=dark", NULL);
+    CHECK_CONTAINS(body, "session=abc");
+    CHECK_CONTAINS(body, "theme=dark");
+    free(body);
+    body = cookies_seen(e, NULL); /* a later request of the same engine */
+    CHECK_CONTAINS(body, "session=abc");
+    free(body);
+    CHECK_STR(jar_value(e, "theme", NULL), "dark");
+    /* The server removes one (Max-Age=0): gone from the requests and from the jar. */
+    body = get(e, "/cookies/delete?theme", NULL);
+    CHECK(body && !strstr(body, "theme"));
+    CHECK_CONTAINS(body, "session=abc");
+    free(body);
+    CHECK_STR(jar_value(e, "theme", NULL), "");
+    CHECK_EQ(list_count(e), 1);
+    courier_engine_close(e);
+}
+
+static void test_jar_survives_restart_on_the_same_store(void) {
+    const char *store = th_tmpdir();
+    courier_engine *e = open_on(store, 0, NULL);
+    REQUIRE(e);
+    free(get(e, "/cookies/set?kept=yes", NULL));
+    courier_cookie c;
+    courier_cookie_init(&c, COURIER_COOKIE_VERSION);
+    c.domain = "127.0.0.1";
+    c.name = "api";
+    c.value = "v1";
+    c.expires = (int64_t)time(NULL) + 3600;
+    c.http_only = 1;
+    CHECK_EQ(courier_cookies_set(e, &c, NULL), COURIER_OK);
+    courier_engine_close(e);
+
+    e = open_on(store, 0, NULL);
+    REQUIRE(e);
+    char *body = cookies_seen(e, NULL);
+    CHECK_CONTAINS(body, "kept=yes");
+    CHECK_CONTAINS(body, "api=v1");
+    free(body);
+    courier_cookie got;
+    CHECK_STR(jar_value(e, "api", &got), "v1");
+    CHECK_EQ(got.expires, c.expires);
+    CHECK_EQ(got.http_only, 1);
+    CHECK_EQ(got.include_subdomains, 0);
+    CHECK_EQ(got.secure, 0);
+    courier_engine_close(e);
+}
+
+static void test_two_engines_on_one_store_share_the_jar(void) {
+    const char *store = th_tmpdir();
+    courier_engine *a = open_on(store, 0, NULL), *b = open_on(store, 0, NULL);
+    REQUIRE(a && b);
+    free(get(b, "/cookies", NULL)); /* b has read the store already */
+    free(get(a, "/cookies/set?from=a", NULL));
+    char *body = cookies_seen(b, NULL); /* b re-reads what a wrote before sending */
+    CHECK_CONTAINS(body, "from=a");
+    free(body);
+    /* Each writes its own cookie; neither loses the other's. */
+    free(get(b, "/cookies/set?from_b=1", NULL));
+    free(get(a, "/cookies/set?from_a=1", NULL));
+    body = cookies_seen(b, NULL);
+    CHECK_CONTAINS(body, "from_a=1");
+    CHECK_CONTAINS(body, "from_b=1");
+    free(body);
+    CHECK_EQ(list_count(a), 3);
+    courier_engine_close(a);
+    courier_engine_close(b);
+}
+
+/* ---- another process ------------------------------------------------------------------------ */
+
+static int child_main(int argc, char **argv) {
+    if (argc < 5) return 64;
+    courier_config *cfg = NULL;
+    courier_config_new(&cfg);
+    courier_config_set_store_dir(cfg, argv[3]);
+    courier_config_set_base_url(cfg, argv[4]);
+    courier_engine *e = NULL;
+    int rc = courier_engine_open(&e, cfg, NULL);
+    courier_config_free(cfg);
+    if (rc != COURIER_OK) return 2;
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", strcmp(argv[2], "set") == 0 ? "/cookies/set?child=1" : "/cookies");
+    courier_response *resp = NULL;
+    rc = courier_send_sync(e, r, &resp, NULL);
+    size_t len = 0;
+    const uint8_t *body = courier_response_body(resp, &len);
+    if (strcmp(argv[2], "get") == 0 && rc == COURIER_OK) rc = memmem(body, len, "parent=1", 8) ? 0 : 3;
+    courier_response_free(resp);
+    courier_request_free(r);
+    courier_engine_close(e);
+    return rc == COURIER_OK ? 0 : 1;
+}
+
+static int run_child(const char *mode, const char *store) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *args[] = {"self", "--child", (char *)mode, (char *)store, (char *)th_base(), NULL};
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void test_another_process_sees_the_jar(void) {
+    const char *store = th_tmpdir();
+    th_server(); /* started before the children need it */
+    courier_engine *e = open_on(store, 0, NULL);
+    REQUIRE(e);
+    free(get(e, "/cookies/set?parent=1", NULL));
+    CHECK_EQ(run_child("get", store), 0);  /* the child's first request carries the parent's cookie */
+    CHECK_EQ(run_child("set", store), 0);  /* the child sets one while this engine stays open */
+    char *body = cookies_seen(e, NULL);
+    CHECK_CONTAINS(body, "child=1");
+    CHECK_CONTAINS(body, "parent=1");
+    free(body);
+    courier_engine_close(e);
+}
+
+/* ---- libcurl's rules, on a host that is not localhost (through the server as a proxy) -------- */
+
+static void test_secure_expiry_and_public_suffix_rules(void) {
+    char proxy[64];
+    snprintf(proxy, sizeof proxy, "http://127.0.0.1:%d", cts_server_port(th_server()));
+    courier_engine *e = open_on(NULL, 0, proxy);
+    REQUIRE(e);
+    /* Over plain http, a Secure cookie is refused, a plain one kept. */
+    free(get(e, "http://site.test/headers?Set-Cookie=plain%3D1%3B%20Path%3D%2F", NULL));
+    free(get(e, "http://site.test/headers?Set-Cookie=sec%3D1%3B%20Secure%3B%20Path%3D%2F", NULL));
+    CHECK_STR(jar_value(e, "plain", NULL), "1");
+    CHECK_STR(jar_value(e, "sec", NULL), "");
+    /* A Secure cookie set through the API is not sent over http; a plain one is. */
+    courier_cookie c;
+    courier_cookie_init(&c, COURIER_COOKIE_VERSION);
+    c.domain = "site.test";
+    c.name = "secret";
+    c.value = "s";
+    c.secure = 1;
+    CHECK_EQ(courier_cookies_set(e, &c, NULL), COURIER_OK);
+    char *body = get(e, "http://site.test/cookies", NULL);
+    CHECK_CONTAINS(body, "plain=1");
+    CHECK(body && !strstr(body, "secret"));
+    free(body);
+    /* A Domain cookie goes to subdomains; a host-only cookie does not. */
+    free(get(e, "http://site.test/headers?Set-Cookie=wide%3D1%3B%20Domain%3Dsite.test%3B%20Path%3D%2F", NULL));
+    body = get(e, "http://www.site.test/cookies", NULL);
+    CHECK_CONTAINS(body, "wide=1");
+    CHECK(body && !strstr(body, "plain=1"));
+    free(body);
+    /* Public suffixes (libpsl): Domain=co.uk is refused, Domain=example.co.uk kept. */
+    free(get(e, "http://www.example.co.uk/headers?Set-Cookie=psl%3D1%3B%20Domain%3Dco.uk%3B%20Path%3D%2F", NULL));
+    free(get(e, "http://www.example.co.uk/headers?Set-Cookie=site%3D1%3B%20Domain%3Dexample.co.uk%3B%20Path%3D%2F", NULL));
+    CHECK_STR(jar_value(e, "psl", NULL), "");
+    CHECK_STR(jar_value(e, "site", NULL), "1");
+    /* Expires in the past removes; far in the future is kept with its date. */
+    free(get(e, "http://site.test/headers?Set-Cookie=plain%3D1%3B%20Path%3D%2F%3B%20Expires%3DThu%2C%2001%20Jan%201970%2000%3A00%3A01%20GMT", NULL));
+    CHECK_STR(jar_value(e, "plain", NULL), "");
+    free(get(e, "http://site.test/headers?Set-Cookie=later%3D1%3B%20Path%3D%2F%3B%20Expires%3DFri%2C%2001%20Jan%202100%2000%3A00%3A00%20GMT", NULL));
+    courier_cookie got;
+    CHECK_STR(jar_value(e, "later", &got), "1");
+    CHECK_EQ(got.expires, 4102444800LL);
+    courier_engine_close(e);
+}
+
+/* ---- the API ------------------------------------------------------------------------------- */
+
+static void test_api_set_remove_clear_and_errors(void) {
+    courier_engine *e = open_on(NULL, 0, NULL);
+    REQUIRE(e);
+    courier_cookie c;
+    CHECK_EQ(courier_cookie_init(&c, 99), COURIER_E_INVALID_ARGUMENT);
+    courier_cookie_init(&c, COURIER_COOKIE_VERSION);
+    c.domain = "127.0.0.1";
+    c.name = "token";
+    c.value = "t1";
+    c.path = "/cookies";
+    CHECK_EQ(courier_cookies_set(e, &c, NULL), COURIER_OK);
+    char *body = cookies_seen(e, NULL);
+    CHECK_CONTAINS(body, "token=t1");
+    free(body);
+    body = get(e, "/echo", NULL); /* path /cookies only */
+    CHECK(body && !strstr(body, "token=t1"));
+    free(body);
+    c.value = "t2"; /* same domain, path and name: replaced */
+    CHECK_EQ(courier_cookies_set(e, &c, NULL), COURIER_OK);
+    CHECK_STR(jar_value(e, "token", NULL), "t2");
+    CHECK_EQ(list_count(e), 1);
+    /* An expiry in the past removes it. */
+    c.expires = 1000;
+    CHECK_EQ(courier_cookies_set(e, &c, NULL), COURIER_OK);
+    CHECK_EQ(list_count(e), 0);
+
+    /* Bad input: codes, and nothing changes. */
+    courier_error err;
+    courier_cookie bad = c;
+    bad.expires = 0;
+    bad.name = "a;b";
+    CHECK_EQ(courier_cookies_set(e, &bad, &err), COURIER_E_INVALID_HEADER);
+    bad.name = "a=b";
+    CHECK_EQ(courier_cookies_set(e, &bad, NULL), COURIER_E_INVALID_HEADER);
+    bad.name = "ok";
+    bad.value = "line\nbreak";
+    CHECK_EQ(courier_cookies_set(e, &bad, NULL), COURIER_E_INVALID_HEADER);
+    bad.value = "v";
+    bad.path = "no-slash";
+    CHECK_EQ(courier_cookies_set(e, &bad, NULL), COURIER_E_INVALID_ARGUMENT);
+    bad.path = NULL;
+    bad.domain = "";
+    CHECK_EQ(courier_cookies_set(e, &bad, NULL), COURIER_E_INVALID_ARGUMENT);
+    bad.domain = "127.0.0.1";
+    bad.version = 2;
+    CHECK_EQ(courier_cookies_set(e, &bad, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_cookies_set(NULL, &c, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(list_count(e), 0);
+
+    /* Remove one; clear the rest. */
+    free(get(e, "/cookies/set?a=1&b=2&c=3", NULL));
+    CHECK_EQ(courier_cookies_remove(e, "127.0.0.1", "/", "b", NULL), COURIER_OK);
+    CHECK_EQ(courier_cookies_remove(e, "127.0.0.1", "/", "b", NULL), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_cookies_remove(e, "127.0.0.1", NULL, "nothing", NULL), COURIER_E_NOT_FOUND);
+    body = cookies_seen(e, NULL);
+    CHECK(body && !strstr(body, "b=2"));
+    CHECK_CONTAINS(body, "a=1");
+    free(body);
+    int64_t removed = 0;
+    CHECK_EQ(courier_cookies_clear(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(removed, 2);
+    CHECK_EQ(list_count(e), 0);
+    body = cookies_seen(e, NULL);
+    CHECK_CONTAINS(body, "\"cookie\":\"\"");
+    free(body);
+
+    courier_cookie_list *l = NULL;
+    CHECK_EQ(courier_cookies_list(e, &l, NULL), COURIER_OK);
+    CHECK_EQ(courier_cookie_list_at(l, 0, &c, sizeof c), COURIER_E_NOT_FOUND);
+    courier_cookie_list_free(l);
+    courier_cookie_list_free(NULL);
+    courier_engine_close(e);
+}
+
+static void test_clear_reaches_other_engines(void) {
+    const char *store = th_tmpdir();
+    courier_engine *a = open_on(store, 0, NULL), *b = open_on(store, 0, NULL);
+    REQUIRE(a && b);
+    free(get(a, "/cookies/set?x=1", NULL));
+    CHECK_STR(jar_value(b, "x", NULL), "1");
+    CHECK_EQ(courier_cookies_clear(b, NULL, NULL), COURIER_OK);
+    char *body = cookies_seen(a, NULL);
+    CHECK_CONTAINS(body, "\"cookie\":\"\"");
+    free(body);
+    courier_engine_close(a);
+    courier_engine_close(b);
+}
+
+static void test_jar_off(void) {
+    const char *store = th_tmpdir();
+    courier_engine *on = open_on(store, 0, NULL);
+    REQUIRE(on);
+    free(get(on, "/cookies/set?stored=1", NULL));
+    courier_engine_close(on);
+
+    courier_engine *e = open_on(store, 1, NULL);
+    REQUIRE(e);
+    char *body = get(e, "/cookies/set?a=1", NULL);
+    CHECK_CONTAINS(body, "\"cookie\":\"\""); /* neither the new cookie nor the stored one */
+    free(body);
+    courier_cookie_list *l = NULL;
+    CHECK_EQ(courier_cookies_list(e, &l, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK(l == NULL);
+    CHECK_EQ(courier_cookies_clear(e, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    courier_engine_close(e);
+
+    e = open_on(store, 0, NULL); /* the store's jar was left as it was */
+    CHECK_STR(jar_value(e, "stored", NULL), "1");
+    CHECK_STR(jar_value(e, "a", NULL), "");
+    courier_engine_close(e);
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "--child") == 0) return child_main(argc, argv);
+    static const th_test tests[] = {
+        T(test_server_cookie_comes_back_across_redirect_and_requests),
+        T(test_jar_survives_restart_on_the_same_store),
+        T(test_two_engines_on_one_store_share_the_jar),
+        T(test_another_process_sees_the_jar),
+        T(test_secure_expiry_and_public_suffix_rules),
+        T(test_api_set_remove_clear_and_errors),
+        T(test_clear_reaches_other_engines),
+        T(test_jar_off),
+    };
+    return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
+}
