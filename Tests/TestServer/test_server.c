@@ -1772,7 +1772,12 @@ static int socks5_accept(conn *c)
     if (conn_read_exact(c, (char *)port, 2))
         return -1;
     snprintf(c->socks, sizeof c->socks, "%s:%u", host, (unsigned)(port[0] << 8 | port[1]));
-    static const unsigned char done[10] = {5, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+    unsigned char done[10] = {5, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+    if (strncmp(host, "refuse.", 7) == 0) { /* "connection refused", then close */
+        done[1] = 5;
+        send_all(c, done, sizeof done);
+        return -1;
+    }
     return send_all(c, done, sizeof done) ? -1 : 0;
 }
 

@@ -68,7 +68,8 @@
  *   As a SOCKS5 proxy: a connection that starts with a SOCKS5 greeting (no authentication, or
  *                          username/password) gets "connected" to the server itself and then served
  *                          HTTP; /echo adds "socks" ("host:port" asked for) and "socks_user"
- *                          ("user:pass", or "").
+ *                          ("user:pass", or ""). A host starting with "refuse." is answered
+ *                          "connection refused" (reply 5) and the connection closed.
  *   anything else          404 {"error":"not found"}.
  * A malformed number in a path ("/delay/x") gets 400 {"error":"bad parameter"}.
  */
