@@ -13,6 +13,7 @@ from __future__ import annotations
 from ._lib import has as _has
 from ._lib import lib as _clib
 from ._lib import library_path
+from .auth import AuthScheme, Challenge, Cookie
 from .cache import CacheEntry, CacheManager, CacheStats
 from .engine import (CacheDurability, CachePolicy, CourierFuture, Engine, Event, EventKind, Interceptor,
                      LogLevel, Reachability, Redaction)

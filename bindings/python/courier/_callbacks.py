@@ -248,6 +248,7 @@ REACHABILITY_FN = CFUNCTYPE(None, c_int, c_void_p)
 ENVELOPE_CHECK_FN = CFUNCTYPE(c_int, c_void_p, c_int, c_int64, c_char_p, c_void_p)
 TRANSPORT_START_FN = CFUNCTYPE(c_int, c_void_p, c_void_p)
 TRANSPORT_CANCEL_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+CHALLENGE_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 DECODER_FN = CFUNCTYPE(c_int, c_void_p, c_size_t, c_char_p, POINTER(c_void_p), POINTER(ERROR), c_void_p)
 
 
@@ -559,6 +560,21 @@ def _transport_cancel(call: Optional[int], user: Optional[int]) -> None:
         slot.keep(e, c.request_id)
 
 
+def _challenge(challenge: Optional[int], user: Optional[int]) -> None:
+    from .auth import Challenge
+    slot = lookup(user)
+    ch = Challenge(challenge or 0)
+    if slot is None:
+        ch.decline()
+        return
+    slot.note_worker()
+    try:
+        ch._answer_with(slot.fn(ch))
+    except BaseException as e:  # declined; the send re-raises it
+        slot.keep(e, ch.request_id)
+        ch.decline()
+
+
 user_free = USER_FREE_FN(_user_free)
 validator = VALIDATOR_FN(_validator)
 customize = CUSTOMIZE_FN(_customize)
@@ -579,6 +595,7 @@ envelope_check = ENVELOPE_CHECK_FN(_envelope_check)
 decoder = DECODER_FN(_decoder)
 transport_start = TRANSPORT_START_FN(_transport_start)
 transport_cancel = TRANSPORT_CANCEL_FN(_transport_cancel)
+challenge = CHALLENGE_FN(_challenge)
 
 
 def ptr(fn: Any) -> int:

@@ -21,7 +21,7 @@ from ._decls import DECLS
 
 __all__ = ["lib", "library_path", "has", "ERROR", "METRICS", "CACHE_STATS", "CACHE_ENTRY_INFO",
            "FROZEN_INFO", "FROZEN_EVENT", "EVENT", "JSON_OPTIONS", "MAPPING_ERROR",
-           "CACHE_POLICY_CALLBACKS", "TRANSPORT"]
+           "CACHE_POLICY_CALLBACKS", "TRANSPORT", "COOKIE"]
 
 _KINDS: dict[str, Any] = {
     "void": None,
@@ -161,6 +161,13 @@ class CACHE_POLICY_CALLBACKS(ctypes.Structure):
     """courier_cache_policy_callbacks (function pointers as void *: filled with CFUNCTYPE objects)."""
     _fields_ = [("version", ctypes.c_uint), ("has_cache", ctypes.c_void_p),
                 ("answer_from_cache", ctypes.c_void_p), ("should_write", ctypes.c_void_p)]
+
+
+class COOKIE(ctypes.Structure):
+    """``courier_cookie`` (version 1)."""
+    _fields_ = [("version", ctypes.c_int), ("domain", ctypes.c_char_p), ("path", ctypes.c_char_p),
+                ("name", ctypes.c_char_p), ("value", ctypes.c_char_p), ("expires", ctypes.c_int64),
+                ("include_subdomains", ctypes.c_int), ("secure", ctypes.c_int), ("http_only", ctypes.c_int)]
 
 
 class TRANSPORT(ctypes.Structure):

@@ -13,7 +13,8 @@ from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _callbacks as cb
-from ._lib import ERROR, JSON_OPTIONS, TRANSPORT, lib
+from ._lib import COOKIE, ERROR, JSON_OPTIONS, TRANSPORT, lib
+from .auth import Challenge, Cookie, Credentials, credentials_args
 from .errors import CourierError, EngineClosed, InvalidArgument, check, make_error
 from .request import BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs
 from .response import Response
@@ -254,6 +255,15 @@ class Engine:
         transports: ``{name: courier.Transport}`` custom transports (requests choose one with
         ``transport=name``).
         log_level: the engine's :class:`LogLevel`.
+        cookies: the cookie jar (on by default; kept in the store, shared with other engines and
+        processes on it); False turns it off.
+        credentials: ``(user, password[, schemes])`` for every request without its own (schemes:
+        :class:`courier.AuthScheme`, default ``ANY``); sent to the request's own origin only.
+        challenge: ``fn(Challenge) -> credentials | None | Future`` asked once per request for a 401
+        from its origin or a 407 from its proxy (see :class:`courier.Challenge`).
+        proxy: "http://", "https://", "socks5://" or "socks5h://host:port", "" for none (direct);
+        unset: the environment's. no_proxy: hosts, addresses and CIDR ranges that go direct.
+        proxy_credentials: ``(user, password[, schemes])`` for the proxy.
     """
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
@@ -275,7 +285,9 @@ class Engine:
                  frozen_poll: Optional[float] = None, frozen_paused: Optional[bool] = None,
                  reachability: Optional[Mapping[str, Any]] = None,
                  transports: Optional[Mapping[str, Any]] = None,
-                 log_level: Optional[int] = None) -> None:
+                 log_level: Optional[int] = None, cookies: bool = True, credentials: Credentials = None,
+                 challenge: Optional[Callable[[Challenge], Any]] = None, proxy: Optional[str] = None,
+                 no_proxy: Optional[str] = None, proxy_credentials: Credentials = None) -> None:
         self._ptr: Optional[int] = None
         self._errors: dict[int, BaseException] = {}
         self._background: list[BaseException] = []
@@ -375,6 +387,17 @@ class Engine:
                 key = cb.register(cb.Slot(transport, None, self, {}))
                 check(lib.courier_config_register_transport(c, _b(name), byref(tr), ctypes.sizeof(tr), key,
                                                             cb.user_free))
+            if not cookies:
+                check(lib.courier_config_set_cookies(c, 0))
+            if credentials is not None:
+                check(lib.courier_config_set_credentials(c, *credentials_args(credentials)))
+            if proxy_credentials is not None:
+                check(lib.courier_config_set_proxy_credentials(c, *credentials_args(proxy_credentials)))
+            if proxy is not None:
+                check(lib.courier_config_set_proxy(c, _b(proxy), _opt(no_proxy)))
+            if challenge is not None:
+                key = cb.register(cb.Slot(challenge, None, self))
+                check(lib.courier_config_set_challenge_handler(c, cb.challenge, key, cb.user_free))
             out = c_void_p()
             err = ERROR()
             check(lib.courier_engine_open(byref(out), c, byref(err)), err)
@@ -458,6 +481,41 @@ class Engine:
         check(lib.courier_engine_pending(self._handle(), byref(q), byref(a)))
         return q.value, a.value
 
+    # -- cookies -----------------------------------------------------------------------------------
+    def list_cookies(self) -> list[Cookie]:
+        """The jar as the store has it now (``courier_cookies_list``), expired cookies left out."""
+        out = c_void_p()
+        err = ERROR()
+        check(lib.courier_cookies_list(self._handle(), byref(out), byref(err)), err)
+        try:
+            items = []
+            for i in range(lib.courier_cookie_list_count(out)):
+                c = COOKIE()
+                check(lib.courier_cookie_list_at(out, i, byref(c), ctypes.sizeof(c)))
+                items.append(Cookie._from_c(c))
+            return items
+        finally:
+            lib.courier_cookie_list_free(out)
+
+    def set_cookie(self, cookie: Cookie) -> None:
+        """Adds or replaces a cookie (same domain, path, name) and stores it; an expiry in the past
+        removes it."""
+        err = ERROR()
+        c = cookie._c()
+        check(lib.courier_cookies_set(self._handle(), byref(c), byref(err)), err)
+
+    def remove_cookie(self, domain: str, name: str, path: str = "/") -> None:
+        """Removes one cookie; :class:`courier.NotFound` when there is none."""
+        err = ERROR()
+        check(lib.courier_cookies_remove(self._handle(), _b(domain), _b(path), _b(name), byref(err)), err)
+
+    def clear_cookies(self) -> int:
+        """Empties the jar (and the store's); returns how many cookies went."""
+        n = ctypes.c_int64()
+        err = ERROR()
+        check(lib.courier_cookies_clear(self._handle(), byref(n), byref(err)), err)
+        return n.value
+
     @property
     def mock_enabled(self) -> bool:
         """Whether the engine's mock switch is on (read from the core)."""
@@ -487,7 +545,9 @@ class Engine:
         ``frequent_guard``, ``mock`` (:class:`courier.Mock`), ``download`` (a path) with
         ``resume``, ``progress(Progress)``, ``cache`` (a :class:`CachePolicy`), ``cache_expiry``,
         ``cache_key``, ``cache_sensitive_data``, ``cache_key_filter``, ``freeze``,
-        ``ignore_offline``, ``key_path``, ``mapping``, ``results``, ``envelope``, ``transport``.
+        ``ignore_offline``, ``key_path``, ``mapping``, ``results``, ``envelope``, ``transport``,
+        ``credentials`` and ``challenge`` (as the engine's, for this request), ``proxy`` with
+        ``no_proxy``, ``proxy_credentials``.
 
         Returns the :class:`Response` (status < 400). Raises the :class:`courier.CourierError`
         subclass of the failure (:class:`courier.HTTPStatusError` with ``.response`` for >= 400),

@@ -238,7 +238,9 @@ class Request:
                  freeze: Union[Freeze, str, None] = None, ignore_offline: Optional[bool] = None,
                  key_path: Optional[str] = None, mapping: Any = None,
                  results: Optional[Mapping[str, Union[Result, str, None]]] = None,
-                 envelope: Any = ...) -> None:
+                 envelope: Any = ..., credentials: Any = None, challenge: Optional[Callable[..., Any]] = None,
+                 proxy: Optional[str] = None, no_proxy: Optional[str] = None,
+                 proxy_credentials: Any = None) -> None:
         self.method = method
         self.url = url
         # snapshots: a Request describes one request; changing an attribute later is seen by the
@@ -280,6 +282,11 @@ class Request:
         self.mapping = mapping
         self.results = results
         self.envelope = envelope
+        self.credentials = credentials
+        self.challenge = challenge
+        self.proxy = proxy
+        self.no_proxy = no_proxy
+        self.proxy_credentials = proxy_credentials
 
     def __repr__(self) -> str:
         return f"<courier.Request {self.method} {self.url}>"
@@ -292,7 +299,7 @@ class Request:
     # The C request ---------------------------------------------------------------------------
     def _has_callbacks(self) -> bool:
         return (self.validator is not None or self.customize is not None or self.progress is not None
-                or (self.mock is not None and self.mock.callback is not None))
+                or self.challenge is not None or (self.mock is not None and self.mock.callback is not None))
 
     def _acquire(self, ctx: Any = None, engine: Any = None) -> tuple[int, bool]:
         """The C request for one send: ``(pointer, owned)``. A request without callbacks is built
@@ -385,6 +392,14 @@ class Request:
             check(L.courier_request_set_basic_auth(r, _b(self.auth[0]), _b(self.auth[1])))
         if self.token is not None:
             check(L.courier_request_set_auth_token(r, _opt(self.token_scheme), _b(self.token)))
+        if self.credentials is not None or self.proxy_credentials is not None:
+            from .auth import credentials_args
+            if self.credentials is not None:
+                check(L.courier_request_set_credentials(r, *credentials_args(self.credentials)))
+            if self.proxy_credentials is not None:
+                check(L.courier_request_set_proxy_credentials(r, *credentials_args(self.proxy_credentials)))
+        if self.proxy is not None:
+            check(L.courier_request_set_proxy(r, _b(self.proxy), _opt(self.no_proxy)))
         if self.priority is not None:
             p = self.priority
             if isinstance(p, str):
@@ -443,6 +458,9 @@ class Request:
         if self.progress is not None:
             key = cb.register(cb.Slot(self.progress, ctx, engine))
             check(L.courier_request_set_progress(r, cb.progress, key, cb.user_free))
+        if self.challenge is not None:
+            key = cb.register(cb.Slot(self.challenge, ctx, engine))
+            check(L.courier_request_set_challenge_handler(r, cb.challenge, key, cb.user_free))
 
     def _set_mock(self, r: int, ctx: Any, engine: Any) -> None:
         L = lib

@@ -1,0 +1,125 @@
+"""Cookies, authentication schemes and challenges: the Python side of ``courier_cookie``,
+``courier_auth_scheme`` and ``courier_challenge``. The jar, the schemes and when a handler is asked
+are the C core's; this module converts values."""
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from ctypes import byref
+from dataclasses import dataclass
+from enum import IntFlag
+from typing import Any, Optional, Sequence, Union
+
+from ._lib import COOKIE, lib
+from .errors import check
+
+__all__ = ["AuthScheme", "Cookie", "Challenge", "Credentials"]
+
+
+class AuthScheme(IntFlag):
+    """``courier_auth_scheme``: the schemes credentials may answer a challenge with."""
+    BASIC = 1
+    DIGEST = 2
+    NEGOTIATE = 4
+    NTLM = 8
+    ANY_SAFE = DIGEST | NEGOTIATE | NTLM  # the strongest the server offers, never Basic
+    ANY = BASIC | ANY_SAFE
+
+    @classmethod
+    def available(cls) -> "AuthScheme":
+        """The schemes this libcurl can answer (``courier_auth_available``)."""
+        return cls(int(lib.courier_auth_available()))
+
+
+# (user, password) or (user, password, schemes). Without schemes: AuthScheme.ANY.
+Credentials = Union[Sequence[Any], None]
+
+
+def credentials_args(creds: Credentials) -> tuple[Optional[bytes], Optional[bytes], int]:
+    """The C arguments of a credentials value (user None: none)."""
+    if creds is None:
+        return None, None, 0
+    items = list(creds)
+    if len(items) not in (2, 3):
+        raise TypeError("credentials are (user, password) or (user, password, schemes)")
+    schemes = int(items[2]) if len(items) == 3 else int(AuthScheme.ANY)
+    return str(items[0]).encode(), str(items[1]).encode(), schemes
+
+
+@dataclass(frozen=True)
+class Cookie:
+    """One cookie of an engine's jar (``courier_cookie``). ``expires`` is seconds since the epoch,
+    0 for a session cookie; ``include_subdomains`` marks a Domain cookie (else host-only)."""
+    name: str
+    value: str
+    domain: str
+    path: str = "/"
+    expires: int = 0
+    include_subdomains: bool = False
+    secure: bool = False
+    http_only: bool = False
+
+    def _c(self) -> COOKIE:
+        c = COOKIE()
+        check(lib.courier_cookie_init(byref(c), 1))
+        c.domain, c.path = self.domain.encode(), self.path.encode()
+        c.name, c.value = self.name.encode(), self.value.encode()
+        c.expires = int(self.expires)
+        c.include_subdomains, c.secure, c.http_only = int(self.include_subdomains), int(self.secure), int(self.http_only)
+        return c
+
+    @classmethod
+    def _from_c(cls, c: COOKIE) -> "Cookie":
+        def s(b: Optional[bytes]) -> str:
+            return b.decode("utf-8", "replace") if b else ""
+        return cls(s(c.name), s(c.value), s(c.domain), s(c.path) or "/", int(c.expires),
+                   bool(c.include_subdomains), bool(c.secure), bool(c.http_only))
+
+
+class Challenge:
+    """A 401 (or a proxy's 407) given to a challenge handler: ``status``, ``url``, ``header`` (the
+    WWW-Authenticate or Proxy-Authenticate values) and ``request_id``.
+
+    The handler returns the answer: ``(user, password)`` or ``(user, password, schemes)``, or None to
+    decline (the request then ends with the 401 or 407), or a ``concurrent.futures.Future`` of one of
+    those to answer later (the request waits off the wire meanwhile). It runs on the engine's worker
+    thread and is asked at most once per request, never for an origin other than the request's own.
+    """
+
+    __slots__ = ("_ptr", "status", "url", "header", "request_id", "_lock")
+
+    def __init__(self, ptr: int) -> None:
+        self._ptr = ptr
+        self._lock = threading.Lock()
+        self.status = int(lib.courier_challenge_status(ptr)) if ptr else 0
+        url = lib.courier_challenge_url(ptr) if ptr else None
+        header = lib.courier_challenge_header(ptr) if ptr else None
+        self.url = url.decode("utf-8", "replace") if url else ""
+        self.header = header.decode("utf-8", "replace") if header else ""
+        self.request_id = int(lib.courier_challenge_request_id(ptr)) if ptr else 0
+
+    def __repr__(self) -> str:
+        return f"<courier.Challenge {self.status} {self.url}>"
+
+    def answer(self, credentials: Credentials) -> None:
+        """Answers once (later calls do nothing); None declines."""
+        with self._lock:
+            ptr, self._ptr = self._ptr, 0
+        if not ptr:
+            return
+        user, password, schemes = credentials_args(credentials)
+        check(lib.courier_challenge_answer(ptr, user, password, schemes))
+
+    def decline(self) -> None:
+        self.answer(None)
+
+    def _answer_with(self, result: Any) -> None:
+        if isinstance(result, concurrent.futures.Future):
+            def done(f: concurrent.futures.Future) -> None:
+                try:
+                    self.answer(None if f.cancelled() or f.exception() else f.result())
+                except Exception:
+                    self.decline()
+            result.add_done_callback(done)
+            return
+        self.answer(result)
