@@ -42,8 +42,9 @@ struct CacheOptions: ParsableArguments {
     }
 }
 
-/// Runs `body` with an engine, turning a CourierError into "error: ..." and exit status 1.
-private func withEngine(_ options: CacheOptions, _ body: (Engine) throws -> Void) throws {
+/// Runs `body` with an engine, turning a CourierError into "error: ..." and exit status 1 (`courier
+/// cache` and `courier cookies`).
+func withEngine(_ options: CacheOptions, _ body: (Engine) throws -> Void) throws {
     let engine: Engine
     do {
         engine = try options.openEngine()

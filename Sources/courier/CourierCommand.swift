@@ -18,6 +18,7 @@ struct CourierCommand: AsyncParsableCommand {
             ServeCommand.self,
             BenchCommand.self,
             CacheCommand.self,
+            CookiesCommand.self,
             FrozenCommand.self,
         ],
         defaultSubcommand: DemoCommand.self
