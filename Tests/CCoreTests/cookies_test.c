@@ -3,10 +3,12 @@
  * (across a redirect, across requests), survive an engine restart on the same store, are seen by a
  * second engine and by another process on the same store, follow libcurl's rules for Secure,
  * expiry and public suffixes (through the test server as a forward proxy, so the host is not
- * localhost), the API (list, set, remove, clear) and its errors, and the jar turned off.
+ * localhost), the API (list, set, remove, clear) and its errors, a frozen request replayed with the
+ * jar of its resend, and the jar turned off.
  */
 #include "harness.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -339,6 +341,62 @@ static void test_clear_reaches_other_engines(void) {
     courier_engine_close(b);
 }
 
+/* ---- frozen requests: replayed with the jar as it is when they are sent again -------------------- */
+
+typedef struct replay_seen {
+    pthread_mutex_t m;
+    char body[512];
+    int done;
+} replay_seen;
+
+static void on_frozen_event(const courier_frozen_event *ev, void *user) {
+    replay_seen *s = user;
+    if (ev->kind != COURIER_FROZEN_EVENT_RESENT_SUCCEEDED) return;
+    size_t len = 0;
+    const uint8_t *body = courier_response_body(ev->response, &len);
+    pthread_mutex_lock(&s->m);
+    snprintf(s->body, sizeof s->body, "%.*s", (int)len, (const char *)body);
+    s->done = 1;
+    pthread_mutex_unlock(&s->m);
+}
+
+static void test_frozen_request_replays_with_the_jar_of_its_resend(void) {
+    courier_engine *e = open_on(NULL, 0, NULL);
+    REQUIRE(e);
+    replay_seen seen = {PTHREAD_MUTEX_INITIALIZER, "", 0};
+    REQUIRE(courier_frozen_add_listener(e, on_frozen_event, &seen, NULL, NULL) == COURIER_OK);
+    courier_cookie c;
+    courier_cookie_init(&c, COURIER_COOKIE_VERSION);
+    c.domain = "127.0.0.1";
+    c.name = "when";
+    c.value = "frozen";
+    CHECK_EQ(courier_cookies_set(e, &c, NULL), COURIER_OK);
+
+    courier_reachability_set_offline(e);
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", "/cookies");
+    courier_request_set_freeze(r, COURIER_FREEZE_MANUAL, 0, 0);
+    courier_request_set_freeze_id(r, "cookie-replay");
+    CHECK_EQ(courier_send_sync(e, r, NULL, NULL), COURIER_E_FROZEN);
+    courier_request_free(r);
+
+    c.value = "resent"; /* the jar changes while the request waits in the journal */
+    CHECK_EQ(courier_cookies_set(e, &c, NULL), COURIER_OK);
+    courier_reachability_set_online(e);
+    CHECK_EQ(courier_frozen_resend(e, "cookie-replay", NULL), COURIER_OK);
+    int done = 0;
+    for (int i = 0; i < 5000 && !done; i++) {
+        pthread_mutex_lock(&seen.m);
+        done = seen.done;
+        pthread_mutex_unlock(&seen.m);
+        if (!done) usleep(2000);
+    }
+    REQUIRE(done);
+    CHECK_CONTAINS(seen.body, "when=resent");
+    CHECK(!strstr(seen.body, "frozen"));
+    courier_engine_close(e);
+}
+
 static void test_jar_off(void) {
     const char *store = th_tmpdir();
     courier_engine *on = open_on(store, 0, NULL);
@@ -373,6 +431,7 @@ int main(int argc, char **argv) {
         T(test_secure_expiry_and_public_suffix_rules),
         T(test_api_set_remove_clear_and_errors),
         T(test_clear_reaches_other_engines),
+        T(test_frozen_request_replays_with_the_jar_of_its_resend),
         T(test_jar_off),
     };
     return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
