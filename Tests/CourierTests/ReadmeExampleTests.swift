@@ -8,6 +8,17 @@ private struct GetUser: Requestable {
     var path: String { "users/\(id)" }
 }
 
+/// The README's cookies/authentication/proxies example, word for word (compiled, not run).
+private func readmeAuthExample() throws {
+    let engine = try Engine(configuration: Configuration(baseURL: "https://api.example.com")
+        .credentials(Credentials(user: "me", password: "pw", schemes: .anySafe))
+        .proxy("socks5h://127.0.0.1:1080", noProxy: "localhost,10.0.0.0/8")
+        .challengeHandler { challenge in // async; Credentials? (nil declines)
+            challenge.status == 407 ? Credentials(user: "proxy", password: "pw", schemes: .basic) : nil
+        })
+    try engine.cookies.set(Cookie(name: "session", value: "abc", domain: "api.example.com"))
+}
+
 /// The README's example (it talks to api.example.com, so it is compiled, not run).
 private func readmeExample() async throws {
     var configuration = Configuration(baseURL: "https://api.example.com/v1")
