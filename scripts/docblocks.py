@@ -23,6 +23,7 @@ Usage:
   docblocks.py c --cc CC --include DIR --lib FILE --server BIN [--flags "..."]
   docblocks.py swift --server BIN
   docblocks.py python --python PY --server BIN       # (the pytest file uses extract() directly)
+DOCBLOCKS_VERBOSE=1 prints what each block printed.
 Exits 0 when every block of the language builds and runs, 1 otherwise, printing a closing line
 'N passed, N failed'.
 """
@@ -125,6 +126,8 @@ def run_block(block: Block, argv: List[str], cwd: str, env: Optional[dict] = Non
                               timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
         return f"did not finish within {RUN_TIMEOUT} s"
+    if os.environ.get("DOCBLOCKS_VERBOSE"):
+        print(f"--- {block.name} printed:\n" + done.stdout.decode("utf-8", "replace"))
     if done.returncode != block.expected_exit():
         return (f"exited {done.returncode}, expected {block.expected_exit()}:\n"
                 + done.stdout.decode("utf-8", "replace"))
@@ -137,7 +140,7 @@ def report(results: List[tuple]) -> int:
         print(f"{'ok  ' if not why else 'FAIL'} {b.language:6} {b.name}")
     for b, why in failed:
         print(f"\n--- {b.name} ({b.language}) {why}", file=sys.stderr)
-    print(f"docs examples: {len(results) - len(failed)} passed, {len(failed)} failed")
+    print(f"examples: {len(results) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0
 
 
@@ -193,6 +196,7 @@ def check_swift(args: argparse.Namespace) -> int:
     sources = package / "Sources"
     if sources.exists():
         shutil.rmtree(sources)
+    package.mkdir(parents=True, exist_ok=True)
     names = [f"Snippet{n + 1}" for n in range(len(blocks))]
     (package / "Package.swift").write_text(SNIPPET_PACKAGE.format(
         root=str(ROOT), targets="\n".join(SNIPPET_TARGET.format(name=n) for n in names)))
@@ -203,18 +207,20 @@ def check_swift(args: argparse.Namespace) -> int:
         for name, block in zip(names, blocks):
             (sources / name).mkdir(parents=True)
             (sources / name / "main.swift").write_text(f"// {block.name}\n" + block.for_port(server.port))
-        built = subprocess.run(["swift", "build", "--package-path", str(package)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        log = built.stdout.decode("utf-8", "replace")
-        if built.returncode != 0:
-            for name, block in zip(names, blocks):
-                mine = [ln for ln in log.splitlines() if f"/{name}/" in ln]
-                results.append((block, "does not build:\n" + "\n".join(mine or log.splitlines()[-30:])))
-            return report(results)
+        built_ok = []
+        for name, block in zip(names, blocks):
+            built = subprocess.run(["swift", "build", "--package-path", str(package), "--product", name],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            if built.returncode != 0:
+                log = built.stdout.decode("utf-8", "replace").splitlines()
+                mine = [ln for ln in log if "error:" in ln or "warning:" in ln]
+                results.append((block, "does not build:\n" + "\n".join(mine or log[-30:])))
+            else:
+                built_ok.append((name, block))
         bindir = subprocess.run(["swift", "build", "--package-path", str(package), "--show-bin-path"],
                                 stdout=subprocess.PIPE, text=True).stdout.strip()
         with tempfile.TemporaryDirectory(prefix="courier-docs-swift-") as work:
-            for name, block in zip(names, blocks):
+            for name, block in built_ok:
                 results.append((block, run_block(block, [os.path.join(bindir, name)], work)))
     return report(results)
 
