@@ -29,6 +29,7 @@ void cr_auth_free(cr_auth *a) {
     free(a->proxy_password);
     free(a->proxy);
     free(a->no_proxy);
+    free(a->origin);
     cr_callback_release(a->challenge);
     free(a);
 }
@@ -81,7 +82,9 @@ cr_auth *cr_auth_copy(const cr_auth *a) {
     return c;
 }
 
-int cr_auth_merge(const cr_auth *req, const cr_auth *cfg, cr_auth **out) {
+static char *origin_of(const char *url);
+
+int cr_auth_merge(const cr_auth *req, const cr_auth *cfg, const char *url, cr_auth **out) {
     *out = NULL;
     if (!req && !cfg) return COURIER_OK;
     cr_auth *m = calloc(1, sizeof *m);
@@ -99,6 +102,10 @@ int cr_auth_merge(const cr_auth *req, const cr_auth *cfg, cr_auth **out) {
     /* Remember which groups are the request's own: they go on the transfer's handle. */
     if (from_req & 4) m->has_proxy = OWN_PROXY;
     if (from_req & 2) m->proxy_schemes |= OWN_PROXY_CREDS;
+    if ((m->user || m->challenge) && !(m->origin = origin_of(url))) {
+        cr_auth_free(m);
+        return COURIER_E_NO_MEMORY;
+    }
     *out = m;
     return COURIER_OK;
 }
@@ -258,7 +265,16 @@ int cr_auth_setup(courier_engine *e, cr_transfer *t) {
     if (!a) return CURLE_OK;
     CURL *h = t->easy;
     CURLcode c = CURLE_OK;
+    /* Credentials go to the request's own origin only: libcurl keeps them from the hosts it
+     * follows a redirect to, and a hop the engine follows itself (a new transfer) to another
+     * origin goes without them. */
+    bool own_origin = false;
     if (a->user) {
+        char *now = origin_of(t->url);
+        own_origin = now && a->origin && strcmp(now, a->origin) == 0;
+        free(now);
+    }
+    if (own_origin) {
         SET(CURLOPT_USERNAME, a->user);
         SET(CURLOPT_PASSWORD, a->password);
         SET(CURLOPT_HTTPAUTH, curl_mask(a->schemes));
@@ -330,13 +346,12 @@ static char *origin_of(const char *url) {
 
 bool cr_challenge_offer(courier_engine *e, cr_transfer *t, courier_response *resp,
                         void (*hold)(courier_engine *e, cr_transfer *t)) {
-    if (!resp || t->challenged || !t->auth || !t->auth->challenge) return false;
+    if (!resp || !t->auth || t->auth->challenged || !t->auth->challenge) return false;
     if (resp->status != 401 && resp->status != 407) return false;
     if (resp->status == 401) { /* never for another origin than the request's own */
-        char *a = origin_of(resp->url), *b = origin_of(t->url);
-        bool same = a && b && strcmp(a, b) == 0;
-        free(a);
-        free(b);
+        char *now = origin_of(resp->url);
+        bool same = now && t->auth->origin && strcmp(now, t->auth->origin) == 0;
+        free(now);
         if (!same) return false;
     }
     courier_challenge *ch = calloc(1, sizeof *ch);
@@ -354,7 +369,7 @@ bool cr_challenge_offer(courier_engine *e, cr_transfer *t, courier_response *res
     ch->e = e;
     ch->id = t->id;
     ch->status = resp->status;
-    t->challenged = 1;
+    t->auth->challenged = 1;
     t->held = resp;
     hold(e, t);
     pthread_mutex_lock(&challenge_mu);

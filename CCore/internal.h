@@ -312,7 +312,6 @@ typedef struct cr_transfer {
     /* Cookies and authentication (cookies.c, auth.c). */
     struct cr_auth *auth;        /* the request's over the engine's, merged at prepare; NULL: none */
     int set_cookie;              /* a Set-Cookie line arrived in this attempt (worker) */
-    int challenged;              /* the challenge handler was called for this send */
     courier_response *held;      /* the 401/407 kept while a challenge waits for its answer */
 } cr_transfer;
 
@@ -772,13 +771,18 @@ typedef struct cr_auth {
     int has_proxy;         /* proxy and no_proxy were set ("" proxy: direct) */
     char *proxy, *no_proxy;
     cr_callback *challenge; /* courier_challenge_fn */
+    /* A transfer's only (they travel with it from hop to hop of a redirect chain): */
+    char *origin;           /* scheme://host:port of the request's URL: credentials and the handler
+                               are for it alone */
+    int challenged;         /* the handler was asked for this request */
 } cr_auth;
 
 /* auth.c */
 CR_HIDDEN void cr_auth_free(cr_auth *a);
-/* The request's groups over the engine's (either may be NULL): *out new, or NULL when nothing is
- * set. COURIER_OK or COURIER_E_NO_MEMORY. */
-CR_HIDDEN int cr_auth_merge(const cr_auth *req, const cr_auth *cfg, cr_auth **out);
+/* The request's groups over the engine's (either may be NULL) for a transfer to `url`: *out new, or
+ * NULL when nothing is set. COURIER_OK or COURIER_E_NO_MEMORY. A redirect hop takes its previous
+ * hop's cr_auth whole (origin and challenged included). */
+CR_HIDDEN int cr_auth_merge(const cr_auth *req, const cr_auth *cfg, const char *url, cr_auth **out);
 CR_HIDDEN cr_auth *cr_auth_copy(const cr_auth *a); /* NULL in or no memory: NULL */
 /* transport.c's options: the engine's proxy on every handle (base), the transfer's own (setup:
  * credentials, and a proxy that differs from the engine's; sets easy_dirty). CURLcode. */

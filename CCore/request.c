@@ -570,7 +570,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
     t->engine = e;
     if (r->jspec && !(t->jspec = cr_jspec_copy(r->jspec))) goto fail;
-    if (cr_auth_merge(r->auth, cfg->auth, &t->auth)) goto fail; /* auth.c: credentials, proxy, handler */
+    if (cr_auth_merge(r->auth, cfg->auth, t->url, &t->auth)) goto fail; /* auth.c: credentials, proxy, handler */
     if ((rc = cr_transfer_copy_transfers(r, t, multipart ? &params : NULL, err)) != COURIER_OK) {
         cr_kvlist_clear(&params);
         cr_buf_free(&enc);
