@@ -39,13 +39,17 @@ typedef struct jlines {
 
 struct cr_jar {
     CURLSH *share;
-    pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST]; /* curl's share locks, one per kind of data */
-    pthread_mutex_t mu;                            /* everything below */
+    /* curl's share locks, one per kind of data. The cookie one is recursive: a sync holds it from
+     * the export to the import (so no transfer sees a jar half re-read, and no Set-Cookie lands
+     * between the export and a re-read) while its own calls into curl take it again. */
+    pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
+    pthread_mutex_t mu;                            /* everything below; taken before share_mu */
     CURL *api;                                     /* on the share: imports and exports */
     MDB_env *env;
     MDB_dbi dbi;
     uint64_t gen;         /* the store's generation that `saved` matches */
-    size_t seen_txnid;    /* the environment's last transaction when the store was last read */
+    atomic_size_t seen_txnid; /* the environment's last transaction when the store was last read
+                                 (read without `mu` by cr_jar_refresh) */
     jlines saved;
 };
 
@@ -229,7 +233,7 @@ static int sync_jar(struct cr_jar *j, bool clear_store, courier_error *err) {
     }
     if (!changed) {
         MDB_envinfo info;
-        if (mdb_env_info(j->env, &info) == 0 && info.me_last_txnid == j->seen_txnid) {
+        if (mdb_env_info(j->env, &info) == 0 && info.me_last_txnid == atomic_load(&j->seen_txnid)) {
             jlines_clear(&now);
             return COURIER_OK;
         }
@@ -272,7 +276,7 @@ static int sync_jar(struct cr_jar *j, bool clear_store, courier_error *err) {
         jlines_clear(&stored);
         return mdb_code(rc, err, "cannot write the jar");
     }
-    j->seen_txnid = txnid;
+    atomic_store(&j->seen_txnid, txnid);
     j->gen = gen;
     jlines_clear(&j->saved);
     if (reread) {
@@ -283,6 +287,17 @@ static int sync_jar(struct cr_jar *j, bool clear_store, courier_error *err) {
         j->saved = now;
     }
     return COURIER_OK;
+}
+
+/* The jar's lock, then curl's cookie lock (see share_mu). */
+static void jar_lock(struct cr_jar *j) {
+    pthread_mutex_lock(&j->mu);
+    pthread_mutex_lock(&j->share_mu[CURL_LOCK_DATA_COOKIE]);
+}
+
+static void jar_unlock(struct cr_jar *j) {
+    pthread_mutex_unlock(&j->share_mu[CURL_LOCK_DATA_COOKIE]);
+    pthread_mutex_unlock(&j->mu);
 }
 
 /* ---- curl's share handle ---------------------------------------------------------------------- */
@@ -314,8 +329,14 @@ int cr_jar_open(courier_engine *e, courier_error *err) {
     if (e->config->cookies_off) return COURIER_OK;
     struct cr_jar *j = calloc(1, sizeof *j);
     if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&j->share_mu[i], NULL);
+    pthread_mutexattr_t rec;
+    pthread_mutexattr_init(&rec);
+    pthread_mutexattr_settype(&rec, PTHREAD_MUTEX_RECURSIVE);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&j->share_mu[i], i == CURL_LOCK_DATA_COOKIE ? &rec : NULL);
+    pthread_mutexattr_destroy(&rec);
     pthread_mutex_init(&j->mu, NULL);
+    atomic_init(&j->seen_txnid, 0);
     e->jar = j;
     unsigned dbi = 0;
     if (cr_journal_cookie_db(e, &j->env, &dbi) != COURIER_OK) {
@@ -334,9 +355,9 @@ int cr_jar_open(courier_engine *e, courier_error *err) {
         return cr_fail(err, COURIER_E_INTERNAL, "cannot set up libcurl's cookie engine");
     }
     j->gen = UINT64_MAX; /* never the store's: the first sync reads it */
-    pthread_mutex_lock(&j->mu);
+    jar_lock(j);
     int rc = sync_jar(j, false, err);
-    pthread_mutex_unlock(&j->mu);
+    jar_unlock(j);
     if (rc) cr_jar_close(e);
     return rc;
 }
@@ -367,19 +388,19 @@ void cr_jar_refresh(courier_engine *e) {
     if (!j) return;
     MDB_envinfo info;
     if (mdb_env_info(j->env, &info) == 0 && info.me_last_txnid == j->seen_txnid) return; /* nothing committed */
-    pthread_mutex_lock(&j->mu);
+    jar_lock(j);
     courier_error err;
     if (sync_jar(j, false, &err) != COURIER_OK) cr_log(e, COURIER_LOG_WARNING, "cookies", "%s", err.message);
-    pthread_mutex_unlock(&j->mu);
+    jar_unlock(j);
 }
 
 void cr_jar_save(courier_engine *e) {
     struct cr_jar *j = e->jar;
     if (!j) return;
-    pthread_mutex_lock(&j->mu);
+    jar_lock(j);
     courier_error err;
     if (sync_jar(j, false, &err) != COURIER_OK) cr_log(e, COURIER_LOG_WARNING, "cookies", "%s", err.message);
-    pthread_mutex_unlock(&j->mu);
+    jar_unlock(j);
 }
 
 /* ---- the API ---------------------------------------------------------------------------------- */
@@ -434,7 +455,7 @@ int courier_cookies_list(courier_engine *e, courier_cookie_list **out, courier_e
     if (out) *out = NULL;
     if (!e || !out || !e->jar) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, e && out ? "the cookie jar is off" : NULL);
     struct cr_jar *j = e->jar;
-    pthread_mutex_lock(&j->mu);
+    jar_lock(j);
     int rc = sync_jar(j, false, err);
     courier_cookie_list *l = rc ? NULL : calloc(1, sizeof *l);
     if (!rc && !l) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
@@ -449,7 +470,7 @@ int courier_cookies_list(courier_engine *e, courier_cookie_list **out, courier_e
             else free(l->blocks[l->count]);
         }
     }
-    pthread_mutex_unlock(&j->mu);
+    jar_unlock(j);
     if (rc) {
         courier_cookie_list_free(l);
         return rc;
@@ -511,9 +532,9 @@ int courier_cookies_set(courier_engine *e, const courier_cookie *c, courier_erro
         cr_buf_free(&line);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
-    pthread_mutex_lock(&e->jar->mu);
+    jar_lock(e->jar);
     int rc = import_and_sync(e->jar, line.data, err);
-    pthread_mutex_unlock(&e->jar->mu);
+    jar_unlock(e->jar);
     cr_buf_free(&line);
     return rc;
 }
@@ -531,7 +552,7 @@ int courier_cookies_remove(courier_engine *e, const char *domain, const char *pa
     }
     for (char *p = key.data; *p && *p != '\t'; p++)
         if (*p >= 'A' && *p <= 'Z') *p = (char)(*p + 32);
-    pthread_mutex_lock(&j->mu);
+    jar_lock(j);
     int rc = sync_jar(j, false, err);
     const jline *found = NULL;
     for (size_t i = 0; !rc && i < j->saved.count && !found; i++)
@@ -552,7 +573,7 @@ int courier_cookies_remove(courier_engine *e, const char *domain, const char *pa
         cr_buf_free(&line);
         free(copy);
     }
-    pthread_mutex_unlock(&j->mu);
+    jar_unlock(j);
     cr_buf_free(&key);
     return rc;
 }
@@ -562,14 +583,14 @@ int courier_cookies_clear(courier_engine *e, int64_t *removed, courier_error *er
     if (removed) *removed = 0;
     if (!e || !e->jar) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);
     struct cr_jar *j = e->jar;
-    pthread_mutex_lock(&j->mu);
+    jar_lock(j);
     int rc = sync_jar(j, false, err); /* what the store has now, so the count is right */
     size_t n = j->saved.count;
     if (!rc) {
         curl_easy_setopt(j->api, CURLOPT_COOKIELIST, "ALL");
         rc = sync_jar(j, true, err);
     }
-    pthread_mutex_unlock(&j->mu);
+    jar_unlock(j);
     if (!rc && removed) *removed = (int64_t)n;
     return rc;
 }

@@ -1,59 +1,18 @@
 /*
  * cookies_test.c — the engine's cookie jar over the loopback server: cookies a server sets come back
  * (across a redirect, across requests), survive an engine restart on the same store, are seen by a
- * second engine and by another process on the same store, follow libcurl's rules for Secure,
+ * second engine on the same store (another process: cookies_process_test.c), the API while
+ * transfers run (also under TSan), follow libcurl's rules for Secure,
  * expiry and public suffixes (through the test server as a forward proxy, so the host is not
  * localhost), the API (list, set, remove, clear) and its errors, a frozen request replayed with the
  * jar of its resend, and the jar turned off.
  */
-#include "harness.h"
+#include "cookies_common.h"
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static courier_engine *open_on(const char *store, int cookies_off, const char *proxy) {
-    courier_config *cfg = NULL;
-    courier_engine *e = NULL;
-    courier_error err;
-    if (courier_config_new(&cfg) != COURIER_OK) return NULL;
-    courier_config_set_base_url(cfg, th_base());
-    if (store) courier_config_set_store_dir(cfg, store);
-    if (cookies_off) courier_config_set_cookies(cfg, 0);
-    if (proxy) courier_config_set_proxy(cfg, proxy, NULL);
-    if (courier_engine_open(&e, cfg, &err) != COURIER_OK) th_fail(__FILE__, __LINE__, "open: %s", err.message);
-    courier_config_free(cfg);
-    return e;
-}
-
-/* GETs target; returns the body (caller frees) and the status in *status; NULL on a transport error. */
-static char *get(courier_engine *e, const char *target, int *status) {
-    courier_request *r = NULL;
-    courier_response *resp = NULL;
-    if (courier_request_new(&r, "GET", target) != COURIER_OK) return NULL;
-    courier_error err;
-    int rc = courier_send_sync(e, r, &resp, &err);
-    courier_request_free(r);
-    if (rc != COURIER_OK && rc != COURIER_E_HTTP_STATUS) {
-        th_fail(__FILE__, __LINE__, "GET %s: %d (%s)", target, rc, err.message);
-        return NULL;
-    }
-    if (status) *status = courier_response_status(resp);
-    size_t len = 0;
-    const uint8_t *body = courier_response_body(resp, &len);
-    char *copy = strndup((const char *)body, len);
-    courier_response_free(resp);
-    return copy;
-}
-
-/* The Cookie header /cookies received, as its JSON text ({"cookie":"..."}). */
-static char *cookies_seen(courier_engine *e, const char *base) {
-    char url[300];
-    snprintf(url, sizeof url, "%s/cookies", base ? base : th_base());
-    return get(e, url, NULL);
-}
 
 static int list_count(courier_engine *e) {
     courier_cookie_list *l = NULL;
@@ -154,56 +113,54 @@ static void test_two_engines_on_one_store_share_the_jar(void) {
     courier_engine_close(b);
 }
 
-/* ---- another process ------------------------------------------------------------------------ */
+/* ---- threads: the API while transfers run ------------------------------------------------------ */
 
-static int child_main(int argc, char **argv) {
-    if (argc < 5) return 64;
-    courier_config *cfg = NULL;
-    courier_config_new(&cfg);
-    courier_config_set_store_dir(cfg, argv[3]);
-    courier_config_set_base_url(cfg, argv[4]);
-    courier_engine *e = NULL;
-    int rc = courier_engine_open(&e, cfg, NULL);
-    courier_config_free(cfg);
-    if (rc != COURIER_OK) return 2;
-    courier_request *r = NULL;
-    courier_request_new(&r, "GET", strcmp(argv[2], "set") == 0 ? "/cookies/set?child=1" : "/cookies");
-    courier_response *resp = NULL;
-    rc = courier_send_sync(e, r, &resp, NULL);
-    size_t len = 0;
-    const uint8_t *body = courier_response_body(resp, &len);
-    if (strcmp(argv[2], "get") == 0 && rc == COURIER_OK) rc = memmem(body, len, "parent=1", 8) ? 0 : 3;
-    courier_response_free(resp);
-    courier_request_free(r);
-    courier_engine_close(e);
-    return rc == COURIER_OK ? 0 : 1;
-}
+/* Another engine on the store changes the jar, and the sending engine's jar is listed (so re-read
+ * from the store on this thread) while its worker sends: every request still carries the jar, and
+ * under TSan no race. (The window a re-read without curl's cookie lock would leave is too narrow
+ * for this test to hit reliably; the lock is there by construction, see cookies.c.) */
+typedef struct api_args {
+    courier_engine *sender, *other;
+} api_args;
 
-static int run_child(const char *mode, const char *store) {
-    pid_t pid = fork();
-    if (pid == 0) {
-        char *args[] = {"self", "--child", (char *)mode, (char *)store, (char *)th_base(), NULL};
-        execv("/proc/self/exe", args);
-        _exit(127);
+static void *api_loop(void *arg) {
+    api_args *a = arg;
+    for (int i = 0; i < 40; i++) {
+        char value[16];
+        snprintf(value, sizeof value, "v%d", i);
+        courier_cookie c;
+        courier_cookie_init(&c, COURIER_COOKIE_VERSION);
+        c.domain = "127.0.0.1";
+        c.name = "api";
+        c.value = value;
+        if (courier_cookies_set(a->other, &c, NULL) != COURIER_OK) return (void *)1;
+        courier_cookie_list *l = NULL;
+        if (courier_cookies_list(a->sender, &l, NULL) != COURIER_OK) return (void *)1;
+        courier_cookie_list_free(l);
     }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    return NULL;
 }
 
-static void test_another_process_sees_the_jar(void) {
+static void test_api_while_transfers_run(void) {
     const char *store = th_tmpdir();
-    th_server(); /* started before the children need it */
-    courier_engine *e = open_on(store, 0, NULL);
-    REQUIRE(e);
-    free(get(e, "/cookies/set?parent=1", NULL));
-    CHECK_EQ(run_child("get", store), 0);  /* the child's first request carries the parent's cookie */
-    CHECK_EQ(run_child("set", store), 0);  /* the child sets one while this engine stays open */
-    char *body = cookies_seen(e, NULL);
-    CHECK_CONTAINS(body, "child=1");
-    CHECK_CONTAINS(body, "parent=1");
-    free(body);
+    courier_engine *e = open_on(store, 0, NULL), *other = open_on(store, 0, NULL);
+    REQUIRE(e && other);
+    free(get(e, "/cookies/set?server=start", NULL));
+    api_args args = {e, other};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, api_loop, &args) == 0);
+    for (int i = 0; i < 40; i++) {
+        char *body = get(e, "/cookies", NULL);
+        CHECK_CONTAINS(body, "server=start");
+        free(body);
+    }
+    void *failed = NULL;
+    pthread_join(th, &failed);
+    CHECK(failed == NULL);
+    CHECK_STR(jar_value(e, "api", NULL), "v39");
+    CHECK_STR(jar_value(e, "server", NULL), "start");
     courier_engine_close(e);
+    courier_engine_close(other);
 }
 
 /* ---- libcurl's rules, on a host that is not localhost (through the server as a proxy) -------- */
@@ -422,12 +379,11 @@ static void test_jar_off(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 2 && strcmp(argv[1], "--child") == 0) return child_main(argc, argv);
     static const th_test tests[] = {
         T(test_server_cookie_comes_back_across_redirect_and_requests),
         T(test_jar_survives_restart_on_the_same_store),
         T(test_two_engines_on_one_store_share_the_jar),
-        T(test_another_process_sees_the_jar),
+        T(test_api_while_transfers_run),
         T(test_secure_expiry_and_public_suffix_rules),
         T(test_api_set_remove_clear_and_errors),
         T(test_clear_reaches_other_engines),
