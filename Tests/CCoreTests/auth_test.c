@@ -126,6 +126,28 @@ static void test_any_safe_picks_digest_and_any_allows_basic(void) {
     courier_engine_close(e);
 }
 
+static void test_ntlm_where_libcurl_has_it(void) {
+    if (!(courier_auth_available() & COURIER_AUTH_NTLM)) {
+        CHECK_EQ(courier_config_set_credentials(NULL, "u", "p", COURIER_AUTH_NTLM), COURIER_E_INVALID_ARGUMENT);
+        return; /* this libcurl has no NTLM: nothing more to see */
+    }
+    /* Offered NTLM, "any safe" starts it (the negotiate message). */
+    courier_engine *e = open_with(&(opts){.user = "u", .password = "p", .schemes = COURIER_AUTH_ANY_SAFE});
+    REQUIRE(e);
+    char *body = NULL;
+    int status = 0;
+    CHECK_EQ(get(e, "/ntlm-start", &status, &body), COURIER_OK);
+    CHECK_CONTAINS(body, "\"ntlm_negotiate\":true");
+    free(body);
+    courier_engine_close(e);
+    /* Credentials for Digest alone do not answer NTLM: the 401 stays. */
+    e = open_with(&(opts){.user = "u", .password = "p", .schemes = COURIER_AUTH_DIGEST});
+    REQUIRE(e);
+    CHECK_EQ(get(e, "/ntlm-start", &status, NULL), COURIER_E_HTTP_STATUS);
+    CHECK_EQ(status, 401);
+    courier_engine_close(e);
+}
+
 static void test_request_credentials_replace_the_engines_and_stay_at_their_origin(void) {
     courier_engine *e = open_with(&(opts){.user = "engine", .password = "e", .schemes = COURIER_AUTH_BASIC});
     REQUIRE(e);
@@ -479,6 +501,7 @@ int main(int argc, char **argv) {
     static const th_test tests[] = {
         T(test_basic_and_digest_checked_by_the_server),
         T(test_any_safe_picks_digest_and_any_allows_basic),
+        T(test_ntlm_where_libcurl_has_it),
         T(test_request_credentials_replace_the_engines_and_stay_at_their_origin),
         T(test_credential_errors),
         T(test_challenge_handler_answers_once),

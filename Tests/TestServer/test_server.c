@@ -1703,6 +1703,24 @@ static int h_auth(request *rq, const char *arg, int schemes, response *rs)
     return ACT_SEND;
 }
 
+/* /ntlm-start: offers NTLM; 200 {"ntlm_negotiate":true} once the client sends an NTLM
+   negotiate message (type 1: "NTLMSSP\0" then 1), which is as far as a client's choice of NTLM
+   can be seen without an NTLM server. */
+static int h_ntlm_start(request *rq, response *rs)
+{
+    const char *v = find_header(rq, "Authorization");
+    rs->ctype = "application/json";
+    if (v && strncmp(v, "NTLM TlRMTVNTUAAB", 17) == 0) {
+        rs->status = 200;
+        sb_puts(&rs->body, "{\"ntlm_negotiate\":true}");
+        return ACT_SEND;
+    }
+    rs->status = 401;
+    sb_puts(&rs->hdr, "WWW-Authenticate: NTLM\r\n");
+    sb_puts(&rs->body, "{\"authenticated\":false}");
+    return ACT_SEND;
+}
+
 /* A request in absolute-form (the server as a forward proxy) to a host whose name starts with
    "proxy-auth." needs Proxy-Authorization: Basic for proxyuser:proxypass, else 407. */
 static int proxy_refuses(request *rq, response *rs)
@@ -1796,6 +1814,8 @@ static int dispatch(conn *c, request *rq, response *rs, long path_n, int closing
         return h_auth(rq, arg, AUTH_DIGEST, rs);
     if ((arg = after(p, "/any-auth/")))
         return h_auth(rq, arg, AUTH_BASIC | AUTH_DIGEST, rs);
+    if (strcmp(p, "/ntlm-start") == 0)
+        return h_ntlm_start(rq, rs);
     if (strcmp(p, "/echo") == 0 || after(p, "/echo/"))
         return h_echo(c, rq, rs);
     if ((arg = after(p, "/status/")))

@@ -61,6 +61,8 @@
  *                          the answer is checked (username, realm, nonce, uri = this request's
  *                          target, response); "scheme":"Digest".
  *   /any-auth/{u}/{p}      offers Digest and Basic (two challenges), accepts either.
+ *   /ntlm-start            offers NTLM; 200 {"ntlm_negotiate":true} once an NTLM
+ *                          negotiate message (type 1) comes, else 401.
  *   As a forward proxy: a request in absolute-form ("GET http://host/path") is served by its path;
  *                          /echo adds "proxy_target" (the absolute target). A host starting with
  *                          "proxy-auth." needs Proxy-Authorization: Basic for proxyuser:proxypass,
