@@ -16,7 +16,8 @@
  * wrote) reads the whole jar back into curl. Syncs run: after an attempt whose response had
  * Set-Cookie (before its completion), in every API call, and before a transfer goes on the wire when
  * the environment committed anything since the last look (one mdb_env_info, no transaction, when
- * nothing did).
+ * nothing did). An engine on a private temporary store (no store directory configured) keeps its
+ * jar in memory only: nobody else can open that store, and it is removed at close.
  */
 #include "internal.h"
 
@@ -223,6 +224,11 @@ static int sync_jar(struct cr_jar *j, bool clear_store, courier_error *err) {
     jlines now;
     int rc = export_jar(j, &now);
     if (rc) return cr_fail(err, rc, "cannot read the cookie jar");
+    if (!j->env) { /* a private temporary store: nobody else will read it, the jar stays in memory */
+        jlines_clear(&j->saved);
+        j->saved = now;
+        return COURIER_OK;
+    }
     /* The difference from what the store had: keys whose line changed or appeared, keys gone. */
     bool changed = clear_store;
     for (size_t a = 0, b = 0; !changed && (a < now.count || b < j->saved.count);) {
@@ -339,7 +345,7 @@ int cr_jar_open(courier_engine *e, courier_error *err) {
     atomic_init(&j->seen_txnid, 0);
     e->jar = j;
     unsigned dbi = 0;
-    if (cr_journal_cookie_db(e, &j->env, &dbi) != COURIER_OK) {
+    if (!e->store_is_temp && cr_journal_cookie_db(e, &j->env, &dbi) != COURIER_OK) {
         cr_jar_close(e);
         return cr_fail(err, COURIER_E_STORE, "the cookie jar needs the store's journal");
     }
@@ -385,7 +391,7 @@ void cr_easy_reset(CURL *h) {
 
 void cr_jar_refresh(courier_engine *e) {
     struct cr_jar *j = e->jar;
-    if (!j) return;
+    if (!j || !j->env) return;
     MDB_envinfo info;
     if (mdb_env_info(j->env, &info) == 0 && info.me_last_txnid == j->seen_txnid) return; /* nothing committed */
     jar_lock(j);
@@ -396,7 +402,7 @@ void cr_jar_refresh(courier_engine *e) {
 
 void cr_jar_save(courier_engine *e) {
     struct cr_jar *j = e->jar;
-    if (!j) return;
+    if (!j || !j->env) return;
     jar_lock(j);
     courier_error err;
     if (sync_jar(j, false, &err) != COURIER_OK) cr_log(e, COURIER_LOG_WARNING, "cookies", "%s", err.message);

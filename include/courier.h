@@ -1733,7 +1733,8 @@ COURIER_API int courier_reachability_remove_listener(courier_engine *engine, uin
  * from, and every request of an engine is its own caller's. The jar lives in the store (the
  * journal's environment, synced): it is read at open; a response that changed it is written
  * before its completion runs; and before a request goes on the wire the engine re-reads what
- * another engine or process wrote since. Session cookies (no expiry) are kept in the store too:
+ * another engine or process wrote since (an engine on the default private temporary store keeps its
+ * jar in memory only). Session cookies (no expiry) are kept in the store too:
  * the store is the session; courier_cookies_clear ends it. A frozen request is replayed with the
  * jar as it is when it is sent again. 0 turns the jar off for the engine (no Cookie header is
  * ever added, Set-Cookie is ignored, the store's jar is left as it is). */
