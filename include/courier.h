@@ -187,7 +187,8 @@ COURIER_API int courier_config_set_validator(courier_config *config, courier_val
  * thread. `config` is borrowed for the call (NULL means all defaults). *out is new: release it with
  * courier_engine_close. Any thread.
  * Proxies come from the environment as libcurl reads them (http_proxy, https_proxy, all_proxy,
- * no_proxy); whether any is set is read once, here.
+ * no_proxy) unless courier_config_set_proxy set one; whether any is set is read once, here. The
+ * cookie jar is read from the store here (courier_config_set_cookies).
  * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE (os_error set), COURIER_E_NO_MEMORY,
  * COURIER_E_INTERNAL (libcurl or the thread could not start). */
 COURIER_API int courier_engine_open(courier_engine **out, const courier_config *config, courier_error *err);

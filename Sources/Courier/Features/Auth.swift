@@ -254,7 +254,16 @@ public struct Cookie: Sendable, Hashable {
     /// HttpOnly was given.
     public var httpOnly: Bool
 
-    /// - Parameters: The cookie's fields (see the properties).
+    /// A cookie to give ``Cookies/set(_:)``.
+    /// - Parameters:
+    ///   - name: The name.
+    ///   - value: The value.
+    ///   - domain: The host (no leading dot).
+    ///   - path: The path; default "/".
+    ///   - expires: When it expires; nil for a session cookie, a past date removes it.
+    ///   - includeSubdomains: A Domain cookie (also sent to subdomains).
+    ///   - secure: Sent over https (and to localhost) only.
+    ///   - httpOnly: Marked HttpOnly.
     public init(name: String, value: String, domain: String, path: String = "/", expires: Date? = nil,
                 includeSubdomains: Bool = false, secure: Bool = false, httpOnly: Bool = false) {
         self.name = name
