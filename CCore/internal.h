@@ -22,6 +22,16 @@
 #include <string.h>
 
 #include <curl/curl.h>
+#include <jansson.h>
+
+/* Everything this header declares stays inside the library, however the core is compiled (CMake
+ * adds -fvisibility=hidden too; SwiftPM cannot, so the sources decide). Only what include/courier.h
+ * marks COURIER_API is exported. The pragma covers declarations, so no system header is included
+ * between it and the pop at the end; a file that defines a non-static function declares it here
+ * (or in cache_internal.h, which does the same) first. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(hidden)
+#endif
 
 #define CR_HIDDEN __attribute__((visibility("hidden")))
 
@@ -410,8 +420,6 @@ struct courier_engine {
 
 /* ==== JSON, mapping, serializers (json.c, mapping.c, serialize.c) ============================= */
 
-#include <jansson.h>
-
 #define CR_JSON_DEFAULT_DEPTH 512
 #define CR_JSON_MAX_DEPTH 2048 /* jansson's own compile-time limit */
 #define CR_JSON_DEFAULT_MAX_BYTES CR_DEFAULT_MAX_RESPONSE
@@ -747,5 +755,9 @@ CR_HIDDEN bool cr_monitor_blocks(courier_engine *e, const cr_transfer *t);
 CR_HIDDEN int64_t cr_monitor_tick(courier_engine *e, int64_t mono_ms);
 /* Journal thread: gives a changed state to the listeners. */
 CR_HIDDEN void cr_monitor_dispatch(courier_engine *e);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 
 #endif /* COURIER_INTERNAL_H */

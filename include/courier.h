@@ -29,8 +29,17 @@
 #define COURIER_VERSION_NUM ((COURIER_VERSION_MAJOR << 16) | (COURIER_VERSION_MINOR << 8) | COURIER_VERSION_PATCH)
 #define COURIER_VERSION_STRING "0.1.0"
 
+/* COURIER_API marks what the library exports. The library's own build defines COURIER_BUILDING
+ * (export); users of the Windows DLL import; users of the static library on Windows define
+ * COURIER_STATIC. Elsewhere the library is built with hidden visibility and these stay visible. */
 #if defined(_WIN32)
-#  define COURIER_API __declspec(dllexport)
+#  if defined(COURIER_BUILDING)
+#    define COURIER_API __declspec(dllexport)
+#  elif defined(COURIER_STATIC)
+#    define COURIER_API
+#  else
+#    define COURIER_API __declspec(dllimport)
+#  endif
 #elif defined(__GNUC__) || defined(__clang__)
 #  define COURIER_API __attribute__((visibility("default")))
 #else
