@@ -604,6 +604,13 @@ CR_HIDDEN void cr_guard_free(struct cr_guard *g);
 CR_HIDDEN long cr_retry_delay(const cr_transfer *t, int code, const courier_response *resp, uint64_t *rng);
 /* Milliseconds from a monotonic clock. */
 CR_HIDDEN int64_t cr_mono_ms(void);
+/* Initialises a condition variable whose timed waits run on the clock cr_cond_deadline reads:
+ * CLOCK_MONOTONIC where pthread_condattr_setclock exists, CLOCK_REALTIME on macOS, which lacks it
+ * (and whose timed waits cannot use another clock). */
+CR_HIDDEN void cr_cond_init(pthread_cond_t *cv);
+/* The absolute time `us` microseconds from now, for pthread_cond_timedwait on a condition variable
+ * made by cr_cond_init. */
+CR_HIDDEN struct timespec cr_cond_deadline(int64_t us);
 
 
 /* ==== Cache (store.c, cache.c, cache_key.c, cache_http.c) ======================================= */

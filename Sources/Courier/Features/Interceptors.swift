@@ -195,7 +195,9 @@ enum InterceptorFailures {
     private static let adaptKey: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key) { value in
-            if let value { Unmanaged<AnyObject>.fromOpaque(value).release() }
+            // (Glibc passes an optional pointer, Darwin a non-optional one: this reads both.)
+            let pointer: UnsafeMutableRawPointer? = value
+            if let pointer { Unmanaged<AnyObject>.fromOpaque(pointer).release() }
         }
         return key
     }()
