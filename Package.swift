@@ -6,10 +6,12 @@ import PackageDescription
 let package = Package(
     name: "Courier",
     platforms: [.macOS(.v13)],
+    // The tool is not a product: `swift run courier` works in this package all the same, and a
+    // package that depends on Courier then never fetches swift-argument-parser (SwiftPM resolves
+    // only what the products it uses need).
     products: [
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CCore", targets: ["CCore"]),
-        .executable(name: "courier", targets: ["courier"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
