@@ -46,6 +46,25 @@ final class MappingTests: LoopbackTestCase {
         XCTAssertEqual(items.count, 2)
     }
 
+    /// `keyPath:` on a response's decode is followed, as `JSONModel.init(json:keyPath:)` follows it
+    /// (it used to only prefix error paths: `typeMismatch ... Expected Array at data.items`).
+    func testResponseDecodeFollowsTheKeyPath() async throws {
+        let response = try await engine.send(.get("/json"))
+        let items = try response.decode([Item].self, keyPath: "data.items")
+        XCTAssertEqual(items, [Item(id: 1, title: "one"), Item(id: 2, title: "two")])
+        XCTAssertEqual(try response.decode(Item.self, keyPath: "data.items.1"), Item(id: 2, title: "two"))
+        // Inside the result the request's own key path selected, and inside a named result.
+        let nested = try await engine.send(.get("/json").keyPath("data").result("items", keyPath: "data.items"))
+        XCTAssertEqual(try nested.decode([String].self, keyPath: "tags"), ["a", "b"])
+        XCTAssertEqual(try nested.decode(Int.self, result: "items", keyPath: "1.id"), 2)
+        do {
+            _ = try response.decode([Item].self, keyPath: "data.nothing")
+            XCTFail("decoded")
+        } catch let DecodingError.valueNotFound(_, context) {
+            XCTAssertEqual(context.codingPath.map(\.stringValue), ["data", "nothing"])
+        }
+    }
+
     func testModelRequestable() async throws {
         let data = try await engine.send(GetData())
         XCTAssertEqual(data.id, 1)

@@ -245,7 +245,7 @@ extension Engine {
                                    then next: @escaping @Sendable (T) throws -> Request) async throws -> Response {
         let keyPath = request.modelKeyPath
         return try await chain([.send(request), .then { response in
-            try next(response.decode(T.self, keyPath: keyPath, decoder: decoder))
+            try next(response.decode(T.self, resultPath: keyPath, decoder: decoder))
         }])
     }
 }

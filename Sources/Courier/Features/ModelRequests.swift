@@ -251,20 +251,35 @@ extension Response {
                               found: String(cString: courier_json_type_name(failure.found)))
     }
 
-    /// Decodes the business data (``result``), or a named result.
+    /// Decodes the business data (``result``), or a named result, or the value at a key path
+    /// inside it.
+    ///
+    /// `keyPath` means what it means everywhere else (``JSONModel/init(json:keyPath:)-(Data,_)``,
+    /// `ModelDecoder.decode(_:from:keyPath:)`): the path is followed, here inside the
+    /// value that would be decoded without it (the result: the whole document when the request
+    /// has no key path, mapping or envelope). `try r.decode([Item].self, keyPath: "data.items")`.
     /// - Parameters:
     ///   - type: The model type.
     ///   - name: A named result, or nil for the default one.
-    ///   - keyPath: The key path the result came from, so errors name the whole path.
+    ///   - keyPath: Where the value is inside the result ("data.items"), or nil for the result itself.
     ///   - decoder: The decoder.
     /// - Returns: The model.
-    /// - Throws: `DecodingError` naming the key path; ``CourierError`` when the body is not JSON.
+    /// - Throws: `DecodingError` naming the key path (`valueNotFound` when nothing is there);
+    ///   ``CourierError`` when the body is not JSON.
     public func decode<T: Decodable>(_ type: T.Type, result name: String? = nil, keyPath: String? = nil,
                                      decoder: ModelDecoder = ModelDecoder()) throws -> T {
-        let prefix: [any CodingKey] = (keyPath ?? "").split(separator: ".").map { _JSONKey($0) }
+        try decode(type, result: name, keyPath: keyPath, resultPath: nil, decoder: decoder)
+    }
+
+    /// Decodes the result the request's own key path (`resultPath`, already followed by the C
+    /// core) selected; `resultPath` only names where it came from in errors.
+    func decode<T: Decodable>(_ type: T.Type, result name: String? = nil, keyPath: String? = nil,
+                              resultPath: String?, decoder: ModelDecoder) throws -> T {
+        let prefix: [any CodingKey] = (resultPath ?? "").split(separator: ".").map { _JSONKey($0) }
         guard let storage else {
             let json = try parseJSON()
-            return try decoder.decode(type, from: json, keyPath: keyPath)
+            let path = [resultPath, keyPath].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ".")
+            return try decoder.decode(type, from: json, keyPath: path.isEmpty ? nil : path)
         }
         let pointer: OpaquePointer?
         if let name {
@@ -275,10 +290,10 @@ extension Response {
         }
         guard let pointer else {
             throw DecodingError.valueNotFound(type, .init(codingPath: prefix,
-                debugDescription: "No value at \(keyPath ?? name ?? "the response's result")"))
+                debugDescription: "No value at \(resultPath ?? name ?? "the response's result")"))
         }
         return try withExtendedLifetime(storage) {
-            try decoder.decode(type, root: pointer, keyPath: nil, pathPrefix: prefix)
+            try decoder.decode(type, root: pointer, keyPath: keyPath, pathPrefix: prefix)
         }
     }
 }
@@ -340,7 +355,7 @@ extension Engine {
     public func send<T: Decodable>(_ request: Request, as type: T.Type,
                                    decoder: ModelDecoder = ModelDecoder()) async throws -> T {
         let response = try await send(request)
-        return try response.decode(type, keyPath: request.modelKeyPath, decoder: decoder)
+        return try response.decode(type, resultPath: request.modelKeyPath, decoder: decoder)
     }
 
     /// Sends the request a ``ModelRequestable`` describes and returns its model.
@@ -361,6 +376,6 @@ extension Engine {
     public func sendSync<T: Decodable>(_ request: Request, as type: T.Type,
                                        decoder: ModelDecoder = ModelDecoder()) throws -> T {
         let response = try sendSync(request)
-        return try response.decode(type, keyPath: request.modelKeyPath, decoder: decoder)
+        return try response.decode(type, resultPath: request.modelKeyPath, decoder: decoder)
     }
 }
