@@ -95,7 +95,9 @@ typedef struct courier_error {
     int os_error;      /* the underlying errno, else 0 */
     int store_error;   /* the underlying storage (LMDB) error, else 0 */
     int reserved[7];   /* zero; room to grow without changing the size */
-    char message[256]; /* NUL-terminated English detail, possibly truncated; "" when none */
+    char message[256]; /* NUL-terminated English detail, possibly truncated; "" when none. Whole on
+                        * its own (it names the failure, often starting with courier_strerror's
+                        * text): print it alone, not after courier_strerror(code). */
 } courier_error;
 
 /* ========================================================================================== */
