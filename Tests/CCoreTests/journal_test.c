@@ -253,6 +253,94 @@ static void freeze_on_cannot_connect(void) {
     w_destroy(&w);
 }
 
+/* ---- the default store ------------------------------------------------------------------------- */
+
+/* Opens an engine on the default store (no store directory), offline, replay paused. */
+static courier_engine *open_default(const char *app_id, int temporary, int port) {
+    courier_config *cfg = NULL;
+    courier_engine *e = NULL;
+    courier_config_new(&cfg);
+    char base[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
+    courier_config_set_base_url(cfg, base);
+    if (app_id) courier_config_set_app_id(cfg, app_id);
+    courier_config_set_temporary_store(cfg, temporary);
+    courier_config_set_frozen_paused(cfg, 1);
+    int rc = courier_engine_open(&e, cfg, NULL);
+    courier_config_free(cfg);
+    return rc == COURIER_OK ? e : NULL;
+}
+
+typedef struct warn_lines {
+    pthread_mutex_t mu;
+    int frozen_temporary; /* lines of the event "frozen_temporary_store" at WARNING */
+} warn_lines;
+
+static void on_warning(int level, const char *line, size_t len, void *user) {
+    (void)len;
+    warn_lines *w = user;
+    pthread_mutex_lock(&w->mu);
+    if (level == COURIER_LOG_WARNING && strstr(line, "\"event\":\"frozen_temporary_store\"")) w->frozen_temporary++;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Freezes one POST (the engine is offline) and returns how many temporary-store warnings it logged. */
+static int freeze_one_counting_warnings(courier_engine *e) {
+    warn_lines lines = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    CHECK_EQ(courier_log_add_callback(e, COURIER_LOG_WARNING, on_warning, &lines, NULL, NULL), COURIER_OK);
+    waiter w;
+    w_init(&w, e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    CHECK_EQ(send_one(e, freezable("POST", "/like/7", "liked=1", COURIER_FREEZE_AUTO, 0), &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
+    w_destroy(&w);
+    /* The warning is logged on the journal thread before the caller is answered. */
+    pthread_mutex_lock(&lines.mu);
+    int n = lines.frozen_temporary;
+    pthread_mutex_unlock(&lines.mu);
+    return n;
+}
+
+/* With no store directory the engine keeps its store where apps keep data, named by the app id:
+ * a frozen request is still there for the next engine (it vanished with the old temporary default). */
+static void frozen_survives_in_the_default_store(void) {
+    char data[600], expected[800];
+    snprintf(data, sizeof data, "%s/xdg-data", th_tmpdir());
+    setenv("XDG_DATA_HOME", data, 1);
+    snprintf(expected, sizeof expected, "%s/org.example.notes/courier", data);
+    int port = jr_free_port();
+    courier_engine *e = open_default("org.example.notes", 0, port);
+    REQUIRE(e);
+    CHECK_STR(courier_engine_store_dir(e), expected);
+    CHECK_EQ(freeze_one_counting_warnings(e), 0); /* a durable store: no warning */
+    courier_engine_close(e);
+    struct stat st;
+    CHECK(stat(expected, &st) == 0 && S_ISDIR(st.st_mode));
+
+    e = open_default("org.example.notes", 0, port);
+    REQUIRE(e);
+    CHECK_EQ(count_of(e), 1);
+    courier_engine_close(e);
+    /* Another app id is another store. */
+    e = open_default("org.example.other", 0, port);
+    REQUIRE(e);
+    CHECK_EQ(count_of(e), 0);
+    courier_engine_close(e);
+}
+
+/* A temporary store (asked for) is removed at close: freezing into it logs a warning. */
+static void freezing_into_a_temporary_store_warns(void) {
+    courier_engine *e = open_default("org.example.notes", 1, jr_free_port());
+    REQUIRE(e);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s", courier_engine_store_dir(e));
+    CHECK_EQ(freeze_one_counting_warnings(e), 1);
+    courier_engine_close(e);
+    struct stat st;
+    CHECK(stat(dir, &st) != 0);
+}
+
 /* A POST without a body or parameters (an empty body) is kept and resent as such. */
 static void empty_body_is_kept(void) {
     jr_server srv;
@@ -1072,7 +1160,8 @@ static void stored_request_reads_back_exactly(void) {
     w_destroy(&w);
 }
 
-TESTS_MAIN(T(freeze_on_cannot_connect), T(empty_body_is_kept), T(never_policy_is_not_frozen), T(given_id_replaces_older),
+TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
+           T(freezing_into_a_temporary_store_warns), T(empty_body_is_kept), T(never_policy_is_not_frozen), T(given_id_replaces_older),
            T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
            T(replay_in_order_with_keys), T(final_and_retryable_answers), T(manual_policy_waits_for_the_app),
            T(bounded_concurrency), T(expiry_with_injected_clock), T(corrupt_journal_is_kept_aside),

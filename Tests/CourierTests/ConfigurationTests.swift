@@ -24,9 +24,16 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(Configuration(baseURL: "http://h").baseURL, "http://h")
     }
 
+    override class func setUp() {
+        super.setUp()
+        _ = LoopbackTestCase.dataHome // the default store goes under a temporary XDG_DATA_HOME
+    }
+
     func testTheDefaultEngineOpensAndCloses() throws {
         let engine = try Engine()
-        XCTAssertFalse(engine.storeDirectory.isEmpty)
+        // The durable default store: $XDG_DATA_HOME/<program name>/courier.
+        XCTAssertTrue(engine.storeDirectory.hasPrefix(LoopbackTestCase.dataHome + "/"), engine.storeDirectory)
+        XCTAssertTrue(engine.storeDirectory.hasSuffix("/courier"), engine.storeDirectory)
         XCTAssertNil(engine.configuration.baseURL)
         engine.close()
     }

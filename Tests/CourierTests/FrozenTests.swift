@@ -33,6 +33,42 @@ final class FrozenTests: LoopbackTestCase {
         }
     }
 
+    /// With no store directory a frozen request is kept in the default store, named by the app
+    /// id, and the next engine finds it (the old default, a temporary store, lost it at close).
+    func testFrozenRequestOutlivesTheEngineInTheDefaultStore() async throws {
+        let appID = "org.example.frozen-\(UUID().uuidString.prefix(8))"
+        func open() throws -> Engine {
+            try makeEngine {
+                $0.storeDirectory = nil
+                $0.temporaryStore = false
+                $0.appID = appID
+            }
+        }
+        let first = try open()
+        XCTAssertEqual(first.storeDirectory, Self.dataHome + "/" + appID + "/courier")
+        first.reachability.setOffline()
+        do {
+            _ = try await first.send(.post("/echo/like").parameter("post", "7").freeze(.whenOffline))
+            XCTFail("sent")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .frozen)
+        }
+        first.close()
+        let second = try open()
+        defer { second.close() }
+        XCTAssertEqual(try second.frozen.count(), 1)
+        try? FileManager.default.removeItem(atPath: Self.dataHome + "/" + appID)
+    }
+
+    /// An app id that is not one path component is refused at open.
+    func testBadAppIDIsRefused() {
+        var configuration = Configuration()
+        configuration.appID = "a/b"
+        XCTAssertThrowsError(try Engine(configuration: configuration)) { error in
+            XCTAssertEqual((error as? CourierError)?.code, .invalidArgument)
+        }
+    }
+
     func testFreezeWhileOfflineAndReplayWhenOnline() async throws {
         let events = engine.frozen.events()
         engine.reachability.setOffline()

@@ -13,6 +13,7 @@ private func readmeExample() async throws {
     var configuration = Configuration(baseURL: "https://api.example.com/v1")
     configuration.timeout = 20
     configuration.headers = [(name: "Accept", value: "application/json")]
+    configuration.appID = "com.example.notes" // names the durable store (see the tour's frozen requests)
     let engine = try Engine(configuration: configuration)
 
     // A request type that describes itself (HTNetworking's style) ...
@@ -44,9 +45,12 @@ private func tour(engine: Engine) async throws {
     print(items.count)
 
     // Frozen requests: a like made in a tunnel is kept in a durable journal and sent again
-    // (with the same Idempotency-Key) when the network returns or at the next start.
+    // (with the same Idempotency-Key) when the network returns or at the next start. The journal
+    // is in the engine's store: by default where apps keep data, named by Configuration.appID
+    // (~/.local/share/com.example.notes/courier; Application Support on Darwin). Set
+    // storeDirectory to choose it; temporaryStore (tests, demos) keeps nothing past close.
     _ = try? await engine.send(.post("likes").parameter("post", "7").freeze(.whenOffline))
-    print(try engine.frozen.count())
+    print(engine.storeDirectory, try engine.frozen.count())
 
     // Scheduling: retry with backoff and Retry-After, priorities, batches and chains.
     let retried = try await engine.send(.get("feed").retry(RetryPolicy(maxRetries: 3)).priority(.high))

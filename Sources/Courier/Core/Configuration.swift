@@ -54,9 +54,22 @@ public struct Configuration: Sendable {
     public var pinnedPublicKey: String?
     /// For development only: true turns certificate and host name verification off.
     public var insecure: Bool
-    /// The directory of the engine's store (cache, journal), created at open. nil means a private
-    /// temporary directory removed when the engine closes.
+    /// The directory of the engine's store (cache, journal), created at open. nil (the default)
+    /// means the durable default store named by ``appID`` (see there), or with ``temporaryStore``
+    /// a private temporary directory removed when the engine closes.
     public var storeDirectory: String?
+    /// The app's id ("com.example.notes", "notes"), naming the default store where the platform
+    /// keeps an app's data, so frozen requests and the cache outlive the engine and the process:
+    /// `$XDG_DATA_HOME/<app id>/courier` (else `~/.local/share/<app id>/courier`) on Linux,
+    /// `~/Library/Application Support/<app id>/courier` on Darwin. nil (the default) means the
+    /// program's name. One path component: not empty, no `/`, not `.` or `..`
+    /// (``CourierError/Code/invalidArgument`` at open). Unused when ``storeDirectory`` is set.
+    public var appID: String?
+    /// true keeps the store, when ``storeDirectory`` is nil, in a private temporary directory
+    /// removed when the engine closes, instead of the default store: for tests, demos and
+    /// one-shot tools. Frozen requests then do not outlive the engine, and each freeze logs a
+    /// warning on the engine's logger. Default false.
+    public var temporaryStore: Bool
     /// A validator run on every response of requests that have none of their own; returning
     /// false fails the request with ``CourierError/Code/invalidResult``. Runs on the engine's
     /// worker thread: keep it quick, and never close the engine from it.
@@ -88,6 +101,8 @@ public struct Configuration: Sendable {
         self.pinnedPublicKey = nil
         self.insecure = false
         self.storeDirectory = nil
+        self.appID = nil
+        self.temporaryStore = false
         self.validator = nil
         self.retry = .disabled
         self.frequentGuardWindow = 0
@@ -154,6 +169,8 @@ extension Configuration {
             try withOptionalCString(storeDirectory) {
                 try CourierError.check(courier_config_set_store_dir(config, $0), "storeDirectory")
             }
+            try withOptionalCString(appID) { try CourierError.check(courier_config_set_app_id(config, $0), "appID") }
+            try CourierError.check(courier_config_set_temporary_store(config, temporaryStore ? 1 : 0), "temporaryStore")
             if let validator {
                 let box = Unmanaged.passRetained(ValidatorBox(validator)).toOpaque()
                 // On failure the C core has already released the box through user_free.
