@@ -39,7 +39,8 @@ struct FrozenOptions: ParsableArguments {
     func openEngine() throws -> Engine {
         var configuration = Configuration()
         configuration.storeDirectory = storeDirectory
-        return try Engine(configuration: configuration.frozenReplayPaused())
+        configuration.frozenPaused = true
+        return try Engine(configuration: configuration)
     }
 }
 

@@ -15,7 +15,9 @@ final class FrozenTests: LoopbackTestCase {
         if store.isEmpty { store = NSTemporaryDirectory() + "courier-frozen-tests-" + UUID().uuidString }
         var configuration = super.configuration()
         configuration.storeDirectory = store
-        return configuration.frozenReplay(concurrency: 4, backoffBase: 0.02, backoffMax: 0.1).frozenPollInterval(0.2)
+        configuration.frozenReplay = FrozenReplay(concurrency: 4, backoffBase: 0.02, backoffMax: 0.1)
+        configuration.frozenPollInterval = 0.2
+        return configuration
     }
 
     override func tearDown() {
@@ -134,7 +136,7 @@ final class FrozenTests: LoopbackTestCase {
         var restarted: OpaquePointer?
         XCTAssertEqual(cts_server_start(&restarted, "127.0.0.1", Int32(port)), 0)
         defer { if let restarted { cts_server_stop(restarted) } }
-        engine = try Engine(configuration: configuration().frozenReplayPaused())
+        engine = try makeEngine { $0.frozenPaused = true }
         let order = Locked<[String]>([])
         let keys = Locked<[String]>([])
         let token = try engine.frozen.addObserver(for: [.resentSucceeded]) { event in
@@ -216,7 +218,7 @@ final class FrozenTests: LoopbackTestCase {
     func testReachabilityListenerAndDetection() async throws {
         let port = server.port
         engine.close()
-        engine = try Engine(configuration: configuration().reachability(fromErrors: true, interval: 0.1))
+        engine = try makeEngine { $0.reachability = ReachabilitySettings(fromErrors: true, interval: 0.1) }
         let states = Locked<[ReachabilityStatus]>([])
         let token = try engine.reachability.listen { status in states.mutate { $0.append(status) } }
         _ = try await engine.send(.get("/echo/a"))

@@ -112,7 +112,10 @@ final class MappingTests: LoopbackTestCase {
 
     func testEnvelope() async throws {
         let envelope = Envelope(code: "code", message: "message", data: "data").success(codes: [0, 200])
-        let engine = try makeEngine { $0 = $0.envelope(envelope).decodingAsJSON("text/plain") }
+        let engine = try makeEngine {
+            $0.envelope = envelope
+            $0.jsonTypes.append("text/plain")
+        }
         defer { engine.close() }
         let ok = try await engine.send(.get("/json"))
         XCTAssertEqual(ok.envelopeCode, 200)
@@ -134,7 +137,10 @@ final class MappingTests: LoopbackTestCase {
 
         // A custom rule.
         let odd = Envelope(code: nil, message: nil, data: nil).check { document, _, _ in document["odd"]?.bool != true }
-        let strict = try makeEngine { $0 = $0.envelope(odd).decodingAsJSON("text/plain") }
+        let strict = try makeEngine {
+            $0.envelope = odd
+            $0.jsonTypes = ["text/plain"]
+        }
         defer { strict.close() }
         await assertThrows(.api) { try await strict.send(.get("/cache").parameter("body", #"{"odd":true}"#)) }
         _ = try await strict.send(.get("/cache").parameter("body", #"{"odd":false}"#))
@@ -145,7 +151,7 @@ final class MappingTests: LoopbackTestCase {
         XCTAssertNil(html.json)
         XCTAssertThrowsError(try html.parseJSON()) { XCTAssertEqual(($0 as? CourierError)?.code, .json) }
         await assertThrows(.json) { try await self.engine.send(.get("/headers").parameter("Content-Type", "text/html").keyPath("x")) }
-        let lenient = try makeEngine { $0 = $0.decodingAsJSON("text/html") }
+        let lenient = try makeEngine { $0.jsonTypes.append("text/html") }
         defer { lenient.close() }
         let parsed = try await lenient.send(.get("/headers").parameter("Content-Type", "text/html"))
         XCTAssertEqual(parsed.json?.kind, .object)

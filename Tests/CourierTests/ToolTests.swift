@@ -39,7 +39,8 @@ final class ToolTests: XCTestCase {
         let hourAgo = Date().addingTimeInterval(-3600)
         var past = Configuration()
         past.storeDirectory = store
-        let old = try Engine(configuration: past.clock { hourAgo })
+        past.clock = { hourAgo }
+        let old = try Engine(configuration: past)
         try old.cache.put(key: "old-entry", body: Data("x".utf8), expiry: 60)
         old.close()
         var now = Configuration()

@@ -120,7 +120,45 @@ protocol ConfigurationOption: Sendable {
     func apply(to config: OpaquePointer) throws
 }
 
+/// One named setting a feature keeps in ``Configuration``'s option list, so that a feature's
+/// setting is a plain settable property (``Configuration/cacheMaxBytes``, ...): setting it again
+/// replaces it, setting nil removes it (the C core's default then applies).
+struct _NamedSetting: ConfigurationOption {
+    let name: String
+    let value: any Sendable
+    let set: @Sendable (OpaquePointer) throws -> Void
+    func apply(to config: OpaquePointer) throws { try set(config) }
+}
+
 extension Configuration {
+    /// The value of the named setting, or nil when it is not set.
+    /// - Parameter name: The setting's name (its property's).
+    /// - Returns: The value.
+    func setting<Value>(_ name: String, as type: Value.Type = Value.self) -> Value? {
+        options.lazy.compactMap { $0 as? _NamedSetting }.last { $0.name == name }?.value as? Value
+    }
+
+    /// Replaces the named setting (nil removes it).
+    /// - Parameters:
+    ///   - name: The setting's name (its property's).
+    ///   - value: The value, or nil for the C core's default.
+    ///   - apply: Applies the value to the C configuration.
+    mutating func setSetting<Value: Sendable>(_ name: String, _ value: Value?,
+                                              apply: @escaping @Sendable (OpaquePointer, Value) throws -> Void) {
+        options.removeAll { ($0 as? _NamedSetting)?.name == name }
+        guard let value else { return }
+        options.append(_NamedSetting(name: name, value: value, set: { try apply($0, value) }))
+    }
+
+    /// A copy changed by `change` (what the deprecated copy-returning setters do).
+    /// - Parameter change: Changes the copy.
+    /// - Returns: The copy.
+    func with(_ change: (inout Configuration) -> Void) -> Configuration {
+        var copy = self
+        change(&copy)
+        return copy
+    }
+
     /// A copy with one more feature setting.
     /// - Parameter option: The setting.
     /// - Returns: The new configuration.

@@ -96,65 +96,127 @@ enum _FreezeRequestOption: RequestOption {
 
 // MARK: - Configuration
 
-extension Configuration {
-    /// How frozen requests are replayed.
+/// How frozen requests are replayed (`courier_config_set_frozen_replay`).
+public struct FrozenReplay: Sendable, Hashable {
+    /// Replays in flight at most (> 0). Default 4.
+    public var concurrency: Int
+    /// Seconds before the second attempt; doubles per attempt, with jitter. Default 1.
+    public var backoffBase: TimeInterval
+    /// The longest wait between attempts, in seconds. Default 300.
+    public var backoffMax: TimeInterval
+
+    /// Replay settings.
     /// - Parameters:
     ///   - concurrency: Replays in flight at most (default 4).
     ///   - backoffBase: Seconds before the second attempt; doubles per attempt (default 1).
     ///   - backoffMax: The longest wait between attempts, in seconds (default 300).
-    /// - Returns: The new configuration.
-    public func frozenReplay(concurrency: Int = 4, backoffBase: TimeInterval = 1, backoffMax: TimeInterval = 300)
-        -> Configuration {
-        adding(_FrozenConfigOption.replay(concurrency, backoffBase, backoffMax))
+    public init(concurrency: Int = 4, backoffBase: TimeInterval = 1, backoffMax: TimeInterval = 300) {
+        self.concurrency = concurrency
+        self.backoffBase = backoffBase
+        self.backoffMax = backoffMax
     }
-
-    /// The expiry of frozen requests that name none.
-    /// - Parameter seconds: Seconds after freezing (default 24 h).
-    /// - Returns: The new configuration.
-    public func frozenExpiry(_ seconds: TimeInterval) -> Configuration { adding(_FrozenConfigOption.expiry(seconds)) }
-
-    /// How long a replayer's claim on a request holds while its process is alive but silent
-    /// (a dead process's claims are taken over at once).
-    /// - Parameter seconds: Seconds (default 300).
-    /// - Returns: The new configuration.
-    public func frozenLease(_ seconds: TimeInterval) -> Configuration { adding(_FrozenConfigOption.lease(seconds)) }
-
-    /// How often the engine looks for requests frozen by other processes and claims of the dead.
-    /// - Parameter seconds: Seconds (default 10).
-    /// - Returns: The new configuration.
-    public func frozenPollInterval(_ seconds: TimeInterval) -> Configuration { adding(_FrozenConfigOption.poll(seconds)) }
-
-    /// Opens the engine with automatic replay paused (``FrozenRequests/resume()`` starts it), so
-    /// event observers can be in place before the first resend.
-    /// - Parameter paused: true to open paused.
-    /// - Returns: The new configuration.
-    public func frozenReplayPaused(_ paused: Bool = true) -> Configuration { adding(_FrozenConfigOption.paused(paused)) }
 }
 
-enum _FrozenConfigOption: ConfigurationOption {
-    case replay(Int, TimeInterval, TimeInterval)
-    case expiry(TimeInterval)
-    case lease(TimeInterval)
-    case poll(TimeInterval)
-    case paused(Bool)
+/// Seconds to whole milliseconds, rounded.
+private func frozenMilliseconds(_ seconds: TimeInterval) -> Int { Int((seconds * 1000).rounded()) }
 
-    static func ms(_ s: TimeInterval) -> Int { Int((s * 1000).rounded()) }
-
-    func apply(to config: OpaquePointer) throws {
-        switch self {
-        case .replay(let n, let base, let max):
-            try CourierError.check(courier_config_set_frozen_replay(config, CLong(n), CLong(Self.ms(base)),
-                                                                    CLong(Self.ms(max))), "frozenReplay")
-        case .expiry(let s):
-            try CourierError.check(courier_config_set_frozen_expiry_ms(config, Int64(Self.ms(s))), "frozenExpiry")
-        case .lease(let s):
-            try CourierError.check(courier_config_set_frozen_lease_ms(config, CLong(Self.ms(s))), "frozenLease")
-        case .poll(let s):
-            try CourierError.check(courier_config_set_frozen_poll_ms(config, CLong(Self.ms(s))), "frozenPollInterval")
-        case .paused(let p):
-            try CourierError.check(courier_config_set_frozen_paused(config, p ? 1 : 0), "frozenReplayPaused")
+extension Configuration {
+    /// How frozen requests are replayed. Default ``FrozenReplay/init(concurrency:backoffBase:backoffMax:)``'s
+    /// values: 4 in flight, 1 s doubling up to 300 s.
+    public var frozenReplay: FrozenReplay {
+        get { setting("frozenReplay") ?? FrozenReplay() }
+        set {
+            setSetting("frozenReplay", newValue) {
+                try CourierError.check(courier_config_set_frozen_replay($0, CLong($1.concurrency),
+                                                                        CLong(frozenMilliseconds($1.backoffBase)),
+                                                                        CLong(frozenMilliseconds($1.backoffMax))),
+                                       "frozenReplay")
+            }
         }
     }
+
+    /// The expiry, in seconds after freezing, of frozen requests that name none; nil (the
+    /// default) means 24 h.
+    public var frozenExpiry: TimeInterval? {
+        get { setting("frozenExpiry") }
+        set {
+            setSetting("frozenExpiry", newValue) {
+                try CourierError.check(courier_config_set_frozen_expiry_ms($0, Int64(frozenMilliseconds($1))),
+                                       "frozenExpiry")
+            }
+        }
+    }
+
+    /// How long, in seconds, a replayer's claim on a request holds while its process is alive but
+    /// silent (a dead process's claims are taken over at once); nil (the default) means 300.
+    public var frozenLease: TimeInterval? {
+        get { setting("frozenLease") }
+        set {
+            setSetting("frozenLease", newValue) {
+                try CourierError.check(courier_config_set_frozen_lease_ms($0, CLong(frozenMilliseconds($1))), "frozenLease")
+            }
+        }
+    }
+
+    /// How often, in seconds, the engine looks for requests frozen by other processes and claims
+    /// of the dead; nil (the default) means 10.
+    public var frozenPollInterval: TimeInterval? {
+        get { setting("frozenPollInterval") }
+        set {
+            setSetting("frozenPollInterval", newValue) {
+                try CourierError.check(courier_config_set_frozen_poll_ms($0, CLong(frozenMilliseconds($1))),
+                                       "frozenPollInterval")
+            }
+        }
+    }
+
+    /// true opens the engine with automatic replay paused (``FrozenRequests/resume()`` starts it),
+    /// so event observers can be in place before the first resend. Default false.
+    public var frozenPaused: Bool {
+        get { setting("frozenPaused") ?? false }
+        set {
+            setSetting("frozenPaused", newValue) {
+                try CourierError.check(courier_config_set_frozen_paused($0, $1 ? 1 : 0), "frozenPaused")
+            }
+        }
+    }
+
+    /// Deprecated: set ``frozenReplay`` (`configuration.frozenReplay = FrozenReplay(...)`); this
+    /// returns a changed copy and does not change `self`.
+    /// - Parameters:
+    ///   - concurrency: Replays in flight at most.
+    ///   - backoffBase: Seconds before the second attempt.
+    ///   - backoffMax: The longest wait between attempts, in seconds.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.frozenReplay = FrozenReplay(...)")
+    public func frozenReplay(concurrency: Int = 4, backoffBase: TimeInterval = 1, backoffMax: TimeInterval = 300)
+        -> Configuration {
+        with { $0.frozenReplay = FrozenReplay(concurrency: concurrency, backoffBase: backoffBase, backoffMax: backoffMax) }
+    }
+
+    /// Deprecated: set ``frozenExpiry`` (`configuration.frozenExpiry = seconds`).
+    /// - Parameter seconds: Seconds after freezing.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.frozenExpiry = seconds")
+    public func frozenExpiry(_ seconds: TimeInterval) -> Configuration { with { $0.frozenExpiry = seconds } }
+
+    /// Deprecated: set ``frozenLease`` (`configuration.frozenLease = seconds`).
+    /// - Parameter seconds: Seconds.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.frozenLease = seconds")
+    public func frozenLease(_ seconds: TimeInterval) -> Configuration { with { $0.frozenLease = seconds } }
+
+    /// Deprecated: set ``frozenPollInterval`` (`configuration.frozenPollInterval = seconds`).
+    /// - Parameter seconds: Seconds.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.frozenPollInterval = seconds")
+    public func frozenPollInterval(_ seconds: TimeInterval) -> Configuration { with { $0.frozenPollInterval = seconds } }
+
+    /// Deprecated: set ``frozenPaused`` (`configuration.frozenPaused = true`).
+    /// - Parameter paused: true to open paused.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.frozenPaused = true")
+    public func frozenReplayPaused(_ paused: Bool = true) -> Configuration { with { $0.frozenPaused = paused } }
 }
 
 // MARK: - Codes

@@ -147,24 +147,71 @@ struct _JSONLimitsOption: ConfigurationOption {
     }
 }
 
-extension Configuration {
-    /// The envelope of every response (the seeds' global response descriptor).
-    /// - Parameter envelope: The envelope.
-    /// - Returns: The changed configuration.
-    public func envelope(_ envelope: Envelope) -> Configuration { adding(_ConfigEnvelopeOption(envelope: envelope)) }
+/// Limits for parsing response bodies (`courier_config_set_json_options`).
+public struct JSONOptions: Sendable, Hashable {
+    /// The deepest nesting accepted (1...2048). Default 512.
+    public var maxDepth: Int
+    /// The largest body parsed, in bytes, or nil for the default (64 MiB).
+    public var maxBytes: Int64?
 
-    /// Decodes responses of this MIME type as JSON ("text/html", "text/plain", "text/*").
-    /// - Parameter mimeType: A "type/subtype".
-    /// - Returns: The changed configuration.
-    public func decodingAsJSON(_ mimeType: String) -> Configuration { adding(_JSONTypeOption(mimeType: mimeType)) }
-
-    /// Limits for parsing response bodies.
+    /// Parse limits.
     /// - Parameters:
     ///   - maxDepth: The deepest nesting accepted (1...2048; default 512).
     ///   - maxBytes: The largest body parsed, or nil for the default (64 MiB).
+    public init(maxDepth: Int = 512, maxBytes: Int64? = nil) {
+        self.maxDepth = maxDepth
+        self.maxBytes = maxBytes
+    }
+}
+
+extension Configuration {
+    /// The envelope of every response (the seeds' global response descriptor), or nil (the
+    /// default) for none.
+    public var envelope: Envelope? {
+        get { setting("envelope") }
+        set { setSetting("envelope", newValue) { try _ConfigEnvelopeOption(envelope: $1).apply(to: $0) } }
+    }
+
+    /// MIME types whose responses are decoded as JSON besides JSON's own ("text/html",
+    /// "text/plain", "text/*"). Default none.
+    public var jsonTypes: [String] {
+        get { options.compactMap { ($0 as? _JSONTypeOption)?.mimeType } }
+        set {
+            options.removeAll { $0 is _JSONTypeOption }
+            options.append(contentsOf: newValue.map { _JSONTypeOption(mimeType: $0) as any ConfigurationOption })
+        }
+    }
+
+    /// Limits for parsing response bodies. Default ``JSONOptions/init(maxDepth:maxBytes:)``'s.
+    public var jsonOptions: JSONOptions {
+        get { setting("jsonOptions") ?? JSONOptions() }
+        set {
+            setSetting("jsonOptions", newValue) {
+                try _JSONLimitsOption(maxDepth: $1.maxDepth, maxBytes: $1.maxBytes).apply(to: $0)
+            }
+        }
+    }
+
+    /// Deprecated: set ``envelope`` (`configuration.envelope = envelope`).
+    /// - Parameter envelope: The envelope.
     /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.envelope = envelope")
+    public func envelope(_ envelope: Envelope) -> Configuration { with { $0.envelope = envelope } }
+
+    /// Deprecated: add to ``jsonTypes`` (`configuration.jsonTypes.append(mimeType)`).
+    /// - Parameter mimeType: A "type/subtype".
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "add to the property: configuration.jsonTypes.append(mimeType)")
+    public func decodingAsJSON(_ mimeType: String) -> Configuration { with { $0.jsonTypes.append(mimeType) } }
+
+    /// Deprecated: set ``jsonOptions`` (`configuration.jsonOptions = JSONOptions(...)`).
+    /// - Parameters:
+    ///   - maxDepth: The deepest nesting accepted.
+    ///   - maxBytes: The largest body parsed, or nil for the default.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.jsonOptions = JSONOptions(...)")
     public func jsonLimits(maxDepth: Int = 512, maxBytes: Int64? = nil) -> Configuration {
-        adding(_JSONLimitsOption(maxDepth: maxDepth, maxBytes: maxBytes))
+        with { $0.jsonOptions = JSONOptions(maxDepth: maxDepth, maxBytes: maxBytes) }
     }
 }
 
