@@ -65,6 +65,44 @@ final class MappingTests: LoopbackTestCase {
         }
     }
 
+    /// A JSONDecoder's settings decode a response (`using:`) and, set once on the configuration,
+    /// every model send, from the core's parsed document.
+    func testJSONDecoderSettingsDecodeResponsesAndSends() async throws {
+        struct Event: Decodable, Equatable { let startsAt: Date; let userName: String }
+        let body = #"{"data":{"starts_at":"2024-05-01T12:00:00Z","user_name":"ann"}}"#
+        let json = JSONDecoder()
+        json.keyDecodingStrategy = .convertFromSnakeCase
+        json.dateDecodingStrategy = .iso8601
+        let want = Event(startsAt: Date(timeIntervalSince1970: 1_714_564_800), userName: "ann")
+
+        let plain = try makeEngine { $0.jsonTypes = ["text/plain"] } // /cache answers text/plain
+        defer { plain.close() }
+        let response = try await plain.send(.get("/cache").parameter("body", body))
+        XCTAssertEqual(try response.decode(Event.self, keyPath: "data", using: json), want)
+        XCTAssertThrowsError(try response.decode(Event.self, keyPath: "data")) // default strategies
+
+        let configured = try makeEngine {
+            $0.modelDecoder = ModelDecoder(json)
+            $0.jsonTypes = ["text/plain"]
+        }
+        defer { configured.close() }
+        let sent = try await configured.send(.get("/cache").parameter("body", body).keyPath("data"), as: Event.self)
+        XCTAssertEqual(sent, want)
+        struct GetEvent: ModelRequestable {
+            typealias Model = Event
+            let body: String
+            var path: String { "/cache" }
+            var parameters: [String: String] { ["body": body] }
+            var keyPath: String? { "data" }
+        }
+        let modeled = try await configured.send(GetEvent(body: body))
+        XCTAssertEqual(modeled, want)
+        do {
+            _ = try await plain.send(.get("/cache").parameter("body", body).keyPath("data"), as: Event.self)
+            XCTFail("decoded with the default strategies")
+        } catch is DecodingError {}
+    }
+
     func testModelRequestable() async throws {
         let data = try await engine.send(GetData())
         XCTAssertEqual(data.id, 1)

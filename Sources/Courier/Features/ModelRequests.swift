@@ -165,6 +165,14 @@ public struct JSONOptions: Sendable, Hashable {
 }
 
 extension Configuration {
+    /// The decoder of models sent with ``Engine/send(_:as:decoder:)`` (and ``ModelRequestable``s)
+    /// that name none; default ``ModelDecoder/init()``. To reuse an app's `JSONDecoder` settings:
+    /// `configuration.modelDecoder = ModelDecoder(jsonDecoder)`.
+    public var modelDecoder: ModelDecoder {
+        get { setting("modelDecoder") ?? ModelDecoder() }
+        set { setSetting("modelDecoder", newValue) { _, _ in } } // Swift's own: nothing for the C core
+    }
+
     /// The envelope of every response (the seeds' global response descriptor), or nil (the
     /// default) for none.
     public var envelope: Envelope? {
@@ -318,6 +326,21 @@ extension Response {
         try decode(type, result: name, keyPath: keyPath, resultPath: nil, decoder: decoder)
     }
 
+    /// Decodes as ``decode(_:result:keyPath:decoder:)`` with the settings of an app's
+    /// `JSONDecoder` (key, date, data and non-conforming float strategies, `userInfo`; see
+    /// ``ModelDecoder/init(_:)``), still from the C core's parsed document.
+    /// - Parameters:
+    ///   - type: The model type.
+    ///   - name: A named result, or nil for the default one.
+    ///   - keyPath: Where the value is inside the result, or nil for the result itself.
+    ///   - decoder: The `JSONDecoder` whose settings apply.
+    /// - Returns: The model.
+    /// - Throws: As ``decode(_:result:keyPath:decoder:)``.
+    public func decode<T: Decodable>(_ type: T.Type, result name: String? = nil, keyPath: String? = nil,
+                                     using decoder: JSONDecoder) throws -> T {
+        try decode(type, result: name, keyPath: keyPath, resultPath: nil, decoder: ModelDecoder(decoder))
+    }
+
     /// Decodes the result the request's own key path (`resultPath`, already followed by the C
     /// core) selected; `resultPath` only names where it came from in errors.
     func decode<T: Decodable>(_ type: T.Type, result name: String? = nil, keyPath: String? = nil,
@@ -365,7 +388,7 @@ public protocol ModelRequestable: Requestable {
     var keyPath: String? { get }
     /// A mapping the C core applies before decoding, or nil.
     var mapping: Mapping? { get }
-    /// The decoder. Default: ``ModelDecoder`` with default strategies.
+    /// The decoder. Default: the engine's ``Configuration/modelDecoder``.
     var decoder: ModelDecoder { get }
 }
 
@@ -374,8 +397,12 @@ extension ModelRequestable {
     public var keyPath: String? { nil }
     /// nil.
     public var mapping: Mapping? { nil }
-    /// A default ``ModelDecoder``.
-    public var decoder: ModelDecoder { ModelDecoder() }
+    /// The engine's ``Configuration/modelDecoder``.
+    public var decoder: ModelDecoder {
+        var engines = ModelDecoder()
+        engines.isEngineDefault = true
+        return engines
+    }
 
     /// The request with the key path and mapping applied.
     /// - Returns: The request.
@@ -394,15 +421,21 @@ extension Engine {
     /// - Parameters:
     ///   - request: The request (with ``Request/keyPath(_:)`` where the data is nested).
     ///   - type: The model type.
-    ///   - decoder: The decoder.
+    ///   - decoder: The decoder, or nil for the configuration's ``Configuration/modelDecoder``.
     /// - Returns: The model.
     /// - Throws: ``CourierError`` as ``send(_:)-(Request)`` plus ``CourierError/Code/json``,
     ///   ``CourierError/Code/mapping`` and ``CourierError/Code/api``; `DecodingError` naming the
     ///   key path when the data does not fit the type.
     public func send<T: Decodable>(_ request: Request, as type: T.Type,
-                                   decoder: ModelDecoder = ModelDecoder()) async throws -> T {
+                                   decoder: ModelDecoder? = nil) async throws -> T {
         let response = try await send(request)
-        return try response.decode(type, resultPath: request.modelKeyPath, decoder: decoder)
+        return try response.decode(type, resultPath: request.modelKeyPath, decoder: modelDecoder(decoder))
+    }
+
+    /// The decoder to use: `decoder` unless absent or the engine's default.
+    func modelDecoder(_ decoder: ModelDecoder?) -> ModelDecoder {
+        guard let decoder, !decoder.isEngineDefault else { return configuration.modelDecoder }
+        return decoder
     }
 
     /// Sends the request a ``ModelRequestable`` describes and returns its model.
@@ -421,8 +454,8 @@ extension Engine {
     /// - Returns: The model.
     /// - Throws: As ``send(_:as:decoder:)``.
     public func sendSync<T: Decodable>(_ request: Request, as type: T.Type,
-                                       decoder: ModelDecoder = ModelDecoder()) throws -> T {
+                                       decoder: ModelDecoder? = nil) throws -> T {
         let response = try sendSync(request)
-        return try response.decode(type, resultPath: request.modelKeyPath, decoder: decoder)
+        return try response.decode(type, resultPath: request.modelKeyPath, decoder: modelDecoder(decoder))
     }
 }
