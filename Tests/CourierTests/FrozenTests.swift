@@ -16,7 +16,7 @@ final class FrozenTests: LoopbackTestCase {
         var configuration = super.configuration()
         configuration.storeDirectory = store
         configuration.frozenReplay = FrozenReplay(concurrency: 4, backoffBase: 0.02, backoffMax: 0.1)
-        configuration.frozenPollInterval = 0.2
+        configuration.frozenPoll = 0.2
         return configuration
     }
 
@@ -50,7 +50,7 @@ final class FrozenTests: LoopbackTestCase {
         XCTAssertEqual(first.storeDirectory, Self.dataHome + "/" + appID + "/courier")
         first.reachability.setOffline()
         do {
-            _ = try await first.send(.post("/echo/like").parameter("post", "7").freeze(.whenOffline))
+            _ = try await first.send(.post("/echo/like").parameter("post", "7").freeze(.auto))
             XCTFail("sent")
         } catch let error as CourierError {
             XCTAssertEqual(error.code, .frozen)
@@ -76,7 +76,7 @@ final class FrozenTests: LoopbackTestCase {
         engine.reachability.setOffline()
         XCTAssertEqual(engine.reachability.status, .offline)
         let request = Request.post("/echo/like").body(Data("liked=1".utf8), contentType: "text/plain")
-            .header("X-App", "demo").freeze(.whenOffline, expiry: 3600)
+            .header("X-App", "demo").freeze(.auto, expiry: 3600)
         let error = await failure(request)
         XCTAssertEqual(error?.code, .frozen)
         let id = try XCTUnwrap(error?.freezeID)
@@ -90,8 +90,8 @@ final class FrozenTests: LoopbackTestCase {
         XCTAssertEqual(frozen.url, server.baseURL + "/echo/like")
         XCTAssertEqual(frozen.host, server.baseURL)
         XCTAssertEqual(frozen.body, Data("liked=1".utf8))
-        XCTAssertEqual(frozen.policy, .whenOffline)
-        XCTAssertTrue(frozen.ordered)
+        XCTAssertEqual(frozen.policy, .auto)
+        XCTAssertFalse(frozen.unordered)
         XCTAssertEqual(frozen.attempts, 0)
         XCTAssertEqual(frozen.expires.timeIntervalSince(frozen.created), 3600, accuracy: 0.01)
         XCTAssertTrue(frozen.headers.contains { $0.name == "Idempotency-Key" && $0.value == frozen.idempotencyKey })
@@ -125,7 +125,7 @@ final class FrozenTests: LoopbackTestCase {
         server.stop()
         var ids: [String] = []
         for i in 0..<5 {
-            let error = await failure(Request.post("/echo/\(i)").json("{\"n\":\(i)}").freeze(.whenOffline))
+            let error = await failure(Request.post("/echo/\(i)").json("{\"n\":\(i)}").freeze(.auto))
             XCTAssertEqual(error?.code, .frozen)
             ids.append(error?.freezeID ?? "")
         }
@@ -160,11 +160,11 @@ final class FrozenTests: LoopbackTestCase {
     func testManagerAndWaitForAppPolicy() async throws {
         engine.reachability.setOffline()
         for id in ["a-1", "a-2", "a-3"] {
-            let error = await failure(Request.delete("/echo/\(id)").freeze(.waitForApp).freezeID(id))
+            let error = await failure(Request.delete("/echo/\(id)").freeze(.manual).freezeID(id))
             XCTAssertEqual(error?.freezeID, id)
         }
         XCTAssertEqual(try engine.frozen.count(), 3)
-        XCTAssertEqual(try engine.frozen.get("a-1")?.policy, .waitForApp)
+        XCTAssertEqual(try engine.frozen.get("a-1")?.policy, .manual)
         XCTAssertNil(try engine.frozen.get("nope"))
         XCTAssertTrue(try engine.frozen.remove("a-2"))
         XCTAssertFalse(try engine.frozen.remove("a-2"))
@@ -192,8 +192,8 @@ final class FrozenTests: LoopbackTestCase {
             failed.mutate { $0.append(event.response?.status ?? 0) }
         }
         engine.reachability.setOffline()
-        _ = await failure(Request.post("/echo/n").freeze(.whenOffline).freezeID("n-1"))
-        _ = await failure(Request.post("/status/404").freeze(.whenOffline, ordered: false).freezeID("gone"))
+        _ = await failure(Request.post("/echo/n").freeze(.auto).freezeID("n-1"))
+        _ = await failure(Request.post("/status/404").freeze(.auto, unordered: true).freezeID("gone"))
         engine.reachability.setOnline()
         XCTAssertTrue(engine.frozen.waitUntilIdle(timeout: 30))
         XCTAssertEqual(received.get(), ["n-1"])
@@ -207,7 +207,7 @@ final class FrozenTests: LoopbackTestCase {
         engine.reachability.setOffline()
         await assertThrows(.offline) { try await engine.send(.get("/echo/x")) }
         XCTAssertEqual(server.count("/echo/x"), 0)
-        let response = try await engine.send(.get("/echo/x").ignoringOffline())
+        let response = try await engine.send(.get("/echo/x").ignoreOffline())
         XCTAssertEqual(response.status, 200)
         engine.reachability.setAutomatic()
         let again = try await engine.send(.get("/echo/y"))

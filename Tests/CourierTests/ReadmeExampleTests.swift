@@ -49,7 +49,7 @@ private func tour(engine: Engine) async throws {
     // is in the engine's store: by default where apps keep data, named by Configuration.appID
     // (~/.local/share/com.example.notes/courier; Application Support on Darwin). Set
     // storeDirectory to choose it; temporaryStore (tests, demos) keeps nothing past close.
-    _ = try? await engine.send(.post("likes").parameter("post", "7").freeze(.whenOffline))
+    _ = try? await engine.send(.post("likes").parameter("post", "7").freeze(.auto))
     print(engine.storeDirectory, try engine.frozen.count())
 
     // Scheduling: retry with backoff and Retry-After, priorities, batches and chains.

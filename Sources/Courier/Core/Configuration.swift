@@ -79,7 +79,13 @@ public struct Configuration: Sendable {
     /// HLNetworking's frequent-request guard, in seconds: a request identical to one sent less
     /// than this long ago (same method, URL, header lines and body) is refused with
     /// ``CourierError/Code/tooFrequent`` and nothing is sent. 0 (the default) turns it off.
-    public var frequentGuardWindow: Double
+    public var frequentGuard: Double
+    /// Deprecated name of ``frequentGuard``.
+    @available(*, deprecated, renamed: "frequentGuard")
+    public var frequentGuardWindow: Double {
+        get { frequentGuard }
+        set { frequentGuard = newValue }
+    }
 
     /// Settings that feature extensions (cache, journal, ...) apply to the C configuration, in
     /// order, after the ones above.
@@ -105,7 +111,7 @@ public struct Configuration: Sendable {
         self.temporaryStore = false
         self.validator = nil
         self.retry = .disabled
-        self.frequentGuardWindow = 0
+        self.frequentGuard = 0
     }
 }
 
@@ -216,8 +222,8 @@ extension Configuration {
                                        "validator")
             }
             try CourierError.check(retry.withCArguments { courier_config_set_retry(config, $0, $1, $2, $3) }, "retry")
-            try CourierError.check(courier_config_set_frequent_guard_ms(config, RetryPolicy.milliseconds(frequentGuardWindow)),
-                                   "frequentGuardWindow")
+            try CourierError.check(courier_config_set_frequent_guard_ms(config, RetryPolicy.milliseconds(frequentGuard)),
+                                   "frequentGuard")
             for option in options { try option.apply(to: config) }
             return config
         } catch {
