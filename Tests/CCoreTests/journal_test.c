@@ -141,6 +141,8 @@ typedef struct opts {
     int from_errors;
     const char *probe;
     long probe_ms;
+    const char *app_id; /* with store NULL: the default store of this app id */
+    int temporary;      /* with store NULL: a temporary store */
 } opts;
 
 static courier_engine *open_eng(const char *store, int port, const opts *o, courier_error *err) {
@@ -158,6 +160,8 @@ static courier_engine *open_eng(const char *store, int port, const opts *o, cour
     if (o && o->paused) courier_config_set_frozen_paused(cfg, 1);
     if (o && o->fake_clock) courier_config_set_clock(cfg, fake_clock, NULL, NULL);
     if (o && (o->from_errors || o->probe)) courier_config_set_reachability(cfg, o->from_errors, o->probe, o->probe_ms);
+    if (o && o->app_id) courier_config_set_app_id(cfg, o->app_id);
+    if (o && o->temporary) courier_config_set_temporary_store(cfg, 1);
     courier_error local;
     int rc = courier_engine_open(&e, cfg, err ? err : &local);
     courier_config_free(cfg);
@@ -255,22 +259,6 @@ static void freeze_on_cannot_connect(void) {
 
 /* ---- the default store ------------------------------------------------------------------------- */
 
-/* Opens an engine on the default store (no store directory), offline, replay paused. */
-static courier_engine *open_default(const char *app_id, int temporary, int port) {
-    courier_config *cfg = NULL;
-    courier_engine *e = NULL;
-    courier_config_new(&cfg);
-    char base[64];
-    snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
-    courier_config_set_base_url(cfg, base);
-    if (app_id) courier_config_set_app_id(cfg, app_id);
-    courier_config_set_temporary_store(cfg, temporary);
-    courier_config_set_frozen_paused(cfg, 1);
-    int rc = courier_engine_open(&e, cfg, NULL);
-    courier_config_free(cfg);
-    return rc == COURIER_OK ? e : NULL;
-}
-
 typedef struct warn_lines {
     pthread_mutex_t mu;
     int frozen_temporary; /* lines of the event "frozen_temporary_store" at WARNING */
@@ -310,7 +298,8 @@ static void frozen_survives_in_the_default_store(void) {
     setenv("XDG_DATA_HOME", data, 1);
     snprintf(expected, sizeof expected, "%s/org.example.notes/courier", data);
     int port = jr_free_port();
-    courier_engine *e = open_default("org.example.notes", 0, port);
+    opts notes = {.paused = 1, .app_id = "org.example.notes"};
+    courier_engine *e = open_eng(NULL, port, &notes, NULL);
     REQUIRE(e);
     CHECK_STR(courier_engine_store_dir(e), expected);
     CHECK_EQ(freeze_one_counting_warnings(e), 0); /* a durable store: no warning */
@@ -318,12 +307,13 @@ static void frozen_survives_in_the_default_store(void) {
     struct stat st;
     CHECK(stat(expected, &st) == 0 && S_ISDIR(st.st_mode));
 
-    e = open_default("org.example.notes", 0, port);
+    e = open_eng(NULL, port, &notes, NULL);
     REQUIRE(e);
     CHECK_EQ(count_of(e), 1);
     courier_engine_close(e);
     /* Another app id is another store. */
-    e = open_default("org.example.other", 0, port);
+    opts other = {.paused = 1, .app_id = "org.example.other"};
+    e = open_eng(NULL, port, &other, NULL);
     REQUIRE(e);
     CHECK_EQ(count_of(e), 0);
     courier_engine_close(e);
@@ -331,7 +321,8 @@ static void frozen_survives_in_the_default_store(void) {
 
 /* A temporary store (asked for) is removed at close: freezing into it logs a warning. */
 static void freezing_into_a_temporary_store_warns(void) {
-    courier_engine *e = open_default("org.example.notes", 1, jr_free_port());
+    opts temporary = {.paused = 1, .app_id = "org.example.notes", .temporary = 1};
+    courier_engine *e = open_eng(NULL, jr_free_port(), &temporary, NULL);
     REQUIRE(e);
     char dir[600];
     snprintf(dir, sizeof dir, "%s", courier_engine_store_dir(e));
