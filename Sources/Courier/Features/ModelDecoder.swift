@@ -117,11 +117,14 @@ public struct ModelDecoder: Sendable {
         case .custom(let read):
             let box = _UncheckedSendable(read)
             dateDecodingStrategy = .custom { try box.value($0) }
-        default:
-            // `.formatted` (not a pattern outside Darwin) and strategies to come: the value is
-            // read by the JSONDecoder itself, as a JSON fragment.
+        #if canImport(Darwin)
+        // (Outside Darwin `.formatted` is a `.custom` reader, handled above.)
+        case .formatted(let formatter): dateDecodingStrategy = .formatted(formatter)
+        @unknown default:
+            // Strategies to come: the value is read by the JSONDecoder itself, as a JSON fragment.
             let box = _UncheckedSendable(decoder)
             dateDecodingStrategy = .custom { try Self.dateByJSONDecoder(box.value, from: $0) }
+        #endif
         }
         switch decoder.dataDecodingStrategy {
         case .deferredToData: dataDecodingStrategy = .deferredToData
@@ -141,7 +144,8 @@ public struct ModelDecoder: Sendable {
         for (key, value) in decoder.userInfo { userInfo[key] = _UncheckedSendable(value) }
     }
 
-    /// A date read by `decoder` from the single value `from` holds (a string or a number).
+    /// A date read by `decoder` from the single value `from` holds (a string or a number): the
+    /// reading of date strategies this decoder does not know (Darwin's `@unknown default`).
     private static func dateByJSONDecoder(_ decoder: JSONDecoder, from reader: any Decoder) throws -> Date {
         let container = try reader.singleValueContainer()
         let fragment: Data
