@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,16 +54,72 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
     return remove(path);
 }
 
+/* The name the default store is kept under: the configured app id, else the program's name. */
+static const char *app_id_of(const courier_config *c) {
+    if (c->app_id) return c->app_id;
+    const char *name = NULL;
+#if defined(__APPLE__)
+    name = getprogname();
+#elif defined(__GLIBC__)
+    name = program_invocation_short_name;
+#endif
+    if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return "courier";
+    return name;
+}
+
+/* The user's home directory: $HOME, else the password database. */
+static const char *home_dir(char *buf, size_t n) {
+    const char *home = getenv("HOME");
+    if (home && home[0] == '/') return home;
+    struct passwd pw, *found = NULL;
+    if (getpwuid_r(getuid(), &pw, buf, n, &found) == 0 && found && found->pw_dir && found->pw_dir[0] == '/')
+        return found->pw_dir;
+    return NULL;
+}
+
+/* The durable default store: where the platform keeps an app's data, then "<app id>/courier".
+ * Linux and other Unix systems: $XDG_DATA_HOME (when absolute, as the XDG spec asks), else
+ * ~/.local/share. Darwin: ~/Library/Application Support. */
+static int default_store_path(const courier_config *c, char *out, size_t n, courier_error *err) {
+    char pwbuf[4096];
+    const char *app = app_id_of(c);
+    int len;
+#if defined(__APPLE__)
+    const char *home = home_dir(pwbuf, sizeof pwbuf);
+    if (!home) return cr_fail(err, COURIER_E_STORE, "no home directory for the default store (set a store directory)");
+    len = snprintf(out, n, "%s/Library/Application Support/%s/courier", home, app);
+#else
+    const char *data = getenv("XDG_DATA_HOME");
+    if (data && data[0] == '/') {
+        len = snprintf(out, n, "%s/%s/courier", data, app);
+    } else {
+        const char *home = home_dir(pwbuf, sizeof pwbuf);
+        if (!home)
+            return cr_fail(err, COURIER_E_STORE, "no home directory or XDG_DATA_HOME for the default store "
+                                                 "(set a store directory)");
+        len = snprintf(out, n, "%s/.local/share/%s/courier", home, app);
+    }
+#endif
+    if (len < 0 || (size_t)len >= n) return cr_fail(err, COURIER_E_STORE, "the default store's path is too long");
+    return COURIER_OK;
+}
+
 static int open_store_dir(courier_engine *e, courier_error *err) {
-    if (e->config->store_dir) {
-        int rc = mkdir_p(e->config->store_dir);
+    if (e->config->store_dir || !e->config->temporary_store) {
+        char def[PATH_MAX];
+        const char *dir = e->config->store_dir;
+        if (!dir) {
+            int rc = default_store_path(e->config, def, sizeof def, err);
+            if (rc) return rc;
+            dir = def;
+        }
+        int rc = mkdir_p(dir);
         if (rc) {
-            cr_fail(err, COURIER_E_STORE, "cannot create store directory '%.180s': %s", e->config->store_dir,
-                    strerror(rc));
+            cr_fail(err, COURIER_E_STORE, "cannot create store directory '%.180s': %s", dir, strerror(rc));
             if (err) err->os_error = rc;
             return COURIER_E_STORE;
         }
-        e->store_dir = cr_strdup(e->config->store_dir);
+        e->store_dir = cr_strdup(dir);
         return e->store_dir ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
     const char *tmp = getenv("TMPDIR");

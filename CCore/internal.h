@@ -165,6 +165,8 @@ struct courier_config {
     char *pinned_key;
     int insecure;
     char *store_dir;
+    char *app_id;        /* names the default store; NULL: the program's name */
+    int temporary_store; /* no store_dir: a temporary store removed at close, not the default */
     cr_callback *validator;
     struct cr_jconf *jconf; /* JSON: envelope, decoders, parse limits (serialize.c); NULL: defaults */
     /* Scheduling, mock, interceptors, transports (schedule.c, mock.c). */

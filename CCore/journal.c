@@ -2589,6 +2589,18 @@ static void outcome_free(joutcome *o) {
     free(o);
 }
 
+/* A freeze committed: the lifecycle event, and a warning when the store will not outlive the
+ * engine (a temporary store is removed at close, and the request with it, never replayed). */
+static void frozen_committed(cr_journal *j, const jfreeze *f) {
+    cr_event_frozen(j->e, f->answer_id, f->method, f->url);
+    if (j->e->store_is_temp)
+        cr_log(j->e, COURIER_LOG_WARNING, "frozen_temporary_store",
+               "a %s request (id %llu) was frozen into the temporary store '%s', which is removed when the "
+               "engine closes: it will not be sent again after that (give the engine a durable store: the "
+               "default one, or a store directory)", f->method, (unsigned long long)f->answer_id,
+               j->e->store_dir);
+}
+
 /* Writes the freezes one per transaction (after a group transaction failed), answering each. */
 static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
     for (jfreeze *f = fz; f; f = f->next) {
@@ -2601,7 +2613,7 @@ static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
             else mdb_txn_abort(txn);
         }
         if (is_corruption(rc)) j->broken = 1;
-        if (rc == 0) cr_event_frozen(j->e, f->answer_id, f->method, f->url);
+        if (rc == 0) frozen_committed(j, f);
         freeze_answer(j, f, rc == 0, rc ? mdb_strerror(rc) : "");
         if (rc == 0) {
             jevent *ev = event_new(COURIER_FROZEN_EVENT_FROZEN, snap_retain(f->snap), f->answer_id, COURIER_OK);
@@ -2705,7 +2717,7 @@ static int64_t turn(cr_journal *j) {
         }
         if (rc == 0) {
             for (f = fz; f; f = f->next) {
-                cr_event_frozen(j->e, f->answer_id, f->method, f->url);
+                frozen_committed(j, f);
                 freeze_answer(j, f, true, "");
                 if (f->snap)
                     events_push(&etail, event_new(COURIER_FROZEN_EVENT_FROZEN, snap_retain(f->snap), f->answer_id,

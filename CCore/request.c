@@ -40,6 +40,7 @@ void courier_config_free(courier_config *c) {
     free(c->ca_file);
     free(c->pinned_key);
     free(c->store_dir);
+    free(c->app_id);
     cr_callback_release(c->validator);
     cr_callback_release(c->clock); /* cache.c */
     cr_jconf_free(c->jconf);
@@ -53,7 +54,7 @@ courier_config *cr_config_copy(const courier_config *src) {
     cr_config_defaults(c);
     if (!src) return c;
     *c = *src;
-    c->base_url = c->user_agent = c->ca_file = c->pinned_key = c->store_dir = NULL;
+    c->base_url = c->user_agent = c->ca_file = c->pinned_key = c->store_dir = c->app_id = NULL;
     memset(&c->headers, 0, sizeof c->headers);
     memset(&c->params, 0, sizeof c->params);
     c->validator = cr_callback_retain(src->validator);
@@ -66,7 +67,8 @@ courier_config *cr_config_copy(const courier_config *src) {
     }
     if ((src->jconf && !(c->jconf = cr_jconf_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
         cr_set_string(&c->ca_file, src->ca_file) || cr_set_string(&c->pinned_key, src->pinned_key) ||
-        cr_set_string(&c->store_dir, src->store_dir) || cr_kvlist_copy(&c->headers, &src->headers) ||
+        cr_set_string(&c->store_dir, src->store_dir) || cr_set_string(&c->app_id, src->app_id) ||
+        cr_kvlist_copy(&c->headers, &src->headers) ||
         cr_kvlist_copy(&c->params, &src->params)) {
         courier_config_free(c);
         return NULL;
@@ -152,6 +154,20 @@ int courier_config_set_insecure(courier_config *c, int insecure) {
 int courier_config_set_store_dir(courier_config *c, const char *path) {
     if (!c || (path && !*path)) return COURIER_E_INVALID_ARGUMENT;
     return cr_set_string(&c->store_dir, path);
+}
+
+int courier_config_set_app_id(courier_config *c, const char *app_id) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    if (app_id && (!*app_id || strchr(app_id, '/') || strcmp(app_id, ".") == 0 || strcmp(app_id, "..") == 0 ||
+                   strlen(app_id) > 255))
+        return COURIER_E_INVALID_ARGUMENT;
+    return cr_set_string(&c->app_id, app_id);
+}
+
+int courier_config_set_temporary_store(courier_config *c, int temporary) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    c->temporary_store = temporary ? 1 : 0;
+    return COURIER_OK;
 }
 
 int courier_config_set_validator(courier_config *c, courier_validator_fn fn, void *user,

@@ -104,7 +104,9 @@ typedef struct courier_error {
     int os_error;      /* the underlying errno, else 0 */
     int store_error;   /* the underlying storage (LMDB) error, else 0 */
     int reserved[7];   /* zero; room to grow without changing the size */
-    char message[256]; /* NUL-terminated English detail, possibly truncated; "" when none */
+    char message[256]; /* NUL-terminated English detail, possibly truncated; "" when none. Whole on
+                        * its own (it names the failure, often starting with courier_strerror's
+                        * text): print it alone, not after courier_strerror(code). */
 } courier_error;
 
 /* ========================================================================================== */
@@ -140,8 +142,8 @@ typedef void (*courier_user_free_fn)(void *user);
 /* A configuration for courier_engine_open. Not thread-safe: build it on one thread. Every string
  * setter copies its argument. Defaults: no base URL; timeout 60 000 ms; user agent
  * "Courier/<version>"; 5 requests (and connections) per host, 64 in all; form body encoding; TLS verification on
- * with the system's CA store; maximum response body 64 MiB; a private temporary store directory
- * that is removed when the engine closes.
+ * with the system's CA store; maximum response body 64 MiB; the durable default store directory
+ * named by the app id (see courier_config_set_app_id).
  * *out is new: release it with courier_config_free (the engine copies what it needs at open).
  * Errors: COURIER_E_INVALID_ARGUMENT (out is NULL), COURIER_E_NO_MEMORY. */
 COURIER_API int courier_config_new(courier_config **out);
@@ -177,8 +179,26 @@ COURIER_API int courier_config_set_pinned_public_key(courier_config *config, con
 /* For development only: nonzero turns certificate and host name verification OFF. */
 COURIER_API int courier_config_set_insecure(courier_config *config, int insecure);
 /* The directory the engine keeps its store in (cache, journal). It is created (with parents,
- * mode 0700) at open. NULL restores the default: a private temporary directory removed at close. */
+ * mode 0700) at open. NULL restores the default: the durable default store named by the app id
+ * (courier_config_set_app_id), or with courier_config_set_temporary_store a private temporary
+ * directory removed at close. Errors: COURIER_E_INVALID_ARGUMENT (empty). */
 COURIER_API int courier_config_set_store_dir(courier_config *config, const char *path);
+/* The app's id ("com.example.notes", "notes"): names the default store, the directory where the
+ * platform keeps an app's data, so frozen requests and the cache outlive the engine and the
+ * process: "$XDG_DATA_HOME/<app id>/courier" (XDG_DATA_HOME when absolute, else
+ * "~/.local/share/<app id>/courier") on Linux and other Unix systems,
+ * "~/Library/Application Support/<app id>/courier" on Darwin. Engines of one app id share that
+ * store (across processes and languages). Copied. NULL restores the default: the program's name
+ * (glibc's program_invocation_short_name, Darwin's getprogname; "courier" when there is none).
+ * Unused when a store directory is set. Errors: COURIER_E_INVALID_ARGUMENT (empty, "." or "..",
+ * a '/', or longer than 255 bytes). */
+COURIER_API int courier_config_set_app_id(courier_config *config, const char *app_id);
+/* Nonzero: when no store directory is set, the engine keeps its store in a private temporary
+ * directory (under $TMPDIR, else /tmp) removed when it closes, instead of the default store: for
+ * tests, demos and one-shot tools. Frozen requests then do not outlive the engine, and each
+ * freeze logs a warning (event "frozen_temporary_store", level WARNING) on the engine's logger.
+ * 0 (the default): the durable default store. A store directory, when set, wins. */
+COURIER_API int courier_config_set_temporary_store(courier_config *config, int temporary);
 /* A validator run on every response of requests that have none of their own. NULL removes it.
  * user_free (may be NULL) is called once when the registration ends (config freed or replaced);
  * the engine keeps its own reference, so `user` must stay valid until the engine that was opened

@@ -260,7 +260,11 @@ def main(argv: List[str]) -> int:
         for b in extract():
             print(f"{b.language or '-':8} {b.name}")
         return 0
-    return {"c": check_c, "swift": check_swift, "python": check_python}[args.mode](args)
+    # An example that opens an engine with the default store writes under $XDG_DATA_HOME (the
+    # durable store where apps keep data): a temporary directory of this run, never the home.
+    with tempfile.TemporaryDirectory(prefix="courier-docs-data-") as data:
+        os.environ["XDG_DATA_HOME"] = data
+        return {"c": check_c, "swift": check_swift, "python": check_python}[args.mode](args)
 
 
 if __name__ == "__main__":

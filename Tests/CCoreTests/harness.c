@@ -86,6 +86,7 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg)) {
         return NULL;
     }
     courier_config_set_base_url(cfg, th_base());
+    courier_config_set_temporary_store(cfg, 1); /* each test engine its own store (a tweak may set one) */
     if (tweak) tweak(cfg);
     int rc = courier_engine_open(&e, cfg, &err);
     courier_config_free(cfg);
@@ -118,6 +119,10 @@ int th_run(int argc, char **argv, const th_test *tests, size_t n) {
     const char *only = argc > 1 ? argv[1] : NULL;
     int passed = 0, failed = 0;
     atexit(cleanup);
+    /* An engine opened with the default store writes under $XDG_DATA_HOME: never the real home. */
+    char data[600];
+    snprintf(data, sizeof data, "%s/data", th_tmpdir());
+    setenv("XDG_DATA_HOME", data, 1);
     for (size_t i = 0; i < n; i++) {
         if (only && strcmp(only, tests[i].name) != 0) continue;
         current_test = tests[i].name;

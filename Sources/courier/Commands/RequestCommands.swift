@@ -46,6 +46,7 @@ struct RequestOptions: ParsableArguments {
     /// - Throws: `ExitCode.failure` when the request failed (after printing why).
     func perform(_ request: Request) async throws {
         var configuration = Configuration()
+        configuration.temporaryStore = true // one request: nothing to keep
         configuration.insecure = insecure
         let engine: Engine
         do {

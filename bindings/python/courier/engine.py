@@ -234,7 +234,13 @@ class Engine:
 
     Args:
         base_url: joined to relative request paths.
-        store: the store directory (cache, journal); default a private temporary one removed at close.
+        store: the store directory (cache, journal); default the durable default store named by
+            ``app_id`` ($XDG_DATA_HOME/<app id>/courier, else ~/.local/share/<app id>/courier;
+            Application Support on Darwin), or with ``temporary_store=True`` a private temporary
+            one removed at close.
+        app_id: names the default store ("com.example.notes"); default the program's name.
+        temporary_store: True for a temporary store (tests, demos, one-shot scripts): frozen
+            requests then do not outlive the engine, and freezing logs a warning.
         timeout: default timeout of a request, whole transfer.
         headers, params: added to every request.
         user_agent, max_connections_per_host, max_connections, body_encoding ("form"/"json"),
@@ -257,6 +263,7 @@ class Engine:
     """
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
+                 app_id: Optional[str] = None, temporary_store: bool = False,
                  timeout: Optional[float] = None, headers: HeadersArg = None, params: Params = None,
                  user_agent: Optional[str] = None, max_connections_per_host: Optional[int] = None,
                  max_connections: Optional[int] = None, body_encoding: Union[BodyEncoding, str, None] = None,
@@ -314,6 +321,10 @@ class Engine:
                 check(lib.courier_config_set_insecure(c, 1))
             if store is not None:
                 check(lib.courier_config_set_store_dir(c, _b(os.fspath(store))))
+            if app_id is not None:
+                check(lib.courier_config_set_app_id(c, _b(app_id)))
+            if temporary_store:
+                check(lib.courier_config_set_temporary_store(c, 1))
             if validator is not None:
                 key = cb.register(cb.Slot(validator, None, self))
                 check(lib.courier_config_set_validator(c, cb.validator, key, cb.user_free))
