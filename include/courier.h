@@ -959,7 +959,10 @@ COURIER_API int courier_request_set_form_body(courier_request *request, const co
  * through the normal completion (on the worker thread) without any network traffic, with the
  * response marked from-cache. A response is written only after it passed the request's judgement
  * (HTTP status < 400 and the validator), after which the completion runs: when a completion
- * runs, its entry is already readable. Failures are never cached. A cache that cannot be opened
+ * runs, its entry is already readable. Failures are never cached, except that the HTTP policies
+ * store the error statuses RFC 9111 allows (a 404 or 503 with explicit freshness, a 404, 405, 410,
+ * 414 or 501 with heuristic freshness); such an entry answers with the same COURIER_E_HTTP_STATUS
+ * and attached response as the network's answer did. A cache that cannot be opened
  * or written never fails a request (a line on stderr says why); the manager functions then return
  * COURIER_E_STORE.
  *
