@@ -35,7 +35,7 @@ typedef struct policy_reg {
     struct policy_reg *next;
 } policy_reg;
 
-#define CR_DEFER_PUTS 3 /* an invalidation: the URL, its Location and its Content-Location */
+#define CR_DEFER_PUTS 4 /* an invalidation: the URL (as keyed and as sent), Location, Content-Location */
 
 typedef struct deferred {
     cr_transfer *t;
@@ -982,7 +982,8 @@ static bool add_removal(deferred *d, char *key) {
 
 /* Section 4.4: a non-error answer to an unsafe method invalidates the GET responses stored for its
  * URL and for the same-origin URLs of its Location and Content-Location. */
-static bool plan_invalidation(courier_engine *e, struct cr_cache_xfer *x, const courier_response *resp, deferred *d) {
+static bool plan_invalidation(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x, const courier_response *resp,
+                              deferred *d) {
     const char *sp = strchr(x->key, ' ');
     if (!sp) return false;
     cr_buf k = {0};
@@ -997,6 +998,12 @@ static bool plan_invalidation(courier_engine *e, struct cr_cache_xfer *x, const 
         char *rk = NULL;
         if (refs[i] && cr_cache_get_key_of_ref(e, base, refs[i], &rk) == COURIER_OK) any |= add_removal(d, rk);
     }
+    /* The URL as sent: a POST's parameters go in its body but in its key ("POST url?a=1"), so the
+     * key's URL is not the target's. */
+    char *sent = NULL;
+    if (t->url && cr_cache_get_key_of_ref(e, t->url, t->url, &sent) == COURIER_OK && strcmp(sent, k.data) != 0)
+        any |= add_removal(d, sent);
+    else free(sent);
     any |= add_removal(d, cr_buf_take(&k, NULL));
     cr_buf_free(&k);
     return any;
@@ -1060,7 +1067,7 @@ static int plan_http(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x,
     *stored = false;
     if (x->invalidate) {
         if (code != COURIER_OK || resp->status >= 400) return COURIER_CACHE_REASON_NOT_STORED_METHOD;
-        plan_invalidation(e, x, resp, d);
+        plan_invalidation(e, t, x, resp, d);
         return COURIER_CACHE_REASON_INVALIDATED;
     }
     if (x->head_get || (t->method && strcmp(t->method, "HEAD") == 0)) return plan_head(e, t, x, resp, d, now);

@@ -195,6 +195,24 @@ static void test_9111_4_4_invalidate_without_policy(void) {
     close_engine(e);
 }
 
+/* A POST's parameters go in its body: the GET of the bare URL is the one invalidated. */
+static void test_9111_4_4_invalidate_post_with_params(void) {
+    courier_engine *e = engine(COURIER_CACHE_HTTP);
+    REQUIRE(e);
+    CHECK_EQ(get_reason(e, "/origin/inv4?Cache-Control=max-age%3D600", NULL, NULL), COURIER_CACHE_REASON_MISS);
+    courier_request *p = NULL;
+    courier_request_new(&p, "POST", "/origin/inv4?Cache-Control=max-age%3D600");
+    courier_request_add_param(p, "name", "value");
+    courier_response *resp = NULL;
+    CHECK_EQ(courier_send_sync(e, p, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_response_cache_reason(resp), COURIER_CACHE_REASON_INVALIDATED);
+    courier_response_free(resp);
+    courier_request_free(p);
+    CHECK_EQ(get_reason(e, "/origin/inv4?Cache-Control=max-age%3D600", NULL, NULL), COURIER_CACHE_REASON_MISS);
+    CHECK_EQ(origin_count("inv4"), 3);
+    close_engine(e);
+}
+
 static void test_9111_4_4_invalidate_location_and_content_location(void) {
     courier_engine *e = engine(COURIER_CACHE_HTTP);
     REQUIRE(e);
@@ -981,6 +999,7 @@ static void test_cache_reason_in_log_lines(void) {
 }
 
 TESTS_MAIN(T(test_9111_4_4_invalidate_on_unsafe), T(test_9111_4_4_invalidate_without_policy),
+           T(test_9111_4_4_invalidate_post_with_params),
            T(test_9111_4_4_invalidate_location_and_content_location), T(test_9111_4_4_error_does_not_invalidate),
            T(test_9111_5_2_1_1_request_max_age), T(test_9111_5_2_1_2_max_stale), T(test_9111_5_2_1_3_min_fresh),
            T(test_9111_5_2_1_4_request_no_cache), T(test_9111_5_2_1_5_request_no_store),
