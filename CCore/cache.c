@@ -963,7 +963,7 @@ static void fill_entry_from_response(cr_entry *en, const courier_response *resp,
     }
 }
 
-/* A removal of the GET response stored under `key` (and its Vary record). Takes key. */
+/* A removal of the response stored under `key` (and of a Vary record under it). Takes key. */
 static bool add_removal(deferred *d, char *key) {
     if (!key || d->nput == CR_DEFER_PUTS) {
         free(key);
@@ -1027,18 +1027,9 @@ static int plan_head(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x,
             decided = i < 2; /* a validator on one side only: not the same representation */
         }
     }
-    if (!match) {
-        char *key = cr_strdup(stored->cache_key);
-        if (!key || d->nput == CR_DEFER_PUTS) {
-            free(key);
-            return COURIER_CACHE_REASON_NOT_STORED_METHOD;
-        }
-        cr_store_put *p = &d->put[d->nput];
-        d->keys[d->nput++] = key;
-        cr_key_hash(key, strlen(key), p->hash);
-        p->remove_only = 1;
-        return COURIER_CACHE_REASON_INVALIDATED;
-    }
+    if (!match) /* (the variant's key holds no Vary record: removing one is a no-op) */
+        return add_removal(d, cr_strdup(stored->cache_key)) ? COURIER_CACHE_REASON_INVALIDATED
+                                                           : COURIER_CACHE_REASON_NOT_STORED_METHOD;
     x->head_get = NULL;
     d->keep = stored;
     if (cr_response_detach(stored) || cr_http_merge_304(&stored->headers, &resp->headers))

@@ -203,18 +203,32 @@ void cr_cc_parse(const cr_kvlist *headers, cr_cc *cc) {
     }
 }
 
+/* The next element of a comma-separated list (RFC 9110 section 5.6.1) in [*s, end): false at the
+ * end; else *b and *n hold it (n may be 0 for an empty element). */
+static bool list_next(const char **s, const char *end, const char **b, size_t *n) {
+    const char *p = *s;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == ',')) p++;
+    if (p >= end) return false;
+    *b = p;
+    while (p < end && *p != ',' && *p != ' ' && *p != '\t') p++;
+    *n = (size_t)(p - *b);
+    *s = p;
+    return true;
+}
+
+/* Does the list [s, end) name `name` (case-insensitive)? */
+static bool list_names(const char *s, const char *end, const char *name) {
+    size_t len = strlen(name), n;
+    const char *b;
+    while (list_next(&s, end, &b, &n))
+        if (n == len && strncasecmp(b, name, len) == 0) return true;
+    return false;
+}
+
 /* Does a field-name list (no-cache="a, b") name `name`? */
 static bool fields_name(const cr_cc_fields *f, const char *name) {
-    size_t len = strlen(name);
-    for (size_t k = 0; k < f->n; k++) {
-        const char *s = f->list[k], *end = s + f->len[k];
-        while (s < end) {
-            while (s < end && (*s == ' ' || *s == '\t' || *s == ',')) s++;
-            const char *b = s;
-            while (s < end && *s != ',' && *s != ' ' && *s != '\t') s++;
-            if ((size_t)(s - b) == len && strncasecmp(b, name, len) == 0) return true;
-        }
-    }
+    for (size_t k = 0; k < f->n; k++)
+        if (list_names(f->list[k], f->list[k] + f->len[k], name)) return true;
     return false;
 }
 
@@ -231,16 +245,9 @@ static bool hop_by_hop(const char *name) {
 
 /* Is `name` listed in a Connection field of `headers`? */
 static bool named_by_connection(const cr_kvlist *headers, const char *name) {
-    size_t len = strlen(name);
     for (size_t i = 0; i < headers->count; i++) {
-        if (strcasecmp(headers->items[i].name, "Connection") != 0) continue;
-        const char *s = headers->items[i].value;
-        while (*s) {
-            while (*s == ' ' || *s == '\t' || *s == ',') s++;
-            const char *b = s;
-            while (*s && *s != ',' && *s != ' ' && *s != '\t') s++;
-            if ((size_t)(s - b) == len && strncasecmp(b, name, len) == 0) return true;
-        }
+        const char *v = headers->items[i].value;
+        if (strcasecmp(headers->items[i].name, "Connection") == 0 && list_names(v, v + strlen(v), name)) return true;
     }
     return false;
 }
@@ -388,14 +395,12 @@ int cr_http_vary_names(const cr_kvlist *headers, char **out) {
     bool star = false;
     for (size_t i = 0; i < headers->count && rc == COURIER_OK; i++) {
         if (strcasecmp(headers->items[i].name, "Vary") != 0) continue;
-        const char *s = headers->items[i].value;
-        while (*s) {
-            while (*s == ' ' || *s == '\t' || *s == ',') s++;
-            const char *b = s;
-            while (*s && *s != ',' && *s != ' ' && *s != '\t') s++;
-            if (s == b) continue;
-            if (s - b == 1 && *b == '*') star = true;
-            char *name = cr_strndup(b, (size_t)(s - b));
+        const char *s = headers->items[i].value, *end = s + strlen(s), *b;
+        size_t len;
+        while (list_next(&s, end, &b, &len)) {
+            if (!len) continue;
+            if (len == 1 && *b == '*') star = true;
+            char *name = cr_strndup(b, len);
             if (!name) {
                 rc = COURIER_E_NO_MEMORY;
                 break;
