@@ -16,14 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-static _Atomic int64_t clock_offset_ms;
-static int64_t test_clock(void *user) {
-    (void)user;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + atomic_load(&clock_offset_ms);
-}
-static int64_t now_s(void) { return test_clock(NULL) / 1000; }
+static int64_t now_s(void) { return th_clock(NULL) / 1000; }
 
 static int mode_policy = COURIER_CACHE_HTTP;
 static int mode_default_policy = -1; /* -1: the mode's policy */
@@ -32,14 +25,14 @@ static int64_t mode_max_bytes = 0;
 
 static void tweak(courier_config *cfg) {
     courier_config_set_store_dir(cfg, th_tmpdir());
-    courier_config_set_clock(cfg, test_clock, NULL, NULL);
+    courier_config_set_clock(cfg, th_clock, NULL, NULL);
     courier_config_set_cache_policy(cfg, mode_default_policy >= 0 ? mode_default_policy : mode_policy);
     if (mode_status_header) courier_config_set_cache_status_header(cfg, 1);
     if (mode_max_bytes) courier_config_set_cache_max_bytes(cfg, mode_max_bytes);
 }
 
 static courier_engine *engine(int policy) {
-    atomic_store(&clock_offset_ms, 0);
+    th_clock_set_offset_ms(0);
     mode_policy = policy;
     cts_server_reset_counts(th_server());
     return th_engine(tweak);
@@ -263,7 +256,7 @@ static void test_9111_5_2_1_1_request_max_age(void) {
     char u[256];
     origin(u, sizeof u, "rq-max-age", "Cache-Control", "max-age=600", NULL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    atomic_store(&clock_offset_ms, 30 * 1000);
+    th_clock_set_offset_ms(30 * 1000);
     CHECK_EQ(get_reason(e, u, "Cache-Control", "max-age=100"), COURIER_CACHE_REASON_FRESH);
     CHECK_EQ(origin_count("rq-max-age"), 1);
     CHECK_EQ(get_reason(e, u, "Cache-Control", "max-age=10"), COURIER_CACHE_REASON_STALE_REFETCHED);
@@ -279,7 +272,7 @@ static void test_9111_5_2_1_2_max_stale(void) {
     origin(mr, sizeof mr, "max-stale-mr", "Cache-Control", "max-age=10, must-revalidate", NULL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
     CHECK_EQ(get_reason(e, mr, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    atomic_store(&clock_offset_ms, 30 * 1000); /* stale by 20 s */
+    th_clock_set_offset_ms(30 * 1000); /* stale by 20 s */
     reply x = exchange(e, "GET", u, "Cache-Control", "max-stale=60");
     CHECK_EQ(x.reason, COURIER_CACHE_REASON_STALE_ACCEPTED);
     CHECK_EQ(x.cache_status, COURIER_CACHE_STATUS_STALE);
@@ -300,7 +293,7 @@ static void test_9111_5_2_1_3_min_fresh(void) {
     char u[256];
     origin(u, sizeof u, "min-fresh", "Cache-Control", "max-age=100", NULL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    atomic_store(&clock_offset_ms, 50 * 1000); /* fresh for 50 s more */
+    th_clock_set_offset_ms(50 * 1000); /* fresh for 50 s more */
     CHECK_EQ(get_reason(e, u, "Cache-Control", "min-fresh=30"), COURIER_CACHE_REASON_FRESH);
     CHECK_EQ(origin_count("min-fresh"), 1);
     CHECK_EQ(get_reason(e, u, "Cache-Control", "min-fresh=60"), COURIER_CACHE_REASON_STALE_REFETCHED);
@@ -348,7 +341,7 @@ static void test_9111_5_2_1_7_only_if_cached(void) {
     CHECK_EQ(origin_count("only"), 0);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
     CHECK_EQ(get_reason(e, u, "Cache-Control", "only-if-cached"), COURIER_CACHE_REASON_FRESH);
-    atomic_store(&clock_offset_ms, 30 * 1000); /* stale */
+    th_clock_set_offset_ms(30 * 1000); /* stale */
     x = exchange(e, "GET", u, "Cache-Control", "only-if-cached");
     CHECK_EQ(x.code, COURIER_E_HTTP_STATUS);
     CHECK_EQ(x.status, 504);
@@ -410,10 +403,10 @@ static void test_9111_4_2_2_heuristic_freshness(void) {
     /* Last-Modified 100,000 s before Date: fresh for 10% of it, 10,000 s */
     origin(u, sizeof u, "heur", "Date", http_date(date, t), "Last-Modified", http_date(lm, t - 100000), NULL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    atomic_store(&clock_offset_ms, 9000 * 1000LL);
+    th_clock_set_offset_ms(9000 * 1000LL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_FRESH);
     CHECK_EQ(origin_count("heur"), 1);
-    atomic_store(&clock_offset_ms, 10100 * 1000LL);
+    th_clock_set_offset_ms(10100 * 1000LL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_REVALIDATED); /* If-Modified-Since -> 304 */
     CHECK_EQ(origin_count("heur"), 2);
     close_engine(e);
@@ -426,9 +419,9 @@ static void test_9111_4_2_2_heuristic_cap_one_day(void) {
     int64_t t = now_s();
     origin(u, sizeof u, "heur-cap", "Date", http_date(date, t), "Last-Modified", http_date(lm, t - 10LL * 365 * 86400), NULL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    atomic_store(&clock_offset_ms, 23 * 3600 * 1000LL);
+    th_clock_set_offset_ms(23 * 3600 * 1000LL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_FRESH);
-    atomic_store(&clock_offset_ms, 25 * 3600 * 1000LL);
+    th_clock_set_offset_ms(25 * 3600 * 1000LL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_REVALIDATED);
     CHECK_EQ(origin_count("heur-cap"), 2);
     close_engine(e);
@@ -530,7 +523,7 @@ static void test_9111_5_1_age_digits_only(void) {
     char u[256];
     origin(u, sizeof u, "age-bad", "Cache-Control", "max-age=100", "Age", "50x", NULL); /* ignored */
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    atomic_store(&clock_offset_ms, 10 * 1000);
+    th_clock_set_offset_ms(10 * 1000);
     reply x = exchange(e, "GET", u, NULL, NULL);
     CHECK_EQ(x.reason, COURIER_CACHE_REASON_FRESH);
     CHECK_EQ(courier_response_age(x.resp), 10);
@@ -571,7 +564,7 @@ static void test_9111_4_3_5_head_freshens_stored_get(void) {
     char u[256];
     origin(u, sizeof u, "head", "Cache-Control", "max-age=10", "ETag", "\"h\"", "X-H", "get", "_head.X-H", "head", NULL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    atomic_store(&clock_offset_ms, 30 * 1000); /* stale */
+    th_clock_set_offset_ms(30 * 1000); /* stale */
     reply h = exchange(e, "HEAD", u, NULL, NULL);
     CHECK_EQ(h.code, COURIER_OK);
     CHECK_EQ(h.reason, COURIER_CACHE_REASON_UPDATED_STORED);
@@ -608,22 +601,22 @@ static void test_9111_4_2_3_age_calculation(void) {
     /* apparent age (Date 50 s ago) beats a smaller Age */
     origin(u, sizeof u, "age1", "Cache-Control", "max-age=600", "Date", http_date(d, now_s() - 50), "Age", "10", NULL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    atomic_store(&clock_offset_ms, 20 * 1000);
+    th_clock_set_offset_ms(20 * 1000);
     reply x = exchange(e, "GET", u, NULL, NULL);
     CHECK(courier_response_age(x.resp) >= 70 && courier_response_age(x.resp) <= 71);
     CHECK_STR(courier_response_header(x.resp, "Age"), courier_response_age(x.resp) == 70 ? "70" : "71");
     CHECK_EQ(header_lines(x.resp, "Age"), 1);
     courier_response_free(x.resp);
     /* a larger Age beats the apparent age */
-    atomic_store(&clock_offset_ms, 0);
+    th_clock_set_offset_ms(0);
     origin(u, sizeof u, "age2", "Cache-Control", "max-age=600", "Date", http_date(d, now_s()), "Age", "100", NULL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    atomic_store(&clock_offset_ms, 20 * 1000);
+    th_clock_set_offset_ms(20 * 1000);
     x = exchange(e, "GET", u, NULL, NULL);
     CHECK_EQ(courier_response_age(x.resp), 120);
     courier_response_free(x.resp);
     /* past its lifetime by age alone */
-    atomic_store(&clock_offset_ms, 0);
+    th_clock_set_offset_ms(0);
     origin(u, sizeof u, "age3", "Cache-Control", "max-age=60", "Age", "100", "ETag", "\"a\"", NULL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_REVALIDATED);
@@ -696,7 +689,7 @@ static void test_9111_5_2_2_10_s_maxage(void) {
         char u[256];
         origin(u, sizeof u, "smax", "Cache-Control", "max-age=600, s-maxage=10", "ETag", "\"s\"", NULL);
         CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-        atomic_store(&clock_offset_ms, 30 * 1000);
+        th_clock_set_offset_ms(30 * 1000);
         CHECK_EQ(get_reason(e, u, NULL, NULL), shared ? COURIER_CACHE_REASON_REVALIDATED : COURIER_CACHE_REASON_FRESH);
         CHECK_EQ(origin_count("smax"), shared ? 2 : 1);
         close_engine(e);
@@ -704,20 +697,11 @@ static void test_9111_5_2_2_10_s_maxage(void) {
 }
 
 /* The stored response is served stale on a 503 unless proxy-revalidate forbids it to a shared cache. */
-static const char *_Atomic redirect_to;
-static int customize(courier_outgoing *o, void *user) {
-    (void)user;
-    const char *to = atomic_load(&redirect_to);
-    return to ? courier_outgoing_set_url(o, to) : COURIER_OK;
-}
-
 static reply exchange_via(courier_engine *e, const char *target, const char *really) {
-    static char to[512];
-    snprintf(to, sizeof to, "%s", th_url(really));
-    atomic_store(&redirect_to, to);
+    th_redirect_to(th_url(really));
     courier_request *r = NULL;
     courier_request_new(&r, "GET", target);
-    courier_request_set_customize(r, customize, NULL, NULL);
+    courier_request_set_customize(r, th_redirect_customize, NULL, NULL);
     reply out = {0};
     courier_error err;
     memset(&err, 0, sizeof err);
@@ -727,7 +711,7 @@ static reply exchange_via(courier_engine *e, const char *target, const char *rea
     out.cache_status = courier_response_cache_status(out.resp);
     out.status = out.resp ? courier_response_status(out.resp) : 0;
     courier_request_free(r);
-    atomic_store(&redirect_to, NULL);
+    th_redirect_to(NULL);
     return out;
 }
 
@@ -739,7 +723,7 @@ static void test_9111_5_2_2_8_proxy_revalidate(void) {
         origin(u, sizeof u, "proxy-rv", "Cache-Control", "max-age=1, proxy-revalidate, stale-if-error=600", NULL);
         origin(fail, sizeof fail, "proxy-rv-503", "_status", "503", NULL);
         CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-        atomic_store(&clock_offset_ms, 5 * 1000);
+        th_clock_set_offset_ms(5 * 1000);
         reply x = exchange_via(e, u, fail);
         CHECK_EQ(x.code, shared ? COURIER_E_HTTP_STATUS : COURIER_OK);
         CHECK_EQ(x.status, shared ? 503 : 200);
@@ -812,7 +796,7 @@ static void test_5861_4_stale_if_error_on_5xx(void) {
     char u[256];
     origin(u, sizeof u, "sie", "Cache-Control", "max-age=1, stale-if-error=600", NULL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    atomic_store(&clock_offset_ms, 5 * 1000);
+    th_clock_set_offset_ms(5 * 1000);
     for (int i = 0; i < 5; i++) {
         char fail[128], name[32];
         snprintf(name, sizeof name, "sie-%s", codes[i]);
