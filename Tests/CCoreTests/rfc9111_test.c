@@ -125,6 +125,15 @@ static int get_reason(courier_engine *e, const char *target, const char *hname, 
     return x.reason;
 }
 
+/* Two GETs of target, whose reasons must be `first` then `second`. */
+static void two_gets_at(const char *file, int line, courier_engine *e, const char *target, int first, int second) {
+    int a = get_reason(e, target, NULL, NULL), b = get_reason(e, target, NULL, NULL);
+    if (a != first || b != second)
+        th_fail(file, line, "reasons %s, %s; expected %s, %s", courier_cache_reason_name(a), courier_cache_reason_name(b),
+                courier_cache_reason_name(first), courier_cache_reason_name(second));
+}
+#define two_gets(e, target, first, second) two_gets_at(__FILE__, __LINE__, e, target, first, second)
+
 static int header_lines(const courier_response *r, const char *name) {
     int n = 0;
     const char *hn, *hv;
@@ -139,8 +148,7 @@ static void check_unsafe_invalidates(int policy, const char *method) {
     REQUIRE(e);
     char u[256];
     origin(u, sizeof u, "inv", "Cache-Control", "max-age=600", NULL);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_FRESH);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_FRESH);
     reply p = exchange(e, method, u, NULL, NULL);
     CHECK_EQ(p.code, COURIER_OK);
     CHECK_EQ(p.reason, COURIER_CACHE_REASON_INVALIDATED);
@@ -387,8 +395,7 @@ static void test_9111_3_status_without_freshness_not_stored(void) {
     char u[256], lm[40];
     /* 500 and 403 are not heuristically cacheable: a validator alone does not let them in */
     origin(u, sizeof u, "st-500", "_status", "500", "ETag", "\"e\"", NULL);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_NOT_STORED_STATUS);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_NOT_STORED_STATUS);
+    two_gets(e, u, COURIER_CACHE_REASON_NOT_STORED_STATUS, COURIER_CACHE_REASON_NOT_STORED_STATUS);
     CHECK_EQ(origin_count("st-500"), 2);
     origin(u, sizeof u, "st-403", "_status", "403", "Last-Modified", http_date(lm, now_s() - 100000), NULL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_NOT_STORED_STATUS);
@@ -458,8 +465,7 @@ static void test_9111_4_2_1_max_age_digits_only(void) {
     }
     char u[256];
     origin(u, sizeof u, "ma-quoted", "Cache-Control", "max-age=\"60\"", NULL); /* the quoted form is accepted */
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_FRESH);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_FRESH);
     close_engine(e);
 }
 
@@ -469,21 +475,17 @@ static void test_9111_4_2_1_repeated_directive(void) {
     char u[256];
     /* the same value twice: that value */
     origin(u, sizeof u, "rep-same", "Cache-Control", "max-age=60, max-age=60", NULL);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_FRESH);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_FRESH);
     /* different values, on one line or on two: stale */
     origin(u, sizeof u, "rep-one", "Cache-Control", "max-age=60, max-age=600", "ETag", "\"r\"", NULL);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_REVALIDATED);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_REVALIDATED);
     origin(u, sizeof u, "rep-two", "Cache-Control", "max-age=60", "Cache-Control", "max-age=600", "ETag", "\"r\"", NULL);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_REVALIDATED);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_REVALIDATED);
     /* two Expires that disagree: expired */
     char d1[40], d2[40];
     origin(u, sizeof u, "rep-exp", "Expires", http_date(d1, now_s() + 600), "Expires", http_date(d2, now_s() + 900),
            "ETag", "\"r\"", NULL);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_REVALIDATED);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_REVALIDATED);
     close_engine(e);
 }
 
@@ -499,8 +501,7 @@ static void test_9111_5_3_invalid_expires_is_expired(void) {
         CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_NOT_STORED_NO_FRESHNESS);
     }
     origin(u, sizeof u, "exp-good", "Expires", http_date(d, now_s() + 600), NULL);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_FRESH);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_FRESH);
     /* the two obsolete forms a recipient must accept (RFC 9110 section 5.6.7) */
     time_t t = (time_t)(now_s() + 600);
     struct tm tm;
@@ -509,11 +510,9 @@ static void test_9111_5_3_invalid_expires_is_expired(void) {
     strftime(rfc850, sizeof rfc850, "%A, %d-%b-%y %H:%M:%S GMT", &tm);
     strftime(asc, sizeof asc, "%a %b %e %H:%M:%S %Y", &tm);
     origin(u, sizeof u, "exp-850", "Expires", rfc850, NULL);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_FRESH);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_FRESH);
     origin(u, sizeof u, "exp-asc", "Expires", asc, NULL);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_FRESH);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_FRESH);
     close_engine(e);
 }
 
@@ -618,8 +617,7 @@ static void test_9111_4_2_3_age_calculation(void) {
     /* past its lifetime by age alone */
     th_clock_set_offset_ms(0);
     origin(u, sizeof u, "age3", "Cache-Control", "max-age=60", "Age", "100", "ETag", "\"a\"", NULL);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_REVALIDATED);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_REVALIDATED);
     close_engine(e);
 }
 
@@ -673,8 +671,7 @@ static void test_9111_5_2_2_7_private(void) {
         else CHECK_STR(courier_response_header(b.resp, "X-User"), "ann");
         courier_response_free(b.resp);
         origin(u, sizeof u, "priv", "Cache-Control", "private, max-age=60", NULL);
-        CHECK_EQ(get_reason(e, u, NULL, NULL), shared ? COURIER_CACHE_REASON_NOT_STORED_PRIVATE : COURIER_CACHE_REASON_MISS);
-        CHECK_EQ(get_reason(e, u, NULL, NULL), shared ? COURIER_CACHE_REASON_NOT_STORED_PRIVATE : COURIER_CACHE_REASON_FRESH);
+        two_gets(e, u, shared ? COURIER_CACHE_REASON_NOT_STORED_PRIVATE : COURIER_CACHE_REASON_MISS, shared ? COURIER_CACHE_REASON_NOT_STORED_PRIVATE : COURIER_CACHE_REASON_FRESH);
         CHECK_EQ(origin_count("priv"), shared ? 2 : 1);
         close_engine(e);
     }
@@ -765,8 +762,7 @@ static void test_9111_5_2_2_9_public_allows_heuristics(void) {
     int64_t t = now_s();
     origin(u, sizeof u, "public-403", "_status", "403", "Cache-Control", "public", "Date", http_date(d, t),
            "Last-Modified", http_date(lm, t - 100000), NULL);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_FRESH);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_FRESH);
     CHECK_EQ(origin_count("public-403"), 1);
     close_engine(e);
 }
@@ -901,8 +897,7 @@ static void test_9111_4_1_vary(void) {
     CHECK_EQ(get_reason(e, u, "Accept-Language", "fr"), COURIER_CACHE_REASON_VARY_MISS);
     CHECK_EQ(get_reason(e, u, "Accept-Language", "en"), COURIER_CACHE_REASON_FRESH);
     origin(u, sizeof u, "vary-star", "Cache-Control", "max-age=60", "Vary", "*", NULL);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_NOT_STORED_VARY);
-    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_NOT_STORED_VARY);
+    two_gets(e, u, COURIER_CACHE_REASON_NOT_STORED_VARY, COURIER_CACHE_REASON_NOT_STORED_VARY);
     close_engine(e);
 }
 
