@@ -177,6 +177,7 @@ struct courier_config {
     int cache_policy;
     cr_callback *clock; /* courier_clock_fn, or NULL: the system clock */
     int cache_durability; /* courier_cache_durability */
+    int cache_status_header; /* nonzero: responses carry Cache-Status (RFC 9211) */
     /* Frozen requests and reachability (journal.c, monitor.c): plain values, 0 means the default. */
     struct cr_frozen_conf {
         long concurrency, backoff_base_ms, backoff_max_ms, lease_ms, poll_ms;
@@ -274,6 +275,8 @@ typedef struct cr_transfer {
     cr_kvlist resp_headers;
     int too_large;
     int oom;
+    int ce_raw;     /* a Content-Encoding curl cannot decode: the body is kept as received */
+    int ce_decoded; /* a Content-Encoding curl decodes: the response drops the field */
     char errbuf[CURL_ERROR_SIZE];
     struct cr_transfer *next;
     struct cr_transfer *prev;
@@ -360,6 +363,7 @@ struct courier_response {
     atomic_int extra_refs; /* courier_response_retain: references beyond the first */
     /* Cache (cache.c). */
     int cache_status;        /* courier_cache_status */
+    int cache_reason;        /* courier_cache_reason */
     int64_t cache_created_ms;
     int64_t cache_expires_ms;
     int64_t cache_age_s;

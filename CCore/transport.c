@@ -79,6 +79,32 @@ static size_t on_body(char *data, size_t size, size_t n, void *user) {
 /* Header lines go into one growing buffer, "name\0value\0" after another (t->hdr_block, with
  * t->hdr_count entries), handed whole to the response at the end: no allocation per line. A status
  * line starts a new response (a redirect, 100 Continue): only the last one's headers and body stay. */
+/* Whether this libcurl decodes every coding of a Content-Encoding value (the engine's
+ * Accept-Encoding line lists what it decodes; "identity" changes nothing). */
+static bool codings_known(const courier_engine *e, const char *v, size_t len) {
+    const char *list = e->accept_encoding;
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ',')) i++;
+        size_t b = i;
+        while (i < len && v[i] != ',' && v[i] != ' ' && v[i] != '\t') i++;
+        size_t n = i - b;
+        if (!n || (n == 8 && strncasecmp(v + b, "identity", 8) == 0)) continue;
+        const char *name = v + b;
+        if (n == 6 && strncasecmp(name, "x-gzip", 6) == 0) name += 2, n -= 2;
+        bool found = false;
+        for (const char *p = strchr(list, ':'); p && *p && !found;) {
+            p++;
+            while (*p == ' ' || *p == ',') p++;
+            size_t m = strcspn(p, ", ");
+            found = m == n && m && strncasecmp(p, name, n) == 0;
+            p += m;
+        }
+        if (!found) return false;
+    }
+    return true;
+}
+
 static size_t on_header(char *data, size_t size, size_t n, void *user) {
     cr_transfer *t = user;
     size_t len = size * n;
@@ -86,7 +112,22 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
         t->hdr_block.len = 0;
         t->hdr_count = 0;
         t->resp_body.len = 0;
+        t->ce_decoded = 0;
         return len;
+    }
+    if (len > 17 && strncasecmp(data, "Content-Encoding:", 17) == 0) {
+        size_t vl = len - 17;
+        while (vl && (data[17 + vl - 1] == '\r' || data[17 + vl - 1] == '\n')) vl--;
+        if (t->ce_raw || !codings_known(t->engine, data + 17, vl)) {
+            /* An encoding curl cannot decode: the body reaches the app as received (curl builds
+             * its decoders from this line before calling us; turning decoding off here makes it
+             * pass the body through untouched). */
+            curl_easy_setopt(t->easy, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+            t->easy_dirty = 1;
+            t->ce_raw = 1;
+        } else {
+            t->ce_decoded = 1;
+        }
     }
     size_t end = len;
     while (end && (data[end - 1] == '\r' || data[end - 1] == '\n')) end--;
@@ -431,6 +472,19 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
     }
     r->body = cr_buf_take(&t->resp_body, &r->body_len);
     read_metrics(t->easy, &r->metrics);
+    if (t->ce_decoded && !t->ce_raw && r->body && strcmp(t->method, "HEAD") != 0 && r->status != 304) {
+        /* curl decoded the body: the field no longer applies, nor the encoded length */
+        char cl[24];
+        snprintf(cl, sizeof cl, "%zu", r->body_len);
+        cr_kvlist_remove(&r->headers, "Content-Encoding");
+        if (cr_kvlist_get(&r->headers, "Content-Length")) {
+            cr_kvlist_remove(&r->headers, "Content-Length");
+            if (cr_kvlist_add(&r->headers, "Content-Length", 14, cl, strlen(cl))) {
+                courier_response_free(r);
+                return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+            }
+        }
+    }
     if (!r->url || !r->body || !r->method) {
         courier_response_free(r);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);

@@ -988,7 +988,10 @@ COURIER_API int courier_request_set_form_body(courier_request *request, const co
  * through the normal completion (on the worker thread) without any network traffic, with the
  * response marked from-cache. A response is written only after it passed the request's judgement
  * (HTTP status < 400 and the validator), after which the completion runs: when a completion
- * runs, its entry is already readable. Failures are never cached. A cache that cannot be opened
+ * runs, its entry is already readable. Failures are never cached, except that the HTTP policies
+ * store the error statuses RFC 9111 allows (a 404 or 503 with explicit freshness, a 404, 405, 410,
+ * 414 or 501 with heuristic freshness); such an entry answers with the same COURIER_E_HTTP_STATUS
+ * and attached response as the network's answer did. A cache that cannot be opened
  * or written never fails a request (a line on stderr says why); the manager functions then return
  * COURIER_E_STORE.
  *
@@ -1000,17 +1003,30 @@ COURIER_API int courier_request_set_form_body(courier_request *request, const co
  * change the key. Keys are stored by a 128-bit hash; the key text is kept in the entry.
  */
 
-/* Cache policies. Ids 4..99 are reserved; ids >= COURIER_CACHE_POLICY_USER_MIN are user-defined
+/* Cache policies. Ids 5..99 are reserved; ids >= COURIER_CACHE_POLICY_USER_MIN are user-defined
  * (courier_engine_register_cache_policy). */
 typedef enum courier_cache_policy {
     COURIER_CACHE_NO_CACHE = 0,    /* neither reads nor writes (the default) */
     COURIER_CACHE_CACHE_FIRST = 1, /* a fresh entry answers without the network; else the network
                                       answers and the response is written */
     COURIER_CACHE_WRITE_ONLY = 2,  /* never reads; writes what the network returns */
-    COURIER_CACHE_HTTP = 3         /* RFC 9111 for GET, as a private cache: Cache-Control, Expires,
-                                      Age, ETag/Last-Modified revalidation with 304 merging, Vary,
-                                      stale-while-revalidate and stale-if-error; a successful unsafe
-                                      method (POST, PUT, DELETE...) invalidates the URL's GET entry */
+    COURIER_CACHE_HTTP = 3,        /* RFC 9111 for GET, as a private cache (a browser's): request
+                                      and response Cache-Control, Expires, Age, heuristic freshness
+                                      (10% of the time since Last-Modified, at most 24 h) for the
+                                      heuristically cacheable statuses, any final status with
+                                      explicit freshness (a stored 404 answers as a network 404
+                                      does: COURIER_E_HTTP_STATUS with the response), ETag /
+                                      Last-Modified revalidation with 304 and HEAD updates, Vary,
+                                      stale-while-revalidate and stale-if-error (RFC 5861), and
+                                      invalidation by a non-error answer to an unsafe method (POST,
+                                      PUT, DELETE, PATCH or unknown) of its URL and the same-origin
+                                      URLs of its Location and Content-Location. 206 answers are not
+                                      stored. docs/DESIGN.md lists every rule with its test. */
+    COURIER_CACHE_HTTP_SHARED = 4  /* the same as a shared cache (a proxy's, RFC 9111 section 1):
+                                      s-maxage and proxy-revalidate apply, "private" answers are not
+                                      stored (private="field" drops the fields), and an answer to a
+                                      request with Authorization is stored only when it says
+                                      must-revalidate, public or s-maxage (section 3.5) */
 } courier_cache_policy;
 #define COURIER_CACHE_POLICY_USER_MIN 100
 
@@ -1022,6 +1038,42 @@ typedef enum courier_cache_status {
     COURIER_CACHE_STATUS_STALE = 3        /* a stale entry (stale-while-revalidate, stale-if-error,
                                              or courier_cache_get with COURIER_CACHE_ALLOW_STALE) */
 } courier_cache_status;
+
+/* Why the cache did what it did with a response (courier_response_cache_reason). A response from
+ * the network that the HTTP policies did not store says why (the NOT_STORED_* reasons); one they
+ * stored says what the lookup found (MISS, VARY_MISS, STALE_REFETCHED). Append-only: values are
+ * never renumbered or reused. */
+typedef enum courier_cache_reason {
+    COURIER_CACHE_REASON_NONE = 0,                     /* no cache policy looked at it */
+    COURIER_CACHE_REASON_MISS = 1,                     /* nothing stored: the network, stored */
+    COURIER_CACHE_REASON_FRESH = 2,                    /* a fresh stored response, no network */
+    COURIER_CACHE_REASON_STALE_WHILE_REVALIDATE = 3,   /* stale, served while revalidating */
+    COURIER_CACHE_REASON_STALE_IF_ERROR = 4,           /* stale, served because the origin failed */
+    COURIER_CACHE_REASON_REVALIDATED = 5,              /* stored, confirmed by a 304 */
+    COURIER_CACHE_REASON_STALE_REFETCHED = 6,          /* stored was stale: the network's new answer */
+    COURIER_CACHE_REASON_VARY_MISS = 7,                /* stored under another Vary variant */
+    COURIER_CACHE_REASON_ONLY_IF_CACHED = 8,           /* only-if-cached, nothing usable: a 504 made
+                                                          by the cache (no network) */
+    COURIER_CACHE_REASON_NOT_STORED_NO_STORE = 9,      /* no-store (request or response) */
+    COURIER_CACHE_REASON_NOT_STORED_STATUS = 10,       /* a status not stored (206, 5xx without
+                                                          explicit freshness, ...) */
+    COURIER_CACHE_REASON_NOT_STORED_PRIVATE = 11,      /* private, in the shared cache */
+    COURIER_CACHE_REASON_NOT_STORED_AUTHORIZATION = 12,/* a request with Authorization, in the shared
+                                                          cache (RFC 9111 section 3.5) */
+    COURIER_CACHE_REASON_NOT_STORED_VARY = 13,         /* Vary: * */
+    COURIER_CACHE_REASON_NOT_STORED_TOO_LARGE = 14,    /* more than an eighth of the cache */
+    COURIER_CACHE_REASON_NOT_STORED_NO_FRESHNESS = 15, /* no freshness, no validator: useless */
+    COURIER_CACHE_REASON_NOT_STORED_METHOD = 16,       /* a method whose answers are not stored */
+    COURIER_CACHE_REASON_INVALIDATED = 17,             /* an unsafe method's answer: the stored
+                                                          responses of its URLs were removed */
+    COURIER_CACHE_REASON_STALE_ACCEPTED = 18,          /* stale, as the request allowed (max-stale,
+                                                          or COURIER_CACHE_ALLOW_STALE) */
+    COURIER_CACHE_REASON_UPDATED_STORED = 19,          /* a HEAD answer that freshened the stored GET */
+    COURIER_CACHE_REASON_NOT_STORED_POLICY = 20        /* a user policy's should_write said no */
+} courier_cache_reason;
+/* The reason's name ("fresh", "not-stored-private", ...: lowercase, '-'-separated; stable, used
+ * in log lines and the Cache-Status field); "unknown" for other values. Static; any thread. */
+COURIER_API const char *courier_cache_reason_name(int reason);
 
 /* A clock: the current time in milliseconds since the Unix epoch. Called on any thread that uses
  * the cache (senders, the worker); it must be thread-safe and must not call into the engine. */
@@ -1049,6 +1101,11 @@ typedef enum courier_cache_durability {
 } courier_cache_durability;
 /* Errors: COURIER_E_INVALID_ARGUMENT. */
 COURIER_API int courier_config_set_cache_durability(courier_config *config, int durability);
+/* Nonzero: every response a cache policy looked at carries a "Cache-Status" header field (RFC
+ * 9211) saying what the cache did, e.g. `Courier; hit; detail=fresh` or `Courier; fwd=uri-miss;
+ * stored; detail=miss` (the detail is courier_cache_reason_name), so a service can pass it on.
+ * Default 0. Errors: COURIER_E_INVALID_ARGUMENT (config NULL). */
+COURIER_API int courier_config_set_cache_status_header(courier_config *config, int on);
 /* The policy of requests that name none (default COURIER_CACHE_NO_CACHE).
  * Errors: COURIER_E_INVALID_ARGUMENT (a reserved id). */
 COURIER_API int courier_config_set_cache_policy(courier_config *config, int policy);
@@ -1079,6 +1136,8 @@ COURIER_API int courier_request_add_cache_key_filter(courier_request *request, c
 COURIER_API int courier_response_from_cache(const courier_response *response);
 /* The courier_cache_status of a response. */
 COURIER_API int courier_response_cache_status(const courier_response *response);
+/* The courier_cache_reason of a response (COURIER_CACHE_REASON_NONE for NULL). Any thread. */
+COURIER_API int courier_response_cache_reason(const courier_response *response);
 /* Age in seconds of a response that came from the cache (RFC 9111 age for the HTTP policy), else 0. */
 COURIER_API int64_t courier_response_age(const courier_response *response);
 /* When the entry was written and until when it is fresh (ms since the epoch); 0 for a response
@@ -1355,7 +1414,8 @@ COURIER_API courier_engine *courier_group_engine(const courier_group *group);
  *    "status":200,"code":0,"duration_ms":12.5,"app":"demo"}
  * Keys: time (UTC, milliseconds), level, event, message, then as they apply request_id, method,
  * url (redacted: see courier_log_set_redaction), status, code (a courier_code), error (its text),
- * duration_ms (since the send), attempt, delay_ms, bytes_received, bytes_expected, bytes_sent,
+ * cache (finished and from_cache: courier_cache_reason_name of the response's reason, when a cache
+ * policy looked at it; the message ends with " cache: <name>" too), duration_ms (since the send), attempt, delay_ms, bytes_received, bytes_expected, bytes_sent,
  * bytes_to_send, then the engine's fields (courier_log_set_field).
  * Which request events log at which level: will_send, did_send and from_cache at debug; progress
  * at trace; retried and frozen at warning; finished at info when it succeeded or was cancelled, at

@@ -5,6 +5,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -113,6 +115,37 @@ int64_t th_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static _Atomic int64_t th_clock_offset;
+
+int64_t th_clock(void *user) {
+    (void)user;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + atomic_load(&th_clock_offset);
+}
+
+void th_clock_set_offset_ms(int64_t ms) { atomic_store(&th_clock_offset, ms); }
+
+static char th_redirect_buf[2][1024];
+static const char *_Atomic th_redirect_url;
+
+int th_redirect_customize(courier_outgoing *o, void *user) {
+    (void)user;
+    const char *to = atomic_load(&th_redirect_url);
+    return to ? courier_outgoing_set_url(o, to) : COURIER_OK;
+}
+
+void th_redirect_to(const char *url) {
+    static int flip;
+    if (!url) {
+        atomic_store(&th_redirect_url, NULL);
+        return;
+    }
+    flip ^= 1; /* the other buffer: a sender may still read the current one */
+    snprintf(th_redirect_buf[flip], sizeof th_redirect_buf[flip], "%s", url);
+    atomic_store(&th_redirect_url, th_redirect_buf[flip]);
 }
 
 int th_run(int argc, char **argv, const th_test *tests, size_t n) {

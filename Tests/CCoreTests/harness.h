@@ -73,5 +73,13 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg));
 int th_free_port(void);
 /* Milliseconds from a monotonic clock. */
 int64_t th_now_ms(void);
+/* A courier_clock_fn for the cache's tests: CLOCK_REALTIME in milliseconds plus an offset the test
+ * moves with th_clock_set_offset_ms (expiry without sleeping). Any thread. */
+int64_t th_clock(void *user);
+void th_clock_set_offset_ms(int64_t ms);
+/* A courier_customize_fn that sends the request to the URL last given to th_redirect_to (the cache
+ * key stays the request's own); NULL restores the request's URL. `url` is copied. */
+int th_redirect_customize(courier_outgoing *o, void *user);
+void th_redirect_to(const char *url);
 
 #endif

@@ -1386,6 +1386,80 @@ static int h_slow_body(conn *c, request *rq, const char *arg, response *rs, int 
     return closing ? ACT_CLOSE : ACT_KEEP;
 }
 
+/* "/origin/{name}": an origin whose headers the query sets, for the HTTP caching tests (see the
+   header). Pairs whose name starts with '_' steer it: _status, _body, _gzip; "_304.Name" and
+   "_head.Name" are header lines only on a 304 / a HEAD answer (replacing a plain pair of the same
+   name). A request whose If-None-Match lists the ETag pair, or (without If-None-Match) whose
+   If-Modified-Since equals the Last-Modified pair, gets 304. */
+static int h_origin(request *rq, response *rs, long n)
+{
+    static const unsigned char gz[] = {0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x4b,
+                                       0x49, 0x4d, 0xce, 0x4f, 0x49, 0x4d, 0x51, 0x48, 0xca, 0x4f, 0xa9,
+                                       0x04, 0x00, 0x81, 0x21, 0x6f, 0xed, 0x0c, 0x00, 0x00, 0x00};
+    query q;
+    if (query_parse(rq->query, &q))
+        return ACT_ABORT;
+    const qpair *st = query_get(&q, "_status"), *body = query_get(&q, "_body"), *gzip = query_get(&q, "_gzip");
+    const qpair *etag = query_get(&q, "ETag"), *lm = query_get(&q, "Last-Modified");
+    int status = st ? atoi(st->val) : 200;
+    if (status < 100 || status > 599) {
+        query_free(&q);
+        json_error(rs, 400, "bad parameter");
+        return ACT_SEND;
+    }
+    int not_modified = 0;
+    if (etag && none_match(rq, etag->val))
+        not_modified = 1;
+    const char *ims = find_header(rq, "If-Modified-Since");
+    if (lm && !find_header(rq, "If-None-Match") && ims && strcmp(ims, lm->val) == 0)
+        not_modified = 1;
+    const char *only = not_modified ? "_304." : rq->is_head ? "_head." : NULL;
+    rs->status = not_modified ? 304 : status;
+    rs->no_body = not_modified || status == 204 || status == 304;
+    rs->ctype = "text/plain";
+    for (size_t i = 0; i < q.n; i++) {
+        const qpair *p = &q.pairs[i];
+        const char *name = p->key;
+        size_t nlen = p->klen;
+        if (name[0] == '_') {
+            if (!only || strncmp(name, only, strlen(only)) != 0)
+                continue;
+            name += strlen(only);
+            nlen -= strlen(only);
+        } else if (only) {
+            /* a plain pair is replaced by an "_304." / "_head." pair of the same name */
+            int replaced = 0;
+            for (size_t k = 0; k < q.n && !replaced; k++)
+                replaced = strncmp(q.pairs[k].key, only, strlen(only)) == 0 &&
+                           strcasecmp(q.pairs[k].key + strlen(only), name) == 0;
+            if (replaced)
+                continue;
+        }
+        if (!is_token(name, nlen) || !header_safe(p->val, p->vlen)) {
+            query_free(&q);
+            rs->hdr.len = 0;
+            json_error(rs, 400, "bad header");
+            return ACT_SEND;
+        }
+        if (strcasecmp(name, "Content-Type") == 0)
+            rs->ctype = NULL;
+        sb_put(&rs->hdr, name, nlen);
+        sb_puts(&rs->hdr, ": ");
+        sb_put(&rs->hdr, p->val, p->vlen);
+        sb_puts(&rs->hdr, "\r\n");
+    }
+    if (!rs->no_body) {
+        if (gzip)
+            sb_put(&rs->body, (const char *)gz, sizeof gz);
+        else if (body)
+            sb_put(&rs->body, body->val, body->vlen);
+        else
+            sb_printf(&rs->body, "n=%ld", n);
+    }
+    query_free(&q);
+    return ACT_SEND;
+}
+
 /* Returns the rest of `path` after `prefix`, or NULL. */
 static const char *after(const char *path, const char *prefix)
 {
@@ -1420,6 +1494,8 @@ static int dispatch(conn *c, request *rq, response *rs, long path_n, int closing
         return h_etag(rq, arg, rs);
     if (strcmp(p, "/cache") == 0)
         return h_cache(rq, rs, path_n);
+    if (after(p, "/origin/"))
+        return h_origin(rq, rs, path_n);
     if (strcmp(p, "/count") == 0) {
         rs->status = 200;
         rs->ctype = "application/json";

@@ -18,9 +18,14 @@ public enum CachePolicy: Sendable, Hashable {
     case cacheFirst
     /// Never reads; writes what the network returns (refresh after showing cached data).
     case writeOnly
-    /// Standard HTTP caching (RFC 9111) for GET: Cache-Control, Expires, Age, ETag/Last-Modified
-    /// revalidation, Vary, stale-while-revalidate, stale-if-error.
+    /// Standard HTTP caching (RFC 9111) for GET as a private cache: Cache-Control, Expires, Age,
+    /// heuristic freshness, ETag/Last-Modified revalidation, Vary, stale-while-revalidate,
+    /// stale-if-error, invalidation by unsafe methods (see `COURIER_CACHE_HTTP` in courier.h).
     case http
+    /// The same as a shared cache (a service between many users and an origin): s-maxage and
+    /// proxy-revalidate apply, `private` answers are not stored, and answers to requests with
+    /// Authorization only when RFC 9111 section 3.5 allows.
+    case httpShared
     /// A user-defined policy registered with ``Cache/register(_:id:)`` (id >= 100).
     case custom(Int)
     /// The engine's default (``Configuration/cachePolicy(_:)``).
@@ -32,6 +37,7 @@ public enum CachePolicy: Sendable, Hashable {
         case .cacheFirst: return Int32(COURIER_CACHE_CACHE_FIRST.rawValue)
         case .writeOnly: return Int32(COURIER_CACHE_WRITE_ONLY.rawValue)
         case .http: return Int32(COURIER_CACHE_HTTP.rawValue)
+        case .httpShared: return Int32(COURIER_CACHE_HTTP_SHARED.rawValue)
         case .custom(let id): return Int32(clamping: id)
         case .engineDefault: return -1
         }
@@ -59,6 +65,75 @@ public enum CacheStatus: Sendable, Hashable {
         case Int32(COURIER_CACHE_STATUS_STALE.rawValue): self = .stale
         default: self = .network
         }
+    }
+}
+
+/// Why the cache did what it did with a response (`courier_cache_reason`).
+public enum CacheReason: Sendable, Hashable {
+    /// No cache policy looked at it.
+    case none
+    /// Nothing stored: the network answered and the answer was stored.
+    case miss
+    /// A fresh stored response, without the network.
+    case fresh
+    /// A stale stored response, served while it is revalidated in the background.
+    case staleWhileRevalidate
+    /// A stale stored response, served because the origin failed (stale-if-error).
+    case staleIfError
+    /// A stored response the origin confirmed with 304.
+    case revalidated
+    /// The stored response was stale: the network's new answer (stored).
+    case staleRefetched
+    /// A response is stored under another Vary variant: the network's answer (stored).
+    case varyMiss
+    /// only-if-cached and nothing usable stored: a 504 made by the cache.
+    case onlyIfCached
+    /// Not stored: no-store (request or response).
+    case notStoredNoStore
+    /// Not stored: a status the rules do not store.
+    case notStoredStatus
+    /// Not stored: private, in the shared cache.
+    case notStoredPrivate
+    /// Not stored: a request with Authorization, in the shared cache.
+    case notStoredAuthorization
+    /// Not stored: Vary: *.
+    case notStoredVary
+    /// Not stored: more than an eighth of the cache.
+    case notStoredTooLarge
+    /// Not stored: neither freshness nor a validator.
+    case notStoredNoFreshness
+    /// Not stored: a method whose answers are not stored.
+    case notStoredMethod
+    /// An unsafe method's answer: the stored responses of its URLs were removed.
+    case invalidated
+    /// Stale, as the request allowed (max-stale, or ``Cache/get(_:allowStale:)``).
+    case staleAccepted
+    /// A HEAD answer that freshened the stored GET response.
+    case updatedStored
+    /// Not stored: a custom policy's `shouldWrite` said no.
+    case notStoredPolicy
+    /// A reason this version of the facade does not know (a newer library).
+    case other(Int)
+
+    private static let known: [CacheReason] = [
+        .none, .miss, .fresh, .staleWhileRevalidate, .staleIfError, .revalidated, .staleRefetched, .varyMiss,
+        .onlyIfCached, .notStoredNoStore, .notStoredStatus, .notStoredPrivate, .notStoredAuthorization,
+        .notStoredVary, .notStoredTooLarge, .notStoredNoFreshness, .notStoredMethod, .invalidated,
+        .staleAccepted, .updatedStored, .notStoredPolicy,
+    ]
+
+    /// The C value (`courier_cache_reason`); the order of ``known`` is the C enum's.
+    public var rawValue: Int {
+        if case .other(let v) = self { return v }
+        return Self.known.firstIndex(of: self)!
+    }
+
+    /// The C library's name of the reason ("fresh", "not-stored-private", ...).
+    public var name: String { String(cString: courier_cache_reason_name(Int32(clamping: rawValue))) }
+
+    init(_ raw: Int32) {
+        let i = Int(raw)
+        self = i >= 0 && i < Self.known.count ? Self.known[i] : .other(i)
     }
 }
 
@@ -177,6 +252,17 @@ extension Configuration {
         }
     }
 
+    /// Whether responses a cache policy looked at carry a `Cache-Status` field (RFC 9211) saying
+    /// what the cache did, e.g. `Courier; hit; detail=fresh`. Default false.
+    public var cacheStatusHeader: Bool {
+        get { setting("cacheStatusHeader") ?? false }
+        set {
+            setSetting("cacheStatusHeader", newValue) {
+                try CourierError.check(courier_config_set_cache_status_header($0, $1 ? 1 : 0), "cacheStatusHeader")
+            }
+        }
+    }
+
     /// Deprecated: set ``cacheMaxBytes`` (`configuration.cacheMaxBytes = bytes`).
     /// - Parameter bytes: The limit.
     /// - Returns: The changed configuration.
@@ -202,6 +288,12 @@ extension Configuration {
     public func cacheDurability(_ durability: CacheDurability) -> Configuration {
         with { $0.cacheDurability = durability }
     }
+
+    /// Deprecated: set ``cacheStatusHeader`` (`configuration.cacheStatusHeader = on`).
+    /// - Parameter on: Whether to add it.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.cacheStatusHeader = on")
+    public func cacheStatusHeader(_ on: Bool) -> Configuration { with { $0.cacheStatusHeader = on } }
 
     /// Deprecated: set ``clock`` (`configuration.clock = { ... }`).
     /// - Parameter now: Returns the current time; called from any thread.
@@ -250,6 +342,12 @@ extension Response {
     /// Where the body came from.
     public var cacheStatus: CacheStatus {
         storage.map { CacheStatus(courier_response_cache_status($0.pointer)) } ?? .network
+    }
+
+    /// Why the cache did what it did with this response (``CacheReason/none`` when no cache
+    /// policy looked at it).
+    public var cacheReason: CacheReason {
+        storage.map { CacheReason(courier_response_cache_reason($0.pointer)) } ?? .none
     }
 
     /// Age in seconds of a response from the cache (RFC 9111 age for the HTTP policy), else 0.

@@ -48,6 +48,15 @@
  *                          "T"; or, with no If-None-Match, when If-Modified-Since equals D.
  *                          Body: B (text/plain) if given, else JSON {"n":<path count of /cache,
  *                          this request included>,"vary":"<request header named H, or empty>"}.
+ *   /origin/{name}?N=V&... an origin for the HTTP caching tests (count it by its path): each
+ *                          pair is a response header, in order, except pairs whose name starts
+ *                          with '_': _status=S (default 200), _body=B (text/plain; default
+ *                          "n=<path count, this request included>"), _gzip=1 (the body is the
+ *                          gzip of "decoded body"; set Content-Encoding yourself), "_304.N=V"
+ *                          and "_head.N=V" (header N only on a 304 / a HEAD answer, replacing a
+ *                          plain N). 304 without body when If-None-Match lists the ETag pair's
+ *                          value, or, with no If-None-Match, If-Modified-Since equals the
+ *                          Last-Modified pair. No Date header unless a pair sets one.
  *   /count                 {"requests":N,"connections":M} (this request included).
  *   /json                  a fixed small JSON document.
  *   /slow-body/{ms}        Content-Length: 100; sends 50 bytes, waits ms, sends 50 more.

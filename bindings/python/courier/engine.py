@@ -63,6 +63,7 @@ class CachePolicy(IntEnum):
     CACHE_FIRST = 1
     WRITE_ONLY = 2
     HTTP = 3
+    HTTP_SHARED = 4
     USER_MIN = 100
 
 
@@ -251,7 +252,8 @@ class Engine:
         mock: the mock switch (requests with a ``mock=`` answer are then not sent).
         interceptors: :class:`Interceptor` objects, in order.
         cache: default cache policy (:class:`CachePolicy`); cache_expiry (s), cache_max_bytes,
-        cache_durability, clock (``fn() -> seconds since the epoch``, for tests of expiry).
+        cache_durability, clock (``fn() -> seconds since the epoch``, for tests of expiry),
+        cache_status_header (responses carry a ``Cache-Status`` field, RFC 9211).
         envelope: a :class:`courier.Envelope`; json_types: MIME types decoded as JSON;
         decoders: ``{mime: fn(body, content_type) -> python value}``.
         frozen_replay: (concurrency, backoff base s, backoff max s); frozen_expiry, frozen_lease,
@@ -274,6 +276,7 @@ class Engine:
                  interceptors: Sequence[Interceptor] = (), cache: Optional[int] = None,
                  cache_expiry: Optional[float] = None, cache_max_bytes: Optional[int] = None,
                  cache_durability: Optional[int] = None, clock: Optional[Callable[[], float]] = None,
+                 cache_status_header: bool = False,
                  envelope: Any = None, json_types: Iterable[str] = (),
                  decoders: Optional[Mapping[str, Callable[[bytes, Optional[str]], Any]]] = None,
                  json_max_depth: Optional[int] = None,
@@ -350,6 +353,8 @@ class Engine:
                 check(lib.courier_config_set_cache_max_bytes(c, int(cache_max_bytes)))
             if cache_durability is not None:
                 check(lib.courier_config_set_cache_durability(c, int(cache_durability)))
+            if cache_status_header:
+                check(lib.courier_config_set_cache_status_header(c, 1))
             if clock is not None:
                 key = cb.register(cb.Slot(clock, None, self, "seconds"))
                 check(lib.courier_config_set_clock(c, cb.clock, key, cb.user_free))
