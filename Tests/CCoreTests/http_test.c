@@ -303,6 +303,34 @@ static void test_redirect_hops_go_through_cache(void) {
     courier_engine_close(e);
 }
 
+/* A download through a redirect: the file is the final answer's body, not the 3xx's. */
+static void test_redirect_download(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    char file[600];
+    snprintf(file, sizeof file, "%s/download.bin", th_tmpdir());
+    courier_request *r = req("GET", "/redirect?to=/bytes/1000&status=308");
+    courier_request_set_download_file(r, file, 0);
+    courier_response *resp = NULL;
+    CHECK_EQ(send_req(e, r, &resp, NULL), COURIER_OK);
+    CHECK_STR(courier_response_file(resp), file);
+    FILE *f = fopen(file, "rb");
+    REQUIRE(f);
+    fseek(f, 0, SEEK_END);
+    CHECK_EQ(ftell(f), 1000);
+    fclose(f);
+    courier_response_free(resp);
+    /* A chain that ends in an error leaves no file (the 3xx was never a download). */
+    snprintf(file, sizeof file, "%s/download-404.bin", th_tmpdir());
+    r = req("GET", "/redirect?to=/status/404&status=307");
+    courier_request_set_download_file(r, file, 0);
+    resp = NULL;
+    CHECK_EQ(send_req(e, r, &resp, NULL), COURIER_E_HTTP_STATUS);
+    CHECK(access(file, F_OK) != 0);
+    courier_response_free(resp);
+    courier_engine_close(e);
+}
+
 /* ---- HTTPS to HTTP: openssl s_server -HTTP answers a file holding a whole response ------------- */
 
 static pid_t tls_pid;
@@ -543,7 +571,7 @@ static void test_total_timeout(void) {
 
 TESTS_MAIN(T(test_redirect_matrix), T(test_redirect_not_followed), T(test_too_many_redirects),
            T(test_redirect_hook), T(test_redirect_drops_credentials_off_origin), T(test_redirect_body_not_replayable),
-           T(test_redirect_hops_go_through_cache), T(test_redirect_downgrade_refused_unless_allowed),
+           T(test_redirect_hops_go_through_cache), T(test_redirect_download), T(test_redirect_downgrade_refused_unless_allowed),
            T(test_unended_header_block_is_partial), T(test_conflicting_content_length),
            T(test_garbage_status_lines_are_protocol_errors), T(test_header_too_large), T(test_failure_codes),
            T(test_connect_timeout), T(test_idle_timeout), T(test_total_timeout))
