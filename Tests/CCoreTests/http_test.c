@@ -164,6 +164,37 @@ static void test_too_many_redirects(void) {
     courier_engine_close(e);
 }
 
+static void mock_on(courier_config *c) { courier_config_set_mock_enabled(c, 1); }
+
+/* A mock's 3xx is its answer, never followed (a mock answers the request as given). */
+static void test_mock_redirect_not_followed(void) {
+    courier_engine *e = th_engine(mock_on);
+    REQUIRE(e);
+    courier_request *r = req("GET", "/anything");
+    courier_request_set_mock_response(r, 302, NULL, 0, NULL);
+    courier_request_add_mock_header(r, "Location", "/echo");
+    courier_response *resp = NULL;
+    CHECK_EQ(send_req(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_response_status(resp), 302);
+    CHECK_EQ(courier_response_redirect_count(resp), 0);
+    courier_response_free(resp);
+    courier_engine_close(e);
+}
+
+/* A Location that does not parse is the server's fault; another scheme is refused. */
+static void test_redirect_bad_location(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_response *resp = NULL;
+    CHECK_EQ(send_req(e, req("GET", "/redirect?to=http%3A%2F%2F%5B%3A%3A1"), &resp, NULL), COURIER_E_PROTOCOL);
+    CHECK_EQ(courier_response_status(resp), 302);
+    courier_response_free(resp);
+    resp = NULL;
+    CHECK_EQ(send_req(e, req("GET", "/redirect?to=ftp%3A%2F%2F127.0.0.1%2Fx"), &resp, NULL), COURIER_E_REDIRECT_REFUSED);
+    courier_response_free(resp);
+    courier_engine_close(e);
+}
+
 static int hook_calls;
 static int hook_verdict;
 static int hook_seen_status;
@@ -569,7 +600,8 @@ static void test_total_timeout(void) {
     courier_engine_close(e);
 }
 
-TESTS_MAIN(T(test_redirect_matrix), T(test_redirect_not_followed), T(test_too_many_redirects),
+TESTS_MAIN(T(test_redirect_matrix), T(test_redirect_not_followed), T(test_mock_redirect_not_followed),
+           T(test_redirect_bad_location), T(test_too_many_redirects),
            T(test_redirect_hook), T(test_redirect_drops_credentials_off_origin), T(test_redirect_body_not_replayable),
            T(test_redirect_hops_go_through_cache), T(test_redirect_download), T(test_redirect_downgrade_refused_unless_allowed),
            T(test_unended_header_block_is_partial), T(test_conflicting_content_length),
