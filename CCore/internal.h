@@ -168,6 +168,7 @@ typedef struct cr_hops {
     size_t cap;
     struct cr_hop { char *url; int status; } *items;
     char *origin; /* scheme://host:port of the first request */
+    int64_t deadline_ms; /* monotonic: when the chain's total timeout runs out (0: none) */
     int left_origin; /* credentials were dropped */
 } cr_hops;
 

@@ -312,6 +312,18 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
         goto fail_reported;
     }
 
+    /* The total timeout bounds the whole chain: the hop gets what is left of it. */
+    int64_t now = cr_mono_ms(), deadline = 0;
+    if (t->timeout_ms > 0) {
+        deadline = t->hops && t->hops->deadline_ms ? t->hops->deadline_ms
+                                                   : now + t->timeout_ms - (int64_t)(resp->metrics.total_s * 1000.0);
+        if (deadline - now <= 0) {
+            rc = cr_fail(err, COURIER_E_TIMEOUT, "the redirects took longer than %ld ms", t->timeout_ms);
+            err->reserved[0] = COURIER_TIMEOUT_TOTAL;
+            goto fail_reported;
+        }
+    }
+
     /* The hop: t's caller, id and settings, the chain with this redirect added. */
     cr_transfer *n = cr_zalloc(sizeof *n);
     if (!n || hops_add(&t->hops, t->url, t->url, status)) {
@@ -319,6 +331,7 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
         goto fail;
     }
     if (left) t->hops->left_origin = 1;
+    t->hops->deadline_ms = deadline;
     n->id = t->id;
     n->engine = e;
     n->method = o.method;
@@ -333,7 +346,7 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
         t->body = NULL;
         t->parts = NULL;
     }
-    n->timeout_ms = t->timeout_ms;
+    n->timeout_ms = deadline ? (long)(deadline - now) : 0;
     n->max_bytes = t->max_bytes;
     n->validator = t->validator;
     n->done = t->done;

@@ -444,8 +444,9 @@ COURIER_API size_t courier_response_redirect_count(const courier_response *respo
 COURIER_API int courier_response_redirect_at(const courier_response *response, size_t index, const char **url,
                                              int *status);
 
-/* The three timeouts of a transfer (of each hop of a redirect chain). All fail with
- * COURIER_E_TIMEOUT; courier_error_timeout_kind says which one fired. */
+/* The three timeouts of a request. Connect and idle apply to each hop of a redirect chain, the
+ * total to the whole chain. All fail with COURIER_E_TIMEOUT; courier_error_timeout_kind says which
+ * one fired. */
 typedef enum courier_timeout_kind {
     COURIER_TIMEOUT_NONE = 0,
     COURIER_TIMEOUT_CONNECT = 1, /* no connection (TCP and TLS) within the time: nothing was sent */

@@ -582,6 +582,27 @@ static void test_idle_timeout(void) {
     courier_engine_close(e);
 }
 
+static int slow_hook(const courier_response *resp, courier_outgoing *next, void *user) {
+    (void)resp, (void)next, (void)user;
+    usleep(150 * 1000); /* time passes between the hops */
+    return COURIER_REDIRECT_FOLLOW;
+}
+
+/* The total timeout bounds the whole chain, not each hop. */
+static void test_total_timeout_spans_redirects(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_request *r = req("GET", "/redirect-chain/6");
+    courier_request_set_timeout(r, COURIER_TIMEOUT_TOTAL, 500);
+    courier_request_set_redirect_hook(r, slow_hook, NULL, NULL);
+    courier_error err;
+    courier_response *resp = NULL;
+    CHECK_EQ(send_req(e, r, &resp, &err), COURIER_E_TIMEOUT);
+    CHECK_EQ(courier_error_timeout_kind(&err), COURIER_TIMEOUT_TOTAL);
+    courier_response_free(resp);
+    courier_engine_close(e);
+}
+
 static void test_total_timeout(void) {
     courier_engine *e = th_engine(idle_300);
     REQUIRE(e);
@@ -606,4 +627,5 @@ TESTS_MAIN(T(test_redirect_matrix), T(test_redirect_not_followed), T(test_mock_r
            T(test_redirect_hops_go_through_cache), T(test_redirect_download), T(test_redirect_downgrade_refused_unless_allowed),
            T(test_unended_header_block_is_partial), T(test_conflicting_content_length),
            T(test_garbage_status_lines_are_protocol_errors), T(test_header_too_large), T(test_failure_codes),
-           T(test_connect_timeout), T(test_idle_timeout), T(test_total_timeout))
+           T(test_connect_timeout), T(test_idle_timeout), T(test_total_timeout),
+           T(test_total_timeout_spans_redirects))
