@@ -1418,6 +1418,8 @@ static int h_raw(conn *c, const char *name, response *rs)
         RAW("binary", "\x00\x01\x02\xff\xfe garbage\r\n\r\n"),
         RAW("negative-status", "HTTP/1.1 -200 OK\r\nContent-Length: 0\r\n\r\n"),
         RAW("long-status", "HTTP/1.1 20000000000000000000 OK\r\nContent-Length: 0\r\n\r\n"),
+        RAW("bad-gzip", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello"),
+        RAW("empty", ""),
 #undef RAW
     };
     for (size_t i = 0; i < sizeof canned / sizeof canned[0]; i++) {

@@ -58,6 +58,7 @@
  *                          no blank line), status-only, two-content-length (5 and 7),
  *                          same-content-length (5 and 5, body "hello"), icy ("ICY 200 OK"),
  *                          binary, negative-status ("-200"), long-status (20 digits),
+ *                          bad-gzip (Content-Encoding: gzip over plain bytes), empty (nothing),
  *                          big-header/{n} (a 200 with one header line of n value bytes).
  *   anything else          404 {"error":"not found"}.
  * A malformed number in a path ("/delay/x") gets 400 {"error":"bad parameter"}.
