@@ -373,17 +373,6 @@ static void stop_tls(void) {
     }
 }
 
-static int can_connect(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-    close(fd);
-    return ok;
-}
-
 /* Starts a TLS server whose /down answers a 302 to the plain test server; returns its port or 0. */
 static int start_downgrade_server(void) {
     const char *dir = th_tmpdir();
@@ -412,8 +401,8 @@ static int start_downgrade_server(void) {
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) return 0;
     atexit(stop_tls);
-    for (int i = 0; i < 500 && !can_connect(port); i++) usleep(10000);
-    return can_connect(port) ? port : 0;
+    for (int i = 0; i < 500 && !th_can_connect(port); i++) usleep(10000);
+    return th_can_connect(port) ? port : 0;
 }
 
 static void insecure(courier_config *c) { courier_config_set_insecure(c, 1); }
