@@ -47,7 +47,10 @@ int cr_code_from_curl(CURLcode c, bool reached) {
     case CURLE_RECV_ERROR:    /* reset */
     case CURLE_HTTP2_STREAM:  /* the stream reset by the server */
     case CURLE_HTTP3:
-    case CURLE_UNRECOVERABLE_POLL: return COURIER_E_NETWORK;
+#if LIBCURL_VERSION_NUM >= 0x075400 /* 7.84 */
+    case CURLE_UNRECOVERABLE_POLL:
+#endif
+        return COURIER_E_NETWORK;
     case CURLE_HTTP2:         /* framing or HPACK of the server's HTTP/2 */
     case CURLE_WEIRD_SERVER_REPLY:
     case CURLE_BAD_CONTENT_ENCODING:
