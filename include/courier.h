@@ -159,7 +159,8 @@ COURIER_API int courier_config_add_header(courier_config *config, const char *na
 /* A parameter added to every request unless the request opts out
  * (courier_request_set_use_default_params). Errors: COURIER_E_INVALID_ENCODING. */
 COURIER_API int courier_config_add_param(courier_config *config, const char *name, const char *value);
-/* Default timeout of a request, whole transfer, in milliseconds (> 0). */
+/* Default timeout of a request, whole transfer (all its redirects), in milliseconds (> 0): the
+ * total timeout (courier_config_set_timeout has the connect and idle ones). */
 COURIER_API int courier_config_set_timeout_ms(courier_config *config, long timeout_ms);
 /* The User-Agent header. NULL restores the default. Errors: COURIER_E_INVALID_HEADER. */
 COURIER_API int courier_config_set_user_agent(courier_config *config, const char *user_agent);
