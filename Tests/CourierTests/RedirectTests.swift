@@ -72,5 +72,11 @@ final class RedirectTests: LoopbackTestCase {
         XCTAssertEqual(total?.timeoutKind, .total)
         let garbage = await assertThrows(.protocolError) { try await self.engine.send(.get("/raw/icy")) }
         XCTAssertNil(garbage?.timeoutKind)
+        let idleEngine = try makeEngine { $0 = $0.idleTimeout(0.2).connectTimeout(5) }
+        defer { idleEngine.close() }
+        let engineIdle = await assertThrows(.timeout) { try await idleEngine.send(.get("/slow-body/5000")) }
+        XCTAssertEqual(engineIdle?.timeoutKind, .idle)
+        let off = try await idleEngine.send(Request.get("/slow-body/300").idleTimeout(0))
+        XCTAssertEqual(off.body.count, 100)
     }
 }
