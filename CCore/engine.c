@@ -507,7 +507,6 @@ static void route(courier_engine *e, cr_transfer *t) {
 /* A redirect's next hop goes out like a new send (cache lookup, then the scheduler); the 3xx that
  * led to it is offered to the cache (a 301 or 308 is stored under its rules), then dropped. t has
  * handed its caller to next and is freed by the caller of finish. */
-static void hop_stored(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user);
 static void send_hop(courier_engine *e, cr_transfer *t, courier_response *resp, cr_transfer *next, courier_error *err) {
     t->done = hop_stored;
     if (!cr_cache_defer(e, t, COURIER_OK, resp, err)) courier_response_free(resp);
