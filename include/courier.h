@@ -105,7 +105,9 @@ typedef struct courier_error {
     int curl_code;     /* the underlying CURLcode, else 0 */
     int os_error;      /* the underlying errno, else 0 */
     int store_error;   /* the underlying storage (LMDB) error, else 0 */
-    int reserved[7];   /* zero; room to grow without changing the size */
+    int reserved[7];   /* room to grow without changing the size: [0] holds the courier_timeout_kind
+                          of a COURIER_E_TIMEOUT (read it with courier_error_timeout_kind); the
+                          rest zero */
     char message[256]; /* NUL-terminated English detail, possibly truncated; "" when none */
 } courier_error;
 
