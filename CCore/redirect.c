@@ -195,11 +195,18 @@ static bool is_http_scheme(const char *origin) {
 /* The fields a request's credentials travel in: dropped once the chain leaves the first origin. */
 static const char *const credential_fields[] = {"Authorization", "Cookie", "Proxy-Authorization"};
 
-static void remove_content_fields(cr_kvlist *h) {
+static int remove_content_fields(cr_kvlist *h) {
     for (size_t i = 0; i < h->count;) {
-        if (strncasecmp(h->items[i].name, "Content-", 8) == 0) cr_kvlist_remove(h, h->items[i].name);
-        else i++;
+        if (strncasecmp(h->items[i].name, "Content-", 8) != 0) {
+            i++;
+            continue;
+        }
+        char *name = cr_strdup(h->items[i].name); /* the item's own copy goes with it */
+        if (!name) return COURIER_E_NO_MEMORY;
+        cr_kvlist_remove(h, name);
+        free(name);
     }
+    return COURIER_OK;
 }
 
 static bool has_file_body(const cr_transfer *t) {
@@ -272,7 +279,7 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
         goto fail_reported;
     }
     if (!(o.method = cr_strdup(to_get ? "GET" : t->method)) || cr_kvlist_copy(&o.headers, &t->headers)) goto fail;
-    if (to_get) remove_content_fields(&o.headers);
+    if (to_get && remove_content_fields(&o.headers)) goto fail;
     /* Conditional fields the cache added for the previous URL are not the next one's. */
     cr_kvlist_remove(&o.headers, "If-None-Match");
     cr_kvlist_remove(&o.headers, "If-Modified-Since");

@@ -116,6 +116,28 @@ static void test_redirect_matrix(void) {
     courier_engine_close(e);
 }
 
+/* A body dropped takes every Content-* field with it, not only Content-Type; a body kept keeps them. */
+static void test_redirect_drops_all_content_fields_with_the_body(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    for (int keep = 0; keep < 2; keep++) {
+        courier_request *r = req("PUT", keep ? "/redirect?to=/echo&status=308" : "/redirect?to=/echo&status=303");
+        courier_request_set_body(r, "payload", 7, "text/plain");
+        courier_request_add_header(r, "Content-Language", "fr");
+        courier_request_add_header(r, "X-Other", "kept");
+        courier_response *resp = NULL;
+        CHECK_EQ(send_req(e, r, &resp, NULL), COURIER_OK);
+        json_t *doc = echo_of(resp);
+        REQUIRE(doc);
+        CHECK_STR(echo_header(doc, "X-Other"), "kept");
+        if (keep) CHECK_STR(echo_header(doc, "Content-Language"), "fr");
+        else CHECK(echo_header(doc, "Content-Language") == NULL && echo_header(doc, "Content-Length") == NULL);
+        json_decref(doc);
+        courier_response_free(resp);
+    }
+    courier_engine_close(e);
+}
+
 static void no_follow(courier_config *c) { courier_config_set_follow_redirects(c, 0); }
 
 /* Not following delivers the 3xx (a success) with its Location; a request may say otherwise. */
@@ -611,7 +633,7 @@ static void test_total_timeout(void) {
     courier_engine_close(e);
 }
 
-TESTS_MAIN(T(test_redirect_matrix), T(test_redirect_not_followed), T(test_mock_redirect_not_followed),
+TESTS_MAIN(T(test_redirect_matrix), T(test_redirect_drops_all_content_fields_with_the_body), T(test_redirect_not_followed), T(test_mock_redirect_not_followed),
            T(test_redirect_bad_location), T(test_too_many_redirects),
            T(test_redirect_hook), T(test_redirect_drops_credentials_off_origin), T(test_redirect_body_not_replayable),
            T(test_redirect_hops_go_through_cache), T(test_redirect_download), T(test_redirect_downgrade_refused_unless_allowed),
