@@ -195,6 +195,15 @@ static bool is_http_scheme(const char *origin) {
 /* The fields a request's credentials travel in: dropped once the chain leaves the first origin. */
 static const char *const credential_fields[] = {"Authorization", "Cookie", "Proxy-Authorization"};
 
+/* Removes the credential fields; with `unless_changed`, only those still as they were there. */
+static void drop_credentials(cr_kvlist *h, const cr_kvlist *unless_changed) {
+    for (size_t i = 0; i < sizeof credential_fields / sizeof *credential_fields; i++) {
+        const char *v = cr_kvlist_get(h, credential_fields[i]);
+        const char *was = unless_changed ? cr_kvlist_get(unless_changed, credential_fields[i]) : v;
+        if (v && was && strcmp(v, was) == 0) cr_kvlist_remove(h, credential_fields[i]);
+    }
+}
+
 static int remove_content_fields(cr_kvlist *h) {
     for (size_t i = 0; i < h->count;) {
         if (strncasecmp(h->items[i].name, "Content-", 8) != 0) {
@@ -252,7 +261,7 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
     /* The target: Location resolved against the URL that answered (RFC 9110 10.2.2). */
     const char *location = cr_kvlist_get(&resp->headers, "Location");
     courier_outgoing o = {0};
-    char *origin = NULL;
+    char *origin = NULL, *first = NULL; /* the first request's origin, before the chain records it */
     int rc = COURIER_E_NO_MEMORY;
     CURLU *u = curl_url();
     if (!u) goto fail;
@@ -283,15 +292,10 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
     /* Conditional fields the cache added for the previous URL are not the next one's. */
     cr_kvlist_remove(&o.headers, "If-None-Match");
     cr_kvlist_remove(&o.headers, "If-Modified-Since");
-    bool left = (t->hops && t->hops->left_origin);
-    if (!left) {
-        char *first = t->hops ? NULL : origin_of_url(t->url);
-        left = strcmp(t->hops ? t->hops->origin : (first ? first : ""), origin) != 0;
-        free(first);
-    }
-    if (left)
-        for (size_t i = 0; i < sizeof credential_fields / sizeof *credential_fields; i++)
-            cr_kvlist_remove(&o.headers, credential_fields[i]);
+    if (!t->hops && !(first = origin_of_url(t->url))) goto fail;
+    const char *first_origin = t->hops ? t->hops->origin : first;
+    bool left = (t->hops && t->hops->left_origin) || strcmp(first_origin, origin) != 0;
+    if (left) drop_credentials(&o.headers, NULL);
 
     /* The caller's hook may follow, stop, refuse or change the hop. */
     if (t->http.hook) {
@@ -309,7 +313,15 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
         if (!now) goto fail;
         free(origin);
         origin = now;
+        /* The hook moved the hop off the first origin: the caller's credentials stay behind (a
+         * value the hook set itself goes). */
+        if (!left && strcmp(first_origin, origin) != 0) {
+            left = true;
+            drop_credentials(&o.headers, &t->headers);
+        }
     }
+    free(first);
+    first = NULL;
     if (!is_http_scheme(origin)) {
         rc = cr_fail(err, COURIER_E_REDIRECT_REFUSED, "redirect to a scheme other than http(s): '%.180s'", o.url);
         goto fail_reported;
@@ -384,6 +396,7 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
 fail:
     rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
 fail_reported:
+    free(first);
     if (rc < 0) err->http_status = status;
     curl_url_cleanup(u);
     free(o.method);

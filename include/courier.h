@@ -429,7 +429,8 @@ COURIER_API int courier_request_set_allow_redirect_downgrade(courier_request *re
  * (borrowed for the call), `next` the next hop as the rules above made it (method, absolute URL,
  * headers; borrowed for the call), which the hook may change (courier_outgoing_set_url,
  * courier_outgoing_set_header); courier_outgoing_request_id gives the send's id. The downgrade and
- * scheme checks apply to the URL the hook leaves. Runs on the engine's worker thread: it must not
+ * scheme checks apply to the URL the hook leaves, and so does the credentials rule: a hop the hook
+ * moves off the first origin loses the request's credential fields (a value the hook set goes). Runs on the engine's worker thread: it must not
  * block for long, wait for another send, or close the engine. */
 typedef int (*courier_redirect_fn)(const courier_response *response, courier_outgoing *next, void *user);
 /* Registers the hook of every request of engines opened with this configuration (NULL removes it),

@@ -271,6 +271,17 @@ static void test_redirect_hook(void) {
     courier_engine_close(e);
 }
 
+static int other_port;
+/* Moves a same-origin hop to the other server; with user set, gives it credentials of its own. */
+static int move_off_origin(const courier_response *resp, courier_outgoing *next, void *user) {
+    (void)resp;
+    char url[96];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/echo", other_port);
+    courier_outgoing_set_url(next, url);
+    if (user) courier_outgoing_set_header(next, "Authorization", "Bearer for-the-other-one");
+    return COURIER_REDIRECT_FOLLOW;
+}
+
 /* Authorization, Cookie and Proxy-Authorization never reach another origin; same origin keeps them. */
 static void test_redirect_drops_credentials_off_origin(void) {
     cts_server *other = NULL;
@@ -307,6 +318,23 @@ static void test_redirect_drops_credentials_off_origin(void) {
     CHECK_STR(echo_header(doc, "Authorization"), "Bearer secret");
     json_decref(doc);
     courier_response_free(resp);
+
+    /* A hook that moves the hop to another origin: the caller's credentials stay behind, and a
+     * value the hook set itself goes. */
+    other_port = cts_server_port(other);
+    for (int own = 0; own < 2; own++) {
+        r = req("GET", "/redirect?to=/echo");
+        courier_request_add_header(r, "Authorization", "Bearer secret");
+        courier_request_set_redirect_hook(r, move_off_origin, own ? (void *)1 : NULL, NULL);
+        resp = NULL;
+        CHECK_EQ(send_req(e, r, &resp, NULL), COURIER_OK);
+        doc = echo_of(resp);
+        REQUIRE(doc);
+        if (own) CHECK_STR(echo_header(doc, "Authorization"), "Bearer for-the-other-one");
+        else CHECK(echo_header(doc, "Authorization") == NULL);
+        json_decref(doc);
+        courier_response_free(resp);
+    }
     courier_engine_close(e);
     cts_server_stop(other);
 }
