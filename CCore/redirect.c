@@ -225,14 +225,14 @@ static bool has_file_body(const cr_transfer *t) {
     return false;
 }
 
-static int hops_add(cr_hops **hp, const char *first_url, const char *url, int status) {
+/* Adds a redirect to the chain, made on the first one (taking *first_origin, the first request's
+ * origin). */
+static int hops_add(cr_hops **hp, char **first_origin, const char *url, int status) {
     cr_hops *h = *hp;
     if (!h) {
         if (!(h = calloc(1, sizeof *h))) return COURIER_E_NO_MEMORY;
-        if (!(h->origin = origin_of_url(first_url))) {
-            free(h);
-            return COURIER_E_NO_MEMORY;
-        }
+        h->origin = *first_origin;
+        *first_origin = NULL;
         *hp = h;
     }
     if (h->count == h->cap) {
@@ -320,8 +320,6 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
             drop_credentials(&o.headers, &t->headers);
         }
     }
-    free(first);
-    first = NULL;
     if (!is_http_scheme(origin)) {
         rc = cr_fail(err, COURIER_E_REDIRECT_REFUSED, "redirect to a scheme other than http(s): '%.180s'", o.url);
         goto fail_reported;
@@ -345,7 +343,7 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
 
     /* The hop: t's caller, id and settings, the chain with this redirect added. */
     cr_transfer *n = cr_zalloc(sizeof *n);
-    if (!n || hops_add(&t->hops, t->url, t->url, status)) {
+    if (!n || hops_add(&t->hops, &first, t->url, status)) {
         free(n);
         goto fail;
     }
@@ -389,6 +387,7 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
     t->http.hook = NULL;
     t->hops = NULL;
     t->caller_gone = 1; /* the hop answers the caller now */
+    free(first);
     curl_url_cleanup(u);
     *next = n;
     return COURIER_OK;
