@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <strings.h>
 #include <stdlib.h>
@@ -136,6 +137,39 @@ static void test_redirect_drops_all_content_fields_with_the_body(void) {
         courier_response_free(resp);
     }
     courier_engine_close(e);
+}
+
+typedef struct done_box {
+    _Atomic int calls;
+    _Atomic int code;
+} done_box;
+
+static void on_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id, (void)err;
+    done_box *b = user;
+    courier_response_free(resp);
+    atomic_store(&b->code, code);
+    atomic_fetch_add(&b->calls, 1);
+}
+
+/* The chain keeps the request's id: cancelling it stops the hop in flight, answered once. */
+static void test_cancel_reaches_the_hop_in_flight(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    cts_server *s = th_server();
+    long before = cts_server_path_count(s, "/hang");
+    courier_request *r = req("GET", "/redirect?to=/hang");
+    done_box box = {0};
+    uint64_t id = 0;
+    CHECK_EQ(courier_send(e, r, on_done, &box, &id, NULL), COURIER_OK);
+    courier_request_free(r);
+    for (int i = 0; i < 10000 && cts_server_path_count(s, "/hang") == before; i++) usleep(1000);
+    CHECK_EQ(cts_server_path_count(s, "/hang"), before + 1); /* the second hop is on the wire */
+    CHECK_EQ(courier_cancel(e, id), COURIER_OK);
+    for (int i = 0; i < 10000 && atomic_load(&box.calls) == 0; i++) usleep(1000);
+    CHECK_EQ(atomic_load(&box.code), COURIER_E_CANCELLED);
+    courier_engine_close(e);
+    CHECK_EQ(atomic_load(&box.calls), 1);
 }
 
 static void no_follow(courier_config *c) { courier_config_set_follow_redirects(c, 0); }
@@ -661,7 +695,8 @@ static void test_total_timeout(void) {
     courier_engine_close(e);
 }
 
-TESTS_MAIN(T(test_redirect_matrix), T(test_redirect_drops_all_content_fields_with_the_body), T(test_redirect_not_followed), T(test_mock_redirect_not_followed),
+TESTS_MAIN(T(test_redirect_matrix), T(test_redirect_drops_all_content_fields_with_the_body),
+           T(test_cancel_reaches_the_hop_in_flight), T(test_redirect_not_followed), T(test_mock_redirect_not_followed),
            T(test_redirect_bad_location), T(test_too_many_redirects),
            T(test_redirect_hook), T(test_redirect_drops_credentials_off_origin), T(test_redirect_body_not_replayable),
            T(test_redirect_hops_go_through_cache), T(test_redirect_download), T(test_redirect_downgrade_refused_unless_allowed),
