@@ -172,6 +172,24 @@ static void test_cancel_reaches_the_hop_in_flight(void) {
     CHECK_EQ(atomic_load(&box.calls), 1);
 }
 
+/* Identical GETs in flight share one network request; each caller's chain then goes on. */
+static void test_coalesced_requests_follow_each(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    done_box boxes[3] = {0};
+    for (int i = 0; i < 3; i++) {
+        courier_request *r = req("GET", "/redirect?to=/delay/50");
+        CHECK_EQ(courier_send(e, r, on_done, &boxes[i], NULL, NULL), COURIER_OK);
+        courier_request_free(r);
+    }
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < 10000 && atomic_load(&boxes[i].calls) == 0; k++) usleep(1000);
+        CHECK_EQ(atomic_load(&boxes[i].calls), 1);
+        CHECK_EQ(atomic_load(&boxes[i].code), COURIER_OK);
+    }
+    courier_engine_close(e);
+}
+
 static void no_follow(courier_config *c) { courier_config_set_follow_redirects(c, 0); }
 
 /* Not following delivers the 3xx (a success) with its Location; a request may say otherwise. */
@@ -696,7 +714,7 @@ static void test_total_timeout(void) {
 }
 
 TESTS_MAIN(T(test_redirect_matrix), T(test_redirect_drops_all_content_fields_with_the_body),
-           T(test_cancel_reaches_the_hop_in_flight), T(test_redirect_not_followed), T(test_mock_redirect_not_followed),
+           T(test_cancel_reaches_the_hop_in_flight), T(test_coalesced_requests_follow_each), T(test_redirect_not_followed), T(test_mock_redirect_not_followed),
            T(test_redirect_bad_location), T(test_too_many_redirects),
            T(test_redirect_hook), T(test_redirect_drops_credentials_off_origin), T(test_redirect_body_not_replayable),
            T(test_redirect_hops_go_through_cache), T(test_redirect_download), T(test_redirect_downgrade_refused_unless_allowed),
