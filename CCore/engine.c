@@ -668,6 +668,14 @@ static int idle_check(courier_engine *e) {
     for (cr_transfer *t = e->active_head, *next; t; t = next) {
         next = t->next;
         if (t->state != CR_T_ACTIVE || !t->http.idle_ms || !t->wire.last_rx_ms) continue;
+        /* A request body going out is not idle either (a large upload to a server that answers
+         * only at the end). */
+        curl_off_t sent = 0;
+        curl_easy_getinfo(t->easy, CURLINFO_SIZE_UPLOAD_T, &sent);
+        if ((int64_t)sent != t->wire.sent) {
+            t->wire.sent = (int64_t)sent;
+            t->wire.last_rx_ms = now;
+        }
         int64_t left = t->wire.last_rx_ms + t->http.idle_ms - now;
         if (left > 0) {
             if (left < wait) wait = left;

@@ -354,7 +354,8 @@ typedef struct cr_transfer {
         int fault;               /* COURIER_E_PROTOCOL / _HEADERS_TOO_LARGE found in the headers */
         size_t block_bytes;      /* header bytes of the current response */
         int64_t content_length;  /* the first Content-Length (-1: none) */
-        int64_t last_rx_ms;      /* idle timeout: when a byte last came (0: not connected yet) */
+        int64_t last_rx_ms;      /* idle timeout: when a byte last moved (0: not connected yet) */
+        int64_t sent;            /* idle timeout: request body bytes sent when last looked */
         int timeout_kind;        /* courier_timeout_kind of an idle timeout the engine fired */
     } wire;
 } cr_transfer;

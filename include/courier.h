@@ -455,7 +455,7 @@ typedef enum courier_timeout_kind {
     COURIER_TIMEOUT_NONE = 0,
     COURIER_TIMEOUT_CONNECT = 1, /* no connection (TCP and TLS) within the time: nothing was sent */
     COURIER_TIMEOUT_IDLE = 2,    /* connected, and no byte received for the time (waiting for the
-                                    response included) */
+                                    response included) while no request body byte went out */
     COURIER_TIMEOUT_TOTAL = 3    /* the whole transfer took longer (courier_config_set_timeout_ms) */
 } courier_timeout_kind;
 /* Sets one timeout in milliseconds: ms > 0 a limit, 0 none. TOTAL is the same setting as

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
@@ -695,6 +696,91 @@ static void test_total_timeout_spans_redirects(void) {
     courier_engine_close(e);
 }
 
+/* A server that reads a request body slowly (a small receive buffer, a pause between reads) and
+ * answers only at the end. */
+typedef struct slow_reader {
+    int lfd;
+    pthread_t th;
+} slow_reader;
+
+static void *slow_reader_main(void *arg) {
+    slow_reader *sr = arg;
+    int fd = accept(sr->lfd, NULL, NULL);
+    if (fd < 0) return NULL;
+    char buf[16384];
+    size_t got = 0, head_end = 0;
+    long long length = -1, body = 0;
+    char head[8192];
+    while (length < 0) { /* the header block */
+        ssize_t n = recv(fd, head + got, sizeof head - 1 - got, 0);
+        if (n <= 0) goto out;
+        got += (size_t)n;
+        head[got] = 0;
+        char *end = strstr(head, "\r\n\r\n");
+        if (!end) continue;
+        head_end = (size_t)(end + 4 - head);
+        char *cl = strcasestr(head, "Content-Length:");
+        length = cl ? atoll(cl + 15) : 0;
+        body = (long long)(got - head_end);
+    }
+    while (body < length) {
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) goto out;
+        body += n;
+        usleep(1000); /* about 16 MB/s */
+    }
+    static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+    send(fd, answer, sizeof answer - 1, MSG_NOSIGNAL);
+out:
+    close(fd);
+    return NULL;
+}
+
+static int slow_reader_start(slow_reader *sr) {
+    sr->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 16384;
+    setsockopt(sr->lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    if (bind(sr->lfd, (struct sockaddr *)&a, sizeof a) || listen(sr->lfd, 4) ||
+        getsockname(sr->lfd, (struct sockaddr *)&a, &al) || pthread_create(&sr->th, NULL, slow_reader_main, sr)) {
+        close(sr->lfd);
+        return 0;
+    }
+    return ntohs(a.sin_port);
+}
+
+static void idle_1000(courier_config *c) { courier_config_set_timeout(c, COURIER_TIMEOUT_IDLE, 1000); }
+
+/* A request body still going out is not idle: an upload that takes longer than the idle time (24 MiB
+ * at about 16 MB/s) succeeds, though no byte comes back until its end. (What the kernel buffers
+ * after the last write, a few MiB, drains well within the idle time.) */
+static void test_idle_timeout_counts_upload(void) {
+    slow_reader sr;
+    int port = slow_reader_start(&sr);
+    REQUIRE(port);
+    courier_engine *e = th_engine(idle_1000);
+    if (e) {
+        char url[64];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/upload", port);
+        size_t len = 24u * 1024 * 1024;
+        char *body = calloc(1, len);
+        courier_request *r = req("POST", url);
+        courier_request_set_body(r, body, len, NULL);
+        free(body);
+        courier_error err;
+        courier_response *resp = NULL;
+        CHECK_EQ(send_req(e, r, &resp, &err), COURIER_OK);
+        CHECK_EQ(courier_response_status(resp), 200);
+        courier_response_free(resp);
+        courier_engine_close(e);
+    }
+    pthread_join(sr.th, NULL);
+    close(sr.lfd);
+}
+
 static void test_total_timeout(void) {
     courier_engine *e = th_engine(idle_300);
     REQUIRE(e);
@@ -721,4 +807,4 @@ TESTS_MAIN(T(test_redirect_matrix), T(test_redirect_drops_all_content_fields_wit
            T(test_unended_header_block_is_partial), T(test_conflicting_content_length),
            T(test_garbage_status_lines_are_protocol_errors), T(test_header_too_large), T(test_failure_codes),
            T(test_connect_timeout), T(test_idle_timeout), T(test_total_timeout),
-           T(test_total_timeout_spans_redirects))
+           T(test_total_timeout_spans_redirects), T(test_idle_timeout_counts_upload))

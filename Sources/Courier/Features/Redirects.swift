@@ -43,7 +43,7 @@ public struct Redirect: Sendable, Hashable {
 public enum TimeoutKind: Sendable, Hashable {
     /// No connection (TCP and TLS) within the connect timeout: nothing was sent.
     case connect
-    /// Connected, and no byte received for the idle timeout.
+    /// Connected, and no byte received (nor request body byte sent) for the idle timeout.
     case idle
     /// The whole transfer took longer than the (total) timeout.
     case total
