@@ -19,6 +19,7 @@ void cr_config_defaults(courier_config *c) {
     c->max_total = CR_DEFAULT_MAX_TOTAL;
     c->body_encoding = COURIER_BODY_FORM;
     c->max_response_bytes = CR_DEFAULT_MAX_RESPONSE;
+    cr_http_opts_defaults(&c->http); /* redirect.c */
 }
 
 int courier_config_new(courier_config **out) {
@@ -43,6 +44,7 @@ void courier_config_free(courier_config *c) {
     free(c->app_id);
     cr_callback_release(c->validator);
     cr_callback_release(c->clock); /* cache.c */
+    cr_callback_release(c->http.hook); /* redirect.c */
     cr_jconf_free(c->jconf);
     cr_sched_conf_free(c->sched);
     free(c);
@@ -59,6 +61,7 @@ courier_config *cr_config_copy(const courier_config *src) {
     memset(&c->params, 0, sizeof c->params);
     c->validator = cr_callback_retain(src->validator);
     c->clock = cr_callback_retain(src->clock); /* cache.c */
+    c->http.hook = cr_callback_retain(src->http.hook); /* redirect.c */
     c->jconf = NULL;
     c->sched = NULL;
     if (src->sched && !(c->sched = cr_sched_conf_copy(src->sched))) {
@@ -215,6 +218,7 @@ void courier_request_free(courier_request *r) {
     free(r->download_path);
     cr_callback_release(r->progress);
     cr_cache_req_free(r->cache); /* cache.c */
+    cr_callback_release(r->http.hook); /* redirect.c */
     free(r);
 }
 
@@ -473,6 +477,8 @@ void cr_transfer_free(cr_transfer *t) {
     free(t->download_path);
     cr_callback_release(t->progress);
     cr_cache_xfer_free(t->cache); /* cache.c */
+    cr_callback_release(t->http.hook); /* redirect.c */
+    cr_hops_free(t->hops);
     free(t);
 }
 
@@ -572,7 +578,9 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     t->url = o.url;
     t->headers = o.headers;
     memset(&o, 0, sizeof o);
-    t->timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : cfg->timeout_ms;
+    /* A request's timeout_ms: 0 the engine's, -1 none (courier_request_set_timeout). */
+    t->timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : r->timeout_ms < 0 ? 0 : cfg->timeout_ms;
+    cr_http_opts_resolve(&t->http, &cfg->http, &r->http); /* redirect.c */
     t->max_bytes = cfg->max_response_bytes;
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
     t->engine = e;
