@@ -69,9 +69,10 @@ struct RequestOptions: ParsableArguments {
         configuration.temporaryStore = true // one request: nothing to keep
         configuration.insecure = insecure
         configuration.storeDirectory = store
+        configuration.cachePolicy = cachePolicy ?? .noCache
         let engine: Engine
         do {
-            engine = try Engine(configuration: configuration.cachePolicy(cachePolicy ?? .noCache))
+            engine = try Engine(configuration: configuration)
         } catch {
             printError("error: \(describe(error))")
             throw ExitCode.failure
