@@ -16,8 +16,8 @@
  * wrote) reads the whole jar back into curl. Syncs run: after an attempt whose response had
  * Set-Cookie (before its completion), in every API call, and before a transfer goes on the wire when
  * the environment committed anything since the last look (one mdb_env_info, no transaction, when
- * nothing did). An engine on a private temporary store (no store directory configured) keeps its
- * jar in memory only: nobody else can open that store, and it is removed at close.
+ * nothing did). An engine on a private temporary store (courier_config_set_temporary_store) keeps
+ * its jar in memory only: nobody else can open that store, and it is removed at close.
  */
 #include "internal.h"
 

@@ -28,6 +28,7 @@ static courier_engine *open_with(const opts *o) {
     courier_error err;
     if (courier_config_new(&cfg) != COURIER_OK) return NULL;
     courier_config_set_base_url(cfg, th_base());
+    courier_config_set_temporary_store(cfg, 1); /* each engine a jar of its own */
     if (o && o->user) CHECK_EQ(courier_config_set_credentials(cfg, o->user, o->password, o->schemes), COURIER_OK);
     if (o && o->proxy) CHECK_EQ(courier_config_set_proxy(cfg, o->proxy, o->no_proxy), COURIER_OK);
     if (o && o->proxy_user)

@@ -16,6 +16,7 @@ static courier_engine *open_on(const char *store, int cookies_off, const char *p
     if (courier_config_new(&cfg) != COURIER_OK) return NULL;
     courier_config_set_base_url(cfg, th_base());
     if (store) courier_config_set_store_dir(cfg, store);
+    else courier_config_set_temporary_store(cfg, 1); /* a jar of its own, in memory */
     if (cookies_off) courier_config_set_cookies(cfg, 0);
     if (proxy) courier_config_set_proxy(cfg, proxy, NULL);
     if (courier_engine_open(&e, cfg, &err) != COURIER_OK) th_fail(__FILE__, __LINE__, "open: %s", err.message);

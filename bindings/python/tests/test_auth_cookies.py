@@ -45,7 +45,7 @@ def test_jar_shared_by_engines_on_one_store(base_url: str, tmp_path) -> None:
 
 
 def test_jar_off(base_url: str) -> None:
-    with courier.Engine(base_url=base_url, cookies=False) as e:
+    with courier.Engine(base_url=base_url, temporary_store=True, cookies=False) as e:
         assert cookie_header(e, "/cookies/set?a=1") == ""
         with pytest.raises(courier.InvalidArgument):
             e.list_cookies()
@@ -54,7 +54,7 @@ def test_jar_off(base_url: str) -> None:
 def test_credentials_keyword(engine: courier.Engine, base_url: str) -> None:
     r = engine.get("/digest-auth/u/p", credentials=("u", "p", AuthScheme.DIGEST))
     assert r.json()["scheme"] == "Digest"
-    with courier.Engine(base_url=base_url, credentials=("u", "p", AuthScheme.ANY_SAFE)) as e:
+    with courier.Engine(base_url=base_url, temporary_store=True, credentials=("u", "p", AuthScheme.ANY_SAFE)) as e:
         assert e.get("/any-auth/u/p").json()["scheme"] == "Digest"
         with pytest.raises(courier.HTTPStatusError) as ei:
             e.get("/digest-auth/u/wrong")
@@ -69,7 +69,7 @@ def test_challenge_callable(base_url: str) -> None:
         seen.append(ch)
         return ("u", "p")
 
-    with courier.Engine(base_url=base_url, challenge=handler) as e:
+    with courier.Engine(base_url=base_url, temporary_store=True, challenge_handler=handler) as e:
         assert e.get("/digest-auth/u/p").json()["scheme"] == "Digest"
         assert len(seen) == 1 and seen[0].status == 401 and "Digest" in seen[0].header
         assert seen[0].url == base_url + "/digest-auth/u/p"
@@ -82,12 +82,12 @@ def test_challenge_callable(base_url: str) -> None:
 
 def test_challenge_declined_later_and_raising(engine: courier.Engine) -> None:
     with pytest.raises(courier.HTTPStatusError):
-        engine.get("/basic-auth/u/p", challenge=lambda ch: None)
+        engine.get("/basic-auth/u/p", challenge_handler=lambda ch: None)
 
     pool = concurrent.futures.ThreadPoolExecutor(1)
     try:
         # Answered later from another thread: the request waits off the wire.
-        r = engine.get("/basic-auth/u/p", challenge=lambda ch: pool.submit(lambda: ("u", "p", AuthScheme.BASIC)))
+        r = engine.get("/basic-auth/u/p", challenge_handler=lambda ch: pool.submit(lambda: ("u", "p", AuthScheme.BASIC)))
         assert r.json()["scheme"] == "Basic"
     finally:
         pool.shutdown()
@@ -99,7 +99,7 @@ def test_challenge_declined_later_and_raising(engine: courier.Engine) -> None:
         raise KeyError("no credentials here")
 
     with pytest.raises(KeyError):
-        engine.get("/basic-auth/u/p", challenge=boom)
+        engine.get("/basic-auth/u/p", challenge_handler=boom)
     assert len(calls) == 1
 
 
@@ -107,14 +107,14 @@ def test_engine_challenge_exception_reaches_send(base_url: str) -> None:
     def boom(ch: Challenge):
         raise RuntimeError("handler failed")
 
-    with courier.Engine(base_url=base_url, challenge=boom) as e:
+    with courier.Engine(base_url=base_url, temporary_store=True, challenge_handler=boom) as e:
         with pytest.raises(RuntimeError):
             e.get("/basic-auth/u/p")
 
 
 def test_proxy_keywords(base_url: str, closed_port: int) -> None:
     proxy = base_url  # the test server is also a forward proxy
-    with courier.Engine(base_url=base_url, proxy=proxy) as e:
+    with courier.Engine(base_url=base_url, temporary_store=True, proxy=proxy) as e:
         assert json.loads(e.get("http://site.test/echo").body)["proxy_target"] == "http://site.test/echo"
         with pytest.raises(courier.HTTPStatusError) as ei:
             e.get("http://proxy-auth.test/echo")
@@ -123,9 +123,9 @@ def test_proxy_keywords(base_url: str, closed_port: int) -> None:
         with pytest.raises(courier.ProxyError):
             e.get("https://site.test/")  # the tunnel is refused
     socks = base_url.replace("http://", "socks5h://")
-    with courier.Engine(base_url=base_url, proxy=f"http://127.0.0.1:{closed_port}") as e:
+    with courier.Engine(base_url=base_url, temporary_store=True, proxy=f"http://127.0.0.1:{closed_port}") as e:
         body = json.loads(e.get("http://site.test/echo", proxy=socks).body)
         assert body["socks"] == "site.test:80"
         assert "proxy_target" not in json.loads(e.get("/echo", proxy="").body)
     with pytest.raises(courier.InvalidURL):
-        courier.Engine(proxy="ftp://127.0.0.1:1")
+        courier.Engine(temporary_store=True, proxy="ftp://127.0.0.1:1")
