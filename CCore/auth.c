@@ -82,8 +82,6 @@ cr_auth *cr_auth_copy(const cr_auth *a) {
     return c;
 }
 
-static char *origin_of(const char *url);
-
 int cr_auth_merge(const cr_auth *req, const cr_auth *cfg, const char *url, cr_auth **out) {
     *out = NULL;
     if (!req && !cfg) return COURIER_OK;
@@ -102,7 +100,7 @@ int cr_auth_merge(const cr_auth *req, const cr_auth *cfg, const char *url, cr_au
     /* Remember which groups are the request's own: they go on the transfer's handle. */
     if (from_req & 4) m->has_proxy = OWN_PROXY;
     if (from_req & 2) m->proxy_schemes |= OWN_PROXY_CREDS;
-    if ((m->user || m->challenge) && !(m->origin = origin_of(url))) {
+    if ((m->user || m->challenge) && !(m->origin = cr_url_origin(url))) {
         cr_auth_free(m);
         return COURIER_E_NO_MEMORY;
     }
@@ -270,7 +268,7 @@ int cr_auth_setup(courier_engine *e, cr_transfer *t) {
      * origin goes without them. */
     bool own_origin = false;
     if (a->user) {
-        char *now = origin_of(t->url);
+        char *now = cr_url_origin(t->url);
         own_origin = now && a->origin && strcmp(now, a->origin) == 0;
         free(now);
     }
@@ -321,35 +319,12 @@ void cr_challenge_free(courier_challenge *ch) {
 uint64_t cr_challenge_id(const courier_challenge *ch) { return ch->id; }
 courier_challenge *cr_challenge_next(const courier_challenge *ch) { return ch->next; }
 
-/* scheme://host:port of a URL, for comparing origins (default ports made explicit). */
-static char *origin_of(const char *url) {
-    CURLU *u = curl_url();
-    char *scheme = NULL, *host = NULL, *port = NULL, *out = NULL;
-    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
-        cr_buf b = {0};
-        if (!cr_buf_append_str(&b, scheme) && !cr_buf_append_str(&b, "://") && !cr_buf_append_str(&b, host) &&
-            !cr_buf_append_char(&b, ':') && !cr_buf_append_str(&b, port))
-            out = cr_buf_take(&b, NULL);
-        cr_buf_free(&b);
-        for (char *p = out; p && *p; p++)
-            if (*p >= 'A' && *p <= 'Z') *p = (char)(*p + 32);
-    }
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
-    curl_url_cleanup(u);
-    return out;
-}
-
 bool cr_challenge_offer(courier_engine *e, cr_transfer *t, courier_response *resp,
                         void (*hold)(courier_engine *e, cr_transfer *t)) {
     if (!resp || !t->auth || t->auth->challenged || !t->auth->challenge) return false;
     if (resp->status != 401 && resp->status != 407) return false;
     if (resp->status == 401) { /* never for another origin than the request's own */
-        char *now = origin_of(resp->url);
+        char *now = cr_url_origin(resp->url);
         bool same = now && t->auth->origin && strcmp(now, t->auth->origin) == 0;
         free(now);
         if (!same) return false;

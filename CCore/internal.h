@@ -410,6 +410,9 @@ CR_HIDDEN int cr_transport_result(cr_transfer *t, CURLcode result, courier_respo
  * between a bad URL and a server that answered in something that is not HTTP). */
 CR_HIDDEN int cr_code_from_curl(CURLcode c, bool reached);
 
+/* redirect.c: "scheme://host:port" of an absolute URL, lowercase, the default port filled in (new;
+ * NULL when it does not parse or no memory). The origin redirects and credentials are judged by. */
+CR_HIDDEN char *cr_url_origin(const char *url);
 /* redirect.c: whether resp is a redirect t follows (301/302/303/307/308 with a Location, following
  * on, a curl transfer). */
 CR_HIDDEN bool cr_redirect_wanted(const cr_transfer *t, const courier_response *resp);

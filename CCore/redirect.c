@@ -180,7 +180,7 @@ static char *origin_of(CURLU *u) {
     return out;
 }
 
-static char *origin_of_url(const char *url) {
+char *cr_url_origin(const char *url) {
     CURLU *u = curl_url();
     char *o = u && curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK ? origin_of(u) : NULL;
     curl_url_cleanup(u);
@@ -292,7 +292,7 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
     /* Conditional fields the cache added for the previous URL are not the next one's. */
     cr_kvlist_remove(&o.headers, "If-None-Match");
     cr_kvlist_remove(&o.headers, "If-Modified-Since");
-    if (!t->hops && !(first = origin_of_url(t->url))) goto fail;
+    if (!t->hops && !(first = cr_url_origin(t->url))) goto fail;
     const char *first_origin = t->hops ? t->hops->origin : first;
     bool left = (t->hops && t->hops->left_origin) || strcmp(first_origin, origin) != 0;
     if (left) drop_credentials(&o.headers, NULL);
@@ -309,7 +309,7 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
             rc = cr_fail(err, COURIER_E_REDIRECT_REFUSED, "the redirect hook refused the redirect to '%.180s'", o.url);
             goto fail_reported;
         }
-        char *now = origin_of_url(o.url);
+        char *now = cr_url_origin(o.url);
         if (!now) goto fail;
         free(origin);
         origin = now;
