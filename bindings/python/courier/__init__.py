@@ -25,7 +25,10 @@ from .request import BodyEncoding, Freeze, Mock, Outgoing, Part, Priority, Progr
 from .response import Answer, CacheStatus, Headers, Metrics, Response
 from .transport import Call, Transport
 
-__version__ = "0.1.0"
+try:  # written by the wheel build from COURIER_VERSION_STRING (include/courier.h)
+    from ._version import __version__
+except ImportError:  # pragma: no cover - the source tree, not an installed package
+    __version__ = _clib.courier_version().decode()
 
 
 def library_version() -> str:
@@ -40,3 +43,7 @@ def library_version_num() -> int:
 
 if library_version_num() >> 16 != 0:  # pragma: no cover - the ABI this binding speaks
     raise ImportError(f"courier: {library_path} is version {library_version()}, this binding speaks ABI 0")
+if library_version() != __version__:  # pragma: no cover - COURIER_LIBRARY names another build
+    import warnings
+    warnings.warn(f"courier {__version__} loaded {library_path}, which is version {library_version()}",
+                  RuntimeWarning, stacklevel=2)
