@@ -10,6 +10,8 @@ this package converts types and errors and owns handles. See docs/python.md.
 """
 from __future__ import annotations
 
+from ._enums import CEnum
+from .aio import AsyncEngine
 from ._lib import has as _has
 from ._lib import lib as _clib
 from ._lib import library_path
@@ -19,6 +21,7 @@ from .engine import (CacheDurability, CachePolicy, CourierFuture, Engine, Event,
 from .errors import *  # noqa: F401,F403 - the exception classes, generated from the code table
 from .errors import CourierError, error_class, strerror
 from .frozen import FreezePolicy, FrozenEvent, FrozenEventKind, FrozenManager, FrozenRequest
+from .group import Group, GroupFlag, GroupMember, GroupMode, GroupResult
 from .mapping import (MAP_ALL_COERCIONS, MAP_BOOL_FROM_NUMBER, MAP_NULL_AS_ABSENT, MAP_NUMBER_FROM_STRING,
                       MAP_REQUIRED, MAP_STRING_FROM_NUMBER, Envelope, JsonType, Mapping)
 from .request import BodyEncoding, Freeze, Mock, Outgoing, Part, Priority, Progress, Request, Result, Retry
