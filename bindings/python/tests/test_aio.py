@@ -16,6 +16,17 @@ def run(coro):
     return asyncio.run(coro)
 
 
+async def until(pred, timeout: float = 10.0) -> bool:
+    """Awaits until ``pred()`` is true, yielding to the loop (no fixed sleeps: the machine may be busy)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        if loop.time() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
 def _os_threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
@@ -33,8 +44,7 @@ def test_await_get_and_many_at_once(base_url: str, tmp_path: pathlib.Path) -> No
             # 40 requests in flight at once: no thread per request (the engine's worker serves all)
             before = _os_threads()
             tasks = [asyncio.ensure_future(e.get("/delay/3000", params={"i": i})) for i in range(40)]
-            while sum(e.sync.pending()) != 40:
-                await asyncio.sleep(0.01)
+            assert await until(lambda: sum(e.sync.pending()) == 40)
             assert _os_threads() - before <= 1
             for t in tasks:
                 t.cancel()
@@ -78,16 +88,12 @@ def test_cancelling_the_task_cancels_the_request(base_url: str, server) -> None:
             outcome: list = []
             e.sync.add_monitor(lambda ev: outcome.append(ev.code), kinds=["finished"])
             task = asyncio.ensure_future(e.get("/hang"))
-            while e.sync.pending()[1] != 1:
-                await asyncio.sleep(0.01)
+            assert await until(lambda: e.sync.pending()[1] == 1)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
             # the engine's request ended with COURIER_E_CANCELLED (courier_cancel), not later
-            for _ in range(500):
-                if outcome:
-                    break
-                await asyncio.sleep(0.01)
+            assert await until(lambda: bool(outcome))
             assert outcome == [courier.Cancelled.CODE]
             assert e.sync.pending() == (0, 0)
             assert (await e.get("/json")).status == 200  # the engine goes on
@@ -100,11 +106,7 @@ def test_wait_for_timeout_cancels_the_request(base_url: str) -> None:
         async with courier.AsyncEngine(base_url=base_url) as e:
             with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(e.get("/hang"), 0.2)
-            for _ in range(500):
-                if e.sync.pending() == (0, 0):
-                    break
-                await asyncio.sleep(0.01)
-            assert e.sync.pending() == (0, 0)
+            assert await until(lambda: e.sync.pending() == (0, 0))
 
     run(main())
 
@@ -113,8 +115,7 @@ def test_closing_cancels_what_is_in_flight(base_url: str) -> None:
     async def main() -> None:
         e = courier.AsyncEngine(base_url=base_url)
         task = asyncio.ensure_future(e.get("/hang"))
-        while e.sync.pending()[1] != 1:
-            await asyncio.sleep(0.01)
+        assert await until(lambda: e.sync.pending()[1] == 1)
         await e.aclose()
         with pytest.raises(courier.Cancelled):
             await task
@@ -140,16 +141,11 @@ def test_cancelling_a_batch_task_cancels_the_group(base_url: str) -> None:
             done: list = []
             task = asyncio.ensure_future(e.batch([courier.Request("GET", "/hang", params={"n": i}) for i in range(3)],
                                                  on_member=lambda m: done.append(m.error)))
-            while e.sync.pending()[1] != 3:
-                await asyncio.sleep(0.01)
+            assert await until(lambda: e.sync.pending()[1] == 3)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            for _ in range(500):
-                if len(done) == 3:
-                    break
-                await asyncio.sleep(0.01)
-            assert len(done) == 3 and all(isinstance(x, courier.Cancelled) for x in done)
+            assert await until(lambda: len(done) == 3) and all(isinstance(x, courier.Cancelled) for x in done)
 
     run(main())
 
