@@ -44,7 +44,7 @@ def coerce(cls: type[E], value: Union[E, str, int], option: str, *, allow_int: b
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise TypeError(f"{option}: expected courier.{cls.__name__} or its name, got {type(value).__name__}")
     try:
-        return cls(value)
+        return cls(value)  # type: ignore[arg-type]  # a name: CEnum._missing_
     except ValueError:
         if allow_int and isinstance(value, int):
             return int(value)

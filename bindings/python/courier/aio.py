@@ -41,7 +41,7 @@ def _settle(fut: "asyncio.Future[Any]", value: Any, exc: Optional[BaseException]
         fut.set_result(value)
 
 
-def _resolver(loop: asyncio.AbstractEventLoop, fut: "asyncio.Future[Any]") -> Callable[[Any, Optional[BaseException]], None]:
+def _resolver(loop: asyncio.AbstractEventLoop, fut: "asyncio.Future[Any]") -> Callable[..., None]:
     """A completion callback (run on the engine's worker thread) that resolves ``fut`` on ``loop``."""
     def resolve(value: Any, exc: Optional[BaseException] = None) -> None:
         try:

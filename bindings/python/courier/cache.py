@@ -73,7 +73,7 @@ class CacheManager:
         if code != 0:
             raise make_error(code, err)
 
-    def _with_request(self, request: Union[Request, str], url: Optional[str], kw: dict[str, Any],
+    def _with_request(self, request: Union[Request, str], url: Optional[str], kw: Mapping[str, Any],
                       use: Callable[[int], Any]) -> Any:
         req = request if isinstance(request, Request) else Request(request, url or "", **kw)
         creq, owned = req._acquire(None, self._engine)

@@ -596,7 +596,7 @@ class Engine:
         :meth:`cancel`). The lightest way to keep many requests in flight."""
         return self._send(method, url, kw, _SendContext(self, None, callback))
 
-    def _send(self, method: Union[str, Request], url: Optional[str], kw: dict[str, Any], ctx: "_SendContext") -> int:
+    def _send(self, method: Union[str, Request], url: Optional[str], kw: Mapping[str, Any], ctx: "_SendContext") -> int:
         req = method if isinstance(method, Request) else Request(method, url or "", **kw)
         h = self._handle()
         creq, owned = req._acquire(ctx, self)
