@@ -10,7 +10,7 @@ this package converts types and errors and owns handles. See docs/python.md.
 """
 from __future__ import annotations
 
-from ._enums import CEnum
+from ._enums import CEnum, TimeoutKind
 from .aio import AsyncEngine
 from ._lib import has as _has
 from ._lib import lib as _clib

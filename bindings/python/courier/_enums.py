@@ -50,3 +50,13 @@ def coerce(cls: type[E], value: Union[E, str, int], option: str, *, allow_int: b
             return int(value)
         names = ", ".join(repr(m.name.lower()) for m in cls)
         raise InvalidArgument(f"{option}: {value!r} is not a courier.{cls.__name__} ({names})") from None
+
+
+class TimeoutKind(CEnum):
+    """Which timeout fired (``courier_timeout_kind``; the C values). ``CourierError.timeout_kind``
+    is its name as a string (``str(TimeoutKind.CONNECT) == "connect"``)."""
+    __c_enum__ = ("courier_timeout_kind", "COURIER_TIMEOUT_")
+    NONE = 0
+    CONNECT = 1
+    IDLE = 2
+    TOTAL = 3

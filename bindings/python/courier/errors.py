@@ -122,7 +122,7 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
 ]
 
 #: courier_timeout_kind values, by the name ``timeout_kind`` gives them.
-TIMEOUT_KINDS: dict[str, int] = {"connect": 1, "idle": 2, "total": 3}
+TIMEOUT_KINDS: dict[str, int] = {"connect": 1, "idle": 2, "total": 3}  # = courier.TimeoutKind
 
 _BY_CODE: dict[int, type[CourierError]] = {}
 _NAMES: dict[int, str] = {0: "COURIER_OK"}

@@ -276,6 +276,12 @@ class RequestOptions(TypedDict, total=False):
     mapping: Any
     results: Optional[Mapping[str, Union[Result, str, None]]]
     envelope: Any
+    follow_redirects: Optional[bool]
+    max_redirects: Optional[int]
+    allow_redirect_downgrade: Optional[bool]
+    redirect_hook: Optional[Callable[[Any, Outgoing], Any]]
+    connect_timeout: Optional[float]
+    idle_timeout: Optional[float]
 
 
 class Request:

@@ -88,8 +88,9 @@ class CacheStatus(CEnum):
     STALE = 3
 
 
-class CacheReason(IntEnum):
+class CacheReason(CEnum):
     """Why the cache did what it did with a response (``courier_cache_reason``; the C values)."""
+    __c_enum__ = ("courier_cache_reason", "COURIER_CACHE_REASON_")
     NONE = 0
     MISS = 1
     FRESH = 2
