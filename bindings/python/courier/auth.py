@@ -7,28 +7,34 @@ import concurrent.futures
 import threading
 from ctypes import byref
 from dataclasses import dataclass
-from enum import IntFlag
 from typing import Any, Optional, Sequence, Union
 
+from ._enums import CEnum
 from ._lib import COOKIE, lib
 from .errors import check
 
 __all__ = ["AuthScheme", "Cookie", "Challenge", "Credentials"]
 
 
-class AuthScheme(IntFlag):
-    """``courier_auth_scheme``: the schemes credentials may answer a challenge with."""
+class AuthScheme(CEnum):
+    """``courier_auth_scheme``: the schemes credentials may answer a challenge with. A set of them is
+    an int (``AuthScheme.DIGEST | AuthScheme.NTLM``); ``AuthScheme.ANY_SAFE`` (every scheme but
+    Basic: the strongest the server offers) and ``AuthScheme.ANY`` are such sets."""
+    __c_enum__ = ("courier_auth_scheme", "COURIER_AUTH_")
     BASIC = 1
     DIGEST = 2
     NEGOTIATE = 4
     NTLM = 8
-    ANY_SAFE = DIGEST | NEGOTIATE | NTLM  # the strongest the server offers, never Basic
-    ANY = BASIC | ANY_SAFE
 
-    @classmethod
-    def available(cls) -> "AuthScheme":
-        """The schemes this libcurl can answer (``courier_auth_available``)."""
-        return cls(int(lib.courier_auth_available()))
+    @staticmethod
+    def available() -> int:
+        """The schemes this libcurl can answer, a set (``courier_auth_available``)."""
+        return int(lib.courier_auth_available())
+
+
+# The header's COURIER_AUTH_ANY_SAFE and COURIER_AUTH_ANY: sets, not members.
+AuthScheme.ANY_SAFE = AuthScheme.DIGEST | AuthScheme.NEGOTIATE | AuthScheme.NTLM  # type: ignore[attr-defined]
+AuthScheme.ANY = AuthScheme.BASIC | AuthScheme.ANY_SAFE  # type: ignore[attr-defined]
 
 
 # (user, password) or (user, password, schemes). Without schemes: AuthScheme.ANY.
@@ -42,7 +48,7 @@ def credentials_args(creds: Credentials) -> tuple[Optional[bytes], Optional[byte
     items = list(creds)
     if len(items) not in (2, 3):
         raise TypeError("credentials are (user, password) or (user, password, schemes)")
-    schemes = int(items[2]) if len(items) == 3 else int(AuthScheme.ANY)
+    schemes = int(items[2]) if len(items) == 3 else int(AuthScheme.ANY)  # type: ignore[attr-defined]
     return str(items[0]).encode(), str(items[1]).encode(), schemes
 
 

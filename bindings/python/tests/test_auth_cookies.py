@@ -60,6 +60,7 @@ def test_credentials_keyword(engine: courier.Engine, base_url: str) -> None:
             e.get("/digest-auth/u/wrong")
         assert ei.value.http_status == 401
     assert AuthScheme.available() & (AuthScheme.BASIC | AuthScheme.DIGEST) == AuthScheme.BASIC | AuthScheme.DIGEST
+    assert AuthScheme.ANY == 15 and AuthScheme.ANY_SAFE == 14 and AuthScheme("digest") is AuthScheme.DIGEST
 
 
 def test_challenge_callable(base_url: str) -> None:
