@@ -788,6 +788,22 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
     return COURIER_OK;
 }
 
+int cr_cache_before_hop(courier_engine *e, const cr_transfer *prev, cr_transfer *next, courier_error *err) {
+    const struct cr_cache_xfer *x = prev->cache;
+    if (!x || x->background || x->policy == COURIER_CACHE_NO_CACHE) return COURIER_OK;
+    /* The hop as a request of its own: its absolute URL and headers, the chain's policy and
+     * expiry; the key is the hop's URL (a key of the caller's own names the first hop alone). */
+    cr_cache_req c = {.policy = x->policy, .expiry_s = x->expiry_s};
+    courier_request r;
+    memset(&r, 0, sizeof r);
+    r.method = next->method;
+    r.target = next->url;
+    r.headers = next->headers;
+    r.cache = &c;
+    r.body_encoding = -1;
+    return cr_cache_before_send(e, &r, next, err);
+}
+
 /* A deep copy of a response (for the background revalidation's 304). */
 static courier_response *response_copy(const courier_response *src) {
     courier_response *r = calloc(1, sizeof *r);

@@ -14,6 +14,11 @@
 
 #include "internal.h"
 
+/* Hidden like internal.h's declarations (see there). */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(hidden)
+#endif
+
 struct MDB_txn;
 
 /* ---- hashing (cache_key.c) ------------------------------------------------------------------ */
@@ -235,5 +240,9 @@ CR_HIDDEN courier_response *cr_cache_response_from_entry(const cr_entry *e, int 
 CR_HIDDEN int cr_entry_headers(const cr_entry *e, cr_kvlist *out);
 /* A line on stderr, until the logging API lands. */
 CR_HIDDEN void cr_cache_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 
 #endif /* COURIER_CACHE_INTERNAL_H */

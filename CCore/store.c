@@ -583,7 +583,9 @@ int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_stor
         }
         pthread_rwlockattr_t ra;
         pthread_rwlockattr_init(&ra);
+#if defined(__GLIBC__) /* elsewhere (macOS) the default kind; glibc's default starves writers */
         pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
         pthread_rwlock_init(&s->rw, &ra);
         pthread_rwlockattr_destroy(&ra);
         pthread_mutex_init(&s->tot_lock, NULL);

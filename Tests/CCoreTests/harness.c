@@ -88,6 +88,7 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg)) {
         return NULL;
     }
     courier_config_set_base_url(cfg, th_base());
+    courier_config_set_temporary_store(cfg, 1); /* each test engine its own store (a tweak may set one) */
     if (tweak) tweak(cfg);
     int rc = courier_engine_open(&e, cfg, &err);
     courier_config_free(cfg);
@@ -108,6 +109,17 @@ int th_free_port(void) {
     getsockname(fd, (struct sockaddr *)&a, &l);
     close(fd);
     return ntohs(a.sin_port);
+}
+
+int th_can_connect(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
 }
 
 int64_t th_now_ms(void) {
@@ -151,6 +163,10 @@ int th_run(int argc, char **argv, const th_test *tests, size_t n) {
     const char *only = argc > 1 ? argv[1] : NULL;
     int passed = 0, failed = 0;
     atexit(cleanup);
+    /* An engine opened with the default store writes under $XDG_DATA_HOME: never the real home. */
+    char data[600];
+    snprintf(data, sizeof data, "%s/data", th_tmpdir());
+    setenv("XDG_DATA_HOME", data, 1);
     for (size_t i = 0; i < n; i++) {
         if (only && strcmp(only, tests[i].name) != 0) continue;
         current_test = tests[i].name;

@@ -71,6 +71,8 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg));
 /* A loopback TCP port that was free a moment ago: bound, never listened on, closed. Nothing answers
  * there (a "cannot connect" target) until someone binds it. */
 int th_free_port(void);
+/* Whether a TCP connect to 127.0.0.1:port succeeds now (a spawned server is up). */
+int th_can_connect(int port);
 /* Milliseconds from a monotonic clock. */
 int64_t th_now_ms(void);
 /* A courier_clock_fn for the cache's tests: CLOCK_REALTIME in milliseconds plus an offset the test

@@ -13,7 +13,8 @@ final class CacheTests: LoopbackTestCase {
         var configuration = super.configuration()
         configuration.storeDirectory = NSTemporaryDirectory() + "courier-cache-tests-" + UUID().uuidString
         let offset = self.offset
-        return configuration.clock { Date().addingTimeInterval(offset.get()) }
+        configuration.clock = { Date().addingTimeInterval(offset.get()) }
+        return configuration
     }
 
     override func tearDown() {

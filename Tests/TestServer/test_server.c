@@ -1272,6 +1272,25 @@ static int h_redirect(request *rq, response *rs)
     return ACT_SEND;
 }
 
+/* /redirect-chain/{n}: 302 to /redirect-chain/{n-1}; 0 answers 200 {"chain":0}. */
+static int h_redirect_chain(const char *arg, response *rs)
+{
+    unsigned long long n;
+    if (parse_num(arg, 100000, &n)) {
+        json_error(rs, 400, "bad parameter");
+        return ACT_SEND;
+    }
+    if (n == 0) {
+        rs->status = 200;
+        rs->ctype = "application/json";
+        sb_puts(&rs->body, "{\"chain\":0}");
+        return ACT_SEND;
+    }
+    rs->status = 302;
+    sb_printf(&rs->hdr, "Location: /redirect-chain/%llu\r\n", n - 1);
+    return ACT_SEND;
+}
+
 /* Does any If-None-Match header list the entity tag `quoted` ("\"tag\"") or "*"? */
 static int none_match(const request *rq, const char *quoted)
 {
@@ -1460,6 +1479,43 @@ static int h_origin(request *rq, response *rs, long n)
     return ACT_SEND;
 }
 
+/* Raw answers for framing tests: bytes no well-behaved server sends, then close. */
+static int h_raw(conn *c, const char *name, response *rs)
+{
+    static const struct { const char *name; const char *bytes; size_t len; } canned[] = {
+#define RAW(n, b) {n, b, sizeof b - 1}
+        RAW("unterminated-headers", "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\n"),
+        RAW("status-only", "HTTP/1.1 200 OK\r\n"),
+        RAW("two-content-length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello.."),
+        RAW("same-content-length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello"),
+        RAW("icy", "ICY 200 OK\r\nicy-name: x\r\n\r\nhello"),
+        RAW("binary", "\x00\x01\x02\xff\xfe garbage\r\n\r\n"),
+        RAW("negative-status", "HTTP/1.1 -200 OK\r\nContent-Length: 0\r\n\r\n"),
+        RAW("long-status", "HTTP/1.1 20000000000000000000 OK\r\nContent-Length: 0\r\n\r\n"),
+        RAW("bad-gzip", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello"),
+        RAW("empty", ""),
+#undef RAW
+    };
+    for (size_t i = 0; i < sizeof canned / sizeof canned[0]; i++) {
+        if (strcmp(name, canned[i].name) == 0)
+            return send_all(c, canned[i].bytes, canned[i].len) ? ACT_ABORT : ACT_CLOSE;
+    }
+    unsigned long long n;
+    if (strncmp(name, "big-header/", 11) == 0 && !parse_num(name + 11, 16ULL * 1024 * 1024, &n)) {
+        /* One header line of n bytes of value, then a valid end. */
+        const char *head = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Big: ";
+        char *v = malloc(n + 1);
+        if (!v)
+            return ACT_ABORT;
+        memset(v, 'a', n);
+        int r = send_all(c, head, strlen(head)) || send_all(c, v, n) || send_all(c, "\r\n\r\n", 4);
+        free(v);
+        return r ? ACT_ABORT : ACT_CLOSE;
+    }
+    json_error(rs, 404, "not found");
+    return ACT_SEND;
+}
+
 /* Returns the rest of `path` after `prefix`, or NULL. */
 static const char *after(const char *path, const char *prefix)
 {
@@ -1490,6 +1546,8 @@ static int dispatch(conn *c, request *rq, response *rs, long path_n, int closing
         return h_headers(rq, rs);
     if (strcmp(p, "/redirect") == 0)
         return h_redirect(rq, rs);
+    if ((arg = after(p, "/redirect-chain/")))
+        return h_redirect_chain(arg, rs);
     if ((arg = after(p, "/etag/")))
         return h_etag(rq, arg, rs);
     if (strcmp(p, "/cache") == 0)
@@ -1513,6 +1571,8 @@ static int dispatch(conn *c, request *rq, response *rs, long path_n, int closing
     }
     if ((arg = after(p, "/slow-body/")))
         return h_slow_body(c, rq, arg, rs, closing);
+    if ((arg = after(p, "/raw/")))
+        return h_raw(c, arg, rs);
     json_error(rs, 404, "not found");
     return ACT_SEND;
 }

@@ -196,42 +196,110 @@ enum _CacheRequestOption: RequestOption {
 // MARK: - Configuration settings
 
 extension Configuration {
-    /// The most the cache may hold, in bytes (>= 65536; default 256 MiB). Over it, expired
-    /// entries are evicted first, then the least recently written.
-    /// - Parameter bytes: The limit.
-    /// - Returns: The changed configuration.
-    public func cacheMaxBytes(_ bytes: Int64) -> Configuration { adding(_CacheConfigOption.maxBytes(bytes)) }
+    /// The most the cache may hold, in bytes (>= 65536); nil (the default) means 256 MiB. Over
+    /// it, expired entries are evicted first, then the least recently written.
+    public var cacheMaxBytes: Int64? {
+        get { setting("cacheMaxBytes") }
+        set {
+            setSetting("cacheMaxBytes", newValue) {
+                try CourierError.check(courier_config_set_cache_max_bytes($0, $1), "cacheMaxBytes \($1)")
+            }
+        }
+    }
 
-    /// Default freshness, in seconds, of entries whose request sets none (default 3600).
-    /// - Parameter seconds: Whole seconds (> 0).
-    /// - Returns: The changed configuration.
-    public func cacheExpiry(_ seconds: Int) -> Configuration { adding(_CacheConfigOption.expiry(seconds)) }
+    /// Default freshness, in whole seconds (> 0), of entries whose request sets none; nil (the
+    /// default) means 3600.
+    public var cacheExpiry: Int? {
+        get { setting("cacheExpiry") }
+        set {
+            setSetting("cacheExpiry", newValue) {
+                try CourierError.check(courier_config_set_cache_expiry($0, Int64($1)), "cacheExpiry \($1)")
+            }
+        }
+    }
 
-    /// The policy of requests that name none (default ``CachePolicy/noCache``).
-    /// - Parameter policy: The policy.
-    /// - Returns: The changed configuration.
-    public func cachePolicy(_ policy: CachePolicy) -> Configuration { adding(_CacheConfigOption.policy(policy)) }
+    /// The policy of requests that name none. Default ``CachePolicy/noCache``.
+    public var cachePolicy: CachePolicy {
+        get { setting("cachePolicy") ?? .noCache }
+        set {
+            setSetting("cachePolicy", newValue) {
+                try CourierError.check(courier_config_set_cache_policy($0, $1.cValue), "cachePolicy")
+            }
+        }
+    }
 
-    /// How the cache's commits reach the disk (default ``CacheDurability/durable``). The first
+    /// How the cache's commits reach the disk. Default ``CacheDurability/durable``. The first
     /// engine of a process to open a store directory decides it for that store.
-    /// - Parameter durability: The setting.
-    /// - Returns: The changed configuration.
-    public func cacheDurability(_ durability: CacheDurability) -> Configuration {
-        adding(_CacheConfigOption.durability(durability))
+    public var cacheDurability: CacheDurability {
+        get { setting("cacheDurability") ?? .durable }
+        set {
+            setSetting("cacheDurability", newValue) {
+                try CourierError.check(courier_config_set_cache_durability($0, $1.cValue), "cacheDurability")
+            }
+        }
+    }
+
+    /// The clock the cache and the journal read (creation, expiry, age), for tests of expiry
+    /// without sleeping; called from any thread. nil (the default) means the system clock.
+    public var clock: (@Sendable () -> Date)? {
+        get { setting("clock", as: ClockBox.self)?.now }
+        set {
+            setSetting("clock", newValue.map(ClockBox.init)) { config, box in
+                let user = Unmanaged.passRetained(box).toOpaque()
+                // On failure the C core has already released the box through user_free.
+                try CourierError.check(courier_config_set_clock(config, clockTrampoline, user, releaseBox), "clock")
+            }
+        }
     }
 
     /// Whether responses a cache policy looked at carry a `Cache-Status` field (RFC 9211) saying
-    /// what the cache did, e.g. `Courier; hit; detail=fresh` (default false).
+    /// what the cache did, e.g. `Courier; hit; detail=fresh`. Default false.
+    public var cacheStatusHeader: Bool {
+        get { setting("cacheStatusHeader") ?? false }
+        set {
+            setSetting("cacheStatusHeader", newValue) {
+                try CourierError.check(courier_config_set_cache_status_header($0, $1 ? 1 : 0), "cacheStatusHeader")
+            }
+        }
+    }
+
+    /// Deprecated: set ``cacheMaxBytes`` (`configuration.cacheMaxBytes = bytes`).
+    /// - Parameter bytes: The limit.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.cacheMaxBytes = bytes")
+    public func cacheMaxBytes(_ bytes: Int64) -> Configuration { with { $0.cacheMaxBytes = bytes } }
+
+    /// Deprecated: set ``cacheExpiry`` (`configuration.cacheExpiry = seconds`).
+    /// - Parameter seconds: Whole seconds (> 0).
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.cacheExpiry = seconds")
+    public func cacheExpiry(_ seconds: Int) -> Configuration { with { $0.cacheExpiry = seconds } }
+
+    /// Deprecated: set ``cachePolicy`` (`configuration.cachePolicy = policy`).
+    /// - Parameter policy: The policy.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.cachePolicy = policy")
+    public func cachePolicy(_ policy: CachePolicy) -> Configuration { with { $0.cachePolicy = policy } }
+
+    /// Deprecated: set ``cacheDurability`` (`configuration.cacheDurability = durability`).
+    /// - Parameter durability: The setting.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.cacheDurability = durability")
+    public func cacheDurability(_ durability: CacheDurability) -> Configuration {
+        with { $0.cacheDurability = durability }
+    }
+
+    /// Deprecated: set ``cacheStatusHeader`` (`configuration.cacheStatusHeader = on`).
     /// - Parameter on: Whether to add it.
     /// - Returns: The changed configuration.
-    public func cacheStatusHeader(_ on: Bool) -> Configuration { adding(_CacheConfigOption.statusHeader(on)) }
+    @available(*, deprecated, message: "set the property: configuration.cacheStatusHeader = on")
+    public func cacheStatusHeader(_ on: Bool) -> Configuration { with { $0.cacheStatusHeader = on } }
 
-    /// The clock the cache reads (creation, expiry, age), for tests of expiry without sleeping.
+    /// Deprecated: set ``clock`` (`configuration.clock = { ... }`).
     /// - Parameter now: Returns the current time; called from any thread.
     /// - Returns: The changed configuration.
-    public func clock(_ now: @escaping @Sendable () -> Date) -> Configuration {
-        adding(_CacheConfigOption.clock(ClockBox(now)))
-    }
+    @available(*, deprecated, message: "set the property: configuration.clock = { ... }")
+    public func clock(_ now: @escaping @Sendable () -> Date) -> Configuration { with { $0.clock = now } }
 }
 
 /// How the cache's commits reach the disk.
@@ -264,32 +332,6 @@ private let clockTrampoline: courier_clock_fn = { user in
     return Int64((box.now().timeIntervalSince1970 * 1000).rounded(.down))
 }
 
-enum _CacheConfigOption: ConfigurationOption {
-    case maxBytes(Int64)
-    case expiry(Int)
-    case policy(CachePolicy)
-    case durability(CacheDurability)
-    case clock(ClockBox)
-    case statusHeader(Bool)
-
-    func apply(to config: OpaquePointer) throws {
-        switch self {
-        case .maxBytes(let b):
-            try CourierError.check(courier_config_set_cache_max_bytes(config, b), "cacheMaxBytes \(b)")
-        case .expiry(let s):
-            try CourierError.check(courier_config_set_cache_expiry(config, Int64(s)), "cacheExpiry \(s)")
-        case .policy(let p):
-            try CourierError.check(courier_config_set_cache_policy(config, p.cValue), "cachePolicy")
-        case .durability(let d):
-            try CourierError.check(courier_config_set_cache_durability(config, d.cValue), "cacheDurability")
-        case .statusHeader(let on):
-            try CourierError.check(courier_config_set_cache_status_header(config, on ? 1 : 0), "cacheStatusHeader")
-        case .clock(let box):
-            let user = Unmanaged.passRetained(box).toOpaque()
-            try CourierError.check(courier_config_set_clock(config, clockTrampoline, user, releaseBox), "clock")
-        }
-    }
-}
 
 // MARK: - Responses
 

@@ -23,7 +23,9 @@ struct DemoCommand: AsyncParsableCommand {
         defer { server.stop() }
         let engine: Engine
         do {
-            engine = try Engine(configuration: Configuration(baseURL: server.baseURL))
+            var configuration = Configuration(baseURL: server.baseURL)
+            configuration.temporaryStore = true // the demo keeps nothing
+            engine = try Engine(configuration: configuration)
         } catch {
             printError("error: cannot open an engine: \(describe(error))")
             throw ExitCode.failure

@@ -66,11 +66,13 @@ struct RequestOptions: ParsableArguments {
     /// - Throws: `ExitCode.failure` when the request failed (after printing why).
     func perform(_ request: Request) async throws {
         var configuration = Configuration()
+        configuration.temporaryStore = true // one request: nothing to keep
         configuration.insecure = insecure
         configuration.storeDirectory = store
+        configuration.cachePolicy = cachePolicy ?? .noCache
         let engine: Engine
         do {
-            engine = try Engine(configuration: configuration.cachePolicy(cachePolicy ?? .noCache))
+            engine = try Engine(configuration: configuration)
         } catch {
             printError("error: \(describe(error))")
             throw ExitCode.failure

@@ -321,6 +321,19 @@ class Response:
         return _s(lib.courier_response_url(self._handle())) or ""
 
     @property
+    def redirects(self) -> list[tuple[str, int]]:
+        """The redirects the request went through, in order: ``(url, status)`` of each URL that
+        answered with a redirect (empty when none). The final URL is :attr:`url`."""
+        h = self._handle()
+        url = c_char_p()
+        status = c_int()
+        hops = []
+        for i in range(lib.courier_response_redirect_count(h)):
+            if lib.courier_response_redirect_at(h, i, byref(url), byref(status)) == 0:
+                hops.append((_s(url.value) or "", status.value))
+        return hops
+
+    @property
     def method(self) -> str:
         """The method that was sent."""
         return _s(lib.courier_response_method(self._handle())) or ""
