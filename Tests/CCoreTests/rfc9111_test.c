@@ -914,6 +914,38 @@ static void test_9111_redirect_301_308_stored(void) {
     close_engine(e);
 }
 
+/* The engine follows redirects hop by hop, each hop through the cache: a stored 301 (and the stored
+ * answer it leads to) answer the whole chain without the network; with following off, the stored
+ * 301 itself is the answer. */
+static void test_9111_cached_redirect_followed_from_cache(void) {
+    courier_engine *e = engine(COURIER_CACHE_HTTP);
+    REQUIRE(e);
+    char target[256], u[512];
+    origin(target, sizeof target, "redir-target", "Cache-Control", "max-age=600", "_body", "arrived", NULL);
+    origin(u, sizeof u, "redir-301", "_status", "301", "Cache-Control", "max-age=600", "Location", target, NULL);
+    for (int round = 0; round < 2; round++) {
+        reply x = exchange(e, "GET", u, NULL, NULL);
+        CHECK_EQ(x.code, COURIER_OK);
+        CHECK_EQ(x.status, 200);
+        CHECK_STR((const char *)courier_response_body(x.resp, NULL), "arrived");
+        CHECK_EQ(x.reason, round ? COURIER_CACHE_REASON_FRESH : COURIER_CACHE_REASON_MISS);
+        courier_response_free(x.resp);
+        CHECK_EQ(origin_count("redir-301"), 1);
+        CHECK_EQ(origin_count("redir-target"), 1);
+    }
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", u);
+    courier_request_set_follow_redirects(r, 0);
+    courier_response *resp = NULL;
+    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_response_status(resp), 301);
+    CHECK_EQ(courier_response_cache_reason(resp), COURIER_CACHE_REASON_FRESH);
+    courier_response_free(resp);
+    courier_request_free(r);
+    CHECK_EQ(origin_count("redir-301"), 1);
+    close_engine(e);
+}
+
 /* ---- Vary (section 4.1) ---------------------------------------------------------------------------- */
 
 static void test_9111_4_1_vary(void) {
@@ -1022,6 +1054,7 @@ TESTS_MAIN(T(test_9111_4_4_invalidate_on_unsafe), T(test_9111_4_4_invalidate_wit
            T(test_9111_5_2_2_9_public_allows_heuristics), T(test_9111_3_3_partial_content_not_stored),
            T(test_5861_4_stale_if_error_on_5xx),
            T(test_5861_4_stale_if_error_request_directive), T(test_content_encoding_unknown_kept),
-           T(test_content_encoding_decoded_drops_header), T(test_9111_redirect_301_308_stored), T(test_9111_4_1_vary),
+           T(test_content_encoding_decoded_drops_header), T(test_9111_redirect_301_308_stored),
+           T(test_9111_cached_redirect_followed_from_cache), T(test_9111_4_1_vary),
            T(test_cache_reason_names), T(test_cache_too_large), T(test_9211_cache_status_field),
            T(test_cache_reason_in_log_lines))
