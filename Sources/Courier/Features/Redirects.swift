@@ -111,25 +111,20 @@ extension Configuration {
     /// (``timeout``).
     public var connectTimeout: Double {
         get { setting("connectTimeout") ?? 0 }
-        set {
-            setSetting("connectTimeout", newValue) {
-                try CourierError.check(courier_config_set_timeout($0, COURIER_TIMEOUT_CONNECT,
-                                                                  Configuration.timeoutMilliseconds($1)),
-                                       "connectTimeout \($1)")
-            }
-        }
+        set { setTimeout("connectTimeout", COURIER_TIMEOUT_CONNECT, newValue) }
     }
 
     /// The idle timeout: the longest time without a byte received (or a request body byte sent)
     /// once connected, in seconds (>= 0). Default 0: none.
     public var idleTimeout: Double {
         get { setting("idleTimeout") ?? 0 }
-        set {
-            setSetting("idleTimeout", newValue) {
-                try CourierError.check(courier_config_set_timeout($0, COURIER_TIMEOUT_IDLE,
-                                                                  Configuration.timeoutMilliseconds($1)),
-                                       "idleTimeout \($1)")
-            }
+        set { setTimeout("idleTimeout", COURIER_TIMEOUT_IDLE, newValue) }
+    }
+
+    private mutating func setTimeout(_ name: String, _ kind: courier_timeout_kind, _ seconds: Double) {
+        setSetting(name, seconds) {
+            try CourierError.check(courier_config_set_timeout($0, kind, Configuration.timeoutMilliseconds($1)),
+                                   "\(name) \($1)")
         }
     }
 
