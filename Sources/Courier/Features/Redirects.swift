@@ -61,45 +61,93 @@ public enum TimeoutKind: Sendable, Hashable {
 // MARK: - Configuration settings
 
 extension Configuration {
-    /// Whether redirects are followed (the default). Not following delivers the 3xx, Location
+    /// Whether redirects are followed. Default true. Not following delivers the 3xx, Location
     /// included, as the response: a success.
+    public var followRedirects: Bool {
+        get { setting("followRedirects") ?? true }
+        set { setSetting("followRedirects", newValue) { try _RedirectConfigOption.follow($1).apply(to: $0) } }
+    }
+
+    /// The most redirects one request follows (>= 0); nil (the default) means 20. One more fails
+    /// with ``CourierError/Code/tooManyRedirects``.
+    public var maxRedirects: Int? {
+        get { setting("maxRedirects") }
+        set { setSetting("maxRedirects", newValue) { try _RedirectConfigOption.max($1).apply(to: $0) } }
+    }
+
+    /// Whether a redirect from HTTPS to HTTP is followed. Default false: it fails with
+    /// ``CourierError/Code/redirectRefused``.
+    public var allowRedirectDowngrade: Bool {
+        get { setting("allowRedirectDowngrade") ?? false }
+        set { setSetting("allowRedirectDowngrade", newValue) { try _RedirectConfigOption.downgrade($1).apply(to: $0) } }
+    }
+
+    /// The redirect hook of every request that sets none (see ``RedirectHook``); nil (the
+    /// default) for none.
+    public var redirectHook: RedirectHook? {
+        get { setting("redirectHook", as: RedirectHookBox.self)?.hook }
+        set {
+            setSetting("redirectHook", newValue.map(RedirectHookBox.init)) {
+                try _RedirectConfigOption.hook($1).apply(to: $0)
+            }
+        }
+    }
+
+    /// The connect timeout (TCP and TLS), in seconds (>= 0); nil or 0 (the default) means none
+    /// beyond the total (`courier_config_set_timeout`, COURIER_TIMEOUT_CONNECT).
+    public var connectTimeout: Double? {
+        get { setting("connectTimeout") }
+        set {
+            setSetting("connectTimeout", newValue) {
+                try _RedirectConfigOption.timeout(COURIER_TIMEOUT_CONNECT, $1).apply(to: $0)
+            }
+        }
+    }
+
+    /// The idle timeout: the longest time without a byte received once connected, in seconds
+    /// (>= 0); nil or 0 (the default) means none (COURIER_TIMEOUT_IDLE).
+    public var idleTimeout: Double? {
+        get { setting("idleTimeout") }
+        set {
+            setSetting("idleTimeout", newValue) { try _RedirectConfigOption.timeout(COURIER_TIMEOUT_IDLE, $1).apply(to: $0) }
+        }
+    }
+
+    /// Deprecated: set ``followRedirects`` (`configuration.followRedirects = false`).
     /// - Parameter follow: false to deliver redirects as they come.
     /// - Returns: The changed configuration.
-    public func followRedirects(_ follow: Bool) -> Configuration { adding(_RedirectConfigOption.follow(follow)) }
+    @available(*, deprecated, message: "set the property: configuration.followRedirects = follow")
+    public func followRedirects(_ follow: Bool) -> Configuration { with { $0.followRedirects = follow } }
 
-    /// The most redirects one request follows (default 20); one more fails with
-    /// ``CourierError/Code/tooManyRedirects``.
+    /// Deprecated: set ``maxRedirects`` (`configuration.maxRedirects = count`).
     /// - Parameter count: The maximum (>= 0).
     /// - Returns: The changed configuration.
-    public func maxRedirects(_ count: Int) -> Configuration { adding(_RedirectConfigOption.max(count)) }
+    @available(*, deprecated, message: "set the property: configuration.maxRedirects = count")
+    public func maxRedirects(_ count: Int) -> Configuration { with { $0.maxRedirects = count } }
 
-    /// Whether a redirect from HTTPS to HTTP is followed (default false: it fails with
-    /// ``CourierError/Code/redirectRefused``).
+    /// Deprecated: set ``allowRedirectDowngrade`` (`configuration.allowRedirectDowngrade = true`).
     /// - Parameter allow: true to allow downgrades.
     /// - Returns: The changed configuration.
-    public func allowRedirectDowngrade(_ allow: Bool) -> Configuration { adding(_RedirectConfigOption.downgrade(allow)) }
+    @available(*, deprecated, message: "set the property: configuration.allowRedirectDowngrade = allow")
+    public func allowRedirectDowngrade(_ allow: Bool) -> Configuration { with { $0.allowRedirectDowngrade = allow } }
 
-    /// The redirect hook of every request that sets none (see ``RedirectHook``).
+    /// Deprecated: set ``redirectHook`` (`configuration.redirectHook = { ... }`).
     /// - Parameter hook: The hook.
     /// - Returns: The changed configuration.
-    public func redirectHook(_ hook: @escaping RedirectHook) -> Configuration {
-        adding(_RedirectConfigOption.hook(RedirectHookBox(hook)))
-    }
+    @available(*, deprecated, message: "set the property: configuration.redirectHook = { ... }")
+    public func redirectHook(_ hook: @escaping RedirectHook) -> Configuration { with { $0.redirectHook = hook } }
 
-    /// The connect timeout (TCP and TLS), in seconds; 0 (the default) means none beyond the total.
+    /// Deprecated: set ``connectTimeout`` (`configuration.connectTimeout = seconds`).
     /// - Parameter seconds: Seconds (>= 0).
     /// - Returns: The changed configuration.
-    public func connectTimeout(_ seconds: Double) -> Configuration {
-        adding(_RedirectConfigOption.timeout(COURIER_TIMEOUT_CONNECT, seconds))
-    }
+    @available(*, deprecated, message: "set the property: configuration.connectTimeout = seconds")
+    public func connectTimeout(_ seconds: Double) -> Configuration { with { $0.connectTimeout = seconds } }
 
-    /// The idle timeout: the longest time without a byte received once connected, in seconds;
-    /// 0 (the default) means none.
+    /// Deprecated: set ``idleTimeout`` (`configuration.idleTimeout = seconds`).
     /// - Parameter seconds: Seconds (>= 0).
     /// - Returns: The changed configuration.
-    public func idleTimeout(_ seconds: Double) -> Configuration {
-        adding(_RedirectConfigOption.timeout(COURIER_TIMEOUT_IDLE, seconds))
-    }
+    @available(*, deprecated, message: "set the property: configuration.idleTimeout = seconds")
+    public func idleTimeout(_ seconds: Double) -> Configuration { with { $0.idleTimeout = seconds } }
 
     /// Seconds to whole milliseconds for the connect and idle timeouts, rounded up so a small
     /// positive time never becomes "none"; negative or not-a-number values stay negative (refused).
