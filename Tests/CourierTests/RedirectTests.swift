@@ -62,6 +62,16 @@ final class RedirectTests: LoopbackTestCase {
             try await notFollowing.send(Request.get("/redirect-chain/2").followRedirects(true))
         }
         XCTAssertEqual(error?.response?.status, 302)
+
+        let hooked = try makeEngine { $0.redirectHook = { _, _ in .stop } }
+        defer { hooked.close() }
+        let defaults = Configuration()
+        XCTAssertNil(defaults.redirectHook)
+        XCTAssertTrue(defaults.followRedirects)
+        XCTAssertEqual(defaults.maxRedirects, 20)
+        XCTAssertFalse(defaults.allowRedirectDowngrade)
+        let stopped = try await hooked.send(.get("/redirect?to=/echo"))
+        XCTAssertEqual(stopped.status, 302)
     }
 
     func testTimeoutsSayWhichFired() async throws {

@@ -65,55 +65,70 @@ extension Configuration {
     /// included, as the response: a success.
     public var followRedirects: Bool {
         get { setting("followRedirects") ?? true }
-        set { setSetting("followRedirects", newValue) { try _RedirectConfigOption.follow($1).apply(to: $0) } }
+        set {
+            setSetting("followRedirects", newValue) {
+                try CourierError.check(courier_config_set_follow_redirects($0, $1 ? 1 : 0), "followRedirects")
+            }
+        }
     }
 
-    /// The most redirects one request follows (>= 0); nil (the default) means 20. One more fails
-    /// with ``CourierError/Code/tooManyRedirects``.
-    public var maxRedirects: Int? {
-        get { setting("maxRedirects") }
-        set { setSetting("maxRedirects", newValue) { try _RedirectConfigOption.max($1).apply(to: $0) } }
+    /// The most redirects one request follows (>= 0). Default 20; one more fails with
+    /// ``CourierError/Code/tooManyRedirects``.
+    public var maxRedirects: Int {
+        get { setting("maxRedirects") ?? 20 }
+        set {
+            setSetting("maxRedirects", newValue) {
+                try CourierError.check(courier_config_set_max_redirects($0, Int32(clamping: $1)), "maxRedirects \($1)")
+            }
+        }
     }
 
     /// Whether a redirect from HTTPS to HTTP is followed. Default false: it fails with
     /// ``CourierError/Code/redirectRefused``.
     public var allowRedirectDowngrade: Bool {
         get { setting("allowRedirectDowngrade") ?? false }
-        set { setSetting("allowRedirectDowngrade", newValue) { try _RedirectConfigOption.downgrade($1).apply(to: $0) } }
+        set {
+            setSetting("allowRedirectDowngrade", newValue) {
+                try CourierError.check(courier_config_set_allow_redirect_downgrade($0, $1 ? 1 : 0), "allowRedirectDowngrade")
+            }
+        }
     }
 
-    /// The redirect hook of every request that sets none (see ``RedirectHook``); nil (the
-    /// default) for none.
+    /// The redirect hook of every request that sets none (see ``RedirectHook``). Default nil.
     public var redirectHook: RedirectHook? {
         get { setting("redirectHook", as: RedirectHookBox.self)?.hook }
         set {
-            setSetting("redirectHook", newValue.map(RedirectHookBox.init)) {
-                try _RedirectConfigOption.hook($1).apply(to: $0)
+            setSetting("redirectHook", newValue.map(RedirectHookBox.init)) { config, box in
+                let user = Unmanaged.passRetained(box).toOpaque()
+                // On failure the C core has already released the box through user_free.
+                try CourierError.check(courier_config_set_redirect_hook(config, redirectTrampoline, user, releaseBox),
+                                       "redirectHook")
             }
         }
     }
 
-    /// The connect timeout (TCP and TLS), in seconds (>= 0); nil or 0 (the default) means none
-    /// beyond the total (`courier_config_set_timeout`, COURIER_TIMEOUT_CONNECT).
-    public var connectTimeout: Double? {
-        get { setting("connectTimeout") }
-        set {
-            setSetting("connectTimeout", newValue) {
-                try _RedirectConfigOption.timeout(COURIER_TIMEOUT_CONNECT, $1).apply(to: $0)
-            }
+    /// The connect timeout (TCP and TLS), in seconds (>= 0). Default 0: none beyond the total
+    /// (``timeout``).
+    public var connectTimeout: Double {
+        get { setting("connectTimeout") ?? 0 }
+        set { setTimeout("connectTimeout", COURIER_TIMEOUT_CONNECT, newValue) }
+    }
+
+    /// The idle timeout: the longest time without a byte received (or a request body byte sent)
+    /// once connected, in seconds (>= 0). Default 0: none.
+    public var idleTimeout: Double {
+        get { setting("idleTimeout") ?? 0 }
+        set { setTimeout("idleTimeout", COURIER_TIMEOUT_IDLE, newValue) }
+    }
+
+    private mutating func setTimeout(_ name: String, _ kind: courier_timeout_kind, _ seconds: Double) {
+        setSetting(name, seconds) {
+            try CourierError.check(courier_config_set_timeout($0, kind, Configuration.timeoutMilliseconds($1)),
+                                   "\(name) \($1)")
         }
     }
 
-    /// The idle timeout: the longest time without a byte received once connected, in seconds
-    /// (>= 0); nil or 0 (the default) means none (COURIER_TIMEOUT_IDLE).
-    public var idleTimeout: Double? {
-        get { setting("idleTimeout") }
-        set {
-            setSetting("idleTimeout", newValue) { try _RedirectConfigOption.timeout(COURIER_TIMEOUT_IDLE, $1).apply(to: $0) }
-        }
-    }
-
-    /// Deprecated: set ``followRedirects`` (`configuration.followRedirects = false`).
+    /// Deprecated: set ``followRedirects`` (`configuration.followRedirects = follow`).
     /// - Parameter follow: false to deliver redirects as they come.
     /// - Returns: The changed configuration.
     @available(*, deprecated, message: "set the property: configuration.followRedirects = follow")
@@ -125,7 +140,7 @@ extension Configuration {
     @available(*, deprecated, message: "set the property: configuration.maxRedirects = count")
     public func maxRedirects(_ count: Int) -> Configuration { with { $0.maxRedirects = count } }
 
-    /// Deprecated: set ``allowRedirectDowngrade`` (`configuration.allowRedirectDowngrade = true`).
+    /// Deprecated: set ``allowRedirectDowngrade`` (`configuration.allowRedirectDowngrade = allow`).
     /// - Parameter allow: true to allow downgrades.
     /// - Returns: The changed configuration.
     @available(*, deprecated, message: "set the property: configuration.allowRedirectDowngrade = allow")
@@ -134,7 +149,7 @@ extension Configuration {
     /// Deprecated: set ``redirectHook`` (`configuration.redirectHook = { ... }`).
     /// - Parameter hook: The hook.
     /// - Returns: The changed configuration.
-    @available(*, deprecated, message: "set the property: configuration.redirectHook = { ... }")
+    @available(*, deprecated, message: "set the property: configuration.redirectHook = hook")
     public func redirectHook(_ hook: @escaping RedirectHook) -> Configuration { with { $0.redirectHook = hook } }
 
     /// Deprecated: set ``connectTimeout`` (`configuration.connectTimeout = seconds`).
@@ -155,33 +170,6 @@ extension Configuration {
         guard seconds >= 0 else { return -1 }
         guard seconds.isFinite else { return Int64.max / 2 }
         return Int64(min((seconds * 1000).rounded(.up), Double(Int64.max / 2)))
-    }
-}
-
-enum _RedirectConfigOption: ConfigurationOption {
-    case follow(Bool)
-    case max(Int)
-    case downgrade(Bool)
-    case hook(RedirectHookBox)
-    case timeout(courier_timeout_kind, Double)
-
-    func apply(to config: OpaquePointer) throws {
-        switch self {
-        case .follow(let f):
-            try CourierError.check(courier_config_set_follow_redirects(config, f ? 1 : 0), "followRedirects")
-        case .max(let n):
-            try CourierError.check(courier_config_set_max_redirects(config, Int32(clamping: n)), "maxRedirects \(n)")
-        case .downgrade(let a):
-            try CourierError.check(courier_config_set_allow_redirect_downgrade(config, a ? 1 : 0), "allowRedirectDowngrade")
-        case .hook(let box):
-            let user = Unmanaged.passRetained(box).toOpaque()
-            // On failure the C core has already released the box through user_free.
-            try CourierError.check(courier_config_set_redirect_hook(config, redirectTrampoline, user, releaseBox),
-                                   "redirectHook")
-        case .timeout(let kind, let s):
-            try CourierError.check(courier_config_set_timeout(config, kind, Configuration.timeoutMilliseconds(s)),
-                                   "timeout \(s)")
-        }
     }
 }
 
