@@ -91,6 +91,7 @@ struct cr_store {
     atomic_int resizing;      /* a map resize waits for readers: new readers wait on rw */
     atomic_int extra_readers; /* read transactions running outside the slots (all were busy) */
     atomic_int broken;
+    bool moved_aside; /* this process found the store unusable at open and moved it aside */
     bool verify; /* check every value's checksum on read (the no-sync setting, see cr_store_get) */
 };
 
@@ -174,6 +175,12 @@ static int store_fail(courier_error *err, int mdb_rc, const char *what) {
     cr_fail(err, COURIER_E_STORE, "%s: %s", what, mdb_strerror(mdb_rc));
     if (err) err->store_error = mdb_rc;
     return COURIER_E_STORE;
+}
+
+/* The map, the disk (or the file size limit, or the quota) is full: evict, retry, else drop.
+ * LMDB reports a write cut short by a full disk as EIO (its pwrite wrote part of the pages). */
+static bool is_full(int rc) {
+    return rc == MDB_MAP_FULL || rc == MDB_TXN_FULL || rc == ENOSPC || rc == EFBIG || rc == EDQUOT || rc == EIO;
 }
 
 static bool is_corruption(int rc) {
@@ -443,7 +450,15 @@ static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const 
         *why = "corruption was reported";
         return MDB_INVALID;
     }
-    int rc = mdb_env_create(&s->env);
+    /* A data file cut short would open, then raise SIGBUS at the first page past its end. */
+    const char *bad = NULL;
+    int rc = cr_lmdb_file_check(s->dir, NULL, &bad);
+    if (rc) return rc;
+    if (bad) {
+        *why = bad;
+        return MDB_INVALID;
+    }
+    rc = mdb_env_create(&s->env);
     if (rc) return rc;
     mdb_env_set_maxdbs(s->env, 8);
     mdb_env_set_maxreaders(s->env, 254);
@@ -551,6 +566,7 @@ int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_stor
     }
     pthread_mutex_lock(&registry_lock);
     int result = COURIER_OK;
+    bool moved = false;
     for (int attempt = 0; attempt < 2; attempt++) {
         struct stat st;
         if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -592,6 +608,7 @@ int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_stor
         s->verify = durability == COURIER_CACHE_FAST;
         int rc = store_open_env(s, map_bytes, durability, &why);
         if (rc == 0) {
+            s->moved_aside = moved;
             s->next = registry;
             registry = s;
             *out = s;
@@ -599,8 +616,10 @@ int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_stor
         }
         store_destroy(s);
         if (rc == MDB_INVALID && attempt == 0 && move_aside(dir, why ? why : "unreadable") == 0 &&
-            mkdir_one(dir) == 0)
+            mkdir_one(dir) == 0) {
+            moved = true;
             continue;
+        }
         result = rc > 0 ? cr_fail(err, COURIER_E_STORE, "cannot open cache store '%.180s': %s", dir, strerror(rc))
                         : store_fail(err, rc, "cannot open cache store");
         if (err && rc > 0) err->os_error = rc;
@@ -1089,7 +1108,7 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
             effect->evicted += evicted;
             return COURIER_OK;
         }
-        if (rc != MDB_MAP_FULL && rc != ENOSPC && rc != MDB_TXN_FULL) break;
+        if (!is_full(rc)) break;
         /* Full: make room (half of what is there, then everything) and try again. */
         cr_read rt;
         uint64_t have = 0;
@@ -1101,12 +1120,12 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
         uint64_t ev = 0;
         int erc = evict_txn(s, attempt == 0 ? have / 2 : 0, now_ms, &ev);
         effect->evicted += ev;
-        if (erc && erc != MDB_MAP_FULL) {
+        if (erc && !is_full(erc)) {
             rc = erc;
             break;
         }
     }
-    if (rc == MDB_MAP_FULL || rc == ENOSPC || rc == MDB_TXN_FULL) {
+    if (is_full(rc)) {
         /* Still full after emptying: these writes are dropped; the caller never sees it. */
         effect->skipped += n;
         return COURIER_OK;
@@ -1319,5 +1338,99 @@ int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_erro
     }
     *items = out;
     *count = n;
+    return COURIER_OK;
+}
+
+/* ---- verification ---------------------------------------------------------------------------- */
+
+/* Does the index record under key k (an expiry or a write-order record) name a stored entry whose
+ * header agrees with it? */
+static bool ix_matches(cr_store *s, MDB_txn *txn, const MDB_val *k, const MDB_val *v, bool expiry) {
+    const uint8_t *hash;
+    if (expiry) hash = (const uint8_t *)k->mv_data + IX_HASH_AT;
+    else if (v->mv_size >= 16) hash = v->mv_data;
+    else return false;
+    MDB_val ek = {16, (void *)hash}, ev;
+    if (mdb_get(txn, s->db_main, &ek, &ev) != 0) return false;
+    if (ev.mv_size < CR_ENTRY_HDR || r32(ev.mv_data, 0) != CR_ENTRY_MAGIC) return false;
+    if (expiry) return r64(ev.mv_data, 32) == expiry_of(k);
+    return ~r64(ev.mv_data, 40) == get_be64((const uint8_t *)k->mv_data + IX_PREFIX);
+}
+
+/* Has the entry (hash, decoded e) both of its index records? */
+static bool entry_indexed(cr_store *s, MDB_txn *txn, const uint8_t hash[16], const cr_entry *e) {
+    uint8_t ek[IX_EXPIRY_LEN], ok[IX_ORDER_LEN];
+    expiry_key(ek, e->discard_ms, hash);
+    order_key(ok, e->seq);
+    MDB_val ekv = {sizeof ek, ek}, okv = {sizeof ok, ok}, v;
+    if (mdb_get(txn, s->db_main, &ekv, &v) != 0) return false;
+    if (mdb_get(txn, s->db_main, &okv, &v) != 0) return false;
+    return v.mv_size >= 16 && memcmp(v.mv_data, hash, 16) == 0;
+}
+
+int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *err) {
+    memset(r, 0, sizeof *r);
+    r->moved_aside = s->moved_aside;
+    char path[PATH_MAX];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/data.mdb", s->dir);
+    if (stat(path, &st) == 0) r->file_bytes = (int64_t)st.st_size;
+    MDB_envinfo info;
+    MDB_stat est;
+    if (mdb_env_info(s->env, &info) == 0 && mdb_env_stat(s->env, &est) == 0) {
+        r->map_bytes = (int64_t)info.me_mapsize;
+        r->used_bytes = (int64_t)(info.me_last_pgno + 1) * (int64_t)est.ms_psize;
+    }
+    if (atomic_load(&s->broken)) {
+        r->problems = 1;
+        r->unreadable = 1;
+        return cr_fail(err, COURIER_E_CACHE_INCONSISTENT, "the store reported corruption; it is recreated at the next open");
+    }
+    cr_read rd;
+    if (cr_store_read_begin(s, &rd) != COURIER_OK) return cr_fail(err, COURIER_E_STORE, "cannot read the cache");
+    MDB_cursor *c = NULL;
+    int rc = mdb_cursor_open(rd.txn, s->db_main, &c);
+    MDB_val k, v;
+    for (int op = MDB_FIRST; rc == 0; op = MDB_NEXT) {
+        rc = mdb_cursor_get(c, &k, &v, (MDB_cursor_op)op);
+        if (rc) break;
+        if (k.mv_size == 16) {
+            r->entries++;
+            r->bytes += (int64_t)v.mv_size + 16;
+            cr_entry e;
+            if (!cr_entry_decode(v.mv_data, v.mv_size, true, &e)) r->damaged++;
+            else if (!entry_indexed(s, rd.txn, k.mv_data, &e)) r->missing_index++;
+        } else if (is_ix(&k, IX_EXPIRY) && k.mv_size == IX_EXPIRY_LEN) {
+            if (!ix_matches(s, rd.txn, &k, &v, true)) r->orphan_index++;
+        } else if (is_ix(&k, IX_ORDER) && k.mv_size == IX_ORDER_LEN) {
+            if (!ix_matches(s, rd.txn, &k, &v, false)) r->orphan_index++;
+        } else if (k.mv_size != 4) {
+            r->orphan_index++; /* a record of no known kind (named databases have 4-byte names) */
+        }
+    }
+    if (c) mdb_cursor_close(c);
+    totals t;
+    int trc = rc == MDB_NOTFOUND ? totals_read(s, rd.txn, &t) : rc;
+    cr_store_read_end(s, &rd);
+    if (trc) {
+        if (is_corruption(trc)) {
+            mark_broken(s, trc);
+            r->unreadable = 1;
+            r->problems = 1;
+            cr_fail(err, COURIER_E_CACHE_INCONSISTENT, "the store cannot be read through: %s", mdb_strerror(trc));
+            if (err) err->store_error = trc;
+            return COURIER_E_CACHE_INCONSISTENT;
+        }
+        return store_fail(err, trc, "cannot read the cache");
+    }
+    r->total_entries = (int64_t)t.count;
+    r->total_bytes = (int64_t)t.bytes;
+    r->totals_mismatch = r->total_entries != r->entries || r->total_bytes != r->bytes;
+    r->problems = r->damaged + r->orphan_index + r->missing_index + r->totals_mismatch;
+    if (r->problems)
+        return cr_fail(err, COURIER_E_CACHE_INCONSISTENT,
+                       "%lld damaged, %lld orphan index records, %lld entries without index, totals %s",
+                       (long long)r->damaged, (long long)r->orphan_index, (long long)r->missing_index,
+                       r->totals_mismatch ? "differ from the scan" : "agree");
     return COURIER_OK;
 }

@@ -46,6 +46,7 @@ const char *courier_strerror(int code) {
     case COURIER_E_FROZEN: return "frozen: kept in the journal, to be sent later";
     case COURIER_E_OFFLINE: return "offline";
     case COURIER_E_JOURNAL_CORRUPT: return "the frozen-request journal is unreadable";
+    case COURIER_E_CACHE_INCONSISTENT: return "the cache store is inconsistent";
     default: return "unknown error";
     }
 }

@@ -128,6 +128,7 @@ extension CourierError {
             .invalidEncoding, .partialResponse, .network, .closed, .store, .notFound, .tooFrequent,
             Code(COURIER_E_JSON), Code(COURIER_E_MAPPING), Code(COURIER_E_API),
             Code(COURIER_E_FROZEN), Code(COURIER_E_OFFLINE), Code(COURIER_E_JOURNAL_CORRUPT),
+            Code(COURIER_E_CACHE_INCONSISTENT),
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -168,6 +169,7 @@ extension CourierError {
             case Code(COURIER_E_FROZEN): return "frozen"
             case Code(COURIER_E_OFFLINE): return "offline"
             case Code(COURIER_E_JOURNAL_CORRUPT): return "journalCorrupt"
+            case Code(COURIER_E_CACHE_INCONSISTENT): return "cacheInconsistent"
             default: return "unknown(\(rawValue))"
             }
         }

@@ -102,6 +102,7 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
     (-25, "COURIER_E_FROZEN", "Frozen", (), "The request was written to the journal, to be sent later (see freeze_id)."),
     (-26, "COURIER_E_OFFLINE", "Offline", (), "The network monitor says offline; nothing was sent."),
     (-27, "COURIER_E_JOURNAL_CORRUPT", "JournalCorrupt", (), "The frozen-request journal is unreadable (kept aside, never emptied)."),
+    (-40, "COURIER_E_CACHE_INCONSISTENT", "CacheInconsistent", (), "The cache verify found damaged entries, orphan index records, or totals that differ from a scan."),
 ]
 
 _BY_CODE: dict[int, type[CourierError]] = {}
