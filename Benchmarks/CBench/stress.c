@@ -404,6 +404,8 @@ int cstress_run(const cstress_config *cfg, cstress_result *out, void (*progress)
             int64_t p[3];
             percentiles(h, p);
             int64_t mx = max_of(&r, s, which);
+            for (int k = 0; k < 3; k++)
+                if (p[k] > mx) p[k] = mx; /* a bucket's middle may lie above the largest value in it */
             if (which == 0) {
                 sec.get_p50 = p[0], sec.get_p99 = p[1], sec.get_p999 = p[2], sec.get_max = mx;
                 if (mx > out->get_max) out->get_max = mx;
@@ -423,10 +425,14 @@ int cstress_run(const cstress_config *cfg, cstress_result *out, void (*progress)
     int64_t p[3];
     if (all[0]) {
         percentiles(all[0], p);
+        for (int k = 0; k < 3; k++)
+            if (p[k] > out->get_max) p[k] = out->get_max;
         out->get_p50 = p[0], out->get_p99 = p[1], out->get_p999 = p[2];
     }
     if (all[1]) {
         percentiles(all[1], p);
+        for (int k = 0; k < 3; k++)
+            if (p[k] > out->put_max) p[k] = out->put_max;
         out->put_p50 = p[0], out->put_p99 = p[1], out->put_p999 = p[2];
     }
     free(all[0]);
