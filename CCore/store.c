@@ -945,16 +945,34 @@ static int first_of_kind(MDB_cursor *c, uint8_t kind, MDB_val *k, MDB_val *v) {
     return rc;
 }
 
-/* Evicts until t->bytes <= target: entries past their discard time first, then the least
- * recently written. */
-static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, int64_t now_ms, uint64_t *evicted) {
+/* Evicts until t->bytes <= target, at most max_n entries (0: no bound): entries past their discard
+ * time first, then the least recently written. */
+/* Bytes of the pages of the main tree as of txn (O(1): LMDB keeps the counts in the txn). */
+static uint64_t tree_bytes(cr_store *s, MDB_txn *txn) {
+    MDB_stat ms;
+    if (mdb_stat(txn, s->db_main, &ms) != 0) return 0;
+    return (uint64_t)(ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages) * ms.ms_psize;
+}
+
+/* The pages the main tree may take for a limit (see DESIGN.md, "Disk bound"): three times the
+ * limit, the fill LMDB's pages reach under random inserts and removals of values of a third of a
+ * page (the worst case: about 35% of each leaf used). */
+static uint64_t tree_cap(uint64_t limit) { return limit > UINT64_MAX / 4 ? UINT64_MAX : limit * 3; }
+
+static bool over(cr_store *s, MDB_txn *txn, const totals *t, uint64_t target) {
+    return t->bytes > target || (target < UINT64_MAX / 4 && tree_bytes(s, txn) > tree_cap(target));
+}
+
+static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, int64_t now_ms, uint64_t max_n,
+                        uint64_t *evicted) {
     int rc = 0;
     MDB_cursor *c = NULL;
-    for (int phase = 0; phase < 2 && t->bytes > target; phase++) {
+    uint64_t n = 0;
+    for (int phase = 0; phase < 2 && over(s, txn, t, target) && (max_n == 0 || n < max_n); phase++) {
         rc = mdb_cursor_open(txn, s->db_main, &c);
         if (rc) return rc;
         const uint8_t kind = phase == 0 ? IX_EXPIRY : IX_ORDER;
-        while (t->bytes > target) {
+        while (over(s, txn, t, target) && (max_n == 0 || n < max_n)) {
             MDB_val k, v;
             rc = first_of_kind(c, kind, &k, &v);
             if (rc == MDB_NOTFOUND) {
@@ -983,6 +1001,7 @@ static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, i
             }
             if (rc) break;
             (*evicted)++;
+            n++;
         }
         mdb_cursor_close(c);
         c = NULL;
@@ -1045,8 +1064,19 @@ static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *
     return rc;
 }
 
-/* Evicts in its own transaction so the freed pages can be reused by the retry. */
-static int evict_txn(cr_store *s, uint64_t keep_bytes, int64_t now_ms, uint64_t *evicted) {
+/*
+ * Eviction is done in bounded transactions (at most CR_EVICT_BATCH entries each). One transaction
+ * that evicted 10% of a large store touched nearly every leaf of the tree (keys are hashes): LMDB
+ * copies each page a transaction changes, and cannot reuse the pages that transaction frees
+ * before it commits, so the file grew by the tree's size at every such eviction (2.75x the limit
+ * with 1 KiB values) and the process's private memory by the dirty pages (17 -> 110 MB). Small
+ * commits free a few pages each, which the next commits reuse. See DESIGN.md, "Disk bound".
+ */
+#define CR_EVICT_BATCH 64
+
+/* Evicts (at most CR_EVICT_BATCH entries) in its own transaction, so the freed pages can be reused
+ * by the next one. *left: the store's bytes after it. */
+static int evict_txn(cr_store *s, uint64_t keep_bytes, int64_t now_ms, uint64_t *evicted, uint64_t *left) {
     int dead = 0;
     mdb_reader_check(s->env, &dead);
     MDB_txn *txn;
@@ -1054,7 +1084,8 @@ static int evict_txn(cr_store *s, uint64_t keep_bytes, int64_t now_ms, uint64_t 
     if (rc) return rc;
     totals t;
     rc = totals_load(s, txn, &t);
-    if (rc == 0) rc = evict_in_txn(s, txn, &t, keep_bytes, now_ms, evicted);
+    if (rc == 0) rc = evict_in_txn(s, txn, &t, keep_bytes, now_ms, CR_EVICT_BATCH, evicted);
+    if (left) *left = over(s, txn, &t, keep_bytes) ? UINT64_MAX : t.bytes;
     if (rc == 0 && t.count == 0) rc = clear_all(s, txn, &t); /* everything went: also any stray records */
     else if (rc == 0) rc = totals_write(s, txn, &t);
     if (rc) {
@@ -1095,8 +1126,13 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
             if (rc == 0 && !puts[i].remove_only) written++;
             carried = rc == 0 && i == n - 1 && !puts[i].remove_only;
         }
-        if (rc == 0 && t.bytes > limit) rc = evict_in_txn(s, txn, &t, limit / 10 * 9, now_ms, &evicted);
+        /* Over the limit: a few entries go in this transaction, down to a little under it (so a
+         * steady stream of puts evicts about one entry per put); more, if a batch wrote more, in
+         * bounded transactions of their own after it. */
+        uint64_t target = limit - limit / 64;
+        if (rc == 0 && over(s, txn, &t, limit)) rc = evict_in_txn(s, txn, &t, target, now_ms, CR_EVICT_BATCH, &evicted);
         if (rc == 0 && (!carried || evicted)) rc = totals_write(s, txn, &t);
+        uint64_t left = rc == 0 && over(s, txn, &t, limit) ? UINT64_MAX : t.bytes;
         if (rc == 0) {
             rc = write_commit(s, txn, &t);
         } else {
@@ -1105,6 +1141,11 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
         if (rc == 0) {
             effect->written += written;
             effect->skipped += skipped;
+            while (left > limit) {
+                uint64_t ev = 0;
+                if (evict_txn(s, target, now_ms, &ev, &left) != 0 || ev == 0) break;
+                evicted += ev;
+            }
             effect->evicted += evicted;
             return COURIER_OK;
         }
@@ -1117,9 +1158,14 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
             if (totals_read(s, rt.txn, &cur) == 0) have = cur.bytes;
             cr_store_read_end(s, &rt);
         }
-        uint64_t ev = 0;
-        int erc = evict_txn(s, attempt == 0 ? have / 2 : 0, now_ms, &ev);
-        effect->evicted += ev;
+        uint64_t keep = attempt == 0 ? have / 2 : 0, ev = 0;
+        left = have;
+        int erc = 0;
+        do {
+            ev = 0;
+            erc = evict_txn(s, keep, now_ms, &ev, &left);
+            effect->evicted += ev;
+        } while (erc == 0 && ev > 0 && left > keep);
         if (erc && !is_full(erc)) {
             rc = erc;
             break;
@@ -1409,6 +1455,28 @@ int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *
         }
     }
     if (c) mdb_cursor_close(c);
+    if (rc == MDB_NOTFOUND) {
+        /* Where the file's pages are: the trees, and LMDB's free list (database 0), whose records
+         * each start with their count of page numbers. */
+        MDB_dbi dbs[] = {s->db_main, s->db_vary, s->db_meta};
+        for (size_t i = 0; i < 3; i++) {
+            MDB_stat ms;
+            if (mdb_stat(rd.txn, dbs[i], &ms) == 0)
+                r->tree_bytes += (int64_t)(ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages) * ms.ms_psize;
+        }
+        MDB_cursor *fc = NULL;
+        MDB_stat fs;
+        if (mdb_stat(rd.txn, 0, &fs) == 0 && mdb_cursor_open(rd.txn, 0, &fc) == 0) {
+            r->tree_bytes += (int64_t)(fs.ms_branch_pages + fs.ms_leaf_pages + fs.ms_overflow_pages) * fs.ms_psize;
+            MDB_val fk, fv;
+            for (int op = MDB_FIRST; mdb_cursor_get(fc, &fk, &fv, (MDB_cursor_op)op) == 0; op = MDB_NEXT) {
+                size_t nfree = 0;
+                if (fv.mv_size >= sizeof nfree) memcpy(&nfree, fv.mv_data, sizeof nfree);
+                r->free_bytes += (int64_t)nfree * fs.ms_psize;
+            }
+            mdb_cursor_close(fc);
+        }
+    }
     totals t;
     int trc = rc == MDB_NOTFOUND ? totals_read(s, rd.txn, &t) : rc;
     cr_store_read_end(s, &rd);

@@ -1001,7 +1001,11 @@ typedef enum courier_cache_status {
 typedef int64_t (*courier_clock_fn)(void *user);
 
 /* The most the cache may hold, in bytes of keys and values (>= 65536; default 256 MiB). Over it,
- * writes evict entries past their expiry first, then the least recently written, down to 90%.
+ * writes evict entries past their expiry first, then the least recently written, to just under
+ * it, in small transactions (at most 64 entries each), whose freed pages the next commits reuse.
+ * It bounds the disk too: the pages of the store's trees are kept under 3 x the limit (evicting
+ * further if they would pass it), so data.mdb stays under 3.5 x the limit + 1 MiB (LMDB's pages
+ * are 40-60% full under random inserts and removals: about 2.4 x the limit with 1 KiB values).
  * One entry may take at most an eighth of it (larger responses are not cached). The store's map
  * is sized from it by the first engine of a process to open the store; a full map or disk evicts
  * and retries and is never an error a caller sees. Errors: COURIER_E_INVALID_ARGUMENT. */
@@ -1167,6 +1171,8 @@ typedef struct courier_cache_verify_report {
     int unreadable;         /* 1 when LMDB reported a damaged page (the store is recreated at the next open) */
     int moved_aside;        /* 1 when this process found the store unusable (truncated, zeroed,
                                overwritten, newer) when it opened it, moved it aside and started anew */
+    int64_t tree_bytes;     /* pages of the trees (entries, index, LMDB's own), x page size */
+    int64_t free_bytes;     /* pages on LMDB's free list, reused by later commits */
 } courier_cache_verify_report;
 /* Checks the whole store (all engines and processes) in one read transaction, without blocking
  * writers: every entry readable and whole (its checksum matches), both index records of every

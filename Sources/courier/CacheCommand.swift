@@ -178,7 +178,8 @@ extension CacheVerifyReport {
         ["consistent": isConsistent, "entries": entries, "bytes": bytes, "total_entries": totalEntries,
          "total_bytes": totalBytes, "damaged": damaged, "orphan_index": orphanIndex, "missing_index": missingIndex,
          "totals_mismatch": totalsMismatch, "problems": problems, "file_bytes": fileBytes, "map_bytes": mapBytes,
-         "used_bytes": usedBytes, "unreadable": unreadable, "moved_aside": movedAside]
+         "used_bytes": usedBytes, "unreadable": unreadable, "moved_aside": movedAside, "tree_bytes": treeBytes,
+         "free_bytes": freeBytes]
     }
 
     /// One line for people.
@@ -212,7 +213,8 @@ struct CacheVerifyCommand: ParsableCommand {
             } else {
                 print("store:   \(options.storeDirectory)/cache")
                 print(report.summary)
-                print("file:    \(bytesText(report.fileBytes)) on disk, \(bytesText(report.usedBytes)) in use, "
+                print("file:    \(bytesText(report.fileBytes)) on disk, \(bytesText(report.usedBytes)) in use "
+                      + "(trees \(bytesText(report.treeBytes)), free list \(bytesText(report.freeBytes))), "
                       + "map \(bytesText(report.mapBytes))")
             }
             if !report.isConsistent { throw ExitCode.failure }

@@ -30,6 +30,9 @@ public struct CacheVerifyReport: Sendable, Hashable {
     public let unreadable: Bool
     /// This process found the store unusable when it opened it, moved it aside and started anew.
     public let movedAside: Bool
+    /// Bytes of the pages of the trees, and of the pages on LMDB's free list (reused by later commits).
+    public let treeBytes: Int64
+    public let freeBytes: Int64
     /// No problem found.
     public var isConsistent: Bool { problems == 0 }
 }
@@ -53,6 +56,6 @@ extension Cache {
             damaged: r.damaged, orphanIndex: r.orphan_index, missingIndex: r.missing_index,
             totalsMismatch: r.totals_mismatch != 0, problems: r.problems, fileBytes: r.file_bytes,
             mapBytes: r.map_bytes, usedBytes: r.used_bytes, unreadable: r.unreadable != 0,
-            movedAside: r.moved_aside != 0)
+            movedAside: r.moved_aside != 0, treeBytes: r.tree_bytes, freeBytes: r.free_bytes)
     }
 }
