@@ -465,3 +465,72 @@ void cstress_result_free(cstress_result *r) {
     r->series = NULL;
     r->nseconds = 0;
 }
+
+/* ---- prefill ------------------------------------------------------------------------------- */
+
+typedef struct prefill_arg {
+    const cstress_config *cfg;
+    courier_engine *engine;
+    int index, of;
+    int rc;
+    char error[200];
+} prefill_arg;
+
+static void *prefill_work(void *p) {
+    prefill_arg *a = p;
+    const cstress_config *cfg = a->cfg;
+    uint8_t *value = malloc((size_t)cfg->value_max);
+    char key[96];
+    uint64_t rng = (uint64_t)a->index * 0x9E3779B97F4A7C15ULL + 17;
+    for (int64_t k = a->index; value && k < cfg->entries && a->rc == 0; k += a->of) {
+        size_t len = (size_t)cfg->value_min;
+        if (cfg->value_max > cfg->value_min) len += (size_t)(next_rand(&rng) % (uint64_t)(cfg->value_max - cfg->value_min + 1));
+        fill_value(value, len, (uint64_t)k, 0);
+        snprintf(key, sizeof key, "stress/%lld", (long long)k);
+        courier_error err;
+        int rc = courier_cache_put_key(a->engine, key, 200, NULL, NULL, 0, value, len, cfg->expiry_s, &err);
+        if (rc != COURIER_OK) {
+            a->rc = rc;
+            snprintf(a->error, sizeof a->error, "prefill put: %.150s", err.message);
+        }
+    }
+    free(value);
+    return NULL;
+}
+
+int cstress_prefill(const cstress_config *cfg, char *error, size_t cap) {
+    courier_config *cc = NULL;
+    courier_engine *e = NULL;
+    courier_error err;
+    int rc = courier_config_new(&cc);
+    if (rc == COURIER_OK) rc = courier_config_set_store_dir(cc, cfg->store_dir);
+    if (rc == COURIER_OK && cfg->size_limit > 0) rc = courier_config_set_cache_max_bytes(cc, cfg->size_limit);
+    if (rc == COURIER_OK) rc = courier_config_set_cache_durability(cc, COURIER_CACHE_FAST);
+    if (rc == COURIER_OK) rc = courier_engine_open(&e, cc, &err);
+    courier_config_free(cc);
+    if (rc != COURIER_OK) {
+        snprintf(error, cap, "cannot open the engine: %s", courier_strerror(rc));
+        return rc;
+    }
+    int n = cfg->threads > 0 ? cfg->threads : 1;
+    prefill_arg *args = calloc((size_t)n, sizeof *args);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    int started = 0;
+    for (int i = 0; args && th && i < n; i++) {
+        args[i] = (prefill_arg){.cfg = cfg, .engine = e, .index = i, .of = n};
+        if (pthread_create(&th[i], NULL, prefill_work, &args[i]) != 0) break;
+        started++;
+    }
+    rc = started == n ? COURIER_OK : COURIER_E_INTERNAL;
+    for (int i = 0; i < started; i++) {
+        pthread_join(th[i], NULL);
+        if (rc == COURIER_OK && args[i].rc) {
+            rc = args[i].rc;
+            snprintf(error, cap, "%s", args[i].error);
+        }
+    }
+    free(args);
+    free(th);
+    courier_engine_close(e);
+    return rc;
+}

@@ -75,6 +75,7 @@ struct StressCacheCommand: ParsableCommand {
     var expiry: Int64 = 0
     @Flag(help: "Through the whole request path (HTTP policy, loopback origin) instead of the cache API.")
     var http = false
+    @Flag(help: "Write every key once before the clock starts (so gets find their entries).") var prefill = false
     @Option(help: "The store directory (default: a temporary one, removed after).") var store: String?
     @Option(help: "Random seed.") var seed: UInt64 = 1
     @Flag(help: "Print one JSON object on stdout.") var json = false
@@ -95,6 +96,7 @@ struct StressCacheCommand: ParsableCommand {
         guard ["durable", "fast", "synced"].contains(durability) else {
             throw ValidationError("--durability is durable, fast or synced")
         }
+        if prefill && http { throw ValidationError("--prefill writes the cache API's keys; it does not apply to --http") }
         if let sizeLimit, parseBytes(sizeLimit) == nil { throw ValidationError("bad --size-limit '\(sizeLimit)'") }
     }
 
@@ -121,12 +123,11 @@ struct StressCacheCommand: ParsableCommand {
         }
     }
 
-    /// Runs this process's share in C.
-    func runShare(storeDir: String, httpURL: String?, progress: Bool) throws -> [String: Any] {
+    /// The C settings (strings borrowed for the duration of `body`).
+    func withConfig<R>(storeDir: String, httpURL: String?, _ body: (inout cstress_config) -> R) throws -> R {
         let (lo, hi) = try values()
         let w = try weights()
-        var result = cstress_result()
-        let rc: Int32 = storeDir.withCString { dir in
+        return storeDir.withCString { dir in
             (httpURL ?? "").withCString { url in
                 var c = cstress_config()
                 c.store_dir = dir
@@ -146,16 +147,24 @@ struct StressCacheCommand: ParsableCommand {
                 c.expiry_s = expiry
                 c.http_base_url = httpURL == nil ? nil : url
                 c.seed = seed &* 1000 &+ UInt64(getpid())
-                let callback: (@convention(c) (UnsafePointer<cstress_live>?, UnsafeMutableRawPointer?) -> Void)? =
-                    progress ? { live, _ in
-                        guard let l = live?.pointee else { return }
-                        let rate = l.elapsed_s > 0 ? Double(l.ops) / l.elapsed_s : 0
-                        let line = String(format: "\r\u{1B}[K%6.1f s  %10.0f ops/s  get p99 %8.1f µs  %lld errors",
-                                          l.elapsed_s, rate, Double(l.last_get_p99) / 1000, l.errors)
-                        FileHandle.standardError.write(Data(line.utf8))
-                    } : nil
-                return cstress_run(&c, &result, callback, nil)
+                return body(&c)
             }
+        }
+    }
+
+    /// Runs this process's share in C.
+    func runShare(storeDir: String, httpURL: String?, progress: Bool) throws -> [String: Any] {
+        var result = cstress_result()
+        let rc: Int32 = try withConfig(storeDir: storeDir, httpURL: httpURL) { c in
+            let callback: (@convention(c) (UnsafePointer<cstress_live>?, UnsafeMutableRawPointer?) -> Void)? =
+                progress ? { live, _ in
+                    guard let l = live?.pointee else { return }
+                    let rate = l.elapsed_s > 0 ? Double(l.ops) / l.elapsed_s : 0
+                    let line = String(format: "\r\u{1B}[K%6.1f s  %10.0f ops/s  get p99 %8.1f µs  %lld errors",
+                                      l.elapsed_s, rate, Double(l.last_get_p99) / 1000, l.errors)
+                    FileHandle.standardError.write(Data(line.utf8))
+                } : nil
+            return cstress_run(&c, &result, callback, nil)
         }
         defer { cstress_result_free(&result) }
         if progress { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
@@ -233,6 +242,16 @@ struct StressCacheCommand: ParsableCommand {
         let server = http ? try EmbeddedServer() : nil
         defer { server?.stop() }
         let tty = isatty(STDERR_FILENO) != 0
+        if prefill {
+            if tty { FileHandle.standardError.write(Data("prefilling \(entries) keys...".utf8)) }
+            var error = [CChar](repeating: 0, count: 256)
+            let rc = try withConfig(storeDir: storeDir, httpURL: nil) { c in cstress_prefill(&c, &error, error.count) }
+            if tty { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            if rc != 0 {
+                printError("error: \(String(cString: error))")
+                throw ExitCode.failure
+            }
+        }
         let started = Date()
         var parts: [[String: Any]] = []
         if processes == 1 {
@@ -268,7 +287,7 @@ struct StressCacheCommand: ParsableCommand {
     func settingsObject(storeDir: String?) -> [String: Any] {
         var s: [String: Any] = ["threads": threads, "processes": processes, "duration": duration, "ops": ops,
                                 "entries": entries, "value_size": valueSize, "mix": mix, "skew": skew,
-                                "durability": durability, "expiry": expiry, "http": http]
+                                "durability": durability, "expiry": expiry, "http": http, "prefill": prefill]
         if skew == "zipf" { s["zipf_s"] = zipfS }
         if let sizeLimit { s["size_limit"] = parseBytes(sizeLimit) ?? 0 }
         return s

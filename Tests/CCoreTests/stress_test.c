@@ -75,6 +75,24 @@ static void test_threads_on_one_engine(void) {
     CHECK(n > 0);
 }
 
+static void test_prefill_then_gets_hit(void) {
+    const char *dir = th_tmpdir();
+    cstress_config c = base_config(dir);
+    c.mix_get = 1;
+    c.mix_put = c.mix_remove = 0;
+    char error[256] = "";
+    REQUIRE(cstress_prefill(&c, error, sizeof error) == 0);
+    cstress_result r;
+    REQUIRE(cstress_run(&c, &r, NULL, NULL) == 0);
+    check_result(&r, c.ops);
+    CHECK_EQ(r.hits, c.ops); /* every key is there, and whole */
+    CHECK_EQ(r.misses, 0);
+    cstress_result_free(&r);
+    int64_t n = 0;
+    check_verify(dir, &n);
+    CHECK_EQ(n, c.entries);
+}
+
 static void test_eviction_and_expiry(void) {
     const char *dir = th_tmpdir();
     cstress_config c = base_config(dir);
@@ -150,5 +168,5 @@ static void test_bad_settings(void) {
     CHECK_EQ(cstress_run(&c, &r, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
 }
 
-TESTS_MAIN(T(test_threads_on_one_engine), T(test_eviction_and_expiry), T(test_two_processes_on_one_store),
+TESTS_MAIN(T(test_threads_on_one_engine), T(test_prefill_then_gets_hit), T(test_eviction_and_expiry), T(test_two_processes_on_one_store),
            T(test_whole_request_path), T(test_bad_settings))

@@ -76,6 +76,12 @@ int cstress_run(const cstress_config *cfg, cstress_result *out, void (*progress)
                 void *user);
 void cstress_result_free(cstress_result *r);
 
+/* Writes every key of the key space once (sizes as the config says, version 0), before a run, on
+ * `threads` threads of an engine of its own opened with the no-sync setting (a store's durability
+ * is chosen per process when it opens: the run's own engine then uses cfg->durability). Returns
+ * 0 or a negative courier_code (error, cap: why). */
+int cstress_prefill(const cstress_config *cfg, char *error, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif
