@@ -157,7 +157,18 @@ static bool value_whole(const uint8_t *v, size_t len, uint64_t key, uint8_t *scr
 
 /* ---- keys ---------------------------------------------------------------------------------- */
 
-static uint64_t pick_key(run *r, worker *w) {
+/* With acknowledged writes, only this thread's own keys (see cstress_config.ack_fd). */
+static uint64_t own_key(run *r, worker *w, uint64_t k) {
+    const cstress_config *cfg = r->cfg;
+    if (cfg->ack_fd < 0 || cfg->key_slots <= 0) return k;
+    uint64_t m = (uint64_t)cfg->key_slots * (uint64_t)cfg->threads;
+    uint64_t own = (uint64_t)cfg->key_slot * (uint64_t)cfg->threads + (uint64_t)(w->index - 1);
+    k = k - k % m + own;
+    while (k >= (uint64_t)cfg->entries && k >= m) k -= m;
+    return k;
+}
+
+static uint64_t pick_key_any(run *r, worker *w) {
     uint64_t n = (uint64_t)r->cfg->entries;
     if (!r->cfg->zipf) return next_rand(&w->rng) % n;
     /* Continuous Zipf by inversion, then the rank spread over the key space (hot keys are not
@@ -169,6 +180,14 @@ static uint64_t pick_key(run *r, worker *w) {
     if (rank >= 1) rank -= 1;
     if (rank >= n) rank = n - 1;
     return (rank * 0x9E3779B97F4A7C15ULL) % n;
+}
+
+static uint64_t pick_key(run *r, worker *w) { return own_key(r, w, pick_key_any(r, w)); }
+
+static uint64_t wall_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void note_error(worker *w, const char *what, const courier_error *err, int rc) {
@@ -253,13 +272,17 @@ static void *work(void *arg) {
                 size_t len = (size_t)cfg->value_min;
                 if (cfg->value_max > cfg->value_min)
                     len += (size_t)(next_rand(&w->rng) % (uint64_t)(cfg->value_max - cfg->value_min + 1));
-                fill_value(value, len, k, ++version);
+                uint64_t v = cfg->ack_fd >= 0 ? wall_ns() : ++version;
+                fill_value(value, len, k, v);
                 t = now_ns(); /* the value is made before the clock starts */
                 rc = courier_cache_put_key(r->engine, key, 200, NULL, NULL, 0, value, len, cfg->expiry_s, &err);
                 t1 = now_ns();
                 if (rc != COURIER_OK) {
                     failed = true;
                     note_error(w, "put", &err, rc);
+                } else if (cfg->ack_fd >= 0) {
+                    uint64_t rec[2] = {k, v};
+                    if (write(cfg->ack_fd, rec, sizeof rec) != (ssize_t)sizeof rec) failed = true;
                 }
             } else {
                 rc = courier_cache_remove_key(r->engine, key, &err);
@@ -531,6 +554,68 @@ int cstress_prefill(const cstress_config *cfg, char *error, size_t cap) {
     }
     free(args);
     free(th);
+    courier_engine_close(e);
+    return rc;
+}
+
+/* ---- acknowledged writes ------------------------------------------------------------------- */
+
+int cstress_check_acks(const char *store_dir, int64_t entries, const char *const *paths, size_t n, int64_t *checked,
+                       int64_t *lost, int64_t *torn, char *error, size_t cap) {
+    *checked = *lost = *torn = 0;
+    uint64_t *acked = calloc((size_t)entries, sizeof *acked);
+    if (!acked) return COURIER_E_NO_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        FILE *f = fopen(paths[i], "rb");
+        if (!f) continue; /* a worker killed before it opened its file acknowledged nothing */
+        uint64_t rec[2];
+        while (fread(rec, sizeof rec, 1, f) == 1)
+            if (rec[0] < (uint64_t)entries && rec[1] > acked[rec[0]]) acked[rec[0]] = rec[1];
+        fclose(f);
+    }
+    courier_config *cc = NULL;
+    courier_engine *e = NULL;
+    courier_error err;
+    int rc = courier_config_new(&cc);
+    if (rc == COURIER_OK) rc = courier_config_set_store_dir(cc, store_dir);
+    if (rc == COURIER_OK) rc = courier_engine_open(&e, cc, &err);
+    courier_config_free(cc);
+    if (rc != COURIER_OK) {
+        free(acked);
+        snprintf(error, cap, "cannot open the engine: %s", courier_strerror(rc));
+        return rc;
+    }
+    char key[96];
+    uint8_t *scratch = NULL;
+    size_t scratch_cap = 0;
+    for (int64_t k = 0; k < entries && rc == COURIER_OK; k++) {
+        if (!acked[k]) continue;
+        (*checked)++;
+        snprintf(key, sizeof key, "stress/%lld", (long long)k);
+        courier_response *resp = NULL;
+        int grc = courier_cache_get_key(e, key, COURIER_CACHE_ALLOW_STALE, &resp, &err);
+        if (grc == COURIER_E_NOT_FOUND) {
+            (*lost)++;
+        } else if (grc != COURIER_OK) {
+            rc = grc;
+            snprintf(error, cap, "get %s: %.150s", key, err.message);
+        } else {
+            size_t len = 0;
+            const uint8_t *b = courier_response_body(resp, &len);
+            if (len > scratch_cap) {
+                free(scratch);
+                scratch = malloc(len);
+                scratch_cap = scratch ? len : 0;
+            }
+            uint64_t version = 0;
+            if (len >= 16) memcpy(&version, b + 8, 8);
+            if (!scratch || !value_whole(b, len, (uint64_t)k, scratch)) (*torn)++;
+            else if (version < acked[k]) (*lost)++;
+        }
+        courier_response_free(resp);
+    }
+    free(scratch);
+    free(acked);
     courier_engine_close(e);
     return rc;
 }

@@ -76,6 +76,14 @@ struct StressCacheCommand: ParsableCommand {
     @Flag(help: "Through the whole request path (HTTP policy, loopback origin) instead of the cache API.")
     var http = false
     @Flag(help: "Write every key once before the clock starts (so gets find their entries).") var prefill = false
+    @Flag(help: ArgumentHelp(
+        "Kill worker processes with SIGKILL at random moments and restart them; then check that no write a worker "
+        + "had acknowledged is lost (each process's threads write keys of their own; needs --duration, no removes, "
+        + "no expiry, and a key space that fits the size limit)."))
+    var chaos = false
+    @Option(name: .customLong("ack-file"), help: .hidden) var ackFile: String?
+    @Option(name: .customLong("chaos-slot"), help: .hidden) var chaosSlot = 0
+    @Option(name: .customLong("chaos-slots"), help: .hidden) var chaosSlots = 0
     @Option(help: "The store directory (default: a temporary one, removed after).") var store: String?
     @Option(help: "Random seed.") var seed: UInt64 = 1
     @Flag(help: "Print one JSON object on stdout.") var json = false
@@ -95,6 +103,18 @@ struct StressCacheCommand: ParsableCommand {
         guard ["uniform", "zipf"].contains(skew) else { throw ValidationError("--skew is uniform or zipf") }
         guard ["durable", "fast", "synced"].contains(durability) else {
             throw ValidationError("--durability is durable, fast or synced")
+        }
+        if chaos {
+            let limit = sizeLimit.flatMap(parseBytes) ?? (256 << 20)
+            guard d > 0, ops == 0 else { throw ValidationError("--chaos runs for a --duration (and --ops 0)") }
+            guard try weights()[2] == 0, expiry == 0, !http else {
+                throw ValidationError("--chaos needs no removes (--mix G:P:0), no --expiry and no --http")
+            }
+            guard entries * (try values()).1 * 3 <= limit else {
+                throw ValidationError("--chaos needs a key space that fits the size limit (entries x largest value "
+                                      + "x 3 <= the limit), so no acknowledged write is evicted")
+            }
+            guard entries >= Int64(processes * threads) else { throw ValidationError("--chaos needs more keys than threads") }
         }
         if prefill && http { throw ValidationError("--prefill writes the cache API's keys; it does not apply to --http") }
         if let sizeLimit, parseBytes(sizeLimit) == nil { throw ValidationError("bad --size-limit '\(sizeLimit)'") }
@@ -147,6 +167,9 @@ struct StressCacheCommand: ParsableCommand {
                 c.expiry_s = expiry
                 c.http_base_url = httpURL == nil ? nil : url
                 c.seed = seed &* 1000 &+ UInt64(getpid())
+                c.ack_fd = -1
+                c.key_slot = Int32(chaosSlot)
+                c.key_slots = Int32(chaosSlots)
                 return body(&c)
             }
         }
@@ -155,7 +178,10 @@ struct StressCacheCommand: ParsableCommand {
     /// Runs this process's share in C.
     func runShare(storeDir: String, httpURL: String?, progress: Bool) throws -> [String: Any] {
         var result = cstress_result()
+        let ackFD: Int32 = ackFile.map { open($0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600) } ?? -1
+        defer { if ackFD >= 0 { close(ackFD) } }
         let rc: Int32 = try withConfig(storeDir: storeDir, httpURL: httpURL) { c in
+            c.ack_fd = ackFD
             let callback: (@convention(c) (UnsafePointer<cstress_live>?, UnsafeMutableRawPointer?) -> Void)? =
                 progress ? { live, _ in
                     guard let l = live?.pointee else { return }
@@ -254,12 +280,33 @@ struct StressCacheCommand: ParsableCommand {
         }
         let started = Date()
         var parts: [[String: Any]] = []
-        if processes == 1 {
+        var kills = 0
+        var ackFiles: [String] = []
+        if processes == 1 && !chaos {
             parts.append(try runShare(storeDir: storeDir, httpURL: server?.baseURL, progress: tty))
         } else {
-            parts = try runWorkers(storeDir: storeDir, httpURL: server?.baseURL, tty: tty, started: started)
+            parts = try runWorkers(storeDir: storeDir, httpURL: server?.baseURL, tty: tty, started: started,
+                                   kills: &kills, ackFiles: &ackFiles)
         }
         var result = Self.combine(parts)
+        var lost: Int64 = 0, tornAcked: Int64 = 0
+        if chaos {
+            // Every write a worker acknowledged (its ack file) must be in the store, whole, as new.
+            var checked: Int64 = 0
+            var error = [CChar](repeating: 0, count: 256)
+            let cPaths = ackFiles.map { strdup($0) }
+            defer { cPaths.forEach { free($0) } }
+            var pointers = cPaths.map { UnsafePointer<CChar>($0) }
+            let rc = cstress_check_acks(storeDir, entries, &pointers, pointers.count, &checked, &lost, &tornAcked,
+                                        &error, error.count)
+            ackFiles.forEach { try? FileManager.default.removeItem(atPath: $0) }
+            if rc != 0 {
+                printError("error: cannot check the acknowledged writes: \(String(cString: error))")
+                throw ExitCode.failure
+            }
+            result["chaos"] = ["kills": kills, "acknowledged_keys_checked": checked, "lost": lost,
+                               "torn": tornAcked] as [String: Any]
+        }
         // The integrity check, by a fresh engine after every worker closed its own.
         var configuration = Configuration()
         configuration.storeDirectory = storeDir
@@ -277,7 +324,11 @@ struct StressCacheCommand: ParsableCommand {
         } else {
             printText(result, report: report)
         }
-        if errors > 0 || torn > 0 || !report.isConsistent {
+        if chaos && !json {
+            print("chaos: \(kills) worker processes killed with SIGKILL and restarted; acknowledged writes lost: \(lost), "
+                  + "torn: \(tornAcked)")
+        }
+        if errors > 0 || torn > 0 || !report.isConsistent || lost > 0 || tornAcked > 0 {
             if let first = result["first_error"] as? String, !first.isEmpty { printError("first error: \(first)") }
             printError("error: \(errors) errors, \(torn) torn values, verify \(report.isConsistent ? "clean" : "FAILED")")
             throw ExitCode.failure
@@ -287,45 +338,83 @@ struct StressCacheCommand: ParsableCommand {
     func settingsObject(storeDir: String?) -> [String: Any] {
         var s: [String: Any] = ["threads": threads, "processes": processes, "duration": duration, "ops": ops,
                                 "entries": entries, "value_size": valueSize, "mix": mix, "skew": skew,
-                                "durability": durability, "expiry": expiry, "http": http, "prefill": prefill]
+                                "durability": durability, "expiry": expiry, "http": http, "prefill": prefill, "chaos": chaos]
         if skew == "zipf" { s["zipf_s"] = zipfS }
         if let sizeLimit { s["size_limit"] = parseBytes(sizeLimit) ?? 0 }
         return s
     }
 
+    /// One worker process: this executable again, in worker mode.
+    final class Worker {
+        let slot: Int
+        let process = Process()
+        let resultFile: String
+        init(slot: Int, resultFile: String) {
+            self.slot = slot
+            self.resultFile = resultFile
+        }
+    }
+
     /// Starts the worker processes (this executable again), waits for them, reads their results.
-    func runWorkers(storeDir: String, httpURL: String?, tty: Bool, started: Date) throws -> [[String: Any]] {
+    /// With --chaos, kills one with SIGKILL at random moments and starts it again for the rest of
+    /// the run, each incarnation with an ack file of its own (returned in `ackFiles`).
+    func runWorkers(storeDir: String, httpURL: String?, tty: Bool, started: Date, kills: inout Int,
+                    ackFiles: inout [String]) throws -> [[String: Any]] {
         let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        var args = ["stress", "cache", "--threads", "\(threads)", "--processes", "1", "--duration", duration,
+        var args = ["stress", "cache", "--threads", "\(threads)", "--processes", "1",
                     "--ops", "\(ops)", "--entries", "\(entries)", "--value-size", valueSize, "--mix", mix,
                     "--skew", skew, "--zipf-s", "\(zipfS)", "--durability", durability, "--expiry", "\(expiry)",
                     "--store", storeDir]
         if let sizeLimit { args += ["--size-limit", sizeLimit] }
         if let httpURL { args += ["--http-url", httpURL] }
-        var children: [(Process, String)] = []
-        for p in 0..<processes {
-            let file = storeDir + "/.stress-result-\(getpid())-\(p).json"
-            let child = Process()
-            child.executableURL = exe
-            child.arguments = args + ["--seed", "\(seed &+ UInt64(p) &* 7919)", "--worker-result", file]
-            try child.run()
-            children.append((child, file))
+        let total = parseSeconds(duration) ?? 0
+        var generation = 0
+        func launch(_ slot: Int) throws -> Worker {
+            generation += 1
+            let w = Worker(slot: slot, resultFile: storeDir + "/.stress-result-\(getpid())-\(slot)-\(generation).json")
+            var a = args + ["--seed", "\(seed &+ UInt64(generation) &* 7919)", "--worker-result", w.resultFile]
+            let left = chaos ? max(0.05, total - Date().timeIntervalSince(started)) : total
+            a += ["--duration", chaos ? String(format: "%.3f", left) : duration]
+            if chaos {
+                let ack = storeDir + "/.stress-acks-\(getpid())-\(slot)-\(generation)"
+                ackFiles.append(ack)
+                a += ["--ack-file", ack, "--chaos-slot", "\(slot)", "--chaos-slots", "\(processes)"]
+            }
+            w.process.executableURL = exe
+            w.process.arguments = a
+            try w.process.run()
+            return w
         }
-        while children.contains(where: { $0.0.isRunning }) {
+        var running = try (0..<processes).map { try launch($0) }
+        var finished: [Worker] = []
+        var rng = SystemRandomNumberGenerator()
+        var nextKill = Date().addingTimeInterval(Double.random(in: 0.2...0.8, using: &rng))
+        while running.contains(where: { $0.process.isRunning }) {
             if tty {
-                let line = String(format: "\r\u{1B}[K%6.1f s  %d processes running", Date().timeIntervalSince(started),
-                                  children.filter { $0.0.isRunning }.count)
+                let line = String(format: "\r\u{1B}[K%6.1f s  %d processes running%@", Date().timeIntervalSince(started),
+                                  running.filter { $0.process.isRunning }.count, chaos ? ", \(kills) killed" : "")
                 FileHandle.standardError.write(Data(line.utf8))
             }
-            usleep(250_000)
+            usleep(50_000)
+            if chaos, Date() >= nextKill, Date().timeIntervalSince(started) < total - 0.3,
+               let i = running.indices.filter({ running[$0].process.isRunning }).randomElement(using: &rng) {
+                let victim = running[i]
+                kill(victim.process.processIdentifier, SIGKILL)
+                victim.process.waitUntilExit()
+                kills += 1
+                try? FileManager.default.removeItem(atPath: victim.resultFile)
+                running[i] = try launch(victim.slot)
+                nextKill = Date().addingTimeInterval(Double.random(in: 0.2...0.8, using: &rng))
+            }
         }
+        finished += running
         if tty { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         var parts: [[String: Any]] = []
-        for (child, file) in children {
-            defer { try? FileManager.default.removeItem(atPath: file) }
-            guard child.terminationStatus == 0, let data = FileManager.default.contents(atPath: file),
+        for w in finished {
+            defer { try? FileManager.default.removeItem(atPath: w.resultFile) }
+            guard w.process.terminationStatus == 0, let data = FileManager.default.contents(atPath: w.resultFile),
                   let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-                throw ValidationError("worker process \(child.processIdentifier) failed (status \(child.terminationStatus))")
+                throw ValidationError("worker process \(w.process.processIdentifier) failed (status \(w.process.terminationStatus))")
             }
             parts.append(object)
         }

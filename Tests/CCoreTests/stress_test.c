@@ -9,7 +9,10 @@
 
 #include "cstress.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +32,7 @@ static cstress_config base_config(const char *dir) {
     c.zipf_s = 0.99;
     c.durability = COURIER_CACHE_FAST;
     c.seed = 7;
+    c.ack_fd = -1;
     return c;
 }
 
@@ -158,6 +162,54 @@ static void test_whole_request_path(void) {
     check_verify(dir, NULL);
 }
 
+/* A writer killed with SIGKILL at a random moment: every write it acknowledged is in the store,
+ * whole, at least as new as acknowledged. */
+static void test_killed_writer_loses_no_acknowledged_write(void) {
+#if defined(__SANITIZE_THREAD__)
+    printf("  (skipped under ThreadSanitizer: it does not support fork)\n");
+    return;
+#endif
+    const char *dir = th_tmpdir();
+    char acks[2][600];
+    const char *paths[2];
+    for (int round = 0; round < 2; round++) {
+        snprintf(acks[round], sizeof acks[round], "%s/acks-%d", dir, round);
+        paths[round] = acks[round];
+        fflush(NULL);
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            cstress_config c = base_config(dir);
+            c.mix_get = 1;
+            c.mix_put = 3;
+            c.mix_remove = 0;
+            c.ops = 0;
+            c.duration_s = 60;
+            c.durability = COURIER_CACHE_DURABLE;
+            c.ack_fd = open(acks[round], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+            c.key_slot = round;
+            c.key_slots = 2;
+            cstress_result r;
+            cstress_run(&c, &r, NULL, NULL);
+            _exit(0);
+        }
+        /* Kill it once it has acknowledged some writes (the ack file tells), not after a sleep. */
+        struct stat st;
+        for (int i = 0; i < 20000 && (stat(acks[round], &st) != 0 || st.st_size < 16 * 50); i++) usleep(1000);
+        kill(pid, SIGKILL);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        CHECK(WIFSIGNALED(status));
+    }
+    int64_t checked = 0, lost = -1, torn = -1;
+    char error[256] = "";
+    CHECK_EQ(cstress_check_acks(dir, 2000, paths, 2, &checked, &lost, &torn, error, sizeof error), 0);
+    CHECK(checked > 0);
+    CHECK_EQ(lost, 0);
+    CHECK_EQ(torn, 0);
+    check_verify(dir, NULL);
+}
+
 static void test_bad_settings(void) {
     cstress_config c = base_config(th_tmpdir());
     c.value_min = 8;
@@ -169,4 +221,4 @@ static void test_bad_settings(void) {
 }
 
 TESTS_MAIN(T(test_threads_on_one_engine), T(test_prefill_then_gets_hit), T(test_eviction_and_expiry), T(test_two_processes_on_one_store),
-           T(test_whole_request_path), T(test_bad_settings))
+           T(test_whole_request_path), T(test_killed_writer_loses_no_acknowledged_write), T(test_bad_settings))

@@ -36,6 +36,13 @@ typedef struct cstress_config {
     int64_t expiry_s;          /* expiry of the entries written (0: the engine's default, one hour) */
     const char *http_base_url; /* non-NULL: the whole request path against this origin (/cache) */
     uint64_t seed;             /* random seed (the process index keeps processes apart) */
+    /* Acknowledged writes (for --chaos), when ack_fd >= 0: each thread writes only its own keys
+     * (key % (key_slots x threads) == key_slot x threads + thread), versions are the wall clock in
+     * ns, and after each put that returned COURIER_OK, 16 bytes (key, version) are appended to
+     * ack_fd with one write(2), so a process killed at any moment leaves only writes it knew had
+     * committed. cstress_check_acks then checks none was lost. */
+    int ack_fd;
+    int key_slot, key_slots;
 } cstress_config;
 
 /* One second of the run (of this process). Latencies in nanoseconds. */
@@ -81,6 +88,13 @@ void cstress_result_free(cstress_result *r);
  * is chosen per process when it opens: the run's own engine then uses cfg->durability). Returns
  * 0 or a negative courier_code (error, cap: why). */
 int cstress_prefill(const cstress_config *cfg, char *error, size_t cap);
+
+/* Reads the ack files (paths, n) of a chaos run and checks every acknowledged write against the
+ * store: for each key, the stored value must be whole and its version at least the newest version
+ * acknowledged for it. *checked: keys checked; *lost: keys missing or older than acknowledged;
+ * *torn: values not whole. Returns 0 or a negative courier_code (error, cap: why). */
+int cstress_check_acks(const char *store_dir, int64_t entries, const char *const *paths, size_t n, int64_t *checked,
+                       int64_t *lost, int64_t *torn, char *error, size_t cap);
 
 #ifdef __cplusplus
 }
