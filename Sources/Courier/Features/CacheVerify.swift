@@ -37,6 +37,17 @@ public struct CacheVerifyReport: Sendable, Hashable {
     public var isConsistent: Bool { problems == 0 }
 }
 
+extension CourierError.Code {
+    /// ``Cache/verify()`` found the store inconsistent (courier_cache_verify's code; `verify()`
+    /// itself returns the report rather than throwing it).
+    public static let cacheInconsistent = CourierError.Code(COURIER_E_CACHE_INCONSISTENT)
+}
+
+extension CourierError {
+    /// See ``Code/cacheInconsistent``.
+    public static let cacheInconsistent = Code.cacheInconsistent
+}
+
 extension Cache {
     /// Checks the whole store: every entry readable and whole, both index records of every entry
     /// present, no index record without its entry, the totals equal to a scan. Reads only.
