@@ -6,33 +6,59 @@ import PackageDescription
 let package = Package(
     name: "Courier",
     platforms: [.macOS(.v13)],
+    // The tool is not a product: `swift run courier` works in this package all the same, and a
+    // package that depends on Courier then never fetches swift-argument-parser (SwiftPM resolves
+    // only what the products it uses need).
     products: [
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CCore", targets: ["CCore"]),
-        .executable(name: "courier", targets: ["courier"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // `swift package generate-documentation --target Courier` (README); no target depends on it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The engine, in C. Its one public header is include/courier.h.
         .target(
             name: "CCore",
+            dependencies: ["CCurl", "CLMDB", "CJansson"],
             path: ".",
             sources: ["CCore"],
             publicHeadersPath: "include",
+            // No unsafe flags (SwiftPM refuses them in a package depended on by version): what leaves
+            // the objects is decided in the sources (CCore/internal.h hides everything it declares;
+            // include/courier.h marks the API with COURIER_API). COURIER_BUILDING selects the export
+            // side of COURIER_API (dllexport on Windows).
             cSettings: [
                 .define("_GNU_SOURCE"),
-                .unsafeFlags(["-fvisibility=hidden"]),
+                .define("COURIER_BUILDING"),
             ],
             linkerSettings: [
-                .linkedLibrary("curl"),
-                .linkedLibrary("lmdb"),
-                .linkedLibrary("jansson"),
-                .linkedLibrary("pthread"),
-                .linkedLibrary("m"),
+                .linkedLibrary("pthread", .when(platforms: [.linux])),
+                .linkedLibrary("m", .when(platforms: [.linux])),
             ]
+        ),
+        // The C libraries the core uses, from the system: include and library paths come from
+        // pkg-config; a missing one gets the install hint of the platform's package manager.
+        .systemLibrary(
+            name: "CCurl",
+            path: "Sources/CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
+        ),
+        .systemLibrary(
+            name: "CLMDB",
+            path: "Sources/CLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
+        ),
+        .systemLibrary(
+            name: "CJansson",
+            path: "Sources/CJansson",
+            pkgConfig: "jansson",
+            providers: [.apt(["libjansson-dev"]), .brew(["jansson"])]
         ),
         // The loopback HTTP/1.1 server the tests, the demo and `courier serve` use.
         .target(
@@ -51,11 +77,11 @@ let package = Package(
         // and the Courier C API driven from C, so each is measured without Swift in the way.
         .target(
             name: "CBench",
-            dependencies: ["CCore"],
+            dependencies: ["CCore", "CCurl", "CLMDB"],
             path: "Benchmarks/CBench",
             publicHeadersPath: "include",
             cSettings: [.define("_GNU_SOURCE")],
-            linkerSettings: [.linkedLibrary("curl"), .linkedLibrary("lmdb"), .linkedLibrary("pthread")]
+            linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
         ),
         // Benchmarks (transport, later cache and mapping), run by `courier bench ...`.
         .target(

@@ -35,14 +35,19 @@ typedef struct policy_reg {
     struct policy_reg *next;
 } policy_reg;
 
+#define CR_DEFER_PUTS 4 /* an invalidation: the URL (as keyed and as sent), Location, Content-Location */
+
 typedef struct deferred {
     cr_transfer *t;
     int code;
     courier_response *resp;
     courier_error err;
-    char *key;    /* the final key string (with a Vary suffix) */
+    char *keys[CR_DEFER_PUTS]; /* the final key strings (with a Vary suffix) the puts point to */
     char *vary;   /* Vary names to record, or NULL */
-    cr_store_put put;
+    cr_kvlist headers; /* the fields stored, when some of the response's are not (section 3.1) */
+    courier_response *keep; /* the stored response a HEAD updated (its put points into it) */
+    cr_store_put put[CR_DEFER_PUTS];
+    size_t nput;
     struct deferred *next;
 } deferred;
 
@@ -71,8 +76,14 @@ struct cr_cache_xfer {
     int64_t stale_if_error_until;
     int background;             /* a background revalidation (stale-while-revalidate) */
     int invalidate;             /* an unsafe method under the HTTP policy */
+    int shared;                 /* COURIER_CACHE_HTTP_SHARED */
+    int reason;                 /* courier_cache_reason of what the lookup found (MISS, ...) */
+    int answered;               /* x->answer went out: nothing to write */
+    courier_response *head_get; /* HEAD: the stored GET response it may update (section 4.3.5) */
     cr_transfer *bg;            /* started when the answer has completed */
 };
+
+static bool http_policy(int policy) { return policy == COURIER_CACHE_HTTP || policy == COURIER_CACHE_HTTP_SHARED; }
 
 struct courier_cache_list {
     cr_list_item *items;
@@ -101,7 +112,7 @@ int courier_config_set_cache_expiry(courier_config *cfg, int64_t seconds) {
 }
 
 int courier_config_set_cache_policy(courier_config *cfg, int policy) {
-    if (!cfg || policy < 0 || (policy > COURIER_CACHE_HTTP && policy < COURIER_CACHE_POLICY_USER_MIN))
+    if (!cfg || policy < 0 || (policy > COURIER_CACHE_HTTP_SHARED && policy < COURIER_CACHE_POLICY_USER_MIN))
         return COURIER_E_INVALID_ARGUMENT;
     cfg->cache_policy = policy;
     return COURIER_OK;
@@ -110,6 +121,12 @@ int courier_config_set_cache_policy(courier_config *cfg, int policy) {
 int courier_config_set_cache_durability(courier_config *cfg, int durability) {
     if (!cfg || durability < COURIER_CACHE_DURABLE || durability > COURIER_CACHE_SYNCED) return COURIER_E_INVALID_ARGUMENT;
     cfg->cache_durability = durability;
+    return COURIER_OK;
+}
+
+int courier_config_set_cache_status_header(courier_config *cfg, int on) {
+    if (!cfg) return COURIER_E_INVALID_ARGUMENT;
+    cfg->cache_status_header = on != 0;
     return COURIER_OK;
 }
 
@@ -144,7 +161,7 @@ void cr_cache_req_free(cr_cache_req *c) {
 }
 
 int courier_request_set_cache_policy(courier_request *r, int policy) {
-    if (!r || policy < -1 || (policy > COURIER_CACHE_HTTP && policy < COURIER_CACHE_POLICY_USER_MIN))
+    if (!r || policy < -1 || (policy > COURIER_CACHE_HTTP_SHARED && policy < COURIER_CACHE_POLICY_USER_MIN))
         return COURIER_E_INVALID_ARGUMENT;
     cr_cache_req *c = req_cache(r);
     if (!c) return COURIER_E_NO_MEMORY;
@@ -208,6 +225,14 @@ int cr_cache_engine_init(courier_engine *e, courier_error *err) {
     return COURIER_OK;
 }
 
+static void deferred_free(deferred *d) {
+    for (size_t i = 0; i < CR_DEFER_PUTS; i++) free(d->keys[i]);
+    free(d->vary);
+    cr_kvlist_clear(&d->headers);
+    courier_response_free(d->keep);
+    free(d);
+}
+
 void cr_cache_engine_free(courier_engine *e) {
     struct cr_cache *c = e->cache;
     if (!c) return;
@@ -216,9 +241,7 @@ void cr_cache_engine_free(courier_engine *e) {
         c->dhead = d->next;
         courier_response_free(d->resp);
         cr_transfer_free(d->t);
-        free(d->key);
-        free(d->vary);
-        free(d);
+        deferred_free(d);
     }
     cr_store_release(c->store);
     while (c->policies) {
@@ -444,6 +467,7 @@ courier_response *cr_cache_response_from_entry(const cr_entry *e, int cache_stat
     r->one_block = 1;
     r->status = e->status;
     r->cache_status = cache_status;
+    r->cache_reason = cache_status == COURIER_CACHE_STATUS_HIT ? COURIER_CACHE_REASON_FRESH : COURIER_CACHE_REASON_NONE;
     r->cache_created_ms = e->created_ms;
     r->cache_expires_ms = e->expires_ms;
     r->cache_age_s = age_s;
@@ -479,8 +503,9 @@ static const char *header_lookup(const void *p, const char *name) {
  * fresh_only, an entry that is not fresh is reported (COURIER_OK, *fresh false, *out NULL) without
  * building its response. */
 static int lookup(courier_engine *e, cr_store *s, const char *key, const header_ctx *hc, int64_t now, bool fresh_only,
-                  courier_response **out, cr_entry *meta, bool *fresh) {
+                  courier_response **out, cr_entry *meta, bool *fresh, bool *had_vary) {
     *out = NULL;
+    if (had_vary) *had_vary = false;
     uint8_t hash[16];
     size_t klen = strlen(key);
     cr_key_hash(key, klen, hash);
@@ -500,6 +525,7 @@ static int lookup(courier_engine *e, cr_store *s, const char *key, const header_
         key = vk.data;
         klen = vk.len;
         cr_key_hash(key, klen, hash);
+        if (had_vary) *had_vary = true;
     }
     rc = cr_store_get(s, rd.txn, hash, &ent);
     /* The hash found it; the stored key text must match too (a 128-bit collision reads as a miss). */
@@ -533,6 +559,7 @@ void cr_cache_xfer_free(struct cr_cache_xfer *x) {
     free(x->key);
     courier_response_free(x->answer);
     courier_response_free(x->stored);
+    courier_response_free(x->head_get);
     cr_transfer_free(x->bg);
     free(x);
 }
@@ -565,11 +592,131 @@ static struct cr_cache_xfer *xfer_new(int policy, const char *key) {
     return x;
 }
 
+/* The response only-if-cached gets when nothing usable is stored (section 5.2.1.7): a 504 made
+ * here, judged like a network 504. */
+static courier_response *only_if_cached_504(const cr_transfer *t) {
+    courier_response *r = NULL;
+    if (courier_response_new(&r, 504) != COURIER_OK) return NULL;
+    if (cr_set_string(&r->url, t->url) || cr_set_string(&r->method, t->method)) {
+        courier_response_free(r);
+        return NULL;
+    }
+    r->cache_reason = COURIER_CACHE_REASON_ONLY_IF_CACHED;
+    return r;
+}
+
+/* The HTTP policies before sending: what the stored response (if any) allows under the request's
+ * directives (section 5.2.1) and the stored response's (section 4.2.4). */
+static int http_lookup(courier_engine *e, cr_store *s, const courier_request *r, cr_transfer *t,
+                       struct cr_cache_xfer *x, int64_t now) {
+    struct cr_cache *c = e->cache;
+    x->shared = x->policy == COURIER_CACHE_HTTP_SHARED;
+    x->reason = COURIER_CACHE_REASON_MISS;
+    if (!is_safe_method(r->method)) {
+        x->invalidate = 1;
+        return COURIER_OK;
+    }
+    header_ctx hc = {e, NULL, &t->headers};
+    courier_response *found = NULL;
+    bool fresh = false, had_vary = false;
+    cr_entry meta;
+    if (strcmp(r->method, "HEAD") == 0) {
+        /* A HEAD answer freshens or invalidates the stored GET response (section 4.3.5). */
+        const char *sp = strchr(x->key, ' ');
+        cr_buf k = {0};
+        int rc = COURIER_OK;
+        if (sp && !cr_buf_append_str(&k, "GET") && !cr_buf_append_str(&k, sp))
+            rc = lookup(e, s, k.data, &hc, now, false, &found, &meta, &fresh, NULL);
+        cr_buf_free(&k);
+        if (rc == COURIER_OK) x->head_get = found;
+        x->reason = COURIER_CACHE_REASON_NOT_STORED_METHOD;
+        return COURIER_OK;
+    }
+    if (strcmp(r->method, "GET") != 0) {
+        x->reason = COURIER_CACHE_REASON_NOT_STORED_METHOD;
+        return COURIER_OK;
+    }
+    cr_cc qc;
+    cr_cc_parse(&t->headers, &qc);
+    if (qc.no_store) return COURIER_OK; /* neither served nor stored (the write says why) */
+    int rc = lookup(e, s, x->key, &hc, now, false, &found, &meta, &fresh, &had_vary);
+    if (rc != COURIER_OK) {
+        atomic_fetch_add(&c->misses, 1);
+        x->reason = had_vary ? COURIER_CACHE_REASON_VARY_MISS : COURIER_CACHE_REASON_MISS;
+        if (qc.only_if_cached && !(x->answer = only_if_cached_504(t))) return COURIER_E_NO_MEMORY;
+        return COURIER_OK;
+    }
+    int64_t age_s = cr_http_age_s(&meta, now);
+    int64_t stale_ms = now - meta.expires_ms; /* >= 0: stale by that much */
+    bool no_cache = qc.no_cache || (meta.flags & CR_EF_NO_CACHE);
+    bool must_revalidate = (meta.flags & CR_EF_MUST_REVALIDATE) != 0;
+    /* request max-age: no older than that (an invalid one: revalidate); min-fresh: fresh for that
+     * much longer; max-stale: stale by at most that much (any, without a value) */
+    bool age_ok = !qc.max_age_invalid && (qc.max_age < 0 || age_s <= qc.max_age);
+    bool min_fresh_ok = !qc.min_fresh_invalid && (qc.min_fresh < 0 || meta.expires_ms - now >= qc.min_fresh * 1000);
+    bool may_stale = !no_cache && !must_revalidate; /* section 4.2.4 */
+    bool max_stale_ok = !fresh && may_stale && stale_ms >= 0 && age_ok &&
+                        (qc.max_stale_any || (qc.max_stale >= 0 && !qc.max_stale_invalid && stale_ms <= qc.max_stale * 1000));
+    bool plain_request = qc.max_age < 0 && !qc.max_age_invalid && qc.min_fresh < 0 && !qc.min_fresh_invalid;
+    if (fresh && !no_cache && age_ok && min_fresh_ok) {
+        x->answer = found;
+        atomic_fetch_add(&c->hits, 1);
+    } else if (max_stale_ok) {
+        found->cache_status = COURIER_CACHE_STATUS_STALE;
+        found->cache_reason = COURIER_CACHE_REASON_STALE_ACCEPTED;
+        x->answer = found;
+        atomic_fetch_add(&c->stale, 1);
+    } else if (may_stale && plain_request && stale_ms >= 0 && stale_ms < (int64_t)meta.swr_s * 1000) {
+        /* stale-while-revalidate: answer now, revalidate in the background. */
+        found->cache_status = COURIER_CACHE_STATUS_STALE;
+        found->cache_reason = COURIER_CACHE_REASON_STALE_WHILE_REVALIDATE;
+        x->answer = found;
+        atomic_fetch_add(&c->stale, 1);
+        cr_transfer *bg = NULL;
+        courier_error bgerr;
+        if (cr_transfer_prepare(e, r, &bg, &bgerr) == COURIER_OK) {
+            bg->id = atomic_fetch_add(&e->next_id, 1);
+            struct cr_cache_xfer *bx = xfer_new(x->policy, x->key);
+            courier_response *copy = bx ? response_copy(found) : NULL;
+            if (bx && copy && add_conditionals(bg, copy) == COURIER_OK) {
+                bx->background = 1;
+                bx->shared = x->shared;
+                bx->reason = COURIER_CACHE_REASON_STALE_REFETCHED;
+                bx->stored = copy;
+                bg->cache = bx;
+                x->bg = bg;
+            } else {
+                courier_response_free(copy);
+                cr_cache_xfer_free(bx);
+                cr_transfer_free(bg);
+            }
+        }
+    } else if (qc.only_if_cached) {
+        courier_response_free(found);
+        atomic_fetch_add(&c->misses, 1);
+        if (!(x->answer = only_if_cached_504(t))) return COURIER_E_NO_MEMORY;
+    } else {
+        /* Stale (or not to be used unvalidated): revalidate; stale-if-error (the response's or
+         * the request's, RFC 5861 section 4) may still answer if the origin fails. */
+        int64_t sie = (int64_t)meta.sie_s > qc.sie ? (int64_t)meta.sie_s : qc.sie;
+        if (may_stale && sie > 0) x->stale_if_error_until = meta.expires_ms + sie * 1000;
+        x->stored = found;
+        x->reason = COURIER_CACHE_REASON_STALE_REFETCHED;
+        if (add_conditionals(t, found)) return COURIER_E_NO_MEMORY;
+    }
+    return COURIER_OK;
+}
+
 int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfer *t, courier_error *err) {
     struct cr_cache *c = e->cache;
     if (!c) return COURIER_OK;
     int policy = r->cache && r->cache->policy >= 0 ? r->cache->policy : c->default_policy;
-    if (policy == COURIER_CACHE_NO_CACHE) return COURIER_OK;
+    if (policy == COURIER_CACHE_NO_CACHE) {
+        /* An unsafe method sent without a cache policy still invalidates what the HTTP policies
+         * stored for its URLs (section 4.4), once this engine's cache is open (it has been used). */
+        if (is_safe_method(r->method) || !__atomic_load_n(&c->store, __ATOMIC_ACQUIRE)) return COURIER_OK;
+        policy = COURIER_CACHE_HTTP;
+    }
     policy_reg *reg = NULL;
     if (policy >= COURIER_CACHE_POLICY_USER_MIN) {
         reg = find_policy(c, policy);
@@ -601,13 +748,11 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
 
     courier_response *found = NULL;
     bool fresh = false;
-    cr_entry meta;
-    header_ctx hc = {e, NULL, &t->headers};
     switch (policy) {
     case COURIER_CACHE_WRITE_ONLY:
         break;
     case COURIER_CACHE_CACHE_FIRST:
-        rc = lookup(e, s, x->key, NULL, now, false, &found, NULL, &fresh);
+        rc = lookup(e, s, x->key, NULL, now, false, &found, NULL, &fresh, NULL);
         if (rc == COURIER_OK && fresh) {
             x->answer = found;
             atomic_fetch_add(&c->hits, 1);
@@ -616,65 +761,13 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
             atomic_fetch_add(&c->misses, 1);
         }
         break;
-    case COURIER_CACHE_HTTP: {
-        if (!is_safe_method(r->method)) {
-            x->invalidate = 1;
-            break;
-        }
-        if (strcmp(r->method, "GET") != 0) break;
-        cr_cc qc;
-        cr_cc_parse(&t->headers, &qc);
-        if (qc.no_store) {
-            x->policy = COURIER_CACHE_NO_CACHE;
-            break;
-        }
-        rc = lookup(e, s, x->key, &hc, now, false, &found, &meta, &fresh);
-        if (rc != COURIER_OK) {
-            atomic_fetch_add(&c->misses, 1);
-            break;
-        }
-        int64_t age_ms = now - meta.expires_ms; /* how stale */
-        bool may_stale = !(meta.flags & CR_EF_MUST_REVALIDATE) && !qc.no_cache;
-        bool fresh_ok = fresh && !qc.no_cache && (qc.max_age < 0 || cr_http_age_s(&meta, now) <= qc.max_age);
-        if (fresh_ok) {
-            x->answer = found;
-            atomic_fetch_add(&c->hits, 1);
-        } else if (may_stale && !(meta.flags & CR_EF_NO_CACHE) && age_ms >= 0 && age_ms < (int64_t)meta.swr_s * 1000) {
-            /* stale-while-revalidate: answer now, revalidate in the background. */
-            found->cache_status = COURIER_CACHE_STATUS_STALE;
-            x->answer = found;
-            atomic_fetch_add(&c->stale, 1);
-            cr_transfer *bg = NULL;
-            courier_error bgerr;
-            if (cr_transfer_prepare(e, r, &bg, &bgerr) == COURIER_OK) {
-                bg->id = atomic_fetch_add(&e->next_id, 1);
-                struct cr_cache_xfer *bx = xfer_new(COURIER_CACHE_HTTP, x->key);
-                courier_response *copy = bx ? response_copy(found) : NULL;
-                if (bx && copy && add_conditionals(bg, copy) == COURIER_OK) {
-                    bx->background = 1;
-                    bx->stored = copy;
-                    bg->cache = bx;
-                    x->bg = bg;
-                } else {
-                    courier_response_free(copy);
-                    cr_cache_xfer_free(bx);
-                    cr_transfer_free(bg);
-                }
-            }
-        } else {
-            if (may_stale && meta.sie_s) x->stale_if_error_until = meta.expires_ms + (int64_t)meta.sie_s * 1000;
-            if (qc.only_if_cached && !x->stale_if_error_until) {
-                courier_response_free(found);
-                atomic_fetch_add(&c->misses, 1);
-                break;
-            }
-            x->stored = found;
-            if (add_conditionals(t, found)) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-        }
+    case COURIER_CACHE_HTTP:
+    case COURIER_CACHE_HTTP_SHARED:
+        rc = http_lookup(e, s, r, t, x, now);
+        if (rc) return cr_fail(err, rc, NULL);
         break;
-    }
     default: { /* a user policy */
-        rc = lookup(e, s, x->key, NULL, now, false, &found, NULL, &fresh);
+        rc = lookup(e, s, x->key, NULL, now, false, &found, NULL, &fresh, NULL);
         bool has = false;
         if (rc == COURIER_OK) {
             has = reg->fns.has_cache ? reg->fns.has_cache(found, now, reg->user) != 0 : fresh;
@@ -695,6 +788,22 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
     return COURIER_OK;
 }
 
+int cr_cache_before_hop(courier_engine *e, const cr_transfer *prev, cr_transfer *next, courier_error *err) {
+    const struct cr_cache_xfer *x = prev->cache;
+    if (!x || x->background || x->policy == COURIER_CACHE_NO_CACHE) return COURIER_OK;
+    /* The hop as a request of its own: its absolute URL and headers, the chain's policy and
+     * expiry; the key is the hop's URL (a key of the caller's own names the first hop alone). */
+    cr_cache_req c = {.policy = x->policy, .expiry_s = x->expiry_s};
+    courier_request r;
+    memset(&r, 0, sizeof r);
+    r.method = next->method;
+    r.target = next->url;
+    r.headers = next->headers;
+    r.cache = &c;
+    r.body_encoding = -1;
+    return cr_cache_before_send(e, &r, next, err);
+}
+
 /* A deep copy of a response (for the background revalidation's 304). */
 static courier_response *response_copy(const courier_response *src) {
     courier_response *r = calloc(1, sizeof *r);
@@ -705,6 +814,7 @@ static courier_response *response_copy(const courier_response *src) {
     r->cache_created_ms = src->cache_created_ms;
     r->cache_expires_ms = src->cache_expires_ms;
     r->cache_age_s = src->cache_age_s;
+    r->cache_reason = src->cache_reason;
     r->body_len = src->body_len;
     if (!(r->method = cr_strdup(src->method)) || !(r->url = cr_strdup(src->url)) ||
         (src->cache_key && !(r->cache_key = cr_strdup(src->cache_key))) ||
@@ -715,17 +825,70 @@ static courier_response *response_copy(const courier_response *src) {
     return r;
 }
 
+/* ---- what the cache did ----------------------------------------------------------------------- */
+
+const char *courier_cache_reason_name(int reason) {
+    static const char *const names[] = {
+        "none",           "miss",           "fresh",          "stale-while-revalidate", "stale-if-error",
+        "revalidated",    "stale-refetched", "vary-miss",     "only-if-cached",         "not-stored-no-store",
+        "not-stored-status", "not-stored-private", "not-stored-authorization", "not-stored-vary",
+        "not-stored-too-large", "not-stored-no-freshness", "not-stored-method", "invalidated",
+        "stale-accepted", "updated-stored", "not-stored-policy"};
+    return reason >= 0 && (size_t)reason < sizeof names / sizeof names[0] ? names[reason] : "unknown";
+}
+
+int courier_response_cache_reason(const courier_response *r) { return r ? r->cache_reason : COURIER_CACHE_REASON_NONE; }
+
+/* Sets a response's reason and, when the engine asks for it, its Cache-Status field (RFC 9211):
+ * "Courier; hit" for an answer from the cache, else "Courier; fwd=<why it went forward>" with
+ * "fwd-status" and "stored" when they apply; then "detail=<reason name>". */
+static void mark(const courier_engine *e, courier_response *r, int reason, bool stored) {
+    r->cache_reason = reason;
+    if (!e->config->cache_status_header) return;
+    const char *fwd = NULL;
+    switch (reason) {
+    case COURIER_CACHE_REASON_FRESH:
+    case COURIER_CACHE_REASON_STALE_WHILE_REVALIDATE:
+    case COURIER_CACHE_REASON_STALE_IF_ERROR:
+    case COURIER_CACHE_REASON_STALE_ACCEPTED:
+    case COURIER_CACHE_REASON_ONLY_IF_CACHED: break;
+    case COURIER_CACHE_REASON_VARY_MISS: fwd = "vary-miss"; break;
+    case COURIER_CACHE_REASON_REVALIDATED:
+    case COURIER_CACHE_REASON_STALE_REFETCHED: fwd = "stale"; break;
+    case COURIER_CACHE_REASON_NOT_STORED_METHOD:
+    case COURIER_CACHE_REASON_INVALIDATED:
+    case COURIER_CACHE_REASON_UPDATED_STORED: fwd = "method"; break;
+    default: fwd = "uri-miss"; break;
+    }
+    char v[160];
+    int n;
+    if (!fwd) n = snprintf(v, sizeof v, "Courier; %s", reason == COURIER_CACHE_REASON_ONLY_IF_CACHED ? "fwd=miss" : "hit");
+    else n = snprintf(v, sizeof v, "Courier; fwd=%s", fwd);
+    if (fwd && r->status) n += snprintf(v + n, sizeof v - (size_t)n, "; fwd-status=%d", reason == COURIER_CACHE_REASON_REVALIDATED ? 304 : r->status);
+    if (stored) n += snprintf(v + n, sizeof v - (size_t)n, "; stored");
+    snprintf(v + n, sizeof v - (size_t)n, "; detail=%s", courier_cache_reason_name(reason));
+    if (cr_response_detach(r) == COURIER_OK) {
+        cr_kvlist_remove(&r->headers, "Cache-Status");
+        (void)cr_kvlist_add(&r->headers, "Cache-Status", 12, v, strlen(v));
+    }
+}
+
 bool cr_cache_answer(courier_engine *e, cr_transfer *t, cr_complete_fn complete, cr_start_fn start) {
     struct cr_cache_xfer *x = t->cache;
     if (!x || !x->answer) return false;
     courier_response *resp = x->answer;
     x->answer = NULL;
+    x->answered = 1;
     resp->id = t->id;
+    if (resp->cache_reason == COURIER_CACHE_REASON_NONE && resp->cache_status == COURIER_CACHE_STATUS_HIT)
+        resp->cache_reason = COURIER_CACHE_REASON_FRESH;
+    if (e->config->cache_status_header) mark(e, resp, resp->cache_reason, false);
     cr_transfer *bg = x->bg;
     x->bg = NULL;
     courier_error err;
     cr_error_clear(&err);
-    cr_event_from_cache(e, t, resp); /* event monitors (log.c), before the FINISHED */
+    if (resp->cache_status != COURIER_CACHE_STATUS_NETWORK)
+        cr_event_from_cache(e, t, resp); /* event monitors (log.c), before the FINISHED */
     complete(e, t, COURIER_OK, resp, &err); /* the engine's normal path: judged, then answered */
     if (bg) {
         atomic_fetch_add(&e->queued, 1); /* counted like a submission */
@@ -742,6 +905,7 @@ static bool error_allows_stale(int code, const courier_response *resp) {
     case COURIER_E_NETWORK:
     case COURIER_E_PARTIAL_RESPONSE: return true;
     case COURIER_OK:
+    case COURIER_E_HTTP_STATUS:
         return resp && (resp->status == 500 || resp->status == 502 || resp->status == 503 || resp->status == 504);
     default: return false;
     }
@@ -762,10 +926,12 @@ int cr_cache_on_answer(courier_engine *e, cr_transfer *t, int code, courier_resp
         m->id = t->id;
         m->metrics = (*resp)->metrics;
         m->cache_status = COURIER_CACHE_STATUS_REVALIDATED;
+        m->cache_reason = COURIER_CACHE_REASON_REVALIDATED;
         m->cache_age_s = 0;
         cr_kvlist_remove(&m->headers, "Age");
         courier_response_free(*resp);
         *resp = m;
+        x->reason = COURIER_CACHE_REASON_REVALIDATED;
         atomic_fetch_add(&c->revalidations, 1);
         return COURIER_OK;
     }
@@ -774,6 +940,8 @@ int cr_cache_on_answer(courier_engine *e, cr_transfer *t, int code, courier_resp
         x->stored = NULL;
         m->id = t->id;
         m->cache_status = COURIER_CACHE_STATUS_STALE;
+        mark(e, m, COURIER_CACHE_REASON_STALE_IF_ERROR, false);
+        x->answered = 1; /* the origin's error is not stored over it */
         courier_response_free(*resp);
         *resp = m;
         cr_error_clear(err);
@@ -789,7 +957,7 @@ static void fill_entry_from_response(cr_entry *en, const courier_response *resp,
     en->status = resp->status;
     en->key = key;
     en->key_len = strlen(key);
-    en->method = resp->method ? resp->method : "GET";
+    en->method = resp->method && resp->method[0] ? resp->method : "GET";
     en->method_len = strlen(en->method);
     en->url = resp->url ? resp->url : "";
     en->url_len = strlen(en->url);
@@ -811,10 +979,153 @@ static void fill_entry_from_response(cr_entry *en, const courier_response *resp,
     }
 }
 
+/* A removal of the response stored under `key` (and of a Vary record under it). Takes key. */
+static bool add_removal(deferred *d, char *key) {
+    if (!key || d->nput == CR_DEFER_PUTS) {
+        free(key);
+        return false;
+    }
+    cr_store_put *p = &d->put[d->nput];
+    d->keys[d->nput++] = key;
+    cr_key_hash(key, strlen(key), p->hash);
+    p->remove_only = 1;
+    memcpy(p->vary_hash, p->hash, 16);
+    p->remove_vary = 1;
+    p->entry.key = key;
+    p->entry.key_len = strlen(key);
+    return true;
+}
+
+/* Section 4.4: a non-error answer to an unsafe method invalidates the GET responses stored for its
+ * URL and for the same-origin URLs of its Location and Content-Location. */
+static bool plan_invalidation(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x, const courier_response *resp,
+                              deferred *d) {
+    const char *sp = strchr(x->key, ' ');
+    if (!sp) return false;
+    cr_buf k = {0};
+    if (cr_buf_append_str(&k, "GET") || cr_buf_append(&k, sp, strcspn(sp, "\n"))) {
+        cr_buf_free(&k);
+        return false;
+    }
+    const char *base = k.data + 4;
+    bool any = false;
+    const char *refs[] = {cr_kvlist_get(&resp->headers, "Location"), cr_kvlist_get(&resp->headers, "Content-Location")};
+    for (size_t i = 0; i < 2; i++) {
+        char *rk = NULL;
+        if (refs[i] && cr_cache_get_key_of_ref(e, base, refs[i], &rk) == COURIER_OK) any |= add_removal(d, rk);
+    }
+    /* The URL as sent: a POST's parameters go in its body but in its key ("POST url?a=1"), so the
+     * key's URL is not the target's. */
+    char *sent = NULL;
+    if (t->url && cr_cache_get_key_of_ref(e, t->url, t->url, &sent) == COURIER_OK && strcmp(sent, k.data) != 0)
+        any |= add_removal(d, sent);
+    else free(sent);
+    any |= add_removal(d, cr_buf_take(&k, NULL));
+    cr_buf_free(&k);
+    return any;
+}
+
+/* Section 4.3.5: a HEAD answer whose validators (or, without any, Content-Length) match the stored
+ * GET response updates its fields as a 304 would; one that differs invalidates it. Returns the
+ * reason, or NONE when there is nothing to do. */
+static int plan_head(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x, const courier_response *resp,
+                     deferred *d, int64_t now) {
+    courier_response *stored = x->head_get;
+    if (!stored || !stored->cache_key || resp->status / 100 != 2) return COURIER_CACHE_REASON_NOT_STORED_METHOD;
+    const char *names[] = {"ETag", "Last-Modified", "Content-Length"};
+    bool match = false, decided = false;
+    for (size_t i = 0; i < 3 && !decided; i++) {
+        const char *a = cr_kvlist_get(&stored->headers, names[i]), *b = cr_kvlist_get(&resp->headers, names[i]);
+        if (a && b) {
+            match = strcmp(a, b) == 0;
+            decided = true;
+        } else if (a || b) {
+            decided = i < 2; /* a validator on one side only: not the same representation */
+        }
+    }
+    if (!match) /* (the variant's key holds no Vary record: removing one is a no-op) */
+        return add_removal(d, cr_strdup(stored->cache_key)) ? COURIER_CACHE_REASON_INVALIDATED
+                                                           : COURIER_CACHE_REASON_NOT_STORED_METHOD;
+    x->head_get = NULL;
+    d->keep = stored;
+    if (cr_response_detach(stored) || cr_http_merge_304(&stored->headers, &resp->headers))
+        return COURIER_CACHE_REASON_NOT_STORED_METHOD;
+    cr_kvlist_remove(&stored->headers, "Age");
+    cr_store_put *p = &d->put[0];
+    if (cr_http_storable("GET", stored, &t->headers, x->shared, now, resp->metrics.total_s, &p->entry) != 0)
+        return COURIER_CACHE_REASON_NOT_STORED_METHOD;
+    char *key = cr_strdup(stored->cache_key);
+    if (!key) return COURIER_CACHE_REASON_NOT_STORED_METHOD;
+    d->keys[0] = key;
+    d->nput = 1;
+    cr_key_hash(key, strlen(key), p->hash);
+    fill_entry_from_response(&p->entry, stored, key);
+    p->entry.method = "GET";
+    p->entry.method_len = 3;
+    p->headers = &stored->headers;
+    return COURIER_CACHE_REASON_UPDATED_STORED;
+}
+
+/* The HTTP policies' write: plans d's puts and returns the response's reason, and whether it is
+ * stored in *stored. */
+static int plan_http(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x, int code, courier_response *resp,
+                     deferred *d, int64_t now, bool *stored) {
+    struct cr_cache *c = e->cache;
+    *stored = false;
+    if (x->invalidate) {
+        if (code != COURIER_OK || resp->status >= 400) return COURIER_CACHE_REASON_NOT_STORED_METHOD;
+        plan_invalidation(e, t, x, resp, d);
+        return COURIER_CACHE_REASON_INVALIDATED;
+    }
+    if (x->head_get || (t->method && strcmp(t->method, "HEAD") == 0)) return plan_head(e, t, x, resp, d, now);
+    cr_store_put *p = &d->put[0];
+    cr_entry *en = &p->entry;
+    int why = cr_http_storable(t->method ? t->method : resp->method, resp, &t->headers, x->shared, now,
+                               resp->metrics.total_s, en);
+    if (why) return why;
+    if (cr_http_vary_names(&resp->headers, &d->vary) != COURIER_OK) return COURIER_CACHE_REASON_NONE;
+    if (strcmp(d->vary, "*") == 0) return COURIER_CACHE_REASON_NOT_STORED_VARY;
+    cr_buf k = {0};
+    int rc = cr_buf_append_str(&k, x->key);
+    header_ctx hc = {e, NULL, &t->headers};
+    if (!rc && *d->vary) rc = cr_cache_vary_suffix(&k, d->vary, strlen(d->vary), header_lookup, &hc);
+    if (rc || !(d->keys[0] = cr_buf_take(&k, NULL))) {
+        cr_buf_free(&k);
+        return COURIER_CACHE_REASON_NONE;
+    }
+    cr_buf_free(&k);
+    d->nput = 1;
+    cr_key_hash(d->keys[0], strlen(d->keys[0]), p->hash);
+    memcpy(p->vary_hash, x->hash, 16);
+    if (*d->vary) p->vary_names = d->vary;
+    else p->remove_vary = 1;
+    fill_entry_from_response(en, resp, d->keys[0]);
+    /* The fields that are not stored (section 3.1, no-cache="f", private="f") */
+    cr_cc rcc;
+    cr_cc_parse(&resp->headers, &rcc);
+    p->headers = &resp->headers;
+    if (cr_http_fields_filtered(&resp->headers, &rcc, x->shared)) {
+        for (size_t i = 0; i < resp->headers.count; i++) {
+            const cr_kv *kv = &resp->headers.items[i];
+            if (cr_http_field_stored(&resp->headers, &rcc, x->shared, kv->name) &&
+                cr_kvlist_add(&d->headers, kv->name, strlen(kv->name), kv->value, strlen(kv->value))) {
+                d->nput = 0;
+                return COURIER_CACHE_REASON_NONE;
+            }
+        }
+        p->headers = &d->headers;
+    }
+    if (cr_store_too_large(p, c->max_bytes)) return COURIER_CACHE_REASON_NOT_STORED_TOO_LARGE; /* the put removes the old copy */
+    *stored = true;
+    return resp->cache_status == COURIER_CACHE_STATUS_REVALIDATED ? COURIER_CACHE_REASON_REVALIDATED : x->reason;
+}
+
 bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
     struct cr_cache_xfer *x = t->cache;
     struct cr_cache *c = e->cache;
-    if (!x || !c || x->policy == COURIER_CACHE_NO_CACHE || code != COURIER_OK || !resp) return false;
+    if (!x || !c || x->policy == COURIER_CACHE_NO_CACHE || !resp || x->answered) return false;
+    bool http = http_policy(x->policy);
+    if (code != COURIER_OK && !(http && code == COURIER_E_HTTP_STATUS)) return false;
     if (resp->cache_status != COURIER_CACHE_STATUS_NETWORK && resp->cache_status != COURIER_CACHE_STATUS_REVALIDATED)
         return false;
     cr_store *s = c->store; /* opened by the lookup */
@@ -822,67 +1133,37 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
     int64_t now = now_ms_of(c);
     deferred *d = calloc(1, sizeof *d);
     if (!d) return false;
-    cr_entry *en = &d->put.entry;
-    bool write = false;
-    char *vary = NULL;
-    if (x->policy == COURIER_CACHE_HTTP) {
-        if (x->invalidate) {
-            /* A successful unsafe method invalidates the GET entry of its URL (RFC 9111 4.4). */
-            const char *sp = strchr(x->key, ' ');
-            cr_buf k = {0};
-            if (sp && !cr_buf_append_str(&k, "GET") && !cr_buf_append(&k, sp, strcspn(sp, "\n"))) {
-                cr_key_hash(k.data, k.len, d->put.hash);
-                d->put.remove_only = 1;
-                memcpy(d->put.vary_hash, d->put.hash, 16);
-                d->put.remove_vary = 1;
-                d->key = cr_buf_take(&k, NULL);
-                write = d->key != NULL;
-            }
-            cr_buf_free(&k);
-        } else if (resp->status / 100 == 2 || resp->status / 100 == 3) {
-            if (cr_http_storable(t->method ? t->method : resp->method, resp, &t->headers, now, en) &&
-                cr_http_vary_names(&resp->headers, &vary) == COURIER_OK && strcmp(vary, "*") != 0) {
-                cr_buf k = {0};
-                int rc = cr_buf_append_str(&k, x->key);
-                header_ctx hc = {e, NULL, &t->headers};
-                if (!rc && *vary) rc = cr_cache_vary_suffix(&k, vary, strlen(vary), header_lookup, &hc);
-                if (!rc && (d->key = cr_buf_take(&k, NULL))) {
-                    cr_key_hash(d->key, strlen(d->key), d->put.hash);
-                    memcpy(d->put.vary_hash, x->hash, 16);
-                    if (*vary) d->put.vary_names = vary;
-                    else d->put.remove_vary = 1;
-                    write = true;
-                }
-                cr_buf_free(&k);
-            }
-        }
-    } else {
+    if (http) {
+        bool stored;
+        int reason = plan_http(e, t, x, code, resp, d, now, &stored);
+        if (reason != COURIER_CACHE_REASON_NONE) mark(e, resp, reason, stored);
+    } else if (code == COURIER_OK) {
+        cr_entry *en = &d->put[0].entry;
         int64_t expires = now + x->expiry_s * 1000;
-        write = true;
+        bool write = true;
         if (x->reg && x->reg->fns.should_write)
             write = x->reg->fns.should_write(resp, &expires, x->reg->user) != 0;
-        if (write && (d->key = cr_strdup(x->key))) {
-            memcpy(d->put.hash, x->hash, 16);
+        if (!write) mark(e, resp, COURIER_CACHE_REASON_NOT_STORED_POLICY, false);
+        if (write && (d->keys[0] = cr_strdup(x->key))) {
+            d->nput = 1;
+            memcpy(d->put[0].hash, x->hash, 16);
             en->created_ms = now;
             en->expires_ms = expires;
             en->discard_ms = expires;
-        } else {
-            write = false;
+            fill_entry_from_response(en, resp, d->keys[0]);
+            d->put[0].headers = &resp->headers;
+            mark(e, resp, COURIER_CACHE_REASON_MISS, true);
         }
     }
-    if (!write) {
-        free(vary);
-        free(d->key);
-        free(d);
+    if (!d->nput) {
+        deferred_free(d);
         return false;
     }
     /* The caller is answered after the write, from a detached copy of what answering needs; the
      * engine frees t as soon as this returns. */
     cr_transfer *fake = calloc(1, sizeof *fake);
     if (!fake) {
-        free(vary);
-        free(d->key);
-        free(d);
+        deferred_free(d);
         return false;
     }
     fake->id = t->id;
@@ -892,9 +1173,6 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
     fake->attempts = t->attempts;
     fake->waited_s = t->waited_s;
     t->caller_gone = 1;
-    if (!d->put.remove_only) fill_entry_from_response(en, resp, d->key);
-    d->put.headers = &resp->headers;
-    d->vary = vary;
     d->t = fake;
     d->code = code;
     d->resp = resp;
@@ -911,11 +1189,12 @@ void cr_cache_flush(courier_engine *e, cr_complete_fn complete) {
     deferred *list = c->dhead;
     c->dhead = c->dtail = NULL;
     size_t n = 0;
-    for (deferred *d = list; d; d = d->next) n++;
+    for (deferred *d = list; d; d = d->next) n += d->nput;
     cr_store_put *puts = malloc(n * sizeof *puts);
     if (puts) {
         size_t i = 0;
-        for (deferred *d = list; d; d = d->next) puts[i++] = d->put;
+        for (deferred *d = list; d; d = d->next)
+            for (size_t k = 0; k < d->nput; k++) puts[i++] = d->put[k];
         cr_store_effect eff = {0};
         courier_error err;
         int rc = cr_store_write(c->store, puts, n, c->max_bytes, now_ms_of(c), &eff, &err);
@@ -934,9 +1213,7 @@ void cr_cache_flush(courier_engine *e, cr_complete_fn complete) {
         deferred *d = list;
         list = d->next;
         complete(e, d->t, d->code, d->resp, &d->err);
-        free(d->key);
-        free(d->vary);
-        free(d);
+        deferred_free(d);
     }
 }
 
@@ -974,13 +1251,16 @@ static int get_common(courier_engine *e, const char *key, const courier_request 
     header_ctx hc = {e, r, NULL};
     courier_response *resp = NULL;
     bool allow_stale = (flags & COURIER_CACHE_ALLOW_STALE) != 0;
-    int rc = lookup(e, s, key, r ? &hc : NULL, now, !allow_stale, &resp, NULL, &fresh);
+    int rc = lookup(e, s, key, r ? &hc : NULL, now, !allow_stale, &resp, NULL, &fresh, NULL);
     if (rc == COURIER_OK && !fresh && !allow_stale) {
         courier_response_free(resp); /* NULL: a stale entry is not built when it is not wanted */
         resp = NULL;
         rc = COURIER_E_NOT_FOUND;
     }
-    if (rc == COURIER_OK && !fresh) resp->cache_status = COURIER_CACHE_STATUS_STALE;
+    if (rc == COURIER_OK && !fresh) {
+        resp->cache_status = COURIER_CACHE_STATUS_STALE;
+        resp->cache_reason = COURIER_CACHE_REASON_STALE_ACCEPTED;
+    }
     if (rc == COURIER_E_NOT_FOUND) return cr_fail(err, rc, "no cache entry");
     if (rc) return cr_fail(err, rc, "cannot read the cache");
     if (out) *out = resp;

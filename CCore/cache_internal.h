@@ -14,6 +14,11 @@
 
 #include "internal.h"
 
+/* Hidden like internal.h's declarations (see there). */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(hidden)
+#endif
+
 struct MDB_txn;
 
 /* ---- hashing (cache_key.c) ------------------------------------------------------------------ */
@@ -123,6 +128,8 @@ typedef struct cr_store_effect {
  * Errors: COURIER_E_STORE for other storage failures. */
 CR_HIDDEN int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limit_bytes, int64_t now_ms,
                              cr_store_effect *effect, courier_error *err);
+/* Whether a put is more than cr_store_write keeps under limit_bytes (an eighth of it). */
+CR_HIDDEN bool cr_store_too_large(const cr_store_put *p, int64_t limit_bytes);
 /* Removes one entry. COURIER_OK, COURIER_E_NOT_FOUND, COURIER_E_STORE. */
 CR_HIDDEN int cr_store_remove(cr_store *s, const uint8_t hash[16], courier_error *err);
 CR_HIDDEN int cr_store_remove_all(cr_store *s, int64_t *removed, courier_error *err);
@@ -167,32 +174,61 @@ typedef struct cr_cache_req {
 
 /* The key string of a request sent on engine e (default or the request's own). *out new (free). */
 CR_HIDDEN int cr_cache_key_for(const courier_engine *e, const courier_request *r, char **out);
+/* The default GET key of `ref` (a Location or Content-Location value: absolute, or relative to
+ * `base`, an absolute URL) when it has the same origin as `base`; COURIER_E_NOT_FOUND when not
+ * (or when ref is empty). *out new (free). */
+CR_HIDDEN int cr_cache_get_key_of_ref(const courier_engine *e, const char *base, const char *ref, char **out);
 /* Appends "\nvary:" + name=value pairs for the names (lowercase, '\n'-separated) using `lookup`. */
 CR_HIDDEN int cr_cache_vary_suffix(cr_buf *out, const char *names, size_t names_len,
                                    const char *(*lookup)(const void *ctx, const char *name), const void *ctx);
 
 /* ---- HTTP semantics (cache_http.c) ---------------------------------------------------------- */
 
-/* Cache-Control directives of a response or a request. -1 = absent. */
+/* Field names of no-cache="..." or private="..." (borrowed from the parsed header values). */
+typedef struct cr_cc_fields {
+    const char *list[4];
+    size_t len[4];
+    size_t n;
+    int overflow;
+} cr_cc_fields;
+
+/* Cache-Control directives of a response or a request. -1 = absent; *_invalid: malformed or
+ * repeated with another value (taken as stale, section 4.2.1). */
 typedef struct cr_cc {
     int no_store;
-    int no_cache;
+    int no_cache;         /* unqualified */
     int must_revalidate;
-    int priv;
+    int proxy_revalidate;
+    int priv;             /* unqualified */
+    int pub;
+    int only_if_cached;
+    int max_stale_any;    /* max-stale without a value */
+    int max_age_invalid, s_maxage_invalid, min_fresh_invalid, max_stale_invalid;
     int64_t max_age;
+    int64_t s_maxage;
+    int64_t min_fresh;
+    int64_t max_stale;
     int64_t swr;
     int64_t sie;
-    int only_if_cached;
+    cr_cc_fields no_cache_fields;
+    cr_cc_fields private_fields;
 } cr_cc;
 
 CR_HIDDEN void cr_cc_parse(const cr_kvlist *headers, cr_cc *out);
-/* HTTP date to unix seconds, -1 if absent or invalid. */
+/* An HTTP-date (IMF-fixdate, rfc850 or asctime) to unix seconds, -1 if absent or invalid. */
 CR_HIDDEN int64_t cr_http_date(const char *s);
 
-/* How the HTTP policy would store a response: false when it must not be stored. Fills the
- * freshness fields of *e (created_ms = now_ms). default_lifetime_s applies to heuristics caps. */
-CR_HIDDEN bool cr_http_storable(const char *method, const courier_response *resp, const cr_kvlist *req_headers,
-                                int64_t now_ms, cr_entry *e);
+/* How the HTTP policies would store a response: 0 when it may be stored (the freshness fields of
+ * *e filled, created_ms = now_ms), else the courier_cache_reason (NOT_STORED_*) it may not.
+ * response_delay_s: how long the request took (section 4.2.3's response_delay). */
+CR_HIDDEN int cr_http_storable(const char *method, const courier_response *resp, const cr_kvlist *req_headers,
+                               bool shared, int64_t now_ms, double response_delay_s, cr_entry *e);
+/* Whether field `name` of a response with these headers and directives is stored (section 3.1:
+ * not hop-by-hop fields nor those named by Connection; not no-cache="name"; shared: not
+ * private="name"). */
+CR_HIDDEN bool cr_http_field_stored(const cr_kvlist *headers, const cr_cc *rc, bool shared, const char *name);
+/* Whether any field of headers is not stored. */
+CR_HIDDEN bool cr_http_fields_filtered(const cr_kvlist *headers, const cr_cc *rc, bool shared);
 /* The lowercase, sorted, '\n'-separated names of a Vary header ("" for none, "*" for Vary: *).
  * *out new. */
 CR_HIDDEN int cr_http_vary_names(const cr_kvlist *headers, char **out);
@@ -209,5 +245,9 @@ CR_HIDDEN courier_response *cr_cache_response_from_entry(const cr_entry *e, int 
 CR_HIDDEN int cr_entry_headers(const cr_entry *e, cr_kvlist *out);
 /* A line on stderr, until the logging API lands. */
 CR_HIDDEN void cr_cache_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 
 #endif /* COURIER_CACHE_INTERNAL_H */

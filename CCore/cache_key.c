@@ -317,3 +317,52 @@ int cr_cache_vary_suffix(cr_buf *out, const char *names, size_t names_len,
     }
     return COURIER_OK;
 }
+
+/* The scheme://authority prefix length of an absolute URL, or 0. */
+static size_t origin_len(const char *url) {
+    const char *sep = strstr(url, "://");
+    if (!sep) return 0;
+    const char *p = sep + 3;
+    while (*p && *p != '/' && *p != '?' && *p != '#') p++;
+    return (size_t)(p - url);
+}
+
+int cr_cache_get_key_of_ref(const courier_engine *e, const char *base, const char *ref, char **out) {
+    *out = NULL;
+    size_t olen = origin_len(base);
+    if (!olen || !ref || !*ref) return COURIER_E_NOT_FOUND;
+    cr_buf u = {0};
+    int rc = COURIER_OK;
+    if (origin_len(ref)) {
+        /* absolute: same origin only (RFC 9111 section 4.4), scheme and host compared as the key
+         * writes them (lowercase) */
+        if (origin_len(ref) != olen || strncasecmp(ref, base, olen) != 0) return COURIER_E_NOT_FOUND;
+        rc = cr_buf_append_str(&u, ref);
+    } else if (ref[0] == '/' && ref[1] == '/') { /* scheme-relative */
+        const char *sep = strstr(base, "://");
+        rc = cr_buf_append(&u, base, (size_t)(sep - base) + 1) || cr_buf_append_str(&u, ref);
+        if (!rc && (origin_len(u.data) != olen || strncasecmp(u.data, base, olen) != 0)) {
+            cr_buf_free(&u);
+            return COURIER_E_NOT_FOUND;
+        }
+    } else if (ref[0] == '/') {
+        rc = cr_buf_append(&u, base, olen) || cr_buf_append_str(&u, ref);
+    } else {
+        /* relative to the base's directory (dot segments are left as they are) */
+        const char *q = base + olen + strcspn(base + olen, "?#");
+        const char *slash = q;
+        while (slash > base + olen && slash[-1] != '/') slash--;
+        if (slash == base + olen) rc = cr_buf_append(&u, base, olen) || cr_buf_append_char(&u, '/');
+        else rc = cr_buf_append(&u, base, (size_t)(slash - base));
+        rc = rc || cr_buf_append_str(&u, ref);
+    }
+    char *abs = rc ? NULL : cr_buf_take(&u, NULL);
+    cr_buf_free(&u);
+    if (!abs) return COURIER_E_NO_MEMORY;
+    courier_request *tmp = NULL;
+    rc = courier_request_new(&tmp, "GET", abs);
+    if (rc == COURIER_OK) rc = cr_cache_key_for(e, tmp, out);
+    courier_request_free(tmp);
+    free(abs);
+    return rc;
+}

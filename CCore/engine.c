@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,16 +54,72 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
     return remove(path);
 }
 
+/* The name the default store is kept under: the configured app id, else the program's name. */
+static const char *app_id_of(const courier_config *c) {
+    if (c->app_id) return c->app_id;
+    const char *name = NULL;
+#if defined(__APPLE__)
+    name = getprogname();
+#elif defined(__GLIBC__)
+    name = program_invocation_short_name;
+#endif
+    if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return "courier";
+    return name;
+}
+
+/* The user's home directory: $HOME, else the password database. */
+static const char *home_dir(char *buf, size_t n) {
+    const char *home = getenv("HOME");
+    if (home && home[0] == '/') return home;
+    struct passwd pw, *found = NULL;
+    if (getpwuid_r(getuid(), &pw, buf, n, &found) == 0 && found && found->pw_dir && found->pw_dir[0] == '/')
+        return found->pw_dir;
+    return NULL;
+}
+
+/* The durable default store: where the platform keeps an app's data, then "<app id>/courier".
+ * Linux and other Unix systems: $XDG_DATA_HOME (when absolute, as the XDG spec asks), else
+ * ~/.local/share. Darwin: ~/Library/Application Support. */
+static int default_store_path(const courier_config *c, char *out, size_t n, courier_error *err) {
+    char pwbuf[4096];
+    const char *app = app_id_of(c);
+    int len;
+#if defined(__APPLE__)
+    const char *home = home_dir(pwbuf, sizeof pwbuf);
+    if (!home) return cr_fail(err, COURIER_E_STORE, "no home directory for the default store (set a store directory)");
+    len = snprintf(out, n, "%s/Library/Application Support/%s/courier", home, app);
+#else
+    const char *data = getenv("XDG_DATA_HOME");
+    if (data && data[0] == '/') {
+        len = snprintf(out, n, "%s/%s/courier", data, app);
+    } else {
+        const char *home = home_dir(pwbuf, sizeof pwbuf);
+        if (!home)
+            return cr_fail(err, COURIER_E_STORE, "no home directory or XDG_DATA_HOME for the default store "
+                                                 "(set a store directory)");
+        len = snprintf(out, n, "%s/.local/share/%s/courier", home, app);
+    }
+#endif
+    if (len < 0 || (size_t)len >= n) return cr_fail(err, COURIER_E_STORE, "the default store's path is too long");
+    return COURIER_OK;
+}
+
 static int open_store_dir(courier_engine *e, courier_error *err) {
-    if (e->config->store_dir) {
-        int rc = mkdir_p(e->config->store_dir);
+    if (e->config->store_dir || !e->config->temporary_store) {
+        char def[PATH_MAX];
+        const char *dir = e->config->store_dir;
+        if (!dir) {
+            int rc = default_store_path(e->config, def, sizeof def, err);
+            if (rc) return rc;
+            dir = def;
+        }
+        int rc = mkdir_p(dir);
         if (rc) {
-            cr_fail(err, COURIER_E_STORE, "cannot create store directory '%.180s': %s", e->config->store_dir,
-                    strerror(rc));
+            cr_fail(err, COURIER_E_STORE, "cannot create store directory '%.180s': %s", dir, strerror(rc));
             if (err) err->os_error = rc;
             return COURIER_E_STORE;
         }
-        e->store_dir = cr_strdup(e->config->store_dir);
+        e->store_dir = cr_strdup(dir);
         return e->store_dir ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
     const char *tmp = getenv("TMPDIR");
@@ -252,12 +309,25 @@ static void answer_code(courier_engine *e, cr_transfer *t, int code, const char 
     answer(e, t, code, NULL, &err);
 }
 
+static void send_hop(courier_engine *e, cr_transfer *t, courier_response *resp, cr_transfer *next, courier_error *err);
+
 /* Every answer a transport produced for a caller ends here: the one place where a response is
  * judged (after-receive interceptors, JSON, HTTP status, validator) before the caller sees it.
  * Later stages (cache write) belong here too, so real, mocked, coalesced and custom-transport
  * responses are treated alike. */
 static void finish(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
     code = cr_cache_on_answer(e, t, code, &resp, err); /* cache: a 304 merged, or stale-if-error */
+    if (code == COURIER_OK && resp && cr_redirect_wanted(t, resp)) {
+        /* redirect.c: the next hop takes the caller over (or the chain ends here with a code). */
+        cr_transfer *next = NULL;
+        int rc = cr_redirect_next(e, t, resp, &next, err);
+        if (rc == COURIER_OK) {
+            send_hop(e, t, resp, next, err);
+            return;
+        }
+        if (rc < 0) code = rc; /* too many, refused, not replayable: the 3xx stays attached */
+    }
+    cr_redirect_attach(t, resp); /* the chain, on the final answer */
     const cr_sched_conf *sc = e->config->sched;
     for (size_t i = 0; sc && resp && code == COURIER_OK && i < sc->ninterceptors; i++) {
         if (!sc->interceptors[i].after) continue;
@@ -289,8 +359,19 @@ static void finish(courier_engine *e, cr_transfer *t, int code, courier_response
     answer(e, t, code, resp, err);
 }
 
+/* The completion of a redirect hop the cache stored: nobody waits for it (the next hop answers). */
+static void hop_stored(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id, (void)code, (void)err, (void)user;
+    courier_response_free(resp);
+}
+
 /* cr_cache_flush's answer for a deferred transfer: a detached copy of the caller's fields. */
 static void answer_deferred(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+    if (t->done == hop_stored) { /* a redirect's 3xx, written: its chain went on without it */
+        courier_response_free(resp);
+        cr_transfer_free(t);
+        return;
+    }
     answer(e, t, code, resp, err);
     cr_transfer_free(t);
 }
@@ -330,6 +411,7 @@ static void release_easy(courier_engine *e, cr_transfer *t) {
 
 /* Takes an HTTP transfer off the wire (host count, active list, easy handle). */
 static void off_wire(courier_engine *e, cr_transfer *t) {
+    if (t->http.idle_ms) e->idle_watch--;
     active_unlink(e, t);
     release_easy(e, t);
     cr_host_count *h = host_slot(e, t->host);
@@ -376,6 +458,8 @@ static void start_http(courier_engine *e, cr_transfer *t) {
     t->hdr_block.len = 0;
     t->hdr_count = 0;
     t->too_large = t->oom = 0;
+    memset(&t->wire, 0, sizeof t->wire); /* framing and idle state (transport.c) */
+    t->wire.content_length = -1;
     t->errbuf[0] = '\0';
     free(t->lines);
     t->lines = NULL;
@@ -400,6 +484,7 @@ static void start_http(courier_engine *e, cr_transfer *t) {
     cr_host_count *h = host_slot(e, t->host);
     if (h) h->active++;
     e->sched->active_http++;
+    if (t->http.idle_ms) e->idle_watch++;
     set_state(e, t, CR_T_ACTIVE);
     active_link(e, t);
     cr_event_did_send(e, t);
@@ -474,6 +559,23 @@ static void route(courier_engine *e, cr_transfer *t) {
         }
     }
     waiting_push(e, t);
+}
+
+/* A redirect's next hop goes out like a new send (cache lookup, then the scheduler); the 3xx that
+ * led to it is offered to the cache (a 301 or 308 is stored under its rules), then dropped. t has
+ * handed its caller to next and is freed by the caller of finish. */
+static void send_hop(courier_engine *e, cr_transfer *t, courier_response *resp, cr_transfer *next, courier_error *err) {
+    t->done = hop_stored;
+    if (!cr_cache_defer(e, t, COURIER_OK, resp, err)) courier_response_free(resp);
+    courier_error herr;
+    cr_error_clear(&herr);
+    int rc = cr_cache_before_hop(e, t, next, &herr);
+    if (rc != COURIER_OK) {
+        answer(e, next, rc, NULL, &herr);
+        discard(e, next);
+        return;
+    }
+    if (!cr_cache_answer(e, next, after_attempt, route)) route(e, next); /* a cached 301 answers here */
 }
 
 /* After an attempt: retry later, or give the answer to the caller and every follower. */
@@ -614,6 +716,40 @@ static void finish_done(courier_engine *e, CURLMsg *msg) {
     after_attempt(e, t, code, resp, &err);
 }
 
+/* Idle timeouts (no byte received for idle_ms since connected): curl counts in seconds, the engine
+ * in milliseconds. Fails the transfers past their limit as curl would have, and returns how long the
+ * worker may wait before the next one is due (INT_MAX: none). */
+static int idle_check(courier_engine *e) {
+    if (!e->idle_watch) return INT_MAX;
+    int64_t now = cr_mono_ms(), wait = INT_MAX;
+    for (cr_transfer *t = e->active_head, *next; t; t = next) {
+        next = t->next;
+        if (t->state != CR_T_ACTIVE || !t->http.idle_ms || !t->wire.last_rx_ms) continue;
+        /* A request body going out is not idle either (a large upload to a server that answers
+         * only at the end). */
+        curl_off_t sent = 0;
+        curl_easy_getinfo(t->easy, CURLINFO_SIZE_UPLOAD_T, &sent);
+        if ((int64_t)sent != t->wire.sent) {
+            t->wire.sent = (int64_t)sent;
+            t->wire.last_rx_ms = now;
+        }
+        int64_t left = t->wire.last_rx_ms + t->http.idle_ms - now;
+        if (left > 0) {
+            if (left < wait) wait = left;
+            continue;
+        }
+        t->wire.timeout_kind = COURIER_TIMEOUT_IDLE;
+        snprintf(t->errbuf, sizeof t->errbuf, "no byte received for %lld ms", (long long)t->http.idle_ms);
+        courier_response *resp = NULL;
+        courier_error err;
+        cr_error_clear(&err);
+        int code = cr_transport_result(t, CURLE_OPERATION_TIMEDOUT, &resp, &err);
+        off_wire(e, t);
+        after_attempt(e, t, code, resp, &err);
+    }
+    return (int)wait;
+}
+
 static void finish_custom(courier_engine *e, courier_call *call) {
     cr_transfer *t = call->t;
     active_unlink(e, t);
@@ -714,9 +850,10 @@ static void *worker_main(void *arg) {
         while ((msg = curl_multi_info_read(e->multi, &left))) {
             if (msg->msg == CURLMSG_DONE) finish_done(e, msg);
         }
+        int idle_wait = idle_check(e);
         pump(e);
 
-        int timeout = 1000;
+        int timeout = idle_wait < 1000 ? idle_wait : 1000;
         if (e->sched->timers) {
             int64_t wait = e->sched->timers->due_ms - timer_now(e);
             if (wait < timeout) timeout = wait < 0 ? 0 : (int)wait;

@@ -22,6 +22,16 @@
 #include <string.h>
 
 #include <curl/curl.h>
+#include <jansson.h>
+
+/* Everything this header declares stays inside the library, however the core is compiled (CMake
+ * adds -fvisibility=hidden too; SwiftPM cannot, so the sources decide). Only what include/courier.h
+ * marks COURIER_API is exported. The pragma covers declarations, so no system header is included
+ * between it and the pop at the end; a file that defines a non-static function declares it here
+ * (or in cache_internal.h, which does the same) first. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(hidden)
+#endif
 
 #define CR_HIDDEN __attribute__((visibility("hidden")))
 
@@ -148,6 +158,44 @@ CR_HIDDEN bool cr_idset_has(const cr_idset *s, uint64_t id);
 CR_HIDDEN bool cr_idset_remove(cr_idset *s, uint64_t id);
 CR_HIDDEN void cr_idset_free(cr_idset *s);
 
+/* ---- redirects and timeouts (redirect.c) --------------------------------------------------- */
+
+#define CR_DEFAULT_MAX_REDIRECTS 20
+/* Which fields of a request's cr_http_opts it set (the rest are the engine's). */
+#define CR_HTTP_SET_FOLLOW 0x1u
+#define CR_HTTP_SET_MAX 0x2u
+#define CR_HTTP_SET_DOWNGRADE 0x4u
+#define CR_HTTP_SET_CONNECT 0x8u
+#define CR_HTTP_SET_IDLE 0x10u
+#define CR_HTTP_SET_HOOK 0x20u
+
+/* Redirect and timeout settings: the engine's (all set), a request's (`set` says which), and a
+ * transfer's (the two merged at prepare; the total timeout is timeout_ms, as before). */
+typedef struct cr_http_opts {
+    unsigned set;
+    int follow;
+    int max_redirects;
+    int allow_downgrade;
+    int64_t connect_ms; /* 0: none */
+    int64_t idle_ms;    /* 0: none */
+    cr_callback *hook;  /* courier_redirect_fn, or NULL */
+} cr_http_opts;
+
+/* The redirects a chain went through (moved from hop to hop, then into the response). */
+typedef struct cr_hops {
+    size_t count;
+    size_t cap;
+    struct cr_hop { char *url; int status; } *items;
+    char *origin; /* scheme://host:port of the first request */
+    int64_t deadline_ms; /* monotonic: when the chain's total timeout runs out (0: none) */
+    int left_origin; /* credentials were dropped */
+} cr_hops;
+
+CR_HIDDEN void cr_hops_free(cr_hops *h);
+CR_HIDDEN void cr_http_opts_defaults(cr_http_opts *o);
+/* Merges a request's settings over the engine's into a transfer's (hook retained). */
+CR_HIDDEN void cr_http_opts_resolve(cr_http_opts *out, const cr_http_opts *engine, const cr_http_opts *request);
+
 /* ---- configuration (request.c) -------------------------------------------------------------- */
 
 struct courier_config {
@@ -164,6 +212,8 @@ struct courier_config {
     char *pinned_key;
     int insecure;
     char *store_dir;
+    char *app_id;        /* names the default store; NULL: the program's name */
+    int temporary_store; /* no store_dir: a temporary store removed at close, not the default */
     cr_callback *validator;
     struct cr_jconf *jconf; /* JSON: envelope, decoders, parse limits (serialize.c); NULL: defaults */
     /* Scheduling, mock, interceptors, transports (schedule.c, mock.c). */
@@ -174,6 +224,7 @@ struct courier_config {
     int cache_policy;
     cr_callback *clock; /* courier_clock_fn, or NULL: the system clock */
     int cache_durability; /* courier_cache_durability */
+    int cache_status_header; /* nonzero: responses carry Cache-Status (RFC 9211) */
     /* Frozen requests and reachability (journal.c, monitor.c): plain values, 0 means the default. */
     struct cr_frozen_conf {
         long concurrency, backoff_base_ms, backoff_max_ms, lease_ms, poll_ms;
@@ -183,6 +234,7 @@ struct courier_config {
         long probe_interval_ms;
         char probe[512];
     } frozen;
+    cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c) */
 };
 
 /* A deep copy (callbacks retained). NULL on no memory. */
@@ -234,6 +286,7 @@ struct courier_request {
         int64_t cache_expiry_s;
         char id[COURIER_FROZEN_ID_MAX + 1]; /* "": generated at freeze time */
     } freeze;
+    cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c); `set` says which */
 };
 
 struct courier_outgoing {
@@ -271,6 +324,8 @@ typedef struct cr_transfer {
     cr_kvlist resp_headers;
     int too_large;
     int oom;
+    int ce_raw;     /* a Content-Encoding curl cannot decode: the body is kept as received */
+    int ce_decoded; /* a Content-Encoding curl decodes: the response drops the field */
     char errbuf[CURL_ERROR_SIZE];
     struct cr_transfer *next;
     struct cr_transfer *prev;
@@ -314,6 +369,19 @@ typedef struct cr_transfer {
     cr_buf hdr_block;   /* the response's header lines as "name\0value\0"... (transport.c) */
     size_t hdr_count;
     struct cr_freeze_req freeze; /* journal.c: the request's freeze settings (copied at send) */
+    /* Redirects, timeouts, framing (redirect.c, transport.c). */
+    cr_http_opts http;           /* resolved at prepare (hook retained) */
+    cr_hops *hops;               /* the chain so far (NULL: the first hop), moved to the next hop */
+    struct {
+        int status_seen;         /* a valid status line started the current response */
+        int ended;               /* its header block ended (the blank line) */
+        int fault;               /* COURIER_E_PROTOCOL / _HEADERS_TOO_LARGE found in the headers */
+        size_t block_bytes;      /* header bytes of the current response */
+        int64_t content_length;  /* the first Content-Length (-1: none) */
+        int64_t last_rx_ms;      /* idle timeout: when a byte last moved (0: not connected yet) */
+        int64_t sent;            /* idle timeout: request body bytes sent when last looked */
+        int timeout_kind;        /* courier_timeout_kind of an idle timeout the engine fired */
+    } wire;
 } cr_transfer;
 
 /* Builds the final transfer for a request sent on an engine: URL joined and validated, parameters
@@ -339,8 +407,24 @@ CR_HIDDEN int cr_transport_setup(courier_engine *e, cr_transfer *t);
  * whatever the HTTP status, or the transport's failure code (err filled, *out_resp NULL). */
 CR_HIDDEN int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_resp,
                                   courier_error *err);
-/* transport.c: maps a CURLcode to a courier_code. */
-CR_HIDDEN int cr_code_from_curl(CURLcode c);
+/* transport.c: maps a CURLcode to a courier_code. `reached`: the server was connected to (decides
+ * between a bad URL and a server that answered in something that is not HTTP). */
+CR_HIDDEN int cr_code_from_curl(CURLcode c, bool reached);
+
+/* redirect.c: whether resp is a redirect t follows (301/302/303/307/308 with a Location, following
+ * on, a curl transfer). */
+CR_HIDDEN bool cr_redirect_wanted(const cr_transfer *t, const courier_response *resp);
+/* redirect.c: the next hop of t for its 3xx resp: COURIER_OK with *next (new; it takes t's caller,
+ * id, settings and chain; t is left with caller_gone set, to be freed), COURIER_REDIRECT_STOP as a
+ * positive 1 when the hook stopped the chain (deliver resp), or a failure code (err filled, t
+ * unchanged). Worker thread. */
+CR_HIDDEN int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *resp, cr_transfer **next,
+                               courier_error *err);
+/* redirect.c: moves t's chain into the response it is answered with (final hop). */
+CR_HIDDEN void cr_redirect_attach(cr_transfer *t, courier_response *resp);
+/* cache.c: the cache's send-path work (key, policy, lookup) for a redirect hop, with the policy and
+ * expiry of the transfer that started the chain. Worker thread. */
+CR_HIDDEN int cr_cache_before_hop(courier_engine *e, const cr_transfer *prev, cr_transfer *next, courier_error *err);
 
 struct courier_response {
     int status;
@@ -357,6 +441,7 @@ struct courier_response {
     atomic_int extra_refs; /* courier_response_retain: references beyond the first */
     /* Cache (cache.c). */
     int cache_status;        /* courier_cache_status */
+    int cache_reason;        /* courier_cache_reason */
     int64_t cache_created_ms;
     int64_t cache_expires_ms;
     int64_t cache_age_s;
@@ -367,6 +452,7 @@ struct courier_response {
      * courier_response_free then frees the block alone; code that changes or frees one of those
      * parts must call cr_response_detach first. The body is always allocated on its own. */
     int one_block;
+    cr_hops *hops; /* the redirect chain (redirect.c), or NULL; owned */
 };
 
 /* transport.c: gives a one-block response (see one_block) allocations of its own for method, url,
@@ -405,6 +491,7 @@ struct courier_engine {
     /* Worker thread only. */
     CURLM *multi;
     cr_transfer *active_head;
+    long idle_watch; /* transfers on the wire with an idle timeout (engine.c) */
     CURL **pool;
     size_t npool;
     /* Scheduling (schedule.c): worker-only unless noted. */
@@ -418,8 +505,6 @@ struct courier_engine {
 };
 
 /* ==== JSON, mapping, serializers (json.c, mapping.c, serialize.c) ============================= */
-
-#include <jansson.h>
 
 #define CR_JSON_DEFAULT_DEPTH 512
 #define CR_JSON_MAX_DEPTH 2048 /* jansson's own compile-time limit */
@@ -605,6 +690,13 @@ CR_HIDDEN void cr_guard_free(struct cr_guard *g);
 CR_HIDDEN long cr_retry_delay(const cr_transfer *t, int code, const courier_response *resp, uint64_t *rng);
 /* Milliseconds from a monotonic clock. */
 CR_HIDDEN int64_t cr_mono_ms(void);
+/* Initialises a condition variable whose timed waits run on the clock cr_cond_deadline reads:
+ * CLOCK_MONOTONIC where pthread_condattr_setclock exists, CLOCK_REALTIME on macOS, which lacks it
+ * (and whose timed waits cannot use another clock). */
+CR_HIDDEN void cr_cond_init(pthread_cond_t *cv);
+/* The absolute time `us` microseconds from now, for pthread_cond_timedwait on a condition variable
+ * made by cr_cond_init. */
+CR_HIDDEN struct timespec cr_cond_deadline(int64_t us);
 
 
 /* ==== Cache (store.c, cache.c, cache_key.c, cache_http.c) ======================================= */
@@ -756,5 +848,9 @@ CR_HIDDEN bool cr_monitor_blocks(courier_engine *e, const cr_transfer *t);
 CR_HIDDEN int64_t cr_monitor_tick(courier_engine *e, int64_t mono_ms);
 /* Journal thread: gives a changed state to the listeners. */
 CR_HIDDEN void cr_monitor_dispatch(courier_engine *e);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 
 #endif /* COURIER_INTERNAL_H */

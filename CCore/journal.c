@@ -55,7 +55,16 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#if defined(__APPLE__)
+/* macOS has no getrandom: arc4random_buf (stdlib.h) fills the buffer and never fails. */
+static ssize_t getrandom(void *buf, size_t n, unsigned flags) {
+    (void)flags;
+    arc4random_buf(buf, n);
+    return (ssize_t)n;
+}
+#else
 #include <sys/random.h>
+#endif
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -2588,6 +2597,18 @@ static void outcome_free(joutcome *o) {
     free(o);
 }
 
+/* A freeze committed: the lifecycle event, and a warning when the store will not outlive the
+ * engine (a temporary store is removed at close, and the request with it, never replayed). */
+static void frozen_committed(cr_journal *j, const jfreeze *f) {
+    cr_event_frozen(j->e, f->answer_id, f->method, f->url);
+    if (j->e->store_is_temp)
+        cr_log(j->e, COURIER_LOG_WARNING, "frozen_temporary_store",
+               "a %s request (id %llu) was frozen into the temporary store '%s', which is removed when the "
+               "engine closes: it will not be sent again after that (give the engine a durable store: the "
+               "default one, or a store directory)", f->method, (unsigned long long)f->answer_id,
+               j->e->store_dir);
+}
+
 /* Writes the freezes one per transaction (after a group transaction failed), answering each. */
 static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
     for (jfreeze *f = fz; f; f = f->next) {
@@ -2600,7 +2621,7 @@ static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
             else mdb_txn_abort(txn);
         }
         if (is_corruption(rc)) j->broken = 1;
-        if (rc == 0) cr_event_frozen(j->e, f->answer_id, f->method, f->url);
+        if (rc == 0) frozen_committed(j, f);
         freeze_answer(j, f, rc == 0, rc ? mdb_strerror(rc) : "");
         if (rc == 0) {
             jevent *ev = event_new(COURIER_FROZEN_EVENT_FROZEN, snap_retain(f->snap), f->answer_id, COURIER_OK);
@@ -2704,7 +2725,7 @@ static int64_t turn(cr_journal *j) {
         }
         if (rc == 0) {
             for (f = fz; f; f = f->next) {
-                cr_event_frozen(j->e, f->answer_id, f->method, f->url);
+                frozen_committed(j, f);
                 freeze_answer(j, f, true, "");
                 if (f->snap)
                     events_push(&etail, event_new(COURIER_FROZEN_EVENT_FROZEN, snap_retain(f->snap), f->answer_id,
@@ -2823,13 +2844,7 @@ static int64_t turn(cr_journal *j) {
 #define J_LINGER_US 2000
 static void linger(cr_journal *j) {
     if (!j->oc_head) return;
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += J_LINGER_US * 1000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = cr_cond_deadline(J_LINGER_US);
     while (!j->closing && !j->fz_head && !j->rs_head && !j->kick && j->noc < linger_target(j) && j->wire > 0 &&
            j->nready >= j->concurrency) {
         if (pthread_cond_timedwait(&j->cv, &j->mu, &until) == ETIMEDOUT) break;
@@ -2852,14 +2867,7 @@ static void *jthread(void *arg) {
         while (!j->closing && !j->fz_head && !j->oc_head && !j->rs_head && !j->kick) {
             int64_t left = wake - cr_mono_ms();
             if (left <= 0) break;
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += left / 1000;
-            ts.tv_nsec += (left % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            struct timespec ts = cr_cond_deadline(left * 1000);
             pthread_cond_timedwait(&j->cv, &j->mu, &ts);
         }
         linger(j);
@@ -2905,12 +2913,8 @@ int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err
     if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     pthread_mutex_init(&j->mu, NULL);
     pthread_mutex_init(&j->lmu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&j->cv, &ca);
-    pthread_cond_init(&j->idle_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cr_cond_init(&j->cv);
+    cr_cond_init(&j->idle_cv);
     j->e = e;
     j->answer = answer;
     const struct cr_frozen_conf *fc = &e->config->frozen;
@@ -3246,14 +3250,7 @@ int courier_frozen_wait_idle(courier_engine *e, long timeout_ms) {
             break;
         }
         if (left > 200) left = 200; /* a turn may not wake us: look again */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += left / 1000;
-        ts.tv_nsec += (left % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = cr_cond_deadline(left * 1000);
         /* Every turn ends with a broadcast: a busy journal is left to its work (kicking it at each
          * turn would make a turn of every turn); only a wait that timed out looks again. */
         if (pthread_cond_timedwait(&j->idle_cv, &j->mu, &ts) == ETIMEDOUT && !j->idle) {

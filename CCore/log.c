@@ -66,7 +66,7 @@ struct cr_obs {
 
 static const char *const reserved_keys[] = {
     "time", "level", "event", "message", "request_id", "method", "url", "status", "code", "error",
-    "duration_ms", "attempt", "delay_ms", "bytes_received", "bytes_expected", "bytes_sent", "bytes_to_send",
+    "cache", "duration_ms", "attempt", "delay_ms", "bytes_received", "bytes_expected", "bytes_sent", "bytes_to_send",
 };
 
 /* ---- names ------------------------------------------------------------------------------------ */
@@ -742,6 +742,9 @@ static void event_line(cr_obs_snap *s, int level, const courier_event *ev) {
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), "%s%s", ev->http_status ? ", " : " -> ",
                      courier_strerror(ev->code));
         snprintf(tail + strlen(tail), sizeof tail - strlen(tail), " (%.1f ms)", ev->duration_s * 1000.0);
+        if (ev->response && ev->response->cache_reason)
+            snprintf(tail + strlen(tail), sizeof tail - strlen(tail), " cache: %s",
+                     courier_cache_reason_name(ev->response->cache_reason));
         break;
     default: break;
     }
@@ -762,6 +765,9 @@ static void event_line(cr_obs_snap *s, int level, const courier_event *ev) {
         if (ev->code != COURIER_OK)
             set_str(o, "error", ev->error && ev->error->message[0] ? ev->error->message : courier_strerror(ev->code));
     }
+    if ((ev->kind == COURIER_EVENT_FINISHED || ev->kind == COURIER_EVENT_FROM_CACHE) && ev->response &&
+        ev->response->cache_reason)
+        set_str(o, "cache", courier_cache_reason_name(ev->response->cache_reason));
     if (ev->kind == COURIER_EVENT_FINISHED && ev->duration_s > 0)
         json_object_set_new(o, "duration_ms", json_real(ev->duration_s * 1000.0));
     if (ev->kind == COURIER_EVENT_RETRIED) {

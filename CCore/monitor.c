@@ -173,8 +173,17 @@ static int tcp_probe(struct cr_monitor *m, const char *host, const char *port) {
     if (getaddrinfo(host, port, &hints, &res) != 0) return 0;
     int ok = 0;
     for (struct addrinfo *a = res; a && !ok; a = a->ai_next) {
+#if defined(SOCK_CLOEXEC) && defined(SOCK_NONBLOCK)
         int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
         if (fd < 0) continue;
+#else /* macOS: no socket type flags */
+        int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd < 0) continue;
+        if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
+            close(fd);
+            continue;
+        }
+#endif
         int rc = connect(fd, a->ai_addr, a->ai_addrlen);
         if (rc == 0) {
             ok = 1;

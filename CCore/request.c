@@ -19,6 +19,7 @@ void cr_config_defaults(courier_config *c) {
     c->max_total = CR_DEFAULT_MAX_TOTAL;
     c->body_encoding = COURIER_BODY_FORM;
     c->max_response_bytes = CR_DEFAULT_MAX_RESPONSE;
+    cr_http_opts_defaults(&c->http); /* redirect.c */
 }
 
 int courier_config_new(courier_config **out) {
@@ -40,8 +41,10 @@ void courier_config_free(courier_config *c) {
     free(c->ca_file);
     free(c->pinned_key);
     free(c->store_dir);
+    free(c->app_id);
     cr_callback_release(c->validator);
     cr_callback_release(c->clock); /* cache.c */
+    cr_callback_release(c->http.hook); /* redirect.c */
     cr_jconf_free(c->jconf);
     cr_sched_conf_free(c->sched);
     free(c);
@@ -53,11 +56,12 @@ courier_config *cr_config_copy(const courier_config *src) {
     cr_config_defaults(c);
     if (!src) return c;
     *c = *src;
-    c->base_url = c->user_agent = c->ca_file = c->pinned_key = c->store_dir = NULL;
+    c->base_url = c->user_agent = c->ca_file = c->pinned_key = c->store_dir = c->app_id = NULL;
     memset(&c->headers, 0, sizeof c->headers);
     memset(&c->params, 0, sizeof c->params);
     c->validator = cr_callback_retain(src->validator);
     c->clock = cr_callback_retain(src->clock); /* cache.c */
+    c->http.hook = cr_callback_retain(src->http.hook); /* redirect.c */
     c->jconf = NULL;
     c->sched = NULL;
     if (src->sched && !(c->sched = cr_sched_conf_copy(src->sched))) {
@@ -66,7 +70,8 @@ courier_config *cr_config_copy(const courier_config *src) {
     }
     if ((src->jconf && !(c->jconf = cr_jconf_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
         cr_set_string(&c->ca_file, src->ca_file) || cr_set_string(&c->pinned_key, src->pinned_key) ||
-        cr_set_string(&c->store_dir, src->store_dir) || cr_kvlist_copy(&c->headers, &src->headers) ||
+        cr_set_string(&c->store_dir, src->store_dir) || cr_set_string(&c->app_id, src->app_id) ||
+        cr_kvlist_copy(&c->headers, &src->headers) ||
         cr_kvlist_copy(&c->params, &src->params)) {
         courier_config_free(c);
         return NULL;
@@ -154,6 +159,20 @@ int courier_config_set_store_dir(courier_config *c, const char *path) {
     return cr_set_string(&c->store_dir, path);
 }
 
+int courier_config_set_app_id(courier_config *c, const char *app_id) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    if (app_id && (!*app_id || strchr(app_id, '/') || strcmp(app_id, ".") == 0 || strcmp(app_id, "..") == 0 ||
+                   strlen(app_id) > 255))
+        return COURIER_E_INVALID_ARGUMENT;
+    return cr_set_string(&c->app_id, app_id);
+}
+
+int courier_config_set_temporary_store(courier_config *c, int temporary) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    c->temporary_store = temporary ? 1 : 0;
+    return COURIER_OK;
+}
+
 int courier_config_set_validator(courier_config *c, courier_validator_fn fn, void *user,
                                  courier_user_free_fn user_free) {
     return cr_callback_set(c ? &c->validator : NULL, (void (*)(void))fn, user, user_free);
@@ -199,6 +218,7 @@ void courier_request_free(courier_request *r) {
     free(r->download_path);
     cr_callback_release(r->progress);
     cr_cache_req_free(r->cache); /* cache.c */
+    cr_callback_release(r->http.hook); /* redirect.c */
     free(r);
 }
 
@@ -457,6 +477,8 @@ void cr_transfer_free(cr_transfer *t) {
     free(t->download_path);
     cr_callback_release(t->progress);
     cr_cache_xfer_free(t->cache); /* cache.c */
+    cr_callback_release(t->http.hook); /* redirect.c */
+    cr_hops_free(t->hops);
     free(t);
 }
 
@@ -556,7 +578,9 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     t->url = o.url;
     t->headers = o.headers;
     memset(&o, 0, sizeof o);
-    t->timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : cfg->timeout_ms;
+    /* A request's timeout_ms: 0 the engine's, -1 none (courier_request_set_timeout). */
+    t->timeout_ms = r->timeout_ms > 0 ? r->timeout_ms : r->timeout_ms < 0 ? 0 : cfg->timeout_ms;
+    cr_http_opts_resolve(&t->http, &cfg->http, &r->http); /* redirect.c */
     t->max_bytes = cfg->max_response_bytes;
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
     t->engine = e;

@@ -225,6 +225,12 @@ static size_t entry_size(const cr_store_put *p, size_t hb) {
            e->body_len;
 }
 
+bool cr_store_too_large(const cr_store_put *p, int64_t limit_bytes) {
+    uint64_t limit = limit_bytes > 0 ? (uint64_t)limit_bytes : UINT64_MAX;
+    /* One entry may take at most an eighth of the limit, so a large body never empties the cache. */
+    return !p->remove_only && (uint64_t)entry_size(p, header_block_len(p)) + 16 > limit / 8;
+}
+
 static void w32(uint8_t *b, size_t off, uint32_t v) { memcpy(b + off, &v, 4); }
 static void w64(uint8_t *b, size_t off, uint64_t v) { memcpy(b + off, &v, 8); }
 static uint32_t r32(const uint8_t *b, size_t off) {
@@ -593,7 +599,9 @@ int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_stor
         }
         pthread_rwlockattr_t ra;
         pthread_rwlockattr_init(&ra);
+#if defined(__GLIBC__) /* elsewhere (macOS) the default kind; glibc's default starves writers */
         pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
         pthread_rwlock_init(&s->rw, &ra);
         pthread_rwlockattr_destroy(&ra);
         pthread_mutex_init(&s->tot_lock, NULL);
@@ -1099,9 +1107,6 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
                    cr_store_effect *effect, courier_error *err) {
     cr_store_effect local = {0};
     if (!effect) effect = &local;
-    uint64_t limit = limit_bytes > 0 ? (uint64_t)limit_bytes : UINT64_MAX;
-    /* One entry may take at most an eighth of the limit, so a large body never empties the cache. */
-    uint64_t max_one = limit / 8;
     int rc = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         MDB_txn *txn;
@@ -1113,7 +1118,7 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
         bool carried = false; /* the last write record holds the final totals */
         for (size_t i = 0; i < n && rc == 0; i++) {
             carried = false;
-            if (!puts[i].remove_only && (uint64_t)entry_size(&puts[i], header_block_len(&puts[i])) + 16 > max_one) {
+            if (cr_store_too_large(&puts[i], limit_bytes)) {
                 /* Too large to keep: still remove the older copy so it is not served. */
                 cr_store_put rm = puts[i];
                 rm.remove_only = 1;
@@ -1126,6 +1131,7 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
             if (rc == 0 && !puts[i].remove_only) written++;
             carried = rc == 0 && i == n - 1 && !puts[i].remove_only;
         }
+        uint64_t limit = limit_bytes > 0 ? (uint64_t)limit_bytes : UINT64_MAX;
         /* Over the limit: a few entries go in this transaction, down to a little under it (so a
          * steady stream of puts evicts about one entry per put); more, if a batch wrote more, in
          * bounded transactions of their own after it. */

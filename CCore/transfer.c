@@ -391,7 +391,8 @@ int cr_transfer_done(cr_transfer *t, CURLcode result, courier_response *resp, co
         t->download_fp = NULL;
         if (!ok && result == CURLE_OK) rc = cr_fail(err, COURIER_E_STORE, "cannot write the download file");
     }
-    if (result != CURLE_OK || rc != COURIER_OK || !resp || t->download_mode == 3) return rc;
+    /* Only a 2xx is the download (a redirect's 3xx, even without a body, is not). */
+    if (result != CURLE_OK || rc != COURIER_OK || !resp || t->download_mode == 3 || resp->status / 100 != 2) return rc;
     char *part = suffixed(t->download_path, ".part");
     char *meta = suffixed(t->download_path, ".part.meta");
     if (!part || !meta) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);

@@ -5,15 +5,20 @@
  */
 #include "internal.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-int cr_code_from_curl(CURLcode c) {
+/* By where the fault is, as retry policies need it: not reached (resolve, connect, connect
+ * timeout: nothing was sent), reached and cut off (timeout, partial, network: the server may have
+ * acted), reached and not speaking HTTP (protocol, headers too large: the same again will fail). */
+int cr_code_from_curl(CURLcode c, bool reached) {
     switch (c) {
     case CURLE_OK: return COURIER_OK;
-    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_UNSUPPORTED_PROTOCOL: /* the URL's scheme, or a server answering HTTP/0.9 (no status line) */
+        return reached ? COURIER_E_PROTOCOL : COURIER_E_INVALID_URL;
     case CURLE_URL_MALFORMAT: return COURIER_E_INVALID_URL;
     case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_RESOLVE_HOST: return COURIER_E_CANNOT_RESOLVE;
@@ -37,15 +42,20 @@ int cr_code_from_curl(CURLcode c) {
     case CURLE_FILESIZE_EXCEEDED: return COURIER_E_TOO_LARGE;
     case CURLE_OUT_OF_MEMORY: return COURIER_E_NO_MEMORY;
     case CURLE_ABORTED_BY_CALLBACK: return COURIER_E_CANCELLED;
-    case CURLE_GOT_NOTHING:
+    case CURLE_GOT_NOTHING:   /* closed without a byte of response */
     case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
+    case CURLE_RECV_ERROR:    /* reset */
+    case CURLE_HTTP2_STREAM:  /* the stream reset by the server */
     case CURLE_HTTP3:
-    case CURLE_TOO_MANY_REDIRECTS:
+#if LIBCURL_VERSION_NUM >= 0x075400 /* 7.84 */
+    case CURLE_UNRECOVERABLE_POLL:
+#endif
+        return COURIER_E_NETWORK;
+    case CURLE_HTTP2:         /* framing or HPACK of the server's HTTP/2 */
     case CURLE_WEIRD_SERVER_REPLY:
-    case CURLE_BAD_CONTENT_ENCODING: return COURIER_E_NETWORK;
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_RANGE_ERROR: return COURIER_E_PROTOCOL;
+    case CURLE_TOO_MANY_REDIRECTS: return COURIER_E_TOO_MANY_REDIRECTS; /* the engine follows; curl never should */
     default: return COURIER_E_INTERNAL;
     }
 }
@@ -55,6 +65,7 @@ int cr_code_from_curl(CURLcode c) {
 static size_t on_body(char *data, size_t size, size_t n, void *user) {
     cr_transfer *t = user;
     size_t len = size * n;
+    if (t->http.idle_ms) t->wire.last_rx_ms = cr_mono_ms();
     if (t->download_path) {
         size_t taken = cr_transfer_write(t, data, len); /* transfer.c: the part file */
         if (taken != (size_t)-1) return taken;
@@ -76,21 +87,140 @@ static size_t on_body(char *data, size_t size, size_t n, void *user) {
     return len;
 }
 
+/* RFC 9112 4: "HTTP/" DIGIT "." DIGIT SP 3DIGIT SP [reason], curl's "HTTP/2 200" too. */
+static bool status_line_valid(const char *d, size_t len) {
+    size_t i = 5;
+    if (i >= len || !isdigit((unsigned char)d[i])) return false;
+    i++;
+    if (i + 1 < len && d[i] == '.' && isdigit((unsigned char)d[i + 1])) i += 2;
+    if (i + 4 > len || d[i] != ' ') return false;
+    for (size_t k = 1; k <= 3; k++)
+        if (!isdigit((unsigned char)d[i + k])) return false;
+    char after = i + 4 < len ? d[i + 4] : '\r';
+    return after == ' ' || after == '\r' || after == '\n';
+}
+
+/* A Content-Length value ("5", or a list of equal values "5, 5"): the length, or -1 if invalid. */
+static int64_t content_length_of(const char *v, size_t len) {
+    int64_t value = -1;
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ',')) i++;
+        if (i == len) break;
+        int64_t x = 0;
+        size_t digits = 0;
+        while (i < len && isdigit((unsigned char)v[i])) {
+            if (x > (INT64_MAX - 9) / 10) return -1;
+            x = x * 10 + (v[i++] - '0');
+            digits++;
+        }
+        while (i < len && (v[i] == ' ' || v[i] == '\t')) i++;
+        if (!digits || (i < len && v[i] != ',') || (value >= 0 && x != value)) return -1;
+        value = x;
+    }
+    return value;
+}
+
+#define CR_MAX_HEADER_LINE (64 * 1024)   /* below libcurl's own 100 KiB, so the code is ours */
+#define CR_MAX_HEADER_BLOCK (256 * 1024) /* below libcurl's 300 KiB */
+
+/* The framing of the response's header block (RFC 9112 2.2, 4, 6.3): a status line first, lines
+ * within the limits, Content-Length fields that agree, the blank line that ends it. Returns false
+ * (t->wire.fault set) to abort the transfer. */
+static bool check_header_line(cr_transfer *t, const char *data, size_t len, bool status_line) {
+    if (status_line || !t->wire.status_seen) {
+        if (!(len >= 5 && memcmp(data, "HTTP/", 5) == 0 && status_line_valid(data, len))) {
+            t->wire.fault = COURIER_E_PROTOCOL;
+            snprintf(t->errbuf, sizeof t->errbuf, "not an HTTP status line: '%.60s'", data);
+            return false;
+        }
+        t->wire.status_seen = 1;
+        t->wire.ended = 0;
+        t->wire.block_bytes = 0;
+        t->wire.content_length = -1;
+    }
+    t->wire.block_bytes += len;
+    if (len > CR_MAX_HEADER_LINE || t->wire.block_bytes > CR_MAX_HEADER_BLOCK) {
+        t->wire.fault = COURIER_E_HEADERS_TOO_LARGE;
+        snprintf(t->errbuf, sizeof t->errbuf, "a header line of %zu bytes, %zu in all", len, t->wire.block_bytes);
+        return false;
+    }
+    if (len > 15 && strncasecmp(data, "Content-Length:", 15) == 0 && !t->wire.ended) {
+        size_t end = len;
+        while (end > 15 && (data[end - 1] == '\r' || data[end - 1] == '\n')) end--;
+        int64_t cl = content_length_of(data + 15, end - 15);
+        if (cl < 0 || (t->wire.content_length >= 0 && cl != t->wire.content_length)) {
+            t->wire.fault = COURIER_E_PROTOCOL;
+            snprintf(t->errbuf, sizeof t->errbuf, "invalid or conflicting Content-Length fields");
+            return false;
+        }
+        t->wire.content_length = cl;
+    }
+    return true;
+}
+
 /* Header lines go into one growing buffer, "name\0value\0" after another (t->hdr_block, with
  * t->hdr_count entries), handed whole to the response at the end: no allocation per line. A status
  * line starts a new response (a redirect, 100 Continue): only the last one's headers and body stay. */
+/* Whether this libcurl decodes every coding of a Content-Encoding value (the engine's
+ * Accept-Encoding line lists what it decodes; "identity" changes nothing). */
+static bool codings_known(const courier_engine *e, const char *v, size_t len) {
+    const char *list = e->accept_encoding;
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ',')) i++;
+        size_t b = i;
+        while (i < len && v[i] != ',' && v[i] != ' ' && v[i] != '\t') i++;
+        size_t n = i - b;
+        if (!n || (n == 8 && strncasecmp(v + b, "identity", 8) == 0)) continue;
+        const char *name = v + b;
+        if (n == 6 && strncasecmp(name, "x-gzip", 6) == 0) name += 2, n -= 2;
+        bool found = false;
+        for (const char *p = strchr(list, ':'); p && *p && !found;) {
+            p++;
+            while (*p == ' ' || *p == ',') p++;
+            size_t m = strcspn(p, ", ");
+            found = m == n && m && strncasecmp(p, name, n) == 0;
+            p += m;
+        }
+        if (!found) return false;
+    }
+    return true;
+}
+
 static size_t on_header(char *data, size_t size, size_t n, void *user) {
     cr_transfer *t = user;
     size_t len = size * n;
-    if (len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
+    if (t->http.idle_ms) t->wire.last_rx_ms = cr_mono_ms();
+    bool status_line = len >= 5 && memcmp(data, "HTTP/", 5) == 0;
+    if (!check_header_line(t, data, len, status_line)) return 0;
+    if (status_line) {
         t->hdr_block.len = 0;
         t->hdr_count = 0;
         t->resp_body.len = 0;
+        t->ce_decoded = 0;
         return len;
+    }
+    if (len > 17 && strncasecmp(data, "Content-Encoding:", 17) == 0) {
+        size_t vl = len - 17;
+        while (vl && (data[17 + vl - 1] == '\r' || data[17 + vl - 1] == '\n')) vl--;
+        if (t->ce_raw || !codings_known(t->engine, data + 17, vl)) {
+            /* An encoding curl cannot decode: the body reaches the app as received (curl builds
+             * its decoders from this line before calling us; turning decoding off here makes it
+             * pass the body through untouched). */
+            curl_easy_setopt(t->easy, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+            t->easy_dirty = 1;
+            t->ce_raw = 1;
+        } else {
+            t->ce_decoded = 1;
+        }
     }
     size_t end = len;
     while (end && (data[end - 1] == '\r' || data[end - 1] == '\n')) end--;
-    if (end == 0) return len;
+    if (end == 0) {
+        t->wire.ended = 1; /* the blank line: the header block is complete */
+        return len;
+    }
     if ((data[0] == ' ' || data[0] == '\t') && t->hdr_count) {
         /* obs-fold: continues the last value, which ends the buffer: replace its NUL. */
         size_t start = 0;
@@ -150,6 +280,13 @@ static int take_headers(cr_transfer *t, cr_kvlist *out) {
 
 /* ---- setting up the easy handle --------------------------------------------------------------- */
 
+/* Connected (or a connection reused), the request about to go: the idle clock starts. */
+static int on_connected(void *user, char *ip, char *local_ip, int port, int local_port) {
+    cr_transfer *t = user;
+    if (t && t->http.idle_ms) t->wire.last_rx_ms = cr_mono_ms();
+    return CURL_PREREQFUNC_OK;
+}
+
 #define SET(opt, val) \
     if (c == CURLE_OK) c = curl_easy_setopt(h, opt, val)
 
@@ -161,10 +298,9 @@ int cr_transport_base(courier_engine *e, CURL *h) {
     SET(CURLOPT_NOSIGNAL, 1L);
     SET(CURLOPT_WRITEFUNCTION, on_body);
     SET(CURLOPT_HEADERFUNCTION, on_header);
-    SET(CURLOPT_FOLLOWLOCATION, 1L);
-    SET(CURLOPT_MAXREDIRS, 10L);
+    SET(CURLOPT_FOLLOWLOCATION, 0L); /* the engine follows redirects, hop by hop (redirect.c) */
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
-    SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    SET(CURLOPT_PREREQFUNCTION, on_connected);
     SET(CURLOPT_ACCEPT_ENCODING, "");
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
@@ -316,6 +452,8 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     SET(CURLOPT_WRITEDATA, t);
     SET(CURLOPT_HEADERDATA, t);
     SET(CURLOPT_TIMEOUT_MS, t->timeout_ms);
+    SET(CURLOPT_CONNECTTIMEOUT_MS, (long)t->http.connect_ms); /* 0: curl's default, under the total */
+    SET(CURLOPT_PREREQDATA, t);
     /* Downloads to a file may be larger than the in-memory limit (0: no limit). */
     SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)(t->download_path ? 0 : t->max_bytes));
 
@@ -401,16 +539,40 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
     long status = 0;
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
 
+    /* A header block that never ended (the server closed after a status line or a field) is a
+     * response cut short, whatever curl made of it (RFC 9112 6.3). */
+    if (result == CURLE_OK && !t->wire.ended) {
+        result = CURLE_PARTIAL_FILE;
+        snprintf(t->errbuf, sizeof t->errbuf, "the connection closed inside the header block");
+    }
     if (result != CURLE_OK) {
         courier_error ignored;
         cr_transfer_done(t, result, NULL, &ignored); /* closes files; a part file stays for resume */
-        int code = cr_code_from_curl(result);
+        curl_off_t connected_us = 0;
+        curl_easy_getinfo(t->easy, CURLINFO_CONNECT_TIME_T, &connected_us);
+        int code = cr_code_from_curl(result, connected_us > 0);
+        int timeout_kind = COURIER_TIMEOUT_NONE;
         if (t->too_large) code = COURIER_E_TOO_LARGE;
         else if (t->oom) code = COURIER_E_NO_MEMORY;
+        else if (t->wire.fault) code = t->wire.fault;
+        else if (t->wire.timeout_kind) code = COURIER_E_TIMEOUT, timeout_kind = t->wire.timeout_kind;
+        else if (result == CURLE_OUT_OF_MEMORY && t->wire.status_seen && !t->wire.ended)
+            code = COURIER_E_HEADERS_TOO_LARGE; /* libcurl's own limit (100 KiB a line) says "out of memory" */
+        else if (code == COURIER_E_TIMEOUT) {
+            /* curl's connect timeout is the smaller of the two while connecting (TLS included). */
+            curl_off_t tls_us = 0;
+            curl_easy_getinfo(t->easy, CURLINFO_APPCONNECT_TIME_T, &tls_us);
+            bool https = strncasecmp(t->url, "https:", 6) == 0;
+            bool up = connected_us > 0 && (!https || tls_us > 0);
+            timeout_kind = !up && t->http.connect_ms > 0 && (t->timeout_ms <= 0 || t->http.connect_ms < t->timeout_ms)
+                               ? COURIER_TIMEOUT_CONNECT
+                               : COURIER_TIMEOUT_TOTAL;
+        }
         else if (result == CURLE_WRITE_ERROR && t->download_path && t->download_mode != 3) code = COURIER_E_STORE;
         cr_fail(err, code, "%s: %s", courier_strerror(code), t->errbuf[0] ? t->errbuf : curl_easy_strerror(result));
         err->curl_code = (int)result;
         err->http_status = (int)status;
+        err->reserved[0] = timeout_kind; /* courier_error_timeout_kind */
         if (code == COURIER_E_TOO_LARGE)
             snprintf(err->message, sizeof err->message, "response body larger than %lld bytes",
                      (long long)t->max_bytes);
@@ -431,6 +593,19 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
     }
     r->body = cr_buf_take(&t->resp_body, &r->body_len);
     read_metrics(t->easy, &r->metrics);
+    if (t->ce_decoded && !t->ce_raw && r->body && strcmp(t->method, "HEAD") != 0 && r->status != 304) {
+        /* curl decoded the body: the field no longer applies, nor the encoded length */
+        char cl[24];
+        snprintf(cl, sizeof cl, "%zu", r->body_len);
+        cr_kvlist_remove(&r->headers, "Content-Encoding");
+        if (cr_kvlist_get(&r->headers, "Content-Length")) {
+            cr_kvlist_remove(&r->headers, "Content-Length");
+            if (cr_kvlist_add(&r->headers, "Content-Length", 14, cl, strlen(cl))) {
+                courier_response_free(r);
+                return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+            }
+        }
+    }
     if (!r->url || !r->body || !r->method) {
         courier_response_free(r);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
@@ -459,6 +634,7 @@ void courier_response_free(courier_response *r) {
             return;
     }
     free(r->file);
+    cr_hops_free(r->hops); /* redirect.c */
     cr_response_json_free(r);
     free(r->body);
     if (!r->one_block) { /* else they are parts of r's own allocation (a cache hit, cache.c) */

@@ -46,6 +46,11 @@ const char *courier_strerror(int code) {
     case COURIER_E_FROZEN: return "frozen: kept in the journal, to be sent later";
     case COURIER_E_OFFLINE: return "offline";
     case COURIER_E_JOURNAL_CORRUPT: return "the frozen-request journal is unreadable";
+    case COURIER_E_TOO_MANY_REDIRECTS: return "too many redirects";
+    case COURIER_E_REDIRECT_REFUSED: return "redirect refused";
+    case COURIER_E_BODY_NOT_REPLAYABLE: return "the body cannot be sent again for a redirect";
+    case COURIER_E_PROTOCOL: return "the server broke the HTTP protocol";
+    case COURIER_E_HEADERS_TOO_LARGE: return "response headers too large";
     case COURIER_E_CACHE_INCONSISTENT: return "the cache store is inconsistent";
     default: return "unknown error";
     }

@@ -29,8 +29,17 @@
 #define COURIER_VERSION_NUM ((COURIER_VERSION_MAJOR << 16) | (COURIER_VERSION_MINOR << 8) | COURIER_VERSION_PATCH)
 #define COURIER_VERSION_STRING "0.1.0"
 
+/* COURIER_API marks what the library exports. The library's own build defines COURIER_BUILDING
+ * (export); users of the Windows DLL import; users of the static library on Windows define
+ * COURIER_STATIC. Elsewhere the library is built with hidden visibility and these stay visible. */
 #if defined(_WIN32)
-#  define COURIER_API __declspec(dllexport)
+#  if defined(COURIER_BUILDING)
+#    define COURIER_API __declspec(dllexport)
+#  elif defined(COURIER_STATIC)
+#    define COURIER_API
+#  else
+#    define COURIER_API __declspec(dllimport)
+#  endif
 #elif defined(__GNUC__) || defined(__clang__)
 #  define COURIER_API __attribute__((visibility("default")))
 #else
@@ -81,6 +90,17 @@ typedef enum courier_code {
                                          courier_error_freeze_id gives its freeze id */
     COURIER_E_OFFLINE = -26,          /* the network monitor says offline; nothing was sent */
     COURIER_E_JOURNAL_CORRUPT = -27,  /* the frozen-request journal is unreadable (kept aside, never emptied) */
+    COURIER_E_TOO_MANY_REDIRECTS = -28, /* more redirects than the maximum; the last 3xx is attached */
+    COURIER_E_REDIRECT_REFUSED = -29, /* a redirect was refused: HTTPS to HTTP without permission, a
+                                         scheme other than http/https, or the redirect hook said no;
+                                         the 3xx is attached */
+    COURIER_E_BODY_NOT_REPLAYABLE = -30, /* a redirect (307, 308, or 301/302 of a method other than
+                                            POST) must send the body again and it was streamed from
+                                            a file; the 3xx is attached */
+    COURIER_E_PROTOCOL = -31,         /* the server broke HTTP: a garbage status line, conflicting
+                                         Content-Length fields, bad framing or content coding, an
+                                         unusable Location */
+    COURIER_E_HEADERS_TOO_LARGE = -32, /* a response header line or the header block is over the limit */
     COURIER_E_CACHE_INCONSISTENT = -40 /* courier_cache_verify found damaged entries, index records
                                           without their entry, or totals that differ from a scan */
 } courier_code;
@@ -96,8 +116,12 @@ typedef struct courier_error {
     int curl_code;     /* the underlying CURLcode, else 0 */
     int os_error;      /* the underlying errno, else 0 */
     int store_error;   /* the underlying storage (LMDB) error, else 0 */
-    int reserved[7];   /* zero; room to grow without changing the size */
-    char message[256]; /* NUL-terminated English detail, possibly truncated; "" when none */
+    int reserved[7];   /* room to grow without changing the size: [0] holds the courier_timeout_kind
+                          of a COURIER_E_TIMEOUT (read it with courier_error_timeout_kind); the
+                          rest zero */
+    char message[256]; /* NUL-terminated English detail, possibly truncated; "" when none. Whole on
+                        * its own (it names the failure, often starting with courier_strerror's
+                        * text): print it alone, not after courier_strerror(code). */
 } courier_error;
 
 /* ========================================================================================== */
@@ -133,8 +157,8 @@ typedef void (*courier_user_free_fn)(void *user);
 /* A configuration for courier_engine_open. Not thread-safe: build it on one thread. Every string
  * setter copies its argument. Defaults: no base URL; timeout 60 000 ms; user agent
  * "Courier/<version>"; 5 requests (and connections) per host, 64 in all; form body encoding; TLS verification on
- * with the system's CA store; maximum response body 64 MiB; a private temporary store directory
- * that is removed when the engine closes.
+ * with the system's CA store; maximum response body 64 MiB; the durable default store directory
+ * named by the app id (see courier_config_set_app_id).
  * *out is new: release it with courier_config_free (the engine copies what it needs at open).
  * Errors: COURIER_E_INVALID_ARGUMENT (out is NULL), COURIER_E_NO_MEMORY. */
 COURIER_API int courier_config_new(courier_config **out);
@@ -150,7 +174,8 @@ COURIER_API int courier_config_add_header(courier_config *config, const char *na
 /* A parameter added to every request unless the request opts out
  * (courier_request_set_use_default_params). Errors: COURIER_E_INVALID_ENCODING. */
 COURIER_API int courier_config_add_param(courier_config *config, const char *name, const char *value);
-/* Default timeout of a request, whole transfer, in milliseconds (> 0). */
+/* Default timeout of a request, whole transfer (all its redirects), in milliseconds (> 0): the
+ * total timeout (courier_config_set_timeout has the connect and idle ones). */
 COURIER_API int courier_config_set_timeout_ms(courier_config *config, long timeout_ms);
 /* The User-Agent header. NULL restores the default. Errors: COURIER_E_INVALID_HEADER. */
 COURIER_API int courier_config_set_user_agent(courier_config *config, const char *user_agent);
@@ -170,8 +195,26 @@ COURIER_API int courier_config_set_pinned_public_key(courier_config *config, con
 /* For development only: nonzero turns certificate and host name verification OFF. */
 COURIER_API int courier_config_set_insecure(courier_config *config, int insecure);
 /* The directory the engine keeps its store in (cache, journal). It is created (with parents,
- * mode 0700) at open. NULL restores the default: a private temporary directory removed at close. */
+ * mode 0700) at open. NULL restores the default: the durable default store named by the app id
+ * (courier_config_set_app_id), or with courier_config_set_temporary_store a private temporary
+ * directory removed at close. Errors: COURIER_E_INVALID_ARGUMENT (empty). */
 COURIER_API int courier_config_set_store_dir(courier_config *config, const char *path);
+/* The app's id ("com.example.notes", "notes"): names the default store, the directory where the
+ * platform keeps an app's data, so frozen requests and the cache outlive the engine and the
+ * process: "$XDG_DATA_HOME/<app id>/courier" (XDG_DATA_HOME when absolute, else
+ * "~/.local/share/<app id>/courier") on Linux and other Unix systems,
+ * "~/Library/Application Support/<app id>/courier" on Darwin. Engines of one app id share that
+ * store (across processes and languages). Copied. NULL restores the default: the program's name
+ * (glibc's program_invocation_short_name, Darwin's getprogname; "courier" when there is none).
+ * Unused when a store directory is set. Errors: COURIER_E_INVALID_ARGUMENT (empty, "." or "..",
+ * a '/', or longer than 255 bytes). */
+COURIER_API int courier_config_set_app_id(courier_config *config, const char *app_id);
+/* Nonzero: when no store directory is set, the engine keeps its store in a private temporary
+ * directory (under $TMPDIR, else /tmp) removed when it closes, instead of the default store: for
+ * tests, demos and one-shot tools. Frozen requests then do not outlive the engine, and each
+ * freeze logs a warning (event "frozen_temporary_store", level WARNING) on the engine's logger.
+ * 0 (the default): the durable default store. A store directory, when set, wins. */
+COURIER_API int courier_config_set_temporary_store(courier_config *config, int temporary);
 /* A validator run on every response of requests that have none of their own. NULL removes it.
  * user_free (may be NULL) is called once when the registration ends (config freed or replaced);
  * the engine keeps its own reference, so `user` must stay valid until the engine that was opened
@@ -375,6 +418,86 @@ typedef struct courier_metrics {
 /* Copies the metrics into *out. `size` is sizeof(courier_metrics) as the caller knows it, so the
  * struct can grow: only that many bytes are written. */
 COURIER_API int courier_response_metrics(const courier_response *response, courier_metrics *out, size_t size);
+
+/* ========================================================================================== */
+/* Redirects and timeouts (RFC 9110 15.4)                                                      */
+/* ========================================================================================== */
+
+/* Redirects are followed by the engine, hop by hop: each hop is a transfer of its own that goes
+ * through the cache (lookup, and storing a 301 or 308 under its rules) and the scheduler like any
+ * send, under the same request id (courier_cancel stops the chain wherever it is). Only
+ * 301, 302, 303, 307 and 308 with a Location are followed; the method and body of the next hop:
+ *   301, 302: POST becomes GET without its body and its Content-* fields (what browsers and every
+ *             peer do, though RFC 9110 allows keeping it); every other method keeps method and body.
+ *   303:      every method but HEAD becomes GET without body and Content-* fields.
+ *   307, 308: method and body kept.
+ * A body that must be sent again and was streamed from a file (courier_request_set_body_file, file
+ * parts) is not read twice: the request fails with COURIER_E_BODY_NOT_REPLAYABLE. An HTTPS URL that
+ * redirects to HTTP fails with COURIER_E_REDIRECT_REFUSED unless downgrades are allowed. Once the
+ * chain leaves the origin (scheme, host, port) of the first request, the Authorization, Cookie and
+ * Proxy-Authorization fields of the request are dropped for the rest of the chain. Mock answers and
+ * custom transports are delivered as they are, never followed. Not following (the setting off, or
+ * the hook saying COURIER_REDIRECT_STOP) delivers the 3xx, its Location included, as the response:
+ * a success (COURIER_OK), like any status below 400. */
+
+/* Defaults: follow on; at most 20 redirects (OkHttp's and the browsers' limit; requests allows 30,
+ * more than any real chain needs, and loops are found sooner); HTTPS to HTTP refused. */
+COURIER_API int courier_config_set_follow_redirects(courier_config *config, int follow);
+/* max_redirects >= 0 (0: the first redirect fails with COURIER_E_TOO_MANY_REDIRECTS). */
+COURIER_API int courier_config_set_max_redirects(courier_config *config, int max_redirects);
+COURIER_API int courier_config_set_allow_redirect_downgrade(courier_config *config, int allow);
+/* The same for one request, replacing the engine's setting. Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_request_set_follow_redirects(courier_request *request, int follow);
+COURIER_API int courier_request_set_max_redirects(courier_request *request, int max_redirects);
+COURIER_API int courier_request_set_allow_redirect_downgrade(courier_request *request, int allow);
+
+/* What a redirect hook returns (or a negative value: refuse, and the request fails with
+ * COURIER_E_REDIRECT_REFUSED). */
+#define COURIER_REDIRECT_FOLLOW 0 /* send `next` as it now is */
+#define COURIER_REDIRECT_STOP 1   /* follow no further: the 3xx is the response */
+
+/* A redirect hook sees every redirect the engine is about to follow: `response` is the 3xx
+ * (borrowed for the call), `next` the next hop as the rules above made it (method, absolute URL,
+ * headers; borrowed for the call), which the hook may change (courier_outgoing_set_url,
+ * courier_outgoing_set_header); courier_outgoing_request_id gives the send's id. The downgrade and
+ * scheme checks apply to the URL the hook leaves, and so does the credentials rule: a hop the hook
+ * moves off the first origin loses the request's credential fields (a value the hook set goes). Runs on the engine's worker thread: it must not
+ * block for long, wait for another send, or close the engine. */
+typedef int (*courier_redirect_fn)(const courier_response *response, courier_outgoing *next, void *user);
+/* Registers the hook of every request of engines opened with this configuration (NULL removes it),
+ * and of one request (replacing the engine's). user_free as for validators. */
+COURIER_API int courier_config_set_redirect_hook(courier_config *config, courier_redirect_fn fn, void *user,
+                                                 courier_user_free_fn user_free);
+COURIER_API int courier_request_set_redirect_hook(courier_request *request, courier_redirect_fn fn, void *user,
+                                                  courier_user_free_fn user_free);
+
+/* The redirects a response's chain went through, in order: hop i's URL (the URL that answered with
+ * a redirect) and its status. The final URL is courier_response_url. 0 for a response that was not
+ * redirected (and for mock and custom-transport responses). Borrowed until the response is freed.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL response), COURIER_E_NOT_FOUND (index out of range). */
+COURIER_API size_t courier_response_redirect_count(const courier_response *response);
+COURIER_API int courier_response_redirect_at(const courier_response *response, size_t index, const char **url,
+                                             int *status);
+
+/* The three timeouts of a request. Connect and idle apply to each hop of a redirect chain, the
+ * total to the whole chain. All fail with COURIER_E_TIMEOUT; courier_error_timeout_kind says which
+ * one fired. */
+typedef enum courier_timeout_kind {
+    COURIER_TIMEOUT_NONE = 0,
+    COURIER_TIMEOUT_CONNECT = 1, /* no connection (TCP and TLS) within the time: nothing was sent */
+    COURIER_TIMEOUT_IDLE = 2,    /* connected, and no byte received for the time (waiting for the
+                                    response included) while no request body byte went out */
+    COURIER_TIMEOUT_TOTAL = 3    /* the whole transfer took longer (courier_config_set_timeout_ms) */
+} courier_timeout_kind;
+/* Sets one timeout in milliseconds: ms > 0 a limit, 0 none. TOTAL is the same setting as
+ * courier_config_set_timeout_ms / courier_request_set_timeout_ms. Engine defaults: connect none
+ * (bounded by the total), idle none, total 60 000. For a request, ms < 0 gives the setting back to
+ * the engine. Errors: COURIER_E_INVALID_ARGUMENT (unknown kind, negative engine value). */
+COURIER_API int courier_config_set_timeout(courier_config *config, courier_timeout_kind kind, int64_t ms);
+COURIER_API int courier_request_set_timeout(courier_request *request, courier_timeout_kind kind, int64_t ms);
+/* Which timeout a COURIER_E_TIMEOUT error was: a courier_timeout_kind (NONE for any other error,
+ * or for a NULL err). Any thread. */
+COURIER_API int courier_error_timeout_kind(const courier_error *err);
 
 /* ========================================================================================== */
 /* Building responses (mock callbacks, after-receive interceptors, custom transports)          */
@@ -961,7 +1084,10 @@ COURIER_API int courier_request_set_form_body(courier_request *request, const co
  * through the normal completion (on the worker thread) without any network traffic, with the
  * response marked from-cache. A response is written only after it passed the request's judgement
  * (HTTP status < 400 and the validator), after which the completion runs: when a completion
- * runs, its entry is already readable. Failures are never cached. A cache that cannot be opened
+ * runs, its entry is already readable. Failures are never cached, except that the HTTP policies
+ * store the error statuses RFC 9111 allows (a 404 or 503 with explicit freshness, a 404, 405, 410,
+ * 414 or 501 with heuristic freshness); such an entry answers with the same COURIER_E_HTTP_STATUS
+ * and attached response as the network's answer did. A cache that cannot be opened
  * or written never fails a request (a line on stderr says why); the manager functions then return
  * COURIER_E_STORE.
  *
@@ -973,17 +1099,30 @@ COURIER_API int courier_request_set_form_body(courier_request *request, const co
  * change the key. Keys are stored by a 128-bit hash; the key text is kept in the entry.
  */
 
-/* Cache policies. Ids 4..99 are reserved; ids >= COURIER_CACHE_POLICY_USER_MIN are user-defined
+/* Cache policies. Ids 5..99 are reserved; ids >= COURIER_CACHE_POLICY_USER_MIN are user-defined
  * (courier_engine_register_cache_policy). */
 typedef enum courier_cache_policy {
     COURIER_CACHE_NO_CACHE = 0,    /* neither reads nor writes (the default) */
     COURIER_CACHE_CACHE_FIRST = 1, /* a fresh entry answers without the network; else the network
                                       answers and the response is written */
     COURIER_CACHE_WRITE_ONLY = 2,  /* never reads; writes what the network returns */
-    COURIER_CACHE_HTTP = 3         /* RFC 9111 for GET, as a private cache: Cache-Control, Expires,
-                                      Age, ETag/Last-Modified revalidation with 304 merging, Vary,
-                                      stale-while-revalidate and stale-if-error; a successful unsafe
-                                      method (POST, PUT, DELETE...) invalidates the URL's GET entry */
+    COURIER_CACHE_HTTP = 3,        /* RFC 9111 for GET, as a private cache (a browser's): request
+                                      and response Cache-Control, Expires, Age, heuristic freshness
+                                      (10% of the time since Last-Modified, at most 24 h) for the
+                                      heuristically cacheable statuses, any final status with
+                                      explicit freshness (a stored 404 answers as a network 404
+                                      does: COURIER_E_HTTP_STATUS with the response), ETag /
+                                      Last-Modified revalidation with 304 and HEAD updates, Vary,
+                                      stale-while-revalidate and stale-if-error (RFC 5861), and
+                                      invalidation by a non-error answer to an unsafe method (POST,
+                                      PUT, DELETE, PATCH or unknown) of its URL and the same-origin
+                                      URLs of its Location and Content-Location. 206 answers are not
+                                      stored. docs/DESIGN.md lists every rule with its test. */
+    COURIER_CACHE_HTTP_SHARED = 4  /* the same as a shared cache (a proxy's, RFC 9111 section 1):
+                                      s-maxage and proxy-revalidate apply, "private" answers are not
+                                      stored (private="field" drops the fields), and an answer to a
+                                      request with Authorization is stored only when it says
+                                      must-revalidate, public or s-maxage (section 3.5) */
 } courier_cache_policy;
 #define COURIER_CACHE_POLICY_USER_MIN 100
 
@@ -995,6 +1134,42 @@ typedef enum courier_cache_status {
     COURIER_CACHE_STATUS_STALE = 3        /* a stale entry (stale-while-revalidate, stale-if-error,
                                              or courier_cache_get with COURIER_CACHE_ALLOW_STALE) */
 } courier_cache_status;
+
+/* Why the cache did what it did with a response (courier_response_cache_reason). A response from
+ * the network that the HTTP policies did not store says why (the NOT_STORED_* reasons); one they
+ * stored says what the lookup found (MISS, VARY_MISS, STALE_REFETCHED). Append-only: values are
+ * never renumbered or reused. */
+typedef enum courier_cache_reason {
+    COURIER_CACHE_REASON_NONE = 0,                     /* no cache policy looked at it */
+    COURIER_CACHE_REASON_MISS = 1,                     /* nothing stored: the network, stored */
+    COURIER_CACHE_REASON_FRESH = 2,                    /* a fresh stored response, no network */
+    COURIER_CACHE_REASON_STALE_WHILE_REVALIDATE = 3,   /* stale, served while revalidating */
+    COURIER_CACHE_REASON_STALE_IF_ERROR = 4,           /* stale, served because the origin failed */
+    COURIER_CACHE_REASON_REVALIDATED = 5,              /* stored, confirmed by a 304 */
+    COURIER_CACHE_REASON_STALE_REFETCHED = 6,          /* stored was stale: the network's new answer */
+    COURIER_CACHE_REASON_VARY_MISS = 7,                /* stored under another Vary variant */
+    COURIER_CACHE_REASON_ONLY_IF_CACHED = 8,           /* only-if-cached, nothing usable: a 504 made
+                                                          by the cache (no network) */
+    COURIER_CACHE_REASON_NOT_STORED_NO_STORE = 9,      /* no-store (request or response) */
+    COURIER_CACHE_REASON_NOT_STORED_STATUS = 10,       /* a status not stored (206, 5xx without
+                                                          explicit freshness, ...) */
+    COURIER_CACHE_REASON_NOT_STORED_PRIVATE = 11,      /* private, in the shared cache */
+    COURIER_CACHE_REASON_NOT_STORED_AUTHORIZATION = 12,/* a request with Authorization, in the shared
+                                                          cache (RFC 9111 section 3.5) */
+    COURIER_CACHE_REASON_NOT_STORED_VARY = 13,         /* Vary: * */
+    COURIER_CACHE_REASON_NOT_STORED_TOO_LARGE = 14,    /* more than an eighth of the cache */
+    COURIER_CACHE_REASON_NOT_STORED_NO_FRESHNESS = 15, /* no freshness, no validator: useless */
+    COURIER_CACHE_REASON_NOT_STORED_METHOD = 16,       /* a method whose answers are not stored */
+    COURIER_CACHE_REASON_INVALIDATED = 17,             /* an unsafe method's answer: the stored
+                                                          responses of its URLs were removed */
+    COURIER_CACHE_REASON_STALE_ACCEPTED = 18,          /* stale, as the request allowed (max-stale,
+                                                          or COURIER_CACHE_ALLOW_STALE) */
+    COURIER_CACHE_REASON_UPDATED_STORED = 19,          /* a HEAD answer that freshened the stored GET */
+    COURIER_CACHE_REASON_NOT_STORED_POLICY = 20        /* a user policy's should_write said no */
+} courier_cache_reason;
+/* The reason's name ("fresh", "not-stored-private", ...: lowercase, '-'-separated; stable, used
+ * in log lines and the Cache-Status field); "unknown" for other values. Static; any thread. */
+COURIER_API const char *courier_cache_reason_name(int reason);
 
 /* A clock: the current time in milliseconds since the Unix epoch. Called on any thread that uses
  * the cache (senders, the worker); it must be thread-safe and must not call into the engine. */
@@ -1026,6 +1201,11 @@ typedef enum courier_cache_durability {
 } courier_cache_durability;
 /* Errors: COURIER_E_INVALID_ARGUMENT. */
 COURIER_API int courier_config_set_cache_durability(courier_config *config, int durability);
+/* Nonzero: every response a cache policy looked at carries a "Cache-Status" header field (RFC
+ * 9211) saying what the cache did, e.g. `Courier; hit; detail=fresh` or `Courier; fwd=uri-miss;
+ * stored; detail=miss` (the detail is courier_cache_reason_name), so a service can pass it on.
+ * Default 0. Errors: COURIER_E_INVALID_ARGUMENT (config NULL). */
+COURIER_API int courier_config_set_cache_status_header(courier_config *config, int on);
 /* The policy of requests that name none (default COURIER_CACHE_NO_CACHE).
  * Errors: COURIER_E_INVALID_ARGUMENT (a reserved id). */
 COURIER_API int courier_config_set_cache_policy(courier_config *config, int policy);
@@ -1056,6 +1236,8 @@ COURIER_API int courier_request_add_cache_key_filter(courier_request *request, c
 COURIER_API int courier_response_from_cache(const courier_response *response);
 /* The courier_cache_status of a response. */
 COURIER_API int courier_response_cache_status(const courier_response *response);
+/* The courier_cache_reason of a response (COURIER_CACHE_REASON_NONE for NULL). Any thread. */
+COURIER_API int courier_response_cache_reason(const courier_response *response);
 /* Age in seconds of a response that came from the cache (RFC 9111 age for the HTTP policy), else 0. */
 COURIER_API int64_t courier_response_age(const courier_response *response);
 /* When the entry was written and until when it is fresh (ms since the epoch); 0 for a response
@@ -1365,7 +1547,8 @@ COURIER_API courier_engine *courier_group_engine(const courier_group *group);
  *    "status":200,"code":0,"duration_ms":12.5,"app":"demo"}
  * Keys: time (UTC, milliseconds), level, event, message, then as they apply request_id, method,
  * url (redacted: see courier_log_set_redaction), status, code (a courier_code), error (its text),
- * duration_ms (since the send), attempt, delay_ms, bytes_received, bytes_expected, bytes_sent,
+ * cache (finished and from_cache: courier_cache_reason_name of the response's reason, when a cache
+ * policy looked at it; the message ends with " cache: <name>" too), duration_ms (since the send), attempt, delay_ms, bytes_received, bytes_expected, bytes_sent,
  * bytes_to_send, then the engine's fields (courier_log_set_field).
  * Which request events log at which level: will_send, did_send and from_cache at debug; progress
  * at trace; retried and frozen at warning; finished at info when it succeeded or was cancelled, at

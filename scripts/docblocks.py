@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The code blocks of README.md and docs/*.md, compiled and run, so an example can never be wrong.
+"""The code blocks of README.md, docs/*.md and the DocC articles (Sources/Courier/Courier.docc),
+compiled and run, so an example can never be wrong.
 
 Every fenced block whose info string is `swift`, `python` or `c` is an example a user may copy; each
 is compiled and run against the loopback test server:
@@ -15,7 +16,9 @@ is compiled and run against the loopback test server:
 - every block must exit 0; a block whose first line is `// expect-exit: N` (`# expect-exit: N`)
   must exit N instead.
 
-Blocks in other languages are not examples to run: `sh` blocks are the commands the test command
+A `swift` block that begins with `// swift-tools-version` is a package manifest, not a program:
+it is left out here (scripts/check-swift-consumer builds README's manifest as a package that depends
+on a tagged clone of this checkout). Blocks in other languages are not examples to run: `sh` blocks are the commands the test command
 itself runs (or a user types: installing, serving); unlabeled blocks are diagrams or output.
 
 Usage:
@@ -41,7 +44,7 @@ from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-DOCUMENTS = ["README.md", "docs/*.md", "bindings/python/README.md"]
+DOCUMENTS = ["README.md", "docs/*.md", "bindings/python/README.md", "Sources/Courier/Courier.docc/*.md"]
 DEMO_ADDRESS = "127.0.0.1:8080"
 RUN_TIMEOUT = 120
 
@@ -92,6 +95,8 @@ def extract(language: Optional[str] = None) -> List[Block]:
                 body.append(lines[i])
                 i += 1
             i += 1
+            if lang == "swift" and body and body[0].lstrip().startswith("// swift-tools-version"):
+                continue  # a package manifest (see the module's docstring)
             if language is None or lang == language:
                 blocks.append(Block(str(doc.relative_to(ROOT)), start + 1, lang, "\n".join(body) + "\n"))
     return blocks
@@ -255,7 +260,11 @@ def main(argv: List[str]) -> int:
         for b in extract():
             print(f"{b.language or '-':8} {b.name}")
         return 0
-    return {"c": check_c, "swift": check_swift, "python": check_python}[args.mode](args)
+    # An example that opens an engine with the default store writes under $XDG_DATA_HOME (the
+    # durable store where apps keep data): a temporary directory of this run, never the home.
+    with tempfile.TemporaryDirectory(prefix="courier-docs-data-") as data:
+        os.environ["XDG_DATA_HOME"] = data
+        return {"c": check_c, "swift": check_swift, "python": check_python}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -167,7 +167,7 @@ static courier_engine *fb_engine(const char *store, int concurrency, int paused,
     courier_error err;
     memset(&err, 0, sizeof err);
     int rc = courier_config_new(&cfg);
-    if (!rc && store) rc = courier_config_set_store_dir(cfg, store);
+    if (!rc) rc = store ? courier_config_set_store_dir(cfg, store) : courier_config_set_temporary_store(cfg, 1);
     if (!rc) rc = courier_config_set_max_connections_per_host(cfg, concurrency > 6 ? concurrency : 6);
     if (!rc) rc = courier_config_set_max_connections(cfg, concurrency > 64 ? concurrency : 64);
     if (!rc) rc = courier_config_set_timeout_ms(cfg, 30000);

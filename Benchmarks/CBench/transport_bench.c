@@ -331,6 +331,7 @@ int cbench_courier_c(const char *url, long total, int concurrency, long warmup, 
     if (rc == COURIER_OK) rc = courier_config_set_max_connections_per_host(cfg, concurrency);
     if (rc == COURIER_OK) rc = courier_config_set_max_connections(cfg, concurrency > 64 ? concurrency : 64);
     if (rc == COURIER_OK) rc = courier_config_set_timeout_ms(cfg, 30000);
+    if (rc == COURIER_OK) rc = courier_config_set_temporary_store(cfg, 1);
     courier_engine *engine = NULL;
     courier_error err;
     memset(&err, 0, sizeof err);

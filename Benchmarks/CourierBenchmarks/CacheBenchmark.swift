@@ -84,8 +84,9 @@ public enum CacheBenchmark {
         init(dir: String, capacity: Int, durability: CacheDurability) throws {
             var configuration = Configuration()
             configuration.storeDirectory = dir
-            engine = try Engine(configuration: configuration.cacheDurability(durability)
-                .cacheMaxBytes(Int64(capacity + 1000) * 2048 + (64 << 20)))
+            configuration.cacheDurability = durability
+            configuration.cacheMaxBytes = Int64(capacity + 1000) * 2048 + (64 << 20)
+            engine = try Engine(configuration: configuration)
             cache = engine.cache
         }
 
@@ -159,7 +160,8 @@ public enum CacheBenchmark {
         init(dir: String, entries: Int) throws {
             var configuration = Configuration()
             configuration.storeDirectory = dir
-            engine = try Engine(configuration: configuration.cacheMaxBytes(Int64(entries + 1000) * 2048 + (64 << 20)))
+            configuration.cacheMaxBytes = Int64(entries + 1000) * 2048 + (64 << 20)
+            engine = try Engine(configuration: configuration)
             cache = engine.cache
             keys = (0..<entries).map(CacheBenchmark.key)
         }

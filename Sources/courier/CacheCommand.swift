@@ -121,10 +121,11 @@ struct CacheListCommand: ParsableCommand {
             }
             let now = Date()
             for e in entries {
-                let state = e.expires > now ? "fresh" : "stale"
+                // An entry past its expiry is no longer "until" anything: say since when it expired.
+                let state = e.expires > now ? "fresh until \(iso(e.expires))" : "expired at \(iso(e.expires))"
                 let key = e.key.replacingOccurrences(of: "\n", with: "\\n")
                 print("\(e.id.prefix(12))  \(e.status)  \(String(format: "%9@", bytesText(e.size) as NSString))  "
-                      + "\(iso(e.created))  \(state) until \(iso(e.expires))  \(key)")
+                      + "\(iso(e.created))  \(state)  \(key)")
             }
             if entries.isEmpty { print("(empty)") }
         }

@@ -39,7 +39,8 @@ struct FrozenOptions: ParsableArguments {
     func openEngine() throws -> Engine {
         var configuration = Configuration()
         configuration.storeDirectory = storeDirectory
-        return try Engine(configuration: configuration.frozenReplayPaused())
+        configuration.frozenPaused = true
+        return try Engine(configuration: configuration)
     }
 }
 
@@ -81,8 +82,8 @@ private func iso(_ date: Date?) -> String {
 private func policyName(_ policy: FreezePolicy) -> String {
     switch policy {
     case .never: return "never"
-    case .whenOffline: return "auto"
-    case .waitForApp: return "manual"
+    case .auto: return "auto"
+    case .manual: return "manual"
     }
 }
 
@@ -100,7 +101,7 @@ struct FrozenListCommand: ParsableCommand {
             for f in list {
                 var state = f.claimed ? "in flight" : f.attempts == 0 ? "waiting" : "retry at \(iso(f.nextAttempt))"
                 if let code = f.lastCode { state += " (last: \(code.name)\(f.lastStatus.map { " \($0)" } ?? ""))" }
-                print("\(f.id)  \(policyName(f.policy))\(f.ordered ? "" : ",unordered")  \(f.method) \(f.url)  "
+                print("\(f.id)  \(policyName(f.policy))\(f.unordered ? ",unordered" : "")  \(f.method) \(f.url)  "
                       + "attempts \(f.attempts)  \(state)  expires \(iso(f.expires))")
             }
             if list.isEmpty { print("(none)") }
@@ -128,7 +129,7 @@ struct FrozenShowCommand: ParsableCommand {
             print("id:              \(f.id)")
             print("request:         \(f.method) \(f.url)")
             print("host:            \(f.host)")
-            print("policy:          \(policyName(f.policy))\(f.ordered ? ", ordered" : ", unordered")")
+            print("policy:          \(policyName(f.policy))\(f.unordered ? ", unordered" : ", ordered")")
             print("idempotency key: \(f.idempotencyKey)")
             print("timeout:         \(f.timeout) s")
             print("created:         \(iso(f.created))")
@@ -208,7 +209,7 @@ struct FrozenReplayCommand: ParsableCommand {
                 }
                 fflush(stdout)
             }
-            try engine.frozen.replay(includingManual: manual)
+            try engine.frozen.replay(manual: manual)
             let idle = engine.frozen.waitUntilIdle(timeout: timeout)
             token.cancel()
             let seen = events.get()

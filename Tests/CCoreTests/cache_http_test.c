@@ -12,22 +12,15 @@
 #include <time.h>
 #include <unistd.h>
 
-static _Atomic int64_t clock_offset_ms;
-static int64_t test_clock(void *user) {
-    (void)user;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + atomic_load(&clock_offset_ms);
-}
 
 static void tweak(courier_config *cfg) {
     courier_config_set_store_dir(cfg, th_tmpdir());
-    courier_config_set_clock(cfg, test_clock, NULL, NULL);
+    courier_config_set_clock(cfg, th_clock, NULL, NULL);
     courier_config_set_cache_policy(cfg, COURIER_CACHE_HTTP);
 }
 
 static courier_engine *engine(void) {
-    atomic_store(&clock_offset_ms, 0);
+    th_clock_set_offset_ms(0);
     cts_server_reset_counts(th_server());
     return th_engine(tweak);
 }
@@ -63,7 +56,7 @@ static void test_max_age_fresh_then_stale(void) {
     courier_request *r = get("/cache?max_age=60&body=fresh");
     int code;
     CHECK_EQ(status_of(e, r, &code, NULL, 0), COURIER_CACHE_STATUS_NETWORK);
-    atomic_store(&clock_offset_ms, 20 * 1000);
+    th_clock_set_offset_ms(20 * 1000);
     courier_response *b = send(e, r, &code);
     REQUIRE(b);
     CHECK_EQ(courier_response_cache_status(b), COURIER_CACHE_STATUS_HIT);
@@ -72,7 +65,7 @@ static void test_max_age_fresh_then_stale(void) {
     CHECK_STR((const char *)courier_response_body(b, NULL), "fresh");
     courier_response_free(b);
     CHECK_EQ(count_of("/cache"), 1);
-    atomic_store(&clock_offset_ms, 61 * 1000);
+    th_clock_set_offset_ms(61 * 1000);
     CHECK_EQ(status_of(e, r, &code, NULL, 0), COURIER_CACHE_STATUS_NETWORK);
     CHECK_EQ(count_of("/cache"), 2);
     courier_request_free(r);
@@ -85,12 +78,12 @@ static void test_age_header_counts(void) {
     courier_request *r = get("/headers?Cache-Control=max-age%3D40&Age=30");
     int code;
     CHECK_EQ(status_of(e, r, &code, NULL, 0), COURIER_CACHE_STATUS_NETWORK);
-    atomic_store(&clock_offset_ms, 5 * 1000);
+    th_clock_set_offset_ms(5 * 1000);
     courier_response *b = send(e, r, &code);
     CHECK_EQ(courier_response_cache_status(b), COURIER_CACHE_STATUS_HIT);
     CHECK_EQ(courier_response_age(b), 35);
     courier_response_free(b);
-    atomic_store(&clock_offset_ms, 11 * 1000); /* 30 + 11 > 40 */
+    th_clock_set_offset_ms(11 * 1000); /* 30 + 11 > 40 */
     CHECK_EQ(status_of(e, r, &code, NULL, 0), COURIER_CACHE_STATUS_NETWORK);
     courier_request_free(r);
     courier_engine_close(e);
@@ -203,27 +196,19 @@ static void test_request_no_cache_revalidates(void) {
     courier_engine_close(e);
 }
 
-/* Sends to the stored URL's key but, when `redirect` is set, really to another URL: the
- * customize callback changes the outgoing URL, not the cache key. */
-static const char *_Atomic redirect;
-static int customize(courier_outgoing *o, void *user) {
-    (void)user;
-    const char *to = atomic_load(&redirect);
-    return to ? courier_outgoing_set_url(o, to) : COURIER_OK;
-}
+/* th_redirect_customize sends to the stored URL's key but, after th_redirect_to, really to another
+ * URL: the customize callback changes the outgoing URL, not the cache key. */
 
 static void test_stale_if_error(void) {
     courier_engine *e = engine();
     REQUIRE(e);
-    atomic_store(&redirect, NULL);
+    th_redirect_to(NULL);
     courier_request *r = get("/headers?Cache-Control=max-age%3D1%2C%20stale-if-error%3D600&X-Body=sie");
-    courier_request_set_customize(r, customize, NULL, NULL);
+    courier_request_set_customize(r, th_redirect_customize, NULL, NULL);
     int code;
     CHECK_EQ(status_of(e, r, &code, NULL, 0), COURIER_CACHE_STATUS_NETWORK);
-    atomic_store(&clock_offset_ms, 5 * 1000);
-    static char u503[256];
-    snprintf(u503, sizeof u503, "%s", th_url("/status/503"));
-    atomic_store(&redirect, u503);
+    th_clock_set_offset_ms(5 * 1000);
+    th_redirect_to(th_url("/status/503"));
     courier_response *b = send(e, r, &code);
     CHECK_EQ(code, COURIER_OK);
     REQUIRE(b);
@@ -233,15 +218,15 @@ static void test_stale_if_error(void) {
     courier_response_free(b);
     CHECK_EQ(count_of("/status/503"), 1);
     /* A connection that fails counts as an error too. */
-    atomic_store(&redirect, "http://127.0.0.1:1/");
+    th_redirect_to("http://127.0.0.1:1/");
     CHECK_EQ(status_of(e, r, &code, NULL, 0), COURIER_CACHE_STATUS_STALE);
     CHECK_EQ(code, COURIER_OK);
     /* Past the stale-if-error window the error shows. */
-    atomic_store(&clock_offset_ms, 700 * 1000);
-    atomic_store(&redirect, u503);
+    th_clock_set_offset_ms(700 * 1000);
+    th_redirect_to(th_url("/status/503"));
     courier_response_free(send(e, r, &code));
     CHECK_EQ(code, COURIER_E_HTTP_STATUS);
-    atomic_store(&redirect, NULL);
+    th_redirect_to(NULL);
     courier_request_free(r);
     courier_engine_close(e);
 }
@@ -249,19 +234,17 @@ static void test_stale_if_error(void) {
 static void test_must_revalidate_forbids_stale(void) {
     courier_engine *e = engine();
     REQUIRE(e);
-    atomic_store(&redirect, NULL);
+    th_redirect_to(NULL);
     courier_request *r =
         get("/headers?Cache-Control=max-age%3D1%2C%20must-revalidate%2C%20stale-if-error%3D600%2C%20stale-while-revalidate%3D600");
-    courier_request_set_customize(r, customize, NULL, NULL);
+    courier_request_set_customize(r, th_redirect_customize, NULL, NULL);
     int code;
     CHECK_EQ(status_of(e, r, &code, NULL, 0), COURIER_CACHE_STATUS_NETWORK);
-    atomic_store(&clock_offset_ms, 5 * 1000);
-    static char u503[256];
-    snprintf(u503, sizeof u503, "%s", th_url("/status/503"));
-    atomic_store(&redirect, u503);
+    th_clock_set_offset_ms(5 * 1000);
+    th_redirect_to(th_url("/status/503"));
     courier_response_free(send(e, r, &code));
     CHECK_EQ(code, COURIER_E_HTTP_STATUS);
-    atomic_store(&redirect, NULL);
+    th_redirect_to(NULL);
     courier_request_free(r);
     courier_engine_close(e);
 }
@@ -273,7 +256,7 @@ static void test_stale_while_revalidate(void) {
     int code;
     CHECK_EQ(status_of(e, r, &code, NULL, 0), COURIER_CACHE_STATUS_NETWORK);
     CHECK_EQ(count_of("/headers"), 1);
-    atomic_store(&clock_offset_ms, 5 * 1000);
+    th_clock_set_offset_ms(5 * 1000);
     courier_response *b = send(e, r, &code);
     CHECK_EQ(code, COURIER_OK);
     REQUIRE(b);

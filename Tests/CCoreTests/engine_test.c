@@ -625,13 +625,56 @@ static void test_store_directory(void) {
     courier_engine_close(e);
     CHECK(stat(path, &st) == 0);
 
-    /* The default is a private temporary directory, removed at close. */
-    REQUIRE(courier_engine_open(&e, NULL, NULL) == COURIER_OK);
+    /* A temporary store, asked for, is a private directory removed at close. */
+    REQUIRE(courier_config_new(&cfg) == COURIER_OK);
+    CHECK_EQ(courier_config_set_temporary_store(cfg, 1), COURIER_OK);
+    REQUIRE(courier_engine_open(&e, cfg, NULL) == COURIER_OK);
+    courier_config_free(cfg);
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s", courier_engine_store_dir(e));
     CHECK(stat(tmp, &st) == 0 && S_ISDIR(st.st_mode));
     courier_engine_close(e);
     CHECK(stat(tmp, &st) != 0 && errno == ENOENT);
+
+    /* The default: where apps keep data ($XDG_DATA_HOME when absolute, else ~/.local/share),
+     * "<app id>/courier", the app id defaulting to the program's name; kept at close. */
+    char data[600], home[600], want[900];
+    snprintf(data, sizeof data, "%s/data", th_tmpdir());
+    snprintf(home, sizeof home, "%s", th_tmpdir());
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("XDG_DATA_HOME", data, 1);
+    REQUIRE(courier_engine_open(&e, NULL, NULL) == COURIER_OK);
+    snprintf(want, sizeof want, "%s/engine_test/courier", data);
+    CHECK_STR(courier_engine_store_dir(e), want);
+    courier_engine_close(e);
+    CHECK(stat(want, &st) == 0 && S_ISDIR(st.st_mode));
+    CHECK_EQ(st.st_mode & 0777, 0700);
+    REQUIRE(courier_config_new(&cfg) == COURIER_OK);
+    CHECK_EQ(courier_config_set_app_id(cfg, "com.example.app"), COURIER_OK);
+    CHECK_EQ(courier_config_set_app_id(cfg, ""), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_app_id(cfg, "a/b"), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_app_id(cfg, ".."), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_app_id(NULL, "x"), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_temporary_store(NULL, 1), COURIER_E_INVALID_ARGUMENT);
+    setenv("XDG_DATA_HOME", "relative/data", 1); /* not absolute: ignored, as the XDG spec asks */
+    setenv("HOME", home, 1);
+    REQUIRE(courier_engine_open(&e, cfg, NULL) == COURIER_OK);
+    snprintf(want, sizeof want, "%s/.local/share/com.example.app/courier", home);
+    CHECK_STR(courier_engine_store_dir(e), want);
+    courier_engine_close(e);
+    /* A store directory wins over the app id and the temporary setting. */
+    snprintf(path, sizeof path, "%s/given", th_tmpdir());
+    CHECK_EQ(courier_config_set_store_dir(cfg, path), COURIER_OK);
+    CHECK_EQ(courier_config_set_temporary_store(cfg, 1), COURIER_OK);
+    REQUIRE(courier_engine_open(&e, cfg, NULL) == COURIER_OK);
+    CHECK_STR(courier_engine_store_dir(e), path);
+    courier_engine_close(e);
+    CHECK(stat(path, &st) == 0);
+    courier_config_free(cfg);
+    if (old_home) setenv("HOME", old_home, 1);
+    else unsetenv("HOME");
+    free(old_home);
+    setenv("XDG_DATA_HOME", data, 1);
 
     /* A path under a regular file cannot be created: COURIER_E_STORE with errno. */
     char file[600];

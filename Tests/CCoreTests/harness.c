@@ -5,6 +5,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,6 +88,7 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg)) {
         return NULL;
     }
     courier_config_set_base_url(cfg, th_base());
+    courier_config_set_temporary_store(cfg, 1); /* each test engine its own store (a tweak may set one) */
     if (tweak) tweak(cfg);
     int rc = courier_engine_open(&e, cfg, &err);
     courier_config_free(cfg);
@@ -108,16 +111,62 @@ int th_free_port(void) {
     return ntohs(a.sin_port);
 }
 
+int th_can_connect(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
 int64_t th_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static _Atomic int64_t th_clock_offset;
+
+int64_t th_clock(void *user) {
+    (void)user;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + atomic_load(&th_clock_offset);
+}
+
+void th_clock_set_offset_ms(int64_t ms) { atomic_store(&th_clock_offset, ms); }
+
+static char th_redirect_buf[2][1024];
+static const char *_Atomic th_redirect_url;
+
+int th_redirect_customize(courier_outgoing *o, void *user) {
+    (void)user;
+    const char *to = atomic_load(&th_redirect_url);
+    return to ? courier_outgoing_set_url(o, to) : COURIER_OK;
+}
+
+void th_redirect_to(const char *url) {
+    static int flip;
+    if (!url) {
+        atomic_store(&th_redirect_url, NULL);
+        return;
+    }
+    flip ^= 1; /* the other buffer: a sender may still read the current one */
+    snprintf(th_redirect_buf[flip], sizeof th_redirect_buf[flip], "%s", url);
+    atomic_store(&th_redirect_url, th_redirect_buf[flip]);
+}
+
 int th_run(int argc, char **argv, const th_test *tests, size_t n) {
     const char *only = argc > 1 ? argv[1] : NULL;
     int passed = 0, failed = 0;
     atexit(cleanup);
+    /* An engine opened with the default store writes under $XDG_DATA_HOME: never the real home. */
+    char data[600];
+    snprintf(data, sizeof data, "%s/data", th_tmpdir());
+    setenv("XDG_DATA_HOME", data, 1);
     for (size_t i = 0; i < n; i++) {
         if (only && strcmp(only, tests[i].name) != 0) continue;
         current_test = tests[i].name;

@@ -71,7 +71,17 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg));
 /* A loopback TCP port that was free a moment ago: bound, never listened on, closed. Nothing answers
  * there (a "cannot connect" target) until someone binds it. */
 int th_free_port(void);
+/* Whether a TCP connect to 127.0.0.1:port succeeds now (a spawned server is up). */
+int th_can_connect(int port);
 /* Milliseconds from a monotonic clock. */
 int64_t th_now_ms(void);
+/* A courier_clock_fn for the cache's tests: CLOCK_REALTIME in milliseconds plus an offset the test
+ * moves with th_clock_set_offset_ms (expiry without sleeping). Any thread. */
+int64_t th_clock(void *user);
+void th_clock_set_offset_ms(int64_t ms);
+/* A courier_customize_fn that sends the request to the URL last given to th_redirect_to (the cache
+ * key stays the request's own); NULL restores the request's URL. `url` is copied. */
+int th_redirect_customize(courier_outgoing *o, void *user);
+void th_redirect_to(const char *url);
 
 #endif

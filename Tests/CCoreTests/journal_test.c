@@ -142,6 +142,8 @@ typedef struct opts {
     int from_errors;
     const char *probe;
     long probe_ms;
+    const char *app_id; /* with store NULL: the default store of this app id */
+    int temporary;      /* with store NULL: a temporary store */
 } opts;
 
 static courier_engine *open_eng(const char *store, int port, const opts *o, courier_error *err) {
@@ -159,6 +161,8 @@ static courier_engine *open_eng(const char *store, int port, const opts *o, cour
     if (o && o->paused) courier_config_set_frozen_paused(cfg, 1);
     if (o && o->fake_clock) courier_config_set_clock(cfg, fake_clock, NULL, NULL);
     if (o && (o->from_errors || o->probe)) courier_config_set_reachability(cfg, o->from_errors, o->probe, o->probe_ms);
+    if (o && o->app_id) courier_config_set_app_id(cfg, o->app_id);
+    if (o && o->temporary) courier_config_set_temporary_store(cfg, 1);
     courier_error local;
     int rc = courier_engine_open(&e, cfg, err ? err : &local);
     courier_config_free(cfg);
@@ -252,6 +256,81 @@ static void freeze_on_cannot_connect(void) {
     courier_engine_close(e);
     CHECK_EQ(w.n, 1); /* exactly once */
     w_destroy(&w);
+}
+
+/* ---- the default store ------------------------------------------------------------------------- */
+
+typedef struct warn_lines {
+    pthread_mutex_t mu;
+    int frozen_temporary; /* lines of the event "frozen_temporary_store" at WARNING */
+} warn_lines;
+
+static void on_warning(int level, const char *line, size_t len, void *user) {
+    (void)len;
+    warn_lines *w = user;
+    pthread_mutex_lock(&w->mu);
+    if (level == COURIER_LOG_WARNING && strstr(line, "\"event\":\"frozen_temporary_store\"")) w->frozen_temporary++;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Freezes one POST (the engine is offline) and returns how many temporary-store warnings it logged. */
+static int freeze_one_counting_warnings(courier_engine *e) {
+    warn_lines lines = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    CHECK_EQ(courier_log_add_callback(e, COURIER_LOG_WARNING, on_warning, &lines, NULL, NULL), COURIER_OK);
+    waiter w;
+    w_init(&w, e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    CHECK_EQ(send_one(e, freezable("POST", "/like/7", "liked=1", COURIER_FREEZE_AUTO, 0), &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
+    w_destroy(&w);
+    /* The warning is logged on the journal thread before the caller is answered. */
+    pthread_mutex_lock(&lines.mu);
+    int n = lines.frozen_temporary;
+    pthread_mutex_unlock(&lines.mu);
+    return n;
+}
+
+/* With no store directory the engine keeps its store where apps keep data, named by the app id:
+ * a frozen request is still there for the next engine (it vanished with the old temporary default). */
+static void frozen_survives_in_the_default_store(void) {
+    char data[600], expected[800];
+    snprintf(data, sizeof data, "%s/xdg-data", th_tmpdir());
+    setenv("XDG_DATA_HOME", data, 1);
+    snprintf(expected, sizeof expected, "%s/org.example.notes/courier", data);
+    int port = jr_free_port();
+    opts notes = {.paused = 1, .app_id = "org.example.notes"};
+    courier_engine *e = open_eng(NULL, port, &notes, NULL);
+    REQUIRE(e);
+    CHECK_STR(courier_engine_store_dir(e), expected);
+    CHECK_EQ(freeze_one_counting_warnings(e), 0); /* a durable store: no warning */
+    courier_engine_close(e);
+    struct stat st;
+    CHECK(stat(expected, &st) == 0 && S_ISDIR(st.st_mode));
+
+    e = open_eng(NULL, port, &notes, NULL);
+    REQUIRE(e);
+    CHECK_EQ(count_of(e), 1);
+    courier_engine_close(e);
+    /* Another app id is another store. */
+    opts other = {.paused = 1, .app_id = "org.example.other"};
+    e = open_eng(NULL, port, &other, NULL);
+    REQUIRE(e);
+    CHECK_EQ(count_of(e), 0);
+    courier_engine_close(e);
+}
+
+/* A temporary store (asked for) is removed at close: freezing into it logs a warning. */
+static void freezing_into_a_temporary_store_warns(void) {
+    opts temporary = {.paused = 1, .app_id = "org.example.notes", .temporary = 1};
+    courier_engine *e = open_eng(NULL, jr_free_port(), &temporary, NULL);
+    REQUIRE(e);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s", courier_engine_store_dir(e));
+    CHECK_EQ(freeze_one_counting_warnings(e), 1);
+    courier_engine_close(e);
+    struct stat st;
+    CHECK(stat(dir, &st) != 0);
 }
 
 /* A POST without a body or parameters (an empty body) is kept and resent as such. */
@@ -1111,7 +1190,8 @@ static void stored_request_reads_back_exactly(void) {
     w_destroy(&w);
 }
 
-TESTS_MAIN(T(freeze_on_cannot_connect), T(empty_body_is_kept), T(never_policy_is_not_frozen), T(given_id_replaces_older),
+TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
+           T(freezing_into_a_temporary_store_warns), T(empty_body_is_kept), T(never_policy_is_not_frozen), T(given_id_replaces_older),
            T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
            T(replay_in_order_with_keys), T(final_and_retryable_answers), T(manual_policy_waits_for_the_app),
            T(bounded_concurrency), T(expiry_with_injected_clock), T(corrupt_journal_is_kept_aside),

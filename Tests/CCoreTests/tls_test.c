@@ -20,17 +20,6 @@ static pid_t server_pid;
 static int tls_port;
 static char cert_path[600], key_path[600], pin[200];
 
-static int can_connect(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-    close(fd);
-    return ok;
-}
-
 static void stop_server(void) {
     if (server_pid > 0) {
         kill(server_pid, SIGTERM);
@@ -77,8 +66,8 @@ static int start_tls_server(void) {
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) return 0;
     atexit(stop_server);
-    for (int i = 0; i < 500 && !can_connect(tls_port); i++) usleep(10000);
-    return can_connect(tls_port);
+    for (int i = 0; i < 500 && !th_can_connect(tls_port); i++) usleep(10000);
+    return th_can_connect(tls_port);
 }
 
 static int get(const char *host, void (*tweak)(courier_config *), courier_error *err) {

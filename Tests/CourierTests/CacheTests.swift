@@ -13,7 +13,8 @@ final class CacheTests: LoopbackTestCase {
         var configuration = super.configuration()
         configuration.storeDirectory = NSTemporaryDirectory() + "courier-cache-tests-" + UUID().uuidString
         let offset = self.offset
-        return configuration.clock { Date().addingTimeInterval(offset.get()) }
+        configuration.clock = { Date().addingTimeInterval(offset.get()) }
+        return configuration
     }
 
     override func tearDown() {
@@ -135,6 +136,42 @@ final class CacheTests: LoopbackTestCase {
         XCTAssertEqual(second.status, 200)
         XCTAssertEqual(second.body, first.body)
         XCTAssertEqual(server.count("/etag/abc"), 2)
+    }
+
+    func testHTTPCacheReasonsAndSharedMode() async throws {
+        let request = Request.get("/origin/swift-private").parameter("Cache-Control", "private, max-age=60")
+        let first = try await engine.send(request.cachePolicy(.http))
+        XCTAssertEqual(first.cacheReason, .miss)
+        let second = try await engine.send(request.cachePolicy(.http))
+        XCTAssertEqual(second.cacheReason, .fresh)
+        XCTAssertEqual(second.cacheReason.name, "fresh")
+        XCTAssertEqual(CacheReason.notStoredPrivate.rawValue, 11)
+        XCTAssertEqual(server.count("/origin/swift-private"), 1)
+        let shared = Request.get("/origin/swift-shared").parameter("Cache-Control", "private, max-age=60")
+            .cachePolicy(.httpShared)
+        for _ in 0..<2 {
+            let response = try await engine.send(shared)
+            XCTAssertEqual(response.cacheReason, .notStoredPrivate)
+        }
+        XCTAssertEqual(server.count("/origin/swift-shared"), 2)
+    }
+
+    func testHTTPCachedNotFoundThrowsLikeTheNetwork() async throws {
+        let request = Request.get("/origin/swift-404").parameter("_status", "404")
+            .parameter("Cache-Control", "max-age=60").cachePolicy(.http)
+        for round in 0..<2 {
+            do {
+                _ = try await engine.send(request)
+                XCTFail("a 404 must throw")
+            } catch let error as CourierError {
+                XCTAssertEqual(error.code, .httpStatus)
+                XCTAssertEqual(error.httpStatus, 404)
+                XCTAssertEqual(error.response?.status, 404)
+                XCTAssertEqual(error.response?.fromCache, round == 1)
+                XCTAssertEqual(error.response?.cacheReason, round == 1 ? .fresh : .miss)
+            }
+        }
+        XCTAssertEqual(server.count("/origin/swift-404"), 1)
     }
 
     struct AlwaysAnswer: CustomCachePolicy {

@@ -24,11 +24,49 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(Configuration(baseURL: "http://h").baseURL, "http://h")
     }
 
+    override class func setUp() {
+        super.setUp()
+        _ = LoopbackTestCase.dataHome // the default store goes under a temporary XDG_DATA_HOME
+    }
+
     func testTheDefaultEngineOpensAndCloses() throws {
         let engine = try Engine()
-        XCTAssertFalse(engine.storeDirectory.isEmpty)
+        // The durable default store: $XDG_DATA_HOME/<program name>/courier.
+        XCTAssertTrue(engine.storeDirectory.hasPrefix(LoopbackTestCase.dataHome + "/"), engine.storeDirectory)
+        XCTAssertTrue(engine.storeDirectory.hasSuffix("/courier"), engine.storeDirectory)
         XCTAssertNil(engine.configuration.baseURL)
         engine.close()
+    }
+
+    /// Feature settings are settable properties (`configuration.frozenReplay(backoffBase: 0.5)`
+    /// used to compile, warn about an unused result and change nothing): set, replace, nest, reset.
+    func testFeatureSettingsAreProperties() throws {
+        var configuration = Configuration()
+        configuration.temporaryStore = true
+        XCTAssertNil(configuration.cacheMaxBytes)
+        configuration.cacheMaxBytes = 1 << 20
+        configuration.cacheMaxBytes = 2 << 20 // replaces
+        XCTAssertEqual(configuration.cacheMaxBytes, 2 << 20)
+        configuration.frozenReplay = FrozenReplay(concurrency: 2, backoffBase: 0.5)
+        configuration.frozenReplay.backoffMax = 30
+        XCTAssertEqual(configuration.frozenReplay, FrozenReplay(concurrency: 2, backoffBase: 0.5, backoffMax: 30))
+        configuration.cachePolicy = .cacheFirst
+        configuration.frozenPaused = true
+        configuration.jsonOptions.maxDepth = 64
+        configuration.reachability = ReachabilitySettings(fromErrors: true, interval: 1)
+        XCTAssertEqual(configuration.cachePolicy, .cacheFirst)
+        XCTAssertTrue(configuration.frozenPaused)
+        XCTAssertEqual(configuration.jsonOptions, JSONOptions(maxDepth: 64))
+        XCTAssertEqual(configuration.reachability?.interval, 1)
+        let engine = try Engine(configuration: configuration)
+        XCTAssertEqual(try engine.cache.stats().maxBytes, 2 << 20) // the C core got it
+        engine.close()
+        configuration.cacheMaxBytes = nil
+        XCTAssertNil(configuration.cacheMaxBytes)
+        configuration.frozenReplay = FrozenReplay(concurrency: -1) // refused by the C core at open
+        XCTAssertThrowsError(try Engine(configuration: configuration)) {
+            XCTAssertEqual(($0 as? CourierError)?.code, .invalidArgument)
+        }
     }
 
     private func assertRefused(_ code: CourierError.Code, file: StaticString = #filePath, line: UInt = #line,

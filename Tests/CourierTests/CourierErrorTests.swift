@@ -112,6 +112,8 @@ final class CourierErrorTests: LoopbackTestCase {
             (.partialResponse, -16), (.network, -17), (.closed, -18), (.store, -19), (.notFound, -20),
             (.tooFrequent, -21), (.init(rawValue: -22), -22), (.init(rawValue: -23), -23), (.init(rawValue: -24), -24),
             (.init(rawValue: -25), -25), (.init(rawValue: -26), -26), (.init(rawValue: -27), -27),
+            (.tooManyRedirects, -28), (.redirectRefused, -29), (.bodyNotReplayable, -30), (.protocolError, -31),
+            (.headersTooLarge, -32),
             (.cacheInconsistent, -40),
         ]
         XCTAssertEqual(CourierError.Code.allKnown, expected.map(\.0))

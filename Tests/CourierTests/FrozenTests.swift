@@ -15,7 +15,9 @@ final class FrozenTests: LoopbackTestCase {
         if store.isEmpty { store = NSTemporaryDirectory() + "courier-frozen-tests-" + UUID().uuidString }
         var configuration = super.configuration()
         configuration.storeDirectory = store
-        return configuration.frozenReplay(concurrency: 4, backoffBase: 0.02, backoffMax: 0.1).frozenPollInterval(0.2)
+        configuration.frozenReplay = FrozenReplay(concurrency: 4, backoffBase: 0.02, backoffMax: 0.1)
+        configuration.frozenPoll = 0.2
+        return configuration
     }
 
     override func tearDown() {
@@ -33,12 +35,48 @@ final class FrozenTests: LoopbackTestCase {
         }
     }
 
+    /// With no store directory a frozen request is kept in the default store, named by the app
+    /// id, and the next engine finds it (the old default, a temporary store, lost it at close).
+    func testFrozenRequestOutlivesTheEngineInTheDefaultStore() async throws {
+        let appID = "org.example.frozen-\(UUID().uuidString.prefix(8))"
+        func open() throws -> Engine {
+            try makeEngine {
+                $0.storeDirectory = nil
+                $0.temporaryStore = false
+                $0.appID = appID
+            }
+        }
+        let first = try open()
+        XCTAssertEqual(first.storeDirectory, Self.dataHome + "/" + appID + "/courier")
+        first.reachability.setOffline()
+        do {
+            _ = try await first.send(.post("/echo/like").parameter("post", "7").freeze(.auto))
+            XCTFail("sent")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .frozen)
+        }
+        first.close()
+        let second = try open()
+        defer { second.close() }
+        XCTAssertEqual(try second.frozen.count(), 1)
+        try? FileManager.default.removeItem(atPath: Self.dataHome + "/" + appID)
+    }
+
+    /// An app id that is not one path component is refused at open.
+    func testBadAppIDIsRefused() {
+        var configuration = Configuration()
+        configuration.appID = "a/b"
+        XCTAssertThrowsError(try Engine(configuration: configuration)) { error in
+            XCTAssertEqual((error as? CourierError)?.code, .invalidArgument)
+        }
+    }
+
     func testFreezeWhileOfflineAndReplayWhenOnline() async throws {
         let events = engine.frozen.events()
         engine.reachability.setOffline()
         XCTAssertEqual(engine.reachability.status, .offline)
         let request = Request.post("/echo/like").body(Data("liked=1".utf8), contentType: "text/plain")
-            .header("X-App", "demo").freeze(.whenOffline, expiry: 3600)
+            .header("X-App", "demo").freeze(.auto, expiry: 3600)
         let error = await failure(request)
         XCTAssertEqual(error?.code, .frozen)
         let id = try XCTUnwrap(error?.freezeID)
@@ -52,8 +90,8 @@ final class FrozenTests: LoopbackTestCase {
         XCTAssertEqual(frozen.url, server.baseURL + "/echo/like")
         XCTAssertEqual(frozen.host, server.baseURL)
         XCTAssertEqual(frozen.body, Data("liked=1".utf8))
-        XCTAssertEqual(frozen.policy, .whenOffline)
-        XCTAssertTrue(frozen.ordered)
+        XCTAssertEqual(frozen.policy, .auto)
+        XCTAssertFalse(frozen.unordered)
         XCTAssertEqual(frozen.attempts, 0)
         XCTAssertEqual(frozen.expires.timeIntervalSince(frozen.created), 3600, accuracy: 0.01)
         XCTAssertTrue(frozen.headers.contains { $0.name == "Idempotency-Key" && $0.value == frozen.idempotencyKey })
@@ -87,7 +125,7 @@ final class FrozenTests: LoopbackTestCase {
         server.stop()
         var ids: [String] = []
         for i in 0..<5 {
-            let error = await failure(Request.post("/echo/\(i)").json("{\"n\":\(i)}").freeze(.whenOffline))
+            let error = await failure(Request.post("/echo/\(i)").json("{\"n\":\(i)}").freeze(.auto))
             XCTAssertEqual(error?.code, .frozen)
             ids.append(error?.freezeID ?? "")
         }
@@ -98,7 +136,7 @@ final class FrozenTests: LoopbackTestCase {
         var restarted: OpaquePointer?
         XCTAssertEqual(cts_server_start(&restarted, "127.0.0.1", Int32(port)), 0)
         defer { if let restarted { cts_server_stop(restarted) } }
-        engine = try Engine(configuration: configuration().frozenReplayPaused())
+        engine = try makeEngine { $0.frozenPaused = true }
         let order = Locked<[String]>([])
         let keys = Locked<[String]>([])
         let token = try engine.frozen.addObserver(for: [.resentSucceeded]) { event in
@@ -122,11 +160,11 @@ final class FrozenTests: LoopbackTestCase {
     func testManagerAndWaitForAppPolicy() async throws {
         engine.reachability.setOffline()
         for id in ["a-1", "a-2", "a-3"] {
-            let error = await failure(Request.delete("/echo/\(id)").freeze(.waitForApp).freezeID(id))
+            let error = await failure(Request.delete("/echo/\(id)").freeze(.manual).freezeID(id))
             XCTAssertEqual(error?.freezeID, id)
         }
         XCTAssertEqual(try engine.frozen.count(), 3)
-        XCTAssertEqual(try engine.frozen.get("a-1")?.policy, .waitForApp)
+        XCTAssertEqual(try engine.frozen.get("a-1")?.policy, .manual)
         XCTAssertNil(try engine.frozen.get("nope"))
         XCTAssertTrue(try engine.frozen.remove("a-2"))
         XCTAssertFalse(try engine.frozen.remove("a-2"))
@@ -154,8 +192,8 @@ final class FrozenTests: LoopbackTestCase {
             failed.mutate { $0.append(event.response?.status ?? 0) }
         }
         engine.reachability.setOffline()
-        _ = await failure(Request.post("/echo/n").freeze(.whenOffline).freezeID("n-1"))
-        _ = await failure(Request.post("/status/404").freeze(.whenOffline, ordered: false).freezeID("gone"))
+        _ = await failure(Request.post("/echo/n").freeze(.auto).freezeID("n-1"))
+        _ = await failure(Request.post("/status/404").freeze(.auto, unordered: true).freezeID("gone"))
         engine.reachability.setOnline()
         XCTAssertTrue(engine.frozen.waitUntilIdle(timeout: 30))
         XCTAssertEqual(received.get(), ["n-1"])
@@ -169,7 +207,7 @@ final class FrozenTests: LoopbackTestCase {
         engine.reachability.setOffline()
         await assertThrows(.offline) { try await engine.send(.get("/echo/x")) }
         XCTAssertEqual(server.count("/echo/x"), 0)
-        let response = try await engine.send(.get("/echo/x").ignoringOffline())
+        let response = try await engine.send(.get("/echo/x").ignoreOffline())
         XCTAssertEqual(response.status, 200)
         engine.reachability.setAutomatic()
         let again = try await engine.send(.get("/echo/y"))
@@ -180,7 +218,7 @@ final class FrozenTests: LoopbackTestCase {
     func testReachabilityListenerAndDetection() async throws {
         let port = server.port
         engine.close()
-        engine = try Engine(configuration: configuration().reachability(fromErrors: true, interval: 0.1))
+        engine = try makeEngine { $0.reachability = ReachabilitySettings(fromErrors: true, interval: 0.1) }
         let states = Locked<[ReachabilityStatus]>([])
         let token = try engine.reachability.listen { status in states.mutate { $0.append(status) } }
         _ = try await engine.send(.get("/echo/a"))

@@ -29,7 +29,9 @@ final class InterceptorTests: LoopbackTestCase {
     // MARK: - adapt
 
     func testAdaptRunsInOrderAfterTheRequestsOwnCustomize() async throws {
-        let configuration = configuration().interceptor(Tagging(tag: "a")).interceptor(Tagging(tag: "b"))
+        var configuration = configuration()
+        configuration.interceptors.append(Tagging(tag: "a"))
+        configuration.interceptors.append(Tagging(tag: "b"))
         XCTAssertEqual(configuration.interceptors.count, 2)
         let engine = try Engine(configuration: configuration)
         defer { engine.close() }

@@ -42,6 +42,14 @@ private let catalogText = """
  "tags":["a","b"],"unit_price":12,"rating":4.5,"counts":{"x":1,"y":2}}
 """
 
+/// A coding key made from any string (for custom key strategies).
+private struct AnyKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
 final class JSONModelTests: XCTestCase {
     // MARK: - JSON
 
@@ -195,6 +203,74 @@ final class JSONModelTests: XCTestCase {
         XCTAssertEqual(String(decoding: back, as: UTF8.self),
                        #"{"link":"https://example.org/a","payload":"aGk=","starts_at":"2024-05-01T12:00:00Z","user_name":"ann"}"#)
         XCTAssertEqual(try decoder.decode(Event.self, from: back), event)
+    }
+
+    /// An app's JSONDecoder settings carry over to the tape decoder: snake_case keys, ISO-8601
+    /// and seconds dates, custom keys, base64 data, non-conforming floats and userInfo.
+    func testJSONDecoderSettingsCarryOver() throws {
+        struct Event: Decodable, Equatable {
+            let startsAt: Date
+            let userName: String
+        }
+        let iso = JSONDecoder()
+        iso.keyDecodingStrategy = .convertFromSnakeCase
+        iso.dateDecodingStrategy = .iso8601
+        let text = Data(#"{"starts_at":"2024-05-01T12:00:00Z","user_name":"ann"}"#.utf8)
+        let event = try ModelDecoder(iso).decode(Event.self, from: text)
+        XCTAssertEqual(event, Event(startsAt: Date(timeIntervalSince1970: 1_714_564_800), userName: "ann"))
+        XCTAssertEqual(try iso.decode(Event.self, from: text), event)
+
+        let seconds = JSONDecoder()
+        seconds.keyDecodingStrategy = .convertFromSnakeCase
+        seconds.dateDecodingStrategy = .secondsSince1970
+        let stamped = Data(#"{"starts_at":1714564800.5,"user_name":"bo"}"#.utf8)
+        XCTAssertEqual(try ModelDecoder(seconds).decode(Event.self, from: stamped),
+                       Event(startsAt: Date(timeIntervalSince1970: 1_714_564_800.5), userName: "bo"))
+        XCTAssertThrowsError(try ModelDecoder().decode(Event.self, from: stamped)) // default keys: no starts_at
+
+        // A formatter (read through the JSONDecoder itself) and a custom date reader.
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(secondsFromGMT: 0)
+        formatter.dateFormat = "yyyy-MM-dd"
+        let formatted = JSONDecoder()
+        formatted.dateDecodingStrategy = .formatted(formatter)
+        struct Day: Decodable { let day: Date }
+        XCTAssertEqual(try ModelDecoder(formatted).decode(Day.self, from: Data(#"{"day":"2024-05-01"}"#.utf8)).day,
+                       Date(timeIntervalSince1970: 1_714_521_600))
+        let custom = JSONDecoder()
+        custom.dateDecodingStrategy = .custom { decoder in
+            Date(timeIntervalSince1970: try decoder.singleValueContainer().decode(Double.self) * 86_400)
+        }
+        XCTAssertEqual(try ModelDecoder(custom).decode(Day.self, from: Data(#"{"day":2}"#.utf8)).day,
+                       Date(timeIntervalSince1970: 172_800))
+
+        // Custom keys, non-conforming floats, data and userInfo.
+        struct Reading: Decodable { let value: Double; let low: Float; let raw: Data; let unit: String }
+        let key = CodingUserInfoKey(rawValue: "unit")!
+        let lenient = JSONDecoder()
+        lenient.keyDecodingStrategy = .custom { path in
+            let last = path.last!.stringValue
+            return AnyKey(stringValue: last.hasPrefix("x-") ? String(last.dropFirst(2)) : last)
+        }
+        lenient.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf",
+                                                                          nan: "nan")
+        lenient.dataDecodingStrategy = .base64
+        lenient.userInfo[key] = "kPa"
+        struct Unit: Decodable {
+            let unit: String
+            init(from decoder: any Decoder) throws { unit = decoder.userInfo[CodingUserInfoKey(rawValue: "unit")!] as? String ?? "" }
+        }
+        let reading = Data(#"{"x-value":"inf","x-low":"-inf","x-raw":"aGk=","x-unit":0}"#.utf8)
+        struct Wrapped: Decodable { let value: Double; let low: Float; let raw: Data; let unit: Unit }
+        let decoded = try ModelDecoder(lenient).decode(Wrapped.self, from: reading)
+        XCTAssertEqual(decoded.value, .infinity)
+        XCTAssertEqual(decoded.low, -.infinity)
+        XCTAssertEqual(decoded.raw, Data("hi".utf8))
+        XCTAssertEqual(decoded.unit.unit, "kPa")
+        XCTAssertTrue(try ModelDecoder(lenient).decode([Double].self, from: Data(#"["nan"]"#.utf8))[0].isNaN)
+        XCTAssertThrowsError(try ModelDecoder().decode([Double].self, from: Data(#"["nan"]"#.utf8)))
+        _ = Reading.self
     }
 
     func testEnumsNestedContainersAndClasses() throws {

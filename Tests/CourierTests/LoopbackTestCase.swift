@@ -93,6 +93,19 @@ class LoopbackTestCase: XCTestCase {
     var server: LoopbackServer!
     var engine: Engine!
 
+    /// An engine opened with the default store writes under $XDG_DATA_HOME: in the tests, a
+    /// temporary directory of this process, never the real home.
+    static let dataHome: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("courier-tests-\(UUID())").path
+        setenv("XDG_DATA_HOME", path, 1)
+        return path
+    }()
+
+    override class func setUp() {
+        super.setUp()
+        _ = dataHome
+    }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         server = try LoopbackServer()
@@ -111,6 +124,7 @@ class LoopbackTestCase: XCTestCase {
     func configuration() -> Configuration {
         var configuration = Configuration(baseURL: server.baseURL)
         configuration.timeout = 20 // a generous "did not hang" bound
+        configuration.temporaryStore = true // each test engine its own store
         return configuration
     }
 

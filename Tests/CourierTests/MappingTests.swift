@@ -46,6 +46,63 @@ final class MappingTests: LoopbackTestCase {
         XCTAssertEqual(items.count, 2)
     }
 
+    /// `keyPath:` on a response's decode is followed, as `JSONModel.init(json:keyPath:)` follows it
+    /// (it used to only prefix error paths: `typeMismatch ... Expected Array at data.items`).
+    func testResponseDecodeFollowsTheKeyPath() async throws {
+        let response = try await engine.send(.get("/json"))
+        let items = try response.decode([Item].self, keyPath: "data.items")
+        XCTAssertEqual(items, [Item(id: 1, title: "one"), Item(id: 2, title: "two")])
+        XCTAssertEqual(try response.decode(Item.self, keyPath: "data.items.1"), Item(id: 2, title: "two"))
+        // Inside the result the request's own key path selected, and inside a named result.
+        let nested = try await engine.send(.get("/json").keyPath("data").result("items", keyPath: "data.items"))
+        XCTAssertEqual(try nested.decode([String].self, keyPath: "tags"), ["a", "b"])
+        XCTAssertEqual(try nested.decode(Int.self, result: "items", keyPath: "1.id"), 2)
+        do {
+            _ = try response.decode([Item].self, keyPath: "data.nothing")
+            XCTFail("decoded")
+        } catch let DecodingError.valueNotFound(_, context) {
+            XCTAssertEqual(context.codingPath.map(\.stringValue), ["data", "nothing"])
+        }
+    }
+
+    /// A JSONDecoder's settings decode a response (`using:`) and, set once on the configuration,
+    /// every model send, from the core's parsed document.
+    func testJSONDecoderSettingsDecodeResponsesAndSends() async throws {
+        struct Event: Decodable, Equatable { let startsAt: Date; let userName: String }
+        let body = #"{"data":{"starts_at":"2024-05-01T12:00:00Z","user_name":"ann"}}"#
+        let json = JSONDecoder()
+        json.keyDecodingStrategy = .convertFromSnakeCase
+        json.dateDecodingStrategy = .iso8601
+        let want = Event(startsAt: Date(timeIntervalSince1970: 1_714_564_800), userName: "ann")
+
+        let plain = try makeEngine { $0.jsonTypes = ["text/plain"] } // /cache answers text/plain
+        defer { plain.close() }
+        let response = try await plain.send(.get("/cache").parameter("body", body))
+        XCTAssertEqual(try response.decode(Event.self, keyPath: "data", using: json), want)
+        XCTAssertThrowsError(try response.decode(Event.self, keyPath: "data")) // default strategies
+
+        let configured = try makeEngine {
+            $0.modelDecoder = ModelDecoder(json)
+            $0.jsonTypes = ["text/plain"]
+        }
+        defer { configured.close() }
+        let sent = try await configured.send(.get("/cache").parameter("body", body).keyPath("data"), as: Event.self)
+        XCTAssertEqual(sent, want)
+        struct GetEvent: ModelRequestable {
+            typealias Model = Event
+            let body: String
+            var path: String { "/cache" }
+            var parameters: [String: String] { ["body": body] }
+            var keyPath: String? { "data" }
+        }
+        let modeled = try await configured.send(GetEvent(body: body))
+        XCTAssertEqual(modeled, want)
+        do {
+            _ = try await plain.send(.get("/cache").parameter("body", body).keyPath("data"), as: Event.self)
+            XCTFail("decoded with the default strategies")
+        } catch is DecodingError {}
+    }
+
     func testModelRequestable() async throws {
         let data = try await engine.send(GetData())
         XCTAssertEqual(data.id, 1)
@@ -93,7 +150,10 @@ final class MappingTests: LoopbackTestCase {
 
     func testEnvelope() async throws {
         let envelope = Envelope(code: "code", message: "message", data: "data").success(codes: [0, 200])
-        let engine = try makeEngine { $0 = $0.envelope(envelope).decodingAsJSON("text/plain") }
+        let engine = try makeEngine {
+            $0.envelope = envelope
+            $0.jsonTypes.append("text/plain")
+        }
         defer { engine.close() }
         let ok = try await engine.send(.get("/json"))
         XCTAssertEqual(ok.envelopeCode, 200)
@@ -115,7 +175,10 @@ final class MappingTests: LoopbackTestCase {
 
         // A custom rule.
         let odd = Envelope(code: nil, message: nil, data: nil).check { document, _, _ in document["odd"]?.bool != true }
-        let strict = try makeEngine { $0 = $0.envelope(odd).decodingAsJSON("text/plain") }
+        let strict = try makeEngine {
+            $0.envelope = odd
+            $0.jsonTypes = ["text/plain"]
+        }
         defer { strict.close() }
         await assertThrows(.api) { try await strict.send(.get("/cache").parameter("body", #"{"odd":true}"#)) }
         _ = try await strict.send(.get("/cache").parameter("body", #"{"odd":false}"#))
@@ -126,7 +189,7 @@ final class MappingTests: LoopbackTestCase {
         XCTAssertNil(html.json)
         XCTAssertThrowsError(try html.parseJSON()) { XCTAssertEqual(($0 as? CourierError)?.code, .json) }
         await assertThrows(.json) { try await self.engine.send(.get("/headers").parameter("Content-Type", "text/html").keyPath("x")) }
-        let lenient = try makeEngine { $0 = $0.decodingAsJSON("text/html") }
+        let lenient = try makeEngine { $0.jsonTypes.append("text/html") }
         defer { lenient.close() }
         let parsed = try await lenient.send(.get("/headers").parameter("Content-Type", "text/html"))
         XCTAssertEqual(parsed.json?.kind, .object)

@@ -13,7 +13,8 @@ private struct Auth: Interceptor {
 }
 
 private func more() async throws {
-    var configuration = Configuration(baseURL: "https://api.example.com/v1").interceptor(Auth())
+    var configuration = Configuration(baseURL: "https://api.example.com/v1")
+    configuration.interceptors.append(Auth())
     configuration.mockEnabled = true // HTNetworking's enableMockTest; also engine.mockEnabled at run time
     let engine = try Engine(configuration: configuration)
 
@@ -69,7 +70,9 @@ final class MockTests: LoopbackTestCase {
         configuration.mockEnabled = true
         configuration.mockEnabled = true // set twice: one setting
         XCTAssertTrue(configuration.mockEnabled)
-        XCTAssertFalse(configuration.mocking(false).mockEnabled)
+        var off = configuration
+        off.mockEnabled = false
+        XCTAssertFalse(off.mockEnabled)
         let mocking = try Engine(configuration: configuration)
         defer { mocking.close() }
         XCTAssertTrue(mocking.mockEnabled)

@@ -18,7 +18,7 @@ final class SchedulingTests: LoopbackTestCase {
         await assertThrows(.httpStatus) { try await self.engine.send(.post("/status/503").retry(policy)) }
         XCTAssertEqual(server.count("/status/503"), 4, "POST is not retried unless asked")
         var nonIdempotent = policy
-        nonIdempotent.retriesNonIdempotent = true
+        nonIdempotent.nonIdempotent = true
         await assertThrows(.httpStatus) { try await self.engine.send(.post("/status/503").retry(nonIdempotent)) }
         XCTAssertEqual(server.count("/status/503"), 7)
 
@@ -69,7 +69,7 @@ final class SchedulingTests: LoopbackTestCase {
     // MARK: - Frequent-request guard
 
     func testTheFrequentRequestGuardRefusesRepeats() async throws {
-        let guarded = try makeEngine { $0.frequentGuardWindow = 60 }
+        let guarded = try makeEngine { $0.frequentGuard = 60 }
         defer { guarded.close() }
         _ = try await guarded.send(.get("/echo/once"))
         await assertThrows(.tooFrequent) { try await guarded.send(.get("/echo/once")) }

@@ -200,7 +200,7 @@ final class TransportTests: LoopbackTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
         peer = try Peer()
-        tcp = try makeEngine { $0 = $0.transport("tcp", PeerTransport(port: self.peer.port)) }
+        tcp = try makeEngine { $0.transports["tcp"] = PeerTransport(port: self.peer.port) }
     }
 
     override func tearDown() {
@@ -266,7 +266,7 @@ final class TransportTests: LoopbackTestCase {
     func testErrorsOfATransportBecomeCodesAndRetryApplies() async throws {
         let calls = Locked(0)
         let engine = try makeEngine {
-            $0 = $0.transport("failing") { call in
+            $0.transports["failing"] = ClosureTransport { call in
                 calls.mutate { $0 += 1 }
                 if call.url.hasSuffix("/timeout") { throw CourierError(.timeout, message: "too slow") }
                 if call.url.hasSuffix("/broken") { throw Broken() }
@@ -302,11 +302,9 @@ final class TransportTests: LoopbackTestCase {
     func testUnknownAndInvalidTransportNames() async throws {
         await assertThrows(.notFound) { try await self.tcp.send(.get("/x").transport("carrier-pigeon")) }
         let transport = PeerTransport(port: peer.port)
-        for configuration in [
-            configuration().transport("tcp", transport).transport("tcp", transport),
-            configuration().transport("http", transport),
-            configuration().transport("", transport),
-        ] {
+        for name in ["http", ""] {
+            var configuration = configuration()
+            configuration.transports[name] = transport
             XCTAssertThrowsError(try Engine(configuration: configuration)) {
                 XCTAssertEqual(($0 as? CourierError)?.code, .invalidArgument)
             }

@@ -1272,6 +1272,25 @@ static int h_redirect(request *rq, response *rs)
     return ACT_SEND;
 }
 
+/* /redirect-chain/{n}: 302 to /redirect-chain/{n-1}; 0 answers 200 {"chain":0}. */
+static int h_redirect_chain(const char *arg, response *rs)
+{
+    unsigned long long n;
+    if (parse_num(arg, 100000, &n)) {
+        json_error(rs, 400, "bad parameter");
+        return ACT_SEND;
+    }
+    if (n == 0) {
+        rs->status = 200;
+        rs->ctype = "application/json";
+        sb_puts(&rs->body, "{\"chain\":0}");
+        return ACT_SEND;
+    }
+    rs->status = 302;
+    sb_printf(&rs->hdr, "Location: /redirect-chain/%llu\r\n", n - 1);
+    return ACT_SEND;
+}
+
 /* Does any If-None-Match header list the entity tag `quoted` ("\"tag\"") or "*"? */
 static int none_match(const request *rq, const char *quoted)
 {
@@ -1386,6 +1405,117 @@ static int h_slow_body(conn *c, request *rq, const char *arg, response *rs, int 
     return closing ? ACT_CLOSE : ACT_KEEP;
 }
 
+/* "/origin/{name}": an origin whose headers the query sets, for the HTTP caching tests (see the
+   header). Pairs whose name starts with '_' steer it: _status, _body, _gzip; "_304.Name" and
+   "_head.Name" are header lines only on a 304 / a HEAD answer (replacing a plain pair of the same
+   name). A request whose If-None-Match lists the ETag pair, or (without If-None-Match) whose
+   If-Modified-Since equals the Last-Modified pair, gets 304. */
+static int h_origin(request *rq, response *rs, long n)
+{
+    static const unsigned char gz[] = {0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x4b,
+                                       0x49, 0x4d, 0xce, 0x4f, 0x49, 0x4d, 0x51, 0x48, 0xca, 0x4f, 0xa9,
+                                       0x04, 0x00, 0x81, 0x21, 0x6f, 0xed, 0x0c, 0x00, 0x00, 0x00};
+    query q;
+    if (query_parse(rq->query, &q))
+        return ACT_ABORT;
+    const qpair *st = query_get(&q, "_status"), *body = query_get(&q, "_body"), *gzip = query_get(&q, "_gzip");
+    const qpair *etag = query_get(&q, "ETag"), *lm = query_get(&q, "Last-Modified");
+    int status = st ? atoi(st->val) : 200;
+    if (status < 100 || status > 599) {
+        query_free(&q);
+        json_error(rs, 400, "bad parameter");
+        return ACT_SEND;
+    }
+    int not_modified = 0;
+    if (etag && none_match(rq, etag->val))
+        not_modified = 1;
+    const char *ims = find_header(rq, "If-Modified-Since");
+    if (lm && !find_header(rq, "If-None-Match") && ims && strcmp(ims, lm->val) == 0)
+        not_modified = 1;
+    const char *only = not_modified ? "_304." : rq->is_head ? "_head." : NULL;
+    rs->status = not_modified ? 304 : status;
+    rs->no_body = not_modified || status == 204 || status == 304;
+    rs->ctype = "text/plain";
+    for (size_t i = 0; i < q.n; i++) {
+        const qpair *p = &q.pairs[i];
+        const char *name = p->key;
+        size_t nlen = p->klen;
+        if (name[0] == '_') {
+            if (!only || strncmp(name, only, strlen(only)) != 0)
+                continue;
+            name += strlen(only);
+            nlen -= strlen(only);
+        } else if (only) {
+            /* a plain pair is replaced by an "_304." / "_head." pair of the same name */
+            int replaced = 0;
+            for (size_t k = 0; k < q.n && !replaced; k++)
+                replaced = strncmp(q.pairs[k].key, only, strlen(only)) == 0 &&
+                           strcasecmp(q.pairs[k].key + strlen(only), name) == 0;
+            if (replaced)
+                continue;
+        }
+        if (!is_token(name, nlen) || !header_safe(p->val, p->vlen)) {
+            query_free(&q);
+            rs->hdr.len = 0;
+            json_error(rs, 400, "bad header");
+            return ACT_SEND;
+        }
+        if (strcasecmp(name, "Content-Type") == 0)
+            rs->ctype = NULL;
+        sb_put(&rs->hdr, name, nlen);
+        sb_puts(&rs->hdr, ": ");
+        sb_put(&rs->hdr, p->val, p->vlen);
+        sb_puts(&rs->hdr, "\r\n");
+    }
+    if (!rs->no_body) {
+        if (gzip)
+            sb_put(&rs->body, (const char *)gz, sizeof gz);
+        else if (body)
+            sb_put(&rs->body, body->val, body->vlen);
+        else
+            sb_printf(&rs->body, "n=%ld", n);
+    }
+    query_free(&q);
+    return ACT_SEND;
+}
+
+/* Raw answers for framing tests: bytes no well-behaved server sends, then close. */
+static int h_raw(conn *c, const char *name, response *rs)
+{
+    static const struct { const char *name; const char *bytes; size_t len; } canned[] = {
+#define RAW(n, b) {n, b, sizeof b - 1}
+        RAW("unterminated-headers", "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\n"),
+        RAW("status-only", "HTTP/1.1 200 OK\r\n"),
+        RAW("two-content-length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello.."),
+        RAW("same-content-length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello"),
+        RAW("icy", "ICY 200 OK\r\nicy-name: x\r\n\r\nhello"),
+        RAW("binary", "\x00\x01\x02\xff\xfe garbage\r\n\r\n"),
+        RAW("negative-status", "HTTP/1.1 -200 OK\r\nContent-Length: 0\r\n\r\n"),
+        RAW("long-status", "HTTP/1.1 20000000000000000000 OK\r\nContent-Length: 0\r\n\r\n"),
+        RAW("bad-gzip", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello"),
+        RAW("empty", ""),
+#undef RAW
+    };
+    for (size_t i = 0; i < sizeof canned / sizeof canned[0]; i++) {
+        if (strcmp(name, canned[i].name) == 0)
+            return send_all(c, canned[i].bytes, canned[i].len) ? ACT_ABORT : ACT_CLOSE;
+    }
+    unsigned long long n;
+    if (strncmp(name, "big-header/", 11) == 0 && !parse_num(name + 11, 16ULL * 1024 * 1024, &n)) {
+        /* One header line of n bytes of value, then a valid end. */
+        const char *head = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Big: ";
+        char *v = malloc(n + 1);
+        if (!v)
+            return ACT_ABORT;
+        memset(v, 'a', n);
+        int r = send_all(c, head, strlen(head)) || send_all(c, v, n) || send_all(c, "\r\n\r\n", 4);
+        free(v);
+        return r ? ACT_ABORT : ACT_CLOSE;
+    }
+    json_error(rs, 404, "not found");
+    return ACT_SEND;
+}
+
 /* Returns the rest of `path` after `prefix`, or NULL. */
 static const char *after(const char *path, const char *prefix)
 {
@@ -1416,10 +1546,14 @@ static int dispatch(conn *c, request *rq, response *rs, long path_n, int closing
         return h_headers(rq, rs);
     if (strcmp(p, "/redirect") == 0)
         return h_redirect(rq, rs);
+    if ((arg = after(p, "/redirect-chain/")))
+        return h_redirect_chain(arg, rs);
     if ((arg = after(p, "/etag/")))
         return h_etag(rq, arg, rs);
     if (strcmp(p, "/cache") == 0)
         return h_cache(rq, rs, path_n);
+    if (after(p, "/origin/"))
+        return h_origin(rq, rs, path_n);
     if (strcmp(p, "/count") == 0) {
         rs->status = 200;
         rs->ctype = "application/json";
@@ -1437,6 +1571,8 @@ static int dispatch(conn *c, request *rq, response *rs, long path_n, int closing
     }
     if ((arg = after(p, "/slow-body/")))
         return h_slow_body(c, rq, arg, rs, closing);
+    if ((arg = after(p, "/raw/")))
+        return h_raw(c, arg, rs);
     json_error(rs, 404, "not found");
     return ACT_SEND;
 }

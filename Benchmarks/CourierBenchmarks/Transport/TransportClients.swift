@@ -151,6 +151,7 @@ private func runCourierSwift(url: String, total: Int, concurrency: Int, warmup: 
     configuration.maxConnectionsPerHost = concurrency
     configuration.maxConnections = max(concurrency, 64)
     configuration.timeout = 30
+    configuration.temporaryStore = true
     let engine: Engine
     do {
         engine = try Engine(configuration: configuration)

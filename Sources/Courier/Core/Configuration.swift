@@ -54,9 +54,22 @@ public struct Configuration: Sendable {
     public var pinnedPublicKey: String?
     /// For development only: true turns certificate and host name verification off.
     public var insecure: Bool
-    /// The directory of the engine's store (cache, journal), created at open. nil means a private
-    /// temporary directory removed when the engine closes.
+    /// The directory of the engine's store (cache, journal), created at open. nil (the default)
+    /// means the durable default store named by ``appID`` (see there), or with ``temporaryStore``
+    /// a private temporary directory removed when the engine closes.
     public var storeDirectory: String?
+    /// The app's id ("com.example.notes", "notes"), naming the default store where the platform
+    /// keeps an app's data, so frozen requests and the cache outlive the engine and the process:
+    /// `$XDG_DATA_HOME/<app id>/courier` (else `~/.local/share/<app id>/courier`) on Linux,
+    /// `~/Library/Application Support/<app id>/courier` on Darwin. nil (the default) means the
+    /// program's name. One path component: not empty, no `/`, not `.` or `..`
+    /// (``CourierError/Code/invalidArgument`` at open). Unused when ``storeDirectory`` is set.
+    public var appID: String?
+    /// true keeps the store, when ``storeDirectory`` is nil, in a private temporary directory
+    /// removed when the engine closes, instead of the default store: for tests, demos and
+    /// one-shot tools. Frozen requests then do not outlive the engine, and each freeze logs a
+    /// warning on the engine's logger. Default false.
+    public var temporaryStore: Bool
     /// A validator run on every response of requests that have none of their own; returning
     /// false fails the request with ``CourierError/Code/invalidResult``. Runs on the engine's
     /// worker thread: keep it quick, and never close the engine from it.
@@ -66,7 +79,13 @@ public struct Configuration: Sendable {
     /// HLNetworking's frequent-request guard, in seconds: a request identical to one sent less
     /// than this long ago (same method, URL, header lines and body) is refused with
     /// ``CourierError/Code/tooFrequent`` and nothing is sent. 0 (the default) turns it off.
-    public var frequentGuardWindow: Double
+    public var frequentGuard: Double
+    /// Deprecated name of ``frequentGuard``.
+    @available(*, deprecated, renamed: "frequentGuard")
+    public var frequentGuardWindow: Double {
+        get { frequentGuard }
+        set { frequentGuard = newValue }
+    }
 
     /// Settings that feature extensions (cache, journal, ...) apply to the C configuration, in
     /// order, after the ones above.
@@ -88,9 +107,11 @@ public struct Configuration: Sendable {
         self.pinnedPublicKey = nil
         self.insecure = false
         self.storeDirectory = nil
+        self.appID = nil
+        self.temporaryStore = false
         self.validator = nil
         self.retry = .disabled
-        self.frequentGuardWindow = 0
+        self.frequentGuard = 0
     }
 }
 
@@ -105,7 +126,45 @@ protocol ConfigurationOption: Sendable {
     func apply(to config: OpaquePointer) throws
 }
 
+/// One named setting a feature keeps in ``Configuration``'s option list, so that a feature's
+/// setting is a plain settable property (``Configuration/cacheMaxBytes``, ...): setting it again
+/// replaces it, setting nil removes it (the C core's default then applies).
+struct _NamedSetting: ConfigurationOption {
+    let name: String
+    let value: any Sendable
+    let set: @Sendable (OpaquePointer) throws -> Void
+    func apply(to config: OpaquePointer) throws { try set(config) }
+}
+
 extension Configuration {
+    /// The value of the named setting, or nil when it is not set.
+    /// - Parameter name: The setting's name (its property's).
+    /// - Returns: The value.
+    func setting<Value>(_ name: String, as type: Value.Type = Value.self) -> Value? {
+        options.lazy.compactMap { $0 as? _NamedSetting }.last { $0.name == name }?.value as? Value
+    }
+
+    /// Replaces the named setting (nil removes it).
+    /// - Parameters:
+    ///   - name: The setting's name (its property's).
+    ///   - value: The value, or nil for the C core's default.
+    ///   - apply: Applies the value to the C configuration.
+    mutating func setSetting<Value: Sendable>(_ name: String, _ value: Value?,
+                                              apply: @escaping @Sendable (OpaquePointer, Value) throws -> Void) {
+        options.removeAll { ($0 as? _NamedSetting)?.name == name }
+        guard let value else { return }
+        options.append(_NamedSetting(name: name, value: value, set: { try apply($0, value) }))
+    }
+
+    /// A copy changed by `change` (what the deprecated copy-returning setters do).
+    /// - Parameter change: Changes the copy.
+    /// - Returns: The copy.
+    func with(_ change: (inout Configuration) -> Void) -> Configuration {
+        var copy = self
+        change(&copy)
+        return copy
+    }
+
     /// A copy with one more feature setting.
     /// - Parameter option: The setting.
     /// - Returns: The new configuration.
@@ -154,6 +213,8 @@ extension Configuration {
             try withOptionalCString(storeDirectory) {
                 try CourierError.check(courier_config_set_store_dir(config, $0), "storeDirectory")
             }
+            try withOptionalCString(appID) { try CourierError.check(courier_config_set_app_id(config, $0), "appID") }
+            try CourierError.check(courier_config_set_temporary_store(config, temporaryStore ? 1 : 0), "temporaryStore")
             if let validator {
                 let box = Unmanaged.passRetained(ValidatorBox(validator)).toOpaque()
                 // On failure the C core has already released the box through user_free.
@@ -161,8 +222,8 @@ extension Configuration {
                                        "validator")
             }
             try CourierError.check(retry.withCArguments { courier_config_set_retry(config, $0, $1, $2, $3) }, "retry")
-            try CourierError.check(courier_config_set_frequent_guard_ms(config, RetryPolicy.milliseconds(frequentGuardWindow)),
-                                   "frequentGuardWindow")
+            try CourierError.check(courier_config_set_frequent_guard_ms(config, RetryPolicy.milliseconds(frequentGuard)),
+                                   "frequentGuard")
             for option in options { try option.apply(to: config) }
             return config
         } catch {

@@ -30,8 +30,11 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
     public let osError: Int?
     /// The underlying storage (LMDB) error, when the failure came from the store.
     public let storeError: Int?
-    /// The response, attached for ``Code/httpStatus`` and ``Code/invalidResult``.
+    /// The response, attached for ``Code/httpStatus`` and ``Code/invalidResult`` (and the 3xx for
+    /// the redirect codes).
     public let response: Response?
+    /// Which timeout fired, for ``Code/timeout`` (nil for other codes).
+    public let timeoutKind: TimeoutKind?
 
     /// Creates an error.
     /// - Parameters:
@@ -51,6 +54,19 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
         self.osError = osError
         self.storeError = storeError
         self.response = response
+        self.timeoutKind = nil
+    }
+
+    /// The same error with the timeout kind the C core reported.
+    private init(_ base: CourierError, timeoutKind: TimeoutKind?) {
+        self.code = base.code
+        self.message = base.message
+        self.httpStatus = base.httpStatus
+        self.curlCode = base.curlCode
+        self.osError = base.osError
+        self.storeError = base.storeError
+        self.response = base.response
+        self.timeoutKind = timeoutKind
     }
 
     /// "timeout (-5): Operation timed out after 100 milliseconds", for logs.
@@ -119,6 +135,18 @@ extension CourierError {
         /// An identical request was sent within the engine's frequent-request guard window;
         /// nothing was sent.
         public static let tooFrequent = Code(COURIER_E_TOO_FREQUENT)
+        /// More redirects than the maximum; the last 3xx is attached.
+        public static let tooManyRedirects = Code(COURIER_E_TOO_MANY_REDIRECTS)
+        /// A redirect was refused (HTTPS to HTTP without permission, a scheme other than http(s),
+        /// or the redirect hook); the 3xx is attached.
+        public static let redirectRefused = Code(COURIER_E_REDIRECT_REFUSED)
+        /// A redirect must send the body again and it was streamed from a file; the 3xx is attached.
+        public static let bodyNotReplayable = Code(COURIER_E_BODY_NOT_REPLAYABLE)
+        /// The server broke HTTP: a garbage status line, conflicting Content-Length fields, bad
+        /// framing or content coding, an unusable Location.
+        public static let protocolError = Code(COURIER_E_PROTOCOL)
+        /// A response header line, or the header block, is over the limit.
+        public static let headersTooLarge = Code(COURIER_E_HEADERS_TOO_LARGE)
         // The JSON features' codes (json, mapping, api) are declared beside them, in Features/.
 
         /// Every code this version names, in the C header's order.
@@ -128,6 +156,7 @@ extension CourierError {
             .invalidEncoding, .partialResponse, .network, .closed, .store, .notFound, .tooFrequent,
             Code(COURIER_E_JSON), Code(COURIER_E_MAPPING), Code(COURIER_E_API),
             Code(COURIER_E_FROZEN), Code(COURIER_E_OFFLINE), Code(COURIER_E_JOURNAL_CORRUPT),
+            .tooManyRedirects, .redirectRefused, .bodyNotReplayable, .protocolError, .headersTooLarge,
             Code(COURIER_E_CACHE_INCONSISTENT),
         ]
 
@@ -169,6 +198,11 @@ extension CourierError {
             case Code(COURIER_E_FROZEN): return "frozen"
             case Code(COURIER_E_OFFLINE): return "offline"
             case Code(COURIER_E_JOURNAL_CORRUPT): return "journalCorrupt"
+            case .tooManyRedirects: return "tooManyRedirects"
+            case .redirectRefused: return "redirectRefused"
+            case .bodyNotReplayable: return "bodyNotReplayable"
+            case .protocolError: return "protocolError"
+            case .headersTooLarge: return "headersTooLarge"
             case Code(COURIER_E_CACHE_INCONSISTENT): return "cacheInconsistent"
             default: return "unknown(\(rawValue))"
             }
@@ -229,6 +263,16 @@ extension CourierError {
     public static let notFound = Code.notFound
     /// See ``Code/tooFrequent``.
     public static let tooFrequent = Code.tooFrequent
+    /// See ``Code/tooManyRedirects``.
+    public static let tooManyRedirects = Code.tooManyRedirects
+    /// See ``Code/redirectRefused``.
+    public static let redirectRefused = Code.redirectRefused
+    /// See ``Code/bodyNotReplayable``.
+    public static let bodyNotReplayable = Code.bodyNotReplayable
+    /// See ``Code/protocolError``.
+    public static let protocolError = Code.protocolError
+    /// See ``Code/headersTooLarge``.
+    public static let headersTooLarge = Code.headersTooLarge
 }
 
 // MARK: - From the C core
@@ -246,7 +290,9 @@ extension CourierError {
         var curl: Int?
         var os: Int?
         var store: Int?
+        var kind: TimeoutKind?
         if let detail {
+            kind = TimeoutKind(Int32(courier_error_timeout_kind(detail)))
             message = withUnsafeBytes(of: detail.pointee.message) { raw in
                 String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
             }
@@ -259,8 +305,9 @@ extension CourierError {
         if let response, http == nil, response.status != 0 { http = response.status }
         if message.isEmpty { message = String(cString: courier_strerror(code)) }
         if let context { message = "\(context): \(message)" }
-        self.init(Code(rawValue: code), message: message, httpStatus: http, curlCode: curl, osError: os,
-                  storeError: store, response: response)
+        self.init(CourierError(Code(rawValue: code), message: message, httpStatus: http, curlCode: curl, osError: os,
+                               storeError: store, response: response),
+                  timeoutKind: kind)
     }
 
     /// Throws unless a C call returned `COURIER_OK`.

@@ -23,7 +23,8 @@ public final class Engine: @unchecked Sendable {
     let handle: OpaquePointer
     /// The configuration the engine was opened with.
     public let configuration: Configuration
-    /// The store directory (cache, journal): the configured one, or the private temporary one.
+    /// The store directory (cache, journal): the configured one, the durable default one named by
+    /// ``Configuration/appID``, or a private temporary one (``Configuration/temporaryStore``).
     public let storeDirectory: String
 
     /// Calls inside the C engine, and whether it is closing: every send takes this lock twice

@@ -18,9 +18,14 @@ public enum CachePolicy: Sendable, Hashable {
     case cacheFirst
     /// Never reads; writes what the network returns (refresh after showing cached data).
     case writeOnly
-    /// Standard HTTP caching (RFC 9111) for GET: Cache-Control, Expires, Age, ETag/Last-Modified
-    /// revalidation, Vary, stale-while-revalidate, stale-if-error.
+    /// Standard HTTP caching (RFC 9111) for GET as a private cache: Cache-Control, Expires, Age,
+    /// heuristic freshness, ETag/Last-Modified revalidation, Vary, stale-while-revalidate,
+    /// stale-if-error, invalidation by unsafe methods (see `COURIER_CACHE_HTTP` in courier.h).
     case http
+    /// The same as a shared cache (a service between many users and an origin): s-maxage and
+    /// proxy-revalidate apply, `private` answers are not stored, and answers to requests with
+    /// Authorization only when RFC 9111 section 3.5 allows.
+    case httpShared
     /// A user-defined policy registered with ``Cache/register(_:id:)`` (id >= 100).
     case custom(Int)
     /// The engine's default (``Configuration/cachePolicy(_:)``).
@@ -32,6 +37,7 @@ public enum CachePolicy: Sendable, Hashable {
         case .cacheFirst: return Int32(COURIER_CACHE_CACHE_FIRST.rawValue)
         case .writeOnly: return Int32(COURIER_CACHE_WRITE_ONLY.rawValue)
         case .http: return Int32(COURIER_CACHE_HTTP.rawValue)
+        case .httpShared: return Int32(COURIER_CACHE_HTTP_SHARED.rawValue)
         case .custom(let id): return Int32(clamping: id)
         case .engineDefault: return -1
         }
@@ -59,6 +65,75 @@ public enum CacheStatus: Sendable, Hashable {
         case Int32(COURIER_CACHE_STATUS_STALE.rawValue): self = .stale
         default: self = .network
         }
+    }
+}
+
+/// Why the cache did what it did with a response (`courier_cache_reason`).
+public enum CacheReason: Sendable, Hashable {
+    /// No cache policy looked at it.
+    case none
+    /// Nothing stored: the network answered and the answer was stored.
+    case miss
+    /// A fresh stored response, without the network.
+    case fresh
+    /// A stale stored response, served while it is revalidated in the background.
+    case staleWhileRevalidate
+    /// A stale stored response, served because the origin failed (stale-if-error).
+    case staleIfError
+    /// A stored response the origin confirmed with 304.
+    case revalidated
+    /// The stored response was stale: the network's new answer (stored).
+    case staleRefetched
+    /// A response is stored under another Vary variant: the network's answer (stored).
+    case varyMiss
+    /// only-if-cached and nothing usable stored: a 504 made by the cache.
+    case onlyIfCached
+    /// Not stored: no-store (request or response).
+    case notStoredNoStore
+    /// Not stored: a status the rules do not store.
+    case notStoredStatus
+    /// Not stored: private, in the shared cache.
+    case notStoredPrivate
+    /// Not stored: a request with Authorization, in the shared cache.
+    case notStoredAuthorization
+    /// Not stored: Vary: *.
+    case notStoredVary
+    /// Not stored: more than an eighth of the cache.
+    case notStoredTooLarge
+    /// Not stored: neither freshness nor a validator.
+    case notStoredNoFreshness
+    /// Not stored: a method whose answers are not stored.
+    case notStoredMethod
+    /// An unsafe method's answer: the stored responses of its URLs were removed.
+    case invalidated
+    /// Stale, as the request allowed (max-stale, or ``Cache/get(_:allowStale:)``).
+    case staleAccepted
+    /// A HEAD answer that freshened the stored GET response.
+    case updatedStored
+    /// Not stored: a custom policy's `shouldWrite` said no.
+    case notStoredPolicy
+    /// A reason this version of the facade does not know (a newer library).
+    case other(Int)
+
+    private static let known: [CacheReason] = [
+        .none, .miss, .fresh, .staleWhileRevalidate, .staleIfError, .revalidated, .staleRefetched, .varyMiss,
+        .onlyIfCached, .notStoredNoStore, .notStoredStatus, .notStoredPrivate, .notStoredAuthorization,
+        .notStoredVary, .notStoredTooLarge, .notStoredNoFreshness, .notStoredMethod, .invalidated,
+        .staleAccepted, .updatedStored, .notStoredPolicy,
+    ]
+
+    /// The C value (`courier_cache_reason`); the order of ``known`` is the C enum's.
+    public var rawValue: Int {
+        if case .other(let v) = self { return v }
+        return Self.known.firstIndex(of: self)!
+    }
+
+    /// The C library's name of the reason ("fresh", "not-stored-private", ...).
+    public var name: String { String(cString: courier_cache_reason_name(Int32(clamping: rawValue))) }
+
+    init(_ raw: Int32) {
+        let i = Int(raw)
+        self = i >= 0 && i < Self.known.count ? Self.known[i] : .other(i)
     }
 }
 
@@ -121,36 +196,110 @@ enum _CacheRequestOption: RequestOption {
 // MARK: - Configuration settings
 
 extension Configuration {
-    /// The most the cache may hold, in bytes (>= 65536; default 256 MiB). Over it, expired
-    /// entries are evicted first, then the least recently written.
+    /// The most the cache may hold, in bytes (>= 65536); nil (the default) means 256 MiB. Over
+    /// it, expired entries are evicted first, then the least recently written.
+    public var cacheMaxBytes: Int64? {
+        get { setting("cacheMaxBytes") }
+        set {
+            setSetting("cacheMaxBytes", newValue) {
+                try CourierError.check(courier_config_set_cache_max_bytes($0, $1), "cacheMaxBytes \($1)")
+            }
+        }
+    }
+
+    /// Default freshness, in whole seconds (> 0), of entries whose request sets none; nil (the
+    /// default) means 3600.
+    public var cacheExpiry: Int? {
+        get { setting("cacheExpiry") }
+        set {
+            setSetting("cacheExpiry", newValue) {
+                try CourierError.check(courier_config_set_cache_expiry($0, Int64($1)), "cacheExpiry \($1)")
+            }
+        }
+    }
+
+    /// The policy of requests that name none. Default ``CachePolicy/noCache``.
+    public var cachePolicy: CachePolicy {
+        get { setting("cachePolicy") ?? .noCache }
+        set {
+            setSetting("cachePolicy", newValue) {
+                try CourierError.check(courier_config_set_cache_policy($0, $1.cValue), "cachePolicy")
+            }
+        }
+    }
+
+    /// How the cache's commits reach the disk. Default ``CacheDurability/durable``. The first
+    /// engine of a process to open a store directory decides it for that store.
+    public var cacheDurability: CacheDurability {
+        get { setting("cacheDurability") ?? .durable }
+        set {
+            setSetting("cacheDurability", newValue) {
+                try CourierError.check(courier_config_set_cache_durability($0, $1.cValue), "cacheDurability")
+            }
+        }
+    }
+
+    /// The clock the cache and the journal read (creation, expiry, age), for tests of expiry
+    /// without sleeping; called from any thread. nil (the default) means the system clock.
+    public var clock: (@Sendable () -> Date)? {
+        get { setting("clock", as: ClockBox.self)?.now }
+        set {
+            setSetting("clock", newValue.map(ClockBox.init)) { config, box in
+                let user = Unmanaged.passRetained(box).toOpaque()
+                // On failure the C core has already released the box through user_free.
+                try CourierError.check(courier_config_set_clock(config, clockTrampoline, user, releaseBox), "clock")
+            }
+        }
+    }
+
+    /// Whether responses a cache policy looked at carry a `Cache-Status` field (RFC 9211) saying
+    /// what the cache did, e.g. `Courier; hit; detail=fresh`. Default false.
+    public var cacheStatusHeader: Bool {
+        get { setting("cacheStatusHeader") ?? false }
+        set {
+            setSetting("cacheStatusHeader", newValue) {
+                try CourierError.check(courier_config_set_cache_status_header($0, $1 ? 1 : 0), "cacheStatusHeader")
+            }
+        }
+    }
+
+    /// Deprecated: set ``cacheMaxBytes`` (`configuration.cacheMaxBytes = bytes`).
     /// - Parameter bytes: The limit.
     /// - Returns: The changed configuration.
-    public func cacheMaxBytes(_ bytes: Int64) -> Configuration { adding(_CacheConfigOption.maxBytes(bytes)) }
+    @available(*, deprecated, message: "set the property: configuration.cacheMaxBytes = bytes")
+    public func cacheMaxBytes(_ bytes: Int64) -> Configuration { with { $0.cacheMaxBytes = bytes } }
 
-    /// Default freshness, in seconds, of entries whose request sets none (default 3600).
+    /// Deprecated: set ``cacheExpiry`` (`configuration.cacheExpiry = seconds`).
     /// - Parameter seconds: Whole seconds (> 0).
     /// - Returns: The changed configuration.
-    public func cacheExpiry(_ seconds: Int) -> Configuration { adding(_CacheConfigOption.expiry(seconds)) }
+    @available(*, deprecated, message: "set the property: configuration.cacheExpiry = seconds")
+    public func cacheExpiry(_ seconds: Int) -> Configuration { with { $0.cacheExpiry = seconds } }
 
-    /// The policy of requests that name none (default ``CachePolicy/noCache``).
+    /// Deprecated: set ``cachePolicy`` (`configuration.cachePolicy = policy`).
     /// - Parameter policy: The policy.
     /// - Returns: The changed configuration.
-    public func cachePolicy(_ policy: CachePolicy) -> Configuration { adding(_CacheConfigOption.policy(policy)) }
+    @available(*, deprecated, message: "set the property: configuration.cachePolicy = policy")
+    public func cachePolicy(_ policy: CachePolicy) -> Configuration { with { $0.cachePolicy = policy } }
 
-    /// How the cache's commits reach the disk (default ``CacheDurability/durable``). The first
-    /// engine of a process to open a store directory decides it for that store.
+    /// Deprecated: set ``cacheDurability`` (`configuration.cacheDurability = durability`).
     /// - Parameter durability: The setting.
     /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.cacheDurability = durability")
     public func cacheDurability(_ durability: CacheDurability) -> Configuration {
-        adding(_CacheConfigOption.durability(durability))
+        with { $0.cacheDurability = durability }
     }
 
-    /// The clock the cache reads (creation, expiry, age), for tests of expiry without sleeping.
+    /// Deprecated: set ``cacheStatusHeader`` (`configuration.cacheStatusHeader = on`).
+    /// - Parameter on: Whether to add it.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.cacheStatusHeader = on")
+    public func cacheStatusHeader(_ on: Bool) -> Configuration { with { $0.cacheStatusHeader = on } }
+
+    /// Deprecated: set ``clock`` (`configuration.clock = { ... }`).
     /// - Parameter now: Returns the current time; called from any thread.
     /// - Returns: The changed configuration.
-    public func clock(_ now: @escaping @Sendable () -> Date) -> Configuration {
-        adding(_CacheConfigOption.clock(ClockBox(now)))
-    }
+    @available(*, deprecated, message: "set the property: configuration.clock = { ... }")
+    public func clock(_ now: @escaping @Sendable () -> Date) -> Configuration { with { $0.clock = now } }
 }
 
 /// How the cache's commits reach the disk.
@@ -183,29 +332,6 @@ private let clockTrampoline: courier_clock_fn = { user in
     return Int64((box.now().timeIntervalSince1970 * 1000).rounded(.down))
 }
 
-enum _CacheConfigOption: ConfigurationOption {
-    case maxBytes(Int64)
-    case expiry(Int)
-    case policy(CachePolicy)
-    case durability(CacheDurability)
-    case clock(ClockBox)
-
-    func apply(to config: OpaquePointer) throws {
-        switch self {
-        case .maxBytes(let b):
-            try CourierError.check(courier_config_set_cache_max_bytes(config, b), "cacheMaxBytes \(b)")
-        case .expiry(let s):
-            try CourierError.check(courier_config_set_cache_expiry(config, Int64(s)), "cacheExpiry \(s)")
-        case .policy(let p):
-            try CourierError.check(courier_config_set_cache_policy(config, p.cValue), "cachePolicy")
-        case .durability(let d):
-            try CourierError.check(courier_config_set_cache_durability(config, d.cValue), "cacheDurability")
-        case .clock(let box):
-            let user = Unmanaged.passRetained(box).toOpaque()
-            try CourierError.check(courier_config_set_clock(config, clockTrampoline, user, releaseBox), "clock")
-        }
-    }
-}
 
 // MARK: - Responses
 
@@ -216,6 +342,12 @@ extension Response {
     /// Where the body came from.
     public var cacheStatus: CacheStatus {
         storage.map { CacheStatus(courier_response_cache_status($0.pointer)) } ?? .network
+    }
+
+    /// Why the cache did what it did with this response (``CacheReason/none`` when no cache
+    /// policy looked at it).
+    public var cacheReason: CacheReason {
+        storage.map { CacheReason(courier_response_cache_reason($0.pointer)) } ?? .none
     }
 
     /// Age in seconds of a response from the cache (RFC 9111 age for the HTTP policy), else 0.

@@ -1,5 +1,5 @@
 // Frozen.swift — frozen requests in Swift: the freeze policy of a Request
-// (`.freeze(.whenOffline, expiry: 3600)`), the journal's settings on a Configuration, the codes
+// (`.freeze(.auto, expiry: 3600)`), the journal's settings on a Configuration, the codes
 // (`frozen`, `offline`, `journalCorrupt`), the manager (`engine.frozen`: list, get, remove,
 // removeAll, count, replay, resend, pause/resume, lastOutcome, waitUntilIdle) and the events, as an
 // `AsyncStream`, as observers, and as NotificationCenter notifications (the seeds' style).
@@ -11,30 +11,38 @@ internal import CCore
 
 // MARK: - Policies
 
-/// Whether and how a request is kept when the network is not there (the seeds' `freezePolicyId`).
+/// Whether and how a request is kept when the network is not there (the seeds' `freezePolicyId`;
+/// C's `COURIER_FREEZE_NEVER` / `AUTO` / `MANUAL`, Python's `"never"` / `"auto"` / `"manual"`).
 public enum FreezePolicy: Sendable, Hashable {
     /// A failure is the caller's (the default).
     case never
     /// Frozen when the engine is offline or the request fails to reach the server (cannot resolve,
     /// cannot connect); resent automatically when the network returns, at the next start, and on
     /// its backoff timer, until a final answer or its expiry.
-    case whenOffline
+    case auto
     /// Frozen the same way, then kept until the app resends it (``FrozenRequests/resend(_:)``,
-    /// ``FrozenRequests/replay(includingManual:)``) or removes it.
-    case waitForApp
+    /// ``FrozenRequests/replay(manual:)``) or removes it.
+    case manual
+
+    /// Deprecated name of ``auto``.
+    @available(*, deprecated, renamed: "auto")
+    public static var whenOffline: FreezePolicy { .auto }
+    /// Deprecated name of ``manual``.
+    @available(*, deprecated, renamed: "manual")
+    public static var waitForApp: FreezePolicy { .manual }
 
     var cValue: Int32 {
         switch self {
         case .never: return Int32(COURIER_FREEZE_NEVER.rawValue)
-        case .whenOffline: return Int32(COURIER_FREEZE_AUTO.rawValue)
-        case .waitForApp: return Int32(COURIER_FREEZE_MANUAL.rawValue)
+        case .auto: return Int32(COURIER_FREEZE_AUTO.rawValue)
+        case .manual: return Int32(COURIER_FREEZE_MANUAL.rawValue)
         }
     }
 
     init(cValue: Int32) {
         switch cValue {
-        case Int32(COURIER_FREEZE_AUTO.rawValue): self = .whenOffline
-        case Int32(COURIER_FREEZE_MANUAL.rawValue): self = .waitForApp
+        case Int32(COURIER_FREEZE_AUTO.rawValue): self = .auto
+        case Int32(COURIER_FREEZE_MANUAL.rawValue): self = .manual
         default: self = .never
         }
     }
@@ -51,18 +59,44 @@ extension Request {
     /// - Parameters:
     ///   - policy: The policy.
     ///   - expiry: Seconds after freezing when it is dropped unsent (nil: the engine's, 24 h).
-    ///   - ordered: Whether it keeps its place among the frozen requests to its host (true: a later
-    ///     one is not sent before it has a final answer).
-    ///   - onAmbiguousFailure: Also freeze after a timeout, reset or partial response, when the
-    ///     request may have reached the server.
+    ///   - unordered: false (the default) keeps its place among the frozen requests to its host (a
+    ///     later one is not sent before it has a final answer); true does not
+    ///     (`COURIER_FREEZE_UNORDERED`).
+    ///   - onAmbiguous: Also freeze after a timeout, reset or partial response, when the request
+    ///     may have reached the server (`COURIER_FREEZE_ON_AMBIGUOUS`).
     /// - Returns: The changed request.
-    public func freeze(_ policy: FreezePolicy, expiry: TimeInterval? = nil, ordered: Bool = true,
-                       onAmbiguousFailure: Bool = false) -> Request {
+    public func freeze(_ policy: FreezePolicy, expiry: TimeInterval? = nil, unordered: Bool = false,
+                       onAmbiguous: Bool = false) -> Request {
         var flags: UInt32 = 0
-        if !ordered { flags |= UInt32(COURIER_FREEZE_UNORDERED) }
-        if onAmbiguousFailure { flags |= UInt32(COURIER_FREEZE_ON_AMBIGUOUS) }
+        if unordered { flags |= UInt32(COURIER_FREEZE_UNORDERED) }
+        if onAmbiguous { flags |= UInt32(COURIER_FREEZE_ON_AMBIGUOUS) }
         let ms = expiry.map { Int64(($0 * 1000).rounded()) } ?? 0
         return adding(_FreezeRequestOption.policy(policy, ms, flags))
+    }
+
+    /// Deprecated spelling of ``freeze(_:expiry:unordered:onAmbiguous:)`` (`ordered: false` is
+    /// `unordered: true`).
+    /// - Parameters:
+    ///   - policy: The policy.
+    ///   - expiry: Seconds after freezing when it is dropped unsent.
+    ///   - ordered: Whether it keeps its place among the frozen requests to its host.
+    ///   - onAmbiguousFailure: Also freeze after a timeout, reset or partial response.
+    /// - Returns: The changed request.
+    @available(*, deprecated, renamed: "freeze(_:expiry:unordered:onAmbiguous:)")
+    public func freeze(_ policy: FreezePolicy, expiry: TimeInterval? = nil, ordered: Bool,
+                       onAmbiguousFailure: Bool = false) -> Request {
+        freeze(policy, expiry: expiry, unordered: !ordered, onAmbiguous: onAmbiguousFailure)
+    }
+
+    /// Deprecated spelling of ``freeze(_:expiry:unordered:onAmbiguous:)``.
+    /// - Parameters:
+    ///   - policy: The policy.
+    ///   - expiry: Seconds after freezing when it is dropped unsent.
+    ///   - onAmbiguousFailure: Also freeze after a timeout, reset or partial response.
+    /// - Returns: The changed request.
+    @available(*, deprecated, renamed: "freeze(_:expiry:unordered:onAmbiguous:)")
+    public func freeze(_ policy: FreezePolicy, expiry: TimeInterval? = nil, onAmbiguousFailure: Bool) -> Request {
+        freeze(policy, expiry: expiry, onAmbiguous: onAmbiguousFailure)
     }
 
     /// The freeze id to find the request again (1 to 128 of `A-Z a-z 0-9 - . _ ~ : @ + =`). Freezing
@@ -71,10 +105,17 @@ extension Request {
     /// - Returns: The changed request.
     public func freezeID(_ id: String) -> Request { adding(_FreezeRequestOption.id(id)) }
 
-    /// Sends even while the engine's reachability says offline ("try anyway").
+    /// Sends even while the engine's reachability says offline ("try anyway";
+    /// `courier_request_set_ignore_offline`).
     /// - Parameter ignore: true to ignore the offline state.
     /// - Returns: The changed request.
-    public func ignoringOffline(_ ignore: Bool = true) -> Request { adding(_FreezeRequestOption.ignoreOffline(ignore)) }
+    public func ignoreOffline(_ ignore: Bool = true) -> Request { adding(_FreezeRequestOption.ignoreOffline(ignore)) }
+
+    /// Deprecated name of ``ignoreOffline(_:)``.
+    /// - Parameter ignore: true to ignore the offline state.
+    /// - Returns: The changed request.
+    @available(*, deprecated, renamed: "ignoreOffline(_:)")
+    public func ignoringOffline(_ ignore: Bool = true) -> Request { ignoreOffline(ignore) }
 }
 
 enum _FreezeRequestOption: RequestOption {
@@ -96,65 +137,127 @@ enum _FreezeRequestOption: RequestOption {
 
 // MARK: - Configuration
 
-extension Configuration {
-    /// How frozen requests are replayed.
+/// How frozen requests are replayed (`courier_config_set_frozen_replay`).
+public struct FrozenReplay: Sendable, Hashable {
+    /// Replays in flight at most (> 0). Default 4.
+    public var concurrency: Int
+    /// Seconds before the second attempt; doubles per attempt, with jitter. Default 1.
+    public var backoffBase: TimeInterval
+    /// The longest wait between attempts, in seconds. Default 300.
+    public var backoffMax: TimeInterval
+
+    /// Replay settings.
     /// - Parameters:
     ///   - concurrency: Replays in flight at most (default 4).
     ///   - backoffBase: Seconds before the second attempt; doubles per attempt (default 1).
     ///   - backoffMax: The longest wait between attempts, in seconds (default 300).
-    /// - Returns: The new configuration.
-    public func frozenReplay(concurrency: Int = 4, backoffBase: TimeInterval = 1, backoffMax: TimeInterval = 300)
-        -> Configuration {
-        adding(_FrozenConfigOption.replay(concurrency, backoffBase, backoffMax))
+    public init(concurrency: Int = 4, backoffBase: TimeInterval = 1, backoffMax: TimeInterval = 300) {
+        self.concurrency = concurrency
+        self.backoffBase = backoffBase
+        self.backoffMax = backoffMax
     }
-
-    /// The expiry of frozen requests that name none.
-    /// - Parameter seconds: Seconds after freezing (default 24 h).
-    /// - Returns: The new configuration.
-    public func frozenExpiry(_ seconds: TimeInterval) -> Configuration { adding(_FrozenConfigOption.expiry(seconds)) }
-
-    /// How long a replayer's claim on a request holds while its process is alive but silent
-    /// (a dead process's claims are taken over at once).
-    /// - Parameter seconds: Seconds (default 300).
-    /// - Returns: The new configuration.
-    public func frozenLease(_ seconds: TimeInterval) -> Configuration { adding(_FrozenConfigOption.lease(seconds)) }
-
-    /// How often the engine looks for requests frozen by other processes and claims of the dead.
-    /// - Parameter seconds: Seconds (default 10).
-    /// - Returns: The new configuration.
-    public func frozenPollInterval(_ seconds: TimeInterval) -> Configuration { adding(_FrozenConfigOption.poll(seconds)) }
-
-    /// Opens the engine with automatic replay paused (``FrozenRequests/resume()`` starts it), so
-    /// event observers can be in place before the first resend.
-    /// - Parameter paused: true to open paused.
-    /// - Returns: The new configuration.
-    public func frozenReplayPaused(_ paused: Bool = true) -> Configuration { adding(_FrozenConfigOption.paused(paused)) }
 }
 
-enum _FrozenConfigOption: ConfigurationOption {
-    case replay(Int, TimeInterval, TimeInterval)
-    case expiry(TimeInterval)
-    case lease(TimeInterval)
-    case poll(TimeInterval)
-    case paused(Bool)
+/// Seconds to whole milliseconds, rounded.
+private func frozenMilliseconds(_ seconds: TimeInterval) -> Int { Int((seconds * 1000).rounded()) }
 
-    static func ms(_ s: TimeInterval) -> Int { Int((s * 1000).rounded()) }
-
-    func apply(to config: OpaquePointer) throws {
-        switch self {
-        case .replay(let n, let base, let max):
-            try CourierError.check(courier_config_set_frozen_replay(config, CLong(n), CLong(Self.ms(base)),
-                                                                    CLong(Self.ms(max))), "frozenReplay")
-        case .expiry(let s):
-            try CourierError.check(courier_config_set_frozen_expiry_ms(config, Int64(Self.ms(s))), "frozenExpiry")
-        case .lease(let s):
-            try CourierError.check(courier_config_set_frozen_lease_ms(config, CLong(Self.ms(s))), "frozenLease")
-        case .poll(let s):
-            try CourierError.check(courier_config_set_frozen_poll_ms(config, CLong(Self.ms(s))), "frozenPollInterval")
-        case .paused(let p):
-            try CourierError.check(courier_config_set_frozen_paused(config, p ? 1 : 0), "frozenReplayPaused")
+extension Configuration {
+    /// How frozen requests are replayed. Default ``FrozenReplay/init(concurrency:backoffBase:backoffMax:)``'s
+    /// values: 4 in flight, 1 s doubling up to 300 s.
+    public var frozenReplay: FrozenReplay {
+        get { setting("frozenReplay") ?? FrozenReplay() }
+        set {
+            setSetting("frozenReplay", newValue) {
+                try CourierError.check(courier_config_set_frozen_replay($0, CLong($1.concurrency),
+                                                                        CLong(frozenMilliseconds($1.backoffBase)),
+                                                                        CLong(frozenMilliseconds($1.backoffMax))),
+                                       "frozenReplay")
+            }
         }
     }
+
+    /// The expiry, in seconds after freezing, of frozen requests that name none; nil (the
+    /// default) means 24 h.
+    public var frozenExpiry: TimeInterval? {
+        get { setting("frozenExpiry") }
+        set {
+            setSetting("frozenExpiry", newValue) {
+                try CourierError.check(courier_config_set_frozen_expiry_ms($0, Int64(frozenMilliseconds($1))),
+                                       "frozenExpiry")
+            }
+        }
+    }
+
+    /// How long, in seconds, a replayer's claim on a request holds while its process is alive but
+    /// silent (a dead process's claims are taken over at once); nil (the default) means 300.
+    public var frozenLease: TimeInterval? {
+        get { setting("frozenLease") }
+        set {
+            setSetting("frozenLease", newValue) {
+                try CourierError.check(courier_config_set_frozen_lease_ms($0, CLong(frozenMilliseconds($1))), "frozenLease")
+            }
+        }
+    }
+
+    /// How often, in seconds, the engine looks for requests frozen by other processes and claims
+    /// of the dead; nil (the default) means 10.
+    public var frozenPoll: TimeInterval? {
+        get { setting("frozenPoll") }
+        set {
+            setSetting("frozenPoll", newValue) {
+                try CourierError.check(courier_config_set_frozen_poll_ms($0, CLong(frozenMilliseconds($1))),
+                                       "frozenPoll")
+            }
+        }
+    }
+
+    /// true opens the engine with automatic replay paused (``FrozenRequests/resume()`` starts it),
+    /// so event observers can be in place before the first resend. Default false.
+    public var frozenPaused: Bool {
+        get { setting("frozenPaused") ?? false }
+        set {
+            setSetting("frozenPaused", newValue) {
+                try CourierError.check(courier_config_set_frozen_paused($0, $1 ? 1 : 0), "frozenPaused")
+            }
+        }
+    }
+
+    /// Deprecated: set ``frozenReplay`` (`configuration.frozenReplay = FrozenReplay(...)`); this
+    /// returns a changed copy and does not change `self`.
+    /// - Parameters:
+    ///   - concurrency: Replays in flight at most.
+    ///   - backoffBase: Seconds before the second attempt.
+    ///   - backoffMax: The longest wait between attempts, in seconds.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.frozenReplay = FrozenReplay(...)")
+    public func frozenReplay(concurrency: Int = 4, backoffBase: TimeInterval = 1, backoffMax: TimeInterval = 300)
+        -> Configuration {
+        with { $0.frozenReplay = FrozenReplay(concurrency: concurrency, backoffBase: backoffBase, backoffMax: backoffMax) }
+    }
+
+    /// Deprecated: set ``frozenExpiry`` (`configuration.frozenExpiry = seconds`).
+    /// - Parameter seconds: Seconds after freezing.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.frozenExpiry = seconds")
+    public func frozenExpiry(_ seconds: TimeInterval) -> Configuration { with { $0.frozenExpiry = seconds } }
+
+    /// Deprecated: set ``frozenLease`` (`configuration.frozenLease = seconds`).
+    /// - Parameter seconds: Seconds.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.frozenLease = seconds")
+    public func frozenLease(_ seconds: TimeInterval) -> Configuration { with { $0.frozenLease = seconds } }
+
+    /// Deprecated: set ``frozenPoll`` (`configuration.frozenPoll = seconds`).
+    /// - Parameter seconds: Seconds.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.frozenPoll = seconds")
+    public func frozenPollInterval(_ seconds: TimeInterval) -> Configuration { with { $0.frozenPoll = seconds } }
+
+    /// Deprecated: set ``frozenPaused`` (`configuration.frozenPaused = true`).
+    /// - Parameter paused: true to open paused.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.frozenPaused = true")
+    public func frozenReplayPaused(_ paused: Bool = true) -> Configuration { with { $0.frozenPaused = paused } }
 }
 
 // MARK: - Codes
@@ -205,8 +308,12 @@ public struct FrozenRequest: Sendable, Hashable {
     public let idempotencyKey: String
     /// The policy it was frozen with.
     public let policy: FreezePolicy
-    /// Whether it keeps its place among the requests to its host.
-    public let ordered: Bool
+    /// Whether it was frozen without keeping its place among the requests to its host
+    /// (`COURIER_FREEZE_UNORDERED`).
+    public let unordered: Bool
+    /// Deprecated: `!unordered`.
+    @available(*, deprecated, message: "use !unordered")
+    public var ordered: Bool { !unordered }
     /// Its timeout, in seconds.
     public let timeout: TimeInterval
     /// Resends started so far.
@@ -256,7 +363,7 @@ public struct FrozenRequest: Sendable, Hashable {
         var info = courier_frozen_info()
         _ = courier_frozen_get_info(f, &info, MemoryLayout<courier_frozen_info>.size)
         policy = FreezePolicy(cValue: info.policy)
-        ordered = info.flags & UInt32(COURIER_FREEZE_UNORDERED) == 0
+        unordered = info.flags & UInt32(COURIER_FREEZE_UNORDERED) != 0
         timeout = TimeInterval(info.timeout_ms) / 1000
         attempts = Int(info.attempts)
         lastCode = info.last_code < 0 ? CourierError.Code(rawValue: info.last_code) : nil
@@ -516,15 +623,21 @@ public struct FrozenRequests: Sendable {
     /// Replays now: every request not tried since this call is due at once, whatever its backoff
     /// (per-host order and the concurrency bound still hold), even while offline. Answers arrive
     /// as events.
-    /// - Parameter includingManual: Also the ``FreezePolicy/waitForApp`` requests.
+    /// - Parameter manual: Also the ``FreezePolicy/manual`` requests (`COURIER_REPLAY_MANUAL`).
     /// - Throws: ``CourierError``.
-    public func replay(includingManual: Bool = false) throws {
+    public func replay(manual: Bool = false) throws {
         try call { handle in
             var error = courier_error()
-            let rc = courier_frozen_replay(handle, includingManual ? UInt32(COURIER_REPLAY_MANUAL) : 0, &error)
+            let rc = courier_frozen_replay(handle, manual ? UInt32(COURIER_REPLAY_MANUAL) : 0, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
         }
     }
+
+    /// Deprecated spelling of ``replay(manual:)``.
+    /// - Parameter includingManual: Also the ``FreezePolicy/manual`` requests.
+    /// - Throws: ``CourierError``.
+    @available(*, deprecated, renamed: "replay(manual:)")
+    public func replay(includingManual: Bool) throws { try replay(manual: includingManual) }
 
     /// Sends one frozen request now, whatever its policy, order or backoff.
     /// - Parameter id: The freeze id.
@@ -537,7 +650,7 @@ public struct FrozenRequests: Sendable {
         }
     }
 
-    /// Pauses automatic replay (explicit ``replay(includingManual:)`` and ``resend(_:)`` still run).
+    /// Pauses automatic replay (explicit ``replay(manual:)`` and ``resend(_:)`` still run).
     public func pause() { _ = try? call { courier_frozen_pause($0) } }
 
     /// Resumes automatic replay.

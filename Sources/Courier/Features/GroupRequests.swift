@@ -237,15 +237,16 @@ extension Engine {
     /// - Parameters:
     ///   - request: The first request (with its key path, if the model is nested).
     ///   - type: The first response's model type.
-    ///   - decoder: The decoder.
+    ///   - decoder: The decoder, or nil for the configuration's ``Configuration/modelDecoder``.
     ///   - next: Makes the dependent request from the model.
     /// - Returns: The dependent request's response.
     /// - Throws: Either request's error, a `DecodingError`, or what `next` threw.
-    public func send<T: Decodable>(_ request: Request, as type: T.Type, decoder: ModelDecoder = ModelDecoder(),
+    public func send<T: Decodable>(_ request: Request, as type: T.Type, decoder: ModelDecoder? = nil,
                                    then next: @escaping @Sendable (T) throws -> Request) async throws -> Response {
         let keyPath = request.modelKeyPath
+        let decoder = modelDecoder(decoder)
         return try await chain([.send(request), .then { response in
-            try next(response.decode(T.self, keyPath: keyPath, decoder: decoder))
+            try next(response.decode(T.self, resultPath: keyPath, decoder: decoder))
         }])
     }
 }

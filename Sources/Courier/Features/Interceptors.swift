@@ -27,7 +27,9 @@ internal import CCore
 ///         try request.setHeader("Authorization", "Bearer \(token)")
 ///     }
 /// }
-/// let engine = try Engine(configuration: Configuration(baseURL: url).interceptor(Auth(token: t)))
+/// var configuration = Configuration(baseURL: url)
+/// configuration.interceptors.append(Auth(token: t))
+/// let engine = try Engine(configuration: configuration)
 /// ```
 public protocol Interceptor: Sendable {
     /// Adapts the final request (URL with parameters, every header line) just before it is
@@ -100,9 +102,10 @@ public struct ClosureInterceptor: Interceptor {
 // MARK: - Configuration
 
 extension Configuration {
-    /// The same configuration with one more interceptor, run after those added before it.
+    /// Deprecated: add to ``interceptors`` (`configuration.interceptors.append(interceptor)`).
     /// - Parameter interceptor: The interceptor; every engine opened with the configuration uses it.
     /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "add to the property: configuration.interceptors.append(interceptor)")
     public func interceptor(_ interceptor: any Interceptor) -> Configuration {
         adding(InterceptorOption(interceptor: interceptor))
     }
@@ -195,7 +198,9 @@ enum InterceptorFailures {
     private static let adaptKey: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key) { value in
-            if let value { Unmanaged<AnyObject>.fromOpaque(value).release() }
+            // (Glibc passes an optional pointer, Darwin a non-optional one: this reads both.)
+            let pointer: UnsafeMutableRawPointer? = value
+            if let pointer { Unmanaged<AnyObject>.fromOpaque(pointer).release() }
         }
         return key
     }()

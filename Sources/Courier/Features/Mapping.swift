@@ -207,7 +207,9 @@ final class _MappingCache: @unchecked Sendable {
 ///
 /// ```swift
 /// let envelope = Envelope(code: "code", message: "message", data: "data").success(codes: [0, 200])
-/// let engine = try Engine(configuration: Configuration(baseURL: url).envelope(envelope))
+/// var configuration = Configuration(baseURL: url)
+/// configuration.envelope = envelope
+/// let engine = try Engine(configuration: configuration)
 /// ```
 public struct Envelope: Sendable {
     var codePath: String?

@@ -22,9 +22,10 @@ extension Configuration {
         }
     }
 
-    /// The same configuration with the mock switch on or off (see ``mockEnabled``).
+    /// Deprecated: set ``mockEnabled`` (`configuration.mockEnabled = true`).
     /// - Parameter enabled: Whether mocks are used.
     /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.mockEnabled = enabled")
     public func mocking(_ enabled: Bool) -> Configuration {
         var copy = self
         copy.mockEnabled = enabled

@@ -48,6 +48,17 @@ public struct ModelDecoder: Sendable {
         case useDefaultKeys
         /// JSON's snake_case keys match camelCase coding keys (as JSONDecoder's).
         case convertFromSnakeCase
+        /// Your own conversion: given the coding path with the JSON key last, returns the coding
+        /// key it matches (as JSONDecoder's `.custom`).
+        case custom(@Sendable (_ codingPath: [any CodingKey]) -> any CodingKey)
+    }
+
+    /// How numbers that JSON cannot spell (infinities, NaN) are read.
+    public enum NonConformingFloatDecodingStrategy: Sendable {
+        /// They are not accepted (the default, as JSONDecoder's).
+        case `throw`
+        /// These strings stand for them, where a `Double` or `Float` is expected.
+        case convertFromString(positiveInfinity: String, negativeInfinity: String, nan: String)
     }
 
     /// How dates are read. Default ``DateDecodingStrategy/deferredToDate``.
@@ -56,6 +67,8 @@ public struct ModelDecoder: Sendable {
     public var dataDecodingStrategy: DataDecodingStrategy = .base64
     /// How keys are matched. Default ``KeyDecodingStrategy/useDefaultKeys``.
     public var keyDecodingStrategy: KeyDecodingStrategy = .useDefaultKeys
+    /// How infinities and NaN are read. Default ``NonConformingFloatDecodingStrategy/throw``.
+    public var nonConformingFloatDecodingStrategy: NonConformingFloatDecodingStrategy = .throw
     /// Whether strings may hold numbers ("42" for an `Int`) and numbers strings, as the core's
     /// mapping coercions allow. Default false, as JSONDecoder.
     public var allowsNumericStrings = false
@@ -67,9 +80,82 @@ public struct ModelDecoder: Sendable {
     /// parser split across that many threads (0: one per processor, at most 4), then copies the
     /// document into a tape. Pays only when processors are idle.
     public var parseThreads = 1
+    /// Set on ``ModelRequestable/decoder``'s default: the engine's ``Configuration/modelDecoder``
+    /// decodes instead.
+    var isEngineDefault = false
 
     /// A decoder with the default strategies.
     public init() {}
+
+    /// A decoder with the settings of an app's `JSONDecoder`: its key, date, data and
+    /// non-conforming float strategies and its `userInfo`, so a codebase's decoder configuration
+    /// is reused by Courier's model decoding (the C core's tape) rather than restated.
+    ///
+    /// ```swift
+    /// let decoder = JSONDecoder()
+    /// decoder.keyDecodingStrategy = .convertFromSnakeCase
+    /// decoder.dateDecodingStrategy = .iso8601
+    /// let user = try response.decode(User.self, using: decoder)
+    /// configuration.modelDecoder = ModelDecoder(decoder) // every engine.send(_:as:)
+    /// ```
+    /// - Parameter decoder: The decoder whose settings to take (read once, here; its closures
+    ///   are called from the thread that decodes).
+    public init(_ decoder: JSONDecoder) {
+        switch decoder.keyDecodingStrategy {
+        case .useDefaultKeys: keyDecodingStrategy = .useDefaultKeys
+        case .convertFromSnakeCase: keyDecodingStrategy = .convertFromSnakeCase
+        case .custom(let convert):
+            let box = _UncheckedSendable(convert)
+            keyDecodingStrategy = .custom { box.value($0) }
+        @unknown default: keyDecodingStrategy = .useDefaultKeys
+        }
+        switch decoder.dateDecodingStrategy {
+        case .deferredToDate: dateDecodingStrategy = .deferredToDate
+        case .secondsSince1970: dateDecodingStrategy = .secondsSince1970
+        case .millisecondsSince1970: dateDecodingStrategy = .millisecondsSince1970
+        case .iso8601: dateDecodingStrategy = .iso8601
+        case .custom(let read):
+            let box = _UncheckedSendable(read)
+            dateDecodingStrategy = .custom { try box.value($0) }
+        #if canImport(Darwin)
+        // (Outside Darwin `.formatted` is a `.custom` reader, handled above.)
+        case .formatted(let formatter): dateDecodingStrategy = .formatted(formatter)
+        @unknown default:
+            // Strategies to come: the value is read by the JSONDecoder itself, as a JSON fragment.
+            let box = _UncheckedSendable(decoder)
+            dateDecodingStrategy = .custom { try Self.dateByJSONDecoder(box.value, from: $0) }
+        #endif
+        }
+        switch decoder.dataDecodingStrategy {
+        case .deferredToData: dataDecodingStrategy = .deferredToData
+        case .base64: dataDecodingStrategy = .base64
+        case .custom(let read):
+            let box = _UncheckedSendable(read)
+            dataDecodingStrategy = .custom { try box.value($0) }
+        @unknown default: dataDecodingStrategy = .base64
+        }
+        switch decoder.nonConformingFloatDecodingStrategy {
+        case .throw: nonConformingFloatDecodingStrategy = .throw
+        case .convertFromString(let positive, let negative, let nan):
+            nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: positive,
+                                                                    negativeInfinity: negative, nan: nan)
+        @unknown default: nonConformingFloatDecodingStrategy = .throw
+        }
+        for (key, value) in decoder.userInfo { userInfo[key] = _UncheckedSendable(value) }
+    }
+
+    /// A date read by `decoder` from the single value `from` holds (a string or a number): the
+    /// reading of date strategies this decoder does not know (Darwin's `@unknown default`).
+    private static func dateByJSONDecoder(_ decoder: JSONDecoder, from reader: any Decoder) throws -> Date {
+        let container = try reader.singleValueContainer()
+        let fragment: Data
+        if let text = try? container.decode(String.self) {
+            fragment = try JSONEncoder().encode([text])
+        } else {
+            fragment = Data("[\(try container.decode(Double.self))]".utf8)
+        }
+        return try decoder.decode([Date].self, from: fragment)[0]
+    }
 
     /// Decodes a value from JSON text, parsing it with the C core first (into a tape: one flat
     /// array of entries, no objects and no hash tables; see `courier_json_tape_parse`).
@@ -184,17 +270,36 @@ final class _Tape {
 final class _DecoderOptions {
     let date: ModelDecoder.DateDecodingStrategy
     let data: ModelDecoder.DataDecodingStrategy
-    let snakeCase: Bool
+    /// Converts a JSON key (last in the path) to the coding key it matches; nil: keys as they are.
+    let convertKey: ((_ key: String, _ path: [any CodingKey]) -> String)?
     let numericStrings: Bool
+    /// The strings that stand for +inf, -inf and NaN, if any.
+    let nonConforming: (positive: String, negative: String, nan: String)?
     let userInfo: [CodingUserInfoKey: Any]
 
     init(_ d: ModelDecoder) {
         date = d.dateDecodingStrategy
         data = d.dataDecodingStrategy
-        if case .convertFromSnakeCase = d.keyDecodingStrategy { snakeCase = true } else { snakeCase = false }
+        switch d.keyDecodingStrategy {
+        case .useDefaultKeys: convertKey = nil
+        case .convertFromSnakeCase: convertKey = { key, _ in _convertFromSnakeCase(key) }
+        case .custom(let convert): convertKey = { key, path in convert(path + [_JSONKey(stringValue: key)]).stringValue }
+        }
         numericStrings = d.allowsNumericStrings
-        userInfo = d.userInfo
+        if case .convertFromString(let positive, let negative, let nan) = d.nonConformingFloatDecodingStrategy {
+            nonConforming = (positive, negative, nan)
+        } else {
+            nonConforming = nil
+        }
+        userInfo = d.userInfo.mapValues { ($0 as? _UncheckedSendable<Any>)?.value ?? $0 }
     }
+}
+
+/// A value of a non-Sendable type kept by a Sendable one (JSONDecoder's closures and userInfo,
+/// read only, from the thread that decodes).
+struct _UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }
 
 /// A coding key for key path components, array indexes and super.
@@ -380,8 +485,14 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
         let e = entries[v]
         if e.type == _REAL { return Double(bitPattern: e.payload) }
         if e.type == _INTEGER { return Double(Int64(bitPattern: e.payload)) }
-        if options.numericStrings, e.type == _STRING, let d = Double(string(v)) {
-            return d
+        if e.type == _STRING {
+            if let nonConforming = options.nonConforming {
+                let text = string(v)
+                if text == nonConforming.positive { return .infinity }
+                if text == nonConforming.negative { return -.infinity }
+                if text == nonConforming.nan { return .nan }
+            }
+            if options.numericStrings, let d = Double(string(v)) { return d }
         }
         throw mismatch(type, v, path())
     }
@@ -492,7 +603,7 @@ struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// The whole path, for containers made by nestedContainer (no scope on the decoder's stack).
     let explicitPath: [any CodingKey]?
 
-    /// JSON key -> member, with keys converted from snake_case (only for that strategy).
+    /// JSON key -> member, with keys converted by the key strategy (only when it converts).
     private let converted: [String: Int]?
 
     /// Whether lookups go through the decoder's hint slot at `depth`.
@@ -505,11 +616,12 @@ struct _KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         self.object = object
         self.depth = depth
         self.explicitPath = explicitPath
-        hinted = explicitPath == nil && depth < _ModelDecoderImpl.hintDepth && !impl.options.snakeCase
+        hinted = explicitPath == nil && depth < _ModelDecoderImpl.hintDepth && impl.options.convertKey == nil
         if hinted { impl.hints[depth] = (object, 0) }
-        if impl.options.snakeCase {
+        if let convert = impl.options.convertKey {
             var map: [String: Int] = [:]
-            Self.forEachMember(impl, object) { key, value in map[_convertFromSnakeCase(impl.string(key))] = value }
+            let path = explicitPath ?? impl.path(depth: depth)
+            Self.forEachMember(impl, object) { key, value in map[convert(impl.string(key), path)] = value }
             converted = map
         } else {
             converted = nil

@@ -147,24 +147,79 @@ struct _JSONLimitsOption: ConfigurationOption {
     }
 }
 
-extension Configuration {
-    /// The envelope of every response (the seeds' global response descriptor).
-    /// - Parameter envelope: The envelope.
-    /// - Returns: The changed configuration.
-    public func envelope(_ envelope: Envelope) -> Configuration { adding(_ConfigEnvelopeOption(envelope: envelope)) }
+/// Limits for parsing response bodies (`courier_config_set_json_options`).
+public struct JSONOptions: Sendable, Hashable {
+    /// The deepest nesting accepted (1...2048). Default 512.
+    public var maxDepth: Int
+    /// The largest body parsed, in bytes, or nil for the default (64 MiB).
+    public var maxBytes: Int64?
 
-    /// Decodes responses of this MIME type as JSON ("text/html", "text/plain", "text/*").
-    /// - Parameter mimeType: A "type/subtype".
-    /// - Returns: The changed configuration.
-    public func decodingAsJSON(_ mimeType: String) -> Configuration { adding(_JSONTypeOption(mimeType: mimeType)) }
-
-    /// Limits for parsing response bodies.
+    /// Parse limits.
     /// - Parameters:
     ///   - maxDepth: The deepest nesting accepted (1...2048; default 512).
     ///   - maxBytes: The largest body parsed, or nil for the default (64 MiB).
+    public init(maxDepth: Int = 512, maxBytes: Int64? = nil) {
+        self.maxDepth = maxDepth
+        self.maxBytes = maxBytes
+    }
+}
+
+extension Configuration {
+    /// The decoder of models sent with ``Engine/send(_:as:decoder:)`` (and ``ModelRequestable``s)
+    /// that name none; default ``ModelDecoder/init()``. To reuse an app's `JSONDecoder` settings:
+    /// `configuration.modelDecoder = ModelDecoder(jsonDecoder)`.
+    public var modelDecoder: ModelDecoder {
+        get { setting("modelDecoder") ?? ModelDecoder() }
+        set { setSetting("modelDecoder", newValue) { _, _ in } } // Swift's own: nothing for the C core
+    }
+
+    /// The envelope of every response (the seeds' global response descriptor), or nil (the
+    /// default) for none.
+    public var envelope: Envelope? {
+        get { setting("envelope") }
+        set { setSetting("envelope", newValue) { try _ConfigEnvelopeOption(envelope: $1).apply(to: $0) } }
+    }
+
+    /// MIME types whose responses are decoded as JSON besides JSON's own ("text/html",
+    /// "text/plain", "text/*"). Default none.
+    public var jsonTypes: [String] {
+        get { options.compactMap { ($0 as? _JSONTypeOption)?.mimeType } }
+        set {
+            options.removeAll { $0 is _JSONTypeOption }
+            options.append(contentsOf: newValue.map { _JSONTypeOption(mimeType: $0) as any ConfigurationOption })
+        }
+    }
+
+    /// Limits for parsing response bodies. Default ``JSONOptions/init(maxDepth:maxBytes:)``'s.
+    public var jsonOptions: JSONOptions {
+        get { setting("jsonOptions") ?? JSONOptions() }
+        set {
+            setSetting("jsonOptions", newValue) {
+                try _JSONLimitsOption(maxDepth: $1.maxDepth, maxBytes: $1.maxBytes).apply(to: $0)
+            }
+        }
+    }
+
+    /// Deprecated: set ``envelope`` (`configuration.envelope = envelope`).
+    /// - Parameter envelope: The envelope.
     /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.envelope = envelope")
+    public func envelope(_ envelope: Envelope) -> Configuration { with { $0.envelope = envelope } }
+
+    /// Deprecated: add to ``jsonTypes`` (`configuration.jsonTypes.append(mimeType)`).
+    /// - Parameter mimeType: A "type/subtype".
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "add to the property: configuration.jsonTypes.append(mimeType)")
+    public func decodingAsJSON(_ mimeType: String) -> Configuration { with { $0.jsonTypes.append(mimeType) } }
+
+    /// Deprecated: set ``jsonOptions`` (`configuration.jsonOptions = JSONOptions(...)`).
+    /// - Parameters:
+    ///   - maxDepth: The deepest nesting accepted.
+    ///   - maxBytes: The largest body parsed, or nil for the default.
+    /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.jsonOptions = JSONOptions(...)")
     public func jsonLimits(maxDepth: Int = 512, maxBytes: Int64? = nil) -> Configuration {
-        adding(_JSONLimitsOption(maxDepth: maxDepth, maxBytes: maxBytes))
+        with { $0.jsonOptions = JSONOptions(maxDepth: maxDepth, maxBytes: maxBytes) }
     }
 }
 
@@ -251,20 +306,50 @@ extension Response {
                               found: String(cString: courier_json_type_name(failure.found)))
     }
 
-    /// Decodes the business data (``result``), or a named result.
+    /// Decodes the business data (``result``), or a named result, or the value at a key path
+    /// inside it.
+    ///
+    /// `keyPath` means what it means everywhere else (``JSONModel/init(json:keyPath:)-(Data,_)``,
+    /// `ModelDecoder.decode(_:from:keyPath:)`): the path is followed, here inside the
+    /// value that would be decoded without it (the result: the whole document when the request
+    /// has no key path, mapping or envelope). `try r.decode([Item].self, keyPath: "data.items")`.
     /// - Parameters:
     ///   - type: The model type.
     ///   - name: A named result, or nil for the default one.
-    ///   - keyPath: The key path the result came from, so errors name the whole path.
+    ///   - keyPath: Where the value is inside the result ("data.items"), or nil for the result itself.
     ///   - decoder: The decoder.
     /// - Returns: The model.
-    /// - Throws: `DecodingError` naming the key path; ``CourierError`` when the body is not JSON.
+    /// - Throws: `DecodingError` naming the key path (`valueNotFound` when nothing is there);
+    ///   ``CourierError`` when the body is not JSON.
     public func decode<T: Decodable>(_ type: T.Type, result name: String? = nil, keyPath: String? = nil,
                                      decoder: ModelDecoder = ModelDecoder()) throws -> T {
-        let prefix: [any CodingKey] = (keyPath ?? "").split(separator: ".").map { _JSONKey($0) }
+        try decode(type, result: name, keyPath: keyPath, resultPath: nil, decoder: decoder)
+    }
+
+    /// Decodes as ``decode(_:result:keyPath:decoder:)`` with the settings of an app's
+    /// `JSONDecoder` (key, date, data and non-conforming float strategies, `userInfo`; see
+    /// ``ModelDecoder/init(_:)``), still from the C core's parsed document.
+    /// - Parameters:
+    ///   - type: The model type.
+    ///   - name: A named result, or nil for the default one.
+    ///   - keyPath: Where the value is inside the result, or nil for the result itself.
+    ///   - decoder: The `JSONDecoder` whose settings apply.
+    /// - Returns: The model.
+    /// - Throws: As ``decode(_:result:keyPath:decoder:)``.
+    public func decode<T: Decodable>(_ type: T.Type, result name: String? = nil, keyPath: String? = nil,
+                                     using decoder: JSONDecoder) throws -> T {
+        try decode(type, result: name, keyPath: keyPath, resultPath: nil, decoder: ModelDecoder(decoder))
+    }
+
+    /// Decodes the result the request's own key path (`resultPath`, already followed by the C
+    /// core) selected; `resultPath` only names where it came from in errors.
+    func decode<T: Decodable>(_ type: T.Type, result name: String? = nil, keyPath: String? = nil,
+                              resultPath: String?, decoder: ModelDecoder) throws -> T {
+        let prefix: [any CodingKey] = (resultPath ?? "").split(separator: ".").map { _JSONKey($0) }
         guard let storage else {
             let json = try parseJSON()
-            return try decoder.decode(type, from: json, keyPath: keyPath)
+            let path = [resultPath, keyPath].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ".")
+            return try decoder.decode(type, from: json, keyPath: path.isEmpty ? nil : path)
         }
         let pointer: OpaquePointer?
         if let name {
@@ -275,10 +360,10 @@ extension Response {
         }
         guard let pointer else {
             throw DecodingError.valueNotFound(type, .init(codingPath: prefix,
-                debugDescription: "No value at \(keyPath ?? name ?? "the response's result")"))
+                debugDescription: "No value at \(resultPath ?? name ?? "the response's result")"))
         }
         return try withExtendedLifetime(storage) {
-            try decoder.decode(type, root: pointer, keyPath: nil, pathPrefix: prefix)
+            try decoder.decode(type, root: pointer, keyPath: keyPath, pathPrefix: prefix)
         }
     }
 }
@@ -303,7 +388,7 @@ public protocol ModelRequestable: Requestable {
     var keyPath: String? { get }
     /// A mapping the C core applies before decoding, or nil.
     var mapping: Mapping? { get }
-    /// The decoder. Default: ``ModelDecoder`` with default strategies.
+    /// The decoder. Default: the engine's ``Configuration/modelDecoder``.
     var decoder: ModelDecoder { get }
 }
 
@@ -312,8 +397,12 @@ extension ModelRequestable {
     public var keyPath: String? { nil }
     /// nil.
     public var mapping: Mapping? { nil }
-    /// A default ``ModelDecoder``.
-    public var decoder: ModelDecoder { ModelDecoder() }
+    /// The engine's ``Configuration/modelDecoder``.
+    public var decoder: ModelDecoder {
+        var engines = ModelDecoder()
+        engines.isEngineDefault = true
+        return engines
+    }
 
     /// The request with the key path and mapping applied.
     /// - Returns: The request.
@@ -332,15 +421,21 @@ extension Engine {
     /// - Parameters:
     ///   - request: The request (with ``Request/keyPath(_:)`` where the data is nested).
     ///   - type: The model type.
-    ///   - decoder: The decoder.
+    ///   - decoder: The decoder, or nil for the configuration's ``Configuration/modelDecoder``.
     /// - Returns: The model.
     /// - Throws: ``CourierError`` as ``send(_:)-(Request)`` plus ``CourierError/Code/json``,
     ///   ``CourierError/Code/mapping`` and ``CourierError/Code/api``; `DecodingError` naming the
     ///   key path when the data does not fit the type.
     public func send<T: Decodable>(_ request: Request, as type: T.Type,
-                                   decoder: ModelDecoder = ModelDecoder()) async throws -> T {
+                                   decoder: ModelDecoder? = nil) async throws -> T {
         let response = try await send(request)
-        return try response.decode(type, keyPath: request.modelKeyPath, decoder: decoder)
+        return try response.decode(type, resultPath: request.modelKeyPath, decoder: modelDecoder(decoder))
+    }
+
+    /// The decoder to use: `decoder` unless absent or the engine's default.
+    func modelDecoder(_ decoder: ModelDecoder?) -> ModelDecoder {
+        guard let decoder, !decoder.isEngineDefault else { return configuration.modelDecoder }
+        return decoder
     }
 
     /// Sends the request a ``ModelRequestable`` describes and returns its model.
@@ -359,8 +454,8 @@ extension Engine {
     /// - Returns: The model.
     /// - Throws: As ``send(_:as:decoder:)``.
     public func sendSync<T: Decodable>(_ request: Request, as type: T.Type,
-                                       decoder: ModelDecoder = ModelDecoder()) throws -> T {
+                                       decoder: ModelDecoder? = nil) throws -> T {
         let response = try sendSync(request)
-        return try response.decode(type, keyPath: request.modelKeyPath, decoder: decoder)
+        return try response.decode(type, resultPath: request.modelKeyPath, decoder: modelDecoder(decoder))
     }
 }

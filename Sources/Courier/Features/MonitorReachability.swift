@@ -24,31 +24,55 @@ public enum ReachabilityStatus: Sendable, Hashable {
     }
 }
 
-extension Configuration {
-    /// Where the engine's view of the network comes from. Any response means online.
+/// Where an engine's view of the network comes from (`courier_config_set_reachability`). Any
+/// response means online.
+public struct ReachabilitySettings: Sendable, Hashable {
+    /// A request that cannot resolve or connect means offline. Off by default: one server being
+    /// down does not make the engine offline.
+    public var fromErrors: Bool
+    /// While offline, what to try: an http(s) URL (a HEAD through the engine) or "host:port" (a
+    /// TCP connect); nil probes the host that failed.
+    public var probe: String?
+    /// Seconds between probes. Default 5.
+    public var interval: TimeInterval
+
+    /// Reachability settings.
     /// - Parameters:
-    ///   - fromErrors: A request that cannot resolve or connect means offline (off by default: one
-    ///     server being down does not make the engine offline).
-    ///   - probe: While offline, what to try: an http(s) URL (a HEAD through the engine) or
-    ///     "host:port" (a TCP connect); nil probes the host that failed.
+    ///   - fromErrors: A request that cannot resolve or connect means offline.
+    ///   - probe: What to try while offline, or nil for the host that failed.
     ///   - interval: Seconds between probes (default 5).
-    /// - Returns: The new configuration.
-    public func reachability(fromErrors: Bool = true, probe: String? = nil, interval: TimeInterval = 5) -> Configuration {
-        adding(_ReachabilityConfigOption(fromErrors: fromErrors, probe: probe, interval: interval))
+    public init(fromErrors: Bool = true, probe: String? = nil, interval: TimeInterval = 5) {
+        self.fromErrors = fromErrors
+        self.probe = probe
+        self.interval = interval
     }
 }
 
-struct _ReachabilityConfigOption: ConfigurationOption {
-    let fromErrors: Bool
-    let probe: String?
-    let interval: TimeInterval
-
-    func apply(to config: OpaquePointer) throws {
-        try withOptionalCString(probe) {
-            try CourierError.check(courier_config_set_reachability(config, fromErrors ? 1 : 0, $0,
-                                                                   CLong((interval * 1000).rounded())),
-                                   "reachability")
+extension Configuration {
+    /// Where the engine's view of the network comes from; nil (the default) means only responses
+    /// and the app's own word (``Reachability/setOffline()``), no detection from errors.
+    public var reachability: ReachabilitySettings? {
+        get { setting("reachability") }
+        set {
+            setSetting("reachability", newValue) { config, r in
+                try withOptionalCString(r.probe) {
+                    try CourierError.check(courier_config_set_reachability(config, r.fromErrors ? 1 : 0, $0,
+                                                                           CLong((r.interval * 1000).rounded())),
+                                           "reachability")
+                }
+            }
         }
+    }
+
+    /// Deprecated: set ``reachability`` (`configuration.reachability = ReachabilitySettings(...)`).
+    /// - Parameters:
+    ///   - fromErrors: A request that cannot resolve or connect means offline.
+    ///   - probe: What to try while offline, or nil for the host that failed.
+    ///   - interval: Seconds between probes (default 5).
+    /// - Returns: The new configuration.
+    @available(*, deprecated, message: "set the property: configuration.reachability = ReachabilitySettings(...)")
+    public func reachability(fromErrors: Bool = true, probe: String? = nil, interval: TimeInterval = 5) -> Configuration {
+        with { $0.reachability = ReachabilitySettings(fromErrors: fromErrors, probe: probe, interval: interval) }
     }
 }
 

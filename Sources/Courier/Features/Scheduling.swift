@@ -32,7 +32,7 @@ public enum Priority: Sendable, Hashable {
 /// `maxDelay`, with jitter (between half and all of it); a server's Retry-After (429, 503) is
 /// honoured when it is at most `maxDelay`. Retried: network failures (cannot resolve, cannot
 /// connect, timeout, partial response, network) and HTTP 408, 429 and 5xx, for idempotent methods
-/// only unless ``retriesNonIdempotent``. Never after a cancel, a TLS or pinning failure, a
+/// only unless ``nonIdempotent``. Never after a cancel, a TLS or pinning failure, a
 /// validator's "no" or a body too large. (The C core decides all of this.)
 public struct RetryPolicy: Sendable, Hashable {
     /// Further attempts after the first (0: no retry).
@@ -41,25 +41,65 @@ public struct RetryPolicy: Sendable, Hashable {
     public var baseDelay: Double
     /// The longest wait, in seconds (>= baseDelay).
     public var maxDelay: Double
-    /// Whether POST, PATCH and other non-idempotent methods are retried too.
-    public var retriesNonIdempotent: Bool
-    /// Whether a server's Retry-After is waited for.
-    public var honorsRetryAfter: Bool
+    /// Whether POST, PATCH and other non-idempotent methods are retried too
+    /// (`COURIER_RETRY_NON_IDEMPOTENT`). Default false.
+    public var nonIdempotent: Bool
+    /// Whether a server's Retry-After is not waited for (`COURIER_RETRY_IGNORE_RETRY_AFTER`).
+    /// Default false.
+    public var ignoreRetryAfter: Bool
+
+    /// Deprecated name of ``nonIdempotent``.
+    @available(*, deprecated, renamed: "nonIdempotent")
+    public var retriesNonIdempotent: Bool {
+        get { nonIdempotent }
+        set { nonIdempotent = newValue }
+    }
+    /// Deprecated: `!ignoreRetryAfter`.
+    @available(*, deprecated, message: "use !ignoreRetryAfter")
+    public var honorsRetryAfter: Bool {
+        get { !ignoreRetryAfter }
+        set { ignoreRetryAfter = !newValue }
+    }
 
     /// A retry rule.
     /// - Parameters:
     ///   - maxRetries: Further attempts after the first.
     ///   - baseDelay: The first wait, in seconds. Default 0.5.
     ///   - maxDelay: The longest wait, in seconds. Default 30.
-    ///   - retriesNonIdempotent: Also retry non-idempotent methods. Default false.
-    ///   - honorsRetryAfter: Wait for a server's Retry-After. Default true.
-    public init(maxRetries: Int, baseDelay: Double = 0.5, maxDelay: Double = 30, retriesNonIdempotent: Bool = false,
-                honorsRetryAfter: Bool = true) {
+    ///   - nonIdempotent: Also retry non-idempotent methods. Default false.
+    ///   - ignoreRetryAfter: Do not wait for a server's Retry-After. Default false.
+    public init(maxRetries: Int, baseDelay: Double = 0.5, maxDelay: Double = 30, nonIdempotent: Bool = false,
+                ignoreRetryAfter: Bool = false) {
         self.maxRetries = maxRetries
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
-        self.retriesNonIdempotent = retriesNonIdempotent
-        self.honorsRetryAfter = honorsRetryAfter
+        self.nonIdempotent = nonIdempotent
+        self.ignoreRetryAfter = ignoreRetryAfter
+    }
+
+    /// Deprecated spelling of ``init(maxRetries:baseDelay:maxDelay:nonIdempotent:ignoreRetryAfter:)``.
+    /// - Parameters:
+    ///   - maxRetries: Further attempts after the first.
+    ///   - baseDelay: The first wait, in seconds.
+    ///   - maxDelay: The longest wait, in seconds.
+    ///   - retriesNonIdempotent: Also retry non-idempotent methods.
+    ///   - honorsRetryAfter: Wait for a server's Retry-After.
+    @available(*, deprecated, renamed: "init(maxRetries:baseDelay:maxDelay:nonIdempotent:ignoreRetryAfter:)")
+    public init(maxRetries: Int, baseDelay: Double = 0.5, maxDelay: Double = 30, retriesNonIdempotent: Bool,
+                honorsRetryAfter: Bool = true) {
+        self.init(maxRetries: maxRetries, baseDelay: baseDelay, maxDelay: maxDelay, nonIdempotent: retriesNonIdempotent,
+                  ignoreRetryAfter: !honorsRetryAfter)
+    }
+
+    /// Deprecated spelling of ``init(maxRetries:baseDelay:maxDelay:nonIdempotent:ignoreRetryAfter:)``.
+    /// - Parameters:
+    ///   - maxRetries: Further attempts after the first.
+    ///   - baseDelay: The first wait, in seconds.
+    ///   - maxDelay: The longest wait, in seconds.
+    ///   - honorsRetryAfter: Wait for a server's Retry-After.
+    @available(*, deprecated, renamed: "init(maxRetries:baseDelay:maxDelay:nonIdempotent:ignoreRetryAfter:)")
+    public init(maxRetries: Int, baseDelay: Double = 0.5, maxDelay: Double = 30, honorsRetryAfter: Bool) {
+        self.init(maxRetries: maxRetries, baseDelay: baseDelay, maxDelay: maxDelay, ignoreRetryAfter: !honorsRetryAfter)
     }
 
     /// No retries (the engine's default).
@@ -73,8 +113,8 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// Hands the rule to a C setter with its arguments converted.
     func withCArguments(_ body: (Int32, CLong, CLong, UInt32) -> Int32) -> Int32 {
-        let flags = (retriesNonIdempotent ? COURIER_RETRY_NON_IDEMPOTENT : 0)
-            | (honorsRetryAfter ? 0 : COURIER_RETRY_IGNORE_RETRY_AFTER)
+        let flags = (nonIdempotent ? COURIER_RETRY_NON_IDEMPOTENT : 0)
+            | (ignoreRetryAfter ? COURIER_RETRY_IGNORE_RETRY_AFTER : 0)
         return body(Int32(clamping: maxRetries), RetryPolicy.milliseconds(baseDelay), RetryPolicy.milliseconds(maxDelay),
                     UInt32(flags))
     }

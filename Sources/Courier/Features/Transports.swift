@@ -109,25 +109,44 @@ public struct ClosureTransport: Transport {
 // MARK: - Registration
 
 extension Configuration {
-    /// The same configuration with a transport registered under a name. Opening an engine fails
-    /// with ``CourierError/Code/invalidArgument`` for an empty name, "http" (the built-in one) or
-    /// a name registered twice.
+    /// Transports registered by name, which requests choose with ``Request/transport(_:)``
+    /// (a closure works too: `configuration.transports["mem"] = ClosureTransport { call in ... }`).
+    /// Opening an engine fails with ``CourierError/Code/invalidArgument`` for an empty name or
+    /// "http" (the built-in one). Default none.
+    public var transports: [String: any Transport] {
+        get {
+            var all: [String: any Transport] = [:]
+            for case let option as TransportOption in options { all[option.name] = option.transport }
+            return all
+        }
+        set {
+            options.removeAll { $0 is TransportOption }
+            for name in newValue.keys.sorted() {
+                options.append(TransportOption(name: name, transport: newValue[name]!))
+            }
+        }
+    }
+
+    /// Deprecated: set an entry of ``transports`` (`configuration.transports[name] = transport`).
     /// - Parameters:
     ///   - name: The name requests use (``Request/transport(_:)``).
     ///   - transport: The transport.
     /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.transports[name] = transport")
     public func transport(_ name: String, _ transport: any Transport) -> Configuration {
-        adding(TransportOption(name: name, transport: transport))
+        with { $0.transports[name] = transport }
     }
 
-    /// The same configuration with a closure registered as a transport (see ``transport(_:_:)``).
+    /// Deprecated: set an entry of ``transports`` with a ``ClosureTransport``
+    /// (`configuration.transports[name] = ClosureTransport { call in ... }`).
     /// - Parameters:
     ///   - name: The name requests use.
     ///   - send: Sends one request.
     /// - Returns: The changed configuration.
+    @available(*, deprecated, message: "set the property: configuration.transports[name] = ClosureTransport { ... }")
     public func transport(_ name: String,
                           send: @escaping @Sendable (TransportCall) async throws -> Response) -> Configuration {
-        transport(name, ClosureTransport(send))
+        with { $0.transports[name] = ClosureTransport(send) }
     }
 }
 

@@ -26,9 +26,11 @@ struct DemoCommand: AsyncParsableCommand {
         defer { server.stop() }
         let engine: Engine
         do {
+            var configuration = Configuration(baseURL: server.baseURL)
+            configuration.temporaryStore = true // the demo keeps nothing
             // Frozen requests are replayed promptly here (the default backoff starts at 1 s).
-            engine = try Engine(configuration: Configuration(baseURL: server.baseURL)
-                .frozenReplay(concurrency: 1, backoffBase: 0.05, backoffMax: 0.2))
+            configuration.frozenReplay = FrozenReplay(concurrency: 1, backoffBase: 0.05, backoffMax: 0.2)
+            engine = try Engine(configuration: configuration)
         } catch {
             printError("error: cannot open an engine: \(describe(error))")
             throw ExitCode.failure
@@ -146,8 +148,9 @@ struct DemoCommand: AsyncParsableCommand {
     // MARK: - the whole engine: cache, frozen requests, mapping, retry, batch
 
     /// Steps 9-13. Each line says what happened and why, from what the engine reports: a response's
-    /// cache status, the request events (from_cache, retried, finished) and the frozen-request
-    /// events; the server's own counts show what reached the network. Returns the failures.
+    /// cache status and cache reason code (courier_response_cache_reason), the request events
+    /// (from_cache, retried, finished) and the frozen-request events; the server's own counts show
+    /// what reached the network. Returns the failures.
     private func engineSteps(engine: Engine, server: EmbeddedServer) async -> Int {
         var failures = 0
         let events = EventLog()
@@ -160,21 +163,25 @@ struct DemoCommand: AsyncParsableCommand {
             let fresh = Request.get("/cache").parameter("max_age", "60").parameter("etag", "v1").cachePolicy(.http)
             let before = server.path("/cache")
             let first = try await engine.send(fresh)
-            print("     #1 \(first.status) \(first.cacheStatus): not in the cache yet; the server answered "
-                  + "(Cache-Control: \(first.header("Cache-Control") ?? "-")) and the engine stored it")
+            print("     #1 \(first.status) \(first.cacheStatus), reason \(first.cacheReason.name): nothing was stored; the "
+                  + "server answered (Cache-Control: \(first.header("Cache-Control") ?? "-")) and the engine stored it")
             let second = try await engine.send(fresh)
             let fromCache = events.count(.fromCache)
-            print("     #2 \(second.status) \(second.cacheStatus): fresh for 60 s, so the engine answered from its store "
-                  + "(from_cache events: \(fromCache)); requests that reached the server: \(server.path("/cache") - before)")
-            if second.cacheStatus != .hit || server.path("/cache") - before != 1 { failures += 1 }
+            print("     #2 \(second.status) \(second.cacheStatus), reason \(second.cacheReason.name): the stored response "
+                  + "is fresh, so the engine answered without the network (from_cache events: \(fromCache); requests "
+                  + "that reached the server: \(server.path("/cache") - before))")
+            if second.cacheStatus != .hit || second.cacheReason != .fresh || server.path("/cache") - before != 1 {
+                failures += 1
+            }
             let stale = Request.get("/etag/v2").cachePolicy(.http)
             let a = try await engine.send(stale)
             let b = try await engine.send(stale)
-            print("     #3 \(a.status) \(a.cacheStatus): stored with ETag \(a.header("ETag") ?? "-") and max-age=0 "
-                  + "(must be checked before reuse)")
-            print("     #4 \(b.status) \(b.cacheStatus): the engine sent If-None-Match, the server said 304 Not Modified, "
-                  + "the stored body was served (\(b.body.count) bytes) with the new headers merged")
-            if b.cacheStatus != .revalidated { failures += 1 }
+            print("     #3 \(a.status) \(a.cacheStatus), reason \(a.cacheReason.name): stored with ETag "
+                  + "\(a.header("ETag") ?? "-") and max-age=0 (to be checked with the server before reuse)")
+            print("     #4 \(b.status) \(b.cacheStatus), reason \(b.cacheReason.name): the engine sent If-None-Match, "
+                  + "the server answered 304 Not Modified, and the stored body (\(b.body.count) bytes) was served "
+                  + "with the new headers merged")
+            if b.cacheStatus != .revalidated || b.cacheReason != .revalidated { failures += 1 }
         } catch { failures += 1; unexpected(error) }
 
         // 10. A request frozen while its server is away, replayed with its idempotency key.
@@ -185,7 +192,7 @@ struct DemoCommand: AsyncParsableCommand {
             away.stop()
             let frozenEvents = engine.frozen.events([.frozen, .resentSucceeded, .resentFailed])
             let request = Request.post("http://127.0.0.1:\(port)/echo/orders").json(#"{"item":"book","qty":1}"#)
-                .freeze(.whenOffline, expiry: 600)
+                .freeze(.auto, expiry: 600)
             var freezeID: String?
             do {
                 _ = try await engine.send(request)

@@ -52,6 +52,7 @@ struct DownloadCommand: AsyncParsableCommand {
     func run() async throws {
         let target = targetPath()
         var configuration = Configuration()
+        configuration.temporaryStore = true // the part file is the download's own state
         configuration.insecure = insecure
         configuration.timeout = timeout ?? 7 * 24 * 3600 // the C core's timeout covers the whole transfer
         let engine: Engine

@@ -22,11 +22,31 @@ struct RequestOptions: ParsableArguments {
     @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Do not verify TLS certificates (development only).")
     var insecure = false
 
+    @Option(help: ArgumentHelp("The cache policy: none (the default), http (RFC 9111, private cache) or http-shared (a shared cache).", valueName: "policy"))
+    var cache: String = "none"
+
+    @Option(help: ArgumentHelp("The store directory the cache lives in (kept between runs; default: a temporary one).", valueName: "dir"))
+    var store: String?
+
+    @Flag(name: [.customShort("v"), .customLong("verbose")], help: "Also print on stderr what the cache did (e.g. 'cache: fresh (hit, age 12 s)').")
+    var verbose = false
+
+    /// The --cache policy.
+    var cachePolicy: CachePolicy? {
+        switch cache {
+        case "none": return CachePolicy.noCache
+        case "http": return CachePolicy.http
+        case "http-shared": return CachePolicy.httpShared
+        default: return nil
+        }
+    }
+
     func validate() throws {
         for header in headers where parseHeader(header) == nil {
             throw ValidationError("-H expects 'Name: value', got '\(header)'")
         }
         if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be > 0 seconds") }
+        if cachePolicy == nil { throw ValidationError("--cache expects none, http or http-shared, got '\(cache)'") }
     }
 
     /// The headers as (name, value) pairs.
@@ -46,7 +66,10 @@ struct RequestOptions: ParsableArguments {
     /// - Throws: `ExitCode.failure` when the request failed (after printing why).
     func perform(_ request: Request) async throws {
         var configuration = Configuration()
+        configuration.temporaryStore = true // one request: nothing to keep
         configuration.insecure = insecure
+        configuration.storeDirectory = store
+        configuration.cachePolicy = cachePolicy ?? .noCache
         let engine: Engine
         do {
             engine = try Engine(configuration: configuration)
@@ -82,6 +105,19 @@ struct RequestOptions: ParsableArguments {
         }
         writeOut(response.body)
         if stdoutIsTerminal, let last = response.body.last, last != UInt8(ascii: "\n") { print("") }
+        if verbose { printError(cacheLine(response)) }
+    }
+
+    /// "cache: <reason> (<where the body came from>, age N s)".
+    private func cacheLine(_ response: Response) -> String {
+        let from: String
+        switch response.cacheStatus {
+        case .network: from = "network"
+        case .hit: from = "hit"
+        case .revalidated: from = "revalidated"
+        case .stale: from = "stale"
+        }
+        return "cache: \(response.cacheReason.name) (\(from)" + (response.fromCache ? ", age \(response.age) s)" : ")")
     }
 
     private func printJSON(response: Response?, error: Error?) {
@@ -92,6 +128,7 @@ struct RequestOptions: ParsableArguments {
                 "url": response.url,
                 "method": response.method,
                 "headers": response.headers.map { [$0.name, $0.value] },
+                "cache_reason": response.cacheReason.name,
             ]
             if let text = String(data: response.body, encoding: .utf8) {
                 r["body"] = text

@@ -40,6 +40,7 @@
  *                          CR, LF or NUL.
  *   /redirect?to=X         302 with "Location: X" (percent-decoded), empty body.
  *                          Optional &status=301|302|303|307|308 picks the status.
+ *   /redirect-chain/{n}    302 to /redirect-chain/{n-1}; /redirect-chain/0 is 200 {"chain":0}.
  *   /etag/{tag}            ETag: "{tag}", Cache-Control: max-age=0; 304 without body if
  *                          If-None-Match contains "{tag}" (or is *), else 200 {"etag":"{tag}"}.
  *   /cache?max_age=N&etag=T&last_modified=D&vary=H&body=B
@@ -48,10 +49,26 @@
  *                          "T"; or, with no If-None-Match, when If-Modified-Since equals D.
  *                          Body: B (text/plain) if given, else JSON {"n":<path count of /cache,
  *                          this request included>,"vary":"<request header named H, or empty>"}.
+ *   /origin/{name}?N=V&... an origin for the HTTP caching tests (count it by its path): each
+ *                          pair is a response header, in order, except pairs whose name starts
+ *                          with '_': _status=S (default 200), _body=B (text/plain; default
+ *                          "n=<path count, this request included>"), _gzip=1 (the body is the
+ *                          gzip of "decoded body"; set Content-Encoding yourself), "_304.N=V"
+ *                          and "_head.N=V" (header N only on a 304 / a HEAD answer, replacing a
+ *                          plain N). 304 without body when If-None-Match lists the ETag pair's
+ *                          value, or, with no If-None-Match, If-Modified-Since equals the
+ *                          Last-Modified pair. No Date header unless a pair sets one.
  *   /count                 {"requests":N,"connections":M} (this request included).
  *   /json                  a fixed small JSON document.
  *   /slow-body/{ms}        Content-Length: 100; sends 50 bytes, waits ms, sends 50 more.
  *                          Body byte i = 'a' + i % 26 (text/plain).
+ *   /raw/{name}            raw bytes that break HTTP, then close (framing tests):
+ *                          unterminated-headers (status line + "Cache-Control: max-age=600",
+ *                          no blank line), status-only, two-content-length (5 and 7),
+ *                          same-content-length (5 and 5, body "hello"), icy ("ICY 200 OK"),
+ *                          binary, negative-status ("-200"), long-status (20 digits),
+ *                          bad-gzip (Content-Encoding: gzip over plain bytes), empty (nothing),
+ *                          big-header/{n} (a 200 with one header line of n value bytes).
  *   anything else          404 {"error":"not found"}.
  * A malformed number in a path ("/delay/x") gets 400 {"error":"bad parameter"}.
  */

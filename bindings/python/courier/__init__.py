@@ -22,7 +22,7 @@ from .frozen import FreezePolicy, FrozenEvent, FrozenEventKind, FrozenManager, F
 from .mapping import (MAP_ALL_COERCIONS, MAP_BOOL_FROM_NUMBER, MAP_NULL_AS_ABSENT, MAP_NUMBER_FROM_STRING,
                       MAP_REQUIRED, MAP_STRING_FROM_NUMBER, Envelope, JsonType, Mapping)
 from .request import BodyEncoding, Freeze, Mock, Outgoing, Part, Priority, Progress, Request, Result, Retry
-from .response import Answer, CacheStatus, Headers, Metrics, Response
+from .response import Answer, CacheReason, CacheStatus, Headers, Metrics, Response
 from .transport import Call, Transport
 
 __version__ = "0.1.0"

@@ -249,6 +249,7 @@ ENVELOPE_CHECK_FN = CFUNCTYPE(c_int, c_void_p, c_int, c_int64, c_char_p, c_void_
 TRANSPORT_START_FN = CFUNCTYPE(c_int, c_void_p, c_void_p)
 TRANSPORT_CANCEL_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 DECODER_FN = CFUNCTYPE(c_int, c_void_p, c_size_t, c_char_p, POINTER(c_void_p), POINTER(ERROR), c_void_p)
+REDIRECT_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p)
 
 
 def _user_free(user: Optional[int]) -> None:
@@ -293,6 +294,33 @@ def _customize(outgoing: Optional[int], user: Optional[int]) -> int:
         return code_of(e)
     finally:
         view._release()
+
+
+def _redirect(response: Optional[int], outgoing: Optional[int], user: Optional[int]) -> int:
+    """A redirect hook: ``fn(response, next)`` returns None/True/"follow" (follow ``next`` as it
+    is left), "stop" (the 3xx is the answer) or False/"refuse" (COURIER_E_REDIRECT_REFUSED); a raised
+    exception refuses too and is re-raised by the send."""
+    from .request import Outgoing
+    slot = lookup(user)
+    if slot is None:
+        return 0
+    slot.note_worker()
+    resp = _borrowed_response(response)
+    view = Outgoing(outgoing, writable=True)
+    try:
+        verdict = slot.fn(resp, view)
+        if verdict is None or verdict is True or verdict == "follow":
+            return 0
+        if verdict == "stop":
+            return 1
+        return -1
+    except BaseException as e:
+        slot.keep(e, resp.request_id if resp is not None else 0)
+        return -1
+    finally:
+        view._release()
+        if resp is not None:
+            resp._release()
 
 
 def _completion(request_id: int, code: int, response: Optional[int], error: Optional[int],
@@ -579,6 +607,7 @@ envelope_check = ENVELOPE_CHECK_FN(_envelope_check)
 decoder = DECODER_FN(_decoder)
 transport_start = TRANSPORT_START_FN(_transport_start)
 transport_cancel = TRANSPORT_CANCEL_FN(_transport_cancel)
+redirect = REDIRECT_FN(_redirect)
 
 
 def ptr(fn: Any) -> int:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 from . import _callbacks as cb
 from ._lib import ERROR, JSON_OPTIONS, TRANSPORT, lib
 from .errors import CourierError, EngineClosed, InvalidArgument, check, make_error
-from .request import BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs
+from .request import BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs, timeout_ms
 from .response import Response
 
 __all__ = ["Engine", "CourierFuture", "Interceptor", "Event", "EventKind", "LogLevel", "Reachability",
@@ -63,6 +63,7 @@ class CachePolicy(IntEnum):
     CACHE_FIRST = 1
     WRITE_ONLY = 2
     HTTP = 3
+    HTTP_SHARED = 4
     USER_MIN = 100
 
 
@@ -234,7 +235,13 @@ class Engine:
 
     Args:
         base_url: joined to relative request paths.
-        store: the store directory (cache, journal); default a private temporary one removed at close.
+        store: the store directory (cache, journal); default the durable default store named by
+            ``app_id`` ($XDG_DATA_HOME/<app id>/courier, else ~/.local/share/<app id>/courier;
+            Application Support on Darwin), or with ``temporary_store=True`` a private temporary
+            one removed at close.
+        app_id: names the default store ("com.example.notes"); default the program's name.
+        temporary_store: True for a temporary store (tests, demos, one-shot scripts): frozen
+            requests then do not outlive the engine, and freezing logs a warning.
         timeout: default timeout of a request, whole transfer.
         headers, params: added to every request.
         user_agent, max_connections_per_host, max_connections, body_encoding ("form"/"json"),
@@ -245,7 +252,8 @@ class Engine:
         mock: the mock switch (requests with a ``mock=`` answer are then not sent).
         interceptors: :class:`Interceptor` objects, in order.
         cache: default cache policy (:class:`CachePolicy`); cache_expiry (s), cache_max_bytes,
-        cache_durability, clock (``fn() -> seconds since the epoch``, for tests of expiry).
+        cache_durability, clock (``fn() -> seconds since the epoch``, for tests of expiry),
+        cache_status_header (responses carry a ``Cache-Status`` field, RFC 9211).
         envelope: a :class:`courier.Envelope`; json_types: MIME types decoded as JSON;
         decoders: ``{mime: fn(body, content_type) -> python value}``.
         frozen_replay: (concurrency, backoff base s, backoff max s); frozen_expiry, frozen_lease,
@@ -254,9 +262,16 @@ class Engine:
         transports: ``{name: courier.Transport}`` custom transports (requests choose one with
         ``transport=name``).
         log_level: the engine's :class:`LogLevel`.
+        follow_redirects (default True), max_redirects (default 20), allow_redirect_downgrade
+        (HTTPS to HTTP; default False), redirect_hook (``fn(response, next) -> None/"follow",
+        "stop" or False/"refuse"``, may change ``next``, a :class:`courier.Outgoing`): redirects,
+        followed hop by hop by the engine. Not following returns the 3xx as the response.
+        connect_timeout, idle_timeout (s; 0 none, the default): with ``timeout`` (the total),
+        the three timeouts; :class:`courier.Timeout` says which fired in ``timeout_kind``.
     """
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
+                 app_id: Optional[str] = None, temporary_store: bool = False,
                  timeout: Optional[float] = None, headers: HeadersArg = None, params: Params = None,
                  user_agent: Optional[str] = None, max_connections_per_host: Optional[int] = None,
                  max_connections: Optional[int] = None, body_encoding: Union[BodyEncoding, str, None] = None,
@@ -267,6 +282,7 @@ class Engine:
                  interceptors: Sequence[Interceptor] = (), cache: Optional[int] = None,
                  cache_expiry: Optional[float] = None, cache_max_bytes: Optional[int] = None,
                  cache_durability: Optional[int] = None, clock: Optional[Callable[[], float]] = None,
+                 cache_status_header: bool = False,
                  envelope: Any = None, json_types: Iterable[str] = (),
                  decoders: Optional[Mapping[str, Callable[[bytes, Optional[str]], Any]]] = None,
                  json_max_depth: Optional[int] = None,
@@ -275,7 +291,10 @@ class Engine:
                  frozen_poll: Optional[float] = None, frozen_paused: Optional[bool] = None,
                  reachability: Optional[Mapping[str, Any]] = None,
                  transports: Optional[Mapping[str, Any]] = None,
-                 log_level: Optional[int] = None) -> None:
+                 log_level: Optional[int] = None, follow_redirects: Optional[bool] = None,
+                 max_redirects: Optional[int] = None, allow_redirect_downgrade: Optional[bool] = None,
+                 redirect_hook: Optional[Callable[..., Any]] = None,
+                 connect_timeout: Optional[float] = None, idle_timeout: Optional[float] = None) -> None:
         self._ptr: Optional[int] = None
         self._errors: dict[int, BaseException] = {}
         self._background: list[BaseException] = []
@@ -314,6 +333,10 @@ class Engine:
                 check(lib.courier_config_set_insecure(c, 1))
             if store is not None:
                 check(lib.courier_config_set_store_dir(c, _b(os.fspath(store))))
+            if app_id is not None:
+                check(lib.courier_config_set_app_id(c, _b(app_id)))
+            if temporary_store:
+                check(lib.courier_config_set_temporary_store(c, 1))
             if validator is not None:
                 key = cb.register(cb.Slot(validator, None, self))
                 check(lib.courier_config_set_validator(c, cb.validator, key, cb.user_free))
@@ -339,6 +362,8 @@ class Engine:
                 check(lib.courier_config_set_cache_max_bytes(c, int(cache_max_bytes)))
             if cache_durability is not None:
                 check(lib.courier_config_set_cache_durability(c, int(cache_durability)))
+            if cache_status_header:
+                check(lib.courier_config_set_cache_status_header(c, 1))
             if clock is not None:
                 key = cb.register(cb.Slot(clock, None, self, "seconds"))
                 check(lib.courier_config_set_clock(c, cb.clock, key, cb.user_free))
@@ -375,6 +400,19 @@ class Engine:
                 key = cb.register(cb.Slot(transport, None, self, {}))
                 check(lib.courier_config_register_transport(c, _b(name), byref(tr), ctypes.sizeof(tr), key,
                                                             cb.user_free))
+            if follow_redirects is not None:
+                check(lib.courier_config_set_follow_redirects(c, 1 if follow_redirects else 0))
+            if max_redirects is not None:
+                check(lib.courier_config_set_max_redirects(c, int(max_redirects)))
+            if allow_redirect_downgrade is not None:
+                check(lib.courier_config_set_allow_redirect_downgrade(c, 1 if allow_redirect_downgrade else 0))
+            if redirect_hook is not None:
+                key = cb.register(cb.Slot(redirect_hook, None, self))
+                check(lib.courier_config_set_redirect_hook(c, cb.redirect, key, cb.user_free))
+            if connect_timeout is not None:
+                check(lib.courier_config_set_timeout(c, 1, timeout_ms(connect_timeout)))
+            if idle_timeout is not None:
+                check(lib.courier_config_set_timeout(c, 2, timeout_ms(idle_timeout)))
             out = c_void_p()
             err = ERROR()
             check(lib.courier_engine_open(byref(out), c, byref(err)), err)
@@ -487,7 +525,9 @@ class Engine:
         ``frequent_guard``, ``mock`` (:class:`courier.Mock`), ``download`` (a path) with
         ``resume``, ``progress(Progress)``, ``cache`` (a :class:`CachePolicy`), ``cache_expiry``,
         ``cache_key``, ``cache_sensitive_data``, ``cache_key_filter``, ``freeze``,
-        ``ignore_offline``, ``key_path``, ``mapping``, ``results``, ``envelope``, ``transport``.
+        ``ignore_offline``, ``key_path``, ``mapping``, ``results``, ``envelope``, ``transport``,
+        ``follow_redirects``, ``max_redirects``, ``allow_redirect_downgrade``,
+        ``redirect_hook(response, next)``, ``connect_timeout`` and ``idle_timeout`` (s).
 
         Returns the :class:`Response` (status < 400). Raises the :class:`courier.CourierError`
         subclass of the failure (:class:`courier.HTTPStatusError` with ``.response`` for >= 400),

@@ -10,7 +10,8 @@ Every failure of the C core surfaces as a :class:`CourierError` subclass chosen 
 ``code`` is the ``courier_code`` (negative), ``http_status`` the HTTP status when a response came
 back, ``message`` the core's English detail (never parse it), ``response`` the attached
 :class:`courier.Response` (on ``HTTPStatusError``, ``InvalidResult``, ``MappingError``,
-``APIError``...), and ``curl_code``, ``os_error``, ``store_error`` the underlying codes.
+``APIError``...), and ``curl_code``, ``os_error``, ``store_error`` the underlying codes. A :class:`Timeout` says which
+timeout fired in ``timeout_kind``: ``"connect"``, ``"idle"`` or ``"total"``.
 A code this binding does not know (from a newer library) raises :class:`CourierError` itself.
 """
 from __future__ import annotations
@@ -40,7 +41,8 @@ class CourierError(Exception):
 
     def __init__(self, message: str = "", *, code: Optional[int] = None, http_status: int = 0,
                  curl_code: int = 0, os_error: int = 0, store_error: int = 0,
-                 response: "Optional[Response]" = None, freeze_id: Optional[str] = None) -> None:
+                 response: "Optional[Response]" = None, freeze_id: Optional[str] = None,
+                 timeout_kind: Optional[str] = None) -> None:
         if code is None:
             code = self.CODE if self.CODE is not None else lib_code("COURIER_E_INTERNAL")
         self.code: int = code
@@ -51,6 +53,8 @@ class CourierError(Exception):
         self.message: str = message or strerror(code)
         self.response: "Optional[Response]" = response
         self.freeze_id: Optional[str] = freeze_id
+        #: Which timeout fired (``"connect"``, ``"idle"``, ``"total"``) for a timeout, else None.
+        self.timeout_kind: Optional[str] = timeout_kind
         super().__init__(self.message)
 
     @property
@@ -64,13 +68,13 @@ class CourierError(Exception):
 
     def __reduce__(self) -> Any:  # picklable (e.g. across a process pool), without the response
         return (_rebuild, (type(self), self.message, self.code, self.http_status, self.curl_code,
-                           self.os_error, self.store_error, self.freeze_id))
+                           self.os_error, self.store_error, self.freeze_id, self.timeout_kind))
 
 
 def _rebuild(cls: type, message: str, code: int, http_status: int, curl_code: int, os_error: int,
-             store_error: int, freeze_id: Optional[str]) -> CourierError:
+             store_error: int, freeze_id: Optional[str], timeout_kind: Optional[str] = None) -> CourierError:
     return cls(message, code=code, http_status=http_status, curl_code=curl_code, os_error=os_error,
-               store_error=store_error, freeze_id=freeze_id)
+               store_error=store_error, freeze_id=freeze_id, timeout_kind=timeout_kind)
 
 
 # (code, C name, Python class name, extra base classes, docstring). Append-only, like the codes.
@@ -102,8 +106,16 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
     (-25, "COURIER_E_FROZEN", "Frozen", (), "The request was written to the journal, to be sent later (see freeze_id)."),
     (-26, "COURIER_E_OFFLINE", "Offline", (), "The network monitor says offline; nothing was sent."),
     (-27, "COURIER_E_JOURNAL_CORRUPT", "JournalCorrupt", (), "The frozen-request journal is unreadable (kept aside, never emptied)."),
+    (-28, "COURIER_E_TOO_MANY_REDIRECTS", "TooManyRedirects", (), "More redirects than the maximum (the last 3xx attached)."),
+    (-29, "COURIER_E_REDIRECT_REFUSED", "RedirectRefused", (), "A redirect was refused: HTTPS to HTTP, another scheme, or the hook (3xx attached)."),
+    (-30, "COURIER_E_BODY_NOT_REPLAYABLE", "BodyNotReplayable", (), "A redirect must send the body again and it was streamed from a file (3xx attached)."),
+    (-31, "COURIER_E_PROTOCOL", "ProtocolError", (), "The server broke HTTP: garbage status line, conflicting Content-Length, bad framing."),
+    (-32, "COURIER_E_HEADERS_TOO_LARGE", "HeadersTooLarge", (), "A response header line, or the header block, is over the limit."),
     (-40, "COURIER_E_CACHE_INCONSISTENT", "CacheInconsistent", (), "The cache verify found damaged entries, orphan index records, or totals that differ from a scan."),
 ]
+
+#: courier_timeout_kind values, by the name ``timeout_kind`` gives them.
+TIMEOUT_KINDS: dict[str, int] = {"connect": 1, "idle": 2, "total": 3}
 
 _BY_CODE: dict[int, type[CourierError]] = {}
 _NAMES: dict[int, str] = {0: "COURIER_OK"}
@@ -140,6 +152,9 @@ def make_error(code: int, err: Optional[ERROR] = None, response: "Optional[Respo
         if code == _CODES["COURIER_E_FROZEN"] and hasattr(lib, "courier_error_freeze_id"):
             fid = lib.courier_error_freeze_id(ctypes.byref(err))
             kw["freeze_id"] = fid.decode() if fid else None
+        if code == _CODES["COURIER_E_TIMEOUT"] and hasattr(lib, "courier_error_timeout_kind"):
+            kind = lib.courier_error_timeout_kind(ctypes.byref(err))
+            kw["timeout_kind"] = next((k for k, v in TIMEOUT_KINDS.items() if v == kind), None)
     if response is not None and not kw.get("http_status"):
         kw["http_status"] = response.status
     return error_class(code)(msg, **kw)
@@ -187,3 +202,8 @@ if TYPE_CHECKING:  # pragma: no cover
     class Frozen(CourierError): ...
     class Offline(CourierError): ...
     class JournalCorrupt(CourierError): ...
+    class TooManyRedirects(CourierError): ...
+    class RedirectRefused(CourierError): ...
+    class BodyNotReplayable(CourierError): ...
+    class ProtocolError(CourierError): ...
+    class HeadersTooLarge(CourierError): ...

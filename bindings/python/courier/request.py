@@ -7,6 +7,7 @@ thread, each send with its own callbacks' context.
 from __future__ import annotations
 
 import json as _json
+import math
 import os
 import threading
 from ctypes import byref, c_char_p, c_size_t, c_void_p
@@ -120,6 +121,14 @@ class Result:
     key_path: Optional[str] = None
     mapping: Any = None
     optional: bool = False
+
+
+def timeout_ms(seconds: float) -> int:
+    """Seconds to whole milliseconds for the connect and idle timeouts: 0 is "none", a small
+    positive time never rounds to it; a negative one stays negative (the core refuses it)."""
+    if seconds < 0:
+        return -1
+    return int(math.ceil(seconds * 1000))
 
 
 def _pairs(items: Any) -> Iterable[tuple[str, Any]]:
@@ -238,7 +247,10 @@ class Request:
                  freeze: Union[Freeze, str, None] = None, ignore_offline: Optional[bool] = None,
                  key_path: Optional[str] = None, mapping: Any = None,
                  results: Optional[Mapping[str, Union[Result, str, None]]] = None,
-                 envelope: Any = ...) -> None:
+                 envelope: Any = ..., follow_redirects: Optional[bool] = None,
+                 max_redirects: Optional[int] = None, allow_redirect_downgrade: Optional[bool] = None,
+                 redirect_hook: Optional[Callable[[Any, Outgoing], Any]] = None,
+                 connect_timeout: Optional[float] = None, idle_timeout: Optional[float] = None) -> None:
         self.method = method
         self.url = url
         # snapshots: a Request describes one request; changing an attribute later is seen by the
@@ -280,6 +292,12 @@ class Request:
         self.mapping = mapping
         self.results = results
         self.envelope = envelope
+        self.follow_redirects = follow_redirects
+        self.max_redirects = max_redirects
+        self.allow_redirect_downgrade = allow_redirect_downgrade
+        self.redirect_hook = redirect_hook
+        self.connect_timeout = connect_timeout
+        self.idle_timeout = idle_timeout
 
     def __repr__(self) -> str:
         return f"<courier.Request {self.method} {self.url}>"
@@ -292,7 +310,7 @@ class Request:
     # The C request ---------------------------------------------------------------------------
     def _has_callbacks(self) -> bool:
         return (self.validator is not None or self.customize is not None or self.progress is not None
-                or (self.mock is not None and self.mock.callback is not None))
+                or self.redirect_hook is not None or (self.mock is not None and self.mock.callback is not None))
 
     def _acquire(self, ctx: Any = None, engine: Any = None) -> tuple[int, bool]:
         """The C request for one send: ``(pointer, owned)``. A request without callbacks is built
@@ -433,6 +451,16 @@ class Request:
                                                0x1 if res.optional else 0))
         if self.envelope is not ...:
             check(L.courier_request_set_envelope(r, self.envelope._handle() if self.envelope is not None else None))
+        if self.follow_redirects is not None:
+            check(L.courier_request_set_follow_redirects(r, 1 if self.follow_redirects else 0))
+        if self.max_redirects is not None:
+            check(L.courier_request_set_max_redirects(r, int(self.max_redirects)))
+        if self.allow_redirect_downgrade is not None:
+            check(L.courier_request_set_allow_redirect_downgrade(r, 1 if self.allow_redirect_downgrade else 0))
+        if self.connect_timeout is not None:
+            check(L.courier_request_set_timeout(r, 1, timeout_ms(self.connect_timeout)))
+        if self.idle_timeout is not None:
+            check(L.courier_request_set_timeout(r, 2, timeout_ms(self.idle_timeout)))
         # Callbacks last: each registration is released by user_free when C is done with it.
         if self.validator is not None:
             key = cb.register(cb.Slot(self.validator, ctx, engine))
@@ -443,6 +471,9 @@ class Request:
         if self.progress is not None:
             key = cb.register(cb.Slot(self.progress, ctx, engine))
             check(L.courier_request_set_progress(r, cb.progress, key, cb.user_free))
+        if self.redirect_hook is not None:
+            key = cb.register(cb.Slot(self.redirect_hook, ctx, engine))
+            check(L.courier_request_set_redirect_hook(r, cb.redirect, key, cb.user_free))
 
     def _set_mock(self, r: int, ctx: Any, engine: Any) -> None:
         L = lib

@@ -5,12 +5,13 @@ import ctypes
 import json as _json
 from ctypes import byref, c_char_p, c_double, c_int, c_int64, c_size_t, c_void_p
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from ._lib import ERROR, MAPPING_ERROR, METRICS, has, lib
 from .errors import InvalidArgument, check, make_error
 
-__all__ = ["Response", "Headers", "Metrics", "Answer", "CacheStatus", "build_response"]
+__all__ = ["Response", "Headers", "Metrics", "Answer", "CacheStatus", "CacheReason", "build_response"]
 
 
 class Headers(Mapping[str, str]):
@@ -82,6 +83,36 @@ class CacheStatus:
     HIT = 1
     REVALIDATED = 2
     STALE = 3
+
+
+class CacheReason(IntEnum):
+    """Why the cache did what it did with a response (``courier_cache_reason``; the C values)."""
+    NONE = 0
+    MISS = 1
+    FRESH = 2
+    STALE_WHILE_REVALIDATE = 3
+    STALE_IF_ERROR = 4
+    REVALIDATED = 5
+    STALE_REFETCHED = 6
+    VARY_MISS = 7
+    ONLY_IF_CACHED = 8
+    NOT_STORED_NO_STORE = 9
+    NOT_STORED_STATUS = 10
+    NOT_STORED_PRIVATE = 11
+    NOT_STORED_AUTHORIZATION = 12
+    NOT_STORED_VARY = 13
+    NOT_STORED_TOO_LARGE = 14
+    NOT_STORED_NO_FRESHNESS = 15
+    NOT_STORED_METHOD = 16
+    INVALIDATED = 17
+    STALE_ACCEPTED = 18
+    UPDATED_STORED = 19
+    NOT_STORED_POLICY = 20
+
+    @property
+    def label(self) -> str:
+        """The C library's name ("fresh", "not-stored-private", ...: ``courier_cache_reason_name``)."""
+        return lib.courier_cache_reason_name(int(self)).decode()
 
 
 @dataclass
@@ -290,6 +321,19 @@ class Response:
         return _s(lib.courier_response_url(self._handle())) or ""
 
     @property
+    def redirects(self) -> list[tuple[str, int]]:
+        """The redirects the request went through, in order: ``(url, status)`` of each URL that
+        answered with a redirect (empty when none). The final URL is :attr:`url`."""
+        h = self._handle()
+        url = c_char_p()
+        status = c_int()
+        hops = []
+        for i in range(lib.courier_response_redirect_count(h)):
+            if lib.courier_response_redirect_at(h, i, byref(url), byref(status)) == 0:
+                hops.append((_s(url.value) or "", status.value))
+        return hops
+
+    @property
     def method(self) -> str:
         """The method that was sent."""
         return _s(lib.courier_response_method(self._handle())) or ""
@@ -343,6 +387,16 @@ class Response:
     def cache_status(self) -> int:
         """A :class:`CacheStatus` value."""
         return int(lib.courier_response_cache_status(self._handle()))
+
+    @property
+    def cache_reason(self) -> Union[CacheReason, int]:
+        """Why the cache did what it did (a :class:`CacheReason`; a plain int for a value this
+        binding does not know)."""
+        value = int(lib.courier_response_cache_reason(self._handle()))
+        try:
+            return CacheReason(value)
+        except ValueError:
+            return value
 
     @property
     def age(self) -> int:

@@ -7,12 +7,18 @@ import pathlib
 import socket
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from typing import Iterator
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+# An engine opened without a store writes to the default store under $XDG_DATA_HOME: in the
+# tests, a temporary directory of this session (its subprocesses inherit it), never the home.
+_DATA_HOME = tempfile.TemporaryDirectory(prefix="courier-py-data-")
+os.environ["XDG_DATA_HOME"] = _DATA_HOME.name
 BUILD = pathlib.Path(os.environ.get("COURIER_BUILD_DIR", ROOT / "build" / "py"))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import courier
-from courier import CachePolicy, CacheStatus
+from courier import CachePolicy, CacheReason, CacheStatus
 
 
 class Clock:
@@ -152,3 +152,32 @@ def test_stats(cengine) -> None:
     cengine.get("/cache", params={"body": "s"}, cache=CachePolicy.CACHE_FIRST)
     s = cengine.cache.stats()
     assert s.hits == 1 and s.misses == 1 and s.writes == 1 and s.count == 1 and s.max_bytes > 0
+
+
+def test_http_cache_reasons_status_field_and_shared_mode(base_url, tmp_path, clock, server) -> None:
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "s"), clock=clock, cache_status_header=True) as e:
+        kw = dict(params={"Cache-Control": "private, max-age=60"})
+        a = e.get("/origin/py-private", cache=CachePolicy.HTTP, **kw)
+        before = server.count()
+        b = e.get("/origin/py-private", cache=CachePolicy.HTTP, **kw)
+        assert server.count() == before
+        assert a.cache_reason == CacheReason.MISS and b.cache_reason == CacheReason.FRESH
+        assert b.cache_reason.label == "fresh" and CacheReason.NOT_STORED_NO_STORE.label == "not-stored-no-store"
+        assert b.headers["Cache-Status"] == "Courier; hit; detail=fresh"
+        # the shared cache does not store "private"
+        for _ in range(2):
+            c = e.get("/origin/py-private-shared", cache=CachePolicy.HTTP_SHARED, **kw)
+            assert c.cache_reason == CacheReason.NOT_STORED_PRIVATE
+
+
+def test_http_cached_404_is_the_network_404(base_url, tmp_path, clock) -> None:
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "s"), clock=clock) as e:
+        kw = dict(params={"_status": "404", "Cache-Control": "max-age=60"}, cache=CachePolicy.HTTP)
+        with pytest.raises(courier.HTTPStatusError) as first:
+            e.get("/origin/py-404", **kw)
+        with pytest.raises(courier.HTTPStatusError) as second:
+            e.get("/origin/py-404", **kw)
+        assert first.value.http_status == second.value.http_status == 404
+        r = second.value.response
+        assert r is not None and r.status == 404 and r.from_cache and r.cache_reason == CacheReason.FRESH
+        assert first.value.response.cache_reason == CacheReason.MISS

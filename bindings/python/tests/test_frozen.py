@@ -91,3 +91,28 @@ def test_bodyless_post_freezes_on_cannot_connect(tmp_path, closed_port) -> None:
         with pytest.raises(courier.Frozen):
             e.put(f"http://127.0.0.1:{closed_port}/x", freeze="manual")
         assert e.frozen.count() == 2
+
+
+def test_frozen_request_outlives_the_engine_in_the_default_store(base_url, tmp_path, monkeypatch) -> None:
+    # No store: the default one, $XDG_DATA_HOME/<app id>/courier, is durable (it used to be a
+    # temporary directory removed at close, and the frozen request with it).
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    with courier.Engine(base_url=base_url, app_id="org.example.py", frozen_paused=True) as e:
+        assert e.store_dir == str(tmp_path / "data" / "org.example.py" / "courier")
+        e.set_offline()
+        with pytest.raises(courier.Frozen):
+            e.post("/echo", params={"post": "7"}, freeze="auto")
+    with courier.Engine(base_url=base_url, app_id="org.example.py", frozen_paused=True) as e:
+        assert e.frozen.count() == 1
+    with pytest.raises(courier.InvalidArgument):
+        courier.Engine(app_id="a/b")
+
+
+def test_freezing_into_a_temporary_store_logs_a_warning(base_url) -> None:
+    lines = []
+    with courier.Engine(base_url=base_url, temporary_store=True, frozen_paused=True) as e:
+        e.add_log_sink(lambda level, line: lines.append((level, line)), min_level=courier.LogLevel.WARNING)
+        e.set_offline()
+        with pytest.raises(courier.Frozen):
+            e.post("/echo", params={"post": "7"}, freeze="auto")
+    assert [level for level, line in lines if '"event":"frozen_temporary_store"' in line] == [courier.LogLevel.WARNING]
