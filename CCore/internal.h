@@ -118,12 +118,11 @@ CR_HIDDEN bool cr_url_path_valid(const char *path);
 
 /* ---- LMDB data files (lmdb_file.c) ----------------------------------------------------------- */
 
-/* Reads the meta pages of "<dir>/data.mdb" without mapping it. Returns 0 with *why NULL when the
- * file is absent, empty or as long as its newer meta page says (*need_bytes, may be NULL: the
- * bytes the meta page claims); 0 with *why set (static text) when it must not be mapped: cut short
- * (LMDB would raise SIGBUS on the pages past its end), or not an LMDB file; an errno value when
- * the file cannot be read (EISDIR for a directory in its place). */
-CR_HIDDEN int cr_lmdb_file_check(const char *dir, int64_t *need_bytes, const char **why);
+/* Reads the meta pages of "<dir>/data.mdb" without mapping it. 0 when the file is absent, empty
+ * or as long as its newer meta page says; MDB_INVALID with *why (static text) when it must not be
+ * mapped: cut short (LMDB would raise SIGBUS on the pages past its end), or not an LMDB file; an
+ * errno value when the file cannot be read (EISDIR for a directory in its place). */
+CR_HIDDEN int cr_lmdb_file_check(const char *dir, const char **why);
 
 /* ---- callback registrations (shared, reference counted) ------------------------------------ */
 

@@ -377,13 +377,8 @@ static int jenv_open_env(jenv *v, const char **why) {
         return MDB_INVALID;
     }
     /* A data file cut short would open, then raise SIGBUS at the first page past its end. */
-    const char *bad = NULL;
-    int rc = cr_lmdb_file_check(v->dir, NULL, &bad);
+    int rc = cr_lmdb_file_check(v->dir, why);
     if (rc) return rc;
-    if (bad) {
-        *why = bad;
-        return MDB_INVALID;
-    }
     rc = mdb_env_create(&v->env);
     if (rc) return rc;
     mdb_env_set_maxdbs(v->env, 10);

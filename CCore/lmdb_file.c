@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <lmdb.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,9 +43,8 @@ static uint64_t rd64(const uint8_t *b) {
     return v;
 }
 
-int cr_lmdb_file_check(const char *dir, int64_t *need_bytes, const char **why) {
+int cr_lmdb_file_check(const char *dir, const char **why) {
     *why = NULL;
-    if (need_bytes) *need_bytes = 0;
     if (sizeof(size_t) != 8) return 0; /* the layout above is the 64-bit one */
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/data.mdb", dir) >= (int)sizeof path) return 0;
@@ -97,10 +97,8 @@ int cr_lmdb_file_check(const char *dir, int64_t *need_bytes, const char **why) {
         *why = "its meta page names an impossible last page";
         goto out;
     }
-    int64_t need = (int64_t)((last + 1) * psize);
-    if (need_bytes) *need_bytes = need;
-    if (st.st_size < need) *why = "its data file is shorter than its meta page says (truncated)";
+    if (st.st_size < (int64_t)((last + 1) * psize)) *why = "its data file is shorter than its meta page says (truncated)";
 out:
     close(fd);
-    return rc;
+    return rc ? rc : *why ? MDB_INVALID : 0;
 }

@@ -457,13 +457,8 @@ static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const 
         return MDB_INVALID;
     }
     /* A data file cut short would open, then raise SIGBUS at the first page past its end. */
-    const char *bad = NULL;
-    int rc = cr_lmdb_file_check(s->dir, NULL, &bad);
+    int rc = cr_lmdb_file_check(s->dir, why);
     if (rc) return rc;
-    if (bad) {
-        *why = bad;
-        return MDB_INVALID;
-    }
     rc = mdb_env_create(&s->env);
     if (rc) return rc;
     mdb_env_set_maxdbs(s->env, 8);
