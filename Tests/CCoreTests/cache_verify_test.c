@@ -165,11 +165,12 @@ static int damage_body(const char *dir) {
     int found = -1;
     if (pread(fd, buf, (size_t)len, 0) == len) {
         const char *needle = "BODY000042:";
-        for (long i = 0; i + 11 < len; i++) {
+        /* Every copy (LMDB leaves old copies of pages in free pages): the live one among them. */
+        for (long i = 0; i + 21 < len; i++) {
             if (memcmp(buf + i, needle, 11) == 0) {
                 char c = (char)(buf[i + 20] ^ 0x20);
                 found = pwrite(fd, &c, 1, i + 20) == 1 ? 0 : -1;
-                break;
+                if (found) break;
             }
         }
     }
