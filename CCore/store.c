@@ -948,8 +948,6 @@ static int first_of_kind(MDB_cursor *c, uint8_t kind, MDB_val *k, MDB_val *v) {
     return rc;
 }
 
-/* Evicts until t->bytes <= target, at most max_n entries (0: no bound): entries past their discard
- * time first, then the least recently written. */
 /* Bytes of the pages of the main tree as of txn (O(1): LMDB keeps the counts in the txn). */
 static uint64_t tree_bytes(cr_store *s, MDB_txn *txn) {
     MDB_stat ms;
@@ -966,6 +964,8 @@ static bool over(cr_store *s, MDB_txn *txn, const totals *t, uint64_t target) {
     return t->bytes > target || (target < UINT64_MAX / 4 && tree_bytes(s, txn) > tree_cap(target));
 }
 
+/* Evicts while over(target) (the bytes over target, or the trees over 3x target), at most max_n
+ * entries (0: no bound): entries past their discard time first, then the least recently written. */
 static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, int64_t now_ms, uint64_t max_n,
                         uint64_t *evicted) {
     int rc = 0;
@@ -1070,10 +1070,11 @@ static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *
 /*
  * Eviction is done in bounded transactions (at most CR_EVICT_BATCH entries each). One transaction
  * that evicted 10% of a large store touched nearly every leaf of the tree (keys are hashes): LMDB
- * copies each page a transaction changes, and cannot reuse the pages that transaction frees
- * before it commits, so the file grew by the tree's size at every such eviction (2.75x the limit
- * with 1 KiB values) and the process's private memory by the dirty pages (17 -> 110 MB). Small
- * commits free a few pages each, which the next commits reuse. See DESIGN.md, "Disk bound".
+ * copies each page a transaction changes and cannot reuse the pages that transaction frees before
+ * it commits, so each such eviction needed fresh pages for most of the tree (with 1 KiB values the
+ * file settled at 2.75x the limit, 2.35-2.5x now), and the process's private memory grew by its
+ * dirty pages (17 -> 110 MB in the issue). Small commits free a few pages each, which the next
+ * commits reuse. See DESIGN.md, "Disk bound".
  */
 #define CR_EVICT_BATCH 64
 
