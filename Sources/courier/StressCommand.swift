@@ -186,8 +186,10 @@ struct StressCacheCommand: ParsableCommand {
                 progress ? { live, _ in
                     guard let l = live?.pointee else { return }
                     let rate = l.elapsed_s > 0 ? Double(l.ops) / l.elapsed_s : 0
-                    let line = String(format: "\r\u{1B}[K%6.1f s  %10.0f ops/s  get p99 %8.1f µs  %lld errors",
-                                      l.elapsed_s, rate, Double(l.last_get_p99) / 1000, l.errors)
+                    // The p99 of the last whole second ("-" during the first).
+                    let p99 = l.last_get_p99 > 0 ? String(format: "%8.1f µs", Double(l.last_get_p99) / 1000) : "       - µs"
+                    let line = String(format: "\r\u{1B}[K%6.1f s  %10.0f ops/s  get p99 %@  %lld errors",
+                                      l.elapsed_s, rate, p99, l.errors)
                     FileHandle.standardError.write(Data(line.utf8))
                 } : nil
             return cstress_run(&c, &result, callback, nil)
