@@ -325,6 +325,18 @@ static int64_t max_of(run *r, int sec, int which) {
     return m;
 }
 
+/* RssAnon of /proc/self/status in bytes, or 0. */
+static int64_t rss_anon(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "RssAnon: %lld kB", &kb) == 1) break;
+    fclose(f);
+    return (int64_t)kb * 1024;
+}
+
 int cstress_run(const cstress_config *cfg, cstress_result *out, void (*progress)(const cstress_live *, void *),
                 void *user) {
     memset(out, 0, sizeof *out);
@@ -372,15 +384,23 @@ int cstress_run(const cstress_config *cfg, cstress_result *out, void (*progress)
         started++;
     }
     if (started < cfg->threads) atomic_store(&r.stop, 1);
-    /* Progress, on this thread, while the workers run. */
-    if (progress) {
-        for (;;) {
-            bool done = true;
-            for (int t = 0; t < started && done; t++)
-                if (pthread_tryjoin_np(r.workers[t].thread, NULL) == EBUSY) done = false;
-                else r.workers[t].thread = 0;
-            if (done) break;
-            usleep(250000);
+    /* Progress (every 250 ms) and the private memory (every 20 ms), on this thread, while the
+     * workers run. */
+    int64_t last_progress = now_ns();
+    out->rss_anon_max = rss_anon();
+    for (;;) {
+        bool done = true;
+        for (int t = 0; t < started && done; t++) {
+            if (!r.workers[t].thread) continue; /* joined already */
+            if (pthread_tryjoin_np(r.workers[t].thread, NULL) == EBUSY) done = false;
+            else r.workers[t].thread = 0;
+        }
+        if (done) break;
+        usleep(20000);
+        int64_t rss = rss_anon();
+        if (rss > out->rss_anon_max) out->rss_anon_max = rss;
+        if (progress && now_ns() - last_progress >= 250000000) {
+            last_progress = now_ns();
             cstress_live live;
             memset(&live, 0, sizeof live);
             int last = atomic_load(&r.last_second);

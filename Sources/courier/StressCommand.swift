@@ -219,7 +219,7 @@ struct StressCacheCommand: ParsableCommand {
         return ["seconds": r.seconds, "ops": r.ops, "gets": r.gets, "puts": r.puts, "removes": r.removes,
                 "hits": r.hits, "misses": r.misses, "errors": r.errors, "torn": r.torn, "evictions": r.evictions,
                 "write_failures": r.write_failures, "file_bytes_start": r.file_bytes_start,
-                "file_bytes_end": r.file_bytes_end,
+                "file_bytes_end": r.file_bytes_end, "rss_anon_max": r.rss_anon_max,
                 "get_p50_ns": r.get_p50, "get_p99_ns": r.get_p99, "get_p999_ns": r.get_p999, "get_max_ns": r.get_max,
                 "put_p50_ns": r.put_p50, "put_p99_ns": r.put_p99, "put_p999_ns": r.put_p999, "put_max_ns": r.put_max,
                 "series": series, "first_error": firstError]
@@ -234,7 +234,7 @@ struct StressCacheCommand: ParsableCommand {
             out[k] = parts.reduce(Int64(0)) { $0 + i($1, k) }
         }
         for k in ["get_p50_ns", "get_p99_ns", "get_p999_ns", "get_max_ns", "put_p50_ns", "put_p99_ns", "put_p999_ns",
-                  "put_max_ns", "file_bytes_end"] {
+                  "put_max_ns", "file_bytes_end", "rss_anon_max"] {
             out[k] = parts.map { i($0, k) }.max() ?? 0
         }
         out["file_bytes_start"] = parts.map { i($0, "file_bytes_start") }.min() ?? 0
@@ -444,7 +444,7 @@ struct StressCacheCommand: ParsableCommand {
                   + String(format: "  %6lld", (s["errors"] as? NSNumber)?.int64Value ?? 0))
         }
         print("evictions: \(i("evictions")), writes dropped: \(i("write_failures")); data.mdb \(i("file_bytes_start")) -> "
-              + "\(i("file_bytes_end")) bytes")
+              + "\(i("file_bytes_end")) bytes; private memory at most \(i("rss_anon_max") >> 20) MiB")
         print("errors: \(i("errors")) (torn values: \(i("torn")))")
         print("verify: " + report.summary)
     }

@@ -64,6 +64,7 @@ static void check_result(const cstress_result *r, int64_t ops) {
     CHECK(r->gets == 0 || r->get_p50 > 0);
     CHECK(r->get_p50 <= r->get_p99 && r->get_p99 <= r->get_p999);
     CHECK(r->get_p999 <= r->get_max);
+    CHECK(r->rss_anon_max > 0);
 }
 
 static void test_threads_on_one_engine(void) {

@@ -62,6 +62,8 @@ typedef struct cstress_result {
     int64_t write_failures;    /* writes the cache dropped (too large, full) */
     int64_t file_bytes_start;  /* data.mdb before and after the run */
     int64_t file_bytes_end;
+    int64_t rss_anon_max;      /* the most private (anonymous) memory of this process seen during the run,
+                                  sampled every 20 ms from /proc/self/status (RssAnon); 0 if unknown */
     int64_t get_p50, get_p99, get_p999, get_max; /* over the whole run */
     int64_t put_p50, put_p99, put_p999, put_max;
     int nseconds;
