@@ -20,6 +20,7 @@ struct CourierCommand: AsyncParsableCommand {
             CacheCommand.self,
             CookiesCommand.self,
             FrozenCommand.self,
+            StressCommand.self,
         ],
         defaultSubcommand: DemoCommand.self
     )

@@ -115,6 +115,7 @@ final class CourierErrorTests: LoopbackTestCase {
             (.tooManyRedirects, -28), (.redirectRefused, -29), (.bodyNotReplayable, -30), (.protocolError, -31),
             (.headersTooLarge, -32),
             (.init(rawValue: -34), -34),
+            (.cacheInconsistent, -40),
         ]
         XCTAssertEqual(CourierError.Code.allKnown, expected.map(\.0))
         for (code, raw) in expected {

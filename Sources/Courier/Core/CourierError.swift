@@ -158,6 +158,7 @@ extension CourierError {
             Code(COURIER_E_FROZEN), Code(COURIER_E_OFFLINE), Code(COURIER_E_JOURNAL_CORRUPT),
             .tooManyRedirects, .redirectRefused, .bodyNotReplayable, .protocolError, .headersTooLarge,
             Code(COURIER_E_PROXY),
+            Code(COURIER_E_CACHE_INCONSISTENT),
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -204,6 +205,7 @@ extension CourierError {
             case .protocolError: return "protocolError"
             case .headersTooLarge: return "headersTooLarge"
             case Code(COURIER_E_PROXY): return "proxy"
+            case Code(COURIER_E_CACHE_INCONSISTENT): return "cacheInconsistent"
             default: return "unknown(\(rawValue))"
             }
         }

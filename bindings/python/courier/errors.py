@@ -120,6 +120,7 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
     (-31, "COURIER_E_PROTOCOL", "ProtocolError", (), "The server broke HTTP: garbage status line, conflicting Content-Length, bad framing."),
     (-32, "COURIER_E_HEADERS_TOO_LARGE", "HeadersTooLarge", (), "A response header line, or the header block, is over the limit."),
     (-34, "COURIER_E_PROXY", "ProxyError", (), "The proxy failed: its name did not resolve, it refused the tunnel (http_status), or its SOCKS handshake failed."),
+    (-40, "COURIER_E_CACHE_INCONSISTENT", "CacheInconsistent", (), "The cache verify found damaged entries, orphan index records, or totals that differ from a scan."),
 ]
 
 #: courier_timeout_kind values, by the name ``timeout_kind`` gives them.
