@@ -1,24 +1,24 @@
 # Sourced by run-tests.sh and run-bench.sh (bash, from the repository root, with `set -euo
-# pipefail`): builds libcourier.so and courier-test-server with CMake into build/py (incremental),
-# regenerates the ctypes prototypes from include/courier.h, and makes or reuses a virtual
-# environment in build/py-venv with this package installed (python3 -m venv; without venv, the
-# package goes into build/py-site and PYTHONPATH). Sets: lib, server, vpy, pythonpath, pip_install.
-# Extra packages to install into the environment: courier_extra_packages=(pytest requests ...).
+# pipefail`). What a user gets from `pip install ./bindings/python`, made the same way:
+#   1. regenerates the ctypes prototypes (courier/_decls.py) from include/courier.h;
+#   2. keeps a wheelhouse build/py-wheelhouse (from PyPI the first time: the build backend
+#      scikit-build-core, ninja, which pip's isolated builds ask for, and the test packages), and a
+#      tools environment build/py-tools with scikit-build-core, so later runs need no network;
+#   3. builds the wheel (`pip wheel ./bindings/python`: the project's CMake builds libcourier into
+#      the package; CMake's build directory build/py-wheel is kept, so rebuilds are incremental);
+#   4. makes a fresh virtual environment build/py-venv and installs that wheel (and the extra
+#      packages) into it: no PYTHONPATH, no COURIER_LIBRARY;
+#   5. builds courier-test-server (the loopback server of the tests) with CMake into build/py.
+# Extra packages for the environment: courier_extra_packages=(pytest requests ...).
+# Sets: vpy (the fresh environment's python), wheel (the built wheel), server.
 build="$root/build/py"
 jobs=$(nproc 2>/dev/null || echo 2)
 py=${PYTHON:-python3}
-
-echo "== building libcourier (build/py) =="
-if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOURIER_BUILD_TESTS=OFF >/dev/null
-fi
-cmake --build "$build" -j"$jobs" --target courier courier-test-server >/dev/null
-lib="$build/libcourier.so"
-server="$build/courier-test-server"
-[ -f "$lib" ] && [ -x "$server" ] || { echo "courier-py: build did not produce $lib and $server" >&2; exit 1; }
+pipq=(--disable-pip-version-check -q)
 
 # The ctypes prototypes follow the header being built (it grows while the binding is developed);
 # test_abi.py checks the table against the header and the library.
+mkdir -p "$build"
 "$py" bindings/python/tools/gen_decls.py include/courier.h > "$build/_decls.py.new"
 if ! cmp -s "$build/_decls.py.new" bindings/python/courier/_decls.py; then
   echo "courier-py: include/courier.h changed: regenerating bindings/python/courier/_decls.py"
@@ -27,47 +27,38 @@ else
   rm -f "$build/_decls.py.new"
 fi
 
-echo "== python environment =="
-venv="$root/build/py-venv"
-pythonpath=""
-venv_ok() { [ -x "$venv/bin/python" ] && "$venv/bin/python" -m pip --version >/dev/null 2>&1; }
-if ! venv_ok; then
-  # (re)create; a python3 without ensurepip leaves a venv without pip: remove it and fall back
-  rm -rf "$venv"
-  "$py" -m venv "$venv" >/dev/null 2>&1 || true
-  venv_ok || rm -rf "$venv"
-fi
-if venv_ok; then
-  vpy="$venv/bin/python"
-  pip=("$vpy" -m pip --disable-pip-version-check -q)
-  for pkg in ${courier_extra_packages[@]+"${courier_extra_packages[@]}"}; do
-    mod=${pkg%%[<>=]*}
-    "$vpy" -c "import $mod" >/dev/null 2>&1 || "${pip[@]}" install "$pkg"
-  done
-  # A setuptools + wheel already in the venv build the package without network (no isolation);
-  # otherwise pip fetches the build backend from PyPI.
-  if "$vpy" -c "import setuptools, wheel" >/dev/null 2>&1; then
-    "${pip[@]}" install --no-build-isolation --no-deps --force-reinstall ./bindings/python
-  else
-    "${pip[@]}" install --no-deps --force-reinstall ./bindings/python
-  fi
-else
-  echo "courier-py: python3 -m venv is unavailable; installing into build/py-site" >&2
-  site="$root/build/py-site"
-  vpy="$py"
-  rm -rf "$site/courier" "$site"/courier-*.dist-info
-  if "$py" -m pip --version >/dev/null 2>&1; then
-    pkgs=(./bindings/python)
-    for pkg in ${courier_extra_packages[@]+"${courier_extra_packages[@]}"}; do
-      mod=${pkg%%[<>=]*}
-      "$py" -c "import $mod" >/dev/null 2>&1 || pkgs+=("$pkg")
-    done
-    "$py" -m pip --disable-pip-version-check -q install --target "$site" --upgrade "${pkgs[@]}" ||
-      "$py" -m pip --disable-pip-version-check -q install --break-system-packages --target "$site" --upgrade "${pkgs[@]}"
-  else
-    echo "courier-py: no pip either; testing the source tree" >&2
-    mkdir -p "$site" && cp -r bindings/python/courier "$site/"
-  fi
-  pythonpath="$site"
+echo "== python build tools (build/py-tools, build/py-wheelhouse) =="
+tools="$root/build/py-tools"
+wheelhouse="$root/build/py-wheelhouse"
+for pkg in "scikit-build-core>=1.0" ninja ${courier_extra_packages[@]+"${courier_extra_packages[@]}"}; do
+  name=${pkg%%[<>=]*}
+  ls "$wheelhouse" 2>/dev/null | grep -qi "^${name//-/_}-" ||
+    "$py" -m pip "${pipq[@]}" download -d "$wheelhouse" "$pkg"
+done
+if ! "$tools/bin/python" -c "import scikit_build_core" >/dev/null 2>&1; then
+  rm -rf "$tools"
+  "$py" -m venv "$tools"
+  "$tools/bin/python" -m pip "${pipq[@]}" install --no-index --find-links "$wheelhouse" "scikit-build-core>=1.0"
 fi
 
+echo "== building the wheel (pip wheel ./bindings/python) =="
+rm -rf "$root/build/py-dist"
+nice "$tools/bin/python" -m pip "${pipq[@]}" wheel --no-build-isolation --no-deps -w "$root/build/py-dist" \
+  -C build-dir="$root/build/py-wheel" ./bindings/python
+wheel=$(ls "$root"/build/py-dist/courier-*.whl)
+
+echo "== fresh virtual environment (build/py-venv) =="
+venv="$root/build/py-venv"
+"$py" -m venv --clear "$venv"
+vpy="$venv/bin/python"
+extra=()
+for pkg in ${courier_extra_packages[@]+"${courier_extra_packages[@]}"}; do extra+=("$pkg"); done
+"$vpy" -m pip "${pipq[@]}" install --no-index --find-links "$wheelhouse" "$wheel" ${extra[@]+"${extra[@]}"}
+
+echo "== building courier-test-server (build/py) =="
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOURIER_BUILD_TESTS=OFF >/dev/null
+fi
+nice cmake --build "$build" -j"$jobs" --target courier-test-server >/dev/null
+server="$build/courier-test-server"
+[ -x "$server" ] || { echo "courier-py: the build did not produce $server" >&2; exit 1; }

@@ -10,6 +10,8 @@ this package converts types and errors and owns handles. See docs/python.md.
 """
 from __future__ import annotations
 
+from ._enums import CEnum, TimeoutKind
+from .aio import AsyncEngine
 from ._lib import has as _has
 from ._lib import lib as _clib
 from ._lib import library_path
@@ -19,13 +21,17 @@ from .engine import (CacheDurability, CachePolicy, CourierFuture, Engine, Event,
 from .errors import *  # noqa: F401,F403 - the exception classes, generated from the code table
 from .errors import CourierError, error_class, strerror
 from .frozen import FreezePolicy, FrozenEvent, FrozenEventKind, FrozenManager, FrozenRequest
+from .group import Group, GroupFlag, GroupMember, GroupMode, GroupResult
 from .mapping import (MAP_ALL_COERCIONS, MAP_BOOL_FROM_NUMBER, MAP_NULL_AS_ABSENT, MAP_NUMBER_FROM_STRING,
                       MAP_REQUIRED, MAP_STRING_FROM_NUMBER, Envelope, JsonType, Mapping)
 from .request import BodyEncoding, Freeze, Mock, Outgoing, Part, Priority, Progress, Request, Result, Retry
 from .response import Answer, CacheReason, CacheStatus, Headers, Metrics, Response
 from .transport import Call, Transport
 
-__version__ = "0.1.0"
+try:  # written by the wheel build from COURIER_VERSION_STRING (include/courier.h)
+    from ._version import __version__
+except ImportError:  # pragma: no cover - the source tree, not an installed package
+    __version__ = _clib.courier_version().decode()
 
 
 def library_version() -> str:
@@ -40,3 +46,7 @@ def library_version_num() -> int:
 
 if library_version_num() >> 16 != 0:  # pragma: no cover - the ABI this binding speaks
     raise ImportError(f"courier: {library_path} is version {library_version()}, this binding speaks ABI 0")
+if library_version() != __version__:  # pragma: no cover - COURIER_LIBRARY names another build
+    import warnings
+    warnings.warn(f"courier {__version__} loaded {library_path}, which is version {library_version()}",
+                  RuntimeWarning, stacklevel=2)

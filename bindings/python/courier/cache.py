@@ -7,6 +7,7 @@ keywords), since the key depends on the whole request (parameters, body, sensiti
 from __future__ import annotations
 
 import ctypes
+import sys
 from ctypes import byref, c_char_p, c_int, c_int64, c_void_p
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
@@ -19,6 +20,11 @@ from .response import Response
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import Engine
+    from .request import RequestOptions
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
 
 __all__ = ["CacheManager", "CacheStats", "CacheEntry"]
 
@@ -67,7 +73,7 @@ class CacheManager:
         if code != 0:
             raise make_error(code, err)
 
-    def _with_request(self, request: Union[Request, str], url: Optional[str], kw: dict[str, Any],
+    def _with_request(self, request: Union[Request, str], url: Optional[str], kw: Mapping[str, Any],
                       use: Callable[[int], Any]) -> Any:
         req = request if isinstance(request, Request) else Request(request, url or "", **kw)
         creq, owned = req._acquire(None, self._engine)
@@ -78,7 +84,7 @@ class CacheManager:
                 lib.courier_request_free(creq)
 
     # -- by request ----------------------------------------------------------------------------
-    def key(self, request: Union[Request, str], url: Optional[str] = None, **kw: Any) -> str:
+    def key(self, request: Union[Request, str], url: Optional[str] = None, **kw: Unpack[RequestOptions]) -> str:
         """The key text of a request (``courier_cache_key``)."""
         def use(creq: int) -> str:
             out = c_void_p()
@@ -89,7 +95,7 @@ class CacheManager:
                 lib.courier_cache_key_free(out)
         return self._with_request(request, url, kw, use)
 
-    def has(self, request: Union[Request, str], url: Optional[str] = None, **kw: Any) -> bool:
+    def has(self, request: Union[Request, str], url: Optional[str] = None, **kw: Unpack[RequestOptions]) -> bool:
         """True when the request has a fresh entry (or as its user policy says)."""
         def use(creq: int) -> bool:
             out = c_int()
@@ -98,7 +104,7 @@ class CacheManager:
         return self._with_request(request, url, kw, use)
 
     def get(self, request: Union[Request, str], url: Optional[str] = None, *, allow_stale: bool = False,
-            **kw: Any) -> Optional[Response]:
+            **kw: Unpack[RequestOptions]) -> Optional[Response]:
         """The cached response of a request (marked from-cache), or None."""
         def use(creq: int) -> Optional[Response]:
             out = c_void_p()
@@ -112,7 +118,7 @@ class CacheManager:
             return Response(out.value or 0)
         return self._with_request(request, url, kw, use)
 
-    def remove(self, request: Union[Request, str], url: Optional[str] = None, **kw: Any) -> bool:
+    def remove(self, request: Union[Request, str], url: Optional[str] = None, **kw: Unpack[RequestOptions]) -> bool:
         """Removes a request's entry; False when it had none."""
         def use(creq: int) -> bool:
             err = ERROR()

@@ -5,25 +5,35 @@ import atexit
 import ctypes
 import concurrent.futures
 import os
+import sys
 import threading
 import weakref
 from ctypes import byref, c_long, c_uint64, c_void_p
 from dataclasses import dataclass
-from enum import IntEnum
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _callbacks as cb
+from ._enums import CEnum, coerce
 from ._lib import ERROR, JSON_OPTIONS, TRANSPORT, lib
 from .errors import CourierError, EngineClosed, InvalidArgument, check, make_error
 from .request import BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs, timeout_ms
 from .response import Response
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .group import Group, GroupMember, GroupMode, GroupResult, Member
+    from .request import RequestOptions
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
+
 __all__ = ["Engine", "CourierFuture", "Interceptor", "Event", "EventKind", "LogLevel", "Reachability",
            "Redaction", "CachePolicy", "CacheDurability"]
 
 
-class LogLevel(IntEnum):
+class LogLevel(CEnum):
     """``courier_log_level``."""
+    __c_enum__ = ("courier_log_level", "COURIER_LOG_")
     OFF = 0
     ERROR = 1
     WARNING = 2
@@ -32,15 +42,17 @@ class LogLevel(IntEnum):
     TRACE = 5
 
 
-class Redaction(IntEnum):
+class Redaction(CEnum):
     """``courier_log_redaction``."""
+    __c_enum__ = ("courier_log_redaction", "COURIER_LOG_REDACT_")
     SECRETS = 0
     QUERY = 1
     NONE = 2
 
 
-class EventKind(IntEnum):
+class EventKind(CEnum):
     """``courier_event_kind``."""
+    __c_enum__ = ("courier_event_kind", "COURIER_EVENT_")
     WILL_SEND = 1
     DID_SEND = 2
     PROGRESS = 3
@@ -50,15 +62,18 @@ class EventKind(IntEnum):
     FROZEN = 7
 
 
-class Reachability(IntEnum):
+class Reachability(CEnum):
     """``courier_reachability``."""
+    __c_enum__ = ("courier_reachability", "COURIER_REACHABILITY_")
     UNKNOWN = 0
     OFFLINE = 1
     ONLINE = 2
 
 
-class CachePolicy(IntEnum):
-    """``courier_cache_policy``; user policies use ids >= ``USER_MIN``."""
+class CachePolicy(CEnum):
+    """``courier_cache_policy``; user policies use ids >= ``USER_MIN``
+    (``COURIER_CACHE_POLICY_USER_MIN``)."""
+    __c_enum__ = ("courier_cache_policy", "COURIER_CACHE_")
     NO_CACHE = 0
     CACHE_FIRST = 1
     WRITE_ONLY = 2
@@ -67,8 +82,9 @@ class CachePolicy(IntEnum):
     USER_MIN = 100
 
 
-class CacheDurability(IntEnum):
+class CacheDurability(CEnum):
     """``courier_cache_durability``."""
+    __c_enum__ = ("courier_cache_durability", "COURIER_CACHE_")
     DURABLE = 0
     FAST = 1
     SYNCED = 2
@@ -218,6 +234,15 @@ def _close_all() -> None:  # no engine thread may call into Python once the inte
             pass
 
 
+def _wait_group(group: "Group", timeout: Optional[float]) -> "GroupResult":
+    with group:
+        try:
+            return group.wait(timeout)
+        except TimeoutError:
+            group.cancel()
+            raise
+
+
 def _ms(seconds: Optional[float]) -> int:
     return max(0, int(round(float(seconds or 0) * 1000)))
 
@@ -279,9 +304,10 @@ class Engine:
                  pinned_public_key: Optional[str] = None, insecure: bool = False,
                  validator: Optional[Callable[[Response], bool]] = None, retry: Optional[Retry] = None,
                  frequent_guard: Optional[float] = None, mock: Optional[bool] = None,
-                 interceptors: Sequence[Interceptor] = (), cache: Optional[int] = None,
+                 interceptors: Sequence[Interceptor] = (), cache: Union[CachePolicy, str, int, None] = None,
                  cache_expiry: Optional[float] = None, cache_max_bytes: Optional[int] = None,
-                 cache_durability: Optional[int] = None, clock: Optional[Callable[[], float]] = None,
+                 cache_durability: Union[CacheDurability, str, int, None] = None,
+                 clock: Optional[Callable[[], float]] = None,
                  cache_status_header: bool = False,
                  envelope: Any = None, json_types: Iterable[str] = (),
                  decoders: Optional[Mapping[str, Callable[[bytes, Optional[str]], Any]]] = None,
@@ -291,7 +317,7 @@ class Engine:
                  frozen_poll: Optional[float] = None, frozen_paused: Optional[bool] = None,
                  reachability: Optional[Mapping[str, Any]] = None,
                  transports: Optional[Mapping[str, Any]] = None,
-                 log_level: Optional[int] = None, follow_redirects: Optional[bool] = None,
+                 log_level: Union[LogLevel, str, int, None] = None, follow_redirects: Optional[bool] = None,
                  max_redirects: Optional[int] = None, allow_redirect_downgrade: Optional[bool] = None,
                  redirect_hook: Optional[Callable[..., Any]] = None,
                  connect_timeout: Optional[float] = None, idle_timeout: Optional[float] = None) -> None:
@@ -321,8 +347,7 @@ class Engine:
             if max_connections is not None:
                 check(lib.courier_config_set_max_connections(c, int(max_connections)))
             if body_encoding is not None:
-                enc = BodyEncoding[body_encoding.upper()] if isinstance(body_encoding, str) else body_encoding
-                check(lib.courier_config_set_body_encoding(c, int(enc)))
+                check(lib.courier_config_set_body_encoding(c, coerce(BodyEncoding, body_encoding, "body_encoding")))
             if max_response_bytes is not None:
                 check(lib.courier_config_set_max_response_bytes(c, int(max_response_bytes)))
             if ca_file is not None:
@@ -355,13 +380,14 @@ class Engine:
                                                          cb.after_receive if fns[1] else None, key,
                                                          cb.user_free))
             if cache is not None:
-                check(lib.courier_config_set_cache_policy(c, int(cache)))
+                check(lib.courier_config_set_cache_policy(c, coerce(CachePolicy, cache, "cache", allow_int=True)))
             if cache_expiry is not None:
                 check(lib.courier_config_set_cache_expiry(c, int(round(cache_expiry))))
             if cache_max_bytes is not None:
                 check(lib.courier_config_set_cache_max_bytes(c, int(cache_max_bytes)))
             if cache_durability is not None:
-                check(lib.courier_config_set_cache_durability(c, int(cache_durability)))
+                check(lib.courier_config_set_cache_durability(
+                    c, coerce(CacheDurability, cache_durability, "cache_durability")))
             if cache_status_header:
                 check(lib.courier_config_set_cache_status_header(c, 1))
             if clock is not None:
@@ -421,7 +447,7 @@ class Engine:
             lib.courier_config_free(c)
         _live_engines.add(self)
         if log_level is not None:
-            self.log_level = LogLevel(log_level)
+            self.log_level = log_level  # type: ignore[assignment]
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def _handle(self) -> int:
@@ -506,11 +532,11 @@ class Engine:
         check(lib.courier_engine_set_mock_enabled(self._handle(), 1 if on else 0))
 
     # -- sending -----------------------------------------------------------------------------------
-    def request(self, method: str, url: str, **kw: Any) -> Request:
+    def request(self, method: str, url: str, **kw: Unpack[RequestOptions]) -> Request:
         """A :class:`courier.Request` (not sent), e.g. for the cache manager or to send again."""
         return Request(method, url, **kw)
 
-    def send(self, method: Union[str, Request], url: Optional[str] = None, **kw: Any) -> Response:
+    def send(self, method: Union[str, Request], url: Optional[str] = None, **kw: Unpack[RequestOptions]) -> Response:
         """Sends a request and waits for its answer (``courier_send_sync``; the GIL is released
         while the engine works).
 
@@ -568,28 +594,28 @@ class Engine:
         assert resp is not None
         return resp
 
-    def get(self, url: str, **kw: Any) -> Response:
+    def get(self, url: str, **kw: Unpack[RequestOptions]) -> Response:
         """``send("GET", url, ...)``."""
         return self.send("GET", url, **kw)
 
-    def head(self, url: str, **kw: Any) -> Response:
+    def head(self, url: str, **kw: Unpack[RequestOptions]) -> Response:
         return self.send("HEAD", url, **kw)
 
-    def post(self, url: str, **kw: Any) -> Response:
+    def post(self, url: str, **kw: Unpack[RequestOptions]) -> Response:
         return self.send("POST", url, **kw)
 
-    def put(self, url: str, **kw: Any) -> Response:
+    def put(self, url: str, **kw: Unpack[RequestOptions]) -> Response:
         return self.send("PUT", url, **kw)
 
-    def patch(self, url: str, **kw: Any) -> Response:
+    def patch(self, url: str, **kw: Unpack[RequestOptions]) -> Response:
         return self.send("PATCH", url, **kw)
 
-    def delete(self, url: str, **kw: Any) -> Response:
+    def delete(self, url: str, **kw: Unpack[RequestOptions]) -> Response:
         return self.send("DELETE", url, **kw)
 
     def send_async(self, method: Union[str, Request], url: Optional[str] = None, *,
                    callback: Optional[Callable[[Optional[Response], Optional[BaseException]], None]] = None,
-                   **kw: Any) -> CourierFuture:
+                   **kw: Unpack[RequestOptions]) -> CourierFuture:
         """Sends a request without waiting (``courier_send``). Returns a :class:`CourierFuture`
         whose ``request_id`` names the request (for :meth:`cancel`).
 
@@ -603,14 +629,14 @@ class Engine:
         return fut
 
     def submit(self, method: Union[str, Request], url: Optional[str] = None, *,
-               callback: Callable[[Optional[Response], Optional[BaseException]], None], **kw: Any) -> int:
+               callback: Callable[[Optional[Response], Optional[BaseException]], None], **kw: Unpack[RequestOptions]) -> int:
         """Sends a request without waiting and without a future: ``callback(response, error)``
         runs once on the engine's worker thread (as for :meth:`send_async`; an exception it
         raises is printed, since nothing waits for it). Returns the request id (for
         :meth:`cancel`). The lightest way to keep many requests in flight."""
         return self._send(method, url, kw, _SendContext(self, None, callback))
 
-    def _send(self, method: Union[str, Request], url: Optional[str], kw: dict[str, Any], ctx: "_SendContext") -> int:
+    def _send(self, method: Union[str, Request], url: Optional[str], kw: Mapping[str, Any], ctx: "_SendContext") -> int:
         req = method if isinstance(method, Request) else Request(method, url or "", **kw)
         h = self._handle()
         creq, owned = req._acquire(ctx, self)
@@ -639,6 +665,37 @@ class Engine:
         """Cancels every request the engine holds."""
         check(lib.courier_cancel_all(self._handle()))
 
+    # -- groups ------------------------------------------------------------------------------------
+    def group(self, mode: Union["GroupMode", str, int] = "batch", *, fail_fast: bool = False,
+              max_in_flight: int = 0, on_member: Optional[Callable[["GroupMember"], None]] = None) -> "Group":
+        """A new, empty :class:`courier.Group` on this engine (``courier_group_new``)."""
+        from .group import Group
+        return Group(self, mode, fail_fast=fail_fast, max_in_flight=max_in_flight, on_member=on_member)
+
+    def batch(self, members: Sequence["Member"], *, fail_fast: bool = False, max_in_flight: int = 0,
+              continue_on_failure: bool = False, timeout: Optional[float] = None,
+              on_member: Optional[Callable[["GroupMember"], None]] = None) -> "GroupResult":
+        """Sends ``members`` (:class:`courier.Request` s, ``(method, url)`` pairs) concurrently, at
+        most ``max_in_flight`` at once (0: no limit of the group's own), and waits until all are
+        done (``timeout``: at most that long, then the group is cancelled and ``TimeoutError``
+        raised). With ``fail_fast`` the first failure cancels the rest. Returns the
+        :class:`courier.GroupResult`; member failures do not raise (``result.raise_for_error()``)."""
+        from .group import GroupMode, run
+        return _wait_group(run(self, GroupMode.BATCH, members, fail_fast=fail_fast, max_in_flight=max_in_flight,
+                               continue_on_failure=continue_on_failure, on_member=on_member), timeout)
+
+    def chain(self, members: Sequence["Member"], *, continue_on_failure: bool = False,
+              timeout: Optional[float] = None,
+              on_member: Optional[Callable[["GroupMember"], None]] = None) -> "GroupResult":
+        """Sends ``members`` one after another; a member may be a function
+        ``build(previous: GroupMember | None) -> Request | None`` called when its turn comes (the
+        previous member's result is lent for the call; None skips the member). A failure stops
+        the chain unless ``continue_on_failure``. Waits and returns the
+        :class:`courier.GroupResult` (see :meth:`batch`)."""
+        from .group import GroupMode, run
+        return _wait_group(run(self, GroupMode.CHAIN, members, continue_on_failure=continue_on_failure,
+                               on_member=on_member), timeout)
+
     # -- features ----------------------------------------------------------------------------------
     @property
     def cache(self) -> "Any":
@@ -658,53 +715,55 @@ class Engine:
         return LogLevel(lib.courier_log_get_level(self._handle()))
 
     @log_level.setter
-    def log_level(self, level: int) -> None:
-        check(lib.courier_log_set_level(self._handle(), int(level)))
+    def log_level(self, level: Union[LogLevel, str, int]) -> None:
+        check(lib.courier_log_set_level(self._handle(), coerce(LogLevel, level, "log_level")))
 
     def log_set_field(self, name: str, value: Optional[str]) -> None:
         """A field added to every log line (None removes it)."""
         check(lib.courier_log_set_field(self._handle(), _b(name), _opt(value)))
 
-    def log_set_redaction(self, mode: int, params: Iterable[str] = ()) -> None:
-        """How URLs are written in log lines, and more secret query parameter names."""
-        check(lib.courier_log_set_redaction(self._handle(), int(mode)))
+    def log_set_redaction(self, mode: Union[Redaction, str, int], params: Iterable[str] = ()) -> None:
+        """How URLs are written in log lines (a :class:`Redaction` or its name), and more secret
+        query parameter names."""
+        check(lib.courier_log_set_redaction(self._handle(), coerce(Redaction, mode, "mode")))
         for p in params:
             check(lib.courier_log_redact_param(self._handle(), _b(p)))
 
-    def add_log_sink(self, fn: Callable[[int, str], None], min_level: int = LogLevel.TRACE) -> int:
+    def add_log_sink(self, fn: Callable[[int, str], None],
+                     min_level: Union[LogLevel, str, int] = LogLevel.TRACE) -> int:
         """Adds a callback sink ``fn(level, line)`` (a JSON object per line); returns its id."""
         key = cb.register(cb.Slot(fn, None, self))
         sink = c_uint64()
-        check(lib.courier_log_add_callback(self._handle(), int(min_level), cb.log, key, cb.user_free, byref(sink)))
+        check(lib.courier_log_add_callback(self._handle(), coerce(LogLevel, min_level, "min_level"), cb.log, key, cb.user_free, byref(sink)))
         return sink.value
 
-    def add_log_file(self, path: Union[str, os.PathLike], min_level: int = LogLevel.INFO,
+    def add_log_file(self, path: Union[str, os.PathLike], min_level: Union[LogLevel, str, int] = LogLevel.INFO,
                      max_bytes: int = 0, max_files: int = 1) -> int:
         """Appends log lines to a file (rotated past ``max_bytes``); returns the sink id."""
         sink = c_uint64()
         err = ERROR()
-        check(lib.courier_log_add_file(self._handle(), int(min_level), _b(os.fspath(path)), int(max_bytes),
+        check(lib.courier_log_add_file(self._handle(), coerce(LogLevel, min_level, "min_level"), _b(os.fspath(path)), int(max_bytes),
                                        int(max_files), byref(sink), byref(err)), err)
         return sink.value
 
-    def add_log_stderr(self, min_level: int = LogLevel.INFO) -> int:
+    def add_log_stderr(self, min_level: Union[LogLevel, str, int] = LogLevel.INFO) -> int:
         sink = c_uint64()
-        check(lib.courier_log_add_stderr(self._handle(), int(min_level), byref(sink)))
+        check(lib.courier_log_add_stderr(self._handle(), coerce(LogLevel, min_level, "min_level"), byref(sink)))
         return sink.value
 
     def remove_log_sink(self, sink: int) -> None:
         check(lib.courier_log_remove_sink(self._handle(), c_uint64(sink)))
 
-    def log(self, level: int, message: str, event: Optional[str] = None) -> None:
+    def log(self, level: Union[LogLevel, str, int], message: str, event: Optional[str] = None) -> None:
         """Writes a line of your own to the engine's sinks."""
-        check(lib.courier_log_write(self._handle(), int(level), _opt(event), _b(message)))
+        check(lib.courier_log_write(self._handle(), coerce(LogLevel, level, "level"), _opt(event), _b(message)))
 
-    def add_monitor(self, fn: Callable[[Event], None], kinds: Iterable[int] = ()) -> int:
+    def add_monitor(self, fn: Callable[[Event], None], kinds: Iterable[Union[EventKind, str, int]] = ()) -> int:
         """Adds an event monitor ``fn(event)`` for the given :class:`EventKind` s (all when
         empty). Runs on the sending thread (WILL_SEND) or the worker thread. Returns its id."""
         mask = 0
         for k in kinds:
-            mask |= 1 << int(k)
+            mask |= 1 << coerce(EventKind, k, "kinds")
         key = cb.register(cb.Slot(fn, None, self))
         mid = c_uint64()
         check(lib.courier_monitor_add(self._handle(), mask, cb.monitor, key, cb.user_free, byref(mid)))

@@ -9,10 +9,10 @@ from __future__ import annotations
 import ctypes
 from ctypes import byref, c_char_p, c_int, c_int64, c_size_t, c_void_p
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import _callbacks as cb
+from ._enums import CEnum
 from ._lib import ERROR, FROZEN_INFO, lib
 from .errors import CourierError, NotFound, Timeout, check, make_error
 from .response import Response
@@ -23,13 +23,17 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["FrozenManager", "FrozenRequest", "FrozenEvent", "FrozenEventKind", "FreezePolicy"]
 
 
-class FreezePolicy(IntEnum):
+class FreezePolicy(CEnum):
+    """``courier_freeze_policy``: ``"auto"`` resends by itself, ``"manual"`` waits for the app."""
+    __c_enum__ = ("courier_freeze_policy", "COURIER_FREEZE_")
     NEVER = 0
     AUTO = 1
     MANUAL = 2
 
 
-class FrozenEventKind(IntEnum):
+class FrozenEventKind(CEnum):
+    """``courier_frozen_event_kind``."""
+    __c_enum__ = ("courier_frozen_event_kind", "COURIER_FROZEN_EVENT_")
     FROZEN = 1
     RESENT_SUCCEEDED = 2
     RESENT_FAILED = 3

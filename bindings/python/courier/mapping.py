@@ -9,10 +9,10 @@ from __future__ import annotations
 import ctypes
 import json as _json
 from ctypes import byref, c_char_p, c_size_t, c_void_p
-from enum import IntEnum
 from typing import Any, Iterable, Optional, Union
 
 from . import _callbacks as cb
+from ._enums import CEnum
 from ._lib import ERROR, MAPPING_ERROR, lib
 from .errors import check, make_error
 
@@ -28,8 +28,9 @@ MAP_NULL_AS_ABSENT = 0x10
 MAP_ALL_COERCIONS = 0x1E
 
 
-class JsonType(IntEnum):
+class JsonType(CEnum):
     """``courier_json_type``."""
+    __c_enum__ = ("courier_json_type", "COURIER_JSON_")
     NONE = 0
     OBJECT = 1
     ARRAY = 2

@@ -12,29 +12,35 @@ import os
 import threading
 from ctypes import byref, c_char_p, c_size_t, c_void_p
 from dataclasses import dataclass, field
-from enum import IntEnum
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence, TypedDict, Union
 
 from . import _callbacks as cb
+from ._enums import CEnum, coerce
 from ._lib import lib
 from .errors import InvalidArgument, check, lib_code
+from .frozen import FreezePolicy
 
-__all__ = ["Request", "Outgoing", "Progress", "Retry", "Mock", "Part", "Priority", "BodyEncoding",
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import CachePolicy
+
+__all__ = ["Request", "RequestOptions", "Outgoing", "Progress", "Retry", "Mock", "Part", "Priority", "BodyEncoding",
            "Freeze", "Result"]
 
 Params = Union[Mapping[str, Any], Sequence[tuple[str, Any]], None]
 HeadersArg = Union[Mapping[str, str], Sequence[tuple[str, str]], None]
 
 
-class Priority(IntEnum):
+class Priority(CEnum):
     """``courier_priority``: which waiting request starts first when limits hold requests back."""
+    __c_enum__ = ("courier_priority", "COURIER_PRIORITY_")
     LOW = -1
     NORMAL = 0
     HIGH = 1
 
 
-class BodyEncoding(IntEnum):
+class BodyEncoding(CEnum):
     """``courier_body_encoding``: how parameters that go in the body are encoded."""
+    __c_enum__ = ("courier_body_encoding", "COURIER_BODY_")
     FORM = 0
     JSON = 1
 
@@ -100,19 +106,25 @@ class Part:
 
 @dataclass(frozen=True)
 class Freeze:
-    """A freeze policy (``courier_request_set_freeze``): ``policy`` "auto" or "manual" (or a
-    ``courier_freeze_policy``), ``expiry`` in seconds (None: the engine's), ``unordered``,
-    ``on_ambiguous`` (also freeze after a timeout/reset), and an optional ``id``."""
-    policy: Union[str, int] = "auto"
+    """A freeze policy with its settings (``courier_request_set_freeze``): ``policy`` a
+    :class:`courier.FreezePolicy` or its name ("auto", "manual", "never"), ``expiry`` in seconds
+    (None: the engine's), ``unordered``, ``on_ambiguous`` (also freeze after a timeout/reset), and
+    an optional ``id``. The ``freeze=`` option takes this, a :class:`courier.FreezePolicy`, or a
+    name."""
+    policy: Union[FreezePolicy, str, int] = FreezePolicy.AUTO
     expiry: Optional[float] = None
     unordered: bool = False
     on_ambiguous: bool = False
     id: Optional[str] = None
 
     def _policy(self) -> int:
-        if isinstance(self.policy, str):
-            return {"never": 0, "auto": 1, "manual": 2}[self.policy.lower()]
-        return int(self.policy)
+        return coerce(FreezePolicy, self.policy, "freeze")
+
+    @staticmethod
+    def of(value: Union["Freeze", FreezePolicy, str, int]) -> "Freeze":
+        """The ``freeze=`` option as a :class:`Freeze`: itself, or the default settings with that
+        policy."""
+        return value if isinstance(value, Freeze) else Freeze(coerce(FreezePolicy, value, "freeze"))
 
 
 @dataclass(frozen=True)
@@ -222,6 +234,56 @@ class _Held:
             pass
 
 
+class RequestOptions(TypedDict, total=False):
+    """The request options, typed: what ``Engine.get/post/.../send``, ``AsyncEngine``'s methods
+    and the cache manager take as keywords (``**options: Unpack[RequestOptions]``), so editors
+    complete them and type checkers check them. The same names and types as
+    :class:`Request`'s keyword parameters (tests/test_typing.py keeps the two equal)."""
+    params: Params
+    headers: HeadersArg
+    body: Union[bytes, str, None]
+    json: Any
+    form: Any
+    content_type: Optional[str]
+    parts: Optional[Sequence[Part]]
+    body_file: Optional[str]
+    timeout: Optional[float]
+    base_url: Optional[str]
+    use_default_params: Optional[bool]
+    body_encoding: Union[BodyEncoding, str, None]
+    auth: Optional[tuple[str, str]]
+    token: Optional[str]
+    token_scheme: Optional[str]
+    validator: Optional[Callable[[Any], bool]]
+    customize: Optional[Callable[[Outgoing], None]]
+    priority: Union[Priority, str, int, None]
+    retry: Optional[Retry]
+    coalesce: Optional[bool]
+    frequent_guard: Optional[bool]
+    mock: Optional[Mock]
+    download: Union[str, os.PathLike, None]
+    resume: bool
+    progress: Optional[Callable[[Progress], None]]
+    transport: Optional[str]
+    cache: Union[CachePolicy, str, int, None]
+    cache_expiry: Optional[float]
+    cache_key: Optional[str]
+    cache_sensitive_data: Optional[str]
+    cache_key_filter: Iterable[str]
+    freeze: Union[Freeze, FreezePolicy, str, None]
+    ignore_offline: Optional[bool]
+    key_path: Optional[str]
+    mapping: Any
+    results: Optional[Mapping[str, Union[Result, str, None]]]
+    envelope: Any
+    follow_redirects: Optional[bool]
+    max_redirects: Optional[int]
+    allow_redirect_downgrade: Optional[bool]
+    redirect_hook: Optional[Callable[[Any, Outgoing], Any]]
+    connect_timeout: Optional[float]
+    idle_timeout: Optional[float]
+
+
 class Request:
     """A request description. Every argument is optional except ``method`` and ``url`` (a path
     joined to the base URL, or an absolute http/https URL). See :meth:`courier.Engine.send` for
@@ -241,10 +303,10 @@ class Request:
                  coalesce: Optional[bool] = None, frequent_guard: Optional[bool] = None,
                  mock: Optional[Mock] = None, download: Union[str, os.PathLike, None] = None,
                  resume: bool = False, progress: Optional[Callable[[Progress], None]] = None,
-                 transport: Optional[str] = None, cache: Optional[int] = None,
+                 transport: Optional[str] = None, cache: Union[CachePolicy, str, int, None] = None,
                  cache_expiry: Optional[float] = None, cache_key: Optional[str] = None,
                  cache_sensitive_data: Optional[str] = None, cache_key_filter: Iterable[str] = (),
-                 freeze: Union[Freeze, str, None] = None, ignore_offline: Optional[bool] = None,
+                 freeze: Union[Freeze, FreezePolicy, str, None] = None, ignore_offline: Optional[bool] = None,
                  key_path: Optional[str] = None, mapping: Any = None,
                  results: Optional[Mapping[str, Union[Result, str, None]]] = None,
                  envelope: Any = ..., follow_redirects: Optional[bool] = None,
@@ -286,7 +348,7 @@ class Request:
         self.cache_key = cache_key
         self.cache_sensitive_data = cache_sensitive_data
         self.cache_key_filter = tuple(cache_key_filter)
-        self.freeze = Freeze(freeze) if isinstance(freeze, str) else freeze
+        self.freeze = freeze
         self.ignore_offline = ignore_offline
         self.key_path = key_path
         self.mapping = mapping
@@ -362,10 +424,7 @@ class Request:
             bn, bv = _b(name), _b(value)
             check(L.courier_request_add_header_n(r, bn, len(bn), bv, len(bv)))
         if self.body_encoding is not None:
-            enc = self.body_encoding
-            if isinstance(enc, str):
-                enc = BodyEncoding[enc.upper()]
-            check(L.courier_request_set_body_encoding(r, int(enc)))
+            check(L.courier_request_set_body_encoding(r, coerce(BodyEncoding, self.body_encoding, "body_encoding")))
         if self.body is not None:
             data = self.body.encode("utf-8") if isinstance(self.body, str) else bytes(self.body)
             check(L.courier_request_set_body(r, data, len(data), _opt(self.content_type)))
@@ -404,10 +463,7 @@ class Request:
         if self.token is not None:
             check(L.courier_request_set_auth_token(r, _opt(self.token_scheme), _b(self.token)))
         if self.priority is not None:
-            p = self.priority
-            if isinstance(p, str):
-                p = Priority[p.upper()]
-            check(L.courier_request_set_priority(r, int(p)))
+            check(L.courier_request_set_priority(r, coerce(Priority, self.priority, "priority")))
         if self.retry is not None:
             check(L.courier_request_set_retry(r, *self.retry._args()))
         if self.coalesce is not None:
@@ -421,7 +477,8 @@ class Request:
         if self.transport is not None:
             check(L.courier_request_set_transport(r, _b(self.transport)))
         if self.cache is not None:
-            check(L.courier_request_set_cache_policy(r, int(self.cache)))
+            from .engine import CachePolicy
+            check(L.courier_request_set_cache_policy(r, coerce(CachePolicy, self.cache, "cache", allow_int=True)))
         if self.cache_expiry is not None:
             check(L.courier_request_set_cache_expiry(r, int(round(self.cache_expiry))))
         if self.cache_key is not None:
@@ -431,7 +488,7 @@ class Request:
         for name in self.cache_key_filter:
             check(L.courier_request_add_cache_key_filter(r, _b(name)))
         if self.freeze is not None:
-            fz = self.freeze
+            fz = Freeze.of(self.freeze)
             flags = (0x1 if fz.unordered else 0) | (0x2 if fz.on_ambiguous else 0)
             expiry = int(round(fz.expiry * 1000)) if fz.expiry is not None else 0
             check(L.courier_request_set_freeze(r, fz._policy(), expiry, flags))

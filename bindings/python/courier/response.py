@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
+from ._enums import CEnum
 from ._lib import ERROR, MAPPING_ERROR, METRICS, has, lib
 from .errors import InvalidArgument, check, make_error
 
@@ -77,16 +78,19 @@ class Metrics:
     redirects: int
 
 
-class CacheStatus:
-    """Where a response's body came from (``courier_cache_status``)."""
+class CacheStatus(CEnum):
+    """Where a response's body came from (``courier_cache_status``): ``str(status)`` is
+    ``"hit"``, ``"network"``..."""
+    __c_enum__ = ("courier_cache_status", "COURIER_CACHE_STATUS_")
     NETWORK = 0
     HIT = 1
     REVALIDATED = 2
     STALE = 3
 
 
-class CacheReason(IntEnum):
+class CacheReason(CEnum):
     """Why the cache did what it did with a response (``courier_cache_reason``; the C values)."""
+    __c_enum__ = ("courier_cache_reason", "COURIER_CACHE_REASON_")
     NONE = 0
     MISS = 1
     FRESH = 2
@@ -384,9 +388,13 @@ class Response:
         return bool(lib.courier_response_from_cache(self._handle()))
 
     @property
-    def cache_status(self) -> int:
-        """A :class:`CacheStatus` value."""
-        return int(lib.courier_response_cache_status(self._handle()))
+    def cache_status(self) -> CacheStatus:
+        """Where the body came from: a :class:`CacheStatus` (``str()`` gives ``"hit"``...)."""
+        value = lib.courier_response_cache_status(self._handle())
+        try:
+            return CacheStatus(value)
+        except ValueError:  # pragma: no cover - a status newer than this binding
+            return value  # type: ignore[return-value]
 
     @property
     def cache_reason(self) -> Union[CacheReason, int]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import re
 import os
 import pathlib
 import sys
@@ -98,3 +99,39 @@ def test_json_tape_is_reachable_and_laid_out_as_the_header_says() -> None:
     assert code == -22  # COURIER_E_JSON, as courier_json_parse
     assert b"line" in err.message  # the message says where
     assert not tape.value
+
+
+def _c_enums(text: str) -> dict[str, dict[str, int]]:
+    """Every ``typedef enum NAME { ... } NAME;`` of the header: {NAME: {member: value}}."""
+    out: dict[str, dict[str, int]] = {}
+    for m in re.finditer(r"typedef enum (\w+) \{(.*?)\} \1;", text, re.S):
+        body = re.sub(r"/\*.*?\*/", "", m.group(2), flags=re.S)
+        out[m.group(1)] = {n: int(v) for n, v in re.findall(r"(COURIER_\w+)\s*=\s*(-?\d+)", body)}
+    return out
+
+
+def test_every_python_enum_matches_the_header() -> None:
+    """Each courier.CEnum names its C enum and member prefix (``__c_enum__``); its members are
+    exactly the C members, with the C values (a constant outside the enum, such as
+    CachePolicy.USER_MIN, must be a #define of that name)."""
+    if not HEADER.exists():
+        pytest.skip("header not available")
+    text = HEADER.read_text()
+    enums = _c_enums(text)
+    defines = {n: int(v) for n, v in re.findall(r"#define (COURIER_\w+) (-?\d+)\b", text)}
+    classes = {v for v in vars(courier).values() if isinstance(v, type) and issubclass(v, courier.CEnum)
+               and v is not courier.CEnum}
+    assert len(classes) >= 14
+    seen = set()
+    for cls in classes:
+        cname, prefix = cls.__c_enum__
+        c_members = enums[cname]
+        seen.add(cname)
+        for member in cls:
+            full = prefix + member.name
+            value = c_members.get(full, defines.get(full.replace("COURIER_CACHE_", "COURIER_CACHE_POLICY_")))
+            assert value == int(member), f"{cls.__name__}.{member.name} = {int(member)}, C {full} = {value}"
+        missing = {n for n in c_members if n[len(prefix):] not in cls.__members__}
+        assert not missing, f"{cls.__name__} lacks {sorted(missing)}"
+    # every enum of the header a Python user passes or reads has its class
+    assert set(enums) - seen <= {"courier_code"}, sorted(set(enums) - seen - {"courier_code"})

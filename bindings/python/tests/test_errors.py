@@ -128,3 +128,38 @@ def test_errors_pickle() -> None:
     e = courier.Timeout("slow", http_status=0, curl_code=28)
     back = pickle.loads(pickle.dumps(e))
     assert type(back) is courier.Timeout and back.code == -5 and back.curl_code == 28 and back.message == "slow"
+
+
+@pytest.mark.parametrize("cls,builtin", [
+    (courier.Timeout, TimeoutError), (courier.CannotConnect, ConnectionError),
+    (courier.CannotResolve, ConnectionError), (courier.NetworkError, ConnectionError),
+    (courier.PartialResponse, ConnectionError), (courier.TLSError, ConnectionError),
+    (courier.PinningError, ConnectionError), (courier.InvalidURL, ValueError),
+    (courier.InvalidArgument, ValueError), (courier.InvalidHeader, ValueError), (courier.JSONError, ValueError),
+    (courier.NotFound, LookupError), (courier.EngineClosed, RuntimeError), (courier.NoMemory, MemoryError),
+    (courier.Cancelled, concurrent.futures.CancelledError)])
+def test_exceptions_are_the_builtins_users_catch(cls, builtin) -> None:
+    assert issubclass(cls, builtin) and issubclass(cls, courier.CourierError)
+    e = cls("detail", curl_code=7)
+    assert e.code == cls.CODE and e.curl_code == 7 and str(e) == "detail"
+    again = pickle.loads(pickle.dumps(e))
+    assert type(again) is cls and again.code == cls.CODE
+
+
+def test_a_timeout_is_caught_as_timeout_error(engine: courier.Engine) -> None:
+    with pytest.raises(TimeoutError) as info:
+        engine.get("/delay/3000", timeout=0.2)
+    assert info.value.code == courier.Timeout.CODE
+
+
+def test_a_refused_connection_is_caught_as_connection_error(closed_port: int) -> None:
+    with courier.Engine() as e:
+        with pytest.raises(ConnectionError) as info:
+            e.get(f"http://127.0.0.1:{closed_port}/")
+    assert info.value.code == courier.CannotConnect.CODE
+
+
+def test_an_invalid_url_is_caught_as_value_error(engine: courier.Engine) -> None:
+    with pytest.raises(ValueError) as info:
+        engine.get("ftp://example.invalid/")
+    assert info.value.code == courier.InvalidURL.CODE

@@ -1,7 +1,8 @@
-"""``python -m courier.bench``: GETs of a 1 KiB body from one local server, through this binding,
-``requests`` and ``urllib.request``, in the same run.
+"""GETs of a 1 KiB body from one local server, through this binding, ``requests`` and
+``urllib.request``, in the same run. Not part of the package: run-bench.sh runs it against the
+installed wheel.
 
-    python -m courier.bench [--requests 5000] [--concurrency 32] [--runs 3] [--json]
+    python bindings/python/tools/bench.py [--requests 5000] [--concurrency 32] [--runs 3] [--json]
 
 The server is nginx when ``/usr/sbin/nginx`` (or ``--nginx PATH``) exists — a generated
 configuration in a temporary directory serving a 1024-byte file, one worker, no access log —
@@ -163,10 +164,10 @@ def start_server(nginx: Optional[str], server: Optional[str]) -> _Server:
         try:
             return _Nginx(nginx)
         except Exception as e:  # fall back to the test server
-            print(f"courier.bench: nginx did not start ({e}); using the test server", file=sys.stderr)
+            print(f"bench.py: nginx did not start ({e}); using the test server", file=sys.stderr)
     path = _find_test_server(server)
     if not path:
-        raise SystemExit("courier.bench: no nginx and no courier-test-server (set COURIER_TEST_SERVER)")
+        raise SystemExit("bench.py: no nginx and no courier-test-server (set COURIER_TEST_SERVER)")
     return _TestServer(path)
 
 
@@ -335,7 +336,7 @@ def build_c_loop() -> tuple[Optional[Any], str]:
 # ---- main ---------------------------------------------------------------------------------------
 
 def main(argv: Optional[list[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m courier.bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="bench.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=5000)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--runs", type=int, default=3)

@@ -1,0 +1,148 @@
+"""asyncio: :class:`AsyncEngine`, whose requests and groups are awaited.
+
+``await engine.get(...)`` sends the request with ``courier_send`` and parks the task on an
+``asyncio.Future``; the core's completion callback (on the engine's worker thread) resolves that
+future through ``loop.call_soon_threadsafe``. No thread per request and no polling: the event loop
+wakes once, when the answer is there. Cancelling the task cancels the request in the engine
+(``courier_cancel``); cancelling a task awaiting a group cancels the group
+(``courier_group_cancel``).
+
+>>> async with courier.AsyncEngine(base_url="http://127.0.0.1:8080", timeout=5) as engine:
+...     r = await engine.get("/json")
+...     results = await engine.batch([courier.Request("GET", "/a"), courier.Request("GET", "/b")])
+"""
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
+
+from .engine import Engine
+from .group import GroupMember, GroupMode, GroupResult, Member, run
+from .request import Request
+from .response import Response
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .request import RequestOptions
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
+
+__all__ = ["AsyncEngine"]
+
+
+def _settle(fut: "asyncio.Future[Any]", value: Any, exc: Optional[BaseException]) -> None:
+    if fut.done():  # the task was cancelled meanwhile
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(value)
+
+
+def _resolver(loop: asyncio.AbstractEventLoop, fut: "asyncio.Future[Any]") -> Callable[..., None]:
+    """A completion callback (run on the engine's worker thread) that resolves ``fut`` on ``loop``."""
+    def resolve(value: Any, exc: Optional[BaseException] = None) -> None:
+        try:
+            loop.call_soon_threadsafe(_settle, fut, value, exc)
+        except RuntimeError:  # the loop is closed: nobody awaits this any more
+            pass
+    return resolve
+
+
+class AsyncEngine:
+    """A :class:`courier.Engine` whose sends are awaited. It takes the same arguments as
+    ``Engine`` (or wraps an existing one: ``AsyncEngine(engine=e)``) and the same request options;
+    ``engine.sync`` is the underlying :class:`courier.Engine` (cache and frozen managers, logging,
+    monitors). Use it from one event loop; close it with ``async with`` or :meth:`aclose`."""
+
+    def __init__(self, base_url: Optional[str] = None, *, engine: Optional[Engine] = None, **config: Any) -> None:
+        if engine is not None:
+            if base_url is not None or config:
+                raise TypeError("AsyncEngine(engine=...) takes no other arguments")
+            self.sync = engine
+        else:
+            self.sync = Engine(base_url, **config)
+
+    async def __aenter__(self) -> "AsyncEngine":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Closes the engine: requests still in flight end with :class:`courier.Cancelled`."""
+        self.sync.close()
+
+    @property
+    def closed(self) -> bool:
+        return self.sync.closed
+
+    @property
+    def cache(self) -> Any:
+        return self.sync.cache
+
+    @property
+    def frozen(self) -> Any:
+        return self.sync.frozen
+
+    async def send(self, method: Union[str, Request], url: Optional[str] = None,
+                   **options: Unpack[RequestOptions]) -> Response:
+        """Sends a request and awaits its :class:`courier.Response`; raises as
+        :meth:`courier.Engine.send` does. Cancelling the awaiting task cancels the request."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Response] = loop.create_future()
+        rid = self.sync.submit(method, url, callback=_resolver(loop, fut), **options)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if not self.sync.closed:
+                self.sync.cancel(rid)
+            raise
+
+    async def get(self, url: str, **options: Unpack[RequestOptions]) -> Response:
+        return await self.send("GET", url, **options)
+
+    async def head(self, url: str, **options: Unpack[RequestOptions]) -> Response:
+        return await self.send("HEAD", url, **options)
+
+    async def post(self, url: str, **options: Unpack[RequestOptions]) -> Response:
+        return await self.send("POST", url, **options)
+
+    async def put(self, url: str, **options: Unpack[RequestOptions]) -> Response:
+        return await self.send("PUT", url, **options)
+
+    async def patch(self, url: str, **options: Unpack[RequestOptions]) -> Response:
+        return await self.send("PATCH", url, **options)
+
+    async def delete(self, url: str, **options: Unpack[RequestOptions]) -> Response:
+        return await self.send("DELETE", url, **options)
+
+    async def _group(self, mode: GroupMode, members: Sequence[Member], **kw: Any) -> GroupResult:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[GroupResult] = loop.create_future()
+        group = run(self.sync, mode, members, callback=_resolver(loop, fut), **kw)
+        with group:
+            try:
+                return await fut
+            except asyncio.CancelledError:
+                group.cancel()
+                raise
+
+    async def batch(self, members: Sequence[Member], *, fail_fast: bool = False, max_in_flight: int = 0,
+                    continue_on_failure: bool = False,
+                    on_member: Optional[Callable[[GroupMember], None]] = None) -> GroupResult:
+        """:meth:`courier.Engine.batch`, awaited. Cancelling the task cancels the group."""
+        return await self._group(GroupMode.BATCH, members, fail_fast=fail_fast, max_in_flight=max_in_flight,
+                                 continue_on_failure=continue_on_failure, on_member=on_member)
+
+    async def chain(self, members: Sequence[Member], *, continue_on_failure: bool = False,
+                    on_member: Optional[Callable[[GroupMember], None]] = None) -> GroupResult:
+        """:meth:`courier.Engine.chain`, awaited (build functions run on the engine's thread, not
+        the event loop: they must not await). Cancelling the task cancels the group."""
+        return await self._group(GroupMode.CHAIN, members, continue_on_failure=continue_on_failure,
+                                 on_member=on_member)
+
+    def __repr__(self) -> str:
+        return f"<courier.AsyncEngine {'closed' if self.closed else self.sync.store_dir}>"
