@@ -50,7 +50,10 @@ final class RedirectTests: LoopbackTestCase {
     }
 
     func testSettingsReachTheEngine() async throws {
-        let notFollowing = try makeEngine { $0 = $0.followRedirects(false).maxRedirects(1) }
+        let notFollowing = try makeEngine {
+            $0.followRedirects = false
+            $0.maxRedirects = 1
+        }
         defer { notFollowing.close() }
         let response = try await notFollowing.send(.get("/redirect?to=/echo&status=308"))
         XCTAssertEqual(response.status, 308)
@@ -59,6 +62,16 @@ final class RedirectTests: LoopbackTestCase {
             try await notFollowing.send(Request.get("/redirect-chain/2").followRedirects(true))
         }
         XCTAssertEqual(error?.response?.status, 302)
+
+        let hooked = try makeEngine { $0.redirectHook = { _, _ in .stop } }
+        defer { hooked.close() }
+        let defaults = Configuration()
+        XCTAssertNil(defaults.redirectHook)
+        XCTAssertTrue(defaults.followRedirects)
+        XCTAssertEqual(defaults.maxRedirects, 20)
+        XCTAssertFalse(defaults.allowRedirectDowngrade)
+        let stopped = try await hooked.send(.get("/redirect?to=/echo"))
+        XCTAssertEqual(stopped.status, 302)
     }
 
     func testTimeoutsSayWhichFired() async throws {
@@ -72,7 +85,10 @@ final class RedirectTests: LoopbackTestCase {
         XCTAssertEqual(total?.timeoutKind, .total)
         let garbage = await assertThrows(.protocolError) { try await self.engine.send(.get("/raw/icy")) }
         XCTAssertNil(garbage?.timeoutKind)
-        let idleEngine = try makeEngine { $0 = $0.idleTimeout(0.2).connectTimeout(5) }
+        let idleEngine = try makeEngine {
+            $0.idleTimeout = 0.2
+            $0.connectTimeout = 5
+        }
         defer { idleEngine.close() }
         let engineIdle = await assertThrows(.timeout) { try await idleEngine.send(.get("/slow-body/5000")) }
         XCTAssertEqual(engineIdle?.timeoutKind, .idle)

@@ -61,45 +61,108 @@ public enum TimeoutKind: Sendable, Hashable {
 // MARK: - Configuration settings
 
 extension Configuration {
-    /// Whether redirects are followed (the default). Not following delivers the 3xx, Location
+    /// Whether redirects are followed. Default true. Not following delivers the 3xx, Location
     /// included, as the response: a success.
+    public var followRedirects: Bool {
+        get { setting("followRedirects") ?? true }
+        set {
+            setSetting("followRedirects", newValue) {
+                try CourierError.check(courier_config_set_follow_redirects($0, $1 ? 1 : 0), "followRedirects")
+            }
+        }
+    }
+
+    /// The most redirects one request follows (>= 0). Default 20; one more fails with
+    /// ``CourierError/Code/tooManyRedirects``.
+    public var maxRedirects: Int {
+        get { setting("maxRedirects") ?? 20 }
+        set {
+            setSetting("maxRedirects", newValue) {
+                try CourierError.check(courier_config_set_max_redirects($0, Int32(clamping: $1)), "maxRedirects \($1)")
+            }
+        }
+    }
+
+    /// Whether a redirect from HTTPS to HTTP is followed. Default false: it fails with
+    /// ``CourierError/Code/redirectRefused``.
+    public var allowRedirectDowngrade: Bool {
+        get { setting("allowRedirectDowngrade") ?? false }
+        set {
+            setSetting("allowRedirectDowngrade", newValue) {
+                try CourierError.check(courier_config_set_allow_redirect_downgrade($0, $1 ? 1 : 0), "allowRedirectDowngrade")
+            }
+        }
+    }
+
+    /// The redirect hook of every request that sets none (see ``RedirectHook``). Default nil.
+    public var redirectHook: RedirectHook? {
+        get { setting("redirectHook", as: RedirectHookBox.self)?.hook }
+        set {
+            setSetting("redirectHook", newValue.map(RedirectHookBox.init)) { config, box in
+                let user = Unmanaged.passRetained(box).toOpaque()
+                // On failure the C core has already released the box through user_free.
+                try CourierError.check(courier_config_set_redirect_hook(config, redirectTrampoline, user, releaseBox),
+                                       "redirectHook")
+            }
+        }
+    }
+
+    /// The connect timeout (TCP and TLS), in seconds (>= 0). Default 0: none beyond the total
+    /// (``timeout``).
+    public var connectTimeout: Double {
+        get { setting("connectTimeout") ?? 0 }
+        set { setTimeout("connectTimeout", COURIER_TIMEOUT_CONNECT, newValue) }
+    }
+
+    /// The idle timeout: the longest time without a byte received (or a request body byte sent)
+    /// once connected, in seconds (>= 0). Default 0: none.
+    public var idleTimeout: Double {
+        get { setting("idleTimeout") ?? 0 }
+        set { setTimeout("idleTimeout", COURIER_TIMEOUT_IDLE, newValue) }
+    }
+
+    private mutating func setTimeout(_ name: String, _ kind: courier_timeout_kind, _ seconds: Double) {
+        setSetting(name, seconds) {
+            try CourierError.check(courier_config_set_timeout($0, kind, Configuration.timeoutMilliseconds($1)),
+                                   "\(name) \($1)")
+        }
+    }
+
+    /// Deprecated: set ``followRedirects`` (`configuration.followRedirects = follow`).
     /// - Parameter follow: false to deliver redirects as they come.
     /// - Returns: The changed configuration.
-    public func followRedirects(_ follow: Bool) -> Configuration { adding(_RedirectConfigOption.follow(follow)) }
+    @available(*, deprecated, message: "set the property: configuration.followRedirects = follow")
+    public func followRedirects(_ follow: Bool) -> Configuration { with { $0.followRedirects = follow } }
 
-    /// The most redirects one request follows (default 20); one more fails with
-    /// ``CourierError/Code/tooManyRedirects``.
+    /// Deprecated: set ``maxRedirects`` (`configuration.maxRedirects = count`).
     /// - Parameter count: The maximum (>= 0).
     /// - Returns: The changed configuration.
-    public func maxRedirects(_ count: Int) -> Configuration { adding(_RedirectConfigOption.max(count)) }
+    @available(*, deprecated, message: "set the property: configuration.maxRedirects = count")
+    public func maxRedirects(_ count: Int) -> Configuration { with { $0.maxRedirects = count } }
 
-    /// Whether a redirect from HTTPS to HTTP is followed (default false: it fails with
-    /// ``CourierError/Code/redirectRefused``).
+    /// Deprecated: set ``allowRedirectDowngrade`` (`configuration.allowRedirectDowngrade = allow`).
     /// - Parameter allow: true to allow downgrades.
     /// - Returns: The changed configuration.
-    public func allowRedirectDowngrade(_ allow: Bool) -> Configuration { adding(_RedirectConfigOption.downgrade(allow)) }
+    @available(*, deprecated, message: "set the property: configuration.allowRedirectDowngrade = allow")
+    public func allowRedirectDowngrade(_ allow: Bool) -> Configuration { with { $0.allowRedirectDowngrade = allow } }
 
-    /// The redirect hook of every request that sets none (see ``RedirectHook``).
+    /// Deprecated: set ``redirectHook`` (`configuration.redirectHook = { ... }`).
     /// - Parameter hook: The hook.
     /// - Returns: The changed configuration.
-    public func redirectHook(_ hook: @escaping RedirectHook) -> Configuration {
-        adding(_RedirectConfigOption.hook(RedirectHookBox(hook)))
-    }
+    @available(*, deprecated, message: "set the property: configuration.redirectHook = hook")
+    public func redirectHook(_ hook: @escaping RedirectHook) -> Configuration { with { $0.redirectHook = hook } }
 
-    /// The connect timeout (TCP and TLS), in seconds; 0 (the default) means none beyond the total.
+    /// Deprecated: set ``connectTimeout`` (`configuration.connectTimeout = seconds`).
     /// - Parameter seconds: Seconds (>= 0).
     /// - Returns: The changed configuration.
-    public func connectTimeout(_ seconds: Double) -> Configuration {
-        adding(_RedirectConfigOption.timeout(COURIER_TIMEOUT_CONNECT, seconds))
-    }
+    @available(*, deprecated, message: "set the property: configuration.connectTimeout = seconds")
+    public func connectTimeout(_ seconds: Double) -> Configuration { with { $0.connectTimeout = seconds } }
 
-    /// The idle timeout: the longest time without a byte received once connected, in seconds;
-    /// 0 (the default) means none.
+    /// Deprecated: set ``idleTimeout`` (`configuration.idleTimeout = seconds`).
     /// - Parameter seconds: Seconds (>= 0).
     /// - Returns: The changed configuration.
-    public func idleTimeout(_ seconds: Double) -> Configuration {
-        adding(_RedirectConfigOption.timeout(COURIER_TIMEOUT_IDLE, seconds))
-    }
+    @available(*, deprecated, message: "set the property: configuration.idleTimeout = seconds")
+    public func idleTimeout(_ seconds: Double) -> Configuration { with { $0.idleTimeout = seconds } }
 
     /// Seconds to whole milliseconds for the connect and idle timeouts, rounded up so a small
     /// positive time never becomes "none"; negative or not-a-number values stay negative (refused).
@@ -107,33 +170,6 @@ extension Configuration {
         guard seconds >= 0 else { return -1 }
         guard seconds.isFinite else { return Int64.max / 2 }
         return Int64(min((seconds * 1000).rounded(.up), Double(Int64.max / 2)))
-    }
-}
-
-enum _RedirectConfigOption: ConfigurationOption {
-    case follow(Bool)
-    case max(Int)
-    case downgrade(Bool)
-    case hook(RedirectHookBox)
-    case timeout(courier_timeout_kind, Double)
-
-    func apply(to config: OpaquePointer) throws {
-        switch self {
-        case .follow(let f):
-            try CourierError.check(courier_config_set_follow_redirects(config, f ? 1 : 0), "followRedirects")
-        case .max(let n):
-            try CourierError.check(courier_config_set_max_redirects(config, Int32(clamping: n)), "maxRedirects \(n)")
-        case .downgrade(let a):
-            try CourierError.check(courier_config_set_allow_redirect_downgrade(config, a ? 1 : 0), "allowRedirectDowngrade")
-        case .hook(let box):
-            let user = Unmanaged.passRetained(box).toOpaque()
-            // On failure the C core has already released the box through user_free.
-            try CourierError.check(courier_config_set_redirect_hook(config, redirectTrampoline, user, releaseBox),
-                                   "redirectHook")
-        case .timeout(let kind, let s):
-            try CourierError.check(courier_config_set_timeout(config, kind, Configuration.timeoutMilliseconds(s)),
-                                   "timeout \(s)")
-        }
     }
 }
 
