@@ -93,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "courier",
             dependencies: [
-                "Courier", "CourierTestServer", "CourierBenchmarks",
+                "Courier", "CourierTestServer", "CourierBenchmarks", "CBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/courier"

@@ -1471,6 +1471,17 @@ int courier_cache_size(courier_engine *e, int64_t *bytes, int64_t *count, courie
     return s ? cr_store_totals(s, bytes, count, err) : COURIER_E_STORE;
 }
 
+int courier_cache_verify(courier_engine *e, courier_cache_verify_report *out, size_t size, courier_error *err) {
+    cr_error_clear(err);
+    if (!e || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");
+    courier_cache_verify_report r;
+    memset(&r, 0, sizeof r);
+    cr_store *s = cache_store(e, err);
+    int rc = s ? cr_store_verify(s, &r, err) : COURIER_E_STORE;
+    memcpy(out, &r, size < sizeof r ? size : sizeof r);
+    return rc;
+}
+
 int courier_cache_get_stats(courier_engine *e, courier_cache_stats *out, size_t size, courier_error *err) {
     cr_error_clear(err);
     if (!e || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");

@@ -140,6 +140,11 @@ CR_HIDDEN int cr_store_remove_expired(cr_store *s, int64_t now_ms, int64_t *remo
 /* Exact totals, from the counters kept in the same transactions as the entries. */
 CR_HIDDEN int cr_store_totals(cr_store *s, int64_t *bytes, int64_t *count, courier_error *err);
 
+/* Reads the whole store in one read transaction: every entry decodes and its checksum matches,
+ * has both index records, every index record names its entry, and the totals equal the scan.
+ * COURIER_OK, COURIER_E_CACHE_INCONSISTENT (*r says what), COURIER_E_STORE. */
+CR_HIDDEN int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *err);
+
 /* One listed entry (strings owned by the list). */
 typedef struct cr_list_item {
     char *key;

@@ -116,6 +116,14 @@ CR_HIDDEN bool cr_url_valid(const char *url);
 /* Checks a path joined to an already checked base URL: no spaces or control bytes. */
 CR_HIDDEN bool cr_url_path_valid(const char *path);
 
+/* ---- LMDB data files (lmdb_file.c) ----------------------------------------------------------- */
+
+/* Reads the meta pages of "<dir>/data.mdb" without mapping it. 0 when the file is absent, empty
+ * or as long as its newer meta page says; MDB_INVALID with *why (static text) when it must not be
+ * mapped: cut short (LMDB would raise SIGBUS on the pages past its end), or not an LMDB file; an
+ * errno value when the file cannot be read (EISDIR for a directory in its place). */
+CR_HIDDEN int cr_lmdb_file_check(const char *dir, const char **why);
+
 /* ---- callback registrations (shared, reference counted) ------------------------------------ */
 
 typedef struct cr_callback {

@@ -376,7 +376,10 @@ static int jenv_open_env(jenv *v, const char **why) {
         *why = "its data file is missing or empty";
         return MDB_INVALID;
     }
-    int rc = mdb_env_create(&v->env);
+    /* A data file cut short would open, then raise SIGBUS at the first page past its end. */
+    int rc = cr_lmdb_file_check(v->dir, why);
+    if (rc) return rc;
+    rc = mdb_env_create(&v->env);
     if (rc) return rc;
     mdb_env_set_maxdbs(v->env, 10);
     mdb_env_set_maxreaders(v->env, 254);

@@ -91,6 +91,7 @@ struct cr_store {
     atomic_int resizing;      /* a map resize waits for readers: new readers wait on rw */
     atomic_int extra_readers; /* read transactions running outside the slots (all were busy) */
     atomic_int broken;
+    bool moved_aside; /* this process found the store unusable at open and moved it aside */
     bool verify; /* check every value's checksum on read (the no-sync setting, see cr_store_get) */
 };
 
@@ -174,6 +175,12 @@ static int store_fail(courier_error *err, int mdb_rc, const char *what) {
     cr_fail(err, COURIER_E_STORE, "%s: %s", what, mdb_strerror(mdb_rc));
     if (err) err->store_error = mdb_rc;
     return COURIER_E_STORE;
+}
+
+/* The map, the disk (or the file size limit, or the quota) is full: evict, retry, else drop.
+ * LMDB reports a write cut short by a full disk as EIO (its pwrite wrote part of the pages). */
+static bool is_full(int rc) {
+    return rc == MDB_MAP_FULL || rc == MDB_TXN_FULL || rc == ENOSPC || rc == EFBIG || rc == EDQUOT || rc == EIO;
 }
 
 static bool is_corruption(int rc) {
@@ -449,7 +456,10 @@ static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const 
         *why = "corruption was reported";
         return MDB_INVALID;
     }
-    int rc = mdb_env_create(&s->env);
+    /* A data file cut short would open, then raise SIGBUS at the first page past its end. */
+    int rc = cr_lmdb_file_check(s->dir, why);
+    if (rc) return rc;
+    rc = mdb_env_create(&s->env);
     if (rc) return rc;
     mdb_env_set_maxdbs(s->env, 8);
     mdb_env_set_maxreaders(s->env, 254);
@@ -557,6 +567,7 @@ int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_stor
     }
     pthread_mutex_lock(&registry_lock);
     int result = COURIER_OK;
+    bool moved = false;
     for (int attempt = 0; attempt < 2; attempt++) {
         struct stat st;
         if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -600,6 +611,7 @@ int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_stor
         s->verify = durability == COURIER_CACHE_FAST;
         int rc = store_open_env(s, map_bytes, durability, &why);
         if (rc == 0) {
+            s->moved_aside = moved;
             s->next = registry;
             registry = s;
             *out = s;
@@ -607,8 +619,10 @@ int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_stor
         }
         store_destroy(s);
         if (rc == MDB_INVALID && attempt == 0 && move_aside(dir, why ? why : "unreadable") == 0 &&
-            mkdir_one(dir) == 0)
+            mkdir_one(dir) == 0) {
+            moved = true;
             continue;
+        }
         result = rc > 0 ? cr_fail(err, COURIER_E_STORE, "cannot open cache store '%.180s': %s", dir, strerror(rc))
                         : store_fail(err, rc, "cannot open cache store");
         if (err && rc > 0) err->os_error = rc;
@@ -934,16 +948,34 @@ static int first_of_kind(MDB_cursor *c, uint8_t kind, MDB_val *k, MDB_val *v) {
     return rc;
 }
 
-/* Evicts until t->bytes <= target: entries past their discard time first, then the least
- * recently written. */
-static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, int64_t now_ms, uint64_t *evicted) {
+/* Bytes of the pages of the main tree as of txn (O(1): LMDB keeps the counts in the txn). */
+static uint64_t tree_bytes(cr_store *s, MDB_txn *txn) {
+    MDB_stat ms;
+    if (mdb_stat(txn, s->db_main, &ms) != 0) return 0;
+    return (uint64_t)(ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages) * ms.ms_psize;
+}
+
+/* The pages the main tree may take for a limit (see DESIGN.md, "Disk bound"): three times the
+ * limit, the fill LMDB's pages reach under random inserts and removals of values of a third of a
+ * page (the worst case: about 35% of each leaf used). */
+static uint64_t tree_cap(uint64_t limit) { return limit > UINT64_MAX / 4 ? UINT64_MAX : limit * 3; }
+
+static bool over(cr_store *s, MDB_txn *txn, const totals *t, uint64_t target) {
+    return t->bytes > target || (target < UINT64_MAX / 4 && tree_bytes(s, txn) > tree_cap(target));
+}
+
+/* Evicts while over(target) (the bytes over target, or the trees over 3x target), at most max_n
+ * entries (0: no bound): entries past their discard time first, then the least recently written. */
+static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, int64_t now_ms, uint64_t max_n,
+                        uint64_t *evicted) {
     int rc = 0;
     MDB_cursor *c = NULL;
-    for (int phase = 0; phase < 2 && t->bytes > target; phase++) {
+    uint64_t n = 0;
+    for (int phase = 0; phase < 2 && over(s, txn, t, target) && (max_n == 0 || n < max_n); phase++) {
         rc = mdb_cursor_open(txn, s->db_main, &c);
         if (rc) return rc;
         const uint8_t kind = phase == 0 ? IX_EXPIRY : IX_ORDER;
-        while (t->bytes > target) {
+        while (over(s, txn, t, target) && (max_n == 0 || n < max_n)) {
             MDB_val k, v;
             rc = first_of_kind(c, kind, &k, &v);
             if (rc == MDB_NOTFOUND) {
@@ -972,6 +1004,7 @@ static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, i
             }
             if (rc) break;
             (*evicted)++;
+            n++;
         }
         mdb_cursor_close(c);
         c = NULL;
@@ -1034,8 +1067,20 @@ static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *
     return rc;
 }
 
-/* Evicts in its own transaction so the freed pages can be reused by the retry. */
-static int evict_txn(cr_store *s, uint64_t keep_bytes, int64_t now_ms, uint64_t *evicted) {
+/*
+ * Eviction is done in bounded transactions (at most CR_EVICT_BATCH entries each). One transaction
+ * that evicted 10% of a large store touched nearly every leaf of the tree (keys are hashes): LMDB
+ * copies each page a transaction changes and cannot reuse the pages that transaction frees before
+ * it commits, so each such eviction needed fresh pages for most of the tree (with 1 KiB values the
+ * file settled at 2.75x the limit, 2.35-2.5x now), and the process's private memory grew by its
+ * dirty pages (17 -> 110 MB in the issue). Small commits free a few pages each, which the next
+ * commits reuse. See DESIGN.md, "Disk bound".
+ */
+#define CR_EVICT_BATCH 64
+
+/* Evicts (at most CR_EVICT_BATCH entries) in its own transaction, so the freed pages can be reused
+ * by the next one. *left: the store's bytes after it. */
+static int evict_txn(cr_store *s, uint64_t keep_bytes, int64_t now_ms, uint64_t *evicted, uint64_t *left) {
     int dead = 0;
     mdb_reader_check(s->env, &dead);
     MDB_txn *txn;
@@ -1043,7 +1088,8 @@ static int evict_txn(cr_store *s, uint64_t keep_bytes, int64_t now_ms, uint64_t 
     if (rc) return rc;
     totals t;
     rc = totals_load(s, txn, &t);
-    if (rc == 0) rc = evict_in_txn(s, txn, &t, keep_bytes, now_ms, evicted);
+    if (rc == 0) rc = evict_in_txn(s, txn, &t, keep_bytes, now_ms, CR_EVICT_BATCH, evicted);
+    if (left) *left = over(s, txn, &t, keep_bytes) ? UINT64_MAX : t.bytes;
     if (rc == 0 && t.count == 0) rc = clear_all(s, txn, &t); /* everything went: also any stray records */
     else if (rc == 0) rc = totals_write(s, txn, &t);
     if (rc) {
@@ -1082,8 +1128,13 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
             carried = rc == 0 && i == n - 1 && !puts[i].remove_only;
         }
         uint64_t limit = limit_bytes > 0 ? (uint64_t)limit_bytes : UINT64_MAX;
-        if (rc == 0 && t.bytes > limit) rc = evict_in_txn(s, txn, &t, limit / 10 * 9, now_ms, &evicted);
+        /* Over the limit: a few entries go in this transaction, down to a little under it (so a
+         * steady stream of puts evicts about one entry per put); more, if a batch wrote more, in
+         * bounded transactions of their own after it. */
+        uint64_t target = limit - limit / 64;
+        if (rc == 0 && over(s, txn, &t, limit)) rc = evict_in_txn(s, txn, &t, target, now_ms, CR_EVICT_BATCH, &evicted);
         if (rc == 0 && (!carried || evicted)) rc = totals_write(s, txn, &t);
+        uint64_t left = rc == 0 && over(s, txn, &t, limit) ? UINT64_MAX : t.bytes;
         if (rc == 0) {
             rc = write_commit(s, txn, &t);
         } else {
@@ -1092,10 +1143,15 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
         if (rc == 0) {
             effect->written += written;
             effect->skipped += skipped;
+            while (left > limit) {
+                uint64_t ev = 0;
+                if (evict_txn(s, target, now_ms, &ev, &left) != 0 || ev == 0) break;
+                evicted += ev;
+            }
             effect->evicted += evicted;
             return COURIER_OK;
         }
-        if (rc != MDB_MAP_FULL && rc != ENOSPC && rc != MDB_TXN_FULL) break;
+        if (!is_full(rc)) break;
         /* Full: make room (half of what is there, then everything) and try again. */
         cr_read rt;
         uint64_t have = 0;
@@ -1104,15 +1160,20 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
             if (totals_read(s, rt.txn, &cur) == 0) have = cur.bytes;
             cr_store_read_end(s, &rt);
         }
-        uint64_t ev = 0;
-        int erc = evict_txn(s, attempt == 0 ? have / 2 : 0, now_ms, &ev);
-        effect->evicted += ev;
-        if (erc && erc != MDB_MAP_FULL) {
+        uint64_t keep = attempt == 0 ? have / 2 : 0, ev = 0;
+        left = have;
+        int erc = 0;
+        do {
+            ev = 0;
+            erc = evict_txn(s, keep, now_ms, &ev, &left);
+            effect->evicted += ev;
+        } while (erc == 0 && ev > 0 && left > keep);
+        if (erc && !is_full(erc)) {
             rc = erc;
             break;
         }
     }
-    if (rc == MDB_MAP_FULL || rc == ENOSPC || rc == MDB_TXN_FULL) {
+    if (is_full(rc)) {
         /* Still full after emptying: these writes are dropped; the caller never sees it. */
         effect->skipped += n;
         return COURIER_OK;
@@ -1325,5 +1386,121 @@ int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_erro
     }
     *items = out;
     *count = n;
+    return COURIER_OK;
+}
+
+/* ---- verification ---------------------------------------------------------------------------- */
+
+/* Does the index record under key k (an expiry or a write-order record) name a stored entry whose
+ * header agrees with it? */
+static bool ix_matches(cr_store *s, MDB_txn *txn, const MDB_val *k, const MDB_val *v, bool expiry) {
+    const uint8_t *hash;
+    if (expiry) hash = (const uint8_t *)k->mv_data + IX_HASH_AT;
+    else if (v->mv_size >= 16) hash = v->mv_data;
+    else return false;
+    MDB_val ek = {16, (void *)hash}, ev;
+    if (mdb_get(txn, s->db_main, &ek, &ev) != 0) return false;
+    if (ev.mv_size < CR_ENTRY_HDR || r32(ev.mv_data, 0) != CR_ENTRY_MAGIC) return false;
+    if (expiry) return r64(ev.mv_data, 32) == expiry_of(k);
+    return ~r64(ev.mv_data, 40) == get_be64((const uint8_t *)k->mv_data + IX_PREFIX);
+}
+
+/* Has the entry (hash, decoded e) both of its index records? */
+static bool entry_indexed(cr_store *s, MDB_txn *txn, const uint8_t hash[16], const cr_entry *e) {
+    uint8_t ek[IX_EXPIRY_LEN], ok[IX_ORDER_LEN];
+    expiry_key(ek, e->discard_ms, hash);
+    order_key(ok, e->seq);
+    MDB_val ekv = {sizeof ek, ek}, okv = {sizeof ok, ok}, v;
+    if (mdb_get(txn, s->db_main, &ekv, &v) != 0) return false;
+    if (mdb_get(txn, s->db_main, &okv, &v) != 0) return false;
+    return v.mv_size >= 16 && memcmp(v.mv_data, hash, 16) == 0;
+}
+
+int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *err) {
+    memset(r, 0, sizeof *r);
+    r->moved_aside = s->moved_aside;
+    char path[PATH_MAX];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/data.mdb", s->dir);
+    if (stat(path, &st) == 0) r->file_bytes = (int64_t)st.st_size;
+    MDB_envinfo info;
+    MDB_stat est;
+    if (mdb_env_info(s->env, &info) == 0 && mdb_env_stat(s->env, &est) == 0) {
+        r->map_bytes = (int64_t)info.me_mapsize;
+        r->used_bytes = (int64_t)(info.me_last_pgno + 1) * (int64_t)est.ms_psize;
+    }
+    if (atomic_load(&s->broken)) {
+        r->problems = 1;
+        r->unreadable = 1;
+        return cr_fail(err, COURIER_E_CACHE_INCONSISTENT, "the store reported corruption; it is recreated at the next open");
+    }
+    cr_read rd;
+    if (cr_store_read_begin(s, &rd) != COURIER_OK) return cr_fail(err, COURIER_E_STORE, "cannot read the cache");
+    MDB_cursor *c = NULL;
+    int rc = mdb_cursor_open(rd.txn, s->db_main, &c);
+    MDB_val k, v;
+    for (int op = MDB_FIRST; rc == 0; op = MDB_NEXT) {
+        rc = mdb_cursor_get(c, &k, &v, (MDB_cursor_op)op);
+        if (rc) break;
+        if (k.mv_size == 16) {
+            r->entries++;
+            r->bytes += (int64_t)v.mv_size + 16;
+            cr_entry e;
+            if (!cr_entry_decode(v.mv_data, v.mv_size, true, &e)) r->damaged++;
+            else if (!entry_indexed(s, rd.txn, k.mv_data, &e)) r->missing_index++;
+        } else if (is_ix(&k, IX_EXPIRY) && k.mv_size == IX_EXPIRY_LEN) {
+            if (!ix_matches(s, rd.txn, &k, &v, true)) r->orphan_index++;
+        } else if (is_ix(&k, IX_ORDER) && k.mv_size == IX_ORDER_LEN) {
+            if (!ix_matches(s, rd.txn, &k, &v, false)) r->orphan_index++;
+        } else if (k.mv_size != 4) {
+            r->orphan_index++; /* a record of no known kind (named databases have 4-byte names) */
+        }
+    }
+    if (c) mdb_cursor_close(c);
+    if (rc == MDB_NOTFOUND) {
+        /* Where the file's pages are: the trees, and LMDB's free list (database 0), whose records
+         * each start with their count of page numbers. */
+        MDB_dbi dbs[] = {s->db_main, s->db_vary, s->db_meta};
+        for (size_t i = 0; i < 3; i++) {
+            MDB_stat ms;
+            if (mdb_stat(rd.txn, dbs[i], &ms) == 0)
+                r->tree_bytes += (int64_t)(ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages) * ms.ms_psize;
+        }
+        MDB_cursor *fc = NULL;
+        MDB_stat fs;
+        if (mdb_stat(rd.txn, 0, &fs) == 0 && mdb_cursor_open(rd.txn, 0, &fc) == 0) {
+            r->tree_bytes += (int64_t)(fs.ms_branch_pages + fs.ms_leaf_pages + fs.ms_overflow_pages) * fs.ms_psize;
+            MDB_val fk, fv;
+            for (int op = MDB_FIRST; mdb_cursor_get(fc, &fk, &fv, (MDB_cursor_op)op) == 0; op = MDB_NEXT) {
+                size_t nfree = 0;
+                if (fv.mv_size >= sizeof nfree) memcpy(&nfree, fv.mv_data, sizeof nfree);
+                r->free_bytes += (int64_t)nfree * fs.ms_psize;
+            }
+            mdb_cursor_close(fc);
+        }
+    }
+    totals t;
+    int trc = rc == MDB_NOTFOUND ? totals_read(s, rd.txn, &t) : rc;
+    cr_store_read_end(s, &rd);
+    if (trc) {
+        if (is_corruption(trc)) {
+            mark_broken(s, trc);
+            r->unreadable = 1;
+            r->problems = 1;
+            cr_fail(err, COURIER_E_CACHE_INCONSISTENT, "the store cannot be read through: %s", mdb_strerror(trc));
+            if (err) err->store_error = trc;
+            return COURIER_E_CACHE_INCONSISTENT;
+        }
+        return store_fail(err, trc, "cannot read the cache");
+    }
+    r->total_entries = (int64_t)t.count;
+    r->total_bytes = (int64_t)t.bytes;
+    r->totals_mismatch = r->total_entries != r->entries || r->total_bytes != r->bytes;
+    r->problems = r->damaged + r->orphan_index + r->missing_index + r->totals_mismatch;
+    if (r->problems)
+        return cr_fail(err, COURIER_E_CACHE_INCONSISTENT,
+                       "%lld damaged, %lld orphan index records, %lld entries without index, totals %s",
+                       (long long)r->damaged, (long long)r->orphan_index, (long long)r->missing_index,
+                       r->totals_mismatch ? "differ from the scan" : "agree");
     return COURIER_OK;
 }

@@ -51,6 +51,7 @@ const char *courier_strerror(int code) {
     case COURIER_E_BODY_NOT_REPLAYABLE: return "the body cannot be sent again for a redirect";
     case COURIER_E_PROTOCOL: return "the server broke the HTTP protocol";
     case COURIER_E_HEADERS_TOO_LARGE: return "response headers too large";
+    case COURIER_E_CACHE_INCONSISTENT: return "the cache store is inconsistent";
     default: return "unknown error";
     }
 }

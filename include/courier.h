@@ -100,7 +100,9 @@ typedef enum courier_code {
     COURIER_E_PROTOCOL = -31,         /* the server broke HTTP: a garbage status line, conflicting
                                          Content-Length fields, bad framing or content coding, an
                                          unusable Location */
-    COURIER_E_HEADERS_TOO_LARGE = -32 /* a response header line or the header block is over the limit */
+    COURIER_E_HEADERS_TOO_LARGE = -32, /* a response header line or the header block is over the limit */
+    COURIER_E_CACHE_INCONSISTENT = -40 /* courier_cache_verify found damaged entries, index records
+                                          without their entry, or totals that differ from a scan */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -1174,7 +1176,11 @@ COURIER_API const char *courier_cache_reason_name(int reason);
 typedef int64_t (*courier_clock_fn)(void *user);
 
 /* The most the cache may hold, in bytes of keys and values (>= 65536; default 256 MiB). Over it,
- * writes evict entries past their expiry first, then the least recently written, down to 90%.
+ * writes evict entries past their expiry first, then the least recently written, to just under
+ * it, in small transactions (at most 64 entries each), whose freed pages the next commits reuse.
+ * It bounds the disk too: the pages of the store's trees are kept under 3 x the limit (evicting
+ * further if they would pass it), so data.mdb stays under 3.5 x the limit + 1 MiB (LMDB's pages
+ * are 40-60% full under random inserts and removals: about 2.4 x the limit with 1 KiB values).
  * One entry may take at most an eighth of it (larger responses are not cached). The store's map
  * is sized from it by the first engine of a process to open the store; a full map or disk evicts
  * and retries and is never an error a caller sees. Errors: COURIER_E_INVALID_ARGUMENT. */
@@ -1328,6 +1334,39 @@ typedef struct courier_cache_stats {
 /* Copies the statistics into *out; `size` is sizeof(courier_cache_stats) as the caller knows it. */
 COURIER_API int courier_cache_get_stats(courier_engine *engine, courier_cache_stats *out, size_t size,
                                     courier_error *err);
+
+/* What courier_cache_verify found. Counts are of records in the store's one read snapshot. */
+typedef struct courier_cache_verify_report {
+    int64_t entries;        /* entries the scan found */
+    int64_t bytes;          /* their bytes (key + value), counted as the totals count them */
+    int64_t total_entries;  /* the store's own totals (courier_cache_size) */
+    int64_t total_bytes;
+    int64_t damaged;        /* entries that do not decode or whose checksum does not match */
+    int64_t orphan_index;   /* index records (expiry, write order) whose entry is absent or newer,
+                               and records of no known kind */
+    int64_t missing_index;  /* entries without their expiry or write-order record */
+    int64_t totals_mismatch; /* 1 when the totals differ from the scan */
+    int64_t problems;       /* damaged + orphan_index + missing_index + totals_mismatch (+1 unreadable) */
+    int64_t file_bytes;     /* size of data.mdb on disk */
+    int64_t map_bytes;      /* the size of this process's map of it */
+    int64_t used_bytes;     /* the pages LMDB uses: (last page + 1) x page size */
+    int unreadable;         /* 1 when LMDB reported a damaged page (the store is recreated at the next open) */
+    int moved_aside;        /* 1 when this process found the store unusable (truncated, zeroed,
+                               overwritten, newer) when it opened it, moved it aside and started anew */
+    int64_t tree_bytes;     /* pages of the trees (entries, index, LMDB's own), x page size */
+    int64_t free_bytes;     /* pages on LMDB's free list, reused by later commits */
+} courier_cache_verify_report;
+/* Checks the whole store (all engines and processes) in one read transaction, without blocking
+ * writers: every entry readable and whole (its checksum matches), both index records of every
+ * entry present, no index record without its entry, and the totals equal to the scan. Fills *out
+ * (`size` = sizeof(courier_cache_verify_report) as the caller knows it) in every case but an
+ * argument error. Reads only: nothing is repaired (a damaged entry already reads as a miss and
+ * is replaced by the next write). Any thread; it reads every entry, so it takes time in
+ * proportion to the store. Returns COURIER_OK when the store is consistent,
+ * COURIER_E_CACHE_INCONSISTENT when it is not (the report says what). Errors:
+ * COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE. */
+COURIER_API int courier_cache_verify(courier_engine *engine, courier_cache_verify_report *out, size_t size,
+                                     courier_error *err);
 
 /* A snapshot of the entries (one read transaction). */
 typedef struct courier_cache_list courier_cache_list;

@@ -1,4 +1,4 @@
-// CacheCommand.swift — `courier cache stats | ls | rm KEY | purge | clear`: inspect and clear the
+// CacheCommand.swift — `courier cache stats | ls | rm KEY | purge | clear | verify`: inspect and clear the
 // response cache of a store directory (the one an app gives Configuration.storeDirectory), with
 // --json for scripts. Every operation is the C core's manager through the Swift facade.
 import ArgumentParser
@@ -15,6 +15,7 @@ struct CacheCommand: AsyncParsableCommand {
             CacheRemoveCommand.self,
             CachePurgeCommand.self,
             CacheClearCommand.self,
+            CacheVerifyCommand.self,
         ]
     )
 }
@@ -168,6 +169,56 @@ struct CacheClearCommand: ParsableCommand {
         try withEngine(options) { engine in
             let n = try engine.cache.removeAll()
             if options.json { try printJSON(["removed": n]) } else { print("removed \(n) entries") }
+        }
+    }
+}
+
+extension CacheVerifyReport {
+    /// The report as JSON-ready members (also in `courier stress cache --json`).
+    var jsonObject: [String: Any] {
+        ["consistent": isConsistent, "entries": entries, "bytes": bytes, "total_entries": totalEntries,
+         "total_bytes": totalBytes, "damaged": damaged, "orphan_index": orphanIndex, "missing_index": missingIndex,
+         "totals_mismatch": totalsMismatch, "problems": problems, "file_bytes": fileBytes, "map_bytes": mapBytes,
+         "used_bytes": usedBytes, "unreadable": unreadable, "moved_aside": movedAside, "tree_bytes": treeBytes,
+         "free_bytes": freeBytes]
+    }
+
+    /// One line for people.
+    var summary: String {
+        let state = isConsistent ? "consistent" : "INCONSISTENT (\(problems) problems)"
+        return "\(state): \(entries) entries, \(bytes) bytes (totals \(totalEntries), \(totalBytes)); "
+            + "\(damaged) damaged, \(orphanIndex) orphan index records, \(missingIndex) without index"
+            + (totalsMismatch ? ", totals differ from the scan" : "") + (unreadable ? ", unreadable pages" : "")
+            + (movedAside ? "; the store was unusable at open and was moved aside" : "")
+    }
+}
+
+struct CacheVerifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify", abstract: "Check the store: every entry whole, the index and the totals.",
+        discussion: """
+            Reads the whole store in one snapshot (writers are not blocked): every entry decodes and its \
+            checksum matches, every entry has its index records and every index record its entry, and the \
+            store's totals equal the scan. Exit status 1 when anything is inconsistent (or the store cannot \
+            be read), 0 otherwise.
+            """)
+    @OptionGroup var options: CacheOptions
+
+    func run() throws {
+        try withEngine(options) { engine in
+            let report = try engine.cache.verify()
+            if options.json {
+                var object = report.jsonObject
+                object["store"] = options.storeDirectory
+                try printJSON(object)
+            } else {
+                print("store:   \(options.storeDirectory)/cache")
+                print(report.summary)
+                print("file:    \(bytesText(report.fileBytes)) on disk, \(bytesText(report.usedBytes)) in use "
+                      + "(trees \(bytesText(report.treeBytes)), free list \(bytesText(report.freeBytes))), "
+                      + "map \(bytesText(report.mapBytes))")
+            }
+            if !report.isConsistent { throw ExitCode.failure }
         }
     }
 }

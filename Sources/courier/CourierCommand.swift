@@ -19,6 +19,7 @@ struct CourierCommand: AsyncParsableCommand {
             BenchCommand.self,
             CacheCommand.self,
             FrozenCommand.self,
+            StressCommand.self,
         ],
         defaultSubcommand: DemoCommand.self
     )

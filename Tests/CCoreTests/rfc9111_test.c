@@ -813,6 +813,34 @@ static void test_5861_4_stale_if_error_on_5xx(void) {
     close_engine(e);
 }
 
+/* RFC 5861 section 4: stale-if-error in the request works like the response's. */
+static void test_5861_4_stale_if_error_request_directive(void) {
+    courier_engine *e = engine(COURIER_CACHE_HTTP);
+    REQUIRE(e);
+    char u[256], fail[128];
+    origin(u, sizeof u, "sie-rq", "Cache-Control", "max-age=1", "ETag", "\"q\"", NULL);
+    origin(fail, sizeof fail, "sie-rq-503", "_status", "503", NULL);
+    CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_MISS);
+    th_clock_set_offset_ms(5 * 1000);
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", u);
+    courier_request_add_header(r, "Cache-Control", "stale-if-error=60");
+    courier_request_set_customize(r, th_redirect_customize, NULL, NULL);
+    th_redirect_to(th_url(fail));
+    courier_response *resp = NULL;
+    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_response_cache_reason(resp), COURIER_CACHE_REASON_STALE_IF_ERROR);
+    courier_response_free(resp);
+    th_clock_set_offset_ms(100 * 1000); /* past the request's window */
+    resp = NULL;
+    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_HTTP_STATUS);
+    courier_response_free(resp);
+    th_redirect_to(NULL);
+    courier_request_free(r);
+    CHECK_EQ(origin_count("sie-rq-503"), 2);
+    close_engine(e);
+}
+
 /* ---- Content-Encoding --------------------------------------------------------------------------- */
 
 static void test_content_encoding_unknown_kept(void) {
@@ -883,6 +911,38 @@ static void test_9111_redirect_301_308_stored(void) {
     /* 302 is not heuristically cacheable */
     origin(u, sizeof u, "moved-302", "_status", "302", "Date", http_date(d, t), "Last-Modified", http_date(lm, t - 100000), NULL);
     CHECK_EQ(get_reason(e, u, NULL, NULL), COURIER_CACHE_REASON_NOT_STORED_STATUS);
+    close_engine(e);
+}
+
+/* The engine follows redirects hop by hop, each hop through the cache: a stored 301 (and the stored
+ * answer it leads to) answer the whole chain without the network; with following off, the stored
+ * 301 itself is the answer. */
+static void test_9111_cached_redirect_followed_from_cache(void) {
+    courier_engine *e = engine(COURIER_CACHE_HTTP);
+    REQUIRE(e);
+    char target[256], u[512];
+    origin(target, sizeof target, "redir-target", "Cache-Control", "max-age=600", "_body", "arrived", NULL);
+    origin(u, sizeof u, "redir-301", "_status", "301", "Cache-Control", "max-age=600", "Location", target, NULL);
+    for (int round = 0; round < 2; round++) {
+        reply x = exchange(e, "GET", u, NULL, NULL);
+        CHECK_EQ(x.code, COURIER_OK);
+        CHECK_EQ(x.status, 200);
+        CHECK_STR((const char *)courier_response_body(x.resp, NULL), "arrived");
+        CHECK_EQ(x.reason, round ? COURIER_CACHE_REASON_FRESH : COURIER_CACHE_REASON_MISS);
+        courier_response_free(x.resp);
+        CHECK_EQ(origin_count("redir-301"), 1);
+        CHECK_EQ(origin_count("redir-target"), 1);
+    }
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", u);
+    courier_request_set_follow_redirects(r, 0);
+    courier_response *resp = NULL;
+    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_response_status(resp), 301);
+    CHECK_EQ(courier_response_cache_reason(resp), COURIER_CACHE_REASON_FRESH);
+    courier_response_free(resp);
+    courier_request_free(r);
+    CHECK_EQ(origin_count("redir-301"), 1);
     close_engine(e);
 }
 
@@ -992,7 +1052,9 @@ TESTS_MAIN(T(test_9111_4_4_invalidate_on_unsafe), T(test_9111_4_4_invalidate_wit
            T(test_9111_3_1_hop_by_hop_not_stored), T(test_9111_5_2_2_4_no_cache_field), T(test_9111_5_2_2_7_private),
            T(test_9111_5_2_2_10_s_maxage), T(test_9111_5_2_2_8_proxy_revalidate), T(test_9111_3_5_authorization),
            T(test_9111_5_2_2_9_public_allows_heuristics), T(test_9111_3_3_partial_content_not_stored),
-           T(test_5861_4_stale_if_error_on_5xx), T(test_content_encoding_unknown_kept),
-           T(test_content_encoding_decoded_drops_header), T(test_9111_redirect_301_308_stored), T(test_9111_4_1_vary),
+           T(test_5861_4_stale_if_error_on_5xx),
+           T(test_5861_4_stale_if_error_request_directive), T(test_content_encoding_unknown_kept),
+           T(test_content_encoding_decoded_drops_header), T(test_9111_redirect_301_308_stored),
+           T(test_9111_cached_redirect_followed_from_cache), T(test_9111_4_1_vary),
            T(test_cache_reason_names), T(test_cache_too_large), T(test_9211_cache_status_field),
            T(test_cache_reason_in_log_lines))

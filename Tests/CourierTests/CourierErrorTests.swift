@@ -114,6 +114,7 @@ final class CourierErrorTests: LoopbackTestCase {
             (.init(rawValue: -25), -25), (.init(rawValue: -26), -26), (.init(rawValue: -27), -27),
             (.tooManyRedirects, -28), (.redirectRefused, -29), (.bodyNotReplayable, -30), (.protocolError, -31),
             (.headersTooLarge, -32),
+            (.cacheInconsistent, -40),
         ]
         XCTAssertEqual(CourierError.Code.allKnown, expected.map(\.0))
         for (code, raw) in expected {

@@ -10,7 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 
-courier_extra_packages=("pytest>=7" "mypy")
+courier_extra_packages=("pytest>=7" "mypy" "matplotlib>=3.5")
 . bindings/python/setup-env.sh
 
 echo "== pytest =="

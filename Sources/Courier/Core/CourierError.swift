@@ -157,6 +157,7 @@ extension CourierError {
             Code(COURIER_E_JSON), Code(COURIER_E_MAPPING), Code(COURIER_E_API),
             Code(COURIER_E_FROZEN), Code(COURIER_E_OFFLINE), Code(COURIER_E_JOURNAL_CORRUPT),
             .tooManyRedirects, .redirectRefused, .bodyNotReplayable, .protocolError, .headersTooLarge,
+            Code(COURIER_E_CACHE_INCONSISTENT),
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -202,6 +203,7 @@ extension CourierError {
             case .bodyNotReplayable: return "bodyNotReplayable"
             case .protocolError: return "protocolError"
             case .headersTooLarge: return "headersTooLarge"
+            case Code(COURIER_E_CACHE_INCONSISTENT): return "cacheInconsistent"
             default: return "unknown(\(rawValue))"
             }
         }

@@ -1,7 +1,10 @@
 // DemoCommand.swift — `courier demo` (and `courier` alone): starts the embedded test server on a
 // free port of 127.0.0.1, opens an engine on it, and shows a few requests with their results and
 // metrics, honestly: what was sent, what came back, how long it took, whether a connection was
-// reused.
+// reused; then the rest of the engine on its temporary store: the cache (a hit without the
+// network, a revalidation), a request frozen while its server is away and replayed with its
+// idempotency key, a JSON answer mapped into models by key path, a retry and a batch, each line
+// from what the engine reports (cache status, request and frozen-request events).
 import ArgumentParser
 import Courier
 import Foundation
@@ -25,6 +28,8 @@ struct DemoCommand: AsyncParsableCommand {
         do {
             var configuration = Configuration(baseURL: server.baseURL)
             configuration.temporaryStore = true // the demo keeps nothing
+            // Frozen requests are replayed promptly here (the default backoff starts at 1 s).
+            configuration.frozenReplay = FrozenReplay(concurrency: 1, backoffBase: 0.05, backoffMax: 0.2)
             engine = try Engine(configuration: configuration)
         } catch {
             printError("error: cannot open an engine: \(describe(error))")
@@ -131,11 +136,136 @@ struct DemoCommand: AsyncParsableCommand {
         print("     \(ok.count)/8 succeeded in \(ms(wall)); the server saw \(after.requests - before.requests) request(s) for them")
         printFailures(results)
 
+        failures += await engineSteps(engine: engine, server: server)
+
         let total = server.counts
         print("")
         print("done: the server saw \(total.requests) requests on \(total.connections) connections"
             + (failures == 0 ? "; every step behaved as expected." : "; \(failures) step(s) did NOT behave as expected."))
         if failures > 0 { throw ExitCode.failure }
+    }
+
+    // MARK: - the whole engine: cache, frozen requests, mapping, retry, batch
+
+    /// Steps 9-13. Each line says what happened and why, from what the engine reports: a response's
+    /// cache status and cache reason code (courier_response_cache_reason), the request events
+    /// (from_cache, retried, finished) and the frozen-request events; the server's own counts show
+    /// what reached the network. Returns the failures.
+    private func engineSteps(engine: Engine, server: EmbeddedServer) async -> Int {
+        var failures = 0
+        let events = EventLog()
+        let token = try? engine.addEventMonitor(kinds: [.fromCache, .retried, .finished]) { events.add($0) }
+        defer { if let token { engine.removeEventMonitor(token) } }
+
+        // 9. The cache: an answer without the network, then a revalidation.
+        step(9, "The cache (HTTP policy): GET /cache?max_age=60&etag=v1 twice, then GET /etag/v2 twice")
+        do {
+            let fresh = Request.get("/cache").parameter("max_age", "60").parameter("etag", "v1").cachePolicy(.http)
+            let before = server.path("/cache")
+            let first = try await engine.send(fresh)
+            print("     #1 \(first.status) \(first.cacheStatus), reason \(first.cacheReason.name): nothing was stored; the "
+                  + "server answered (Cache-Control: \(first.header("Cache-Control") ?? "-")) and the engine stored it")
+            let second = try await engine.send(fresh)
+            let fromCache = events.count(.fromCache)
+            print("     #2 \(second.status) \(second.cacheStatus), reason \(second.cacheReason.name): the stored response "
+                  + "is fresh, so the engine answered without the network (from_cache events: \(fromCache); requests "
+                  + "that reached the server: \(server.path("/cache") - before))")
+            if second.cacheStatus != .hit || second.cacheReason != .fresh || server.path("/cache") - before != 1 {
+                failures += 1
+            }
+            let stale = Request.get("/etag/v2").cachePolicy(.http)
+            let a = try await engine.send(stale)
+            let b = try await engine.send(stale)
+            print("     #3 \(a.status) \(a.cacheStatus), reason \(a.cacheReason.name): stored with ETag "
+                  + "\(a.header("ETag") ?? "-") and max-age=0 (to be checked with the server before reuse)")
+            print("     #4 \(b.status) \(b.cacheStatus), reason \(b.cacheReason.name): the engine sent If-None-Match, "
+                  + "the server answered 304 Not Modified, and the stored body (\(b.body.count) bytes) was served "
+                  + "with the new headers merged")
+            if b.cacheStatus != .revalidated || b.cacheReason != .revalidated { failures += 1 }
+        } catch { failures += 1; unexpected(error) }
+
+        // 10. A request frozen while its server is away, replayed with its idempotency key.
+        step(10, "A POST frozen while its server is away, replayed when it is back")
+        do {
+            let away = try EmbeddedServer()
+            let port = away.port
+            away.stop()
+            let frozenEvents = engine.frozen.events([.frozen, .resentSucceeded, .resentFailed])
+            let request = Request.post("http://127.0.0.1:\(port)/echo/orders").json(#"{"item":"book","qty":1}"#)
+                .freeze(.auto, expiry: 600)
+            var freezeID: String?
+            do {
+                _ = try await engine.send(request)
+                failures += 1
+                print("     unexpected success with the server stopped")
+            } catch let error as CourierError where error.code == .frozen {
+                freezeID = error.freezeID
+                let kept = freezeID.flatMap { try? engine.frozen.get($0) } ?? nil
+                print("     threw CourierError.frozen: nothing listens on port \(port), so the engine wrote the request "
+                      + "to its journal (freeze id \(freezeID ?? "?"), Idempotency-Key "
+                      + "\(kept?.idempotencyKey.prefix(8) ?? "?")…)")
+            }
+            let back = try EmbeddedServer(port: port)
+            defer { back.stop() }
+            try engine.frozen.replay()
+            for await event in frozenEvents {
+                if event.kind == .frozen { continue }
+                if event.kind == .resentSucceeded, let response = event.response {
+                    let echo = json(response.body)
+                    let key = (echo["headers"] as? [[String]])?.first { $0.first?.lowercased() == "idempotency-key" }?.last
+                    print("     the server is back on port \(port): the journal resent it (attempt \(event.attempts)), "
+                          + "\(response.status); the server received Idempotency-Key \(key?.prefix(8) ?? "none")…, "
+                          + "the same as at freeze time, so it can tell a repeat from a new order")
+                    if event.freezeID != freezeID { failures += 1 }
+                } else {
+                    failures += 1
+                    print("     resend failed: \(event.error.map(describe) ?? "?")")
+                }
+                break
+            }
+        } catch { failures += 1; unexpected(error) }
+
+        // 11. A JSON answer mapped into models by key path.
+        step(11, "GET /json mapped into [Item] at key path \"data.items\"")
+        do {
+            let items = try await engine.send(.get("/json").keyPath("data.items"), as: [DemoItem].self)
+            print("     decoded \(items.count) models from the array under data.items: "
+                  + items.map { "Item(id: \($0.id), title: \"\($0.title)\")" }.joined(separator: ", "))
+            _ = try await engine.send(.get("/json").keyPath("data.nothing"))
+            failures += 1
+        } catch let error as CourierError where error.code == .mapping {
+            print("     a key path that is not there throws CourierError.mapping: \(error.message)")
+        } catch { failures += 1; unexpected(error) }
+
+        // 12. A retry.
+        step(12, "GET /status/503 with 2 retries (50 ms backoff, doubling)")
+        do {
+            _ = try await engine.send(.get("/status/503").retry(RetryPolicy(maxRetries: 2, baseDelay: 0.05)))
+            failures += 1
+        } catch let error as CourierError {
+            for e in events.all(.retried) {
+                let delay = e.retryDelay.map { String(format: "%.0f ms", $0 * 1000) } ?? "?"
+                let why = e.status.map { "HTTP \($0)" } ?? e.error.map { "CourierError.\($0.code.name)" } ?? "?"
+                print("     retried: attempt \(e.attempt ?? 0) after \(delay), because the last attempt failed with \(why)")
+            }
+            print("     then CourierError.\(error.code.name) (HTTP \(error.httpStatus ?? 0)): the rule allows 2 retries")
+            if events.count(.retried) != 2 { failures += 1 }
+        } catch { failures += 1; unexpected(error) }
+
+        // 13. A batch.
+        step(13, "A batch of 3: GET /json, GET /delay/100, GET /status/404")
+        let t0 = Date()
+        let results = await engine.batch([.get("/json"), .get("/delay/100"), .get("/status/404")])
+        for (path, result) in zip(["/json", "/delay/100", "/status/404"], results) {
+            switch result {
+            case .success(let r): print("     \(path): \(r.status) in \(ms(r.metrics.total))")
+            case .failure(let e): print("     \(path): CourierError.\(e.code.name)\(e.httpStatus.map { " (HTTP \($0))" } ?? "")")
+            }
+        }
+        print("     all three in \(ms(Date().timeIntervalSince(t0))) together: sent at once, each with its own result; "
+              + "one failing did not stop the others")
+        if results.count != 3 || (try? results[0].get()) == nil { failures += 1 }
+        return failures
     }
 
     /// Runs `count` sends at once and returns their results in completion order.
@@ -196,4 +326,30 @@ extension String {
     func leftPadded(_ width: Int) -> String {
         count >= width ? self : String(repeating: " ", count: width - count) + self
     }
+}
+
+/// An item of the test server's /json document.
+private struct DemoItem: Decodable {
+    let id: Int
+    let title: String
+}
+
+/// The request events the demo saw, from the engine's event monitor (any thread).
+private final class EventLog: @unchecked Sendable { // every access holds `lock`
+    private let lock = NSLock()
+    private var events: [RequestEvent] = []
+
+    func add(_ event: RequestEvent) {
+        lock.lock()
+        events.append(event)
+        lock.unlock()
+    }
+
+    func all(_ kind: RequestEvent.Kind) -> [RequestEvent] {
+        lock.lock()
+        defer { lock.unlock() }
+        return events.filter { $0.kind == kind }
+    }
+
+    func count(_ kind: RequestEvent.Kind) -> Int { all(kind).count }
 }

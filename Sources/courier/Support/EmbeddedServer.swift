@@ -38,6 +38,14 @@ final class EmbeddedServer: @unchecked Sendable {  // cts_server is thread-safe;
         return (cts_server_request_count(server), cts_server_connection_count(server))
     }
 
+    /// Requests the server has seen for one path (query left out).
+    func path(_ path: String) -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let server else { return 0 }
+        return cts_server_path_count(server, path)
+    }
+
     /// Stops the server and closes its connections (idempotent).
     func stop() {
         lock.lock()

@@ -223,6 +223,7 @@ DECLS = {
     'courier_cache_remove_expired': ('int', ('ptr', 'ptr', 'ptr')),
     'courier_cache_size': ('int', ('ptr', 'ptr', 'ptr', 'ptr')),
     'courier_cache_get_stats': ('int', ('ptr', 'ptr', 'size_t', 'ptr')),
+    'courier_cache_verify': ('int', ('ptr', 'ptr', 'size_t', 'ptr')),
     'courier_cache_list_entries': ('int', ('ptr', 'ptr', 'ptr')),
     'courier_cache_list_count': ('size_t', ('ptr',)),
     'courier_cache_list_at': ('int', ('ptr', 'size_t', 'ptr', 'size_t')),

@@ -119,6 +119,7 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
     (-30, "COURIER_E_BODY_NOT_REPLAYABLE", "BodyNotReplayable", (), "A redirect must send the body again and it was streamed from a file (3xx attached)."),
     (-31, "COURIER_E_PROTOCOL", "ProtocolError", (), "The server broke HTTP: garbage status line, conflicting Content-Length, bad framing."),
     (-32, "COURIER_E_HEADERS_TOO_LARGE", "HeadersTooLarge", (), "A response header line, or the header block, is over the limit."),
+    (-40, "COURIER_E_CACHE_INCONSISTENT", "CacheInconsistent", (), "The cache verify found damaged entries, orphan index records, or totals that differ from a scan."),
 ]
 
 #: courier_timeout_kind values, by the name ``timeout_kind`` gives them.
