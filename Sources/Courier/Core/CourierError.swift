@@ -18,7 +18,7 @@ internal import CCore
 /// wording may change.
 public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What failed. Mirrors the C core's `courier_code`; codes are append-only there, so a code
-    /// this version does not name is still represented (``isKnown`` is then false).
+    /// this version does not name is still represented (``Code/isKnown`` is then false).
     public let code: Code
     /// English detail from the C core (or the facade). Not stable: do not match on it.
     public let message: String

@@ -55,7 +55,7 @@ public enum CacheStatus: Sendable, Hashable {
     case hit
     /// A stored entry the server confirmed with 304 Not Modified.
     case revalidated
-    /// A stale entry (stale-while-revalidate, stale-if-error, or ``Cache/get(_:allowStale:)``).
+    /// A stale entry (stale-while-revalidate, stale-if-error, or ``Cache/get(_:allowStale:)-92l5k``).
     case stale
 
     init(_ raw: Int32) {
@@ -106,7 +106,7 @@ public enum CacheReason: Sendable, Hashable {
     case notStoredMethod
     /// An unsafe method's answer: the stored responses of its URLs were removed.
     case invalidated
-    /// Stale, as the request allowed (max-stale, or ``Cache/get(_:allowStale:)``).
+    /// Stale, as the request allowed (max-stale, or ``Cache/get(_:allowStale:)-92l5k``).
     case staleAccepted
     /// A HEAD answer that freshened the stored GET response.
     case updatedStored
@@ -122,7 +122,8 @@ public enum CacheReason: Sendable, Hashable {
         .staleAccepted, .updatedStored, .notStoredPolicy,
     ]
 
-    /// The C value (`courier_cache_reason`); the order of ``known`` is the C enum's.
+    /// The C value (`courier_cache_reason`): the case's position in the C enum (the private `known`
+    /// list keeps that order).
     public var rawValue: Int {
         if case .other(let v) = self { return v }
         return Self.known.firstIndex(of: self)!
@@ -443,7 +444,7 @@ private let writeTrampoline: @convention(c) (OpaquePointer?, UnsafeMutablePointe
 
 // MARK: - The manager
 
-/// A snapshot of one cache entry, as listed by ``Cache/entries()``.
+/// A snapshot of one cache entry, as listed by ``Cache/entries()-431cm``.
 public struct CacheEntry: Sendable, Hashable {
     /// The key text (method, URL and sorted parameters, or the request's own key).
     public let key: String

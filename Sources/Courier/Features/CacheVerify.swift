@@ -6,11 +6,13 @@ internal import CCore
 
 /// What ``Cache/verify()`` found in the store (one read snapshot, all engines and processes).
 public struct CacheVerifyReport: Sendable, Hashable {
-    /// Entries the scan found, and their bytes (key + value, as the totals count them).
+    /// Entries the scan found.
     public let entries: Int64
+    /// The bytes of the entries the scan found (key + value, as the totals count them).
     public let bytes: Int64
-    /// The store's own totals (``Cache/size()``).
+    /// The store's own count of entries (``Cache/size()-4jl6w``).
     public let totalEntries: Int64
+    /// The store's own count of bytes (``Cache/size()-4jl6w``).
     public let totalBytes: Int64
     /// Entries that do not decode or whose checksum does not match.
     public let damaged: Int64
@@ -22,16 +24,19 @@ public struct CacheVerifyReport: Sendable, Hashable {
     public let totalsMismatch: Bool
     /// The sum of the problems found (0: consistent).
     public let problems: Int64
-    /// Size of data.mdb on disk, this process's map of it, and the pages LMDB uses.
+    /// Size of data.mdb on disk.
     public let fileBytes: Int64
+    /// Size of this process's map of data.mdb.
     public let mapBytes: Int64
+    /// Bytes of the pages LMDB uses.
     public let usedBytes: Int64
     /// LMDB reported a damaged page (the store is recreated at the next open).
     public let unreadable: Bool
     /// This process found the store unusable when it opened it, moved it aside and started anew.
     public let movedAside: Bool
-    /// Bytes of the pages of the trees, and of the pages on LMDB's free list (reused by later commits).
+    /// Bytes of the pages of the trees.
     public let treeBytes: Int64
+    /// Bytes of the pages on LMDB's free list (reused by later commits).
     public let freeBytes: Int64
     /// No problem found.
     public var isConsistent: Bool { problems == 0 }

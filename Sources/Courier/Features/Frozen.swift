@@ -494,6 +494,7 @@ private let frozenEventTrampoline: courier_frozen_event_fn = { ev, user in
     box.handler(event)
 }
 
+/// The notifications ``FrozenRequests/postNotifications(to:)`` posts, HTNetworking's names for them.
 extension Notification.Name {
     /// Posted by ``FrozenRequests/postNotifications(to:)`` when a resend succeeded
     /// (HTNetworking's `kHTResendFrozenRequestSuccessfulNotification`).
@@ -696,9 +697,9 @@ public struct FrozenRequests: Sendable {
     /// - Parameter token: What ``addObserver(for:_:)`` returned.
     public func removeObserver(_ token: ObservationToken) { token.cancel() }
 
-    /// Posts every event to a NotificationCenter, as the seeds did: ``Notification/Name/courierRequestFrozen``,
-    /// ``Notification/Name/courierFrozenRequestResent``, ``Notification/Name/courierFrozenRequestResendFailed``,
-    /// ``Notification/Name/courierFrozenRequestExpired``, with the ``FrozenEvent`` under
+    /// Posts every event to a NotificationCenter, as the seeds did: ``Foundation/NSNotification/Name/courierRequestFrozen``,
+    /// ``Foundation/NSNotification/Name/courierFrozenRequestResent``, ``Foundation/NSNotification/Name/courierFrozenRequestResendFailed``,
+    /// ``Foundation/NSNotification/Name/courierFrozenRequestExpired``, with the ``FrozenEvent`` under
     /// ``CourierFrozenEventKey`` in `userInfo`. Posted on the journal thread.
     /// - Parameter center: The center (the default one if omitted).
     /// - Returns: The token; cancel it to stop posting.
