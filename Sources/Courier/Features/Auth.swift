@@ -9,6 +9,7 @@ import Foundation
 
 /// The authentication schemes credentials may answer a challenge with (`courier_auth_scheme`).
 public struct AuthSchemes: OptionSet, Sendable, Hashable {
+    /// The C bit set (`courier_auth_scheme` values or-ed together).
     public let rawValue: UInt32
     /// - Parameter rawValue: The C bit set.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
@@ -223,7 +224,7 @@ extension Request {
 // MARK: - Errors
 
 extension CourierError.Code {
-    /// The proxy failed: its name did not resolve, it refused the tunnel (``CourierError/httpStatus``
+    /// The proxy failed: its name did not resolve, it refused the tunnel (``CourierError/httpStatus-property``
     /// tells), or its SOCKS handshake failed.
     public static let proxy = CourierError.Code(COURIER_E_PROXY)
 }
