@@ -20,27 +20,43 @@ struct CacheCommand: AsyncParsableCommand {
     )
 }
 
-/// Options every cache subcommand takes.
+/// Options every cache subcommand takes (and `courier cookies`).
 struct CacheOptions: ParsableArguments {
     @Option(name: .customLong("store"), help: ArgumentHelp(
-        "The store directory (default: $COURIER_STORE, else ~/.cache/courier).", valueName: "dir"))
+        "The store directory (default: the store of --app-id, else $COURIER_STORE, else ~/.cache/courier).",
+        valueName: "dir"))
     var store: String?
+
+    @Option(name: .customLong("app-id"), help: ArgumentHelp(
+        "Open the default store of the app with this id: the one its engines open without a store "
+            + "directory ($XDG_DATA_HOME/<id>/courier, else ~/.local/share/<id>/courier).", valueName: "id"))
+    var appID: String?
 
     @Flag(help: "Print JSON on stdout.")
     var json = false
 
-    var storeDirectory: String {
-        if let store { return store }
-        if let env = ProcessInfo.processInfo.environment["COURIER_STORE"], !env.isEmpty { return env }
-        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/courier").path
-    }
-
     /// An engine on the store (it opens the cache on first use; nothing is sent).
     func openEngine() throws -> Engine {
-        var configuration = Configuration()
-        configuration.storeDirectory = storeDirectory
-        return try Engine(configuration: configuration)
+        try Engine(configuration: storeConfiguration(store: store, appID: appID))
     }
+}
+
+/// The configuration of the store a `cache`, `frozen` or `cookies` command opens: `--store`, else
+/// the default store of `--app-id` (the C core resolves it exactly as for the app's own engines),
+/// else $COURIER_STORE, else ~/.cache/courier.
+func storeConfiguration(store: String?, appID: String?) -> Configuration {
+    var configuration = Configuration()
+    if let store {
+        configuration.storeDirectory = store
+    } else if let appID {
+        configuration.appID = appID
+    } else if let env = ProcessInfo.processInfo.environment["COURIER_STORE"], !env.isEmpty {
+        configuration.storeDirectory = env
+    } else {
+        configuration.storeDirectory =
+            FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/courier").path
+    }
+    return configuration
 }
 
 /// Runs `body` with an engine, turning a CourierError into "error: ..." and exit status 1 (`courier
@@ -95,10 +111,10 @@ struct CacheStatsCommand: ParsableCommand {
         try withEngine(options) { engine in
             let stats = try engine.cache.stats()
             if options.json {
-                try printJSON(["store": options.storeDirectory, "bytes": stats.bytes, "count": stats.count,
+                try printJSON(["store": engine.storeDirectory, "bytes": stats.bytes, "count": stats.count,
                                "max_bytes": stats.maxBytes] as [String: Any])
             } else {
-                print("store:   \(options.storeDirectory)/cache")
+                print("store:   \(engine.storeDirectory)/cache")
                 print("entries: \(stats.count)")
                 print("size:    \(bytesText(stats.bytes)) (\(stats.bytes) bytes) of \(bytesText(stats.maxBytes))")
             }
@@ -210,10 +226,10 @@ struct CacheVerifyCommand: ParsableCommand {
             let report = try engine.cache.verify()
             if options.json {
                 var object = report.jsonObject
-                object["store"] = options.storeDirectory
+                object["store"] = engine.storeDirectory
                 try printJSON(object)
             } else {
-                print("store:   \(options.storeDirectory)/cache")
+                print("store:   \(engine.storeDirectory)/cache")
                 print(report.summary)
                 print("file:    \(bytesText(report.fileBytes)) on disk, \(bytesText(report.usedBytes)) in use "
                       + "(trees \(bytesText(report.treeBytes)), free list \(bytesText(report.freeBytes))), "

@@ -23,22 +23,21 @@ struct FrozenCommand: AsyncParsableCommand {
 /// Options every frozen subcommand takes.
 struct FrozenOptions: ParsableArguments {
     @Option(name: .customLong("store"), help: ArgumentHelp(
-        "The store directory (default: $COURIER_STORE, else ~/.cache/courier).", valueName: "dir"))
+        "The store directory (default: the store of --app-id, else $COURIER_STORE, else ~/.cache/courier).",
+        valueName: "dir"))
     var store: String?
+
+    @Option(name: .customLong("app-id"), help: ArgumentHelp(
+        "Open the default store of the app with this id: the one its engines open without a store "
+            + "directory ($XDG_DATA_HOME/<id>/courier, else ~/.local/share/<id>/courier).", valueName: "id"))
+    var appID: String?
 
     @Flag(help: "Print JSON on stdout.")
     var json = false
 
-    var storeDirectory: String {
-        if let store { return store }
-        if let env = ProcessInfo.processInfo.environment["COURIER_STORE"], !env.isEmpty { return env }
-        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/courier").path
-    }
-
     /// An engine on the store with automatic replay paused: nothing is sent unless asked.
     func openEngine() throws -> Engine {
-        var configuration = Configuration()
-        configuration.storeDirectory = storeDirectory
+        var configuration = storeConfiguration(store: store, appID: appID)
         configuration.frozenPaused = true
         return try Engine(configuration: configuration)
     }

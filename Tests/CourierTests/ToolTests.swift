@@ -58,4 +58,36 @@ final class ToolTests: XCTestCase {
         XCTAssertFalse(oldLine.contains("until"), oldLine)
         XCTAssertTrue(newLine.contains(" fresh until "), newLine)
     }
+
+    /// `courier cache ls --app-id ID` and `courier frozen ls --app-id ID` open the default store of
+    /// that app: the one its engines open without a store directory (the C core resolves both).
+    func testStoreCommandsOpenAnAppsDefaultStore() throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("courier-tool-xdg-\(UUID())").path
+        let saved = ProcessInfo.processInfo.environment["XDG_DATA_HOME"]
+        setenv("XDG_DATA_HOME", home, 1) // the tool inherits it
+        defer {
+            if let saved { setenv("XDG_DATA_HOME", saved, 1) } else { unsetenv("XDG_DATA_HOME") }
+            try? FileManager.default.removeItem(atPath: home)
+        }
+        var configuration = Configuration()
+        configuration.appID = "ToolTestApp"
+        let engine = try Engine(configuration: configuration)
+        XCTAssertTrue(engine.storeDirectory.hasPrefix(home), engine.storeDirectory)
+        try engine.cache.put(key: "app-entry", body: Data("z".utf8), expiry: 3600)
+        engine.close()
+
+        let (status, output) = try run(["cache", "ls", "--app-id", "ToolTestApp"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(output.contains("app-entry"), output)
+        let (otherStatus, other) = try run(["cache", "ls", "--app-id", "AnotherApp"])
+        XCTAssertEqual(otherStatus, 0, other)
+        XCTAssertFalse(other.contains("app-entry"), other)
+        let (statsStatus, stats) = try run(["cache", "stats", "--app-id", "ToolTestApp", "--json"])
+        XCTAssertEqual(statsStatus, 0, stats)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any], stats)
+        XCTAssertEqual(object["store"] as? String, engine.storeDirectory)
+        XCTAssertEqual(object["count"] as? Int, 1)
+        let (frozenStatus, frozen) = try run(["frozen", "ls", "--app-id", "ToolTestApp", "--json"])
+        XCTAssertEqual(frozenStatus, 0, frozen)
+    }
 }
