@@ -446,7 +446,8 @@ COURIER_API int courier_response_metrics(const courier_response *response, couri
 /* Defaults: follow on; at most 20 redirects (OkHttp's and the browsers' limit; requests allows 30,
  * more than any real chain needs, and loops are found sooner); HTTPS to HTTP refused. */
 COURIER_API int courier_config_set_follow_redirects(courier_config *config, int follow);
-/* max_redirects >= 0 (0: the first redirect fails with COURIER_E_TOO_MANY_REDIRECTS). */
+/* The engine's settings. max_redirects >= 0 (0: the first redirect fails with
+ * COURIER_E_TOO_MANY_REDIRECTS). Errors: COURIER_E_INVALID_ARGUMENT (NULL config, max_redirects < 0). */
 COURIER_API int courier_config_set_max_redirects(courier_config *config, int max_redirects);
 COURIER_API int courier_config_set_allow_redirect_downgrade(courier_config *config, int allow);
 /* The same for one request, replacing the engine's setting. Errors: COURIER_E_INVALID_ARGUMENT. */
@@ -468,7 +469,9 @@ COURIER_API int courier_request_set_allow_redirect_downgrade(courier_request *re
  * block for long, wait for another send, or close the engine. */
 typedef int (*courier_redirect_fn)(const courier_response *response, courier_outgoing *next, void *user);
 /* Registers the hook of every request of engines opened with this configuration (NULL removes it),
- * and of one request (replacing the engine's). user_free as for validators. */
+ * and of one request (replacing the engine's). user_free as for validators (called when the hook is
+ * replaced or its owner freed, also when registration fails). Errors: COURIER_E_INVALID_ARGUMENT
+ * (NULL config or request), COURIER_E_NO_MEMORY. */
 COURIER_API int courier_config_set_redirect_hook(courier_config *config, courier_redirect_fn fn, void *user,
                                                  courier_user_free_fn user_free);
 COURIER_API int courier_request_set_redirect_hook(courier_request *request, courier_redirect_fn fn, void *user,
@@ -1960,7 +1963,8 @@ COURIER_API int courier_reachability_remove_listener(courier_engine *engine, uin
  * courier_config_set_temporary_store, keeps its jar in memory only). Session cookies (no expiry) are kept in the store too:
  * the store is the session; courier_cookies_clear ends it. A frozen request is replayed with the
  * jar as it is when it is sent again. 0 turns the jar off for the engine (no Cookie header is
- * ever added, Set-Cookie is ignored, the store's jar is left as it is). */
+ * ever added, Set-Cookie is ignored, the store's jar is left as it is). Errors: COURIER_E_INVALID_ARGUMENT
+ * (NULL config). */
 COURIER_API int courier_config_set_cookies(courier_config *config, int enabled);
 
 #define COURIER_COOKIE_VERSION 1
@@ -2057,7 +2061,8 @@ COURIER_API const char *courier_challenge_url(const courier_challenge *challenge
 /* The WWW-Authenticate (401) or Proxy-Authenticate (407) values, joined by ", " ("" when none).
  * Borrowed until the challenge is answered. */
 COURIER_API const char *courier_challenge_header(const courier_challenge *challenge);
-/* The request's id. */
+/* The request's id (as courier_send returned it). The accessors above read a challenge from any
+ * thread until it is answered; none fails (a NULL challenge gives 0 or ""). */
 COURIER_API uint64_t courier_challenge_request_id(const courier_challenge *challenge);
 /* Answers the challenge and releases it (it must not be used after): with credentials the request
  * is sent again with them (for a 407, as the proxy's); user NULL declines, and the request

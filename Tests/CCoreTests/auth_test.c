@@ -208,6 +208,7 @@ typedef struct handler_state {
     int later;                   /* answer from another thread, after the handler returned */
     courier_challenge *kept;     /* not answered at all (the test answers it) */
     int keep;
+    uint64_t request_id;         /* courier_challenge_request_id of the last challenge */
 } handler_state;
 
 typedef struct later_answer {
@@ -228,6 +229,7 @@ static void handler(courier_challenge *ch, void *user) {
     s->status = courier_challenge_status(ch);
     snprintf(s->url, sizeof s->url, "%s", courier_challenge_url(ch));
     snprintf(s->header, sizeof s->header, "%s", courier_challenge_header(ch));
+    s->request_id = courier_challenge_request_id(ch);
     if (s->keep) {
         s->kept = ch;
         return;
@@ -339,6 +341,8 @@ static void test_cancel_and_close_while_a_challenge_waits(void) {
     REQUIRE(courier_send(e, r, done_cb, &result, &id, NULL) == COURIER_OK);
     for (int i = 0; i < 1000 && !atomic_load(&s.calls); i++) usleep(2000);
     REQUIRE(atomic_load(&s.calls) == 1);
+    CHECK_EQ(s.request_id, id); /* the challenge names the send it belongs to */
+    CHECK_EQ(courier_challenge_request_id(NULL), 0);
     long queued = 0, active = 0;
     courier_engine_pending(e, &queued, &active);
     CHECK_EQ(queued, 1); /* waiting, off the wire */

@@ -335,6 +335,12 @@ static int move_off_origin(const courier_response *resp, courier_outgoing *next,
     return COURIER_REDIRECT_FOLLOW;
 }
 
+/* Follows every hop as the rules made it. */
+static int move_nowhere(const courier_response *resp, courier_outgoing *next, void *user) {
+    (void)resp, (void)next, (void)user;
+    return COURIER_REDIRECT_FOLLOW;
+}
+
 /* Authorization, Cookie and Proxy-Authorization never reach another origin; same origin keeps them. */
 static void test_redirect_drops_credentials_off_origin(void) {
     cts_server *other = NULL;
@@ -528,6 +534,71 @@ static void test_redirect_downgrade_refused_unless_allowed(void) {
     CHECK_EQ(send_req(e, r, &resp, &err), COURIER_OK);
     CHECK_EQ(courier_response_status(resp), 200);
     CHECK_CONTAINS(courier_response_url(resp), "http://127.0.0.1");
+    courier_response_free(resp);
+    courier_engine_close(e);
+    stop_tls();
+}
+
+static void engine_redirect_settings(courier_config *c) {
+    courier_config_set_max_redirects(c, 2);
+    courier_config_set_redirect_hook(c, hook, NULL, NULL);
+    courier_config_set_allow_redirect_downgrade(c, 1);
+    courier_config_set_insecure(c, 1);
+}
+
+/* The engine's redirect settings apply to every request that sets none of its own, and a request's
+ * own setting replaces the engine's; bad values are refused. */
+static void test_engine_redirect_settings(void) {
+    courier_config *bad = NULL;
+    CHECK_EQ(courier_config_new(&bad), COURIER_OK);
+    CHECK_EQ(courier_config_set_max_redirects(bad, -1), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_max_redirects(NULL, 1), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_allow_redirect_downgrade(NULL, 1), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_redirect_hook(NULL, hook, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    courier_config_free(bad);
+
+    courier_engine *e = th_engine(engine_redirect_settings);
+    REQUIRE(e);
+    courier_response *resp = NULL;
+    courier_error err;
+    /* the engine's maximum (2) */
+    hook_calls = 0;
+    hook_verdict = COURIER_REDIRECT_STOP;
+    courier_request *r = req("GET", "/redirect-chain/3");
+    courier_request_set_redirect_hook(r, NULL, NULL, NULL); /* NULL: the engine's hook stays */
+    CHECK_EQ(send_req(e, r, &resp, &err), COURIER_OK); /* the engine's hook stopped at the first */
+    CHECK_EQ(hook_calls, 1);
+    CHECK_EQ(courier_response_status(resp), 302);
+    courier_response_free(resp);
+    resp = NULL;
+    hook_verdict = COURIER_REDIRECT_STOP;
+    r = req("GET", "/redirect-chain/3");
+    courier_request_set_redirect_hook(r, move_nowhere, NULL, NULL); /* the request's hook replaces it */
+    CHECK_EQ(send_req(e, r, &resp, &err), COURIER_E_TOO_MANY_REDIRECTS);
+    CHECK_EQ(hook_calls, 1); /* the engine's hook was not asked */
+    CHECK_EQ(courier_response_redirect_count(resp), 2);
+    courier_response_free(resp);
+    resp = NULL;
+    r = req("GET", "/redirect-chain/3");
+    courier_request_set_redirect_hook(r, move_nowhere, NULL, NULL);
+    courier_request_set_max_redirects(r, 3); /* the request's maximum replaces the engine's */
+    CHECK_EQ(send_req(e, r, &resp, &err), COURIER_OK);
+    CHECK_EQ(courier_response_redirect_count(resp), 3);
+    courier_response_free(resp);
+    courier_engine_close(e);
+
+    /* the engine's downgrade permission */
+    int port = start_downgrade_server();
+    REQUIRE(port);
+    e = th_engine(engine_redirect_settings);
+    REQUIRE(e);
+    char url[128];
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/down", port);
+    resp = NULL;
+    r = req("GET", url);
+    courier_request_set_redirect_hook(r, move_nowhere, NULL, NULL);
+    CHECK_EQ(send_req(e, r, &resp, &err), COURIER_OK);
+    CHECK_EQ(courier_response_status(resp), 200);
     courier_response_free(resp);
     courier_engine_close(e);
     stop_tls();
@@ -801,7 +872,7 @@ static void test_total_timeout(void) {
 
 TESTS_MAIN(T(test_redirect_matrix), T(test_redirect_drops_all_content_fields_with_the_body),
            T(test_cancel_reaches_the_hop_in_flight), T(test_coalesced_requests_follow_each), T(test_redirect_not_followed), T(test_mock_redirect_not_followed),
-           T(test_redirect_bad_location), T(test_too_many_redirects),
+           T(test_redirect_bad_location), T(test_too_many_redirects), T(test_engine_redirect_settings),
            T(test_redirect_hook), T(test_redirect_drops_credentials_off_origin), T(test_redirect_body_not_replayable),
            T(test_redirect_hops_go_through_cache), T(test_redirect_download), T(test_redirect_downgrade_refused_unless_allowed),
            T(test_unended_header_block_is_partial), T(test_conflicting_content_length),
