@@ -135,3 +135,9 @@ def test_every_python_enum_matches_the_header() -> None:
         assert not missing, f"{cls.__name__} lacks {sorted(missing)}"
     # every enum of the header a Python user passes or reads has its class
     assert set(enums) - seen <= {"courier_code"}, sorted(set(enums) - seen - {"courier_code"})
+
+
+def test_timeout_kind_names_are_the_enums() -> None:
+    """errors.TIMEOUT_KINDS (what CourierError.timeout_kind says) is courier.TimeoutKind by name."""
+    from courier import errors
+    assert errors.TIMEOUT_KINDS == {str(k): int(k) for k in courier.TimeoutKind if k is not courier.TimeoutKind.NONE}
