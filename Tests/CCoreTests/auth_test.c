@@ -225,11 +225,11 @@ static void *answer_later(void *arg) {
 
 static void handler(courier_challenge *ch, void *user) {
     handler_state *s = user;
+    s->request_id = courier_challenge_request_id(ch); /* before the count a waiting test reads */
     atomic_fetch_add(&s->calls, 1);
     s->status = courier_challenge_status(ch);
     snprintf(s->url, sizeof s->url, "%s", courier_challenge_url(ch));
     snprintf(s->header, sizeof s->header, "%s", courier_challenge_header(ch));
-    s->request_id = courier_challenge_request_id(ch);
     if (s->keep) {
         s->kept = ch;
         return;
