@@ -34,6 +34,9 @@ let package = Package(
             cSettings: [
                 .define("_GNU_SOURCE"),
                 .define("COURIER_BUILDING"),
+                // CCore is in folders by layer (docs/DESIGN.md); internal headers are included
+                // from the top of CCore, e.g. "internal.h", "cache/cache_internal.h".
+                .headerSearchPath("CCore"),
             ],
             linkerSettings: [
                 .linkedLibrary("pthread", .when(platforms: [.linux])),

@@ -24,15 +24,16 @@ if [ ! -x "$clang" ]; then
 fi
 
 mkdir -p "$build/obj" "$build/corpus" "$build/artifacts"
-cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -I"$root/include"
+cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -I"$root/include" -I"$root/CCore"
         $(pkg-config --cflags jansson libcurl lmdb))
 san=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 
 # The whole core, instrumented for coverage (fuzzer-no-link), then the target.
 objs=()
-for src in "$root"/CCore/*.c; do
+newest_h=$(ls -t "$root"/CCore/*.h "$root"/CCore/*/*.h "$root/include/courier.h" | head -1)
+for src in "$root"/CCore/*/*.c; do
   obj="$build/obj/$(basename "${src%.c}").o"
-  if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$root/CCore/internal.h" -nt "$obj" ] || [ "$root/include/courier.h" -nt "$obj" ]; then
+  if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$newest_h" -nt "$obj" ]; then
     "$clang" "${cflags[@]}" "${san[@]}" -fsanitize=fuzzer-no-link -fvisibility=hidden -c "$src" -o "$obj"
   fi
   objs+=("$obj")

@@ -45,7 +45,7 @@
  * process) or whose lease has ended is taken over.
  */
 #include "internal.h"
-#include "cache_internal.h"
+#include "cache/cache_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
