@@ -86,17 +86,24 @@ let package = Package(
             cSettings: [.define("_GNU_SOURCE")],
             linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
         ),
+        // SIGINT/SIGTERM handling for long-running commands (cleanups before exit, or a wait for
+        // the signal): used by the tool's serve and download commands and by the benchmarks, so
+        // the tool's own commands need nothing from the benchmark module.
+        .target(
+            name: "CourierSignals",
+            path: "Sources/CourierSignals"
+        ),
         // Benchmarks (transport, later cache and mapping), run by `courier bench ...`.
         .target(
             name: "CourierBenchmarks",
-            dependencies: ["Courier", "CCore", "CBench", "CourierTestServer"],
+            dependencies: ["Courier", "CCore", "CBench", "CourierTestServer", "CourierSignals"],
             path: "Benchmarks/CourierBenchmarks"
         ),
         // The command-line tool: demo, get, post, serve, bench.
         .executableTarget(
             name: "courier",
             dependencies: [
-                "Courier", "CourierTestServer", "CourierBenchmarks", "CBench",
+                "Courier", "CourierTestServer", "CourierSignals", "CourierBenchmarks", "CBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/courier"

@@ -47,6 +47,31 @@ CR_HIDDEN int cr_fail(courier_error *err, int code, const char *fmt, ...) __attr
 /* Clears *err (may be NULL) to "no error". */
 CR_HIDDEN void cr_error_clear(courier_error *err);
 
+/* ---- errors raised by user code (user_error.c) --------------------------------------------- */
+
+/* One send's slot for an error a callback raised (courier_raise): empty while code is 0. */
+typedef struct cr_raised {
+    int code;
+    void *user;
+    courier_user_free_fn user_free;
+    char *message; /* NULL: none */
+} cr_raised;
+/* Points this thread's courier_raise at `slot` (NULL: nowhere) around a user callback; returns
+ * the previous target, to be restored after the call. */
+CR_HIDDEN cr_raised *cr_raise_catch(cr_raised *slot);
+/* Raises into a given slot (courier_call_raise, from any thread). */
+CR_HIDDEN int cr_raise_into(cr_raised *slot, int code, const char *message, void *user, courier_user_free_fn user_free);
+/* Releases what the slot holds (its user_free runs) and empties it. */
+CR_HIDDEN void cr_raise_release(cr_raised *slot);
+/* Moves src into dst (dst's former content released); src is left empty. */
+CR_HIDDEN void cr_raise_move(cr_raised *dst, cr_raised *src);
+/* Hands the slot's user data (and message) to err, which now owns it; err NULL: released. */
+CR_HIDDEN void cr_raise_attach(cr_raised *slot, courier_error *err);
+/* Releases the user data err holds, if any. */
+CR_HIDDEN void cr_error_release_user(courier_error *err);
+/* Forgets the user data of err without releasing it (it was copied to an owner). */
+CR_HIDDEN void cr_error_forget_user(courier_error *err);
+
 /* ---- growable byte buffer ---------------------------------------------------------------- */
 
 typedef struct cr_buf {
@@ -318,6 +343,7 @@ typedef struct cr_transfer {
     cr_callback *validator;
     courier_completion_fn done;
     void *user;
+    cr_raised raised; /* an error a callback of this send raised (user_error.c) */
     /* On the wire (worker thread only). */
     CURL *easy;
     struct cr_urlh *urlh;       /* t->url parsed (CURLOPT_CURLU), shared with the engine's cache */
@@ -682,6 +708,7 @@ struct courier_call {
     int code;
     courier_response *resp;
     char message[200];
+    cr_raised raised; /* courier_call_raise's user error, moved to the transfer when finished */
     struct courier_call *next_done; /* in the engine's external list */
 };
 

@@ -103,8 +103,10 @@ typedef enum courier_code {
     COURIER_E_HEADERS_TOO_LARGE = -32, /* a response header line or the header block is over the limit */
     COURIER_E_PROXY = -34,            /* the proxy failed: its name did not resolve, it refused the tunnel
                                          (http_status tells, e.g. 407), or its SOCKS handshake failed */
-    COURIER_E_CACHE_INCONSISTENT = -40 /* courier_cache_verify found damaged entries, index records
+    COURIER_E_CACHE_INCONSISTENT = -40, /* courier_cache_verify found damaged entries, index records
                                           without their entry, or totals that differ from a scan */
+    COURIER_E_USER = -41              /* user code raised an error (a callback: courier_raise); the
+                                         error's courier_error_user_data carries what it raised */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -119,8 +121,8 @@ typedef struct courier_error {
     int os_error;      /* the underlying errno, else 0 */
     int store_error;   /* the underlying storage (LMDB) error, else 0 */
     int reserved[7];   /* room to grow without changing the size: [0] holds the courier_timeout_kind
-                          of a COURIER_E_TIMEOUT (read it with courier_error_timeout_kind); the
-                          rest zero */
+                          of a COURIER_E_TIMEOUT (read it with courier_error_timeout_kind); [1..5]
+                          the user data a callback raised (courier_error_user_data); the rest zero */
     char message[256]; /* NUL-terminated English detail, possibly truncated; "" when none. Whole on
                         * its own (it names the failure, often starting with courier_strerror's
                         * text): print it alone, not after courier_strerror(code). */
@@ -665,6 +667,45 @@ COURIER_API int courier_config_register_transport(courier_config *config, const 
 /* Sends this request through the transport registered under name (NULL: the built-in HTTP one).
  * An unknown name fails courier_send with COURIER_E_NOT_FOUND. */
 COURIER_API int courier_request_set_transport(courier_request *request, const char *name);
+
+/* ========================================================================================== */
+/* Errors raised by user code                                                                  */
+/* ========================================================================================== */
+
+/* A callback the engine runs for one send may fail it with an error of the caller's own (a Swift
+ * error, a Python exception): it raises it with courier_raise, returns what courier_raise
+ * returned, and the send's failure carries `user` back to whoever waits for it, so a binding
+ * re-raises the very object its callback raised. One slot per send: a later raise of the same
+ * send replaces an earlier one (its user_free runs). The user data reaches:
+ * - the completion: courier_error_user_data(error) during the call; the library releases it
+ *   (user_free) when the completion returns;
+ * - courier_send / courier_send_sync: their err owns it when they return a failure; read it with
+ *   courier_error_user_data and release it with courier_error_clear (a NULL err releases it at once).
+ * A send that ends in success (a retry succeeded) releases it. Callbacks that may raise: the
+ * request's customize and validator, the engine's validator, before-send and after-receive
+ * interceptors, mock callbacks, redirect hooks, progress callbacks, challenge handlers, body
+ * encoders and response decoders run for the send, and a custom transport's start (later, from
+ * any thread: courier_call_raise). */
+
+/* Raises an error of user code from inside a callback run for a send (above), on the thread that
+ * runs it: code is the failure's code (negative: COURIER_E_USER, or a code of the caller's
+ * choosing, e.g. COURIER_E_TIMEOUT); message (copied; NULL: the engine's) becomes the error's
+ * message; user (may be NULL) is released with user_free (may be NULL) exactly once. Returns code,
+ * for the callback to return (a validator returns 0). Errors (user released at once):
+ * COURIER_E_INVALID_ARGUMENT (code >= 0, or not inside such a callback). */
+COURIER_API int courier_raise(courier_code code, const char *message, void *user, courier_user_free_fn user_free);
+/* courier_call_complete with a user error: ends the call with code (negative), response (taken,
+ * may be NULL: attached to the failure) and message, and raises user (released with user_free
+ * exactly once, also on error) for the send. Any thread, exactly once per call.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL call, code >= 0, completed twice). */
+COURIER_API int courier_call_raise(courier_call *call, courier_code code, courier_response *response,
+                                   const char *message, void *user, courier_user_free_fn user_free);
+/* The user data a callback raised for the send that failed with err, or NULL. Borrowed: owned
+ * by err (see above). Any thread. */
+COURIER_API void *courier_error_user_data(const courier_error *err);
+/* Releases what an error filled by courier_send or courier_send_sync owns (its user data's
+ * user_free runs) and zeroes it. Never on the error a completion borrows. Accepts NULL. Any thread. */
+COURIER_API void courier_error_clear(courier_error *err);
 
 /* ========================================================================================== */
 /* Transfers: multipart upload, file bodies, downloads with resume, progress (HLNetworking's   */

@@ -53,6 +53,7 @@ const char *courier_strerror(int code) {
     case COURIER_E_PROTOCOL: return "the server broke the HTTP protocol";
     case COURIER_E_HEADERS_TOO_LARGE: return "response headers too large";
     case COURIER_E_CACHE_INCONSISTENT: return "the cache store is inconsistent";
+    case COURIER_E_USER: return "user code raised an error";
     default: return "unknown error";
     }
 }

@@ -292,9 +292,15 @@ static void answer(courier_engine *e, cr_transfer *t, int code, courier_response
         resp->attempts = t->attempts;
         resp->waited_s = t->waited_s;
     }
+    /* user_error.c: an error a callback raised rides with the failure, for the completion only */
+    if (code != COURIER_OK && err) cr_raise_attach(&t->raised, err);
+    else cr_raise_release(&t->raised);
+    cr_raised *outer = cr_raise_catch(NULL); /* monitors and the completion raise nowhere */
     cr_event_finished(e, t, code, resp, err);
     if (t->done) t->done(t->id, code, resp, code == COURIER_OK ? NULL : err, t->user);
     else courier_response_free(resp);
+    cr_raise_catch(outer);
+    cr_error_release_user(err); /* the completion has returned: what it did not keep is released */
 }
 
 /* Frees a transfer that is off every list. */
@@ -315,7 +321,17 @@ static void send_hop(courier_engine *e, cr_transfer *t, courier_response *resp, 
  * judged (after-receive interceptors, JSON, HTTP status, validator) before the caller sees it.
  * Later stages (cache write) belong here too, so real, mocked, coalesced and custom-transport
  * responses are treated alike. */
+static void judge(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err);
+
 static void finish(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+    /* Callbacks run while judging (redirect hook, interceptors, decoders, validator) raise into
+     * this send's slot (user_error.c). */
+    cr_raised *outer = cr_raise_catch(&t->raised);
+    judge(e, t, code, resp, err);
+    cr_raise_catch(outer);
+}
+
+static void judge(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
     code = cr_cache_on_answer(e, t, code, &resp, err); /* cache: a 304 merged, or stale-if-error */
     if (code == COURIER_OK && resp && cr_redirect_wanted(t, resp)) {
         /* redirect.c: the next hop takes the caller over (or the chain ends here with a code). */
@@ -350,10 +366,13 @@ static void finish(courier_engine *e, cr_transfer *t, int code, courier_response
             code = cr_fail(err, COURIER_E_HTTP_STATUS, "HTTP status %d", resp->status);
             err->http_status = resp->status;
         } else if (t->validator && !((courier_validator_fn)t->validator->fn)(resp, t->validator->user)) {
-            code = cr_fail(err, COURIER_E_INVALID_RESULT, "the validator rejected the response");
+            /* a validator that raised fails the send with the code it raised */
+            code = cr_fail(err, t->raised.code ? t->raised.code : COURIER_E_INVALID_RESULT,
+                           "the validator rejected the response");
             err->http_status = resp->status;
         }
     }
+    cr_raise_catch(NULL); /* what follows (freeze, cache write, the completion) is not judging */
     if (cr_frozen_defer(e, t, code, resp, err)) return; /* journal.c: frozen, answered after the commit */
     if (cr_cache_defer(e, t, code, resp, err)) return; /* cache write: answered by cr_cache_flush */
     answer(e, t, code, resp, err);
@@ -422,6 +441,7 @@ static void off_wire(courier_engine *e, cr_transfer *t) {
 static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err);
 
 static void start_custom(courier_engine *e, cr_transfer *t) {
+    if (t->call) cr_raise_release(&t->call->raised);
     free(t->call);
     t->call = calloc(1, sizeof *t->call);
     if (!t->call) {
@@ -436,7 +456,9 @@ static void start_custom(courier_engine *e, cr_transfer *t) {
     t->attempts++;
     set_state(e, t, CR_T_CUSTOM);
     active_link(e, t);
+    cr_raised *outer = cr_raise_catch(&t->raised);
     int rc = t->custom->vt.start(t->call, t->custom->owner->user);
+    cr_raise_catch(outer);
     if (rc != COURIER_OK) {
         active_unlink(e, t);
         set_state(e, t, CR_T_NEW);
@@ -541,7 +563,9 @@ static void route(courier_engine *e, cr_transfer *t) {
         courier_response *resp = NULL;
         courier_error err;
         cr_error_clear(&err);
+        cr_raised *outer = cr_raise_catch(&t->raised);
         int code = cr_mock_answer(t, &resp, &err);
+        cr_raise_catch(outer);
         after_attempt(e, t, code, resp, &err);
         return;
     }
@@ -791,6 +815,7 @@ static int idle_check(courier_engine *e) {
 static void finish_custom(courier_engine *e, courier_call *call) {
     cr_transfer *t = call->t;
     active_unlink(e, t);
+    cr_raise_move(&t->raised, &call->raised); /* courier_call_raise's user error, for the send */
     courier_response *resp = call->resp;
     call->resp = NULL;
     courier_error err;
@@ -931,6 +956,21 @@ const uint8_t *courier_call_body(const courier_call *c, size_t *len) {
 }
 long courier_call_timeout_ms(const courier_call *c) { return c ? c->t->timeout_ms : 0; }
 uint64_t courier_call_request_id(const courier_call *c) { return c ? c->t->id : 0; }
+
+int courier_call_raise(courier_call *c, courier_code code, courier_response *resp, const char *message, void *user,
+                       courier_user_free_fn user_free) {
+    if (!c || code >= 0 || atomic_load(&c->completed)) {
+        courier_response_free(resp);
+        if (user_free) user_free(user);
+        return COURIER_E_INVALID_ARGUMENT;
+    }
+    /* Only this caller may complete the call from now on, so the slot is written before the
+     * completion publishes it. */
+    cr_raise_into(&c->raised, (int)code, message, user, user_free);
+    int rc = courier_call_complete(c, (int)code, resp, message);
+    if (rc != COURIER_OK) cr_raise_release(&c->raised);
+    return rc;
+}
 
 int courier_call_complete(courier_call *c, int code, courier_response *resp, const char *message) {
     if (!c || (code == COURIER_OK && !resp) || code > 0) {
@@ -1079,8 +1119,15 @@ int courier_send(courier_engine *e, const courier_request *r, courier_completion
     if (out_id) *out_id = 0;
     if (!e || !r) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or request is NULL");
     cr_transfer *t = NULL;
+    cr_raised raised = {0};
+    cr_raised *outer = cr_raise_catch(&raised);
     int rc = cr_transfer_prepare(e, r, &t, err);
-    if (rc) return rc;
+    cr_raise_catch(outer);
+    if (rc) {
+        cr_raise_attach(&raised, err); /* user_error.c: err owns what a callback raised */
+        return rc;
+    }
+    cr_raise_release(&raised);
     t->done = done;
     t->user = user;
     t->id = atomic_fetch_add(&e->next_id, 1);
@@ -1145,7 +1192,10 @@ static void sync_done(uint64_t id, int code, courier_response *resp, const couri
     pthread_mutex_lock(&w->m);
     w->code = code;
     w->resp = resp;
-    if (err) w->err = *err;
+    if (err) {
+        w->err = *err;
+        cr_error_forget_user((courier_error *)err); /* taken: w->err owns it now (user_error.c) */
+    }
     w->done = 1;
     pthread_cond_signal(&w->c);
     pthread_mutex_unlock(&w->m);
@@ -1169,6 +1219,7 @@ int courier_send_sync(courier_engine *e, const courier_request *r, courier_respo
         pthread_mutex_unlock(&w.m);
         rc = w.code;
         if (err) *err = w.err;
+        else cr_error_release_user(&w.err);
         if (out_response) *out_response = w.resp;
         else courier_response_free(w.resp);
     }

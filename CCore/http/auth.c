@@ -353,7 +353,9 @@ bool cr_challenge_offer(courier_engine *e, cr_transfer *t, courier_response *res
     e->challenges = ch;
     pthread_mutex_unlock(&e->lock);
     pthread_mutex_unlock(&challenge_mu);
+    cr_raised *outer = cr_raise_catch(&t->raised); /* user_error.c: t is held while the challenge waits */
     ((courier_challenge_fn)t->auth->challenge->fn)(ch, t->auth->challenge->user);
+    cr_raise_catch(outer);
     return true;
 }
 

@@ -477,6 +477,8 @@ void cr_transfer_free(cr_transfer *t) {
     free(t->host);
     free(t->coalesce_key);
     cr_mock_free(t->mock);
+    cr_raise_release(&t->raised); /* user_error.c: a raise nobody was answered with */
+    if (t->call) cr_raise_release(&t->call->raised);
     free(t->call);
     cr_transfer_release(t); /* transfer.c: files, mime */
     cr_parts_free(t->parts);

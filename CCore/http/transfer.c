@@ -190,7 +190,11 @@ static void report(cr_transfer *t, int64_t dnow, int64_t dtotal, int64_t unow, i
     if (memcmp(v, t->progress_last, sizeof v) == 0) return;
     memcpy(t->progress_last, v, sizeof v);
     cr_event_progress(t->engine, t, dnow, dtotal, unow, utotal); /* event monitors (log.c) */
-    if (t->progress) ((courier_progress_fn)t->progress->fn)(t->id, dnow, dtotal, unow, utotal, t->progress->user);
+    if (t->progress) {
+        cr_raised *outer = cr_raise_catch(&t->raised); /* user_error.c */
+        ((courier_progress_fn)t->progress->fn)(t->id, dnow, dtotal, unow, utotal, t->progress->user);
+        cr_raise_catch(outer);
+    }
 }
 
 static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {

@@ -2,6 +2,7 @@
 // with a generated configuration in a temporary directory, or the embedded test server when nginx
 // is missing or will not start, or a server the user names with --url.
 import CBench
+import CourierSignals
 import CourierTestServer
 import Foundation
 #if canImport(Glibc)

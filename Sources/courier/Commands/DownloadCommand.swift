@@ -4,7 +4,7 @@
 // The C core writes, resumes and moves the file into place; this command only shows it.
 import ArgumentParser
 import Courier
-import CourierBenchmarks
+import CourierSignals
 import Foundation
 
 struct DownloadCommand: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 // ServeCommand.swift — `courier serve`: the loopback test server in the foreground.
 import ArgumentParser
-import CourierBenchmarks
+import CourierSignals
 import Foundation
 
 struct ServeCommand: AsyncParsableCommand {
