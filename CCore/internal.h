@@ -39,6 +39,17 @@
 #define CR_DEFAULT_MAX_PER_HOST 5L
 #define CR_DEFAULT_MAX_TOTAL 64L
 #define CR_DEFAULT_MAX_RESPONSE ((int64_t)64 * 1024 * 1024)
+/* Defaults of settings a binding may restate, told by courier_setting_default (util.c) and used
+ * by the files that apply them. */
+#define CR_DEFAULT_RETRY_MAX_RETRIES 3
+#define CR_DEFAULT_RETRY_BASE_DELAY_MS 500L
+#define CR_DEFAULT_RETRY_MAX_DELAY_MS 30000L
+#define CR_DEFAULT_FROZEN_CONCURRENCY 4
+#define CR_DEFAULT_FROZEN_BACKOFF_BASE_MS 1000L
+#define CR_DEFAULT_FROZEN_BACKOFF_MAX_MS 300000L
+#define CR_DEFAULT_MONITOR_INTERVAL_MS 5000L
+#define CR_DEFAULT_LOG_FILE_MAX_BYTES ((int64_t)1 << 20)
+#define CR_DEFAULT_LOG_FILE_MAX_FILES 5
 
 /* ---- errors (util.c) ---------------------------------------------------------------------- */
 

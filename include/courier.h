@@ -112,6 +112,34 @@ typedef enum courier_code {
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
 COURIER_API const char *courier_strerror(int code);
 
+/* Settings whose default courier_setting_default tells, so that a binding offering the setting
+ * (a Swift default argument, a Python keyword's default) reads it instead of restating it.
+ * Append-only, like the codes. */
+typedef enum courier_setting {
+    COURIER_SETTING_TIMEOUT_MS = 1,                /* courier_config_set_timeout_ms: 60 000 */
+    COURIER_SETTING_MAX_CONNECTIONS_PER_HOST = 2,  /* courier_config_set_max_connections_per_host: 5 */
+    COURIER_SETTING_MAX_CONNECTIONS = 3,           /* courier_config_set_max_connections: 64 */
+    COURIER_SETTING_MAX_RESPONSE_BYTES = 4,        /* courier_config_set_max_response_bytes: 64 MiB */
+    COURIER_SETTING_RETRY_MAX_RETRIES = 5,         /* a retry rule (courier_config_set_retry) made
+                                                      without a count: 3 further attempts */
+    COURIER_SETTING_RETRY_BASE_DELAY_MS = 6,       /* its base_delay_ms: 500 */
+    COURIER_SETTING_RETRY_MAX_DELAY_MS = 7,        /* its max_delay_ms: 30 000 */
+    COURIER_SETTING_FROZEN_REPLAY_CONCURRENCY = 8, /* courier_config_set_frozen_replay: 4 */
+    COURIER_SETTING_FROZEN_BACKOFF_BASE_MS = 9,    /* its backoff_base_ms: 1 000 */
+    COURIER_SETTING_FROZEN_BACKOFF_MAX_MS = 10,    /* its backoff_max_ms: 300 000 */
+    COURIER_SETTING_JSON_MAX_DEPTH = 11,           /* courier_json_options.max_depth: 512 */
+    COURIER_SETTING_MONITOR_INTERVAL_MS = 12,      /* the network monitor's probe interval_ms: 5 000 */
+    COURIER_SETTING_LOG_FILE_MAX_BYTES = 13,       /* courier_log_add_file's max_bytes when a binding's
+                                                      caller names none: 1 MiB */
+    COURIER_SETTING_LOG_FILE_MAX_FILES = 14        /* its max_files: 5 */
+} courier_setting;
+
+/* *out_value receives the default of a setting (milliseconds, bytes or a count, as its name says):
+ * what the engine uses when the setting is not set (0 or nothing passed), or, for a retry rule
+ * and a log file, what a binding's rule or sink made without that value uses. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL out_value, unknown setting). */
+COURIER_API int courier_setting_default(int64_t *out_value, courier_setting setting);
+
 /* The detail of an error, filled by functions that take a courier_error * (NULL is allowed
  * everywhere one is taken). Caller-allocated; the library writes every field. */
 typedef struct courier_error {

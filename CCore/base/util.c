@@ -58,6 +58,30 @@ const char *courier_strerror(int code) {
     }
 }
 
+int courier_setting_default(int64_t *out_value, courier_setting setting) {
+    int64_t v;
+    switch (setting) {
+    case COURIER_SETTING_TIMEOUT_MS: v = CR_DEFAULT_TIMEOUT_MS; break;
+    case COURIER_SETTING_MAX_CONNECTIONS_PER_HOST: v = CR_DEFAULT_MAX_PER_HOST; break;
+    case COURIER_SETTING_MAX_CONNECTIONS: v = CR_DEFAULT_MAX_TOTAL; break;
+    case COURIER_SETTING_MAX_RESPONSE_BYTES: v = CR_DEFAULT_MAX_RESPONSE; break;
+    case COURIER_SETTING_RETRY_MAX_RETRIES: v = CR_DEFAULT_RETRY_MAX_RETRIES; break;
+    case COURIER_SETTING_RETRY_BASE_DELAY_MS: v = CR_DEFAULT_RETRY_BASE_DELAY_MS; break;
+    case COURIER_SETTING_RETRY_MAX_DELAY_MS: v = CR_DEFAULT_RETRY_MAX_DELAY_MS; break;
+    case COURIER_SETTING_FROZEN_REPLAY_CONCURRENCY: v = CR_DEFAULT_FROZEN_CONCURRENCY; break;
+    case COURIER_SETTING_FROZEN_BACKOFF_BASE_MS: v = CR_DEFAULT_FROZEN_BACKOFF_BASE_MS; break;
+    case COURIER_SETTING_FROZEN_BACKOFF_MAX_MS: v = CR_DEFAULT_FROZEN_BACKOFF_MAX_MS; break;
+    case COURIER_SETTING_JSON_MAX_DEPTH: v = CR_JSON_DEFAULT_DEPTH; break;
+    case COURIER_SETTING_MONITOR_INTERVAL_MS: v = CR_DEFAULT_MONITOR_INTERVAL_MS; break;
+    case COURIER_SETTING_LOG_FILE_MAX_BYTES: v = CR_DEFAULT_LOG_FILE_MAX_BYTES; break;
+    case COURIER_SETTING_LOG_FILE_MAX_FILES: v = CR_DEFAULT_LOG_FILE_MAX_FILES; break;
+    default: return COURIER_E_INVALID_ARGUMENT;
+    }
+    if (!out_value) return COURIER_E_INVALID_ARGUMENT;
+    *out_value = v;
+    return COURIER_OK;
+}
+
 void cr_error_clear(courier_error *err) {
     if (err) memset(err, 0, sizeof *err);
 }

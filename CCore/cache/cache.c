@@ -1172,6 +1172,7 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
     fake->user = t->user;
     fake->attempts = t->attempts;
     fake->waited_s = t->waited_s;
+    cr_raise_move(&fake->raised, &t->raised); /* user_error.c: answered with the caller */
     t->caller_gone = 1;
     d->t = fake;
     d->code = code;

@@ -248,6 +248,7 @@ static void settle(cr_member *m, int code, courier_response *resp, const courier
     if (code != COURIER_OK) {
         if (err) m->err = *err;
         else cr_fail(&m->err, code, NULL);
+        cr_error_forget_user(&m->err); /* a copy: a raised user error stays with its owner (user_error.c) */
         m->err.code = code;
     }
     if (counts_as_failure(m) && (g->mode == COURIER_GROUP_CHAIN || g->fail_fast))
@@ -415,6 +416,7 @@ static void pump(courier_group *g) {
         courier_request_free(req);
         if (rc != COURIER_OK) {
             settle(m, rc, NULL, &err);
+            cr_error_release_user(&err); /* a member's raised user error is not kept by the group */
             continue;
         }
         pthread_mutex_lock(&g->lock);
@@ -451,9 +453,11 @@ int courier_group_submit(courier_group *g, size_t index, const courier_request *
     pthread_mutex_lock(&g->lock);
     m->submit_rc = rc;
     m->submit_err = local;
+    cr_error_forget_user(&m->submit_err); /* err below owns what a callback raised */
     if (rc == COURIER_OK) m->id = id;
     pthread_mutex_unlock(&g->lock);
     if (err) *err = local;
+    else cr_error_release_user(&local);
     return rc;
 }
 

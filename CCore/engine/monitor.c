@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define M_DEFAULT_INTERVAL 5000L
+#define M_DEFAULT_INTERVAL CR_DEFAULT_MONITOR_INTERVAL_MS
 #define M_CONNECT_TIMEOUT 2000L
 
 typedef struct mlistener {

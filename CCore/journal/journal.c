@@ -79,9 +79,9 @@ typedef struct cr_journal cr_journal;
 #define J_HOST_MAX 300
 #define J_MAP_BYTES ((size_t)2 << 30)
 #define J_OUTCOMES_KEPT 1000
-#define J_DEFAULT_CONCURRENCY 4
-#define J_DEFAULT_BACKOFF_BASE 1000L
-#define J_DEFAULT_BACKOFF_MAX 300000L
+#define J_DEFAULT_CONCURRENCY CR_DEFAULT_FROZEN_CONCURRENCY
+#define J_DEFAULT_BACKOFF_BASE CR_DEFAULT_FROZEN_BACKOFF_BASE_MS
+#define J_DEFAULT_BACKOFF_MAX CR_DEFAULT_FROZEN_BACKOFF_MAX_MS
 #define J_DEFAULT_LEASE 300000L
 #define J_DEFAULT_EXPIRY ((int64_t)24 * 3600 * 1000)
 #define J_DEFAULT_POLL 10000L
@@ -2495,6 +2495,7 @@ static void send_one(cr_journal *j, jsend *s) {
     free(s);
     if (rc == COURIER_OK && explicit_) rc = courier_request_set_ignore_offline(r, 1);
     if (rc == COURIER_OK) rc = courier_send(j->e, r, replay_done, o, NULL, &o->err);
+    if (rc != COURIER_OK) cr_error_release_user(&o->err); /* an interceptor's raise: nobody to give it to */
     else if (rc == COURIER_E_JOURNAL_CORRUPT) cr_fail(&o->err, rc, "the stored request does not decode");
     else cr_fail(&o->err, rc, "the frozen request cannot be rebuilt");
     courier_request_free(r);
@@ -2552,6 +2553,7 @@ static void replay_done(uint64_t request_id, int code, courier_response *resp, c
     o->resp = resp;
     if (err) o->err = *err;
     else cr_error_clear(&o->err);
+    cr_error_forget_user(&o->err); /* a copy: the completion's error keeps what a callback raised */
     pthread_mutex_lock(&j->mu);
     j->wire--;
     if (j->oc_tail) j->oc_tail->next = o;

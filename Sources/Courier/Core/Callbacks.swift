@@ -12,6 +12,53 @@ let releaseBox: courier_user_free_fn = { user in
     Unmanaged<AnyObject>.fromOpaque(user).release()
 }
 
+// MARK: - Errors thrown by closures the C core calls
+
+/// A Swift error raised into a send's slot in the C core (`courier_raise`): C holds the box, hands
+/// it back with the send's failure (`courier_error_user_data`) and releases it (`releaseBox`).
+/// Immutable.
+final class ThrownBox: @unchecked Sendable {
+    let error: any Error
+    init(_ error: any Error) { self.error = error }
+}
+
+/// The C code for a thrown error: a ``CourierError``'s own, else `otherwise`.
+func thrownCode(_ error: any Error, otherwise: Int32) -> Int32 {
+    if let error = error as? CourierError, error.code.rawValue < 0 { return error.code.rawValue }
+    return otherwise
+}
+
+/// From a closure the C core runs for a send (customize, interceptors, mock, ...): raises `error`
+/// into that send's slot, so the send rethrows this very error. Returns the code the callback
+/// returns to C.
+func raiseInSend(_ error: any Error, otherwise: Int32) -> Int32 {
+    let code = thrownCode(error, otherwise: otherwise)
+    _ = courier_raise(courier_code(rawValue: code), nil, Unmanaged.passRetained(ThrownBox(error)).toOpaque(), releaseBox)
+    return code
+}
+
+/// The error a closure threw for the send that failed with `detail`, if any (the C core's
+/// `courier_error_user_data`; borrowed from `detail`, whose owner releases it).
+func thrownError(_ detail: UnsafePointer<courier_error>?) -> (any Error)? {
+    guard let detail, let user = courier_error_user_data(detail) else { return nil }
+    return (Unmanaged<AnyObject>.fromOpaque(user).takeUnretainedValue() as? ThrownBox)?.error
+}
+
+extension CourierError {
+    /// What a send rethrows for an error a closure threw: the error itself; a ``CourierError``
+    /// thrown without a response gets the failure's.
+    /// - Parameters:
+    ///   - thrown: The thrown error.
+    ///   - failure: The send's failure.
+    /// - Returns: The error to rethrow.
+    static func rethrowing(_ thrown: any Error, failure: CourierError) -> any Error {
+        guard let error = thrown as? CourierError, error.response == nil, let response = failure.response else { return thrown }
+        return CourierError(error.code, message: error.message, httpStatus: error.httpStatus ?? failure.httpStatus,
+                            curlCode: error.curlCode, osError: error.osError, storeError: error.storeError,
+                            response: response)
+    }
+}
+
 // MARK: - Validators
 
 /// A validator closure, registered with `courier_config_set_validator` or
@@ -31,11 +78,10 @@ let validatorTrampoline: courier_validator_fn = { response, user in
 // MARK: - Customize hooks
 
 /// The customize closures of one send, registered with `courier_request_set_customize`. The hook
-/// runs on the sending thread inside `courier_send`; a Swift error it throws is kept here and
-/// rethrown once `courier_send` returns (the C core only sees a code).
+/// runs on the sending thread inside `courier_send`; a Swift error it throws is raised into the
+/// send's slot in C (``raiseInSend(_:otherwise:)``) and rethrown once `courier_send` returns.
 final class CustomizeBox: @unchecked Sendable {
     let steps: [@Sendable (inout OutgoingRequest) throws -> Void]
-    var error: (any Error)?
     init(_ steps: [@Sendable (inout OutgoingRequest) throws -> Void]) { self.steps = steps }
 }
 
@@ -49,12 +95,8 @@ let customizeTrampoline: courier_customize_fn = { outgoing, user in
     do {
         for step in box.steps { try step(&request) }
         return COURIER_OK.rawValue
-    } catch let error as CourierError {
-        box.error = error
-        return error.code.rawValue < 0 ? error.code.rawValue : COURIER_E_INVALID_ARGUMENT.rawValue
     } catch {
-        box.error = error
-        return COURIER_E_INVALID_ARGUMENT.rawValue
+        return raiseInSend(error, otherwise: COURIER_E_INVALID_ARGUMENT.rawValue)
     }
 }
 
@@ -67,12 +109,15 @@ struct CompletionRecord: @unchecked Sendable {
     let code: Int32
     let response: OpaquePointer?
     let detail: courier_error?
+    /// The error a closure threw for this send (the C core's slot), taken while the completion runs.
+    let thrown: (any Error)?
 
     /// Records a completion's arguments, taking the response.
     init(code: Int32, response: OpaquePointer?, error: UnsafePointer<courier_error>?) {
         self.code = code
         self.response = response
         self.detail = code == COURIER_OK.rawValue ? nil : error?.pointee
+        self.thrown = code == COURIER_OK.rawValue ? nil : thrownError(error)
     }
 
     /// The response, or the error with the response attached.

@@ -33,8 +33,10 @@ public struct Configuration: Sendable {
     public var headers: HTTPHeaders
     /// Parameters added to every request unless it opts out (``Request/useDefaultParameters(_:)``).
     public var parameters: [(name: String, value: String)]
-    /// Default timeout of a whole request, in seconds (> 0). Default 60.
+    /// Default timeout of a whole request, in seconds (> 0). Default ``defaultTimeout`` (60, the C core's).
     public var timeout: Double
+    /// The C core's default timeout of a whole request, in seconds (`COURIER_SETTING_TIMEOUT_MS`).
+    public static var defaultTimeout: Double { CoreDefaults.seconds(COURIER_SETTING_TIMEOUT_MS) }
     /// The User-Agent header; nil means "Courier/<version>".
     public var userAgent: String?
     /// Most requests (and connections) in flight to one host (>= 1). Default 5, as in the C core
@@ -97,12 +99,13 @@ public struct Configuration: Sendable {
         self.baseURL = baseURL
         self.headers = []
         self.parameters = []
-        self.timeout = 60
+        // The C core's defaults, read, never restated (`courier_setting_default`).
+        self.timeout = Configuration.defaultTimeout
         self.userAgent = nil
-        self.maxConnectionsPerHost = 5
-        self.maxConnections = 64
+        self.maxConnectionsPerHost = Int(CoreDefaults.value(COURIER_SETTING_MAX_CONNECTIONS_PER_HOST))
+        self.maxConnections = Int(CoreDefaults.value(COURIER_SETTING_MAX_CONNECTIONS))
         self.bodyEncoding = .form
-        self.maxResponseBytes = 64 * 1024 * 1024
+        self.maxResponseBytes = CoreDefaults.value(COURIER_SETTING_MAX_RESPONSE_BYTES)
         self.caFile = nil
         self.pinnedPublicKey = nil
         self.insecure = false
@@ -240,4 +243,24 @@ extension Configuration {
         guard seconds > 0, seconds.isFinite else { return 0 }
         return CLong(clamping: Int64(min((seconds * 1000).rounded(.up), Double(Int64.max / 2))))
     }
+}
+
+// MARK: - The C core's defaults
+
+/// The defaults of the C core's settings (`courier_setting_default`): what the facade's own
+/// defaults (a configuration's, a default argument's) are read from, never restated.
+enum CoreDefaults {
+    /// The default of a setting, in its C unit (milliseconds, bytes or a count).
+    /// - Parameter setting: The setting.
+    /// - Returns: The value.
+    static func value(_ setting: courier_setting) -> Int64 {
+        var value: Int64 = 0
+        _ = courier_setting_default(&value, setting)
+        return value
+    }
+
+    /// The default of a setting in milliseconds, in seconds.
+    /// - Parameter setting: The setting (a `_MS` one).
+    /// - Returns: Seconds.
+    static func seconds(_ setting: courier_setting) -> Double { Double(value(setting)) / 1000 }
 }

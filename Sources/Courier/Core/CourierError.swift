@@ -147,6 +147,8 @@ extension CourierError {
         public static let protocolError = Code(COURIER_E_PROTOCOL)
         /// A response header line, or the header block, is over the limit.
         public static let headersTooLarge = Code(COURIER_E_HEADERS_TOO_LARGE)
+        /// User code (a closure the engine called) threw; `send` and `sendSync` rethrow that error itself.
+        public static let user = Code(COURIER_E_USER)
         // The JSON features' codes (json, mapping, api) are declared beside them, in Features/.
 
         /// Every code this version names, in the C header's order.
@@ -158,7 +160,7 @@ extension CourierError {
             Code(COURIER_E_FROZEN), Code(COURIER_E_OFFLINE), Code(COURIER_E_JOURNAL_CORRUPT),
             .tooManyRedirects, .redirectRefused, .bodyNotReplayable, .protocolError, .headersTooLarge,
             Code(COURIER_E_PROXY),
-            Code(COURIER_E_CACHE_INCONSISTENT),
+            Code(COURIER_E_CACHE_INCONSISTENT), .user,
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -206,6 +208,7 @@ extension CourierError {
             case .headersTooLarge: return "headersTooLarge"
             case Code(COURIER_E_PROXY): return "proxy"
             case Code(COURIER_E_CACHE_INCONSISTENT): return "cacheInconsistent"
+            case .user: return "user"
             default: return "unknown(\(rawValue))"
             }
         }
@@ -275,6 +278,8 @@ extension CourierError {
     public static let protocolError = Code.protocolError
     /// See ``Code/headersTooLarge``.
     public static let headersTooLarge = Code.headersTooLarge
+    /// ``Code/user``.
+    public static let user = Code.user
 }
 
 // MARK: - From the C core

@@ -124,9 +124,12 @@ public final class Engine: @unchecked Sendable {
     ///   ``CourierError/Code/invalidResult`` with the response attached, ``CourierError/Code/timeout``,
     ///   ``CourierError/Code/cancelled``, ``CourierError/Code/closed``; or the error a customize hook threw.
     public func send(_ request: Request) async throws -> Response {
-        let result = try await perform(request).result()
-        // Interceptors.swift: an error an interceptor's `inspect` threw is rethrown as thrown.
-        if case .failure(let error) = result, let thrown = InterceptorFailures.takeInspectError(for: error) { throw thrown }
+        let record = try await perform(request)
+        let result = record.result()
+        // An error a closure threw (an interceptor, a mock, a transport...) is rethrown as thrown.
+        if case .failure(let error) = result, let thrown = record.thrown {
+            throw CourierError.rethrowing(thrown, failure: error)
+        }
         return try result.get()
     }
 
@@ -240,20 +243,20 @@ public final class Engine: @unchecked Sendable {
     /// - Returns: The response.
     /// - Throws: As ``send(_:)-(Request)``.
     public func sendSync(_ request: Request) throws -> Response {
-        try request.withCRequest { creq, customize in
+        try request.withCRequest { creq, _ in
             guard enter() else { throw CourierError(.closed, message: "the engine is closed") }
             var response: OpaquePointer?
             var error = courier_error()
-            InterceptorFailures.clearAdaptError() // Interceptors.swift: see below
             let rc = courier_send_sync(handle, creq, &response, &error)
             leave()
+            defer { courier_error_clear(&error) } // releases what a closure raised, after it is read
             let value = response.map { Response(taking: $0) }
             if rc == COURIER_OK.rawValue, let value { return value }
-            if let thrown = customize?.error { throw thrown }
-            // Interceptors.swift: an error an interceptor's `adapt` threw on this thread is rethrown.
-            if let thrown = InterceptorFailures.takeAdaptError(code: rc) { throw thrown }
-            throw CourierError(code: rc == COURIER_OK.rawValue ? COURIER_E_INTERNAL.rawValue : rc, detail: &error,
-                               response: value)
+            let failure = CourierError(code: rc == COURIER_OK.rawValue ? COURIER_E_INTERNAL.rawValue : rc, detail: &error,
+                                       response: value)
+            // An error a closure threw for this send (customize, interceptors, ...) is rethrown as thrown.
+            if let thrown = thrownError(&error) { throw CourierError.rethrowing(thrown, failure: failure) }
+            throw failure
         }
     }
 
@@ -297,17 +300,16 @@ public final class Engine: @unchecked Sendable {
     /// - Throws: The C core's refusal, or a customize hook's error. `done` is then never called,
     ///   and the caller still owns `user`.
     private func submit(_ request: Request, done: courier_completion_fn, user: UnsafeMutableRawPointer) throws -> UInt64 {
-        try request.withCRequest { creq, customize in
+        try request.withCRequest { creq, _ in
             guard enter() else { throw CourierError(.closed, message: "the engine is closed") }
             var id: UInt64 = 0
             var error = courier_error()
-            InterceptorFailures.clearAdaptError() // Interceptors.swift: see below
             let rc = courier_send(handle, creq, done, user, &id, &error)
             leave()
             if rc == COURIER_OK.rawValue { return id }
-            if let thrown = customize?.error { throw thrown }
-            // Interceptors.swift: an error an interceptor's `adapt` threw on this thread is rethrown.
-            if let thrown = InterceptorFailures.takeAdaptError(code: rc) { throw thrown }
+            defer { courier_error_clear(&error) } // releases what a closure raised, after it is read
+            // An error a customize hook or an interceptor's `adapt` threw is rethrown as thrown.
+            if let thrown = thrownError(&error) { throw thrown }
             throw CourierError(code: rc, detail: &error)
         }
     }

@@ -146,12 +146,20 @@ public struct FrozenReplay: Sendable, Hashable {
     /// The longest wait between attempts, in seconds. Default 300.
     public var backoffMax: TimeInterval
 
+    /// The C core's default replays in flight (4; `COURIER_SETTING_FROZEN_REPLAY_CONCURRENCY`).
+    public static var defaultConcurrency: Int { Int(CoreDefaults.value(COURIER_SETTING_FROZEN_REPLAY_CONCURRENCY)) }
+    /// The C core's default first backoff, in seconds (1; `COURIER_SETTING_FROZEN_BACKOFF_BASE_MS`).
+    public static var defaultBackoffBase: TimeInterval { CoreDefaults.seconds(COURIER_SETTING_FROZEN_BACKOFF_BASE_MS) }
+    /// The C core's default longest backoff, in seconds (300; `COURIER_SETTING_FROZEN_BACKOFF_MAX_MS`).
+    public static var defaultBackoffMax: TimeInterval { CoreDefaults.seconds(COURIER_SETTING_FROZEN_BACKOFF_MAX_MS) }
+
     /// Replay settings.
     /// - Parameters:
-    ///   - concurrency: Replays in flight at most (default 4).
-    ///   - backoffBase: Seconds before the second attempt; doubles per attempt (default 1).
-    ///   - backoffMax: The longest wait between attempts, in seconds (default 300).
-    public init(concurrency: Int = 4, backoffBase: TimeInterval = 1, backoffMax: TimeInterval = 300) {
+    ///   - concurrency: Replays in flight at most (default ``defaultConcurrency``, the C core's).
+    ///   - backoffBase: Seconds before the second attempt; doubles per attempt (default ``defaultBackoffBase``).
+    ///   - backoffMax: The longest wait between attempts, in seconds (default ``defaultBackoffMax``).
+    public init(concurrency: Int = FrozenReplay.defaultConcurrency, backoffBase: TimeInterval = FrozenReplay.defaultBackoffBase,
+                backoffMax: TimeInterval = FrozenReplay.defaultBackoffMax) {
         self.concurrency = concurrency
         self.backoffBase = backoffBase
         self.backoffMax = backoffMax
@@ -230,7 +238,9 @@ extension Configuration {
     ///   - backoffMax: The longest wait between attempts, in seconds.
     /// - Returns: The changed configuration.
     @available(*, deprecated, message: "set the property: configuration.frozenReplay = FrozenReplay(...)")
-    public func frozenReplay(concurrency: Int = 4, backoffBase: TimeInterval = 1, backoffMax: TimeInterval = 300)
+    public func frozenReplay(concurrency: Int = FrozenReplay.defaultConcurrency,
+                             backoffBase: TimeInterval = FrozenReplay.defaultBackoffBase,
+                             backoffMax: TimeInterval = FrozenReplay.defaultBackoffMax)
         -> Configuration {
         with { $0.frozenReplay = FrozenReplay(concurrency: concurrency, backoffBase: backoffBase, backoffMax: backoffMax) }
     }

@@ -339,10 +339,11 @@ private let groupBuild: courier_group_build_fn = { group, index, prevCode, prevR
     }
     guard let request else { return COURIER_OK.rawValue } // skipped
     do {
-        try request.withCRequest { creq, customize in
+        try request.withCRequest { creq, _ in
             var detail = courier_error()
             let rc = courier_group_submit(group, index, creq, &detail)
-            if rc != COURIER_OK.rawValue, let thrown = customize?.error { box.run.record(thrown, at: index) }
+            if rc != COURIER_OK.rawValue, let thrown = thrownError(&detail) { box.run.record(thrown, at: index) }
+            courier_error_clear(&detail)
         }
     } catch {
         box.run.record(error, at: index) // the C core refused a part of the request

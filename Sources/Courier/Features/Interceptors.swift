@@ -4,12 +4,10 @@
 // fail the request. The C core runs them, in the order they were added, for HTTP, mocked and
 // custom-transport answers alike; this file only turns Swift values and errors into C ones.
 //
-// A Swift error an interceptor throws is kept and rethrown by the send (STYLE: a callback that
-// raises keeps the exception, returns a code to C, and the binding re-raises it): `adapt` errors
-// from the sending thread (a thread-local slot read by `Engine.submit` / `sendSync`), `inspect`
-// errors from the worker (a table keyed by the C response the failure carries, read by the async
-// `Engine.send`). Elsewhere (completion handlers, delegates, groups) the failure is the C core's
-// code with a ``CourierError``.
+// A Swift error an interceptor throws is raised into its send's slot in the C core
+// (`courier_raise`, Callbacks.swift) and comes back with the send's failure, so `send` and
+// `sendSync` rethrow that very error; nothing is kept on the Swift side. Elsewhere (completion
+// handlers, delegates, groups) the failure is the C core's code with a ``CourierError``.
 
 import Foundation
 internal import CCore
@@ -50,8 +48,9 @@ public protocol Interceptor: Sendable {
     /// - Returns: A replacement, judged instead of `response` (its status, header lines and body
     ///   are used), or nil to keep `response`.
     /// - Throws: Any error, to fail the request: a ``CourierError`` with its code, another error
-    ///   with ``CourierError/Code/invalidResult``; the response stays attached. An `async` send
-    ///   rethrows the error thrown.
+    ///   with ``CourierError/Code/invalidResult``; the response stays attached. `send` and
+    ///   `sendSync` rethrow the error thrown (a ``CourierError`` thrown without a response gets
+    ///   the attached one).
     func inspect(_ response: Response, id: RequestID) throws -> Response?
 }
 
@@ -148,9 +147,7 @@ private let beforeSendTrampoline: courier_before_send_fn = { outgoing, user in
         try box.interceptor.adapt(&request)
         return COURIER_OK.rawValue
     } catch {
-        let code = InterceptorFailures.code(of: error, otherwise: COURIER_E_INVALID_ARGUMENT.rawValue)
-        InterceptorFailures.keepAdaptError(error, code: code)
-        return code
+        return raiseInSend(error, otherwise: COURIER_E_INVALID_ARGUMENT.rawValue) // rethrown by the send
     }
 }
 
@@ -168,108 +165,6 @@ private let afterReceiveTrampoline: courier_after_receive_fn = { id, slot, user 
         slot.pointee = built
         return COURIER_OK.rawValue
     } catch {
-        InterceptorFailures.keepInspectError(error, response: current)
-        return InterceptorFailures.code(of: error, otherwise: COURIER_E_INVALID_RESULT.rawValue)
-    }
-}
-
-// MARK: - Keeping thrown errors
-
-/// Where errors thrown by interceptors wait for the send that rethrows them.
-enum InterceptorFailures {
-    /// The C code for a thrown error: a ``CourierError``'s own, else `otherwise`.
-    static func code(of error: any Error, otherwise: Int32) -> Int32 {
-        if let error = error as? CourierError, error.code.rawValue < 0 { return error.code.rawValue }
-        return otherwise
-    }
-
-    // MARK: adapt: one slot per thread
-
-    /// An `adapt` error and the code it was returned to C as.
-    private final class AdaptFailure {
-        let error: any Error
-        let code: Int32
-        init(_ error: any Error, code: Int32) {
-            self.error = error
-            self.code = code
-        }
-    }
-
-    private static let adaptKey: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key) { value in
-            // (Glibc passes an optional pointer, Darwin a non-optional one: this reads both.)
-            let pointer: UnsafeMutableRawPointer? = value
-            if let pointer { Unmanaged<AnyObject>.fromOpaque(pointer).release() }
-        }
-        return key
-    }()
-
-    /// Called by the before-send trampoline; the send then returns `code` at once, on this thread.
-    static func keepAdaptError(_ error: any Error, code: Int32) {
-        clearAdaptError()
-        pthread_setspecific(adaptKey, Unmanaged.passRetained(AdaptFailure(error, code: code) as AnyObject).toOpaque())
-    }
-
-    /// Forgets this thread's kept `adapt` error (before a send, so a stale one is never rethrown).
-    static func clearAdaptError() {
-        guard let value = pthread_getspecific(adaptKey) else { return }
-        pthread_setspecific(adaptKey, nil)
-        Unmanaged<AnyObject>.fromOpaque(value).release()
-    }
-
-    /// The `adapt` error that made a send on this thread fail with `code`, if any; forgets it.
-    /// - Parameter code: What `courier_send` / `courier_send_sync` returned.
-    /// - Returns: The error the interceptor threw.
-    static func takeAdaptError(code: Int32) -> (any Error)? {
-        guard let value = pthread_getspecific(adaptKey) else { return nil }
-        pthread_setspecific(adaptKey, nil)
-        let failure = Unmanaged<AnyObject>.fromOpaque(value).takeRetainedValue() as? AdaptFailure
-        return failure?.code == code ? failure?.error : nil
-    }
-
-    // MARK: inspect: by the C response the failure carries
-
-    private static let lock = NSLock()
-    /// Kept errors by response address, oldest first. Each entry holds a reference to its C
-    /// response, so no other response can get that address while the entry lives.
-    nonisolated(unsafe) private static var inspected: [(response: OpaquePointer, error: any Error)] = []
-    /// Entries not taken (sends whose caller does not rethrow: completion handlers, groups) are
-    /// dropped oldest first beyond this many.
-    private static let inspectedLimit = 64
-
-    /// Called by the after-receive trampoline when `inspect` threw; the response stays attached
-    /// to the failure.
-    static func keepInspectError(_ error: any Error, response: OpaquePointer) {
-        let retained = courier_response_retain(response)!
-        var dropped: [OpaquePointer] = []
-        lock.withLock {
-            if let i = inspected.firstIndex(where: { $0.response == response }) {
-                dropped.append(inspected.remove(at: i).response)
-            }
-            inspected.append((retained, error))
-            while inspected.count > inspectedLimit { dropped.append(inspected.removeFirst().response) }
-        }
-        dropped.forEach { courier_response_free($0) }
-    }
-
-    /// The error an `inspect` threw for the response attached to `error`, if any; forgets it.
-    /// A ``CourierError`` thrown without a response gets the attached one.
-    /// - Parameter error: The failure of a send.
-    /// - Returns: The error to rethrow instead, or nil.
-    static func takeInspectError(for error: CourierError) -> (any Error)? {
-        guard let pointer = error.response?.storage?.pointer else { return nil }
-        let found: (response: OpaquePointer, error: any Error)? = lock.withLock {
-            guard let i = inspected.firstIndex(where: { $0.response == pointer }) else { return nil }
-            return inspected.remove(at: i)
-        }
-        guard let found else { return nil }
-        courier_response_free(found.response)
-        if let thrown = found.error as? CourierError, thrown.response == nil {
-            return CourierError(thrown.code, message: thrown.message, httpStatus: thrown.httpStatus ?? error.httpStatus,
-                                curlCode: thrown.curlCode, osError: thrown.osError, storeError: thrown.storeError,
-                                response: error.response)
-        }
-        return found.error
+        return raiseInSend(error, otherwise: COURIER_E_INVALID_RESULT.rawValue) // rethrown by the send
     }
 }

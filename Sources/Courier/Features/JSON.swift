@@ -197,7 +197,7 @@ public struct JSON: @unchecked Sendable, CustomStringConvertible {
     /// - Throws: ``CourierError`` with ``CourierError/Code/json`` (malformed, too deep, invalid UTF-8,
     ///   duplicate key, number out of range; the message names line and column) or
     ///   ``CourierError/Code/tooLarge``.
-    public static func parse(_ data: Data, maxDepth: Int = 512) throws -> JSON {
+    public static func parse(_ data: Data, maxDepth: Int = JSONOptions.defaultMaxDepth) throws -> JSON {
         let document = try JSONDocument(parsing: data, maxDepth: maxDepth)
         return JSON(document.root, owner: document)
     }
@@ -229,7 +229,7 @@ final class JSONDocument: @unchecked Sendable {
 
     init(taking root: OpaquePointer) { self.root = root }
 
-    init(parsing data: Data, maxDepth: Int = 512, maxBytes: Int64 = 0, threads: Int = 1) throws {
+    init(parsing data: Data, maxDepth: Int = JSONOptions.defaultMaxDepth, maxBytes: Int64 = 0, threads: Int = 1) throws {
         var options = courier_json_options()
         courier_json_options_init(&options, COURIER_JSON_OPTIONS_VERSION)
         options.max_depth = Int32(clamping: maxDepth)

@@ -59,6 +59,12 @@ public enum LogRedaction: Sendable, Hashable {
 
 /// Where an engine's lines go. Each sink has its own level, below the engine's.
 public struct LogSink: Sendable {
+    /// The C core's default size of one log file before it rotates (1 MiB;
+    /// `COURIER_SETTING_LOG_FILE_MAX_BYTES`).
+    public static var defaultFileMaxBytes: Int64 { CoreDefaults.value(COURIER_SETTING_LOG_FILE_MAX_BYTES) }
+    /// The C core's default count of log files kept (5; `COURIER_SETTING_LOG_FILE_MAX_FILES`).
+    public static var defaultFileMaxFiles: Int { Int(CoreDefaults.value(COURIER_SETTING_LOG_FILE_MAX_FILES)) }
+
     enum Kind: Sendable {
         case standardError
         case file(path: String, maxBytes: Int64, maxFiles: Int)
@@ -85,7 +91,8 @@ public struct LogSink: Sendable {
     ///   - maxFiles: How many files to keep, the current one included (>= 1).
     ///   - level: The most verbose level this sink takes.
     /// - Returns: The sink.
-    public static func file(_ path: String, maxBytes: Int64 = 1 << 20, maxFiles: Int = 5,
+    public static func file(_ path: String, maxBytes: Int64 = LogSink.defaultFileMaxBytes,
+                            maxFiles: Int = LogSink.defaultFileMaxFiles,
                             level: LogLevel = .trace) -> LogSink {
         LogSink(kind: .file(path: path, maxBytes: maxBytes, maxFiles: maxFiles), level: level)
     }

@@ -157,7 +157,7 @@ extension Request {
     /// are used (URL, method and metrics are the engine's). It runs on the engine's worker
     /// thread: keep it quick, and never close the engine from it. Throwing a ``CourierError``
     /// fails the request with its code (with the C core's message); any other error fails it with
-    /// ``CourierError/Code/internal``.
+    /// ``CourierError/Code/internal``. `send` and `sendSync` rethrow the error thrown itself.
     /// - Parameter build: Makes the answer.
     /// - Returns: The changed request.
     public func mock(_ build: @escaping @Sendable (MockRequest) throws -> Response) -> Request {
@@ -220,10 +220,8 @@ private let mockTrampoline: courier_mock_fn = { outgoing, out, user in
     do {
         out.pointee = try box.build(MockRequest(outgoing: outgoing)).makeCResponse()
         return COURIER_OK.rawValue
-    } catch let error as CourierError {
-        return error.code.rawValue < 0 ? error.code.rawValue : COURIER_E_INTERNAL.rawValue
     } catch {
-        return COURIER_E_INTERNAL.rawValue
+        return raiseInSend(error, otherwise: COURIER_E_INTERNAL.rawValue) // rethrown by the send
     }
 }
 

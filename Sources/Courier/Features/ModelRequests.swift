@@ -154,11 +154,14 @@ public struct JSONOptions: Sendable, Hashable {
     /// The largest body parsed, in bytes, or nil for the default (64 MiB).
     public var maxBytes: Int64?
 
+    /// The C core's default deepest nesting (512; `COURIER_SETTING_JSON_MAX_DEPTH`).
+    public static var defaultMaxDepth: Int { Int(CoreDefaults.value(COURIER_SETTING_JSON_MAX_DEPTH)) }
+
     /// Parse limits.
     /// - Parameters:
-    ///   - maxDepth: The deepest nesting accepted (1...2048; default 512).
+    ///   - maxDepth: The deepest nesting accepted (1...2048; default ``defaultMaxDepth``, the C core's).
     ///   - maxBytes: The largest body parsed, or nil for the default (64 MiB).
-    public init(maxDepth: Int = 512, maxBytes: Int64? = nil) {
+    public init(maxDepth: Int = JSONOptions.defaultMaxDepth, maxBytes: Int64? = nil) {
         self.maxDepth = maxDepth
         self.maxBytes = maxBytes
     }
@@ -218,7 +221,7 @@ extension Configuration {
     ///   - maxBytes: The largest body parsed, or nil for the default.
     /// - Returns: The changed configuration.
     @available(*, deprecated, message: "set the property: configuration.jsonOptions = JSONOptions(...)")
-    public func jsonLimits(maxDepth: Int = 512, maxBytes: Int64? = nil) -> Configuration {
+    public func jsonLimits(maxDepth: Int = JSONOptions.defaultMaxDepth, maxBytes: Int64? = nil) -> Configuration {
         with { $0.jsonOptions = JSONOptions(maxDepth: maxDepth, maxBytes: maxBytes) }
     }
 }

@@ -27,6 +27,9 @@ public enum ReachabilityStatus: Sendable, Hashable {
 /// Where an engine's view of the network comes from (`courier_config_set_reachability`). Any
 /// response means online.
 public struct ReachabilitySettings: Sendable, Hashable {
+    /// The C core's default seconds between probes (5; `COURIER_SETTING_MONITOR_INTERVAL_MS`).
+    public static var defaultInterval: TimeInterval { CoreDefaults.seconds(COURIER_SETTING_MONITOR_INTERVAL_MS) }
+
     /// A request that cannot resolve or connect means offline. Off by default: one server being
     /// down does not make the engine offline.
     public var fromErrors: Bool
@@ -41,7 +44,8 @@ public struct ReachabilitySettings: Sendable, Hashable {
     ///   - fromErrors: A request that cannot resolve or connect means offline.
     ///   - probe: What to try while offline, or nil for the host that failed.
     ///   - interval: Seconds between probes (default 5).
-    public init(fromErrors: Bool = true, probe: String? = nil, interval: TimeInterval = 5) {
+    public init(fromErrors: Bool = true, probe: String? = nil,
+                interval: TimeInterval = ReachabilitySettings.defaultInterval) {
         self.fromErrors = fromErrors
         self.probe = probe
         self.interval = interval
@@ -71,7 +75,8 @@ extension Configuration {
     ///   - interval: Seconds between probes (default 5).
     /// - Returns: The new configuration.
     @available(*, deprecated, message: "set the property: configuration.reachability = ReachabilitySettings(...)")
-    public func reachability(fromErrors: Bool = true, probe: String? = nil, interval: TimeInterval = 5) -> Configuration {
+    public func reachability(fromErrors: Bool = true, probe: String? = nil,
+                             interval: TimeInterval = ReachabilitySettings.defaultInterval) -> Configuration {
         with { $0.reachability = ReachabilitySettings(fromErrors: fromErrors, probe: probe, interval: interval) }
     }
 }

@@ -61,14 +61,22 @@ public struct RetryPolicy: Sendable, Hashable {
         set { ignoreRetryAfter = !newValue }
     }
 
+    /// The C core's default first wait, in seconds (0.5; `COURIER_SETTING_RETRY_BASE_DELAY_MS`).
+    public static var defaultBaseDelay: Double { CoreDefaults.seconds(COURIER_SETTING_RETRY_BASE_DELAY_MS) }
+    /// The C core's default longest wait, in seconds (30; `COURIER_SETTING_RETRY_MAX_DELAY_MS`).
+    public static var defaultMaxDelay: Double { CoreDefaults.seconds(COURIER_SETTING_RETRY_MAX_DELAY_MS) }
+    /// The C core's default count of further attempts (3; `COURIER_SETTING_RETRY_MAX_RETRIES`),
+    /// what Python's `Retry()` uses.
+    public static var defaultMaxRetries: Int { Int(CoreDefaults.value(COURIER_SETTING_RETRY_MAX_RETRIES)) }
+
     /// A retry rule.
     /// - Parameters:
     ///   - maxRetries: Further attempts after the first.
-    ///   - baseDelay: The first wait, in seconds. Default 0.5.
-    ///   - maxDelay: The longest wait, in seconds. Default 30.
+    ///   - baseDelay: The first wait, in seconds. Default ``defaultBaseDelay`` (the C core's).
+    ///   - maxDelay: The longest wait, in seconds. Default ``defaultMaxDelay`` (the C core's).
     ///   - nonIdempotent: Also retry non-idempotent methods. Default false.
     ///   - ignoreRetryAfter: Do not wait for a server's Retry-After. Default false.
-    public init(maxRetries: Int, baseDelay: Double = 0.5, maxDelay: Double = 30, nonIdempotent: Bool = false,
+    public init(maxRetries: Int, baseDelay: Double = RetryPolicy.defaultBaseDelay, maxDelay: Double = RetryPolicy.defaultMaxDelay, nonIdempotent: Bool = false,
                 ignoreRetryAfter: Bool = false) {
         self.maxRetries = maxRetries
         self.baseDelay = baseDelay
@@ -85,7 +93,7 @@ public struct RetryPolicy: Sendable, Hashable {
     ///   - retriesNonIdempotent: Also retry non-idempotent methods.
     ///   - honorsRetryAfter: Wait for a server's Retry-After.
     @available(*, deprecated, renamed: "init(maxRetries:baseDelay:maxDelay:nonIdempotent:ignoreRetryAfter:)")
-    public init(maxRetries: Int, baseDelay: Double = 0.5, maxDelay: Double = 30, retriesNonIdempotent: Bool,
+    public init(maxRetries: Int, baseDelay: Double = RetryPolicy.defaultBaseDelay, maxDelay: Double = RetryPolicy.defaultMaxDelay, retriesNonIdempotent: Bool,
                 honorsRetryAfter: Bool = true) {
         self.init(maxRetries: maxRetries, baseDelay: baseDelay, maxDelay: maxDelay, nonIdempotent: retriesNonIdempotent,
                   ignoreRetryAfter: !honorsRetryAfter)
@@ -98,14 +106,14 @@ public struct RetryPolicy: Sendable, Hashable {
     ///   - maxDelay: The longest wait, in seconds.
     ///   - honorsRetryAfter: Wait for a server's Retry-After.
     @available(*, deprecated, renamed: "init(maxRetries:baseDelay:maxDelay:nonIdempotent:ignoreRetryAfter:)")
-    public init(maxRetries: Int, baseDelay: Double = 0.5, maxDelay: Double = 30, honorsRetryAfter: Bool) {
+    public init(maxRetries: Int, baseDelay: Double = RetryPolicy.defaultBaseDelay, maxDelay: Double = RetryPolicy.defaultMaxDelay, honorsRetryAfter: Bool) {
         self.init(maxRetries: maxRetries, baseDelay: baseDelay, maxDelay: maxDelay, ignoreRetryAfter: !honorsRetryAfter)
     }
 
     /// No retries (the engine's default).
     public static let disabled = RetryPolicy(maxRetries: 0)
 
-    /// At most `count` further attempts, with the default backoff (0.5 s doubling to 30 s) and
+    /// At most `count` further attempts, with the C core's default backoff (0.5 s doubling to 30 s) and
     /// Retry-After honoured: `engine.send(request, retry: .times(3))`.
     /// - Parameter count: Further attempts after the first.
     /// - Returns: The rule.

@@ -35,7 +35,7 @@ public struct TransportCall: Sendable {
     ///   - body: The body.
     ///   - timeout: The timeout, in seconds.
     public init(requestID: RequestID = .invalid, method: String, url: String, headers: HTTPHeaders = [],
-                body: Data = Data(), timeout: Double = 60) {
+                body: Data = Data(), timeout: Double = Configuration.defaultTimeout) {
         self.requestID = requestID
         self.method = method
         self.url = url
@@ -86,8 +86,8 @@ public protocol Transport: Sendable {
     ///   method are the request's unless the response names its own.
     /// - Throws: A ``CourierError`` to fail the request with its code (its message and any
     ///   attached response are kept); `CancellationError` for ``CourierError/Code/cancelled``; any
-    ///   other error fails it with ``CourierError/Code/network`` and the error's description as
-    ///   the message.
+    ///   other error fails it with ``CourierError/Code/network`` (retried as one) and the error's
+    ///   description as the message. `send` and `sendSync` rethrow the error thrown itself.
     func send(_ call: TransportCall) async throws -> Response
 }
 
@@ -264,13 +264,16 @@ private func complete(_ call: OpaquePointer, with outcome: Result<Response, any 
         } catch {
             complete(call, with: .failure(error))
         }
-    case .failure(let error as CourierError):
-        let code = error.code.rawValue < 0 ? error.code.rawValue : COURIER_E_INTERNAL.rawValue
-        let attached = try? error.response?.makeCResponse()
-        _ = courier_call_complete(call, code, attached, error.message)
     case .failure(let error) where error is CancellationError:
         _ = courier_call_complete(call, COURIER_E_CANCELLED.rawValue, nil, "the transport's task was cancelled")
     case .failure(let error):
-        _ = courier_call_complete(call, COURIER_E_NETWORK.rawValue, nil, "transport error: \(error)")
+        // The send rethrows this very error (`courier_call_raise`); a CourierError keeps its code
+        // and response, another error fails the request as a network failure would.
+        let courierError = error as? CourierError
+        let code = thrownCode(error, otherwise: courierError == nil ? COURIER_E_NETWORK.rawValue : COURIER_E_INTERNAL.rawValue)
+        let attached = try? courierError?.response?.makeCResponse()
+        let message = courierError?.message ?? "transport error: \(error)"
+        _ = courier_call_raise(call, courier_code(rawValue: code), attached, message,
+                               Unmanaged.passRetained(ThrownBox(error)).toOpaque(), releaseBox)
     }
 }

@@ -1,40 +1,49 @@
-"""Callbacks from C into Python.
+"""Callbacks from C into Python: the registry, where exceptions go, and the trampoline types.
 
-One ctypes trampoline per callback type is made when this module loads and lives as long as the
-process, so C can never call a freed CFUNCTYPE object. Each registration passes C an integer key
-(the ``void *user``) into a registry of Python objects; the core's ``user_free`` hook (called
-exactly once when the registration ends) removes the entry. Completions, which run exactly once
-and have no ``user_free``, remove their own entry.
+This module is the binding's layer of calls into the library, below every type: it imports only
+``_lib``, ``_enums`` and ``errors``. Each trampoline is made (once, when its module loads, living as
+long as the process, so C never calls a freed CFUNCTYPE object) next to the type it builds:
+validators and cache policies in ``response``, customize, mock, progress and redirect hooks and
+interceptors in ``request``, envelope checks and decoders in ``mapping``, challenge handlers in
+``auth``, custom transports in ``transport``, frozen-request listeners in ``frozen``, monitors and
+reachability listeners in ``engine``. Here live the ones that build no type (user_free,
+completions, clocks, log sinks). Each registration passes C an integer key (the ``void *user``)
+into a registry of Python objects; the core's ``user_free`` hook (called exactly once when the
+registration ends) removes the entry. Completions, which run exactly once and have no
+``user_free``, remove their own entry.
 
-Exceptions: a trampoline never lets a Python exception reach ctypes. It hands the exception to the
-registration's *sink* (:meth:`keep`), returns an error code to C where the callback type has one,
-and the binding re-raises the kept exception after the C call returns (pygit2's way):
+Exceptions: a trampoline never lets a Python exception reach ctypes.
 
-* a per-request callback (validator, customize, mock, progress) keeps it in the send's context;
-* an engine callback that knows its request (the engine's validator, after-receive interceptors)
-  keeps it under the request id until that request's completion or ``send`` picks it up;
-* a callback on the sending thread (before-send interceptors, the WILL_SEND monitor event) keeps
-  it in the send context of the current thread;
-* anything else (log sinks, monitors, frozen-request and reachability listeners, cache policies
-  and clocks run outside a send) keeps it on the engine, whose ``close()`` re-raises the first.
+* A callback the C core runs for a send (validator, customize, interceptors, mock, redirect hook,
+  progress, challenge handler, decoder, a custom transport's start) raises the exception into the
+  send's own slot in C (:func:`raise_in_send`, ``courier_raise``): the send's failure carries it
+  back in its ``courier_error`` (``courier_error_user_data``), and the send, its future or its
+  completion re-raises that very object (:func:`user_error`). Nothing is kept in Python meanwhile.
+* A callback that cannot fail its send (cache policies and clocks run on the sending thread) keeps
+  it in the send context of the current thread (:func:`current_send`), which the send re-raises.
+* Anything else (log sinks, monitors, frozen-request and reachability listeners) keeps it on the
+  engine, whose ``close()`` re-raises the first; with no engine it is printed (:func:`orphan`).
 
 A raised :class:`courier.CourierError` gives C its own code (so a mock callback may raise
 ``courier.Timeout`` to fail its request with ``COURIER_E_TIMEOUT``); any other exception gives
-``COURIER_E_INTERNAL``.
+the callback's usual code (``COURIER_E_INTERNAL``, ``COURIER_E_INVALID_RESULT`` for a validator).
 """
 from __future__ import annotations
 
 import ctypes
 import itertools
+import os
+import sys
 import threading
+import traceback
 import weakref
 from ctypes import CFUNCTYPE, POINTER, c_char_p, c_int, c_int64, c_size_t, c_uint64, c_void_p
 from typing import Any, Callable, Optional
 
 from ._lib import ERROR, EVENT, FROZEN_EVENT, lib
-from .errors import CourierError
+from .errors import CourierError, lib_code
 
-E_INTERNAL = -12
+E_INTERNAL = lib_code("COURIER_E_INTERNAL")
 
 # ---------------------------------------------------------------------------------------------
 # Registry
@@ -90,7 +99,7 @@ try:
     _py_release = ctypes.pythonapi.PyGILState_Release
     _py_release.restype = None
     _py_release.argtypes = [c_int]
-    _pinning = __import__("os").environ.get("COURIER_PY_PIN_THREADS", "1") != "0"
+    _pinning = os.environ.get("COURIER_PY_PIN_THREADS", "1") != "0"
 except AttributeError:  # pragma: no cover - not CPython
     _pinning = False
 
@@ -118,7 +127,6 @@ def unpin_current(engine: Any) -> None:
 
 def release_threads(engine: Any) -> None:
     """Deletes the pinned thread states of an engine whose threads have been joined."""
-    import sys
     pinned, engine._pinned = engine._pinned, {}
     if sys.is_finalizing():  # pragma: no cover - the interpreter clears them itself
         return
@@ -127,11 +135,30 @@ def release_threads(engine: Any) -> None:
         _py_delete(ts)
 
 
-def code_of(exc: BaseException) -> int:
-    """The code a callback's exception gives C."""
+def code_of(exc: BaseException, otherwise: int = E_INTERNAL) -> int:
+    """The code a callback's exception gives C: a CourierError's own, else ``otherwise``."""
     if isinstance(exc, CourierError) and exc.code < 0:
         return exc.code
-    return E_INTERNAL
+    return otherwise
+
+
+def raise_in_send(slot: "Slot", exc: BaseException, request_id: int = 0, otherwise: int = E_INTERNAL) -> int:
+    """From a callback the C core runs for a send: raises ``exc`` into that send's slot
+    (``courier_raise``), to come back with its failure (:func:`user_error`). Returns the code the
+    callback returns to C. Outside a send (a decoder run by ``Response.json()``), the C core
+    refuses it and the exception goes to the registration's sink instead."""
+    code = code_of(exc, otherwise)
+    if lib.courier_raise(code, None, register(exc), user_free) != code:  # not inside a send: released
+        slot.keep(exc, request_id)
+    return code
+
+
+def user_error(err: Any) -> Optional[BaseException]:
+    """The exception a callback raised for the send that failed with ``err`` (a ``courier_error``
+    the library filled), or None. Borrowed: an error of ``courier_send(_sync)`` is released with
+    ``courier_error_clear``, a completion's when the completion returns."""
+    key = lib.courier_error_user_data(ctypes.byref(err)) if err is not None else None
+    return _objects.get(key) if key else None
 
 
 # The send in progress on this thread (for callbacks that run on the sending thread).
@@ -182,8 +209,6 @@ orphans: list[BaseException] = []
 def orphan(exc: BaseException) -> None:
     """An exception of a callback that belongs to no engine or send (an envelope's check, a
     decoder): kept here and printed, since no C call of the caller returns with it."""
-    import sys
-    import traceback
     orphans.append(exc)
     del orphans[:-16]
     print("courier: exception in a callback with no engine or send to report it to:", file=sys.stderr)
@@ -260,70 +285,6 @@ def _user_free(user: Optional[int]) -> None:
         pass
 
 
-def _borrowed_response(ptr: Optional[int]) -> Any:
-    from .response import Response
-    return Response._borrow(ptr) if ptr else None
-
-
-def _validator(response: Optional[int], user: Optional[int]) -> int:
-    slot = lookup(user)
-    if slot is None:
-        return 1
-    slot.note_worker()
-    resp = _borrowed_response(response)
-    try:
-        return 1 if slot.fn(resp) else 0
-    except BaseException as e:
-        slot.keep(e, resp.request_id if resp is not None else 0)
-        return 0
-    finally:
-        if resp is not None:
-            resp._release()
-
-
-def _customize(outgoing: Optional[int], user: Optional[int]) -> int:
-    from .request import Outgoing
-    slot = lookup(user)
-    if slot is None:
-        return 0
-    view = Outgoing(outgoing, writable=True)
-    try:
-        slot.fn(view)
-        return 0
-    except BaseException as e:
-        slot.keep(e)
-        return code_of(e)
-    finally:
-        view._release()
-
-
-def _redirect(response: Optional[int], outgoing: Optional[int], user: Optional[int]) -> int:
-    """A redirect hook: ``fn(response, next)`` returns None/True/"follow" (follow ``next`` as it
-    is left), "stop" (the 3xx is the answer) or False/"refuse" (COURIER_E_REDIRECT_REFUSED); a raised
-    exception refuses too and is re-raised by the send."""
-    from .request import Outgoing
-    slot = lookup(user)
-    if slot is None:
-        return 0
-    slot.note_worker()
-    resp = _borrowed_response(response)
-    view = Outgoing(outgoing, writable=True)
-    try:
-        verdict = slot.fn(resp, view)
-        if verdict is None or verdict is True or verdict == "follow":
-            return 0
-        if verdict == "stop":
-            return 1
-        return -1
-    except BaseException as e:
-        slot.keep(e, resp.request_id if resp is not None else 0)
-        return -1
-    finally:
-        view._release()
-        if resp is not None:
-            resp._release()
-
-
 def _completion(request_id: int, code: int, response: Optional[int], error: Optional[int],
                 user: Optional[int]) -> None:
     ctx = _objects.pop(user or 0, None)
@@ -337,85 +298,6 @@ def _completion(request_id: int, code: int, response: Optional[int], error: Opti
         ctx.keep(e)
 
 
-def _mock(outgoing: Optional[int], out: Any, user: Optional[int]) -> int:
-    from .request import Outgoing
-    from .response import build_response
-    slot = lookup(user)
-    if slot is None:
-        return E_INTERNAL
-    slot.note_worker()
-    view = Outgoing(outgoing, writable=False)
-    try:
-        answer = slot.fn(view)
-        out[0] = build_response(answer)
-        return 0
-    except BaseException as e:
-        slot.keep(e)
-        return code_of(e)
-    finally:
-        view._release()
-
-
-def _before_send(outgoing: Optional[int], user: Optional[int]) -> int:
-    from .request import Outgoing
-    slot = lookup(user)
-    if slot is None or slot.fn[0] is None:
-        return 0
-    view = Outgoing(outgoing, writable=True)
-    try:
-        slot.fn[0](view)
-        return 0
-    except BaseException as e:
-        slot.keep(e)
-        return code_of(e)
-    finally:
-        view._release()
-
-
-def _after_receive(request_id: int, response: Any, user: Optional[int]) -> int:
-    from .response import build_response
-    slot = lookup(user)
-    if slot is None or slot.fn[1] is None:
-        return 0
-    slot.note_worker()
-    old = response[0]
-    resp = _borrowed_response(old)
-    try:
-        answer = slot.fn[1](request_id, resp)
-        if answer is not None:
-            new = build_response(answer)
-            response[0] = new
-            if resp is not None:
-                resp._release()
-                resp = None
-            if old:
-                lib.courier_response_free(old)
-        return 0
-    except BaseException as e:
-        slot.keep(e, request_id)
-        return code_of(e)
-    finally:
-        if resp is not None:
-            resp._release()
-
-
-def _progress(request_id: int, down_now: int, down_total: int, up_now: int, up_total: int,
-              user: Optional[int]) -> None:
-    from .request import Progress
-    slot = lookup(user)
-    if slot is None:
-        return
-    slot.note_worker()
-    try:
-        slot.fn(Progress(request_id, down_now, down_total, up_now, up_total))
-    except BaseException as e:
-        slot.keep(e, request_id)
-        # A progress callback cannot answer C; stop the transfer it reports on instead.
-        eng = slot.engine
-        if eng is not None and eng._ptr:
-            lib.courier_cancel(eng._ptr, request_id)
-
-
 def _clock(user: Optional[int]) -> int:
     slot = lookup(user)
     if slot is None:
@@ -425,50 +307,6 @@ def _clock(user: Optional[int]) -> int:
     except BaseException as e:
         slot.keep(e)
         return 0
-
-
-def _cache_has(cached: Optional[int], now_ms: int, user: Optional[int]) -> int:
-    return _cache_lookup(0, cached, now_ms, user)
-
-
-def _cache_answer(cached: Optional[int], now_ms: int, user: Optional[int]) -> int:
-    return _cache_lookup(1, cached, now_ms, user)
-
-
-def _cache_lookup(which: int, cached: Optional[int], now_ms: int, user: Optional[int]) -> int:
-    slot = lookup(user)
-    if slot is None:
-        return 0
-    fn = slot.fn[which]
-    resp = _borrowed_response(cached)
-    try:
-        return 1 if fn(resp, now_ms / 1000.0) else 0
-    except BaseException as e:
-        slot.keep(e)
-        return 0
-    finally:
-        if resp is not None:
-            resp._release()
-
-
-def _cache_should_write(response: Optional[int], expires_ms: Any, user: Optional[int]) -> int:
-    slot = lookup(user)
-    if slot is None:
-        return 0
-    resp = _borrowed_response(response)
-    try:
-        result = slot.fn[2](resp, expires_ms[0] / 1000.0)
-        if result is True or result is False or result is None:
-            return 1 if result else 0
-        # a number: write, expiring at that time (seconds since the epoch)
-        expires_ms[0] = int(float(result) * 1000)
-        return 1
-    except BaseException as e:
-        slot.keep(e, resp.request_id if resp is not None else 0)
-        return 0
-    finally:
-        if resp is not None:
-            resp._release()
 
 
 def _log(level: int, line: Optional[int], length: int, user: Optional[int]) -> None:
@@ -481,150 +319,10 @@ def _log(level: int, line: Optional[int], length: int, user: Optional[int]) -> N
         slot.keep(e)
 
 
-def _monitor(event: Any, user: Optional[int]) -> None:
-    from .engine import Event
-    slot = lookup(user)
-    if slot is None:
-        return
-    ev = Event._from_c(event.contents)
-    try:
-        slot.fn(ev)
-    except BaseException as e:
-        slot.keep(e)
-    finally:
-        ev._release()
-
-
-def _frozen_event(event: Any, user: Optional[int]) -> None:
-    from .frozen import FrozenEvent
-    slot = lookup(user)
-    if slot is None:
-        return
-    slot.note_worker()
-    ev = FrozenEvent._from_c(event.contents)
-    try:
-        slot.fn(ev)
-    except BaseException as e:
-        slot.keep(e)
-    finally:
-        ev._release()
-
-
-def _reachability(status: int, user: Optional[int]) -> None:
-    from .engine import Reachability
-    slot = lookup(user)
-    if slot is None:
-        return
-    slot.note_worker()
-    try:
-        slot.fn(Reachability(status))
-    except BaseException as e:
-        slot.keep(e)
-
-
-def _envelope_check(document: Optional[int], has_code: int, code: int, message: Optional[bytes],
-                    user: Optional[int]) -> int:
-    from .mapping import json_to_python
-    slot = lookup(user)
-    if slot is None:
-        return 0
-    try:
-        doc = json_to_python(document)
-        msg = message.decode("utf-8", "replace") if message is not None else None
-        return 1 if slot.fn(doc, code if has_code else None, msg) else 0
-    except BaseException as e:
-        slot.keep(e)
-        return 0
-
-
-def _decoder(body: Optional[int], length: int, content_type: Optional[bytes], out: Any, err: Any,
-             user: Optional[int]) -> int:
-    from .mapping import python_to_json
-    slot = lookup(user)
-    if slot is None:
-        return E_INTERNAL
-    try:
-        data = ctypes.string_at(body, length) if length else b""
-        ctype = content_type.decode("utf-8", "replace") if content_type is not None else None
-        out[0] = python_to_json(slot.fn(data, ctype))
-        return 0
-    except BaseException as e:
-        slot.keep(e)
-        if err:
-            msg = f"{type(e).__name__}: {e}".encode("utf-8", "replace")[:255]
-            err.contents.message = msg
-        return code_of(e)
-
-
-def _transport_start(call: Optional[int], user: Optional[int]) -> int:
-    from .transport import Call
-    slot = lookup(user)
-    if slot is None or not call:
-        return E_INTERNAL
-    slot.note_worker()
-    c = Call(call)
-    c._owner = slot.extra  # the same Call for cancel, until it completes
-    slot.extra[call] = c
-    try:
-        slot.fn.start(c)
-        return 0
-    except BaseException as e:
-        slot.extra.pop(call, None)
-        slot.keep(e, c.request_id)
-        return code_of(e)
-
-
-def _transport_cancel(call: Optional[int], user: Optional[int]) -> None:
-    slot = lookup(user)
-    if slot is None:
-        return
-    c = slot.extra.get(call)
-    if c is None:
-        return
-    c.cancelled = True
-    try:
-        slot.fn.cancel(c)
-    except BaseException as e:
-        slot.keep(e, c.request_id)
-
-
-def _challenge(challenge: Optional[int], user: Optional[int]) -> None:
-    from .auth import Challenge
-    slot = lookup(user)
-    ch = Challenge(challenge or 0)
-    if slot is None:
-        ch.decline()
-        return
-    slot.note_worker()
-    try:
-        ch._answer_with(slot.fn(ch))
-    except BaseException as e:  # declined; the send re-raises it
-        slot.keep(e, ch.request_id)
-        ch.decline()
-
-
 user_free = USER_FREE_FN(_user_free)
-validator = VALIDATOR_FN(_validator)
-customize = CUSTOMIZE_FN(_customize)
 completion = COMPLETION_FN(_completion)
-mock = MOCK_FN(_mock)
-before_send = BEFORE_SEND_FN(_before_send)
-after_receive = AFTER_RECEIVE_FN(_after_receive)
-progress = PROGRESS_FN(_progress)
 clock = CLOCK_FN(_clock)
-cache_has = CACHE_LOOKUP_FN(_cache_has)
-cache_answer = CACHE_LOOKUP_FN(_cache_answer)
-cache_should_write = CACHE_WRITE_FN(_cache_should_write)
 log = LOG_FN(_log)
-monitor = MONITOR_FN(_monitor)
-frozen_event = FROZEN_EVENT_FN(_frozen_event)
-reachability = REACHABILITY_FN(_reachability)
-envelope_check = ENVELOPE_CHECK_FN(_envelope_check)
-decoder = DECODER_FN(_decoder)
-transport_start = TRANSPORT_START_FN(_transport_start)
-transport_cancel = TRANSPORT_CANCEL_FN(_transport_cancel)
-redirect = REDIRECT_FN(_redirect)
-challenge = CHALLENGE_FN(_challenge)
 
 
 def ptr(fn: Any) -> int:

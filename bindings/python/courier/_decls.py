@@ -4,6 +4,7 @@ DECLS = {
     'courier_version': ('str', ()),
     'courier_version_num': ('uint', ()),
     'courier_strerror': ('str', ('int',)),
+    'courier_setting_default': ('int', ('ptr', 'int')),
     'courier_config_new': ('int', ('ptr',)),
     'courier_config_free': ('void', ('ptr',)),
     'courier_config_set_base_url': ('int', ('ptr', 'str')),

@@ -4,18 +4,18 @@ Each enum is an ``IntEnum`` whose values are the C values (tests/test_abi.py che
 against include/courier.h through ``__c_enum__``: the C type and the prefix of its member names).
 ``str()`` and ``format()`` give the lower-case name, as Swift prints a case (``hit``, not ``1``);
 ``int()`` gives the C value. A name converts to its member, in any case, with ``-`` for ``_``:
-``CacheStatus("hit")``, ``CachePolicy("cache-first")``.
+``CacheStatus("hit")``, ``CachePolicy("cache-first")``. :func:`courier.errors.coerce` turns an
+option's value into a member.
+
+This module is the binding's lowest layer after the declarations (``_decls``, ``_lib``): it
+imports nothing of the package.
 """
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any, TypeVar, Union
+from typing import Any
 
-from .errors import InvalidArgument
-
-__all__ = ["CEnum", "coerce"]
-
-E = TypeVar("E", bound="CEnum")
+__all__ = ["CEnum", "TimeoutKind", "Setting"]
 
 
 class CEnum(IntEnum):
@@ -34,24 +34,6 @@ class CEnum(IntEnum):
         return None
 
 
-def coerce(cls: type[E], value: Union[E, str, int], option: str, *, allow_int: bool = False) -> Union[E, int]:
-    """``value`` (a member, its name, or its C value) as a member of ``cls``. With ``allow_int``,
-    another int passes through as it is (a user cache policy id). A name or value that is not one
-    of ``cls`` raises :class:`courier.InvalidArgument` (also a ``ValueError``) naming the option;
-    another type raises ``TypeError``."""
-    if isinstance(value, cls):
-        return value
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise TypeError(f"{option}: expected courier.{cls.__name__} or its name, got {type(value).__name__}")
-    try:
-        return cls(value)  # type: ignore[arg-type]  # a name: CEnum._missing_
-    except ValueError:
-        if allow_int and isinstance(value, int):
-            return int(value)
-        names = ", ".join(repr(m.name.lower()) for m in cls)
-        raise InvalidArgument(f"{option}: {value!r} is not a courier.{cls.__name__} ({names})") from None
-
-
 class TimeoutKind(CEnum):
     """Which timeout fired (``courier_timeout_kind``; the C values). ``CourierError.timeout_kind``
     is its name as a string (``str(TimeoutKind.CONNECT) == "connect"``)."""
@@ -60,3 +42,23 @@ class TimeoutKind(CEnum):
     CONNECT = 1
     IDLE = 2
     TOTAL = 3
+
+
+class Setting(CEnum):
+    """The settings whose default the C core tells (``courier_setting``, read with
+    :func:`courier._lib.setting_default`); the binding's defaults are read from it, never restated."""
+    __c_enum__ = ("courier_setting", "COURIER_SETTING_")
+    TIMEOUT_MS = 1
+    MAX_CONNECTIONS_PER_HOST = 2
+    MAX_CONNECTIONS = 3
+    MAX_RESPONSE_BYTES = 4
+    RETRY_MAX_RETRIES = 5
+    RETRY_BASE_DELAY_MS = 6
+    RETRY_MAX_DELAY_MS = 7
+    FROZEN_REPLAY_CONCURRENCY = 8
+    FROZEN_BACKOFF_BASE_MS = 9
+    FROZEN_BACKOFF_MAX_MS = 10
+    JSON_MAX_DEPTH = 11
+    MONITOR_INTERVAL_MS = 12
+    LOG_FILE_MAX_BYTES = 13
+    LOG_FILE_MAX_FILES = 14

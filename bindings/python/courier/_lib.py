@@ -19,7 +19,7 @@ from typing import Any
 
 from ._decls import DECLS
 
-__all__ = ["lib", "library_path", "has", "ERROR", "METRICS", "CACHE_STATS", "CACHE_ENTRY_INFO",
+__all__ = ["lib", "library_path", "has", "setting_default", "ERROR", "METRICS", "CACHE_STATS", "CACHE_ENTRY_INFO",
            "FROZEN_INFO", "FROZEN_EVENT", "EVENT", "JSON_OPTIONS", "MAPPING_ERROR",
            "CACHE_POLICY_CALLBACKS", "TRANSPORT", "COOKIE"]
 
@@ -173,3 +173,13 @@ class COOKIE(ctypes.Structure):
 class TRANSPORT(ctypes.Structure):
     """courier_transport."""
     _fields_ = [("start", ctypes.c_void_p), ("cancel", ctypes.c_void_p)]
+
+
+def setting_default(setting: int) -> int:
+    """The C core's default of a setting (``courier_setting_default``; ``setting`` is a
+    ``courier_setting``, :class:`courier._enums.Setting`): what the binding's own defaults are read
+    from, never restated."""
+    value = ctypes.c_int64()
+    if lib.courier_setting_default(ctypes.byref(value), int(setting)) != 0:
+        raise ValueError(f"courier_setting_default: unknown setting {int(setting)}")
+    return int(value.value)

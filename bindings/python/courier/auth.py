@@ -9,6 +9,7 @@ from ctypes import byref
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Union
 
+from . import _callbacks as cb
 from ._enums import CEnum
 from ._lib import COOKIE, lib
 from .errors import check
@@ -129,3 +130,21 @@ class Challenge:
             result.add_done_callback(done)
             return
         self.answer(result)
+
+
+def _challenge(challenge: Optional[int], user: Optional[int]) -> None:
+    """The challenge-handler trampoline (see courier._callbacks)."""
+    slot = cb.lookup(user)
+    ch = Challenge(challenge or 0)
+    if slot is None:
+        ch.decline()
+        return
+    slot.note_worker()
+    try:
+        ch._answer_with(slot.fn(ch))
+    except BaseException as e:  # declined; the send re-raises it
+        cb.raise_in_send(slot, e, ch.request_id)
+        ch.decline()
+
+
+c_challenge = cb.CHALLENGE_FN(_challenge)

@@ -16,7 +16,7 @@ from . import _callbacks as cb
 from ._lib import CACHE_ENTRY_INFO, CACHE_POLICY_CALLBACKS, CACHE_STATS, ERROR, lib
 from .errors import NotFound, check, make_error
 from .request import Request, _b
-from .response import Response
+from .response import Response, c_cache_answer, c_cache_has, c_cache_should_write
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import Engine
@@ -226,9 +226,9 @@ class CacheManager:
         fns = (has_cache, answer_from_cache, should_write)
         cbs = CACHE_POLICY_CALLBACKS()
         cbs.version = 1
-        cbs.has_cache = cb.ptr(cb.cache_has) if has_cache else None
-        cbs.answer_from_cache = cb.ptr(cb.cache_answer) if answer_from_cache else None
-        cbs.should_write = cb.ptr(cb.cache_should_write) if should_write else None
+        cbs.has_cache = cb.ptr(c_cache_has) if has_cache else None
+        cbs.answer_from_cache = cb.ptr(c_cache_answer) if answer_from_cache else None
+        cbs.should_write = cb.ptr(c_cache_should_write) if should_write else None
         key = cb.register(cb.Slot(fns, None, self._engine))
         check(lib.courier_engine_register_cache_policy(self._engine._handle(), int(policy_id), byref(cbs), key,
                                                        cb.user_free))

@@ -13,15 +13,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _callbacks as cb
-from ._enums import CEnum, coerce
-from ._lib import COOKIE, ERROR, JSON_OPTIONS, TRANSPORT, lib
-from .auth import Challenge, Cookie, Credentials, credentials_args
-from .errors import CourierError, EngineClosed, InvalidArgument, check, make_error
-from .request import BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs, timeout_ms
-from .response import Response
+from ._enums import CEnum, Setting
+from ._lib import COOKIE, ERROR, JSON_OPTIONS, TRANSPORT, lib, setting_default
+from .auth import Challenge, Cookie, Credentials, c_challenge, credentials_args
+from .cache import CacheManager
+from .errors import CourierError, EngineClosed, InvalidArgument, check, coerce, make_error
+from .frozen import FrozenManager
+from .group import Group, GroupMode, run
+from .mapping import c_decoder
+from .request import (BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs, c_before_send, c_redirect,
+                      timeout_ms)
+from .response import CachePolicy, Response, c_after_receive, c_validator
+from .transport import c_transport_cancel, c_transport_start
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .group import Group, GroupMember, GroupMode, GroupResult, Member
+    from .group import GroupMember, GroupResult, Member
     from .request import RequestOptions
     if sys.version_info >= (3, 11):
         from typing import Unpack
@@ -69,18 +75,6 @@ class Reachability(CEnum):
     UNKNOWN = 0
     OFFLINE = 1
     ONLINE = 2
-
-
-class CachePolicy(CEnum):
-    """``courier_cache_policy``; user policies use ids >= ``USER_MIN``
-    (``COURIER_CACHE_POLICY_USER_MIN``)."""
-    __c_enum__ = ("courier_cache_policy", "COURIER_CACHE_")
-    NO_CACHE = 0
-    CACHE_FIRST = 1
-    WRITE_ONLY = 2
-    HTTP = 3
-    HTTP_SHARED = 4
-    USER_MIN = 100
 
 
 class CacheDurability(CEnum):
@@ -192,10 +186,7 @@ class _SendContext:
             eng._callback_threads.add(tid)
             cb.pin_thread(eng)
         resp = Response(response) if response else None
-        exc = self.exc
-        kept = eng._errors.pop(request_id, None) if eng._errors else None
-        if exc is None:
-            exc = kept
+        exc = self.exc or cb.user_error(err)  # what a callback raised (released when this returns)
         if code != 0:
             cerr = make_error(code, err, resp)
             if exc is None:
@@ -335,7 +326,6 @@ class Engine:
                  challenge_handler: Optional[Callable[[Challenge], Any]] = None, proxy: Optional[str] = None,
                  no_proxy: Optional[str] = None, proxy_credentials: Credentials = None) -> None:
         self._ptr: Optional[int] = None
-        self._errors: dict[int, BaseException] = {}
         self._background: list[BaseException] = []
         self._callback_threads: set[int] = set()
         self._pinned: dict[int, int] = {}  # worker thread id -> its Python thread state
@@ -377,7 +367,7 @@ class Engine:
                 check(lib.courier_config_set_temporary_store(c, 1))
             if validator is not None:
                 key = cb.register(cb.Slot(validator, None, self))
-                check(lib.courier_config_set_validator(c, cb.validator, key, cb.user_free))
+                check(lib.courier_config_set_validator(c, c_validator, key, cb.user_free))
             if retry is not None:
                 check(lib.courier_config_set_retry(c, *retry._args()))
             if frequent_guard is not None:
@@ -389,8 +379,8 @@ class Engine:
                     icpt = Interceptor(*icpt)
                 fns = (getattr(icpt, "before_send", None), getattr(icpt, "after_receive", None))
                 key = cb.register(cb.Slot(fns, None, self))
-                check(lib.courier_config_add_interceptor(c, cb.before_send if fns[0] else None,
-                                                         cb.after_receive if fns[1] else None, key,
+                check(lib.courier_config_add_interceptor(c, c_before_send if fns[0] else None,
+                                                         c_after_receive if fns[1] else None, key,
                                                          cb.user_free))
             if cache is not None:
                 check(lib.courier_config_set_cache_policy(c, coerce(CachePolicy, cache, "cache", allow_int=True)))
@@ -413,7 +403,7 @@ class Engine:
                 check(lib.courier_config_add_json_type(c, _b(mime)))
             for mime, fn in (decoders or {}).items():
                 key = cb.register(cb.Slot(fn, None, self))
-                check(lib.courier_config_set_decoder(c, _b(mime), cb.decoder, key, cb.user_free))
+                check(lib.courier_config_set_decoder(c, _b(mime), c_decoder, key, cb.user_free))
             if json_max_depth is not None:
                 opts = JSON_OPTIONS()
                 check(lib.courier_json_options_init(byref(opts), 1))
@@ -435,7 +425,7 @@ class Engine:
                 check(lib.courier_config_set_reachability(c, 1 if r.get("from_errors") else 0,
                                                           _opt(r.get("probe")), _ms(r.get("interval"))))
             for name, transport in (transports or {}).items():
-                tr = TRANSPORT(cb.ptr(cb.transport_start), cb.ptr(cb.transport_cancel))
+                tr = TRANSPORT(cb.ptr(c_transport_start), cb.ptr(c_transport_cancel))
                 key = cb.register(cb.Slot(transport, None, self, {}))
                 check(lib.courier_config_register_transport(c, _b(name), byref(tr), ctypes.sizeof(tr), key,
                                                             cb.user_free))
@@ -447,7 +437,7 @@ class Engine:
                 check(lib.courier_config_set_allow_redirect_downgrade(c, 1 if allow_redirect_downgrade else 0))
             if redirect_hook is not None:
                 key = cb.register(cb.Slot(redirect_hook, None, self))
-                check(lib.courier_config_set_redirect_hook(c, cb.redirect, key, cb.user_free))
+                check(lib.courier_config_set_redirect_hook(c, c_redirect, key, cb.user_free))
             if connect_timeout is not None:
                 check(lib.courier_config_set_timeout(c, 1, timeout_ms(connect_timeout)))
             if idle_timeout is not None:
@@ -462,7 +452,7 @@ class Engine:
                 check(lib.courier_config_set_proxy(c, _b(proxy), _opt(no_proxy)))
             if challenge_handler is not None:
                 key = cb.register(cb.Slot(challenge_handler, None, self))
-                check(lib.courier_config_set_challenge_handler(c, cb.challenge, key, cb.user_free))
+                check(lib.courier_config_set_challenge_handler(c, c_challenge, key, cb.user_free))
             out = c_void_p()
             err = ERROR()
             check(lib.courier_engine_open(byref(out), c, byref(err)), err)
@@ -481,14 +471,11 @@ class Engine:
         return p
 
     def keep(self, exc: BaseException, request_id: int = 0) -> None:
-        """Where callbacks of this engine keep exceptions (see ``courier._callbacks``)."""
+        """Where callbacks of this engine that cannot fail a send keep exceptions (see
+        ``courier._callbacks``): ``close()`` re-raises the first. (A callback run for a send raises
+        into the send's own slot in C instead: ``courier_raise``.)"""
         with self._lock:
-            if request_id:
-                self._errors.setdefault(request_id, exc)
-                if len(self._errors) > 4096:  # never picked up (a request without a response)
-                    self._errors.pop(next(iter(self._errors)))
-            else:
-                self._background.append(exc)
+            self._background.append(exc)
 
     def close(self) -> None:
         """Closes the engine: every request still queued or in flight completes with
@@ -623,12 +610,6 @@ class Engine:
         req = method if isinstance(method, Request) else Request(method, url or "", **kw)
         if isinstance(method, Request) and (url is not None or kw):
             raise TypeError("send(Request) takes no other arguments")
-        if req.transport is not None:
-            # A custom transport's start() may fail with no response, and courier_send_sync tells
-            # no request id then: wait on the asynchronous send, whose completion knows it.
-            if threading.get_ident() in self._callback_threads:
-                raise InvalidArgument("send() cannot wait inside the engine's own callbacks")
-            return self.send_async(req).result()
         h = self._handle()
         ctx = _SendContext(self)
         creq, owned = req._acquire(ctx, self)
@@ -641,17 +622,16 @@ class Engine:
             if owned:
                 lib.courier_request_free(creq)
         resp = Response(out.value) if out.value else None
-        exc = ctx.exc
-        if self._errors and resp is not None:
-            with self._lock:
-                kept = self._errors.pop(resp.request_id, None)
-            exc = exc or kept
-        if exc is not None:
-            if code != 0 and exc.__context__ is None:
-                exc.__context__ = make_error(code, err, resp)
-            raise exc
-        if code != 0:
-            raise make_error(code, err, resp)
+        try:
+            exc = ctx.exc or cb.user_error(err)  # what a callback raised for this send
+            if exc is not None:
+                if code != 0 and exc.__context__ is None:
+                    exc.__context__ = make_error(code, err, resp)
+                raise exc
+            if code != 0:
+                raise make_error(code, err, resp)
+        finally:
+            lib.courier_error_clear(byref(err))  # releases what err held
         assert resp is not None
         return resp
 
@@ -712,9 +692,13 @@ class Engine:
                 lib.courier_request_free(creq)
         if code != 0:
             cb.unregister(key)
-            if ctx.exc is not None:
-                raise ctx.exc
-            raise make_error(code, err)
+            try:
+                exc = ctx.exc or cb.user_error(err)  # what a customize hook or interceptor raised
+                if exc is not None:
+                    raise exc
+                raise make_error(code, err)
+            finally:
+                lib.courier_error_clear(byref(err))  # releases what err held
         return rid.value
 
     def cancel(self, request_id: int) -> bool:
@@ -730,7 +714,6 @@ class Engine:
     def group(self, mode: Union["GroupMode", str, int] = "batch", *, fail_fast: bool = False,
               max_in_flight: int = 0, on_member: Optional[Callable[["GroupMember"], None]] = None) -> "Group":
         """A new, empty :class:`courier.Group` on this engine (``courier_group_new``)."""
-        from .group import Group
         return Group(self, mode, fail_fast=fail_fast, max_in_flight=max_in_flight, on_member=on_member)
 
     def batch(self, members: Sequence["Member"], *, fail_fast: bool = False, max_in_flight: int = 0,
@@ -741,7 +724,6 @@ class Engine:
         done (``timeout``: at most that long, then the group is cancelled and ``TimeoutError``
         raised). With ``fail_fast`` the first failure cancels the rest. Returns the
         :class:`courier.GroupResult`; member failures do not raise (``result.raise_for_error()``)."""
-        from .group import GroupMode, run
         return _wait_group(run(self, GroupMode.BATCH, members, fail_fast=fail_fast, max_in_flight=max_in_flight,
                                continue_on_failure=continue_on_failure, on_member=on_member), timeout)
 
@@ -753,7 +735,6 @@ class Engine:
         previous member's result is lent for the call; None skips the member). A failure stops
         the chain unless ``continue_on_failure``. Waits and returns the
         :class:`courier.GroupResult` (see :meth:`batch`)."""
-        from .group import GroupMode, run
         return _wait_group(run(self, GroupMode.CHAIN, members, continue_on_failure=continue_on_failure,
                                on_member=on_member), timeout)
 
@@ -761,13 +742,11 @@ class Engine:
     @property
     def cache(self) -> "Any":
         """The cache manager (:class:`courier.CacheManager`)."""
-        from .cache import CacheManager
         return CacheManager(self)
 
     @property
     def frozen(self) -> "Any":
         """The frozen-request manager (:class:`courier.FrozenManager`)."""
-        from .frozen import FrozenManager
         return FrozenManager(self)
 
     # logging and monitors
@@ -799,8 +778,10 @@ class Engine:
         return sink.value
 
     def add_log_file(self, path: Union[str, os.PathLike], min_level: Union[LogLevel, str, int] = LogLevel.INFO,
-                     max_bytes: int = 0, max_files: int = 1) -> int:
-        """Appends log lines to a file (rotated past ``max_bytes``); returns the sink id."""
+                     max_bytes: int = setting_default(Setting.LOG_FILE_MAX_BYTES),
+                     max_files: int = setting_default(Setting.LOG_FILE_MAX_FILES)) -> int:
+        """Appends log lines to a file (rotated past ``max_bytes``, 0: never; at most ``max_files``
+        files kept; the defaults are the C core's); returns the sink id."""
         sink = c_uint64()
         err = ERROR()
         check(lib.courier_log_add_file(self._handle(), coerce(LogLevel, min_level, "min_level"), _b(os.fspath(path)), int(max_bytes),
@@ -827,7 +808,7 @@ class Engine:
             mask |= 1 << coerce(EventKind, k, "kinds")
         key = cb.register(cb.Slot(fn, None, self))
         mid = c_uint64()
-        check(lib.courier_monitor_add(self._handle(), mask, cb.monitor, key, cb.user_free, byref(mid)))
+        check(lib.courier_monitor_add(self._handle(), mask, c_monitor, key, cb.user_free, byref(mid)))
         return mid.value
 
     def remove_monitor(self, monitor_id: int) -> None:
@@ -854,9 +835,41 @@ class Engine:
         """``fn(status)`` on every change, on the engine's journal thread. Returns a token."""
         key = cb.register(cb.Slot(fn, None, self))
         tok = c_uint64()
-        check(lib.courier_reachability_add_listener(self._handle(), cb.reachability, key, cb.user_free,
+        check(lib.courier_reachability_add_listener(self._handle(), c_reachability, key, cb.user_free,
                                                     byref(tok)))
         return tok.value
 
     def remove_reachability_listener(self, token: int) -> None:
         check(lib.courier_reachability_remove_listener(self._handle(), c_uint64(token)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Trampolines that build an Event or a Reachability (see courier._callbacks)
+# ---------------------------------------------------------------------------------------------
+
+def _monitor(event: Any, user: Optional[int]) -> None:
+    slot = cb.lookup(user)
+    if slot is None:
+        return
+    ev = Event._from_c(event.contents)
+    try:
+        slot.fn(ev)
+    except BaseException as e:
+        slot.keep(e)
+    finally:
+        ev._release()
+
+
+def _reachability(status: int, user: Optional[int]) -> None:
+    slot = cb.lookup(user)
+    if slot is None:
+        return
+    slot.note_worker()
+    try:
+        slot.fn(Reachability(status))
+    except BaseException as e:
+        slot.keep(e)
+
+
+c_monitor = cb.MONITOR_FN(_monitor)
+c_reachability = cb.REACHABILITY_FN(_reachability)

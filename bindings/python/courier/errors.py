@@ -26,14 +26,17 @@ from __future__ import annotations
 
 import concurrent.futures
 import ctypes
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
+from ._enums import CEnum, TimeoutKind
 from ._lib import ERROR, lib
 
 if TYPE_CHECKING:  # pragma: no cover
     from .response import Response
 
 __all__ = ["CourierError", "error_class", "raise_for_code", "strerror"]
+
+E = TypeVar("E", bound=CEnum)
 
 
 def strerror(code: int) -> str:
@@ -121,10 +124,8 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
     (-32, "COURIER_E_HEADERS_TOO_LARGE", "HeadersTooLarge", (), "A response header line, or the header block, is over the limit."),
     (-34, "COURIER_E_PROXY", "ProxyError", (), "The proxy failed: its name did not resolve, it refused the tunnel (http_status), or its SOCKS handshake failed."),
     (-40, "COURIER_E_CACHE_INCONSISTENT", "CacheInconsistent", (), "The cache verify found damaged entries, orphan index records, or totals that differ from a scan."),
+    (-41, "COURIER_E_USER", "UserError", (), "User code (a callback) raised an error; the binding re-raises that error itself where it can."),
 ]
-
-#: courier_timeout_kind values, by the name ``timeout_kind`` gives them.
-TIMEOUT_KINDS: dict[str, int] = {"connect": 1, "idle": 2, "total": 3}  # = courier.TimeoutKind
 
 _BY_CODE: dict[int, type[CourierError]] = {}
 _NAMES: dict[int, str] = {0: "COURIER_OK"}
@@ -163,10 +164,28 @@ def make_error(code: int, err: Optional[ERROR] = None, response: "Optional[Respo
             kw["freeze_id"] = fid.decode() if fid else None
         if code == _CODES["COURIER_E_TIMEOUT"] and hasattr(lib, "courier_error_timeout_kind"):
             kind = lib.courier_error_timeout_kind(ctypes.byref(err))
-            kw["timeout_kind"] = next((k for k, v in TIMEOUT_KINDS.items() if v == kind), None)
+            kw["timeout_kind"] = str(TimeoutKind(kind)) if kind in TimeoutKind._value2member_map_ and kind else None
     if response is not None and not kw.get("http_status"):
         kw["http_status"] = response.status
     return error_class(code)(msg, **kw)
+
+
+def coerce(cls: type[E], value: Union[E, str, int], option: str, *, allow_int: bool = False) -> Union[E, int]:
+    """``value`` (a member, its name, or its C value) as a member of ``cls``. With ``allow_int``,
+    another int passes through as it is (a user cache policy id). A name or value that is not one
+    of ``cls`` raises :class:`courier.InvalidArgument` (also a ``ValueError``) naming the option;
+    another type raises ``TypeError``."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise TypeError(f"{option}: expected courier.{cls.__name__} or its name, got {type(value).__name__}")
+    try:
+        return cls(value)  # type: ignore[arg-type]  # a name: CEnum._missing_
+    except ValueError:
+        if allow_int and isinstance(value, int):
+            return int(value)
+        names = ", ".join(repr(m.name.lower()) for m in cls)
+        raise InvalidArgument(f"{option}: {value!r} is not a courier.{cls.__name__} ({names})") from None
 
 
 def raise_for_code(code: int, err: Optional[ERROR] = None, response: "Optional[Response]" = None) -> None:
@@ -189,7 +208,7 @@ if TYPE_CHECKING:  # pragma: no cover
                 "TooLarge", "InternalError", "NoMemory", "InvalidHeader", "InvalidEncoding",
                 "PartialResponse", "NetworkError", "EngineClosed", "StoreError", "NotFound",
                 "TooFrequent", "JSONError", "MappingError", "APIError", "Frozen", "Offline",
-                "JournalCorrupt"]
+                "JournalCorrupt", "UserError"]
     class InvalidArgument(CourierError, ValueError): ...
     class InvalidURL(CourierError, ValueError): ...
     class CannotResolve(CourierError, ConnectionError): ...
@@ -223,3 +242,5 @@ if TYPE_CHECKING:  # pragma: no cover
     class ProtocolError(CourierError): ...
     class HeadersTooLarge(CourierError): ...
     class ProxyError(CourierError): ...
+    class CacheInconsistent(CourierError): ...
+    class UserError(CourierError): ...

@@ -213,8 +213,26 @@ class FrozenManager:
         """``fn(event)`` for this engine's journal events, on its journal thread. Returns a token."""
         key = cb.register(cb.Slot(fn, None, self._engine))
         tok = ctypes.c_uint64()
-        check(lib.courier_frozen_add_listener(self._h(), cb.frozen_event, key, cb.user_free, byref(tok)))
+        check(lib.courier_frozen_add_listener(self._h(), c_frozen_event, key, cb.user_free, byref(tok)))
         return tok.value
 
     def remove_listener(self, token: int) -> None:
         check(lib.courier_frozen_remove_listener(self._h(), ctypes.c_uint64(token)))
+
+
+def _frozen_event(event: Any, user: Optional[int]) -> None:
+    """The frozen-event listener trampoline (see courier._callbacks)."""
+    slot = cb.lookup(user)
+    if slot is None:
+        return
+    slot.note_worker()
+    ev = FrozenEvent._from_c(event.contents)
+    try:
+        slot.fn(ev)
+    except BaseException as e:
+        slot.keep(e)
+    finally:
+        ev._release()
+
+
+c_frozen_event = cb.FROZEN_EVENT_FN(_frozen_event)

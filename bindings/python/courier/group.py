@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
 
 from . import _callbacks as cb
-from ._enums import CEnum, coerce
+from ._enums import CEnum
 from ._lib import ERROR, lib
-from .errors import InvalidArgument, Timeout, check, make_error
+from .errors import InvalidArgument, Timeout, check, coerce, make_error
 from .request import Request
 from .response import Response
 

@@ -223,7 +223,7 @@ class Envelope:
         if check is not None:
             # check(document, code or None, message or None) -> bool; runs on the worker thread.
             key = cb.register(cb.Slot(check, None))
-            _check(lib.courier_envelope_set_check(h, cb.envelope_check, key, cb.user_free))
+            _check(lib.courier_envelope_set_check(h, c_envelope_check, key, cb.user_free))
 
     def _handle(self) -> int:
         if not self._ptr:
@@ -244,3 +244,42 @@ class Envelope:
 
 _check = check
 _ = c_char_p
+
+
+# ---------------------------------------------------------------------------------------------
+# Trampolines that build Python values from documents (see courier._callbacks)
+# ---------------------------------------------------------------------------------------------
+
+def _envelope_check(document: Optional[int], has_code: int, code: int, message: Optional[bytes],
+                    user: Optional[int]) -> int:
+    slot = cb.lookup(user)
+    if slot is None:
+        return 0
+    try:
+        doc = json_to_python(document)
+        msg = message.decode("utf-8", "replace") if message is not None else None
+        return 1 if slot.fn(doc, code if has_code else None, msg) else 0
+    except BaseException as e:
+        slot.keep(e)
+        return 0
+
+
+def _decoder(body: Optional[int], length: int, content_type: Optional[bytes], out: Any, err: Any,
+             user: Optional[int]) -> int:
+    slot = cb.lookup(user)
+    if slot is None:
+        return cb.E_INTERNAL
+    try:
+        data = ctypes.string_at(body, length) if length else b""
+        ctype = content_type.decode("utf-8", "replace") if content_type is not None else None
+        out[0] = python_to_json(slot.fn(data, ctype))
+        return 0
+    except BaseException as e:
+        if err:
+            msg = f"{type(e).__name__}: {e}".encode("utf-8", "replace")[:255]
+            err.contents.message = msg
+        return cb.raise_in_send(slot, e)
+
+
+c_envelope_check = cb.ENVELOPE_CHECK_FN(_envelope_check)
+c_decoder = cb.DECODER_FN(_decoder)

@@ -12,17 +12,16 @@ import os
 import threading
 from ctypes import byref, c_char_p, c_size_t, c_void_p
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence, TypedDict, Union
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence, TypedDict, Union
 
 from . import _callbacks as cb
-from ._enums import CEnum, coerce
-from ._lib import lib
-from .auth import Challenge, Credentials, credentials_args
-from .errors import InvalidArgument, check, lib_code
+from ._enums import CEnum, Setting
+from ._lib import lib, setting_default
+from .auth import Challenge, Credentials, c_challenge, credentials_args
+from .errors import InvalidArgument, check, coerce, lib_code
 from .frozen import FreezePolicy
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import CachePolicy
+from .mapping import python_to_json
+from .response import CachePolicy, borrowed_response, build_response, c_validator
 
 __all__ = ["Request", "RequestOptions", "Outgoing", "Progress", "Retry", "Mock", "Part", "Priority", "BodyEncoding",
            "Freeze", "Result"]
@@ -61,9 +60,10 @@ class Retry:
     ``base_delay * 2**(attempt-1)`` seconds capped at ``max_delay``, with jitter; the core decides
     what is retried (network failures, 408, 429, 5xx; idempotent methods unless
     ``non_idempotent``) and honours Retry-After unless ``ignore_retry_after``."""
-    max_retries: int = 3
-    base_delay: float = 0.1
-    max_delay: float = 2.0
+    # The defaults are the C core's (courier_setting_default), as in every binding.
+    max_retries: int = setting_default(Setting.RETRY_MAX_RETRIES)
+    base_delay: float = setting_default(Setting.RETRY_BASE_DELAY_MS) / 1000.0
+    max_delay: float = setting_default(Setting.RETRY_MAX_DELAY_MS) / 1000.0
     non_idempotent: bool = False
     ignore_retry_after: bool = False
 
@@ -444,14 +444,12 @@ class Request:
             data = self.body.encode("utf-8") if isinstance(self.body, str) else bytes(self.body)
             check(L.courier_request_set_body(r, data, len(data), _opt(self.content_type)))
         if self.json is not None:
-            from .mapping import python_to_json
             doc = python_to_json(self.json)
             try:
                 check(L.courier_request_set_json_body(r, doc, 0))
             finally:
                 L.courier_json_free(doc)
         if self.form is not None:
-            from .mapping import python_to_json
             doc = python_to_json(dict(self.form))
             try:
                 check(L.courier_request_set_form_body(r, doc))
@@ -499,7 +497,6 @@ class Request:
         if self.transport is not None:
             check(L.courier_request_set_transport(r, _b(self.transport)))
         if self.cache is not None:
-            from .engine import CachePolicy
             check(L.courier_request_set_cache_policy(r, coerce(CachePolicy, self.cache, "cache", allow_int=True)))
         if self.cache_expiry is not None:
             check(L.courier_request_set_cache_expiry(r, int(round(self.cache_expiry))))
@@ -543,19 +540,19 @@ class Request:
         # Callbacks last: each registration is released by user_free when C is done with it.
         if self.validator is not None:
             key = cb.register(cb.Slot(self.validator, ctx, engine))
-            check(L.courier_request_set_validator(r, cb.validator, key, cb.user_free))
+            check(L.courier_request_set_validator(r, c_validator, key, cb.user_free))
         if self.customize is not None:
             key = cb.register(cb.Slot(self.customize, ctx, engine))
-            check(L.courier_request_set_customize(r, cb.customize, key, cb.user_free))
+            check(L.courier_request_set_customize(r, c_customize, key, cb.user_free))
         if self.progress is not None:
             key = cb.register(cb.Slot(self.progress, ctx, engine))
-            check(L.courier_request_set_progress(r, cb.progress, key, cb.user_free))
+            check(L.courier_request_set_progress(r, c_progress, key, cb.user_free))
         if self.redirect_hook is not None:
             key = cb.register(cb.Slot(self.redirect_hook, ctx, engine))
-            check(L.courier_request_set_redirect_hook(r, cb.redirect, key, cb.user_free))
+            check(L.courier_request_set_redirect_hook(r, c_redirect, key, cb.user_free))
         if self.challenge_handler is not None:
             key = cb.register(cb.Slot(self.challenge_handler, ctx, engine))
-            check(L.courier_request_set_challenge_handler(r, cb.challenge, key, cb.user_free))
+            check(L.courier_request_set_challenge_handler(r, c_challenge, key, cb.user_free))
 
     def _set_mock(self, r: int, ctx: Any, engine: Any) -> None:
         L = lib
@@ -563,7 +560,7 @@ class Request:
         assert m is not None
         if m.callback is not None:
             key = cb.register(cb.Slot(m.callback, ctx, engine))
-            check(L.courier_request_set_mock_callback(r, cb.mock, key, cb.user_free))
+            check(L.courier_request_set_mock_callback(r, c_mock, key, cb.user_free))
         elif m.error is not None:
             code = m.error
             if isinstance(code, type):
@@ -590,3 +587,101 @@ class Request:
 
 
 _ = (c_size_t, field)
+
+
+# ---------------------------------------------------------------------------------------------
+# Trampolines that lend an Outgoing view or a Progress (see courier._callbacks)
+# ---------------------------------------------------------------------------------------------
+
+def _customize(outgoing: Optional[int], user: Optional[int]) -> int:
+    slot = cb.lookup(user)
+    if slot is None:
+        return 0
+    view = Outgoing(outgoing, writable=True)
+    try:
+        slot.fn(view)
+        return 0
+    except BaseException as e:
+        return cb.raise_in_send(slot, e)
+    finally:
+        view._release()
+
+
+def _before_send(outgoing: Optional[int], user: Optional[int]) -> int:
+    slot = cb.lookup(user)
+    if slot is None or slot.fn[0] is None:
+        return 0
+    view = Outgoing(outgoing, writable=True)
+    try:
+        slot.fn[0](view)
+        return 0
+    except BaseException as e:
+        return cb.raise_in_send(slot, e)
+    finally:
+        view._release()
+
+
+def _redirect(response: Optional[int], outgoing: Optional[int], user: Optional[int]) -> int:
+    """A redirect hook: ``fn(response, next)`` returns None/True/"follow" (follow ``next`` as it
+    is left), "stop" (the 3xx is the answer) or False/"refuse" (COURIER_E_REDIRECT_REFUSED); a raised
+    exception refuses too and is re-raised by the send."""
+    slot = cb.lookup(user)
+    if slot is None:
+        return 0
+    slot.note_worker()
+    resp = borrowed_response(response)
+    view = Outgoing(outgoing, writable=True)
+    try:
+        verdict = slot.fn(resp, view)
+        if verdict is None or verdict is True or verdict == "follow":
+            return 0
+        if verdict == "stop":
+            return 1
+        return -1
+    except BaseException as e:
+        cb.raise_in_send(slot, e, resp.request_id if resp is not None else 0, otherwise=E_REDIRECT_REFUSED)
+        return -1
+    finally:
+        view._release()
+        if resp is not None:
+            resp._release()
+
+
+def _mock(outgoing: Optional[int], out: Any, user: Optional[int]) -> int:
+    slot = cb.lookup(user)
+    if slot is None:
+        return cb.E_INTERNAL
+    slot.note_worker()
+    view = Outgoing(outgoing, writable=False)
+    try:
+        answer = slot.fn(view)
+        out[0] = build_response(answer)
+        return 0
+    except BaseException as e:
+        return cb.raise_in_send(slot, e)
+    finally:
+        view._release()
+
+
+def _progress(request_id: int, down_now: int, down_total: int, up_now: int, up_total: int,
+              user: Optional[int]) -> None:
+    slot = cb.lookup(user)
+    if slot is None:
+        return
+    slot.note_worker()
+    try:
+        slot.fn(Progress(request_id, down_now, down_total, up_now, up_total))
+    except BaseException as e:
+        cb.raise_in_send(slot, e, request_id)
+        # A progress callback cannot answer C; stop the transfer it reports on instead.
+        eng = slot.engine
+        if eng is not None and eng._ptr:
+            lib.courier_cancel(eng._ptr, request_id)
+
+
+E_REDIRECT_REFUSED = lib_code("COURIER_E_REDIRECT_REFUSED")
+c_customize = cb.CUSTOMIZE_FN(_customize)
+c_before_send = cb.BEFORE_SEND_FN(_before_send)
+c_redirect = cb.REDIRECT_FN(_redirect)
+c_mock = cb.MOCK_FN(_mock)
+c_progress = cb.PROGRESS_FN(_progress)

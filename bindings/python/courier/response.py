@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
+from . import _callbacks as cb
 from ._enums import CEnum
 from ._lib import ERROR, MAPPING_ERROR, METRICS, has, lib
-from .errors import InvalidArgument, check, make_error
+from .errors import InvalidArgument, check, lib_code, make_error
+from .mapping import json_to_python
 
 __all__ = ["Response", "Headers", "Metrics", "Answer", "CacheStatus", "CacheReason", "build_response"]
 
@@ -76,6 +78,18 @@ class Metrics:
     connection_reused: bool
     http_version: int
     redirects: int
+
+
+class CachePolicy(CEnum):
+    """``courier_cache_policy``; user policies use ids >= ``USER_MIN``
+    (``COURIER_CACHE_POLICY_USER_MIN``)."""
+    __c_enum__ = ("courier_cache_policy", "COURIER_CACHE_")
+    NO_CACHE = 0
+    CACHE_FIRST = 1
+    WRITE_ONLY = 2
+    HTTP = 3
+    HTTP_SHARED = 4
+    USER_MIN = 100
 
 
 class CacheStatus(CEnum):
@@ -259,8 +273,6 @@ class Response:
         """The body as Python values, from the core's parsed document (``courier_response_json``:
         parsed once by the core with its limits and rules — duplicate keys, depth, UTF-8 — and
         converted). Raises :class:`courier.JSONError` when the core cannot decode it."""
-        from . import _callbacks as cb
-        from .mapping import json_to_python
         doc = c_void_p()
         err = ERROR()
         scope = cb.Scope()  # a custom decoder may run here, on this thread
@@ -279,12 +291,10 @@ class Response:
         """The default result of the request's JSON handling (``courier_response_data``): the value
         at its key path after its mapping, else the envelope's data, else the whole document.
         None when absent."""
-        from .mapping import json_to_python
         return json_to_python(lib.courier_response_data(self._handle()))
 
     def result(self, name: str) -> Any:
         """A named result (``courier_response_result``); None when absent."""
-        from .mapping import json_to_python
         return json_to_python(lib.courier_response_result(self._handle(), name.encode()))
 
     @property
@@ -427,3 +437,108 @@ class Response:
     def cache_key(self) -> Optional[str]:
         """The key text of the entry it came from, or None."""
         return _s(lib.courier_response_cache_key(self._handle()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Trampolines that lend a Response (see courier._callbacks)
+# ---------------------------------------------------------------------------------------------
+
+E_INVALID_RESULT = lib_code("COURIER_E_INVALID_RESULT")
+
+
+def borrowed_response(ptr: Optional[int]) -> Optional[Response]:
+    """A Response lent to a callback for its duration (``_release`` it after)."""
+    return Response._borrow(ptr) if ptr else None
+
+
+def _validator(response: Optional[int], user: Optional[int]) -> int:
+    slot = cb.lookup(user)
+    if slot is None:
+        return 1
+    slot.note_worker()
+    resp = borrowed_response(response)
+    try:
+        return 1 if slot.fn(resp) else 0
+    except BaseException as e:
+        # the send fails with the exception's code (a CourierError's), else as a "no" would
+        cb.raise_in_send(slot, e, resp.request_id if resp is not None else 0, otherwise=E_INVALID_RESULT)
+        return 0
+    finally:
+        if resp is not None:
+            resp._release()
+
+
+def _after_receive(request_id: int, response: Any, user: Optional[int]) -> int:
+    slot = cb.lookup(user)
+    if slot is None or slot.fn[1] is None:
+        return 0
+    slot.note_worker()
+    old = response[0]
+    resp = borrowed_response(old)
+    try:
+        answer = slot.fn[1](request_id, resp)
+        if answer is not None:
+            new = build_response(answer)
+            response[0] = new
+            if resp is not None:
+                resp._release()
+                resp = None
+            if old:
+                lib.courier_response_free(old)
+        return 0
+    except BaseException as e:
+        return cb.raise_in_send(slot, e, request_id)
+    finally:
+        if resp is not None:
+            resp._release()
+
+
+def _cache_lookup(which: int, cached: Optional[int], now_ms: int, user: Optional[int]) -> int:
+    slot = cb.lookup(user)
+    if slot is None:
+        return 0
+    fn = slot.fn[which]
+    resp = borrowed_response(cached)
+    try:
+        return 1 if fn(resp, now_ms / 1000.0) else 0
+    except BaseException as e:  # on the sending thread: the send re-raises it
+        slot.keep(e)
+        return 0
+    finally:
+        if resp is not None:
+            resp._release()
+
+
+def _cache_has(cached: Optional[int], now_ms: int, user: Optional[int]) -> int:
+    return _cache_lookup(0, cached, now_ms, user)
+
+
+def _cache_answer(cached: Optional[int], now_ms: int, user: Optional[int]) -> int:
+    return _cache_lookup(1, cached, now_ms, user)
+
+
+def _cache_should_write(response: Optional[int], expires_ms: Any, user: Optional[int]) -> int:
+    slot = cb.lookup(user)
+    if slot is None:
+        return 0
+    resp = borrowed_response(response)
+    try:
+        result = slot.fn[2](resp, expires_ms[0] / 1000.0)
+        if result is True or result is False or result is None:
+            return 1 if result else 0
+        # a number: write, expiring at that time (seconds since the epoch)
+        expires_ms[0] = int(float(result) * 1000)
+        return 1
+    except BaseException as e:  # a write skipped cannot fail the send: the engine's close re-raises it
+        slot.keep(e, resp.request_id if resp is not None else 0)
+        return 0
+    finally:
+        if resp is not None:
+            resp._release()
+
+
+c_validator = cb.VALIDATOR_FN(_validator)
+c_after_receive = cb.AFTER_RECEIVE_FN(_after_receive)
+c_cache_has = cb.CACHE_LOOKUP_FN(_cache_has)
+c_cache_answer = cb.CACHE_LOOKUP_FN(_cache_answer)
+c_cache_should_write = cb.CACHE_WRITE_FN(_cache_should_write)

@@ -19,6 +19,7 @@ import threading
 from ctypes import byref, c_char_p, c_size_t
 from typing import Any, Optional, Union
 
+from . import _callbacks as cb
 from ._lib import lib
 from .errors import CourierError, InvalidArgument, check
 from .response import build_response
@@ -70,20 +71,58 @@ class Call:
         low = name.lower()
         return next((v for k, v in self.headers if k.lower() == low), None)
 
-    def complete(self, answer: Any = None, error: Union[CourierError, int, None] = None,
+    def complete(self, answer: Any = None, error: Union[BaseException, int, None] = None,
                  message: Optional[str] = None) -> None:
         """Ends the call, exactly once, from any thread: an answer (``courier.Answer``, a status,
-        or ``(status, body)``), or an error (a CourierError or a code) with an optional answer to
-        attach."""
+        or ``(status, body)``), or an error with an optional answer to attach: a code, or an
+        exception, which the send re-raises as it is (``courier_call_raise``; a CourierError
+        fails the request with its code, another exception with ``COURIER_E_INTERNAL``)."""
         with self._lock:
             ptr, self._ptr = self._ptr, None
         if not ptr:
             raise InvalidArgument("this call was already completed")
         if self._owner is not None and self._owner.get(self._key) is self:
             self._owner.pop(self._key, None)
-        code = 0
-        if error is not None:
-            code = error.code if isinstance(error, CourierError) else int(error)
-            message = message or (error.message if isinstance(error, CourierError) else None)
         resp = build_response(answer) if answer is not None else None
+        if isinstance(error, BaseException):
+            message = message or (error.message if isinstance(error, CourierError) else None)
+            check(lib.courier_call_raise(ptr, cb.code_of(error), resp, message.encode() if message else None,
+                                         cb.register(error), cb.user_free))
+            return
+        code = int(error) if error is not None else 0
         check(lib.courier_call_complete(ptr, code, resp, message.encode() if message else None))
+
+
+def _transport_start(call: Optional[int], user: Optional[int]) -> int:
+    """A custom transport's start (see courier._callbacks)."""
+    slot = cb.lookup(user)
+    if slot is None or not call:
+        return cb.E_INTERNAL
+    slot.note_worker()
+    c = Call(call)
+    c._owner = slot.extra  # the same Call for cancel, until it completes
+    slot.extra[call] = c
+    try:
+        slot.fn.start(c)
+        return 0
+    except BaseException as e:
+        slot.extra.pop(call, None)
+        return cb.raise_in_send(slot, e, c.request_id)
+
+
+def _transport_cancel(call: Optional[int], user: Optional[int]) -> None:
+    slot = cb.lookup(user)
+    if slot is None:
+        return
+    c = slot.extra.get(call)
+    if c is None:
+        return
+    c.cancelled = True
+    try:
+        slot.fn.cancel(c)
+    except BaseException as e:
+        slot.keep(e, c.request_id)
+
+
+c_transport_start = cb.TRANSPORT_START_FN(_transport_start)
+c_transport_cancel = cb.TRANSPORT_CANCEL_FN(_transport_cancel)

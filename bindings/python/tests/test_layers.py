@@ -1,0 +1,84 @@
+"""The package reads one way: declarations (``_decls``, ``_lib``), then the calls into the library
+(``_enums``, ``errors``, ``_callbacks``), then the types, then the engine. Each module imports only
+modules below it, at the top of the module (an import under ``if TYPE_CHECKING:`` names types for
+annotations and runs nothing)."""
+from __future__ import annotations
+
+import ast
+import os
+import pathlib
+import subprocess
+import sys
+
+import courier
+
+PACKAGE = pathlib.Path(courier.__file__).parent
+
+#: bottom to top
+LAYERS = ["_decls", "_lib", "_enums", "errors", "_callbacks", "auth", "mapping", "response", "frozen", "request",
+          "transport", "cache_verify", "cache", "group", "engine", "aio", "plot", "__init__"]
+
+
+def _imports(path: pathlib.Path) -> list[tuple[str, int, bool]]:
+    """(module of the package imported, line, inside a function) for each runtime import."""
+    tree = ast.parse(path.read_text())
+    found: list[tuple[str, int, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue  # annotations only
+            if isinstance(child, ast.ImportFrom) and child.level == 1:
+                if child.module:
+                    found.append((child.module.split(".")[0], child.lineno, in_function))
+                else:
+                    found.extend((a.name, child.lineno, in_function) for a in child.names)
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return found
+
+
+def test_every_module_has_a_layer() -> None:
+    modules = {p.stem for p in PACKAGE.glob("*.py")} - {"_version"}
+    assert modules == set(LAYERS) - set(), sorted(modules ^ set(LAYERS))
+
+
+def test_no_module_imports_one_above_it_or_inside_a_function() -> None:
+    problems = []
+    for name in LAYERS:
+        path = PACKAGE / f"{name}.py"
+        for target, line, in_function in _imports(path):
+            if target == "_version":
+                continue
+            if in_function:
+                problems.append(f"{name}.py:{line} imports .{target} inside a function")
+            elif LAYERS.index(target) >= LAYERS.index(name):
+                problems.append(f"{name}.py:{line} imports .{target}, which is not below it")
+    assert not problems, "\n".join(problems)
+
+
+def test_each_module_imports_alone_in_layer_order() -> None:
+    """Each module imported first in a fresh interpreter, bottom to top: none needs one above it
+    to have loaded first."""
+    for name in LAYERS[:-1]:
+        if name == "plot":
+            continue  # matplotlib is optional
+        module = f"courier.{name}"
+        # The package's __init__ imports every module: stand in for it with an empty package.
+        code = (f"import sys, importlib, types; pkg = types.ModuleType('courier'); pkg.__path__ = [{str(PACKAGE)!r}]; "
+                f"sys.modules['courier'] = pkg; importlib.import_module({module!r}); "
+                f"above = [m for m in sys.modules if m.startswith('courier.') and m.split('.')[1] in "
+                f"{LAYERS[LAYERS.index(name) + 1:]!r}]; assert not above, above")
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
+        assert run.returncode == 0, f"{module}: {run.stderr[-2000:]}"
+
+
+def test_no_bench_code_ships_in_the_package() -> None:
+    names = [p.name for p in PACKAGE.rglob("*")]
+    assert not [n for n in names if "bench" in n.lower()], names
+    for path in PACKAGE.rglob("*.py"):
+        for target, line, _ in _imports(path):
+            assert "bench" not in target.lower(), f"{path.name}:{line}"
+        text = path.read_text()
+        assert "import bench" not in text and "tools.bench" not in text, path.name
