@@ -33,6 +33,22 @@ static courier_request *req(const char *method, const char *path) {
     return r;
 }
 
+/* courier_send_sync(r) fails with want_code, carrying a raised `thrown`: returns its tag (0: none).
+ * err owns it until courier_error_clear, which releases it (counted). *resp (may be NULL) receives
+ * the response. */
+static uint64_t sync_raised(courier_engine *e, const courier_request *r, int want_code, courier_response **resp) {
+    int before = atomic_load(&released);
+    courier_error err;
+    CHECK_EQ(courier_send_sync(e, r, resp, &err), want_code);
+    thrown *t = courier_error_user_data(&err);
+    uint64_t tag = t ? t->tag : 0;
+    CHECK_EQ(atomic_load(&released), before);
+    courier_error_clear(&err);
+    CHECK_EQ(atomic_load(&released), before + (t != NULL));
+    CHECK(courier_error_user_data(&err) == NULL);
+    return tag;
+}
+
 /* ---- on the sending thread: customize and before-send ----------------------------------------- */
 
 static int customize_raises(courier_outgoing *o, void *user) {
@@ -87,15 +103,11 @@ static void test_before_send_raise_keeps_its_code(void) {
     courier_engine *e = th_engine(tweak_before);
     REQUIRE(e);
     courier_request *r = req("GET", "/echo?refuse=1");
-    courier_error err;
-    CHECK_EQ(courier_send_sync(e, r, NULL, &err), COURIER_E_TIMEOUT);
-    thrown *t = courier_error_user_data(&err);
-    CHECK(t && t->tag == 11);
-    courier_error_clear(&err);
-    CHECK_EQ(atomic_load(&released), 1);
+    CHECK_EQ(sync_raised(e, r, COURIER_E_TIMEOUT, NULL), 11);
     courier_request_free(r);
     /* A send the interceptor lets through carries nothing. */
     r = req("GET", "/echo");
+    courier_error err;
     courier_response *resp = NULL;
     CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_OK);
     CHECK(courier_error_user_data(&err) == NULL);
@@ -180,14 +192,9 @@ static void test_validator_raise_fails_with_its_code(void) {
     REQUIRE(e);
     courier_request *r = req("GET", "/echo");
     courier_request_set_validator(r, validator_raises, NULL, NULL);
-    courier_error err;
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_API);
-    thrown *t = courier_error_user_data(&err);
-    CHECK(t && t->tag == 200);
+    CHECK_EQ(sync_raised(e, r, COURIER_E_API, &resp), 200);
     CHECK(resp != NULL);
-    courier_error_clear(&err);
-    CHECK_EQ(atomic_load(&released), 1);
     courier_response_free(resp);
     courier_request_free(r);
     courier_engine_close(e);
@@ -212,12 +219,8 @@ static void test_mock_raise_and_a_retry_that_succeeds(void) {
     REQUIRE(e);
     courier_request *r = req("GET", "/mocked");
     courier_request_set_mock_callback(r, mock_raises, NULL, NULL);
+    CHECK_EQ(sync_raised(e, r, COURIER_E_USER, NULL), 2);
     courier_error err;
-    CHECK_EQ(courier_send_sync(e, r, NULL, &err), COURIER_E_USER);
-    thrown *t = courier_error_user_data(&err);
-    CHECK(t && t->tag == 2);
-    courier_error_clear(&err);
-    CHECK_EQ(atomic_load(&released), 1);
 
     /* The first attempt raises a retryable code, the retry succeeds: released, not delivered. */
     atomic_store(&mock_calls, 0);
@@ -244,13 +247,8 @@ static void test_redirect_hook_raise(void) {
     REQUIRE(e);
     courier_request *r = req("GET", "/redirect?to=/echo");
     courier_request_set_redirect_hook(r, hook_raises, NULL, NULL);
-    courier_error err;
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_REDIRECT_REFUSED);
-    thrown *t = courier_error_user_data(&err);
-    CHECK(t && t->tag == 3);
-    courier_error_clear(&err);
-    CHECK_EQ(atomic_load(&released), 1);
+    CHECK_EQ(sync_raised(e, r, COURIER_E_REDIRECT_REFUSED, &resp), 3);
     courier_response_free(resp);
     courier_request_free(r);
     courier_engine_close(e);
@@ -286,19 +284,15 @@ static void test_transport_raise(void) {
     REQUIRE(e);
     courier_request *r = req("GET", "/now");
     courier_request_set_transport(r, "raising");
-    courier_error err;
-    CHECK_EQ(courier_send_sync(e, r, NULL, &err), COURIER_E_USER);
-    thrown *t = courier_error_user_data(&err);
-    CHECK(t && t->tag == 5);
-    courier_error_clear(&err);
-    CHECK_EQ(atomic_load(&released), 1);
+    CHECK_EQ(sync_raised(e, r, COURIER_E_USER, NULL), 5);
     courier_request_free(r);
+    courier_error err;
 
     r = req("GET", "/later");
     courier_request_set_transport(r, "raising");
     courier_response *resp = NULL;
     CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_USER);
-    t = courier_error_user_data(&err);
+    thrown *t = courier_error_user_data(&err);
     REQUIRE(resp);
     CHECK(t && t->tag == courier_response_request_id(resp));
     CHECK_EQ(courier_response_status(resp), 502);
