@@ -86,7 +86,7 @@ final class HeaderEnumTests: XCTestCase {
         let known = Set(CourierError.Code.allKnown.map(\.rawValue))
         XCTAssertEqual(known, Set(codes.filter { $0.key != "COURIER_OK" }.values), "CourierError.Code.allKnown")
         for code in CourierError.Code.allKnown {
-            XCTAssertFalse(code.name.hasPrefix("unknown"), "\(code.rawValue) has no name")
+            XCTAssertFalse(code.name.hasPrefix("unknown("), "\(code.rawValue) has no name")
             let member = codes.first { $0.value == code.rawValue }?.key ?? ""
             XCTAssertEqual("COURIER_E_" + snake(code.name).replacingOccurrences(of: "U_R_L", with: "URL")
                                                          .replacingOccurrences(of: "T_L_S", with: "TLS")
