@@ -278,6 +278,26 @@ DECODER_FN = CFUNCTYPE(c_int, c_void_p, c_size_t, c_char_p, POINTER(c_void_p), P
 REDIRECT_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p)
 
 
+def deliver(user: Optional[int], make: Callable[[], Any], on_worker: bool = True) -> None:
+    """The body of a listener's trampoline (monitors, frozen-event and reachability listeners):
+    calls the registration's function with the value ``make()`` builds, keeps its exception on the
+    registration's sink, and releases the value after (its ``_release``, when it has one)."""
+    slot = lookup(user)
+    if slot is None:
+        return
+    if on_worker:
+        slot.note_worker()
+    value = make()
+    try:
+        slot.fn(value)
+    except BaseException as e:
+        slot.keep(e)
+    finally:
+        release = getattr(value, "_release", None)
+        if release is not None:
+            release()
+
+
 def _user_free(user: Optional[int]) -> None:
     try:
         unregister(user)

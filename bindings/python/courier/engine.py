@@ -856,27 +856,11 @@ class Engine:
 # ---------------------------------------------------------------------------------------------
 
 def _monitor(event: Any, user: Optional[int]) -> None:
-    slot = cb.lookup(user)
-    if slot is None:
-        return
-    ev = Event._from_c(event.contents)
-    try:
-        slot.fn(ev)
-    except BaseException as e:
-        slot.keep(e)
-    finally:
-        ev._release()
+    cb.deliver(user, lambda: Event._from_c(event.contents), on_worker=False)
 
 
 def _reachability(status: int, user: Optional[int]) -> None:
-    slot = cb.lookup(user)
-    if slot is None:
-        return
-    slot.note_worker()
-    try:
-        slot.fn(Reachability(status))
-    except BaseException as e:
-        slot.keep(e)
+    cb.deliver(user, lambda: Reachability(status))
 
 
 c_monitor = cb.MONITOR_FN(_monitor)

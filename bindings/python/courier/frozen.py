@@ -222,17 +222,7 @@ class FrozenManager:
 
 def _frozen_event(event: Any, user: Optional[int]) -> None:
     """The frozen-event listener trampoline (see courier._callbacks)."""
-    slot = cb.lookup(user)
-    if slot is None:
-        return
-    slot.note_worker()
-    ev = FrozenEvent._from_c(event.contents)
-    try:
-        slot.fn(ev)
-    except BaseException as e:
-        slot.keep(e)
-    finally:
-        ev._release()
+    cb.deliver(user, lambda: FrozenEvent._from_c(event.contents))
 
 
 c_frozen_event = cb.FROZEN_EVENT_FN(_frozen_event)
