@@ -287,6 +287,7 @@ struct courier_request {
         int cache_policy;
         int64_t cache_expiry_s;
         char id[COURIER_FROZEN_ID_MAX + 1]; /* "": generated at freeze time */
+        char resend_policy[COURIER_RESEND_POLICY_ID_MAX + 1]; /* "": the policy's default (policy.c) */
     } freeze;
     struct cr_auth *auth; /* credentials, proxy, challenge handler (auth.c); NULL: the engine's */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c); `set` says which */
@@ -778,6 +779,17 @@ CR_HIDDEN bool cr_log_enabled(courier_engine *e, int level);
 /* A line of the engine's own, e.g. cr_log(e, COURIER_LOG_WARNING, "cache", "moved aside %s", path). */
 CR_HIDDEN void cr_log(courier_engine *e, int level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Lines of a component (courier_log_component): whether one of `level` would reach a sink, and
+ * one with the standard keys, "component" and the given fields. request_id 0: none. */
+typedef struct cr_logf {
+    const char *key;
+    const char *str; /* a string field when not NULL */
+    int64_t num;     /* else a number, or a boolean when is_bool */
+    int is_bool;
+} cr_logf;
+CR_HIDDEN bool cr_log_wants(courier_engine *e, int component, int level);
+CR_HIDDEN void cr_log_fields(courier_engine *e, int component, int level, const char *event, uint64_t request_id,
+                             const char *message, const cr_logf *fields, size_t nfields);
 /* Releases the engine's logging state (sinks closed, monitors' user_free run). engine_free calls
  * it after the worker has stopped. */
 CR_HIDDEN void cr_obs_free(courier_engine *e);
@@ -829,8 +841,9 @@ CR_HIDDEN void cr_journal_start(courier_engine *e);
 /* engine_free, first (after the worker stopped, before logging and the store go): writes what is
  * queued, answers it, stops the journal thread and the monitor, releases the journal. NULL-safe. */
 CR_HIDDEN void cr_journal_close(courier_engine *e);
-/* courier_send, once the transfer is prepared: copies the request's freeze settings into t. */
-CR_HIDDEN void cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t);
+/* courier_send, once the transfer is prepared: copies the request's freeze settings into t.
+ * COURIER_E_RESEND_POLICY_UNKNOWN when a freezable request names a policy e does not have. */
+CR_HIDDEN int cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t, courier_error *err);
 /* finish(), before the cache write: a network failure (or COURIER_E_OFFLINE) of a transfer whose
  * policy allows it is handed to the journal, which answers the caller with COURIER_E_FROZEN after
  * the durable commit. True when it took over answering (t->caller_gone is then set). Worker. */

@@ -103,8 +103,12 @@ typedef enum courier_code {
     COURIER_E_HEADERS_TOO_LARGE = -32, /* a response header line or the header block is over the limit */
     COURIER_E_PROXY = -34,            /* the proxy failed: its name did not resolve, it refused the tunnel
                                          (http_status tells, e.g. 407), or its SOCKS handshake failed */
-    COURIER_E_CACHE_INCONSISTENT = -40 /* courier_cache_verify found damaged entries, index records
+    COURIER_E_CACHE_INCONSISTENT = -40, /* courier_cache_verify found damaged entries, index records
                                           without their entry, or totals that differ from a scan */
+    COURIER_E_RESEND_POLICY_UNKNOWN = -43, /* no resend policy is registered under the id a freezable
+                                              request names (courier_request_set_resend_policy) */
+    COURIER_E_DELETED_BY_POLICY = -44 /* a frozen request's resend policy deleted it (can_delete said
+                                         yes): the recorded outcome of a request never sent again */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -1555,7 +1559,9 @@ COURIER_API courier_engine *courier_group_engine(const courier_group *group);
  * url (redacted: see courier_log_set_redaction), status, code (a courier_code), error (its text),
  * cache (finished and from_cache: courier_cache_reason_name of the response's reason, when a cache
  * policy looked at it; the message ends with " cache: <name>" too), duration_ms (since the send), attempt, delay_ms, bytes_received, bytes_expected, bytes_sent,
- * bytes_to_send, then the engine's fields (courier_log_set_field).
+ * bytes_to_send, component (see courier_log_component), and the decision lines' freeze_id, policy,
+ * reason, decision, stored, attempts, final, cache_policy, then the engine's fields
+ * (courier_log_set_field).
  * Which request events log at which level: will_send, did_send and from_cache at debug; progress
  * at trace; retried and frozen at warning; finished at info when it succeeded or was cancelled, at
  * warning when a response came back (an HTTP status >= 400, a rejected result), else at error.
@@ -1577,6 +1583,43 @@ COURIER_API const char *courier_log_level_name(int level);
 COURIER_API int courier_log_set_level(courier_engine *engine, courier_log_level level);
 /* The engine's level (COURIER_LOG_OFF for NULL). */
 COURIER_API int courier_log_get_level(const courier_engine *engine);
+
+/* Components: each line of the engine's own comes from one, named in its "component" key, and each
+ * component has a level of its own (HTNetworking's per-module log levels):
+ *   transport   will_send, did_send, progress, finished (a request's trip);
+ *   cache       from_cache and the cache's decisions: "cache_lookup" (what a policy found and why:
+ *               "reason" a courier_cache_reason_name, "decision" "from_cache" or "network"),
+ *               "cache_store" ("reason", "stored" true or false), "cache_stale_if_error";
+ *   journal     frozen and the journal's decisions: "journal_frozen" (why: "reason" offline,
+ *               network_failure or ambiguous_failure), "journal_replay" (a resend went out: "reason"
+ *               due, replay_now or resend), "journal_resent" ("reason" succeeded, failed_final or
+ *               retry_later), "journal_expired", "journal_policy" ("decision" keep, hold or delete,
+ *               "reason" not_registered, not_online, not_since_start, can_send_false or can_delete);
+ *               each with "freeze_id", "policy" (the resend policy's id) and "request_id" when a
+ *               send had one;
+ *   mapping     finished lines of requests that failed in JSON, mapping, envelope or validation;
+ *   scheduling  retried, and finished lines of requests the frequency guard refused.
+ * All of these are at debug but finished (see above), retried and frozen (warning), journal_frozen,
+ * journal_replay, journal_resent and journal_expired (info) and journal_policy keep (warning). Lines
+ * written with courier_log_write and the engine's notices follow the engine's level alone. */
+typedef enum courier_log_component {
+    COURIER_LOG_TRANSPORT = 0,
+    COURIER_LOG_CACHE = 1,
+    COURIER_LOG_JOURNAL = 2,
+    COURIER_LOG_MAPPING = 3,
+    COURIER_LOG_SCHEDULING = 4
+} courier_log_component;
+
+/* A component's level: its lines above it are not made. courier_log_set_level sets every
+ * component's level too; this changes one, at any time while the engine runs (the next line sees
+ * it). Any thread. Errors: COURIER_E_INVALID_ARGUMENT (NULL engine, component or level out of
+ * range), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_log_set_component_level(courier_engine *engine, courier_log_component component,
+                                                courier_log_level level, courier_error *err);
+/* *out_level receives the component's level. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL out_level or engine, component out of range). */
+COURIER_API int courier_log_get_component_level(courier_log_level *out_level, const courier_engine *engine,
+                                                courier_log_component component, courier_error *err);
 
 /* A field added to every line of this engine (HLNetworking's channel, app name, version): a JSON
  * string member `name`. Copied. value NULL removes it; setting a name again replaces its value.
@@ -1622,6 +1665,20 @@ COURIER_API int courier_log_add_stderr(courier_engine *engine, courier_log_level
  * file cannot be opened; err->os_error set), COURIER_E_NO_MEMORY. */
 COURIER_API int courier_log_add_file(courier_engine *engine, courier_log_level min_level, const char *path,
                                      int64_t max_bytes, int max_files, uint64_t *out_sink, courier_error *err);
+/* When a file sink starts a new file besides size. */
+typedef enum courier_log_rotation {
+    COURIER_LOG_ROTATE_SIZE = 0, /* only when a line would pass max_bytes (courier_log_add_file) */
+    COURIER_LOG_ROTATE_DAILY = 1 /* also when a line is written on another day (UTC, on the engine's
+                                    clock, courier_config_set_clock) than the file's first line */
+} courier_log_rotation;
+/* A file sink like courier_log_add_file (same rotation of PATH -> PATH.1 ..., at most max_files
+ * files; max_bytes 0: no size limit) that also rotates by day with COURIER_LOG_ROTATE_DAILY. An
+ * existing non-empty file is taken as written on the day of its last change. *out_sink (may be
+ * NULL) receives the sink's id, never 0. `path` is copied.
+ * Errors: as courier_log_add_file; COURIER_E_INVALID_ARGUMENT for a rotation out of range. */
+COURIER_API int courier_log_add_rotating_file(uint64_t *out_sink, courier_engine *engine, courier_log_level min_level,
+                                              const char *path, int64_t max_bytes, int max_files,
+                                              courier_log_rotation rotation, courier_error *err);
 /* Removes a sink. A line being written on another thread may still reach it. The file is closed
  * when its last line is written. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
 COURIER_API int courier_log_remove_sink(courier_engine *engine, uint64_t sink);
@@ -1872,7 +1929,12 @@ typedef enum courier_frozen_event_kind {
     COURIER_FROZEN_EVENT_RESENT_SUCCEEDED = 2, /* a resend got a final, successful answer; removed */
     COURIER_FROZEN_EVENT_RESENT_FAILED = 3,    /* a resend failed: `final` says whether it was removed
                                                   (a non-retryable answer) or will be tried again */
-    COURIER_FROZEN_EVENT_EXPIRED = 4           /* its expiry passed: removed, never sent again */
+    COURIER_FROZEN_EVENT_EXPIRED = 4,          /* its expiry passed: removed, never sent again */
+    COURIER_FROZEN_EVENT_POLICY_UNKNOWN = 5,   /* its resend policy is not registered in this engine:
+                                                  kept, never sent or deleted by it; once per request
+                                                  and engine */
+    COURIER_FROZEN_EVENT_DELETED = 6           /* its resend policy's can_delete said yes: removed, never
+                                                  sent again (outcome COURIER_E_DELETED_BY_POLICY) */
 } courier_frozen_event_kind;
 
 /* One event, borrowed for the duration of the call (copy what you keep). The struct only grows at
@@ -1888,6 +1950,8 @@ typedef struct courier_frozen_event {
     int attempts;                     /* resends started so far */
     const courier_response *response; /* RESENT_*: the response when one arrived, else NULL */
     const courier_error *error;       /* RESENT_FAILED: the detail */
+    const char *reason;               /* POLICY_UNKNOWN "not_registered", DELETED "can_delete", EXPIRED
+                                         "expired"; NULL otherwise (static storage) */
 } courier_frozen_event;
 
 /* Runs on the engine's journal thread, one event at a time, in the order things happened there.
@@ -1944,6 +2008,65 @@ COURIER_API int courier_reachability_add_listener(courier_engine *engine, courie
                                                   courier_user_free_fn user_free, uint64_t *out_token);
 /* Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
 COURIER_API int courier_reachability_remove_listener(courier_engine *engine, uint64_t token);
+
+/* ========================================================================================== */
+/* Resend policies: which frozen requests are sent or deleted, and when                        */
+/* ========================================================================================== */
+
+/* A frozen request names a resend policy by id (courier_request_set_resend_policy); the id is
+ * written in its journal record ("resend_policy"), so every process that replays the store finds
+ * it. Before each automatic replay (at open, when the network comes back, on backoff timers, and
+ * courier_frozen_replay) the replaying engine asks the policy registered under that id in that
+ * engine: can_delete first (yes: removed, never sent, COURIER_FROZEN_EVENT_DELETED), then can_send
+ * (no: kept, asked again at the next poll, network change or replay). courier_frozen_resend (one
+ * request by id) and courier_frozen_remove are the app's word and skip the policy. A request whose
+ * id no policy of the replaying engine has is kept there, never sent or deleted (its expiry
+ * included), and reported once per request and engine (COURIER_FROZEN_EVENT_POLICY_UNKNOWN and a
+ * journal_policy log line); a process that knows the id replays it.
+ *
+ * Built-in policies, registered in every engine under reserved ids (ids starting "courier." are
+ * reserved); every known policy's request is also removed once its expiry passes:
+ *   "courier.auto"    sent whenever due (the default of COURIER_FREEZE_AUTO)
+ *   "courier.manual"  only when the app resends or replays with COURIER_REPLAY_MANUAL (the default
+ *                     of COURIER_FREEZE_MANUAL)
+ *   "courier.online"  sent only while the monitor says online (UNKNOWN is not enough): "send when
+ *                     the network is back"
+ *   "courier.expire"  sent whenever due and dropped when the freeze has expired, nothing more (the
+ *                     design's rule; it decides as courier.auto does)
+ *   "courier.start"   sent only by a replay of an engine opened after it was frozen and last tried:
+ *                     "resend at the next start" (at most one automatic attempt per engine open) */
+#define COURIER_RESEND_POLICY_ID_MAX 64
+
+/* A policy's question about one frozen request: `frozen` is a read-only snapshot (its id, method,
+ * URL, headers, body, courier_frozen_get_info's attempts, last code and status, created and expires
+ * times, courier_frozen_resend_policy), `age_ms` the time since it was frozen (engine clock), and
+ * `reachability` the engine's current courier_reachability. Nonzero means yes. Runs on the engine's
+ * journal or worker thread, outside any journal transaction; must not block for long or close the
+ * engine. */
+typedef int (*courier_resend_policy_fn)(const courier_frozen *frozen, int64_t age_ms,
+                                        courier_reachability reachability, void *user);
+
+/* Registers a policy under `id` (1..COURIER_RESEND_POLICY_ID_MAX of A-Z a-z 0-9 and "-._~:@+=", not
+ * starting "courier."), replacing one registered under it before. can_send NULL: always yes;
+ * can_delete NULL: never. user_free (may be NULL) runs once, after the last call, when the policy
+ * is removed or replaced or the engine closes (or at once if this fails). Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL engine, bad or reserved id), COURIER_E_CLOSED,
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_resend_policy_add(courier_engine *engine, const char *id, courier_resend_policy_fn can_send,
+                                          courier_resend_policy_fn can_delete, void *user,
+                                          courier_user_free_fn user_free, courier_error *err);
+/* Removes the policy registered under `id`; this engine's requests that name it are then kept
+ * (reported as unknown). A call in progress may still finish. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, a reserved id), COURIER_E_NOT_FOUND. */
+COURIER_API int courier_resend_policy_remove(courier_engine *engine, const char *id, courier_error *err);
+/* The request's resend policy (copied); NULL restores the freeze policy's default ("courier.auto" or
+ * "courier.manual"). "courier.manual" keeps it out of automatic replay like COURIER_FREEZE_MANUAL.
+ * A freezable send naming an id its engine has no policy for fails with
+ * COURIER_E_RESEND_POLICY_UNKNOWN. Errors: COURIER_E_INVALID_ARGUMENT (NULL request, bad id). */
+COURIER_API int courier_request_set_resend_policy(courier_request *request, const char *id, courier_error *err);
+/* The id of a frozen request's resend policy ("courier.auto" or "courier.manual" when it named
+ * none). Borrowed until the snapshot is freed; NULL for NULL. */
+COURIER_API const char *courier_frozen_resend_policy(const courier_frozen *frozen);
 
 /* ========================================================================================== */
 /* Cookies, authentication, proxies                                                            */

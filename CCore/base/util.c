@@ -53,6 +53,8 @@ const char *courier_strerror(int code) {
     case COURIER_E_PROTOCOL: return "the server broke the HTTP protocol";
     case COURIER_E_HEADERS_TOO_LARGE: return "response headers too large";
     case COURIER_E_CACHE_INCONSISTENT: return "the cache store is inconsistent";
+    case COURIER_E_RESEND_POLICY_UNKNOWN: return "no resend policy is registered under that id";
+    case COURIER_E_DELETED_BY_POLICY: return "deleted by its resend policy";
     default: return "unknown error";
     }
 }

@@ -1084,8 +1084,8 @@ int courier_send(courier_engine *e, const courier_request *r, courier_completion
     t->done = done;
     t->user = user;
     t->id = atomic_fetch_add(&e->next_id, 1);
-    cr_frozen_attach(e, r, t); /* journal.c: the request's freeze settings */
-    rc = cr_cache_before_send(e, r, t, err); /* cache key, policy, lookup (a hit is answered by the worker) */
+    rc = cr_frozen_attach(e, r, t, err); /* journal.c: the request's freeze settings */
+    if (!rc) rc = cr_cache_before_send(e, r, t, err); /* cache key, policy, lookup (a hit is answered by the worker) */
     if (rc) {
         cr_transfer_free(t);
         return rc;

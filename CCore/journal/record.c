@@ -46,6 +46,7 @@ void cj_jreq_clear(jreq *q) {
     free(q->url);
     free(q->idem);
     free(q->body_b64);
+    free(q->resend_policy);
     cr_kvlist_clear(&q->headers);
     free(q->key_path);
     for (size_t i = 0; i < q->nresults; i++) {
@@ -501,6 +502,7 @@ static int top_member(jrd *r, const char *k, size_t n, void *ctx) {
         }
         break;
     case 'r':
+        if (key_is(k, n, "resend_policy")) return jr_str_member(r, &q->resend_policy);
         if (key_is(k, n, "retry")) {
             if (!jr_peek(r, '{')) return jr_skip(r);
             q->has_retry = 1;
@@ -554,6 +556,7 @@ void courier_frozen_free(courier_frozen *f) {
     free(f->host);
     free(f->idem);
     free(f->json);
+    free(f->resend_policy);
     cr_kvlist_clear(&f->headers);
     free(f->body);
     free(f);
@@ -584,7 +587,10 @@ courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len
     q->id = q->method = q->url = q->idem = NULL;
     memset(&q->headers, 0, sizeof q->headers);
     f->host = cr_strndup(st->host, st->host_len);
-    if (!f->idem || !f->host) goto oom;
+    f->resend_policy = q->resend_policy ? q->resend_policy
+                                        : cr_strdup(st->policy == COURIER_FREEZE_MANUAL ? "courier.manual" : "courier.auto");
+    q->resend_policy = NULL;
+    if (!f->idem || !f->host || !f->resend_policy) goto oom;
     if (q->body_b64) {
         int rc = b64_decode(q->body_b64, strlen(q->body_b64), &f->body, &f->body_len);
         if (rc == COURIER_E_NO_MEMORY) goto oom;
@@ -734,6 +740,11 @@ int cj_payload_of(const cr_transfer *t, const char *idem, int64_t created, int64
     if (!rc) rc = buf_num(&b, ",\"created_ms\":", (long long)created);
     if (!rc) rc = buf_num(&b, ",\"expires_ms\":", (long long)expires);
     if (!rc) rc = cr_buf_append_str(&b, fr->policy == COURIER_FREEZE_MANUAL ? ",\"policy\":\"manual\"" : ",\"policy\":\"auto\"");
+    if (!rc && fr->resend_policy[0]) { /* policy.c: ids need no escaping */
+        rc = cr_buf_append_str(&b, ",\"resend_policy\":\"");
+        if (!rc) rc = cr_buf_append_str(&b, fr->resend_policy);
+        if (!rc) rc = cr_buf_append_char(&b, '"');
+    }
     if (!rc) rc = cr_buf_append_str(&b, fr->flags & COURIER_FREEZE_UNORDERED ? ",\"ordered\":false" : ",\"ordered\":true");
     if (!rc) rc = cr_buf_append_str(&b, ",\"host\":");
     if (!rc) rc = json_str(&b, host);

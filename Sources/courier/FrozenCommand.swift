@@ -192,7 +192,7 @@ struct FrozenReplayCommand: ParsableCommand {
         try withEngine(options) { engine in
             let events = FrozenLocked<[FrozenEvent]>([])
             let quiet = options.json
-            let token = try engine.frozen.addObserver(for: [.resentSucceeded, .resentFailed, .expired]) { event in
+            let token = try engine.frozen.addObserver(for: [.resentSucceeded, .resentFailed, .expired, .deleted, .policyUnknown]) { event in
                 events.mutate { $0.append(event) }
                 guard !quiet else { return }
                 switch event.kind {
@@ -203,6 +203,10 @@ struct FrozenReplayCommand: ParsableCommand {
                     print("\(event.isFinal ? "failed " : "retry  ")  \(event.freezeID)  \(why)")
                 case .expired:
                     print("expired  \(event.freezeID)")
+                case .deleted:
+                    print("deleted  \(event.freezeID)  by its resend policy")
+                case .policyUnknown:
+                    print("kept     \(event.freezeID)  resend policy '\(event.request?.resendPolicy ?? "?")' not registered here")
                 case .frozen:
                     break
                 }

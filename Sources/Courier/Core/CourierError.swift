@@ -159,6 +159,7 @@ extension CourierError {
             .tooManyRedirects, .redirectRefused, .bodyNotReplayable, .protocolError, .headersTooLarge,
             Code(COURIER_E_PROXY),
             Code(COURIER_E_CACHE_INCONSISTENT),
+            Code(COURIER_E_RESEND_POLICY_UNKNOWN), Code(COURIER_E_DELETED_BY_POLICY),
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -206,6 +207,8 @@ extension CourierError {
             case .headersTooLarge: return "headersTooLarge"
             case Code(COURIER_E_PROXY): return "proxy"
             case Code(COURIER_E_CACHE_INCONSISTENT): return "cacheInconsistent"
+            case Code(COURIER_E_RESEND_POLICY_UNKNOWN): return "resendPolicyUnknown"
+            case Code(COURIER_E_DELETED_BY_POLICY): return "deletedByPolicy"
             default: return "unknown(\(rawValue))"
             }
         }

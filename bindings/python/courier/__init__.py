@@ -18,10 +18,10 @@ from ._lib import library_path
 from .auth import AuthScheme, Challenge, Cookie
 from .cache import CacheEntry, CacheManager, CacheStats
 from .engine import (CacheDurability, CachePolicy, CourierFuture, Engine, Event, EventKind, Interceptor,
-                     LogLevel, Reachability, Redaction)
+                     LogComponent, LogLevel, LogRotation, Reachability, Redaction)
 from .errors import *  # noqa: F401,F403 - the exception classes, generated from the code table
 from .errors import CourierError, error_class, strerror
-from .frozen import FreezePolicy, FrozenEvent, FrozenEventKind, FrozenManager, FrozenRequest
+from .frozen import FreezePolicy, FrozenEvent, FrozenEventKind, FrozenManager, FrozenRequest, ResendPolicy
 from .group import Group, GroupFlag, GroupMember, GroupMode, GroupResult
 from .mapping import (MAP_ALL_COERCIONS, MAP_BOOL_FROM_NUMBER, MAP_NULL_AS_ABSENT, MAP_NUMBER_FROM_STRING,
                       MAP_REQUIRED, MAP_STRING_FROM_NUMBER, Envelope, JsonType, Mapping)

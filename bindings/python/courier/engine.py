@@ -28,8 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
     else:
         from typing_extensions import Unpack
 
-__all__ = ["Engine", "CourierFuture", "Interceptor", "Event", "EventKind", "LogLevel", "Reachability",
-           "Redaction", "CachePolicy", "CacheDurability"]
+__all__ = ["Engine", "CourierFuture", "Interceptor", "Event", "EventKind", "LogLevel", "LogComponent", "LogRotation",
+           "Reachability", "Redaction", "CachePolicy", "CacheDurability"]
 
 
 class LogLevel(CEnum):
@@ -41,6 +41,23 @@ class LogLevel(CEnum):
     INFO = 3
     DEBUG = 4
     TRACE = 5
+
+
+class LogComponent(CEnum):
+    """``courier_log_component``: the part of the engine a line comes from, each with its level."""
+    __c_enum__ = ("courier_log_component", "COURIER_LOG_")
+    TRANSPORT = 0
+    CACHE = 1
+    JOURNAL = 2
+    MAPPING = 3
+    SCHEDULING = 4
+
+
+class LogRotation(CEnum):
+    """``courier_log_rotation``: when a file sink starts a new file besides size."""
+    __c_enum__ = ("courier_log_rotation", "COURIER_LOG_ROTATE_")
+    SIZE = 0
+    DAILY = 1
 
 
 class Redaction(CEnum):
@@ -799,13 +816,30 @@ class Engine:
         return sink.value
 
     def add_log_file(self, path: Union[str, os.PathLike], min_level: Union[LogLevel, str, int] = LogLevel.INFO,
-                     max_bytes: int = 0, max_files: int = 1) -> int:
-        """Appends log lines to a file (rotated past ``max_bytes``); returns the sink id."""
+                     max_bytes: int = 0, max_files: int = 1,
+                     rotation: Union[LogRotation, str, int] = LogRotation.SIZE) -> int:
+        """Appends log lines to a file (rotated past ``max_bytes`` and, with ``rotation="daily"``, when
+        the UTC day changes on the engine's clock); returns the sink id."""
         sink = c_uint64()
         err = ERROR()
-        check(lib.courier_log_add_file(self._handle(), coerce(LogLevel, min_level, "min_level"), _b(os.fspath(path)), int(max_bytes),
-                                       int(max_files), byref(sink), byref(err)), err)
+        check(lib.courier_log_add_rotating_file(byref(sink), self._handle(), coerce(LogLevel, min_level, "min_level"),
+                                                _b(os.fspath(path)), int(max_bytes), int(max_files),
+                                                coerce(LogRotation, rotation, "rotation"), byref(err)), err)
         return sink.value
+
+    def log_set_component_level(self, component: Union[LogComponent, str, int], level: Union[LogLevel, str, int]) -> None:
+        """One component's level, changeable while the engine runs (``log_level`` sets them all)."""
+        err = ERROR()
+        check(lib.courier_log_set_component_level(self._handle(), coerce(LogComponent, component, "component"),
+                                                  coerce(LogLevel, level, "level"), byref(err)), err)
+
+    def log_get_component_level(self, component: Union[LogComponent, str, int]) -> LogLevel:
+        """One component's level."""
+        out = ctypes.c_int()
+        err = ERROR()
+        check(lib.courier_log_get_component_level(byref(out), self._handle(), coerce(LogComponent, component, "component"),
+                                                  byref(err)), err)
+        return LogLevel(out.value)
 
     def add_log_stderr(self, min_level: Union[LogLevel, str, int] = LogLevel.INFO) -> int:
         sink = c_uint64()

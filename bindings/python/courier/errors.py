@@ -121,6 +121,8 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
     (-32, "COURIER_E_HEADERS_TOO_LARGE", "HeadersTooLarge", (), "A response header line, or the header block, is over the limit."),
     (-34, "COURIER_E_PROXY", "ProxyError", (), "The proxy failed: its name did not resolve, it refused the tunnel (http_status), or its SOCKS handshake failed."),
     (-40, "COURIER_E_CACHE_INCONSISTENT", "CacheInconsistent", (), "The cache verify found damaged entries, orphan index records, or totals that differ from a scan."),
+    (-43, "COURIER_E_RESEND_POLICY_UNKNOWN", "ResendPolicyUnknown", (LookupError,), "A freezable request names a resend policy its engine does not have."),
+    (-44, "COURIER_E_DELETED_BY_POLICY", "DeletedByPolicy", (), "A frozen request's resend policy deleted it (its recorded outcome)."),
 ]
 
 #: courier_timeout_kind values, by the name ``timeout_kind`` gives them.

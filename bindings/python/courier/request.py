@@ -117,6 +117,7 @@ class Freeze:
     unordered: bool = False
     on_ambiguous: bool = False
     id: Optional[str] = None
+    resend_policy: Optional[str] = None  # a registered policy's id or a courier.ResendPolicy id
 
     def _policy(self) -> int:
         return coerce(FreezePolicy, self.policy, "freeze")
@@ -516,6 +517,8 @@ class Request:
             check(L.courier_request_set_freeze(r, fz._policy(), expiry, flags))
             if fz.id is not None:
                 check(L.courier_request_set_freeze_id(r, _b(fz.id)))
+            if fz.resend_policy is not None:
+                check(L.courier_request_set_resend_policy(r, _b(fz.resend_policy), None))
         if self.ignore_offline is not None:
             check(L.courier_request_set_ignore_offline(r, 1 if self.ignore_offline else 0))
         if self.key_path is not None:

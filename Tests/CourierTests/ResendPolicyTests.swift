@@ -1,0 +1,120 @@
+// ResendPolicyTests.swift — resend policies and per-component log levels through the Swift facade:
+// a policy that sends only small bodies, one that deletes after N attempts, an unknown id refused
+// at send, and the journal's decision lines (JSON fields). A real loopback server and real LMDB files.
+
+import Courier
+import Foundation
+import XCTest
+
+final class ResendPolicyTests: LoopbackTestCase {
+    var store = ""
+
+    override func configuration() -> Configuration {
+        if store.isEmpty { store = NSTemporaryDirectory() + "courier-policy-tests-" + UUID().uuidString }
+        var configuration = super.configuration()
+        configuration.storeDirectory = store
+        configuration.frozenReplay = FrozenReplay(concurrency: 2, backoffBase: 0.01, backoffMax: 0.02)
+        configuration.frozenPoll = 0.1
+        configuration.retry = RetryPolicy(maxRetries: 0)
+        return configuration
+    }
+
+    override func tearDown() {
+        super.tearDown()
+        try? FileManager.default.removeItem(atPath: store)
+    }
+
+    private func freeze(_ request: Request) async {
+        do {
+            _ = try await engine.send(request)
+            XCTFail("sent")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .frozen)
+        } catch {
+            XCTFail("\(error)")
+        }
+    }
+
+    /// The lines of a handler sink, parsed.
+    private final class Lines: @unchecked Sendable {
+        private let lock = NSLock()
+        private var items: [[String: Any]] = []
+        func add(_ text: String) {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return }
+            lock.lock()
+            items.append(object)
+            lock.unlock()
+        }
+        func matching(_ event: String, _ key: String, _ value: String) -> [[String: Any]] {
+            lock.lock()
+            defer { lock.unlock() }
+            return items.filter { $0["event"] as? String == event && $0[key] as? String == value }
+        }
+    }
+
+    func testPolicyThatSendsOnlySmallBodies() async throws {
+        let lines = Lines()
+        try engine.addLogSink(.handler { _, text in lines.add(text) })
+        engine.setLogLevel(.debug, for: .journal)
+        XCTAssertEqual(engine.logLevel(for: .journal), .debug)
+        XCTAssertEqual(engine.logLevel(for: .cache), .info)
+        try engine.frozen.addResendPolicy("small-bodies", ClosureResendPolicy(canSend: { request, _, _ in
+            (request.body?.count ?? 0) < 16
+        }))
+        engine.reachability.setOffline()
+        await freeze(.post("/echo/small").body(Data("tiny".utf8), contentType: "text/plain")
+            .freeze(.auto, unordered: true).freezeID("small").resendPolicy("small-bodies"))
+        await freeze(.post("/echo/big").body(Data(repeating: 120, count: 100), contentType: "text/plain")
+            .freeze(.auto, unordered: true).freezeID("big").resendPolicy("small-bodies"))
+        XCTAssertEqual(try engine.frozen.get("big")?.resendPolicy, "small-bodies")
+        engine.reachability.setOnline()
+        XCTAssertTrue(engine.frozen.waitUntilIdle(timeout: 10))
+        XCTAssertEqual(server.count("/echo/small"), 1)
+        XCTAssertEqual(server.count("/echo/big"), 0)
+        XCTAssertEqual(try engine.frozen.list().map(\.id), ["big"])
+        let held = lines.matching("journal_policy", "freeze_id", "big")
+        XCTAssertFalse(held.isEmpty)
+        XCTAssertEqual(held.first?["decision"] as? String, "hold")
+        XCTAssertEqual(held.first?["reason"] as? String, "can_send_false")
+        XCTAssertEqual(held.first?["policy"] as? String, "small-bodies")
+    }
+
+    func testPolicyThatDeletesAfterTwoAttempts() async throws {
+        try engine.frozen.addResendPolicy("two-tries", ClosureResendPolicy(canDelete: { request, _, _ in
+            request.attempts >= 2
+        }))
+        let events = engine.frozen.events([.deleted])
+        engine.reachability.setOffline()
+        await freeze(.post("/status/503").body(Data("x".utf8), contentType: "text/plain")
+            .freeze(.auto).freezeID("flaky").resendPolicy("two-tries"))
+        engine.reachability.setOnline()
+        var deleted: FrozenEvent?
+        for await event in events {
+            deleted = event
+            break
+        }
+        XCTAssertEqual(deleted?.freezeID, "flaky")
+        XCTAssertEqual(deleted?.reason, "can_delete")
+        XCTAssertEqual(deleted?.error?.code, .deletedByPolicy)
+        XCTAssertEqual(server.count("/status/503"), 2)
+        XCTAssertEqual(try engine.frozen.count(), 0)
+        XCTAssertEqual(try engine.frozen.lastOutcome("flaky")?.code, .deletedByPolicy)
+        XCTAssertTrue(try engine.frozen.removeResendPolicy("two-tries"))
+        XCTAssertFalse(try engine.frozen.removeResendPolicy("two-tries"))
+    }
+
+    func testUnknownAndReservedIdsAreRefused() async throws {
+        do {
+            _ = try await engine.send(.post("/echo").freeze(.auto).resendPolicy("nobody"))
+            XCTFail("sent")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .resendPolicyUnknown)
+        }
+        XCTAssertThrowsError(try engine.frozen.addResendPolicy("courier.mine", ClosureResendPolicy())) { error in
+            XCTAssertEqual((error as? CourierError)?.code, .invalidArgument)
+        }
+        engine.reachability.setOffline()
+        await freeze(.post("/echo/boot").freeze(.auto).freezeID("boot").resendPolicy(.start))
+        XCTAssertEqual(try engine.frozen.get("boot")?.resendPolicy, BuiltinResendPolicy.start.rawValue)
+    }
+}
