@@ -163,13 +163,13 @@ int courier_frozen_resend(courier_engine *e, const char *id, courier_error *err)
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!id || !valid_id(id, strlen(id))) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid freeze id");
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
-    if (rc) return cj_store_fail(err, rc, "cannot read the journal");
+    int rc = mdb_txn_begin(j->env->base.env, NULL, MDB_RDONLY, &txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     uint64_t seq;
     rc = cj_find_seq(j, txn, id, &seq);
     mdb_txn_abort(txn);
     if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
-    if (rc) return cj_store_fail(err, rc, "cannot read the journal");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     jresend *r = calloc(1, sizeof *r);
     if (!r) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     snprintf(r->id, sizeof r->id, "%s", id);
@@ -221,10 +221,10 @@ int courier_frozen_list_requests(courier_engine *e, courier_frozen_list **out, c
     courier_frozen_list *l = calloc(1, sizeof *l);
     if (!l) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    int rc = mdb_txn_begin(j->env->base.env, NULL, MDB_RDONLY, &txn);
     if (rc) {
         free(l);
-        return cj_store_fail(err, rc, "cannot read the journal");
+        return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     }
     MDB_cursor *c;
     rc = mdb_cursor_open(txn, j->env->db_req, &c);
@@ -233,7 +233,7 @@ int courier_frozen_list_requests(courier_engine *e, courier_frozen_list **out, c
     int code = COURIER_OK;
     for (rc = rc ? rc : mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (k.mv_size != 8) continue;
-        uint64_t seq = get_be64(k.mv_data);
+        uint64_t seq = cr_get_be64(k.mv_data);
         jstate st;
         size_t used = cj_state_decode(v.mv_data, v.mv_size, &st);
         bool ok = used != 0;
@@ -259,7 +259,7 @@ int courier_frozen_list_requests(courier_engine *e, courier_frozen_list **out, c
     }
     if (c) mdb_cursor_close(c);
     mdb_txn_abort(txn);
-    if (code == COURIER_OK && rc != MDB_NOTFOUND && rc != 0) code = cj_store_fail(err, rc, "cannot read the journal");
+    if (code == COURIER_OK && rc != MDB_NOTFOUND && rc != 0) code = cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     else if (code) cr_fail(err, code, NULL);
     if (code) {
         courier_frozen_list_free(l);
@@ -290,8 +290,8 @@ int courier_frozen_get(courier_engine *e, const char *id, courier_frozen **out, 
     if (!id || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id or out is NULL");
     if (!valid_id(id, strlen(id))) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
-    if (rc) return cj_store_fail(err, rc, "cannot read the journal");
+    int rc = mdb_txn_begin(j->env->base.env, NULL, MDB_RDONLY, &txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     uint64_t seq = 0;
     rc = cj_find_seq(j, txn, id, &seq);
     int code = COURIER_OK;
@@ -311,7 +311,7 @@ int courier_frozen_get(courier_engine *e, const char *id, courier_frozen **out, 
     mdb_txn_abort(txn);
     if (code) return code;
     if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
-    if (rc) return cj_store_fail(err, rc, "cannot read the journal");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     return COURIER_OK;
 }
 
@@ -325,8 +325,8 @@ int courier_frozen_remove(courier_engine *e, const char *id, courier_error *err)
     if (n > 1 && id[0] == '#') seq = strtoull(id + 1, NULL, 10); /* a record whose state is unreadable */
     else if (!valid_id(id, n)) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, 0, &txn);
-    if (rc) return cj_store_fail(err, rc, "cannot write the journal");
+    int rc = mdb_txn_begin(j->env->base.env, NULL, 0, &txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
     if (!seq) rc = cj_find_seq(j, txn, id, &seq);
     jstate st;
     if (rc == 0) rc = cj_st_get(j, txn, seq, &st);
@@ -335,7 +335,7 @@ int courier_frozen_remove(courier_engine *e, const char *id, courier_error *err)
     } else if (rc == MDB_CORRUPTED) {
         /* An unreadable state: remove what can be found by its number. */
         uint8_t kb[8];
-        put_be64(kb, seq);
+        cr_put_be64(kb, seq);
         MDB_val k = {8, kb};
         rc = mdb_del(txn, j->env->db_req, &k, NULL);
         if (rc == MDB_NOTFOUND) rc = 0;
@@ -343,7 +343,7 @@ int courier_frozen_remove(courier_engine *e, const char *id, courier_error *err)
     if (rc == 0) rc = mdb_txn_commit(txn);
     else mdb_txn_abort(txn);
     if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
-    if (rc) return cj_store_fail(err, rc, "cannot write the journal");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
     return COURIER_OK;
 }
 
@@ -353,15 +353,15 @@ int courier_frozen_remove_all(courier_engine *e, int64_t *removed, courier_error
     cr_journal *j = journal_of(e, err);
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, 0, &txn);
-    if (rc) return cj_store_fail(err, rc, "cannot write the journal");
+    int rc = mdb_txn_begin(j->env->base.env, NULL, 0, &txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
     MDB_stat ms;
     rc = mdb_stat(txn, j->env->db_req, &ms);
     MDB_dbi dbs[] = {j->env->db_req, j->env->db_ids, j->env->db_due, j->env->db_hostq};
     for (size_t i = 0; rc == 0 && i < sizeof dbs / sizeof dbs[0]; i++) rc = mdb_drop(txn, dbs[i], 0);
     if (rc == 0) rc = mdb_txn_commit(txn);
     else mdb_txn_abort(txn);
-    if (rc) return cj_store_fail(err, rc, "cannot write the journal");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
     if (removed) *removed = (int64_t)ms.ms_entries;
     return COURIER_OK;
 }
@@ -373,12 +373,12 @@ int courier_frozen_count(courier_engine *e, int64_t *count, courier_error *err) 
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!count) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "count is NULL");
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
-    if (rc) return cj_store_fail(err, rc, "cannot read the journal");
+    int rc = mdb_txn_begin(j->env->base.env, NULL, MDB_RDONLY, &txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     MDB_stat ms;
     rc = mdb_stat(txn, j->env->db_req, &ms);
     mdb_txn_abort(txn);
-    if (rc) return cj_store_fail(err, rc, "cannot read the journal");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     *count = (int64_t)ms.ms_entries;
     return COURIER_OK;
 }
@@ -390,8 +390,8 @@ int courier_frozen_last_outcome(courier_engine *e, const char *id, int *code, in
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!id) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id is NULL");
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
-    if (rc) return cj_store_fail(err, rc, "cannot read the journal");
+    int rc = mdb_txn_begin(j->env->base.env, NULL, MDB_RDONLY, &txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     MDB_cursor *c;
     rc = mdb_cursor_open(txn, j->env->db_outcome, &c);
     MDB_val k, v;
@@ -448,7 +448,7 @@ int courier_frozen_get_info(const courier_frozen *f, courier_frozen_info *out, s
 
 int cr_journal_cookie_db(courier_engine *e, MDB_env **env, unsigned *dbi) {
     if (!e->journal || !e->journal->env) return COURIER_E_STORE;
-    *env = e->journal->env->env;
+    *env = e->journal->env->base.env;
     *dbi = e->journal->env->db_cookies;
     return COURIER_OK;
 }

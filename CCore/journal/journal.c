@@ -79,14 +79,14 @@ static void frozen_committed(cr_journal *j, const jfreeze *f) {
 static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
     for (jfreeze *f = fz; f; f = f->next) {
         MDB_txn *txn;
-        int rc = mdb_txn_begin(j->env->env, NULL, 0, &txn);
+        int rc = mdb_txn_begin(j->env->base.env, NULL, 0, &txn);
         if (rc == 0) {
             rc = cj_apply_freeze(j, txn, f);
             if (rc == 0) f->snap = cj_snap_in(j, txn, f->seq, &f->st);
             if (rc == 0) rc = mdb_txn_commit(txn);
             else mdb_txn_abort(txn);
         }
-        if (cj_is_corruption(rc)) j->broken = 1;
+        if (cr_lmdb_is_broken(rc)) j->broken = 1;
         if (rc == 0) frozen_committed(j, f);
         freeze_answer(j, f, rc == 0, rc ? mdb_strerror(rc) : "");
         if (rc == 0) {
@@ -164,7 +164,7 @@ static int64_t turn(cr_journal *j) {
 
     if (has_work || want_pass || expired.n || dead.n) {
         MDB_txn *txn = NULL;
-        int rc = j->broken ? MDB_PANIC : mdb_txn_begin(j->env->env, NULL, 0, &txn);
+        int rc = j->broken ? MDB_PANIC : mdb_txn_begin(j->env->base.env, NULL, 0, &txn);
         jfreeze *f;
         for (f = fz; rc == 0 && f; f = f->next) {
             rc = cj_apply_freeze(j, txn, f);
@@ -184,10 +184,10 @@ static int64_t turn(cr_journal *j) {
         if (rc == 0) cj_due_edges(j, txn, now, &due_now, &next_due); /* what is left, after the claims */
         if (rc == 0) rc = mdb_txn_commit(txn);
         else if (txn) mdb_txn_abort(txn);
-        if (cj_is_corruption(rc) && rc != MDB_PANIC) {
+        if (cr_lmdb_is_broken(rc) && rc != MDB_PANIC) {
             j->broken = 1;
             cr_log(j->e, COURIER_LOG_ERROR, "journal", "the frozen-request journal '%s' reported corruption: %s",
-                   j->env->dir, mdb_strerror(rc));
+                   j->env->base.dir, mdb_strerror(rc));
         }
         if (rc == 0) {
             for (f = fz; f; f = f->next) {

@@ -62,7 +62,7 @@
 #ifndef COURIER_JOURNAL_INTERNAL_H
 #define COURIER_JOURNAL_INTERNAL_H
 
-#include "internal.h"
+#include "base/lmdb_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -117,13 +117,7 @@ typedef struct jowner {
 /* ==== the environment registry ================================================================= */
 
 typedef struct jenv {
-    struct jenv *next;
-    dev_t dev;
-    ino_t ino;
-    pid_t pid;
-    int refs;           /* registry_lock */
-    char *dir;
-    MDB_env *env;
+    cr_lmdb_env base; /* first: the floor's registry entry (dir, env) */
     MDB_dbi db_req, db_ids, db_due, db_hostq, db_outcome, db_meta;
     MDB_dbi db_cookies; /* cookies.c's: the engine's cookie jar */
     pthread_mutex_t lock; /* nonces */
@@ -312,30 +306,6 @@ typedef struct jseqs {
     size_t n, cap;
 } jseqs;
 
-/* ==== small helpers ============================================================================ */
-
-static inline void put_be64(uint8_t *p, uint64_t v) {
-    for (int i = 7; i >= 0; i--, v >>= 8) p[i] = (uint8_t)v;
-}
-
-static inline uint64_t get_be64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = v << 8 | p[i];
-    return v;
-}
-
-static inline void put_le(uint8_t *p, uint64_t v, int n) {
-    for (int i = 0; i < n; i++, v >>= 8) p[i] = (uint8_t)v;
-}
-
-static inline uint64_t get_le(const uint8_t *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
-    return v;
-}
-
-static inline uint64_t be_time(int64_t ms) { return ms < 0 ? 0 : (uint64_t)ms; }
-
 static inline int64_t due_time(const jstate *s) { return s->claim_ms ? s->claim_ms : s->next_ms; }
 static inline bool is_ordered_auto(const jstate *s) {
     return s->policy == COURIER_FREEZE_AUTO && !(s->flags & COURIER_FREEZE_UNORDERED);
@@ -347,8 +317,6 @@ void cj_random_bytes(void *out, size_t n);
 void cj_random_hex(char out[33]);
 int cj_proc_stat(long pid, char *state, uint64_t *start);
 uint64_t cj_boot_hash(void);
-bool cj_is_corruption(int rc);
-int cj_store_fail(courier_error *err, int rc, const char *what);
 int cj_jenv_acquire(const char *store_dir, uint32_t nonce, jenv **out, courier_error *err);
 void cj_jenv_release(jenv *v, uint32_t nonce);
 size_t cj_state_decode(const void *data, size_t len, jstate *s);

@@ -46,8 +46,7 @@ static const struct {
 };
 
 uint64_t cj_policy_hash(const char *id) {
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = id; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    uint64_t h = cr_fnv1a64(id, strlen(id));
     return h ? h : 1;
 }
 

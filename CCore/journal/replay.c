@@ -51,7 +51,7 @@ int cj_outcome_log(cr_journal *j, MDB_txn *txn, const jstate *st, int code, int 
     int len = snprintf(text, sizeof text, "{\"id\":\"%.*s\",\"code\":%d,\"status\":%d,\"at_ms\":%lld,\"attempts\":%u}",
                        (int)st->id_len, st->id, code, status, (long long)now, st->attempts);
     uint8_t k[8];
-    put_be64(k, n);
+    cr_put_be64(k, n);
     MDB_val key = {8, k}, val = {(size_t)len, text};
     if ((rc = mdb_put(txn, j->env->db_outcome, &key, &val, MDB_APPEND))) return rc; /* n is past every key */
     MDB_stat ms;
@@ -75,7 +75,7 @@ int cj_apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f) {
         rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
         if (rc == 0 && idv.mv_size == 8) {
             /* The same freeze id again: the newer request replaces the older one. */
-            uint64_t old = get_be64(idv.mv_data);
+            uint64_t old = cr_get_be64(idv.mv_data);
             jstate ost;
             rc = cj_st_get(j, txn, old, &ost);
             if (rc == 0) rc = cj_rec_remove(j, txn, old, &ost);
@@ -114,7 +114,7 @@ int cj_apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f) {
     memcpy(text + hl, f->payload, pl + 1);
     if (!f->generated) {
         uint8_t sb[8];
-        put_be64(sb, seq);
+        cr_put_be64(sb, seq);
         idk.mv_size = f->st.id_len;
         idk.mv_data = f->st.id;
         idv.mv_size = 8;
@@ -328,7 +328,7 @@ int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode,
         uint8_t from[16];
         bool have_from = sweep == 1, more = true;
         if (have_from) {
-            put_be64(from, be_time(now + 1));
+            cr_put_be64(from, cr_be_time(now + 1));
             memset(from + 8, 0, 8);
         }
         while (more && rc == 0 && !full) {
@@ -345,7 +345,7 @@ int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode,
             }
             for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
                 if (k.mv_size != 16) continue;
-                int64_t t = (int64_t)get_be64(k.mv_data);
+                int64_t t = (int64_t)cr_get_be64(k.mv_data);
                 if (sweep == 0 && t > now) {
                     *next = t;
                     break;
@@ -364,7 +364,7 @@ int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode,
                     }
                     cand = p;
                 }
-                cand[n++] = get_be64((const uint8_t *)k.mv_data + 8);
+                cand[n++] = cr_get_be64((const uint8_t *)k.mv_data + 8);
             }
             mdb_cursor_close(c);
             if (rc == MDB_NOTFOUND) rc = 0;
@@ -442,7 +442,7 @@ int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode,
             }
             cand = p;
         }
-        cand[n++] = get_be64(k.mv_data);
+        cand[n++] = cr_get_be64(k.mv_data);
     }
     mdb_cursor_close(c);
     if (rc == MDB_NOTFOUND) rc = 0;
@@ -497,16 +497,16 @@ void cj_due_edges(cr_journal *j, MDB_txn *txn, int64_t now, bool *due_now, int64
     if (mdb_cursor_open(txn, j->env->db_due, &c)) return;
     MDB_val k, v;
     if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 16) {
-        int64_t t = (int64_t)get_be64(k.mv_data);
+        int64_t t = (int64_t)cr_get_be64(k.mv_data);
         if (t <= now) {
             *due_now = true;
             uint8_t kb[16];
-            put_be64(kb, be_time(now + 1));
+            cr_put_be64(kb, cr_be_time(now + 1));
             memset(kb + 8, 0, 8);
             k.mv_size = 16;
             k.mv_data = kb;
             if (mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) == 0 && k.mv_size == 16)
-                *next_due = (int64_t)get_be64(k.mv_data);
+                *next_due = (int64_t)cr_get_be64(k.mv_data);
         } else {
             *next_due = t;
         }
@@ -521,7 +521,7 @@ int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_
     *due_now = false;
     *next_due = INT64_MAX;
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    int rc = mdb_txn_begin(j->env->base.env, NULL, MDB_RDONLY, &txn);
     if (rc) return rc;
     MDB_cursor *c;
     MDB_val k, v;
@@ -532,8 +532,8 @@ int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_
             jstate st;
             if (k.mv_size != 8 || !cj_state_decode(v.mv_data, v.mv_size, &st)) continue;
             bool stale = st.claim_ms && cj_claim_stale(j, &st, now);
-            if (stale) seqs_add(dead, get_be64(k.mv_data));
-            if (st.expires_ms <= now && (!st.claim_ms || stale)) seqs_add(expired, get_be64(k.mv_data));
+            if (stale) seqs_add(dead, cr_get_be64(k.mv_data));
+            if (st.expires_ms <= now && (!st.claim_ms || stale)) seqs_add(expired, cr_get_be64(k.mv_data));
         }
         mdb_cursor_close(c);
         if (grc != 0 && grc != MDB_NOTFOUND) rc = grc;

@@ -16,15 +16,6 @@ static ssize_t getrandom(void *buf, size_t n, unsigned flags) {
 #include <sys/random.h>
 #endif
 
-static uint64_t fnv64(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 void cj_random_bytes(void *out, size_t n) {
     uint8_t *p = out;
     while (n) {
@@ -116,45 +107,7 @@ uint64_t cj_boot_hash(void) {
     close(fd);
     if (n <= 0) return 0;
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) n--;
-    return fnv64(buf, (size_t)n) | 1;
-}
-
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static jenv *registry;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-/* A child of fork() must not use its parent's environments: it forgets them. */
-static void registry_child(void) {
-    pthread_mutex_init(&registry_lock, NULL);
-    registry = NULL;
-}
-
-static void registry_init(void) { pthread_atfork(NULL, NULL, registry_child); }
-
-bool cj_is_corruption(int rc) {
-    return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH ||
-           rc == MDB_INCOMPATIBLE || rc == MDB_BAD_TXN || rc == MDB_PANIC;
-}
-
-int cj_store_fail(courier_error *err, int rc, const char *what) {
-    int code = cj_is_corruption(rc) ? COURIER_E_JOURNAL_CORRUPT
-               : rc == ENOMEM    ? COURIER_E_NO_MEMORY
-                                 : COURIER_E_STORE;
-    cr_fail(err, code, "%s: %s", what, mdb_strerror(rc));
-    if (err) {
-        if (rc > 0) err->os_error = rc;
-        else err->store_error = rc;
-    }
-    return code;
-}
-
-static void jenv_destroy(jenv *v) {
-    if (!v) return;
-    if (v->env) mdb_env_close(v->env);
-    pthread_mutex_destroy(&v->lock);
-    free(v->nonces);
-    free(v->dir);
-    free(v);
+    return cr_fnv1a64(buf, (size_t)n) | 1;
 }
 
 /* Files of a journal that has committed once; its absence beside a missing or empty data file
@@ -170,41 +123,25 @@ static int file_size(const char *dir, const char *name, off_t *size) {
     return 0;
 }
 
-/* Opens the environment of v->dir. 0, an LMDB/errno code, or MDB_INVALID with *why when the
- * journal exists but cannot be read (corrupt, truncated, foreign or newer). */
-static int jenv_open_env(jenv *v, const char **why) {
+/* Opens the environment of the journal's directory (the floor's kind->open). 0, an LMDB/errno
+ * code, or MDB_INVALID with *why when the journal exists but cannot be read (corrupt, truncated,
+ * foreign), MDB_VERSION_MISMATCH with *why when a newer format wrote it. */
+static int jenv_open(cr_lmdb_env *base, void *arg, const char **why) {
+    (void)arg;
+    jenv *v = (jenv *)base;
+    pthread_mutex_init(&v->lock, NULL);
     *why = NULL;
     off_t marker_size = 0, data_size = 0;
-    bool had_marker = file_size(v->dir, J_MARKER, &marker_size) == 0;
-    bool has_data = file_size(v->dir, "data.mdb", &data_size) == 0;
+    bool had_marker = file_size(base->dir, J_MARKER, &marker_size) == 0;
+    bool has_data = file_size(base->dir, "data.mdb", &data_size) == 0;
     if (had_marker && (!has_data || data_size == 0)) {
         *why = "its data file is missing or empty";
         return MDB_INVALID;
     }
-    /* A data file cut short would open, then raise SIGBUS at the first page past its end. */
-    int rc = cr_lmdb_file_check(v->dir, why);
+    int rc = cr_lmdb_env_open(base, 10, J_MAP_BYTES, 0, why);
     if (rc) return rc;
-    rc = mdb_env_create(&v->env);
-    if (rc) return rc;
-    mdb_env_set_maxdbs(v->env, 10);
-    mdb_env_set_maxreaders(v->env, 254);
-    mdb_env_set_mapsize(v->env, J_MAP_BYTES);
-    rc = mdb_env_open(v->env, v->dir, MDB_NOTLS, 0600);
-    if (rc) {
-        if (cj_is_corruption(rc) || rc == EINVAL) {
-            *why = mdb_strerror(rc);
-            return MDB_INVALID;
-        }
-        return rc;
-    }
-    int dead = 0;
-    mdb_reader_check(v->env, &dead);
     MDB_txn *txn = NULL;
-    rc = mdb_txn_begin(v->env, NULL, 0, &txn);
-    if (rc == MDB_MAP_RESIZED) {
-        mdb_env_set_mapsize(v->env, 0);
-        rc = mdb_txn_begin(v->env, NULL, 0, &txn);
-    }
+    rc = cr_lmdb_begin_write(base->env, &txn);
     if (rc) goto bad;
     struct {
         const char *name;
@@ -213,8 +150,8 @@ static int jenv_open_env(jenv *v, const char **why) {
                {"due", &v->db_due},       {"hostq", &v->db_hostq},
                {"outcome", &v->db_outcome}, {"meta", &v->db_meta},
                {"cookies", &v->db_cookies}};
-    for (size_t i = 0; i < sizeof dbs / sizeof dbs[0] && rc == 0; i++)
-        rc = mdb_dbi_open(txn, dbs[i].name, MDB_CREATE, dbs[i].dbi);
+    enum { NDBS = sizeof dbs / sizeof dbs[0] };
+    for (size_t i = 0; i < NDBS && rc == 0; i++) rc = mdb_dbi_open(txn, dbs[i].name, MDB_CREATE, dbs[i].dbi);
     if (rc) {
         mdb_txn_abort(txn);
         goto bad;
@@ -231,27 +168,22 @@ static int jenv_open_env(jenv *v, const char **why) {
             return MDB_INVALID;
         }
         uint8_t f[4];
-        put_le(f, J_FORMAT, 4);
+        cr_put_le(f, J_FORMAT, 4);
         val.mv_size = 4;
         val.mv_data = f;
         rc = mdb_put(txn, v->db_meta, &k, &val, 0);
     } else if (rc == 0) {
-        uint32_t f = val.mv_size == 4 ? (uint32_t)get_le(val.mv_data, 4) : 0;
+        uint32_t f = val.mv_size == 4 ? (uint32_t)cr_get_le(val.mv_data, 4) : 0;
         if (f == 0 || f > J_FORMAT) {
             mdb_txn_abort(txn);
             *why = f > J_FORMAT ? "it was written by a newer format" : "its format record is unknown";
             return f > J_FORMAT ? MDB_VERSION_MISMATCH : MDB_INVALID;
         }
     }
-    /* Touch both ends of every tree so a damaged root shows up now. */
-    for (size_t i = 0; i < sizeof dbs / sizeof dbs[0] && rc == 0; i++) {
-        MDB_cursor *c = NULL;
-        rc = mdb_cursor_open(txn, *dbs[i].dbi, &c);
-        MDB_val ck, cv;
-        if (rc == 0) rc = mdb_cursor_get(c, &ck, &cv, MDB_FIRST);
-        if (rc == 0) rc = mdb_cursor_get(c, &ck, &cv, MDB_LAST);
-        if (rc == MDB_NOTFOUND) rc = 0;
-        if (c) mdb_cursor_close(c);
+    if (rc == 0) {
+        MDB_dbi all[NDBS];
+        for (size_t i = 0; i < NDBS; i++) all[i] = *dbs[i].dbi;
+        rc = cr_lmdb_verify(txn, all, NDBS);
     }
     if (rc) {
         mdb_txn_abort(txn);
@@ -261,7 +193,7 @@ static int jenv_open_env(jenv *v, const char **why) {
     if (rc) goto bad;
     if (!had_marker) {
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", v->dir, J_MARKER);
+        snprintf(path, sizeof path, "%s/%s", base->dir, J_MARKER);
         int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
         if (fd >= 0) {
             static const char text[] = "Courier frozen-request journal, format 1\n";
@@ -273,114 +205,52 @@ static int jenv_open_env(jenv *v, const char **why) {
     }
     return 0;
 bad:
-    if (cj_is_corruption(rc)) {
+    if (cr_lmdb_is_broken(rc)) {
         *why = mdb_strerror(rc);
         return MDB_INVALID;
     }
     return rc;
 }
 
+static void jenv_destroy(cr_lmdb_env *base) {
+    jenv *v = (jenv *)base;
+    pthread_mutex_destroy(&v->lock);
+    free(v->nonces);
+}
+
+static const cr_lmdb_kind journal_kind = {
+    .what = "frozen-request journal",
+    .label = "corrupt",
+    .size = sizeof(jenv),
+    .corrupt_code = COURIER_E_JOURNAL_CORRUPT,
+    .recreate = false,
+    .sync_at_close = false,
+    .open = jenv_open,
+    .destroy = jenv_destroy,
+};
+
 int cj_jenv_acquire(const char *store_dir, uint32_t nonce, jenv **out, courier_error *err) {
     *out = NULL;
-    pthread_once(&atfork_once, registry_init);
-    char dir[PATH_MAX], lockpath[PATH_MAX];
+    char dir[PATH_MAX];
     if (snprintf(dir, sizeof dir, "%s/journal", store_dir) >= (int)sizeof dir)
         return cr_fail(err, COURIER_E_STORE, "the store path is too long");
-    snprintf(lockpath, sizeof lockpath, "%s/journal.lock", store_dir);
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        int os = errno;
-        cr_fail(err, COURIER_E_STORE, "cannot create the journal directory '%.180s': %s", dir, strerror(os));
-        if (err) err->os_error = os;
-        return COURIER_E_STORE;
-    }
-    /* Opening and moving aside are serialized across processes by a lock file. */
-    int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lockfd >= 0)
-        while (flock(lockfd, LOCK_EX) != 0 && errno == EINTR) {
-        }
-    pthread_mutex_lock(&registry_lock);
-    int result = COURIER_OK;
-    struct stat st;
-    if (stat(dir, &st) != 0) {
-        int os = errno;
-        result = cr_fail(err, COURIER_E_STORE, "cannot use the journal directory '%.180s': %s", dir, strerror(os));
-        if (err) err->os_error = os;
-        goto done;
-    }
-    for (jenv *v = registry; v; v = v->next) {
-        if (v->dev == st.st_dev && v->ino == st.st_ino && v->pid == getpid()) {
-            *out = v;
-            break;
-        }
-    }
-    if (!*out) {
-        jenv *v = calloc(1, sizeof *v);
-        if (!v || !(v->dir = cr_strdup(dir))) {
-            free(v);
-            result = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-            goto done;
-        }
-        pthread_mutex_init(&v->lock, NULL);
-        v->dev = st.st_dev;
-        v->ino = st.st_ino;
-        v->pid = getpid();
-        const char *why = NULL;
-        int rc = jenv_open_env(v, &why);
-        if (rc == MDB_VERSION_MISMATCH && why) {
-            /* A newer Courier wrote it: leave it where it is. */
-            result = cr_fail(err, COURIER_E_JOURNAL_CORRUPT,
-                             "the frozen-request journal '%.150s' cannot be read: %s; it was left in place", dir, why);
-            jenv_destroy(v);
-            goto done;
-        }
-        if (rc == MDB_INVALID) {
-            jenv_destroy(v);
-            char aside[PATH_MAX + 64];
-            snprintf(aside, sizeof aside, "%s.corrupt-%lld-%d", dir, (long long)realtime_ms(), (int)getpid());
-            if (rename(dir, aside) != 0) {
-                int os = errno;
-                result = cr_fail(err, COURIER_E_JOURNAL_CORRUPT,
-                                 "the frozen-request journal '%.100s' is unreadable (%s) and could not be moved "
-                                 "aside: %s",
-                                 dir, why ? why : "corrupt", strerror(os));
-                if (err) err->os_error = os;
-            } else {
-                fprintf(stderr, "courier: the frozen-request journal '%s' is unreadable (%s); kept as '%s'\n", dir,
-                        why ? why : "corrupt", aside);
-                result = cr_fail(err, COURIER_E_JOURNAL_CORRUPT,
-                                 "the frozen-request journal is unreadable (%.60s); it was kept as '%.150s' and a new "
-                                 "one starts at the next open",
-                                 why ? why : "corrupt", aside);
-            }
-            goto done;
-        }
-        if (rc) {
-            jenv_destroy(v);
-            result = rc > 0 ? cr_fail(err, COURIER_E_STORE, "cannot open the journal '%.180s': %s", dir, strerror(rc))
-                            : cj_store_fail(err, rc, "cannot open the journal");
-            if (err && rc > 0) err->os_error = rc;
-            goto done;
-        }
-        v->next = registry;
-        registry = v;
-        *out = v;
-    }
-    (*out)->refs++;
-    pthread_mutex_lock(&(*out)->lock);
-    if ((*out)->nnonces == (*out)->capnonces) {
-        size_t cap = (*out)->capnonces ? (*out)->capnonces * 2 : 4;
-        uint32_t *p = realloc((*out)->nonces, cap * sizeof *p);
+    cr_lmdb_env *base = NULL;
+    int rc = cr_lmdb_env_acquire(&journal_kind, dir, NULL, &base, NULL, err);
+    if (rc) return rc;
+    jenv *v = (jenv *)base;
+    pthread_mutex_lock(&v->lock);
+    if (v->nnonces == v->capnonces) {
+        size_t cap = v->capnonces ? v->capnonces * 2 : 4;
+        uint32_t *p = realloc(v->nonces, cap * sizeof *p);
         if (p) {
-            (*out)->nonces = p;
-            (*out)->capnonces = cap;
+            v->nonces = p;
+            v->capnonces = cap;
         }
     }
-    if ((*out)->nnonces < (*out)->capnonces) (*out)->nonces[(*out)->nnonces++] = nonce;
-    pthread_mutex_unlock(&(*out)->lock);
-done:
-    pthread_mutex_unlock(&registry_lock);
-    if (lockfd >= 0) close(lockfd);
-    return result;
+    if (v->nnonces < v->capnonces) v->nonces[v->nnonces++] = nonce;
+    pthread_mutex_unlock(&v->lock);
+    *out = v;
+    return COURIER_OK;
 }
 
 void cj_jenv_release(jenv *v, uint32_t nonce) {
@@ -393,18 +263,7 @@ void cj_jenv_release(jenv *v, uint32_t nonce) {
         }
     }
     pthread_mutex_unlock(&v->lock);
-    pthread_mutex_lock(&registry_lock);
-    bool last = --v->refs == 0;
-    if (last) {
-        for (jenv **pp = &registry; *pp; pp = &(*pp)->next) {
-            if (*pp == v) {
-                *pp = v->next;
-                break;
-            }
-        }
-    }
-    pthread_mutex_unlock(&registry_lock);
-    if (last) jenv_destroy(v);
+    cr_lmdb_env_release(&v->base);
 }
 
 static bool jenv_has_nonce(jenv *v, uint32_t nonce) {
@@ -419,25 +278,25 @@ static size_t state_encode(const jstate *s, uint8_t *b) {
     memset(b, 0, J_STATE_FIXED);
     b[0] = J_STATE_VERSION;
     b[1] = s->policy;
-    put_le(b + 2, s->flags, 2);
-    put_le(b + 4, s->attempts, 4);
-    put_le(b + 8, (uint64_t)s->created_ms, 8);
-    put_le(b + 16, (uint64_t)s->expires_ms, 8);
-    put_le(b + 24, (uint64_t)s->next_ms, 8);
-    put_le(b + 32, (uint64_t)s->claim_ms, 8);
-    put_le(b + 40, (uint64_t)s->last_ms, 8);
-    put_le(b + 48, s->owner.pid, 4);
-    put_le(b + 52, s->owner.nonce, 4);
-    put_le(b + 56, s->owner.start, 8);
-    put_le(b + 64, s->owner.boot, 8);
-    put_le(b + 72, (uint32_t)s->last_code, 4);
-    put_le(b + 76, (uint32_t)s->last_status, 4);
-    put_le(b + 80, s->rp_hash, 8);
+    cr_put_le(b + 2, s->flags, 2);
+    cr_put_le(b + 4, s->attempts, 4);
+    cr_put_le(b + 8, (uint64_t)s->created_ms, 8);
+    cr_put_le(b + 16, (uint64_t)s->expires_ms, 8);
+    cr_put_le(b + 24, (uint64_t)s->next_ms, 8);
+    cr_put_le(b + 32, (uint64_t)s->claim_ms, 8);
+    cr_put_le(b + 40, (uint64_t)s->last_ms, 8);
+    cr_put_le(b + 48, s->owner.pid, 4);
+    cr_put_le(b + 52, s->owner.nonce, 4);
+    cr_put_le(b + 56, s->owner.start, 8);
+    cr_put_le(b + 64, s->owner.boot, 8);
+    cr_put_le(b + 72, (uint32_t)s->last_code, 4);
+    cr_put_le(b + 76, (uint32_t)s->last_status, 4);
+    cr_put_le(b + 80, s->rp_hash, 8);
     size_t o = J_STATE_FIXED;
-    put_le(b + o, s->host_len, 2);
+    cr_put_le(b + o, s->host_len, 2);
     memcpy(b + o + 2, s->host, s->host_len);
     o += 2u + s->host_len;
-    put_le(b + o, s->id_len, 2);
+    cr_put_le(b + o, s->id_len, 2);
     memcpy(b + o + 2, s->id, s->id_len);
     return o + 2u + s->id_len;
 }
@@ -448,26 +307,26 @@ size_t cj_state_decode(const void *data, size_t len, jstate *s) {
     memset(s, 0, sizeof *s);
     if (len < J_STATE_FIXED + 4 || b[0] != J_STATE_VERSION) return 0;
     s->policy = b[1];
-    s->flags = (uint16_t)get_le(b + 2, 2);
-    s->attempts = (uint32_t)get_le(b + 4, 4);
-    s->created_ms = (int64_t)get_le(b + 8, 8);
-    s->expires_ms = (int64_t)get_le(b + 16, 8);
-    s->next_ms = (int64_t)get_le(b + 24, 8);
-    s->claim_ms = (int64_t)get_le(b + 32, 8);
-    s->last_ms = (int64_t)get_le(b + 40, 8);
-    s->owner.pid = (uint32_t)get_le(b + 48, 4);
-    s->owner.nonce = (uint32_t)get_le(b + 52, 4);
-    s->owner.start = get_le(b + 56, 8);
-    s->owner.boot = get_le(b + 64, 8);
-    s->last_code = (int32_t)(uint32_t)get_le(b + 72, 4);
-    s->last_status = (int32_t)(uint32_t)get_le(b + 76, 4);
-    s->rp_hash = get_le(b + 80, 8);
+    s->flags = (uint16_t)cr_get_le(b + 2, 2);
+    s->attempts = (uint32_t)cr_get_le(b + 4, 4);
+    s->created_ms = (int64_t)cr_get_le(b + 8, 8);
+    s->expires_ms = (int64_t)cr_get_le(b + 16, 8);
+    s->next_ms = (int64_t)cr_get_le(b + 24, 8);
+    s->claim_ms = (int64_t)cr_get_le(b + 32, 8);
+    s->last_ms = (int64_t)cr_get_le(b + 40, 8);
+    s->owner.pid = (uint32_t)cr_get_le(b + 48, 4);
+    s->owner.nonce = (uint32_t)cr_get_le(b + 52, 4);
+    s->owner.start = cr_get_le(b + 56, 8);
+    s->owner.boot = cr_get_le(b + 64, 8);
+    s->last_code = (int32_t)(uint32_t)cr_get_le(b + 72, 4);
+    s->last_status = (int32_t)(uint32_t)cr_get_le(b + 76, 4);
+    s->rp_hash = cr_get_le(b + 80, 8);
     size_t o = J_STATE_FIXED;
-    s->host_len = (uint16_t)get_le(b + o, 2);
+    s->host_len = (uint16_t)cr_get_le(b + o, 2);
     if (s->host_len > J_HOST_MAX || o + 2u + s->host_len + 2u > len) return 0;
     memcpy(s->host, b + o + 2, s->host_len);
     o += 2u + s->host_len;
-    s->id_len = (uint16_t)get_le(b + o, 2);
+    s->id_len = (uint16_t)cr_get_le(b + o, 2);
     if (s->id_len == 0 || s->id_len > COURIER_FROZEN_ID_MAX || o + 2u + s->id_len > len) return 0;
     memcpy(s->id, b + o + 2, s->id_len);
     if (s->policy != COURIER_FREEZE_AUTO && s->policy != COURIER_FREEZE_MANUAL) return 0;
@@ -512,7 +371,7 @@ bool cj_claim_stale(cr_journal *j, const jstate *s, int64_t now) {
  * text (written once): one put per freeze. */
 int cj_rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *payload) {
     uint8_t k[8];
-    put_be64(k, seq);
+    cr_put_be64(k, seq);
     MDB_val key = {8, k}, val;
     int rc = mdb_get(txn, j->env->db_req, &key, &val);
     if (rc) return rc;
@@ -533,7 +392,7 @@ int cj_st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st) { return cj
 int cj_rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen,
             bool append) {
     uint8_t k[8], b[J_STATE_MAX];
-    put_be64(k, seq);
+    cr_put_be64(k, seq);
     size_t sl = state_encode(st, b);
     MDB_val key = {8, k}, val = {sl + plen, NULL};
     int rc = mdb_put(txn, j->env->db_req, &key, &val, MDB_RESERVE | (append ? MDB_APPEND : 0));
@@ -583,8 +442,8 @@ static int index_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *key) {
 
 int cj_key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put) {
     uint8_t k[16];
-    put_be64(k, be_time(t));
-    put_be64(k + 8, seq);
+    cr_put_be64(k, cr_be_time(t));
+    cr_put_be64(k + 8, seq);
     MDB_val key = {16, k};
     int rc = put ? index_put(txn, dbi, &key) : mdb_del(txn, dbi, &key, NULL);
     return rc == MDB_NOTFOUND ? 0 : rc;
@@ -594,7 +453,7 @@ int cj_hostq_op(cr_journal *j, MDB_txn *txn, const jstate *st, uint64_t seq, boo
     uint8_t k[J_HOST_MAX + 9];
     memcpy(k, st->host, st->host_len);
     k[st->host_len] = 0;
-    put_be64(k + st->host_len + 1, seq);
+    cr_put_be64(k + st->host_len + 1, seq);
     MDB_val key = {st->host_len + 9u, k};
     int rc = put ? index_put(txn, j->env->db_hostq, &key) : mdb_del(txn, j->env->db_hostq, &key, NULL);
     return rc == MDB_NOTFOUND ? 0 : rc;
@@ -612,7 +471,7 @@ int cj_host_head(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len,
     MDB_val key = {host_len + 1u, k}, val;
     rc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE);
     if (rc == 0 && key.mv_size == host_len + 9u && memcmp(key.mv_data, k, host_len + 1u) == 0)
-        *seq = get_be64((const uint8_t *)key.mv_data + host_len + 1);
+        *seq = cr_get_be64((const uint8_t *)key.mv_data + host_len + 1);
     mdb_cursor_close(c);
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
@@ -638,7 +497,7 @@ int cj_last_next(MDB_txn *txn, MDB_dbi dbi, uint64_t *out) {
     if (rc) return rc;
     MDB_val k, v;
     rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
-    *out = rc == 0 && k.mv_size == 8 ? get_be64(k.mv_data) + 1 : 1;
+    *out = rc == 0 && k.mv_size == 8 ? cr_get_be64(k.mv_data) + 1 : 1;
     mdb_cursor_close(c);
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
@@ -657,7 +516,7 @@ int cj_find_seq(cr_journal *j, MDB_txn *txn, const char *id, uint64_t *seq) {
     MDB_val k = {n, (void *)id}, v;
     int rc = mdb_get(txn, j->env->db_ids, &k, &v);
     if (rc == 0 && v.mv_size == 8) {
-        *seq = get_be64(v.mv_data);
+        *seq = cr_get_be64(v.mv_data);
         return 0;
     }
     if (rc && rc != MDB_NOTFOUND) return rc;
@@ -678,14 +537,14 @@ int cj_find_seq(cr_journal *j, MDB_txn *txn, const char *id, uint64_t *seq) {
 /* Removes a record and every index entry of it; promotes the next of its host. */
 int cj_rec_remove(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
     uint8_t k[8];
-    put_be64(k, seq);
+    cr_put_be64(k, seq);
     MDB_val key = {8, k};
     int rc = mdb_del(txn, j->env->db_req, &key, NULL);
     if (rc == 0 || rc == MDB_NOTFOUND) {
         MDB_val idk = {st->id_len, (void *)st->id}, idv;
         /* Only if the id still names this record (a replacement keeps the id). */
         rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
-        if (rc == 0 && idv.mv_size == 8 && get_be64(idv.mv_data) == seq) rc = mdb_del(txn, j->env->db_ids, &idk, NULL);
+        if (rc == 0 && idv.mv_size == 8 && cr_get_be64(idv.mv_data) == seq) rc = mdb_del(txn, j->env->db_ids, &idk, NULL);
     }
     if (rc == MDB_NOTFOUND) rc = 0;
     if (!rc && (st->flags & JF_IN_DUE)) rc = cj_key2_op(j, txn, j->env->db_due, due_time(st), seq, false);
