@@ -396,8 +396,9 @@ int cj_policy_ask(cr_journal *j, const jstate *st, const courier_frozen *snap, i
 int cj_policy_apply(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jevent ***events);
 /* ev's policy id from st (the registry's name for its hash, or the freeze policy's default). */
 void cj_policy_note(cr_journal *j, jevent *ev, const jstate *st);
-/* The journal's log lines: an event (before its listeners), a committed freeze, a replay sent. */
-void cj_policy_log_event(cr_journal *j, const jevent *ev);
+/* The journal's log lines: an event (before its listeners; it also gives an EXPIRED event its
+ * reason), a committed freeze, a replay sent. */
+void cj_policy_log_event(cr_journal *j, jevent *ev);
 void cj_policy_log_frozen(cr_journal *j, const jfreeze *f);
 void cj_policy_log_replay(cr_journal *j, const jstate *st, int explicit_, uint64_t request_id);
 /* The outcome log (replay.c), shared with a policy's deletion. */

@@ -275,8 +275,9 @@ int cj_policy_apply(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jeven
 
 /* ---- the journal's log lines -------------------------------------------------------------------- */
 
-void cj_policy_log_event(cr_journal *j, const jevent *ev) {
+void cj_policy_log_event(cr_journal *j, jevent *ev) {
     courier_engine *e = j->e;
+    if (ev->ev.kind == COURIER_FROZEN_EVENT_EXPIRED && !ev->ev.reason) ev->ev.reason = "expired";
     const courier_frozen_event *x = &ev->ev;
     const char *fid = ev->snap ? ev->snap->id : ev->id;
     const char *policy = ev->policy[0] ? ev->policy : ev->snap ? ev->snap->resend_policy : "";

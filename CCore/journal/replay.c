@@ -579,7 +579,8 @@ static void send_one(cr_journal *j, jsend *s) {
     int rc = cj_jreq_read(s->text, s->tlen, &q); /* decoded once: for the request and the snapshot */
     if (rc == COURIER_OK) rc = cj_request_from(&q, &r);
     /* A user resend policy is asked here, off the journal's transaction (policy.c). */
-    bool ask = rc == COURIER_OK && explicit_ != 2 && cj_policy_gate(j, &s->st, NULL) != CJ_RP_SEND;
+    int gate = rc == COURIER_OK && explicit_ != 2 ? cj_policy_gate(j, &s->st, NULL) : CJ_RP_SEND;
+    bool ask = gate == CJ_RP_ASK || gate == CJ_RP_UNKNOWN; /* unknown: removed since the claim */
     if (rc == COURIER_OK && (ask || atomic_load(&j->nlisteners) > 0)) {
         /* The events carry a snapshot of the request; built only when someone listens. */
         bool bad = false;

@@ -129,6 +129,7 @@ struct FrozenShowCommand: ParsableCommand {
             print("request:         \(f.method) \(f.url)")
             print("host:            \(f.host)")
             print("policy:          \(policyName(f.policy))\(f.unordered ? ", unordered" : ", ordered")")
+            print("resend policy:   \(f.resendPolicy)")
             print("idempotency key: \(f.idempotencyKey)")
             print("timeout:         \(f.timeout) s")
             print("created:         \(iso(f.created))")

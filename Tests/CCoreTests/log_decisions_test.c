@@ -108,6 +108,12 @@ static void on_done(uint64_t id, int code, courier_response *resp, const courier
     courier_response_free(resp);
 }
 
+static _Atomic(const char *) expired_reason;
+static void on_frozen_event(const courier_frozen_event *ev, void *user) {
+    (void)user;
+    if (ev->kind == COURIER_FROZEN_EVENT_EXPIRED) atomic_store(&expired_reason, ev->reason);
+}
+
 /* Why a request was frozen, and why it was never resent: from the log alone. */
 static void journal_freeze_and_expiry_lines(void) {
     lines l;
@@ -116,6 +122,7 @@ static void journal_freeze_and_expiry_lines(void) {
     courier_engine *e = open_with(th_tmpdir(), 1, &l);
     REQUIRE(e);
     courier_frozen_pause(e);
+    courier_frozen_add_listener(e, on_frozen_event, NULL, NULL, NULL);
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/gone", th_free_port());
     courier_request *r = NULL;
@@ -148,6 +155,9 @@ static void journal_freeze_and_expiry_lines(void) {
     CHECK_STR(jstr(line, "reason"), "expired");
     CHECK_STR(jstr(line, "level"), "info");
     courier_json_free(line);
+    until = th_now_ms() + 10000; /* the event (after its line) says why too */
+    while (!atomic_load(&expired_reason) && th_now_ms() < until) usleep(1000);
+    CHECK_STR(atomic_load(&expired_reason), "expired");
     CHECK_EQ(count_lines(&l, "journal_replay", "freeze_id", "gone-1", NULL), 0); /* never resent */
     courier_engine_close(e);
     th_clock_set_offset_ms(0);
