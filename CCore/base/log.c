@@ -65,6 +65,7 @@ struct cr_obs {
     atomic_int level;
     atomic_int levels[CR_LOG_COMPONENTS]; /* per courier_log_component */
     atomic_int active; /* the snapshot has a sink or a monitor */
+    atomic_int max_sink_level; /* the snapshot's, for cr_log_wants without the lock */
     pthread_mutex_t lock;
     cr_obs_snap *snap; /* guarded by lock */
     uint64_t next_id;  /* guarded by lock */
@@ -185,6 +186,7 @@ static struct cr_obs *obs_make(courier_engine *e) {
     atomic_init(&o->level, COURIER_LOG_INFO);
     for (int i = 0; i < CR_LOG_COMPONENTS; i++) atomic_init(&o->levels[i], COURIER_LOG_INFO);
     atomic_init(&o->active, 0);
+    atomic_init(&o->max_sink_level, COURIER_LOG_OFF);
     pthread_mutex_init(&o->lock, NULL);
     o->next_id = 1;
     if (!(o->snap = snap_copy(NULL))) {
@@ -225,6 +227,7 @@ static void snap_install_locked(struct cr_obs *o, cr_obs_snap *next, cr_obs_snap
     snap_summarize(next);
     *old = o->snap;
     o->snap = next;
+    atomic_store_explicit(&o->max_sink_level, next->max_sink_level, memory_order_relaxed);
     atomic_store_explicit(&o->active, next->nsinks || next->nmonitors, memory_order_release);
 }
 
@@ -732,13 +735,13 @@ static bool wants_line(struct cr_obs *o, const cr_obs_snap *s, int comp, int lev
            level <= s->max_sink_level;
 }
 
+/* Lock-free (two atomic loads): called on hot paths (the cache's lookups) to skip building lines. */
 bool cr_log_wants(courier_engine *e, int comp, int level) {
     struct cr_obs *o = e ? obs_of(e) : NULL;
     if (!o || !atomic_load_explicit(&o->active, memory_order_acquire)) return false;
-    cr_obs_snap *s = snap_acquire(o);
-    bool yes = s && wants_line(o, s, comp, level);
-    snap_release(s);
-    return yes;
+    const atomic_int *l = comp >= 0 && comp < CR_LOG_COMPONENTS ? &o->levels[comp] : &o->level;
+    return level > COURIER_LOG_OFF && level <= atomic_load_explicit(l, memory_order_relaxed) &&
+           level <= atomic_load_explicit(&o->max_sink_level, memory_order_relaxed);
 }
 
 bool cr_log_enabled(courier_engine *e, int level) { return cr_log_wants(e, -1, level); }
