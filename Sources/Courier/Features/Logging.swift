@@ -216,7 +216,7 @@ extension Engine {
         }
     }
 
-    /// Sets one component's level while the engine runs (setting ``logLevel`` sets every
+    /// Sets one component's level while the engine runs (setting the engine's `logLevel` sets every
     /// component's).
     /// - Parameters:
     ///   - level: The level.

@@ -27,7 +27,7 @@ public enum BuiltinResendPolicy: String, Sendable, Hashable, CaseIterable {
     /// Sent only while the reachability says online ("send when the network is back").
     case online = "courier.online"
     /// Sent whenever due and dropped once the freeze has expired (the design's rule; decides as
-    /// ``auto`` does).
+    /// `auto` does).
     case expire = "courier.expire"
     /// Sent only by an engine opened after the request was frozen and last tried ("resend at the
     /// next start").
