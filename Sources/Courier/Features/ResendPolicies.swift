@@ -136,7 +136,7 @@ private let canDeleteTrampoline: courier_resend_policy_fn = { frozen, age, reach
 
 extension FrozenRequests {
     /// Registers a resend policy under an id (`courier_resend_policy_add`), replacing one registered
-    /// under it before. Requests naming the id (``Request/resendPolicy(_:)``) are then asked about
+    /// under it before. Requests naming the id (``Request/resendPolicy(_:)-(String)``) are then asked about
     /// by this engine's replays.
     /// - Parameters:
     ///   - id: 1 to 64 of `A-Z a-z 0-9 - . _ ~ : @ + =`, not starting "courier.".
