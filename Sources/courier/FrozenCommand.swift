@@ -221,9 +221,12 @@ struct FrozenReplayCommand: ParsableCommand {
             let failed = seen.filter { $0.kind == .resentFailed && $0.isFinal }.count
             let retry = seen.filter { $0.kind == .resentFailed && !$0.isFinal }.count
             let expired = seen.filter { $0.kind == .expired }.count
+            let deleted = seen.filter { $0.kind == .deleted }.count
+            let kept = seen.filter { $0.kind == .policyUnknown }.count
             let left = try engine.frozen.count()
             if options.json {
                 try printJSON(["sent": sent, "failed": failed, "retry": retry, "expired": expired, "left": left,
+                               "deleted": deleted, "kept_unknown_policy": kept,
                                "timed_out": !idle,
                                "events": seen.map { e -> [String: Any] in
                                    var o: [String: Any] = ["kind": "\(e.kind)", "id": e.freezeID, "final": e.isFinal]
@@ -233,6 +236,8 @@ struct FrozenReplayCommand: ParsableCommand {
                                }] as [String: Any])
             } else {
                 print("\(sent) sent, \(failed) failed, \(retry) to retry, \(expired) expired; \(left) left in the journal"
+                      + (deleted > 0 ? "; \(deleted) deleted by their resend policy" : "")
+                      + (kept > 0 ? "; \(kept) kept (resend policy not registered here)" : "")
                       + (idle ? "" : " (timed out)"))
             }
             if failed > 0 || !idle { throw ExitCode.failure }

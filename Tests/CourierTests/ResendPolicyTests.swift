@@ -103,6 +103,32 @@ final class ResendPolicyTests: LoopbackTestCase {
         XCTAssertFalse(try engine.frozen.removeResendPolicy("two-tries"))
     }
 
+    /// A second process sharing the store (the `courier` tool) does not have the policy: it keeps
+    /// the request, never sends or deletes it, and says so; this process then sends it.
+    func testPolicyUnknownToASecondProcess() async throws {
+        try engine.frozen.addResendPolicy("app.sync", ClosureResendPolicy())
+        engine.reachability.setOffline()
+        await freeze(.post("/echo/shared").body(Data("hello".utf8), contentType: "text/plain")
+            .freeze(.auto).freezeID("shared").resendPolicy("app.sync"))
+        engine.close()
+        let (status, output) = try runCourierTool(["frozen", "replay", "--store", store, "--json", "--timeout", "10"])
+        XCTAssertEqual(status, 0, output)
+        let summary = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], output)
+        XCTAssertEqual(summary["kept_unknown_policy"] as? Int, 1, output)
+        XCTAssertEqual(summary["left"] as? Int, 1, output)
+        XCTAssertEqual(summary["sent"] as? Int, 0, output)
+        XCTAssertEqual(server.count("/echo/shared"), 0)
+        let again = try makeEngine { $0.frozenPaused = true }
+        defer { again.close() }
+        XCTAssertEqual(try again.frozen.get("shared")?.attempts, 0)
+        try again.frozen.addResendPolicy("app.sync", ClosureResendPolicy())
+        again.frozen.resume()
+        try again.frozen.replay()
+        XCTAssertTrue(again.frozen.waitUntilIdle(timeout: 10))
+        XCTAssertEqual(server.count("/echo/shared"), 1)
+        XCTAssertEqual(try again.frozen.count(), 0)
+    }
+
     func testUnknownAndReservedIdsAreRefused() async throws {
         do {
             _ = try await engine.send(.post("/echo").freeze(.auto).resendPolicy("nobody"))
