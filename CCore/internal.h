@@ -118,6 +118,20 @@ CR_HIDDEN bool cr_url_valid(const char *url);
 /* Checks a path joined to an already checked base URL: no spaces or control bytes. */
 CR_HIDDEN bool cr_url_path_valid(const char *path);
 
+/* ---- character sets (charset.c) ----------------------------------------------------------- */
+
+/* NULL, "UTF-8" or "UTF8" (any case): no conversion. */
+CR_HIDDEN bool cr_charset_is_utf8(const char *charset);
+/* COURIER_OK when iconv converts between UTF-8 and `charset`, else COURIER_E_UNKNOWN_CHARSET. */
+CR_HIDDEN int cr_charset_check(const char *charset);
+/* Appends s (UTF-8) converted to `charset` / s (in `charset`) converted to UTF-8. Errors:
+ * COURIER_E_CHARSET (a character the target cannot hold, bytes not valid in the source),
+ * COURIER_E_UNKNOWN_CHARSET, COURIER_E_NO_MEMORY. On failure `out` may hold a part. */
+CR_HIDDEN int cr_charset_from_utf8(cr_buf *out, const char *charset, const char *s, size_t len);
+CR_HIDDEN int cr_charset_to_utf8(cr_buf *out, const char *charset, const char *s, size_t len);
+/* The charset parameter of a Content-Type value into out: 1 found, 0 none, -1 longer than size. */
+CR_HIDDEN int cr_content_type_charset(const char *content_type, char *out, size_t size);
+
 /* ---- LMDB data files (lmdb_file.c) ----------------------------------------------------------- */
 
 /* Reads the meta pages of "<dir>/data.mdb" without mapping it. 0 when the file is absent, empty
@@ -239,6 +253,7 @@ struct courier_config {
     int cookies_off;
     struct cr_auth *auth; /* NULL: none set */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c) */
+    char *param_charset; /* query and form parameters' charset (charset.c); NULL: UTF-8 */
 };
 
 /* A deep copy (callbacks retained). NULL on no memory. */
@@ -293,6 +308,7 @@ struct courier_request {
     } freeze;
     struct cr_auth *auth; /* credentials, proxy, challenge handler (auth.c); NULL: the engine's */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c); `set` says which */
+    char *param_charset; /* query and form parameters' charset (charset.c); NULL: the engine's */
 };
 
 struct courier_outgoing {

@@ -55,6 +55,8 @@ const char *courier_strerror(int code) {
     case COURIER_E_CACHE_INCONSISTENT: return "the cache store is inconsistent";
     case COURIER_E_RESEND_POLICY_UNKNOWN: return "no resend policy is registered under that id";
     case COURIER_E_DELETED_BY_POLICY: return "deleted by its resend policy";
+    case COURIER_E_UNKNOWN_CHARSET: return "unknown character set";
+    case COURIER_E_CHARSET: return "text cannot be converted to or from its character set";
     default: return "unknown error";
     }
 }

@@ -160,6 +160,7 @@ extension CourierError {
             Code(COURIER_E_PROXY),
             Code(COURIER_E_CACHE_INCONSISTENT),
             Code(COURIER_E_RESEND_POLICY_UNKNOWN), Code(COURIER_E_DELETED_BY_POLICY),
+            Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET),
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -209,6 +210,8 @@ extension CourierError {
             case Code(COURIER_E_CACHE_INCONSISTENT): return "cacheInconsistent"
             case Code(COURIER_E_RESEND_POLICY_UNKNOWN): return "resendPolicyUnknown"
             case Code(COURIER_E_DELETED_BY_POLICY): return "deletedByPolicy"
+            case Code(COURIER_E_UNKNOWN_CHARSET): return "unknownCharset"
+            case Code(COURIER_E_CHARSET): return "charset"
             default: return "unknown(\(rawValue))"
             }
         }
