@@ -139,29 +139,39 @@ typedef struct jstate {
     char id[COURIER_FROZEN_ID_MAX + 1];
 } jstate;
 
-/* ==== reading a stored request ================================================================= */
+/* ==== the stored request (record.c) ============================================================ */
 
-/* The stored request, decoded. The text is JSON (any language reads it); the journal reads it
- * with the small reader below, straight into these fields, once per replay (no document tree: a
- * generic parser costs more than the request's whole trip through the transport). Every valid JSON
- * text is read; members of other types than expected read as absent, as jansson's accessors do. */
+/* The stored request, decoded: what the record's JSON text says (docs/DESIGN.md has the keys).
+ * One table of fields in record.c drives writing it, reading it (through the JSON tape), the
+ * snapshot (which keeps the jreq whole) and rebuilding the request for a replay. Read: the
+ * strings, headers and body are owned (cj_jreq_clear). Written (cj_payload_of): borrowed. Members
+ * of other types than expected read as absent (0, NULL), as jansson's accessors do. */
 typedef struct jres {
     char *name, *key_path;
-    unsigned flags;
+    int64_t flags;
 } jres;
 
 typedef struct jreq {
-    int has_v;
-    char *id, *method, *url, *idem, *body_b64;
-    int has_headers; /* "headers" is an array */
+    int64_t v;
+    int has_v; /* "v" is an integer */
+    char *id;
+    char *method, *url;
     cr_kvlist headers;
-    long timeout_ms;
-    int has_retry, retry_max;
-    long retry_base, retry_maxd;
-    unsigned retry_flags;
-    int priority;
-    int has_cache, cache_policy;
-    int64_t cache_expiry;
+    int has_headers; /* "headers" is an array */
+    char *body;      /* decoded from "body_b64" (NUL-terminated) */
+    size_t body_len;
+    int has_body;
+    int64_t timeout_ms;
+    char *idem;
+    int64_t created_ms, expires_ms;
+    int64_t policy; /* COURIER_FREEZE_AUTO or _MANUAL ("auto", "manual") */
+    int ordered;
+    char *host;
+    int64_t priority;
+    int has_retry;
+    int64_t retry_max, retry_base, retry_maxd, retry_flags;
+    int has_cache;
+    int64_t cache_policy, cache_expiry;
     int has_json, had_mapping;
     char *key_path;
     jres *results;
@@ -173,11 +183,9 @@ typedef struct jreq {
 struct courier_frozen {
     atomic_int refs;
     uint64_t seq;
-    char *id, *method, *url, *host, *idem, *json;
-    cr_kvlist headers;
-    char *body;
-    size_t body_len;
-    int has_body;
+    jreq q;      /* the decoded request (id, method, url, headers, body, idempotency key...) */
+    char *host;  /* from the record's state */
+    char *json;  /* the stored text with the replay state spliced in */
     courier_frozen_info info;
 };
 
@@ -331,7 +339,6 @@ int cj_jreq_read(const char *text, size_t len, jreq *q);
 courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad);
 courier_frozen *cj_snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad);
 courier_frozen *cj_snap_retain(courier_frozen *f);
-size_t cj_dec_put(char *p, long long v);
 int cj_payload_of(const cr_transfer *t, const char *idem, int64_t created, int64_t expires, const char *host,
                char **out);
 int cj_request_from(const jreq *q, courier_request **out);

@@ -105,7 +105,7 @@ int cj_apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f) {
     memcpy(opening + 13, f->id, idl);
     memcpy(opening + 13 + idl, "\",\"seq\":", 8);
     size_t hl = 21 + idl;
-    hl += cj_dec_put(opening + hl, (long long)seq);
+    hl += cr_json_format_int(opening + hl, (int64_t)seq);
     opening[hl++] = ',';
     size_t pl = strlen(f->payload);
     char *text = malloc(hl + pl + 1);

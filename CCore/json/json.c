@@ -487,9 +487,67 @@ int cr_json_format_real(double d, char *buf, size_t size) {
     return n;
 }
 
-static int dump_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
+/* The one JSON writer besides jansson's: dump_value below and the journal's records (journal/record.c)
+ * write through these. */
+
+size_t cr_json_format_int(char *p, int64_t v) {
+    char tmp[24];
+    size_t n = 0;
+    uint64_t u = v < 0 ? 0ULL - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    size_t o = 0;
+    if (v < 0) p[o++] = '-';
+    while (n) p[o++] = tmp[--n];
+    return o;
+}
+
+int cr_json_put_int(cr_buf *b, int64_t v) {
+    char d[24];
+    return cr_buf_append(b, d, cr_json_format_int(d, v)) ? -1 : 0;
+}
+
+int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
     static const char hex[] = "0123456789abcdef";
     if (cr_buf_append_char(b, '"')) return -1;
+    if (!(flags & (COURIER_JSON_DUMP_ASCII | COURIER_JSON_DUMP_ESCAPE_SLASH))) {
+        /* The common case: only quotes, backslashes and control characters are escaped. */
+        size_t run = 0;
+        for (size_t i = 0; i < len; i++) {
+            unsigned char c = (unsigned char)s[i];
+            if (c >= 0x20 && c != '"' && c != '\\') continue;
+            if (i > run && cr_buf_append(b, s + run, i - run)) return -1;
+            char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
+            size_t n = 2;
+            if (c < 0x20) {
+                char sh = 0;
+                if (!(flags & CR_JSON_PUT_CONTROL_U)) {
+                    switch (c) {
+                    case '\b': sh = 'b'; break;
+                    case '\f': sh = 'f'; break;
+                    case '\n': sh = 'n'; break;
+                    case '\r': sh = 'r'; break;
+                    case '\t': sh = 't'; break;
+                    default: break;
+                    }
+                }
+                if (sh) {
+                    esc[1] = sh;
+                } else {
+                    memcpy(esc, "\\u00", 4);
+                    esc[4] = hex[c >> 4];
+                    esc[5] = hex[c & 15];
+                    n = 6;
+                }
+            }
+            if (cr_buf_append(b, esc, n)) return -1;
+            run = i + 1;
+        }
+        if (len > run && cr_buf_append(b, s + run, len - run)) return -1;
+        return cr_buf_append_char(b, '"') ? -1 : 0;
+    }
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -500,7 +558,7 @@ static int dump_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
         else if (c == '\\') esc = "\\\\", elen = 2;
         else if (c == '/' && (flags & COURIER_JSON_DUMP_ESCAPE_SLASH)) esc = "\\/", elen = 2;
         else if (c < 0x20) {
-            switch (c) {
+            switch ((flags & CR_JSON_PUT_CONTROL_U) ? 0 : c) {
             case '\b': esc = "\\b", elen = 2; break;
             case '\f': esc = "\\f", elen = 2; break;
             case '\n': esc = "\\n", elen = 2; break;
@@ -572,13 +630,11 @@ static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth) {
     case JSON_NULL: return cr_buf_append(b, "null", 4) ? -1 : 0;
     case JSON_TRUE: return cr_buf_append(b, "true", 4) ? -1 : 0;
     case JSON_FALSE: return cr_buf_append(b, "false", 5) ? -1 : 0;
-    case JSON_INTEGER:
-        n = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        return cr_buf_append(b, num, (size_t)n) ? -1 : 0;
+    case JSON_INTEGER: return cr_json_put_int(b, (int64_t)json_integer_value(v));
     case JSON_REAL:
         n = cr_json_format_real(json_real_value(v), num, sizeof num);
         return n < 0 || cr_buf_append(b, num, (size_t)n) ? -1 : 0;
-    case JSON_STRING: return dump_string(b, json_string_value(v), json_string_length(v), flags);
+    case JSON_STRING: return cr_json_put_string(b, json_string_value(v), json_string_length(v), flags);
     case JSON_ARRAY: {
         size_t count = json_array_size(v);
         if (cr_buf_append_char(b, '[')) return -1;
@@ -605,7 +661,7 @@ static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth) {
         const char *colon = (flags & COURIER_JSON_DUMP_INDENT) ? ": " : ":";
         for (i = 0; i < count && rc == 0; i++) {
             if ((i && cr_buf_append_char(b, ',')) || dump_newline(b, flags, depth + 1) ||
-                dump_string(b, m[i].key, m[i].len, flags) || cr_buf_append_str(b, colon) ||
+                cr_json_put_string(b, m[i].key, m[i].len, flags) || cr_buf_append_str(b, colon) ||
                 dump_value(b, m[i].value, flags, depth + 1))
                 rc = -1;
         }
@@ -629,6 +685,7 @@ int courier_json_dump(const courier_json *v, unsigned flags, char **out, size_t 
     *out = NULL;
     if (!v) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "value is NULL");
     cr_buf b = {0};
+    flags &= COURIER_JSON_DUMP_INDENT | COURIER_JSON_DUMP_SORT_KEYS | COURIER_JSON_DUMP_ASCII | COURIER_JSON_DUMP_ESCAPE_SLASH;
     if (cr_json_dump(CJ(v), flags, &b) != COURIER_OK || !(*out = cr_buf_take(&b, len))) {
         cr_buf_free(&b);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
