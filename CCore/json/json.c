@@ -505,17 +505,33 @@ size_t cr_json_format_int(char *p, int64_t v) {
 }
 
 int cr_json_put_int(cr_buf *b, int64_t v) {
-    char d[24];
-    return cr_buf_append(b, d, cr_json_format_int(d, v)) ? -1 : 0;
+    if (cr_buf_reserve(b, 21)) return -1;
+    b->len += cr_json_format_int(b->data + b->len, v);
+    b->data[b->len] = '\0';
+    return 0;
 }
 
 int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
     static const char hex[] = "0123456789abcdef";
-    if (cr_buf_append_char(b, '"')) return -1;
     if (!(flags & (COURIER_JSON_DUMP_ASCII | COURIER_JSON_DUMP_ESCAPE_SLASH))) {
-        /* The common case: only quotes, backslashes and control characters are escaped. */
-        size_t run = 0;
-        for (size_t i = 0; i < len; i++) {
+        /* The common case: only quotes, backslashes and control characters are escaped; a string
+         * without any is copied at once. */
+        size_t i = 0;
+        while (i < len && (unsigned char)s[i] >= 0x20 && s[i] != '"' && s[i] != '\\') i++;
+        if (cr_buf_reserve(b, len + 2)) return -1;
+        char *o = b->data + b->len;
+        *o = '"';
+        memcpy(o + 1, s, i);
+        b->len += i + 1;
+        if (i == len) {
+            o[i + 1] = '"';
+            o[i + 2] = '\0';
+            b->len++;
+            return 0;
+        }
+        o[i + 1] = '\0';
+        size_t run = i;
+        for (; i < len; i++) {
             unsigned char c = (unsigned char)s[i];
             if (c >= 0x20 && c != '"' && c != '\\') continue;
             if (i > run && cr_buf_append(b, s + run, i - run)) return -1;
@@ -548,6 +564,7 @@ int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
         if (len > run && cr_buf_append(b, s + run, len - run)) return -1;
         return cr_buf_append_char(b, '"') ? -1 : 0;
     }
+    if (cr_buf_append_char(b, '"')) return -1;
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
