@@ -692,6 +692,8 @@ static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth) {
 }
 
 int cr_json_dump(const json_t *v, unsigned flags, cr_buf *out) {
+    /* The public flags only (an internal bit such as CR_JSON_PUT_CONTROL_U is never the caller's). */
+    flags &= COURIER_JSON_DUMP_INDENT | COURIER_JSON_DUMP_SORT_KEYS | COURIER_JSON_DUMP_ASCII | COURIER_JSON_DUMP_ESCAPE_SLASH;
     return dump_value(out, v, flags, 0) == 0 ? COURIER_OK : COURIER_E_NO_MEMORY;
 }
 
@@ -702,7 +704,6 @@ int courier_json_dump(const courier_json *v, unsigned flags, char **out, size_t 
     *out = NULL;
     if (!v) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "value is NULL");
     cr_buf b = {0};
-    flags &= COURIER_JSON_DUMP_INDENT | COURIER_JSON_DUMP_SORT_KEYS | COURIER_JSON_DUMP_ASCII | COURIER_JSON_DUMP_ESCAPE_SLASH;
     if (cr_json_dump(CJ(v), flags, &b) != COURIER_OK || !(*out = cr_buf_take(&b, len))) {
         cr_buf_free(&b);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
