@@ -547,6 +547,7 @@ CR_HIDDEN int cr_json_dump(const json_t *v, unsigned flags, cr_buf *out);
  * character as \u00XX, never \n and the like: the journal's records keep their bytes). The
  * appenders return 0, or -1 without memory. */
 #define CR_JSON_PUT_CONTROL_U 0x100u
+#define CR_JSON_CSTRING SIZE_MAX /* as cr_json_put_string's len: s is NUL-terminated */
 CR_HIDDEN size_t cr_json_format_int(char *p, int64_t v);
 CR_HIDDEN int cr_json_put_int(cr_buf *b, int64_t v);
 CR_HIDDEN int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags);

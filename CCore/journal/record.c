@@ -214,8 +214,16 @@ static bool is_set(const jfield *f, const void *base) {
     return true;
 }
 
-static int put_str(cr_buf *b, const char *s) {
-    return cr_json_put_string(b, s, strlen(s), CR_JSON_PUT_CONTROL_U);
+static int put_str(cr_buf *b, const char *s) { return cr_json_put_string(b, s, CR_JSON_CSTRING, CR_JSON_PUT_CONTROL_U); }
+
+/* Appends n bytes: cr_buf_append without the call when they fit (keys and punctuation, a few
+ * dozen appends per freeze). */
+static inline int put_raw(cr_buf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap && cr_buf_reserve(b, n)) return -1;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
 }
 
 static int put_fields(cr_buf *b, const jfield *fs, size_t n, const void *base, const jreq *q);
@@ -225,49 +233,49 @@ static int put_value(cr_buf *b, const jfield *f, const void *base, const jreq *q
     switch (f->kind) {
     case JK_STR: return put_str(b, *AT(base, f->off, char *const));
     case JK_INT: return cr_json_put_int(b, *AT(base, f->off, const int64_t));
-    case JK_BOOL: return *AT(base, f->off, const int) ? cr_buf_append(b, "true", 4) : cr_buf_append(b, "false", 5);
+    case JK_BOOL: return *AT(base, f->off, const int) ? put_raw(b, "true", 4) : put_raw(b, "false", 5);
     case JK_POLICY:
-        return *AT(base, f->off, const int64_t) == COURIER_FREEZE_MANUAL ? cr_buf_append(b, "\"manual\"", 8)
-                                                                         : cr_buf_append(b, "\"auto\"", 6);
+        return *AT(base, f->off, const int64_t) == COURIER_FREEZE_MANUAL ? put_raw(b, "\"manual\"", 8)
+                                                                         : put_raw(b, "\"auto\"", 6);
     case JK_HEADERS: {
         const cr_kvlist *h = AT(base, f->off, const cr_kvlist);
-        int rc = cr_buf_append_char(b, '[');
+        int rc = put_raw(b, "[", 1);
         for (size_t i = 0; !rc && i < h->count; i++) {
-            rc = cr_buf_append_str(b, i ? ",[" : "[") ? -1 : 0;
+            rc = i ? put_raw(b, ",[", 2) : put_raw(b, "[", 1);
             if (!rc) rc = put_str(b, h->items[i].name);
-            if (!rc) rc = cr_buf_append_char(b, ',') ? -1 : 0;
+            if (!rc) rc = put_raw(b, ",", 1) ? -1 : 0;
             if (!rc) rc = put_str(b, h->items[i].value);
-            if (!rc) rc = cr_buf_append_char(b, ']') ? -1 : 0;
+            if (!rc) rc = put_raw(b, "]", 1) ? -1 : 0;
         }
         /* Every stored request carries its idempotency key as a header (the replay sends it). */
         if (!rc && !cr_kvlist_get(h, "Idempotency-Key")) {
             rc = cr_buf_append_str(b, h->count ? ",[\"Idempotency-Key\"," : "[\"Idempotency-Key\",") ? -1 : 0;
             if (!rc) rc = put_str(b, q->idem);
-            if (!rc) rc = cr_buf_append_char(b, ']') ? -1 : 0;
+            if (!rc) rc = put_raw(b, "]", 1) ? -1 : 0;
         }
-        return rc ? -1 : cr_buf_append_char(b, ']') ? -1 : 0;
+        return rc ? -1 : put_raw(b, "]", 1) ? -1 : 0;
     }
     case JK_BODY: {
         const jreq *src = base;
-        int rc = cr_buf_append_char(b, '"');
+        int rc = put_raw(b, "\"", 1);
         /* cr_base64_encode of nothing leaves a reserved, unterminated buffer: encode only bytes. */
         if (!rc && src->body_len) rc = cr_base64_encode(b, src->body, src->body_len);
-        return rc || cr_buf_append_char(b, '"') ? -1 : 0;
+        return rc || put_raw(b, "\"", 1) ? -1 : 0;
     }
     case JK_OBJECT: {
-        if (cr_buf_append_char(b, '{') || put_fields(b, f->sub, f->nsub, base, q)) return -1;
-        return cr_buf_append_char(b, '}') ? -1 : 0;
+        if (put_raw(b, "{", 1) || put_fields(b, f->sub, f->nsub, base, q)) return -1;
+        return put_raw(b, "}", 1) ? -1 : 0;
     }
     case JK_RESULTS: {
         const jres *items = ((const jreq *)base)->results;
         size_t n = ((const jreq *)base)->nresults;
-        if (cr_buf_append_char(b, '[')) return -1;
+        if (put_raw(b, "[", 1)) return -1;
         for (size_t i = 0; i < n; i++) {
-            if ((i && cr_buf_append_char(b, ',')) || cr_buf_append_char(b, '{') ||
-                put_fields(b, f->sub, f->nsub, &items[i], q) || cr_buf_append_char(b, '}'))
+            if ((i && put_raw(b, ",", 1)) || put_raw(b, "{", 1) ||
+                put_fields(b, f->sub, f->nsub, &items[i], q) || put_raw(b, "}", 1))
                 return -1;
         }
-        return cr_buf_append_char(b, ']') ? -1 : 0;
+        return put_raw(b, "]", 1) ? -1 : 0;
     }
     default: return -1;
     }
@@ -279,7 +287,7 @@ static int put_fields(cr_buf *b, const jfield *fs, size_t n, const void *base, c
     for (size_t i = 0; i < n; i++) {
         const jfield *f = &fs[i];
         if (f->when == JW_OPENING || (f->when == JW_IF_SET && !is_set(f, base))) continue;
-        if (cr_buf_append(b, f->key + first, f->key_len - first) || put_value(b, f, base, q)) return -1;
+        if (put_raw(b, f->key + first, f->key_len - first) || put_value(b, f, base, q)) return -1;
         first = false;
     }
     return 0;
@@ -338,7 +346,8 @@ int cj_payload_of(const cr_transfer *t, const char *idem, int64_t created, int64
     jreq q;
     jreq_of_transfer(&q, t, results, idem, created, expires, host);
     cr_buf b = {0};
-    int rc = put_fields(&b, fields, sizeof fields / sizeof fields[0], &q, &q);
+    int rc = cr_buf_reserve(&b, 512 + (t->has_body ? t->body_len / 3 * 4 + 4 : 0)) ? -1 : 0;
+    if (!rc) rc = put_fields(&b, fields, sizeof fields / sizeof fields[0], &q, &q);
     if (!rc) rc = cr_buf_append_char(&b, '}') ? -1 : 0;
     if (results != stack) free(results);
     if (rc) {

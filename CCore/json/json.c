@@ -511,13 +511,26 @@ int cr_json_put_int(cr_buf *b, int64_t v) {
     return 0;
 }
 
+/* The bytes a JSON string escapes: control characters, '"' and '\\'. */
+static const unsigned char json_esc[256] = {
+    [0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1, [8] = 1, [9] = 1, [10] = 1,
+    [11] = 1, [12] = 1, [13] = 1, [14] = 1, [15] = 1, [16] = 1, [17] = 1, [18] = 1, [19] = 1, [20] = 1,
+    [21] = 1, [22] = 1, [23] = 1, [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1,
+    [31] = 1, ['"'] = 1, ['\\'] = 1
+};
+
 int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
     static const char hex[] = "0123456789abcdef";
     if (!(flags & (COURIER_JSON_DUMP_ASCII | COURIER_JSON_DUMP_ESCAPE_SLASH))) {
         /* The common case: only quotes, backslashes and control characters are escaped; a string
          * without any is copied at once. */
         size_t i = 0;
-        while (i < len && (unsigned char)s[i] >= 0x20 && s[i] != '"' && s[i] != '\\') i++;
+        if (len == CR_JSON_CSTRING) { /* NUL-terminated: found while scanning (NUL is in the table) */
+            while (!json_esc[(unsigned char)s[i]]) i++;
+            len = s[i] ? i + strlen(s + i) : i;
+        } else {
+            while (i < len && !json_esc[(unsigned char)s[i]]) i++;
+        }
         if (cr_buf_reserve(b, len + 2)) return -1;
         char *o = b->data + b->len;
         *o = '"';
@@ -533,7 +546,7 @@ int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
         size_t run = i;
         for (; i < len; i++) {
             unsigned char c = (unsigned char)s[i];
-            if (c >= 0x20 && c != '"' && c != '\\') continue;
+            if (!json_esc[c]) continue;
             if (i > run && cr_buf_append(b, s + run, i - run)) return -1;
             char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
             size_t n = 2;
@@ -564,6 +577,7 @@ int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
         if (len > run && cr_buf_append(b, s + run, len - run)) return -1;
         return cr_buf_append_char(b, '"') ? -1 : 0;
     }
+    if (len == CR_JSON_CSTRING) len = strlen(s);
     if (cr_buf_append_char(b, '"')) return -1;
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
