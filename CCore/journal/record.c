@@ -214,7 +214,9 @@ static bool is_set(const jfield *f, const void *base) {
     return true;
 }
 
-static int put_str(cr_buf *b, const char *s) { return cr_json_put_string(b, s, CR_JSON_CSTRING, CR_JSON_PUT_CONTROL_U); }
+static int put_str(cr_buf *b, const char *s) {
+    return cr_json_put_string(b, s, CR_JSON_CSTRING, CR_JSON_PUT_CONTROL_U);
+}
 
 /* Appends n bytes: cr_buf_append without the call when they fit (keys and punctuation, a few
  * dozen appends per freeze). */
@@ -243,28 +245,28 @@ static int put_value(cr_buf *b, const jfield *f, const void *base, const jreq *q
         for (size_t i = 0; !rc && i < h->count; i++) {
             rc = i ? put_raw(b, ",[", 2) : put_raw(b, "[", 1);
             if (!rc) rc = put_str(b, h->items[i].name);
-            if (!rc) rc = put_raw(b, ",", 1) ? -1 : 0;
+            if (!rc) rc = put_raw(b, ",", 1);
             if (!rc) rc = put_str(b, h->items[i].value);
-            if (!rc) rc = put_raw(b, "]", 1) ? -1 : 0;
+            if (!rc) rc = put_raw(b, "]", 1);
         }
         /* Every stored request carries its idempotency key as a header (the replay sends it). */
         if (!rc && !cr_kvlist_get(h, "Idempotency-Key")) {
             rc = cr_buf_append_str(b, h->count ? ",[\"Idempotency-Key\"," : "[\"Idempotency-Key\",") ? -1 : 0;
             if (!rc) rc = put_str(b, q->idem);
-            if (!rc) rc = put_raw(b, "]", 1) ? -1 : 0;
+            if (!rc) rc = put_raw(b, "]", 1);
         }
-        return rc ? -1 : put_raw(b, "]", 1) ? -1 : 0;
+        return rc ? -1 : put_raw(b, "]", 1);
     }
     case JK_BODY: {
         const jreq *src = base;
         int rc = put_raw(b, "\"", 1);
         /* cr_base64_encode of nothing leaves a reserved, unterminated buffer: encode only bytes. */
         if (!rc && src->body_len) rc = cr_base64_encode(b, src->body, src->body_len);
-        return rc || put_raw(b, "\"", 1) ? -1 : 0;
+        return rc || put_raw(b, "\"", 1);
     }
     case JK_OBJECT: {
         if (put_raw(b, "{", 1) || put_fields(b, f->sub, f->nsub, base, q)) return -1;
-        return put_raw(b, "}", 1) ? -1 : 0;
+        return put_raw(b, "}", 1);
     }
     case JK_RESULTS: {
         const jres *items = ((const jreq *)base)->results;
@@ -275,7 +277,7 @@ static int put_value(cr_buf *b, const jfield *f, const void *base, const jreq *q
                 put_fields(b, f->sub, f->nsub, &items[i], q) || put_raw(b, "}", 1))
                 return -1;
         }
-        return put_raw(b, "]", 1) ? -1 : 0;
+        return put_raw(b, "]", 1);
     }
     default: return -1;
     }
