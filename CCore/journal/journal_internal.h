@@ -307,6 +307,9 @@ static inline bool is_ordered_auto(const jstate *s) {
     return s->policy == COURIER_FREEZE_AUTO && !(s->flags & COURIER_FREEZE_UNORDERED);
 }
 
+/* What the rooms call in each other (cj_: the journal's; hidden). Each is described where it is
+ * defined; the record's functions here. */
+
 /* ---- store.c ------------------------------------------------------------------------------------ */
 
 void cj_random_bytes(void *out, size_t n);
@@ -322,7 +325,7 @@ bool cj_claim_stale(cr_journal *j, const jstate *s, int64_t now);
 int cj_rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *payload);
 int cj_st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st);
 int cj_rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen,
-            bool append);
+               bool append);
 int cj_key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put);
 int cj_hostq_op(cr_journal *j, MDB_txn *txn, const jstate *st, uint64_t seq, bool put);
 int cj_host_head(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len, uint64_t *seq);
@@ -334,13 +337,23 @@ courier_frozen *cj_snap_in(cr_journal *j, MDB_txn *txn, uint64_t seq, const jsta
 
 /* ---- record.c ----------------------------------------------------------------------------------- */
 
+/* Frees what a read jreq owns and zeroes it. */
 void cj_jreq_clear(jreq *q);
+/* Reads a stored request's JSON text (through the tape). COURIER_OK, COURIER_E_JOURNAL_CORRUPT (not
+ * a JSON object, a header that is not two strings, a body that is not base64) or
+ * COURIER_E_NO_MEMORY; *q is cleared on failure. */
 int cj_jreq_read(const char *text, size_t len, jreq *q);
+/* A snapshot of a decoded request (*q is taken whole and left cleared), its stored text (the JSON
+ * view) and its state. NULL on a bad record or no memory (*bad says which). */
 courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad);
+/* The same from the stored text. */
 courier_frozen *cj_snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad);
 courier_frozen *cj_snap_retain(courier_frozen *f);
+/* A transfer's stored request as JSON text but its opening ({"v":1,"id":...,"seq":..., written by
+ * cj_apply_freeze). *out new (free). COURIER_OK or COURIER_E_NO_MEMORY. */
 int cj_payload_of(const cr_transfer *t, const char *idem, int64_t created, int64_t expires, const char *host,
-               char **out);
+                  char **out);
+/* Rebuilds the request of a decoded record. *out new. COURIER_E_JOURNAL_CORRUPT when it is not one. */
 int cj_request_from(const jreq *q, courier_request **out);
 
 /* ---- events.c ----------------------------------------------------------------------------------- */
@@ -356,11 +369,10 @@ int cj_apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jeve
 int cj_sweep_expired(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events);
 int cj_recover_claims(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now);
 int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends,
-         jevent ***events, int64_t *next, bool *mode_done);
+            jevent ***events, int64_t *next, bool *mode_done);
 int cj_resend_one(cr_journal *j, MDB_txn *txn, const char *id, int64_t now, jsend ***sends);
 void cj_due_edges(cr_journal *j, MDB_txn *txn, int64_t now, bool *due_now, int64_t *next_due);
-int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead,
-         jseqs *expired);
+int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead, jseqs *expired);
 long cj_linger_target(const cr_journal *j);
 void cj_pump_ready(cr_journal *j);
 void cj_ready_push(cr_journal *j, jsend *list);
