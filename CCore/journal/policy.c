@@ -192,7 +192,7 @@ int cj_policy_hold(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_
         if (cr_idset_has(&j->policies->reported, key)) return 0;
         if (cr_idset_add(&j->policies->reported, key)) return 0; /* no memory: reported next time */
         ev = cj_event_new(COURIER_FROZEN_EVENT_POLICY_UNKNOWN, cj_snap_in(j, txn, seq, st), 0, COURIER_OK);
-        if (ev && ev->snap) snprintf(ev->policy, sizeof ev->policy, "%s", ev->snap->resend_policy);
+        if (ev && ev->snap) snprintf(ev->policy, sizeof ev->policy, "%s", courier_frozen_resend_policy(ev->snap));
     } else {
         ev = cj_event_new(CJ_EVENT_HELD, NULL, 0, COURIER_OK);
         cj_policy_note(j, ev, st);
@@ -279,8 +279,8 @@ void cj_policy_log_event(cr_journal *j, jevent *ev) {
     courier_engine *e = j->e;
     if (ev->ev.kind == COURIER_FROZEN_EVENT_EXPIRED && !ev->ev.reason) ev->ev.reason = "expired";
     const courier_frozen_event *x = &ev->ev;
-    const char *fid = ev->snap ? ev->snap->id : ev->id;
-    const char *policy = ev->policy[0] ? ev->policy : ev->snap ? ev->snap->resend_policy : "";
+    const char *fid = ev->snap ? courier_frozen_id(ev->snap) : ev->id;
+    const char *policy = ev->policy[0] ? ev->policy : ev->snap ? courier_frozen_resend_policy(ev->snap) : "";
     cr_logf f[8];
     size_t n = 0;
     f[n++] = (cr_logf){"freeze_id", fid, 0, 0};
@@ -439,4 +439,8 @@ int courier_request_set_resend_policy(courier_request *r, const char *id, courie
     return COURIER_OK;
 }
 
-const char *courier_frozen_resend_policy(const courier_frozen *f) { return f ? f->resend_policy : NULL; }
+const char *courier_frozen_resend_policy(const courier_frozen *f) {
+    if (!f) return NULL;
+    if (f->q.resend_policy) return f->q.resend_policy;
+    return f->info.policy == COURIER_FREEZE_MANUAL ? "courier.manual" : "courier.auto";
+}
