@@ -106,9 +106,11 @@ typedef enum courier_code {
     COURIER_E_CACHE_INCONSISTENT = -40, /* courier_cache_verify found damaged entries, index records
                                           without their entry, or totals that differ from a scan */
     COURIER_E_UNKNOWN_CHARSET = -46,  /* a character set the system's iconv does not know */
-    COURIER_E_CHARSET = -47           /* text that cannot be converted: a parameter character the
+    COURIER_E_CHARSET = -47,          /* text that cannot be converted: a parameter character the
                                          chosen charset cannot hold, or a body whose bytes are not
                                          valid in its charset */
+    COURIER_E_CLIENT_CERTIFICATE = -48 /* the client certificate or its key could not be loaded: not
+                                          PEM/PKCS#12, a wrong password, a key of another certificate */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -198,8 +200,67 @@ COURIER_API int courier_config_set_ca_file(courier_config *config, const char *p
  * or a path to a PEM/DER public key file. NULL removes the pin. A mismatch fails a request with
  * COURIER_E_PINNING. */
 COURIER_API int courier_config_set_pinned_public_key(courier_config *config, const char *pin);
-/* For development only: nonzero turns certificate and host name verification OFF. */
+/* For development only: nonzero turns certificate and host name verification OFF (both of a
+ * security policy's switches, below). */
 COURIER_API int courier_config_set_insecure(courier_config *config, int insecure);
+
+/* ========================================================================================== */
+/* Security policies (HLNetworking's HLSecurityPolicyConfig), per engine and per request        */
+/* ========================================================================================== */
+
+/* How the server's certificate is pinned. */
+typedef enum courier_pinning_mode {
+    COURIER_PINNING_NONE = 0,       /* the CA verification alone (the default) */
+    COURIER_PINNING_PUBLIC_KEY = 1, /* the server's public key must match a pin: libcurl's form,
+                                       "sha256//BASE64" (several separated by ';'), or a PEM/DER
+                                       public key file; a mismatch fails with COURIER_E_PINNING */
+    COURIER_PINNING_CERTIFICATE = 2 /* the server's chain must hold one of the certificates of a PEM
+                                       file (the leaf or a CA): they are the only trust anchors; a
+                                       chain without one fails with COURIER_E_PINNING. Never turned
+                                       off by allow_invalid_certificates */
+} courier_pinning_mode;
+
+/* A security policy: a value built with the setters below, copied by the functions that take it
+ * (courier_config_set_security, courier_request_set_security), so it may be changed or freed
+ * right after. Not thread-safe: build it on one thread. Defaults: no pinning, invalid certificates
+ * refused, the domain name validated, the system's CA store, no client certificate.
+ * *out is new: release it with courier_security_free. Errors: COURIER_E_INVALID_ARGUMENT,
+ * COURIER_E_NO_MEMORY. */
+typedef struct courier_security courier_security;
+COURIER_API int courier_security_new(courier_security **out);
+/* Accepts NULL. */
+COURIER_API void courier_security_free(courier_security *security);
+/* The pinning mode and its pins (copied; ignored for NONE). Errors: COURIER_E_INVALID_ARGUMENT (an
+ * unknown mode, no pins), COURIER_E_NOT_FOUND (a file that cannot be read now). */
+COURIER_API int courier_security_set_pinning(courier_security *security, courier_pinning_mode mode, const char *pins);
+/* Nonzero accepts a certificate that does not verify (self-signed, expired, unknown CA): libcurl's
+ * CURLOPT_SSL_VERIFYPEER off. Development only. Default 0. */
+COURIER_API int courier_security_set_allow_invalid_certificates(courier_security *security, int allow);
+/* 0 accepts a certificate that names another host: CURLOPT_SSL_VERIFYHOST off. Independent of
+ * allow_invalid_certificates. Default 1. */
+COURIER_API int courier_security_set_validates_domain_name(courier_security *security, int validate);
+/* A PEM file of the CA certificates servers are verified with, instead of the system's (NULL
+ * restores). Copied. Errors: COURIER_E_NOT_FOUND (cannot be read now). */
+COURIER_API int courier_security_set_ca_file(courier_security *security, const char *path);
+/* The client certificate sent when a server asks for one (mutual TLS): a PEM certificate with
+ * its key in `key_path` (NULL: in the certificate's file), or a PKCS#12 file (".p12", ".pfx") with
+ * both; `password` decrypts the key (NULL: none). cert_path NULL removes it. Copied. A certificate
+ * or key that cannot be used (wrong password, mismatched key) fails requests with
+ * COURIER_E_CLIENT_CERTIFICATE; a server that refuses it answers as it does (nginx: 400, or a TLS
+ * alert: COURIER_E_TLS). Errors: COURIER_E_NOT_FOUND (a file that cannot be read now),
+ * COURIER_E_INVALID_ARGUMENT (a key or password without a certificate). */
+COURIER_API int courier_security_set_client_certificate(courier_security *security, const char *cert_path,
+                                                        const char *key_path, const char *password);
+/* The engine's policy: replaces the whole of it (NULL: the defaults), including what
+ * courier_config_set_ca_file, _pinned_public_key and _insecure set (they change fields of it).
+ * `security` is copied. Errors: COURIER_E_INVALID_ARGUMENT (NULL config), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_security(courier_config *config, const courier_security *security);
+/* This request's own policy, replacing the whole of the engine's for it and every hop of its
+ * redirects (NULL: the engine's). Copied. A request with its own policy never shares a connection
+ * verified under another policy (libcurl keys reuse on them), is never coalesced with another, and
+ * is not frozen (a frozen request is replayed under the engine's policy, so it fails instead).
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL request), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_request_set_security(courier_request *request, const courier_security *security);
 /* The directory the engine keeps its store in (cache, journal). It is created (with parents,
  * mode 0700) at open. NULL restores the default: the durable default store named by the app id
  * (courier_config_set_app_id), or with courier_config_set_temporary_store a private temporary

@@ -3031,8 +3031,9 @@ static bool freezable(const cr_transfer *t, int code) {
 static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const courier_error *err, bool own) {
     cr_journal *j = e->journal;
     /* Bodies from files or multipart parts, and downloads to files, are not kept: a file may change
-     * or vanish before the resend. Those fail as they are. */
-    if (t->parts || t->body_file || t->download_path || t->mime) return false;
+     * or vanish before the resend. Those fail as they are, and so do requests with a TLS policy of
+     * their own (security.c), which the journal does not keep: a replay would go under the engine's. */
+    if (t->parts || t->body_file || t->download_path || t->mime || t->security) return false;
     pthread_mutex_lock(&j->mu);
     bool closing = j->closing;
     pthread_mutex_unlock(&j->mu);

@@ -159,7 +159,7 @@ extension CourierError {
             .tooManyRedirects, .redirectRefused, .bodyNotReplayable, .protocolError, .headersTooLarge,
             Code(COURIER_E_PROXY),
             Code(COURIER_E_CACHE_INCONSISTENT),
-            Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET),
+            Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET), Code(COURIER_E_CLIENT_CERTIFICATE),
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -209,6 +209,7 @@ extension CourierError {
             case Code(COURIER_E_CACHE_INCONSISTENT): return "cacheInconsistent"
             case Code(COURIER_E_UNKNOWN_CHARSET): return "unknownCharset"
             case Code(COURIER_E_CHARSET): return "charset"
+            case Code(COURIER_E_CLIENT_CERTIFICATE): return "clientCertificate"
             default: return "unknown(\(rawValue))"
             }
         }

@@ -27,6 +27,7 @@ from .mapping import (MAP_ALL_COERCIONS, MAP_BOOL_FROM_NUMBER, MAP_NULL_AS_ABSEN
                       MAP_REQUIRED, MAP_STRING_FROM_NUMBER, Envelope, JsonType, Mapping)
 from .request import BodyEncoding, Freeze, Mock, Outgoing, Part, Priority, Progress, Request, Result, Retry
 from .response import Answer, CacheReason, CacheStatus, Headers, Metrics, Response
+from .security import PinningMode, Security
 from .transport import Call, Transport
 
 try:  # written by the wheel build from COURIER_VERSION_STRING (include/courier.h)

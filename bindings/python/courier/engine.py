@@ -19,6 +19,7 @@ from .auth import Challenge, Cookie, Credentials, credentials_args
 from .errors import CourierError, EngineClosed, InvalidArgument, check, make_error
 from .request import BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs, timeout_ms
 from .response import Response
+from .security import Security
 
 if TYPE_CHECKING:  # pragma: no cover
     from .group import Group, GroupMember, GroupMode, GroupResult, Member
@@ -307,6 +308,9 @@ class Engine:
             "ISO-8859-1", ... any iconv name; default UTF-8): :class:`courier.UnknownCharset` for a
             name iconv does not know, :class:`courier.CharsetError` at send for a character it
             cannot hold. ``Response.text`` decodes by the response's own charset.
+        security: a :class:`courier.Security` policy (pinning, the two verification switches, a CA
+            file, a client certificate) for every request; replaces ca_file, pinned_public_key
+            and insecure.
     """
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
@@ -338,7 +342,7 @@ class Engine:
                  cookies: bool = True, credentials: Credentials = None,
                  challenge_handler: Optional[Callable[[Challenge], Any]] = None, proxy: Optional[str] = None,
                  no_proxy: Optional[str] = None, proxy_credentials: Credentials = None,
-                 param_charset: Optional[str] = None) -> None:
+                 param_charset: Optional[str] = None, security: Optional[Security] = None) -> None:
         self._ptr: Optional[int] = None
         self._errors: dict[int, BaseException] = {}
         self._background: list[BaseException] = []
@@ -376,6 +380,8 @@ class Engine:
                 check(lib.courier_config_set_insecure(c, 1))
             if param_charset is not None:
                 check(lib.courier_config_set_param_charset(c, _b(param_charset)))
+            if security is not None:  # after ca_file, pinned_public_key, insecure: replaces them
+                security._apply(lib.courier_config_set_security, c)
             if store is not None:
                 check(lib.courier_config_set_store_dir(c, _b(os.fspath(store))))
             if app_id is not None:
@@ -622,7 +628,7 @@ class Engine:
         ``redirect_hook(response, next)``, ``connect_timeout`` and ``idle_timeout`` (s),
         ``credentials`` and ``challenge_handler`` (as the engine's, for this request), ``proxy`` with
         ``no_proxy``, ``proxy_credentials``, ``param_charset`` (the parameters' charset, as the
-        engine's).
+        engine's), ``security`` (a :class:`courier.Security` replacing the engine's for this request).
 
         Returns the :class:`Response` (status < 400). Raises the :class:`courier.CourierError`
         subclass of the failure (:class:`courier.HTTPStatusError` with ``.response`` for >= 400),
