@@ -648,6 +648,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     t->max_bytes = cfg->max_response_bytes;
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
     t->engine = e;
+    t->no_cellular = r->no_cellular;
     if (r->security && !(t->security = cr_security_copy(r->security))) goto fail;
     if (r->jspec && !(t->jspec = cr_jspec_copy(r->jspec))) goto fail;
     if (cr_auth_merge(r->auth, cfg->auth, t->url, &t->auth)) goto fail; /* auth.c: credentials, proxy, handler */

@@ -343,6 +343,14 @@ static void *jthread(void *arg) {
 
 /* ==== engine hooks ============================================================================= */
 
+void cr_journal_set_concurrency(courier_engine *e, long n) {
+    cr_journal *j = e ? e->journal : NULL;
+    if (!j) return;
+    const struct cr_frozen_conf *fc = &e->config->frozen;
+    atomic_store(&j->concurrency, n > 0 ? n : fc->concurrency > 0 ? fc->concurrency : J_DEFAULT_CONCURRENCY);
+    cr_journal_wake(e, CR_WAKE_TURN);
+}
+
 void cr_journal_wake(courier_engine *e, unsigned how) {
     cr_journal *j = e ? e->journal : NULL;
     if (!j) return;

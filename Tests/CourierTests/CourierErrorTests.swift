@@ -116,7 +116,7 @@ final class CourierErrorTests: LoopbackTestCase {
             (.headersTooLarge, -32),
             (.init(rawValue: -34), -34),
             (.cacheInconsistent, -40),
-            (.unknownCharset, -46), (.charset, -47), (.clientCertificate, -48),
+            (.unknownCharset, -46), (.charset, -47), (.clientCertificate, -48), (.cellular, -49),
         ]
         XCTAssertEqual(CourierError.Code.allKnown, expected.map(\.0))
         for (code, raw) in expected {

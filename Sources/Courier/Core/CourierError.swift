@@ -160,6 +160,7 @@ extension CourierError {
             Code(COURIER_E_PROXY),
             Code(COURIER_E_CACHE_INCONSISTENT),
             Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET), Code(COURIER_E_CLIENT_CERTIFICATE),
+            Code(COURIER_E_CELLULAR),
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -210,6 +211,7 @@ extension CourierError {
             case Code(COURIER_E_UNKNOWN_CHARSET): return "unknownCharset"
             case Code(COURIER_E_CHARSET): return "charset"
             case Code(COURIER_E_CLIENT_CERTIFICATE): return "clientCertificate"
+            case Code(COURIER_E_CELLULAR): return "cellular"
             default: return "unknown(\(rawValue))"
             }
         }

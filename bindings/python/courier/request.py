@@ -291,6 +291,7 @@ class RequestOptions(TypedDict, total=False):
     proxy_credentials: Credentials
     param_charset: Optional[str]
     security: Optional[Security]
+    allow_cellular: Optional[bool]
 
 
 class Request:
@@ -325,7 +326,7 @@ class Request:
                  credentials: Credentials = None, challenge_handler: Optional[Callable[[Challenge], Any]] = None,
                  proxy: Optional[str] = None, no_proxy: Optional[str] = None,
                  proxy_credentials: Credentials = None, param_charset: Optional[str] = None,
-                 security: Optional[Security] = None) -> None:
+                 security: Optional[Security] = None, allow_cellular: Optional[bool] = None) -> None:
         self.method = method
         self.url = url
         # snapshots: a Request describes one request; changing an attribute later is seen by the
@@ -380,6 +381,7 @@ class Request:
         self.proxy_credentials = proxy_credentials
         self.param_charset = param_charset
         self.security = security
+        self.allow_cellular = allow_cellular
 
     def __repr__(self) -> str:
         return f"<courier.Request {self.method} {self.url}>"
@@ -443,6 +445,8 @@ class Request:
             check(L.courier_request_set_param_charset(r, _b(self.param_charset)))
         if self.security is not None:
             self.security._apply(L.courier_request_set_security, r)
+        if self.allow_cellular is not None:
+            check(L.courier_request_set_allow_cellular(r, 1 if self.allow_cellular else 0))
         if self.use_default_params is not None:
             check(L.courier_request_set_use_default_params(r, 1 if self.use_default_params else 0))
         for name, value in _pairs(self.headers):
