@@ -211,6 +211,29 @@ CR_HIDDEN void cr_http_opts_defaults(cr_http_opts *o);
 /* Merges a request's settings over the engine's into a transfer's (hook retained). */
 CR_HIDDEN void cr_http_opts_resolve(cr_http_opts *out, const cr_http_opts *engine, const cr_http_opts *request);
 
+/* ---- security policies (security.c) --------------------------------------------------------- */
+
+struct courier_security {
+    int mode;             /* courier_pinning_mode */
+    char *pins;           /* PUBLIC_KEY: libcurl's pin string or a key file; CERTIFICATE: a PEM file */
+    char *ca_file;
+    int allow_invalid;    /* CURLOPT_SSL_VERIFYPEER off (not with CERTIFICATE pinning) */
+    int validates_domain; /* CURLOPT_SSL_VERIFYHOST 2 (the default) */
+    char *cert, *key, *key_password; /* the client certificate (mutual TLS) */
+};
+
+CR_HIDDEN void cr_security_defaults(courier_security *s);
+CR_HIDDEN courier_security *cr_security_copy(const courier_security *src); /* NULL: no memory */
+/* The engine configuration's policy, created on first use; NULL on no memory. */
+CR_HIDDEN courier_security *cr_config_security(courier_config *c);
+/* The engine's policy (NULL: defaults) on a new or reset handle. CURLcode. */
+CR_HIDDEN int cr_security_base(const courier_security *s, CURL *h);
+struct cr_transfer;
+/* A request's own policy on its handle, replacing the engine's (sets easy_dirty). CURLcode. */
+CR_HIDDEN int cr_security_setup(struct cr_transfer *t);
+/* Whether the transfer's policy (its own, else the engine's) pins whole certificates. */
+CR_HIDDEN bool cr_security_pins_certificate(const struct cr_transfer *t);
+
 /* ---- configuration (request.c) -------------------------------------------------------------- */
 
 struct courier_config {
@@ -223,9 +246,11 @@ struct courier_config {
     long max_total;
     courier_body_encoding body_encoding;
     int64_t max_response_bytes;
-    char *ca_file;
-    char *pinned_key;
-    int insecure;
+    courier_security *security; /* TLS: verification, pinning, client certificate (security.c); NULL: defaults */
+    /* Network kinds (monitor.c, netwatch.c): limits per courier_network_kind (0: the engine's own),
+     * and whether the OS watch runs. */
+    struct cr_kind_limits { long per_host, total, replay; } kind_limits[5];
+    int network_watch;
     char *store_dir;
     char *app_id;        /* names the default store; NULL: the program's name */
     int temporary_store; /* no store_dir: a temporary store removed at close, not the default */
@@ -309,6 +334,8 @@ struct courier_request {
     struct cr_auth *auth; /* credentials, proxy, challenge handler (auth.c); NULL: the engine's */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c); `set` says which */
     char *param_charset; /* query and form parameters' charset (charset.c); NULL: the engine's */
+    courier_security *security; /* the request's own TLS policy (security.c); NULL: the engine's */
+    int no_cellular; /* monitor.c: fails with COURIER_E_CELLULAR while the path is cellular */
 };
 
 struct courier_outgoing {
@@ -387,6 +414,8 @@ typedef struct cr_transfer {
     int64_t progress_last[4];
     int64_t progress_at;
     int easy_dirty; /* the easy handle needs a reset before another transfer uses it */
+    courier_security *security; /* the request's own TLS policy (security.c); NULL: the engine's */
+    int no_cellular; /* the request's "not on cellular" (monitor.c) */
     int watch_progress; /* progress goes to the request's callback and/or event monitors */
     cr_buf hdr_block;   /* the response's header lines as "name\0value\0"... (transport.c) */
     size_t hdr_count;
@@ -903,6 +932,23 @@ CR_HIDDEN bool cr_monitor_blocks(courier_engine *e, const cr_transfer *t);
 CR_HIDDEN int64_t cr_monitor_tick(courier_engine *e, int64_t mono_ms);
 /* Journal thread: gives a changed state to the listeners. */
 CR_HIDDEN void cr_monitor_dispatch(courier_engine *e);
+/* Any thread: a source's report (the OS watch, or courier_reachability_report): status (UNKNOWN:
+ * leaves online/offline as it is), kind and expensive. A change of kind applies that kind's limits
+ * at once (the worker is woken to start or fail what waits; the journal's replay concurrency). */
+CR_HIDDEN void cr_monitor_report(courier_engine *e, int status, courier_network_kind kind, int expensive);
+/* Engine open, once the worker's multi handle exists: starts the OS watch when configured. */
+CR_HIDDEN void cr_monitor_start_watch(courier_engine *e);
+/* Worker: the request limits of the current kind (the engine's own where the kind sets none). */
+CR_HIDDEN void cr_monitor_limits(courier_engine *e, long *per_host, long *total);
+/* Worker: true when t must fail with COURIER_E_CELLULAR (it said "not on cellular"). */
+CR_HIDDEN bool cr_monitor_refuses(courier_engine *e, const cr_transfer *t);
+/* netwatch.c: the OS watch (a thread, or the platform's monitor) reporting to cr_monitor_report;
+ * NULL when it cannot start or the platform has none. */
+struct cr_netwatch;
+CR_HIDDEN struct cr_netwatch *cr_netwatch_start(courier_engine *e);
+CR_HIDDEN void cr_netwatch_stop(struct cr_netwatch *w);
+/* journal.c: the replay concurrency (n <= 0: the configured one); any thread. */
+CR_HIDDEN void cr_journal_set_concurrency(courier_engine *e, long n);
 
 /* ==== Cookies, credentials, proxies, challenges (cookies.c, auth.c) ========================== */
 

@@ -110,9 +110,13 @@ typedef enum courier_code {
     COURIER_E_DELETED_BY_POLICY = -44, /* a frozen request's resend policy deleted it (can_delete said
                                          yes): the recorded outcome of a request never sent again */
     COURIER_E_UNKNOWN_CHARSET = -46,  /* a character set the system's iconv does not know */
-    COURIER_E_CHARSET = -47           /* text that cannot be converted: a parameter character the
+    COURIER_E_CHARSET = -47,          /* text that cannot be converted: a parameter character the
                                          chosen charset cannot hold, or a body whose bytes are not
                                          valid in its charset */
+    COURIER_E_CLIENT_CERTIFICATE = -48, /* the client certificate or its key could not be loaded: not
+                                          PEM/PKCS#12, a wrong password, a key of another certificate */
+    COURIER_E_CELLULAR = -49          /* the request is not allowed on a cellular network
+                                         (courier_request_set_allow_cellular) and the path is one */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -202,8 +206,67 @@ COURIER_API int courier_config_set_ca_file(courier_config *config, const char *p
  * or a path to a PEM/DER public key file. NULL removes the pin. A mismatch fails a request with
  * COURIER_E_PINNING. */
 COURIER_API int courier_config_set_pinned_public_key(courier_config *config, const char *pin);
-/* For development only: nonzero turns certificate and host name verification OFF. */
+/* For development only: nonzero turns certificate and host name verification OFF (both of a
+ * security policy's switches, below). */
 COURIER_API int courier_config_set_insecure(courier_config *config, int insecure);
+
+/* ========================================================================================== */
+/* Security policies (HLNetworking's HLSecurityPolicyConfig), per engine and per request        */
+/* ========================================================================================== */
+
+/* How the server's certificate is pinned. */
+typedef enum courier_pinning_mode {
+    COURIER_PINNING_NONE = 0,       /* the CA verification alone (the default) */
+    COURIER_PINNING_PUBLIC_KEY = 1, /* the server's public key must match a pin: libcurl's form,
+                                       "sha256//BASE64" (several separated by ';'), or a PEM/DER
+                                       public key file; a mismatch fails with COURIER_E_PINNING */
+    COURIER_PINNING_CERTIFICATE = 2 /* the server's chain must hold one of the certificates of a PEM
+                                       file (the leaf or a CA): they are the only trust anchors; a
+                                       chain without one fails with COURIER_E_PINNING. Never turned
+                                       off by allow_invalid_certificates */
+} courier_pinning_mode;
+
+/* A security policy: a value built with the setters below, copied by the functions that take it
+ * (courier_config_set_security, courier_request_set_security), so it may be changed or freed
+ * right after. Not thread-safe: build it on one thread. Defaults: no pinning, invalid certificates
+ * refused, the domain name validated, the system's CA store, no client certificate.
+ * *out is new: release it with courier_security_free. Errors: COURIER_E_INVALID_ARGUMENT,
+ * COURIER_E_NO_MEMORY. */
+typedef struct courier_security courier_security;
+COURIER_API int courier_security_new(courier_security **out);
+/* Accepts NULL. */
+COURIER_API void courier_security_free(courier_security *security);
+/* The pinning mode and its pins (copied; ignored for NONE). Errors: COURIER_E_INVALID_ARGUMENT (an
+ * unknown mode, no pins), COURIER_E_NOT_FOUND (a file that cannot be read now). */
+COURIER_API int courier_security_set_pinning(courier_security *security, courier_pinning_mode mode, const char *pins);
+/* Nonzero accepts a certificate that does not verify (self-signed, expired, unknown CA): libcurl's
+ * CURLOPT_SSL_VERIFYPEER off. Development only. Default 0. */
+COURIER_API int courier_security_set_allow_invalid_certificates(courier_security *security, int allow);
+/* 0 accepts a certificate that names another host: CURLOPT_SSL_VERIFYHOST off. Independent of
+ * allow_invalid_certificates. Default 1. */
+COURIER_API int courier_security_set_validates_domain_name(courier_security *security, int validate);
+/* A PEM file of the CA certificates servers are verified with, instead of the system's (NULL
+ * restores). Copied. Errors: COURIER_E_NOT_FOUND (cannot be read now). */
+COURIER_API int courier_security_set_ca_file(courier_security *security, const char *path);
+/* The client certificate sent when a server asks for one (mutual TLS): a PEM certificate with
+ * its key in `key_path` (NULL: in the certificate's file), or a PKCS#12 file (".p12", ".pfx") with
+ * both; `password` decrypts the key (NULL: none). cert_path NULL removes it. Copied. A certificate
+ * or key that cannot be used (wrong password, mismatched key) fails requests with
+ * COURIER_E_CLIENT_CERTIFICATE; a server that refuses it answers as it does (nginx: 400, or a TLS
+ * alert: COURIER_E_TLS). Errors: COURIER_E_NOT_FOUND (a file that cannot be read now),
+ * COURIER_E_INVALID_ARGUMENT (a key or password without a certificate). */
+COURIER_API int courier_security_set_client_certificate(courier_security *security, const char *cert_path,
+                                                        const char *key_path, const char *password);
+/* The engine's policy: replaces the whole of it (NULL: the defaults), including what
+ * courier_config_set_ca_file, _pinned_public_key and _insecure set (they change fields of it).
+ * `security` is copied. Errors: COURIER_E_INVALID_ARGUMENT (NULL config), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_security(courier_config *config, const courier_security *security);
+/* This request's own policy, replacing the whole of the engine's for it and every hop of its
+ * redirects (NULL: the engine's). Copied. A request with its own policy never shares a connection
+ * verified under another policy (libcurl keys reuse on them), is never coalesced with another, and
+ * is not frozen (a frozen request is replayed under the engine's policy, so it fails instead).
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL request), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_request_set_security(courier_request *request, const courier_security *security);
 /* The directory the engine keeps its store in (cache, journal). It is created (with parents,
  * mode 0700) at open. NULL restores the default: the durable default store named by the app id
  * (courier_config_set_app_id), or with courier_config_set_temporary_store a private temporary
@@ -2033,6 +2096,52 @@ COURIER_API int courier_reachability_add_listener(courier_engine *engine, courie
                                                   courier_user_free_fn user_free, uint64_t *out_token);
 /* Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
 COURIER_API int courier_reachability_remove_listener(courier_engine *engine, uint64_t token);
+
+/* Network kinds (HLNetworking's WWAN / WiFi status; the network-layer design's limits per kind).
+ * The monitor knows the kind of the path and whether it is expensive from a source: the operating
+ * system (courier_config_set_network_watch) or the app (courier_reachability_report). */
+typedef enum courier_network_kind {
+    COURIER_NETWORK_UNKNOWN = 0,  /* no source said, or no path */
+    COURIER_NETWORK_WIRED = 1,    /* Ethernet */
+    COURIER_NETWORK_WIFI = 2,     /* Wi-Fi (the kernel's wireless or phy80211 links) */
+    COURIER_NETWORK_CELLULAR = 3, /* a cellular modem (wwan links); expensive */
+    COURIER_NETWORK_OTHER = 4     /* loopback, tunnels, anything else */
+} courier_network_kind;
+
+/* Nonzero: the engine watches the operating system's network path from open to close: on Linux
+ * a NETLINK_ROUTE socket (links and routes); the interface of the default route gives the kind
+ * (its ARPHRD type and /sys/class/net: wireless or phy80211 is Wi-Fi, DEVTYPE=wwan or raw IP is
+ * cellular and expensive, Ethernet is wired); no default route (or its link down) is offline. On
+ * Darwin Network.framework's path monitor. Its reports go where courier_reachability_report's go.
+ * Default 0 (the kind stays UNKNOWN unless the app reports one). Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_config_set_network_watch(courier_config *config, int watch);
+/* Limits that hold while the path is of `kind`: requests in flight per host and in all (as
+ * courier_config_set_max_connections_per_host / _max_connections), and frozen requests replayed at
+ * once (as courier_config_set_frozen_replay's concurrency); 0 keeps the engine's own value. A change
+ * of kind applies the new kind's limits at once: queued requests start (or keep waiting) under
+ * them, replays follow them. Errors: COURIER_E_INVALID_ARGUMENT (an unknown kind, negative values). */
+COURIER_API int courier_config_set_network_limits(courier_config *config, courier_network_kind kind,
+                                                  long max_per_host, long max_total, long replay_concurrency);
+/* 0: this request must not go over a cellular path (YTKNetwork's allowsCellularAccess = NO): while
+ * the kind is CELLULAR it fails with COURIER_E_CELLULAR, at send or, if queued, as soon as the kind
+ * becomes cellular. Default 1. Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_request_set_allow_cellular(courier_request *request, int allow);
+/* A source's report, as the OS watch makes them (tests, and apps with a source of their own):
+ * status ONLINE or OFFLINE sets what the monitor detected (the app's word from
+ * courier_reachability_set_online/_offline still wins; UNKNOWN leaves it as it is), kind and
+ * expensive describe the path. Any thread. Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_reachability_report(courier_engine *engine, courier_reachability status,
+                                            courier_network_kind kind, int expensive);
+/* The path's kind and whether it is expensive (*out_expensive may be NULL). Online or offline is
+ * courier_reachability_status. Any thread. Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_reachability_path(courier_network_kind *out_kind, int *out_expensive,
+                                          const courier_engine *engine);
+/* The kind of a network interface by name ("lo", "eth0", "wlan0"), read from the kernel through
+ * netlink (RTM_GETLINK) and /sys/class/net as the OS watch reads them. Linux only. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, too long, or not Linux), COURIER_E_NOT_FOUND (no such
+ * interface), COURIER_E_INTERNAL (netlink failed; os_error set). */
+COURIER_API int courier_network_link_kind(courier_network_kind *out_kind, int *out_expensive, const char *interface,
+                                          courier_error *err);
 
 /* ========================================================================================== */
 /* Resend policies: which frozen requests are sent or deleted, and when                        */

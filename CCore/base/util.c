@@ -57,6 +57,8 @@ const char *courier_strerror(int code) {
     case COURIER_E_DELETED_BY_POLICY: return "deleted by its resend policy";
     case COURIER_E_UNKNOWN_CHARSET: return "unknown character set";
     case COURIER_E_CHARSET: return "text cannot be converted to or from its character set";
+    case COURIER_E_CLIENT_CERTIFICATE: return "the client certificate or its key cannot be used";
+    case COURIER_E_CELLULAR: return "not allowed on a cellular network";
     default: return "unknown error";
     }
 }

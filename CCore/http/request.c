@@ -38,8 +38,7 @@ void courier_config_free(courier_config *c) {
     cr_kvlist_clear(&c->headers);
     cr_kvlist_clear(&c->params);
     free(c->user_agent);
-    free(c->ca_file);
-    free(c->pinned_key);
+    courier_security_free(c->security);
     free(c->store_dir);
     free(c->app_id);
     free(c->param_charset);
@@ -58,7 +57,8 @@ courier_config *cr_config_copy(const courier_config *src) {
     cr_config_defaults(c);
     if (!src) return c;
     *c = *src;
-    c->base_url = c->user_agent = c->ca_file = c->pinned_key = c->store_dir = c->app_id = c->param_charset = NULL;
+    c->base_url = c->user_agent = c->store_dir = c->app_id = c->param_charset = NULL;
+    c->security = NULL;
     memset(&c->headers, 0, sizeof c->headers);
     memset(&c->params, 0, sizeof c->params);
     c->validator = cr_callback_retain(src->validator);
@@ -76,7 +76,7 @@ courier_config *cr_config_copy(const courier_config *src) {
         return NULL;
     }
     if ((src->jconf && !(c->jconf = cr_jconf_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
-        cr_set_string(&c->ca_file, src->ca_file) || cr_set_string(&c->pinned_key, src->pinned_key) ||
+        (src->security && !(c->security = cr_security_copy(src->security))) ||
         cr_set_string(&c->store_dir, src->store_dir) || cr_set_string(&c->app_id, src->app_id) ||
         cr_set_string(&c->param_charset, src->param_charset) ||
         cr_kvlist_copy(&c->headers, &src->headers) ||
@@ -146,19 +146,28 @@ int courier_config_set_max_response_bytes(courier_config *c, int64_t max_bytes) 
     return COURIER_OK;
 }
 
+/* The engine's TLS settings of old, now fields of its security policy (security.c). */
 int courier_config_set_ca_file(courier_config *c, const char *path) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
-    return cr_set_string(&c->ca_file, path);
+    courier_security *s = cr_config_security(c);
+    return s ? cr_set_string(&s->ca_file, path) : COURIER_E_NO_MEMORY;
 }
 
 int courier_config_set_pinned_public_key(courier_config *c, const char *pin) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
-    return cr_set_string(&c->pinned_key, pin);
+    courier_security *s = cr_config_security(c);
+    if (!s) return COURIER_E_NO_MEMORY;
+    int rc = cr_set_string(&s->pins, pin);
+    if (rc == COURIER_OK) s->mode = pin ? COURIER_PINNING_PUBLIC_KEY : COURIER_PINNING_NONE;
+    return rc;
 }
 
 int courier_config_set_insecure(courier_config *c, int insecure) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
-    c->insecure = insecure ? 1 : 0;
+    courier_security *s = cr_config_security(c);
+    if (!s) return COURIER_E_NO_MEMORY;
+    s->allow_invalid = insecure ? 1 : 0;
+    s->validates_domain = insecure ? 0 : 1;
     return COURIER_OK;
 }
 
@@ -212,6 +221,7 @@ void courier_request_free(courier_request *r) {
     free(r->target);
     free(r->base_url);
     free(r->param_charset);
+    courier_security_free(r->security);
     cr_kvlist_clear(&r->params);
     cr_kvlist_clear(&r->headers);
     free(r->body);
@@ -520,6 +530,7 @@ void cr_transfer_free(cr_transfer *t) {
     courier_response_free(t->held);
     cr_callback_release(t->http.hook); /* redirect.c */
     cr_hops_free(t->hops);
+    courier_security_free(t->security); /* security.c */
     free(t);
 }
 
@@ -637,6 +648,8 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     t->max_bytes = cfg->max_response_bytes;
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
     t->engine = e;
+    t->no_cellular = r->no_cellular;
+    if (r->security && !(t->security = cr_security_copy(r->security))) goto fail;
     if (r->jspec && !(t->jspec = cr_jspec_copy(r->jspec))) goto fail;
     if (cr_auth_merge(r->auth, cfg->auth, t->url, &t->auth)) goto fail; /* auth.c: credentials, proxy, handler */
     if ((rc = cr_transfer_copy_transfers(r, t, multipart ? &params : NULL, err)) != COURIER_OK) {

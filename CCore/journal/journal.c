@@ -344,6 +344,14 @@ static void *jthread(void *arg) {
 
 /* ==== engine hooks ============================================================================= */
 
+void cr_journal_set_concurrency(courier_engine *e, long n) {
+    cr_journal *j = e ? e->journal : NULL;
+    if (!j) return;
+    const struct cr_frozen_conf *fc = &e->config->frozen;
+    atomic_store(&j->concurrency, n > 0 ? n : fc->concurrency > 0 ? fc->concurrency : J_DEFAULT_CONCURRENCY);
+    cr_journal_wake(e, CR_WAKE_TURN);
+}
+
 void cr_journal_wake(courier_engine *e, unsigned how) {
     cr_journal *j = e ? e->journal : NULL;
     if (!j) return;
@@ -505,8 +513,9 @@ static bool freezable(const cr_transfer *t, int code) {
 static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const courier_error *err, bool own) {
     cr_journal *j = e->journal;
     /* Bodies from files or multipart parts, and downloads to files, are not kept: a file may change
-     * or vanish before the resend. Those fail as they are. */
-    if (t->parts || t->body_file || t->download_path || t->mime) return false;
+     * or vanish before the resend. Those fail as they are, and so do requests with a TLS policy of
+     * their own (security.c), which the journal does not keep: a replay would go under the engine's. */
+    if (t->parts || t->body_file || t->download_path || t->mime || t->security) return false;
     pthread_mutex_lock(&j->mu);
     bool closing = j->closing;
     pthread_mutex_unlock(&j->mu);

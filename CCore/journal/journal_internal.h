@@ -270,7 +270,8 @@ struct cr_journal {
     jenv *env;
     jowner me;
     cr_callback *clock;
-    long concurrency, backoff_base, backoff_max, lease_ms, poll_ms;
+    _Atomic long concurrency; /* the network kind's when it sets one (cr_journal_set_concurrency) */
+    long backoff_base, backoff_max, lease_ms, poll_ms;
     int64_t default_expiry;
 
     pthread_t thread;

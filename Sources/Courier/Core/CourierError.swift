@@ -160,7 +160,8 @@ extension CourierError {
             Code(COURIER_E_PROXY),
             Code(COURIER_E_CACHE_INCONSISTENT),
             Code(COURIER_E_RESEND_POLICY_UNKNOWN), Code(COURIER_E_DELETED_BY_POLICY),
-            Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET),
+            Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET), Code(COURIER_E_CLIENT_CERTIFICATE),
+            Code(COURIER_E_CELLULAR),
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -212,6 +213,8 @@ extension CourierError {
             case Code(COURIER_E_DELETED_BY_POLICY): return "deletedByPolicy"
             case Code(COURIER_E_UNKNOWN_CHARSET): return "unknownCharset"
             case Code(COURIER_E_CHARSET): return "charset"
+            case Code(COURIER_E_CLIENT_CERTIFICATE): return "clientCertificate"
+            case Code(COURIER_E_CELLULAR): return "cellular"
             default: return "unknown(\(rawValue))"
             }
         }

@@ -19,6 +19,7 @@ from .auth import Challenge, Cookie, Credentials, credentials_args
 from .errors import CourierError, EngineClosed, InvalidArgument, check, make_error
 from .request import BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs, timeout_ms
 from .response import Response
+from .security import Security
 
 if TYPE_CHECKING:  # pragma: no cover
     from .group import Group, GroupMember, GroupMode, GroupResult, Member
@@ -86,6 +87,26 @@ class Reachability(CEnum):
     UNKNOWN = 0
     OFFLINE = 1
     ONLINE = 2
+
+
+class NetworkKind(CEnum):
+    """``courier_network_kind``: the kind of the network path."""
+    __c_enum__ = ("courier_network_kind", "COURIER_NETWORK_")
+    UNKNOWN = 0
+    WIRED = 1
+    WIFI = 2
+    CELLULAR = 3
+    OTHER = 4
+
+
+def network_link_kind(interface: str) -> tuple[NetworkKind, bool]:
+    """The kind of a network interface ("lo", "eth0") and whether it is expensive, read from the
+    kernel through netlink as the OS watch reads it (``courier_network_link_kind``; Linux)."""
+    kind = ctypes.c_int()
+    expensive = ctypes.c_int()
+    err = ERROR()
+    check(lib.courier_network_link_kind(byref(kind), byref(expensive), interface.encode(), byref(err)), err)
+    return NetworkKind(kind.value), bool(expensive.value)
 
 
 class CachePolicy(CEnum):
@@ -324,6 +345,13 @@ class Engine:
             "ISO-8859-1", ... any iconv name; default UTF-8): :class:`courier.UnknownCharset` for a
             name iconv does not know, :class:`courier.CharsetError` at send for a character it
             cannot hold. ``Response.text`` decodes by the response's own charset.
+        security: a :class:`courier.Security` policy (pinning, the two verification switches, a CA
+            file, a client certificate) for every request; replaces ca_file, pinned_public_key
+            and insecure.
+        network_watch: watch the operating system's network path (netlink on Linux): online or
+            offline, its :class:`NetworkKind` and whether it is expensive (``Engine.network_path``).
+        network_limits: ``{kind: (max_per_host, max_total, replay_concurrency)}`` holding while the
+            path is of that kind (0 keeps the engine's own), applied at once when the kind changes.
     """
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
@@ -355,7 +383,9 @@ class Engine:
                  cookies: bool = True, credentials: Credentials = None,
                  challenge_handler: Optional[Callable[[Challenge], Any]] = None, proxy: Optional[str] = None,
                  no_proxy: Optional[str] = None, proxy_credentials: Credentials = None,
-                 param_charset: Optional[str] = None) -> None:
+                 param_charset: Optional[str] = None, security: Optional[Security] = None,
+                 network_watch: bool = False,
+                 network_limits: Optional[Mapping[Union[NetworkKind, str, int], tuple[int, int, int]]] = None) -> None:
         self._ptr: Optional[int] = None
         self._errors: dict[int, BaseException] = {}
         self._background: list[BaseException] = []
@@ -393,6 +423,13 @@ class Engine:
                 check(lib.courier_config_set_insecure(c, 1))
             if param_charset is not None:
                 check(lib.courier_config_set_param_charset(c, _b(param_charset)))
+            if network_watch:
+                check(lib.courier_config_set_network_watch(c, 1))
+            for kind, (per_host, total, replay) in (network_limits or {}).items():
+                check(lib.courier_config_set_network_limits(c, coerce(NetworkKind, kind, "network_limits"),
+                                                            int(per_host), int(total), int(replay)))
+            if security is not None:  # after ca_file, pinned_public_key, insecure: replaces them
+                security._apply(lib.courier_config_set_security, c)
             if store is not None:
                 check(lib.courier_config_set_store_dir(c, _b(os.fspath(store))))
             if app_id is not None:
@@ -639,7 +676,8 @@ class Engine:
         ``redirect_hook(response, next)``, ``connect_timeout`` and ``idle_timeout`` (s),
         ``credentials`` and ``challenge_handler`` (as the engine's, for this request), ``proxy`` with
         ``no_proxy``, ``proxy_credentials``, ``param_charset`` (the parameters' charset, as the
-        engine's).
+        engine's), ``security`` (a :class:`courier.Security` replacing the engine's for this request),
+        ``allow_cellular`` (False: :class:`courier.CellularNotAllowed` while the path is cellular).
 
         Returns the :class:`Response` (status < 400). Raises the :class:`courier.CourierError`
         subclass of the failure (:class:`courier.HTTPStatusError` with ``.response`` for >= 400),
@@ -888,6 +926,22 @@ class Engine:
     def set_offline(self) -> None:
         """The app's word: offline."""
         check(lib.courier_reachability_set_offline(self._handle()))
+
+    @property
+    def network_path(self) -> tuple[NetworkKind, bool]:
+        """The path's :class:`NetworkKind` and whether it is expensive (``courier_reachability_path``)."""
+        kind = ctypes.c_int()
+        expensive = ctypes.c_int()
+        check(lib.courier_reachability_path(byref(kind), byref(expensive), self._handle()))
+        return NetworkKind(kind.value), bool(expensive.value)
+
+    def report_network(self, status: Union[Reachability, str, int], kind: Union[NetworkKind, str, int],
+                       expensive: bool = False) -> None:
+        """A source's report, as the OS watch makes them (``courier_reachability_report``): status
+        (UNKNOWN leaves online/offline as it is), kind, expensive. A change of kind applies its
+        limits at once."""
+        check(lib.courier_reachability_report(self._handle(), coerce(Reachability, status, "status"),
+                                              coerce(NetworkKind, kind, "kind"), 1 if expensive else 0))
 
     def set_reachability_automatic(self) -> None:
         check(lib.courier_reachability_set_automatic(self._handle()))

@@ -20,6 +20,7 @@ from ._lib import lib
 from .auth import Challenge, Credentials, credentials_args
 from .errors import InvalidArgument, check, lib_code
 from .frozen import FreezePolicy
+from .security import Security
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import CachePolicy
@@ -290,6 +291,8 @@ class RequestOptions(TypedDict, total=False):
     no_proxy: Optional[str]
     proxy_credentials: Credentials
     param_charset: Optional[str]
+    security: Optional[Security]
+    allow_cellular: Optional[bool]
 
 
 class Request:
@@ -323,7 +326,8 @@ class Request:
                  connect_timeout: Optional[float] = None, idle_timeout: Optional[float] = None,
                  credentials: Credentials = None, challenge_handler: Optional[Callable[[Challenge], Any]] = None,
                  proxy: Optional[str] = None, no_proxy: Optional[str] = None,
-                 proxy_credentials: Credentials = None, param_charset: Optional[str] = None) -> None:
+                 proxy_credentials: Credentials = None, param_charset: Optional[str] = None,
+                 security: Optional[Security] = None, allow_cellular: Optional[bool] = None) -> None:
         self.method = method
         self.url = url
         # snapshots: a Request describes one request; changing an attribute later is seen by the
@@ -377,6 +381,8 @@ class Request:
         self.no_proxy = no_proxy
         self.proxy_credentials = proxy_credentials
         self.param_charset = param_charset
+        self.security = security
+        self.allow_cellular = allow_cellular
 
     def __repr__(self) -> str:
         return f"<courier.Request {self.method} {self.url}>"
@@ -438,6 +444,10 @@ class Request:
                 check(L.courier_request_add_param_n(r, bn, len(bn), bv, len(bv)))
         if self.param_charset is not None:
             check(L.courier_request_set_param_charset(r, _b(self.param_charset)))
+        if self.security is not None:
+            self.security._apply(L.courier_request_set_security, r)
+        if self.allow_cellular is not None:
+            check(L.courier_request_set_allow_cellular(r, 1 if self.allow_cellular else 0))
         if self.use_default_params is not None:
             check(L.courier_request_set_use_default_params(r, 1 if self.use_default_params else 0))
         for name, value in _pairs(self.headers):
