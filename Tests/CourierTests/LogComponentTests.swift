@@ -6,26 +6,32 @@ import Courier
 import Foundation
 import XCTest
 
-final class LogComponentTests: LoopbackTestCase {
-    /// The lines of a handler sink, parsed.
-    private final class Lines: @unchecked Sendable {
-        private let lock = NSLock()
-        private var items: [[String: Any]] = []
-        func add(_ text: String) {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return }
-            lock.lock()
-            items.append(object)
-            lock.unlock()
-        }
-        func matching(_ event: String, requestID: UInt64) -> [[String: Any]] {
-            lock.lock()
-            defer { lock.unlock() }
-            return items.filter { $0["event"] as? String == event && ($0["request_id"] as? NSNumber)?.uint64Value == requestID }
+/// The lines of a handler sink, parsed (shared by the suites that read the engine's log lines).
+final class JSONLogLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [[String: Any]] = []
+    func add(_ text: String) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return }
+        lock.lock()
+        items.append(object)
+        lock.unlock()
+    }
+    /// The lines of `event` whose `key` is `value` (a string, or a request id as a number).
+    func matching(_ event: String, _ key: String, _ value: Any) -> [[String: Any]] {
+        lock.lock()
+        defer { lock.unlock() }
+        return items.filter { item in
+            guard item["event"] as? String == event else { return false }
+            if let id = value as? UInt64 { return (item[key] as? NSNumber)?.uint64Value == id }
+            return item[key] as? String == value as? String
         }
     }
+    func matching(_ event: String, requestID: UInt64) -> [[String: Any]] { matching(event, "request_id", requestID) }
+}
 
+final class LogComponentTests: LoopbackTestCase {
     func testCacheDecisionLinesFollowTheComponentLevels() async throws {
-        let lines = Lines()
+        let lines = JSONLogLines()
         try engine.addLogSink(.handler { _, text in lines.add(text) })
         engine.setLogLevel(.debug, for: .cache)
         engine.setLogLevel(.off, for: .transport)

@@ -35,25 +35,8 @@ final class ResendPolicyTests: LoopbackTestCase {
         }
     }
 
-    /// The lines of a handler sink, parsed.
-    private final class Lines: @unchecked Sendable {
-        private let lock = NSLock()
-        private var items: [[String: Any]] = []
-        func add(_ text: String) {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return }
-            lock.lock()
-            items.append(object)
-            lock.unlock()
-        }
-        func matching(_ event: String, _ key: String, _ value: String) -> [[String: Any]] {
-            lock.lock()
-            defer { lock.unlock() }
-            return items.filter { $0["event"] as? String == event && $0[key] as? String == value }
-        }
-    }
-
     func testPolicyThatSendsOnlySmallBodies() async throws {
-        let lines = Lines()
+        let lines = JSONLogLines()
         try engine.addLogSink(.handler { _, text in lines.add(text) })
         engine.setLogLevel(.debug, for: .journal)
         XCTAssertEqual(engine.logLevel(for: .journal), .debug)
