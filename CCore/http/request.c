@@ -226,6 +226,7 @@ void courier_request_free(courier_request *r) {
     cr_cache_req_free(r->cache); /* cache.c */
     cr_auth_free(r->auth);       /* auth.c */
     cr_callback_release(r->http.hook); /* redirect.c */
+    json_decref(r->object_rest);       /* route.c */
     free(r);
 }
 
@@ -402,16 +403,6 @@ static bool is_absolute_url(const char *s) {
 }
 
 /* base + "/" + path with exactly one slash between them. */
-static int join_url(cr_buf *out, const char *base, const char *path) {
-    size_t blen = strlen(base);
-    while (blen && base[blen - 1] == '/') blen--;
-    while (*path == '/') path++;
-    if (cr_buf_append(out, base, blen)) return COURIER_E_NO_MEMORY;
-    if (*path && (cr_buf_append_char(out, '/') || cr_buf_append_str(out, path))) return COURIER_E_NO_MEMORY;
-    if (!*path && cr_buf_append_char(out, '/')) return COURIER_E_NO_MEMORY;
-    return COURIER_OK;
-}
-
 static int encode_form(cr_buf *out, const cr_kvlist *params) {
     for (size_t i = 0; i < params->count; i++) {
         const cr_kv *kv = &params->items[i];
@@ -422,7 +413,8 @@ static int encode_form(cr_buf *out, const cr_kvlist *params) {
     return COURIER_OK;
 }
 
-static int encode_json(cr_buf *out, const cr_kvlist *params) {
+/* The parameters as an object of strings, then an object's members (route.c) with their types. */
+static int encode_json(cr_buf *out, const cr_kvlist *params, const json_t *members) {
     json_t *obj = json_object();
     if (!obj) return COURIER_E_NO_MEMORY;
     int rc = COURIER_OK;
@@ -430,6 +422,7 @@ static int encode_json(cr_buf *out, const cr_kvlist *params) {
         json_t *v = json_string(params->items[i].value);
         if (!v || json_object_set_new(obj, params->items[i].name, v)) rc = COURIER_E_NO_MEMORY;
     }
+    if (members && rc == COURIER_OK && json_object_update(obj, (json_t *)members)) rc = COURIER_E_NO_MEMORY;
     char *text = rc == COURIER_OK ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     if (rc == COURIER_OK && (!text || cr_buf_append_str(out, text))) rc = COURIER_E_NO_MEMORY;
     free(text);
@@ -510,7 +503,8 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         goto fail_reported;
     } else {
         cr_buf u = {0};
-        if (join_url(&u, base, r->target)) {
+        char vbuf[CR_API_VERSION_MAX + 2];
+        if (cr_join_url(&u, base, cr_api_version_of(cfg, r, vbuf), r->target)) { /* route.c */
             cr_buf_free(&u);
             goto fail;
         }
@@ -528,6 +522,16 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     /* Parameters: the engine's defaults first, then the request's. */
     if (r->use_default_params && cr_kvlist_copy(&params, &cfg->params)) goto fail;
     if (cr_kvlist_copy(&params, &r->params)) goto fail;
+    /* An object's members left after its route (route.c): typed in a JSON body, else flattened. */
+    int encoding = r->body_encoding >= 0 ? r->body_encoding : (int)cfg->body_encoding;
+    const json_t *members = r->object_rest;
+    if (members && (params_in_query(r) || encoding != COURIER_BODY_JSON || (r->parts && r->parts->count))) {
+        if ((rc = cr_form_flatten(members, &params)) != COURIER_OK) {
+            rc = cr_fail(err, rc, "the object's members cannot be sent as parameters");
+            goto fail_reported;
+        }
+        members = NULL;
+    }
 
     /* Headers: defaults not overridden by the request, then the request's. */
     for (size_t i = 0; i < cfg->headers.count; i++) {
@@ -560,9 +564,8 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
                 goto fail;
         }
     } else {
-        int encoding = r->body_encoding >= 0 ? r->body_encoding : (int)cfg->body_encoding;
         const char *ctype = encoding == COURIER_BODY_JSON ? "application/json" : "application/x-www-form-urlencoded";
-        if (encoding == COURIER_BODY_JSON ? encode_json(&enc, &params) : encode_form(&enc, &params)) goto fail;
+        if (encoding == COURIER_BODY_JSON ? encode_json(&enc, &params, members) : encode_form(&enc, &params)) goto fail;
         t->body = cr_buf_take(&enc, &t->body_len);
         if (!t->body) goto fail;
         t->has_body = 1;
@@ -592,6 +595,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     cr_http_opts_resolve(&t->http, &cfg->http, &r->http); /* redirect.c */
     t->max_bytes = cfg->max_response_bytes;
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
+    t->status_codes = r->status_codes; /* route.c */
     t->engine = e;
     if (r->jspec && !(t->jspec = cr_jspec_copy(r->jspec))) goto fail;
     if (cr_auth_merge(r->auth, cfg->auth, t->url, &t->auth)) goto fail; /* auth.c: credentials, proxy, handler */

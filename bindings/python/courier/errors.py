@@ -121,6 +121,9 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
     (-32, "COURIER_E_HEADERS_TOO_LARGE", "HeadersTooLarge", (), "A response header line, or the header block, is over the limit."),
     (-34, "COURIER_E_PROXY", "ProxyError", (), "The proxy failed: its name did not resolve, it refused the tunnel (http_status), or its SOCKS handshake failed."),
     (-40, "COURIER_E_CACHE_INCONSISTENT", "CacheInconsistent", (), "The cache verify found damaged entries, orphan index records, or totals that differ from a scan."),
+    (-51, "COURIER_E_UNKNOWN_NAME", "UnknownName", (LookupError,), "No API, or no route, is registered under that name (or for that object type and method)."),
+    (-52, "COURIER_E_ROUTE_PARAMETER", "RouteParameterError", (ValueError,), "A path pattern's parameter is missing from the object, or not a string, number or boolean."),
+    (-53, "COURIER_E_CATALOG", "CatalogError", (ValueError,), "An API declaration or catalogue document of the wrong shape (the message names the field)."),
 ]
 
 #: courier_timeout_kind values, by the name ``timeout_kind`` gives them.
@@ -189,7 +192,10 @@ if TYPE_CHECKING:  # pragma: no cover
                 "TooLarge", "InternalError", "NoMemory", "InvalidHeader", "InvalidEncoding",
                 "PartialResponse", "NetworkError", "EngineClosed", "StoreError", "NotFound",
                 "TooFrequent", "JSONError", "MappingError", "APIError", "Frozen", "Offline",
-                "JournalCorrupt"]
+                "JournalCorrupt", "UnknownName", "RouteParameterError", "CatalogError"]
+    class UnknownName(CourierError, LookupError): ...
+    class RouteParameterError(CourierError, ValueError): ...
+    class CatalogError(CourierError, ValueError): ...
     class InvalidArgument(CourierError, ValueError): ...
     class InvalidURL(CourierError, ValueError): ...
     class CannotResolve(CourierError, ConnectionError): ...
