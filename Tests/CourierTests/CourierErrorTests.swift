@@ -122,7 +122,7 @@ final class CourierErrorTests: LoopbackTestCase {
         for (code, raw) in expected {
             XCTAssertEqual(code.rawValue, raw)
             XCTAssertTrue(code.isKnown)
-            XCTAssertFalse(code.name.hasPrefix("unknown"))
+            XCTAssertFalse(code.name.hasPrefix("unknown("))
             XCTAssertFalse(code.description.isEmpty)
         }
         XCTAssertEqual(Set(expected.map(\.0.name)).count, expected.count)
