@@ -8,6 +8,7 @@
  */
 #include "harness.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -482,8 +483,69 @@ static void test_request_accepted_status_codes(void) {
     courier_engine_close(e);
 }
 
+/* ---- threads ---------------------------------------------------------------------------------------- */
+
+typedef struct worker_arg {
+    courier_engine *e;
+    int index;
+    int failures;
+} worker_arg;
+
+static void *catalogue_worker(void *p) {
+    worker_arg *w = p;
+    char name[32], decl_text[128];
+    snprintf(name, sizeof name, "mod%d.api", w->index);
+    snprintf(decl_text, sizeof decl_text, "{\"path\":\"/echo/t%d/:id\",\"key_path\":\"path\"}", w->index);
+    courier_json *decl = NULL, *obj = NULL;
+    courier_json_parse(decl_text, strlen(decl_text), NULL, &decl, NULL);
+    courier_json_parse("{\"id\":1}", 8, NULL, &obj, NULL);
+    courier_error err;
+    for (int round = 0; round < 20; round++) {
+        if (courier_engine_add_api(w->e, name, decl, &err) != COURIER_OK) w->failures++;
+        if (courier_engine_add_route(w->e, name, NULL, NULL, "/echo/r/:id", &err) != COURIER_OK) w->failures++;
+        if (round == 0 && courier_engine_add_response_descriptor(w->e, NULL, "/echo/none", 0, 0, NULL, NULL, &err))
+            w->failures++;
+        courier_request *r = NULL;
+        if (courier_request_new_api(&r, w->e, name, &err) != COURIER_OK || courier_request_set_object(r, obj, &err) != COURIER_OK) {
+            w->failures++;
+            courier_request_free(r);
+            continue;
+        }
+        courier_response *resp = NULL;
+        if (send_free(w->e, r, &resp, &err) != COURIER_OK) w->failures++;
+        courier_response_free(resp);
+        char *names = NULL;
+        if (courier_engine_api_names(&names, NULL, w->e) != COURIER_OK) w->failures++;
+        courier_free(names);
+    }
+    courier_json_free(decl);
+    courier_json_free(obj);
+    return NULL;
+}
+
+static void test_catalogue_is_shared_between_threads(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    pthread_t threads[4];
+    worker_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (worker_arg){e, i, 0};
+        REQUIRE(pthread_create(&threads[i], NULL, catalogue_worker, &args[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(threads[i], NULL);
+        CHECK_EQ(args[i].failures, 0);
+    }
+    char *names = NULL;
+    REQUIRE(courier_engine_api_names(&names, NULL, e) == COURIER_OK);
+    CHECK_STR(names, "[\"mod0.api\",\"mod1.api\",\"mod2.api\",\"mod3.api\"]");
+    courier_free(names);
+    courier_engine_close(e);
+}
+
 TESTS_MAIN(T(test_api_version_is_inserted_between_base_and_path), T(test_api_version_rejects_bad_segments),
            T(test_declared_api_is_used_by_name), T(test_declared_cache_and_freeze_policies_apply),
            T(test_catalogue_loads_from_json), T(test_named_route_fills_pattern_percent_encoded),
            T(test_class_routes_send_the_rest_in_the_body), T(test_error_body_is_mapped_into_an_error_model),
-           T(test_success_descriptor_by_method_and_path), T(test_request_accepted_status_codes))
+           T(test_success_descriptor_by_method_and_path), T(test_request_accepted_status_codes),
+           T(test_catalogue_is_shared_between_threads))

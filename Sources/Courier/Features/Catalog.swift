@@ -27,7 +27,7 @@ internal import CCore
 public struct API: Sendable {
     /// The name the engine knows it by ("home.feed"; dots separate modules).
     public let name: String
-    /// The declaration registered by ``Engine/register(_:)-(API...)``; nil for an API the engine
+    /// The declaration registered by `Engine.register(_:)`; nil for an API the engine
     /// already has.
     public let declaration: Declaration?
 
@@ -140,7 +140,7 @@ public struct API: Sendable {
 }
 
 /// A module of the catalogue: a value whose stored ``API`` properties are its APIs
-/// (`HLAPICenter+home`). ``Engine/register(_:)-(APIModule)`` registers them all.
+/// (`HLAPICenter+home`). `Engine.register(_:)` registers them all.
 public protocol APIModule: Sendable {}
 
 extension APIModule {
@@ -292,7 +292,7 @@ extension Engine {
 
     /// Registers every API of a module (its stored ``API`` properties).
     /// - Parameter module: The module (`API.home`).
-    /// - Throws: As ``register(_:)-(API...)``.
+    /// - Throws: As `register(_:)`.
     public func register(_ module: some APIModule) throws { try register(module.apis) }
 
     private func register(_ apis: [API]) throws {
