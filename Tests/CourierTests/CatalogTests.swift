@@ -46,6 +46,10 @@ final class CatalogTests: LoopbackTestCase {
         XCTAssertEqual(echoed(detail, "query"), "lang=fr")
         let stats = try await engine.send(API.home.stats) // 404 accepted by the declaration
         XCTAssertEqual(stats.status, 404)
+        // In a batch and for the cache manager too: the engine makes the request.
+        let both = await engine.batch([API.home.feed.request, API.home.detail.object(Lookup(id: "1", lang: "x"))])
+        XCTAssertEqual(try both.map { try $0.get() }.compactMap { self.echoed($0, "path") }, ["/echo/feed", "/echo/items/1"])
+        XCTAssertTrue(try engine.cache.key(for: API.home.feed.request).contains("/echo/feed"))
         await assertThrows(.unknownName) { try await self.engine.send(API("home.nope")) }
         XCTAssertThrowsError(try engine.register(API("bad", .init(method: "G T", path: "/x")))) {
             XCTAssertEqual(($0 as? CourierError)?.code, .catalog)

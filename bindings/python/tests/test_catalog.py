@@ -3,6 +3,7 @@ descriptors mapping error bodies, and per-request accepted statuses: the C core'
 binding."""
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -101,3 +102,16 @@ def test_accepted_status_codes(engine) -> None:
     assert info.value.response.status == 200
     with pytest.raises(courier.InvalidArgument):
         engine.get("/status/200", status_codes=[(300, 200)])
+
+
+def test_catalogue_requests_in_groups_async_and_the_cache_manager(engine) -> None:
+    engine.add_api("home.feed", {"path": "/echo/feed"})
+    engine.add_api("home.item", {"path": "/echo/items/:id"})
+    result = engine.batch([courier.Request.api("home.feed"), courier.Request.api("home.item", object={"id": 3})])
+    assert [r.json()["path"] for r in result.responses] == ["/echo/feed", "/echo/items/3"]
+    assert "/echo/feed" in engine.cache.key(courier.Request.api("home.feed"))
+
+    async def main() -> str:
+        async with courier.AsyncEngine(engine=engine) as aengine:
+            return (await aengine.api("home.item", object={"id": 4})).json()["path"]
+    assert asyncio.run(main()) == "/echo/items/4"
