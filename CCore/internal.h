@@ -118,6 +118,14 @@ CR_HIDDEN bool cr_url_valid(const char *url);
 /* Checks a path joined to an already checked base URL: no spaces or control bytes. */
 CR_HIDDEN bool cr_url_path_valid(const char *path);
 
+/* ---- files (util.c) ------------------------------------------------------------------------ */
+
+/* Reads a whole file (at most max bytes) into *out (new, NUL-terminated: free), its length in *len
+ * (may be NULL). COURIER_E_NOT_FOUND (no such file; err->os_error), COURIER_E_INVALID_ARGUMENT
+ * (unreadable), COURIER_E_TOO_LARGE; `what` names the file in err's message ("mock file"). */
+CR_HIDDEN int cr_read_file(const char *path, const char *what, int64_t max, char **out, size_t *len,
+                           courier_error *err);
+
 /* ---- LMDB data files (lmdb_file.c) ----------------------------------------------------------- */
 
 /* Reads the meta pages of "<dir>/data.mdb" without mapping it. 0 when the file is absent, empty

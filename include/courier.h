@@ -1170,7 +1170,7 @@ COURIER_API int courier_engine_add_api(courier_engine *engine, const char *name,
 COURIER_API int courier_engine_load_apis(size_t *out_count, courier_engine *engine, const void *json, size_t len,
                                          courier_error *err);
 /* The same from a file. Errors: also COURIER_E_NOT_FOUND (no such file; err->os_error),
- * COURIER_E_INVALID_ARGUMENT (unreadable). */
+ * COURIER_E_INVALID_ARGUMENT (unreadable), COURIER_E_TOO_LARGE (over 64 MiB). */
 COURIER_API int courier_engine_load_api_file(size_t *out_count, courier_engine *engine, const char *path,
                                              courier_error *err);
 /* A new request made from the declaration of `name`, to which the caller adds what this use

@@ -11,7 +11,6 @@
  */
 #include "internal.h"
 
-#include <errno.h>
 #include <limits.h>
 
 typedef struct cr_api {
@@ -455,24 +454,11 @@ int courier_engine_load_api_file(size_t *out_count, courier_engine *e, const cha
     cr_error_clear(err);
     if (out_count) *out_count = 0;
     if (!e || !path) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int os = errno;
-        cr_fail(err, os == ENOENT ? COURIER_E_NOT_FOUND : COURIER_E_INVALID_ARGUMENT, "cannot open '%.180s': %s", path,
-                strerror(os));
-        if (err) err->os_error = os;
-        return os == ENOENT ? COURIER_E_NOT_FOUND : COURIER_E_INVALID_ARGUMENT;
-    }
-    cr_buf b = {0};
-    char chunk[8192];
-    size_t got;
-    int rc = COURIER_OK;
-    while (rc == COURIER_OK && (got = fread(chunk, 1, sizeof chunk, f)) > 0) rc = cr_buf_append(&b, chunk, got);
-    if (rc == COURIER_OK && ferror(f)) rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "cannot read '%.180s'", path);
-    else if (rc) rc = cr_fail(err, rc, NULL);
-    fclose(f);
-    if (rc == COURIER_OK) rc = courier_engine_load_apis(out_count, e, b.data ? b.data : "", b.len, err);
-    cr_buf_free(&b);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = cr_read_file(path, "catalogue", CR_JSON_DEFAULT_MAX_BYTES, &text, &len, err);
+    if (rc == COURIER_OK) rc = courier_engine_load_apis(out_count, e, text, len, err);
+    free(text);
     return rc;
 }
 
