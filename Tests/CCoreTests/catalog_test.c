@@ -295,6 +295,15 @@ static void test_named_route_fills_pattern_percent_encoded(void) {
     CHECK_STR(echoed(resp, "query"), "user%5Bid%5D=7"); /* a key path leaves its member to be sent */
     courier_response_free(resp);
 
+    /* An absolute URL: its port is not a parameter. */
+    courier_request_new(&r, "GET", th_url("/echo/abs/:id"));
+    obj = parse("{\"id\":5}");
+    REQUIRE(courier_request_set_object(r, obj, &err) == COURIER_OK);
+    courier_json_free(obj);
+    REQUIRE(send_free(e, r, &resp, &err) == COURIER_OK);
+    CHECK_STR(echoed(resp, "path"), "/echo/abs/5");
+    courier_response_free(resp);
+
     /* Missing or unusable parameters, unknown routes. */
     obj = parse("{\"page\":2}");
     CHECK_EQ(courier_request_new_route(&r, e, "user.photos", obj, &err), COURIER_E_ROUTE_PARAMETER);
