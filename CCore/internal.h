@@ -126,6 +126,20 @@ CR_HIDDEN bool cr_url_path_valid(const char *path);
 CR_HIDDEN int cr_read_file(const char *path, const char *what, int64_t max, char **out, size_t *len,
                            courier_error *err);
 
+/* ---- character sets (charset.c) ----------------------------------------------------------- */
+
+/* NULL, "UTF-8" or "UTF8" (any case): no conversion. */
+CR_HIDDEN bool cr_charset_is_utf8(const char *charset);
+/* COURIER_OK when iconv converts between UTF-8 and `charset`, else COURIER_E_UNKNOWN_CHARSET. */
+CR_HIDDEN int cr_charset_check(const char *charset);
+/* Appends s (UTF-8) converted to `charset` / s (in `charset`) converted to UTF-8. Errors:
+ * COURIER_E_CHARSET (a character the target cannot hold, bytes not valid in the source),
+ * COURIER_E_UNKNOWN_CHARSET, COURIER_E_NO_MEMORY. On failure `out` may hold a part. */
+CR_HIDDEN int cr_charset_from_utf8(cr_buf *out, const char *charset, const char *s, size_t len);
+CR_HIDDEN int cr_charset_to_utf8(cr_buf *out, const char *charset, const char *s, size_t len);
+/* The charset parameter of a Content-Type value into out: 1 found, 0 none, -1 longer than size. */
+CR_HIDDEN int cr_content_type_charset(const char *content_type, char *out, size_t size);
+
 /* ---- LMDB data files (lmdb_file.c) ----------------------------------------------------------- */
 
 /* Reads the meta pages of "<dir>/data.mdb" without mapping it. 0 when the file is absent, empty
@@ -276,6 +290,7 @@ struct courier_config {
     int cookies_off;
     struct cr_auth *auth; /* NULL: none set */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c) */
+    char *param_charset; /* query and form parameters' charset (charset.c); NULL: UTF-8 */
     /* The API version segment (route.c): inserted between the base URL and a relative path,
      * followed by "r" when api_review is set; "" none. */
     char api_version[CR_API_VERSION_MAX + 1];
@@ -333,6 +348,7 @@ struct courier_request {
     } freeze;
     struct cr_auth *auth; /* credentials, proxy, challenge handler (auth.c); NULL: the engine's */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c); `set` says which */
+    char *param_charset; /* query and form parameters' charset (charset.c); NULL: the engine's */
     /* Routes and API versions (route.c). */
     int api_version_set;                      /* 1: api_version replaces the engine's */
     char api_version[CR_API_VERSION_MAX + 1]; /* "" with api_version_set: no segment */

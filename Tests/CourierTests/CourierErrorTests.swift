@@ -116,6 +116,7 @@ final class CourierErrorTests: LoopbackTestCase {
             (.headersTooLarge, -32),
             (.init(rawValue: -34), -34),
             (.cacheInconsistent, -40),
+            (.unknownCharset, -46), (.charset, -47),
             (.unknownName, -51), (.routeParameter, -52), (.catalog, -53),
         ]
         XCTAssertEqual(CourierError.Code.allKnown, expected.map(\.0))

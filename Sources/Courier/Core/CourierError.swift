@@ -159,6 +159,7 @@ extension CourierError {
             .tooManyRedirects, .redirectRefused, .bodyNotReplayable, .protocolError, .headersTooLarge,
             Code(COURIER_E_PROXY),
             Code(COURIER_E_CACHE_INCONSISTENT),
+            Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET),
             Code(COURIER_E_UNKNOWN_NAME), Code(COURIER_E_ROUTE_PARAMETER), Code(COURIER_E_CATALOG),
         ]
 
@@ -207,6 +208,8 @@ extension CourierError {
             case .headersTooLarge: return "headersTooLarge"
             case Code(COURIER_E_PROXY): return "proxy"
             case Code(COURIER_E_CACHE_INCONSISTENT): return "cacheInconsistent"
+            case Code(COURIER_E_UNKNOWN_CHARSET): return "unknownCharset"
+            case Code(COURIER_E_CHARSET): return "charset"
             case Code(COURIER_E_UNKNOWN_NAME): return "unknownName"
             case Code(COURIER_E_ROUTE_PARAMETER): return "routeParameter"
             case Code(COURIER_E_CATALOG): return "catalog"

@@ -288,6 +288,7 @@ class RequestOptions(TypedDict, total=False):
     proxy: Optional[str]
     no_proxy: Optional[str]
     proxy_credentials: Credentials
+    param_charset: Optional[str]
     object: Any
     status_codes: Optional[Iterable[Union[int, tuple[int, int]]]]
     api_version: Optional[str]
@@ -324,8 +325,8 @@ class Request:
                  connect_timeout: Optional[float] = None, idle_timeout: Optional[float] = None,
                  credentials: Credentials = None, challenge_handler: Optional[Callable[[Challenge], Any]] = None,
                  proxy: Optional[str] = None, no_proxy: Optional[str] = None,
-                 proxy_credentials: Credentials = None, object: Any = None,
-                 status_codes: Optional[Iterable[Union[int, tuple[int, int]]]] = None,
+                 proxy_credentials: Credentials = None, param_charset: Optional[str] = None,
+                 object: Any = None, status_codes: Optional[Iterable[Union[int, tuple[int, int]]]] = None,
                  api_version: Optional[str] = None) -> None:
         self._origin: Optional[tuple[str, ...]] = None  # a catalogue API or a route (made by the engine)
         self.method = method
@@ -380,6 +381,7 @@ class Request:
         self.proxy = proxy
         self.no_proxy = no_proxy
         self.proxy_credentials = proxy_credentials
+        self.param_charset = param_charset
         # object: a dict filling the path pattern (":id"), the rest sent as parameters or body
         self.object = object
         self.status_codes = tuple(status_codes) if status_codes is not None else None
@@ -499,6 +501,8 @@ class Request:
             elif value is not None:
                 bn, bv = _b(name), _b(value)
                 check(L.courier_request_add_param_n(r, bn, len(bn), bv, len(bv)))
+        if self.param_charset is not None:
+            check(L.courier_request_set_param_charset(r, _b(self.param_charset)))
         if self.use_default_params is not None:
             check(L.courier_request_set_use_default_params(r, 1 if self.use_default_params else 0))
         for name, value in _pairs(self.headers):
