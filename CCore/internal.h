@@ -118,6 +118,14 @@ CR_HIDDEN bool cr_url_valid(const char *url);
 /* Checks a path joined to an already checked base URL: no spaces or control bytes. */
 CR_HIDDEN bool cr_url_path_valid(const char *path);
 
+/* ---- files (util.c) ------------------------------------------------------------------------ */
+
+/* Reads a whole file (at most max bytes) into *out (new, NUL-terminated: free), its length in *len
+ * (may be NULL). COURIER_E_NOT_FOUND (no such file; err->os_error), COURIER_E_INVALID_ARGUMENT
+ * (unreadable), COURIER_E_TOO_LARGE; `what` names the file in err's message ("mock file"). */
+CR_HIDDEN int cr_read_file(const char *path, const char *what, int64_t max, char **out, size_t *len,
+                           courier_error *err);
+
 /* ---- character sets (charset.c) ----------------------------------------------------------- */
 
 /* NULL, "UTF-8" or "UTF8" (any case): no conversion. */
@@ -236,6 +244,35 @@ CR_HIDDEN bool cr_security_pins_certificate(const struct cr_transfer *t);
 
 /* ---- configuration (request.c) -------------------------------------------------------------- */
 
+#define CR_API_VERSION_MAX 63 /* bytes of an API version segment */
+
+/* The status codes a request accepts (route.c): n ranges lo..hi; n 0: below 400. Plain values. */
+#define CR_STATUS_RANGES 8
+typedef struct cr_status_set {
+    int n;
+    int lo[CR_STATUS_RANGES];
+    int hi[CR_STATUS_RANGES];
+} cr_status_set;
+/* Whether `status` is a success for this set (the default: below 400). */
+CR_HIDDEN bool cr_status_accepted(const cr_status_set *s, int status);
+/* The version segment a relative path of r gets on an engine configured with cfg (written into
+ * buf, returned), or NULL for none. */
+CR_HIDDEN const char *cr_api_version_of(const courier_config *cfg, const courier_request *r,
+                                        char buf[CR_API_VERSION_MAX + 2]);
+/* base + "/" + version (when not NULL) + "/" + path, with the slashes between them collapsed. */
+CR_HIDDEN int cr_join_url(cr_buf *out, const char *base, const char *version, const char *path);
+/* Whether a path pattern parses (":name" parameters, backslash escapes, no '?', '#' or spaces). */
+CR_HIDDEN bool cr_route_pattern_valid(const char *pattern);
+/* Appends pattern filled from object (NULL: no parameters allowed) to out; each top-level member
+ * used whole is set in `used` (may be NULL). COURIER_E_ROUTE_PARAMETER with err filled. */
+CR_HIDDEN int cr_route_fill(const char *pattern, const json_t *object, cr_buf *out, json_t *used,
+                            courier_error *err);
+/* Whether path (path_len bytes, no query) matches the pattern. */
+CR_HIDDEN bool cr_route_match(const char *pattern, const char *path, size_t path_len);
+/* Adds an object's members to a list as form parameters: nested objects as name[key], arrays as
+ * name[], true/false, null as "" (serialize.c). */
+CR_HIDDEN int cr_form_flatten(const json_t *object, cr_kvlist *out);
+
 struct courier_config {
     char *base_url;
     cr_kvlist headers;
@@ -279,6 +316,10 @@ struct courier_config {
     struct cr_auth *auth; /* NULL: none set */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c) */
     char *param_charset; /* query and form parameters' charset (charset.c); NULL: UTF-8 */
+    /* The API version segment (route.c): inserted between the base URL and a relative path,
+     * followed by "r" when api_review is set; "" none. */
+    char api_version[CR_API_VERSION_MAX + 1];
+    int api_review;
 };
 
 /* A deep copy (callbacks retained). NULL on no memory. */
@@ -336,6 +377,12 @@ struct courier_request {
     char *param_charset; /* query and form parameters' charset (charset.c); NULL: the engine's */
     courier_security *security; /* the request's own TLS policy (security.c); NULL: the engine's */
     int no_cellular; /* monitor.c: fails with COURIER_E_CELLULAR while the path is cellular */
+    /* Routes and API versions (route.c). */
+    int api_version_set;                      /* 1: api_version replaces the engine's */
+    char api_version[CR_API_VERSION_MAX + 1]; /* "" with api_version_set: no segment */
+    json_t *object_rest; /* an object's members left after its route filled the path, sent in the
+                            body at prepare (courier_request_set_object); NULL: none */
+    cr_status_set status_codes;
 };
 
 struct courier_outgoing {
@@ -379,6 +426,7 @@ typedef struct cr_transfer {
     struct cr_transfer *next;
     struct cr_transfer *prev;
     struct cr_jspec *jspec; /* the request's JSON needs, copied at prepare (mapping.c) */
+    cr_status_set status_codes; /* the request's accepted statuses (route.c) */
     /* Scheduling (schedule.c). */
     int priority;
     char *host;                  /* scheme://host:port, for per-host limits */
@@ -563,7 +611,15 @@ struct courier_engine {
     struct cr_jar *jar;           /* the cookie jar (cookies.c); NULL when off */
     struct courier_challenge *challenges; /* guarded by lock: asked, not answered (auth.c) */
     struct courier_challenge *answered;   /* guarded by lock: answered, for the worker */
+    struct cr_catalog *catalog;           /* APIs, routes, response descriptors (catalog.c) */
 };
+
+/* ---- APIs, routes, response descriptors by name (catalog.c) ------------------------------------ */
+
+CR_HIDDEN int cr_catalog_new(courier_engine *e);
+CR_HIDDEN void cr_catalog_free(courier_engine *e);
+/* At send: the response descriptors whose method and path pattern match r go into t's jspec. */
+CR_HIDDEN int cr_catalog_attach(courier_engine *e, const courier_request *r, cr_transfer *t);
 
 /* ==== JSON, mapping, serializers (json.c, mapping.c, serialize.c) ============================= */
 
@@ -621,11 +677,19 @@ typedef struct cr_jspec {
     size_t nresults;
     int envelope_set; /* 1: `envelope` replaces the engine's (NULL: none) */
     courier_envelope *envelope;
+    /* Response descriptors whose method and path pattern matched at send (catalog.c), in
+     * registration order: the first whose statuses hold the response's status applies its key
+     * path and mapping (serialize.c), to a success without a key path or mapping of the request's
+     * own, and to an error body (the error model, delivered with the failure). */
+    struct cr_desc_spec { int lo, hi; char *key_path; courier_mapping *mapping; } *descs;
+    size_t ndescs;
 } cr_jspec;
 
 /* A deep copy (NULL in: an empty spec); NULL on no memory. */
 CR_HIDDEN cr_jspec *cr_jspec_copy(const cr_jspec *s);
 CR_HIDDEN void cr_jspec_free(cr_jspec *s);
+/* Appends a response descriptor (key path copied, mapping retained). */
+CR_HIDDEN int cr_jspec_add_desc(cr_jspec *s, int lo, int hi, const char *key_path, const courier_mapping *mapping);
 
 typedef struct cr_named {
     char *name;

@@ -346,7 +346,7 @@ static void finish(courier_engine *e, cr_transfer *t, int code, courier_response
     }
     if (code == COURIER_OK && resp) code = cr_json_finish(t, resp, err); /* envelope, key paths, mappings */
     if (code == COURIER_OK && resp) {
-        if (resp->status >= 400) {
+        if (!cr_status_accepted(&t->status_codes, resp->status)) { /* route.c: 400+, or the request's set */
             code = cr_fail(err, COURIER_E_HTTP_STATUS, "HTTP status %d", resp->status);
             err->http_status = resp->status;
         } else if (t->validator && !((courier_validator_fn)t->validator->fn)(resp, t->validator->user)) {
@@ -1003,6 +1003,7 @@ static void engine_free(courier_engine *e) {
     free(e->cancels);
     cr_idset_free(&e->live);
     cr_sched_free(e);
+    cr_catalog_free(e);
     courier_config_free(e->config);
     pthread_mutex_destroy(&e->lock);
     free(e);
@@ -1028,6 +1029,7 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
     int rc = cr_sched_new(e);
+    if (rc == COURIER_OK) rc = cr_catalog_new(e); /* catalog.c: APIs, routes, descriptors */
     if (rc) {
         engine_free(e);
         return cr_fail(err, rc, NULL);
@@ -1109,6 +1111,10 @@ int courier_send(courier_engine *e, const courier_request *r, courier_completion
     cr_transfer *t = NULL;
     int rc = cr_transfer_prepare(e, r, &t, err);
     if (rc) return rc;
+    if ((rc = cr_catalog_attach(e, r, t)) != COURIER_OK) { /* catalog.c: response descriptors */
+        cr_transfer_free(t);
+        return cr_fail(err, rc, NULL);
+    }
     t->done = done;
     t->user = user;
     t->id = atomic_fetch_add(&e->next_id, 1);

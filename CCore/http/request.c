@@ -239,6 +239,7 @@ void courier_request_free(courier_request *r) {
     cr_cache_req_free(r->cache); /* cache.c */
     cr_auth_free(r->auth);       /* auth.c */
     cr_callback_release(r->http.hook); /* redirect.c */
+    json_decref(r->object_rest);       /* route.c */
     free(r);
 }
 
@@ -427,17 +428,6 @@ static bool is_absolute_url(const char *s) {
     return strncasecmp(s, "http://", 7) == 0 || strncasecmp(s, "https://", 8) == 0 || strstr(s, "://") != NULL;
 }
 
-/* base + "/" + path with exactly one slash between them. */
-static int join_url(cr_buf *out, const char *base, const char *path) {
-    size_t blen = strlen(base);
-    while (blen && base[blen - 1] == '/') blen--;
-    while (*path == '/') path++;
-    if (cr_buf_append(out, base, blen)) return COURIER_E_NO_MEMORY;
-    if (*path && (cr_buf_append_char(out, '/') || cr_buf_append_str(out, path))) return COURIER_E_NO_MEMORY;
-    if (!*path && cr_buf_append_char(out, '/')) return COURIER_E_NO_MEMORY;
-    return COURIER_OK;
-}
-
 /* Appends s percent-encoded, its bytes first converted from UTF-8 to `charset` (NULL: UTF-8). */
 static int encode_text(cr_buf *out, cr_buf *tmp, const char *charset, const char *s) {
     if (!charset) return cr_percent_encode(out, s, strlen(s)) ? COURIER_E_NO_MEMORY : COURIER_OK;
@@ -464,7 +454,8 @@ static int encode_form(cr_buf *out, const cr_kvlist *params, const char *charset
     return rc;
 }
 
-static int encode_json(cr_buf *out, const cr_kvlist *params) {
+/* The parameters as an object of strings, then an object's members (route.c) with their types. */
+static int encode_json(cr_buf *out, const cr_kvlist *params, const json_t *members) {
     json_t *obj = json_object();
     if (!obj) return COURIER_E_NO_MEMORY;
     int rc = COURIER_OK;
@@ -472,6 +463,7 @@ static int encode_json(cr_buf *out, const cr_kvlist *params) {
         json_t *v = json_string(params->items[i].value);
         if (!v || json_object_set_new(obj, params->items[i].name, v)) rc = COURIER_E_NO_MEMORY;
     }
+    if (members && rc == COURIER_OK && json_object_update(obj, (json_t *)members)) rc = COURIER_E_NO_MEMORY;
     char *text = rc == COURIER_OK ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     if (rc == COURIER_OK && (!text || cr_buf_append_str(out, text))) rc = COURIER_E_NO_MEMORY;
     free(text);
@@ -553,7 +545,8 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         goto fail_reported;
     } else {
         cr_buf u = {0};
-        if (join_url(&u, base, r->target)) {
+        char vbuf[CR_API_VERSION_MAX + 2];
+        if (cr_join_url(&u, base, cr_api_version_of(cfg, r, vbuf), r->target)) { /* route.c */
             cr_buf_free(&u);
             goto fail;
         }
@@ -571,6 +564,16 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     /* Parameters: the engine's defaults first, then the request's. */
     if (r->use_default_params && cr_kvlist_copy(&params, &cfg->params)) goto fail;
     if (cr_kvlist_copy(&params, &r->params)) goto fail;
+    /* An object's members left after its route (route.c): typed in a JSON body, else flattened. */
+    int encoding = r->body_encoding >= 0 ? r->body_encoding : (int)cfg->body_encoding;
+    const json_t *members = r->object_rest;
+    if (members && (params_in_query(r) || encoding != COURIER_BODY_JSON || (r->parts && r->parts->count))) {
+        if ((rc = cr_form_flatten(members, &params)) != COURIER_OK) {
+            rc = cr_fail(err, rc, "the object's members cannot be sent as parameters");
+            goto fail_reported;
+        }
+        members = NULL;
+    }
 
     /* Headers: defaults not overridden by the request, then the request's. */
     for (size_t i = 0; i < cfg->headers.count; i++) {
@@ -608,13 +611,12 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
                 goto fail;
         }
     } else {
-        int encoding = r->body_encoding >= 0 ? r->body_encoding : (int)cfg->body_encoding;
         char form_type[128];
         snprintf(form_type, sizeof form_type, "application/x-www-form-urlencoded%s%s", charset ? "; charset=" : "",
                  charset ? charset : "");
         const char *ctype = encoding == COURIER_BODY_JSON ? "application/json" : form_type;
         if (encoding == COURIER_BODY_JSON) {
-            if (encode_json(&enc, &params)) goto fail;
+            if (encode_json(&enc, &params, members)) goto fail;
         } else if ((rc = encode_form(&enc, &params, charset, &bad)) != COURIER_OK) {
             goto fail_params;
         }
@@ -647,6 +649,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     cr_http_opts_resolve(&t->http, &cfg->http, &r->http); /* redirect.c */
     t->max_bytes = cfg->max_response_bytes;
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
+    t->status_codes = r->status_codes; /* route.c */
     t->engine = e;
     t->no_cellular = r->no_cellular;
     if (r->security && !(t->security = cr_security_copy(r->security))) goto fail;

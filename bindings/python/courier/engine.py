@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 import weakref
-from ctypes import byref, c_long, c_uint64, c_void_p
+from ctypes import byref, c_char_p, c_long, c_size_t, c_uint64, c_void_p
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
@@ -352,6 +352,8 @@ class Engine:
             offline, its :class:`NetworkKind` and whether it is expensive (``Engine.network_path``).
         network_limits: ``{kind: (max_per_host, max_total, replay_concurrency)}`` holding while the
             path is of that kind (0 keeps the engine's own), applied at once when the kind changes.
+        api_version: a path segment ("v5") put between the base URL and every relative path
+        (HLNetworking's apiVersion), followed by "r" with ``api_review=True`` (the review build's).
     """
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
@@ -385,7 +387,8 @@ class Engine:
                  no_proxy: Optional[str] = None, proxy_credentials: Credentials = None,
                  param_charset: Optional[str] = None, security: Optional[Security] = None,
                  network_watch: bool = False,
-                 network_limits: Optional[Mapping[Union[NetworkKind, str, int], tuple[int, int, int]]] = None) -> None:
+                 network_limits: Optional[Mapping[Union[NetworkKind, str, int], tuple[int, int, int]]] = None,
+                 api_version: Optional[str] = None, api_review: bool = False) -> None:
         self._ptr: Optional[int] = None
         self._errors: dict[int, BaseException] = {}
         self._background: list[BaseException] = []
@@ -524,6 +527,8 @@ class Engine:
             if challenge_handler is not None:
                 key = cb.register(cb.Slot(challenge_handler, None, self))
                 check(lib.courier_config_set_challenge_handler(c, cb.challenge, key, cb.user_free))
+            if api_version is not None or api_review:
+                check(lib.courier_config_set_api_version(c, _opt(api_version), 1 if api_review else 0))
             out = c_void_p()
             err = ERROR()
             check(lib.courier_engine_open(byref(out), c, byref(err)), err)
@@ -717,6 +722,83 @@ class Engine:
             raise make_error(code, err, resp)
         assert resp is not None
         return resp
+
+    # -- the API catalogue, routes, response descriptors -------------------------------------------
+    def add_api(self, name: str, declaration: Mapping[str, Any]) -> None:
+        """Declares API ``name`` ("home.feed"; dots separate modules) on this engine
+        (``courier_engine_add_api``): ``declaration`` is a dict in the header's words
+        (``{"method": "GET", "path": "/feed/:kind", "params": {...}, "cache_policy": "cache_first",
+        "key_path": "data", ...}``, docs/DESIGN.md lists them). Use it with :meth:`api` or
+        :meth:`courier.Request.api`. Raises :class:`courier.CatalogError` for a bad shape."""
+        from .mapping import python_to_json
+        doc = python_to_json(dict(declaration))
+        err = ERROR()
+        try:
+            code = lib.courier_engine_add_api(self._handle(), _b(name), doc, byref(err))
+        finally:
+            lib.courier_json_free(doc)
+        check(code, err)
+
+    def load_apis(self, catalogue: Union[str, bytes, Mapping[str, Any]]) -> int:
+        """Loads a catalogue (``{"apis": {"home": {"feed": {...}}}, "routes": [...]}``) from JSON
+        text or a dict, all or nothing (``courier_engine_load_apis``). Returns the number of APIs
+        declared. Raises :class:`courier.JSONError` (not JSON) or :class:`courier.CatalogError`."""
+        import json as _json
+        if isinstance(catalogue, Mapping):
+            catalogue = _json.dumps(catalogue)
+        data = catalogue.encode("utf-8") if isinstance(catalogue, str) else bytes(catalogue)
+        n = c_size_t()
+        err = ERROR()
+        check(lib.courier_engine_load_apis(byref(n), self._handle(), data, len(data), byref(err)), err)
+        return n.value
+
+    def load_api_file(self, path: Union[str, os.PathLike]) -> int:
+        """:meth:`load_apis` from a file (``courier_engine_load_api_file``)."""
+        n = c_size_t()
+        err = ERROR()
+        check(lib.courier_engine_load_api_file(byref(n), self._handle(), _b(os.fspath(path)), byref(err)), err)
+        return n.value
+
+    def api_names(self) -> list[str]:
+        """The declared API names, sorted."""
+        import json as _json
+        out = c_void_p()
+        check(lib.courier_engine_api_names(byref(out), None, self._handle()))
+        try:
+            return list(_json.loads(ctypes.string_at(out.value).decode("utf-8")))
+        finally:
+            lib.courier_free(out)
+
+    def api(self, name: str, **kw: Unpack[RequestOptions]) -> Response:
+        """Sends API ``name`` from the catalogue with this use's options added
+        (``engine.api("home.feed", params={"page": "2"})``; ``object=`` fills a path's
+        parameters). Raises :class:`courier.UnknownName` for an undeclared name."""
+        return self.send(Request.api(name, **kw))
+
+    def add_route(self, path_pattern: str, *, name: Optional[str] = None, object_type: Optional[str] = None,
+                  method: Optional[str] = None) -> None:
+        """A route (``courier_engine_add_route``): ``path_pattern`` ("/users/:id/photos") under a
+        ``name``, or for ``object_type`` and ``method`` (None: any). Use it with
+        :meth:`courier.Request.route` / :meth:`courier.Request.for_object`."""
+        err = ERROR()
+        check(lib.courier_engine_add_route(self._handle(), _opt(name), _opt(object_type), _opt(method),
+                                           _b(path_pattern), byref(err)), err)
+
+    def add_response_descriptor(self, path_pattern: Optional[str] = None, *, method: Optional[str] = None,
+                                status_codes: tuple[int, int] = (200, 299), key_path: Optional[str] = None,
+                                mapping: Any = None) -> None:
+        """A response descriptor (``courier_engine_add_response_descriptor``): for requests of
+        ``method`` (None: any) whose path matches ``path_pattern`` (None: any), a response whose
+        status is within ``status_codes`` (lo, hi) gets ``key_path`` and ``mapping``: a success
+        as its data (when the request has no key path or mapping of its own), an error body as the
+        error model (``error.response.data()`` of the :class:`courier.HTTPStatusError`)."""
+        if mapping is not None:
+            self._keep.append(mapping)
+        err = ERROR()
+        lo, hi = status_codes
+        check(lib.courier_engine_add_response_descriptor(
+            self._handle(), _opt(method), _opt(path_pattern), int(lo), int(hi), _opt(key_path),
+            mapping._handle() if mapping is not None else None, byref(err)), err)
 
     def get(self, url: str, **kw: Unpack[RequestOptions]) -> Response:
         """``send("GET", url, ...)``."""

@@ -127,6 +127,9 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
     (-47, "COURIER_E_CHARSET", "CharsetError", (ValueError,), "Text that cannot be converted: a parameter character the charset cannot hold, or body bytes not valid in their charset."),
     (-48, "COURIER_E_CLIENT_CERTIFICATE", "ClientCertificateError", (ConnectionError,), "The client certificate or its key could not be loaded: not PEM/PKCS#12, a wrong password, a key of another certificate."),
     (-49, "COURIER_E_CELLULAR", "CellularNotAllowed", (), "The request is not allowed on a cellular network and the path is one."),
+    (-51, "COURIER_E_UNKNOWN_NAME", "UnknownName", (LookupError,), "No API, or no route, is registered under that name (or for that object type and method)."),
+    (-52, "COURIER_E_ROUTE_PARAMETER", "RouteParameterError", (ValueError,), "A path pattern's parameter is missing from the object, or not a string, number or boolean."),
+    (-53, "COURIER_E_CATALOG", "CatalogError", (ValueError,), "An API declaration or catalogue document of the wrong shape (the message names the field)."),
 ]
 
 #: courier_timeout_kind values, by the name ``timeout_kind`` gives them.
@@ -195,7 +198,10 @@ if TYPE_CHECKING:  # pragma: no cover
                 "TooLarge", "InternalError", "NoMemory", "InvalidHeader", "InvalidEncoding",
                 "PartialResponse", "NetworkError", "EngineClosed", "StoreError", "NotFound",
                 "TooFrequent", "JSONError", "MappingError", "APIError", "Frozen", "Offline",
-                "JournalCorrupt"]
+                "JournalCorrupt", "UnknownName", "RouteParameterError", "CatalogError"]
+    class UnknownName(CourierError, LookupError): ...
+    class RouteParameterError(CourierError, ValueError): ...
+    class CatalogError(CourierError, ValueError): ...
     class InvalidArgument(CourierError, ValueError): ...
     class InvalidURL(CourierError, ValueError): ...
     class CannotResolve(CourierError, ConnectionError): ...
