@@ -116,6 +116,18 @@ CR_HIDDEN bool cr_url_valid(const char *url);
 /* Checks a path joined to an already checked base URL: no spaces or control bytes. */
 CR_HIDDEN bool cr_url_path_valid(const char *path);
 
+/* ---- clocks (util.c) ------------------------------------------------------------------------ */
+
+/* Milliseconds from a monotonic clock. */
+CR_HIDDEN int64_t cr_mono_ms(void);
+/* Initialises a condition variable whose timed waits run on the clock cr_cond_deadline reads:
+ * CLOCK_MONOTONIC where pthread_condattr_setclock exists, CLOCK_REALTIME on macOS, which lacks it
+ * (and whose timed waits cannot use another clock). */
+CR_HIDDEN void cr_cond_init(pthread_cond_t *cv);
+/* The absolute time `us` microseconds from now, for pthread_cond_timedwait on a condition variable
+ * made by cr_cond_init. */
+CR_HIDDEN struct timespec cr_cond_deadline(int64_t us);
+
 /* ---- LMDB data files (lmdb_file.c) ----------------------------------------------------------- */
 
 /* Reads the meta pages of "<dir>/data.mdb" without mapping it. 0 when the file is absent, empty
@@ -123,6 +135,30 @@ CR_HIDDEN bool cr_url_path_valid(const char *path);
  * mapped: cut short (LMDB would raise SIGBUS on the pages past its end), or not an LMDB file; an
  * errno value when the file cannot be read (EISDIR for a directory in its place). */
 CR_HIDDEN int cr_lmdb_file_check(const char *dir, const char **why);
+
+/* ---- a feature's state on a configuration, a request or a transfer ----------------------------- */
+
+/* The hooks of a feature's state (the cache's, the scheduler's, the JSON mapping's, ...): the layer
+ * that holds the state (request.c) copies and frees it through them, never naming a function of the
+ * feature, which may sit in a layer above. The feature sets them where it makes the state. */
+typedef struct cr_ext_ops {
+    void *(*copy)(const void *state); /* a deep copy; NULL on no memory */
+    void (*free)(void *state);
+} cr_ext_ops;
+
+/* The first member of every such state. */
+typedef struct cr_ext {
+    const cr_ext_ops *ops;
+} cr_ext;
+
+/* NULL-safe. */
+static inline void cr_ext_free(void *state) {
+    if (state) (*(const cr_ext_ops *const *)state)->free(state);
+}
+/* A copy of a state (NULL in: NULL out; NULL also on no memory). */
+static inline void *cr_ext_copy(const void *state) {
+    return state ? (*(const cr_ext_ops *const *)state)->copy(state) : NULL;
+}
 
 /* ---- callback registrations (shared, reference counted) ------------------------------------ */
 
@@ -465,15 +501,26 @@ struct courier_response {
     cr_hops *hops; /* the redirect chain (redirect.c), or NULL; owned */
 };
 
-/* transport.c: gives a one-block response (see one_block) allocations of its own for method, url,
+/* response.c: gives a one-block response (see one_block) allocations of its own for method, url,
  * cache_key and headers, so they can be changed like those of any response. COURIER_OK (also for a
  * response that is not one block) or COURIER_E_NO_MEMORY (the response is unchanged). */
 CR_HIDDEN int cr_response_detach(courier_response *r);
+/* response.c: a deep copy of what a response says (status, metrics, method, URL, headers, body, the
+ * cache's marks and key): for a coalesced follower and the cache's background revalidation. Not
+ * copied: the request id, attempts and wait (set when the copy is answered), the redirect chain
+ * (attached at the final hop), the downloaded file (the requester's own) and the JSON state (made
+ * again on demand). NULL on no memory. */
+CR_HIDDEN courier_response *cr_response_copy(const courier_response *src);
 
 /* ---- the engine (engine.c) ------------------------------------------------------------------- */
 
 struct courier_engine {
     courier_config *config; /* owned copy, read-only after open */
+    /* The scheduler's prepare-time steps (cr_sched_prepare, cr_sched_finish_prepare), set at open:
+     * cr_transfer_prepare (request.c) runs them through these, never naming a layer above it. */
+    int (*sched_prepare)(courier_engine *e, const courier_request *r, cr_transfer *t, courier_outgoing *o,
+                         courier_error *err);
+    int (*sched_finish_prepare)(const courier_request *r, cr_transfer *t, courier_error *err);
     char *store_dir;
     int store_is_temp;
 
@@ -556,6 +603,7 @@ typedef struct cr_result_spec {
 
 /* What a request asks of its response's JSON. */
 typedef struct cr_jspec {
+    cr_ext ext; /* mapping.c's hooks (request.c copies and frees it through them) */
     char *key_path;
     courier_mapping *mapping;
     cr_result_spec *results;
@@ -564,9 +612,6 @@ typedef struct cr_jspec {
     courier_envelope *envelope;
 } cr_jspec;
 
-/* A deep copy (NULL in: an empty spec); NULL on no memory. */
-CR_HIDDEN cr_jspec *cr_jspec_copy(const cr_jspec *s);
-CR_HIDDEN void cr_jspec_free(cr_jspec *s);
 
 typedef struct cr_named {
     char *name;
@@ -591,6 +636,8 @@ typedef struct cr_jresp {
     courier_mapping_error merr;
 } cr_jresp;
 
+/* Frees a response's JSON state (NULL-safe; courier_response_free calls it). */
+CR_HIDDEN void cr_jresp_free(cr_jresp *j);
 /* Applies the envelope (may be NULL) and the spec (may be NULL) to doc, filling j. */
 CR_HIDDEN int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const json_t *doc, cr_jresp *j,
                                  courier_error *err);
@@ -603,20 +650,18 @@ typedef struct cr_codec {
 
 /* What an engine's configuration says about JSON. */
 typedef struct cr_jconf {
+    cr_ext ext; /* serialize.c's hooks (request.c copies and frees it through them) */
     courier_json_options options;
     courier_envelope *envelope;
     cr_codec *codecs;
     size_t ncodecs;
 } cr_jconf;
 
-/* A deep copy (callbacks and envelope retained); NULL in or no memory: NULL. */
-CR_HIDDEN struct cr_jconf *cr_jconf_copy(const struct cr_jconf *c);
-CR_HIDDEN void cr_jconf_free(struct cr_jconf *c);
 /* The response's JSON state, made on first use (from the content type alone when the transport did
  * not attach one). NULL on no memory. */
 CR_HIDDEN cr_jresp *cr_jresp_of(const courier_response *r);
-/* Frees a response's JSON state (courier_response_free calls it). */
-CR_HIDDEN void cr_response_json_free(courier_response *r);
+/* Parses (or decodes) the body once into j; later calls, from any thread, get the same document. */
+CR_HIDDEN int cr_jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out, courier_error *err);
 /* The engine's hook where an answer is judged, before the status check: chooses the decoder by
  * content type and, for a status below 400 when the request or engine asks for JSON, parses the
  * body and applies the envelope, key paths and mappings. Returns OK or the failure (COURIER_E_JSON,
@@ -641,6 +686,7 @@ typedef struct cr_transport_reg {
 
 /* What a configuration says about scheduling (copied into the engine at open). */
 typedef struct cr_sched_conf {
+    cr_ext ext; /* schedule.c's hooks (request.c copies and frees it through them) */
     int has_retry;
     struct cr_retry_rule retry;
     long guard_ms;
@@ -651,8 +697,6 @@ typedef struct cr_sched_conf {
     size_t ntransports;
 } cr_sched_conf;
 
-CR_HIDDEN cr_sched_conf *cr_sched_conf_copy(const cr_sched_conf *c); /* NULL in: defaults */
-CR_HIDDEN void cr_sched_conf_free(cr_sched_conf *c);
 /* The configuration's scheduling part, made on first use. NULL on no memory. */
 CR_HIDDEN cr_sched_conf *cr_sched_conf_of(courier_config *c);
 
@@ -701,30 +745,37 @@ CR_HIDDEN int cr_guard_check(struct cr_guard **g, long window_ms, const cr_trans
 CR_HIDDEN void cr_guard_free(struct cr_guard *g);
 /* Whether a transfer that ended with (code, resp) is tried again: the delay in ms, or -1. */
 CR_HIDDEN long cr_retry_delay(const cr_transfer *t, int code, const courier_response *resp, uint64_t *rng);
-/* Milliseconds from a monotonic clock. */
-CR_HIDDEN int64_t cr_mono_ms(void);
-/* Initialises a condition variable whose timed waits run on the clock cr_cond_deadline reads:
- * CLOCK_MONOTONIC where pthread_condattr_setclock exists, CLOCK_REALTIME on macOS, which lacks it
- * (and whose timed waits cannot use another clock). */
-CR_HIDDEN void cr_cond_init(pthread_cond_t *cv);
-/* The absolute time `us` microseconds from now, for pthread_cond_timedwait on a condition variable
- * made by cr_cond_init. */
-CR_HIDDEN struct timespec cr_cond_deadline(int64_t us);
 
 
 /* ==== Cache (store.c, cache.c, cache_key.c, cache_http.c) ======================================= */
 
 struct cr_cache_req;
 struct cr_cache_xfer;
+
+/* Answering a caller after a commit: the cache's write (cr_cache_flush) and the journal's durable
+ * commit answer a caller once their write is done, after the engine has freed the transfer. The
+ * engine owns how (engine.c); the layers below receive this table at open and never name the
+ * engine's functions. A handle holds what answering needs (id, completion, user, attempts). */
+typedef struct cr_later cr_later;
+typedef struct cr_answer_ops {
+    /* Takes over answering t's caller: a handle, or NULL on no memory (t unchanged). Without `take`
+     * the handle is a detached copy and t's caller_gone is set (t stays its owner's to free); with
+     * `take` the caller hands t itself over (a transfer nobody else holds). */
+    cr_later *(*detach)(courier_engine *e, cr_transfer *t, bool take);
+    /* Answers the caller once (the completion runs on this thread) and frees the handle. */
+    void (*answer)(courier_engine *e, cr_later *l, int code, courier_response *resp, courier_error *err);
+    /* Frees a handle that was never answered. NULL-safe. */
+    void (*discard)(cr_later *l);
+} cr_answer_ops;
+
 /* The engine's completion and start steps, handed to the cache so it can finish transfers. */
 typedef void (*cr_complete_fn)(courier_engine *e, cr_transfer *t, int code, courier_response *resp,
                                courier_error *err);
 typedef void (*cr_start_fn)(courier_engine *e, cr_transfer *t);
-/* Engine open/close: the cache's state (the store itself opens on first use). */
-CR_HIDDEN int cr_cache_engine_init(courier_engine *e, courier_error *err);
+/* Engine open/close: the cache's state (the store itself opens on first use). `answer` (borrowed, for
+ * the engine's life): how a write's callers are answered after it. */
+CR_HIDDEN int cr_cache_engine_init(courier_engine *e, const cr_answer_ops *answer, courier_error *err);
 CR_HIDDEN void cr_cache_engine_free(courier_engine *e);
-CR_HIDDEN void cr_cache_req_free(struct cr_cache_req *c);
-CR_HIDDEN void cr_cache_xfer_free(struct cr_cache_xfer *x);
 /* courier_send, after the transfer is prepared and has its id: key, policy, lookup. A hit is kept
  * in t->cache for the worker; a revalidation adds conditional headers to t. */
 CR_HIDDEN int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfer *t,
@@ -740,8 +791,8 @@ CR_HIDDEN int cr_cache_on_answer(courier_engine *e, cr_transfer *t, int code, co
  * from cr_cache_flush, after the turn's one write transaction. */
 CR_HIDDEN bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp,
                               courier_error *err);
-/* Worker, once per loop turn before waiting: writes what was deferred, then completes it. */
-CR_HIDDEN void cr_cache_flush(courier_engine *e, cr_complete_fn complete);
+/* Worker, once per loop turn before waiting: writes what was deferred, then answers its callers. */
+CR_HIDDEN void cr_cache_flush(courier_engine *e);
 
 /* ==== Logging and event monitors (log.c) ======================================================= */
 
@@ -910,8 +961,11 @@ CR_HIDDEN void cr_challenges_detach(courier_engine *e);
 
 /* cookies.c */
 struct cr_jar;
-/* Engine open, after the journal opened: the jar, read from the store (nothing when off). */
-CR_HIDDEN int cr_jar_open(courier_engine *e, courier_error *err);
+/* Engine open, after the journal opened: the jar, read from the store (nothing when off). env and
+ * dbi: the journal's cookie database (cr_journal_cookie_db, which the engine asks); env NULL with a
+ * store that is not temporary fails with COURIER_E_STORE. */
+struct MDB_env;
+CR_HIDDEN int cr_jar_open(courier_engine *e, struct MDB_env *env, unsigned dbi, courier_error *err);
 CR_HIDDEN void cr_jar_close(courier_engine *e);
 /* transport.c: the jar on a new or reset easy handle (share handle, cookie engine on). */
 CR_HIDDEN int cr_jar_base(courier_engine *e, CURL *h);

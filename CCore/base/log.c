@@ -905,3 +905,15 @@ void cr_event_frozen(courier_engine *e, uint64_t request_id, const char *method,
     ev.url = url;
     cr_event_emit(e, &ev);
 }
+
+/* ---- names (what logs, events and the Cache-Status field print) ------------------------------------ */
+
+const char *courier_cache_reason_name(int reason) {
+    static const char *const names[] = {
+        "none",           "miss",           "fresh",          "stale-while-revalidate", "stale-if-error",
+        "revalidated",    "stale-refetched", "vary-miss",     "only-if-cached",         "not-stored-no-store",
+        "not-stored-status", "not-stored-private", "not-stored-authorization", "not-stored-vary",
+        "not-stored-too-large", "not-stored-no-freshness", "not-stored-method", "invalidated",
+        "stale-accepted", "updated-stored", "not-stored-policy"};
+    return reason >= 0 && (size_t)reason < sizeof names / sizeof names[0] ? names[reason] : "unknown";
+}

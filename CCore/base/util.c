@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* ---- versions and errors ------------------------------------------------------------------ */
 
@@ -486,4 +487,43 @@ bool cr_idset_remove(cr_idset *s, uint64_t id) {
 void cr_idset_free(cr_idset *s) {
     free(s->slots);
     memset(s, 0, sizeof *s);
+}
+
+/* ---- clocks ------------------------------------------------------------------------------------- */
+
+int64_t cr_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#if defined(__APPLE__)
+#define CR_COND_CLOCK CLOCK_REALTIME
+#else
+#define CR_COND_CLOCK CLOCK_MONOTONIC
+#endif
+
+void cr_cond_init(pthread_cond_t *cv) {
+#if defined(__APPLE__)
+    pthread_cond_init(cv, NULL);
+#else
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CR_COND_CLOCK);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+#endif
+}
+
+struct timespec cr_cond_deadline(int64_t us) {
+    struct timespec ts;
+    clock_gettime(CR_COND_CLOCK, &ts);
+    if (us < 0) us = 0;
+    ts.tv_sec += (time_t)(us / 1000000);
+    ts.tv_nsec += (long)(us % 1000000) * 1000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
 }

@@ -164,6 +164,7 @@ CR_HIDDEN void cr_list_items_free(cr_list_item *items, size_t count);
 
 /* Per-request cache settings (courier_request_set_cache_*). */
 typedef struct cr_cache_req {
+    cr_ext ext;         /* cache.c's hooks (request.c frees it through them) */
     int policy;         /* -1: the engine's default */
     int64_t expiry_s;   /* 0: the engine's default */
     char *key;          /* the request's own key, or NULL */

@@ -331,7 +331,7 @@ void cr_jar_close(courier_engine *e) {
     free(j);
 }
 
-int cr_jar_open(courier_engine *e, courier_error *err) {
+int cr_jar_open(courier_engine *e, struct MDB_env *env, unsigned dbi, courier_error *err) {
     if (e->config->cookies_off) return COURIER_OK;
     struct cr_jar *j = calloc(1, sizeof *j);
     if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
@@ -344,8 +344,8 @@ int cr_jar_open(courier_engine *e, courier_error *err) {
     pthread_mutex_init(&j->mu, NULL);
     atomic_init(&j->seen_txnid, 0);
     e->jar = j;
-    unsigned dbi = 0;
-    if (!e->store_is_temp && cr_journal_cookie_db(e, &j->env, &dbi) != COURIER_OK) {
+    j->env = env;
+    if (!e->store_is_temp && !env) {
         cr_jar_close(e);
         return cr_fail(err, COURIER_E_STORE, "the cookie jar needs the store's journal");
     }

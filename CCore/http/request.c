@@ -45,8 +45,8 @@ void courier_config_free(courier_config *c) {
     cr_callback_release(c->validator);
     cr_callback_release(c->clock); /* cache.c */
     cr_callback_release(c->http.hook); /* redirect.c */
-    cr_jconf_free(c->jconf);
-    cr_sched_conf_free(c->sched);
+    cr_ext_free(c->jconf); /* serialize.c */
+    cr_ext_free(c->sched); /* schedule.c */
     cr_auth_free(c->auth); /* auth.c */
     free(c);
 }
@@ -70,11 +70,11 @@ courier_config *cr_config_copy(const courier_config *src) {
         courier_config_free(c);
         return NULL;
     }
-    if (src->sched && !(c->sched = cr_sched_conf_copy(src->sched))) {
+    if (src->sched && !(c->sched = cr_ext_copy(src->sched))) {
         courier_config_free(c);
         return NULL;
     }
-    if ((src->jconf && !(c->jconf = cr_jconf_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
+    if ((src->jconf && !(c->jconf = cr_ext_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
         cr_set_string(&c->ca_file, src->ca_file) || cr_set_string(&c->pinned_key, src->pinned_key) ||
         cr_set_string(&c->store_dir, src->store_dir) || cr_set_string(&c->app_id, src->app_id) ||
         cr_kvlist_copy(&c->headers, &src->headers) ||
@@ -215,7 +215,7 @@ void courier_request_free(courier_request *r) {
     free(r->content_type);
     cr_callback_release(r->validator);
     cr_callback_release(r->customize);
-    cr_jspec_free(r->jspec);
+    cr_ext_free(r->jspec); /* mapping.c */
     cr_mock_free(r->mock);
     free(r->transport_name);
     cr_parts_free(r->parts);
@@ -223,7 +223,7 @@ void courier_request_free(courier_request *r) {
     free(r->body_file_type);
     free(r->download_path);
     cr_callback_release(r->progress);
-    cr_cache_req_free(r->cache); /* cache.c */
+    cr_ext_free(r->cache); /* cache.c */
     cr_auth_free(r->auth);       /* auth.c */
     cr_callback_release(r->http.hook); /* redirect.c */
     free(r);
@@ -473,7 +473,7 @@ void cr_transfer_free(cr_transfer *t) {
     cr_buf_free(&t->resp_body);
     cr_kvlist_clear(&t->resp_headers);
     cr_buf_free(&t->hdr_block);
-    cr_jspec_free(t->jspec);
+    cr_ext_free(t->jspec); /* mapping.c */
     free(t->host);
     free(t->coalesce_key);
     cr_mock_free(t->mock);
@@ -483,7 +483,7 @@ void cr_transfer_free(cr_transfer *t) {
     free(t->body_file);
     free(t->download_path);
     cr_callback_release(t->progress);
-    cr_cache_xfer_free(t->cache); /* cache.c */
+    cr_ext_free(t->cache); /* cache.c */
     cr_auth_free(t->auth);        /* auth.c */
     courier_response_free(t->held);
     cr_callback_release(t->http.hook); /* redirect.c */
@@ -580,7 +580,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         }
     }
 
-    rc = cr_sched_prepare(e, r, t, &o, err); /* interceptors, priority, retry, mock, transport */
+    rc = e->sched_prepare(e, r, t, &o, err); /* interceptors, priority, retry, mock, transport */
     if (rc) goto fail_reported;
 
     t->method = o.method;
@@ -593,7 +593,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     t->max_bytes = cfg->max_response_bytes;
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
     t->engine = e;
-    if (r->jspec && !(t->jspec = cr_jspec_copy(r->jspec))) goto fail;
+    if (r->jspec && !(t->jspec = cr_ext_copy(r->jspec))) goto fail;
     if (cr_auth_merge(r->auth, cfg->auth, t->url, &t->auth)) goto fail; /* auth.c: credentials, proxy, handler */
     if ((rc = cr_transfer_copy_transfers(r, t, multipart ? &params : NULL, err)) != COURIER_OK) {
         cr_kvlist_clear(&params);
@@ -601,7 +601,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         cr_transfer_free(t);
         return rc;
     }
-    if ((rc = cr_sched_finish_prepare(r, t, err)) != COURIER_OK) {
+    if ((rc = e->sched_finish_prepare(r, t, err)) != COURIER_OK) {
         cr_kvlist_clear(&params);
         cr_buf_free(&enc);
         cr_transfer_free(t);

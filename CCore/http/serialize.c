@@ -57,16 +57,12 @@ static int choose_decoder(const cr_jconf *c, const char *content_type, cr_callba
 
 /* ---- engine settings --------------------------------------------------------------------------------- */
 
-static cr_jconf *jconf_of(courier_config *c) {
-    if (!c->jconf) {
-        c->jconf = calloc(1, sizeof *c->jconf);
-        if (c->jconf) cr_json_options_resolve(NULL, &c->jconf->options);
-    }
-    return c->jconf;
-}
+static void *jconf_copy(const void *state);
+static void jconf_free(void *state);
+static const cr_ext_ops jconf_ops = {jconf_copy, jconf_free};
 
-void cr_jconf_free(cr_jconf *c) {
-    if (!c) return;
+static void jconf_free(void *state) {
+    cr_jconf *c = state;
     courier_envelope_free(c->envelope);
     for (size_t i = 0; i < c->ncodecs; i++) {
         free(c->codecs[i].mime);
@@ -76,10 +72,11 @@ void cr_jconf_free(cr_jconf *c) {
     free(c);
 }
 
-cr_jconf *cr_jconf_copy(const cr_jconf *src) {
-    if (!src) return NULL;
+static void *jconf_copy(const void *state) {
+    const cr_jconf *src = state;
     cr_jconf *c = calloc(1, sizeof *c);
     if (!c) return NULL;
+    c->ext.ops = &jconf_ops;
     c->options = src->options;
     c->envelope = cr_envelope_retain(src->envelope);
     if (src->ncodecs) {
@@ -92,8 +89,16 @@ cr_jconf *cr_jconf_copy(const cr_jconf *src) {
     }
     return c;
 fail:
-    cr_jconf_free(c);
+    jconf_free(c);
     return NULL;
+}
+
+static cr_jconf *jconf_of(courier_config *c) {
+    if (!c->jconf && (c->jconf = calloc(1, sizeof *c->jconf))) {
+        c->jconf->ext.ops = &jconf_ops;
+        cr_json_options_resolve(NULL, &c->jconf->options);
+    }
+    return c->jconf;
 }
 
 int courier_config_set_envelope(courier_config *c, const courier_envelope *e) {
@@ -171,26 +176,6 @@ static cr_jresp *jresp_new(const cr_jconf *conf, const char *content_type) {
     return j;
 }
 
-static void jresp_free(cr_jresp *j) {
-    if (!j) return;
-    json_t *doc = atomic_load(&j->doc);
-    if (doc) json_decref(doc);
-    cr_callback_release(j->decoder);
-    free(j->content_type);
-    if (j->data) json_decref(j->data);
-    for (size_t i = 0; i < j->nresults; i++) {
-        free(j->results[i].name);
-        if (j->results[i].value) json_decref(j->results[i].value);
-    }
-    free(j->results);
-    free(j->env_message);
-    free(j);
-}
-
-void cr_response_json_free(courier_response *r) {
-    if (r) jresp_free(atomic_load(&r->jresp));
-}
-
 cr_jresp *cr_jresp_of(const courier_response *cr) {
     courier_response *r = (courier_response *)cr;
     cr_jresp *j = atomic_load(&r->jresp);
@@ -200,12 +185,12 @@ cr_jresp *cr_jresp_of(const courier_response *cr) {
     if (!fresh) return NULL;
     cr_jresp *expected = NULL;
     if (atomic_compare_exchange_strong(&r->jresp, &expected, fresh)) return fresh;
-    jresp_free(fresh);
+    cr_jresp_free(fresh);
     return expected;
 }
 
 /* Parses (or decodes) the body once; later calls, from any thread, get the same document. */
-static int jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out, courier_error *err) {
+int cr_jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out, courier_error *err) {
     json_t *doc = atomic_load(&j->doc);
     if (doc) {
         *out = doc;
@@ -249,23 +234,6 @@ static int jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out,
     return COURIER_OK;
 }
 
-int courier_response_parse_json(const courier_response *r, const courier_json **out, courier_error *err) {
-    cr_error_clear(err);
-    if (out) *out = NULL;
-    if (!r || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "response or out is NULL");
-    cr_jresp *j = cr_jresp_of(r);
-    if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    const json_t *doc;
-    int rc = jresp_doc(r, j, &doc, err);
-    *out = (const courier_json *)doc;
-    return rc;
-}
-
-const courier_json *courier_response_json(const courier_response *r) {
-    const courier_json *doc = NULL;
-    return courier_response_parse_json(r, &doc, NULL) == COURIER_OK ? doc : NULL;
-}
-
 int cr_json_finish(const cr_transfer *t, courier_response *r, courier_error *err) {
     const courier_config *cfg = t->engine ? t->engine->config : NULL;
     const cr_jconf *conf = cfg ? cfg->jconf : NULL;
@@ -276,12 +244,12 @@ int cr_json_finish(const cr_transfer *t, courier_response *r, courier_error *err
     if (!conf && !asked && !(s && s->envelope_set && s->envelope)) return COURIER_OK;
     cr_jresp *j = jresp_new(conf, cr_kvlist_get(&r->headers, "Content-Type"));
     if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    jresp_free(atomic_exchange(&r->jresp, j)); /* a response may come back from a mock already read */
+    cr_jresp_free(atomic_exchange(&r->jresp, j)); /* a response may come back from a mock already read */
     if (r->status >= 400) return COURIER_OK; /* judged by its status; its JSON is still there on demand */
     const courier_envelope *env = s && s->envelope_set ? s->envelope : conf ? conf->envelope : NULL;
     if (!asked && !(env && j->decodable)) return COURIER_OK;
     const json_t *doc;
-    int rc = jresp_doc(r, j, &doc, err);
+    int rc = cr_jresp_doc(r, j, &doc, err);
     if (rc == COURIER_OK) rc = cr_json_apply_spec(s, env, doc, j, err);
     if (rc && err) err->http_status = r->status;
     return rc;

@@ -113,8 +113,6 @@ int courier_request_set_progress(courier_request *r, courier_progress_fn fn, voi
     return cr_callback_set(r ? &r->progress : NULL, (void (*)(void))fn, user, user_free);
 }
 
-const char *courier_response_file(const courier_response *r) { return r ? r->file : NULL; }
-
 /* ---- prepare ---------------------------------------------------------------------------------- */
 
 int cr_transfer_copy_transfers(const courier_request *r, cr_transfer *t, const cr_kvlist *params, courier_error *err) {
