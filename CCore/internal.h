@@ -128,6 +128,15 @@ CR_HIDDEN void cr_cond_init(pthread_cond_t *cv);
  * made by cr_cond_init. */
 CR_HIDDEN struct timespec cr_cond_deadline(int64_t us);
 
+/* ---- hashing (hash.c) --------------------------------------------------------------------------- */
+
+/* A fast 64-bit hash (the XXH64 algorithm). */
+CR_HIDDEN uint64_t cr_hash64(const void *data, size_t len, uint64_t seed);
+/* The 128-bit identity of a key string: two 64-bit hashes with different seeds, big-endian. */
+CR_HIDDEN void cr_key_hash(const char *key, size_t len, uint8_t out[16]);
+/* 32 lowercase hex digits + NUL. */
+CR_HIDDEN void cr_key_hex(const uint8_t hash[16], char out[33]);
+
 /* ---- LMDB data files (lmdb_file.c) ----------------------------------------------------------- */
 
 /* Reads the meta pages of "<dir>/data.mdb" without mapping it. 0 when the file is absent, empty
@@ -585,6 +594,11 @@ CR_HIDDEN const json_t *cr_json_path(const json_t *v, const char *path, size_t l
 CR_HIDDEN int cr_json_format_real(double d, char *buf, size_t size);
 /* Appends v's JSON text (COURIER_JSON_DUMP_* flags) to out. */
 CR_HIDDEN int cr_json_dump(const json_t *v, unsigned flags, cr_buf *out);
+/* Appends a JSON object as form text: name=value for every leaf, nested objects as name[key], arrays
+ * as name[] (the seeds' AFNetworking convention), true/false for booleans, an empty value for null;
+ * percent-encoded. COURIER_E_INVALID_ARGUMENT (not an object, or nested deeper than 32) or
+ * COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_json_form_encode(const json_t *object, cr_buf *out);
 
 /* mapping.c */
 /* Adds a reference and seals (no more changes). NULL in, NULL out. Released by the _free. */

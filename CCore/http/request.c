@@ -294,6 +294,27 @@ int courier_request_set_body(courier_request *r, const void *body, size_t len, c
     return COURIER_OK;
 }
 
+/* A JSON value as the body (json.c writes the text). */
+int courier_request_set_json_body(courier_request *r, const courier_json *value, unsigned flags) {
+    if (!r || !value) return COURIER_E_INVALID_ARGUMENT;
+    cr_buf b = {0};
+    int rc = cr_json_dump((const json_t *)value, flags, &b);
+    if (rc == COURIER_OK) rc = courier_request_set_body(r, b.data ? b.data : "", b.len, "application/json");
+    cr_buf_free(&b);
+    return rc;
+}
+
+/* A JSON object as a form body (json.c encodes it). */
+int courier_request_set_form_body(courier_request *r, const courier_json *object) {
+    if (!r || !object || !json_is_object((const json_t *)object)) return COURIER_E_INVALID_ARGUMENT;
+    cr_buf b = {0};
+    int rc = cr_json_form_encode((const json_t *)object, &b);
+    if (rc == COURIER_OK)
+        rc = courier_request_set_body(r, b.data ? b.data : "", b.len, "application/x-www-form-urlencoded");
+    cr_buf_free(&b);
+    return rc;
+}
+
 int courier_request_set_body_encoding(courier_request *r, courier_body_encoding enc) {
     if (!r || (enc != COURIER_BODY_FORM && enc != COURIER_BODY_JSON)) return COURIER_E_INVALID_ARGUMENT;
     r->body_encoding = (int)enc;
