@@ -111,6 +111,8 @@ CR_HIDDEN int cr_check_param(const char *name, size_t name_len, const char *valu
 /* Appends s percent-encoded (RFC 3986 unreserved characters kept). */
 CR_HIDDEN int cr_percent_encode(cr_buf *out, const char *s, size_t len);
 CR_HIDDEN int cr_base64_encode(cr_buf *out, const void *data, size_t len);
+/* The 64-bit FNV-1a hash of len bytes. */
+CR_HIDDEN uint64_t cr_fnv1a64(const void *data, size_t len);
 /* Checks that url parses as an absolute http or https URL. */
 CR_HIDDEN bool cr_url_valid(const char *url);
 /* Checks a path joined to an already checked base URL: no spaces or control bytes. */

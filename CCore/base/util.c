@@ -299,6 +299,16 @@ int cr_percent_encode(cr_buf *out, const char *s, size_t len) {
     return COURIER_OK;
 }
 
+uint64_t cr_fnv1a64(const void *data, size_t len) {
+    const unsigned char *s = data;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
 int cr_base64_encode(cr_buf *out, const void *data, size_t len) {
     static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     const unsigned char *p = data;
