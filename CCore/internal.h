@@ -438,6 +438,9 @@ typedef struct cr_transfer {
     } wire;
 } cr_transfer;
 
+/* request.c: COURIER_OK for a valid retry rule (counts and delays not negative, base <= max), else
+ * COURIER_E_INVALID_ARGUMENT. */
+CR_HIDDEN int cr_retry_check(int max_retries, long base_ms, long max_ms);
 /* Builds the final transfer for a request sent on an engine: URL joined and validated, parameters
  * encoded, headers merged, customize callback run. On failure returns the code (err filled). */
 CR_HIDDEN int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer **out,
@@ -886,11 +889,27 @@ CR_HIDDEN void cr_transfer_release(cr_transfer *t);
 struct cr_journal;
 struct cr_monitor;
 
-/* Engine open, after the store directory and the cache, before the worker starts: opens the
- * journal (a corrupt one is moved aside: COURIER_E_JOURNAL_CORRUPT) and the monitor, and starts the
- * journal thread, which waits for cr_journal_start. `answer` answers a detached transfer and frees
- * it (the engine's cr_cache_flush step). On failure nothing is left open. */
-CR_HIDDEN int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err);
+/* What the journal may ask of the engine, given at open (the engine's functions, never named by
+ * the journal): answering a frozen caller after the commit, sending a replay, and the network
+ * monitor, whose probes and listeners run on the journal thread. */
+typedef struct cr_journal_ops {
+    const cr_answer_ops *answer;
+    /* courier_send: sends a rebuilt request (replay). */
+    int (*send)(courier_engine *e, const courier_request *r, courier_completion_fn done, void *user,
+                uint64_t *out_id, courier_error *err);
+    /* The monitor says offline (any thread). */
+    bool (*offline)(courier_engine *e);
+    /* Runs a due probe; the monotonic ms of the next one (INT64_MAX: none). */
+    int64_t (*monitor_tick)(courier_engine *e, int64_t mono_ms);
+    /* Gives a changed reachability state to the listeners. */
+    void (*monitor_dispatch)(courier_engine *e);
+} cr_journal_ops;
+
+/* Engine open, after the store directory, the cache and the monitor, before the worker starts:
+ * opens the journal (a corrupt one is moved aside: COURIER_E_JOURNAL_CORRUPT) and starts the
+ * journal thread, which waits for cr_journal_start. `ops` is borrowed for the engine's life. On
+ * failure nothing is left open. */
+CR_HIDDEN int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error *err);
 /* Engine open, once the worker runs: lets the journal thread start (replay at open). */
 CR_HIDDEN void cr_journal_start(courier_engine *e);
 /* engine_free, first (after the worker stopped, before logging and the store go): writes what is
@@ -914,8 +933,10 @@ CR_HIDDEN bool cr_frozen_offline_send(courier_engine *e, cr_transfer *t);
 #define CR_WAKE_REPLAY_NOW 0x2u
 CR_HIDDEN void cr_journal_wake(courier_engine *e, unsigned how);
 
-/* monitor.c. Open/close run inside cr_journal_open/close. */
-CR_HIDDEN int cr_monitor_open(courier_engine *e, courier_error *err);
+/* monitor.c. The engine opens it before the journal and closes it after. `changed` is told when
+ * the effective state changed (CR_WAKE_TURN, with CR_WAKE_REPLAY_NOW when it became online): the
+ * engine passes the journal's cr_journal_wake. */
+CR_HIDDEN int cr_monitor_open(courier_engine *e, void (*changed)(courier_engine *e, unsigned how), courier_error *err);
 CR_HIDDEN void cr_monitor_close(courier_engine *e);
 /* Worker, after every attempt (mocks and custom transports are ignored): a response means online;
  * cannot-resolve / cannot-connect mean offline when the configuration says so. */

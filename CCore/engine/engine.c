@@ -401,6 +401,10 @@ static void later_discard(cr_later *l) { cr_transfer_free((cr_transfer *)l); }
 
 static const cr_answer_ops later_ops = {later_detach, later_answer, later_discard};
 
+/* What the journal may ask of the engine (journal.c reaches the engine through this alone). */
+static const cr_journal_ops journal_ops = {&later_ops, courier_send, cr_monitor_offline, cr_monitor_tick,
+                                           cr_monitor_dispatch};
+
 /* ---- the wire ---------------------------------------------------------------------------------- */
 
 static void release_easy(courier_engine *e, cr_transfer *t) {
@@ -982,6 +986,7 @@ static void engine_free(courier_engine *e) {
     if (!e) return;
     cr_challenges_detach(e); /* auth.c: answers from now on are no-ops */
     cr_journal_close(e); /* journal.c: queued freezes written and answered, before logging and the store go */
+    cr_monitor_close(e); /* monitor.c: after the journal thread, which runs its probes, stopped */
     cr_obs_free(e);
     for (size_t i = 0; i < e->npool; i++) cr_easy_cleanup(e->pool[i]);
     free(e->pool);
@@ -1027,7 +1032,8 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
     }
     rc = open_store_dir(e, err);
     if (rc == COURIER_OK) rc = cr_cache_engine_init(e, &later_ops, err);
-    if (rc == COURIER_OK) rc = cr_journal_open(e, answer_deferred, err); /* journal.c: frozen requests */
+    if (rc == COURIER_OK) rc = cr_monitor_open(e, cr_journal_wake, err); /* monitor.c: it tells the journal */
+    if (rc == COURIER_OK) rc = cr_journal_open(e, &journal_ops, err); /* journal.c: frozen requests */
     if (rc == COURIER_OK) { /* cookies.c: the cookie jar, kept in the journal's environment */
         struct MDB_env *cenv = NULL;
         unsigned cdbi = 0;

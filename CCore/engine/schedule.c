@@ -75,14 +75,9 @@ cr_sched_conf *cr_sched_conf_of(courier_config *c) {
     return c->sched;
 }
 
-static int check_retry(int max_retries, long base_ms, long max_ms) {
-    if (max_retries < 0 || base_ms < 0 || max_ms < 0 || base_ms > max_ms) return COURIER_E_INVALID_ARGUMENT;
-    return COURIER_OK;
-}
-
 int courier_config_set_retry(courier_config *c, int max_retries, long base_ms, long max_ms, unsigned flags) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
-    int rc = check_retry(max_retries, base_ms, max_ms);
+    int rc = cr_retry_check(max_retries, base_ms, max_ms);
     if (rc) return rc;
     cr_sched_conf *s = cr_sched_conf_of(c);
     if (!s) return COURIER_E_NO_MEMORY;
@@ -159,21 +154,6 @@ fail:
 }
 
 /* ---- request settings ------------------------------------------------------------------------ */
-
-int courier_request_set_priority(courier_request *r, courier_priority priority) {
-    if (!r || priority < COURIER_PRIORITY_LOW || priority > COURIER_PRIORITY_HIGH) return COURIER_E_INVALID_ARGUMENT;
-    r->priority = (int)priority;
-    return COURIER_OK;
-}
-
-int courier_request_set_retry(courier_request *r, int max_retries, long base_ms, long max_ms, unsigned flags) {
-    if (!r) return COURIER_E_INVALID_ARGUMENT;
-    int rc = check_retry(max_retries, base_ms, max_ms);
-    if (rc) return rc;
-    r->has_retry = 1;
-    r->retry = (struct cr_retry_rule){max_retries, base_ms, max_ms, flags};
-    return COURIER_OK;
-}
 
 int courier_request_set_coalesce(courier_request *r, int coalesce) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;

@@ -315,6 +315,34 @@ int courier_request_set_form_body(courier_request *r, const courier_json *object
     return rc;
 }
 
+/* Scheduling settings of a request (schedule.c applies them). */
+int cr_retry_check(int max_retries, long base_ms, long max_ms) {
+    if (max_retries < 0 || base_ms < 0 || max_ms < 0 || base_ms > max_ms) return COURIER_E_INVALID_ARGUMENT;
+    return COURIER_OK;
+}
+
+int courier_request_set_priority(courier_request *r, courier_priority priority) {
+    if (!r || priority < COURIER_PRIORITY_LOW || priority > COURIER_PRIORITY_HIGH) return COURIER_E_INVALID_ARGUMENT;
+    r->priority = (int)priority;
+    return COURIER_OK;
+}
+
+int courier_request_set_retry(courier_request *r, int max_retries, long base_ms, long max_ms, unsigned flags) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    int rc = cr_retry_check(max_retries, base_ms, max_ms);
+    if (rc) return rc;
+    r->has_retry = 1;
+    r->retry = (struct cr_retry_rule){max_retries, base_ms, max_ms, flags};
+    return COURIER_OK;
+}
+
+/* Reachability: the request goes out whatever the network monitor says (monitor.c). */
+int courier_request_set_ignore_offline(courier_request *r, int ignore) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    r->freeze.ignore_offline = ignore ? 1 : 0;
+    return COURIER_OK;
+}
+
 int courier_request_set_body_encoding(courier_request *r, courier_body_encoding enc) {
     if (!r || (enc != COURIER_BODY_FORM && enc != COURIER_BODY_JSON)) return COURIER_E_INVALID_ARGUMENT;
     r->body_encoding = (int)enc;

@@ -49,12 +49,6 @@ int courier_request_set_freeze_id(courier_request *r, const char *id) {
     return COURIER_OK;
 }
 
-int courier_request_set_ignore_offline(courier_request *r, int ignore) {
-    if (!r) return COURIER_E_INVALID_ARGUMENT;
-    r->freeze.ignore_offline = ignore ? 1 : 0;
-    return COURIER_OK;
-}
-
 const char *courier_error_freeze_id(const courier_error *err) {
     if (!err || err->code != COURIER_E_FROZEN || strncmp(err->message, "frozen as ", 10) != 0) return NULL;
     return err->message + 10;
