@@ -3,7 +3,7 @@
  * it: the cache store keys its entries by it, the cache key's body digest and the store's value
  * checksums use it.
  */
-#include "internal.h"
+#include "base/base.h"
 
 #include <string.h>
 

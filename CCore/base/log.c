@@ -8,7 +8,8 @@
  * builds a new snapshot and swaps it in. Sinks and monitor registrations are shared between
  * snapshots by reference, so a registration's user_free runs after the last call that used it.
  */
-#include "internal.h"
+#include "base/base.h"
+#include "engine/engine.h" /* reads the engine's, transfer's and response's fields (not their functions): DESIGN.md, "Layers" */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
  * util.c — small pieces every area uses: errors, buffers, name/value lists, string checks and
  * encodings, shared callback registrations, an id set. No I/O, no global state.
  */
-#include "internal.h"
+#include "base/base.h"
 
 #include <ctype.h>
 #include <stdio.h>

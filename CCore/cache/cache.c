@@ -11,6 +11,7 @@
  * callback. The store is opened on first use.
  */
 #include "cache_internal.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "Layers" */
 
 #include <errno.h>
 #include <limits.h>

@@ -12,6 +12,7 @@
 #define COURIER_CACHE_INTERNAL_H
 
 #include "cache/store.h"
+#include "cache/cache.h"
 
 /* Hidden like internal.h's declarations (see there). */
 #if defined(__GNUC__) || defined(__clang__)

@@ -7,7 +7,7 @@
 #ifndef COURIER_CACHE_STORE_H
 #define COURIER_CACHE_STORE_H
 
-#include "internal.h"
+#include "base/base.h"
 
 /* Hidden like internal.h's declarations (see there). */
 #if defined(__GNUC__) || defined(__clang__)

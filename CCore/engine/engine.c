@@ -7,7 +7,7 @@
  * Every transfer completes exactly once: its id stays in `live` from submission until just before
  * its completion runs.
  */
-#include "internal.h"
+#include "engine/engine.h"
 
 #include <errno.h>
 #include <ftw.h>

@@ -9,7 +9,7 @@
  * to listeners (cr_monitor_dispatch), so listeners see changes in order, on one thread. A TCP
  * probe runs on a short-lived thread of its own so a slow connect never delays a freeze.
  */
-#include "internal.h"
+#include "engine/engine.h"
 
 #include <errno.h>
 #include <fcntl.h>

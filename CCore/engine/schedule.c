@@ -4,7 +4,7 @@
  * interceptors and custom-transport registrations. The worker's queues that apply these live in
  * engine.c; this file holds the rules, so they exist once.
  */
-#include "internal.h"
+#include "engine/engine.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -19,7 +19,8 @@
  * nothing did). An engine on a private temporary store (courier_config_set_temporary_store) keeps
  * its jar in memory only: nobody else can open that store, and it is removed at close.
  */
-#include "internal.h"
+#include "http/http.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "Layers" */
 
 #include <errno.h>
 #include <lmdb.h>

@@ -3,7 +3,7 @@
  * bytes or a file, an error, a delay, or a callback; and building responses by hand, which mocks,
  * after-receive interceptors and custom transports share (the response itself: response.c).
  */
-#include "internal.h"
+#include "http/http.h"
 
 #include <errno.h>
 #include <stdio.h>

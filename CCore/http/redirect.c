@@ -5,7 +5,7 @@
  * and scheme checks, the caller's hook; the engine then sends it like any transfer (cache lookup,
  * scheduler). The chain (URL and status of each redirect) goes from hop to hop into the response.
  */
-#include "internal.h"
+#include "http/http.h"
 
 #include <ctype.h>
 #include <limits.h>

@@ -3,7 +3,8 @@
  * transfer: URL joined to the base, parameters encoded (query or body), headers merged over the
  * defaults, authorization, the customize callback.
  */
-#include "internal.h"
+#include "http/http.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "Layers" */
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -313,6 +314,24 @@ int courier_request_set_form_body(courier_request *r, const courier_json *object
         rc = courier_request_set_body(r, b.data ? b.data : "", b.len, "application/x-www-form-urlencoded");
     cr_buf_free(&b);
     return rc;
+}
+
+/* What the request asks of its response's JSON (mapping.c checks and keeps it). */
+int courier_request_set_key_path(courier_request *r, const char *key_path) {
+    return r ? cr_jspec_set_key_path(&r->jspec, key_path) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_request_set_mapping(courier_request *r, const courier_mapping *m) {
+    return r ? cr_jspec_set_mapping(&r->jspec, m) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_request_add_result(courier_request *r, const char *name, const char *key_path, const courier_mapping *m,
+                               unsigned flags) {
+    return r ? cr_jspec_add_result(&r->jspec, name, key_path, m, flags) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_request_set_envelope(courier_request *r, const courier_envelope *e) {
+    return r ? cr_jspec_set_envelope(&r->jspec, e) : COURIER_E_INVALID_ARGUMENT;
 }
 
 /* Scheduling settings of a request (schedule.c applies them). */

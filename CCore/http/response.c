@@ -5,7 +5,7 @@
  * fields belong to the layers that fill them (cache status, redirect chain, JSON results, attempts);
  * reading them is here.
  */
-#include "internal.h"
+#include "http/http.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,8 @@
  * json.c's writers). Also the engine-level JSON settings (envelope, parse limits)
  * and a response's JSON state: the body parsed once, on demand or at completion.
  */
-#include "internal.h"
+#include "http/http.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "Layers" */
 
 #include <ctype.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * or streamed from files, with their own headers), a file as the body, downloads to a file with
  * resume (a part file and its validator per download, Range + If-Range), and progress.
  */
-#include "internal.h"
+#include "http/http.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -3,7 +3,8 @@
  * pinning, limits), the body and header callbacks, and how curl's result becomes a courier code
  * and a response that owns its bytes. The multi loop itself lives in engine.c.
  */
-#include "internal.h"
+#include "http/http.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "Layers" */
 
 #include <ctype.h>
 #include <stdio.h>

@@ -62,6 +62,7 @@
 #define COURIER_JOURNAL_INTERNAL_H
 
 #include "base/lmdb_env.h"
+#include "journal/journal.h"
 
 #include <errno.h>
 #include <fcntl.h>

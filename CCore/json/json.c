@@ -7,7 +7,7 @@
  * several threads at once is safe (jansson's reads do not write, and its reference counts are
  * atomic).
  */
-#include "internal.h"
+#include "json/json_internal.h"
 
 #include <errno.h>
 #include <stddef.h>

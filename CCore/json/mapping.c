@@ -7,7 +7,7 @@
  * another mapping's child) it is sealed: it never changes again, so the worker thread may apply it
  * while other threads hold it. References are counted atomically; a child keeps what it needs alive.
  */
-#include "internal.h"
+#include "json/json_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -709,19 +709,19 @@ fail:
     return NULL;
 }
 
-static cr_jspec *jspec_of(courier_request *r) {
-    if (!r->jspec && (r->jspec = calloc(1, sizeof *r->jspec))) r->jspec->ext.ops = &jspec_ops;
-    return r->jspec;
+static cr_jspec *jspec_of(cr_jspec **where) {
+    if (!*where && (*where = calloc(1, sizeof **where))) (*where)->ext.ops = &jspec_ops;
+    return *where;
 }
 
-int courier_request_set_key_path(courier_request *r, const char *key_path) {
+int cr_jspec_set_key_path(cr_jspec **r, const char *key_path) {
     if (!r || (key_path && *key_path && !valid_path(key_path))) return COURIER_E_INVALID_ARGUMENT;
     cr_jspec *s = jspec_of(r);
     if (!s) return COURIER_E_NO_MEMORY;
     return cr_set_string(&s->key_path, key_path && *key_path ? key_path : NULL);
 }
 
-int courier_request_set_mapping(courier_request *r, const courier_mapping *m) {
+int cr_jspec_set_mapping(cr_jspec **r, const courier_mapping *m) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     cr_jspec *s = jspec_of(r);
     if (!s) return COURIER_E_NO_MEMORY;
@@ -731,7 +731,7 @@ int courier_request_set_mapping(courier_request *r, const courier_mapping *m) {
     return COURIER_OK;
 }
 
-int courier_request_add_result(courier_request *r, const char *name, const char *key_path, const courier_mapping *m,
+int cr_jspec_add_result(cr_jspec **r, const char *name, const char *key_path, const courier_mapping *m,
                                unsigned flags) {
     if (!r || !name || !*name || (key_path && *key_path && !valid_path(key_path)) ||
         (flags & ~(unsigned)COURIER_RESULT_OPTIONAL))
@@ -757,7 +757,7 @@ int courier_request_add_result(courier_request *r, const char *name, const char 
     return COURIER_OK;
 }
 
-int courier_request_set_envelope(courier_request *r, const courier_envelope *e) {
+int cr_jspec_set_envelope(cr_jspec **r, const courier_envelope *e) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     cr_jspec *s = jspec_of(r);
     if (!s) return COURIER_E_NO_MEMORY;
