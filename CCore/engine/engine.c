@@ -365,18 +365,6 @@ static void hop_stored(uint64_t id, int code, courier_response *resp, const cour
     courier_response_free(resp);
 }
 
-/* The answer of a caller detached for later (a cache write's, a freeze's): t is a detached copy of
- * the caller's fields, or a transfer handed over whole. */
-static void answer_deferred(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
-    if (t->done == hop_stored) { /* a redirect's 3xx, written: its chain went on without it */
-        courier_response_free(resp);
-        cr_transfer_free(t);
-        return;
-    }
-    answer(e, t, code, resp, err);
-    cr_transfer_free(t);
-}
-
 /* ---- answering after a commit (cr_answer_ops: the cache's writes, the journal's freezes) ------- */
 
 static cr_later *later_detach(courier_engine *e, cr_transfer *t, bool take) {
@@ -393,8 +381,17 @@ static cr_later *later_detach(courier_engine *e, cr_transfer *t, bool take) {
     return (cr_later *)a;
 }
 
+/* A caller detached for later (a cache write's, a freeze's) is answered: the handle is a detached
+ * copy of the caller's fields, or a transfer handed over whole. */
 static void later_answer(courier_engine *e, cr_later *l, int code, courier_response *resp, courier_error *err) {
-    answer_deferred(e, (cr_transfer *)l, code, resp, err);
+    cr_transfer *t = (cr_transfer *)l;
+    if (t->done == hop_stored) { /* a redirect's 3xx, written: its chain went on without it */
+        courier_response_free(resp);
+        cr_transfer_free(t);
+        return;
+    }
+    answer(e, t, code, resp, err);
+    cr_transfer_free(t);
 }
 
 static void later_discard(cr_later *l) { cr_transfer_free((cr_transfer *)l); }
