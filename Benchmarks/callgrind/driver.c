@@ -1,6 +1,6 @@
 /*
- * callgrind_driver.c — a fixed workload for instruction counts (valgrind --tool=callgrind):
- *   callgrind_driver MODE N
+ * driver.c — a fixed workload for instruction counts (valgrind --tool=callgrind):
+ *   driver MODE N
  * MODE: "request" (N sync GETs over the loopback test server, no cache), "cache" (N sync GETs a
  * cache-first entry answers, no network), "get" (N courier_cache_get_key). Run with two values of
  * N; (Ir(N2) - Ir(N1)) / (N2 - N1) is the cost of one operation, without set-up and tear-down.
@@ -23,7 +23,7 @@
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: callgrind_driver request|cache|get N\n");
+        fprintf(stderr, "usage: driver request|cache|get N\n");
         return 2;
     }
     const char *mode = argv[1];
