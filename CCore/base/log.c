@@ -9,7 +9,7 @@
  * snapshots by reference, so a registration's user_free runs after the last call that used it.
  */
 #include "base/base.h"
-#include "engine/engine.h" /* reads the engine's, transfer's and response's fields (not their functions): DESIGN.md, "Layers" */
+#include "engine/engine.h" /* reads the engine's, transfer's and response's fields (not their functions): DESIGN.md, "CCore, by layer" */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * (list, get, remove, resend, replay, pause, wait), snapshot accessors; the cookie jar's database.
  */
 #include "journal/journal_internal.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "Layers" */
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 static bool valid_id(const char *id, size_t n) {
     if (n == 0 || n > COURIER_FROZEN_ID_MAX) return false;
