@@ -126,6 +126,20 @@ CR_HIDDEN bool cr_url_valid(const char *url);
 /* Checks a path joined to an already checked base URL: no spaces or control bytes. */
 CR_HIDDEN bool cr_url_path_valid(const char *path);
 
+/* ---- character sets (charset.c) ----------------------------------------------------------- */
+
+/* NULL, "UTF-8" or "UTF8" (any case): no conversion. */
+CR_HIDDEN bool cr_charset_is_utf8(const char *charset);
+/* COURIER_OK when iconv converts between UTF-8 and `charset`, else COURIER_E_UNKNOWN_CHARSET. */
+CR_HIDDEN int cr_charset_check(const char *charset);
+/* Appends s (UTF-8) converted to `charset` / s (in `charset`) converted to UTF-8. Errors:
+ * COURIER_E_CHARSET (a character the target cannot hold, bytes not valid in the source),
+ * COURIER_E_UNKNOWN_CHARSET, COURIER_E_NO_MEMORY. On failure `out` may hold a part. */
+CR_HIDDEN int cr_charset_from_utf8(cr_buf *out, const char *charset, const char *s, size_t len);
+CR_HIDDEN int cr_charset_to_utf8(cr_buf *out, const char *charset, const char *s, size_t len);
+/* The charset parameter of a Content-Type value into out: 1 found, 0 none, -1 longer than size. */
+CR_HIDDEN int cr_content_type_charset(const char *content_type, char *out, size_t size);
+
 /* ---- clocks (util.c) ------------------------------------------------------------------------ */
 
 /* Milliseconds from a monotonic clock. */

@@ -54,6 +54,8 @@ const char *courier_strerror(int code) {
     case COURIER_E_PROTOCOL: return "the server broke the HTTP protocol";
     case COURIER_E_HEADERS_TOO_LARGE: return "response headers too large";
     case COURIER_E_CACHE_INCONSISTENT: return "the cache store is inconsistent";
+    case COURIER_E_UNKNOWN_CHARSET: return "unknown character set";
+    case COURIER_E_CHARSET: return "text cannot be converted to or from its character set";
     default: return "unknown error";
     }
 }

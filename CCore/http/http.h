@@ -94,6 +94,7 @@ struct courier_config {
     int cookies_off;
     struct cr_auth *auth; /* NULL: none set */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c) */
+    char *param_charset; /* query and form parameters' charset (charset.c); NULL: UTF-8 */
 };
 
 /* A deep copy (callbacks retained). NULL on no memory. */
@@ -147,6 +148,7 @@ struct courier_request {
     } freeze;
     struct cr_auth *auth; /* credentials, proxy, challenge handler (auth.c); NULL: the engine's */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c); `set` says which */
+    char *param_charset; /* query and form parameters' charset (charset.c); NULL: the engine's */
 };
 
 struct courier_outgoing {
