@@ -32,7 +32,7 @@ void cj_events_deliver(cr_journal *j, jevent *list) {
         jevent *ev = list;
         list = ev->next;
         ev->ev.frozen = ev->snap;
-        ev->ev.freeze_id = ev->snap ? ev->snap->id : ev->id;
+        ev->ev.freeze_id = ev->snap ? ev->snap->q.id : ev->id;
         ev->ev.response = ev->resp;
         ev->ev.error = ev->ev.code == COURIER_OK ? NULL : &ev->err;
         pthread_mutex_lock(&j->lmu);

@@ -140,29 +140,39 @@ typedef struct jstate {
     char id[COURIER_FROZEN_ID_MAX + 1];
 } jstate;
 
-/* ==== reading a stored request ================================================================= */
+/* ==== the stored request (record.c) ============================================================ */
 
-/* The stored request, decoded. The text is JSON (any language reads it); the journal reads it
- * with the small reader below, straight into these fields, once per replay (no document tree: a
- * generic parser costs more than the request's whole trip through the transport). Every valid JSON
- * text is read; members of other types than expected read as absent, as jansson's accessors do. */
+/* The stored request, decoded: what the record's JSON text says (docs/DESIGN.md has the keys).
+ * One table of fields in record.c drives writing it, reading it (through the JSON tape), the
+ * snapshot (which keeps the jreq whole) and rebuilding the request for a replay. Read: the
+ * strings, headers and body are owned (cj_jreq_clear). Written (cj_payload_of): borrowed. Members
+ * of other types than expected read as absent (0, NULL), as jansson's accessors do. */
 typedef struct jres {
     char *name, *key_path;
-    unsigned flags;
+    int64_t flags;
 } jres;
 
 typedef struct jreq {
-    int has_v;
-    char *id, *method, *url, *idem, *body_b64;
-    int has_headers; /* "headers" is an array */
+    int64_t v;
+    int has_v; /* "v" is an integer */
+    char *id;
+    char *method, *url;
     cr_kvlist headers;
-    long timeout_ms;
-    int has_retry, retry_max;
-    long retry_base, retry_maxd;
-    unsigned retry_flags;
-    int priority;
-    int has_cache, cache_policy;
-    int64_t cache_expiry;
+    int has_headers; /* "headers" is an array */
+    char *body;      /* decoded from "body_b64" (NUL-terminated) */
+    size_t body_len;
+    int has_body;
+    int64_t timeout_ms;
+    char *idem;
+    int64_t created_ms, expires_ms;
+    int64_t policy; /* COURIER_FREEZE_AUTO or _MANUAL ("auto", "manual") */
+    int ordered;
+    char *host;
+    int64_t priority;
+    int has_retry;
+    int64_t retry_max, retry_base, retry_maxd, retry_flags;
+    int has_cache;
+    int64_t cache_policy, cache_expiry;
     int has_json, had_mapping;
     char *key_path;
     jres *results;
@@ -174,11 +184,9 @@ typedef struct jreq {
 struct courier_frozen {
     atomic_int refs;
     uint64_t seq;
-    char *id, *method, *url, *host, *idem, *json;
-    cr_kvlist headers;
-    char *body;
-    size_t body_len;
-    int has_body;
+    jreq q;      /* the decoded request (id, method, url, headers, body, idempotency key...) */
+    char *host;  /* from the record's state */
+    char *json;  /* the stored text with the replay state spliced in */
     courier_frozen_info info;
 };
 
@@ -300,6 +308,9 @@ static inline bool is_ordered_auto(const jstate *s) {
     return s->policy == COURIER_FREEZE_AUTO && !(s->flags & COURIER_FREEZE_UNORDERED);
 }
 
+/* What the rooms call in each other (cj_: the journal's; hidden). Each is described where it is
+ * defined; the record's functions here. */
+
 /* ---- store.c ------------------------------------------------------------------------------------ */
 
 void cj_random_bytes(void *out, size_t n);
@@ -315,7 +326,7 @@ bool cj_claim_stale(cr_journal *j, const jstate *s, int64_t now);
 int cj_rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *payload);
 int cj_st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st);
 int cj_rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen,
-            bool append);
+               bool append);
 int cj_key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put);
 int cj_hostq_op(cr_journal *j, MDB_txn *txn, const jstate *st, uint64_t seq, bool put);
 int cj_host_head(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len, uint64_t *seq);
@@ -327,14 +338,23 @@ courier_frozen *cj_snap_in(cr_journal *j, MDB_txn *txn, uint64_t seq, const jsta
 
 /* ---- record.c ----------------------------------------------------------------------------------- */
 
+/* Frees what a read jreq owns and zeroes it. */
 void cj_jreq_clear(jreq *q);
+/* Reads a stored request's JSON text (through the tape). COURIER_OK, COURIER_E_JOURNAL_CORRUPT (not
+ * a JSON object, a header that is not two strings, a body that is not base64) or
+ * COURIER_E_NO_MEMORY; *q is cleared on failure. */
 int cj_jreq_read(const char *text, size_t len, jreq *q);
+/* A snapshot of a decoded request (*q is taken whole and left cleared), its stored text (the JSON
+ * view) and its state. NULL on a bad record or no memory (*bad says which). */
 courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad);
+/* The same from the stored text. */
 courier_frozen *cj_snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad);
 courier_frozen *cj_snap_retain(courier_frozen *f);
-size_t cj_dec_put(char *p, long long v);
+/* A transfer's stored request as JSON text but its opening ({"v":1,"id":...,"seq":..., written by
+ * cj_apply_freeze). *out new (free). COURIER_OK or COURIER_E_NO_MEMORY. */
 int cj_payload_of(const cr_transfer *t, const char *idem, int64_t created, int64_t expires, const char *host,
-               char **out);
+                  char **out);
+/* Rebuilds the request of a decoded record. *out new. COURIER_E_JOURNAL_CORRUPT when it is not one. */
 int cj_request_from(const jreq *q, courier_request **out);
 
 /* ---- events.c ----------------------------------------------------------------------------------- */
@@ -350,11 +370,10 @@ int cj_apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jeve
 int cj_sweep_expired(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events);
 int cj_recover_claims(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now);
 int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends,
-         jevent ***events, int64_t *next, bool *mode_done);
+            jevent ***events, int64_t *next, bool *mode_done);
 int cj_resend_one(cr_journal *j, MDB_txn *txn, const char *id, int64_t now, jsend ***sends);
 void cj_due_edges(cr_journal *j, MDB_txn *txn, int64_t now, bool *due_now, int64_t *next_due);
-int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead,
-         jseqs *expired);
+int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead, jseqs *expired);
 long cj_linger_target(const cr_journal *j);
 void cj_pump_ready(cr_journal *j);
 void cj_ready_push(cr_journal *j, jsend *list);

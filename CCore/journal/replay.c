@@ -105,7 +105,7 @@ int cj_apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f) {
     memcpy(opening + 13, f->id, idl);
     memcpy(opening + 13 + idl, "\",\"seq\":", 8);
     size_t hl = 21 + idl;
-    hl += cj_dec_put(opening + hl, (long long)seq);
+    hl += cr_json_format_int(opening + hl, (int64_t)seq);
     opening[hl++] = ',';
     size_t pl = strlen(f->payload);
     char *text = malloc(hl + pl + 1);
@@ -305,7 +305,7 @@ int cj_recover_claims(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t 
 /* Claims due records while this engine has free slots. Returns the earliest future due time in
  * *next (INT64_MAX if none) and whether a replay-now scan found nothing left. */
 int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends,
-         jevent ***events, int64_t *next, bool *mode_done) {
+            jevent ***events, int64_t *next, bool *mode_done) {
     *next = INT64_MAX;
     *mode_done = true;
     MDB_cursor *c;
@@ -495,7 +495,7 @@ void cj_due_edges(cr_journal *j, MDB_txn *txn, int64_t now, bool *due_now, int64
 /* Read-only look: is anything due now, and when next? With `scan`, also which claims are held by
  * the dead and which records expired (a pass over every record: only every poll interval). */
 int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead,
-         jseqs *expired) {
+            jseqs *expired) {
     *due_now = false;
     *next_due = INT64_MAX;
     MDB_txn *txn;

@@ -388,7 +388,7 @@ int cj_st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st) { return cj
  * record), so LMDB fills pages to the end instead of splitting them in halves: fuller pages, a
  * shallower tree, fewer pages in each commit's fsync. */
 int cj_rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen,
-            bool append) {
+               bool append) {
     uint8_t k[8], b[J_STATE_MAX];
     cr_put_be64(k, seq);
     size_t sl = state_encode(st, b);
