@@ -16,7 +16,7 @@
  * while parsing: integers exactly, reals by Clinger's fast path when the digits and the exponent
  * allow an exact result, else by strtod_l in the C locale.
  */
-#include "internal.h"
+#include "json/json_internal.h"
 
 #include <errno.h>
 #include <locale.h>

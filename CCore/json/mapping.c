@@ -7,7 +7,7 @@
  * another mapping's child) it is sealed: it never changes again, so the worker thread may apply it
  * while other threads hold it. References are counted atomically; a child keeps what it needs alive.
  */
-#include "internal.h"
+#include "json/json_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -668,7 +668,12 @@ static void result_spec_clear(cr_result_spec *s) {
     courier_mapping_free(s->mapping);
 }
 
-void cr_jspec_free(cr_jspec *s) {
+static void *jspec_copy(const void *state);
+static void jspec_free(void *state);
+static const cr_ext_ops jspec_ops = {jspec_copy, jspec_free};
+
+static void jspec_free(void *state) {
+    cr_jspec *s = state;
     if (!s) return;
     free(s->key_path);
     courier_mapping_free(s->mapping);
@@ -696,9 +701,11 @@ int cr_jspec_add_desc(cr_jspec *s, int lo, int hi, const char *key_path, const c
     return COURIER_OK;
 }
 
-cr_jspec *cr_jspec_copy(const cr_jspec *s) {
+static void *jspec_copy(const void *state) {
+    const cr_jspec *s = state;
     cr_jspec *c = calloc(1, sizeof *c);
-    if (!c || !s) return c;
+    if (!c) return NULL;
+    c->ext.ops = &jspec_ops;
     if (s->key_path && !(c->key_path = cr_strdup(s->key_path))) goto fail;
     c->mapping = cr_mapping_retain(s->mapping);
     c->envelope_set = s->envelope_set;
@@ -718,23 +725,23 @@ cr_jspec *cr_jspec_copy(const cr_jspec *s) {
         if (cr_jspec_add_desc(c, s->descs[i].lo, s->descs[i].hi, s->descs[i].key_path, s->descs[i].mapping)) goto fail;
     return c;
 fail:
-    cr_jspec_free(c);
+    jspec_free(c);
     return NULL;
 }
 
-static cr_jspec *jspec_of(courier_request *r) {
-    if (!r->jspec) r->jspec = calloc(1, sizeof *r->jspec);
-    return r->jspec;
+static cr_jspec *jspec_of(cr_jspec **where) {
+    if (!*where && (*where = calloc(1, sizeof **where))) (*where)->ext.ops = &jspec_ops;
+    return *where;
 }
 
-int courier_request_set_key_path(courier_request *r, const char *key_path) {
+int cr_jspec_set_key_path(cr_jspec **r, const char *key_path) {
     if (!r || (key_path && *key_path && !valid_path(key_path))) return COURIER_E_INVALID_ARGUMENT;
     cr_jspec *s = jspec_of(r);
     if (!s) return COURIER_E_NO_MEMORY;
     return cr_set_string(&s->key_path, key_path && *key_path ? key_path : NULL);
 }
 
-int courier_request_set_mapping(courier_request *r, const courier_mapping *m) {
+int cr_jspec_set_mapping(cr_jspec **r, const courier_mapping *m) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     cr_jspec *s = jspec_of(r);
     if (!s) return COURIER_E_NO_MEMORY;
@@ -744,7 +751,7 @@ int courier_request_set_mapping(courier_request *r, const courier_mapping *m) {
     return COURIER_OK;
 }
 
-int courier_request_add_result(courier_request *r, const char *name, const char *key_path, const courier_mapping *m,
+int cr_jspec_add_result(cr_jspec **r, const char *name, const char *key_path, const courier_mapping *m,
                                unsigned flags) {
     if (!r || !name || !*name || (key_path && *key_path && !valid_path(key_path)) ||
         (flags & ~(unsigned)COURIER_RESULT_OPTIONAL))
@@ -770,7 +777,7 @@ int courier_request_add_result(courier_request *r, const char *name, const char 
     return COURIER_OK;
 }
 
-int courier_request_set_envelope(courier_request *r, const courier_envelope *e) {
+int cr_jspec_set_envelope(cr_jspec **r, const courier_envelope *e) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     cr_jspec *s = jspec_of(r);
     if (!s) return COURIER_E_NO_MEMORY;
@@ -889,40 +896,18 @@ int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const jso
     return COURIER_OK;
 }
 
-/* ---- reading results from a response ---------------------------------------------------------------- */
-
-const courier_json *courier_response_data(const courier_response *r) {
-    cr_jresp *j = r ? cr_jresp_of(r) : NULL;
-    if (!j) return NULL;
-    if (j->data) return (const courier_json *)j->data;
-    return j->applied ? NULL : courier_response_json(r);
-}
-
-const courier_json *courier_response_result(const courier_response *r, const char *name) {
-    cr_jresp *j = r && name ? cr_jresp_of(r) : NULL;
-    if (!j) return NULL;
-    for (size_t i = 0; i < j->nresults; i++)
-        if (strcmp(j->results[i].name, name) == 0) return (const courier_json *)j->results[i].value;
-    return NULL;
-}
-
-int courier_response_envelope(const courier_response *r, int64_t *code, const char **message) {
-    if (code) *code = 0;
-    if (message) *message = NULL;
-    cr_jresp *j = r ? cr_jresp_of(r) : NULL;
-    if (!j) return COURIER_E_INVALID_ARGUMENT;
-    if (message) *message = j->env_message;
-    if (!j->has_env_code) return COURIER_E_NOT_FOUND;
-    if (code) *code = j->env_code;
-    return COURIER_OK;
-}
-
-int courier_response_mapping_error(const courier_response *r, courier_mapping_error *out) {
-    cr_jresp *j = r ? cr_jresp_of(r) : NULL;
-    if (!out) return COURIER_E_INVALID_ARGUMENT;
-    memset(out, 0, sizeof *out);
-    if (!j) return COURIER_E_INVALID_ARGUMENT;
-    if (!j->has_merr) return COURIER_E_NOT_FOUND;
-    *out = j->merr;
-    return COURIER_OK;
+void cr_jresp_free(cr_jresp *j) {
+    if (!j) return;
+    json_t *doc = atomic_load(&j->doc);
+    if (doc) json_decref(doc);
+    cr_callback_release(j->decoder);
+    free(j->content_type);
+    if (j->data) json_decref(j->data);
+    for (size_t i = 0; i < j->nresults; i++) {
+        free(j->results[i].name);
+        if (j->results[i].value) json_decref(j->results[i].value);
+    }
+    free(j->results);
+    free(j->env_message);
+    free(j);
 }
