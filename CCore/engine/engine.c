@@ -399,8 +399,11 @@ static void later_discard(cr_later *l) { cr_transfer_free((cr_transfer *)l); }
 static const cr_answer_ops later_ops = {later_detach, later_answer, later_discard};
 
 /* What the journal may ask of the engine (journal.c reaches the engine through this alone). */
+static courier_reachability journal_reachability(const courier_engine *e) {
+    return (courier_reachability)courier_reachability_status(e);
+}
 static const cr_journal_ops journal_ops = {&later_ops, courier_send, cr_monitor_offline, cr_monitor_tick,
-                                           cr_monitor_dispatch};
+                                           cr_monitor_dispatch, journal_reachability};
 
 /* ---- the wire ---------------------------------------------------------------------------------- */
 

@@ -32,6 +32,8 @@ typedef struct cr_journal_ops {
     int64_t (*monitor_tick)(courier_engine *e, int64_t mono_ms);
     /* Gives a changed reachability state to the listeners. */
     void (*monitor_dispatch)(courier_engine *e);
+    /* The monitor's current status (any thread; a resend policy's view of the network). */
+    courier_reachability (*reachability)(const courier_engine *e);
 } cr_journal_ops;
 
 /* Engine open, after the store directory, the cache and the monitor, before the worker starts:

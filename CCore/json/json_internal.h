@@ -99,8 +99,8 @@ CR_HIDDEN int cr_jspec_set_mapping(cr_jspec **r, const courier_mapping *m);
 CR_HIDDEN int cr_jspec_add_result(cr_jspec **r, const char *name, const char *key_path, const courier_mapping *m,
                                   unsigned flags);
 CR_HIDDEN int cr_jspec_set_envelope(cr_jspec **r, const courier_envelope *e);
-/* Appends a response descriptor (key path copied, mapping retained). */
-CR_HIDDEN int cr_jspec_add_desc(cr_jspec *s, int lo, int hi, const char *key_path, const courier_mapping *mapping);
+/* Appends a response descriptor (key path copied, mapping retained); *r made on first use. */
+CR_HIDDEN int cr_jspec_add_desc(cr_jspec **r, int lo, int hi, const char *key_path, const courier_mapping *mapping);
 
 /* A response's JSON: the parsed body (on demand), the results and the envelope's verdict. */
 typedef struct cr_jresp {

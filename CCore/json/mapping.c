@@ -688,7 +688,11 @@ static void jspec_free(void *state) {
     free(s);
 }
 
-int cr_jspec_add_desc(cr_jspec *s, int lo, int hi, const char *key_path, const courier_mapping *mapping) {
+static cr_jspec *jspec_of(cr_jspec **where);
+
+int cr_jspec_add_desc(cr_jspec **r, int lo, int hi, const char *key_path, const courier_mapping *mapping) {
+    cr_jspec *s = jspec_of(r);
+    if (!s) return COURIER_E_NO_MEMORY;
     struct cr_desc_spec *d = realloc(s->descs, (s->ndescs + 1) * sizeof *d);
     if (!d) return COURIER_E_NO_MEMORY;
     s->descs = d;
@@ -722,7 +726,7 @@ static void *jspec_copy(const void *state) {
         }
     }
     for (size_t i = 0; i < s->ndescs; i++)
-        if (cr_jspec_add_desc(c, s->descs[i].lo, s->descs[i].hi, s->descs[i].key_path, s->descs[i].mapping)) goto fail;
+        if (cr_jspec_add_desc(&c, s->descs[i].lo, s->descs[i].hi, s->descs[i].key_path, s->descs[i].mapping)) goto fail;
     return c;
 fail:
     jspec_free(c);
