@@ -97,19 +97,13 @@ struct CompletionRecord: @unchecked Sendable {
 /// The continuation is resumed exactly once because it is only ever taken out under the mutex
 /// (by the completion, or by the send when `courier_send` fails), which is why an unsafe
 /// continuation is enough: a checked one would cost an allocation more per send.
-///
-/// The completion's record travels through the mutex, not through the continuation: the worker
-/// stores it and takes the continuation in one locked step and resumes with `()`, and the task
-/// takes the record under the mutex once resumed. Resuming with a value wrote it into the task's
-/// frame from the worker thread, ordered only by the concurrency runtime's atomics, which
-/// ThreadSanitizer cannot see (it reported a data race there); the mutex is an order it sees.
 final class AsyncSend: Locked<AsyncSendState> {
     /// A new send state.
     static func make() -> AsyncSend { make(AsyncSend.self, AsyncSendState()) }
 
     /// Stores the continuation (before sending). Returns false if the task was already cancelled,
     /// and then stores nothing.
-    func prepare(_ continuation: UnsafeContinuation<Void, any Error>) -> Bool {
+    func prepare(_ continuation: UnsafeContinuation<CompletionRecord, any Error>) -> Bool {
         withLock { state in
             if state.cancelled { return false }
             state.continuation = continuation
@@ -118,27 +112,10 @@ final class AsyncSend: Locked<AsyncSendState> {
     }
 
     /// Takes the continuation back: from the completion, or after a failed `courier_send`.
-    func takeContinuation() -> UnsafeContinuation<Void, any Error>? {
+    func takeContinuation() -> UnsafeContinuation<CompletionRecord, any Error>? {
         withLock { state in
             defer { state.continuation = nil }
             return state.continuation
-        }
-    }
-
-    /// Stores the completion's record and takes the continuation, in one locked step (the worker).
-    func complete(_ record: CompletionRecord) -> UnsafeContinuation<Void, any Error>? {
-        withLock { state in
-            defer { state.continuation = nil }
-            state.record = record
-            return state.continuation
-        }
-    }
-
-    /// The record the completion stored (the resumed task, once).
-    func takeRecord() -> CompletionRecord? {
-        withLock { state in
-            defer { state.record = nil }
-            return state.record
         }
     }
 
@@ -164,16 +141,15 @@ final class AsyncSend: Locked<AsyncSendState> {
 struct AsyncSendState {
     var id: UInt64 = 0
     var cancelled = false
-    var continuation: UnsafeContinuation<Void, any Error>?
-    var record: CompletionRecord?
+    var continuation: UnsafeContinuation<CompletionRecord, any Error>?
 }
 
-/// `courier_completion_fn` of `async` sends: records the completion and resumes the continuation
-/// on the worker thread. (Only the C values are recorded here; the `Response` is made by the
-/// resumed task, off the worker.)
+/// `courier_completion_fn` of `async` sends: resumes the continuation on the worker thread.
+/// (Only the C values are recorded here; the `Response` is made by the resumed task, off the
+/// worker.)
 let asyncCompletion: courier_completion_fn = { _, code, response, error, user in
     let send = Unmanaged<AsyncSend>.fromOpaque(user!).takeRetainedValue()
-    send.complete(CompletionRecord(code: code, response: response, error: error))?.resume()
+    send.takeContinuation()?.resume(returning: CompletionRecord(code: code, response: response, error: error))
 }
 
 /// A completion handler of a callback-style send (`user` of `courier_send`). Immutable, so

@@ -141,8 +141,8 @@ public final class Engine: @unchecked Sendable {
     private func perform(_ request: Request) async throws -> CompletionRecord {
         let send = AsyncSend.make()
         let shared = SendableRef(send)
-        try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<CompletionRecord, any Error>) in
                 guard send.prepare(continuation) else {
                     continuation.resume(throwing: CourierError(.cancelled, message: "the task was cancelled before the request was sent"))
                     return
@@ -159,11 +159,6 @@ public final class Engine: @unchecked Sendable {
         } onCancel: {
             if let id = shared.object.cancel() { self.cancel(rawID: id) }
         }
-        // Resumed by the completion, which stored the record under the send's mutex first.
-        guard let record = send.takeRecord() else {
-            throw CourierError(.internal, message: "the engine completed without a record")
-        }
-        return record
     }
 
     // MARK: Sending with a completion handler
