@@ -305,6 +305,31 @@ static int real_is_integral(double d, json_int_t *out) {
     return 1;
 }
 
+/* The number an attribute of type `want` (INTEGER, REAL, NUMBER) makes of a value of
+ * courier_json_type t: its integer iv, real dv or string s (len bytes) as found. Sets *iv or *dv
+ * and *is_int; returns NULL, or why there is none ("" for a plain type mismatch). Both mapping
+ * paths (jansson, tape) read numbers here. */
+static const char *coerce_number(int want, unsigned co, int t, const char *s, size_t len, json_int_t *iv, double *dv,
+                                 int *is_int) {
+    if (t == COURIER_JSON_INTEGER) {
+        *is_int = 1;
+    } else if (t == COURIER_JSON_REAL) {
+        *is_int = 0;
+    } else if (t == COURIER_JSON_STRING && (co & COURIER_MAP_NUMBER_FROM_STRING)) {
+        if (number_from_string(s, len, iv, dv, is_int)) return "expected a number, found a string that is not one";
+    } else {
+        return "";
+    }
+    if (want == COURIER_JSON_INTEGER && !*is_int) {
+        if (!real_is_integral(*dv, iv)) return "expected integer, found a real with a fraction or out of range";
+        *is_int = 1;
+    } else if (want == COURIER_JSON_REAL && *is_int) {
+        *dv = (double)*iv;
+        *is_int = 0;
+    }
+    return NULL;
+}
+
 static int apply_object(const courier_mapping *m, const json_t *in, const frame *f, apply_ctx *c, json_t **out);
 
 /* Maps one value to its expected type. *out is borrowed (== v) when nothing changed, else new. */
@@ -386,28 +411,12 @@ static int convert(const cr_attr *a, unsigned co, const json_t *v, const frame *
     case COURIER_JSON_INTEGER:
     case COURIER_JSON_REAL:
     case COURIER_JSON_NUMBER: {
-        json_int_t iv = 0;
-        double dv = 0;
-        int is_int;
-        if (t == JSON_INTEGER) {
-            iv = json_integer_value(v);
-            is_int = 1;
-        } else if (t == JSON_REAL) {
-            dv = json_real_value(v);
-            is_int = 0;
-        } else if (t == JSON_STRING && (co & COURIER_MAP_NUMBER_FROM_STRING)) {
-            if (number_from_string(json_string_value(v), json_string_length(v), &iv, &dv, &is_int))
-                return mismatch(c, f, a->type, v, "expected a number, found a string that is not one");
-        } else {
-            return mismatch(c, f, a->type, v, NULL);
-        }
-        if (a->type == COURIER_JSON_INTEGER && !is_int) {
-            if (!real_is_integral(dv, &iv)) return mismatch(c, f, a->type, v, "expected integer, found a real with a fraction or out of range");
-            is_int = 1;
-        } else if (a->type == COURIER_JSON_REAL && is_int) {
-            dv = (double)iv;
-            is_int = 0;
-        }
+        json_int_t iv = t == JSON_INTEGER ? json_integer_value(v) : 0;
+        double dv = t == JSON_REAL ? json_real_value(v) : 0;
+        int is_int = 0;
+        const char *why = coerce_number(a->type, co, type_of(v), json_string_value(v), json_string_length(v), &iv, &dv,
+                                        &is_int);
+        if (why) return mismatch(c, f, a->type, v, *why ? why : NULL);
         if (is_int && t == JSON_INTEGER) return COURIER_OK;
         if (!is_int && t == JSON_REAL) return COURIER_OK;
         if (!(*out = is_int ? json_integer(iv) : json_real(dv))) return oom(c);
@@ -661,29 +670,13 @@ static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, 
     case COURIER_JSON_INTEGER:
     case COURIER_JSON_REAL:
     case COURIER_JSON_NUMBER: {
-        json_int_t iv = 0;
+        json_int_t iv = t == COURIER_JSON_INTEGER ? (json_int_t)(int64_t)x->payload : 0;
         double dv = 0;
-        int is_int;
-        if (t == COURIER_JSON_INTEGER) {
-            iv = (json_int_t)(int64_t)x->payload;
-            is_int = 1;
-        } else if (t == COURIER_JSON_REAL) {
-            memcpy(&dv, &x->payload, sizeof dv);
-            is_int = 0;
-        } else if (t == COURIER_JSON_STRING && (co & COURIER_MAP_NUMBER_FROM_STRING)) {
-            if (number_from_string(in->text + x->payload, x->length, &iv, &dv, &is_int))
-                return mismatch_type(c, f, a->type, t, "expected a number, found a string that is not one");
-        } else {
-            return mismatch_type(c, f, a->type, t, NULL);
-        }
-        if (a->type == COURIER_JSON_INTEGER && !is_int) {
-            if (!real_is_integral(dv, &iv))
-                return mismatch_type(c, f, a->type, t, "expected integer, found a real with a fraction or out of range");
-            is_int = 1;
-        } else if (a->type == COURIER_JSON_REAL && is_int) {
-            dv = (double)iv;
-            is_int = 0;
-        }
+        int is_int = 0;
+        if (t == COURIER_JSON_REAL) memcpy(&dv, &x->payload, sizeof dv);
+        const char *why = coerce_number(a->type, co, t, t == COURIER_JSON_STRING ? in->text + x->payload : NULL,
+                                        x->length, &iv, &dv, &is_int);
+        if (why) return mismatch_type(c, f, a->type, t, *why ? why : NULL);
         uint64_t bits;
         if (is_int) bits = (uint64_t)(int64_t)iv;
         else memcpy(&bits, &dv, sizeof bits);
