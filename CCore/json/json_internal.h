@@ -45,6 +45,11 @@ CR_HIDDEN int cr_json_dump(const json_t *v, unsigned flags, cr_buf *out);
 CR_HIDDEN size_t cr_json_format_int(char *p, int64_t v);
 CR_HIDDEN int cr_json_put_int(cr_buf *b, int64_t v);
 CR_HIDDEN int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags);
+
+/* json_tape.c: a tape of entries and text built elsewhere (takes both, freed on failure). NULL
+ * without memory. */
+CR_HIDDEN courier_json_tape *cr_json_tape_adopt(courier_json_tape_entry *entries, size_t count, char *text,
+                                                size_t text_len);
 /* Appends a JSON object as form text: name=value for every leaf, nested objects as name[key], arrays
  * as name[] (the seeds' AFNetworking convention), true/false for booleans, an empty value for null;
  * percent-encoded. COURIER_E_INVALID_ARGUMENT (not an object, or nested deeper than 32) or
@@ -61,6 +66,10 @@ CR_HIDDEN courier_envelope *cr_envelope_retain(const courier_envelope *e);
 /* Applies m to `in`; `prefix` is in's key path in its document, for error paths. *out new. */
 CR_HIDDEN int cr_mapping_apply(const courier_mapping *m, const json_t *in, const char *prefix, json_t **out,
                                courier_mapping_error *where, courier_error *err);
+/* The same on the tape: m applied to the value at `index` of `in`; *out a new tape of the output. */
+CR_HIDDEN int cr_mapping_apply_tape(const courier_mapping *m, const courier_json_tape *in, size_t index,
+                                    const char *prefix, courier_json_tape **out, courier_mapping_error *where,
+                                    courier_error *err);
 
 typedef struct cr_result_spec {
     char *name;
