@@ -2,13 +2,15 @@
  * util.c — small pieces every area uses: errors, buffers, name/value lists, string checks and
  * encodings, shared callback registrations, an id set. No I/O, no global state.
  */
-#include "internal.h"
+#include "base/base.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* ---- versions and errors ------------------------------------------------------------------ */
 
@@ -54,8 +56,15 @@ const char *courier_strerror(int code) {
     case COURIER_E_HEADERS_TOO_LARGE: return "response headers too large";
     case COURIER_E_CACHE_INCONSISTENT: return "the cache store is inconsistent";
     case COURIER_E_USER: return "user code raised an error";
+    case COURIER_E_RESEND_POLICY_UNKNOWN: return "no resend policy is registered under that id";
+    case COURIER_E_DELETED_BY_POLICY: return "deleted by its resend policy";
     case COURIER_E_UNKNOWN_CHARSET: return "unknown character set";
     case COURIER_E_CHARSET: return "text cannot be converted to or from its character set";
+    case COURIER_E_CLIENT_CERTIFICATE: return "the client certificate or its key cannot be used";
+    case COURIER_E_CELLULAR: return "not allowed on a cellular network";
+    case COURIER_E_UNKNOWN_NAME: return "no API or route of that name";
+    case COURIER_E_ROUTE_PARAMETER: return "a route parameter is missing or not a scalar";
+    case COURIER_E_CATALOG: return "an API declaration or catalogue is malformed";
     default: return "unknown error";
     }
 }
@@ -73,7 +82,7 @@ int courier_setting_default(int64_t *out_value, courier_setting setting) {
     case COURIER_SETTING_FROZEN_REPLAY_CONCURRENCY: v = CR_DEFAULT_FROZEN_CONCURRENCY; break;
     case COURIER_SETTING_FROZEN_BACKOFF_BASE_MS: v = CR_DEFAULT_FROZEN_BACKOFF_BASE_MS; break;
     case COURIER_SETTING_FROZEN_BACKOFF_MAX_MS: v = CR_DEFAULT_FROZEN_BACKOFF_MAX_MS; break;
-    case COURIER_SETTING_JSON_MAX_DEPTH: v = CR_JSON_DEFAULT_DEPTH; break;
+    case COURIER_SETTING_JSON_MAX_DEPTH: v = CR_DEFAULT_JSON_MAX_DEPTH; break;
     case COURIER_SETTING_MONITOR_INTERVAL_MS: v = CR_DEFAULT_MONITOR_INTERVAL_MS; break;
     case COURIER_SETTING_LOG_FILE_MAX_BYTES: v = CR_DEFAULT_LOG_FILE_MAX_BYTES; break;
     case COURIER_SETTING_LOG_FILE_MAX_FILES: v = CR_DEFAULT_LOG_FILE_MAX_FILES; break;
@@ -523,4 +532,79 @@ bool cr_idset_remove(cr_idset *s, uint64_t id) {
 void cr_idset_free(cr_idset *s) {
     free(s->slots);
     memset(s, 0, sizeof *s);
+}
+
+/* ---- files ---------------------------------------------------------------------------------------- */
+
+int cr_read_file(const char *path, const char *what, int64_t max, char **out, size_t *len, courier_error *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int os = errno;
+        cr_fail(err, os == ENOENT ? COURIER_E_NOT_FOUND : COURIER_E_INVALID_ARGUMENT, "%s '%.180s': %s", what, path,
+                strerror(os));
+        if (err) err->os_error = os;
+        return os == ENOENT ? COURIER_E_NOT_FOUND : COURIER_E_INVALID_ARGUMENT;
+    }
+    cr_buf b = {0};
+    char chunk[16384];
+    size_t n;
+    int rc = COURIER_OK;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if ((int64_t)(b.len + n) > max) {
+            rc = cr_fail(err, COURIER_E_TOO_LARGE, "%s larger than %lld bytes", what, (long long)max);
+            break;
+        }
+        if (cr_buf_append(&b, chunk, n)) {
+            rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+            break;
+        }
+    }
+    if (rc == COURIER_OK && ferror(f)) rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "cannot read %s '%.180s'", what, path);
+    fclose(f);
+    if (rc) {
+        cr_buf_free(&b);
+        return rc;
+    }
+    *out = cr_buf_take(&b, len);
+    return *out ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+}
+
+/* ---- clocks ------------------------------------------------------------------------------------- */
+
+int64_t cr_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#if defined(__APPLE__)
+#define CR_COND_CLOCK CLOCK_REALTIME
+#else
+#define CR_COND_CLOCK CLOCK_MONOTONIC
+#endif
+
+void cr_cond_init(pthread_cond_t *cv) {
+#if defined(__APPLE__)
+    pthread_cond_init(cv, NULL);
+#else
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CR_COND_CLOCK);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+#endif
+}
+
+struct timespec cr_cond_deadline(int64_t us) {
+    struct timespec ts;
+    clock_gettime(CR_COND_CLOCK, &ts);
+    if (us < 0) us = 0;
+    ts.tv_sec += (time_t)(us / 1000000);
+    ts.tv_nsec += (long)(us % 1000000) * 1000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
 }

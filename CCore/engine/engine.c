@@ -7,7 +7,7 @@
  * Every transfer completes exactly once: its id stays in `live` from submission until just before
  * its completion runs.
  */
-#include "internal.h"
+#include "engine/engine.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -362,7 +362,7 @@ static void judge(courier_engine *e, cr_transfer *t, int code, courier_response 
     }
     if (code == COURIER_OK && resp) code = cr_json_finish(t, resp, err); /* envelope, key paths, mappings */
     if (code == COURIER_OK && resp) {
-        if (resp->status >= 400) {
+        if (!cr_status_accepted(&t->status_codes, resp->status)) { /* route.c: 400+, or the request's set */
             code = cr_fail(err, COURIER_E_HTTP_STATUS, "HTTP status %d", resp->status);
             err->http_status = resp->status;
         } else if (t->validator && !((courier_validator_fn)t->validator->fn)(resp, t->validator->user)) {
@@ -384,8 +384,27 @@ static void hop_stored(uint64_t id, int code, courier_response *resp, const cour
     courier_response_free(resp);
 }
 
-/* cr_cache_flush's answer for a deferred transfer: a detached copy of the caller's fields. */
-static void answer_deferred(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+/* ---- answering after a commit (cr_answer_ops: the cache's writes, the journal's freezes) ------- */
+
+static cr_later *later_detach(courier_engine *e, cr_transfer *t, bool take) {
+    if (take) return (cr_later *)t;
+    cr_transfer *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->id = t->id;
+    a->engine = e;
+    a->done = t->done;
+    a->user = t->user;
+    a->attempts = t->attempts;
+    a->waited_s = t->waited_s;
+    cr_raise_move(&a->raised, &t->raised); /* user_error.c: answered with the caller */
+    t->caller_gone = 1;
+    return (cr_later *)a;
+}
+
+/* A caller detached for later (a cache write's, a freeze's) is answered: the handle is a detached
+ * copy of the caller's fields, or a transfer handed over whole. */
+static void later_answer(courier_engine *e, cr_later *l, int code, courier_response *resp, courier_error *err) {
+    cr_transfer *t = (cr_transfer *)l;
     if (t->done == hop_stored) { /* a redirect's 3xx, written: its chain went on without it */
         courier_response_free(resp);
         cr_transfer_free(t);
@@ -395,19 +414,16 @@ static void answer_deferred(courier_engine *e, cr_transfer *t, int code, courier
     cr_transfer_free(t);
 }
 
-static courier_response *response_copy(const courier_response *src) {
-    courier_response *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
-    r->status = src->status;
-    r->metrics = src->metrics;
-    r->body_len = src->body_len;
-    if (!(r->method = cr_strdup(src->method)) || !(r->url = cr_strdup(src->url)) ||
-        !(r->body = cr_strndup(src->body, src->body_len)) || cr_kvlist_copy(&r->headers, &src->headers)) {
-        courier_response_free(r);
-        return NULL;
-    }
-    return r;
+static void later_discard(cr_later *l) { cr_transfer_free((cr_transfer *)l); }
+
+static const cr_answer_ops later_ops = {later_detach, later_answer, later_discard};
+
+/* What the journal may ask of the engine (journal.c reaches the engine through this alone). */
+static courier_reachability journal_reachability(const courier_engine *e) {
+    return (courier_reachability)courier_reachability_status(e);
 }
+static const cr_journal_ops journal_ops = {&later_ops, courier_send, cr_monitor_offline, cr_monitor_tick,
+                                           cr_monitor_dispatch, journal_reachability};
 
 /* ---- the wire ---------------------------------------------------------------------------------- */
 
@@ -517,6 +533,26 @@ static void start_http(courier_engine *e, cr_transfer *t) {
 static void pump(courier_engine *e) {
     struct cr_sched *s = e->sched;
     long max_total = e->config->max_total, max_host = e->config->max_per_host;
+    cr_monitor_limits(e, &max_host, &max_total); /* monitor.c: the limits of the network's kind */
+    /* "Not on cellular" requests fail at once while the path is cellular, queued ones included. */
+    for (int q = 0; q < 3; q++) {
+        cr_transfer *prev = NULL, *t = s->waiting[q];
+        while (t) {
+            cr_transfer *next = t->next;
+            if (t->no_cellular && cr_monitor_refuses(e, t)) {
+                if (prev) prev->next = next;
+                else s->waiting[q] = next;
+                if (s->waiting_tail[q] == t) s->waiting_tail[q] = prev;
+                t->next = NULL;
+                courier_error cerr;
+                cr_fail(&cerr, COURIER_E_CELLULAR, "the request is not allowed on a cellular network");
+                after_attempt(e, t, COURIER_E_CELLULAR, NULL, &cerr);
+            } else {
+                prev = t;
+            }
+            t = next;
+        }
+    }
     for (int q = 0; q < 3; q++) {
         cr_transfer *prev = NULL, *t = s->waiting[q];
         while (t) {
@@ -623,7 +659,7 @@ static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_r
         f->attempts = t->attempts;
         f->waited_s = t->waited_s;
         courier_error ferr = *err;
-        courier_response *copy = resp ? response_copy(resp) : NULL;
+        courier_response *copy = resp ? cr_response_copy(resp) : NULL;
         int fcode = code;
         if (resp && !copy) fcode = cr_fail(&ferr, COURIER_E_NO_MEMORY, NULL);
         finish(e, f, fcode, copy, &ferr);
@@ -893,7 +929,7 @@ static void *worker_main(void *arg) {
             if (t) cancel_transfer(e, t, "cancelled");
         }
         if (cancel_all || closing) cancel_everything(e, closing ? "the engine closed" : "cancelled");
-        cr_cache_flush(e, answer_deferred); /* this turn's cache writes, then their answers */
+        cr_cache_flush(e); /* this turn's cache writes, then their answers */
         if (closing && !custom_calls_pending(e)) break;
 
         /* Timers: retries go back to the queue, mock delays answer. */
@@ -922,7 +958,7 @@ static void *worker_main(void *arg) {
             int64_t wait = e->sched->timers->due_ms - timer_now(e);
             if (wait < timeout) timeout = wait < 0 ? 0 : (int)wait;
         }
-        cr_cache_flush(e, answer_deferred); /* this turn's cache writes, then their answers */
+        cr_cache_flush(e); /* this turn's cache writes, then their answers */
         /* Work the callbacks of this turn handed in (they send without waking the worker). */
         pthread_mutex_lock(&e->lock);
         bool more = e->incoming_head || e->ncancels || e->cancel_all || e->external_done || e->answered || e->closing;
@@ -1011,6 +1047,7 @@ static void engine_free(courier_engine *e) {
     if (!e) return;
     cr_challenges_detach(e); /* auth.c: answers from now on are no-ops */
     cr_journal_close(e); /* journal.c: queued freezes written and answered, before logging and the store go */
+    cr_monitor_close(e); /* monitor.c: after the journal thread, which runs its probes, stopped */
     cr_obs_free(e);
     for (size_t i = 0; i < e->npool; i++) cr_easy_cleanup(e->pool[i]);
     free(e->pool);
@@ -1023,6 +1060,7 @@ static void engine_free(courier_engine *e) {
     free(e->cancels);
     cr_idset_free(&e->live);
     cr_sched_free(e);
+    cr_catalog_free(e);
     courier_config_free(e->config);
     pthread_mutex_destroy(&e->lock);
     free(e);
@@ -1041,6 +1079,8 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
     atomic_init(&e->next_id, 1);
     atomic_init(&e->queued, 0);
     atomic_init(&e->active, 0);
+    e->sched_prepare = cr_sched_prepare; /* schedule.c, for request.c's cr_transfer_prepare */
+    e->sched_finish_prepare = cr_sched_finish_prepare;
     e->config = cr_config_copy(config);
     e->pool = calloc(CR_POOL_MAX, sizeof *e->pool);
     if (!e->config || !e->pool) {
@@ -1048,14 +1088,21 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
     int rc = cr_sched_new(e);
+    if (rc == COURIER_OK) rc = cr_catalog_new(e); /* catalog.c: APIs, routes, descriptors */
     if (rc) {
         engine_free(e);
         return cr_fail(err, rc, NULL);
     }
     rc = open_store_dir(e, err);
-    if (rc == COURIER_OK) rc = cr_cache_engine_init(e, err);
-    if (rc == COURIER_OK) rc = cr_journal_open(e, answer_deferred, err); /* journal.c: frozen requests */
-    if (rc == COURIER_OK) rc = cr_jar_open(e, err); /* cookies.c: the cookie jar, from the store */
+    if (rc == COURIER_OK) rc = cr_cache_engine_init(e, &later_ops, err);
+    if (rc == COURIER_OK) rc = cr_monitor_open(e, cr_journal_wake, err); /* monitor.c: it tells the journal */
+    if (rc == COURIER_OK) rc = cr_journal_open(e, &journal_ops, err); /* journal.c: frozen requests */
+    if (rc == COURIER_OK) { /* cookies.c: the cookie jar, kept in the journal's environment */
+        struct MDB_env *cenv = NULL;
+        unsigned cdbi = 0;
+        if (!e->store_is_temp && cr_journal_cookie_db(e, &cenv, &cdbi) != COURIER_OK) cenv = NULL;
+        rc = cr_jar_open(e, cenv, cdbi, err);
+    }
     if (rc) {
         engine_free(e);
         return rc;
@@ -1063,13 +1110,21 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
     e->proxy_env = cr_proxy_env_present();
     cr_accept_encoding_line(e->accept_encoding, sizeof e->accept_encoding);
     e->multi = curl_multi_init();
+    if (e->multi) cr_monitor_start_watch(e); /* monitor.c: the OS watch reports from here on */
     if (!e->multi) {
         engine_free(e);
         return cr_fail(err, COURIER_E_INTERNAL, "curl_multi_init failed");
     }
-    curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS, e->config->max_per_host);
-    curl_multi_setopt(e->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, e->config->max_total);
-    curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, e->config->max_total);
+    /* The pool allows the most any network kind's limits allow; pump() holds requests to the
+     * current kind's (monitor.c). */
+    long pool_host = e->config->max_per_host, pool_total = e->config->max_total;
+    for (size_t k = 0; k < sizeof e->config->kind_limits / sizeof e->config->kind_limits[0]; k++) {
+        if (e->config->kind_limits[k].per_host > pool_host) pool_host = e->config->kind_limits[k].per_host;
+        if (e->config->kind_limits[k].total > pool_total) pool_total = e->config->kind_limits[k].total;
+    }
+    curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS, pool_host);
+    curl_multi_setopt(e->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, pool_total);
+    curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, pool_total);
     curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
 
     int prc = pthread_create(&e->worker, NULL, worker_main, e);
@@ -1128,11 +1183,15 @@ int courier_send(courier_engine *e, const courier_request *r, courier_completion
         return rc;
     }
     cr_raise_release(&raised);
+    if ((rc = cr_catalog_attach(e, r, t)) != COURIER_OK) { /* catalog.c: response descriptors */
+        cr_transfer_free(t);
+        return cr_fail(err, rc, NULL);
+    }
     t->done = done;
     t->user = user;
     t->id = atomic_fetch_add(&e->next_id, 1);
-    cr_frozen_attach(e, r, t); /* journal.c: the request's freeze settings */
-    rc = cr_cache_before_send(e, r, t, err); /* cache key, policy, lookup (a hit is answered by the worker) */
+    rc = cr_frozen_attach(e, r, t, err); /* journal.c: the request's freeze settings */
+    if (!rc) rc = cr_cache_before_send(e, r, t, err); /* cache key, policy, lookup (a hit is answered by the worker) */
     if (rc) {
         cr_transfer_free(t);
         return rc;

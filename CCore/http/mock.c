@@ -1,53 +1,15 @@
 /*
  * mock.c — mock answers (HTNetworking's enableMockTest): a status, headers and a body given as
  * bytes or a file, an error, a delay, or a callback; and building responses by hand, which mocks,
- * after-receive interceptors and custom transports share.
+ * after-receive interceptors and custom transports share (the response itself: response.c).
  */
-#include "internal.h"
+#include "http/http.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* ---- building responses ---------------------------------------------------------------------- */
-
-int courier_response_new(courier_response **out, int status) {
-    if (!out) return COURIER_E_INVALID_ARGUMENT;
-    *out = NULL;
-    if (status < 100 || status > 999) return COURIER_E_INVALID_ARGUMENT;
-    courier_response *r = calloc(1, sizeof *r);
-    if (!r) return COURIER_E_NO_MEMORY;
-    r->status = status;
-    r->body = cr_strdup("");
-    r->url = cr_strdup("");
-    r->method = cr_strdup("");
-    if (!r->body || !r->url || !r->method) {
-        courier_response_free(r);
-        return COURIER_E_NO_MEMORY;
-    }
-    *out = r;
-    return COURIER_OK;
-}
-
-int courier_response_add_header(courier_response *r, const char *name, const char *value) {
-    if (!r || !name || !value) return COURIER_E_INVALID_ARGUMENT;
-    int rc = cr_check_header(name, strlen(name), value, strlen(value));
-    if (rc) return rc;
-    if ((rc = cr_response_detach(r))) return rc; /* a cached response's strings share one block */
-    return cr_kvlist_add(&r->headers, name, strlen(name), value, strlen(value));
-}
-
-int courier_response_set_body(courier_response *r, const void *body, size_t len) {
-    if (!r || (!body && len)) return COURIER_E_INVALID_ARGUMENT;
-    char *copy = cr_strndup(body ? body : "", len);
-    if (!copy) return COURIER_E_NO_MEMORY;
-    free(r->body);
-    r->body = copy;
-    r->body_len = len;
-    return COURIER_OK;
-}
 
 /* ---- the mock description -------------------------------------------------------------------- */
 
@@ -189,38 +151,6 @@ int courier_request_set_mock_callback(courier_request *r, courier_mock_fn fn, vo
 
 /* ---- answering ------------------------------------------------------------------------------- */
 
-static int read_file(const char *path, char **out, size_t *len, int64_t max, courier_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int os = errno;
-        cr_fail(err, os == ENOENT ? COURIER_E_NOT_FOUND : COURIER_E_INVALID_ARGUMENT, "mock file '%.180s': %s", path,
-                strerror(os));
-        if (err) err->os_error = os;
-        return err ? err->code : COURIER_E_NOT_FOUND;
-    }
-    cr_buf b = {0};
-    char chunk[16384];
-    size_t n;
-    int rc = COURIER_OK;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if ((int64_t)(b.len + n) > max) {
-            rc = cr_fail(err, COURIER_E_TOO_LARGE, "mock file larger than %lld bytes", (long long)max);
-            break;
-        }
-        if (cr_buf_append(&b, chunk, n)) {
-            rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-            break;
-        }
-    }
-    fclose(f);
-    if (rc) {
-        cr_buf_free(&b);
-        return rc;
-    }
-    *out = cr_buf_take(&b, len);
-    return *out ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-}
-
 int cr_mock_answer(cr_transfer *t, courier_response **out, courier_error *err) {
     cr_mock *m = t->mock;
     *out = NULL;
@@ -243,7 +173,7 @@ int cr_mock_answer(cr_transfer *t, courier_response **out, courier_error *err) {
         if (m->file) {
             free(r->body);
             r->body = NULL;
-            rc = read_file(m->file, &r->body, &r->body_len, t->max_bytes, err);
+            rc = cr_read_file(m->file, "mock file", t->max_bytes, &r->body, &r->body_len, err);
             if (rc) {
                 courier_response_free(r);
                 return rc;

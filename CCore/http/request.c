@@ -3,7 +3,8 @@
  * transfer: URL joined to the base, parameters encoded (query or body), headers merged over the
  * defaults, authorization, the customize callback.
  */
-#include "internal.h"
+#include "http/http.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -38,16 +39,15 @@ void courier_config_free(courier_config *c) {
     cr_kvlist_clear(&c->headers);
     cr_kvlist_clear(&c->params);
     free(c->user_agent);
-    free(c->ca_file);
-    free(c->pinned_key);
+    courier_security_free(c->security);
     free(c->store_dir);
     free(c->app_id);
     free(c->param_charset);
     cr_callback_release(c->validator);
     cr_callback_release(c->clock); /* cache.c */
     cr_callback_release(c->http.hook); /* redirect.c */
-    cr_jconf_free(c->jconf);
-    cr_sched_conf_free(c->sched);
+    cr_ext_free(c->jconf); /* serialize.c */
+    cr_ext_free(c->sched); /* schedule.c */
     cr_auth_free(c->auth); /* auth.c */
     free(c);
 }
@@ -58,7 +58,8 @@ courier_config *cr_config_copy(const courier_config *src) {
     cr_config_defaults(c);
     if (!src) return c;
     *c = *src;
-    c->base_url = c->user_agent = c->ca_file = c->pinned_key = c->store_dir = c->app_id = c->param_charset = NULL;
+    c->base_url = c->user_agent = c->store_dir = c->app_id = c->param_charset = NULL;
+    c->security = NULL;
     memset(&c->headers, 0, sizeof c->headers);
     memset(&c->params, 0, sizeof c->params);
     c->validator = cr_callback_retain(src->validator);
@@ -71,12 +72,12 @@ courier_config *cr_config_copy(const courier_config *src) {
         courier_config_free(c);
         return NULL;
     }
-    if (src->sched && !(c->sched = cr_sched_conf_copy(src->sched))) {
+    if (src->sched && !(c->sched = cr_ext_copy(src->sched))) {
         courier_config_free(c);
         return NULL;
     }
-    if ((src->jconf && !(c->jconf = cr_jconf_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
-        cr_set_string(&c->ca_file, src->ca_file) || cr_set_string(&c->pinned_key, src->pinned_key) ||
+    if ((src->jconf && !(c->jconf = cr_ext_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
+        (src->security && !(c->security = cr_security_copy(src->security))) ||
         cr_set_string(&c->store_dir, src->store_dir) || cr_set_string(&c->app_id, src->app_id) ||
         cr_set_string(&c->param_charset, src->param_charset) ||
         cr_kvlist_copy(&c->headers, &src->headers) ||
@@ -146,19 +147,28 @@ int courier_config_set_max_response_bytes(courier_config *c, int64_t max_bytes) 
     return COURIER_OK;
 }
 
+/* The engine's TLS settings of old, now fields of its security policy (security.c). */
 int courier_config_set_ca_file(courier_config *c, const char *path) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
-    return cr_set_string(&c->ca_file, path);
+    courier_security *s = cr_config_security(c);
+    return s ? cr_set_string(&s->ca_file, path) : COURIER_E_NO_MEMORY;
 }
 
 int courier_config_set_pinned_public_key(courier_config *c, const char *pin) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
-    return cr_set_string(&c->pinned_key, pin);
+    courier_security *s = cr_config_security(c);
+    if (!s) return COURIER_E_NO_MEMORY;
+    int rc = cr_set_string(&s->pins, pin);
+    if (rc == COURIER_OK) s->mode = pin ? COURIER_PINNING_PUBLIC_KEY : COURIER_PINNING_NONE;
+    return rc;
 }
 
 int courier_config_set_insecure(courier_config *c, int insecure) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
-    c->insecure = insecure ? 1 : 0;
+    courier_security *s = cr_config_security(c);
+    if (!s) return COURIER_E_NO_MEMORY;
+    s->allow_invalid = insecure ? 1 : 0;
+    s->validates_domain = insecure ? 0 : 1;
     return COURIER_OK;
 }
 
@@ -212,13 +222,14 @@ void courier_request_free(courier_request *r) {
     free(r->target);
     free(r->base_url);
     free(r->param_charset);
+    courier_security_free(r->security);
     cr_kvlist_clear(&r->params);
     cr_kvlist_clear(&r->headers);
     free(r->body);
     free(r->content_type);
     cr_callback_release(r->validator);
     cr_callback_release(r->customize);
-    cr_jspec_free(r->jspec);
+    cr_ext_free(r->jspec); /* mapping.c */
     cr_mock_free(r->mock);
     free(r->transport_name);
     cr_parts_free(r->parts);
@@ -226,9 +237,10 @@ void courier_request_free(courier_request *r) {
     free(r->body_file_type);
     free(r->download_path);
     cr_callback_release(r->progress);
-    cr_cache_req_free(r->cache); /* cache.c */
+    cr_ext_free(r->cache); /* cache.c */
     cr_auth_free(r->auth);       /* auth.c */
     cr_callback_release(r->http.hook); /* redirect.c */
+    json_decref(r->object_rest);       /* route.c */
     free(r);
 }
 
@@ -307,6 +319,73 @@ int courier_request_set_body(courier_request *r, const void *body, size_t len, c
     r->body = copy;
     r->body_len = len;
     r->has_body = 1;
+    return COURIER_OK;
+}
+
+/* A JSON value as the body (json.c writes the text). */
+int courier_request_set_json_body(courier_request *r, const courier_json *value, unsigned flags) {
+    if (!r || !value) return COURIER_E_INVALID_ARGUMENT;
+    cr_buf b = {0};
+    int rc = cr_json_dump((const json_t *)value, flags, &b);
+    if (rc == COURIER_OK) rc = courier_request_set_body(r, b.data ? b.data : "", b.len, "application/json");
+    cr_buf_free(&b);
+    return rc;
+}
+
+/* A JSON object as a form body (json.c encodes it). */
+int courier_request_set_form_body(courier_request *r, const courier_json *object) {
+    if (!r || !object || !json_is_object((const json_t *)object)) return COURIER_E_INVALID_ARGUMENT;
+    cr_buf b = {0};
+    int rc = cr_json_form_encode((const json_t *)object, &b);
+    if (rc == COURIER_OK)
+        rc = courier_request_set_body(r, b.data ? b.data : "", b.len, "application/x-www-form-urlencoded");
+    cr_buf_free(&b);
+    return rc;
+}
+
+/* What the request asks of its response's JSON (mapping.c checks and keeps it). */
+int courier_request_set_key_path(courier_request *r, const char *key_path) {
+    return r ? cr_jspec_set_key_path(&r->jspec, key_path) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_request_set_mapping(courier_request *r, const courier_mapping *m) {
+    return r ? cr_jspec_set_mapping(&r->jspec, m) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_request_add_result(courier_request *r, const char *name, const char *key_path, const courier_mapping *m,
+                               unsigned flags) {
+    return r ? cr_jspec_add_result(&r->jspec, name, key_path, m, flags) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_request_set_envelope(courier_request *r, const courier_envelope *e) {
+    return r ? cr_jspec_set_envelope(&r->jspec, e) : COURIER_E_INVALID_ARGUMENT;
+}
+
+/* Scheduling settings of a request (schedule.c applies them). */
+int cr_retry_check(int max_retries, long base_ms, long max_ms) {
+    if (max_retries < 0 || base_ms < 0 || max_ms < 0 || base_ms > max_ms) return COURIER_E_INVALID_ARGUMENT;
+    return COURIER_OK;
+}
+
+int courier_request_set_priority(courier_request *r, courier_priority priority) {
+    if (!r || priority < COURIER_PRIORITY_LOW || priority > COURIER_PRIORITY_HIGH) return COURIER_E_INVALID_ARGUMENT;
+    r->priority = (int)priority;
+    return COURIER_OK;
+}
+
+int courier_request_set_retry(courier_request *r, int max_retries, long base_ms, long max_ms, unsigned flags) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    int rc = cr_retry_check(max_retries, base_ms, max_ms);
+    if (rc) return rc;
+    r->has_retry = 1;
+    r->retry = (struct cr_retry_rule){max_retries, base_ms, max_ms, flags};
+    return COURIER_OK;
+}
+
+/* Reachability: the request goes out whatever the network monitor says (monitor.c). */
+int courier_request_set_ignore_offline(courier_request *r, int ignore) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    r->freeze.ignore_offline = ignore ? 1 : 0;
     return COURIER_OK;
 }
 
@@ -417,17 +496,6 @@ static bool is_absolute_url(const char *s) {
     return strncasecmp(s, "http://", 7) == 0 || strncasecmp(s, "https://", 8) == 0 || strstr(s, "://") != NULL;
 }
 
-/* base + "/" + path with exactly one slash between them. */
-static int join_url(cr_buf *out, const char *base, const char *path) {
-    size_t blen = strlen(base);
-    while (blen && base[blen - 1] == '/') blen--;
-    while (*path == '/') path++;
-    if (cr_buf_append(out, base, blen)) return COURIER_E_NO_MEMORY;
-    if (*path && (cr_buf_append_char(out, '/') || cr_buf_append_str(out, path))) return COURIER_E_NO_MEMORY;
-    if (!*path && cr_buf_append_char(out, '/')) return COURIER_E_NO_MEMORY;
-    return COURIER_OK;
-}
-
 /* Appends s percent-encoded, its bytes first converted from UTF-8 to `charset` (NULL: UTF-8). */
 static int encode_text(cr_buf *out, cr_buf *tmp, const char *charset, const char *s) {
     if (!charset) return cr_percent_encode(out, s, strlen(s)) ? COURIER_E_NO_MEMORY : COURIER_OK;
@@ -454,7 +522,8 @@ static int encode_form(cr_buf *out, const cr_kvlist *params, const char *charset
     return rc;
 }
 
-static int encode_json(cr_buf *out, const cr_kvlist *params) {
+/* The parameters as an object of strings, then an object's members (route.c) with their types. */
+static int encode_json(cr_buf *out, const cr_kvlist *params, const json_t *members) {
     json_t *obj = json_object();
     if (!obj) return COURIER_E_NO_MEMORY;
     int rc = COURIER_OK;
@@ -462,6 +531,7 @@ static int encode_json(cr_buf *out, const cr_kvlist *params) {
         json_t *v = json_string(params->items[i].value);
         if (!v || json_object_set_new(obj, params->items[i].name, v)) rc = COURIER_E_NO_MEMORY;
     }
+    if (members && rc == COURIER_OK && json_object_update(obj, (json_t *)members)) rc = COURIER_E_NO_MEMORY;
     char *text = rc == COURIER_OK ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     if (rc == COURIER_OK && (!text || cr_buf_append_str(out, text))) rc = COURIER_E_NO_MEMORY;
     free(text);
@@ -505,7 +575,7 @@ void cr_transfer_free(cr_transfer *t) {
     cr_buf_free(&t->resp_body);
     cr_kvlist_clear(&t->resp_headers);
     cr_buf_free(&t->hdr_block);
-    cr_jspec_free(t->jspec);
+    cr_ext_free(t->jspec); /* mapping.c */
     free(t->host);
     free(t->coalesce_key);
     cr_mock_free(t->mock);
@@ -517,11 +587,12 @@ void cr_transfer_free(cr_transfer *t) {
     free(t->body_file);
     free(t->download_path);
     cr_callback_release(t->progress);
-    cr_cache_xfer_free(t->cache); /* cache.c */
+    cr_ext_free(t->cache); /* cache.c */
     cr_auth_free(t->auth);        /* auth.c */
     courier_response_free(t->held);
     cr_callback_release(t->http.hook); /* redirect.c */
     cr_hops_free(t->hops);
+    courier_security_free(t->security); /* security.c */
     free(t);
 }
 
@@ -544,7 +615,8 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         goto fail_reported;
     } else {
         cr_buf u = {0};
-        if (join_url(&u, base, r->target)) {
+        char vbuf[CR_API_VERSION_MAX + 2];
+        if (cr_join_url(&u, base, cr_api_version_of(cfg, r, vbuf), r->target)) { /* route.c */
             cr_buf_free(&u);
             goto fail;
         }
@@ -562,6 +634,16 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     /* Parameters: the engine's defaults first, then the request's. */
     if (r->use_default_params && cr_kvlist_copy(&params, &cfg->params)) goto fail;
     if (cr_kvlist_copy(&params, &r->params)) goto fail;
+    /* An object's members left after its route (route.c): typed in a JSON body, else flattened. */
+    int encoding = r->body_encoding >= 0 ? r->body_encoding : (int)cfg->body_encoding;
+    const json_t *members = r->object_rest;
+    if (members && (params_in_query(r) || encoding != COURIER_BODY_JSON || (r->parts && r->parts->count))) {
+        if ((rc = cr_form_flatten(members, &params)) != COURIER_OK) {
+            rc = cr_fail(err, rc, "the object's members cannot be sent as parameters");
+            goto fail_reported;
+        }
+        members = NULL;
+    }
 
     /* Headers: defaults not overridden by the request, then the request's. */
     for (size_t i = 0; i < cfg->headers.count; i++) {
@@ -599,13 +681,12 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
                 goto fail;
         }
     } else {
-        int encoding = r->body_encoding >= 0 ? r->body_encoding : (int)cfg->body_encoding;
         char form_type[128];
         snprintf(form_type, sizeof form_type, "application/x-www-form-urlencoded%s%s", charset ? "; charset=" : "",
                  charset ? charset : "");
         const char *ctype = encoding == COURIER_BODY_JSON ? "application/json" : form_type;
         if (encoding == COURIER_BODY_JSON) {
-            if (encode_json(&enc, &params)) goto fail;
+            if (encode_json(&enc, &params, members)) goto fail;
         } else if ((rc = encode_form(&enc, &params, charset, &bad)) != COURIER_OK) {
             goto fail_params;
         }
@@ -626,7 +707,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         }
     }
 
-    rc = cr_sched_prepare(e, r, t, &o, err); /* interceptors, priority, retry, mock, transport */
+    rc = e->sched_prepare(e, r, t, &o, err); /* interceptors, priority, retry, mock, transport */
     if (rc) goto fail_reported;
 
     t->method = o.method;
@@ -638,8 +719,11 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     cr_http_opts_resolve(&t->http, &cfg->http, &r->http); /* redirect.c */
     t->max_bytes = cfg->max_response_bytes;
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
+    t->status_codes = r->status_codes; /* route.c */
     t->engine = e;
-    if (r->jspec && !(t->jspec = cr_jspec_copy(r->jspec))) goto fail;
+    t->no_cellular = r->no_cellular;
+    if (r->security && !(t->security = cr_security_copy(r->security))) goto fail;
+    if (r->jspec && !(t->jspec = cr_ext_copy(r->jspec))) goto fail;
     if (cr_auth_merge(r->auth, cfg->auth, t->url, &t->auth)) goto fail; /* auth.c: credentials, proxy, handler */
     if ((rc = cr_transfer_copy_transfers(r, t, multipart ? &params : NULL, err)) != COURIER_OK) {
         cr_kvlist_clear(&params);
@@ -647,7 +731,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         cr_transfer_free(t);
         return rc;
     }
-    if ((rc = cr_sched_finish_prepare(r, t, err)) != COURIER_OK) {
+    if ((rc = e->sched_finish_prepare(r, t, err)) != COURIER_OK) {
         cr_kvlist_clear(&params);
         cr_buf_free(&enc);
         cr_transfer_free(t);

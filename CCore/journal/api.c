@@ -3,6 +3,7 @@
  * (list, get, remove, resend, replay, pause, wait), snapshot accessors; the cookie jar's database.
  */
 #include "journal/journal_internal.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 static bool valid_id(const char *id, size_t n) {
     if (n == 0 || n > COURIER_FROZEN_ID_MAX) return false;
@@ -46,12 +47,6 @@ int courier_request_set_freeze_id(courier_request *r, const char *id) {
     }
     if (!valid_id(id, strlen(id))) return COURIER_E_INVALID_ARGUMENT;
     snprintf(r->freeze.id, sizeof r->freeze.id, "%s", id);
-    return COURIER_OK;
-}
-
-int courier_request_set_ignore_offline(courier_request *r, int ignore) {
-    if (!r) return COURIER_E_INVALID_ARGUMENT;
-    r->freeze.ignore_offline = ignore ? 1 : 0;
     return COURIER_OK;
 }
 
@@ -190,12 +185,12 @@ static courier_frozen *snap_bad(uint64_t seq, const jstate *st, bool state_ok, c
     char idbuf[40];
     if (!state_ok) snprintf(idbuf, sizeof idbuf, "#%llu", (unsigned long long)seq);
     (void)key;
-    f->id = state_ok ? cr_strndup(st->id, st->id_len) : cr_strdup(idbuf);
-    f->method = cr_strdup("");
-    f->url = cr_strdup("");
+    f->q.id = state_ok ? cr_strndup(st->id, st->id_len) : cr_strdup(idbuf);
+    f->q.method = cr_strdup("");
+    f->q.url = cr_strdup("");
     f->host = state_ok ? cr_strndup(st->host, st->host_len) : cr_strdup("");
-    f->idem = cr_strdup("");
-    json_t *o = json_pack("{s:i,s:s,s:b,s:I}", "v", 1, "id", f->id ? f->id : "", "corrupt", 1, "seq", (json_int_t)seq);
+    f->q.idem = cr_strdup("");
+    json_t *o = json_pack("{s:i,s:s,s:b,s:I}", "v", 1, "id", f->q.id ? f->q.id : "", "corrupt", 1, "seq", (json_int_t)seq);
     f->json = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     f->info.size = sizeof f->info;
@@ -206,7 +201,7 @@ static courier_frozen *snap_bad(uint64_t seq, const jstate *st, bool state_ok, c
         f->info.expires_ms = st->expires_ms;
         f->info.attempts = (int)st->attempts;
     }
-    if (!f->id || !f->method || !f->url || !f->host || !f->idem || !f->json) {
+    if (!f->q.id || !f->q.method || !f->q.url || !f->host || !f->q.idem || !f->json) {
         courier_frozen_free(f);
         return NULL;
     }
@@ -415,25 +410,25 @@ int courier_frozen_last_outcome(courier_engine *e, const char *id, int *code, in
 
 /* ---- snapshots ---- */
 
-const char *courier_frozen_id(const courier_frozen *f) { return f ? f->id : NULL; }
-const char *courier_frozen_method(const courier_frozen *f) { return f ? f->method : NULL; }
-const char *courier_frozen_url(const courier_frozen *f) { return f ? f->url : NULL; }
+const char *courier_frozen_id(const courier_frozen *f) { return f ? f->q.id : NULL; }
+const char *courier_frozen_method(const courier_frozen *f) { return f ? f->q.method : NULL; }
+const char *courier_frozen_url(const courier_frozen *f) { return f ? f->q.url : NULL; }
 const char *courier_frozen_host(const courier_frozen *f) { return f ? f->host : NULL; }
-const char *courier_frozen_idempotency_key(const courier_frozen *f) { return f ? f->idem : NULL; }
+const char *courier_frozen_idempotency_key(const courier_frozen *f) { return f ? f->q.idem : NULL; }
 const char *courier_frozen_json(const courier_frozen *f) { return f ? f->json : NULL; }
 
 const uint8_t *courier_frozen_body(const courier_frozen *f, size_t *len) {
-    if (len) *len = f && f->has_body ? f->body_len : 0;
-    return f && f->has_body ? (const uint8_t *)f->body : NULL;
+    if (len) *len = f && f->q.has_body ? f->q.body_len : 0;
+    return f && f->q.has_body ? (const uint8_t *)f->q.body : NULL;
 }
 
-size_t courier_frozen_header_count(const courier_frozen *f) { return f ? f->headers.count : 0; }
+size_t courier_frozen_header_count(const courier_frozen *f) { return f ? f->q.headers.count : 0; }
 
 int courier_frozen_header_at(const courier_frozen *f, size_t i, const char **name, const char **value) {
     if (!f) return COURIER_E_INVALID_ARGUMENT;
-    if (i >= f->headers.count) return COURIER_E_NOT_FOUND;
-    if (name) *name = f->headers.items[i].name;
-    if (value) *value = f->headers.items[i].value;
+    if (i >= f->q.headers.count) return COURIER_E_NOT_FOUND;
+    if (name) *name = f->q.headers.items[i].name;
+    if (value) *value = f->q.headers.items[i].value;
     return COURIER_OK;
 }
 

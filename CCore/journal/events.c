@@ -2,6 +2,7 @@
  * events.c — the journal's events (frozen, resent, expired) and the listeners they go to.
  */
 #include "journal/journal_internal.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 /* ---- events ---- */
 
@@ -31,12 +32,13 @@ void cj_events_deliver(cr_journal *j, jevent *list) {
         jevent *ev = list;
         list = ev->next;
         ev->ev.frozen = ev->snap;
-        ev->ev.freeze_id = ev->snap ? ev->snap->id : ev->id;
+        ev->ev.freeze_id = ev->snap ? ev->snap->q.id : ev->id;
         ev->ev.response = ev->resp;
         ev->ev.error = ev->ev.code == COURIER_OK ? NULL : &ev->err;
+        cj_policy_log_event(j, ev); /* policy.c: the journal's decision line */
         pthread_mutex_lock(&j->lmu);
         size_t n = 0;
-        for (jlistener *l = j->listeners; l; l = l->next) n++;
+        for (jlistener *l = ev->ev.kind == CJ_EVENT_HELD ? NULL : j->listeners; l; l = l->next) n++;
         cr_callback **cbs = n ? malloc(n * sizeof *cbs) : NULL;
         size_t k = 0;
         if (cbs)

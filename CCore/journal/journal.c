@@ -1,9 +1,11 @@
 /*
  * journal.c — the journal thread (one turn: one transaction, one synced commit) and the engine's
- * hooks: freezing a transfer, answering it after the commit, the network monitor. The journal's
- * calls into the engine layer (the answer function, cr_monitor_*, lifecycle events) live here.
+ * hooks: freezing a transfer, answering it after the commit, the network monitor. The journal
+ * reaches the engine only through the cr_journal_ops it was given at open (answering, sending, the
+ * monitor); lifecycle events go to log.c.
  */
 #include "journal/journal_internal.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 #include "cache/cache_internal.h" /* cr_cache_req: a freeze keeps the cache settings */
 
 /* "scheme://host:port", lowercase, default ports filled in: the unit of per-host order. */
@@ -43,16 +45,16 @@ static void freeze_answer(cr_journal *j, jfreeze *f, bool frozen, const char *wh
         size_t len = strlen(err.message);
         snprintf(err.message + len, sizeof err.message - len, "%s(not frozen: %s)", len ? " " : "", why);
     }
-    j->answer(j->e, f->answer, code, NULL, &err);
+    j->ops->answer->answer(j->e, f->answer, code, NULL, &err);
     f->answer = NULL;
 }
 
-static void freeze_free(jfreeze *f) {
+static void freeze_free(cr_journal *j, jfreeze *f) {
     free(f->payload);
     free(f->method);
     free(f->url);
     courier_frozen_free(f->snap);
-    cr_transfer_free(f->answer); /* only when never answered */
+    j->ops->answer->discard(f->answer); /* only when never answered */
     free(f);
 }
 
@@ -66,6 +68,7 @@ static void outcome_free(joutcome *o) {
  * engine (a temporary store is removed at close, and the request with it, never replayed). */
 static void frozen_committed(cr_journal *j, const jfreeze *f) {
     cr_event_frozen(j->e, f->answer_id, f->method, f->url);
+    cj_policy_log_frozen(j, f);
     if (j->e->store_is_temp)
         cr_log(j->e, COURIER_LOG_WARNING, "frozen_temporary_store",
                "a %s request (id %llu) was frozen into the temporary store '%s', which is removed when the "
@@ -109,7 +112,7 @@ static int64_t turn(cr_journal *j) {
     unsigned mode = j->kick_mode;
     int64_t since = j->kick_since;
     int paused = j->paused, closing = j->closing;
-    bool offline = cr_monitor_offline(j->e);
+    bool offline = j->ops->offline(j->e);
     bool auto_ok = !paused && !closing && !offline && !j->broken;
     bool pass_ok = (auto_ok || (mode && !closing)) && !j->broken;
     /* Claimed records not sent yet are given back when nothing should be sent now. */
@@ -255,7 +258,7 @@ static int64_t turn(cr_journal *j) {
     free(expired.v);
     while (fz) {
         jfreeze *n = fz->next;
-        freeze_free(fz);
+        freeze_free(j, fz);
         fz = n;
     }
     while (rs) {
@@ -276,7 +279,7 @@ static int64_t turn(cr_journal *j) {
     j->ahead = ahead;
     pthread_mutex_unlock(&j->mu);
     cj_events_deliver(j, events);
-    cr_monitor_dispatch(j->e);
+    j->ops->monitor_dispatch(j->e);
     cj_ready_push(j, sends); /* nothing is claimed while closing: the next turn gives back the rest */
     if (!closing) cj_pump_ready(j);
 
@@ -286,7 +289,7 @@ static int64_t turn(cr_journal *j) {
         if (delta < 0) delta = 0;
         if (mono + delta < wake) wake = mono + delta;
     }
-    int64_t probe = cr_monitor_tick(j->e, mono);
+    int64_t probe = j->ops->monitor_tick(j->e, mono);
     if (probe < wake) wake = probe;
     /* Records still due now that this engine would send: not idle (a free slot will take them). */
     bool pending_now = pass_ok && !closing && due_now;
@@ -343,6 +346,14 @@ static void *jthread(void *arg) {
 
 /* ==== engine hooks ============================================================================= */
 
+void cr_journal_set_concurrency(courier_engine *e, long n) {
+    cr_journal *j = e ? e->journal : NULL;
+    if (!j) return;
+    const struct cr_frozen_conf *fc = &e->config->frozen;
+    atomic_store(&j->concurrency, n > 0 ? n : fc->concurrency > 0 ? fc->concurrency : J_DEFAULT_CONCURRENCY);
+    cr_journal_wake(e, CR_WAKE_TURN);
+}
+
 void cr_journal_wake(courier_engine *e, unsigned how) {
     cr_journal *j = e ? e->journal : NULL;
     if (!j) return;
@@ -365,6 +376,7 @@ static void journal_free(cr_journal *j) {
         free(l);
     }
     cj_jenv_release(j->env, j->me.nonce);
+    cj_policy_close(j);
     cr_callback_release(j->clock);
     pthread_mutex_destroy(&j->mu);
     pthread_mutex_destroy(&j->lmu);
@@ -373,7 +385,7 @@ static void journal_free(cr_journal *j) {
     free(j);
 }
 
-int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err) {
+int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error *err) {
     cr_journal *j = calloc(1, sizeof *j);
     if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     pthread_mutex_init(&j->mu, NULL);
@@ -381,7 +393,7 @@ int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err
     cr_cond_init(&j->cv);
     cr_cond_init(&j->idle_cv);
     j->e = e;
-    j->answer = answer;
+    j->ops = ops;
     const struct cr_frozen_conf *fc = &e->config->frozen;
     j->concurrency = fc->concurrency > 0 ? fc->concurrency : J_DEFAULT_CONCURRENCY;
     j->backoff_base = fc->backoff_base_ms > 0 ? fc->backoff_base_ms : J_DEFAULT_BACKOFF_BASE;
@@ -404,8 +416,8 @@ int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err
     j->me.boot = cj_boot_hash();
     j->next_token = 1;
     e->journal = j;
-    int rc = cj_jenv_acquire(e->store_dir, nonce, &j->env, err);
-    if (rc == COURIER_OK) rc = cr_monitor_open(e, err);
+    int rc = cj_policy_open(j) ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : COURIER_OK;
+    if (rc == COURIER_OK) rc = cj_jenv_acquire(e->store_dir, nonce, &j->env, err);
     if (rc == COURIER_OK) {
         int prc = pthread_create(&j->thread, NULL, jthread, j);
         if (prc) {
@@ -416,7 +428,6 @@ int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err
         }
     }
     if (rc) {
-        cr_monitor_close(e);
         e->journal = NULL;
         journal_free(j);
     }
@@ -444,7 +455,7 @@ void cr_journal_close(courier_engine *e) {
     while (j->fz_head) {
         jfreeze *n = j->fz_head->next;
         freeze_answer(j, j->fz_head, false, "the engine closed");
-        freeze_free(j->fz_head);
+        freeze_free(j, j->fz_head);
         j->fz_head = n;
     }
     while (j->oc_head) {
@@ -463,19 +474,23 @@ void cr_journal_close(courier_engine *e) {
         free(j->ready_head);
         j->ready_head = n;
     }
-    cr_monitor_close(e);
     e->journal = NULL;
     journal_free(j);
 }
 
-void cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t) {
-    (void)e;
+int cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t, courier_error *err) {
     t->freeze = r->freeze;
     if (r->freeze.policy != COURIER_FREEZE_NEVER && r->cache) {
         t->freeze.cache_set = 1;
         t->freeze.cache_policy = r->cache->policy;
         t->freeze.cache_expiry_s = r->cache->expiry_s;
     }
+    if (r->freeze.policy == COURIER_FREEZE_NEVER || !r->freeze.resend_policy[0] || !e->journal) return COURIER_OK;
+    if (cj_policy_stamp(e->journal, r->freeze.resend_policy, NULL))
+        return cr_fail(err, COURIER_E_RESEND_POLICY_UNKNOWN, "no resend policy '%s' is registered",
+                       r->freeze.resend_policy);
+    if (strcmp(r->freeze.resend_policy, "courier.manual") == 0) t->freeze.policy = COURIER_FREEZE_MANUAL;
+    return COURIER_OK;
 }
 
 static bool freezable(const cr_transfer *t, int code) {
@@ -497,15 +512,15 @@ static bool freezable(const cr_transfer *t, int code) {
 static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const courier_error *err, bool own) {
     cr_journal *j = e->journal;
     /* Bodies from files or multipart parts, and downloads to files, are not kept: a file may change
-     * or vanish before the resend. Those fail as they are. */
-    if (t->parts || t->body_file || t->download_path || t->mime) return false;
+     * or vanish before the resend. Those fail as they are, and so do requests with a TLS policy of
+     * their own (security.c), which the journal does not keep: a replay would go under the engine's. */
+    if (t->parts || t->body_file || t->download_path || t->mime || t->security) return false;
     pthread_mutex_lock(&j->mu);
     bool closing = j->closing;
     pthread_mutex_unlock(&j->mu);
     if (closing || j->broken) return false;
     jfreeze *f = calloc(1, sizeof *f);
-    cr_transfer *a = own ? t : calloc(1, sizeof *a);
-    if (!f || !a) goto fail;
+    if (!f) goto fail;
     jstate *st = &f->st;
     if (t->freeze.id[0]) snprintf(f->id, sizeof f->id, "%s", t->freeze.id);
     else f->generated = 1; /* made in the write transaction */
@@ -530,23 +545,16 @@ static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const couri
     memcpy(st->host, host, st->host_len);
     st->id_len = (uint16_t)strlen(f->id);
     memcpy(st->id, f->id, st->id_len);
+    if (t->freeze.resend_policy[0]) (void)cj_policy_stamp(j, t->freeze.resend_policy, st); /* checked at send */
     if (cj_payload_of(t, idem, st->created_ms, st->expires_ms, host, &f->payload) || !(f->method = cr_strdup(t->method)) ||
         !(f->url = cr_strdup(t->url)))
         goto fail;
     f->code = code;
     if (err) f->err = *err;
     else cr_fail(&f->err, code, NULL);
-    /* The caller is answered after the commit, from a detached copy of what answering needs. */
-    if (!own) {
-        a->id = t->id;
-        a->engine = e;
-        a->done = t->done;
-        a->user = t->user;
-        a->attempts = t->attempts;
-        a->waited_s = t->waited_s;
-        t->caller_gone = 1;
-    }
-    f->answer = a;
+    /* The caller is answered after the commit (the engine's handle: a detached copy of what
+     * answering needs, or t itself when it was handed over). */
+    if (!(f->answer = j->ops->answer->detach(e, t, own))) goto fail;
     f->answer_id = t->id;
     pthread_mutex_lock(&j->mu);
     if (j->fz_tail) j->fz_tail->next = f;
@@ -562,7 +570,6 @@ fail:
         free(f->url);
     }
     free(f);
-    if (!own) free(a);
     return false; /* answered with its own failure */
 }
 
@@ -574,7 +581,7 @@ bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_respon
 
 bool cr_frozen_offline_send(courier_engine *e, cr_transfer *t) {
     if (!e->journal || t->freeze.policy == COURIER_FREEZE_NEVER || t->freeze.ignore_offline || t->mock || t->custom ||
-        t->cache || !cr_monitor_offline(e))
+        t->cache || !e->journal->ops->offline(e))
         return false;
     pthread_mutex_lock(&e->lock);
     bool closing = e->closing;

@@ -42,7 +42,8 @@
  * State (version 1): u8 version, u8 policy, u16 flags, u32 attempts, i64 created_ms,
  * i64 expires_ms, i64 next_ms, i64 claim_ms (lease end, 0: unclaimed), i64 last_ms (last attempt),
  * u32 owner pid, u32 owner nonce, u64 owner start time, u64 owner boot id hash, i32 last code,
- * i32 last HTTP status, u64 reserved, then u16 host length + host, u16 id length + id.
+ * i32 last HTTP status, u64 hash of the resend policy's id (0: none named; policy.c; was reserved
+ * and zero, so older records read as naming none), then u16 host length + host, u16 id length + id.
  *
  * Threads. Each engine has one journal thread: it is this engine's only writer of the journal
  * except the management calls. One loop turn takes everything queued (freezes from the worker,
@@ -62,6 +63,7 @@
 #define COURIER_JOURNAL_INTERNAL_H
 
 #include "base/lmdb_env.h"
+#include "journal/journal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,7 +92,7 @@ typedef struct cr_journal cr_journal;
 #define J_HOST_MAX 300
 #define J_MAP_BYTES ((size_t)2 << 30)
 #define J_OUTCOMES_KEPT 1000
-#define J_DEFAULT_CONCURRENCY CR_DEFAULT_FROZEN_CONCURRENCY /* courier_setting_default (internal.h) */
+#define J_DEFAULT_CONCURRENCY CR_DEFAULT_FROZEN_CONCURRENCY /* courier_setting_default (base/base.h) */
 #define J_DEFAULT_BACKOFF_BASE CR_DEFAULT_FROZEN_BACKOFF_BASE_MS
 #define J_DEFAULT_BACKOFF_MAX CR_DEFAULT_FROZEN_BACKOFF_MAX_MS
 #define J_DEFAULT_LEASE 300000L
@@ -133,39 +135,51 @@ typedef struct jstate {
     int64_t created_ms, expires_ms, next_ms, claim_ms, last_ms;
     jowner owner;
     int32_t last_code, last_status;
+    uint64_t rp_hash; /* cj_policy_hash of the resend policy's id; 0: the freeze policy's default */
     uint16_t host_len;
     char host[J_HOST_MAX + 1];
     uint16_t id_len;
     char id[COURIER_FROZEN_ID_MAX + 1];
 } jstate;
 
-/* ==== reading a stored request ================================================================= */
+/* ==== the stored request (record.c) ============================================================ */
 
-/* The stored request, decoded. The text is JSON (any language reads it); the journal reads it
- * with the small reader below, straight into these fields, once per replay (no document tree: a
- * generic parser costs more than the request's whole trip through the transport). Every valid JSON
- * text is read; members of other types than expected read as absent, as jansson's accessors do. */
+/* The stored request, decoded: what the record's JSON text says (docs/DESIGN.md has the keys).
+ * One table of fields in record.c drives writing it, reading it (through the JSON tape), the
+ * snapshot (which keeps the jreq whole) and rebuilding the request for a replay. Read: the
+ * strings, headers and body are owned (cj_jreq_clear). Written (cj_payload_of): borrowed. Members
+ * of other types than expected read as absent (0, NULL), as jansson's accessors do. */
 typedef struct jres {
     char *name, *key_path;
-    unsigned flags;
+    int64_t flags;
 } jres;
 
 typedef struct jreq {
-    int has_v;
-    char *id, *method, *url, *idem, *body_b64;
-    int has_headers; /* "headers" is an array */
+    int64_t v;
+    int has_v; /* "v" is an integer */
+    char *id;
+    char *method, *url;
     cr_kvlist headers;
-    long timeout_ms;
-    int has_retry, retry_max;
-    long retry_base, retry_maxd;
-    unsigned retry_flags;
-    int priority;
-    int has_cache, cache_policy;
-    int64_t cache_expiry;
+    int has_headers; /* "headers" is an array */
+    char *body;      /* decoded from "body_b64" (NUL-terminated) */
+    size_t body_len;
+    int has_body;
+    int64_t timeout_ms;
+    char *idem;
+    int64_t created_ms, expires_ms;
+    int64_t policy; /* COURIER_FREEZE_AUTO or _MANUAL ("auto", "manual") */
+    int ordered;
+    char *host;
+    int64_t priority;
+    int has_retry;
+    int64_t retry_max, retry_base, retry_maxd, retry_flags;
+    int has_cache;
+    int64_t cache_policy, cache_expiry;
     int has_json, had_mapping;
     char *key_path;
     jres *results;
     size_t nresults;
+    char *resend_policy; /* NULL: the freeze policy's default */
 } jreq;
 
 /* ==== the snapshot handed to callers =========================================================== */
@@ -173,11 +187,9 @@ typedef struct jreq {
 struct courier_frozen {
     atomic_int refs;
     uint64_t seq;
-    char *id, *method, *url, *host, *idem, *json;
-    cr_kvlist headers;
-    char *body;
-    size_t body_len;
-    int has_body;
+    jreq q;      /* the decoded request (id, method, url, headers, body, idempotency key...) */
+    char *host;  /* from the record's state */
+    char *json;  /* the stored text with the replay state spliced in */
     courier_frozen_info info;
 };
 
@@ -190,7 +202,7 @@ struct courier_frozen_list {
 
 typedef struct jfreeze {
     struct jfreeze *next;
-    cr_transfer *answer; /* what answering the caller needs (detached), answered after the commit */
+    cr_later *answer;    /* the caller (the engine's detached handle), answered after the commit */
     int code;            /* why it is frozen */
     courier_error err;
     char id[COURIER_FROZEN_ID_MAX + 1];
@@ -215,6 +227,8 @@ typedef struct joutcome {
     courier_error err;
     courier_frozen *snap;
     int not_sent; /* courier_send refused it: nothing reached the network */
+    int verdict;  /* CJ_RP_HOLD or CJ_RP_DELETE: a resend policy's answer instead of a send (policy.c) */
+    const char *why;
 } joutcome;
 
 typedef struct jresend {
@@ -235,7 +249,11 @@ typedef struct jevent {
     courier_frozen *snap;
     courier_response *resp;
     courier_error err;
+    char policy[COURIER_RESEND_POLICY_ID_MAX + 1]; /* the resend policy's id, for the log line */
 } jevent;
+
+/* A jevent that is only logged, never given to listeners: a resend policy held a request. */
+#define CJ_EVENT_HELD 0x100
 
 /* A claimed record about to be sent. */
 typedef struct jsend {
@@ -249,11 +267,12 @@ typedef struct jsend {
 
 struct cr_journal {
     courier_engine *e;
-    cr_complete_fn answer;
+    const cr_journal_ops *ops; /* the engine's: answering, sending, the monitor */
     jenv *env;
     jowner me;
     cr_callback *clock;
-    long concurrency, backoff_base, backoff_max, lease_ms, poll_ms;
+    _Atomic long concurrency; /* the network kind's when it sets one (cr_journal_set_concurrency) */
+    long backoff_base, backoff_max, lease_ms, poll_ms;
     int64_t default_expiry;
 
     pthread_t thread;
@@ -285,6 +304,8 @@ struct cr_journal {
 
     uint64_t rng; /* journal thread */
     int64_t next_recover_ms;
+
+    struct cj_policies *policies; /* resend policies (policy.c) */
 };
 
 /* Read-only look: is anything due or expired now, and which claims are held by the dead? */
@@ -298,6 +319,9 @@ static inline int64_t due_time(const jstate *s) { return s->claim_ms ? s->claim_
 static inline bool is_ordered_auto(const jstate *s) {
     return s->policy == COURIER_FREEZE_AUTO && !(s->flags & COURIER_FREEZE_UNORDERED);
 }
+
+/* What the rooms call in each other (cj_: the journal's; hidden). Each is described where it is
+ * defined; the record's functions here. */
 
 /* ---- store.c ------------------------------------------------------------------------------------ */
 
@@ -314,7 +338,7 @@ bool cj_claim_stale(cr_journal *j, const jstate *s, int64_t now);
 int cj_rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *payload);
 int cj_st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st);
 int cj_rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen,
-            bool append);
+               bool append);
 int cj_key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put);
 int cj_hostq_op(cr_journal *j, MDB_txn *txn, const jstate *st, uint64_t seq, bool put);
 int cj_host_head(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len, uint64_t *seq);
@@ -326,14 +350,23 @@ courier_frozen *cj_snap_in(cr_journal *j, MDB_txn *txn, uint64_t seq, const jsta
 
 /* ---- record.c ----------------------------------------------------------------------------------- */
 
+/* Frees what a read jreq owns and zeroes it. */
 void cj_jreq_clear(jreq *q);
+/* Reads a stored request's JSON text (through the tape). COURIER_OK, COURIER_E_JOURNAL_CORRUPT (not
+ * a JSON object, a header that is not two strings, a body that is not base64) or
+ * COURIER_E_NO_MEMORY; *q is cleared on failure. */
 int cj_jreq_read(const char *text, size_t len, jreq *q);
+/* A snapshot of a decoded request (*q is taken whole and left cleared), its stored text (the JSON
+ * view) and its state. NULL on a bad record or no memory (*bad says which). */
 courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad);
+/* The same from the stored text. */
 courier_frozen *cj_snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad);
 courier_frozen *cj_snap_retain(courier_frozen *f);
-size_t cj_dec_put(char *p, long long v);
+/* A transfer's stored request as JSON text but its opening ({"v":1,"id":...,"seq":..., written by
+ * cj_apply_freeze). *out new (free). COURIER_OK or COURIER_E_NO_MEMORY. */
 int cj_payload_of(const cr_transfer *t, const char *idem, int64_t created, int64_t expires, const char *host,
-               char **out);
+                  char **out);
+/* Rebuilds the request of a decoded record. *out new. COURIER_E_JOURNAL_CORRUPT when it is not one. */
 int cj_request_from(const jreq *q, courier_request **out);
 
 /* ---- events.c ----------------------------------------------------------------------------------- */
@@ -349,14 +382,47 @@ int cj_apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jeve
 int cj_sweep_expired(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events);
 int cj_recover_claims(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now);
 int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends,
-         jevent ***events, int64_t *next, bool *mode_done);
+            jevent ***events, int64_t *next, bool *mode_done);
 int cj_resend_one(cr_journal *j, MDB_txn *txn, const char *id, int64_t now, jsend ***sends);
 void cj_due_edges(cr_journal *j, MDB_txn *txn, int64_t now, bool *due_now, int64_t *next_due);
-int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead,
-         jseqs *expired);
+int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead, jseqs *expired);
 long cj_linger_target(const cr_journal *j);
 void cj_pump_ready(cr_journal *j);
 void cj_ready_push(cr_journal *j, jsend *list);
+
+/* ---- policy.c: resend policies and the journal's decision lines ---------------------------------- */
+
+enum { CJ_RP_SEND = 0, CJ_RP_HOLD, CJ_RP_UNKNOWN, CJ_RP_ASK, CJ_RP_DELETE };
+
+/* Open (the built-ins registered, the open time noted) and close, with the journal. */
+int cj_policy_open(cr_journal *j);
+void cj_policy_close(cr_journal *j);
+/* The hash a record keeps of a policy id (never 0). */
+uint64_t cj_policy_hash(const char *id);
+/* Whether a request's policy id is known to j; sets st's policy hash and (for "courier.manual") its
+ * freeze policy. COURIER_OK or COURIER_E_RESEND_POLICY_UNKNOWN. */
+int cj_policy_stamp(cr_journal *j, const char *id, jstate *st);
+/* In a pass, inside the transaction (no user code runs): SEND, HOLD (a built-in said not now; *why
+ * set), UNKNOWN, or ASK (a user policy: claimed, then asked off the transaction by cj_policy_ask). */
+int cj_policy_gate(cr_journal *j, const jstate *st, const char **why);
+/* A record the gate held or does not know: looked at again after the poll interval (nothing else
+ * changes); an unknown policy is reported once per record and engine. */
+int cj_policy_hold(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_t now, int verdict, const char *why,
+                   jevent ***events);
+/* Off the transaction, before a claimed record of a user policy is sent: SEND, HOLD, DELETE or
+ * UNKNOWN (removed meanwhile), with *why. */
+int cj_policy_ask(cr_journal *j, const jstate *st, const courier_frozen *snap, int64_t now, const char **why);
+/* In a turn: a HOLD or DELETE answer of cj_policy_ask (o->verdict) written. */
+int cj_policy_apply(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jevent ***events);
+/* ev's policy id from st (the registry's name for its hash, or the freeze policy's default). */
+void cj_policy_note(cr_journal *j, jevent *ev, const jstate *st);
+/* The journal's log lines: an event (before its listeners; it also gives an EXPIRED event its
+ * reason), a committed freeze, a replay sent. */
+void cj_policy_log_event(cr_journal *j, jevent *ev);
+void cj_policy_log_frozen(cr_journal *j, const jfreeze *f);
+void cj_policy_log_replay(cr_journal *j, const jstate *st, int explicit_, uint64_t request_id);
+/* The outcome log (replay.c), shared with a policy's deletion. */
+int cj_outcome_log(cr_journal *j, MDB_txn *txn, const jstate *st, int code, int status, int64_t now);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

@@ -1,8 +1,13 @@
 /*
- * record.c — the stored request: its JSON text read straight into a jreq, written from a transfer,
- * the snapshots handed to callers, and the request rebuilt for a replay.
+ * record.c — the stored request: one table of its fields drives writing its JSON text (through
+ * the one JSON writer, json.c's cr_json_put_*), reading it (through the JSON tape), the snapshots
+ * handed to callers (which keep the decoded request whole) and rebuilding the request for a
+ * replay. A field is added in three places: jreq (journal_internal.h), its row below, and
+ * jreq_of_transfer (what the worker keeps of a transfer).
  */
 #include "journal/journal_internal.h"
+
+/* ==== base64 ==================================================================================== */
 
 static int b64_value(unsigned char c) {
     if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -40,12 +45,159 @@ static int b64_decode(const char *s, size_t n, char **out, size_t *out_len) {
     return COURIER_OK;
 }
 
+/* ==== the fields ================================================================================ */
+
+enum {
+    JK_STR,     /* char *                       a JSON string */
+    JK_INT,     /* int64_t                      an integer */
+    JK_BOOL,    /* int                          true / false */
+    JK_POLICY,  /* int64_t courier_freeze_policy "auto" / "manual" */
+    JK_HEADERS, /* cr_kvlist (+ the idempotency key) [[name, value], ...] */
+    JK_BODY,    /* body, body_len, has_body     base64 text */
+    JK_OBJECT,  /* members of the same struct   {...} */
+    JK_RESULTS, /* jres *results, nresults      [{...}, ...] */
+};
+
+enum {
+    JW_ALWAYS,  /* written every time */
+    JW_IF_SET,  /* written when present: its `has` flag, a non-NULL string, results */
+    JW_OPENING, /* written by the journal thread in front of the rest (cj_apply_freeze) */
+};
+
+#define J_NO_FLAG 0xFFFFu
+
+typedef struct jfield {
+    const char *name;         /* the key */
+    const char *key;          /* ",\"name\":": what is written before the value (the comma not first) */
+    uint8_t key_len;
+    uint8_t kind;             /* JK_* */
+    uint8_t when;             /* JW_* */
+    uint16_t off;             /* the value in its struct (jreq; jres for a result's members) */
+    uint16_t has;             /* an int that says the value is present, or J_NO_FLAG */
+    const struct jfield *sub; /* JK_OBJECT, JK_RESULTS: the members */
+    uint8_t nsub;
+    /* Rebuilding the request (a top-level field): sets the value on r. NULL: not part of it. */
+    int (*apply)(courier_request *r, const jreq *q);
+} jfield;
+
+#define JKEY(n) n, ",\"" n "\":", (uint8_t)(sizeof(",\"" n "\":") - 1)
+#define JQ(m) (uint16_t) offsetof(jreq, m)
+#define JR(m) (uint16_t) offsetof(jres, m)
+#define JSUB(t) t, (uint8_t)(sizeof t / sizeof t[0])
+
+/* ---- rebuilding the request: one setter per field ------------------------------------------- */
+
+static int apply_headers(courier_request *r, const jreq *q) {
+    int rc = COURIER_OK;
+    for (size_t i = 0; rc == COURIER_OK && i < q->headers.count; i++)
+        rc = courier_request_add_header(r, q->headers.items[i].name, q->headers.items[i].value);
+    return rc;
+}
+
+static int apply_body(courier_request *r, const jreq *q) {
+    if (!q->has_body) return COURIER_OK;
+    const char *ctype = NULL; /* the first Content-Type, as the headers were added */
+    for (size_t i = 0; !ctype && i < q->headers.count; i++)
+        if (strcasecmp(q->headers.items[i].name, "Content-Type") == 0) ctype = q->headers.items[i].value;
+    return courier_request_set_body(r, q->body, q->body_len, ctype);
+}
+
+static int apply_timeout(courier_request *r, const jreq *q) {
+    return q->timeout_ms > 0 ? courier_request_set_timeout_ms(r, (long)q->timeout_ms) : COURIER_OK;
+}
+
+static int apply_priority(courier_request *r, const jreq *q) {
+    if (q->priority) courier_request_set_priority(r, q->priority > 0 ? COURIER_PRIORITY_HIGH : COURIER_PRIORITY_LOW);
+    return COURIER_OK;
+}
+
+static int apply_retry(courier_request *r, const jreq *q) {
+    if (q->has_retry && q->retry_max > 0 &&
+        courier_request_set_retry(r, (int)q->retry_max, (long)q->retry_base, (long)q->retry_maxd,
+                                  (unsigned)q->retry_flags) != COURIER_OK)
+        courier_request_set_retry(r, 0, 0, 0, 0);
+    return COURIER_OK;
+}
+
+static int apply_cache(courier_request *r, const jreq *q) {
+    if (q->has_cache) {
+        courier_request_set_cache_policy(r, (int)q->cache_policy);
+        if (q->cache_expiry > 0) courier_request_set_cache_expiry(r, q->cache_expiry);
+    }
+    return COURIER_OK;
+}
+
+/* Key paths and result names are kept; mapping objects live in memory only. */
+static int apply_json(courier_request *r, const jreq *q) {
+    if (q->has_json) {
+        if (q->key_path) courier_request_set_key_path(r, q->key_path);
+        for (size_t k = 0; k < q->nresults; k++)
+            courier_request_add_result(r, q->results[k].name, q->results[k].key_path, NULL,
+                                       (unsigned)q->results[k].flags);
+    }
+    return COURIER_OK;
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+static const jfield retry_fields[] = {
+    {JKEY("max"), JK_INT, JW_ALWAYS, JQ(retry_max), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("base_ms"), JK_INT, JW_ALWAYS, JQ(retry_base), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("max_ms"), JK_INT, JW_ALWAYS, JQ(retry_maxd), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("flags"), JK_INT, JW_ALWAYS, JQ(retry_flags), J_NO_FLAG, NULL, 0, NULL},
+};
+
+static const jfield cache_fields[] = {
+    {JKEY("policy"), JK_INT, JW_ALWAYS, JQ(cache_policy), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("expiry_s"), JK_INT, JW_ALWAYS, JQ(cache_expiry), J_NO_FLAG, NULL, 0, NULL},
+};
+
+static const jfield result_fields[] = {
+    {JKEY("name"), JK_STR, JW_ALWAYS, JR(name), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("key_path"), JK_STR, JW_IF_SET, JR(key_path), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("flags"), JK_INT, JW_ALWAYS, JR(flags), J_NO_FLAG, NULL, 0, NULL},
+};
+
+static const jfield json_fields[] = {
+    {JKEY("key_path"), JK_STR, JW_IF_SET, JQ(key_path), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("had_mapping"), JK_BOOL, JW_ALWAYS, JQ(had_mapping), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("results"), JK_RESULTS, JW_IF_SET, JQ(results), J_NO_FLAG, JSUB(result_fields), NULL},
+};
+
+/* The stored request's members, in the order they are written. The record starts with
+ * {"v":1,"id":...,"seq":... (the opening, written when the record's number is known). */
+static const jfield fields[] = {
+    {JKEY("v"), JK_INT, JW_OPENING, JQ(v), JQ(has_v), NULL, 0, NULL},
+    {JKEY("id"), JK_STR, JW_OPENING, JQ(id), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("method"), JK_STR, JW_ALWAYS, JQ(method), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("url"), JK_STR, JW_ALWAYS, JQ(url), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("headers"), JK_HEADERS, JW_ALWAYS, JQ(headers), JQ(has_headers), NULL, 0, apply_headers},
+    {JKEY("body_b64"), JK_BODY, JW_IF_SET, JQ(body), JQ(has_body), NULL, 0, apply_body},
+    {JKEY("timeout_ms"), JK_INT, JW_ALWAYS, JQ(timeout_ms), J_NO_FLAG, NULL, 0, apply_timeout},
+    {JKEY("idempotency_key"), JK_STR, JW_ALWAYS, JQ(idem), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("created_ms"), JK_INT, JW_ALWAYS, JQ(created_ms), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("expires_ms"), JK_INT, JW_ALWAYS, JQ(expires_ms), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("policy"), JK_POLICY, JW_ALWAYS, JQ(policy), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("ordered"), JK_BOOL, JW_ALWAYS, JQ(ordered), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("host"), JK_STR, JW_ALWAYS, JQ(host), J_NO_FLAG, NULL, 0, NULL},
+    {JKEY("priority"), JK_INT, JW_ALWAYS, JQ(priority), J_NO_FLAG, NULL, 0, apply_priority},
+    {JKEY("retry"), JK_OBJECT, JW_ALWAYS, 0, JQ(has_retry), JSUB(retry_fields), apply_retry},
+    {JKEY("cache"), JK_OBJECT, JW_IF_SET, 0, JQ(has_cache), JSUB(cache_fields), apply_cache},
+    {JKEY("json"), JK_OBJECT, JW_IF_SET, 0, JQ(has_json), JSUB(json_fields), apply_json},
+    /* policy.c: the resend policy's id (absent: the freeze policy's default) */
+    {JKEY("resend_policy"), JK_STR, JW_IF_SET, JQ(resend_policy), J_NO_FLAG, NULL, 0, NULL},
+};
+
+#define AT(base, off, type) ((type *)(void *)((char *)(base) + (off)))
+
 void cj_jreq_clear(jreq *q) {
     free(q->id);
     free(q->method);
     free(q->url);
     free(q->idem);
-    free(q->body_b64);
+    free(q->host);
+    free(q->body);
+    free(q->resend_policy);
     cr_kvlist_clear(&q->headers);
     free(q->key_path);
     for (size_t i = 0; i < q->nresults; i++) {
@@ -56,512 +208,320 @@ void cj_jreq_clear(jreq *q) {
     memset(q, 0, sizeof *q);
 }
 
-typedef struct jrd {
-    const char *p, *end;
-    int depth;
-} jrd;
+/* ==== writing =================================================================================== */
 
-enum { JR_OK = 0, JR_BAD = 1, JR_NOMEM = 2 };
-
-static void jr_ws(jrd *r) {
-    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t')) r->p++;
+static bool is_set(const jfield *f, const void *base) {
+    if (f->has != J_NO_FLAG) return *AT(base, f->has, const int) != 0;
+    if (f->kind == JK_STR) return *AT(base, f->off, char *const) != NULL;
+    if (f->kind == JK_RESULTS) return ((const jreq *)base)->nresults != 0;
+    return true;
 }
 
-static bool jr_peek(jrd *r, char c) {
-    jr_ws(r);
-    return r->p < r->end && *r->p == c;
+static int put_str(cr_buf *b, const char *s) {
+    return cr_json_put_string(b, s, CR_JSON_CSTRING, CR_JSON_PUT_CONTROL_U);
 }
 
-static int jr_hex4(jrd *r, uint32_t *out) {
-    if (r->end - r->p < 4) return JR_BAD;
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = r->p[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0) return JR_BAD;
-        v = v << 4 | (uint32_t)d;
-    }
-    r->p += 4;
-    *out = v;
-    return JR_OK;
+/* Appends n bytes: cr_buf_append without the call when they fit (keys and punctuation, a few
+ * dozen appends per freeze). */
+static inline int put_raw(cr_buf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap && cr_buf_reserve(b, n)) return -1;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
 }
 
-/* A string; with `out`, decoded into a new NUL-terminated string (*len its length). A string with
- * \u0000 is refused, as jansson refuses it. */
-static int jr_string(jrd *r, char **out, size_t *len) {
-    jr_ws(r);
-    if (r->p >= r->end || *r->p != '"') return JR_BAD;
-    r->p++;
-    const char *s = r->p;
-    bool plain = true;
-    while (r->p < r->end && *r->p != '"') {
-        unsigned char c = (unsigned char)*r->p;
-        if (c < 0x20) return JR_BAD;
-        if (c == '\\') {
-            plain = false;
-            if (++r->p >= r->end) return JR_BAD;
+static int put_fields(cr_buf *b, const jfield *fs, size_t n, const void *base, const jreq *q);
+
+/* Writes one value. 0, or -1 without memory. */
+static int put_value(cr_buf *b, const jfield *f, const void *base, const jreq *q) {
+    switch (f->kind) {
+    case JK_STR: return put_str(b, *AT(base, f->off, char *const));
+    case JK_INT: return cr_json_put_int(b, *AT(base, f->off, const int64_t));
+    case JK_BOOL: return *AT(base, f->off, const int) ? put_raw(b, "true", 4) : put_raw(b, "false", 5);
+    case JK_POLICY:
+        return *AT(base, f->off, const int64_t) == COURIER_FREEZE_MANUAL ? put_raw(b, "\"manual\"", 8)
+                                                                         : put_raw(b, "\"auto\"", 6);
+    case JK_HEADERS: {
+        const cr_kvlist *h = AT(base, f->off, const cr_kvlist);
+        int rc = put_raw(b, "[", 1);
+        for (size_t i = 0; !rc && i < h->count; i++) {
+            rc = i ? put_raw(b, ",[", 2) : put_raw(b, "[", 1);
+            if (!rc) rc = put_str(b, h->items[i].name);
+            if (!rc) rc = put_raw(b, ",", 1);
+            if (!rc) rc = put_str(b, h->items[i].value);
+            if (!rc) rc = put_raw(b, "]", 1);
         }
-        r->p++;
-    }
-    if (r->p >= r->end) return JR_BAD;
-    const char *e = r->p++;
-    if (!out && plain) return JR_OK; /* skipped; escapes are still checked below */
-    char *b = malloc((size_t)(e - s) + 1);
-    if (!b) return JR_NOMEM;
-    size_t o = 0;
-    for (const char *q = s; q < e;) {
-        if (*q != '\\') {
-            b[o++] = *q++;
-            continue;
+        /* Every stored request carries its idempotency key as a header (the replay sends it). */
+        if (!rc && !cr_kvlist_get(h, "Idempotency-Key")) {
+            rc = cr_buf_append_str(b, h->count ? ",[\"Idempotency-Key\"," : "[\"Idempotency-Key\",") ? -1 : 0;
+            if (!rc) rc = put_str(b, q->idem);
+            if (!rc) rc = put_raw(b, "]", 1);
         }
-        q++;
-        char c = *q++;
-        switch (c) {
-        case '"': b[o++] = '"'; break;
-        case '\\': b[o++] = '\\'; break;
-        case '/': b[o++] = '/'; break;
-        case 'b': b[o++] = '\b'; break;
-        case 'f': b[o++] = '\f'; break;
-        case 'n': b[o++] = '\n'; break;
-        case 'r': b[o++] = '\r'; break;
-        case 't': b[o++] = '\t'; break;
-        case 'u': {
-            jrd h = {q, e, 0};
-            uint32_t cp;
-            if (jr_hex4(&h, &cp)) goto bad;
-            if (cp >= 0xDC00 && cp <= 0xDFFF) goto bad;
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                uint32_t lo;
-                if (h.end - h.p < 6 || h.p[0] != '\\' || h.p[1] != 'u') goto bad;
-                h.p += 2;
-                if (jr_hex4(&h, &lo) || lo < 0xDC00 || lo > 0xDFFF) goto bad;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            }
-            if (cp == 0) goto bad;
-            q = h.p;
-            /* UTF-8 is never longer than the escape it comes from (6 or 12 bytes). */
-            if (cp < 0x80) {
-                b[o++] = (char)cp;
-            } else if (cp < 0x800) {
-                b[o++] = (char)(0xC0 | cp >> 6);
-                b[o++] = (char)(0x80 | (cp & 0x3F));
-            } else if (cp < 0x10000) {
-                b[o++] = (char)(0xE0 | cp >> 12);
-                b[o++] = (char)(0x80 | (cp >> 6 & 0x3F));
-                b[o++] = (char)(0x80 | (cp & 0x3F));
-            } else {
-                b[o++] = (char)(0xF0 | cp >> 18);
-                b[o++] = (char)(0x80 | (cp >> 12 & 0x3F));
-                b[o++] = (char)(0x80 | (cp >> 6 & 0x3F));
-                b[o++] = (char)(0x80 | (cp & 0x3F));
-            }
-            break;
+        return rc ? -1 : put_raw(b, "]", 1);
+    }
+    case JK_BODY: {
+        const jreq *src = base;
+        int rc = put_raw(b, "\"", 1);
+        /* cr_base64_encode of nothing leaves a reserved, unterminated buffer: encode only bytes. */
+        if (!rc && src->body_len) rc = cr_base64_encode(b, src->body, src->body_len);
+        return rc || put_raw(b, "\"", 1);
+    }
+    case JK_OBJECT: {
+        if (put_raw(b, "{", 1) || put_fields(b, f->sub, f->nsub, base, q)) return -1;
+        return put_raw(b, "}", 1);
+    }
+    case JK_RESULTS: {
+        const jres *items = ((const jreq *)base)->results;
+        size_t n = ((const jreq *)base)->nresults;
+        if (put_raw(b, "[", 1)) return -1;
+        for (size_t i = 0; i < n; i++) {
+            if ((i && put_raw(b, ",", 1)) || put_raw(b, "{", 1) ||
+                put_fields(b, f->sub, f->nsub, &items[i], q) || put_raw(b, "}", 1))
+                return -1;
         }
-        default: goto bad;
-        }
+        return put_raw(b, "]", 1);
     }
-    b[o] = '\0';
-    if (out) {
-        *out = b;
-        if (len) *len = o;
-    } else {
-        free(b);
-    }
-    return JR_OK;
-bad:
-    free(b);
-    return JR_BAD;
-}
-
-/* A number. *is_int says whether it is an integer (no fraction or exponent) that fits int64. */
-static int jr_number(jrd *r, int64_t *v, bool *is_int) {
-    jr_ws(r);
-    bool neg = false, integer = true, overflow = false;
-    uint64_t acc = 0;
-    if (r->p < r->end && *r->p == '-') {
-        neg = true;
-        r->p++;
-    }
-    if (r->p >= r->end || *r->p < '0' || *r->p > '9') return JR_BAD;
-    if (*r->p == '0' && r->p + 1 < r->end && r->p[1] >= '0' && r->p[1] <= '9') return JR_BAD;
-    while (r->p < r->end && *r->p >= '0' && *r->p <= '9') {
-        unsigned d = (unsigned)(*r->p++ - '0');
-        if (acc > (UINT64_MAX - d) / 10) overflow = true;
-        else acc = acc * 10 + d;
-    }
-    if (r->p < r->end && *r->p == '.') {
-        integer = false;
-        r->p++;
-        if (r->p >= r->end || *r->p < '0' || *r->p > '9') return JR_BAD;
-        while (r->p < r->end && *r->p >= '0' && *r->p <= '9') r->p++;
-    }
-    if (r->p < r->end && (*r->p == 'e' || *r->p == 'E')) {
-        integer = false;
-        r->p++;
-        if (r->p < r->end && (*r->p == '+' || *r->p == '-')) r->p++;
-        if (r->p >= r->end || *r->p < '0' || *r->p > '9') return JR_BAD;
-        while (r->p < r->end && *r->p >= '0' && *r->p <= '9') r->p++;
-    }
-    if (overflow || acc > (uint64_t)INT64_MAX + (neg ? 1u : 0u)) integer = false;
-    *is_int = integer;
-    *v = !integer ? 0 : neg ? (int64_t)(0 - acc) : (int64_t)acc;
-    return JR_OK;
-}
-
-static int jr_literal(jrd *r, const char *lit) {
-    jr_ws(r);
-    size_t n = strlen(lit);
-    if ((size_t)(r->end - r->p) < n || memcmp(r->p, lit, n) != 0) return JR_BAD;
-    r->p += n;
-    return JR_OK;
-}
-
-static int jr_skip(jrd *r);
-
-/* Walks an object: calls member(r, key, klen, ctx) at each value (the member reads or skips it). */
-static int jr_object(jrd *r, int (*member)(jrd *, const char *, size_t, void *), void *ctx) {
-    if (!jr_peek(r, '{')) return JR_BAD;
-    if (++r->depth > 32) return JR_BAD;
-    r->p++;
-    if (jr_peek(r, '}')) {
-        r->p++;
-        r->depth--;
-        return JR_OK;
-    }
-    for (;;) {
-        jr_ws(r);
-        /* Keys are compared raw: the keys the journal reads have no escapes. */
-        if (r->p >= r->end || *r->p != '"') return JR_BAD;
-        const char *k = r->p + 1;
-        int rc = jr_string(r, NULL, NULL);
-        if (rc) return rc;
-        size_t klen = (size_t)(r->p - 1 - k);
-        if (!jr_peek(r, ':')) return JR_BAD;
-        r->p++;
-        if ((rc = member(r, k, klen, ctx))) return rc;
-        jr_ws(r);
-        if (r->p < r->end && *r->p == ',') {
-            r->p++;
-            continue;
-        }
-        if (r->p < r->end && *r->p == '}') {
-            r->p++;
-            r->depth--;
-            return JR_OK;
-        }
-        return JR_BAD;
+    default: return -1;
     }
 }
 
-static int skip_member(jrd *r, const char *k, size_t n, void *ctx) {
-    (void)k;
-    (void)n;
-    (void)ctx;
-    return jr_skip(r);
+/* Writes the members of a table (not the opening ones): "key":value, comma-separated. */
+static int put_fields(cr_buf *b, const jfield *fs, size_t n, const void *base, const jreq *q) {
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        const jfield *f = &fs[i];
+        if (f->when == JW_OPENING || (f->when == JW_IF_SET && !is_set(f, base))) continue;
+        if (put_raw(b, f->key + first, f->key_len - first) || put_value(b, f, base, q)) return -1;
+        first = false;
+    }
+    return 0;
 }
 
-static int jr_skip(jrd *r) {
-    jr_ws(r);
-    if (r->p >= r->end) return JR_BAD;
-    switch (*r->p) {
-    case '"': return jr_string(r, NULL, NULL);
-    case '{': return jr_object(r, skip_member, NULL);
-    case '[': {
-        if (++r->depth > 32) return JR_BAD;
-        r->p++;
-        if (jr_peek(r, ']')) {
-            r->p++;
-            r->depth--;
-            return JR_OK;
+/* What a stored request keeps of a transfer (borrowed: the view is only written). */
+static void jreq_of_transfer(jreq *q, const cr_transfer *t, jres *results, const char *idem, int64_t created,
+                             int64_t expires, const char *host) {
+    memset(q, 0, sizeof *q);
+    q->method = t->method;
+    q->url = t->url;
+    q->headers = t->headers;
+    q->has_headers = 1;
+    q->body = t->body;
+    q->body_len = t->body_len;
+    q->has_body = t->has_body;
+    q->timeout_ms = t->timeout_ms;
+    q->idem = (char *)idem;
+    q->created_ms = created;
+    q->expires_ms = expires;
+    q->policy = t->freeze.policy;
+    q->ordered = !(t->freeze.flags & COURIER_FREEZE_UNORDERED);
+    q->host = (char *)host;
+    q->priority = t->priority;
+    q->has_retry = 1;
+    q->retry_max = t->retry.max;
+    q->retry_base = t->retry.base_ms;
+    q->retry_maxd = t->retry.max_ms;
+    q->retry_flags = t->retry.flags;
+    q->has_cache = t->freeze.cache_set;
+    q->cache_policy = t->freeze.cache_policy;
+    q->cache_expiry = t->freeze.cache_expiry_s;
+    q->resend_policy = t->freeze.resend_policy[0] ? (char *)t->freeze.resend_policy : NULL;
+    if (t->jspec) {
+        q->has_json = 1;
+        q->key_path = t->jspec->key_path;
+        q->had_mapping = t->jspec->mapping != NULL;
+        for (size_t i = 0; i < t->jspec->nresults; i++) {
+            results[i].name = t->jspec->results[i].name;
+            results[i].key_path = t->jspec->results[i].key_path;
+            results[i].flags = t->jspec->results[i].flags;
         }
-        for (;;) {
-            int rc = jr_skip(r);
+        q->results = results;
+        q->nresults = t->jspec->nresults;
+    }
+}
+
+/* Builds the stored request of a transfer as JSON text, all but its opening: the journal puts
+ * {"v":1,"id":...,"seq":... in front when it writes it (the id may be made then). Written once,
+ * directly (no document tree), on the worker. *out new (free). */
+int cj_payload_of(const cr_transfer *t, const char *idem, int64_t created, int64_t expires, const char *host,
+                  char **out) {
+    jres stack[8], *results = stack;
+    size_t nres = t->jspec ? t->jspec->nresults : 0;
+    if (nres > sizeof stack / sizeof stack[0] && !(results = malloc(nres * sizeof *results)))
+        return COURIER_E_NO_MEMORY;
+    jreq q;
+    jreq_of_transfer(&q, t, results, idem, created, expires, host);
+    cr_buf b = {0};
+    int rc = cr_buf_reserve(&b, 512 + (t->has_body ? t->body_len / 3 * 4 + 4 : 0)) ? -1 : 0;
+    if (!rc) rc = put_fields(&b, fields, sizeof fields / sizeof fields[0], &q, &q);
+    if (!rc) rc = cr_buf_append_char(&b, '}') ? -1 : 0;
+    if (results != stack) free(results);
+    if (rc) {
+        cr_buf_free(&b);
+        return COURIER_E_NO_MEMORY;
+    }
+    *out = cr_buf_take(&b, NULL);
+    return *out ? COURIER_OK : COURIER_E_NO_MEMORY;
+}
+
+/* ==== reading (through the JSON tape) =========================================================== */
+
+typedef struct jtape {
+    const courier_json_tape_entry *e;
+    const char *text;
+} jtape;
+
+/* A string entry as a new NUL-terminated string. */
+static char *tape_str(const jtape *t, size_t i) {
+    return cr_strndup(t->text + t->e[i].payload, t->e[i].length);
+}
+
+/* The entry just past the value at i. */
+static size_t tape_skip(const jtape *t, size_t i) {
+    return t->e[i].type == COURIER_JSON_OBJECT || t->e[i].type == COURIER_JSON_ARRAY ? (size_t)t->e[i].payload : i + 1;
+}
+
+static int get_fields(const jtape *t, size_t obj, const jfield *fs, size_t n, void *base, jreq *q);
+
+/* Reads the value at entry i into field f of base. COURIER_OK, COURIER_E_NO_MEMORY, or
+ * COURIER_E_JOURNAL_CORRUPT (a header that is not two strings, a body that is not base64). */
+static int get_value(const jtape *t, size_t i, const jfield *f, void *base, jreq *q) {
+    const courier_json_tape_entry *v = &t->e[i];
+    switch (f->kind) {
+    case JK_STR: {
+        char **dst = AT(base, f->off, char *);
+        free(*dst);
+        *dst = NULL;
+        if (v->type != COURIER_JSON_STRING) return COURIER_OK;
+        return (*dst = tape_str(t, i)) ? COURIER_OK : COURIER_E_NO_MEMORY;
+    }
+    case JK_INT:
+        *AT(base, f->off, int64_t) = v->type == COURIER_JSON_INTEGER ? (int64_t)v->payload : 0;
+        if (f->has != J_NO_FLAG) *AT(base, f->has, int) = v->type == COURIER_JSON_INTEGER;
+        return COURIER_OK;
+    case JK_BOOL:
+        *AT(base, f->off, int) = v->type == COURIER_JSON_BOOL && (v->flags & COURIER_JSON_TAPE_TRUE);
+        return COURIER_OK;
+    case JK_POLICY:
+        *AT(base, f->off, int64_t) = v->type == COURIER_JSON_STRING && v->length == 6 &&
+                                             memcmp(t->text + v->payload, "manual", 6) == 0
+                                         ? COURIER_FREEZE_MANUAL
+                                         : COURIER_FREEZE_AUTO;
+        return COURIER_OK;
+    case JK_HEADERS: {
+        cr_kvlist *h = AT(base, f->off, cr_kvlist);
+        cr_kvlist_clear(h);
+        *AT(base, f->has, int) = v->type == COURIER_JSON_ARRAY;
+        if (v->type != COURIER_JSON_ARRAY) return COURIER_OK;
+        /* Each header is [name, value], both strings (extra elements are ignored). */
+        for (size_t k = i + 1; k < (size_t)v->payload;) {
+            const courier_json_tape_entry *a = &t->e[k];
+            if (a->type != COURIER_JSON_ARRAY || a->length < 2 || t->e[k + 1].type != COURIER_JSON_STRING)
+                return COURIER_E_JOURNAL_CORRUPT;
+            size_t vi = k + 2; /* the name is one entry */
+            if (t->e[vi].type != COURIER_JSON_STRING) return COURIER_E_JOURNAL_CORRUPT;
+            if (cr_kvlist_add(h, t->text + t->e[k + 1].payload, t->e[k + 1].length, t->text + t->e[vi].payload,
+                              t->e[vi].length))
+                return COURIER_E_NO_MEMORY;
+            k = (size_t)a->payload;
+        }
+        return COURIER_OK;
+    }
+    case JK_BODY: {
+        jreq *dst = base;
+        free(dst->body);
+        dst->body = NULL;
+        dst->body_len = 0;
+        dst->has_body = 0;
+        if (v->type != COURIER_JSON_STRING) return COURIER_OK;
+        int rc = b64_decode(t->text + v->payload, v->length, &dst->body, &dst->body_len);
+        if (rc) return rc == COURIER_E_NO_MEMORY ? rc : COURIER_E_JOURNAL_CORRUPT;
+        dst->has_body = 1;
+        return COURIER_OK;
+    }
+    case JK_OBJECT:
+        if (v->type != COURIER_JSON_OBJECT) return COURIER_OK;
+        *AT(base, f->has, int) = 1;
+        for (size_t k = 0; k < f->nsub; k++) { /* a later member replaces an earlier one whole */
+            const jfield *s = &f->sub[k];
+            if (s->kind == JK_INT) *AT(base, s->off, int64_t) = 0;
+        }
+        return get_fields(t, i, f->sub, f->nsub, base, q);
+    case JK_RESULTS: {
+        jres **items = &((jreq *)base)->results;
+        size_t *n = &((jreq *)base)->nresults;
+        for (size_t k = 0; k < *n; k++) {
+            free((*items)[k].name);
+            free((*items)[k].key_path);
+        }
+        *n = 0;
+        if (v->type != COURIER_JSON_ARRAY) return COURIER_OK;
+        for (size_t k = i + 1; k < (size_t)v->payload; k = tape_skip(t, k)) {
+            if (t->e[k].type != COURIER_JSON_OBJECT) continue; /* not an object: its fields read as absent */
+            jres *p = realloc(*items, (*n + 1) * sizeof *p);
+            if (!p) return COURIER_E_NO_MEMORY;
+            *items = p;
+            jres *x = &p[(*n)++];
+            memset(x, 0, sizeof *x);
+            int rc = get_fields(t, k, f->sub, f->nsub, x, q);
             if (rc) return rc;
-            jr_ws(r);
-            if (r->p < r->end && *r->p == ',') {
-                r->p++;
-                continue;
+        }
+        return COURIER_OK;
+    }
+    default: return COURIER_OK;
+    }
+}
+
+/* Reads the members of the object at entry obj that the table names; others are skipped. */
+static int get_fields(const jtape *t, size_t obj, const jfield *fs, size_t n, void *base, jreq *q) {
+    size_t end = (size_t)t->e[obj].payload;
+    for (size_t k = obj + 1; k < end;) {
+        const courier_json_tape_entry *key = &t->e[k];
+        size_t v = k + 1;
+        size_t next = tape_skip(t, v);
+        if (!(key->flags & COURIER_JSON_TAPE_DEAD)) { /* a duplicate key: the last one wins */
+            const char *name = t->text + key->payload;
+            for (size_t i = 0; i < n; i++) {
+                if (fs[i].key_len - 4u == key->length && memcmp(fs[i].name, name, key->length) == 0) {
+                    int rc = get_value(t, v, &fs[i], base, q);
+                    if (rc) return rc;
+                    break;
+                }
             }
-            if (r->p < r->end && *r->p == ']') {
-                r->p++;
-                r->depth--;
-                return JR_OK;
-            }
-            return JR_BAD;
         }
+        k = next;
     }
-    case 't': return jr_literal(r, "true");
-    case 'f': return jr_literal(r, "false");
-    case 'n': return jr_literal(r, "null");
-    default: {
-        int64_t v;
-        bool i;
-        return jr_number(r, &v, &i);
-    }
-    }
+    return COURIER_OK;
 }
 
-/* A member expected to be a string: read (replacing an earlier one) or, of another type, skipped. */
-static int jr_str_member(jrd *r, char **dst) {
-    if (!jr_peek(r, '"')) return jr_skip(r);
-    char *s = NULL;
-    int rc = jr_string(r, &s, NULL);
-    if (rc) return rc;
-    free(*dst);
-    *dst = s;
-    return JR_OK;
-}
-
-/* A member expected to be an integer: its value, else 0 (and *is set false). */
-static int jr_int_member(jrd *r, int64_t *dst, int *is) {
-    jr_ws(r);
-    if (r->p < r->end && (*r->p == '-' || (*r->p >= '0' && *r->p <= '9'))) {
-        bool integer;
-        int rc = jr_number(r, dst, &integer);
-        if (is) *is = integer;
-        return rc;
-    }
-    *dst = 0;
-    if (is) *is = 0;
-    return jr_skip(r);
-}
-
-static bool key_is(const char *k, size_t n, const char *name) { return strlen(name) == n && memcmp(k, name, n) == 0; }
-
-static int retry_member(jrd *r, const char *k, size_t n, void *ctx) {
-    jreq *q = ctx;
-    int64_t v = 0;
-    int which = key_is(k, n, "max") ? 1 : key_is(k, n, "base_ms") ? 2 : key_is(k, n, "max_ms") ? 3 : key_is(k, n, "flags") ? 4 : 0;
-    if (!which) return jr_skip(r);
-    int rc = jr_int_member(r, &v, NULL);
-    if (which == 1) q->retry_max = (int)v;
-    else if (which == 2) q->retry_base = (long)v;
-    else if (which == 3) q->retry_maxd = (long)v;
-    else q->retry_flags = (unsigned)v;
-    return rc;
-}
-
-static int cache_member(jrd *r, const char *k, size_t n, void *ctx) {
-    jreq *q = ctx;
-    int64_t v = 0;
-    int which = key_is(k, n, "policy") ? 1 : key_is(k, n, "expiry_s") ? 2 : 0;
-    if (!which) return jr_skip(r);
-    int rc = jr_int_member(r, &v, NULL);
-    if (which == 1) q->cache_policy = (int)v;
-    else q->cache_expiry = v;
-    return rc;
-}
-
-static int result_member(jrd *r, const char *k, size_t n, void *ctx) {
-    jres *x = ctx;
-    if (key_is(k, n, "name")) return jr_str_member(r, &x->name);
-    if (key_is(k, n, "key_path")) return jr_str_member(r, &x->key_path);
-    if (key_is(k, n, "flags")) {
-        int64_t v = 0;
-        int rc = jr_int_member(r, &v, NULL);
-        x->flags = (unsigned)v;
-        return rc;
-    }
-    return jr_skip(r);
-}
-
-/* Arrays the journal reads: calls item(r, ctx) at each element. A value of another type is skipped
- * (*was_array false). */
-static int jr_array(jrd *r, int (*item)(jrd *, void *), void *ctx, bool *was_array) {
-    *was_array = false;
-    if (!jr_peek(r, '[')) return jr_skip(r);
-    *was_array = true;
-    if (++r->depth > 32) return JR_BAD;
-    r->p++;
-    if (jr_peek(r, ']')) {
-        r->p++;
-        r->depth--;
-        return JR_OK;
-    }
-    for (;;) {
-        int rc = item(r, ctx);
-        if (rc) return rc;
-        jr_ws(r);
-        if (r->p < r->end && *r->p == ',') {
-            r->p++;
-            continue;
-        }
-        if (r->p < r->end && *r->p == ']') {
-            r->p++;
-            r->depth--;
-            return JR_OK;
-        }
-        return JR_BAD;
-    }
-}
-
-static int result_item(jrd *r, void *ctx) {
-    jreq *q = ctx;
-    if (!jr_peek(r, '{')) return jr_skip(r); /* not an object: its fields read as absent */
-    jres *p = realloc(q->results, (q->nresults + 1) * sizeof *p);
-    if (!p) return JR_NOMEM;
-    q->results = p;
-    jres *x = &p[q->nresults++];
-    memset(x, 0, sizeof *x);
-    return jr_object(r, result_member, x);
-}
-
-static int json_member(jrd *r, const char *k, size_t n, void *ctx) {
-    jreq *q = ctx;
-    if (key_is(k, n, "key_path")) return jr_str_member(r, &q->key_path);
-    if (key_is(k, n, "results")) {
-        bool arr;
-        for (size_t i = 0; i < q->nresults; i++) { /* a later member replaces an earlier one */
-            free(q->results[i].name);
-            free(q->results[i].key_path);
-        }
-        q->nresults = 0;
-        return jr_array(r, result_item, q, &arr);
-    }
-    if (key_is(k, n, "had_mapping")) {
-        jr_ws(r);
-        q->had_mapping = r->p < r->end && *r->p == 't';
-        return jr_skip(r);
-    }
-    return jr_skip(r);
-}
-
-/* One header: [name, value], both strings (anything else makes the record unreadable). */
-static int header_item(jrd *r, void *ctx) {
-    jreq *q = ctx;
-    if (!jr_peek(r, '[')) return JR_BAD;
-    r->p++;
-    char *name = NULL, *value = NULL;
-    size_t nl = 0, vl = 0;
-    int rc = jr_string(r, &name, &nl);
-    if (!rc && !jr_peek(r, ',')) rc = JR_BAD;
-    if (!rc) {
-        r->p++;
-        rc = jr_string(r, &value, &vl);
-    }
-    /* Extra elements are allowed (skipped), as jansson's readers ignored them. */
-    while (!rc && jr_peek(r, ',')) {
-        r->p++;
-        rc = jr_skip(r);
-    }
-    if (!rc && !jr_peek(r, ']')) rc = JR_BAD;
-    if (!rc) r->p++;
-    if (!rc && cr_kvlist_add(&q->headers, name, nl, value, vl)) rc = JR_NOMEM;
-    free(name);
-    free(value);
-    return rc;
-}
-
-static int top_member(jrd *r, const char *k, size_t n, void *ctx) {
-    jreq *q = ctx;
-    int64_t v = 0;
-    int is = 0, rc;
-    switch (n ? k[0] : 0) {
-    case 'v':
-        if (n == 1) {
-            rc = jr_int_member(r, &v, &is);
-            q->has_v = is;
-            return rc;
-        }
-        break;
-    case 'i':
-        if (key_is(k, n, "id")) return jr_str_member(r, &q->id);
-        if (key_is(k, n, "idempotency_key")) return jr_str_member(r, &q->idem);
-        break;
-    case 'm':
-        if (key_is(k, n, "method")) return jr_str_member(r, &q->method);
-        break;
-    case 'u':
-        if (key_is(k, n, "url")) return jr_str_member(r, &q->url);
-        break;
-    case 'b':
-        if (key_is(k, n, "body_b64")) return jr_str_member(r, &q->body_b64);
-        break;
-    case 'h':
-        if (key_is(k, n, "headers")) {
-            bool arr;
-            cr_kvlist_clear(&q->headers);
-            rc = jr_array(r, header_item, q, &arr);
-            q->has_headers = arr;
-            return rc;
-        }
-        break;
-    case 't':
-        if (key_is(k, n, "timeout_ms")) {
-            rc = jr_int_member(r, &v, NULL);
-            q->timeout_ms = (long)v;
-            return rc;
-        }
-        break;
-    case 'p':
-        if (key_is(k, n, "priority")) {
-            rc = jr_int_member(r, &v, NULL);
-            q->priority = (int)v;
-            return rc;
-        }
-        break;
-    case 'r':
-        if (key_is(k, n, "retry")) {
-            if (!jr_peek(r, '{')) return jr_skip(r);
-            q->has_retry = 1;
-            q->retry_max = 0;
-            q->retry_base = q->retry_maxd = 0;
-            q->retry_flags = 0;
-            return jr_object(r, retry_member, q);
-        }
-        break;
-    case 'c':
-        if (key_is(k, n, "cache")) {
-            if (!jr_peek(r, '{')) return jr_skip(r);
-            q->has_cache = 1;
-            q->cache_policy = 0;
-            q->cache_expiry = 0;
-            return jr_object(r, cache_member, q);
-        }
-        break;
-    case 'j':
-        if (key_is(k, n, "json")) {
-            if (!jr_peek(r, '{')) return jr_skip(r);
-            q->has_json = 1;
-            return jr_object(r, json_member, q);
-        }
-        break;
-    default: break;
-    }
-    return jr_skip(r);
-}
-
-/* Reads a stored request. COURIER_OK, COURIER_E_JOURNAL_CORRUPT (not a JSON object, or a header
- * that is not two strings) or COURIER_E_NO_MEMORY; *q is cleared on failure. */
 int cj_jreq_read(const char *text, size_t len, jreq *q) {
     memset(q, 0, sizeof *q);
-    jrd r = {text, text + len, 0};
-    int rc = jr_object(&r, top_member, q);
-    if (rc == JR_OK) {
-        jr_ws(&r);
-        if (r.p != r.end) rc = JR_BAD;
-    }
-    if (rc == JR_OK) return COURIER_OK;
-    cj_jreq_clear(q);
-    return rc == JR_NOMEM ? COURIER_E_NO_MEMORY : COURIER_E_JOURNAL_CORRUPT;
+    courier_json_options o;
+    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    o.max_depth = 32;
+    o.max_bytes = INT64_MAX;
+    o.flags = COURIER_JSON_ALLOW_DUPLICATE_KEYS;
+    courier_json_tape *tape = NULL;
+    int rc = courier_json_tape_parse(text, len, &o, &tape, NULL);
+    if (rc) return rc == COURIER_E_NO_MEMORY ? rc : COURIER_E_JOURNAL_CORRUPT;
+    jtape t = {courier_json_tape_entries(tape, NULL), (const char *)courier_json_tape_text(tape)};
+    rc = t.e[0].type == COURIER_JSON_OBJECT ? get_fields(&t, 0, fields, sizeof fields / sizeof fields[0], q, q)
+                                            : COURIER_E_JOURNAL_CORRUPT;
+    courier_json_tape_free(tape);
+    if (rc) cj_jreq_clear(q);
+    return rc;
 }
+
+/* ==== the snapshot handed to callers ============================================================ */
 
 void courier_frozen_free(courier_frozen *f) {
     if (!f || atomic_fetch_sub(&f->refs, 1) != 1) return;
-    free(f->id);
-    free(f->method);
-    free(f->url);
+    cj_jreq_clear(&f->q);
     free(f->host);
-    free(f->idem);
     free(f->json);
-    cr_kvlist_clear(&f->headers);
-    free(f->body);
     free(f);
 }
 
-/* Builds a snapshot from a decoded request (its strings and headers are taken: *q is left
- * cleared), the stored text (for the JSON view) and the state. NULL on a bad record or no memory
- * (*bad says which). */
 courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad) {
     *bad = false;
     if (!q->method || !q->url || !q->id || !q->has_v) {
@@ -576,29 +536,16 @@ courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len
     }
     atomic_init(&f->refs, 1);
     f->seq = seq;
-    f->id = q->id;
-    f->method = q->method;
-    f->url = q->url;
-    f->idem = q->idem ? q->idem : cr_strdup("");
-    f->headers = q->headers;
-    q->id = q->method = q->url = q->idem = NULL;
-    memset(&q->headers, 0, sizeof q->headers);
+    f->q = *q; /* taken whole */
+    memset(q, 0, sizeof *q);
+    if (!f->q.idem) f->q.idem = cr_strdup("");
     f->host = cr_strndup(st->host, st->host_len);
-    if (!f->idem || !f->host) goto oom;
-    if (q->body_b64) {
-        int rc = b64_decode(q->body_b64, strlen(q->body_b64), &f->body, &f->body_len);
-        if (rc == COURIER_E_NO_MEMORY) goto oom;
-        if (rc) {
-            *bad = true;
-            goto fail;
-        }
-        f->has_body = 1;
-    }
+    if (!f->q.idem || !f->host) goto fail;
     courier_frozen_info *in = &f->info;
     in->size = sizeof *in;
     in->policy = st->policy;
     in->flags = st->flags & (COURIER_FREEZE_UNORDERED | COURIER_FREEZE_ON_AMBIGUOUS);
-    in->timeout_ms = q->timeout_ms;
+    in->timeout_ms = (long)f->q.timeout_ms;
     in->attempts = (int)st->attempts;
     in->last_code = st->last_code;
     in->last_status = st->last_status;
@@ -616,20 +563,15 @@ courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len
                       "\"last_code\":%d,\"last_status\":%d}}",
                       st->attempts, (long long)st->next_ms, (long long)st->last_ms, st->claim_ms ? "true" : "false",
                       (int)st->last_code, (int)st->last_status);
-    if (end == 0 || !(f->json = malloc(end + (size_t)sl + 1))) goto oom;
+    if (end == 0 || !(f->json = malloc(end + (size_t)sl + 1))) goto fail;
     memcpy(f->json, text, end - 1);
     memcpy(f->json + end - 1, state, (size_t)sl + 1);
-    cj_jreq_clear(q);
     return f;
-oom:
 fail:
-    cj_jreq_clear(q);
     courier_frozen_free(f);
     return NULL;
 }
 
-/* Builds a snapshot from the stored request text and its state. NULL on a bad record or no memory
- * (*bad says which). */
 courier_frozen *cj_snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad) {
     jreq q;
     int rc = cj_jreq_read(text, len, &q);
@@ -645,183 +587,16 @@ courier_frozen *cj_snap_retain(courier_frozen *f) {
     return f;
 }
 
-/* ==== what a frozen request keeps ============================================================== */
+/* ==== rebuilding the request ==================================================================== */
 
-/* Appends s as a JSON string (quotes, escapes; s is UTF-8). */
-static int json_str(cr_buf *b, const char *s) {
-    static const char hex[] = "0123456789abcdef";
-    if (cr_buf_append_char(b, '"')) return COURIER_E_NO_MEMORY;
-    const char *run = s;
-    for (const char *p = s;; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c && c >= 0x20 && c != '"' && c != '\\') continue;
-        if (p > run && cr_buf_append(b, run, (size_t)(p - run))) return COURIER_E_NO_MEMORY;
-        if (!c) break;
-        char esc[7] = {'\\', (char)c, 0};
-        size_t n = 2;
-        if (c < 0x20) {
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            n = 6;
-        }
-        if (cr_buf_append(b, esc, n)) return COURIER_E_NO_MEMORY;
-        run = p + 1;
-    }
-    return cr_buf_append_char(b, '"');
-}
-
-/* Writes v in decimal at p (room for 21 bytes); returns the length. snprintf costs ~1,500
- * instructions a call, and a freeze formats a dozen numbers. */
-size_t cj_dec_put(char *p, long long v) {
-    char tmp[24];
-    size_t n = 0;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    size_t o = 0;
-    if (v < 0) p[o++] = '-';
-    while (n) p[o++] = tmp[--n];
-    return o;
-}
-
-/* Appends lit then v in decimal. */
-static int buf_num(cr_buf *b, const char *lit, long long v) {
-    char d[24];
-    int rc = cr_buf_append_str(b, lit);
-    return rc ? rc : cr_buf_append(b, d, cj_dec_put(d, v));
-}
-
-/* Builds the stored request of a transfer as JSON text, all but its opening: the journal puts
- * {"v":1,"id":...,"seq":... in front when it writes it (the id may be made then). The text is
- * written once, directly (no document tree), on the worker. *out new (free). */
-int cj_payload_of(const cr_transfer *t, const char *idem, int64_t created, int64_t expires, const char *host,
-               char **out) {
-    cr_buf b = {0};
-    char num[96];
-    int rc = cr_buf_append_str(&b, "\"method\":");
-    if (!rc) rc = json_str(&b, t->method);
-    if (!rc) rc = cr_buf_append_str(&b, ",\"url\":");
-    if (!rc) rc = json_str(&b, t->url);
-    if (!rc) rc = cr_buf_append_str(&b, ",\"headers\":[");
-    for (size_t i = 0; !rc && i < t->headers.count; i++) {
-        rc = cr_buf_append_str(&b, i ? ",[" : "[");
-        if (!rc) rc = json_str(&b, t->headers.items[i].name);
-        if (!rc) rc = cr_buf_append_char(&b, ',');
-        if (!rc) rc = json_str(&b, t->headers.items[i].value);
-        if (!rc) rc = cr_buf_append_char(&b, ']');
-    }
-    if (!rc && !cr_kvlist_get(&t->headers, "Idempotency-Key")) {
-        rc = cr_buf_append_str(&b, t->headers.count ? ",[\"Idempotency-Key\"," : "[\"Idempotency-Key\",");
-        if (!rc) rc = json_str(&b, idem);
-        if (!rc) rc = cr_buf_append_char(&b, ']');
-    }
-    if (!rc) rc = cr_buf_append_char(&b, ']');
-    if (!rc && t->has_body) {
-        /* cr_base64_encode of nothing leaves a reserved, unterminated buffer: encode only bytes. */
-        rc = cr_buf_append_str(&b, ",\"body_b64\":\"");
-        if (!rc && t->body_len) rc = cr_base64_encode(&b, t->body, t->body_len);
-        if (!rc) rc = cr_buf_append_char(&b, '"');
-    }
-    const struct cr_freeze_req *fr = &t->freeze;
-    if (!rc) rc = buf_num(&b, ",\"timeout_ms\":", t->timeout_ms);
-    if (!rc) rc = cr_buf_append_str(&b, ",\"idempotency_key\":");
-    if (!rc) rc = json_str(&b, idem);
-    if (!rc) rc = buf_num(&b, ",\"created_ms\":", (long long)created);
-    if (!rc) rc = buf_num(&b, ",\"expires_ms\":", (long long)expires);
-    if (!rc) rc = cr_buf_append_str(&b, fr->policy == COURIER_FREEZE_MANUAL ? ",\"policy\":\"manual\"" : ",\"policy\":\"auto\"");
-    if (!rc) rc = cr_buf_append_str(&b, fr->flags & COURIER_FREEZE_UNORDERED ? ",\"ordered\":false" : ",\"ordered\":true");
-    if (!rc) rc = cr_buf_append_str(&b, ",\"host\":");
-    if (!rc) rc = json_str(&b, host);
-    if (!rc) rc = buf_num(&b, ",\"priority\":", t->priority);
-    if (!rc) rc = buf_num(&b, ",\"retry\":{\"max\":", t->retry.max);
-    if (!rc) rc = buf_num(&b, ",\"base_ms\":", t->retry.base_ms);
-    if (!rc) rc = buf_num(&b, ",\"max_ms\":", t->retry.max_ms);
-    if (!rc) rc = buf_num(&b, ",\"flags\":", t->retry.flags);
-    if (!rc) rc = cr_buf_append_char(&b, '}');
-    if (!rc && fr->cache_set) {
-        snprintf(num, sizeof num, ",\"cache\":{\"policy\":%d,\"expiry_s\":%lld}", fr->cache_policy,
-                 (long long)fr->cache_expiry_s);
-        rc = cr_buf_append_str(&b, num);
-    }
-    if (!rc && t->jspec) {
-        /* Key paths and result names are kept; mapping objects live in memory only. */
-        rc = cr_buf_append_str(&b, ",\"json\":{");
-        if (!rc && t->jspec->key_path) {
-            rc = cr_buf_append_str(&b, "\"key_path\":");
-            if (!rc) rc = json_str(&b, t->jspec->key_path);
-            if (!rc) rc = cr_buf_append_char(&b, ',');
-        }
-        if (!rc) rc = cr_buf_append_str(&b, t->jspec->mapping ? "\"had_mapping\":true" : "\"had_mapping\":false");
-        if (!rc && t->jspec->nresults) {
-            rc = cr_buf_append_str(&b, ",\"results\":[");
-            for (size_t i = 0; !rc && i < t->jspec->nresults; i++) {
-                const cr_result_spec *r = &t->jspec->results[i];
-                rc = cr_buf_append_str(&b, i ? ",{\"name\":" : "{\"name\":");
-                if (!rc) rc = json_str(&b, r->name);
-                if (!rc && r->key_path) {
-                    rc = cr_buf_append_str(&b, ",\"key_path\":");
-                    if (!rc) rc = json_str(&b, r->key_path);
-                }
-                if (!rc) {
-                    snprintf(num, sizeof num, ",\"flags\":%u}", r->flags);
-                    rc = cr_buf_append_str(&b, num);
-                }
-            }
-            if (!rc) rc = cr_buf_append_char(&b, ']');
-        }
-        if (!rc) rc = cr_buf_append_char(&b, '}');
-    }
-    if (!rc) rc = cr_buf_append_char(&b, '}');
-    if (rc) {
-        cr_buf_free(&b);
-        return COURIER_E_NO_MEMORY;
-    }
-    *out = cr_buf_take(&b, NULL);
-    return *out ? COURIER_OK : COURIER_E_NO_MEMORY;
-}
-
-/* Rebuilds the request from its decoded stored form (no snapshot needed). *out new.
- * COURIER_E_JOURNAL_CORRUPT when the text is not a request. */
 int cj_request_from(const jreq *q, courier_request **out) {
     if (!q->method || !q->url || !q->has_headers) return COURIER_E_JOURNAL_CORRUPT;
     courier_request *r = NULL;
     int rc = courier_request_new(&r, q->method, q->url);
     if (rc) return rc;
     courier_request_set_use_default_params(r, 0);
-    const char *ctype = NULL;
-    for (size_t i = 0; rc == COURIER_OK && i < q->headers.count; i++) {
-        const char *n = q->headers.items[i].name, *v = q->headers.items[i].value;
-        rc = courier_request_add_header(r, n, v);
-        if (rc == COURIER_OK && !ctype && strcasecmp(n, "Content-Type") == 0) ctype = v;
-    }
-    if (rc == COURIER_OK && q->body_b64) {
-        char *body = NULL;
-        size_t len = 0;
-        rc = b64_decode(q->body_b64, strlen(q->body_b64), &body, &len);
-        if (rc == COURIER_E_INVALID_ARGUMENT) rc = COURIER_E_JOURNAL_CORRUPT;
-        if (rc == COURIER_OK) rc = courier_request_set_body(r, body, len, ctype);
-        free(body);
-    }
-    if (rc == COURIER_OK && q->timeout_ms > 0) rc = courier_request_set_timeout_ms(r, q->timeout_ms);
-    if (rc == COURIER_OK && q->has_retry && q->retry_max > 0 &&
-        courier_request_set_retry(r, q->retry_max, q->retry_base, q->retry_maxd, q->retry_flags) != COURIER_OK)
-        courier_request_set_retry(r, 0, 0, 0, 0);
-    if (rc == COURIER_OK && q->priority)
-        courier_request_set_priority(r, q->priority > 0 ? COURIER_PRIORITY_HIGH : COURIER_PRIORITY_LOW);
-    if (rc == COURIER_OK && q->has_cache) {
-        courier_request_set_cache_policy(r, q->cache_policy);
-        if (q->cache_expiry > 0) courier_request_set_cache_expiry(r, q->cache_expiry);
-    }
-    if (rc == COURIER_OK && q->has_json) {
-        if (q->key_path) courier_request_set_key_path(r, q->key_path);
-        for (size_t k = 0; k < q->nresults; k++)
-            courier_request_add_result(r, q->results[k].name, q->results[k].key_path, NULL, q->results[k].flags);
-    }
+    for (size_t i = 0; rc == COURIER_OK && i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].apply) rc = fields[i].apply(r, q);
     /* The frozen request's own settings never freeze it again: the journal keeps it. */
     if (rc) {
         courier_request_free(r);

@@ -276,6 +276,7 @@ TRANSPORT_CANCEL_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 CHALLENGE_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 DECODER_FN = CFUNCTYPE(c_int, c_void_p, c_size_t, c_char_p, POINTER(c_void_p), POINTER(ERROR), c_void_p)
 REDIRECT_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p)
+RESEND_POLICY_FN = CFUNCTYPE(c_int, c_void_p, c_int64, c_int, c_void_p)
 
 
 def deliver(user: Optional[int], make: Callable[[], Any], on_worker: bool = True) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
-__all__ = ["CEnum", "TimeoutKind", "Setting"]
+__all__ = ["CEnum", "TimeoutKind", "Setting", "Reachability"]
 
 
 class CEnum(IntEnum):
@@ -62,3 +62,11 @@ class Setting(CEnum):
     MONITOR_INTERVAL_MS = 12
     LOG_FILE_MAX_BYTES = 13
     LOG_FILE_MAX_FILES = 14
+
+
+class Reachability(CEnum):
+    """``courier_reachability`` (the engine's monitor says it; resend policies are asked with it)."""
+    __c_enum__ = ("courier_reachability", "COURIER_REACHABILITY_")
+    UNKNOWN = 0
+    OFFLINE = 1
+    ONLINE = 2
