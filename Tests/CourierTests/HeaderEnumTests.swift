@@ -66,6 +66,13 @@ final class HeaderEnumTests: XCTestCase {
                   complete: true)
     }
 
+    func testLogComponentAndRotationAreTheHeaders() throws {
+        try check(LogComponent.allCases.map { ("\($0)", $0.rawValue) }, enum: "courier_log_component",
+                  prefix: "COURIER_LOG_", complete: true)
+        try check(LogRotation.allCases.map { ("\($0)", $0.rawValue) }, enum: "courier_log_rotation",
+                  prefix: "COURIER_LOG_ROTATE_", complete: true)
+    }
+
     func testRequestEventKindIsTheHeaders() throws {
         try check(RequestEvent.Kind.allCases.map { (String(describing: $0), $0.rawValue) }, enum: "courier_event_kind",
                   prefix: "COURIER_EVENT_", complete: true)

@@ -137,7 +137,8 @@ public struct LogSink: Sendable {
     ///   - rotation: When to start a new file besides size.
     ///   - level: The most verbose level this sink takes.
     /// - Returns: The sink.
-    public static func file(_ path: String, maxBytes: Int64 = 1_048_576, maxFiles: Int = 5, rotation: LogRotation,
+    public static func file(_ path: String, maxBytes: Int64 = LogSink.defaultFileMaxBytes,
+                            maxFiles: Int = LogSink.defaultFileMaxFiles, rotation: LogRotation,
                             level: LogLevel = .trace) -> LogSink {
         LogSink(kind: .file(path: path, maxBytes: maxBytes, maxFiles: maxFiles, rotation: rotation), level: level)
     }
