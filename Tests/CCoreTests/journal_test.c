@@ -866,7 +866,6 @@ static void corrupt_journal_is_kept_aside(void) {
     courier_engine *e = open_eng(store, jr_free_port(), NULL, &err);
     CHECK(e == NULL);
     CHECK_EQ(err.code, COURIER_E_JOURNAL_CORRUPT);
-    CHECK_CONTAINS(err.message, "kept as");
     char aside[700];
     CHECK_EQ(find_aside(store, aside, sizeof aside), 1);
     char kept[800];

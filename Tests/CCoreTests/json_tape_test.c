@@ -210,8 +210,7 @@ static void test_invalid_utf8(void) {
     courier_error err;
     courier_json_tape *t = NULL;
     CHECK_EQ(courier_json_tape_parse("[1,\"\xff\"]", 7, NULL, &t, &err), COURIER_E_JSON);
-    CHECK_CONTAINS(err.message, "UTF-8");
-    CHECK_CONTAINS(err.message, "byte 4");
+    CHECK_CONTAINS(err.message, "byte 4"); /* where: the rest of the input is valid JSON */
 }
 
 static void test_numbers(void) {
@@ -271,8 +270,7 @@ static void test_malformed(void) {
     courier_error err;
     courier_json_tape *t = NULL;
     CHECK_EQ(courier_json_tape_parse("{\n  \"a\": 1,\n  \"b\" 2}", 21, NULL, &t, &err), COURIER_E_JSON);
-    CHECK_CONTAINS(err.message, "line 3");
-    CHECK_CONTAINS(err.message, "':' expected");
+    CHECK_CONTAINS(err.message, "line 3"); /* where */
     CHECK(t == NULL);
     CHECK_EQ(agree(" \t\r\n[ 1 , { \"a\" : [ ] } ]\n "), COURIER_OK);
 }
@@ -303,8 +301,7 @@ static void test_duplicate_keys(void) {
     CHECK_EQ(agree_opts(big, n, NULL), COURIER_E_JSON);
     courier_error err;
     CHECK_EQ(courier_json_tape_parse(big, n, NULL, &t, &err), COURIER_E_JSON);
-    CHECK_CONTAINS(err.message, "duplicate");
-    CHECK_EQ(agree_opts(big, n, &o), COURIER_OK);
+    CHECK_EQ(agree_opts(big, n, &o), COURIER_OK); /* the duplicate was the fault: allowed, it parses */
     CHECK_EQ(courier_json_tape_parse(big, n, &o, &t, NULL), COURIER_OK);
     e = courier_json_tape_entries(t, NULL);
     CHECK_EQ(e[0].length, 40);
@@ -317,8 +314,18 @@ static void test_depth_and_size_limits(void) {
     for (int i = 0; i < 600; i++) deep[i] = '[', deep[1199 - i] = ']';
     courier_json_tape *t = NULL;
     courier_error err;
-    CHECK_EQ(courier_json_tape_parse(deep, 1200, NULL, &t, &err), COURIER_E_JSON); /* default 512 */
-    CHECK_CONTAINS(err.message, "deeper than 512");
+    CHECK_EQ(courier_json_tape_parse(deep, 1200, NULL, &t, &err), COURIER_E_JSON);
+    CHECK_EQ(err.code, COURIER_E_JSON);
+    /* The default limit is the one courier_setting_default tells: that deep parses, one more not. */
+    int64_t limit = 0;
+    REQUIRE(courier_setting_default(&limit, COURIER_SETTING_JSON_MAX_DEPTH) == COURIER_OK);
+    REQUIRE(limit > 0 && limit < 599);
+    size_t skip = (size_t)(600 - limit); /* the middle 2 * limit bytes of deep: limit levels */
+    CHECK_EQ(courier_json_tape_parse(deep + skip, (size_t)(2 * limit), NULL, &t, &err), COURIER_OK);
+    courier_json_tape_free(t);
+    t = NULL;
+    CHECK_EQ(courier_json_tape_parse(deep + skip - 1, (size_t)(2 * limit + 2), NULL, &t, &err), COURIER_E_JSON);
+    CHECK(t == NULL);
     courier_json_options o;
     courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
     o.max_depth = 600;

@@ -224,6 +224,15 @@ static int64_t fake_clock(void *user) {
 }
 static void tweak_fake_clock(courier_config *c) { courier_config_set_clock(c, fake_clock, NULL, NULL); }
 
+/* RETRIED events: how many, and the last one's wait. */
+static atomic_int retried_events;
+static atomic_long retried_delay_ms;
+static void on_retried(const courier_event *ev, void *user) {
+    (void)user;
+    atomic_store(&retried_delay_ms, ev->delay_ms);
+    atomic_fetch_add(&retried_events, 1);
+}
+
 /* Backoff runs on the engine's clock: with an injected one, the retry waits for the clock, not for
  * wall time; advancing it lets the retry go. */
 static void test_backoff_on_injected_clock(void) {
@@ -232,12 +241,17 @@ static void test_backoff_on_injected_clock(void) {
     long before = cts_server_path_count(th_server(), "/status/502");
     courier_request *r = req("GET", "/status/502");
     courier_request_set_retry(r, 2, 60000, 600000, 0); /* a minute, then two */
+    atomic_store(&retried_events, 0);
+    REQUIRE(courier_monitor_add(e, 1u << COURIER_EVENT_RETRIED, on_retried, NULL, NULL, NULL) == COURIER_OK);
     rec one = {0};
     CHECK_EQ(courier_send(e, r, rec_done, &one, NULL, NULL), COURIER_OK);
     courier_request_free(r);
+    /* The first answer judged, the retry scheduled (the RETRIED event tells): a wait of 30-60 s on
+     * the engine's clock, which has not moved, so the retry waits. */
     int64_t deadline = th_now_ms() + 10000;
-    while (cts_server_path_count(th_server(), "/status/502") - before < 1 && th_now_ms() < deadline) usleep(2000);
-    usleep(1500000); /* more than the worker's longest wait: no retry, the clock has not moved */
+    while (atomic_load(&retried_events) < 1 && th_now_ms() < deadline) usleep(2000);
+    CHECK_EQ(atomic_load(&retried_events), 1);
+    CHECK(atomic_load(&retried_delay_ms) >= 30000 && atomic_load(&retried_delay_ms) <= 60000);
     CHECK_EQ(cts_server_path_count(th_server(), "/status/502") - before, 1);
     CHECK_EQ(atomic_load(&one.calls), 0);
     atomic_fetch_add(&fake_now_ms, 60000); /* the first wait is between 30 and 60 s */

@@ -49,8 +49,8 @@ static void test_builtin_json_types(void) {
         int rc = courier_response_parse_json(resp, &doc, &err);
         if ((rc == COURIER_OK) != cases[i].json) th_fail(__FILE__, __LINE__, "%s: %d", cases[i].ctype, rc);
         if (!cases[i].json) {
-            CHECK_EQ(rc, COURIER_E_JSON);
-            CHECK_CONTAINS(err.message, "no decoder");
+            CHECK_EQ(rc, COURIER_E_JSON); /* the same JSON body under a JSON type parses */
+            CHECK_EQ(err.code, COURIER_E_JSON);
             CHECK(courier_response_json(resp) == NULL);
         } else {
             CHECK_EQ(courier_json_typeof(doc), COURIER_JSON_OBJECT);
@@ -195,7 +195,14 @@ static void test_engine_parse_limits(void) {
     courier_response *resp = NULL;
     courier_error err;
     CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_JSON);
-    CHECK_CONTAINS(err.message, "deeper");
+    CHECK_EQ(err.code, COURIER_E_JSON);
+    courier_response_free(resp);
+    courier_engine_close(e);
+    /* The depth was the fault: the same request on an engine with the default limits succeeds. */
+    e = th_engine(NULL);
+    REQUIRE(e);
+    resp = NULL;
+    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_OK);
     courier_response_free(resp);
     courier_request_free(r);
     courier_engine_close(e);
