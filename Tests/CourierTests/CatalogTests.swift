@@ -118,6 +118,11 @@ final class CatalogTests: LoopbackTestCase {
         XCTAssertEqual(error?.response?.status, 404)
         XCTAssertEqual(error?.response?.result?["code"]?.int, 40401)
         XCTAssertEqual(error?.response?.result?["errorMsg"]?.string, "problem 404")
+        // No statuses given: the C core's default (200...299) holds a success.
+        try engine.addResponseDescriptor(pathPattern: "/json", method: "GET", keyPath: "data.items")
+        let items = try await engine.send(.get("/json")).result
+        XCTAssertEqual(items?.count, 2)
+        XCTAssertEqual(items?[1]?["title"]?.string, "two")
     }
 
     func testAcceptedStatusCodes() async throws {

@@ -405,12 +405,12 @@ extension Engine {
     /// - Parameters:
     ///   - pathPattern: "/users/:id", or nil.
     ///   - method: The method, or nil.
-    ///   - statusCodes: The statuses (default 200...299).
+    ///   - statusCodes: The statuses; nil (the default): the C core's default, 200...299.
     ///   - keyPath: The key path, or nil for the root.
     ///   - mapping: The mapping, or nil.
     /// - Throws: ``CourierError/Code/invalidArgument``.
     public func addResponseDescriptor(pathPattern: String?, method: String? = nil,
-                                      statusCodes: ClosedRange<Int> = 200...299, keyPath: String? = nil,
+                                      statusCodes: ClosedRange<Int>? = nil, keyPath: String? = nil,
                                       mapping: Mapping? = nil) throws {
         let m = try mapping?.handle() // borrowed from `mapping`; the engine retains it
         try withExtendedLifetime(mapping) { try withHandle { handle in
@@ -418,8 +418,9 @@ extension Engine {
             let rc = withOptionalCString(method) { me in
                 withOptionalCString(pathPattern) { p in
                     withOptionalCString(keyPath) { k in
-                        courier_engine_add_response_descriptor(handle, me, p, Int32(clamping: statusCodes.lowerBound),
-                                                               Int32(clamping: statusCodes.upperBound), k, m, &error)
+                        // 0, 0: the core's default statuses (not restated here).
+                        courier_engine_add_response_descriptor(handle, me, p, Int32(clamping: statusCodes?.lowerBound ?? 0),
+                                                               Int32(clamping: statusCodes?.upperBound ?? 0), k, m, &error)
                     }
                 }
             }

@@ -755,17 +755,18 @@ class Engine:
                                            _b(path_pattern), byref(err)), err)
 
     def add_response_descriptor(self, path_pattern: Optional[str] = None, *, method: Optional[str] = None,
-                                status_codes: tuple[int, int] = (200, 299), key_path: Optional[str] = None,
+                                status_codes: Optional[tuple[int, int]] = None, key_path: Optional[str] = None,
                                 mapping: Any = None) -> None:
         """A response descriptor (``courier_engine_add_response_descriptor``): for requests of
         ``method`` (None: any) whose path matches ``path_pattern`` (None: any), a response whose
-        status is within ``status_codes`` (lo, hi) gets ``key_path`` and ``mapping``: a success
+        status is within ``status_codes`` (lo, hi; None: the C core's default, 200..299) gets
+        ``key_path`` and ``mapping``: a success
         as its data (when the request has no key path or mapping of its own), an error body as the
         error model (``error.response.data()`` of the :class:`courier.HTTPStatusError`)."""
         if mapping is not None:
             self._keep.append(mapping)
         err = ERROR()
-        lo, hi = status_codes
+        lo, hi = status_codes if status_codes is not None else (0, 0)  # 0, 0: the core's default
         check(lib.courier_engine_add_response_descriptor(
             self._handle(), _opt(method), _opt(path_pattern), int(lo), int(hi), _opt(key_path),
             mapping._handle() if mapping is not None else None, byref(err)), err)
