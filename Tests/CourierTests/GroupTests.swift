@@ -40,10 +40,14 @@ final class GroupTests: LoopbackTestCase {
     }
 
     func testMaxInFlightHoldsRequestsBack() async throws {
+        // Every send announces itself (WILL_SEND, before its FINISHED, so before the batch returns).
+        let sends = Locked(0)
+        try engine.addEventMonitor(kinds: [.willSend]) { event in
+            if event.url?.contains("/hang") == true { sends.mutate { $0 += 1 } }
+        }
         let requests = (0..<5).map { Request.get("/hang").parameter("m", String($0)) }
         let task = Task { await engine.batch(requests, maxInFlight: 2) }
         waitUntil("two requests reach the server") { server.count("/hang") == 2 }
-        usleep(100_000) // a third request, if one were sent, would reach the server by now
         XCTAssertEqual(server.count("/hang"), 2)
         XCTAssertEqual(engine.pending.active, 2)
         XCTAssertEqual(engine.pending.queued, 0)
@@ -53,6 +57,7 @@ final class GroupTests: LoopbackTestCase {
             guard case .failure(let error) = result else { return XCTFail("expected cancelled") }
             XCTAssertEqual(error.code, .cancelled)
         }
+        XCTAssertEqual(sends.get(), 2) // the three held back were never sent
         XCTAssertEqual(server.count("/hang"), 2)
     }
 
