@@ -353,9 +353,10 @@ static void test_cancel_by_id(void) {
     rec_init(&r);
     courier_request *q = req("GET", "/hang");
     uint64_t id = 0;
+    long before = cts_server_path_count(th_server(), "/hang");
     CHECK_EQ(courier_send(e, q, rec_done, &r, &id, NULL), COURIER_OK);
     courier_request_free(q);
-    usleep(100000);
+    CHECK_EQ(th_wait_path("/hang", before + 1), before + 1); /* on the wire */
     CHECK_EQ(r.calls, 0);
     CHECK_EQ(courier_cancel(e, id), COURIER_OK);
     CHECK_EQ(rec_wait(&r), 1);
@@ -384,13 +385,19 @@ static void test_cancel_all_and_close_in_flight(void) {
     REQUIRE(e);
     enum { N = 10 };
     rec recs[N];
+    long hang0 = cts_server_path_count(th_server(), "/hang");
+    long delay0 = cts_server_path_count(th_server(), "/delay/30000");
     for (int i = 0; i < N; i++) {
         rec_init(&recs[i]);
         courier_request *q = req("GET", i % 2 ? "/hang" : "/delay/30000");
         CHECK_EQ(courier_send(e, q, rec_done, &recs[i], NULL, NULL), COURIER_OK);
         courier_request_free(q);
     }
-    usleep(100000);
+    /* Some on the wire (the per-host limit, 5), the others queued. */
+    int64_t deadline = th_now_ms() + 10000;
+    while (cts_server_path_count(th_server(), "/hang") - hang0 + cts_server_path_count(th_server(), "/delay/30000") - delay0 < 5 &&
+           th_now_ms() < deadline)
+        usleep(2000);
     CHECK_EQ(courier_cancel_all(e), COURIER_OK);
     for (int i = 0; i < N; i++) {
         CHECK_EQ(rec_wait(&recs[i]), 1);
@@ -403,13 +410,14 @@ static void test_cancel_all_and_close_in_flight(void) {
        returns. More than the per-host limit so that some wait in curl's queue. */
     enum { M = 20 };
     rec more[M];
+    long hang1 = cts_server_path_count(th_server(), "/hang");
     for (int i = 0; i < M; i++) {
         rec_init(&more[i]);
         courier_request *q = req("GET", "/hang");
         CHECK_EQ(courier_send(e, q, rec_done, &more[i], NULL, NULL), COURIER_OK);
         courier_request_free(q);
     }
-    usleep(50000);
+    CHECK(th_wait_path("/hang", hang1 + 1) > hang1); /* some on the wire, the rest queued */
     long queued = -1, active = -1;
     CHECK_EQ(courier_engine_pending(e, &queued, &active), COURIER_OK);
     CHECK_EQ(queued + active, M);

@@ -89,13 +89,6 @@ static int grec_wait(grec *r) {
     return grec_done_calls(r);
 }
 
-/* Waits up to 10 s until the server has parsed `n` requests for `path`. */
-static long wait_path(const char *path, long n) {
-    int64_t deadline = th_now_ms() + 10000;
-    long got;
-    while ((got = cts_server_path_count(th_server(), path)) < n && th_now_ms() < deadline) usleep(2000);
-    return got;
-}
 
 static courier_request *req(const char *method, const char *target) {
     courier_request *r = NULL;
@@ -275,7 +268,7 @@ static void max_in_flight_holds_members_back(void) {
     courier_engine_pending(e, &queued, &active);
     CHECK_EQ(queued + active, 2);
     CHECK_EQ(courier_group_set_max_in_flight(g, 3), COURIER_E_INVALID_ARGUMENT); /* started */
-    CHECK_EQ(wait_path("/hang", 2), 2);
+    CHECK_EQ(th_wait_path("/hang", 2), 2);
     CHECK_EQ(cts_server_path_count(th_server(), "/hang"), 2);
     courier_engine_pending(e, &queued, &active);
     CHECK_EQ(queued, 0);
@@ -600,7 +593,7 @@ static void cancel_the_whole_group(void) {
     grec_init(&r, NULL);
     courier_group_set_member_callback(g, on_member, &r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, count_free), COURIER_OK);
-    CHECK_EQ(wait_path("/hang", 3), 3);
+    CHECK_EQ(th_wait_path("/hang", 3), 3);
     CHECK_EQ(courier_group_cancel(g), COURIER_OK);
     CHECK_EQ(grec_wait(&r), 1);
     CHECK_EQ(r.code, COURIER_E_CANCELLED);
@@ -694,7 +687,7 @@ static void free_while_running_still_completes_once(void) {
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, count_free), COURIER_OK);
-    CHECK_EQ(wait_path("/hang", 2), 2);
+    CHECK_EQ(th_wait_path("/hang", 2), 2);
     courier_group_free(g); /* cancels; the group lives until its run ends */
     CHECK_EQ(grec_wait(&r), 1);
     CHECK_EQ(r.code, COURIER_E_CANCELLED);
@@ -733,7 +726,7 @@ static void closing_the_engine_completes_the_group(void) {
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, NULL), COURIER_OK);
-    CHECK_EQ(wait_path("/hang", 1), 1);
+    CHECK_EQ(th_wait_path("/hang", 1), 1);
     courier_engine_close(e);
     CHECK_EQ(grec_done_calls(&r), 1); /* before close returned */
     CHECK_EQ(result_code(g, 0), COURIER_E_CANCELLED);

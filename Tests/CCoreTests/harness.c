@@ -122,6 +122,13 @@ int th_can_connect(int port) {
     return ok;
 }
 
+long th_wait_path(const char *path, long n) {
+    int64_t deadline = th_now_ms() + 10000;
+    long got;
+    while ((got = cts_server_path_count(th_server(), path)) < n && th_now_ms() < deadline) usleep(2000);
+    return got;
+}
+
 int64_t th_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

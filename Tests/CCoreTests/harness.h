@@ -59,6 +59,9 @@ int th_run(int argc, char **argv, const th_test *tests, size_t n);
 
 /* The process's loopback test server, started on first use, stopped at exit. */
 cts_server *th_server(void);
+/* Waits up to 10 s until the server has parsed `n` requests for `path` (counted since it started);
+ * returns the count. The event a test waits for instead of sleeping ("it is on the wire"). */
+long th_wait_path(const char *path, long n);
 /* "http://127.0.0.1:PORT" + path, in a static rotating buffer (valid for the next 7 calls). */
 const char *th_url(const char *path);
 /* "http://127.0.0.1:PORT" */

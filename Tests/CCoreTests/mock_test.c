@@ -450,6 +450,7 @@ typedef struct slow_call {
 static pthread_mutex_t slow_lock = PTHREAD_MUTEX_INITIALIZER;
 static slow_call *slow_calls;
 static atomic_int slow_cancels;
+static atomic_int slow_starts;
 
 static void *slow_finisher(void *arg) {
     slow_call *s = arg;
@@ -478,6 +479,7 @@ static int slow_start(courier_call *call, void *user) {
     pthread_t th;
     pthread_create(&th, NULL, slow_finisher, s);
     pthread_detach(th);
+    atomic_fetch_add(&slow_starts, 1);
     return COURIER_OK;
 }
 static void slow_cancel(courier_call *call, void *user) {
@@ -502,17 +504,20 @@ static void test_custom_transport_cancel_and_close(void) {
     uint64_t id = 0;
     courier_request *r = req("GET", "/anything");
     courier_request_set_transport(r, "slow");
+    atomic_store(&slow_starts, 0);
     CHECK_EQ(courier_send(e, r, order_done, &one, &id, NULL), COURIER_OK);
-    usleep(50000);
-    CHECK_EQ(courier_cancel(e, id), COURIER_OK);
     int64_t deadline = th_now_ms() + 10000;
+    while (atomic_load(&slow_starts) < 1 && th_now_ms() < deadline) usleep(1000); /* the call started */
+    CHECK_EQ(courier_cancel(e, id), COURIER_OK);
+    deadline = th_now_ms() + 10000;
     while (!atomic_load(&one.done) && th_now_ms() < deadline) usleep(2000);
     CHECK(atomic_load(&one.done));
     /* Close with a call in flight: close cancels it and waits for the transport to complete it. */
     order_rec two = {0};
     CHECK_EQ(courier_send(e, r, order_done, &two, &id, NULL), COURIER_OK);
     courier_request_free(r);
-    usleep(50000);
+    deadline = th_now_ms() + 10000;
+    while (atomic_load(&slow_starts) < 2 && th_now_ms() < deadline) usleep(1000); /* in flight */
     courier_engine_close(e);
     CHECK(atomic_load(&two.done));
     CHECK_EQ(atomic_load(&slow_cancels), 2);

@@ -130,21 +130,34 @@ static void test_retry_network_errors(void) {
     courier_engine_close(e);
 }
 
+/* RETRIED events: how many, and the last one's wait. */
+static atomic_int retried_events;
+static atomic_long retried_delay_ms;
+static void on_retried(const courier_event *ev, void *user) {
+    (void)user;
+    atomic_store(&retried_delay_ms, ev->delay_ms);
+    atomic_fetch_add(&retried_events, 1);
+}
+
 static void test_never_retry_after_cancel(void) {
     courier_engine *e = th_engine(NULL);
     REQUIRE(e);
     long before = cts_server_path_count(th_server(), "/hang");
+    atomic_store(&retried_events, 0);
+    REQUIRE(courier_monitor_add(e, 1u << COURIER_EVENT_RETRIED, on_retried, NULL, NULL, NULL) == COURIER_OK);
     courier_request *r = req("GET", "/hang");
     courier_request_set_retry(r, 5, 1, 5, 0);
     rec one = {0};
     uint64_t id = 0;
     CHECK_EQ(courier_send(e, r, rec_done, &one, &id, NULL), COURIER_OK);
     courier_request_free(r);
-    usleep(100000);
+    CHECK_EQ(th_wait_path("/hang", before + 1), before + 1); /* on the wire */
     CHECK_EQ(courier_cancel(e, id), COURIER_OK);
     CHECK_EQ(wait_all(&one, 1), 1);
     CHECK_EQ(atomic_load(&one.code), COURIER_E_CANCELLED);
-    usleep(100000);
+    /* A retry is scheduled (RETRIED) before the caller would be answered; answered, the request is
+     * gone: no RETRIED, one request on the wire. */
+    CHECK_EQ(atomic_load(&retried_events), 0);
     CHECK_EQ(cts_server_path_count(th_server(), "/hang") - before, 1);
     CHECK_EQ(atomic_load(&one.calls), 1);
     /* Cancelled while waiting for its retry: cancelled, not retried. */
@@ -154,8 +167,9 @@ static void test_never_retry_after_cancel(void) {
     rec two = {0};
     CHECK_EQ(courier_send(e, r, rec_done, &two, &id, NULL), COURIER_OK);
     courier_request_free(r);
-    while (cts_server_path_count(th_server(), "/status/503") == before) usleep(1000);
-    usleep(50000);
+    int64_t until = th_now_ms() + 10000; /* answered and judged: its retry waits 5 s (RETRIED) */
+    while (atomic_load(&retried_events) < 1 && th_now_ms() < until) usleep(1000);
+    CHECK_EQ(atomic_load(&retried_events), 1);
     CHECK_EQ(courier_cancel(e, id), COURIER_OK);
     CHECK_EQ(wait_all(&two, 1), 1);
     CHECK_EQ(atomic_load(&two.code), COURIER_E_CANCELLED);
@@ -223,15 +237,6 @@ static int64_t fake_clock(void *user) {
     return atomic_load(&fake_now_ms);
 }
 static void tweak_fake_clock(courier_config *c) { courier_config_set_clock(c, fake_clock, NULL, NULL); }
-
-/* RETRIED events: how many, and the last one's wait. */
-static atomic_int retried_events;
-static atomic_long retried_delay_ms;
-static void on_retried(const courier_event *ev, void *user) {
-    (void)user;
-    atomic_store(&retried_delay_ms, ev->delay_ms);
-    atomic_fetch_add(&retried_events, 1);
-}
 
 /* Backoff runs on the engine's clock: with an injected one, the retry waits for the clock, not for
  * wall time; advancing it lets the retry go. */
