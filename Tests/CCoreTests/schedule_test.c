@@ -332,10 +332,11 @@ static void test_priorities_order_waiting_requests(void) {
     courier_engine *e = th_engine(tweak_one_per_host);
     REQUIRE(e);
     rec blocker = {0}, low = {0}, normal = {0}, high = {0}, high2 = {0};
+    long before = cts_server_path_count(th_server(), "/delay/300");
     courier_request *r = req("GET", "/delay/300");
     CHECK_EQ(courier_send(e, r, rec_done, &blocker, NULL, NULL), COURIER_OK);
     courier_request_free(r);
-    usleep(50000);
+    CHECK_EQ(th_wait_path("/delay/300", before + 1), before + 1); /* the blocker holds the connection */
     struct {
         rec *rec;
         courier_priority p;
@@ -482,7 +483,7 @@ static void test_coalescing_cancel_leader_and_follower(void) {
         CHECK_EQ(courier_send(e, r, rec_done, &recs[i], &ids[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
-    usleep(50000);
+    CHECK_EQ(th_wait_path("/delay/304", before + 1), before + 1); /* the shared request on the wire */
     CHECK_EQ(courier_cancel(e, ids[0]), COURIER_OK); /* the leader's caller */
     CHECK_EQ(courier_cancel(e, ids[2]), COURIER_OK); /* a follower */
     CHECK_EQ(wait_all(recs, 3), 3);
@@ -494,28 +495,29 @@ static void test_coalescing_cancel_leader_and_follower(void) {
 
     /* Everyone cancels: the shared request stops (nothing leaks, nothing answered twice). */
     memset(recs, 0, sizeof recs);
+    long hang = cts_server_path_count(th_server(), "/hang");
     for (int i = 0; i < 3; i++) {
         courier_request *r = req("GET", "/hang");
         CHECK_EQ(courier_send(e, r, rec_done, &recs[i], &ids[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
-    usleep(50000);
+    CHECK_EQ(th_wait_path("/hang", hang + 1), hang + 1);
     for (int i = 0; i < 3; i++) CHECK_EQ(courier_cancel(e, ids[i]), COURIER_OK);
     CHECK_EQ(wait_all(recs, 3), 3);
-    usleep(50000);
-    long queued = -1, active = -1;
+    long queued = -1, active = -1; /* a caller leaves the counts before its completion runs */
     courier_engine_pending(e, &queued, &active);
     CHECK_EQ(queued + active, 0);
     /* Close with a headless leader and followers in flight. */
     memset(recs, 0, sizeof recs);
+    hang = cts_server_path_count(th_server(), "/hang");
     for (int i = 0; i < 3; i++) {
         courier_request *r = req("GET", "/hang");
         CHECK_EQ(courier_send(e, r, rec_done, &recs[i], &ids[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
-    usleep(50000);
+    CHECK_EQ(th_wait_path("/hang", hang + 1), hang + 1);
     CHECK_EQ(courier_cancel(e, ids[0]), COURIER_OK);
-    usleep(20000);
+    CHECK_EQ(wait_all(recs, 1), 1); /* the leader's caller answered: the shared request is headless */
     courier_engine_close(e);
     for (int i = 0; i < 3; i++) {
         CHECK_EQ(atomic_load(&recs[i].calls), 1);
