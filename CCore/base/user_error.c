@@ -10,7 +10,7 @@
  * callback raised, with no table of its own. The thread-local only names where a raise made
  * inside a callback goes while that callback runs; nothing is read from it afterwards.
  */
-#include "internal.h"
+#include "base/base.h"
 
 #include <stdio.h>
 #include <stdlib.h>
