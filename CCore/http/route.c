@@ -8,7 +8,7 @@
  * percent-encoded; matching checks a path against a pattern, a parameter taking one or more
  * characters up to the next '/' or the pattern's next literal character.
  */
-#include "internal.h"
+#include "http/http.h"
 
 /* ---- accepted statuses ------------------------------------------------------------------------------ */
 

@@ -9,7 +9,8 @@
  * (cr_security_setup sets easy_dirty). libcurl keys connection reuse on these settings, so a
  * connection verified under one policy is never reused by a request under another.
  */
-#include "internal.h"
+#include "http/http.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <strings.h>
 #include <unistd.h>
