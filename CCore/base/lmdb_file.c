@@ -6,7 +6,8 @@
  * of the file opens without an error, and the first read of such a page raises SIGBUS, which
  * takes the whole process down. The two meta pages are read here with pread (never mapped) and
  * the file's size compared with what the newer one claims; the cache and the journal move such a
- * store aside (a line on stderr) instead of opening it.
+ * store aside (a line on stderr) instead of opening it. Once open, the file is padded past its
+ * last page and watched for getting shorter (cr_lmdb_file_pad, cr_lmdb_file_intact, below).
  *
  * The meta page layout (LMDB 0.9, data format 1, 64-bit): a 16-byte page header, then
  *   16 u32 magic 0xBEEFC0DE   20 u32 version (1)   24 address   32 size_t mapsize
@@ -21,6 +22,7 @@
 #include <limits.h>
 #include <lmdb.h>
 #include <sys/stat.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 #define LM_MAGIC 0xBEEFC0DEu
@@ -30,6 +32,7 @@
 #define LM_OFF_LAST 136
 #define LM_OFF_TXNID 144
 #define LM_META_END 152
+#define LM_LOOSE 64 /* pages past the end of the file taken for unwritten free pages, not a cut */
 
 static uint32_t rd32(const uint8_t *b) {
     uint32_t v;
@@ -97,8 +100,80 @@ int cr_lmdb_file_check(const char *dir, const char **why) {
         *why = "its meta page names an impossible last page";
         goto out;
     }
-    if (st.st_size < (int64_t)((last + 1) * psize)) *why = "its data file is shorter than its meta page says (truncated)";
+    /* A few pages at the end may never have been written: LMDB counts pages that a transaction took
+     * from the end of the file and freed again ("loose" pages, seen after writes failed on a full
+     * disk) in the last page but does not write them. Nothing reads them; the open pads them. */
+    if (st.st_size + LM_LOOSE * (int64_t)psize < (int64_t)((last + 1) * psize))
+        *why = "its data file is shorter than its meta page says (truncated)";
 out:
     close(fd);
     return rc ? rc : *why ? MDB_INVALID : 0;
+}
+
+/*
+ * Reading past the end of the file. LMDB checks that a page number is below the transaction's
+ * next page (mdb_page_get: MDB_PAGE_NOTFOUND otherwise), and that a page reached from a branch
+ * is a branch or a leaf (mdb_page_search_root: MDB_CORRUPTED otherwise), but it trusts the
+ * offsets inside a page: a node offset (16 bits) and a key size (16 bits) of a damaged page can
+ * point up to 128 KiB past the page's start. For one of the last pages of the file that is past
+ * its end, where the map has no file behind it: SIGBUS. The file is padded at open with a hole
+ * (ftruncate: no disk blocks) of LM_PAD bytes past its last used page, so such a read finds
+ * zeros (which LMDB reports as MDB_CORRUPTED or the cache as a damaged entry) instead. The file
+ * never shrinks afterwards (LMDB only writes pages), so pages damaged before the open stay
+ * covered; pages LMDB writes later are whole.
+ */
+#define LM_PAD ((off_t)256 << 10)
+
+/* The bytes of the pages LMDB uses, from the newest meta page (read through the map). */
+static int used_bytes(MDB_env *env, off_t *used, off_t *psize) {
+    MDB_envinfo info;
+    MDB_stat st;
+    int rc = mdb_env_info(env, &info);
+    if (rc == 0) rc = mdb_env_stat(env, &st);
+    if (rc) return rc;
+    *psize = (off_t)st.ms_psize;
+    *used = (off_t)(info.me_last_pgno + 1) * *psize;
+    return 0;
+}
+
+/* Extends the file to `want` if it is shorter; the size it has then, or -1. */
+static off_t pad_to(int fd, off_t want) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return -1;
+    if (st.st_size >= want) return st.st_size;
+    return ftruncate(fd, want) == 0 ? want : -1;
+}
+
+int cr_lmdb_file_pad(struct MDB_env *env, int64_t *largest) {
+    int fd = -1;
+    off_t used = 0, psize = 0;
+    int rc = mdb_env_get_fd(env, &fd);
+    if (rc == 0) rc = used_bytes(env, &used, &psize);
+    if (rc) return rc;
+    off_t size = pad_to(fd, used + LM_PAD);
+    if (size < 0) return errno;
+    __atomic_store_n(largest, (int64_t)size, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest) {
+    int fd = -1;
+    off_t used = 0, psize = 0;
+    struct stat st;
+    /* The meta page before the size: a commit (of any process) writes its pages, which extends
+     * the file, before the meta page that names them, so a size read after it is never short of
+     * it but for a few unwritten free pages (LM_LOOSE, see cr_lmdb_file_check). */
+    if (mdb_env_get_fd(env, &fd) != 0 || used_bytes(env, &used, &psize) != 0 || fstat(fd, &st) != 0) return 0;
+    int64_t seen = __atomic_load_n(largest, __ATOMIC_RELAXED);
+    /* LMDB only ever writes pages: a data file never gets shorter unless someone cut it. */
+    if ((int64_t)st.st_size >= seen && st.st_size + LM_LOOSE * psize >= used) {
+        while (seen < (int64_t)st.st_size &&
+               !__atomic_compare_exchange_n(largest, &seen, (int64_t)st.st_size, false, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED)) {
+        }
+        return 0;
+    }
+    /* Cut short: the missing pages read as zeros for every process still reading them. */
+    pad_to(fd, (off_t)seen > used + LM_PAD ? (off_t)seen : used + LM_PAD);
+    return MDB_CORRUPTED;
 }

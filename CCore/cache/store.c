@@ -91,6 +91,8 @@ struct cr_store {
     atomic_int resizing;      /* a map resize waits for readers: new readers wait on rw */
     atomic_int extra_readers; /* read transactions running outside the slots (all were busy) */
     atomic_int broken;
+    _Atomic int64_t next_size_check; /* coarse monotonic ns: when a reader next checks the file's size */
+    int64_t file_largest;            /* the data file's largest size seen (cr_lmdb_file_intact) */
     bool moved_aside; /* this process found the store unusable at open and moved it aside */
     bool verify; /* check every value's checksum on read (the no-sync setting, see cr_store_get) */
 };
@@ -446,6 +448,34 @@ static int migrate_v1(cr_store *s, MDB_txn *txn) {
     return rc;
 }
 
+/* Whether a record at an end of tree i (main, vary, meta, LMDB's free list) has a shape this store
+ * or LMDB writes. Main: entries (16-byte hashes), expiry and write-order records, the records of
+ * the named databases (4-byte names); free list: a transaction id, then a count of page numbers
+ * and at least that many. */
+static bool end_record_ok(size_t i, const MDB_val *k, const MDB_val *v) {
+    if (i == 0) return k->mv_size == 16 || k->mv_size == IX_EXPIRY_LEN || k->mv_size == IX_ORDER_LEN || k->mv_size == 4;
+    if (i == 1) return k->mv_size == 16;
+    if (i == 2) return k->mv_size > 0;
+    size_t n = 0;
+    if (k->mv_size != sizeof(size_t) || v->mv_size < sizeof n || v->mv_size % sizeof n) return false;
+    memcpy(&n, v->mv_data, sizeof n);
+    return n < v->mv_size / sizeof n;
+}
+
+/* Touches both ends of tree i (the kinds of end_record_ok); 0, MDB_CORRUPTED or LMDB's code. */
+static int ends_ok(MDB_txn *txn, MDB_dbi dbi, size_t i) {
+    MDB_cursor *c = NULL;
+    int rc = mdb_cursor_open(txn, dbi, &c);
+    MDB_val ck, cv;
+    static const MDB_cursor_op ends[] = {MDB_FIRST, MDB_LAST};
+    for (size_t e = 0; e < 2 && rc == 0; e++) {
+        rc = mdb_cursor_get(c, &ck, &cv, ends[e]);
+        if (rc == 0 && !end_record_ok(i, &ck, &cv)) rc = MDB_CORRUPTED;
+    }
+    if (c) mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 /* Opens the environment in dir. Returns 0, or an LMDB/errno code; *why says what was wrong with a
  * store that exists but must be moved aside (then the return is MDB_INVALID). */
 static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const char **why) {
@@ -491,6 +521,9 @@ static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const 
         rc = mdb_txn_begin(s->env, NULL, 0, &txn);
     }
     if (rc) goto corrupt_or_fail;
+    /* Damaged pages near the end of the file read zeros past it, not SIGBUS (lmdb_file.c). */
+    int pad = cr_lmdb_file_pad(s->env, &s->file_largest);
+    if (pad) cr_cache_log("store '%s': cannot pad its data file: %s", s->dir, mdb_strerror(pad));
     if ((rc = mdb_dbi_open(txn, NULL, 0, &s->db_main)) || (rc = mdb_dbi_open(txn, "vary", MDB_CREATE, &s->db_vary)) ||
         (rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->db_meta))) {
         mdb_txn_abort(txn);
@@ -518,23 +551,25 @@ static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const 
         rc = mdb_put(txn, s->db_meta, &k, &v, 0);
     }
     if (rc == 0) {
-        /* Touch both ends of every tree, so a damaged root shows up now rather than later. */
+        /* Touch both ends of every tree, LMDB's free list too (the first pages a commit reads and
+         * writes), so a damaged root shows up now rather than later, and look at the records
+         * there: LMDB does not check what it reads inside a page (a damaged page read through the
+         * padding gives zeros, an empty key). */
         MDB_dbi dbs[] = {s->db_main, s->db_vary, s->db_meta};
-        for (size_t i = 0; i < sizeof dbs / sizeof dbs[0] && rc == 0; i++) {
-            MDB_cursor *c = NULL;
-            rc = mdb_cursor_open(txn, dbs[i], &c);
-            MDB_val ck, cv;
-            if (rc == 0) rc = mdb_cursor_get(c, &ck, &cv, MDB_FIRST);
-            if (rc == 0) rc = mdb_cursor_get(c, &ck, &cv, MDB_LAST);
-            if (rc == MDB_NOTFOUND) rc = 0;
-            if (c) mdb_cursor_close(c);
-        }
+        for (size_t i = 0; i < sizeof dbs / sizeof dbs[0] && rc == 0; i++) rc = ends_ok(txn, dbs[i], i);
     }
     if (rc) {
         mdb_txn_abort(txn);
         goto corrupt_or_fail;
     }
     rc = mdb_txn_commit(txn);
+    if (rc) goto corrupt_or_fail;
+    /* LMDB's free list: a cursor on it only in a read transaction. */
+    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+    if (rc == 0) {
+        rc = ends_ok(txn, 0, 3);
+        mdb_txn_abort(txn);
+    }
     if (rc) goto corrupt_or_fail;
     return 0;
 
@@ -736,10 +771,37 @@ static void adopt_map_size(cr_store *s) {
     pthread_rwlock_unlock(&s->rw);
 }
 
+/* A data file cut short from outside while open: before a read, at most once per CR_SIZE_CHECK_NS
+ * of a coarse clock (the check is an fstat, half a get), and before every write. The pages past
+ * the cut read as zeros from then on, and the store is recreated at the next open. */
+#define CR_SIZE_CHECK_NS 2000000
+
+static int64_t coarse_ns(void) {
+    struct timespec ts;
+#ifdef CLOCK_MONOTONIC_COARSE
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+#else
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool cut_short(cr_store *s, bool always) {
+    if (!always) {
+        int64_t now = coarse_ns(), due = atomic_load_explicit(&s->next_size_check, memory_order_relaxed);
+        if (now < due || !atomic_compare_exchange_strong(&s->next_size_check, &due, now + CR_SIZE_CHECK_NS))
+            return false;
+    }
+    int rc = cr_lmdb_file_intact(s->env, &s->file_largest);
+    if (rc && !atomic_load(&s->broken)) cr_cache_log("store '%s': its data file was cut short while open", s->dir);
+    if (rc) mark_broken(s, rc);
+    return rc != 0;
+}
+
 int cr_store_read_begin(cr_store *s, cr_read *out) {
     out->txn = NULL;
     out->slot = -1;
-    if (atomic_load_explicit(&s->broken, memory_order_relaxed)) return COURIER_E_STORE;
+    if (atomic_load_explicit(&s->broken, memory_order_relaxed) || cut_short(s, false)) return COURIER_E_STORE;
     for (int attempt = 0; attempt < 2; attempt++) {
         int slot = reader_enter(s);
         MDB_txn *txn = slot >= 0 ? s->slots[slot].txn : NULL;
@@ -804,6 +866,11 @@ static int write_begin(cr_store *s, MDB_txn **out) {
     for (int attempt = 0; attempt < 2; attempt++) {
         pthread_rwlock_rdlock(&s->rw);
         int rc = mdb_txn_begin(s->env, NULL, 0, out);
+        if (rc == 0 && cut_short(s, true)) {
+            mdb_txn_abort(*out);
+            *out = NULL;
+            rc = MDB_CORRUPTED;
+        }
         if (rc == 0) return 0;
         pthread_rwlock_unlock(&s->rw);
         if (rc == MDB_MAP_RESIZED && attempt == 0) {
@@ -1429,7 +1496,7 @@ int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *
         r->map_bytes = (int64_t)info.me_mapsize;
         r->used_bytes = (int64_t)(info.me_last_pgno + 1) * (int64_t)est.ms_psize;
     }
-    if (atomic_load(&s->broken)) {
+    if (atomic_load(&s->broken) || cut_short(s, true)) {
         r->problems = 1;
         r->unreadable = 1;
         return cr_fail(err, COURIER_E_CACHE_INCONSISTENT, "the store reported corruption; it is recreated at the next open");
