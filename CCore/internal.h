@@ -134,6 +134,17 @@ CR_HIDDEN int cr_lmdb_file_pad(struct MDB_env *env, int64_t *largest);
  * it is padded back to *largest, so no process reading it raises SIGBUS at the missing pages:
  * they read as zeros, which LMDB reports as MDB_CORRUPTED. One fstat (about 0.6 us here). */
 CR_HIDDEN int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest);
+struct MDB_txn;
+/* The records at both ends of LMDB's free list (in a read transaction of its own), and of the
+ * main database of an environment that keeps only named databases in it: 0 when they have the
+ * shapes LMDB writes, MDB_CORRUPTED when not (a damaged page: LMDB would overrun its copy of it
+ * at the next write), or LMDB's code. Call at open, after cr_lmdb_file_pad, before writing. */
+CR_HIDDEN int cr_lmdb_check_free_list(struct MDB_env *env);
+struct MDB_val;
+/* The same for the first and last records of database dbi, by a predicate of the store's. */
+CR_HIDDEN int cr_lmdb_check_ends(struct MDB_txn *txn, unsigned dbi,
+                                 bool (*ok)(const struct MDB_val *k, const struct MDB_val *v));
+CR_HIDDEN int cr_lmdb_check_names(struct MDB_txn *txn);
 
 /* ---- callback registrations (shared, reference counted) ------------------------------------ */
 

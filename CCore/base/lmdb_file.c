@@ -32,7 +32,12 @@
 #define LM_OFF_LAST 136
 #define LM_OFF_TXNID 144
 #define LM_META_END 152
-#define LM_LOOSE 64 /* pages past the end of the file taken for unwritten free pages, not a cut */
+/* Pages past the end of the file taken for unwritten free pages, not a cut: 1/16 of the pages in
+ * use, at least 4, at most 64 (3 of 133 seen after a full disk). */
+static uint64_t loose_pages(uint64_t used_pages) {
+    uint64_t n = used_pages / 16;
+    return n < 4 ? 4 : n > 64 ? 64 : n;
+}
 
 static uint32_t rd32(const uint8_t *b) {
     uint32_t v;
@@ -103,7 +108,7 @@ int cr_lmdb_file_check(const char *dir, const char **why) {
     /* A few pages at the end may never have been written: LMDB counts pages that a transaction took
      * from the end of the file and freed again ("loose" pages, seen after writes failed on a full
      * disk) in the last page but does not write them. Nothing reads them; the open pads them. */
-    if (st.st_size + LM_LOOSE * (int64_t)psize < (int64_t)((last + 1) * psize))
+    if (st.st_size + (int64_t)(loose_pages(last + 1) * psize) < (int64_t)((last + 1) * psize))
         *why = "its data file is shorter than its meta page says (truncated)";
 out:
     close(fd);
@@ -162,11 +167,11 @@ int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest) {
     struct stat st;
     /* The meta page before the size: a commit (of any process) writes its pages, which extends
      * the file, before the meta page that names them, so a size read after it is never short of
-     * it but for a few unwritten free pages (LM_LOOSE, see cr_lmdb_file_check). */
+     * it but for a few unwritten free pages (loose_pages, see cr_lmdb_file_check). */
     if (mdb_env_get_fd(env, &fd) != 0 || used_bytes(env, &used, &psize) != 0 || fstat(fd, &st) != 0) return 0;
     int64_t seen = __atomic_load_n(largest, __ATOMIC_RELAXED);
     /* LMDB only ever writes pages: a data file never gets shorter unless someone cut it. */
-    if ((int64_t)st.st_size >= seen && st.st_size + LM_LOOSE * psize >= used) {
+    if ((int64_t)st.st_size >= seen && st.st_size + (off_t)loose_pages((uint64_t)(used / psize)) * psize >= used) {
         while (seen < (int64_t)st.st_size &&
                !__atomic_compare_exchange_n(largest, &seen, (int64_t)st.st_size, false, __ATOMIC_RELAXED,
                                             __ATOMIC_RELAXED)) {
@@ -176,4 +181,52 @@ int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest) {
     /* Cut short: the missing pages read as zeros for every process still reading them. */
     pad_to(fd, (off_t)seen > used + LM_PAD ? (off_t)seen : used + LM_PAD);
     return MDB_CORRUPTED;
+}
+
+/*
+ * The records at the ends of a tree. LMDB checks the kind of a page it reaches, not what the page
+ * holds: a damaged page (junk, or zeros read through the padding) gives records of impossible
+ * shapes, and a write into such a page overruns LMDB's copy of it. The first and last records
+ * of the trees a commit starts from (the main database, LMDB's free list) are looked at when a
+ * store opens, before anything is written.
+ */
+int cr_lmdb_check_ends(struct MDB_txn *txn, unsigned dbi, bool (*ok)(const struct MDB_val *k, const struct MDB_val *v)) {
+    MDB_cursor *c = NULL;
+    int rc = mdb_cursor_open(txn, dbi, &c);
+    static const MDB_cursor_op ends[] = {MDB_FIRST, MDB_LAST};
+    for (size_t e = 0; e < 2 && rc == 0; e++) {
+        MDB_val k, v;
+        rc = mdb_cursor_get(c, &k, &v, ends[e]);
+        if (rc == 0 && !ok(&k, &v)) rc = MDB_CORRUPTED;
+    }
+    if (c) mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* A free-list record: a transaction id, then a count of page numbers and at least that many. */
+static bool free_record_ok(const MDB_val *k, const MDB_val *v) {
+    size_t n = 0;
+    if (k->mv_size != sizeof(size_t) || v->mv_size < sizeof n || v->mv_size % sizeof n) return false;
+    memcpy(&n, v->mv_data, sizeof n);
+    return n < v->mv_size / sizeof n;
+}
+
+/* A named database's record: a name, and LMDB's 48-byte description of the database. */
+static bool name_record_ok(const MDB_val *k, const MDB_val *v) {
+    return k->mv_size > 0 && k->mv_size <= 511 && v->mv_size == 48;
+}
+
+int cr_lmdb_check_free_list(struct MDB_env *env) {
+    MDB_txn *txn = NULL;
+    int rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn); /* LMDB allows no cursor on it in a write */
+    if (rc) return rc;
+    rc = cr_lmdb_check_ends(txn, 0, free_record_ok);
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+int cr_lmdb_check_names(struct MDB_txn *txn) {
+    MDB_dbi main_db;
+    int rc = mdb_dbi_open(txn, NULL, 0, &main_db);
+    return rc ? rc : cr_lmdb_check_ends(txn, main_db, name_record_ok);
 }

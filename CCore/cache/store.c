@@ -448,32 +448,22 @@ static int migrate_v1(cr_store *s, MDB_txn *txn) {
     return rc;
 }
 
-/* Whether a record at an end of tree i (main, vary, meta, LMDB's free list) has a shape this store
- * or LMDB writes. Main: entries (16-byte hashes), expiry and write-order records, the records of
- * the named databases (4-byte names); free list: a transaction id, then a count of page numbers
- * and at least that many. */
-static bool end_record_ok(size_t i, const MDB_val *k, const MDB_val *v) {
-    if (i == 0) return k->mv_size == 16 || k->mv_size == IX_EXPIRY_LEN || k->mv_size == IX_ORDER_LEN || k->mv_size == 4;
-    if (i == 1) return k->mv_size == 16;
-    if (i == 2) return k->mv_size > 0;
-    size_t n = 0;
-    if (k->mv_size != sizeof(size_t) || v->mv_size < sizeof n || v->mv_size % sizeof n) return false;
-    memcpy(&n, v->mv_data, sizeof n);
-    return n < v->mv_size / sizeof n;
+/* The shapes of the records this store writes (the open looks at both ends of each tree): the main
+ * database holds entries (16-byte hashes), expiry and write-order records, and the records of the
+ * named databases (4-byte names); vary records are keyed by hashes. */
+static bool main_record_ok(const MDB_val *k, const MDB_val *v) {
+    (void)v;
+    return k->mv_size == 16 || k->mv_size == IX_EXPIRY_LEN || k->mv_size == IX_ORDER_LEN || k->mv_size == 4;
 }
 
-/* Touches both ends of tree i (the kinds of end_record_ok); 0, MDB_CORRUPTED or LMDB's code. */
-static int ends_ok(MDB_txn *txn, MDB_dbi dbi, size_t i) {
-    MDB_cursor *c = NULL;
-    int rc = mdb_cursor_open(txn, dbi, &c);
-    MDB_val ck, cv;
-    static const MDB_cursor_op ends[] = {MDB_FIRST, MDB_LAST};
-    for (size_t e = 0; e < 2 && rc == 0; e++) {
-        rc = mdb_cursor_get(c, &ck, &cv, ends[e]);
-        if (rc == 0 && !end_record_ok(i, &ck, &cv)) rc = MDB_CORRUPTED;
-    }
-    if (c) mdb_cursor_close(c);
-    return rc == MDB_NOTFOUND ? 0 : rc;
+static bool vary_record_ok(const MDB_val *k, const MDB_val *v) {
+    (void)v;
+    return k->mv_size == 16;
+}
+
+static bool meta_record_ok(const MDB_val *k, const MDB_val *v) {
+    (void)v;
+    return k->mv_size > 0;
 }
 
 /* Opens the environment in dir. Returns 0, or an LMDB/errno code; *why says what was wrong with a
@@ -551,12 +541,11 @@ static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const 
         rc = mdb_put(txn, s->db_meta, &k, &v, 0);
     }
     if (rc == 0) {
-        /* Touch both ends of every tree, LMDB's free list too (the first pages a commit reads and
-         * writes), so a damaged root shows up now rather than later, and look at the records
-         * there: LMDB does not check what it reads inside a page (a damaged page read through the
-         * padding gives zeros, an empty key). */
-        MDB_dbi dbs[] = {s->db_main, s->db_vary, s->db_meta};
-        for (size_t i = 0; i < sizeof dbs / sizeof dbs[0] && rc == 0; i++) rc = ends_ok(txn, dbs[i], i);
+        /* Touch both ends of every tree, so a damaged root shows up now rather than later, and
+         * look at the records there (and, after the commit, at LMDB's free list: lmdb_file.c). */
+        if ((rc = cr_lmdb_check_ends(txn, s->db_main, main_record_ok)) == 0 &&
+            (rc = cr_lmdb_check_ends(txn, s->db_vary, vary_record_ok)) == 0)
+            rc = cr_lmdb_check_ends(txn, s->db_meta, meta_record_ok);
     }
     if (rc) {
         mdb_txn_abort(txn);
@@ -564,12 +553,7 @@ static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const 
     }
     rc = mdb_txn_commit(txn);
     if (rc) goto corrupt_or_fail;
-    /* LMDB's free list: a cursor on it only in a read transaction. */
-    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
-    if (rc == 0) {
-        rc = ends_ok(txn, 0, 3);
-        mdb_txn_abort(txn);
-    }
+    rc = cr_lmdb_check_free_list(s->env);
     if (rc) goto corrupt_or_fail;
     return 0;
 

@@ -312,6 +312,7 @@ typedef struct jenv {
     MDB_env *env;
     MDB_dbi db_req, db_ids, db_due, db_hostq, db_outcome, db_meta;
     MDB_dbi db_cookies; /* cookies.c's: the engine's cookie jar */
+    int64_t file_largest; /* the data file's largest size seen (cr_lmdb_file_intact) */
     pthread_mutex_t lock; /* nonces */
     uint32_t *nonces;     /* the journals of this process open on it */
     size_t nnonces, capnonces;
@@ -353,6 +354,14 @@ static void jenv_destroy(jenv *v) {
     free(v->nonces);
     free(v->dir);
     free(v);
+}
+
+/* mdb_txn_begin on an open journal, once its data file is found whole: MDB_CORRUPTED (the journal's
+ * corruption) when it was cut short from outside since it was opened; the missing pages then read
+ * as zeros, never SIGBUS (lmdb_file.c). One fstat per transaction. */
+static int jtxn_begin(jenv *v, unsigned flags, MDB_txn **txn) {
+    int rc = cr_lmdb_file_intact(v->env, &v->file_largest);
+    return rc ? rc : mdb_txn_begin(v->env, NULL, flags, txn);
 }
 
 /* Files of a journal that has committed once; its absence beside a missing or empty data file
@@ -404,6 +413,9 @@ static int jenv_open_env(jenv *v, const char **why) {
         rc = mdb_txn_begin(v->env, NULL, 0, &txn);
     }
     if (rc) goto bad;
+    /* Damaged pages near the end of the file read zeros past it, not SIGBUS (lmdb_file.c). */
+    cr_lmdb_file_pad(v->env, &v->file_largest);
+    rc = cr_lmdb_check_names(txn); /* before a name is created in a damaged page */
     struct {
         const char *name;
         MDB_dbi *dbi;
@@ -456,6 +468,7 @@ static int jenv_open_env(jenv *v, const char **why) {
         goto bad;
     }
     rc = mdb_txn_commit(txn);
+    if (rc == 0) rc = cr_lmdb_check_free_list(v->env);
     if (rc) goto bad;
     if (!had_marker) {
         char path[PATH_MAX];
@@ -2428,7 +2441,7 @@ static int peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *n
     *due_now = false;
     *next_due = INT64_MAX;
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    int rc = jtxn_begin(j->env, MDB_RDONLY, &txn);
     if (rc) return rc;
     MDB_cursor *c;
     MDB_val k, v;
@@ -2612,7 +2625,7 @@ static void frozen_committed(cr_journal *j, const jfreeze *f) {
 static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
     for (jfreeze *f = fz; f; f = f->next) {
         MDB_txn *txn;
-        int rc = mdb_txn_begin(j->env->env, NULL, 0, &txn);
+        int rc = jtxn_begin(j->env, 0, &txn);
         if (rc == 0) {
             rc = apply_freeze(j, txn, f);
             if (rc == 0) f->snap = snap_in(j, txn, f->seq, &f->st);
@@ -2697,7 +2710,7 @@ static int64_t turn(cr_journal *j) {
 
     if (has_work || want_pass || expired.n || dead.n) {
         MDB_txn *txn = NULL;
-        int rc = j->broken ? MDB_PANIC : mdb_txn_begin(j->env->env, NULL, 0, &txn);
+        int rc = j->broken ? MDB_PANIC : jtxn_begin(j->env, 0, &txn);
         jfreeze *f;
         for (f = fz; rc == 0 && f; f = f->next) {
             rc = apply_freeze(j, txn, f);
@@ -3267,7 +3280,7 @@ int courier_frozen_resend(courier_engine *e, const char *id, courier_error *err)
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!id || !valid_id(id, strlen(id))) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid freeze id");
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    int rc = jtxn_begin(j->env, MDB_RDONLY, &txn);
     if (rc) return store_fail(err, rc, "cannot read the journal");
     uint64_t seq;
     rc = find_seq(j, txn, id, &seq);
@@ -3325,7 +3338,7 @@ int courier_frozen_list_requests(courier_engine *e, courier_frozen_list **out, c
     courier_frozen_list *l = calloc(1, sizeof *l);
     if (!l) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    int rc = jtxn_begin(j->env, MDB_RDONLY, &txn);
     if (rc) {
         free(l);
         return store_fail(err, rc, "cannot read the journal");
@@ -3394,7 +3407,7 @@ int courier_frozen_get(courier_engine *e, const char *id, courier_frozen **out, 
     if (!id || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id or out is NULL");
     if (!valid_id(id, strlen(id))) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    int rc = jtxn_begin(j->env, MDB_RDONLY, &txn);
     if (rc) return store_fail(err, rc, "cannot read the journal");
     uint64_t seq = 0;
     rc = find_seq(j, txn, id, &seq);
@@ -3429,7 +3442,7 @@ int courier_frozen_remove(courier_engine *e, const char *id, courier_error *err)
     if (n > 1 && id[0] == '#') seq = strtoull(id + 1, NULL, 10); /* a record whose state is unreadable */
     else if (!valid_id(id, n)) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, 0, &txn);
+    int rc = jtxn_begin(j->env, 0, &txn);
     if (rc) return store_fail(err, rc, "cannot write the journal");
     if (!seq) rc = find_seq(j, txn, id, &seq);
     jstate st;
@@ -3457,7 +3470,7 @@ int courier_frozen_remove_all(courier_engine *e, int64_t *removed, courier_error
     cr_journal *j = journal_of(e, err);
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, 0, &txn);
+    int rc = jtxn_begin(j->env, 0, &txn);
     if (rc) return store_fail(err, rc, "cannot write the journal");
     MDB_stat ms;
     rc = mdb_stat(txn, j->env->db_req, &ms);
@@ -3477,7 +3490,7 @@ int courier_frozen_count(courier_engine *e, int64_t *count, courier_error *err) 
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!count) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "count is NULL");
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    int rc = jtxn_begin(j->env, MDB_RDONLY, &txn);
     if (rc) return store_fail(err, rc, "cannot read the journal");
     MDB_stat ms;
     rc = mdb_stat(txn, j->env->db_req, &ms);
@@ -3494,7 +3507,7 @@ int courier_frozen_last_outcome(courier_engine *e, const char *id, int *code, in
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!id) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id is NULL");
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->env, NULL, MDB_RDONLY, &txn);
+    int rc = jtxn_begin(j->env, MDB_RDONLY, &txn);
     if (rc) return store_fail(err, rc, "cannot read the journal");
     MDB_cursor *c;
     rc = mdb_cursor_open(txn, j->env->db_outcome, &c);

@@ -365,31 +365,7 @@ static const char *junk_at_end(int pages) {
     fill_store(dir);
     char path[600];
     data_path(dir, "cache", path, sizeof path);
-    long len = file_len(path);
-    int fd = open(path, O_RDWR);
-    uint32_t psize = 0;
-    if (fd < 0 || pread(fd, &psize, 4, 40) != 4 || psize < 512 || psize > 65536) {
-        if (fd >= 0) close(fd);
-        return NULL;
-    }
-    long first = len / psize - pages;
-    char *page = calloc(1, psize);
-    bool ok = first > 2;
-    for (long p = first; ok && p < len / psize; p++) {
-        uint64_t pgno = (uint64_t)p;
-        uint16_t flags = 0x02 /* leaf */, lower = 16 + 2 * 20, upper = (uint16_t)(psize - 64), off = 0xFFF0;
-        memset(page, 0x5A, psize);
-        memcpy(page, &pgno, 8);
-        memset(page + 8, 0, 2);
-        memcpy(page + 10, &flags, 2);
-        memcpy(page + 12, &lower, 2);
-        memcpy(page + 14, &upper, 2);
-        for (int n = 0; n < 20; n++) memcpy(page + 16 + 2 * n, &off, 2);
-        ok = pwrite(fd, page, psize, (off_t)p * psize) == (ssize_t)psize;
-    }
-    free(page);
-    close(fd);
-    return ok ? dir : NULL;
+    return th_junk_last_pages(path, pages) == 0 ? dir : NULL;
 }
 
 static void test_junk_over_the_last_pages_never_crashes(void) {

@@ -1,9 +1,11 @@
 #include "harness.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -184,4 +186,53 @@ int th_run(int argc, char **argv, const th_test *tests, size_t n) {
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
+}
+
+long th_lmdb_used_bytes(const char *data_mdb, long *psize) {
+    /* A meta page: 16-byte page header, magic at 16, the page size at 40, the last page at 136,
+     * the transaction id at 144; the second one a page further. */
+    int fd = open(data_mdb, O_RDONLY);
+    uint8_t m[2][152];
+    uint32_t ps = 0;
+    long used = -1;
+    if (fd >= 0 && pread(fd, m[0], 152, 0) == 152) {
+        memcpy(&ps, m[0] + 40, 4);
+        if (ps >= 512 && ps <= 65536 && pread(fd, m[1], 152, ps) == 152) {
+            uint64_t t0, t1, last;
+            memcpy(&t0, m[0] + 144, 8);
+            memcpy(&t1, m[1] + 144, 8);
+            memcpy(&last, m[t1 > t0] + 136, 8);
+            used = (long)((last + 1) * ps);
+            if (psize) *psize = ps;
+        }
+    }
+    if (fd >= 0) close(fd);
+    return used;
+}
+
+int th_junk_last_pages(const char *data_mdb, int pages) {
+    long psize = 0, used = th_lmdb_used_bytes(data_mdb, &psize);
+    int fd = open(data_mdb, O_RDWR);
+    if (used < 0 || fd < 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    long first = used / psize - pages;
+    char *page = calloc(1, (size_t)psize);
+    int rc = first > 2 && page ? 0 : -1;
+    for (long p = first; rc == 0 && p < used / psize; p++) {
+        uint64_t pgno = (uint64_t)p;
+        uint16_t flags = 0x02 /* leaf */, lower = 16 + 2 * 20, upper = (uint16_t)(psize - 64), off = 0xFFF0;
+        memset(page, 0x5A, (size_t)psize);
+        memcpy(page, &pgno, 8);
+        memset(page + 8, 0, 2);
+        memcpy(page + 10, &flags, 2);
+        memcpy(page + 12, &lower, 2);
+        memcpy(page + 14, &upper, 2);
+        for (int n = 0; n < 20; n++) memcpy(page + 16 + 2 * n, &off, 2);
+        if (pwrite(fd, page, (size_t)psize, (off_t)p * psize) != (ssize_t)psize) rc = -1;
+    }
+    free(page);
+    close(fd);
+    return rc;
 }

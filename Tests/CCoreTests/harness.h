@@ -65,6 +65,13 @@ const char *th_url(const char *path);
 const char *th_base(void);
 /* A new empty temporary directory, removed with its contents at exit. Never NULL. */
 const char *th_tmpdir(void);
+/* The bytes of the pages an LMDB data file uses, from its newer meta page (the file may be longer:
+ * the library pads it past them), and its page size; -1 when it is not an LMDB file. */
+long th_lmdb_used_bytes(const char *data_mdb, long *psize);
+/* Overwrites the last `pages` pages in use of an LMDB data file (its roots among them) with junk
+ * that LMDB takes for leaves whose nodes lie 64 KiB past the page: past the end of the file when
+ * it ends there. 0, or -1. */
+int th_junk_last_pages(const char *data_mdb, int pages);
 /* Opens an engine whose base URL is the test server's; extra settings may be applied to cfg
    through `tweak` (may be NULL). Fails the test (returns NULL) when it cannot open. */
 courier_engine *th_engine(void (*tweak)(courier_config *cfg));

@@ -915,7 +915,8 @@ static void truncated_journal_is_kept_aside(void) {
     freeze_some(store, 40);
     char data[600];
     snprintf(data, sizeof data, "%s/journal/data.mdb", store);
-    long size = file_len(data);
+    /* A third of the pages in use (the file is longer: padded past them at open). */
+    long size = th_lmdb_used_bytes(data, NULL);
     REQUIRE(size > 0);
     REQUIRE(truncate(data, size / 3) == 0);
     fflush(NULL);
@@ -939,6 +940,81 @@ static void truncated_journal_is_kept_aside(void) {
     char kept[800];
     snprintf(kept, sizeof kept, "%s/data.mdb", aside);
     CHECK_EQ(file_len(kept), size / 3);
+}
+
+/* Runs fn(store) in a child process: its exit status, or 128 + the signal that ended it. */
+static int in_child(int (*fn)(const char *store), const char *store) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) _exit(fn(store));
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+/* Junk over the last pages, where the journal's newest pages (its roots) are, that LMDB takes for
+ * leaves whose nodes lie past the end of the file: before the file was padded at open, SIGBUS at
+ * the open; now the open sees records of impossible shapes, says COURIER_E_JOURNAL_CORRUPT and
+ * keeps the file aside. */
+static int open_damaged(const char *store) {
+    courier_error err;
+    courier_engine *e = open_eng(store, jr_free_port(), NULL, &err);
+    if (e || err.code != COURIER_E_JOURNAL_CORRUPT) return 1;
+    e = open_eng(store, jr_free_port(), NULL, &err); /* a new journal */
+    if (!e || count_of(e) != 0) return 2;
+    courier_engine_close(e);
+    return 0;
+}
+
+static void junk_over_the_last_pages_is_kept_aside(void) {
+#if defined(__SANITIZE_THREAD__)
+    printf("  (skipped under ThreadSanitizer: it does not support fork)\n");
+    return;
+#endif
+    for (int pages = 2; pages <= 8; pages *= 4) {
+        const char *store = th_tmpdir();
+        freeze_some(store, 40);
+        char data[600];
+        snprintf(data, sizeof data, "%s/journal/data.mdb", store);
+        REQUIRE(th_junk_last_pages(data, pages) == 0);
+        CHECK_EQ(in_child(open_damaged, store), 0); /* not padded: 1 under ASan (SIGBUS), 128 + 7 without */
+        char aside[700];
+        CHECK_EQ(find_aside(store, aside, sizeof aside), 1);
+    }
+}
+
+/* A journal cut to a third while its engine has it open: the next call on the journal finds the
+ * file shorter than it was, pads it back (the missing pages read as zeros, never SIGBUS) and says
+ * COURIER_E_JOURNAL_CORRUPT; the next open keeps the file aside. */
+static int cut_while_open(const char *store) {
+    opts o = {.paused = 1};
+    courier_error err;
+    courier_engine *e = open_eng(store, jr_free_port(), &o, &err);
+    if (!e) return 1;
+    courier_reachability_set_offline(e);
+    if (count_of(e) != 40) return 2;
+    char data[600];
+    snprintf(data, sizeof data, "%s/journal/data.mdb", store);
+    long size = file_len(data), used = th_lmdb_used_bytes(data, NULL);
+    if (used <= 0 || truncate(data, used / 3) != 0) return 3;
+    courier_frozen_list *l = NULL;
+    if (courier_frozen_list_requests(e, &l, &err) != COURIER_E_JOURNAL_CORRUPT) return 4;
+    courier_frozen_list_free(l);
+    if (file_len(data) < size) return 5; /* padded back */
+    courier_engine_close(e);
+    return open_damaged(store) ? 6 : 0;
+}
+
+static void journal_cut_while_open_is_reported(void) {
+#if defined(__SANITIZE_THREAD__)
+    printf("  (skipped under ThreadSanitizer: it does not support fork)\n");
+    return;
+#endif
+    const char *store = th_tmpdir();
+    freeze_some(store, 40);
+    CHECK_EQ(in_child(cut_while_open, store), 0);
+    char aside[700];
+    CHECK_EQ(find_aside(store, aside, sizeof aside), 1);
 }
 
 /* ---- the network monitor --------------------------------------------------------------------- */
@@ -1195,5 +1271,5 @@ TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
            T(replay_in_order_with_keys), T(final_and_retryable_answers), T(manual_policy_waits_for_the_app),
            T(bounded_concurrency), T(expiry_with_injected_clock), T(corrupt_journal_is_kept_aside),
-           T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
+           T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(junk_over_the_last_pages_is_kept_aside), T(journal_cut_while_open_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
            T(batched_answers_remove_every_request), T(stored_request_reads_back_exactly))
