@@ -41,6 +41,7 @@ let package = Package(
             linkerSettings: [
                 .linkedLibrary("pthread", .when(platforms: [.linux])),
                 .linkedLibrary("m", .when(platforms: [.linux])),
+                .linkedLibrary("iconv", .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS])), // glibc has iconv built in
             ]
         ),
         // The C libraries the core uses, from the system: include and library paths come from

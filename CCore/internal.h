@@ -111,10 +111,26 @@ CR_HIDDEN int cr_check_param(const char *name, size_t name_len, const char *valu
 /* Appends s percent-encoded (RFC 3986 unreserved characters kept). */
 CR_HIDDEN int cr_percent_encode(cr_buf *out, const char *s, size_t len);
 CR_HIDDEN int cr_base64_encode(cr_buf *out, const void *data, size_t len);
+/* The 64-bit FNV-1a hash of len bytes. */
+CR_HIDDEN uint64_t cr_fnv1a64(const void *data, size_t len);
 /* Checks that url parses as an absolute http or https URL. */
 CR_HIDDEN bool cr_url_valid(const char *url);
 /* Checks a path joined to an already checked base URL: no spaces or control bytes. */
 CR_HIDDEN bool cr_url_path_valid(const char *path);
+
+/* ---- character sets (charset.c) ----------------------------------------------------------- */
+
+/* NULL, "UTF-8" or "UTF8" (any case): no conversion. */
+CR_HIDDEN bool cr_charset_is_utf8(const char *charset);
+/* COURIER_OK when iconv converts between UTF-8 and `charset`, else COURIER_E_UNKNOWN_CHARSET. */
+CR_HIDDEN int cr_charset_check(const char *charset);
+/* Appends s (UTF-8) converted to `charset` / s (in `charset`) converted to UTF-8. Errors:
+ * COURIER_E_CHARSET (a character the target cannot hold, bytes not valid in the source),
+ * COURIER_E_UNKNOWN_CHARSET, COURIER_E_NO_MEMORY. On failure `out` may hold a part. */
+CR_HIDDEN int cr_charset_from_utf8(cr_buf *out, const char *charset, const char *s, size_t len);
+CR_HIDDEN int cr_charset_to_utf8(cr_buf *out, const char *charset, const char *s, size_t len);
+/* The charset parameter of a Content-Type value into out: 1 found, 0 none, -1 longer than size. */
+CR_HIDDEN int cr_content_type_charset(const char *content_type, char *out, size_t size);
 
 /* ---- LMDB data files (lmdb_file.c) ----------------------------------------------------------- */
 
@@ -141,7 +157,8 @@ struct MDB_txn;
  * at the next write), or LMDB's code. Call at open, after cr_lmdb_file_pad, before writing. */
 CR_HIDDEN int cr_lmdb_check_free_list(struct MDB_env *env);
 struct MDB_val;
-/* The same for the first and last records of database dbi, by a predicate of the store's. */
+/* The same for the first and last records of database dbi, by a predicate of the store's (NULL:
+ * only read them, so that a damaged root shows up). */
 CR_HIDDEN int cr_lmdb_check_ends(struct MDB_txn *txn, unsigned dbi,
                                  bool (*ok)(const struct MDB_val *k, const struct MDB_val *v));
 CR_HIDDEN int cr_lmdb_check_names(struct MDB_txn *txn);
@@ -259,6 +276,7 @@ struct courier_config {
     int cookies_off;
     struct cr_auth *auth; /* NULL: none set */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c) */
+    char *param_charset; /* query and form parameters' charset (charset.c); NULL: UTF-8 */
 };
 
 /* A deep copy (callbacks retained). NULL on no memory. */
@@ -312,6 +330,7 @@ struct courier_request {
     } freeze;
     struct cr_auth *auth; /* credentials, proxy, challenge handler (auth.c); NULL: the engine's */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c); `set` says which */
+    char *param_charset; /* query and form parameters' charset (charset.c); NULL: the engine's */
 };
 
 struct courier_outgoing {
@@ -560,6 +579,17 @@ CR_HIDDEN const json_t *cr_json_path(const json_t *v, const char *path, size_t l
 CR_HIDDEN int cr_json_format_real(double d, char *buf, size_t size);
 /* Appends v's JSON text (COURIER_JSON_DUMP_* flags) to out. */
 CR_HIDDEN int cr_json_dump(const json_t *v, unsigned flags, cr_buf *out);
+/* The one JSON writer besides jansson's (cr_json_dump and the journal's records use it): v in
+ * decimal at p (room for 21 bytes; returns the length; snprintf costs ~1,500 instructions a call);
+ * v appended in decimal; s (len bytes of UTF-8) appended as a JSON string, with the
+ * COURIER_JSON_DUMP_ASCII and _ESCAPE_SLASH flags and CR_JSON_PUT_CONTROL_U (every control
+ * character as \u00XX, never \n and the like: the journal's records keep their bytes). The
+ * appenders return 0, or -1 without memory. */
+#define CR_JSON_PUT_CONTROL_U 0x100u
+#define CR_JSON_CSTRING SIZE_MAX /* as cr_json_put_string's len: s is NUL-terminated */
+CR_HIDDEN size_t cr_json_format_int(char *p, int64_t v);
+CR_HIDDEN int cr_json_put_int(cr_buf *b, int64_t v);
+CR_HIDDEN int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags);
 
 /* mapping.c */
 /* Adds a reference and seals (no more changes). NULL in, NULL out. Released by the _free. */

@@ -103,8 +103,12 @@ typedef enum courier_code {
     COURIER_E_HEADERS_TOO_LARGE = -32, /* a response header line or the header block is over the limit */
     COURIER_E_PROXY = -34,            /* the proxy failed: its name did not resolve, it refused the tunnel
                                          (http_status tells, e.g. 407), or its SOCKS handshake failed */
-    COURIER_E_CACHE_INCONSISTENT = -40 /* courier_cache_verify found damaged entries, index records
+    COURIER_E_CACHE_INCONSISTENT = -40, /* courier_cache_verify found damaged entries, index records
                                           without their entry, or totals that differ from a scan */
+    COURIER_E_UNKNOWN_CHARSET = -46,  /* a character set the system's iconv does not know */
+    COURIER_E_CHARSET = -47           /* text that cannot be converted: a parameter character the
+                                         chosen charset cannot hold, or a body whose bytes are not
+                                         valid in its charset */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -280,6 +284,18 @@ COURIER_API int courier_request_add_param(courier_request *request, const char *
  * COURIER_E_INVALID_ENCODING) rather than silently truncating. */
 COURIER_API int courier_request_add_param_n(courier_request *request, const char *name, size_t name_len,
                                             const char *value, size_t value_len);
+/* The character set query and form parameters are written in (HTHttp's stringEncoding): names and
+ * values, given as UTF-8, are converted to it before they are percent-encoded ("中" in "GBK" goes
+ * as %D6%D0). Any name the system's iconv knows: "UTF-8" (the default; NULL restores it), "GBK",
+ * "GB18030", "Shift_JIS", "EUC-JP", "Big5", "ISO-8859-1", "windows-1252", ... A form body then says
+ * so: "application/x-www-form-urlencoded; charset=GBK". JSON bodies are always UTF-8 (RFC 8259);
+ * multipart parts are sent as given. The request's setting (any charset, "UTF-8" included)
+ * replaces the engine's; NULL gives it back to the engine. Copied. A parameter with a character the
+ * charset cannot hold fails the send (courier_send returns it) with COURIER_E_CHARSET, naming the
+ * parameter in err. Errors: COURIER_E_INVALID_ARGUMENT (NULL config or request),
+ * COURIER_E_UNKNOWN_CHARSET (a name iconv does not know, or with "//" options). */
+COURIER_API int courier_config_set_param_charset(courier_config *config, const char *charset);
+COURIER_API int courier_request_set_param_charset(courier_request *request, const char *charset);
 /* Nonzero (the default) adds the engine's default parameters; 0 leaves them out. */
 COURIER_API int courier_request_set_use_default_params(courier_request *request, int use);
 /* Adds a header line. A request header replaces every default header of the same name
@@ -390,6 +406,15 @@ COURIER_API int courier_response_status(const courier_response *response);
  * bytes are followed by a NUL that is not counted, so text bodies may be read as C strings.
  * Never NULL: an empty body is "". */
 COURIER_API const uint8_t *courier_response_body(const courier_response *response, size_t *len);
+/* The body as UTF-8 text, converted from the charset its Content-Type names ("text/plain;
+ * charset=GBK"), else from `default_charset` (NULL: UTF-8). A UTF-8 body loses a leading byte order
+ * mark. *out_text is new: release it with courier_free; it is NUL-terminated, and *out_len (may be
+ * NULL) receives its length in bytes (a body holding NUL bytes keeps them). Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL out_text or response), COURIER_E_UNKNOWN_CHARSET (the
+ * charset is one iconv does not know), COURIER_E_CHARSET (bytes that are not valid in the charset,
+ * or cut short), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_response_text(char **out_text, size_t *out_len, const courier_response *response,
+                                      const char *default_charset, courier_error *err);
 /* The first value of a header, case-insensitive; NULL if absent. Borrowed until freed. */
 COURIER_API const char *courier_response_header(const courier_response *response, const char *name);
 /* Number of header lines of the final response, and the i-th in received order.

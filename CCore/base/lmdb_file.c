@@ -197,7 +197,7 @@ int cr_lmdb_check_ends(struct MDB_txn *txn, unsigned dbi, bool (*ok)(const struc
     for (size_t e = 0; e < 2 && rc == 0; e++) {
         MDB_val k, v;
         rc = mdb_cursor_get(c, &k, &v, ends[e]);
-        if (rc == 0 && !ok(&k, &v)) rc = MDB_CORRUPTED;
+        if (rc == 0 && ok && !ok(&k, &v)) rc = MDB_CORRUPTED;
     }
     if (c) mdb_cursor_close(c);
     return rc == MDB_NOTFOUND ? 0 : rc;

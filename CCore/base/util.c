@@ -53,6 +53,8 @@ const char *courier_strerror(int code) {
     case COURIER_E_PROTOCOL: return "the server broke the HTTP protocol";
     case COURIER_E_HEADERS_TOO_LARGE: return "response headers too large";
     case COURIER_E_CACHE_INCONSISTENT: return "the cache store is inconsistent";
+    case COURIER_E_UNKNOWN_CHARSET: return "unknown character set";
+    case COURIER_E_CHARSET: return "text cannot be converted to or from its character set";
     default: return "unknown error";
     }
 }
@@ -296,6 +298,16 @@ int cr_percent_encode(cr_buf *out, const char *s, size_t len) {
     }
     out->data[out->len] = '\0';
     return COURIER_OK;
+}
+
+uint64_t cr_fnv1a64(const void *data, size_t len) {
+    const unsigned char *s = data;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
 }
 
 int cr_base64_encode(cr_buf *out, const void *data, size_t len) {

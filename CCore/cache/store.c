@@ -38,6 +38,7 @@
  * aside and recreated; a stderr line says so. Nothing here aborts or asserts on disk contents.
  */
 #include "cache_internal.h"
+#include "base/lmdb_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,14 +73,8 @@ typedef struct totals {
 } totals;
 
 struct cr_store {
-    read_slot slots[CR_READ_SLOTS]; /* first: the allocation is 64-byte aligned */
-    struct cr_store *next; /* registry */
-    dev_t dev;
-    ino_t ino;
-    pid_t pid;
-    int refs; /* registry lock */
-    char *dir;
-    MDB_env *env;
+    cr_lmdb_env base;               /* first: the floor's registry entry (dir, env); 64-byte aligned */
+    read_slot slots[CR_READ_SLOTS];
     MDB_dbi db_main, db_vary, db_meta; /* db_main: entries, index and totals */
     /* The totals as of committed transaction tot_txnid (0: none), so that a write transaction
      * whose snapshot is that commit (its id is tot_txnid + 1: nobody wrote since, in any process)
@@ -92,27 +87,11 @@ struct cr_store {
     atomic_int extra_readers; /* read transactions running outside the slots (all were busy) */
     atomic_int broken;
     _Atomic int64_t next_size_check; /* coarse monotonic ns: when a reader next checks the file's size */
-    int64_t file_largest;            /* the data file's largest size seen (cr_lmdb_file_intact) */
     bool moved_aside; /* this process found the store unusable at open and moved it aside */
     bool verify; /* check every value's checksum on read (the no-sync setting, see cr_store_get) */
 };
 
 /* ---- small helpers ------------------------------------------------------------------------- */
-
-static void put_be64(uint8_t *p, uint64_t v) {
-    for (int i = 7; i >= 0; i--) {
-        p[i] = (uint8_t)v;
-        v >>= 8;
-    }
-}
-
-static uint64_t get_be64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = v << 8 | p[i];
-    return v;
-}
-
-static uint64_t be_time(int64_t ms) { return ms < 0 ? 0 : (uint64_t)ms; }
 
 /* Keys of the index records (see the top of the file): a 4-byte prefix 0 0 0 kind, then the
  * fields. No hash falls between or inside the two ranges in practice (it would have to start with
@@ -132,17 +111,17 @@ static void ix_prefix(uint8_t *k, uint8_t kind) {
 
 static void expiry_key(uint8_t k[IX_EXPIRY_LEN], int64_t discard_ms, const uint8_t hash[16]) {
     ix_prefix(k, IX_EXPIRY);
-    put_be64(k + IX_PREFIX, be_time(discard_ms));
+    cr_put_be64(k + IX_PREFIX, cr_be_time(discard_ms));
     memcpy(k + IX_HASH_AT, hash, 16);
 }
 
 /* The discard time of an expiry record. */
-static uint64_t expiry_of(const MDB_val *k) { return get_be64((const uint8_t *)k->mv_data + IX_PREFIX); }
+static uint64_t expiry_of(const MDB_val *k) { return cr_get_be64((const uint8_t *)k->mv_data + IX_PREFIX); }
 
 /* Newest first: the complement of the sequence number. */
 static void order_key(uint8_t k[IX_ORDER_LEN], uint64_t seq) {
     ix_prefix(k, IX_ORDER);
-    put_be64(k + IX_PREFIX, ~seq);
+    cr_put_be64(k + IX_PREFIX, ~seq);
 }
 
 static bool is_ix(const MDB_val *k, uint8_t kind) {
@@ -173,30 +152,20 @@ void cr_cache_log(const char *fmt, ...) {
     fprintf(stderr, "courier: cache: %s\n", line);
 }
 
-static int store_fail(courier_error *err, int mdb_rc, const char *what) {
-    cr_fail(err, COURIER_E_STORE, "%s: %s", what, mdb_strerror(mdb_rc));
-    if (err) err->store_error = mdb_rc;
-    return COURIER_E_STORE;
-}
-
 /* The map, the disk (or the file size limit, or the quota) is full: evict, retry, else drop.
  * LMDB reports a write cut short by a full disk as EIO (its pwrite wrote part of the pages). */
 static bool is_full(int rc) {
     return rc == MDB_MAP_FULL || rc == MDB_TXN_FULL || rc == ENOSPC || rc == EFBIG || rc == EDQUOT || rc == EIO;
 }
 
-static bool is_corruption(int rc) {
-    return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH;
-}
-
 /* A run-time corruption: the store keeps answering "miss", and the next open recreates it. */
 static void mark_broken(cr_store *s, int rc) {
     if (atomic_exchange(&s->broken, 1)) return;
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/CORRUPT", s->dir);
+    snprintf(path, sizeof path, "%s/CORRUPT", s->base.dir);
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     if (fd >= 0) close(fd);
-    cr_cache_log("store '%s' reported '%s'; it will be moved aside and recreated at the next open", s->dir,
+    cr_cache_log("store '%s' reported '%s'; it will be moved aside and recreated at the next open", s->base.dir,
                  mdb_strerror(rc));
 }
 
@@ -347,53 +316,15 @@ bool cr_entry_decode(const void *data, size_t len, bool verify, cr_entry *out) {
     return true;
 }
 
-/* ---- the registry ---------------------------------------------------------------------------- */
+/* ---- opening (the floor, base/lmdb_env.c, keeps the registry) ------------------------------ */
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static cr_store *registry;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-/* A child of fork() must not use its parent's environments (LMDB's rule): it forgets them and
- * opens its own. Their memory is not freed (their handles belong to the parent). */
-static void registry_child(void) {
-    pthread_mutex_init(&registry_lock, NULL);
-    registry = NULL;
-}
-
-static void registry_init(void) { pthread_atfork(NULL, NULL, registry_child); }
-
-static int mkdir_one(const char *path) {
-    if (mkdir(path, 0700) == 0 || errno == EEXIST) return 0;
-    return errno;
-}
-
-static int move_aside(const char *dir, const char *why) {
-    char dst[PATH_MAX];
-    int rc = -1;
-    for (int n = 0; n < 100 && rc != 0; n++) {
-        if (n) snprintf(dst, sizeof dst, "%s.broken-%lld-%d-%d", dir, (long long)time(NULL), (int)getpid(), n);
-        else snprintf(dst, sizeof dst, "%s.broken-%lld-%d", dir, (long long)time(NULL), (int)getpid());
-        if (access(dst, F_OK) == 0) continue;
-        rc = rename(dir, dst);
-    }
-    if (rc != 0) {
-        int os = errno;
-        cr_cache_log("store '%s' is unusable (%s) and cannot be moved aside: %s", dir, why, strerror(os));
-        return os;
-    }
-    cr_cache_log("store '%s' is unusable (%s); moved aside to '%s', starting a fresh cache", dir, why, dst);
-    return 0;
-}
-
-static void store_destroy(cr_store *s) {
-    if (!s) return;
+/* The floor's kind->destroy: what a store keeps beside its environment. */
+static void store_destroy(cr_lmdb_env *base) {
+    cr_store *s = (cr_store *)base;
     for (int i = 0; i < CR_READ_SLOTS; i++)
         if (s->slots[i].txn) mdb_txn_abort(s->slots[i].txn);
-    if (s->env) mdb_env_close(s->env);
     pthread_rwlock_destroy(&s->rw);
     pthread_mutex_destroy(&s->tot_lock);
-    free(s->dir);
-    free(s);
 }
 
 static int totals_write(cr_store *s, MDB_txn *txn, const totals *t);
@@ -466,54 +397,44 @@ static bool meta_record_ok(const MDB_val *k, const MDB_val *v) {
     return k->mv_size > 0;
 }
 
-/* Opens the environment in dir. Returns 0, or an LMDB/errno code; *why says what was wrong with a
- * store that exists but must be moved aside (then the return is MDB_INVALID). */
-static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const char **why) {
+typedef struct store_open_arg {
+    int64_t map_bytes;
+    int durability;
+} store_open_arg;
+
+/* The floor's kind->open: the environment in s->base.dir and the store's own state. Returns 0, or
+ * an LMDB/errno code; *why says what was wrong with a store that exists but must be moved aside
+ * (then the return is MDB_INVALID). */
+static int store_open(cr_lmdb_env *base, void *arg, const char **why) {
+    cr_store *s = (cr_store *)base;
+    const store_open_arg *o = arg;
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+#if defined(__GLIBC__) /* elsewhere (macOS) the default kind; glibc's default starves writers */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+    pthread_rwlock_init(&s->rw, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    pthread_mutex_init(&s->tot_lock, NULL);
+    for (int i = 0; i < CR_READ_SLOTS; i++) atomic_init(&s->slots[i].busy, 0);
+    atomic_init(&s->resizing, 0);
+    atomic_init(&s->extra_readers, 0);
+    s->verify = o->durability == COURIER_CACHE_FAST;
     *why = NULL;
     char marker[PATH_MAX];
-    snprintf(marker, sizeof marker, "%s/CORRUPT", s->dir);
+    snprintf(marker, sizeof marker, "%s/CORRUPT", s->base.dir);
     if (access(marker, F_OK) == 0) {
         *why = "corruption was reported";
         return MDB_INVALID;
     }
-    /* A data file cut short would open, then raise SIGBUS at the first page past its end. */
-    int rc = cr_lmdb_file_check(s->dir, why);
+    unsigned sync = o->durability == COURIER_CACHE_FAST     ? MDB_NOSYNC
+                    : o->durability == COURIER_CACHE_SYNCED ? 0u
+                                                            : MDB_NOMETASYNC;
+    int rc = cr_lmdb_env_open(base, 8, (size_t)o->map_bytes, sync, why);
     if (rc) return rc;
-    rc = mdb_env_create(&s->env);
-    if (rc) return rc;
-    mdb_env_set_maxdbs(s->env, 8);
-    mdb_env_set_maxreaders(s->env, 254);
-    mdb_env_set_mapsize(s->env, (size_t)map_bytes);
-    unsigned sync = durability == COURIER_CACHE_FAST     ? MDB_NOSYNC
-                    : durability == COURIER_CACHE_SYNCED ? 0u
-                                                         : MDB_NOMETASYNC;
-    rc = mdb_env_open(s->env, s->dir, MDB_NOTLS | sync, 0600);
-    if (rc) {
-        if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND ||
-            rc == EINVAL) {
-            *why = mdb_strerror(rc);
-            return MDB_INVALID;
-        }
-        return rc;
-    }
-    int dead = 0;
-    mdb_reader_check(s->env, &dead); /* slots of killed processes */
-
-    /* An environment opened with a smaller map than its data: adopt the file's size. */
-    MDB_envinfo info;
-    if (mdb_env_info(s->env, &info) == 0 && (int64_t)info.me_mapsize < map_bytes)
-        mdb_env_set_mapsize(s->env, (size_t)map_bytes);
-
     MDB_txn *txn = NULL;
-    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
-    if (rc == MDB_MAP_RESIZED) {
-        mdb_env_set_mapsize(s->env, 0);
-        rc = mdb_txn_begin(s->env, NULL, 0, &txn);
-    }
+    rc = cr_lmdb_begin_write(s->base.env, &txn);
     if (rc) goto corrupt_or_fail;
-    /* Damaged pages near the end of the file read zeros past it, not SIGBUS (lmdb_file.c). */
-    int pad = cr_lmdb_file_pad(s->env, &s->file_largest);
-    if (pad) cr_cache_log("store '%s': cannot pad its data file: %s", s->dir, mdb_strerror(pad));
     if ((rc = mdb_dbi_open(txn, NULL, 0, &s->db_main)) || (rc = mdb_dbi_open(txn, "vary", MDB_CREATE, &s->db_vary)) ||
         (rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->db_meta))) {
         mdb_txn_abort(txn);
@@ -531,7 +452,7 @@ static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const 
         }
         if (f < CR_STORE_FORMAT) {
             rc = migrate_v1(s, txn);
-            if (rc == 0) cr_cache_log("store '%s': format %u upgraded to %u", s->dir, f, CR_STORE_FORMAT);
+            if (rc == 0) cr_cache_log("store '%s': format %u upgraded to %u", s->base.dir, f, CR_STORE_FORMAT);
         }
     }
     if (rc == MDB_NOTFOUND || (rc == 0 && f < CR_STORE_FORMAT)) {
@@ -542,7 +463,7 @@ static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const 
     }
     if (rc == 0) {
         /* Touch both ends of every tree, so a damaged root shows up now rather than later, and
-         * look at the records there (and, after the commit, at LMDB's free list: lmdb_file.c). */
+         * look at the records there (the floor looked at LMDB's free list: lmdb_env.c). */
         if ((rc = cr_lmdb_check_ends(txn, s->db_main, main_record_ok)) == 0 &&
             (rc = cr_lmdb_check_ends(txn, s->db_vary, vary_record_ok)) == 0)
             rc = cr_lmdb_check_ends(txn, s->db_meta, meta_record_ok);
@@ -553,122 +474,41 @@ static int store_open_env(cr_store *s, int64_t map_bytes, int durability, const 
     }
     rc = mdb_txn_commit(txn);
     if (rc) goto corrupt_or_fail;
-    rc = cr_lmdb_check_free_list(s->env);
-    if (rc) goto corrupt_or_fail;
     return 0;
 
 corrupt_or_fail:
-    if (is_corruption(rc)) {
+    if (cr_lmdb_is_corruption(rc)) {
         *why = mdb_strerror(rc);
         return MDB_INVALID;
     }
     return rc;
 }
 
-const char *cr_store_dir(const cr_store *s) { return s ? s->dir : NULL; }
+const char *cr_store_dir(const cr_store *s) { return s ? s->base.dir : NULL; }
+
+static const cr_lmdb_kind cache_kind = {
+    .what = "cache store",
+    .label = "broken",
+    .size = sizeof(cr_store),
+    .corrupt_code = COURIER_E_STORE,
+    .recreate = true,
+    .sync_at_close = true,
+    .open = store_open,
+    .destroy = store_destroy,
+};
 
 int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_store **out, courier_error *err) {
-    *out = NULL;
-    pthread_once(&atfork_once, registry_init);
-    int os = mkdir_one(dir);
-    if (os) {
-        cr_fail(err, COURIER_E_STORE, "cannot create cache directory '%.180s': %s", dir, strerror(os));
-        if (err) err->os_error = os;
-        return COURIER_E_STORE;
-    }
-    /* Opening and recovery are serialized across processes by a lock file beside the directory. */
-    char lockpath[PATH_MAX];
-    snprintf(lockpath, sizeof lockpath, "%s.lock", dir);
-    int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lockfd >= 0) {
-        while (flock(lockfd, LOCK_EX) != 0 && errno == EINTR) {
-        }
-    }
-    pthread_mutex_lock(&registry_lock);
-    int result = COURIER_OK;
+    store_open_arg arg = {map_bytes, durability};
+    cr_lmdb_env *base = NULL;
     bool moved = false;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        struct stat st;
-        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            if ((os = mkdir_one(dir)) != 0 || stat(dir, &st) != 0) {
-                result = cr_fail(err, COURIER_E_STORE, "cannot use cache directory '%.180s'", dir);
-                break;
-            }
-        }
-        for (cr_store *s = registry; s; s = s->next) {
-            if (s->dev == st.st_dev && s->ino == st.st_ino && s->pid == getpid()) {
-                s->refs++;
-                *out = s;
-                break;
-            }
-        }
-        if (*out) break;
-        cr_store *s = NULL;
-        if (posix_memalign((void **)&s, 64, sizeof *s) != 0) s = NULL;
-        if (s) memset(s, 0, sizeof *s);
-        if (!s || !(s->dir = cr_strdup(dir))) {
-            free(s);
-            result = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-            break;
-        }
-        pthread_rwlockattr_t ra;
-        pthread_rwlockattr_init(&ra);
-#if defined(__GLIBC__) /* elsewhere (macOS) the default kind; glibc's default starves writers */
-        pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-#endif
-        pthread_rwlock_init(&s->rw, &ra);
-        pthread_rwlockattr_destroy(&ra);
-        pthread_mutex_init(&s->tot_lock, NULL);
-        for (int i = 0; i < CR_READ_SLOTS; i++) atomic_init(&s->slots[i].busy, 0);
-        atomic_init(&s->resizing, 0);
-        atomic_init(&s->extra_readers, 0);
-        s->dev = st.st_dev;
-        s->ino = st.st_ino;
-        s->pid = getpid();
-        s->refs = 1;
-        const char *why = NULL;
-        s->verify = durability == COURIER_CACHE_FAST;
-        int rc = store_open_env(s, map_bytes, durability, &why);
-        if (rc == 0) {
-            s->moved_aside = moved;
-            s->next = registry;
-            registry = s;
-            *out = s;
-            break;
-        }
-        store_destroy(s);
-        if (rc == MDB_INVALID && attempt == 0 && move_aside(dir, why ? why : "unreadable") == 0 &&
-            mkdir_one(dir) == 0) {
-            moved = true;
-            continue;
-        }
-        result = rc > 0 ? cr_fail(err, COURIER_E_STORE, "cannot open cache store '%.180s': %s", dir, strerror(rc))
-                        : store_fail(err, rc, "cannot open cache store");
-        if (err && rc > 0) err->os_error = rc;
-        break;
-    }
-    pthread_mutex_unlock(&registry_lock);
-    if (lockfd >= 0) close(lockfd); /* releases the flock */
-    return result;
+    int rc = cr_lmdb_env_acquire(&cache_kind, dir, &arg, &base, &moved, err);
+    *out = (cr_store *)base;
+    if (rc == COURIER_OK && moved) (*out)->moved_aside = true;
+    return rc;
 }
 
 void cr_store_release(cr_store *s) {
-    if (!s) return;
-    pthread_mutex_lock(&registry_lock);
-    bool last = --s->refs == 0;
-    if (last) {
-        for (cr_store **pp = &registry; *pp; pp = &(*pp)->next) {
-            if (*pp == s) {
-                *pp = s->next;
-                break;
-            }
-        }
-    }
-    pthread_mutex_unlock(&registry_lock);
-    if (last) {
-        if (s->env) mdb_env_sync(s->env, 1);
-        store_destroy(s);
-    }
+    if (s) cr_lmdb_env_release(&s->base);
 }
 
 /* ---- transactions ---------------------------------------------------------------------------- */
@@ -749,7 +589,7 @@ static void adopt_map_size(cr_store *s) {
         if (s->slots[i].txn) mdb_txn_abort(s->slots[i].txn);
         s->slots[i].txn = NULL;
     }
-    mdb_env_set_mapsize(s->env, 0);
+    mdb_env_set_mapsize(s->base.env, 0);
     for (int i = 0; i < CR_READ_SLOTS; i++) atomic_store_explicit(&s->slots[i].busy, 0, memory_order_release);
     atomic_store(&s->resizing, 0);
     pthread_rwlock_unlock(&s->rw);
@@ -776,8 +616,8 @@ static bool cut_short(cr_store *s, bool always) {
         if (now < due || !atomic_compare_exchange_strong(&s->next_size_check, &due, now + CR_SIZE_CHECK_NS))
             return false;
     }
-    int rc = cr_lmdb_file_intact(s->env, &s->file_largest);
-    if (rc && !atomic_load(&s->broken)) cr_cache_log("store '%s': its data file was cut short while open", s->dir);
+    int rc = cr_lmdb_file_intact(s->base.env, &s->base.file_largest);
+    if (rc && !atomic_load(&s->broken)) cr_cache_log("store '%s': its data file was cut short while open", s->base.dir);
     if (rc) mark_broken(s, rc);
     return rc != 0;
 }
@@ -789,7 +629,7 @@ int cr_store_read_begin(cr_store *s, cr_read *out) {
     for (int attempt = 0; attempt < 2; attempt++) {
         int slot = reader_enter(s);
         MDB_txn *txn = slot >= 0 ? s->slots[slot].txn : NULL;
-        int rc = txn ? mdb_txn_renew(txn) : mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+        int rc = txn ? mdb_txn_renew(txn) : mdb_txn_begin(s->base.env, NULL, MDB_RDONLY, &txn);
         if (rc == 0) {
             if (slot >= 0) s->slots[slot].txn = txn;
             out->txn = txn;
@@ -803,7 +643,7 @@ int cr_store_read_begin(cr_store *s, cr_read *out) {
             adopt_map_size(s);
             continue;
         }
-        if (is_corruption(rc)) mark_broken(s, rc);
+        if (cr_lmdb_is_corruption(rc)) mark_broken(s, rc);
         return COURIER_E_STORE;
     }
     return COURIER_E_STORE;
@@ -823,7 +663,7 @@ int cr_store_get(cr_store *s, MDB_txn *txn, const uint8_t hash[16], cr_entry *ou
     int rc = mdb_get(txn, s->db_main, &k, &v);
     if (rc == MDB_NOTFOUND) return COURIER_E_NOT_FOUND;
     if (rc) {
-        if (is_corruption(rc)) mark_broken(s, rc);
+        if (cr_lmdb_is_corruption(rc)) mark_broken(s, rc);
         return COURIER_E_STORE;
     }
     /* LMDB never shows a torn value when commits are synced (durable, synced settings); with
@@ -835,7 +675,7 @@ int cr_store_vary_get(cr_store *s, MDB_txn *txn, const uint8_t hash[16], const c
     MDB_val k = {16, (void *)hash}, v;
     int rc = mdb_get(txn, s->db_vary, &k, &v);
     if (rc) {
-        if (is_corruption(rc)) mark_broken(s, rc);
+        if (cr_lmdb_is_corruption(rc)) mark_broken(s, rc);
         return COURIER_E_NOT_FOUND;
     }
     *names = v.mv_data;
@@ -849,7 +689,7 @@ static int write_begin(cr_store *s, MDB_txn **out) {
     if (atomic_load_explicit(&s->broken, memory_order_relaxed)) return MDB_PANIC;
     for (int attempt = 0; attempt < 2; attempt++) {
         pthread_rwlock_rdlock(&s->rw);
-        int rc = mdb_txn_begin(s->env, NULL, 0, out);
+        int rc = mdb_txn_begin(s->base.env, NULL, 0, out);
         if (rc == 0 && cut_short(s, true)) {
             mdb_txn_abort(*out);
             *out = NULL;
@@ -861,7 +701,7 @@ static int write_begin(cr_store *s, MDB_txn **out) {
             adopt_map_size(s);
             continue;
         }
-        if (is_corruption(rc)) mark_broken(s, rc);
+        if (cr_lmdb_is_corruption(rc)) mark_broken(s, rc);
         return rc;
     }
     return MDB_MAP_RESIZED;
@@ -880,7 +720,7 @@ static int write_commit(cr_store *s, MDB_txn *txn, const totals *t) {
         }
         pthread_mutex_unlock(&s->tot_lock);
     }
-    if (is_corruption(rc)) mark_broken(s, rc);
+    if (cr_lmdb_is_corruption(rc)) mark_broken(s, rc);
     return rc;
 }
 
@@ -1036,7 +876,7 @@ static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, i
             if (rc) break;
             uint8_t hash[16];
             if (phase == 0) {
-                if (expiry_of(&k) > be_time(now_ms)) break;
+                if (expiry_of(&k) > cr_be_time(now_ms)) break;
                 memcpy(hash, (uint8_t *)k.mv_data + IX_HASH_AT, 16);
             } else {
                 if (v.mv_size < 16) {
@@ -1133,7 +973,7 @@ static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *
  * by the next one. *left: the store's bytes after it. */
 static int evict_txn(cr_store *s, uint64_t keep_bytes, int64_t now_ms, uint64_t *evicted, uint64_t *left) {
     int dead = 0;
-    mdb_reader_check(s->env, &dead);
+    mdb_reader_check(s->base.env, &dead);
     MDB_txn *txn;
     int rc = write_begin(s, &txn);
     if (rc) return rc;
@@ -1230,7 +1070,7 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
         return COURIER_OK;
     }
     if (rc == MDB_PANIC) return cr_fail(err, COURIER_E_STORE, "the cache store is unusable until it is reopened");
-    return store_fail(err, rc, "cannot write the cache");
+    return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot write the cache");
 }
 
 /* ---- removal ------------------------------------------------------------------------------- */
@@ -1238,7 +1078,7 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
 int cr_store_remove(cr_store *s, const uint8_t hash[16], courier_error *err) {
     MDB_txn *txn;
     int rc = write_begin(s, &txn);
-    if (rc) return store_fail(err, rc, "cannot remove from the cache");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot remove from the cache");
     totals t;
     rc = totals_load(s, txn, &t);
     if (rc == 0) rc = remove_in_txn(s, txn, &t, hash);
@@ -1249,27 +1089,27 @@ int cr_store_remove(cr_store *s, const uint8_t hash[16], courier_error *err) {
     if (rc == 0) rc = totals_write(s, txn, &t);
     if (rc) {
         write_abort(s, txn);
-        return store_fail(err, rc, "cannot remove from the cache");
+        return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot remove from the cache");
     }
     rc = write_commit(s, txn, &t);
-    return rc ? store_fail(err, rc, "cannot remove from the cache") : COURIER_OK;
+    return rc ? cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot remove from the cache") : COURIER_OK;
 }
 
 int cr_store_remove_all(cr_store *s, int64_t *removed, courier_error *err) {
     if (removed) *removed = 0;
     MDB_txn *txn;
     int rc = write_begin(s, &txn);
-    if (rc) return store_fail(err, rc, "cannot clear the cache");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot clear the cache");
     totals t;
     rc = totals_load(s, txn, &t);
     uint64_t count = t.count;
     if (rc == 0) rc = clear_all(s, txn, &t);
     if (rc) {
         write_abort(s, txn);
-        return store_fail(err, rc, "cannot clear the cache");
+        return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot clear the cache");
     }
     rc = write_commit(s, txn, &t);
-    if (rc) return store_fail(err, rc, "cannot clear the cache");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot clear the cache");
     if (removed) *removed = (int64_t)count;
     return COURIER_OK;
 }
@@ -1278,7 +1118,7 @@ int cr_store_remove_since(cr_store *s, int64_t since_ms, int64_t *removed, couri
     if (removed) *removed = 0;
     MDB_txn *txn;
     int rc = write_begin(s, &txn);
-    if (rc) return store_fail(err, rc, "cannot remove from the cache");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot remove from the cache");
     totals t;
     int64_t n = 0;
     rc = totals_load(s, txn, &t);
@@ -1316,10 +1156,10 @@ int cr_store_remove_since(cr_store *s, int64_t since_ms, int64_t *removed, couri
     if (rc == 0) rc = totals_write(s, txn, &t);
     if (rc) {
         write_abort(s, txn);
-        return rc == ENOMEM ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : store_fail(err, rc, "cannot remove from the cache");
+        return rc == ENOMEM ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot remove from the cache");
     }
     rc = write_commit(s, txn, &t);
-    if (rc) return store_fail(err, rc, "cannot remove from the cache");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot remove from the cache");
     if (removed) *removed = n;
     return COURIER_OK;
 }
@@ -1328,7 +1168,7 @@ int cr_store_remove_expired(cr_store *s, int64_t now_ms, int64_t *removed, couri
     if (removed) *removed = 0;
     MDB_txn *txn;
     int rc = write_begin(s, &txn);
-    if (rc) return store_fail(err, rc, "cannot remove from the cache");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot remove from the cache");
     totals t;
     uint64_t n = 0;
     rc = totals_load(s, txn, &t);
@@ -1339,7 +1179,7 @@ int cr_store_remove_expired(cr_store *s, int64_t now_ms, int64_t *removed, couri
         MDB_val k, v;
         rc = first_of_kind(c, IX_EXPIRY, &k, &v);
         if (rc) break;
-        if (expiry_of(&k) > be_time(now_ms)) break;
+        if (expiry_of(&k) > cr_be_time(now_ms)) break;
         uint8_t hash[16];
         memcpy(hash, (uint8_t *)k.mv_data + IX_HASH_AT, 16);
         rc = remove_in_txn(s, txn, &t, hash);
@@ -1355,10 +1195,10 @@ int cr_store_remove_expired(cr_store *s, int64_t now_ms, int64_t *removed, couri
     if (rc == 0) rc = totals_write(s, txn, &t);
     if (rc) {
         write_abort(s, txn);
-        return store_fail(err, rc, "cannot remove from the cache");
+        return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot remove from the cache");
     }
     rc = write_commit(s, txn, &t);
-    if (rc) return store_fail(err, rc, "cannot remove from the cache");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot remove from the cache");
     if (removed) *removed = (int64_t)n;
     return COURIER_OK;
 }
@@ -1369,7 +1209,7 @@ int cr_store_totals(cr_store *s, int64_t *bytes, int64_t *count, courier_error *
     totals t;
     int rc = totals_read(s, rd.txn, &t);
     cr_store_read_end(s, &rd);
-    if (rc) return store_fail(err, rc, "cannot read the cache");
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot read the cache");
     if (bytes) *bytes = (int64_t)t.bytes;
     if (count) *count = (int64_t)t.count;
     return COURIER_OK;
@@ -1429,7 +1269,7 @@ int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_erro
     }
     if (c) mdb_cursor_close(c);
     cr_store_read_end(s, &rd);
-    if (code == COURIER_OK && rc && rc != MDB_NOTFOUND) code = store_fail(err, rc, "cannot list the cache");
+    if (code == COURIER_OK && rc && rc != MDB_NOTFOUND) code = cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot list the cache");
     else if (code) cr_fail(err, code, NULL);
     if (code) {
         cr_list_items_free(out, n);
@@ -1453,7 +1293,7 @@ static bool ix_matches(cr_store *s, MDB_txn *txn, const MDB_val *k, const MDB_va
     if (mdb_get(txn, s->db_main, &ek, &ev) != 0) return false;
     if (ev.mv_size < CR_ENTRY_HDR || r32(ev.mv_data, 0) != CR_ENTRY_MAGIC) return false;
     if (expiry) return r64(ev.mv_data, 32) == expiry_of(k);
-    return ~r64(ev.mv_data, 40) == get_be64((const uint8_t *)k->mv_data + IX_PREFIX);
+    return ~r64(ev.mv_data, 40) == cr_get_be64((const uint8_t *)k->mv_data + IX_PREFIX);
 }
 
 /* Has the entry (hash, decoded e) both of its index records? */
@@ -1472,11 +1312,11 @@ int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *
     r->moved_aside = s->moved_aside;
     char path[PATH_MAX];
     struct stat st;
-    snprintf(path, sizeof path, "%s/data.mdb", s->dir);
+    snprintf(path, sizeof path, "%s/data.mdb", s->base.dir);
     if (stat(path, &st) == 0) r->file_bytes = (int64_t)st.st_size;
     MDB_envinfo info;
     MDB_stat est;
-    if (mdb_env_info(s->env, &info) == 0 && mdb_env_stat(s->env, &est) == 0) {
+    if (mdb_env_info(s->base.env, &info) == 0 && mdb_env_stat(s->base.env, &est) == 0) {
         r->map_bytes = (int64_t)info.me_mapsize;
         r->used_bytes = (int64_t)(info.me_last_pgno + 1) * (int64_t)est.ms_psize;
     }
@@ -1534,7 +1374,7 @@ int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *
     int trc = rc == MDB_NOTFOUND ? totals_read(s, rd.txn, &t) : rc;
     cr_store_read_end(s, &rd);
     if (trc) {
-        if (is_corruption(trc)) {
+        if (cr_lmdb_is_corruption(trc)) {
             mark_broken(s, trc);
             r->unreadable = 1;
             r->problems = 1;
@@ -1542,7 +1382,7 @@ int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *
             if (err) err->store_error = trc;
             return COURIER_E_CACHE_INCONSISTENT;
         }
-        return store_fail(err, trc, "cannot read the cache");
+        return cr_lmdb_fail(err, trc, COURIER_E_STORE, "cannot read the cache");
     }
     r->total_entries = (int64_t)t.count;
     r->total_bytes = (int64_t)t.bytes;

@@ -286,15 +286,6 @@ int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, courier_er
 
 /* ---- the frequent-request guard ---------------------------------------------------------------- */
 
-static uint64_t fnv1a(const char *s, size_t len) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 int64_t cr_mono_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -351,7 +342,7 @@ int cr_guard_check(struct cr_guard **gp, long window_ms, const cr_transfer *t, c
     size_t idlen = 0;
     char *id = identity(t, true, &idlen);
     if (!id) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    uint64_t h = fnv1a(id, idlen);
+    uint64_t h = cr_fnv1a64(id, idlen);
     free(id);
     int64_t now = cr_mono_ms();
     size_t w = 0;

@@ -42,6 +42,7 @@ void courier_config_free(courier_config *c) {
     free(c->pinned_key);
     free(c->store_dir);
     free(c->app_id);
+    free(c->param_charset);
     cr_callback_release(c->validator);
     cr_callback_release(c->clock); /* cache.c */
     cr_callback_release(c->http.hook); /* redirect.c */
@@ -57,7 +58,7 @@ courier_config *cr_config_copy(const courier_config *src) {
     cr_config_defaults(c);
     if (!src) return c;
     *c = *src;
-    c->base_url = c->user_agent = c->ca_file = c->pinned_key = c->store_dir = c->app_id = NULL;
+    c->base_url = c->user_agent = c->ca_file = c->pinned_key = c->store_dir = c->app_id = c->param_charset = NULL;
     memset(&c->headers, 0, sizeof c->headers);
     memset(&c->params, 0, sizeof c->params);
     c->validator = cr_callback_retain(src->validator);
@@ -77,6 +78,7 @@ courier_config *cr_config_copy(const courier_config *src) {
     if ((src->jconf && !(c->jconf = cr_jconf_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
         cr_set_string(&c->ca_file, src->ca_file) || cr_set_string(&c->pinned_key, src->pinned_key) ||
         cr_set_string(&c->store_dir, src->store_dir) || cr_set_string(&c->app_id, src->app_id) ||
+        cr_set_string(&c->param_charset, src->param_charset) ||
         cr_kvlist_copy(&c->headers, &src->headers) ||
         cr_kvlist_copy(&c->params, &src->params)) {
         courier_config_free(c);
@@ -209,6 +211,7 @@ void courier_request_free(courier_request *r) {
     free(r->method);
     free(r->target);
     free(r->base_url);
+    free(r->param_charset);
     cr_kvlist_clear(&r->params);
     cr_kvlist_clear(&r->headers);
     free(r->body);
@@ -246,6 +249,19 @@ int courier_request_add_param_n(courier_request *r, const char *name, size_t nam
 int courier_request_add_param(courier_request *r, const char *name, const char *value) {
     if (!r || !name || !value) return COURIER_E_INVALID_ARGUMENT;
     return courier_request_add_param_n(r, name, strlen(name), value, strlen(value));
+}
+
+/* The charset of the parameters (charset.c): NULL, "UTF-8" and "UTF8" mean UTF-8, kept as NULL. */
+int courier_config_set_param_charset(courier_config *c, const char *charset) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    if (charset && cr_charset_check(charset) != COURIER_OK) return COURIER_E_UNKNOWN_CHARSET;
+    return cr_set_string(&c->param_charset, cr_charset_is_utf8(charset) ? NULL : charset);
+}
+
+int courier_request_set_param_charset(courier_request *r, const char *charset) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    if (charset && cr_charset_check(charset) != COURIER_OK) return COURIER_E_UNKNOWN_CHARSET;
+    return cr_set_string(&r->param_charset, charset); /* "UTF-8" kept: it replaces the engine's */
 }
 
 int courier_request_set_use_default_params(courier_request *r, int use) {
@@ -412,14 +428,30 @@ static int join_url(cr_buf *out, const char *base, const char *path) {
     return COURIER_OK;
 }
 
-static int encode_form(cr_buf *out, const cr_kvlist *params) {
-    for (size_t i = 0; i < params->count; i++) {
+/* Appends s percent-encoded, its bytes first converted from UTF-8 to `charset` (NULL: UTF-8). */
+static int encode_text(cr_buf *out, cr_buf *tmp, const char *charset, const char *s) {
+    if (!charset) return cr_percent_encode(out, s, strlen(s)) ? COURIER_E_NO_MEMORY : COURIER_OK;
+    tmp->len = 0;
+    int rc = cr_charset_from_utf8(tmp, charset, s, strlen(s));
+    if (rc) return rc;
+    return cr_percent_encode(out, tmp->data ? tmp->data : "", tmp->len) ? COURIER_E_NO_MEMORY : COURIER_OK;
+}
+
+/* name=value&... with the parameters in `charset` (NULL: UTF-8). On a failure *bad names the
+ * parameter that did not convert. */
+static int encode_form(cr_buf *out, const cr_kvlist *params, const char *charset, const char **bad) {
+    cr_buf tmp = {0};
+    int rc = COURIER_OK;
+    for (size_t i = 0; i < params->count && rc == COURIER_OK; i++) {
         const cr_kv *kv = &params->items[i];
-        if ((out->len && cr_buf_append_char(out, '&')) || cr_percent_encode(out, kv->name, strlen(kv->name)) ||
-            cr_buf_append_char(out, '=') || cr_percent_encode(out, kv->value, strlen(kv->value)))
-            return COURIER_E_NO_MEMORY;
+        if (out->len && cr_buf_append_char(out, '&')) rc = COURIER_E_NO_MEMORY;
+        if (!rc) rc = encode_text(out, &tmp, charset, kv->name);
+        if (!rc && cr_buf_append_char(out, '=')) rc = COURIER_E_NO_MEMORY;
+        if (!rc) rc = encode_text(out, &tmp, charset, kv->value);
+        if (rc && bad) *bad = kv->name;
     }
-    return COURIER_OK;
+    cr_buf_free(&tmp);
+    return rc;
 }
 
 static int encode_json(cr_buf *out, const cr_kvlist *params) {
@@ -541,12 +573,17 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         if (cr_kvlist_add(&o.headers, "User-Agent", 10, ua, strlen(ua))) goto fail;
     }
 
+    /* The parameters' charset: the request's ("UTF-8" there replaces the engine's), else the engine's. */
+    const char *charset = r->param_charset ? r->param_charset : cfg->param_charset;
+    if (cr_charset_is_utf8(charset)) charset = NULL;
+    const char *bad = NULL;
     bool multipart = r->parts && r->parts->count;
     if (multipart) {
         /* Parameters become the multipart body's first text parts (transfer.c); curl writes the
          * Content-Type with its boundary. */
     } else if (params_in_query(r)) {
-        if (encode_form(&enc, &params) || append_query(&o.url, enc.data ? enc.data : "")) goto fail;
+        if ((rc = encode_form(&enc, &params, charset, &bad)) != COURIER_OK) goto fail_params;
+        if (append_query(&o.url, enc.data ? enc.data : "")) goto fail;
         if (r->body_file && !cr_kvlist_get(&o.headers, "Content-Type") &&
             cr_kvlist_add(&o.headers, "Content-Type", 12, r->body_file_type, strlen(r->body_file_type)))
             goto fail;
@@ -561,8 +598,15 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         }
     } else {
         int encoding = r->body_encoding >= 0 ? r->body_encoding : (int)cfg->body_encoding;
-        const char *ctype = encoding == COURIER_BODY_JSON ? "application/json" : "application/x-www-form-urlencoded";
-        if (encoding == COURIER_BODY_JSON ? encode_json(&enc, &params) : encode_form(&enc, &params)) goto fail;
+        char form_type[128];
+        snprintf(form_type, sizeof form_type, "application/x-www-form-urlencoded%s%s", charset ? "; charset=" : "",
+                 charset ? charset : "");
+        const char *ctype = encoding == COURIER_BODY_JSON ? "application/json" : form_type;
+        if (encoding == COURIER_BODY_JSON) {
+            if (encode_json(&enc, &params)) goto fail;
+        } else if ((rc = encode_form(&enc, &params, charset, &bad)) != COURIER_OK) {
+            goto fail_params;
+        }
         t->body = cr_buf_take(&enc, &t->body_len);
         if (!t->body) goto fail;
         t->has_body = 1;
@@ -612,6 +656,10 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     *out = t;
     return COURIER_OK;
 
+fail_params:
+    if (rc == COURIER_E_NO_MEMORY) goto fail;
+    rc = cr_fail(err, rc, "parameter '%.100s' cannot be written in %s", bad ? bad : "", charset ? charset : "UTF-8");
+    goto fail_reported;
 fail:
     rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
 fail_reported:

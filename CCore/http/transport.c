@@ -690,6 +690,35 @@ const uint8_t *courier_response_body(const courier_response *r, size_t *len) {
     return (const uint8_t *)r->body;
 }
 
+int courier_response_text(char **out, size_t *out_len, const courier_response *r, const char *default_charset,
+                          courier_error *err) {
+    if (out) *out = NULL;
+    if (out_len) *out_len = 0;
+    if (!out || !r) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);
+    char named[80];
+    int found = cr_content_type_charset(cr_kvlist_get(&r->headers, "Content-Type"), named, sizeof named);
+    if (found < 0) return cr_fail(err, COURIER_E_UNKNOWN_CHARSET, "the Content-Type's charset is too long");
+    const char *charset = found ? named : default_charset;
+    if (charset && cr_charset_check(charset) != COURIER_OK)
+        return cr_fail(err, COURIER_E_UNKNOWN_CHARSET, "unknown charset '%s'", charset);
+    const char *body = r->body ? r->body : "";
+    size_t len = r->body ? r->body_len : 0;
+    if (cr_charset_is_utf8(charset) && len >= 3 && memcmp(body, "\xEF\xBB\xBF", 3) == 0) { /* a BOM */
+        body += 3;
+        len -= 3;
+    }
+    cr_buf b = {0};
+    int rc = cr_charset_to_utf8(&b, charset, body, len);
+    if (rc != COURIER_OK) {
+        cr_buf_free(&b);
+        if (rc == COURIER_E_CHARSET)
+            return cr_fail(err, rc, "the body is not valid %s", charset ? charset : "UTF-8");
+        return cr_fail(err, rc, NULL);
+    }
+    *out = cr_buf_take(&b, out_len);
+    return *out ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+}
+
 const char *courier_response_header(const courier_response *r, const char *name) {
     return r && name ? cr_kvlist_get(&r->headers, name) : NULL;
 }

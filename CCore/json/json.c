@@ -487,8 +487,97 @@ int cr_json_format_real(double d, char *buf, size_t size) {
     return n;
 }
 
-static int dump_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
+/* The one JSON writer besides jansson's: dump_value below and the journal's records (journal/record.c)
+ * write through these. */
+
+size_t cr_json_format_int(char *p, int64_t v) {
+    char tmp[24];
+    size_t n = 0;
+    uint64_t u = v < 0 ? 0ULL - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    size_t o = 0;
+    if (v < 0) p[o++] = '-';
+    while (n) p[o++] = tmp[--n];
+    return o;
+}
+
+int cr_json_put_int(cr_buf *b, int64_t v) {
+    if (cr_buf_reserve(b, 21)) return -1;
+    b->len += cr_json_format_int(b->data + b->len, v);
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+/* The bytes a JSON string escapes: control characters, '"' and '\\'. */
+static const unsigned char json_esc[256] = {
+    [0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1, [8] = 1, [9] = 1, [10] = 1,
+    [11] = 1, [12] = 1, [13] = 1, [14] = 1, [15] = 1, [16] = 1, [17] = 1, [18] = 1, [19] = 1, [20] = 1,
+    [21] = 1, [22] = 1, [23] = 1, [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1,
+    [31] = 1, ['"'] = 1, ['\\'] = 1
+};
+
+int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
     static const char hex[] = "0123456789abcdef";
+    if (!(flags & (COURIER_JSON_DUMP_ASCII | COURIER_JSON_DUMP_ESCAPE_SLASH))) {
+        /* The common case: only quotes, backslashes and control characters are escaped; a string
+         * without any is copied at once. */
+        size_t i = 0;
+        if (len == CR_JSON_CSTRING) { /* NUL-terminated: found while scanning (NUL is in the table) */
+            while (!json_esc[(unsigned char)s[i]]) i++;
+            len = s[i] ? i + strlen(s + i) : i;
+        } else {
+            while (i < len && !json_esc[(unsigned char)s[i]]) i++;
+        }
+        if (cr_buf_reserve(b, len + 2)) return -1;
+        char *o = b->data + b->len;
+        *o = '"';
+        memcpy(o + 1, s, i);
+        b->len += i + 1;
+        if (i == len) {
+            o[i + 1] = '"';
+            o[i + 2] = '\0';
+            b->len++;
+            return 0;
+        }
+        o[i + 1] = '\0';
+        size_t run = i;
+        for (; i < len; i++) {
+            unsigned char c = (unsigned char)s[i];
+            if (!json_esc[c]) continue;
+            if (i > run && cr_buf_append(b, s + run, i - run)) return -1;
+            char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
+            size_t n = 2;
+            if (c < 0x20) {
+                char sh = 0;
+                if (!(flags & CR_JSON_PUT_CONTROL_U)) {
+                    switch (c) {
+                    case '\b': sh = 'b'; break;
+                    case '\f': sh = 'f'; break;
+                    case '\n': sh = 'n'; break;
+                    case '\r': sh = 'r'; break;
+                    case '\t': sh = 't'; break;
+                    default: break;
+                    }
+                }
+                if (sh) {
+                    esc[1] = sh;
+                } else {
+                    memcpy(esc, "\\u00", 4);
+                    esc[4] = hex[c >> 4];
+                    esc[5] = hex[c & 15];
+                    n = 6;
+                }
+            }
+            if (cr_buf_append(b, esc, n)) return -1;
+            run = i + 1;
+        }
+        if (len > run && cr_buf_append(b, s + run, len - run)) return -1;
+        return cr_buf_append_char(b, '"') ? -1 : 0;
+    }
+    if (len == CR_JSON_CSTRING) len = strlen(s);
     if (cr_buf_append_char(b, '"')) return -1;
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
@@ -500,7 +589,7 @@ static int dump_string(cr_buf *b, const char *s, size_t len, unsigned flags) {
         else if (c == '\\') esc = "\\\\", elen = 2;
         else if (c == '/' && (flags & COURIER_JSON_DUMP_ESCAPE_SLASH)) esc = "\\/", elen = 2;
         else if (c < 0x20) {
-            switch (c) {
+            switch ((flags & CR_JSON_PUT_CONTROL_U) ? 0 : c) {
             case '\b': esc = "\\b", elen = 2; break;
             case '\f': esc = "\\f", elen = 2; break;
             case '\n': esc = "\\n", elen = 2; break;
@@ -572,13 +661,11 @@ static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth) {
     case JSON_NULL: return cr_buf_append(b, "null", 4) ? -1 : 0;
     case JSON_TRUE: return cr_buf_append(b, "true", 4) ? -1 : 0;
     case JSON_FALSE: return cr_buf_append(b, "false", 5) ? -1 : 0;
-    case JSON_INTEGER:
-        n = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        return cr_buf_append(b, num, (size_t)n) ? -1 : 0;
+    case JSON_INTEGER: return cr_json_put_int(b, (int64_t)json_integer_value(v));
     case JSON_REAL:
         n = cr_json_format_real(json_real_value(v), num, sizeof num);
         return n < 0 || cr_buf_append(b, num, (size_t)n) ? -1 : 0;
-    case JSON_STRING: return dump_string(b, json_string_value(v), json_string_length(v), flags);
+    case JSON_STRING: return cr_json_put_string(b, json_string_value(v), json_string_length(v), flags);
     case JSON_ARRAY: {
         size_t count = json_array_size(v);
         if (cr_buf_append_char(b, '[')) return -1;
@@ -605,7 +692,7 @@ static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth) {
         const char *colon = (flags & COURIER_JSON_DUMP_INDENT) ? ": " : ":";
         for (i = 0; i < count && rc == 0; i++) {
             if ((i && cr_buf_append_char(b, ',')) || dump_newline(b, flags, depth + 1) ||
-                dump_string(b, m[i].key, m[i].len, flags) || cr_buf_append_str(b, colon) ||
+                cr_json_put_string(b, m[i].key, m[i].len, flags) || cr_buf_append_str(b, colon) ||
                 dump_value(b, m[i].value, flags, depth + 1))
                 rc = -1;
         }
@@ -619,6 +706,8 @@ static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth) {
 }
 
 int cr_json_dump(const json_t *v, unsigned flags, cr_buf *out) {
+    /* The public flags only (an internal bit such as CR_JSON_PUT_CONTROL_U is never the caller's). */
+    flags &= COURIER_JSON_DUMP_INDENT | COURIER_JSON_DUMP_SORT_KEYS | COURIER_JSON_DUMP_ASCII | COURIER_JSON_DUMP_ESCAPE_SLASH;
     return dump_value(out, v, flags, 0) == 0 ? COURIER_OK : COURIER_E_NO_MEMORY;
 }
 

@@ -6,6 +6,7 @@
  */
 #include "harness.h"
 #include "journal_recorder.h"
+#include "lmdb_shim.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -1266,10 +1267,119 @@ static void stored_request_reads_back_exactly(void) {
     w_destroy(&w);
 }
 
+static void put_le_bytes(uint8_t *p, uint64_t v, int n) {
+    for (int i = 0; i < n; i++, v >>= 8) p[i] = (uint8_t)v;
+}
+
+/* A stored request is JSON that any writer may have produced: short escapes (\t, \/), members in
+ * another order, unknown members, a duplicate key (the last wins), a number where an integer was
+ * expected (read as absent). Written behind the library's back, it reads and replays. */
+static void a_record_another_writer_wrote_reads(void) {
+    lmdb_shim m;
+    if (!lmdb_shim_load(&m)) {
+        fprintf(stderr, "  (skipped: liblmdb not found)\n");
+        return;
+    }
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    courier_engine_close(e); /* the journal exists, empty */
+
+    static const char id[] = "0000000000000001abcdef0123456789"; /* generated form: record 1 */
+    char host[64], text[1024];
+    snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
+    snprintf(text, sizeof text,
+             "{\"unknown\":{\"x\":[1,2.5,null,\"\\u00e9\"]},\"v\":1,\"id\":\"%s\",\"method\":\"PUT\",\"url\":"
+             "\"http://127.0.0.1:%d\\/other\",\"headers\":[[\"X-Tab\",\"a\\tb\",\"extra\"],[\"Idempotency-Key\",\"key\\/1\"],"
+             "[\"Content-Type\",\"text/plain\"]],\"timeout_ms\":1234.5,\"body_b64\":\"aGVsbG8=\",\"idempotency_key\":"
+             "\"key/1\",\"policy\":\"manual\",\"ordered\":false,\"host\":\"%s\",\"retry\":[],\"method\":\"POST\"}",
+             id, srv.port, host);
+    uint8_t rec[1400];
+    memset(rec, 0, 88);
+    rec[0] = 1;                         /* state version */
+    rec[1] = COURIER_FREEZE_MANUAL;     /* sent when the app asks */
+    put_le_bytes(rec + 2, COURIER_FREEZE_UNORDERED, 2);
+    int64_t now = (int64_t)time(NULL) * 1000; /* wall time, as the journal's clock */
+    put_le_bytes(rec + 8, (uint64_t)now, 8);              /* created */
+    put_le_bytes(rec + 16, (uint64_t)(now + 3600000), 8); /* expires */
+    size_t o = 88, hl = strlen(host), il = strlen(id), tl = strlen(text);
+    put_le_bytes(rec + o, hl, 2);
+    memcpy(rec + o + 2, host, hl);
+    o += 2 + hl;
+    put_le_bytes(rec + o, il, 2);
+    memcpy(rec + o + 2, id, il);
+    o += 2 + il;
+    memcpy(rec + o, text, tl);
+    o += tl;
+
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/journal", store);
+    void *env = NULL, *txn = NULL;
+    unsigned dbi = 0;
+    REQUIRE(m.env_create(&env) == 0);
+    m.env_set_maxdbs(env, 10);
+    m.env_set_mapsize(env, (size_t)2 << 30);
+    REQUIRE(m.env_open(env, dir, LMDB_NOTLS, 0600) == 0);
+    REQUIRE(m.txn_begin(env, NULL, 0, &txn) == 0);
+    REQUIRE(m.dbi_open(txn, "req", 0, &dbi) == 0);
+    uint8_t key[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+    lmdb_val k = {8, key}, v = {o, rec};
+    CHECK_EQ(m.put(txn, dbi, &k, &v, 0), 0);
+    CHECK_EQ(m.commit(txn), 0);
+    m.env_close(env);
+
+    e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    courier_frozen *f = NULL;
+    REQUIRE(courier_frozen_get(e, id, &f, NULL) == COURIER_OK);
+    CHECK_STR(courier_frozen_method(f), "POST");
+    char url[96];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/other", srv.port);
+    CHECK_STR(courier_frozen_url(f), url);
+    CHECK_STR(courier_frozen_idempotency_key(f), "key/1");
+    CHECK_EQ(courier_frozen_header_count(f), 3);
+    const char *n = NULL, *val = NULL;
+    CHECK_EQ(courier_frozen_header_at(f, 0, &n, &val), COURIER_OK);
+    CHECK_STR(n, "X-Tab");
+    CHECK_STR(val, "a\tb");
+    size_t blen = 0;
+    const uint8_t *b = courier_frozen_body(f, &blen);
+    CHECK_EQ(blen, 5);
+    CHECK(b && memcmp(b, "hello", 5) == 0);
+    courier_frozen_info info;
+    CHECK_EQ(courier_frozen_get_info(f, &info, sizeof info), COURIER_OK);
+    CHECK_EQ(info.timeout_ms, 0);
+    CHECK_EQ(info.policy, COURIER_FREEZE_MANUAL);
+    courier_frozen_free(f);
+
+    CHECK_EQ(courier_frozen_resend(e, id, NULL), COURIER_OK);
+    int64_t end = th_now_ms() + 30000;
+    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
+    CHECK_EQ(count_of(e), 0);
+    int code = -1, status = 0;
+    CHECK_EQ(courier_frozen_last_outcome(e, id, &code, &status, NULL, NULL), COURIER_OK);
+    CHECK_EQ(code, COURIER_OK);
+    CHECK_EQ(status, 200);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    REQUIRE(jr_count(&srv) == 1);
+    jr_hit h = jr_get(&srv, 0);
+    CHECK_STR(h.method, "POST");
+    CHECK_STR(h.path, "/other");
+    CHECK_STR(h.key, "key/1");
+    CHECK_STR(h.body, "hello");
+    jr_free(&srv);
+}
+
 TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(freezing_into_a_temporary_store_warns), T(empty_body_is_kept), T(never_policy_is_not_frozen), T(given_id_replaces_older),
            T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
            T(replay_in_order_with_keys), T(final_and_retryable_answers), T(manual_policy_waits_for_the_app),
            T(bounded_concurrency), T(expiry_with_injected_clock), T(corrupt_journal_is_kept_aside),
-           T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(junk_over_the_last_pages_is_kept_aside), T(journal_cut_while_open_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
-           T(batched_answers_remove_every_request), T(stored_request_reads_back_exactly))
+           T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(junk_over_the_last_pages_is_kept_aside),
+           T(journal_cut_while_open_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
+           T(batched_answers_remove_every_request), T(stored_request_reads_back_exactly),
+           T(a_record_another_writer_wrote_reads))

@@ -116,12 +116,13 @@ final class CourierErrorTests: LoopbackTestCase {
             (.headersTooLarge, -32),
             (.init(rawValue: -34), -34),
             (.cacheInconsistent, -40),
+            (.unknownCharset, -46), (.charset, -47),
         ]
         XCTAssertEqual(CourierError.Code.allKnown, expected.map(\.0))
         for (code, raw) in expected {
             XCTAssertEqual(code.rawValue, raw)
             XCTAssertTrue(code.isKnown)
-            XCTAssertFalse(code.name.hasPrefix("unknown"))
+            XCTAssertFalse(code.name.hasPrefix("unknown("))
             XCTAssertFalse(code.description.isEmpty)
         }
         XCTAssertEqual(Set(expected.map(\.0.name)).count, expected.count)

@@ -32,7 +32,9 @@ san=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 objs=()
 newest_h=$(ls -t "$root"/CCore/*.h "$root"/CCore/*/*.h "$root/include/courier.h" | head -1)
 for src in "$root"/CCore/*/*.c; do
-  obj="$build/obj/$(basename "${src%.c}").o"
+  rel="${src#"$root"/CCore/}"
+  obj="$build/obj/${rel//\//_}"   # folder_file.c: two folders may hold files of one name (store.c)
+  obj="${obj%.c}.o"
   if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$newest_h" -nt "$obj" ]; then
     "$clang" "${cflags[@]}" "${san[@]}" -fsanitize=fuzzer-no-link -fvisibility=hidden -c "$src" -o "$obj"
   fi

@@ -1532,6 +1532,28 @@ static int h_raw(conn *c, const char *name, response *rs)
     return ACT_SEND;
 }
 
+/* "/text?type=T&hex=H": a body of the bytes H (hex digits) with Content-Type T (percent-decoded),
+   for the tests of text in other charsets ("text/plain; charset=GBK" and "d6d0cec4"). */
+static int h_text(request *rq, response *rs)
+{
+    query q;
+    if (query_parse(rq->query, &q))
+        return ACT_ABORT;
+    const qpair *type = query_get(&q, "type"), *hex = query_get(&q, "hex");
+    rs->status = 200;
+    if (type && !memchr(type->val, '\r', type->vlen) && !memchr(type->val, '\n', type->vlen))
+        sb_printf(&rs->hdr, "Content-Type: %.*s\r\n", (int)type->vlen, type->val);
+    for (size_t i = 0; hex && i + 1 < hex->vlen; i += 2) {
+        int hi = hexval((unsigned char)hex->val[i]), lo = hexval((unsigned char)hex->val[i + 1]);
+        if (hi < 0 || lo < 0)
+            break;
+        char byte = (char)(hi << 4 | lo);
+        sb_put(&rs->body, &byte, 1);
+    }
+    query_free(&q);
+    return ACT_SEND;
+}
+
 /* Returns the rest of `path` after `prefix`, or NULL. */
 static const char *after(const char *path, const char *prefix)
 {
@@ -1989,6 +2011,8 @@ static int dispatch(conn *c, request *rq, response *rs, long path_n, int closing
     }
     if ((arg = after(p, "/slow-body/")))
         return h_slow_body(c, rq, arg, rs, closing);
+    if (strcmp(p, "/text") == 0)
+        return h_text(rq, rs);
     if ((arg = after(p, "/raw/")))
         return h_raw(c, arg, rs);
     json_error(rs, 404, "not found");

@@ -159,6 +159,7 @@ extension CourierError {
             .tooManyRedirects, .redirectRefused, .bodyNotReplayable, .protocolError, .headersTooLarge,
             Code(COURIER_E_PROXY),
             Code(COURIER_E_CACHE_INCONSISTENT),
+            Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET),
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -206,6 +207,8 @@ extension CourierError {
             case .headersTooLarge: return "headersTooLarge"
             case Code(COURIER_E_PROXY): return "proxy"
             case Code(COURIER_E_CACHE_INCONSISTENT): return "cacheInconsistent"
+            case Code(COURIER_E_UNKNOWN_CHARSET): return "unknownCharset"
+            case Code(COURIER_E_CHARSET): return "charset"
             default: return "unknown(\(rawValue))"
             }
         }

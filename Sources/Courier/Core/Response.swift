@@ -141,8 +141,10 @@ public struct Response: Sendable, Equatable {
         }
     }
 
-    /// The body as UTF-8 text, or nil if it is not valid UTF-8.
-    public var text: String? { String(data: body, encoding: .utf8) }
+    /// The body as text, decoded from the charset its `Content-Type` names (UTF-8 when none is
+    /// named), or nil when its bytes are not valid in that charset or the charset is unknown:
+    /// ``decodedText(defaultCharset:)`` says why.
+    public var text: String? { try? decodedText() }
 
     /// Whether the two responses have the same status, headers, body, URL, method, metrics and id.
     /// - Parameters:

@@ -62,6 +62,8 @@
  *   /json                  a fixed small JSON document.
  *   /slow-body/{ms}        Content-Length: 100; sends 50 bytes, waits ms, sends 50 more.
  *                          Body byte i = 'a' + i % 26 (text/plain).
+ *   /text?type=T&hex=H     200 with the bytes H (hex digits) as its body and Content-Type T
+ *                          (none without type): text in other charsets.
  *   /raw/{name}            raw bytes that break HTTP, then close (framing tests):
  *                          unterminated-headers (status line + "Cache-Control: max-age=600",
  *                          no blank line), status-only, two-content-length (5 and 7),

@@ -303,6 +303,10 @@ class Engine:
         proxy: "http://", "https://", "socks5://" or "socks5h://host:port", "" for none (direct);
         unset: the environment's. no_proxy: hosts, addresses and CIDR ranges that go direct.
         proxy_credentials: ``(user, password[, schemes])`` for the proxy.
+        param_charset: the charset query and form parameters are written in ("GBK", "Shift_JIS",
+            "ISO-8859-1", ... any iconv name; default UTF-8): :class:`courier.UnknownCharset` for a
+            name iconv does not know, :class:`courier.CharsetError` at send for a character it
+            cannot hold. ``Response.text`` decodes by the response's own charset.
     """
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
@@ -333,7 +337,8 @@ class Engine:
                  connect_timeout: Optional[float] = None, idle_timeout: Optional[float] = None,
                  cookies: bool = True, credentials: Credentials = None,
                  challenge_handler: Optional[Callable[[Challenge], Any]] = None, proxy: Optional[str] = None,
-                 no_proxy: Optional[str] = None, proxy_credentials: Credentials = None) -> None:
+                 no_proxy: Optional[str] = None, proxy_credentials: Credentials = None,
+                 param_charset: Optional[str] = None) -> None:
         self._ptr: Optional[int] = None
         self._errors: dict[int, BaseException] = {}
         self._background: list[BaseException] = []
@@ -369,6 +374,8 @@ class Engine:
                 check(lib.courier_config_set_pinned_public_key(c, _b(pinned_public_key)))
             if insecure:
                 check(lib.courier_config_set_insecure(c, 1))
+            if param_charset is not None:
+                check(lib.courier_config_set_param_charset(c, _b(param_charset)))
             if store is not None:
                 check(lib.courier_config_set_store_dir(c, _b(os.fspath(store))))
             if app_id is not None:
@@ -614,7 +621,8 @@ class Engine:
         ``follow_redirects``, ``max_redirects``, ``allow_redirect_downgrade``,
         ``redirect_hook(response, next)``, ``connect_timeout`` and ``idle_timeout`` (s),
         ``credentials`` and ``challenge_handler`` (as the engine's, for this request), ``proxy`` with
-        ``no_proxy``, ``proxy_credentials``.
+        ``no_proxy``, ``proxy_credentials``, ``param_charset`` (the parameters' charset, as the
+        engine's).
 
         Returns the :class:`Response` (status < 400). Raises the :class:`courier.CourierError`
         subclass of the failure (:class:`courier.HTTPStatusError` with ``.response`` for >= 400),

@@ -288,6 +288,7 @@ class RequestOptions(TypedDict, total=False):
     proxy: Optional[str]
     no_proxy: Optional[str]
     proxy_credentials: Credentials
+    param_charset: Optional[str]
 
 
 class Request:
@@ -321,7 +322,7 @@ class Request:
                  connect_timeout: Optional[float] = None, idle_timeout: Optional[float] = None,
                  credentials: Credentials = None, challenge_handler: Optional[Callable[[Challenge], Any]] = None,
                  proxy: Optional[str] = None, no_proxy: Optional[str] = None,
-                 proxy_credentials: Credentials = None) -> None:
+                 proxy_credentials: Credentials = None, param_charset: Optional[str] = None) -> None:
         self.method = method
         self.url = url
         # snapshots: a Request describes one request; changing an attribute later is seen by the
@@ -374,6 +375,7 @@ class Request:
         self.proxy = proxy
         self.no_proxy = no_proxy
         self.proxy_credentials = proxy_credentials
+        self.param_charset = param_charset
 
     def __repr__(self) -> str:
         return f"<courier.Request {self.method} {self.url}>"
@@ -433,6 +435,8 @@ class Request:
             elif value is not None:
                 bn, bv = _b(name), _b(value)
                 check(L.courier_request_add_param_n(r, bn, len(bn), bv, len(bv)))
+        if self.param_charset is not None:
+            check(L.courier_request_set_param_charset(r, _b(self.param_charset)))
         if self.use_default_params is not None:
             check(L.courier_request_set_use_default_params(r, 1 if self.use_default_params else 0))
         for name, value in _pairs(self.headers):

@@ -243,17 +243,25 @@ class Response:
 
     @property
     def text(self) -> str:
-        """The body decoded with the charset of its Content-Type (UTF-8 when none is named)."""
-        charset = "utf-8"
-        ctype = self.headers.get("content-type", "")
-        for param in ctype.split(";")[1:]:
-            k, _, v = param.strip().partition("=")
-            if k.lower() == "charset" and v:
-                charset = v.strip('"')
+        """The body decoded by the core from the charset its Content-Type names (GBK, Shift_JIS,
+        ... through iconv; UTF-8 when none is named): ``decode_text()``. Raises
+        :class:`courier.CharsetError` for bytes not valid in that charset and
+        :class:`courier.UnknownCharset` for a charset iconv does not know."""
+        return self.decode_text()
+
+    def decode_text(self, default_charset: Optional[str] = None) -> str:
+        """The body as text (``courier_response_text``): decoded from the charset the Content-Type
+        names, else from ``default_charset`` (None: UTF-8). Errors as :attr:`text`."""
+        out = c_void_p()
+        n = c_size_t()
+        err = ERROR()
+        check(lib.courier_response_text(byref(out), byref(n), self._handle(),
+                                        default_charset.encode() if default_charset is not None else None,
+                                        byref(err)), err)
         try:
-            return self.body.decode(charset, "replace")
-        except LookupError:
-            return self.body.decode("utf-8", "replace")
+            return ctypes.string_at(out.value, n.value).decode("utf-8") if n.value else ""
+        finally:
+            lib.courier_free(out)
 
     def json(self) -> Any:
         """The body as Python values, from the core's parsed document (``courier_response_json``:

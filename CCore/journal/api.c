@@ -1,0 +1,454 @@
+/*
+ * api.c — the public API of frozen requests: request and configuration setters, courier_frozen_*
+ * (list, get, remove, resend, replay, pause, wait), snapshot accessors; the cookie jar's database.
+ */
+#include "journal/journal_internal.h"
+
+static bool valid_id(const char *id, size_t n) {
+    if (n == 0 || n > COURIER_FROZEN_ID_MAX) return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)id[i];
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) continue;
+        if (c && strchr("-._~:@+=", c)) continue;
+        return false;
+    }
+    return true;
+}
+
+static const char *jstr(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
+
+/* ==== public API =============================================================================== */
+
+static cr_journal *journal_of(courier_engine *e, courier_error *err) {
+    if (!e) {
+        cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
+        return NULL;
+    }
+    if (!e->journal) cr_fail(err, COURIER_E_CLOSED, "the engine has no journal");
+    return e->journal;
+}
+
+int courier_request_set_freeze(courier_request *r, int policy, int64_t expiry_ms, unsigned flags) {
+    if (!r || policy < COURIER_FREEZE_NEVER || policy > COURIER_FREEZE_MANUAL || expiry_ms < 0 ||
+        (flags & ~(COURIER_FREEZE_UNORDERED | COURIER_FREEZE_ON_AMBIGUOUS)))
+        return COURIER_E_INVALID_ARGUMENT;
+    r->freeze.policy = policy;
+    r->freeze.expiry_ms = expiry_ms;
+    r->freeze.flags = flags;
+    return COURIER_OK;
+}
+
+int courier_request_set_freeze_id(courier_request *r, const char *id) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    if (!id) {
+        r->freeze.id[0] = '\0';
+        return COURIER_OK;
+    }
+    if (!valid_id(id, strlen(id))) return COURIER_E_INVALID_ARGUMENT;
+    snprintf(r->freeze.id, sizeof r->freeze.id, "%s", id);
+    return COURIER_OK;
+}
+
+int courier_request_set_ignore_offline(courier_request *r, int ignore) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    r->freeze.ignore_offline = ignore ? 1 : 0;
+    return COURIER_OK;
+}
+
+const char *courier_error_freeze_id(const courier_error *err) {
+    if (!err || err->code != COURIER_E_FROZEN || strncmp(err->message, "frozen as ", 10) != 0) return NULL;
+    return err->message + 10;
+}
+
+int courier_config_set_frozen_replay(courier_config *c, long concurrency, long backoff_base_ms, long backoff_max_ms) {
+    if (!c || concurrency < 0 || backoff_base_ms < 0 || backoff_max_ms < 0 ||
+        (backoff_base_ms && backoff_max_ms && backoff_max_ms < backoff_base_ms))
+        return COURIER_E_INVALID_ARGUMENT;
+    c->frozen.concurrency = concurrency;
+    c->frozen.backoff_base_ms = backoff_base_ms;
+    c->frozen.backoff_max_ms = backoff_max_ms;
+    return COURIER_OK;
+}
+
+int courier_config_set_frozen_expiry_ms(courier_config *c, int64_t expiry_ms) {
+    if (!c || expiry_ms < 0) return COURIER_E_INVALID_ARGUMENT;
+    c->frozen.expiry_ms = expiry_ms;
+    return COURIER_OK;
+}
+
+int courier_config_set_frozen_lease_ms(courier_config *c, long lease_ms) {
+    if (!c || lease_ms < 0) return COURIER_E_INVALID_ARGUMENT;
+    c->frozen.lease_ms = lease_ms;
+    return COURIER_OK;
+}
+
+int courier_config_set_frozen_poll_ms(courier_config *c, long poll_ms) {
+    if (!c || poll_ms < 0) return COURIER_E_INVALID_ARGUMENT;
+    c->frozen.poll_ms = poll_ms;
+    return COURIER_OK;
+}
+
+int courier_config_set_frozen_paused(courier_config *c, int paused) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    c->frozen.paused = paused ? 1 : 0;
+    return COURIER_OK;
+}
+
+int courier_frozen_pause(courier_engine *e) {
+    cr_journal *j = journal_of(e, NULL);
+    if (!j) return e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&j->mu);
+    j->paused = 1;
+    pthread_mutex_unlock(&j->mu);
+    return COURIER_OK;
+}
+
+int courier_frozen_resume(courier_engine *e) {
+    cr_journal *j = journal_of(e, NULL);
+    if (!j) return e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&j->mu);
+    j->paused = 0;
+    j->kick = 1;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return COURIER_OK;
+}
+
+int courier_frozen_replay(courier_engine *e, unsigned flags, courier_error *err) {
+    cr_error_clear(err);
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    if (flags & ~COURIER_REPLAY_MANUAL) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "unknown flags");
+    if (j->broken) return cr_fail(err, COURIER_E_JOURNAL_CORRUPT, "the journal reported corruption");
+    pthread_mutex_lock(&j->mu);
+    j->kick = 1;
+    j->kick_mode |= J_KICK_NOW | ((flags & COURIER_REPLAY_MANUAL) ? J_KICK_MANUAL : 0);
+    j->kick_since = cj_jnow(j);
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return COURIER_OK;
+}
+
+int courier_frozen_wait_idle(courier_engine *e, long timeout_ms) {
+    cr_journal *j = journal_of(e, NULL);
+    if (!j) return e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT;
+    int64_t end = cr_mono_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
+    pthread_mutex_lock(&j->mu);
+    uint64_t start = j->turns;
+    j->kick = 1;
+    pthread_cond_signal(&j->cv);
+    int rc = COURIER_OK;
+    while (!(j->turns > start && j->idle)) {
+        int64_t left = end - cr_mono_ms();
+        if (left <= 0) {
+            rc = COURIER_E_TIMEOUT;
+            break;
+        }
+        if (left > 200) left = 200; /* a turn may not wake us: look again */
+        struct timespec ts = cr_cond_deadline(left * 1000);
+        /* Every turn ends with a broadcast: a busy journal is left to its work (kicking it at each
+         * turn would make a turn of every turn); only a wait that timed out looks again. */
+        if (pthread_cond_timedwait(&j->idle_cv, &j->mu, &ts) == ETIMEDOUT && !j->idle) {
+            j->kick = 1;
+            pthread_cond_signal(&j->cv);
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+
+int courier_frozen_resend(courier_engine *e, const char *id, courier_error *err) {
+    cr_error_clear(err);
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    if (!id || !valid_id(id, strlen(id))) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid freeze id");
+    MDB_txn *txn;
+    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+    uint64_t seq;
+    rc = cj_find_seq(j, txn, id, &seq);
+    mdb_txn_abort(txn);
+    if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+    jresend *r = calloc(1, sizeof *r);
+    if (!r) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    snprintf(r->id, sizeof r->id, "%s", id);
+    pthread_mutex_lock(&j->mu);
+    r->next = j->rs_head;
+    j->rs_head = r;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return COURIER_OK;
+}
+
+/* A snapshot of a record that does not decode: its id and the fact, so it can be seen and removed. */
+static courier_frozen *snap_bad(uint64_t seq, const jstate *st, bool state_ok, const void *key) {
+    courier_frozen *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    atomic_init(&f->refs, 1);
+    f->seq = seq;
+    char idbuf[40];
+    if (!state_ok) snprintf(idbuf, sizeof idbuf, "#%llu", (unsigned long long)seq);
+    (void)key;
+    f->q.id = state_ok ? cr_strndup(st->id, st->id_len) : cr_strdup(idbuf);
+    f->q.method = cr_strdup("");
+    f->q.url = cr_strdup("");
+    f->host = state_ok ? cr_strndup(st->host, st->host_len) : cr_strdup("");
+    f->q.idem = cr_strdup("");
+    json_t *o = json_pack("{s:i,s:s,s:b,s:I}", "v", 1, "id", f->q.id ? f->q.id : "", "corrupt", 1, "seq", (json_int_t)seq);
+    f->json = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    f->info.size = sizeof f->info;
+    f->info.last_code = COURIER_E_JOURNAL_CORRUPT;
+    if (state_ok) {
+        f->info.policy = st->policy;
+        f->info.created_ms = st->created_ms;
+        f->info.expires_ms = st->expires_ms;
+        f->info.attempts = (int)st->attempts;
+    }
+    if (!f->q.id || !f->q.method || !f->q.url || !f->host || !f->q.idem || !f->json) {
+        courier_frozen_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+int courier_frozen_list_requests(courier_engine *e, courier_frozen_list **out, courier_error *err) {
+    cr_error_clear(err);
+    if (out) *out = NULL;
+    cr_journal *j = journal_of(e, err);
+    if (!j || !out) return !out ? cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL") : err ? err->code : COURIER_E_CLOSED;
+    courier_frozen_list *l = calloc(1, sizeof *l);
+    if (!l) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    MDB_txn *txn;
+    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
+    if (rc) {
+        free(l);
+        return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+    }
+    MDB_cursor *c;
+    rc = mdb_cursor_open(txn, j->env->db_req, &c);
+    size_t cap = 0;
+    MDB_val k, v;
+    int code = COURIER_OK;
+    for (rc = rc ? rc : mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 8) continue;
+        uint64_t seq = cr_get_be64(k.mv_data);
+        jstate st;
+        size_t used = cj_state_decode(v.mv_data, v.mv_size, &st);
+        bool ok = used != 0;
+        courier_frozen *f = NULL;
+        bool bad = !ok;
+        if (ok) f = cj_snap_make(seq, (const char *)v.mv_data + used, v.mv_size - used, &st, &bad);
+        if (!f && bad) f = snap_bad(seq, &st, ok, NULL);
+        if (!f) {
+            code = COURIER_E_NO_MEMORY;
+            break;
+        }
+        if (l->count == cap) {
+            cap = cap ? cap * 2 : 16;
+            courier_frozen **p = realloc(l->items, cap * sizeof *p);
+            if (!p) {
+                courier_frozen_free(f);
+                code = COURIER_E_NO_MEMORY;
+                break;
+            }
+            l->items = p;
+        }
+        l->items[l->count++] = f;
+    }
+    if (c) mdb_cursor_close(c);
+    mdb_txn_abort(txn);
+    if (code == COURIER_OK && rc != MDB_NOTFOUND && rc != 0) code = cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+    else if (code) cr_fail(err, code, NULL);
+    if (code) {
+        courier_frozen_list_free(l);
+        return code;
+    }
+    *out = l;
+    return COURIER_OK;
+}
+
+size_t courier_frozen_list_count(const courier_frozen_list *l) { return l ? l->count : 0; }
+
+const courier_frozen *courier_frozen_list_at(const courier_frozen_list *l, size_t i) {
+    return l && i < l->count ? l->items[i] : NULL;
+}
+
+void courier_frozen_list_free(courier_frozen_list *l) {
+    if (!l) return;
+    for (size_t i = 0; i < l->count; i++) courier_frozen_free(l->items[i]);
+    free(l->items);
+    free(l);
+}
+
+int courier_frozen_get(courier_engine *e, const char *id, courier_frozen **out, courier_error *err) {
+    cr_error_clear(err);
+    if (out) *out = NULL;
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    if (!id || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id or out is NULL");
+    if (!valid_id(id, strlen(id))) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
+    MDB_txn *txn;
+    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+    uint64_t seq = 0;
+    rc = cj_find_seq(j, txn, id, &seq);
+    int code = COURIER_OK;
+    if (rc == 0) {
+        jstate st;
+        MDB_val rv;
+        rc = cj_rec_get(j, txn, seq, &st, &rv);
+        if (rc == 0) {
+            bool bad = true;
+            *out = cj_snap_make(seq, rv.mv_data, rv.mv_size, &st, &bad);
+            if (!*out && bad) *out = snap_bad(seq, &st, true, NULL);
+            if (!*out) code = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+        } else if (rc == MDB_CORRUPTED) {
+            code = cr_fail(err, COURIER_E_JOURNAL_CORRUPT, "the state of '%.150s' does not decode", id);
+        }
+    }
+    mdb_txn_abort(txn);
+    if (code) return code;
+    if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+    return COURIER_OK;
+}
+
+int courier_frozen_remove(courier_engine *e, const char *id, courier_error *err) {
+    cr_error_clear(err);
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    if (!id) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id is NULL");
+    size_t n = strlen(id);
+    uint64_t seq = 0;
+    if (n > 1 && id[0] == '#') seq = strtoull(id + 1, NULL, 10); /* a record whose state is unreadable */
+    else if (!valid_id(id, n)) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
+    MDB_txn *txn;
+    int rc = cr_lmdb_begin(&j->env->base, 0, &txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
+    if (!seq) rc = cj_find_seq(j, txn, id, &seq);
+    jstate st;
+    if (rc == 0) rc = cj_st_get(j, txn, seq, &st);
+    if (rc == 0) {
+        rc = cj_rec_remove(j, txn, seq, &st);
+    } else if (rc == MDB_CORRUPTED) {
+        /* An unreadable state: remove what can be found by its number. */
+        uint8_t kb[8];
+        cr_put_be64(kb, seq);
+        MDB_val k = {8, kb};
+        rc = mdb_del(txn, j->env->db_req, &k, NULL);
+        if (rc == MDB_NOTFOUND) rc = 0;
+    }
+    if (rc == 0) rc = mdb_txn_commit(txn);
+    else mdb_txn_abort(txn);
+    if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
+    return COURIER_OK;
+}
+
+int courier_frozen_remove_all(courier_engine *e, int64_t *removed, courier_error *err) {
+    cr_error_clear(err);
+    if (removed) *removed = 0;
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    MDB_txn *txn;
+    int rc = cr_lmdb_begin(&j->env->base, 0, &txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
+    MDB_stat ms;
+    rc = mdb_stat(txn, j->env->db_req, &ms);
+    MDB_dbi dbs[] = {j->env->db_req, j->env->db_ids, j->env->db_due, j->env->db_hostq};
+    for (size_t i = 0; rc == 0 && i < sizeof dbs / sizeof dbs[0]; i++) rc = mdb_drop(txn, dbs[i], 0);
+    if (rc == 0) rc = mdb_txn_commit(txn);
+    else mdb_txn_abort(txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
+    if (removed) *removed = (int64_t)ms.ms_entries;
+    return COURIER_OK;
+}
+
+int courier_frozen_count(courier_engine *e, int64_t *count, courier_error *err) {
+    cr_error_clear(err);
+    if (count) *count = 0;
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    if (!count) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "count is NULL");
+    MDB_txn *txn;
+    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+    MDB_stat ms;
+    rc = mdb_stat(txn, j->env->db_req, &ms);
+    mdb_txn_abort(txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+    *count = (int64_t)ms.ms_entries;
+    return COURIER_OK;
+}
+
+int courier_frozen_last_outcome(courier_engine *e, const char *id, int *code, int *http_status, int64_t *at_ms,
+                                courier_error *err) {
+    cr_error_clear(err);
+    cr_journal *j = journal_of(e, err);
+    if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
+    if (!id) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id is NULL");
+    MDB_txn *txn;
+    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
+    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+    MDB_cursor *c;
+    rc = mdb_cursor_open(txn, j->env->db_outcome, &c);
+    MDB_val k, v;
+    bool found = false;
+    for (rc = rc ? rc : mdb_cursor_get(c, &k, &v, MDB_LAST); rc == 0 && !found; rc = mdb_cursor_get(c, &k, &v, MDB_PREV)) {
+        json_t *o = json_loadb(v.mv_data, v.mv_size, 0, NULL);
+        const char *oid = jstr(o, "id");
+        if (oid && strcmp(oid, id) == 0) {
+            found = true;
+            if (code) *code = (int)json_integer_value(json_object_get(o, "code"));
+            if (http_status) *http_status = (int)json_integer_value(json_object_get(o, "status"));
+            if (at_ms) *at_ms = json_integer_value(json_object_get(o, "at_ms"));
+        }
+        json_decref(o);
+    }
+    if (c) mdb_cursor_close(c);
+    mdb_txn_abort(txn);
+    if (!found) return cr_fail(err, COURIER_E_NOT_FOUND, "no recorded outcome for '%.150s'", id);
+    return COURIER_OK;
+}
+
+/* ---- snapshots ---- */
+
+const char *courier_frozen_id(const courier_frozen *f) { return f ? f->q.id : NULL; }
+const char *courier_frozen_method(const courier_frozen *f) { return f ? f->q.method : NULL; }
+const char *courier_frozen_url(const courier_frozen *f) { return f ? f->q.url : NULL; }
+const char *courier_frozen_host(const courier_frozen *f) { return f ? f->host : NULL; }
+const char *courier_frozen_idempotency_key(const courier_frozen *f) { return f ? f->q.idem : NULL; }
+const char *courier_frozen_json(const courier_frozen *f) { return f ? f->json : NULL; }
+
+const uint8_t *courier_frozen_body(const courier_frozen *f, size_t *len) {
+    if (len) *len = f && f->q.has_body ? f->q.body_len : 0;
+    return f && f->q.has_body ? (const uint8_t *)f->q.body : NULL;
+}
+
+size_t courier_frozen_header_count(const courier_frozen *f) { return f ? f->q.headers.count : 0; }
+
+int courier_frozen_header_at(const courier_frozen *f, size_t i, const char **name, const char **value) {
+    if (!f) return COURIER_E_INVALID_ARGUMENT;
+    if (i >= f->q.headers.count) return COURIER_E_NOT_FOUND;
+    if (name) *name = f->q.headers.items[i].name;
+    if (value) *value = f->q.headers.items[i].value;
+    return COURIER_OK;
+}
+
+int courier_frozen_get_info(const courier_frozen *f, courier_frozen_info *out, size_t size) {
+    if (!f || !out) return COURIER_E_INVALID_ARGUMENT;
+    memcpy(out, &f->info, size < sizeof f->info ? size : sizeof f->info);
+    if (size >= sizeof out->size) out->size = size < sizeof f->info ? size : sizeof f->info;
+    return COURIER_OK;
+}
+
+/* ==== the cookie jar's database (cookies.c) ==================================================== */
+
+int cr_journal_cookie_db(courier_engine *e, MDB_env **env, unsigned *dbi) {
+    if (!e->journal || !e->journal->env) return COURIER_E_STORE;
+    *env = e->journal->env->base.env;
+    *dbi = e->journal->env->db_cookies;
+    return COURIER_OK;
+}

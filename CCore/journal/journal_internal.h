@@ -1,0 +1,384 @@
+/*
+ * journal_internal.h — what the journal's rooms share, and nothing outside CCore/journal/ includes.
+ *
+ * Rooms:
+ *   store.c    the journal's LMDB environment (registry, open, verify, move aside), the state
+ *              record, who holds a claim, records and their indexes inside a transaction
+ *   record.c   the stored request: reading its JSON text, writing it, snapshots, rebuilding the
+ *              request for a replay
+ *   replay.c   what one turn writes: freezes, answers, claims with leases, per-host order, expiry;
+ *              sending the claimed records
+ *   events.c   the journal's events and their listeners
+ *   journal.c  the journal thread and its turn, and the engine's hooks (freezing a transfer,
+ *              answering it after the commit, the network monitor): the journal's only calls into
+ *              the engine layer
+ *   api.c      the public courier_frozen_* API, the request and configuration setters
+ *
+
+ * Storage. The journal is its own LMDB environment in <store>/journal, opened with LMDB's
+ * default durability (data and meta page synced at every commit), apart from the cache's
+ * environment (which trades sync for speed and is recreated when damaged; a journal never is).
+ * One environment per directory per process, shared by the engines of the process through a
+ * small registry (LMDB forbids opening an environment twice in one process). Named databases,
+ * few on purpose (every database a commit touches costs pages in its fsync):
+ *   req     seq(be64)                   -> state (fixed layout below) + the request as JSON (any
+ *                                           language reads it; docs/DESIGN.md has the keys)
+ *   due     time(be64) | seq(be64)      -> ""   what the replayer looks at: every automatic record
+ *                                               that is not ordered, and the head of each host's
+ *                                               ordered queue; time = the lease's end when claimed,
+ *                                               else the next attempt (0: never tried)
+ *   hostq   host \0 seq(be64)           -> ""   ordered automatic records of a host, oldest first
+ *   ids     freeze id                   -> seq(be64), for ids the app gave (a generated id is the
+ *                                               seq in 16 hex digits + 64 random bits)
+ *   outcome n(be64)                     -> JSON {"id","code","status","at_ms","attempts"}: the last
+ *                                               1000+ final answers, written in the transaction that
+ *                                               removes the request
+ *   meta    "format" -> u32
+ *   cookies "domain\tpath\tname"         -> the cookie as a Netscape cookie-file line; "" -> the jar's
+ *                                               generation (u64, +1 at every write): cookies.c's
+ * Sequence numbers are the last key + 1 (no counter to rewrite). Expiry is checked when a record
+ * comes due, and by a scan of every record once per poll interval.
+ *
+ * State (version 1): u8 version, u8 policy, u16 flags, u32 attempts, i64 created_ms,
+ * i64 expires_ms, i64 next_ms, i64 claim_ms (lease end, 0: unclaimed), i64 last_ms (last attempt),
+ * u32 owner pid, u32 owner nonce, u64 owner start time, u64 owner boot id hash, i32 last code,
+ * i32 last HTTP status, u64 reserved, then u16 host length + host, u16 id length + id.
+ *
+ * Threads. Each engine has one journal thread: it is this engine's only writer of the journal
+ * except the management calls. One loop turn takes everything queued (freezes from the worker,
+ * answers of replays, explicit resends), writes it in ONE transaction together with the claims of
+ * the next replays and the expired records it removes, commits (synced: a group commit), and only
+ * then answers the frozen sends and delivers the events. Claimed requests wait in a ready queue;
+ * at most `concurrency` are on the wire, sent through the public courier_send, and each replay's
+ * completion sends the next at once. No transaction is held across a callback.
+ *
+ * Claims. A record is claimed in a write transaction (so one process or engine sends it) with a
+ * lease: the claimer's identity (pid, process start time, boot id, engine nonce) and an end time.
+ * A claim whose owner is dead (no such process, a zombie, another boot, a closed engine of this
+ * process) or whose lease has ended is taken over.
+ */
+
+#ifndef COURIER_JOURNAL_INTERNAL_H
+#define COURIER_JOURNAL_INTERNAL_H
+
+#include "base/lmdb_env.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <lmdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Hidden like internal.h's declarations. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(hidden)
+#endif
+
+typedef struct cr_journal cr_journal;
+
+#define J_FORMAT 1u
+#define J_STATE_VERSION 1u
+#define J_STATE_FIXED 88u
+#define J_HOST_MAX 300
+#define J_MAP_BYTES ((size_t)2 << 30)
+#define J_OUTCOMES_KEPT 1000
+#define J_DEFAULT_CONCURRENCY 4
+#define J_DEFAULT_BACKOFF_BASE 1000L
+#define J_DEFAULT_BACKOFF_MAX 300000L
+#define J_DEFAULT_LEASE 300000L
+#define J_DEFAULT_EXPIRY ((int64_t)24 * 3600 * 1000)
+#define J_DEFAULT_POLL 10000L
+
+/* Persisted flags (beside COURIER_FREEZE_UNORDERED 0x1 and COURIER_FREEZE_ON_AMBIGUOUS 0x2). */
+#define JF_IN_DUE 0x100u
+
+/* Replay-now modes. */
+#define J_KICK_NOW 0x1u    /* records not tried since the kick are due now, whatever their backoff */
+#define J_KICK_MANUAL 0x2u /* and so are manual records */
+
+/* ==== who holds a claim ======================================================================== */
+
+typedef struct jowner {
+    uint32_t pid;
+    uint32_t nonce;
+    uint64_t start; /* the process's start time (clock ticks after boot), 0 if unknown */
+    uint64_t boot;  /* hash of the boot id, 0 if unknown */
+} jowner;
+
+/* ==== the environment registry ================================================================= */
+
+typedef struct jenv {
+    cr_lmdb_env base; /* first: the floor's registry entry (dir, env) */
+    MDB_dbi db_req, db_ids, db_due, db_hostq, db_outcome, db_meta;
+    MDB_dbi db_cookies; /* cookies.c's: the engine's cookie jar */
+    pthread_mutex_t lock; /* nonces */
+    uint32_t *nonces;     /* the journals of this process open on it */
+    size_t nnonces, capnonces;
+} jenv;
+
+/* ==== the state record ========================================================================= */
+
+typedef struct jstate {
+    uint8_t policy;
+    uint16_t flags;
+    uint32_t attempts;
+    int64_t created_ms, expires_ms, next_ms, claim_ms, last_ms;
+    jowner owner;
+    int32_t last_code, last_status;
+    uint16_t host_len;
+    char host[J_HOST_MAX + 1];
+    uint16_t id_len;
+    char id[COURIER_FROZEN_ID_MAX + 1];
+} jstate;
+
+/* ==== the stored request (record.c) ============================================================ */
+
+/* The stored request, decoded: what the record's JSON text says (docs/DESIGN.md has the keys).
+ * One table of fields in record.c drives writing it, reading it (through the JSON tape), the
+ * snapshot (which keeps the jreq whole) and rebuilding the request for a replay. Read: the
+ * strings, headers and body are owned (cj_jreq_clear). Written (cj_payload_of): borrowed. Members
+ * of other types than expected read as absent (0, NULL), as jansson's accessors do. */
+typedef struct jres {
+    char *name, *key_path;
+    int64_t flags;
+} jres;
+
+typedef struct jreq {
+    int64_t v;
+    int has_v; /* "v" is an integer */
+    char *id;
+    char *method, *url;
+    cr_kvlist headers;
+    int has_headers; /* "headers" is an array */
+    char *body;      /* decoded from "body_b64" (NUL-terminated) */
+    size_t body_len;
+    int has_body;
+    int64_t timeout_ms;
+    char *idem;
+    int64_t created_ms, expires_ms;
+    int64_t policy; /* COURIER_FREEZE_AUTO or _MANUAL ("auto", "manual") */
+    int ordered;
+    char *host;
+    int64_t priority;
+    int has_retry;
+    int64_t retry_max, retry_base, retry_maxd, retry_flags;
+    int has_cache;
+    int64_t cache_policy, cache_expiry;
+    int has_json, had_mapping;
+    char *key_path;
+    jres *results;
+    size_t nresults;
+} jreq;
+
+/* ==== the snapshot handed to callers =========================================================== */
+
+struct courier_frozen {
+    atomic_int refs;
+    uint64_t seq;
+    jreq q;      /* the decoded request (id, method, url, headers, body, idempotency key...) */
+    char *host;  /* from the record's state */
+    char *json;  /* the stored text with the replay state spliced in */
+    courier_frozen_info info;
+};
+
+struct courier_frozen_list {
+    courier_frozen **items;
+    size_t count;
+};
+
+/* ==== the journal ============================================================================== */
+
+typedef struct jfreeze {
+    struct jfreeze *next;
+    cr_transfer *answer; /* what answering the caller needs (detached), answered after the commit */
+    int code;            /* why it is frozen */
+    courier_error err;
+    char id[COURIER_FROZEN_ID_MAX + 1];
+    char *payload;   /* the request's JSON text but its opening (payload_of), built on the worker */
+    char *method, *url; /* for the lifecycle event */
+    jstate st;
+    uint64_t seq;         /* once written */
+    courier_frozen *snap; /* once written */
+    uint64_t answer_id;   /* the original send's id */
+    int generated;        /* the id is made at write time (from the record's number) */
+} jfreeze;
+
+typedef struct joutcome {
+    struct joutcome *next;
+    jstate st;            /* the state as claimed */
+    struct cr_journal *journal;
+    int tries; /* turns whose transaction failed */
+    uint64_t seq;
+    uint64_t request_id;
+    int code;
+    courier_response *resp;
+    courier_error err;
+    courier_frozen *snap;
+    int not_sent; /* courier_send refused it: nothing reached the network */
+} joutcome;
+
+typedef struct jresend {
+    struct jresend *next;
+    char id[COURIER_FROZEN_ID_MAX + 1];
+} jresend;
+
+typedef struct jlistener {
+    struct jlistener *next;
+    uint64_t token;
+    cr_callback *cb;
+} jlistener;
+
+typedef struct jevent {
+    struct jevent *next;
+    char id[COURIER_FROZEN_ID_MAX + 1];
+    courier_frozen_event ev;
+    courier_frozen *snap;
+    courier_response *resp;
+    courier_error err;
+} jevent;
+
+/* A claimed record about to be sent. */
+typedef struct jsend {
+    struct jsend *next;
+    int explicit_; /* asked for by the app: sent even when the monitor says offline */
+    jstate st;     /* as claimed */
+    char *text;    /* the request text, parsed when it is sent (off the journal's transaction) */
+    size_t tlen;
+    uint64_t seq;
+} jsend;
+
+struct cr_journal {
+    courier_engine *e;
+    cr_complete_fn answer;
+    jenv *env;
+    jowner me;
+    cr_callback *clock;
+    long concurrency, backoff_base, backoff_max, lease_ms, poll_ms;
+    int64_t default_expiry;
+
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_cond_t idle_cv;
+    /* Guarded by mu. */
+    jfreeze *fz_head, *fz_tail;
+    joutcome *oc_head, *oc_tail;
+    long noc;             /* answers queued (oc_head's length) */
+    jresend *rs_head;
+    int go, closing, paused;
+    int kick;             /* look for due records now */
+    unsigned kick_mode;   /* J_KICK_* */
+    int64_t kick_since;   /* the replay-now instant */
+    long wire;            /* replays sent and not yet answered (at most `concurrency`) */
+    long ahead;           /* claims kept ahead of the wire (journal thread writes, mu) */
+    struct jsend *ready_head, *ready_tail; /* claimed, not yet sent */
+    long nready;
+    uint64_t turns;       /* loop turns completed */
+    int idle;             /* the last turn found nothing to do now */
+    atomic_int broken;    /* the journal reported corruption at run time */
+
+    pthread_mutex_t lmu; /* listeners */
+    jlistener *listeners;
+    atomic_int nlisteners;
+    uint64_t next_token;
+
+    uint64_t rng; /* journal thread */
+    int64_t next_recover_ms;
+};
+
+/* Read-only look: is anything due or expired now, and which claims are held by the dead? */
+/* A list of record numbers. */
+typedef struct jseqs {
+    uint64_t *v;
+    size_t n, cap;
+} jseqs;
+
+static inline int64_t due_time(const jstate *s) { return s->claim_ms ? s->claim_ms : s->next_ms; }
+static inline bool is_ordered_auto(const jstate *s) {
+    return s->policy == COURIER_FREEZE_AUTO && !(s->flags & COURIER_FREEZE_UNORDERED);
+}
+
+/* What the rooms call in each other (cj_: the journal's; hidden). Each is described where it is
+ * defined; the record's functions here. */
+
+/* ---- store.c ------------------------------------------------------------------------------------ */
+
+void cj_random_bytes(void *out, size_t n);
+void cj_random_hex(char out[33]);
+int cj_proc_stat(long pid, char *state, uint64_t *start);
+uint64_t cj_boot_hash(void);
+int cj_jenv_acquire(const char *store_dir, uint32_t nonce, jenv **out, courier_error *err);
+void cj_jenv_release(jenv *v, uint32_t nonce);
+size_t cj_state_decode(const void *data, size_t len, jstate *s);
+int64_t cj_jnow(const cr_journal *j);
+uint64_t cj_jrand(cr_journal *j);
+bool cj_claim_stale(cr_journal *j, const jstate *s, int64_t now);
+int cj_rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *payload);
+int cj_st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st);
+int cj_rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen,
+               bool append);
+int cj_key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put);
+int cj_hostq_op(cr_journal *j, MDB_txn *txn, const jstate *st, uint64_t seq, bool put);
+int cj_host_head(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len, uint64_t *seq);
+int cj_last_next(MDB_txn *txn, MDB_dbi dbi, uint64_t *out);
+int cj_find_seq(cr_journal *j, MDB_txn *txn, const char *id, uint64_t *seq);
+int cj_rec_remove(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st);
+int cj_st_update(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *old, const jstate *st);
+courier_frozen *cj_snap_in(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st);
+
+/* ---- record.c ----------------------------------------------------------------------------------- */
+
+/* Frees what a read jreq owns and zeroes it. */
+void cj_jreq_clear(jreq *q);
+/* Reads a stored request's JSON text (through the tape). COURIER_OK, COURIER_E_JOURNAL_CORRUPT (not
+ * a JSON object, a header that is not two strings, a body that is not base64) or
+ * COURIER_E_NO_MEMORY; *q is cleared on failure. */
+int cj_jreq_read(const char *text, size_t len, jreq *q);
+/* A snapshot of a decoded request (*q is taken whole and left cleared), its stored text (the JSON
+ * view) and its state. NULL on a bad record or no memory (*bad says which). */
+courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad);
+/* The same from the stored text. */
+courier_frozen *cj_snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad);
+courier_frozen *cj_snap_retain(courier_frozen *f);
+/* A transfer's stored request as JSON text but its opening ({"v":1,"id":...,"seq":..., written by
+ * cj_apply_freeze). *out new (free). COURIER_OK or COURIER_E_NO_MEMORY. */
+int cj_payload_of(const cr_transfer *t, const char *idem, int64_t created, int64_t expires, const char *host,
+                  char **out);
+/* Rebuilds the request of a decoded record. *out new. COURIER_E_JOURNAL_CORRUPT when it is not one. */
+int cj_request_from(const jreq *q, courier_request **out);
+
+/* ---- events.c ----------------------------------------------------------------------------------- */
+
+jevent *cj_event_new(int kind, courier_frozen *snap, uint64_t request_id, int code);
+void cj_events_push(jevent ***tail, jevent *ev);
+void cj_events_deliver(cr_journal *j, jevent *list);
+
+/* ---- replay.c ----------------------------------------------------------------------------------- */
+
+int cj_apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f);
+int cj_apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jevent ***events);
+int cj_sweep_expired(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events);
+int cj_recover_claims(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now);
+int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends,
+            jevent ***events, int64_t *next, bool *mode_done);
+int cj_resend_one(cr_journal *j, MDB_txn *txn, const char *id, int64_t now, jsend ***sends);
+void cj_due_edges(cr_journal *j, MDB_txn *txn, int64_t now, bool *due_now, int64_t *next_due);
+int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead, jseqs *expired);
+long cj_linger_target(const cr_journal *j);
+void cj_pump_ready(cr_journal *j);
+void cj_ready_push(cr_journal *j, jsend *list);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
+
+#endif

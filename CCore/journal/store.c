@@ -1,0 +1,578 @@
+/*
+ * store.c — the journal's LMDB environment: one per store directory per process (a registry), opened
+ * with the pre-mmap check, verified (both ends of every tree) and moved aside when corrupt; the
+ * state record; who holds a claim; records and their indexes inside a transaction.
+ */
+#include "journal/journal_internal.h"
+
+#if defined(__APPLE__)
+/* macOS has no getrandom: arc4random_buf (stdlib.h) fills the buffer and never fails. */
+static ssize_t getrandom(void *buf, size_t n, unsigned flags) {
+    (void)flags;
+    arc4random_buf(buf, n);
+    return (ssize_t)n;
+}
+#else
+#include <sys/random.h>
+#endif
+
+void cj_random_bytes(void *out, size_t n) {
+    uint8_t *p = out;
+    while (n) {
+        ssize_t got = getrandom(p, n, 0);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            /* No entropy source: time and address bits, still unique enough for ids. */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)p ^
+                         ((uint64_t)getpid() << 40);
+            for (; n; n--, p++) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *p = (uint8_t)x;
+            }
+            return;
+        }
+        p += got;
+        n -= (size_t)got;
+    }
+}
+
+/* 64 bits from a per-thread splitmix64 sequence seeded once from the system's random source (a
+ * bijection of a counter: never repeats within a thread; random seeds keep threads and processes
+ * apart). Cheaper than a system call per id on the freeze path. */
+static uint64_t random64(void) {
+    static _Thread_local uint64_t state;
+    static _Thread_local int seeded;
+    if (!seeded) {
+        cj_random_bytes(&state, sizeof state);
+        seeded = 1;
+    }
+    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* 32 lowercase hex digits of 128 random bits. */
+void cj_random_hex(char out[33]) {
+    static const char hex[] = "0123456789abcdef";
+    uint8_t b[16];
+    uint64_t a = random64(), c = random64();
+    memcpy(b, &a, 8);
+    memcpy(b + 8, &c, 8);
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[b[i] >> 4];
+        out[2 * i + 1] = hex[b[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+static int64_t realtime_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads /proc/<pid>/stat: the state letter and the start time. -1 when the process is absent. */
+int cj_proc_stat(long pid, char *state, uint64_t *start) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT || errno == ESRCH ? -1 : -2;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p || !p[1] || !p[2]) return -2;
+    p += 2; /* field 3: state */
+    *state = *p;
+    int field = 3;
+    while (*p && field < 22) {
+        if (*p == ' ') field++;
+        p++;
+    }
+    *start = field == 22 ? strtoull(p, NULL, 10) : 0;
+    return 0;
+}
+
+uint64_t cj_boot_hash(void) {
+    char buf[64];
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    if (n <= 0) return 0;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) n--;
+    return cr_fnv1a64(buf, (size_t)n) | 1;
+}
+
+/* Files of a journal that has committed once; its absence beside a missing or empty data file
+ * tells a fresh journal from one whose data was lost. */
+#define J_MARKER "JOURNAL"
+
+static int file_size(const char *dir, const char *name, off_t *size) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    *size = st.st_size;
+    return 0;
+}
+
+/* Opens the environment of the journal's directory (the floor's kind->open). 0, an LMDB/errno
+ * code, or MDB_INVALID with *why when the journal exists but cannot be read (corrupt, truncated,
+ * foreign), MDB_VERSION_MISMATCH with *why when a newer format wrote it. */
+static int jenv_open(cr_lmdb_env *base, void *arg, const char **why) {
+    (void)arg;
+    jenv *v = (jenv *)base;
+    pthread_mutex_init(&v->lock, NULL);
+    *why = NULL;
+    off_t marker_size = 0, data_size = 0;
+    bool had_marker = file_size(base->dir, J_MARKER, &marker_size) == 0;
+    bool has_data = file_size(base->dir, "data.mdb", &data_size) == 0;
+    if (had_marker && (!has_data || data_size == 0)) {
+        *why = "its data file is missing or empty";
+        return MDB_INVALID;
+    }
+    int rc = cr_lmdb_env_open(base, 10, J_MAP_BYTES, 0, why);
+    if (rc) return rc;
+    MDB_txn *txn = NULL;
+    rc = cr_lmdb_begin_write(base->env, &txn);
+    if (rc) goto bad;
+    rc = cr_lmdb_check_names(txn); /* before a name is created in a damaged page */
+    struct {
+        const char *name;
+        MDB_dbi *dbi;
+    } dbs[] = {{"req", &v->db_req},       {"ids", &v->db_ids},
+               {"due", &v->db_due},       {"hostq", &v->db_hostq},
+               {"outcome", &v->db_outcome}, {"meta", &v->db_meta},
+               {"cookies", &v->db_cookies}};
+    enum { NDBS = sizeof dbs / sizeof dbs[0] };
+    for (size_t i = 0; i < NDBS && rc == 0; i++) rc = mdb_dbi_open(txn, dbs[i].name, MDB_CREATE, dbs[i].dbi);
+    if (rc) {
+        mdb_txn_abort(txn);
+        goto bad;
+    }
+    MDB_val k = {6, "format"}, val;
+    rc = mdb_get(txn, v->db_meta, &k, &val);
+    bool fresh = rc == MDB_NOTFOUND;
+    if (fresh) {
+        MDB_stat ms;
+        /* A journal that had records but lost its format record is not fresh. */
+        if (mdb_stat(txn, v->db_req, &ms) == 0 && ms.ms_entries > 0) {
+            mdb_txn_abort(txn);
+            *why = "its format record is missing";
+            return MDB_INVALID;
+        }
+        uint8_t f[4];
+        cr_put_le(f, J_FORMAT, 4);
+        val.mv_size = 4;
+        val.mv_data = f;
+        rc = mdb_put(txn, v->db_meta, &k, &val, 0);
+    } else if (rc == 0) {
+        uint32_t f = val.mv_size == 4 ? (uint32_t)cr_get_le(val.mv_data, 4) : 0;
+        if (f == 0 || f > J_FORMAT) {
+            mdb_txn_abort(txn);
+            *why = f > J_FORMAT ? "it was written by a newer format" : "its format record is unknown";
+            return f > J_FORMAT ? MDB_VERSION_MISMATCH : MDB_INVALID;
+        }
+    }
+    if (rc == 0) {
+        MDB_dbi all[NDBS];
+        for (size_t i = 0; i < NDBS; i++) all[i] = *dbs[i].dbi;
+        rc = cr_lmdb_verify(txn, all, NDBS);
+    }
+    if (rc) {
+        mdb_txn_abort(txn);
+        goto bad;
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc) goto bad;
+    if (!had_marker) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", base->dir, J_MARKER);
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            static const char text[] = "Courier frozen-request journal, format 1\n";
+            ssize_t w = write(fd, text, sizeof text - 1);
+            (void)w;
+            fsync(fd);
+            close(fd);
+        }
+    }
+    return 0;
+bad:
+    if (cr_lmdb_is_broken(rc)) {
+        *why = mdb_strerror(rc);
+        return MDB_INVALID;
+    }
+    return rc;
+}
+
+static void jenv_destroy(cr_lmdb_env *base) {
+    jenv *v = (jenv *)base;
+    pthread_mutex_destroy(&v->lock);
+    free(v->nonces);
+}
+
+static const cr_lmdb_kind journal_kind = {
+    .what = "frozen-request journal",
+    .label = "corrupt",
+    .size = sizeof(jenv),
+    .corrupt_code = COURIER_E_JOURNAL_CORRUPT,
+    .recreate = false,
+    .sync_at_close = false,
+    .open = jenv_open,
+    .destroy = jenv_destroy,
+};
+
+int cj_jenv_acquire(const char *store_dir, uint32_t nonce, jenv **out, courier_error *err) {
+    *out = NULL;
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof dir, "%s/journal", store_dir) >= (int)sizeof dir)
+        return cr_fail(err, COURIER_E_STORE, "the store path is too long");
+    cr_lmdb_env *base = NULL;
+    int rc = cr_lmdb_env_acquire(&journal_kind, dir, NULL, &base, NULL, err);
+    if (rc) return rc;
+    jenv *v = (jenv *)base;
+    pthread_mutex_lock(&v->lock);
+    if (v->nnonces == v->capnonces) {
+        size_t cap = v->capnonces ? v->capnonces * 2 : 4;
+        uint32_t *p = realloc(v->nonces, cap * sizeof *p);
+        if (p) {
+            v->nonces = p;
+            v->capnonces = cap;
+        }
+    }
+    if (v->nnonces < v->capnonces) v->nonces[v->nnonces++] = nonce;
+    pthread_mutex_unlock(&v->lock);
+    *out = v;
+    return COURIER_OK;
+}
+
+void cj_jenv_release(jenv *v, uint32_t nonce) {
+    if (!v) return;
+    pthread_mutex_lock(&v->lock);
+    for (size_t i = 0; i < v->nnonces; i++) {
+        if (v->nonces[i] == nonce) {
+            v->nonces[i] = v->nonces[--v->nnonces];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&v->lock);
+    cr_lmdb_env_release(&v->base);
+}
+
+static bool jenv_has_nonce(jenv *v, uint32_t nonce) {
+    bool found = false;
+    pthread_mutex_lock(&v->lock);
+    for (size_t i = 0; i < v->nnonces && !found; i++) found = v->nonces[i] == nonce;
+    pthread_mutex_unlock(&v->lock);
+    return found;
+}
+
+static size_t state_encode(const jstate *s, uint8_t *b) {
+    memset(b, 0, J_STATE_FIXED);
+    b[0] = J_STATE_VERSION;
+    b[1] = s->policy;
+    cr_put_le(b + 2, s->flags, 2);
+    cr_put_le(b + 4, s->attempts, 4);
+    cr_put_le(b + 8, (uint64_t)s->created_ms, 8);
+    cr_put_le(b + 16, (uint64_t)s->expires_ms, 8);
+    cr_put_le(b + 24, (uint64_t)s->next_ms, 8);
+    cr_put_le(b + 32, (uint64_t)s->claim_ms, 8);
+    cr_put_le(b + 40, (uint64_t)s->last_ms, 8);
+    cr_put_le(b + 48, s->owner.pid, 4);
+    cr_put_le(b + 52, s->owner.nonce, 4);
+    cr_put_le(b + 56, s->owner.start, 8);
+    cr_put_le(b + 64, s->owner.boot, 8);
+    cr_put_le(b + 72, (uint32_t)s->last_code, 4);
+    cr_put_le(b + 76, (uint32_t)s->last_status, 4);
+    size_t o = J_STATE_FIXED;
+    cr_put_le(b + o, s->host_len, 2);
+    memcpy(b + o + 2, s->host, s->host_len);
+    o += 2u + s->host_len;
+    cr_put_le(b + o, s->id_len, 2);
+    memcpy(b + o + 2, s->id, s->id_len);
+    return o + 2u + s->id_len;
+}
+
+/* Decodes the state at the start of a record; returns the bytes it takes, 0 when invalid. */
+size_t cj_state_decode(const void *data, size_t len, jstate *s) {
+    const uint8_t *b = data;
+    memset(s, 0, sizeof *s);
+    if (len < J_STATE_FIXED + 4 || b[0] != J_STATE_VERSION) return 0;
+    s->policy = b[1];
+    s->flags = (uint16_t)cr_get_le(b + 2, 2);
+    s->attempts = (uint32_t)cr_get_le(b + 4, 4);
+    s->created_ms = (int64_t)cr_get_le(b + 8, 8);
+    s->expires_ms = (int64_t)cr_get_le(b + 16, 8);
+    s->next_ms = (int64_t)cr_get_le(b + 24, 8);
+    s->claim_ms = (int64_t)cr_get_le(b + 32, 8);
+    s->last_ms = (int64_t)cr_get_le(b + 40, 8);
+    s->owner.pid = (uint32_t)cr_get_le(b + 48, 4);
+    s->owner.nonce = (uint32_t)cr_get_le(b + 52, 4);
+    s->owner.start = cr_get_le(b + 56, 8);
+    s->owner.boot = cr_get_le(b + 64, 8);
+    s->last_code = (int32_t)(uint32_t)cr_get_le(b + 72, 4);
+    s->last_status = (int32_t)(uint32_t)cr_get_le(b + 76, 4);
+    size_t o = J_STATE_FIXED;
+    s->host_len = (uint16_t)cr_get_le(b + o, 2);
+    if (s->host_len > J_HOST_MAX || o + 2u + s->host_len + 2u > len) return 0;
+    memcpy(s->host, b + o + 2, s->host_len);
+    o += 2u + s->host_len;
+    s->id_len = (uint16_t)cr_get_le(b + o, 2);
+    if (s->id_len == 0 || s->id_len > COURIER_FROZEN_ID_MAX || o + 2u + s->id_len > len) return 0;
+    memcpy(s->id, b + o + 2, s->id_len);
+    if (s->policy != COURIER_FREEZE_AUTO && s->policy != COURIER_FREEZE_MANUAL) return 0;
+    return o + 2u + s->id_len;
+}
+
+int64_t cj_jnow(const cr_journal *j) {
+    if (j->clock) return ((courier_clock_fn)j->clock->fn)(j->clock->user);
+    return realtime_ms();
+}
+
+uint64_t cj_jrand(cr_journal *j) {
+    j->rng ^= j->rng << 13;
+    j->rng ^= j->rng >> 7;
+    j->rng ^= j->rng << 17;
+    return j->rng;
+}
+
+/* Is the claimer of s still at work? */
+static bool owner_alive(cr_journal *j, const jowner *o) {
+    if (o->pid == 0) return false;
+    if (o->boot && j->me.boot && o->boot != j->me.boot) return false;
+    if (o->pid == j->me.pid && o->start == j->me.start) return jenv_has_nonce(j->env, o->nonce);
+    char state = 0;
+    uint64_t start = 0;
+    int rc = cj_proc_stat((long)o->pid, &state, &start);
+    if (rc == -1) return false;
+    if (rc == 0) return state != 'Z' && state != 'X' && (o->start == 0 || start == o->start);
+    return !(kill((pid_t)o->pid, 0) != 0 && errno == ESRCH);
+}
+
+/* Takes a claim over when its owner is gone or its lease has ended. */
+bool cj_claim_stale(cr_journal *j, const jstate *s, int64_t now) {
+    return s->claim_ms && (s->claim_ms <= now || !owner_alive(j, &s->owner));
+}
+
+/* ---- transactions helpers ---- */
+
+#define J_STATE_MAX (J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX)
+
+/* A record's value is its state (rewritten on each claim and answer) followed by the request
+ * text (written once): one put per freeze. */
+int cj_rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *payload) {
+    uint8_t k[8];
+    cr_put_be64(k, seq);
+    MDB_val key = {8, k}, val;
+    int rc = mdb_get(txn, j->env->db_req, &key, &val);
+    if (rc) return rc;
+    size_t used = cj_state_decode(val.mv_data, val.mv_size, st);
+    if (!used) return MDB_CORRUPTED;
+    if (payload) {
+        payload->mv_data = (char *)val.mv_data + used;
+        payload->mv_size = val.mv_size - used;
+    }
+    return 0;
+}
+
+int cj_st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st) { return cj_rec_get(j, txn, seq, st, NULL); }
+
+/* Writes a record: the state, then the request text. `append`: seq is past every key (a new
+ * record), so LMDB fills pages to the end instead of splitting them in halves: fuller pages, a
+ * shallower tree, fewer pages in each commit's fsync. */
+int cj_rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen,
+               bool append) {
+    uint8_t k[8], b[J_STATE_MAX];
+    cr_put_be64(k, seq);
+    size_t sl = state_encode(st, b);
+    MDB_val key = {8, k}, val = {sl + plen, NULL};
+    int rc = mdb_put(txn, j->env->db_req, &key, &val, MDB_RESERVE | (append ? MDB_APPEND : 0));
+    if (rc) return rc;
+    memcpy(val.mv_data, b, sl);
+    if (plen) memcpy((char *)val.mv_data + sl, payload, plen);
+    return 0;
+}
+
+/* Rewrites the state of an existing record, keeping its request text. */
+static int st_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
+    jstate old;
+    MDB_val p;
+    int rc = cj_rec_get(j, txn, seq, &old, &p);
+    if (rc) return rc;
+    char stack[2048], *copy = p.mv_size <= sizeof stack ? stack : malloc(p.mv_size);
+    if (!copy) return ENOMEM;
+    memcpy(copy, p.mv_data, p.mv_size); /* the put may move the page the text lives in */
+    rc = cj_rec_put(j, txn, seq, st, copy, p.mv_size, false);
+    if (copy != stack) free(copy);
+    return rc;
+}
+
+/* Puts an index key with an empty value, appended (pages filled to the end, see rec_put) when it
+ * sorts after every key of the database, as new records' keys usually do. */
+static int index_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *key) {
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, dbi, &c);
+    if (rc) return rc;
+    MDB_val lk, lv, val = {0, ""};
+    unsigned flags = 0;
+    rc = mdb_cursor_get(c, &lk, &lv, MDB_LAST);
+    if (rc == MDB_NOTFOUND) {
+        flags = MDB_APPEND;
+    } else if (rc == 0) {
+        size_t n = lk.mv_size < key->mv_size ? lk.mv_size : key->mv_size;
+        int cmp = memcmp(key->mv_data, lk.mv_data, n);
+        if (cmp > 0 || (cmp == 0 && key->mv_size > lk.mv_size)) flags = MDB_APPEND;
+    } else {
+        mdb_cursor_close(c);
+        return rc;
+    }
+    rc = mdb_cursor_put(c, key, &val, flags);
+    mdb_cursor_close(c);
+    return rc;
+}
+
+int cj_key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put) {
+    uint8_t k[16];
+    cr_put_be64(k, cr_be_time(t));
+    cr_put_be64(k + 8, seq);
+    MDB_val key = {16, k};
+    int rc = put ? index_put(txn, dbi, &key) : mdb_del(txn, dbi, &key, NULL);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int cj_hostq_op(cr_journal *j, MDB_txn *txn, const jstate *st, uint64_t seq, bool put) {
+    uint8_t k[J_HOST_MAX + 9];
+    memcpy(k, st->host, st->host_len);
+    k[st->host_len] = 0;
+    cr_put_be64(k + st->host_len + 1, seq);
+    MDB_val key = {st->host_len + 9u, k};
+    int rc = put ? index_put(txn, j->env->db_hostq, &key) : mdb_del(txn, j->env->db_hostq, &key, NULL);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* The oldest ordered record of a host, or 0. */
+int cj_host_head(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len, uint64_t *seq) {
+    *seq = 0;
+    uint8_t k[J_HOST_MAX + 9];
+    memcpy(k, host, host_len);
+    k[host_len] = 0;
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, j->env->db_hostq, &c);
+    if (rc) return rc;
+    MDB_val key = {host_len + 1u, k}, val;
+    rc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE);
+    if (rc == 0 && key.mv_size == host_len + 9u && memcmp(key.mv_data, k, host_len + 1u) == 0)
+        *seq = cr_get_be64((const uint8_t *)key.mv_data + host_len + 1);
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Puts the new head of a host's ordered queue into `due`. */
+static int host_promote(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len) {
+    uint64_t seq;
+    int rc = cj_host_head(j, txn, host, host_len, &seq);
+    if (rc || !seq) return rc;
+    jstate st;
+    if ((rc = cj_st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
+    if (st.flags & JF_IN_DUE) return 0;
+    st.flags |= JF_IN_DUE;
+    if ((rc = cj_key2_op(j, txn, j->env->db_due, due_time(&st), seq, true))) return rc;
+    return st_put(j, txn, seq, &st);
+}
+
+/* The next key of a database keyed by be64 numbers: the last one + 1 (1 when empty). Numbers are
+ * not kept in a counter, so a freeze writes one database page less. */
+int cj_last_next(MDB_txn *txn, MDB_dbi dbi, uint64_t *out) {
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, dbi, &c);
+    if (rc) return rc;
+    MDB_val k, v;
+    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    *out = rc == 0 && k.mv_size == 8 ? cr_get_be64(k.mv_data) + 1 : 1;
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static bool generated_id(const char *id, size_t n) {
+    if (n != 32) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f'))) return false;
+    return true;
+}
+
+/* The record a freeze id names: given ids through the `ids` index; generated ids carry their
+ * record's number in their first 16 hex digits (checked against the stored id). */
+int cj_find_seq(cr_journal *j, MDB_txn *txn, const char *id, uint64_t *seq) {
+    size_t n = strlen(id);
+    MDB_val k = {n, (void *)id}, v;
+    int rc = mdb_get(txn, j->env->db_ids, &k, &v);
+    if (rc == 0 && v.mv_size == 8) {
+        *seq = cr_get_be64(v.mv_data);
+        return 0;
+    }
+    if (rc && rc != MDB_NOTFOUND) return rc;
+    if (!generated_id(id, n)) return MDB_NOTFOUND;
+    char hex[17];
+    memcpy(hex, id, 16);
+    hex[16] = '\0';
+    uint64_t s = strtoull(hex, NULL, 16);
+    jstate st;
+    rc = cj_st_get(j, txn, s, &st);
+    if (rc == 0 && st.id_len == n && memcmp(st.id, id, n) == 0) {
+        *seq = s;
+        return 0;
+    }
+    return rc == 0 || rc == MDB_CORRUPTED ? MDB_NOTFOUND : rc;
+}
+
+/* Removes a record and every index entry of it; promotes the next of its host. */
+int cj_rec_remove(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
+    uint8_t k[8];
+    cr_put_be64(k, seq);
+    MDB_val key = {8, k};
+    int rc = mdb_del(txn, j->env->db_req, &key, NULL);
+    if (rc == 0 || rc == MDB_NOTFOUND) {
+        MDB_val idk = {st->id_len, (void *)st->id}, idv;
+        /* Only if the id still names this record (a replacement keeps the id). */
+        rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
+        if (rc == 0 && idv.mv_size == 8 && cr_get_be64(idv.mv_data) == seq) rc = mdb_del(txn, j->env->db_ids, &idk, NULL);
+    }
+    if (rc == MDB_NOTFOUND) rc = 0;
+    if (!rc && (st->flags & JF_IN_DUE)) rc = cj_key2_op(j, txn, j->env->db_due, due_time(st), seq, false);
+    if (!rc && is_ordered_auto(st)) {
+        rc = cj_hostq_op(j, txn, st, seq, false);
+        if (!rc) rc = host_promote(j, txn, st->host, st->host_len);
+    }
+    return rc;
+}
+
+/* Rewrites a record's state, moving its `due` key when its due time changed. */
+int cj_st_update(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *old, const jstate *st) {
+    int rc = 0;
+    if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
+        rc = cj_key2_op(j, txn, j->env->db_due, due_time(old), seq, false);
+        if (!rc) rc = cj_key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
+    }
+    return rc ? rc : st_put(j, txn, seq, st);
+}
+
+static int req_text(cr_journal *j, MDB_txn *txn, uint64_t seq, MDB_val *val) {
+    jstate st;
+    return cj_rec_get(j, txn, seq, &st, val);
+}
+
+/* A snapshot of a record inside a transaction (NULL when unreadable). */
+courier_frozen *cj_snap_in(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
+    MDB_val v;
+    if (req_text(j, txn, seq, &v)) return NULL;
+    bool bad;
+    return cj_snap_make(seq, v.mv_data, v.mv_size, st, &bad);
+}
