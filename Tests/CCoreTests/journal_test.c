@@ -904,6 +904,28 @@ static void emptied_journal_is_reported(void) {
     courier_engine_close(e);
 }
 
+/* Runs fn(store) in a child process: its exit status, or 128 + the signal that ended it. */
+static int in_child(int (*fn)(const char *store), const char *store) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) _exit(fn(store));
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+/* In a child: the open says COURIER_E_JOURNAL_CORRUPT (the file kept aside), and the next open
+ * starts a new journal. 0, or the step that failed. */
+static int open_damaged(const char *store) {
+    courier_error err;
+    courier_engine *e = open_eng(store, jr_free_port(), NULL, &err);
+    if (e || err.code != COURIER_E_JOURNAL_CORRUPT) return 1;
+    e = open_eng(store, jr_free_port(), NULL, &err); /* a new journal */
+    if (!e || count_of(e) != 0) return 2;
+    courier_engine_close(e);
+    return 0;
+}
+
 /* A journal whose data file was cut to a third (a restored backup, a copy cut short): LMDB alone
  * opens it and raises SIGBUS at the first page past the end. The open says COURIER_E_JOURNAL_CORRUPT
  * and keeps the file aside, whole as it was found; in a child, so a crash fails the test. */
@@ -920,22 +942,7 @@ static void truncated_journal_is_kept_aside(void) {
     long size = th_lmdb_used_bytes(data, NULL);
     REQUIRE(size > 0);
     REQUIRE(truncate(data, size / 3) == 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        courier_error err;
-        courier_engine *e = open_eng(store, jr_free_port(), NULL, &err);
-        if (e || err.code != COURIER_E_JOURNAL_CORRUPT) _exit(1);
-        e = open_eng(store, jr_free_port(), NULL, &err); /* a new journal */
-        if (!e || count_of(e) != 0) _exit(2);
-        courier_engine_close(e);
-        _exit(0);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    CHECK(WIFEXITED(status));
-    CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), 0);
+    CHECK_EQ(in_child(open_damaged, store), 0);
     char aside[700];
     CHECK_EQ(find_aside(store, aside, sizeof aside), 1);
     char kept[800];
@@ -943,30 +950,10 @@ static void truncated_journal_is_kept_aside(void) {
     CHECK_EQ(file_len(kept), size / 3);
 }
 
-/* Runs fn(store) in a child process: its exit status, or 128 + the signal that ended it. */
-static int in_child(int (*fn)(const char *store), const char *store) {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) _exit(fn(store));
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-}
-
 /* Junk over the last pages, where the journal's newest pages (its roots) are, that LMDB takes for
  * leaves whose nodes lie past the end of the file: before the file was padded at open, SIGBUS at
  * the open; now the open sees records of impossible shapes, says COURIER_E_JOURNAL_CORRUPT and
  * keeps the file aside. */
-static int open_damaged(const char *store) {
-    courier_error err;
-    courier_engine *e = open_eng(store, jr_free_port(), NULL, &err);
-    if (e || err.code != COURIER_E_JOURNAL_CORRUPT) return 1;
-    e = open_eng(store, jr_free_port(), NULL, &err); /* a new journal */
-    if (!e || count_of(e) != 0) return 2;
-    courier_engine_close(e);
-    return 0;
-}
-
 static void junk_over_the_last_pages_is_kept_aside(void) {
 #if defined(__SANITIZE_THREAD__)
     printf("  (skipped under ThreadSanitizer: it does not support fork)\n");
