@@ -904,6 +904,19 @@ static void emptied_journal_is_reported(void) {
     courier_engine_close(e);
 }
 
+/* A store with 40 frozen requests, for a test that forks; NULL under ThreadSanitizer, which does not
+ * support fork (the test says so and passes). */
+static const char *forked_store(void) {
+#if defined(__SANITIZE_THREAD__)
+    printf("  (skipped under ThreadSanitizer: it does not support fork)\n");
+    return NULL;
+#else
+    const char *store = th_tmpdir();
+    freeze_some(store, 40);
+    return store;
+#endif
+}
+
 /* Runs fn(store) in a child process: its exit status, or 128 + the signal that ended it. */
 static int in_child(int (*fn)(const char *store), const char *store) {
     fflush(NULL);
@@ -930,12 +943,8 @@ static int open_damaged(const char *store) {
  * opens it and raises SIGBUS at the first page past the end. The open says COURIER_E_JOURNAL_CORRUPT
  * and keeps the file aside, whole as it was found; in a child, so a crash fails the test. */
 static void truncated_journal_is_kept_aside(void) {
-#if defined(__SANITIZE_THREAD__)
-    printf("  (skipped under ThreadSanitizer: it does not support fork)\n");
-    return;
-#endif
-    const char *store = th_tmpdir();
-    freeze_some(store, 40);
+    const char *store = forked_store();
+    if (!store) return;
     char data[600];
     snprintf(data, sizeof data, "%s/journal/data.mdb", store);
     /* A third of the pages in use (the file is longer: padded past them at open). */
@@ -955,13 +964,9 @@ static void truncated_journal_is_kept_aside(void) {
  * the open; now the open sees records of impossible shapes, says COURIER_E_JOURNAL_CORRUPT and
  * keeps the file aside. */
 static void junk_over_the_last_pages_is_kept_aside(void) {
-#if defined(__SANITIZE_THREAD__)
-    printf("  (skipped under ThreadSanitizer: it does not support fork)\n");
-    return;
-#endif
     for (int pages = 2; pages <= 8; pages *= 4) {
-        const char *store = th_tmpdir();
-        freeze_some(store, 40);
+        const char *store = forked_store();
+        if (!store) return;
         char data[600];
         snprintf(data, sizeof data, "%s/journal/data.mdb", store);
         REQUIRE(th_junk_last_pages(data, pages) == 0);
@@ -994,12 +999,8 @@ static int cut_while_open(const char *store) {
 }
 
 static void journal_cut_while_open_is_reported(void) {
-#if defined(__SANITIZE_THREAD__)
-    printf("  (skipped under ThreadSanitizer: it does not support fork)\n");
-    return;
-#endif
-    const char *store = th_tmpdir();
-    freeze_some(store, 40);
+    const char *store = forked_store();
+    if (!store) return;
     CHECK_EQ(in_child(cut_while_open, store), 0);
     char aside[700];
     CHECK_EQ(find_aside(store, aside, sizeof aside), 1);
