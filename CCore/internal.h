@@ -118,6 +118,14 @@ CR_HIDDEN bool cr_url_valid(const char *url);
 /* Checks a path joined to an already checked base URL: no spaces or control bytes. */
 CR_HIDDEN bool cr_url_path_valid(const char *path);
 
+/* ---- files (util.c) ------------------------------------------------------------------------ */
+
+/* Reads a whole file (at most max bytes) into *out (new, NUL-terminated: free), its length in *len
+ * (may be NULL). COURIER_E_NOT_FOUND (no such file; err->os_error), COURIER_E_INVALID_ARGUMENT
+ * (unreadable), COURIER_E_TOO_LARGE; `what` names the file in err's message ("mock file"). */
+CR_HIDDEN int cr_read_file(const char *path, const char *what, int64_t max, char **out, size_t *len,
+                           courier_error *err);
+
 /* ---- character sets (charset.c) ----------------------------------------------------------- */
 
 /* NULL, "UTF-8" or "UTF8" (any case): no conversion. */
@@ -234,7 +242,59 @@ CR_HIDDEN void cr_http_opts_defaults(cr_http_opts *o);
 /* Merges a request's settings over the engine's into a transfer's (hook retained). */
 CR_HIDDEN void cr_http_opts_resolve(cr_http_opts *out, const cr_http_opts *engine, const cr_http_opts *request);
 
+/* ---- security policies (security.c) --------------------------------------------------------- */
+
+struct courier_security {
+    int mode;             /* courier_pinning_mode */
+    char *pins;           /* PUBLIC_KEY: libcurl's pin string or a key file; CERTIFICATE: a PEM file */
+    char *ca_file;
+    int allow_invalid;    /* CURLOPT_SSL_VERIFYPEER off (not with CERTIFICATE pinning) */
+    int validates_domain; /* CURLOPT_SSL_VERIFYHOST 2 (the default) */
+    char *cert, *key, *key_password; /* the client certificate (mutual TLS) */
+};
+
+CR_HIDDEN void cr_security_defaults(courier_security *s);
+CR_HIDDEN courier_security *cr_security_copy(const courier_security *src); /* NULL: no memory */
+/* The engine configuration's policy, created on first use; NULL on no memory. */
+CR_HIDDEN courier_security *cr_config_security(courier_config *c);
+/* The engine's policy (NULL: defaults) on a new or reset handle. CURLcode. */
+CR_HIDDEN int cr_security_base(const courier_security *s, CURL *h);
+struct cr_transfer;
+/* A request's own policy on its handle, replacing the engine's (sets easy_dirty). CURLcode. */
+CR_HIDDEN int cr_security_setup(struct cr_transfer *t);
+/* Whether the transfer's policy (its own, else the engine's) pins whole certificates. */
+CR_HIDDEN bool cr_security_pins_certificate(const struct cr_transfer *t);
+
 /* ---- configuration (request.c) -------------------------------------------------------------- */
+
+#define CR_API_VERSION_MAX 63 /* bytes of an API version segment */
+
+/* The status codes a request accepts (route.c): n ranges lo..hi; n 0: below 400. Plain values. */
+#define CR_STATUS_RANGES 8
+typedef struct cr_status_set {
+    int n;
+    int lo[CR_STATUS_RANGES];
+    int hi[CR_STATUS_RANGES];
+} cr_status_set;
+/* Whether `status` is a success for this set (the default: below 400). */
+CR_HIDDEN bool cr_status_accepted(const cr_status_set *s, int status);
+/* The version segment a relative path of r gets on an engine configured with cfg (written into
+ * buf, returned), or NULL for none. */
+CR_HIDDEN const char *cr_api_version_of(const courier_config *cfg, const courier_request *r,
+                                        char buf[CR_API_VERSION_MAX + 2]);
+/* base + "/" + version (when not NULL) + "/" + path, with the slashes between them collapsed. */
+CR_HIDDEN int cr_join_url(cr_buf *out, const char *base, const char *version, const char *path);
+/* Whether a path pattern parses (":name" parameters, backslash escapes, no '?', '#' or spaces). */
+CR_HIDDEN bool cr_route_pattern_valid(const char *pattern);
+/* Appends pattern filled from object (NULL: no parameters allowed) to out; each top-level member
+ * used whole is set in `used` (may be NULL). COURIER_E_ROUTE_PARAMETER with err filled. */
+CR_HIDDEN int cr_route_fill(const char *pattern, const json_t *object, cr_buf *out, json_t *used,
+                            courier_error *err);
+/* Whether path (path_len bytes, no query) matches the pattern. */
+CR_HIDDEN bool cr_route_match(const char *pattern, const char *path, size_t path_len);
+/* Adds an object's members to a list as form parameters: nested objects as name[key], arrays as
+ * name[], true/false, null as "" (serialize.c). */
+CR_HIDDEN int cr_form_flatten(const json_t *object, cr_kvlist *out);
 
 struct courier_config {
     char *base_url;
@@ -246,9 +306,11 @@ struct courier_config {
     long max_total;
     courier_body_encoding body_encoding;
     int64_t max_response_bytes;
-    char *ca_file;
-    char *pinned_key;
-    int insecure;
+    courier_security *security; /* TLS: verification, pinning, client certificate (security.c); NULL: defaults */
+    /* Network kinds (monitor.c, netwatch.c): limits per courier_network_kind (0: the engine's own),
+     * and whether the OS watch runs. */
+    struct cr_kind_limits { long per_host, total, replay; } kind_limits[5];
+    int network_watch;
     char *store_dir;
     char *app_id;        /* names the default store; NULL: the program's name */
     int temporary_store; /* no store_dir: a temporary store removed at close, not the default */
@@ -277,6 +339,10 @@ struct courier_config {
     struct cr_auth *auth; /* NULL: none set */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c) */
     char *param_charset; /* query and form parameters' charset (charset.c); NULL: UTF-8 */
+    /* The API version segment (route.c): inserted between the base URL and a relative path,
+     * followed by "r" when api_review is set; "" none. */
+    char api_version[CR_API_VERSION_MAX + 1];
+    int api_review;
 };
 
 /* A deep copy (callbacks retained). NULL on no memory. */
@@ -327,10 +393,19 @@ struct courier_request {
         int cache_policy;
         int64_t cache_expiry_s;
         char id[COURIER_FROZEN_ID_MAX + 1]; /* "": generated at freeze time */
+        char resend_policy[COURIER_RESEND_POLICY_ID_MAX + 1]; /* "": the policy's default (policy.c) */
     } freeze;
     struct cr_auth *auth; /* credentials, proxy, challenge handler (auth.c); NULL: the engine's */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c); `set` says which */
     char *param_charset; /* query and form parameters' charset (charset.c); NULL: the engine's */
+    courier_security *security; /* the request's own TLS policy (security.c); NULL: the engine's */
+    int no_cellular; /* monitor.c: fails with COURIER_E_CELLULAR while the path is cellular */
+    /* Routes and API versions (route.c). */
+    int api_version_set;                      /* 1: api_version replaces the engine's */
+    char api_version[CR_API_VERSION_MAX + 1]; /* "" with api_version_set: no segment */
+    json_t *object_rest; /* an object's members left after its route filled the path, sent in the
+                            body at prepare (courier_request_set_object); NULL: none */
+    cr_status_set status_codes;
 };
 
 struct courier_outgoing {
@@ -374,6 +449,7 @@ typedef struct cr_transfer {
     struct cr_transfer *next;
     struct cr_transfer *prev;
     struct cr_jspec *jspec; /* the request's JSON needs, copied at prepare (mapping.c) */
+    cr_status_set status_codes; /* the request's accepted statuses (route.c) */
     /* Scheduling (schedule.c). */
     int priority;
     char *host;                  /* scheme://host:port, for per-host limits */
@@ -409,6 +485,8 @@ typedef struct cr_transfer {
     int64_t progress_last[4];
     int64_t progress_at;
     int easy_dirty; /* the easy handle needs a reset before another transfer uses it */
+    courier_security *security; /* the request's own TLS policy (security.c); NULL: the engine's */
+    int no_cellular; /* the request's "not on cellular" (monitor.c) */
     int watch_progress; /* progress goes to the request's callback and/or event monitors */
     cr_buf hdr_block;   /* the response's header lines as "name\0value\0"... (transport.c) */
     size_t hdr_count;
@@ -556,7 +634,15 @@ struct courier_engine {
     struct cr_jar *jar;           /* the cookie jar (cookies.c); NULL when off */
     struct courier_challenge *challenges; /* guarded by lock: asked, not answered (auth.c) */
     struct courier_challenge *answered;   /* guarded by lock: answered, for the worker */
+    struct cr_catalog *catalog;           /* APIs, routes, response descriptors (catalog.c) */
 };
+
+/* ---- APIs, routes, response descriptors by name (catalog.c) ------------------------------------ */
+
+CR_HIDDEN int cr_catalog_new(courier_engine *e);
+CR_HIDDEN void cr_catalog_free(courier_engine *e);
+/* At send: the response descriptors whose method and path pattern match r go into t's jspec. */
+CR_HIDDEN int cr_catalog_attach(courier_engine *e, const courier_request *r, cr_transfer *t);
 
 /* ==== JSON, mapping, serializers (json.c, mapping.c, serialize.c) ============================= */
 
@@ -614,11 +700,19 @@ typedef struct cr_jspec {
     size_t nresults;
     int envelope_set; /* 1: `envelope` replaces the engine's (NULL: none) */
     courier_envelope *envelope;
+    /* Response descriptors whose method and path pattern matched at send (catalog.c), in
+     * registration order: the first whose statuses hold the response's status applies its key
+     * path and mapping (serialize.c), to a success without a key path or mapping of the request's
+     * own, and to an error body (the error model, delivered with the failure). */
+    struct cr_desc_spec { int lo, hi; char *key_path; courier_mapping *mapping; } *descs;
+    size_t ndescs;
 } cr_jspec;
 
 /* A deep copy (NULL in: an empty spec); NULL on no memory. */
 CR_HIDDEN cr_jspec *cr_jspec_copy(const cr_jspec *s);
 CR_HIDDEN void cr_jspec_free(cr_jspec *s);
+/* Appends a response descriptor (key path copied, mapping retained). */
+CR_HIDDEN int cr_jspec_add_desc(cr_jspec *s, int lo, int hi, const char *key_path, const courier_mapping *mapping);
 
 typedef struct cr_named {
     char *name;
@@ -830,6 +924,17 @@ CR_HIDDEN bool cr_log_enabled(courier_engine *e, int level);
 /* A line of the engine's own, e.g. cr_log(e, COURIER_LOG_WARNING, "cache", "moved aside %s", path). */
 CR_HIDDEN void cr_log(courier_engine *e, int level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Lines of a component (courier_log_component): whether one of `level` would reach a sink, and
+ * one with the standard keys, "component" and the given fields. request_id 0: none. */
+typedef struct cr_logf {
+    const char *key;
+    const char *str; /* a string field when not NULL */
+    int64_t num;     /* else a number, or a boolean when is_bool */
+    int is_bool;
+} cr_logf;
+CR_HIDDEN bool cr_log_wants(courier_engine *e, int component, int level);
+CR_HIDDEN void cr_log_fields(courier_engine *e, int component, int level, const char *event, uint64_t request_id,
+                             const char *message, const cr_logf *fields, size_t nfields);
 /* Releases the engine's logging state (sinks closed, monitors' user_free run). engine_free calls
  * it after the worker has stopped. */
 CR_HIDDEN void cr_obs_free(courier_engine *e);
@@ -881,8 +986,9 @@ CR_HIDDEN void cr_journal_start(courier_engine *e);
 /* engine_free, first (after the worker stopped, before logging and the store go): writes what is
  * queued, answers it, stops the journal thread and the monitor, releases the journal. NULL-safe. */
 CR_HIDDEN void cr_journal_close(courier_engine *e);
-/* courier_send, once the transfer is prepared: copies the request's freeze settings into t. */
-CR_HIDDEN void cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t);
+/* courier_send, once the transfer is prepared: copies the request's freeze settings into t.
+ * COURIER_E_RESEND_POLICY_UNKNOWN when a freezable request names a policy e does not have. */
+CR_HIDDEN int cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t, courier_error *err);
 /* finish(), before the cache write: a network failure (or COURIER_E_OFFLINE) of a transfer whose
  * policy allows it is handed to the journal, which answers the caller with COURIER_E_FROZEN after
  * the durable commit. True when it took over answering (t->caller_gone is then set). Worker. */
@@ -913,6 +1019,23 @@ CR_HIDDEN bool cr_monitor_blocks(courier_engine *e, const cr_transfer *t);
 CR_HIDDEN int64_t cr_monitor_tick(courier_engine *e, int64_t mono_ms);
 /* Journal thread: gives a changed state to the listeners. */
 CR_HIDDEN void cr_monitor_dispatch(courier_engine *e);
+/* Any thread: a source's report (the OS watch, or courier_reachability_report): status (UNKNOWN:
+ * leaves online/offline as it is), kind and expensive. A change of kind applies that kind's limits
+ * at once (the worker is woken to start or fail what waits; the journal's replay concurrency). */
+CR_HIDDEN void cr_monitor_report(courier_engine *e, int status, courier_network_kind kind, int expensive);
+/* Engine open, once the worker's multi handle exists: starts the OS watch when configured. */
+CR_HIDDEN void cr_monitor_start_watch(courier_engine *e);
+/* Worker: the request limits of the current kind (the engine's own where the kind sets none). */
+CR_HIDDEN void cr_monitor_limits(courier_engine *e, long *per_host, long *total);
+/* Worker: true when t must fail with COURIER_E_CELLULAR (it said "not on cellular"). */
+CR_HIDDEN bool cr_monitor_refuses(courier_engine *e, const cr_transfer *t);
+/* netwatch.c: the OS watch (a thread, or the platform's monitor) reporting to cr_monitor_report;
+ * NULL when it cannot start or the platform has none. */
+struct cr_netwatch;
+CR_HIDDEN struct cr_netwatch *cr_netwatch_start(courier_engine *e);
+CR_HIDDEN void cr_netwatch_stop(struct cr_netwatch *w);
+/* journal.c: the replay concurrency (n <= 0: the configured one); any thread. */
+CR_HIDDEN void cr_journal_set_concurrency(courier_engine *e, long n);
 
 /* ==== Cookies, credentials, proxies, challenges (cookies.c, auth.c) ========================== */
 

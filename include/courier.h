@@ -70,7 +70,8 @@ typedef enum courier_code {
     COURIER_E_TLS = -6,               /* TLS handshake or certificate verification failed */
     COURIER_E_PINNING = -7,           /* the server's public key did not match the pinned key */
     COURIER_E_CANCELLED = -8,         /* cancelled by the caller, or the engine closed */
-    COURIER_E_HTTP_STATUS = -9,       /* the server answered with status >= 400; response attached */
+    COURIER_E_HTTP_STATUS = -9,       /* the server answered with status >= 400 (or one outside the
+                                         request's courier_request_add_status_codes); response attached */
     COURIER_E_INVALID_RESULT = -10,   /* a validator rejected the response; response attached */
     COURIER_E_TOO_LARGE = -11,        /* the response body exceeded the maximum size */
     COURIER_E_INTERNAL = -12,         /* a bug or an unexpected failure of a dependency */
@@ -105,10 +106,25 @@ typedef enum courier_code {
                                          (http_status tells, e.g. 407), or its SOCKS handshake failed */
     COURIER_E_CACHE_INCONSISTENT = -40, /* courier_cache_verify found damaged entries, index records
                                           without their entry, or totals that differ from a scan */
+    COURIER_E_RESEND_POLICY_UNKNOWN = -43, /* no resend policy is registered under the id a freezable
+                                              request names (courier_request_set_resend_policy) */
+    COURIER_E_DELETED_BY_POLICY = -44, /* a frozen request's resend policy deleted it (can_delete said
+                                         yes): the recorded outcome of a request never sent again */
     COURIER_E_UNKNOWN_CHARSET = -46,  /* a character set the system's iconv does not know */
-    COURIER_E_CHARSET = -47           /* text that cannot be converted: a parameter character the
+    COURIER_E_CHARSET = -47,          /* text that cannot be converted: a parameter character the
                                          chosen charset cannot hold, or a body whose bytes are not
                                          valid in its charset */
+    COURIER_E_CLIENT_CERTIFICATE = -48, /* the client certificate or its key could not be loaded: not
+                                          PEM/PKCS#12, a wrong password, a key of another certificate */
+    COURIER_E_CELLULAR = -49,         /* the request is not allowed on a cellular network
+                                         (courier_request_set_allow_cellular) and the path is one */
+    COURIER_E_UNKNOWN_NAME = -51,     /* no API is declared under that name, or no route under that name
+                                         (or for that object type and method) */
+    COURIER_E_ROUTE_PARAMETER = -52,  /* a path pattern's parameter (":id") is missing from the object,
+                                         or its value is not a string, number or boolean */
+    COURIER_E_CATALOG = -53           /* an API declaration or catalogue document of the wrong shape:
+                                         an unknown field, a value of the wrong type, no path; the
+                                         error's message names the field */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -198,8 +214,67 @@ COURIER_API int courier_config_set_ca_file(courier_config *config, const char *p
  * or a path to a PEM/DER public key file. NULL removes the pin. A mismatch fails a request with
  * COURIER_E_PINNING. */
 COURIER_API int courier_config_set_pinned_public_key(courier_config *config, const char *pin);
-/* For development only: nonzero turns certificate and host name verification OFF. */
+/* For development only: nonzero turns certificate and host name verification OFF (both of a
+ * security policy's switches, below). */
 COURIER_API int courier_config_set_insecure(courier_config *config, int insecure);
+
+/* ========================================================================================== */
+/* Security policies (HLNetworking's HLSecurityPolicyConfig), per engine and per request        */
+/* ========================================================================================== */
+
+/* How the server's certificate is pinned. */
+typedef enum courier_pinning_mode {
+    COURIER_PINNING_NONE = 0,       /* the CA verification alone (the default) */
+    COURIER_PINNING_PUBLIC_KEY = 1, /* the server's public key must match a pin: libcurl's form,
+                                       "sha256//BASE64" (several separated by ';'), or a PEM/DER
+                                       public key file; a mismatch fails with COURIER_E_PINNING */
+    COURIER_PINNING_CERTIFICATE = 2 /* the server's chain must hold one of the certificates of a PEM
+                                       file (the leaf or a CA): they are the only trust anchors; a
+                                       chain without one fails with COURIER_E_PINNING. Never turned
+                                       off by allow_invalid_certificates */
+} courier_pinning_mode;
+
+/* A security policy: a value built with the setters below, copied by the functions that take it
+ * (courier_config_set_security, courier_request_set_security), so it may be changed or freed
+ * right after. Not thread-safe: build it on one thread. Defaults: no pinning, invalid certificates
+ * refused, the domain name validated, the system's CA store, no client certificate.
+ * *out is new: release it with courier_security_free. Errors: COURIER_E_INVALID_ARGUMENT,
+ * COURIER_E_NO_MEMORY. */
+typedef struct courier_security courier_security;
+COURIER_API int courier_security_new(courier_security **out);
+/* Accepts NULL. */
+COURIER_API void courier_security_free(courier_security *security);
+/* The pinning mode and its pins (copied; ignored for NONE). Errors: COURIER_E_INVALID_ARGUMENT (an
+ * unknown mode, no pins), COURIER_E_NOT_FOUND (a file that cannot be read now). */
+COURIER_API int courier_security_set_pinning(courier_security *security, courier_pinning_mode mode, const char *pins);
+/* Nonzero accepts a certificate that does not verify (self-signed, expired, unknown CA): libcurl's
+ * CURLOPT_SSL_VERIFYPEER off. Development only. Default 0. */
+COURIER_API int courier_security_set_allow_invalid_certificates(courier_security *security, int allow);
+/* 0 accepts a certificate that names another host: CURLOPT_SSL_VERIFYHOST off. Independent of
+ * allow_invalid_certificates. Default 1. */
+COURIER_API int courier_security_set_validates_domain_name(courier_security *security, int validate);
+/* A PEM file of the CA certificates servers are verified with, instead of the system's (NULL
+ * restores). Copied. Errors: COURIER_E_NOT_FOUND (cannot be read now). */
+COURIER_API int courier_security_set_ca_file(courier_security *security, const char *path);
+/* The client certificate sent when a server asks for one (mutual TLS): a PEM certificate with
+ * its key in `key_path` (NULL: in the certificate's file), or a PKCS#12 file (".p12", ".pfx") with
+ * both; `password` decrypts the key (NULL: none). cert_path NULL removes it. Copied. A certificate
+ * or key that cannot be used (wrong password, mismatched key) fails requests with
+ * COURIER_E_CLIENT_CERTIFICATE; a server that refuses it answers as it does (nginx: 400, or a TLS
+ * alert: COURIER_E_TLS). Errors: COURIER_E_NOT_FOUND (a file that cannot be read now),
+ * COURIER_E_INVALID_ARGUMENT (a key or password without a certificate). */
+COURIER_API int courier_security_set_client_certificate(courier_security *security, const char *cert_path,
+                                                        const char *key_path, const char *password);
+/* The engine's policy: replaces the whole of it (NULL: the defaults), including what
+ * courier_config_set_ca_file, _pinned_public_key and _insecure set (they change fields of it).
+ * `security` is copied. Errors: COURIER_E_INVALID_ARGUMENT (NULL config), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_security(courier_config *config, const courier_security *security);
+/* This request's own policy, replacing the whole of the engine's for it and every hop of its
+ * redirects (NULL: the engine's). Copied. A request with its own policy never shares a connection
+ * verified under another policy (libcurl keys reuse on them), is never coalesced with another, and
+ * is not frozen (a frozen request is replayed under the engine's policy, so it fails instead).
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL request), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_request_set_security(courier_request *request, const courier_security *security);
 /* The directory the engine keeps its store in (cache, journal). It is created (with parents,
  * mode 0700) at open. NULL restores the default: the durable default store named by the app id
  * (courier_config_set_app_id), or with courier_config_set_temporary_store a private temporary
@@ -1079,6 +1154,128 @@ COURIER_API int courier_response_envelope(const courier_response *response, int6
 COURIER_API int courier_response_mapping_error(const courier_response *response, courier_mapping_error *out);
 
 /* ========================================================================================== */
+/* Accepted statuses, routes, response descriptors (HTHttp / RestKit, YTKNetwork)               */
+/* ========================================================================================== */
+
+/* Adds lo..hi (inclusive, 100..599) to the statuses this request accepts (YTKNetwork's
+ * statusCodeValidator). Without any range a status below 400 is a success; with ranges, a status
+ * inside one is a success (a 404 can be) and any other fails with COURIER_E_HTTP_STATUS, response
+ * attached (a 200 can). At most 8 ranges. Frozen requests replayed later are judged by the default.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, lo > hi, out of range, a ninth range). */
+COURIER_API int courier_request_add_status_codes(courier_request *request, int lo, int hi);
+
+/* A path pattern (RestKit's, "/users/:id/photos") names its parameters with ':' followed by letters,
+ * digits, '_' and '.' (a key path into the object: ":user.id"); a backslash makes the next
+ * character literal ("/humans/:id\\.json"). */
+
+/* Fills the request's path, a pattern, from `object` (a JSON object, borrowed: copied as needed):
+ * each ":name" becomes the value at that key path, percent-encoded (strings as they are, numbers
+ * in JSON's form, booleans as true/false). The members not used by the pattern are sent as
+ * parameters: in the query string for GET, HEAD and DELETE or when the request has a raw body
+ * (nested objects as name[key], arrays as name[]); else in the body, in the request's (else the
+ * engine's) body encoding: a JSON body keeps their types, a form body is flattened the same way.
+ * Call it once, after the raw body if any. Not thread-safe (the request's thread).
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, not an object, called twice), COURIER_E_ROUTE_PARAMETER
+ * (a parameter missing, or an object, array or null; err names it), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_request_set_object(courier_request *request, const courier_json *object,
+                                           courier_error *err);
+
+/* Routes (RestKit's RKRoute), registered on an engine: a pattern per name, or per object type and
+ * method (a class route; method NULL: any method). Copied. A second route of the same name, or of
+ * the same type and method, replaces the first. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL engine or pattern, neither name nor type, a method that
+ * is not a token, a pattern that does not parse), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_engine_add_route(courier_engine *engine, const char *name, const char *object_type,
+                                         const char *method, const char *path_pattern, courier_error *err);
+/* A new request from the route of that name (its method; GET for a class-less route without
+ * one) with its path filled from `object` (may be NULL when the pattern has no parameters), as
+ * courier_request_set_object. *out new (courier_request_free). Any thread.
+ * Errors: COURIER_E_UNKNOWN_NAME, COURIER_E_ROUTE_PARAMETER, COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_request_new_route(courier_request **out, courier_engine *engine, const char *name,
+                                          const courier_json *object, courier_error *err);
+/* The same from the route of object_type and method (a route of that type for any method when
+ * none for the method). Errors: as courier_request_new_route (COURIER_E_UNKNOWN_NAME: no route). */
+COURIER_API int courier_request_new_object(courier_request **out, courier_engine *engine, const char *method,
+                                           const char *object_type, const courier_json *object,
+                                           courier_error *err);
+
+/* A response descriptor (RestKit's RKResponseDescriptor): which key path and mapping apply to a
+ * response, chosen by the request's method (NULL: any), its path (path_pattern, matched against
+ * the request's path as given, before the base URL and API version are joined, without the query;
+ * NULL: any path) and the response's status (lo..hi inclusive; 0, 0: 200..299, RestKit's default).
+ * For each send, the descriptors whose method and pattern match are kept, in registration order;
+ * when the answer comes, the first whose statuses hold its status applies:
+ * - to a success, when the request has no key path or mapping of its own: as if the request had
+ *   this key path (NULL: the root) and mapping (retained; NULL: the value as it is), failing with
+ *   COURIER_E_MAPPING when the value is absent or does not fit;
+ * - to an error (a status the request does not accept, e.g. a 4xx JSON body): the body is parsed
+ *   and mapped into the error model, read with courier_response_data on the response delivered
+ *   with COURIER_E_HTTP_STATUS; a body that does not parse or fit leaves no error model (the
+ *   failure stays COURIER_E_HTTP_STATUS).
+ * Descriptors added later apply to sends made later. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL engine, bad method, pattern, key path or range),
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_engine_add_response_descriptor(courier_engine *engine, const char *method,
+                                                       const char *path_pattern, int status_lo, int status_hi,
+                                                       const char *key_path, const courier_mapping *mapping,
+                                                       courier_error *err);
+
+/* ========================================================================================== */
+/* The API catalogue and API version (HLNetworking's HLAPICenter and apiVersion)                */
+/* ========================================================================================== */
+
+/* The API version segment (HLNetworking's apiVersion): `version` ("v5"; NULL or "" none) is
+ * inserted between the base URL and every relative path ("https://h/base" + "/s" sends
+ * "https://h/base/v5/s"), followed by "r" when `review` is nonzero (the review build's "v5r").
+ * Absolute URLs are left alone. Up to 63 bytes of URL path characters, '/' allowed inside ("api/v2");
+ * no '?', '#', spaces or control bytes. Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_config_set_api_version(courier_config *config, const char *version, int review);
+/* This request's version segment instead of the engine's (the engine's review suffix still
+ * applies): NULL returns to the engine's, "" sends this request without one. Errors: as above. */
+COURIER_API int courier_request_set_api_version(courier_request *request, const char *version);
+
+/* The API catalogue: requests declared once, by module, and used by name ("home.feed"). A
+ * declaration is a JSON object in the header's words (docs/DESIGN.md, "The API catalogue"):
+ *   {"method": "GET", "path": "/feed/:kind", "params": {"page": 1}, "headers": {"X-A": "b"},
+ *    "base_url": "...", "use_default_params": true, "body_encoding": "json", "timeout_ms": 5000,
+ *    "api_version": "v6", "status_codes": [[200, 299], 404], "priority": "high",
+ *    "cache_policy": "cache_first", "cache_expiry": 60, "cache_key_filter": ["ts"],
+ *    "freeze": {"policy": "auto", "expiry_ms": 86400000, "unordered": false, "on_ambiguous": false},
+ *    "key_path": "data"}
+ * "path" is required; "method" defaults to GET; params values are strings, numbers, booleans or
+ * arrays of them; cache_expiry is in seconds (as courier_request_set_cache_expiry); cache_policy
+ * and freeze name a courier_cache_policy / courier_freeze_policy in lower case (or give its number);
+ * "freeze" may be just the policy's name. */
+
+/* Declares (or replaces) the API `name` (letters, digits, '_', '-', '.'; dots separate modules).
+ * The declaration is checked now and copied. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, a bad name), COURIER_E_CATALOG (the declaration's
+ * shape; err names the field), COURIER_E_INVALID_URL, COURIER_E_INVALID_HEADER, COURIER_E_NO_MEMORY. */
+COURIER_API int courier_engine_add_api(courier_engine *engine, const char *name, const courier_json *declaration,
+                                       courier_error *err);
+/* Loads a catalogue document: {"apis": {"home": {"feed": {...}, "detail": {...}}, "ping": {...}}}.
+ * A member whose value has "path" is an API; any other object is a module whose members are named
+ * "module.member" (modules nest). All or nothing: nothing is declared when any API is bad.
+ * *out_count (may be NULL) receives the number of APIs declared. Any thread.
+ * Errors: COURIER_E_JSON (not JSON), COURIER_E_CATALOG (the document's or a declaration's shape),
+ * and those of courier_engine_add_api. */
+COURIER_API int courier_engine_load_apis(size_t *out_count, courier_engine *engine, const void *json, size_t len,
+                                         courier_error *err);
+/* The same from a file. Errors: also COURIER_E_NOT_FOUND (no such file; err->os_error),
+ * COURIER_E_INVALID_ARGUMENT (unreadable), COURIER_E_TOO_LARGE (over 64 MiB). */
+COURIER_API int courier_engine_load_api_file(size_t *out_count, courier_engine *engine, const char *path,
+                                             courier_error *err);
+/* A new request made from the declaration of `name`, to which the caller adds what this use
+ * needs (parameters, courier_request_set_object for a path with parameters, ...) before sending
+ * it on this engine. *out new (courier_request_free). Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_UNKNOWN_NAME, COURIER_E_NO_MEMORY. */
+COURIER_API int courier_request_new_api(courier_request **out, courier_engine *engine, const char *name,
+                                        courier_error *err);
+/* The declared names, sorted, as one JSON array of strings (*out new: courier_free; *len may be
+ * NULL). Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
+COURIER_API int courier_engine_api_names(char **out, size_t *len, const courier_engine *engine);
+
+/* ========================================================================================== */
 /* Serializers by MIME type (the seeds' RKMIMETypeSerialization)                               */
 /* ========================================================================================== */
 
@@ -1580,7 +1777,9 @@ COURIER_API courier_engine *courier_group_engine(const courier_group *group);
  * url (redacted: see courier_log_set_redaction), status, code (a courier_code), error (its text),
  * cache (finished and from_cache: courier_cache_reason_name of the response's reason, when a cache
  * policy looked at it; the message ends with " cache: <name>" too), duration_ms (since the send), attempt, delay_ms, bytes_received, bytes_expected, bytes_sent,
- * bytes_to_send, then the engine's fields (courier_log_set_field).
+ * bytes_to_send, component (see courier_log_component), and the decision lines' freeze_id, policy,
+ * reason, decision, stored, attempts, final, cache_policy, then the engine's fields
+ * (courier_log_set_field).
  * Which request events log at which level: will_send, did_send and from_cache at debug; progress
  * at trace; retried and frozen at warning; finished at info when it succeeded or was cancelled, at
  * warning when a response came back (an HTTP status >= 400, a rejected result), else at error.
@@ -1602,6 +1801,43 @@ COURIER_API const char *courier_log_level_name(int level);
 COURIER_API int courier_log_set_level(courier_engine *engine, courier_log_level level);
 /* The engine's level (COURIER_LOG_OFF for NULL). */
 COURIER_API int courier_log_get_level(const courier_engine *engine);
+
+/* Components: each line of the engine's own comes from one, named in its "component" key, and each
+ * component has a level of its own (HTNetworking's per-module log levels):
+ *   transport   will_send, did_send, progress, finished (a request's trip);
+ *   cache       from_cache and the cache's decisions: "cache_lookup" (what a policy found and why:
+ *               "reason" a courier_cache_reason_name, "decision" "from_cache" or "network"),
+ *               "cache_store" ("reason", "stored" true or false), "cache_stale_if_error";
+ *   journal     frozen and the journal's decisions: "journal_frozen" (why: "reason" offline,
+ *               network_failure or ambiguous_failure), "journal_replay" (a resend went out: "reason"
+ *               due, replay_now or resend), "journal_resent" ("reason" succeeded, failed_final or
+ *               retry_later), "journal_expired", "journal_policy" ("decision" keep, hold or delete,
+ *               "reason" not_registered, not_online, not_since_start, can_send_false or can_delete);
+ *               each with "freeze_id", "policy" (the resend policy's id) and "request_id" when a
+ *               send had one;
+ *   mapping     finished lines of requests that failed in JSON, mapping, envelope or validation;
+ *   scheduling  retried, and finished lines of requests the frequency guard refused.
+ * All of these are at debug but finished (see above), retried and frozen (warning), journal_frozen,
+ * journal_replay, journal_resent and journal_expired (info) and journal_policy keep (warning). Lines
+ * written with courier_log_write and the engine's notices follow the engine's level alone. */
+typedef enum courier_log_component {
+    COURIER_LOG_TRANSPORT = 0,
+    COURIER_LOG_CACHE = 1,
+    COURIER_LOG_JOURNAL = 2,
+    COURIER_LOG_MAPPING = 3,
+    COURIER_LOG_SCHEDULING = 4
+} courier_log_component;
+
+/* A component's level: its lines above it are not made. courier_log_set_level sets every
+ * component's level too; this changes one, at any time while the engine runs (the next line sees
+ * it). Any thread. Errors: COURIER_E_INVALID_ARGUMENT (NULL engine, component or level out of
+ * range), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_log_set_component_level(courier_engine *engine, courier_log_component component,
+                                                courier_log_level level, courier_error *err);
+/* *out_level receives the component's level. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL out_level or engine, component out of range). */
+COURIER_API int courier_log_get_component_level(courier_log_level *out_level, const courier_engine *engine,
+                                                courier_log_component component, courier_error *err);
 
 /* A field added to every line of this engine (HLNetworking's channel, app name, version): a JSON
  * string member `name`. Copied. value NULL removes it; setting a name again replaces its value.
@@ -1647,6 +1883,20 @@ COURIER_API int courier_log_add_stderr(courier_engine *engine, courier_log_level
  * file cannot be opened; err->os_error set), COURIER_E_NO_MEMORY. */
 COURIER_API int courier_log_add_file(courier_engine *engine, courier_log_level min_level, const char *path,
                                      int64_t max_bytes, int max_files, uint64_t *out_sink, courier_error *err);
+/* When a file sink starts a new file besides size. */
+typedef enum courier_log_rotation {
+    COURIER_LOG_ROTATE_SIZE = 0, /* only when a line would pass max_bytes (courier_log_add_file) */
+    COURIER_LOG_ROTATE_DAILY = 1 /* also when a line is written on another day (UTC, on the engine's
+                                    clock, courier_config_set_clock) than the file's first line */
+} courier_log_rotation;
+/* A file sink like courier_log_add_file (same rotation of PATH -> PATH.1 ..., at most max_files
+ * files; max_bytes 0: no size limit) that also rotates by day with COURIER_LOG_ROTATE_DAILY. An
+ * existing non-empty file is taken as written on the day of its last change. *out_sink (may be
+ * NULL) receives the sink's id, never 0. `path` is copied.
+ * Errors: as courier_log_add_file; COURIER_E_INVALID_ARGUMENT for a rotation out of range. */
+COURIER_API int courier_log_add_rotating_file(uint64_t *out_sink, courier_engine *engine, courier_log_level min_level,
+                                              const char *path, int64_t max_bytes, int max_files,
+                                              courier_log_rotation rotation, courier_error *err);
 /* Removes a sink. A line being written on another thread may still reach it. The file is closed
  * when its last line is written. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
 COURIER_API int courier_log_remove_sink(courier_engine *engine, uint64_t sink);
@@ -1897,7 +2147,12 @@ typedef enum courier_frozen_event_kind {
     COURIER_FROZEN_EVENT_RESENT_SUCCEEDED = 2, /* a resend got a final, successful answer; removed */
     COURIER_FROZEN_EVENT_RESENT_FAILED = 3,    /* a resend failed: `final` says whether it was removed
                                                   (a non-retryable answer) or will be tried again */
-    COURIER_FROZEN_EVENT_EXPIRED = 4           /* its expiry passed: removed, never sent again */
+    COURIER_FROZEN_EVENT_EXPIRED = 4,          /* its expiry passed: removed, never sent again */
+    COURIER_FROZEN_EVENT_POLICY_UNKNOWN = 5,   /* its resend policy is not registered in this engine:
+                                                  kept, never sent or deleted by it; once per request
+                                                  and engine */
+    COURIER_FROZEN_EVENT_DELETED = 6           /* its resend policy's can_delete said yes: removed, never
+                                                  sent again (outcome COURIER_E_DELETED_BY_POLICY) */
 } courier_frozen_event_kind;
 
 /* One event, borrowed for the duration of the call (copy what you keep). The struct only grows at
@@ -1913,6 +2168,8 @@ typedef struct courier_frozen_event {
     int attempts;                     /* resends started so far */
     const courier_response *response; /* RESENT_*: the response when one arrived, else NULL */
     const courier_error *error;       /* RESENT_FAILED: the detail */
+    const char *reason;               /* POLICY_UNKNOWN "not_registered", DELETED "can_delete", EXPIRED
+                                         "expired"; NULL otherwise (static storage) */
 } courier_frozen_event;
 
 /* Runs on the engine's journal thread, one event at a time, in the order things happened there.
@@ -1969,6 +2226,111 @@ COURIER_API int courier_reachability_add_listener(courier_engine *engine, courie
                                                   courier_user_free_fn user_free, uint64_t *out_token);
 /* Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
 COURIER_API int courier_reachability_remove_listener(courier_engine *engine, uint64_t token);
+
+/* Network kinds (HLNetworking's WWAN / WiFi status; the network-layer design's limits per kind).
+ * The monitor knows the kind of the path and whether it is expensive from a source: the operating
+ * system (courier_config_set_network_watch) or the app (courier_reachability_report). */
+typedef enum courier_network_kind {
+    COURIER_NETWORK_UNKNOWN = 0,  /* no source said, or no path */
+    COURIER_NETWORK_WIRED = 1,    /* Ethernet */
+    COURIER_NETWORK_WIFI = 2,     /* Wi-Fi (the kernel's wireless or phy80211 links) */
+    COURIER_NETWORK_CELLULAR = 3, /* a cellular modem (wwan links); expensive */
+    COURIER_NETWORK_OTHER = 4     /* loopback, tunnels, anything else */
+} courier_network_kind;
+
+/* Nonzero: the engine watches the operating system's network path from open to close: on Linux
+ * a NETLINK_ROUTE socket (links and routes); the interface of the default route gives the kind
+ * (its ARPHRD type and /sys/class/net: wireless or phy80211 is Wi-Fi, DEVTYPE=wwan or raw IP is
+ * cellular and expensive, Ethernet is wired); no default route (or its link down) is offline. On
+ * Darwin Network.framework's path monitor. Its reports go where courier_reachability_report's go.
+ * Default 0 (the kind stays UNKNOWN unless the app reports one). Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_config_set_network_watch(courier_config *config, int watch);
+/* Limits that hold while the path is of `kind`: requests in flight per host and in all (as
+ * courier_config_set_max_connections_per_host / _max_connections), and frozen requests replayed at
+ * once (as courier_config_set_frozen_replay's concurrency); 0 keeps the engine's own value. A change
+ * of kind applies the new kind's limits at once: queued requests start (or keep waiting) under
+ * them, replays follow them. Errors: COURIER_E_INVALID_ARGUMENT (an unknown kind, negative values). */
+COURIER_API int courier_config_set_network_limits(courier_config *config, courier_network_kind kind,
+                                                  long max_per_host, long max_total, long replay_concurrency);
+/* 0: this request must not go over a cellular path (YTKNetwork's allowsCellularAccess = NO): while
+ * the kind is CELLULAR it fails with COURIER_E_CELLULAR, at send or, if queued, as soon as the kind
+ * becomes cellular. Default 1. Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_request_set_allow_cellular(courier_request *request, int allow);
+/* A source's report, as the OS watch makes them (tests, and apps with a source of their own):
+ * status ONLINE or OFFLINE sets what the monitor detected (the app's word from
+ * courier_reachability_set_online/_offline still wins; UNKNOWN leaves it as it is), kind and
+ * expensive describe the path. Any thread. Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_reachability_report(courier_engine *engine, courier_reachability status,
+                                            courier_network_kind kind, int expensive);
+/* The path's kind and whether it is expensive (*out_expensive may be NULL). Online or offline is
+ * courier_reachability_status. Any thread. Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_reachability_path(courier_network_kind *out_kind, int *out_expensive,
+                                          const courier_engine *engine);
+/* The kind of a network interface by name ("lo", "eth0", "wlan0"), read from the kernel through
+ * netlink (RTM_GETLINK) and /sys/class/net as the OS watch reads them. Linux only. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, too long, or not Linux), COURIER_E_NOT_FOUND (no such
+ * interface), COURIER_E_INTERNAL (netlink failed; os_error set). */
+COURIER_API int courier_network_link_kind(courier_network_kind *out_kind, int *out_expensive, const char *interface,
+                                          courier_error *err);
+
+/* ========================================================================================== */
+/* Resend policies: which frozen requests are sent or deleted, and when                        */
+/* ========================================================================================== */
+
+/* A frozen request names a resend policy by id (courier_request_set_resend_policy); the id is
+ * written in its journal record ("resend_policy"), so every process that replays the store finds
+ * it. Before each automatic replay (at open, when the network comes back, on backoff timers, and
+ * courier_frozen_replay) the replaying engine asks the policy registered under that id in that
+ * engine: can_delete first (yes: removed, never sent, COURIER_FROZEN_EVENT_DELETED), then can_send
+ * (no: kept, asked again at the next poll, network change or replay). courier_frozen_resend (one
+ * request by id) and courier_frozen_remove are the app's word and skip the policy. A request whose
+ * id no policy of the replaying engine has is kept there, never sent or deleted (its expiry
+ * included), and reported once per request and engine (COURIER_FROZEN_EVENT_POLICY_UNKNOWN and a
+ * journal_policy log line); a process that knows the id replays it.
+ *
+ * Built-in policies, registered in every engine under reserved ids (ids starting "courier." are
+ * reserved); every known policy's request is also removed once its expiry passes:
+ *   "courier.auto"    sent whenever due (the default of COURIER_FREEZE_AUTO)
+ *   "courier.manual"  only when the app resends or replays with COURIER_REPLAY_MANUAL (the default
+ *                     of COURIER_FREEZE_MANUAL)
+ *   "courier.online"  sent only while the monitor says online (UNKNOWN is not enough): "send when
+ *                     the network is back"
+ *   "courier.expire"  sent whenever due and dropped when the freeze has expired, nothing more (the
+ *                     design's rule; it decides as courier.auto does)
+ *   "courier.start"   sent only by a replay of an engine opened after it was frozen and last tried:
+ *                     "resend at the next start" (at most one automatic attempt per engine open) */
+#define COURIER_RESEND_POLICY_ID_MAX 64
+
+/* A policy's question about one frozen request: `frozen` is a read-only snapshot (its id, method,
+ * URL, headers, body, courier_frozen_get_info's attempts, last code and status, created and expires
+ * times, courier_frozen_resend_policy), `age_ms` the time since it was frozen (engine clock), and
+ * `reachability` the engine's current courier_reachability. Nonzero means yes. Runs on the engine's
+ * journal or worker thread, outside any journal transaction; must not block for long or close the
+ * engine. */
+typedef int (*courier_resend_policy_fn)(const courier_frozen *frozen, int64_t age_ms,
+                                        courier_reachability reachability, void *user);
+
+/* Registers a policy under `id` (1..COURIER_RESEND_POLICY_ID_MAX of A-Z a-z 0-9 and "-._~:@+=", not
+ * starting "courier."), replacing one registered under it before. can_send NULL: always yes;
+ * can_delete NULL: never. user_free (may be NULL) runs once, after the last call, when the policy
+ * is removed or replaced or the engine closes (or at once if this fails). Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL engine, bad or reserved id), COURIER_E_CLOSED,
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_resend_policy_add(courier_engine *engine, const char *id, courier_resend_policy_fn can_send,
+                                          courier_resend_policy_fn can_delete, void *user,
+                                          courier_user_free_fn user_free, courier_error *err);
+/* Removes the policy registered under `id`; this engine's requests that name it are then kept
+ * (reported as unknown). A call in progress may still finish. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, a reserved id), COURIER_E_NOT_FOUND. */
+COURIER_API int courier_resend_policy_remove(courier_engine *engine, const char *id, courier_error *err);
+/* The request's resend policy (copied); NULL restores the freeze policy's default ("courier.auto" or
+ * "courier.manual"). "courier.manual" keeps it out of automatic replay like COURIER_FREEZE_MANUAL.
+ * A freezable send naming an id its engine has no policy for fails with
+ * COURIER_E_RESEND_POLICY_UNKNOWN. Errors: COURIER_E_INVALID_ARGUMENT (NULL request, bad id). */
+COURIER_API int courier_request_set_resend_policy(courier_request *request, const char *id, courier_error *err);
+/* The id of a frozen request's resend policy ("courier.auto" or "courier.manual" when it named
+ * none). Borrowed until the snapshot is freed; NULL for NULL. */
+COURIER_API const char *courier_frozen_resend_policy(const courier_frozen *frozen);
 
 /* ========================================================================================== */
 /* Cookies, authentication, proxies                                                            */

@@ -35,6 +35,9 @@ typedef struct cr_sink {
     int64_t max_bytes;
     int max_files;
     int64_t size;
+    int daily;          /* COURIER_LOG_ROTATE_DAILY */
+    int64_t day;        /* the UTC day (ms / 86 400 000) of the file's first line */
+    cr_callback *clock; /* the engine's clock (courier_clock_fn), or NULL */
 } cr_sink;
 
 typedef struct cr_monitor {
@@ -56,9 +59,13 @@ typedef struct cr_obs_snap {
     unsigned kinds;     /* the union of the monitors' kinds */
 } cr_obs_snap;
 
+#define CR_LOG_COMPONENTS 5
+
 struct cr_obs {
     atomic_int level;
+    atomic_int levels[CR_LOG_COMPONENTS]; /* per courier_log_component */
     atomic_int active; /* the snapshot has a sink or a monitor */
+    atomic_int max_sink_level; /* the snapshot's, for cr_log_wants without the lock */
     pthread_mutex_t lock;
     cr_obs_snap *snap; /* guarded by lock */
     uint64_t next_id;  /* guarded by lock */
@@ -67,7 +74,11 @@ struct cr_obs {
 static const char *const reserved_keys[] = {
     "time", "level", "event", "message", "request_id", "method", "url", "status", "code", "error",
     "cache", "duration_ms", "attempt", "delay_ms", "bytes_received", "bytes_expected", "bytes_sent", "bytes_to_send",
+    "component", "freeze_id", "policy", "reason", "decision", "stored", "attempts", "final", "cache_policy",
 };
+
+static const char *const component_names[CR_LOG_COMPONENTS] = {"transport", "cache", "journal", "mapping",
+                                                               "scheduling"};
 
 /* ---- names ------------------------------------------------------------------------------------ */
 
@@ -106,6 +117,7 @@ static cr_sink *sink_retain(cr_sink *s) {
 static void sink_release(cr_sink *s) {
     if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1) return;
     cr_callback_release(s->cb);
+    cr_callback_release(s->clock);
     if (s->kind == SINK_FILE) {
         if (s->fd >= 0) close(s->fd);
         pthread_mutex_destroy(&s->lock);
@@ -172,7 +184,9 @@ static struct cr_obs *obs_make(courier_engine *e) {
     o = calloc(1, sizeof *o);
     if (!o) return NULL;
     atomic_init(&o->level, COURIER_LOG_INFO);
+    for (int i = 0; i < CR_LOG_COMPONENTS; i++) atomic_init(&o->levels[i], COURIER_LOG_INFO);
     atomic_init(&o->active, 0);
+    atomic_init(&o->max_sink_level, COURIER_LOG_OFF);
     pthread_mutex_init(&o->lock, NULL);
     o->next_id = 1;
     if (!(o->snap = snap_copy(NULL))) {
@@ -213,6 +227,7 @@ static void snap_install_locked(struct cr_obs *o, cr_obs_snap *next, cr_obs_snap
     snap_summarize(next);
     *old = o->snap;
     o->snap = next;
+    atomic_store_explicit(&o->max_sink_level, next->max_sink_level, memory_order_relaxed);
     atomic_store_explicit(&o->active, next->nsinks || next->nmonitors, memory_order_release);
 }
 
@@ -237,6 +252,29 @@ int courier_log_set_level(courier_engine *e, courier_log_level level) {
     struct cr_obs *o = obs_make(e);
     if (!o) return COURIER_E_NO_MEMORY;
     atomic_store(&o->level, (int)level);
+    for (int i = 0; i < CR_LOG_COMPONENTS; i++) atomic_store(&o->levels[i], (int)level);
+    return COURIER_OK;
+}
+
+int courier_log_set_component_level(courier_engine *e, courier_log_component component, courier_log_level level,
+                                    courier_error *err) {
+    cr_error_clear(err);
+    if (!e || (int)component < 0 || (int)component >= CR_LOG_COMPONENTS || (int)level < COURIER_LOG_OFF ||
+        (int)level > COURIER_LOG_TRACE)
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid engine, log component or level");
+    struct cr_obs *o = obs_make(e);
+    if (!o) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    atomic_store(&o->levels[component], (int)level);
+    return COURIER_OK;
+}
+
+int courier_log_get_component_level(courier_log_level *out_level, const courier_engine *e,
+                                    courier_log_component component, courier_error *err) {
+    cr_error_clear(err);
+    if (!out_level || !e || (int)component < 0 || (int)component >= CR_LOG_COMPONENTS)
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid engine or log component");
+    struct cr_obs *o = obs_of(e);
+    *out_level = (courier_log_level)(o ? atomic_load(&o->levels[component]) : COURIER_LOG_INFO);
     return COURIER_OK;
 }
 
@@ -360,11 +398,36 @@ static char *numbered(const char *path, int n) {
 
 static int open_log(const char *path) { return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600); }
 
+#define DAY_MS ((int64_t)86400000)
+
+/* The sink's clock: the engine's (courier_config_set_clock) or the system's, in ms since the epoch. */
+static int64_t sink_now_ms(const cr_sink *s) {
+    if (s->clock) return ((courier_clock_fn)s->clock->fn)(s->clock->user);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int add_file(courier_engine *e, courier_log_level min_level, const char *path, int64_t max_bytes,
+                    int max_files, courier_log_rotation rotation, uint64_t *out_sink, courier_error *err);
+
 int courier_log_add_file(courier_engine *e, courier_log_level min_level, const char *path, int64_t max_bytes,
                          int max_files, uint64_t *out_sink, courier_error *err) {
+    return add_file(e, min_level, path, max_bytes, max_files, COURIER_LOG_ROTATE_SIZE, out_sink, err);
+}
+
+int courier_log_add_rotating_file(uint64_t *out_sink, courier_engine *e, courier_log_level min_level,
+                                  const char *path, int64_t max_bytes, int max_files, courier_log_rotation rotation,
+                                  courier_error *err) {
+    return add_file(e, min_level, path, max_bytes, max_files, rotation, out_sink, err);
+}
+
+static int add_file(courier_engine *e, courier_log_level min_level, const char *path, int64_t max_bytes,
+                    int max_files, courier_log_rotation rotation, uint64_t *out_sink, courier_error *err) {
     cr_error_clear(err);
     if (out_sink) *out_sink = 0;
-    if (!e || !path || !*path || !level_ok(min_level) || max_bytes < 0 || max_files < 1)
+    if (!e || !path || !*path || !level_ok(min_level) || max_bytes < 0 || max_files < 1 ||
+        ((int)rotation != COURIER_LOG_ROTATE_SIZE && (int)rotation != COURIER_LOG_ROTATE_DAILY))
         return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid log file arguments");
     cr_sink *s = sink_new(SINK_FILE, min_level);
     if (!s || !(s->path = cr_strdup(path))) {
@@ -383,6 +446,11 @@ int courier_log_add_file(courier_engine *e, courier_log_level min_level, const c
         return COURIER_E_STORE;
     }
     s->size = (int64_t)st.st_size;
+    if (rotation == COURIER_LOG_ROTATE_DAILY) {
+        s->daily = 1;
+        s->clock = cr_callback_retain(e->config->clock);
+        s->day = (s->size > 0 ? (int64_t)st.st_mtime * 1000 : sink_now_ms(s)) / DAY_MS;
+    }
     /* Files beyond max_files left by an earlier run with a larger count. */
     for (int n = max_files; n < max_files + 64; n++) {
         char *p = numbered(path, n);
@@ -568,7 +636,13 @@ static void put_time(json_t *o) {
 
 static void sink_write_file(cr_sink *s, const char *line, size_t len) {
     pthread_mutex_lock(&s->lock);
-    if (s->max_bytes > 0 && s->size > 0 && s->size + (int64_t)len > s->max_bytes) {
+    bool new_day = false;
+    if (s->daily) {
+        int64_t day = sink_now_ms(s) / DAY_MS;
+        new_day = day != s->day && s->size > 0;
+        if (s->size == 0 || new_day) s->day = day;
+    }
+    if (new_day || (s->max_bytes > 0 && s->size > 0 && s->size + (int64_t)len > s->max_bytes)) {
         if (s->fd >= 0) close(s->fd);
         s->fd = -1;
         if (s->max_files == 1) {
@@ -641,39 +715,63 @@ static void write_line(cr_obs_snap *s, int level, json_t *o) {
     free(text);
 }
 
-/* A new line object with time, level, event and message; NULL on no memory. */
-static json_t *line_new(int level, const char *event, const char *message) {
+/* A new line object with time, level, event and message (and the component's name when comp >= 0);
+ * NULL on no memory. */
+static json_t *line_new(int level, int comp, const char *event, const char *message) {
     json_t *o = json_object();
     if (!o) return NULL;
     put_time(o);
     set_str(o, "level", courier_log_level_name(level));
     set_str(o, "event", event ? event : "app");
     set_str(o, "message", message ? message : "");
+    if (comp >= 0 && comp < CR_LOG_COMPONENTS) set_str(o, "component", component_names[comp]);
     return o;
 }
 
-/* Whether a line of `level` would reach a sink. */
-static bool wants_line(struct cr_obs *o, const cr_obs_snap *s, int level) {
-    return level > COURIER_LOG_OFF && level <= atomic_load_explicit(&o->level, memory_order_relaxed) &&
+/* Whether a line of `level` of component `comp` (-1: the engine's own) would reach a sink. */
+static bool wants_line(struct cr_obs *o, const cr_obs_snap *s, int comp, int level) {
+    const atomic_int *l = comp >= 0 && comp < CR_LOG_COMPONENTS ? &o->levels[comp] : &o->level;
+    return level > COURIER_LOG_OFF && level <= atomic_load_explicit(l, memory_order_relaxed) &&
            level <= s->max_sink_level;
 }
 
-bool cr_log_enabled(courier_engine *e, int level) {
+/* Lock-free (two atomic loads): called on hot paths (the cache's lookups) to skip building lines. */
+bool cr_log_wants(courier_engine *e, int comp, int level) {
     struct cr_obs *o = e ? obs_of(e) : NULL;
     if (!o || !atomic_load_explicit(&o->active, memory_order_acquire)) return false;
-    cr_obs_snap *s = snap_acquire(o);
-    bool yes = s && wants_line(o, s, level);
-    snap_release(s);
-    return yes;
+    const atomic_int *l = comp >= 0 && comp < CR_LOG_COMPONENTS ? &o->levels[comp] : &o->level;
+    return level > COURIER_LOG_OFF && level <= atomic_load_explicit(l, memory_order_relaxed) &&
+           level <= atomic_load_explicit(&o->max_sink_level, memory_order_relaxed);
 }
+
+bool cr_log_enabled(courier_engine *e, int level) { return cr_log_wants(e, -1, level); }
 
 static void log_text(courier_engine *e, int level, const char *event, const char *message) {
     struct cr_obs *o = obs_of(e);
     cr_obs_snap *s = snap_acquire(o);
     if (!s) return;
-    if (wants_line(o, s, level)) {
-        json_t *j = line_new(level, event, message);
+    if (wants_line(o, s, -1, level)) {
+        json_t *j = line_new(level, -1, event, message);
         if (j) write_line(s, level, j);
+    }
+    snap_release(s);
+}
+
+void cr_log_fields(courier_engine *e, int comp, int level, const char *event, uint64_t request_id,
+                   const char *message, const cr_logf *fields, size_t nfields) {
+    struct cr_obs *o = e ? obs_of(e) : NULL;
+    cr_obs_snap *s = snap_acquire(o);
+    if (!s) return;
+    json_t *j = wants_line(o, s, comp, level) ? line_new(level, comp, event, message) : NULL;
+    if (j) {
+        if (request_id) set_int(j, "request_id", (int64_t)request_id);
+        for (size_t i = 0; i < nfields; i++) {
+            const cr_logf *f = &fields[i];
+            if (f->str) set_str(j, f->key, f->str);
+            else if (f->is_bool) json_object_set_new(j, f->key, json_boolean(f->num));
+            else set_int(j, f->key, f->num);
+        }
+        write_line(s, level, j);
     }
     snap_release(s);
 }
@@ -709,6 +807,25 @@ static int event_level(const courier_event *ev) {
         if (ev->code == COURIER_OK || ev->code == COURIER_E_CANCELLED) return COURIER_LOG_INFO;
         return ev->response ? COURIER_LOG_WARNING : COURIER_LOG_ERROR;
     default: return COURIER_LOG_INFO;
+    }
+}
+
+/* The component an event's line belongs to. */
+static int event_component(const courier_event *ev) {
+    switch (ev->kind) {
+    case COURIER_EVENT_FROM_CACHE: return COURIER_LOG_CACHE;
+    case COURIER_EVENT_RETRIED: return COURIER_LOG_SCHEDULING;
+    case COURIER_EVENT_FROZEN: return COURIER_LOG_JOURNAL;
+    case COURIER_EVENT_FINISHED:
+        switch (ev->code) {
+        case COURIER_E_JSON:
+        case COURIER_E_MAPPING:
+        case COURIER_E_API:
+        case COURIER_E_INVALID_RESULT: return COURIER_LOG_MAPPING;
+        case COURIER_E_TOO_FREQUENT: return COURIER_LOG_SCHEDULING;
+        default: return COURIER_LOG_TRANSPORT;
+        }
+    default: return COURIER_LOG_TRANSPORT;
     }
 }
 
@@ -749,7 +866,7 @@ static void event_line(cr_obs_snap *s, int level, const courier_event *ev) {
     default: break;
     }
     rc |= cr_buf_append_str(&msg, tail);
-    json_t *o = rc ? NULL : line_new(level, courier_event_kind_name(ev->kind), msg.data);
+    json_t *o = rc ? NULL : line_new(level, event_component(ev), courier_event_kind_name(ev->kind), msg.data);
     cr_buf_free(&msg);
     if (!o) {
         cr_buf_free(&url);
@@ -793,7 +910,7 @@ void cr_event_emit(courier_engine *e, const courier_event *ev) {
                 ((courier_monitor_fn)s->monitors[i].cb->fn)(ev, s->monitors[i].cb->user);
     }
     int level = event_level(ev);
-    if (wants_line(o, s, level)) event_line(s, level, ev);
+    if (wants_line(o, s, event_component(ev), level)) event_line(s, level, ev);
     snap_release(s);
 }
 
@@ -815,7 +932,12 @@ bool cr_event_wants(courier_engine *e, int kind) {
     courier_event probe;
     memset(&probe, 0, sizeof probe);
     probe.kind = kind;
-    bool yes = (kind > 0 && kind < 32 && (s->kinds & (1u << kind))) || wants_line(o, s, event_level(&probe));
+    int level = event_level(&probe);
+    bool yes = (kind > 0 && kind < 32 && (s->kinds & (1u << kind))) || wants_line(o, s, event_component(&probe), level);
+    /* A finished line may belong to the mapping or scheduling component, by its code. */
+    if (!yes && kind == COURIER_EVENT_FINISHED)
+        yes = wants_line(o, s, COURIER_LOG_MAPPING, COURIER_LOG_ERROR) ||
+              wants_line(o, s, COURIER_LOG_SCHEDULING, COURIER_LOG_ERROR);
     snap_release(s);
     return yes;
 }

@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +54,15 @@ const char *courier_strerror(int code) {
     case COURIER_E_PROTOCOL: return "the server broke the HTTP protocol";
     case COURIER_E_HEADERS_TOO_LARGE: return "response headers too large";
     case COURIER_E_CACHE_INCONSISTENT: return "the cache store is inconsistent";
+    case COURIER_E_RESEND_POLICY_UNKNOWN: return "no resend policy is registered under that id";
+    case COURIER_E_DELETED_BY_POLICY: return "deleted by its resend policy";
     case COURIER_E_UNKNOWN_CHARSET: return "unknown character set";
     case COURIER_E_CHARSET: return "text cannot be converted to or from its character set";
+    case COURIER_E_CLIENT_CERTIFICATE: return "the client certificate or its key cannot be used";
+    case COURIER_E_CELLULAR: return "not allowed on a cellular network";
+    case COURIER_E_UNKNOWN_NAME: return "no API or route of that name";
+    case COURIER_E_ROUTE_PARAMETER: return "a route parameter is missing or not a scalar";
+    case COURIER_E_CATALOG: return "an API declaration or catalogue is malformed";
     default: return "unknown error";
     }
 }
@@ -498,4 +506,40 @@ bool cr_idset_remove(cr_idset *s, uint64_t id) {
 void cr_idset_free(cr_idset *s) {
     free(s->slots);
     memset(s, 0, sizeof *s);
+}
+
+/* ---- files ---------------------------------------------------------------------------------------- */
+
+int cr_read_file(const char *path, const char *what, int64_t max, char **out, size_t *len, courier_error *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int os = errno;
+        cr_fail(err, os == ENOENT ? COURIER_E_NOT_FOUND : COURIER_E_INVALID_ARGUMENT, "%s '%.180s': %s", what, path,
+                strerror(os));
+        if (err) err->os_error = os;
+        return os == ENOENT ? COURIER_E_NOT_FOUND : COURIER_E_INVALID_ARGUMENT;
+    }
+    cr_buf b = {0};
+    char chunk[16384];
+    size_t n;
+    int rc = COURIER_OK;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if ((int64_t)(b.len + n) > max) {
+            rc = cr_fail(err, COURIER_E_TOO_LARGE, "%s larger than %lld bytes", what, (long long)max);
+            break;
+        }
+        if (cr_buf_append(&b, chunk, n)) {
+            rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+            break;
+        }
+    }
+    if (rc == COURIER_OK && ferror(f)) rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "cannot read %s '%.180s'", what, path);
+    fclose(f);
+    if (rc) {
+        cr_buf_free(&b);
+        return rc;
+    }
+    *out = cr_buf_take(&b, len);
+    return *out ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
 }

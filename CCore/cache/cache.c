@@ -592,6 +592,9 @@ static struct cr_cache_xfer *xfer_new(int policy, const char *key) {
     return x;
 }
 
+static void decision_line(courier_engine *e, uint64_t request_id, const char *event, int reason, const char *decision,
+                          int stored, int policy);
+
 /* The response only-if-cached gets when nothing usable is stored (section 5.2.1.7): a 504 made
  * here, judged like a network 504. */
 static courier_response *only_if_cached_504(const cr_transfer *t) {
@@ -785,6 +788,10 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
         break;
     }
     }
+    int reason = x->answer ? (x->answer->cache_reason ? x->answer->cache_reason : COURIER_CACHE_REASON_FRESH)
+                           : (x->reason ? x->reason : COURIER_CACHE_REASON_MISS);
+    decision_line(e, t->id, "cache_lookup", reason, x->answer ? "from_cache" : x->stored ? "revalidate" : "network", -1,
+                  policy);
     return COURIER_OK;
 }
 
@@ -873,6 +880,24 @@ static void mark(const courier_engine *e, courier_response *r, int reason, bool 
     }
 }
 
+/* The cache's decision lines (component "cache", debug): what a lookup found and what it means for
+ * the request, and whether an answer was stored, each with the courier_cache_reason. */
+static void decision_line(courier_engine *e, uint64_t request_id, const char *event, int reason, const char *decision,
+                          int stored, int policy) {
+    if (!cr_log_wants(e, COURIER_LOG_CACHE, COURIER_LOG_DEBUG)) return;
+    const char *name = courier_cache_reason_name(reason);
+    cr_logf f[3];
+    size_t n = 0;
+    f[n++] = (cr_logf){"reason", name, 0, 0};
+    if (decision) f[n++] = (cr_logf){"decision", decision, 0, 0};
+    if (stored >= 0) f[n++] = (cr_logf){"stored", NULL, stored, 1};
+    if (policy >= 0 && n < 3) f[n++] = (cr_logf){"cache_policy", NULL, policy, 0};
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s: %s%s%s", event, name, decision ? " -> " : stored > 0 ? ", stored" : stored == 0 ? ", not stored" : "",
+             decision ? decision : "");
+    cr_log_fields(e, COURIER_LOG_CACHE, COURIER_LOG_DEBUG, event, request_id, msg, f, n);
+}
+
 bool cr_cache_answer(courier_engine *e, cr_transfer *t, cr_complete_fn complete, cr_start_fn start) {
     struct cr_cache_xfer *x = t->cache;
     if (!x || !x->answer) return false;
@@ -941,6 +966,7 @@ int cr_cache_on_answer(courier_engine *e, cr_transfer *t, int code, courier_resp
         m->id = t->id;
         m->cache_status = COURIER_CACHE_STATUS_STALE;
         mark(e, m, COURIER_CACHE_REASON_STALE_IF_ERROR, false);
+        decision_line(e, t->id, "cache_stale_if_error", COURIER_CACHE_REASON_STALE_IF_ERROR, "from_cache", -1, -1);
         x->answered = 1; /* the origin's error is not stored over it */
         courier_response_free(*resp);
         *resp = m;
@@ -1137,6 +1163,7 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
         bool stored;
         int reason = plan_http(e, t, x, code, resp, d, now, &stored);
         if (reason != COURIER_CACHE_REASON_NONE) mark(e, resp, reason, stored);
+        if (reason != COURIER_CACHE_REASON_NONE) decision_line(e, t->id, "cache_store", reason, NULL, stored && d->nput, -1);
     } else if (code == COURIER_OK) {
         cr_entry *en = &d->put[0].entry;
         int64_t expires = now + x->expiry_s * 1000;
@@ -1144,6 +1171,8 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
         if (x->reg && x->reg->fns.should_write)
             write = x->reg->fns.should_write(resp, &expires, x->reg->user) != 0;
         if (!write) mark(e, resp, COURIER_CACHE_REASON_NOT_STORED_POLICY, false);
+        decision_line(e, t->id, "cache_store", write ? COURIER_CACHE_REASON_MISS : COURIER_CACHE_REASON_NOT_STORED_POLICY,
+                      NULL, write, -1);
         if (write && (d->keys[0] = cr_strdup(x->key))) {
             d->nput = 1;
             memcpy(d->put[0].hash, x->hash, 16);

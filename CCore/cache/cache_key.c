@@ -231,11 +231,8 @@ int cr_cache_key_for(const courier_engine *e, const courier_request *r, char **o
         if (absolute(r->target) || !base) {
             if (cr_buf_append_str(&u, r->target)) goto done;
         } else {
-            size_t blen = strlen(base);
-            while (blen && base[blen - 1] == '/') blen--;
-            const char *path = r->target;
-            while (*path == '/') path++;
-            if (cr_buf_append(&u, base, blen) || cr_buf_append_char(&u, '/') || cr_buf_append_str(&u, path)) {
+            char vbuf[CR_API_VERSION_MAX + 2];
+            if (cr_join_url(&u, base, cr_api_version_of(e->config, r, vbuf), r->target)) {
                 cr_buf_free(&u);
                 goto done;
             }

@@ -346,7 +346,7 @@ static void finish(courier_engine *e, cr_transfer *t, int code, courier_response
     }
     if (code == COURIER_OK && resp) code = cr_json_finish(t, resp, err); /* envelope, key paths, mappings */
     if (code == COURIER_OK && resp) {
-        if (resp->status >= 400) {
+        if (!cr_status_accepted(&t->status_codes, resp->status)) { /* route.c: 400+, or the request's set */
             code = cr_fail(err, COURIER_E_HTTP_STATUS, "HTTP status %d", resp->status);
             err->http_status = resp->status;
         } else if (t->validator && !((courier_validator_fn)t->validator->fn)(resp, t->validator->user)) {
@@ -495,6 +495,26 @@ static void start_http(courier_engine *e, cr_transfer *t) {
 static void pump(courier_engine *e) {
     struct cr_sched *s = e->sched;
     long max_total = e->config->max_total, max_host = e->config->max_per_host;
+    cr_monitor_limits(e, &max_host, &max_total); /* monitor.c: the limits of the network's kind */
+    /* "Not on cellular" requests fail at once while the path is cellular, queued ones included. */
+    for (int q = 0; q < 3; q++) {
+        cr_transfer *prev = NULL, *t = s->waiting[q];
+        while (t) {
+            cr_transfer *next = t->next;
+            if (t->no_cellular && cr_monitor_refuses(e, t)) {
+                if (prev) prev->next = next;
+                else s->waiting[q] = next;
+                if (s->waiting_tail[q] == t) s->waiting_tail[q] = prev;
+                t->next = NULL;
+                courier_error cerr;
+                cr_fail(&cerr, COURIER_E_CELLULAR, "the request is not allowed on a cellular network");
+                after_attempt(e, t, COURIER_E_CELLULAR, NULL, &cerr);
+            } else {
+                prev = t;
+            }
+            t = next;
+        }
+    }
     for (int q = 0; q < 3; q++) {
         cr_transfer *prev = NULL, *t = s->waiting[q];
         while (t) {
@@ -983,6 +1003,7 @@ static void engine_free(courier_engine *e) {
     free(e->cancels);
     cr_idset_free(&e->live);
     cr_sched_free(e);
+    cr_catalog_free(e);
     courier_config_free(e->config);
     pthread_mutex_destroy(&e->lock);
     free(e);
@@ -1008,6 +1029,7 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
     int rc = cr_sched_new(e);
+    if (rc == COURIER_OK) rc = cr_catalog_new(e); /* catalog.c: APIs, routes, descriptors */
     if (rc) {
         engine_free(e);
         return cr_fail(err, rc, NULL);
@@ -1023,13 +1045,21 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
     e->proxy_env = cr_proxy_env_present();
     cr_accept_encoding_line(e->accept_encoding, sizeof e->accept_encoding);
     e->multi = curl_multi_init();
+    if (e->multi) cr_monitor_start_watch(e); /* monitor.c: the OS watch reports from here on */
     if (!e->multi) {
         engine_free(e);
         return cr_fail(err, COURIER_E_INTERNAL, "curl_multi_init failed");
     }
-    curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS, e->config->max_per_host);
-    curl_multi_setopt(e->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, e->config->max_total);
-    curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, e->config->max_total);
+    /* The pool allows the most any network kind's limits allow; pump() holds requests to the
+     * current kind's (monitor.c). */
+    long pool_host = e->config->max_per_host, pool_total = e->config->max_total;
+    for (size_t k = 0; k < sizeof e->config->kind_limits / sizeof e->config->kind_limits[0]; k++) {
+        if (e->config->kind_limits[k].per_host > pool_host) pool_host = e->config->kind_limits[k].per_host;
+        if (e->config->kind_limits[k].total > pool_total) pool_total = e->config->kind_limits[k].total;
+    }
+    curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS, pool_host);
+    curl_multi_setopt(e->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, pool_total);
+    curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, pool_total);
     curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
 
     int prc = pthread_create(&e->worker, NULL, worker_main, e);
@@ -1081,11 +1111,15 @@ int courier_send(courier_engine *e, const courier_request *r, courier_completion
     cr_transfer *t = NULL;
     int rc = cr_transfer_prepare(e, r, &t, err);
     if (rc) return rc;
+    if ((rc = cr_catalog_attach(e, r, t)) != COURIER_OK) { /* catalog.c: response descriptors */
+        cr_transfer_free(t);
+        return cr_fail(err, rc, NULL);
+    }
     t->done = done;
     t->user = user;
     t->id = atomic_fetch_add(&e->next_id, 1);
-    cr_frozen_attach(e, r, t); /* journal.c: the request's freeze settings */
-    rc = cr_cache_before_send(e, r, t, err); /* cache key, policy, lookup (a hit is answered by the worker) */
+    rc = cr_frozen_attach(e, r, t, err); /* journal.c: the request's freeze settings */
+    if (!rc) rc = cr_cache_before_send(e, r, t, err); /* cache key, policy, lookup (a hit is answered by the worker) */
     if (rc) {
         cr_transfer_free(t);
         return rc;

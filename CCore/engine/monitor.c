@@ -52,6 +52,10 @@ struct cr_monitor {
     char probe_host[256], probe_port[16];
     mlistener *listeners;
     uint64_t next_token;
+    /* The path's kind (network kinds, below): any thread reads, cr_monitor_report writes. */
+    atomic_int kind;      /* courier_network_kind */
+    atomic_int expensive;
+    struct cr_netwatch *watch; /* the OS watch (netwatch.c), when the configuration asks for it */
 };
 
 static int effective_of(const struct cr_monitor *m) { return m->forced ? m->forced : m->detected; }
@@ -100,6 +104,8 @@ int cr_monitor_open(courier_engine *e, courier_error *err) {
 void cr_monitor_close(courier_engine *e) {
     struct cr_monitor *m = e ? e->monitor : NULL;
     if (!m) return;
+    cr_netwatch_stop(m->watch); /* no report after this */
+    m->watch = NULL;
     pthread_mutex_lock(&m->mu);
     m->closing = 1;
     int joinable = m->probe_joinable;
@@ -416,5 +422,78 @@ int courier_reachability_remove_listener(courier_engine *e, uint64_t token) {
     if (!found) return COURIER_E_NOT_FOUND;
     cr_callback_release(found->cb);
     free(found);
+    return COURIER_OK;
+}
+
+/* ---- network kinds (issue 17 item 2) -------------------------------------------------------------- */
+
+void cr_monitor_start_watch(courier_engine *e) {
+    struct cr_monitor *m = e->monitor;
+    if (m && e->config->network_watch && !m->watch) m->watch = cr_netwatch_start(e);
+}
+
+void cr_monitor_report(courier_engine *e, int status, courier_network_kind kind, int expensive) {
+    struct cr_monitor *m = e->monitor;
+    if (!m) return;
+    atomic_store(&m->expensive, expensive ? 1 : 0);
+    int before = atomic_exchange(&m->kind, (int)kind);
+    if (status == COURIER_REACHABILITY_ONLINE || status == COURIER_REACHABILITY_OFFLINE) set_detected(e, status);
+    if (before != (int)kind) {
+        /* The new kind's limits hold at once: replays by the journal, the queue by the worker. */
+        cr_journal_set_concurrency(e, e->config->kind_limits[kind].replay);
+        if (e->multi) curl_multi_wakeup(e->multi);
+    }
+}
+
+void cr_monitor_limits(courier_engine *e, long *per_host, long *total) {
+    struct cr_monitor *m = e->monitor;
+    if (!m) return;
+    const struct cr_kind_limits *l = &e->config->kind_limits[atomic_load(&m->kind)];
+    if (l->per_host > 0) *per_host = l->per_host;
+    if (l->total > 0) *total = l->total;
+}
+
+bool cr_monitor_refuses(courier_engine *e, const cr_transfer *t) {
+    struct cr_monitor *m = e->monitor;
+    return m && t->no_cellular && atomic_load(&m->kind) == COURIER_NETWORK_CELLULAR;
+}
+
+static bool kind_valid(int kind) { return kind >= COURIER_NETWORK_UNKNOWN && kind <= COURIER_NETWORK_OTHER; }
+
+int courier_config_set_network_limits(courier_config *c, courier_network_kind kind, long max_per_host,
+                                      long max_total, long replay_concurrency) {
+    if (!c || !kind_valid((int)kind) || max_per_host < 0 || max_total < 0 || replay_concurrency < 0)
+        return COURIER_E_INVALID_ARGUMENT;
+    c->kind_limits[kind] = (struct cr_kind_limits){max_per_host, max_total, replay_concurrency};
+    return COURIER_OK;
+}
+
+int courier_config_set_network_watch(courier_config *c, int watch) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    c->network_watch = watch ? 1 : 0;
+    return COURIER_OK;
+}
+
+int courier_request_set_allow_cellular(courier_request *r, int allow) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    r->no_cellular = allow ? 0 : 1;
+    return COURIER_OK;
+}
+
+int courier_reachability_report(courier_engine *e, courier_reachability status, courier_network_kind kind,
+                                int expensive) {
+    if (!e || !e->monitor || !kind_valid((int)kind) || (int)status < COURIER_REACHABILITY_UNKNOWN ||
+        (int)status > COURIER_REACHABILITY_ONLINE)
+        return COURIER_E_INVALID_ARGUMENT;
+    cr_monitor_report(e, (int)status, kind, expensive);
+    return COURIER_OK;
+}
+
+int courier_reachability_path(courier_network_kind *out_kind, int *out_expensive, const courier_engine *e) {
+    if (out_kind) *out_kind = COURIER_NETWORK_UNKNOWN;
+    if (out_expensive) *out_expensive = 0;
+    if (!e || !e->monitor || !out_kind) return COURIER_E_INVALID_ARGUMENT;
+    *out_kind = (courier_network_kind)atomic_load(&e->monitor->kind);
+    if (out_expensive) *out_expensive = atomic_load(&e->monitor->expensive);
     return COURIER_OK;
 }

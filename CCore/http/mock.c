@@ -189,38 +189,6 @@ int courier_request_set_mock_callback(courier_request *r, courier_mock_fn fn, vo
 
 /* ---- answering ------------------------------------------------------------------------------- */
 
-static int read_file(const char *path, char **out, size_t *len, int64_t max, courier_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int os = errno;
-        cr_fail(err, os == ENOENT ? COURIER_E_NOT_FOUND : COURIER_E_INVALID_ARGUMENT, "mock file '%.180s': %s", path,
-                strerror(os));
-        if (err) err->os_error = os;
-        return err ? err->code : COURIER_E_NOT_FOUND;
-    }
-    cr_buf b = {0};
-    char chunk[16384];
-    size_t n;
-    int rc = COURIER_OK;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if ((int64_t)(b.len + n) > max) {
-            rc = cr_fail(err, COURIER_E_TOO_LARGE, "mock file larger than %lld bytes", (long long)max);
-            break;
-        }
-        if (cr_buf_append(&b, chunk, n)) {
-            rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-            break;
-        }
-    }
-    fclose(f);
-    if (rc) {
-        cr_buf_free(&b);
-        return rc;
-    }
-    *out = cr_buf_take(&b, len);
-    return *out ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-}
-
 int cr_mock_answer(cr_transfer *t, courier_response **out, courier_error *err) {
     cr_mock *m = t->mock;
     *out = NULL;
@@ -243,7 +211,7 @@ int cr_mock_answer(cr_transfer *t, courier_response **out, courier_error *err) {
         if (m->file) {
             free(r->body);
             r->body = NULL;
-            rc = read_file(m->file, &r->body, &r->body_len, t->max_bytes, err);
+            rc = cr_read_file(m->file, "mock file", t->max_bytes, &r->body, &r->body_len, err);
             if (rc) {
                 courier_response_free(r);
                 return rc;

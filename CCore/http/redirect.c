@@ -382,6 +382,8 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
     n->hops = t->hops;
     n->auth = t->auth; /* auth.c: credentials (kept to the first origin), proxy and handler travel on */
     t->auth = NULL;
+    n->security = t->security; /* security.c: the request's own TLS policy holds for every hop */
+    t->security = NULL;
     t->validator = NULL;
     t->jspec = NULL;
     t->download_path = NULL;

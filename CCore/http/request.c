@@ -38,8 +38,7 @@ void courier_config_free(courier_config *c) {
     cr_kvlist_clear(&c->headers);
     cr_kvlist_clear(&c->params);
     free(c->user_agent);
-    free(c->ca_file);
-    free(c->pinned_key);
+    courier_security_free(c->security);
     free(c->store_dir);
     free(c->app_id);
     free(c->param_charset);
@@ -58,7 +57,8 @@ courier_config *cr_config_copy(const courier_config *src) {
     cr_config_defaults(c);
     if (!src) return c;
     *c = *src;
-    c->base_url = c->user_agent = c->ca_file = c->pinned_key = c->store_dir = c->app_id = c->param_charset = NULL;
+    c->base_url = c->user_agent = c->store_dir = c->app_id = c->param_charset = NULL;
+    c->security = NULL;
     memset(&c->headers, 0, sizeof c->headers);
     memset(&c->params, 0, sizeof c->params);
     c->validator = cr_callback_retain(src->validator);
@@ -76,7 +76,7 @@ courier_config *cr_config_copy(const courier_config *src) {
         return NULL;
     }
     if ((src->jconf && !(c->jconf = cr_jconf_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
-        cr_set_string(&c->ca_file, src->ca_file) || cr_set_string(&c->pinned_key, src->pinned_key) ||
+        (src->security && !(c->security = cr_security_copy(src->security))) ||
         cr_set_string(&c->store_dir, src->store_dir) || cr_set_string(&c->app_id, src->app_id) ||
         cr_set_string(&c->param_charset, src->param_charset) ||
         cr_kvlist_copy(&c->headers, &src->headers) ||
@@ -146,19 +146,28 @@ int courier_config_set_max_response_bytes(courier_config *c, int64_t max_bytes) 
     return COURIER_OK;
 }
 
+/* The engine's TLS settings of old, now fields of its security policy (security.c). */
 int courier_config_set_ca_file(courier_config *c, const char *path) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
-    return cr_set_string(&c->ca_file, path);
+    courier_security *s = cr_config_security(c);
+    return s ? cr_set_string(&s->ca_file, path) : COURIER_E_NO_MEMORY;
 }
 
 int courier_config_set_pinned_public_key(courier_config *c, const char *pin) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
-    return cr_set_string(&c->pinned_key, pin);
+    courier_security *s = cr_config_security(c);
+    if (!s) return COURIER_E_NO_MEMORY;
+    int rc = cr_set_string(&s->pins, pin);
+    if (rc == COURIER_OK) s->mode = pin ? COURIER_PINNING_PUBLIC_KEY : COURIER_PINNING_NONE;
+    return rc;
 }
 
 int courier_config_set_insecure(courier_config *c, int insecure) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
-    c->insecure = insecure ? 1 : 0;
+    courier_security *s = cr_config_security(c);
+    if (!s) return COURIER_E_NO_MEMORY;
+    s->allow_invalid = insecure ? 1 : 0;
+    s->validates_domain = insecure ? 0 : 1;
     return COURIER_OK;
 }
 
@@ -212,6 +221,7 @@ void courier_request_free(courier_request *r) {
     free(r->target);
     free(r->base_url);
     free(r->param_charset);
+    courier_security_free(r->security);
     cr_kvlist_clear(&r->params);
     cr_kvlist_clear(&r->headers);
     free(r->body);
@@ -229,6 +239,7 @@ void courier_request_free(courier_request *r) {
     cr_cache_req_free(r->cache); /* cache.c */
     cr_auth_free(r->auth);       /* auth.c */
     cr_callback_release(r->http.hook); /* redirect.c */
+    json_decref(r->object_rest);       /* route.c */
     free(r);
 }
 
@@ -417,17 +428,6 @@ static bool is_absolute_url(const char *s) {
     return strncasecmp(s, "http://", 7) == 0 || strncasecmp(s, "https://", 8) == 0 || strstr(s, "://") != NULL;
 }
 
-/* base + "/" + path with exactly one slash between them. */
-static int join_url(cr_buf *out, const char *base, const char *path) {
-    size_t blen = strlen(base);
-    while (blen && base[blen - 1] == '/') blen--;
-    while (*path == '/') path++;
-    if (cr_buf_append(out, base, blen)) return COURIER_E_NO_MEMORY;
-    if (*path && (cr_buf_append_char(out, '/') || cr_buf_append_str(out, path))) return COURIER_E_NO_MEMORY;
-    if (!*path && cr_buf_append_char(out, '/')) return COURIER_E_NO_MEMORY;
-    return COURIER_OK;
-}
-
 /* Appends s percent-encoded, its bytes first converted from UTF-8 to `charset` (NULL: UTF-8). */
 static int encode_text(cr_buf *out, cr_buf *tmp, const char *charset, const char *s) {
     if (!charset) return cr_percent_encode(out, s, strlen(s)) ? COURIER_E_NO_MEMORY : COURIER_OK;
@@ -454,7 +454,8 @@ static int encode_form(cr_buf *out, const cr_kvlist *params, const char *charset
     return rc;
 }
 
-static int encode_json(cr_buf *out, const cr_kvlist *params) {
+/* The parameters as an object of strings, then an object's members (route.c) with their types. */
+static int encode_json(cr_buf *out, const cr_kvlist *params, const json_t *members) {
     json_t *obj = json_object();
     if (!obj) return COURIER_E_NO_MEMORY;
     int rc = COURIER_OK;
@@ -462,6 +463,7 @@ static int encode_json(cr_buf *out, const cr_kvlist *params) {
         json_t *v = json_string(params->items[i].value);
         if (!v || json_object_set_new(obj, params->items[i].name, v)) rc = COURIER_E_NO_MEMORY;
     }
+    if (members && rc == COURIER_OK && json_object_update(obj, (json_t *)members)) rc = COURIER_E_NO_MEMORY;
     char *text = rc == COURIER_OK ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     if (rc == COURIER_OK && (!text || cr_buf_append_str(out, text))) rc = COURIER_E_NO_MEMORY;
     free(text);
@@ -520,6 +522,7 @@ void cr_transfer_free(cr_transfer *t) {
     courier_response_free(t->held);
     cr_callback_release(t->http.hook); /* redirect.c */
     cr_hops_free(t->hops);
+    courier_security_free(t->security); /* security.c */
     free(t);
 }
 
@@ -542,7 +545,8 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         goto fail_reported;
     } else {
         cr_buf u = {0};
-        if (join_url(&u, base, r->target)) {
+        char vbuf[CR_API_VERSION_MAX + 2];
+        if (cr_join_url(&u, base, cr_api_version_of(cfg, r, vbuf), r->target)) { /* route.c */
             cr_buf_free(&u);
             goto fail;
         }
@@ -560,6 +564,16 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     /* Parameters: the engine's defaults first, then the request's. */
     if (r->use_default_params && cr_kvlist_copy(&params, &cfg->params)) goto fail;
     if (cr_kvlist_copy(&params, &r->params)) goto fail;
+    /* An object's members left after its route (route.c): typed in a JSON body, else flattened. */
+    int encoding = r->body_encoding >= 0 ? r->body_encoding : (int)cfg->body_encoding;
+    const json_t *members = r->object_rest;
+    if (members && (params_in_query(r) || encoding != COURIER_BODY_JSON || (r->parts && r->parts->count))) {
+        if ((rc = cr_form_flatten(members, &params)) != COURIER_OK) {
+            rc = cr_fail(err, rc, "the object's members cannot be sent as parameters");
+            goto fail_reported;
+        }
+        members = NULL;
+    }
 
     /* Headers: defaults not overridden by the request, then the request's. */
     for (size_t i = 0; i < cfg->headers.count; i++) {
@@ -597,13 +611,12 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
                 goto fail;
         }
     } else {
-        int encoding = r->body_encoding >= 0 ? r->body_encoding : (int)cfg->body_encoding;
         char form_type[128];
         snprintf(form_type, sizeof form_type, "application/x-www-form-urlencoded%s%s", charset ? "; charset=" : "",
                  charset ? charset : "");
         const char *ctype = encoding == COURIER_BODY_JSON ? "application/json" : form_type;
         if (encoding == COURIER_BODY_JSON) {
-            if (encode_json(&enc, &params)) goto fail;
+            if (encode_json(&enc, &params, members)) goto fail;
         } else if ((rc = encode_form(&enc, &params, charset, &bad)) != COURIER_OK) {
             goto fail_params;
         }
@@ -636,7 +649,10 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     cr_http_opts_resolve(&t->http, &cfg->http, &r->http); /* redirect.c */
     t->max_bytes = cfg->max_response_bytes;
     t->validator = cr_callback_retain(r->validator ? r->validator : cfg->validator);
+    t->status_codes = r->status_codes; /* route.c */
     t->engine = e;
+    t->no_cellular = r->no_cellular;
+    if (r->security && !(t->security = cr_security_copy(r->security))) goto fail;
     if (r->jspec && !(t->jspec = cr_jspec_copy(r->jspec))) goto fail;
     if (cr_auth_merge(r->auth, cfg->auth, t->url, &t->auth)) goto fail; /* auth.c: credentials, proxy, handler */
     if ((rc = cr_transfer_copy_transfers(r, t, multipart ? &params : NULL, err)) != COURIER_OK) {

@@ -266,23 +266,49 @@ const courier_json *courier_response_json(const courier_response *r) {
     return courier_response_parse_json(r, &doc, NULL) == COURIER_OK ? doc : NULL;
 }
 
+/* The first response descriptor kept for this send whose statuses hold `status`, or NULL. */
+static const struct cr_desc_spec *desc_for(const cr_jspec *s, int status) {
+    for (size_t i = 0; s && i < s->ndescs; i++)
+        if (status >= s->descs[i].lo && status <= s->descs[i].hi) return &s->descs[i];
+    return NULL;
+}
+
 int cr_json_finish(const cr_transfer *t, courier_response *r, courier_error *err) {
     const courier_config *cfg = t->engine ? t->engine->config : NULL;
     const cr_jconf *conf = cfg ? cfg->jconf : NULL;
     const cr_jspec *s = t->jspec;
-    int asked = s && (s->key_path || s->mapping || s->nresults);
+    const struct cr_desc_spec *d = desc_for(s, r->status);
+    int asked = s && (s->key_path || s->mapping || s->nresults || d);
     /* Nothing to do now and nothing engine-specific to remember: the JSON state is made on first
      * use (cr_jresp_of), from the content type alone, as it would be here. */
     if (!conf && !asked && !(s && s->envelope_set && s->envelope)) return COURIER_OK;
     cr_jresp *j = jresp_new(conf, cr_kvlist_get(&r->headers, "Content-Type"));
     if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     jresp_free(atomic_exchange(&r->jresp, j)); /* a response may come back from a mock already read */
-    if (r->status >= 400) return COURIER_OK; /* judged by its status; its JSON is still there on demand */
+    const json_t *doc;
+    if (!cr_status_accepted(&t->status_codes, r->status)) {
+        /* Judged by its status; its JSON is still there on demand. A response descriptor for the
+         * status maps the error body into the error model (best effort: the failure is the status). */
+        if (d && (d->key_path || d->mapping) && jresp_doc(r, j, &doc, NULL) == COURIER_OK) {
+            cr_jspec only = {.key_path = d->key_path, .mapping = d->mapping};
+            if (cr_json_apply_spec(&only, NULL, doc, j, NULL) != COURIER_OK && j->data) {
+                json_decref(j->data);
+                j->data = NULL;
+            }
+        }
+        return COURIER_OK;
+    }
     const courier_envelope *env = s && s->envelope_set ? s->envelope : conf ? conf->envelope : NULL;
     if (!asked && !(env && j->decodable)) return COURIER_OK;
-    const json_t *doc;
     int rc = jresp_doc(r, j, &doc, err);
-    if (rc == COURIER_OK) rc = cr_json_apply_spec(s, env, doc, j, err);
+    if (rc == COURIER_OK) {
+        cr_jspec with = s ? *s : (cr_jspec){0};
+        if (d && !with.key_path && !with.mapping) { /* the descriptor's, when the request has none */
+            with.key_path = d->key_path;
+            with.mapping = d->mapping;
+        }
+        rc = cr_json_apply_spec(&with, env, doc, j, err);
+    }
     if (rc && err) err->http_status = r->status;
     return rc;
 }
@@ -300,7 +326,9 @@ int courier_request_set_json_body(courier_request *r, const courier_json *value,
 
 /* name=value for every leaf: nested objects as name[key], arrays as name[] (the seeds' AFNetworking
  * convention), true/false for booleans, an empty value for null. */
-static int form_value(cr_buf *out, cr_buf *name, const json_t *v, int depth) {
+typedef int (*form_emit_fn)(void *ctx, const char *name, size_t name_len, const char *value, size_t value_len);
+
+static int form_value(form_emit_fn emit, void *out, cr_buf *name, const json_t *v, int depth) {
     if (depth > 32) return COURIER_E_INVALID_ARGUMENT;
     size_t mark = name->len;
     int rc = COURIER_OK;
@@ -311,13 +339,13 @@ static int form_value(cr_buf *out, cr_buf *name, const json_t *v, int depth) {
                 cr_buf_append_char(name, ']'))
                 rc = COURIER_E_NO_MEMORY;
             else
-                rc = form_value(out, name, json_object_iter_value(it), depth + 1);
+                rc = form_value(emit, out, name, json_object_iter_value(it), depth + 1);
         }
     } else if (json_is_array(v)) {
         for (size_t i = 0; i < json_array_size(v) && rc == COURIER_OK; i++) {
             name->len = mark;
             if (cr_buf_append(name, "[]", 2)) rc = COURIER_E_NO_MEMORY;
-            else rc = form_value(out, name, json_array_get(v, i), depth + 1);
+            else rc = form_value(emit, out, name, json_array_get(v, i), depth + 1);
         }
     } else {
         char num[40];
@@ -338,16 +366,14 @@ static int form_value(cr_buf *out, cr_buf *name, const json_t *v, int depth) {
         case JSON_FALSE: text = "false", tlen = 5; break;
         default: break;
         }
-        if ((out->len && cr_buf_append_char(out, '&')) || cr_percent_encode(out, name->data, name->len) ||
-            cr_buf_append_char(out, '=') || cr_percent_encode(out, text, tlen))
-            rc = COURIER_E_NO_MEMORY;
+        rc = emit(out, name->data, name->len, text, tlen);
     }
     name->len = mark;
     if (name->data) name->data[mark] = '\0';
     return rc;
 }
 
-static int cr_form_encode(const json_t *object, cr_buf *out) {
+static int form_each(const json_t *object, form_emit_fn emit, void *out) {
     if (!json_is_object(object)) return COURIER_E_INVALID_ARGUMENT;
     cr_buf name = {0};
     int rc = COURIER_OK;
@@ -355,11 +381,28 @@ static int cr_form_encode(const json_t *object, cr_buf *out) {
          it = json_object_iter_next((json_t *)object, it)) {
         name.len = 0;
         if (cr_buf_append(&name, json_object_iter_key(it), json_object_iter_key_len(it))) rc = COURIER_E_NO_MEMORY;
-        else rc = form_value(out, &name, json_object_iter_value(it), 0);
+        else rc = form_value(emit, out, &name, json_object_iter_value(it), 0);
     }
     cr_buf_free(&name);
     return rc;
 }
+
+static int emit_param(void *ctx, const char *name, size_t name_len, const char *value, size_t value_len) {
+    int rc = cr_check_param(name, name_len, value, value_len); /* UTF-8, no NUL: as courier_request_add_param */
+    return rc ? rc : cr_kvlist_add(ctx, name, name_len, value, value_len);
+}
+
+int cr_form_flatten(const json_t *object, cr_kvlist *out) { return form_each(object, emit_param, out); }
+
+static int emit_encoded(void *ctx, const char *name, size_t name_len, const char *value, size_t value_len) {
+    cr_buf *out = ctx;
+    if ((out->len && cr_buf_append_char(out, '&')) || cr_percent_encode(out, name, name_len) ||
+        cr_buf_append_char(out, '=') || cr_percent_encode(out, value, value_len))
+        return COURIER_E_NO_MEMORY;
+    return COURIER_OK;
+}
+
+static int cr_form_encode(const json_t *object, cr_buf *out) { return form_each(object, emit_encoded, out); }
 
 int courier_request_set_form_body(courier_request *r, const courier_json *object) {
     if (!r || !object || !json_is_object((const json_t *)object)) return COURIER_E_INVALID_ARGUMENT;

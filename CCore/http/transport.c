@@ -28,7 +28,6 @@ int cr_code_from_curl(CURLcode c, bool reached) {
     case CURLE_SSL_PINNEDPUBKEYNOTMATCH: return COURIER_E_PINNING;
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_CIPHER:
     case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_ENGINE_NOTFOUND:
@@ -39,6 +38,7 @@ int cr_code_from_curl(CURLcode c, bool reached) {
     case CURLE_SSL_ISSUER_ERROR:
     case CURLE_SSL_INVALIDCERTSTATUS:
     case CURLE_USE_SSL_FAILED: return COURIER_E_TLS;
+    case CURLE_SSL_CERTPROBLEM: return COURIER_E_CLIENT_CERTIFICATE; /* the local certificate or key */
     case CURLE_PARTIAL_FILE: return COURIER_E_PARTIAL_RESPONSE;
     case CURLE_FILESIZE_EXCEEDED: return COURIER_E_TOO_LARGE;
     case CURLE_OUT_OF_MEMORY: return COURIER_E_NO_MEMORY;
@@ -306,10 +306,7 @@ int cr_transport_base(courier_engine *e, CURL *h) {
     SET(CURLOPT_ACCEPT_ENCODING, "");
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
-    SET(CURLOPT_SSL_VERIFYPEER, cfg->insecure ? 0L : 1L);
-    SET(CURLOPT_SSL_VERIFYHOST, cfg->insecure ? 0L : 2L);
-    if (cfg->ca_file) SET(CURLOPT_CAINFO, cfg->ca_file);
-    if (cfg->pinned_key) SET(CURLOPT_PINNEDPUBLICKEY, cfg->pinned_key);
+    if (c == CURLE_OK) c = (CURLcode)cr_security_base(cfg->security, h); /* security.c: TLS */
     /* libcurl reads the proxy variables from the environment on every transfer. When the process
      * has none (checked once, when the engine opened), say so once instead. The engine's own proxy
      * replaces both (auth.c). */
@@ -467,6 +464,7 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     /* Anything but a plain GET leaves options a later GET must not inherit: mark the handle. */
     t->easy_dirty = !(strcmp(t->method, "GET") == 0 && !t->has_body && !t->parts && !t->body_file && !t->watch_progress);
     if (c == CURLE_OK) c = (CURLcode)cr_auth_setup(e, t); /* auth.c: credentials, the request's proxy */
+    if (c == CURLE_OK) c = (CURLcode)cr_security_setup(t); /* security.c: the request's own TLS policy */
     if (strcmp(t->method, "GET") == 0 && !t->has_body) {
         SET(CURLOPT_HTTPGET, 1L);
     } else if (strcmp(t->method, "HEAD") == 0) {
@@ -581,6 +579,9 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
                                : COURIER_TIMEOUT_TOTAL;
         }
         else if (result == CURLE_WRITE_ERROR && t->download_path && t->download_mode != 3) code = COURIER_E_STORE;
+        else if (result == CURLE_PEER_FAILED_VERIFICATION && cr_security_pins_certificate(t) &&
+                 strncmp(t->errbuf, "SSL certificate problem", 23) == 0)
+            code = COURIER_E_PINNING; /* the chain holds none of the pinned certificates (not the name) */
         cr_fail(err, code, "%s: %s", courier_strerror(code), t->errbuf[0] ? t->errbuf : curl_easy_strerror(result));
         err->curl_code = (int)result;
         err->http_status = (int)status;

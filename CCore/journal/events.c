@@ -34,9 +34,10 @@ void cj_events_deliver(cr_journal *j, jevent *list) {
         ev->ev.freeze_id = ev->snap ? ev->snap->q.id : ev->id;
         ev->ev.response = ev->resp;
         ev->ev.error = ev->ev.code == COURIER_OK ? NULL : &ev->err;
+        cj_policy_log_event(j, ev); /* policy.c: the journal's decision line */
         pthread_mutex_lock(&j->lmu);
         size_t n = 0;
-        for (jlistener *l = j->listeners; l; l = l->next) n++;
+        for (jlistener *l = ev->ev.kind == CJ_EVENT_HELD ? NULL : j->listeners; l; l = l->next) n++;
         cr_callback **cbs = n ? malloc(n * sizeof *cbs) : NULL;
         size_t k = 0;
         if (cbs)

@@ -66,6 +66,7 @@ static void outcome_free(joutcome *o) {
  * engine (a temporary store is removed at close, and the request with it, never replayed). */
 static void frozen_committed(cr_journal *j, const jfreeze *f) {
     cr_event_frozen(j->e, f->answer_id, f->method, f->url);
+    cj_policy_log_frozen(j, f);
     if (j->e->store_is_temp)
         cr_log(j->e, COURIER_LOG_WARNING, "frozen_temporary_store",
                "a %s request (id %llu) was frozen into the temporary store '%s', which is removed when the "
@@ -343,6 +344,14 @@ static void *jthread(void *arg) {
 
 /* ==== engine hooks ============================================================================= */
 
+void cr_journal_set_concurrency(courier_engine *e, long n) {
+    cr_journal *j = e ? e->journal : NULL;
+    if (!j) return;
+    const struct cr_frozen_conf *fc = &e->config->frozen;
+    atomic_store(&j->concurrency, n > 0 ? n : fc->concurrency > 0 ? fc->concurrency : J_DEFAULT_CONCURRENCY);
+    cr_journal_wake(e, CR_WAKE_TURN);
+}
+
 void cr_journal_wake(courier_engine *e, unsigned how) {
     cr_journal *j = e ? e->journal : NULL;
     if (!j) return;
@@ -365,6 +374,7 @@ static void journal_free(cr_journal *j) {
         free(l);
     }
     cj_jenv_release(j->env, j->me.nonce);
+    cj_policy_close(j);
     cr_callback_release(j->clock);
     pthread_mutex_destroy(&j->mu);
     pthread_mutex_destroy(&j->lmu);
@@ -404,7 +414,8 @@ int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err
     j->me.boot = cj_boot_hash();
     j->next_token = 1;
     e->journal = j;
-    int rc = cj_jenv_acquire(e->store_dir, nonce, &j->env, err);
+    int rc = cj_policy_open(j) ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : COURIER_OK;
+    if (rc == COURIER_OK) rc = cj_jenv_acquire(e->store_dir, nonce, &j->env, err);
     if (rc == COURIER_OK) rc = cr_monitor_open(e, err);
     if (rc == COURIER_OK) {
         int prc = pthread_create(&j->thread, NULL, jthread, j);
@@ -468,14 +479,19 @@ void cr_journal_close(courier_engine *e) {
     journal_free(j);
 }
 
-void cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t) {
-    (void)e;
+int cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t, courier_error *err) {
     t->freeze = r->freeze;
     if (r->freeze.policy != COURIER_FREEZE_NEVER && r->cache) {
         t->freeze.cache_set = 1;
         t->freeze.cache_policy = r->cache->policy;
         t->freeze.cache_expiry_s = r->cache->expiry_s;
     }
+    if (r->freeze.policy == COURIER_FREEZE_NEVER || !r->freeze.resend_policy[0] || !e->journal) return COURIER_OK;
+    if (cj_policy_stamp(e->journal, r->freeze.resend_policy, NULL))
+        return cr_fail(err, COURIER_E_RESEND_POLICY_UNKNOWN, "no resend policy '%s' is registered",
+                       r->freeze.resend_policy);
+    if (strcmp(r->freeze.resend_policy, "courier.manual") == 0) t->freeze.policy = COURIER_FREEZE_MANUAL;
+    return COURIER_OK;
 }
 
 static bool freezable(const cr_transfer *t, int code) {
@@ -497,8 +513,9 @@ static bool freezable(const cr_transfer *t, int code) {
 static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const courier_error *err, bool own) {
     cr_journal *j = e->journal;
     /* Bodies from files or multipart parts, and downloads to files, are not kept: a file may change
-     * or vanish before the resend. Those fail as they are. */
-    if (t->parts || t->body_file || t->download_path || t->mime) return false;
+     * or vanish before the resend. Those fail as they are, and so do requests with a TLS policy of
+     * their own (security.c), which the journal does not keep: a replay would go under the engine's. */
+    if (t->parts || t->body_file || t->download_path || t->mime || t->security) return false;
     pthread_mutex_lock(&j->mu);
     bool closing = j->closing;
     pthread_mutex_unlock(&j->mu);
@@ -530,6 +547,7 @@ static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const couri
     memcpy(st->host, host, st->host_len);
     st->id_len = (uint16_t)strlen(f->id);
     memcpy(st->id, f->id, st->id_len);
+    if (t->freeze.resend_policy[0]) (void)cj_policy_stamp(j, t->freeze.resend_policy, st); /* checked at send */
     if (cj_payload_of(t, idem, st->created_ms, st->expires_ms, host, &f->payload) || !(f->method = cr_strdup(t->method)) ||
         !(f->url = cr_strdup(t->url)))
         goto fail;

@@ -42,7 +42,8 @@
  * State (version 1): u8 version, u8 policy, u16 flags, u32 attempts, i64 created_ms,
  * i64 expires_ms, i64 next_ms, i64 claim_ms (lease end, 0: unclaimed), i64 last_ms (last attempt),
  * u32 owner pid, u32 owner nonce, u64 owner start time, u64 owner boot id hash, i32 last code,
- * i32 last HTTP status, u64 reserved, then u16 host length + host, u16 id length + id.
+ * i32 last HTTP status, u64 hash of the resend policy's id (0: none named; policy.c; was reserved
+ * and zero, so older records read as naming none), then u16 host length + host, u16 id length + id.
  *
  * Threads. Each engine has one journal thread: it is this engine's only writer of the journal
  * except the management calls. One loop turn takes everything queued (freezes from the worker,
@@ -133,6 +134,7 @@ typedef struct jstate {
     int64_t created_ms, expires_ms, next_ms, claim_ms, last_ms;
     jowner owner;
     int32_t last_code, last_status;
+    uint64_t rp_hash; /* cj_policy_hash of the resend policy's id; 0: the freeze policy's default */
     uint16_t host_len;
     char host[J_HOST_MAX + 1];
     uint16_t id_len;
@@ -176,6 +178,7 @@ typedef struct jreq {
     char *key_path;
     jres *results;
     size_t nresults;
+    char *resend_policy; /* NULL: the freeze policy's default */
 } jreq;
 
 /* ==== the snapshot handed to callers =========================================================== */
@@ -223,6 +226,8 @@ typedef struct joutcome {
     courier_error err;
     courier_frozen *snap;
     int not_sent; /* courier_send refused it: nothing reached the network */
+    int verdict;  /* CJ_RP_HOLD or CJ_RP_DELETE: a resend policy's answer instead of a send (policy.c) */
+    const char *why;
 } joutcome;
 
 typedef struct jresend {
@@ -243,7 +248,11 @@ typedef struct jevent {
     courier_frozen *snap;
     courier_response *resp;
     courier_error err;
+    char policy[COURIER_RESEND_POLICY_ID_MAX + 1]; /* the resend policy's id, for the log line */
 } jevent;
+
+/* A jevent that is only logged, never given to listeners: a resend policy held a request. */
+#define CJ_EVENT_HELD 0x100
 
 /* A claimed record about to be sent. */
 typedef struct jsend {
@@ -261,7 +270,8 @@ struct cr_journal {
     jenv *env;
     jowner me;
     cr_callback *clock;
-    long concurrency, backoff_base, backoff_max, lease_ms, poll_ms;
+    _Atomic long concurrency; /* the network kind's when it sets one (cr_journal_set_concurrency) */
+    long backoff_base, backoff_max, lease_ms, poll_ms;
     int64_t default_expiry;
 
     pthread_t thread;
@@ -293,6 +303,8 @@ struct cr_journal {
 
     uint64_t rng; /* journal thread */
     int64_t next_recover_ms;
+
+    struct cj_policies *policies; /* resend policies (policy.c) */
 };
 
 /* Read-only look: is anything due or expired now, and which claims are held by the dead? */
@@ -376,6 +388,40 @@ int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_
 long cj_linger_target(const cr_journal *j);
 void cj_pump_ready(cr_journal *j);
 void cj_ready_push(cr_journal *j, jsend *list);
+
+/* ---- policy.c: resend policies and the journal's decision lines ---------------------------------- */
+
+enum { CJ_RP_SEND = 0, CJ_RP_HOLD, CJ_RP_UNKNOWN, CJ_RP_ASK, CJ_RP_DELETE };
+
+/* Open (the built-ins registered, the open time noted) and close, with the journal. */
+int cj_policy_open(cr_journal *j);
+void cj_policy_close(cr_journal *j);
+/* The hash a record keeps of a policy id (never 0). */
+uint64_t cj_policy_hash(const char *id);
+/* Whether a request's policy id is known to j; sets st's policy hash and (for "courier.manual") its
+ * freeze policy. COURIER_OK or COURIER_E_RESEND_POLICY_UNKNOWN. */
+int cj_policy_stamp(cr_journal *j, const char *id, jstate *st);
+/* In a pass, inside the transaction (no user code runs): SEND, HOLD (a built-in said not now; *why
+ * set), UNKNOWN, or ASK (a user policy: claimed, then asked off the transaction by cj_policy_ask). */
+int cj_policy_gate(cr_journal *j, const jstate *st, const char **why);
+/* A record the gate held or does not know: looked at again after the poll interval (nothing else
+ * changes); an unknown policy is reported once per record and engine. */
+int cj_policy_hold(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_t now, int verdict, const char *why,
+                   jevent ***events);
+/* Off the transaction, before a claimed record of a user policy is sent: SEND, HOLD, DELETE or
+ * UNKNOWN (removed meanwhile), with *why. */
+int cj_policy_ask(cr_journal *j, const jstate *st, const courier_frozen *snap, int64_t now, const char **why);
+/* In a turn: a HOLD or DELETE answer of cj_policy_ask (o->verdict) written. */
+int cj_policy_apply(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jevent ***events);
+/* ev's policy id from st (the registry's name for its hash, or the freeze policy's default). */
+void cj_policy_note(cr_journal *j, jevent *ev, const jstate *st);
+/* The journal's log lines: an event (before its listeners; it also gives an EXPIRED event its
+ * reason), a committed freeze, a replay sent. */
+void cj_policy_log_event(cr_journal *j, jevent *ev);
+void cj_policy_log_frozen(cr_journal *j, const jfreeze *f);
+void cj_policy_log_replay(cr_journal *j, const jstate *st, int explicit_, uint64_t request_id);
+/* The outcome log (replay.c), shared with a policy's deletion. */
+int cj_outcome_log(cr_journal *j, MDB_txn *txn, const jstate *st, int code, int status, int64_t now);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

@@ -184,6 +184,8 @@ static const jfield fields[] = {
     {JKEY("retry"), JK_OBJECT, JW_ALWAYS, 0, JQ(has_retry), JSUB(retry_fields), apply_retry},
     {JKEY("cache"), JK_OBJECT, JW_IF_SET, 0, JQ(has_cache), JSUB(cache_fields), apply_cache},
     {JKEY("json"), JK_OBJECT, JW_IF_SET, 0, JQ(has_json), JSUB(json_fields), apply_json},
+    /* policy.c: the resend policy's id (absent: the freeze policy's default) */
+    {JKEY("resend_policy"), JK_STR, JW_IF_SET, JQ(resend_policy), J_NO_FLAG, NULL, 0, NULL},
 };
 
 #define AT(base, off, type) ((type *)(void *)((char *)(base) + (off)))
@@ -195,6 +197,7 @@ void cj_jreq_clear(jreq *q) {
     free(q->idem);
     free(q->host);
     free(q->body);
+    free(q->resend_policy);
     cr_kvlist_clear(&q->headers);
     free(q->key_path);
     for (size_t i = 0; i < q->nresults; i++) {
@@ -322,6 +325,7 @@ static void jreq_of_transfer(jreq *q, const cr_transfer *t, jres *results, const
     q->has_cache = t->freeze.cache_set;
     q->cache_policy = t->freeze.cache_policy;
     q->cache_expiry = t->freeze.cache_expiry_s;
+    q->resend_policy = t->freeze.resend_policy[0] ? (char *)t->freeze.resend_policy : NULL;
     if (t->jspec) {
         q->has_json = 1;
         q->key_path = t->jspec->key_path;

@@ -43,7 +43,7 @@ static long backoff_ms(cr_journal *j, uint32_t attempts) {
     return d;
 }
 
-static int outcome_log(cr_journal *j, MDB_txn *txn, const jstate *st, int code, int status, int64_t now) {
+int cj_outcome_log(cr_journal *j, MDB_txn *txn, const jstate *st, int code, int status, int64_t now) {
     uint64_t n;
     int rc = cj_last_next(txn, j->env->db_outcome, &n);
     if (rc) return rc;
@@ -143,6 +143,7 @@ int cj_apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f) {
 /* Records a replay's answer: removal with the outcome log on a final answer, the next attempt's
  * time on a retryable one, the claim given back when nothing was tried. */
 int cj_apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jevent ***events) {
+    if (o->verdict) return cj_policy_apply(j, txn, o, now, events); /* policy.c: held or deleted */
     jstate st;
     int rc = cj_st_get(j, txn, o->seq, &st);
     int kind = classify(o->code, o->resp, &o->err);
@@ -165,7 +166,7 @@ int cj_apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jeve
         if (kind == J_FINAL_OK || kind == J_FINAL_FAIL) {
             st.last_code = o->code;
             st.last_status = status;
-            if ((rc = cj_rec_remove(j, txn, o->seq, &old)) || (rc = outcome_log(j, txn, &st, o->code, status, now)))
+            if ((rc = cj_rec_remove(j, txn, o->seq, &old)) || (rc = cj_outcome_log(j, txn, &st, o->code, status, now)))
                 return rc;
             evkind = kind == J_FINAL_OK ? COURIER_FROZEN_EVENT_RESENT_SUCCEEDED : COURIER_FROZEN_EVENT_RESENT_FAILED;
             final = 1;
@@ -203,6 +204,7 @@ int cj_apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jeve
         jevent *ev = cj_event_new(evkind, cj_snap_retain(o->snap), o->request_id, o->code);
         if (ev) {
             memcpy(ev->id, o->st.id, o->st.id_len);
+            cj_policy_note(j, ev, &o->st);
             ev->ev.final = final;
             ev->ev.attempts = attempts;
             ev->resp = o->resp;
@@ -268,6 +270,7 @@ int cj_sweep_expired(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n
         if (rc) break;
         if (st.expires_ms > now) continue;
         if (st.claim_ms && !cj_claim_stale(j, &st, now)) continue; /* on the wire: its answer decides */
+        if (cj_policy_gate(j, &st, NULL) == CJ_RP_UNKNOWN) continue; /* policy.c: kept, never deleted here */
         courier_frozen *snap = cj_snap_in(j, txn, seqs[i], &st);
         if ((rc = cj_rec_remove(j, txn, seqs[i], &st))) {
             courier_frozen_free(snap);
@@ -275,6 +278,8 @@ int cj_sweep_expired(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n
         }
         jevent *ev = cj_event_new(COURIER_FROZEN_EVENT_EXPIRED, snap, 0, COURIER_OK);
         if (ev) {
+            memcpy(ev->id, st.id, st.id_len);
+            cj_policy_note(j, ev, &st);
             ev->ev.final = 1;
             ev->ev.attempts = (int)st.attempts;
         }
@@ -379,6 +384,14 @@ int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode,
                     if (t > now && t < *next) *next = t;
                     continue;
                 }
+                /* The record's resend policy (policy.c): one this engine does not have keeps it as
+                 * it is, expiry included; a built-in may hold it; a user policy is asked when sent. */
+                const char *why = NULL;
+                int verdict = cj_policy_gate(j, &st, &why);
+                if (verdict == CJ_RP_UNKNOWN) {
+                    if ((rc = cj_policy_hold(j, txn, cand[i], &st, now, verdict, why, events))) break;
+                    continue;
+                }
                 if (st.expires_ms <= now) {
                     courier_frozen *snap = cj_snap_in(j, txn, cand[i], &st);
                     if ((rc = cj_rec_remove(j, txn, cand[i], &st))) {
@@ -386,8 +399,16 @@ int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode,
                         break;
                     }
                     jevent *ev = cj_event_new(COURIER_FROZEN_EVENT_EXPIRED, snap, 0, COURIER_OK);
-                    if (ev) ev->ev.final = 1;
+                    if (ev) {
+                        ev->ev.final = 1;
+                        memcpy(ev->id, st.id, st.id_len);
+                        cj_policy_note(j, ev, &st);
+                    }
                     cj_events_push(events, ev);
+                    continue;
+                }
+                if (verdict == CJ_RP_HOLD) {
+                    if ((rc = cj_policy_hold(j, txn, cand[i], &st, now, verdict, why, events))) break;
                     continue;
                 }
                 if (slots <= 0) {
@@ -432,6 +453,7 @@ int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode,
             continue;
         }
         if (st.claim_ms && !cj_claim_stale(j, &st, now)) continue;
+        if (cj_policy_gate(j, &st, NULL) == CJ_RP_UNKNOWN) continue; /* policy.c: kept as it is */
         if (slots <= 0) {
             *mode_done = false;
             *next = now;
@@ -453,7 +475,7 @@ int cj_resend_one(cr_journal *j, MDB_txn *txn, const char *id, int64_t now, jsen
     jstate st;
     if ((rc = cj_st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
     if (st.claim_ms && !cj_claim_stale(j, &st, now)) return 0;
-    return claim(j, txn, seq, &st, now, 1, sends);
+    return claim(j, txn, seq, &st, now, 2, sends); /* 2: by id, the app's word (no policy asked) */
 }
 
 static void seqs_add(jseqs *l, uint64_t seq) {
@@ -556,16 +578,35 @@ static void send_one(cr_journal *j, jsend *s) {
     jreq q;
     int rc = cj_jreq_read(s->text, s->tlen, &q); /* decoded once: for the request and the snapshot */
     if (rc == COURIER_OK) rc = cj_request_from(&q, &r);
-    if (rc == COURIER_OK && atomic_load(&j->nlisteners) > 0) {
+    /* A user resend policy is asked here, off the journal's transaction (policy.c). */
+    int gate = rc == COURIER_OK && explicit_ != 2 ? cj_policy_gate(j, &s->st, NULL) : CJ_RP_SEND;
+    bool ask = gate == CJ_RP_ASK || gate == CJ_RP_UNKNOWN; /* unknown: removed since the claim */
+    if (rc == COURIER_OK && (ask || atomic_load(&j->nlisteners) > 0)) {
         /* The events carry a snapshot of the request; built only when someone listens. */
         bool bad = false;
         o->snap = cj_snap_from(s->seq, &q, s->text, s->tlen, &s->st, &bad);
     }
     cj_jreq_clear(&q);
     free(s->text);
+    jstate claimed = s->st;
     free(s);
+    if (ask && o->snap) {
+        int verdict = cj_policy_ask(j, &claimed, o->snap, cj_jnow(j), &o->why);
+        if (verdict != CJ_RP_SEND) {
+            courier_request_free(r);
+            o->verdict = verdict == CJ_RP_DELETE ? CJ_RP_DELETE : CJ_RP_HOLD;
+            o->not_sent = 1;
+            pthread_mutex_lock(&j->mu);
+            j->wire--;
+            pthread_mutex_unlock(&j->mu);
+            outcome_push(j, o);
+            return;
+        }
+    }
     if (rc == COURIER_OK && explicit_) rc = courier_request_set_ignore_offline(r, 1);
-    if (rc == COURIER_OK) rc = courier_send(j->e, r, replay_done, o, NULL, &o->err);
+    uint64_t rid = 0;
+    if (rc == COURIER_OK) rc = courier_send(j->e, r, replay_done, o, &rid, &o->err);
+    if (rc == COURIER_OK) cj_policy_log_replay(j, &claimed, explicit_, rid);
     else if (rc == COURIER_E_JOURNAL_CORRUPT) cr_fail(&o->err, rc, "the stored request does not decode");
     else cr_fail(&o->err, rc, "the frozen request cannot be rebuilt");
     courier_request_free(r);

@@ -292,6 +292,7 @@ static size_t state_encode(const jstate *s, uint8_t *b) {
     cr_put_le(b + 64, s->owner.boot, 8);
     cr_put_le(b + 72, (uint32_t)s->last_code, 4);
     cr_put_le(b + 76, (uint32_t)s->last_status, 4);
+    cr_put_le(b + 80, s->rp_hash, 8);
     size_t o = J_STATE_FIXED;
     cr_put_le(b + o, s->host_len, 2);
     memcpy(b + o + 2, s->host, s->host_len);
@@ -320,6 +321,7 @@ size_t cj_state_decode(const void *data, size_t len, jstate *s) {
     s->owner.boot = cr_get_le(b + 64, 8);
     s->last_code = (int32_t)(uint32_t)cr_get_le(b + 72, 4);
     s->last_status = (int32_t)(uint32_t)cr_get_le(b + 76, 4);
+    s->rp_hash = cr_get_le(b + 80, 8);
     size_t o = J_STATE_FIXED;
     s->host_len = (uint16_t)cr_get_le(b + o, 2);
     if (s->host_len > J_HOST_MAX || o + 2u + s->host_len + 2u > len) return 0;

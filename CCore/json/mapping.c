@@ -675,7 +675,25 @@ void cr_jspec_free(cr_jspec *s) {
     for (size_t i = 0; i < s->nresults; i++) result_spec_clear(&s->results[i]);
     free(s->results);
     courier_envelope_free(s->envelope);
+    for (size_t i = 0; i < s->ndescs; i++) {
+        free(s->descs[i].key_path);
+        courier_mapping_free(s->descs[i].mapping);
+    }
+    free(s->descs);
     free(s);
+}
+
+int cr_jspec_add_desc(cr_jspec *s, int lo, int hi, const char *key_path, const courier_mapping *mapping) {
+    struct cr_desc_spec *d = realloc(s->descs, (s->ndescs + 1) * sizeof *d);
+    if (!d) return COURIER_E_NO_MEMORY;
+    s->descs = d;
+    d += s->ndescs;
+    memset(d, 0, sizeof *d);
+    d->lo = lo, d->hi = hi;
+    if (key_path && !(d->key_path = cr_strdup(key_path))) return COURIER_E_NO_MEMORY;
+    d->mapping = cr_mapping_retain(mapping);
+    s->ndescs++;
+    return COURIER_OK;
 }
 
 cr_jspec *cr_jspec_copy(const cr_jspec *s) {
@@ -696,6 +714,8 @@ cr_jspec *cr_jspec_copy(const cr_jspec *s) {
             if (!(d->name = cr_strdup(r->name)) || (r->key_path && !(d->key_path = cr_strdup(r->key_path)))) goto fail;
         }
     }
+    for (size_t i = 0; i < s->ndescs; i++)
+        if (cr_jspec_add_desc(c, s->descs[i].lo, s->descs[i].hi, s->descs[i].key_path, s->descs[i].mapping)) goto fail;
     return c;
 fail:
     cr_jspec_free(c);

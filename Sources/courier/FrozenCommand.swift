@@ -129,6 +129,7 @@ struct FrozenShowCommand: ParsableCommand {
             print("request:         \(f.method) \(f.url)")
             print("host:            \(f.host)")
             print("policy:          \(policyName(f.policy))\(f.unordered ? ", unordered" : ", ordered")")
+            print("resend policy:   \(f.resendPolicy)")
             print("idempotency key: \(f.idempotencyKey)")
             print("timeout:         \(f.timeout) s")
             print("created:         \(iso(f.created))")
@@ -192,7 +193,7 @@ struct FrozenReplayCommand: ParsableCommand {
         try withEngine(options) { engine in
             let events = FrozenLocked<[FrozenEvent]>([])
             let quiet = options.json
-            let token = try engine.frozen.addObserver(for: [.resentSucceeded, .resentFailed, .expired]) { event in
+            let token = try engine.frozen.addObserver(for: [.resentSucceeded, .resentFailed, .expired, .deleted, .policyUnknown]) { event in
                 events.mutate { $0.append(event) }
                 guard !quiet else { return }
                 switch event.kind {
@@ -203,6 +204,10 @@ struct FrozenReplayCommand: ParsableCommand {
                     print("\(event.isFinal ? "failed " : "retry  ")  \(event.freezeID)  \(why)")
                 case .expired:
                     print("expired  \(event.freezeID)")
+                case .deleted:
+                    print("deleted  \(event.freezeID)  by its resend policy")
+                case .policyUnknown:
+                    print("kept     \(event.freezeID)  resend policy '\(event.request?.resendPolicy ?? "?")' not registered here")
                 case .frozen:
                     break
                 }
@@ -216,9 +221,12 @@ struct FrozenReplayCommand: ParsableCommand {
             let failed = seen.filter { $0.kind == .resentFailed && $0.isFinal }.count
             let retry = seen.filter { $0.kind == .resentFailed && !$0.isFinal }.count
             let expired = seen.filter { $0.kind == .expired }.count
+            let deleted = seen.filter { $0.kind == .deleted }.count
+            let kept = seen.filter { $0.kind == .policyUnknown }.count
             let left = try engine.frozen.count()
             if options.json {
                 try printJSON(["sent": sent, "failed": failed, "retry": retry, "expired": expired, "left": left,
+                               "deleted": deleted, "kept_unknown_policy": kept,
                                "timed_out": !idle,
                                "events": seen.map { e -> [String: Any] in
                                    var o: [String: Any] = ["kind": "\(e.kind)", "id": e.freezeID, "final": e.isFinal]
@@ -228,6 +236,8 @@ struct FrozenReplayCommand: ParsableCommand {
                                }] as [String: Any])
             } else {
                 print("\(sent) sent, \(failed) failed, \(retry) to retry, \(expired) expired; \(left) left in the journal"
+                      + (deleted > 0 ? "; \(deleted) deleted by their resend policy" : "")
+                      + (kept > 0 ? "; \(kept) kept (resend policy not registered here)" : "")
                       + (idle ? "" : " (timed out)"))
             }
             if failed > 0 || !idle { throw ExitCode.failure }

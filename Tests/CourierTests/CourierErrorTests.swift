@@ -116,7 +116,9 @@ final class CourierErrorTests: LoopbackTestCase {
             (.headersTooLarge, -32),
             (.init(rawValue: -34), -34),
             (.cacheInconsistent, -40),
-            (.unknownCharset, -46), (.charset, -47),
+            (.resendPolicyUnknown, -43), (.deletedByPolicy, -44),
+            (.unknownCharset, -46), (.charset, -47), (.clientCertificate, -48), (.cellular, -49),
+            (.unknownName, -51), (.routeParameter, -52), (.catalog, -53),
         ]
         XCTAssertEqual(CourierError.Code.allKnown, expected.map(\.0))
         for (code, raw) in expected {

@@ -5,32 +5,35 @@ import Courier
 import Foundation
 import XCTest
 
-final class ToolTests: XCTestCase {
-    /// The built `courier` executable, beside this test bundle.
-    private func toolURL() throws -> URL {
-        var directories = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            directories.append(bundle.bundleURL.deletingLastPathComponent())
-        }
-        for directory in directories {
-            let url = directory.appendingPathComponent("courier")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        throw XCTSkip("the courier executable is not built beside the tests")
+/// The built `courier` executable, beside this test bundle (other suites run it as a second process).
+func courierToolURL() throws -> URL {
+    var directories = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+    for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+        directories.append(bundle.bundleURL.deletingLastPathComponent())
     }
+    for directory in directories {
+        let url = directory.appendingPathComponent("courier")
+        if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+    }
+    throw XCTSkip("the courier executable is not built beside the tests")
+}
 
-    /// Runs the tool; returns its exit status and standard output.
-    private func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = try toolURL()
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
+/// Runs the tool; returns its exit status and standard output.
+func runCourierTool(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = try courierToolURL()
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+final class ToolTests: XCTestCase {
+    private func toolURL() throws -> URL { try courierToolURL() }
+    private func run(_ arguments: [String]) throws -> (status: Int32, output: String) { try runCourierTool(arguments) }
 
     /// `courier cache ls` said "stale until <a past time>" for an entry that had expired.
     func testCacheListSaysWhenAnEntryExpired() throws {

@@ -1088,6 +1088,21 @@ static int h_status(const char *arg, response *rs)
     return ACT_SEND;
 }
 
+/* /problem/<status>: that status with an error document (a 4xx/5xx JSON body for response
+ * descriptors): {"error":{"code":<status>01,"message":"problem <status>"}}. */
+static int h_problem(const char *arg, response *rs)
+{
+    unsigned long long code;
+    if (parse_num(arg, 999, &code) || code < 200 || code > 599 || code == 204 || code == 304) {
+        json_error(rs, 400, "bad parameter");
+        return ACT_SEND;
+    }
+    rs->status = (int)code;
+    rs->ctype = "application/json";
+    sb_printf(&rs->body, "{\"error\":{\"code\":%llu01,\"message\":\"problem %llu\"}}", code, code);
+    return ACT_SEND;
+}
+
 static int h_delay(conn *c, const char *arg, response *rs)
 {
     unsigned long long ms;
@@ -1972,6 +1987,8 @@ static int dispatch(conn *c, request *rq, response *rs, long path_n, int closing
         return h_echo(c, rq, rs);
     if ((arg = after(p, "/status/")))
         return h_status(arg, rs);
+    if ((arg = after(p, "/problem/")))
+        return h_problem(arg, rs);
     if ((arg = after(p, "/delay/")))
         return h_delay(c, arg, rs);
     if ((arg = after(p, "/bytes/")))

@@ -159,7 +159,10 @@ extension CourierError {
             .tooManyRedirects, .redirectRefused, .bodyNotReplayable, .protocolError, .headersTooLarge,
             Code(COURIER_E_PROXY),
             Code(COURIER_E_CACHE_INCONSISTENT),
-            Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET),
+            Code(COURIER_E_RESEND_POLICY_UNKNOWN), Code(COURIER_E_DELETED_BY_POLICY),
+            Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET), Code(COURIER_E_CLIENT_CERTIFICATE),
+            Code(COURIER_E_CELLULAR),
+            Code(COURIER_E_UNKNOWN_NAME), Code(COURIER_E_ROUTE_PARAMETER), Code(COURIER_E_CATALOG),
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -207,8 +210,15 @@ extension CourierError {
             case .headersTooLarge: return "headersTooLarge"
             case Code(COURIER_E_PROXY): return "proxy"
             case Code(COURIER_E_CACHE_INCONSISTENT): return "cacheInconsistent"
+            case Code(COURIER_E_RESEND_POLICY_UNKNOWN): return "resendPolicyUnknown"
+            case Code(COURIER_E_DELETED_BY_POLICY): return "deletedByPolicy"
             case Code(COURIER_E_UNKNOWN_CHARSET): return "unknownCharset"
             case Code(COURIER_E_CHARSET): return "charset"
+            case Code(COURIER_E_CLIENT_CERTIFICATE): return "clientCertificate"
+            case Code(COURIER_E_CELLULAR): return "cellular"
+            case Code(COURIER_E_UNKNOWN_NAME): return "unknownName"
+            case Code(COURIER_E_ROUTE_PARAMETER): return "routeParameter"
+            case Code(COURIER_E_CATALOG): return "catalog"
             default: return "unknown(\(rawValue))"
             }
         }

@@ -240,7 +240,7 @@ public final class Engine: @unchecked Sendable {
     /// - Returns: The response.
     /// - Throws: As ``send(_:)-(Request)``.
     public func sendSync(_ request: Request) throws -> Response {
-        try request.withCRequest { creq, customize in
+        try request.withCRequest(on: self) { creq, customize in
             guard enter() else { throw CourierError(.closed, message: "the engine is closed") }
             var response: OpaquePointer?
             var error = courier_error()
@@ -297,7 +297,7 @@ public final class Engine: @unchecked Sendable {
     /// - Throws: The C core's refusal, or a customize hook's error. `done` is then never called,
     ///   and the caller still owns `user`.
     private func submit(_ request: Request, done: courier_completion_fn, user: UnsafeMutableRawPointer) throws -> UInt64 {
-        try request.withCRequest { creq, customize in
+        try request.withCRequest(on: self) { creq, customize in
             guard enter() else { throw CourierError(.closed, message: "the engine is closed") }
             var id: UInt64 = 0
             var error = courier_error()
@@ -335,8 +335,8 @@ extension Request {
     /// - Parameter body: Receives the request and the customize box (to read a hook's error).
     /// - Returns: What `body` returns.
     /// - Throws: ``CourierError`` naming the part the C core refused, or what `body` throws.
-    func withCRequest<R>(_ body: (OpaquePointer, CustomizeBox?) throws -> R) throws -> R {
-        let (request, customize) = try makeCRequest()
+    func withCRequest<R>(on engine: Engine? = nil, _ body: (OpaquePointer, CustomizeBox?) throws -> R) throws -> R {
+        let (request, customize) = try makeCRequest(on: engine)
         defer { courier_request_free(request) }
         return try body(request, customize)
     }
@@ -344,12 +344,17 @@ extension Request {
     /// Builds a new C request; the caller frees it.
     /// - Returns: The request and the customize box (to read a hook's error).
     /// - Throws: ``CourierError`` naming the part the C core refused.
-    func makeCRequest() throws -> (request: OpaquePointer, customize: CustomizeBox?) {
+    func makeCRequest(on engine: Engine? = nil) throws -> (request: OpaquePointer, customize: CustomizeBox?) {
         var created: OpaquePointer?
-        // Explicit withCString: the implicit String-to-pointer conversion copies a small string
-        // ("GET") into a new array first.
-        let rc = method.withCString { method in path.withCString { path in courier_request_new(&created, method, path) } }
-        try CourierError.check(rc, "request \(method) '\(path)'")
+        if let origin {
+            // A declared API or a route: the engine makes the C request (Features/Catalog.swift).
+            created = try origin.makeCRequest(on: engine)
+        } else {
+            // Explicit withCString: the implicit String-to-pointer conversion copies a small string
+            // ("GET") into a new array first.
+            let rc = method.withCString { method in path.withCString { path in courier_request_new(&created, method, path) } }
+            try CourierError.check(rc, "request \(method) '\(path)'")
+        }
         guard let request = created else { throw CourierError(.noMemory) }
         do {
             let customize = try fill(request)

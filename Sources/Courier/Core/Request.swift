@@ -30,6 +30,9 @@ public struct Request: Sendable {
     /// Settings that feature extensions (cache policy, freezing, mapping, ...) apply to the C
     /// request, in order, after the ones above.
     var options: [any RequestOption] = []
+    /// Where the C request comes from when the engine makes it: a declared API or a route
+    /// (Features/Catalog.swift); nil: `method` and `path`.
+    var origin: RequestOrigin?
 
     enum Authorization: Sendable {
         case basic(user: String, password: String)

@@ -515,7 +515,7 @@ public struct Cache: Sendable {
     /// - Returns: The key.
     /// - Throws: ``CourierError``.
     public func key(for request: Request) throws -> String {
-        try request.withCRequest { creq, _ in
+        try request.withCRequest(on: engine) { creq, _ in
             try call { handle in
                 var out: UnsafeMutablePointer<CChar>?
                 try CourierError.check(courier_cache_key(handle, creq, &out), "cache key")
@@ -530,7 +530,7 @@ public struct Cache: Sendable {
     /// - Returns: Whether it has one.
     /// - Throws: ``CourierError`` (``CourierError/Code/store`` if the store cannot be used).
     public func has(_ request: Request) throws -> Bool {
-        try request.withCRequest { creq, _ in
+        try request.withCRequest(on: engine) { creq, _ in
             try call { handle in
                 var has: Int32 = 0
                 var error = courier_error()
@@ -548,7 +548,7 @@ public struct Cache: Sendable {
     /// - Returns: The response, or nil.
     /// - Throws: ``CourierError``.
     public func get(_ request: Request, allowStale: Bool = false) throws -> Response? {
-        try request.withCRequest { creq, _ in
+        try request.withCRequest(on: engine) { creq, _ in
             try call { handle in
                 var out: OpaquePointer?
                 var error = courier_error()
@@ -566,7 +566,7 @@ public struct Cache: Sendable {
     /// - Throws: ``CourierError``.
     @discardableResult
     public func remove(_ request: Request) throws -> Bool {
-        try request.withCRequest { creq, _ in
+        try request.withCRequest(on: engine) { creq, _ in
             try call { handle in
                 var error = courier_error()
                 let rc = courier_cache_remove(handle, creq, &error)

@@ -335,6 +335,9 @@ public struct FrozenRequest: Sendable, Hashable {
     public let lastAttempt: Date?
     /// The stored record with its replay state, as JSON (the journal's own format).
     public let json: String
+    /// The id of its resend policy (``BuiltinResendPolicy/auto`` or ``BuiltinResendPolicy/manual``'s
+    /// id when it named none).
+    public let resendPolicy: String
 
     /// One header line.
     public struct HTTPHeader: Sendable, Hashable {
@@ -351,6 +354,7 @@ public struct FrozenRequest: Sendable, Hashable {
         host = String(borrowedCString: courier_frozen_host(f))
         idempotencyKey = String(borrowedCString: courier_frozen_idempotency_key(f))
         json = String(borrowedCString: courier_frozen_json(f))
+        resendPolicy = String(borrowedCString: courier_frozen_resend_policy(f))
         var lines: [HTTPHeader] = []
         var name: UnsafePointer<CChar>?
         var value: UnsafePointer<CChar>?
@@ -402,6 +406,11 @@ public struct FrozenEvent: Sendable {
         case resentFailed
         /// Its expiry passed: removed, never sent again.
         case expired
+        /// Its resend policy is not registered in this engine: kept, never sent or deleted by it
+        /// (once per request and engine).
+        case policyUnknown
+        /// Its resend policy's `canDelete` said yes: removed, never sent again.
+        case deleted
 
         init?(cValue: Int32) {
             switch cValue {
@@ -409,6 +418,8 @@ public struct FrozenEvent: Sendable {
             case Int32(COURIER_FROZEN_EVENT_RESENT_SUCCEEDED.rawValue): self = .resentSucceeded
             case Int32(COURIER_FROZEN_EVENT_RESENT_FAILED.rawValue): self = .resentFailed
             case Int32(COURIER_FROZEN_EVENT_EXPIRED.rawValue): self = .expired
+            case Int32(COURIER_FROZEN_EVENT_POLICY_UNKNOWN.rawValue): self = .policyUnknown
+            case Int32(COURIER_FROZEN_EVENT_DELETED.rawValue): self = .deleted
             default: return nil
             }
         }
@@ -430,6 +441,9 @@ public struct FrozenEvent: Sendable {
     public let isFinal: Bool
     /// Resends started so far.
     public let attempts: Int
+    /// Why, for ``Kind/policyUnknown`` ("not_registered"), ``Kind/deleted`` ("can_delete") and
+    /// ``Kind/expired`` ("expired"); nil otherwise.
+    public let reason: String?
 
     init?(_ ev: UnsafePointer<courier_frozen_event>) {
         let e = ev.pointee
@@ -443,6 +457,7 @@ public struct FrozenEvent: Sendable {
         error = e.code != COURIER_OK.rawValue ? CourierError(code: e.code, detail: e.error, response: response) : nil
         isFinal = e.final != 0
         attempts = Int(e.attempts)
+        reason = e.reason.map { String(cString: $0) }
     }
 }
 
@@ -505,6 +520,10 @@ extension Notification.Name {
     public static let courierRequestFrozen = Notification.Name("CourierRequestFrozen")
     /// Posted when a frozen request expired.
     public static let courierFrozenRequestExpired = Notification.Name("CourierFrozenRequestExpired")
+    /// Posted when a frozen request's resend policy is not registered in the engine.
+    public static let courierFrozenRequestPolicyUnknown = Notification.Name("CourierFrozenRequestPolicyUnknown")
+    /// Posted when a frozen request's resend policy deleted it.
+    public static let courierFrozenRequestDeleted = Notification.Name("CourierFrozenRequestDeleted")
 }
 
 /// The key of the ``FrozenEvent`` in a notification's `userInfo`.
@@ -713,6 +732,8 @@ public struct FrozenRequests: Sendable {
             case .resentSucceeded: name = .courierFrozenRequestResent
             case .resentFailed: name = .courierFrozenRequestResendFailed
             case .expired: name = .courierFrozenRequestExpired
+            case .policyUnknown: name = .courierFrozenRequestPolicyUnknown
+            case .deleted: name = .courierFrozenRequestDeleted
             }
             center.post(name: name, object: nil, userInfo: [CourierFrozenEventKey: event])
         }

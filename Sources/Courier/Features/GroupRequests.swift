@@ -295,9 +295,12 @@ struct GroupPointer: @unchecked Sendable {
 final class MemberBox: @unchecked Sendable {
     let run: GroupRun
     let source: ChainStep.Source
-    init(run: GroupRun, source: ChainStep.Source) {
+    /// The engine that makes requests of its catalogue and routes (Catalog.swift).
+    let engine: Engine
+    init(run: GroupRun, source: ChainStep.Source, engine: Engine) {
         self.run = run
         self.source = source
+        self.engine = engine
     }
 }
 
@@ -339,7 +342,7 @@ private let groupBuild: courier_group_build_fn = { group, index, prevCode, prevR
     }
     guard let request else { return COURIER_OK.rawValue } // skipped
     do {
-        try request.withCRequest { creq, customize in
+        try request.withCRequest(on: box.engine) { creq, customize in
             var detail = courier_error()
             let rc = courier_group_submit(group, index, creq, &detail)
             if rc != COURIER_OK.rawValue, let thrown = customize?.error { box.run.record(thrown, at: index) }
@@ -403,7 +406,7 @@ extension Engine {
             await withCheckedContinuation { (continuation: CheckedContinuation<GroupResult, Never>) in
                 let run = GroupRun(continuation)
                 for member in members {
-                    let box = Unmanaged.passRetained(MemberBox(run: run, source: member.source)).toOpaque()
+                    let box = Unmanaged.passRetained(MemberBox(run: run, source: member.source, engine: self)).toOpaque()
                     let flags = member.continueOnFailure ? UInt32(COURIER_GROUP_CONTINUE_ON_FAILURE.rawValue) : 0
                     // On failure the box is already released through user_free.
                     let added = courier_group_add_built(group, groupBuild, box, releaseBox, flags, nil)

@@ -55,13 +55,43 @@ public enum LogRedaction: Sendable, Hashable {
     }
 }
 
+// MARK: - Components
+
+/// The parts of the engine that write lines of their own, each with its own level
+/// (`courier_log_component`; HTNetworking's per-module levels). A line names its part under
+/// "component".
+public enum LogComponent: Int32, Sendable, Hashable, CaseIterable {
+    /// A request's trip: will_send, did_send, progress, finished.
+    case transport = 0
+    /// The cache's decisions (cache_lookup, cache_store, from_cache).
+    case cache = 1
+    /// Frozen requests: journal_frozen, journal_replay, journal_resent, journal_expired, journal_policy.
+    case journal = 2
+    /// Requests that failed in JSON, mapping, envelope or validation.
+    case mapping = 3
+    /// Retries and the frequency guard.
+    case scheduling = 4
+
+    var cValue: courier_log_component { courier_log_component(rawValue: UInt32(rawValue)) }
+}
+
+/// When a file sink starts a new file besides size (`courier_log_rotation`).
+public enum LogRotation: Int32, Sendable, Hashable, CaseIterable {
+    /// Only by size.
+    case size = 0
+    /// Also when the day changes (UTC, on the engine's clock).
+    case daily = 1
+
+    var cValue: courier_log_rotation { courier_log_rotation(rawValue: UInt32(rawValue)) }
+}
+
 // MARK: - Sinks
 
 /// Where an engine's lines go. Each sink has its own level, below the engine's.
 public struct LogSink: Sendable {
     enum Kind: Sendable {
         case standardError
-        case file(path: String, maxBytes: Int64, maxFiles: Int)
+        case file(path: String, maxBytes: Int64, maxFiles: Int, rotation: LogRotation)
         case handler(@Sendable (LogLevel, String) -> Void)
     }
 
@@ -87,7 +117,22 @@ public struct LogSink: Sendable {
     /// - Returns: The sink.
     public static func file(_ path: String, maxBytes: Int64 = 1 << 20, maxFiles: Int = 5,
                             level: LogLevel = .trace) -> LogSink {
-        LogSink(kind: .file(path: path, maxBytes: maxBytes, maxFiles: maxFiles), level: level)
+        LogSink(kind: .file(path: path, maxBytes: maxBytes, maxFiles: maxFiles, rotation: .size), level: level)
+    }
+
+    /// A file rotated by size and, with ``LogRotation/daily``, also when a line is written on
+    /// another day (UTC, on the engine's clock) than the file's first line
+    /// (`courier_log_add_rotating_file`).
+    /// - Parameters:
+    ///   - path: The file's path.
+    ///   - maxBytes: The largest size of one file (0: no size limit).
+    ///   - maxFiles: How many files to keep, the current one included (>= 1).
+    ///   - rotation: When to start a new file besides size.
+    ///   - level: The most verbose level this sink takes.
+    /// - Returns: The sink.
+    public static func file(_ path: String, maxBytes: Int64 = 1_048_576, maxFiles: Int = 5, rotation: LogRotation,
+                            level: LogLevel = .trace) -> LogSink {
+        LogSink(kind: .file(path: path, maxBytes: maxBytes, maxFiles: maxFiles, rotation: rotation), level: level)
     }
 
     /// A closure given each line: its level and the JSON object text (no newline). It runs on the
@@ -171,6 +216,28 @@ extension Engine {
         }
     }
 
+    /// Sets one component's level while the engine runs (setting the engine's `logLevel` sets every
+    /// component's).
+    /// - Parameters:
+    ///   - level: The level.
+    ///   - component: The component.
+    public func setLogLevel(_ level: LogLevel, for component: LogComponent) {
+        guard enter() else { return }
+        defer { leave() }
+        _ = courier_log_set_component_level(handle, component.cValue, level.cValue, nil)
+    }
+
+    /// One component's level.
+    /// - Parameter component: The component.
+    /// - Returns: Its level (``LogLevel/off`` once the engine is closed).
+    public func logLevel(for component: LogComponent) -> LogLevel {
+        guard enter() else { return .off }
+        defer { leave() }
+        var level = courier_log_level(rawValue: 0)
+        _ = courier_log_get_component_level(&level, handle, component.cValue, nil)
+        return LogLevel(rawValue: Int32(level.rawValue)) ?? .info
+    }
+
     /// Applies a whole logging set-up: the level, the redaction, the fields and the sinks (added
     /// to any sinks already there).
     /// - Parameter logging: The set-up.
@@ -200,11 +267,12 @@ extension Engine {
         switch sink.kind {
         case .standardError:
             rc = courier_log_add_stderr(handle, sink.level.cValue, &id)
-        case .file(let path, let maxBytes, let maxFiles):
+        case .file(let path, let maxBytes, let maxFiles, let rotation):
             guard maxFiles >= 1, maxFiles <= Int(Int32.max) else {
                 throw CourierError(.invalidArgument, message: "maxFiles must be at least 1")
             }
-            rc = courier_log_add_file(handle, sink.level.cValue, path, maxBytes, Int32(maxFiles), &id, &detail)
+            rc = courier_log_add_rotating_file(&id, handle, sink.level.cValue, path, maxBytes, Int32(maxFiles),
+                                               rotation.cValue, &detail)
         case .handler(let handler):
             let box = Unmanaged.passRetained(LogHandlerBox(handler)).toOpaque()
             // On failure the C core has already released the box through user_free.

@@ -22,6 +22,8 @@
  *                          "query" are as received (not percent-decoded; query is "" if
  *                          absent); "connection" is the request's number on its connection
  *                          (1 for the first).
+ *   /problem/{code}        that status with {"error":{"code":<code>01,"message":"problem <code>"}}
+ *                          (an error document, for response descriptors)
  *   /status/{code}         that status (200..599) with body {"status":code}; 204 and 304
  *                          have neither body nor Content-Length.
  *   /delay/{ms}            waits ms milliseconds (cut short by stop), then {"delayed":ms}.

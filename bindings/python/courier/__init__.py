@@ -18,15 +18,17 @@ from ._lib import library_path
 from .auth import AuthScheme, Challenge, Cookie
 from .cache import CacheEntry, CacheManager, CacheStats
 from .engine import (CacheDurability, CachePolicy, CourierFuture, Engine, Event, EventKind, Interceptor,
-                     LogLevel, Reachability, Redaction)
+                     LogComponent, LogLevel, LogRotation, NetworkKind, Reachability, Redaction,
+                     network_link_kind)
 from .errors import *  # noqa: F401,F403 - the exception classes, generated from the code table
 from .errors import CourierError, error_class, strerror
-from .frozen import FreezePolicy, FrozenEvent, FrozenEventKind, FrozenManager, FrozenRequest
+from .frozen import FreezePolicy, FrozenEvent, FrozenEventKind, FrozenManager, FrozenRequest, ResendPolicy
 from .group import Group, GroupFlag, GroupMember, GroupMode, GroupResult
 from .mapping import (MAP_ALL_COERCIONS, MAP_BOOL_FROM_NUMBER, MAP_NULL_AS_ABSENT, MAP_NUMBER_FROM_STRING,
                       MAP_REQUIRED, MAP_STRING_FROM_NUMBER, Envelope, JsonType, Mapping)
 from .request import BodyEncoding, Freeze, Mock, Outgoing, Part, Priority, Progress, Request, Result, Retry
 from .response import Answer, CacheReason, CacheStatus, Headers, Metrics, Response
+from .security import PinningMode, Security
 from .transport import Call, Transport
 
 try:  # written by the wheel build from COURIER_VERSION_STRING (include/courier.h)

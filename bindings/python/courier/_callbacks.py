@@ -251,6 +251,7 @@ TRANSPORT_CANCEL_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 CHALLENGE_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 DECODER_FN = CFUNCTYPE(c_int, c_void_p, c_size_t, c_char_p, POINTER(c_void_p), POINTER(ERROR), c_void_p)
 REDIRECT_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p)
+RESEND_POLICY_FN = CFUNCTYPE(c_int, c_void_p, c_int64, c_int, c_void_p)
 
 
 def _user_free(user: Optional[int]) -> None:
@@ -495,6 +496,23 @@ def _monitor(event: Any, user: Optional[int]) -> None:
         ev._release()
 
 
+def _resend_policy(ask: str, frozen: Optional[int], age_ms: int, reach: int, user: Optional[int]) -> int:
+    """A resend policy's question (``extra`` holds can_send and can_delete): ``fn(request, age,
+    reachability)`` returns a truth value; a raised exception answers no and is kept for the engine."""
+    from .frozen import FrozenRequest
+    from .engine import Reachability
+    slot = lookup(user)
+    fn = slot.extra[ask] if slot is not None else None
+    if fn is None or not frozen:
+        return 1 if ask == "can_send" else 0
+    slot.note_worker()
+    try:
+        return 1 if fn(FrozenRequest._from_c(frozen), age_ms / 1000.0, Reachability(reach)) else 0
+    except BaseException as e:
+        slot.keep(e)
+        return 0
+
+
 def _frozen_event(event: Any, user: Optional[int]) -> None:
     from .frozen import FrozenEvent
     slot = lookup(user)
@@ -624,6 +642,8 @@ decoder = DECODER_FN(_decoder)
 transport_start = TRANSPORT_START_FN(_transport_start)
 transport_cancel = TRANSPORT_CANCEL_FN(_transport_cancel)
 redirect = REDIRECT_FN(_redirect)
+resend_can_send = RESEND_POLICY_FN(lambda f, a, r, u: _resend_policy("can_send", f, a, r, u))
+resend_can_delete = RESEND_POLICY_FN(lambda f, a, r, u: _resend_policy("can_delete", f, a, r, u))
 challenge = CHALLENGE_FN(_challenge)
 
 

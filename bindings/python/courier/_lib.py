@@ -131,7 +131,7 @@ class FROZEN_EVENT(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("kind", ctypes.c_int), ("freeze_id", ctypes.c_char_p),
                 ("frozen", ctypes.c_void_p), ("request_id", ctypes.c_uint64), ("code", ctypes.c_int),
                 ("final", ctypes.c_int), ("attempts", ctypes.c_int), ("response", ctypes.c_void_p),
-                ("error", ctypes.POINTER(ERROR))]
+                ("error", ctypes.POINTER(ERROR)), ("reason", ctypes.c_char_p)]
 
 
 class EVENT(ctypes.Structure):

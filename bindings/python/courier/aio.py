@@ -101,6 +101,10 @@ class AsyncEngine:
                 self.sync.cancel(rid)
             raise
 
+    async def api(self, name: str, **options: Unpack[RequestOptions]) -> Response:
+        """Sends API ``name`` of the engine's catalogue (:meth:`courier.Engine.api`)."""
+        return await self.send(Request.api(name, **options))
+
     async def get(self, url: str, **options: Unpack[RequestOptions]) -> Response:
         return await self.send("GET", url, **options)
 

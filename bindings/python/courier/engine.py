@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 import weakref
-from ctypes import byref, c_long, c_uint64, c_void_p
+from ctypes import byref, c_char_p, c_long, c_size_t, c_uint64, c_void_p
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
@@ -19,6 +19,7 @@ from .auth import Challenge, Cookie, Credentials, credentials_args
 from .errors import CourierError, EngineClosed, InvalidArgument, check, make_error
 from .request import BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs, timeout_ms
 from .response import Response
+from .security import Security
 
 if TYPE_CHECKING:  # pragma: no cover
     from .group import Group, GroupMember, GroupMode, GroupResult, Member
@@ -28,8 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     else:
         from typing_extensions import Unpack
 
-__all__ = ["Engine", "CourierFuture", "Interceptor", "Event", "EventKind", "LogLevel", "Reachability",
-           "Redaction", "CachePolicy", "CacheDurability"]
+__all__ = ["Engine", "CourierFuture", "Interceptor", "Event", "EventKind", "LogLevel", "LogComponent", "LogRotation",
+           "Reachability", "Redaction", "CachePolicy", "CacheDurability"]
 
 
 class LogLevel(CEnum):
@@ -41,6 +42,23 @@ class LogLevel(CEnum):
     INFO = 3
     DEBUG = 4
     TRACE = 5
+
+
+class LogComponent(CEnum):
+    """``courier_log_component``: the part of the engine a line comes from, each with its level."""
+    __c_enum__ = ("courier_log_component", "COURIER_LOG_")
+    TRANSPORT = 0
+    CACHE = 1
+    JOURNAL = 2
+    MAPPING = 3
+    SCHEDULING = 4
+
+
+class LogRotation(CEnum):
+    """``courier_log_rotation``: when a file sink starts a new file besides size."""
+    __c_enum__ = ("courier_log_rotation", "COURIER_LOG_ROTATE_")
+    SIZE = 0
+    DAILY = 1
 
 
 class Redaction(CEnum):
@@ -69,6 +87,26 @@ class Reachability(CEnum):
     UNKNOWN = 0
     OFFLINE = 1
     ONLINE = 2
+
+
+class NetworkKind(CEnum):
+    """``courier_network_kind``: the kind of the network path."""
+    __c_enum__ = ("courier_network_kind", "COURIER_NETWORK_")
+    UNKNOWN = 0
+    WIRED = 1
+    WIFI = 2
+    CELLULAR = 3
+    OTHER = 4
+
+
+def network_link_kind(interface: str) -> tuple[NetworkKind, bool]:
+    """The kind of a network interface ("lo", "eth0") and whether it is expensive, read from the
+    kernel through netlink as the OS watch reads it (``courier_network_link_kind``; Linux)."""
+    kind = ctypes.c_int()
+    expensive = ctypes.c_int()
+    err = ERROR()
+    check(lib.courier_network_link_kind(byref(kind), byref(expensive), interface.encode(), byref(err)), err)
+    return NetworkKind(kind.value), bool(expensive.value)
 
 
 class CachePolicy(CEnum):
@@ -307,6 +345,15 @@ class Engine:
             "ISO-8859-1", ... any iconv name; default UTF-8): :class:`courier.UnknownCharset` for a
             name iconv does not know, :class:`courier.CharsetError` at send for a character it
             cannot hold. ``Response.text`` decodes by the response's own charset.
+        security: a :class:`courier.Security` policy (pinning, the two verification switches, a CA
+            file, a client certificate) for every request; replaces ca_file, pinned_public_key
+            and insecure.
+        network_watch: watch the operating system's network path (netlink on Linux): online or
+            offline, its :class:`NetworkKind` and whether it is expensive (``Engine.network_path``).
+        network_limits: ``{kind: (max_per_host, max_total, replay_concurrency)}`` holding while the
+            path is of that kind (0 keeps the engine's own), applied at once when the kind changes.
+        api_version: a path segment ("v5") put between the base URL and every relative path
+        (HLNetworking's apiVersion), followed by "r" with ``api_review=True`` (the review build's).
     """
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
@@ -338,7 +385,10 @@ class Engine:
                  cookies: bool = True, credentials: Credentials = None,
                  challenge_handler: Optional[Callable[[Challenge], Any]] = None, proxy: Optional[str] = None,
                  no_proxy: Optional[str] = None, proxy_credentials: Credentials = None,
-                 param_charset: Optional[str] = None) -> None:
+                 param_charset: Optional[str] = None, security: Optional[Security] = None,
+                 network_watch: bool = False,
+                 network_limits: Optional[Mapping[Union[NetworkKind, str, int], tuple[int, int, int]]] = None,
+                 api_version: Optional[str] = None, api_review: bool = False) -> None:
         self._ptr: Optional[int] = None
         self._errors: dict[int, BaseException] = {}
         self._background: list[BaseException] = []
@@ -376,6 +426,13 @@ class Engine:
                 check(lib.courier_config_set_insecure(c, 1))
             if param_charset is not None:
                 check(lib.courier_config_set_param_charset(c, _b(param_charset)))
+            if network_watch:
+                check(lib.courier_config_set_network_watch(c, 1))
+            for kind, (per_host, total, replay) in (network_limits or {}).items():
+                check(lib.courier_config_set_network_limits(c, coerce(NetworkKind, kind, "network_limits"),
+                                                            int(per_host), int(total), int(replay)))
+            if security is not None:  # after ca_file, pinned_public_key, insecure: replaces them
+                security._apply(lib.courier_config_set_security, c)
             if store is not None:
                 check(lib.courier_config_set_store_dir(c, _b(os.fspath(store))))
             if app_id is not None:
@@ -470,6 +527,8 @@ class Engine:
             if challenge_handler is not None:
                 key = cb.register(cb.Slot(challenge_handler, None, self))
                 check(lib.courier_config_set_challenge_handler(c, cb.challenge, key, cb.user_free))
+            if api_version is not None or api_review:
+                check(lib.courier_config_set_api_version(c, _opt(api_version), 1 if api_review else 0))
             out = c_void_p()
             err = ERROR()
             check(lib.courier_engine_open(byref(out), c, byref(err)), err)
@@ -622,7 +681,8 @@ class Engine:
         ``redirect_hook(response, next)``, ``connect_timeout`` and ``idle_timeout`` (s),
         ``credentials`` and ``challenge_handler`` (as the engine's, for this request), ``proxy`` with
         ``no_proxy``, ``proxy_credentials``, ``param_charset`` (the parameters' charset, as the
-        engine's).
+        engine's), ``security`` (a :class:`courier.Security` replacing the engine's for this request),
+        ``allow_cellular`` (False: :class:`courier.CellularNotAllowed` while the path is cellular).
 
         Returns the :class:`Response` (status < 400). Raises the :class:`courier.CourierError`
         subclass of the failure (:class:`courier.HTTPStatusError` with ``.response`` for >= 400),
@@ -662,6 +722,83 @@ class Engine:
             raise make_error(code, err, resp)
         assert resp is not None
         return resp
+
+    # -- the API catalogue, routes, response descriptors -------------------------------------------
+    def add_api(self, name: str, declaration: Mapping[str, Any]) -> None:
+        """Declares API ``name`` ("home.feed"; dots separate modules) on this engine
+        (``courier_engine_add_api``): ``declaration`` is a dict in the header's words
+        (``{"method": "GET", "path": "/feed/:kind", "params": {...}, "cache_policy": "cache_first",
+        "key_path": "data", ...}``, docs/DESIGN.md lists them). Use it with :meth:`api` or
+        :meth:`courier.Request.api`. Raises :class:`courier.CatalogError` for a bad shape."""
+        from .mapping import python_to_json
+        doc = python_to_json(dict(declaration))
+        err = ERROR()
+        try:
+            code = lib.courier_engine_add_api(self._handle(), _b(name), doc, byref(err))
+        finally:
+            lib.courier_json_free(doc)
+        check(code, err)
+
+    def load_apis(self, catalogue: Union[str, bytes, Mapping[str, Any]]) -> int:
+        """Loads a catalogue (``{"apis": {"home": {"feed": {...}}}, "routes": [...]}``) from JSON
+        text or a dict, all or nothing (``courier_engine_load_apis``). Returns the number of APIs
+        declared. Raises :class:`courier.JSONError` (not JSON) or :class:`courier.CatalogError`."""
+        import json as _json
+        if isinstance(catalogue, Mapping):
+            catalogue = _json.dumps(catalogue)
+        data = catalogue.encode("utf-8") if isinstance(catalogue, str) else bytes(catalogue)
+        n = c_size_t()
+        err = ERROR()
+        check(lib.courier_engine_load_apis(byref(n), self._handle(), data, len(data), byref(err)), err)
+        return n.value
+
+    def load_api_file(self, path: Union[str, os.PathLike]) -> int:
+        """:meth:`load_apis` from a file (``courier_engine_load_api_file``)."""
+        n = c_size_t()
+        err = ERROR()
+        check(lib.courier_engine_load_api_file(byref(n), self._handle(), _b(os.fspath(path)), byref(err)), err)
+        return n.value
+
+    def api_names(self) -> list[str]:
+        """The declared API names, sorted."""
+        import json as _json
+        out = c_void_p()
+        check(lib.courier_engine_api_names(byref(out), None, self._handle()))
+        try:
+            return list(_json.loads(ctypes.string_at(out.value).decode("utf-8")))
+        finally:
+            lib.courier_free(out)
+
+    def api(self, name: str, **kw: Unpack[RequestOptions]) -> Response:
+        """Sends API ``name`` from the catalogue with this use's options added
+        (``engine.api("home.feed", params={"page": "2"})``; ``object=`` fills a path's
+        parameters). Raises :class:`courier.UnknownName` for an undeclared name."""
+        return self.send(Request.api(name, **kw))
+
+    def add_route(self, path_pattern: str, *, name: Optional[str] = None, object_type: Optional[str] = None,
+                  method: Optional[str] = None) -> None:
+        """A route (``courier_engine_add_route``): ``path_pattern`` ("/users/:id/photos") under a
+        ``name``, or for ``object_type`` and ``method`` (None: any). Use it with
+        :meth:`courier.Request.route` / :meth:`courier.Request.for_object`."""
+        err = ERROR()
+        check(lib.courier_engine_add_route(self._handle(), _opt(name), _opt(object_type), _opt(method),
+                                           _b(path_pattern), byref(err)), err)
+
+    def add_response_descriptor(self, path_pattern: Optional[str] = None, *, method: Optional[str] = None,
+                                status_codes: tuple[int, int] = (200, 299), key_path: Optional[str] = None,
+                                mapping: Any = None) -> None:
+        """A response descriptor (``courier_engine_add_response_descriptor``): for requests of
+        ``method`` (None: any) whose path matches ``path_pattern`` (None: any), a response whose
+        status is within ``status_codes`` (lo, hi) gets ``key_path`` and ``mapping``: a success
+        as its data (when the request has no key path or mapping of its own), an error body as the
+        error model (``error.response.data()`` of the :class:`courier.HTTPStatusError`)."""
+        if mapping is not None:
+            self._keep.append(mapping)
+        err = ERROR()
+        lo, hi = status_codes
+        check(lib.courier_engine_add_response_descriptor(
+            self._handle(), _opt(method), _opt(path_pattern), int(lo), int(hi), _opt(key_path),
+            mapping._handle() if mapping is not None else None, byref(err)), err)
 
     def get(self, url: str, **kw: Unpack[RequestOptions]) -> Response:
         """``send("GET", url, ...)``."""
@@ -807,13 +944,30 @@ class Engine:
         return sink.value
 
     def add_log_file(self, path: Union[str, os.PathLike], min_level: Union[LogLevel, str, int] = LogLevel.INFO,
-                     max_bytes: int = 0, max_files: int = 1) -> int:
-        """Appends log lines to a file (rotated past ``max_bytes``); returns the sink id."""
+                     max_bytes: int = 0, max_files: int = 1,
+                     rotation: Union[LogRotation, str, int] = LogRotation.SIZE) -> int:
+        """Appends log lines to a file (rotated past ``max_bytes`` and, with ``rotation="daily"``, when
+        the UTC day changes on the engine's clock); returns the sink id."""
         sink = c_uint64()
         err = ERROR()
-        check(lib.courier_log_add_file(self._handle(), coerce(LogLevel, min_level, "min_level"), _b(os.fspath(path)), int(max_bytes),
-                                       int(max_files), byref(sink), byref(err)), err)
+        check(lib.courier_log_add_rotating_file(byref(sink), self._handle(), coerce(LogLevel, min_level, "min_level"),
+                                                _b(os.fspath(path)), int(max_bytes), int(max_files),
+                                                coerce(LogRotation, rotation, "rotation"), byref(err)), err)
         return sink.value
+
+    def log_set_component_level(self, component: Union[LogComponent, str, int], level: Union[LogLevel, str, int]) -> None:
+        """One component's level, changeable while the engine runs (``log_level`` sets them all)."""
+        err = ERROR()
+        check(lib.courier_log_set_component_level(self._handle(), coerce(LogComponent, component, "component"),
+                                                  coerce(LogLevel, level, "level"), byref(err)), err)
+
+    def log_get_component_level(self, component: Union[LogComponent, str, int]) -> LogLevel:
+        """One component's level."""
+        out = ctypes.c_int()
+        err = ERROR()
+        check(lib.courier_log_get_component_level(byref(out), self._handle(), coerce(LogComponent, component, "component"),
+                                                  byref(err)), err)
+        return LogLevel(out.value)
 
     def add_log_stderr(self, min_level: Union[LogLevel, str, int] = LogLevel.INFO) -> int:
         sink = c_uint64()
@@ -854,6 +1008,22 @@ class Engine:
     def set_offline(self) -> None:
         """The app's word: offline."""
         check(lib.courier_reachability_set_offline(self._handle()))
+
+    @property
+    def network_path(self) -> tuple[NetworkKind, bool]:
+        """The path's :class:`NetworkKind` and whether it is expensive (``courier_reachability_path``)."""
+        kind = ctypes.c_int()
+        expensive = ctypes.c_int()
+        check(lib.courier_reachability_path(byref(kind), byref(expensive), self._handle()))
+        return NetworkKind(kind.value), bool(expensive.value)
+
+    def report_network(self, status: Union[Reachability, str, int], kind: Union[NetworkKind, str, int],
+                       expensive: bool = False) -> None:
+        """A source's report, as the OS watch makes them (``courier_reachability_report``): status
+        (UNKNOWN leaves online/offline as it is), kind, expensive. A change of kind applies its
+        limits at once."""
+        check(lib.courier_reachability_report(self._handle(), coerce(Reachability, status, "status"),
+                                              coerce(NetworkKind, kind, "kind"), 1 if expensive else 0))
 
     def set_reachability_automatic(self) -> None:
         check(lib.courier_reachability_set_automatic(self._handle()))

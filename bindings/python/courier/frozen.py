@@ -20,7 +20,7 @@ from .response import Response
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import Engine
 
-__all__ = ["FrozenManager", "FrozenRequest", "FrozenEvent", "FrozenEventKind", "FreezePolicy"]
+__all__ = ["FrozenManager", "FrozenRequest", "FrozenEvent", "FrozenEventKind", "FreezePolicy", "ResendPolicy"]
 
 
 class FreezePolicy(CEnum):
@@ -38,6 +38,17 @@ class FrozenEventKind(CEnum):
     RESENT_SUCCEEDED = 2
     RESENT_FAILED = 3
     EXPIRED = 4
+    POLICY_UNKNOWN = 5
+    DELETED = 6
+
+
+class ResendPolicy:
+    """The ids of the built-in resend policies (``courier_resend_policy_add``'s reserved ids)."""
+    AUTO = "courier.auto"
+    MANUAL = "courier.manual"
+    ONLINE = "courier.online"
+    EXPIRE = "courier.expire"
+    START = "courier.start"
 
 
 def _s(b: Optional[bytes]) -> Optional[str]:
@@ -66,6 +77,7 @@ class FrozenRequest:
     expires: float
     next_attempt: float
     last_attempt: float
+    resend_policy: str = ""
 
     @classmethod
     def _from_c(cls, fz: int) -> "FrozenRequest":
@@ -84,7 +96,8 @@ class FrozenRequest:
                    _s(lib.courier_frozen_idempotency_key(fz)), headers, body,
                    _s(lib.courier_frozen_json(fz)) or "", info.policy, info.flags, info.timeout_ms / 1000.0,
                    info.attempts, info.last_code, info.last_status, bool(info.claimed), info.created_ms / 1000.0,
-                   info.expires_ms / 1000.0, info.next_attempt_ms / 1000.0, info.last_attempt_ms / 1000.0)
+                   info.expires_ms / 1000.0, info.next_attempt_ms / 1000.0, info.last_attempt_ms / 1000.0,
+                   _s(lib.courier_frozen_resend_policy(fz)) or "")
 
 
 @dataclass
@@ -99,6 +112,7 @@ class FrozenEvent:
     attempts: int
     response: Optional[Response]
     error: Optional[CourierError] = field(default=None)
+    reason: Optional[str] = None  # POLICY_UNKNOWN "not_registered", DELETED "can_delete", EXPIRED "expired"
 
     @classmethod
     def _from_c(cls, ev: Any) -> "FrozenEvent":
@@ -111,7 +125,8 @@ class FrozenEvent:
         if ev.error and ev.error.contents.code:
             err = make_error(ev.error.contents.code, ev.error.contents)
         req = FrozenRequest._from_c(ev.frozen) if ev.frozen else None
-        return cls(kind, _s(ev.freeze_id), req, int(ev.request_id), ev.code, bool(ev.final), ev.attempts, resp, err)
+        return cls(kind, _s(ev.freeze_id), req, int(ev.request_id), ev.code, bool(ev.final), ev.attempts, resp, err,
+                   _s(ev.reason))
 
     def _release(self) -> None:
         if self.response is not None:
@@ -215,6 +230,27 @@ class FrozenManager:
         tok = ctypes.c_uint64()
         check(lib.courier_frozen_add_listener(self._h(), cb.frozen_event, key, cb.user_free, byref(tok)))
         return tok.value
+
+    def add_resend_policy(self, policy_id: str, can_send: Optional[Callable[[FrozenRequest, float, Any], bool]] = None,
+                          can_delete: Optional[Callable[[FrozenRequest, float, Any], bool]] = None) -> None:
+        """Registers a resend policy under ``policy_id`` (replacing one registered before):
+        ``can_send(request, age, reachability)`` and ``can_delete(...)`` (age in seconds, a
+        :class:`courier.Reachability`) run on the engine's journal or worker thread before each
+        automatic replay of a request that names the id; None means "always send" / "never delete".
+        An exception answers no and is kept for the engine."""
+        key = cb.register(cb.Slot(None, None, self._engine, {"can_send": can_send, "can_delete": can_delete}))
+        err = ERROR()
+        check(lib.courier_resend_policy_add(self._h(), policy_id.encode(), cb.resend_can_send, cb.resend_can_delete, key,
+                                            cb.user_free, byref(err)), err)
+
+    def remove_resend_policy(self, policy_id: str) -> bool:
+        """Removes the policy registered under ``policy_id``; False if there was none."""
+        err = ERROR()
+        try:
+            check(lib.courier_resend_policy_remove(self._h(), policy_id.encode(), byref(err)), err)
+        except NotFound:
+            return False
+        return True
 
     def remove_listener(self, token: int) -> None:
         check(lib.courier_frozen_remove_listener(self._h(), ctypes.c_uint64(token)))

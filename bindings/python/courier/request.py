@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, 
 
 from . import _callbacks as cb
 from ._enums import CEnum, coerce
-from ._lib import lib
+from ._lib import ERROR, lib
 from .auth import Challenge, Credentials, credentials_args
-from .errors import InvalidArgument, check, lib_code
+from .errors import InvalidArgument, check, lib_code, make_error
 from .frozen import FreezePolicy
+from .security import Security
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import CachePolicy
@@ -117,6 +118,7 @@ class Freeze:
     unordered: bool = False
     on_ambiguous: bool = False
     id: Optional[str] = None
+    resend_policy: Optional[str] = None  # a registered policy's id or a courier.ResendPolicy id
 
     def _policy(self) -> int:
         return coerce(FreezePolicy, self.policy, "freeze")
@@ -289,6 +291,11 @@ class RequestOptions(TypedDict, total=False):
     no_proxy: Optional[str]
     proxy_credentials: Credentials
     param_charset: Optional[str]
+    security: Optional[Security]
+    allow_cellular: Optional[bool]
+    object: Any
+    status_codes: Optional[Iterable[Union[int, tuple[int, int]]]]
+    api_version: Optional[str]
 
 
 class Request:
@@ -322,7 +329,11 @@ class Request:
                  connect_timeout: Optional[float] = None, idle_timeout: Optional[float] = None,
                  credentials: Credentials = None, challenge_handler: Optional[Callable[[Challenge], Any]] = None,
                  proxy: Optional[str] = None, no_proxy: Optional[str] = None,
-                 proxy_credentials: Credentials = None, param_charset: Optional[str] = None) -> None:
+                 proxy_credentials: Credentials = None, param_charset: Optional[str] = None,
+                 security: Optional[Security] = None, allow_cellular: Optional[bool] = None,
+                 object: Any = None, status_codes: Optional[Iterable[Union[int, tuple[int, int]]]] = None,
+                 api_version: Optional[str] = None) -> None:
+        self._origin: Optional[tuple[str, ...]] = None  # a catalogue API or a route (made by the engine)
         self.method = method
         self.url = url
         # snapshots: a Request describes one request; changing an attribute later is seen by the
@@ -376,8 +387,43 @@ class Request:
         self.no_proxy = no_proxy
         self.proxy_credentials = proxy_credentials
         self.param_charset = param_charset
+        self.security = security
+        self.allow_cellular = allow_cellular
+        # object: a dict filling the path pattern (":id"), the rest sent as parameters or body
+        self.object = object
+        self.status_codes = tuple(status_codes) if status_codes is not None else None
+        self.api_version = api_version
+
+    @classmethod
+    def api(cls, name: str, **kw: Any) -> "Request":
+        """A request made from the engine's declaration of API ``name`` (``courier_request_new_api``:
+        the catalogue, :meth:`courier.Engine.add_api` / :meth:`courier.Engine.load_apis`), with
+        ``kw`` added for this use (``params``, ``object`` for a path with parameters, ...)."""
+        req = cls("", "", **kw)
+        req.__dict__["_origin"] = ("api", name)
+        return req
+
+    @classmethod
+    def route(cls, name: str, object: Any = None, **kw: Any) -> "Request":
+        """A request from the engine's route ``name`` (``courier_request_new_route``), its path
+        pattern filled from ``object`` (a dict), the rest sent as parameters or body."""
+        req = cls("", "", **kw)
+        req.__dict__["_origin"] = ("route", name)
+        req.__dict__["_route_object"] = object
+        return req
+
+    @classmethod
+    def for_object(cls, method: str, object_type: str, object: Any, **kw: Any) -> "Request":
+        """A request from the engine's route for ``object_type`` and ``method``
+        (``courier_request_new_object``), filled from ``object`` (a dict)."""
+        req = cls(method, "", **kw)
+        req.__dict__["_origin"] = ("object", method, object_type)
+        req.__dict__["_route_object"] = object
+        return req
 
     def __repr__(self) -> str:
+        if self._origin:
+            return f"<courier.Request {' '.join(self._origin)}>"
         return f"<courier.Request {self.method} {self.url}>"
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -396,7 +442,7 @@ class Request:
         once per thread and reused (``courier_send`` copies it; a C request is used by one thread
         at a time); one with callbacks is built for each send, with that send's context, and the
         caller frees it (``owned``)."""
-        if self._has_callbacks():
+        if self._has_callbacks() or self._origin:
             return self._build(ctx, engine), True
         # keyed by thread id, not threading.local: the engine's worker is a C thread whose Python
         # thread state lives only for the duration of each callback
@@ -414,7 +460,10 @@ class Request:
         """A new ``courier_request *`` for one send; per-request callbacks keep their exceptions
         in ``ctx`` (a send context) and release their registration through user_free."""
         out = c_void_p()
-        check(lib.courier_request_new(byref(out), _b(self.method), _b(self.url)))
+        if self._origin:
+            self._new_from_engine(out, engine)
+        else:
+            check(lib.courier_request_new(byref(out), _b(self.method), _b(self.url)))
         r = out.value
         try:
             self._configure(r, ctx, engine)
@@ -422,6 +471,30 @@ class Request:
             lib.courier_request_free(r)
             raise
         return r or 0
+
+    def _new_from_engine(self, out: c_void_p, engine: Any) -> None:
+        """The C request of a catalogue API or a route: made by the engine that sends it."""
+        from .mapping import python_to_json
+        if engine is None:
+            raise InvalidArgument(f"{self!r} is made by an engine: send it on one")
+        kind, *names = self._origin or ()
+        err = ERROR()
+        h = engine._handle()
+        if kind == "api":
+            code = lib.courier_request_new_api(byref(out), h, _b(names[0]), byref(err))
+        else:
+            obj = self.__dict__.get("_route_object")
+            doc = python_to_json(obj) if obj is not None else None
+            try:
+                if kind == "route":
+                    code = lib.courier_request_new_route(byref(out), h, _b(names[0]), doc, byref(err))
+                else:
+                    code = lib.courier_request_new_object(byref(out), h, _b(names[0]), _b(names[1]), doc, byref(err))
+            finally:
+                if doc:
+                    lib.courier_json_free(doc)
+        if code != 0:
+            raise make_error(code, err)
 
     def _configure(self, r: int, ctx: Any, engine: Any) -> None:  # noqa: C901 - a flat list of setters
         L = lib
@@ -437,6 +510,10 @@ class Request:
                 check(L.courier_request_add_param_n(r, bn, len(bn), bv, len(bv)))
         if self.param_charset is not None:
             check(L.courier_request_set_param_charset(r, _b(self.param_charset)))
+        if self.security is not None:
+            self.security._apply(L.courier_request_set_security, r)
+        if self.allow_cellular is not None:
+            check(L.courier_request_set_allow_cellular(r, 1 if self.allow_cellular else 0))
         if self.use_default_params is not None:
             check(L.courier_request_set_use_default_params(r, 1 if self.use_default_params else 0))
         for name, value in _pairs(self.headers):
@@ -475,6 +552,21 @@ class Request:
                 check(L.courier_request_add_part_header(r, _b(name), _b(value)))
         if self.body_file is not None:
             check(L.courier_request_set_body_file(r, _b(os.fspath(self.body_file)), _opt(self.content_type)))
+        if self.object is not None:  # after the raw body: with one, the members go in the query
+            from .mapping import python_to_json
+            doc = python_to_json(self.object)
+            err = ERROR()
+            try:
+                code = L.courier_request_set_object(r, doc, byref(err))
+            finally:
+                L.courier_json_free(doc)
+            if code != 0:
+                raise make_error(code, err)
+        for sc in self.status_codes or ():
+            lo, hi = (sc, sc) if isinstance(sc, int) else sc
+            check(L.courier_request_add_status_codes(r, int(lo), int(hi)))
+        if self.api_version is not None:
+            check(L.courier_request_set_api_version(r, _b(self.api_version)))
         if self.timeout is not None:
             check(L.courier_request_set_timeout_ms(r, max(1, int(round(self.timeout * 1000)))))
         if self.auth is not None:
@@ -520,6 +612,8 @@ class Request:
             check(L.courier_request_set_freeze(r, fz._policy(), expiry, flags))
             if fz.id is not None:
                 check(L.courier_request_set_freeze_id(r, _b(fz.id)))
+            if fz.resend_policy is not None:
+                check(L.courier_request_set_resend_policy(r, _b(fz.resend_policy), None))
         if self.ignore_offline is not None:
             check(L.courier_request_set_ignore_offline(r, 1 if self.ignore_offline else 0))
         if self.key_path is not None:

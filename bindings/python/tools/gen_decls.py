@@ -25,7 +25,7 @@ def _kind(ctype: str, is_return: bool) -> str:
         return _SCALARS[t]
     if re.fullmatch(r"courier_\w+_fn", t):
         return "fn"
-    if re.fullmatch(r"courier_(code|body_encoding|priority|log_level|log_redaction|group_mode|timeout_kind)", t):
+    if re.fullmatch(r"courier_(code|body_encoding|priority|log_level|log_redaction|log_component|log_rotation|group_mode|timeout_kind|pinning_mode|network_kind|reachability)", t):
         return "int"
     if t == "char*":
         # const char *: text passed in or borrowed out; char *: memory the library owns (free it)
