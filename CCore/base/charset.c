@@ -5,7 +5,7 @@
  * character the target cannot hold, or bytes that are not valid in the source, fail with
  * COURIER_E_CHARSET (never a silent '?' or a transliteration).
  */
-#include "internal.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <iconv.h>

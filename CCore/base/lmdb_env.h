@@ -18,7 +18,7 @@
 #ifndef COURIER_LMDB_ENV_H
 #define COURIER_LMDB_ENV_H
 
-#include "internal.h"
+#include "base/base.h"
 
 #include <lmdb.h>
 #include <sys/types.h>

@@ -15,7 +15,7 @@
  *  136 pgno last_pg   144 txnid
  * The first meta page is at offset 0, the second at offset page size.
  */
-#include "internal.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,8 @@
  * builds a new snapshot and swaps it in. Sinks and monitor registrations are shared between
  * snapshots by reference, so a registration's user_free runs after the last call that used it.
  */
-#include "internal.h"
+#include "base/base.h"
+#include "engine/engine.h" /* reads the engine's, transfer's and response's fields (not their functions): DESIGN.md, "CCore, by layer" */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1026,4 +1027,16 @@ void cr_event_frozen(courier_engine *e, uint64_t request_id, const char *method,
     ev.method = method;
     ev.url = url;
     cr_event_emit(e, &ev);
+}
+
+/* ---- names (what logs, events and the Cache-Status field print) ------------------------------------ */
+
+const char *courier_cache_reason_name(int reason) {
+    static const char *const names[] = {
+        "none",           "miss",           "fresh",          "stale-while-revalidate", "stale-if-error",
+        "revalidated",    "stale-refetched", "vary-miss",     "only-if-cached",         "not-stored-no-store",
+        "not-stored-status", "not-stored-private", "not-stored-authorization", "not-stored-vary",
+        "not-stored-too-large", "not-stored-no-freshness", "not-stored-method", "invalidated",
+        "stale-accepted", "updated-stored", "not-stored-policy"};
+    return reason >= 0 && (size_t)reason < sizeof names / sizeof names[0] ? names[reason] : "unknown";
 }

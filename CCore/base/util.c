@@ -2,7 +2,7 @@
  * util.c — small pieces every area uses: errors, buffers, name/value lists, string checks and
  * encodings, shared callback registrations, an id set. No I/O, no global state.
  */
-#include "internal.h"
+#include "base/base.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* ---- versions and errors ------------------------------------------------------------------ */
 
@@ -542,4 +543,43 @@ int cr_read_file(const char *path, const char *what, int64_t max, char **out, si
     }
     *out = cr_buf_take(&b, len);
     return *out ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+}
+
+/* ---- clocks ------------------------------------------------------------------------------------- */
+
+int64_t cr_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#if defined(__APPLE__)
+#define CR_COND_CLOCK CLOCK_REALTIME
+#else
+#define CR_COND_CLOCK CLOCK_MONOTONIC
+#endif
+
+void cr_cond_init(pthread_cond_t *cv) {
+#if defined(__APPLE__)
+    pthread_cond_init(cv, NULL);
+#else
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CR_COND_CLOCK);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+#endif
+}
+
+struct timespec cr_cond_deadline(int64_t us) {
+    struct timespec ts;
+    clock_gettime(CR_COND_CLOCK, &ts);
+    if (us < 0) us = 0;
+    ts.tv_sec += (time_t)(us / 1000000);
+    ts.tv_nsec += (long)(us % 1000000) * 1000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
 }

@@ -11,6 +11,7 @@
  * callback. The store is opened on first use.
  */
 #include "cache_internal.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <errno.h>
 #include <limits.h>
@@ -38,7 +39,7 @@ typedef struct policy_reg {
 #define CR_DEFER_PUTS 4 /* an invalidation: the URL (as keyed and as sent), Location, Content-Location */
 
 typedef struct deferred {
-    cr_transfer *t;
+    cr_later *later; /* the caller, answered after the write (the engine's cr_answer_ops) */
     int code;
     courier_response *resp;
     courier_error err;
@@ -59,6 +60,7 @@ struct cr_cache {
     int64_t expiry_s;
     int default_policy;
     cr_callback *clock;
+    const cr_answer_ops *answer; /* the engine's, for the callers of deferred writes */
     policy_reg *policies;
     atomic_llong hits, misses, writes, evictions, revalidations, stale, write_failures;
     /* Worker thread only. */
@@ -66,6 +68,7 @@ struct cr_cache {
 };
 
 struct cr_cache_xfer {
+    cr_ext ext; /* its hooks (request.c frees it through them) */
     int policy;
     policy_reg *reg;
     char *key;
@@ -143,21 +146,26 @@ int courier_config_set_clock(courier_config *cfg, courier_clock_fn fn, void *use
     return COURIER_OK;
 }
 
-static cr_cache_req *req_cache(courier_request *r) {
-    if (!r->cache) {
-        r->cache = calloc(1, sizeof *r->cache);
-        if (r->cache) r->cache->policy = -1;
-    }
-    return r->cache;
-}
-
-void cr_cache_req_free(cr_cache_req *c) {
-    if (!c) return;
+static void req_cache_free(void *state) {
+    cr_cache_req *c = state;
     free(c->key);
     free(c->sensitive);
     for (size_t i = 0; i < c->nfilters; i++) free(c->filters[i]);
     free(c->filters);
     free(c);
+}
+
+static const cr_ext_ops req_cache_ops = {NULL, req_cache_free}; /* a request is never copied */
+
+static cr_cache_req *req_cache(courier_request *r) {
+    if (!r->cache) {
+        r->cache = calloc(1, sizeof *r->cache);
+        if (r->cache) {
+            r->cache->ext.ops = &req_cache_ops;
+            r->cache->policy = -1;
+        }
+    }
+    return r->cache;
 }
 
 int courier_request_set_cache_policy(courier_request *r, int policy) {
@@ -213,9 +221,10 @@ static void reg_release(policy_reg *p) {
     }
 }
 
-int cr_cache_engine_init(courier_engine *e, courier_error *err) {
+int cr_cache_engine_init(courier_engine *e, const cr_answer_ops *answer, courier_error *err) {
     struct cr_cache *c = calloc(1, sizeof *c);
     if (!c) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    c->answer = answer;
     pthread_mutex_init(&c->lock, NULL);
     c->max_bytes = e->config->cache_max_bytes > 0 ? e->config->cache_max_bytes : CR_CACHE_DEFAULT_MAX;
     c->expiry_s = e->config->cache_expiry_s > 0 ? e->config->cache_expiry_s : CR_CACHE_DEFAULT_EXPIRY_S;
@@ -240,7 +249,7 @@ void cr_cache_engine_free(courier_engine *e) {
         deferred *d = c->dhead;
         c->dhead = d->next;
         courier_response_free(d->resp);
-        cr_transfer_free(d->t);
+        c->answer->discard(d->later);
         deferred_free(d);
     }
     cr_store_release(c->store);
@@ -551,9 +560,8 @@ static int lookup(courier_engine *e, cr_store *s, const char *key, const header_
 
 /* ---- the send path ------------------------------------------------------------------------------ */
 
-static courier_response *response_copy(const courier_response *src);
 
-void cr_cache_xfer_free(struct cr_cache_xfer *x) {
+static void xfer_free(struct cr_cache_xfer *x) {
     if (!x) return;
     reg_release(x->reg);
     free(x->key);
@@ -563,6 +571,10 @@ void cr_cache_xfer_free(struct cr_cache_xfer *x) {
     cr_transfer_free(x->bg);
     free(x);
 }
+
+static void xfer_free_hook(void *x) { xfer_free(x); }
+
+static const cr_ext_ops xfer_ops = {NULL, xfer_free_hook}; /* a transfer's state is never copied */
 
 static bool is_safe_method(const char *m) {
     return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || strcmp(m, "OPTIONS") == 0 || strcmp(m, "TRACE") == 0;
@@ -583,6 +595,7 @@ static int add_conditionals(cr_transfer *t, const courier_response *stored) {
 static struct cr_cache_xfer *xfer_new(int policy, const char *key) {
     struct cr_cache_xfer *x = calloc(1, sizeof *x);
     if (!x) return NULL;
+    x->ext.ops = &xfer_ops;
     x->policy = policy;
     if (!(x->key = cr_strdup(key))) {
         free(x);
@@ -680,7 +693,7 @@ static int http_lookup(courier_engine *e, cr_store *s, const courier_request *r,
         if (cr_transfer_prepare(e, r, &bg, &bgerr) == COURIER_OK) {
             bg->id = atomic_fetch_add(&e->next_id, 1);
             struct cr_cache_xfer *bx = xfer_new(x->policy, x->key);
-            courier_response *copy = bx ? response_copy(found) : NULL;
+            courier_response *copy = bx ? cr_response_copy(found) : NULL;
             if (bx && copy && add_conditionals(bg, copy) == COURIER_OK) {
                 bx->background = 1;
                 bx->shared = x->shared;
@@ -690,7 +703,7 @@ static int http_lookup(courier_engine *e, cr_store *s, const courier_request *r,
                 x->bg = bg;
             } else {
                 courier_response_free(copy);
-                cr_cache_xfer_free(bx);
+                xfer_free(bx);
                 cr_transfer_free(bg);
             }
         }
@@ -811,40 +824,7 @@ int cr_cache_before_hop(courier_engine *e, const cr_transfer *prev, cr_transfer 
     return cr_cache_before_send(e, &r, next, err);
 }
 
-/* A deep copy of a response (for the background revalidation's 304). */
-static courier_response *response_copy(const courier_response *src) {
-    courier_response *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
-    r->status = src->status;
-    r->metrics = src->metrics;
-    r->cache_status = src->cache_status;
-    r->cache_created_ms = src->cache_created_ms;
-    r->cache_expires_ms = src->cache_expires_ms;
-    r->cache_age_s = src->cache_age_s;
-    r->cache_reason = src->cache_reason;
-    r->body_len = src->body_len;
-    if (!(r->method = cr_strdup(src->method)) || !(r->url = cr_strdup(src->url)) ||
-        (src->cache_key && !(r->cache_key = cr_strdup(src->cache_key))) ||
-        !(r->body = cr_strndup(src->body, src->body_len)) || cr_kvlist_copy(&r->headers, &src->headers)) {
-        courier_response_free(r);
-        return NULL;
-    }
-    return r;
-}
-
 /* ---- what the cache did ----------------------------------------------------------------------- */
-
-const char *courier_cache_reason_name(int reason) {
-    static const char *const names[] = {
-        "none",           "miss",           "fresh",          "stale-while-revalidate", "stale-if-error",
-        "revalidated",    "stale-refetched", "vary-miss",     "only-if-cached",         "not-stored-no-store",
-        "not-stored-status", "not-stored-private", "not-stored-authorization", "not-stored-vary",
-        "not-stored-too-large", "not-stored-no-freshness", "not-stored-method", "invalidated",
-        "stale-accepted", "updated-stored", "not-stored-policy"};
-    return reason >= 0 && (size_t)reason < sizeof names / sizeof names[0] ? names[reason] : "unknown";
-}
-
-int courier_response_cache_reason(const courier_response *r) { return r ? r->cache_reason : COURIER_CACHE_REASON_NONE; }
 
 /* Sets a response's reason and, when the engine asks for it, its Cache-Status field (RFC 9211):
  * "Courier; hit" for an answer from the cache, else "Courier; fwd=<why it went forward>" with
@@ -1188,21 +1168,12 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
         deferred_free(d);
         return false;
     }
-    /* The caller is answered after the write, from a detached copy of what answering needs; the
-     * engine frees t as soon as this returns. */
-    cr_transfer *fake = calloc(1, sizeof *fake);
-    if (!fake) {
+    /* The caller is answered after the write (the engine's detached handle); the engine frees t as
+     * soon as this returns. */
+    if (!(d->later = c->answer->detach(e, t, false))) {
         deferred_free(d);
         return false;
     }
-    fake->id = t->id;
-    fake->engine = e;
-    fake->done = t->done;
-    fake->user = t->user;
-    fake->attempts = t->attempts;
-    fake->waited_s = t->waited_s;
-    t->caller_gone = 1;
-    d->t = fake;
     d->code = code;
     d->resp = resp;
     if (err) d->err = *err;
@@ -1212,7 +1183,7 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
     return true;
 }
 
-void cr_cache_flush(courier_engine *e, cr_complete_fn complete) {
+void cr_cache_flush(courier_engine *e) {
     struct cr_cache *c = e->cache;
     if (!c || !c->dhead) return;
     deferred *list = c->dhead;
@@ -1241,24 +1212,10 @@ void cr_cache_flush(courier_engine *e, cr_complete_fn complete) {
     while (list) {
         deferred *d = list;
         list = d->next;
-        complete(e, d->t, d->code, d->resp, &d->err);
+        c->answer->answer(e, d->later, d->code, d->resp, &d->err);
         deferred_free(d);
     }
 }
-
-/* ---- responses ------------------------------------------------------------------------------------ */
-
-int courier_response_from_cache(const courier_response *r) { return r && r->cache_status != 0; }
-
-int courier_response_cache_status(const courier_response *r) { return r ? r->cache_status : 0; }
-
-int64_t courier_response_age(const courier_response *r) { return r && r->cache_status ? r->cache_age_s : 0; }
-
-int64_t courier_response_cache_created(const courier_response *r) { return r ? r->cache_created_ms : 0; }
-
-int64_t courier_response_cache_expires(const courier_response *r) { return r ? r->cache_expires_ms : 0; }
-
-const char *courier_response_cache_key(const courier_response *r) { return r ? r->cache_key : NULL; }
 
 /* ---- the manager ------------------------------------------------------------------------------------ */
 

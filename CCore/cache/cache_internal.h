@@ -2,168 +2,28 @@
  * cache_internal.h — what store.c, cache.c, cache_key.c and cache_http.c share, and nothing else
  * includes. The hooks the engine calls are declared in internal.h ("cache" section).
  *
- * Layers:
- *   store.c      one LMDB environment per store directory, shared inside the process; the entry
- *                format (versioned header + payload); writes, eviction, removal, listing.
- *   cache_key.c  the default cache key of a request, the 128-bit hash of a key.
+ * Layers, inside the folder: store.c is the floor (its own header, store.h, which includes nothing
+ * of the cache's); the others stand on it.
+ *   cache_key.c  the default cache key of a request.
  *   cache_http.c RFC 9111: Cache-Control, Expires, Age, freshness, validators, 304 merging.
  *   cache.c      configuration and request settings, policies in the send path, the manager API.
  */
 #ifndef COURIER_CACHE_INTERNAL_H
 #define COURIER_CACHE_INTERNAL_H
 
-#include "internal.h"
+#include "cache/store.h"
+#include "cache/cache.h"
 
 /* Hidden like internal.h's declarations (see there). */
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility push(hidden)
 #endif
 
-struct MDB_txn;
-
-/* ---- hashing (cache_key.c) ------------------------------------------------------------------ */
-
-/* A fast 64-bit hash (the XXH64 algorithm). */
-CR_HIDDEN uint64_t cr_hash64(const void *data, size_t len, uint64_t seed);
-/* The 128-bit identity of a key string: two 64-bit hashes with different seeds, big-endian. */
-CR_HIDDEN void cr_key_hash(const char *key, size_t len, uint8_t out[16]);
-/* 32 lowercase hex digits + NUL. */
-CR_HIDDEN void cr_key_hex(const uint8_t hash[16], char out[33]);
-
-/* ---- entries (store.c) ---------------------------------------------------------------------- */
-
-#define CR_ENTRY_FORMAT 1u
-#define CR_STORE_FORMAT 2u
-
-/* Entry flags. */
-#define CR_EF_MUST_REVALIDATE 0x1u /* Cache-Control: must-revalidate (no stale serving) */
-#define CR_EF_NO_CACHE 0x2u        /* Cache-Control: no-cache (revalidate before every use) */
-#define CR_EF_HTTP 0x4u            /* written by the HTTP policy */
-
-/* A decoded entry. When it comes from the store the pointers are borrowed from the read
- * transaction (valid until cr_store_read_end); when it is given to cr_store_write they are the
- * sources to encode. */
-typedef struct cr_entry {
-    uint32_t flags;
-    int status;
-    int64_t created_ms;  /* when it was written (the response time) */
-    int64_t expires_ms;  /* fresh until */
-    int64_t discard_ms;  /* useless after (expiry index key); >= expires_ms */
-    uint64_t seq;        /* store-wide write order (filled by the store) */
-    uint32_t initial_age_s; /* RFC 9111 corrected initial age */
-    uint32_t swr_s;      /* stale-while-revalidate */
-    uint32_t sie_s;      /* stale-if-error */
-    const char *key;
-    size_t key_len;
-    const char *method;
-    size_t method_len;
-    const char *url;
-    size_t url_len;
-    const char *etag;
-    size_t etag_len;
-    const char *last_modified;
-    size_t last_modified_len;
-    const char *headers; /* "name\0value\0" pairs */
-    size_t headers_len;
-    const uint8_t *body;
-    size_t body_len;
-    size_t stored_size; /* key + value bytes in the store (decoded entries only) */
-} cr_entry;
-
-/* Decodes a stored value; false when it is not a valid entry of a known format (or, with
- * `verify`, when its checksum does not match: a torn or damaged value). */
-CR_HIDDEN bool cr_entry_decode(const void *data, size_t len, bool verify, cr_entry *out);
-
-/* ---- the store (store.c) -------------------------------------------------------------------- */
-
-typedef struct cr_store cr_store;
-
-/* Opens (or shares) the cache environment in `dir` (created if absent). A corrupt store, or one
- * written by a newer format, is moved aside (renamed "<dir>.broken-<time>-<pid>") and a fresh one
- * created, with a line on stderr. map_bytes sizes the map of a new environment in this process.
- * *out is new: release with cr_store_release. */
-CR_HIDDEN int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_store **out,
-                               courier_error *err);
-CR_HIDDEN void cr_store_release(cr_store *s);
-CR_HIDDEN const char *cr_store_dir(const cr_store *s);
-
-/* A read transaction and the slot it came from. */
-typedef struct cr_read {
-    struct MDB_txn *txn;
-    int slot; /* the store's slot, or -1 for a transaction of its own */
-} cr_read;
-
-/* Read transactions, on any thread (MDB_NOTLS): a reset transaction from a slot of the store,
- * taken without a lock (see store.c). Never hold one across a write of the same thread. */
-CR_HIDDEN int cr_store_read_begin(cr_store *s, cr_read *out);
-CR_HIDDEN void cr_store_read_end(cr_store *s, cr_read *r);
-/* The entry under hash: COURIER_OK, COURIER_E_NOT_FOUND (absent or invalid), COURIER_E_STORE. */
-CR_HIDDEN int cr_store_get(cr_store *s, struct MDB_txn *txn, const uint8_t hash[16], cr_entry *out);
-/* The Vary record of a primary key: the lowercase header names separated by '\n'. Borrowed from
- * the transaction. COURIER_OK or COURIER_E_NOT_FOUND. */
-CR_HIDDEN int cr_store_vary_get(cr_store *s, struct MDB_txn *txn, const uint8_t hash[16], const char **names,
-                                size_t *len);
-
-/* One write. */
-typedef struct cr_store_put {
-    uint8_t hash[16];
-    cr_entry entry;           /* sources; entry.seq is assigned */
-    const cr_kvlist *headers; /* when non-NULL, encoded as the header block (else entry.headers) */
-    const char *vary_names;   /* when non-NULL, written as the Vary record under vary_hash */
-    uint8_t vary_hash[16];
-    int remove_vary;          /* nonzero: remove the Vary record under vary_hash */
-    int remove_only;          /* nonzero: remove the entry under hash instead of writing */
-} cr_store_put;
-
-/* What a write did, for the statistics. */
-typedef struct cr_store_effect {
-    uint64_t written;
-    uint64_t evicted;
-    uint64_t skipped; /* too large for the limit, or dropped after the store stayed full */
-} cr_store_effect;
-
-/* Writes several entries in one transaction, then evicts (expired first, then least recently
- * written) down to 90% of limit_bytes if the total is over it. A full map or disk evicts and
- * retries; what still does not fit is dropped (counted in effect->skipped), never an error.
- * Errors: COURIER_E_STORE for other storage failures. */
-CR_HIDDEN int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limit_bytes, int64_t now_ms,
-                             cr_store_effect *effect, courier_error *err);
-/* Whether a put is more than cr_store_write keeps under limit_bytes (an eighth of it). */
-CR_HIDDEN bool cr_store_too_large(const cr_store_put *p, int64_t limit_bytes);
-/* Removes one entry. COURIER_OK, COURIER_E_NOT_FOUND, COURIER_E_STORE. */
-CR_HIDDEN int cr_store_remove(cr_store *s, const uint8_t hash[16], courier_error *err);
-CR_HIDDEN int cr_store_remove_all(cr_store *s, int64_t *removed, courier_error *err);
-/* Removes entries created at or after since_ms. */
-CR_HIDDEN int cr_store_remove_since(cr_store *s, int64_t since_ms, int64_t *removed, courier_error *err);
-/* Removes entries whose discard time is at or before now_ms (a range scan of the expiry index). */
-CR_HIDDEN int cr_store_remove_expired(cr_store *s, int64_t now_ms, int64_t *removed, courier_error *err);
-/* Exact totals, from the counters kept in the same transactions as the entries. */
-CR_HIDDEN int cr_store_totals(cr_store *s, int64_t *bytes, int64_t *count, courier_error *err);
-
-/* Reads the whole store in one read transaction: every entry decodes and its checksum matches,
- * has both index records, every index record names its entry, and the totals equal the scan.
- * COURIER_OK, COURIER_E_CACHE_INCONSISTENT (*r says what), COURIER_E_STORE. */
-CR_HIDDEN int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *err);
-
-/* One listed entry (strings owned by the list). */
-typedef struct cr_list_item {
-    char *key;
-    char *url;
-    char id[33];
-    int status;
-    int64_t size;
-    int64_t created_ms;
-    int64_t expires_ms;
-    int64_t discard_ms;
-} cr_list_item;
-
-CR_HIDDEN int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_error *err);
-CR_HIDDEN void cr_list_items_free(cr_list_item *items, size_t count);
-
 /* ---- keys (cache_key.c) --------------------------------------------------------------------- */
 
 /* Per-request cache settings (courier_request_set_cache_*). */
 typedef struct cr_cache_req {
+    cr_ext ext;         /* cache.c's hooks (request.c frees it through them) */
     int policy;         /* -1: the engine's default */
     int64_t expiry_s;   /* 0: the engine's default */
     char *key;          /* the request's own key, or NULL */
@@ -243,8 +103,6 @@ CR_HIDDEN int cr_http_merge_304(cr_kvlist *stored, const cr_kvlist *fresh);
 CR_HIDDEN courier_response *cr_cache_response_from_entry(const cr_entry *e, int cache_status, int64_t now_ms);
 /* Fills a kvlist from an entry's header block. */
 CR_HIDDEN int cr_entry_headers(const cr_entry *e, cr_kvlist *out);
-/* A line on stderr, until the logging API lands. */
-CR_HIDDEN void cr_cache_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

@@ -37,7 +37,7 @@
  * says a newer format, or that reported corruption at run time (a CORRUPT marker file) is renamed
  * aside and recreated; a stderr line says so. Nothing here aborts or asserts on disk contents.
  */
-#include "cache_internal.h"
+#include "cache/store.h"
 #include "base/lmdb_env.h"
 
 #include <errno.h>

@@ -704,8 +704,7 @@ int cr_catalog_attach(courier_engine *e, const courier_request *r, cr_transfer *
             while (*pat == '/') pat++;
             if (!cr_route_match(pat, path, plen)) continue;
         }
-        if (!t->jspec && !(t->jspec = calloc(1, sizeof *t->jspec))) rc = COURIER_E_NO_MEMORY;
-        else rc = cr_jspec_add_desc(t->jspec, d->lo, d->hi, d->key_path, d->mapping);
+        rc = cr_jspec_add_desc(&t->jspec, d->lo, d->hi, d->key_path, d->mapping);
     }
     pthread_mutex_unlock(&c->lock);
     return rc;

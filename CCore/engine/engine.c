@@ -7,7 +7,7 @@
  * Every transfer completes exactly once: its id stays in `live` from submission until just before
  * its completion runs.
  */
-#include "internal.h"
+#include "engine/engine.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -365,8 +365,26 @@ static void hop_stored(uint64_t id, int code, courier_response *resp, const cour
     courier_response_free(resp);
 }
 
-/* cr_cache_flush's answer for a deferred transfer: a detached copy of the caller's fields. */
-static void answer_deferred(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+/* ---- answering after a commit (cr_answer_ops: the cache's writes, the journal's freezes) ------- */
+
+static cr_later *later_detach(courier_engine *e, cr_transfer *t, bool take) {
+    if (take) return (cr_later *)t;
+    cr_transfer *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->id = t->id;
+    a->engine = e;
+    a->done = t->done;
+    a->user = t->user;
+    a->attempts = t->attempts;
+    a->waited_s = t->waited_s;
+    t->caller_gone = 1;
+    return (cr_later *)a;
+}
+
+/* A caller detached for later (a cache write's, a freeze's) is answered: the handle is a detached
+ * copy of the caller's fields, or a transfer handed over whole. */
+static void later_answer(courier_engine *e, cr_later *l, int code, courier_response *resp, courier_error *err) {
+    cr_transfer *t = (cr_transfer *)l;
     if (t->done == hop_stored) { /* a redirect's 3xx, written: its chain went on without it */
         courier_response_free(resp);
         cr_transfer_free(t);
@@ -376,19 +394,16 @@ static void answer_deferred(courier_engine *e, cr_transfer *t, int code, courier
     cr_transfer_free(t);
 }
 
-static courier_response *response_copy(const courier_response *src) {
-    courier_response *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
-    r->status = src->status;
-    r->metrics = src->metrics;
-    r->body_len = src->body_len;
-    if (!(r->method = cr_strdup(src->method)) || !(r->url = cr_strdup(src->url)) ||
-        !(r->body = cr_strndup(src->body, src->body_len)) || cr_kvlist_copy(&r->headers, &src->headers)) {
-        courier_response_free(r);
-        return NULL;
-    }
-    return r;
+static void later_discard(cr_later *l) { cr_transfer_free((cr_transfer *)l); }
+
+static const cr_answer_ops later_ops = {later_detach, later_answer, later_discard};
+
+/* What the journal may ask of the engine (journal.c reaches the engine through this alone). */
+static courier_reachability journal_reachability(const courier_engine *e) {
+    return (courier_reachability)courier_reachability_status(e);
 }
+static const cr_journal_ops journal_ops = {&later_ops, courier_send, cr_monitor_offline, cr_monitor_tick,
+                                           cr_monitor_dispatch, journal_reachability};
 
 /* ---- the wire ---------------------------------------------------------------------------------- */
 
@@ -619,7 +634,7 @@ static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_r
         f->attempts = t->attempts;
         f->waited_s = t->waited_s;
         courier_error ferr = *err;
-        courier_response *copy = resp ? response_copy(resp) : NULL;
+        courier_response *copy = resp ? cr_response_copy(resp) : NULL;
         int fcode = code;
         if (resp && !copy) fcode = cr_fail(&ferr, COURIER_E_NO_MEMORY, NULL);
         finish(e, f, fcode, copy, &ferr);
@@ -888,7 +903,7 @@ static void *worker_main(void *arg) {
             if (t) cancel_transfer(e, t, "cancelled");
         }
         if (cancel_all || closing) cancel_everything(e, closing ? "the engine closed" : "cancelled");
-        cr_cache_flush(e, answer_deferred); /* this turn's cache writes, then their answers */
+        cr_cache_flush(e); /* this turn's cache writes, then their answers */
         if (closing && !custom_calls_pending(e)) break;
 
         /* Timers: retries go back to the queue, mock delays answer. */
@@ -917,7 +932,7 @@ static void *worker_main(void *arg) {
             int64_t wait = e->sched->timers->due_ms - timer_now(e);
             if (wait < timeout) timeout = wait < 0 ? 0 : (int)wait;
         }
-        cr_cache_flush(e, answer_deferred); /* this turn's cache writes, then their answers */
+        cr_cache_flush(e); /* this turn's cache writes, then their answers */
         /* Work the callbacks of this turn handed in (they send without waking the worker). */
         pthread_mutex_lock(&e->lock);
         bool more = e->incoming_head || e->ncancels || e->cancel_all || e->external_done || e->answered || e->closing;
@@ -991,6 +1006,7 @@ static void engine_free(courier_engine *e) {
     if (!e) return;
     cr_challenges_detach(e); /* auth.c: answers from now on are no-ops */
     cr_journal_close(e); /* journal.c: queued freezes written and answered, before logging and the store go */
+    cr_monitor_close(e); /* monitor.c: after the journal thread, which runs its probes, stopped */
     cr_obs_free(e);
     for (size_t i = 0; i < e->npool; i++) cr_easy_cleanup(e->pool[i]);
     free(e->pool);
@@ -1022,6 +1038,8 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
     atomic_init(&e->next_id, 1);
     atomic_init(&e->queued, 0);
     atomic_init(&e->active, 0);
+    e->sched_prepare = cr_sched_prepare; /* schedule.c, for request.c's cr_transfer_prepare */
+    e->sched_finish_prepare = cr_sched_finish_prepare;
     e->config = cr_config_copy(config);
     e->pool = calloc(CR_POOL_MAX, sizeof *e->pool);
     if (!e->config || !e->pool) {
@@ -1035,9 +1053,15 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         return cr_fail(err, rc, NULL);
     }
     rc = open_store_dir(e, err);
-    if (rc == COURIER_OK) rc = cr_cache_engine_init(e, err);
-    if (rc == COURIER_OK) rc = cr_journal_open(e, answer_deferred, err); /* journal.c: frozen requests */
-    if (rc == COURIER_OK) rc = cr_jar_open(e, err); /* cookies.c: the cookie jar, from the store */
+    if (rc == COURIER_OK) rc = cr_cache_engine_init(e, &later_ops, err);
+    if (rc == COURIER_OK) rc = cr_monitor_open(e, cr_journal_wake, err); /* monitor.c: it tells the journal */
+    if (rc == COURIER_OK) rc = cr_journal_open(e, &journal_ops, err); /* journal.c: frozen requests */
+    if (rc == COURIER_OK) { /* cookies.c: the cookie jar, kept in the journal's environment */
+        struct MDB_env *cenv = NULL;
+        unsigned cdbi = 0;
+        if (!e->store_is_temp && cr_journal_cookie_db(e, &cenv, &cdbi) != COURIER_OK) cenv = NULL;
+        rc = cr_jar_open(e, cenv, cdbi, err);
+    }
     if (rc) {
         engine_free(e);
         return rc;

@@ -17,7 +17,7 @@
  * returned) and by each member on the wire (send .. end of its completion), so freeing the group
  * from any callback, or while it runs, is safe.
  */
-#include "internal.h"
+#include "engine/engine.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,7 +9,7 @@
  * to listeners (cr_monitor_dispatch), so listeners see changes in order, on one thread. A TCP
  * probe runs on a short-lived thread of its own so a slow connect never delays a freeze.
  */
-#include "internal.h"
+#include "engine/engine.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +51,7 @@ struct cr_monitor {
     int probe_joinable;
     char probe_host[256], probe_port[16];
     mlistener *listeners;
+    void (*changed)(courier_engine *e, unsigned how); /* the engine's: tells the journal (CR_WAKE_*) */
     uint64_t next_token;
     /* The path's kind (network kinds, below): any thread reads, cr_monitor_report writes. */
     atomic_int kind;      /* courier_network_kind */
@@ -81,16 +82,17 @@ static void set_detected(courier_engine *e, int state) {
     pthread_mutex_lock(&m->mu);
     unsigned wake = m->detected == state ? 0 : update_locked(m, state, m->forced);
     pthread_mutex_unlock(&m->mu);
-    if (wake) cr_journal_wake(e, wake);
+    if (wake) m->changed(e, wake);
 }
 
 /* ---- hooks ---------------------------------------------------------------------------------- */
 
-int cr_monitor_open(courier_engine *e, courier_error *err) {
+int cr_monitor_open(courier_engine *e, void (*changed)(courier_engine *e, unsigned how), courier_error *err) {
     struct cr_monitor *m = calloc(1, sizeof *m);
     if (!m) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     pthread_mutex_init(&m->mu, NULL);
     m->e = e;
+    m->changed = changed;
     const struct cr_frozen_conf *fc = &e->config->frozen;
     m->from_errors = fc->monitor_from_errors;
     memcpy(m->probe, fc->probe, sizeof m->probe);
@@ -166,7 +168,7 @@ void cr_monitor_observe(courier_engine *e, const cr_transfer *t, int code, const
     }
     unsigned wake = m->detected == COURIER_REACHABILITY_OFFLINE ? 0 : update_locked(m, COURIER_REACHABILITY_OFFLINE, m->forced);
     pthread_mutex_unlock(&m->mu);
-    if (wake) cr_journal_wake(e, wake);
+    if (wake) m->changed(e, wake);
 }
 
 /* ---- probes --------------------------------------------------------------------------------- */
@@ -371,7 +373,7 @@ static int force(courier_engine *e, int state) {
         detected = COURIER_REACHABILITY_UNKNOWN;
     unsigned wake = update_locked(m, detected, state);
     pthread_mutex_unlock(&m->mu);
-    cr_journal_wake(e, wake ? wake : CR_WAKE_TURN);
+    m->changed(e, wake ? wake : CR_WAKE_TURN);
     return COURIER_OK;
 }
 

@@ -4,7 +4,7 @@
  * interceptors and custom-transport registrations. The worker's queues that apply these live in
  * engine.c; this file holds the rules, so they exist once.
  */
-#include "internal.h"
+#include "engine/engine.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -25,15 +25,21 @@ static void sched_conf_clear(cr_sched_conf *c) {
     memset(c, 0, sizeof *c);
 }
 
-void cr_sched_conf_free(cr_sched_conf *c) {
-    if (!c) return;
+static void *sched_conf_copy(const void *state);
+static void sched_conf_free(void *state);
+static const cr_ext_ops sched_conf_ops = {sched_conf_copy, sched_conf_free};
+
+static void sched_conf_free(void *state) {
+    cr_sched_conf *c = state;
     sched_conf_clear(c);
     free(c);
 }
 
-cr_sched_conf *cr_sched_conf_copy(const cr_sched_conf *src) {
+static void *sched_conf_copy(const void *state) {
+    const cr_sched_conf *src = state;
     cr_sched_conf *c = calloc(1, sizeof *c);
-    if (!c || !src) return c;
+    if (!c) return NULL;
+    c->ext.ops = &sched_conf_ops;
     c->has_retry = src->has_retry;
     c->retry = src->retry;
     c->guard_ms = src->guard_ms;
@@ -60,23 +66,18 @@ cr_sched_conf *cr_sched_conf_copy(const cr_sched_conf *src) {
     }
     return c;
 fail:
-    cr_sched_conf_free(c);
+    sched_conf_free(c);
     return NULL;
 }
 
 cr_sched_conf *cr_sched_conf_of(courier_config *c) {
-    if (!c->sched) c->sched = calloc(1, sizeof *c->sched);
+    if (!c->sched && (c->sched = calloc(1, sizeof *c->sched))) c->sched->ext.ops = &sched_conf_ops;
     return c->sched;
-}
-
-static int check_retry(int max_retries, long base_ms, long max_ms) {
-    if (max_retries < 0 || base_ms < 0 || max_ms < 0 || base_ms > max_ms) return COURIER_E_INVALID_ARGUMENT;
-    return COURIER_OK;
 }
 
 int courier_config_set_retry(courier_config *c, int max_retries, long base_ms, long max_ms, unsigned flags) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
-    int rc = check_retry(max_retries, base_ms, max_ms);
+    int rc = cr_retry_check(max_retries, base_ms, max_ms);
     if (rc) return rc;
     cr_sched_conf *s = cr_sched_conf_of(c);
     if (!s) return COURIER_E_NO_MEMORY;
@@ -154,21 +155,6 @@ fail:
 
 /* ---- request settings ------------------------------------------------------------------------ */
 
-int courier_request_set_priority(courier_request *r, courier_priority priority) {
-    if (!r || priority < COURIER_PRIORITY_LOW || priority > COURIER_PRIORITY_HIGH) return COURIER_E_INVALID_ARGUMENT;
-    r->priority = (int)priority;
-    return COURIER_OK;
-}
-
-int courier_request_set_retry(courier_request *r, int max_retries, long base_ms, long max_ms, unsigned flags) {
-    if (!r) return COURIER_E_INVALID_ARGUMENT;
-    int rc = check_retry(max_retries, base_ms, max_ms);
-    if (rc) return rc;
-    r->has_retry = 1;
-    r->retry = (struct cr_retry_rule){max_retries, base_ms, max_ms, flags};
-    return COURIER_OK;
-}
-
 int courier_request_set_coalesce(courier_request *r, int coalesce) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     r->no_coalesce = coalesce ? 0 : 1;
@@ -185,13 +171,6 @@ int courier_request_set_transport(courier_request *r, const char *name) {
     if (!r || (name && !*name)) return COURIER_E_INVALID_ARGUMENT;
     if (name && strcmp(name, "http") == 0) name = NULL;
     return cr_set_string(&r->transport_name, name);
-}
-
-int courier_response_attempts(const courier_response *r, int *attempts, double *waited_s) {
-    if (!r) return COURIER_E_INVALID_ARGUMENT;
-    if (attempts) *attempts = r->attempts > 0 ? r->attempts : 1;
-    if (waited_s) *waited_s = r->waited_s;
-    return COURIER_OK;
 }
 
 /* ---- prepare time ---------------------------------------------------------------------------- */
@@ -285,43 +264,6 @@ int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, courier_er
 }
 
 /* ---- the frequent-request guard ---------------------------------------------------------------- */
-
-int64_t cr_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-#if defined(__APPLE__)
-#define CR_COND_CLOCK CLOCK_REALTIME
-#else
-#define CR_COND_CLOCK CLOCK_MONOTONIC
-#endif
-
-void cr_cond_init(pthread_cond_t *cv) {
-#if defined(__APPLE__)
-    pthread_cond_init(cv, NULL);
-#else
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CR_COND_CLOCK);
-    pthread_cond_init(cv, &ca);
-    pthread_condattr_destroy(&ca);
-#endif
-}
-
-struct timespec cr_cond_deadline(int64_t us) {
-    struct timespec ts;
-    clock_gettime(CR_COND_CLOCK, &ts);
-    if (us < 0) us = 0;
-    ts.tv_sec += (time_t)(us / 1000000);
-    ts.tv_nsec += (long)(us % 1000000) * 1000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
 
 /* Guard entries live in the engine's scheduler state, under the engine's lock. */
 typedef struct cr_guard_entry {

@@ -9,7 +9,8 @@
  * shared options (cr_auth_base); a transfer's own groups and any credentials go on its handle, which
  * is then reset before another transfer uses it.
  */
-#include "internal.h"
+#include "http/http.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <strings.h>
 

@@ -19,7 +19,8 @@
  * nothing did). An engine on a private temporary store (courier_config_set_temporary_store) keeps
  * its jar in memory only: nobody else can open that store, and it is removed at close.
  */
-#include "internal.h"
+#include "http/http.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <errno.h>
 #include <lmdb.h>
@@ -331,7 +332,7 @@ void cr_jar_close(courier_engine *e) {
     free(j);
 }
 
-int cr_jar_open(courier_engine *e, courier_error *err) {
+int cr_jar_open(courier_engine *e, struct MDB_env *env, unsigned dbi, courier_error *err) {
     if (e->config->cookies_off) return COURIER_OK;
     struct cr_jar *j = calloc(1, sizeof *j);
     if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
@@ -344,8 +345,8 @@ int cr_jar_open(courier_engine *e, courier_error *err) {
     pthread_mutex_init(&j->mu, NULL);
     atomic_init(&j->seen_txnid, 0);
     e->jar = j;
-    unsigned dbi = 0;
-    if (!e->store_is_temp && cr_journal_cookie_db(e, &j->env, &dbi) != COURIER_OK) {
+    j->env = env;
+    if (!e->store_is_temp && !env) {
         cr_jar_close(e);
         return cr_fail(err, COURIER_E_STORE, "the cookie jar needs the store's journal");
     }

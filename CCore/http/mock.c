@@ -1,53 +1,15 @@
 /*
  * mock.c — mock answers (HTNetworking's enableMockTest): a status, headers and a body given as
  * bytes or a file, an error, a delay, or a callback; and building responses by hand, which mocks,
- * after-receive interceptors and custom transports share.
+ * after-receive interceptors and custom transports share (the response itself: response.c).
  */
-#include "internal.h"
+#include "http/http.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* ---- building responses ---------------------------------------------------------------------- */
-
-int courier_response_new(courier_response **out, int status) {
-    if (!out) return COURIER_E_INVALID_ARGUMENT;
-    *out = NULL;
-    if (status < 100 || status > 999) return COURIER_E_INVALID_ARGUMENT;
-    courier_response *r = calloc(1, sizeof *r);
-    if (!r) return COURIER_E_NO_MEMORY;
-    r->status = status;
-    r->body = cr_strdup("");
-    r->url = cr_strdup("");
-    r->method = cr_strdup("");
-    if (!r->body || !r->url || !r->method) {
-        courier_response_free(r);
-        return COURIER_E_NO_MEMORY;
-    }
-    *out = r;
-    return COURIER_OK;
-}
-
-int courier_response_add_header(courier_response *r, const char *name, const char *value) {
-    if (!r || !name || !value) return COURIER_E_INVALID_ARGUMENT;
-    int rc = cr_check_header(name, strlen(name), value, strlen(value));
-    if (rc) return rc;
-    if ((rc = cr_response_detach(r))) return rc; /* a cached response's strings share one block */
-    return cr_kvlist_add(&r->headers, name, strlen(name), value, strlen(value));
-}
-
-int courier_response_set_body(courier_response *r, const void *body, size_t len) {
-    if (!r || (!body && len)) return COURIER_E_INVALID_ARGUMENT;
-    char *copy = cr_strndup(body ? body : "", len);
-    if (!copy) return COURIER_E_NO_MEMORY;
-    free(r->body);
-    r->body = copy;
-    r->body_len = len;
-    return COURIER_OK;
-}
 
 /* ---- the mock description -------------------------------------------------------------------- */
 

@@ -5,7 +5,7 @@
  * and scheme checks, the caller's hook; the engine then sends it like any transfer (cache lookup,
  * scheduler). The chain (URL and status of each redirect) goes from hop to hop into the response.
  */
-#include "internal.h"
+#include "http/http.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -134,16 +134,6 @@ void cr_hops_free(cr_hops *h) {
     free(h->items);
     free(h->origin);
     free(h);
-}
-
-size_t courier_response_redirect_count(const courier_response *r) { return r && r->hops ? r->hops->count : 0; }
-
-int courier_response_redirect_at(const courier_response *r, size_t i, const char **url, int *status) {
-    if (!r) return COURIER_E_INVALID_ARGUMENT;
-    if (!r->hops || i >= r->hops->count) return COURIER_E_NOT_FOUND;
-    if (url) *url = r->hops->items[i].url;
-    if (status) *status = r->hops->items[i].status;
-    return COURIER_OK;
 }
 
 void cr_redirect_attach(cr_transfer *t, courier_response *resp) {

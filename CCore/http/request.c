@@ -3,7 +3,8 @@
  * transfer: URL joined to the base, parameters encoded (query or body), headers merged over the
  * defaults, authorization, the customize callback.
  */
-#include "internal.h"
+#include "http/http.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -45,8 +46,8 @@ void courier_config_free(courier_config *c) {
     cr_callback_release(c->validator);
     cr_callback_release(c->clock); /* cache.c */
     cr_callback_release(c->http.hook); /* redirect.c */
-    cr_jconf_free(c->jconf);
-    cr_sched_conf_free(c->sched);
+    cr_ext_free(c->jconf); /* serialize.c */
+    cr_ext_free(c->sched); /* schedule.c */
     cr_auth_free(c->auth); /* auth.c */
     free(c);
 }
@@ -71,11 +72,11 @@ courier_config *cr_config_copy(const courier_config *src) {
         courier_config_free(c);
         return NULL;
     }
-    if (src->sched && !(c->sched = cr_sched_conf_copy(src->sched))) {
+    if (src->sched && !(c->sched = cr_ext_copy(src->sched))) {
         courier_config_free(c);
         return NULL;
     }
-    if ((src->jconf && !(c->jconf = cr_jconf_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
+    if ((src->jconf && !(c->jconf = cr_ext_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
         (src->security && !(c->security = cr_security_copy(src->security))) ||
         cr_set_string(&c->store_dir, src->store_dir) || cr_set_string(&c->app_id, src->app_id) ||
         cr_set_string(&c->param_charset, src->param_charset) ||
@@ -228,7 +229,7 @@ void courier_request_free(courier_request *r) {
     free(r->content_type);
     cr_callback_release(r->validator);
     cr_callback_release(r->customize);
-    cr_jspec_free(r->jspec);
+    cr_ext_free(r->jspec); /* mapping.c */
     cr_mock_free(r->mock);
     free(r->transport_name);
     cr_parts_free(r->parts);
@@ -236,7 +237,7 @@ void courier_request_free(courier_request *r) {
     free(r->body_file_type);
     free(r->download_path);
     cr_callback_release(r->progress);
-    cr_cache_req_free(r->cache); /* cache.c */
+    cr_ext_free(r->cache); /* cache.c */
     cr_auth_free(r->auth);       /* auth.c */
     cr_callback_release(r->http.hook); /* redirect.c */
     json_decref(r->object_rest);       /* route.c */
@@ -318,6 +319,73 @@ int courier_request_set_body(courier_request *r, const void *body, size_t len, c
     r->body = copy;
     r->body_len = len;
     r->has_body = 1;
+    return COURIER_OK;
+}
+
+/* A JSON value as the body (json.c writes the text). */
+int courier_request_set_json_body(courier_request *r, const courier_json *value, unsigned flags) {
+    if (!r || !value) return COURIER_E_INVALID_ARGUMENT;
+    cr_buf b = {0};
+    int rc = cr_json_dump((const json_t *)value, flags, &b);
+    if (rc == COURIER_OK) rc = courier_request_set_body(r, b.data ? b.data : "", b.len, "application/json");
+    cr_buf_free(&b);
+    return rc;
+}
+
+/* A JSON object as a form body (json.c encodes it). */
+int courier_request_set_form_body(courier_request *r, const courier_json *object) {
+    if (!r || !object || !json_is_object((const json_t *)object)) return COURIER_E_INVALID_ARGUMENT;
+    cr_buf b = {0};
+    int rc = cr_json_form_encode((const json_t *)object, &b);
+    if (rc == COURIER_OK)
+        rc = courier_request_set_body(r, b.data ? b.data : "", b.len, "application/x-www-form-urlencoded");
+    cr_buf_free(&b);
+    return rc;
+}
+
+/* What the request asks of its response's JSON (mapping.c checks and keeps it). */
+int courier_request_set_key_path(courier_request *r, const char *key_path) {
+    return r ? cr_jspec_set_key_path(&r->jspec, key_path) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_request_set_mapping(courier_request *r, const courier_mapping *m) {
+    return r ? cr_jspec_set_mapping(&r->jspec, m) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_request_add_result(courier_request *r, const char *name, const char *key_path, const courier_mapping *m,
+                               unsigned flags) {
+    return r ? cr_jspec_add_result(&r->jspec, name, key_path, m, flags) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_request_set_envelope(courier_request *r, const courier_envelope *e) {
+    return r ? cr_jspec_set_envelope(&r->jspec, e) : COURIER_E_INVALID_ARGUMENT;
+}
+
+/* Scheduling settings of a request (schedule.c applies them). */
+int cr_retry_check(int max_retries, long base_ms, long max_ms) {
+    if (max_retries < 0 || base_ms < 0 || max_ms < 0 || base_ms > max_ms) return COURIER_E_INVALID_ARGUMENT;
+    return COURIER_OK;
+}
+
+int courier_request_set_priority(courier_request *r, courier_priority priority) {
+    if (!r || priority < COURIER_PRIORITY_LOW || priority > COURIER_PRIORITY_HIGH) return COURIER_E_INVALID_ARGUMENT;
+    r->priority = (int)priority;
+    return COURIER_OK;
+}
+
+int courier_request_set_retry(courier_request *r, int max_retries, long base_ms, long max_ms, unsigned flags) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    int rc = cr_retry_check(max_retries, base_ms, max_ms);
+    if (rc) return rc;
+    r->has_retry = 1;
+    r->retry = (struct cr_retry_rule){max_retries, base_ms, max_ms, flags};
+    return COURIER_OK;
+}
+
+/* Reachability: the request goes out whatever the network monitor says (monitor.c). */
+int courier_request_set_ignore_offline(courier_request *r, int ignore) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    r->freeze.ignore_offline = ignore ? 1 : 0;
     return COURIER_OK;
 }
 
@@ -507,7 +575,7 @@ void cr_transfer_free(cr_transfer *t) {
     cr_buf_free(&t->resp_body);
     cr_kvlist_clear(&t->resp_headers);
     cr_buf_free(&t->hdr_block);
-    cr_jspec_free(t->jspec);
+    cr_ext_free(t->jspec); /* mapping.c */
     free(t->host);
     free(t->coalesce_key);
     cr_mock_free(t->mock);
@@ -517,7 +585,7 @@ void cr_transfer_free(cr_transfer *t) {
     free(t->body_file);
     free(t->download_path);
     cr_callback_release(t->progress);
-    cr_cache_xfer_free(t->cache); /* cache.c */
+    cr_ext_free(t->cache); /* cache.c */
     cr_auth_free(t->auth);        /* auth.c */
     courier_response_free(t->held);
     cr_callback_release(t->http.hook); /* redirect.c */
@@ -637,7 +705,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         }
     }
 
-    rc = cr_sched_prepare(e, r, t, &o, err); /* interceptors, priority, retry, mock, transport */
+    rc = e->sched_prepare(e, r, t, &o, err); /* interceptors, priority, retry, mock, transport */
     if (rc) goto fail_reported;
 
     t->method = o.method;
@@ -653,7 +721,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     t->engine = e;
     t->no_cellular = r->no_cellular;
     if (r->security && !(t->security = cr_security_copy(r->security))) goto fail;
-    if (r->jspec && !(t->jspec = cr_jspec_copy(r->jspec))) goto fail;
+    if (r->jspec && !(t->jspec = cr_ext_copy(r->jspec))) goto fail;
     if (cr_auth_merge(r->auth, cfg->auth, t->url, &t->auth)) goto fail; /* auth.c: credentials, proxy, handler */
     if ((rc = cr_transfer_copy_transfers(r, t, multipart ? &params : NULL, err)) != COURIER_OK) {
         cr_kvlist_clear(&params);
@@ -661,7 +729,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         cr_transfer_free(t);
         return rc;
     }
-    if ((rc = cr_sched_finish_prepare(r, t, err)) != COURIER_OK) {
+    if ((rc = e->sched_finish_prepare(r, t, err)) != COURIER_OK) {
         cr_kvlist_clear(&params);
         cr_buf_free(&enc);
         cr_transfer_free(t);

@@ -1,10 +1,11 @@
 /*
- * serialize.c — serializers by MIME type: response decoders (JSON for application/json and
- * +json, MIME types registered as JSON, custom decoder callbacks) and request body encoders (a JSON
- * value as a JSON body or as a form). Also the engine-level JSON settings (envelope, parse limits)
+ * serialize.c — response decoders by MIME type (JSON for application/json and +json, MIME types
+ * registered as JSON, custom decoder callbacks); the request body encoders are request.c's (over
+ * json.c's writers). Also the engine-level JSON settings (envelope, parse limits)
  * and a response's JSON state: the body parsed once, on demand or at completion.
  */
-#include "internal.h"
+#include "http/http.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <ctype.h>
 #include <stdio.h>
@@ -57,16 +58,12 @@ static int choose_decoder(const cr_jconf *c, const char *content_type, cr_callba
 
 /* ---- engine settings --------------------------------------------------------------------------------- */
 
-static cr_jconf *jconf_of(courier_config *c) {
-    if (!c->jconf) {
-        c->jconf = calloc(1, sizeof *c->jconf);
-        if (c->jconf) cr_json_options_resolve(NULL, &c->jconf->options);
-    }
-    return c->jconf;
-}
+static void *jconf_copy(const void *state);
+static void jconf_free(void *state);
+static const cr_ext_ops jconf_ops = {jconf_copy, jconf_free};
 
-void cr_jconf_free(cr_jconf *c) {
-    if (!c) return;
+static void jconf_free(void *state) {
+    cr_jconf *c = state;
     courier_envelope_free(c->envelope);
     for (size_t i = 0; i < c->ncodecs; i++) {
         free(c->codecs[i].mime);
@@ -76,10 +73,11 @@ void cr_jconf_free(cr_jconf *c) {
     free(c);
 }
 
-cr_jconf *cr_jconf_copy(const cr_jconf *src) {
-    if (!src) return NULL;
+static void *jconf_copy(const void *state) {
+    const cr_jconf *src = state;
     cr_jconf *c = calloc(1, sizeof *c);
     if (!c) return NULL;
+    c->ext.ops = &jconf_ops;
     c->options = src->options;
     c->envelope = cr_envelope_retain(src->envelope);
     if (src->ncodecs) {
@@ -92,8 +90,16 @@ cr_jconf *cr_jconf_copy(const cr_jconf *src) {
     }
     return c;
 fail:
-    cr_jconf_free(c);
+    jconf_free(c);
     return NULL;
+}
+
+static cr_jconf *jconf_of(courier_config *c) {
+    if (!c->jconf && (c->jconf = calloc(1, sizeof *c->jconf))) {
+        c->jconf->ext.ops = &jconf_ops;
+        cr_json_options_resolve(NULL, &c->jconf->options);
+    }
+    return c->jconf;
 }
 
 int courier_config_set_envelope(courier_config *c, const courier_envelope *e) {
@@ -171,26 +177,6 @@ static cr_jresp *jresp_new(const cr_jconf *conf, const char *content_type) {
     return j;
 }
 
-static void jresp_free(cr_jresp *j) {
-    if (!j) return;
-    json_t *doc = atomic_load(&j->doc);
-    if (doc) json_decref(doc);
-    cr_callback_release(j->decoder);
-    free(j->content_type);
-    if (j->data) json_decref(j->data);
-    for (size_t i = 0; i < j->nresults; i++) {
-        free(j->results[i].name);
-        if (j->results[i].value) json_decref(j->results[i].value);
-    }
-    free(j->results);
-    free(j->env_message);
-    free(j);
-}
-
-void cr_response_json_free(courier_response *r) {
-    if (r) jresp_free(atomic_load(&r->jresp));
-}
-
 cr_jresp *cr_jresp_of(const courier_response *cr) {
     courier_response *r = (courier_response *)cr;
     cr_jresp *j = atomic_load(&r->jresp);
@@ -200,12 +186,12 @@ cr_jresp *cr_jresp_of(const courier_response *cr) {
     if (!fresh) return NULL;
     cr_jresp *expected = NULL;
     if (atomic_compare_exchange_strong(&r->jresp, &expected, fresh)) return fresh;
-    jresp_free(fresh);
+    cr_jresp_free(fresh);
     return expected;
 }
 
 /* Parses (or decodes) the body once; later calls, from any thread, get the same document. */
-static int jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out, courier_error *err) {
+int cr_jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out, courier_error *err) {
     json_t *doc = atomic_load(&j->doc);
     if (doc) {
         *out = doc;
@@ -249,23 +235,6 @@ static int jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out,
     return COURIER_OK;
 }
 
-int courier_response_parse_json(const courier_response *r, const courier_json **out, courier_error *err) {
-    cr_error_clear(err);
-    if (out) *out = NULL;
-    if (!r || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "response or out is NULL");
-    cr_jresp *j = cr_jresp_of(r);
-    if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    const json_t *doc;
-    int rc = jresp_doc(r, j, &doc, err);
-    *out = (const courier_json *)doc;
-    return rc;
-}
-
-const courier_json *courier_response_json(const courier_response *r) {
-    const courier_json *doc = NULL;
-    return courier_response_parse_json(r, &doc, NULL) == COURIER_OK ? doc : NULL;
-}
-
 /* The first response descriptor kept for this send whose statuses hold `status`, or NULL. */
 static const struct cr_desc_spec *desc_for(const cr_jspec *s, int status) {
     for (size_t i = 0; s && i < s->ndescs; i++)
@@ -284,12 +253,12 @@ int cr_json_finish(const cr_transfer *t, courier_response *r, courier_error *err
     if (!conf && !asked && !(s && s->envelope_set && s->envelope)) return COURIER_OK;
     cr_jresp *j = jresp_new(conf, cr_kvlist_get(&r->headers, "Content-Type"));
     if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    jresp_free(atomic_exchange(&r->jresp, j)); /* a response may come back from a mock already read */
+    cr_jresp_free(atomic_exchange(&r->jresp, j)); /* a response may come back from a mock already read */
     const json_t *doc;
     if (!cr_status_accepted(&t->status_codes, r->status)) {
         /* Judged by its status; its JSON is still there on demand. A response descriptor for the
          * status maps the error body into the error model (best effort: the failure is the status). */
-        if (d && (d->key_path || d->mapping) && jresp_doc(r, j, &doc, NULL) == COURIER_OK) {
+        if (d && (d->key_path || d->mapping) && cr_jresp_doc(r, j, &doc, NULL) == COURIER_OK) {
             cr_jspec only = {.key_path = d->key_path, .mapping = d->mapping};
             if (cr_json_apply_spec(&only, NULL, doc, j, NULL) != COURIER_OK && j->data) {
                 json_decref(j->data);
@@ -300,7 +269,7 @@ int cr_json_finish(const cr_transfer *t, courier_response *r, courier_error *err
     }
     const courier_envelope *env = s && s->envelope_set ? s->envelope : conf ? conf->envelope : NULL;
     if (!asked && !(env && j->decodable)) return COURIER_OK;
-    int rc = jresp_doc(r, j, &doc, err);
+    int rc = cr_jresp_doc(r, j, &doc, err);
     if (rc == COURIER_OK) {
         cr_jspec with = s ? *s : (cr_jspec){0};
         if (d && !with.key_path && !with.mapping) { /* the descriptor's, when the request has none */
@@ -313,103 +282,11 @@ int cr_json_finish(const cr_transfer *t, courier_response *r, courier_error *err
     return rc;
 }
 
-/* ---- request body encoders ---------------------------------------------------------------------------- */
-
-int courier_request_set_json_body(courier_request *r, const courier_json *value, unsigned flags) {
-    if (!r || !value) return COURIER_E_INVALID_ARGUMENT;
-    cr_buf b = {0};
-    int rc = cr_json_dump((const json_t *)value, flags, &b);
-    if (rc == COURIER_OK) rc = courier_request_set_body(r, b.data ? b.data : "", b.len, "application/json");
-    cr_buf_free(&b);
-    return rc;
-}
-
-/* name=value for every leaf: nested objects as name[key], arrays as name[] (the seeds' AFNetworking
- * convention), true/false for booleans, an empty value for null. */
-typedef int (*form_emit_fn)(void *ctx, const char *name, size_t name_len, const char *value, size_t value_len);
-
-static int form_value(form_emit_fn emit, void *out, cr_buf *name, const json_t *v, int depth) {
-    if (depth > 32) return COURIER_E_INVALID_ARGUMENT;
-    size_t mark = name->len;
-    int rc = COURIER_OK;
-    if (json_is_object(v)) {
-        for (void *it = json_object_iter((json_t *)v); it && rc == COURIER_OK; it = json_object_iter_next((json_t *)v, it)) {
-            name->len = mark;
-            if (cr_buf_append_char(name, '[') || cr_buf_append(name, json_object_iter_key(it), json_object_iter_key_len(it)) ||
-                cr_buf_append_char(name, ']'))
-                rc = COURIER_E_NO_MEMORY;
-            else
-                rc = form_value(emit, out, name, json_object_iter_value(it), depth + 1);
-        }
-    } else if (json_is_array(v)) {
-        for (size_t i = 0; i < json_array_size(v) && rc == COURIER_OK; i++) {
-            name->len = mark;
-            if (cr_buf_append(name, "[]", 2)) rc = COURIER_E_NO_MEMORY;
-            else rc = form_value(emit, out, name, json_array_get(v, i), depth + 1);
-        }
-    } else {
-        char num[40];
-        const char *text = "";
-        size_t tlen = 0;
-        int n;
-        switch (json_typeof(v)) {
-        case JSON_STRING: text = json_string_value(v); tlen = json_string_length(v); break;
-        case JSON_INTEGER:
-            n = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-            text = num, tlen = (size_t)n;
-            break;
-        case JSON_REAL:
-            n = cr_json_format_real(json_real_value(v), num, sizeof num);
-            text = num, tlen = n > 0 ? (size_t)n : 0;
-            break;
-        case JSON_TRUE: text = "true", tlen = 4; break;
-        case JSON_FALSE: text = "false", tlen = 5; break;
-        default: break;
-        }
-        rc = emit(out, name->data, name->len, text, tlen);
-    }
-    name->len = mark;
-    if (name->data) name->data[mark] = '\0';
-    return rc;
-}
-
-static int form_each(const json_t *object, form_emit_fn emit, void *out) {
-    if (!json_is_object(object)) return COURIER_E_INVALID_ARGUMENT;
-    cr_buf name = {0};
-    int rc = COURIER_OK;
-    for (void *it = json_object_iter((json_t *)object); it && rc == COURIER_OK;
-         it = json_object_iter_next((json_t *)object, it)) {
-        name.len = 0;
-        if (cr_buf_append(&name, json_object_iter_key(it), json_object_iter_key_len(it))) rc = COURIER_E_NO_MEMORY;
-        else rc = form_value(emit, out, &name, json_object_iter_value(it), 0);
-    }
-    cr_buf_free(&name);
-    return rc;
-}
+/* ---- objects as form parameters (routes) --------------------------------------------------------- */
 
 static int emit_param(void *ctx, const char *name, size_t name_len, const char *value, size_t value_len) {
     int rc = cr_check_param(name, name_len, value, value_len); /* UTF-8, no NUL: as courier_request_add_param */
     return rc ? rc : cr_kvlist_add(ctx, name, name_len, value, value_len);
 }
 
-int cr_form_flatten(const json_t *object, cr_kvlist *out) { return form_each(object, emit_param, out); }
-
-static int emit_encoded(void *ctx, const char *name, size_t name_len, const char *value, size_t value_len) {
-    cr_buf *out = ctx;
-    if ((out->len && cr_buf_append_char(out, '&')) || cr_percent_encode(out, name, name_len) ||
-        cr_buf_append_char(out, '=') || cr_percent_encode(out, value, value_len))
-        return COURIER_E_NO_MEMORY;
-    return COURIER_OK;
-}
-
-static int cr_form_encode(const json_t *object, cr_buf *out) { return form_each(object, emit_encoded, out); }
-
-int courier_request_set_form_body(courier_request *r, const courier_json *object) {
-    if (!r || !object || !json_is_object((const json_t *)object)) return COURIER_E_INVALID_ARGUMENT;
-    cr_buf b = {0};
-    int rc = cr_form_encode((const json_t *)object, &b);
-    if (rc == COURIER_OK)
-        rc = courier_request_set_body(r, b.data ? b.data : "", b.len, "application/x-www-form-urlencoded");
-    cr_buf_free(&b);
-    return rc;
-}
+int cr_form_flatten(const json_t *object, cr_kvlist *out) { return cr_json_form_each(object, emit_param, out); }

@@ -3,7 +3,7 @@
  * or streamed from files, with their own headers), a file as the body, downloads to a file with
  * resume (a part file and its validator per download, Range + If-Range), and progress.
  */
-#include "internal.h"
+#include "http/http.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -112,8 +112,6 @@ int courier_request_set_progress(courier_request *r, courier_progress_fn fn, voi
                                  courier_user_free_fn user_free) {
     return cr_callback_set(r ? &r->progress : NULL, (void (*)(void))fn, user, user_free);
 }
-
-const char *courier_response_file(const courier_response *r) { return r ? r->file : NULL; }
 
 /* ---- prepare ---------------------------------------------------------------------------------- */
 

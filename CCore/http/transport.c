@@ -3,7 +3,8 @@
  * pinning, limits), the body and header callbacks, and how curl's result becomes a courier code
  * and a response that owns its bytes. The multi loop itself lives in engine.c.
  */
-#include "internal.h"
+#include "http/http.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <ctype.h>
 #include <stdio.h>
@@ -626,122 +627,4 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
     *out_resp = r;
     cr_error_clear(err);
     return cr_transfer_done(t, result, r, err); /* a download moves into place; the response stays */
-}
-
-/* ---- responses -------------------------------------------------------------------------------- */
-
-courier_response *courier_response_retain(const courier_response *r) {
-    if (!r) return NULL;
-    courier_response *m = (courier_response *)r; /* the count is the one mutable part */
-    atomic_fetch_add_explicit(&m->extra_refs, 1, memory_order_relaxed);
-    return m;
-}
-
-void courier_response_free(courier_response *r) {
-    if (!r) return;
-    /* A retained response: drop one reference. The last one frees. */
-    int extra = atomic_load_explicit(&r->extra_refs, memory_order_acquire);
-    while (extra > 0) {
-        if (atomic_compare_exchange_weak_explicit(&r->extra_refs, &extra, extra - 1, memory_order_acq_rel,
-                                                  memory_order_acquire))
-            return;
-    }
-    free(r->file);
-    cr_hops_free(r->hops); /* redirect.c */
-    cr_response_json_free(r);
-    free(r->body);
-    if (!r->one_block) { /* else they are parts of r's own allocation (a cache hit, cache.c) */
-        free(r->method);
-        free(r->url);
-        cr_kvlist_clear(&r->headers);
-        free(r->cache_key); /* cache.c */
-    }
-    free(r);
-}
-
-int cr_response_detach(courier_response *r) {
-    if (!r || !r->one_block) return COURIER_OK;
-    char *method = cr_strdup(r->method), *url = cr_strdup(r->url);
-    char *key = r->cache_key ? cr_strdup(r->cache_key) : NULL;
-    cr_kvlist headers = {0};
-    if (!method || !url || (r->cache_key && !key) || cr_kvlist_copy(&headers, &r->headers)) {
-        free(method);
-        free(url);
-        free(key);
-        cr_kvlist_clear(&headers);
-        return COURIER_E_NO_MEMORY;
-    }
-    /* The old parts stay in the block (freed with the response), unused. */
-    r->method = method;
-    r->url = url;
-    r->cache_key = key;
-    r->headers = headers;
-    r->one_block = 0;
-    return COURIER_OK;
-}
-
-int courier_response_status(const courier_response *r) { return r ? r->status : 0; }
-
-const uint8_t *courier_response_body(const courier_response *r, size_t *len) {
-    if (!r) {
-        if (len) *len = 0;
-        return NULL;
-    }
-    if (len) *len = r->body_len;
-    return (const uint8_t *)r->body;
-}
-
-int courier_response_text(char **out, size_t *out_len, const courier_response *r, const char *default_charset,
-                          courier_error *err) {
-    if (out) *out = NULL;
-    if (out_len) *out_len = 0;
-    if (!out || !r) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);
-    char named[80];
-    int found = cr_content_type_charset(cr_kvlist_get(&r->headers, "Content-Type"), named, sizeof named);
-    if (found < 0) return cr_fail(err, COURIER_E_UNKNOWN_CHARSET, "the Content-Type's charset is too long");
-    const char *charset = found ? named : default_charset;
-    if (charset && cr_charset_check(charset) != COURIER_OK)
-        return cr_fail(err, COURIER_E_UNKNOWN_CHARSET, "unknown charset '%s'", charset);
-    const char *body = r->body ? r->body : "";
-    size_t len = r->body ? r->body_len : 0;
-    if (cr_charset_is_utf8(charset) && len >= 3 && memcmp(body, "\xEF\xBB\xBF", 3) == 0) { /* a BOM */
-        body += 3;
-        len -= 3;
-    }
-    cr_buf b = {0};
-    int rc = cr_charset_to_utf8(&b, charset, body, len);
-    if (rc != COURIER_OK) {
-        cr_buf_free(&b);
-        if (rc == COURIER_E_CHARSET)
-            return cr_fail(err, rc, "the body is not valid %s", charset ? charset : "UTF-8");
-        return cr_fail(err, rc, NULL);
-    }
-    *out = cr_buf_take(&b, out_len);
-    return *out ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-}
-
-const char *courier_response_header(const courier_response *r, const char *name) {
-    return r && name ? cr_kvlist_get(&r->headers, name) : NULL;
-}
-
-size_t courier_response_header_count(const courier_response *r) { return r ? r->headers.count : 0; }
-
-int courier_response_header_at(const courier_response *r, size_t i, const char **name, const char **value) {
-    if (!r) return COURIER_E_INVALID_ARGUMENT;
-    if (i >= r->headers.count) return COURIER_E_NOT_FOUND;
-    if (name) *name = r->headers.items[i].name;
-    if (value) *value = r->headers.items[i].value;
-    return COURIER_OK;
-}
-
-const char *courier_response_url(const courier_response *r) { return r ? r->url : NULL; }
-
-const char *courier_response_method(const courier_response *r) { return r ? r->method : NULL; }
-
-uint64_t courier_response_request_id(const courier_response *r) { return r ? r->id : 0; }
-
-int courier_response_metrics(const courier_response *r, courier_metrics *out, size_t size) {
-    if (!r || !out) return COURIER_E_INVALID_ARGUMENT;
-    memcpy(out, &r->metrics, size < sizeof r->metrics ? size : sizeof r->metrics);
-    return COURIER_OK;
 }

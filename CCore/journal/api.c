@@ -3,6 +3,7 @@
  * (list, get, remove, resend, replay, pause, wait), snapshot accessors; the cookie jar's database.
  */
 #include "journal/journal_internal.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 static bool valid_id(const char *id, size_t n) {
     if (n == 0 || n > COURIER_FROZEN_ID_MAX) return false;
@@ -46,12 +47,6 @@ int courier_request_set_freeze_id(courier_request *r, const char *id) {
     }
     if (!valid_id(id, strlen(id))) return COURIER_E_INVALID_ARGUMENT;
     snprintf(r->freeze.id, sizeof r->freeze.id, "%s", id);
-    return COURIER_OK;
-}
-
-int courier_request_set_ignore_offline(courier_request *r, int ignore) {
-    if (!r) return COURIER_E_INVALID_ARGUMENT;
-    r->freeze.ignore_offline = ignore ? 1 : 0;
     return COURIER_OK;
 }
 

@@ -2,6 +2,7 @@
  * events.c — the journal's events (frozen, resent, expired) and the listeners they go to.
  */
 #include "journal/journal_internal.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 /* ---- events ---- */
 

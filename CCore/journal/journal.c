@@ -1,9 +1,11 @@
 /*
  * journal.c — the journal thread (one turn: one transaction, one synced commit) and the engine's
- * hooks: freezing a transfer, answering it after the commit, the network monitor. The journal's
- * calls into the engine layer (the answer function, cr_monitor_*, lifecycle events) live here.
+ * hooks: freezing a transfer, answering it after the commit, the network monitor. The journal
+ * reaches the engine only through the cr_journal_ops it was given at open (answering, sending, the
+ * monitor); lifecycle events go to log.c.
  */
 #include "journal/journal_internal.h"
+#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 #include "cache/cache_internal.h" /* cr_cache_req: a freeze keeps the cache settings */
 
 /* "scheme://host:port", lowercase, default ports filled in: the unit of per-host order. */
@@ -43,16 +45,16 @@ static void freeze_answer(cr_journal *j, jfreeze *f, bool frozen, const char *wh
         size_t len = strlen(err.message);
         snprintf(err.message + len, sizeof err.message - len, "%s(not frozen: %s)", len ? " " : "", why);
     }
-    j->answer(j->e, f->answer, code, NULL, &err);
+    j->ops->answer->answer(j->e, f->answer, code, NULL, &err);
     f->answer = NULL;
 }
 
-static void freeze_free(jfreeze *f) {
+static void freeze_free(cr_journal *j, jfreeze *f) {
     free(f->payload);
     free(f->method);
     free(f->url);
     courier_frozen_free(f->snap);
-    cr_transfer_free(f->answer); /* only when never answered */
+    j->ops->answer->discard(f->answer); /* only when never answered */
     free(f);
 }
 
@@ -110,7 +112,7 @@ static int64_t turn(cr_journal *j) {
     unsigned mode = j->kick_mode;
     int64_t since = j->kick_since;
     int paused = j->paused, closing = j->closing;
-    bool offline = cr_monitor_offline(j->e);
+    bool offline = j->ops->offline(j->e);
     bool auto_ok = !paused && !closing && !offline && !j->broken;
     bool pass_ok = (auto_ok || (mode && !closing)) && !j->broken;
     /* Claimed records not sent yet are given back when nothing should be sent now. */
@@ -256,7 +258,7 @@ static int64_t turn(cr_journal *j) {
     free(expired.v);
     while (fz) {
         jfreeze *n = fz->next;
-        freeze_free(fz);
+        freeze_free(j, fz);
         fz = n;
     }
     while (rs) {
@@ -277,7 +279,7 @@ static int64_t turn(cr_journal *j) {
     j->ahead = ahead;
     pthread_mutex_unlock(&j->mu);
     cj_events_deliver(j, events);
-    cr_monitor_dispatch(j->e);
+    j->ops->monitor_dispatch(j->e);
     cj_ready_push(j, sends); /* nothing is claimed while closing: the next turn gives back the rest */
     if (!closing) cj_pump_ready(j);
 
@@ -287,7 +289,7 @@ static int64_t turn(cr_journal *j) {
         if (delta < 0) delta = 0;
         if (mono + delta < wake) wake = mono + delta;
     }
-    int64_t probe = cr_monitor_tick(j->e, mono);
+    int64_t probe = j->ops->monitor_tick(j->e, mono);
     if (probe < wake) wake = probe;
     /* Records still due now that this engine would send: not idle (a free slot will take them). */
     bool pending_now = pass_ok && !closing && due_now;
@@ -383,7 +385,7 @@ static void journal_free(cr_journal *j) {
     free(j);
 }
 
-int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err) {
+int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error *err) {
     cr_journal *j = calloc(1, sizeof *j);
     if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     pthread_mutex_init(&j->mu, NULL);
@@ -391,7 +393,7 @@ int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err
     cr_cond_init(&j->cv);
     cr_cond_init(&j->idle_cv);
     j->e = e;
-    j->answer = answer;
+    j->ops = ops;
     const struct cr_frozen_conf *fc = &e->config->frozen;
     j->concurrency = fc->concurrency > 0 ? fc->concurrency : J_DEFAULT_CONCURRENCY;
     j->backoff_base = fc->backoff_base_ms > 0 ? fc->backoff_base_ms : J_DEFAULT_BACKOFF_BASE;
@@ -416,7 +418,6 @@ int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err
     e->journal = j;
     int rc = cj_policy_open(j) ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : COURIER_OK;
     if (rc == COURIER_OK) rc = cj_jenv_acquire(e->store_dir, nonce, &j->env, err);
-    if (rc == COURIER_OK) rc = cr_monitor_open(e, err);
     if (rc == COURIER_OK) {
         int prc = pthread_create(&j->thread, NULL, jthread, j);
         if (prc) {
@@ -427,7 +428,6 @@ int cr_journal_open(courier_engine *e, cr_complete_fn answer, courier_error *err
         }
     }
     if (rc) {
-        cr_monitor_close(e);
         e->journal = NULL;
         journal_free(j);
     }
@@ -455,7 +455,7 @@ void cr_journal_close(courier_engine *e) {
     while (j->fz_head) {
         jfreeze *n = j->fz_head->next;
         freeze_answer(j, j->fz_head, false, "the engine closed");
-        freeze_free(j->fz_head);
+        freeze_free(j, j->fz_head);
         j->fz_head = n;
     }
     while (j->oc_head) {
@@ -474,7 +474,6 @@ void cr_journal_close(courier_engine *e) {
         free(j->ready_head);
         j->ready_head = n;
     }
-    cr_monitor_close(e);
     e->journal = NULL;
     journal_free(j);
 }
@@ -521,8 +520,7 @@ static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const couri
     pthread_mutex_unlock(&j->mu);
     if (closing || j->broken) return false;
     jfreeze *f = calloc(1, sizeof *f);
-    cr_transfer *a = own ? t : calloc(1, sizeof *a);
-    if (!f || !a) goto fail;
+    if (!f) goto fail;
     jstate *st = &f->st;
     if (t->freeze.id[0]) snprintf(f->id, sizeof f->id, "%s", t->freeze.id);
     else f->generated = 1; /* made in the write transaction */
@@ -554,17 +552,9 @@ static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const couri
     f->code = code;
     if (err) f->err = *err;
     else cr_fail(&f->err, code, NULL);
-    /* The caller is answered after the commit, from a detached copy of what answering needs. */
-    if (!own) {
-        a->id = t->id;
-        a->engine = e;
-        a->done = t->done;
-        a->user = t->user;
-        a->attempts = t->attempts;
-        a->waited_s = t->waited_s;
-        t->caller_gone = 1;
-    }
-    f->answer = a;
+    /* The caller is answered after the commit (the engine's handle: a detached copy of what
+     * answering needs, or t itself when it was handed over). */
+    if (!(f->answer = j->ops->answer->detach(e, t, own))) goto fail;
     f->answer_id = t->id;
     pthread_mutex_lock(&j->mu);
     if (j->fz_tail) j->fz_tail->next = f;
@@ -580,7 +570,6 @@ fail:
         free(f->url);
     }
     free(f);
-    if (!own) free(a);
     return false; /* answered with its own failure */
 }
 
@@ -592,7 +581,7 @@ bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_respon
 
 bool cr_frozen_offline_send(courier_engine *e, cr_transfer *t) {
     if (!e->journal || t->freeze.policy == COURIER_FREEZE_NEVER || t->freeze.ignore_offline || t->mock || t->custom ||
-        t->cache || !cr_monitor_offline(e))
+        t->cache || !e->journal->ops->offline(e))
         return false;
     pthread_mutex_lock(&e->lock);
     bool closing = e->closing;

@@ -63,6 +63,7 @@
 #define COURIER_JOURNAL_INTERNAL_H
 
 #include "base/lmdb_env.h"
+#include "journal/journal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -201,7 +202,7 @@ struct courier_frozen_list {
 
 typedef struct jfreeze {
     struct jfreeze *next;
-    cr_transfer *answer; /* what answering the caller needs (detached), answered after the commit */
+    cr_later *answer;    /* the caller (the engine's detached handle), answered after the commit */
     int code;            /* why it is frozen */
     courier_error err;
     char id[COURIER_FROZEN_ID_MAX + 1];
@@ -266,7 +267,7 @@ typedef struct jsend {
 
 struct cr_journal {
     courier_engine *e;
-    cr_complete_fn answer;
+    const cr_journal_ops *ops; /* the engine's: answering, sending, the monitor */
     jenv *env;
     jowner me;
     cr_callback *clock;

@@ -13,6 +13,7 @@
  * (looked at again after the poll interval) and reported once per record and engine.
  */
 #include "journal/journal_internal.h"
+#include "engine/engine.h" /* reads the engine's state (e->journal), not its functions: DESIGN.md, "CCore, by layer" */
 
 #define BUILTIN_AUTO 1
 #define BUILTIN_MANUAL 2
@@ -131,7 +132,7 @@ int cj_policy_stamp(cr_journal *j, const char *id, jstate *st) {
 
 /* The engine's view of the network (the monitor lives in the engine layer; its public face). */
 static courier_reachability reachability_of(cr_journal *j) {
-    return (courier_reachability)courier_reachability_status(j->e);
+    return j->ops->reachability(j->e);
 }
 
 int cj_policy_gate(cr_journal *j, const jstate *st, const char **why) {

@@ -7,7 +7,7 @@
  * several threads at once is safe (jansson's reads do not write, and its reference counts are
  * atomic).
  */
-#include "internal.h"
+#include "json/json_internal.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -726,3 +726,76 @@ int courier_json_dump(const courier_json *v, unsigned flags, char **out, size_t 
 }
 
 void courier_free(void *p) { free(p); }
+
+/* ---- a JSON object as form text (request bodies) ------------------------------------------------ */
+
+/* name=value for every leaf: nested objects as name[key], arrays as name[] (the seeds' AFNetworking
+ * convention), true/false for booleans, an empty value for null. */
+static int form_value(cr_form_emit_fn emit, void *ctx, cr_buf *name, const json_t *v, int depth) {
+    if (depth > 32) return COURIER_E_INVALID_ARGUMENT;
+    size_t mark = name->len;
+    int rc = COURIER_OK;
+    if (json_is_object(v)) {
+        for (void *it = json_object_iter((json_t *)v); it && rc == COURIER_OK; it = json_object_iter_next((json_t *)v, it)) {
+            name->len = mark;
+            if (cr_buf_append_char(name, '[') || cr_buf_append(name, json_object_iter_key(it), json_object_iter_key_len(it)) ||
+                cr_buf_append_char(name, ']'))
+                rc = COURIER_E_NO_MEMORY;
+            else
+                rc = form_value(emit, ctx, name, json_object_iter_value(it), depth + 1);
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v) && rc == COURIER_OK; i++) {
+            name->len = mark;
+            if (cr_buf_append(name, "[]", 2)) rc = COURIER_E_NO_MEMORY;
+            else rc = form_value(emit, ctx, name, json_array_get(v, i), depth + 1);
+        }
+    } else {
+        char num[40];
+        const char *text = "";
+        size_t tlen = 0;
+        int n;
+        switch (json_typeof(v)) {
+        case JSON_STRING: text = json_string_value(v); tlen = json_string_length(v); break;
+        case JSON_INTEGER:
+            n = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            text = num, tlen = (size_t)n;
+            break;
+        case JSON_REAL:
+            n = cr_json_format_real(json_real_value(v), num, sizeof num);
+            text = num, tlen = n > 0 ? (size_t)n : 0;
+            break;
+        case JSON_TRUE: text = "true", tlen = 4; break;
+        case JSON_FALSE: text = "false", tlen = 5; break;
+        default: break;
+        }
+        rc = emit(ctx, name->data, name->len, text, tlen);
+    }
+    name->len = mark;
+    if (name->data) name->data[mark] = '\0';
+    return rc;
+}
+
+int cr_json_form_each(const json_t *object, cr_form_emit_fn emit, void *ctx) {
+    if (!json_is_object(object)) return COURIER_E_INVALID_ARGUMENT;
+    cr_buf name = {0};
+    int rc = COURIER_OK;
+    for (void *it = json_object_iter((json_t *)object); it && rc == COURIER_OK;
+         it = json_object_iter_next((json_t *)object, it)) {
+        name.len = 0;
+        if (cr_buf_append(&name, json_object_iter_key(it), json_object_iter_key_len(it))) rc = COURIER_E_NO_MEMORY;
+        else rc = form_value(emit, ctx, &name, json_object_iter_value(it), 0);
+    }
+    cr_buf_free(&name);
+    return rc;
+}
+
+static int emit_encoded(void *ctx, const char *name, size_t name_len, const char *value, size_t value_len) {
+    cr_buf *out = ctx;
+    if ((out->len && cr_buf_append_char(out, '&')) || cr_percent_encode(out, name, name_len) ||
+        cr_buf_append_char(out, '=') || cr_percent_encode(out, value, value_len))
+        return COURIER_E_NO_MEMORY;
+    return COURIER_OK;
+}
+
+int cr_json_form_encode(const json_t *object, cr_buf *out) { return cr_json_form_each(object, emit_encoded, out); }

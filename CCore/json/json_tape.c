@@ -16,7 +16,7 @@
  * while parsing: integers exactly, reals by Clinger's fast path when the digits and the exponent
  * allow an exact result, else by strtod_l in the C locale.
  */
-#include "internal.h"
+#include "json/json_internal.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -64,6 +64,22 @@ void courier_json_tape_free(courier_json_tape *t) {
     free(t->entries);
     free(t->text);
     free(t);
+}
+
+/* A tape of entries and text built elsewhere (the mapping's output): takes both (freed here when
+ * this fails). NULL without memory. */
+courier_json_tape *cr_json_tape_adopt(courier_json_tape_entry *entries, size_t count, char *text, size_t text_len) {
+    courier_json_tape *t = calloc(1, sizeof *t);
+    if (!t) {
+        free(entries);
+        free(text);
+        return NULL;
+    }
+    t->entries = entries;
+    t->count = t->cap = count;
+    t->text = text;
+    t->text_len = text_len;
+    return t;
 }
 
 /* ---- the parser ------------------------------------------------------------------------------------ */

@@ -7,7 +7,7 @@
  * another mapping's child) it is sealed: it never changes again, so the worker thread may apply it
  * while other threads hold it. References are counted atomically; a child keeps what it needs alive.
  */
-#include "internal.h"
+#include "json/json_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -27,6 +27,7 @@ typedef struct cr_attr {
     int type;       /* courier_json_type expected */
     unsigned flags; /* COURIER_MAP_* */
     json_t *def;    /* default when absent, owned; NULL for none */
+    courier_json_tape *def_tape; /* the same default as a tape, for the tape path */
     courier_mapping *child; /* relationship target (retained unless it is the mapping itself) */
     int child_is_self;
     int to_many;
@@ -67,6 +68,7 @@ void courier_mapping_free(courier_mapping *m) {
         free(a->source);
         free(a->dest);
         if (a->def) json_decref(a->def);
+        courier_json_tape_free(a->def_tape);
         if (!a->child_is_self) courier_mapping_free(a->child);
     }
     free(m->attrs);
@@ -173,9 +175,15 @@ int courier_mapping_set_default(courier_mapping *m, const char *dest, const cour
     cr_attr *a = find_dest(m, dest, strlen(dest));
     if (!a) return COURIER_E_NOT_FOUND;
     json_t *copy = json_deep_copy((const json_t *)value);
-    if (!copy) return COURIER_E_NO_MEMORY;
+    courier_json_tape *tape = NULL;
+    if (!copy || courier_json_tape_from_value(value, &tape, NULL) != COURIER_OK) {
+        if (copy) json_decref(copy);
+        return COURIER_E_NO_MEMORY;
+    }
     if (a->def) json_decref(a->def);
+    courier_json_tape_free(a->def_tape);
     a->def = copy;
+    a->def_tape = tape;
     return COURIER_OK;
 }
 
@@ -237,10 +245,10 @@ static void path_text(const frame *f, char *buf, size_t size, const char *prefix
 
 static int type_of(const json_t *v) { return courier_json_typeof((const courier_json *)v); }
 
-static int mismatch(apply_ctx *c, const frame *f, int expected, const json_t *found, const char *why) {
+/* A mapping error at f: `found` is the courier_json_type found (COURIER_JSON_NONE: absent). */
+static int mismatch_type(apply_ctx *c, const frame *f, int expected, int ft, const char *why) {
     char path[sizeof c->where->path];
     path_text(f, path, sizeof path, c->prefix);
-    int ft = type_of(found);
     if (c->where) {
         memset(c->where, 0, sizeof *c->where);
         memcpy(c->where->path, path, sizeof path);
@@ -251,6 +259,10 @@ static int mismatch(apply_ctx *c, const frame *f, int expected, const json_t *fo
         return cr_fail(c->err, COURIER_E_MAPPING, "mapping failed at '%s': %s", path[0] ? path : "(root)", why);
     return cr_fail(c->err, COURIER_E_MAPPING, "mapping failed at '%s': expected %s, found %s", path[0] ? path : "(root)",
                    courier_json_type_name(expected), courier_json_type_name(ft));
+}
+
+static int mismatch(apply_ctx *c, const frame *f, int expected, const json_t *found, const char *why) {
+    return mismatch_type(c, f, expected, type_of(found), why);
 }
 
 static int oom(apply_ctx *c) { return cr_fail(c->err, COURIER_E_NO_MEMORY, NULL); }
@@ -291,6 +303,31 @@ static int real_is_integral(double d, json_int_t *out) {
     if (!isfinite(d) || d != floor(d) || d < -9223372036854775808.0 || d >= 9223372036854775808.0) return 0;
     *out = (json_int_t)d;
     return 1;
+}
+
+/* The number an attribute of type `want` (INTEGER, REAL, NUMBER) makes of a value of
+ * courier_json_type t: its integer iv, real dv or string s (len bytes) as found. Sets *iv or *dv
+ * and *is_int; returns NULL, or why there is none ("" for a plain type mismatch). Both mapping
+ * paths (jansson, tape) read numbers here. */
+static const char *coerce_number(int want, unsigned co, int t, const char *s, size_t len, json_int_t *iv, double *dv,
+                                 int *is_int) {
+    if (t == COURIER_JSON_INTEGER) {
+        *is_int = 1;
+    } else if (t == COURIER_JSON_REAL) {
+        *is_int = 0;
+    } else if (t == COURIER_JSON_STRING && (co & COURIER_MAP_NUMBER_FROM_STRING)) {
+        if (number_from_string(s, len, iv, dv, is_int)) return "expected a number, found a string that is not one";
+    } else {
+        return "";
+    }
+    if (want == COURIER_JSON_INTEGER && !*is_int) {
+        if (!real_is_integral(*dv, iv)) return "expected integer, found a real with a fraction or out of range";
+        *is_int = 1;
+    } else if (want == COURIER_JSON_REAL && *is_int) {
+        *dv = (double)*iv;
+        *is_int = 0;
+    }
+    return NULL;
 }
 
 static int apply_object(const courier_mapping *m, const json_t *in, const frame *f, apply_ctx *c, json_t **out);
@@ -374,28 +411,12 @@ static int convert(const cr_attr *a, unsigned co, const json_t *v, const frame *
     case COURIER_JSON_INTEGER:
     case COURIER_JSON_REAL:
     case COURIER_JSON_NUMBER: {
-        json_int_t iv = 0;
-        double dv = 0;
-        int is_int;
-        if (t == JSON_INTEGER) {
-            iv = json_integer_value(v);
-            is_int = 1;
-        } else if (t == JSON_REAL) {
-            dv = json_real_value(v);
-            is_int = 0;
-        } else if (t == JSON_STRING && (co & COURIER_MAP_NUMBER_FROM_STRING)) {
-            if (number_from_string(json_string_value(v), json_string_length(v), &iv, &dv, &is_int))
-                return mismatch(c, f, a->type, v, "expected a number, found a string that is not one");
-        } else {
-            return mismatch(c, f, a->type, v, NULL);
-        }
-        if (a->type == COURIER_JSON_INTEGER && !is_int) {
-            if (!real_is_integral(dv, &iv)) return mismatch(c, f, a->type, v, "expected integer, found a real with a fraction or out of range");
-            is_int = 1;
-        } else if (a->type == COURIER_JSON_REAL && is_int) {
-            dv = (double)iv;
-            is_int = 0;
-        }
+        json_int_t iv = t == JSON_INTEGER ? json_integer_value(v) : 0;
+        double dv = t == JSON_REAL ? json_real_value(v) : 0;
+        int is_int = 0;
+        const char *why = coerce_number(a->type, co, type_of(v), json_string_value(v), json_string_length(v), &iv, &dv,
+                                        &is_int);
+        if (why) return mismatch(c, f, a->type, v, *why ? why : NULL);
         if (is_int && t == JSON_INTEGER) return COURIER_OK;
         if (!is_int && t == JSON_REAL) return COURIER_OK;
         if (!(*out = is_int ? json_integer(iv) : json_real(dv))) return oom(c);
@@ -528,6 +549,249 @@ int cr_mapping_apply(const courier_mapping *m, const json_t *in, const char *pre
         return COURIER_OK;
     }
     return apply_object(m, in, NULL, &c, out);
+}
+
+/* ---- applying on the tape ------------------------------------------------------------------------------ */
+
+/* The same rules as above, read from a tape and written to a new one: no tree, no hash table, one
+ * array of entries and one text grown by doubling. Values kept as they are (strings, untyped
+ * members, arrays and objects without a mapping) are copied entry by entry, their bytes with them. */
+
+typedef courier_json_tape_entry tentry;
+
+typedef struct tape_in {
+    const courier_json_tape *t;
+    const tentry *e;
+    const char *text;
+} tape_in;
+
+typedef struct tape_out {
+    tentry *e;
+    size_t count, cap;
+    cr_buf text;
+} tape_out;
+
+static inline size_t tskip(const tentry *e, size_t i) {
+    return e[i].type == COURIER_JSON_OBJECT || e[i].type == COURIER_JSON_ARRAY ? (size_t)e[i].payload : i + 1;
+}
+
+/* Appends an entry; its index, or SIZE_MAX without memory. */
+static inline size_t tput(tape_out *o, int type, uint8_t flags, uint32_t length, uint64_t payload) {
+    if (o->count == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 64;
+        tentry *p = realloc(o->e, cap * sizeof *p);
+        if (!p) return SIZE_MAX;
+        o->e = p;
+        o->cap = cap;
+    }
+    o->e[o->count] = (tentry){(uint8_t)type, flags, 0, length, payload};
+    return o->count++;
+}
+
+/* A STRING entry for len bytes at s (copied, NUL-terminated). */
+static int tput_string(tape_out *o, const char *s, size_t len) {
+    size_t at = o->text.len;
+    if (len > UINT32_MAX || cr_buf_reserve(&o->text, len + 1)) return -1;
+    memcpy(o->text.data + at, s, len);
+    o->text.data[at + len] = '\0';
+    o->text.len = at + len + 1;
+    return tput(o, COURIER_JSON_STRING, 0, (uint32_t)len, at) == SIZE_MAX ? -1 : 0;
+}
+
+/* Copies the value at i of `src` (entries e, text) with everything inside it. */
+static int tcopy(tape_out *o, const tentry *e, const char *text, size_t i) {
+    size_t end = tskip(e, i), base = o->count;
+    if (o->count + (end - i) > o->cap) {
+        size_t cap = o->cap ? o->cap : 64;
+        while (cap < o->count + (end - i)) cap *= 2;
+        tentry *p = realloc(o->e, cap * sizeof *p);
+        if (!p) return -1;
+        o->e = p;
+        o->cap = cap;
+    }
+    for (size_t k = i; k < end; k++) {
+        tentry x = e[k];
+        if (x.type == COURIER_JSON_STRING) {
+            size_t at = o->text.len;
+            if (cr_buf_reserve(&o->text, (size_t)x.length + 1)) return -1;
+            memcpy(o->text.data + at, text + x.payload, (size_t)x.length + 1);
+            o->text.len = at + x.length + 1;
+            x.payload = at;
+        } else if (x.type == COURIER_JSON_OBJECT || x.type == COURIER_JSON_ARRAY) {
+            x.payload = x.payload - i + base;
+        }
+        o->e[o->count++] = x;
+    }
+    return 0;
+}
+
+static int ttype(const tape_in *in, size_t v) { return v ? in->e[v].type : COURIER_JSON_NONE; }
+
+static int tapply_object(const courier_mapping *m, const tape_in *in, size_t v, const frame *f, apply_ctx *c,
+                         tape_out *o);
+
+/* Writes one value converted to its expected type (convert's rules). */
+static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, const frame *f, apply_ctx *c,
+                    tape_out *o) {
+    const tentry *x = &in->e[v];
+    int t = x->type;
+    switch (a->type) {
+    case COURIER_JSON_ANY: return tcopy(o, in->e, in->text, v) ? oom(c) : COURIER_OK;
+    case COURIER_JSON_OBJECT:
+        if (t != COURIER_JSON_OBJECT) return mismatch_type(c, f, a->type, t, NULL);
+        if (a->child && !a->to_many) return tapply_object(a->child, in, v, f, c, o);
+        return tcopy(o, in->e, in->text, v) ? oom(c) : COURIER_OK;
+    case COURIER_JSON_ARRAY: {
+        if (t != COURIER_JSON_ARRAY) return mismatch_type(c, f, a->type, t, NULL);
+        if (!a->child) return tcopy(o, in->e, in->text, v) ? oom(c) : COURIER_OK;
+        size_t at = tput(o, COURIER_JSON_ARRAY, 0, x->length, 0), k = v + 1;
+        if (at == SIZE_MAX) return oom(c);
+        for (size_t i = 0; i < x->length; i++, k = tskip(in->e, k)) {
+            frame fe = {f, NULL, 0, i};
+            if (in->e[k].type != COURIER_JSON_OBJECT) return mismatch_type(c, &fe, COURIER_JSON_OBJECT, in->e[k].type, NULL);
+            int rc = tapply_object(a->child, in, k, &fe, c, o);
+            if (rc) return rc;
+        }
+        o->e[at].payload = o->count;
+        return COURIER_OK;
+    }
+    case COURIER_JSON_STRING:
+        if (t == COURIER_JSON_STRING) return tcopy(o, in->e, in->text, v) ? oom(c) : COURIER_OK;
+        if ((co & COURIER_MAP_STRING_FROM_NUMBER) && (t == COURIER_JSON_INTEGER || t == COURIER_JSON_REAL)) {
+            char num[40];
+            double d;
+            memcpy(&d, &x->payload, sizeof d);
+            int n = t == COURIER_JSON_INTEGER ? (int)cr_json_format_int(num, (int64_t)x->payload)
+                                              : cr_json_format_real(d, num, sizeof num);
+            if (n < 0 || tput_string(o, num, (size_t)n)) return oom(c);
+            return COURIER_OK;
+        }
+        return mismatch_type(c, f, a->type, t, NULL);
+    case COURIER_JSON_INTEGER:
+    case COURIER_JSON_REAL:
+    case COURIER_JSON_NUMBER: {
+        json_int_t iv = t == COURIER_JSON_INTEGER ? (json_int_t)(int64_t)x->payload : 0;
+        double dv = 0;
+        int is_int = 0;
+        if (t == COURIER_JSON_REAL) memcpy(&dv, &x->payload, sizeof dv);
+        const char *why = coerce_number(a->type, co, t, t == COURIER_JSON_STRING ? in->text + x->payload : NULL,
+                                        x->length, &iv, &dv, &is_int);
+        if (why) return mismatch_type(c, f, a->type, t, *why ? why : NULL);
+        uint64_t bits;
+        if (is_int) bits = (uint64_t)(int64_t)iv;
+        else memcpy(&bits, &dv, sizeof bits);
+        return tput(o, is_int ? COURIER_JSON_INTEGER : COURIER_JSON_REAL, 0, 0, bits) == SIZE_MAX ? oom(c) : COURIER_OK;
+    }
+    case COURIER_JSON_BOOL:
+        if (t == COURIER_JSON_BOOL) return tput(o, t, x->flags, 0, 0) == SIZE_MAX ? oom(c) : COURIER_OK;
+        if ((co & COURIER_MAP_BOOL_FROM_NUMBER) && t == COURIER_JSON_INTEGER && (x->payload == 0 || x->payload == 1))
+            return tput(o, COURIER_JSON_BOOL, x->payload ? COURIER_JSON_TAPE_TRUE : 0, 0, 0) == SIZE_MAX ? oom(c)
+                                                                                                    : COURIER_OK;
+        return mismatch_type(c, f, a->type, t, NULL);
+    }
+    return mismatch_type(c, f, a->type, t, NULL);
+}
+
+/* apply_object's rules: the output object is written member by member in the mapping's order. */
+static int tapply_object(const courier_mapping *m, const tape_in *in, size_t v, const frame *f, apply_ctx *c,
+                         tape_out *o) {
+    if (in->e[v].type != COURIER_JSON_OBJECT) return mismatch_type(c, f, COURIER_JSON_OBJECT, in->e[v].type, NULL);
+    if (++c->depth > CR_JSON_MAX_DEPTH) {
+        c->depth--;
+        return mismatch_type(c, f, COURIER_JSON_OBJECT, COURIER_JSON_OBJECT, "mapping nested too deeply");
+    }
+    size_t at = tput(o, COURIER_JSON_OBJECT, 0, 0, 0), hint = 0;
+    uint32_t members = 0;
+    int rc = at == SIZE_MAX ? oom(c) : COURIER_OK;
+    for (size_t i = 0; rc == COURIER_OK && i < m->count; i++) {
+        const cr_attr *a = &m->attrs[i];
+        unsigned co = a->flags | m->flags;
+        size_t w = 0;
+        if (a->source_simple) w = courier_json_tape_get(in->t, v, a->source, a->source_len, &hint);
+        else if (!courier_json_tape_path(in->t, v, a->source, &w)) w = 0;
+        int wt = ttype(in, w);
+        if (wt == COURIER_JSON_NULL && (co & COURIER_MAP_NULL_AS_ABSENT)) w = 0, wt = COURIER_JSON_NONE;
+        if (!w || (wt == COURIER_JSON_NULL && a->type != COURIER_JSON_ANY)) {
+            if (!a->def_tape && (a->flags & COURIER_MAP_REQUIRED)) {
+                frame fa = {f, a->source, a->source_len, 0};
+                rc = mismatch_type(c, &fa, a->type, wt, NULL);
+            } else if (a->def_tape || w) {
+                /* The default, or an optional null that stays null. */
+                if (tput_string(o, a->dest, a->dest_len)) rc = oom(c);
+                else if (a->def_tape) {
+                    if (tcopy(o, courier_json_tape_entries(a->def_tape, NULL),
+                              (const char *)courier_json_tape_text(a->def_tape), 0))
+                        rc = oom(c);
+                } else if (tput(o, COURIER_JSON_NULL, 0, 0, 0) == SIZE_MAX) {
+                    rc = oom(c);
+                }
+                members++;
+            }
+            continue;
+        }
+        frame fa = {f, a->source, a->source_len, 0};
+        if (tput_string(o, a->dest, a->dest_len)) rc = oom(c);
+        else rc = tconvert(a, co, in, w, &fa, c, o);
+        members++;
+    }
+    if (rc == COURIER_OK) {
+        o->e[at].length = members;
+        o->e[at].payload = o->count;
+    }
+    c->depth--;
+    return rc;
+}
+
+int cr_mapping_apply_tape(const courier_mapping *m, const courier_json_tape *t, size_t index, const char *prefix,
+                          courier_json_tape **out, courier_mapping_error *where, courier_error *err) {
+    apply_ctx c = {where, err, prefix, 0};
+    *out = NULL;
+    if (where) memset(where, 0, sizeof *where);
+    size_t count = 0;
+    tape_in in = {t, courier_json_tape_entries(t, &count), (const char *)courier_json_tape_text(t)};
+    if (index >= count) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "index %zu is not in the tape", index);
+    /* About as many entries as the input: a mapping keeps most of what it reads. */
+    tape_out o = {0};
+    size_t guess = tskip(in.e, index) - index + 16;
+    if (!(o.e = malloc(guess * sizeof *o.e)) || cr_buf_reserve(&o.text, 64)) {
+        free(o.e);
+        return oom(&c);
+    }
+    o.cap = guess;
+    int rc = COURIER_OK;
+    if (in.e[index].type == COURIER_JSON_ARRAY) {
+        /* A mapping applied to an array maps each element (the seeds' collections). */
+        size_t at = tput(&o, COURIER_JSON_ARRAY, 0, in.e[index].length, 0), k = index + 1;
+        for (size_t i = 0; rc == COURIER_OK && i < in.e[index].length; i++, k = tskip(in.e, k)) {
+            frame fe = {NULL, NULL, 0, i};
+            rc = tapply_object(m, &in, k, &fe, &c, &o);
+        }
+        if (rc == COURIER_OK) o.e[at].payload = o.count;
+    } else {
+        rc = tapply_object(m, &in, index, NULL, &c, &o);
+    }
+    if (rc != COURIER_OK) {
+        free(o.e);
+        cr_buf_free(&o.text);
+        return rc;
+    }
+    size_t text_len = 0;
+    char *text = cr_buf_take(&o.text, &text_len);
+    if (!text || !(*out = cr_json_tape_adopt(o.e, o.count, text, text_len))) {
+        if (!text) free(o.e);
+        return oom(&c);
+    }
+    return COURIER_OK;
+}
+
+int courier_mapping_apply_tape(courier_json_tape **out, courier_mapping_error *where, const courier_mapping *m,
+                               const courier_json_tape *input, size_t index, courier_error *err) {
+    cr_error_clear(err);
+    if (where) memset(where, 0, sizeof *where);
+    if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!m || !input) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "mapping or input is NULL");
+    return cr_mapping_apply_tape(m, input, index, "", out, where, err);
 }
 
 int courier_mapping_apply(const courier_mapping *m, const courier_json *input, courier_json **out,
@@ -668,7 +932,12 @@ static void result_spec_clear(cr_result_spec *s) {
     courier_mapping_free(s->mapping);
 }
 
-void cr_jspec_free(cr_jspec *s) {
+static void *jspec_copy(const void *state);
+static void jspec_free(void *state);
+static const cr_ext_ops jspec_ops = {jspec_copy, jspec_free};
+
+static void jspec_free(void *state) {
+    cr_jspec *s = state;
     if (!s) return;
     free(s->key_path);
     courier_mapping_free(s->mapping);
@@ -683,7 +952,11 @@ void cr_jspec_free(cr_jspec *s) {
     free(s);
 }
 
-int cr_jspec_add_desc(cr_jspec *s, int lo, int hi, const char *key_path, const courier_mapping *mapping) {
+static cr_jspec *jspec_of(cr_jspec **where);
+
+int cr_jspec_add_desc(cr_jspec **r, int lo, int hi, const char *key_path, const courier_mapping *mapping) {
+    cr_jspec *s = jspec_of(r);
+    if (!s) return COURIER_E_NO_MEMORY;
     struct cr_desc_spec *d = realloc(s->descs, (s->ndescs + 1) * sizeof *d);
     if (!d) return COURIER_E_NO_MEMORY;
     s->descs = d;
@@ -696,9 +969,11 @@ int cr_jspec_add_desc(cr_jspec *s, int lo, int hi, const char *key_path, const c
     return COURIER_OK;
 }
 
-cr_jspec *cr_jspec_copy(const cr_jspec *s) {
+static void *jspec_copy(const void *state) {
+    const cr_jspec *s = state;
     cr_jspec *c = calloc(1, sizeof *c);
-    if (!c || !s) return c;
+    if (!c) return NULL;
+    c->ext.ops = &jspec_ops;
     if (s->key_path && !(c->key_path = cr_strdup(s->key_path))) goto fail;
     c->mapping = cr_mapping_retain(s->mapping);
     c->envelope_set = s->envelope_set;
@@ -715,26 +990,26 @@ cr_jspec *cr_jspec_copy(const cr_jspec *s) {
         }
     }
     for (size_t i = 0; i < s->ndescs; i++)
-        if (cr_jspec_add_desc(c, s->descs[i].lo, s->descs[i].hi, s->descs[i].key_path, s->descs[i].mapping)) goto fail;
+        if (cr_jspec_add_desc(&c, s->descs[i].lo, s->descs[i].hi, s->descs[i].key_path, s->descs[i].mapping)) goto fail;
     return c;
 fail:
-    cr_jspec_free(c);
+    jspec_free(c);
     return NULL;
 }
 
-static cr_jspec *jspec_of(courier_request *r) {
-    if (!r->jspec) r->jspec = calloc(1, sizeof *r->jspec);
-    return r->jspec;
+static cr_jspec *jspec_of(cr_jspec **where) {
+    if (!*where && (*where = calloc(1, sizeof **where))) (*where)->ext.ops = &jspec_ops;
+    return *where;
 }
 
-int courier_request_set_key_path(courier_request *r, const char *key_path) {
+int cr_jspec_set_key_path(cr_jspec **r, const char *key_path) {
     if (!r || (key_path && *key_path && !valid_path(key_path))) return COURIER_E_INVALID_ARGUMENT;
     cr_jspec *s = jspec_of(r);
     if (!s) return COURIER_E_NO_MEMORY;
     return cr_set_string(&s->key_path, key_path && *key_path ? key_path : NULL);
 }
 
-int courier_request_set_mapping(courier_request *r, const courier_mapping *m) {
+int cr_jspec_set_mapping(cr_jspec **r, const courier_mapping *m) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     cr_jspec *s = jspec_of(r);
     if (!s) return COURIER_E_NO_MEMORY;
@@ -744,7 +1019,7 @@ int courier_request_set_mapping(courier_request *r, const courier_mapping *m) {
     return COURIER_OK;
 }
 
-int courier_request_add_result(courier_request *r, const char *name, const char *key_path, const courier_mapping *m,
+int cr_jspec_add_result(cr_jspec **r, const char *name, const char *key_path, const courier_mapping *m,
                                unsigned flags) {
     if (!r || !name || !*name || (key_path && *key_path && !valid_path(key_path)) ||
         (flags & ~(unsigned)COURIER_RESULT_OPTIONAL))
@@ -770,7 +1045,7 @@ int courier_request_add_result(courier_request *r, const char *name, const char 
     return COURIER_OK;
 }
 
-int courier_request_set_envelope(courier_request *r, const courier_envelope *e) {
+int cr_jspec_set_envelope(cr_jspec **r, const courier_envelope *e) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     cr_jspec *s = jspec_of(r);
     if (!s) return COURIER_E_NO_MEMORY;
@@ -889,40 +1164,18 @@ int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const jso
     return COURIER_OK;
 }
 
-/* ---- reading results from a response ---------------------------------------------------------------- */
-
-const courier_json *courier_response_data(const courier_response *r) {
-    cr_jresp *j = r ? cr_jresp_of(r) : NULL;
-    if (!j) return NULL;
-    if (j->data) return (const courier_json *)j->data;
-    return j->applied ? NULL : courier_response_json(r);
-}
-
-const courier_json *courier_response_result(const courier_response *r, const char *name) {
-    cr_jresp *j = r && name ? cr_jresp_of(r) : NULL;
-    if (!j) return NULL;
-    for (size_t i = 0; i < j->nresults; i++)
-        if (strcmp(j->results[i].name, name) == 0) return (const courier_json *)j->results[i].value;
-    return NULL;
-}
-
-int courier_response_envelope(const courier_response *r, int64_t *code, const char **message) {
-    if (code) *code = 0;
-    if (message) *message = NULL;
-    cr_jresp *j = r ? cr_jresp_of(r) : NULL;
-    if (!j) return COURIER_E_INVALID_ARGUMENT;
-    if (message) *message = j->env_message;
-    if (!j->has_env_code) return COURIER_E_NOT_FOUND;
-    if (code) *code = j->env_code;
-    return COURIER_OK;
-}
-
-int courier_response_mapping_error(const courier_response *r, courier_mapping_error *out) {
-    cr_jresp *j = r ? cr_jresp_of(r) : NULL;
-    if (!out) return COURIER_E_INVALID_ARGUMENT;
-    memset(out, 0, sizeof *out);
-    if (!j) return COURIER_E_INVALID_ARGUMENT;
-    if (!j->has_merr) return COURIER_E_NOT_FOUND;
-    *out = j->merr;
-    return COURIER_OK;
+void cr_jresp_free(cr_jresp *j) {
+    if (!j) return;
+    json_t *doc = atomic_load(&j->doc);
+    if (doc) json_decref(doc);
+    cr_callback_release(j->decoder);
+    free(j->content_type);
+    if (j->data) json_decref(j->data);
+    for (size_t i = 0; i < j->nresults; i++) {
+        free(j->results[i].name);
+        if (j->results[i].value) json_decref(j->results[i].value);
+    }
+    free(j->results);
+    free(j->env_message);
+    free(j);
 }

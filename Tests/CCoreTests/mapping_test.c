@@ -4,6 +4,7 @@
  * against the loopback server.
  */
 #include "harness.h"
+#include "tape_same.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -531,7 +532,149 @@ static void test_envelope_check_and_shape(void) {
     courier_engine_close(e);
 }
 
+/* ---- the tape path agrees with the jansson path ------------------------------------------------------ */
+
+/* The documents of the comparison: what services send, and the edges of parsing and mapping. */
+static const char *const agree_docs[] = {
+    "{\"id\":1,\"title\":\"Tea\",\"price\":2.5,\"on\":1}",
+    "[{\"id\":1,\"title\":7},{\"id\":\"2\",\"title\":\"b\",\"price\":\"3.25\"},{\"id\":3.0}]",
+    "{\"code\":\"200\",\"message\":null,\"data\":{\"name\":\"x\",\"on\":0,\"items\":[{\"id\":5}],\"owner\":{\"id\":6}}}",
+    "{\"code\":200,\"message\":\"ok\",\"data\":{\"items\":[{\"id\":5},7]}}",           /* an element not an object */
+    "{\"code\":\"abc\",\"data\":{\"items\":{\"id\":1}}}",                             /* envelope code not a number */
+    "{\"code\":1e400}",                                                             /* refused by both parsers */
+    "{\"code\":12345678901234567890}",                                             /* integer beyond int64 */
+    "{\"id\":-9223372036854775808,\"price\":-0.0,\"title\":1.5e-300,\"a\":1e22,\"b\":0.1}",
+    "{\"id\":9.5}",                                                                /* a fraction for integer */
+    "{\"id\":1,\"title\":\"\\u00e9\\ud83d\\ude00\\n\\\"q\\\"\",\"v\":\"\\u0041\"}",  /* unicode escapes */
+    "{\"id\":1,\"id\":2,\"title\":\"a\",\"title\":\"b\"}",                          /* duplicates (allowed below) */
+    "{\"v\":1,\"kids\":[{\"v\":2,\"kids\":[{\"v\":3,\"kids\":[{\"v\":[[[[{}]]]]}]}]},{\"v\":null}]}", /* deep */
+    "{\"v\":1,\"kids\":[{\"kids\":\"no\"}]}",
+    "{\"a\":\"42\",\"b\":17,\"c\":1,\"d\":[{\"e\":\"1e3\"}]}",
+    "{\"a\":\"4.5\",\"b\":2.25,\"c\":2,\"d\":[]}",
+    "{\"a\":null,\"b\":null,\"c\":null,\"d\":null}",
+    "{}", "[]", "[{}]", "null", "42", "\"text\"", "[1]",
+    "{\"data\":{\"name\":{\"deep\":[1,{\"x\":null}]},\"on\":true,\"owner\":null}}",
+    "{\"id\":\"\",\"title\":true,\"price\":\"nan\"}",
+    "{\"id\":\" 1\",\"price\":\"0x10\"}",
+};
+
+static courier_mapping *agree_mappings[5];
+
+static void build_agree_mappings(void) {
+    courier_mapping *item = NULL, *root = NULL, *tree = NULL, *loose = NULL, *any = NULL;
+    courier_mapping_new(&item);
+    courier_mapping_add_attribute(item, "id", NULL, COURIER_JSON_INTEGER, COURIER_MAP_REQUIRED | COURIER_MAP_NUMBER_FROM_STRING);
+    courier_mapping_add_attribute(item, "title", "name", COURIER_JSON_STRING, COURIER_MAP_STRING_FROM_NUMBER);
+    courier_mapping_add_attribute(item, "price", NULL, COURIER_JSON_REAL, COURIER_MAP_NUMBER_FROM_STRING);
+    courier_mapping_add_attribute(item, "on", NULL, COURIER_JSON_BOOL, COURIER_MAP_BOOL_FROM_NUMBER);
+    courier_mapping_new(&root);
+    courier_mapping_add_attribute(root, "code", NULL, COURIER_JSON_NUMBER, COURIER_MAP_NUMBER_FROM_STRING | COURIER_MAP_REQUIRED);
+    courier_mapping_add_attribute(root, "message", NULL, COURIER_JSON_STRING, COURIER_MAP_NULL_AS_ABSENT);
+    courier_mapping_add_attribute(root, "data.name", "name", COURIER_JSON_ANY, 0);
+    courier_mapping_add_attribute(root, "data.on", "on", COURIER_JSON_BOOL, COURIER_MAP_BOOL_FROM_NUMBER);
+    courier_mapping_add_attribute(root, "data.missing.path", "missing", COURIER_JSON_STRING, 0);
+    courier_mapping_add_relationship(root, "data.items", "items", item, 1, 0);
+    courier_mapping_add_relationship(root, "data.owner", "owner", item, 0, 0);
+    courier_json *def = NULL;
+    courier_json_parse("{\"none\":[1,\"x\",null]}", 21, NULL, &def, NULL);
+    courier_mapping_set_default(root, "message", def);
+    courier_json_free(def);
+    courier_mapping_new(&tree);
+    courier_mapping_add_attribute(tree, "v", NULL, COURIER_JSON_ANY, 0);
+    courier_mapping_add_relationship(tree, "kids", NULL, tree, 1, 0);
+    courier_mapping_new(&loose);
+    courier_mapping_set_coercions(loose, COURIER_MAP_ALL_COERCIONS);
+    courier_mapping_add_attribute(loose, "a", NULL, COURIER_JSON_INTEGER, 0);
+    courier_mapping_add_attribute(loose, "b", NULL, COURIER_JSON_STRING, 0);
+    courier_mapping_add_attribute(loose, "c", NULL, COURIER_JSON_BOOL, 0);
+    courier_mapping_add_attribute(loose, "d.0.e", "e", COURIER_JSON_REAL, 0);
+    courier_mapping_new(&any);
+    courier_mapping_add_attribute(any, "id", NULL, COURIER_JSON_NUMBER, COURIER_MAP_REQUIRED);
+    courier_mapping_add_attribute(any, "title", NULL, COURIER_JSON_STRING, COURIER_MAP_REQUIRED);
+    agree_mappings[0] = item;
+    agree_mappings[1] = root;
+    agree_mappings[2] = tree;
+    agree_mappings[3] = loose;
+    agree_mappings[4] = any;
+}
+
+static void test_tape_path_agrees_with_jansson(void) {
+    build_agree_mappings();
+    courier_json_options o;
+    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    o.flags = COURIER_JSON_ALLOW_DUPLICATE_KEYS;
+    int oks = 0, fails = 0;
+    for (size_t d = 0; d < sizeof agree_docs / sizeof *agree_docs; d++) {
+        const char *text = agree_docs[d];
+        courier_json *doc = NULL;
+        courier_json_tape *tape = NULL;
+        int rc1 = courier_json_parse(text, strlen(text), &o, &doc, NULL);
+        int rc2 = courier_json_tape_parse(text, strlen(text), &o, &tape, NULL);
+        CHECK_EQ(rc1, rc2);
+        if (rc1 != COURIER_OK || rc2 != COURIER_OK) {
+            courier_json_free(doc);
+            courier_json_tape_free(tape);
+            continue;
+        }
+        for (size_t m = 0; m < sizeof agree_mappings / sizeof *agree_mappings; m++) {
+            int rc = 0;
+            if (!mapping_paths_agree(agree_mappings[m], doc, tape, 0, &rc))
+                th_fail(__FILE__, __LINE__, "document %zu, mapping %zu: the paths disagree", d, m);
+            if (rc == COURIER_OK) oks++;
+            else fails++;
+        }
+        courier_json_free(doc);
+        courier_json_tape_free(tape);
+    }
+    CHECK(oks > 10);
+    CHECK(fails > 10); /* both outcomes are compared, not only one */
+    for (size_t m = 0; m < sizeof agree_mappings / sizeof *agree_mappings; m++) courier_mapping_free(agree_mappings[m]);
+}
+
+static void test_tape_output_and_arguments(void) {
+    courier_mapping *m = NULL;
+    REQUIRE(courier_mapping_new(&m) == COURIER_OK);
+    courier_mapping_add_attribute(m, "a.b", "x", COURIER_JSON_REAL, 0);
+    courier_mapping_add_attribute(m, "s", NULL, COURIER_JSON_STRING, COURIER_MAP_STRING_FROM_NUMBER);
+    const char *text = "{\"s\":12,\"skip\":[1,2],\"a\":{\"b\":3}}";
+    courier_json_tape *in = NULL, *out = NULL;
+    REQUIRE(courier_json_tape_parse(text, strlen(text), NULL, &in, NULL) == COURIER_OK);
+    courier_mapping_error where;
+    courier_error err;
+    CHECK_EQ(courier_mapping_apply_tape(&out, &where, m, in, 0, &err), COURIER_OK);
+    size_t n = 0;
+    const courier_json_tape_entry *e = courier_json_tape_entries(out, &n);
+    const char *t = (const char *)courier_json_tape_text(out);
+    /* {"x":3.0,"s":"12"}: in the mapping's order, the integer made a real, the number a string. */
+    CHECK_EQ(n, 5);
+    CHECK_EQ(e[0].type, COURIER_JSON_OBJECT);
+    CHECK_EQ(e[0].length, 2);
+    CHECK_EQ(e[0].payload, 5);
+    CHECK_STR(t + e[1].payload, "x");
+    CHECK_EQ(e[2].type, COURIER_JSON_REAL);
+    double d = 0;
+    memcpy(&d, &e[2].payload, sizeof d);
+    CHECK(d == 3.0);
+    CHECK_STR(t + e[3].payload, "s");
+    CHECK_EQ(e[4].type, COURIER_JSON_STRING);
+    CHECK_STR(t + e[4].payload, "12");
+    courier_json_tape_free(out);
+    out = NULL;
+    CHECK_EQ(courier_mapping_apply_tape(&out, &where, m, in, 99, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_mapping_apply_tape(&out, &where, NULL, in, 0, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_mapping_apply_tape(NULL, &where, m, in, 0, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK(out == NULL);
+    /* A failure names the path in the tape's value as courier_mapping_apply does. */
+    CHECK_EQ(courier_mapping_apply_tape(&out, &where, m, in, 4, &err), COURIER_E_MAPPING); /* the array [1,2] */
+    CHECK_STR(where.path, "0");
+    CHECK_EQ(where.expected, COURIER_JSON_OBJECT);
+    CHECK_EQ(where.found, COURIER_JSON_INTEGER);
+    courier_json_tape_free(in);
+    courier_mapping_free(m);
+}
+
 TESTS_MAIN(T(test_attributes_rename_select_and_nest), T(test_type_mismatch_names_path_and_types), T(test_coercions),
            T(test_defaults), T(test_relationships), T(test_tree_mapping_and_cycles), T(test_arrays_and_identity),
            T(test_bad_descriptions), T(test_request_key_path_and_mapping), T(test_request_mapping_failure),
-           T(test_request_named_results), T(test_envelope), T(test_envelope_check_and_shape))
+           T(test_request_named_results), T(test_envelope), T(test_envelope_check_and_shape),
+           T(test_tape_path_agrees_with_jansson), T(test_tape_output_and_arguments))

@@ -402,6 +402,55 @@ static void test_coalescing_identical_gets(void) {
     courier_engine_close(e);
 }
 
+/* A follower's response is the one copy of the leader's (response.c's cr_response_copy): everything
+ * the response says, header by header, with the follower's own request id. */
+static void test_coalesced_follower_gets_a_full_copy(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    enum { N = 3 };
+    rec recs[N];
+    memset(recs, 0, sizeof recs);
+    uint64_t ids[N];
+    long before = cts_server_path_count(th_server(), "/delay/305");
+    for (int i = 0; i < N; i++) {
+        courier_request *r = req("GET", "/delay/305");
+        CHECK_EQ(courier_send(e, r, rec_done, &recs[i], &ids[i], NULL), COURIER_OK);
+        courier_request_free(r);
+    }
+    CHECK_EQ(wait_all(recs, N), N);
+    CHECK_EQ(cts_server_path_count(th_server(), "/delay/305") - before, 1);
+    courier_response *lead = atomic_load(&recs[0].resp);
+    REQUIRE(lead);
+    for (int i = 0; i < N; i++) {
+        courier_response *resp = atomic_load(&recs[i].resp);
+        REQUIRE(resp);
+        CHECK_EQ(courier_response_request_id(resp), ids[i]);
+        CHECK_EQ(courier_response_status(resp), courier_response_status(lead));
+        CHECK_STR(courier_response_url(resp), courier_response_url(lead));
+        CHECK_STR(courier_response_method(resp), courier_response_method(lead));
+        size_t n1 = 0, n2 = 0;
+        const uint8_t *b1 = courier_response_body(resp, &n1), *b2 = courier_response_body(lead, &n2);
+        CHECK_EQ(n1, n2);
+        CHECK(n1 == n2 && memcmp(b1, b2, n1) == 0);
+        CHECK_EQ(courier_response_header_count(resp), courier_response_header_count(lead));
+        for (size_t k = 0; k < courier_response_header_count(lead); k++) {
+            const char *name = NULL, *value = NULL, *name2 = NULL, *value2 = NULL;
+            CHECK_EQ(courier_response_header_at(lead, k, &name, &value), COURIER_OK);
+            CHECK_EQ(courier_response_header_at(resp, k, &name2, &value2), COURIER_OK);
+            CHECK_STR(name2, name);
+            CHECK_STR(value2, value);
+        }
+        courier_metrics m1, m2;
+        CHECK_EQ(courier_response_metrics(resp, &m1, sizeof m1), COURIER_OK);
+        CHECK_EQ(courier_response_metrics(lead, &m2, sizeof m2), COURIER_OK);
+        CHECK_EQ(m1.bytes_received, m2.bytes_received);
+        CHECK_EQ(courier_response_cache_status(resp), courier_response_cache_status(lead));
+        CHECK_EQ(courier_response_cache_reason(resp), courier_response_cache_reason(lead));
+    }
+    rec_clear(recs, N);
+    courier_engine_close(e);
+}
+
 static void test_coalescing_cancel_leader_and_follower(void) {
     courier_engine *e = th_engine(NULL);
     REQUIRE(e);
@@ -562,5 +611,5 @@ static void test_interceptors(void) {
 TESTS_MAIN(T(test_retry_on_5xx_counted_by_server), T(test_retry_only_idempotent_unless_opted_in),
            T(test_retry_network_errors), T(test_never_retry_after_cancel), T(test_retry_after_is_honoured),
            T(test_backoff_on_injected_clock), T(test_retry_rule_validation), T(test_per_host_limit), T(test_priorities_order_waiting_requests),
-           T(test_coalescing_identical_gets), T(test_coalescing_cancel_leader_and_follower), T(test_frequent_guard),
+           T(test_coalescing_identical_gets), T(test_coalesced_follower_gets_a_full_copy), T(test_coalescing_cancel_leader_and_follower), T(test_frequent_guard),
            T(test_interceptors))

@@ -6,7 +6,9 @@
  * fixed set of mappings (attributes, coercions, defaults, relationships, a recursive mapping) is
  * applied to it and to its members. The tape parser (courier_json_tape_parse) must accept exactly
  * the texts courier_json_parse accepts and hold the same values (checked entry by entry, and by
- * hinted key lookups), and a tape made from the parsed document must hold them too. Nothing may
+ * hinted key lookups), and a tape made from the parsed document must hold them too. Every mapping
+ * is applied both ways, to the jansson document and on the tape (the parsed one and one made from
+ * the value): the outputs must be equal, or the errors the same. Nothing may
  * crash, leak or trip a sanitizer; a broken round-trip or a disagreement aborts.
  *
  * Built by run.sh with the Swift toolchain's clang: -fsanitize=fuzzer,address,undefined.
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "courier.h"
+#include "../CCoreTests/tape_same.h"
 
 static courier_mapping *g_item, *g_root, *g_tree, *g_loose;
 
@@ -77,58 +80,13 @@ static size_t walk(const courier_json *v, int depth) {
     return n;
 }
 
-/* Whether the tape's value at i equals v (types, counts, keys through hinted lookups, strings by
- * bytes, numbers by bits). */
-static int tape_same(const courier_json_tape *t, size_t i, const courier_json *v) {
-    size_t count = 0;
-    const courier_json_tape_entry *e = courier_json_tape_entries(t, &count);
-    const char *text = (const char *)courier_json_tape_text(t);
-    if (i >= count || e[i].type != courier_json_typeof(v)) return 0;
-    const courier_json_tape_entry *x = &e[i];
-    switch (x->type) {
-    case COURIER_JSON_OBJECT: {
-        if (x->length != courier_json_size(v) || x->payload > count) return 0;
-        size_t k = i + 1, hint = 0;
-        while (k < x->payload) {
-            size_t val = k + 1, next = courier_json_tape_skip(t, val);
-            if (e[k].type != COURIER_JSON_STRING) return 0;
-            if (!(e[k].flags & COURIER_JSON_TAPE_DEAD)) {
-                const char *key = text + e[k].payload;
-                if (courier_json_tape_get(t, i, key, e[k].length, &hint) != val) return 0;
-                if (!tape_same(t, val, courier_json_getn(v, key, e[k].length))) return 0;
-            }
-            k = next;
-        }
-        return k == x->payload;
-    }
-    case COURIER_JSON_ARRAY: {
-        if (x->length != courier_json_size(v) || x->payload > count) return 0;
-        size_t k = i + 1;
-        for (size_t n = 0; n < x->length; n++) {
-            if (!tape_same(t, k, courier_json_at(v, n))) return 0;
-            k = courier_json_tape_skip(t, k);
-        }
-        return k == x->payload;
-    }
-    case COURIER_JSON_STRING: {
-        size_t len = 0;
-        const char *s = courier_json_string(v, &len);
-        return x->length == len && memcmp(text + x->payload, s, len) == 0 && text[x->payload + len] == '\0';
-    }
-    case COURIER_JSON_INTEGER: return (int64_t)x->payload == courier_json_integer(v);
-    case COURIER_JSON_REAL: {
-        double d = courier_json_real(v);
-        uint64_t bits;
-        memcpy(&bits, &d, sizeof bits);
-        return bits == x->payload;
-    }
-    case COURIER_JSON_BOOL: return ((x->flags & COURIER_JSON_TAPE_TRUE) != 0) == (courier_json_bool(v) != 0);
-    case COURIER_JSON_NULL: return 1;
-    }
-    return 0;
-}
-
-static void map_with(const courier_mapping *m, const courier_json *in) {
+/* Maps `in` with jansson and checks the tape path agrees, on `tape` at `index` (when the tape
+ * parser took the text) and on a tape made from the value. */
+static void map_with(const courier_mapping *m, const courier_json *in, const courier_json_tape *tape, size_t index) {
+    if (tape && !mapping_paths_agree(m, in, tape, index, NULL)) abort();
+    courier_json_tape *own = NULL;
+    if (courier_json_tape_from_value(in, &own, NULL) != COURIER_OK || !mapping_paths_agree(m, in, own, 0, NULL)) abort();
+    courier_json_tape_free(own);
     courier_json *out = NULL;
     courier_mapping_error where;
     courier_error err;
@@ -187,12 +145,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!tape_same(tape, 0, doc) || courier_json_tape_skip(tape, 0) != ({ size_t n; courier_json_tape_entries(tape, &n); n; }))
             abort();
         courier_json_tape_get(tape, 0, "id", 2, NULL);
-        courier_json_tape_free(tape);
-        tape = NULL;
-        if (courier_json_tape_from_value(doc, &tape, NULL) != COURIER_OK || !tape_same(tape, 0, doc)) abort();
-        courier_json_tape_free(tape);
+        courier_json_tape *made = NULL;
+        if (courier_json_tape_from_value(doc, &made, NULL) != COURIER_OK || !tape_same(made, 0, doc)) abort();
+        courier_json_tape_free(made);
     }
     if (rc != COURIER_OK) {
+        courier_json_tape_free(tape);
         if (doc || (rc != COURIER_E_JSON && rc != COURIER_E_TOO_LARGE && rc != COURIER_E_NO_MEMORY)) abort();
         return 0;
     }
@@ -219,12 +177,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         courier_free(text);
     }
 
-    map_with(g_root, doc);
-    map_with(g_item, doc);
-    map_with(g_tree, doc);
-    map_with(g_loose, doc);
+    /* Both mapping paths (jansson, tape) on the same inputs: the same outputs and errors. */
+    map_with(g_root, doc, tape, 0);
+    map_with(g_item, doc, tape, 0);
+    map_with(g_tree, doc, tape, 0);
+    map_with(g_loose, doc, tape, 0);
     const courier_json *first = courier_json_at(doc, 0);
-    if (first) map_with(g_root, first);
+    if (first) map_with(g_root, first, tape, 1);
+    courier_json_tape_free(tape);
 
     courier_json *copy = NULL;
     if (courier_json_copy(doc, &copy) == COURIER_OK) {

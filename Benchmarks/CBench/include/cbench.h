@@ -165,10 +165,14 @@ long long cbench_jansson_parse_only(const void *data, size_t len);
  * cbench_mapping_free. */
 void *cbench_mapping_new(int renames);
 void cbench_mapping_free(void *mapping);
-/* The core: courier_json_parse (limits, duplicate keys refused) + courier_mapping_apply, then
- * both freed; returns the number of mapped objects, -1 on failure. _parse_only: the parse alone;
- * _parse_split: the parse alone with the top-level array split across the processors. */
+/* The core: courier_json_tape_parse (limits, duplicate keys refused) + courier_mapping_apply_tape,
+ * then both freed; returns the number of mapped objects, -1 on failure. _jansson_run: the same on
+ * a jansson document (courier_json_parse + courier_mapping_apply). _paths_agree: 1 when both give
+ * the same output. _parse_only: the jansson parse alone; _parse_split: that parse with the
+ * top-level array split across the processors. */
 long long cbench_mapping_run(const void *data, size_t len, const void *mapping);
+long long cbench_mapping_jansson_run(const void *data, size_t len, const void *mapping);
+int cbench_mapping_paths_agree(const void *data, size_t len, const void *mapping);
 long long cbench_mapping_parse_only(const void *data, size_t len);
 long long cbench_mapping_parse_split(const void *data, size_t len);
 /* The Swift decoder's parse alone: courier_json_tape_parse (the same limits and checks), freed;

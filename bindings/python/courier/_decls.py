@@ -176,6 +176,7 @@ DECLS = {
     'courier_mapping_set_default': ('int', ('ptr', 'str', 'ptr')),
     'courier_mapping_attribute_count': ('size_t', ('ptr',)),
     'courier_mapping_apply': ('int', ('ptr', 'ptr', 'ptr', 'ptr', 'ptr')),
+    'courier_mapping_apply_tape': ('int', ('ptr', 'ptr', 'ptr', 'ptr', 'size_t', 'ptr')),
     'courier_envelope_new': ('int', ('ptr',)),
     'courier_envelope_free': ('void', ('ptr',)),
     'courier_envelope_set_code_path': ('int', ('ptr', 'str', 'int')),

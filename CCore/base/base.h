@@ -1,0 +1,317 @@
+/*
+ * base/base.h — the bottom layer: what every file of the core may use (errors, buffers, name/value
+ * lists, strings and encodings, clocks, hashing, LMDB file checks, feature-state hooks, callback
+ * registrations, id sets, logging and lifecycle events). Never installed, never exported: every
+ * function here is built with hidden visibility (only COURIER_API symbols leave the library).
+ *
+ * The layers, bottom to top, each with its header of what the layers above may use, each header
+ * including the one below: base/base.h, json/json_internal.h, http/http.h, cache/cache.h,
+ * journal/journal.h, engine/engine.h. A file includes its own layer's header (internal.h includes
+ * them all, for code that stands on the whole core). scripts/check-layers holds the rule that a
+ * file only calls into its own layer or lower ones.
+ */
+#ifndef COURIER_BASE_H
+#define COURIER_BASE_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
+#include "courier.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+/* Everything this header declares stays inside the library, however the core is compiled (CMake
+ * adds -fvisibility=hidden too; SwiftPM cannot, so the sources decide). Only what include/courier.h
+ * marks COURIER_API is exported. The pragma covers declarations, so no system header is included
+ * between it and the pop at the end; a file that defines a non-static function declares it here
+ * (or in cache_internal.h, which does the same) first. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(hidden)
+#endif
+
+#define CR_HIDDEN __attribute__((visibility("hidden")))
+
+#define CR_DEFAULT_TIMEOUT_MS 60000L
+#define CR_DEFAULT_MAX_PER_HOST 5L
+#define CR_DEFAULT_MAX_TOTAL 64L
+#define CR_DEFAULT_MAX_RESPONSE ((int64_t)64 * 1024 * 1024)
+
+/* ---- errors (util.c) ---------------------------------------------------------------------- */
+
+/* Fills *err (may be NULL) with code and a formatted message; returns code. */
+CR_HIDDEN int cr_fail(courier_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Clears *err (may be NULL) to "no error". */
+CR_HIDDEN void cr_error_clear(courier_error *err);
+
+/* ---- growable byte buffer ---------------------------------------------------------------- */
+
+typedef struct cr_buf {
+    char *data; /* always NUL-terminated when non-NULL */
+    size_t len;
+    size_t cap;
+} cr_buf;
+
+CR_HIDDEN int cr_buf_reserve(cr_buf *b, size_t extra);
+CR_HIDDEN int cr_buf_append(cr_buf *b, const void *data, size_t len);
+CR_HIDDEN int cr_buf_append_str(cr_buf *b, const char *s);
+CR_HIDDEN int cr_buf_append_char(cr_buf *b, char c);
+CR_HIDDEN void cr_buf_free(cr_buf *b);
+/* Hands the buffer's memory to the caller (never NULL on success: "" for empty). */
+CR_HIDDEN char *cr_buf_take(cr_buf *b, size_t *len);
+
+/* ---- ordered name/value list -------------------------------------------------------------- */
+
+typedef struct cr_kv {
+    char *name;  /* owns one allocation holding "name\0value\0" */
+    char *value; /* points into it: never freed or reallocated on its own */
+} cr_kv;
+
+typedef struct cr_kvlist {
+    cr_kv *items;
+    size_t count;
+    size_t cap;
+    char *block;      /* when set: one allocation that items added in bulk point into (not freed */
+    size_t block_len; /* one by one); items added later own their own allocation as usual */
+} cr_kvlist;
+
+CR_HIDDEN int cr_kvlist_add(cr_kvlist *l, const char *name, size_t name_len, const char *value, size_t value_len);
+CR_HIDDEN int cr_kvlist_copy(cr_kvlist *dst, const cr_kvlist *src);
+/* Removes every item whose name equals `name` case-insensitively. */
+CR_HIDDEN void cr_kvlist_remove(cr_kvlist *l, const char *name);
+/* First value whose name equals `name` case-insensitively, or NULL. */
+CR_HIDDEN const char *cr_kvlist_get(const cr_kvlist *l, const char *name);
+CR_HIDDEN void cr_kvlist_clear(cr_kvlist *l);
+/* Replaces the value of item i (name and value share one allocation, owned through `name`). */
+CR_HIDDEN int cr_kvlist_set_value(cr_kvlist *l, size_t i, const char *value, size_t value_len);
+
+/* ---- strings and encodings ----------------------------------------------------------------- */
+
+CR_HIDDEN char *cr_strdup(const char *s);                 /* NULL in, NULL out */
+/* calloc(1, size) for objects made per request: glibc's calloc always takes the allocator's slow
+ * path, malloc serves small sizes from the thread's cache. */
+static inline void *cr_zalloc(size_t size) {
+    void *p = malloc(size);
+    if (p) memset(p, 0, size);
+    return p;
+}
+CR_HIDDEN char *cr_strndup(const char *s, size_t len);
+/* Replaces *slot with a copy of s (NULL clears). Returns COURIER_OK or COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_set_string(char **slot, const char *s);
+CR_HIDDEN bool cr_utf8_valid(const char *s, size_t len);
+/* A header name is an RFC 9110 token. */
+CR_HIDDEN bool cr_is_token(const char *s, size_t len);
+/* Checks a header for courier_request_add_header: returns OK or the code. */
+CR_HIDDEN int cr_check_header(const char *name, size_t name_len, const char *value, size_t value_len);
+/* Checks a parameter: UTF-8, no NUL. */
+CR_HIDDEN int cr_check_param(const char *name, size_t name_len, const char *value, size_t value_len);
+/* Appends s percent-encoded (RFC 3986 unreserved characters kept). */
+CR_HIDDEN int cr_percent_encode(cr_buf *out, const char *s, size_t len);
+CR_HIDDEN int cr_base64_encode(cr_buf *out, const void *data, size_t len);
+/* The 64-bit FNV-1a hash of len bytes. */
+CR_HIDDEN uint64_t cr_fnv1a64(const void *data, size_t len);
+/* Checks that url parses as an absolute http or https URL. */
+CR_HIDDEN bool cr_url_valid(const char *url);
+/* Checks a path joined to an already checked base URL: no spaces or control bytes. */
+CR_HIDDEN bool cr_url_path_valid(const char *path);
+
+/* ---- files (util.c) ------------------------------------------------------------------------ */
+
+/* Reads a whole file (at most max bytes) into *out (new, NUL-terminated: free), its length in *len
+ * (may be NULL). COURIER_E_NOT_FOUND (no such file; err->os_error), COURIER_E_INVALID_ARGUMENT
+ * (unreadable), COURIER_E_TOO_LARGE; `what` names the file in err's message ("mock file"). */
+CR_HIDDEN int cr_read_file(const char *path, const char *what, int64_t max, char **out, size_t *len,
+                           courier_error *err);
+
+/* ---- character sets (charset.c) ----------------------------------------------------------- */
+
+/* NULL, "UTF-8" or "UTF8" (any case): no conversion. */
+CR_HIDDEN bool cr_charset_is_utf8(const char *charset);
+/* COURIER_OK when iconv converts between UTF-8 and `charset`, else COURIER_E_UNKNOWN_CHARSET. */
+CR_HIDDEN int cr_charset_check(const char *charset);
+/* Appends s (UTF-8) converted to `charset` / s (in `charset`) converted to UTF-8. Errors:
+ * COURIER_E_CHARSET (a character the target cannot hold, bytes not valid in the source),
+ * COURIER_E_UNKNOWN_CHARSET, COURIER_E_NO_MEMORY. On failure `out` may hold a part. */
+CR_HIDDEN int cr_charset_from_utf8(cr_buf *out, const char *charset, const char *s, size_t len);
+CR_HIDDEN int cr_charset_to_utf8(cr_buf *out, const char *charset, const char *s, size_t len);
+/* The charset parameter of a Content-Type value into out: 1 found, 0 none, -1 longer than size. */
+CR_HIDDEN int cr_content_type_charset(const char *content_type, char *out, size_t size);
+
+/* ---- clocks (util.c) ------------------------------------------------------------------------ */
+
+/* Milliseconds from a monotonic clock. */
+CR_HIDDEN int64_t cr_mono_ms(void);
+/* Initialises a condition variable whose timed waits run on the clock cr_cond_deadline reads:
+ * CLOCK_MONOTONIC where pthread_condattr_setclock exists, CLOCK_REALTIME on macOS, which lacks it
+ * (and whose timed waits cannot use another clock). */
+CR_HIDDEN void cr_cond_init(pthread_cond_t *cv);
+/* The absolute time `us` microseconds from now, for pthread_cond_timedwait on a condition variable
+ * made by cr_cond_init. */
+CR_HIDDEN struct timespec cr_cond_deadline(int64_t us);
+
+/* ---- hashing (hash.c) --------------------------------------------------------------------------- */
+
+/* A fast 64-bit hash (the XXH64 algorithm). */
+CR_HIDDEN uint64_t cr_hash64(const void *data, size_t len, uint64_t seed);
+/* The 128-bit identity of a key string: two 64-bit hashes with different seeds, big-endian. */
+CR_HIDDEN void cr_key_hash(const char *key, size_t len, uint8_t out[16]);
+/* 32 lowercase hex digits + NUL. */
+CR_HIDDEN void cr_key_hex(const uint8_t hash[16], char out[33]);
+
+/* ---- LMDB data files (lmdb_file.c) ----------------------------------------------------------- */
+
+/* Reads the meta pages of "<dir>/data.mdb" without mapping it. 0 when the file is absent, empty
+ * or as long as its newer meta page says; MDB_INVALID with *why (static text) when it must not be
+ * mapped: cut short (LMDB would raise SIGBUS on the pages past its end), or not an LMDB file; an
+ * errno value when the file cannot be read (EISDIR for a directory in its place). */
+CR_HIDDEN int cr_lmdb_file_check(const char *dir, const char **why);
+struct MDB_env;
+/* Pads an open environment's data file (a hole, no disk blocks) to 256 KiB past its last used
+ * page, so that a damaged page near its end, which LMDB follows past the end, reads zeros instead
+ * of raising SIGBUS; sets *largest to the file's size. Call with LMDB's writer lock held (in a
+ * write transaction) before reading the trees. 0 or an errno/LMDB code (usable without it). */
+CR_HIDDEN int cr_lmdb_file_pad(struct MDB_env *env, int64_t *largest);
+/* 0 while the data file is at least *largest bytes long (the most seen; raised as it grows),
+ * MDB_CORRUPTED when it got shorter (cut from outside while open: LMDB never shortens it). Then
+ * it is padded back to *largest, so no process reading it raises SIGBUS at the missing pages:
+ * they read as zeros, which LMDB reports as MDB_CORRUPTED. One fstat (about 0.6 us here). */
+CR_HIDDEN int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest);
+struct MDB_txn;
+/* The records at both ends of LMDB's free list (in a read transaction of its own), and of the
+ * main database of an environment that keeps only named databases in it: 0 when they have the
+ * shapes LMDB writes, MDB_CORRUPTED when not (a damaged page: LMDB would overrun its copy of it
+ * at the next write), or LMDB's code. Call at open, after cr_lmdb_file_pad, before writing. */
+CR_HIDDEN int cr_lmdb_check_free_list(struct MDB_env *env);
+struct MDB_val;
+/* The same for the first and last records of database dbi, by a predicate of the store's (NULL:
+ * only read them, so that a damaged root shows up). */
+CR_HIDDEN int cr_lmdb_check_ends(struct MDB_txn *txn, unsigned dbi,
+                                 bool (*ok)(const struct MDB_val *k, const struct MDB_val *v));
+CR_HIDDEN int cr_lmdb_check_names(struct MDB_txn *txn);
+
+/* ---- a feature's state on a configuration, a request or a transfer ----------------------------- */
+
+/* The hooks of a feature's state (the cache's, the scheduler's, the JSON mapping's, ...): the layer
+ * that holds the state (request.c) copies and frees it through them, never naming a function of the
+ * feature, which may sit in a layer above. The feature sets them where it makes the state. */
+typedef struct cr_ext_ops {
+    void *(*copy)(const void *state); /* a deep copy; NULL on no memory */
+    void (*free)(void *state);
+} cr_ext_ops;
+
+/* The first member of every such state. */
+typedef struct cr_ext {
+    const cr_ext_ops *ops;
+} cr_ext;
+
+/* NULL-safe. */
+static inline void cr_ext_free(void *state) {
+    if (state) (*(const cr_ext_ops *const *)state)->free(state);
+}
+/* A copy of a state (NULL in: NULL out; NULL also on no memory). */
+static inline void *cr_ext_copy(const void *state) {
+    return state ? (*(const cr_ext_ops *const *)state)->copy(state) : NULL;
+}
+
+/* ---- callback registrations (shared, reference counted) ------------------------------------ */
+
+typedef struct cr_callback {
+    atomic_int refs;
+    void (*fn)(void); /* cast to the real type at the call site */
+    void *user;
+    courier_user_free_fn user_free;
+} cr_callback;
+
+/* A new registration with one reference, or NULL (fn NULL, or no memory: then user_free(user)
+ * has already been called if fn was not NULL, so the user pointer never leaks). */
+CR_HIDDEN cr_callback *cr_callback_new(void (*fn)(void), void *user, courier_user_free_fn user_free, int *code);
+/* The setters' pattern: replaces *slot with a registration of (fn, user, user_free), releasing the
+ * old one; fn NULL clears it (and releases user at once). slot NULL (the owner was NULL): user is
+ * released and COURIER_E_INVALID_ARGUMENT returned. */
+CR_HIDDEN int cr_callback_set(cr_callback **slot, void (*fn)(void), void *user, courier_user_free_fn user_free);
+CR_HIDDEN cr_callback *cr_callback_retain(cr_callback *cb);
+CR_HIDDEN void cr_callback_release(cr_callback *cb);
+
+/* ---- a set of uint64 ids (open addressing) -------------------------------------------------- */
+
+typedef struct cr_idset {
+    uint64_t *slots; /* 0 = empty, UINT64_MAX = deleted */
+    size_t cap;      /* power of two */
+    size_t used;     /* live + deleted */
+    size_t live;
+} cr_idset;
+
+CR_HIDDEN int cr_idset_add(cr_idset *s, uint64_t id);
+CR_HIDDEN bool cr_idset_has(const cr_idset *s, uint64_t id);
+CR_HIDDEN bool cr_idset_remove(cr_idset *s, uint64_t id);
+CR_HIDDEN void cr_idset_free(cr_idset *s);
+
+/* Types of the layers above that the logging hooks take (defined in http/http.h). */
+typedef struct cr_transfer cr_transfer;
+
+/* ==== Logging and event monitors (log.c) ======================================================= */
+
+/* Request lifecycle hooks: each emits a courier_event to the monitors and a log line to the sinks.
+ * When nobody listens they cost one atomic load. Call them on the thread where the event happens
+ * (the worker thread for all but custom callers); t is borrowed for the call. */
+/* The worker took t from `incoming` (before routing it, or cancelling it because the engine
+ * closes): records the time FINISHED measures from. Every WILL_SEND is followed by one FINISHED. */
+CR_HIDDEN void cr_event_will_send(courier_engine *e, cr_transfer *t);
+/* An attempt of t started on the wire (curl or a custom transport). */
+CR_HIDDEN void cr_event_did_send(courier_engine *e, cr_transfer *t);
+/* Bytes moved (from a curl progress callback): emits only when a count changed. Totals <= 0 mean
+ * unknown. */
+CR_HIDDEN void cr_event_progress(courier_engine *e, cr_transfer *t, int64_t down_now, int64_t down_total,
+                                 int64_t up_now, int64_t up_total);
+/* t's caller is about to be answered (once per caller, just before its completion runs). */
+CR_HIDDEN void cr_event_finished(courier_engine *e, cr_transfer *t, int code, const courier_response *resp,
+                                 const courier_error *err);
+/* t's answer comes from the cache (before its FINISHED). */
+CR_HIDDEN void cr_event_from_cache(courier_engine *e, cr_transfer *t, const courier_response *resp);
+/* An attempt of t failed with code (resp may be NULL) and attempt number `attempt` (2 for the first
+ * retry) starts after delay_ms. */
+CR_HIDDEN void cr_event_retried(courier_engine *e, cr_transfer *t, int attempt, int code,
+                                const courier_response *resp, long delay_ms);
+/* A request was written to the journal (request_id may be 0 for one that never had an id). */
+CR_HIDDEN void cr_event_frozen(courier_engine *e, uint64_t request_id, const char *method, const char *url);
+/* Any event: for callers whose event has no transfer. ev->size must be sizeof(courier_event). */
+CR_HIDDEN void cr_event_emit(courier_engine *e, const courier_event *ev);
+/* Whether a monitor or a sink would receive an event of this kind now (e.g. to install curl's
+ * progress callback only when PROGRESS events are wanted). */
+CR_HIDDEN bool cr_event_wants(courier_engine *e, int kind);
+/* Whether a line of `level` would reach a sink (to skip costly formatting). */
+CR_HIDDEN bool cr_log_enabled(courier_engine *e, int level);
+/* A line of the engine's own, e.g. cr_log(e, COURIER_LOG_WARNING, "cache", "moved aside %s", path). */
+CR_HIDDEN void cr_log(courier_engine *e, int level, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Lines of a component (courier_log_component): whether one of `level` would reach a sink, and
+ * one with the standard keys, "component" and the given fields. request_id 0: none. */
+typedef struct cr_logf {
+    const char *key;
+    const char *str; /* a string field when not NULL */
+    int64_t num;     /* else a number, or a boolean when is_bool */
+    int is_bool;
+} cr_logf;
+CR_HIDDEN bool cr_log_wants(courier_engine *e, int component, int level);
+CR_HIDDEN void cr_log_fields(courier_engine *e, int component, int level, const char *event, uint64_t request_id,
+                             const char *message, const cr_logf *fields, size_t nfields);
+/* Releases the engine's logging state (sinks closed, monitors' user_free run). engine_free calls
+ * it after the worker has stopped. */
+CR_HIDDEN void cr_obs_free(courier_engine *e);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
+
+#endif /* COURIER_BASE_H */

@@ -1,0 +1,172 @@
+/*
+ * engine/engine.h — the top layer: the engine's state (engine.c), scheduling, interceptors
+ * and custom transports (schedule.c), the network monitor (monitor.c).
+ */
+#ifndef COURIER_ENGINE_H
+#define COURIER_ENGINE_H
+
+#include "journal/journal.h"
+
+/* Hidden like every internal declaration (see base/base.h). */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(hidden)
+#endif
+
+/* ---- the engine (engine.c) ------------------------------------------------------------------- */
+
+struct courier_engine {
+    courier_config *config; /* owned copy, read-only after open */
+    /* The scheduler's prepare-time steps (cr_sched_prepare, cr_sched_finish_prepare), set at open:
+     * cr_transfer_prepare (request.c) runs them through these, never naming a layer above it. */
+    int (*sched_prepare)(courier_engine *e, const courier_request *r, cr_transfer *t, courier_outgoing *o,
+                         courier_error *err);
+    int (*sched_finish_prepare)(const courier_request *r, cr_transfer *t, courier_error *err);
+    char *store_dir;
+    int store_is_temp;
+
+    pthread_t worker;
+    pthread_mutex_t lock;
+    /* Guarded by lock. */
+    cr_transfer *incoming_head;
+    cr_transfer *incoming_tail;
+    uint64_t *cancels;
+    size_t ncancels;
+    size_t cap_cancels;
+    int cancel_all;
+    int closing;
+    int free_on_exit; /* closed from the worker itself: it frees the engine when its loop ends */
+    bool proxy_env;   /* the environment named a proxy when the engine opened */
+    struct cr_urlh *urlh[CR_URLH_SLOTS]; /* worker only: recently sent URLs, parsed (transport.c) */
+    char accept_encoding[64]; /* "Accept-Encoding: <what this libcurl decodes>", sent as a header
+                                 line (cheaper per request than curl's own, which it then skips) */
+    cr_idset live; /* ids submitted and not yet completed */
+
+    atomic_uint_fast64_t next_id;
+    atomic_long queued;
+    atomic_long active;
+
+    /* Worker thread only. */
+    CURLM *multi;
+    cr_transfer *active_head;
+    long idle_watch; /* transfers on the wire with an idle timeout (engine.c) */
+    CURL **pool;
+    size_t npool;
+    /* Scheduling (schedule.c): worker-only unless noted. */
+    struct cr_sched *sched;
+    atomic_int mock_enabled;     /* any thread */
+    struct courier_call *external_done; /* guarded by lock: custom transports' completed calls */
+    struct cr_cache *cache; /* the cache (cache.c); the store opens on first use */
+    _Atomic(struct cr_obs *) obs; /* logging and monitors (log.c), made on first use; any thread */
+    struct cr_journal *journal;   /* frozen requests (journal.c); NULL before open, after close */
+    struct cr_monitor *monitor;   /* reachability (monitor.c); owned by the journal's lifetime */
+    struct cr_jar *jar;           /* the cookie jar (cookies.c); NULL when off */
+    struct courier_challenge *challenges; /* guarded by lock: asked, not answered (auth.c) */
+    struct courier_challenge *answered;   /* guarded by lock: answered, for the worker */
+    struct cr_catalog *catalog;           /* APIs, routes, response descriptors (catalog.c) */
+};
+
+/* ==== Scheduling, mock, custom transports (schedule.c, mock.c) ================================ */
+
+enum { CR_T_NEW = 0, CR_T_WAITING, CR_T_ACTIVE, CR_T_TIMER, CR_T_FOLLOWER, CR_T_CUSTOM };
+
+typedef struct cr_interceptor {
+    courier_before_send_fn before;
+    courier_after_receive_fn after;
+    cr_callback *owner; /* user + user_free */
+} cr_interceptor;
+
+typedef struct cr_transport_reg {
+    char *name;
+    courier_transport vt;
+    cr_callback *owner;
+} cr_transport_reg;
+
+/* What a configuration says about scheduling (copied into the engine at open). */
+typedef struct cr_sched_conf {
+    cr_ext ext; /* schedule.c's hooks (request.c copies and frees it through them) */
+    int has_retry;
+    struct cr_retry_rule retry;
+    long guard_ms;
+    int mock_enabled;
+    cr_interceptor *interceptors;
+    size_t ninterceptors;
+    cr_transport_reg *transports;
+    size_t ntransports;
+} cr_sched_conf;
+
+/* The configuration's scheduling part, made on first use. NULL on no memory. */
+CR_HIDDEN cr_sched_conf *cr_sched_conf_of(courier_config *c);
+
+/* A custom transport's call (the public courier_call). */
+struct courier_call {
+    cr_transfer *t;
+    courier_engine *e;
+    atomic_int completed;
+    int code;
+    courier_response *resp;
+    char message[200];
+    struct courier_call *next_done; /* in the engine's external list */
+};
+
+/* schedule.c: the worker's side of scheduling. */
+CR_HIDDEN int cr_sched_new(courier_engine *e);
+CR_HIDDEN void cr_sched_free(courier_engine *e);
+/* Prepare-time work on the sending thread: host, priority, retry rule, coalesce key, mock copy,
+ * transport, interceptors' before-send, and the frequent-request guard. */
+CR_HIDDEN int cr_sched_prepare(courier_engine *e, const courier_request *r, cr_transfer *t, courier_outgoing *o,
+                               courier_error *err);
+/* After the outgoing view became the transfer: host key and coalescing key. */
+CR_HIDDEN int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, courier_error *err);
+/* The frequent-request guard: COURIER_OK (and recorded) or COURIER_E_TOO_FREQUENT. Caller holds
+ * the engine's lock. *g is made on first use. */
+struct cr_guard;
+CR_HIDDEN int cr_guard_check(struct cr_guard **g, long window_ms, const cr_transfer *t, courier_error *err);
+CR_HIDDEN void cr_guard_free(struct cr_guard *g);
+/* Whether a transfer that ended with (code, resp) is tried again: the delay in ms, or -1. */
+CR_HIDDEN long cr_retry_delay(const cr_transfer *t, int code, const courier_response *resp, uint64_t *rng);
+
+
+/* monitor.c. The engine opens it before the journal and closes it after. `changed` is told when
+ * the effective state changed (CR_WAKE_TURN, with CR_WAKE_REPLAY_NOW when it became online): the
+ * engine passes the journal's cr_journal_wake. */
+CR_HIDDEN int cr_monitor_open(courier_engine *e, void (*changed)(courier_engine *e, unsigned how), courier_error *err);
+CR_HIDDEN void cr_monitor_close(courier_engine *e);
+/* Worker, after every attempt (mocks and custom transports are ignored): a response means online;
+ * cannot-resolve / cannot-connect mean offline when the configuration says so. */
+CR_HIDDEN void cr_monitor_observe(courier_engine *e, const cr_transfer *t, int code, const courier_response *resp);
+/* Any thread: the monitor says offline. */
+CR_HIDDEN bool cr_monitor_offline(courier_engine *e);
+/* Worker, before an attempt goes on the wire: true when it must fail with COURIER_E_OFFLINE. */
+CR_HIDDEN bool cr_monitor_blocks(courier_engine *e, const cr_transfer *t);
+/* Journal thread: runs a due probe; returns the monotonic ms of the next one (INT64_MAX: none). */
+CR_HIDDEN int64_t cr_monitor_tick(courier_engine *e, int64_t mono_ms);
+/* Journal thread: gives a changed state to the listeners. */
+CR_HIDDEN void cr_monitor_dispatch(courier_engine *e);
+/* Any thread: a source's report (the OS watch, or courier_reachability_report): status (UNKNOWN:
+ * leaves online/offline as it is), kind and expensive. A change of kind applies that kind's limits
+ * at once (the worker is woken to start or fail what waits; the journal's replay concurrency). */
+CR_HIDDEN void cr_monitor_report(courier_engine *e, int status, courier_network_kind kind, int expensive);
+/* Engine open, once the worker's multi handle exists: starts the OS watch when configured. */
+CR_HIDDEN void cr_monitor_start_watch(courier_engine *e);
+/* Worker: the request limits of the current kind (the engine's own where the kind sets none). */
+CR_HIDDEN void cr_monitor_limits(courier_engine *e, long *per_host, long *total);
+/* Worker: true when t must fail with COURIER_E_CELLULAR (it said "not on cellular"). */
+CR_HIDDEN bool cr_monitor_refuses(courier_engine *e, const cr_transfer *t);
+/* netwatch.c: the OS watch (a thread, or the platform's monitor) reporting to cr_monitor_report;
+ * NULL when it cannot start or the platform has none. */
+struct cr_netwatch;
+CR_HIDDEN struct cr_netwatch *cr_netwatch_start(courier_engine *e);
+CR_HIDDEN void cr_netwatch_stop(struct cr_netwatch *w);
+
+/* ---- APIs, routes, response descriptors by name (catalog.c) ------------------------------------ */
+
+CR_HIDDEN int cr_catalog_new(courier_engine *e);
+CR_HIDDEN void cr_catalog_free(courier_engine *e);
+/* At send: the response descriptors whose method and path pattern match r go into t's jspec. */
+CR_HIDDEN int cr_catalog_attach(courier_engine *e, const courier_request *r, cr_transfer *t);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
+
+#endif /* COURIER_ENGINE_H */

@@ -1,0 +1,142 @@
+/*
+ * json/json_internal.h — the JSON layer (json.c, json_tape.c, mapping.c) as the layers above
+ * may use it: parsing with limits, key paths, writers, mappings, what a request asks of its
+ * response's JSON (cr_jspec) and a response's JSON state (cr_jresp).
+ */
+#ifndef COURIER_JSON_INTERNAL_H
+#define COURIER_JSON_INTERNAL_H
+
+#include "base/base.h"
+
+/* Hidden like every internal declaration (see base/base.h). */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(hidden)
+#endif
+
+/* ==== JSON and mapping (json.c, mapping.c) ===================================================== */
+
+#define CR_JSON_DEFAULT_DEPTH 512
+#define CR_JSON_MAX_DEPTH 2048 /* jansson's own compile-time limit */
+#define CR_JSON_DEFAULT_MAX_BYTES CR_DEFAULT_MAX_RESPONSE
+#define CR_JSON_DEFAULT_PARALLEL_MIN ((int64_t)256 * 1024) /* split top-level arrays from this size */
+#define CR_JSON_MAX_PARTS 4
+
+/* json.c */
+/* Options with defaults filled in and limits clamped; `in` may be NULL. */
+CR_HIDDEN void cr_json_options_resolve(const courier_json_options *in, courier_json_options *out);
+/* Parses with resolved options. *out new (json_decref). COURIER_E_JSON, _TOO_LARGE, _NO_MEMORY. */
+CR_HIDDEN int cr_json_parse(const void *data, size_t len, const courier_json_options *opts, json_t **out,
+                            courier_error *err);
+/* One key path component (object key or decimal array index), and a whole dotted path. Borrowed. */
+CR_HIDDEN const json_t *cr_json_step(const json_t *v, const char *seg, size_t len);
+CR_HIDDEN const json_t *cr_json_path(const json_t *v, const char *path, size_t len);
+/* Shortest round-trip text of a finite double, always with '.' or an exponent. Length or -1. */
+CR_HIDDEN int cr_json_format_real(double d, char *buf, size_t size);
+/* Appends v's JSON text (COURIER_JSON_DUMP_* flags) to out. */
+CR_HIDDEN int cr_json_dump(const json_t *v, unsigned flags, cr_buf *out);
+/* The one JSON writer besides jansson's (cr_json_dump and the journal's records use it): v in
+ * decimal at p (room for 21 bytes; returns the length; snprintf costs ~1,500 instructions a call);
+ * v appended in decimal; s (len bytes of UTF-8) appended as a JSON string, with the
+ * COURIER_JSON_DUMP_ASCII and _ESCAPE_SLASH flags and CR_JSON_PUT_CONTROL_U (every control
+ * character as \u00XX, never \n and the like: the journal's records keep their bytes). The
+ * appenders return 0, or -1 without memory. */
+#define CR_JSON_PUT_CONTROL_U 0x100u
+#define CR_JSON_CSTRING SIZE_MAX /* as cr_json_put_string's len: s is NUL-terminated */
+CR_HIDDEN size_t cr_json_format_int(char *p, int64_t v);
+CR_HIDDEN int cr_json_put_int(cr_buf *b, int64_t v);
+CR_HIDDEN int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags);
+
+/* json_tape.c: a tape of entries and text built elsewhere (takes both, freed on failure). NULL
+ * without memory. */
+CR_HIDDEN courier_json_tape *cr_json_tape_adopt(courier_json_tape_entry *entries, size_t count, char *text,
+                                                size_t text_len);
+/* Appends a JSON object as form text: name=value for every leaf, nested objects as name[key], arrays
+ * as name[] (the seeds' AFNetworking convention), true/false for booleans, an empty value for null;
+ * percent-encoded. COURIER_E_INVALID_ARGUMENT (not an object, or nested deeper than 32) or
+ * COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_json_form_encode(const json_t *object, cr_buf *out);
+/* The same walk, each leaf given to emit (name and value not encoded; a non-zero return stops it). */
+typedef int (*cr_form_emit_fn)(void *ctx, const char *name, size_t name_len, const char *value, size_t value_len);
+CR_HIDDEN int cr_json_form_each(const json_t *object, cr_form_emit_fn emit, void *ctx);
+
+/* mapping.c */
+/* Adds a reference and seals (no more changes). NULL in, NULL out. Released by the _free. */
+CR_HIDDEN courier_mapping *cr_mapping_retain(const courier_mapping *m);
+CR_HIDDEN courier_envelope *cr_envelope_retain(const courier_envelope *e);
+/* Applies m to `in`; `prefix` is in's key path in its document, for error paths. *out new. */
+CR_HIDDEN int cr_mapping_apply(const courier_mapping *m, const json_t *in, const char *prefix, json_t **out,
+                               courier_mapping_error *where, courier_error *err);
+/* The same on the tape: m applied to the value at `index` of `in`; *out a new tape of the output. */
+CR_HIDDEN int cr_mapping_apply_tape(const courier_mapping *m, const courier_json_tape *in, size_t index,
+                                    const char *prefix, courier_json_tape **out, courier_mapping_error *where,
+                                    courier_error *err);
+
+typedef struct cr_result_spec {
+    char *name;
+    char *key_path; /* NULL: the envelope's data path, else the root */
+    courier_mapping *mapping;
+    unsigned flags; /* COURIER_RESULT_* */
+} cr_result_spec;
+
+/* What a request asks of its response's JSON. */
+typedef struct cr_jspec {
+    cr_ext ext; /* mapping.c's hooks (request.c copies and frees it through them) */
+    char *key_path;
+    courier_mapping *mapping;
+    cr_result_spec *results;
+    size_t nresults;
+    int envelope_set; /* 1: `envelope` replaces the engine's (NULL: none) */
+    courier_envelope *envelope;
+    /* Response descriptors whose method and path pattern matched at send (catalog.c), in
+     * registration order: the first whose statuses hold the response's status applies its key
+     * path and mapping (serialize.c), to a success without a key path or mapping of the request's
+     * own, and to an error body (the error model, delivered with the failure). */
+    struct cr_desc_spec { int lo, hi; char *key_path; courier_mapping *mapping; } *descs;
+    size_t ndescs;
+} cr_jspec;
+
+
+typedef struct cr_named {
+    char *name;
+    json_t *value; /* NULL when an optional result was absent */
+} cr_named;
+
+/* What a request asks of its JSON, edited in *r (made on first use): the checks and the work of
+ * courier_request_set_key_path, _set_mapping, _add_result and _set_envelope (request.c). */
+CR_HIDDEN int cr_jspec_set_key_path(cr_jspec **r, const char *key_path);
+CR_HIDDEN int cr_jspec_set_mapping(cr_jspec **r, const courier_mapping *m);
+CR_HIDDEN int cr_jspec_add_result(cr_jspec **r, const char *name, const char *key_path, const courier_mapping *m,
+                                  unsigned flags);
+CR_HIDDEN int cr_jspec_set_envelope(cr_jspec **r, const courier_envelope *e);
+/* Appends a response descriptor (key path copied, mapping retained); *r made on first use. */
+CR_HIDDEN int cr_jspec_add_desc(cr_jspec **r, int lo, int hi, const char *key_path, const courier_mapping *mapping);
+
+/* A response's JSON: the parsed body (on demand), the results and the envelope's verdict. */
+typedef struct cr_jresp {
+    _Atomic(json_t *) doc;     /* set once, by whichever thread parses first */
+    int decodable;             /* the content type has a decoder */
+    cr_callback *decoder;      /* a custom decoder (retained), or NULL for JSON */
+    char *content_type;
+    courier_json_options options;
+    int applied;               /* a key path, mapping or envelope data path was applied */
+    json_t *data;              /* the default result */
+    cr_named *results;
+    size_t nresults;
+    int has_env_code;
+    int64_t env_code;
+    char *env_message;
+    int has_merr;
+    courier_mapping_error merr;
+} cr_jresp;
+
+/* Frees a response's JSON state (NULL-safe; courier_response_free calls it). */
+CR_HIDDEN void cr_jresp_free(cr_jresp *j);
+/* Applies the envelope (may be NULL) and the spec (may be NULL) to doc, filling j. */
+CR_HIDDEN int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const json_t *doc, cr_jresp *j,
+                                 courier_error *err);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
+
+#endif /* COURIER_JSON_INTERNAL_H */
