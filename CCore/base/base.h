@@ -188,14 +188,16 @@ CR_HIDDEN int cr_lmdb_file_pad(struct MDB_env *env, int64_t *largest);
  * they read as zeros, which LMDB reports as MDB_CORRUPTED. One fstat (about 0.6 us here). */
 CR_HIDDEN int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest);
 struct MDB_txn;
-/* The records at both ends of LMDB's free list (in a read transaction of its own), and of the
- * main database of an environment that keeps only named databases in it: 0 when they have the
- * shapes LMDB writes, MDB_CORRUPTED when not (a damaged page: LMDB would overrun its copy of it
- * at the next write), or LMDB's code. Call at open, after cr_lmdb_file_pad, before writing. */
-CR_HIDDEN int cr_lmdb_check_free_list(struct MDB_env *env);
+/* Walks every page reachable from the newer meta page (the free list, the main database, every
+ * named database) as mdb_chk does, through a read-only map of its own bounded by the file's size:
+ * page numbers in range and reached once, page kinds, bounds, node offsets and sizes, overflow
+ * counts and free-list records as LMDB writes them (lmdb_file.c says exactly what). 0, or
+ * MDB_CORRUPTED with *why (static text) naming the damage, or an errno/LMDB code. Call at open,
+ * with LMDB's writer lock held (in a write transaction) after cr_lmdb_file_pad, before writing. */
+CR_HIDDEN int cr_lmdb_walk(struct MDB_env *env, const char **why);
 struct MDB_val;
-/* The same for the first and last records of database dbi, by a predicate of the store's (NULL:
- * only read them, so that a damaged root shows up). */
+/* The first and last records of database dbi: 0 when they have the shapes the store writes (its
+ * predicate; NULL: only read them), MDB_CORRUPTED when not, or LMDB's code. */
 CR_HIDDEN int cr_lmdb_check_ends(struct MDB_txn *txn, unsigned dbi,
                                  bool (*ok)(const struct MDB_val *k, const struct MDB_val *v));
 CR_HIDDEN int cr_lmdb_check_names(struct MDB_txn *txn);

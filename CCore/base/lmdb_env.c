@@ -60,17 +60,18 @@ int cr_lmdb_env_open(cr_lmdb_env *v, unsigned maxdbs, size_t map_bytes, unsigned
     /* An environment opened with a smaller map than asked for: take the size asked for. */
     MDB_envinfo info;
     if (mdb_env_info(v->env, &info) == 0 && info.me_mapsize < map_bytes) mdb_env_set_mapsize(v->env, map_bytes);
-    /* Damaged pages near the end of the file read zeros past it, not SIGBUS; the free list, which
-     * the first commit reads and writes, is looked at before anything is written (lmdb_file.c). */
+    /* Under LMDB's writer lock (no commit moves a page meanwhile): damaged pages near the end of
+     * the file read zeros past it, not SIGBUS; then every page LMDB would trust is walked before
+     * anything reads or writes the trees (lmdb_file.c). */
     MDB_txn *txn = NULL;
     rc = cr_lmdb_begin_write(v->env, &txn);
     if (rc == 0) {
         cr_lmdb_file_pad(v->env, &v->file_largest); /* usable without it (a file size limit) */
+        rc = cr_lmdb_walk(v->env, why);
         mdb_txn_abort(txn);
-        rc = cr_lmdb_check_free_list(v->env);
     }
     if (cr_lmdb_is_corruption(rc)) {
-        *why = mdb_strerror(rc);
+        if (!*why) *why = mdb_strerror(rc);
         return MDB_INVALID;
     }
     return rc;

@@ -113,7 +113,7 @@ void cr_lmdb_env_release(cr_lmdb_env *v);
 /* Creates and opens v->env: the pre-mmap check (cr_lmdb_file_check), `maxdbs` named databases,
  * 254 readers, a map of map_bytes (the file's size when larger), `flags` | MDB_NOTLS, dead readers
  * cleared; then the data file padded past its last page (cr_lmdb_file_pad, with LMDB's writer
- * lock) and the ends of LMDB's free list looked at (cr_lmdb_check_free_list), before anything is
+ * lock) and every page LMDB would trust walked (cr_lmdb_walk), before anything is read or
  * written. 0, an LMDB or errno code, or MDB_INVALID with *why when the file must not be used. */
 int cr_lmdb_env_open(cr_lmdb_env *v, unsigned maxdbs, size_t map_bytes, unsigned flags, const char **why);
 /* Begins a write transaction, adopting a map another process grew (MDB_MAP_RESIZED) once. */

@@ -21,8 +21,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <lmdb.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #define LM_MAGIC 0xBEEFC0DEu
@@ -203,30 +205,218 @@ int cr_lmdb_check_ends(struct MDB_txn *txn, unsigned dbi, bool (*ok)(const struc
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-/* A free-list record: a transaction id, then a count of page numbers and at least that many. */
-static bool free_record_ok(const MDB_val *k, const MDB_val *v) {
-    size_t n = 0;
-    if (k->mv_size != sizeof(size_t) || v->mv_size < sizeof n || v->mv_size % sizeof n) return false;
-    memcpy(&n, v->mv_data, sizeof n);
-    return n < v->mv_size / sizeof n;
-}
-
 /* A named database's record: a name, and LMDB's 48-byte description of the database. */
 static bool name_record_ok(const MDB_val *k, const MDB_val *v) {
     return k->mv_size > 0 && k->mv_size <= 511 && v->mv_size == 48;
-}
-
-int cr_lmdb_check_free_list(struct MDB_env *env) {
-    MDB_txn *txn = NULL;
-    int rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn); /* LMDB allows no cursor on it in a write */
-    if (rc) return rc;
-    rc = cr_lmdb_check_ends(txn, 0, free_record_ok);
-    mdb_txn_abort(txn);
-    return rc;
 }
 
 int cr_lmdb_check_names(struct MDB_txn *txn) {
     MDB_dbi main_db;
     int rc = mdb_dbi_open(txn, NULL, 0, &main_db);
     return rc ? rc : cr_lmdb_check_ends(txn, main_db, name_record_ok);
+}
+
+/*
+ * The page walk (what mdb_chk does, for the pages LMDB would trust). LMDB checks the number and
+ * the kind of a page it reaches, nothing inside it: a node offset, a key or data size, a branch's
+ * child, an overflow page's count and the page numbers in the free list are used as they are
+ * (mdb.c 0.9.24). A damaged page then makes LMDB read or write past the page: a write into its
+ * copy of the page overruns the heap (ASan), its assertions abort (`mp_upper >= mp_lower` in
+ * mdb_node_add), or a later transaction fails (MDB_BAD_TXN). So at open, under the writer lock
+ * (no commit moves the pages meanwhile), every page reachable from the newer meta page is read
+ * through a read-only map of our own, bounded by the file's size, and must be what LMDB writes:
+ *   - its number in range (2 .. the meta page's last page, and inside the file), reached once
+ *     (no page twice, none both in a tree and in the free list), its header naming that number;
+ *   - its flags exactly a branch, a leaf or an overflow page (never "dirty": LMDB would write it
+ *     in place), branches above the tree's depth, leaves at it (at most 32 levels, LMDB's cursor);
+ *   - lower and upper bounds in order inside the page; every node inside [upper, page end), no two
+ *     nodes overlapping, keys at most LMDB's largest, a leaf node's data no larger than LMDB keeps
+ *     in a page (larger goes to overflow pages), node flags LMDB sets for that tree;
+ *   - an overflow value's first page an overflow page whose count covers the value and stays in
+ *     range; a named database's record 48 bytes, its flags LMDB's, its tree walked the same way;
+ *   - the free list's records a transaction id and a counted list of page numbers in range.
+ * Databases with duplicates (none here) are walked to their leaves; their duplicates are bounded
+ * as a node's data, not walked. Values are not read (the cache checks its own).
+ */
+#define LM_HDR 16
+#define LM_P_BRANCH 0x01
+#define LM_P_LEAF 0x02
+#define LM_P_OVERFLOW 0x04
+#define LM_F_BIGDATA 0x01
+#define LM_F_SUBDATA 0x02
+#define LM_F_DUPDATA 0x04
+#define LM_DUPSORT 0x04      /* MDB_DUPSORT in a database's flags */
+#define LM_DB_FLAGS 0x7e     /* the flags a database may keep (REVERSEKEY .. REVERSEDUP) */
+#define LM_MAX_DEPTH 32      /* LMDB's cursor stack */
+#define LM_INVALID UINT64_MAX /* the root of an empty tree */
+
+typedef struct lm_walk {
+    const uint8_t *map;
+    uint64_t last;     /* pages the meta page counts (free-list numbers must be below) */
+    uint64_t readable; /* pages inside the file (tree pages must be below) */
+    uint32_t psize;
+    uint32_t nodemax;  /* the largest node LMDB keeps in a leaf */
+    uint32_t maxkey;
+    uint8_t *seen;     /* a bit a page */
+    uint64_t *spans;   /* a page's nodes: start << 32 | end */
+    const char *why;
+} lm_walk;
+
+enum { LM_TREE_FREE, LM_TREE_MAIN, LM_TREE_NAMED };
+
+static uint16_t rd16(const uint8_t *b) {
+    uint16_t v;
+    memcpy(&v, b, 2);
+    return v;
+}
+
+static int damaged(lm_walk *w, const char *why) {
+    if (!w->why) w->why = why;
+    return MDB_CORRUPTED;
+}
+
+/* Pages first .. first + n - 1, reached now: each for the first time. */
+static int reach(lm_walk *w, uint64_t first, uint64_t n, uint64_t bound) {
+    if (first < 2 || n == 0 || first >= bound || n > bound - first)
+        return damaged(w, "a page number outside the file (the page walk at open)");
+    for (uint64_t p = first; p < first + n; p++) {
+        if (w->seen[p >> 3] & (1u << (p & 7))) return damaged(w, "a page reached twice (the page walk at open)");
+        w->seen[p >> 3] |= (uint8_t)(1u << (p & 7));
+    }
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int walk_tree(lm_walk *w, const uint8_t *db, int tree);
+
+/* A value kept in overflow pages: its first page's header, and the pages it covers reached. */
+static int walk_overflow(lm_walk *w, uint64_t pg, uint64_t dsize, const uint8_t **data) {
+    if (pg < 2 || pg >= w->readable) return damaged(w, "an overflow page outside the file (the page walk at open)");
+    const uint8_t *p = w->map + pg * w->psize;
+    uint64_t need = (LM_HDR - 1 + dsize) / w->psize + 1, count = rd32(p + 12);
+    if (rd64(p) != pg || rd16(p + 10) != LM_P_OVERFLOW || count < need)
+        return damaged(w, "a damaged overflow page (the page walk at open)");
+    int rc = reach(w, pg, count, w->readable);
+    *data = p + LM_HDR;
+    return rc;
+}
+
+/* A free-list record: a count of page numbers and at least that many, each in range. */
+static int walk_free_record(lm_walk *w, uint16_t ksize, const uint8_t *data, uint64_t dsize) {
+    uint64_t n = dsize >= 8 ? rd64(data) : 0;
+    if (ksize != 8 || dsize < 8 || dsize % 8 || n > dsize / 8 - 1)
+        return damaged(w, "a damaged record in LMDB's free list (the page walk at open)");
+    for (uint64_t i = 1; i <= n; i++) {
+        int rc = reach(w, rd64(data + 8 * i), 1, w->last);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int walk_page(lm_walk *w, uint64_t pg, unsigned level, unsigned depth, int tree, uint16_t dbflags) {
+    int rc = reach(w, pg, 1, w->readable);
+    if (rc) return rc;
+    const uint8_t *p = w->map + pg * w->psize;
+    uint16_t flags = rd16(p + 10), lower = rd16(p + 12), upper = rd16(p + 14);
+    bool branch = level < depth;
+    if (rd64(p) != pg) return damaged(w, "a page whose header names another page (the page walk at open)");
+    if (flags != (branch ? LM_P_BRANCH : LM_P_LEAF))
+        return damaged(w, "a page of the wrong kind in a tree (the page walk at open)");
+    if (lower < LM_HDR || lower > upper || upper > w->psize || (lower - LM_HDR) % 2)
+        return damaged(w, "a page whose bounds are out of order (the page walk at open)");
+    unsigned nkeys = (lower - LM_HDR) / 2u;
+    /* LMDB asserts a branch has two keys (but in the free list, while it rebalances it) and
+     * reads the first node of a leaf it lands on; it never commits an empty leaf (an empty tree's
+     * root is "none"). */
+    if (nkeys < (branch ? (tree == LM_TREE_FREE ? 1u : 2u) : 1u))
+        return damaged(w, "a page with too few nodes (the page walk at open)");
+    /* Every node inside [upper, page end), none overlapping. */
+    for (unsigned i = 0; i < nkeys; i++) {
+        uint32_t off = rd16(p + LM_HDR + 2 * i);
+        if (off < upper || off + 8u > w->psize) return damaged(w, "a node outside its page (the page walk at open)");
+        const uint8_t *n = p + off;
+        uint32_t ksize = rd16(n + 6), nflags = rd16(n + 4);
+        uint64_t dsize = branch ? 0 : (uint64_t)rd16(n) | (uint64_t)rd16(n + 2) << 16;
+        uint64_t size = 8u + ksize + (branch ? 0 : nflags & LM_F_BIGDATA ? 8 : dsize);
+        if (ksize > w->maxkey || (!branch && !(nflags & LM_F_BIGDATA) && size > w->nodemax) ||
+            off + size > w->psize)
+            return damaged(w, "a node larger than its page allows (the page walk at open)");
+        w->spans[i] = (uint64_t)off << 32 | (off + size + 1) / 2 * 2;
+    }
+    qsort(w->spans, nkeys, sizeof w->spans[0], cmp_u64);
+    for (unsigned i = 1; i < nkeys; i++)
+        if ((w->spans[i] >> 32) < (w->spans[i - 1] & 0xffffffffu))
+            return damaged(w, "nodes overlapping in a page (the page walk at open)");
+    /* What the nodes point to. */
+    for (unsigned i = 0; i < nkeys && rc == 0; i++) {
+        const uint8_t *n = p + rd16(p + LM_HDR + 2 * i);
+        uint16_t ksize = rd16(n + 6), nflags = rd16(n + 4);
+        if (branch) {
+            uint64_t child = (uint64_t)rd16(n) | (uint64_t)rd16(n + 2) << 16 | (uint64_t)nflags << 32;
+            rc = walk_page(w, child, level + 1, depth, tree, dbflags);
+            continue;
+        }
+        uint64_t dsize = (uint64_t)rd16(n) | (uint64_t)rd16(n + 2) << 16;
+        const uint8_t *data = n + 8 + ksize;
+        bool dups = dbflags & LM_DUPSORT;
+        if (nflags & ~(LM_F_BIGDATA | LM_F_SUBDATA | LM_F_DUPDATA) ||
+            ((nflags & LM_F_BIGDATA) && (nflags & ~LM_F_BIGDATA)) || ((nflags & LM_F_DUPDATA) && !dups) ||
+            (nflags == LM_F_SUBDATA && tree != LM_TREE_MAIN) || ((nflags & LM_F_SUBDATA) && dsize != 48))
+            return damaged(w, "a node with flags LMDB does not write there (the page walk at open)");
+        if (nflags & LM_F_BIGDATA) rc = walk_overflow(w, rd64(data), dsize, &data);
+        if (rc == 0 && tree == LM_TREE_FREE) rc = walk_free_record(w, ksize, data, dsize);
+        else if (rc == 0 && nflags == LM_F_SUBDATA) rc = walk_tree(w, data, LM_TREE_NAMED);
+    }
+    return rc;
+}
+
+/* A tree from its 48-byte description (flags at 4, depth at 6, root at 40). */
+static int walk_tree(lm_walk *w, const uint8_t *db, int tree) {
+    uint16_t flags = rd16(db + 4), depth = rd16(db + 6);
+    uint64_t root = rd64(db + 40);
+    if (flags & ~LM_DB_FLAGS) return damaged(w, "a database with flags LMDB does not keep (the page walk at open)");
+    if (root == LM_INVALID) return 0;
+    if (depth == 0 || depth > LM_MAX_DEPTH) return damaged(w, "a tree of an impossible depth (the page walk at open)");
+    return walk_page(w, root, 1, depth, tree, flags);
+}
+
+int cr_lmdb_walk(struct MDB_env *env, const char **why) {
+    *why = NULL;
+    if (sizeof(size_t) != 8) return 0; /* the layout above is the 64-bit one */
+    int fd = -1;
+    MDB_stat ms;
+    struct stat st;
+    int rc = mdb_env_get_fd(env, &fd);
+    if (rc == 0) rc = mdb_env_stat(env, &ms);
+    if (rc) return rc;
+    if (fstat(fd, &st) != 0) return errno;
+    lm_walk w = {.psize = ms.ms_psize, .maxkey = (uint32_t)mdb_env_get_maxkeysize(env)};
+    /* LMDB's me_nodemax: half a page's room, even, less one pointer. */
+    w.nodemax = (((w.psize - LM_HDR) / 2) & ~1u) - 2;
+    if ((uint64_t)st.st_size < 2 * (uint64_t)w.psize) return 0; /* not initialized yet */
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) return errno;
+    w.map = map;
+    /* The newer meta page: the one this environment's transactions start from (the caller holds
+     * the writer lock, so no commit changes it meanwhile). */
+    const uint8_t *meta = w.map;
+    if (rd64(w.map + w.psize + LM_OFF_TXNID) > rd64(w.map + LM_OFF_TXNID)) meta = w.map + w.psize;
+    w.last = rd64(meta + LM_OFF_LAST) + 1;
+    w.readable = (uint64_t)st.st_size / w.psize;
+    if (w.readable > w.last) w.readable = w.last;
+    w.seen = calloc((size_t)(w.last / 8 + 1), 1);
+    w.spans = malloc((w.psize / 2) * sizeof *w.spans);
+    if (w.last > (uint64_t)INT64_MAX / w.psize) rc = damaged(&w, "its meta page names an impossible last page");
+    else if (!w.seen || !w.spans) rc = ENOMEM;
+    else if ((rc = walk_tree(&w, meta + LM_OFF_PSIZE, LM_TREE_FREE)) == 0) /* the meta's two trees */
+        rc = walk_tree(&w, meta + LM_OFF_PSIZE + 48, LM_TREE_MAIN);
+    free(w.seen);
+    free(w.spans);
+    munmap(map, (size_t)st.st_size);
+    *why = w.why;
+    return rc;
 }

@@ -183,9 +183,11 @@ static courier_frozen *snap_bad(uint64_t seq, const jstate *st, bool state_ok, c
     atomic_init(&f->refs, 1);
     f->seq = seq;
     char idbuf[40];
-    if (!state_ok) snprintf(idbuf, sizeof idbuf, "#%llu", (unsigned long long)seq);
+    /* The state's id when it is text (a damaged record's may be any bytes, which no JSON holds). */
+    bool id_ok = state_ok && cr_utf8_valid(st->id, st->id_len) && !memchr(st->id, 0, st->id_len);
+    if (!id_ok) snprintf(idbuf, sizeof idbuf, "#%llu", (unsigned long long)seq);
     (void)key;
-    f->q.id = state_ok ? cr_strndup(st->id, st->id_len) : cr_strdup(idbuf);
+    f->q.id = id_ok ? cr_strndup(st->id, st->id_len) : cr_strdup(idbuf);
     f->q.method = cr_strdup("");
     f->q.url = cr_strdup("");
     f->host = state_ok ? cr_strndup(st->host, st->host_len) : cr_strdup("");

@@ -236,3 +236,51 @@ int th_junk_last_pages(const char *data_mdb, int pages) {
     close(fd);
     return rc;
 }
+
+int th_lmdb_damage_leaves(const char *data_mdb, th_leaf_damage how) {
+    long psize = 0, used = th_lmdb_used_bytes(data_mdb, &psize);
+    int fd = open(data_mdb, O_RDWR);
+    uint8_t *page = used > 0 ? malloc((size_t)psize) : NULL;
+    int n = page && fd >= 0 ? 0 : -1;
+    for (long p = 2; n >= 0 && p < used / psize; p++) {
+        if (pread(fd, page, (size_t)psize, (off_t)p * psize) != (ssize_t)psize) {
+            n = -1;
+            break;
+        }
+        uint64_t pgno;
+        uint16_t flags, lower, upper;
+        memcpy(&pgno, page, 8);
+        memcpy(&flags, page + 10, 2);
+        memcpy(&lower, page + 12, 2);
+        memcpy(&upper, page + 14, 2);
+        int nodes = (lower - 16) / 2;
+        if (pgno != (uint64_t)p || flags != 0x02 /* a leaf */ || lower < 16 || lower > upper || upper > psize ||
+            nodes < 2)
+            continue;
+        if (how == TH_NODES_OVERLAP) memcpy(page + 16 + 2 * (nodes - 1), page + 16, 2);
+        else page[10] |= 0x10; /* P_DIRTY */
+        if (pwrite(fd, page, (size_t)psize, (off_t)p * psize) != (ssize_t)psize) n = -1;
+        else n++;
+    }
+    free(page);
+    if (fd >= 0) close(fd);
+    return n;
+}
+
+int th_junk_bytes(const char *path, long start, long n, unsigned seed) {
+    int fd = open(path, O_WRONLY);
+    if (fd < 0) return -1;
+    char buf[4096];
+    unsigned x = seed;
+    int rc = 0;
+    for (long off = 0; off < n && rc == 0; off += (long)sizeof buf) {
+        for (size_t i = 0; i < sizeof buf; i++) {
+            x = x * 1103515245u + 12345u;
+            buf[i] = seed ? (char)(x >> 16) : 0;
+        }
+        size_t len = n - off < (long)sizeof buf ? (size_t)(n - off) : sizeof buf;
+        if (pwrite(fd, buf, len, start + off) != (ssize_t)len) rc = -1;
+    }
+    close(fd);
+    return rc;
+}

@@ -72,6 +72,16 @@ long th_lmdb_used_bytes(const char *data_mdb, long *psize);
  * that LMDB takes for leaves whose nodes lie 64 KiB past the page: past the end of the file when
  * it ends there. 0, or -1. */
 int th_junk_last_pages(const char *data_mdb, int pages);
+/* Overwrites n bytes of a file from `start`: zeros when seed is 0, else junk from the seed (the
+ * same junk for the same seed). 0, or -1. */
+int th_junk_bytes(const char *path, long start, long n, unsigned seed);
+/* What th_lmdb_damage_leaves does to every leaf page LMDB wrote in the pages in use of a data file
+ * (old copies in free pages among them): its last node made to start where its first one does
+ * (two nodes overlapping, bounds and header intact), or its header marked "dirty" (LMDB then
+ * writes into the page in place, in its read-only map). */
+typedef enum th_leaf_damage { TH_NODES_OVERLAP, TH_MARKED_DIRTY } th_leaf_damage;
+/* The number of pages damaged, or -1. */
+int th_lmdb_damage_leaves(const char *data_mdb, th_leaf_damage how);
 /* Opens an engine whose base URL is the test server's; extra settings may be applied to cfg
    through `tweak` (may be NULL). Fails the test (returns NULL) when it cannot open. */
 courier_engine *th_engine(void (*tweak)(courier_config *cfg));

@@ -976,6 +976,77 @@ static void junk_over_the_last_pages_is_kept_aside(void) {
     }
 }
 
+/* Leaves whose headers and bounds are whole but whose insides LMDB would trust (two nodes
+ * overlapping; a page marked dirty, which LMDB writes in place in its read-only map): the open's
+ * page walk says COURIER_E_JOURNAL_CORRUPT and keeps the file aside. Without it the journal
+ * opened and its first write went into the damaged page. */
+static void damaged_leaves_are_kept_aside(void) {
+    for (int how = TH_NODES_OVERLAP; how <= TH_MARKED_DIRTY; how++) {
+        const char *store = forked_store();
+        if (!store) return;
+        char data[600];
+        snprintf(data, sizeof data, "%s/journal/data.mdb", store);
+        REQUIRE(th_lmdb_damage_leaves(data, (th_leaf_damage)how) > 0);
+        int st = in_child(open_damaged, store);
+        if (st != 0) printf("  damage %d: child status %d\n", how, st);
+        CHECK_EQ(st, 0);
+        char aside[700];
+        CHECK_EQ(find_aside(store, aside, sizeof aside), 1);
+    }
+}
+
+/* In a child, on a journal with junk somewhere: the open says COURIER_E_JOURNAL_CORRUPT (then a
+ * new journal opens), or the journal opens, lists its requests, freezes one more and opens again.
+ * 0, or the step that failed; never a crash. */
+static int use_junked(const char *store) {
+    opts o = {.paused = 1};
+    courier_error err;
+    courier_engine *e = open_eng(store, jr_free_port(), &o, &err);
+    if (!e) {
+        if (err.code != COURIER_E_JOURNAL_CORRUPT) return 1;
+        e = open_eng(store, jr_free_port(), &o, &err); /* a new journal */
+        int n = e ? (int)count_of(e) : -1;
+        courier_engine_close(e);
+        return n == 0 ? 0 : 4;
+    }
+    courier_frozen_list *l = NULL;
+    int rc = courier_frozen_list_requests(e, &l, &err);
+    courier_frozen_list_free(l);
+    if (rc != COURIER_OK && rc != COURIER_E_JOURNAL_CORRUPT) {
+        fprintf(stderr, "  listing: %d %s\n", rc, err.message);
+        return 2;
+    }
+    waiter w;
+    w_init(&w, e);
+    courier_reachability_set_offline(e);
+    send_one(e, freezable("POST", "/c", "x", COURIER_FREEZE_AUTO, 0), &w);
+    w_wait(&w, 1);
+    courier_engine_close(e);
+    w_destroy(&w);
+    e = open_eng(store, jr_free_port(), &o, &err);
+    if (!e && err.code != COURIER_E_JOURNAL_CORRUPT) return 3;
+    courier_engine_close(e);
+    return 0;
+}
+
+/* Junk over an eighth of the journal's pages at each of its eight places, two seeds each. */
+static void junk_anywhere_never_crashes(void) {
+    for (int at = 0; at < 8; at++) {
+        for (unsigned seed = 1; seed <= 2; seed++) {
+            const char *store = forked_store();
+            if (!store) return;
+            char data[600];
+            snprintf(data, sizeof data, "%s/journal/data.mdb", store);
+            long used = th_lmdb_used_bytes(data, NULL);
+            REQUIRE(used > 0);
+            REQUIRE(th_junk_bytes(data, at * used / 8, used / 8, seed * 7919u + (unsigned)at) == 0);
+            int st = in_child(use_junked, store);
+            if (st != 0) printf("  junk over eighth %d, seed %u: child status %d\n", at, seed, st);
+            CHECK_EQ(st, 0);
+        }
+    }
+}
+
 /* A journal cut to a third while its engine has it open: the next call on the journal finds the
  * file shorter than it was, pads it back (the missing pages read as zeros, never SIGBUS) and says
  * COURIER_E_JOURNAL_CORRUPT; the next open keeps the file aside. */
@@ -1367,7 +1438,7 @@ TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
            T(replay_in_order_with_keys), T(final_and_retryable_answers), T(manual_policy_waits_for_the_app),
            T(bounded_concurrency), T(expiry_with_injected_clock), T(corrupt_journal_is_kept_aside),
-           T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(junk_over_the_last_pages_is_kept_aside),
+           T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(junk_over_the_last_pages_is_kept_aside), T(damaged_leaves_are_kept_aside), T(junk_anywhere_never_crashes),
            T(journal_cut_while_open_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
            T(batched_answers_remove_every_request), T(stored_request_reads_back_exactly),
            T(a_record_another_writer_wrote_reads))
