@@ -1,5 +1,5 @@
 /*
- * lmdb_file.c — a look at an LMDB data file before LMDB maps it.
+ * lmdb_file.c — a look at an LMDB data file from outside LMDB: before it is mapped, and at open.
  *
  * LMDB maps data.mdb and trusts its meta pages: a file cut short (a restored backup, a copy
  * interrupted, a disk that filled during a copy) whose newest meta page names pages past the end
@@ -7,7 +7,8 @@
  * takes the whole process down. The two meta pages are read here with pread (never mapped) and
  * the file's size compared with what the newer one claims; the cache and the journal move such a
  * store aside (a line on stderr) instead of opening it. Once open, the file is padded past its
- * last page and watched for getting shorter (cr_lmdb_file_pad, cr_lmdb_file_intact, below).
+ * last page and watched for getting shorter (cr_lmdb_file_pad, cr_lmdb_file_intact, below), and
+ * every page LMDB would trust is walked (cr_lmdb_walk, at the end).
  *
  * The meta page layout (LMDB 0.9, data format 1, 64-bit): a 16-byte page header, then
  *   16 u32 magic 0xBEEFC0DE   20 u32 version (1)   24 address   32 size_t mapsize
@@ -186,11 +187,9 @@ int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest) {
 }
 
 /*
- * The records at the ends of a tree. LMDB checks the kind of a page it reaches, not what the page
- * holds: a damaged page (junk, or zeros read through the padding) gives records of impossible
- * shapes, and a write into such a page overruns LMDB's copy of it. The first and last records
- * of the trees a commit starts from (the main database, LMDB's free list) are looked at when a
- * store opens, before anything is written.
+ * The records at the ends of a tree, by the shapes a store writes (the page walk below checks
+ * what LMDB needs; this what the store needs of its first and last records): the cache's trees
+ * and the journal's names are looked at when a store opens, before anything is written.
  */
 int cr_lmdb_check_ends(struct MDB_txn *txn, unsigned dbi, bool (*ok)(const struct MDB_val *k, const struct MDB_val *v)) {
     MDB_cursor *c = NULL;
@@ -286,9 +285,14 @@ static int reach(lm_walk *w, uint64_t first, uint64_t n, uint64_t bound) {
     return 0;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
+/* Sorts a page's node spans (a few dozen at most but for tiny keys; insertion sort: no calls). */
+static void sort_spans(uint64_t *a, unsigned n) {
+    for (unsigned i = 1; i < n; i++) {
+        uint64_t x = a[i];
+        unsigned j = i;
+        for (; j > 0 && a[j - 1] > x; j--) a[j] = a[j - 1];
+        a[j] = x;
+    }
 }
 
 static int walk_tree(lm_walk *w, const uint8_t *db, int tree);
@@ -347,7 +351,7 @@ static int walk_page(lm_walk *w, uint64_t pg, unsigned level, unsigned depth, in
             return damaged(w, "a node larger than its page allows (the page walk at open)");
         w->spans[i] = (uint64_t)off << 32 | (off + size + 1) / 2 * 2;
     }
-    qsort(w->spans, nkeys, sizeof w->spans[0], cmp_u64);
+    sort_spans(w->spans, nkeys);
     for (unsigned i = 1; i < nkeys; i++)
         if ((w->spans[i] >> 32) < (w->spans[i - 1] & 0xffffffffu))
             return damaged(w, "nodes overlapping in a page (the page walk at open)");

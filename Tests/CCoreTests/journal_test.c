@@ -145,6 +145,7 @@ typedef struct opts {
     long probe_ms;
     const char *app_id; /* with store NULL: the default store of this app id */
     int temporary;      /* with store NULL: a temporary store */
+    long poll_ms;       /* the journal thread's poll (0: 200 ms) */
 } opts;
 
 static courier_engine *open_eng(const char *store, int port, const opts *o, courier_error *err) {
@@ -156,7 +157,7 @@ static courier_engine *open_eng(const char *store, int port, const opts *o, cour
     courier_config_set_base_url(cfg, base);
     courier_config_set_store_dir(cfg, store);
     courier_config_set_timeout_ms(cfg, 10000);
-    courier_config_set_frozen_poll_ms(cfg, 200);
+    courier_config_set_frozen_poll_ms(cfg, o && o->poll_ms ? o->poll_ms : 200);
     courier_config_set_frozen_replay(cfg, o && o->concurrency ? o->concurrency : 4, o && o->backoff_base ? o->backoff_base : 20,
                                      o && o->backoff_max ? o->backoff_max : 100);
     if (o && o->paused) courier_config_set_frozen_paused(cfg, 1);
@@ -1051,12 +1052,15 @@ static void junk_anywhere_never_crashes(void) {
  * file shorter than it was, pads it back (the missing pages read as zeros, never SIGBUS) and says
  * COURIER_E_JOURNAL_CORRUPT; the next open keeps the file aside. */
 static int cut_while_open(const char *store) {
-    opts o = {.paused = 1};
+    /* The cut lands between transactions: the journal thread idle (it polls once an hour here).
+     * A transaction already running when the file is cut can still fault (DESIGN.md's debt). */
+    opts o = {.paused = 1, .poll_ms = 3600000};
     courier_error err;
     courier_engine *e = open_eng(store, jr_free_port(), &o, &err);
     if (!e) return 1;
     courier_reachability_set_offline(e);
     if (count_of(e) != 40) return 2;
+    if (courier_frozen_wait_idle(e, 10000) != COURIER_OK) return 7;
     char data[600];
     snprintf(data, sizeof data, "%s/journal/data.mdb", store);
     long size = file_len(data), used = th_lmdb_used_bytes(data, NULL);
