@@ -284,3 +284,19 @@ int th_junk_bytes(const char *path, long start, long n, unsigned seed) {
     close(fd);
     return rc;
 }
+
+void th_junk_each_eighth(const char *(*make)(char *data, size_t cap), int (*use)(const char *dir)) {
+    for (int at = 0; at < 8; at++) {
+        for (unsigned seed = 1; seed <= 2; seed++) {
+            char data[600];
+            const char *dir = make(data, sizeof data);
+            if (!dir) return;
+            long used = th_lmdb_used_bytes(data, NULL);
+            REQUIRE(used > 0);
+            REQUIRE(th_junk_bytes(data, at * used / 8, used / 8, seed * 7919u + (unsigned)at) == 0);
+            int st = use(dir);
+            if (st != 0) printf("  junk over eighth %d, seed %u: child status %d\n", at, seed, st);
+            CHECK_EQ(st, 0);
+        }
+    }
+}

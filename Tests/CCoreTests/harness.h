@@ -75,6 +75,11 @@ int th_junk_last_pages(const char *data_mdb, int pages);
 /* Overwrites n bytes of a file from `start`: zeros when seed is 0, else junk from the seed (the
  * same junk for the same seed). 0, or -1. */
 int th_junk_bytes(const char *path, long start, long n, unsigned seed);
+/* Junk over an eighth of a store's pages in use at each of its eight places, two seeds each:
+ * make(data, cap) makes a filled store and writes its data file's path into data (NULL: skip the
+ * test), use(dir) uses the damaged store in a child process and returns the child's status, which
+ * must be 0 (a failure names the eighth and the seed). */
+void th_junk_each_eighth(const char *(*make)(char *data, size_t cap), int (*use)(const char *dir));
 /* What th_lmdb_damage_leaves does to every leaf page LMDB wrote in the pages in use of a data file
  * (old copies in free pages among them): its last node made to start where its first one does
  * (two nodes overlapping, bounds and header intact), or its header marked "dirty" (LMDB then

@@ -918,6 +918,13 @@ static const char *forked_store(void) {
 #endif
 }
 
+/* forked_store(), and the path of its journal's data file in data. */
+static const char *forked_journal(char *data, size_t cap) {
+    const char *store = forked_store();
+    if (store) snprintf(data, cap, "%s/journal/data.mdb", store);
+    return store;
+}
+
 /* Runs fn(store) in a child process: its exit status, or 128 + the signal that ended it. */
 static int in_child(int (*fn)(const char *store), const char *store) {
     fflush(NULL);
@@ -944,10 +951,9 @@ static int open_damaged(const char *store) {
  * opens it and raises SIGBUS at the first page past the end. The open says COURIER_E_JOURNAL_CORRUPT
  * and keeps the file aside, whole as it was found; in a child, so a crash fails the test. */
 static void truncated_journal_is_kept_aside(void) {
-    const char *store = forked_store();
-    if (!store) return;
     char data[600];
-    snprintf(data, sizeof data, "%s/journal/data.mdb", store);
+    const char *store = forked_journal(data, sizeof data);
+    if (!store) return;
     /* A third of the pages in use (the file is longer: padded past them at open). */
     long size = th_lmdb_used_bytes(data, NULL);
     REQUIRE(size > 0);
@@ -966,10 +972,9 @@ static void truncated_journal_is_kept_aside(void) {
  * keeps the file aside. */
 static void junk_over_the_last_pages_is_kept_aside(void) {
     for (int pages = 2; pages <= 8; pages *= 4) {
-        const char *store = forked_store();
-        if (!store) return;
         char data[600];
-        snprintf(data, sizeof data, "%s/journal/data.mdb", store);
+        const char *store = forked_journal(data, sizeof data);
+        if (!store) return;
         REQUIRE(th_junk_last_pages(data, pages) == 0);
         CHECK_EQ(in_child(open_damaged, store), 0); /* not padded: 1 under ASan (SIGBUS), 128 + 7 without */
         char aside[700];
@@ -983,10 +988,9 @@ static void junk_over_the_last_pages_is_kept_aside(void) {
  * opened and its first write went into the damaged page. */
 static void damaged_leaves_are_kept_aside(void) {
     for (int how = TH_NODES_OVERLAP; how <= TH_MARKED_DIRTY; how++) {
-        const char *store = forked_store();
-        if (!store) return;
         char data[600];
-        snprintf(data, sizeof data, "%s/journal/data.mdb", store);
+        const char *store = forked_journal(data, sizeof data);
+        if (!store) return;
         REQUIRE(th_lmdb_damage_leaves(data, (th_leaf_damage)how) > 0);
         int st = in_child(open_damaged, store);
         if (st != 0) printf("  damage %d: child status %d\n", how, st);
@@ -1031,22 +1035,9 @@ static int use_junked(const char *store) {
 }
 
 /* Junk over an eighth of the journal's pages at each of its eight places, two seeds each. */
-static void junk_anywhere_never_crashes(void) {
-    for (int at = 0; at < 8; at++) {
-        for (unsigned seed = 1; seed <= 2; seed++) {
-            const char *store = forked_store();
-            if (!store) return;
-            char data[600];
-            snprintf(data, sizeof data, "%s/journal/data.mdb", store);
-            long used = th_lmdb_used_bytes(data, NULL);
-            REQUIRE(used > 0);
-            REQUIRE(th_junk_bytes(data, at * used / 8, used / 8, seed * 7919u + (unsigned)at) == 0);
-            int st = in_child(use_junked, store);
-            if (st != 0) printf("  junk over eighth %d, seed %u: child status %d\n", at, seed, st);
-            CHECK_EQ(st, 0);
-        }
-    }
-}
+static int use_junked_in_child(const char *store) { return in_child(use_junked, store); }
+
+static void junk_anywhere_never_crashes(void) { th_junk_each_eighth(forked_journal, use_junked_in_child); }
 
 /* A journal cut to a third while its engine has it open: the next call on the journal finds the
  * file shorter than it was, pads it back (the missing pages read as zeros, never SIGBUS) and says
