@@ -23,6 +23,11 @@ GRID = [
     ("gets", 100_000, "1k", "100:0:0", 1, 2),
     # 1M x 1 KiB is over the default 256 MiB limit: these rows raise it (LIMITS) so every key is stored.
     ("gets", 1_000_000, "1k", "100:0:0", 1, 1), ("gets", 1_000_000, "1k", "100:0:0", 2, 1),
+    ("gets", 1_000_000, "1k", "100:0:0", 1, 2),
+    # 10M entries of 100 B: a store of about 5.4 GB (2.4x the bytes counted: see "Disk bound").
+    ("gets", 10_000_000, "100", "100:0:0", 1, 1), ("gets", 10_000_000, "100", "100:0:0", 2, 1),
+    ("gets", 10_000_000, "100", "100:0:0", 1, 2),
+    ("mixed", 10_000_000, "100", "90:9:1", 2, 1), ("mixed", 10_000_000, "100", "90:9:1", 1, 2),
     ("mixed", 100_000, "100", "90:9:1", 2, 1), ("mixed", 100_000, "1k", "90:9:1", 2, 1),
     ("mixed", 100_000, "1k", "90:9:1", 1, 2),
     ("mixed", 5_000, "16k", "90:9:1", 2, 1), ("mixed", 200, "1m", "90:9:1", 2, 1),
@@ -30,7 +35,7 @@ GRID = [
 
 
 # Size limits for key spaces that would not fit the default (every key must be stored for the gets).
-LIMITS = {1_000_000: "2g"}
+LIMITS = {1_000_000: "2g", 10_000_000: "3g"}
 
 
 def run(tool: str, args: list[str]) -> dict:

@@ -213,6 +213,31 @@ CR_HIDDEN void cr_key_hex(const uint8_t hash[16], char out[33]);
  * mapped: cut short (LMDB would raise SIGBUS on the pages past its end), or not an LMDB file; an
  * errno value when the file cannot be read (EISDIR for a directory in its place). */
 CR_HIDDEN int cr_lmdb_file_check(const char *dir, const char **why);
+struct MDB_env;
+/* Pads an open environment's data file (a hole, no disk blocks) to 256 KiB past its last used
+ * page, so that a damaged page near its end, which LMDB follows past the end, reads zeros instead
+ * of raising SIGBUS; sets *largest to the file's size. Call with LMDB's writer lock held (in a
+ * write transaction) before reading the trees. 0 or an errno/LMDB code (usable without it). */
+CR_HIDDEN int cr_lmdb_file_pad(struct MDB_env *env, int64_t *largest);
+/* 0 while the data file is at least *largest bytes long (the most seen; raised as it grows),
+ * MDB_CORRUPTED when it got shorter (cut from outside while open: LMDB never shortens it). Then
+ * it is padded back to *largest, so no process reading it raises SIGBUS at the missing pages:
+ * they read as zeros, which LMDB reports as MDB_CORRUPTED. One fstat (about 0.6 us here). */
+CR_HIDDEN int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest);
+struct MDB_txn;
+/* Walks every page reachable from the newer meta page (the free list, the main database, every
+ * named database) as mdb_chk does, through a read-only map of its own bounded by the file's size:
+ * page numbers in range and reached once, page kinds, bounds, node offsets and sizes, overflow
+ * counts and free-list records as LMDB writes them (lmdb_file.c says exactly what). 0, or
+ * MDB_CORRUPTED with *why (static text) naming the damage, or an errno/LMDB code. Call at open,
+ * with LMDB's writer lock held (in a write transaction) after cr_lmdb_file_pad, before writing. */
+CR_HIDDEN int cr_lmdb_walk(struct MDB_env *env, const char **why);
+struct MDB_val;
+/* The first and last records of database dbi: 0 when they have the shapes the store writes (its
+ * predicate; NULL: only read them), MDB_CORRUPTED when not, or LMDB's code. */
+CR_HIDDEN int cr_lmdb_check_ends(struct MDB_txn *txn, unsigned dbi,
+                                 bool (*ok)(const struct MDB_val *k, const struct MDB_val *v));
+CR_HIDDEN int cr_lmdb_check_names(struct MDB_txn *txn);
 
 /* ---- a feature's state on a configuration, a request or a transfer ----------------------------- */
 

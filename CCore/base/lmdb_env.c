@@ -60,7 +60,21 @@ int cr_lmdb_env_open(cr_lmdb_env *v, unsigned maxdbs, size_t map_bytes, unsigned
     /* An environment opened with a smaller map than asked for: take the size asked for. */
     MDB_envinfo info;
     if (mdb_env_info(v->env, &info) == 0 && info.me_mapsize < map_bytes) mdb_env_set_mapsize(v->env, map_bytes);
-    return 0;
+    /* Under LMDB's writer lock (no commit moves a page meanwhile): damaged pages near the end of
+     * the file read zeros past it, not SIGBUS; then every page LMDB would trust is walked before
+     * anything reads or writes the trees (lmdb_file.c). */
+    MDB_txn *txn = NULL;
+    rc = cr_lmdb_begin_write(v->env, &txn);
+    if (rc == 0) {
+        cr_lmdb_file_pad(v->env, &v->file_largest); /* usable without it (a file size limit) */
+        rc = cr_lmdb_walk(v->env, why);
+        mdb_txn_abort(txn);
+    }
+    if (cr_lmdb_is_corruption(rc)) {
+        if (!*why) *why = mdb_strerror(rc);
+        return MDB_INVALID;
+    }
+    return rc;
 }
 
 int cr_lmdb_begin_write(MDB_env *env, MDB_txn **txn) {
@@ -74,16 +88,13 @@ int cr_lmdb_begin_write(MDB_env *env, MDB_txn **txn) {
 
 int cr_lmdb_verify(MDB_txn *txn, const MDB_dbi *dbis, size_t n) {
     int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        MDB_cursor *c = NULL;
-        rc = mdb_cursor_open(txn, dbis[i], &c);
-        MDB_val k, v;
-        if (rc == 0) rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-        if (rc == 0) rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
-        if (rc == MDB_NOTFOUND) rc = 0;
-        if (c) mdb_cursor_close(c);
-    }
+    for (size_t i = 0; i < n && rc == 0; i++) rc = cr_lmdb_check_ends(txn, dbis[i], NULL);
     return rc;
+}
+
+int cr_lmdb_begin(cr_lmdb_env *v, unsigned flags, MDB_txn **txn) {
+    int rc = cr_lmdb_file_intact(v->env, &v->file_largest);
+    return rc ? rc : mdb_txn_begin(v->env, NULL, flags, txn);
 }
 
 /* ---- the registry ------------------------------------------------------------------------- */

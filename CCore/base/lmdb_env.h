@@ -96,6 +96,7 @@ struct cr_lmdb_env {
     int refs; /* the registry's lock */
     char *dir;
     MDB_env *env;
+    int64_t file_largest; /* the data file's largest size seen (cr_lmdb_file_intact) */
 };
 
 /* The environment of `dir` (created when absent) for this process: the one already open, with one
@@ -111,13 +112,19 @@ void cr_lmdb_env_release(cr_lmdb_env *v);
 
 /* Creates and opens v->env: the pre-mmap check (cr_lmdb_file_check), `maxdbs` named databases,
  * 254 readers, a map of map_bytes (the file's size when larger), `flags` | MDB_NOTLS, dead readers
- * cleared. 0, an LMDB or errno code, or MDB_INVALID with *why when the file must not be used. */
+ * cleared; then the data file padded past its last page (cr_lmdb_file_pad, with LMDB's writer
+ * lock) and every page LMDB would trust walked (cr_lmdb_walk), before anything is read or
+ * written. 0, an LMDB or errno code, or MDB_INVALID with *why when the file must not be used. */
 int cr_lmdb_env_open(cr_lmdb_env *v, unsigned maxdbs, size_t map_bytes, unsigned flags, const char **why);
 /* Begins a write transaction, adopting a map another process grew (MDB_MAP_RESIZED) once. */
 int cr_lmdb_begin_write(MDB_env *env, MDB_txn **txn);
 /* Reads both ends of every tree, so a damaged root shows up now rather than later. 0 or the first
  * LMDB error. */
 int cr_lmdb_verify(MDB_txn *txn, const MDB_dbi *dbis, size_t n);
+/* mdb_txn_begin once the data file is found whole (cr_lmdb_file_intact: one fstat): MDB_CORRUPTED
+ * when it was cut short from outside since it was opened (the missing pages then read as zeros
+ * for every process, never SIGBUS). */
+int cr_lmdb_begin(cr_lmdb_env *v, unsigned flags, MDB_txn **txn);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

@@ -86,6 +86,7 @@ struct cr_store {
     atomic_int resizing;      /* a map resize waits for readers: new readers wait on rw */
     atomic_int extra_readers; /* read transactions running outside the slots (all were busy) */
     atomic_int broken;
+    _Atomic int64_t next_size_check; /* coarse monotonic ns: when a reader next checks the file's size */
     bool moved_aside; /* this process found the store unusable at open and moved it aside */
     bool verify; /* check every value's checksum on read (the no-sync setting, see cr_store_get) */
 };
@@ -378,6 +379,24 @@ static int migrate_v1(cr_store *s, MDB_txn *txn) {
     return rc;
 }
 
+/* The shapes of the records this store writes (the open looks at both ends of each tree): the main
+ * database holds entries (16-byte hashes), expiry and write-order records, and the records of the
+ * named databases (4-byte names); vary records are keyed by hashes. */
+static bool main_record_ok(const MDB_val *k, const MDB_val *v) {
+    (void)v;
+    return k->mv_size == 16 || k->mv_size == IX_EXPIRY_LEN || k->mv_size == IX_ORDER_LEN || k->mv_size == 4;
+}
+
+static bool vary_record_ok(const MDB_val *k, const MDB_val *v) {
+    (void)v;
+    return k->mv_size == 16;
+}
+
+static bool meta_record_ok(const MDB_val *k, const MDB_val *v) {
+    (void)v;
+    return k->mv_size > 0;
+}
+
 typedef struct store_open_arg {
     int64_t map_bytes;
     int durability;
@@ -443,8 +462,11 @@ static int store_open(cr_lmdb_env *base, void *arg, const char **why) {
         rc = mdb_put(txn, s->db_meta, &k, &v, 0);
     }
     if (rc == 0) {
-        MDB_dbi dbs[] = {s->db_main, s->db_vary, s->db_meta};
-        rc = cr_lmdb_verify(txn, dbs, sizeof dbs / sizeof dbs[0]);
+        /* Touch both ends of every tree, so a damaged root shows up now rather than later, and
+         * look at the records there (the floor looked at LMDB's free list: lmdb_env.c). */
+        if ((rc = cr_lmdb_check_ends(txn, s->db_main, main_record_ok)) == 0 &&
+            (rc = cr_lmdb_check_ends(txn, s->db_vary, vary_record_ok)) == 0)
+            rc = cr_lmdb_check_ends(txn, s->db_meta, meta_record_ok);
     }
     if (rc) {
         mdb_txn_abort(txn);
@@ -573,10 +595,37 @@ static void adopt_map_size(cr_store *s) {
     pthread_rwlock_unlock(&s->rw);
 }
 
+/* A data file cut short from outside while open: before a read, at most once per CR_SIZE_CHECK_NS
+ * of a coarse clock (the check is an fstat, half a get), and before every write. The pages past
+ * the cut read as zeros from then on, and the store is recreated at the next open. */
+#define CR_SIZE_CHECK_NS 2000000
+
+static int64_t coarse_ns(void) {
+    struct timespec ts;
+#ifdef CLOCK_MONOTONIC_COARSE
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+#else
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool cut_short(cr_store *s, bool always) {
+    if (!always) {
+        int64_t now = coarse_ns(), due = atomic_load_explicit(&s->next_size_check, memory_order_relaxed);
+        if (now < due || !atomic_compare_exchange_strong(&s->next_size_check, &due, now + CR_SIZE_CHECK_NS))
+            return false;
+    }
+    int rc = cr_lmdb_file_intact(s->base.env, &s->base.file_largest);
+    if (rc && !atomic_load(&s->broken)) cr_cache_log("store '%s': its data file was cut short while open", s->base.dir);
+    if (rc) mark_broken(s, rc);
+    return rc != 0;
+}
+
 int cr_store_read_begin(cr_store *s, cr_read *out) {
     out->txn = NULL;
     out->slot = -1;
-    if (atomic_load_explicit(&s->broken, memory_order_relaxed)) return COURIER_E_STORE;
+    if (atomic_load_explicit(&s->broken, memory_order_relaxed) || cut_short(s, false)) return COURIER_E_STORE;
     for (int attempt = 0; attempt < 2; attempt++) {
         int slot = reader_enter(s);
         MDB_txn *txn = slot >= 0 ? s->slots[slot].txn : NULL;
@@ -641,6 +690,11 @@ static int write_begin(cr_store *s, MDB_txn **out) {
     for (int attempt = 0; attempt < 2; attempt++) {
         pthread_rwlock_rdlock(&s->rw);
         int rc = mdb_txn_begin(s->base.env, NULL, 0, out);
+        if (rc == 0 && cut_short(s, true)) {
+            mdb_txn_abort(*out);
+            *out = NULL;
+            rc = MDB_CORRUPTED;
+        }
         if (rc == 0) return 0;
         pthread_rwlock_unlock(&s->rw);
         if (rc == MDB_MAP_RESIZED && attempt == 0) {
@@ -1266,7 +1320,7 @@ int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *
         r->map_bytes = (int64_t)info.me_mapsize;
         r->used_bytes = (int64_t)(info.me_last_pgno + 1) * (int64_t)est.ms_psize;
     }
-    if (atomic_load(&s->broken)) {
+    if (atomic_load(&s->broken) || cut_short(s, true)) {
         r->problems = 1;
         r->unreadable = 1;
         return cr_fail(err, COURIER_E_CACHE_INCONSISTENT, "the store reported corruption; it is recreated at the next open");

@@ -158,7 +158,7 @@ int courier_frozen_resend(courier_engine *e, const char *id, courier_error *err)
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!id || !valid_id(id, strlen(id))) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid freeze id");
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->base.env, NULL, MDB_RDONLY, &txn);
+    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
     if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     uint64_t seq;
     rc = cj_find_seq(j, txn, id, &seq);
@@ -183,9 +183,11 @@ static courier_frozen *snap_bad(uint64_t seq, const jstate *st, bool state_ok, c
     atomic_init(&f->refs, 1);
     f->seq = seq;
     char idbuf[40];
-    if (!state_ok) snprintf(idbuf, sizeof idbuf, "#%llu", (unsigned long long)seq);
+    /* The state's id when it is text (a damaged record's may be any bytes, which no JSON holds). */
+    bool id_ok = state_ok && cr_utf8_valid(st->id, st->id_len) && !memchr(st->id, 0, st->id_len);
+    if (!id_ok) snprintf(idbuf, sizeof idbuf, "#%llu", (unsigned long long)seq);
     (void)key;
-    f->q.id = state_ok ? cr_strndup(st->id, st->id_len) : cr_strdup(idbuf);
+    f->q.id = id_ok ? cr_strndup(st->id, st->id_len) : cr_strdup(idbuf);
     f->q.method = cr_strdup("");
     f->q.url = cr_strdup("");
     f->host = state_ok ? cr_strndup(st->host, st->host_len) : cr_strdup("");
@@ -216,7 +218,7 @@ int courier_frozen_list_requests(courier_engine *e, courier_frozen_list **out, c
     courier_frozen_list *l = calloc(1, sizeof *l);
     if (!l) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->base.env, NULL, MDB_RDONLY, &txn);
+    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
     if (rc) {
         free(l);
         return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
@@ -285,7 +287,7 @@ int courier_frozen_get(courier_engine *e, const char *id, courier_frozen **out, 
     if (!id || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id or out is NULL");
     if (!valid_id(id, strlen(id))) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->base.env, NULL, MDB_RDONLY, &txn);
+    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
     if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     uint64_t seq = 0;
     rc = cj_find_seq(j, txn, id, &seq);
@@ -320,7 +322,7 @@ int courier_frozen_remove(courier_engine *e, const char *id, courier_error *err)
     if (n > 1 && id[0] == '#') seq = strtoull(id + 1, NULL, 10); /* a record whose state is unreadable */
     else if (!valid_id(id, n)) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->base.env, NULL, 0, &txn);
+    int rc = cr_lmdb_begin(&j->env->base, 0, &txn);
     if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
     if (!seq) rc = cj_find_seq(j, txn, id, &seq);
     jstate st;
@@ -348,7 +350,7 @@ int courier_frozen_remove_all(courier_engine *e, int64_t *removed, courier_error
     cr_journal *j = journal_of(e, err);
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->base.env, NULL, 0, &txn);
+    int rc = cr_lmdb_begin(&j->env->base, 0, &txn);
     if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
     MDB_stat ms;
     rc = mdb_stat(txn, j->env->db_req, &ms);
@@ -368,7 +370,7 @@ int courier_frozen_count(courier_engine *e, int64_t *count, courier_error *err) 
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!count) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "count is NULL");
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->base.env, NULL, MDB_RDONLY, &txn);
+    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
     if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     MDB_stat ms;
     rc = mdb_stat(txn, j->env->db_req, &ms);
@@ -385,7 +387,7 @@ int courier_frozen_last_outcome(courier_engine *e, const char *id, int *code, in
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!id) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id is NULL");
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->base.env, NULL, MDB_RDONLY, &txn);
+    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
     if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     MDB_cursor *c;
     rc = mdb_cursor_open(txn, j->env->db_outcome, &c);

@@ -81,7 +81,7 @@ static void frozen_committed(cr_journal *j, const jfreeze *f) {
 static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
     for (jfreeze *f = fz; f; f = f->next) {
         MDB_txn *txn;
-        int rc = mdb_txn_begin(j->env->base.env, NULL, 0, &txn);
+        int rc = cr_lmdb_begin(&j->env->base, 0, &txn);
         if (rc == 0) {
             rc = cj_apply_freeze(j, txn, f);
             if (rc == 0) f->snap = cj_snap_in(j, txn, f->seq, &f->st);
@@ -166,7 +166,7 @@ static int64_t turn(cr_journal *j) {
 
     if (has_work || want_pass || expired.n || dead.n) {
         MDB_txn *txn = NULL;
-        int rc = j->broken ? MDB_PANIC : mdb_txn_begin(j->env->base.env, NULL, 0, &txn);
+        int rc = j->broken ? MDB_PANIC : cr_lmdb_begin(&j->env->base, 0, &txn);
         jfreeze *f;
         for (f = fz; rc == 0 && f; f = f->next) {
             rc = cj_apply_freeze(j, txn, f);

@@ -521,7 +521,7 @@ int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_
     *due_now = false;
     *next_due = INT64_MAX;
     MDB_txn *txn;
-    int rc = mdb_txn_begin(j->env->base.env, NULL, MDB_RDONLY, &txn);
+    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
     if (rc) return rc;
     MDB_cursor *c;
     MDB_val k, v;

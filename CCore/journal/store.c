@@ -143,6 +143,7 @@ static int jenv_open(cr_lmdb_env *base, void *arg, const char **why) {
     MDB_txn *txn = NULL;
     rc = cr_lmdb_begin_write(base->env, &txn);
     if (rc) goto bad;
+    rc = cr_lmdb_check_names(txn); /* before a name is created in a damaged page */
     struct {
         const char *name;
         MDB_dbi *dbi;

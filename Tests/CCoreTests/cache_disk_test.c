@@ -1,7 +1,11 @@
 /*
- * cache_disk_test.c — the size limit bounds the disk: data.mdb stays under the bound the header
- * states (3.5 x the limit + 1 MiB) while 5x and then 10x the limit is written in 1 KiB values,
- * stops growing once the store is full, and the store stays consistent (courier_cache_verify).
+ * cache_disk_test.c — the size limit bounds the disk: while 5x and then 10x the limit is written in
+ * 1 KiB values, data.mdb stays under the bound DESIGN.md ("Disk bound") states for the bounded
+ * eviction with these values, 2.6 x the limit, and LMDB's free list under a quarter of the limit
+ * (the freed pages are reused), well under the header's general bound (3.5 x the limit + 1 MiB);
+ * it stops growing once the store is full, and the store stays consistent (courier_cache_verify).
+ * The eviction before it (one transaction down to 90% of the limit) left 2.73x and a free list of
+ * 0.56x here: this test fails with it.
  */
 #include "harness.h"
 
@@ -33,7 +37,7 @@ static void put_bytes(courier_engine *e, int64_t total, int *next) {
 
 static void test_limit_bounds_the_file(void) {
     const int64_t limit = 2 * 1024 * 1024;
-    const long bound = (long)(limit * 7 / 2 + 1024 * 1024);
+    const long bound = (long)(limit * 26 / 10);
     store_dir = th_tmpdir();
     courier_engine *e = th_engine(tweak);
     REQUIRE(e);
@@ -53,7 +57,9 @@ static void test_limit_bounds_the_file(void) {
     CHECK(st.evictions > 0);
     courier_cache_verify_report rep;
     CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_OK);
+    printf("  trees %lld bytes, free list %lld bytes\n", (long long)rep.tree_bytes, (long long)rep.free_bytes);
     CHECK(rep.tree_bytes <= 3 * limit);
+    CHECK(rep.free_bytes <= limit / 4);
     CHECK(rep.used_bytes <= rep.file_bytes);
     courier_engine_close(e);
 }

@@ -1,9 +1,11 @@
 #include "harness.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -191,4 +193,117 @@ int th_run(int argc, char **argv, const th_test *tests, size_t n) {
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
+}
+
+long th_lmdb_used_bytes(const char *data_mdb, long *psize) {
+    /* A meta page: 16-byte page header, magic at 16, the page size at 40, the last page at 136,
+     * the transaction id at 144; the second one a page further. */
+    int fd = open(data_mdb, O_RDONLY);
+    uint8_t m[2][152];
+    uint32_t ps = 0;
+    long used = -1;
+    if (fd >= 0 && pread(fd, m[0], 152, 0) == 152) {
+        memcpy(&ps, m[0] + 40, 4);
+        if (ps >= 512 && ps <= 65536 && pread(fd, m[1], 152, ps) == 152) {
+            uint64_t t0, t1, last;
+            memcpy(&t0, m[0] + 144, 8);
+            memcpy(&t1, m[1] + 144, 8);
+            memcpy(&last, m[t1 > t0] + 136, 8);
+            used = (long)((last + 1) * ps);
+            if (psize) *psize = ps;
+        }
+    }
+    if (fd >= 0) close(fd);
+    return used;
+}
+
+int th_junk_last_pages(const char *data_mdb, int pages) {
+    long psize = 0, used = th_lmdb_used_bytes(data_mdb, &psize);
+    int fd = open(data_mdb, O_RDWR);
+    if (used < 0 || fd < 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    long first = used / psize - pages;
+    char *page = calloc(1, (size_t)psize);
+    int rc = first > 2 && page ? 0 : -1;
+    for (long p = first; rc == 0 && p < used / psize; p++) {
+        uint64_t pgno = (uint64_t)p;
+        uint16_t flags = 0x02 /* leaf */, lower = 16 + 2 * 20, upper = (uint16_t)(psize - 64), off = 0xFFF0;
+        memset(page, 0x5A, (size_t)psize);
+        memcpy(page, &pgno, 8);
+        memset(page + 8, 0, 2);
+        memcpy(page + 10, &flags, 2);
+        memcpy(page + 12, &lower, 2);
+        memcpy(page + 14, &upper, 2);
+        for (int n = 0; n < 20; n++) memcpy(page + 16 + 2 * n, &off, 2);
+        if (pwrite(fd, page, (size_t)psize, (off_t)p * psize) != (ssize_t)psize) rc = -1;
+    }
+    free(page);
+    close(fd);
+    return rc;
+}
+
+int th_lmdb_damage_leaves(const char *data_mdb, th_leaf_damage how) {
+    long psize = 0, used = th_lmdb_used_bytes(data_mdb, &psize);
+    int fd = open(data_mdb, O_RDWR);
+    uint8_t *page = used > 0 ? malloc((size_t)psize) : NULL;
+    int n = page && fd >= 0 ? 0 : -1;
+    for (long p = 2; n >= 0 && p < used / psize; p++) {
+        if (pread(fd, page, (size_t)psize, (off_t)p * psize) != (ssize_t)psize) {
+            n = -1;
+            break;
+        }
+        uint64_t pgno;
+        uint16_t flags, lower, upper;
+        memcpy(&pgno, page, 8);
+        memcpy(&flags, page + 10, 2);
+        memcpy(&lower, page + 12, 2);
+        memcpy(&upper, page + 14, 2);
+        int nodes = (lower - 16) / 2;
+        if (pgno != (uint64_t)p || flags != 0x02 /* a leaf */ || lower < 16 || lower > upper || upper > psize ||
+            nodes < 2)
+            continue;
+        if (how == TH_NODES_OVERLAP) memcpy(page + 16 + 2 * (nodes - 1), page + 16, 2);
+        else page[10] |= 0x10; /* P_DIRTY */
+        if (pwrite(fd, page, (size_t)psize, (off_t)p * psize) != (ssize_t)psize) n = -1;
+        else n++;
+    }
+    free(page);
+    if (fd >= 0) close(fd);
+    return n;
+}
+
+int th_junk_bytes(const char *path, long start, long n, unsigned seed) {
+    int fd = open(path, O_WRONLY);
+    if (fd < 0) return -1;
+    char buf[4096];
+    unsigned x = seed;
+    int rc = 0;
+    for (long off = 0; off < n && rc == 0; off += (long)sizeof buf) {
+        for (size_t i = 0; i < sizeof buf; i++) {
+            x = x * 1103515245u + 12345u;
+            buf[i] = seed ? (char)(x >> 16) : 0;
+        }
+        size_t len = n - off < (long)sizeof buf ? (size_t)(n - off) : sizeof buf;
+        if (pwrite(fd, buf, len, start + off) != (ssize_t)len) rc = -1;
+    }
+    close(fd);
+    return rc;
+}
+
+void th_junk_each_eighth(const char *(*make)(char *data, size_t cap), int (*use)(const char *dir)) {
+    for (int at = 0; at < 8; at++) {
+        for (unsigned seed = 1; seed <= 2; seed++) {
+            char data[600];
+            const char *dir = make(data, sizeof data);
+            if (!dir) return;
+            long used = th_lmdb_used_bytes(data, NULL);
+            REQUIRE(used > 0);
+            REQUIRE(th_junk_bytes(data, at * used / 8, used / 8, seed * 7919u + (unsigned)at) == 0);
+            int st = use(dir);
+            if (st != 0) printf("  junk over eighth %d, seed %u: child status %d\n", at, seed, st);
+            CHECK_EQ(st, 0);
+        }
+    }
 }

@@ -68,6 +68,28 @@ const char *th_url(const char *path);
 const char *th_base(void);
 /* A new empty temporary directory, removed with its contents at exit. Never NULL. */
 const char *th_tmpdir(void);
+/* The bytes of the pages an LMDB data file uses, from its newer meta page (the file may be longer:
+ * the library pads it past them), and its page size; -1 when it is not an LMDB file. */
+long th_lmdb_used_bytes(const char *data_mdb, long *psize);
+/* Overwrites the last `pages` pages in use of an LMDB data file (its roots among them) with junk
+ * that LMDB takes for leaves whose nodes lie 64 KiB past the page: past the end of the file when
+ * it ends there. 0, or -1. */
+int th_junk_last_pages(const char *data_mdb, int pages);
+/* Overwrites n bytes of a file from `start`: zeros when seed is 0, else junk from the seed (the
+ * same junk for the same seed). 0, or -1. */
+int th_junk_bytes(const char *path, long start, long n, unsigned seed);
+/* Junk over an eighth of a store's pages in use at each of its eight places, two seeds each:
+ * make(data, cap) makes a filled store and writes its data file's path into data (NULL: skip the
+ * test), use(dir) uses the damaged store in a child process and returns the child's status, which
+ * must be 0 (a failure names the eighth and the seed). */
+void th_junk_each_eighth(const char *(*make)(char *data, size_t cap), int (*use)(const char *dir));
+/* What th_lmdb_damage_leaves does to every leaf page LMDB wrote in the pages in use of a data file
+ * (old copies in free pages among them): its last node made to start where its first one does
+ * (two nodes overlapping, bounds and header intact), or its header marked "dirty" (LMDB then
+ * writes into the page in place, in its read-only map). */
+typedef enum th_leaf_damage { TH_NODES_OVERLAP, TH_MARKED_DIRTY } th_leaf_damage;
+/* The number of pages damaged, or -1. */
+int th_lmdb_damage_leaves(const char *data_mdb, th_leaf_damage how);
 /* Opens an engine whose base URL is the test server's; extra settings may be applied to cfg
    through `tweak` (may be NULL). Fails the test (returns NULL) when it cannot open. */
 courier_engine *th_engine(void (*tweak)(courier_config *cfg));
