@@ -7,8 +7,9 @@
  *     forgets its parent's), reference counted. Opening and moving aside are serialized across
  *     processes by a lock file beside the directory ("<dir>.lock").
  *   - Opening: the pre-mmap check of the data file (lmdb_file.c), the map's size (the file's when
- *     it is larger), dead readers cleared, a write transaction that adopts a map another process
- *     grew, and the check of both ends of every tree.
+ *     it is larger), dead readers cleared, the file padded and every page of its trees walked
+ *     (lmdb_file.c), a write transaction that adopts a map another process grew, and the check of
+ *     both ends of every tree.
  *   - Moving a store that does not open aside ("<dir>.<label>-<ms>-<pid>") with one line on stderr;
  *     then a fresh one (the cache) or an error that says where it was kept (the journal).
  *   - Which LMDB results mean damaged data, and the mapping of an LMDB or errno result to a
