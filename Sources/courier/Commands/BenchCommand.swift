@@ -30,7 +30,14 @@ struct TransportBenchCommand: AsyncParsableCommand {
             + "libcurl, Courier Swift >= 0.7x libcurl, Courier Swift >= 5x URLSession. The plain libcurl loop "
             + "sends no User-Agent or Accept-Encoding; the curl_headers client sends Courier's default ones, "
             + "for a like-for-like ratio shown as (info). Progress goes to stderr. Exit status 1 if any "
-            + "request failed."
+            + "request failed.\n\n"
+            + "--tls and --h2 start nginx over TLS instead, with the CA, certificate and nginx.conf that "
+            + "scripts/tls-fixture makes for the run (HTTPS/1.1; with --h2 nginx offers h2 by ALPN and the "
+            + "libcurl loops multiplex): every client is given that CA, and h2load (nghttp2-client) runs as "
+            + "the server's ceiling. For each client and run nginx's stub_status and its connections.log "
+            + "count the connections it accepted and the TLS handshakes that carried requests; they must be "
+            + "equal. Targets over TLS, against the libcurl loop sending the same headers: Courier C >= "
+            + "0.95x, Courier Swift >= 0.9x, Courier Swift >= 10x URLSession."
     )
 
     @Option(help: "GETs per run for libcurl and Courier.")
@@ -51,10 +58,16 @@ struct TransportBenchCommand: AsyncParsableCommand {
     @Option(help: "Measure against this URL instead of starting nginx.")
     var url: String?
 
-    @Option(help: ArgumentHelp("Comma-separated clients to run: curl, curl_headers, courier_c, courier_swift, urlsession.", valueName: "list"))
+    @Option(help: ArgumentHelp("Comma-separated clients to run: curl, curl_headers, courier_c, courier_swift, urlsession, h2load.", valueName: "list"))
     var clients: String?
 
-    @Flag(help: "Print one JSON object on stdout (curl_rps, courier_c_rps, courier_swift_rps, urlsession_rps, ...).")
+    @Flag(help: "nginx over TLS (HTTPS/1.1) with a CA made for the run by scripts/tls-fixture.")
+    var tls = false
+
+    @Flag(help: "nginx over TLS offering HTTP/2 (h2 by ALPN); implies --tls.")
+    var h2 = false
+
+    @Flag(help: "Print one JSON object on stdout (curl_rps, courier_c_rps, courier_swift_rps, urlsession_rps, ...; over TLS also tls, http_version, handshakes, connections).")
     var json = false
 
     func validate() throws {
@@ -62,14 +75,15 @@ struct TransportBenchCommand: AsyncParsableCommand {
         guard concurrency > 0, concurrency <= 1024 else { throw ValidationError("--concurrency must be 1...1024") }
         guard runs > 0 else { throw ValidationError("--runs must be > 0") }
         guard warmup >= 0 else { throw ValidationError("--warmup must be >= 0") }
+        guard url == nil || !(tls || h2) else { throw ValidationError("--url and --tls/--h2 exclude each other") }
         _ = try selectedClients()
     }
 
-    private func selectedClients() throws -> [TransportClient] {
-        guard let clients else { return TransportClient.allCases }
+    private func selectedClients() throws -> [TransportClient]? {
+        guard let clients else { return nil }
         return try clients.split(separator: ",").map {
             guard let client = TransportClient(rawValue: $0.trimmingCharacters(in: .whitespaces)) else {
-                throw ValidationError("unknown client '\($0)'; use curl, curl_headers, courier_c, courier_swift, urlsession")
+                throw ValidationError("unknown client '\($0)'; use curl, curl_headers, courier_c, courier_swift, urlsession, h2load")
             }
             return client
         }
@@ -84,6 +98,7 @@ struct TransportBenchCommand: AsyncParsableCommand {
         options.warmup = warmup
         options.url = url
         options.clients = try selectedClients()
+        options.mode = h2 ? .h2 : tls ? .tls : .plain
         #if DEBUG
         printError("note: this is a debug build; measure with `swift build -c release`")
         #endif
