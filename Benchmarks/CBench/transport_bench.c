@@ -176,7 +176,7 @@ static int curl_multi_loop(const char *url, long total, int concurrency, long wa
     if (multi) {
         curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)concurrency);
         curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long)concurrency);
-        if (options->http2) curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+        if (options->multiplex) curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     }
     for (int i = 0; rc == 0 && i < concurrency; i++) {
         CURL *h = curl_easy_init();
@@ -191,7 +191,7 @@ static int curl_multi_loop(const char *url, long total, int concurrency, long wa
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &bytes[i]);
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
         if (options->ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, options->ca_file);
-        if (options->http2) {
+        if (options->multiplex) {
             curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
             curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
         }

@@ -459,6 +459,12 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     SET(CURLOPT_PREREQDATA, t);
     /* Downloads to a file may be larger than the in-memory limit (0: no limit). */
     SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)(t->download_path ? 0 : t->max_bytes));
+    /* Requests started together for one HTTPS origin wait for the first connection's ALPN answer:
+     * over h2 they then share it (the engine multiplexes, CURLPIPE_MULTIPLEX) instead of each opening
+     * a connection and a TLS handshake of its own; told HTTP/1.1, they connect as before. Never for
+     * http://: there libcurl 7.88 learns the version from the first response only, so requests would
+     * wait behind a first one that hangs (engine_test's test_close_from_own_callback). */
+    SET(CURLOPT_PIPEWAIT, strncasecmp(t->url, "https:", 6) == 0 ? 1L : 0L);
 
     /* Progress goes to the request's callback and to event monitors that want it. */
     t->watch_progress = t->progress || cr_event_wants(e, COURIER_EVENT_PROGRESS);

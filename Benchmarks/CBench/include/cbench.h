@@ -44,9 +44,10 @@ typedef struct cbench_result {
 typedef struct cbench_transport_options {
     const char *ca_file; /* the CA the server's certificate is signed by (CURLOPT_CAINFO, or
                             courier_config_set_ca_file); NULL: the system's */
-    int http2;           /* the libcurl loops multiplex: CURLMOPT_PIPELINING CURLPIPE_MULTIPLEX and
-                            CURLOPT_PIPEWAIT, so requests wait for the first connection's ALPN answer
-                            instead of each opening its own (curl's http2-download example) */
+    int multiplex;       /* the libcurl loops set what Courier sets over TLS: CURLMOPT_PIPELINING
+                            CURLPIPE_MULTIPLEX and CURLOPT_PIPEWAIT, so requests wait for the first
+                            connection's ALPN answer and share it over h2 instead of each opening its
+                            own (curl's http2-download example) */
 } cbench_transport_options;
 
 /* A libcurl multi loop: `concurrency` easy handles reused, curl_multi_poll, a finished handle is

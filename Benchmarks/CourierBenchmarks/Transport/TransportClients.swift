@@ -63,7 +63,8 @@ public struct ClientSetup: Sendable {
     public var url: String
     /// The CA every client is given (nil: the system's).
     public var caFile: String?
-    /// The server offers HTTP/2: the libcurl loops and h2load multiplex.
+    /// The server offers HTTP/2: h2load multiplexes (the libcurl loops set Courier's multiplexing
+    /// options for every https:// URL).
     public var http2 = false
 
     public init(url: String, caFile: String? = nil, http2: Bool = false) {
@@ -120,7 +121,7 @@ private typealias CBenchFunction = (UnsafePointer<CChar>?, Int, Int32, Int, Unsa
 private func runC(_ function: CBenchFunction, _ setup: ClientSetup, total: Int, concurrency: Int, warmup: Int) -> ClientRun {
     var result = cbench_result()
     let rc = withOptionalCString(setup.caFile) { ca in
-        var options = cbench_transport_options(ca_file: ca, http2: setup.http2 ? 1 : 0)
+        var options = cbench_transport_options(ca_file: ca, multiplex: setup.url.hasPrefix("https:") ? 1 : 0)
         return function(setup.url, total, Int32(concurrency), warmup, &options, &result)
     }
     let firstError = withUnsafeBytes(of: result.first_error) { raw in
