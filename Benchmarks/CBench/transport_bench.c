@@ -469,3 +469,19 @@ int cbench_nginx_status(const char *url, const char *ca_file, long *accepts, lon
     }
     return 0;
 }
+
+int cbench_curl_default_cainfo(char *out, size_t size) {
+    pthread_once(&curl_once, curl_init_once);
+    CURL *h = curl_once_rc == CURLE_OK ? curl_easy_init() : NULL;
+    if (!h) return -1;
+    char *path = NULL;
+    int rc = -1;
+#if LIBCURL_VERSION_NUM >= 0x075400 /* 7.84: CURLINFO_CAINFO */
+    if (curl_easy_getinfo(h, CURLINFO_CAINFO, &path) == CURLE_OK && path && strlen(path) < size) {
+        snprintf(out, size, "%s", path);
+        rc = 0;
+    }
+#endif
+    curl_easy_cleanup(h);
+    return rc;
+}

@@ -72,6 +72,10 @@ int cbench_curl_multi_headers(const char *url, long total, int concurrency, long
 int cbench_courier_c(const char *url, long total, int concurrency, long warmup,
                      const cbench_transport_options *options, cbench_result *out);
 
+/* libcurl's built-in CA bundle (CURLINFO_CAINFO of a fresh handle) into out. Returns 0, or -1
+ * when this libcurl has none or it does not fit. */
+int cbench_curl_default_cainfo(char *out, size_t size);
+
 /* What nginx's stub_status says (GET of `url`, trusting `ca_file` when not NULL): connections
  * accepted and requests served so far, this request and its connection included. Returns 0, or -1
  * (error gets why, up to error_size bytes). */

@@ -25,6 +25,8 @@ public enum TransportBenchmark {
         public var clients: [TransportClient]?
         /// Plain HTTP, or nginx over TLS made by scripts/tls-fixture (HTTPS/1.1, or h2 by ALPN).
         public var mode: Mode = .plain
+        /// How to run one URLSession client in a child process (see `ClientSetup.childCommand`).
+        public var childCommand: [String]?
 
         /// The defaults: 20 000 requests, 32 in flight, 3 runs.
         public init() {}
@@ -194,7 +196,8 @@ public enum TransportBenchmark {
         var report = Report(options: options, serverKind: server.kind, serverDescription: server.description,
                             url: server.url, warnings: warnings, runs: [:])
         let clients = options.selectedClients
-        let setup = ClientSetup(url: server.url, caFile: server.tls?.caFile, http2: options.mode == .h2)
+        let setup = ClientSetup(url: server.url, caFile: server.tls?.caFile, http2: options.mode == .h2,
+                                childCommand: options.childCommand)
         for run in 1...max(1, options.runs) {
             // The order rotates from run to run: no client always goes first (or last).
             let shift = (run - 1) % max(1, clients.count)

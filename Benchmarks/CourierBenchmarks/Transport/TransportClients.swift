@@ -9,7 +9,7 @@ import FoundationNetworking
 #endif
 
 /// What one client measured in one run.
-public struct ClientRun: Sendable {
+public struct ClientRun: Sendable, Codable {
     /// Wall time of the timed phase, in seconds.
     public var seconds: Double
     /// Requests that finished, successfully or not.
@@ -44,7 +44,7 @@ public struct ClientRun: Sendable {
 /// What the TLS server (scripts/tls-fixture's nginx) saw of one client over its whole life,
 /// warm-up included: from nginx's stub_status before and after it, and the lines its
 /// connections.log gained meanwhile.
-public struct ServerCount: Sendable {
+public struct ServerCount: Sendable, Codable {
     /// TCP connections nginx accepted.
     public var connections: Int
     /// TLS handshakes that carried a request (one line of connections.log each).
@@ -66,11 +66,16 @@ public struct ClientSetup: Sendable {
     /// The server offers HTTP/2: h2load multiplexes (the libcurl loops set Courier's multiplexing
     /// options for every https:// URL).
     public var http2 = false
+    /// How to run this tool again as `<command> --url U --requests N --concurrency C --warmup W`,
+    /// printing one client's `ClientRun` as JSON: URLSession over TLS runs that way (see
+    /// `runURLSessionTrusting`). Nil: URLSession over TLS is not measured.
+    public var childCommand: [String]?
 
-    public init(url: String, caFile: String? = nil, http2: Bool = false) {
+    public init(url: String, caFile: String? = nil, http2: Bool = false, childCommand: [String]? = nil) {
         self.url = url
         self.caFile = caFile
         self.http2 = http2
+        self.childCommand = childCommand
     }
 }
 
@@ -107,7 +112,13 @@ public enum TransportClient: String, CaseIterable, Sendable {
         case .curlHeaders: return runC(cbench_curl_multi_headers, setup, total: total, concurrency: concurrency, warmup: warmup)
         case .courierC: return runC(cbench_courier_c, setup, total: total, concurrency: concurrency, warmup: warmup)
         case .courierSwift: return await runCourierSwift(setup, total: total, concurrency: concurrency, warmup: warmup)
-        case .urlSession: return await runURLSession(setup, total: total, concurrency: concurrency, warmup: warmup)
+        case .urlSession:
+            #if os(Linux)
+            if let caFile = setup.caFile {
+                return runURLSessionTrusting(caFile, setup, total: total, concurrency: concurrency, warmup: warmup)
+            }
+            #endif
+            return await runURLSession(setup, total: total, concurrency: concurrency, warmup: warmup)
         case .h2load: return runH2load(setup, total: total, concurrency: concurrency)
         }
     }
@@ -291,6 +302,67 @@ private func runCourierSwift(_ setup: ClientSetup, total: Int, concurrency: Int,
 }
 
 // MARK: - URLSession
+
+/// Runs URLSession in this process (the child side of `runURLSessionTrusting`, or over plain HTTP).
+public func runURLSessionClient(url: String, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
+    await runURLSession(ClientSetup(url: url), total: total, concurrency: concurrency, warmup: warmup)
+}
+
+#if os(Linux)
+/// URLSession on Linux (swift-corelibs-foundation over libcurl) has no way to be given a CA: it
+/// verifies with libcurl's built-in bundle alone. So it runs in a child process (`childCommand`)
+/// in a private user and mount namespace (`unshare --user --map-root-user --mount`) where that
+/// bundle is the system's with the run's CA added, bind-mounted over the file: the CA is trusted
+/// by the system for that one process, as a user would install it, and nothing outside changes.
+/// CPU per request is the child's own (it measures itself).
+private func runURLSessionTrusting(_ caFile: String, _ setup: ClientSetup, total: Int, concurrency: Int,
+                                   warmup: Int) -> ClientRun {
+    var failed = ClientRun(seconds: 0, completed: total, errors: total, bodyBytes: 0, firstError: nil)
+    guard let command = setup.childCommand else {
+        failed.firstError = "URLSession over TLS needs the courier tool to run it as a child process"
+        return failed
+    }
+    guard let unshare = findExecutable("unshare"), let bundle = curlDefaultCABundle() else {
+        failed.firstError = "URLSession over TLS on Linux needs unshare (util-linux) and libcurl's CA bundle path"
+        return failed
+    }
+    let trust = URL(fileURLWithPath: caFile).deletingLastPathComponent().appendingPathComponent("system-and-run-ca.pem").path
+    guard let system = FileManager.default.contents(atPath: bundle), let ca = FileManager.default.contents(atPath: caFile),
+          FileManager.default.createFile(atPath: trust, contents: system + Data("\n".utf8) + ca) else {
+        failed.firstError = "cannot write \(trust) from \(bundle) and \(caFile)"
+        return failed
+    }
+    let script = "mount --bind \"$1\" \"$2\" && shift 2 && exec \"$@\""
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: unshare)
+    process.arguments = ["--user", "--map-root-user", "--mount", "/bin/sh", "-c", script, "sh", trust, bundle]
+        + command + ["--url", setup.url, "--requests", String(total), "--concurrency", String(concurrency),
+                     "--warmup", String(warmup)]
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    do { try process.run() } catch {
+        failed.firstError = "cannot run \(unshare): \(error)"
+        return failed
+    }
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard let run = try? JSONDecoder().decode(ClientRun.self, from: data) else {
+        failed.firstError = "URLSession's child process (in a namespace of its own, made by unshare) failed"
+            + " (status \(process.terminationStatus)): " + String(message.suffix(300))
+        return failed
+    }
+    return run
+}
+
+/// libcurl's built-in CA bundle (CURLINFO_CAINFO), the one URLSession on Linux verifies with.
+private func curlDefaultCABundle() -> String? {
+    var buffer = [CChar](repeating: 0, count: 1024)
+    guard cbench_curl_default_cainfo(&buffer, buffer.count) == 0 else { return nil }
+    return String(cString: buffer)
+}
+#endif
 
 private func runURLSession(_ setup: ClientSetup, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
     let url = setup.url

@@ -13,8 +13,31 @@ struct BenchCommand: AsyncParsableCommand {
             CacheBenchCommand.self,
             MappingBenchCommand.self,
             FrozenBenchCommand.self,
+            URLSessionClientCommand.self,
         ]
     )
+}
+
+/// `courier bench urlsession-client`: one URLSession client run, as JSON on stdout. The transport
+/// benchmark runs it as a child process over TLS (URLSession on Linux trusts only the system's CA
+/// bundle, which the child sees with the run's CA added).
+struct URLSessionClientCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "urlsession-client",
+        abstract: "One URLSession client run of the transport benchmark, as JSON (used by the benchmark itself).",
+        shouldDisplay: false
+    )
+
+    @Option var url: String
+    @Option var requests: Int
+    @Option var concurrency: Int
+    @Option var warmup: Int
+
+    func run() async throws {
+        let result = await runURLSessionClient(url: url, total: requests, concurrency: concurrency, warmup: warmup)
+        let data = try JSONEncoder().encode(result)
+        print(String(decoding: data, as: UTF8.self))
+    }
 }
 
 struct TransportBenchCommand: AsyncParsableCommand {
@@ -99,6 +122,9 @@ struct TransportBenchCommand: AsyncParsableCommand {
         options.url = url
         options.clients = try selectedClients()
         options.mode = h2 ? .h2 : tls ? .tls : .plain
+        if let executable = Bundle.main.executablePath {
+            options.childCommand = [executable, "bench", "urlsession-client"]
+        }
         #if DEBUG
         printError("note: this is a debug build; measure with `swift build -c release`")
         #endif
