@@ -105,8 +105,8 @@ public enum TransportClient: String, CaseIterable, Sendable {
         }
     }
 
-    /// Runs this client once.
-    func run(_ setup: ClientSetup, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
+    /// Runs this client once: `warmup` requests untimed, then `total` timed, `concurrency` in flight.
+    public func run(_ setup: ClientSetup, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
         switch self {
         case .curl: return runC(cbench_curl_multi, setup, total: total, concurrency: concurrency, warmup: warmup)
         case .curlHeaders: return runC(cbench_curl_multi_headers, setup, total: total, concurrency: concurrency, warmup: warmup)
@@ -155,8 +155,8 @@ private func runC(_ function: CBenchFunction, _ setup: ClientSetup, total: Int, 
 /// `concurrency` tasks, each sending one request after the other (awaiting each) while requests
 /// are left to claim — the usual shape of N concurrent workers in async/await, and the same shape
 /// as the C clients' slots, each of which sends its next request when its last one completes.
-private func inFlight(total: Int, concurrency: Int,
-                      _ one: @escaping @Sendable () async -> (ok: Bool, bytes: Int, error: String?)) async -> ClientRun {
+public func runInFlight(total: Int, concurrency: Int,
+                        _ one: @escaping @Sendable () async -> (ok: Bool, bytes: Int, error: String?)) async -> ClientRun {
     let start = DispatchTime.now().uptimeNanoseconds
     let cpuStart = cbench_process_cpu_seconds()
     var run = ClientRun(seconds: 0, completed: 0, errors: 0, bodyBytes: 0, firstError: nil)
@@ -297,8 +297,8 @@ private func runCourierSwift(_ setup: ClientSetup, total: Int, concurrency: Int,
             return (false, 0, "\(error)")
         }
     }
-    if warmup > 0 { _ = await inFlight(total: warmup, concurrency: concurrency, one) }
-    return await inFlight(total: total, concurrency: concurrency, one)
+    if warmup > 0 { _ = await runInFlight(total: warmup, concurrency: concurrency, one) }
+    return await runInFlight(total: total, concurrency: concurrency, one)
 }
 
 // MARK: - URLSession
@@ -390,6 +390,6 @@ private func runURLSession(_ setup: ClientSetup, total: Int, concurrency: Int, w
             task.resume()
         }
     }
-    if warmup > 0 { _ = await inFlight(total: warmup, concurrency: concurrency, one) }
-    return await inFlight(total: total, concurrency: concurrency, one)
+    if warmup > 0 { _ = await runInFlight(total: warmup, concurrency: concurrency, one) }
+    return await runInFlight(total: total, concurrency: concurrency, one)
 }
