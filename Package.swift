@@ -12,6 +12,9 @@ let package = Package(
     products: [
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CCore", targets: ["CCore"]),
+        // The benchmarks' servers and clients, for Benchmarks/Peers (a package of its own that puts
+        // Courier beside swift-nio's clients). No dependency of its own beyond Courier's.
+        .library(name: "CourierBenchmarks", targets: ["CourierBenchmarks"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

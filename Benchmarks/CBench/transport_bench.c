@@ -54,8 +54,20 @@ typedef struct curl_phase {
     long completed;
     long errors;
     int64_t bytes;
+    long connections; /* CURLINFO_NUM_CONNECTS summed */
+    int http_version;
     char first_error[256];
 } curl_phase;
+
+static int version_number(long v) {
+    switch (v) {
+    case CURL_HTTP_VERSION_1_0: return 10;
+    case CURL_HTTP_VERSION_1_1: return 11;
+    case CURL_HTTP_VERSION_2_0: return 20;
+    case CURL_HTTP_VERSION_3: return 30;
+    default: return 0;
+    }
+}
 
 /* Runs `total` requests through `multi` with `n` of the `handles` in flight. */
 static int curl_run_phase(CURLM *multi, CURL **handles, int n, long total, curl_phase *ph) {
@@ -78,10 +90,14 @@ static int curl_run_phase(CURLM *multi, CURL **handles, int n, long total, curl_
             if (msg->msg != CURLMSG_DONE) continue;
             CURL *h = msg->easy_handle;
             CURLcode rc = msg->data.result;
-            long status = 0;
+            long status = 0, connects = 0, version = 0;
             curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+            curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+            ph->connections += connects;
             curl_multi_remove_handle(multi, h);
             ph->completed++;
+            if (rc == CURLE_OK && curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version) == CURLE_OK)
+                ph->http_version = version_number(version);
             if (rc != CURLE_OK) {
                 ph->errors++;
                 note_error(ph->first_error, sizeof ph->first_error, curl_easy_strerror(rc));
@@ -126,18 +142,22 @@ static struct curl_slist *courier_default_lines(void) {
 }
 
 static int curl_multi_loop(const char *url, long total, int concurrency, long warmup, int courier_headers,
-                           cbench_result *out);
+                           const cbench_transport_options *options, cbench_result *out);
 
-int cbench_curl_multi(const char *url, long total, int concurrency, long warmup, cbench_result *out) {
-    return curl_multi_loop(url, total, concurrency, warmup, 0, out);
+int cbench_curl_multi(const char *url, long total, int concurrency, long warmup,
+                      const cbench_transport_options *options, cbench_result *out) {
+    return curl_multi_loop(url, total, concurrency, warmup, 0, options, out);
 }
 
-int cbench_curl_multi_headers(const char *url, long total, int concurrency, long warmup, cbench_result *out) {
-    return curl_multi_loop(url, total, concurrency, warmup, 1, out);
+int cbench_curl_multi_headers(const char *url, long total, int concurrency, long warmup,
+                              const cbench_transport_options *options, cbench_result *out) {
+    return curl_multi_loop(url, total, concurrency, warmup, 1, options, out);
 }
 
 static int curl_multi_loop(const char *url, long total, int concurrency, long warmup, int courier_headers,
-                           cbench_result *out) {
+                           const cbench_transport_options *options, cbench_result *out) {
+    static const cbench_transport_options plain = {NULL, 0};
+    if (!options) options = &plain;
     result_clear(out);
     if (!url || total <= 0 || concurrency <= 0) {
         note_error(out->first_error, sizeof out->first_error, "invalid arguments");
@@ -156,6 +176,7 @@ static int curl_multi_loop(const char *url, long total, int concurrency, long wa
     if (multi) {
         curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)concurrency);
         curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long)concurrency);
+        if (options->multiplex) curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     }
     for (int i = 0; rc == 0 && i < concurrency; i++) {
         CURL *h = curl_easy_init();
@@ -169,13 +190,22 @@ static int curl_multi_loop(const char *url, long total, int concurrency, long wa
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, count_body);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &bytes[i]);
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
+        if (options->ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, options->ca_file);
+        if (options->multiplex) {
+            curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+            curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+        }
         if (courier_headers) {
             curl_easy_setopt(h, CURLOPT_HTTPHEADER, lines);
             curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
         }
     }
     curl_phase ph;
-    if (rc == 0 && warmup > 0) rc = curl_run_phase(multi, handles, concurrency, warmup, &ph);
+    long warm_connections = 0;
+    if (rc == 0 && warmup > 0) {
+        rc = curl_run_phase(multi, handles, concurrency, warmup, &ph);
+        warm_connections = ph.connections;
+    }
     if (rc == 0) {
         for (int i = 0; i < concurrency; i++) bytes[i] = 0;
         double t0 = now_s(), c0 = cbench_process_cpu_seconds();
@@ -185,6 +215,8 @@ static int curl_multi_loop(const char *url, long total, int concurrency, long wa
         out->completed = ph.completed;
         out->errors = ph.errors + (total - ph.completed);
         for (int i = 0; i < concurrency; i++) out->body_bytes += bytes[i];
+        out->connections = warm_connections + ph.connections;
+        out->http_version = ph.http_version;
         memcpy(out->first_error, ph.first_error, sizeof out->first_error);
     }
     if (rc != 0) note_error(out->first_error, sizeof out->first_error, "libcurl multi setup failed");
@@ -223,6 +255,8 @@ struct courier_phase {
     atomic_long completed; /* claims finished, whether sent or not */
     atomic_long errors;
     atomic_llong bytes;
+    atomic_long connections; /* transfers whose metrics say connection_reused 0 */
+    atomic_int http_version;
     pthread_mutex_t m;
     pthread_cond_t c;
     int finished;
@@ -274,6 +308,11 @@ static void on_done(uint64_t id, int code, courier_response *resp, const courier
         courier_response_body(resp, &len);
         atomic_fetch_add(&ph->bytes, (long long)len);
     }
+    courier_metrics m;
+    if (resp && courier_response_metrics(resp, &m, sizeof m) == COURIER_OK) {
+        if (!m.connection_reused) atomic_fetch_add(&ph->connections, 1);
+        if (code == COURIER_OK) atomic_store(&ph->http_version, m.http_version);
+    }
     courier_response_free(resp);
     /* Send the next one before counting this one done, so the phase cannot end (and its caller
      * move on) while this slot still sends. */
@@ -299,6 +338,8 @@ static courier_phase *courier_phase_new(courier_engine *engine, courier_request 
     atomic_init(&ph->completed, 0);
     atomic_init(&ph->errors, 0);
     atomic_init(&ph->bytes, 0);
+    atomic_init(&ph->connections, 0);
+    atomic_init(&ph->http_version, 0);
     pthread_mutex_init(&ph->m, NULL);
     pthread_cond_init(&ph->c, NULL);
     return ph;
@@ -320,7 +361,8 @@ static void courier_phase_run(courier_phase *ph, int n) {
     pthread_mutex_unlock(&ph->m);
 }
 
-int cbench_courier_c(const char *url, long total, int concurrency, long warmup, cbench_result *out) {
+int cbench_courier_c(const char *url, long total, int concurrency, long warmup,
+                     const cbench_transport_options *options, cbench_result *out) {
     result_clear(out);
     if (!url || total <= 0 || concurrency <= 0) {
         note_error(out->first_error, sizeof out->first_error, "invalid arguments");
@@ -332,6 +374,7 @@ int cbench_courier_c(const char *url, long total, int concurrency, long warmup, 
     if (rc == COURIER_OK) rc = courier_config_set_max_connections(cfg, concurrency > 64 ? concurrency : 64);
     if (rc == COURIER_OK) rc = courier_config_set_timeout_ms(cfg, 30000);
     if (rc == COURIER_OK) rc = courier_config_set_temporary_store(cfg, 1);
+    if (rc == COURIER_OK && options && options->ca_file) rc = courier_config_set_ca_file(cfg, options->ca_file);
     courier_engine *engine = NULL;
     courier_error err;
     memset(&err, 0, sizeof err);
@@ -368,6 +411,8 @@ int cbench_courier_c(const char *url, long total, int concurrency, long warmup, 
         out->completed = atomic_load(&timed->completed);
         out->errors = atomic_load(&timed->errors);
         out->body_bytes = atomic_load(&timed->bytes);
+        out->connections = atomic_load(&timed->connections) + (warm ? atomic_load(&warm->connections) : 0);
+        out->http_version = atomic_load(&timed->http_version);
         pthread_mutex_lock(&timed->m);
         memcpy(out->first_error, timed->first_error, sizeof out->first_error);
         pthread_mutex_unlock(&timed->m);
@@ -379,5 +424,64 @@ int cbench_courier_c(const char *url, long total, int concurrency, long warmup, 
     courier_phase_free(timed);
     for (int i = 0; requests && i < concurrency; i++) courier_request_free(requests[i]);
     free(requests);
+    return rc;
+}
+
+/* ========================================================================================== */
+/* nginx's stub_status                                                                         */
+/* ========================================================================================== */
+
+static size_t keep_text(char *data, size_t size, size_t n, void *user) {
+    char *buf = user;
+    size_t have = strlen(buf), add = size * n;
+    if (have + add >= 512) add = 511 - have;
+    memcpy(buf + have, data, add);
+    buf[have + add] = '\0';
+    return size * n;
+}
+
+int cbench_nginx_status(const char *url, const char *ca_file, long *accepts, long *requests, char *error,
+                        size_t error_size) {
+    pthread_once(&curl_once, curl_init_once);
+    CURL *h = curl_once_rc == CURLE_OK ? curl_easy_init() : NULL;
+    if (!h) {
+        snprintf(error, error_size, "libcurl could not be set up");
+        return -1;
+    }
+    char text[512] = "";
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_text);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, text);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+    if (ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, ca_file);
+    CURLcode rc = curl_easy_perform(h);
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(h);
+    /* "Active connections: 1 \nserver accepts handled requests\n 2 2 2 \n..." */
+    const char *numbers = strstr(text, "requests\n");
+    long handled = 0;
+    if (rc != CURLE_OK || status != 200 || !numbers || sscanf(numbers + 9, "%ld %ld %ld", accepts, &handled, requests) != 3) {
+        snprintf(error, error_size, "nginx status at %s: %s", url,
+                 rc != CURLE_OK ? curl_easy_strerror(rc) : status != 200 ? "not 200" : "not stub_status text");
+        return -1;
+    }
+    return 0;
+}
+
+int cbench_curl_default_cainfo(char *out, size_t size) {
+    pthread_once(&curl_once, curl_init_once);
+    CURL *h = curl_once_rc == CURLE_OK ? curl_easy_init() : NULL;
+    if (!h) return -1;
+    char *path = NULL;
+    int rc = -1;
+#if LIBCURL_VERSION_NUM >= 0x075400 /* 7.84: CURLINFO_CAINFO */
+    if (curl_easy_getinfo(h, CURLINFO_CAINFO, &path) == CURLE_OK && path && strlen(path) < size) {
+        snprintf(out, size, "%s", path);
+        rc = 0;
+    }
+#endif
+    curl_easy_cleanup(h);
     return rc;
 }

@@ -129,6 +129,14 @@ static int64_t content_length_of(const char *v, size_t len) {
 /* The framing of the response's header block (RFC 9112 2.2, 4, 6.3): a status line first, lines
  * within the limits, Content-Length fields that agree, the blank line that ends it. Returns false
  * (t->wire.fault set) to abort the transfer. */
+/* Whether a header line starts with `field` ("Name:", n bytes with the colon), case-insensitive.
+ * The colon's place and the first letter turn almost every other line away before the compare:
+ * each line is asked about three fields (callgrind: three strncasecmp per line were 1.5% of an
+ * HTTPS GET). */
+static inline bool line_is(const char *data, size_t len, const char *field, size_t n) {
+    return len > n && data[n - 1] == ':' && (data[0] | 0x20) == (field[0] | 0x20) && strncasecmp(data, field, n) == 0;
+}
+
 static bool check_header_line(cr_transfer *t, const char *data, size_t len, bool status_line) {
     if (status_line || !t->wire.status_seen) {
         if (!(len >= 5 && memcmp(data, "HTTP/", 5) == 0 && status_line_valid(data, len))) {
@@ -147,7 +155,7 @@ static bool check_header_line(cr_transfer *t, const char *data, size_t len, bool
         snprintf(t->errbuf, sizeof t->errbuf, "a header line of %zu bytes, %zu in all", len, t->wire.block_bytes);
         return false;
     }
-    if (len > 15 && strncasecmp(data, "Content-Length:", 15) == 0 && !t->wire.ended) {
+    if (line_is(data, len, "Content-Length:", 15) && !t->wire.ended) {
         size_t end = len;
         while (end > 15 && (data[end - 1] == '\r' || data[end - 1] == '\n')) end--;
         int64_t cl = content_length_of(data + 15, end - 15);
@@ -193,7 +201,7 @@ static bool codings_known(const courier_engine *e, const char *v, size_t len) {
 static size_t on_header(char *data, size_t size, size_t n, void *user) {
     cr_transfer *t = user;
     size_t len = size * n;
-    if (len > 11 && strncasecmp(data, "Set-Cookie:", 11) == 0) t->set_cookie = 1; /* the jar changes */
+    if (line_is(data, len, "Set-Cookie:", 11)) t->set_cookie = 1; /* the jar changes */
     if (t->http.idle_ms) t->wire.last_rx_ms = cr_mono_ms();
     bool status_line = len >= 5 && memcmp(data, "HTTP/", 5) == 0;
     if (!check_header_line(t, data, len, status_line)) return 0;
@@ -204,7 +212,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
         t->ce_decoded = 0;
         return len;
     }
-    if (len > 17 && strncasecmp(data, "Content-Encoding:", 17) == 0) {
+    if (line_is(data, len, "Content-Encoding:", 17)) {
         size_t vl = len - 17;
         while (vl && (data[17 + vl - 1] == '\r' || data[17 + vl - 1] == '\n')) vl--;
         if (t->ce_raw || !codings_known(t->engine, data + 17, vl)) {
@@ -459,6 +467,12 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     SET(CURLOPT_PREREQDATA, t);
     /* Downloads to a file may be larger than the in-memory limit (0: no limit). */
     SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)(t->download_path ? 0 : t->max_bytes));
+    /* Requests started together for one HTTPS origin wait for the first connection's ALPN answer:
+     * over h2 they then share it (the engine multiplexes, CURLPIPE_MULTIPLEX) instead of each opening
+     * a connection and a TLS handshake of its own; told HTTP/1.1, they connect as before. Never for
+     * http://: there libcurl 7.88 learns the version from the first response only, so requests would
+     * wait behind a first one that hangs (engine_test's test_close_from_own_callback). */
+    SET(CURLOPT_PIPEWAIT, strncasecmp(t->url, "https:", 6) == 0 ? 1L : 0L);
 
     /* Progress goes to the request's callback and to event monitors that want it. */
     t->watch_progress = t->progress || cr_event_wants(e, COURIER_EVENT_PROGRESS);

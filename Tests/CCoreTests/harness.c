@@ -3,6 +3,9 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -306,4 +309,62 @@ void th_junk_each_eighth(const char *(*make)(char *data, size_t cap), int (*use)
             CHECK_EQ(st, 0);
         }
     }
+/* ---- nginx over TLS (scripts/tls-fixture) ------------------------------------------------------ */
+
+extern char **environ;
+
+static pid_t nginx_pids[4];
+static int nginx_count;
+
+static void stop_nginx(void) {
+    for (int i = 0; i < nginx_count; i++) {
+        if (nginx_pids[i] <= 0) continue;
+        kill(nginx_pids[i], SIGTERM);
+        waitpid(nginx_pids[i], NULL, 0);
+        nginx_pids[i] = 0;
+    }
+}
+
+static const char *nginx_path(void) {
+    static const char *const candidates[] = {"/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx",
+                                             "/opt/homebrew/bin/nginx", "/usr/local/bin/nginx"};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++)
+        if (access(candidates[i], X_OK) == 0) return candidates[i];
+    return NULL;
+}
+
+int th_tls_nginx(th_nginx *out, int h2) {
+    const char *nginx = nginx_path();
+    if (!nginx) return 77;
+    if (nginx_count >= (int)(sizeof nginx_pids / sizeof nginx_pids[0])) return 1;
+    snprintf(out->dir, sizeof out->dir, "%s/tls", th_tmpdir());
+    out->port = th_free_port();
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/tls-fixture' '%s' %d%s", COURIER_SOURCE_DIR, out->dir, out->port,
+             h2 ? " h2" : "");
+    if (system(cmd) != 0) return 1;
+    char conf[700], log[700];
+    snprintf(conf, sizeof conf, "%s/nginx.conf", out->dir);
+    snprintf(log, sizeof log, "%s/error.log", out->dir);
+    char *argv[] = {(char *)nginx, "-p", out->dir, "-e", log, "-c", conf, NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, nginx, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return 1;
+    if (nginx_count == 0) atexit(stop_nginx);
+    nginx_pids[nginx_count++] = pid;
+    for (int i = 0; i < 1000 && !th_can_connect(out->port); i++) usleep(10000);
+    return th_can_connect(out->port) ? 0 : 1;
+}
+
+const char *th_nginx_file(const th_nginx *n, const char *name) {
+    static char paths[8][700];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, 700, "%s/%s", n->dir, name);
+    return p;
 }

@@ -109,4 +109,16 @@ void th_clock_set_offset_ms(int64_t ms);
 int th_redirect_customize(courier_outgoing *o, void *user);
 void th_redirect_to(const char *url);
 
+/* nginx over TLS, serving the world scripts/tls-fixture makes in a new temporary directory (its CA
+ * ca.pem, a certificate for localhost, "/", "/mtls", "/1k.bin", "/status", connections.log) on a
+ * free port of 127.0.0.1; with h2 it offers HTTP/2 by ALPN too. Stopped at exit (at most 4).
+ * Returns 0 with *out filled, 77 when nginx is not installed, 1 when it did not start. */
+typedef struct th_nginx {
+    char dir[600];
+    int port;
+} th_nginx;
+int th_tls_nginx(th_nginx *out, int h2);
+/* "DIR/name" of a th_nginx, in a static rotating buffer (valid for the next 7 calls). */
+const char *th_nginx_file(const th_nginx *n, const char *name);
+
 #endif

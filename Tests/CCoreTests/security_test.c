@@ -7,65 +7,11 @@
  */
 #include "harness.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-extern char **environ;
+static th_nginx server;
 
-static pid_t nginx_pid;
-static int port;
-static char dir[600];
-
-static void stop_nginx(void) {
-    if (nginx_pid > 0) {
-        kill(nginx_pid, SIGTERM);
-        waitpid(nginx_pid, NULL, 0);
-        nginx_pid = 0;
-    }
-}
-
-static const char *nginx_path(void) {
-    static const char *const candidates[] = {"/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx",
-                                             "/opt/homebrew/bin/nginx", "/usr/local/bin/nginx"};
-    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++)
-        if (access(candidates[i], X_OK) == 0) return candidates[i];
-    return NULL;
-}
-
-/* Makes the TLS world and starts nginx; 0 when that fails. */
-static int start_nginx(const char *nginx) {
-    snprintf(dir, sizeof dir, "%s/tls", th_tmpdir());
-    port = th_free_port();
-    char cmd[1600];
-    snprintf(cmd, sizeof cmd, "bash '%s/scripts/tls-fixture' '%s' %d", COURIER_SOURCE_DIR, dir, port);
-    if (system(cmd) != 0) return 0;
-    char conf[700], log[700];
-    snprintf(conf, sizeof conf, "%s/nginx.conf", dir);
-    snprintf(log, sizeof log, "%s/error.log", dir);
-    char *argv[] = {(char *)nginx, "-p", dir, "-e", log, "-c", conf, NULL};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    int rc = posix_spawn(&nginx_pid, nginx, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) return 0;
-    atexit(stop_nginx);
-    for (int i = 0; i < 1000 && !th_can_connect(port); i++) usleep(10000);
-    return th_can_connect(port);
-}
-
-static const char *file(const char *name) {
-    static char paths[8][700];
-    static int next;
-    char *p = paths[next++ % 8];
-    snprintf(p, 700, "%s/%s", dir, name);
-    return p;
-}
+static const char *file(const char *name) { return th_nginx_file(&server, name); }
 
 static const char *server_pin(void) {
     static char pin[128];
@@ -106,7 +52,7 @@ static courier_engine *engine_with(policy_fn make) {
 static int get(courier_engine *e, const char *host, const char *path, policy_fn make, int *status, char *body,
                size_t body_size) {
     char url[256];
-    snprintf(url, sizeof url, "https://%s:%d%s", host, port, path);
+    snprintf(url, sizeof url, "https://%s:%d%s", host, server.port, path);
     courier_request *r = NULL;
     courier_request_new(&r, "GET", url);
     courier_request_set_timeout_ms(r, 20000);
@@ -283,13 +229,13 @@ int main(int argc, char **argv) {
     static const th_test tests[] = {T(test_setters_check_their_input), T(test_the_two_switches_are_separate),
                                     T(test_pinning_modes), T(test_request_policy_replaces_the_engines),
                                     T(test_client_certificates)};
-    const char *nginx = nginx_path();
-    if (!nginx) {
+    int rc = th_tls_nginx(&server, 0);
+    if (rc == 77) {
         printf("SKIPPED: nginx is not installed (scripts/setup installs it); the TLS policy tests need it\n");
         return 77;
     }
-    if (!start_nginx(nginx)) {
-        printf("FAILED: nginx with the TLS fixture (scripts/tls-fixture) did not start; see %s/error.log\n", dir);
+    if (rc != 0) {
+        printf("FAILED: nginx with the TLS fixture (scripts/tls-fixture) did not start; see %s/error.log\n", server.dir);
         return 1;
     }
     return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);

@@ -33,18 +33,35 @@ typedef struct cbench_result {
     char first_error[256];   /* the first error seen, "" when none */
     double cpu_seconds;      /* CPU time (user + system) of this whole process during the timed
                                 phase: steadier than wall time on a busy machine */
+    /* Transport clients only, over the client's whole life (warm-up and timed phase): */
+    long connections;        /* new connections the client made, as it counts them (libcurl's
+                                CURLINFO_NUM_CONNECTS per transfer; Courier's metrics: transfers
+                                whose connection_reused is 0) */
+    int http_version;        /* the HTTP version of the last successful transfer: 11, 20, ... 0 if none */
 } cbench_result;
+
+/* How the transport clients talk to the server; NULL (or all zero) is plain defaults. */
+typedef struct cbench_transport_options {
+    const char *ca_file; /* the CA the server's certificate is signed by (CURLOPT_CAINFO, or
+                            courier_config_set_ca_file); NULL: the system's */
+    int multiplex;       /* the libcurl loops set what Courier sets over TLS: CURLMOPT_PIPELINING
+                            CURLPIPE_MULTIPLEX and CURLOPT_PIPEWAIT, so requests wait for the first
+                            connection's ALPN answer and share it over h2 instead of each opening its
+                            own (curl's http2-download example) */
+} cbench_transport_options;
 
 /* A libcurl multi loop: `concurrency` easy handles reused, curl_multi_poll, a finished handle is
  * re-added at once while requests remain; bodies are discarded into a counter.
  * Returns 0, or -1 when libcurl could not be set up (out->first_error says why). */
-int cbench_curl_multi(const char *url, long total, int concurrency, long warmup, cbench_result *out);
+int cbench_curl_multi(const char *url, long total, int concurrency, long warmup,
+                      const cbench_transport_options *options, cbench_result *out);
 
 /* The same loop sending the request Courier sends by default: its User-Agent and Accept-Encoding
  * header lines (the encodings this libcurl decodes, with CURLOPT_ACCEPT_ENCODING "" so that it
  * decodes them), set the way Courier sets them. The like-for-like ceiling: cbench_curl_multi sends
  * neither header, and libcurl formats every header line byte by byte. */
-int cbench_curl_multi_headers(const char *url, long total, int concurrency, long warmup, cbench_result *out);
+int cbench_curl_multi_headers(const char *url, long total, int concurrency, long warmup,
+                              const cbench_transport_options *options, cbench_result *out);
 
 /* The Courier C API: courier_engine_open with max connections per host >= concurrency, then
  * `concurrency` requests in flight with courier_send; each completion frees its response and
@@ -52,7 +69,18 @@ int cbench_curl_multi_headers(const char *url, long total, int concurrency, long
  * Coalescing is turned off (courier_request_set_coalesce 0): each send is one network request.
  * Returns 0, or a negative courier_code when the engine could not be opened or nothing could be
  * sent (out->first_error says why). */
-int cbench_courier_c(const char *url, long total, int concurrency, long warmup, cbench_result *out);
+int cbench_courier_c(const char *url, long total, int concurrency, long warmup,
+                     const cbench_transport_options *options, cbench_result *out);
+
+/* libcurl's built-in CA bundle (CURLINFO_CAINFO of a fresh handle) into out. Returns 0, or -1
+ * when this libcurl has none or it does not fit. */
+int cbench_curl_default_cainfo(char *out, size_t size);
+
+/* What nginx's stub_status says (GET of `url`, trusting `ca_file` when not NULL): connections
+ * accepted and requests served so far, this request and its connection included. Returns 0, or -1
+ * (error gets why, up to error_size bytes). */
+int cbench_nginx_status(const char *url, const char *ca_file, long *accepts, long *requests, char *error,
+                        size_t error_size);
 
 /* CPU time (user + system) this process has used so far, in seconds. */
 double cbench_process_cpu_seconds(void);

@@ -26,15 +26,30 @@ public final class BenchServer: @unchecked Sendable {  // `stop` is guarded by `
     public let url: String
     /// A human description ("nginx 1.22.1 (pid 123)").
     public let description: String
+    /// The TLS server's files (scripts/tls-fixture), when it serves HTTPS; nil for plain HTTP.
+    public let tls: TLSFiles?
+
+    /// What a TLS benchmark server made for the run (scripts/tls-fixture) and where it reports.
+    public struct TLSFiles: Sendable {
+        /// The CA the server's certificate is signed by: every client is given it.
+        public let caFile: String
+        /// nginx's stub_status (TCP connections accepted so far).
+        public let statusURL: String
+        /// One line per connection at its first request: "CONNECTION REUSED TLS_PROTOCOL HTTP_PROTOCOL".
+        public let connectionsLog: String
+        /// Whether the server offers HTTP/2 (ALPN h2) besides HTTP/1.1.
+        public let http2: Bool
+    }
 
     private let lock = NSLock()
     private var stopAction: (() -> Void)?
     private var interruptToken: Int?
 
-    private init(kind: Kind, url: String, description: String, stop: (() -> Void)?) {
+    private init(kind: Kind, url: String, description: String, tls: TLSFiles? = nil, stop: (() -> Void)?) {
         self.kind = kind
         self.url = url
         self.description = description
+        self.tls = tls
         self.stopAction = stop
         if stop != nil {
             interruptToken = Interrupts.shared.register { [weak self] in self?.stopNow() }
@@ -98,16 +113,79 @@ public final class BenchServer: @unchecked Sendable {  // `stop` is guarded by `
     /// - Throws: `BenchError` with the tail of nginx's error log when it does not come up.
     public static func nginx(path: String) throws -> BenchServer {
         let (version, compiled) = nginxInfo(path: path)
-        let dir = try makeTempDirectory(prefix: "courier-nginx")
+        return try startNginx(path: path, prefix: "courier-nginx", prepare: { dir, port in
+            do {
+                try writeNginxFiles(dir: dir, port: port, compiled: compiled)
+            } catch {
+                throw BenchError("cannot write nginx's files in \(dir): \(error)")
+            }
+        }) { dir, port, pid in
+            (url: "http://127.0.0.1:\(port)/1k.bin", description: "nginx \(version) (pid \(pid), 1 worker, keep-alive)", tls: nil)
+        }
+    }
+
+    /// Where scripts/tls-fixture is: $COURIER_TLS_FIXTURE, else ./scripts/tls-fixture, else the
+    /// checkout this tool was built from. Nil when absent.
+    public static func findTLSFixture() -> String? {
+        var candidates: [String] = []
+        if let env = ProcessInfo.processInfo.environment["COURIER_TLS_FIXTURE"], !env.isEmpty { candidates.append(env) }
+        candidates.append(FileManager.default.currentDirectoryPath + "/scripts/tls-fixture")
+        // Benchmarks/CourierBenchmarks/Transport/BenchServer.swift -> the checkout's root
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        candidates.append(root.appendingPathComponent("scripts/tls-fixture").path)
+        return candidates.first { FileManager.default.fileExists(atPath: $0) }
+    }
+
+    /// Starts nginx over TLS with the world scripts/tls-fixture makes for the run (its CA, a
+    /// certificate for localhost, its nginx.conf: /1k.bin, /status, connections.log), offering
+    /// HTTP/2 by ALPN when `http2`.
+    /// - Parameters:
+    ///   - path: the nginx binary.
+    ///   - fixture: scripts/tls-fixture.
+    ///   - http2: whether nginx offers h2.
+    /// - Throws: `BenchError` when the fixture fails or nginx does not come up.
+    public static func nginxTLS(path: String, fixture: String, http2: Bool) throws -> BenchServer {
+        let (version, _) = nginxInfo(path: path)
+        return try startNginx(path: path, prefix: "courier-nginx-tls", prepare: { dir, port in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = [fixture, dir, String(port)] + (http2 ? ["h2"] : [])
+            let pipe = Pipe()
+            process.standardError = pipe
+            process.standardOutput = FileHandle.nullDevice
+            do { try process.run() } catch { throw BenchError("cannot run \(fixture): \(error)") }
+            let message = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else {
+                throw BenchError("\(fixture) failed: \(String(decoding: message, as: UTF8.self))")
+            }
+        }) { dir, port, pid in
+            let files = TLSFiles(caFile: "\(dir)/ca.pem", statusURL: "https://localhost:\(port)/status",
+                                 connectionsLog: "\(dir)/connections.log", http2: http2)
+            return (url: "https://localhost:\(port)/1k.bin",
+                    description: "nginx \(version) (pid \(pid), 1 worker, keep-alive, TLS\(http2 ? ", HTTP/2 and HTTP/1.1 by ALPN" : ", HTTP/1.1"), scripts/tls-fixture)",
+                    tls: files)
+        }
+    }
+
+    /// Makes a temporary directory, has `prepare` write nginx's files for a free port, starts nginx
+    /// and waits until the port accepts (three ports tried: one may be taken between the probe and
+    /// nginx's bind).
+    private static func startNginx(
+        path: String, prefix: String, prepare: (String, Int) throws -> Void,
+        describe: (String, Int, Int) -> (url: String, description: String, tls: TLSFiles?)
+    ) throws -> BenchServer {
+        let dir = try makeTempDirectory(prefix: prefix)
         var lastError = "nginx did not start"
-        for _ in 0..<3 {  // a free port may be taken between the probe and nginx's bind: try again
+        for _ in 0..<3 {
             let port = cbench_free_port()
             guard port > 0 else { break }
             do {
-                try writeNginxFiles(dir: dir, port: Int(port), compiled: compiled)
+                try prepare(dir, Int(port))
             } catch {
                 removeTree(dir)
-                throw BenchError("cannot write nginx's files in \(dir): \(error)")
+                throw error
             }
             let log = "\(dir)/nginx.out"
             let argv = [path, "-p", "\(dir)/", "-c", "\(dir)/nginx.conf", "-e", "\(dir)/error.log"]
@@ -125,9 +203,8 @@ public final class BenchServer: @unchecked Sendable {  // `stop` is guarded by `
             }
             if up && cbench_child_running(child, nil) != 0 {
                 let box = PointerBox(child)
-                let pid = cbench_child_pid(child)
-                return BenchServer(kind: .nginx, url: "http://127.0.0.1:\(port)/1k.bin",
-                                   description: "nginx \(version) (pid \(pid), 1 worker, keep-alive)",
+                let about = describe(dir, Int(port), Int(cbench_child_pid(child)))
+                return BenchServer(kind: .nginx, url: about.url, description: about.description, tls: about.tls,
                                    stop: {
                                        cbench_child_stop(box.pointer, 2000)
                                        removeTree(dir)

@@ -9,7 +9,7 @@ import FoundationNetworking
 #endif
 
 /// What one client measured in one run.
-public struct ClientRun: Sendable {
+public struct ClientRun: Sendable, Codable {
     /// Wall time of the timed phase, in seconds.
     public var seconds: Double
     /// Requests that finished, successfully or not.
@@ -22,6 +22,11 @@ public struct ClientRun: Sendable {
     public var firstError: String?
     /// CPU time (user + system) of the whole process during the timed phase, in seconds.
     public var cpuSeconds: Double = 0
+    /// New connections as the client counts them over its whole life (warm-up included): the
+    /// libcurl loops and Courier C only (libcurl's CURLINFO_NUM_CONNECTS, Courier's metrics).
+    public var clientConnections: Int?
+    /// What the TLS server saw of this client (nil over plain HTTP).
+    public var server: ServerCount?
 
     /// Successful requests per second.
     public var requestsPerSecond: Double {
@@ -36,6 +41,44 @@ public struct ClientRun: Sendable {
     }
 }
 
+/// What the TLS server (scripts/tls-fixture's nginx) saw of one client over its whole life,
+/// warm-up included: from nginx's stub_status before and after it, and the lines its
+/// connections.log gained meanwhile.
+public struct ServerCount: Sendable, Codable {
+    /// TCP connections nginx accepted.
+    public var connections: Int
+    /// TLS handshakes that carried a request (one line of connections.log each).
+    public var handshakes: Int
+    /// Of those, the ones that resumed a TLS session.
+    public var resumed: Int
+    /// The TLS protocol negotiated ("TLSv1.3"), the most frequent one if several.
+    public var tlsProtocol: String?
+    /// The HTTP version spoken ("1.1", "2.0"), as nginx's $server_protocol says it.
+    public var httpVersion: String?
+}
+
+/// How the clients reach the server.
+public struct ClientSetup: Sendable {
+    /// The 1 KiB resource.
+    public var url: String
+    /// The CA every client is given (nil: the system's).
+    public var caFile: String?
+    /// The server offers HTTP/2: h2load multiplexes (the libcurl loops set Courier's multiplexing
+    /// options for every https:// URL).
+    public var http2 = false
+    /// How to run this tool again as `<command> --url U --requests N --concurrency C --warmup W`,
+    /// printing one client's `ClientRun` as JSON: URLSession over TLS runs that way (see
+    /// `runURLSessionTrusting`). Nil: URLSession over TLS is not measured.
+    public var childCommand: [String]?
+
+    public init(url: String, caFile: String? = nil, http2: Bool = false, childCommand: [String]? = nil) {
+        self.url = url
+        self.caFile = caFile
+        self.http2 = http2
+        self.childCommand = childCommand
+    }
+}
+
 /// The clients, in the order they run.
 public enum TransportClient: String, CaseIterable, Sendable {
     case curl
@@ -43,6 +86,12 @@ public enum TransportClient: String, CaseIterable, Sendable {
     case courierC = "courier_c"
     case courierSwift = "courier_swift"
     case urlSession = "urlsession"
+    case h2load
+
+    /// The clients run unless --clients says otherwise: h2load (the server's ceiling) over TLS only.
+    public static func defaults(tls: Bool) -> [TransportClient] {
+        tls ? allCases : allCases.filter { $0 != .h2load }
+    }
 
     /// The name shown in the report.
     public var title: String {
@@ -52,35 +101,46 @@ public enum TransportClient: String, CaseIterable, Sendable {
         case .courierC: return "Courier C API (from C)"
         case .courierSwift: return "Courier Swift (async/await)"
         case .urlSession: return "URLSession (Foundation)"
+        case .h2load: return "h2load (the server's ceiling)"
         }
     }
 
-    /// Runs this client once.
-    func run(url: String, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
+    /// Runs this client once: `warmup` requests untimed, then `total` timed, `concurrency` in flight.
+    public func run(_ setup: ClientSetup, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
         switch self {
-        case .curl: return runC(cbench_curl_multi, url: url, total: total, concurrency: concurrency, warmup: warmup)
-        case .curlHeaders:
-            return runC(cbench_curl_multi_headers, url: url, total: total, concurrency: concurrency, warmup: warmup)
-        case .courierC: return runC(cbench_courier_c, url: url, total: total, concurrency: concurrency, warmup: warmup)
-        case .courierSwift: return await runCourierSwift(url: url, total: total, concurrency: concurrency, warmup: warmup)
-        case .urlSession: return await runURLSession(url: url, total: total, concurrency: concurrency, warmup: warmup)
+        case .curl: return runC(cbench_curl_multi, setup, total: total, concurrency: concurrency, warmup: warmup)
+        case .curlHeaders: return runC(cbench_curl_multi_headers, setup, total: total, concurrency: concurrency, warmup: warmup)
+        case .courierC: return runC(cbench_courier_c, setup, total: total, concurrency: concurrency, warmup: warmup)
+        case .courierSwift: return await runCourierSwift(setup, total: total, concurrency: concurrency, warmup: warmup)
+        case .urlSession:
+            #if os(Linux)
+            if let caFile = setup.caFile {
+                return runURLSessionTrusting(caFile, setup, total: total, concurrency: concurrency, warmup: warmup)
+            }
+            #endif
+            return await runURLSession(setup, total: total, concurrency: concurrency, warmup: warmup)
+        case .h2load: return runH2load(setup, total: total, concurrency: concurrency)
         }
     }
 }
 
 // MARK: - C clients
 
-private typealias CBenchFunction = (UnsafePointer<CChar>?, Int, Int32, Int, UnsafeMutablePointer<cbench_result>?) -> Int32
+private typealias CBenchFunction = (UnsafePointer<CChar>?, Int, Int32, Int, UnsafePointer<cbench_transport_options>?,
+                                    UnsafeMutablePointer<cbench_result>?) -> Int32
 
-private func runC(_ function: CBenchFunction, url: String, total: Int, concurrency: Int, warmup: Int) -> ClientRun {
+private func runC(_ function: CBenchFunction, _ setup: ClientSetup, total: Int, concurrency: Int, warmup: Int) -> ClientRun {
     var result = cbench_result()
-    let rc = function(url, total, Int32(concurrency), warmup, &result)
+    let rc = withOptionalCString(setup.caFile) { ca in
+        var options = cbench_transport_options(ca_file: ca, multiplex: setup.url.hasPrefix("https:") ? 1 : 0)
+        return function(setup.url, total, Int32(concurrency), warmup, &options, &result)
+    }
     let firstError = withUnsafeBytes(of: result.first_error) { raw in
         String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
     }
     var run = ClientRun(seconds: result.seconds, completed: result.completed, errors: result.errors,
                         bodyBytes: result.body_bytes, firstError: firstError.isEmpty ? nil : firstError,
-                        cpuSeconds: result.cpu_seconds)
+                        cpuSeconds: result.cpu_seconds, clientConnections: result.connections)
     if rc != 0 {  // the client could not even start: every request counts as failed
         run.errors = max(run.errors, total)
         run.completed = max(run.completed, total)
@@ -95,8 +155,8 @@ private func runC(_ function: CBenchFunction, url: String, total: Int, concurren
 /// `concurrency` tasks, each sending one request after the other (awaiting each) while requests
 /// are left to claim — the usual shape of N concurrent workers in async/await, and the same shape
 /// as the C clients' slots, each of which sends its next request when its last one completes.
-private func inFlight(total: Int, concurrency: Int,
-                      _ one: @escaping @Sendable () async -> (ok: Bool, bytes: Int, error: String?)) async -> ClientRun {
+public func runInFlight(total: Int, concurrency: Int,
+                        _ one: @escaping @Sendable () async -> (ok: Bool, bytes: Int, error: String?)) async -> ClientRun {
     let start = DispatchTime.now().uptimeNanoseconds
     let cpuStart = cbench_process_cpu_seconds()
     var run = ClientRun(seconds: 0, completed: 0, errors: 0, bodyBytes: 0, firstError: nil)
@@ -146,8 +206,74 @@ private final class Claims: @unchecked Sendable {
     }
 }
 
-private func runCourierSwift(url: String, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
+private func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let string else { return body(nil) }
+    return string.withCString { body($0) }
+}
+
+// MARK: - h2load
+
+/// nghttp2's h2load with the libcurl loop's shape: over HTTP/1.1 `concurrency` connections of one
+/// request at a time; over h2 one connection of `concurrency` streams. It is a process of its own
+/// (its CPU is not this process's: CPU per request is not measured) and does not verify the
+/// server's certificate.
+private func runH2load(_ setup: ClientSetup, total: Int, concurrency: Int) -> ClientRun {
+    var failed = ClientRun(seconds: 0, completed: total, errors: total, bodyBytes: 0, firstError: nil)
+    guard let path = findExecutable("h2load") else {
+        failed.firstError = "h2load not found (Debian: nghttp2-client; scripts/setup installs it)"
+        return failed
+    }
+    let shape = setup.http2 ? ["-c", "1", "-m", String(concurrency)] : ["--h1", "-c", String(concurrency), "-m", "1"]
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = ["-n", String(total), "-t", "1"] + shape + [setup.url]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    do { try process.run() } catch {
+        failed.firstError = "cannot run \(path): \(error)"
+        return failed
+    }
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    // "finished in 451.94ms, 44253.66 req/s, 48.91MB/s"
+    // "requests: 20000 total, 20000 started, 20000 done, 20000 succeeded, 0 failed, 0 errored, 0 timeout"
+    func number(after prefix: String, in line: Substring) -> Double? {
+        guard let range = line.range(of: prefix) else { return nil }
+        return Double(line[range.upperBound...].prefix { $0.isNumber || $0 == "." })
+    }
+    var seconds: Double?
+    var done: Int?
+    var succeeded: Int?
+    for line in output.split(separator: "\n") {
+        if line.hasPrefix("finished in "), let value = number(after: "finished in ", in: line) {
+            let unit = line.dropFirst("finished in ".count).drop { $0.isNumber || $0 == "." }
+            seconds = unit.hasPrefix("ms") ? value / 1000 : unit.hasPrefix("us") ? value / 1e6 : value
+        }
+        if line.hasPrefix("requests: ") {
+            done = number(after: "started, ", in: line).map { Int($0) }
+            succeeded = number(after: "done, ", in: line).map { Int($0) }
+        }
+    }
+    guard process.terminationStatus == 0, let seconds, let done, let succeeded else {
+        failed.firstError = "h2load failed (status \(process.terminationStatus)): " + String(output.suffix(300))
+        return failed
+    }
+    return ClientRun(seconds: seconds, completed: done, errors: done - succeeded + (total - done), bodyBytes: 0,
+                     firstError: succeeded < total ? "h2load: \(total - succeeded) requests did not succeed" : nil)
+}
+
+/// An executable of that name in $PATH or the usual Debian directories.
+func findExecutable(_ name: String) -> String? {
+    var dirs = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+    dirs += ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/opt/homebrew/bin"]
+    return dirs.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+}
+
+private func runCourierSwift(_ setup: ClientSetup, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
+    let url = setup.url
     var configuration = Configuration()
+    configuration.caFile = setup.caFile
     configuration.maxConnectionsPerHost = concurrency
     configuration.maxConnections = max(concurrency, 64)
     configuration.timeout = 30
@@ -171,13 +297,75 @@ private func runCourierSwift(url: String, total: Int, concurrency: Int, warmup: 
             return (false, 0, "\(error)")
         }
     }
-    if warmup > 0 { _ = await inFlight(total: warmup, concurrency: concurrency, one) }
-    return await inFlight(total: total, concurrency: concurrency, one)
+    if warmup > 0 { _ = await runInFlight(total: warmup, concurrency: concurrency, one) }
+    return await runInFlight(total: total, concurrency: concurrency, one)
 }
 
 // MARK: - URLSession
 
-private func runURLSession(url: String, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
+/// Runs URLSession in this process (the child side of `runURLSessionTrusting`, or over plain HTTP).
+public func runURLSessionClient(url: String, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
+    await runURLSession(ClientSetup(url: url), total: total, concurrency: concurrency, warmup: warmup)
+}
+
+#if os(Linux)
+/// URLSession on Linux (swift-corelibs-foundation over libcurl) has no way to be given a CA: it
+/// verifies with libcurl's built-in bundle alone. So it runs in a child process (`childCommand`)
+/// in a private user and mount namespace (`unshare --user --map-root-user --mount`) where that
+/// bundle is the system's with the run's CA added, bind-mounted over the file: the CA is trusted
+/// by the system for that one process, as a user would install it, and nothing outside changes.
+/// CPU per request is the child's own (it measures itself).
+private func runURLSessionTrusting(_ caFile: String, _ setup: ClientSetup, total: Int, concurrency: Int,
+                                   warmup: Int) -> ClientRun {
+    var failed = ClientRun(seconds: 0, completed: total, errors: total, bodyBytes: 0, firstError: nil)
+    guard let command = setup.childCommand else {
+        failed.firstError = "URLSession over TLS needs the courier tool to run it as a child process"
+        return failed
+    }
+    guard let unshare = findExecutable("unshare"), let bundle = curlDefaultCABundle() else {
+        failed.firstError = "URLSession over TLS on Linux needs unshare (util-linux) and libcurl's CA bundle path"
+        return failed
+    }
+    let trust = URL(fileURLWithPath: caFile).deletingLastPathComponent().appendingPathComponent("system-and-run-ca.pem").path
+    guard let system = FileManager.default.contents(atPath: bundle), let ca = FileManager.default.contents(atPath: caFile),
+          FileManager.default.createFile(atPath: trust, contents: system + Data("\n".utf8) + ca) else {
+        failed.firstError = "cannot write \(trust) from \(bundle) and \(caFile)"
+        return failed
+    }
+    let script = "mount --bind \"$1\" \"$2\" && shift 2 && exec \"$@\""
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: unshare)
+    process.arguments = ["--user", "--map-root-user", "--mount", "/bin/sh", "-c", script, "sh", trust, bundle]
+        + command + ["--url", setup.url, "--requests", String(total), "--concurrency", String(concurrency),
+                     "--warmup", String(warmup)]
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    do { try process.run() } catch {
+        failed.firstError = "cannot run \(unshare): \(error)"
+        return failed
+    }
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard let run = try? JSONDecoder().decode(ClientRun.self, from: data) else {
+        failed.firstError = "URLSession's child process (in a namespace of its own, made by unshare) failed"
+            + " (status \(process.terminationStatus)): " + String(message.suffix(300))
+        return failed
+    }
+    return run
+}
+
+/// libcurl's built-in CA bundle (CURLINFO_CAINFO), the one URLSession on Linux verifies with.
+private func curlDefaultCABundle() -> String? {
+    var buffer = [CChar](repeating: 0, count: 1024)
+    guard cbench_curl_default_cainfo(&buffer, buffer.count) == 0 else { return nil }
+    return String(cString: buffer)
+}
+#endif
+
+private func runURLSession(_ setup: ClientSetup, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
+    let url = setup.url
     guard let target = URL(string: url) else {
         return ClientRun(seconds: 0, completed: total, errors: total, bodyBytes: 0, firstError: "bad URL \(url)")
     }
@@ -202,6 +390,6 @@ private func runURLSession(url: String, total: Int, concurrency: Int, warmup: In
             task.resume()
         }
     }
-    if warmup > 0 { _ = await inFlight(total: warmup, concurrency: concurrency, one) }
-    return await inFlight(total: total, concurrency: concurrency, one)
+    if warmup > 0 { _ = await runInFlight(total: warmup, concurrency: concurrency, one) }
+    return await runInFlight(total: total, concurrency: concurrency, one)
 }

@@ -13,8 +13,31 @@ struct BenchCommand: AsyncParsableCommand {
             CacheBenchCommand.self,
             MappingBenchCommand.self,
             FrozenBenchCommand.self,
+            URLSessionClientCommand.self,
         ]
     )
+}
+
+/// `courier bench urlsession-client`: one URLSession client run, as JSON on stdout. The transport
+/// benchmark runs it as a child process over TLS (URLSession on Linux trusts only the system's CA
+/// bundle, which the child sees with the run's CA added).
+struct URLSessionClientCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "urlsession-client",
+        abstract: "One URLSession client run of the transport benchmark, as JSON (used by the benchmark itself).",
+        shouldDisplay: false
+    )
+
+    @Option var url: String
+    @Option var requests: Int
+    @Option var concurrency: Int
+    @Option var warmup: Int
+
+    func run() async throws {
+        let result = await runURLSessionClient(url: url, total: requests, concurrency: concurrency, warmup: warmup)
+        let data = try JSONEncoder().encode(result)
+        print(String(decoding: data, as: UTF8.self))
+    }
 }
 
 struct TransportBenchCommand: AsyncParsableCommand {
@@ -30,7 +53,14 @@ struct TransportBenchCommand: AsyncParsableCommand {
             + "libcurl, Courier Swift >= 0.7x libcurl, Courier Swift >= 5x URLSession. The plain libcurl loop "
             + "sends no User-Agent or Accept-Encoding; the curl_headers client sends Courier's default ones, "
             + "for a like-for-like ratio shown as (info). Progress goes to stderr. Exit status 1 if any "
-            + "request failed."
+            + "request failed.\n\n"
+            + "--tls and --h2 start nginx over TLS instead, with the CA, certificate and nginx.conf that "
+            + "scripts/tls-fixture makes for the run (HTTPS/1.1; with --h2 nginx offers h2 by ALPN and the "
+            + "libcurl loops multiplex): every client is given that CA, and h2load (nghttp2-client) runs as "
+            + "the server's ceiling. For each client and run nginx's stub_status and its connections.log "
+            + "count the connections it accepted and the TLS handshakes that carried requests; they must be "
+            + "equal. Targets over TLS, against the libcurl loop sending the same headers: Courier C >= "
+            + "0.95x, Courier Swift >= 0.9x, Courier Swift >= 10x URLSession."
     )
 
     @Option(help: "GETs per run for libcurl and Courier.")
@@ -51,10 +81,16 @@ struct TransportBenchCommand: AsyncParsableCommand {
     @Option(help: "Measure against this URL instead of starting nginx.")
     var url: String?
 
-    @Option(help: ArgumentHelp("Comma-separated clients to run: curl, curl_headers, courier_c, courier_swift, urlsession.", valueName: "list"))
+    @Option(help: ArgumentHelp("Comma-separated clients to run: curl, curl_headers, courier_c, courier_swift, urlsession, h2load.", valueName: "list"))
     var clients: String?
 
-    @Flag(help: "Print one JSON object on stdout (curl_rps, courier_c_rps, courier_swift_rps, urlsession_rps, ...).")
+    @Flag(help: "nginx over TLS (HTTPS/1.1) with a CA made for the run by scripts/tls-fixture.")
+    var tls = false
+
+    @Flag(help: "nginx over TLS offering HTTP/2 (h2 by ALPN); implies --tls.")
+    var h2 = false
+
+    @Flag(help: "Print one JSON object on stdout (curl_rps, courier_c_rps, courier_swift_rps, urlsession_rps, ...; over TLS also tls, http_version, handshakes, connections).")
     var json = false
 
     func validate() throws {
@@ -62,14 +98,15 @@ struct TransportBenchCommand: AsyncParsableCommand {
         guard concurrency > 0, concurrency <= 1024 else { throw ValidationError("--concurrency must be 1...1024") }
         guard runs > 0 else { throw ValidationError("--runs must be > 0") }
         guard warmup >= 0 else { throw ValidationError("--warmup must be >= 0") }
+        guard url == nil || !(tls || h2) else { throw ValidationError("--url and --tls/--h2 exclude each other") }
         _ = try selectedClients()
     }
 
-    private func selectedClients() throws -> [TransportClient] {
-        guard let clients else { return TransportClient.allCases }
+    private func selectedClients() throws -> [TransportClient]? {
+        guard let clients else { return nil }
         return try clients.split(separator: ",").map {
             guard let client = TransportClient(rawValue: $0.trimmingCharacters(in: .whitespaces)) else {
-                throw ValidationError("unknown client '\($0)'; use curl, curl_headers, courier_c, courier_swift, urlsession")
+                throw ValidationError("unknown client '\($0)'; use curl, curl_headers, courier_c, courier_swift, urlsession, h2load")
             }
             return client
         }
@@ -84,6 +121,10 @@ struct TransportBenchCommand: AsyncParsableCommand {
         options.warmup = warmup
         options.url = url
         options.clients = try selectedClients()
+        options.mode = h2 ? .h2 : tls ? .tls : .plain
+        if let executable = Bundle.main.executablePath {
+            options.childCommand = [executable, "bench", "urlsession-client"]
+        }
         #if DEBUG
         printError("note: this is a debug build; measure with `swift build -c release`")
         #endif
