@@ -309,6 +309,8 @@ void th_junk_each_eighth(const char *(*make)(char *data, size_t cap), int (*use)
             CHECK_EQ(st, 0);
         }
     }
+}
+
 /* ---- nginx over TLS (scripts/tls-fixture) ------------------------------------------------------ */
 
 extern char **environ;
