@@ -10,12 +10,9 @@
  */
 #include "harness.h"
 
-#include <arpa/inet.h>
 #include <hiredis/hiredis.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 static const char *url_now;
@@ -288,15 +285,11 @@ static void test_redis_down(void) {
  * after the URL's timeout, a request still gets the network's answer (ctest's timeout catches a
  * hang). */
 static void test_redis_not_answering(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 16) == 0);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
+    int port = 0;
+    int fd = th_silent_listener(&port);
+    REQUIRE(fd >= 0);
     char url[100];
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0?timeout_ms=200", ntohs(a.sin_port));
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0?timeout_ms=200", port);
     courier_engine *e = engine_on(url);
     REQUIRE(e);
     courier_error err;
