@@ -124,9 +124,15 @@ typedef enum courier_code {
                                          (or for that object type and method) */
     COURIER_E_ROUTE_PARAMETER = -52,  /* a path pattern's parameter (":id") is missing from the object,
                                          or its value is not a string, number or boolean */
-    COURIER_E_CATALOG = -53           /* an API declaration or catalogue document of the wrong shape:
+    COURIER_E_CATALOG = -53,          /* an API declaration or catalogue document of the wrong shape:
                                          an unknown field, a value of the wrong type, no path; the
                                          error's message names the field */
+    COURIER_E_REDIS = -54,            /* a Redis store failed: the server is unreachable or did not
+                                         answer within the engine's timeout, refused the password or
+                                         the database, or answered with an error */
+    COURIER_E_REDIS_UNSUPPORTED = -55 /* a redis:// store in a library built without Redis
+                                         (COURIER_REDIS off), or rediss:// (TLS) with a hiredis
+                                         that has no TLS */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -1481,6 +1487,22 @@ COURIER_API const char *courier_cache_reason_name(int reason);
 /* A clock: the current time in milliseconds since the Unix epoch. Called on any thread that uses
  * the cache (senders, the worker); it must be thread-safe and must not call into the engine. */
 typedef int64_t (*courier_clock_fn)(void *user);
+
+/* Where the cache keeps its entries. NULL (the default): the LMDB store in "<store dir>/cache".
+ * A directory: an LMDB store there (created at first use). A URL
+ * "redis://[[user]:password@]host[:port][/db][?timeout_ms=N]" (user and password %-escaped; port
+ * 6379 and database 0 by default): a Redis server, shared by every engine, process and machine
+ * that names it; policies, keys, the HTTP rules and the manager work the same. On Redis each
+ * entry expires by itself when it becomes useless (its expiry plus its stale horizons), the size
+ * limit is Redis' own (maxmemory and its policy; courier_config_set_cache_max_bytes still bounds
+ * one entry to an eighth of it), the durability setting is the server's, and a call waits at
+ * most the engine's timeout (courier_config_set_timeout_ms) or the URL's timeout_ms for Redis. Redis
+ * down never fails a request (the policy sends it as on a miss); the manager functions then fail
+ * with COURIER_E_REDIS. Copied; checked here, connected at first use. Any thread, before the
+ * engine opens. Errors: COURIER_E_INVALID_ARGUMENT (empty, a redis URL of another shape),
+ * COURIER_E_REDIS_UNSUPPORTED (a library built without Redis, or rediss:// without TLS in its
+ * hiredis). */
+COURIER_API int courier_config_set_cache_store(courier_config *config, const char *store);
 
 /* The most the cache may hold, in bytes of keys and values (>= 65536; default 256 MiB). Over it,
  * writes evict entries past their expiry first, then the least recently written, to just under

@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef COURIER_TEST_REDIS
+#include <hiredis/hiredis.h>
+#endif
 
 static int failures_in_test;
 static const char *current_test;
@@ -94,6 +97,14 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg)) {
     }
     courier_config_set_base_url(cfg, th_base());
     courier_config_set_temporary_store(cfg, 1); /* each test engine its own store (a tweak may set one) */
+    if (getenv("COURIER_TEST_CACHE_REDIS")) { /* the same tests with the cache on Redis (CMakeLists.txt) */
+        const char *url = th_redis_url();
+        if (!url || th_redis_flush() != 0 || courier_config_set_cache_store(cfg, url) != COURIER_OK) {
+            th_fail(__FILE__, __LINE__, "the cache on Redis (%s)", url ? url : "no redis-server");
+            courier_config_free(cfg);
+            return NULL;
+        }
+    }
     if (tweak) tweak(cfg);
     int rc = courier_engine_open(&e, cfg, &err);
     courier_config_free(cfg);
@@ -102,6 +113,21 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg)) {
         return NULL;
     }
     return e;
+}
+
+int th_silent_listener(int *port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t l = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 16) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &l) != 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
 }
 
 int th_free_port(void) {
@@ -369,4 +395,88 @@ const char *th_nginx_file(const th_nginx *n, const char *name) {
     char *p = paths[next++ % 8];
     snprintf(p, 700, "%s/%s", n->dir, name);
     return p;
+}
+
+/* ---- Redis ----------------------------------------------------------------------------------- */
+
+static char th_redis_dir[600];
+static char th_redis_buf[300];
+static pid_t th_redis_owner;
+
+static int th_redis_fixture(const char *verb) {
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/redis-fixture' %s '%s' >/dev/null", COURIER_SOURCE_DIR, verb,
+             th_redis_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* At exit, without a shell (under TSan a fork at exit may not run): SIGTERM to the pid the
+ * fixture wrote, wait for it to go (up to 10 s), then SIGKILL. */
+static void th_redis_atexit(void) {
+    if (th_redis_owner != getpid() || !th_redis_dir[0]) return;
+    char path[700];
+    snprintf(path, sizeof path, "%s/redis.pid", th_redis_dir);
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1) pid = 0;
+        fclose(f);
+    }
+    if (pid <= 0 || kill(pid, SIGTERM) != 0) return;
+    for (int i = 0; i < 400 && kill(pid, 0) == 0; i++) usleep(25000);
+    kill(pid, SIGKILL);
+}
+
+const char *th_redis_url(void) {
+    if (th_redis_buf[0]) return th_redis_buf;
+    if (!th_redis_dir[0]) snprintf(th_redis_dir, sizeof th_redis_dir, "%s/redis", th_tmpdir());
+    if (th_redis_fixture("start") != 0) {
+        th_fail(__FILE__, __LINE__, "redis-server did not start (scripts/redis-fixture; scripts/setup installs it)");
+        return NULL;
+    }
+    if (!th_redis_owner) atexit(th_redis_atexit);
+    th_redis_owner = getpid();
+    char path[700];
+    snprintf(path, sizeof path, "%s/redis.url", th_redis_dir);
+    FILE *f = fopen(path, "r");
+    if (!f || !fgets(th_redis_buf, sizeof th_redis_buf, f)) {
+        if (f) fclose(f);
+        th_fail(__FILE__, __LINE__, "scripts/redis-fixture wrote no URL");
+        return NULL;
+    }
+    fclose(f);
+    th_redis_buf[strcspn(th_redis_buf, "\r\n")] = '\0';
+    return th_redis_buf;
+}
+
+int th_redis_flush(void) {
+#ifdef COURIER_TEST_REDIS
+    const char *url = th_redis_url();
+    const char *colon = url ? strrchr(url, ':') : NULL;
+    if (!colon) return -1;
+    redisContext *c = redisConnect("127.0.0.1", atoi(colon + 1));
+    if (!c || c->err) {
+        if (c) redisFree(c);
+        return -1;
+    }
+    redisReply *r = redisCommand(c, "FLUSHDB");
+    int rc = r && r->type == REDIS_REPLY_STATUS ? 0 : -1;
+    if (r) freeReplyObject(r);
+    redisFree(c);
+    return rc;
+#else
+    return -1;
+#endif
+}
+
+int th_redis_stop(void) { return th_redis_dir[0] ? th_redis_fixture("stop") : 0; }
+
+int th_redis_restart(void) { return th_redis_dir[0] ? th_redis_fixture("restart") : -1; }
+
+int th_redis_built(void) {
+#ifdef COURIER_TEST_REDIS
+    return 1;
+#else
+    return 0;
+#endif
 }

@@ -96,6 +96,10 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg));
 /* A loopback TCP port that was free a moment ago: bound, never listened on, closed. Nothing answers
  * there (a "cannot connect" target) until someone binds it. */
 int th_free_port(void);
+/* A loopback socket that listens and never accepts or answers (the kernel's backlog takes the
+ * connections): a server that hangs, for timeout tests. Returns its fd (close it) and its port
+ * in *port; -1 on failure. */
+int th_silent_listener(int *port);
 /* Whether a TCP connect to 127.0.0.1:port succeeds now (a spawned server is up). */
 int th_can_connect(int port);
 /* Milliseconds from a monotonic clock. */
@@ -120,5 +124,22 @@ typedef struct th_nginx {
 int th_tls_nginx(th_nginx *out, int h2);
 /* "DIR/name" of a th_nginx, in a static rotating buffer (valid for the next 7 calls). */
 const char *th_nginx_file(const th_nginx *n, const char *name);
+
+/* Redis for the tests of the Redis stores: a redis-server of the test process's own, started on
+ * first use by scripts/redis-fixture (a free loopback port, a temporary directory, AOF with
+ * appendfsync always) and stopped at exit (by the process that started it, not a forked child).
+ * Without redis-server the fixture fails and so does the test, saying why (scripts/setup installs
+ * it). th_redis_url: "redis://127.0.0.1:PORT/0" (static), NULL when it could not start (the test
+ * has failed). */
+const char *th_redis_url(void);
+/* Stops / restarts (same port, same files) the test's redis-server: 0 on success. */
+int th_redis_stop(void);
+/* Empties the test's Redis database (FLUSHDB): 0 on success. With COURIER_TEST_CACHE_REDIS set in
+ * the environment, th_engine does it and puts the engine's cache there (the cache tests run again
+ * on Redis: CMakeLists.txt). */
+int th_redis_flush(void);
+int th_redis_restart(void);
+/* Whether the library under test has Redis stores (CMake's COURIER_REDIS found hiredis). */
+int th_redis_built(void);
 
 #endif
