@@ -80,17 +80,17 @@ static void frozen_committed(cr_journal *j, const jfreeze *f) {
 /* Writes the freezes one per transaction (after a group transaction failed), answering each. */
 static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
     for (jfreeze *f = fz; f; f = f->next) {
-        MDB_txn *txn;
-        int rc = mdb_txn_begin(j->env->base.env, NULL, 0, &txn);
+        cj_txn *txn;
+        int rc = j->store->begin(j, true, &txn);
         if (rc == 0) {
             rc = cj_apply_freeze(j, txn, f);
             if (rc == 0) f->snap = cj_snap_in(j, txn, f->seq, &f->st);
-            if (rc == 0) rc = mdb_txn_commit(txn);
-            else mdb_txn_abort(txn);
+            if (rc == 0) rc = j->store->commit(j, txn);
+            else j->store->abort(j, txn);
         }
-        if (cr_lmdb_is_broken(rc)) j->broken = 1;
+        if (j->store->broken(rc)) j->broken = 1;
         if (rc == 0) frozen_committed(j, f);
-        freeze_answer(j, f, rc == 0, rc ? mdb_strerror(rc) : "");
+        freeze_answer(j, f, rc == 0, rc ? j->store->strerror(j, rc) : "");
         if (rc == 0) {
             jevent *ev = cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap), f->answer_id, COURIER_OK);
             cj_events_push(events, ev);
@@ -157,7 +157,7 @@ static int64_t turn(cr_journal *j) {
     jseqs dead = {0}, expired = {0};
     /* A turn that writes anyway looks at `due` inside its transaction: no extra read. */
     if (!j->broken && (!has_work || want_scan) &&
-        cj_peek(j, now, want_scan, &due_now, &next_due, &dead, &expired) == 0 && want_scan)
+        j->store->peek(j, now, want_scan, &due_now, &next_due, &dead, &expired) == 0 && want_scan)
         j->next_recover_ms = mono + j->poll_ms;
     bool want_pass = pass_ok && slots > 0 && (due_now || mode || has_work);
     jevent *events = NULL, **etail = &events;
@@ -165,8 +165,8 @@ static int64_t turn(cr_journal *j) {
     bool mode_done = false;
 
     if (has_work || want_pass || expired.n || dead.n) {
-        MDB_txn *txn = NULL;
-        int rc = j->broken ? MDB_PANIC : mdb_txn_begin(j->env->base.env, NULL, 0, &txn);
+        cj_txn *txn = NULL;
+        int rc = j->broken ? MDB_PANIC : j->store->begin(j, true, &txn);
         jfreeze *f;
         for (f = fz; rc == 0 && f; f = f->next) {
             rc = cj_apply_freeze(j, txn, f);
@@ -181,15 +181,15 @@ static int64_t turn(cr_journal *j) {
             long left = slots;
             int64_t unused;
             for (jsend *s = sends; s; s = s->next) left--;
-            rc = cj_pass(j, txn, now, left, mode, since, &stail, &etail, &unused, &mode_done);
+            rc = j->store->pass(j, txn, now, left, mode, since, &stail, &etail, &unused, &mode_done);
         }
-        if (rc == 0) cj_due_edges(j, txn, now, &due_now, &next_due); /* what is left, after the claims */
-        if (rc == 0) rc = mdb_txn_commit(txn);
-        else if (txn) mdb_txn_abort(txn);
-        if (cr_lmdb_is_broken(rc) && rc != MDB_PANIC) {
+        if (rc == 0) j->store->due_edges(j, txn, now, &due_now, &next_due); /* what is left, after the claims */
+        if (rc == 0) rc = j->store->commit(j, txn);
+        else if (txn) j->store->abort(j, txn);
+        if (j->store->broken(rc) && rc != MDB_PANIC) {
             j->broken = 1;
             cr_log(j->e, COURIER_LOG_ERROR, "journal", "the frozen-request journal '%s' reported corruption: %s",
-                   j->env->base.dir, mdb_strerror(rc));
+                   j->env->base.dir, j->store->strerror(j, rc));
         }
         if (rc == 0) {
             for (f = fz; f; f = f->next) {
@@ -375,6 +375,7 @@ static void journal_free(cr_journal *j) {
         cr_callback_release(l->cb);
         free(l);
     }
+    if (j->store) j->store->close(j);
     cj_jenv_release(j->env, j->me.nonce);
     cj_policy_close(j);
     cr_callback_release(j->clock);
@@ -417,7 +418,23 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
     j->next_token = 1;
     e->journal = j;
     int rc = cj_policy_open(j) ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : COURIER_OK;
-    if (rc == COURIER_OK) rc = cj_jenv_acquire(e->store_dir, nonce, &j->env, err);
+    /* The journal's store setting: a redis:// URL (records on Redis Streams, redis.c), else a
+     * directory (LMDB, the default: the engine's store directory). The directory's LMDB journal is
+     * opened either way: it keeps the cookie jar, and this process's engines (claims' owners). */
+    const char *where = e->config->frozen.store[0] ? e->config->frozen.store : NULL;
+    bool redis = where && (strncmp(where, "redis://", 8) == 0 || strncmp(where, "rediss://", 9) == 0 ||
+                           strncmp(where, "unix://", 7) == 0);
+    j->store = &cj_lmdb_store;
+    if (rc == COURIER_OK) rc = cj_jenv_acquire(where && !redis ? where : e->store_dir, nonce, &j->env, err);
+    if (rc == COURIER_OK && redis) {
+#ifdef COURIER_REDIS
+        j->store = &cj_redis_store;
+        rc = j->store->open(j, where, err);
+        if (rc) j->store = NULL;
+#else
+        rc = cr_fail(err, COURIER_E_STORE, "this build has no Redis stores (hiredis)"); /* TODO floor code */
+#endif
+    }
     if (rc == COURIER_OK) {
         int prc = pthread_create(&j->thread, NULL, jthread, j);
         if (prc) {
