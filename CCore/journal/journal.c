@@ -80,6 +80,7 @@ static void frozen_committed(cr_journal *j, const jfreeze *f) {
 /* Writes the freezes one per transaction (after a group transaction failed), answering each. */
 static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
     for (jfreeze *f = fz; f; f = f->next) {
+        if (!f->answer) continue; /* answered already (written by the failed turn: a store without transactions) */
         cj_txn *txn;
         int rc = j->store->begin(j, true, &txn);
         if (rc == 0) {
@@ -173,7 +174,7 @@ static int64_t turn(cr_journal *j) {
             /* The event's snapshot is read back from the written bytes, when someone listens. */
             if (rc == 0 && listening && !(f->snap = cj_snap_in(j, txn, f->seq, &f->st))) rc = ENOMEM;
         }
-        for (joutcome *o = oc; rc == 0 && o; o = o->next) rc = cj_apply_outcome(j, txn, o, now, &etail);
+        for (joutcome *o = oc; rc == 0 && o; o = o->next) o->applied = (rc = cj_apply_outcome(j, txn, o, now, &etail)) == 0;
         if (rc == 0 && dead.n) rc = cj_recover_claims(j, txn, dead.v, dead.n, now);
         if (rc == 0 && expired.n) rc = cj_sweep_expired(j, txn, expired.v, expired.n, now, &etail);
         for (jresend *r = rs; rc == 0 && r && !closing; r = r->next) rc = cj_resend_one(j, txn, r->id, now, &stail);
@@ -205,25 +206,39 @@ static int64_t turn(cr_journal *j) {
                 pthread_mutex_unlock(&j->mu);
             }
         } else {
-            /* Nothing of this turn happened. Freezes are tried alone (so one cannot sink the others);
-             * answers wait for the next turn (a few times, then their claims' leases decide). */
-            jevent *ev = events;
-            while (ev) {
-                jevent *n = ev->next;
-                courier_frozen_free(ev->snap);
-                courier_response_free(ev->resp);
-                free(ev);
-                ev = n;
-            }
-            events = NULL;
-            etail = &events;
-            while (sends) {
-                jsend *n = sends->next;
-                free(sends->text);
-                free(sends);
-                sends = n;
+            /* On LMDB nothing of this turn happened. On a store whose writes are each durable when
+             * they return (Redis: j->store->atomic false), what was written stands: its freezes are
+             * answered, its claims sent, its events given; only the rest is tried again. Freezes are
+             * tried alone (so one cannot sink the others); answers wait for the next turn (a few
+             * times, then their claims' leases decide). */
+            bool atomic = j->store->atomic;
+            if (atomic) {
+                jevent *ev = events;
+                while (ev) {
+                    jevent *n = ev->next;
+                    courier_frozen_free(ev->snap);
+                    courier_response_free(ev->resp);
+                    free(ev);
+                    ev = n;
+                }
+                events = NULL;
+                etail = &events;
+                while (sends) {
+                    jsend *n = sends->next;
+                    free(sends->text);
+                    free(sends);
+                    sends = n;
+                }
             }
             for (f = fz; f; f = f->next) {
+                if (!atomic && f->seq) {
+                    frozen_committed(j, f);
+                    freeze_answer(j, f, true, "");
+                    if (f->snap)
+                        cj_events_push(&etail, cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap),
+                                                            f->answer_id, COURIER_OK));
+                    continue;
+                }
                 courier_frozen_free(f->snap);
                 f->snap = NULL;
             }
@@ -232,7 +247,10 @@ static int64_t turn(cr_journal *j) {
             while (oc) {
                 joutcome *n = oc->next;
                 oc->next = NULL;
-                if (++oc->tries < 3 && !j->broken) {
+                /* (Without transactions, an answer is kept while its claim's lease lasts: a Redis
+                 * restart takes longer than three turns, and an answer dropped is a request sent again.) */
+                bool keep_it = ++oc->tries < 3 || (!atomic && cj_jnow(j) < oc->st.claim_ms);
+                if (!(oc->applied && !atomic) && keep_it && !j->broken) {
                     if (last) last->next = oc;
                     else keep = oc;
                     last = oc;
@@ -432,7 +450,7 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
         rc = j->store->open(j, where, err);
         if (rc) j->store = NULL;
 #else
-        rc = cr_fail(err, COURIER_E_STORE, "this build has no Redis stores (hiredis)"); /* TODO floor code */
+        rc = cr_fail(err, COURIER_E_REDIS_UNSUPPORTED, "this library was built without Redis (COURIER_REDIS off: no hiredis)");
 #endif
     }
     if (rc == COURIER_OK) {

@@ -232,6 +232,7 @@ typedef struct joutcome {
     jstate st;            /* the state as claimed */
     struct cr_journal *journal;
     int tries; /* turns whose transaction failed */
+    int applied; /* written by the last turn (which may have failed after it) */
     uint64_t seq;
     uint64_t request_id;
     int code;
@@ -286,6 +287,9 @@ typedef struct jsend {
  * code or CJ_E_REDIS. */
 typedef struct cj_store_ops {
     const char *kind;
+    /* A transaction is all or nothing (LMDB). False: each operation is durable when it returns
+     * (Redis), so a turn that failed half-way keeps what it wrote (journal.c). */
+    bool atomic;
     int (*open)(cr_journal *j, const char *where, courier_error *err);
     void (*close)(cr_journal *j);
     int (*begin)(cr_journal *j, bool write, cj_txn **txn);

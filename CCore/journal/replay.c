@@ -174,7 +174,7 @@ static int claim(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t n
     const char *ptext;
     size_t plen;
     jstate again;
-    if ((rc = cj_rec_get(j, txn, seq, &again, &ptext, &plen))) return rc;
+    if ((rc = cj_rec_get(j, txn, seq, &again, &ptext, &plen))) return rc == MDB_NOTFOUND ? 0 : rc; /* removed meanwhile (Redis) */
     jsend *s = calloc(1, sizeof *s);
     char *text = malloc(plen ? plen : 1);
     if (!s || !text) {

@@ -924,6 +924,7 @@ static int lm_fail(cr_journal *j, courier_error *err, int rc, const char *what) 
 
 const cj_store_ops cj_lmdb_store = {
     .kind = "lmdb",
+    .atomic = true,
     .open = lm_open,
     .close = lm_close,
     .begin = lm_begin,
