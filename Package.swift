@@ -1,7 +1,18 @@
-// swift-tools-version:5.9
+// swift-tools-version:6.1
 // Courier: a C networking core (CCore, include/courier.h) with a Swift facade (Courier), the
 // `courier` command-line tool, the loopback test server, benchmarks and tests.
+import Foundation
 import PackageDescription
+
+// The trait Redis builds the stores on Redis (hiredis) into the core, as CMake's COURIER_REDIS
+// does (docs/DESIGN.md, "Stores on Redis"). It is a default trait where hiredis's header is
+// installed, so a package depending on Courier builds with or without hiredis; without the trait a
+// redis:// store fails with CourierError.redisUnsupported. A dependent chooses with
+// `.package(url: ..., from: ..., traits: ["Redis"])` (or `traits: []`), this package with
+// `swift build --traits Redis` (or `--disable-default-traits`).
+let hiredisInstalled = ["/usr/include", "/usr/local/include", "/opt/homebrew/include"].contains {
+    FileManager.default.fileExists(atPath: "\($0)/hiredis/hiredis.h")
+}
 
 let package = Package(
     name: "Courier",
@@ -13,6 +24,10 @@ let package = Package(
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CCore", targets: ["CCore"]),
     ],
+    traits: [
+        .trait(name: "Redis", description: "Stores on Redis (redis:// store URLs) through the system's hiredis"),
+        .default(enabledTraits: hiredisInstalled ? ["Redis"] : []),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
@@ -23,7 +38,7 @@ let package = Package(
         // The engine, in C. Its one public header is include/courier.h.
         .target(
             name: "CCore",
-            dependencies: ["CCurl", "CLMDB", "CJansson"],
+            dependencies: ["CCurl", "CLMDB", "CJansson", .target(name: "CHiredis", condition: .when(traits: ["Redis"]))],
             path: ".",
             sources: ["CCore"],
             publicHeadersPath: "include",
@@ -34,6 +49,7 @@ let package = Package(
             cSettings: [
                 .define("_GNU_SOURCE"),
                 .define("COURIER_BUILDING"),
+                .define("COURIER_REDIS", .when(traits: ["Redis"])),
                 // CCore is in folders by layer (docs/DESIGN.md); internal headers are included
                 // from the top of CCore, e.g. "internal.h", "cache/cache_internal.h".
                 .headerSearchPath("CCore"),
@@ -63,6 +79,12 @@ let package = Package(
             path: "Sources/CJansson",
             pkgConfig: "jansson",
             providers: [.apt(["libjansson-dev"]), .brew(["jansson"])]
+        ),
+        .systemLibrary(
+            name: "CHiredis",
+            path: "Sources/CHiredis",
+            pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]
         ),
         // The loopback HTTP/1.1 server the tests, the demo and `courier serve` use.
         .target(
@@ -107,5 +129,7 @@ let package = Package(
             dependencies: ["Courier", "CourierTestServer"],
             path: "Tests/CourierTests"
         ),
-    ]
+    ],
+    // Tools 6.1 (for the trait) would make Swift 6 the language mode; the sources are Swift 5 mode.
+    swiftLanguageModes: [.v5]
 )

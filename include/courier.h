@@ -122,9 +122,15 @@ typedef enum courier_code {
                                          (or for that object type and method) */
     COURIER_E_ROUTE_PARAMETER = -52,  /* a path pattern's parameter (":id") is missing from the object,
                                          or its value is not a string, number or boolean */
-    COURIER_E_CATALOG = -53           /* an API declaration or catalogue document of the wrong shape:
+    COURIER_E_CATALOG = -53,          /* an API declaration or catalogue document of the wrong shape:
                                          an unknown field, a value of the wrong type, no path; the
                                          error's message names the field */
+    COURIER_E_REDIS = -54,            /* a Redis store failed: the server is unreachable or did not
+                                         answer within the engine's timeout, refused the password or
+                                         the database, or answered with an error */
+    COURIER_E_REDIS_UNSUPPORTED = -55 /* a redis:// store in a library built without Redis
+                                         (COURIER_REDIS off), or rediss:// (TLS) with a hiredis
+                                         that has no TLS */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */

@@ -134,6 +134,67 @@ CR_HIDDEN bool cr_url_path_valid(const char *path);
 CR_HIDDEN int cr_read_file(const char *path, const char *what, int64_t max, char **out, size_t *len,
                            courier_error *err);
 
+/* ---- Redis (redis.c): the floor of the stores on Redis (cache/store_redis.c, the journal's) --------- */
+
+/* A store URL: redis://[[user]:password@]host[:port][/db][?timeout_ms=N] (rediss:// for TLS). */
+typedef struct cr_redis_url {
+    char *host;     /* without the brackets of an IPv6 address */
+    int port;       /* 6379 when not given */
+    int db;         /* 0 when not given */
+    char *user;     /* NULL: AUTH with the password alone */
+    char *password; /* NULL: no AUTH */
+    bool tls;       /* rediss:// */
+    int64_t timeout_ms; /* 0 when not given */
+} cr_redis_url;
+
+/* Whether a store setting names Redis: it starts with "redis://" or "rediss://" (any case). */
+CR_HIDDEN bool cr_redis_is_url(const char *s);
+/* Whether this build has Redis (hiredis; CMake's COURIER_REDIS, SwiftPM's trait Redis). */
+CR_HIDDEN bool cr_redis_available(void);
+/* Parses a store URL into *out (release with cr_redis_url_free; zeroed on failure). Errors:
+ * COURIER_E_INVALID_ARGUMENT (not of that shape; user and password may be %-escaped),
+ * COURIER_E_REDIS_UNSUPPORTED (rediss://: the hiredis this builds with has no TLS),
+ * COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_redis_url_parse(const char *url, cr_redis_url *out, courier_error *err);
+CR_HIDDEN void cr_redis_url_free(cr_redis_url *u);
+
+/* A small pool of connections to one server, shared by any threads. Connections are made on
+ * first use with the timeout (the URL's timeout_ms, else timeout_ms, else the engine default),
+ * which also bounds every read and write; then AUTH and SELECT. After a failed connect, calls fail
+ * at once with COURIER_E_REDIS for a second rather than each waiting the timeout again. */
+typedef struct cr_redis cr_redis;
+struct redisReply; /* hiredis' (<hiredis/hiredis.h>, included by the files that read replies) */
+
+/* *out is new (no connection yet): release with cr_redis_close. Errors: those of
+ * cr_redis_url_parse, COURIER_E_REDIS_UNSUPPORTED (built without Redis). */
+CR_HIDDEN int cr_redis_open(const char *url, int64_t timeout_ms, cr_redis **out, courier_error *err);
+CR_HIDDEN void cr_redis_close(cr_redis *r); /* NULL-safe; no call may be running */
+CR_HIDDEN const char *cr_redis_host(const cr_redis *r);
+CR_HIDDEN int cr_redis_port(const cr_redis *r);
+CR_HIDDEN int cr_redis_db(const cr_redis *r);
+
+/* One command: argc arguments with their lengths (binary-safe). */
+typedef struct cr_redis_cmd {
+    int argc;
+    const char **argv;
+    const size_t *argvlen;
+} cr_redis_cmd;
+
+/* cr_redis_run flag: never send the commands a second time (they are not safe to repeat). */
+#define CR_REDIS_NO_RETRY 0x1
+
+/* Sends n commands in one pipeline on one connection and reads their n replies into replies[]
+ * (new: release with cr_redis_replies_free; an error reply is a reply: see cr_redis_reply_check).
+ * When the connection turns out broken (the server restarted, closed an idle connection) it
+ * reconnects and sends them once more, unless CR_REDIS_NO_RETRY; never after a timeout. Errors:
+ * COURIER_E_REDIS (cannot connect, AUTH or SELECT refused, no answer within the timeout:
+ * os_error ETIMEDOUT, a broken connection; replies[] all NULL), COURIER_E_REDIS_UNSUPPORTED. */
+CR_HIDDEN int cr_redis_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
+                           courier_error *err);
+CR_HIDDEN void cr_redis_replies_free(struct redisReply **replies, size_t n);
+/* COURIER_OK for a reply that is not an error; COURIER_E_REDIS naming `what` and Redis' message. */
+CR_HIDDEN int cr_redis_reply_check(const struct redisReply *rep, const char *what, courier_error *err);
+
 /* ---- character sets (charset.c) ----------------------------------------------------------- */
 
 /* NULL, "UTF-8" or "UTF8" (any case): no conversion. */

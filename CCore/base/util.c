@@ -64,6 +64,8 @@ const char *courier_strerror(int code) {
     case COURIER_E_UNKNOWN_NAME: return "no API or route of that name";
     case COURIER_E_ROUTE_PARAMETER: return "a route parameter is missing or not a scalar";
     case COURIER_E_CATALOG: return "an API declaration or catalogue is malformed";
+    case COURIER_E_REDIS: return "the Redis store failed (unreachable, timed out, refused or an error answer)";
+    case COURIER_E_REDIS_UNSUPPORTED: return "this library cannot use that Redis store (built without Redis, or without TLS)";
     default: return "unknown error";
     }
 }

@@ -185,3 +185,54 @@ int th_run(int argc, char **argv, const th_test *tests, size_t n) {
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
+
+/* ---- Redis ----------------------------------------------------------------------------------- */
+
+static char th_redis_dir[600];
+static char th_redis_buf[300];
+static pid_t th_redis_owner;
+
+static int th_redis_fixture(const char *verb) {
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/redis-fixture' %s '%s' >/dev/null", COURIER_SOURCE_DIR, verb,
+             th_redis_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void th_redis_atexit(void) {
+    if (th_redis_owner == getpid()) th_redis_stop();
+}
+
+const char *th_redis_url(void) {
+    if (th_redis_buf[0]) return th_redis_buf;
+    if (!th_redis_dir[0]) snprintf(th_redis_dir, sizeof th_redis_dir, "%s/redis", th_tmpdir());
+    if (th_redis_fixture("start") != 0) {
+        th_fail(__FILE__, __LINE__, "redis-server did not start (scripts/redis-fixture; scripts/setup installs it)");
+        return NULL;
+    }
+    if (!th_redis_owner) atexit(th_redis_atexit);
+    th_redis_owner = getpid();
+    char path[700];
+    snprintf(path, sizeof path, "%s/redis.url", th_redis_dir);
+    FILE *f = fopen(path, "r");
+    if (!f || !fgets(th_redis_buf, sizeof th_redis_buf, f)) {
+        if (f) fclose(f);
+        th_fail(__FILE__, __LINE__, "scripts/redis-fixture wrote no URL");
+        return NULL;
+    }
+    fclose(f);
+    th_redis_buf[strcspn(th_redis_buf, "\r\n")] = '\0';
+    return th_redis_buf;
+}
+
+int th_redis_stop(void) { return th_redis_dir[0] ? th_redis_fixture("stop") : 0; }
+
+int th_redis_restart(void) { return th_redis_dir[0] ? th_redis_fixture("restart") : -1; }
+
+int th_redis_built(void) {
+#ifdef COURIER_TEST_REDIS
+    return 1;
+#else
+    return 0;
+#endif
+}

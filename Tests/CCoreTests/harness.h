@@ -84,4 +84,17 @@ void th_clock_set_offset_ms(int64_t ms);
 int th_redirect_customize(courier_outgoing *o, void *user);
 void th_redirect_to(const char *url);
 
+/* Redis for the tests of the Redis stores: a redis-server of the test process's own, started on
+ * first use by scripts/redis-fixture (a free loopback port, a temporary directory, AOF with
+ * appendfsync always) and stopped at exit (by the process that started it, not a forked child).
+ * Without redis-server the fixture fails and so does the test, saying why (scripts/setup installs
+ * it). th_redis_url: "redis://127.0.0.1:PORT/0" (static), NULL when it could not start (the test
+ * has failed). */
+const char *th_redis_url(void);
+/* Stops / restarts (same port, same files) the test's redis-server: 0 on success. */
+int th_redis_stop(void);
+int th_redis_restart(void);
+/* Whether the library under test has Redis stores (CMake's COURIER_REDIS found hiredis). */
+int th_redis_built(void);
+
 #endif

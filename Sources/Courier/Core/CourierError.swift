@@ -147,6 +147,12 @@ extension CourierError {
         public static let protocolError = Code(COURIER_E_PROTOCOL)
         /// A response header line, or the header block, is over the limit.
         public static let headersTooLarge = Code(COURIER_E_HEADERS_TOO_LARGE)
+        /// A Redis store failed: the server is unreachable or did not answer within the engine's
+        /// timeout, refused the password or the database, or answered with an error.
+        public static let redis = Code(COURIER_E_REDIS)
+        /// A `redis://` store in a library built without Redis, or `rediss://` (TLS) with a hiredis
+        /// that has no TLS.
+        public static let redisUnsupported = Code(COURIER_E_REDIS_UNSUPPORTED)
         // The JSON features' codes (json, mapping, api) are declared beside them, in Features/.
 
         /// Every code this version names, in the C header's order.
@@ -163,6 +169,7 @@ extension CourierError {
             Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET), Code(COURIER_E_CLIENT_CERTIFICATE),
             Code(COURIER_E_CELLULAR),
             Code(COURIER_E_UNKNOWN_NAME), Code(COURIER_E_ROUTE_PARAMETER), Code(COURIER_E_CATALOG),
+            .redis, .redisUnsupported,
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -219,6 +226,8 @@ extension CourierError {
             case Code(COURIER_E_UNKNOWN_NAME): return "unknownName"
             case Code(COURIER_E_ROUTE_PARAMETER): return "routeParameter"
             case Code(COURIER_E_CATALOG): return "catalog"
+            case .redis: return "redis"
+            case .redisUnsupported: return "redisUnsupported"
             default: return "unknown(\(rawValue))"
             }
         }
@@ -288,6 +297,10 @@ extension CourierError {
     public static let protocolError = Code.protocolError
     /// See ``Code/headersTooLarge``.
     public static let headersTooLarge = Code.headersTooLarge
+    /// See ``Code/redis``.
+    public static let redis = Code.redis
+    /// See ``Code/redisUnsupported``.
+    public static let redisUnsupported = Code.redisUnsupported
 }
 
 // MARK: - From the C core

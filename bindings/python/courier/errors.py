@@ -130,6 +130,8 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
     (-51, "COURIER_E_UNKNOWN_NAME", "UnknownName", (LookupError,), "No API, or no route, is registered under that name (or for that object type and method)."),
     (-52, "COURIER_E_ROUTE_PARAMETER", "RouteParameterError", (ValueError,), "A path pattern's parameter is missing from the object, or not a string, number or boolean."),
     (-53, "COURIER_E_CATALOG", "CatalogError", (ValueError,), "An API declaration or catalogue document of the wrong shape (the message names the field)."),
+    (-54, "COURIER_E_REDIS", "RedisError", (ConnectionError,), "A Redis store failed: unreachable, no answer within the engine's timeout, refused password or database, or an error answer."),
+    (-55, "COURIER_E_REDIS_UNSUPPORTED", "RedisUnsupported", (), "A redis:// store in a library built without Redis, or rediss:// with a hiredis without TLS."),
 ]
 
 #: courier_timeout_kind values, by the name ``timeout_kind`` gives them.

@@ -1,0 +1,392 @@
+/*
+ * redis.c — the floor of the stores on Redis (the cache's, cache/store_redis.c; the journal's): a
+ * store URL parsed, a small pool of hiredis connections to one server, and commands sent in one
+ * pipeline with the engine's timeout, a reconnect on a broken connection, and hiredis' errors
+ * mapped to Courier's codes.
+ *
+ * Threads: any. Each connection has its own mutex; a caller takes a free one (or waits for one)
+ * for one pipeline. Without hiredis (COURIER_REDIS undefined) the URL still parses and everything
+ * else fails with COURIER_E_REDIS_UNSUPPORTED.
+ */
+#include "base/base.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <time.h>
+
+#ifdef COURIER_REDIS
+#include <hiredis/hiredis.h>
+#endif
+
+#define CR_REDIS_DEFAULT_PORT 6379
+
+bool cr_redis_is_url(const char *s) {
+    return s && (strncasecmp(s, "redis://", 8) == 0 || strncasecmp(s, "rediss://", 9) == 0);
+}
+
+void cr_redis_url_free(cr_redis_url *u) {
+    if (!u) return;
+    free(u->host);
+    free(u->user);
+    free(u->password);
+    memset(u, 0, sizeof *u);
+}
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    c = tolower(c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A percent-decoded copy of s[0..len) (NULL: no memory or a bad escape). */
+static char *decode(const char *s, size_t len, bool *bad) {
+    char *out = malloc(len + 1), *o = out;
+    if (!out) return NULL;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '%') {
+            int h = i + 2 < len ? hexval((unsigned char)s[i + 1]) : -1;
+            int l = h >= 0 ? hexval((unsigned char)s[i + 2]) : -1;
+            if (h < 0 || l < 0 || (h == 0 && l == 0)) {
+                *bad = true;
+                free(out);
+                return NULL;
+            }
+            *o++ = (char)(h * 16 + l);
+            i += 2;
+        } else {
+            *o++ = s[i];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+static bool all_digits(const char *s, size_t len) {
+    if (!len) return false;
+    for (size_t i = 0; i < len; i++)
+        if (!isdigit((unsigned char)s[i])) return false;
+    return true;
+}
+
+int cr_redis_url_parse(const char *url, cr_redis_url *out, courier_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!cr_redis_is_url(url)) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "not a redis:// or rediss:// URL");
+    out->tls = tolower((unsigned char)url[5]) == 's';
+    const char *p = url + (out->tls ? 9 : 8);
+    out->port = CR_REDIS_DEFAULT_PORT;
+    bool bad = false;
+    /* userinfo */
+    size_t auth_end = strcspn(p, "@/?#");
+    if (p[auth_end] == '@') {
+        size_t colon = strcspn(p, ":@");
+        if (p[colon] == ':') {
+            if (colon && !(out->user = decode(p, colon, &bad))) goto fail;
+            if (!(out->password = decode(p + colon + 1, auth_end - colon - 1, &bad))) goto fail;
+        } else if (!(out->password = decode(p, auth_end, &bad))) { /* "redis://secret@host" */
+            goto fail;
+        }
+        p += auth_end + 1;
+    }
+    /* host[:port] */
+    size_t hp = strcspn(p, "/?#");
+    const char *host = p, *port = NULL;
+    size_t host_len = hp, port_len = 0;
+    if (*p == '[') { /* [IPv6] */
+        const char *close = memchr(p, ']', hp);
+        if (!close) goto fail_shape;
+        host = p + 1;
+        host_len = (size_t)(close - p - 1);
+        if (close + 1 < p + hp) {
+            if (close[1] != ':') goto fail_shape;
+            port = close + 2;
+            port_len = (size_t)(p + hp - port);
+        }
+    } else {
+        const char *colon = memchr(p, ':', hp);
+        if (colon) {
+            host_len = (size_t)(colon - p);
+            port = colon + 1;
+            port_len = (size_t)(p + hp - port);
+        }
+    }
+    if (!host_len || host_len > 253) goto fail_shape;
+    for (size_t i = 0; i < host_len; i++)
+        if ((unsigned char)host[i] <= ' ' || host[i] == '@' || host[i] == '%') goto fail_shape;
+    if (port) {
+        if (!all_digits(port, port_len) || port_len > 5) goto fail_shape;
+        out->port = atoi(port);
+        if (out->port < 1 || out->port > 65535) goto fail_shape;
+    }
+    if (!(out->host = cr_strndup(host, host_len))) goto fail;
+    p += hp;
+    /* /db */
+    if (*p == '/') {
+        p++;
+        size_t dl = strcspn(p, "?#");
+        if (dl) {
+            if (!all_digits(p, dl) || dl > 5) goto fail_shape;
+            out->db = atoi(p);
+        }
+        p += dl;
+    }
+    /* ?timeout_ms=N */
+    if (*p == '?') {
+        p++;
+        while (*p && *p != '#') {
+            size_t n = strcspn(p, "&#");
+            if (n > 11 && strncmp(p, "timeout_ms=", 11) == 0 && all_digits(p + 11, n - 11) && n - 11 <= 9) {
+                out->timeout_ms = atoll(p + 11);
+                if (out->timeout_ms <= 0) goto fail_shape;
+            } else {
+                cr_redis_url_free(out);
+                return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "Redis URL: unknown parameter '%.*s' (timeout_ms is known)",
+                               (int)(n > 40 ? 40 : n), p);
+            }
+            p += n;
+            if (*p == '&') p++;
+        }
+    }
+    if (*p) goto fail_shape;
+    if (out->tls) {
+        cr_redis_url_free(out);
+        return cr_fail(err, COURIER_E_REDIS_UNSUPPORTED,
+                       "rediss:// needs hiredis with TLS (hiredis_ssl, hiredis >= 1.0); this build has none");
+    }
+    return COURIER_OK;
+fail_shape:
+    cr_redis_url_free(out);
+    return cr_fail(err, COURIER_E_INVALID_ARGUMENT,
+                   "not a Redis URL of the shape redis://[[user]:password@]host[:port][/db][?timeout_ms=N]");
+fail:
+    cr_redis_url_free(out);
+    if (bad) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "Redis URL: a bad %%-escape in the user or password");
+    return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+}
+
+#ifdef COURIER_REDIS
+
+#define CR_REDIS_POOL 4
+/* After a failed connect, calls fail at once for this long instead of each waiting the timeout. */
+#define CR_REDIS_BACKOFF_MS 1000
+
+typedef struct cr_redis_conn {
+    pthread_mutex_t lock;
+    redisContext *ctx;
+} cr_redis_conn;
+
+struct cr_redis {
+    cr_redis_url url;
+    int64_t timeout_ms;
+    atomic_uint next;
+    _Atomic int64_t down_until_ms; /* monotonic; 0 when the last connect worked */
+    cr_redis_conn conns[CR_REDIS_POOL];
+};
+
+int cr_redis_open(const char *url, int64_t timeout_ms, cr_redis **out, courier_error *err) {
+    *out = NULL;
+    cr_redis *r = calloc(1, sizeof *r);
+    if (!r) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    int rc = cr_redis_url_parse(url, &r->url, err);
+    if (rc) {
+        free(r);
+        return rc;
+    }
+    r->timeout_ms = r->url.timeout_ms > 0 ? r->url.timeout_ms : timeout_ms > 0 ? timeout_ms : CR_DEFAULT_TIMEOUT_MS;
+    for (int i = 0; i < CR_REDIS_POOL; i++) pthread_mutex_init(&r->conns[i].lock, NULL);
+    atomic_init(&r->next, 0);
+    atomic_init(&r->down_until_ms, 0);
+    *out = r;
+    return COURIER_OK;
+}
+
+void cr_redis_close(cr_redis *r) {
+    if (!r) return;
+    for (int i = 0; i < CR_REDIS_POOL; i++) {
+        if (r->conns[i].ctx) redisFree(r->conns[i].ctx);
+        pthread_mutex_destroy(&r->conns[i].lock);
+    }
+    cr_redis_url_free(&r->url);
+    free(r);
+}
+
+const char *cr_redis_host(const cr_redis *r) { return r->url.host; }
+int cr_redis_port(const cr_redis *r) { return r->url.port; }
+int cr_redis_db(const cr_redis *r) { return r->url.db; }
+
+static struct timeval tv_of(int64_t ms) {
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    return tv;
+}
+
+/* A reply to one command on a fresh connection (AUTH, SELECT): COURIER_OK or COURIER_E_REDIS. */
+static int setup_command(redisContext *ctx, const char *what, int argc, const char **argv, courier_error *err) {
+    redisReply *rep = redisCommandArgv(ctx, argc, argv, NULL);
+    if (!rep) return cr_fail(err, COURIER_E_REDIS, "Redis %s failed: %s", what, ctx->errstr);
+    int rc = COURIER_OK;
+    if (rep->type == REDIS_REPLY_ERROR) rc = cr_fail(err, COURIER_E_REDIS, "Redis refused %s: %.200s", what, rep->str);
+    freeReplyObject(rep);
+    return rc;
+}
+
+/* Connects c (its lock held): within the timeout, then AUTH and SELECT. */
+static int connect_conn(cr_redis *r, cr_redis_conn *c, courier_error *err) {
+    if (c->ctx) {
+        redisFree(c->ctx);
+        c->ctx = NULL;
+    }
+    int64_t now = cr_mono_ms();
+    int64_t down = atomic_load(&r->down_until_ms);
+    if (down && now < down)
+        return cr_fail(err, COURIER_E_REDIS, "Redis at %s:%d is unreachable (a connect failed %lld ms ago)", r->url.host,
+                       r->url.port, (long long)(CR_REDIS_BACKOFF_MS - (down - now)));
+    redisContext *ctx = redisConnectWithTimeout(r->url.host, r->url.port, tv_of(r->timeout_ms));
+    if (!ctx || ctx->err) {
+        cr_fail(err, COURIER_E_REDIS, "cannot connect to Redis at %s:%d: %s", r->url.host, r->url.port,
+                ctx ? ctx->errstr : "no memory");
+        if (err) err->os_error = errno;
+        if (ctx) redisFree(ctx);
+        atomic_store(&r->down_until_ms, cr_mono_ms() + CR_REDIS_BACKOFF_MS);
+        return COURIER_E_REDIS;
+    }
+    if (redisSetTimeout(ctx, tv_of(r->timeout_ms)) != REDIS_OK) {
+        redisFree(ctx);
+        return cr_fail(err, COURIER_E_REDIS, "cannot set the Redis connection's timeout");
+    }
+    int rc = COURIER_OK;
+    if (r->url.password) {
+        const char *argv[3] = {"AUTH", r->url.user ? r->url.user : r->url.password, r->url.password};
+        rc = setup_command(ctx, "the password (AUTH)", r->url.user ? 3 : 2, argv, err);
+    }
+    if (!rc && r->url.db) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", r->url.db);
+        const char *argv[2] = {"SELECT", db};
+        rc = setup_command(ctx, "the database (SELECT)", 2, argv, err);
+    }
+    if (rc) {
+        redisFree(ctx);
+        return rc;
+    }
+    atomic_store(&r->down_until_ms, 0);
+    c->ctx = ctx;
+    return COURIER_OK;
+}
+
+static cr_redis_conn *take(cr_redis *r) {
+    unsigned start = atomic_fetch_add(&r->next, 1);
+    for (unsigned i = 0; i < CR_REDIS_POOL; i++) {
+        cr_redis_conn *c = &r->conns[(start + i) % CR_REDIS_POOL];
+        if (pthread_mutex_trylock(&c->lock) == 0) return c;
+    }
+    cr_redis_conn *c = &r->conns[start % CR_REDIS_POOL];
+    pthread_mutex_lock(&c->lock);
+    return c;
+}
+
+/* Sends the pipeline and reads its replies. 0, or the hiredis error (ctx->err) with *timed_out. */
+static int exchange(redisContext *ctx, const cr_redis_cmd *cmds, size_t n, redisReply **replies, bool *timed_out) {
+    for (size_t i = 0; i < n; i++)
+        if (redisAppendCommandArgv(ctx, cmds[i].argc, cmds[i].argv, cmds[i].argvlen) != REDIS_OK) return ctx->err;
+    for (size_t i = 0; i < n; i++) {
+        void *rep = NULL;
+        errno = 0;
+        if (redisGetReply(ctx, &rep) != REDIS_OK || !rep) {
+            *timed_out = ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
+            for (size_t k = 0; k < i; k++) {
+                freeReplyObject(replies[k]);
+                replies[k] = NULL;
+            }
+            return ctx->err ? ctx->err : REDIS_ERR_OTHER;
+        }
+        replies[i] = rep;
+    }
+    return 0;
+}
+
+int cr_redis_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
+                 courier_error *err) {
+    for (size_t i = 0; i < n; i++) replies[i] = NULL;
+    if (!n) return COURIER_OK;
+    cr_redis_conn *c = take(r);
+    int64_t start = cr_mono_ms();
+    int rc = COURIER_OK;
+    for (int attempt = 0;; attempt++) {
+        bool fresh = false;
+        if (!c->ctx) {
+            if ((rc = connect_conn(r, c, err))) break;
+            fresh = true;
+        }
+        bool timed_out = false;
+        int herr = exchange(c->ctx, cmds, n, replies, &timed_out);
+        if (!herr) break;
+        rc = cr_fail(err, COURIER_E_REDIS, "Redis at %s:%d: %s%s", r->url.host, r->url.port, c->ctx->errstr,
+                     timed_out ? " (no answer within the timeout)" : "");
+        if (err && timed_out) err->os_error = ETIMEDOUT;
+        redisFree(c->ctx); /* the connection is out of step with its replies: never reused */
+        c->ctx = NULL;
+        /* Once more on a new connection when the old one broke (the server restarted, an idle
+         * connection was closed), never after a timeout (the caller's deadline has passed) nor on
+         * a connection just made. */
+        if (attempt > 0 || fresh || timed_out || (flags & CR_REDIS_NO_RETRY) ||
+            (herr != REDIS_ERR_IO && herr != REDIS_ERR_EOF) || cr_mono_ms() - start >= r->timeout_ms)
+            break;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+void cr_redis_replies_free(struct redisReply **replies, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (replies[i]) freeReplyObject(replies[i]);
+        replies[i] = NULL;
+    }
+}
+
+int cr_redis_reply_check(const struct redisReply *rep, const char *what, courier_error *err) {
+    if (!rep) return cr_fail(err, COURIER_E_REDIS, "Redis gave no answer to %s", what);
+    if (rep->type == REDIS_REPLY_ERROR) return cr_fail(err, COURIER_E_REDIS, "Redis refused %s: %.200s", what, rep->str);
+    return COURIER_OK;
+}
+
+#else /* no hiredis */
+
+static int unsupported(courier_error *err) {
+    return cr_fail(err, COURIER_E_REDIS_UNSUPPORTED, "this library was built without Redis (COURIER_REDIS off: no hiredis)");
+}
+
+int cr_redis_open(const char *url, int64_t timeout_ms, cr_redis **out, courier_error *err) {
+    (void)timeout_ms;
+    *out = NULL;
+    cr_redis_url u;
+    int rc = cr_redis_url_parse(url, &u, err);
+    if (rc) return rc;
+    cr_redis_url_free(&u);
+    return unsupported(err);
+}
+void cr_redis_close(cr_redis *r) { (void)r; }
+const char *cr_redis_host(const cr_redis *r) { (void)r; return ""; }
+int cr_redis_port(const cr_redis *r) { (void)r; return 0; }
+int cr_redis_db(const cr_redis *r) { (void)r; return 0; }
+int cr_redis_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
+                 courier_error *err) {
+    (void)r, (void)cmds, (void)flags;
+    for (size_t i = 0; i < n; i++) replies[i] = NULL;
+    return unsupported(err);
+}
+void cr_redis_replies_free(struct redisReply **replies, size_t n) { (void)replies, (void)n; }
+int cr_redis_reply_check(const struct redisReply *rep, const char *what, courier_error *err) {
+    (void)rep, (void)what;
+    return unsupported(err);
+}
+
+#endif
+
+bool cr_redis_available(void) {
+#ifdef COURIER_REDIS
+    return true;
+#else
+    return false;
+#endif
+}
