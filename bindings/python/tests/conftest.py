@@ -79,6 +79,18 @@ def engine(base_url: str, tmp_path: pathlib.Path) -> Iterator["object"]:
         yield e
 
 
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server of this session (scripts/redis-fixture: loopback, AOF, appendfsync always)."""
+    d = tmp_path_factory.mktemp("redis")
+    fixture = str(ROOT / "scripts" / "redis-fixture")
+    out = subprocess.run(["bash", fixture, "start", str(d)], capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.fail(f"redis-server did not start (scripts/setup installs it): {out.stderr.strip()}")
+    yield out.stdout.strip().splitlines()[-1]
+    subprocess.run(["bash", fixture, "stop", str(d)], capture_output=True)
+
+
 def wait_until(pred, timeout: float = 10.0, interval: float = 0.01) -> bool:
     """Polls ``pred`` until it is true (no fixed sleeps: the machine may be busy)."""
     import time
