@@ -1,0 +1,88 @@
+// FrozenRedisTests.swift — the journal on Redis through the Swift facade: a request frozen by one
+// engine (its own store directory) is listed and replayed by another that names the same Redis;
+// Redis down is CourierError.redis. A redis-server of the test's own (scripts/redis-fixture: AOF,
+// appendfsync always) and the loopback server. The journal's logic is the C core's.
+
+import Courier
+import Foundation
+import XCTest
+
+final class FrozenRedisTests: LoopbackTestCase {
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../scripts/redis-fixture").standardized.path
+    var redisDir = ""
+    var redisURL = ""
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        redisDir = NSTemporaryDirectory() + "courier-redis-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: redisDir, withIntermediateDirectories: true)
+        // system(3), not Process: Foundation's Process never saw this script exit (its child
+        // redis-server daemonizes) and waitUntilExit hung.
+        guard fixture("start") == 0,
+              let url = try? String(contentsOfFile: redisDir + "/redis.url", encoding: .utf8), !url.isEmpty else {
+            throw XCTSkip("redis-server did not start (scripts/setup installs it)")
+        }
+        redisURL = url.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Runs scripts/redis-fixture VERB on the test's directory; its exit status.
+    @discardableResult
+    func fixture(_ verb: String) -> Int32 {
+        system("bash '\(Self.fixture)' \(verb) '\(redisDir)' >/dev/null 2>&1")
+    }
+
+    override func tearDown() {
+        if !redisDir.isEmpty {
+            fixture("stop")
+            try? FileManager.default.removeItem(atPath: redisDir)
+        }
+        super.tearDown()
+    }
+
+    func testFrozenByOneEngineReplayedByAnother() async throws {
+        let url = redisURL + "#swift"
+        func open(_ paused: Bool) throws -> Engine {
+            do {
+                return try makeEngine {
+                    $0.frozenStore = url
+                    $0.frozenPaused = paused
+                    $0.frozenPoll = 0.1
+                }
+            } catch let error as CourierError where error.code == .redisUnsupported {
+                throw XCTSkip("built without Redis stores")
+            }
+        }
+        let first = try open(true)
+        first.reachability.setOffline()
+        do {
+            _ = try await first.send(.post("/echo/redis").body(Data("n=1".utf8), contentType: "text/plain")
+                .freeze(.auto).freezeID("swift-1"))
+            XCTFail("sent")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .frozen)
+            XCTAssertEqual(error.freezeID, "swift-1")
+        }
+        first.close()
+
+        let second = try open(false) // another store directory (temporary), the same Redis
+        defer { second.close() }
+        let listed = try second.frozen.list()
+        XCTAssertEqual(listed.map(\.id), ["swift-1"])
+        XCTAssertEqual(listed.first?.body, Data("n=1".utf8))
+        try second.frozen.replay()
+        waitUntil("replayed") { server.count("/echo/redis") == 1 }
+        XCTAssertTrue(second.frozen.waitUntilIdle(timeout: 20))
+        XCTAssertEqual(try second.frozen.count(), 0)
+        XCTAssertEqual(try second.frozen.lastOutcome("swift-1")?.status, 200)
+    }
+
+    func testRedisDownIsARedisError() throws {
+        var configuration = configuration()
+        configuration.frozenStore = "redis://127.0.0.1:1/0"
+        XCTAssertThrowsError(try Engine(configuration: configuration)) { error in
+            let code = (error as? CourierError)?.code
+            XCTAssertTrue(code == .redis || code == .redisUnsupported, "\(error)")
+        }
+    }
+}
