@@ -65,9 +65,23 @@ int cr_join_url(cr_buf *out, const char *base, const char *version, const char *
     size_t blen = strlen(base);
     while (blen && base[blen - 1] == '/') blen--;
     while (*path == '/') path++;
-    if (cr_buf_append(out, base, blen)) return COURIER_E_NO_MEMORY;
-    if (version && (cr_buf_append_char(out, '/') || cr_buf_append_str(out, version))) return COURIER_E_NO_MEMORY;
-    if (cr_buf_append_char(out, '/') || cr_buf_append_str(out, path)) return COURIER_E_NO_MEMORY;
+    size_t vlen = version ? strlen(version) : 0, plen = strlen(path);
+    /* One reservation, then copies: every request with a relative path (and every cache key of
+     * one) is joined here. */
+    if (cr_buf_reserve(out, blen + (version ? vlen + 1 : 0) + 1 + plen)) return COURIER_E_NO_MEMORY;
+    char *p = out->data + out->len;
+    memcpy(p, base, blen);
+    p += blen;
+    if (version) {
+        *p++ = '/';
+        memcpy(p, version, vlen);
+        p += vlen;
+    }
+    *p++ = '/';
+    memcpy(p, path, plen);
+    p += plen;
+    *p = '\0';
+    out->len = (size_t)(p - out->data);
     return COURIER_OK;
 }
 

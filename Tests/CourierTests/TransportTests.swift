@@ -160,6 +160,14 @@ private final class Peer: @unchecked Sendable {
 
 // MARK: - The transport
 
+/// A transport's outcome, handed from the thread that made it to the task under a lock.
+private final class OutcomeBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var outcome: Result<Response, any Error>?
+    func set(_ value: Result<Response, any Error>) { lock.withLock { outcome = value } }
+    func get() throws -> Response { try lock.withLock { outcome! }.get() }
+}
+
 /// Speaks the peer's protocol: blocking I/O on a thread of its own; cancelling the task shuts
 /// the socket down.
 private struct PeerTransport: Transport {
@@ -167,8 +175,13 @@ private struct PeerTransport: Transport {
 
     func send(_ call: TransportCall) async throws -> Response {
         let socket = try BlockingSocket.open(port: port)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Response, any Error>) in
+        // The outcome crosses from the thread to the task under a lock, not only through the
+        // continuation: resumed before the task awaits, the continuation orders the two by an
+        // atomic in the concurrency runtime that ThreadSanitizer does not see (scripts/test runs
+        // this suite under it).
+        let outcome = OutcomeBox()
+        try await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 Thread.detachNewThread {
                     defer { socket.closeSocket() }
                     do {
@@ -177,15 +190,17 @@ private struct PeerTransport: Transport {
                         let fields = line.split(separator: " ")
                         guard fields.count == 2, let status = Int(fields[0]), let length = Int(fields[1]),
                               let body = socket.receive(count: length) else { throw CourierError(.partialResponse) }
-                        continuation.resume(returning: Response(status: status, headers: ["X-Transport": "tcp"], body: body))
+                        outcome.set(.success(Response(status: status, headers: ["X-Transport": "tcp"], body: body)))
                     } catch {
-                        continuation.resume(throwing: socket.wasShutDown ? CancellationError() : error)
+                        outcome.set(.failure(socket.wasShutDown ? CancellationError() : error))
                     }
+                    continuation.resume()
                 }
             }
         } onCancel: {
             socket.shutDown()
         }
+        return try outcome.get()
     }
 }
 

@@ -54,3 +54,33 @@ struct SendableRef<T: AnyObject>: @unchecked Sendable {
     let object: T
     init(_ object: T) { self.object = object }
 }
+
+// MARK: - Off the task's thread
+
+/// One outcome passed from a thread of dispatch (or any thread the Swift runtime does not run) to
+/// the task awaiting it.
+private final class Handoff<Value>: Locked<Value?> {}
+
+/// Runs `body` on a global dispatch queue and returns its outcome to the awaiting task.
+///
+/// The outcome passes through a mutex, not only through the continuation: when the continuation
+/// is resumed before its task reaches `await`, the runtime orders the two by an atomic of its own
+/// (libswift_Concurrency is built without ThreadSanitizer), so under `--sanitize=thread` the
+/// task's first reads of a value made on the other thread would be reported as a race. A mutex
+/// release on that thread and an acquire on the task's make the order one ThreadSanitizer sees.
+/// - Parameters:
+///   - qos: The quality of service of the queue.
+///   - body: The blocking work.
+/// - Returns: What `body` returns; rethrows what it throws.
+func offTaskThread<R: Sendable>(qos: DispatchQoS.QoSClass = .utility,
+                                _ body: @escaping @Sendable () throws -> R) async throws -> R {
+    let handoff = SendableRef(Locked.make(Handoff<Result<R, any Error>>.self, nil))
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        DispatchQueue.global(qos: qos).async {
+            let outcome = Result { try body() }
+            handoff.object.withLock { $0 = outcome }
+            continuation.resume()
+        }
+    }
+    return try handoff.object.withLock { $0! }.get()
+}

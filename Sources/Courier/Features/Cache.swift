@@ -503,9 +503,7 @@ public struct Cache: Sendable {
     }
 
     private func background<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global(qos: .utility).async { continuation.resume(with: Result { try body() }) }
-        }
+        try await offTaskThread(body)
     }
 
     // MARK: By request

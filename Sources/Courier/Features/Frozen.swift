@@ -706,11 +706,7 @@ public struct FrozenRequests: Sendable {
     /// - Returns: Whether it became idle in time.
     public func idle(timeout: TimeInterval) async -> Bool {
         let engine = self.engine
-        return await withCheckedContinuation { continuation in
-            DispatchQueue.global(qos: .utility).async {
-                continuation.resume(returning: FrozenRequests(engine: engine).waitUntilIdle(timeout: timeout))
-            }
-        }
+        return (try? await offTaskThread { FrozenRequests(engine: engine).waitUntilIdle(timeout: timeout) }) ?? false
     }
 
     // MARK: Events
