@@ -4,6 +4,8 @@
  * Rooms:
  *   store.c    the journal's LMDB environment (registry, open, verify, move aside), the state
  *              record, who holds a claim, records and their indexes inside a transaction
+ *   store_redis.c  the same records on Redis Streams (a redis:// journal store; docs/DESIGN.md,
+ *              "The journal on Redis"): the stream, the consumer group, leases by XAUTOCLAIM
  *   record.c   the stored request: reading its JSON text, writing it, snapshots, rebuilding the
  *              request for a replay
  *   replay.c   what one turn writes: freezes, answers, claims with leases, per-host order, expiry;
