@@ -64,6 +64,13 @@ final class FrozenRedisTests: LoopbackTestCase {
             XCTAssertEqual(error.freezeID, "swift-1")
         }
         first.close()
+        // The tool's `frozen` commands on the same journal (when the courier executable is built).
+        let toolStore = NSTemporaryDirectory() + "courier-redis-tool-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: toolStore) }
+        if let tool = try? runCourierTool(["frozen", "ls", "--store", toolStore, "--journal", url, "--json"]) {
+            XCTAssertEqual(tool.status, 0)
+            XCTAssertTrue(tool.output.contains("swift-1"), tool.output)
+        }
 
         let second = try open(false) // another store directory (temporary), the same Redis
         defer { second.close() }
