@@ -103,10 +103,10 @@ let package = Package(
         // and the Courier C API driven from C, so each is measured without Swift in the way.
         .target(
             name: "CBench",
-            dependencies: ["CCore", "CCurl", "CLMDB"],
+            dependencies: ["CCore", "CCurl", "CLMDB", .target(name: "CHiredis", condition: .when(traits: ["Redis"]))],
             path: "Benchmarks/CBench",
             publicHeadersPath: "include",
-            cSettings: [.define("_GNU_SOURCE")],
+            cSettings: [.define("_GNU_SOURCE"), .define("COURIER_REDIS", .when(traits: ["Redis"]))],
             linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
         ),
         // Benchmarks (transport, later cache and mapping), run by `courier bench ...`.

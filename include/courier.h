@@ -1419,6 +1419,22 @@ COURIER_API const char *courier_cache_reason_name(int reason);
  * the cache (senders, the worker); it must be thread-safe and must not call into the engine. */
 typedef int64_t (*courier_clock_fn)(void *user);
 
+/* Where the cache keeps its entries. NULL (the default): the LMDB store in "<store dir>/cache".
+ * A directory: an LMDB store there (created at first use). A URL
+ * "redis://[[user]:password@]host[:port][/db][?timeout_ms=N]" (user and password %-escaped; port
+ * 6379 and database 0 by default): a Redis server, shared by every engine, process and machine
+ * that names it; policies, keys, the HTTP rules and the manager work the same. On Redis each
+ * entry expires by itself when it becomes useless (its expiry plus its stale horizons), the size
+ * limit is Redis' own (maxmemory and its policy; courier_config_set_cache_max_bytes still bounds
+ * one entry to an eighth of it), the durability setting is the server's, and a call waits at
+ * most the engine's timeout (courier_config_set_timeout_ms) or the URL's timeout_ms for Redis. Redis
+ * down never fails a request (the policy sends it as on a miss); the manager functions then fail
+ * with COURIER_E_REDIS. Copied; checked here, connected at first use. Any thread, before the
+ * engine opens. Errors: COURIER_E_INVALID_ARGUMENT (empty, a redis URL of another shape),
+ * COURIER_E_REDIS_UNSUPPORTED (a library built without Redis, or rediss:// without TLS in its
+ * hiredis). */
+COURIER_API int courier_config_set_cache_store(courier_config *config, const char *store);
+
 /* The most the cache may hold, in bytes of keys and values (>= 65536; default 256 MiB). Over it,
  * writes evict entries past their expiry first, then the least recently written, to just under
  * it, in small transactions (at most 64 entries each), whose freed pages the next commits reuse.

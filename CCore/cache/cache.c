@@ -54,8 +54,9 @@ typedef struct deferred {
 
 struct cr_cache {
     pthread_mutex_t lock; /* store opening, policy registry */
-    cr_store *store;
-    int open_failed;
+    cr_cache_store *store; /* the backend chosen at open: LMDB or Redis (store.h) */
+    int open_failed;      /* the code, when the store could not be opened (not retried) */
+    courier_error open_error;
     int64_t max_bytes;
     int64_t expiry_s;
     int default_policy;
@@ -112,6 +113,18 @@ int courier_config_set_cache_expiry(courier_config *cfg, int64_t seconds) {
     if (!cfg || seconds <= 0) return COURIER_E_INVALID_ARGUMENT;
     cfg->cache_expiry_s = seconds;
     return COURIER_OK;
+}
+
+int courier_config_set_cache_store(courier_config *cfg, const char *store) {
+    if (!cfg || (store && !*store)) return COURIER_E_INVALID_ARGUMENT;
+    if (cr_redis_is_url(store)) {
+        cr_redis_url u;
+        int rc = cr_redis_url_parse(store, &u, NULL);
+        if (rc) return rc;
+        cr_redis_url_free(&u);
+        if (!cr_redis_available()) return COURIER_E_REDIS_UNSUPPORTED;
+    }
+    return cr_set_string(&cfg->cache_store, store);
 }
 
 int courier_config_set_cache_policy(courier_config *cfg, int policy) {
@@ -252,7 +265,7 @@ void cr_cache_engine_free(courier_engine *e) {
         c->answer->discard(d->later);
         deferred_free(d);
     }
-    cr_store_release(c->store);
+    if (c->store) c->store->ops->release(c->store);
     while (c->policies) {
         policy_reg *p = c->policies;
         c->policies = p->next;
@@ -264,30 +277,51 @@ void cr_cache_engine_free(courier_engine *e) {
     e->cache = NULL;
 }
 
-/* The store, opened on first use. NULL when it cannot be opened (logged once). */
-static cr_store *cache_store(courier_engine *e, courier_error *err) {
+/* The store, opened on first use: the LMDB store in "<store dir>/cache" or the directory the
+ * cache store setting names, or Redis for a redis:// URL. NULL when it cannot be opened (logged
+ * once). */
+static cr_cache_store *cache_store(courier_engine *e, courier_error *err) {
     struct cr_cache *c = e->cache;
-    cr_store *open = __atomic_load_n(&c->store, __ATOMIC_ACQUIRE); /* set once, never changed */
+    cr_cache_store *open = __atomic_load_n(&c->store, __ATOMIC_ACQUIRE); /* set once, never changed */
     if (open) return open;
     pthread_mutex_lock(&c->lock);
+    const char *where = e->config->cache_store;
+    char dir[PATH_MAX];
     if (!c->store && !c->open_failed) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s/cache", e->store_dir);
-        int64_t map = c->max_bytes * 4 + ((int64_t)8 << 20);
-        map = (map + ((int64_t)1 << 20) - 1) & ~(((int64_t)1 << 20) - 1);
         courier_error local;
-        cr_store *s = NULL;
-        int rc = cr_store_acquire(dir, map, e->config->cache_durability, &s, &local);
+        cr_cache_store *s = NULL;
+        int rc;
+        if (cr_redis_is_url(where)) {
+            rc = cr_store_open_redis(where, e->config->timeout_ms, &s, &local);
+        } else {
+            if (where) snprintf(dir, sizeof dir, "%s", where);
+            else snprintf(dir, sizeof dir, "%s/cache", e->store_dir);
+            int64_t map = c->max_bytes * 4 + ((int64_t)8 << 20);
+            map = (map + ((int64_t)1 << 20) - 1) & ~(((int64_t)1 << 20) - 1);
+            rc = cr_store_open_lmdb(dir, map, e->config->cache_durability, &s, &local);
+        }
         __atomic_store_n(&c->store, s, __ATOMIC_RELEASE);
         if (rc) {
-            c->open_failed = 1;
-            cr_cache_log("cannot open the cache in '%s': %s", dir, local.message);
+            c->open_failed = rc;
+            c->open_error = local;
+            cr_cache_log("cannot open the cache in '%s': %s", cr_redis_is_url(where) ? "redis" : dir, local.message);
         }
     }
-    cr_store *s = c->store;
+    cr_cache_store *s = c->store;
+    int failed = c->open_failed;
+    courier_error why = c->open_error;
     pthread_mutex_unlock(&c->lock);
-    if (!s) cr_fail(err, COURIER_E_STORE, "the cache store cannot be opened");
+    if (!s) {
+        if (failed && failed != COURIER_E_STORE && err) *err = why;
+        else cr_fail(err, COURIER_E_STORE, "the cache store cannot be opened");
+    }
     return s;
+}
+
+/* The code of a store that cannot be opened (cache_store returned NULL). */
+static int store_code(courier_engine *e) {
+    int f = e->cache->open_failed;
+    return f && f != COURIER_E_STORE ? f : COURIER_E_STORE;
 }
 
 static policy_reg *find_policy(struct cr_cache *c, int id) {
@@ -511,7 +545,7 @@ static const char *header_lookup(const void *p, const char *name) {
  * Returns COURIER_OK, COURIER_E_NOT_FOUND, or an error. *fresh says whether it is fresh. With
  * fresh_only, an entry that is not fresh is reported (COURIER_OK, *fresh false, *out NULL) without
  * building its response. */
-static int lookup(courier_engine *e, cr_store *s, const char *key, const header_ctx *hc, int64_t now, bool fresh_only,
+static int lookup(courier_engine *e, cr_cache_store *s, const char *key, const header_ctx *hc, int64_t now, bool fresh_only,
                   courier_response **out, cr_entry *meta, bool *fresh, bool *had_vary) {
     *out = NULL;
     if (had_vary) *had_vary = false;
@@ -519,15 +553,15 @@ static int lookup(courier_engine *e, cr_store *s, const char *key, const header_
     size_t klen = strlen(key);
     cr_key_hash(key, klen, hash);
     cr_read rd;
-    if (cr_store_read_begin(s, &rd) != COURIER_OK) return COURIER_E_STORE;
+    if (s->ops->read_begin(s, &rd) != COURIER_OK) return COURIER_E_STORE;
     cr_entry ent;
     const char *names;
     size_t nlen;
     int rc;
     cr_buf vk = {0};
-    if (hc && cr_store_vary_get(s, rd.txn, hash, &names, &nlen) == COURIER_OK) {
+    if (hc && s->ops->vary_get(s, &rd, key, klen, hash, &names, &nlen) == COURIER_OK) {
         if (cr_buf_append(&vk, key, klen) || cr_cache_vary_suffix(&vk, names, nlen, header_lookup, hc)) {
-            cr_store_read_end(s, &rd);
+            s->ops->read_end(s, &rd);
             cr_buf_free(&vk);
             return COURIER_E_NO_MEMORY;
         }
@@ -536,7 +570,7 @@ static int lookup(courier_engine *e, cr_store *s, const char *key, const header_
         cr_key_hash(key, klen, hash);
         if (had_vary) *had_vary = true;
     }
-    rc = cr_store_get(s, rd.txn, hash, &ent);
+    rc = s->ops->get(s, &rd, key, klen, hash, &ent);
     /* The hash found it; the stored key text must match too (a 128-bit collision reads as a miss). */
     if (rc == COURIER_OK && (ent.key_len != klen || memcmp(ent.key, key, klen) != 0)) rc = COURIER_E_NOT_FOUND;
     if (rc == COURIER_OK) {
@@ -552,7 +586,7 @@ static int lookup(courier_engine *e, cr_store *s, const char *key, const header_
             meta->body = NULL;
         }
     }
-    cr_store_read_end(s, &rd);
+    s->ops->read_end(s, &rd);
     cr_buf_free(&vk);
     (void)e;
     return rc;
@@ -623,7 +657,7 @@ static courier_response *only_if_cached_504(const cr_transfer *t) {
 
 /* The HTTP policies before sending: what the stored response (if any) allows under the request's
  * directives (section 5.2.1) and the stored response's (section 4.2.4). */
-static int http_lookup(courier_engine *e, cr_store *s, const courier_request *r, cr_transfer *t,
+static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_request *r, cr_transfer *t,
                        struct cr_cache_xfer *x, int64_t now) {
     struct cr_cache *c = e->cache;
     x->shared = x->policy == COURIER_CACHE_HTTP_SHARED;
@@ -739,7 +773,7 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
         if (!reg) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "cache policy %d is not registered", policy);
     }
     courier_error local;
-    cr_store *s = cache_store(e, &local);
+    cr_cache_store *s = cache_store(e, &local);
     if (!s) {
         reg_release(reg);
         return COURIER_OK; /* a cache that cannot open never fails a request */
@@ -1134,7 +1168,7 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
     if (code != COURIER_OK && !(http && code == COURIER_E_HTTP_STATUS)) return false;
     if (resp->cache_status != COURIER_CACHE_STATUS_NETWORK && resp->cache_status != COURIER_CACHE_STATUS_REVALIDATED)
         return false;
-    cr_store *s = c->store; /* opened by the lookup */
+    cr_cache_store *s = c->store; /* opened by the lookup */
     if (!s) return false;
     int64_t now = now_ms_of(c);
     deferred *d = calloc(1, sizeof *d);
@@ -1197,7 +1231,7 @@ void cr_cache_flush(courier_engine *e) {
             for (size_t k = 0; k < d->nput; k++) puts[i++] = d->put[k];
         cr_store_effect eff = {0};
         courier_error err;
-        int rc = cr_store_write(c->store, puts, n, c->max_bytes, now_ms_of(c), &eff, &err);
+        int rc = c->store->ops->write(c->store, puts, n, c->max_bytes, now_ms_of(c), &eff, &err);
         if (rc) {
             atomic_fetch_add(&c->write_failures, (long long)n);
         } else {
@@ -1230,8 +1264,8 @@ void courier_cache_key_free(char *key) { free(key); }
 
 static int get_common(courier_engine *e, const char *key, const courier_request *r, int flags,
                       courier_response **out, courier_error *err) {
-    cr_store *s = cache_store(e, err);
-    if (!s) return COURIER_E_STORE;
+    cr_cache_store *s = cache_store(e, err);
+    if (!s) return store_code(e);
     int64_t now = now_ms_of(e->cache);
     bool fresh = false;
     header_ctx hc = {e, r, NULL};
@@ -1314,8 +1348,8 @@ int courier_cache_has_key(courier_engine *e, const char *key, int *out_has, cour
 }
 
 static int remove_common(courier_engine *e, const char *key, const courier_request *r, courier_error *err) {
-    cr_store *s = cache_store(e, err);
-    if (!s) return COURIER_E_STORE;
+    cr_cache_store *s = cache_store(e, err);
+    if (!s) return store_code(e);
     uint8_t hash[16];
     cr_buf vk = {0};
     cr_key_hash(key, strlen(key), hash);
@@ -1325,15 +1359,17 @@ static int remove_common(courier_engine *e, const char *key, const courier_reque
         const char *names;
         size_t nlen;
         header_ctx hc = {e, r, NULL};
-        if (cr_store_read_begin(s, &rd) == COURIER_OK) {
-            if (cr_store_vary_get(s, rd.txn, hash, &names, &nlen) == COURIER_OK &&
+        if (s->ops->read_begin(s, &rd) == COURIER_OK) {
+            if (s->ops->vary_get(s, &rd, key, strlen(key), hash, &names, &nlen) == COURIER_OK &&
                 !cr_buf_append_str(&vk, key) && !cr_cache_vary_suffix(&vk, names, nlen, header_lookup, &hc))
                 cr_key_hash(vk.data, vk.len, hash);
-            cr_store_read_end(s, &rd);
+            s->ops->read_end(s, &rd);
         }
     }
+    const char *hashed = vk.data ? vk.data : key;
+    int rc = s->ops->remove(s, hashed, strlen(hashed), hash, err);
     cr_buf_free(&vk);
-    return cr_store_remove(s, hash, err);
+    return rc;
 }
 
 int courier_cache_remove(courier_engine *e, const courier_request *r, courier_error *err) {
@@ -1361,8 +1397,8 @@ int courier_cache_put_key(courier_engine *e, const char *key, int status, const 
         status < 0 || status > 999)
         return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid argument");
     struct cr_cache *c = e->cache;
-    cr_store *s = cache_store(e, err);
-    if (!s) return COURIER_E_STORE;
+    cr_cache_store *s = cache_store(e, err);
+    if (!s) return store_code(e);
     /* The header block ("name\0value\0"...) is encoded here, on the stack when it is small. */
     char small[512];
     size_t hb_len = 0;
@@ -1412,7 +1448,7 @@ int courier_cache_put_key(courier_engine *e, const char *key, int status, const 
     en->headers = hb;
     en->headers_len = hb_len;
     cr_store_effect eff = {0};
-    int rc = cr_store_write(s, &p, 1, c->max_bytes, now, &eff, err);
+    int rc = s->ops->write(s, &p, 1, c->max_bytes, now, &eff, err);
     if (hb != small) free(hb);
     if (rc == COURIER_OK) {
         atomic_fetch_add(&c->writes, (long long)eff.written);
@@ -1428,24 +1464,24 @@ int courier_cache_remove_all(courier_engine *e, int64_t *removed, courier_error 
     cr_error_clear(err);
     if (removed) *removed = 0;
     if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
-    cr_store *s = cache_store(e, err);
-    return s ? cr_store_remove_all(s, removed, err) : COURIER_E_STORE;
+    cr_cache_store *s = cache_store(e, err);
+    return s ? s->ops->remove_all(s, removed, err) : store_code(e);
 }
 
 int courier_cache_remove_since(courier_engine *e, int64_t since_ms, int64_t *removed, courier_error *err) {
     cr_error_clear(err);
     if (removed) *removed = 0;
     if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
-    cr_store *s = cache_store(e, err);
-    return s ? cr_store_remove_since(s, since_ms, removed, err) : COURIER_E_STORE;
+    cr_cache_store *s = cache_store(e, err);
+    return s ? s->ops->remove_since(s, since_ms, removed, err) : store_code(e);
 }
 
 int courier_cache_remove_expired(courier_engine *e, int64_t *removed, courier_error *err) {
     cr_error_clear(err);
     if (removed) *removed = 0;
     if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
-    cr_store *s = cache_store(e, err);
-    return s ? cr_store_remove_expired(s, now_ms_of(e->cache), removed, err) : COURIER_E_STORE;
+    cr_cache_store *s = cache_store(e, err);
+    return s ? s->ops->remove_expired(s, now_ms_of(e->cache), removed, err) : store_code(e);
 }
 
 int courier_cache_size(courier_engine *e, int64_t *bytes, int64_t *count, courier_error *err) {
@@ -1453,8 +1489,8 @@ int courier_cache_size(courier_engine *e, int64_t *bytes, int64_t *count, courie
     if (bytes) *bytes = 0;
     if (count) *count = 0;
     if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
-    cr_store *s = cache_store(e, err);
-    return s ? cr_store_totals(s, bytes, count, err) : COURIER_E_STORE;
+    cr_cache_store *s = cache_store(e, err);
+    return s ? s->ops->totals(s, bytes, count, err) : store_code(e);
 }
 
 int courier_cache_verify(courier_engine *e, courier_cache_verify_report *out, size_t size, courier_error *err) {
@@ -1462,8 +1498,8 @@ int courier_cache_verify(courier_engine *e, courier_cache_verify_report *out, si
     if (!e || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");
     courier_cache_verify_report r;
     memset(&r, 0, sizeof r);
-    cr_store *s = cache_store(e, err);
-    int rc = s ? cr_store_verify(s, &r, err) : COURIER_E_STORE;
+    cr_cache_store *s = cache_store(e, err);
+    int rc = s ? s->ops->verify(s, &r, err) : store_code(e);
     memcpy(out, &r, size < sizeof r ? size : sizeof r);
     return rc;
 }
@@ -1492,11 +1528,11 @@ int courier_cache_list_entries(courier_engine *e, courier_cache_list **out, cour
     if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
     if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
-    cr_store *s = cache_store(e, err);
-    if (!s) return COURIER_E_STORE;
+    cr_cache_store *s = cache_store(e, err);
+    if (!s) return store_code(e);
     courier_cache_list *l = calloc(1, sizeof *l);
     if (!l) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    int rc = cr_store_list(s, &l->items, &l->count, err);
+    int rc = s->ops->list(s, &l->items, &l->count, err);
     if (rc) {
         free(l);
         return rc;

@@ -264,6 +264,10 @@ static void entry_encode(const cr_store_put *p, size_t hb, uint8_t *out, size_t 
     w32(out, 84, (uint32_t)cr_hash64(out + CR_ENTRY_HDR, size - CR_ENTRY_HDR, seed));
 }
 
+size_t cr_entry_encoded_size(const cr_store_put *p) { return entry_size(p, header_block_len(p)); }
+
+void cr_entry_encode(const cr_store_put *p, uint8_t *out, size_t size) { entry_encode(p, header_block_len(p), out, size); }
+
 bool cr_entry_decode(const void *data, size_t len, bool verify, cr_entry *out) {
     const uint8_t *b = data;
     if (len < CR_ENTRY_HDR || r32(b, 0) != CR_ENTRY_MAGIC) return false;
@@ -1339,5 +1343,89 @@ int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *
                        "%lld damaged, %lld orphan index records, %lld entries without index, totals %s",
                        (long long)r->damaged, (long long)r->orphan_index, (long long)r->missing_index,
                        r->totals_mismatch ? "differ from the scan" : "agree");
+    return COURIER_OK;
+}
+
+/* ---- the LMDB backend of the seam (store.h) -------------------------------------------------- */
+
+typedef struct lmdb_backend {
+    cr_cache_store base;
+    cr_store *s;
+} lmdb_backend;
+
+#define LB(b) (((lmdb_backend *)(b))->s)
+
+static void lb_release(cr_cache_store *b) {
+    if (!b) return;
+    cr_store_release(LB(b));
+    free(b);
+}
+static int lb_read_begin(cr_cache_store *b, cr_read *out) { return cr_store_read_begin(LB(b), out); }
+static void lb_read_end(cr_cache_store *b, cr_read *r) { cr_store_read_end(LB(b), r); }
+static int lb_get(cr_cache_store *b, cr_read *r, const char *key, size_t key_len, const uint8_t hash[16],
+                  cr_entry *out) {
+    (void)key, (void)key_len;
+    return cr_store_get(LB(b), r->txn, hash, out);
+}
+static int lb_vary_get(cr_cache_store *b, cr_read *r, const char *key, size_t key_len, const uint8_t hash[16],
+                       const char **names, size_t *len) {
+    (void)key, (void)key_len;
+    return cr_store_vary_get(LB(b), r->txn, hash, names, len);
+}
+static int lb_write(cr_cache_store *b, const cr_store_put *puts, size_t n, int64_t limit_bytes, int64_t now_ms,
+                    cr_store_effect *effect, courier_error *err) {
+    return cr_store_write(LB(b), puts, n, limit_bytes, now_ms, effect, err);
+}
+static int lb_remove(cr_cache_store *b, const char *key, size_t key_len, const uint8_t hash[16], courier_error *err) {
+    (void)key, (void)key_len;
+    return cr_store_remove(LB(b), hash, err);
+}
+static int lb_remove_all(cr_cache_store *b, int64_t *removed, courier_error *err) {
+    return cr_store_remove_all(LB(b), removed, err);
+}
+static int lb_remove_since(cr_cache_store *b, int64_t since_ms, int64_t *removed, courier_error *err) {
+    return cr_store_remove_since(LB(b), since_ms, removed, err);
+}
+static int lb_remove_expired(cr_cache_store *b, int64_t now_ms, int64_t *removed, courier_error *err) {
+    return cr_store_remove_expired(LB(b), now_ms, removed, err);
+}
+static int lb_totals(cr_cache_store *b, int64_t *bytes, int64_t *count, courier_error *err) {
+    return cr_store_totals(LB(b), bytes, count, err);
+}
+static int lb_verify(cr_cache_store *b, courier_cache_verify_report *r, courier_error *err) {
+    return cr_store_verify(LB(b), r, err);
+}
+static int lb_list(cr_cache_store *b, cr_list_item **items, size_t *count, courier_error *err) {
+    return cr_store_list(LB(b), items, count, err);
+}
+
+static const cr_store_ops lmdb_ops = {
+    .name = "lmdb",
+    .release = lb_release,
+    .read_begin = lb_read_begin,
+    .read_end = lb_read_end,
+    .get = lb_get,
+    .vary_get = lb_vary_get,
+    .write = lb_write,
+    .remove = lb_remove,
+    .remove_all = lb_remove_all,
+    .remove_since = lb_remove_since,
+    .remove_expired = lb_remove_expired,
+    .totals = lb_totals,
+    .verify = lb_verify,
+    .list = lb_list,
+};
+
+int cr_store_open_lmdb(const char *dir, int64_t map_bytes, int durability, cr_cache_store **out, courier_error *err) {
+    *out = NULL;
+    lmdb_backend *b = calloc(1, sizeof *b);
+    if (!b) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    int rc = cr_store_acquire(dir, map_bytes, durability, &b->s, err);
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    b->base.ops = &lmdb_ops;
+    *out = &b->base;
     return COURIER_OK;
 }

@@ -73,10 +73,14 @@ CR_HIDDEN int cr_store_acquire(const char *dir, int64_t map_bytes, int durabilit
 CR_HIDDEN void cr_store_release(cr_store *s);
 CR_HIDDEN const char *cr_store_dir(const cr_store *s);
 
-/* A read transaction and the slot it came from. */
+/* A read transaction and the slot it came from; on Redis, the replies a read's borrowed pointers
+ * point into (freed by read_end). */
 typedef struct cr_read {
     struct MDB_txn *txn;
     int slot; /* the store's slot, or -1 for a transaction of its own */
+    struct redisReply *held[2];   /* Redis: [0] the last vary_get's, [1] the last get's */
+    bool pre;                     /* Redis: held[0] also holds the entry under pre_hash */
+    uint8_t pre_hash[16];
 } cr_read;
 
 /* Read transactions, on any thread (MDB_NOTLS): a reset transaction from a slot of the store,
@@ -145,6 +149,54 @@ typedef struct cr_list_item {
 
 CR_HIDDEN int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_error *err);
 CR_HIDDEN void cr_list_items_free(cr_list_item *items, size_t count);
+
+/* The encoded size of a put's entry (its value in the store) and the encoding itself (the value
+ * layout of store.c, the same on every backend): `out` has cr_entry_encoded_size bytes. */
+CR_HIDDEN size_t cr_entry_encoded_size(const cr_store_put *p);
+CR_HIDDEN void cr_entry_encode(const cr_store_put *p, uint8_t *out, size_t size);
+
+/* ---- the backend seam: a table of store operations chosen when the cache opens ---------------- */
+
+/* What the cache (cache.c) calls, on LMDB (store.c) or Redis (store_redis.c). Every backend
+ * handle starts with a cr_cache_store. The operations mean what the cr_store_* functions above
+ * say; where a backend needs the key text beside its hash (Redis names keys by the URL's hash
+ * tag), it is passed: `key` is the text that `hash` was made from. */
+typedef struct cr_cache_store cr_cache_store;
+typedef struct cr_store_ops {
+    const char *name; /* "lmdb", "redis" */
+    void (*release)(cr_cache_store *s);
+    int (*read_begin)(cr_cache_store *s, cr_read *out);
+    void (*read_end)(cr_cache_store *s, cr_read *r);
+    int (*get)(cr_cache_store *s, cr_read *r, const char *key, size_t key_len, const uint8_t hash[16], cr_entry *out);
+    int (*vary_get)(cr_cache_store *s, cr_read *r, const char *key, size_t key_len, const uint8_t hash[16],
+                    const char **names, size_t *len);
+    int (*write)(cr_cache_store *s, const cr_store_put *puts, size_t n, int64_t limit_bytes, int64_t now_ms,
+                 cr_store_effect *effect, courier_error *err);
+    int (*remove)(cr_cache_store *s, const char *key, size_t key_len, const uint8_t hash[16], courier_error *err);
+    int (*remove_all)(cr_cache_store *s, int64_t *removed, courier_error *err);
+    int (*remove_since)(cr_cache_store *s, int64_t since_ms, int64_t *removed, courier_error *err);
+    int (*remove_expired)(cr_cache_store *s, int64_t now_ms, int64_t *removed, courier_error *err);
+    int (*totals)(cr_cache_store *s, int64_t *bytes, int64_t *count, courier_error *err);
+    int (*verify)(cr_cache_store *s, courier_cache_verify_report *r, courier_error *err);
+    int (*list)(cr_cache_store *s, cr_list_item **items, size_t *count, courier_error *err);
+} cr_store_ops;
+
+struct cr_cache_store {
+    const cr_store_ops *ops;
+};
+
+/* The LMDB backend on the store in `dir` (cr_store_acquire's arguments and errors). */
+CR_HIDDEN int cr_store_open_lmdb(const char *dir, int64_t map_bytes, int durability, cr_cache_store **out,
+                                 courier_error *err);
+/* The Redis backend (store_redis.c) on the server of a redis:// URL; no connection is made yet
+ * (the first operation connects). timeout_ms bounds every call (the URL's timeout_ms wins).
+ * Errors: those of cr_redis_open. */
+CR_HIDDEN int cr_store_open_redis(const char *url, int64_t timeout_ms, cr_cache_store **out, courier_error *err);
+
+/* The hash tag of an entry's or a Vary record's Redis keys: the primary key text (the key without
+ * its Vary suffix, "\nvary:..."), so every variant of a URL and its Vary record share one Cluster
+ * slot. Its length in the key text. */
+CR_HIDDEN size_t cr_cache_primary_len(const char *key, size_t key_len);
 
 /* A line on stderr (the store has no engine to log to). */
 CR_HIDDEN void cr_cache_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -137,6 +137,7 @@ struct courier_config {
     cr_callback *clock; /* courier_clock_fn, or NULL: the system clock */
     int cache_durability; /* courier_cache_durability */
     int cache_status_header; /* nonzero: responses carry Cache-Status (RFC 9211) */
+    char *cache_store; /* the cache's store: a directory (LMDB) or a redis:// URL; NULL: "<store dir>/cache" */
     /* Frozen requests and reachability (journal.c, monitor.c): plain values, 0 means the default. */
     struct cr_frozen_conf {
         long concurrency, backoff_base_ms, backoff_max_ms, lease_ms, poll_ms;

@@ -41,6 +41,7 @@ void courier_config_free(courier_config *c) {
     free(c->user_agent);
     courier_security_free(c->security);
     free(c->store_dir);
+    free(c->cache_store); /* cache.c */
     free(c->app_id);
     free(c->param_charset);
     cr_callback_release(c->validator);
@@ -58,7 +59,7 @@ courier_config *cr_config_copy(const courier_config *src) {
     cr_config_defaults(c);
     if (!src) return c;
     *c = *src;
-    c->base_url = c->user_agent = c->store_dir = c->app_id = c->param_charset = NULL;
+    c->base_url = c->user_agent = c->store_dir = c->app_id = c->param_charset = c->cache_store = NULL;
     c->security = NULL;
     memset(&c->headers, 0, sizeof c->headers);
     memset(&c->params, 0, sizeof c->params);
@@ -79,6 +80,7 @@ courier_config *cr_config_copy(const courier_config *src) {
     if ((src->jconf && !(c->jconf = cr_ext_copy(src->jconf))) || cr_set_string(&c->base_url, src->base_url) || cr_set_string(&c->user_agent, src->user_agent) ||
         (src->security && !(c->security = cr_security_copy(src->security))) ||
         cr_set_string(&c->store_dir, src->store_dir) || cr_set_string(&c->app_id, src->app_id) ||
+        cr_set_string(&c->cache_store, src->cache_store) ||
         cr_set_string(&c->param_charset, src->param_charset) ||
         cr_kvlist_copy(&c->headers, &src->headers) ||
         cr_kvlist_copy(&c->params, &src->params)) {

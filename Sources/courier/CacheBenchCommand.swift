@@ -1,6 +1,7 @@
 // CacheBenchCommand.swift — `courier bench cache`: the cache benchmark of Benchmarks/ (raw LMDB,
 // Courier C, Courier Swift, URLCache), with a progress bar on stderr and --json on stdout.
 import ArgumentParser
+import CBench
 import CourierBenchmarks
 import Foundation
 
@@ -35,6 +36,15 @@ struct CacheBenchCommand: ParsableCommand {
 
             Targets: C gets >= 0.6x raw, C puts >= 0.5x raw under the same durability setting, Swift gets >= \
             0.4x raw, Courier >= 1000x URLCache for gets and (no-sync) puts.
+
+            --backend redis: the cache on Redis instead. Courier C (courier_cache_put_key / get_key on an \
+            engine whose cache store is the Redis URL) against a plain hiredis SET / GET loop on the same \
+            server, one command per operation, in --chunks alternating chunks: --redis-entries puts, then \
+            --gets random hits; keys hiredis_get_ops, hiredis_put_ops, courier_get_ops, courier_put_ops \
+            (target Courier >= 0.8x hiredis). Without --redis-url it starts a redis-server of its own \
+            (scripts/redis-fixture: AOF, appendfsync always). --requests-cache adds requests-cache's Redis \
+            backend driven from Python (bindings/python/run-redis-bench.sh, in a virtual environment of its \
+            own): requests_cache_get_ops, requests_cache_put_ops (target Courier >= 10x).
             """
     )
 
@@ -52,12 +62,20 @@ struct CacheBenchCommand: ParsableCommand {
     var latencySizes = "10000,100000,1000000"
     @Option(help: "Directory for the stores (default: a temporary one, removed after).") var directory: String?
     @Flag(help: "Print one JSON object on stdout.") var json = false
+    @Option(help: "The store: lmdb (the default) or redis.") var backend = "lmdb"
+    @Option(name: .customLong("redis-url"), help: "The Redis to measure (default: a redis-server of its own).")
+    var redisURL: String?
+    @Option(name: .customLong("redis-entries"), help: "Entries put per side with --backend redis.")
+    var redisEntries = 20_000
+    @Flag(name: .customLong("requests-cache"), help: "With --backend redis, also measure requests-cache's Redis backend.")
+    var requestsCache = false
 
     func validate() throws {
         guard entries > 0, gets >= 0, runs > 0, chunks > 0, durablePuts > 0, urlCacheEntries > 0,
-              urlCacheGets > 0 else {
+              urlCacheGets > 0, redisEntries > 0 else {
             throw ValidationError("counts must be > 0")
         }
+        guard backend == "lmdb" || backend == "redis" else { throw ValidationError("--backend is lmdb or redis") }
         _ = try sizes()
     }
 
@@ -71,6 +89,7 @@ struct CacheBenchCommand: ParsableCommand {
     }
 
     func run() throws {
+        if backend == "redis" { return try runRedis() }
         var options = CacheBenchmark.Options()
         options.entries = entries
         options.durablePuts = durablePuts
@@ -150,6 +169,98 @@ struct CacheBenchCommand: ParsableCommand {
         if (f["errors"] ?? 0) > 0 {
             printError("error: \(Int(f["errors"] ?? 0)) operations failed")
             throw ExitCode.failure
+        }
+    }
+
+    /// The repository's root, for scripts/redis-fixture and the Python side (from this file's path,
+    /// else the working directory).
+    private func root() -> URL {
+        let fromSource = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        if FileManager.default.fileExists(atPath: fromSource.appendingPathComponent("scripts/redis-fixture").path) {
+            return fromSource
+        }
+        return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+    }
+
+    /// Runs a script with bash and returns its exit status and stdout. (popen, not Foundation's
+    /// Process: its waitUntilExit never returned here once the script had left a daemon behind.)
+    private func script(_ args: [String]) throws -> (status: Int32, output: String) {
+        let quoted = args.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        guard let pipe = popen("bash " + quoted, "r") else { throw ExitCode.failure }
+        var output = ""
+        var buffer = [CChar](repeating: 0, count: 4096)
+        while fgets(&buffer, Int32(buffer.count), pipe) != nil { output += String(cString: buffer) }
+        let status = pclose(pipe)
+        return (status == 0 ? 0 : 1, output)
+    }
+
+    func runRedis() throws {
+        var url = redisURL ?? ""
+        var fixtureDir: String?
+        let fixture = root().appendingPathComponent("scripts/redis-fixture").path
+        if redisURL == nil {
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench-redis-\(UUID())").path
+            let started = try script([fixture, "start", dir])
+            guard started.status == 0 else {
+                printError("error: redis-server did not start (scripts/redis-fixture; scripts/setup installs it)")
+                throw ExitCode.failure
+            }
+            fixtureDir = dir
+            url = started.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        defer {
+            if let dir = fixtureDir {
+                _ = try? script([fixture, "stop", dir])
+                try? FileManager.default.removeItem(atPath: dir)
+            }
+        }
+        var results: [cbench_redis_result] = []
+        for _ in 0..<runs {
+            var r = cbench_redis_result()
+            let rc = cbench_redis_cache(url, redisEntries, gets, Int32(chunks), 1024, &r)
+            let message = withUnsafeBytes(of: r.first_error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if rc != 0 || r.errors > 0 {
+                printError("error: \(message)")
+                throw ExitCode.failure
+            }
+            results.append(r)
+        }
+        func median(_ k: (cbench_redis_result) -> Double) -> Double {
+            let v = results.map(k).sorted()
+            return v[v.count / 2]
+        }
+        var f: [String: Any] = [
+            "backend": "redis", "entries": redisEntries, "gets": gets, "runs": runs, "value_bytes": 1024,
+            "hiredis_get_ops": median { $0.hiredis_get_ops }, "hiredis_put_ops": median { $0.hiredis_put_ops },
+            "courier_get_ops": median { $0.courier_get_ops }, "courier_put_ops": median { $0.courier_put_ops },
+        ]
+        if requestsCache {
+            let py = try script([root().appendingPathComponent("bindings/python/run-redis-bench.sh").path, url,
+                                 String(min(redisEntries, 5_000)), String(min(gets, 20_000))])
+            guard py.status == 0, let line = py.output.split(separator: "\n").last,
+                  let obj = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                printError("error: the requests-cache side failed (bindings/python/run-redis-bench.sh)")
+                throw ExitCode.failure
+            }
+            for (k, v) in obj { f[k] = v }
+        }
+        if json {
+            let data = try JSONSerialization.data(withJSONObject: f, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+            return
+        }
+        func num(_ k: String) -> Double { (f[k] as? Double) ?? 0 }
+        print("cache on Redis (\(url)): \(redisEntries) puts and \(gets) gets per side, 1 KiB bodies, median of \(runs) runs")
+        print(String(format: "  hiredis GET/SET loop: %10.0f gets/s %10.0f puts/s", num("hiredis_get_ops"), num("hiredis_put_ops")))
+        print(String(format: "  Courier C:            %10.0f gets/s %10.0f puts/s", num("courier_get_ops"), num("courier_put_ops")))
+        print(String(format: "  ratios: gets %.2fx, puts %.2fx hiredis (target 0.8x)",
+                     num("courier_get_ops") / max(num("hiredis_get_ops"), 1), num("courier_put_ops") / max(num("hiredis_put_ops"), 1)))
+        if f["requests_cache_get_ops"] != nil {
+            print(String(format: "  requests-cache:       %10.0f gets/s %10.0f puts/s; Courier %.1fx gets, %.1fx puts (target 10x)",
+                         num("requests_cache_get_ops"), num("requests_cache_put_ops"),
+                         num("courier_get_ops") / max(num("requests_cache_get_ops"), 1),
+                         num("courier_put_ops") / max(num("requests_cache_put_ops"), 1)))
         }
     }
 }

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef COURIER_TEST_REDIS
+#include <hiredis/hiredis.h>
+#endif
 
 static int failures_in_test;
 static const char *current_test;
@@ -89,6 +92,14 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg)) {
     }
     courier_config_set_base_url(cfg, th_base());
     courier_config_set_temporary_store(cfg, 1); /* each test engine its own store (a tweak may set one) */
+    if (getenv("COURIER_TEST_CACHE_REDIS")) { /* the same tests with the cache on Redis (CMakeLists.txt) */
+        const char *url = th_redis_url();
+        if (!url || th_redis_flush() != 0 || courier_config_set_cache_store(cfg, url) != COURIER_OK) {
+            th_fail(__FILE__, __LINE__, "the cache on Redis (%s)", url ? url : "no redis-server");
+            courier_config_free(cfg);
+            return NULL;
+        }
+    }
     if (tweak) tweak(cfg);
     int rc = courier_engine_open(&e, cfg, &err);
     courier_config_free(cfg);
@@ -223,6 +234,26 @@ const char *th_redis_url(void) {
     fclose(f);
     th_redis_buf[strcspn(th_redis_buf, "\r\n")] = '\0';
     return th_redis_buf;
+}
+
+int th_redis_flush(void) {
+#ifdef COURIER_TEST_REDIS
+    const char *url = th_redis_url();
+    const char *colon = url ? strrchr(url, ':') : NULL;
+    if (!colon) return -1;
+    redisContext *c = redisConnect("127.0.0.1", atoi(colon + 1));
+    if (!c || c->err) {
+        if (c) redisFree(c);
+        return -1;
+    }
+    redisReply *r = redisCommand(c, "FLUSHDB");
+    int rc = r && r->type == REDIS_REPLY_STATUS ? 0 : -1;
+    if (r) freeReplyObject(r);
+    redisFree(c);
+    return rc;
+#else
+    return -1;
+#endif
 }
 
 int th_redis_stop(void) { return th_redis_dir[0] ? th_redis_fixture("stop") : 0; }

@@ -93,6 +93,10 @@ void th_redirect_to(const char *url);
 const char *th_redis_url(void);
 /* Stops / restarts (same port, same files) the test's redis-server: 0 on success. */
 int th_redis_stop(void);
+/* Empties the test's Redis database (FLUSHDB): 0 on success. With COURIER_TEST_CACHE_REDIS set in
+ * the environment, th_engine does it and puts the engine's cache there (the cache tests run again
+ * on Redis: CMakeLists.txt). */
+int th_redis_flush(void);
 int th_redis_restart(void);
 /* Whether the library under test has Redis stores (CMake's COURIER_REDIS found hiredis). */
 int th_redis_built(void);

@@ -204,6 +204,22 @@ int cbench_frozen_replay(const char *store, int concurrency, long timeout_ms, cb
  * transport rate to compare replay with. Returns 0 or a negative courier_code. */
 int cbench_frozen_transport(const char *url, long n, int concurrency, cbench_result *out);
 
+/* ---- the cache on Redis (redis_cache_bench.c) ----------------------------------------------- */
+
+typedef struct cbench_redis_result {
+    double hiredis_get_ops, hiredis_put_ops; /* a plain hiredis GET / SET loop, one connection */
+    double courier_get_ops, courier_put_ops; /* courier_cache_get_key / courier_cache_put_key */
+    long errors;
+    char first_error[256];
+} cbench_redis_result;
+
+/* `entries` puts of value_size-byte bodies under cbench_cache_key keys, then `gets` random hits,
+ * each side by side with hiredis in `chunks` alternating chunks, on the Redis at `url` (its keys
+ * removed after). 0; -1 when it cannot connect or open (first_error says why); -2 in a build
+ * without Redis. */
+int cbench_redis_cache(const char *url, long entries, long gets, int chunks, size_t value_size,
+                       cbench_redis_result *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -208,6 +208,22 @@ extension Configuration {
         }
     }
 
+    /// Where the cache keeps its entries: nil (the default) means the LMDB store in
+    /// "<store directory>/cache"; a directory, an LMDB store there; a URL
+    /// `redis://[[user]:password@]host[:port][/db][?timeout_ms=N]`, a Redis server shared by every
+    /// engine, process and machine that names it (policies, keys, HTTP rules and the manager work
+    /// the same; see `courier_config_set_cache_store`). Redis down never fails a request; the
+    /// manager then throws ``CourierError/redis``. A library built without Redis (no hiredis:
+    /// the package trait `Redis`) throws ``CourierError/redisUnsupported`` at open.
+    public var cacheStore: String? {
+        get { setting("cacheStore") }
+        set {
+            setSetting("cacheStore", newValue) {
+                try CourierError.check(courier_config_set_cache_store($0, $1), "cacheStore")
+            }
+        }
+    }
+
     /// Default freshness, in whole seconds (> 0), of entries whose request sets none; nil (the
     /// default) means 3600.
     public var cacheExpiry: Int? {

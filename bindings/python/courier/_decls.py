@@ -216,6 +216,7 @@ DECLS = {
     'courier_request_set_json_body': ('int', ('ptr', 'ptr', 'uint')),
     'courier_request_set_form_body': ('int', ('ptr', 'ptr')),
     'courier_cache_reason_name': ('str', ('int',)),
+    'courier_config_set_cache_store': ('int', ('ptr', 'str')),
     'courier_config_set_cache_max_bytes': ('int', ('ptr', 'int64')),
     'courier_config_set_cache_expiry': ('int', ('ptr', 'int64')),
     'courier_config_set_cache_durability': ('int', ('ptr', 'int')),

@@ -315,8 +315,10 @@ class Engine:
         frequent_guard: a window in seconds refusing identical requests (:class:`courier.TooFrequent`).
         mock: the mock switch (requests with a ``mock=`` answer are then not sent).
         interceptors: :class:`Interceptor` objects, in order.
-        cache: default cache policy (:class:`CachePolicy`); cache_expiry (s), cache_max_bytes,
-        cache_durability, clock (``fn() -> seconds since the epoch``, for tests of expiry),
+        cache: default cache policy (:class:`CachePolicy`); cache_store (a directory, LMDB, or a
+        ``redis://[[user]:password@]host[:port][/db]`` URL: a Redis cache shared by every engine that
+        names it; :class:`courier.RedisError` from the manager when Redis is down), cache_expiry (s),
+        cache_max_bytes, cache_durability, clock (``fn() -> seconds since the epoch``, for tests of expiry),
         cache_status_header (responses carry a ``Cache-Status`` field, RFC 9211).
         envelope: a :class:`courier.Envelope`; json_types: MIME types decoded as JSON;
         decoders: ``{mime: fn(body, content_type) -> python value}``.
@@ -368,6 +370,7 @@ class Engine:
                  validator: Optional[Callable[[Response], bool]] = None, retry: Optional[Retry] = None,
                  frequent_guard: Optional[float] = None, mock: Optional[bool] = None,
                  interceptors: Sequence[Interceptor] = (), cache: Union[CachePolicy, str, int, None] = None,
+                 cache_store: Optional[str] = None,
                  cache_expiry: Optional[float] = None, cache_max_bytes: Optional[int] = None,
                  cache_durability: Union[CacheDurability, str, int, None] = None,
                  clock: Optional[Callable[[], float]] = None,
@@ -461,6 +464,8 @@ class Engine:
                                                          cb.user_free))
             if cache is not None:
                 check(lib.courier_config_set_cache_policy(c, coerce(CachePolicy, cache, "cache", allow_int=True)))
+            if cache_store is not None:
+                check(lib.courier_config_set_cache_store(c, _b(os.fspath(cache_store))))
             if cache_expiry is not None:
                 check(lib.courier_config_set_cache_expiry(c, int(round(cache_expiry))))
             if cache_max_bytes is not None:

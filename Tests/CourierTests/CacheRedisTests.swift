@@ -1,0 +1,108 @@
+// CacheRedisTests.swift — the cache on Redis through the Swift facade: two engines with different
+// local stores share one Redis cache (`Configuration.cacheStore` = a redis:// URL of a
+// redis-server the test starts with scripts/redis-fixture), and Redis down is
+// CourierError.redis from the manager while requests still get the network's answer. Without
+// redis-server the tests fail, saying so (scripts/setup installs it); they are skipped only in a
+// build without Redis (the package trait Redis off).
+
+import Courier
+import Foundation
+import XCTest
+
+final class CacheRedisTests: LoopbackTestCase {
+    private var fixtureDir = ""
+    private var redisURL = ""
+
+    private var fixture: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/redis-fixture").path
+    }
+
+    /// The fixture through popen (Foundation's Process waits for the daemon it leaves behind).
+    private func run(_ args: [String]) throws -> (Int32, String) {
+        let command = (["bash", fixture] + args).map { "'\($0)'" }.joined(separator: " ")
+        guard let pipe = popen(command, "r") else { return (-1, "") }
+        var output = ""
+        var buffer = [CChar](repeating: 0, count: 4096)
+        while fgets(&buffer, Int32(buffer.count), pipe) != nil { output += String(cString: buffer) }
+        return (pclose(pipe), output)
+    }
+
+    override func setUpWithError() throws {
+        do {
+            var c = Configuration()
+            c.temporaryStore = true
+            c.cacheStore = "redis://127.0.0.1:1/0"
+            try Engine(configuration: c).close()
+        } catch let error as CourierError where error.code == .redisUnsupported {
+            throw XCTSkip("this library was built without Redis (the package trait Redis is off)")
+        }
+        fixtureDir = NSTemporaryDirectory() + "courier-redis-" + UUID().uuidString
+        let (status, out) = try run(["start", fixtureDir])
+        XCTAssertEqual(status, 0, "redis-server did not start (scripts/setup installs it)")
+        redisURL = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        try super.setUpWithError()
+    }
+
+    override func tearDown() {
+        super.tearDown()
+        if !fixtureDir.isEmpty {
+            _ = try? run(["stop", fixtureDir])
+            try? FileManager.default.removeItem(atPath: fixtureDir)
+        }
+    }
+
+    private func engine(cacheStore: String) throws -> Engine {
+        var c = Configuration()
+        c.baseURL = server.baseURL
+        c.temporaryStore = true
+        c.cacheStore = cacheStore
+        return try Engine(configuration: c)
+    }
+
+    func testTwoEnginesShareOneRedisCache() async throws {
+        XCTAssertFalse(redisURL.isEmpty)
+        let request = Request.get("/cache").parameter("body", "shared").cachePolicy(.cacheFirst)
+        let a = try engine(cacheStore: redisURL)
+        let first = try await a.send(request)
+        XCTAssertEqual(first.cacheStatus, .network)
+        a.close()
+        let b = try engine(cacheStore: redisURL) // another temporary local store
+        defer { b.close() }
+        let second = try await b.send(request)
+        XCTAssertTrue(second.fromCache)
+        XCTAssertEqual(second.cacheStatus, .hit)
+        XCTAssertEqual(second.text, "shared")
+        XCTAssertEqual(server.count("/cache"), 1)
+        let size = try await b.cache.size()
+        XCTAssertEqual(size.count, 1)
+        let removed = try await b.cache.removeAll()
+        XCTAssertEqual(removed, 1)
+    }
+
+    func testRedisDownIsAClearError() async throws {
+        let spare = try LoopbackServer() // a free port: bound, then closed
+        let port = spare.port
+        spare.stop()
+        let e = try engine(cacheStore: "redis://127.0.0.1:\(port)/0")
+        defer { e.close() }
+        do {
+            _ = try await e.cache.size()
+            XCTFail("the size of a cache on a Redis that is down")
+        } catch {
+            XCTAssertEqual((error as? CourierError)?.code, .redis)
+        }
+        let response = try await e.send(Request.get("/cache").parameter("body", "net").cachePolicy(.cacheFirst))
+        XCTAssertEqual(response.cacheStatus, .network)
+        XCTAssertEqual(response.text, "net")
+    }
+
+    func testBadURLIsRefused() {
+        var c = Configuration()
+        c.cacheStore = "redis://127.0.0.1:0/0"
+        c.temporaryStore = true
+        XCTAssertThrowsError(try Engine(configuration: c)) {
+            XCTAssertEqual(($0 as? CourierError)?.code, .invalidArgument)
+        }
+    }
+}
