@@ -224,6 +224,7 @@ typedef struct jfreeze {
     char *method, *url; /* for the lifecycle event */
     jstate st;
     uint64_t seq;         /* once written */
+    uint64_t tried;       /* the number a write was sent with whose answer was lost (Redis), else 0 */
     courier_frozen *snap; /* once written */
     uint64_t answer_id;   /* the original send's id */
     int generated;        /* the id is made at write time (from the record's number) */

@@ -503,6 +503,28 @@ static int r_find_seq(cr_journal *j, cj_txn *txn, const char *id, uint64_t *seq)
  * between the two: a new number, then. */
 static int r_freeze(cr_journal *j, cj_txn *txn, jfreeze *f) {
     (void)txn;
+    if (f->tried) {
+        /* A write of this freeze was sent and its answer lost (a restart, a broken connection):
+         * if it landed, it is this freeze, written (not a second record of it). */
+        char sid[32];
+        snprintf(sid, sizeof sid, "0-%llu", (unsigned long long)f->tried);
+        rargs a = {0};
+        args(&a, "XRANGE");
+        argk(&a, j, K_STREAM);
+        args(&a, sid);
+        args(&a, sid);
+        cr_redis_cmd c = cmd_of(&a);
+        redisReply *rep;
+        int rc = run(j, &c, 1, &rep, false);
+        if (rc) return rc;
+        bool landed = rep->type == REDIS_REPLY_ARRAY && rep->elements == 1;
+        freeReplyObject(rep);
+        if (landed) {
+            f->seq = f->tried;
+            return 0;
+        }
+        f->tried = 0;
+    }
     for (int attempt = 0; attempt < 16; attempt++) {
         rargs a = {0};
         args(&a, "INCR");
@@ -529,9 +551,11 @@ static int r_freeze(cr_journal *j, cj_txn *txn, jfreeze *f) {
         size_t xl[5] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)seq), bl, strlen(text),
                         f->generated ? 0 : f->st.id_len, ql};
         long long done = 0;
+        f->tried = seq;
         rc = eval(j, "freeze", x, xl, 5, &done);
         free(text);
         if (rc) return rc;
+        f->tried = 0;
         if (done) {
             f->seq = seq;
             return 0;

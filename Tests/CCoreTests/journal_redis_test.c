@@ -345,7 +345,9 @@ static void two_processes_send_each_once(void) {
 }
 
 /* redis-server restarted (AOF, appendfsync always) while a replayer works and this process keeps
- * freezing: every freeze that was acknowledged (COURIER_E_FROZEN) is sent, at least once. */
+ * freezing: every freeze that was acknowledged (COURIER_E_FROZEN) is sent, at least once. (One
+ * whose answer was lost in the restart may have been written though reported not frozen: it is
+ * sent too; the promise is about what was acknowledged.) */
 static void redis_restart_loses_no_acknowledged_freeze(void) {
     enum { N = 20, M = 20 };
     const char *url = journal_url("restart");
@@ -390,7 +392,6 @@ static void redis_restart_loses_no_acknowledged_freeze(void) {
         char p[32];
         snprintf(p, sizeof p, "/slow/%d", N + i);
         if (w.codes[N + i] == COURIER_E_FROZEN) CHECK(jr_path_count(&srv, p) >= 1);
-        else CHECK_EQ(jr_path_count(&srv, p), 0);
     }
     printf("  %zu arrivals for %d + %d acknowledged freezes (%zu again)\n", jr_count(&srv), N, acked, dups);
     CHECK_EQ(count_left(url), 0);
