@@ -17,10 +17,7 @@ from conftest import free_port
 
 
 def _engine(url: str, store: str, **kw):
-    try:
-        return courier.Engine(store=store, frozen_store=url, frozen_poll=0.1, **kw)
-    except courier.RedisUnsupported:
-        pytest.skip("libcourier built without Redis stores")
+    return courier.Engine(store=store, frozen_store=url, frozen_poll=0.1, **kw)
 
 
 def test_frozen_in_another_process_replayed_here(redis_url, base_url, server, tmp_path) -> None:
