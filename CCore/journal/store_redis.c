@@ -51,9 +51,25 @@ enum { K_STREAM, K_STATE, K_IDS, K_GID, K_HOSTQ, K_HOSTQ_OF, K_OUTCOMES, K_SEQ }
 
 /* A transaction: the floor's calls are done when they return; the reply that backs a record's
  * text (rec_get) is kept until the next call or the end. */
+/* A state rewrite or an outcome record kept for the commit. */
+typedef struct rdeferred {
+    uint64_t seq;   /* a state rewrite; 0: an outcome record */
+    int remove;     /* the record's removal (seq), not a rewrite */
+    size_t len;
+    uint8_t data[J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX + 160];
+} rdeferred;
+
+/* State rewrites (claims, answers to retry, holds) and outcome records are kept until the commit
+ * and sent then in one pipeline: Redis, with appendfsync always, syncs its file once for a
+ * pipeline it reads at once, so a turn's claims cost one fsync, as a turn's commit does on LMDB.
+ * Removals (final answers) too: reads in the turn see all of them (rec_get and a pass overlay
+ * them: a record removed in the turn reads as gone). Freezes are written at once (a freeze is
+ * answered only once Redis has it); so are removals outside a turn (the API's). */
 struct cj_rtxn {
     cr_journal *j;
     redisReply *held;
+    rdeferred *dv;
+    size_t dn, dcap;
 };
 
 /* One script for every write that must be atomic (a freeze with the replacement of its id, a
@@ -338,16 +354,162 @@ static int r_begin(cr_journal *j, bool write, cj_txn **txn) {
     return 0;
 }
 
-static void r_abort(cr_journal *j, cj_txn *txn) {
-    (void)j;
-    struct cj_rtxn *t = (struct cj_rtxn *)txn;
-    if (!t) return;
+/* Sends the kept writes in one pipeline: EVALSHA update (the record may be gone: then nothing),
+ * LPUSH + LTRIM of the outcome records. */
+static int flush(cr_journal *j, struct cj_rtxn *t) {
+    if (!t->dn) return 0;
+    char sha[41];
+    pthread_mutex_lock(&j->redis->mu);
+    memcpy(sha, j->redis->script_sha, sizeof sha);
+    pthread_mutex_unlock(&j->redis->mu);
+    int rc = 0;
+    if (!sha[0]) {
+        /* Not loaded yet: one call through eval() loads it. */
+        rdeferred *d = &t->dv[0];
+        size_t i = 0;
+        while (i < t->dn && t->dv[i].seq == 0) i++;
+        if (i < t->dn) {
+            d = &t->dv[i];
+            char num[24];
+            const char *x[2] = {num, (const char *)d->data};
+            size_t xl[2] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)d->seq), d->len};
+            if ((rc = eval(j, d->remove ? "remove" : "update", x, xl, d->remove ? 1 : 2, NULL))) return rc;
+            d->seq = UINT64_MAX; /* done */
+            pthread_mutex_lock(&j->redis->mu);
+            memcpy(sha, j->redis->script_sha, sizeof sha);
+            pthread_mutex_unlock(&j->redis->mu);
+        }
+    }
+    size_t n = 0;
+    cr_redis_cmd *cmds = calloc(t->dn * 2 + 1, sizeof *cmds);
+    const char **argv = calloc(t->dn * 2 * 14 + 14, sizeof *argv);
+    size_t *argl = calloc(t->dn * 2 * 14 + 14, sizeof *argl);
+    char (*nums)[24] = calloc(t->dn + 1, sizeof *nums);
+    redisReply **rep = calloc(t->dn * 2 + 1, sizeof *rep);
+    if (!cmds || !argv || !argl || !nums || !rep) rc = ENOMEM;
+    size_t ai = 0;
+    bool outcomes = false;
+    for (size_t i = 0; rc == 0 && i < t->dn; i++) {
+        rdeferred *d = &t->dv[i];
+        if (d->seq == UINT64_MAX) continue;
+        const char **v = argv + ai;
+        size_t *l = argl + ai;
+        int c = 0;
+        if (d->seq) {
+            v[c++] = "EVALSHA";
+            v[c++] = sha;
+            v[c++] = "7";
+            for (int k = 0; k < R_KEYS - 1; k++) v[c++] = j->redis->keys[k];
+            v[c++] = R_GROUP;
+            v[c++] = d->remove ? "remove" : "update";
+            snprintf(nums[i], sizeof nums[i], "%llu", (unsigned long long)d->seq);
+            v[c++] = nums[i];
+            for (int k = 0; k < c; k++) l[k] = strlen(v[k]);
+            if (!d->remove) {
+                v[c] = (const char *)d->data;
+                l[c++] = d->len;
+            }
+        } else {
+            v[c] = "LPUSH";
+            l[c++] = 5;
+            v[c] = j->redis->keys[K_OUTCOMES];
+            l[c++] = j->redis->keylen[K_OUTCOMES];
+            v[c] = (const char *)d->data;
+            l[c++] = d->len;
+            outcomes = true;
+        }
+        cmds[n++] = (cr_redis_cmd){c, v, l};
+        ai += (size_t)c;
+    }
+    if (rc == 0 && outcomes) {
+        static const char *const trim[] = {"LTRIM", NULL, "0", "999"};
+        const char **v = argv + ai;
+        size_t *l = argl + ai;
+        for (int k = 0; k < 4; k++) v[k] = k == 1 ? j->redis->keys[K_OUTCOMES] : trim[k];
+        for (int k = 0; k < 4; k++) l[k] = strlen(v[k]);
+        cmds[n++] = (cr_redis_cmd){4, v, l};
+    }
+    if (rc == 0 && n) {
+        rc = run(j, cmds, n, rep, true); /* on failure it has freed the replies */
+        bool got = rc == 0;
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            if (rep[i]->type == REDIS_REPLY_ERROR) {
+                courier_error e;
+                if (strncmp(rep[i]->str, "NOSCRIPT", 8) == 0) {
+                    pthread_mutex_lock(&j->redis->mu);
+                    j->redis->script_sha[0] = '\0'; /* loaded again by the next call */
+                    pthread_mutex_unlock(&j->redis->mu);
+                }
+                cr_redis_reply_check(rep[i], "the journal's pipeline", &e);
+                rc = remember(j, &e);
+            }
+        }
+        if (got) cr_redis_replies_free(rep, n);
+    }
+    free(cmds);
+    free(argv);
+    free(argl);
+    free(nums);
+    free(rep);
+    t->dn = 0;
+    return rc;
+}
+
+static void txn_free(struct cj_rtxn *t) {
     if (t->held) freeReplyObject(t->held);
+    free(t->dv);
     free(t);
 }
 
+/* Without transactions nothing is undone: what the turn did is written either way. */
+static void r_abort(cr_journal *j, cj_txn *txn) {
+    struct cj_rtxn *t = (struct cj_rtxn *)txn;
+    if (!t) return;
+    (void)flush(j, t);
+    txn_free(t);
+}
+
 static int r_commit(cr_journal *j, cj_txn *txn) {
-    r_abort(j, txn);
+    struct cj_rtxn *t = (struct cj_rtxn *)txn;
+    int rc = flush(j, t);
+    txn_free(t);
+    return rc;
+}
+
+static int defer_write(struct cj_rtxn *t, uint64_t seq, int remove, const void *data, size_t len) {
+    if (seq) {
+        for (size_t i = 0; i < t->dn; i++) {
+            if (t->dv[i].seq == seq) {
+                if (t->dv[i].remove) return 0; /* removed in this turn: stays removed */
+                t->dv[i].remove = remove;
+                memcpy(t->dv[i].data, data, len);
+                t->dv[i].len = len;
+                return 0;
+            }
+        }
+    }
+    if (t->dn == t->dcap) {
+        size_t cap = t->dcap ? t->dcap * 2 : 32;
+        rdeferred *p = realloc(t->dv, cap * sizeof *p);
+        if (!p) return ENOMEM;
+        t->dv = p;
+        t->dcap = cap;
+    }
+    rdeferred *d = &t->dv[t->dn++];
+    d->seq = seq;
+    d->remove = remove;
+    d->len = len;
+    memcpy(d->data, data, len);
+    return 0;
+}
+
+/* What the kept writes say of seq: 0 nothing, 1 its state (*st), -1 removed. */
+static int deferred_state(struct cj_rtxn *t, uint64_t seq, jstate *st) {
+    for (size_t i = t ? t->dn : 0; i-- > 0;) {
+        if (t->dv[i].seq != seq) continue;
+        if (t->dv[i].remove) return -1;
+        return cj_state_decode(t->dv[i].data, t->dv[i].len, st) ? 1 : 0;
+    }
     return 0;
 }
 
@@ -400,8 +562,9 @@ static int r_rec_get(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const
     redisReply *rep[2];
     int rc = run(j, c, text ? 2 : 1, rep, false);
     if (rc) return rc;
-    if (rep[0]->type != REDIS_REPLY_STRING) rc = MDB_NOTFOUND;
-    else if (!cj_state_decode(rep[0]->str, rep[0]->len, st)) rc = MDB_CORRUPTED;
+    int kept = deferred_state(t, seq, st);
+    if (rep[0]->type != REDIS_REPLY_STRING || kept < 0) rc = MDB_NOTFOUND;
+    else if (!kept && !cj_state_decode(rep[0]->str, rep[0]->len, st)) rc = MDB_CORRUPTED;
     if (rc == 0 && text) {
         /* [[id, [field, value, ...]]] */
         redisReply *x = rep[1], *f = NULL;
@@ -428,13 +591,10 @@ static int r_rec_get(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const
 }
 
 static int r_st_update(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st) {
-    (void)txn, (void)old;
+    (void)j, (void)old;
     uint8_t b[J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX];
     size_t bl = cj_state_encode(st, b);
-    char num[24];
-    const char *x[2] = {num, (const char *)b};
-    size_t xl[2] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)seq), bl};
-    return eval(j, "update", x, xl, 2, NULL); /* a record removed meanwhile stays removed */
+    return defer_write((struct cj_rtxn *)txn, seq, 0, b, bl); /* a record removed meanwhile stays removed */
 }
 
 static int r_remove_seq(cr_journal *j, uint64_t seq) {
@@ -445,8 +605,8 @@ static int r_remove_seq(cr_journal *j, uint64_t seq) {
 }
 
 static int r_rec_remove(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st) {
-    (void)txn, (void)st;
-    return r_remove_seq(j, seq);
+    (void)j, (void)st;
+    return defer_write((struct cj_rtxn *)txn, seq, 1, "", 0); /* written at the commit, with the turn's other writes */
 }
 
 static int r_rec_remove_bad(cr_journal *j, cj_txn *txn, uint64_t seq) {
@@ -455,22 +615,10 @@ static int r_rec_remove_bad(cr_journal *j, cj_txn *txn, uint64_t seq) {
 }
 
 static int r_outcome_log(cr_journal *j, cj_txn *txn, const jstate *st, int code, int status, int64_t now) {
-    (void)txn;
+    (void)j;
     char text[COURIER_FROZEN_ID_MAX + 160];
     int len = cj_outcome_text(st, code, status, now, text, sizeof text);
-    rargs a = {0}, b = {0};
-    args(&a, "LPUSH");
-    argk(&a, j, K_OUTCOMES);
-    arg(&a, text, (size_t)len);
-    args(&b, "LTRIM");
-    argk(&b, j, K_OUTCOMES);
-    args(&b, "0");
-    argn(&b, J_OUTCOMES_KEPT - 1);
-    cr_redis_cmd c[2] = {cmd_of(&a), cmd_of(&b)};
-    redisReply *rep[2];
-    int rc = run(j, c, 2, rep, false);
-    if (rc == 0) cr_redis_replies_free(rep, 2);
-    return rc;
+    return defer_write((struct cj_rtxn *)txn, 0, 0, text, (size_t)len);
 }
 
 static int r_find_seq(cr_journal *j, cj_txn *txn, const char *id, uint64_t *seq) {
@@ -722,14 +870,46 @@ static int r_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned 
     char last_host[J_HOST_MAX + 1] = "";
     size_t last_hl = SIZE_MAX;
     uint64_t last_head = 0;
+    /* The states of this engine's records, a thousand per round trip. */
+    redisReply *states = NULL;
+    size_t sbase = 0;
     for (size_t i = 0; rc == 0 && i < nseq; i++) {
-        jstate st;
-        rc = r_rec_get(j, txn, seqs[i], &st, NULL, NULL);
-        if (rc == MDB_NOTFOUND || rc == MDB_CORRUPTED) { /* removed meanwhile, or for the app to see */
-            rc = 0;
-            continue;
+        if (!states || i - sbase >= states->elements) {
+            if (states) freeReplyObject(states);
+            states = NULL;
+            sbase = i;
+            size_t m = nseq - i < R_BATCH ? nseq - i : R_BATCH;
+            const char **v = calloc(m + 2, sizeof *v);
+            size_t *l = calloc(m + 2, sizeof *l);
+            char (*nums)[24] = calloc(m, sizeof *nums);
+            if (!v || !l || !nums) rc = ENOMEM;
+            if (rc == 0) {
+                v[0] = "HMGET";
+                v[1] = r->keys[K_STATE];
+                for (size_t k = 0; k < m; k++) {
+                    snprintf(nums[k], sizeof nums[k], "%llu", (unsigned long long)seqs[i + k]);
+                    v[k + 2] = nums[k];
+                }
+                for (size_t k = 0; k < m + 2; k++) l[k] = strlen(v[k]);
+                cr_redis_cmd c = {(int)m + 2, v, l};
+                rc = run(j, &c, 1, &states, false);
+                if (rc == 0 && (states->type != REDIS_REPLY_ARRAY || states->elements != m)) {
+                    freeReplyObject(states);
+                    states = NULL;
+                    rc = MDB_CORRUPTED;
+                }
+            }
+            free(v);
+            free(l);
+            free(nums);
+            if (rc) break;
         }
-        if (rc) break;
+        redisReply *sv = states->element[i - sbase];
+        jstate st;
+        if (sv->type != REDIS_REPLY_STRING) continue; /* removed meanwhile */
+        int kept = deferred_state((struct cj_rtxn *)txn, seqs[i], &st);
+        if (kept < 0) continue; /* removed in this turn */
+        if (!kept && !cj_state_decode(sv->str, sv->len, &st)) continue; /* does not decode: for the app to see and remove */
         if (st.claim_ms && !cj_claim_stale(j, &st, now)) {
             if (due_time(&st) < next_due) next_due = due_time(&st);
             continue; /* on the wire */
@@ -758,6 +938,7 @@ static int r_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned 
         rc = cj_consider(j, txn, seqs[i], &st, now, &slots, mode, since, sends, events, next, mode_done, &full);
         if (rc == 0 && due_time(&st) < next_due) next_due = due_time(&st); /* as written (a claim: the lease's end) */
     }
+    if (states) freeReplyObject(states);
     if (rc == 0 && expired.n) rc = cj_sweep_expired(j, txn, expired.v, expired.n, now, events);
     free(expired.v);
     free(seqs);
