@@ -806,8 +806,9 @@ static int keep_alive(cr_journal *j, const char **ids, size_t n, int64_t min_idl
     return 0;
 }
 
-/* The head of a host's ordered queue (0: none). */
-static int host_head(cr_journal *j, const char *host, size_t hl, uint64_t *seq) {
+/* The head of a host's ordered queue (0: none), not counting records removed in this turn (their
+ * removal is written at the commit). */
+static int host_head(cr_journal *j, struct cj_rtxn *t, const char *host, size_t hl, uint64_t *seq) {
     *seq = 0;
     char lo[J_HOST_MAX + 3], hi[J_HOST_MAX + 3];
     lo[0] = '[';
@@ -823,13 +824,17 @@ static int host_head(cr_journal *j, const char *host, size_t hl, uint64_t *seq) 
     arg(&a, hi, hl + 2);
     args(&a, "LIMIT");
     args(&a, "0");
-    args(&a, "1");
+    args(&a, "64");
     cr_redis_cmd c = cmd_of(&a);
     redisReply *rep;
     int rc = run(j, &c, 1, &rep, false);
     if (rc) return rc;
-    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 && rep->element[0]->len > hl + 1)
-        *seq = strtoull(rep->element[0]->str + hl + 1, NULL, 10);
+    for (size_t i = 0; !*seq && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
+        if (rep->element[i]->len <= hl + 1) continue;
+        uint64_t s = strtoull(rep->element[i]->str + hl + 1, NULL, 10);
+        jstate unused;
+        if (deferred_state(t, s, &unused) >= 0) *seq = s;
+    }
     freeReplyObject(rep);
     return 0;
 }
@@ -925,7 +930,7 @@ static int r_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned 
         }
         if (is_ordered_auto(&st)) {
             if (st.host_len != last_hl || memcmp(st.host, last_host, st.host_len) != 0) {
-                if ((rc = host_head(j, st.host, st.host_len, &last_head))) break;
+                if ((rc = host_head(j, (struct cj_rtxn *)txn, st.host, st.host_len, &last_head))) break;
                 memcpy(last_host, st.host, st.host_len);
                 last_hl = st.host_len;
             }
@@ -954,13 +959,40 @@ static void r_due_edges(cr_journal *j, cj_txn *txn, int64_t now, bool *due_now, 
     *next_due = j->redis->next_due > now ? j->redis->next_due : INT64_MAX;
 }
 
-/* Without a pass: what the last pass saw. Every poll interval (scan) a pass looks again: for what
- * other engines froze, and for claims of the silent. */
+/* Whether the group has entries no consumer took yet (XINFO GROUPS' lag; unknown counts as yes). */
+static bool undelivered(cr_journal *j) {
+    rargs a = {0};
+    args(&a, "XINFO");
+    args(&a, "GROUPS");
+    argk(&a, j, K_STREAM);
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    if (run(j, &c, 1, &rep, false)) return true;
+    bool any = true;
+    for (size_t g = 0; rep->type == REDIS_REPLY_ARRAY && g < rep->elements; g++) {
+        redisReply *m = rep->element[g];
+        bool ours = false;
+        long long lag = -1;
+        for (size_t k = 0; m->type == REDIS_REPLY_ARRAY && k + 1 < m->elements; k += 2) {
+            redisReply *key = m->element[k], *val = m->element[k + 1];
+            if (key->type != REDIS_REPLY_STRING) continue;
+            if (strcmp(key->str, "name") == 0) ours = val->type == REDIS_REPLY_STRING && strcmp(val->str, R_GROUP) == 0;
+            else if (strcmp(key->str, "lag") == 0 && val->type == REDIS_REPLY_INTEGER) lag = val->integer;
+        }
+        if (ours) any = lag != 0;
+    }
+    freeReplyObject(rep);
+    return any;
+}
+
+/* Without a pass: what the last pass saw, and whether entries wait to be taken (another engine's
+ * freezes, this engine's own before its first pass). Every poll interval (scan) a pass looks
+ * again anyway: for claims of the silent. */
 static int r_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead,
                   jseqs *expired) {
     (void)dead, (void)expired;
     r_due_edges(j, NULL, now, due_now, next_due);
-    if (scan) *due_now = true;
+    if (scan || (!*due_now && undelivered(j))) *due_now = true;
     return 0;
 }
 

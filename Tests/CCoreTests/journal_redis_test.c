@@ -568,13 +568,52 @@ static void query_remove_events_as_on_lmdb(void) {
     pthread_mutex_destroy(&log.m);
 }
 
+/* An engine that resumes replay replays what others froze at once, not at its next poll (its pass
+ * is what takes new entries from the stream: a peek must say when there are any), and an ordered
+ * host's next request goes in the turn that recorded the answer of the one before (whose removal
+ * is written at that turn's commit). Both waited for the poll before. */
+static void resume_replays_without_waiting_for_the_poll(void) {
+    enum { N = 3 };
+    const char *url = journal_url("resume");
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    CHECK_EQ(freeze_n(url, srv.port, "/r/%d", N, 0, 1), N);
+    courier_config *cfg = NULL;
+    courier_config_new(&cfg);
+    courier_config_set_store_dir(cfg, th_tmpdir());
+    courier_config_set_frozen_store(cfg, url);
+    courier_config_set_frozen_poll_ms(cfg, 600000); /* ten minutes: the test would time out first */
+    courier_config_set_frozen_paused(cfg, 1);
+    courier_engine *e = NULL;
+    REQUIRE(courier_engine_open(&e, cfg, NULL) == COURIER_OK);
+    courier_config_free(cfg);
+    CHECK_EQ(courier_frozen_wait_idle(e, 20000), COURIER_OK); /* its first turns, paused */
+    CHECK_EQ(courier_frozen_resume(e), COURIER_OK);
+    int64_t left = -1, end = th_now_ms() + 30000;
+    do {
+        CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+        courier_frozen_count(e, &left, NULL);
+    } while (left > 0 && jr_count(&srv) == 0 && th_now_ms() < end);
+    CHECK_EQ(left, 0);
+    CHECK_EQ(jr_count(&srv), N);
+    for (size_t i = 0; i < jr_count(&srv) && i < N; i++) { /* in order: each the head of its host after the one before */
+        char p[16];
+        snprintf(p, sizeof p, "/r/%d", (int)i);
+        CHECK_STR(jr_get(&srv, i).path, p);
+    }
+    courier_engine_close(e);
+    jr_stop(&srv);
+    jr_free(&srv);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "--child") == 0) return child_main(argc, argv);
     if (!th_redis_built()) {
         printf("journal_redis_test: skipped (built without Redis stores)\n");
         return 0;
     }
-    static const th_test tests[] = {T(query_remove_events_as_on_lmdb), T(frozen_in_one_process_replayed_by_another),
+    static const th_test tests[] = {T(query_remove_events_as_on_lmdb), T(resume_replays_without_waiting_for_the_poll), T(frozen_in_one_process_replayed_by_another),
                                     T(two_processes_send_each_once), T(killed_replayer_loses_nothing),
                                     T(redis_restart_loses_no_acknowledged_freeze), T(redis_down_is_a_clear_error)};
     return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
