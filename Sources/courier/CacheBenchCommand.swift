@@ -42,7 +42,7 @@ struct CacheBenchCommand: ParsableCommand {
             server, one command per operation, in --chunks alternating chunks: --redis-entries puts, then \
             --gets random hits; keys hiredis_get_ops, hiredis_put_ops, courier_get_ops, courier_put_ops \
             (target Courier >= 0.8x hiredis). Without --redis-url it starts a redis-server of its own \
-            (scripts/redis-fixture: AOF, appendfsync always). --requests-cache adds requests-cache's Redis \
+            (scripts/redis-fixture: AOF with --redis-fsync, default everysec). --requests-cache adds requests-cache's Redis \
             backend driven from Python (bindings/python/run-redis-bench.sh, in a virtual environment of its \
             own): requests_cache_get_ops, requests_cache_put_ops (target Courier >= 10x).
             """
@@ -69,6 +69,9 @@ struct CacheBenchCommand: ParsableCommand {
     var redisEntries = 20_000
     @Flag(name: .customLong("requests-cache"), help: "With --backend redis, also measure requests-cache's Redis backend.")
     var requestsCache = false
+    @Option(name: .customLong("redis-fsync"),
+            help: "appendfsync of the redis-server it starts: everysec (a cache's usual setting) or always.")
+    var redisFsync = "everysec"
 
     func validate() throws {
         guard entries > 0, gets >= 0, runs > 0, chunks > 0, durablePuts > 0, urlCacheEntries > 0,
@@ -76,6 +79,9 @@ struct CacheBenchCommand: ParsableCommand {
             throw ValidationError("counts must be > 0")
         }
         guard backend == "lmdb" || backend == "redis" else { throw ValidationError("--backend is lmdb or redis") }
+        guard ["everysec", "always", "no"].contains(redisFsync) else {
+            throw ValidationError("--redis-fsync is everysec, always or no")
+        }
         _ = try sizes()
     }
 
@@ -173,7 +179,7 @@ struct CacheBenchCommand: ParsableCommand {
     }
 
     func runRedis() throws {
-        let redis = try BenchRedis(url: redisURL)
+        let redis = try BenchRedis(url: redisURL, appendfsync: redisFsync)
         defer { redis.stop() }
         let url = redis.url
         var results: [cbench_redis_result] = []
@@ -192,7 +198,7 @@ struct CacheBenchCommand: ParsableCommand {
             return v[v.count / 2]
         }
         var f: [String: Any] = [
-            "backend": "redis", "entries": redisEntries, "gets": gets, "runs": runs, "value_bytes": 1024,
+            "backend": "redis", "redis_appendfsync": redisURL == nil ? redisFsync : "its own", "entries": redisEntries, "gets": gets, "runs": runs, "value_bytes": 1024,
             "hiredis_get_ops": median { $0.hiredis_get_ops }, "hiredis_put_ops": median { $0.hiredis_put_ops },
             "courier_get_ops": median { $0.courier_get_ops }, "courier_put_ops": median { $0.courier_put_ops },
         ]

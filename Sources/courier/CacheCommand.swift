@@ -32,12 +32,36 @@ struct CacheOptions: ParsableArguments {
             + "directory ($XDG_DATA_HOME/<id>/courier, else ~/.local/share/<id>/courier).", valueName: "id"))
     var appID: String?
 
+    @Option(name: .customLong("cache-store"), help: ArgumentHelp(
+        "The cache's own store, as an app's Configuration.cacheStore names it: a directory or a "
+            + "redis://[[user]:password@]host[:port][/db] URL (default: $COURIER_CACHE_STORE, else the "
+            + "store directory's cache).", valueName: "dir-or-url"))
+    var cacheStore: String?
+
     @Flag(help: "Print JSON on stdout.")
     var json = false
 
+    /// The cache store in effect: --cache-store, else $COURIER_CACHE_STORE, else nil (the store's).
+    var effectiveCacheStore: String? {
+        if let cacheStore { return cacheStore }
+        if let env = ProcessInfo.processInfo.environment["COURIER_CACHE_STORE"], !env.isEmpty { return env }
+        return nil
+    }
+
     /// An engine on the store (it opens the cache on first use; nothing is sent).
     func openEngine() throws -> Engine {
-        try Engine(configuration: storeConfiguration(store: store, appID: appID))
+        var configuration = storeConfiguration(store: store, appID: appID)
+        configuration.cacheStore = effectiveCacheStore
+        return try Engine(configuration: configuration)
+    }
+
+    /// Where the cache is, for the output: the cache store (a Redis URL without its password), else
+    /// the store directory's cache.
+    func cacheLocation(_ engine: Engine) -> String {
+        guard let cacheStore = effectiveCacheStore else { return engine.storeDirectory + "/cache" }
+        guard cacheStore.lowercased().hasPrefix("redis"), let at = cacheStore.firstIndex(of: "@"),
+              let scheme = cacheStore.range(of: "://") else { return cacheStore }
+        return String(cacheStore[..<scheme.upperBound]) + "***" + String(cacheStore[at...])
     }
 }
 
@@ -111,10 +135,10 @@ struct CacheStatsCommand: ParsableCommand {
         try withEngine(options) { engine in
             let stats = try engine.cache.stats()
             if options.json {
-                try printJSON(["store": engine.storeDirectory, "bytes": stats.bytes, "count": stats.count,
-                               "max_bytes": stats.maxBytes] as [String: Any])
+                try printJSON(["store": engine.storeDirectory, "cache": options.cacheLocation(engine),
+                               "bytes": stats.bytes, "count": stats.count, "max_bytes": stats.maxBytes] as [String: Any])
             } else {
-                print("store:   \(engine.storeDirectory)/cache")
+                print("store:   \(options.cacheLocation(engine))")
                 print("entries: \(stats.count)")
                 print("size:    \(bytesText(stats.bytes)) (\(stats.bytes) bytes) of \(bytesText(stats.maxBytes))")
             }
@@ -227,9 +251,10 @@ struct CacheVerifyCommand: ParsableCommand {
             if options.json {
                 var object = report.jsonObject
                 object["store"] = engine.storeDirectory
+                object["cache"] = options.cacheLocation(engine)
                 try printJSON(object)
             } else {
-                print("store:   \(engine.storeDirectory)/cache")
+                print("store:   \(options.cacheLocation(engine))")
                 print(report.summary)
                 print("file:    \(bytesText(report.fileBytes)) on disk, \(bytesText(report.usedBytes)) in use "
                       + "(trees \(bytesText(report.treeBytes)), free list \(bytesText(report.freeBytes))), "

@@ -53,6 +53,26 @@ final class CacheRedisTests: LoopbackTestCase {
         XCTAssertEqual(removed, 1)
     }
 
+    /// The tool's cache commands on the Redis cache (`--cache-store URL`).
+    func testToolCacheCommandsOnRedis() throws {
+        let e = try engine(cacheStore: redisURL)
+        try e.cache.put(key: "tool-entry", body: Data("z".utf8), expiry: 600)
+        e.close()
+        let store = NSTemporaryDirectory() + "courier-tool-redis-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: store) }
+        let (status, output) = try runCourierTool(["cache", "ls", "--store", store, "--cache-store", redisURL])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(output.contains("tool-entry"), output)
+        let (statsStatus, stats) = try runCourierTool(["cache", "stats", "--store", store, "--cache-store", redisURL, "--json"])
+        XCTAssertEqual(statsStatus, 0, stats)
+        let object = try JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any]
+        XCTAssertEqual(object?["count"] as? Int, 1)
+        XCTAssertEqual(object?["cache"] as? String, redisURL)
+        let (clearStatus, cleared) = try runCourierTool(["cache", "clear", "--store", store, "--cache-store", redisURL])
+        XCTAssertEqual(clearStatus, 0, cleared)
+        XCTAssertTrue(cleared.contains("removed 1 entries"), cleared)
+    }
+
     func testRedisDownIsAClearError() async throws {
         let spare = try LoopbackServer() // a free port: bound, then closed
         let port = spare.port

@@ -32,13 +32,17 @@ struct BenchRedis {
     let url: String
     private let fixtureDir: String?
 
-    init(url given: String?) throws {
+    /// - Parameters:
+    ///   - given: --redis-url, or nil for a server of its own.
+    ///   - appendfsync: That server's `appendfsync` (REDIS_FIXTURE_APPENDFSYNC), nil: the fixture's.
+    init(url given: String?, appendfsync: String? = nil) throws {
         if let given {
             url = given
             fixtureDir = nil
             return
         }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench-redis-\(UUID())").path
+        if let appendfsync { setenv("REDIS_FIXTURE_APPENDFSYNC", appendfsync, 1) }
         let started = try runScript([Self.fixture, "start", dir])
         guard started.status == 0 else {
             printError("error: redis-server did not start (scripts/redis-fixture; scripts/setup installs it)")
