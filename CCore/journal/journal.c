@@ -169,8 +169,10 @@ static int64_t turn(cr_journal *j) {
         cj_txn *txn = NULL;
         int rc = j->broken ? MDB_PANIC : j->store->begin(j, true, &txn);
         jfreeze *f;
+        /* A store that writes a turn's freezes together (Redis: one pipeline, one AOF fsync). */
+        if (rc == 0 && fz && j->store->freeze_batch) rc = j->store->freeze_batch(j, txn, fz);
         for (f = fz; rc == 0 && f; f = f->next) {
-            rc = cj_apply_freeze(j, txn, f);
+            if (!f->seq) rc = cj_apply_freeze(j, txn, f);
             /* The event's snapshot is read back from the written bytes, when someone listens. */
             if (rc == 0 && listening && !(f->snap = cj_snap_in(j, txn, f->seq, &f->st))) rc = ENOMEM;
         }

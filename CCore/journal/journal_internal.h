@@ -315,6 +315,9 @@ typedef struct cj_store_ops {
     int (*find_seq)(cr_journal *j, cj_txn *txn, const char *id, uint64_t *seq);
     /* Writes a freeze (a given id replaces its older record): f->seq, f->id set. */
     int (*freeze)(cr_journal *j, cj_txn *txn, struct jfreeze *f);
+    /* Writes a turn's freezes together, as far as it can (those it wrote have f->seq; freeze writes
+     * the rest). NULL: one at a time. */
+    int (*freeze_batch)(cr_journal *j, cj_txn *txn, struct jfreeze *list);
     /* An explicit resend: makes seq this engine's to claim (Redis: into its consumer's pending
      * list). NULL: nothing to do. */
     int (*take)(cr_journal *j, cj_txn *txn, uint64_t seq);

@@ -714,6 +714,109 @@ static int r_freeze(cr_journal *j, cj_txn *txn, jfreeze *f) {
     return remember(j, &e);
 }
 
+/* A turn's freezes in two round trips: INCRBY for their numbers, then their scripts in one
+ * pipeline (so Redis syncs its append-only file once for all of them, as one LMDB commit). A
+ * freeze whose number another engine overtook (the script says 0), or that the pipeline left
+ * unanswered, is written alone by r_freeze. */
+static int r_freeze_batch(cr_journal *j, cj_txn *txn, jfreeze *list) {
+    (void)txn;
+    size_t n = 0;
+    for (jfreeze *f = list; f; f = f->next) n += !f->seq && !f->tried;
+    if (n < 2) return 0;
+    char sha[41];
+    pthread_mutex_lock(&j->redis->mu);
+    memcpy(sha, j->redis->script_sha, sizeof sha);
+    pthread_mutex_unlock(&j->redis->mu);
+    if (!sha[0]) return 0; /* the first single freeze loads the script */
+    rargs a = {0};
+    args(&a, "INCRBY");
+    argk(&a, j, K_SEQ);
+    argn(&a, (int64_t)n);
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    int rc = run(j, &c, 1, &rep, false);
+    if (rc) return rc;
+    uint64_t last = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0 ? (uint64_t)rep->integer : 0;
+    freeReplyObject(rep);
+    if (last < n) return MDB_CORRUPTED;
+    enum { ARGS = 17 };
+    cr_redis_cmd *cmds = calloc(n, sizeof *cmds);
+    const char **argv = calloc(n * ARGS, sizeof *argv);
+    size_t *argl = calloc(n * ARGS, sizeof *argl);
+    char **texts = calloc(n, sizeof *texts);
+    uint8_t (*states)[J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX] = calloc(n, sizeof *states);
+    char (*nums)[24] = calloc(n, sizeof *nums);
+    char (*qms)[J_HOST_MAX + 24] = calloc(n, sizeof *qms);
+    jfreeze **fs = calloc(n, sizeof *fs);
+    redisReply **reps = calloc(n, sizeof *reps);
+    if (!cmds || !argv || !argl || !texts || !states || !nums || !qms || !fs || !reps) rc = ENOMEM;
+    size_t k = 0;
+    for (jfreeze *f = list; rc == 0 && f; f = f->next) {
+        if (f->seq || f->tried) continue;
+        uint64_t seq = last - n + 1 + k;
+        if ((rc = cj_freeze_text(f, seq, &texts[k]))) break;
+        size_t bl = cj_state_encode(&f->st, states[k]);
+        size_t ql = 0;
+        if (is_ordered_auto(&f->st)) {
+            memcpy(qms[k], f->st.host, f->st.host_len);
+            qms[k][f->st.host_len] = '\0';
+            ql = f->st.host_len + 1u + (size_t)snprintf(qms[k] + f->st.host_len + 1, 21, "%020llu", (unsigned long long)seq);
+        }
+        const char **v = argv + k * ARGS;
+        size_t *l = argl + k * ARGS;
+        int m = 0;
+        v[m++] = "EVALSHA";
+        v[m++] = sha;
+        v[m++] = "7";
+        for (int q = 0; q < R_KEYS - 1; q++) v[m++] = j->redis->keys[q];
+        v[m++] = R_GROUP;
+        v[m++] = "freeze";
+        snprintf(nums[k], sizeof nums[k], "%llu", (unsigned long long)seq);
+        v[m++] = nums[k];
+        for (int q = 0; q < m; q++) l[q] = strlen(v[q]);
+        v[m] = (const char *)states[k];
+        l[m++] = bl;
+        v[m] = texts[k];
+        l[m++] = strlen(texts[k]);
+        v[m] = f->generated ? "" : f->st.id;
+        l[m++] = f->generated ? 0 : f->st.id_len;
+        v[m] = qms[k];
+        l[m++] = ql;
+        cmds[k] = (cr_redis_cmd){m, v, l};
+        fs[k] = f;
+        f->tried = seq;
+        k++;
+    }
+    if (rc == 0 && k) {
+        rc = run(j, cmds, k, reps, true);
+        for (size_t i = 0; rc == 0 && i < k; i++) {
+            if (reps[i]->type == REDIS_REPLY_INTEGER && reps[i]->integer > 0) {
+                fs[i]->seq = fs[i]->tried;
+                fs[i]->tried = 0;
+            } else {
+                fs[i]->tried = 0; /* not written (overtaken, NOSCRIPT): written alone */
+                if (reps[i]->type == REDIS_REPLY_ERROR && strncmp(reps[i]->str, "NOSCRIPT", 8) == 0) {
+                    pthread_mutex_lock(&j->redis->mu);
+                    j->redis->script_sha[0] = '\0';
+                    pthread_mutex_unlock(&j->redis->mu);
+                }
+            }
+        }
+        if (rc == 0) cr_redis_replies_free(reps, k);
+    }
+    for (size_t i = 0; texts && i < k; i++) free(texts[i]);
+    free(cmds);
+    free(argv);
+    free(argl);
+    free(texts);
+    free(states);
+    free(nums);
+    free(qms);
+    free(fs);
+    free(reps);
+    return rc;
+}
+
 /* New entries of the stream become this engine's (its pending list). */
 static int adopt_new(cr_journal *j) {
     rargs a = {0};
@@ -1145,6 +1248,7 @@ const cj_store_ops cj_redis_store = {
     .outcome_log = r_outcome_log,
     .find_seq = r_find_seq,
     .freeze = r_freeze,
+    .freeze_batch = r_freeze_batch,
     .take = r_take,
     .pass = r_pass,
     .due_edges = r_due_edges,
