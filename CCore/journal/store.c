@@ -684,8 +684,7 @@ static int lm_pass(cr_journal *j, cj_txn *t, int64_t now, long slots, unsigned m
     *mode_done = true;
     MDB_cursor *c;
     int rc = 0;
-    uint64_t *cand = NULL;
-    size_t n = 0, cap = 0;
+    jseqs cand = {0};
     MDB_val k, v;
     bool full = false; /* out of slots with candidates left */
     /* `due` in batches a little larger than the free slots: a batch is collected first (changing
@@ -702,7 +701,7 @@ static int lm_pass(cr_journal *j, cj_txn *t, int64_t now, long slots, unsigned m
         }
         while (more && rc == 0 && !full) {
             more = false;
-            n = 0;
+            cand.n = 0;
             if ((rc = mdb_cursor_open(txn, j->env->db_due, &c))) break;
             size_t limit = (size_t)(slots > 0 ? slots : 0) + 16;
             if (have_from) {
@@ -719,70 +718,55 @@ static int lm_pass(cr_journal *j, cj_txn *t, int64_t now, long slots, unsigned m
                     *next = tm;
                     break;
                 }
-                if (n == limit) {
+                if (cand.n == limit) {
                     memcpy(from, k.mv_data, 16); /* the next batch starts here */
                     have_from = more = true;
                     break;
                 }
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 32;
-                    uint64_t *p = realloc(cand, cap * sizeof *p);
-                    if (!p) {
-                        rc = ENOMEM;
-                        break;
-                    }
-                    cand = p;
-                }
-                cand[n++] = cr_get_be64((const uint8_t *)k.mv_data + 8);
+                cj_seqs_add(&cand, cr_get_be64((const uint8_t *)k.mv_data + 8)); /* no memory: the next pass */
             }
             mdb_cursor_close(c);
             if (rc == MDB_NOTFOUND) rc = 0;
-            for (size_t i = 0; i < n && rc == 0 && !full; i++) {
+            for (size_t i = 0; i < cand.n && rc == 0 && !full; i++) {
                 jstate st;
-                rc = st_get(j, txn, cand[i], &st);
+                rc = st_get(j, txn, cand.v[i], &st);
                 if (rc == MDB_NOTFOUND) {
                     rc = 0;
                     continue;
                 }
                 if (rc) break;
-                rc = cj_consider(j, t, cand[i], &st, now, &slots, mode, since, sends, events, next, mode_done, &full);
+                rc = cj_consider(j, t, cand.v[i], &st, now, &slots, mode, since, sends, events, next, mode_done, &full);
             }
         }
     }
-    free(cand);
-    if (rc || !(mode & J_KICK_MANUAL)) return rc;
+    cand.n = 0;
+    if (rc || !(mode & J_KICK_MANUAL)) {
+        free(cand.v);
+        return rc;
+    }
     /* Manual records are not in `due`: a replay-now that includes them scans every record. */
-    if ((rc = mdb_cursor_open(txn, j->env->db_req, &c))) return rc;
-    n = 0;
-    cand = NULL;
-    cap = 0;
+    if ((rc = mdb_cursor_open(txn, j->env->db_req, &c))) {
+        free(cand.v);
+        return rc;
+    }
     for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         jstate st;
         if (k.mv_size != 8 || !cj_state_decode(v.mv_data, v.mv_size, &st)) continue;
         if (st.policy != COURIER_FREEZE_MANUAL || st.last_ms >= since) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            uint64_t *p = realloc(cand, cap * sizeof *p);
-            if (!p) {
-                rc = ENOMEM;
-                break;
-            }
-            cand = p;
-        }
-        cand[n++] = cr_get_be64(k.mv_data);
+        cj_seqs_add(&cand, cr_get_be64(k.mv_data));
     }
     mdb_cursor_close(c);
     if (rc == MDB_NOTFOUND) rc = 0;
     full = false;
-    for (size_t i = 0; i < n && rc == 0 && !full; i++) {
+    for (size_t i = 0; i < cand.n && rc == 0 && !full; i++) {
         jstate st;
-        if ((rc = st_get(j, txn, cand[i], &st))) {
+        if ((rc = st_get(j, txn, cand.v[i], &st))) {
             if (rc == MDB_NOTFOUND) rc = 0;
             continue;
         }
-        rc = cj_consider_manual(j, t, cand[i], &st, now, &slots, mode, sends, next, mode_done, &full);
+        rc = cj_consider_manual(j, t, cand.v[i], &st, now, &slots, mode, sends, next, mode_done, &full);
     }
-    free(cand);
+    free(cand.v);
     return rc;
 }
 

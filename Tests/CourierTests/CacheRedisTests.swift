@@ -9,22 +9,7 @@ import Courier
 import Foundation
 import XCTest
 
-final class CacheRedisTests: LoopbackTestCase {
-    private var redis: RedisFixture?
-    private var redisURL = ""
-
-    override func setUpWithError() throws {
-        let fixture = try RedisFixture()
-        redis = fixture
-        redisURL = fixture.url
-        try super.setUpWithError()
-    }
-
-    override func tearDown() {
-        super.tearDown()
-        redis?.stop()
-    }
-
+final class CacheRedisTests: RedisTestCase {
     private func engine(cacheStore: String) throws -> Engine {
         var c = Configuration()
         c.baseURL = server.baseURL

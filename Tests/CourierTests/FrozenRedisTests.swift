@@ -7,22 +7,7 @@ import Courier
 import Foundation
 import XCTest
 
-final class FrozenRedisTests: LoopbackTestCase {
-    private var redis: RedisFixture?
-    private var redisURL = ""
-
-    override func setUpWithError() throws {
-        let fixture = try RedisFixture()
-        redis = fixture
-        redisURL = fixture.url
-        try super.setUpWithError()
-    }
-
-    override func tearDown() {
-        super.tearDown()
-        redis?.stop()
-    }
-
+final class FrozenRedisTests: RedisTestCase {
     func testFrozenByOneEngineReplayedByAnother() async throws {
         let url = redisURL + "#swift"
         func open(_ paused: Bool) throws -> Engine {

@@ -45,3 +45,21 @@ final class RedisFixture {
         return (pclose(pipe), output)
     }
 }
+
+/// A LoopbackTestCase with a redis-server of its own for each test (`redisURL`).
+class RedisTestCase: LoopbackTestCase {
+    private var redis: RedisFixture?
+    var redisURL = ""
+
+    override func setUpWithError() throws {
+        let fixture = try RedisFixture()
+        redis = fixture
+        redisURL = fixture.url
+        try super.setUpWithError()
+    }
+
+    override func tearDown() {
+        super.tearDown()
+        redis?.stop()
+    }
+}
