@@ -1167,6 +1167,20 @@ int cr_store_totals(cr_store *s, int64_t *bytes, int64_t *count, courier_error *
 
 /* ---- listing -------------------------------------------------------------------------------- */
 
+int cr_list_item_fill(cr_list_item *it, const cr_entry *e, const uint8_t hash[16]) {
+    memset(it, 0, sizeof *it);
+    it->key = cr_strndup(e->key, e->key_len);
+    it->url = cr_strndup(e->url, e->url_len);
+    if (!it->key || !it->url) return COURIER_E_NO_MEMORY;
+    cr_key_hex(hash, it->id);
+    it->status = e->status;
+    it->size = (int64_t)e->stored_size;
+    it->created_ms = e->created_ms;
+    it->expires_ms = e->expires_ms;
+    it->discard_ms = e->discard_ms;
+    return COURIER_OK;
+}
+
 void cr_list_items_free(cr_list_item *items, size_t count) {
     for (size_t i = 0; i < count; i++) {
         free(items[i].key);
@@ -1201,21 +1215,11 @@ int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_erro
             out = p;
             cap = nc;
         }
-        cr_list_item *it = &out[n];
-        memset(it, 0, sizeof *it);
-        it->key = cr_strndup(e.key, e.key_len);
-        it->url = cr_strndup(e.url, e.url_len);
         n++;
-        if (!it->key || !it->url) {
+        if (cr_list_item_fill(&out[n - 1], &e, k.mv_data)) {
             code = COURIER_E_NO_MEMORY;
             break;
         }
-        cr_key_hex(k.mv_data, it->id);
-        it->status = e.status;
-        it->size = (int64_t)e.stored_size;
-        it->created_ms = e.created_ms;
-        it->expires_ms = e.expires_ms;
-        it->discard_ms = e.discard_ms;
     }
     if (c) mdb_cursor_close(c);
     cr_store_read_end(s, &rd);

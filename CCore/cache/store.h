@@ -149,6 +149,9 @@ typedef struct cr_list_item {
 
 CR_HIDDEN int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_error *err);
 CR_HIDDEN void cr_list_items_free(cr_list_item *items, size_t count);
+/* Fills *it from a decoded entry and its hash (the strings copied; on COURIER_E_NO_MEMORY what was
+ * copied is still *it's, freed with the list). */
+CR_HIDDEN int cr_list_item_fill(cr_list_item *it, const cr_entry *e, const uint8_t hash[16]);
 
 /* The encoded size of a put's entry (its value in the store) and the encoding itself (the value
  * layout of store.c, the same on every backend): `out` has cr_entry_encoded_size bytes. */

@@ -470,21 +470,10 @@ static int tally_batch(redis_backend *b, const redisReply *keys, void *ctx, cour
             t->items = p;
             t->cap = nc;
         }
-        cr_list_item *it = &t->items[t->count];
-        memset(it, 0, sizeof *it);
-        it->key = cr_strndup(e.key, e.key_len);
-        it->url = cr_strndup(e.url, e.url_len);
-        t->count++;
-        if (!it->key || !it->url) {
+        if (cr_list_item_fill(&t->items[t->count++], &e, h)) {
             rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
             break;
         }
-        cr_key_hex(h, it->id);
-        it->status = e.status;
-        it->size = (int64_t)e.stored_size;
-        it->created_ms = e.created_ms;
-        it->expires_ms = e.expires_ms;
-        it->discard_ms = e.discard_ms;
     }
     per_key_free(reps, n);
     return rc;

@@ -10,12 +10,9 @@
  */
 #include "harness.h"
 
-#include <arpa/inet.h>
 #include <hiredis/hiredis.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 static const char *url_now;
@@ -288,15 +285,11 @@ static void test_redis_down(void) {
  * after the URL's timeout, a request still gets the network's answer (ctest's timeout catches a
  * hang). */
 static void test_redis_not_answering(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 16) == 0);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
+    int port = 0;
+    int fd = th_silent_listener(&port);
+    REQUIRE(fd >= 0);
     char url[100];
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0?timeout_ms=200", ntohs(a.sin_port));
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0?timeout_ms=200", port);
     courier_engine *e = engine_on(url);
     REQUIRE(e);
     courier_error err;
@@ -313,40 +306,44 @@ static void test_redis_not_answering(void) {
     close(fd);
 }
 
-/* Engines on several threads share one server (the connection pool under load; TSan in CI). */
-static const char *shared_url;
-static void *hammer(void *arg) {
-    int id = (int)(intptr_t)arg;
-    courier_engine *e = th_engine(on_redis); /* url_now: set before the threads start */
-    if (!e) return NULL;
+/* Engines used on several threads share one server (the connection pool under load; TSan in CI).
+ * The engines open on this thread (the harness is not thread-safe), each is used by one thread. */
+typedef struct hammer_arg {
+    courier_engine *e;
+    int id;
+} hammer_arg;
+
+static void *hammer(void *p) {
+    hammer_arg *a = p;
     for (int i = 0; i < 100; i++) {
         char key[32];
-        snprintf(key, sizeof key, "t%d-%d", id, i % 10);
-        if (courier_cache_put_key(e, key, 200, NULL, NULL, 0, key, strlen(key), 60, NULL) != COURIER_OK)
+        snprintf(key, sizeof key, "t%d-%d", a->id, i % 10);
+        if (courier_cache_put_key(a->e, key, 200, NULL, NULL, 0, key, strlen(key), 60, NULL) != COURIER_OK)
             th_fail(__FILE__, __LINE__, "put %s", key);
         courier_response *g = NULL;
-        if (courier_cache_get_key(e, key, 0, &g, NULL) != COURIER_OK) th_fail(__FILE__, __LINE__, "get %s", key);
+        if (courier_cache_get_key(a->e, key, 0, &g, NULL) != COURIER_OK) th_fail(__FILE__, __LINE__, "get %s", key);
         else if (strcmp((const char *)courier_response_body(g, NULL), key) != 0) th_fail(__FILE__, __LINE__, "body %s", key);
         courier_response_free(g);
     }
-    courier_engine_close(e);
     return NULL;
 }
 
 static void test_threads_share_one_server(void) {
-    shared_url = fresh_redis();
-    REQUIRE(shared_url);
-    th_clock_set_offset_ms(0);
-    url_now = shared_url;
+    const char *url = fresh_redis();
+    REQUIRE(url);
+    hammer_arg args[4];
     pthread_t t[4];
-    for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, hammer, (void *)(intptr_t)i);
+    for (int i = 0; i < 4; i++) {
+        args[i].id = i;
+        args[i].e = engine_on(url);
+        REQUIRE(args[i].e);
+    }
+    for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, hammer, &args[i]);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
-    courier_engine *e = engine_on(shared_url);
-    REQUIRE(e);
     int64_t count = 0;
-    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(args[0].e, NULL, &count, NULL), COURIER_OK);
     CHECK_EQ(count, 40);
-    courier_engine_close(e);
+    for (int i = 0; i < 4; i++) courier_engine_close(args[i].e);
 }
 
 TESTS_MAIN(T(test_setting_is_checked), T(test_directory_store_is_lmdb), T(test_keys_tags_and_ttls), T(test_manager),

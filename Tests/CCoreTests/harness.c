@@ -4,6 +4,7 @@
 #include <ftw.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -110,6 +111,21 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg)) {
     return e;
 }
 
+int th_silent_listener(int *port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t l = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 16) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &l) != 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
 int th_free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {0};
@@ -210,8 +226,21 @@ static int th_redis_fixture(const char *verb) {
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* At exit, without a shell (under TSan a fork at exit may not run): SIGTERM to the pid the
+ * fixture wrote, wait for it to go (up to 10 s), then SIGKILL. */
 static void th_redis_atexit(void) {
-    if (th_redis_owner == getpid()) th_redis_stop();
+    if (th_redis_owner != getpid() || !th_redis_dir[0]) return;
+    char path[700];
+    snprintf(path, sizeof path, "%s/redis.pid", th_redis_dir);
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1) pid = 0;
+        fclose(f);
+    }
+    if (pid <= 0 || kill(pid, SIGTERM) != 0) return;
+    for (int i = 0; i < 400 && kill(pid, 0) == 0; i++) usleep(25000);
+    kill(pid, SIGKILL);
 }
 
 const char *th_redis_url(void) {

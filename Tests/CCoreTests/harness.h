@@ -71,6 +71,10 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg));
 /* A loopback TCP port that was free a moment ago: bound, never listened on, closed. Nothing answers
  * there (a "cannot connect" target) until someone binds it. */
 int th_free_port(void);
+/* A loopback socket that listens and never accepts or answers (the kernel's backlog takes the
+ * connections): a server that hangs, for timeout tests. Returns its fd (close it) and its port
+ * in *port; -1 on failure. */
+int th_silent_listener(int *port);
 /* Whether a TCP connect to 127.0.0.1:port succeeds now (a spawned server is up). */
 int th_can_connect(int port);
 /* Milliseconds from a monotonic clock. */

@@ -9,12 +9,9 @@
 
 #include "base/base.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 static void test_url_parse(void) {
@@ -182,15 +179,11 @@ static void test_down(void) {
  * with COURIER_E_REDIS (os_error ETIMEDOUT) after the URL's timeout instead of hanging (ctest's
  * timeout would catch a hang). */
 static void test_no_answer_times_out(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 8) == 0);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
+    int port = 0;
+    int fd = th_silent_listener(&port);
+    REQUIRE(fd >= 0);
     char url[100];
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0?timeout_ms=150", ntohs(a.sin_port));
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0?timeout_ms=150", port);
     courier_error err;
     cr_redis *r = NULL;
     REQUIRE(cr_redis_open(url, 60000, &r, &err) == COURIER_OK);
