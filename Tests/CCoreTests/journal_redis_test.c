@@ -96,21 +96,6 @@ static pid_t spawn(const char *mode, const char *url, int out_fd) {
     return pid;
 }
 
-static int wait_child(pid_t pid, int timeout_ms) {
-    int64_t end = th_now_ms() + timeout_ms;
-    int status = 0;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (th_now_ms() > end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -1;
-        }
-        usleep(10000);
-    }
-}
-
 /* ---- the parent's side ------------------------------------------------------------------------ */
 
 typedef struct waiter {
@@ -183,23 +168,15 @@ static int freeze_n(const char *url, int port, const char *fmt, int n, unsigned 
     return frozen;
 }
 
-typedef struct listed {
-    char id[40], method[16], url[128], key[40];
-} listed;
+typedef jr_listed listed;
 
 static int list_in_child(const char *url, listed *out, int max) {
     int fds[2];
     if (pipe(fds) != 0) return -1;
     pid_t pid = spawn("list", url, fds[1]);
     close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    int n = 0;
-    char line[512];
-    while (f && fgets(line, sizeof line, f)) {
-        if (n < max && sscanf(line, "%39s %15s %127s %39s", out[n].id, out[n].method, out[n].url, out[n].key) == 4) n++;
-    }
-    if (f) fclose(f);
-    int rc = wait_child(pid, 60000);
+    int n = jr_read_listed(fds[0], out, max);
+    int rc = jr_wait_child(pid, 60000);
     return rc == 0 ? n : -1;
 }
 
@@ -235,7 +212,7 @@ static void frozen_in_one_process_replayed_by_another(void) {
     memset(&srv, 0, sizeof srv);
     REQUIRE(jr_start(&srv, port) == 0);
     pid_t pid = spawn("replay", url, -1);
-    CHECK_EQ(wait_child(pid, 120000), 0);
+    CHECK_EQ(jr_wait_child(pid, 120000), 0);
     jr_stop(&srv);
     CHECK_EQ(jr_count(&srv), N);
     for (int i = 0; i < N && i < (int)jr_count(&srv); i++) {
@@ -290,11 +267,11 @@ static void killed_replayer_loses_nothing(void) {
     CHECK(jr_count(&srv) >= 4);
     CHECK(jr_count(&srv) < N);
     kill(pid, SIGKILL); /* mid-replay: one request on the wire, the rest pending on its consumer */
-    CHECK_EQ(wait_child(pid, 10000), 128 + SIGKILL);
+    CHECK_EQ(jr_wait_child(pid, 10000), 128 + SIGKILL);
     size_t before = jr_count(&srv);
     /* A new replayer takes the dead consumer's entries over once their lease ran out (XAUTOCLAIM). */
     pid = spawn("replay", url, -1);
-    CHECK_EQ(wait_child(pid, 120000), 0);
+    CHECK_EQ(jr_wait_child(pid, 120000), 0);
     jr_stop(&srv);
     size_t total = jr_count(&srv), dups = 0;
     printf("  killed after %zu arrivals; %zu arrivals in all for %d requests\n", before, total, (int)N);
@@ -322,8 +299,8 @@ static void two_processes_send_each_once(void) {
     CHECK_EQ(freeze_n(url, srv.port, "/two/u%d", N / 2, COURIER_FREEZE_UNORDERED, 1), N / 2);
     pid_t a = spawn("replay", url, -1);
     pid_t b = spawn("replay", url, -1);
-    CHECK_EQ(wait_child(a, 120000), 0);
-    CHECK_EQ(wait_child(b, 120000), 0);
+    CHECK_EQ(jr_wait_child(a, 120000), 0);
+    CHECK_EQ(jr_wait_child(b, 120000), 0);
     CHECK_EQ(count_left(url), 0);
     jr_stop(&srv);
     CHECK_EQ(jr_count(&srv), N);
@@ -380,11 +357,11 @@ static void redis_restart_loses_no_acknowledged_freeze(void) {
         CHECK(w.codes[i] == COURIER_E_FROZEN || w.codes[i] == COURIER_E_OFFLINE);
         acked += w.codes[i] == COURIER_E_FROZEN;
     }
-    CHECK_EQ(wait_child(pid, 120000), 0);
+    CHECK_EQ(jr_wait_child(pid, 120000), 0);
     /* A replayer's answers lost with the connection leave their entries pending: a second
      * replayer (or the lease) finishes. */
     pid = spawn("replay", url, -1);
-    CHECK_EQ(wait_child(pid, 120000), 0);
+    CHECK_EQ(jr_wait_child(pid, 120000), 0);
     jr_stop(&srv);
     size_t dups = 0;
     check_at_least_once(&srv, N + M, N, 6, NULL, &dups); /* REQUIRE: numbers in range; then the first N */
