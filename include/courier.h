@@ -2147,6 +2147,15 @@ COURIER_API int courier_config_set_frozen_lease_ms(courier_config *config, long 
 /* How often the engine looks for work that others left (requests frozen by other processes,
  * claims of the dead), in ms (0: 10 000). */
 COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, long poll_ms);
+/* Where the journal of frozen requests lives, apart from the cache: NULL or "" (the default) the
+ * engine's store directory (LMDB, in "<dir>/journal"); another directory (LMDB there); or a Redis
+ * URL, "redis://[:password@]host:port[/db]", when the library was built with Redis stores: the
+ * requests then live on a Redis stream with a consumer group, shared by every engine, process and
+ * machine that names the same Redis (docs/DESIGN.md, "The journal on Redis"); the store directory
+ * still keeps the cookie jar. Copied. Checked at engine open (a Redis that cannot be reached fails
+ * the open with the Redis error codes; a build without Redis: COURIER_E_REDIS_UNSUPPORTED).
+ * Errors: COURIER_E_INVALID_ARGUMENT (1024 bytes or longer). */
+COURIER_API int courier_config_set_frozen_store(courier_config *config, const char *location);
 /* Nonzero: the engine opens with automatic replay paused (courier_frozen_resume starts it), e.g.
  * to add event listeners first, or for tools that only look at the journal. */
 COURIER_API int courier_config_set_frozen_paused(courier_config *config, int paused);

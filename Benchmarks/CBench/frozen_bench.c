@@ -161,6 +161,15 @@ static void fb_run(fb_phase *p, int concurrency, cbench_result *out) {
     pthread_mutex_destroy(&p->m);
 }
 
+/* The journal's store of the engines below: "" their store directory's (LMDB); a redis:// URL:
+ * each store directory's journal becomes the Redis journal named after the directory's last
+ * component (so the freezes of one phase are replayed by the next, as on LMDB). */
+static char fb_journal[512];
+
+void cbench_frozen_set_journal(const char *location) {
+    snprintf(fb_journal, sizeof fb_journal, "%s", location ? location : "");
+}
+
 static courier_engine *fb_engine(const char *store, int concurrency, int paused, cbench_result *out) {
     courier_config *cfg = NULL;
     courier_engine *e = NULL;
@@ -173,6 +182,12 @@ static courier_engine *fb_engine(const char *store, int concurrency, int paused,
     if (!rc) rc = courier_config_set_timeout_ms(cfg, 30000);
     if (!rc) rc = courier_config_set_frozen_replay(cfg, concurrency, 0, 0);
     if (!rc && paused) rc = courier_config_set_frozen_paused(cfg, 1);
+    if (!rc && fb_journal[0] && store) {
+        const char *name = strrchr(store, '/');
+        char journal[1024];
+        snprintf(journal, sizeof journal, "%s#%s", fb_journal, name ? name + 1 : store);
+        rc = courier_config_set_frozen_store(cfg, journal);
+    }
     if (!rc) rc = courier_engine_open(&e, cfg, &err);
     courier_config_free(cfg);
     if (rc) fb_note(out, err.message[0] ? err.message : courier_strerror(rc));

@@ -22,6 +22,9 @@ public enum FrozenBenchmark {
         public var chunks = 10
         /// Where the stores go (a temporary directory by default, removed after).
         public var directory: String?
+        /// The journals' store: nil for LMDB in each store directory; a redis:// URL for Redis
+        /// (each store directory's journal a named journal there).
+        public var journal: String?
         public init() {}
     }
 
@@ -55,6 +58,7 @@ public enum FrozenBenchmark {
         guard rc == 0, let server else { throw NSError(domain: "FrozenBenchmark", code: Int(rc)) }
         defer { cts_server_stop(server) }
         let url = "http://127.0.0.1:\(cts_server_port(server))/status/200"
+        let tag = "\(getpid())-\(UInt32.random(in: 0...UInt32.max))" // a fresh Redis journal name per run
         let base = options.directory ?? NSTemporaryDirectory() + "courier-bench-frozen-\(getpid())"
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         defer { if options.directory == nil { try? FileManager.default.removeItem(atPath: base) } }
@@ -78,8 +82,10 @@ public enum FrozenBenchmark {
         try? FileManager.default.removeItem(atPath: sizeDir)
         let recordBytes = measured > 0 ? Int(measured) : 700
         if measured <= 0 { report.errors.append("record size: could not be measured") }
+        cbench_frozen_set_journal(options.journal) // after the size: it is read from an LMDB journal
+        defer { cbench_frozen_set_journal(nil) }
         for i in 0..<options.runs {
-            let grouped = "\(base)/grouped-\(i)"
+            let grouped = "\(base)/grouped-\(i)-\(tag)"
             var r = cbench_result()
             // The disk is shared: raw commits and single freezes alternate in chunks, so both see
             // the same conditions, and their rates are sums over the chunks.
@@ -88,7 +94,7 @@ public enum FrozenBenchmark {
             var raw = (ops: 0.0, seconds: 0.0), single = (ops: 0.0, seconds: 0.0)
             for c in 0..<chunks {
                 let count = n / chunks + (c < n % chunks ? 1 : 0)
-                let rawDir = "\(base)/raw-\(i)-\(c)", singleDir = "\(base)/single-\(i)-\(c)"
+                let rawDir = "\(base)/raw-\(i)-\(c)", singleDir = "\(base)/single-\(i)-\(c)-\(tag)"
                 _ = cbench_lmdb_sync_commits(rawDir, count, recordBytes, &r)
                 raw.ops += Double(r.completed)
                 raw.seconds += r.seconds

@@ -146,6 +146,7 @@ struct courier_config {
         int monitor_from_errors;
         long probe_interval_ms;
         char probe[512];
+        char store[1024]; /* the journal's store: "" the engine's directory, a directory, or a redis:// URL */
     } frozen;
     /* Cookies, credentials, proxies, challenge handler (cookies.c, auth.c). */
     int cookies_off;

@@ -16,8 +16,6 @@ static bool valid_id(const char *id, size_t n) {
     return true;
 }
 
-static const char *jstr(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
-
 /* ==== public API =============================================================================== */
 
 static cr_journal *journal_of(courier_engine *e, courier_error *err) {
@@ -80,6 +78,12 @@ int courier_config_set_frozen_lease_ms(courier_config *c, long lease_ms) {
 int courier_config_set_frozen_poll_ms(courier_config *c, long poll_ms) {
     if (!c || poll_ms < 0) return COURIER_E_INVALID_ARGUMENT;
     c->frozen.poll_ms = poll_ms;
+    return COURIER_OK;
+}
+
+int courier_config_set_frozen_store(courier_config *c, const char *location) {
+    if (!c || (location && strlen(location) >= sizeof c->frozen.store)) return COURIER_E_INVALID_ARGUMENT;
+    snprintf(c->frozen.store, sizeof c->frozen.store, "%s", location ? location : "");
     return COURIER_OK;
 }
 
@@ -157,14 +161,15 @@ int courier_frozen_resend(courier_engine *e, const char *id, courier_error *err)
     cr_journal *j = journal_of(e, err);
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!id || !valid_id(id, strlen(id))) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid freeze id");
-    MDB_txn *txn;
-    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
-    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+    cj_txn *txn;
+    int rc = j->store->begin(j, false, &txn);
+    if (rc) return j->store->fail(j, err, rc, "cannot read the journal");
     uint64_t seq;
     rc = cj_find_seq(j, txn, id, &seq);
-    mdb_txn_abort(txn);
+    if (rc && rc != MDB_NOTFOUND) rc = j->store->fail(j, err, rc, "cannot read the journal");
+    j->store->abort(j, txn);
     if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
-    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+    if (rc) return rc;
     jresend *r = calloc(1, sizeof *r);
     if (!r) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     snprintf(r->id, sizeof r->id, "%s", id);
@@ -210,6 +215,33 @@ static courier_frozen *snap_bad(uint64_t seq, const jstate *st, bool state_ok, c
     return f;
 }
 
+/* One record of courier_frozen_list_requests. */
+typedef struct list_acc {
+    courier_frozen_list *l;
+    size_t cap;
+} list_acc;
+
+static int list_one(void *user, uint64_t seq, const jstate *st, const char *text, size_t len) {
+    list_acc *a = user;
+    courier_frozen_list *l = a->l;
+    bool bad = !st;
+    courier_frozen *f = st ? cj_snap_make(seq, text, len, st, &bad) : NULL;
+    if (!f && bad) f = snap_bad(seq, st, st != NULL, NULL);
+    if (!f) return ENOMEM;
+    if (l->count == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        courier_frozen **p = realloc(l->items, cap * sizeof *p);
+        if (!p) {
+            courier_frozen_free(f);
+            return ENOMEM;
+        }
+        l->items = p;
+        a->cap = cap;
+    }
+    l->items[l->count++] = f;
+    return 0;
+}
+
 int courier_frozen_list_requests(courier_engine *e, courier_frozen_list **out, courier_error *err) {
     cr_error_clear(err);
     if (out) *out = NULL;
@@ -217,47 +249,18 @@ int courier_frozen_list_requests(courier_engine *e, courier_frozen_list **out, c
     if (!j || !out) return !out ? cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL") : err ? err->code : COURIER_E_CLOSED;
     courier_frozen_list *l = calloc(1, sizeof *l);
     if (!l) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    MDB_txn *txn;
-    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
+    cj_txn *txn;
+    int rc = j->store->begin(j, false, &txn);
     if (rc) {
         free(l);
-        return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+        return j->store->fail(j, err, rc, "cannot read the journal");
     }
-    MDB_cursor *c;
-    rc = mdb_cursor_open(txn, j->env->db_req, &c);
-    size_t cap = 0;
-    MDB_val k, v;
+    list_acc acc = {l, 0};
+    rc = j->store->each(j, txn, list_one, &acc);
     int code = COURIER_OK;
-    for (rc = rc ? rc : mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 8) continue;
-        uint64_t seq = cr_get_be64(k.mv_data);
-        jstate st;
-        size_t used = cj_state_decode(v.mv_data, v.mv_size, &st);
-        bool ok = used != 0;
-        courier_frozen *f = NULL;
-        bool bad = !ok;
-        if (ok) f = cj_snap_make(seq, (const char *)v.mv_data + used, v.mv_size - used, &st, &bad);
-        if (!f && bad) f = snap_bad(seq, &st, ok, NULL);
-        if (!f) {
-            code = COURIER_E_NO_MEMORY;
-            break;
-        }
-        if (l->count == cap) {
-            cap = cap ? cap * 2 : 16;
-            courier_frozen **p = realloc(l->items, cap * sizeof *p);
-            if (!p) {
-                courier_frozen_free(f);
-                code = COURIER_E_NO_MEMORY;
-                break;
-            }
-            l->items = p;
-        }
-        l->items[l->count++] = f;
-    }
-    if (c) mdb_cursor_close(c);
-    mdb_txn_abort(txn);
-    if (code == COURIER_OK && rc != MDB_NOTFOUND && rc != 0) code = cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
-    else if (code) cr_fail(err, code, NULL);
+    if (rc == ENOMEM) code = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    else if (rc) code = j->store->fail(j, err, rc, "cannot read the journal");
+    j->store->abort(j, txn);
     if (code) {
         courier_frozen_list_free(l);
         return code;
@@ -286,29 +289,30 @@ int courier_frozen_get(courier_engine *e, const char *id, courier_frozen **out, 
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!id || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id or out is NULL");
     if (!valid_id(id, strlen(id))) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
-    MDB_txn *txn;
-    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
-    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
+    cj_txn *txn;
+    int rc = j->store->begin(j, false, &txn);
+    if (rc) return j->store->fail(j, err, rc, "cannot read the journal");
     uint64_t seq = 0;
     rc = cj_find_seq(j, txn, id, &seq);
     int code = COURIER_OK;
     if (rc == 0) {
         jstate st;
-        MDB_val rv;
-        rc = cj_rec_get(j, txn, seq, &st, &rv);
+        const char *text;
+        size_t len;
+        rc = cj_rec_get(j, txn, seq, &st, &text, &len);
         if (rc == 0) {
             bool bad = true;
-            *out = cj_snap_make(seq, rv.mv_data, rv.mv_size, &st, &bad);
+            *out = cj_snap_make(seq, text, len, &st, &bad);
             if (!*out && bad) *out = snap_bad(seq, &st, true, NULL);
             if (!*out) code = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
         } else if (rc == MDB_CORRUPTED) {
             code = cr_fail(err, COURIER_E_JOURNAL_CORRUPT, "the state of '%.150s' does not decode", id);
         }
     }
-    mdb_txn_abort(txn);
+    if (!code && rc && rc != MDB_NOTFOUND) code = j->store->fail(j, err, rc, "cannot read the journal");
+    j->store->abort(j, txn);
     if (code) return code;
     if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
-    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
     return COURIER_OK;
 }
 
@@ -321,26 +325,23 @@ int courier_frozen_remove(courier_engine *e, const char *id, courier_error *err)
     uint64_t seq = 0;
     if (n > 1 && id[0] == '#') seq = strtoull(id + 1, NULL, 10); /* a record whose state is unreadable */
     else if (!valid_id(id, n)) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
-    MDB_txn *txn;
-    int rc = cr_lmdb_begin(&j->env->base, 0, &txn);
-    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
+    cj_txn *txn;
+    int rc = j->store->begin(j, true, &txn);
+    if (rc) return j->store->fail(j, err, rc, "cannot write the journal");
     if (!seq) rc = cj_find_seq(j, txn, id, &seq);
     jstate st;
     if (rc == 0) rc = cj_st_get(j, txn, seq, &st);
+    if (rc == 0) rc = cj_rec_remove(j, txn, seq, &st);
+    else if (rc == MDB_CORRUPTED) rc = j->store->rec_remove_bad(j, txn, seq); /* an unreadable state: by its number */
     if (rc == 0) {
-        rc = cj_rec_remove(j, txn, seq, &st);
-    } else if (rc == MDB_CORRUPTED) {
-        /* An unreadable state: remove what can be found by its number. */
-        uint8_t kb[8];
-        cr_put_be64(kb, seq);
-        MDB_val k = {8, kb};
-        rc = mdb_del(txn, j->env->db_req, &k, NULL);
-        if (rc == MDB_NOTFOUND) rc = 0;
+        rc = j->store->commit(j, txn);
+    } else {
+        if (rc != MDB_NOTFOUND) rc = j->store->fail(j, err, rc, "cannot write the journal");
+        j->store->abort(j, txn);
+        if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
+        return rc;
     }
-    if (rc == 0) rc = mdb_txn_commit(txn);
-    else mdb_txn_abort(txn);
-    if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no frozen request '%.150s'", id);
-    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
+    if (rc) return j->store->fail(j, err, rc, "cannot write the journal");
     return COURIER_OK;
 }
 
@@ -349,17 +350,20 @@ int courier_frozen_remove_all(courier_engine *e, int64_t *removed, courier_error
     if (removed) *removed = 0;
     cr_journal *j = journal_of(e, err);
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
-    MDB_txn *txn;
-    int rc = cr_lmdb_begin(&j->env->base, 0, &txn);
-    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
-    MDB_stat ms;
-    rc = mdb_stat(txn, j->env->db_req, &ms);
-    MDB_dbi dbs[] = {j->env->db_req, j->env->db_ids, j->env->db_due, j->env->db_hostq};
-    for (size_t i = 0; rc == 0 && i < sizeof dbs / sizeof dbs[0]; i++) rc = mdb_drop(txn, dbs[i], 0);
-    if (rc == 0) rc = mdb_txn_commit(txn);
-    else mdb_txn_abort(txn);
-    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot write the journal");
-    if (removed) *removed = (int64_t)ms.ms_entries;
+    cj_txn *txn;
+    int rc = j->store->begin(j, true, &txn);
+    if (rc) return j->store->fail(j, err, rc, "cannot write the journal");
+    int64_t n = 0;
+    rc = j->store->remove_all(j, txn, &n);
+    if (rc == 0) {
+        rc = j->store->commit(j, txn);
+    } else {
+        rc = j->store->fail(j, err, rc, "cannot write the journal");
+        j->store->abort(j, txn);
+        return rc;
+    }
+    if (rc) return j->store->fail(j, err, rc, "cannot write the journal");
+    if (removed) *removed = n;
     return COURIER_OK;
 }
 
@@ -369,15 +373,13 @@ int courier_frozen_count(courier_engine *e, int64_t *count, courier_error *err) 
     cr_journal *j = journal_of(e, err);
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!count) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "count is NULL");
-    MDB_txn *txn;
-    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
-    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
-    MDB_stat ms;
-    rc = mdb_stat(txn, j->env->db_req, &ms);
-    mdb_txn_abort(txn);
-    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
-    *count = (int64_t)ms.ms_entries;
-    return COURIER_OK;
+    cj_txn *txn;
+    int rc = j->store->begin(j, false, &txn);
+    if (rc) return j->store->fail(j, err, rc, "cannot read the journal");
+    rc = j->store->count(j, txn, count);
+    if (rc) rc = j->store->fail(j, err, rc, "cannot read the journal");
+    j->store->abort(j, txn);
+    return rc;
 }
 
 int courier_frozen_last_outcome(courier_engine *e, const char *id, int *code, int *http_status, int64_t *at_ms,
@@ -386,28 +388,14 @@ int courier_frozen_last_outcome(courier_engine *e, const char *id, int *code, in
     cr_journal *j = journal_of(e, err);
     if (!j) return err ? err->code : (e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT);
     if (!id) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "id is NULL");
-    MDB_txn *txn;
-    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
-    if (rc) return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, "cannot read the journal");
-    MDB_cursor *c;
-    rc = mdb_cursor_open(txn, j->env->db_outcome, &c);
-    MDB_val k, v;
-    bool found = false;
-    for (rc = rc ? rc : mdb_cursor_get(c, &k, &v, MDB_LAST); rc == 0 && !found; rc = mdb_cursor_get(c, &k, &v, MDB_PREV)) {
-        json_t *o = json_loadb(v.mv_data, v.mv_size, 0, NULL);
-        const char *oid = jstr(o, "id");
-        if (oid && strcmp(oid, id) == 0) {
-            found = true;
-            if (code) *code = (int)json_integer_value(json_object_get(o, "code"));
-            if (http_status) *http_status = (int)json_integer_value(json_object_get(o, "status"));
-            if (at_ms) *at_ms = json_integer_value(json_object_get(o, "at_ms"));
-        }
-        json_decref(o);
-    }
-    if (c) mdb_cursor_close(c);
-    mdb_txn_abort(txn);
-    if (!found) return cr_fail(err, COURIER_E_NOT_FOUND, "no recorded outcome for '%.150s'", id);
-    return COURIER_OK;
+    cj_txn *txn;
+    int rc = j->store->begin(j, false, &txn);
+    if (rc) return j->store->fail(j, err, rc, "cannot read the journal");
+    rc = j->store->last_outcome(j, txn, id, code, http_status, at_ms);
+    if (rc && rc != MDB_NOTFOUND) rc = j->store->fail(j, err, rc, "cannot read the journal");
+    j->store->abort(j, txn);
+    if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no recorded outcome for '%.150s'", id);
+    return rc;
 }
 
 /* ---- snapshots ---- */

@@ -80,17 +80,18 @@ static void frozen_committed(cr_journal *j, const jfreeze *f) {
 /* Writes the freezes one per transaction (after a group transaction failed), answering each. */
 static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
     for (jfreeze *f = fz; f; f = f->next) {
-        MDB_txn *txn;
-        int rc = cr_lmdb_begin(&j->env->base, 0, &txn);
+        if (!f->answer) continue; /* answered already (written by the failed turn: a store without transactions) */
+        cj_txn *txn;
+        int rc = j->store->begin(j, true, &txn);
         if (rc == 0) {
             rc = cj_apply_freeze(j, txn, f);
             if (rc == 0) f->snap = cj_snap_in(j, txn, f->seq, &f->st);
-            if (rc == 0) rc = mdb_txn_commit(txn);
-            else mdb_txn_abort(txn);
+            if (rc == 0) rc = j->store->commit(j, txn);
+            else j->store->abort(j, txn);
         }
-        if (cr_lmdb_is_broken(rc)) j->broken = 1;
+        if (j->store->broken(rc)) j->broken = 1;
         if (rc == 0) frozen_committed(j, f);
-        freeze_answer(j, f, rc == 0, rc ? mdb_strerror(rc) : "");
+        freeze_answer(j, f, rc == 0, rc ? j->store->strerror(j, rc) : "");
         if (rc == 0) {
             jevent *ev = cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap), f->answer_id, COURIER_OK);
             cj_events_push(events, ev);
@@ -157,7 +158,7 @@ static int64_t turn(cr_journal *j) {
     jseqs dead = {0}, expired = {0};
     /* A turn that writes anyway looks at `due` inside its transaction: no extra read. */
     if (!j->broken && (!has_work || want_scan) &&
-        cj_peek(j, now, want_scan, &due_now, &next_due, &dead, &expired) == 0 && want_scan)
+        j->store->peek(j, now, want_scan, &due_now, &next_due, &dead, &expired) == 0 && want_scan)
         j->next_recover_ms = mono + j->poll_ms;
     bool want_pass = pass_ok && slots > 0 && (due_now || mode || has_work);
     jevent *events = NULL, **etail = &events;
@@ -165,15 +166,17 @@ static int64_t turn(cr_journal *j) {
     bool mode_done = false;
 
     if (has_work || want_pass || expired.n || dead.n) {
-        MDB_txn *txn = NULL;
-        int rc = j->broken ? MDB_PANIC : cr_lmdb_begin(&j->env->base, 0, &txn);
+        cj_txn *txn = NULL;
+        int rc = j->broken ? MDB_PANIC : j->store->begin(j, true, &txn);
         jfreeze *f;
+        /* A store that writes a turn's freezes together (Redis: one pipeline, one AOF fsync). */
+        if (rc == 0 && fz && j->store->freeze_batch) rc = j->store->freeze_batch(j, txn, fz);
         for (f = fz; rc == 0 && f; f = f->next) {
-            rc = cj_apply_freeze(j, txn, f);
+            if (!f->seq) rc = cj_apply_freeze(j, txn, f);
             /* The event's snapshot is read back from the written bytes, when someone listens. */
             if (rc == 0 && listening && !(f->snap = cj_snap_in(j, txn, f->seq, &f->st))) rc = ENOMEM;
         }
-        for (joutcome *o = oc; rc == 0 && o; o = o->next) rc = cj_apply_outcome(j, txn, o, now, &etail);
+        for (joutcome *o = oc; rc == 0 && o; o = o->next) o->applied = (rc = cj_apply_outcome(j, txn, o, now, &etail)) == 0;
         if (rc == 0 && dead.n) rc = cj_recover_claims(j, txn, dead.v, dead.n, now);
         if (rc == 0 && expired.n) rc = cj_sweep_expired(j, txn, expired.v, expired.n, now, &etail);
         for (jresend *r = rs; rc == 0 && r && !closing; r = r->next) rc = cj_resend_one(j, txn, r->id, now, &stail);
@@ -181,15 +184,15 @@ static int64_t turn(cr_journal *j) {
             long left = slots;
             int64_t unused;
             for (jsend *s = sends; s; s = s->next) left--;
-            rc = cj_pass(j, txn, now, left, mode, since, &stail, &etail, &unused, &mode_done);
+            rc = j->store->pass(j, txn, now, left, mode, since, &stail, &etail, &unused, &mode_done);
         }
-        if (rc == 0) cj_due_edges(j, txn, now, &due_now, &next_due); /* what is left, after the claims */
-        if (rc == 0) rc = mdb_txn_commit(txn);
-        else if (txn) mdb_txn_abort(txn);
-        if (cr_lmdb_is_broken(rc) && rc != MDB_PANIC) {
+        if (rc == 0) j->store->due_edges(j, txn, now, &due_now, &next_due); /* what is left, after the claims */
+        if (rc == 0) rc = j->store->commit(j, txn);
+        else if (txn) j->store->abort(j, txn);
+        if (j->store->broken(rc) && rc != MDB_PANIC) {
             j->broken = 1;
             cr_log(j->e, COURIER_LOG_ERROR, "journal", "the frozen-request journal '%s' reported corruption: %s",
-                   j->env->base.dir, mdb_strerror(rc));
+                   j->env->base.dir, j->store->strerror(j, rc));
         }
         if (rc == 0) {
             for (f = fz; f; f = f->next) {
@@ -205,25 +208,39 @@ static int64_t turn(cr_journal *j) {
                 pthread_mutex_unlock(&j->mu);
             }
         } else {
-            /* Nothing of this turn happened. Freezes are tried alone (so one cannot sink the others);
-             * answers wait for the next turn (a few times, then their claims' leases decide). */
-            jevent *ev = events;
-            while (ev) {
-                jevent *n = ev->next;
-                courier_frozen_free(ev->snap);
-                courier_response_free(ev->resp);
-                free(ev);
-                ev = n;
-            }
-            events = NULL;
-            etail = &events;
-            while (sends) {
-                jsend *n = sends->next;
-                free(sends->text);
-                free(sends);
-                sends = n;
+            /* On LMDB nothing of this turn happened. On a store whose writes are each durable when
+             * they return (Redis: j->store->atomic false), what was written stands: its freezes are
+             * answered, its claims sent, its events given; only the rest is tried again. Freezes are
+             * tried alone (so one cannot sink the others); answers wait for the next turn (a few
+             * times, then their claims' leases decide). */
+            bool atomic = j->store->atomic;
+            if (atomic) {
+                jevent *ev = events;
+                while (ev) {
+                    jevent *n = ev->next;
+                    courier_frozen_free(ev->snap);
+                    courier_response_free(ev->resp);
+                    free(ev);
+                    ev = n;
+                }
+                events = NULL;
+                etail = &events;
+                while (sends) {
+                    jsend *n = sends->next;
+                    free(sends->text);
+                    free(sends);
+                    sends = n;
+                }
             }
             for (f = fz; f; f = f->next) {
+                if (!atomic && f->seq) {
+                    frozen_committed(j, f);
+                    freeze_answer(j, f, true, "");
+                    if (f->snap)
+                        cj_events_push(&etail, cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap),
+                                                            f->answer_id, COURIER_OK));
+                    continue;
+                }
                 courier_frozen_free(f->snap);
                 f->snap = NULL;
             }
@@ -232,7 +249,10 @@ static int64_t turn(cr_journal *j) {
             while (oc) {
                 joutcome *n = oc->next;
                 oc->next = NULL;
-                if (++oc->tries < 3 && !j->broken) {
+                /* (Without transactions, an answer is kept while its claim's lease lasts: a Redis
+                 * restart takes longer than three turns, and an answer dropped is a request sent again.) */
+                bool keep_it = ++oc->tries < 3 || (!atomic && cj_jnow(j) < oc->st.claim_ms);
+                if (!(oc->applied && !atomic) && keep_it && !j->broken) {
                     if (last) last->next = oc;
                     else keep = oc;
                     last = oc;
@@ -375,6 +395,7 @@ static void journal_free(cr_journal *j) {
         cr_callback_release(l->cb);
         free(l);
     }
+    if (j->store) j->store->close(j);
     cj_jenv_release(j->env, j->me.nonce);
     cj_policy_close(j);
     cr_callback_release(j->clock);
@@ -417,7 +438,23 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
     j->next_token = 1;
     e->journal = j;
     int rc = cj_policy_open(j) ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : COURIER_OK;
-    if (rc == COURIER_OK) rc = cj_jenv_acquire(e->store_dir, nonce, &j->env, err);
+    /* The journal's store setting: a redis:// URL (records on Redis Streams, redis.c), else a
+     * directory (LMDB, the default: the engine's store directory). The directory's LMDB journal is
+     * opened either way: it keeps the cookie jar, and this process's engines (claims' owners). */
+    const char *where = e->config->frozen.store[0] ? e->config->frozen.store : NULL;
+    bool redis = where && (strncmp(where, "redis://", 8) == 0 || strncmp(where, "rediss://", 9) == 0 ||
+                           strncmp(where, "unix://", 7) == 0);
+    j->store = &cj_lmdb_store;
+    if (rc == COURIER_OK) rc = cj_jenv_acquire(where && !redis ? where : e->store_dir, nonce, &j->env, err);
+    if (rc == COURIER_OK && redis) {
+#ifdef COURIER_REDIS
+        j->store = &cj_redis_store;
+        rc = j->store->open(j, where, err);
+        if (rc) j->store = NULL;
+#else
+        rc = cr_fail(err, COURIER_E_REDIS_UNSUPPORTED, "this library was built without Redis (COURIER_REDIS off: no hiredis)");
+#endif
+    }
     if (rc == COURIER_OK) {
         int prc = pthread_create(&j->thread, NULL, jthread, j);
         if (prc) {

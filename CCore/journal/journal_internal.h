@@ -4,6 +4,8 @@
  * Rooms:
  *   store.c    the journal's LMDB environment (registry, open, verify, move aside), the state
  *              record, who holds a claim, records and their indexes inside a transaction
+ *   store_redis.c  the same records on Redis Streams (a redis:// journal store; docs/DESIGN.md,
+ *              "The journal on Redis"): the stream, the consumer group, leases by XAUTOCLAIM
  *   record.c   the stored request: reading its JSON text, writing it, snapshots, rebuilding the
  *              request for a replay
  *   replay.c   what one turn writes: freezes, answers, claims with leases, per-host order, expiry;
@@ -85,6 +87,18 @@
 #endif
 
 typedef struct cr_journal cr_journal;
+/* A transaction of the journal's store: LMDB's MDB_txn; on Redis the journal's connection, held
+ * (under its lock) from begin to commit, each operation done when it returns. */
+typedef struct cj_txn cj_txn;
+struct jfreeze;
+struct jsend;
+struct jevent;
+struct jseqs;
+
+/* Result codes inside the journal, beside LMDB's (MDB_NOTFOUND: no such record; MDB_CORRUPTED: a
+ * state that does not decode) and errno values (ENOMEM): the Redis store failed (its connection
+ * keeps the text; j->store->fail gives it with the code). */
+#define CJ_E_REDIS (-30500)
 
 #define J_FORMAT 1u
 #define J_STATE_VERSION 1u
@@ -210,6 +224,7 @@ typedef struct jfreeze {
     char *method, *url; /* for the lifecycle event */
     jstate st;
     uint64_t seq;         /* once written */
+    uint64_t tried;       /* the number a write was sent with whose answer was lost (Redis), else 0 */
     courier_frozen *snap; /* once written */
     uint64_t answer_id;   /* the original send's id */
     int generated;        /* the id is made at write time (from the record's number) */
@@ -220,6 +235,7 @@ typedef struct joutcome {
     jstate st;            /* the state as claimed */
     struct cr_journal *journal;
     int tries; /* turns whose transaction failed */
+    int applied; /* written by the last turn (which may have failed after it) */
     uint64_t seq;
     uint64_t request_id;
     int code;
@@ -265,10 +281,71 @@ typedef struct jsend {
     uint64_t seq;
 } jsend;
 
+/* ==== the store: the seam between the journal and where its records live ========================
+ * Chosen at open by the journal's store setting (courier_config_set_frozen_store): a directory is
+ * the LMDB store (store.c), a redis:// URL the Redis Streams one (redis.c). Everything above
+ * (freezes, answers, claims and leases, per-host order, expiry, policies, events, the API) is the
+ * same code over these operations. Record-level operations run inside a transaction (begin,
+ * commit); the others open their own. Results: 0, MDB_NOTFOUND, MDB_CORRUPTED, ENOMEM, an LMDB
+ * code or CJ_E_REDIS. */
+typedef struct cj_store_ops {
+    const char *kind;
+    /* A transaction is all or nothing (LMDB). False: each operation is durable when it returns
+     * (Redis), so a turn that failed half-way keeps what it wrote (journal.c). */
+    bool atomic;
+    int (*open)(cr_journal *j, const char *where, courier_error *err);
+    void (*close)(cr_journal *j);
+    int (*begin)(cr_journal *j, bool write, cj_txn **txn);
+    int (*commit)(cr_journal *j, cj_txn *txn);
+    void (*abort)(cr_journal *j, cj_txn *txn);
+    /* rc says the store is corrupt (the journal stops using it). */
+    bool (*broken)(int rc);
+    /* The text of rc. */
+    const char *(*strerror)(cr_journal *j, int rc);
+    /* Fails *err (may be NULL) for rc with "what: <the store's text>"; returns the courier code. */
+    int (*fail)(cr_journal *j, courier_error *err, int rc, const char *what);
+    /* A record: its state and (text, len: borrowed until the next operation) its request text. */
+    int (*rec_get)(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char **text, size_t *len);
+    int (*st_update)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st);
+    /* Removes a record with its indexes; promotes the next of its host. */
+    int (*rec_remove)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st);
+    /* Removes a record whose state does not decode, by its number. */
+    int (*rec_remove_bad)(cr_journal *j, cj_txn *txn, uint64_t seq);
+    int (*outcome_log)(cr_journal *j, cj_txn *txn, const jstate *st, int code, int status, int64_t now);
+    int (*find_seq)(cr_journal *j, cj_txn *txn, const char *id, uint64_t *seq);
+    /* Writes a freeze (a given id replaces its older record): f->seq, f->id set. */
+    int (*freeze)(cr_journal *j, cj_txn *txn, struct jfreeze *f);
+    /* Writes a turn's freezes together, as far as it can (those it wrote have f->seq; freeze writes
+     * the rest). NULL: one at a time. */
+    int (*freeze_batch)(cr_journal *j, cj_txn *txn, struct jfreeze *list);
+    /* An explicit resend: makes seq this engine's to claim (Redis: into its consumer's pending
+     * list). NULL: nothing to do. */
+    int (*take)(cr_journal *j, cj_txn *txn, uint64_t seq);
+    /* Claims due records (cj_consider) while slots last; see replay.c's turn. */
+    int (*pass)(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode, int64_t since,
+                struct jsend ***sends, struct jevent ***events, int64_t *next, bool *mode_done);
+    /* After a turn's claims: is a record due now, and when next. */
+    void (*due_edges)(cr_journal *j, cj_txn *txn, int64_t now, bool *due_now, int64_t *next_due);
+    /* Read-only look (own transaction): due now, when next; with scan, the claims of the dead and
+     * the expired records. */
+    int (*peek)(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, struct jseqs *dead,
+                struct jseqs *expired);
+    /* Every record, oldest first: fn(seq, state or NULL when it does not decode, text, len). A
+     * nonzero return of fn stops and is returned. */
+    int (*each)(cr_journal *j, cj_txn *txn,
+                int (*fn)(void *user, uint64_t seq, const jstate *st, const char *text, size_t len), void *user);
+    int (*count)(cr_journal *j, cj_txn *txn, int64_t *n);
+    int (*remove_all)(cr_journal *j, cj_txn *txn, int64_t *n);
+    /* The newest outcome record of id. MDB_NOTFOUND when none. */
+    int (*last_outcome)(cr_journal *j, cj_txn *txn, const char *id, int *code, int *status, int64_t *at_ms);
+} cj_store_ops;
+
 struct cr_journal {
     courier_engine *e;
     const cr_journal_ops *ops; /* the engine's: answering, sending, the monitor */
-    jenv *env;
+    jenv *env;                  /* the store directory's LMDB journal (records on LMDB; the cookie jar) */
+    const cj_store_ops *store;  /* where the records live (chosen at open) */
+    struct cj_redis *redis;     /* the Redis store's state (redis.c), else NULL */
     jowner me;
     cr_callback *clock;
     _Atomic long concurrency; /* the network kind's when it sets one (cr_journal_set_concurrency) */
@@ -323,7 +400,7 @@ static inline bool is_ordered_auto(const jstate *s) {
 /* What the rooms call in each other (cj_: the journal's; hidden). Each is described where it is
  * defined; the record's functions here. */
 
-/* ---- store.c ------------------------------------------------------------------------------------ */
+/* ---- store.c: the LMDB side, and the calls the rooms make into whichever store is open ---------- */
 
 void cj_random_bytes(void *out, size_t n);
 void cj_random_hex(char out[33]);
@@ -332,21 +409,31 @@ uint64_t cj_boot_hash(void);
 int cj_jenv_acquire(const char *store_dir, uint32_t nonce, jenv **out, courier_error *err);
 void cj_jenv_release(jenv *v, uint32_t nonce);
 size_t cj_state_decode(const void *data, size_t len, jstate *s);
+size_t cj_state_encode(const jstate *s, uint8_t *b); /* b: J_STATE_MAX bytes */
 int64_t cj_jnow(const cr_journal *j);
 uint64_t cj_jrand(cr_journal *j);
 bool cj_claim_stale(cr_journal *j, const jstate *s, int64_t now);
-int cj_rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *payload);
-int cj_st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st);
-int cj_rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen,
-               bool append);
-int cj_key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put);
-int cj_hostq_op(cr_journal *j, MDB_txn *txn, const jstate *st, uint64_t seq, bool put);
-int cj_host_head(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len, uint64_t *seq);
-int cj_last_next(MDB_txn *txn, MDB_dbi dbi, uint64_t *out);
-int cj_find_seq(cr_journal *j, MDB_txn *txn, const char *id, uint64_t *seq);
-int cj_rec_remove(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st);
-int cj_st_update(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *old, const jstate *st);
-courier_frozen *cj_snap_in(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st);
+/* The store's operations on one record (j->store's, inside a transaction). */
+int cj_rec_get(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char **text, size_t *len);
+int cj_st_get(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st);
+int cj_find_seq(cr_journal *j, cj_txn *txn, const char *id, uint64_t *seq);
+int cj_rec_remove(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st);
+int cj_st_update(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st);
+int cj_outcome_log(cr_journal *j, cj_txn *txn, const jstate *st, int code, int status, int64_t now);
+courier_frozen *cj_snap_in(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st);
+/* The outcome log's record of one final answer (JSON text; the same on every store). *out new. */
+int cj_outcome_text(const jstate *st, int code, int status, int64_t now, char *out, size_t cap);
+/* Whether an outcome record names id; its fields then. */
+bool cj_outcome_match(const char *text, size_t len, const char *id, int *code, int *status, int64_t *at_ms);
+/* A generated freeze id: the record's number in 16 hex digits, then 64 random bits. */
+bool cj_generated_id(const char *id, size_t n);
+uint64_t cj_generated_seq(const char *id);
+
+/* The LMDB store (store.c) and, built with hiredis, the Redis one (redis.c). */
+extern const cj_store_ops cj_lmdb_store;
+#ifdef COURIER_REDIS
+extern const cj_store_ops cj_redis_store;
+#endif
 
 /* ---- record.c ----------------------------------------------------------------------------------- */
 
@@ -377,15 +464,21 @@ void cj_events_deliver(cr_journal *j, jevent *list);
 
 /* ---- replay.c ----------------------------------------------------------------------------------- */
 
-int cj_apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f);
-int cj_apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jevent ***events);
-int cj_sweep_expired(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events);
-int cj_recover_claims(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now);
-int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends,
-            jevent ***events, int64_t *next, bool *mode_done);
-int cj_resend_one(cr_journal *j, MDB_txn *txn, const char *id, int64_t now, jsend ***sends);
-void cj_due_edges(cr_journal *j, MDB_txn *txn, int64_t now, bool *due_now, int64_t *next_due);
-int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead, jseqs *expired);
+int cj_apply_freeze(cr_journal *j, cj_txn *txn, jfreeze *f);
+/* Gives f its record number: the generated id (if it has none) and the stored text's opening.
+ * *text new (free). COURIER_OK or ENOMEM. */
+int cj_freeze_text(jfreeze *f, uint64_t seq, char **text);
+/* A candidate of a pass (due by the store's index, or the Redis store's own record): claimed,
+ * expired, held or left. *slots counts down; *stop when out of slots. */
+int cj_consider(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, long *slots, unsigned mode,
+                int64_t since, jsend ***sends, jevent ***events, int64_t *next, bool *mode_done, bool *stop);
+int cj_consider_manual(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, long *slots, unsigned mode,
+                       jsend ***sends, int64_t *next, bool *mode_done, bool *stop);
+int cj_apply_outcome(cr_journal *j, cj_txn *txn, joutcome *o, int64_t now, jevent ***events);
+int cj_sweep_expired(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events);
+int cj_recover_claims(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n, int64_t now);
+int cj_resend_one(cr_journal *j, cj_txn *txn, const char *id, int64_t now, jsend ***sends);
+void cj_seqs_add(jseqs *l, uint64_t seq);
 long cj_linger_target(const cr_journal *j);
 void cj_pump_ready(cr_journal *j);
 void cj_ready_push(cr_journal *j, jsend *list);
@@ -407,13 +500,13 @@ int cj_policy_stamp(cr_journal *j, const char *id, jstate *st);
 int cj_policy_gate(cr_journal *j, const jstate *st, const char **why);
 /* A record the gate held or does not know: looked at again after the poll interval (nothing else
  * changes); an unknown policy is reported once per record and engine. */
-int cj_policy_hold(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_t now, int verdict, const char *why,
+int cj_policy_hold(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, int verdict, const char *why,
                    jevent ***events);
 /* Off the transaction, before a claimed record of a user policy is sent: SEND, HOLD, DELETE or
  * UNKNOWN (removed meanwhile), with *why. */
 int cj_policy_ask(cr_journal *j, const jstate *st, const courier_frozen *snap, int64_t now, const char **why);
 /* In a turn: a HOLD or DELETE answer of cj_policy_ask (o->verdict) written. */
-int cj_policy_apply(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jevent ***events);
+int cj_policy_apply(cr_journal *j, cj_txn *txn, joutcome *o, int64_t now, jevent ***events);
 /* ev's policy id from st (the registry's name for its hash, or the freeze policy's default). */
 void cj_policy_note(cr_journal *j, jevent *ev, const jstate *st);
 /* The journal's log lines: an event (before its listeners; it also gives an EXPIRED event its
@@ -422,7 +515,7 @@ void cj_policy_log_event(cr_journal *j, jevent *ev);
 void cj_policy_log_frozen(cr_journal *j, const jfreeze *f);
 void cj_policy_log_replay(cr_journal *j, const jstate *st, int explicit_, uint64_t request_id);
 /* The outcome log (replay.c), shared with a policy's deletion. */
-int cj_outcome_log(cr_journal *j, MDB_txn *txn, const jstate *st, int code, int status, int64_t now);
+int cj_outcome_log(cr_journal *j, cj_txn *txn, const jstate *st, int code, int status, int64_t now);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

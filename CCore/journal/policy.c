@@ -179,7 +179,7 @@ void cj_policy_note(cr_journal *j, jevent *ev, const jstate *st) {
     policy_release(p);
 }
 
-int cj_policy_hold(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_t now, int verdict, const char *why,
+int cj_policy_hold(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, int verdict, const char *why,
                    jevent ***events) {
     jstate old = *st;
     st->next_ms = now + j->poll_ms;
@@ -234,7 +234,7 @@ int cj_policy_ask(cr_journal *j, const jstate *st, const courier_frozen *snap, i
     return verdict;
 }
 
-int cj_policy_apply(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jevent ***events) {
+int cj_policy_apply(cr_journal *j, cj_txn *txn, joutcome *o, int64_t now, jevent ***events) {
     jstate st;
     int rc = cj_st_get(j, txn, o->seq, &st);
     if (rc == MDB_NOTFOUND) return 0;

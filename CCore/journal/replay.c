@@ -43,50 +43,11 @@ static long backoff_ms(cr_journal *j, uint32_t attempts) {
     return d;
 }
 
-int cj_outcome_log(cr_journal *j, MDB_txn *txn, const jstate *st, int code, int status, int64_t now) {
-    uint64_t n;
-    int rc = cj_last_next(txn, j->env->db_outcome, &n);
-    if (rc) return rc;
-    char text[COURIER_FROZEN_ID_MAX + 160];
-    int len = snprintf(text, sizeof text, "{\"id\":\"%.*s\",\"code\":%d,\"status\":%d,\"at_ms\":%lld,\"attempts\":%u}",
-                       (int)st->id_len, st->id, code, status, (long long)now, st->attempts);
-    uint8_t k[8];
-    cr_put_be64(k, n);
-    MDB_val key = {8, k}, val = {(size_t)len, text};
-    if ((rc = mdb_put(txn, j->env->db_outcome, &key, &val, MDB_APPEND))) return rc; /* n is past every key */
-    MDB_stat ms;
-    if (mdb_stat(txn, j->env->db_outcome, &ms) == 0 && ms.ms_entries > J_OUTCOMES_KEPT + 100) { /* trims in batches */
-        MDB_cursor *c;
-        if ((rc = mdb_cursor_open(txn, j->env->db_outcome, &c))) return rc;
-        size_t extra = ms.ms_entries - J_OUTCOMES_KEPT;
-        MDB_val ck, cv;
-        while (extra-- && (rc = mdb_cursor_get(c, &ck, &cv, MDB_FIRST)) == 0) rc = mdb_cursor_del(c, 0);
-        mdb_cursor_close(c);
-        if (rc == MDB_NOTFOUND) rc = 0;
-    }
-    return rc;
-}
+/* Writes one frozen request (the store's freeze). */
+int cj_apply_freeze(cr_journal *j, cj_txn *txn, jfreeze *f) { return j->store->freeze(j, txn, f); }
 
-/* Writes one frozen request. */
-int cj_apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f) {
-    int rc = 0;
-    MDB_val idk = {f->st.id_len, f->st.id}, idv;
-    if (!f->generated) {
-        rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
-        if (rc == 0 && idv.mv_size == 8) {
-            /* The same freeze id again: the newer request replaces the older one. */
-            uint64_t old = cr_get_be64(idv.mv_data);
-            jstate ost;
-            rc = cj_st_get(j, txn, old, &ost);
-            if (rc == 0) rc = cj_rec_remove(j, txn, old, &ost);
-            else if (rc == MDB_NOTFOUND) rc = 0;
-        } else if (rc == MDB_NOTFOUND) {
-            rc = 0;
-        }
-        if (rc) return rc;
-    }
-    uint64_t seq;
-    if ((rc = cj_last_next(txn, j->env->db_req, &seq))) return rc;
+int cj_freeze_text(jfreeze *f, uint64_t seq, char **out) {
+    *out = NULL;
     if (f->generated) {
         /* Generated: the record's number, then 64 random bits (no `ids` entry needed). */
         char rnd[33];
@@ -112,37 +73,13 @@ int cj_apply_freeze(cr_journal *j, MDB_txn *txn, jfreeze *f) {
     if (!text) return ENOMEM;
     memcpy(text, opening, hl);
     memcpy(text + hl, f->payload, pl + 1);
-    if (!f->generated) {
-        uint8_t sb[8];
-        cr_put_be64(sb, seq);
-        idk.mv_size = f->st.id_len;
-        idk.mv_data = f->st.id;
-        idv.mv_size = 8;
-        idv.mv_data = sb;
-        rc = mdb_put(txn, j->env->db_ids, &idk, &idv, 0);
-    }
-    if (!rc && f->st.policy == COURIER_FREEZE_AUTO) {
-        bool in_due = true;
-        if (is_ordered_auto(&f->st)) {
-            uint64_t head = 0;
-            rc = cj_hostq_op(j, txn, &f->st, seq, true);
-            if (!rc) rc = cj_host_head(j, txn, f->st.host, f->st.host_len, &head);
-            in_due = head == seq;
-        }
-        if (!rc && in_due) {
-            f->st.flags |= JF_IN_DUE;
-            rc = cj_key2_op(j, txn, j->env->db_due, due_time(&f->st), seq, true);
-        }
-    }
-    if (!rc) rc = cj_rec_put(j, txn, seq, &f->st, text, strlen(text), true);
-    free(text);
-    if (rc == 0) f->seq = seq;
-    return rc;
+    *out = text;
+    return 0;
 }
 
 /* Records a replay's answer: removal with the outcome log on a final answer, the next attempt's
  * time on a retryable one, the claim given back when nothing was tried. */
-int cj_apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jevent ***events) {
+int cj_apply_outcome(cr_journal *j, cj_txn *txn, joutcome *o, int64_t now, jevent ***events) {
     if (o->verdict) return cj_policy_apply(j, txn, o, now, events); /* policy.c: held or deleted */
     jstate st;
     int rc = cj_st_get(j, txn, o->seq, &st);
@@ -226,7 +163,7 @@ int cj_apply_outcome(cr_journal *j, MDB_txn *txn, joutcome *o, int64_t now, jeve
 }
 
 /* Claims a record for this engine: attempts + 1, lease until now + lease. */
-static int claim(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_t now, int explicit_, jsend ***sends) {
+static int claim(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, int explicit_, jsend ***sends) {
     jstate old = *st;
     st->claim_ms = now + j->lease_ms;
     st->owner = j->me;
@@ -234,19 +171,20 @@ static int claim(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_t 
     st->last_ms = now;
     int rc = cj_st_update(j, txn, seq, &old, st);
     if (rc) return rc;
-    MDB_val p;
+    const char *ptext;
+    size_t plen;
     jstate again;
-    if ((rc = cj_rec_get(j, txn, seq, &again, &p))) return rc;
+    if ((rc = cj_rec_get(j, txn, seq, &again, &ptext, &plen))) return rc == MDB_NOTFOUND ? 0 : rc; /* removed meanwhile (Redis) */
     jsend *s = calloc(1, sizeof *s);
-    char *text = malloc(p.mv_size ? p.mv_size : 1);
+    char *text = malloc(plen ? plen : 1);
     if (!s || !text) {
         free(s);
         free(text);
         return ENOMEM;
     }
-    memcpy(text, p.mv_data, p.mv_size);
+    memcpy(text, ptext, plen);
     s->text = text;
-    s->tlen = p.mv_size;
+    s->tlen = plen;
     s->st = *st;
     s->seq = seq;
     s->explicit_ = explicit_;
@@ -258,7 +196,7 @@ static int claim(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, int64_t 
 /* Removes what expired by now among the records the periodic scan found (checked again here; not
  * what another live replayer holds), reporting each. Records that are due are also checked when
  * the replayer reaches them, so none is ever sent after its expiry. */
-int cj_sweep_expired(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events) {
+int cj_sweep_expired(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events) {
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         jstate st;
@@ -289,7 +227,7 @@ int cj_sweep_expired(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n
 }
 
 /* Gives back the claims of dead owners (found by a read scan, checked again here). */
-int cj_recover_claims(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t n, int64_t now) {
+int cj_recover_claims(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n, int64_t now) {
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         jstate st;
@@ -307,167 +245,68 @@ int cj_recover_claims(cr_journal *j, MDB_txn *txn, const uint64_t *seqs, size_t 
     return rc;
 }
 
-/* Claims due records while this engine has free slots. Returns the earliest future due time in
- * *next (INT64_MAX if none) and whether a replay-now scan found nothing left. */
-int cj_pass(cr_journal *j, MDB_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends,
-            jevent ***events, int64_t *next, bool *mode_done) {
-    *next = INT64_MAX;
-    *mode_done = true;
-    MDB_cursor *c;
+/* One candidate of a pass, due by the store's index: claimed when eligible and a slot is free. */
+int cj_consider(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, long *slots, unsigned mode,
+                int64_t since, jsend ***sends, jevent ***events, int64_t *next, bool *mode_done, bool *stop) {
     int rc = 0;
-    uint64_t *cand = NULL;
-    size_t n = 0, cap = 0;
-    MDB_val k, v;
-    bool full = false; /* out of slots with candidates left */
-    /* `due` in batches a little larger than the free slots: a batch is collected first (changing
-     * `due` under the cursor would move it), then claimed, and the next one starts at the key the
-     * last one stopped at (a claim moves its key to the lease's end, past now). So a pass costs what
-     * it claims, not the journal's length. The first sweep takes what is due now; a replay-now then
-     * sweeps what is not due yet. */
-    for (int sweep = 0; sweep < ((mode & J_KICK_NOW) ? 2 : 1) && rc == 0 && !full; sweep++) {
-        uint8_t from[16];
-        bool have_from = sweep == 1, more = true;
-        if (have_from) {
-            cr_put_be64(from, cr_be_time(now + 1));
-            memset(from + 8, 0, 8);
-        }
-        while (more && rc == 0 && !full) {
-            more = false;
-            n = 0;
-            if ((rc = mdb_cursor_open(txn, j->env->db_due, &c))) break;
-            size_t limit = (size_t)(slots > 0 ? slots : 0) + 16;
-            if (have_from) {
-                k.mv_size = 16;
-                k.mv_data = from;
-                rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-            } else {
-                rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-            }
-            for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-                if (k.mv_size != 16) continue;
-                int64_t t = (int64_t)cr_get_be64(k.mv_data);
-                if (sweep == 0 && t > now) {
-                    *next = t;
-                    break;
-                }
-                if (n == limit) {
-                    memcpy(from, k.mv_data, 16); /* the next batch starts here */
-                    have_from = more = true;
-                    break;
-                }
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 32;
-                    uint64_t *p = realloc(cand, cap * sizeof *p);
-                    if (!p) {
-                        rc = ENOMEM;
-                        break;
-                    }
-                    cand = p;
-                }
-                cand[n++] = cr_get_be64((const uint8_t *)k.mv_data + 8);
-            }
-            mdb_cursor_close(c);
-            if (rc == MDB_NOTFOUND) rc = 0;
-            for (size_t i = 0; i < n && rc == 0; i++) {
-                jstate st;
-                rc = cj_st_get(j, txn, cand[i], &st);
-                if (rc == MDB_NOTFOUND) {
-                    rc = 0;
-                    continue;
-                }
-                if (rc) break;
-                bool eligible = due_time(&st) <= now ||
-                                ((mode & J_KICK_NOW) && st.last_ms < since && (!st.claim_ms || cj_claim_stale(j, &st, now)));
-                if (st.claim_ms && !cj_claim_stale(j, &st, now)) eligible = false;
-                if (!eligible) {
-                    int64_t t = due_time(&st);
-                    if (t > now && t < *next) *next = t;
-                    continue;
-                }
-                /* The record's resend policy (policy.c): one this engine does not have keeps it as
-                 * it is, expiry included; a built-in may hold it; a user policy is asked when sent. */
-                const char *why = NULL;
-                int verdict = cj_policy_gate(j, &st, &why);
-                if (verdict == CJ_RP_UNKNOWN) {
-                    if ((rc = cj_policy_hold(j, txn, cand[i], &st, now, verdict, why, events))) break;
-                    continue;
-                }
-                if (st.expires_ms <= now) {
-                    courier_frozen *snap = cj_snap_in(j, txn, cand[i], &st);
-                    if ((rc = cj_rec_remove(j, txn, cand[i], &st))) {
-                        courier_frozen_free(snap);
-                        break;
-                    }
-                    jevent *ev = cj_event_new(COURIER_FROZEN_EVENT_EXPIRED, snap, 0, COURIER_OK);
-                    if (ev) {
-                        ev->ev.final = 1;
-                        memcpy(ev->id, st.id, st.id_len);
-                        cj_policy_note(j, ev, &st);
-                    }
-                    cj_events_push(events, ev);
-                    continue;
-                }
-                if (verdict == CJ_RP_HOLD) {
-                    if ((rc = cj_policy_hold(j, txn, cand[i], &st, now, verdict, why, events))) break;
-                    continue;
-                }
-                if (slots <= 0) {
-                    *mode_done = false;
-                    *next = now;
-                    full = true;
-                    break;
-                }
-                if ((rc = claim(j, txn, cand[i], &st, now, mode != 0, sends))) break;
-                slots--;
-            }
-        }
+    bool eligible = due_time(st) <= now ||
+                    ((mode & J_KICK_NOW) && st->last_ms < since && (!st->claim_ms || cj_claim_stale(j, st, now)));
+    if (st->claim_ms && !cj_claim_stale(j, st, now)) eligible = false;
+    if (!eligible) {
+        int64_t t = due_time(st);
+        if (t > now && t < *next) *next = t;
+        return 0;
     }
-    free(cand);
-    if (rc || !(mode & J_KICK_MANUAL)) return rc;
-    /* Manual records are not in `due`: a replay-now that includes them scans every record. */
-    if ((rc = mdb_cursor_open(txn, j->env->db_req, &c))) return rc;
-    n = 0;
-    cand = NULL;
-    cap = 0;
-    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-        jstate st;
-        if (k.mv_size != 8 || !cj_state_decode(v.mv_data, v.mv_size, &st)) continue;
-        if (st.policy != COURIER_FREEZE_MANUAL || st.last_ms >= since) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            uint64_t *p = realloc(cand, cap * sizeof *p);
-            if (!p) {
-                rc = ENOMEM;
-                break;
-            }
-            cand = p;
+    /* The record's resend policy (policy.c): one this engine does not have keeps it as it is,
+     * expiry included; a built-in may hold it; a user policy is asked when sent. */
+    const char *why = NULL;
+    int verdict = cj_policy_gate(j, st, &why);
+    if (verdict == CJ_RP_UNKNOWN) return cj_policy_hold(j, txn, seq, st, now, verdict, why, events);
+    if (st->expires_ms <= now) {
+        courier_frozen *snap = cj_snap_in(j, txn, seq, st);
+        if ((rc = cj_rec_remove(j, txn, seq, st))) {
+            courier_frozen_free(snap);
+            return rc;
         }
-        cand[n++] = cr_get_be64(k.mv_data);
+        jevent *ev = cj_event_new(COURIER_FROZEN_EVENT_EXPIRED, snap, 0, COURIER_OK);
+        if (ev) {
+            ev->ev.final = 1;
+            memcpy(ev->id, st->id, st->id_len);
+            cj_policy_note(j, ev, st);
+        }
+        cj_events_push(events, ev);
+        return 0;
     }
-    mdb_cursor_close(c);
-    if (rc == MDB_NOTFOUND) rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        jstate st;
-        if ((rc = cj_st_get(j, txn, cand[i], &st))) {
-            if (rc == MDB_NOTFOUND) rc = 0;
-            continue;
-        }
-        if (st.claim_ms && !cj_claim_stale(j, &st, now)) continue;
-        if (cj_policy_gate(j, &st, NULL) == CJ_RP_UNKNOWN) continue; /* policy.c: kept as it is */
-        if (slots <= 0) {
-            *mode_done = false;
-            *next = now;
-            break;
-        }
-        if ((rc = claim(j, txn, cand[i], &st, now, mode != 0, sends))) break;
-        slots--;
+    if (verdict == CJ_RP_HOLD) return cj_policy_hold(j, txn, seq, st, now, verdict, why, events);
+    if (*slots <= 0) {
+        *mode_done = false;
+        *next = now;
+        *stop = true;
+        return 0;
     }
-    free(cand);
+    if ((rc = claim(j, txn, seq, st, now, mode != 0, sends))) return rc;
+    (*slots)--;
+    return 0;
+}
+
+/* A manual record in a replay-now that includes them. */
+int cj_consider_manual(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, long *slots, unsigned mode,
+                       jsend ***sends, int64_t *next, bool *mode_done, bool *stop) {
+    if (st->claim_ms && !cj_claim_stale(j, st, now)) return 0;
+    if (cj_policy_gate(j, st, NULL) == CJ_RP_UNKNOWN) return 0; /* policy.c: kept as it is */
+    if (*slots <= 0) {
+        *mode_done = false;
+        *next = now;
+        *stop = true;
+        return 0;
+    }
+    int rc = claim(j, txn, seq, st, now, mode != 0, sends);
+    if (rc == 0) (*slots)--;
     return rc;
 }
 
 /* An explicit resend by id: claimed whatever its policy, order or backoff. */
-int cj_resend_one(cr_journal *j, MDB_txn *txn, const char *id, int64_t now, jsend ***sends) {
+int cj_resend_one(cr_journal *j, cj_txn *txn, const char *id, int64_t now, jsend ***sends) {
     uint64_t seq;
     int rc = cj_find_seq(j, txn, id, &seq);
     if (rc == MDB_NOTFOUND) return 0;
@@ -475,10 +314,11 @@ int cj_resend_one(cr_journal *j, MDB_txn *txn, const char *id, int64_t now, jsen
     jstate st;
     if ((rc = cj_st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
     if (st.claim_ms && !cj_claim_stale(j, &st, now)) return 0;
+    if (j->store->take && (rc = j->store->take(j, txn, seq))) return rc == MDB_NOTFOUND ? 0 : rc;
     return claim(j, txn, seq, &st, now, 2, sends); /* 2: by id, the app's word (no policy asked) */
 }
 
-static void seqs_add(jseqs *l, uint64_t seq) {
+void cj_seqs_add(jseqs *l, uint64_t seq) {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
         uint64_t *p = realloc(l->v, cap * sizeof *p);
@@ -487,59 +327,6 @@ static void seqs_add(jseqs *l, uint64_t seq) {
         l->cap = cap;
     }
     l->v[l->n++] = seq;
-}
-
-/* In any transaction: is a record due now, and when is the next one due after now? */
-void cj_due_edges(cr_journal *j, MDB_txn *txn, int64_t now, bool *due_now, int64_t *next_due) {
-    *due_now = false;
-    *next_due = INT64_MAX;
-    MDB_cursor *c;
-    if (mdb_cursor_open(txn, j->env->db_due, &c)) return;
-    MDB_val k, v;
-    if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 16) {
-        int64_t t = (int64_t)cr_get_be64(k.mv_data);
-        if (t <= now) {
-            *due_now = true;
-            uint8_t kb[16];
-            cr_put_be64(kb, cr_be_time(now + 1));
-            memset(kb + 8, 0, 8);
-            k.mv_size = 16;
-            k.mv_data = kb;
-            if (mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) == 0 && k.mv_size == 16)
-                *next_due = (int64_t)cr_get_be64(k.mv_data);
-        } else {
-            *next_due = t;
-        }
-    }
-    mdb_cursor_close(c);
-}
-
-/* Read-only look: is anything due now, and when next? With `scan`, also which claims are held by
- * the dead and which records expired (a pass over every record: only every poll interval). */
-int cj_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead,
-            jseqs *expired) {
-    *due_now = false;
-    *next_due = INT64_MAX;
-    MDB_txn *txn;
-    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn);
-    if (rc) return rc;
-    MDB_cursor *c;
-    MDB_val k, v;
-    cj_due_edges(j, txn, now, due_now, next_due);
-    if (rc == 0 && scan && (rc = mdb_cursor_open(txn, j->env->db_req, &c)) == 0) {
-        int grc;
-        for (grc = mdb_cursor_get(c, &k, &v, MDB_FIRST); grc == 0; grc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-            jstate st;
-            if (k.mv_size != 8 || !cj_state_decode(v.mv_data, v.mv_size, &st)) continue;
-            bool stale = st.claim_ms && cj_claim_stale(j, &st, now);
-            if (stale) seqs_add(dead, cr_get_be64(k.mv_data));
-            if (st.expires_ms <= now && (!st.claim_ms || stale)) seqs_add(expired, cr_get_be64(k.mv_data));
-        }
-        mdb_cursor_close(c);
-        if (grc != 0 && grc != MDB_NOTFOUND) rc = grc;
-    }
-    mdb_txn_abort(txn);
-    return rc;
 }
 
 static void replay_done(uint64_t request_id, int code, courier_response *resp, const courier_error *err, void *user);

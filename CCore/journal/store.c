@@ -275,7 +275,7 @@ static bool jenv_has_nonce(jenv *v, uint32_t nonce) {
     return found;
 }
 
-static size_t state_encode(const jstate *s, uint8_t *b) {
+size_t cj_state_encode(const jstate *s, uint8_t *b) {
     memset(b, 0, J_STATE_FIXED);
     b[0] = J_STATE_VERSION;
     b[1] = s->policy;
@@ -359,18 +359,28 @@ static bool owner_alive(cr_journal *j, const jowner *o) {
     return !(kill((pid_t)o->pid, 0) != 0 && errno == ESRCH);
 }
 
-/* Takes a claim over when its owner is gone or its lease has ended. */
+/* Takes a claim over when its owner is gone or its lease has ended. On Redis the owner may be on
+ * another machine: only this process's claims are known alive or dead; the others hold until
+ * their lease ends (redis.c takes them over then, with XAUTOCLAIM). */
 bool cj_claim_stale(cr_journal *j, const jstate *s, int64_t now) {
-    return s->claim_ms && (s->claim_ms <= now || !owner_alive(j, &s->owner));
+    if (!s->claim_ms) return false;
+    if (s->claim_ms <= now) return true;
+    if (j->redis) {
+        const jowner *o = &s->owner;
+        bool this_process = o->pid == j->me.pid && o->start == j->me.start && o->boot == j->me.boot;
+        return this_process && !jenv_has_nonce(j->env, o->nonce);
+    }
+    return !owner_alive(j, &s->owner);
 }
 
-/* ---- transactions helpers ---- */
+/* ==== the LMDB store =========================================================================== */
 
 #define J_STATE_MAX (J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX)
+#define TX(t) ((MDB_txn *)(t))
 
 /* A record's value is its state (rewritten on each claim and answer) followed by the request
  * text (written once): one put per freeze. */
-int cj_rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *payload) {
+static int rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *payload) {
     uint8_t k[8];
     cr_put_be64(k, seq);
     MDB_val key = {8, k}, val;
@@ -385,16 +395,16 @@ int cj_rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *p
     return 0;
 }
 
-int cj_st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st) { return cj_rec_get(j, txn, seq, st, NULL); }
+static int st_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st) { return rec_get(j, txn, seq, st, NULL); }
 
 /* Writes a record: the state, then the request text. `append`: seq is past every key (a new
  * record), so LMDB fills pages to the end instead of splitting them in halves: fuller pages, a
  * shallower tree, fewer pages in each commit's fsync. */
-int cj_rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen,
-               bool append) {
+static int rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, const void *payload, size_t plen,
+                   bool append) {
     uint8_t k[8], b[J_STATE_MAX];
     cr_put_be64(k, seq);
-    size_t sl = state_encode(st, b);
+    size_t sl = cj_state_encode(st, b);
     MDB_val key = {8, k}, val = {sl + plen, NULL};
     int rc = mdb_put(txn, j->env->db_req, &key, &val, MDB_RESERVE | (append ? MDB_APPEND : 0));
     if (rc) return rc;
@@ -407,12 +417,12 @@ int cj_rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, cons
 static int st_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
     jstate old;
     MDB_val p;
-    int rc = cj_rec_get(j, txn, seq, &old, &p);
+    int rc = rec_get(j, txn, seq, &old, &p);
     if (rc) return rc;
     char stack[2048], *copy = p.mv_size <= sizeof stack ? stack : malloc(p.mv_size);
     if (!copy) return ENOMEM;
     memcpy(copy, p.mv_data, p.mv_size); /* the put may move the page the text lives in */
-    rc = cj_rec_put(j, txn, seq, st, copy, p.mv_size, false);
+    rc = rec_put(j, txn, seq, st, copy, p.mv_size, false);
     if (copy != stack) free(copy);
     return rc;
 }
@@ -441,7 +451,7 @@ static int index_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *key) {
     return rc;
 }
 
-int cj_key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put) {
+static int key2_op(MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put) {
     uint8_t k[16];
     cr_put_be64(k, cr_be_time(t));
     cr_put_be64(k + 8, seq);
@@ -450,7 +460,7 @@ int cj_key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-int cj_hostq_op(cr_journal *j, MDB_txn *txn, const jstate *st, uint64_t seq, bool put) {
+static int hostq_op(cr_journal *j, MDB_txn *txn, const jstate *st, uint64_t seq, bool put) {
     uint8_t k[J_HOST_MAX + 9];
     memcpy(k, st->host, st->host_len);
     k[st->host_len] = 0;
@@ -461,7 +471,7 @@ int cj_hostq_op(cr_journal *j, MDB_txn *txn, const jstate *st, uint64_t seq, boo
 }
 
 /* The oldest ordered record of a host, or 0. */
-int cj_host_head(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len, uint64_t *seq) {
+static int host_head(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len, uint64_t *seq) {
     *seq = 0;
     uint8_t k[J_HOST_MAX + 9];
     memcpy(k, host, host_len);
@@ -480,19 +490,19 @@ int cj_host_head(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len,
 /* Puts the new head of a host's ordered queue into `due`. */
 static int host_promote(cr_journal *j, MDB_txn *txn, const char *host, size_t host_len) {
     uint64_t seq;
-    int rc = cj_host_head(j, txn, host, host_len, &seq);
+    int rc = host_head(j, txn, host, host_len, &seq);
     if (rc || !seq) return rc;
     jstate st;
-    if ((rc = cj_st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
+    if ((rc = st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
     if (st.flags & JF_IN_DUE) return 0;
     st.flags |= JF_IN_DUE;
-    if ((rc = cj_key2_op(j, txn, j->env->db_due, due_time(&st), seq, true))) return rc;
+    if ((rc = key2_op(txn, j->env->db_due, due_time(&st), seq, true))) return rc;
     return st_put(j, txn, seq, &st);
 }
 
 /* The next key of a database keyed by be64 numbers: the last one + 1 (1 when empty). Numbers are
  * not kept in a counter, so a freeze writes one database page less. */
-int cj_last_next(MDB_txn *txn, MDB_dbi dbi, uint64_t *out) {
+static int last_next(MDB_txn *txn, MDB_dbi dbi, uint64_t *out) {
     MDB_cursor *c;
     int rc = mdb_cursor_open(txn, dbi, &c);
     if (rc) return rc;
@@ -503,16 +513,24 @@ int cj_last_next(MDB_txn *txn, MDB_dbi dbi, uint64_t *out) {
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-static bool generated_id(const char *id, size_t n) {
+bool cj_generated_id(const char *id, size_t n) {
     if (n != 32) return false;
     for (size_t i = 0; i < n; i++)
         if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f'))) return false;
     return true;
 }
 
+uint64_t cj_generated_seq(const char *id) {
+    char hex[17];
+    memcpy(hex, id, 16);
+    hex[16] = '\0';
+    return strtoull(hex, NULL, 16);
+}
+
 /* The record a freeze id names: given ids through the `ids` index; generated ids carry their
  * record's number in their first 16 hex digits (checked against the stored id). */
-int cj_find_seq(cr_journal *j, MDB_txn *txn, const char *id, uint64_t *seq) {
+static int lm_find_seq(cr_journal *j, cj_txn *t, const char *id, uint64_t *seq) {
+    MDB_txn *txn = TX(t);
     size_t n = strlen(id);
     MDB_val k = {n, (void *)id}, v;
     int rc = mdb_get(txn, j->env->db_ids, &k, &v);
@@ -521,13 +539,10 @@ int cj_find_seq(cr_journal *j, MDB_txn *txn, const char *id, uint64_t *seq) {
         return 0;
     }
     if (rc && rc != MDB_NOTFOUND) return rc;
-    if (!generated_id(id, n)) return MDB_NOTFOUND;
-    char hex[17];
-    memcpy(hex, id, 16);
-    hex[16] = '\0';
-    uint64_t s = strtoull(hex, NULL, 16);
+    if (!cj_generated_id(id, n)) return MDB_NOTFOUND;
+    uint64_t s = cj_generated_seq(id);
     jstate st;
-    rc = cj_st_get(j, txn, s, &st);
+    rc = st_get(j, txn, s, &st);
     if (rc == 0 && st.id_len == n && memcmp(st.id, id, n) == 0) {
         *seq = s;
         return 0;
@@ -536,7 +551,8 @@ int cj_find_seq(cr_journal *j, MDB_txn *txn, const char *id, uint64_t *seq) {
 }
 
 /* Removes a record and every index entry of it; promotes the next of its host. */
-int cj_rec_remove(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
+static int lm_rec_remove(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *st) {
+    MDB_txn *txn = TX(t);
     uint8_t k[8];
     cr_put_be64(k, seq);
     MDB_val key = {8, k};
@@ -548,33 +564,425 @@ int cj_rec_remove(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
         if (rc == 0 && idv.mv_size == 8 && cr_get_be64(idv.mv_data) == seq) rc = mdb_del(txn, j->env->db_ids, &idk, NULL);
     }
     if (rc == MDB_NOTFOUND) rc = 0;
-    if (!rc && (st->flags & JF_IN_DUE)) rc = cj_key2_op(j, txn, j->env->db_due, due_time(st), seq, false);
+    if (!rc && (st->flags & JF_IN_DUE)) rc = key2_op(txn, j->env->db_due, due_time(st), seq, false);
     if (!rc && is_ordered_auto(st)) {
-        rc = cj_hostq_op(j, txn, st, seq, false);
+        rc = hostq_op(j, txn, st, seq, false);
         if (!rc) rc = host_promote(j, txn, st->host, st->host_len);
     }
     return rc;
 }
 
+static int lm_rec_remove_bad(cr_journal *j, cj_txn *t, uint64_t seq) {
+    uint8_t kb[8];
+    cr_put_be64(kb, seq);
+    MDB_val k = {8, kb};
+    int rc = mdb_del(TX(t), j->env->db_req, &k, NULL);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 /* Rewrites a record's state, moving its `due` key when its due time changed. */
-int cj_st_update(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *old, const jstate *st) {
+static int lm_st_update(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *old, const jstate *st) {
+    MDB_txn *txn = TX(t);
     int rc = 0;
     if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
-        rc = cj_key2_op(j, txn, j->env->db_due, due_time(old), seq, false);
-        if (!rc) rc = cj_key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
+        rc = key2_op(txn, j->env->db_due, due_time(old), seq, false);
+        if (!rc) rc = key2_op(txn, j->env->db_due, due_time(st), seq, true);
     }
     return rc ? rc : st_put(j, txn, seq, st);
 }
 
-static int req_text(cr_journal *j, MDB_txn *txn, uint64_t seq, MDB_val *val) {
-    jstate st;
-    return cj_rec_get(j, txn, seq, &st, val);
+static int lm_rec_get(cr_journal *j, cj_txn *t, uint64_t seq, jstate *st, const char **text, size_t *len) {
+    MDB_val v;
+    int rc = rec_get(j, TX(t), seq, st, &v);
+    if (rc == 0 && text) {
+        *text = v.mv_data;
+        *len = v.mv_size;
+    }
+    return rc;
+}
+
+static int lm_outcome_log(cr_journal *j, cj_txn *t, const jstate *st, int code, int status, int64_t now) {
+    MDB_txn *txn = TX(t);
+    uint64_t n;
+    int rc = last_next(txn, j->env->db_outcome, &n);
+    if (rc) return rc;
+    char text[COURIER_FROZEN_ID_MAX + 160];
+    int len = cj_outcome_text(st, code, status, now, text, sizeof text);
+    uint8_t k[8];
+    cr_put_be64(k, n);
+    MDB_val key = {8, k}, val = {(size_t)len, text};
+    if ((rc = mdb_put(txn, j->env->db_outcome, &key, &val, MDB_APPEND))) return rc; /* n is past every key */
+    MDB_stat ms;
+    if (mdb_stat(txn, j->env->db_outcome, &ms) == 0 && ms.ms_entries > J_OUTCOMES_KEPT + 100) { /* trims in batches */
+        MDB_cursor *c;
+        if ((rc = mdb_cursor_open(txn, j->env->db_outcome, &c))) return rc;
+        size_t extra = ms.ms_entries - J_OUTCOMES_KEPT;
+        MDB_val ck, cv;
+        while (extra-- && (rc = mdb_cursor_get(c, &ck, &cv, MDB_FIRST)) == 0) rc = mdb_cursor_del(c, 0);
+        mdb_cursor_close(c);
+        if (rc == MDB_NOTFOUND) rc = 0;
+    }
+    return rc;
+}
+
+/* Writes one frozen request. */
+static int lm_freeze(cr_journal *j, cj_txn *t, jfreeze *f) {
+    MDB_txn *txn = TX(t);
+    int rc = 0;
+    MDB_val idk = {f->st.id_len, f->st.id}, idv;
+    if (!f->generated) {
+        rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
+        if (rc == 0 && idv.mv_size == 8) {
+            /* The same freeze id again: the newer request replaces the older one. */
+            uint64_t old = cr_get_be64(idv.mv_data);
+            jstate ost;
+            rc = st_get(j, txn, old, &ost);
+            if (rc == 0) rc = lm_rec_remove(j, t, old, &ost);
+            else if (rc == MDB_NOTFOUND) rc = 0;
+        } else if (rc == MDB_NOTFOUND) {
+            rc = 0;
+        }
+        if (rc) return rc;
+    }
+    uint64_t seq;
+    if ((rc = last_next(txn, j->env->db_req, &seq))) return rc;
+    char *text;
+    if ((rc = cj_freeze_text(f, seq, &text))) return rc;
+    if (!f->generated) {
+        uint8_t sb[8];
+        cr_put_be64(sb, seq);
+        idk.mv_size = f->st.id_len;
+        idk.mv_data = f->st.id;
+        idv.mv_size = 8;
+        idv.mv_data = sb;
+        rc = mdb_put(txn, j->env->db_ids, &idk, &idv, 0);
+    }
+    if (!rc && f->st.policy == COURIER_FREEZE_AUTO) {
+        bool in_due = true;
+        if (is_ordered_auto(&f->st)) {
+            uint64_t head = 0;
+            rc = hostq_op(j, txn, &f->st, seq, true);
+            if (!rc) rc = host_head(j, txn, f->st.host, f->st.host_len, &head);
+            in_due = head == seq;
+        }
+        if (!rc && in_due) {
+            f->st.flags |= JF_IN_DUE;
+            rc = key2_op(txn, j->env->db_due, due_time(&f->st), seq, true);
+        }
+    }
+    if (!rc) rc = rec_put(j, txn, seq, &f->st, text, strlen(text), true);
+    free(text);
+    if (rc == 0) f->seq = seq;
+    return rc;
+}
+
+/* Claims due records while this engine has free slots. Returns the earliest future due time in
+ * *next (INT64_MAX if none) and whether a replay-now scan found nothing left. */
+static int lm_pass(cr_journal *j, cj_txn *t, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends,
+                   jevent ***events, int64_t *next, bool *mode_done) {
+    MDB_txn *txn = TX(t);
+    *next = INT64_MAX;
+    *mode_done = true;
+    MDB_cursor *c;
+    int rc = 0;
+    jseqs cand = {0};
+    MDB_val k, v;
+    bool full = false; /* out of slots with candidates left */
+    /* `due` in batches a little larger than the free slots: a batch is collected first (changing
+     * `due` under the cursor would move it), then claimed, and the next one starts at the key the
+     * last one stopped at (a claim moves its key to the lease's end, past now). So a pass costs what
+     * it claims, not the journal's length. The first sweep takes what is due now; a replay-now then
+     * sweeps what is not due yet. */
+    for (int sweep = 0; sweep < ((mode & J_KICK_NOW) ? 2 : 1) && rc == 0 && !full; sweep++) {
+        uint8_t from[16];
+        bool have_from = sweep == 1, more = true;
+        if (have_from) {
+            cr_put_be64(from, cr_be_time(now + 1));
+            memset(from + 8, 0, 8);
+        }
+        while (more && rc == 0 && !full) {
+            more = false;
+            cand.n = 0;
+            if ((rc = mdb_cursor_open(txn, j->env->db_due, &c))) break;
+            size_t limit = (size_t)(slots > 0 ? slots : 0) + 16;
+            if (have_from) {
+                k.mv_size = 16;
+                k.mv_data = from;
+                rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+            } else {
+                rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+            }
+            for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+                if (k.mv_size != 16) continue;
+                int64_t tm = (int64_t)cr_get_be64(k.mv_data);
+                if (sweep == 0 && tm > now) {
+                    *next = tm;
+                    break;
+                }
+                if (cand.n == limit) {
+                    memcpy(from, k.mv_data, 16); /* the next batch starts here */
+                    have_from = more = true;
+                    break;
+                }
+                cj_seqs_add(&cand, cr_get_be64((const uint8_t *)k.mv_data + 8)); /* no memory: the next pass */
+            }
+            mdb_cursor_close(c);
+            if (rc == MDB_NOTFOUND) rc = 0;
+            for (size_t i = 0; i < cand.n && rc == 0 && !full; i++) {
+                jstate st;
+                rc = st_get(j, txn, cand.v[i], &st);
+                if (rc == MDB_NOTFOUND) {
+                    rc = 0;
+                    continue;
+                }
+                if (rc) break;
+                rc = cj_consider(j, t, cand.v[i], &st, now, &slots, mode, since, sends, events, next, mode_done, &full);
+            }
+        }
+    }
+    cand.n = 0;
+    if (rc || !(mode & J_KICK_MANUAL)) {
+        free(cand.v);
+        return rc;
+    }
+    /* Manual records are not in `due`: a replay-now that includes them scans every record. */
+    if ((rc = mdb_cursor_open(txn, j->env->db_req, &c))) {
+        free(cand.v);
+        return rc;
+    }
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        jstate st;
+        if (k.mv_size != 8 || !cj_state_decode(v.mv_data, v.mv_size, &st)) continue;
+        if (st.policy != COURIER_FREEZE_MANUAL || st.last_ms >= since) continue;
+        cj_seqs_add(&cand, cr_get_be64(k.mv_data));
+    }
+    mdb_cursor_close(c);
+    if (rc == MDB_NOTFOUND) rc = 0;
+    full = false;
+    for (size_t i = 0; i < cand.n && rc == 0 && !full; i++) {
+        jstate st;
+        if ((rc = st_get(j, txn, cand.v[i], &st))) {
+            if (rc == MDB_NOTFOUND) rc = 0;
+            continue;
+        }
+        rc = cj_consider_manual(j, t, cand.v[i], &st, now, &slots, mode, sends, next, mode_done, &full);
+    }
+    free(cand.v);
+    return rc;
+}
+
+/* In any transaction: is a record due now, and when is the next one due after now? */
+static void lm_due_edges(cr_journal *j, cj_txn *t, int64_t now, bool *due_now, int64_t *next_due) {
+    *due_now = false;
+    *next_due = INT64_MAX;
+    MDB_cursor *c;
+    if (mdb_cursor_open(TX(t), j->env->db_due, &c)) return;
+    MDB_val k, v;
+    if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 16) {
+        int64_t tm = (int64_t)cr_get_be64(k.mv_data);
+        if (tm <= now) {
+            *due_now = true;
+            uint8_t kb[16];
+            cr_put_be64(kb, cr_be_time(now + 1));
+            memset(kb + 8, 0, 8);
+            k.mv_size = 16;
+            k.mv_data = kb;
+            if (mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) == 0 && k.mv_size == 16)
+                *next_due = (int64_t)cr_get_be64(k.mv_data);
+        } else {
+            *next_due = tm;
+        }
+    }
+    mdb_cursor_close(c);
+}
+
+/* Read-only look: is anything due now, and when next? With `scan`, also which claims are held by
+ * the dead and which records expired (a pass over every record: only every poll interval). */
+static int lm_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead,
+                   jseqs *expired) {
+    *due_now = false;
+    *next_due = INT64_MAX;
+    MDB_txn *txn;
+    int rc = cr_lmdb_begin(&j->env->base, MDB_RDONLY, &txn); /* the file checked whole first */
+    if (rc) return rc;
+    MDB_cursor *c;
+    MDB_val k, v;
+    lm_due_edges(j, (cj_txn *)txn, now, due_now, next_due);
+    if (scan && (rc = mdb_cursor_open(txn, j->env->db_req, &c)) == 0) {
+        int grc;
+        for (grc = mdb_cursor_get(c, &k, &v, MDB_FIRST); grc == 0; grc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+            jstate st;
+            if (k.mv_size != 8 || !cj_state_decode(v.mv_data, v.mv_size, &st)) continue;
+            bool stale = st.claim_ms && cj_claim_stale(j, &st, now);
+            if (stale) cj_seqs_add(dead, cr_get_be64(k.mv_data));
+            if (st.expires_ms <= now && (!st.claim_ms || stale)) cj_seqs_add(expired, cr_get_be64(k.mv_data));
+        }
+        mdb_cursor_close(c);
+        if (grc != 0 && grc != MDB_NOTFOUND) rc = grc;
+    }
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+static int lm_each(cr_journal *j, cj_txn *t, int (*fn)(void *, uint64_t, const jstate *, const char *, size_t),
+                   void *user) {
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(TX(t), j->env->db_req, &c);
+    if (rc) return rc;
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 8) continue;
+        jstate st;
+        size_t used = cj_state_decode(v.mv_data, v.mv_size, &st);
+        int frc = fn(user, cr_get_be64(k.mv_data), used ? &st : NULL, (const char *)v.mv_data + used, v.mv_size - used);
+        if (frc) {
+            rc = frc;
+            break;
+        }
+    }
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int lm_count(cr_journal *j, cj_txn *t, int64_t *n) {
+    MDB_stat ms;
+    int rc = mdb_stat(TX(t), j->env->db_req, &ms);
+    if (rc == 0) *n = (int64_t)ms.ms_entries;
+    return rc;
+}
+
+static int lm_remove_all(cr_journal *j, cj_txn *t, int64_t *n) {
+    MDB_txn *txn = TX(t);
+    int rc = lm_count(j, t, n);
+    MDB_dbi dbs[] = {j->env->db_req, j->env->db_ids, j->env->db_due, j->env->db_hostq};
+    for (size_t i = 0; rc == 0 && i < sizeof dbs / sizeof dbs[0]; i++) rc = mdb_drop(txn, dbs[i], 0);
+    return rc;
+}
+
+static int lm_last_outcome(cr_journal *j, cj_txn *t, const char *id, int *code, int *status, int64_t *at_ms) {
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(TX(t), j->env->db_outcome, &c);
+    if (rc) return rc;
+    MDB_val k, v;
+    bool found = false;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_LAST); rc == 0 && !found; rc = mdb_cursor_get(c, &k, &v, MDB_PREV))
+        found = cj_outcome_match(v.mv_data, v.mv_size, id, code, status, at_ms);
+    mdb_cursor_close(c);
+    return found ? 0 : rc == 0 ? MDB_NOTFOUND : rc;
+}
+
+static int lm_open(cr_journal *j, const char *where, courier_error *err) {
+    (void)j;
+    (void)where;
+    (void)err;
+    return COURIER_OK; /* the environment is j->env, acquired by the journal for every store */
+}
+
+static void lm_close(cr_journal *j) { (void)j; }
+
+static int lm_begin(cr_journal *j, bool write, cj_txn **t) {
+    MDB_txn *txn = NULL;
+    int rc = cr_lmdb_begin(&j->env->base, write ? 0 : MDB_RDONLY, &txn); /* the file checked whole first */
+    *t = (cj_txn *)txn;
+    return rc;
+}
+
+static int lm_commit(cr_journal *j, cj_txn *t) {
+    (void)j;
+    return mdb_txn_commit(TX(t));
+}
+
+static void lm_abort(cr_journal *j, cj_txn *t) {
+    (void)j;
+    if (t) mdb_txn_abort(TX(t));
+}
+
+static const char *lm_strerror(cr_journal *j, int rc) {
+    (void)j;
+    return mdb_strerror(rc);
+}
+
+static int lm_fail(cr_journal *j, courier_error *err, int rc, const char *what) {
+    (void)j;
+    return cr_lmdb_fail(err, rc, COURIER_E_JOURNAL_CORRUPT, what);
+}
+
+const cj_store_ops cj_lmdb_store = {
+    .kind = "lmdb",
+    .atomic = true,
+    .open = lm_open,
+    .close = lm_close,
+    .begin = lm_begin,
+    .commit = lm_commit,
+    .abort = lm_abort,
+    .broken = cr_lmdb_is_broken,
+    .strerror = lm_strerror,
+    .fail = lm_fail,
+    .rec_get = lm_rec_get,
+    .st_update = lm_st_update,
+    .rec_remove = lm_rec_remove,
+    .rec_remove_bad = lm_rec_remove_bad,
+    .outcome_log = lm_outcome_log,
+    .find_seq = lm_find_seq,
+    .freeze = lm_freeze,
+    .take = NULL,
+    .pass = lm_pass,
+    .due_edges = lm_due_edges,
+    .peek = lm_peek,
+    .each = lm_each,
+    .count = lm_count,
+    .remove_all = lm_remove_all,
+    .last_outcome = lm_last_outcome,
+};
+
+/* ==== the calls the rooms make, on whichever store is open ===================================== */
+
+int cj_rec_get(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char **text, size_t *len) {
+    return j->store->rec_get(j, txn, seq, st, text, len);
+}
+
+int cj_st_get(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st) {
+    return j->store->rec_get(j, txn, seq, st, NULL, NULL);
+}
+
+int cj_find_seq(cr_journal *j, cj_txn *txn, const char *id, uint64_t *seq) { return j->store->find_seq(j, txn, id, seq); }
+
+int cj_rec_remove(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st) {
+    return j->store->rec_remove(j, txn, seq, st);
+}
+
+int cj_st_update(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st) {
+    return j->store->st_update(j, txn, seq, old, st);
+}
+
+int cj_outcome_log(cr_journal *j, cj_txn *txn, const jstate *st, int code, int status, int64_t now) {
+    return j->store->outcome_log(j, txn, st, code, status, now);
+}
+
+int cj_outcome_text(const jstate *st, int code, int status, int64_t now, char *out, size_t cap) {
+    return snprintf(out, cap, "{\"id\":\"%.*s\",\"code\":%d,\"status\":%d,\"at_ms\":%lld,\"attempts\":%u}",
+                    (int)st->id_len, st->id, code, status, (long long)now, st->attempts);
+}
+
+bool cj_outcome_match(const char *text, size_t len, const char *id, int *code, int *status, int64_t *at_ms) {
+    json_t *o = json_loadb(text, len, 0, NULL);
+    const char *oid = json_string_value(json_object_get(o, "id"));
+    bool found = oid && strcmp(oid, id) == 0;
+    if (found) {
+        if (code) *code = (int)json_integer_value(json_object_get(o, "code"));
+        if (status) *status = (int)json_integer_value(json_object_get(o, "status"));
+        if (at_ms) *at_ms = json_integer_value(json_object_get(o, "at_ms"));
+    }
+    json_decref(o);
+    return found;
 }
 
 /* A snapshot of a record inside a transaction (NULL when unreadable). */
-courier_frozen *cj_snap_in(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st) {
-    MDB_val v;
-    if (req_text(j, txn, seq, &v)) return NULL;
+courier_frozen *cj_snap_in(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st) {
+    jstate again;
+    const char *text;
+    size_t len;
+    if (cj_rec_get(j, txn, seq, &again, &text, &len)) return NULL;
     bool bad;
-    return cj_snap_make(seq, v.mv_data, v.mv_size, st, &bad);
+    return cj_snap_make(seq, text, len, st, &bad);
 }

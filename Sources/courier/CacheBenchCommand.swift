@@ -178,50 +178,10 @@ struct CacheBenchCommand: ParsableCommand {
         }
     }
 
-    /// The repository's root, for scripts/redis-fixture and the Python side (from this file's path,
-    /// else the working directory).
-    private func root() -> URL {
-        let fromSource = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        if FileManager.default.fileExists(atPath: fromSource.appendingPathComponent("scripts/redis-fixture").path) {
-            return fromSource
-        }
-        return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-    }
-
-    /// Runs a script with bash and returns its exit status and stdout. (popen, not Foundation's
-    /// Process: its waitUntilExit never returned here once the script had left a daemon behind.)
-    private func script(_ args: [String]) throws -> (status: Int32, output: String) {
-        let quoted = args.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-        guard let pipe = popen("bash " + quoted, "r") else { throw ExitCode.failure }
-        var output = ""
-        var buffer = [CChar](repeating: 0, count: 4096)
-        while fgets(&buffer, Int32(buffer.count), pipe) != nil { output += String(cString: buffer) }
-        let status = pclose(pipe)
-        return (status == 0 ? 0 : 1, output)
-    }
-
     func runRedis() throws {
-        var url = redisURL ?? ""
-        var fixtureDir: String?
-        let fixture = root().appendingPathComponent("scripts/redis-fixture").path
-        if redisURL == nil {
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench-redis-\(UUID())").path
-            setenv("REDIS_FIXTURE_APPENDFSYNC", redisFsync, 1)
-            let started = try script([fixture, "start", dir])
-            guard started.status == 0 else {
-                printError("error: redis-server did not start (scripts/redis-fixture; scripts/setup installs it)")
-                throw ExitCode.failure
-            }
-            fixtureDir = dir
-            url = started.output.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        defer {
-            if let dir = fixtureDir {
-                _ = try? script([fixture, "stop", dir])
-                try? FileManager.default.removeItem(atPath: dir)
-            }
-        }
+        let redis = try BenchRedis(url: redisURL, appendfsync: redisFsync)
+        defer { redis.stop() }
+        let url = redis.url
         var results: [cbench_redis_result] = []
         for _ in 0..<runs {
             var r = cbench_redis_result()
@@ -243,7 +203,7 @@ struct CacheBenchCommand: ParsableCommand {
             "courier_get_ops": median { $0.courier_get_ops }, "courier_put_ops": median { $0.courier_put_ops },
         ]
         if requestsCache {
-            let py = try script([root().appendingPathComponent("bindings/python/run-redis-bench.sh").path, url,
+            let py = try runScript([repositoryRoot().appendingPathComponent("bindings/python/run-redis-bench.sh").path, url,
                                  String(min(redisEntries, 5_000)), String(min(gets, 20_000))])
             guard py.status == 0, let line = py.output.split(separator: "\n").last,
                   let obj = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {

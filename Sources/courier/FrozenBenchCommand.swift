@@ -18,6 +18,9 @@ struct FrozenBenchCommand: ParsableCommand {
             (freeze_grouped_ops: the journal groups concurrent freezes into one commit); the replay of
             that store to a local server with --concurrency in flight (replay_rps); the same POSTs sent
             normally at that concurrency just before and after the replay (transport_rps, the mean).
+            --backend redis: the journals on Redis instead (a redis-server of its own from
+            scripts/redis-fixture, AOF with appendfsync always, unless --redis-url): freeze_ops is then
+            one XADD script per freeze answered by Redis; raw_sync_commits stays LMDB's, for scale.
             Medians of --runs runs. Targets: freeze_ops >= 0.8x raw_sync_commits; replay_rps >= 0.5x
             transport_rps.
             """
@@ -30,10 +33,14 @@ struct FrozenBenchCommand: ParsableCommand {
     var groupConcurrency = 32
     @Option(help: "Chunks the raw commits and single freezes alternate in.") var chunks = 10
     @Option(help: "Directory for the stores (default: a temporary one, removed after).") var directory: String?
+    @Option(help: "The journal's store: lmdb (the default) or redis.") var backend = "lmdb"
+    @Option(name: .customLong("redis-url"), help: "The Redis to measure (default: a redis-server of its own).")
+    var redisURL: String?
     @Flag(help: "Print one JSON object on stdout.") var json = false
 
     func validate() throws {
         guard requests > 0, runs > 0, concurrency > 0, groupConcurrency > 0 else { throw ValidationError("counts must be > 0") }
+        guard backend == "lmdb" || backend == "redis" else { throw ValidationError("--backend is lmdb or redis") }
     }
 
     func run() throws {
@@ -44,6 +51,9 @@ struct FrozenBenchCommand: ParsableCommand {
         options.groupConcurrency = groupConcurrency
         options.chunks = chunks
         options.directory = directory
+        let redis = backend == "redis" ? try BenchRedis(url: redisURL) : nil
+        defer { redis?.stop() }
+        options.journal = redis?.url
         let tty = isatty(STDERR_FILENO) != 0
         let report = try FrozenBenchmark.run(options) { fraction, what in
             let line = String(format: "[%3.0f%%] %@", fraction * 100, what)
@@ -57,12 +67,13 @@ struct FrozenBenchCommand: ParsableCommand {
             object["runs"] = runs
             object["concurrency"] = concurrency
             object["group_concurrency"] = groupConcurrency
+            object["backend"] = backend
             object["errors"] = report.errors
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         } else {
             func rate(_ k: String) -> String { String(format: "%10.0f /s", f[k] ?? 0) }
-            print("frozen requests: \(requests) per run, medians of \(runs) runs")
+            print("frozen requests: \(requests) per run, medians of \(runs) runs, journal on \(backend)")
             print("  raw LMDB synced commits      \(rate("raw_sync_commits"))   \(String(format: "%.0f-byte values (a frozen request as stored)", f["record_bytes"] ?? 0))")
             print("  freezes, one at a time       \(rate("freeze_ops"))   \(String(format: "%.2fx raw (target >= 0.8x)", f["freeze_ratio"] ?? 0))")
             print("  freezes, \(groupConcurrency) at once         \(rate("freeze_grouped_ops"))   \(String(format: "%.2fx raw (group commit)", f["freeze_grouped_ratio"] ?? 0))")

@@ -32,12 +32,19 @@ struct FrozenOptions: ParsableArguments {
             + "directory ($XDG_DATA_HOME/<id>/courier, else ~/.local/share/<id>/courier).", valueName: "id"))
     var appID: String?
 
+    @Option(name: .customLong("journal"), help: ArgumentHelp(
+        "The journal's own store when the app names one: a directory, or a Redis URL "
+            + "(redis://host:port/db, with #name for a named journal) shared by every engine naming it.",
+        valueName: "dir|url"))
+    var journal: String?
+
     @Flag(help: "Print JSON on stdout.")
     var json = false
 
     /// An engine on the store with automatic replay paused: nothing is sent unless asked.
     func openEngine() throws -> Engine {
         var configuration = storeConfiguration(store: store, appID: appID)
+        configuration.frozenStore = journal
         configuration.frozenPaused = true
         return try Engine(configuration: configuration)
     }

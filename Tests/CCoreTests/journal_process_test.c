@@ -73,21 +73,6 @@ static pid_t spawn(const char *mode, const char *store, int out_fd) {
     return pid;
 }
 
-static int wait_child(pid_t pid, int timeout_ms) {
-    int64_t end = th_now_ms() + timeout_ms;
-    int status = 0;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (th_now_ms() > end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -1;
-        }
-        usleep(10000);
-    }
-}
-
 /* ---- the parent's side ------------------------------------------------------------------------ */
 
 typedef struct waiter {
@@ -173,9 +158,7 @@ static int freeze_n(const char *store, int port, const char *fmt, int n, unsigne
     return frozen;
 }
 
-typedef struct listed {
-    char id[40], method[16], url[128], key[40];
-} listed;
+typedef jr_listed listed;
 
 /* Runs "list" in a new process and parses its lines. */
 static int list_in_child(const char *store, listed *out, int max) {
@@ -183,14 +166,8 @@ static int list_in_child(const char *store, listed *out, int max) {
     if (pipe(fds) != 0) return -1;
     pid_t pid = spawn("list", store, fds[1]);
     close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    int n = 0;
-    char line[512];
-    while (f && fgets(line, sizeof line, f)) {
-        if (n < max && sscanf(line, "%39s %15s %127s %39s", out[n].id, out[n].method, out[n].url, out[n].key) == 4) n++;
-    }
-    if (f) fclose(f);
-    int rc = wait_child(pid, 60000);
+    int n = jr_read_listed(fds[0], out, max);
+    int rc = jr_wait_child(pid, 60000);
     return rc == 0 ? n : -1;
 }
 
@@ -278,12 +255,12 @@ static void killed_mid_replay_loses_nothing(void) {
     CHECK(jr_count(&srv) >= 4);
     CHECK(jr_count(&srv) < N);
     kill(pid, SIGKILL); /* in the middle of replay: one request is on the wire */
-    CHECK_EQ(wait_child(pid, 10000), 128 + SIGKILL);
+    CHECK_EQ(jr_wait_child(pid, 10000), 128 + SIGKILL);
     size_t before = jr_count(&srv);
 
     /* A new replayer finishes the job: the dead one's claim is taken over at once. */
     pid = spawn("replay", store, -1);
-    CHECK_EQ(wait_child(pid, 120000), 0);
+    CHECK_EQ(jr_wait_child(pid, 120000), 0);
     jr_stop(&srv);
     size_t total = jr_count(&srv);
     printf("  killed after %zu arrivals; %zu arrivals in all for %d requests\n", before, total, (int)N);
@@ -321,8 +298,8 @@ static void two_processes_send_each_once(void) {
     CHECK_EQ(freeze_n(store, srv.port, "/two/u%d", N / 2, COURIER_FREEZE_UNORDERED, 1), N / 2);
     pid_t a = spawn("replay", store, -1);
     pid_t b = spawn("replay", store, -1);
-    CHECK_EQ(wait_child(a, 120000), 0);
-    CHECK_EQ(wait_child(b, 120000), 0);
+    CHECK_EQ(jr_wait_child(a, 120000), 0);
+    CHECK_EQ(jr_wait_child(b, 120000), 0);
     courier_engine *e = child_engine(store, 1);
     REQUIRE(e);
     int64_t left = -1;
@@ -363,13 +340,13 @@ static void killed_before_answers_commit_resends(void) {
     int64_t end = th_now_ms() + 60000;
     while (jr_count(&srv) < N / 4 && th_now_ms() < end) usleep(500);
     kill(pid, SIGKILL); /* answers in flight, received, or waiting for their commit */
-    int status = wait_child(pid, 10000);
+    int status = jr_wait_child(pid, 10000);
     /* (A child that finished before the signal, on a very slow machine, leaves nothing to resend.) */
     CHECK(status == 128 + SIGKILL || status == 0);
     size_t before = jr_count(&srv);
     CHECK(before >= (size_t)N / 4);
     pid = spawn("replay", store, -1);
-    CHECK_EQ(wait_child(pid, 120000), 0);
+    CHECK_EQ(jr_wait_child(pid, 120000), 0);
     jr_stop(&srv);
     size_t total = jr_count(&srv);
     /* Every request arrived at least once; a request sent twice carried the same key twice. */

@@ -239,4 +239,46 @@ static int jr_free_port(void) {
     return port;
 }
 
+/* ---- children: the journal tests' other processes (this executable started again) ---- */
+
+#include <signal.h>
+#include <sys/wait.h>
+
+/* Waits for a child: its exit status, 128 + the signal that ended it, or -1 after timeout_ms (it
+ * is then killed). */
+__attribute__((unused)) static int jr_wait_child(pid_t pid, int timeout_ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t end = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + timeout_ms;
+    int status = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        usleep(10000);
+    }
+}
+
+/* A frozen request as a "list" child prints it: id method url idempotency-key. */
+typedef struct jr_listed {
+    char id[40], method[16], url[128], key[40];
+} jr_listed;
+
+/* Reads a "list" child's lines from fd (closed after); how many were read (at most max). */
+__attribute__((unused)) static int jr_read_listed(int fd, jr_listed *out, int max) {
+    FILE *f = fdopen(fd, "r");
+    int n = 0;
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        if (n < max && sscanf(line, "%39s %15s %127s %39s", out[n].id, out[n].method, out[n].url, out[n].key) == 4) n++;
+    }
+    if (f) fclose(f);
+    return n;
+}
+
 #endif

@@ -9,49 +9,7 @@ import Courier
 import Foundation
 import XCTest
 
-final class CacheRedisTests: LoopbackTestCase {
-    private var fixtureDir = ""
-    private var redisURL = ""
-
-    private var fixture: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("scripts/redis-fixture").path
-    }
-
-    /// The fixture through popen (Foundation's Process waits for the daemon it leaves behind).
-    private func run(_ args: [String]) throws -> (Int32, String) {
-        let command = (["bash", fixture] + args).map { "'\($0)'" }.joined(separator: " ")
-        guard let pipe = popen(command, "r") else { return (-1, "") }
-        var output = ""
-        var buffer = [CChar](repeating: 0, count: 4096)
-        while fgets(&buffer, Int32(buffer.count), pipe) != nil { output += String(cString: buffer) }
-        return (pclose(pipe), output)
-    }
-
-    override func setUpWithError() throws {
-        do {
-            var c = Configuration()
-            c.temporaryStore = true
-            c.cacheStore = "redis://127.0.0.1:1/0"
-            try Engine(configuration: c).close()
-        } catch let error as CourierError where error.code == .redisUnsupported {
-            throw XCTSkip("this library was built without Redis (the package trait Redis is off)")
-        }
-        fixtureDir = NSTemporaryDirectory() + "courier-redis-" + UUID().uuidString
-        let (status, out) = try run(["start", fixtureDir])
-        XCTAssertEqual(status, 0, "redis-server did not start (scripts/setup installs it)")
-        redisURL = out.trimmingCharacters(in: .whitespacesAndNewlines)
-        try super.setUpWithError()
-    }
-
-    override func tearDown() {
-        super.tearDown()
-        if !fixtureDir.isEmpty {
-            _ = try? run(["stop", fixtureDir])
-            try? FileManager.default.removeItem(atPath: fixtureDir)
-        }
-    }
-
+final class CacheRedisTests: RedisTestCase {
     private func engine(cacheStore: String) throws -> Engine {
         var c = Configuration()
         c.baseURL = server.baseURL

@@ -209,6 +209,11 @@ long long cbench_tape_parse_only(const void *data, size_t len);
 
 /* ---- frozen requests (frozen_bench.c) -------------------------------------------------------- */
 
+/* The journal's store of the engines the functions below open: NULL or "" their store directory's
+ * (LMDB, the default); a redis:// URL: a Redis journal per store directory (named after its last
+ * path component). */
+void cbench_frozen_set_journal(const char *location);
+
 /* The ceiling: n single-put commits of value_bytes each into a fresh LMDB environment in `dir`
  * opened as the journal opens its own (LMDB's default durability: every commit synced; MDB_NOTLS,
  * the same map size and database count), keys numbered upwards and appended, as the journal

@@ -219,6 +219,22 @@ extension Configuration {
         }
     }
 
+    /// Where the journal of frozen requests lives, apart from the cache: nil (the default) the
+    /// engine's ``Configuration/storeDirectory``; another directory (LMDB there); or a Redis URL,
+    /// `"redis://[:password@]host:port/db"`, with `"#name"` at the end to keep journals apart, when
+    /// the library has Redis stores: the requests then live on a Redis stream with a consumer group,
+    /// shared by every engine, process and machine naming it (docs/DESIGN.md, "The journal on
+    /// Redis"). A Redis that cannot be reached fails the engine's open with
+    /// ``CourierError/Code/redis``.
+    public var frozenStore: String? {
+        get { setting("frozenStore") }
+        set {
+            setSetting("frozenStore", newValue) {
+                try CourierError.check(courier_config_set_frozen_store($0, $1), "frozenStore")
+            }
+        }
+    }
+
     /// true opens the engine with automatic replay paused (``FrozenRequests/resume()`` starts it),
     /// so event observers can be in place before the first resend. Default false.
     public var frozenPaused: Bool {

@@ -307,7 +307,9 @@ class Engine:
         envelope: a :class:`courier.Envelope`; json_types: MIME types decoded as JSON;
         decoders: ``{mime: fn(body, content_type) -> python value}``.
         frozen_replay: (concurrency, backoff base s, backoff max s); frozen_expiry, frozen_lease,
-        frozen_poll (s); frozen_paused.
+        frozen_poll (s); frozen_paused; frozen_store: where the journal lives, apart from the
+        cache: a directory (LMDB; default the engine's store) or ``"redis://host:port/db"`` (Redis
+        Streams, shared by every engine naming it; ``#name`` at the end keeps journals apart).
         reachability: dict(from_errors=bool, probe=str, interval=s).
         transports: ``{name: courier.Transport}`` custom transports (requests choose one with
         ``transport=name``).
@@ -363,6 +365,7 @@ class Engine:
                  frozen_replay: Optional[tuple[int, float, float]] = None,
                  frozen_expiry: Optional[float] = None, frozen_lease: Optional[float] = None,
                  frozen_poll: Optional[float] = None, frozen_paused: Optional[bool] = None,
+                 frozen_store: Optional[str] = None,
                  reachability: Optional[Mapping[str, Any]] = None,
                  transports: Optional[Mapping[str, Any]] = None,
                  log_level: Union[LogLevel, str, int, None] = None, follow_redirects: Optional[bool] = None,
@@ -482,6 +485,8 @@ class Engine:
                 check(lib.courier_config_set_frozen_poll_ms(c, _ms(frozen_poll)))
             if frozen_paused is not None:
                 check(lib.courier_config_set_frozen_paused(c, 1 if frozen_paused else 0))
+            if frozen_store is not None:
+                check(lib.courier_config_set_frozen_store(c, _b(frozen_store)))
             if reachability is not None:
                 r = dict(reachability)
                 check(lib.courier_config_set_reachability(c, 1 if r.get("from_errors") else 0,

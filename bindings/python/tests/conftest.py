@@ -79,6 +79,27 @@ def engine(base_url: str, tmp_path: pathlib.Path) -> Iterator["object"]:
         yield e
 
 
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server of this session for the tests of the stores on Redis (scripts/redis-fixture:
+    loopback, AOF, appendfsync always). Skips in a library built without Redis; fails, saying so,
+    without redis-server (scripts/setup installs it)."""
+    import courier
+    try:
+        courier.Engine(temporary_store=True, cache_store="redis://127.0.0.1:1/0").close()
+    except courier.RedisUnsupported:
+        pytest.skip("this library was built without Redis (COURIER_REDIS off)")
+    d = tmp_path_factory.mktemp("redis")
+    fixture = str(ROOT / "scripts" / "redis-fixture")
+    out = subprocess.run(["bash", fixture, "start", str(d)], capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.fail(f"redis-server did not start (scripts/setup installs it): {out.stderr.strip()}")
+    try:
+        yield out.stdout.strip().splitlines()[-1]
+    finally:
+        subprocess.run(["bash", fixture, "stop", str(d)], capture_output=True)
+
+
 def wait_until(pred, timeout: float = 10.0, interval: float = 0.01) -> bool:
     """Polls ``pred`` until it is true (no fixed sleeps: the machine may be busy)."""
     import time

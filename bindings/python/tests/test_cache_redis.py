@@ -1,35 +1,14 @@
 """The cache on Redis: an engine whose cache store is a redis:// URL (``cache_store=``), against a
 redis-server the test starts (scripts/redis-fixture; scripts/setup installs redis-server, and the
-test fails saying so without it). Skipped only when the library was built without Redis."""
+test fails saying so without it). Skipped only when the library was built without Redis (the
+session's redis_url fixture, conftest.py, shared with test_frozen_redis.py)."""
 from __future__ import annotations
-
-import pathlib
-import subprocess
-from typing import Iterator
 
 import pytest
 
 import courier
 from courier import CachePolicy, CacheStatus
 from conftest import free_port
-
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    try:
-        courier.Engine(temporary_store=True, cache_store="redis://127.0.0.1:1/0").close()
-    except courier.RedisUnsupported:
-        pytest.skip("this library was built without Redis (COURIER_REDIS off)")
-    d = tmp_path_factory.mktemp("redis")
-    fixture = str(ROOT / "scripts" / "redis-fixture")
-    started = subprocess.run(["bash", fixture, "start", str(d)], capture_output=True, text=True)
-    assert started.returncode == 0, f"redis-server did not start (scripts/setup installs it): {started.stderr}"
-    try:
-        yield started.stdout.strip()
-    finally:
-        subprocess.run(["bash", fixture, "stop", str(d)], check=False)
 
 
 def test_two_engines_share_a_redis_cache(redis_url, base_url, server, tmp_path) -> None:

@@ -1,0 +1,1262 @@
+/*
+ * store_redis.c — the journal's records on Redis Streams (the store named by a redis:// URL; the
+ * LMDB store is store.c). The same journal runs above it (replay.c, policy.c, api.c): only where a
+ * record lives, who may claim it and how a pass finds due records differ. docs/DESIGN.md, "The
+ * journal on Redis", has the layout; in short, under one hash tag (one Cluster slot):
+ *   {courier:journal:NAME}:stream    the frozen requests: entry id 0-<seq>, field "req" = the
+ *                                    request's JSON text (record.c's encoding, as on LMDB)
+ *   ...:state   hash seq -> the state record (store.c's encoding: attempts, next attempt, lease...)
+ *   ...:ids     hash freeze id -> seq (ids the app gave);   ...:gid  hash seq -> that id
+ *   ...:hostq   zset (lexical) "host\0<seq, 20 digits>": ordered records of each host, oldest first
+ *   ...:hostq-of hash seq -> its hostq member
+ *   ...:outcomes list of the last 1000 final answers (the outcome records' JSON, newest first)
+ *   ...:seq     the last record number (INCR)
+ * and the consumer group "courier-replay" on the stream: each engine is a consumer. A pass takes
+ * new entries with XREADGROUP (into its pending list: they are its to replay), takes over the
+ * entries of consumers silent for a lease with XAUTOCLAIM, keeps its own alive by claiming them
+ * again (XCLAIM, JUSTID) every third of a lease, and replays what in its pending list is due. A
+ * final answer is XACK + XDEL + the side records, in one script. Writes that belong together run
+ * in one Lua script (atomic, one round trip); a freeze is answered once Redis answered it.
+ *
+ * Threads: the journal thread and the API's callers; the floor (base/redis.c) pools connections.
+ */
+#include "journal/journal_internal.h"
+#include "engine/engine.h" /* reads the engine's state (e->config), not its functions: DESIGN.md, "CCore, by layer" */
+
+#ifdef COURIER_REDIS
+
+#include <hiredis/hiredis.h>
+
+#define R_GROUP "courier-replay"
+#define R_FREE_CONSUMER "courier-released"
+#define R_BATCH 1000
+#define R_KEYS 8
+
+typedef struct cj_redis cj_redis;
+
+struct cj_redis {
+    cr_redis *db;
+    char keys[R_KEYS][200]; /* stream, state, ids, gid, hostq, hostq-of, outcomes, seq */
+    size_t keylen[R_KEYS];
+    char consumer[128];
+    char script_sha[41];
+    pthread_mutex_t mu; /* last, script_sha */
+    courier_error last;
+    /* The last pass's view (journal thread): a record due now left unclaimed, the next due time. */
+    bool due_now;
+    int64_t next_due;
+};
+
+enum { K_STREAM, K_STATE, K_IDS, K_GID, K_HOSTQ, K_HOSTQ_OF, K_OUTCOMES, K_SEQ };
+
+/* A transaction: the floor's calls are done when they return; the reply that backs a record's
+ * text (rec_get) is kept until the next call or the end. */
+/* A state rewrite or an outcome record kept for the commit. */
+typedef struct rdeferred {
+    uint64_t seq;   /* a state rewrite; 0: an outcome record */
+    int remove;     /* the record's removal (seq), not a rewrite */
+    size_t len;
+    uint8_t data[J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX + 160];
+} rdeferred;
+
+/* State rewrites (claims, answers to retry, holds) and outcome records are kept until the commit
+ * and sent then in one pipeline: Redis, with appendfsync always, syncs its file once for a
+ * pipeline it reads at once, so a turn's claims cost one fsync, as a turn's commit does on LMDB.
+ * Removals (final answers) too: reads in the turn see all of them (rec_get and a pass overlay
+ * them: a record removed in the turn reads as gone). Freezes are written at once (a freeze is
+ * answered only once Redis has it); so are removals outside a turn (the API's). */
+struct cj_rtxn {
+    cr_journal *j;
+    redisReply *held;
+    rdeferred *dv;
+    size_t dn, dcap;
+};
+
+/* One script for every write that must be atomic (a freeze with the replacement of its id, a
+ * removal with its side records, a state rewrite of a record that may be gone). KEYS: the eight
+ * keys above; ARGV[1] the group, ARGV[2] the operation. */
+static const char script[] =
+    "local S,ST,IDS,GID,Q,QM,O=KEYS[1],KEYS[2],KEYS[3],KEYS[4],KEYS[5],KEYS[6],KEYS[7]\n"
+    "local G,op=ARGV[1],ARGV[2]\n"
+    "local function remove(seq)\n"
+    "  local sid='0-'..seq\n"
+    "  redis.call('XACK',S,G,sid)\n"
+    "  local n=redis.call('XDEL',S,sid)\n"
+    "  local qm=redis.call('HGET',QM,seq)\n"
+    "  if qm then redis.call('ZREM',Q,qm); redis.call('HDEL',QM,seq) end\n"
+    "  local gid=redis.call('HGET',GID,seq)\n"
+    "  if gid then\n"
+    "    if redis.call('HGET',IDS,gid)==seq then redis.call('HDEL',IDS,gid) end\n"
+    "    redis.call('HDEL',GID,seq)\n"
+    "  end\n"
+    "  return redis.call('HDEL',ST,seq)+n\n"
+    "end\n"
+    "if op=='freeze' then\n"
+    "  local seq,state,text,gid,qm=ARGV[3],ARGV[4],ARGV[5],ARGV[6],ARGV[7]\n"
+    "  local r=redis.pcall('XADD',S,'0-'..seq,'req',text)\n"
+    "  if type(r)=='table' and r.err then\n"
+    "    if #redis.call('XRANGE',S,'0-'..seq,'0-'..seq)>0 then return 2 end\n" /* sent again after a reconnect */
+    "    return 0\n" /* another engine wrote a later number first: take a new one */
+    "  end\n"
+    "  if gid~='' then\n"
+    "    local old=redis.call('HGET',IDS,gid)\n"
+    "    if old then remove(old) end\n"
+    "    redis.call('HSET',IDS,gid,seq); redis.call('HSET',GID,seq,gid)\n"
+    "  end\n"
+    "  redis.call('HSET',ST,seq,state)\n"
+    "  if qm~='' then redis.call('ZADD',Q,0,qm); redis.call('HSET',QM,seq,qm) end\n"
+    "  return 1\n"
+    "elseif op=='remove' then\n"
+    "  return remove(ARGV[3])\n"
+    "elseif op=='update' then\n"
+    "  if redis.call('HEXISTS',ST,ARGV[3])==0 then return 0 end\n"
+    "  redis.call('HSET',ST,ARGV[3],ARGV[4]); return 1\n"
+    "elseif op=='clear' then\n"
+    "  local n=redis.call('HLEN',ST)\n"
+    "  redis.call('DEL',S,ST,IDS,GID,Q,QM)\n"
+    "  redis.call('XGROUP','CREATE',S,G,'0','MKSTREAM')\n"
+    "  return n\n"
+    "end\n"
+    "return redis.error_reply('unknown operation')\n";
+
+/* ---- calls ---- */
+
+static int remember(cr_journal *j, const courier_error *e) {
+    pthread_mutex_lock(&j->redis->mu);
+    j->redis->last = *e;
+    pthread_mutex_unlock(&j->redis->mu);
+    return CJ_E_REDIS;
+}
+
+/* Runs n commands in one pipeline; replies new (cr_redis_replies_free). An error reply of a
+ * command fails the call unless `errors_ok`. 0 or CJ_E_REDIS (remembered). */
+static int run(cr_journal *j, const cr_redis_cmd *cmds, size_t n, redisReply **replies, bool errors_ok) {
+    courier_error e;
+    cr_error_clear(&e);
+    int rc = cr_redis_run(j->redis->db, cmds, n, replies, 0, &e);
+    for (size_t i = 0; rc == COURIER_OK && !errors_ok && i < n; i++) rc = cr_redis_reply_check(replies[i], cmds[i].argv[0], &e);
+    if (rc) {
+        cr_redis_replies_free(replies, n);
+        return remember(j, &e);
+    }
+    return 0;
+}
+
+/* An argument list under construction (binary-safe). */
+typedef struct rargs {
+    const char *v[24];
+    size_t len[24];
+    int n;
+    char num[8][24]; /* numbers formatted here */
+    int nnum;
+} rargs;
+
+static void arg(rargs *a, const char *s, size_t len) {
+    a->v[a->n] = s;
+    a->len[a->n++] = len;
+}
+static void args(rargs *a, const char *s) { arg(a, s, strlen(s)); }
+static void argn(rargs *a, int64_t x) {
+    char *b = a->num[a->nnum++];
+    arg(a, b, (size_t)snprintf(b, 24, "%lld", (long long)x));
+}
+static void argk(rargs *a, cr_journal *j, int k) { arg(a, j->redis->keys[k], j->redis->keylen[k]); }
+static cr_redis_cmd cmd_of(rargs *a) { return (cr_redis_cmd){a->n, a->v, a->len}; }
+
+/* EVALSHA of the script (loaded again after a restart or a SCRIPT FLUSH: NOSCRIPT). ARGV after
+ * the group and the operation: extra[0..nextra). Integer reply in *out. */
+static int eval(cr_journal *j, const char *op, const char *const *extra, const size_t *extralen, int nextra,
+                long long *out) {
+    cj_redis *r = j->redis;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        rargs a = {0};
+        char sha[41];
+        pthread_mutex_lock(&r->mu);
+        memcpy(sha, r->script_sha, sizeof sha);
+        pthread_mutex_unlock(&r->mu);
+        bool load = !sha[0];
+        if (load) {
+            args(&a, "SCRIPT");
+            args(&a, "LOAD");
+            arg(&a, script, sizeof script - 1);
+            cr_redis_cmd c = cmd_of(&a);
+            redisReply *rep;
+            int rc = run(j, &c, 1, &rep, false);
+            if (rc) return rc;
+            pthread_mutex_lock(&r->mu);
+            snprintf(r->script_sha, sizeof r->script_sha, "%s", rep->type == REDIS_REPLY_STRING ? rep->str : "");
+            memcpy(sha, r->script_sha, sizeof sha);
+            pthread_mutex_unlock(&r->mu);
+            freeReplyObject(rep);
+            a = (rargs){0};
+        }
+        args(&a, "EVALSHA");
+        args(&a, sha);
+        argn(&a, R_KEYS - 1);
+        for (int k = 0; k < R_KEYS - 1; k++) argk(&a, j, k);
+        args(&a, R_GROUP);
+        args(&a, op);
+        for (int i = 0; i < nextra; i++) arg(&a, extra[i], extralen[i]);
+        cr_redis_cmd c = cmd_of(&a);
+        redisReply *rep;
+        int rc = run(j, &c, 1, &rep, true);
+        if (rc) return rc;
+        if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
+            freeReplyObject(rep);
+            pthread_mutex_lock(&r->mu);
+            r->script_sha[0] = '\0';
+            pthread_mutex_unlock(&r->mu);
+            continue;
+        }
+        courier_error e;
+        rc = cr_redis_reply_check(rep, "the journal's script", &e);
+        if (rc == COURIER_OK && out) *out = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+        freeReplyObject(rep);
+        return rc ? remember(j, &e) : 0;
+    }
+    return 0;
+}
+
+/* The group on the stream (made with the stream; BUSYGROUP: there already). */
+static int ensure_group(cr_journal *j) {
+    rargs a = {0};
+    args(&a, "XGROUP");
+    args(&a, "CREATE");
+    argk(&a, j, K_STREAM);
+    args(&a, R_GROUP);
+    args(&a, "0");
+    args(&a, "MKSTREAM");
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    int rc = run(j, &c, 1, &rep, true);
+    if (rc) return rc;
+    courier_error e;
+    if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) != 0) {
+        cr_redis_reply_check(rep, "XGROUP CREATE", &e);
+        rc = remember(j, &e);
+    }
+    freeReplyObject(rep);
+    return rc;
+}
+
+static uint64_t seq_of_id(const char *id) { return strncmp(id, "0-", 2) == 0 ? strtoull(id + 2, NULL, 10) : 0; }
+
+/* ---- the store's operations ---- */
+
+static int r_open(cr_journal *j, const char *where, courier_error *err) {
+    cj_redis *r = calloc(1, sizeof *r);
+    if (!r) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    pthread_mutex_init(&r->mu, NULL);
+    r->next_due = INT64_MAX;
+    j->redis = r;
+    /* "redis://...#NAME": the journal's name in the key names (default "default"), so that one
+     * Redis can keep several journals apart. */
+    char url[sizeof j->e->config->frozen.store], name[64] = "default";
+    snprintf(url, sizeof url, "%s", where);
+    char *hash = strrchr(url, '#');
+    if (hash) {
+        *hash = '\0';
+        if (!hash[1] || strlen(hash + 1) >= sizeof name || strpbrk(hash + 1, "{}")) {
+            int rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "the journal's name after '#' must be 1-63 characters, no braces");
+            pthread_mutex_destroy(&r->mu);
+            free(r);
+            j->redis = NULL;
+            return rc;
+        }
+        snprintf(name, sizeof name, "%s", hash + 1);
+    }
+    static const char *const suffix[R_KEYS] = {"stream", "state", "ids", "gid", "hostq", "hostq-of", "outcomes", "seq"};
+    for (int k = 0; k < R_KEYS; k++)
+        r->keylen[k] = (size_t)snprintf(r->keys[k], sizeof r->keys[k], "{courier:journal:%s}:%s", name, suffix[k]);
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    snprintf(r->consumer, sizeof r->consumer, "%s:%u:%08x", host, j->me.pid, j->me.nonce);
+    int rc = cr_redis_open(url, j->e->config->timeout_ms, &r->db, err);
+    if (rc == COURIER_OK && ensure_group(j)) rc = j->store->fail(j, err, CJ_E_REDIS, "cannot open the journal on Redis");
+    if (rc) {
+        cr_redis_close(r->db);
+        pthread_mutex_destroy(&r->mu);
+        free(r);
+        j->redis = NULL;
+    }
+    return rc;
+}
+
+/* My pending entries: ids (new, count *n). */
+static int my_pending(cr_journal *j, redisReply **out) {
+    rargs a = {0};
+    args(&a, "XPENDING");
+    argk(&a, j, K_STREAM);
+    args(&a, R_GROUP);
+    args(&a, "-");
+    args(&a, "+");
+    argn(&a, 100000);
+    args(&a, j->redis->consumer);
+    cr_redis_cmd c = cmd_of(&a);
+    int rc = run(j, &c, 1, out, false);
+    if (rc == 0 && (*out)->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(*out);
+        *out = NULL;
+        return MDB_CORRUPTED;
+    }
+    return rc;
+}
+
+/* Gives this engine's entries back to the group at close (idle as if long silent, so another
+ * engine's next pass takes them over at once) and leaves the group. */
+static void r_close(cr_journal *j) {
+    cj_redis *r = j->redis;
+    if (!r) return;
+    redisReply *pend = NULL;
+    if (my_pending(j, &pend) == 0) {
+        for (size_t i = 0; i < pend->elements; i += R_BATCH) {
+            const char *v[R_BATCH + 12];
+            size_t len[R_BATCH + 12];
+            int n = 0;
+            v[n++] = "XCLAIM";
+            v[n++] = r->keys[K_STREAM];
+            v[n++] = R_GROUP;
+            v[n++] = R_FREE_CONSUMER;
+            v[n++] = "0";
+            for (size_t k = i; k < pend->elements && k < i + R_BATCH; k++) {
+                redisReply *e = pend->element[k];
+                if (e->type == REDIS_REPLY_ARRAY && e->elements >= 1 && e->element[0]->type == REDIS_REPLY_STRING)
+                    v[n++] = e->element[0]->str;
+            }
+            v[n++] = "IDLE";
+            v[n++] = "1000000000000";
+            v[n++] = "JUSTID";
+            for (int k = 0; k < n; k++) len[k] = strlen(v[k]);
+            cr_redis_cmd c = {n, v, len};
+            redisReply *rep;
+            if (run(j, &c, 1, &rep, true) == 0) freeReplyObject(rep);
+        }
+        freeReplyObject(pend);
+    }
+    const char *v[] = {"XGROUP", "DELCONSUMER", r->keys[K_STREAM], R_GROUP, r->consumer};
+    size_t len[5];
+    for (int k = 0; k < 5; k++) len[k] = strlen(v[k]);
+    cr_redis_cmd c = {5, v, len};
+    redisReply *rep;
+    if (run(j, &c, 1, &rep, true) == 0) freeReplyObject(rep);
+    cr_redis_close(r->db);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+    j->redis = NULL;
+}
+
+static int r_begin(cr_journal *j, bool write, cj_txn **txn) {
+    (void)write;
+    struct cj_rtxn *t = calloc(1, sizeof *t);
+    if (!t) return ENOMEM;
+    t->j = j;
+    *txn = (cj_txn *)t;
+    return 0;
+}
+
+/* Sends the kept writes in one pipeline: EVALSHA update (the record may be gone: then nothing),
+ * LPUSH + LTRIM of the outcome records. */
+static int flush(cr_journal *j, struct cj_rtxn *t) {
+    if (!t->dn) return 0;
+    char sha[41];
+    pthread_mutex_lock(&j->redis->mu);
+    memcpy(sha, j->redis->script_sha, sizeof sha);
+    pthread_mutex_unlock(&j->redis->mu);
+    int rc = 0;
+    if (!sha[0]) {
+        /* Not loaded yet: one call through eval() loads it. */
+        rdeferred *d = &t->dv[0];
+        size_t i = 0;
+        while (i < t->dn && t->dv[i].seq == 0) i++;
+        if (i < t->dn) {
+            d = &t->dv[i];
+            char num[24];
+            const char *x[2] = {num, (const char *)d->data};
+            size_t xl[2] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)d->seq), d->len};
+            if ((rc = eval(j, d->remove ? "remove" : "update", x, xl, d->remove ? 1 : 2, NULL))) return rc;
+            d->seq = UINT64_MAX; /* done */
+            pthread_mutex_lock(&j->redis->mu);
+            memcpy(sha, j->redis->script_sha, sizeof sha);
+            pthread_mutex_unlock(&j->redis->mu);
+        }
+    }
+    size_t n = 0;
+    cr_redis_cmd *cmds = calloc(t->dn * 2 + 1, sizeof *cmds);
+    const char **argv = calloc(t->dn * 2 * 14 + 14, sizeof *argv);
+    size_t *argl = calloc(t->dn * 2 * 14 + 14, sizeof *argl);
+    char (*nums)[24] = calloc(t->dn + 1, sizeof *nums);
+    redisReply **rep = calloc(t->dn * 2 + 1, sizeof *rep);
+    if (!cmds || !argv || !argl || !nums || !rep) rc = ENOMEM;
+    size_t ai = 0;
+    bool outcomes = false;
+    for (size_t i = 0; rc == 0 && i < t->dn; i++) {
+        rdeferred *d = &t->dv[i];
+        if (d->seq == UINT64_MAX) continue;
+        const char **v = argv + ai;
+        size_t *l = argl + ai;
+        int c = 0;
+        if (d->seq) {
+            v[c++] = "EVALSHA";
+            v[c++] = sha;
+            v[c++] = "7";
+            for (int k = 0; k < R_KEYS - 1; k++) v[c++] = j->redis->keys[k];
+            v[c++] = R_GROUP;
+            v[c++] = d->remove ? "remove" : "update";
+            snprintf(nums[i], sizeof nums[i], "%llu", (unsigned long long)d->seq);
+            v[c++] = nums[i];
+            for (int k = 0; k < c; k++) l[k] = strlen(v[k]);
+            if (!d->remove) {
+                v[c] = (const char *)d->data;
+                l[c++] = d->len;
+            }
+        } else {
+            v[c] = "LPUSH";
+            l[c++] = 5;
+            v[c] = j->redis->keys[K_OUTCOMES];
+            l[c++] = j->redis->keylen[K_OUTCOMES];
+            v[c] = (const char *)d->data;
+            l[c++] = d->len;
+            outcomes = true;
+        }
+        cmds[n++] = (cr_redis_cmd){c, v, l};
+        ai += (size_t)c;
+    }
+    if (rc == 0 && outcomes) {
+        static const char *const trim[] = {"LTRIM", NULL, "0", "999"};
+        const char **v = argv + ai;
+        size_t *l = argl + ai;
+        for (int k = 0; k < 4; k++) v[k] = k == 1 ? j->redis->keys[K_OUTCOMES] : trim[k];
+        for (int k = 0; k < 4; k++) l[k] = strlen(v[k]);
+        cmds[n++] = (cr_redis_cmd){4, v, l};
+    }
+    if (rc == 0 && n) {
+        rc = run(j, cmds, n, rep, true); /* on failure it has freed the replies */
+        bool got = rc == 0;
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            if (rep[i]->type == REDIS_REPLY_ERROR) {
+                courier_error e;
+                if (strncmp(rep[i]->str, "NOSCRIPT", 8) == 0) {
+                    pthread_mutex_lock(&j->redis->mu);
+                    j->redis->script_sha[0] = '\0'; /* loaded again by the next call */
+                    pthread_mutex_unlock(&j->redis->mu);
+                }
+                cr_redis_reply_check(rep[i], "the journal's pipeline", &e);
+                rc = remember(j, &e);
+            }
+        }
+        if (got) cr_redis_replies_free(rep, n);
+    }
+    free(cmds);
+    free(argv);
+    free(argl);
+    free(nums);
+    free(rep);
+    t->dn = 0;
+    return rc;
+}
+
+static void txn_free(struct cj_rtxn *t) {
+    if (t->held) freeReplyObject(t->held);
+    free(t->dv);
+    free(t);
+}
+
+/* Without transactions nothing is undone: what the turn did is written either way. */
+static void r_abort(cr_journal *j, cj_txn *txn) {
+    struct cj_rtxn *t = (struct cj_rtxn *)txn;
+    if (!t) return;
+    (void)flush(j, t);
+    txn_free(t);
+}
+
+static int r_commit(cr_journal *j, cj_txn *txn) {
+    struct cj_rtxn *t = (struct cj_rtxn *)txn;
+    int rc = flush(j, t);
+    txn_free(t);
+    return rc;
+}
+
+static int defer_write(struct cj_rtxn *t, uint64_t seq, int remove, const void *data, size_t len) {
+    if (seq) {
+        for (size_t i = 0; i < t->dn; i++) {
+            if (t->dv[i].seq == seq) {
+                if (t->dv[i].remove) return 0; /* removed in this turn: stays removed */
+                t->dv[i].remove = remove;
+                memcpy(t->dv[i].data, data, len);
+                t->dv[i].len = len;
+                return 0;
+            }
+        }
+    }
+    if (t->dn == t->dcap) {
+        size_t cap = t->dcap ? t->dcap * 2 : 32;
+        rdeferred *p = realloc(t->dv, cap * sizeof *p);
+        if (!p) return ENOMEM;
+        t->dv = p;
+        t->dcap = cap;
+    }
+    rdeferred *d = &t->dv[t->dn++];
+    d->seq = seq;
+    d->remove = remove;
+    d->len = len;
+    memcpy(d->data, data, len);
+    return 0;
+}
+
+/* What the kept writes say of seq: 0 nothing, 1 its state (*st), -1 removed. */
+static int deferred_state(struct cj_rtxn *t, uint64_t seq, jstate *st) {
+    for (size_t i = t ? t->dn : 0; i-- > 0;) {
+        if (t->dv[i].seq != seq) continue;
+        if (t->dv[i].remove) return -1;
+        return cj_state_decode(t->dv[i].data, t->dv[i].len, st) ? 1 : 0;
+    }
+    return 0;
+}
+
+/* Redis failing is never the journal's corruption: the next turn tries again. */
+static bool r_broken(int rc) {
+    (void)rc;
+    return false;
+}
+
+static const char *r_strerror(cr_journal *j, int rc) {
+    if (rc == CJ_E_REDIS && j->redis) {
+        static _Thread_local char text[sizeof ((courier_error *)0)->message];
+        pthread_mutex_lock(&j->redis->mu);
+        snprintf(text, sizeof text, "%s", j->redis->last.message);
+        pthread_mutex_unlock(&j->redis->mu);
+        return text;
+    }
+    if (rc == ENOMEM) return "no memory";
+    if (rc == MDB_CORRUPTED) return "a record does not decode";
+    return mdb_strerror(rc);
+}
+
+static int r_fail(cr_journal *j, courier_error *err, int rc, const char *what) {
+    if (rc == ENOMEM) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    if (rc == MDB_CORRUPTED) return cr_fail(err, COURIER_E_JOURNAL_CORRUPT, "%s: a record on Redis does not decode", what);
+    if (rc != CJ_E_REDIS || !j->redis) return cr_fail(err, COURIER_E_REDIS, "%s", what);
+    pthread_mutex_lock(&j->redis->mu);
+    courier_error last = j->redis->last;
+    pthread_mutex_unlock(&j->redis->mu);
+    int code = cr_fail(err, last.code ? last.code : COURIER_E_REDIS, "%s: %s", what, last.message);
+    if (err) err->os_error = last.os_error;
+    return code;
+}
+
+/* The state of seq and (text) its request text, in one round trip. */
+static int r_rec_get(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char **text, size_t *len) {
+    struct cj_rtxn *t = (struct cj_rtxn *)txn;
+    char num[24], sid[32];
+    snprintf(num, sizeof num, "%llu", (unsigned long long)seq);
+    snprintf(sid, sizeof sid, "0-%llu", (unsigned long long)seq);
+    rargs a = {0}, b = {0};
+    args(&a, "HGET");
+    argk(&a, j, K_STATE);
+    args(&a, num);
+    args(&b, "XRANGE");
+    argk(&b, j, K_STREAM);
+    args(&b, sid);
+    args(&b, sid);
+    cr_redis_cmd c[2] = {cmd_of(&a), cmd_of(&b)};
+    redisReply *rep[2];
+    int rc = run(j, c, text ? 2 : 1, rep, false);
+    if (rc) return rc;
+    int kept = deferred_state(t, seq, st);
+    if (rep[0]->type != REDIS_REPLY_STRING || kept < 0) rc = MDB_NOTFOUND;
+    else if (!kept && !cj_state_decode(rep[0]->str, rep[0]->len, st)) rc = MDB_CORRUPTED;
+    if (rc == 0 && text) {
+        /* [[id, [field, value, ...]]] */
+        redisReply *x = rep[1], *f = NULL;
+        if (x->type == REDIS_REPLY_ARRAY && x->elements == 1 && x->element[0]->type == REDIS_REPLY_ARRAY &&
+            x->element[0]->elements == 2)
+            f = x->element[0]->element[1];
+        rc = MDB_NOTFOUND;
+        for (size_t i = 0; f && f->type == REDIS_REPLY_ARRAY && i + 1 < f->elements; i += 2) {
+            if (f->element[i]->type == REDIS_REPLY_STRING && strcmp(f->element[i]->str, "req") == 0 &&
+                f->element[i + 1]->type == REDIS_REPLY_STRING) {
+                *text = f->element[i + 1]->str;
+                *len = f->element[i + 1]->len;
+                rc = 0;
+            }
+        }
+        if (rc == 0) {
+            if (t->held) freeReplyObject(t->held);
+            t->held = rep[1];
+            rep[1] = NULL;
+        }
+    }
+    cr_redis_replies_free(rep, text ? 2 : 1);
+    return rc;
+}
+
+static int r_st_update(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st) {
+    (void)j, (void)old;
+    uint8_t b[J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX];
+    size_t bl = cj_state_encode(st, b);
+    return defer_write((struct cj_rtxn *)txn, seq, 0, b, bl); /* a record removed meanwhile stays removed */
+}
+
+static int r_remove_seq(cr_journal *j, uint64_t seq) {
+    char num[24];
+    const char *x[1] = {num};
+    size_t xl[1] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)seq)};
+    return eval(j, "remove", x, xl, 1, NULL);
+}
+
+static int r_rec_remove(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st) {
+    (void)j, (void)st;
+    return defer_write((struct cj_rtxn *)txn, seq, 1, "", 0); /* written at the commit, with the turn's other writes */
+}
+
+static int r_rec_remove_bad(cr_journal *j, cj_txn *txn, uint64_t seq) {
+    (void)txn;
+    return r_remove_seq(j, seq);
+}
+
+static int r_outcome_log(cr_journal *j, cj_txn *txn, const jstate *st, int code, int status, int64_t now) {
+    (void)j;
+    char text[COURIER_FROZEN_ID_MAX + 160];
+    int len = cj_outcome_text(st, code, status, now, text, sizeof text);
+    return defer_write((struct cj_rtxn *)txn, 0, 0, text, (size_t)len);
+}
+
+static int r_find_seq(cr_journal *j, cj_txn *txn, const char *id, uint64_t *seq) {
+    rargs a = {0};
+    args(&a, "HGET");
+    argk(&a, j, K_IDS);
+    args(&a, id);
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    int rc = run(j, &c, 1, &rep, false);
+    if (rc) return rc;
+    bool found = rep->type == REDIS_REPLY_STRING;
+    if (found) *seq = strtoull(rep->str, NULL, 10);
+    freeReplyObject(rep);
+    if (found) return 0;
+    size_t n = strlen(id);
+    if (!cj_generated_id(id, n)) return MDB_NOTFOUND;
+    uint64_t s = cj_generated_seq(id);
+    jstate st;
+    rc = r_rec_get(j, txn, s, &st, NULL, NULL);
+    if (rc == 0 && st.id_len == n && memcmp(st.id, id, n) == 0) {
+        *seq = s;
+        return 0;
+    }
+    return rc == 0 || rc == MDB_CORRUPTED ? MDB_NOTFOUND : rc;
+}
+
+/* A freeze: a record number (INCR), then the script (XADD 0-<seq> with its side records and the
+ * replacement of an older record of the same id). Another engine may have added a later number
+ * between the two: a new number, then. */
+static int r_freeze(cr_journal *j, cj_txn *txn, jfreeze *f) {
+    (void)txn;
+    if (f->tried) {
+        /* A write of this freeze was sent and its answer lost (a restart, a broken connection):
+         * if it landed, it is this freeze, written (not a second record of it). */
+        char sid[32];
+        snprintf(sid, sizeof sid, "0-%llu", (unsigned long long)f->tried);
+        rargs a = {0};
+        args(&a, "XRANGE");
+        argk(&a, j, K_STREAM);
+        args(&a, sid);
+        args(&a, sid);
+        cr_redis_cmd c = cmd_of(&a);
+        redisReply *rep;
+        int rc = run(j, &c, 1, &rep, false);
+        if (rc) return rc;
+        bool landed = rep->type == REDIS_REPLY_ARRAY && rep->elements == 1;
+        freeReplyObject(rep);
+        if (landed) {
+            f->seq = f->tried;
+            return 0;
+        }
+        f->tried = 0;
+    }
+    for (int attempt = 0; attempt < 16; attempt++) {
+        rargs a = {0};
+        args(&a, "INCR");
+        argk(&a, j, K_SEQ);
+        cr_redis_cmd c = cmd_of(&a);
+        redisReply *rep;
+        int rc = run(j, &c, 1, &rep, false);
+        if (rc) return rc;
+        uint64_t seq = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0 ? (uint64_t)rep->integer : 0;
+        freeReplyObject(rep);
+        if (!seq) return MDB_CORRUPTED;
+        char *text;
+        if ((rc = cj_freeze_text(f, seq, &text))) return rc;
+        uint8_t b[J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX];
+        size_t bl = cj_state_encode(&f->st, b);
+        char num[24], qm[J_HOST_MAX + 24];
+        size_t ql = 0;
+        if (is_ordered_auto(&f->st)) {
+            memcpy(qm, f->st.host, f->st.host_len);
+            qm[f->st.host_len] = '\0';
+            ql = f->st.host_len + 1u + (size_t)snprintf(qm + f->st.host_len + 1, 21, "%020llu", (unsigned long long)seq);
+        }
+        const char *x[5] = {num, (const char *)b, text, f->generated ? "" : f->st.id, qm};
+        size_t xl[5] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)seq), bl, strlen(text),
+                        f->generated ? 0 : f->st.id_len, ql};
+        long long done = 0;
+        f->tried = seq;
+        rc = eval(j, "freeze", x, xl, 5, &done);
+        free(text);
+        if (rc) return rc;
+        f->tried = 0;
+        if (done) {
+            f->seq = seq;
+            return 0;
+        }
+    }
+    courier_error e;
+    cr_fail(&e, COURIER_E_REDIS, "the journal's record numbers keep being taken by other engines");
+    return remember(j, &e);
+}
+
+/* A turn's freezes in two round trips: INCRBY for their numbers, then their scripts in one
+ * pipeline (so Redis syncs its append-only file once for all of them, as one LMDB commit). A
+ * freeze whose number another engine overtook (the script says 0), or that the pipeline left
+ * unanswered, is written alone by r_freeze. */
+static int r_freeze_batch(cr_journal *j, cj_txn *txn, jfreeze *list) {
+    (void)txn;
+    size_t n = 0;
+    for (jfreeze *f = list; f; f = f->next) n += !f->seq && !f->tried;
+    if (n < 2) return 0;
+    char sha[41];
+    pthread_mutex_lock(&j->redis->mu);
+    memcpy(sha, j->redis->script_sha, sizeof sha);
+    pthread_mutex_unlock(&j->redis->mu);
+    if (!sha[0]) return 0; /* the first single freeze loads the script */
+    rargs a = {0};
+    args(&a, "INCRBY");
+    argk(&a, j, K_SEQ);
+    argn(&a, (int64_t)n);
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    int rc = run(j, &c, 1, &rep, false);
+    if (rc) return rc;
+    uint64_t last = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0 ? (uint64_t)rep->integer : 0;
+    freeReplyObject(rep);
+    if (last < n) return MDB_CORRUPTED;
+    enum { ARGS = 17 };
+    cr_redis_cmd *cmds = calloc(n, sizeof *cmds);
+    const char **argv = calloc(n * ARGS, sizeof *argv);
+    size_t *argl = calloc(n * ARGS, sizeof *argl);
+    char **texts = calloc(n, sizeof *texts);
+    uint8_t (*states)[J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX] = calloc(n, sizeof *states);
+    char (*nums)[24] = calloc(n, sizeof *nums);
+    char (*qms)[J_HOST_MAX + 24] = calloc(n, sizeof *qms);
+    jfreeze **fs = calloc(n, sizeof *fs);
+    redisReply **reps = calloc(n, sizeof *reps);
+    if (!cmds || !argv || !argl || !texts || !states || !nums || !qms || !fs || !reps) rc = ENOMEM;
+    size_t k = 0;
+    for (jfreeze *f = list; rc == 0 && f; f = f->next) {
+        if (f->seq || f->tried) continue;
+        uint64_t seq = last - n + 1 + k;
+        if ((rc = cj_freeze_text(f, seq, &texts[k]))) break;
+        size_t bl = cj_state_encode(&f->st, states[k]);
+        size_t ql = 0;
+        if (is_ordered_auto(&f->st)) {
+            memcpy(qms[k], f->st.host, f->st.host_len);
+            qms[k][f->st.host_len] = '\0';
+            ql = f->st.host_len + 1u + (size_t)snprintf(qms[k] + f->st.host_len + 1, 21, "%020llu", (unsigned long long)seq);
+        }
+        const char **v = argv + k * ARGS;
+        size_t *l = argl + k * ARGS;
+        int m = 0;
+        v[m++] = "EVALSHA";
+        v[m++] = sha;
+        v[m++] = "7";
+        for (int q = 0; q < R_KEYS - 1; q++) v[m++] = j->redis->keys[q];
+        v[m++] = R_GROUP;
+        v[m++] = "freeze";
+        snprintf(nums[k], sizeof nums[k], "%llu", (unsigned long long)seq);
+        v[m++] = nums[k];
+        for (int q = 0; q < m; q++) l[q] = strlen(v[q]);
+        v[m] = (const char *)states[k];
+        l[m++] = bl;
+        v[m] = texts[k];
+        l[m++] = strlen(texts[k]);
+        v[m] = f->generated ? "" : f->st.id;
+        l[m++] = f->generated ? 0 : f->st.id_len;
+        v[m] = qms[k];
+        l[m++] = ql;
+        cmds[k] = (cr_redis_cmd){m, v, l};
+        fs[k] = f;
+        f->tried = seq;
+        k++;
+    }
+    if (rc == 0 && k) {
+        rc = run(j, cmds, k, reps, true);
+        for (size_t i = 0; rc == 0 && i < k; i++) {
+            if (reps[i]->type == REDIS_REPLY_INTEGER && reps[i]->integer > 0) {
+                fs[i]->seq = fs[i]->tried;
+                fs[i]->tried = 0;
+            } else {
+                fs[i]->tried = 0; /* not written (overtaken, NOSCRIPT): written alone */
+                if (reps[i]->type == REDIS_REPLY_ERROR && strncmp(reps[i]->str, "NOSCRIPT", 8) == 0) {
+                    pthread_mutex_lock(&j->redis->mu);
+                    j->redis->script_sha[0] = '\0';
+                    pthread_mutex_unlock(&j->redis->mu);
+                }
+            }
+        }
+        if (rc == 0) cr_redis_replies_free(reps, k);
+    }
+    for (size_t i = 0; texts && i < k; i++) free(texts[i]);
+    free(cmds);
+    free(argv);
+    free(argl);
+    free(texts);
+    free(states);
+    free(nums);
+    free(qms);
+    free(fs);
+    free(reps);
+    return rc;
+}
+
+/* New entries of the stream become this engine's (its pending list). */
+static int adopt_new(cr_journal *j) {
+    rargs a = {0};
+    args(&a, "XREADGROUP");
+    args(&a, "GROUP");
+    args(&a, R_GROUP);
+    args(&a, j->redis->consumer);
+    args(&a, "COUNT");
+    argn(&a, R_BATCH);
+    args(&a, "STREAMS");
+    argk(&a, j, K_STREAM);
+    args(&a, ">");
+    cr_redis_cmd c = cmd_of(&a);
+    for (int round = 0; round < 100; round++) {
+        redisReply *rep;
+        int rc = run(j, &c, 1, &rep, true);
+        if (rc) return rc;
+        if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOGROUP", 7) == 0) {
+            /* The group is gone (a Redis that lost its data, a clear by hand): made again. */
+            freeReplyObject(rep);
+            if ((rc = ensure_group(j))) return rc;
+            continue;
+        }
+        courier_error e;
+        if (cr_redis_reply_check(rep, "XREADGROUP", &e)) {
+            freeReplyObject(rep);
+            return remember(j, &e);
+        }
+        size_t got = 0;
+        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 && rep->element[0]->type == REDIS_REPLY_ARRAY &&
+            rep->element[0]->elements == 2)
+            got = rep->element[0]->element[1]->elements;
+        freeReplyObject(rep);
+        if (got < R_BATCH) break;
+    }
+    return 0;
+}
+
+/* Entries whose consumer was silent for a lease (a dead engine's) become this engine's. */
+static int adopt_abandoned(cr_journal *j) {
+    char cursor[48] = "0-0";
+    for (int round = 0; round < 100; round++) {
+        rargs a = {0};
+        args(&a, "XAUTOCLAIM");
+        argk(&a, j, K_STREAM);
+        args(&a, R_GROUP);
+        args(&a, j->redis->consumer);
+        argn(&a, j->lease_ms);
+        args(&a, cursor);
+        args(&a, "COUNT");
+        argn(&a, R_BATCH);
+        args(&a, "JUSTID");
+        cr_redis_cmd c = cmd_of(&a);
+        redisReply *rep;
+        int rc = run(j, &c, 1, &rep, false);
+        if (rc) return rc;
+        bool more = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 2 && rep->element[0]->type == REDIS_REPLY_STRING &&
+                    strcmp(rep->element[0]->str, "0-0") != 0;
+        if (more) snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
+        freeReplyObject(rep);
+        if (!more) break;
+    }
+    return 0;
+}
+
+/* Claims ids again for this engine (JUSTID: no delivery counted), which restarts their idle time:
+ * while it lives, no other engine's XAUTOCLAIM takes them. `min_idle` guards against taking back
+ * what another engine took over meanwhile. */
+static int keep_alive(cr_journal *j, const char **ids, size_t n, int64_t min_idle) {
+    for (size_t i = 0; i < n; i += R_BATCH) {
+        const char *v[R_BATCH + 8];
+        size_t len[R_BATCH + 8];
+        char idle[24];
+        int k = 0;
+        v[k++] = "XCLAIM";
+        v[k++] = j->redis->keys[K_STREAM];
+        v[k++] = R_GROUP;
+        v[k++] = j->redis->consumer;
+        snprintf(idle, sizeof idle, "%lld", (long long)min_idle);
+        v[k++] = idle;
+        for (size_t m = i; m < n && m < i + R_BATCH; m++) v[k++] = ids[m];
+        v[k++] = "JUSTID";
+        for (int m = 0; m < k; m++) len[m] = strlen(v[m]);
+        cr_redis_cmd c = {k, v, len};
+        redisReply *rep;
+        int rc = run(j, &c, 1, &rep, false);
+        if (rc) return rc;
+        freeReplyObject(rep);
+    }
+    return 0;
+}
+
+/* The head of a host's ordered queue (0: none), not counting records removed in this turn (their
+ * removal is written at the commit). */
+static int host_head(cr_journal *j, struct cj_rtxn *t, const char *host, size_t hl, uint64_t *seq) {
+    *seq = 0;
+    char lo[J_HOST_MAX + 3], hi[J_HOST_MAX + 3];
+    lo[0] = '[';
+    hi[0] = '(';
+    memcpy(lo + 1, host, hl);
+    memcpy(hi + 1, host, hl);
+    lo[hl + 1] = '\0';
+    hi[hl + 1] = '\1';
+    rargs a = {0};
+    args(&a, "ZRANGEBYLEX");
+    argk(&a, j, K_HOSTQ);
+    arg(&a, lo, hl + 2);
+    arg(&a, hi, hl + 2);
+    args(&a, "LIMIT");
+    args(&a, "0");
+    args(&a, "64");
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    int rc = run(j, &c, 1, &rep, false);
+    if (rc) return rc;
+    for (size_t i = 0; !*seq && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
+        if (rep->element[i]->len <= hl + 1) continue;
+        uint64_t s = strtoull(rep->element[i]->str + hl + 1, NULL, 10);
+        jstate unused;
+        if (deferred_state(t, s, &unused) >= 0) *seq = s;
+    }
+    freeReplyObject(rep);
+    return 0;
+}
+
+/* A pass: new entries and the abandoned ones become this engine's; its own are kept alive; then
+ * each of its records is looked at as the LMDB store's due index would give it (cj_consider):
+ * automatic ones that are not ordered, and the head of each host's ordered queue (wherever it
+ * is pending: only its holder sends it). */
+static int r_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends,
+                  jevent ***events, int64_t *next, bool *mode_done) {
+    cj_redis *r = j->redis;
+    *next = INT64_MAX;
+    *mode_done = true;
+    int rc = adopt_new(j);
+    if (rc == 0) rc = adopt_abandoned(j);
+    redisReply *pend = NULL;
+    if (rc == 0) rc = my_pending(j, &pend);
+    if (rc) return rc;
+    size_t n = pend->elements;
+    const char **stale = calloc(n ? n : 1, sizeof *stale);
+    uint64_t *seqs = calloc(n ? n : 1, sizeof *seqs);
+    size_t nstale = 0, nseq = 0;
+    if (!stale || !seqs) rc = ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        redisReply *e = pend->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 || e->element[0]->type != REDIS_REPLY_STRING) continue;
+        uint64_t s = seq_of_id(e->element[0]->str);
+        if (s) seqs[nseq++] = s;
+        if (e->element[2]->type == REDIS_REPLY_INTEGER && e->element[2]->integer > j->lease_ms / 3)
+            stale[nstale++] = e->element[0]->str;
+    }
+    if (rc == 0 && nstale) rc = keep_alive(j, stale, nstale, j->lease_ms / 3);
+    free(stale);
+    jseqs expired = {0};
+    bool full = false;
+    int64_t next_due = INT64_MAX;
+    /* Host heads looked up once per pass. */
+    char last_host[J_HOST_MAX + 1] = "";
+    size_t last_hl = SIZE_MAX;
+    uint64_t last_head = 0;
+    /* The states of this engine's records, a thousand per round trip. */
+    redisReply *states = NULL;
+    size_t sbase = 0;
+    for (size_t i = 0; rc == 0 && i < nseq; i++) {
+        if (!states || i - sbase >= states->elements) {
+            if (states) freeReplyObject(states);
+            states = NULL;
+            sbase = i;
+            size_t m = nseq - i < R_BATCH ? nseq - i : R_BATCH;
+            const char **v = calloc(m + 2, sizeof *v);
+            size_t *l = calloc(m + 2, sizeof *l);
+            char (*nums)[24] = calloc(m, sizeof *nums);
+            if (!v || !l || !nums) rc = ENOMEM;
+            if (rc == 0) {
+                v[0] = "HMGET";
+                v[1] = r->keys[K_STATE];
+                for (size_t k = 0; k < m; k++) {
+                    snprintf(nums[k], sizeof nums[k], "%llu", (unsigned long long)seqs[i + k]);
+                    v[k + 2] = nums[k];
+                }
+                for (size_t k = 0; k < m + 2; k++) l[k] = strlen(v[k]);
+                cr_redis_cmd c = {(int)m + 2, v, l};
+                rc = run(j, &c, 1, &states, false);
+                if (rc == 0 && (states->type != REDIS_REPLY_ARRAY || states->elements != m)) {
+                    freeReplyObject(states);
+                    states = NULL;
+                    rc = MDB_CORRUPTED;
+                }
+            }
+            free(v);
+            free(l);
+            free(nums);
+            if (rc) break;
+        }
+        redisReply *sv = states->element[i - sbase];
+        jstate st;
+        if (sv->type != REDIS_REPLY_STRING) continue; /* removed meanwhile */
+        int kept = deferred_state((struct cj_rtxn *)txn, seqs[i], &st);
+        if (kept < 0) continue; /* removed in this turn */
+        if (!kept && !cj_state_decode(sv->str, sv->len, &st)) continue; /* does not decode: for the app to see and remove */
+        if (st.claim_ms && !cj_claim_stale(j, &st, now)) {
+            if (due_time(&st) < next_due) next_due = due_time(&st);
+            continue; /* on the wire */
+        }
+        if (st.expires_ms <= now) {
+            cj_seqs_add(&expired, seqs[i]);
+            continue;
+        }
+        if (st.policy == COURIER_FREEZE_MANUAL) {
+            if ((mode & J_KICK_MANUAL) && st.last_ms < since && !full)
+                rc = cj_consider_manual(j, txn, seqs[i], &st, now, &slots, mode, sends, next, mode_done, &full);
+            continue;
+        }
+        if (is_ordered_auto(&st)) {
+            if (st.host_len != last_hl || memcmp(st.host, last_host, st.host_len) != 0) {
+                if ((rc = host_head(j, (struct cj_rtxn *)txn, st.host, st.host_len, &last_head))) break;
+                memcpy(last_host, st.host, st.host_len);
+                last_hl = st.host_len;
+            }
+            if (last_head != seqs[i]) continue; /* waits for the one before it */
+        }
+        if (full) {
+            if (due_time(&st) < next_due) next_due = due_time(&st);
+            continue;
+        }
+        rc = cj_consider(j, txn, seqs[i], &st, now, &slots, mode, since, sends, events, next, mode_done, &full);
+        if (rc == 0 && due_time(&st) < next_due) next_due = due_time(&st); /* as written (a claim: the lease's end) */
+    }
+    if (states) freeReplyObject(states);
+    if (rc == 0 && expired.n) rc = cj_sweep_expired(j, txn, expired.v, expired.n, now, events);
+    free(expired.v);
+    free(seqs);
+    freeReplyObject(pend);
+    r->due_now = full;
+    r->next_due = next_due;
+    return rc;
+}
+
+static void r_due_edges(cr_journal *j, cj_txn *txn, int64_t now, bool *due_now, int64_t *next_due) {
+    (void)txn;
+    *due_now = j->redis->due_now || j->redis->next_due <= now;
+    *next_due = j->redis->next_due > now ? j->redis->next_due : INT64_MAX;
+}
+
+/* Whether the group has entries no consumer took yet (XINFO GROUPS' lag; unknown counts as yes). */
+static bool undelivered(cr_journal *j) {
+    rargs a = {0};
+    args(&a, "XINFO");
+    args(&a, "GROUPS");
+    argk(&a, j, K_STREAM);
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    if (run(j, &c, 1, &rep, false)) return true;
+    bool any = true;
+    for (size_t g = 0; rep->type == REDIS_REPLY_ARRAY && g < rep->elements; g++) {
+        redisReply *m = rep->element[g];
+        bool ours = false;
+        long long lag = -1;
+        for (size_t k = 0; m->type == REDIS_REPLY_ARRAY && k + 1 < m->elements; k += 2) {
+            redisReply *key = m->element[k], *val = m->element[k + 1];
+            if (key->type != REDIS_REPLY_STRING) continue;
+            if (strcmp(key->str, "name") == 0) ours = val->type == REDIS_REPLY_STRING && strcmp(val->str, R_GROUP) == 0;
+            else if (strcmp(key->str, "lag") == 0 && val->type == REDIS_REPLY_INTEGER) lag = val->integer;
+        }
+        if (ours) any = lag != 0;
+    }
+    freeReplyObject(rep);
+    return any;
+}
+
+/* Without a pass: what the last pass saw, and whether entries wait to be taken (another engine's
+ * freezes, this engine's own before its first pass). Every poll interval (scan) a pass looks
+ * again anyway: for claims of the silent. */
+static int r_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead,
+                  jseqs *expired) {
+    (void)dead, (void)expired;
+    r_due_edges(j, NULL, now, due_now, next_due);
+    if (scan || (!*due_now && undelivered(j))) *due_now = true;
+    return 0;
+}
+
+/* An explicit resend: the entry becomes this engine's whoever held it. */
+static int r_take(cr_journal *j, cj_txn *txn, uint64_t seq) {
+    (void)txn;
+    int rc = adopt_new(j);
+    if (rc) return rc;
+    char sid[32];
+    snprintf(sid, sizeof sid, "0-%llu", (unsigned long long)seq);
+    rargs a = {0};
+    args(&a, "XCLAIM");
+    argk(&a, j, K_STREAM);
+    args(&a, R_GROUP);
+    args(&a, j->redis->consumer);
+    args(&a, "0");
+    args(&a, sid);
+    args(&a, "JUSTID");
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    if ((rc = run(j, &c, 1, &rep, false))) return rc;
+    bool got = rep->type == REDIS_REPLY_ARRAY && rep->elements == 1;
+    freeReplyObject(rep);
+    return got ? 0 : MDB_NOTFOUND;
+}
+
+/* Every record, oldest first: the stream in pages, with the states of each page. */
+static int r_each(cr_journal *j, cj_txn *txn, int (*fn)(void *, uint64_t, const jstate *, const char *, size_t),
+                  void *user) {
+    (void)txn;
+    char from[48] = "-";
+    for (;;) {
+        rargs a = {0};
+        args(&a, "XRANGE");
+        argk(&a, j, K_STREAM);
+        args(&a, from);
+        args(&a, "+");
+        args(&a, "COUNT");
+        argn(&a, 500);
+        cr_redis_cmd c = cmd_of(&a);
+        redisReply *page;
+        int rc = run(j, &c, 1, &page, false);
+        if (rc) return rc;
+        size_t n = page->type == REDIS_REPLY_ARRAY ? page->elements : 0;
+        if (!n) {
+            freeReplyObject(page);
+            return 0;
+        }
+        /* HMGET state seq... */
+        const char **v = calloc(n + 2, sizeof *v);
+        size_t *len = calloc(n + 2, sizeof *len);
+        char (*nums)[24] = calloc(n, sizeof *nums);
+        redisReply *states = NULL;
+        if (!v || !len || !nums) rc = ENOMEM;
+        if (rc == 0) {
+            v[0] = "HMGET";
+            v[1] = j->redis->keys[K_STATE];
+            for (size_t i = 0; i < n; i++) {
+                redisReply *e = page->element[i];
+                uint64_t s = e->type == REDIS_REPLY_ARRAY && e->elements == 2 ? seq_of_id(e->element[0]->str) : 0;
+                snprintf(nums[i], sizeof nums[i], "%llu", (unsigned long long)s);
+                v[i + 2] = nums[i];
+            }
+            for (size_t i = 0; i < n + 2; i++) len[i] = strlen(v[i]);
+            cr_redis_cmd hc = {(int)n + 2, v, len};
+            rc = run(j, &hc, 1, &states, false);
+        }
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            redisReply *e = page->element[i], *f = e->type == REDIS_REPLY_ARRAY && e->elements == 2 ? e->element[1] : NULL;
+            uint64_t s = strtoull(nums[i], NULL, 10);
+            snprintf(from, sizeof from, "(%s", e->type == REDIS_REPLY_ARRAY && e->elements ? e->element[0]->str : "0-0");
+            const char *text = "";
+            size_t tl = 0;
+            for (size_t k = 0; f && f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements; k += 2)
+                if (strcmp(f->element[k]->str, "req") == 0) {
+                    text = f->element[k + 1]->str;
+                    tl = f->element[k + 1]->len;
+                }
+            redisReply *sv = states->type == REDIS_REPLY_ARRAY && i < states->elements ? states->element[i] : NULL;
+            if (!s || !sv || sv->type != REDIS_REPLY_STRING) continue; /* removed between the two reads */
+            jstate st;
+            bool ok = cj_state_decode(sv->str, sv->len, &st) != 0;
+            rc = fn(user, s, ok ? &st : NULL, text, tl);
+        }
+        if (states) freeReplyObject(states);
+        free(v);
+        free(len);
+        free(nums);
+        freeReplyObject(page);
+        if (rc || n < 500) return rc;
+    }
+}
+
+static int r_count(cr_journal *j, cj_txn *txn, int64_t *n) {
+    (void)txn;
+    rargs a = {0};
+    args(&a, "HLEN");
+    argk(&a, j, K_STATE);
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    int rc = run(j, &c, 1, &rep, false);
+    if (rc) return rc;
+    *n = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+    freeReplyObject(rep);
+    return 0;
+}
+
+static int r_remove_all(cr_journal *j, cj_txn *txn, int64_t *n) {
+    (void)txn;
+    long long got = 0;
+    int rc = eval(j, "clear", NULL, NULL, 0, &got);
+    *n = got;
+    return rc;
+}
+
+static int r_last_outcome(cr_journal *j, cj_txn *txn, const char *id, int *code, int *status, int64_t *at_ms) {
+    (void)txn;
+    rargs a = {0};
+    args(&a, "LRANGE");
+    argk(&a, j, K_OUTCOMES);
+    args(&a, "0");
+    args(&a, "-1");
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    int rc = run(j, &c, 1, &rep, false);
+    if (rc) return rc;
+    bool found = false;
+    for (size_t i = 0; !found && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++)
+        if (rep->element[i]->type == REDIS_REPLY_STRING)
+            found = cj_outcome_match(rep->element[i]->str, rep->element[i]->len, id, code, status, at_ms);
+    freeReplyObject(rep);
+    return found ? 0 : MDB_NOTFOUND;
+}
+
+const cj_store_ops cj_redis_store = {
+    .kind = "redis",
+    .atomic = false,
+    .open = r_open,
+    .close = r_close,
+    .begin = r_begin,
+    .commit = r_commit,
+    .abort = r_abort,
+    .broken = r_broken,
+    .strerror = r_strerror,
+    .fail = r_fail,
+    .rec_get = r_rec_get,
+    .st_update = r_st_update,
+    .rec_remove = r_rec_remove,
+    .rec_remove_bad = r_rec_remove_bad,
+    .outcome_log = r_outcome_log,
+    .find_seq = r_find_seq,
+    .freeze = r_freeze,
+    .freeze_batch = r_freeze_batch,
+    .take = r_take,
+    .pass = r_pass,
+    .due_edges = r_due_edges,
+    .peek = r_peek,
+    .each = r_each,
+    .count = r_count,
+    .remove_all = r_remove_all,
+    .last_outcome = r_last_outcome,
+};
+
+#endif /* COURIER_REDIS */

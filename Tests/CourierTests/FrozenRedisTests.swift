@@ -1,0 +1,59 @@
+// FrozenRedisTests.swift — the journal on Redis through the Swift facade: a request frozen by one
+// engine (its own store directory) is listed and replayed by another that names the same Redis;
+// Redis down is CourierError.redis. A redis-server of the test's own (scripts/redis-fixture: AOF,
+// appendfsync always) and the loopback server. The journal's logic is the C core's.
+
+import Courier
+import Foundation
+import XCTest
+
+final class FrozenRedisTests: RedisTestCase {
+    func testFrozenByOneEngineReplayedByAnother() async throws {
+        let url = redisURL + "#swift"
+        func open(_ paused: Bool) throws -> Engine {
+            try makeEngine {
+                $0.frozenStore = url
+                $0.frozenPaused = paused
+                $0.frozenPoll = 0.1
+            }
+        }
+        let first = try open(true)
+        first.reachability.setOffline()
+        do {
+            _ = try await first.send(.post("/echo/redis").body(Data("n=1".utf8), contentType: "text/plain")
+                .freeze(.auto).freezeID("swift-1"))
+            XCTFail("sent")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .frozen)
+            XCTAssertEqual(error.freezeID, "swift-1")
+        }
+        first.close()
+        // The tool's `frozen` commands on the same journal (when the courier executable is built).
+        let toolStore = NSTemporaryDirectory() + "courier-redis-tool-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: toolStore) }
+        if let tool = try? runCourierTool(["frozen", "ls", "--store", toolStore, "--journal", url, "--json"]) {
+            XCTAssertEqual(tool.status, 0)
+            XCTAssertTrue(tool.output.contains("swift-1"), tool.output)
+        }
+
+        let second = try open(false) // another store directory (temporary), the same Redis
+        defer { second.close() }
+        let listed = try second.frozen.list()
+        XCTAssertEqual(listed.map(\.id), ["swift-1"])
+        XCTAssertEqual(listed.first?.body, Data("n=1".utf8))
+        try second.frozen.replay()
+        waitUntil("replayed") { server.count("/echo/redis") == 1 }
+        XCTAssertTrue(second.frozen.waitUntilIdle(timeout: 20))
+        XCTAssertEqual(try second.frozen.count(), 0)
+        XCTAssertEqual(try second.frozen.lastOutcome("swift-1")?.status, 200)
+    }
+
+    func testRedisDownIsARedisError() throws {
+        var configuration = configuration()
+        configuration.frozenStore = "redis://127.0.0.1:1/0"
+        XCTAssertThrowsError(try Engine(configuration: configuration)) { error in
+            let code = (error as? CourierError)?.code
+            XCTAssertTrue(code == .redis || code == .redisUnsupported, "\(error)")
+        }
+    }
+}

@@ -1,0 +1,75 @@
+"""The journal on Redis (frozen_store="redis://..."): a freeze in one process is replayed by
+another; query and removal as on LMDB; Redis down is courier.RedisError. The journal's logic is
+the core's (CCore/journal/store_redis.c); this checks that the binding passes the setting through."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+import courier
+from courier import FrozenEventKind
+
+from conftest import free_port
+
+
+def _engine(url: str, store: str, **kw):
+    return courier.Engine(store=store, frozen_store=url, frozen_poll=0.1, **kw)
+
+
+def test_frozen_in_another_process_replayed_here(redis_url, base_url, server, tmp_path) -> None:
+    url = redis_url + "#py-another"
+    child = textwrap.dedent(f"""
+        import courier
+        with courier.Engine(base_url={base_url!r}, store={str(tmp_path / "child")!r},
+                            frozen_store={url!r}, frozen_paused=True) as e:
+            e.set_offline()
+            try:
+                e.post("/echo", json={{"order": 7}}, freeze=courier.Freeze("auto", id="py-order-7"))
+            except courier.Frozen as f:
+                print(f.freeze_id)
+    """)
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "py-order-7"
+    got = threading.Event()
+    kinds = []
+
+    def listener(ev):
+        kinds.append(ev.kind)
+        if ev.kind == FrozenEventKind.RESENT_SUCCEEDED:
+            got.set()
+
+    with _engine(url, str(tmp_path / "here"), base_url=base_url, frozen_paused=True) as e:
+        [fz] = e.frozen.list()
+        assert fz.id == "py-order-7" and fz.body == b'{"order":7}' and fz.idempotency_key
+        e.frozen.add_listener(listener)
+        before = server.count()
+        e.frozen.resume()
+        e.frozen.replay()
+        assert got.wait(20)
+        assert e.frozen.wait_idle(20)
+        assert server.count() - before == 1
+        assert e.frozen.count() == 0
+        code, status, _ = e.frozen.last_outcome("py-order-7")
+        assert code == 0 and status == 200
+    assert kinds == [FrozenEventKind.RESENT_SUCCEEDED]
+
+
+def test_query_and_remove_on_redis(redis_url, tmp_path, closed_port) -> None:
+    with _engine(redis_url + "#py-query", str(tmp_path / "s"), timeout=5, frozen_paused=True) as e:
+        with pytest.raises(courier.Frozen) as info:
+            e.post(f"http://127.0.0.1:{closed_port}/x", body=b"data", freeze="manual")
+        fid = info.value.freeze_id
+        assert fid and e.frozen.count() == 1
+        assert e.frozen.get(fid).body == b"data"
+        e.frozen.remove(fid)
+        assert e.frozen.count() == 0 and e.frozen.get(fid) is None
+
+
+def test_redis_down_is_a_redis_error(tmp_path) -> None:
+    with pytest.raises((courier.RedisError, courier.RedisUnsupported)):
+        courier.Engine(store=str(tmp_path / "s"), frozen_store=f"redis://127.0.0.1:{free_port()}/0", timeout=2)
