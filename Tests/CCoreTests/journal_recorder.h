@@ -228,6 +228,27 @@ static size_t jr_path_count(jr_server *s, const char *path) {
     return n;
 }
 
+/* The problems (0: none) with the requests "<ordered>N" and "<unordered>N", N in 0..n-1: each must
+ * have arrived exactly once, and the ordered ones in the order of N. */
+static int jr_once_each_ordered(jr_server *s, const char *ordered, const char *unordered, int n) {
+    int problems = 0, next = 0;
+    size_t olen = strlen(ordered);
+    for (int i = 0; i < n; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "%s%d", ordered, i);
+        problems += jr_path_count(s, p) != 1;
+        snprintf(p, sizeof p, "%s%d", unordered, i);
+        problems += jr_path_count(s, p) != 1;
+    }
+    for (size_t i = 0; i < jr_count(s); i++) {
+        jr_hit h = jr_get(s, i);
+        if (strncmp(h.path, ordered, olen) != 0) continue;
+        problems += atoi(h.path + olen) != next;
+        next++;
+    }
+    return problems;
+}
+
 /* A port that was free a moment ago. */
 static int jr_free_port(void) {
     jr_server tmp;
