@@ -285,6 +285,13 @@ CR_HIDDEN int cr_lmdb_file_pad(struct MDB_env *env, int64_t *largest);
  * it is padded back to *largest, so no process reading it raises SIGBUS at the missing pages:
  * they read as zeros, which LMDB reports as MDB_CORRUPTED. One fstat (about 0.6 us here). */
 CR_HIDDEN int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest);
+/* A store's marker file `marker` in dir is written once the store has opened (cr_lmdb_mark); a
+ * fresh store has none. With the marker there, a missing or empty data.mdb was lost from outside
+ * (LMDB writes its meta pages when it creates the file): cr_lmdb_data_lost says so, for the store
+ * to report it instead of letting LMDB start afresh without a word. */
+CR_HIDDEN bool cr_lmdb_data_lost(const char *dir, const char *marker);
+/* Writes the marker (text, synced) if it is not there; best effort. */
+CR_HIDDEN void cr_lmdb_mark(const char *dir, const char *marker, const char *text);
 struct MDB_txn;
 /* Walks every page reachable from the newer meta page (the free list, the main database, every
  * named database) as mdb_chk does, through a read-only map of its own bounded by the file's size:

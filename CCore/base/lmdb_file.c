@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define LM_MAGIC 0xBEEFC0DEu
@@ -423,4 +424,34 @@ int cr_lmdb_walk(struct MDB_env *env, const char **why) {
     munmap(map, (size_t)st.st_size);
     *why = w.why;
     return rc;
+}
+
+/* ---- the marker of a store that has opened once ------------------------------------------------ */
+
+static int size_of(const char *dir, const char *name, off_t *size) {
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return -1;
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    *size = st.st_size;
+    return 0;
+}
+
+bool cr_lmdb_data_lost(const char *dir, const char *marker) {
+    off_t marker_size = 0, data_size = 0;
+    if (size_of(dir, marker, &marker_size) != 0) return false; /* never opened: a fresh store */
+    return size_of(dir, "data.mdb", &data_size) != 0 || data_size == 0;
+}
+
+void cr_lmdb_mark(const char *dir, const char *marker, const char *text) {
+    off_t size;
+    if (size_of(dir, marker, &size) == 0) return;
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", dir, marker) >= (int)sizeof path) return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    ssize_t w = write(fd, text, strlen(text));
+    (void)w;
+    fsync(fd);
+    close(fd);
 }

@@ -406,6 +406,9 @@ typedef struct store_open_arg {
     int durability;
 } store_open_arg;
 
+/* The file beside data.mdb of a store that has opened once (cr_lmdb_data_lost). */
+#define S_MARKER "CACHE"
+
 /* The floor's kind->open: the environment in s->base.dir and the store's own state. Returns 0, or
  * an LMDB/errno code; *why says what was wrong with a store that exists but must be moved aside
  * (then the return is MDB_INVALID). */
@@ -429,6 +432,12 @@ static int store_open(cr_lmdb_env *base, void *arg, const char **why) {
     snprintf(marker, sizeof marker, "%s/CORRUPT", s->base.dir);
     if (access(marker, F_OK) == 0) {
         *why = "corruption was reported";
+        return MDB_INVALID;
+    }
+    /* Opened once before (its marker is there) and its data file is gone or empty: cut to nothing
+     * from outside. LMDB would start afresh in it without a word; it goes aside like any damage. */
+    if (cr_lmdb_data_lost(s->base.dir, S_MARKER)) {
+        *why = "its data file is missing or empty";
         return MDB_INVALID;
     }
     unsigned sync = o->durability == COURIER_CACHE_FAST     ? MDB_NOSYNC
@@ -478,6 +487,7 @@ static int store_open(cr_lmdb_env *base, void *arg, const char **why) {
     }
     rc = mdb_txn_commit(txn);
     if (rc) goto corrupt_or_fail;
+    cr_lmdb_mark(s->base.dir, S_MARKER, "Courier cache store\n");
     return 0;
 
 corrupt_or_fail:

@@ -114,14 +114,6 @@ uint64_t cj_boot_hash(void) {
  * tells a fresh journal from one whose data was lost. */
 #define J_MARKER "JOURNAL"
 
-static int file_size(const char *dir, const char *name, off_t *size) {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    struct stat st;
-    if (stat(path, &st) != 0) return -1;
-    *size = st.st_size;
-    return 0;
-}
 
 /* Opens the environment of the journal's directory (the floor's kind->open). 0, an LMDB/errno
  * code, or MDB_INVALID with *why when the journal exists but cannot be read (corrupt, truncated,
@@ -131,10 +123,7 @@ static int jenv_open(cr_lmdb_env *base, void *arg, const char **why) {
     jenv *v = (jenv *)base;
     pthread_mutex_init(&v->lock, NULL);
     *why = NULL;
-    off_t marker_size = 0, data_size = 0;
-    bool had_marker = file_size(base->dir, J_MARKER, &marker_size) == 0;
-    bool has_data = file_size(base->dir, "data.mdb", &data_size) == 0;
-    if (had_marker && (!has_data || data_size == 0)) {
+    if (cr_lmdb_data_lost(base->dir, J_MARKER)) {
         *why = "its data file is missing or empty";
         return MDB_INVALID;
     }
@@ -192,18 +181,7 @@ static int jenv_open(cr_lmdb_env *base, void *arg, const char **why) {
     }
     rc = mdb_txn_commit(txn);
     if (rc) goto bad;
-    if (!had_marker) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", base->dir, J_MARKER);
-        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        if (fd >= 0) {
-            static const char text[] = "Courier frozen-request journal, format 1\n";
-            ssize_t w = write(fd, text, sizeof text - 1);
-            (void)w;
-            fsync(fd);
-            close(fd);
-        }
-    }
+    cr_lmdb_mark(base->dir, J_MARKER, "Courier frozen-request journal, format 1\n");
     return 0;
 bad:
     if (cr_lmdb_is_broken(rc)) {

@@ -328,6 +328,42 @@ static void test_zeroed_file_is_moved_aside(void) {
     CHECK_EQ(count_aside(dir, "cache.broken-"), 1);
 }
 
+/* A store that has opened once, its data file then cut to nothing (or deleted) from outside: moved
+ * aside with a line, not silently started afresh; the same empty file in a directory no store has
+ * opened yet is how a new store starts, and stays. */
+static void test_emptied_file_is_moved_aside(void) {
+    for (int deleted = 0; deleted < 2; deleted++) {
+        const char *dir = th_tmpdir();
+        fill_store(dir);
+        char path[600];
+        data_path(dir, "cache", path, sizeof path);
+        REQUIRE(deleted ? unlink(path) == 0 : truncate(path, 0) == 0);
+        courier_engine *e = open_engine(dir, 0);
+        REQUIRE(e);
+        courier_cache_verify_report rep;
+        CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_OK);
+        CHECK_EQ(rep.moved_aside, 1);
+        CHECK_EQ(rep.entries, 0);
+        courier_engine_close(e);
+        CHECK_EQ(count_aside(dir, "cache.broken-"), 1);
+    }
+    const char *fresh = th_tmpdir();
+    char sub[600], path[600];
+    snprintf(sub, sizeof sub, "%s/cache", fresh);
+    REQUIRE(mkdir(sub, 0700) == 0);
+    data_path(fresh, "cache", path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT, 0600);
+    REQUIRE(fd >= 0);
+    close(fd);
+    courier_engine *e = open_engine(fresh, 0);
+    REQUIRE(e);
+    courier_cache_verify_report rep;
+    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_OK);
+    CHECK_EQ(rep.moved_aside, 0);
+    courier_engine_close(e);
+    CHECK_EQ(count_aside(fresh, "cache.broken-"), 0);
+}
+
 /* Junk over a third of the file, at its start (the meta pages) and in its middle: every engine
  * either reads through it (damaged entries read as misses), or moves the store aside; none
  * crashes. (Before the open walked every page, about one run in six crashed here: the junk hit a
@@ -510,7 +546,7 @@ static void test_full_disk_drops_writes_and_stays_consistent(void) {
 }
 
 TESTS_MAIN(T(test_verify_clean_store), T(test_verify_finds_a_damaged_entry), T(test_verify_finds_orphan_index_records),
-           T(test_truncated_to_a_third_is_moved_aside), T(test_zeroed_file_is_moved_aside),
+           T(test_truncated_to_a_third_is_moved_aside), T(test_zeroed_file_is_moved_aside), T(test_emptied_file_is_moved_aside),
            T(test_partly_overwritten_never_crashes), T(test_junk_over_the_last_pages_never_crashes), T(test_damaged_leaves_are_moved_aside),
            T(test_junk_anywhere_never_crashes), T(test_cut_short_while_open), T(test_unreadable_file_gets_a_code),
            T(test_full_disk_drops_writes_and_stays_consistent))

@@ -230,7 +230,7 @@ static size_t jr_path_count(jr_server *s, const char *path) {
 
 /* The problems (0: none) with the requests "<ordered>N" and "<unordered>N", N in 0..n-1: each must
  * have arrived exactly once, and the ordered ones in the order of N. */
-static int jr_once_each_ordered(jr_server *s, const char *ordered, const char *unordered, int n) {
+__attribute__((unused)) static int jr_once_each_ordered(jr_server *s, const char *ordered, const char *unordered, int n) {
     int problems = 0, next = 0;
     size_t olen = strlen(ordered);
     for (int i = 0; i < n; i++) {
