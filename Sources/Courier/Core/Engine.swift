@@ -144,7 +144,7 @@ public final class Engine: @unchecked Sendable {
     private func perform(_ request: Request) async throws -> CompletionRecord {
         let send = AsyncSend.make()
         let shared = SendableRef(send)
-        return try await withTaskCancellationHandler {
+        let record = try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<CompletionRecord, any Error>) in
                 guard send.prepare(continuation) else {
                     continuation.resume(throwing: CourierError(.cancelled, message: "the task was cancelled before the request was sent"))
@@ -162,6 +162,8 @@ public final class Engine: @unchecked Sendable {
         } onCancel: {
             if let id = shared.object.cancel() { self.cancel(rawID: id) }
         }
+        send.synchronize()
+        return record
     }
 
     // MARK: Sending with a completion handler
