@@ -2153,7 +2153,8 @@ COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, long p
  * requests then live on a Redis stream with a consumer group, shared by every engine, process and
  * machine that names the same Redis (docs/DESIGN.md, "The journal on Redis"); the store directory
  * still keeps the cookie jar. Copied. Checked at engine open (a Redis that cannot be reached fails
- * the open with the Redis error codes; a build without Redis: COURIER_E_REDIS_UNSUPPORTED).
+ * the open with the Redis error codes; a build without Redis: COURIER_E_REDIS_UNSUPPORTED). Not
+ * thread-safe: the configuration's thread, before the engine opens (as every setter here).
  * Errors: COURIER_E_INVALID_ARGUMENT (1024 bytes or longer). */
 COURIER_API int courier_config_set_frozen_store(courier_config *config, const char *location);
 /* Nonzero: the engine opens with automatic replay paused (courier_frozen_resume starts it), e.g.
