@@ -1498,8 +1498,8 @@ typedef int64_t (*courier_clock_fn)(void *user);
  * one entry to an eighth of it), the durability setting is the server's, and a call waits at
  * most the engine's timeout (courier_config_set_timeout_ms) or the URL's timeout_ms for Redis. Redis
  * down never fails a request (the policy sends it as on a miss); the manager functions then fail
- * with COURIER_E_REDIS. Copied; checked here, connected at first use. Any thread, before the
- * engine opens. Errors: COURIER_E_INVALID_ARGUMENT (empty, a redis URL of another shape),
+ * with COURIER_E_REDIS. Copied; checked here, connected at first use. The configuration's thread
+ * (it is not thread-safe), before the engine opens. Errors: COURIER_E_INVALID_ARGUMENT (empty, a redis URL of another shape),
  * COURIER_E_REDIS_UNSUPPORTED (a library built without Redis, or rediss:// without TLS in its
  * hiredis). */
 COURIER_API int courier_config_set_cache_store(courier_config *config, const char *store);
