@@ -23,11 +23,11 @@
 #include <stdint.h>
 
 #define COURIER_VERSION_MAJOR 0
-#define COURIER_VERSION_MINOR 1
+#define COURIER_VERSION_MINOR 2
 #define COURIER_VERSION_PATCH 0
 /* 0xMMmmpp: major, minor, patch, one byte each. */
 #define COURIER_VERSION_NUM ((COURIER_VERSION_MAJOR << 16) | (COURIER_VERSION_MINOR << 8) | COURIER_VERSION_PATCH)
-#define COURIER_VERSION_STRING "0.1.0"
+#define COURIER_VERSION_STRING "0.2.0"
 
 /* COURIER_API marks what the library exports. The library's own build defines COURIER_BUILDING
  * (export); users of the Windows DLL import; users of the static library on Windows define
@@ -234,12 +234,12 @@ COURIER_API int courier_config_add_header(courier_config *config, const char *na
 COURIER_API int courier_config_add_param(courier_config *config, const char *name, const char *value);
 /* Default timeout of a request, whole transfer (all its redirects), in milliseconds (> 0): the
  * total timeout (courier_config_set_timeout has the connect and idle ones). */
-COURIER_API int courier_config_set_timeout_ms(courier_config *config, long timeout_ms);
+COURIER_API int courier_config_set_timeout_ms(courier_config *config, int64_t timeout_ms);
 /* The User-Agent header. NULL restores the default. Errors: COURIER_E_INVALID_HEADER. */
 COURIER_API int courier_config_set_user_agent(courier_config *config, const char *user_agent);
 /* Connection limits (>= 1). Requests over the limit wait in the engine's queue. */
-COURIER_API int courier_config_set_max_connections_per_host(courier_config *config, long n);
-COURIER_API int courier_config_set_max_connections(courier_config *config, long n);
+COURIER_API int courier_config_set_max_connections_per_host(courier_config *config, int n);
+COURIER_API int courier_config_set_max_connections(courier_config *config, int n);
 /* How parameters are encoded when they go in the body (POST, PUT, PATCH, other methods). */
 COURIER_API int courier_config_set_body_encoding(courier_config *config, courier_body_encoding encoding);
 /* Largest response body accepted, in bytes (> 0). Larger bodies fail with COURIER_E_TOO_LARGE. */
@@ -367,7 +367,7 @@ COURIER_API const char *courier_engine_store_dir(const courier_engine *engine);
 /* Counts of the requests whose caller has not been answered yet: waiting (queued under the limits,
  * for a retry or a mock's delay, or sharing another's answer) and on the wire. A request leaves
  * the counts just before its completion runs. Any thread. */
-COURIER_API int courier_engine_pending(const courier_engine *engine, long *queued, long *active);
+COURIER_API int courier_engine_pending(int64_t *out_queued, int64_t *out_active, const courier_engine *engine);
 
 /* ========================================================================================== */
 /* Requests                                                                                    */
@@ -423,7 +423,7 @@ COURIER_API int courier_request_set_body(courier_request *request, const void *b
 /* Body encoding of this request's parameters, overriding the engine's. */
 COURIER_API int courier_request_set_body_encoding(courier_request *request, courier_body_encoding encoding);
 /* Timeout of this request in milliseconds (> 0), overriding the engine's default. */
-COURIER_API int courier_request_set_timeout_ms(courier_request *request, long timeout_ms);
+COURIER_API int courier_request_set_timeout_ms(courier_request *request, int64_t timeout_ms);
 /* Authorization: Basic base64(user ":" password). Errors: COURIER_E_INVALID_HEADER (CR/LF),
  * COURIER_E_INVALID_ARGUMENT (a ':' in the user id, which RFC 7617 forbids). */
 COURIER_API int courier_request_set_basic_auth(courier_request *request, const char *user, const char *password);
@@ -453,8 +453,8 @@ COURIER_API int courier_outgoing_set_header(courier_outgoing *outgoing, const ch
 COURIER_API const char *courier_outgoing_header(const courier_outgoing *outgoing, const char *name);
 /* Number of header lines, and the i-th (0-based) in order. Borrowed as above. */
 COURIER_API size_t courier_outgoing_header_count(const courier_outgoing *outgoing);
-COURIER_API int courier_outgoing_header_at(const courier_outgoing *outgoing, size_t index, const char **name,
-                                           const char **value);
+COURIER_API int courier_outgoing_header_at(const char **name, const char **value, const courier_outgoing *outgoing,
+                                           size_t index);
 
 /* Called once per send, on the sending thread inside courier_send / courier_send_sync, after the
  * URL, parameters and headers are final. Return COURIER_OK to send, or a negative code to fail
@@ -484,15 +484,15 @@ typedef void (*courier_completion_fn)(uint64_t request_id, int code, courier_res
  * called, and the code is returned (COURIER_E_INVALID_ARGUMENT, COURIER_E_INVALID_URL,
  * COURIER_E_INVALID_ENCODING, COURIER_E_CLOSED, COURIER_E_NO_MEMORY, or a customize callback's
  * code). Any thread. */
-COURIER_API int courier_send(courier_engine *engine, const courier_request *request, courier_completion_fn done,
-                             void *user, uint64_t *out_id, courier_error *err);
+COURIER_API int courier_send(uint64_t *out_id, courier_engine *engine, const courier_request *request,
+                             courier_completion_fn done, void *user, courier_error *err);
 
 /* Sends a request and waits for its completion. *out_response receives the response (new,
  * release with courier_response_free) whenever one exists, including on COURIER_E_HTTP_STATUS and
  * COURIER_E_INVALID_RESULT; otherwise NULL. Returns the completion's code. Any thread except the
  * engine's worker thread (calling it from a completion callback returns COURIER_E_INVALID_ARGUMENT). */
-COURIER_API int courier_send_sync(courier_engine *engine, const courier_request *request,
-                                  courier_response **out_response, courier_error *err);
+COURIER_API int courier_send_sync(courier_response **out_response, courier_engine *engine,
+                                  const courier_request *request, courier_error *err);
 
 /* Cancels a request by id: it completes with COURIER_E_CANCELLED (unless it completes otherwise
  * first). Any thread. Returns COURIER_OK when the id is known and not yet completed, else
@@ -531,8 +531,8 @@ COURIER_API const char *courier_response_header(const courier_response *response
 /* Number of header lines of the final response, and the i-th in received order.
  * Errors: COURIER_E_NOT_FOUND (index out of range). Borrowed until freed. */
 COURIER_API size_t courier_response_header_count(const courier_response *response);
-COURIER_API int courier_response_header_at(const courier_response *response, size_t index, const char **name,
-                                           const char **value);
+COURIER_API int courier_response_header_at(const char **name, const char **value, const courier_response *response,
+                                           size_t index);
 /* The URL that answered, after redirects. Borrowed until freed. */
 COURIER_API const char *courier_response_url(const courier_response *response);
 /* The method that was sent. Borrowed until freed. */
@@ -541,8 +541,10 @@ COURIER_API const char *courier_response_method(const courier_response *response
 COURIER_API uint64_t courier_response_request_id(const courier_response *response);
 
 /* Timing and size of one transfer. Times are seconds from the start of the transfer (0 if the
- * phase did not happen, e.g. DNS and connect on a reused connection). */
+ * phase did not happen, e.g. DNS and connect on a reused connection): measured timings are
+ * double seconds (_s); durations a caller sets or reads are int64_t milliseconds (_ms). */
 typedef struct courier_metrics {
+    size_t size;           /* sizeof(courier_metrics), set by the caller (see "Growth" in docs/ABI.md) */
     double dns_s;          /* name resolution done */
     double connect_s;      /* TCP connected */
     double tls_s;          /* TLS handshake done (0 for http) */
@@ -554,9 +556,10 @@ typedef struct courier_metrics {
     int http_version;      /* 10, 11, 20, 30, or 0 */
     int redirects;         /* redirects followed */
 } courier_metrics;
-/* Copies the metrics into *out. `size` is sizeof(courier_metrics) as the caller knows it, so the
- * struct can grow: only that many bytes are written. */
-COURIER_API int courier_response_metrics(const courier_response *response, courier_metrics *out, size_t size);
+/* Copies the metrics into *out, whose `size` the caller set to sizeof(courier_metrics) as it knows
+ * it, so the struct can grow: only the fields that end within it are written (size is kept).
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, or a size smaller than the first version's). */
+COURIER_API int courier_response_metrics(courier_metrics *out, const courier_response *response);
 
 /* ========================================================================================== */
 /* Redirects and timeouts (RFC 9110 15.4)                                                      */
@@ -618,8 +621,8 @@ COURIER_API int courier_request_set_redirect_hook(courier_request *request, cour
  * redirected (and for mock and custom-transport responses). Borrowed until the response is freed.
  * Errors: COURIER_E_INVALID_ARGUMENT (NULL response), COURIER_E_NOT_FOUND (index out of range). */
 COURIER_API size_t courier_response_redirect_count(const courier_response *response);
-COURIER_API int courier_response_redirect_at(const courier_response *response, size_t index, const char **url,
-                                             int *status);
+COURIER_API int courier_response_redirect_at(const char **url, int *status, const courier_response *response,
+                                             size_t index);
 
 /* The three timeouts of a request. Connect and idle apply to each hop of a redirect chain, the
  * total to the whole chain. All fail with COURIER_E_TIMEOUT; courier_error_timeout_kind says which
@@ -682,14 +685,14 @@ COURIER_API int courier_request_set_priority(courier_request *request, courier_p
  * COURIER_RETRY_NON_IDEMPOTENT. Never after a cancel, TLS or pinning failure, a validator's "no",
  * or a body too large. max_retries 0 turns retrying off (the engine default unless set).
  * Errors: COURIER_E_INVALID_ARGUMENT (negative values, base > max). */
-COURIER_API int courier_config_set_retry(courier_config *config, int max_retries, long base_delay_ms,
-                                         long max_delay_ms, unsigned flags);
+COURIER_API int courier_config_set_retry(courier_config *config, int max_retries, int64_t base_delay_ms,
+                                         int64_t max_delay_ms, unsigned flags);
 /* The same for one request, replacing the engine's rule. */
-COURIER_API int courier_request_set_retry(courier_request *request, int max_retries, long base_delay_ms,
-                                          long max_delay_ms, unsigned flags);
+COURIER_API int courier_request_set_retry(courier_request *request, int max_retries, int64_t base_delay_ms,
+                                          int64_t max_delay_ms, unsigned flags);
 /* How many attempts the response took (1 without retries), and the total time the engine chose
  * to wait between them, in seconds (backoff and Retry-After; computed, not measured). */
-COURIER_API int courier_response_attempts(const courier_response *response, int *attempts, double *waited_s);
+COURIER_API int courier_response_attempts(int *attempts, double *waited_s, const courier_response *response);
 
 /* Identical GET and HEAD requests in flight at once (same URL, same header lines) share one
  * network request, whose answer goes to every caller (each gets its own response copy and runs
@@ -699,7 +702,7 @@ COURIER_API int courier_request_set_coalesce(courier_request *request, int coale
 /* The frequent-request guard (HLNetworking's): when window_ms > 0, a request identical to one
  * sent less than window_ms ago (same method, URL, header lines and body) is refused by
  * courier_send with COURIER_E_TOO_FREQUENT and nothing is sent. 0 (the default) turns it off. */
-COURIER_API int courier_config_set_frequent_guard_ms(courier_config *config, long window_ms);
+COURIER_API int courier_config_set_frequent_guard_ms(courier_config *config, int64_t window_ms);
 /* 0 exempts this request from the guard (it is neither refused nor recorded). */
 COURIER_API int courier_request_set_frequent_guard(courier_request *request, int guarded);
 
@@ -729,9 +732,9 @@ COURIER_API int courier_request_set_mock_status(courier_request *request, int st
 /* Adds a header to the mock answer. Errors as courier_request_add_header. */
 COURIER_API int courier_request_add_mock_header(courier_request *request, const char *name, const char *value);
 /* The mock fails the request with this code (e.g. COURIER_E_TIMEOUT) and no response. */
-COURIER_API int courier_request_set_mock_error(courier_request *request, int code);
+COURIER_API int courier_request_set_mock_error(courier_request *request, courier_code code);
 /* The mock answers after this delay (ms >= 0), without blocking anything. */
-COURIER_API int courier_request_set_mock_delay_ms(courier_request *request, long delay_ms);
+COURIER_API int courier_request_set_mock_delay_ms(courier_request *request, int64_t delay_ms);
 /* The mock answer is built by a callback from the final request: return COURIER_OK with *out set
  * (new: the engine takes it; build it with courier_response_new), or a negative code to fail the
  * request with it. Runs on the engine's worker thread. user_free as for validators. */
@@ -771,9 +774,9 @@ COURIER_API const char *courier_call_method(const courier_call *call);
 COURIER_API const char *courier_call_url(const courier_call *call);
 COURIER_API const char *courier_call_header(const courier_call *call, const char *name);
 COURIER_API size_t courier_call_header_count(const courier_call *call);
-COURIER_API int courier_call_header_at(const courier_call *call, size_t index, const char **name, const char **value);
+COURIER_API int courier_call_header_at(const char **name, const char **value, const courier_call *call, size_t index);
 COURIER_API const uint8_t *courier_call_body(const courier_call *call, size_t *len);
-COURIER_API long courier_call_timeout_ms(const courier_call *call);
+COURIER_API int64_t courier_call_timeout_ms(const courier_call *call);
 COURIER_API uint64_t courier_call_request_id(const courier_call *call);
 
 /* Ends a call, exactly once, from any thread (also from inside start): code COURIER_OK with a
@@ -788,16 +791,16 @@ COURIER_API int courier_call_complete(courier_call *call, int code, courier_resp
  * must not be completed). `cancel` (may be NULL) asks it to stop early; it runs on the worker
  * thread, at most once, only between start and completion. */
 typedef struct courier_transport {
+    size_t size; /* sizeof(courier_transport), set by the caller */
     int (*start)(courier_call *call, void *user);
     void (*cancel)(courier_call *call, void *user);
 } courier_transport;
 
-/* Registers a transport under a name (copied; "http" is reserved). `transport` is copied; size is
- * sizeof(courier_transport) as the caller knows it. user_free runs once when the registration
+/* Registers a transport under a name (copied; "http" is reserved). `transport` is copied; its size
+ * is sizeof(courier_transport) as the caller knows it. user_free runs once when the registration
  * ends. Errors: COURIER_E_INVALID_ARGUMENT (NULL, empty or reserved name, duplicate). */
 COURIER_API int courier_config_register_transport(courier_config *config, const char *name,
-                                                  const courier_transport *transport, size_t size, void *user,
-                                                  courier_user_free_fn user_free);
+                                                  const courier_transport *transport, void *user, courier_user_free_fn user_free);
 /* Sends this request through the transport registered under name (NULL: the built-in HTTP one).
  * An unknown name fails courier_send with COURIER_E_NOT_FOUND. */
 COURIER_API int courier_request_set_transport(courier_request *request, const char *name);
@@ -919,14 +922,13 @@ typedef enum courier_json_type {
 /* Static English name of a courier_json_type ("string", "nothing"...). Never NULL. Any thread. */
 COURIER_API const char *courier_json_type_name(int type);
 
-/* Parse options. Initialize with courier_json_options_init, then change fields. The struct only
- * grows at its end: version 1 ends after `flags`; version 2 added max_threads and
- * parallel_min_bytes (a version 1 struct is read with their defaults). */
-#define COURIER_JSON_OPTIONS_VERSION 2
+/* Parse options. Set `size`, initialize with courier_json_options_init, then change fields:
+ *   courier_json_options o = {sizeof o}; courier_json_options_init(&o); o.max_depth = 64;
+ * The struct only grows at its end; the fields beyond a caller's size are read as their defaults. */
 #define COURIER_JSON_ALLOW_DUPLICATE_KEYS 0x1u /* the last of duplicate keys wins (default: an error) */
 #define COURIER_JSON_ALLOW_NUL 0x2u            /* allow \u0000 in strings (read them with lengths) */
 typedef struct courier_json_options {
-    int version;       /* COURIER_JSON_OPTIONS_VERSION */
+    size_t size;       /* sizeof(courier_json_options), set by the caller */
     int max_depth;     /* deepest nesting of arrays and objects, 1..2048 (default 512) */
     int64_t max_bytes; /* largest text accepted (default 64 MiB) */
     unsigned flags;    /* COURIER_JSON_ALLOW_* (default 0) */
@@ -937,9 +939,9 @@ typedef struct courier_json_options {
     int max_threads;
     int64_t parallel_min_bytes;
 } courier_json_options;
-/* Fills *options with the defaults, writing only the fields that `version` has (pass
- * COURIER_JSON_OPTIONS_VERSION). Errors: COURIER_E_INVALID_ARGUMENT (NULL, unknown version). */
-COURIER_API int courier_json_options_init(courier_json_options *options, int version);
+/* Fills *options with the defaults, writing only the fields that end within options->size (which
+ * it keeps). Errors: COURIER_E_INVALID_ARGUMENT (NULL, a size smaller than the first version's). */
+COURIER_API int courier_json_options_init(courier_json_options *options);
 
 /* Parses JSON text (UTF-8, any value at the top, as RFC 8259). `options` may be NULL (defaults).
  * *out is new: release it with courier_json_free. Any thread; a large top-level array may be parsed
@@ -948,8 +950,8 @@ COURIER_API int courier_json_options_init(courier_json_options *options, int ver
  * duplicate key, an integer beyond int64 or a real beyond double, \u0000 without ALLOW_NUL; the
  * message names line, column and byte), COURIER_E_TOO_LARGE (more than max_bytes),
  * COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. Never crashes on any input. */
-COURIER_API int courier_json_parse(const void *data, size_t len, const courier_json_options *options,
-                                   courier_json **out, courier_error *err);
+COURIER_API int courier_json_parse(courier_json **out, const void *data, size_t len,
+                                   const courier_json_options *options, courier_error *err);
 /* Releases a value the caller owns (see courier_json). Accepts NULL. Never call it on a value
  * borrowed from a response or from inside another value. */
 COURIER_API void courier_json_free(courier_json *value);
@@ -1011,7 +1013,7 @@ COURIER_API int courier_json_object_set(courier_json *object, const char *key, s
 /* Appends to an array. Takes `value`, also when it fails. */
 COURIER_API int courier_json_array_append(courier_json *array, courier_json *value);
 /* A deep copy that the caller owns and may change. *out new. */
-COURIER_API int courier_json_copy(const courier_json *value, courier_json **out);
+COURIER_API int courier_json_copy(courier_json **out, const courier_json *value);
 
 /* Serializing. Flags: */
 #define COURIER_JSON_DUMP_INDENT 0x1u       /* two-space indentation and newlines (default: compact) */
@@ -1022,7 +1024,7 @@ COURIER_API int courier_json_copy(const courier_json *value, courier_json **out)
  * with '.' or an exponent). *out is new: release it with courier_free; *len (may be NULL) gets its
  * length; the text is NUL-terminated. Any thread. Errors: COURIER_E_INVALID_ARGUMENT,
  * COURIER_E_NO_MEMORY. */
-COURIER_API int courier_json_dump(const courier_json *value, unsigned flags, char **out, size_t *len,
+COURIER_API int courier_json_dump(char **out, size_t *len, const courier_json *value, unsigned flags,
                                   courier_error *err);
 /* Releases memory the library returned as new bytes (courier_json_dump). Accepts NULL. */
 COURIER_API void courier_free(void *ptr);
@@ -1053,12 +1055,12 @@ typedef struct courier_json_tape_entry {
  * Errors: COURIER_E_INVALID_ARGUMENT (NULL data with a length, NULL out), COURIER_E_JSON (as
  * courier_json_parse; err says line, column and byte), COURIER_E_TOO_LARGE (more than max_bytes,
  * or than 4 GiB - 1), COURIER_E_NO_MEMORY. Never crashes on any input. */
-COURIER_API int courier_json_tape_parse(const void *data, size_t len, const courier_json_options *options,
-                                        courier_json_tape **out, courier_error *err);
+COURIER_API int courier_json_tape_parse(courier_json_tape **out, const void *data, size_t len,
+                                        const courier_json_options *options, courier_error *err);
 /* A tape of a value (borrowed for the call; its strings are copied). *out is new
  * (courier_json_tape_free). Any thread that may read the value.
  * Errors: COURIER_E_INVALID_ARGUMENT (NULL), COURIER_E_TOO_LARGE, COURIER_E_NO_MEMORY. */
-COURIER_API int courier_json_tape_from_value(const courier_json *value, courier_json_tape **out, courier_error *err);
+COURIER_API int courier_json_tape_from_value(courier_json_tape **out, const courier_json *value, courier_error *err);
 /* Releases a tape and everything borrowed from it. Accepts NULL. Any thread, once no other thread
  * reads it. */
 COURIER_API void courier_json_tape_free(courier_json_tape *tape);
@@ -1078,7 +1080,7 @@ COURIER_API size_t courier_json_tape_get(const courier_json_tape *tape, size_t i
 /* Finds the value at a key path below the value at `index` (as courier_json_path: dotted object
  * keys and array indexes; "" or NULL is the value itself): 1 with its index in *out, or 0 when
  * there is none. Any thread. */
-COURIER_API int courier_json_tape_path(const courier_json_tape *tape, size_t index, const char *key_path, size_t *out);
+COURIER_API int courier_json_tape_path(size_t *out, const courier_json_tape *tape, size_t index, const char *key_path);
 
 /* ========================================================================================== */
 /* Mapping (the seeds' RestKit mappings)                                                       */
@@ -1140,8 +1142,8 @@ COURIER_API size_t courier_mapping_attribute_count(const courier_mapping *mappin
  * courier_json_copy it first. `where` (may be NULL) receives the failure's path and types. Any
  * thread. Errors: COURIER_E_MAPPING (message: "mapping failed at 'items.3.price': expected
  * integer, found string"), COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
-COURIER_API int courier_mapping_apply(const courier_mapping *mapping, const courier_json *input,
-                                      courier_json **out, courier_mapping_error *where, courier_error *err);
+COURIER_API int courier_mapping_apply(courier_json **out, courier_mapping_error *where,
+                                      const courier_mapping *mapping, const courier_json *input, courier_error *err);
 /* The same mapping read from a tape: applied to the value at `index` of `input` (borrowed for the
  * call; 0 is the root), with the same rules, results and errors as courier_mapping_apply, without
  * building a jansson document (several times faster: parse with courier_json_tape_parse, map here).
@@ -1224,7 +1226,7 @@ COURIER_API int courier_request_add_result(courier_request *request, const char 
  * NULL when it cannot be decoded; courier_response_parse_json says why (COURIER_E_JSON,
  * COURIER_E_TOO_LARGE, COURIER_E_NO_MEMORY). */
 COURIER_API const courier_json *courier_response_json(const courier_response *response);
-COURIER_API int courier_response_parse_json(const courier_response *response, const courier_json **out,
+COURIER_API int courier_response_parse_json(const courier_json **out, const courier_response *response,
                                             courier_error *err);
 /* The default result: the value at the request's key path after its mapping; without key path or
  * mapping, the envelope's data; without envelope either, the whole document. NULL when absent.
@@ -1234,9 +1236,9 @@ COURIER_API const courier_json *courier_response_data(const courier_response *re
 COURIER_API const courier_json *courier_response_result(const courier_response *response, const char *name);
 /* The envelope's code and message (borrowed until freed; NULL when absent). Errors:
  * COURIER_E_NOT_FOUND (no code: no envelope applied, or none in the body). */
-COURIER_API int courier_response_envelope(const courier_response *response, int64_t *code, const char **message);
+COURIER_API int courier_response_envelope(int64_t *code, const char **message, const courier_response *response);
 /* Where mapping failed, after COURIER_E_MAPPING. Errors: COURIER_E_NOT_FOUND (no mapping error). */
-COURIER_API int courier_response_mapping_error(const courier_response *response, courier_mapping_error *out);
+COURIER_API int courier_response_mapping_error(courier_mapping_error *out, const courier_response *response);
 
 /* ========================================================================================== */
 /* Accepted statuses, routes, response descriptors (HTHttp / RestKit, YTKNetwork)               */
@@ -1415,6 +1417,7 @@ COURIER_API int courier_request_set_form_body(courier_request *request, const co
 /* Cache policies. Ids 5..99 are reserved; ids >= COURIER_CACHE_POLICY_USER_MIN are user-defined
  * (courier_engine_register_cache_policy). */
 typedef enum courier_cache_policy {
+    COURIER_CACHE_POLICY_DEFAULT = -1, /* courier_request_set_cache_policy: the engine's policy */
     COURIER_CACHE_NO_CACHE = 0,    /* neither reads nor writes (the default) */
     COURIER_CACHE_CACHE_FIRST = 1, /* a fresh entry answers without the network; else the network
                                       answers and the response is written */
@@ -1514,9 +1517,9 @@ COURIER_API int courier_config_set_cache_store(courier_config *config, const cha
  * is sized from it by the first engine of a process to open the store; a full map or disk evicts
  * and retries and is never an error a caller sees. Errors: COURIER_E_INVALID_ARGUMENT. */
 COURIER_API int courier_config_set_cache_max_bytes(courier_config *config, int64_t max_bytes);
-/* Default expiry, in seconds (> 0; default 3600), of entries written by the cache-first,
- * write-only and user-defined policies when the request sets none. */
-COURIER_API int courier_config_set_cache_expiry(courier_config *config, int64_t seconds);
+/* Default expiry, in milliseconds (> 0; default 3 600 000, an hour), of entries written by the
+ * cache-first, write-only and user-defined policies when the request sets none. */
+COURIER_API int courier_config_set_cache_expiry_ms(courier_config *config, int64_t expiry_ms);
 /* How the cache's commits reach the disk. Chosen by the first engine of a process to open a store
  * directory (the setting is the environment's). */
 typedef enum courier_cache_durability {
@@ -1529,7 +1532,7 @@ typedef enum courier_cache_durability {
     COURIER_CACHE_SYNCED = 2   /* data and meta synced on every commit */
 } courier_cache_durability;
 /* Errors: COURIER_E_INVALID_ARGUMENT. */
-COURIER_API int courier_config_set_cache_durability(courier_config *config, int durability);
+COURIER_API int courier_config_set_cache_durability(courier_config *config, courier_cache_durability durability);
 /* Nonzero: every response a cache policy looked at carries a "Cache-Status" header field (RFC
  * 9211) saying what the cache did, e.g. `Courier; hit; detail=fresh` or `Courier; fwd=uri-miss;
  * stored; detail=miss` (the detail is courier_cache_reason_name), so a service can pass it on.
@@ -1537,7 +1540,7 @@ COURIER_API int courier_config_set_cache_durability(courier_config *config, int 
 COURIER_API int courier_config_set_cache_status_header(courier_config *config, int on);
 /* The policy of requests that name none (default COURIER_CACHE_NO_CACHE).
  * Errors: COURIER_E_INVALID_ARGUMENT (a reserved id). */
-COURIER_API int courier_config_set_cache_policy(courier_config *config, int policy);
+COURIER_API int courier_config_set_cache_policy(courier_config *config, courier_cache_policy policy);
 /* The clock the cache reads (creation, expiry, age) and the engine's timers run on (retry backoff,
  * mock delays; the worker looks at the clock at least once a second). NULL restores the system
  * clocks (CLOCK_REALTIME for the cache, a monotonic clock for timers). user_free as for
@@ -1545,13 +1548,14 @@ COURIER_API int courier_config_set_cache_policy(courier_config *config, int poli
 COURIER_API int courier_config_set_clock(courier_config *config, courier_clock_fn fn, void *user,
                                          courier_user_free_fn user_free);
 
-/* The request's cache policy: a courier_cache_policy or a registered user id; -1 restores the
- * engine's default. An unregistered user id fails the send with COURIER_E_INVALID_ARGUMENT.
+/* The request's cache policy: a courier_cache_policy or a registered user id (a value of the
+ * enum's type); COURIER_CACHE_POLICY_DEFAULT (-1) restores the engine's default. An unregistered user id fails the send with COURIER_E_INVALID_ARGUMENT.
  * Errors: COURIER_E_INVALID_ARGUMENT (a reserved id). */
-COURIER_API int courier_request_set_cache_policy(courier_request *request, int policy);
-/* How long (seconds, > 0) an entry written for this request stays fresh; 0 restores the engine's
- * default. Not used by the HTTP policy, which follows the response's headers. */
-COURIER_API int courier_request_set_cache_expiry(courier_request *request, int64_t seconds);
+COURIER_API int courier_request_set_cache_policy(courier_request *request, courier_cache_policy policy);
+/* How long (milliseconds, > 0) an entry written for this
+ * request stays fresh; 0 restores the engine's default. Not used by the HTTP policy, which follows
+ * the response's headers. */
+COURIER_API int courier_request_set_cache_expiry_ms(courier_request *request, int64_t expiry_ms);
 /* The request's own cache key, replacing the default key's first line (copied; NULL clears;
  * "" is COURIER_E_INVALID_ARGUMENT). */
 COURIER_API int courier_request_set_cache_key(courier_request *request, const char *key);
@@ -1567,8 +1571,9 @@ COURIER_API int courier_response_from_cache(const courier_response *response);
 COURIER_API int courier_response_cache_status(const courier_response *response);
 /* The courier_cache_reason of a response (COURIER_CACHE_REASON_NONE for NULL). Any thread. */
 COURIER_API int courier_response_cache_reason(const courier_response *response);
-/* Age in seconds of a response that came from the cache (RFC 9111 age for the HTTP policy), else 0. */
-COURIER_API int64_t courier_response_age(const courier_response *response);
+/* Age in milliseconds of a response that came from the cache (RFC 9111 age for the HTTP policy,
+ * whole seconds), else 0. */
+COURIER_API int64_t courier_response_age_ms(const courier_response *response);
 /* When the entry was written and until when it is fresh (ms since the epoch); 0 for a response
  * that did not come from the cache. */
 COURIER_API int64_t courier_response_cache_created(const courier_response *response);
@@ -1581,7 +1586,7 @@ COURIER_API const char *courier_response_cache_key(const courier_response *respo
  * entry. They run on the thread that sends (the two lookups) or on the worker (should_write),
  * with no storage transaction held; they must not close the engine. */
 typedef struct courier_cache_policy_callbacks {
-    unsigned version; /* COURIER_CACHE_POLICY_CALLBACKS_VERSION */
+    size_t size; /* sizeof(courier_cache_policy_callbacks), set by the caller */
     /* Does the request have a usable entry? [an entry exists and is fresh] */
     int (*has_cache)(const courier_response *cached, int64_t now_ms, void *user);
     /* Given a usable entry, answer from it without the network? [yes] */
@@ -1590,12 +1595,11 @@ typedef struct courier_cache_policy_callbacks {
      * would expire (now + the request's or engine's expiry) and may be changed. [yes] */
     int (*should_write)(const courier_response *response, int64_t *expires_ms, void *user);
 } courier_cache_policy_callbacks;
-#define COURIER_CACHE_POLICY_CALLBACKS_VERSION 1u
 
 /* Registers (or replaces) user policy `id` (>= COURIER_CACHE_POLICY_USER_MIN) on an engine.
  * `callbacks` is copied; NULL unregisters. user_free runs once when the registration ends
  * (replaced, unregistered, or the engine closed) and after every request using it completed.
- * Any thread. Errors: COURIER_E_INVALID_ARGUMENT (id, version), COURIER_E_NO_MEMORY. */
+ * Any thread. Errors: COURIER_E_INVALID_ARGUMENT (id, size), COURIER_E_NO_MEMORY. */
 COURIER_API int courier_engine_register_cache_policy(courier_engine *engine, int id,
                                                      const courier_cache_policy_callbacks *callbacks, void *user,
                                                      courier_user_free_fn user_free);
@@ -1604,51 +1608,50 @@ COURIER_API int courier_engine_register_cache_policy(courier_engine *engine, int
  * writers. Errors common to all: COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE (the store cannot
  * be opened or used; store_error set), COURIER_E_NO_MEMORY. */
 
-/* The key text of a request (*out new: release with courier_cache_key_free). */
-COURIER_API int courier_cache_key(courier_engine *engine, const courier_request *request, char **out);
-/* Accepts NULL. */
-COURIER_API void courier_cache_key_free(char *key);
+/* The key text of a request (*out new: release with courier_free). */
+COURIER_API int courier_cache_key(char **out, courier_engine *engine, const courier_request *request);
 
 /* courier_cache_get flag: also return an entry past its expiry (marked COURIER_CACHE_STATUS_STALE). */
 #define COURIER_CACHE_ALLOW_STALE 1
 /* *out_has = 1 when the request has a fresh entry (for a request with a user policy: as its
  * has_cache says), else 0. */
-COURIER_API int courier_cache_has(courier_engine *engine, const courier_request *request, int *out_has,
+COURIER_API int courier_cache_has(int *out_has, courier_engine *engine, const courier_request *request,
                                   courier_error *err);
 /* The cached response of a request (with the HTTP policy's Vary variant the request selects):
  * *out new (courier_response_free), marked from-cache, with age and expiry.
  * Errors: COURIER_E_NOT_FOUND (none, or none fresh without COURIER_CACHE_ALLOW_STALE). */
-COURIER_API int courier_cache_get(courier_engine *engine, const courier_request *request, int flags,
-                                  courier_response **out, courier_error *err);
+COURIER_API int courier_cache_get(courier_response **out, courier_engine *engine, const courier_request *request,
+                                  int flags, courier_error *err);
 /* Removes a request's entry. Errors: COURIER_E_NOT_FOUND. */
 COURIER_API int courier_cache_remove(courier_engine *engine, const courier_request *request, courier_error *err);
 /* The same by key text (as listed, or as given to courier_request_set_cache_key). */
-COURIER_API int courier_cache_has_key(courier_engine *engine, const char *key, int *out_has, courier_error *err);
-COURIER_API int courier_cache_get_key(courier_engine *engine, const char *key, int flags, courier_response **out,
+COURIER_API int courier_cache_has_key(int *out_has, courier_engine *engine, const char *key, courier_error *err);
+COURIER_API int courier_cache_get_key(courier_response **out, courier_engine *engine, const char *key, int flags,
                                       courier_error *err);
 COURIER_API int courier_cache_remove_key(courier_engine *engine, const char *key, courier_error *err);
 /* Writes an entry under a key text: status, `nheaders` header lines (names[i], values[i]; copied),
- * a body (copied; len may be 0) and an expiry in seconds (0: the engine's default). A key of the
+ * a body (copied; len may be 0) and an expiry in milliseconds (0: the engine's default). A key of the
  * default form ("GET http://...") also records its method and URL. One transaction, committed
  * before return. Errors: COURIER_E_INVALID_HEADER, COURIER_E_INVALID_ENCODING. */
 COURIER_API int courier_cache_put_key(courier_engine *engine, const char *key, int status,
                                       const char *const *names, const char *const *values, size_t nheaders,
-                                      const void *body, size_t body_len, int64_t expiry_s, courier_error *err);
+                                      const void *body, size_t body_len, int64_t expiry_ms, courier_error *err);
 /* Removes every entry; *removed (may be NULL) receives how many. */
-COURIER_API int courier_cache_remove_all(courier_engine *engine, int64_t *removed, courier_error *err);
+COURIER_API int courier_cache_remove_all(int64_t *removed, courier_engine *engine, courier_error *err);
 /* Removes the entries written at or after since_ms (ms since the epoch, on the engine's clock). */
-COURIER_API int courier_cache_remove_since(courier_engine *engine, int64_t since_ms, int64_t *removed,
+COURIER_API int courier_cache_remove_since(int64_t *removed, courier_engine *engine, int64_t since_ms,
                                            courier_error *err);
 /* Removes the entries past their use (a range scan of the expiry index). For the HTTP policy an
  * entry with validators is kept for revalidation up to 7 days past its freshness. */
-COURIER_API int courier_cache_remove_expired(courier_engine *engine, int64_t *removed, courier_error *err);
+COURIER_API int courier_cache_remove_expired(int64_t *removed, courier_engine *engine, courier_error *err);
 /* Exact total bytes and entry count of the store (all engines and processes), kept in the same
  * transactions as the entries. Either pointer may be NULL. */
-COURIER_API int courier_cache_size(courier_engine *engine, int64_t *bytes, int64_t *count, courier_error *err);
+COURIER_API int courier_cache_size(int64_t *bytes, int64_t *count, courier_engine *engine, courier_error *err);
 
 /* Statistics. hits/misses/writes/evictions/revalidations/stale_served/write_failures count what
  * this engine did since it opened; bytes/count are the store's totals. */
 typedef struct courier_cache_stats {
+    size_t size;            /* sizeof(courier_cache_stats), set by the caller */
     int64_t hits;           /* requests answered from the cache without the network */
     int64_t misses;         /* lookups that found no usable entry */
     int64_t writes;         /* entries written */
@@ -1660,12 +1663,12 @@ typedef struct courier_cache_stats {
     int64_t count;          /* the store's entry count */
     int64_t max_bytes;      /* this engine's limit */
 } courier_cache_stats;
-/* Copies the statistics into *out; `size` is sizeof(courier_cache_stats) as the caller knows it. */
-COURIER_API int courier_cache_get_stats(courier_engine *engine, courier_cache_stats *out, size_t size,
-                                    courier_error *err);
+/* Copies the statistics into *out (its `size` set by the caller; the fields within it are written). */
+COURIER_API int courier_cache_get_stats(courier_cache_stats *out, courier_engine *engine, courier_error *err);
 
 /* What courier_cache_verify found. Counts are of records in the store's one read snapshot. */
 typedef struct courier_cache_verify_report {
+    size_t size;            /* sizeof(courier_cache_verify_report), set by the caller */
     int64_t entries;        /* entries the scan found */
     int64_t bytes;          /* their bytes (key + value), counted as the totals count them */
     int64_t total_entries;  /* the store's own totals (courier_cache_size) */
@@ -1688,33 +1691,31 @@ typedef struct courier_cache_verify_report {
 /* Checks the whole store (all engines and processes) in one read transaction, without blocking
  * writers: every entry readable and whole (its checksum matches), both index records of every
  * entry present, no index record without its entry, and the totals equal to the scan. Fills *out
- * (`size` = sizeof(courier_cache_verify_report) as the caller knows it) in every case but an
+ * (the fields within its `size`, set by the caller) in every case but an
  * argument error. Reads only: nothing is repaired (a damaged entry already reads as a miss and
  * is replaced by the next write). Any thread; it reads every entry, so it takes time in
  * proportion to the store. Returns COURIER_OK when the store is consistent,
  * COURIER_E_CACHE_INCONSISTENT when it is not (the report says what). Errors:
  * COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE. */
-COURIER_API int courier_cache_verify(courier_engine *engine, courier_cache_verify_report *out, size_t size,
-                                     courier_error *err);
+COURIER_API int courier_cache_verify(courier_cache_verify_report *out, courier_engine *engine, courier_error *err);
 
 /* A snapshot of the entries (one read transaction). */
 typedef struct courier_cache_list courier_cache_list;
 typedef struct courier_cache_entry_info {
+    size_t size;        /* sizeof(courier_cache_entry_info), set by the caller */
     const char *key;    /* the key text; borrowed until the list is freed */
     const char *url;    /* the URL that answered */
     const char *id;     /* the key's hash, 32 hex digits */
     int status;         /* HTTP status */
-    int64_t size;       /* bytes in the store */
+    int64_t bytes;      /* bytes in the store */
     int64_t created_ms; /* written at */
     int64_t expires_ms; /* fresh until */
 } courier_cache_entry_info;
 /* *out new: release with courier_cache_list_free. */
-COURIER_API int courier_cache_list_entries(courier_engine *engine, courier_cache_list **out, courier_error *err);
+COURIER_API int courier_cache_list_entries(courier_cache_list **out, courier_engine *engine, courier_error *err);
 COURIER_API size_t courier_cache_list_count(const courier_cache_list *list);
-/* Copies entry `index` into *out (`size` = sizeof(courier_cache_entry_info) as the caller knows
- * it). Errors: COURIER_E_NOT_FOUND (index out of range). */
-COURIER_API int courier_cache_list_at(const courier_cache_list *list, size_t index, courier_cache_entry_info *out,
-                                      size_t size);
+/* Copies entry `index` into *out (the fields within its `size`, set by the caller). Errors: COURIER_E_NOT_FOUND (index out of range). */
+COURIER_API int courier_cache_list_at(courier_cache_entry_info *out, const courier_cache_list *list, size_t index);
 /* Accepts NULL. */
 COURIER_API void courier_cache_list_free(courier_cache_list *list);
 
@@ -1789,7 +1790,7 @@ typedef void (*courier_group_member_fn)(courier_group *group, size_t index, int 
  * code of the failure that stopped a chain or a fail-fast batch, or in a plain batch the failed
  * member with the lowest index. failed_index: that member's index, or -1. `group` is borrowed: the
  * callback may read and take results, and may call courier_group_free. */
-typedef void (*courier_group_done_fn)(courier_group *group, int code, long failed_index, void *user);
+typedef void (*courier_group_done_fn)(courier_group *group, int code, int64_t failed_index, void *user);
 
 /* A new, empty group on `engine` (borrowed: see "Engine" above). *out is new: release it with
  * courier_group_free. Errors: COURIER_E_INVALID_ARGUMENT (NULL, unknown mode), COURIER_E_NO_MEMORY. */
@@ -1805,7 +1806,7 @@ COURIER_API int courier_group_set_fail_fast(courier_group *group, int fail_fast)
 /* Batch only: at most `max` members on the wire at once (HLNetworking's maxRequestCount); 0 (the
  * default) means no limit of the group's own (the engine's connection limits still hold). Before
  * start. Errors: COURIER_E_INVALID_ARGUMENT (NULL, max < 0, or already started). */
-COURIER_API int courier_group_set_max_in_flight(courier_group *group, long max);
+COURIER_API int courier_group_set_max_in_flight(courier_group *group, int max);
 /* A callback told each member's result (NULL removes it). user_free (may be NULL) runs once,
  * when the group is released, or at once if this fails. Before start.
  * Errors: COURIER_E_INVALID_ARGUMENT (NULL, or already started), COURIER_E_NO_MEMORY. */
@@ -1818,11 +1819,11 @@ COURIER_API int courier_group_set_member_callback(courier_group *group, courier_
  * adding is dependable from the group's own callbacks (a build or member callback), which run
  * before it can complete. Errors: COURIER_E_INVALID_ARGUMENT (NULL, unknown flags, or the group
  * has completed), COURIER_E_NO_MEMORY. */
-COURIER_API int courier_group_add(courier_group *group, courier_request *request, unsigned flags, size_t *out_index);
+COURIER_API int courier_group_add(size_t *out_index, courier_group *group, courier_request *request, unsigned flags);
 /* Appends a member whose request is made by `build` when its turn comes. user_free (may be NULL)
  * runs once, when the group is released, or at once if this fails. Errors as courier_group_add. */
-COURIER_API int courier_group_add_built(courier_group *group, courier_group_build_fn build, void *user,
-                                        courier_user_free_fn user_free, unsigned flags, size_t *out_index);
+COURIER_API int courier_group_add_built(size_t *out_index, courier_group *group, courier_group_build_fn build,
+                                        void *user, courier_user_free_fn user_free, unsigned flags);
 /* From inside member `index`'s build callback only: sends `request` (borrowed for the call;
  * courier_send copies it) as that member's request, for callers whose requests live in a scope
  * (Swift's, Python's context managers) and cannot hand one over. The build callback's return
@@ -1856,8 +1857,8 @@ COURIER_API size_t courier_group_count(const courier_group *group);
  * COURIER_OK). Every out-parameter may be NULL. Any thread.
  * Errors: COURIER_E_INVALID_ARGUMENT (NULL group), COURIER_E_NOT_FOUND (index out of range, or
  * the member has no result yet). */
-COURIER_API int courier_group_result(const courier_group *group, size_t index, int *code,
-                                     const courier_response **response, uint64_t *request_id, courier_error *error);
+COURIER_API int courier_group_result(int *code, const courier_response **response, uint64_t *request_id,
+                                     const courier_group *group, size_t index, courier_error *error);
 /* Takes a member's response once the group has completed (in or after its done callback): new,
  * release it with courier_response_free; the group no longer has it. NULL when there is none, it
  * was taken already, or the group has not completed. Any thread. */
@@ -1971,10 +1972,10 @@ typedef void (*courier_log_fn)(int level, const char *line, size_t len, void *us
  * *out_sink (may be NULL) receives its id, never 0, for courier_log_remove_sink. */
 /* A callback sink. user_free (may be NULL) runs once, after the last call has returned, when the
  * sink is removed or the engine closes (or at once if this fails). */
-COURIER_API int courier_log_add_callback(courier_engine *engine, courier_log_level min_level, courier_log_fn fn,
-                                         void *user, courier_user_free_fn user_free, uint64_t *out_sink);
+COURIER_API int courier_log_add_callback(uint64_t *out_sink, courier_engine *engine, courier_log_level min_level,
+                                         courier_log_fn fn, void *user, courier_user_free_fn user_free);
 /* Standard error: one write per line, with a newline. */
-COURIER_API int courier_log_add_stderr(courier_engine *engine, courier_log_level min_level, uint64_t *out_sink);
+COURIER_API int courier_log_add_stderr(uint64_t *out_sink, courier_engine *engine, courier_log_level min_level);
 /* A file, appended to (created with mode 0600 if absent), one line per record. When a line would
  * take the file past max_bytes (> 0; 0: never rotate), the files are rotated first: PATH.N-2 ->
  * PATH.N-1, ..., PATH -> PATH.1 with N = max_files (>= 1; PATH.N-1 is deleted, and N = 1 truncates
@@ -1982,8 +1983,8 @@ COURIER_API int courier_log_add_stderr(courier_engine *engine, courier_log_level
  * longer. A failed write drops the line. `path` is copied.
  * Errors: COURIER_E_INVALID_ARGUMENT (NULL, max_bytes < 0, max_files < 1), COURIER_E_STORE (the
  * file cannot be opened; err->os_error set), COURIER_E_NO_MEMORY. */
-COURIER_API int courier_log_add_file(courier_engine *engine, courier_log_level min_level, const char *path,
-                                     int64_t max_bytes, int max_files, uint64_t *out_sink, courier_error *err);
+COURIER_API int courier_log_add_file(uint64_t *out_sink, courier_engine *engine, courier_log_level min_level,
+                                     const char *path, int64_t max_bytes, int max_files, courier_error *err);
 /* When a file sink starts a new file besides size. */
 typedef enum courier_log_rotation {
     COURIER_LOG_ROTATE_SIZE = 0, /* only when a line would pass max_bytes (courier_log_add_file) */
@@ -2029,15 +2030,15 @@ COURIER_API const char *courier_event_kind_name(int kind);
  * library knows it, so read only fields that end within it. Every WILL_SEND of an id is followed
  * by exactly one FINISHED of that id. */
 typedef struct courier_event {
-    size_t size;
-    int kind;                         /* courier_event_kind */
+    size_t size;                      /* set by the library */
+    courier_event_kind kind;
     uint64_t request_id;
     const char *method;               /* may be NULL */
     const char *url;                  /* the full URL, query included (not redacted); may be NULL */
     int code;                         /* FINISHED: the result; RETRIED: the failed attempt's code */
     int http_status;                  /* FINISHED, FROM_CACHE, RETRIED: the status of the response, if any */
     int attempt;                      /* RETRIED: the attempt about to start (2 for the first retry) */
-    long delay_ms;                    /* RETRIED: the wait before it */
+    int64_t delay_ms;                 /* RETRIED: the wait before it */
     double duration_s;                /* FINISHED: seconds since WILL_SEND (0 when unknown) */
     int64_t bytes_received;           /* PROGRESS: body bytes received so far */
     int64_t bytes_expected;           /* PROGRESS: expected body bytes, -1 when unknown */
@@ -2057,8 +2058,8 @@ typedef void (*courier_monitor_fn)(const courier_event *event, void *user);
  * every kind. *out_id (may be NULL) receives its id, never 0. user_free (may be NULL) runs once,
  * after the last call has returned, when it is removed or the engine closes (or at once if this
  * fails). Errors: COURIER_E_INVALID_ARGUMENT (NULL engine or fn), COURIER_E_NO_MEMORY. */
-COURIER_API int courier_monitor_add(courier_engine *engine, unsigned kinds, courier_monitor_fn fn, void *user,
-                                    courier_user_free_fn user_free, uint64_t *out_id);
+COURIER_API int courier_monitor_add(uint64_t *out_id, courier_engine *engine, unsigned kinds, courier_monitor_fn fn,
+                                    void *user, courier_user_free_fn user_free);
 /* Removes a monitor; a call in progress on another thread may still finish after this returns.
  * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
 COURIER_API int courier_monitor_remove(courier_engine *engine, uint64_t id);
@@ -2117,7 +2118,7 @@ typedef enum courier_freeze_policy {
 /* The request's freeze policy (a courier_freeze_policy), expiry in ms after freezing (0: the
  * engine's default, 24 hours unless configured) and flags (COURIER_FREEZE_*).
  * Errors: COURIER_E_INVALID_ARGUMENT (unknown policy or flags, negative expiry). */
-COURIER_API int courier_request_set_freeze(courier_request *request, int policy, int64_t expiry_ms, unsigned flags);
+COURIER_API int courier_request_set_freeze(courier_request *request, courier_freeze_policy policy, int64_t expiry_ms, unsigned flags);
 /* The freeze id to find the request again (copied). NULL (the default) generates one (32 hex
  * digits) at freeze time. Freezing a request whose id is already in the journal replaces the older
  * request (the newer description of one action wins; it takes the newer place in the order).
@@ -2137,16 +2138,16 @@ COURIER_API const char *courier_error_freeze_id(const courier_error *err);
  * (`concurrency` > 0; 0: 4), and the backoff between failed attempts of one request: base_ms
  * * 2^(attempts-1), at most max_ms, with jitter (a random wait between half and all of it); 0:
  * 1 000 ms and 300 000 ms. Errors: COURIER_E_INVALID_ARGUMENT (negative, max < base). */
-COURIER_API int courier_config_set_frozen_replay(courier_config *config, long concurrency, long backoff_base_ms,
-                                                 long backoff_max_ms);
+COURIER_API int courier_config_set_frozen_replay(courier_config *config, int concurrency, int64_t backoff_base_ms,
+                                                 int64_t backoff_max_ms);
 /* The expiry of frozen requests that name none, in ms (0: 24 hours). */
 COURIER_API int courier_config_set_frozen_expiry_ms(courier_config *config, int64_t expiry_ms);
 /* How long a claim holds when its owner stays alive but silent, in ms (0: 300 000). A claim whose
  * owner died is taken over at once. Keep it longer than a request's timeout times its attempts. */
-COURIER_API int courier_config_set_frozen_lease_ms(courier_config *config, long lease_ms);
+COURIER_API int courier_config_set_frozen_lease_ms(courier_config *config, int64_t lease_ms);
 /* How often the engine looks for work that others left (requests frozen by other processes,
  * claims of the dead), in ms (0: 10 000). */
-COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, long poll_ms);
+COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, int64_t poll_ms);
 /* Where the journal of frozen requests lives, apart from the cache: NULL or "" (the default) the
  * engine's store directory (LMDB, in "<dir>/journal"); another directory (LMDB there); or a Redis
  * URL, "redis://[:password@]host:port[/db]", when the library was built with Redis stores: the
@@ -2183,18 +2184,18 @@ COURIER_API int courier_frozen_resend(courier_engine *engine, const char *id, co
  * because replay is paused or the monitor says offline do not count). Any thread except the
  * engine's worker and journal threads (never from a callback). Returns COURIER_OK, or
  * COURIER_E_TIMEOUT after timeout_ms. */
-COURIER_API int courier_frozen_wait_idle(courier_engine *engine, long timeout_ms);
+COURIER_API int courier_frozen_wait_idle(courier_engine *engine, int64_t timeout_ms);
 
 /* One frozen request as it was read (a snapshot): immutable, any thread. */
 typedef struct courier_frozen courier_frozen;
 typedef struct courier_frozen_list courier_frozen_list;
 
-/* Numbers of a frozen request. `size` is the struct's size as the library filled it. */
+/* Numbers of a frozen request. */
 typedef struct courier_frozen_info {
-    size_t size;
-    int policy;              /* courier_freeze_policy */
+    size_t size;             /* sizeof(courier_frozen_info), set by the caller */
+    courier_freeze_policy policy;
     unsigned flags;          /* COURIER_FREEZE_* */
-    long timeout_ms;
+    int64_t timeout_ms;
     int attempts;            /* resends started */
     int last_code;           /* the last attempt's code (0 before any); COURIER_E_JOURNAL_CORRUPT for
                                 a record that does not decode (listed so it can be removed) */
@@ -2209,7 +2210,7 @@ typedef struct courier_frozen_info {
 /* Every frozen request of the engine's store, oldest first. *out new: courier_frozen_list_free.
  * Any thread. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE, COURIER_E_JOURNAL_CORRUPT,
  * COURIER_E_NO_MEMORY. */
-COURIER_API int courier_frozen_list_requests(courier_engine *engine, courier_frozen_list **out, courier_error *err);
+COURIER_API int courier_frozen_list_requests(courier_frozen_list **out, courier_engine *engine, courier_error *err);
 COURIER_API size_t courier_frozen_list_count(const courier_frozen_list *list);
 /* The i-th (0-based) or NULL. Borrowed until the list is freed. */
 COURIER_API const courier_frozen *courier_frozen_list_at(const courier_frozen_list *list, size_t index);
@@ -2217,21 +2218,21 @@ COURIER_API const courier_frozen *courier_frozen_list_at(const courier_frozen_li
 COURIER_API void courier_frozen_list_free(courier_frozen_list *list);
 /* The frozen request with this id. *out new: courier_frozen_free.
  * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND, COURIER_E_STORE, COURIER_E_JOURNAL_CORRUPT. */
-COURIER_API int courier_frozen_get(courier_engine *engine, const char *id, courier_frozen **out, courier_error *err);
+COURIER_API int courier_frozen_get(courier_frozen **out, courier_engine *engine, const char *id, courier_error *err);
 /* Accepts NULL. */
 COURIER_API void courier_frozen_free(courier_frozen *frozen);
 /* Removes one (if a replay of it is on the wire, its answer is still reported, then forgotten).
  * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND, COURIER_E_STORE. */
 COURIER_API int courier_frozen_remove(courier_engine *engine, const char *id, courier_error *err);
 /* Removes every frozen request; *removed (may be NULL) receives how many. */
-COURIER_API int courier_frozen_remove_all(courier_engine *engine, int64_t *removed, courier_error *err);
+COURIER_API int courier_frozen_remove_all(int64_t *removed, courier_engine *engine, courier_error *err);
 /* How many frozen requests the store holds. */
-COURIER_API int courier_frozen_count(courier_engine *engine, int64_t *count, courier_error *err);
+COURIER_API int courier_frozen_count(int64_t *count, courier_engine *engine, courier_error *err);
 /* The recorded final answer of a request that left the journal (the last 1 000 are kept): its
  * code, HTTP status (0 if none) and time. Each out pointer may be NULL.
  * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
-COURIER_API int courier_frozen_last_outcome(courier_engine *engine, const char *id, int *code, int *http_status,
-                                            int64_t *at_ms, courier_error *err);
+COURIER_API int courier_frozen_last_outcome(int *code, int *http_status, int64_t *at_ms, courier_engine *engine,
+                                            const char *id, courier_error *err);
 
 /* Fields of a snapshot, borrowed until it is freed. Never NULL for a valid snapshot. */
 COURIER_API const char *courier_frozen_id(const courier_frozen *frozen);
@@ -2247,10 +2248,10 @@ COURIER_API const char *courier_frozen_json(const courier_frozen *frozen);
 COURIER_API const uint8_t *courier_frozen_body(const courier_frozen *frozen, size_t *len);
 /* The headers that are sent (Idempotency-Key included), in order. Errors: COURIER_E_NOT_FOUND. */
 COURIER_API size_t courier_frozen_header_count(const courier_frozen *frozen);
-COURIER_API int courier_frozen_header_at(const courier_frozen *frozen, size_t index, const char **name,
-                                         const char **value);
-/* Copies the numbers; `size` is sizeof(courier_frozen_info) as the caller knows it. */
-COURIER_API int courier_frozen_get_info(const courier_frozen *frozen, courier_frozen_info *out, size_t size);
+COURIER_API int courier_frozen_header_at(const char **name, const char **value, const courier_frozen *frozen,
+                                         size_t index);
+/* Copies the numbers (the fields within out->size, set by the caller). */
+COURIER_API int courier_frozen_get_info(courier_frozen_info *out, const courier_frozen *frozen);
 
 /* Events of frozen requests. */
 typedef enum courier_frozen_event_kind {
@@ -2269,8 +2270,8 @@ typedef enum courier_frozen_event_kind {
 /* One event, borrowed for the duration of the call (copy what you keep). The struct only grows at
  * the end: `size` is its size as the library knows it. */
 typedef struct courier_frozen_event {
-    size_t size;
-    int kind;                         /* courier_frozen_event_kind */
+    size_t size;                      /* set by the library */
+    courier_frozen_event_kind kind;
     const char *freeze_id;
     const courier_frozen *frozen;     /* the request (as claimed, for resends) */
     uint64_t request_id;              /* FROZEN: the original send's id; RESENT_*: the resend's id */
@@ -2294,8 +2295,8 @@ typedef void (*courier_frozen_event_fn)(const courier_frozen_event *event, void 
  * runs once when it is removed or the engine closes (or at once if this fails). Listeners added
  * after open miss events of replays already started: open with courier_config_set_frozen_paused
  * and resume after adding them. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
-COURIER_API int courier_frozen_add_listener(courier_engine *engine, courier_frozen_event_fn fn, void *user,
-                                            courier_user_free_fn user_free, uint64_t *out_token);
+COURIER_API int courier_frozen_add_listener(uint64_t *out_token, courier_engine *engine, courier_frozen_event_fn fn,
+                                            void *user, courier_user_free_fn user_free);
 /* Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. A call in progress may still finish. */
 COURIER_API int courier_frozen_remove_listener(courier_engine *engine, uint64_t token);
 
@@ -2317,7 +2318,7 @@ typedef enum courier_reachability {
  * engine; any response means online) or "host:port" / "tcp://host:port" (a TCP connect); NULL or
  * "" probes the host:port that failed. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_INVALID_URL. */
 COURIER_API int courier_config_set_reachability(courier_config *config, int from_errors, const char *probe,
-                                                long interval_ms);
+                                                int64_t interval_ms);
 /* The current courier_reachability. Any thread. */
 COURIER_API int courier_reachability_status(const courier_engine *engine);
 /* The app's word (a phone knows better): holds until the app says otherwise or gives detection
@@ -2333,8 +2334,8 @@ COURIER_API int courier_reachability_set_automatic(courier_engine *engine);
 typedef void (*courier_reachability_fn)(int status, void *user);
 /* Adds one; *out_token (may be NULL) receives its token, never 0. user_free as for frozen-request
  * listeners. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
-COURIER_API int courier_reachability_add_listener(courier_engine *engine, courier_reachability_fn fn, void *user,
-                                                  courier_user_free_fn user_free, uint64_t *out_token);
+COURIER_API int courier_reachability_add_listener(uint64_t *out_token, courier_engine *engine, courier_reachability_fn fn,
+                                                  void *user, courier_user_free_fn user_free);
 /* Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
 COURIER_API int courier_reachability_remove_listener(courier_engine *engine, uint64_t token);
 
@@ -2362,7 +2363,7 @@ COURIER_API int courier_config_set_network_watch(courier_config *config, int wat
  * of kind applies the new kind's limits at once: queued requests start (or keep waiting) under
  * them, replays follow them. Errors: COURIER_E_INVALID_ARGUMENT (an unknown kind, negative values). */
 COURIER_API int courier_config_set_network_limits(courier_config *config, courier_network_kind kind,
-                                                  long max_per_host, long max_total, long replay_concurrency);
+                                                  int max_per_host, int max_total, int replay_concurrency);
 /* 0: this request must not go over a cellular path (YTKNetwork's allowsCellularAccess = NO): while
  * the kind is CELLULAR it fails with COURIER_E_CELLULAR, at send or, if queued, as soon as the kind
  * becomes cellular. Default 1. Errors: COURIER_E_INVALID_ARGUMENT. */
@@ -2465,10 +2466,9 @@ COURIER_API const char *courier_frozen_resend_policy(const courier_frozen *froze
  * (NULL config). */
 COURIER_API int courier_config_set_cookies(courier_config *config, int enabled);
 
-#define COURIER_COOKIE_VERSION 1
 /* One cookie, as the jar holds it. Strings are borrowed (see where each is taken or given). */
 typedef struct courier_cookie {
-    int version;            /* COURIER_COOKIE_VERSION */
+    size_t size;            /* sizeof(courier_cookie), set by the caller */
     const char *domain;     /* the host (lowercase, no leading dot) */
     const char *path;       /* "/" when the cookie gave none or NULL in courier_cookies_set */
     const char *name;
@@ -2478,28 +2478,27 @@ typedef struct courier_cookie {
     int secure;             /* nonzero: sent over https (and to localhost) only */
     int http_only;          /* nonzero: HttpOnly was given */
 } courier_cookie;
-/* Fills *cookie with zeros and the version. Errors: COURIER_E_INVALID_ARGUMENT (NULL, unknown
- * version). */
-COURIER_API int courier_cookie_init(courier_cookie *cookie, int version);
+/* Fills *cookie with zeros, keeping its size (set by the caller). Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL, a size smaller than the first version's). */
+COURIER_API int courier_cookie_init(courier_cookie *cookie);
 
 typedef struct courier_cookie_list courier_cookie_list;
 /* The engine's jar as the store has it now (re-read when another engine or process changed it),
  * expired cookies left out, sorted by domain, path, name. *out new: release with
  * courier_cookie_list_free. Any thread. Errors: COURIER_E_INVALID_ARGUMENT (NULL, or the jar is
  * off), COURIER_E_STORE, COURIER_E_NO_MEMORY. */
-COURIER_API int courier_cookies_list(courier_engine *engine, courier_cookie_list **out, courier_error *err);
+COURIER_API int courier_cookies_list(courier_cookie_list **out, courier_engine *engine, courier_error *err);
 COURIER_API size_t courier_cookie_list_count(const courier_cookie_list *list);
-/* Copies cookie `index` into *out (`size` = sizeof(courier_cookie) as the caller knows it); its
+/* Copies cookie `index` into *out (the fields within its `size`, set by the caller); its
  * strings are borrowed from the list until courier_cookie_list_free. Errors: COURIER_E_NOT_FOUND
  * (index out of range), COURIER_E_INVALID_ARGUMENT. */
-COURIER_API int courier_cookie_list_at(const courier_cookie_list *list, size_t index, courier_cookie *out,
-                                       size_t size);
+COURIER_API int courier_cookie_list_at(courier_cookie *out, const courier_cookie_list *list, size_t index);
 /* Accepts NULL. */
 COURIER_API void courier_cookie_list_free(courier_cookie_list *list);
 /* Adds a cookie to the jar, replacing the one with the same domain, path and name, and writes it
  * to the store before returning. `cookie` is borrowed for the call (strings copied). An expiry in
  * the past removes the cookie. Any thread. Errors: COURIER_E_INVALID_ARGUMENT (NULL, the jar is
- * off, a wrong version, an empty domain or name, a path not starting with '/'),
+ * off, a size smaller than the first version's, an empty domain or name, a path not starting with '/'),
  * COURIER_E_INVALID_HEADER (a tab, CR, LF, ';' or a control byte in a field, or '=' in the name),
  * COURIER_E_STORE, COURIER_E_NO_MEMORY. */
 COURIER_API int courier_cookies_set(courier_engine *engine, const courier_cookie *cookie, courier_error *err);
@@ -2509,7 +2508,7 @@ COURIER_API int courier_cookies_remove(courier_engine *engine, const char *domai
                                        const char *name, courier_error *err);
 /* Empties the jar and the store's jar. *removed (may be NULL) receives how many cookies went.
  * Any thread. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE. */
-COURIER_API int courier_cookies_clear(courier_engine *engine, int64_t *removed, courier_error *err);
+COURIER_API int courier_cookies_clear(int64_t *removed, courier_engine *engine, courier_error *err);
 
 /* Authentication schemes answered to a challenge (401 WWW-Authenticate, 407 Proxy-Authenticate),
  * a bit set. With BASIC alone the credentials go with the first request; with any other set the

@@ -107,7 +107,7 @@ static void fb_next(fb_phase *p) {
     long k = atomic_fetch_add(&p->started, 1);
     if (k >= p->total) return;
     courier_error err;
-    if (courier_send(p->engine, p->request, fb_done, p, NULL, &err) != COURIER_OK) {
+    if (courier_send(NULL, p->engine, p->request, fb_done, p, &err) != COURIER_OK) {
         /* Counted as finished so the phase ends. */
         atomic_fetch_add(&p->errors, 1);
         pthread_mutex_lock(&p->m);
@@ -276,16 +276,16 @@ int cbench_frozen_replay(const char *store, int concurrency, long timeout_ms, cb
     fb_events counts;
     atomic_init(&counts.ok, 0);
     atomic_init(&counts.failed, 0);
-    courier_frozen_add_listener(e, fb_event, &counts, NULL, NULL);
+    courier_frozen_add_listener(NULL, e, fb_event, &counts, NULL);
     int64_t before = 0, left = 0;
-    courier_frozen_count(e, &before, NULL);
+    courier_frozen_count(&before, e, NULL);
     double t0 = fb_now(), c0 = cbench_process_cpu_seconds();
     courier_frozen_resume(e);
     double end = t0 + (double)timeout_ms / 1000.0;
     int rc = 0;
     do {
         rc = courier_frozen_wait_idle(e, 1000);
-        courier_frozen_count(e, &left, NULL);
+        courier_frozen_count(&left, e, NULL);
     } while (left > 0 && fb_now() < end);
     out->seconds = fb_now() - t0;
     out->cpu_seconds = cbench_process_cpu_seconds() - c0;

@@ -193,7 +193,7 @@ static int courier_get(void *p, long i) {
     char key[33];
     cbench_cache_key(i, key);
     courier_response *r = NULL;
-    int rc = courier_cache_get_key(e, key, 0, &r, NULL);
+    int rc = courier_cache_get_key(&r, e, key, 0, NULL);
     size_t len = 0;
     if (r) (void)courier_response_body(r, &len);
     courier_response_free(r);
@@ -228,7 +228,7 @@ int cbench_cache_courier(const char *dir, long entries, long timed_puts, long ge
         }
         cbench_cache_key(i, key);
         body_for(i, body, sizeof body);
-        if (courier_cache_put_key(e, key, 200, names, values, 1, body, sizeof body, 3600, &err) != COURIER_OK) {
+        if (courier_cache_put_key(e, key, 200, names, values, 1, body, sizeof body, 3600000, &err) != COURIER_OK) {
             if (!out->errors++) snprintf(out->first_error, sizeof out->first_error, "%s", err.message);
         }
     }
@@ -329,7 +329,7 @@ long cbench_cache_writer_puts(cbench_cache_writer *w, long from, long n, double 
             } else if (mdb_txn_commit(txn)) {
                 errors++;
             }
-        } else if (courier_cache_put_key(w->engine, key, 200, names, values, 1, body, sizeof body, 3600, NULL) !=
+        } else if (courier_cache_put_key(w->engine, key, 200, names, values, 1, body, sizeof body, 3600000, NULL) !=
                    COURIER_OK) {
             errors++;
         }

@@ -117,7 +117,7 @@ void cbench_mapping_free(void *mapping) { courier_mapping_free(mapping); }
 
 long long cbench_mapping_run(const void *data, size_t len, const void *mapping) {
     courier_json_tape *doc = NULL, *out = NULL;
-    if (courier_json_tape_parse(data, len, NULL, &doc, NULL) != COURIER_OK) return -1;
+    if (courier_json_tape_parse(&doc, data, len, NULL, NULL) != COURIER_OK) return -1;
     int rc = courier_mapping_apply_tape(&out, NULL, mapping, doc, 0, NULL);
     long long n = rc == COURIER_OK ? (long long)courier_json_tape_entries(out, NULL)[0].length : -1;
     courier_json_tape_free(out);
@@ -130,10 +130,10 @@ long long cbench_mapping_run(const void *data, size_t len, const void *mapping) 
 int cbench_mapping_paths_agree(const void *data, size_t len, const void *mapping) {
     courier_json *doc = NULL, *jout = NULL;
     courier_json_tape *tdoc = NULL, *tout = NULL, *jtape = NULL;
-    int same = courier_json_parse(data, len, NULL, &doc, NULL) == COURIER_OK &&
-               courier_mapping_apply(mapping, doc, &jout, NULL, NULL) == COURIER_OK &&
-               courier_json_tape_from_value(jout, &jtape, NULL) == COURIER_OK &&
-               courier_json_tape_parse(data, len, NULL, &tdoc, NULL) == COURIER_OK &&
+    int same = courier_json_parse(&doc, data, len, NULL, NULL) == COURIER_OK &&
+               courier_mapping_apply(&jout, NULL, mapping, doc, NULL) == COURIER_OK &&
+               courier_json_tape_from_value(&jtape, jout, NULL) == COURIER_OK &&
+               courier_json_tape_parse(&tdoc, data, len, NULL, NULL) == COURIER_OK &&
                courier_mapping_apply_tape(&tout, NULL, mapping, tdoc, 0, NULL) == COURIER_OK;
     size_t n1 = 0, n2 = 0;
     const courier_json_tape_entry *a = same ? courier_json_tape_entries(jtape, &n1) : NULL;
@@ -157,8 +157,8 @@ int cbench_mapping_paths_agree(const void *data, size_t len, const void *mapping
 
 long long cbench_mapping_jansson_run(const void *data, size_t len, const void *mapping) {
     courier_json *doc = NULL, *out = NULL;
-    if (courier_json_parse(data, len, NULL, &doc, NULL) != COURIER_OK) return -1;
-    int rc = courier_mapping_apply(mapping, doc, &out, NULL, NULL);
+    if (courier_json_parse(&doc, data, len, NULL, NULL) != COURIER_OK) return -1;
+    int rc = courier_mapping_apply(&out, NULL, mapping, doc, NULL);
     long long n = rc == COURIER_OK ? (long long)courier_json_size(out) : -1;
     courier_json_free(out);
     courier_json_free(doc);
@@ -167,14 +167,14 @@ long long cbench_mapping_jansson_run(const void *data, size_t len, const void *m
 
 long long cbench_mapping_parse_only(const void *data, size_t len) {
     courier_json *doc = NULL;
-    if (courier_json_parse(data, len, NULL, &doc, NULL) != COURIER_OK) return -1;
+    if (courier_json_parse(&doc, data, len, NULL, NULL) != COURIER_OK) return -1;
     courier_json_free(doc);
     return 0;
 }
 
 long long cbench_tape_parse_only(const void *data, size_t len) {
     courier_json_tape *tape = NULL;
-    if (courier_json_tape_parse(data, len, NULL, &tape, NULL) != COURIER_OK) return -1;
+    if (courier_json_tape_parse(&tape, data, len, NULL, NULL) != COURIER_OK) return -1;
     size_t n = 0;
     courier_json_tape_entries(tape, &n);
     courier_json_tape_free(tape);
@@ -182,11 +182,11 @@ long long cbench_tape_parse_only(const void *data, size_t len) {
 }
 
 long long cbench_mapping_parse_split(const void *data, size_t len) {
-    courier_json_options o;
-    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
     o.max_threads = 0;
     courier_json *doc = NULL;
-    if (courier_json_parse(data, len, &o, &doc, NULL) != COURIER_OK) return -1;
+    if (courier_json_parse(&doc, data, len, &o, NULL) != COURIER_OK) return -1;
     courier_json_free(doc);
     return 0;
 }

@@ -104,7 +104,7 @@ int cbench_redis_cache(const char *url, long entries, long gets, int chunks, siz
                     r = redisCommand(c, "SET %s %b", hkey, body, value_size);
                     if (!r || r->type == REDIS_REPLY_ERROR) fail(out, "hiredis SET: %s", r ? r->str : c->errstr);
                     if (r) freeReplyObject(r);
-                } else if ((rc = courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, value_size, 3600, &err))) {
+                } else if ((rc = courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, value_size, 3600000, &err))) {
                     fail(out, "courier put: %s", err.message);
                 }
             }
@@ -130,7 +130,7 @@ int cbench_redis_cache(const char *url, long entries, long gets, int chunks, siz
                 } else {
                     courier_response *resp = NULL;
                     size_t len = 0;
-                    if (courier_cache_get_key(e, key, 0, &resp, &err) != COURIER_OK ||
+                    if (courier_cache_get_key(&resp, e, key, 0, &err) != COURIER_OK ||
                         (courier_response_body(resp, &len), len != value_size))
                         fail(out, "courier get: %s", err.message);
                     courier_response_free(resp);
@@ -146,7 +146,7 @@ int cbench_redis_cache(const char *url, long entries, long gets, int chunks, siz
     out->hiredis_get_ops = t_hg > 0 ? (double)timed_gets / t_hg : 0;
     out->courier_get_ops = t_cg > 0 ? (double)timed_gets / t_cg : 0;
     int64_t removed = 0;
-    courier_cache_remove_all(e, &removed, NULL);
+    courier_cache_remove_all(&removed, e, NULL);
     r = redisCommand(c, "EVAL %s 0", "for _, k in ipairs(redis.call('KEYS', 'hiredis:*')) do redis.call('DEL', k) end");
     if (r) freeReplyObject(r);
     free(body);

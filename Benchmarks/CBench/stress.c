@@ -233,7 +233,7 @@ static void *work(void *arg) {
                 t1 = now_ns();
             } else {
                 courier_response *resp = NULL;
-                rc = courier_send_sync(r->engine, req, &resp, &err);
+                rc = courier_send_sync(&resp, r->engine, req, &err);
                 t1 = now_ns();
                 failed = rc != COURIER_OK || courier_response_status(resp) != 200;
                 if (!failed && op == OP_GET) {
@@ -248,7 +248,7 @@ static void *work(void *arg) {
             snprintf(key, sizeof key, "stress/%llu", (unsigned long long)k);
             if (op == OP_GET) {
                 courier_response *resp = NULL;
-                rc = courier_cache_get_key(r->engine, key, 0, &resp, &err);
+                rc = courier_cache_get_key(&resp, r->engine, key, 0, &err);
                 t1 = now_ns();
                 if (rc == COURIER_OK) {
                     size_t len = 0;
@@ -275,7 +275,7 @@ static void *work(void *arg) {
                 uint64_t v = cfg->ack_fd >= 0 ? wall_ns() : ++version;
                 fill_value(value, len, k, v);
                 t = now_ns(); /* the value is made before the clock starts */
-                rc = courier_cache_put_key(r->engine, key, 200, NULL, NULL, 0, value, len, cfg->expiry_s, &err);
+                rc = courier_cache_put_key(r->engine, key, 200, NULL, NULL, 0, value, len, (cfg->expiry_s) * 1000, &err);
                 t1 = now_ns();
                 if (rc != COURIER_OK) {
                     failed = true;
@@ -365,7 +365,7 @@ int cstress_run(const cstress_config *cfg, cstress_result *out, void (*progress)
     if (cfg->zipf && fabs(cfg->zipf_s - 1.0) >= 1e-9) r.zipf_norm = pow((double)cfg->entries, 1.0 - cfg->zipf_s) - 1.0;
     /* Open the store before the clock starts (its first use opens it). */
     int64_t dummy = 0;
-    courier_cache_size(r.engine, &dummy, NULL, NULL);
+    courier_cache_size(&dummy, NULL, r.engine, NULL);
     out->file_bytes_start = data_file_bytes(cfg->store_dir);
     r.workers = calloc((size_t)cfg->threads, sizeof *r.workers);
     if (!r.workers) {
@@ -492,8 +492,8 @@ int cstress_run(const cstress_config *cfg, cstress_result *out, void (*progress)
         }
     }
     free(r.workers);
-    courier_cache_stats st;
-    if (courier_cache_get_stats(r.engine, &st, sizeof st, NULL) == COURIER_OK) {
+    courier_cache_stats st = {.size = sizeof st};
+    if (courier_cache_get_stats(&st, r.engine, NULL) == COURIER_OK) {
         out->evictions = st.evictions;
         out->write_failures = st.write_failures;
     }
@@ -531,7 +531,7 @@ static void *prefill_work(void *p) {
         fill_value(value, len, (uint64_t)k, 0);
         snprintf(key, sizeof key, "stress/%lld", (long long)k);
         courier_error err;
-        int rc = courier_cache_put_key(a->engine, key, 200, NULL, NULL, 0, value, len, cfg->expiry_s, &err);
+        int rc = courier_cache_put_key(a->engine, key, 200, NULL, NULL, 0, value, len, (cfg->expiry_s) * 1000, &err);
         if (rc != COURIER_OK) {
             a->rc = rc;
             snprintf(a->error, sizeof a->error, "prefill put: %.150s", err.message);
@@ -613,7 +613,7 @@ int cstress_check_acks(const char *store_dir, int64_t entries, const char *const
         (*checked)++;
         snprintf(key, sizeof key, "stress/%lld", (long long)k);
         courier_response *resp = NULL;
-        int grc = courier_cache_get_key(e, key, COURIER_CACHE_ALLOW_STALE, &resp, &err);
+        int grc = courier_cache_get_key(&resp, e, key, COURIER_CACHE_ALLOW_STALE, &err);
         if (grc == COURIER_E_NOT_FOUND) {
             (*lost)++;
         } else if (grc != COURIER_OK) {

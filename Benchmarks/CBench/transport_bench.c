@@ -285,7 +285,7 @@ static void on_done(uint64_t id, int code, courier_response *resp, const courier
 static void courier_slot_next(courier_phase *ph, courier_slot *slot) {
     while (atomic_fetch_add(&ph->claimed, 1) < ph->total) {
         courier_error err;
-        int rc = courier_send(ph->engine, slot->request, on_done, slot, NULL, &err);
+        int rc = courier_send(NULL, ph->engine, slot->request, on_done, slot, &err);
         if (rc == COURIER_OK) return;
         courier_phase_error(ph, err.message[0] ? err.message : courier_strerror(rc));
         courier_phase_finish_one(ph);
@@ -308,8 +308,8 @@ static void on_done(uint64_t id, int code, courier_response *resp, const courier
         courier_response_body(resp, &len);
         atomic_fetch_add(&ph->bytes, (long long)len);
     }
-    courier_metrics m;
-    if (resp && courier_response_metrics(resp, &m, sizeof m) == COURIER_OK) {
+    courier_metrics m = {.size = sizeof m};
+    if (resp && courier_response_metrics(&m, resp) == COURIER_OK) {
         if (!m.connection_reused) atomic_fetch_add(&ph->connections, 1);
         if (code == COURIER_OK) atomic_store(&ph->http_version, m.http_version);
     }

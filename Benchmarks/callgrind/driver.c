@@ -46,12 +46,12 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "cache") == 0) CHECK(courier_request_set_cache_policy(r, COURIER_CACHE_CACHE_FIRST));
     const char *key = "callgrind-entry";
     if (strcmp(mode, "get") == 0)
-        CHECK(courier_cache_put_key(e, key, 200, NULL, NULL, 0, "0123456789abcdef", 16, 3600, NULL));
+        CHECK(courier_cache_put_key(e, key, 200, NULL, NULL, 0, "0123456789abcdef", 16, 3600000, NULL));
     /* One warm-up operation (connection, store opened, entry written). */
     for (long i = 0; i <= n; i++) {
         courier_response *resp = NULL;
-        if (strcmp(mode, "get") == 0) CHECK(courier_cache_get_key(e, key, 0, &resp, NULL));
-        else CHECK(courier_send_sync(e, r, &resp, NULL));
+        if (strcmp(mode, "get") == 0) CHECK(courier_cache_get_key(&resp, e, key, 0, NULL));
+        else CHECK(courier_send_sync(&resp, e, r, NULL));
         courier_response_free(resp);
     }
     courier_request_free(r);

@@ -64,6 +64,25 @@
 
 /* Fills *err (may be NULL) with code and a formatted message; returns code. */
 CR_HIDDEN int cr_fail(courier_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The growth rule (docs/ABI.md): a struct crossing the ABI begins with `size_t size`, set by the
+ * caller for a struct it allocates. CR_SIZED_OK: a struct at least as large as 0.2.0's (the first
+ * version of each; when one grows, its check names the end of its 0.2.0 fields). CR_SIZED_OUT
+ * writes a full struct's fields that end within the caller's size, keeping that size. */
+#define CR_SIZED_OK(p, type) ((p) && (p)->size >= sizeof(type))
+#define CR_SIZED_OUT(out, full)                                                                    \
+    do {                                                                                           \
+        size_t cr_size_ = (out)->size;                                                             \
+        memcpy((out), &(full), cr_size_ < sizeof(full) ? cr_size_ : sizeof(full));                 \
+        (out)->size = cr_size_;                                                                    \
+    } while (0)
+/* A caller's struct read into `local` (already holding the defaults): the fields within its size. */
+#define CR_SIZED_IN(local, in)                                                                     \
+    do {                                                                                           \
+        size_t cr_size_ = (in)->size;                                                              \
+        memcpy(&(local), (in), cr_size_ < sizeof(local) ? cr_size_ : sizeof(local));               \
+        (local).size = sizeof(local);                                                              \
+    } while (0)
 /* Clears *err (may be NULL) to "no error". */
 CR_HIDDEN void cr_error_clear(courier_error *err);
 

@@ -363,8 +363,8 @@ static bool level_ok(courier_log_level level) {
     return (int)level >= COURIER_LOG_OFF && (int)level <= COURIER_LOG_TRACE;
 }
 
-int courier_log_add_callback(courier_engine *e, courier_log_level min_level, courier_log_fn fn, void *user,
-                             courier_user_free_fn user_free, uint64_t *out_sink) {
+int courier_log_add_callback(uint64_t *out_sink, courier_engine *e, courier_log_level min_level, courier_log_fn fn,
+                             void *user, courier_user_free_fn user_free) {
     if (out_sink) *out_sink = 0;
     if (!e || !fn || !level_ok(min_level)) {
         if (user_free) user_free(user);
@@ -382,7 +382,7 @@ int courier_log_add_callback(courier_engine *e, courier_log_level min_level, cou
     return add_sink(e, s, out_sink);
 }
 
-int courier_log_add_stderr(courier_engine *e, courier_log_level min_level, uint64_t *out_sink) {
+int courier_log_add_stderr(uint64_t *out_sink, courier_engine *e, courier_log_level min_level) {
     if (out_sink) *out_sink = 0;
     if (!e || !level_ok(min_level)) return COURIER_E_INVALID_ARGUMENT;
     cr_sink *s = sink_new(SINK_STDERR, min_level);
@@ -412,8 +412,8 @@ static int64_t sink_now_ms(const cr_sink *s) {
 static int add_file(courier_engine *e, courier_log_level min_level, const char *path, int64_t max_bytes,
                     int max_files, courier_log_rotation rotation, uint64_t *out_sink, courier_error *err);
 
-int courier_log_add_file(courier_engine *e, courier_log_level min_level, const char *path, int64_t max_bytes,
-                         int max_files, uint64_t *out_sink, courier_error *err) {
+int courier_log_add_file(uint64_t *out_sink, courier_engine *e, courier_log_level min_level, const char *path,
+                         int64_t max_bytes, int max_files, courier_error *err) {
     return add_file(e, min_level, path, max_bytes, max_files, COURIER_LOG_ROTATE_SIZE, out_sink, err);
 }
 
@@ -498,8 +498,8 @@ static int change_add_monitor(cr_obs_snap *s, struct cr_obs *o, void *arg) {
     return COURIER_OK;
 }
 
-int courier_monitor_add(courier_engine *e, unsigned kinds, courier_monitor_fn fn, void *user,
-                        courier_user_free_fn user_free, uint64_t *out_id) {
+int courier_monitor_add(uint64_t *out_id, courier_engine *e, unsigned kinds, courier_monitor_fn fn,
+                        void *user, courier_user_free_fn user_free) {
     if (out_id) *out_id = 0;
     if (!e || !fn) {
         if (user_free) user_free(user);

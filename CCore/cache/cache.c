@@ -25,7 +25,7 @@
 
 #define CR_CACHE_DEFAULT_MAX ((int64_t)256 * 1024 * 1024)
 #define CR_CACHE_MIN_MAX ((int64_t)64 * 1024)
-#define CR_CACHE_DEFAULT_EXPIRY_S 3600
+#define CR_CACHE_DEFAULT_EXPIRY_MS 3600000
 
 typedef struct policy_reg {
     atomic_int refs;
@@ -58,7 +58,7 @@ struct cr_cache {
     int open_failed;      /* the code, when the store could not be opened (not retried) */
     courier_error open_error;
     int64_t max_bytes;
-    int64_t expiry_s;
+    int64_t expiry_ms;
     int default_policy;
     cr_callback *clock;
     const cr_answer_ops *answer; /* the engine's, for the callers of deferred writes */
@@ -74,7 +74,7 @@ struct cr_cache_xfer {
     policy_reg *reg;
     char *key;
     uint8_t hash[16];
-    int64_t expiry_s;           /* for explicit policies: freshness of a write, from its time */
+    int64_t expiry_ms;          /* for explicit policies: freshness of a write, from its time */
     courier_response *answer;   /* completes without the network */
     courier_response *stored;   /* the stale entry, for a 304 or stale-if-error */
     int64_t stale_if_error_until;
@@ -109,9 +109,9 @@ int courier_config_set_cache_max_bytes(courier_config *cfg, int64_t max_bytes) {
     return COURIER_OK;
 }
 
-int courier_config_set_cache_expiry(courier_config *cfg, int64_t seconds) {
-    if (!cfg || seconds <= 0) return COURIER_E_INVALID_ARGUMENT;
-    cfg->cache_expiry_s = seconds;
+int courier_config_set_cache_expiry_ms(courier_config *cfg, int64_t expiry_ms) {
+    if (!cfg || expiry_ms <= 0) return COURIER_E_INVALID_ARGUMENT;
+    cfg->cache_expiry_ms = expiry_ms;
     return COURIER_OK;
 }
 
@@ -127,15 +127,15 @@ int courier_config_set_cache_store(courier_config *cfg, const char *store) {
     return cr_set_string(&cfg->cache_store, store);
 }
 
-int courier_config_set_cache_policy(courier_config *cfg, int policy) {
+int courier_config_set_cache_policy(courier_config *cfg, courier_cache_policy policy) {
     if (!cfg || policy < 0 || (policy > COURIER_CACHE_HTTP_SHARED && policy < COURIER_CACHE_POLICY_USER_MIN))
         return COURIER_E_INVALID_ARGUMENT;
     cfg->cache_policy = policy;
     return COURIER_OK;
 }
 
-int courier_config_set_cache_durability(courier_config *cfg, int durability) {
-    if (!cfg || durability < COURIER_CACHE_DURABLE || durability > COURIER_CACHE_SYNCED) return COURIER_E_INVALID_ARGUMENT;
+int courier_config_set_cache_durability(courier_config *cfg, courier_cache_durability durability) {
+    if (!cfg || (int)durability < COURIER_CACHE_DURABLE || (int)durability > COURIER_CACHE_SYNCED) return COURIER_E_INVALID_ARGUMENT;
     cfg->cache_durability = durability;
     return COURIER_OK;
 }
@@ -181,7 +181,7 @@ static cr_cache_req *req_cache(courier_request *r) {
     return r->cache;
 }
 
-int courier_request_set_cache_policy(courier_request *r, int policy) {
+int courier_request_set_cache_policy(courier_request *r, courier_cache_policy policy) {
     if (!r || policy < -1 || (policy > COURIER_CACHE_HTTP_SHARED && policy < COURIER_CACHE_POLICY_USER_MIN))
         return COURIER_E_INVALID_ARGUMENT;
     cr_cache_req *c = req_cache(r);
@@ -190,11 +190,11 @@ int courier_request_set_cache_policy(courier_request *r, int policy) {
     return COURIER_OK;
 }
 
-int courier_request_set_cache_expiry(courier_request *r, int64_t seconds) {
-    if (!r || seconds < 0) return COURIER_E_INVALID_ARGUMENT;
+int courier_request_set_cache_expiry_ms(courier_request *r, int64_t expiry_ms) {
+    if (!r || expiry_ms < 0) return COURIER_E_INVALID_ARGUMENT;
     cr_cache_req *c = req_cache(r);
     if (!c) return COURIER_E_NO_MEMORY;
-    c->expiry_s = seconds;
+    c->expiry_ms = expiry_ms;
     return COURIER_OK;
 }
 
@@ -240,7 +240,7 @@ int cr_cache_engine_init(courier_engine *e, const cr_answer_ops *answer, courier
     c->answer = answer;
     pthread_mutex_init(&c->lock, NULL);
     c->max_bytes = e->config->cache_max_bytes > 0 ? e->config->cache_max_bytes : CR_CACHE_DEFAULT_MAX;
-    c->expiry_s = e->config->cache_expiry_s > 0 ? e->config->cache_expiry_s : CR_CACHE_DEFAULT_EXPIRY_S;
+    c->expiry_ms = e->config->cache_expiry_ms > 0 ? e->config->cache_expiry_ms : CR_CACHE_DEFAULT_EXPIRY_MS;
     c->default_policy = e->config->cache_policy;
     c->clock = cr_callback_retain(e->config->clock);
     e->cache = c;
@@ -335,7 +335,7 @@ static policy_reg *find_policy(struct cr_cache *c, int id) {
 
 int courier_engine_register_cache_policy(courier_engine *e, int id, const courier_cache_policy_callbacks *fns,
                                          void *user, courier_user_free_fn user_free) {
-    if (!e || id < COURIER_CACHE_POLICY_USER_MIN || (fns && fns->version != COURIER_CACHE_POLICY_CALLBACKS_VERSION)) {
+    if (!e || id < COURIER_CACHE_POLICY_USER_MIN || (fns && !CR_SIZED_OK(fns, courier_cache_policy_callbacks))) {
         if (user_free) user_free(user);
         return COURIER_E_INVALID_ARGUMENT;
     }
@@ -348,7 +348,7 @@ int courier_engine_register_cache_policy(courier_engine *e, int id, const courie
         }
         atomic_init(&n->refs, 1);
         n->id = id;
-        n->fns = *fns;
+        CR_SIZED_IN(n->fns, fns);
         n->user = user;
         n->user_free = user_free;
     } else if (user_free) {
@@ -793,8 +793,8 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
     x->reg = reg;
     t->cache = x;
     int64_t now = now_ms_of(c);
-    int64_t expiry_s = r->cache && r->cache->expiry_s > 0 ? r->cache->expiry_s : c->expiry_s;
-    x->expiry_s = expiry_s;
+    int64_t expiry_ms = r->cache && r->cache->expiry_ms > 0 ? r->cache->expiry_ms : c->expiry_ms;
+    x->expiry_ms = expiry_ms;
 
     courier_response *found = NULL;
     bool fresh = false;
@@ -847,7 +847,7 @@ int cr_cache_before_hop(courier_engine *e, const cr_transfer *prev, cr_transfer 
     if (!x || x->background || x->policy == COURIER_CACHE_NO_CACHE) return COURIER_OK;
     /* The hop as a request of its own: its absolute URL and headers, the chain's policy and
      * expiry; the key is the hop's URL (a key of the caller's own names the first hop alone). */
-    cr_cache_req c = {.policy = x->policy, .expiry_s = x->expiry_s};
+    cr_cache_req c = {.policy = x->policy, .expiry_ms = x->expiry_ms};
     courier_request r;
     memset(&r, 0, sizeof r);
     r.method = next->method;
@@ -1180,7 +1180,7 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
         if (reason != COURIER_CACHE_REASON_NONE) decision_line(e, t->id, "cache_store", reason, NULL, stored && d->nput, -1);
     } else if (code == COURIER_OK) {
         cr_entry *en = &d->put[0].entry;
-        int64_t expires = now + x->expiry_s * 1000;
+        int64_t expires = now + x->expiry_ms;
         bool write = true;
         if (x->reg && x->reg->fns.should_write)
             write = x->reg->fns.should_write(resp, &expires, x->reg->user) != 0;
@@ -1253,7 +1253,7 @@ void cr_cache_flush(courier_engine *e) {
 
 /* ---- the manager ------------------------------------------------------------------------------------ */
 
-int courier_cache_key(courier_engine *e, const courier_request *r, char **out) {
+int courier_cache_key(char **out, courier_engine *e, const courier_request *r) {
     if (!out) return COURIER_E_INVALID_ARGUMENT;
     *out = NULL;
     if (!e || !r) return COURIER_E_INVALID_ARGUMENT;
@@ -1288,7 +1288,7 @@ static int get_common(courier_engine *e, const char *key, const courier_request 
     return COURIER_OK;
 }
 
-int courier_cache_get(courier_engine *e, const courier_request *r, int flags, courier_response **out,
+int courier_cache_get(courier_response **out, courier_engine *e, const courier_request *r, int flags,
                       courier_error *err) {
     cr_error_clear(err);
     if (out) *out = NULL;
@@ -1301,7 +1301,7 @@ int courier_cache_get(courier_engine *e, const courier_request *r, int flags, co
     return rc;
 }
 
-int courier_cache_get_key(courier_engine *e, const char *key, int flags, courier_response **out,
+int courier_cache_get_key(courier_response **out, courier_engine *e, const char *key, int flags,
                           courier_error *err) {
     cr_error_clear(err);
     if (out) *out = NULL;
@@ -1330,7 +1330,7 @@ static int has_common(courier_engine *e, const char *key, const courier_request 
     return rc;
 }
 
-int courier_cache_has(courier_engine *e, const courier_request *r, int *out_has, courier_error *err) {
+int courier_cache_has(int *out_has, courier_engine *e, const courier_request *r, courier_error *err) {
     cr_error_clear(err);
     if (!e || !r || !out_has) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");
     char *key = NULL;
@@ -1341,7 +1341,7 @@ int courier_cache_has(courier_engine *e, const courier_request *r, int *out_has,
     return rc;
 }
 
-int courier_cache_has_key(courier_engine *e, const char *key, int *out_has, courier_error *err) {
+int courier_cache_has_key(int *out_has, courier_engine *e, const char *key, courier_error *err) {
     cr_error_clear(err);
     if (!e || !key || !out_has) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");
     return has_common(e, key, NULL, out_has, err);
@@ -1391,9 +1391,9 @@ int courier_cache_remove_key(courier_engine *e, const char *key, courier_error *
 
 int courier_cache_put_key(courier_engine *e, const char *key, int status, const char *const *names,
                           const char *const *values, size_t nheaders, const void *body, size_t body_len,
-                          int64_t expiry_s, courier_error *err) {
+                          int64_t expiry_ms, courier_error *err) {
     cr_error_clear(err);
-    if (!e || !key || !*key || (!body && body_len) || (nheaders && (!names || !values)) || expiry_s < 0 ||
+    if (!e || !key || !*key || (!body && body_len) || (nheaders && (!names || !values)) || expiry_ms < 0 ||
         status < 0 || status > 999)
         return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid argument");
     struct cr_cache *c = e->cache;
@@ -1427,7 +1427,7 @@ int courier_cache_put_key(courier_engine *e, const char *key, int status, const 
     cr_entry *en = &p.entry;
     en->status = status;
     en->created_ms = now;
-    en->expires_ms = now + (expiry_s ? expiry_s : c->expiry_s) * 1000;
+    en->expires_ms = now + (expiry_ms ? expiry_ms : c->expiry_ms);
     en->discard_ms = en->expires_ms;
     en->key = key;
     en->key_len = strlen(key);
@@ -1460,7 +1460,7 @@ int courier_cache_put_key(courier_engine *e, const char *key, int status, const 
     return rc;
 }
 
-int courier_cache_remove_all(courier_engine *e, int64_t *removed, courier_error *err) {
+int courier_cache_remove_all(int64_t *removed, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
     if (removed) *removed = 0;
     if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
@@ -1468,7 +1468,7 @@ int courier_cache_remove_all(courier_engine *e, int64_t *removed, courier_error 
     return s ? s->ops->remove_all(s, removed, err) : store_code(e);
 }
 
-int courier_cache_remove_since(courier_engine *e, int64_t since_ms, int64_t *removed, courier_error *err) {
+int courier_cache_remove_since(int64_t *removed, courier_engine *e, int64_t since_ms, courier_error *err) {
     cr_error_clear(err);
     if (removed) *removed = 0;
     if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
@@ -1476,7 +1476,7 @@ int courier_cache_remove_since(courier_engine *e, int64_t since_ms, int64_t *rem
     return s ? s->ops->remove_since(s, since_ms, removed, err) : store_code(e);
 }
 
-int courier_cache_remove_expired(courier_engine *e, int64_t *removed, courier_error *err) {
+int courier_cache_remove_expired(int64_t *removed, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
     if (removed) *removed = 0;
     if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
@@ -1484,7 +1484,7 @@ int courier_cache_remove_expired(courier_engine *e, int64_t *removed, courier_er
     return s ? s->ops->remove_expired(s, now_ms_of(e->cache), removed, err) : store_code(e);
 }
 
-int courier_cache_size(courier_engine *e, int64_t *bytes, int64_t *count, courier_error *err) {
+int courier_cache_size(int64_t *bytes, int64_t *count, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
     if (bytes) *bytes = 0;
     if (count) *count = 0;
@@ -1493,20 +1493,22 @@ int courier_cache_size(courier_engine *e, int64_t *bytes, int64_t *count, courie
     return s ? s->ops->totals(s, bytes, count, err) : store_code(e);
 }
 
-int courier_cache_verify(courier_engine *e, courier_cache_verify_report *out, size_t size, courier_error *err) {
+int courier_cache_verify(courier_cache_verify_report *out, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
-    if (!e || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");
+    if (!e || !CR_SIZED_OK(out, courier_cache_verify_report))
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument or size");
     courier_cache_verify_report r;
     memset(&r, 0, sizeof r);
     cr_cache_store *s = cache_store(e, err);
     int rc = s ? s->ops->verify(s, &r, err) : store_code(e);
-    memcpy(out, &r, size < sizeof r ? size : sizeof r);
+    CR_SIZED_OUT(out, r);
     return rc;
 }
 
-int courier_cache_get_stats(courier_engine *e, courier_cache_stats *out, size_t size, courier_error *err) {
+int courier_cache_get_stats(courier_cache_stats *out, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
-    if (!e || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");
+    if (!e || !CR_SIZED_OK(out, courier_cache_stats))
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument or size");
     struct cr_cache *c = e->cache;
     courier_cache_stats st;
     memset(&st, 0, sizeof st);
@@ -1518,12 +1520,12 @@ int courier_cache_get_stats(courier_engine *e, courier_cache_stats *out, size_t 
     st.stale_served = atomic_load(&c->stale);
     st.write_failures = atomic_load(&c->write_failures);
     st.max_bytes = c->max_bytes;
-    int rc = courier_cache_size(e, &st.bytes, &st.count, err);
-    memcpy(out, &st, size < sizeof st ? size : sizeof st);
+    int rc = courier_cache_size(&st.bytes, &st.count, e, err);
+    CR_SIZED_OUT(out, st);
     return rc;
 }
 
-int courier_cache_list_entries(courier_engine *e, courier_cache_list **out, courier_error *err) {
+int courier_cache_list_entries(courier_cache_list **out, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
     if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
@@ -1543,8 +1545,8 @@ int courier_cache_list_entries(courier_engine *e, courier_cache_list **out, cour
 
 size_t courier_cache_list_count(const courier_cache_list *l) { return l ? l->count : 0; }
 
-int courier_cache_list_at(const courier_cache_list *l, size_t index, courier_cache_entry_info *out, size_t size) {
-    if (!l || !out) return COURIER_E_INVALID_ARGUMENT;
+int courier_cache_list_at(courier_cache_entry_info *out, const courier_cache_list *l, size_t index) {
+    if (!l || !CR_SIZED_OK(out, courier_cache_entry_info)) return COURIER_E_INVALID_ARGUMENT;
     if (index >= l->count) return COURIER_E_NOT_FOUND;
     const cr_list_item *it = &l->items[index];
     courier_cache_entry_info info;
@@ -1553,10 +1555,10 @@ int courier_cache_list_at(const courier_cache_list *l, size_t index, courier_cac
     info.url = it->url;
     info.id = it->id;
     info.status = it->status;
-    info.size = it->size;
+    info.bytes = it->size;
     info.created_ms = it->created_ms;
     info.expires_ms = it->expires_ms;
-    memcpy(out, &info, size < sizeof info ? size : sizeof info);
+    CR_SIZED_OUT(out, info);
     return COURIER_OK;
 }
 

@@ -25,7 +25,7 @@
 typedef struct cr_cache_req {
     cr_ext ext;         /* cache.c's hooks (request.c frees it through them) */
     int policy;         /* -1: the engine's default */
-    int64_t expiry_s;   /* 0: the engine's default */
+    int64_t expiry_ms;  /* 0: the engine's default */
     char *key;          /* the request's own key, or NULL */
     char *sensitive;    /* appended to the key, or NULL */
     char **filters;     /* parameter names left out of the key */

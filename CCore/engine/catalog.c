@@ -213,7 +213,7 @@ static int apply_field(courier_request *r, const char *k, const json_t *v, const
         if (ENUM(v, cache_names, cache_values, &n) || courier_request_set_cache_policy(r, n))
             return bad(err, api, k, "is not a cache policy");
     } else if (strcmp(k, "cache_expiry") == 0) {
-        if (!json_is_integer(v) || courier_request_set_cache_expiry(r, json_integer_value(v)))
+        if (!json_is_integer(v) || courier_request_set_cache_expiry_ms(r, json_integer_value(v) * 1000))
             return bad(err, api, k, "is not a count of seconds");
     } else if (strcmp(k, "cache_key_filter") == 0) {
         if (!json_is_array(v)) return bad(err, api, k, "is not an array");

@@ -979,7 +979,7 @@ const char *courier_call_header(const courier_call *c, const char *name) {
     return c && name ? cr_kvlist_get(&c->t->headers, name) : NULL;
 }
 size_t courier_call_header_count(const courier_call *c) { return c ? c->t->headers.count : 0; }
-int courier_call_header_at(const courier_call *c, size_t i, const char **name, const char **value) {
+int courier_call_header_at(const char **name, const char **value, const courier_call *c, size_t i) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
     if (i >= c->t->headers.count) return COURIER_E_NOT_FOUND;
     if (name) *name = c->t->headers.items[i].name;
@@ -990,7 +990,7 @@ const uint8_t *courier_call_body(const courier_call *c, size_t *len) {
     if (len) *len = c && c->t->has_body ? c->t->body_len : 0;
     return (const uint8_t *)(c && c->t->has_body ? c->t->body : "");
 }
-long courier_call_timeout_ms(const courier_call *c) { return c ? c->t->timeout_ms : 0; }
+int64_t courier_call_timeout_ms(const courier_call *c) { return c ? c->t->timeout_ms : 0; }
 uint64_t courier_call_request_id(const courier_call *c) { return c ? c->t->id : 0; }
 
 int courier_call_raise(courier_call *c, courier_code code, courier_response *resp, const char *message, void *user,
@@ -1159,7 +1159,7 @@ void courier_engine_close(courier_engine *e) {
 
 const char *courier_engine_store_dir(const courier_engine *e) { return e ? e->store_dir : NULL; }
 
-int courier_engine_pending(const courier_engine *e, long *queued, long *active) {
+int courier_engine_pending(int64_t *queued, int64_t *active, const courier_engine *e) {
     if (!e) return COURIER_E_INVALID_ARGUMENT;
     if (queued) *queued = atomic_load(&((courier_engine *)e)->queued);
     if (active) *active = atomic_load(&((courier_engine *)e)->active);
@@ -1168,8 +1168,8 @@ int courier_engine_pending(const courier_engine *e, long *queued, long *active) 
 
 /* ---- sending ----------------------------------------------------------------------------------- */
 
-int courier_send(courier_engine *e, const courier_request *r, courier_completion_fn done, void *user,
-                 uint64_t *out_id, courier_error *err) {
+int courier_send(uint64_t *out_id, courier_engine *e, const courier_request *r, courier_completion_fn done,
+                 void *user, courier_error *err) {
     cr_error_clear(err);
     if (out_id) *out_id = 0;
     if (!e || !r) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or request is NULL");
@@ -1260,7 +1260,7 @@ static void sync_done(uint64_t id, int code, courier_response *resp, const couri
     pthread_mutex_unlock(&w->m);
 }
 
-int courier_send_sync(courier_engine *e, const courier_request *r, courier_response **out_response,
+int courier_send_sync(courier_response **out_response, courier_engine *e, const courier_request *r,
                       courier_error *err) {
     cr_error_clear(err);
     if (out_response) *out_response = NULL;
@@ -1271,7 +1271,7 @@ int courier_send_sync(courier_engine *e, const courier_request *r, courier_respo
     memset(&w, 0, sizeof w);
     pthread_mutex_init(&w.m, NULL);
     pthread_cond_init(&w.c, NULL);
-    int rc = courier_send(e, r, sync_done, &w, NULL, err);
+    int rc = courier_send(NULL, e, r, sync_done, &w, err);
     if (rc == COURIER_OK) {
         pthread_mutex_lock(&w.m);
         while (!w.done) pthread_cond_wait(&w.c, &w.m);

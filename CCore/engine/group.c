@@ -116,7 +116,7 @@ int courier_group_set_fail_fast(courier_group *g, int fail_fast) {
     return rc;
 }
 
-int courier_group_set_max_in_flight(courier_group *g, long max) {
+int courier_group_set_max_in_flight(courier_group *g, int max) {
     if (!g || max < 0) return COURIER_E_INVALID_ARGUMENT;
     pthread_mutex_lock(&g->lock);
     int rc = g->started ? COURIER_E_INVALID_ARGUMENT : COURIER_OK;
@@ -184,7 +184,7 @@ static int add_member(courier_group *g, courier_request *request, cr_callback *b
 
 #define CR_GROUP_KNOWN_FLAGS ((unsigned)COURIER_GROUP_CONTINUE_ON_FAILURE)
 
-int courier_group_add(courier_group *g, courier_request *request, unsigned flags, size_t *out_index) {
+int courier_group_add(size_t *out_index, courier_group *g, courier_request *request, unsigned flags) {
     if (!g || !request || (flags & ~CR_GROUP_KNOWN_FLAGS)) {
         courier_request_free(request);
         return COURIER_E_INVALID_ARGUMENT;
@@ -192,8 +192,8 @@ int courier_group_add(courier_group *g, courier_request *request, unsigned flags
     return add_member(g, request, NULL, flags, out_index);
 }
 
-int courier_group_add_built(courier_group *g, courier_group_build_fn build, void *user, courier_user_free_fn user_free,
-                            unsigned flags, size_t *out_index) {
+int courier_group_add_built(size_t *out_index, courier_group *g, courier_group_build_fn build, void *user,
+                            courier_user_free_fn user_free, unsigned flags) {
     if (!g || !build || (flags & ~CR_GROUP_KNOWN_FLAGS)) {
         if (user_free) user_free(user);
         return COURIER_E_INVALID_ARGUMENT;
@@ -410,7 +410,7 @@ static void pump(courier_group *g) {
         uint64_t id = 0;
         if (rc == COURIER_OK) {
             group_retain(g); /* the member's reference, released by its completion */
-            rc = courier_send(g->engine, req, on_member_done, m, &id, &err);
+            rc = courier_send(&id, g->engine, req, on_member_done, m, &err);
             if (rc != COURIER_OK) group_release(g);
         }
         courier_request_free(req);
@@ -447,7 +447,7 @@ int courier_group_submit(courier_group *g, size_t index, const courier_request *
         rc = cr_fail(&local, COURIER_E_CANCELLED, "not sent: the group stopped");
     } else {
         group_retain(g); /* the member's reference, released by its completion */
-        rc = courier_send(g->engine, request, on_member_done, m, &id, &local);
+        rc = courier_send(&id, g->engine, request, on_member_done, m, &local);
         if (rc != COURIER_OK) group_release(g);
     }
     pthread_mutex_lock(&g->lock);
@@ -538,8 +538,8 @@ size_t courier_group_count(const courier_group *cg) {
     return n;
 }
 
-int courier_group_result(const courier_group *cg, size_t index, int *code, const courier_response **response,
-                         uint64_t *request_id, courier_error *error) {
+int courier_group_result(int *code, const courier_response **response, uint64_t *request_id, const courier_group *cg,
+                         size_t index, courier_error *error) {
     courier_group *g = (courier_group *)cg;
     if (code) *code = COURIER_OK;
     if (response) *response = NULL;

@@ -268,7 +268,7 @@ int64_t cr_monitor_tick(courier_engine *e, int64_t mono) {
         if (rc == COURIER_OK) rc = courier_request_set_ignore_offline(r, 1);
         if (rc == COURIER_OK)
             rc = courier_request_set_timeout_ms(r, m->interval_ms < 10000 ? (m->interval_ms > 500 ? m->interval_ms : 500) : 10000);
-        if (rc == COURIER_OK) rc = courier_send(e, r, head_done, m, NULL, NULL);
+        if (rc == COURIER_OK) rc = courier_send(NULL, e, r, head_done, m, NULL);
         courier_request_free(r);
         if (rc != COURIER_OK) {
             pthread_mutex_lock(&m->mu);
@@ -339,7 +339,7 @@ void cr_monitor_dispatch(courier_engine *e) {
 
 /* ---- public API ----------------------------------------------------------------------------- */
 
-int courier_config_set_reachability(courier_config *c, int from_errors, const char *probe, long interval_ms) {
+int courier_config_set_reachability(courier_config *c, int from_errors, const char *probe, int64_t interval_ms) {
     if (!c || interval_ms < 0) return COURIER_E_INVALID_ARGUMENT;
     if (probe && *probe) {
         if (strlen(probe) >= sizeof c->frozen.probe) return COURIER_E_INVALID_ARGUMENT;
@@ -381,8 +381,8 @@ int courier_reachability_set_online(courier_engine *e) { return force(e, COURIER
 int courier_reachability_set_offline(courier_engine *e) { return force(e, COURIER_REACHABILITY_OFFLINE); }
 int courier_reachability_set_automatic(courier_engine *e) { return force(e, 0); }
 
-int courier_reachability_add_listener(courier_engine *e, courier_reachability_fn fn, void *user, courier_user_free_fn user_free,
-                                 uint64_t *out_token) {
+int courier_reachability_add_listener(uint64_t *out_token, courier_engine *e, courier_reachability_fn fn, void *user,
+                                 courier_user_free_fn user_free) {
     if (out_token) *out_token = 0;
     struct cr_monitor *m = e ? e->monitor : NULL;
     if (!m || !fn) {
@@ -462,8 +462,8 @@ bool cr_monitor_refuses(courier_engine *e, const cr_transfer *t) {
 
 static bool kind_valid(int kind) { return kind >= COURIER_NETWORK_UNKNOWN && kind <= COURIER_NETWORK_OTHER; }
 
-int courier_config_set_network_limits(courier_config *c, courier_network_kind kind, long max_per_host,
-                                      long max_total, long replay_concurrency) {
+int courier_config_set_network_limits(courier_config *c, courier_network_kind kind, int max_per_host,
+                                      int max_total, int replay_concurrency) {
     if (!c || !kind_valid((int)kind) || max_per_host < 0 || max_total < 0 || replay_concurrency < 0)
         return COURIER_E_INVALID_ARGUMENT;
     c->kind_limits[kind] = (struct cr_kind_limits){max_per_host, max_total, replay_concurrency};

@@ -75,7 +75,7 @@ cr_sched_conf *cr_sched_conf_of(courier_config *c) {
     return c->sched;
 }
 
-int courier_config_set_retry(courier_config *c, int max_retries, long base_ms, long max_ms, unsigned flags) {
+int courier_config_set_retry(courier_config *c, int max_retries, int64_t base_ms, int64_t max_ms, unsigned flags) {
     if (!c) return COURIER_E_INVALID_ARGUMENT;
     int rc = cr_retry_check(max_retries, base_ms, max_ms);
     if (rc) return rc;
@@ -86,7 +86,7 @@ int courier_config_set_retry(courier_config *c, int max_retries, long base_ms, l
     return COURIER_OK;
 }
 
-int courier_config_set_frequent_guard_ms(courier_config *c, long window_ms) {
+int courier_config_set_frequent_guard_ms(courier_config *c, int64_t window_ms) {
     if (!c || window_ms < 0) return COURIER_E_INVALID_ARGUMENT;
     cr_sched_conf *s = cr_sched_conf_of(c);
     if (!s) return COURIER_E_NO_MEMORY;
@@ -125,11 +125,11 @@ int courier_config_add_interceptor(courier_config *c, courier_before_send_fn bef
 }
 
 int courier_config_register_transport(courier_config *c, const char *name, const courier_transport *transport,
-                                      size_t size, void *user, courier_user_free_fn user_free) {
+                                      void *user, courier_user_free_fn user_free) {
     int rc = COURIER_E_INVALID_ARGUMENT;
     cr_sched_conf *s = c ? cr_sched_conf_of(c) : NULL;
     if (c && !s) rc = COURIER_E_NO_MEMORY;
-    if (!s || !name || !*name || strcmp(name, "http") == 0 || !transport || size < sizeof(transport->start) ||
+    if (!s || !name || !*name || strcmp(name, "http") == 0 || !CR_SIZED_OK(transport, courier_transport) ||
         !transport->start)
         goto fail;
     for (size_t i = 0; i < s->ntransports; i++)
@@ -139,7 +139,7 @@ int courier_config_register_transport(courier_config *c, const char *name, const
     if (!p) goto fail;
     s->transports = p;
     cr_transport_reg reg = {0};
-    memcpy(&reg.vt, transport, size < sizeof reg.vt ? size : sizeof reg.vt);
+    CR_SIZED_IN(reg.vt, transport);
     if (!(reg.name = cr_strdup(name))) goto fail;
     reg.owner = cr_callback_new(no_op, user, user_free, &rc);
     if (!reg.owner) {

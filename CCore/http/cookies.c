@@ -424,16 +424,17 @@ int courier_config_set_cookies(courier_config *c, int enabled) {
     return COURIER_OK;
 }
 
-int courier_cookie_init(courier_cookie *c, int version) {
-    if (!c || version != COURIER_COOKIE_VERSION) return COURIER_E_INVALID_ARGUMENT;
-    memset(c, 0, sizeof *c);
-    c->version = version;
+int courier_cookie_init(courier_cookie *c) {
+    if (!CR_SIZED_OK(c, courier_cookie)) return COURIER_E_INVALID_ARGUMENT;
+    courier_cookie z;
+    memset(&z, 0, sizeof z);
+    CR_SIZED_OUT(c, z);
     return COURIER_OK;
 }
 
 static void to_cookie(char *f[7], courier_cookie *c) {
     memset(c, 0, sizeof *c);
-    c->version = COURIER_COOKIE_VERSION;
+    c->size = sizeof *c;
     char *domain = f[0];
     if (strncmp(domain, "#HttpOnly_", 10) == 0) {
         domain += 10;
@@ -457,7 +458,7 @@ void courier_cookie_list_free(courier_cookie_list *l) {
     free(l);
 }
 
-int courier_cookies_list(courier_engine *e, courier_cookie_list **out, courier_error *err) {
+int courier_cookies_list(courier_cookie_list **out, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
     if (out) *out = NULL;
     if (!e || !out || !e->jar) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, e && out ? "the cookie jar is off" : NULL);
@@ -488,10 +489,10 @@ int courier_cookies_list(courier_engine *e, courier_cookie_list **out, courier_e
 
 size_t courier_cookie_list_count(const courier_cookie_list *l) { return l ? l->count : 0; }
 
-int courier_cookie_list_at(const courier_cookie_list *l, size_t i, courier_cookie *out, size_t size) {
-    if (!l || !out || size < sizeof(int)) return COURIER_E_INVALID_ARGUMENT;
+int courier_cookie_list_at(courier_cookie *out, const courier_cookie_list *l, size_t i) {
+    if (!l || !CR_SIZED_OK(out, courier_cookie)) return COURIER_E_INVALID_ARGUMENT;
     if (i >= l->count) return COURIER_E_NOT_FOUND;
-    memcpy(out, &l->items[i], size < sizeof *out ? size : sizeof *out);
+    CR_SIZED_OUT(out, l->items[i]);
     return COURIER_OK;
 }
 
@@ -528,7 +529,7 @@ static int import_and_sync(struct cr_jar *j, const char *line, courier_error *er
 
 int courier_cookies_set(courier_engine *e, const courier_cookie *c, courier_error *err) {
     cr_error_clear(err);
-    if (!e || !c || !e->jar || c->version != COURIER_COOKIE_VERSION || !c->domain || !*c->domain || !c->name ||
+    if (!e || !c || !e->jar || !CR_SIZED_OK(c, courier_cookie) || !c->domain || !*c->domain || !c->name ||
         !*c->name || (c->path && c->path[0] != '/') || *c->domain == '.')
         return cr_fail(err, COURIER_E_INVALID_ARGUMENT, e && !e->jar ? "the cookie jar is off" : "incomplete cookie");
     if (!field_ok(c->domain, true) || !field_ok(c->name, true) || (c->path && !field_ok(c->path, false)) ||
@@ -585,7 +586,7 @@ int courier_cookies_remove(courier_engine *e, const char *domain, const char *pa
     return rc;
 }
 
-int courier_cookies_clear(courier_engine *e, int64_t *removed, courier_error *err) {
+int courier_cookies_clear(int64_t *removed, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
     if (removed) *removed = 0;
     if (!e || !e->jar) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);

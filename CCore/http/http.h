@@ -132,7 +132,7 @@ struct courier_config {
     struct cr_sched_conf *sched;
     /* Cache (cache.c): 0 means the default. */
     int64_t cache_max_bytes;
-    int64_t cache_expiry_s;
+    int64_t cache_expiry_ms;
     int cache_policy;
     cr_callback *clock; /* courier_clock_fn, or NULL: the system clock */
     int cache_durability; /* courier_cache_durability */
@@ -205,7 +205,7 @@ struct courier_request {
         int ignore_offline;
         int cache_set;      /* the cache settings below were captured at send (transfers only) */
         int cache_policy;
-        int64_t cache_expiry_s;
+        int64_t cache_expiry_s; /* whole seconds, as the journal records it */
         char id[COURIER_FROZEN_ID_MAX + 1]; /* "": generated at freeze time */
         char resend_policy[COURIER_RESEND_POLICY_ID_MAX + 1]; /* "": the policy's default (policy.c) */
     } freeze;

@@ -113,7 +113,7 @@ int courier_request_add_mock_header(courier_request *r, const char *name, const 
     return cr_kvlist_add(&m->headers, name, strlen(name), value, strlen(value));
 }
 
-int courier_request_set_mock_error(courier_request *r, int code) {
+int courier_request_set_mock_error(courier_request *r, courier_code code) {
     if (!r || code >= 0) return COURIER_E_INVALID_ARGUMENT;
     cr_mock *m = request_mock(r);
     if (!m) return COURIER_E_NO_MEMORY;
@@ -122,7 +122,7 @@ int courier_request_set_mock_error(courier_request *r, int code) {
     return COURIER_OK;
 }
 
-int courier_request_set_mock_delay_ms(courier_request *r, long delay_ms) {
+int courier_request_set_mock_delay_ms(courier_request *r, int64_t delay_ms) {
     if (!r || delay_ms < 0) return COURIER_E_INVALID_ARGUMENT;
     cr_mock *m = request_mock(r);
     if (!m) return COURIER_E_NO_MEMORY;

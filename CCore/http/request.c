@@ -110,7 +110,7 @@ int courier_config_add_param(courier_config *c, const char *name, const char *va
     return cr_kvlist_add(&c->params, name, strlen(name), value, strlen(value));
 }
 
-int courier_config_set_timeout_ms(courier_config *c, long timeout_ms) {
+int courier_config_set_timeout_ms(courier_config *c, int64_t timeout_ms) {
     if (!c || timeout_ms <= 0) return COURIER_E_INVALID_ARGUMENT;
     c->timeout_ms = timeout_ms;
     return COURIER_OK;
@@ -125,13 +125,13 @@ int courier_config_set_user_agent(courier_config *c, const char *ua) {
     return cr_set_string(&c->user_agent, ua);
 }
 
-int courier_config_set_max_connections_per_host(courier_config *c, long n) {
+int courier_config_set_max_connections_per_host(courier_config *c, int n) {
     if (!c || n < 1) return COURIER_E_INVALID_ARGUMENT;
     c->max_per_host = n;
     return COURIER_OK;
 }
 
-int courier_config_set_max_connections(courier_config *c, long n) {
+int courier_config_set_max_connections(courier_config *c, int n) {
     if (!c || n < 1) return COURIER_E_INVALID_ARGUMENT;
     c->max_total = n;
     return COURIER_OK;
@@ -375,7 +375,7 @@ int courier_request_set_priority(courier_request *r, courier_priority priority) 
     return COURIER_OK;
 }
 
-int courier_request_set_retry(courier_request *r, int max_retries, long base_ms, long max_ms, unsigned flags) {
+int courier_request_set_retry(courier_request *r, int max_retries, int64_t base_ms, int64_t max_ms, unsigned flags) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     int rc = cr_retry_check(max_retries, base_ms, max_ms);
     if (rc) return rc;
@@ -397,7 +397,7 @@ int courier_request_set_body_encoding(courier_request *r, courier_body_encoding 
     return COURIER_OK;
 }
 
-int courier_request_set_timeout_ms(courier_request *r, long timeout_ms) {
+int courier_request_set_timeout_ms(courier_request *r, int64_t timeout_ms) {
     if (!r || timeout_ms <= 0) return COURIER_E_INVALID_ARGUMENT;
     r->timeout_ms = timeout_ms;
     return COURIER_OK;
@@ -484,7 +484,7 @@ const char *courier_outgoing_header(const courier_outgoing *o, const char *name)
 
 size_t courier_outgoing_header_count(const courier_outgoing *o) { return o ? o->headers.count : 0; }
 
-int courier_outgoing_header_at(const courier_outgoing *o, size_t i, const char **name, const char **value) {
+int courier_outgoing_header_at(const char **name, const char **value, const courier_outgoing *o, size_t i) {
     if (!o) return COURIER_E_INVALID_ARGUMENT;
     if (i >= o->headers.count) return COURIER_E_NOT_FOUND;
     if (name) *name = o->headers.items[i].name;

@@ -166,7 +166,7 @@ const char *courier_response_header(const courier_response *r, const char *name)
 
 size_t courier_response_header_count(const courier_response *r) { return r ? r->headers.count : 0; }
 
-int courier_response_header_at(const courier_response *r, size_t i, const char **name, const char **value) {
+int courier_response_header_at(const char **name, const char **value, const courier_response *r, size_t i) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     if (i >= r->headers.count) return COURIER_E_NOT_FOUND;
     if (name) *name = r->headers.items[i].name;
@@ -180,9 +180,11 @@ const char *courier_response_method(const courier_response *r) { return r ? r->m
 
 uint64_t courier_response_request_id(const courier_response *r) { return r ? r->id : 0; }
 
-int courier_response_metrics(const courier_response *r, courier_metrics *out, size_t size) {
-    if (!r || !out) return COURIER_E_INVALID_ARGUMENT;
-    memcpy(out, &r->metrics, size < sizeof r->metrics ? size : sizeof r->metrics);
+int courier_response_metrics(courier_metrics *out, const courier_response *r) {
+    if (!r || !CR_SIZED_OK(out, courier_metrics)) return COURIER_E_INVALID_ARGUMENT;
+    courier_metrics m = r->metrics;
+    m.size = sizeof m;
+    CR_SIZED_OUT(out, m);
     return COURIER_OK;
 }
 
@@ -190,7 +192,7 @@ const char *courier_response_file(const courier_response *r) { return r ? r->fil
 
 size_t courier_response_redirect_count(const courier_response *r) { return r && r->hops ? r->hops->count : 0; }
 
-int courier_response_redirect_at(const courier_response *r, size_t i, const char **url, int *status) {
+int courier_response_redirect_at(const char **url, int *status, const courier_response *r, size_t i) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     if (!r->hops || i >= r->hops->count) return COURIER_E_NOT_FOUND;
     if (url) *url = r->hops->items[i].url;
@@ -198,7 +200,7 @@ int courier_response_redirect_at(const courier_response *r, size_t i, const char
     return COURIER_OK;
 }
 
-int courier_response_attempts(const courier_response *r, int *attempts, double *waited_s) {
+int courier_response_attempts(int *attempts, double *waited_s, const courier_response *r) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     if (attempts) *attempts = r->attempts > 0 ? r->attempts : 1;
     if (waited_s) *waited_s = r->waited_s;
@@ -213,7 +215,7 @@ int courier_response_from_cache(const courier_response *r) { return r && r->cach
 
 int courier_response_cache_status(const courier_response *r) { return r ? r->cache_status : 0; }
 
-int64_t courier_response_age(const courier_response *r) { return r && r->cache_status ? r->cache_age_s : 0; }
+int64_t courier_response_age_ms(const courier_response *r) { return r && r->cache_status ? r->cache_age_s * 1000 : 0; }
 
 int64_t courier_response_cache_created(const courier_response *r) { return r ? r->cache_created_ms : 0; }
 
@@ -223,7 +225,7 @@ const char *courier_response_cache_key(const courier_response *r) { return r ? r
 
 /* ---- the JSON (serialize.c parses it, mapping.c applies key paths, mappings, the envelope) -------- */
 
-int courier_response_parse_json(const courier_response *r, const courier_json **out, courier_error *err) {
+int courier_response_parse_json(const courier_json **out, const courier_response *r, courier_error *err) {
     cr_error_clear(err);
     if (out) *out = NULL;
     if (!r || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "response or out is NULL");
@@ -237,7 +239,7 @@ int courier_response_parse_json(const courier_response *r, const courier_json **
 
 const courier_json *courier_response_json(const courier_response *r) {
     const courier_json *doc = NULL;
-    return courier_response_parse_json(r, &doc, NULL) == COURIER_OK ? doc : NULL;
+    return courier_response_parse_json(&doc, r, NULL) == COURIER_OK ? doc : NULL;
 }
 
 const courier_json *courier_response_data(const courier_response *r) {
@@ -255,7 +257,7 @@ const courier_json *courier_response_result(const courier_response *r, const cha
     return NULL;
 }
 
-int courier_response_envelope(const courier_response *r, int64_t *code, const char **message) {
+int courier_response_envelope(int64_t *code, const char **message, const courier_response *r) {
     if (code) *code = 0;
     if (message) *message = NULL;
     cr_jresp *j = r ? cr_jresp_of(r) : NULL;
@@ -266,7 +268,7 @@ int courier_response_envelope(const courier_response *r, int64_t *code, const ch
     return COURIER_OK;
 }
 
-int courier_response_mapping_error(const courier_response *r, courier_mapping_error *out) {
+int courier_response_mapping_error(courier_mapping_error *out, const courier_response *r) {
     cr_jresp *j = r ? cr_jresp_of(r) : NULL;
     if (!out) return COURIER_E_INVALID_ARGUMENT;
     memset(out, 0, sizeof *out);

@@ -113,7 +113,7 @@ int courier_config_set_envelope(courier_config *c, const courier_envelope *e) {
 }
 
 int courier_config_set_json_options(courier_config *c, const courier_json_options *opts) {
-    if (!c || (opts && opts->version < 1)) return COURIER_E_INVALID_ARGUMENT;
+    if (!c || (opts && !CR_SIZED_OK(opts, courier_json_options))) return COURIER_E_INVALID_ARGUMENT;
     cr_jconf *j = jconf_of(c);
     if (!j) return COURIER_E_NO_MEMORY;
     cr_json_options_resolve(opts, &j->options);

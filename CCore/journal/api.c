@@ -27,8 +27,8 @@ static cr_journal *journal_of(courier_engine *e, courier_error *err) {
     return e->journal;
 }
 
-int courier_request_set_freeze(courier_request *r, int policy, int64_t expiry_ms, unsigned flags) {
-    if (!r || policy < COURIER_FREEZE_NEVER || policy > COURIER_FREEZE_MANUAL || expiry_ms < 0 ||
+int courier_request_set_freeze(courier_request *r, courier_freeze_policy policy, int64_t expiry_ms, unsigned flags) {
+    if (!r || (int)policy < COURIER_FREEZE_NEVER || (int)policy > COURIER_FREEZE_MANUAL || expiry_ms < 0 ||
         (flags & ~(COURIER_FREEZE_UNORDERED | COURIER_FREEZE_ON_AMBIGUOUS)))
         return COURIER_E_INVALID_ARGUMENT;
     r->freeze.policy = policy;
@@ -53,7 +53,7 @@ const char *courier_error_freeze_id(const courier_error *err) {
     return err->message + 10;
 }
 
-int courier_config_set_frozen_replay(courier_config *c, long concurrency, long backoff_base_ms, long backoff_max_ms) {
+int courier_config_set_frozen_replay(courier_config *c, int concurrency, int64_t backoff_base_ms, int64_t backoff_max_ms) {
     if (!c || concurrency < 0 || backoff_base_ms < 0 || backoff_max_ms < 0 ||
         (backoff_base_ms && backoff_max_ms && backoff_max_ms < backoff_base_ms))
         return COURIER_E_INVALID_ARGUMENT;
@@ -69,13 +69,13 @@ int courier_config_set_frozen_expiry_ms(courier_config *c, int64_t expiry_ms) {
     return COURIER_OK;
 }
 
-int courier_config_set_frozen_lease_ms(courier_config *c, long lease_ms) {
+int courier_config_set_frozen_lease_ms(courier_config *c, int64_t lease_ms) {
     if (!c || lease_ms < 0) return COURIER_E_INVALID_ARGUMENT;
     c->frozen.lease_ms = lease_ms;
     return COURIER_OK;
 }
 
-int courier_config_set_frozen_poll_ms(courier_config *c, long poll_ms) {
+int courier_config_set_frozen_poll_ms(courier_config *c, int64_t poll_ms) {
     if (!c || poll_ms < 0) return COURIER_E_INVALID_ARGUMENT;
     c->frozen.poll_ms = poll_ms;
     return COURIER_OK;
@@ -128,7 +128,7 @@ int courier_frozen_replay(courier_engine *e, unsigned flags, courier_error *err)
     return COURIER_OK;
 }
 
-int courier_frozen_wait_idle(courier_engine *e, long timeout_ms) {
+int courier_frozen_wait_idle(courier_engine *e, int64_t timeout_ms) {
     cr_journal *j = journal_of(e, NULL);
     if (!j) return e ? COURIER_E_CLOSED : COURIER_E_INVALID_ARGUMENT;
     int64_t end = cr_mono_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
@@ -242,7 +242,7 @@ static int list_one(void *user, uint64_t seq, const jstate *st, const char *text
     return 0;
 }
 
-int courier_frozen_list_requests(courier_engine *e, courier_frozen_list **out, courier_error *err) {
+int courier_frozen_list_requests(courier_frozen_list **out, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
     if (out) *out = NULL;
     cr_journal *j = journal_of(e, err);
@@ -282,7 +282,7 @@ void courier_frozen_list_free(courier_frozen_list *l) {
     free(l);
 }
 
-int courier_frozen_get(courier_engine *e, const char *id, courier_frozen **out, courier_error *err) {
+int courier_frozen_get(courier_frozen **out, courier_engine *e, const char *id, courier_error *err) {
     cr_error_clear(err);
     if (out) *out = NULL;
     cr_journal *j = journal_of(e, err);
@@ -345,7 +345,7 @@ int courier_frozen_remove(courier_engine *e, const char *id, courier_error *err)
     return COURIER_OK;
 }
 
-int courier_frozen_remove_all(courier_engine *e, int64_t *removed, courier_error *err) {
+int courier_frozen_remove_all(int64_t *removed, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
     if (removed) *removed = 0;
     cr_journal *j = journal_of(e, err);
@@ -367,7 +367,7 @@ int courier_frozen_remove_all(courier_engine *e, int64_t *removed, courier_error
     return COURIER_OK;
 }
 
-int courier_frozen_count(courier_engine *e, int64_t *count, courier_error *err) {
+int courier_frozen_count(int64_t *count, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
     if (count) *count = 0;
     cr_journal *j = journal_of(e, err);
@@ -382,7 +382,7 @@ int courier_frozen_count(courier_engine *e, int64_t *count, courier_error *err) 
     return rc;
 }
 
-int courier_frozen_last_outcome(courier_engine *e, const char *id, int *code, int *http_status, int64_t *at_ms,
+int courier_frozen_last_outcome(int *code, int *http_status, int64_t *at_ms, courier_engine *e, const char *id,
                                 courier_error *err) {
     cr_error_clear(err);
     cr_journal *j = journal_of(e, err);
@@ -414,7 +414,7 @@ const uint8_t *courier_frozen_body(const courier_frozen *f, size_t *len) {
 
 size_t courier_frozen_header_count(const courier_frozen *f) { return f ? f->q.headers.count : 0; }
 
-int courier_frozen_header_at(const courier_frozen *f, size_t i, const char **name, const char **value) {
+int courier_frozen_header_at(const char **name, const char **value, const courier_frozen *f, size_t i) {
     if (!f) return COURIER_E_INVALID_ARGUMENT;
     if (i >= f->q.headers.count) return COURIER_E_NOT_FOUND;
     if (name) *name = f->q.headers.items[i].name;
@@ -422,10 +422,9 @@ int courier_frozen_header_at(const courier_frozen *f, size_t i, const char **nam
     return COURIER_OK;
 }
 
-int courier_frozen_get_info(const courier_frozen *f, courier_frozen_info *out, size_t size) {
-    if (!f || !out) return COURIER_E_INVALID_ARGUMENT;
-    memcpy(out, &f->info, size < sizeof f->info ? size : sizeof f->info);
-    if (size >= sizeof out->size) out->size = size < sizeof f->info ? size : sizeof f->info;
+int courier_frozen_get_info(courier_frozen_info *out, const courier_frozen *f) {
+    if (!f || !CR_SIZED_OK(out, courier_frozen_info)) return COURIER_E_INVALID_ARGUMENT;
+    CR_SIZED_OUT(out, f->info);
     return COURIER_OK;
 }
 

@@ -55,8 +55,8 @@ void cj_events_deliver(cr_journal *j, jevent *list) {
     }
 }
 
-int courier_frozen_add_listener(courier_engine *e, courier_frozen_event_fn fn, void *user,
-                                courier_user_free_fn user_free, uint64_t *out_token) {
+int courier_frozen_add_listener(uint64_t *out_token, courier_engine *e, courier_frozen_event_fn fn,
+                                void *user, courier_user_free_fn user_free) {
     if (out_token) *out_token = 0;
     cr_journal *j = e ? e->journal : NULL;
     if (!j || !fn) {

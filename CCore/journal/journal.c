@@ -520,7 +520,7 @@ int cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t
     if (r->freeze.policy != COURIER_FREEZE_NEVER && r->cache) {
         t->freeze.cache_set = 1;
         t->freeze.cache_policy = r->cache->policy;
-        t->freeze.cache_expiry_s = r->cache->expiry_s;
+        t->freeze.cache_expiry_s = (r->cache->expiry_ms + 999) / 1000;
     }
     if (r->freeze.policy == COURIER_FREEZE_NEVER || !r->freeze.resend_policy[0] || !e->journal) return COURIER_OK;
     if (cj_policy_stamp(e->journal, r->freeze.resend_policy, NULL))

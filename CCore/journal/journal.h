@@ -24,8 +24,8 @@ struct cr_monitor;
 typedef struct cr_journal_ops {
     const cr_answer_ops *answer;
     /* courier_send: sends a rebuilt request (replay). */
-    int (*send)(courier_engine *e, const courier_request *r, courier_completion_fn done, void *user,
-                uint64_t *out_id, courier_error *err);
+    int (*send)(uint64_t *out_id, courier_engine *e, const courier_request *r, courier_completion_fn done, void *user,
+                 courier_error *err);
     /* The monitor says offline (any thread). */
     bool (*offline)(courier_engine *e);
     /* Runs a due probe; the monotonic ms of the next one (INT64_MAX: none). */

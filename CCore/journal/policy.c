@@ -289,7 +289,7 @@ void cj_policy_log_event(cr_journal *j, jevent *ev) {
     f[n++] = (cr_logf){"attempts", NULL, x->attempts, 0};
     const char *event = NULL, *reason = x->reason, *decision = NULL;
     int level = COURIER_LOG_INFO;
-    switch (x->kind) {
+    switch ((int)x->kind) {
     case COURIER_FROZEN_EVENT_RESENT_SUCCEEDED:
     case COURIER_FROZEN_EVENT_RESENT_FAILED:
         event = "journal_resent";

@@ -122,7 +122,7 @@ static int apply_retry(courier_request *r, const jreq *q) {
 static int apply_cache(courier_request *r, const jreq *q) {
     if (q->has_cache) {
         courier_request_set_cache_policy(r, (int)q->cache_policy);
-        if (q->cache_expiry > 0) courier_request_set_cache_expiry(r, q->cache_expiry);
+        if (q->cache_expiry > 0) courier_request_set_cache_expiry_ms(r, q->cache_expiry * 1000);
     }
     return COURIER_OK;
 }
@@ -496,13 +496,13 @@ static int get_fields(const jtape *t, size_t obj, const jfield *fs, size_t n, vo
 
 int cj_jreq_read(const char *text, size_t len, jreq *q) {
     memset(q, 0, sizeof *q);
-    courier_json_options o;
-    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
     o.max_depth = 32;
     o.max_bytes = INT64_MAX;
     o.flags = COURIER_JSON_ALLOW_DUPLICATE_KEYS;
     courier_json_tape *tape = NULL;
-    int rc = courier_json_tape_parse(text, len, &o, &tape, NULL);
+    int rc = courier_json_tape_parse(&tape, text, len, &o, NULL);
     if (rc) return rc == COURIER_E_NO_MEMORY ? rc : COURIER_E_JOURNAL_CORRUPT;
     jtape t = {courier_json_tape_entries(tape, NULL), (const char *)courier_json_tape_text(tape)};
     rc = t.e[0].type == COURIER_JSON_OBJECT ? get_fields(&t, 0, fields, sizeof fields / sizeof fields[0], q, q)

@@ -392,7 +392,7 @@ static void send_one(cr_journal *j, jsend *s) {
     }
     if (rc == COURIER_OK && explicit_) rc = courier_request_set_ignore_offline(r, 1);
     uint64_t rid = 0;
-    if (rc == COURIER_OK) rc = j->ops->send(j->e, r, replay_done, o, &rid, &o->err);
+    if (rc == COURIER_OK) rc = j->ops->send(&rid, j->e, r, replay_done, o, &o->err);
     if (rc != COURIER_OK) cr_error_release_user(&o->err); /* an interceptor's raise: nobody to give it to */
     if (rc == COURIER_OK) cj_policy_log_replay(j, &claimed, explicit_, rid);
     else if (rc == COURIER_E_JOURNAL_CORRUPT) cr_fail(&o->err, rc, "the stored request does not decode");

@@ -22,35 +22,34 @@
 
 /* ---- options ----------------------------------------------------------------------------------- */
 
-/* The size of the struct a caller of `version` has: it only grows at its end. */
-static size_t options_size(int version) {
-    return version >= 2 ? sizeof(courier_json_options) : offsetof(courier_json_options, max_threads);
-}
-
-int courier_json_options_init(courier_json_options *o, int version) {
-    if (!o || version < 1 || version > COURIER_JSON_OPTIONS_VERSION) return COURIER_E_INVALID_ARGUMENT;
-    memset(o, 0, options_size(version));
-    o->version = version;
+static void options_defaults(courier_json_options *o) {
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->max_depth = CR_JSON_DEFAULT_DEPTH;
     o->max_bytes = CR_JSON_DEFAULT_MAX_BYTES;
     o->flags = 0;
-    if (version >= 2) {
-        o->max_threads = 1;
-        o->parallel_min_bytes = CR_JSON_DEFAULT_PARALLEL_MIN;
-    }
+    o->max_threads = 1;
+    o->parallel_min_bytes = CR_JSON_DEFAULT_PARALLEL_MIN;
+}
+
+int courier_json_options_init(courier_json_options *o) {
+    if (!CR_SIZED_OK(o, courier_json_options)) return COURIER_E_INVALID_ARGUMENT;
+    courier_json_options d;
+    options_defaults(&d);
+    CR_SIZED_OUT(o, d);
     return COURIER_OK;
 }
 
 void cr_json_options_resolve(const courier_json_options *in, courier_json_options *out) {
-    courier_json_options_init(out, COURIER_JSON_OPTIONS_VERSION);
-    if (!in || in->version < 1) return;
-    if (in->max_depth > 0) out->max_depth = in->max_depth > CR_JSON_MAX_DEPTH ? CR_JSON_MAX_DEPTH : in->max_depth;
-    if (in->max_bytes > 0) out->max_bytes = in->max_bytes;
-    out->flags = in->flags;
-    if (in->version >= 2) {
-        out->max_threads = in->max_threads < 0 ? 1 : in->max_threads;
-        out->parallel_min_bytes = in->parallel_min_bytes;
-    }
+    options_defaults(out);
+    if (!CR_SIZED_OK(in, courier_json_options)) return;
+    courier_json_options o = *out;
+    CR_SIZED_IN(o, in);
+    if (o.max_depth > 0) out->max_depth = o.max_depth > CR_JSON_MAX_DEPTH ? CR_JSON_MAX_DEPTH : o.max_depth;
+    if (o.max_bytes > 0) out->max_bytes = o.max_bytes;
+    out->flags = o.flags;
+    out->max_threads = o.max_threads < 0 ? 1 : o.max_threads;
+    out->parallel_min_bytes = o.parallel_min_bytes;
 }
 
 /* ---- types ---------------------------------------------------------------------------------------- */
@@ -257,7 +256,7 @@ int cr_json_parse(const void *data, size_t len, const courier_json_options *opts
     return COURIER_OK;
 }
 
-int courier_json_parse(const void *data, size_t len, const courier_json_options *opts, courier_json **out,
+int courier_json_parse(courier_json **out, const void *data, size_t len, const courier_json_options *opts,
                        courier_error *err) {
     cr_error_clear(err);
     if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
@@ -461,7 +460,7 @@ int courier_json_array_append(courier_json *array, courier_json *value) {
     return json_array_append_new(J(array), J(value)) ? COURIER_E_NO_MEMORY : COURIER_OK;
 }
 
-int courier_json_copy(const courier_json *v, courier_json **out) {
+int courier_json_copy(courier_json **out, const courier_json *v) {
     if (!out) return COURIER_E_INVALID_ARGUMENT;
     *out = NULL;
     if (!v) return COURIER_E_INVALID_ARGUMENT;
@@ -711,7 +710,7 @@ int cr_json_dump(const json_t *v, unsigned flags, cr_buf *out) {
     return dump_value(out, v, flags, 0) == 0 ? COURIER_OK : COURIER_E_NO_MEMORY;
 }
 
-int courier_json_dump(const courier_json *v, unsigned flags, char **out, size_t *len, courier_error *err) {
+int courier_json_dump(char **out, size_t *len, const courier_json *v, unsigned flags, courier_error *err) {
     cr_error_clear(err);
     if (len) *len = 0;
     if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");

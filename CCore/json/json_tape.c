@@ -543,7 +543,7 @@ out:
     return rc;
 }
 
-int courier_json_tape_parse(const void *data, size_t len, const courier_json_options *opts, courier_json_tape **out,
+int courier_json_tape_parse(courier_json_tape **out, const void *data, size_t len, const courier_json_options *opts,
                             courier_error *err) {
     cr_error_clear(err);
     if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
@@ -627,7 +627,7 @@ static int from_value(courier_json_tape *t, cr_buf *text, const json_t *v) {
     return -1;
 }
 
-int courier_json_tape_from_value(const courier_json *value, courier_json_tape **out, courier_error *err) {
+int courier_json_tape_from_value(courier_json_tape **out, const courier_json *value, courier_error *err) {
     cr_error_clear(err);
     if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
@@ -687,7 +687,7 @@ size_t courier_json_tape_get(const courier_json_tape *t, size_t index, const cha
     return 0;
 }
 
-int courier_json_tape_path(const courier_json_tape *t, size_t index, const char *path, size_t *out) {
+int courier_json_tape_path(size_t *out, const courier_json_tape *t, size_t index, const char *path) {
     if (!t || index >= t->count || !out) return 0;
     if (!path) {
         *out = index;

@@ -176,7 +176,7 @@ int courier_mapping_set_default(courier_mapping *m, const char *dest, const cour
     if (!a) return COURIER_E_NOT_FOUND;
     json_t *copy = json_deep_copy((const json_t *)value);
     courier_json_tape *tape = NULL;
-    if (!copy || courier_json_tape_from_value(value, &tape, NULL) != COURIER_OK) {
+    if (!copy || courier_json_tape_from_value(&tape, value, NULL) != COURIER_OK) {
         if (copy) json_decref(copy);
         return COURIER_E_NO_MEMORY;
     }
@@ -708,7 +708,7 @@ static int tapply_object(const courier_mapping *m, const tape_in *in, size_t v, 
         unsigned co = a->flags | m->flags;
         size_t w = 0;
         if (a->source_simple) w = courier_json_tape_get(in->t, v, a->source, a->source_len, &hint);
-        else if (!courier_json_tape_path(in->t, v, a->source, &w)) w = 0;
+        else if (!courier_json_tape_path(&w, in->t, v, a->source)) w = 0;
         int wt = ttype(in, w);
         if (wt == COURIER_JSON_NULL && (co & COURIER_MAP_NULL_AS_ABSENT)) w = 0, wt = COURIER_JSON_NONE;
         if (!w || (wt == COURIER_JSON_NULL && a->type != COURIER_JSON_ANY)) {
@@ -794,8 +794,8 @@ int courier_mapping_apply_tape(courier_json_tape **out, courier_mapping_error *w
     return cr_mapping_apply_tape(m, input, index, "", out, where, err);
 }
 
-int courier_mapping_apply(const courier_mapping *m, const courier_json *input, courier_json **out,
-                          courier_mapping_error *where, courier_error *err) {
+int courier_mapping_apply(courier_json **out, courier_mapping_error *where, const courier_mapping *m,
+                          const courier_json *input, courier_error *err) {
     cr_error_clear(err);
     if (where) memset(where, 0, sizeof *where);
     if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");

@@ -42,7 +42,7 @@ static courier_engine *open_with(const opts *o) {
 /* Sends r; returns the code, the status in *status and the body (caller frees) in *body. */
 static int send_req(courier_engine *e, courier_request *r, int *status, char **body, courier_error *err) {
     courier_response *resp = NULL;
-    int rc = courier_send_sync(e, r, &resp, err);
+    int rc = courier_send_sync(&resp, e, r, err);
     if (status) *status = courier_response_status(resp);
     if (body) {
         size_t len = 0;
@@ -338,13 +338,13 @@ static void test_cancel_and_close_while_a_challenge_waits(void) {
     courier_request_new(&r, "GET", "/basic-auth/f/pw");
     atomic_int result = 0;
     uint64_t id = 0;
-    REQUIRE(courier_send(e, r, done_cb, &result, &id, NULL) == COURIER_OK);
+    REQUIRE(courier_send(&id, e, r, done_cb, &result, NULL) == COURIER_OK);
     for (int i = 0; i < 1000 && !atomic_load(&s.calls); i++) usleep(2000);
     REQUIRE(atomic_load(&s.calls) == 1);
     CHECK_EQ(s.request_id, id); /* the challenge names the send it belongs to */
     CHECK_EQ(courier_challenge_request_id(NULL), 0);
-    long queued = 0, active = 0;
-    courier_engine_pending(e, &queued, &active);
+    int64_t queued = 0, active = 0;
+    courier_engine_pending(&queued, &active, e);
     CHECK_EQ(queued, 1); /* waiting, off the wire */
     CHECK_EQ(courier_cancel(e, id), COURIER_OK);
     for (int i = 0; i < 1000 && !atomic_load(&result); i++) usleep(2000);
@@ -354,7 +354,7 @@ static void test_cancel_and_close_while_a_challenge_waits(void) {
     /* Closing: the waiting request is cancelled; an answer after the close is a no-op. */
     atomic_store(&s.calls, 0);
     atomic_store(&result, 0);
-    REQUIRE(courier_send(e, r, done_cb, &result, &id, NULL) == COURIER_OK);
+    REQUIRE(courier_send(&id, e, r, done_cb, &result, NULL) == COURIER_OK);
     for (int i = 0; i < 1000 && !atomic_load(&s.calls); i++) usleep(2000);
     REQUIRE(atomic_load(&s.calls) == 1);
     courier_engine_close(e);

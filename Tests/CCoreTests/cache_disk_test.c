@@ -31,7 +31,7 @@ static void put_bytes(courier_engine *e, int64_t total, int *next) {
     memset(body, 'x', sizeof body);
     for (int64_t done = 0; done < total; done += (int64_t)sizeof body) {
         snprintf(key, sizeof key, "GET http://disk.test/%d", (*next)++);
-        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 3600, NULL), COURIER_OK);
+        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 3600000, NULL), COURIER_OK);
     }
 }
 
@@ -51,12 +51,12 @@ static void test_limit_bounds_the_file(void) {
     printf("  limit %lld: data.mdb %ld bytes after 10x the limit\n", (long long)limit, at10);
     CHECK(at10 <= bound);
     CHECK(at10 <= at5 + at5 / 10); /* it stopped growing */
-    courier_cache_stats st;
-    CHECK_EQ(courier_cache_get_stats(e, &st, sizeof st, NULL), COURIER_OK);
+    courier_cache_stats st = {.size = sizeof st};
+    CHECK_EQ(courier_cache_get_stats(&st, e, NULL), COURIER_OK);
     CHECK(st.bytes <= limit);
     CHECK(st.evictions > 0);
-    courier_cache_verify_report rep;
-    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_OK);
+    courier_cache_verify_report rep = {.size = sizeof rep};
+    CHECK_EQ(courier_cache_verify(&rep, e, NULL), COURIER_OK);
     printf("  trees %lld bytes, free list %lld bytes\n", (long long)rep.tree_bytes, (long long)rep.free_bytes);
     CHECK(rep.tree_bytes <= 3 * limit);
     CHECK(rep.free_bytes <= limit / 4);

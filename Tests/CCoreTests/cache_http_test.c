@@ -33,7 +33,7 @@ static courier_request *get(const char *target) {
 
 static courier_response *send(courier_engine *e, courier_request *r, int *code) {
     courier_response *resp = NULL;
-    int rc = courier_send_sync(e, r, &resp, NULL);
+    int rc = courier_send_sync(&resp, e, r, NULL);
     if (code) *code = rc;
     return resp;
 }
@@ -60,7 +60,7 @@ static void test_max_age_fresh_then_stale(void) {
     courier_response *b = send(e, r, &code);
     REQUIRE(b);
     CHECK_EQ(courier_response_cache_status(b), COURIER_CACHE_STATUS_HIT);
-    CHECK_EQ(courier_response_age(b), 20);
+    CHECK_EQ(courier_response_age_ms(b), 20000);
     CHECK_STR(courier_response_header(b, "Age"), "20");
     CHECK_STR((const char *)courier_response_body(b, NULL), "fresh");
     courier_response_free(b);
@@ -81,7 +81,7 @@ static void test_age_header_counts(void) {
     th_clock_set_offset_ms(5 * 1000);
     courier_response *b = send(e, r, &code);
     CHECK_EQ(courier_response_cache_status(b), COURIER_CACHE_STATUS_HIT);
-    CHECK_EQ(courier_response_age(b), 35);
+    CHECK_EQ(courier_response_age_ms(b), 35000);
     courier_response_free(b);
     th_clock_set_offset_ms(11 * 1000); /* 30 + 11 > 40 */
     CHECK_EQ(status_of(e, r, &code, NULL, 0), COURIER_CACHE_STATUS_NETWORK);
@@ -97,12 +97,12 @@ static void test_no_store_is_not_stored(void) {
     CHECK_EQ(status_of(e, r, &code, NULL, 0), COURIER_CACHE_STATUS_NETWORK);
     CHECK_EQ(status_of(e, r, &code, NULL, 0), COURIER_CACHE_STATUS_NETWORK);
     int64_t count = -1;
-    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(NULL, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 0);
     /* No freshness and no validators: nothing worth storing. */
     courier_request *plain = get("/json");
     CHECK_EQ(status_of(e, plain, &code, NULL, 0), COURIER_CACHE_STATUS_NETWORK);
-    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(NULL, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 0);
     courier_request_free(r);
     courier_request_free(plain);
@@ -127,8 +127,8 @@ static void test_etag_revalidation_merges_304(void) {
     CHECK_STR(courier_response_header(b, "ETag"), "\"v1\"");
     courier_response_free(b);
     CHECK_EQ(count_of("/etag/v1"), 2);
-    courier_cache_stats st;
-    courier_cache_get_stats(e, &st, sizeof st, NULL);
+    courier_cache_stats st = {.size = sizeof st};
+    courier_cache_get_stats(&st, e, NULL);
     CHECK_EQ(st.revalidations, 1);
     courier_request_free(r);
     courier_engine_close(e);
@@ -167,11 +167,11 @@ static void test_vary_keeps_several_variants(void) {
     CHECK_CONTAINS(body, "\"vary\":\"fr\"");
     CHECK_EQ(count_of("/cache"), 2);
     int64_t count = 0;
-    courier_cache_size(e, NULL, &count, NULL);
+    courier_cache_size(NULL, &count, e, NULL);
     CHECK_EQ(count, 2);
     /* The manager selects the variant too. */
     courier_response *g = NULL;
-    CHECK_EQ(courier_cache_get(e, fr, 0, &g, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_get(&g, e, fr, 0, NULL), COURIER_OK);
     if (g) CHECK_CONTAINS((const char *)courier_response_body(g, NULL), "\"vary\":\"fr\"");
     courier_response_free(g);
     CHECK_EQ(courier_cache_remove(e, fr, NULL), COURIER_OK);
@@ -267,7 +267,7 @@ static void test_stale_while_revalidate(void) {
     int fresh = 0;
     int64_t until = th_now_ms() + 10000;
     while (th_now_ms() < until) {
-        courier_cache_has(e, r, &fresh, NULL);
+        courier_cache_has(&fresh, e, r, NULL);
         if (fresh && count_of("/headers") == 2) break;
         usleep(2000);
     }
@@ -275,8 +275,8 @@ static void test_stale_while_revalidate(void) {
     CHECK_EQ(fresh, 1);
     CHECK_EQ(status_of(e, r, &code, NULL, 0), COURIER_CACHE_STATUS_HIT);
     CHECK_EQ(count_of("/headers"), 2);
-    courier_cache_stats st;
-    courier_cache_get_stats(e, &st, sizeof st, NULL);
+    courier_cache_stats st = {.size = sizeof st};
+    courier_cache_get_stats(&st, e, NULL);
     CHECK_EQ(st.stale_served, 1);
     courier_request_free(r);
     courier_engine_close(e);
@@ -289,14 +289,14 @@ static void test_unsafe_method_invalidates(void) {
     int code;
     CHECK_EQ(status_of(e, g, &code, NULL, 0), COURIER_CACHE_STATUS_NETWORK);
     int has = 0;
-    courier_cache_has(e, g, &has, NULL);
+    courier_cache_has(&has, e, g, NULL);
     CHECK_EQ(has, 1);
     courier_request *p = NULL;
     courier_request_new(&p, "POST", "/cache?max_age=60&body=inv");
     courier_request_set_body(p, "x", 1, "text/plain");
     courier_response_free(send(e, p, &code));
     CHECK_EQ(code, COURIER_OK);
-    courier_cache_has(e, g, &has, NULL);
+    courier_cache_has(&has, e, g, NULL);
     CHECK_EQ(has, 0);
     courier_request_free(g);
     courier_request_free(p);

@@ -37,7 +37,7 @@ static int child_main(int argc, char **argv) {
     courier_request *r = NULL;
     courier_request_new(&r, "GET", TARGET);
     courier_response *resp = NULL;
-    rc = courier_send_sync(e, r, &resp, NULL);
+    rc = courier_send_sync(&resp, e, r, NULL);
     int want = strcmp(mode, "hit") == 0 ? COURIER_CACHE_STATUS_HIT : COURIER_CACHE_STATUS_NETWORK;
     int out = 0;
     if (rc != COURIER_OK || !resp) out = 4;

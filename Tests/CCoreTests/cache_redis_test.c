@@ -89,7 +89,7 @@ static void test_directory_store_is_lmdb(void) {
     url_now = dir;
     courier_engine *e = th_engine(on_redis);
     REQUIRE(e);
-    CHECK_EQ(courier_cache_put_key(e, "k", 200, NULL, NULL, 0, "v", 1, 60, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_put_key(e, "k", 200, NULL, NULL, 0, "v", 1, 60000, NULL), COURIER_OK);
     char path[700];
     snprintf(path, sizeof path, "%s/data.mdb", dir);
     CHECK(access(path, F_OK) == 0);
@@ -106,7 +106,7 @@ static void test_keys_tags_and_ttls(void) {
     courier_engine *e = engine_on(url);
     REQUIRE(e);
     const char *names[] = {"ETag"}, *values[] = {"\"v1\""};
-    CHECK_EQ(courier_cache_put_key(e, "GET http://example.test/a", 200, names, values, 1, "body", 4, 100, NULL),
+    CHECK_EQ(courier_cache_put_key(e, "GET http://example.test/a", 200, names, values, 1, "body", 4, 100000, NULL),
              COURIER_OK);
     size_t n;
     char **k = keys_of(c, "courier:cache:*", &n);
@@ -128,14 +128,14 @@ static void test_keys_tags_and_ttls(void) {
     courier_request_set_cache_policy(r, COURIER_CACHE_HTTP);
     courier_request_add_header(r, "Accept", "text/a");
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     courier_response_free(resp);
     courier_request_free(r);
     r = NULL;
     courier_request_new(&r, "GET", "/headers?Cache-Control=max-age%3D5&Vary=Accept");
     courier_request_set_cache_policy(r, COURIER_CACHE_HTTP);
     courier_request_add_header(r, "Accept", "text/b");
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     courier_response_free(resp);
     courier_request_free(r);
     k = keys_of(c, "courier:cache:*", &n);
@@ -180,49 +180,49 @@ static void test_manager(void) {
         char key[32];
         snprintf(key, sizeof key, "item-%d", i);
         if (i == 20) th_clock_set_offset_ms(10 * 1000);
-        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, "0123456789", 10, i < 10 ? 5 : 600, NULL), COURIER_OK);
+        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, "0123456789", 10, (i < 10 ? 5 : 600) * 1000, NULL), COURIER_OK);
     }
     int64_t bytes = 0, count = 0;
-    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(&bytes, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 30);
     CHECK(bytes > 30 * 10);
     courier_cache_list *l = NULL;
-    CHECK_EQ(courier_cache_list_entries(e, &l, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_list_entries(&l, e, NULL), COURIER_OK);
     CHECK_EQ(courier_cache_list_count(l), 30);
-    courier_cache_entry_info info;
-    CHECK_EQ(courier_cache_list_at(l, 0, &info, sizeof info), COURIER_OK);
+    courier_cache_entry_info info = {.size = sizeof info};
+    CHECK_EQ(courier_cache_list_at(&info, l, 0), COURIER_OK);
     CHECK(strncmp(info.key, "item-", 5) == 0);
     CHECK_EQ(strlen(info.id), 32);
     courier_cache_list_free(l);
-    courier_cache_verify_report rep;
-    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_OK);
+    courier_cache_verify_report rep = {.size = sizeof rep};
+    CHECK_EQ(courier_cache_verify(&rep, e, NULL), COURIER_OK);
     CHECK_EQ(rep.entries, 30);
     CHECK_EQ(rep.problems, 0);
     CHECK_EQ(rep.total_bytes, bytes);
 
     courier_response *g = NULL;
-    CHECK_EQ(courier_cache_get_key(e, "item-25", 0, &g, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_get_key(&g, e, "item-25", 0, NULL), COURIER_OK);
     if (g) CHECK_STR((const char *)courier_response_body(g, NULL), "0123456789");
     courier_response_free(g);
     CHECK_EQ(courier_cache_remove_key(e, "item-25", NULL), COURIER_OK);
     CHECK_EQ(courier_cache_remove_key(e, "item-25", NULL), COURIER_E_NOT_FOUND);
     int has = 1;
-    CHECK_EQ(courier_cache_has_key(e, "item-25", &has, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_has_key(&has, e, "item-25", NULL), COURIER_OK);
     CHECK_EQ(has, 0);
 
     /* items 20..29 were written 10 s later on the engine's clock */
     int64_t since = th_clock(NULL) - 1000, removed = 0;
-    CHECK_EQ(courier_cache_remove_since(e, since, &removed, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_remove_since(&removed, e, since, NULL), COURIER_OK);
     CHECK_EQ(removed, 9);
     /* items 0..9 expired 5 s after they were written: gone from the engine's point of view */
     th_clock_set_offset_ms(20 * 1000);
-    CHECK_EQ(courier_cache_remove_expired(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_remove_expired(&removed, e, NULL), COURIER_OK);
     CHECK_EQ(removed, 10);
-    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(&bytes, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 10);
-    CHECK_EQ(courier_cache_remove_all(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_remove_all(&removed, e, NULL), COURIER_OK);
     CHECK_EQ(removed, 10);
-    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(&bytes, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 0);
     CHECK_EQ(bytes, 0);
     courier_engine_close(e);
@@ -234,7 +234,7 @@ static void test_damaged_value(void) {
     REQUIRE(url);
     courier_engine *e = engine_on(url);
     REQUIRE(e);
-    CHECK_EQ(courier_cache_put_key(e, "victim", 200, NULL, NULL, 0, "payload!", 8, 60, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_put_key(e, "victim", 200, NULL, NULL, 0, "payload!", 8, 60000, NULL), COURIER_OK);
     redisContext *c = direct(url);
     REQUIRE(c);
     size_t n;
@@ -244,9 +244,9 @@ static void test_damaged_value(void) {
     if (r) freeReplyObject(r);
     free_keys(k);
     redisFree(c);
-    courier_cache_verify_report rep;
+    courier_cache_verify_report rep = {.size = sizeof rep};
     courier_error err;
-    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, &err), COURIER_E_CACHE_INCONSISTENT);
+    CHECK_EQ(courier_cache_verify(&rep, e, &err), COURIER_E_CACHE_INCONSISTENT);
     CHECK_EQ(rep.damaged, 1);
     courier_engine_close(e);
 }
@@ -259,24 +259,24 @@ static void test_redis_down(void) {
     REQUIRE(e);
     courier_error err;
     courier_response *g = NULL;
-    CHECK_EQ(courier_cache_get_key(e, "k", 0, &g, &err), COURIER_E_REDIS);
+    CHECK_EQ(courier_cache_get_key(&g, e, "k", 0, &err), COURIER_E_REDIS);
     CHECK_EQ(err.code, COURIER_E_REDIS);
-    CHECK_EQ(courier_cache_put_key(e, "k", 200, NULL, NULL, 0, "v", 1, 60, &err), COURIER_E_REDIS);
+    CHECK_EQ(courier_cache_put_key(e, "k", 200, NULL, NULL, 0, "v", 1, 60000, &err), COURIER_E_REDIS);
     int64_t bytes, count;
-    CHECK_EQ(courier_cache_size(e, &bytes, &count, &err), COURIER_E_REDIS);
+    CHECK_EQ(courier_cache_size(&bytes, &count, e, &err), COURIER_E_REDIS);
     courier_request *r = NULL;
     courier_request_new(&r, "GET", "/cache?body=anyway");
     courier_request_set_cache_policy(r, COURIER_CACHE_CACHE_FIRST);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
     if (resp) {
         CHECK_EQ(courier_response_cache_status(resp), COURIER_CACHE_STATUS_NETWORK);
         CHECK_STR((const char *)courier_response_body(resp, NULL), "anyway");
     }
     courier_response_free(resp);
     courier_request_free(r);
-    courier_cache_stats st;
-    courier_cache_get_stats(e, &st, sizeof st, NULL);
+    courier_cache_stats st = {.size = sizeof st};
+    courier_cache_get_stats(&st, e, NULL);
     CHECK(st.write_failures >= 1);
     courier_engine_close(e);
 }
@@ -294,12 +294,12 @@ static void test_redis_not_answering(void) {
     REQUIRE(e);
     courier_error err;
     int has = 0;
-    CHECK_EQ(courier_cache_has_key(e, "k", &has, &err), COURIER_E_REDIS);
+    CHECK_EQ(courier_cache_has_key(&has, e, "k", &err), COURIER_E_REDIS);
     courier_request *r = NULL;
     courier_request_new(&r, "GET", "/cache?body=still");
     courier_request_set_cache_policy(r, COURIER_CACHE_CACHE_FIRST);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
     courier_response_free(resp);
     courier_request_free(r);
     courier_engine_close(e);
@@ -318,10 +318,10 @@ static void *hammer(void *p) {
     for (int i = 0; i < 100; i++) {
         char key[32];
         snprintf(key, sizeof key, "t%d-%d", a->id, i % 10);
-        if (courier_cache_put_key(a->e, key, 200, NULL, NULL, 0, key, strlen(key), 60, NULL) != COURIER_OK)
+        if (courier_cache_put_key(a->e, key, 200, NULL, NULL, 0, key, strlen(key), 60000, NULL) != COURIER_OK)
             th_fail(__FILE__, __LINE__, "put %s", key);
         courier_response *g = NULL;
-        if (courier_cache_get_key(a->e, key, 0, &g, NULL) != COURIER_OK) th_fail(__FILE__, __LINE__, "get %s", key);
+        if (courier_cache_get_key(&g, a->e, key, 0, NULL) != COURIER_OK) th_fail(__FILE__, __LINE__, "get %s", key);
         else if (strcmp((const char *)courier_response_body(g, NULL), key) != 0) th_fail(__FILE__, __LINE__, "body %s", key);
         courier_response_free(g);
     }
@@ -341,7 +341,7 @@ static void test_threads_share_one_server(void) {
     for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, hammer, &args[i]);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     int64_t count = 0;
-    CHECK_EQ(courier_cache_size(args[0].e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(NULL, &count, args[0].e, NULL), COURIER_OK);
     CHECK_EQ(count, 40);
     for (int i = 0; i < 4; i++) courier_engine_close(args[i].e);
 }

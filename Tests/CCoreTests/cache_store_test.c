@@ -58,7 +58,7 @@ static size_t make_body(const char *key, size_t len, char *out) {
 static int put_text(courier_engine *e, const char *key, const char *body, int64_t expiry_s) {
     const char *names[] = {"Content-Type", "X-Test"};
     const char *values[] = {"text/plain", "yes"};
-    return courier_cache_put_key(e, key, 200, names, values, 2, body, strlen(body), expiry_s, NULL);
+    return courier_cache_put_key(e, key, 200, names, values, 2, body, strlen(body), expiry_s * 1000, NULL);
 }
 
 static void test_put_get_by_key(void) {
@@ -67,7 +67,7 @@ static void test_put_get_by_key(void) {
     CHECK_EQ(put_text(e, "GET http://example.test/a?x=1", "hello", 60), COURIER_OK);
     courier_response *r = NULL;
     courier_error err;
-    CHECK_EQ(courier_cache_get_key(e, "GET http://example.test/a?x=1", 0, &r, &err), COURIER_OK);
+    CHECK_EQ(courier_cache_get_key(&r, e, "GET http://example.test/a?x=1", 0, &err), COURIER_OK);
     REQUIRE(r);
     CHECK_EQ(courier_response_status(r), 200);
     size_t len = 0;
@@ -83,11 +83,11 @@ static void test_put_get_by_key(void) {
     courier_response_free(r);
 
     int has = -1;
-    CHECK_EQ(courier_cache_has_key(e, "GET http://example.test/a?x=1", &has, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_has_key(&has, e, "GET http://example.test/a?x=1", NULL), COURIER_OK);
     CHECK_EQ(has, 1);
-    CHECK_EQ(courier_cache_has_key(e, "GET http://example.test/a?x=2", &has, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_has_key(&has, e, "GET http://example.test/a?x=2", NULL), COURIER_OK);
     CHECK_EQ(has, 0);
-    CHECK_EQ(courier_cache_get_key(e, "nope", 0, &r, &err), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_cache_get_key(&r, e, "nope", 0, &err), COURIER_E_NOT_FOUND);
     CHECK(r == NULL);
     CHECK_EQ(err.code, COURIER_E_NOT_FOUND);
 
@@ -101,20 +101,20 @@ static void test_put_get_by_key(void) {
 
 static void check_totals_match_list(courier_engine *e) {
     int64_t bytes = -1, count = -1;
-    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(&bytes, &count, e, NULL), COURIER_OK);
     courier_cache_list *l = NULL;
-    REQUIRE(courier_cache_list_entries(e, &l, NULL) == COURIER_OK);
+    REQUIRE(courier_cache_list_entries(&l, e, NULL) == COURIER_OK);
     int64_t sum = 0;
     for (size_t i = 0; i < courier_cache_list_count(l); i++) {
-        courier_cache_entry_info info;
-        CHECK_EQ(courier_cache_list_at(l, i, &info, sizeof info), COURIER_OK);
-        sum += info.size;
+        courier_cache_entry_info info = {.size = sizeof info};
+        CHECK_EQ(courier_cache_list_at(&info, l, i), COURIER_OK);
+        sum += info.bytes;
         CHECK(strlen(info.id) == 32);
     }
     CHECK_EQ(count, (int64_t)courier_cache_list_count(l));
     CHECK_EQ(bytes, sum);
-    courier_cache_entry_info info;
-    CHECK_EQ(courier_cache_list_at(l, courier_cache_list_count(l), &info, sizeof info), COURIER_E_NOT_FOUND);
+    courier_cache_entry_info info = {.size = sizeof info};
+    CHECK_EQ(courier_cache_list_at(&info, l, courier_cache_list_count(l)), COURIER_E_NOT_FOUND);
     courier_cache_list_free(l);
 }
 
@@ -136,14 +136,14 @@ static void test_totals_are_exact(void) {
     }
     CHECK_EQ(courier_cache_remove_key(e, "k45", NULL), COURIER_E_NOT_FOUND);
     int64_t count = 0;
-    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(NULL, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 40);
     check_totals_match_list(e);
     int64_t removed = -1;
-    CHECK_EQ(courier_cache_remove_all(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_remove_all(&removed, e, NULL), COURIER_OK);
     CHECK_EQ(removed, 40);
     int64_t bytes = -1;
-    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(&bytes, &count, e, NULL), COURIER_OK);
     CHECK_EQ(bytes, 0);
     CHECK_EQ(count, 0);
     courier_engine_close(e);
@@ -156,31 +156,31 @@ static void test_expiry_uses_the_clock(void) {
     CHECK_EQ(put_text(e, "short", "s", 10), COURIER_OK);
     CHECK_EQ(put_text(e, "long", "l", 1000), COURIER_OK);
     int has = 0;
-    courier_cache_has_key(e, "short", &has, NULL);
+    courier_cache_has_key(&has, e, "short", NULL);
     CHECK_EQ(has, 1);
     atomic_store(&clock_offset_ms, 11 * 1000); /* 11 s later, without sleeping */
-    courier_cache_has_key(e, "short", &has, NULL);
+    courier_cache_has_key(&has, e, "short", NULL);
     CHECK_EQ(has, 0);
-    courier_cache_has_key(e, "long", &has, NULL);
+    courier_cache_has_key(&has, e, "long", NULL);
     CHECK_EQ(has, 1);
     courier_response *r = NULL;
-    CHECK_EQ(courier_cache_get_key(e, "short", 0, &r, NULL), COURIER_E_NOT_FOUND);
-    CHECK_EQ(courier_cache_get_key(e, "short", COURIER_CACHE_ALLOW_STALE, &r, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_get_key(&r, e, "short", 0, NULL), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_cache_get_key(&r, e, "short", COURIER_CACHE_ALLOW_STALE, NULL), COURIER_OK);
     REQUIRE(r);
     CHECK_EQ(courier_response_cache_status(r), COURIER_CACHE_STATUS_STALE);
-    CHECK_EQ(courier_response_age(r), 11);
+    CHECK_EQ(courier_response_age_ms(r), 11000);
     courier_response_free(r);
     /* A clock set back before the write must not make an entry fresh forever. */
     atomic_store(&clock_offset_ms, -3600 * 1000);
-    courier_cache_has_key(e, "long", &has, NULL);
+    courier_cache_has_key(&has, e, "long", NULL);
     CHECK_EQ(has, 0);
     atomic_store(&clock_offset_ms, 11 * 1000);
 
     int64_t removed = 0;
-    CHECK_EQ(courier_cache_remove_expired(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_remove_expired(&removed, e, NULL), COURIER_OK);
     CHECK_EQ(removed, 1);
     int64_t count = 0;
-    courier_cache_size(e, NULL, &count, NULL);
+    courier_cache_size(NULL, &count, e, NULL);
     CHECK_EQ(count, 1);
     atomic_store(&clock_offset_ms, 0);
     courier_engine_close(e);
@@ -198,12 +198,12 @@ static void test_remove_since(void) {
     CHECK_EQ(put_text(e, "new2", "x", 600), COURIER_OK);
     CHECK_EQ(put_text(e, "new3", "x", 600), COURIER_OK);
     int64_t removed = 0;
-    CHECK_EQ(courier_cache_remove_since(e, mark, &removed, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_remove_since(&removed, e, mark, NULL), COURIER_OK);
     CHECK_EQ(removed, 3);
     int has = 0;
-    courier_cache_has_key(e, "old1", &has, NULL);
+    courier_cache_has_key(&has, e, "old1", NULL);
     CHECK_EQ(has, 1);
-    courier_cache_has_key(e, "new2", &has, NULL);
+    courier_cache_has_key(&has, e, "new2", NULL);
     CHECK_EQ(has, 0);
     check_totals_match_list(e);
     atomic_store(&clock_offset_ms, 0);
@@ -219,12 +219,12 @@ static void test_eviction_expired_first_then_oldest(void) {
     for (int i = 0; i < 20; i++) {
         snprintf(key, sizeof key, "soon%d", i);
         make_body(key, sizeof body, body);
-        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 5, NULL), COURIER_OK);
+        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 5000, NULL), COURIER_OK);
     }
     for (int i = 0; i < 40; i++) {
         snprintf(key, sizeof key, "keep%d", i);
         make_body(key, sizeof body, body);
-        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 3600, NULL), COURIER_OK);
+        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 3600000, NULL), COURIER_OK);
     }
     atomic_store(&clock_offset_ms, 10 * 1000); /* the "soon" entries are now expired */
     /* Fill past the limit: the expired go first, then the least recently written. Eviction goes
@@ -233,9 +233,9 @@ static void test_eviction_expired_first_then_oldest(void) {
     for (int i = 0; i < 400; i++) {
         snprintf(key, sizeof key, "fill%d", i);
         make_body(key, sizeof body, body);
-        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 3600, NULL), COURIER_OK);
-        courier_cache_stats st;
-        courier_cache_get_stats(e, &st, sizeof st, NULL);
+        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 3600000, NULL), COURIER_OK);
+        courier_cache_stats st = {.size = sizeof st};
+        courier_cache_get_stats(&st, e, NULL);
         if (!checked_first && st.evictions > 0) {
             /* The first eviction took a few entries, expired ones: every long-lived one stays. */
             checked_first = 1;
@@ -243,7 +243,7 @@ static void test_eviction_expired_first_then_oldest(void) {
             for (int k = 0; k < 40; k++) {
                 int has = 0;
                 snprintf(key, sizeof key, "keep%d", k);
-                courier_cache_has_key(e, key, &has, NULL);
+                courier_cache_has_key(&has, e, key, NULL);
                 CHECK_EQ(has, 1);
             }
         }
@@ -251,28 +251,28 @@ static void test_eviction_expired_first_then_oldest(void) {
             /* Every expired entry went before the first long-lived one, the least recently written. */
             checked = 1;
             courier_response *r = NULL;
-            CHECK_EQ(courier_cache_get_key(e, "soon19", COURIER_CACHE_ALLOW_STALE, &r, NULL), COURIER_E_NOT_FOUND);
-            CHECK_EQ(courier_cache_get_key(e, "soon0", COURIER_CACHE_ALLOW_STALE, &r, NULL), COURIER_E_NOT_FOUND);
-            CHECK_EQ(courier_cache_get_key(e, "keep39", 0, &r, NULL), COURIER_OK);
+            CHECK_EQ(courier_cache_get_key(&r, e, "soon19", COURIER_CACHE_ALLOW_STALE, NULL), COURIER_E_NOT_FOUND);
+            CHECK_EQ(courier_cache_get_key(&r, e, "soon0", COURIER_CACHE_ALLOW_STALE, NULL), COURIER_E_NOT_FOUND);
+            CHECK_EQ(courier_cache_get_key(&r, e, "keep39", 0, NULL), COURIER_OK);
             courier_response_free(r);
             r = NULL;
-            CHECK_EQ(courier_cache_get_key(e, "keep0", 0, &r, NULL), COURIER_E_NOT_FOUND);
+            CHECK_EQ(courier_cache_get_key(&r, e, "keep0", 0, NULL), COURIER_E_NOT_FOUND);
             CHECK(st.evictions < 30);
         }
     }
     CHECK_EQ(checked_first, 1);
     CHECK_EQ(checked, 1);
     int64_t bytes = 0, count = 0;
-    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(&bytes, &count, e, NULL), COURIER_OK);
     CHECK(bytes <= 256 * 1024);
     CHECK(count > 100);
     int has = 0;
-    courier_cache_has_key(e, "keep0", &has, NULL); /* least recently written: evicted */
+    courier_cache_has_key(&has, e, "keep0", NULL); /* least recently written: evicted */
     CHECK_EQ(has, 0);
-    courier_cache_has_key(e, "fill399", &has, NULL); /* the newest stays */
+    courier_cache_has_key(&has, e, "fill399", NULL); /* the newest stays */
     CHECK_EQ(has, 1);
-    courier_cache_stats st;
-    CHECK_EQ(courier_cache_get_stats(e, &st, sizeof st, NULL), COURIER_OK);
+    courier_cache_stats st = {.size = sizeof st};
+    CHECK_EQ(courier_cache_get_stats(&st, e, NULL), COURIER_OK);
     CHECK(st.evictions >= 460 - count);
     CHECK_EQ(st.writes, 460);
     CHECK_EQ(st.count, count);
@@ -282,11 +282,11 @@ static void test_eviction_expired_first_then_oldest(void) {
     /* A body over an eighth of the limit is not kept, and does not empty the cache. */
     static char big[40 * 1024];
     memset(big, 'b', sizeof big);
-    CHECK_EQ(courier_cache_put_key(e, "big", 200, NULL, NULL, 0, big, sizeof big, 3600, NULL), COURIER_OK);
-    courier_cache_has_key(e, "big", &has, NULL);
+    CHECK_EQ(courier_cache_put_key(e, "big", 200, NULL, NULL, 0, big, sizeof big, 3600000, NULL), COURIER_OK);
+    courier_cache_has_key(&has, e, "big", NULL);
     CHECK_EQ(has, 0);
     int64_t count2 = 0;
-    courier_cache_size(e, NULL, &count2, NULL);
+    courier_cache_size(NULL, &count2, e, NULL);
     CHECK_EQ(count2, count);
     atomic_store(&clock_offset_ms, 0);
     courier_engine_close(e);
@@ -305,13 +305,13 @@ static void test_map_full_never_fails(void) {
     for (int i = 0; i < 200; i++) { /* 40 MiB through a 9 MiB map */
         snprintf(key, sizeof key, "big%d", i);
         make_body(key, sizeof body, body);
-        CHECK_EQ(courier_cache_put_key(large, key, 200, NULL, NULL, 0, body, sizeof body, 3600, NULL), COURIER_OK);
+        CHECK_EQ(courier_cache_put_key(large, key, 200, NULL, NULL, 0, body, sizeof body, 3600000, NULL), COURIER_OK);
     }
     int has = 0;
-    CHECK_EQ(courier_cache_has_key(large, "big199", &has, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_has_key(&has, large, "big199", NULL), COURIER_OK);
     CHECK_EQ(has, 1);
     courier_response *r = NULL;
-    CHECK_EQ(courier_cache_get_key(small, "big199", 0, &r, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_get_key(&r, small, "big199", 0, NULL), COURIER_OK);
     if (r) {
         size_t len = 0;
         const uint8_t *b = courier_response_body(r, &len);
@@ -320,8 +320,8 @@ static void test_map_full_never_fails(void) {
         CHECK(memcmp(b, body, sizeof body) == 0);
     }
     courier_response_free(r);
-    courier_cache_stats st;
-    courier_cache_get_stats(large, &st, sizeof st, NULL);
+    courier_cache_stats st = {.size = sizeof st};
+    courier_cache_get_stats(&st, large, NULL);
     CHECK(st.evictions > 0);
     check_totals_match_list(large);
     courier_engine_close(small);
@@ -335,14 +335,14 @@ static void test_two_engines_share_one_store(void) {
     REQUIRE(a && b);
     CHECK_EQ(put_text(a, "shared", "from a", 60), COURIER_OK);
     courier_response *r = NULL;
-    CHECK_EQ(courier_cache_get_key(b, "shared", 0, &r, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_get_key(&r, b, "shared", 0, NULL), COURIER_OK);
     if (r) CHECK_STR((const char *)courier_response_body(r, NULL), "from a");
     courier_response_free(r);
     courier_engine_close(a);
     /* b still works after a closed. */
     CHECK_EQ(put_text(b, "after", "b", 60), COURIER_OK);
     int64_t count = 0;
-    CHECK_EQ(courier_cache_size(b, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(NULL, &count, b, NULL), COURIER_OK);
     CHECK_EQ(count, 2);
     courier_engine_close(b);
 }
@@ -377,11 +377,11 @@ static void test_garbage_store_is_moved_aside(void) {
     e = open_engine(dir, 0);
     REQUIRE(e);
     int64_t count = -1;
-    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK); /* a fresh, empty cache */
+    CHECK_EQ(courier_cache_size(NULL, &count, e, NULL), COURIER_OK); /* a fresh, empty cache */
     CHECK_EQ(count, 0);
     CHECK_EQ(put_text(e, "after", "y", 60), COURIER_OK);
     int has = 0;
-    courier_cache_has_key(e, "after", &has, NULL);
+    courier_cache_has_key(&has, e, "after", NULL);
     CHECK_EQ(has, 1);
     CHECK_EQ(count_broken(dir), 1);
     courier_engine_close(e);
@@ -391,7 +391,7 @@ static void test_garbage_store_is_moved_aside(void) {
     CHECK(truncate(path, 100) == 0);
     e = open_engine(dir, 0);
     REQUIRE(e);
-    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(NULL, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 0);
     CHECK_EQ(count_broken(dir), 2);
     courier_engine_close(e);
@@ -442,7 +442,7 @@ static void test_newer_format_is_moved_aside(void) {
     e = open_engine(dir, 0);
     REQUIRE(e);
     int64_t count = -1;
-    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(NULL, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 0);
     CHECK_EQ(count_broken(dir), 1);
     CHECK_EQ(put_text(e, "new", "y", 60), COURIER_OK);
@@ -486,7 +486,7 @@ static void test_format1_store_is_upgraded(void) {
         CHECK_EQ(put_text(e, key, key, i < 5 ? 10 : 3600), COURIER_OK);
     }
     int64_t bytes_before = -1, count = -1;
-    CHECK_EQ(courier_cache_size(e, &bytes_before, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(&bytes_before, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 20);
     courier_engine_close(e);
 
@@ -544,7 +544,7 @@ static void test_format1_store_is_upgraded(void) {
     e = open_engine(dir, 0);
     REQUIRE(e);
     int64_t bytes = -1;
-    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(&bytes, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 20);
     CHECK_EQ(bytes, bytes_before);
     CHECK_EQ(count_broken(dir), 0);
@@ -552,7 +552,7 @@ static void test_format1_store_is_upgraded(void) {
     for (int i = 0; i < 20; i++) {
         snprintf(key, sizeof key, "k%d", i);
         courier_response *r = NULL;
-        CHECK_EQ(courier_cache_get_key(e, key, 0, &r, NULL), COURIER_OK);
+        CHECK_EQ(courier_cache_get_key(&r, e, key, 0, NULL), COURIER_OK);
         size_t len = 0;
         if (r) CHECK_STR((const char *)courier_response_body(r, &len), key);
         courier_response_free(r);
@@ -560,26 +560,26 @@ static void test_format1_store_is_upgraded(void) {
     /* The rebuilt expiry index: the five short-lived entries go. */
     atomic_store(&clock_offset_ms, 60 * 1000);
     int64_t removed = -1;
-    CHECK_EQ(courier_cache_remove_expired(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_remove_expired(&removed, e, NULL), COURIER_OK);
     atomic_store(&clock_offset_ms, 0);
     CHECK_EQ(removed, 5);
-    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(NULL, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 15);
     check_totals_match_list(e);
     CHECK_EQ(put_text(e, "after", "upgrade", 60), COURIER_OK);
     /* Clearing drops the main database whole; the store still opens as itself afterwards. */
-    CHECK_EQ(courier_cache_remove_all(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_remove_all(&removed, e, NULL), COURIER_OK);
     CHECK_EQ(removed, 16);
     courier_engine_close(e);
     e = open_engine(dir, 0);
     REQUIRE(e);
-    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(&bytes, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 0);
     CHECK_EQ(bytes, 0);
     CHECK_EQ(count_broken(dir), 0);
     CHECK_EQ(put_text(e, "again", "z", 60), COURIER_OK);
     courier_response *r = NULL;
-    CHECK_EQ(courier_cache_get_key(e, "again", 0, &r, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_get_key(&r, e, "again", 0, NULL), COURIER_OK);
     courier_response_free(r);
     check_totals_match_list(e);
     courier_engine_close(e);
@@ -615,10 +615,10 @@ static int writer_loop(courier_engine *e, const char *tag, int64_t until_ms, int
         snprintf(key, sizeof key, "p%s-%d", tag, i % 500);
         size_t len = 100 + (size_t)(i * 37) % (sizeof body - 100);
         make_body(key, len, body);
-        if (courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, len, 3600, NULL) != COURIER_OK) errors++;
+        if (courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, len, 3600000, NULL) != COURIER_OK) errors++;
         if (i % 7 == 0) {
             courier_response *r = NULL;
-            int rc = courier_cache_get_key(e, key, 0, &r, NULL);
+            int rc = courier_cache_get_key(&r, e, key, 0, NULL);
             if (rc != COURIER_OK) errors++;
             courier_response_free(r);
         }
@@ -629,14 +629,14 @@ static int writer_loop(courier_engine *e, const char *tag, int64_t until_ms, int
 /* Every listed entry reads back whole: its body is the one its key dictates. */
 static void verify_store(courier_engine *e) {
     courier_cache_list *l = NULL;
-    REQUIRE(courier_cache_list_entries(e, &l, NULL) == COURIER_OK);
+    REQUIRE(courier_cache_list_entries(&l, e, NULL) == COURIER_OK);
     static char expect[6000];
     size_t n = courier_cache_list_count(l), bad = 0;
     for (size_t i = 0; i < n; i++) {
-        courier_cache_entry_info info;
-        courier_cache_list_at(l, i, &info, sizeof info);
+        courier_cache_entry_info info = {.size = sizeof info};
+        courier_cache_list_at(&info, l, i);
         courier_response *r = NULL;
-        if (courier_cache_get_key(e, info.key, COURIER_CACHE_ALLOW_STALE, &r, NULL) != COURIER_OK) {
+        if (courier_cache_get_key(&r, e, info.key, COURIER_CACHE_ALLOW_STALE, NULL) != COURIER_OK) {
             bad++;
             continue;
         }
@@ -675,7 +675,7 @@ static void test_two_processes_write_and_read(void) {
         char key[64];
         snprintf(key, sizeof key, "pchild-%d", i);
         int has = 0;
-        if (courier_cache_has_key(e, key, &has, NULL) != COURIER_OK) errors++;
+        if (courier_cache_has_key(&has, e, key, NULL) != COURIER_OK) errors++;
         seen_child += has;
     }
     int status = 0;
@@ -708,7 +708,7 @@ static void test_kill9_in_the_middle_of_writes(void) {
     courier_engine *e = open_engine(dir, 2 * 1024 * 1024);
     REQUIRE(e);
     int64_t count = 0;
-    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(NULL, &count, e, NULL), COURIER_OK);
     CHECK(count > 0);
     CHECK_EQ(count_broken(dir), 0);
     verify_store(e);
@@ -739,7 +739,7 @@ static void *reader_main(void *p) {
         int i = (int)((a->seed >> 8) % (unsigned)a->nkeys);
         snprintf(key, sizeof key, "rk%d", i);
         courier_response *r = NULL;
-        if (courier_cache_get_key(a->e, key, 0, &r, NULL) != COURIER_OK || !r) {
+        if (courier_cache_get_key(&r, a->e, key, 0, NULL) != COURIER_OK || !r) {
             a->errors++;
             continue;
         }
@@ -767,7 +767,7 @@ static void put_reader_keys(courier_engine *e, int nkeys) {
     for (int i = 0; i < nkeys; i++) {
         snprintf(key, sizeof key, "rk%d", i);
         size_t len = make_body(key, 1000 + (size_t)i * 13, body);
-        CHECK_EQ(courier_cache_put_key(e, key, 200, names, values, 2, body, len, 3600, NULL), COURIER_OK);
+        CHECK_EQ(courier_cache_put_key(e, key, 200, names, values, 2, body, len, 3600000, NULL), COURIER_OK);
     }
 }
 
@@ -833,7 +833,7 @@ static void test_map_grown_by_another_process(void) {
         for (int i = 0; i < 64 && big; i++) { /* 16 MiB: well past the parent's 8.25 MiB map */
             snprintf(key, sizeof key, "grow%d", i);
             make_body(key, sizeof body, body);
-            if (courier_cache_put_key(big, key, 200, NULL, NULL, 0, body, sizeof body, 3600, NULL) != COURIER_OK)
+            if (courier_cache_put_key(big, key, 200, NULL, NULL, 0, body, sizeof body, 3600000, NULL) != COURIER_OK)
                 errors++;
         }
         courier_engine_close(big);
@@ -854,7 +854,7 @@ static void test_map_grown_by_another_process(void) {
     CHECK(reads > 0);
     /* The child's last entry lies beyond the old map. */
     courier_response *r = NULL;
-    CHECK_EQ(courier_cache_get_key(e, "grow63", 0, &r, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_get_key(&r, e, "grow63", 0, NULL), COURIER_OK);
     if (r) {
         static char expect[256 * 1024];
         size_t len = 0;
@@ -865,7 +865,7 @@ static void test_map_grown_by_another_process(void) {
     }
     courier_response_free(r);
     CHECK_EQ(put_text(e, "after-grow", "still writes", 60), COURIER_OK);
-    CHECK_EQ(courier_cache_get_key(e, "after-grow", 0, &r, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_get_key(&r, e, "after-grow", 0, NULL), COURIER_OK);
     if (r) CHECK_STR((const char *)courier_response_body(r, NULL), "still writes");
     courier_response_free(r);
     courier_engine_close(e);

@@ -38,7 +38,7 @@ static long hits_of(const char *path) { return cts_server_path_count(th_server()
 static courier_response *send(courier_engine *e, courier_request *r, int *code) {
     courier_response *resp = NULL;
     courier_error err;
-    int rc = courier_send_sync(e, r, &resp, &err);
+    int rc = courier_send_sync(&resp, e, r, &err);
     if (code) *code = rc;
     return resp;
 }
@@ -70,8 +70,8 @@ static void test_cache_first_answers_without_network(void) {
     courier_response_free(b);
     CHECK_EQ(hits_of("/cache"), 1); /* no network for the hit */
 
-    courier_cache_stats st;
-    CHECK_EQ(courier_cache_get_stats(e, &st, sizeof st, NULL), COURIER_OK);
+    courier_cache_stats st = {.size = sizeof st};
+    CHECK_EQ(courier_cache_get_stats(&st, e, NULL), COURIER_OK);
     CHECK_EQ(st.hits, 1);
     CHECK_EQ(st.misses, 1);
     CHECK_EQ(st.writes, 1);
@@ -79,14 +79,14 @@ static void test_cache_first_answers_without_network(void) {
 
     /* The manager sees it by request. */
     int has = 0;
-    CHECK_EQ(courier_cache_has(e, r, &has, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_has(&has, e, r, NULL), COURIER_OK);
     CHECK_EQ(has, 1);
     courier_response *g = NULL;
-    CHECK_EQ(courier_cache_get(e, r, 0, &g, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_get(&g, e, r, 0, NULL), COURIER_OK);
     if (g) CHECK_STR((const char *)courier_response_body(g, NULL), "hello");
     courier_response_free(g);
     CHECK_EQ(courier_cache_remove(e, r, NULL), COURIER_OK);
-    CHECK_EQ(courier_cache_has(e, r, &has, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_has(&has, e, r, NULL), COURIER_OK);
     CHECK_EQ(has, 0);
     CHECK_EQ(courier_cache_remove(e, r, NULL), COURIER_E_NOT_FOUND);
     courier_request_free(r);
@@ -117,7 +117,7 @@ static void test_hit_completes_asynchronously_once(void) {
     courier_response_free(send(e, r, &code));
     async_box boxes[20];
     memset(boxes, 0, sizeof boxes);
-    for (int i = 0; i < 20; i++) CHECK_EQ(courier_send(e, r, on_done, &boxes[i], NULL, NULL), COURIER_OK);
+    for (int i = 0; i < 20; i++) CHECK_EQ(courier_send(NULL, e, r, on_done, &boxes[i], NULL), COURIER_OK);
     int64_t until = th_now_ms() + 10000;
     for (int i = 0; i < 20; i++)
         while (!atomic_load(&boxes[i].done) && th_now_ms() < until) usleep(1000);
@@ -162,13 +162,13 @@ static void test_no_cache_neither_reads_nor_writes(void) {
     courier_response_free(send(e, n, &code));
     CHECK_EQ(code, COURIER_OK);
     int has = 1;
-    CHECK_EQ(courier_cache_has(e, n, &has, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_has(&has, e, n, NULL), COURIER_OK);
     CHECK_EQ(has, 0);
     /* The request's default is the engine's (no-cache unless configured). */
     courier_request *d = NULL;
     courier_request_new(&d, "GET", "/cache?body=nc");
     courier_response_free(send(e, d, &code));
-    CHECK_EQ(courier_cache_has(e, d, &has, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_has(&has, e, d, NULL), COURIER_OK);
     CHECK_EQ(has, 0);
     courier_request_free(n);
     courier_request_free(d);
@@ -178,7 +178,7 @@ static void test_no_cache_neither_reads_nor_writes(void) {
 static void default_policy(courier_config *cfg) {
     tweak(cfg);
     courier_config_set_cache_policy(cfg, COURIER_CACHE_CACHE_FIRST);
-    courier_config_set_cache_expiry(cfg, 30);
+    courier_config_set_cache_expiry_ms(cfg, 30000);
 }
 
 static void test_engine_default_policy_and_expiry(void) {
@@ -210,13 +210,13 @@ static void test_request_expiry_on_the_clock(void) {
     REQUIRE(e);
     cts_server_reset_counts(th_server());
     courier_request *r = req("GET", "/cache?body=exp", COURIER_CACHE_CACHE_FIRST);
-    courier_request_set_cache_expiry(r, 10);
+    courier_request_set_cache_expiry_ms(r, 10000);
     int code;
     courier_response_free(send(e, r, &code));
     atomic_store(&clock_offset_ms, 9 * 1000);
     courier_response *b = send(e, r, &code);
     CHECK_EQ(courier_response_from_cache(b), 1);
-    CHECK_EQ(courier_response_age(b), 9);
+    CHECK_EQ(courier_response_age_ms(b), 9000);
     courier_response_free(b);
     atomic_store(&clock_offset_ms, 11 * 1000);
     b = send(e, r, &code);
@@ -246,12 +246,12 @@ static void test_invalid_and_failed_responses_are_not_cached(void) {
     courier_response_free(send(e, r, &code));
     CHECK_EQ(code, COURIER_E_INVALID_RESULT);
     int has = 1;
-    CHECK_EQ(courier_cache_has(e, r, &has, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_has(&has, e, r, NULL), COURIER_OK);
     CHECK_EQ(has, 0);
     courier_request *s = req("GET", "/status/500", COURIER_CACHE_CACHE_FIRST);
     courier_response_free(send(e, s, &code));
     CHECK_EQ(code, COURIER_E_HTTP_STATUS);
-    CHECK_EQ(courier_cache_has(e, s, &has, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_has(&has, e, s, NULL), COURIER_OK);
     CHECK_EQ(has, 0);
     courier_request *f = NULL;
     courier_request_new(&f, "GET", "http://127.0.0.1:1/nothing-listens-here");
@@ -259,10 +259,10 @@ static void test_invalid_and_failed_responses_are_not_cached(void) {
     courier_response_free(send(e, f, &code));
     CHECK_EQ(code, COURIER_E_CANNOT_CONNECT);
     int64_t count = -1;
-    CHECK_EQ(courier_cache_size(e, NULL, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(NULL, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 0);
-    courier_cache_stats st;
-    courier_cache_get_stats(e, &st, sizeof st, NULL);
+    courier_cache_stats st = {.size = sizeof st};
+    courier_cache_get_stats(&st, e, NULL);
     CHECK_EQ(st.writes, 0);
     courier_request_free(r);
     courier_request_free(s);
@@ -274,7 +274,7 @@ static void test_invalid_and_failed_responses_are_not_cached(void) {
 
 static char *key_of(courier_engine *e, courier_request *r) {
     char *k = NULL;
-    CHECK_EQ(courier_cache_key(e, r, &k), COURIER_OK);
+    CHECK_EQ(courier_cache_key(&k, e, r), COURIER_OK);
     return k;
 }
 
@@ -291,8 +291,8 @@ static void test_key_is_canonical(void) {
     snprintf(expect, sizeof expect, "GET %s/cache?a=x%%20y&b=2", th_base());
     CHECK_STR(ka, expect);
     CHECK_STR(kb, expect);
-    courier_cache_key_free(ka);
-    courier_cache_key_free(kb);
+    courier_free(ka);
+    courier_free(kb);
 
     /* The same request built in another order hits the entry the first one wrote. */
     cts_server_reset_counts(th_server());
@@ -308,7 +308,7 @@ static void test_key_is_canonical(void) {
     courier_request_add_param(post, "a", "x y");
     char *kp = key_of(e, post);
     CHECK(strncmp(kp, "POST ", 5) == 0);
-    courier_cache_key_free(kp);
+    courier_free(kp);
     courier_request *q1 = req("GET", "/cache?body=one&q=1", COURIER_CACHE_CACHE_FIRST);
     courier_request *q2 = req("GET", "/cache?body=two&q=2", COURIER_CACHE_CACHE_FIRST);
     courier_response_free(send(e, q1, &code));
@@ -336,8 +336,8 @@ static void test_key_filter_sensitive_base_and_own_key(void) {
     char *k1 = key_of(e, t1), *k2 = key_of(e, t2);
     CHECK_STR(k1, k2);
     CHECK(strstr(k1, "ts=") == NULL);
-    courier_cache_key_free(k1);
-    courier_cache_key_free(k2);
+    courier_free(k1);
+    courier_free(k2);
     int code;
     courier_response_free(send(e, t1, &code));
     courier_response *r = send(e, t2, &code);
@@ -352,8 +352,8 @@ static void test_key_filter_sensitive_base_and_own_key(void) {
     char *ka = key_of(e, ua), *kb = key_of(e, ub);
     CHECK(strcmp(ka, kb) != 0);
     CHECK_CONTAINS(ka, "\nsensitive:user=alice");
-    courier_cache_key_free(ka);
-    courier_cache_key_free(kb);
+    courier_free(ka);
+    courier_free(kb);
     courier_response_free(send(e, ua, &code));
     r = send(e, ub, &code);
     CHECK_EQ(courier_response_from_cache(r), 0);
@@ -368,8 +368,8 @@ static void test_key_filter_sensitive_base_and_own_key(void) {
     char *kb1 = key_of(e, b1), *kb2 = key_of(e, b2);
     CHECK(strcmp(kb1, kb2) != 0);
     CHECK_CONTAINS(kb2, "http://localhost:");
-    courier_cache_key_free(kb1);
-    courier_cache_key_free(kb2);
+    courier_free(kb1);
+    courier_free(kb2);
 
     /* The request's own key. */
     courier_request *o1 = req("GET", "/cache?body=own1", COURIER_CACHE_CACHE_FIRST);
@@ -378,7 +378,7 @@ static void test_key_filter_sensitive_base_and_own_key(void) {
     courier_request_set_cache_key(o2, "my-key");
     char *ko = key_of(e, o1);
     CHECK_STR(ko, "my-key");
-    courier_cache_key_free(ko);
+    courier_free(ko);
     courier_response_free(send(e, o1, &code));
     r = send(e, o2, &code);
     CHECK_EQ(courier_response_from_cache(r), 1);
@@ -386,7 +386,7 @@ static void test_key_filter_sensitive_base_and_own_key(void) {
     CHECK_STR(courier_response_cache_key(r), "my-key");
     courier_response_free(r);
     courier_response *g = NULL;
-    CHECK_EQ(courier_cache_get_key(e, "my-key", 0, &g, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_get_key(&g, e, "my-key", 0, NULL), COURIER_OK);
     courier_response_free(g);
     CHECK_EQ(courier_request_set_cache_key(o1, ""), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(courier_request_set_cache_policy(o1, 50), COURIER_E_INVALID_ARGUMENT);
@@ -431,9 +431,8 @@ static void test_user_defined_policy(void) {
     courier_engine *e = th_engine(tweak);
     REQUIRE(e);
     static policy_state st;
-    memset(&st, 0, sizeof st);
     st.answer = 1;
-    courier_cache_policy_callbacks cb = {COURIER_CACHE_POLICY_CALLBACKS_VERSION, p_has, p_answer, p_write};
+    courier_cache_policy_callbacks cb = {sizeof cb, p_has, p_answer, p_write};
     CHECK_EQ(courier_engine_register_cache_policy(e, 99, &cb, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(courier_engine_register_cache_policy(e, 100, &cb, &st, p_free), COURIER_OK);
     cts_server_reset_counts(th_server());
@@ -456,7 +455,7 @@ static void test_user_defined_policy(void) {
     courier_response_free(a);
     CHECK_EQ(hits_of("/cache"), 1);
     int has = 0;
-    CHECK_EQ(courier_cache_has(e, r, &has, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_has(&has, e, r, NULL), COURIER_OK);
     CHECK_EQ(has, 1);
     /* answer_from_cache says no: the network answers. */
     st.answer = 0;
@@ -470,7 +469,7 @@ static void test_user_defined_policy(void) {
     /* An unregistered id fails the send. */
     courier_request *u = req("GET", "/cache?body=x", 101);
     courier_error err;
-    CHECK_EQ(courier_send(e, u, on_done, NULL, NULL, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_send(NULL, e, u, on_done, NULL, &err), COURIER_E_INVALID_ARGUMENT);
     /* Unregistering runs user_free once. */
     CHECK_EQ(courier_engine_register_cache_policy(e, 100, NULL, NULL, NULL), COURIER_OK);
     CHECK_EQ(atomic_load(&st.freed), 1);

@@ -49,7 +49,7 @@ static void put_many(courier_engine *e, int n, size_t len) {
     for (int i = 0; i < n; i++) {
         snprintf(key, sizeof key, "GET http://verify.test/item/%d", i);
         make_body(i, body, len);
-        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, len, 3600, NULL), COURIER_OK);
+        CHECK_EQ(courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, len, 3600000, NULL), COURIER_OK);
     }
     free(body);
 }
@@ -92,28 +92,28 @@ static bool expect_report; /* the first verify must report the damage (or the st
 static void child_use_store(const char *dir) {
     courier_engine *e = open_engine(dir, 0);
     if (!e) _exit(10);
-    courier_cache_verify_report rep;
+    courier_cache_verify_report rep = {.size = sizeof rep};
     courier_error err;
-    int rc = courier_cache_verify(e, &rep, sizeof rep, &err);
+    int rc = courier_cache_verify(&rep, e, &err);
     if (rc != COURIER_OK && rc != COURIER_E_CACHE_INCONSISTENT) _exit(11);
     if (expect_report && rc != COURIER_E_CACHE_INCONSISTENT && !rep.moved_aside) _exit(16);
     char key[64];
     for (int i = 0; i < 3000; i++) {
         snprintf(key, sizeof key, "GET http://verify.test/item/%d", i);
         courier_response *r = NULL;
-        rc = courier_cache_get_key(e, key, COURIER_CACHE_ALLOW_STALE, &r, NULL);
+        rc = courier_cache_get_key(&r, e, key, COURIER_CACHE_ALLOW_STALE, NULL);
         courier_response_free(r);
         if (rc != COURIER_OK && rc != COURIER_E_NOT_FOUND && rc != COURIER_E_STORE) _exit(12);
     }
     char body[100];
     make_body(1, body, sizeof body);
-    rc = courier_cache_put_key(e, "after-damage", 200, NULL, NULL, 0, body, sizeof body, 60, NULL);
+    rc = courier_cache_put_key(e, "after-damage", 200, NULL, NULL, 0, body, sizeof body, 60000, NULL);
     if (rc != COURIER_OK && rc != COURIER_E_STORE) _exit(13);
     courier_engine_close(e);
     /* A new engine (the store is opened again if it had to be recreated) sees a clean store. */
     e = open_engine(dir, 0);
     if (!e) _exit(14);
-    rc = courier_cache_verify(e, &rep, sizeof rep, &err);
+    rc = courier_cache_verify(&rep, e, &err);
     courier_engine_close(e);
     _exit(rc == COURIER_OK ? 0 : 15);
 }
@@ -128,17 +128,17 @@ static void test_verify_clean_store(void) {
     const char *dir = th_tmpdir();
     courier_engine *e = open_engine(dir, 0);
     REQUIRE(e);
-    courier_cache_verify_report rep;
-    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_OK); /* empty */
+    courier_cache_verify_report rep = {.size = sizeof rep};
+    CHECK_EQ(courier_cache_verify(&rep, e, NULL), COURIER_OK); /* empty */
     CHECK_EQ(rep.entries, 0);
     put_many(e, 300, 700);
     /* Overwrites and removals keep it consistent. */
     put_many(e, 100, 900);
     CHECK_EQ(courier_cache_remove_key(e, "GET http://verify.test/item/7", NULL), COURIER_OK);
     courier_error err;
-    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, &err), COURIER_OK);
+    CHECK_EQ(courier_cache_verify(&rep, e, &err), COURIER_OK);
     int64_t bytes = 0, count = 0;
-    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(&bytes, &count, e, NULL), COURIER_OK);
     CHECK_EQ(rep.entries, 299);
     CHECK_EQ(rep.entries, count);
     CHECK_EQ(rep.bytes, bytes);
@@ -149,13 +149,12 @@ static void test_verify_clean_store(void) {
     CHECK(rep.file_bytes > 0);
     CHECK(rep.used_bytes > 0 && rep.used_bytes <= rep.file_bytes);
     CHECK(rep.map_bytes >= rep.used_bytes);
-    /* Bad arguments; a shorter struct (an older caller) gets its prefix. */
-    CHECK_EQ(courier_cache_verify(NULL, &rep, sizeof rep, NULL), COURIER_E_INVALID_ARGUMENT);
-    CHECK_EQ(courier_cache_verify(e, NULL, sizeof rep, NULL), COURIER_E_INVALID_ARGUMENT);
-    int64_t first[2] = {-1, -1};
-    CHECK_EQ(courier_cache_verify(e, (courier_cache_verify_report *)first, sizeof(int64_t), NULL), COURIER_OK);
-    CHECK_EQ(first[0], 299);
-    CHECK_EQ(first[1], -1);
+    /* Bad arguments: NULLs, and a size that says less than the struct (nothing written). */
+    CHECK_EQ(courier_cache_verify(&rep, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_cache_verify(NULL, e, NULL), COURIER_E_INVALID_ARGUMENT);
+    courier_cache_verify_report small = {.size = 2 * sizeof(int64_t), .entries = -1};
+    CHECK_EQ(courier_cache_verify(&small, e, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(small.entries, -1);
     courier_engine_close(e);
 }
 
@@ -193,9 +192,9 @@ static void test_verify_finds_a_damaged_entry(void) {
     REQUIRE(damage_body(dir) == 0);
     e = open_engine(dir, 0);
     REQUIRE(e);
-    courier_cache_verify_report rep;
+    courier_cache_verify_report rep = {.size = sizeof rep};
     courier_error err;
-    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, &err), COURIER_E_CACHE_INCONSISTENT);
+    CHECK_EQ(courier_cache_verify(&rep, e, &err), COURIER_E_CACHE_INCONSISTENT);
     CHECK_EQ(err.code, COURIER_E_CACHE_INCONSISTENT);
     CHECK_EQ(rep.damaged, 1);
     CHECK_EQ(rep.entries, 100);
@@ -204,7 +203,7 @@ static void test_verify_finds_a_damaged_entry(void) {
     CHECK_EQ(rep.totals_mismatch, 0);
     /* The next write of that key replaces it: consistent again. */
     put_many(e, 43, 500);
-    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_verify(&rep, e, NULL), COURIER_OK);
     courier_engine_close(e);
 }
 
@@ -221,9 +220,9 @@ static void test_verify_finds_orphan_index_records(void) {
     REQUIRE(e);
     put_many(e, 50, 300);
     courier_cache_list *l = NULL;
-    REQUIRE(courier_cache_list_entries(e, &l, NULL) == COURIER_OK);
-    courier_cache_entry_info info;
-    REQUIRE(courier_cache_list_at(l, 3, &info, sizeof info) == COURIER_OK);
+    REQUIRE(courier_cache_list_entries(&l, e, NULL) == COURIER_OK);
+    courier_cache_entry_info info = {.size = sizeof info};
+    REQUIRE(courier_cache_list_at(&info, l, 3) == COURIER_OK);
     uint8_t hash[16];
     for (int i = 0; i < 16; i++) {
         unsigned b = 0;
@@ -250,8 +249,8 @@ static void test_verify_finds_orphan_index_records(void) {
 
     e = open_engine(dir, 0);
     REQUIRE(e);
-    courier_cache_verify_report rep;
-    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_E_CACHE_INCONSISTENT);
+    courier_cache_verify_report rep = {.size = sizeof rep};
+    CHECK_EQ(courier_cache_verify(&rep, e, NULL), COURIER_E_CACHE_INCONSISTENT);
     CHECK_EQ(rep.entries, 49);
     CHECK_EQ(rep.total_entries, 50);
     CHECK_EQ(rep.orphan_index, 2); /* its expiry and write-order records */
@@ -259,8 +258,8 @@ static void test_verify_finds_orphan_index_records(void) {
     CHECK_EQ(rep.damaged, 0);
     CHECK_EQ(rep.problems, 3);
     /* Clearing the store makes it consistent again. */
-    CHECK_EQ(courier_cache_remove_all(e, NULL, NULL), COURIER_OK);
-    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_remove_all(NULL, e, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_verify(&rep, e, NULL), COURIER_OK);
     courier_engine_close(e);
 }
 
@@ -295,14 +294,14 @@ static void test_truncated_to_a_third_is_moved_aside(void) {
     REQUIRE(st == 0); /* the same in this process would end the test */
     CHECK_EQ(count_aside(dir, "cache.broken-"), 1);
     /* This process sees the child's fresh store; the child, not this process, moved it aside. */
-    courier_cache_verify_report rep;
+    courier_cache_verify_report rep = {.size = sizeof rep};
     for (int own = 0; own < 2; own++) {
         /* own = 1: the same truncation, opened by this process: the report says it moved it. */
         const char *d = own ? truncated_store() : dir;
         REQUIRE(d);
         courier_engine *e = open_engine(d, 0);
         REQUIRE(e);
-        CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_OK);
+        CHECK_EQ(courier_cache_verify(&rep, e, NULL), COURIER_OK);
         CHECK_EQ(rep.moved_aside, own);
         CHECK_EQ(rep.entries, own ? 0 : 1); /* the child's "after-damage" */
         courier_engine_close(e);
@@ -340,8 +339,8 @@ static void test_emptied_file_is_moved_aside(void) {
         REQUIRE(deleted ? unlink(path) == 0 : truncate(path, 0) == 0);
         courier_engine *e = open_engine(dir, 0);
         REQUIRE(e);
-        courier_cache_verify_report rep;
-        CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_OK);
+        courier_cache_verify_report rep = {.size = sizeof rep};
+        CHECK_EQ(courier_cache_verify(&rep, e, NULL), COURIER_OK);
         CHECK_EQ(rep.moved_aside, 1);
         CHECK_EQ(rep.entries, 0);
         courier_engine_close(e);
@@ -357,8 +356,8 @@ static void test_emptied_file_is_moved_aside(void) {
     close(fd);
     courier_engine *e = open_engine(fresh, 0);
     REQUIRE(e);
-    courier_cache_verify_report rep;
-    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_OK);
+    courier_cache_verify_report rep = {.size = sizeof rep};
+    CHECK_EQ(courier_cache_verify(&rep, e, NULL), COURIER_OK);
     CHECK_EQ(rep.moved_aside, 0);
     courier_engine_close(e);
     CHECK_EQ(count_aside(fresh, "cache.broken-"), 0);
@@ -453,18 +452,18 @@ static void child_cut_while_open(const char *dir) {
     if (len <= 3 * 1024 * 1024 || truncate(path, len / 3) != 0) _exit(11);
     char body[100];
     make_body(1, body, sizeof body);
-    if (courier_cache_put_key(e, "after-cut", 200, NULL, NULL, 0, body, sizeof body, 60, NULL) != COURIER_E_STORE)
+    if (courier_cache_put_key(e, "after-cut", 200, NULL, NULL, 0, body, sizeof body, 60000, NULL) != COURIER_E_STORE)
         _exit(12);
     courier_response *r = NULL;
-    if (courier_cache_get_key(e, "GET http://verify.test/item/5", 0, &r, NULL) != COURIER_E_STORE) _exit(14);
+    if (courier_cache_get_key(&r, e, "GET http://verify.test/item/5", 0, NULL) != COURIER_E_STORE) _exit(14);
     courier_response_free(r);
-    courier_cache_verify_report rep;
-    if (courier_cache_verify(e, &rep, sizeof rep, NULL) != COURIER_E_CACHE_INCONSISTENT || !rep.unreadable) _exit(15);
+    courier_cache_verify_report rep = {.size = sizeof rep};
+    if (courier_cache_verify(&rep, e, NULL) != COURIER_E_CACHE_INCONSISTENT || !rep.unreadable) _exit(15);
     if (rep.file_bytes < rep.used_bytes) _exit(13); /* padded back: every page LMDB uses is there */
     courier_engine_close(e);
     e = open_engine(dir, 0);
     if (!e) _exit(16);
-    int rc = courier_cache_verify(e, &rep, sizeof rep, NULL);
+    int rc = courier_cache_verify(&rep, e, NULL);
     courier_engine_close(e);
     _exit(rc == COURIER_OK && rep.moved_aside && rep.entries == 0 ? 0 : 17);
 }
@@ -481,11 +480,11 @@ static void child_unreadable(const char *dir) {
     courier_engine *e = open_engine(dir, 0);
     if (!e) _exit(10);
     courier_error err;
-    courier_cache_verify_report rep;
-    int rc = courier_cache_verify(e, &rep, sizeof rep, &err);
+    courier_cache_verify_report rep = {.size = sizeof rep};
+    int rc = courier_cache_verify(&rep, e, &err);
     if (rc != COURIER_E_STORE) _exit(11);
     int64_t count = 0;
-    if (courier_cache_size(e, NULL, &count, &err) != COURIER_E_STORE) _exit(12);
+    if (courier_cache_size(NULL, &count, e, &err) != COURIER_E_STORE) _exit(12);
     courier_engine_close(e);
     _exit(0);
 }
@@ -517,14 +516,14 @@ static void child_full_disk(const char *dir) {
         snprintf(key, sizeof key, "GET http://verify.test/full/%d", i);
         make_body(i, body, sizeof body);
         courier_error err;
-        if (courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 3600, &err) != COURIER_OK) {
+        if (courier_cache_put_key(e, key, 200, NULL, NULL, 0, body, sizeof body, 3600000, &err) != COURIER_OK) {
             fprintf(stderr, "put %d: %d %s (store_error %d)\n", i, err.code, err.message, err.store_error);
             _exit(12);
         }
     }
     if (file_len(path) > (long)rl.rlim_cur) _exit(13);
-    courier_cache_verify_report rep;
-    if (courier_cache_verify(e, &rep, sizeof rep, NULL) != COURIER_OK) _exit(14);
+    courier_cache_verify_report rep = {.size = sizeof rep};
+    if (courier_cache_verify(&rep, e, NULL) != COURIER_OK) _exit(14);
     printf("  full disk: %lld bytes used, file %lld bytes\n", (long long)rep.used_bytes, (long long)rep.file_bytes);
     fflush(stdout);
     courier_engine_close(e);
@@ -538,8 +537,8 @@ static void test_full_disk_drops_writes_and_stays_consistent(void) {
      * commit without writing them (here: 3): not a cut, the next open keeps the store. */
     courier_engine *e = open_engine(dir, 0);
     REQUIRE(e);
-    courier_cache_verify_report rep;
-    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, NULL), COURIER_OK);
+    courier_cache_verify_report rep = {.size = sizeof rep};
+    CHECK_EQ(courier_cache_verify(&rep, e, NULL), COURIER_OK);
     CHECK_EQ(rep.moved_aside, 0);
     courier_engine_close(e);
     CHECK_EQ(count_aside(dir, "cache.broken-"), 0);

@@ -14,7 +14,7 @@
 
 static courier_json *parse(const char *text) {
     courier_json *doc = NULL;
-    if (courier_json_parse(text, strlen(text), NULL, &doc, NULL) != COURIER_OK)
+    if (courier_json_parse(&doc, text, strlen(text), NULL, NULL) != COURIER_OK)
         th_fail(__FILE__, __LINE__, "parse failed: %s", text);
     return doc;
 }
@@ -22,7 +22,7 @@ static courier_json *parse(const char *text) {
 /* Sends r (freed) and returns the code; *resp (may be NULL) receives the response. */
 static int send_free(courier_engine *e, courier_request *r, courier_response **resp, courier_error *err) {
     courier_response *tmp = NULL;
-    int rc = courier_send_sync(e, r, &tmp, err);
+    int rc = courier_send_sync(&tmp, e, r, err);
     courier_request_free(r);
     if (resp) *resp = tmp;
     else courier_response_free(tmp);
@@ -85,9 +85,9 @@ static void test_api_version_is_inserted_between_base_and_path(void) {
     courier_request *r = NULL;
     courier_request_new(&r, "GET", "/s");
     char *key = NULL;
-    REQUIRE(courier_cache_key(e, r, &key) == COURIER_OK);
+    REQUIRE(courier_cache_key(&key, e, r) == COURIER_OK);
     CHECK_CONTAINS(key, "/echo/v5/s");
-    courier_cache_key_free(key);
+    courier_free(key);
     courier_request_free(r);
     courier_engine_close(e);
 
@@ -506,8 +506,8 @@ static void *catalogue_worker(void *p) {
     snprintf(name, sizeof name, "mod%d.api", w->index);
     snprintf(decl_text, sizeof decl_text, "{\"path\":\"/echo/t%d/:id\",\"key_path\":\"path\"}", w->index);
     courier_json *decl = NULL, *obj = NULL;
-    courier_json_parse(decl_text, strlen(decl_text), NULL, &decl, NULL);
-    courier_json_parse("{\"id\":1}", 8, NULL, &obj, NULL);
+    courier_json_parse(&decl, decl_text, strlen(decl_text), NULL, NULL);
+    courier_json_parse(&obj, "{\"id\":1}", 8, NULL, NULL);
     courier_error err;
     for (int round = 0; round < 20; round++) {
         if (courier_engine_add_api(w->e, name, decl, &err) != COURIER_OK) w->failures++;

@@ -37,7 +37,7 @@ static void test_query_parameters_in_gbk(void) {
     courier_request_add_param(r, "名", "a b");
     courier_response *resp = NULL;
     courier_error err;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
     json_t *doc = echo_doc(resp);
     CHECK_STR(json_string_value(json_object_get(doc, "query")), "q=%D6%D0%CE%C4&%C3%FB=a%20b");
     json_decref(doc);
@@ -48,13 +48,13 @@ static void test_query_parameters_in_gbk(void) {
     courier_request_new(&r, "GET", "/echo");
     CHECK_EQ(courier_request_set_param_charset(r, "Shift_JIS"), COURIER_OK);
     courier_request_add_param(r, "q", "日本");
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
     doc = echo_doc(resp);
     CHECK_STR(json_string_value(json_object_get(doc, "query")), "q=%93%FA%96%7B");
     json_decref(doc);
     courier_response_free(resp);
     courier_request_set_param_charset(r, "utf-8");
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
     doc = echo_doc(resp);
     CHECK_STR(json_string_value(json_object_get(doc, "query")), "q=%E6%97%A5%E6%9C%AC");
     json_decref(doc);
@@ -71,7 +71,7 @@ static void test_form_body_in_gbk_says_its_charset(void) {
     CHECK_EQ(courier_request_set_param_charset(r, "GBK"), COURIER_OK);
     courier_request_add_param(r, "city", "北京");
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     json_t *doc = echo_doc(resp);
     CHECK_STR(json_string_value(json_object_get(doc, "body")), "city=%B1%B1%BE%A9");
     CHECK_STR(echo_header(doc, "Content-Type"), "application/x-www-form-urlencoded; charset=GBK");
@@ -79,7 +79,7 @@ static void test_form_body_in_gbk_says_its_charset(void) {
     courier_response_free(resp);
     /* The engine's default (UTF-8) keeps the plain form type. */
     courier_request_set_param_charset(r, NULL);
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     doc = echo_doc(resp);
     CHECK_STR(json_string_value(json_object_get(doc, "body")), "city=%E5%8C%97%E4%BA%AC");
     CHECK_STR(echo_header(doc, "Content-Type"), "application/x-www-form-urlencoded");
@@ -110,18 +110,18 @@ static void test_bad_charsets_and_unencodable_parameters(void) {
     courier_request_add_param(r, "name", "中"); /* not in Latin-1 */
     courier_error err;
     uint64_t id = 0;
-    CHECK_EQ(courier_send(e, r, NULL, NULL, &id, &err), COURIER_E_CHARSET);
+    CHECK_EQ(courier_send(&id, e, r, NULL, NULL, &err), COURIER_E_CHARSET);
     CHECK_EQ(err.code, COURIER_E_CHARSET);
     CHECK_CONTAINS(err.message, "'name'");
     CHECK_EQ(id, 0);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_CHARSET);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_E_CHARSET);
     CHECK(resp == NULL);
     courier_request_free(r);
     courier_request_new(&r, "GET", "/echo");
     courier_request_set_param_charset(r, "ISO-8859-1");
     courier_request_add_param(r, "ok", "é");
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     json_t *doc = echo_doc(resp);
     CHECK_STR(json_string_value(json_object_get(doc, "query")), "ok=%E9");
     json_decref(doc);
@@ -138,7 +138,7 @@ static int text_of(courier_engine *e, const char *type, const char *hex, const c
     if (type) courier_request_add_param(r, "type", type);
     courier_request_add_param(r, "hex", hex);
     courier_response *resp = NULL;
-    int rc = courier_send_sync(e, r, &resp, NULL);
+    int rc = courier_send_sync(&resp, e, r, NULL);
     courier_request_free(r);
     if (rc != COURIER_OK) return rc;
     courier_error err;

@@ -25,7 +25,7 @@ static long accepts(courier_engine *e, const th_nginx *n) {
     courier_request_new(&r, "GET", url);
     courier_response *resp = NULL;
     long value = -1, handled = 0, requests = 0;
-    if (courier_send_sync(e, r, &resp, NULL) == COURIER_OK) {
+    if (courier_send_sync(&resp, e, r, NULL) == COURIER_OK) {
         const char *text = (const char *)courier_response_body(resp, NULL);
         const char *numbers = strstr(text, "requests\n");
         if (!numbers || sscanf(numbers + 9, "%ld %ld %ld", &value, &handled, &requests) != 3) value = -1;
@@ -77,10 +77,9 @@ static void on_done(uint64_t id, int code, courier_response *resp, const courier
     (void)id;
     (void)err;
     round *r = user;
-    courier_metrics m;
-    memset(&m, 0, sizeof m);
+    courier_metrics m = {.size = sizeof m};
     int ok = code == COURIER_OK && courier_response_status(resp) == 200 &&
-             courier_response_metrics(resp, &m, sizeof m) == COURIER_OK;
+             courier_response_metrics(&m, resp) == COURIER_OK;
     courier_response_free(resp);
     pthread_mutex_lock(&r->m);
     if (!ok) r->failed++;
@@ -134,7 +133,7 @@ static seen run_rounds(const th_nginx *n, int rounds, int width) {
         pthread_mutex_lock(&r.m);
         r.left = width;
         pthread_mutex_unlock(&r.m);
-        for (int k = 0; k < width; k++) CHECK_EQ(courier_send(e, req, on_done, &r, NULL, NULL), COURIER_OK);
+        for (int k = 0; k < width; k++) CHECK_EQ(courier_send(NULL, e, req, on_done, &r, NULL), COURIER_OK);
         pthread_mutex_lock(&r.m);
         while (r.left > 0) pthread_cond_wait(&r.c, &r.m);
         pthread_mutex_unlock(&r.m);

@@ -30,7 +30,7 @@ static char *get(courier_engine *e, const char *target, int *status) {
     courier_response *resp = NULL;
     if (courier_request_new(&r, "GET", target) != COURIER_OK) return NULL;
     courier_error err;
-    int rc = courier_send_sync(e, r, &resp, &err);
+    int rc = courier_send_sync(&resp, e, r, &err);
     courier_request_free(r);
     if (rc != COURIER_OK && rc != COURIER_E_HTTP_STATUS) {
         th_fail(__FILE__, __LINE__, "GET %s: %d (%s)", target, rc, err.message);

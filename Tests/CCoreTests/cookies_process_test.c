@@ -25,7 +25,7 @@ static int child_main(int argc, char **argv) {
     courier_request *r = NULL;
     courier_request_new(&r, "GET", strcmp(argv[2], "set") == 0 ? "/cookies/set?child=1" : "/cookies");
     courier_response *resp = NULL;
-    rc = courier_send_sync(e, r, &resp, NULL);
+    rc = courier_send_sync(&resp, e, r, NULL);
     size_t len = 0;
     const uint8_t *body = courier_response_body(resp, &len);
     if (strcmp(argv[2], "get") == 0 && rc == COURIER_OK) rc = memmem(body, len, "parent=1", 8) ? 0 : 3;

@@ -16,7 +16,7 @@
 
 static int list_count(courier_engine *e) {
     courier_cookie_list *l = NULL;
-    if (courier_cookies_list(e, &l, NULL) != COURIER_OK) return -1;
+    if (courier_cookies_list(&l, e, NULL) != COURIER_OK) return -1;
     int n = (int)courier_cookie_list_count(l);
     courier_cookie_list_free(l);
     return n;
@@ -27,10 +27,10 @@ static const char *jar_value(courier_engine *e, const char *name, courier_cookie
     static char value[256];
     value[0] = '\0';
     courier_cookie_list *l = NULL;
-    if (courier_cookies_list(e, &l, NULL) != COURIER_OK) return "(error)";
+    if (courier_cookies_list(&l, e, NULL) != COURIER_OK) return "(error)";
     for (size_t i = 0; i < courier_cookie_list_count(l); i++) {
-        courier_cookie c;
-        courier_cookie_list_at(l, i, &c, sizeof c);
+        courier_cookie c = {.size = sizeof c};
+        courier_cookie_list_at(&c, l, i);
         if (strcmp(c.name, name) == 0) {
             snprintf(value, sizeof value, "%s", c.value);
             if (found) *found = c; /* strings dangle after the free: callers use the numbers only */
@@ -67,8 +67,8 @@ static void test_jar_survives_restart_on_the_same_store(void) {
     courier_engine *e = open_on(store, 0, NULL);
     REQUIRE(e);
     free(get(e, "/cookies/set?kept=yes", NULL));
-    courier_cookie c;
-    courier_cookie_init(&c, COURIER_COOKIE_VERSION);
+    courier_cookie c = {.size = sizeof c};
+    courier_cookie_init(&c);
     c.domain = "127.0.0.1";
     c.name = "api";
     c.value = "v1";
@@ -83,7 +83,7 @@ static void test_jar_survives_restart_on_the_same_store(void) {
     CHECK_CONTAINS(body, "kept=yes");
     CHECK_CONTAINS(body, "api=v1");
     free(body);
-    courier_cookie got;
+    courier_cookie got = {.size = sizeof got};
     CHECK_STR(jar_value(e, "api", &got), "v1");
     CHECK_EQ(got.expires, c.expires);
     CHECK_EQ(got.http_only, 1);
@@ -128,14 +128,14 @@ static void *api_loop(void *arg) {
     for (int i = 0; i < 40; i++) {
         char value[16];
         snprintf(value, sizeof value, "v%d", i);
-        courier_cookie c;
-        courier_cookie_init(&c, COURIER_COOKIE_VERSION);
+        courier_cookie c = {.size = sizeof c};
+        courier_cookie_init(&c);
         c.domain = "127.0.0.1";
         c.name = "api";
         c.value = value;
         if (courier_cookies_set(a->other, &c, NULL) != COURIER_OK) return (void *)1;
         courier_cookie_list *l = NULL;
-        if (courier_cookies_list(a->sender, &l, NULL) != COURIER_OK) return (void *)1;
+        if (courier_cookies_list(&l, a->sender, NULL) != COURIER_OK) return (void *)1;
         courier_cookie_list_free(l);
     }
     return NULL;
@@ -176,8 +176,8 @@ static void test_secure_expiry_and_public_suffix_rules(void) {
     CHECK_STR(jar_value(e, "plain", NULL), "1");
     CHECK_STR(jar_value(e, "sec", NULL), "");
     /* A Secure cookie set through the API is not sent over http; a plain one is. */
-    courier_cookie c;
-    courier_cookie_init(&c, COURIER_COOKIE_VERSION);
+    courier_cookie c = {.size = sizeof c};
+    courier_cookie_init(&c);
     c.domain = "site.test";
     c.name = "secret";
     c.value = "s";
@@ -202,7 +202,7 @@ static void test_secure_expiry_and_public_suffix_rules(void) {
     free(get(e, "http://site.test/headers?Set-Cookie=plain%3D1%3B%20Path%3D%2F%3B%20Expires%3DThu%2C%2001%20Jan%201970%2000%3A00%3A01%20GMT", NULL));
     CHECK_STR(jar_value(e, "plain", NULL), "");
     free(get(e, "http://site.test/headers?Set-Cookie=later%3D1%3B%20Path%3D%2F%3B%20Expires%3DFri%2C%2001%20Jan%202100%2000%3A00%3A00%20GMT", NULL));
-    courier_cookie got;
+    courier_cookie got = {.size = sizeof got};
     CHECK_STR(jar_value(e, "later", &got), "1");
     CHECK_EQ(got.expires, 4102444800LL);
     courier_engine_close(e);
@@ -213,9 +213,10 @@ static void test_secure_expiry_and_public_suffix_rules(void) {
 static void test_api_set_remove_clear_and_errors(void) {
     courier_engine *e = open_on(NULL, 0, NULL);
     REQUIRE(e);
-    courier_cookie c;
-    CHECK_EQ(courier_cookie_init(&c, 99), COURIER_E_INVALID_ARGUMENT);
-    courier_cookie_init(&c, COURIER_COOKIE_VERSION);
+    courier_cookie c = {.size = 0};
+    CHECK_EQ(courier_cookie_init(&c), COURIER_E_INVALID_ARGUMENT);
+    c.size = sizeof c;
+    courier_cookie_init(&c);
     c.domain = "127.0.0.1";
     c.name = "token";
     c.value = "t1";
@@ -254,7 +255,7 @@ static void test_api_set_remove_clear_and_errors(void) {
     bad.domain = "";
     CHECK_EQ(courier_cookies_set(e, &bad, NULL), COURIER_E_INVALID_ARGUMENT);
     bad.domain = "127.0.0.1";
-    bad.version = 2;
+    bad.size = 0;
     CHECK_EQ(courier_cookies_set(e, &bad, NULL), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(courier_cookies_set(NULL, &c, NULL), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(list_count(e), 0);
@@ -269,7 +270,7 @@ static void test_api_set_remove_clear_and_errors(void) {
     CHECK_CONTAINS(body, "a=1");
     free(body);
     int64_t removed = 0;
-    CHECK_EQ(courier_cookies_clear(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(courier_cookies_clear(&removed, e, NULL), COURIER_OK);
     CHECK_EQ(removed, 2);
     CHECK_EQ(list_count(e), 0);
     body = cookies_seen(e, NULL);
@@ -277,8 +278,8 @@ static void test_api_set_remove_clear_and_errors(void) {
     free(body);
 
     courier_cookie_list *l = NULL;
-    CHECK_EQ(courier_cookies_list(e, &l, NULL), COURIER_OK);
-    CHECK_EQ(courier_cookie_list_at(l, 0, &c, sizeof c), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_cookies_list(&l, e, NULL), COURIER_OK);
+    CHECK_EQ(courier_cookie_list_at(&c, l, 0), COURIER_E_NOT_FOUND);
     courier_cookie_list_free(l);
     courier_cookie_list_free(NULL);
     courier_engine_close(e);
@@ -290,7 +291,7 @@ static void test_clear_reaches_other_engines(void) {
     REQUIRE(a && b);
     free(get(a, "/cookies/set?x=1", NULL));
     CHECK_STR(jar_value(b, "x", NULL), "1");
-    CHECK_EQ(courier_cookies_clear(b, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_cookies_clear(NULL, b, NULL), COURIER_OK);
     char *body = cookies_seen(a, NULL);
     CHECK_CONTAINS(body, "\"cookie\":\"\"");
     free(body);
@@ -321,9 +322,9 @@ static void test_frozen_request_replays_with_the_jar_of_its_resend(void) {
     courier_engine *e = open_on(NULL, 0, NULL);
     REQUIRE(e);
     replay_seen seen = {PTHREAD_MUTEX_INITIALIZER, "", 0};
-    REQUIRE(courier_frozen_add_listener(e, on_frozen_event, &seen, NULL, NULL) == COURIER_OK);
-    courier_cookie c;
-    courier_cookie_init(&c, COURIER_COOKIE_VERSION);
+    REQUIRE(courier_frozen_add_listener(NULL, e, on_frozen_event, &seen, NULL) == COURIER_OK);
+    courier_cookie c = {.size = sizeof c};
+    courier_cookie_init(&c);
     c.domain = "127.0.0.1";
     c.name = "when";
     c.value = "frozen";
@@ -334,7 +335,7 @@ static void test_frozen_request_replays_with_the_jar_of_its_resend(void) {
     courier_request_new(&r, "GET", "/cookies");
     courier_request_set_freeze(r, COURIER_FREEZE_MANUAL, 0, 0);
     courier_request_set_freeze_id(r, "cookie-replay");
-    CHECK_EQ(courier_send_sync(e, r, NULL, NULL), COURIER_E_FROZEN);
+    CHECK_EQ(courier_send_sync(NULL, e, r, NULL), COURIER_E_FROZEN);
     courier_request_free(r);
 
     c.value = "resent"; /* the jar changes while the request waits in the journal */
@@ -367,9 +368,9 @@ static void test_jar_off(void) {
     CHECK_CONTAINS(body, "\"cookie\":\"\""); /* neither the new cookie nor the stored one */
     free(body);
     courier_cookie_list *l = NULL;
-    CHECK_EQ(courier_cookies_list(e, &l, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_cookies_list(&l, e, NULL), COURIER_E_INVALID_ARGUMENT);
     CHECK(l == NULL);
-    CHECK_EQ(courier_cookies_clear(e, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_cookies_clear(NULL, e, NULL), COURIER_E_INVALID_ARGUMENT);
     courier_engine_close(e);
 
     e = open_on(store, 0, NULL); /* the store's jar was left as it was */

@@ -47,8 +47,8 @@ static void test_unknown_setting_and_null_out(void) {
 }
 
 static void test_defaults_are_what_the_engine_uses(void) {
-    courier_json_options o;
-    REQUIRE(courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION) == COURIER_OK);
+    courier_json_options o = {.size = sizeof o};
+    REQUIRE(courier_json_options_init(&o) == COURIER_OK);
     CHECK_EQ(o.max_depth, def(COURIER_SETTING_JSON_MAX_DEPTH));
 }
 
@@ -61,8 +61,8 @@ static int start_record(courier_call *call, void *user) {
     return courier_call_complete(call, COURIER_OK, r, NULL);
 }
 static void tweak(courier_config *c) {
-    courier_transport vt = {start_record, NULL};
-    courier_config_register_transport(c, "rec", &vt, sizeof vt, NULL, NULL);
+    courier_transport vt = {sizeof vt, start_record, NULL};
+    courier_config_register_transport(c, "rec", &vt, NULL, NULL);
 }
 
 static void test_the_timeout_default_reaches_a_send(void) {
@@ -72,7 +72,7 @@ static void test_the_timeout_default_reaches_a_send(void) {
     courier_request_new(&r, "GET", "/x");
     courier_request_set_transport(r, "rec");
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     CHECK_EQ(atomic_load(&seen_timeout), def(COURIER_SETTING_TIMEOUT_MS));
     courier_response_free(resp);
     courier_request_free(r);

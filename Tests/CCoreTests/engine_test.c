@@ -80,7 +80,7 @@ static courier_request *req(const char *method, const char *path) {
 static int sync_code(courier_engine *e, const char *path, long timeout_ms, courier_response **out, courier_error *err) {
     courier_request *r = req("GET", path);
     if (timeout_ms) courier_request_set_timeout_ms(r, timeout_ms);
-    int rc = courier_send_sync(e, r, out, err);
+    int rc = courier_send_sync(out, e, r, err);
     courier_request_free(r);
     return rc;
 }
@@ -94,7 +94,7 @@ static void test_async_send_completes_once(void) {
     rec_init(&r);
     courier_request *q = req("GET", "/json");
     uint64_t id = 0;
-    CHECK_EQ(courier_send(e, q, rec_done, &r, &id, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, q, rec_done, &r, NULL), COURIER_OK);
     courier_request_free(q); /* the engine copied it */
     CHECK(id != 0);
     CHECK_EQ(rec_wait(&r), 1);
@@ -144,14 +144,14 @@ static void test_headers_lookup_and_order(void) {
     int first = -1, second = -1, again = -1;
     for (size_t i = 0; i < n; i++) {
         const char *name = NULL, *value = NULL;
-        CHECK_EQ(courier_response_header_at(resp, i, &name, &value), COURIER_OK);
+        CHECK_EQ(courier_response_header_at(&name, &value, resp, i), COURIER_OK);
         if (strcmp(name, "X-First") == 0) first = (int)i;
         if (strcmp(name, "X-Second") == 0) second = (int)i;
         if (strcmp(name, "x-first") == 0) again = (int)i;
     }
     CHECK(first >= 0 && second > first && again > second);
     const char *name = NULL;
-    CHECK_EQ(courier_response_header_at(resp, n, &name, NULL), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_response_header_at(&name, NULL, resp, n), COURIER_E_NOT_FOUND);
     courier_response_free(resp);
     courier_engine_close(e);
 }
@@ -214,11 +214,11 @@ static void test_validators(void) {
     /* A request's own validator replaces the engine's. */
     courier_request *r = req("GET", "/echo");
     CHECK_EQ(courier_request_set_validator(r, reject_if_no_name, &calls, NULL), COURIER_OK);
-    CHECK_EQ(courier_send_sync(e, r, NULL, NULL), COURIER_E_INVALID_RESULT);
+    CHECK_EQ(courier_send_sync(NULL, e, r, NULL), COURIER_E_INVALID_RESULT);
     courier_request_free(r);
     r = req("GET", "/json");
     CHECK_EQ(courier_request_set_validator(r, reject_if_no_name, &calls, NULL), COURIER_OK);
-    CHECK_EQ(courier_send_sync(e, r, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(NULL, e, r, NULL), COURIER_OK);
     courier_request_free(r);
     CHECK_EQ(atomic_load(&calls), 2);
     CHECK_EQ(atomic_load(&engine_validator_calls), 2);
@@ -315,8 +315,8 @@ static void test_redirect_and_metrics(void) {
     CHECK_STR(courier_response_url(resp), th_url("/json"));
     CHECK_STR(courier_response_header(resp, "Content-Type"), "application/json");
     CHECK(courier_response_header(resp, "Location") == NULL); /* the final response's headers only */
-    courier_metrics m;
-    CHECK_EQ(courier_response_metrics(resp, &m, sizeof m), COURIER_OK);
+    courier_metrics m = {.size = sizeof m};
+    CHECK_EQ(courier_response_metrics(&m, resp), COURIER_OK);
     CHECK_EQ(m.redirects, 1);
     CHECK_EQ(m.http_version, 11);
     CHECK(m.total_s > 0);
@@ -327,16 +327,22 @@ static void test_redirect_and_metrics(void) {
 
     /* A second request to the same host reuses the connection. */
     CHECK_EQ(sync_code(e, "/json", 0, &resp, NULL), COURIER_OK);
-    CHECK_EQ(courier_response_metrics(resp, &m, sizeof m), COURIER_OK);
+    CHECK_EQ(courier_response_metrics(&m, resp), COURIER_OK);
     CHECK_EQ(m.connection_reused, 1);
     CHECK(m.connect_s == 0 || m.connect_s <= m.total_s);
-    /* A smaller struct from an older caller gets only its part. */
+    /* The caller's size: one that says less than 0.2.0's struct is refused, untouched; a larger one
+     * (a newer caller) gets the fields this library has, and keeps its size. */
+    courier_metrics small = {.size = sizeof(size_t), .redirects = 7};
+    CHECK_EQ(courier_response_metrics(&small, resp), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(small.redirects, 7);
     struct {
-        double dns_s;
+        courier_metrics m;
         double guard;
-    } small = {0, 12345.0};
-    CHECK_EQ(courier_response_metrics(resp, (courier_metrics *)(void *)&small, sizeof(double)), COURIER_OK);
-    CHECK(small.guard == 12345.0);
+    } larger = {{.size = sizeof larger}, 12345.0};
+    CHECK_EQ(courier_response_metrics(&larger.m, resp), COURIER_OK);
+    CHECK_EQ(larger.m.size, sizeof larger);
+    CHECK_EQ(larger.m.connection_reused, 1);
+    CHECK(larger.guard == 12345.0);
     courier_response_free(resp);
 
     /* Keep-alive: many requests, few connections. */
@@ -354,7 +360,7 @@ static void test_cancel_by_id(void) {
     courier_request *q = req("GET", "/hang");
     uint64_t id = 0;
     long before = cts_server_path_count(th_server(), "/hang");
-    CHECK_EQ(courier_send(e, q, rec_done, &r, &id, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, q, rec_done, &r, NULL), COURIER_OK);
     courier_request_free(q);
     CHECK_EQ(th_wait_path("/hang", before + 1), before + 1); /* on the wire */
     CHECK_EQ(r.calls, 0);
@@ -368,7 +374,7 @@ static void test_cancel_by_id(void) {
     rec r2;
     rec_init(&r2);
     q = req("GET", "/delay/5000");
-    CHECK_EQ(courier_send(e, q, rec_done, &r2, &id, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, q, rec_done, &r2, NULL), COURIER_OK);
     courier_request_free(q);
     CHECK_EQ(courier_cancel(e, id), COURIER_OK);
     CHECK_EQ(rec_wait(&r2), 1);
@@ -390,7 +396,7 @@ static void test_cancel_all_and_close_in_flight(void) {
     for (int i = 0; i < N; i++) {
         rec_init(&recs[i]);
         courier_request *q = req("GET", i % 2 ? "/hang" : "/delay/30000");
-        CHECK_EQ(courier_send(e, q, rec_done, &recs[i], NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_send(NULL, e, q, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(q);
     }
     /* Some on the wire (the per-host limit, 5), the others queued. */
@@ -414,12 +420,12 @@ static void test_cancel_all_and_close_in_flight(void) {
     for (int i = 0; i < M; i++) {
         rec_init(&more[i]);
         courier_request *q = req("GET", "/hang");
-        CHECK_EQ(courier_send(e, q, rec_done, &more[i], NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_send(NULL, e, q, rec_done, &more[i], NULL), COURIER_OK);
         courier_request_free(q);
     }
     CHECK(th_wait_path("/hang", hang1 + 1) > hang1); /* some on the wire, the rest queued */
-    long queued = -1, active = -1;
-    CHECK_EQ(courier_engine_pending(e, &queued, &active), COURIER_OK);
+    int64_t queued = -1, active = -1;
+    CHECK_EQ(courier_engine_pending(&queued, &active, e), COURIER_OK);
     CHECK_EQ(queued + active, M);
     courier_engine_close(e);
     for (int i = 0; i < M; i++) {
@@ -441,7 +447,7 @@ static void test_close_right_after_send(void) {
         rec r;
         rec_init(&r);
         courier_request *q = req("GET", "/json");
-        CHECK_EQ(courier_send(e, q, rec_done, &r, NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_send(NULL, e, q, rec_done, &r, NULL), COURIER_OK);
         courier_request_free(q);
         courier_engine_close(e);
         CHECK_EQ(r.calls, 1);
@@ -465,8 +471,8 @@ static void chain_done(uint64_t id, int code, courier_response *resp, const cour
     if (code == COURIER_OK) atomic_fetch_add(&c->ok, 1);
     courier_request *q = req("GET", "/json");
     /* A synchronous send from the worker would deadlock: refused. */
-    atomic_store(&c->sync_from_worker, courier_send_sync(c->e, q, NULL, NULL));
-    if (atomic_fetch_sub(&c->remaining, 1) > 1) courier_send(c->e, q, chain_done, c, NULL, NULL);
+    atomic_store(&c->sync_from_worker, courier_send_sync(NULL, c->e, q, NULL));
+    if (atomic_fetch_sub(&c->remaining, 1) > 1) courier_send(NULL, c->e, q, chain_done, c, NULL);
     courier_request_free(q);
 }
 
@@ -477,7 +483,7 @@ static void test_send_from_completion(void) {
     atomic_init(&c.remaining, 5);
     atomic_init(&c.ok, 0);
     courier_request *q = req("GET", "/json");
-    CHECK_EQ(courier_send(e, q, chain_done, &c, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(NULL, e, q, chain_done, &c, NULL), COURIER_OK);
     courier_request_free(q);
     int64_t deadline = th_now_ms() + 20000;
     while (atomic_load(&c.remaining) > 0 && th_now_ms() < deadline) usleep(2000);
@@ -498,7 +504,7 @@ static void *hammer(void *p) {
         courier_request *q = req(i % 3 ? "GET" : "POST", "/echo");
         courier_request_add_param(q, "i", "1");
         courier_response *resp = NULL;
-        if (courier_send_sync(a->e, q, &resp, NULL) == COURIER_OK && courier_response_status(resp) == 200) a->ok++;
+        if (courier_send_sync(&resp, a->e, q, NULL) == COURIER_OK && courier_response_status(resp) == 200) a->ok++;
         courier_response_free(resp);
         courier_request_free(q);
     }
@@ -555,7 +561,7 @@ static void test_url_handles_and_default_lines(void) {
     courier_request *r = req("GET", "/echo");
     courier_request_add_header(r, "Accept-Encoding", "identity");
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     courier_request_free(r);
     REQUIRE(resp);
     const char *body = (const char *)courier_response_body(resp, NULL);
@@ -574,7 +580,7 @@ static void test_url_handles_and_default_lines(void) {
         snprintf(path, sizeof path, "/echo?n=%d", i % 80);
         courier_request *q = req("GET", path);
         courier_request_set_coalesce(q, 0);
-        CHECK_EQ(courier_send(e, q, rec_done, &recs[i], NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_send(NULL, e, q, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(q);
     }
     for (int i = 0; i < N; i++) {
@@ -598,7 +604,7 @@ static void test_many_async_in_flight(void) {
     for (int i = 0; i < N; i++) {
         rec_init(&recs[i]);
         courier_request *q = req("GET", "/bytes/1024");
-        CHECK_EQ(courier_send(e, q, rec_done, &recs[i], NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_send(NULL, e, q, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(q);
     }
     for (int i = 0; i < N; i++) {
@@ -749,7 +755,7 @@ static void test_user_free_runs_once(void) {
     CHECK_EQ(courier_request_set_validator(r, accept_all, NULL, count_user_free), COURIER_OK);
     rec a;
     rec_init(&a);
-    CHECK_EQ(courier_send(e, r, rec_done, &a, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(NULL, e, r, rec_done, &a, NULL), COURIER_OK);
     courier_request_free(r); /* the send still holds the registration */
     CHECK_EQ(atomic_load(&user_frees), 0);
     CHECK_EQ(rec_wait(&a), 1);
@@ -805,11 +811,11 @@ static void test_close_from_own_callback(void) {
     REQUIRE(s.e);
     for (int i = 0; i < 3; i++) {
         courier_request *q = req("GET", i == 0 ? "/hang" : i == 1 ? "/delay/20000" : "/hang?x=2");
-        CHECK_EQ(courier_send(s.e, q, other_done, &s, NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_send(NULL, s.e, q, other_done, &s, NULL), COURIER_OK);
         courier_request_free(q);
     }
     courier_request *q = req("GET", "/json");
-    CHECK_EQ(courier_send(s.e, q, closer_done, &s, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(NULL, s.e, q, closer_done, &s, NULL), COURIER_OK);
     courier_request_free(q);
     int64_t deadline = th_now_ms() + 20000;
     while (atomic_load(&s.others) < 3 && th_now_ms() < deadline) usleep(2000);
@@ -821,10 +827,10 @@ static void test_close_from_own_callback(void) {
 static void test_pending_counts_exact(void) {
     courier_engine *e = th_engine(NULL);
     REQUIRE(e);
-    long queued = -1, active = -1;
+    int64_t queued = -1, active = -1;
     for (int i = 0; i < 10; i++) {
         CHECK_EQ(sync_code(e, "/json", 0, NULL, NULL), COURIER_OK);
-        CHECK_EQ(courier_engine_pending(e, &queued, &active), COURIER_OK);
+        CHECK_EQ(courier_engine_pending(&queued, &active, e), COURIER_OK);
         CHECK_EQ(queued + active, 0); /* left the counts before its completion ran */
     }
     courier_engine_close(e);
@@ -843,7 +849,7 @@ static void test_response_retain(void) {
     courier_request *q = req("GET", "/json");
     courier_request_set_validator(q, keep_response, NULL, NULL);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, q, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, q, NULL), COURIER_OK);
     courier_request_free(q);
     REQUIRE(kept);
     CHECK(kept == resp);

@@ -49,8 +49,8 @@ static void on_member(courier_group *g, size_t index, int code, const courier_re
     (void)g;
     (void)resp;
     grec *r = user;
-    long queued = 0, active = 0;
-    if (r->engine) courier_engine_pending(r->engine, &queued, &active);
+    int64_t queued = 0, active = 0;
+    if (r->engine) courier_engine_pending(&queued, &active, r->engine);
     pthread_mutex_lock(&r->m);
     if (r->member_calls < 64) {
         r->member_order[r->member_calls] = (int)index;
@@ -106,25 +106,25 @@ static courier_request *req_n(const char *path, int n) {
 
 static int result_code(courier_group *g, size_t i) {
     int code = 12345;
-    courier_group_result(g, i, &code, NULL, NULL, NULL);
+    courier_group_result(&code, NULL, NULL, g, i, NULL);
     return code;
 }
 
 static uint64_t result_id(courier_group *g, size_t i) {
     uint64_t id = 999;
-    courier_group_result(g, i, NULL, NULL, &id, NULL);
+    courier_group_result(NULL, NULL, &id, g, i, NULL);
     return id;
 }
 
 static int result_status(courier_group *g, size_t i) {
     const courier_response *resp = NULL;
-    courier_group_result(g, i, NULL, &resp, NULL, NULL);
+    courier_group_result(NULL, &resp, NULL, g, i, NULL);
     return resp ? courier_response_status(resp) : -1;
 }
 
 static const char *result_body(courier_group *g, size_t i) {
     const courier_response *resp = NULL;
-    courier_group_result(g, i, NULL, &resp, NULL, NULL);
+    courier_group_result(NULL, &resp, NULL, g, i, NULL);
     return resp ? (const char *)courier_response_body(resp, NULL) : NULL;
 }
 
@@ -136,11 +136,11 @@ static void batch_gives_every_result(void) {
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_BATCH) == COURIER_OK);
     size_t idx = 99;
-    CHECK_EQ(courier_group_add(g, req("GET", "/echo/b0"), 0, &idx), COURIER_OK);
+    CHECK_EQ(courier_group_add(&idx, g, req("GET", "/echo/b0"), 0), COURIER_OK);
     CHECK_EQ(idx, 0);
-    CHECK_EQ(courier_group_add(g, req("GET", "/status/404"), 0, &idx), COURIER_OK);
+    CHECK_EQ(courier_group_add(&idx, g, req("GET", "/status/404"), 0), COURIER_OK);
     CHECK_EQ(idx, 1);
-    CHECK_EQ(courier_group_add(g, req("POST", "/echo/b2"), 0, &idx), COURIER_OK);
+    CHECK_EQ(courier_group_add(&idx, g, req("POST", "/echo/b2"), 0), COURIER_OK);
     CHECK_EQ(courier_group_count(g), 3);
     grec r;
     grec_init(&r, NULL);
@@ -161,12 +161,12 @@ static void batch_gives_every_result(void) {
     CHECK(a && b && c && a != b && b != c && a != c);
     courier_error err;
     int code = 0;
-    CHECK_EQ(courier_group_result(g, 1, &code, NULL, NULL, &err), COURIER_OK);
+    CHECK_EQ(courier_group_result(&code, NULL, NULL, g, 1, &err), COURIER_OK);
     CHECK_EQ(err.code, COURIER_E_HTTP_STATUS);
     CHECK_EQ(err.http_status, 404);
-    CHECK_EQ(courier_group_result(g, 3, &code, NULL, NULL, NULL), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_group_result(&code, NULL, NULL, g, 3, NULL), COURIER_E_NOT_FOUND);
     /* Adding after completion is refused (and the request is taken anyway). */
-    CHECK_EQ(courier_group_add(g, req("GET", "/echo"), 0, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_group_add(NULL, g, req("GET", "/echo"), 0), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(courier_group_cancel(g), COURIER_E_NOT_FOUND);
     CHECK_EQ(courier_group_start(g, NULL, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
     courier_group_free(g);
@@ -181,10 +181,10 @@ static void batch_fail_fast_cancels_the_rest(void) {
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_BATCH) == COURIER_OK);
     CHECK_EQ(courier_group_set_fail_fast(g, 1), COURIER_OK);
     CHECK_EQ(courier_group_set_max_in_flight(g, 2), COURIER_OK);
-    courier_group_add(g, req("GET", "/hang"), 0, NULL);
-    courier_group_add(g, req("GET", "/status/500"), 0, NULL);
-    courier_group_add(g, req("GET", "/echo/ff2"), 0, NULL);
-    courier_group_add(g, req("GET", "/echo/ff3"), 0, NULL);
+    courier_group_add(NULL, g, req("GET", "/hang"), 0);
+    courier_group_add(NULL, g, req("GET", "/status/500"), 0);
+    courier_group_add(NULL, g, req("GET", "/echo/ff2"), 0);
+    courier_group_add(NULL, g, req("GET", "/echo/ff3"), 0);
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, NULL), COURIER_OK);
@@ -200,8 +200,8 @@ static void batch_fail_fast_cancels_the_rest(void) {
     CHECK_EQ(result_id(g, 3), 0);
     CHECK_EQ(cts_server_path_count(th_server(), "/echo/ff2"), 0);
     CHECK_EQ(cts_server_path_count(th_server(), "/echo/ff3"), 0);
-    long queued = -1, active = -1;
-    courier_engine_pending(e, &queued, &active);
+    int64_t queued = -1, active = -1;
+    courier_engine_pending(&queued, &active, e);
     CHECK_EQ(queued + active, 0);
     courier_group_free(g);
     courier_engine_close(e);
@@ -212,9 +212,9 @@ static void batch_without_fail_fast_runs_everything(void) {
     REQUIRE(e);
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_BATCH) == COURIER_OK);
-    courier_group_add(g, req("GET", "/status/500"), 0, NULL);
-    courier_group_add(g, req("GET", "/delay/50"), 0, NULL);
-    courier_group_add(g, req("GET", "/status/503"), 0, NULL);
+    courier_group_add(NULL, g, req("GET", "/status/500"), 0);
+    courier_group_add(NULL, g, req("GET", "/delay/50"), 0);
+    courier_group_add(NULL, g, req("GET", "/status/503"), 0);
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, NULL), COURIER_OK);
@@ -233,9 +233,9 @@ static void continue_flag_keeps_fail_fast_going(void) {
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_BATCH) == COURIER_OK);
     courier_group_set_fail_fast(g, 1);
-    courier_group_add(g, req("GET", "/status/500"), COURIER_GROUP_CONTINUE_ON_FAILURE, NULL);
-    courier_group_add(g, req("GET", "/delay/50"), 0, NULL);
-    CHECK_EQ(courier_group_add(g, req("GET", "/echo"), 0x100, NULL), COURIER_E_INVALID_ARGUMENT);
+    courier_group_add(NULL, g, req("GET", "/status/500"), COURIER_GROUP_CONTINUE_ON_FAILURE);
+    courier_group_add(NULL, g, req("GET", "/delay/50"), 0);
+    CHECK_EQ(courier_group_add(NULL, g, req("GET", "/echo"), 0x100), COURIER_E_INVALID_ARGUMENT);
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, NULL), COURIER_OK);
@@ -258,19 +258,19 @@ static void max_in_flight_holds_members_back(void) {
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_BATCH) == COURIER_OK);
     CHECK_EQ(courier_group_set_max_in_flight(g, -1), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(courier_group_set_max_in_flight(g, 2), COURIER_OK);
-    for (int i = 0; i < 5; i++) courier_group_add(g, req_n("/hang", i), 0, NULL);
+    for (int i = 0; i < 5; i++) courier_group_add(NULL, g, req_n("/hang", i), 0);
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, NULL), COURIER_OK);
     /* The engine counts a send when it is made: start sent two, and nothing completes (/hang), so
      * nothing sends a third. */
-    long queued = -1, active = -1;
-    courier_engine_pending(e, &queued, &active);
+    int64_t queued = -1, active = -1;
+    courier_engine_pending(&queued, &active, e);
     CHECK_EQ(queued + active, 2);
     CHECK_EQ(courier_group_set_max_in_flight(g, 3), COURIER_E_INVALID_ARGUMENT); /* started */
     CHECK_EQ(th_wait_path("/hang", 2), 2);
     CHECK_EQ(cts_server_path_count(th_server(), "/hang"), 2);
-    courier_engine_pending(e, &queued, &active);
+    courier_engine_pending(&queued, &active, e);
     CHECK_EQ(queued, 0);
     CHECK_EQ(active, 2);
     CHECK_EQ(grec_done_calls(&r), 0);
@@ -298,7 +298,7 @@ static void max_in_flight_with_finishing_members(void) {
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_BATCH) == COURIER_OK);
     courier_group_set_max_in_flight(g, 2);
-    for (int i = 0; i < 6; i++) courier_group_add(g, req_n("/delay/30", i), 0, NULL);
+    for (int i = 0; i < 6; i++) courier_group_add(NULL, g, req_n("/delay/30", i), 0);
     grec r;
     grec_init(&r, e);
     courier_group_set_member_callback(g, on_member, &r, NULL);
@@ -321,9 +321,9 @@ static void chain_runs_in_order(void) {
     REQUIRE(e);
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_CHAIN) == COURIER_OK);
-    courier_group_add(g, req("GET", "/delay/40"), 0, NULL);
-    courier_group_add(g, req("GET", "/delay/1"), 0, NULL);
-    courier_group_add(g, req("GET", "/echo/c2"), 0, NULL);
+    courier_group_add(NULL, g, req("GET", "/delay/40"), 0);
+    courier_group_add(NULL, g, req("GET", "/delay/1"), 0);
+    courier_group_add(NULL, g, req("GET", "/echo/c2"), 0);
     grec r;
     grec_init(&r, e);
     courier_group_set_member_callback(g, on_member, &r, NULL);
@@ -351,7 +351,7 @@ static int build_from_echo(courier_group *g, size_t index, int prev_code, const 
     courier_json *doc = NULL;
     size_t len = 0;
     const uint8_t *body = courier_response_body(prev, &len);
-    if (courier_json_parse(body, len, NULL, &doc, NULL) != COURIER_OK) return COURIER_E_INVALID_ARGUMENT;
+    if (courier_json_parse(&doc, body, len, NULL, NULL) != COURIER_OK) return COURIER_E_INVALID_ARGUMENT;
     const char *query = courier_json_string(courier_json_get(doc, "query"), NULL); /* "user=42" */
     char target[256];
     snprintf(target, sizeof target, "/echo/profile?%s&from=%d", query ? query : "none",
@@ -368,9 +368,9 @@ static void chain_builds_from_previous_response(void) {
     int calls = 0;
     grec r;
     grec_init(&r, NULL);
-    courier_group_add(g, req("GET", "/echo/login?user=42"), 0, NULL);
+    courier_group_add(NULL, g, req("GET", "/echo/login?user=42"), 0);
     atomic_store(&plain_frees, 0);
-    CHECK_EQ(courier_group_add_built(g, build_from_echo, &calls, count_plain_free, 0, NULL), COURIER_OK);
+    CHECK_EQ(courier_group_add_built(NULL, g, build_from_echo, &calls, count_plain_free, 0), COURIER_OK);
     CHECK_EQ(courier_group_start(g, on_done, &r, NULL), COURIER_OK);
     CHECK_EQ(grec_wait(&r), 1);
     CHECK_EQ(r.code, COURIER_OK);
@@ -396,11 +396,11 @@ static void chain_failure_stops_the_rest(void) {
     cts_server_reset_counts(th_server());
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_CHAIN) == COURIER_OK);
-    courier_group_add(g, req("GET", "/echo/s0"), 0, NULL);
-    courier_group_add(g, req("GET", "/status/500"), 0, NULL);
-    courier_group_add(g, req("GET", "/echo/s2"), 0, NULL);
+    courier_group_add(NULL, g, req("GET", "/echo/s0"), 0);
+    courier_group_add(NULL, g, req("GET", "/status/500"), 0);
+    courier_group_add(NULL, g, req("GET", "/echo/s2"), 0);
     int calls = 0;
-    courier_group_add_built(g, build_from_echo, &calls, NULL, 0, NULL);
+    courier_group_add_built(NULL, g, build_from_echo, &calls, NULL, 0);
     grec r;
     grec_init(&r, NULL);
     courier_group_set_member_callback(g, on_member, &r, NULL);
@@ -441,8 +441,8 @@ static void chain_continue_on_failure_branches(void) {
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_CHAIN) == COURIER_OK);
     seen s = {0, 0};
-    courier_group_add(g, req("GET", "/status/500"), COURIER_GROUP_CONTINUE_ON_FAILURE, NULL);
-    courier_group_add_built(g, build_after_failure, &s, NULL, 0, NULL);
+    courier_group_add(NULL, g, req("GET", "/status/500"), COURIER_GROUP_CONTINUE_ON_FAILURE);
+    courier_group_add_built(NULL, g, build_after_failure, &s, NULL, 0);
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, NULL), COURIER_OK);
@@ -475,11 +475,11 @@ static void chain_skip_and_refuse(void) {
     cts_server_reset_counts(th_server());
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_CHAIN) == COURIER_OK);
-    courier_group_add_built(g, build_skip, NULL, NULL, 0, NULL);
+    courier_group_add_built(NULL, g, build_skip, NULL, NULL, 0);
     seen s = {1, 1};
-    courier_group_add_built(g, build_after_failure, &s, NULL, 0, NULL); /* sees the skipped one */
-    courier_group_add_built(g, build_refuse, NULL, NULL, 0, NULL);
-    courier_group_add(g, req("GET", "/echo/never"), 0, NULL);
+    courier_group_add_built(NULL, g, build_after_failure, &s, NULL, 0); /* sees the skipped one */
+    courier_group_add_built(NULL, g, build_refuse, NULL, NULL, 0);
+    courier_group_add(NULL, g, req("GET", "/echo/never"), 0);
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, NULL), COURIER_OK);
@@ -509,7 +509,7 @@ static void add_next_page(courier_group *g, size_t index, int code, const courie
     if (code == COURIER_OK && index < 2) {
         char target[64];
         snprintf(target, sizeof target, "/echo/page?n=%zu", index + 1);
-        courier_group_add(g, req("GET", target), 0, NULL);
+        courier_group_add(NULL, g, req("GET", target), 0);
     }
 }
 
@@ -520,7 +520,7 @@ static void members_added_from_a_callback(void) {
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_CHAIN) == COURIER_OK);
     int pages = 0;
     courier_group_set_member_callback(g, add_next_page, &pages, NULL);
-    courier_group_add(g, req("GET", "/echo/page?n=0"), 0, NULL);
+    courier_group_add(NULL, g, req("GET", "/echo/page?n=0"), 0);
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, NULL), COURIER_OK);
@@ -555,8 +555,8 @@ static void build_callback_submits_a_borrowed_request(void) {
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_CHAIN) == COURIER_OK);
     int second0 = 0, second1 = 0;
-    courier_group_add_built(g, build_and_submit, &second0, NULL, 0, NULL);
-    courier_group_add_built(g, build_and_submit, &second1, NULL, 0, NULL);
+    courier_group_add_built(NULL, g, build_and_submit, &second0, NULL, 0);
+    courier_group_add_built(NULL, g, build_and_submit, &second1, NULL, 0);
     CHECK_EQ(courier_group_submit(g, 0, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
     courier_request *outside = req("GET", "/echo/outside");
     CHECK_EQ(courier_group_submit(g, 0, outside, NULL), COURIER_E_INVALID_ARGUMENT);
@@ -588,7 +588,7 @@ static void cancel_the_whole_group(void) {
     cts_server_reset_counts(th_server());
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_BATCH) == COURIER_OK);
-    for (int i = 0; i < 3; i++) courier_group_add(g, req_n("/hang", i), 0, NULL);
+    for (int i = 0; i < 3; i++) courier_group_add(NULL, g, req_n("/hang", i), 0);
     grec r;
     grec_init(&r, NULL);
     courier_group_set_member_callback(g, on_member, &r, NULL);
@@ -611,8 +611,8 @@ static void cancel_before_start(void) {
     cts_server_reset_counts(th_server());
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_CHAIN) == COURIER_OK);
-    courier_group_add(g, req("GET", "/echo/early"), 0, NULL);
-    courier_group_add(g, req("GET", "/echo/early"), 0, NULL);
+    courier_group_add(NULL, g, req("GET", "/echo/early"), 0);
+    courier_group_add(NULL, g, req("GET", "/echo/early"), 0);
     CHECK_EQ(courier_group_cancel(g), COURIER_OK);
     grec r;
     grec_init(&r, NULL);
@@ -622,8 +622,8 @@ static void cancel_before_start(void) {
     CHECK_EQ(r.code, COURIER_E_CANCELLED);
     CHECK_EQ(result_code(g, 0), COURIER_E_CANCELLED);
     CHECK_EQ(result_id(g, 1), 0);
-    long queued = -1, active = -1; /* nothing was sent: the engine counts a send when it is made */
-    courier_engine_pending(e, &queued, &active);
+    int64_t queued = -1, active = -1; /* nothing was sent: the engine counts a send when it is made */
+    courier_engine_pending(&queued, &active, e);
     CHECK_EQ(queued + active, 0);
     CHECK_EQ(cts_server_path_count(th_server(), "/echo/early"), 0);
     courier_group_free(g);
@@ -646,11 +646,11 @@ static void empty_group_completes_at_once(void) {
     CHECK_EQ(courier_group_new(&g, NULL, COURIER_GROUP_BATCH), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(courier_group_new(&g, e, (courier_group_mode)7), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(courier_group_new(NULL, e, COURIER_GROUP_BATCH), COURIER_E_INVALID_ARGUMENT);
-    CHECK_EQ(courier_group_add(NULL, req("GET", "/"), 0, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_group_add(NULL, NULL, req("GET", "/"), 0), COURIER_E_INVALID_ARGUMENT);
     grec f;
     grec_init(&f, NULL);
     CHECK_EQ(courier_group_start(NULL, on_done, &f, count_free), COURIER_E_INVALID_ARGUMENT);
-    CHECK_EQ(courier_group_add_built(NULL, build_skip, &f, count_free, 0, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_group_add_built(NULL, NULL, build_skip, &f, count_free, 0), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(f.frees, 2); /* user_free runs at once when registering fails */
     courier_group_free(NULL);
     courier_engine_close(e);
@@ -661,8 +661,8 @@ static void send_failures_are_member_results(void) {
     REQUIRE(e);
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_BATCH) == COURIER_OK);
-    courier_group_add(g, req("GET", "http://exa mple.com/"), 0, NULL);
-    courier_group_add(g, req("GET", "/echo/ok"), 0, NULL);
+    courier_group_add(NULL, g, req("GET", "http://exa mple.com/"), 0);
+    courier_group_add(NULL, g, req("GET", "/echo/ok"), 0);
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, NULL), COURIER_OK);
@@ -682,8 +682,8 @@ static void free_while_running_still_completes_once(void) {
     cts_server_reset_counts(th_server());
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_BATCH) == COURIER_OK);
-    courier_group_add(g, req_n("/hang", 0), 0, NULL);
-    courier_group_add(g, req_n("/hang", 1), 0, NULL);
+    courier_group_add(NULL, g, req_n("/hang", 0), 0);
+    courier_group_add(NULL, g, req_n("/hang", 1), 0);
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, count_free), COURIER_OK);
@@ -705,7 +705,7 @@ static void free_inside_done_callback(void) {
     REQUIRE(e);
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_BATCH) == COURIER_OK);
-    courier_group_add(g, req("GET", "/echo/x"), 0, NULL);
+    courier_group_add(NULL, g, req("GET", "/echo/x"), 0);
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, free_from_done, &r, count_free), COURIER_OK);
@@ -720,9 +720,9 @@ static void closing_the_engine_completes_the_group(void) {
     cts_server_reset_counts(th_server());
     courier_group *g = NULL;
     REQUIRE(courier_group_new(&g, e, COURIER_GROUP_CHAIN) == COURIER_OK);
-    courier_group_add(g, req("GET", "/hang"), 0, NULL);
-    courier_group_add(g, req("GET", "/echo/after-close"), COURIER_GROUP_CONTINUE_ON_FAILURE, NULL);
-    courier_group_add(g, req("GET", "/echo/after-close"), 0, NULL);
+    courier_group_add(NULL, g, req("GET", "/hang"), 0);
+    courier_group_add(NULL, g, req("GET", "/echo/after-close"), COURIER_GROUP_CONTINUE_ON_FAILURE);
+    courier_group_add(NULL, g, req("GET", "/echo/after-close"), 0);
     grec r;
     grec_init(&r, NULL);
     CHECK_EQ(courier_group_start(g, on_done, &r, NULL), COURIER_OK);
@@ -748,7 +748,7 @@ static void *stress_thread(void *p) {
         courier_group *g = NULL;
         if (courier_group_new(&g, a->e, round % 2 ? COURIER_GROUP_CHAIN : COURIER_GROUP_BATCH)) return NULL;
         courier_group_set_max_in_flight(g, 1 + round % 3);
-        for (int i = 0; i < 4; i++) courier_group_add(g, req("GET", i == 3 ? "/delay/20" : "/echo/st"), 0, NULL);
+        for (int i = 0; i < 4; i++) courier_group_add(NULL, g, req("GET", i == 3 ? "/delay/20" : "/echo/st"), 0);
         grec r;
         grec_init(&r, NULL);
         courier_group_start(g, on_done, &r, NULL);

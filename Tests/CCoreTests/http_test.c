@@ -32,7 +32,7 @@ static courier_request *req(const char *method, const char *path) {
 
 static int send_req(courier_engine *e, courier_request *r, courier_response **out, courier_error *err) {
     courier_error local;
-    int rc = courier_send_sync(e, r, out, err ? err : &local);
+    int rc = courier_send_sync(out, e, r, err ? err : &local);
     courier_request_free(r);
     return rc;
 }
@@ -91,7 +91,7 @@ static void test_redirect_matrix(void) {
             const char *hop_url = NULL;
             int hop_status = 0;
             CHECK_EQ(courier_response_redirect_count(resp), 1);
-            CHECK_EQ(courier_response_redirect_at(resp, 0, &hop_url, &hop_status), COURIER_OK);
+            CHECK_EQ(courier_response_redirect_at(&hop_url, &hop_status, resp, 0), COURIER_OK);
             CHECK_EQ(hop_status, st);
             CHECK_CONTAINS(hop_url, "/redirect?to=");
             if (strcmp(want_method, "HEAD") != 0) {
@@ -162,7 +162,7 @@ static void test_cancel_reaches_the_hop_in_flight(void) {
     courier_request *r = req("GET", "/redirect?to=/hang");
     done_box box = {0};
     uint64_t id = 0;
-    CHECK_EQ(courier_send(e, r, on_done, &box, &id, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, r, on_done, &box, NULL), COURIER_OK);
     courier_request_free(r);
     for (int i = 0; i < 10000 && cts_server_path_count(s, "/hang") == before; i++) usleep(1000);
     CHECK_EQ(cts_server_path_count(s, "/hang"), before + 1); /* the second hop is on the wire */
@@ -180,7 +180,7 @@ static void test_coalesced_requests_follow_each(void) {
     done_box boxes[3] = {0};
     for (int i = 0; i < 3; i++) {
         courier_request *r = req("GET", "/redirect?to=/delay/50");
-        CHECK_EQ(courier_send(e, r, on_done, &boxes[i], NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_send(NULL, e, r, on_done, &boxes[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     for (int i = 0; i < 3; i++) {
@@ -220,8 +220,8 @@ static void test_too_many_redirects(void) {
     courier_response *resp = NULL;
     CHECK_EQ(send_req(e, req("GET", "/redirect-chain/20"), &resp, NULL), COURIER_OK);
     CHECK_EQ(courier_response_redirect_count(resp), 20);
-    courier_metrics m;
-    courier_response_metrics(resp, &m, sizeof m);
+    courier_metrics m = {.size = sizeof m};
+    courier_response_metrics(&m, resp);
     CHECK_EQ(m.redirects, 20);
     courier_response_free(resp);
     resp = NULL;
@@ -438,7 +438,7 @@ static void test_redirect_hops_go_through_cache(void) {
     CHECK_EQ(courier_response_status(resp), 200);
     courier_response_free(resp);
     int64_t bytes = 0, count = 0;
-    CHECK_EQ(courier_cache_size(e, &bytes, &count, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_size(&bytes, &count, e, NULL), COURIER_OK);
     CHECK_EQ(count, 2);
     courier_engine_close(e);
 }
@@ -611,7 +611,7 @@ static void first_cache(courier_config *c) { courier_config_set_cache_policy(c, 
 
 static int64_t cache_count(courier_engine *e) {
     int64_t bytes = 0, count = -1;
-    courier_cache_size(e, &bytes, &count, NULL);
+    courier_cache_size(&bytes, &count, e, NULL);
     return count;
 }
 

@@ -34,7 +34,7 @@ static int child_list(const char *store) {
     courier_engine *e = child_engine(store, 1);
     if (!e) return 2;
     courier_frozen_list *l = NULL;
-    if (courier_frozen_list_requests(e, &l, NULL) != COURIER_OK) return 3;
+    if (courier_frozen_list_requests(&l, e, NULL) != COURIER_OK) return 3;
     for (size_t i = 0; i < courier_frozen_list_count(l); i++) {
         const courier_frozen *f = courier_frozen_list_at(l, i);
         printf("%s %s %s %s\n", courier_frozen_id(f), courier_frozen_method(f), courier_frozen_url(f),
@@ -146,7 +146,7 @@ static int freeze_n(const char *store, int port, const char *fmt, int n, unsigne
         courier_request_new(&r, "POST", path);
         courier_request_set_body(r, body, strlen(body), "text/plain");
         courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, flags);
-        courier_send(e, r, w_done, &w, NULL, NULL);
+        courier_send(NULL, e, r, w_done, &w, NULL);
         courier_request_free(r);
     }
     int64_t end = th_now_ms() + 30000;
@@ -205,14 +205,14 @@ static void durable_then_replayed_once_in_order(void) {
     evlog log;
     memset(&log, 0, sizeof log);
     pthread_mutex_init(&log.m, NULL);
-    CHECK_EQ(courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL), COURIER_OK);
     CHECK_EQ(courier_frozen_resume(e), COURIER_OK);
     /* Automatic replay: the first resend of a request frozen after a failure waits one backoff
      * step (1 s by default), then the journal drains. */
     int64_t left = -1, end = th_now_ms() + 60000;
     do {
         courier_frozen_wait_idle(e, 1000);
-        courier_frozen_count(e, &left, NULL);
+        courier_frozen_count(&left, e, NULL);
     } while (left > 0 && th_now_ms() < end);
     CHECK_EQ(left, 0);
     CHECK_EQ(courier_frozen_wait_idle(e, 60000), COURIER_OK);
@@ -281,7 +281,7 @@ static void killed_mid_replay_loses_nothing(void) {
     courier_engine *e = child_engine(store, 1);
     REQUIRE(e);
     int64_t left = -1;
-    courier_frozen_count(e, &left, NULL);
+    courier_frozen_count(&left, e, NULL);
     CHECK_EQ(left, 0);
     courier_engine_close(e);
     jr_free(&srv);
@@ -303,7 +303,7 @@ static void two_processes_send_each_once(void) {
     courier_engine *e = child_engine(store, 1);
     REQUIRE(e);
     int64_t left = -1;
-    courier_frozen_count(e, &left, NULL);
+    courier_frozen_count(&left, e, NULL);
     CHECK_EQ(left, 0);
     courier_engine_close(e);
     jr_stop(&srv);
@@ -359,7 +359,7 @@ static void killed_before_answers_commit_resends(void) {
     courier_engine *e = child_engine(store, 1);
     REQUIRE(e);
     int64_t left = -1;
-    courier_frozen_count(e, &left, NULL);
+    courier_frozen_count(&left, e, NULL);
     CHECK_EQ(left, 0);
     courier_engine_close(e);
     jr_free(&srv);

@@ -51,7 +51,7 @@ static int child_list(const char *url, const char *store) {
     courier_engine *e = open_engine(url, store, NULL, 1, LEASE_MS);
     if (!e) return 2;
     courier_frozen_list *l = NULL;
-    if (courier_frozen_list_requests(e, &l, NULL) != COURIER_OK) return 3;
+    if (courier_frozen_list_requests(&l, e, NULL) != COURIER_OK) return 3;
     for (size_t i = 0; i < courier_frozen_list_count(l); i++) {
         const courier_frozen *f = courier_frozen_list_at(l, i);
         printf("%s %s %s %s\n", courier_frozen_id(f), courier_frozen_method(f), courier_frozen_url(f),
@@ -71,7 +71,7 @@ static int child_replay(const char *url, const char *store) {
     do {
         courier_frozen_wait_idle(e, 500);
         left = -1;
-        courier_frozen_count(e, &left, NULL);
+        courier_frozen_count(&left, e, NULL);
     } while (left != 0 && th_now_ms() < end);
     courier_engine_close(e);
     return left == 0 ? 0 : 4;
@@ -143,7 +143,7 @@ static void send_frozen(courier_engine *e, waiter *w, const char *fmt, int i, un
     wslot *s = calloc(1, sizeof *s);
     s->w = w;
     s->i = i;
-    courier_send(e, r, w_done, s, NULL, NULL);
+    courier_send(NULL, e, r, w_done, s, NULL);
     courier_request_free(r);
 }
 
@@ -184,7 +184,7 @@ static int64_t count_left(const char *url) {
     courier_engine *e = open_engine(url, th_tmpdir(), NULL, 1, LEASE_MS);
     if (!e) return -1;
     int64_t left = -1;
-    courier_frozen_count(e, &left, NULL);
+    courier_frozen_count(&left, e, NULL);
     courier_engine_close(e);
     return left;
 }
@@ -394,9 +394,9 @@ static void redis_down_is_a_clear_error(void) {
     REQUIRE(e);
     CHECK_EQ(th_redis_stop(), 0);
     int64_t n = 0;
-    CHECK_EQ(courier_frozen_count(e, &n, &err), COURIER_E_REDIS);
+    CHECK_EQ(courier_frozen_count(&n, e, &err), COURIER_E_REDIS);
     courier_frozen_list *l = NULL;
-    CHECK_EQ(courier_frozen_list_requests(e, &l, &err), COURIER_E_REDIS);
+    CHECK_EQ(courier_frozen_list_requests(&l, e, &err), COURIER_E_REDIS);
     CHECK(l == NULL);
     waiter w;
     memset(&w, 0, sizeof w);
@@ -450,7 +450,7 @@ static void query_remove_events_as_on_lmdb(void) {
     evlog log;
     memset(&log, 0, sizeof log);
     pthread_mutex_init(&log.m, NULL);
-    CHECK_EQ(courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL), COURIER_OK);
     courier_reachability_set_offline(e);
     waiter w;
     memset(&w, 0, sizeof w);
@@ -466,17 +466,17 @@ static void query_remove_events_as_on_lmdb(void) {
         wslot *s = calloc(1, sizeof *s);
         s->w = &w;
         s->i = i;
-        courier_send(e, r, w_done, s, NULL, NULL);
+        courier_send(NULL, e, r, w_done, s, NULL);
         courier_request_free(r);
         int64_t end = th_now_ms() + 10000;
         while (w_count(&w, NULL) < i + 1 && th_now_ms() < end) usleep(2000); /* in this order */
     }
     CHECK_EQ(w.frozen, 3);
     int64_t n = -1;
-    CHECK_EQ(courier_frozen_count(e, &n, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_count(&n, e, NULL), COURIER_OK);
     CHECK_EQ(n, 2);
     courier_frozen *f = NULL;
-    CHECK_EQ(courier_frozen_get(e, "order-1", &f, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_get(&f, e, "order-1", NULL), COURIER_OK);
     REQUIRE(f);
     char want[96];
     snprintf(want, sizeof want, "%s/q/new", base);
@@ -488,17 +488,17 @@ static void query_remove_events_as_on_lmdb(void) {
     CHECK(body && body[0] == 'x');
     courier_frozen_free(f);
     courier_frozen_list *l = NULL;
-    CHECK_EQ(courier_frozen_list_requests(e, &l, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_list_requests(&l, e, NULL), COURIER_OK);
     CHECK_EQ(courier_frozen_list_count(l), 2);
     if (courier_frozen_list_count(l) == 2) {
         CHECK_STR(courier_frozen_id(courier_frozen_list_at(l, 0)), "order-2");
         CHECK_STR(courier_frozen_id(courier_frozen_list_at(l, 1)), "order-1");
     }
     courier_frozen_list_free(l);
-    CHECK_EQ(courier_frozen_get(e, "nothing", &f, NULL), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_frozen_get(&f, e, "nothing", NULL), COURIER_E_NOT_FOUND);
     CHECK_EQ(courier_frozen_remove(e, "order-2", NULL), COURIER_OK);
     CHECK_EQ(courier_frozen_remove(e, "order-2", NULL), COURIER_E_NOT_FOUND);
-    CHECK_EQ(courier_frozen_count(e, &n, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_count(&n, e, NULL), COURIER_OK);
     CHECK_EQ(n, 1);
     /* An explicit resend (offline, paused: only the app's word sends it). */
     CHECK_EQ(courier_frozen_resend(e, "order-1", NULL), COURIER_OK);
@@ -507,11 +507,11 @@ static void query_remove_events_as_on_lmdb(void) {
     CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_FROZEN), 3);
     CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_RESENT_SUCCEEDED), 1);
     CHECK_EQ(courier_frozen_wait_idle(e, 20000), COURIER_OK);
-    CHECK_EQ(courier_frozen_count(e, &n, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_count(&n, e, NULL), COURIER_OK);
     CHECK_EQ(n, 0);
     int code = -1, status = 0;
     int64_t at = 0;
-    CHECK_EQ(courier_frozen_last_outcome(e, "order-1", &code, &status, &at, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_last_outcome(&code, &status, &at, e, "order-1", NULL), COURIER_OK);
     CHECK_EQ(code, COURIER_OK);
     CHECK_EQ(status, 200);
     CHECK(at > 0);
@@ -522,9 +522,9 @@ static void query_remove_events_as_on_lmdb(void) {
     end = th_now_ms() + 10000;
     while (w_count(&w, NULL) < 6 && th_now_ms() < end) usleep(2000);
     int64_t removed = 0;
-    CHECK_EQ(courier_frozen_remove_all(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_remove_all(&removed, e, NULL), COURIER_OK);
     CHECK_EQ(removed, 3);
-    CHECK_EQ(courier_frozen_count(e, &n, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_count(&n, e, NULL), COURIER_OK);
     CHECK_EQ(n, 0);
     courier_engine_close(e);
     jr_stop(&srv);
@@ -558,7 +558,7 @@ static void resume_replays_without_waiting_for_the_poll(void) {
     int64_t left = -1, end = th_now_ms() + 30000;
     do {
         CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
-        courier_frozen_count(e, &left, NULL);
+        courier_frozen_count(&left, e, NULL);
     } while (left > 0 && jr_count(&srv) == 0 && th_now_ms() < end);
     CHECK_EQ(left, 0);
     CHECK_EQ(jr_count(&srv), N);

@@ -48,7 +48,7 @@ static void w_done(uint64_t id, int code, courier_response *resp, const courier_
     const char *fid = courier_error_freeze_id(err);
     if (code == COURIER_E_FROZEN && fid) {
         courier_frozen *f = NULL;
-        found = courier_frozen_get(w->engine, fid, &f, NULL) == COURIER_OK;
+        found = courier_frozen_get(&f, w->engine, fid, NULL) == COURIER_OK;
         courier_frozen_free(f);
     }
     pthread_mutex_lock(&w->m);
@@ -181,14 +181,14 @@ static courier_request *freezable(const char *method, const char *path, const ch
 }
 
 static int send_one(courier_engine *e, courier_request *r, waiter *w) {
-    int rc = courier_send(e, r, w_done, w, NULL, NULL);
+    int rc = courier_send(NULL, e, r, w_done, w, NULL);
     courier_request_free(r);
     return rc;
 }
 
 static int64_t count_of(courier_engine *e) {
     int64_t n = -1;
-    courier_frozen_count(e, &n, NULL);
+    courier_frozen_count(&n, e, NULL);
     return n;
 }
 
@@ -213,7 +213,7 @@ static void freeze_on_cannot_connect(void) {
     CHECK_EQ(count_of(e), 1);
 
     courier_frozen *f = NULL;
-    REQUIRE(courier_frozen_get(e, w.ids[0], &f, NULL) == COURIER_OK);
+    REQUIRE(courier_frozen_get(&f, e, w.ids[0], NULL) == COURIER_OK);
     CHECK_STR(courier_frozen_id(f), w.ids[0]);
     CHECK_STR(courier_frozen_method(f), "POST");
     char url[128];
@@ -231,15 +231,15 @@ static void freeze_on_cannot_connect(void) {
     int saw_key = 0, saw_app = 0, saw_type = 0;
     for (size_t i = 0; i < courier_frozen_header_count(f); i++) {
         const char *n, *v;
-        courier_frozen_header_at(f, i, &n, &v);
+        courier_frozen_header_at(&n, &v, f, i);
         if (strcasecmp(n, "Idempotency-Key") == 0) saw_key = strcmp(v, key) == 0;
         if (strcmp(n, "X-App") == 0) saw_app = strcmp(v, "demo") == 0;
         if (strcasecmp(n, "Content-Type") == 0) saw_type = strcmp(v, "text/plain") == 0;
         if (strcmp(n, "X-Quoted") == 0) CHECK_STR(v, "a \"b\" \\c\td \xc3\xa9"); /* JSON escapes round-trip */
     }
     CHECK(saw_key && saw_app && saw_type);
-    courier_frozen_info info;
-    CHECK_EQ(courier_frozen_get_info(f, &info, sizeof info), COURIER_OK);
+    courier_frozen_info info = {.size = sizeof info};
+    CHECK_EQ(courier_frozen_get_info(&info, f), COURIER_OK);
     CHECK_EQ(info.policy, COURIER_FREEZE_AUTO);
     CHECK_EQ(info.attempts, 0);
     CHECK_EQ(info.claimed, 0);
@@ -250,7 +250,7 @@ static void freeze_on_cannot_connect(void) {
     courier_frozen_free(f);
 
     courier_frozen_list *l = NULL;
-    REQUIRE(courier_frozen_list_requests(e, &l, NULL) == COURIER_OK);
+    REQUIRE(courier_frozen_list_requests(&l, e, NULL) == COURIER_OK);
     CHECK_EQ(courier_frozen_list_count(l), 1);
     CHECK_STR(courier_frozen_id(courier_frozen_list_at(l, 0)), w.ids[0]);
     CHECK(courier_frozen_list_at(l, 1) == NULL);
@@ -278,7 +278,7 @@ static void on_warning(int level, const char *line, size_t len, void *user) {
 /* Freezes one POST (the engine is offline) and returns how many temporary-store warnings it logged. */
 static int freeze_one_counting_warnings(courier_engine *e) {
     warn_lines lines = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    CHECK_EQ(courier_log_add_callback(e, COURIER_LOG_WARNING, on_warning, &lines, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_log_add_callback(NULL, e, COURIER_LOG_WARNING, on_warning, &lines, NULL), COURIER_OK);
     waiter w;
     w_init(&w, e);
     CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
@@ -352,7 +352,7 @@ static void empty_body_is_kept(void) {
     CHECK_EQ(w_wait(&w, 1), 1);
     CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
     courier_frozen *f = NULL;
-    REQUIRE(courier_frozen_get(e, w.ids[0], &f, NULL) == COURIER_OK);
+    REQUIRE(courier_frozen_get(&f, e, w.ids[0], NULL) == COURIER_OK);
     size_t len = 99;
     CHECK(courier_frozen_body(f, &len) != NULL);
     CHECK_EQ(len, 0);
@@ -413,7 +413,7 @@ static void given_id_replaces_older(void) {
     CHECK_STR(w.ids[1], "like-42");
     CHECK_EQ(count_of(e), 1);
     courier_frozen *f = NULL;
-    REQUIRE(courier_frozen_get(e, "like-42", &f, NULL) == COURIER_OK);
+    REQUIRE(courier_frozen_get(&f, e, "like-42", NULL) == COURIER_OK);
     size_t len;
     const uint8_t *b = courier_frozen_body(f, &len);
     CHECK(len == 4 && memcmp(b, "on=0", 4) == 0);
@@ -439,7 +439,7 @@ static void remove_and_remove_all(void) {
     CHECK_EQ(w_wait(&w, 3), 3);
     CHECK_EQ(count_of(e), 3);
     courier_frozen_list *l = NULL;
-    REQUIRE(courier_frozen_list_requests(e, &l, NULL) == COURIER_OK);
+    REQUIRE(courier_frozen_list_requests(&l, e, NULL) == COURIER_OK);
     REQUIRE(courier_frozen_list_count(l) == 3);
     for (int i = 0; i < 3; i++) CHECK_STR(courier_frozen_id(courier_frozen_list_at(l, (size_t)i)), ids[i]); /* oldest first */
     courier_frozen_list_free(l);
@@ -449,13 +449,13 @@ static void remove_and_remove_all(void) {
     CHECK_EQ(err.code, COURIER_E_NOT_FOUND);
     CHECK_EQ(count_of(e), 2);
     courier_frozen *f = NULL;
-    CHECK_EQ(courier_frozen_get(e, "a-2", &f, NULL), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_frozen_get(&f, e, "a-2", NULL), COURIER_E_NOT_FOUND);
     CHECK(f == NULL);
     int64_t removed = 0;
-    CHECK_EQ(courier_frozen_remove_all(e, &removed, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_remove_all(&removed, e, NULL), COURIER_OK);
     CHECK_EQ(removed, 2);
     CHECK_EQ(count_of(e), 0);
-    CHECK_EQ(courier_frozen_get(e, "a-1", &f, NULL), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_frozen_get(&f, e, "a-1", NULL), COURIER_E_NOT_FOUND);
     courier_engine_close(e);
     w_destroy(&w);
 }
@@ -507,7 +507,7 @@ static void offline_fails_fast_then_replays(void) {
     REQUIRE(e);
     evlog log;
     ev_init(&log);
-    courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL);
+    courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL);
     waiter w;
     w_init(&w, e);
     CHECK_EQ(courier_reachability_status(e), COURIER_REACHABILITY_UNKNOWN);
@@ -542,7 +542,7 @@ static void offline_fails_fast_then_replays(void) {
     CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_RESENT_SUCCEEDED), 1);
     int code = 0, status = 0;
     int64_t at = 0;
-    CHECK_EQ(courier_frozen_last_outcome(e, w.ids[1], &code, &status, &at, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_last_outcome(&code, &status, &at, e, w.ids[1], NULL), COURIER_OK);
     CHECK_EQ(code, COURIER_OK);
     CHECK_EQ(status, 200);
     CHECK(at > 0);
@@ -567,7 +567,7 @@ static void replay_in_order_with_keys(void) {
     REQUIRE(e);
     evlog log;
     ev_init(&log);
-    courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL);
+    courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL);
     waiter w;
     w_init(&w, e);
     courier_reachability_set_offline(e);
@@ -581,7 +581,7 @@ static void replay_in_order_with_keys(void) {
     CHECK_EQ(w_wait(&w, N), N);
     char keys[N][80];
     courier_frozen_list *l = NULL;
-    REQUIRE(courier_frozen_list_requests(e, &l, NULL) == COURIER_OK);
+    REQUIRE(courier_frozen_list_requests(&l, e, NULL) == COURIER_OK);
     REQUIRE(courier_frozen_list_count(l) == N);
     for (int i = 0; i < N; i++) snprintf(keys[i], sizeof keys[i], "%s", courier_frozen_idempotency_key(courier_frozen_list_at(l, (size_t)i)));
     courier_frozen_list_free(l);
@@ -625,7 +625,7 @@ static void final_and_retryable_answers(void) {
     REQUIRE(e);
     evlog log;
     ev_init(&log);
-    courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL);
+    courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL);
     waiter w;
     w_init(&w, e);
     courier_reachability_set_offline(e);
@@ -650,10 +650,10 @@ static void final_and_retryable_answers(void) {
     CHECK_EQ(jr_path_count(&srv, "/unordered"), 1); /* waits for nobody */
     CHECK_EQ(count_of(e), 2);
     courier_frozen *f = NULL;
-    CHECK_EQ(courier_frozen_get(e, "bad-request", &f, NULL), COURIER_E_NOT_FOUND);
-    REQUIRE(courier_frozen_get(e, "unavailable", &f, NULL) == COURIER_OK);
-    courier_frozen_info info;
-    courier_frozen_get_info(f, &info, sizeof info);
+    CHECK_EQ(courier_frozen_get(&f, e, "bad-request", NULL), COURIER_E_NOT_FOUND);
+    REQUIRE(courier_frozen_get(&f, e, "unavailable", NULL) == COURIER_OK);
+    courier_frozen_info info = {.size = sizeof info};
+    courier_frozen_get_info(&info, f);
     CHECK_EQ(info.attempts, 1);
     CHECK_EQ(info.last_code, COURIER_E_HTTP_STATUS);
     CHECK_EQ(info.last_status, 503);
@@ -661,10 +661,10 @@ static void final_and_retryable_answers(void) {
     CHECK(info.next_attempt_ms >= info.last_attempt_ms + 30000); /* backoff 60 s with jitter, kept */
     courier_frozen_free(f);
     int code = 0, status = 0;
-    CHECK_EQ(courier_frozen_last_outcome(e, "bad-request", &code, &status, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_last_outcome(&code, &status, NULL, e, "bad-request", NULL), COURIER_OK);
     CHECK_EQ(code, COURIER_E_HTTP_STATUS);
     CHECK_EQ(status, 400);
-    CHECK_EQ(courier_frozen_last_outcome(e, "unavailable", &code, &status, NULL, NULL), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_frozen_last_outcome(&code, &status, NULL, e, "unavailable", NULL), COURIER_E_NOT_FOUND);
     int finals = 0, retries = 0;
     pthread_mutex_lock(&log.m);
     for (int i = 0; i < log.n; i++) {
@@ -780,7 +780,7 @@ static void expiry_with_injected_clock(void) {
     REQUIRE(e);
     evlog log;
     ev_init(&log);
-    courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL);
+    courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL);
     waiter w;
     w_init(&w, e);
     courier_reachability_set_offline(e);
@@ -793,9 +793,9 @@ static void expiry_with_injected_clock(void) {
     send_one(e, r, &w); /* the default expiry: 24 hours */
     CHECK_EQ(w_wait(&w, 4), 4);
     courier_frozen *f = NULL;
-    REQUIRE(courier_frozen_get(e, w.ids[0], &f, NULL) == COURIER_OK);
-    courier_frozen_info info;
-    courier_frozen_get_info(f, &info, sizeof info);
+    REQUIRE(courier_frozen_get(&f, e, w.ids[0], NULL) == COURIER_OK);
+    courier_frozen_info info = {.size = sizeof info};
+    courier_frozen_get_info(&info, f);
     CHECK_EQ(info.created_ms, 1700000000000LL);
     CHECK_EQ(info.expires_ms, 1700000000000LL + 3600 * 1000);
     courier_frozen_free(f);
@@ -1014,7 +1014,7 @@ static int use_junked(const char *store) {
         return n == 0 ? 0 : 4;
     }
     courier_frozen_list *l = NULL;
-    int rc = courier_frozen_list_requests(e, &l, &err);
+    int rc = courier_frozen_list_requests(&l, e, &err);
     courier_frozen_list_free(l);
     if (rc != COURIER_OK && rc != COURIER_E_JOURNAL_CORRUPT) {
         fprintf(stderr, "  listing: %d %s\n", rc, err.message);
@@ -1056,7 +1056,7 @@ static int cut_while_open(const char *store) {
     long size = file_len(data), used = th_lmdb_used_bytes(data, NULL);
     if (used <= 0 || truncate(data, used / 3) != 0) return 3;
     courier_frozen_list *l = NULL;
-    if (courier_frozen_list_requests(e, &l, &err) != COURIER_E_JOURNAL_CORRUPT) return 4;
+    if (courier_frozen_list_requests(&l, e, &err) != COURIER_E_JOURNAL_CORRUPT) return 4;
     courier_frozen_list_free(l);
     if (file_len(data) < size) return 5; /* padded back */
     courier_engine_close(e);
@@ -1106,12 +1106,12 @@ static void monitor_from_errors_and_probe(void) {
     memset(&rl, 0, sizeof rl);
     pthread_mutex_init(&rl.m, NULL);
     uint64_t token = 0;
-    CHECK_EQ(courier_reachability_add_listener(e, reach_cb, &rl, NULL, &token), COURIER_OK);
+    CHECK_EQ(courier_reachability_add_listener(&token, e, reach_cb, &rl, NULL), COURIER_OK);
     CHECK(token != 0);
     courier_response *resp = NULL;
     courier_request *r = NULL;
     courier_request_new(&r, "GET", "/hello");
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     courier_response_free(resp);
     CHECK_EQ(courier_reachability_status(e), COURIER_REACHABILITY_ONLINE);
     /* Listeners get changes in order but may see quick flaps collapsed: let this one through. */
@@ -1124,15 +1124,15 @@ static void monitor_from_errors_and_probe(void) {
         usleep(5000);
     }
     jr_stop(&srv);
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_CANNOT_CONNECT);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_E_CANNOT_CONNECT);
     CHECK_EQ(courier_reachability_status(e), COURIER_REACHABILITY_OFFLINE);
     int64_t t0 = th_now_ms();
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_OFFLINE); /* fast, without the network */
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_E_OFFLINE); /* fast, without the network */
     CHECK(th_now_ms() - t0 < 10000);
     /* The probe (TCP to the host that failed) sees the server come back. */
     REQUIRE(jr_start(&srv, port) == 0);
     CHECK_EQ(wait_status(e, COURIER_REACHABILITY_ONLINE), COURIER_REACHABILITY_ONLINE);
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     courier_response_free(resp);
     courier_request_free(r);
     courier_frozen_wait_idle(e, 5000); /* listeners run on the journal thread */
@@ -1181,9 +1181,9 @@ static void monitor_http_probe_and_app_word(void) {
     courier_response *resp = NULL;
     courier_request *r = NULL;
     courier_request_new(&r, "GET", "/x");
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_OFFLINE);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_E_OFFLINE);
     CHECK_EQ(courier_reachability_set_automatic(e), COURIER_OK);
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     courier_response_free(resp);
     courier_request_free(r);
     CHECK_EQ(courier_reachability_status(e), COURIER_REACHABILITY_ONLINE);
@@ -1208,7 +1208,7 @@ static void batched_answers_remove_every_request(void) {
     REQUIRE(e);
     evlog log;
     ev_init(&log);
-    courier_frozen_add_listener(e, ev_cb, &log, NULL, NULL);
+    courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL);
     waiter w;
     w_init(&w, e);
     CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
@@ -1230,7 +1230,7 @@ static void batched_answers_remove_every_request(void) {
     for (int i = 0; i < N; i++) {
         CHECK_EQ(w.codes[i], COURIER_E_FROZEN);
         int code = -1, status = 0;
-        CHECK_EQ(courier_frozen_last_outcome(e, w.ids[i], &code, &status, NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_frozen_last_outcome(&code, &status, NULL, e, w.ids[i], NULL), COURIER_OK);
         CHECK_EQ(code, COURIER_OK);
         CHECK_EQ(status, 200);
         /* Its event, once. */
@@ -1279,7 +1279,7 @@ static void stored_request_reads_back_exactly(void) {
     CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
 
     courier_frozen *f = NULL;
-    REQUIRE(courier_frozen_get(e, w.ids[0], &f, NULL) == COURIER_OK);
+    REQUIRE(courier_frozen_get(&f, e, w.ids[0], NULL) == COURIER_OK);
     CHECK_STR(courier_frozen_method(f), "PUT");
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/esc/x?q=%%22a%%5C", srv.port);
@@ -1288,7 +1288,7 @@ static void stored_request_reads_back_exactly(void) {
     int found_key = 0, found_note = 0;
     for (size_t i = 0; i < courier_frozen_header_count(f); i++) {
         const char *n = NULL, *v = NULL;
-        CHECK_EQ(courier_frozen_header_at(f, i, &n, &v), COURIER_OK);
+        CHECK_EQ(courier_frozen_header_at(&n, &v, f, i), COURIER_OK);
         if (strcasecmp(n, "Idempotency-Key") == 0) found_key += strcmp(v, key) == 0;
         if (strcasecmp(n, "X-Note") == 0) found_note += strcmp(v, note) == 0;
     }
@@ -1299,8 +1299,8 @@ static void stored_request_reads_back_exactly(void) {
     CHECK_EQ(blen, sizeof body - 1);
     CHECK(b && memcmp(b, body, sizeof body - 1) == 0);
     CHECK(strstr(courier_frozen_json(f), "\"state\":{") != NULL);
-    courier_frozen_info info;
-    CHECK_EQ(courier_frozen_get_info(f, &info, sizeof info), COURIER_OK);
+    courier_frozen_info info = {.size = sizeof info};
+    CHECK_EQ(courier_frozen_get_info(&info, f), COURIER_OK);
     CHECK_EQ(info.timeout_ms, 4321);
     courier_frozen_free(f);
 
@@ -1387,7 +1387,7 @@ static void a_record_another_writer_wrote_reads(void) {
     e = open_eng(store, srv.port, NULL, NULL);
     REQUIRE(e);
     courier_frozen *f = NULL;
-    REQUIRE(courier_frozen_get(e, id, &f, NULL) == COURIER_OK);
+    REQUIRE(courier_frozen_get(&f, e, id, NULL) == COURIER_OK);
     CHECK_STR(courier_frozen_method(f), "POST");
     char url[96];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/other", srv.port);
@@ -1395,15 +1395,15 @@ static void a_record_another_writer_wrote_reads(void) {
     CHECK_STR(courier_frozen_idempotency_key(f), "key/1");
     CHECK_EQ(courier_frozen_header_count(f), 3);
     const char *n = NULL, *val = NULL;
-    CHECK_EQ(courier_frozen_header_at(f, 0, &n, &val), COURIER_OK);
+    CHECK_EQ(courier_frozen_header_at(&n, &val, f, 0), COURIER_OK);
     CHECK_STR(n, "X-Tab");
     CHECK_STR(val, "a\tb");
     size_t blen = 0;
     const uint8_t *b = courier_frozen_body(f, &blen);
     CHECK_EQ(blen, 5);
     CHECK(b && memcmp(b, "hello", 5) == 0);
-    courier_frozen_info info;
-    CHECK_EQ(courier_frozen_get_info(f, &info, sizeof info), COURIER_OK);
+    courier_frozen_info info = {.size = sizeof info};
+    CHECK_EQ(courier_frozen_get_info(&info, f), COURIER_OK);
     CHECK_EQ(info.timeout_ms, 0);
     CHECK_EQ(info.policy, COURIER_FREEZE_MANUAL);
     courier_frozen_free(f);
@@ -1413,7 +1413,7 @@ static void a_record_another_writer_wrote_reads(void) {
     while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
     CHECK_EQ(count_of(e), 0);
     int code = -1, status = 0;
-    CHECK_EQ(courier_frozen_last_outcome(e, id, &code, &status, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_last_outcome(&code, &status, NULL, e, id, NULL), COURIER_OK);
     CHECK_EQ(code, COURIER_OK);
     CHECK_EQ(status, 200);
     courier_engine_close(e);

@@ -13,7 +13,7 @@
 static courier_json_tape *tape(const char *text) {
     courier_json_tape *t = NULL;
     courier_error err;
-    int rc = courier_json_tape_parse(text, strlen(text), NULL, &t, &err);
+    int rc = courier_json_tape_parse(&t, text, strlen(text), NULL, &err);
     if (rc != COURIER_OK) th_fail(__FILE__, __LINE__, "tape parse of %s failed (%d): %s", text, rc, err.message);
     return t;
 }
@@ -87,8 +87,8 @@ static int agree_opts(const char *text, size_t len, const courier_json_options *
     courier_json *doc = NULL;
     courier_json_tape *t = NULL, *t2 = NULL;
     courier_error e1, e2;
-    int rc1 = courier_json_parse(text, len, o, &doc, &e1);
-    int rc2 = courier_json_tape_parse(text, len, o, &t, &e2);
+    int rc1 = courier_json_parse(&doc, text, len, o, &e1);
+    int rc2 = courier_json_tape_parse(&t, text, len, o, &e2);
     if (rc1 != rc2)
         th_fail(__FILE__, __LINE__, "jansson %d (%s), tape %d (%s) on %.*s", rc1, e1.message, rc2, e2.message,
                 (int)(len > 200 ? 200 : len), text);
@@ -98,7 +98,7 @@ static int agree_opts(const char *text, size_t len, const courier_json_options *
     } else {
         if (!same(t, 0, doc)) th_fail(__FILE__, __LINE__, "documents differ on %.*s", (int)(len > 200 ? 200 : len), text);
         CHECK_EQ(courier_json_tape_skip(t, 0), ({ size_t n; courier_json_tape_entries(t, &n); n; }));
-        CHECK_EQ(courier_json_tape_from_value(doc, &t2, NULL), COURIER_OK);
+        CHECK_EQ(courier_json_tape_from_value(&t2, doc, NULL), COURIER_OK);
         CHECK(same(t2, 0, doc));
     }
     courier_json_free(doc);
@@ -146,27 +146,27 @@ static void test_layout_and_lookups(void) {
     CHECK_EQ(courier_json_tape_get(NULL, 0, "x", 1, NULL), 0);
     /* Key paths, as courier_json_path. */
     size_t at = 99;
-    CHECK_EQ(courier_json_tape_path(t, 0, "", &at), 1);
+    CHECK_EQ(courier_json_tape_path(&at, t, 0, ""), 1);
     CHECK_EQ(at, 0);
-    CHECK_EQ(courier_json_tape_path(t, 0, NULL, &at), 1);
-    CHECK_EQ(courier_json_tape_path(t, 0, "tags", &at), 1);
+    CHECK_EQ(courier_json_tape_path(&at, t, 0, NULL), 1);
+    CHECK_EQ(courier_json_tape_path(&at, t, 0, "tags"), 1);
     CHECK_EQ(at, tags);
-    CHECK_EQ(courier_json_tape_path(t, 0, "tags.1.k", &at), 1);
+    CHECK_EQ(courier_json_tape_path(&at, t, 0, "tags.1.k"), 1);
     CHECK_EQ(e[at].type, COURIER_JSON_NULL);
-    CHECK_EQ(courier_json_tape_path(t, 0, "tags.0", &at), 1);
+    CHECK_EQ(courier_json_tape_path(&at, t, 0, "tags.0"), 1);
     CHECK_STR(string_of(t, at, NULL), "x");
-    CHECK_EQ(courier_json_tape_path(t, tags, "1", &at), 1);
+    CHECK_EQ(courier_json_tape_path(&at, t, tags, "1"), 1);
     CHECK_EQ(at, inner);
     const char *missing[] = {"tags.2", "tags.x", "tags.", "id.0", "nothing", "tags.1.k.z", "tags.-1", "tags.01x"};
-    for (size_t i = 0; i < sizeof missing / sizeof *missing; i++) CHECK_EQ(courier_json_tape_path(t, 0, missing[i], &at), 0);
-    CHECK_EQ(courier_json_tape_path(t, 0, "id", NULL), 0);
+    for (size_t i = 0; i < sizeof missing / sizeof *missing; i++) CHECK_EQ(courier_json_tape_path(&at, t, 0, missing[i]), 0);
+    CHECK_EQ(courier_json_tape_path(NULL, t, 0, "id"), 0);
     courier_json_tape_free(t);
     courier_json_tape_free(NULL);
     CHECK(courier_json_tape_entries(NULL, &n) == NULL);
     CHECK_EQ(n, 0);
     CHECK(courier_json_tape_text(NULL) == NULL);
-    CHECK_EQ(courier_json_tape_parse("1", 1, NULL, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
-    CHECK_EQ(courier_json_tape_from_value(NULL, &t, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_json_tape_parse(NULL, "1", 1, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_json_tape_from_value(&t, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
 }
 
 static void test_scalars_at_top(void) {
@@ -191,11 +191,11 @@ static void test_escapes_and_surrogates(void) {
                          "\"\\x\"", "\"\\u0000\"", "\"a\nb\"", "\"tab\there\"", "\"open", "\"\\", "\"\\u"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) CHECK_EQ(agree(bad[i]), COURIER_E_JSON);
     /* \u0000 with ALLOW_NUL: a string with a NUL inside, read by its length. */
-    courier_json_options o;
-    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
     o.flags = COURIER_JSON_ALLOW_NUL;
     CHECK_EQ(agree_opts("\"a\\u0000b\"", 10, &o), COURIER_OK);
-    CHECK_EQ(courier_json_tape_parse("\"a\\u0000b\"", 10, &o, &t, NULL), COURIER_OK);
+    CHECK_EQ(courier_json_tape_parse(&t, "\"a\\u0000b\"", 10, &o, NULL), COURIER_OK);
     CHECK(memcmp(string_of(t, 0, &len), "a\0b", 3) == 0);
     CHECK_EQ(len, 3);
     courier_json_tape_free(t);
@@ -209,7 +209,7 @@ static void test_invalid_utf8(void) {
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) CHECK_EQ(agree(bad[i]), COURIER_E_JSON);
     courier_error err;
     courier_json_tape *t = NULL;
-    CHECK_EQ(courier_json_tape_parse("[1,\"\xff\"]", 7, NULL, &t, &err), COURIER_E_JSON);
+    CHECK_EQ(courier_json_tape_parse(&t, "[1,\"\xff\"]", 7, NULL, &err), COURIER_E_JSON);
     CHECK_CONTAINS(err.message, "byte 4"); /* where: the rest of the input is valid JSON */
 }
 
@@ -264,12 +264,12 @@ static void test_malformed(void) {
     const size_t nul_lens[] = {6, 7, 5, 8};
     for (size_t i = 0; i < 4; i++) {
         courier_json_tape *nt = NULL;
-        CHECK_EQ(courier_json_tape_parse(nuls[i], nul_lens[i], NULL, &nt, NULL), COURIER_E_JSON);
+        CHECK_EQ(courier_json_tape_parse(&nt, nuls[i], nul_lens[i], NULL, NULL), COURIER_E_JSON);
         CHECK(nt == NULL);
     }
     courier_error err;
     courier_json_tape *t = NULL;
-    CHECK_EQ(courier_json_tape_parse("{\n  \"a\": 1,\n  \"b\" 2}", 21, NULL, &t, &err), COURIER_E_JSON);
+    CHECK_EQ(courier_json_tape_parse(&t, "{\n  \"a\": 1,\n  \"b\" 2}", 21, NULL, &err), COURIER_E_JSON);
     CHECK_CONTAINS(err.message, "line 3"); /* where */
     CHECK(t == NULL);
     CHECK_EQ(agree(" \t\r\n[ 1 , { \"a\" : [ ] } ]\n "), COURIER_OK);
@@ -280,13 +280,13 @@ static void test_duplicate_keys(void) {
     CHECK_EQ(agree("{\"a\":1,\"b\":{\"c\":1,\"c\":1}}"), COURIER_E_JSON);
     CHECK_EQ(agree("{\"a\":1,\"\\u0061\":2}"), COURIER_E_JSON); /* equal once unescaped */
     CHECK_EQ(agree("{\"a\":{\"a\":1},\"b\":[{\"a\":1},{\"a\":2}]}"), COURIER_OK);
-    courier_json_options o;
-    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
     o.flags = COURIER_JSON_ALLOW_DUPLICATE_KEYS;
     const char *text = "{\"a\":1,\"b\":2,\"a\":[3],\"a\":4}";
     CHECK_EQ(agree_opts(text, strlen(text), &o), COURIER_OK);
     courier_json_tape *t = NULL;
-    CHECK_EQ(courier_json_tape_parse(text, strlen(text), &o, &t, NULL), COURIER_OK);
+    CHECK_EQ(courier_json_tape_parse(&t, text, strlen(text), &o, NULL), COURIER_OK);
     const courier_json_tape_entry *e = courier_json_tape_entries(t, NULL);
     CHECK_EQ(e[0].length, 2);
     CHECK_EQ(integer_of(&e[courier_json_tape_get(t, 0, "a", 1, NULL)]), 4); /* the last wins */
@@ -300,9 +300,9 @@ static void test_duplicate_keys(void) {
     n += (size_t)snprintf(big + n, sizeof big - n, ",\"key17\":\"again\",\"key3\":0}");
     CHECK_EQ(agree_opts(big, n, NULL), COURIER_E_JSON);
     courier_error err;
-    CHECK_EQ(courier_json_tape_parse(big, n, NULL, &t, &err), COURIER_E_JSON);
+    CHECK_EQ(courier_json_tape_parse(&t, big, n, NULL, &err), COURIER_E_JSON);
     CHECK_EQ(agree_opts(big, n, &o), COURIER_OK); /* the duplicate was the fault: allowed, it parses */
-    CHECK_EQ(courier_json_tape_parse(big, n, &o, &t, NULL), COURIER_OK);
+    CHECK_EQ(courier_json_tape_parse(&t, big, n, &o, NULL), COURIER_OK);
     e = courier_json_tape_entries(t, NULL);
     CHECK_EQ(e[0].length, 40);
     CHECK_STR(string_of(t, courier_json_tape_get(t, 0, "key17", 5, NULL), NULL), "again");
@@ -314,20 +314,20 @@ static void test_depth_and_size_limits(void) {
     for (int i = 0; i < 600; i++) deep[i] = '[', deep[1199 - i] = ']';
     courier_json_tape *t = NULL;
     courier_error err;
-    CHECK_EQ(courier_json_tape_parse(deep, 1200, NULL, &t, &err), COURIER_E_JSON);
+    CHECK_EQ(courier_json_tape_parse(&t, deep, 1200, NULL, &err), COURIER_E_JSON);
     CHECK_EQ(err.code, COURIER_E_JSON);
     /* The default limit is the one courier_setting_default tells: that deep parses, one more not. */
     int64_t limit = 0;
     REQUIRE(courier_setting_default(&limit, COURIER_SETTING_JSON_MAX_DEPTH) == COURIER_OK);
     REQUIRE(limit > 0 && limit < 599);
     size_t skip = (size_t)(600 - limit); /* the middle 2 * limit bytes of deep: limit levels */
-    CHECK_EQ(courier_json_tape_parse(deep + skip, (size_t)(2 * limit), NULL, &t, &err), COURIER_OK);
+    CHECK_EQ(courier_json_tape_parse(&t, deep + skip, (size_t)(2 * limit), NULL, &err), COURIER_OK);
     courier_json_tape_free(t);
     t = NULL;
-    CHECK_EQ(courier_json_tape_parse(deep + skip - 1, (size_t)(2 * limit + 2), NULL, &t, &err), COURIER_E_JSON);
+    CHECK_EQ(courier_json_tape_parse(&t, deep + skip - 1, (size_t)(2 * limit + 2), NULL, &err), COURIER_E_JSON);
     CHECK(t == NULL);
-    courier_json_options o;
-    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
     o.max_depth = 600;
     CHECK_EQ(agree_opts(deep, 1200, &o), COURIER_OK);
     o.max_depth = 599;
@@ -339,11 +339,11 @@ static void test_depth_and_size_limits(void) {
     /* Deep but unterminated: the limit speaks first in both. */
     o.max_depth = 4;
     CHECK_EQ(agree_opts("[[[[[[[[", 8, &o), COURIER_E_JSON);
-    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options_init(&o);
     o.max_bytes = 4;
-    CHECK_EQ(courier_json_tape_parse("[1,2]", 5, &o, &t, &err), COURIER_E_TOO_LARGE);
+    CHECK_EQ(courier_json_tape_parse(&t, "[1,2]", 5, &o, &err), COURIER_E_TOO_LARGE);
     CHECK(t == NULL);
-    CHECK_EQ(courier_json_tape_parse("[12]", 4, &o, &t, &err), COURIER_OK);
+    CHECK_EQ(courier_json_tape_parse(&t, "[12]", 4, &o, &err), COURIER_OK);
     courier_json_tape_free(t);
 }
 
@@ -355,7 +355,7 @@ static void test_from_value_of_built_values(void) {
     courier_json_new_real(&r, -0.0);
     courier_json_object_set(obj, "r", 1, r);
     courier_json_tape *t = NULL;
-    CHECK_EQ(courier_json_tape_from_value(obj, &t, NULL), COURIER_OK);
+    CHECK_EQ(courier_json_tape_from_value(&t, obj, NULL), COURIER_OK);
     CHECK(same(t, 0, obj));
     size_t len;
     CHECK(memcmp(string_of(t, courier_json_tape_get(t, 0, "k", 1, NULL), &len), "v\0w", 4) == 0);

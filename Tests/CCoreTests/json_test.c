@@ -11,14 +11,14 @@
 static courier_json *parse(const char *text) {
     courier_json *doc = NULL;
     courier_error err;
-    int rc = courier_json_parse(text, strlen(text), NULL, &doc, &err);
+    int rc = courier_json_parse(&doc, text, strlen(text), NULL, &err);
     if (rc != COURIER_OK) th_fail(__FILE__, __LINE__, "parse failed (%d): %s", rc, err.message);
     return doc;
 }
 
 static int parse_code(const char *text, size_t len, const courier_json_options *o, courier_error *err) {
     courier_json *doc = (courier_json *)0x1;
-    int rc = courier_json_parse(text, len, o, &doc, err);
+    int rc = courier_json_parse(&doc, text, len, o, err);
     if (rc != COURIER_OK && doc != NULL) th_fail(__FILE__, __LINE__, "out not NULL after a failure");
     courier_json_free(doc);
     return rc;
@@ -139,11 +139,11 @@ static void test_scalars_at_top_and_strings_with_nul(void) {
     courier_json_free(doc);
     courier_error err;
     CHECK_EQ(parse_code("\"a\\u0000b\"", 10, NULL, &err), COURIER_E_JSON);
-    courier_json_options o;
-    REQUIRE(courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION) == COURIER_OK);
+    courier_json_options o = {.size = sizeof o};
+    REQUIRE(courier_json_options_init(&o) == COURIER_OK);
     o.flags = COURIER_JSON_ALLOW_NUL;
     courier_json *nul = NULL;
-    REQUIRE(courier_json_parse("\"a\\u0000b\"", 10, &o, &nul, &err) == COURIER_OK);
+    REQUIRE(courier_json_parse(&nul, "\"a\\u0000b\"", 10, &o, &err) == COURIER_OK);
     size_t len = 0;
     const char *s = courier_json_string(nul, &len);
     CHECK_EQ(len, 3);
@@ -183,7 +183,7 @@ static void test_bad_input_is_an_error(void) {
     parse_code("{\"a\":1,\n \"b\": x}", 16, NULL, &err);
     CHECK_CONTAINS(err.message, "line 2");
     CHECK_EQ(parse_code(NULL, 3, NULL, &err), COURIER_E_INVALID_ARGUMENT);
-    CHECK_EQ(courier_json_parse("1", 1, NULL, NULL, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_json_parse(NULL, "1", 1, NULL, &err), COURIER_E_INVALID_ARGUMENT);
 }
 
 static char *nested(int depth, size_t *len) {
@@ -209,8 +209,8 @@ static void test_depth_limit(void) {
     s = nested(200000, &len);
     CHECK_EQ(parse_code(s, len, NULL, &err), COURIER_E_JSON);
     free(s);
-    courier_json_options o;
-    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
     o.max_depth = 2;
     CHECK_EQ(parse_code("[[1]]", 5, &o, &err), COURIER_OK);
     CHECK_EQ(parse_code("[[[1]]]", 7, &o, &err), COURIER_E_JSON);
@@ -223,8 +223,8 @@ static void test_depth_limit(void) {
 }
 
 static void test_size_limit(void) {
-    courier_json_options o;
-    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
     o.max_bytes = 8;
     courier_error err;
     CHECK_EQ(parse_code("[1,2,3]", 7, &o, &err), COURIER_OK);
@@ -245,15 +245,15 @@ static void test_split_parse(void) {
     text[len++] = '\n';
     text[len] = '\0';
     courier_json_options one, split;
-    courier_json_options_init(&one, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options_init(&one);
     one.max_threads = 1;
-    courier_json_options_init(&split, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options_init(&split);
     split.max_threads = 4;
     split.parallel_min_bytes = 1;
     courier_json *a = NULL, *b = NULL;
     courier_error err;
-    REQUIRE(courier_json_parse(text, len, &one, &a, &err) == COURIER_OK);
-    REQUIRE(courier_json_parse(text, len, &split, &b, &err) == COURIER_OK);
+    REQUIRE(courier_json_parse(&a, text, len, &one, &err) == COURIER_OK);
+    REQUIRE(courier_json_parse(&b, text, len, &split, &err) == COURIER_OK);
     CHECK_EQ(courier_json_size(b), n);
     CHECK(courier_json_equal(a, b));
     CHECK_EQ(courier_json_integer(courier_json_path(b, "1999.id")), 1999);
@@ -267,13 +267,13 @@ static void test_split_parse(void) {
         for (int threads = 2; threads <= 4; threads++) {
             split.max_threads = threads;
             courier_json *v = NULL;
-            int rc = courier_json_parse(bad[i], strlen(bad[i]), &split, &v, &err);
+            int rc = courier_json_parse(&v, bad[i], strlen(bad[i]), &split, &err);
             if (rc != COURIER_E_JSON) th_fail(__FILE__, __LINE__, "%s with %d threads: %d", bad[i], threads, rc);
             courier_json_free(v);
         }
     }
     courier_json *small = NULL;
-    CHECK_EQ(courier_json_parse("[1,2,3,4]", 9, &split, &small, &err), COURIER_OK);
+    CHECK_EQ(courier_json_parse(&small, "[1,2,3,4]", 9, &split, &err), COURIER_OK);
     CHECK_EQ(courier_json_size(small), 4);
     courier_json_free(small);
     free(text);
@@ -304,30 +304,30 @@ static void test_build_and_dump(void) {
     char *text = NULL;
     size_t len = 0;
     courier_error err;
-    REQUIRE(courier_json_dump(o, 0, &text, &len, &err) == COURIER_OK);
+    REQUIRE(courier_json_dump(&text, &len, o, 0, &err) == COURIER_OK);
     CHECK_STR(text, "{\"int\":-7,\"real\":0.1,\"whole\":3.0,\"str\":\"a\\\"b\\\\c\\n\\u0001/é\",\"yes\":true,"
                     "\"nil\":null,\"arr\":[1,\"😀\"]}");
     CHECK_EQ(len, strlen(text));
     /* It reads back equal. */
     courier_json *back = NULL;
-    REQUIRE(courier_json_parse(text, len, NULL, &back, &err) == COURIER_OK);
+    REQUIRE(courier_json_parse(&back, text, len, NULL, &err) == COURIER_OK);
     CHECK(courier_json_equal(o, back));
     courier_free(text);
 
-    REQUIRE(courier_json_dump(o, COURIER_JSON_DUMP_SORT_KEYS | COURIER_JSON_DUMP_ASCII | COURIER_JSON_DUMP_ESCAPE_SLASH,
-                              &text, &len, &err) == COURIER_OK);
+    REQUIRE(courier_json_dump(&text, &len,
+                              o, COURIER_JSON_DUMP_SORT_KEYS | COURIER_JSON_DUMP_ASCII | COURIER_JSON_DUMP_ESCAPE_SLASH, &err) == COURIER_OK);
     CHECK_STR(text, "{\"arr\":[1,\"\\ud83d\\ude00\"],\"int\":-7,\"nil\":null,\"real\":0.1,"
                     "\"str\":\"a\\\"b\\\\c\\n\\u0001\\/\\u00e9\",\"whole\":3.0,\"yes\":true}");
     courier_free(text);
     courier_json *small = parse("{\"a\":[1,{}],\"b\":{}}");
-    REQUIRE(courier_json_dump(small, COURIER_JSON_DUMP_INDENT, &text, NULL, &err) == COURIER_OK);
+    REQUIRE(courier_json_dump(&text, NULL, small, COURIER_JSON_DUMP_INDENT, &err) == COURIER_OK);
     CHECK_STR(text, "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": {}\n}");
     courier_free(text);
     courier_json_free(small);
 
     /* Copies are independent. */
     courier_json *copy = NULL;
-    REQUIRE(courier_json_copy(back, &copy) == COURIER_OK);
+    REQUIRE(courier_json_copy(&copy, back) == COURIER_OK);
     courier_json_new_integer(&v, 1);
     courier_json_object_set(copy, "extra", 5, v);
     CHECK(!courier_json_equal(copy, back));
@@ -353,7 +353,7 @@ static void test_build_errors(void) {
     CHECK_EQ(courier_json_object_set(o, "self", 4, o), COURIER_E_INVALID_ARGUMENT); /* o taken: freed */
     courier_json_free(arr);
     char *text = (char *)"x";
-    CHECK_EQ(courier_json_dump(NULL, 0, &text, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_json_dump(&text, NULL, NULL, 0, NULL), COURIER_E_INVALID_ARGUMENT);
     CHECK(text == NULL);
 }
 
@@ -364,8 +364,8 @@ static void test_reals_round_trip(void) {
         courier_json_new_real(&v, values[i]);
         char *text = NULL;
         size_t len = 0;
-        REQUIRE(courier_json_dump(v, 0, &text, &len, NULL) == COURIER_OK);
-        REQUIRE(courier_json_parse(text, len, NULL, &back, NULL) == COURIER_OK);
+        REQUIRE(courier_json_dump(&text, &len, v, 0, NULL) == COURIER_OK);
+        REQUIRE(courier_json_parse(&back, text, len, NULL, NULL) == COURIER_OK);
         CHECK_EQ(courier_json_typeof(back), COURIER_JSON_REAL);
         if (courier_json_real(back) != values[i]) th_fail(__FILE__, __LINE__, "%s does not read back", text);
         courier_free(text);
@@ -379,18 +379,21 @@ static void test_type_names(void) {
     CHECK_STR(courier_json_type_name(COURIER_JSON_NONE), "nothing");
     CHECK_STR(courier_json_type_name(99), "unknown");
     CHECK_STR(courier_strerror(COURIER_E_JSON), "invalid JSON");
-    CHECK_EQ(courier_json_options_init(NULL, 1), COURIER_E_INVALID_ARGUMENT);
-    CHECK_EQ(courier_json_options_init(NULL, COURIER_JSON_OPTIONS_VERSION + 1), COURIER_E_INVALID_ARGUMENT);
-    /* A version 1 caller's struct is shorter: init writes only its fields, parse reads only them. */
+    CHECK_EQ(courier_json_options_init(NULL), COURIER_E_INVALID_ARGUMENT);
+    courier_json_options zero = {.size = 0};
+    CHECK_EQ(courier_json_options_init(&zero), COURIER_E_INVALID_ARGUMENT);
+    /* A newer caller's struct is larger: init writes only the fields this library has and keeps the
+     * caller's size; parse reads only them. */
     _Alignas(courier_json_options) unsigned char raw[sizeof(courier_json_options) + 8];
     memset(raw, 0xAB, sizeof raw);
-    courier_json_options *v1 = (courier_json_options *)(void *)raw;
-    CHECK_EQ(courier_json_options_init(v1, 1), COURIER_OK);
-    CHECK_EQ(v1->version, 1);
-    CHECK_EQ(v1->max_depth, 512);
-    CHECK_EQ(raw[offsetof(courier_json_options, max_threads)], 0xAB);
+    courier_json_options *newer = (courier_json_options *)(void *)raw;
+    newer->size = sizeof raw;
+    CHECK_EQ(courier_json_options_init(newer), COURIER_OK);
+    CHECK_EQ(newer->size, sizeof raw);
+    CHECK_EQ(newer->max_depth, 512);
+    CHECK_EQ(raw[sizeof(courier_json_options)], 0xAB);
     courier_json *doc = NULL;
-    CHECK_EQ(courier_json_parse("[1,2]", 5, v1, &doc, NULL), COURIER_OK);
+    CHECK_EQ(courier_json_parse(&doc, "[1,2]", 5, newer, NULL), COURIER_OK);
     courier_json_free(doc);
 }
 

@@ -23,7 +23,7 @@ static courier_engine *open_with(const char *store, int clock, lines *l) {
     courier_error err;
     if (courier_engine_open(&e, cfg, &err) != COURIER_OK) th_fail(__FILE__, __LINE__, "open: %s", err.message);
     courier_config_free(cfg);
-    if (e && l) courier_log_add_callback(e, COURIER_LOG_TRACE, on_line, l, NULL, NULL);
+    if (e && l) courier_log_add_callback(NULL, e, COURIER_LOG_TRACE, on_line, l, NULL);
     return e;
 }
 
@@ -33,7 +33,7 @@ static uint64_t get_cached(courier_engine *e, const char *path) {
     courier_request_set_cache_policy(r, COURIER_CACHE_CACHE_FIRST);
     courier_response *resp = NULL;
     courier_error err;
-    int rc = courier_send_sync(e, r, &resp, &err);
+    int rc = courier_send_sync(&resp, e, r, &err);
     courier_request_free(r);
     uint64_t id = rc == COURIER_OK ? courier_response_request_id(resp) : 0;
     courier_response_free(resp);
@@ -122,7 +122,7 @@ static void journal_freeze_and_expiry_lines(void) {
     courier_engine *e = open_with(th_tmpdir(), 1, &l);
     REQUIRE(e);
     courier_frozen_pause(e);
-    courier_frozen_add_listener(e, on_frozen_event, NULL, NULL, NULL);
+    courier_frozen_add_listener(NULL, e, on_frozen_event, NULL, NULL);
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/gone", th_free_port());
     courier_request *r = NULL;
@@ -132,7 +132,7 @@ static void journal_freeze_and_expiry_lines(void) {
     courier_request_set_freeze_id(r, "gone-1");
     atomic_store(&frozen_code, 1);
     uint64_t id = 0;
-    REQUIRE(courier_send(e, r, on_done, NULL, &id, NULL) == COURIER_OK);
+    REQUIRE(courier_send(&id, e, r, on_done, NULL, NULL) == COURIER_OK);
     courier_request_free(r);
     int64_t until = th_now_ms() + 10000;
     while (atomic_load(&frozen_code) == 1 && th_now_ms() < until) usleep(1000);

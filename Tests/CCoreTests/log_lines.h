@@ -67,7 +67,7 @@ static inline courier_json *find_line(lines *l, const char *event, uint64_t id) 
     pthread_mutex_lock(&l->m);
     for (int i = 0; i < l->n && !found; i++) {
         courier_json *doc = NULL;
-        if (courier_json_parse(l->text[i], strlen(l->text[i]), NULL, &doc, NULL) != COURIER_OK) continue;
+        if (courier_json_parse(&doc, l->text[i], strlen(l->text[i]), NULL, NULL) != COURIER_OK) continue;
         const char *ev = courier_json_string(courier_json_get(doc, "event"), NULL);
         if (ev && strcmp(ev, event) == 0 &&
             (!id || (uint64_t)courier_json_integer(courier_json_get(doc, "request_id")) == id))
@@ -91,7 +91,7 @@ static inline int count_lines(lines *l, const char *event, const char *key, cons
     pthread_mutex_lock(&l->m);
     for (int i = 0; i < l->n; i++) {
         courier_json *doc = NULL;
-        if (courier_json_parse(l->text[i], strlen(l->text[i]), NULL, &doc, NULL) != COURIER_OK) continue;
+        if (courier_json_parse(&doc, l->text[i], strlen(l->text[i]), NULL, NULL) != COURIER_OK) continue;
         const char *ev = jstr(doc, "event");
         const char *v = key ? jstr(doc, key) : NULL;
         if (ev && strcmp(ev, event) == 0 && (!key || (v && strcmp(v, value) == 0))) {

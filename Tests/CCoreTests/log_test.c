@@ -42,7 +42,7 @@ static uint64_t send_wait(courier_engine *e, const char *method, const char *tar
     atomic_init(&d.calls, 0);
     atomic_init(&d.seq_at_done, 0);
     uint64_t id = 0;
-    int rc = courier_send(e, r, on_done, &d, &id, NULL);
+    int rc = courier_send(&id, e, r, on_done, &d, NULL);
     courier_request_free(r);
     if (rc != COURIER_OK) return 0;
     int64_t deadline = th_now_ms() + 20000;
@@ -59,7 +59,7 @@ static void levels_filter_lines(void) {
     lines_init(&l);
     CHECK_EQ(courier_log_get_level(e), COURIER_LOG_INFO);
     uint64_t sink = 0;
-    CHECK_EQ(courier_log_add_callback(e, COURIER_LOG_TRACE, on_line, &l, lines_free_user, &sink), COURIER_OK);
+    CHECK_EQ(courier_log_add_callback(&sink, e, COURIER_LOG_TRACE, on_line, &l, lines_free_user), COURIER_OK);
     CHECK(sink != 0);
     CHECK_EQ(courier_log_set_level(e, COURIER_LOG_WARNING), COURIER_OK);
     send_wait(e, "GET", "/echo/fine");
@@ -114,8 +114,8 @@ static void sink_levels_filter_too(void) {
     lines_init(&errors);
     lines_init(&infos);
     courier_log_set_level(e, COURIER_LOG_TRACE);
-    CHECK_EQ(courier_log_add_callback(e, COURIER_LOG_ERROR, on_line, &errors, NULL, NULL), COURIER_OK);
-    CHECK_EQ(courier_log_add_callback(e, COURIER_LOG_INFO, on_line, &infos, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_log_add_callback(NULL, e, COURIER_LOG_ERROR, on_line, &errors, NULL), COURIER_OK);
+    CHECK_EQ(courier_log_add_callback(NULL, e, COURIER_LOG_INFO, on_line, &infos, NULL), COURIER_OK);
     courier_log_write(e, COURIER_LOG_ERROR, "test", "e");
     courier_log_write(e, COURIER_LOG_WARNING, "test", "w");
     courier_log_write(e, COURIER_LOG_INFO, "test", "i");
@@ -140,7 +140,7 @@ static void lines_are_json_objects_with_the_keys(void) {
     lines l;
     lines_init(&l);
     courier_log_set_level(e, COURIER_LOG_TRACE);
-    courier_log_add_callback(e, COURIER_LOG_TRACE, on_line, &l, NULL, NULL);
+    courier_log_add_callback(NULL, e, COURIER_LOG_TRACE, on_line, &l, NULL);
     CHECK_EQ(courier_log_set_field(e, "app", "demo"), COURIER_OK);
     CHECK_EQ(courier_log_set_field(e, "build", "1.2"), COURIER_OK);
     CHECK_EQ(courier_log_set_field(e, "build", NULL), COURIER_OK); /* removed */
@@ -152,7 +152,7 @@ static void lines_are_json_objects_with_the_keys(void) {
     /* Every line parses, alone, as one JSON object with time, level, event, message, app. */
     for (int i = 0; i < lines_count(&l); i++) {
         courier_json *doc = NULL;
-        CHECK_EQ(courier_json_parse(l.text[i], strlen(l.text[i]), NULL, &doc, NULL), COURIER_OK);
+        CHECK_EQ(courier_json_parse(&doc, l.text[i], strlen(l.text[i]), NULL, NULL), COURIER_OK);
         CHECK_EQ(courier_json_typeof(doc), COURIER_JSON_OBJECT);
         CHECK(strchr(l.text[i], '\n') == NULL);
         const char *t = jstr(doc, "time");
@@ -182,7 +182,7 @@ static void lines_are_json_objects_with_the_keys(void) {
     courier_log_write(e, COURIER_LOG_INFO, "custom", "quote \" backslash \\ newline \n tab \t bad \xc3");
     REQUIRE(lines_count(&l) == 1);
     doc = NULL;
-    CHECK_EQ(courier_json_parse(l.text[0], strlen(l.text[0]), NULL, &doc, NULL), COURIER_OK);
+    CHECK_EQ(courier_json_parse(&doc, l.text[0], strlen(l.text[0]), NULL, NULL), COURIER_OK);
     CHECK_STR(jstr(doc, "event"), "custom");
     CHECK_STR(jstr(doc, "message"), "quote \" backslash \\ newline \n tab \t bad ?");
     courier_json_free(doc);
@@ -195,7 +195,7 @@ static void urls_are_redacted(void) {
     REQUIRE(e);
     lines l;
     lines_init(&l);
-    courier_log_add_callback(e, COURIER_LOG_INFO, on_line, &l, NULL, NULL);
+    courier_log_add_callback(NULL, e, COURIER_LOG_INFO, on_line, &l, NULL);
     uint64_t id = send_wait(e, "GET", "/echo/r?access_token=abc&x=1&API_KEY=k&code=c&zip=9");
     courier_json *doc = find_line(&l, "finished", id);
     REQUIRE(doc);
@@ -265,7 +265,7 @@ static int check_lines(const char *path, long *max_n) {
         char *nl = strchr(p, '\n');
         if (!nl) break;
         courier_json *doc = NULL;
-        CHECK_EQ(courier_json_parse(p, (size_t)(nl - p), NULL, &doc, NULL), COURIER_OK);
+        CHECK_EQ(courier_json_parse(&doc, p, (size_t)(nl - p), NULL, NULL), COURIER_OK);
         const char *msg = jstr(doc, "message");
         long n = msg ? strtol(msg + 5, NULL, 10) : -1; /* "line N ..." */
         if (max_n && n > *max_n) *max_n = n;
@@ -292,7 +292,7 @@ static void file_sink_rotates(void) {
     fclose(old);
     courier_error err;
     uint64_t sink = 0;
-    CHECK_EQ(courier_log_add_file(e, COURIER_LOG_INFO, path, 1000, 3, &sink, &err), COURIER_OK);
+    CHECK_EQ(courier_log_add_file(&sink, e, COURIER_LOG_INFO, path, 1000, 3, &err), COURIER_OK);
     CHECK(sink != 0);
     CHECK_EQ(file_size(p3), -1);
     int written = 0;
@@ -319,7 +319,7 @@ static void file_sink_rotates(void) {
     /* Appends to an existing file; a single file is truncated when full. */
     char single[512];
     snprintf(single, sizeof single, "%s/one.log", th_tmpdir());
-    CHECK_EQ(courier_log_add_file(e, COURIER_LOG_INFO, single, 400, 1, &sink, &err), COURIER_OK);
+    CHECK_EQ(courier_log_add_file(&sink, e, COURIER_LOG_INFO, single, 400, 1, &err), COURIER_OK);
     for (int i = 1; i <= 20; i++) {
         char msg[64];
         snprintf(msg, sizeof msg, "line %d", i);
@@ -335,10 +335,10 @@ static void file_sink_rotates(void) {
     CHECK_EQ(file_size(single1), -1);
 
     /* Errors. */
-    CHECK_EQ(courier_log_add_file(e, COURIER_LOG_INFO, "/nonexistent-dir/x.log", 100, 2, NULL, &err), COURIER_E_STORE);
+    CHECK_EQ(courier_log_add_file(NULL, e, COURIER_LOG_INFO, "/nonexistent-dir/x.log", 100, 2, &err), COURIER_E_STORE);
     CHECK(err.os_error != 0);
-    CHECK_EQ(courier_log_add_file(e, COURIER_LOG_INFO, path, 100, 0, NULL, &err), COURIER_E_INVALID_ARGUMENT);
-    CHECK_EQ(courier_log_add_file(e, COURIER_LOG_INFO, path, -1, 2, NULL, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_log_add_file(NULL, e, COURIER_LOG_INFO, path, 100, 0, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_log_add_file(NULL, e, COURIER_LOG_INFO, path, -1, 2, &err), COURIER_E_INVALID_ARGUMENT);
     courier_engine_close(e);
 }
 
@@ -349,7 +349,7 @@ static void file_sink_under_load(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/load.log", th_tmpdir());
     courier_log_set_level(e, COURIER_LOG_DEBUG);
-    CHECK_EQ(courier_log_add_file(e, COURIER_LOG_DEBUG, path, 4096, 4, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_log_add_file(NULL, e, COURIER_LOG_DEBUG, path, 4096, 4, NULL), COURIER_OK);
     for (int i = 0; i < 30; i++) {
         char target[64];
         snprintf(target, sizeof target, "/echo/load?i=%d", i);
@@ -383,7 +383,7 @@ static void stderr_sink_writes_lines(void) {
     dup2(fd, STDERR_FILENO);
     close(fd);
     uint64_t sink = 0;
-    int rc = courier_log_add_stderr(e, COURIER_LOG_WARNING, &sink);
+    int rc = courier_log_add_stderr(&sink, e, COURIER_LOG_WARNING);
     courier_log_write(e, COURIER_LOG_WARNING, "stderr", "line 1 to stderr");
     courier_log_write(e, COURIER_LOG_INFO, "stderr", "line 2 filtered");
     courier_log_remove_sink(e, sink);
@@ -402,11 +402,11 @@ static void callback_sink_user_free_at_close(void) {
     REQUIRE(e);
     lines l;
     lines_init(&l);
-    CHECK_EQ(courier_log_add_callback(e, COURIER_LOG_INFO, on_line, &l, lines_free_user, NULL), COURIER_OK);
-    CHECK_EQ(courier_log_add_callback(e, (courier_log_level)8, on_line, &l, lines_free_user, NULL),
+    CHECK_EQ(courier_log_add_callback(NULL, e, COURIER_LOG_INFO, on_line, &l, lines_free_user), COURIER_OK);
+    CHECK_EQ(courier_log_add_callback(NULL, e, (courier_log_level)8, on_line, &l, lines_free_user),
              COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(l.frees, 1); /* the refused registration released its user at once */
-    CHECK_EQ(courier_log_add_callback(e, COURIER_LOG_INFO, NULL, &l, lines_free_user, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_log_add_callback(NULL, e, COURIER_LOG_INFO, NULL, &l, lines_free_user), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(l.frees, 2);
     courier_engine_close(e);
     CHECK_EQ(l.frees, 3);
@@ -499,7 +499,7 @@ static void monitor_sees_the_lifecycle(void) {
     events v;
     events_init(&v);
     uint64_t mid = 0;
-    CHECK_EQ(courier_monitor_add(e, 0, on_event, &v, events_free_user, &mid), COURIER_OK);
+    CHECK_EQ(courier_monitor_add(&mid, e, 0, on_event, &v, events_free_user), COURIER_OK);
     CHECK(mid != 0);
     /* The monitor runs before the completion. */
     courier_request *r = NULL;
@@ -509,7 +509,7 @@ static void monitor_sees_the_lifecycle(void) {
     atomic_init(&d.seq_at_done, 0);
     atomic_store(&monitor_seq, 0);
     uint64_t id = 0;
-    CHECK_EQ(courier_send(e, r, on_done, &d, &id, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, r, on_done, &d, NULL), COURIER_OK);
     courier_request_free(r);
     int64_t deadline = th_now_ms() + 20000;
     while (atomic_load(&d.calls) == 0 && th_now_ms() < deadline) usleep(1000);
@@ -545,7 +545,7 @@ static void monitor_sees_the_lifecycle(void) {
     courier_request_new(&r, "GET", "/hang?monitor=1");
     atomic_init(&d.calls, 0);
     uint64_t hang = 0;
-    CHECK_EQ(courier_send(e, r, on_done, &d, &hang, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&hang, e, r, on_done, &d, NULL), COURIER_OK);
     courier_request_free(r);
     deadline = th_now_ms() + 10000;
     while (index_of(&v, hang, COURIER_EVENT_DID_SEND) < 0 && th_now_ms() < deadline) usleep(1000);
@@ -575,9 +575,9 @@ static void monitor_kind_mask_and_close(void) {
     events only, all;
     events_init(&only);
     events_init(&all);
-    CHECK_EQ(courier_monitor_add(e, 1u << COURIER_EVENT_FINISHED, on_event, &only, events_free_user, NULL), COURIER_OK);
-    CHECK_EQ(courier_monitor_add(e, 0, on_event, &all, events_free_user, NULL), COURIER_OK);
-    CHECK_EQ(courier_monitor_add(e, 0, NULL, &all, events_free_user, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_monitor_add(NULL, e, 1u << COURIER_EVENT_FINISHED, on_event, &only, events_free_user), COURIER_OK);
+    CHECK_EQ(courier_monitor_add(NULL, e, 0, on_event, &all, events_free_user), COURIER_OK);
+    CHECK_EQ(courier_monitor_add(NULL, e, 0, NULL, &all, events_free_user), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(all.frees, 1);
     uint64_t id = send_wait(e, "GET", "/echo/mask");
     int kinds[8];
@@ -588,7 +588,7 @@ static void monitor_kind_mask_and_close(void) {
     courier_request *r = NULL;
     courier_request_new(&r, "GET", "/hang?close=1");
     uint64_t hang = 0;
-    courier_send(e, r, NULL, NULL, &hang, NULL);
+    courier_send(&hang, e, r, NULL, NULL, NULL);
     courier_request_free(r);
     int64_t deadline = th_now_ms() + 10000;
     while (index_of(&all, hang, COURIER_EVENT_DID_SEND) < 0 && th_now_ms() < deadline) usleep(1000);
@@ -612,7 +612,7 @@ static void send_on_finish(const courier_event *ev, void *user) {
     if (atomic_fetch_add(&rs->sent, 1) > 0) return;
     courier_request *r = NULL;
     courier_request_new(&r, "GET", "/echo/again");
-    courier_send(rs->e, r, NULL, NULL, NULL, NULL);
+    courier_send(NULL, rs->e, r, NULL, NULL, NULL);
     courier_request_free(r);
 }
 
@@ -629,10 +629,10 @@ static void monitors_under_load(void) {
     resend rs;
     rs.e = e;
     atomic_init(&rs.sent, 0);
-    CHECK_EQ(courier_monitor_add(e, 1u << COURIER_EVENT_FINISHED, send_on_finish, &rs, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_monitor_add(NULL, e, 1u << COURIER_EVENT_FINISHED, send_on_finish, &rs, NULL), COURIER_OK);
     lines l;
     lines_init(&l);
-    courier_log_add_callback(e, COURIER_LOG_TRACE, on_line, &l, NULL, NULL);
+    courier_log_add_callback(NULL, e, COURIER_LOG_TRACE, on_line, &l, NULL);
     courier_log_set_level(e, COURIER_LOG_DEBUG);
     pthread_t th[3];
     for (int i = 0; i < 3; i++) pthread_create(&th[i], NULL, send_many, e);
@@ -641,7 +641,7 @@ static void monitors_under_load(void) {
         events v;
         events_init(&v);
         uint64_t id = 0;
-        courier_monitor_add(e, 0, on_event, &v, events_free_user, &id);
+        courier_monitor_add(&id, e, 0, on_event, &v, events_free_user);
         usleep(1000);
         courier_monitor_remove(e, id);
         int64_t deadline = th_now_ms() + 5000;

@@ -12,7 +12,7 @@
 static courier_json *parse(const char *text) {
     courier_json *doc = NULL;
     courier_error err;
-    if (courier_json_parse(text, strlen(text), NULL, &doc, &err) != COURIER_OK)
+    if (courier_json_parse(&doc, text, strlen(text), NULL, &err) != COURIER_OK)
         th_fail(__FILE__, __LINE__, "parse: %s", err.message);
     return doc;
 }
@@ -23,7 +23,7 @@ static int same(const courier_json *v, const char *text) {
     int eq = courier_json_equal(v, want);
     if (!eq) {
         char *got = NULL;
-        courier_json_dump(v, COURIER_JSON_DUMP_SORT_KEYS, &got, NULL, NULL);
+        courier_json_dump(&got, NULL, v, COURIER_JSON_DUMP_SORT_KEYS, NULL);
         fprintf(stderr, "    got  %s\n    want %s\n", got ? got : "(null)", text);
         courier_free(got);
     }
@@ -34,7 +34,7 @@ static int same(const courier_json *v, const char *text) {
 static int apply(const courier_mapping *m, const char *input, courier_json **out, courier_mapping_error *where,
                  courier_error *err) {
     courier_json *in = parse(input);
-    int rc = courier_mapping_apply(m, in, out, where, err);
+    int rc = courier_mapping_apply(out, where, m, in, err);
     courier_json_free(in);
     return rc;
 }
@@ -255,7 +255,7 @@ static void test_arrays_and_identity(void) {
     courier_json *in = parse("[{\"id\":1,\"name\":\"a\"},{\"name\":\"b\",\"id\":2}]");
     courier_json *out = NULL;
     courier_error err;
-    REQUIRE(courier_mapping_apply(m, in, &out, NULL, &err) == COURIER_OK);
+    REQUIRE(courier_mapping_apply(&out, NULL, m, in, &err) == COURIER_OK);
     CHECK(courier_json_equal(in, out));
     /* The output may share the input's values, and outlives it. */
     courier_json_free(in);
@@ -264,7 +264,7 @@ static void test_arrays_and_identity(void) {
     courier_mapping_error where;
     CHECK_EQ(apply(m, "[{\"id\":1},{\"id\":true}]", &out, &where, &err), COURIER_E_MAPPING);
     CHECK_STR(where.path, "1.id");
-    CHECK_EQ(courier_mapping_apply(NULL, NULL, &out, NULL, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_mapping_apply(&out, NULL, NULL, NULL, &err), COURIER_E_INVALID_ARGUMENT);
     courier_mapping_free(m);
 }
 
@@ -306,7 +306,7 @@ static void test_request_key_path_and_mapping(void) {
     courier_mapping_free(m);
     courier_response *resp = NULL;
     courier_error err;
-    REQUIRE(courier_send_sync(e, r, &resp, &err) == COURIER_OK);
+    REQUIRE(courier_send_sync(&resp, e, r, &err) == COURIER_OK);
     CHECK(same(courier_response_data(resp), "[{\"itemId\":1,\"title\":\"one\"},{\"itemId\":2,\"title\":\"two\"}]"));
     /* The whole document is there too, parsed once: the same handle every time. */
     const courier_json *doc = courier_response_json(resp);
@@ -314,9 +314,9 @@ static void test_request_key_path_and_mapping(void) {
     CHECK(doc == courier_response_json(resp));
     CHECK_EQ(courier_json_integer(courier_json_path(doc, "code")), 200);
     int64_t code = 0;
-    CHECK_EQ(courier_response_envelope(resp, &code, NULL), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_response_envelope(&code, NULL, resp), COURIER_E_NOT_FOUND);
     courier_mapping_error where;
-    CHECK_EQ(courier_response_mapping_error(resp, &where), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_response_mapping_error(&where, resp), COURIER_E_NOT_FOUND);
     courier_request_free(r);
     /* Values stay valid after the request and the engine are gone, as long as the response. */
     courier_engine_close(e);
@@ -339,13 +339,13 @@ static void test_request_mapping_failure(void) {
     courier_mapping_free(m);
     courier_response *resp = NULL;
     courier_error err;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_MAPPING);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_MAPPING);
     CHECK_EQ(err.code, COURIER_E_MAPPING);
     CHECK_EQ(err.http_status, 200);
     CHECK_CONTAINS(err.message, "data.name");
     REQUIRE(resp != NULL);
     courier_mapping_error where;
-    CHECK_EQ(courier_response_mapping_error(resp, &where), COURIER_OK);
+    CHECK_EQ(courier_response_mapping_error(&where, resp), COURIER_OK);
     CHECK_STR(where.path, "data.name");
     CHECK_EQ(where.expected, COURIER_JSON_INTEGER);
     CHECK_EQ(where.found, COURIER_JSON_STRING);
@@ -354,8 +354,8 @@ static void test_request_mapping_failure(void) {
     /* A key path that is not there. */
     courier_request_set_mapping(r, NULL);
     courier_request_set_key_path(r, "data.nothing");
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_MAPPING);
-    CHECK_EQ(courier_response_mapping_error(resp, &where), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_MAPPING);
+    CHECK_EQ(courier_response_mapping_error(&where, resp), COURIER_OK);
     CHECK_STR(where.path, "data.nothing");
     CHECK_EQ(where.found, COURIER_JSON_NONE);
     courier_response_free(resp);
@@ -379,7 +379,7 @@ static void test_request_named_results(void) {
     courier_mapping_free(m);
     courier_response *resp = NULL;
     courier_error err;
-    REQUIRE(courier_send_sync(e, r, &resp, &err) == COURIER_OK);
+    REQUIRE(courier_send_sync(&resp, e, r, &err) == COURIER_OK);
     CHECK(same(courier_response_result(resp, "items"), "[{\"itemId\":1,\"title\":\"one\"},{\"itemId\":2,\"title\":\"two\"}]"));
     CHECK(same(courier_response_result(resp, "tags"), "[\"a\",\"b\"]"));
     CHECK(same(courier_response_result(resp, "first"), "{\"itemId\":1,\"title\":\"one\"}"));
@@ -414,7 +414,7 @@ static int send_body(courier_engine *e, const char *body, courier_response **res
     courier_request *r = NULL;
     courier_request_new(&r, "GET", "/cache");
     courier_request_add_param(r, "body", body);
-    int rc = courier_send_sync(e, r, resp, err);
+    int rc = courier_send_sync(resp, e, r, err);
     courier_request_free(r);
     return rc;
 }
@@ -429,7 +429,7 @@ static void test_envelope(void) {
     CHECK(same(courier_response_data(resp), "{\"x\":1}"));
     int64_t code = -1;
     const char *msg = NULL;
-    CHECK_EQ(courier_response_envelope(resp, &code, &msg), COURIER_OK);
+    CHECK_EQ(courier_response_envelope(&code, &msg, resp), COURIER_OK);
     CHECK_EQ(code, 0);
     CHECK_STR(msg, "fine");
     courier_response_free(resp);
@@ -440,7 +440,7 @@ static void test_envelope(void) {
     CHECK_CONTAINS(err.message, "token expired");
     CHECK_EQ(err.http_status, 200);
     REQUIRE(resp != NULL);
-    CHECK_EQ(courier_response_envelope(resp, &code, &msg), COURIER_OK);
+    CHECK_EQ(courier_response_envelope(&code, &msg, resp), COURIER_OK);
     CHECK_EQ(code, 4031);
     CHECK_STR(msg, "token expired");
     courier_response_free(resp);
@@ -458,7 +458,7 @@ static void test_envelope(void) {
     /* The code must be a number. */
     CHECK_EQ(send_body(e, "{\"code\":[1]}", &resp, &err), COURIER_E_MAPPING);
     courier_mapping_error where;
-    CHECK_EQ(courier_response_mapping_error(resp, &where), COURIER_OK);
+    CHECK_EQ(courier_response_mapping_error(&where, resp), COURIER_OK);
     CHECK_STR(where.path, "code");
     CHECK_EQ(where.found, COURIER_JSON_ARRAY);
     courier_response_free(resp);
@@ -468,22 +468,22 @@ static void test_envelope(void) {
     courier_request_new(&r, "GET", "/cache");
     courier_request_add_param(r, "body", "{\"code\":500,\"message\":\"no\"}");
     courier_request_set_envelope(r, NULL);
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
     courier_response_free(resp);
     courier_request_free(r);
 
     courier_request_new(&r, "GET", "/json");
     courier_request_set_key_path(r, "data.tags");
-    REQUIRE(courier_send_sync(e, r, &resp, &err) == COURIER_OK);
+    REQUIRE(courier_send_sync(&resp, e, r, &err) == COURIER_OK);
     CHECK(same(courier_response_data(resp), "[\"a\",\"b\"]"));
-    CHECK_EQ(courier_response_envelope(resp, &code, NULL), COURIER_OK);
+    CHECK_EQ(courier_response_envelope(&code, NULL, resp), COURIER_OK);
     CHECK_EQ(code, 200);
     courier_response_free(resp);
     courier_request_free(r);
 
     /* HTTP errors stay HTTP errors; their JSON is still readable. */
     courier_request_new(&r, "GET", "/status/503");
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_HTTP_STATUS);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_HTTP_STATUS);
     CHECK_EQ(courier_json_integer(courier_json_get(courier_response_json(resp), "status")), 503);
     courier_response_free(resp);
     courier_request_free(r);
@@ -525,7 +525,7 @@ static void test_envelope_check_and_shape(void) {
     courier_response_free(resp);
     CHECK_EQ(send_body(e, "{\"odd\":false}", &resp, &err), COURIER_E_MAPPING); /* code required */
     courier_mapping_error where;
-    CHECK_EQ(courier_response_mapping_error(resp, &where), COURIER_OK);
+    CHECK_EQ(courier_response_mapping_error(&where, resp), COURIER_OK);
     CHECK_STR(where.path, "code");
     courier_response_free(resp);
     courier_engine_close(e);
@@ -575,7 +575,7 @@ static void build_agree_mappings(void) {
     courier_mapping_add_relationship(root, "data.items", "items", item, 1, 0);
     courier_mapping_add_relationship(root, "data.owner", "owner", item, 0, 0);
     courier_json *def = NULL;
-    courier_json_parse("{\"none\":[1,\"x\",null]}", 21, NULL, &def, NULL);
+    courier_json_parse(&def, "{\"none\":[1,\"x\",null]}", 21, NULL, NULL);
     courier_mapping_set_default(root, "message", def);
     courier_json_free(def);
     courier_mapping_new(&tree);
@@ -599,16 +599,16 @@ static void build_agree_mappings(void) {
 
 static void test_tape_path_agrees_with_jansson(void) {
     build_agree_mappings();
-    courier_json_options o;
-    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
     o.flags = COURIER_JSON_ALLOW_DUPLICATE_KEYS;
     int oks = 0, fails = 0;
     for (size_t d = 0; d < sizeof agree_docs / sizeof *agree_docs; d++) {
         const char *text = agree_docs[d];
         courier_json *doc = NULL;
         courier_json_tape *tape = NULL;
-        int rc1 = courier_json_parse(text, strlen(text), &o, &doc, NULL);
-        int rc2 = courier_json_tape_parse(text, strlen(text), &o, &tape, NULL);
+        int rc1 = courier_json_parse(&doc, text, strlen(text), &o, NULL);
+        int rc2 = courier_json_tape_parse(&tape, text, strlen(text), &o, NULL);
         CHECK_EQ(rc1, rc2);
         if (rc1 != COURIER_OK || rc2 != COURIER_OK) {
             courier_json_free(doc);
@@ -637,7 +637,7 @@ static void test_tape_output_and_arguments(void) {
     courier_mapping_add_attribute(m, "s", NULL, COURIER_JSON_STRING, COURIER_MAP_STRING_FROM_NUMBER);
     const char *text = "{\"s\":12,\"skip\":[1,2],\"a\":{\"b\":3}}";
     courier_json_tape *in = NULL, *out = NULL;
-    REQUIRE(courier_json_tape_parse(text, strlen(text), NULL, &in, NULL) == COURIER_OK);
+    REQUIRE(courier_json_tape_parse(&in, text, strlen(text), NULL, NULL) == COURIER_OK);
     courier_mapping_error where;
     courier_error err;
     CHECK_EQ(courier_mapping_apply_tape(&out, &where, m, in, 0, &err), COURIER_OK);

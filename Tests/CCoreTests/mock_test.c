@@ -20,7 +20,7 @@ static courier_request *req(const char *method, const char *path) {
 }
 
 static int send_sync(courier_engine *e, courier_request *r, courier_response **out) {
-    int rc = courier_send_sync(e, r, out, NULL);
+    int rc = courier_send_sync(out, e, r, NULL);
     courier_request_free(r);
     return rc;
 }
@@ -34,14 +34,14 @@ static void test_mock_switch(void) {
     courier_request *r = req("GET", "/json");
     CHECK_EQ(courier_request_set_mock_response(r, 201, "mocked", 6, "text/plain"), COURIER_OK);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     CHECK_EQ(courier_response_status(resp), 200); /* the real server answered */
     CHECK_EQ(cts_server_path_count(th_server(), "/json") - before, 1);
     courier_response_free(resp);
     CHECK_EQ(courier_engine_mock_enabled(e), 0);
     CHECK_EQ(courier_engine_set_mock_enabled(e, 1), COURIER_OK);
     CHECK_EQ(courier_engine_mock_enabled(e), 1);
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     CHECK_EQ(courier_response_status(resp), 201);
     CHECK_STR((const char *)courier_response_body(resp, NULL), "mocked");
     CHECK_STR(courier_response_header(resp, "Content-Type"), "text/plain");
@@ -50,7 +50,7 @@ static void test_mock_switch(void) {
     CHECK_EQ(cts_server_path_count(th_server(), "/json") - before, 1); /* no network */
     courier_response_free(resp);
     CHECK_EQ(courier_engine_set_mock_enabled(e, 0), COURIER_OK);
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     CHECK_EQ(courier_response_status(resp), 200);
     courier_response_free(resp);
     courier_request_free(r);
@@ -82,7 +82,7 @@ static void test_mock_file_status_headers_error(void) {
     snprintf(path, sizeof path, "%s/missing.json", th_tmpdir());
     CHECK_EQ(courier_request_set_mock_file(r, path), COURIER_OK);
     courier_error err;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_NOT_FOUND);
     CHECK(resp == NULL);
     courier_request_free(r);
 
@@ -97,7 +97,7 @@ static void test_mock_file_status_headers_error(void) {
     r = req("GET", "/users/4");
     CHECK_EQ(courier_request_set_mock_error(r, COURIER_E_CANNOT_CONNECT), COURIER_OK);
     CHECK_EQ(courier_request_set_mock_error(r, 3), COURIER_E_INVALID_ARGUMENT);
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_CANNOT_CONNECT);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_CANNOT_CONNECT);
     CHECK_EQ(err.code, COURIER_E_CANNOT_CONNECT);
     CHECK(resp == NULL);
     courier_request_free(r);
@@ -116,11 +116,11 @@ static void test_mock_is_judged_like_real(void) {
     courier_request_set_validator(r, reject_mocked, NULL, NULL);
     courier_request_set_mock_response(r, 200, "bad", 3, NULL);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_INVALID_RESULT);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_E_INVALID_RESULT);
     CHECK(resp != NULL);
     courier_response_free(resp);
     courier_request_set_mock_response(r, 200, "good", 4, NULL);
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     courier_response_free(resp);
     courier_request_free(r);
     courier_engine_close(e);
@@ -148,10 +148,10 @@ static void test_mock_delay_does_not_block(void) {
     courier_request *r = req("GET", "/slow");
     courier_request_set_mock_response(r, 200, "late", 4, NULL);
     CHECK_EQ(courier_request_set_mock_delay_ms(r, 400), COURIER_OK);
-    CHECK_EQ(courier_send(e, r, order_done, &slow, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(NULL, e, r, order_done, &slow, NULL), COURIER_OK);
     courier_request_free(r);
     r = req("GET", "/json"); /* real, while the mock waits */
-    CHECK_EQ(courier_send(e, r, order_done, &fast, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(NULL, e, r, order_done, &fast, NULL), COURIER_OK);
     courier_request_free(r);
     int64_t deadline = th_now_ms() + 10000;
     while (!atomic_load(&slow.done) && th_now_ms() < deadline) usleep(2000);
@@ -163,7 +163,7 @@ static void test_mock_delay_does_not_block(void) {
     r = req("GET", "/slow2");
     courier_request_set_mock_response(r, 200, "x", 1, NULL);
     courier_request_set_mock_delay_ms(r, 60000);
-    CHECK_EQ(courier_send(e, r, order_done, &c, &id, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, r, order_done, &c, NULL), COURIER_OK);
     courier_request_free(r);
     CHECK_EQ(courier_cancel(e, id), COURIER_OK);
     deadline = th_now_ms() + 10000;
@@ -382,8 +382,8 @@ static void free_transport_user(void *u) {
 static peer the_peer;
 
 static void tweak_tcp(courier_config *c) {
-    courier_transport vt = {tcp_start, tcp_cancel};
-    courier_config_register_transport(c, "tcp", &vt, sizeof vt, &the_peer, free_transport_user);
+    courier_transport vt = {sizeof vt, tcp_start, tcp_cancel};
+    courier_config_register_transport(c, "tcp", &vt, &the_peer, free_transport_user);
 }
 
 static int valid_tcp(const courier_response *r, void *u) {
@@ -401,7 +401,7 @@ static void test_custom_tcp_transport(void) {
     courier_request_set_body(r, "hello", 5, "text/plain");
     courier_request_set_validator(r, valid_tcp, NULL, NULL);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     REQUIRE(resp);
     char want[256];
     snprintf(want, sizeof want, "peer saw POST %s hello", th_url("/rpc/echo"));
@@ -415,7 +415,7 @@ static void test_custom_tcp_transport(void) {
     /* Its answers are judged like HTTP ones: 404 from the peer is an HTTP error. */
     r = req("GET", "/missing");
     courier_request_set_transport(r, "tcp");
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_HTTP_STATUS);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_E_HTTP_STATUS);
     CHECK_EQ(courier_response_status(resp), 404);
     courier_response_free(resp);
     courier_request_free(r);
@@ -423,17 +423,17 @@ static void test_custom_tcp_transport(void) {
     /* Refused at start; unknown name; retry applies to custom transports too. */
     r = req("GET", "/refuse");
     courier_request_set_transport(r, "tcp");
-    CHECK_EQ(courier_send_sync(e, r, NULL, NULL), COURIER_E_INVALID_URL);
+    CHECK_EQ(courier_send_sync(NULL, e, r, NULL), COURIER_E_INVALID_URL);
     courier_request_free(r);
     r = req("GET", "/x");
     courier_request_set_transport(r, "carrier-pigeon");
-    CHECK_EQ(courier_send_sync(e, r, NULL, NULL), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_send_sync(NULL, e, r, NULL), COURIER_E_NOT_FOUND);
     courier_request_free(r);
     long served = atomic_load(&the_peer.served);
     r = req("GET", "/missing");
     courier_request_set_transport(r, "tcp");
     courier_request_set_retry(r, 2, 1, 5, 0);
-    CHECK_EQ(courier_send_sync(e, r, NULL, NULL), COURIER_E_HTTP_STATUS);
+    CHECK_EQ(courier_send_sync(NULL, e, r, NULL), COURIER_E_HTTP_STATUS);
     courier_request_free(r);
     CHECK_EQ(atomic_load(&the_peer.served) - served, 1); /* 404 is not retried */
     courier_engine_close(e);
@@ -491,10 +491,10 @@ static void slow_cancel(courier_call *call, void *user) {
     pthread_mutex_unlock(&slow_lock);
 }
 static void tweak_slow(courier_config *c) {
-    courier_transport vt = {slow_start, slow_cancel};
-    courier_config_register_transport(c, "slow", &vt, sizeof vt, NULL, NULL);
-    CHECK_EQ(courier_config_register_transport(c, "slow", &vt, sizeof vt, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
-    CHECK_EQ(courier_config_register_transport(c, "http", &vt, sizeof vt, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    courier_transport vt = {sizeof vt, slow_start, slow_cancel};
+    courier_config_register_transport(c, "slow", &vt, NULL, NULL);
+    CHECK_EQ(courier_config_register_transport(c, "slow", &vt, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_register_transport(c, "http", &vt, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
 }
 
 static void test_custom_transport_cancel_and_close(void) {
@@ -505,7 +505,7 @@ static void test_custom_transport_cancel_and_close(void) {
     courier_request *r = req("GET", "/anything");
     courier_request_set_transport(r, "slow");
     atomic_store(&slow_starts, 0);
-    CHECK_EQ(courier_send(e, r, order_done, &one, &id, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, r, order_done, &one, NULL), COURIER_OK);
     int64_t deadline = th_now_ms() + 10000;
     while (atomic_load(&slow_starts) < 1 && th_now_ms() < deadline) usleep(1000); /* the call started */
     CHECK_EQ(courier_cancel(e, id), COURIER_OK);
@@ -514,7 +514,7 @@ static void test_custom_transport_cancel_and_close(void) {
     CHECK(atomic_load(&one.done));
     /* Close with a call in flight: close cancels it and waits for the transport to complete it. */
     order_rec two = {0};
-    CHECK_EQ(courier_send(e, r, order_done, &two, &id, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, r, order_done, &two, NULL), COURIER_OK);
     courier_request_free(r);
     deadline = th_now_ms() + 10000;
     while (atomic_load(&slow_starts) < 2 && th_now_ms() < deadline) usleep(1000); /* in flight */

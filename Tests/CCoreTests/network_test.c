@@ -114,7 +114,7 @@ static void send_to(courier_engine *e, const char *path, int allow_cellular, out
     courier_request_new(&r, "GET", path);
     courier_request_set_coalesce(r, 0);
     courier_request_set_allow_cellular(r, allow_cellular);
-    CHECK_EQ(courier_send(e, r, on_done, o, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(NULL, e, r, on_done, o, NULL), COURIER_OK);
     courier_request_free(r);
 }
 
@@ -130,13 +130,13 @@ static void test_limits_per_kind_apply_at_once(void) {
     courier_reachability_report(e, COURIER_REACHABILITY_UNKNOWN, COURIER_NETWORK_CELLULAR, 1);
     outcome o[3] = {0};
     for (int i = 0; i < 3; i++) send_to(e, "/hang", 1, &o[i]);
-    long queued = 0, active = 0;
-    WAIT_UNTIL(courier_engine_pending(e, &queued, &active) == COURIER_OK && active == 1 && queued == 2);
+    int64_t queued = 0, active = 0;
+    WAIT_UNTIL(courier_engine_pending(&queued, &active, e) == COURIER_OK && active == 1 && queued == 2);
     CHECK_EQ(active, 1); /* one per host on cellular */
     CHECK_EQ(queued, 2);
     /* Wi-Fi sets no limits: the engine's own (5 per host) hold, and the queue starts at once. */
     CHECK_EQ(courier_reachability_report(e, COURIER_REACHABILITY_UNKNOWN, COURIER_NETWORK_WIFI, 0), COURIER_OK);
-    WAIT_UNTIL(courier_engine_pending(e, &queued, &active) == COURIER_OK && active == 3);
+    WAIT_UNTIL(courier_engine_pending(&queued, &active, e) == COURIER_OK && active == 3);
     CHECK_EQ(active, 3);
     CHECK_EQ(queued, 0);
     courier_cancel_all(e);
@@ -161,8 +161,8 @@ static void test_not_on_cellular(void) {
     outcome hang = {0}, queued_one = {0};
     send_to(e, "/hang", 1, &hang);
     send_to(e, "/echo", 0, &queued_one);
-    long queued = 0, active = 0;
-    WAIT_UNTIL(courier_engine_pending(e, &queued, &active) == COURIER_OK && active == 1 && queued == 1);
+    int64_t queued = 0, active = 0;
+    WAIT_UNTIL(courier_engine_pending(&queued, &active, e) == COURIER_OK && active == 1 && queued == 1);
     CHECK_EQ(queued, 1);
     CHECK(!atomic_load(&queued_one.done));
     courier_reachability_report(e, COURIER_REACHABILITY_ONLINE, COURIER_NETWORK_CELLULAR, 1);

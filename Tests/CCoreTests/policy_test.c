@@ -82,8 +82,8 @@ static void env_open(env *x, const char *store, int clock) {
         x->e = NULL;
         return;
     }
-    courier_frozen_add_listener(x->e, ev_cb, &x->ev, NULL, NULL);
-    courier_log_add_callback(x->e, COURIER_LOG_TRACE, on_line, &x->log, NULL, NULL);
+    courier_frozen_add_listener(NULL, x->e, ev_cb, &x->ev, NULL);
+    courier_log_add_callback(NULL, x->e, COURIER_LOG_TRACE, on_line, &x->log, NULL);
     courier_log_set_component_level(x->e, COURIER_LOG_JOURNAL, COURIER_LOG_DEBUG, NULL);
 }
 
@@ -112,7 +112,7 @@ static int freeze(courier_engine *e, const char *id, const char *path, const cha
     static atomic_int done;
     atomic_store(&done, 1);
     courier_error err;
-    int rc = courier_send(e, r, on_done, &done, NULL, &err);
+    int rc = courier_send(NULL, e, r, on_done, &done, &err);
     courier_request_free(r);
     if (rc) return rc;
     int64_t until = th_now_ms() + 10000;
@@ -122,7 +122,7 @@ static int freeze(courier_engine *e, const char *id, const char *path, const cha
 
 static int64_t count_of(courier_engine *e) {
     int64_t n = -1;
-    courier_frozen_count(e, &n, NULL);
+    courier_frozen_count(&n, e, NULL);
     return n;
 }
 
@@ -137,8 +137,8 @@ static int small_body(const courier_frozen *f, int64_t age_ms, courier_reachabil
 
 static int after_attempts(const courier_frozen *f, int64_t age_ms, courier_reachability reach, void *user) {
     (void)reach;
-    courier_frozen_info info;
-    courier_frozen_get_info(f, &info, sizeof info);
+    courier_frozen_info info = {.size = sizeof info};
+    courier_frozen_get_info(&info, f);
     return age_ms >= 0 && info.attempts >= *(const int *)user;
 }
 
@@ -169,7 +169,7 @@ static void only_small_bodies_are_sent(void) {
     CHECK_EQ(freeze(x.e, "big", "/echo", big, "small-bodies"), COURIER_E_FROZEN);
     /* The record names its policy, in its JSON text and its snapshot. */
     courier_frozen *f = NULL;
-    REQUIRE(courier_frozen_get(x.e, "big", &f, NULL) == COURIER_OK);
+    REQUIRE(courier_frozen_get(&f, x.e, "big", NULL) == COURIER_OK);
     CHECK_STR(courier_frozen_resend_policy(f), "small-bodies");
     CHECK_CONTAINS(courier_frozen_json(f), "\"resend_policy\":\"small-bodies\"");
     courier_frozen_free(f);
@@ -179,9 +179,9 @@ static void only_small_bodies_are_sent(void) {
     CHECK_EQ(courier_frozen_wait_idle(x.e, 10000), COURIER_OK);
     CHECK_EQ(ev_count(&x.ev, COURIER_FROZEN_EVENT_RESENT_SUCCEEDED, "big"), 0);
     CHECK_EQ(count_of(x.e), 1);
-    REQUIRE(courier_frozen_get(x.e, "big", &f, NULL) == COURIER_OK);
-    courier_frozen_info info;
-    courier_frozen_get_info(f, &info, sizeof info);
+    REQUIRE(courier_frozen_get(&f, x.e, "big", NULL) == COURIER_OK);
+    courier_frozen_info info = {.size = sizeof info};
+    courier_frozen_get_info(&info, f);
     CHECK_EQ(info.attempts, 0); /* held, never sent */
     courier_frozen_free(f);
     /* Why it was not resent, from the log alone. */
@@ -237,7 +237,7 @@ static void deleted_after_n_attempts(void) {
     pthread_mutex_unlock(&x.ev.m);
     CHECK_EQ(count_of(x.e), 0);
     int code = 0;
-    CHECK_EQ(courier_frozen_last_outcome(x.e, "flaky", &code, NULL, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_last_outcome(&code, NULL, NULL, x.e, "flaky", NULL), COURIER_OK);
     CHECK_EQ(code, COURIER_E_DELETED_BY_POLICY);
     courier_json *line = NULL;
     CHECK_EQ(count_lines(&x.log, "journal_policy", "decision", "delete", &line), 1);
@@ -294,9 +294,9 @@ static void unknown_to_a_second_process(void) {
         courier_json_free(line);
         if (!ok) _exit(19);
         courier_frozen *f = NULL;
-        if (courier_frozen_get(y.e, "shared", &f, NULL) != COURIER_OK) _exit(20);
-        courier_frozen_info info;
-        courier_frozen_get_info(f, &info, sizeof info);
+        if (courier_frozen_get(&f, y.e, "shared", NULL) != COURIER_OK) _exit(20);
+        courier_frozen_info info = {.size = sizeof info};
+        courier_frozen_get_info(&info, f);
         courier_frozen_free(f);
         if (info.attempts != 0) _exit(21);
         env_close(&y);
@@ -325,9 +325,9 @@ static void builtin_online_and_manual(void) {
     CHECK_EQ(freeze(x.e, "net", "/echo", "b", "courier.online"), COURIER_E_FROZEN);
     CHECK_EQ(freeze(x.e, "app", "/echo", "c", "courier.manual"), COURIER_E_FROZEN);
     courier_frozen *f = NULL;
-    REQUIRE(courier_frozen_get(x.e, "app", &f, NULL) == COURIER_OK);
-    courier_frozen_info info;
-    courier_frozen_get_info(f, &info, sizeof info);
+    REQUIRE(courier_frozen_get(&f, x.e, "app", NULL) == COURIER_OK);
+    courier_frozen_info info = {.size = sizeof info};
+    courier_frozen_get_info(&info, f);
     CHECK_EQ(info.policy, COURIER_FREEZE_MANUAL);
     courier_frozen_free(f);
     /* UNKNOWN reachability (any other policy's request would go): "online" waits for online. */
@@ -392,7 +392,7 @@ static void bad_arguments(void) {
     CHECK_EQ(courier_request_set_resend_policy(NULL, "x", NULL), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(courier_request_set_resend_policy(r, "nobody", NULL), COURIER_OK);
     courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, 0);
-    CHECK_EQ(courier_send(x.e, r, NULL, NULL, NULL, &err), COURIER_E_RESEND_POLICY_UNKNOWN);
+    CHECK_EQ(courier_send(NULL, x.e, r, NULL, NULL, &err), COURIER_E_RESEND_POLICY_UNKNOWN);
     CHECK_EQ(err.code, COURIER_E_RESEND_POLICY_UNKNOWN);
     courier_request_free(r);
     CHECK_STR(courier_strerror(COURIER_E_DELETED_BY_POLICY), "deleted by its resend policy");

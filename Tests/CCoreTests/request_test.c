@@ -11,7 +11,7 @@
 static char *echo(courier_engine *e, courier_request *r) {
     courier_response *resp = NULL;
     courier_error err;
-    int rc = courier_send_sync(e, r, &resp, &err);
+    int rc = courier_send_sync(&resp, e, r, &err);
     if (rc != COURIER_OK) {
         th_fail(__FILE__, __LINE__, "send: %d (%s)", rc, err.message);
         courier_response_free(resp);
@@ -41,7 +41,7 @@ static void test_url_joining(void) {
             REQUIRE(courier_request_new(&r, "GET", paths[p]) == COURIER_OK);
             courier_response *resp = NULL;
             /* /api/echo/x is not an endpoint: 404 with the URL we expect. */
-            CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_HTTP_STATUS);
+            CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_E_HTTP_STATUS);
             char want[300];
             snprintf(want, sizeof want, "%s/api/echo/x", th_base());
             CHECK_STR(courier_response_url(resp), want);
@@ -86,7 +86,7 @@ static void test_invalid_urls(void) {
         REQUIRE(courier_request_new(&r, "GET", bad[i]) == COURIER_OK);
         courier_error err;
         uint64_t id = 123;
-        int rc = courier_send(e, r, NULL, NULL, &id, &err);
+        int rc = courier_send(&id, e, r, NULL, NULL, &err);
         if (rc != COURIER_E_INVALID_URL) th_fail(__FILE__, __LINE__, "%s gave %d", bad[i], rc);
         CHECK_EQ(err.code, COURIER_E_INVALID_URL);
         CHECK_EQ(id, 0);
@@ -97,7 +97,7 @@ static void test_invalid_urls(void) {
     for (size_t i = 0; i < sizeof bad_paths / sizeof bad_paths[0]; i++) {
         courier_request *r = NULL;
         REQUIRE(courier_request_new(&r, "GET", bad_paths[i]) == COURIER_OK);
-        CHECK_EQ(courier_send(e, r, NULL, NULL, NULL, NULL), COURIER_E_INVALID_URL);
+        CHECK_EQ(courier_send(NULL, e, r, NULL, NULL, NULL), COURIER_E_INVALID_URL);
         courier_request_free(r);
     }
     /* A request base URL is checked when set. */
@@ -113,7 +113,7 @@ static void test_invalid_urls(void) {
     REQUIRE(courier_engine_open(&bare, NULL, NULL) == COURIER_OK);
     courier_request *r = NULL;
     REQUIRE(courier_request_new(&r, "GET", "/echo") == COURIER_OK);
-    CHECK_EQ(courier_send_sync(bare, r, NULL, NULL), COURIER_E_INVALID_URL);
+    CHECK_EQ(courier_send_sync(NULL, bare, r, NULL), COURIER_E_INVALID_URL);
     courier_request_free(r);
     courier_engine_close(bare);
     /* A base URL that is not http(s). */
@@ -144,7 +144,7 @@ static void test_methods(void) {
     courier_request *r = NULL;
     REQUIRE(courier_request_new(&r, "HEAD", "/echo") == COURIER_OK);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     size_t len = 99;
     courier_response_body(resp, &len);
     CHECK_EQ(len, 0);
@@ -387,9 +387,9 @@ static int customize_cb(courier_outgoing *o, void *user) {
     if (!courier_outgoing_header(o, "user-agent")) return COURIER_E_INTERNAL;
     size_t n = courier_outgoing_header_count(o);
     const char *name = NULL, *value = NULL;
-    if (n == 0 || courier_outgoing_header_at(o, n - 1, &name, &value) != COURIER_OK || !name || !value)
+    if (n == 0 || courier_outgoing_header_at(&name, &value, o, n - 1) != COURIER_OK || !name || !value)
         return COURIER_E_INTERNAL;
-    if (courier_outgoing_header_at(o, n, &name, &value) != COURIER_E_NOT_FOUND) return COURIER_E_INTERNAL;
+    if (courier_outgoing_header_at(&name, &value, o, n) != COURIER_E_NOT_FOUND) return COURIER_E_INTERNAL;
     return COURIER_OK;
 }
 
@@ -425,7 +425,7 @@ static void test_customize(void) {
     CHECK_EQ(courier_request_set_customize(r, refuse_cb, NULL, NULL), COURIER_OK);
     CHECK_EQ(freed_count, 1); /* the replaced registration released its user data */
     uint64_t id = 5;
-    CHECK_EQ(courier_send(e, r, NULL, NULL, &id, NULL), COURIER_E_INVALID_RESULT);
+    CHECK_EQ(courier_send(&id, e, r, NULL, NULL, NULL), COURIER_E_INVALID_RESULT);
     CHECK_EQ(id, 0);
     CHECK_EQ(cts_server_path_count(th_server(), "/echo"), before);
     courier_request_free(r);

@@ -53,7 +53,7 @@ static courier_request *req(const char *method, const char *path) {
 }
 
 static int send_sync(courier_engine *e, courier_request *r, courier_response **out) {
-    int rc = courier_send_sync(e, r, out, NULL);
+    int rc = courier_send_sync(out, e, r, NULL);
     courier_request_free(r);
     return rc;
 }
@@ -71,7 +71,7 @@ static void test_retry_on_5xx_counted_by_server(void) {
     CHECK_EQ(cts_server_path_count(th_server(), "/status/503") - before, 3);
     int attempts = 0;
     double waited = -1;
-    CHECK_EQ(courier_response_attempts(resp, &attempts, &waited), COURIER_OK);
+    CHECK_EQ(courier_response_attempts(&attempts, &waited, resp), COURIER_OK);
     CHECK_EQ(attempts, 3);
     CHECK(waited >= 0.010 && waited <= 0.030); /* 10 ms then 20 ms, each jittered to half..all */
     courier_response_free(resp);
@@ -116,7 +116,7 @@ static void test_retry_network_errors(void) {
     courier_error err;
     rec one = {0};
     uint64_t id = 0;
-    CHECK_EQ(courier_send(e, r, rec_done, &one, &id, &err), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, r, rec_done, &one, &err), COURIER_OK);
     courier_request_free(r);
     CHECK_EQ(wait_all(&one, 1), 1);
     CHECK_EQ(atomic_load(&one.code), COURIER_E_CANNOT_CONNECT);
@@ -144,12 +144,12 @@ static void test_never_retry_after_cancel(void) {
     REQUIRE(e);
     long before = cts_server_path_count(th_server(), "/hang");
     atomic_store(&retried_events, 0);
-    REQUIRE(courier_monitor_add(e, 1u << COURIER_EVENT_RETRIED, on_retried, NULL, NULL, NULL) == COURIER_OK);
+    REQUIRE(courier_monitor_add(NULL, e, 1u << COURIER_EVENT_RETRIED, on_retried, NULL, NULL) == COURIER_OK);
     courier_request *r = req("GET", "/hang");
     courier_request_set_retry(r, 5, 1, 5, 0);
     rec one = {0};
     uint64_t id = 0;
-    CHECK_EQ(courier_send(e, r, rec_done, &one, &id, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, r, rec_done, &one, NULL), COURIER_OK);
     courier_request_free(r);
     CHECK_EQ(th_wait_path("/hang", before + 1), before + 1); /* on the wire */
     CHECK_EQ(courier_cancel(e, id), COURIER_OK);
@@ -165,7 +165,7 @@ static void test_never_retry_after_cancel(void) {
     r = req("GET", "/status/503");
     courier_request_set_retry(r, 3, 5000, 5000, 0);
     rec two = {0};
-    CHECK_EQ(courier_send(e, r, rec_done, &two, &id, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, r, rec_done, &two, NULL), COURIER_OK);
     courier_request_free(r);
     int64_t until = th_now_ms() + 10000; /* answered and judged: its retry waits 5 s (RETRIED) */
     while (atomic_load(&retried_events) < 1 && th_now_ms() < until) usleep(1000);
@@ -202,7 +202,7 @@ static void test_retry_after_is_honoured(void) {
     CHECK_EQ(send_sync(e, r, &resp), COURIER_OK);
     int attempts = 0;
     double waited = 0;
-    courier_response_attempts(resp, &attempts, &waited);
+    courier_response_attempts(&attempts, &waited, resp);
     CHECK_EQ(attempts, 3);
     CHECK(waited >= 2.0); /* two Retry-After: 1 waits, chosen over 1-2 ms backoff */
     courier_response_free(resp);
@@ -214,7 +214,7 @@ static void test_retry_after_is_honoured(void) {
     courier_request_set_retry(r, 3, 1, 5000, 0);
     CHECK_EQ(send_sync(e, r, &resp), COURIER_E_HTTP_STATUS);
     CHECK_EQ(courier_response_status(resp), 503);
-    courier_response_attempts(resp, &attempts, NULL);
+    courier_response_attempts(&attempts, NULL, resp);
     CHECK_EQ(attempts, 1);
     courier_response_free(resp);
 
@@ -224,7 +224,7 @@ static void test_retry_after_is_honoured(void) {
     courier_request_set_mock_callback(r, flaky_mock, "120", NULL);
     courier_request_set_retry(r, 3, 1, 10, COURIER_RETRY_IGNORE_RETRY_AFTER);
     CHECK_EQ(send_sync(e, r, &resp), COURIER_OK);
-    courier_response_attempts(resp, &attempts, &waited);
+    courier_response_attempts(&attempts, &waited, resp);
     CHECK_EQ(attempts, 3);
     CHECK(waited < 1.0);
     courier_response_free(resp);
@@ -247,9 +247,9 @@ static void test_backoff_on_injected_clock(void) {
     courier_request *r = req("GET", "/status/502");
     courier_request_set_retry(r, 2, 60000, 600000, 0); /* a minute, then two */
     atomic_store(&retried_events, 0);
-    REQUIRE(courier_monitor_add(e, 1u << COURIER_EVENT_RETRIED, on_retried, NULL, NULL, NULL) == COURIER_OK);
+    REQUIRE(courier_monitor_add(NULL, e, 1u << COURIER_EVENT_RETRIED, on_retried, NULL, NULL) == COURIER_OK);
     rec one = {0};
-    CHECK_EQ(courier_send(e, r, rec_done, &one, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(NULL, e, r, rec_done, &one, NULL), COURIER_OK);
     courier_request_free(r);
     /* The first answer judged, the retry scheduled (the RETRIED event tells): a wait of 30-60 s on
      * the engine's clock, which has not moved, so the retry waits. */
@@ -276,7 +276,7 @@ static void test_backoff_on_injected_clock(void) {
     courier_response *resp = atomic_exchange(&one.resp, NULL);
     int attempts = 0;
     double waited = 0;
-    courier_response_attempts(resp, &attempts, &waited);
+    courier_response_attempts(&attempts, &waited, resp);
     CHECK_EQ(attempts, 3);
     CHECK(waited >= 90.0 && waited <= 180.0); /* 30-60 s, then 60-120 s: computed, not measured */
     courier_response_free(resp);
@@ -310,18 +310,18 @@ static void test_per_host_limit(void) {
         char path[32];
         snprintf(path, sizeof path, "/delay/%d", 300 + i); /* distinct: no coalescing */
         courier_request *r = req("GET", path);
-        CHECK_EQ(courier_send(e, r, rec_done, &recs[i], NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_send(NULL, e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     usleep(100000);
-    long queued = -1, active = -1;
-    CHECK_EQ(courier_engine_pending(e, &queued, &active), COURIER_OK);
+    int64_t queued = -1, active = -1;
+    CHECK_EQ(courier_engine_pending(&queued, &active, e), COURIER_OK);
     CHECK_EQ(active, 2);
     CHECK_EQ(queued, 4);
     CHECK_EQ(wait_all(recs, N), N);
     for (int i = 0; i < N; i++) CHECK_EQ(atomic_load(&recs[i].code), COURIER_OK);
     rec_clear(recs, N);
-    CHECK_EQ(courier_engine_pending(e, &queued, &active), COURIER_OK);
+    CHECK_EQ(courier_engine_pending(&queued, &active, e), COURIER_OK);
     CHECK_EQ(queued + active, 0);
     courier_engine_close(e);
 }
@@ -334,7 +334,7 @@ static void test_priorities_order_waiting_requests(void) {
     rec blocker = {0}, low = {0}, normal = {0}, high = {0}, high2 = {0};
     long before = cts_server_path_count(th_server(), "/delay/300");
     courier_request *r = req("GET", "/delay/300");
-    CHECK_EQ(courier_send(e, r, rec_done, &blocker, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(NULL, e, r, rec_done, &blocker, NULL), COURIER_OK);
     courier_request_free(r);
     CHECK_EQ(th_wait_path("/delay/300", before + 1), before + 1); /* the blocker holds the connection */
     struct {
@@ -348,7 +348,7 @@ static void test_priorities_order_waiting_requests(void) {
     for (int i = 0; i < 4; i++) {
         r = req("GET", order[i].path);
         CHECK_EQ(courier_request_set_priority(r, order[i].p), COURIER_OK);
-        CHECK_EQ(courier_send(e, r, rec_done, order[i].rec, NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_send(NULL, e, r, rec_done, order[i].rec, NULL), COURIER_OK);
         courier_request_free(r);
     }
     int64_t deadline = th_now_ms() + 20000;
@@ -376,7 +376,7 @@ static void test_coalescing_identical_gets(void) {
     long before = cts_server_path_count(th_server(), "/delay/301");
     for (int i = 0; i < N; i++) {
         courier_request *r = req("GET", "/delay/301");
-        CHECK_EQ(courier_send(e, r, rec_done, &recs[i], NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_send(NULL, e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     CHECK_EQ(wait_all(recs, N), N);
@@ -396,7 +396,7 @@ static void test_coalescing_identical_gets(void) {
     for (int i = 0; i < 3; i++) {
         courier_request *r = req("GET", "/delay/302");
         courier_request_set_coalesce(r, 0);
-        CHECK_EQ(courier_send(e, r, rec_done, &recs[i], NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_send(NULL, e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     memset(recs + 3, 0, sizeof recs[0] * 2);
@@ -413,7 +413,7 @@ static void test_coalescing_identical_gets(void) {
     for (int i = 0; i < 2; i++) {
         courier_request *r = req("GET", "/delay/303");
         courier_request_add_header(r, "X-User", i ? "a" : "b");
-        CHECK_EQ(courier_send(e, r, rec_done, &recs[i], NULL, NULL), COURIER_OK);
+        CHECK_EQ(courier_send(NULL, e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     CHECK_EQ(wait_all(recs, 2), 2);
@@ -434,7 +434,7 @@ static void test_coalesced_follower_gets_a_full_copy(void) {
     long before = cts_server_path_count(th_server(), "/delay/305");
     for (int i = 0; i < N; i++) {
         courier_request *r = req("GET", "/delay/305");
-        CHECK_EQ(courier_send(e, r, rec_done, &recs[i], &ids[i], NULL), COURIER_OK);
+        CHECK_EQ(courier_send(&ids[i], e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     CHECK_EQ(wait_all(recs, N), N);
@@ -455,14 +455,14 @@ static void test_coalesced_follower_gets_a_full_copy(void) {
         CHECK_EQ(courier_response_header_count(resp), courier_response_header_count(lead));
         for (size_t k = 0; k < courier_response_header_count(lead); k++) {
             const char *name = NULL, *value = NULL, *name2 = NULL, *value2 = NULL;
-            CHECK_EQ(courier_response_header_at(lead, k, &name, &value), COURIER_OK);
-            CHECK_EQ(courier_response_header_at(resp, k, &name2, &value2), COURIER_OK);
+            CHECK_EQ(courier_response_header_at(&name, &value, lead, k), COURIER_OK);
+            CHECK_EQ(courier_response_header_at(&name2, &value2, resp, k), COURIER_OK);
             CHECK_STR(name2, name);
             CHECK_STR(value2, value);
         }
         courier_metrics m1, m2;
-        CHECK_EQ(courier_response_metrics(resp, &m1, sizeof m1), COURIER_OK);
-        CHECK_EQ(courier_response_metrics(lead, &m2, sizeof m2), COURIER_OK);
+        CHECK_EQ(courier_response_metrics(&m1, resp), COURIER_OK);
+        CHECK_EQ(courier_response_metrics(&m2, lead), COURIER_OK);
         CHECK_EQ(m1.bytes_received, m2.bytes_received);
         CHECK_EQ(courier_response_cache_status(resp), courier_response_cache_status(lead));
         CHECK_EQ(courier_response_cache_reason(resp), courier_response_cache_reason(lead));
@@ -480,7 +480,7 @@ static void test_coalescing_cancel_leader_and_follower(void) {
     long before = cts_server_path_count(th_server(), "/delay/304");
     for (int i = 0; i < 3; i++) {
         courier_request *r = req("GET", "/delay/304");
-        CHECK_EQ(courier_send(e, r, rec_done, &recs[i], &ids[i], NULL), COURIER_OK);
+        CHECK_EQ(courier_send(&ids[i], e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     CHECK_EQ(th_wait_path("/delay/304", before + 1), before + 1); /* the shared request on the wire */
@@ -498,21 +498,21 @@ static void test_coalescing_cancel_leader_and_follower(void) {
     long hang = cts_server_path_count(th_server(), "/hang");
     for (int i = 0; i < 3; i++) {
         courier_request *r = req("GET", "/hang");
-        CHECK_EQ(courier_send(e, r, rec_done, &recs[i], &ids[i], NULL), COURIER_OK);
+        CHECK_EQ(courier_send(&ids[i], e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     CHECK_EQ(th_wait_path("/hang", hang + 1), hang + 1);
     for (int i = 0; i < 3; i++) CHECK_EQ(courier_cancel(e, ids[i]), COURIER_OK);
     CHECK_EQ(wait_all(recs, 3), 3);
-    long queued = -1, active = -1; /* a caller leaves the counts before its completion runs */
-    courier_engine_pending(e, &queued, &active);
+    int64_t queued = -1, active = -1; /* a caller leaves the counts before its completion runs */
+    courier_engine_pending(&queued, &active, e);
     CHECK_EQ(queued + active, 0);
     /* Close with a headless leader and followers in flight. */
     memset(recs, 0, sizeof recs);
     hang = cts_server_path_count(th_server(), "/hang");
     for (int i = 0; i < 3; i++) {
         courier_request *r = req("GET", "/hang");
-        CHECK_EQ(courier_send(e, r, rec_done, &recs[i], &ids[i], NULL), COURIER_OK);
+        CHECK_EQ(courier_send(&ids[i], e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     CHECK_EQ(th_wait_path("/hang", hang + 1), hang + 1);
@@ -537,7 +537,7 @@ static void test_frequent_guard(void) {
     courier_error err;
     courier_request *r = req("GET", "/echo?g=1");
     uint64_t id = 7;
-    CHECK_EQ(courier_send(e, r, NULL, NULL, &id, &err), COURIER_E_TOO_FREQUENT);
+    CHECK_EQ(courier_send(&id, e, r, NULL, NULL, &err), COURIER_E_TOO_FREQUENT);
     CHECK_EQ(err.code, COURIER_E_TOO_FREQUENT);
     CHECK_EQ(id, 0);
     courier_request_free(r);
@@ -617,8 +617,8 @@ static void test_interceptors(void) {
     CHECK_STR(courier_response_header(resp, "x-replaced"), "yes");
     CHECK_STR(courier_response_url(resp), th_url("/echo?replace=1")); /* still describes the request */
     CHECK_STR(courier_response_method(resp), "GET");
-    courier_metrics m;
-    courier_response_metrics(resp, &m, sizeof m);
+    courier_metrics m = {.size = sizeof m};
+    courier_response_metrics(&m, resp);
     CHECK(m.total_s > 0); /* the transfer's metrics carried over */
     CHECK_STR((const char *)courier_response_body(resp, NULL), "replaced");
     courier_response_free(resp);

@@ -61,7 +61,7 @@ static int get(courier_engine *e, const char *host, const char *path, policy_fn 
     courier_security_free(s);
     courier_response *resp = NULL;
     courier_error err;
-    int rc = courier_send_sync(e, r, &resp, &err);
+    int rc = courier_send_sync(&resp, e, r, &err);
     CHECK_EQ(err.code, rc);
     if (status) *status = courier_response_status(resp);
     if (body && body_size) {

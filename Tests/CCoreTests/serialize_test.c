@@ -9,7 +9,7 @@
 
 static courier_json *parse(const char *text) {
     courier_json *doc = NULL;
-    if (courier_json_parse(text, strlen(text), NULL, &doc, NULL) != COURIER_OK)
+    if (courier_json_parse(&doc, text, strlen(text), NULL, NULL) != COURIER_OK)
         th_fail(__FILE__, __LINE__, "parse failed: %s", text);
     return doc;
 }
@@ -20,7 +20,7 @@ static int get_with_type(courier_engine *e, const char *ctype, courier_response 
     courier_request_new(&r, "GET", "/headers");
     courier_request_add_param(r, "Content-Type", ctype);
     courier_error err;
-    int rc = courier_send_sync(e, r, resp, &err);
+    int rc = courier_send_sync(resp, e, r, &err);
     courier_request_free(r);
     return rc;
 }
@@ -46,7 +46,7 @@ static void test_builtin_json_types(void) {
         REQUIRE(get_with_type(e, cases[i].ctype, &resp) == COURIER_OK);
         const courier_json *doc = NULL;
         courier_error err;
-        int rc = courier_response_parse_json(resp, &doc, &err);
+        int rc = courier_response_parse_json(&doc, resp, &err);
         if ((rc == COURIER_OK) != cases[i].json) th_fail(__FILE__, __LINE__, "%s: %d", cases[i].ctype, rc);
         if (!cases[i].json) {
             CHECK_EQ(rc, COURIER_E_JSON); /* the same JSON body under a JSON type parses */
@@ -64,7 +64,7 @@ static void test_builtin_json_types(void) {
     courier_request_set_key_path(r, "x");
     courier_response *resp = NULL;
     courier_error err;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_JSON);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_JSON);
     CHECK(resp != NULL);
     courier_response_free(resp);
     courier_request_free(r);
@@ -141,7 +141,7 @@ static void test_custom_decoder(void) {
     courier_request_set_key_path(r, "kind");
     courier_response *resp = NULL;
     courier_error err;
-    REQUIRE(courier_send_sync(e, r, &resp, &err) == COURIER_OK);
+    REQUIRE(courier_send_sync(&resp, e, r, &err) == COURIER_OK);
     CHECK_STR(courier_json_string(courier_response_data(resp), NULL), "engine");
     CHECK_STR(courier_json_string(courier_json_get(courier_response_json(resp), "name"), NULL), "courier");
     CHECK_EQ(decoder_calls, 1); /* decoded once */
@@ -151,7 +151,7 @@ static void test_custom_decoder(void) {
     courier_request_new(&r, "GET", "/cache");
     courier_request_add_param(r, "body", "!broken");
     courier_request_set_key_path(r, "kind");
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_INVALID_RESULT);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_INVALID_RESULT);
     CHECK_STR(err.message, "bang");
     courier_response_free(resp);
     courier_request_free(r);
@@ -166,7 +166,7 @@ static void test_lazy_parse_and_errors(void) {
     courier_request_new(&r, "GET", "/json");
     courier_response *resp = NULL;
     courier_error err;
-    REQUIRE(courier_send_sync(e, r, &resp, &err) == COURIER_OK);
+    REQUIRE(courier_send_sync(&resp, e, r, &err) == COURIER_OK);
     courier_engine_close(e);
     /* Parsed on first use, after the engine is gone. */
     const courier_json *doc = courier_response_json(resp);
@@ -176,12 +176,12 @@ static void test_lazy_parse_and_errors(void) {
     courier_request_free(r);
     CHECK(courier_response_json(NULL) == NULL);
     const courier_json *out = NULL;
-    CHECK_EQ(courier_response_parse_json(NULL, &out, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_response_parse_json(&out, NULL, &err), COURIER_E_INVALID_ARGUMENT);
 }
 
 static void limits_config(courier_config *cfg) {
-    courier_json_options o;
-    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
     o.max_depth = 2;
     CHECK_EQ(courier_config_set_json_options(cfg, &o), COURIER_OK);
 }
@@ -194,7 +194,7 @@ static void test_engine_parse_limits(void) {
     courier_request_set_key_path(r, "data");
     courier_response *resp = NULL;
     courier_error err;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_JSON);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_JSON);
     CHECK_EQ(err.code, COURIER_E_JSON);
     courier_response_free(resp);
     courier_engine_close(e);
@@ -202,7 +202,7 @@ static void test_engine_parse_limits(void) {
     e = th_engine(NULL);
     REQUIRE(e);
     resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
     courier_response_free(resp);
     courier_request_free(r);
     courier_engine_close(e);
@@ -234,7 +234,7 @@ static void test_json_body(void) {
     courier_json_free(body);
     courier_response *resp = NULL;
     courier_error err;
-    REQUIRE(courier_send_sync(e, r, &resp, &err) == COURIER_OK);
+    REQUIRE(courier_send_sync(&resp, e, r, &err) == COURIER_OK);
     CHECK_STR(echoed_body(resp), "{\"name\":\"cafe\",\"n\":1,\"r\":0.5,\"list\":[true,null]}");
     CHECK_STR(echoed_header(resp, "Content-Type"), "application/json");
     courier_response_free(resp);
@@ -254,7 +254,7 @@ static void test_form_body(void) {
     courier_json_free(body);
     courier_response *resp = NULL;
     courier_error err;
-    REQUIRE(courier_send_sync(e, r, &resp, &err) == COURIER_OK);
+    REQUIRE(courier_send_sync(&resp, e, r, &err) == COURIER_OK);
     CHECK_STR(echoed_body(resp), "q=a%20b%26c&n=2&ok=true&none=&r=1.5&user%5Bname%5D=x&ids%5B%5D=1&ids%5B%5D=2");
     CHECK_STR(echoed_header(resp, "Content-Type"), "application/x-www-form-urlencoded");
     courier_response_free(resp);

@@ -43,9 +43,9 @@ static void check_verify(const char *dir, int64_t *entries) {
     verify_dir = dir;
     courier_engine *e = th_engine(tweak);
     REQUIRE(e);
-    courier_cache_verify_report rep;
+    courier_cache_verify_report rep = {.size = sizeof rep};
     courier_error err;
-    CHECK_EQ(courier_cache_verify(e, &rep, sizeof rep, &err), COURIER_OK);
+    CHECK_EQ(courier_cache_verify(&rep, e, &err), COURIER_OK);
     CHECK_EQ(rep.problems, 0);
     if (entries) *entries = rep.entries;
     courier_engine_close(e);

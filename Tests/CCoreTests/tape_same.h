@@ -71,7 +71,7 @@ static int mapping_paths_agree(const courier_mapping *m, const courier_json *in,
     courier_json_tape *tout = NULL;
     courier_mapping_error w1, w2;
     courier_error e1, e2;
-    int rc1 = courier_mapping_apply(m, in, &out, &w1, &e1);
+    int rc1 = courier_mapping_apply(&out, &w1, m, in, &e1);
     int rc2 = courier_mapping_apply_tape(&tout, &w2, m, t, index, &e2);
     int same = rc1 == rc2;
     if (same && rc1 == COURIER_OK) {

@@ -84,10 +84,10 @@ static int get(const char *host, void (*tweak)(courier_config *), courier_error 
     courier_request_new(&r, "GET", url);
     courier_request_set_timeout_ms(r, 10000);
     courier_response *resp = NULL;
-    rc = courier_send_sync(e, r, &resp, err);
+    rc = courier_send_sync(&resp, e, r, err);
     if (rc == COURIER_OK) {
-        courier_metrics m;
-        courier_response_metrics(resp, &m, sizeof m);
+        courier_metrics m = {.size = sizeof m};
+        courier_response_metrics(&m, resp);
         if (courier_response_status(resp) != 200 || m.tls_s <= 0) rc = COURIER_E_INTERNAL;
     }
     courier_response_free(resp);

@@ -19,7 +19,7 @@ static courier_request *req(const char *method, const char *path) {
 
 static char *body_of(courier_engine *e, courier_request *r, int *code) {
     courier_response *resp = NULL;
-    *code = courier_send_sync(e, r, &resp, NULL);
+    *code = courier_send_sync(&resp, e, r, NULL);
     char *b = resp ? strndup((const char *)courier_response_body(resp, NULL), 1 << 20) : NULL;
     courier_response_free(resp);
     return b;
@@ -88,7 +88,7 @@ static void test_multipart(void) {
     snprintf(missing, sizeof missing, "%s/nope.bin", th_tmpdir());
     courier_request_add_part_file(r, "f", missing, NULL, NULL);
     courier_error err;
-    CHECK_EQ(courier_send_sync(e, r, NULL, &err), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_send_sync(NULL, e, r, &err), COURIER_E_NOT_FOUND);
     CHECK(err.os_error != 0);
     CHECK_EQ(cts_server_path_count(th_server(), "/echo"), before);
     courier_request_free(r);
@@ -138,7 +138,7 @@ static void test_body_file_upload(void) {
     char missing[700];
     snprintf(missing, sizeof missing, "%s/none", th_tmpdir());
     CHECK_EQ(courier_request_set_body_file(r, missing, NULL), COURIER_OK);
-    CHECK_EQ(courier_send_sync(e, r, NULL, NULL), COURIER_E_NOT_FOUND);
+    CHECK_EQ(courier_send_sync(NULL, e, r, NULL), COURIER_E_NOT_FOUND);
     courier_request_free(r);
     courier_engine_close(e);
 }
@@ -154,7 +154,7 @@ static void test_download_to_file(void) {
     atomic_store(&progress_calls, 0);
     courier_request_set_progress(r, on_progress, NULL, NULL);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     REQUIRE(resp);
     CHECK_STR(courier_response_file(resp), path);
     size_t len = 1;
@@ -175,7 +175,7 @@ static void test_download_to_file(void) {
     snprintf(p404, sizeof p404, "%s/missing.bin", th_tmpdir());
     r = req("GET", "/status/404");
     courier_request_set_download_file(r, p404, COURIER_DOWNLOAD_RESUME);
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_E_HTTP_STATUS);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_E_HTTP_STATUS);
     CHECK_STR((const char *)courier_response_body(resp, NULL), "{\"status\":404}");
     CHECK(courier_response_file(resp) == NULL);
     CHECK_EQ(file_size(p404), -1);
@@ -192,7 +192,7 @@ static void child_download(const char *url, const char *path) {
     if (courier_engine_open(&e, NULL, NULL) != COURIER_OK) _exit(3);
     courier_request *r = req("GET", url);
     courier_request_set_download_file(r, path, COURIER_DOWNLOAD_RESUME);
-    courier_send_sync(e, r, NULL, NULL);
+    courier_send_sync(NULL, e, r, NULL);
     _exit(0);
 }
 
@@ -223,11 +223,11 @@ static void test_resume_after_kill(void) {
     atomic_store(&down_last, 0);
     courier_request_set_progress(r, on_progress, NULL, NULL);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     REQUIRE(resp);
     CHECK_EQ(courier_response_status(resp), 206);
-    courier_metrics m;
-    courier_response_metrics(resp, &m, sizeof m);
+    courier_metrics m = {.size = sizeof m};
+    courier_response_metrics(&m, resp);
     CHECK(m.bytes_received < N - have + 2000); /* only the rest came over the wire */
     CHECK(file_is_pattern(path, N));
     CHECK_EQ(file_size(part), -1);
@@ -256,7 +256,7 @@ static void test_resume_starts_over_when_validator_changed(void) {
     courier_request *r = req("GET", "/bytes/50000");
     courier_request_set_download_file(r, path, COURIER_DOWNLOAD_RESUME);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
     CHECK_EQ(courier_response_status(resp), 200); /* If-Range did not match: the whole body */
     CHECK(file_is_pattern(path, 50000));
     CHECK_EQ(file_size(meta), -1);
@@ -277,7 +277,7 @@ static void test_cancel_keeps_part_for_resume(void) {
     courier_request *r = req("GET", slow);
     courier_request_set_download_file(r, path, COURIER_DOWNLOAD_RESUME);
     uint64_t id = 0;
-    CHECK_EQ(courier_send(e, r, NULL, NULL, &id, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, r, NULL, NULL, NULL), COURIER_OK);
     int64_t deadline = th_now_ms() + 20000;
     while (file_size(part) < 100000 && th_now_ms() < deadline) usleep(5000);
     CHECK_EQ(courier_cancel(e, id), COURIER_OK); /* pause */
@@ -285,7 +285,7 @@ static void test_cancel_keeps_part_for_resume(void) {
     long have = file_size(part);
     CHECK(have >= 100000 && have < N);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, NULL), COURIER_OK); /* resume */
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK); /* resume */
     CHECK_EQ(courier_response_status(resp), 206);
     CHECK(file_is_pattern(path, N));
     courier_response_free(resp);

@@ -39,7 +39,7 @@ static courier_request *req(const char *method, const char *path) {
 static uint64_t sync_raised(courier_engine *e, const courier_request *r, int want_code, courier_response **resp) {
     int before = atomic_load(&released);
     courier_error err;
-    CHECK_EQ(courier_send_sync(e, r, resp, &err), want_code);
+    CHECK_EQ(courier_send_sync(resp, e, r, &err), want_code);
     thrown *t = courier_error_user_data(&err);
     uint64_t tag = t ? t->tag : 0;
     CHECK_EQ(atomic_load(&released), before);
@@ -64,7 +64,7 @@ static void test_customize_raise_reaches_send_and_send_sync(void) {
     courier_request_set_customize(r, customize_raises, NULL, NULL);
     courier_error err;
     uint64_t id = 1;
-    CHECK_EQ(courier_send(e, r, NULL, NULL, &id, &err), COURIER_E_USER);
+    CHECK_EQ(courier_send(&id, e, r, NULL, NULL, &err), COURIER_E_USER);
     CHECK_EQ(id, 0);
     CHECK_EQ(err.code, COURIER_E_USER);
     thrown *t = courier_error_user_data(&err);
@@ -77,7 +77,7 @@ static void test_customize_raise_reaches_send_and_send_sync(void) {
     CHECK(courier_error_user_data(&err) == NULL);
 
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_USER);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_USER);
     CHECK(resp == NULL);
     t = courier_error_user_data(&err);
     CHECK(t && t->tag == 7);
@@ -85,7 +85,7 @@ static void test_customize_raise_reaches_send_and_send_sync(void) {
     CHECK_EQ(atomic_load(&released), 2);
 
     /* No err: released at once. */
-    CHECK_EQ(courier_send(e, r, NULL, NULL, NULL, NULL), COURIER_E_USER);
+    CHECK_EQ(courier_send(NULL, e, r, NULL, NULL, NULL), COURIER_E_USER);
     CHECK_EQ(atomic_load(&released), 3);
     courier_request_free(r);
     courier_engine_close(e);
@@ -109,7 +109,7 @@ static void test_before_send_raise_keeps_its_code(void) {
     r = req("GET", "/echo");
     courier_error err;
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
     CHECK(courier_error_user_data(&err) == NULL);
     courier_response_free(resp);
     courier_request_free(r);
@@ -156,7 +156,7 @@ static void test_after_receive_raise_reaches_the_completion(void) {
     courier_request *r = req("GET", "/echo?raise=1");
     seen s = {0};
     uint64_t id = 0;
-    CHECK_EQ(courier_send(e, r, record_done, &s, &id, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, r, record_done, &s, NULL), COURIER_OK);
     wait_done(&s);
     CHECK_EQ(s.code, COURIER_E_USER);
     CHECK_EQ(s.tag, id);
@@ -168,7 +168,7 @@ static void test_after_receive_raise_reaches_the_completion(void) {
 
     courier_error err;
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_USER);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_USER);
     thrown *t = courier_error_user_data(&err);
     CHECK(t && t->tag == courier_response_request_id(resp));
     CHECK_STR(err.message, "inspect threw");
@@ -227,7 +227,7 @@ static void test_mock_raise_and_a_retry_that_succeeds(void) {
     courier_request_set_mock_callback(r, mock_raises_once, NULL, NULL);
     courier_request_set_retry(r, 2, 1, 1, 0);
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
     CHECK_EQ(atomic_load(&mock_calls), 2);
     CHECK(courier_error_user_data(&err) == NULL);
     CHECK_EQ(atomic_load(&released), 2);
@@ -274,8 +274,8 @@ static int transport_start(courier_call *call, void *user) {
     return COURIER_OK;
 }
 static void tweak_transport(courier_config *c) {
-    courier_transport vt = {transport_start, NULL};
-    courier_config_register_transport(c, "raising", &vt, sizeof vt, NULL, NULL);
+    courier_transport vt = {sizeof vt, transport_start, NULL};
+    courier_config_register_transport(c, "raising", &vt, NULL, NULL);
 }
 
 static void test_transport_raise(void) {
@@ -291,7 +291,7 @@ static void test_transport_raise(void) {
     r = req("GET", "/later");
     courier_request_set_transport(r, "raising");
     courier_response *resp = NULL;
-    CHECK_EQ(courier_send_sync(e, r, &resp, &err), COURIER_E_USER);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_USER);
     thrown *t = courier_error_user_data(&err);
     REQUIRE(resp);
     CHECK(t && t->tag == courier_response_request_id(resp));
@@ -333,7 +333,7 @@ static void test_many_concurrent_raises_each_reach_their_send(void) {
         snprintf(path, sizeof path, "/echo?raise=%d", i); /* distinct: never coalesced */
         courier_request *r = req("GET", path);
         memset(&many[i], 0, sizeof many[i]);
-        CHECK_EQ(courier_send(e, r, record_done, &many[i], &many_ids[i], NULL), COURIER_OK);
+        CHECK_EQ(courier_send(&many_ids[i], e, r, record_done, &many[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     for (int i = 0; i < MANY; i++) {

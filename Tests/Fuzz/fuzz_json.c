@@ -85,18 +85,18 @@ static size_t walk(const courier_json *v, int depth) {
 static void map_with(const courier_mapping *m, const courier_json *in, const courier_json_tape *tape, size_t index) {
     if (tape && !mapping_paths_agree(m, in, tape, index, NULL)) abort();
     courier_json_tape *own = NULL;
-    if (courier_json_tape_from_value(in, &own, NULL) != COURIER_OK || !mapping_paths_agree(m, in, own, 0, NULL)) abort();
+    if (courier_json_tape_from_value(&own, in, NULL) != COURIER_OK || !mapping_paths_agree(m, in, own, 0, NULL)) abort();
     courier_json_tape_free(own);
     courier_json *out = NULL;
     courier_mapping_error where;
     courier_error err;
-    int rc = courier_mapping_apply(m, in, &out, &where, &err);
+    int rc = courier_mapping_apply(&out, &where, m, in, &err);
     if (rc == COURIER_OK) {
         if (!out) abort();
         walk(out, 0);
         char *text = NULL;
         size_t len = 0;
-        if (courier_json_dump(out, COURIER_JSON_DUMP_SORT_KEYS, &text, &len, NULL) == COURIER_OK) courier_free(text);
+        if (courier_json_dump(&text, &len, out, COURIER_JSON_DUMP_SORT_KEYS, NULL) == COURIER_OK) courier_free(text);
         courier_json_free(out);
     } else {
         if (out || (rc != COURIER_E_MAPPING && rc != COURIER_E_NO_MEMORY)) abort();
@@ -106,8 +106,8 @@ static void map_with(const courier_mapping *m, const courier_json *in, const cou
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!g_root) build_mappings();
-    courier_json_options o;
-    courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION);
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
     if (size > 0) {
         /* The first byte picks the limits; the rest is the text. */
         uint8_t b = data[0];
@@ -122,20 +122,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     courier_json *doc = NULL;
     courier_error err;
-    int rc = courier_json_parse(data, size, &o, &doc, &err);
+    int rc = courier_json_parse(&doc, data, size, &o, &err);
     if (o.max_threads > 1) {
         /* Split or not, the same outcome. */
         courier_json_options serial = o;
         serial.max_threads = 1;
         courier_json *one = NULL;
-        int rc1 = courier_json_parse(data, size, &serial, &one, NULL);
+        int rc1 = courier_json_parse(&one, data, size, &serial, NULL);
         if (rc1 != rc || (rc == COURIER_OK && !courier_json_equal(doc, one))) abort();
         courier_json_free(one);
     }
     /* The tape parser: the same acceptance and the same document. */
     courier_json_tape *tape = NULL;
     courier_error terr;
-    int trc = courier_json_tape_parse(data, size, &o, &tape, &terr);
+    int trc = courier_json_tape_parse(&tape, data, size, &o, &terr);
     /* One known difference: jansson 2.14 drops a NUL byte right after a number or a literal
      * ("[1,2\0]" is accepted); the tape refuses it. */
     int nul_quirk = rc == COURIER_OK && trc == COURIER_E_JSON && memchr(data, 0, size);
@@ -146,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort();
         courier_json_tape_get(tape, 0, "id", 2, NULL);
         courier_json_tape *made = NULL;
-        if (courier_json_tape_from_value(doc, &made, NULL) != COURIER_OK || !tape_same(made, 0, doc)) abort();
+        if (courier_json_tape_from_value(&made, doc, NULL) != COURIER_OK || !tape_same(made, 0, doc)) abort();
         courier_json_tape_free(made);
     }
     if (rc != COURIER_OK) {
@@ -165,13 +165,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t i = 0; i < 3; i++) {
         char *text = NULL;
         size_t len = 0;
-        if (courier_json_dump(doc, flag_sets[i], &text, &len, NULL) != COURIER_OK) abort();
+        if (courier_json_dump(&text, &len, doc, flag_sets[i], NULL) != COURIER_OK) abort();
         courier_json *back = NULL;
-        courier_json_options lax;
-        courier_json_options_init(&lax, COURIER_JSON_OPTIONS_VERSION);
+        courier_json_options lax = {.size = sizeof lax};
+        courier_json_options_init(&lax);
         lax.max_depth = 2048;
         lax.flags = o.flags;
-        if (courier_json_parse(text, len, &lax, &back, NULL) != COURIER_OK) abort();
+        if (courier_json_parse(&back, text, len, &lax, NULL) != COURIER_OK) abort();
         if (!courier_json_equal(doc, back)) abort();
         courier_json_free(back);
         courier_free(text);
@@ -187,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     courier_json_tape_free(tape);
 
     courier_json *copy = NULL;
-    if (courier_json_copy(doc, &copy) == COURIER_OK) {
+    if (courier_json_copy(&copy, doc) == COURIER_OK) {
         if (!courier_json_equal(doc, copy)) abort();
         courier_json_free(copy);
     }

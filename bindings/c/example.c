@@ -29,13 +29,13 @@ static int cached_get(courier_engine *engine, const char *label) {
     int rc = courier_request_new(&req, "GET", "/cache");
     if (rc == COURIER_OK) rc = courier_request_add_param(req, "body", "shared");
     if (rc == COURIER_OK) rc = courier_request_set_cache_policy(req, COURIER_CACHE_CACHE_FIRST);
-    if (rc == COURIER_OK) rc = courier_request_set_cache_expiry(req, 300);
+    if (rc == COURIER_OK) rc = courier_request_set_cache_expiry_ms(req, 300000);
     if (rc != COURIER_OK) {
         courier_request_free(req);
         return fail("request", rc, NULL);
     }
     courier_response *resp = NULL;
-    rc = courier_send_sync(engine, req, &resp, &err); /* the request is copied: free it any time */
+    rc = courier_send_sync(&resp, engine, req, &err); /* the request is copied: free it any time */
     courier_request_free(req);
     if (rc != COURIER_OK) {
         courier_response_free(resp);
@@ -56,7 +56,7 @@ static int json_get(courier_engine *engine) {
     int rc = courier_request_new(&req, "GET", "/json");
     if (rc != COURIER_OK) return fail("request", rc, NULL);
     courier_response *resp = NULL;
-    rc = courier_send_sync(engine, req, &resp, &err);
+    rc = courier_send_sync(&resp, engine, req, &err);
     courier_request_free(req);
     if (rc != COURIER_OK) {
         courier_response_free(resp);
@@ -72,7 +72,7 @@ static int json_get(courier_engine *engine) {
 static int list_frozen(courier_engine *engine) {
     courier_frozen_list *list = NULL;
     courier_error err;
-    int rc = courier_frozen_list_requests(engine, &list, &err);
+    int rc = courier_frozen_list_requests(&list, engine, &err);
     if (rc != COURIER_OK) return fail("frozen list", rc, &err);
     size_t n = courier_frozen_list_count(list);
     printf("frozen.count=%zu\n", n);
@@ -118,12 +118,12 @@ int main(int argc, char **argv) {
         else if ((rc = courier_frozen_wait_idle(engine, 10000)) != COURIER_OK) status = fail("wait idle", rc, NULL);
         else {
             int64_t left = -1;
-            courier_frozen_count(engine, &left, NULL);
+            courier_frozen_count(&left, engine, NULL);
             printf("replayed.left=%" PRId64 "\n", left);
         }
     }
     int64_t bytes = 0, count = 0;
-    if (!status && courier_cache_size(engine, &bytes, &count, &err) == COURIER_OK)
+    if (!status && courier_cache_size(&bytes, &count, engine, &err) == COURIER_OK)
         printf("cache.count=%" PRId64 "\ncache.bytes=%" PRId64 "\n", count, bytes);
     courier_engine_close(engine);
     return status;

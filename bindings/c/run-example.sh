@@ -3,7 +3,7 @@
 # against the installed copy, every way a C or C++ project takes it:
 #   1. pkg-config, shared:  cc example.c $(pkg-config --cflags --libs courier)
 #   2. pkg-config, static:  libcourier.a with the private libraries `pkg-config --static` lists
-#   3. CMake, shared:       find_package(Courier 0.1 REQUIRED) + Courier::courier
+#   3. CMake, shared:       find_package(Courier 0.2 REQUIRED) + Courier::courier
 #   4. CMake, static:       Courier::courier_static
 # and runs each against the loopback test server. It also checks that the one version of
 # include/courier.h is what the install says: courier.pc's version, the CMake package's version,
@@ -82,7 +82,7 @@ mkdir -p "$tmp/cmake-user"
 cat >"$tmp/cmake-user/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.16)
 project(courier_user C)
-find_package(Courier 0.1 REQUIRED)
+find_package(Courier 0.2 REQUIRED)
 add_executable(example-cmake $here/example.c)
 target_link_libraries(example-cmake PRIVATE Courier::courier)
 add_executable(example-cmake-static $here/example.c)
@@ -94,7 +94,7 @@ CMAKE
 cmake -S "$tmp/cmake-user" -B "$tmp/cmake-user/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="${extra[*]+${extra[*]}}" \
   -DCMAKE_EXE_LINKER_FLAGS="${extra[*]+${extra[*]}}" >"$tmp/cmake.log" 2>&1 ||
-  { cat "$tmp/cmake.log" >&2; die "find_package(Courier 0.1) failed"; }
+  { cat "$tmp/cmake.log" >&2; die "find_package(Courier 0.2) failed"; }
 cmake --build "$tmp/cmake-user/build" >"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log" >&2; die "the CMake user does not build"; }
 cp "$tmp/cmake-user/build/example-cmake" "$tmp/cmake-user/build/example-cmake-static" "$tmp/"
 

@@ -201,9 +201,9 @@ extension Configuration {
             try withOptionalCString(userAgent) {
                 try CourierError.check(courier_config_set_user_agent(config, $0), "userAgent")
             }
-            try CourierError.check(courier_config_set_max_connections_per_host(config, CLong(clamping: maxConnectionsPerHost)),
+            try CourierError.check(courier_config_set_max_connections_per_host(config, Int32(clamping: maxConnectionsPerHost)),
                                    "maxConnectionsPerHost \(maxConnectionsPerHost)")
-            try CourierError.check(courier_config_set_max_connections(config, CLong(clamping: maxConnections)),
+            try CourierError.check(courier_config_set_max_connections(config, Int32(clamping: maxConnections)),
                                    "maxConnections \(maxConnections)")
             try CourierError.check(courier_config_set_body_encoding(config, bodyEncoding.cValue), "bodyEncoding")
             try CourierError.check(courier_config_set_max_response_bytes(config, maxResponseBytes),
@@ -239,9 +239,9 @@ extension Configuration {
     /// becomes 0; non-positive and non-finite values become 0, which the C core refuses.
     /// - Parameter seconds: A duration in seconds.
     /// - Returns: Milliseconds.
-    static func milliseconds(_ seconds: Double) -> CLong {
+    static func milliseconds(_ seconds: Double) -> Int64 {
         guard seconds > 0, seconds.isFinite else { return 0 }
-        return CLong(clamping: Int64(min((seconds * 1000).rounded(.up), Double(Int64.max / 2))))
+        return Int64(min((seconds * 1000).rounded(.up), Double(Int64.max / 2)))
     }
 }
 

@@ -108,9 +108,9 @@ public final class Engine: @unchecked Sendable {
     public var pending: (queued: Int, active: Int) {
         guard enter() else { return (0, 0) }
         defer { leave() }
-        var queued: CLong = 0
-        var active: CLong = 0
-        _ = courier_engine_pending(handle, &queued, &active)
+        var queued: Int64 = 0
+        var active: Int64 = 0
+        _ = courier_engine_pending(&queued, &active, handle)
         return (Int(queued), Int(active))
     }
 
@@ -249,7 +249,7 @@ public final class Engine: @unchecked Sendable {
             guard enter() else { throw CourierError(.closed, message: "the engine is closed") }
             var response: OpaquePointer?
             var error = courier_error()
-            let rc = courier_send_sync(handle, creq, &response, &error)
+            let rc = courier_send_sync(&response, handle, creq, &error)
             leave()
             defer { courier_error_clear(&error) } // releases what a closure raised, after it is read
             let value = response.map { Response(taking: $0) }
@@ -306,7 +306,7 @@ public final class Engine: @unchecked Sendable {
             guard enter() else { throw CourierError(.closed, message: "the engine is closed") }
             var id: UInt64 = 0
             var error = courier_error()
-            let rc = courier_send(handle, creq, done, user, &id, &error)
+            let rc = courier_send(&id, handle, creq, done, user, &error)
             leave()
             if rc == COURIER_OK.rawValue { return id }
             defer { courier_error_clear(&error) } // releases what a closure raised, after it is read

@@ -59,7 +59,8 @@ public struct Metrics: Sendable, Equatable {
     /// - Parameter response: A `courier_response *`, borrowed for the call.
     init(response: OpaquePointer) {
         var m = courier_metrics()
-        _ = courier_response_metrics(response, &m, MemoryLayout<courier_metrics>.size)
+        m.size = MemoryLayout<courier_metrics>.size
+        _ = courier_response_metrics(&m, response)
         self.init(dns: m.dns_s, connect: m.connect_s, tls: m.tls_s, firstByte: m.first_byte_s, total: m.total_s,
                   bytesSent: m.bytes_sent, bytesReceived: m.bytes_received, connectionReused: m.connection_reused != 0,
                   httpVersion: Int(m.http_version), redirects: Int(m.redirects))

@@ -31,7 +31,7 @@ public struct OutgoingRequest {
         var lines = HTTPHeaders()
         var name: UnsafePointer<CChar>?
         var value: UnsafePointer<CChar>?
-        for i in 0..<count where courier_outgoing_header_at(pointer, i, &name, &value) == COURIER_OK.rawValue {
+        for i in 0..<count where courier_outgoing_header_at(&name, &value, pointer, i) == COURIER_OK.rawValue {
             lines.add(name: String(borrowedCString: name), value: String(borrowedCString: value))
         }
         return lines

@@ -213,7 +213,7 @@ extension HTTPHeaders {
         lines.reserveCapacity(count)
         var name: UnsafePointer<CChar>?
         var value: UnsafePointer<CChar>?
-        for i in 0..<count where courier_response_header_at(response, i, &name, &value) == COURIER_OK.rawValue {
+        for i in 0..<count where courier_response_header_at(&name, &value, response, i) == COURIER_OK.rawValue {
             lines.append((name: String(borrowedCString: name), value: String(borrowedCString: value)))
         }
         self.init(lines: lines)

@@ -301,12 +301,13 @@ public struct Cookies: Sendable {
     public func all() throws -> [Cookie] {
         try call { handle, error in
             var list: OpaquePointer?
-            let rc = courier_cookies_list(handle, &list, &error)
+            let rc = courier_cookies_list(&list, handle, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             defer { courier_cookie_list_free(list) }
             return (0..<courier_cookie_list_count(list)).map { i in
                 var c = courier_cookie()
-                courier_cookie_list_at(list, i, &c, MemoryLayout<courier_cookie>.size)
+                c.size = MemoryLayout<courier_cookie>.size
+                courier_cookie_list_at(&c, list, i)
                 return Cookie(name: String(borrowedCString: c.name), value: String(borrowedCString: c.value),
                               domain: String(borrowedCString: c.domain), path: String(borrowedCString: c.path),
                               expires: c.expires == 0 ? nil : Date(timeIntervalSince1970: Double(c.expires)),
@@ -327,7 +328,8 @@ public struct Cookies: Sendable {
                     cookie.name.withCString { name in
                         cookie.value.withCString { value -> Int32 in
                             var c = courier_cookie()
-                            courier_cookie_init(&c, COURIER_COOKIE_VERSION)
+                            c.size = MemoryLayout<courier_cookie>.size
+                            courier_cookie_init(&c)
                             c.domain = domain
                             c.path = path
                             c.name = name
@@ -365,7 +367,7 @@ public struct Cookies: Sendable {
     public func clear() throws -> Int {
         try call { handle, error in
             var removed: Int64 = 0
-            let rc = courier_cookies_clear(handle, &removed, &error)
+            let rc = courier_cookies_clear(&removed, handle, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return Int(removed)
         }

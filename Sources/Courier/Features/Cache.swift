@@ -31,15 +31,15 @@ public enum CachePolicy: Sendable, Hashable {
     /// The engine's default (``Configuration/cachePolicy(_:)``).
     case engineDefault
 
-    var cValue: Int32 {
+    var cValue: courier_cache_policy {
         switch self {
-        case .noCache: return Int32(COURIER_CACHE_NO_CACHE.rawValue)
-        case .cacheFirst: return Int32(COURIER_CACHE_CACHE_FIRST.rawValue)
-        case .writeOnly: return Int32(COURIER_CACHE_WRITE_ONLY.rawValue)
-        case .http: return Int32(COURIER_CACHE_HTTP.rawValue)
-        case .httpShared: return Int32(COURIER_CACHE_HTTP_SHARED.rawValue)
-        case .custom(let id): return Int32(clamping: id)
-        case .engineDefault: return -1
+        case .noCache: return COURIER_CACHE_NO_CACHE
+        case .cacheFirst: return COURIER_CACHE_CACHE_FIRST
+        case .writeOnly: return COURIER_CACHE_WRITE_ONLY
+        case .http: return COURIER_CACHE_HTTP
+        case .httpShared: return COURIER_CACHE_HTTP_SHARED
+        case .custom(let id): return courier_cache_policy(rawValue: numericCast(Int32(clamping: id)))
+        case .engineDefault: return COURIER_CACHE_POLICY_DEFAULT
         }
     }
 
@@ -183,7 +183,7 @@ enum _CacheRequestOption: RequestOption {
         case .policy(let p):
             try CourierError.check(courier_request_set_cache_policy(request, p.cValue), "cachePolicy")
         case .expiry(let s):
-            try CourierError.check(courier_request_set_cache_expiry(request, Int64(s)), "cacheExpiry \(s)")
+            try CourierError.check(courier_request_set_cache_expiry_ms(request, Int64(s) * 1000), "cacheExpiry \(s)")
         case .key(let k):
             try CourierError.check(courier_request_set_cache_key(request, k), "cacheKey")
         case .sensitive(let d):
@@ -230,7 +230,7 @@ extension Configuration {
         get { setting("cacheExpiry") }
         set {
             setSetting("cacheExpiry", newValue) {
-                try CourierError.check(courier_config_set_cache_expiry($0, Int64($1)), "cacheExpiry \($1)")
+                try CourierError.check(courier_config_set_cache_expiry_ms($0, Int64($1) * 1000), "cacheExpiry \($1)")
             }
         }
     }
@@ -330,11 +330,11 @@ public enum CacheDurability: Sendable, Hashable {
     /// Data and meta page synced on every commit.
     case synced
 
-    var cValue: Int32 {
+    var cValue: courier_cache_durability {
         switch self {
-        case .durable: return Int32(COURIER_CACHE_DURABLE.rawValue)
-        case .fast: return Int32(COURIER_CACHE_FAST.rawValue)
-        case .synced: return Int32(COURIER_CACHE_SYNCED.rawValue)
+        case .durable: return COURIER_CACHE_DURABLE
+        case .fast: return COURIER_CACHE_FAST
+        case .synced: return COURIER_CACHE_SYNCED
         }
     }
 }
@@ -368,7 +368,7 @@ extension Response {
     }
 
     /// Age in seconds of a response from the cache (RFC 9111 age for the HTTP policy), else 0.
-    public var age: Int { storage.map { Int(courier_response_age($0.pointer)) } ?? 0 }
+    public var age: Int { storage.map { Int(courier_response_age_ms($0.pointer) / 1000) } ?? 0 }
 
     /// When the cache entry was written; nil for a response that did not come from the cache.
     public var cacheCreated: Date? { storage.flatMap { Self.date(courier_response_cache_created($0.pointer)) } }
@@ -532,8 +532,8 @@ public struct Cache: Sendable {
         try request.withCRequest(on: engine) { creq, _ in
             try call { handle in
                 var out: UnsafeMutablePointer<CChar>?
-                try CourierError.check(courier_cache_key(handle, creq, &out), "cache key")
-                defer { courier_cache_key_free(out) }
+                try CourierError.check(courier_cache_key(&out, handle, creq), "cache key")
+                defer { courier_free(out) }
                 return String(borrowedCString: out)
             }
         }
@@ -548,7 +548,7 @@ public struct Cache: Sendable {
             try call { handle in
                 var has: Int32 = 0
                 var error = courier_error()
-                let rc = courier_cache_has(handle, creq, &has, &error)
+                let rc = courier_cache_has(&has, handle, creq, &error)
                 if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
                 return has != 0
             }
@@ -566,7 +566,7 @@ public struct Cache: Sendable {
             try call { handle in
                 var out: OpaquePointer?
                 var error = courier_error()
-                let rc = courier_cache_get(handle, creq, allowStale ? COURIER_CACHE_ALLOW_STALE : 0, &out, &error)
+                let rc = courier_cache_get(&out, handle, creq, allowStale ? COURIER_CACHE_ALLOW_STALE : 0, &error)
                 if rc == COURIER_E_NOT_FOUND.rawValue { return nil }
                 if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
                 return out.map { Response(taking: $0) }
@@ -601,7 +601,7 @@ public struct Cache: Sendable {
         try call { handle in
             var has: Int32 = 0
             var error = courier_error()
-            let rc = courier_cache_has_key(handle, key, &has, &error)
+            let rc = courier_cache_has_key(&has, handle, key, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return has != 0
         }
@@ -617,7 +617,7 @@ public struct Cache: Sendable {
         try call { handle in
             var out: OpaquePointer?
             var error = courier_error()
-            let rc = courier_cache_get_key(handle, key, allowStale ? COURIER_CACHE_ALLOW_STALE : 0, &out, &error)
+            let rc = courier_cache_get_key(&out, handle, key, allowStale ? COURIER_CACHE_ALLOW_STALE : 0, &error)
             if rc == COURIER_E_NOT_FOUND.rawValue { return nil }
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return out.map { Response(taking: $0) }
@@ -656,7 +656,7 @@ public struct Cache: Sendable {
                     return withUnsafeMutablePointer(to: &empty) { emptyPointer in
                         courier_cache_put_key(handle, key, Int32(status), names, values, headers.count,
                                               bytes.baseAddress ?? UnsafeRawPointer(emptyPointer), bytes.count,
-                                              Int64(expiry ?? 0), &error)
+                                              (Int64(expiry ?? 0)) * 1000, &error)
                     }
                 }
             }
@@ -708,7 +708,7 @@ public struct Cache: Sendable {
         try call { handle in
             var n: Int64 = 0
             var error = courier_error()
-            let rc = courier_cache_remove_all(handle, &n, &error)
+            let rc = courier_cache_remove_all(&n, handle, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return Int(n)
         }
@@ -724,7 +724,7 @@ public struct Cache: Sendable {
             var n: Int64 = 0
             var error = courier_error()
             let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-            let rc = courier_cache_remove_since(handle, ms, &n, &error)
+            let rc = courier_cache_remove_since(&n, handle, ms, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return Int(n)
         }
@@ -738,7 +738,7 @@ public struct Cache: Sendable {
         try call { handle in
             var n: Int64 = 0
             var error = courier_error()
-            let rc = courier_cache_remove_expired(handle, &n, &error)
+            let rc = courier_cache_remove_expired(&n, handle, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return Int(n)
         }
@@ -754,7 +754,7 @@ public struct Cache: Sendable {
             var bytes: Int64 = 0
             var count: Int64 = 0
             var error = courier_error()
-            let rc = courier_cache_size(handle, &bytes, &count, &error)
+            let rc = courier_cache_size(&bytes, &count, handle, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return (bytes, count)
         }
@@ -766,8 +766,9 @@ public struct Cache: Sendable {
     public func stats() throws -> CacheStats {
         try call { handle in
             var s = courier_cache_stats()
+            s.size = MemoryLayout<courier_cache_stats>.size
             var error = courier_error()
-            let rc = courier_cache_get_stats(handle, &s, MemoryLayout<courier_cache_stats>.size, &error)
+            let rc = courier_cache_get_stats(&s, handle, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return CacheStats(hits: s.hits, misses: s.misses, writes: s.writes, evictions: s.evictions,
                               revalidations: s.revalidations, staleServed: s.stale_served,
@@ -782,7 +783,7 @@ public struct Cache: Sendable {
         try call { handle in
             var list: OpaquePointer?
             var error = courier_error()
-            let rc = courier_cache_list_entries(handle, &list, &error)
+            let rc = courier_cache_list_entries(&list, handle, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             defer { courier_cache_list_free(list) }
             let n = courier_cache_list_count(list)
@@ -790,10 +791,11 @@ public struct Cache: Sendable {
             out.reserveCapacity(n)
             for i in 0..<n {
                 var info = courier_cache_entry_info()
-                guard courier_cache_list_at(list, i, &info, MemoryLayout<courier_cache_entry_info>.size)
+                info.size = MemoryLayout<courier_cache_entry_info>.size
+                guard courier_cache_list_at(&info, list, i)
                     == COURIER_OK.rawValue else { continue }
                 out.append(CacheEntry(key: String(borrowedCString: info.key), url: String(borrowedCString: info.url),
-                                      id: String(borrowedCString: info.id), status: Int(info.status), size: info.size,
+                                      id: String(borrowedCString: info.id), status: Int(info.status), size: info.bytes,
                                       created: date(ms: info.created_ms), expires: date(ms: info.expires_ms)))
             }
             return out
@@ -810,7 +812,7 @@ public struct Cache: Sendable {
     public func register(_ policy: any CustomCachePolicy, id: Int) throws {
         try call { handle in
             var fns = courier_cache_policy_callbacks()
-            fns.version = COURIER_CACHE_POLICY_CALLBACKS_VERSION
+            fns.size = MemoryLayout<courier_cache_policy_callbacks>.size
             fns.has_cache = hasCacheTrampoline
             fns.answer_from_cache = answerTrampoline
             fns.should_write = writeTrampoline

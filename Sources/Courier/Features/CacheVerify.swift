@@ -62,8 +62,9 @@ extension Cache {
         guard engine.enter() else { throw CourierError(.closed, message: "the engine is closed") }
         defer { engine.leave() }
         var r = courier_cache_verify_report()
+        r.size = MemoryLayout<courier_cache_verify_report>.size
         var error = courier_error()
-        let rc = courier_cache_verify(engine.handle, &r, MemoryLayout<courier_cache_verify_report>.size, &error)
+        let rc = courier_cache_verify(&r, engine.handle, &error)
         if rc != COURIER_OK.rawValue && rc != COURIER_E_CACHE_INCONSISTENT.rawValue {
             throw CourierError(code: rc, detail: &error)
         }

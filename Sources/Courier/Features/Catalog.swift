@@ -312,7 +312,7 @@ extension Engine {
     private static func parse(_ data: Data) throws -> OpaquePointer {
         var out: OpaquePointer?
         var error = courier_error()
-        let rc = data.withUnsafeBytes { courier_json_parse($0.baseAddress, $0.count, nil, &out, &error) }
+        let rc = data.withUnsafeBytes { courier_json_parse(&out, $0.baseAddress, $0.count, nil, &error) }
         guard rc == COURIER_OK.rawValue, let out else { throw CourierError(code: rc, detail: &error) }
         return out
     }

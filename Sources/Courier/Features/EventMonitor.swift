@@ -68,7 +68,7 @@ public struct RequestEvent: Sendable {
     /// Reads a C event (borrowed for the call).
     init(_ event: UnsafePointer<courier_event>) {
         let e = event.pointee
-        kind = Kind(rawValue: e.kind) ?? .finished
+        kind = Kind(rawValue: Int32(e.kind.rawValue)) ?? .finished
         requestID = RequestID(rawValue: e.request_id)
         method = e.method.map { String(cString: $0) }
         url = e.url.map { String(cString: $0) }
@@ -268,7 +268,7 @@ extension Engine {
         var id: UInt64 = 0
         let user = Unmanaged.passRetained(box).toOpaque()
         // On failure the C core has already released the box through user_free.
-        try CourierError.check(courier_monitor_add(handle, mask, monitorTrampoline, user, releaseBox, &id), "event monitor")
+        try CourierError.check(courier_monitor_add(&id, handle, mask, monitorTrampoline, user, releaseBox), "event monitor")
         return EventMonitorToken(rawValue: id)
     }
 }

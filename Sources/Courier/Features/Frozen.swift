@@ -31,18 +31,18 @@ public enum FreezePolicy: Sendable, Hashable {
     @available(*, deprecated, renamed: "manual")
     public static var waitForApp: FreezePolicy { .manual }
 
-    var cValue: Int32 {
+    var cValue: courier_freeze_policy {
         switch self {
-        case .never: return Int32(COURIER_FREEZE_NEVER.rawValue)
-        case .auto: return Int32(COURIER_FREEZE_AUTO.rawValue)
-        case .manual: return Int32(COURIER_FREEZE_MANUAL.rawValue)
+        case .never: return COURIER_FREEZE_NEVER
+        case .auto: return COURIER_FREEZE_AUTO
+        case .manual: return COURIER_FREEZE_MANUAL
         }
     }
 
-    init(cValue: Int32) {
+    init(cValue: courier_freeze_policy) {
         switch cValue {
-        case Int32(COURIER_FREEZE_AUTO.rawValue): self = .auto
-        case Int32(COURIER_FREEZE_MANUAL.rawValue): self = .manual
+        case COURIER_FREEZE_AUTO: self = .auto
+        case COURIER_FREEZE_MANUAL: self = .manual
         default: self = .never
         }
     }
@@ -176,9 +176,9 @@ extension Configuration {
         get { setting("frozenReplay") ?? FrozenReplay() }
         set {
             setSetting("frozenReplay", newValue) {
-                try CourierError.check(courier_config_set_frozen_replay($0, CLong($1.concurrency),
-                                                                        CLong(frozenMilliseconds($1.backoffBase)),
-                                                                        CLong(frozenMilliseconds($1.backoffMax))),
+                try CourierError.check(courier_config_set_frozen_replay($0, Int32(clamping: $1.concurrency),
+                                                                        Int64(frozenMilliseconds($1.backoffBase)),
+                                                                        Int64(frozenMilliseconds($1.backoffMax))),
                                        "frozenReplay")
             }
         }
@@ -202,7 +202,7 @@ extension Configuration {
         get { setting("frozenLease") }
         set {
             setSetting("frozenLease", newValue) {
-                try CourierError.check(courier_config_set_frozen_lease_ms($0, CLong(frozenMilliseconds($1))), "frozenLease")
+                try CourierError.check(courier_config_set_frozen_lease_ms($0, Int64(frozenMilliseconds($1))), "frozenLease")
             }
         }
     }
@@ -213,7 +213,7 @@ extension Configuration {
         get { setting("frozenPoll") }
         set {
             setSetting("frozenPoll", newValue) {
-                try CourierError.check(courier_config_set_frozen_poll_ms($0, CLong(frozenMilliseconds($1))),
+                try CourierError.check(courier_config_set_frozen_poll_ms($0, Int64(frozenMilliseconds($1))),
                                        "frozenPoll")
             }
         }
@@ -384,14 +384,15 @@ public struct FrozenRequest: Sendable, Hashable {
         var lines: [HTTPHeader] = []
         var name: UnsafePointer<CChar>?
         var value: UnsafePointer<CChar>?
-        for i in 0..<courier_frozen_header_count(f) where courier_frozen_header_at(f, i, &name, &value) == COURIER_OK.rawValue {
+        for i in 0..<courier_frozen_header_count(f) where courier_frozen_header_at(&name, &value, f, i) == COURIER_OK.rawValue {
             lines.append(HTTPHeader(name: String(borrowedCString: name), value: String(borrowedCString: value)))
         }
         headers = lines
         var length = 0
         body = courier_frozen_body(f, &length).map { Data(bytes: $0, count: length) }
         var info = courier_frozen_info()
-        _ = courier_frozen_get_info(f, &info, MemoryLayout<courier_frozen_info>.size)
+        info.size = MemoryLayout<courier_frozen_info>.size
+        _ = courier_frozen_get_info(&info, f)
         policy = FreezePolicy(cValue: info.policy)
         unordered = info.flags & UInt32(COURIER_FREEZE_UNORDERED) != 0
         timeout = TimeInterval(info.timeout_ms) / 1000
@@ -438,14 +439,14 @@ public struct FrozenEvent: Sendable {
         /// Its resend policy's `canDelete` said yes: removed, never sent again.
         case deleted
 
-        init?(cValue: Int32) {
+        init?(cValue: courier_frozen_event_kind) {
             switch cValue {
-            case Int32(COURIER_FROZEN_EVENT_FROZEN.rawValue): self = .frozen
-            case Int32(COURIER_FROZEN_EVENT_RESENT_SUCCEEDED.rawValue): self = .resentSucceeded
-            case Int32(COURIER_FROZEN_EVENT_RESENT_FAILED.rawValue): self = .resentFailed
-            case Int32(COURIER_FROZEN_EVENT_EXPIRED.rawValue): self = .expired
-            case Int32(COURIER_FROZEN_EVENT_POLICY_UNKNOWN.rawValue): self = .policyUnknown
-            case Int32(COURIER_FROZEN_EVENT_DELETED.rawValue): self = .deleted
+            case COURIER_FROZEN_EVENT_FROZEN: self = .frozen
+            case COURIER_FROZEN_EVENT_RESENT_SUCCEEDED: self = .resentSucceeded
+            case COURIER_FROZEN_EVENT_RESENT_FAILED: self = .resentFailed
+            case COURIER_FROZEN_EVENT_EXPIRED: self = .expired
+            case COURIER_FROZEN_EVENT_POLICY_UNKNOWN: self = .policyUnknown
+            case COURIER_FROZEN_EVENT_DELETED: self = .deleted
             default: return nil
             }
         }
@@ -580,7 +581,7 @@ public struct FrozenRequests: Sendable {
         try call { handle in
             var out: OpaquePointer?
             var error = courier_error()
-            let rc = courier_frozen_list_requests(handle, &out, &error)
+            let rc = courier_frozen_list_requests(&out, handle, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             defer { courier_frozen_list_free(out) }
             return (0..<courier_frozen_list_count(out)).compactMap { i in
@@ -597,7 +598,7 @@ public struct FrozenRequests: Sendable {
         try call { handle in
             var out: OpaquePointer?
             var error = courier_error()
-            let rc = courier_frozen_get(handle, id, &out, &error)
+            let rc = courier_frozen_get(&out, handle, id, &error)
             if rc == COURIER_E_NOT_FOUND.rawValue { return nil }
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             defer { courier_frozen_free(out) }
@@ -628,7 +629,7 @@ public struct FrozenRequests: Sendable {
         try call { handle in
             var removed: Int64 = 0
             var error = courier_error()
-            let rc = courier_frozen_remove_all(handle, &removed, &error)
+            let rc = courier_frozen_remove_all(&removed, handle, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return Int(removed)
         }
@@ -641,7 +642,7 @@ public struct FrozenRequests: Sendable {
         try call { handle in
             var n: Int64 = 0
             var error = courier_error()
-            let rc = courier_frozen_count(handle, &n, &error)
+            let rc = courier_frozen_count(&n, handle, &error)
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return Int(n)
         }
@@ -657,7 +658,7 @@ public struct FrozenRequests: Sendable {
             var status: Int32 = 0
             var at: Int64 = 0
             var error = courier_error()
-            let rc = courier_frozen_last_outcome(handle, id, &code, &status, &at, &error)
+            let rc = courier_frozen_last_outcome(&code, &status, &at, handle, id, &error)
             if rc == COURIER_E_NOT_FOUND.rawValue { return nil }
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return FrozenOutcome(code: code < 0 ? CourierError.Code(rawValue: code) : nil,
@@ -708,7 +709,7 @@ public struct FrozenRequests: Sendable {
     /// - Returns: Whether it became idle in time.
     @discardableResult
     public func waitUntilIdle(timeout: TimeInterval) -> Bool {
-        (try? call { courier_frozen_wait_idle($0, CLong((timeout * 1000).rounded())) == COURIER_OK.rawValue }) ?? false
+        (try? call { courier_frozen_wait_idle($0, Int64((timeout * 1000).rounded())) == COURIER_OK.rawValue }) ?? false
     }
 
     /// ``waitUntilIdle(timeout:)`` without blocking the calling task.
@@ -782,8 +783,8 @@ public struct FrozenRequests: Sendable {
         try call { handle in
             var token: UInt64 = 0
             // On failure the C core has already released the box through user_free.
-            let rc = courier_frozen_add_listener(handle, frozenEventTrampoline, Unmanaged.passRetained(box).toOpaque(),
-                                                 releaseBox, &token)
+            let rc = courier_frozen_add_listener(&token, handle, frozenEventTrampoline,
+                                                 Unmanaged.passRetained(box).toOpaque(), releaseBox)
             try CourierError.check(rc, "frozen observer")
             return ObservationToken(engine: engine, token: token) { courier_frozen_remove_listener($0, $1) }
         }

@@ -328,7 +328,7 @@ private let groupBuild: courier_group_build_fn = { group, index, prevCode, prevR
                 previous = response.map { .success($0) }
             } else {
                 var detail = courier_error()
-                _ = courier_group_result(group, index - 1, nil, nil, nil, &detail)
+                _ = courier_group_result(nil, nil, nil, group, index - 1, &detail)
                 previous = .failure(memberError(group, index - 1, code: prevCode, detail: &detail,
                                                 response: response, run: box.run))
             }
@@ -366,7 +366,7 @@ private let groupDone: courier_group_done_fn = { group, code, failedIndex, user 
         for index in 0..<count {
             var memberCode: Int32 = 0
             var detail = courier_error()
-            _ = courier_group_result(group, index, &memberCode, nil, nil, &detail)
+            _ = courier_group_result(&memberCode, nil, nil, group, index, &detail)
             let response = courier_group_take_response(group, index).map { Response(taking: $0) }
             if memberCode == COURIER_OK.rawValue {
                 results.append(response.map { .success($0) })
@@ -400,7 +400,7 @@ extension Engine {
         guard rc == COURIER_OK.rawValue, let group = created else { return failedAll(CourierError(code: rc, detail: nil)) }
         defer { courier_group_free(group) }
         if failFast { _ = courier_group_set_fail_fast(group, 1) }
-        if let maxInFlight, maxInFlight > 0 { _ = courier_group_set_max_in_flight(group, CLong(maxInFlight)) }
+        if let maxInFlight, maxInFlight > 0 { _ = courier_group_set_max_in_flight(group, Int32(clamping: maxInFlight)) }
 
         let cancellable = GroupPointer(group)
         return await withTaskCancellationHandler {
@@ -410,7 +410,7 @@ extension Engine {
                     let box = Unmanaged.passRetained(MemberBox(run: run, source: member.source, engine: self)).toOpaque()
                     let flags = member.continueOnFailure ? UInt32(COURIER_GROUP_CONTINUE_ON_FAILURE.rawValue) : 0
                     // On failure the box is already released through user_free.
-                    let added = courier_group_add_built(group, groupBuild, box, releaseBox, flags, nil)
+                    let added = courier_group_add_built(nil, group, groupBuild, box, releaseBox, flags)
                     if added != COURIER_OK.rawValue {
                         run.finish { _ in failedAll(CourierError(code: added, detail: nil)) }
                         return

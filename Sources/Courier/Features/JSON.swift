@@ -173,7 +173,7 @@ public struct JSON: @unchecked Sendable, CustomStringConvertible {
         var text: UnsafeMutablePointer<CChar>?
         var length = 0
         var error = courier_error()
-        let rc = courier_json_dump(pointer, formatting.rawValue, &text, &length, &error)
+        let rc = courier_json_dump(&text, &length, pointer, formatting.rawValue, &error)
         guard rc == COURIER_OK.rawValue, let text else { throw CourierError(code: rc, detail: &error) }
         defer { courier_free(text) }
         return Data(bytes: text, count: length)
@@ -213,7 +213,7 @@ public struct JSON: @unchecked Sendable, CustomStringConvertible {
     /// - Throws: ``CourierError`` (no memory).
     public func copy() throws -> JSON {
         var out: OpaquePointer?
-        try CourierError.check(courier_json_copy(pointer, &out), "copying JSON")
+        try CourierError.check(courier_json_copy(&out, pointer), "copying JSON")
         guard let out else { throw CourierError(.noMemory) }
         let document = JSONDocument(taking: out)
         return JSON(out, owner: document)
@@ -231,14 +231,15 @@ final class JSONDocument: @unchecked Sendable {
 
     init(parsing data: Data, maxDepth: Int = JSONOptions.defaultMaxDepth, maxBytes: Int64 = 0, threads: Int = 1) throws {
         var options = courier_json_options()
-        courier_json_options_init(&options, COURIER_JSON_OPTIONS_VERSION)
+        options.size = MemoryLayout<courier_json_options>.size
+        courier_json_options_init(&options)
         options.max_depth = Int32(clamping: maxDepth)
         options.max_threads = Int32(clamping: max(0, threads))
         if maxBytes > 0 { options.max_bytes = maxBytes }
         var out: OpaquePointer?
         var error = courier_error()
         let rc = data.withUnsafeBytes { raw in
-            courier_json_parse(raw.baseAddress, raw.count, &options, &out, &error)
+            courier_json_parse(&out, raw.baseAddress, raw.count, &options, &error)
         }
         guard rc == COURIER_OK.rawValue, let out else { throw CourierError(code: rc, detail: &error) }
         root = out

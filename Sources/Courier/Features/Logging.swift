@@ -274,7 +274,7 @@ extension Engine {
         var detail = courier_error()
         switch sink.kind {
         case .standardError:
-            rc = courier_log_add_stderr(handle, sink.level.cValue, &id)
+            rc = courier_log_add_stderr(&id, handle, sink.level.cValue)
         case .file(let path, let maxBytes, let maxFiles, let rotation):
             guard maxFiles >= 1, maxFiles <= Int(Int32.max) else {
                 throw CourierError(.invalidArgument, message: "maxFiles must be at least 1")
@@ -284,7 +284,7 @@ extension Engine {
         case .handler(let handler):
             let box = Unmanaged.passRetained(LogHandlerBox(handler)).toOpaque()
             // On failure the C core has already released the box through user_free.
-            rc = courier_log_add_callback(handle, sink.level.cValue, logTrampoline, box, releaseBox, &id)
+            rc = courier_log_add_callback(&id, handle, sink.level.cValue, logTrampoline, box, releaseBox)
         }
         guard rc == COURIER_OK.rawValue else { throw CourierError(code: rc, detail: &detail, context: "log sink") }
         return LogSinkID(rawValue: id)

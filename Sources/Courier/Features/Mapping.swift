@@ -174,7 +174,7 @@ public struct Mapping: Sendable {
         let m = try handle()
         var out: OpaquePointer?
         var error = courier_error()
-        let rc = withExtendedLifetime(json.owner) { courier_mapping_apply(m, json.pointer, &out, nil, &error) }
+        let rc = withExtendedLifetime(json.owner) { courier_mapping_apply(&out, nil, m, json.pointer, &error) }
         guard rc == COURIER_OK.rawValue, let out else { throw CourierError(code: rc, detail: &error) }
         return JSON(out, owner: JSONDocument(taking: out))
     }

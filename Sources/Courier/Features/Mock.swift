@@ -93,7 +93,7 @@ public struct MockRequest: Sendable {
         var name: UnsafePointer<CChar>?
         var value: UnsafePointer<CChar>?
         for i in 0..<courier_outgoing_header_count(pointer)
-        where courier_outgoing_header_at(pointer, i, &name, &value) == COURIER_OK.rawValue {
+        where courier_outgoing_header_at(&name, &value, pointer, i) == COURIER_OK.rawValue {
             lines.add(name: String(borrowedCString: name), value: String(borrowedCString: value))
         }
         headers = lines
@@ -194,7 +194,7 @@ enum MockOption: RequestOption {
             try Response.checkNoNUL(name, value)
             try CourierError.check(courier_request_add_mock_header(request, name, value), "mock header '\(name)'")
         case .error(let code):
-            try CourierError.check(courier_request_set_mock_error(request, code.rawValue), "mockError \(code.name)")
+            try CourierError.check(courier_request_set_mock_error(request, courier_code(rawValue: code.rawValue)), "mockError \(code.name)")
         case .delay(let seconds):
             try CourierError.check(courier_request_set_mock_delay_ms(request, RetryPolicy.milliseconds(seconds)),
                                    "mockDelay \(seconds)")

@@ -218,7 +218,7 @@ public struct ModelDecoder: Sendable {
         var path = pathPrefix
         if let keyPath, !keyPath.isEmpty {
             path += Self.keys(keyPath)
-            guard courier_json_tape_path(tape.tape, 0, keyPath, &start) != 0 else {
+            guard courier_json_tape_path(&start, tape.tape, 0, keyPath) != 0 else {
                 throw DecodingError.valueNotFound(type, DecodingError.Context(
                     codingPath: path, debugDescription: "No value at key path '\(keyPath)'"))
             }
@@ -243,7 +243,7 @@ final class _Tape {
         var out: OpaquePointer?
         var error = courier_error()
         let rc = data.withUnsafeBytes { raw in
-            courier_json_tape_parse(raw.baseAddress, raw.count, nil, &out, &error)
+            courier_json_tape_parse(&out, raw.baseAddress, raw.count, nil, &error)
         }
         guard rc == COURIER_OK.rawValue, let out else { throw CourierError(code: rc, detail: &error) }
         self.tape = out
@@ -254,7 +254,7 @@ final class _Tape {
     init(value: OpaquePointer) throws {
         var out: OpaquePointer?
         var error = courier_error()
-        let rc = courier_json_tape_from_value(value, &out, &error)
+        let rc = courier_json_tape_from_value(&out, value, &error)
         guard rc == COURIER_OK.rawValue, let out else { throw CourierError(code: rc, detail: &error) }
         self.tape = out
         entries = courier_json_tape_entries(out, nil)

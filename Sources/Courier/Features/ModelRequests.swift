@@ -140,7 +140,8 @@ struct _JSONLimitsOption: ConfigurationOption {
     let maxBytes: Int64?
     func apply(to config: OpaquePointer) throws {
         var o = courier_json_options()
-        courier_json_options_init(&o, COURIER_JSON_OPTIONS_VERSION)
+        o.size = MemoryLayout<courier_json_options>.size
+        courier_json_options_init(&o)
         o.max_depth = Int32(clamping: maxDepth)
         if let maxBytes { o.max_bytes = maxBytes }
         try CourierError.check(courier_config_set_json_options(config, &o), "JSON limits")
@@ -262,7 +263,7 @@ extension Response {
         guard let storage else { return try JSON.parse(body) }
         var out: OpaquePointer?
         var error = courier_error()
-        let rc = courier_response_parse_json(storage.pointer, &out, &error)
+        let rc = courier_response_parse_json(&out, storage.pointer, &error)
         guard rc == COURIER_OK.rawValue, let out else { throw CourierError(code: rc, detail: &error) }
         return JSON(out, owner: storage)
     }
@@ -286,14 +287,14 @@ extension Response {
     public var envelopeCode: Int64? {
         guard let storage else { return nil }
         var code: Int64 = 0
-        return courier_response_envelope(storage.pointer, &code, nil) == COURIER_OK.rawValue ? code : nil
+        return courier_response_envelope(&code, nil, storage.pointer) == COURIER_OK.rawValue ? code : nil
     }
 
     /// The envelope's message, when an envelope applied and the body had one.
     public var envelopeMessage: String? {
         guard let storage else { return nil }
         var message: UnsafePointer<CChar>?
-        _ = courier_response_envelope(storage.pointer, nil, &message)
+        _ = courier_response_envelope(nil, &message, storage.pointer)
         return message.map { String(cString: $0) }
     }
 
@@ -301,7 +302,7 @@ extension Response {
     public var mappingFailure: MappingFailure? {
         guard let storage else { return nil }
         var failure = courier_mapping_error()
-        guard courier_response_mapping_error(storage.pointer, &failure) == COURIER_OK.rawValue else { return nil }
+        guard courier_response_mapping_error(&failure, storage.pointer) == COURIER_OK.rawValue else { return nil }
         let path = withUnsafeBytes(of: failure.path) { raw in
             String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
         }

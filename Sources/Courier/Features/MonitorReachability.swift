@@ -61,7 +61,7 @@ extension Configuration {
             setSetting("reachability", newValue) { config, r in
                 try withOptionalCString(r.probe) {
                     try CourierError.check(courier_config_set_reachability(config, r.fromErrors ? 1 : 0, $0,
-                                                                           CLong((r.interval * 1000).rounded())),
+                                                                           Int64((r.interval * 1000).rounded())),
                                            "reachability")
                 }
             }
@@ -159,8 +159,8 @@ public struct Reachability: Sendable {
         guard engine.enter() else { throw CourierError(.closed, message: "the engine is closed") }
         defer { engine.leave() }
         var token: UInt64 = 0
-        let rc = courier_reachability_add_listener(engine.handle, reachabilityTrampoline,
-                                                   Unmanaged.passRetained(box).toOpaque(), releaseBox, &token)
+        let rc = courier_reachability_add_listener(&token, engine.handle,
+                                                   reachabilityTrampoline, Unmanaged.passRetained(box).toOpaque(), releaseBox)
         try CourierError.check(rc, "reachability listener")
         return ObservationToken(engine: engine, token: token) { courier_reachability_remove_listener($0, $1) }
     }

@@ -274,7 +274,7 @@ extension Response {
         hops.reserveCapacity(count)
         var url: UnsafePointer<CChar>?
         var status: Int32 = 0
-        for i in 0..<count where courier_response_redirect_at(storage.pointer, i, &url, &status) == COURIER_OK.rawValue {
+        for i in 0..<count where courier_response_redirect_at(&url, &status, storage.pointer, i) == COURIER_OK.rawValue {
             hops.append(Redirect(url: String(borrowedCString: url), status: Int(status)))
         }
         return hops

@@ -120,7 +120,7 @@ public struct RetryPolicy: Sendable, Hashable {
     public static func times(_ count: Int) -> RetryPolicy { RetryPolicy(maxRetries: count) }
 
     /// Hands the rule to a C setter with its arguments converted.
-    func withCArguments(_ body: (Int32, CLong, CLong, UInt32) -> Int32) -> Int32 {
+    func withCArguments(_ body: (Int32, Int64, Int64, UInt32) -> Int32) -> Int32 {
         let flags = (nonIdempotent ? COURIER_RETRY_NON_IDEMPOTENT : 0)
             | (ignoreRetryAfter ? COURIER_RETRY_IGNORE_RETRY_AFTER : 0)
         return body(Int32(clamping: maxRetries), RetryPolicy.milliseconds(baseDelay), RetryPolicy.milliseconds(maxDelay),
@@ -128,10 +128,10 @@ public struct RetryPolicy: Sendable, Hashable {
     }
 
     /// Seconds to milliseconds; negative or not-a-number values stay negative, so the C core refuses them.
-    static func milliseconds(_ seconds: Double) -> CLong {
+    static func milliseconds(_ seconds: Double) -> Int64 {
         guard seconds >= 0 else { return -1 }
-        guard seconds.isFinite else { return CLong.max / 2 }
-        return CLong(clamping: Int64(min((seconds * 1000).rounded(), Double(Int64.max / 2))))
+        guard seconds.isFinite else { return Int64.max / 2 }
+        return Int64(min((seconds * 1000).rounded(), Double(Int64.max / 2)))
     }
 }
 
@@ -197,7 +197,7 @@ extension Response {
         guard let storage else { return 1 }
         var attempts: Int32 = 1
         var waited = 0.0
-        _ = courier_response_attempts(storage.pointer, &attempts, &waited)
+        _ = courier_response_attempts(&attempts, &waited, storage.pointer)
         return Int(attempts)
     }
 
@@ -207,7 +207,7 @@ extension Response {
         guard let storage else { return 0 }
         var attempts: Int32 = 1
         var waited = 0.0
-        _ = courier_response_attempts(storage.pointer, &attempts, &waited)
+        _ = courier_response_attempts(&attempts, &waited, storage.pointer)
         return waited
     }
 }

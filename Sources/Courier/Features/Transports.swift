@@ -57,7 +57,7 @@ public struct TransportCall: Sendable {
         var lines = HTTPHeaders()
         var name: UnsafePointer<CChar>?
         var value: UnsafePointer<CChar>?
-        for i in 0..<courier_call_header_count(call) where courier_call_header_at(call, i, &name, &value) == COURIER_OK.rawValue {
+        for i in 0..<courier_call_header_count(call) where courier_call_header_at(&name, &value, call, i) == COURIER_OK.rawValue {
             lines.add(name: String(borrowedCString: name), value: String(borrowedCString: value))
         }
         headers = lines
@@ -171,11 +171,11 @@ struct TransportOption: ConfigurationOption {
     let name: String
     let transport: any Transport
     func apply(to config: OpaquePointer) throws {
-        var table = courier_transport(start: transportStart, cancel: transportCancel)
+        var table = courier_transport(size: MemoryLayout<courier_transport>.size, start: transportStart, cancel: transportCancel)
         let user = Unmanaged.passRetained(TransportBox(transport)).toOpaque()
         // On failure the C core has already released the box through user_free.
-        try CourierError.check(courier_config_register_transport(config, name, &table, MemoryLayout<courier_transport>.size,
-                                                                 user, releaseBox),
+        try CourierError.check(courier_config_register_transport(config, name, &table, user,
+                                                                 releaseBox),
                                "transport '\(name)'")
     }
 }

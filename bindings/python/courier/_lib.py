@@ -96,7 +96,7 @@ class ERROR(ctypes.Structure):
 
 class METRICS(ctypes.Structure):
     """courier_metrics."""
-    _fields_ = [("dns_s", ctypes.c_double), ("connect_s", ctypes.c_double), ("tls_s", ctypes.c_double),
+    _fields_ = [("size", ctypes.c_size_t), ("dns_s", ctypes.c_double), ("connect_s", ctypes.c_double), ("tls_s", ctypes.c_double),
                 ("first_byte_s", ctypes.c_double), ("total_s", ctypes.c_double),
                 ("bytes_sent", ctypes.c_int64), ("bytes_received", ctypes.c_int64),
                 ("connection_reused", ctypes.c_int), ("http_version", ctypes.c_int),
@@ -105,22 +105,22 @@ class METRICS(ctypes.Structure):
 
 class CACHE_STATS(ctypes.Structure):
     """courier_cache_stats."""
-    _fields_ = [(n, ctypes.c_int64) for n in ("hits", "misses", "writes", "evictions", "revalidations",
-                                              "stale_served", "write_failures", "bytes", "count",
-                                              "max_bytes")]
+    _fields_ = [("size", ctypes.c_size_t)] + \
+              [(n, ctypes.c_int64) for n in ("hits", "misses", "writes", "evictions", "revalidations",
+                                             "stale_served", "write_failures", "bytes", "count", "max_bytes")]
 
 
 class CACHE_ENTRY_INFO(ctypes.Structure):
     """courier_cache_entry_info."""
-    _fields_ = [("key", ctypes.c_char_p), ("url", ctypes.c_char_p), ("id", ctypes.c_char_p),
-                ("status", ctypes.c_int), ("size", ctypes.c_int64), ("created_ms", ctypes.c_int64),
+    _fields_ = [("size", ctypes.c_size_t), ("key", ctypes.c_char_p), ("url", ctypes.c_char_p),
+                ("id", ctypes.c_char_p), ("status", ctypes.c_int), ("bytes", ctypes.c_int64), ("created_ms", ctypes.c_int64),
                 ("expires_ms", ctypes.c_int64)]
 
 
 class FROZEN_INFO(ctypes.Structure):
     """courier_frozen_info."""
     _fields_ = [("size", ctypes.c_size_t), ("policy", ctypes.c_int), ("flags", ctypes.c_uint),
-                ("timeout_ms", ctypes.c_long), ("attempts", ctypes.c_int), ("last_code", ctypes.c_int),
+                ("timeout_ms", ctypes.c_int64), ("attempts", ctypes.c_int), ("last_code", ctypes.c_int),
                 ("last_status", ctypes.c_int), ("claimed", ctypes.c_int), ("created_ms", ctypes.c_int64),
                 ("expires_ms", ctypes.c_int64), ("next_attempt_ms", ctypes.c_int64),
                 ("last_attempt_ms", ctypes.c_int64)]
@@ -138,7 +138,7 @@ class EVENT(ctypes.Structure):
     """courier_event."""
     _fields_ = [("size", ctypes.c_size_t), ("kind", ctypes.c_int), ("request_id", ctypes.c_uint64),
                 ("method", ctypes.c_char_p), ("url", ctypes.c_char_p), ("code", ctypes.c_int),
-                ("http_status", ctypes.c_int), ("attempt", ctypes.c_int), ("delay_ms", ctypes.c_long),
+                ("http_status", ctypes.c_int), ("attempt", ctypes.c_int), ("delay_ms", ctypes.c_int64),
                 ("duration_s", ctypes.c_double), ("bytes_received", ctypes.c_int64),
                 ("bytes_expected", ctypes.c_int64), ("bytes_sent", ctypes.c_int64),
                 ("bytes_to_send", ctypes.c_int64), ("response", ctypes.c_void_p),
@@ -147,8 +147,8 @@ class EVENT(ctypes.Structure):
 
 class JSON_OPTIONS(ctypes.Structure):
     """courier_json_options."""
-    _fields_ = [("version", ctypes.c_int), ("max_depth", ctypes.c_int), ("max_bytes", ctypes.c_int64),
-                ("flags", ctypes.c_uint)]
+    _fields_ = [("size", ctypes.c_size_t), ("max_depth", ctypes.c_int), ("max_bytes", ctypes.c_int64),
+                ("flags", ctypes.c_uint), ("max_threads", ctypes.c_int), ("parallel_min_bytes", ctypes.c_int64)]
 
 
 class MAPPING_ERROR(ctypes.Structure):
@@ -159,20 +159,28 @@ class MAPPING_ERROR(ctypes.Structure):
 
 class CACHE_POLICY_CALLBACKS(ctypes.Structure):
     """courier_cache_policy_callbacks (function pointers as void *: filled with CFUNCTYPE objects)."""
-    _fields_ = [("version", ctypes.c_uint), ("has_cache", ctypes.c_void_p),
+    _fields_ = [("size", ctypes.c_size_t), ("has_cache", ctypes.c_void_p),
                 ("answer_from_cache", ctypes.c_void_p), ("should_write", ctypes.c_void_p)]
 
 
 class COOKIE(ctypes.Structure):
-    """``courier_cookie`` (version 1)."""
-    _fields_ = [("version", ctypes.c_int), ("domain", ctypes.c_char_p), ("path", ctypes.c_char_p),
+    """``courier_cookie``."""
+    _fields_ = [("size", ctypes.c_size_t), ("domain", ctypes.c_char_p), ("path", ctypes.c_char_p),
                 ("name", ctypes.c_char_p), ("value", ctypes.c_char_p), ("expires", ctypes.c_int64),
                 ("include_subdomains", ctypes.c_int), ("secure", ctypes.c_int), ("http_only", ctypes.c_int)]
 
 
 class TRANSPORT(ctypes.Structure):
     """courier_transport."""
-    _fields_ = [("start", ctypes.c_void_p), ("cancel", ctypes.c_void_p)]
+    _fields_ = [("size", ctypes.c_size_t), ("start", ctypes.c_void_p), ("cancel", ctypes.c_void_p)]
+
+
+def sized(cls):
+    """A new struct of a type that begins with ``size_t size`` (docs/ABI.md, "Growth"), its size set:
+    every struct the library reads or fills for the caller is passed this way."""
+    s = cls()
+    s.size = ctypes.sizeof(cls)
+    return s
 
 
 def setting_default(setting: int) -> int:

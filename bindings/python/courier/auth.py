@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence, Union
 
 from . import _callbacks as cb
 from ._enums import CEnum
-from ._lib import COOKIE, lib
+from ._lib import COOKIE, lib, sized
 from .errors import check
 
 __all__ = ["AuthScheme", "Cookie", "Challenge", "Credentials"]
@@ -67,8 +67,8 @@ class Cookie:
     http_only: bool = False
 
     def _c(self) -> COOKIE:
-        c = COOKIE()
-        check(lib.courier_cookie_init(byref(c), 1))
+        c = sized(COOKIE)
+        check(lib.courier_cookie_init(byref(c)))
         c.domain, c.path = self.domain.encode(), self.path.encode()
         c.name, c.value = self.name.encode(), self.value.encode()
         c.expires = int(self.expires)

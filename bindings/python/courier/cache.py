@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _callbacks as cb
-from ._lib import CACHE_ENTRY_INFO, CACHE_POLICY_CALLBACKS, CACHE_STATS, ERROR, lib
+from ._lib import CACHE_ENTRY_INFO, CACHE_POLICY_CALLBACKS, CACHE_STATS, ERROR, lib, sized
 from .errors import NotFound, check, make_error
 from .request import Request, _b
 from .response import Response, c_cache_answer, c_cache_has, c_cache_should_write
@@ -67,9 +67,10 @@ class CacheManager:
     def __init__(self, engine: "Engine") -> None:
         self._engine = engine
 
-    def _call(self, fn: Callable[..., int], *args: Any) -> None:
+    def _call(self, fn: Callable[..., int], *args: Any, outs: tuple[Any, ...] = ()) -> None:
+        # the header's order: out-parameters, the engine, inputs, the error last
         err = ERROR()
-        code = fn(self._engine._handle(), *args, byref(err))
+        code = fn(*outs, self._engine._handle(), *args, byref(err))
         if code != 0:
             raise make_error(code, err)
 
@@ -88,18 +89,18 @@ class CacheManager:
         """The key text of a request (``courier_cache_key``)."""
         def use(creq: int) -> str:
             out = c_void_p()
-            check(lib.courier_cache_key(self._engine._handle(), creq, byref(out)))
+            check(lib.courier_cache_key(byref(out), self._engine._handle(), creq))
             try:
                 return ctypes.string_at(out.value).decode("utf-8", "replace")
             finally:
-                lib.courier_cache_key_free(out)
+                lib.courier_free(out)
         return self._with_request(request, url, kw, use)
 
     def has(self, request: Union[Request, str], url: Optional[str] = None, **kw: Unpack[RequestOptions]) -> bool:
         """True when the request has a fresh entry (or as its user policy says)."""
         def use(creq: int) -> bool:
             out = c_int()
-            self._call(lib.courier_cache_has, creq, byref(out))
+            self._call(lib.courier_cache_has, creq, outs=(byref(out),))
             return bool(out.value)
         return self._with_request(request, url, kw, use)
 
@@ -109,7 +110,7 @@ class CacheManager:
         def use(creq: int) -> Optional[Response]:
             out = c_void_p()
             err = ERROR()
-            code = lib.courier_cache_get(self._engine._handle(), creq, 1 if allow_stale else 0, byref(out),
+            code = lib.courier_cache_get(byref(out), self._engine._handle(), creq, 1 if allow_stale else 0,
                                          byref(err))
             if code == NotFound.CODE:
                 return None
@@ -133,13 +134,13 @@ class CacheManager:
     # -- by key text ---------------------------------------------------------------------------
     def has_key(self, key: str) -> bool:
         out = c_int()
-        self._call(lib.courier_cache_has_key, _b(key), byref(out))
+        self._call(lib.courier_cache_has_key, _b(key), outs=(byref(out),))
         return bool(out.value)
 
     def get_key(self, key: str, *, allow_stale: bool = False) -> Optional[Response]:
         out = c_void_p()
         err = ERROR()
-        code = lib.courier_cache_get_key(self._engine._handle(), _b(key), 1 if allow_stale else 0, byref(out),
+        code = lib.courier_cache_get_key(byref(out), self._engine._handle(), _b(key), 1 if allow_stale else 0,
                                          byref(err))
         if code == NotFound.CODE:
             return None
@@ -166,48 +167,48 @@ class CacheManager:
         names = (c_char_p * max(1, len(items)))(*[_b(n) for n, _ in items])
         values = (c_char_p * max(1, len(items)))(*[_b(v) for _, v in items])
         self._call(lib.courier_cache_put_key, _b(key), int(status), names, values, len(items), data, len(data),
-                   int(round(expiry)) if expiry else 0)
+                   int(round(expiry * 1000)) if expiry else 0)
 
     # -- the whole store -----------------------------------------------------------------------
     def clear(self) -> int:
         """Removes every entry; returns how many."""
         n = c_int64()
-        self._call(lib.courier_cache_remove_all, byref(n))
+        self._call(lib.courier_cache_remove_all, outs=(byref(n),))
         return n.value
 
     def remove_since(self, since: float) -> int:
         """Removes the entries written at or after ``since`` (seconds since the epoch, engine clock)."""
         n = c_int64()
-        self._call(lib.courier_cache_remove_since, int(since * 1000), byref(n))
+        self._call(lib.courier_cache_remove_since, int(since * 1000), outs=(byref(n),))
         return n.value
 
     def remove_expired(self) -> int:
         """Removes the entries past their use; returns how many."""
         n = c_int64()
-        self._call(lib.courier_cache_remove_expired, byref(n))
+        self._call(lib.courier_cache_remove_expired, outs=(byref(n),))
         return n.value
 
     def size(self) -> tuple[int, int]:
         """(bytes, entries) of the whole store, across engines and processes."""
         b, n = c_int64(), c_int64()
-        self._call(lib.courier_cache_size, byref(b), byref(n))
+        self._call(lib.courier_cache_size, outs=(byref(b), byref(n)))
         return b.value, n.value
 
     def stats(self) -> CacheStats:
-        s = CACHE_STATS()
-        self._call(lib.courier_cache_get_stats, byref(s), ctypes.sizeof(s))
-        return CacheStats(*(getattr(s, f) for f, _ in CACHE_STATS._fields_))
+        s = sized(CACHE_STATS)
+        self._call(lib.courier_cache_get_stats, outs=(byref(s),))
+        return CacheStats(*(getattr(s, f) for f, _ in CACHE_STATS._fields_[1:]))
 
     def entries(self) -> list[CacheEntry]:
         """A snapshot of every entry (one read transaction)."""
         lst = c_void_p()
-        self._call(lib.courier_cache_list_entries, byref(lst))
+        self._call(lib.courier_cache_list_entries, outs=(byref(lst),))
         try:
             out = []
-            info = CACHE_ENTRY_INFO()
+            info = sized(CACHE_ENTRY_INFO)
             for i in range(lib.courier_cache_list_count(lst)):
-                check(lib.courier_cache_list_at(lst, i, byref(info), ctypes.sizeof(info)))
-                out.append(CacheEntry(_s(info.key), _s(info.url), _s(info.id), info.status, info.size,
+                check(lib.courier_cache_list_at(byref(info), lst, i))
+                out.append(CacheEntry(_s(info.key), _s(info.url), _s(info.id), info.status, info.bytes,
                                       info.created_ms / 1000.0, info.expires_ms / 1000.0))
             return out
         finally:
@@ -224,8 +225,7 @@ class CacheManager:
         default applies): ``has_cache(cached_or_None, now)``, ``answer_from_cache(cached, now)``,
         ``should_write(response, expires) -> bool or a new expiry (seconds since the epoch)``."""
         fns = (has_cache, answer_from_cache, should_write)
-        cbs = CACHE_POLICY_CALLBACKS()
-        cbs.version = 1
+        cbs = sized(CACHE_POLICY_CALLBACKS)
         cbs.has_cache = cb.ptr(c_cache_has) if has_cache else None
         cbs.answer_from_cache = cb.ptr(c_cache_answer) if answer_from_cache else None
         cbs.should_write = cb.ptr(c_cache_should_write) if should_write else None

@@ -24,7 +24,7 @@ COURIER_E_CACHE_INCONSISTENT = -40
 
 class CACHE_VERIFY_REPORT(ctypes.Structure):
     """courier_cache_verify_report."""
-    _fields_ = [(n, ctypes.c_int64) for n in ("entries", "bytes", "total_entries", "total_bytes", "damaged",
+    _fields_ = [("size", ctypes.c_size_t)] + [(n, ctypes.c_int64) for n in ("entries", "bytes", "total_entries", "total_bytes", "damaged",
                                               "orphan_index", "missing_index", "totals_mismatch", "problems",
                                               "file_bytes", "map_bytes", "used_bytes")] + \
                [("unreadable", ctypes.c_int), ("moved_aside", ctypes.c_int),
@@ -61,8 +61,9 @@ def verify(engine: "Engine") -> VerifyReport:
     Returns the report, also when the store is inconsistent; raises ``StoreError`` when the store
     cannot be opened or read."""
     r = CACHE_VERIFY_REPORT()
+    r.size = ctypes.sizeof(r)
     err = ERROR()
-    code = lib.courier_cache_verify(engine._handle(), byref(r), ctypes.sizeof(r), byref(err))
+    code = lib.courier_cache_verify(byref(r), engine._handle(), byref(err))
     if code not in (0, COURIER_E_CACHE_INCONSISTENT):
         raise make_error(code, err)
-    return VerifyReport(*(getattr(r, f) for f, _ in CACHE_VERIFY_REPORT._fields_))
+    return VerifyReport(*(getattr(r, f) for f, _ in CACHE_VERIFY_REPORT._fields_[1:]))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Se
 
 from . import _callbacks as cb
 from ._enums import CEnum, Reachability, Setting
-from ._lib import COOKIE, ERROR, JSON_OPTIONS, TRANSPORT, lib, setting_default
+from ._lib import COOKIE, ERROR, JSON_OPTIONS, TRANSPORT, lib, setting_default, sized
 from .auth import Challenge, Cookie, Credentials, c_challenge, credentials_args
 from .cache import CacheManager
 from .errors import CourierError, EngineClosed, InvalidArgument, check, coerce, make_error
@@ -470,8 +470,8 @@ class Engine:
                 key = cb.register(cb.Slot(fn, None, self))
                 check(lib.courier_config_set_decoder(c, _b(mime), c_decoder, key, cb.user_free))
             if json_max_depth is not None:
-                opts = JSON_OPTIONS()
-                check(lib.courier_json_options_init(byref(opts), 1))
+                opts = sized(JSON_OPTIONS)
+                check(lib.courier_json_options_init(byref(opts)))
                 opts.max_depth = int(json_max_depth)
                 check(lib.courier_config_set_json_options(c, byref(opts)))
             if frozen_replay is not None:
@@ -492,10 +492,9 @@ class Engine:
                 check(lib.courier_config_set_reachability(c, 1 if r.get("from_errors") else 0,
                                                           _opt(r.get("probe")), _ms(r.get("interval"))))
             for name, transport in (transports or {}).items():
-                tr = TRANSPORT(cb.ptr(c_transport_start), cb.ptr(c_transport_cancel))
+                tr = TRANSPORT(ctypes.sizeof(TRANSPORT), cb.ptr(c_transport_start), cb.ptr(c_transport_cancel))
                 key = cb.register(cb.Slot(transport, None, self, {}))
-                check(lib.courier_config_register_transport(c, _b(name), byref(tr), ctypes.sizeof(tr), key,
-                                                            cb.user_free))
+                check(lib.courier_config_register_transport(c, _b(name), byref(tr), key, cb.user_free))
             if follow_redirects is not None:
                 check(lib.courier_config_set_follow_redirects(c, 1 if follow_redirects else 0))
             if max_redirects is not None:
@@ -599,7 +598,7 @@ class Engine:
     def pending(self) -> tuple[int, int]:
         """(queued, active): requests waiting to start and on the wire."""
         q, a = c_long(), c_long()
-        check(lib.courier_engine_pending(self._handle(), byref(q), byref(a)))
+        check(lib.courier_engine_pending(byref(q), byref(a), self._handle()))
         return q.value, a.value
 
     # -- cookies -----------------------------------------------------------------------------------
@@ -607,12 +606,12 @@ class Engine:
         """The jar as the store has it now (``courier_cookies_list``), expired cookies left out."""
         out = c_void_p()
         err = ERROR()
-        check(lib.courier_cookies_list(self._handle(), byref(out), byref(err)), err)
+        check(lib.courier_cookies_list(byref(out), self._handle(), byref(err)), err)
         try:
             items = []
             for i in range(lib.courier_cookie_list_count(out)):
-                c = COOKIE()
-                check(lib.courier_cookie_list_at(out, i, byref(c), ctypes.sizeof(c)))
+                c = sized(COOKIE)
+                check(lib.courier_cookie_list_at(byref(c), out, i))
                 items.append(Cookie._from_c(c))
             return items
         finally:
@@ -634,7 +633,7 @@ class Engine:
         """Empties the jar (and the store's); returns how many cookies went."""
         n = ctypes.c_int64()
         err = ERROR()
-        check(lib.courier_cookies_clear(self._handle(), byref(n), byref(err)), err)
+        check(lib.courier_cookies_clear(byref(n), self._handle(), byref(err)), err)
         return n.value
 
     @property
@@ -688,7 +687,7 @@ class Engine:
         err = ERROR()
         try:
             with cb.sending(ctx):
-                code = lib.courier_send_sync(h, creq, byref(out), byref(err))
+                code = lib.courier_send_sync(byref(out), h, creq, byref(err))
         finally:
             if owned:
                 lib.courier_request_free(creq)
@@ -832,7 +831,7 @@ class Engine:
         err = ERROR()
         try:
             with cb.sending(ctx):
-                code = lib.courier_send(h, creq, cb.completion, key, byref(rid), byref(err))
+                code = lib.courier_send(byref(rid), h, creq, cb.completion, key, byref(err))
         finally:
             if owned:
                 lib.courier_request_free(creq)
@@ -920,7 +919,7 @@ class Engine:
         """Adds a callback sink ``fn(level, line)`` (a JSON object per line); returns its id."""
         key = cb.register(cb.Slot(fn, None, self))
         sink = c_uint64()
-        check(lib.courier_log_add_callback(self._handle(), coerce(LogLevel, min_level, "min_level"), cb.log, key, cb.user_free, byref(sink)))
+        check(lib.courier_log_add_callback(byref(sink), self._handle(), coerce(LogLevel, min_level, "min_level"), cb.log, key, cb.user_free))
         return sink.value
 
     def add_log_file(self, path: Union[str, os.PathLike], min_level: Union[LogLevel, str, int] = LogLevel.INFO,
@@ -953,7 +952,7 @@ class Engine:
 
     def add_log_stderr(self, min_level: Union[LogLevel, str, int] = LogLevel.INFO) -> int:
         sink = c_uint64()
-        check(lib.courier_log_add_stderr(self._handle(), coerce(LogLevel, min_level, "min_level"), byref(sink)))
+        check(lib.courier_log_add_stderr(byref(sink), self._handle(), coerce(LogLevel, min_level, "min_level")))
         return sink.value
 
     def remove_log_sink(self, sink: int) -> None:
@@ -971,7 +970,7 @@ class Engine:
             mask |= 1 << coerce(EventKind, k, "kinds")
         key = cb.register(cb.Slot(fn, None, self))
         mid = c_uint64()
-        check(lib.courier_monitor_add(self._handle(), mask, c_monitor, key, cb.user_free, byref(mid)))
+        check(lib.courier_monitor_add(byref(mid), self._handle(), mask, c_monitor, key, cb.user_free))
         return mid.value
 
     def remove_monitor(self, monitor_id: int) -> None:
@@ -1014,8 +1013,8 @@ class Engine:
         """``fn(status)`` on every change, on the engine's journal thread. Returns a token."""
         key = cb.register(cb.Slot(fn, None, self))
         tok = c_uint64()
-        check(lib.courier_reachability_add_listener(self._handle(), c_reachability, key, cb.user_free,
-                                                    byref(tok)))
+        check(lib.courier_reachability_add_listener(byref(tok), self._handle(), c_reachability, key,
+                                                    cb.user_free))
         return tok.value
 
     def remove_reachability_listener(self, token: int) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import _callbacks as cb
 from ._enums import CEnum, Reachability
-from ._lib import ERROR, FROZEN_INFO, lib
+from ._lib import ERROR, FROZEN_INFO, lib, sized
 from .errors import CourierError, NotFound, Timeout, check, make_error
 from .response import Response
 
@@ -81,12 +81,12 @@ class FrozenRequest:
 
     @classmethod
     def _from_c(cls, fz: int) -> "FrozenRequest":
-        info = FROZEN_INFO()
-        check(lib.courier_frozen_get_info(fz, byref(info), ctypes.sizeof(info)))
+        info = sized(FROZEN_INFO)
+        check(lib.courier_frozen_get_info(byref(info), fz))
         headers = []
         n, v = c_char_p(), c_char_p()
         for i in range(lib.courier_frozen_header_count(fz)):
-            if lib.courier_frozen_header_at(fz, i, byref(n), byref(v)) == 0:
+            if lib.courier_frozen_header_at(byref(n), byref(v), fz, i) == 0:
                 headers.append((_s(n.value) or "", _s(v.value) or ""))
         blen = c_size_t()
         bptr = lib.courier_frozen_body(fz, byref(blen))
@@ -146,7 +146,7 @@ class FrozenManager:
         """Every frozen request of the store, oldest first."""
         lst = c_void_p()
         err = ERROR()
-        check(lib.courier_frozen_list_requests(self._h(), byref(lst), byref(err)), err)
+        check(lib.courier_frozen_list_requests(byref(lst), self._h(), byref(err)), err)
         try:
             return [FrozenRequest._from_c(lib.courier_frozen_list_at(lst, i))
                     for i in range(lib.courier_frozen_list_count(lst))]
@@ -158,7 +158,7 @@ class FrozenManager:
     def get(self, freeze_id: str) -> Optional[FrozenRequest]:
         out = c_void_p()
         err = ERROR()
-        code = lib.courier_frozen_get(self._h(), freeze_id.encode(), byref(out), byref(err))
+        code = lib.courier_frozen_get(byref(out), self._h(), freeze_id.encode(), byref(err))
         if code == NotFound.CODE:
             return None
         check(code, err)
@@ -178,13 +178,13 @@ class FrozenManager:
     def clear(self) -> int:
         n = c_int64()
         err = ERROR()
-        check(lib.courier_frozen_remove_all(self._h(), byref(n), byref(err)), err)
+        check(lib.courier_frozen_remove_all(byref(n), self._h(), byref(err)), err)
         return n.value
 
     def count(self) -> int:
         n = c_int64()
         err = ERROR()
-        check(lib.courier_frozen_count(self._h(), byref(n), byref(err)), err)
+        check(lib.courier_frozen_count(byref(n), self._h(), byref(err)), err)
         return n.value
 
     __len__ = count
@@ -193,7 +193,7 @@ class FrozenManager:
         """(code, http_status, at) of a request that left the journal, or None."""
         code, status, at = c_int(), c_int(), c_int64()
         err = ERROR()
-        rc = lib.courier_frozen_last_outcome(self._h(), freeze_id.encode(), byref(code), byref(status), byref(at),
+        rc = lib.courier_frozen_last_outcome(byref(code), byref(status), byref(at), self._h(), freeze_id.encode(),
                                              byref(err))
         if rc == NotFound.CODE:
             return None
@@ -228,7 +228,7 @@ class FrozenManager:
         """``fn(event)`` for this engine's journal events, on its journal thread. Returns a token."""
         key = cb.register(cb.Slot(fn, None, self._engine))
         tok = ctypes.c_uint64()
-        check(lib.courier_frozen_add_listener(self._h(), c_frozen_event, key, cb.user_free, byref(tok)))
+        check(lib.courier_frozen_add_listener(byref(tok), self._h(), c_frozen_event, key, cb.user_free))
         return tok.value
 
     def add_resend_policy(self, policy_id: str, can_send: Optional[Callable[[FrozenRequest, float, Any], bool]] = None,

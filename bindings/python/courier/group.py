@@ -174,11 +174,11 @@ class Group:
         index = c_size_t()
         if callable(member) and not isinstance(member, Request):
             key = cb.register(cb.Slot(member, self, self._engine, self))
-            check(lib.courier_group_add_built(self._h(), _build, key, cb.user_free, flags, byref(index)))
+            check(lib.courier_group_add_built(byref(index), self._h(), _build, key, cb.user_free, flags))
             return index.value
         req = _request(member, url, options)
         creq = req._build(self, self._engine)
-        check(lib.courier_group_add(self._h(), creq, flags, byref(index)))  # takes creq in every case
+        check(lib.courier_group_add(byref(index), self._h(), creq, flags))  # takes creq in every case
         return index.value
 
     def start(self, callback: Optional[Callable[[GroupResult], None]] = None) -> "Group":
@@ -239,7 +239,7 @@ class Group:
     def _member_result(self, g: int, index: int, take: bool) -> GroupMember:
         code, rid, err = c_int(), c_uint64(), ERROR()
         resp_ptr = c_void_p()
-        lib.courier_group_result(g, index, byref(code), byref(resp_ptr), byref(rid), byref(err))
+        lib.courier_group_result(byref(code), byref(resp_ptr), byref(rid), g, index, byref(err))
         if take:
             owned = lib.courier_group_take_response(g, index)
             resp = Response(owned) if owned else None

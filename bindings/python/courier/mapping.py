@@ -69,7 +69,7 @@ def json_to_python(value: Optional[int]) -> Any:
     out = c_void_p()
     n = c_size_t()
     err = ERROR()
-    check(lib.courier_json_dump(value, 0, byref(out), byref(n), byref(err)), err)
+    check(lib.courier_json_dump(byref(out), byref(n), value, 0, byref(err)), err)
     try:
         text = ctypes.string_at(out.value, n.value)
     finally:
@@ -84,7 +84,7 @@ def parse_json(data: Union[bytes, str]) -> int:
         data = data.encode("utf-8")
     out = c_void_p()
     err = ERROR()
-    code = lib.courier_json_parse(data, len(data), None, byref(out), byref(err))
+    code = lib.courier_json_parse(byref(out), data, len(data), None, byref(err))
     if code != 0:
         raise make_error(code, err)
     return out.value or 0
@@ -178,7 +178,7 @@ def apply_mapping(mapping: Mapping, document: Any) -> Any:
     where = MAPPING_ERROR()
     err = ERROR()
     try:
-        code = lib.courier_mapping_apply(mapping._handle(), doc, byref(out), byref(where), byref(err))
+        code = lib.courier_mapping_apply(byref(out), byref(where), mapping._handle(), doc, byref(err))
         if code != 0:
             e = make_error(code, err)
             e.path = where.path.decode("utf-8", "replace")  # type: ignore[attr-defined]

@@ -207,7 +207,7 @@ class Outgoing:
         out = []
         n, v = c_char_p(), c_char_p()
         for i in range(lib.courier_outgoing_header_count(h)):
-            if lib.courier_outgoing_header_at(h, i, byref(n), byref(v)) == 0:
+            if lib.courier_outgoing_header_at(byref(n), byref(v), h, i) == 0:
                 out.append(((n.value or b"").decode(), (v.value or b"").decode("utf-8", "replace")))
         return out
 

@@ -10,7 +10,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from . import _callbacks as cb
 from ._enums import CEnum
-from ._lib import ERROR, MAPPING_ERROR, METRICS, has, lib
+from ._lib import ERROR, MAPPING_ERROR, METRICS, has, lib, sized
 from .errors import InvalidArgument, check, lib_code, make_error
 from .mapping import json_to_python
 
@@ -84,6 +84,7 @@ class CachePolicy(CEnum):
     """``courier_cache_policy``; user policies use ids >= ``USER_MIN``
     (``COURIER_CACHE_POLICY_USER_MIN``)."""
     __c_enum__ = ("courier_cache_policy", "COURIER_CACHE_")
+    POLICY_DEFAULT = -1  # a request's: the engine's policy
     NO_CACHE = 0
     CACHE_FIRST = 1
     WRITE_ONLY = 2
@@ -285,7 +286,7 @@ class Response:
         err = ERROR()
         scope = cb.Scope()  # a custom decoder may run here, on this thread
         with cb.sending(scope):
-            code = lib.courier_response_parse_json(self._handle(), byref(doc), byref(err))
+            code = lib.courier_response_parse_json(byref(doc), self._handle(), byref(err))
         if scope.exc is not None:
             if code != 0 and scope.exc.__context__ is None:
                 scope.exc.__context__ = make_error(code, err)
@@ -310,7 +311,7 @@ class Response:
         """The envelope's (code, message), or None when no envelope code applied."""
         code = c_int64()
         msg = c_char_p()
-        if lib.courier_response_envelope(self._handle(), byref(code), byref(msg)) != 0:
+        if lib.courier_response_envelope(byref(code), byref(msg), self._handle()) != 0:
             return None
         return code.value, _s(msg.value)
 
@@ -318,7 +319,7 @@ class Response:
     def mapping_error(self) -> Optional[tuple[str, int, int]]:
         """After a MappingError: (path, expected type, found type), else None."""
         where = MAPPING_ERROR()
-        if lib.courier_response_mapping_error(self._handle(), byref(where)) != 0:
+        if lib.courier_response_mapping_error(byref(where), self._handle()) != 0:
             return None
         return where.path.decode("utf-8", "replace"), where.expected, where.found
 
@@ -332,7 +333,7 @@ class Response:
             name = c_char_p()
             value = c_char_p()
             for i in range(lib.courier_response_header_count(h)):
-                if lib.courier_response_header_at(h, i, byref(name), byref(value)) == 0:
+                if lib.courier_response_header_at(byref(name), byref(value), h, i) == 0:
                     lines.append((_s(name.value) or "", _s(value.value) or ""))
             self._headers = Headers(lines)
         return self._headers
@@ -351,7 +352,7 @@ class Response:
         status = c_int()
         hops = []
         for i in range(lib.courier_response_redirect_count(h)):
-            if lib.courier_response_redirect_at(h, i, byref(url), byref(status)) == 0:
+            if lib.courier_response_redirect_at(byref(url), byref(status), h, i) == 0:
                 hops.append((_s(url.value) or "", status.value))
         return hops
 
@@ -373,8 +374,8 @@ class Response:
     @property
     def metrics(self) -> Metrics:
         """Timing and sizes of the transfer."""
-        m = METRICS()
-        check(lib.courier_response_metrics(self._handle(), byref(m), ctypes.sizeof(m)))
+        m = sized(METRICS)
+        check(lib.courier_response_metrics(byref(m), self._handle()))
         return Metrics(m.dns_s, m.connect_s, m.tls_s, m.first_byte_s, m.total_s, m.bytes_sent,
                        m.bytes_received, bool(m.connection_reused), m.http_version, m.redirects)
 
@@ -382,14 +383,14 @@ class Response:
     def attempts(self) -> int:
         """How many attempts the response took (1 without retries)."""
         a = c_int()
-        check(lib.courier_response_attempts(self._handle(), byref(a), None))
+        check(lib.courier_response_attempts(byref(a), None, self._handle()))
         return a.value
 
     @property
     def retry_wait(self) -> float:
         """Seconds the engine chose to wait between attempts (backoff and Retry-After)."""
         w = c_double()
-        check(lib.courier_response_attempts(self._handle(), None, byref(w)))
+        check(lib.courier_response_attempts(None, byref(w), self._handle()))
         return w.value
 
     @property

@@ -58,7 +58,7 @@ class Call:
         n, v = c_char_p(), c_char_p()
         self.headers: list[tuple[str, str]] = []
         for i in range(lib.courier_call_header_count(ptr)):
-            if lib.courier_call_header_at(ptr, i, byref(n), byref(v)) == 0:
+            if lib.courier_call_header_at(byref(n), byref(v), ptr, i) == 0:
                 self.headers.append((_s(n.value) or "", _s(v.value) or ""))
         ln = c_size_t()
         p = lib.courier_call_body(ptr, byref(ln))

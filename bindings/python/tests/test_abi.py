@@ -50,7 +50,7 @@ def test_error_codes_match_header() -> None:
 def test_struct_sizes() -> None:
     # caller-allocated structs whose size is fixed by the header's layout rules
     assert ctypes.sizeof(_lib.ERROR) == 12 * 4 + 256
-    assert ctypes.sizeof(_lib.CACHE_STATS) == 10 * 8
+    assert ctypes.sizeof(_lib.CACHE_STATS) == 8 + 10 * 8
     assert ctypes.sizeof(_lib.MAPPING_ERROR) == 256 + 8 * 4
 
 
@@ -72,7 +72,7 @@ def test_json_tape_is_reachable_and_laid_out_as_the_header_says() -> None:
     text = b'{"id": 7, "name": "caf\\u00e9", "tags": ["a", "b"]}'
     tape = ctypes.c_void_p()
     err = _lib.ERROR()
-    assert lib.courier_json_tape_parse(text, len(text), None, ctypes.byref(tape), ctypes.byref(err)) == 0
+    assert lib.courier_json_tape_parse(ctypes.byref(tape), text, len(text), None, ctypes.byref(err)) == 0
     try:
         count = ctypes.c_size_t()
         base = lib.courier_json_tape_entries(tape, ctypes.byref(count))
@@ -88,14 +88,14 @@ def test_json_tape_is_reachable_and_laid_out_as_the_header_says() -> None:
         raw = ctypes.cast(lib.courier_json_tape_text(tape), ctypes.c_void_p).value
         assert ctypes.string_at(raw + entries[i].payload, entries[i].length).decode() == "café"
         out = ctypes.c_size_t()
-        assert lib.courier_json_tape_path(tape, 0, b"tags.1", ctypes.byref(out)) == 1
+        assert lib.courier_json_tape_path(ctypes.byref(out), tape, 0, b"tags.1") == 1
         assert ctypes.string_at(raw + entries[out.value].payload, entries[out.value].length) == b"b"
         assert lib.courier_json_tape_get(tape, 0, b"missing", 7, None) == 0
     finally:
         lib.courier_json_tape_free(tape)
     bad = b'{"a": 1,}'
     tape = ctypes.c_void_p()
-    code = lib.courier_json_tape_parse(bad, len(bad), None, ctypes.byref(tape), ctypes.byref(err))
+    code = lib.courier_json_tape_parse(ctypes.byref(tape), bad, len(bad), None, ctypes.byref(err))
     assert code == -22  # COURIER_E_JSON, as courier_json_parse
     assert b"line" in err.message  # the message says where
     assert not tape.value

@@ -10,7 +10,7 @@ from courier import cache_verify
 
 def test_report_layout_matches_the_header() -> None:
     # 12 int64, 2 int, 2 int64 (the struct only grows at its end)
-    assert ctypes.sizeof(cache_verify.CACHE_VERIFY_REPORT) == 12 * 8 + 2 * 4 + 2 * 8
+    assert ctypes.sizeof(cache_verify.CACHE_VERIFY_REPORT) == 8 + 12 * 8 + 2 * 4 + 2 * 8
 
 
 def test_verify_consistent_then_damaged(tmp_path) -> None:

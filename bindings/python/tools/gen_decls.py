@@ -16,6 +16,9 @@ _SCALARS = {
 }
 
 
+_ENUMS: set[str] = set()  # the header's enum types (typedef enum courier_x {...} courier_x), read by parse
+
+
 def _kind(ctype: str, is_return: bool) -> str:
     is_const = re.search(r"\bconst\b", ctype) is not None
     t = re.sub(r"\bconst\b", "", ctype)
@@ -25,7 +28,7 @@ def _kind(ctype: str, is_return: bool) -> str:
         return _SCALARS[t]
     if re.fullmatch(r"courier_\w+_fn", t):
         return "fn"
-    if re.fullmatch(r"courier_(code|body_encoding|priority|log_level|log_redaction|log_component|log_rotation|group_mode|timeout_kind|pinning_mode|network_kind|reachability|setting)", t):
+    if t in _ENUMS:
         return "int"
     if t == "char*":
         # const char *: text passed in or borrowed out; char *: memory the library owns (free it)
@@ -37,6 +40,7 @@ def _kind(ctype: str, is_return: bool) -> str:
 
 def parse(header_text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
     text = re.sub(r"/\*.*?\*/", " ", header_text, flags=re.S)
+    _ENUMS.update(re.findall(r"typedef\s+enum\s+\w+\s*\{[^}]*\}\s*(\w+)\s*;", text))
     out: dict[str, tuple[str, tuple[str, ...]]] = {}
     for m in re.finditer(r"COURIER_API\s+([^;{]*?)\b(courier_\w+)\s*\(([^)]*)\)\s*;", text):
         ret, name, args = m.group(1), m.group(2), m.group(3).strip()
