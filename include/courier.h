@@ -9,7 +9,12 @@
  *   - ownership is written beside every pointer: "new" (the caller releases it with the named
  *     function), "borrowed" (valid until the stated moment), "copied" (the callee copies it; the
  *     caller keeps ownership);
- *   - memory the library allocates is released by the library's own free functions;
+ *   - memory the library allocates is released by the library's own free functions: courier_free
+ *     for strings and buffers, the handle's own free function for handles;
+ *   - one grammar (docs/ABI.md, checked by scripts/check_header_grammar.py): out-parameters first
+ *     and courier_error * last; a struct that may grow begins with size_t size (set by the caller
+ *     for the structs it allocates); durations are int64_t milliseconds; a parameter that takes an
+ *     enum has the enum's type; no long;
  *   - no curl, LMDB or jansson type appears here; no variadic functions; no static inline.
  *
  * Threads: an engine is thread-safe. A request object is used by one thread at a time until it is
@@ -1330,7 +1335,7 @@ COURIER_API int courier_request_set_api_version(courier_request *request, const 
  *    "freeze": {"policy": "auto", "expiry_ms": 86400000, "unordered": false, "on_ambiguous": false},
  *    "key_path": "data"}
  * "path" is required; "method" defaults to GET; params values are strings, numbers, booleans or
- * arrays of them; cache_expiry is in seconds (as courier_request_set_cache_expiry); cache_policy
+ * arrays of them; cache_expiry is in seconds (courier_request_set_cache_expiry_ms x 1000); cache_policy
  * and freeze name a courier_cache_policy / courier_freeze_policy in lower case (or give its number);
  * "freeze" may be just the policy's name. */
 

@@ -1260,7 +1260,6 @@ int courier_cache_key(char **out, courier_engine *e, const courier_request *r) {
     return cr_cache_key_for(e, r, out);
 }
 
-void courier_cache_key_free(char *key) { free(key); }
 
 static int get_common(courier_engine *e, const char *key, const courier_request *r, int flags,
                       courier_response **out, courier_error *err) {

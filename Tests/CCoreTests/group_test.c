@@ -18,7 +18,7 @@ typedef struct grec {
     pthread_mutex_t m;
     int done_calls;
     int code;
-    long failed_index;
+    int64_t failed_index;
     int member_calls;
     int member_order[64]; /* indexes in the order the member callback saw them */
     int member_codes[64];
@@ -34,7 +34,7 @@ static void grec_init(grec *r, courier_engine *e) {
     r->engine = e;
 }
 
-static void on_done(courier_group *g, int code, long failed_index, void *user) {
+static void on_done(courier_group *g, int code, int64_t failed_index, void *user) {
     (void)g;
     grec *r = user;
     pthread_mutex_lock(&r->m);
@@ -695,7 +695,7 @@ static void free_while_running_still_completes_once(void) {
     courier_engine_close(e);
 }
 
-static void free_from_done(courier_group *g, int code, long failed_index, void *user) {
+static void free_from_done(courier_group *g, int code, int64_t failed_index, void *user) {
     on_done(g, code, failed_index, user);
     courier_group_free(g);
 }

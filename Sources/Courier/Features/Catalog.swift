@@ -128,7 +128,7 @@ public struct API: Sendable {
             if !parameters.isEmpty { d["params"] = parameters }
             if !headers.isEmpty { d["headers"] = headers }
             if let keyPath { d["key_path"] = keyPath }
-            if let cachePolicy { d["cache_policy"] = Int(cachePolicy.cValue) }
+            if let cachePolicy { d["cache_policy"] = Int(cachePolicy.cValue.rawValue) }
             if let cacheExpiry { d["cache_expiry"] = cacheExpiry }
             if !statusCodes.isEmpty { d["status_codes"] = statusCodes.map { [$0.lowerBound, $0.upperBound] } }
             if let apiVersion { d["api_version"] = apiVersion }

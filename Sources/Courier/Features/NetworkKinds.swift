@@ -86,8 +86,8 @@ extension Configuration {
             setSetting("networkLimits", newValue) { config, table in
                 for (kind, l) in table {
                     try CourierError.check(courier_config_set_network_limits(
-                        config, kind.cValue, CLong(clamping: l.maxConnectionsPerHost ?? 0),
-                        CLong(clamping: l.maxConnections ?? 0), CLong(clamping: l.replayConcurrency ?? 0)),
+                        config, kind.cValue, Int32(clamping: l.maxConnectionsPerHost ?? 0),
+                        Int32(clamping: l.maxConnections ?? 0), Int32(clamping: l.replayConcurrency ?? 0)),
                                            "networkLimits[\(kind)]")
                 }
             }

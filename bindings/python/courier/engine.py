@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 import weakref
-from ctypes import byref, c_char_p, c_long, c_size_t, c_uint64, c_void_p
+from ctypes import byref, c_char_p, c_int64, c_size_t, c_uint64, c_void_p
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
@@ -450,7 +450,7 @@ class Engine:
             if cache_store is not None:
                 check(lib.courier_config_set_cache_store(c, _b(os.fspath(cache_store))))
             if cache_expiry is not None:
-                check(lib.courier_config_set_cache_expiry(c, int(round(cache_expiry))))
+                check(lib.courier_config_set_cache_expiry_ms(c, int(round(cache_expiry * 1000))))
             if cache_max_bytes is not None:
                 check(lib.courier_config_set_cache_max_bytes(c, int(cache_max_bytes)))
             if cache_durability is not None:
@@ -597,7 +597,7 @@ class Engine:
 
     def pending(self) -> tuple[int, int]:
         """(queued, active): requests waiting to start and on the wire."""
-        q, a = c_long(), c_long()
+        q, a = c_int64(), c_int64()
         check(lib.courier_engine_pending(byref(q), byref(a), self._handle()))
         return q.value, a.value
 

@@ -15,7 +15,7 @@ Every member is an ordinary request (retry, cache, mock, monitors apply), so eac
 from __future__ import annotations
 
 import threading
-from ctypes import CFUNCTYPE, POINTER, byref, c_int, c_long, c_size_t, c_uint64, c_void_p
+from ctypes import CFUNCTYPE, POINTER, byref, c_int, c_int64, c_size_t, c_uint64, c_void_p
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
 
@@ -107,7 +107,7 @@ class GroupResult:
 
 GROUP_BUILD_FN = CFUNCTYPE(c_int, c_void_p, c_size_t, c_int, c_void_p, POINTER(c_void_p), c_void_p)
 GROUP_MEMBER_FN = CFUNCTYPE(None, c_void_p, c_size_t, c_int, c_void_p, c_void_p)
-GROUP_DONE_FN = CFUNCTYPE(None, c_void_p, c_int, c_long, c_void_p)
+GROUP_DONE_FN = CFUNCTYPE(None, c_void_p, c_int, c_int64, c_void_p)
 
 
 class Group:

@@ -593,7 +593,7 @@ class Request:
         if self.cache is not None:
             check(L.courier_request_set_cache_policy(r, coerce(CachePolicy, self.cache, "cache", allow_int=True)))
         if self.cache_expiry is not None:
-            check(L.courier_request_set_cache_expiry(r, int(round(self.cache_expiry))))
+            check(L.courier_request_set_cache_expiry_ms(r, int(round(self.cache_expiry * 1000))))
         if self.cache_key is not None:
             check(L.courier_request_set_cache_key(r, _b(self.cache_key)))
         if self.cache_sensitive_data is not None:

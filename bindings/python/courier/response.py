@@ -428,7 +428,7 @@ class Response:
     @property
     def age(self) -> int:
         """Age in seconds of a response that came from the cache, else 0."""
-        return int(lib.courier_response_age(self._handle()))
+        return int(lib.courier_response_age_ms(self._handle())) // 1000
 
     @property
     def cache_created(self) -> Optional[float]:
