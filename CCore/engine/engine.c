@@ -498,6 +498,12 @@ static void start_http(courier_engine *e, cr_transfer *t) {
     t->too_large = t->oom = 0;
     memset(&t->wire, 0, sizeof t->wire); /* framing and idle state (transport.c) */
     t->wire.content_length = -1;
+    if (!t->errbuf && !(t->errbuf = malloc(CURL_ERROR_SIZE))) {
+        courier_error merr;
+        cr_fail(&merr, COURIER_E_NO_MEMORY, NULL);
+        after_attempt(e, t, COURIER_E_NO_MEMORY, NULL, &merr);
+        return;
+    }
     t->errbuf[0] = '\0';
     free(t->lines);
     t->lines = NULL;
@@ -837,7 +843,7 @@ static int idle_check(courier_engine *e) {
             continue;
         }
         t->wire.timeout_kind = COURIER_TIMEOUT_IDLE;
-        snprintf(t->errbuf, sizeof t->errbuf, "no byte received for %lld ms", (long long)t->http.idle_ms);
+        snprintf(t->errbuf, CURL_ERROR_SIZE, "no byte received for %lld ms", (long long)t->http.idle_ms);
         courier_response *resp = NULL;
         courier_error err;
         cr_error_clear(&err);

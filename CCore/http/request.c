@@ -581,6 +581,9 @@ void cr_transfer_free(cr_transfer *t) {
     free(t->host);
     free(t->coalesce_key);
     cr_mock_free(t->mock);
+    free(t->errbuf);
+    free(t->freeze.id); /* journal.c */
+    free(t->freeze.resend_policy);
     cr_raise_release(&t->raised); /* user_error.c: a raise nobody was answered with */
     if (t->call) cr_raise_release(&t->call->raised);
     free(t->call);
