@@ -884,6 +884,7 @@ static void *worker_main(void *arg) {
     size_t cap_cancels = 0;
     for (;;) {
         pthread_mutex_lock(&e->lock);
+        e->polling = false;
         cr_transfer *in = e->incoming_head;
         e->incoming_head = e->incoming_tail = NULL;
         courier_call *ext = e->external_done;
@@ -968,6 +969,7 @@ static void *worker_main(void *arg) {
         /* Work the callbacks of this turn handed in (they send without waking the worker). */
         pthread_mutex_lock(&e->lock);
         bool more = e->incoming_head || e->ncancels || e->cancel_all || e->external_done || e->answered || e->closing;
+        if (!more) e->polling = true; /* from here a send from another thread wakes it */
         pthread_mutex_unlock(&e->lock);
         if (more) continue;
         curl_multi_poll(e->multi, NULL, 0, timeout, NULL);
@@ -1227,10 +1229,13 @@ int courier_send(courier_engine *e, const courier_request *r, courier_completion
         cr_transfer_free(t);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
-    /* One wakeup per batch: if incoming already held transfers, a wakeup is already pending. */
-    /* The worker itself (a completion sending the next request) needs no wakeup: it looks at
-     * `incoming` again before it waits. Others wake it once per batch. */
-    bool wake = e->incoming_head == NULL && !pthread_equal(pthread_self(), e->worker);
+    /* A wakeup only when the worker is about to wait (or waits) in curl_multi_poll, once: a worker
+     * still working looks at `incoming` again before it waits, so waking it would cost a write here
+     * and a turn of the loop there for nothing (senders on other threads, as Swift tasks and Python
+     * threads are, met that once per request). The worker itself (a completion sending the next
+     * request) never needs one. curl_multi_wakeup before the poll starts still ends it. */
+    bool wake = e->polling && !pthread_equal(pthread_self(), e->worker);
+    if (wake) e->polling = false;
     if (e->incoming_tail) e->incoming_tail->next = t;
     else e->incoming_head = t;
     e->incoming_tail = t;
