@@ -24,7 +24,7 @@
 _Static_assert(sizeof(void *) <= 2 * sizeof(int), "a pointer fits two reserved ints");
 _Static_assert(sizeof(courier_user_free_fn) <= 2 * sizeof(int), "a function pointer fits two reserved ints");
 
-static _Thread_local cr_raised *catching;
+static _Thread_local cr_raised *catching CR_TLS_FAST; /* base.h */
 
 cr_raised *cr_raise_catch(cr_raised *slot) {
     cr_raised *prev = catching;

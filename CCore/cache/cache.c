@@ -544,14 +544,15 @@ static const char *header_lookup(const void *p, const char *name) {
 /* Looks up the entry of a key (following a Vary record) and turns it into a response (new).
  * Returns COURIER_OK, COURIER_E_NOT_FOUND, or an error. *fresh says whether it is fresh. With
  * fresh_only, an entry that is not fresh is reported (COURIER_OK, *fresh false, *out NULL) without
- * building its response. */
-static int lookup(courier_engine *e, cr_cache_store *s, const char *key, const header_ctx *hc, int64_t now, bool fresh_only,
-                  courier_response **out, cr_entry *meta, bool *fresh, bool *had_vary) {
+ * building its response. key_hash: the key's cr_key_hash when the caller has it, or NULL. */
+static int lookup(courier_engine *e, cr_cache_store *s, const char *key, const uint8_t key_hash[16], const header_ctx *hc,
+                  int64_t now, bool fresh_only, courier_response **out, cr_entry *meta, bool *fresh, bool *had_vary) {
     *out = NULL;
     if (had_vary) *had_vary = false;
     uint8_t hash[16];
     size_t klen = strlen(key);
-    cr_key_hash(key, klen, hash);
+    if (key_hash) memcpy(hash, key_hash, sizeof hash); /* the send's, hashed once in xfer_new */
+    else cr_key_hash(key, klen, hash);
     cr_read rd;
     if (s->ops->read_begin(s, &rd) != COURIER_OK) return COURIER_E_STORE;
     cr_entry ent;
@@ -676,7 +677,7 @@ static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_reque
         cr_buf k = {0};
         int rc = COURIER_OK;
         if (sp && !cr_buf_append_str(&k, "GET") && !cr_buf_append_str(&k, sp))
-            rc = lookup(e, s, k.data, &hc, now, false, &found, &meta, &fresh, NULL);
+            rc = lookup(e, s, k.data, NULL, &hc, now, false, &found, &meta, &fresh, NULL);
         cr_buf_free(&k);
         if (rc == COURIER_OK) x->head_get = found;
         x->reason = COURIER_CACHE_REASON_NOT_STORED_METHOD;
@@ -689,7 +690,7 @@ static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_reque
     cr_cc qc;
     cr_cc_parse(&t->headers, &qc);
     if (qc.no_store) return COURIER_OK; /* neither served nor stored (the write says why) */
-    int rc = lookup(e, s, x->key, &hc, now, false, &found, &meta, &fresh, &had_vary);
+    int rc = lookup(e, s, x->key, x->hash, &hc, now, false, &found, &meta, &fresh, &had_vary);
     if (rc != COURIER_OK) {
         atomic_fetch_add(&c->misses, 1);
         x->reason = had_vary ? COURIER_CACHE_REASON_VARY_MISS : COURIER_CACHE_REASON_MISS;
@@ -802,7 +803,7 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
     case COURIER_CACHE_WRITE_ONLY:
         break;
     case COURIER_CACHE_CACHE_FIRST:
-        rc = lookup(e, s, x->key, NULL, now, false, &found, NULL, &fresh, NULL);
+        rc = lookup(e, s, x->key, x->hash, NULL, now, false, &found, NULL, &fresh, NULL);
         if (rc == COURIER_OK && fresh) {
             x->answer = found;
             atomic_fetch_add(&c->hits, 1);
@@ -817,7 +818,7 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
         if (rc) return cr_fail(err, rc, NULL);
         break;
     default: { /* a user policy */
-        rc = lookup(e, s, x->key, NULL, now, false, &found, NULL, &fresh, NULL);
+        rc = lookup(e, s, x->key, x->hash, NULL, now, false, &found, NULL, &fresh, NULL);
         bool has = false;
         if (rc == COURIER_OK) {
             has = reg->fns.has_cache ? reg->fns.has_cache(found, now, reg->user) != 0 : fresh;
@@ -1270,7 +1271,7 @@ static int get_common(courier_engine *e, const char *key, const courier_request 
     header_ctx hc = {e, r, NULL};
     courier_response *resp = NULL;
     bool allow_stale = (flags & COURIER_CACHE_ALLOW_STALE) != 0;
-    int rc = lookup(e, s, key, r ? &hc : NULL, now, !allow_stale, &resp, NULL, &fresh, NULL);
+    int rc = lookup(e, s, key, NULL, r ? &hc : NULL, now, !allow_stale, &resp, NULL, &fresh, NULL);
     if (rc == COURIER_OK && !fresh && !allow_stale) {
         courier_response_free(resp); /* NULL: a stale entry is not built when it is not wanted */
         resp = NULL;

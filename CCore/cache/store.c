@@ -544,7 +544,7 @@ void cr_store_release(cr_store *s) {
  */
 
 static atomic_uint next_home = 0;
-static _Thread_local unsigned home_slot = UINT_MAX;
+static _Thread_local unsigned home_slot CR_TLS_FAST = UINT_MAX; /* base.h */
 
 static unsigned my_home(void) {
     if (home_slot == UINT_MAX) home_slot = atomic_fetch_add_explicit(&next_home, 1, memory_order_relaxed) % CR_READ_SLOTS;

@@ -498,6 +498,12 @@ static void start_http(courier_engine *e, cr_transfer *t) {
     t->too_large = t->oom = 0;
     memset(&t->wire, 0, sizeof t->wire); /* framing and idle state (transport.c) */
     t->wire.content_length = -1;
+    if (!t->errbuf && !(t->errbuf = malloc(CURL_ERROR_SIZE))) {
+        courier_error merr;
+        cr_fail(&merr, COURIER_E_NO_MEMORY, NULL);
+        after_attempt(e, t, COURIER_E_NO_MEMORY, NULL, &merr);
+        return;
+    }
     t->errbuf[0] = '\0';
     free(t->lines);
     t->lines = NULL;
@@ -837,7 +843,7 @@ static int idle_check(courier_engine *e) {
             continue;
         }
         t->wire.timeout_kind = COURIER_TIMEOUT_IDLE;
-        snprintf(t->errbuf, sizeof t->errbuf, "no byte received for %lld ms", (long long)t->http.idle_ms);
+        snprintf(t->errbuf, CURL_ERROR_SIZE, "no byte received for %lld ms", (long long)t->http.idle_ms);
         courier_response *resp = NULL;
         courier_error err;
         cr_error_clear(&err);
@@ -878,6 +884,7 @@ static void *worker_main(void *arg) {
     size_t cap_cancels = 0;
     for (;;) {
         pthread_mutex_lock(&e->lock);
+        e->polling = false;
         cr_transfer *in = e->incoming_head;
         e->incoming_head = e->incoming_tail = NULL;
         courier_call *ext = e->external_done;
@@ -962,6 +969,7 @@ static void *worker_main(void *arg) {
         /* Work the callbacks of this turn handed in (they send without waking the worker). */
         pthread_mutex_lock(&e->lock);
         bool more = e->incoming_head || e->ncancels || e->cancel_all || e->external_done || e->answered || e->closing;
+        if (!more) e->polling = true; /* from here a send from another thread wakes it */
         pthread_mutex_unlock(&e->lock);
         if (more) continue;
         curl_multi_poll(e->multi, NULL, 0, timeout, NULL);
@@ -1221,10 +1229,13 @@ int courier_send(uint64_t *out_id, courier_engine *e, const courier_request *r, 
         cr_transfer_free(t);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
-    /* One wakeup per batch: if incoming already held transfers, a wakeup is already pending. */
-    /* The worker itself (a completion sending the next request) needs no wakeup: it looks at
-     * `incoming` again before it waits. Others wake it once per batch. */
-    bool wake = e->incoming_head == NULL && !pthread_equal(pthread_self(), e->worker);
+    /* A wakeup only when the worker is about to wait (or waits) in curl_multi_poll, once: a worker
+     * still working looks at `incoming` again before it waits, so waking it would cost a write here
+     * and a turn of the loop there for nothing (senders on other threads, as Swift tasks and Python
+     * threads are, met that once per request). The worker itself (a completion sending the next
+     * request) never needs one. curl_multi_wakeup before the poll starts still ends it. */
+    bool wake = e->polling && !pthread_equal(pthread_self(), e->worker);
+    if (wake) e->polling = false;
     if (e->incoming_tail) e->incoming_tail->next = t;
     else e->incoming_head = t;
     e->incoming_tail = t;

@@ -34,6 +34,10 @@ struct courier_engine {
     size_t cap_cancels;
     int cancel_all;
     int closing;
+    /* The worker is in (or about to enter) curl_multi_poll with nothing left to do: a send from
+     * another thread wakes it then, and only then (engine.c, courier_send; the worker clears it
+     * when it takes the incoming list). */
+    bool polling;
     int free_on_exit; /* closed from the worker itself: it frees the engine when its loop ends */
     bool proxy_env;   /* the environment named a proxy when the engine opened */
     struct cr_urlh *urlh[CR_URLH_SLOTS]; /* worker only: recently sent URLs, parsed (transport.c) */

@@ -141,7 +141,7 @@ static bool check_header_line(cr_transfer *t, const char *data, size_t len, bool
     if (status_line || !t->wire.status_seen) {
         if (!(len >= 5 && memcmp(data, "HTTP/", 5) == 0 && status_line_valid(data, len))) {
             t->wire.fault = COURIER_E_PROTOCOL;
-            snprintf(t->errbuf, sizeof t->errbuf, "not an HTTP status line: '%.60s'", data);
+            snprintf(t->errbuf, CURL_ERROR_SIZE, "not an HTTP status line: '%.60s'", data);
             return false;
         }
         t->wire.status_seen = 1;
@@ -152,7 +152,7 @@ static bool check_header_line(cr_transfer *t, const char *data, size_t len, bool
     t->wire.block_bytes += len;
     if (len > CR_MAX_HEADER_LINE || t->wire.block_bytes > CR_MAX_HEADER_BLOCK) {
         t->wire.fault = COURIER_E_HEADERS_TOO_LARGE;
-        snprintf(t->errbuf, sizeof t->errbuf, "a header line of %zu bytes, %zu in all", len, t->wire.block_bytes);
+        snprintf(t->errbuf, CURL_ERROR_SIZE, "a header line of %zu bytes, %zu in all", len, t->wire.block_bytes);
         return false;
     }
     if (line_is(data, len, "Content-Length:", 15) && !t->wire.ended) {
@@ -161,7 +161,7 @@ static bool check_header_line(cr_transfer *t, const char *data, size_t len, bool
         int64_t cl = content_length_of(data + 15, end - 15);
         if (cl < 0 || (t->wire.content_length >= 0 && cl != t->wire.content_length)) {
             t->wire.fault = COURIER_E_PROTOCOL;
-            snprintf(t->errbuf, sizeof t->errbuf, "invalid or conflicting Content-Length fields");
+            snprintf(t->errbuf, CURL_ERROR_SIZE, "invalid or conflicting Content-Length fields");
             return false;
         }
         t->wire.content_length = cl;
@@ -562,7 +562,7 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
      * response cut short, whatever curl made of it (RFC 9112 6.3). */
     if (result == CURLE_OK && !t->wire.ended) {
         result = CURLE_PARTIAL_FILE;
-        snprintf(t->errbuf, sizeof t->errbuf, "the connection closed inside the header block");
+        snprintf(t->errbuf, CURL_ERROR_SIZE, "the connection closed inside the header block");
     }
     if (result != CURLE_OK) {
         courier_error ignored;
@@ -595,9 +595,9 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
         }
         else if (result == CURLE_WRITE_ERROR && t->download_path && t->download_mode != 3) code = COURIER_E_STORE;
         else if (result == CURLE_PEER_FAILED_VERIFICATION && cr_security_pins_certificate(t) &&
-                 strncmp(t->errbuf, "SSL certificate problem", 23) == 0)
+                 t->errbuf && strncmp(t->errbuf, "SSL certificate problem", 23) == 0)
             code = COURIER_E_PINNING; /* the chain holds none of the pinned certificates (not the name) */
-        cr_fail(err, code, "%s: %s", courier_strerror(code), t->errbuf[0] ? t->errbuf : curl_easy_strerror(result));
+        cr_fail(err, code, "%s: %s", courier_strerror(code), t->errbuf && t->errbuf[0] ? t->errbuf : curl_easy_strerror(result));
         err->curl_code = (int)result;
         err->http_status = (int)status;
         err->reserved[0] = timeout_kind; /* courier_error_timeout_kind */

@@ -516,7 +516,13 @@ void cr_journal_close(courier_engine *e) {
 }
 
 int cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t, courier_error *err) {
-    t->freeze = r->freeze;
+    t->freeze.policy = r->freeze.policy;
+    t->freeze.flags = r->freeze.flags;
+    t->freeze.expiry_ms = r->freeze.expiry_ms;
+    t->freeze.ignore_offline = r->freeze.ignore_offline;
+    if ((r->freeze.id[0] && !(t->freeze.id = cr_strdup(r->freeze.id))) ||
+        (r->freeze.resend_policy[0] && !(t->freeze.resend_policy = cr_strdup(r->freeze.resend_policy))))
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     if (r->freeze.policy != COURIER_FREEZE_NEVER && r->cache) {
         t->freeze.cache_set = 1;
         t->freeze.cache_policy = r->cache->policy;
@@ -559,7 +565,7 @@ static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const couri
     jfreeze *f = calloc(1, sizeof *f);
     if (!f) goto fail;
     jstate *st = &f->st;
-    if (t->freeze.id[0]) snprintf(f->id, sizeof f->id, "%s", t->freeze.id);
+    if (t->freeze.id) snprintf(f->id, sizeof f->id, "%s", t->freeze.id);
     else f->generated = 1; /* made in the write transaction */
     char idem[COURIER_FROZEN_ID_MAX + 1], host[J_HOST_MAX + 1];
     const char *given = cr_kvlist_get(&t->headers, "Idempotency-Key");
@@ -582,7 +588,7 @@ static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const couri
     memcpy(st->host, host, st->host_len);
     st->id_len = (uint16_t)strlen(f->id);
     memcpy(st->id, f->id, st->id_len);
-    if (t->freeze.resend_policy[0]) (void)cj_policy_stamp(j, t->freeze.resend_policy, st); /* checked at send */
+    if (t->freeze.resend_policy) (void)cj_policy_stamp(j, t->freeze.resend_policy, st); /* checked at send */
     if (cj_payload_of(t, idem, st->created_ms, st->expires_ms, host, &f->payload) || !(f->method = cr_strdup(t->method)) ||
         !(f->url = cr_strdup(t->url)))
         goto fail;

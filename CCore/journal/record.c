@@ -325,7 +325,7 @@ static void jreq_of_transfer(jreq *q, const cr_transfer *t, jres *results, const
     q->has_cache = t->freeze.cache_set;
     q->cache_policy = t->freeze.cache_policy;
     q->cache_expiry = t->freeze.cache_expiry_s;
-    q->resend_policy = t->freeze.resend_policy[0] ? (char *)t->freeze.resend_policy : NULL;
+    q->resend_policy = t->freeze.resend_policy;
     if (t->jspec) {
         q->has_json = 1;
         q->key_path = t->jspec->key_path;

@@ -306,6 +306,8 @@ static void test_per_host_limit(void) {
     enum { N = 6 };
     rec recs[N];
     memset(recs, 0, sizeof recs);
+    cts_server_reset_counts(th_server()); /* max_in_flight from here */
+    long base = cts_server_in_flight(th_server()); /* an earlier test's parked request, if any */
     for (int i = 0; i < N; i++) {
         char path[32];
         snprintf(path, sizeof path, "/delay/%d", 300 + i); /* distinct: no coalescing */
@@ -313,13 +315,18 @@ static void test_per_host_limit(void) {
         CHECK_EQ(courier_send(NULL, e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
-    usleep(100000);
+    /* Two on the wire and four queued, as soon as the worker has taken them (no fixed sleep). */
     int64_t queued = -1, active = -1;
-    CHECK_EQ(courier_engine_pending(&queued, &active, e), COURIER_OK);
+    int64_t deadline = th_now_ms() + 10000;
+    while (courier_engine_pending(&queued, &active, e) == COURIER_OK && !(active == 2 && queued == 4) &&
+           th_now_ms() < deadline)
+        usleep(1000);
     CHECK_EQ(active, 2);
     CHECK_EQ(queued, 4);
     CHECK_EQ(wait_all(recs, N), N);
     for (int i = 0; i < N; i++) CHECK_EQ(atomic_load(&recs[i].code), COURIER_OK);
+    /* And never more than two at once, as the server saw them: the limit held all along. */
+    CHECK(cts_server_max_in_flight(th_server()) <= base + 2);
     rec_clear(recs, N);
     CHECK_EQ(courier_engine_pending(&queued, &active, e), COURIER_OK);
     CHECK_EQ(queued + active, 0);

@@ -265,6 +265,13 @@ static void test_resume_starts_over_when_validator_changed(void) {
     courier_engine_close(e);
 }
 
+static void on_paused(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id;
+    (void)err;
+    courier_response_free(resp);
+    atomic_store((atomic_int *)user, code);
+}
+
 static void test_cancel_keeps_part_for_resume(void) {
     courier_engine *e = th_engine(NULL);
     REQUIRE(e);
@@ -277,11 +284,14 @@ static void test_cancel_keeps_part_for_resume(void) {
     courier_request *r = req("GET", slow);
     courier_request_set_download_file(r, path, COURIER_DOWNLOAD_RESUME);
     uint64_t id = 0;
-    CHECK_EQ(courier_send(&id, e, r, NULL, NULL, NULL), COURIER_OK);
+    atomic_int paused_code = 1;
+    CHECK_EQ(courier_send(&id, e, r, on_paused, &paused_code, NULL), COURIER_OK);
     int64_t deadline = th_now_ms() + 20000;
     while (file_size(part) < 100000 && th_now_ms() < deadline) usleep(5000);
     CHECK_EQ(courier_cancel(e, id), COURIER_OK); /* pause */
-    usleep(100000);
+    /* The cancelled send's completion says when the part file is closed: no fixed sleep. */
+    while (atomic_load(&paused_code) == 1 && th_now_ms() < deadline) usleep(1000);
+    CHECK_EQ(atomic_load(&paused_code), COURIER_E_CANCELLED);
     long have = file_size(part);
     CHECK(have >= 100000 && have < N);
     courier_response *resp = NULL;

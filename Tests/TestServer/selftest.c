@@ -926,6 +926,37 @@ static void test_concurrency(cts_server *s, int port)
     CHECK(cts_server_connection_count(s) == conns + N, "connections +%d", N);
 }
 
+/* cts_server_in_flight / max_in_flight: three parked /delay requests count three at once; the
+   counts fall back as they are answered, and a reset starts the maximum from what is in flight. */
+static void test_in_flight(cts_server *s, int port)
+{
+    enum { N = 3 };
+    client *cs[N];
+    resp r;
+    cts_server_reset_counts(s);
+    CHECK(cts_server_in_flight(s) == 0 && cts_server_max_in_flight(s) == 0, "nothing in flight after a reset");
+    for (int i = 0; i < N; i++)
+        cs[i] = cl_open(port);
+    for (int i = 0; i < N; i++)
+        cl_send(cs[i], "GET /delay/300 HTTP/1.1\r\nHost: x\r\n\r\n");
+    long long t0 = now_ms();
+    while (cts_server_in_flight(s) < N && now_ms() - t0 < 5000)
+        usleep(1000);
+    CHECK(cts_server_in_flight(s) == N, "in flight %ld", cts_server_in_flight(s));
+    for (int i = 0; i < N; i++) {
+        CHECK(cl_response(cs[i], &r, 0) == 0 && r.status == 200, "delayed response %d", i);
+        resp_free(&r);
+        cl_close(cs[i]);
+    }
+    t0 = now_ms();
+    while (cts_server_in_flight(s) > 0 && now_ms() - t0 < 5000)
+        usleep(1000);
+    CHECK(cts_server_in_flight(s) == 0, "in flight after the answers %ld", cts_server_in_flight(s));
+    CHECK(cts_server_max_in_flight(s) == N, "max in flight %ld", cts_server_max_in_flight(s));
+    cts_server_reset_counts(s);
+    CHECK(cts_server_max_in_flight(s) == 0, "max reset");
+}
+
 static void test_many_sequential(int port)
 {
     enum { N = 3000 };
@@ -1064,6 +1095,7 @@ int main(void)
     test_etag_cache(s, port);
     test_count_json(s, port);
     test_concurrency(s, port);
+    test_in_flight(s, port);
     test_many_sequential(port);
     test_two_servers(s);
     cts_server_stop(s);

@@ -80,6 +80,8 @@ struct cts_server {
     pthread_t accept_thread;
     atomic_long requests;
     atomic_long connections;
+    atomic_long in_flight;      /* requests parsed and not yet answered */
+    atomic_long max_in_flight;  /* the most at once since start or the last reset */
 
     pthread_mutex_t lock;       /* guards everything below */
     pthread_cond_t conn_done;   /* signalled when a connection thread finishes */
@@ -2080,6 +2082,10 @@ static void *conn_main(void *arg)
         c->served++;
         atomic_fetch_add(&s->requests, 1);
         long path_n = path_count_inc(s, rq.path);
+        long now_in = atomic_fetch_add(&s->in_flight, 1) + 1;
+        long seen = atomic_load(&s->max_in_flight);
+        while (now_in > seen && !atomic_compare_exchange_weak(&s->max_in_flight, &seen, now_in)) {
+        }
 
         int closing = !rq.keep_alive || is_stopping(s);
         response rs = {0};
@@ -2092,6 +2098,7 @@ static void *conn_main(void *arg)
             else
                 act = closing ? ACT_CLOSE : ACT_KEEP;
         }
+        atomic_fetch_sub(&s->in_flight, 1); /* answered, or given up on */
         free(rs.hdr.p);
         free(rs.body.p);
         free(rq.body);
@@ -2342,6 +2349,10 @@ long cts_server_request_count(cts_server *s) { return s ? atomic_load(&s->reques
 
 long cts_server_connection_count(cts_server *s) { return s ? atomic_load(&s->connections) : 0; }
 
+long cts_server_max_in_flight(cts_server *s) { return s ? atomic_load(&s->max_in_flight) : 0; }
+
+long cts_server_in_flight(cts_server *s) { return s ? atomic_load(&s->in_flight) : 0; }
+
 long cts_server_path_count(cts_server *s, const char *path)
 {
     long n = 0;
@@ -2365,6 +2376,7 @@ void cts_server_reset_counts(cts_server *s)
     pthread_mutex_lock(&s->lock);
     atomic_store(&s->requests, 0);
     atomic_store(&s->connections, 0);
+    atomic_store(&s->max_in_flight, atomic_load(&s->in_flight));
     for (size_t i = 0; i < s->npaths; i++)
         free(s->paths[i].path);
     s->npaths = 0;

@@ -601,7 +601,7 @@ public struct Cache: Sendable {
         try call { handle in
             var has: Int32 = 0
             var error = courier_error()
-            let rc = courier_cache_has_key(&has, handle, key, &error)
+            let rc = key.withCString { courier_cache_has_key(&has, handle, $0, &error) }
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return has != 0
         }
@@ -617,7 +617,9 @@ public struct Cache: Sendable {
         try call { handle in
             var out: OpaquePointer?
             var error = courier_error()
-            let rc = courier_cache_get_key(&out, handle, key, allowStale ? COURIER_CACHE_ALLOW_STALE : 0, &error)
+            // Explicit withCString: the implicit String-to-pointer conversion copies the key into a new
+            // array first (String.utf8CString: an allocation and a copy per get).
+            let rc = key.withCString { courier_cache_get_key(&out, handle, $0, allowStale ? COURIER_CACHE_ALLOW_STALE : 0, &error) }
             if rc == COURIER_E_NOT_FOUND.rawValue { return nil }
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return out.map { Response(taking: $0) }
@@ -632,7 +634,7 @@ public struct Cache: Sendable {
     public func remove(key: String) throws -> Bool {
         try call { handle in
             var error = courier_error()
-            let rc = courier_cache_remove_key(handle, key, &error)
+            let rc = key.withCString { courier_cache_remove_key(handle, $0, &error) }
             if rc == COURIER_E_NOT_FOUND.rawValue { return false }
             if rc != COURIER_OK.rawValue { throw CourierError(code: rc, detail: &error) }
             return true
@@ -654,9 +656,11 @@ public struct Cache: Sendable {
                 body.withUnsafeBytes { bytes -> Int32 in
                     var empty: UInt8 = 0
                     return withUnsafeMutablePointer(to: &empty) { emptyPointer in
-                        courier_cache_put_key(handle, key, Int32(status), names, values, headers.count,
-                                              bytes.baseAddress ?? UnsafeRawPointer(emptyPointer), bytes.count,
-                                              (Int64(expiry ?? 0)) * 1000, &error)
+                        key.withCString { key in
+                            courier_cache_put_key(handle, key, Int32(status), names, values, headers.count,
+                                                  bytes.baseAddress ?? UnsafeRawPointer(emptyPointer), bytes.count,
+                                                  (Int64(expiry ?? 0)) * 1000, &error)
+                        }
                     }
                 }
             }

@@ -130,6 +130,15 @@ long cts_server_request_count(cts_server *s);
    any thread. */
 long cts_server_connection_count(cts_server *s);
 
+/* The most requests the server was answering at once (parsed, response not yet
+   sent: a /delay parked counts) since start or the last reset, which sets it to
+   the number in flight then. Atomic; safe from any thread. Lets a test prove a
+   client never had more than N requests on the wire without sleeping. */
+long cts_server_max_in_flight(cts_server *s);
+
+/* The requests the server is answering now (parsed, response not yet sent). */
+long cts_server_in_flight(cts_server *s);
+
 /* Number of fully parsed requests whose path (without the query string, as
    received) equals `path` exactly, since start or the last reset. Returns 0 for a
    NULL path. Safe from any thread; `path` is only read during the call. */
