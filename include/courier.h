@@ -789,7 +789,8 @@ COURIER_API uint64_t courier_call_request_id(const courier_call *call);
  * response to attach). After cancel was called, completing is still required (with
  * COURIER_E_CANCELLED or any code: the caller is told "cancelled" either way).
  * Errors: COURIER_E_INVALID_ARGUMENT (NULL call, or OK without a response). */
-COURIER_API int courier_call_complete(courier_call *call, int code, courier_response *response, const char *message);
+COURIER_API int courier_call_complete(courier_call *call, courier_code code, courier_response *response,
+                                      const char *message);
 
 /* A transport's functions. `start` begins the call and returns COURIER_OK (then it must complete
  * it later or from inside start), or a negative code (the request fails with it, and the call
@@ -1131,7 +1132,7 @@ COURIER_API int courier_mapping_set_coercions(courier_mapping *mapping, unsigned
  * a default is set or COURIER_MAP_REQUIRED; an optional null stays null. Strings are copied.
  * Errors: COURIER_E_INVALID_ARGUMENT (sealed, bad path, duplicate dest, bad type or flags). */
 COURIER_API int courier_mapping_add_attribute(courier_mapping *mapping, const char *source, const char *dest,
-                                              int type, unsigned flags);
+                                              courier_json_type type, unsigned flags);
 /* Adds a relationship: the value at `source` is an object (to_many 0) or an array of objects
  * (to_many 1), each mapped by `child` (retained and sealed; it may be `mapping` itself, for trees;
  * other cycles are refused). Flags as for attributes (REQUIRED). */

@@ -17,7 +17,7 @@ Reads the header's prototypes, callback typedefs and structs (comments removed) 
             `seconds`, `*_s` or `*_sec`, or a `*_ms` one of another type than int64_t;
   free      a free function for library memory other than courier_free (a `*_free` taking
             `char *`, `void *` or `uint8_t *`);
-  enum      an `int` parameter named like an enum (policy, mode, kind, level, durability,
+  enum      an `int` parameter named like an enum (policy, mode, kind, level, durability, type, code,
             priority, encoding, rotation, redaction, component), except in the `*_name` and
             `courier_strerror` functions, which answer unknown values too.
 Prints one line per problem and exits 1 when there is any.
@@ -31,7 +31,7 @@ from pathlib import Path
 # Structs of a fixed size with reserved room (docs/ABI.md): they never grow.
 FIXED = {"courier_error", "courier_mapping_error", "courier_json_tape_entry"}
 SCALARS = {"int", "unsigned", "int64_t", "uint64_t", "size_t", "double", "float", "long"}
-ENUM_NAMES = {"policy", "mode", "kind", "level", "durability", "priority", "encoding", "rotation",
+ENUM_NAMES = {"policy", "mode", "kind", "level", "durability", "priority", "encoding", "rotation", "type", "code",
               "redaction", "component"}
 
 

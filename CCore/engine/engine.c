@@ -1016,7 +1016,7 @@ int courier_call_raise(courier_call *c, courier_code code, courier_response *res
     return rc;
 }
 
-int courier_call_complete(courier_call *c, int code, courier_response *resp, const char *message) {
+int courier_call_complete(courier_call *c, courier_code code, courier_response *resp, const char *message) {
     if (!c || (code == COURIER_OK && !resp) || code > 0) {
         courier_response_free(resp);
         return COURIER_E_INVALID_ARGUMENT;

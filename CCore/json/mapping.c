@@ -135,8 +135,9 @@ static int add_attr(courier_mapping *m, const char *source, const char *dest, in
     return COURIER_OK;
 }
 
-int courier_mapping_add_attribute(courier_mapping *m, const char *source, const char *dest, int type, unsigned flags) {
-    if (type < COURIER_JSON_OBJECT || type > COURIER_JSON_ANY || type == COURIER_JSON_NULL)
+int courier_mapping_add_attribute(courier_mapping *m, const char *source, const char *dest, courier_json_type type,
+                                  unsigned flags) {
+    if ((int)type < COURIER_JSON_OBJECT || (int)type > COURIER_JSON_ANY || type == COURIER_JSON_NULL)
         return COURIER_E_INVALID_ARGUMENT;
     cr_attr *a;
     return add_attr(m, source, dest, type, flags, &a);

@@ -143,7 +143,7 @@ public struct Mapping: Sendable {
             for entry in entries {
                 switch entry {
                 case let .attribute(source, dest, type, flags, defaultValue):
-                    try CourierError.check(courier_mapping_add_attribute(m, source, dest, type.rawValue, flags),
+                    try CourierError.check(courier_mapping_add_attribute(m, source, dest, courier_json_type(rawValue: numericCast(type.rawValue)), flags),
                                            "mapping attribute '\(source)'")
                     if let defaultValue {
                         let name = dest ?? String(source.split(separator: ".").last ?? Substring(source))

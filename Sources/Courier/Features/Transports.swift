@@ -260,12 +260,12 @@ private func complete(_ call: OpaquePointer, with outcome: Result<Response, any 
     switch outcome {
     case .success(let response):
         do {
-            _ = courier_call_complete(call, COURIER_OK.rawValue, try response.makeCResponse(), nil)
+            _ = courier_call_complete(call, COURIER_OK, try response.makeCResponse(), nil)
         } catch {
             complete(call, with: .failure(error))
         }
     case .failure(let error) where error is CancellationError:
-        _ = courier_call_complete(call, COURIER_E_CANCELLED.rawValue, nil, "the transport's task was cancelled")
+        _ = courier_call_complete(call, COURIER_E_CANCELLED, nil, "the transport's task was cancelled")
     case .failure(let error):
         // The send rethrows this very error (`courier_call_raise`); a CourierError keeps its code
         // and response, another error fails the request as a network failure would.
