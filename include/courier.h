@@ -696,8 +696,9 @@ COURIER_API int courier_config_set_retry(courier_config *config, int max_retries
 COURIER_API int courier_request_set_retry(courier_request *request, int max_retries, int64_t base_delay_ms,
                                           int64_t max_delay_ms, unsigned flags);
 /* How many attempts the response took (1 without retries), and the total time the engine chose
- * to wait between them, in seconds (backoff and Retry-After; computed, not measured). */
-COURIER_API int courier_response_attempts(int *attempts, double *waited_s, const courier_response *response);
+ * to wait between them, in milliseconds (backoff and Retry-After; computed, not measured). Either
+ * out pointer may be NULL. */
+COURIER_API int courier_response_attempts(int *out_attempts, int64_t *out_waited_ms, const courier_response *response);
 
 /* Identical GET and HEAD requests in flight at once (same URL, same header lines) share one
  * network request, whose answer goes to every caller (each gets its own response copy and runs

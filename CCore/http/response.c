@@ -200,10 +200,10 @@ int courier_response_redirect_at(const char **url, int *status, const courier_re
     return COURIER_OK;
 }
 
-int courier_response_attempts(int *attempts, double *waited_s, const courier_response *r) {
+int courier_response_attempts(int *attempts, int64_t *waited_ms, const courier_response *r) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     if (attempts) *attempts = r->attempts > 0 ? r->attempts : 1;
-    if (waited_s) *waited_s = r->waited_s;
+    if (waited_ms) *waited_ms = (int64_t)(r->waited_s * 1000.0 + 0.5); /* a sum of whole milliseconds */
     return COURIER_OK;
 }
 

@@ -196,8 +196,7 @@ extension Response {
     public var attempts: Int {
         guard let storage else { return 1 }
         var attempts: Int32 = 1
-        var waited = 0.0
-        _ = courier_response_attempts(&attempts, &waited, storage.pointer)
+        _ = courier_response_attempts(&attempts, nil, storage.pointer)
         return Int(attempts)
     }
 
@@ -205,10 +204,9 @@ extension Response {
     /// Retry-After; computed, not measured); 0 for responses made in Swift.
     public var retryWait: Double {
         guard let storage else { return 0 }
-        var attempts: Int32 = 1
-        var waited = 0.0
-        _ = courier_response_attempts(&attempts, &waited, storage.pointer)
-        return waited
+        var waited: Int64 = 0
+        _ = courier_response_attempts(nil, &waited, storage.pointer)
+        return Double(waited) / 1000
     }
 }
 

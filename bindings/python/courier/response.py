@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import json as _json
-from ctypes import byref, c_char_p, c_double, c_int, c_int64, c_size_t, c_void_p
+from ctypes import byref, c_char_p, c_int, c_int64, c_size_t, c_void_p
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
@@ -389,9 +389,9 @@ class Response:
     @property
     def retry_wait(self) -> float:
         """Seconds the engine chose to wait between attempts (backoff and Retry-After)."""
-        w = c_double()
+        w = ctypes.c_int64()
         check(lib.courier_response_attempts(None, byref(w), self._handle()))
-        return w.value
+        return w.value / 1000.0
 
     @property
     def file(self) -> Optional[str]:
