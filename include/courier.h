@@ -458,8 +458,8 @@ COURIER_API int courier_outgoing_set_header(courier_outgoing *outgoing, const ch
 COURIER_API const char *courier_outgoing_header(const courier_outgoing *outgoing, const char *name);
 /* Number of header lines, and the i-th (0-based) in order. Borrowed as above. */
 COURIER_API size_t courier_outgoing_header_count(const courier_outgoing *outgoing);
-COURIER_API int courier_outgoing_header_at(const char **name, const char **value, const courier_outgoing *outgoing,
-                                           size_t index);
+COURIER_API int courier_outgoing_header_at(const char **out_name, const char **out_value,
+                                           const courier_outgoing *outgoing, size_t index);
 
 /* Called once per send, on the sending thread inside courier_send / courier_send_sync, after the
  * URL, parameters and headers are final. Return COURIER_OK to send, or a negative code to fail
@@ -536,8 +536,8 @@ COURIER_API const char *courier_response_header(const courier_response *response
 /* Number of header lines of the final response, and the i-th in received order.
  * Errors: COURIER_E_NOT_FOUND (index out of range). Borrowed until freed. */
 COURIER_API size_t courier_response_header_count(const courier_response *response);
-COURIER_API int courier_response_header_at(const char **name, const char **value, const courier_response *response,
-                                           size_t index);
+COURIER_API int courier_response_header_at(const char **out_name, const char **out_value,
+                                           const courier_response *response, size_t index);
 /* The URL that answered, after redirects. Borrowed until freed. */
 COURIER_API const char *courier_response_url(const courier_response *response);
 /* The method that was sent. Borrowed until freed. */
@@ -626,7 +626,7 @@ COURIER_API int courier_request_set_redirect_hook(courier_request *request, cour
  * redirected (and for mock and custom-transport responses). Borrowed until the response is freed.
  * Errors: COURIER_E_INVALID_ARGUMENT (NULL response), COURIER_E_NOT_FOUND (index out of range). */
 COURIER_API size_t courier_response_redirect_count(const courier_response *response);
-COURIER_API int courier_response_redirect_at(const char **url, int *status, const courier_response *response,
+COURIER_API int courier_response_redirect_at(const char **out_url, int *out_status, const courier_response *response,
                                              size_t index);
 
 /* The three timeouts of a request. Connect and idle apply to each hop of a redirect chain, the
@@ -780,7 +780,8 @@ COURIER_API const char *courier_call_method(const courier_call *call);
 COURIER_API const char *courier_call_url(const courier_call *call);
 COURIER_API const char *courier_call_header(const courier_call *call, const char *name);
 COURIER_API size_t courier_call_header_count(const courier_call *call);
-COURIER_API int courier_call_header_at(const char **name, const char **value, const courier_call *call, size_t index);
+COURIER_API int courier_call_header_at(const char **out_name, const char **out_value, const courier_call *call,
+                                       size_t index);
 COURIER_API const uint8_t *courier_call_body(const courier_call *call, size_t *len);
 COURIER_API int64_t courier_call_timeout_ms(const courier_call *call);
 COURIER_API uint64_t courier_call_request_id(const courier_call *call);
@@ -1028,10 +1029,10 @@ COURIER_API int courier_json_copy(courier_json **out, const courier_json *value)
 #define COURIER_JSON_DUMP_ASCII 0x4u        /* \uXXXX for every non-ASCII character */
 #define COURIER_JSON_DUMP_ESCAPE_SLASH 0x8u /* "\/" for '/' */
 /* Writes a value as JSON text: UTF-8, reals in the shortest form that reads back the same (always
- * with '.' or an exponent). *out is new: release it with courier_free; *len (may be NULL) gets its
+ * with '.' or an exponent). *out is new: release it with courier_free; *out_len (may be NULL) gets its
  * length; the text is NUL-terminated. Any thread. Errors: COURIER_E_INVALID_ARGUMENT,
  * COURIER_E_NO_MEMORY. */
-COURIER_API int courier_json_dump(char **out, size_t *len, const courier_json *value, unsigned flags,
+COURIER_API int courier_json_dump(char **out, size_t *out_len, const courier_json *value, unsigned flags,
                                   courier_error *err);
 /* Releases memory the library returned as new bytes (courier_json_dump). Accepts NULL. */
 COURIER_API void courier_free(void *ptr);
@@ -1243,7 +1244,8 @@ COURIER_API const courier_json *courier_response_data(const courier_response *re
 COURIER_API const courier_json *courier_response_result(const courier_response *response, const char *name);
 /* The envelope's code and message (borrowed until freed; NULL when absent). Errors:
  * COURIER_E_NOT_FOUND (no code: no envelope applied, or none in the body). */
-COURIER_API int courier_response_envelope(int64_t *code, const char **message, const courier_response *response);
+COURIER_API int courier_response_envelope(int64_t *out_code, const char **out_message,
+                                          const courier_response *response);
 /* Where mapping failed, after COURIER_E_MAPPING. Errors: COURIER_E_NOT_FOUND (no mapping error). */
 COURIER_API int courier_response_mapping_error(courier_mapping_error *out, const courier_response *response);
 
@@ -1365,9 +1367,9 @@ COURIER_API int courier_engine_load_api_file(size_t *out_count, courier_engine *
  * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_UNKNOWN_NAME, COURIER_E_NO_MEMORY. */
 COURIER_API int courier_request_new_api(courier_request **out, courier_engine *engine, const char *name,
                                         courier_error *err);
-/* The declared names, sorted, as one JSON array of strings (*out new: courier_free; *len may be
+/* The declared names, sorted, as one JSON array of strings (*out new: courier_free; *out_len may be
  * NULL). Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
-COURIER_API int courier_engine_api_names(char **out, size_t *len, const courier_engine *engine);
+COURIER_API int courier_engine_api_names(char **out, size_t *out_len, const courier_engine *engine);
 
 /* ========================================================================================== */
 /* Serializers by MIME type (the seeds' RKMIMETypeSerialization)                               */
@@ -1643,17 +1645,17 @@ COURIER_API int courier_cache_remove_key(courier_engine *engine, const char *key
 COURIER_API int courier_cache_put_key(courier_engine *engine, const char *key, int status,
                                       const char *const *names, const char *const *values, size_t nheaders,
                                       const void *body, size_t body_len, int64_t expiry_ms, courier_error *err);
-/* Removes every entry; *removed (may be NULL) receives how many. */
-COURIER_API int courier_cache_remove_all(int64_t *removed, courier_engine *engine, courier_error *err);
+/* Removes every entry; *out_removed (may be NULL) receives how many. */
+COURIER_API int courier_cache_remove_all(int64_t *out_removed, courier_engine *engine, courier_error *err);
 /* Removes the entries written at or after since_ms (ms since the epoch, on the engine's clock). */
-COURIER_API int courier_cache_remove_since(int64_t *removed, courier_engine *engine, int64_t since_ms,
+COURIER_API int courier_cache_remove_since(int64_t *out_removed, courier_engine *engine, int64_t since_ms,
                                            courier_error *err);
 /* Removes the entries past their use (a range scan of the expiry index). For the HTTP policy an
  * entry with validators is kept for revalidation up to 7 days past its freshness. */
-COURIER_API int courier_cache_remove_expired(int64_t *removed, courier_engine *engine, courier_error *err);
+COURIER_API int courier_cache_remove_expired(int64_t *out_removed, courier_engine *engine, courier_error *err);
 /* Exact total bytes and entry count of the store (all engines and processes), kept in the same
  * transactions as the entries. Either pointer may be NULL. */
-COURIER_API int courier_cache_size(int64_t *bytes, int64_t *count, courier_engine *engine, courier_error *err);
+COURIER_API int courier_cache_size(int64_t *out_bytes, int64_t *out_count, courier_engine *engine, courier_error *err);
 
 /* Statistics. hits/misses/writes/evictions/revalidations/stale_served/write_failures count what
  * this engine did since it opened; bytes/count are the store's totals. */
@@ -1858,13 +1860,13 @@ COURIER_API int courier_group_cancel(courier_group *group);
 /* The number of members. Any thread. */
 COURIER_API size_t courier_group_count(const courier_group *group);
 /* A member's result, once it has one (from its member callback on, and always once the group has
- * completed). *code: its code; *response: borrowed, valid until courier_group_take_response takes
- * it or the group is released (NULL when none); *request_id: its id (0 when it was never sent;
+ * completed). *out_code: its code; *out_response: borrowed, valid until courier_group_take_response takes
+ * it or the group is released (NULL when none); *out_request_id: its id (0 when it was never sent;
  * also written when there is no result yet); *error: its detail (cleared when code is
  * COURIER_OK). Every out-parameter may be NULL. Any thread.
  * Errors: COURIER_E_INVALID_ARGUMENT (NULL group), COURIER_E_NOT_FOUND (index out of range, or
  * the member has no result yet). */
-COURIER_API int courier_group_result(int *code, const courier_response **response, uint64_t *request_id,
+COURIER_API int courier_group_result(int *out_code, const courier_response **out_response, uint64_t *out_request_id,
                                      const courier_group *group, size_t index, courier_error *error);
 /* Takes a member's response once the group has completed (in or after its done callback): new,
  * release it with courier_response_free; the group no longer has it. NULL when there is none, it
@@ -2125,7 +2127,8 @@ typedef enum courier_freeze_policy {
 /* The request's freeze policy (a courier_freeze_policy), expiry in ms after freezing (0: the
  * engine's default, 24 hours unless configured) and flags (COURIER_FREEZE_*).
  * Errors: COURIER_E_INVALID_ARGUMENT (unknown policy or flags, negative expiry). */
-COURIER_API int courier_request_set_freeze(courier_request *request, courier_freeze_policy policy, int64_t expiry_ms, unsigned flags);
+COURIER_API int courier_request_set_freeze(courier_request *request, courier_freeze_policy policy, int64_t expiry_ms,
+                                           unsigned flags);
 /* The freeze id to find the request again (copied). NULL (the default) generates one (32 hex
  * digits) at freeze time. Freezing a request whose id is already in the journal replaces the older
  * request (the newer description of one action wins; it takes the newer place in the order).
@@ -2231,15 +2234,15 @@ COURIER_API void courier_frozen_free(courier_frozen *frozen);
 /* Removes one (if a replay of it is on the wire, its answer is still reported, then forgotten).
  * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND, COURIER_E_STORE. */
 COURIER_API int courier_frozen_remove(courier_engine *engine, const char *id, courier_error *err);
-/* Removes every frozen request; *removed (may be NULL) receives how many. */
-COURIER_API int courier_frozen_remove_all(int64_t *removed, courier_engine *engine, courier_error *err);
+/* Removes every frozen request; *out_removed (may be NULL) receives how many. */
+COURIER_API int courier_frozen_remove_all(int64_t *out_removed, courier_engine *engine, courier_error *err);
 /* How many frozen requests the store holds. */
-COURIER_API int courier_frozen_count(int64_t *count, courier_engine *engine, courier_error *err);
+COURIER_API int courier_frozen_count(int64_t *out_count, courier_engine *engine, courier_error *err);
 /* The recorded final answer of a request that left the journal (the last 1 000 are kept): its
  * code, HTTP status (0 if none) and time. Each out pointer may be NULL.
  * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
-COURIER_API int courier_frozen_last_outcome(int *code, int *http_status, int64_t *at_ms, courier_engine *engine,
-                                            const char *id, courier_error *err);
+COURIER_API int courier_frozen_last_outcome(int *out_code, int *out_http_status, int64_t *out_at_ms,
+                                            courier_engine *engine, const char *id, courier_error *err);
 
 /* Fields of a snapshot, borrowed until it is freed. Never NULL for a valid snapshot. */
 COURIER_API const char *courier_frozen_id(const courier_frozen *frozen);
@@ -2255,7 +2258,7 @@ COURIER_API const char *courier_frozen_json(const courier_frozen *frozen);
 COURIER_API const uint8_t *courier_frozen_body(const courier_frozen *frozen, size_t *len);
 /* The headers that are sent (Idempotency-Key included), in order. Errors: COURIER_E_NOT_FOUND. */
 COURIER_API size_t courier_frozen_header_count(const courier_frozen *frozen);
-COURIER_API int courier_frozen_header_at(const char **name, const char **value, const courier_frozen *frozen,
+COURIER_API int courier_frozen_header_at(const char **out_name, const char **out_value, const courier_frozen *frozen,
                                          size_t index);
 /* Copies the numbers (the fields within out->size, set by the caller). */
 COURIER_API int courier_frozen_get_info(courier_frozen_info *out, const courier_frozen *frozen);
@@ -2341,8 +2344,9 @@ COURIER_API int courier_reachability_set_automatic(courier_engine *engine);
 typedef void (*courier_reachability_fn)(int status, void *user);
 /* Adds one; *out_token (may be NULL) receives its token, never 0. user_free as for frozen-request
  * listeners. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
-COURIER_API int courier_reachability_add_listener(uint64_t *out_token, courier_engine *engine, courier_reachability_fn fn,
-                                                  void *user, courier_user_free_fn user_free);
+COURIER_API int courier_reachability_add_listener(uint64_t *out_token, courier_engine *engine,
+                                                  courier_reachability_fn fn, void *user,
+                                                  courier_user_free_fn user_free);
 /* Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NOT_FOUND. */
 COURIER_API int courier_reachability_remove_listener(courier_engine *engine, uint64_t token);
 
@@ -2513,9 +2517,9 @@ COURIER_API int courier_cookies_set(courier_engine *engine, const courier_cookie
  * Any thread. Errors: COURIER_E_NOT_FOUND, COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE. */
 COURIER_API int courier_cookies_remove(courier_engine *engine, const char *domain, const char *path,
                                        const char *name, courier_error *err);
-/* Empties the jar and the store's jar. *removed (may be NULL) receives how many cookies went.
+/* Empties the jar and the store's jar. *out_removed (may be NULL) receives how many cookies went.
  * Any thread. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE. */
-COURIER_API int courier_cookies_clear(int64_t *removed, courier_engine *engine, courier_error *err);
+COURIER_API int courier_cookies_clear(int64_t *out_removed, courier_engine *engine, courier_error *err);
 
 /* Authentication schemes answered to a challenge (401 WWW-Authenticate, 407 Proxy-Authenticate),
  * a bit set. With BASIC alone the credentials go with the first request; with any other set the

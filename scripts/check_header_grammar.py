@@ -9,6 +9,7 @@ Reads the header's prototypes, callback typedefs and structs (comments removed) 
   out-first an out-parameter of a function that returns a code (int) after an input: out-parameters
             come first (a non-const pointer to a number, to a size-carrying struct, or a `T **`;
             `hint` is an input that the call moves);
+  out-name  such an out-parameter not named `out` or `out_*`;
   err-last  a `courier_error *` that is not the last parameter (in a callback typedef: the last
             before `void *user`);
   size      a struct that does not begin with `size_t size;` (the fixed-size structs, which keep
@@ -85,6 +86,8 @@ def check(text: str) -> list[str]:
             seen_input = False
             for t, n in params:
                 if _is_out(t, n, sized):
+                    if n != "out" and not n.startswith("out_"):
+                        problems.append(f"out-name: {where}: out-parameter `{n}` is not named out or out_*")
                     if seen_input:
                         problems.append(f"out-first: {where}: `{n}` after an input")
                         break
@@ -129,6 +132,7 @@ SELF_TEST = {
     "long": "COURIER_API int courier_x_set(courier_x *x, long timeout_ms);",
     "out-first": "COURIER_API int courier_x_get(const courier_x *x, int64_t *count);",
     "err-last": "COURIER_API int courier_x_do(courier_error *err, courier_x *x);",
+    "out-name": "COURIER_API int courier_x_count(int64_t *count, const courier_x *x);",
     "size": "typedef struct courier_y { int a; } courier_y;",
     "ms": "COURIER_API int courier_x_set_expiry(courier_x *x, int64_t seconds);",
     "free": "COURIER_API void courier_x_key_free(char *key);",
