@@ -1975,7 +1975,7 @@ COURIER_API int courier_log_redact_param(courier_engine *engine, const char *nam
  * borrowed for the call. Runs on the thread where the line was made (the engine's worker thread
  * for most request events; the sending thread for will_send; the caller's for courier_log_write),
  * possibly on several threads at once. Must not block for long and must not close the engine. */
-typedef void (*courier_log_fn)(int level, const char *line, size_t len, void *user);
+typedef void (*courier_log_fn)(courier_log_level level, const char *line, size_t len, void *user);
 
 /* Adds a sink that receives the lines at or below min_level (and at or below the engine's level).
  * *out_sink (may be NULL) receives its id, never 0, for courier_log_remove_sink. */
@@ -2341,7 +2341,7 @@ COURIER_API int courier_reachability_set_automatic(courier_engine *engine);
 /* A reachability listener: runs on the engine's journal thread with the new courier_reachability,
  * once per change (quick flaps may be collapsed into the latest state). Must not block for long
  * and must not close the engine. */
-typedef void (*courier_reachability_fn)(int status, void *user);
+typedef void (*courier_reachability_fn)(courier_reachability status, void *user);
 /* Adds one; *out_token (may be NULL) receives its token, never 0. user_free as for frozen-request
  * listeners. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
 COURIER_API int courier_reachability_add_listener(uint64_t *out_token, courier_engine *engine,

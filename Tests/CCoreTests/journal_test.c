@@ -267,7 +267,7 @@ typedef struct warn_lines {
     int frozen_temporary; /* lines of the event "frozen_temporary_store" at WARNING */
 } warn_lines;
 
-static void on_warning(int level, const char *line, size_t len, void *user) {
+static void on_warning(courier_log_level level, const char *line, size_t len, void *user) {
     (void)len;
     warn_lines *w = user;
     pthread_mutex_lock(&w->mu);
@@ -1079,7 +1079,7 @@ typedef struct reach_log {
     int states[64];
 } reach_log;
 
-static void reach_cb(int status, void *user) {
+static void reach_cb(courier_reachability status, void *user) {
     reach_log *l = user;
     pthread_mutex_lock(&l->m);
     if (l->n < 64) l->states[l->n] = status;

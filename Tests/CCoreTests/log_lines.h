@@ -35,7 +35,7 @@ static inline void lines_clear(lines *l) {
     pthread_mutex_unlock(&l->m);
 }
 
-static inline void on_line(int level, const char *line, size_t len, void *user) {
+static inline void on_line(courier_log_level level, const char *line, size_t len, void *user) {
     lines *l = user;
     pthread_mutex_lock(&l->m);
     if (l->n < MAX_LINES) {

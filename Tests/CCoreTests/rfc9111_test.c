@@ -1014,7 +1014,7 @@ static void test_9211_cache_status_field(void) {
 typedef struct lines {
     char text[8192];
 } lines;
-static void log_cb(int level, const char *line, size_t len, void *user) {
+static void log_cb(courier_log_level level, const char *line, size_t len, void *user) {
     (void)level;
     lines *l = user;
     strncat(l->text, line, len < sizeof l->text - strlen(l->text) - 2 ? len : sizeof l->text - strlen(l->text) - 2);

@@ -203,7 +203,7 @@ private let logTrampoline: courier_log_fn = { level, line, length, user in
     guard let line, let user else { return }
     let box = Unmanaged<LogHandlerBox>.fromOpaque(user).takeUnretainedValue()
     let text = String(decoding: UnsafeRawBufferPointer(start: line, count: length), as: UTF8.self)
-    box.handler(LogLevel(rawValue: level) ?? .info, text)
+    box.handler(LogLevel(rawValue: Int32(level.rawValue)) ?? .info, text)
 }
 
 // MARK: - Engine

@@ -99,7 +99,7 @@ final class ReachabilityListenerBox: @unchecked Sendable { // immutable
 
 private let reachabilityTrampoline: courier_reachability_fn = { status, user in
     guard let user else { return }
-    Unmanaged<ReachabilityListenerBox>.fromOpaque(user).takeUnretainedValue().handler(ReachabilityStatus(cValue: status))
+    Unmanaged<ReachabilityListenerBox>.fromOpaque(user).takeUnretainedValue().handler(ReachabilityStatus(cValue: Int32(status.rawValue)))
 }
 
 /// The engine's network monitor. Thread-safe.
