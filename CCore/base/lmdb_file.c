@@ -109,11 +109,24 @@ int cr_lmdb_file_check(const char *dir, const char **why) {
         *why = "its meta page names an impossible last page";
         goto out;
     }
-    /* A few pages at the end may never have been written: LMDB counts pages that a transaction took
-     * from the end of the file and freed again ("loose" pages, seen after writes failed on a full
-     * disk) in the last page but does not write them. Nothing reads them; the open pads them. */
-    if (st.st_size + (int64_t)(loose_pages(last + 1) * psize) < (int64_t)((last + 1) * psize))
-        *why = "its data file is shorter than its meta page says (truncated)";
+    /* Pages at the end that the file does not have: either never written (LMDB counts pages that a
+     * commit took from the end of the file and freed again, "loose" pages, in the last page without
+     * writing them: seen after writes failed on a full disk, and after an eviction's commit), or
+     * cut off (a restored backup, an interrupted copy). Nothing may map them while they are missing
+     * (a read there is SIGBUS), and the size alone cannot tell the two apart: the file is padded
+     * with a hole up to the meta page's last page, and the page walk at open (cr_lmdb_walk) judges
+     * the pages the trees reach. A cut that took any of them leaves zero pages there, which the
+     * walk reports as damage (the store is moved aside or kept aside); a shortfall of free pages
+     * only opens as the store it is. Where the file cannot be written (a read-only file), the old
+     * rule stands: a shortfall beyond a few pages is a cut. */
+    int64_t want = (int64_t)((last + 1) * psize);
+    if (st.st_size < want) {
+        int wfd = open(path, O_WRONLY | O_CLOEXEC);
+        bool padded = wfd >= 0 && ftruncate(wfd, (off_t)want) == 0;
+        if (wfd >= 0) close(wfd);
+        if (!padded && st.st_size + (int64_t)(loose_pages(last + 1) * psize) < want)
+            *why = "its data file is shorter than its meta page says (truncated)";
+    }
 out:
     close(fd);
     return rc ? rc : *why ? MDB_INVALID : 0;
