@@ -12,7 +12,6 @@
  * callback. The store is opened on first use.
  */
 #include "cache_internal.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <errno.h>
 #include <limits.h>
@@ -205,11 +204,12 @@ int cr_cache_engine_init(courier_engine *e, const cr_answer_ops *answer, courier
     if (!c) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     c->answer = answer;
     pthread_mutex_init(&c->lock, NULL);
-    c->max_bytes = e->config->cache_max_bytes > 0 ? e->config->cache_max_bytes : CR_CACHE_DEFAULT_MAX;
-    c->expiry_s = e->config->cache_expiry_s > 0 ? e->config->cache_expiry_s : CR_CACHE_DEFAULT_EXPIRY_S;
-    c->default_policy = e->config->cache_policy;
-    c->clock = cr_callback_retain(e->config->clock);
-    e->cache = c;
+    const courier_config *cfg = cr_core(e)->config;
+    c->max_bytes = cfg->cache_max_bytes > 0 ? cfg->cache_max_bytes : CR_CACHE_DEFAULT_MAX;
+    c->expiry_s = cfg->cache_expiry_s > 0 ? cfg->cache_expiry_s : CR_CACHE_DEFAULT_EXPIRY_S;
+    c->default_policy = cfg->cache_policy;
+    c->clock = cr_callback_retain(cfg->clock);
+    cr_core(e)->cache = c;
     return COURIER_OK;
 }
 
@@ -222,7 +222,7 @@ static void deferred_free(deferred *d) {
 }
 
 void cr_cache_engine_free(courier_engine *e) {
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     if (!c) return;
     while (c->dhead) { /* never left by the worker; defensive */
         deferred *d = c->dhead;
@@ -240,31 +240,31 @@ void cr_cache_engine_free(courier_engine *e) {
     cr_callback_release(c->clock);
     pthread_mutex_destroy(&c->lock);
     free(c);
-    e->cache = NULL;
+    cr_core(e)->cache = NULL;
 }
 
 /* The store, opened on first use: the LMDB store in "<store dir>/cache" or the directory the
  * cache store setting names, or Redis for a redis:// URL. NULL when it cannot be opened (logged
  * once). */
 cr_cache_store *cr_cache_open_store(courier_engine *e, courier_error *err) {
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     cr_cache_store *open = __atomic_load_n(&c->store, __ATOMIC_ACQUIRE); /* set once, never changed */
     if (open) return open;
     pthread_mutex_lock(&c->lock);
-    const char *where = e->config->cache_store;
+    const char *where = cr_core(e)->config->cache_store;
     char dir[PATH_MAX];
     if (!c->store && !c->open_failed) {
         courier_error local;
         cr_cache_store *s = NULL;
         int rc;
         if (cr_redis_is_url(where)) {
-            rc = cr_store_open_redis(where, e->config->timeout_ms, &s, &local);
+            rc = cr_store_open_redis(where, cr_core(e)->config->timeout_ms, &s, &local);
         } else {
             if (where) snprintf(dir, sizeof dir, "%s", where);
-            else snprintf(dir, sizeof dir, "%s/cache", e->store_dir);
+            else snprintf(dir, sizeof dir, "%s/cache", cr_core(e)->store_dir);
             int64_t map = c->max_bytes * 4 + ((int64_t)8 << 20);
             map = (map + ((int64_t)1 << 20) - 1) & ~(((int64_t)1 << 20) - 1);
-            rc = cr_store_open_lmdb(dir, map, e->config->cache_durability, &s, &local);
+            rc = cr_store_open_lmdb(dir, map, cr_core(e)->config->cache_durability, &s, &local);
         }
         __atomic_store_n(&c->store, s, __ATOMIC_RELEASE);
         if (rc) {
@@ -286,7 +286,7 @@ cr_cache_store *cr_cache_open_store(courier_engine *e, courier_error *err) {
 
 /* The code of a store that cannot be opened (cr_cache_open_store returned NULL). */
 int cr_cache_store_code(courier_engine *e) {
-    int f = e->cache->open_failed;
+    int f = cr_core(e)->cache->open_failed;
     return f && f != COURIER_E_STORE ? f : COURIER_E_STORE;
 }
 
@@ -320,7 +320,7 @@ int courier_engine_register_cache_policy(courier_engine *e, int id, const courie
     } else if (user_free) {
         user_free(user);
     }
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     policy_reg *old = NULL;
     pthread_mutex_lock(&c->lock);
     for (policy_reg **pp = &c->policies; *pp; pp = &(*pp)->next) {
@@ -496,9 +496,9 @@ const char *cr_cache_header_lookup(const void *p, const char *name) {
     const cr_header_ctx *h = p;
     if (h->headers) return cr_kvlist_get(h->headers, name);
     const char *v = cr_kvlist_get(&h->r->headers, name);
-    if (!v) v = cr_kvlist_get(&h->e->config->headers, name);
+    if (!v) v = cr_kvlist_get(&cr_core(h->e)->config->headers, name);
     if (!v && strcasecmp(name, "user-agent") == 0)
-        v = h->e->config->user_agent ? h->e->config->user_agent : "Courier/" COURIER_VERSION_STRING;
+        v = cr_core(h->e)->config->user_agent ? cr_core(h->e)->config->user_agent : "Courier/" COURIER_VERSION_STRING;
     return v;
 }
 
@@ -620,7 +620,7 @@ static courier_response *only_if_cached_504(const cr_transfer *t) {
  * directives (section 5.2.1) and the stored response's (section 4.2.4). */
 static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_request *r, cr_transfer *t,
                        struct cr_cache_xfer *x, int64_t now) {
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     x->shared = x->policy == COURIER_CACHE_HTTP_SHARED;
     x->reason = COURIER_CACHE_REASON_MISS;
     if (!is_safe_method(r->method)) {
@@ -686,7 +686,7 @@ static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_reque
         cr_transfer *bg = NULL;
         courier_error bgerr;
         if (cr_transfer_prepare(e, r, &bg, &bgerr) == COURIER_OK) {
-            bg->id = atomic_fetch_add(&e->next_id, 1);
+            bg->id = atomic_fetch_add(&cr_core(e)->next_id, 1);
             struct cr_cache_xfer *bx = xfer_new(x->policy, x->key);
             courier_response *copy = bx ? cr_response_copy(found) : NULL;
             if (bx && copy && add_conditionals(bg, copy) == COURIER_OK) {
@@ -719,7 +719,7 @@ static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_reque
 }
 
 int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfer *t, courier_error *err) {
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     if (!c) return COURIER_OK;
     int policy = r->cache && r->cache->policy >= 0 ? r->cache->policy : c->default_policy;
     if (policy == COURIER_CACHE_NO_CACHE) {
@@ -826,7 +826,7 @@ int cr_cache_before_hop(courier_engine *e, const cr_transfer *prev, cr_transfer 
  * "fwd-status" and "stored" when they apply; then "detail=<reason name>". */
 static void mark(const courier_engine *e, courier_response *r, int reason, bool stored) {
     r->cache_reason = reason;
-    if (!e->config->cache_status_header) return;
+    if (!cr_core(e)->config->cache_status_header) return;
     const char *fwd = NULL;
     switch (reason) {
     case COURIER_CACHE_REASON_FRESH:
@@ -882,7 +882,7 @@ bool cr_cache_answer(courier_engine *e, cr_transfer *t, cr_complete_fn complete,
     resp->id = t->id;
     if (resp->cache_reason == COURIER_CACHE_REASON_NONE && resp->cache_status == COURIER_CACHE_STATUS_HIT)
         resp->cache_reason = COURIER_CACHE_REASON_FRESH;
-    if (e->config->cache_status_header) mark(e, resp, resp->cache_reason, false);
+    if (cr_core(e)->config->cache_status_header) mark(e, resp, resp->cache_reason, false);
     cr_transfer *bg = x->bg;
     x->bg = NULL;
     courier_error err;
@@ -891,7 +891,7 @@ bool cr_cache_answer(courier_engine *e, cr_transfer *t, cr_complete_fn complete,
         cr_event_from_cache(e, t, resp); /* event monitors (log.c), before the FINISHED */
     complete(e, t, COURIER_OK, resp, &err); /* the engine's normal path: judged, then answered */
     if (bg) {
-        atomic_fetch_add(&e->queued, 1); /* counted like a submission */
+        atomic_fetch_add(&cr_core(e)->queued, 1); /* counted like a submission */
         start(e, bg);
     }
     return true;
@@ -914,7 +914,7 @@ static bool error_allows_stale(int code, const courier_response *resp) {
 int cr_cache_on_answer(courier_engine *e, cr_transfer *t, int code, courier_response **resp, courier_error *err) {
     struct cr_cache_xfer *x = t->cache;
     if (!x || !x->stored) return code;
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     if (code == COURIER_OK && *resp && (*resp)->status == 304) {
         courier_response *m = x->stored;
         x->stored = NULL;
@@ -1071,7 +1071,7 @@ static int plan_head(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x,
  * stored in *stored. */
 static int plan_http(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x, int code, courier_response *resp,
                      deferred *d, int64_t now, bool *stored) {
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     *stored = false;
     if (x->invalidate) {
         if (code != COURIER_OK || resp->status >= 400) return COURIER_CACHE_REASON_NOT_STORED_METHOD;
@@ -1123,7 +1123,7 @@ static int plan_http(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x,
 
 bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
     struct cr_cache_xfer *x = t->cache;
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     if (!x || !c || x->policy == COURIER_CACHE_NO_CACHE || !resp || x->answered) return false;
     bool http = http_policy(x->policy);
     if (code != COURIER_OK && !(http && code == COURIER_E_HTTP_STATUS)) return false;
@@ -1179,7 +1179,7 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
 }
 
 void cr_cache_flush(courier_engine *e) {
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     if (!c || !c->dhead) return;
     deferred *list = c->dhead;
     c->dhead = c->dtail = NULL;

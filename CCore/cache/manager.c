@@ -6,7 +6,6 @@
  * headers) and the registered user policies. Any thread; each call is its own transaction.
  */
 #include "cache_internal.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +29,7 @@ static int get_common(courier_engine *e, const char *key, const courier_request 
                       courier_response **out, courier_error *err) {
     cr_cache_store *s = cr_cache_open_store(e, err);
     if (!s) return cr_cache_store_code(e);
-    int64_t now = cr_cache_now_ms(e->cache);
+    int64_t now = cr_cache_now_ms(cr_core(e)->cache);
     bool fresh = false;
     cr_header_ctx hc = {e, r, NULL};
     courier_response *resp = NULL;
@@ -77,12 +76,13 @@ static int has_common(courier_engine *e, const char *key, const courier_request 
                       courier_error *err) {
     *out_has = 0;
     int policy = r && r->cache && r->cache->policy >= COURIER_CACHE_POLICY_USER_MIN ? r->cache->policy : -1;
-    policy_reg *reg = policy >= 0 ? cr_cache_find_policy(e->cache, policy) : NULL;
+    policy_reg *reg = policy >= 0 ? cr_cache_find_policy(cr_core(e)->cache, policy) : NULL;
     courier_response *resp = NULL;
     int rc = get_common(e, key, r, reg ? COURIER_CACHE_ALLOW_STALE : 0, &resp, err);
     if (rc == COURIER_OK) {
         *out_has = 1;
-        if (reg && reg->fns.has_cache) *out_has = reg->fns.has_cache(resp, cr_cache_now_ms(e->cache), reg->user) != 0;
+        if (reg && reg->fns.has_cache)
+            *out_has = reg->fns.has_cache(resp, cr_cache_now_ms(cr_core(e)->cache), reg->user) != 0;
         else if (reg) *out_has = resp->cache_status == COURIER_CACHE_STATUS_HIT;
     }
     courier_response_free(resp);
@@ -160,7 +160,7 @@ int courier_cache_put_key(courier_engine *e, const char *key, int status, const 
     if (!e || !key || !*key || (!body && body_len) || (nheaders && (!names || !values)) || expiry_s < 0 ||
         status < 0 || status > 999)
         return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid argument");
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     cr_cache_store *s = cr_cache_open_store(e, err);
     if (!s) return cr_cache_store_code(e);
     /* The header block ("name\0value\0"...) is encoded here, on the stack when it is small. */
@@ -245,7 +245,7 @@ int courier_cache_remove_expired(courier_engine *e, int64_t *removed, courier_er
     if (removed) *removed = 0;
     if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
     cr_cache_store *s = cr_cache_open_store(e, err);
-    return s ? s->ops->remove_expired(s, cr_cache_now_ms(e->cache), removed, err) : cr_cache_store_code(e);
+    return s ? s->ops->remove_expired(s, cr_cache_now_ms(cr_core(e)->cache), removed, err) : cr_cache_store_code(e);
 }
 
 int courier_cache_size(courier_engine *e, int64_t *bytes, int64_t *count, courier_error *err) {
@@ -271,7 +271,7 @@ int courier_cache_verify(courier_engine *e, courier_cache_verify_report *out, si
 int courier_cache_get_stats(courier_engine *e, courier_cache_stats *out, size_t size, courier_error *err) {
     cr_error_clear(err);
     if (!e || !out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     courier_cache_stats st;
     memset(&st, 0, sizeof st);
     st.hits = atomic_load(&c->hits);
