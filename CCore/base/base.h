@@ -392,36 +392,65 @@ CR_HIDDEN bool cr_idset_has(const cr_idset *s, uint64_t id);
 CR_HIDDEN bool cr_idset_remove(cr_idset *s, uint64_t id);
 CR_HIDDEN void cr_idset_free(cr_idset *s);
 
-/* Types of the layers above that the logging hooks take (defined in http/http.h). */
+/* Types of the layers above (defined in http/http.h), opaque here. */
 typedef struct cr_transfer cr_transfer;
+
+/* ==== The engine's state as the layers below the engine read it ================================= */
+
+/* The part of the engine's state (struct courier_engine, engine/engine.h) that base, http, cache
+ * and journal read: the engine embeds it as its first member and fills it at open; a lower layer
+ * reaches it with cr_core(e) and never sees struct courier_engine. What points up is opaque here
+ * (each handle's struct is its own layer's) or a function pointer the engine sets: the lower
+ * layers call no engine function. */
+#define CR_URLH_SLOTS 32
+typedef struct cr_engine_core {
+    courier_config *config; /* owned copy, read-only after open (its struct is http's) */
+    cr_callback *clock;     /* the configuration's clock (courier_clock_fn; NULL: the system's), borrowed */
+    /* The scheduler's prepare-time steps (cr_sched_prepare, cr_sched_finish_prepare), set at open:
+     * cr_transfer_prepare (request.c) runs them through these, never naming a layer above it. */
+    int (*sched_prepare)(courier_engine *e, const courier_request *r, cr_transfer *t, courier_outgoing *o,
+                         courier_error *err);
+    int (*sched_finish_prepare)(const courier_request *r, cr_transfer *t, courier_error *err);
+    char *store_dir;   /* the store directory (journal, cache, cookie jar under it) */
+    int store_is_temp; /* made for this engine, removed at close */
+    pthread_mutex_t lock; /* the engine's lock */
+    int closing;          /* guarded by lock: the engine is closing */
+    bool proxy_env;   /* the environment named a proxy when the engine opened */
+    atomic_uint_fast64_t next_id; /* request ids (a background revalidation takes one too) */
+    atomic_long queued;           /* submitted, not yet on the worker */
+    CURLM *multi;                 /* the worker's curl multi handle (curl_multi_wakeup from any thread) */
+    struct cr_urlh *urlh[CR_URLH_SLOTS]; /* worker only: recently sent URLs, parsed (transport.c) */
+    char accept_encoding[64]; /* "Accept-Encoding: <what this libcurl decodes>", sent as a header
+                                 line (cheaper per request than curl's own, which it then skips) */
+    struct cr_cache *cache; /* the cache (cache/cache.c); the store opens on first use */
+    _Atomic(struct cr_obs *) obs; /* logging and monitors (log.c), made on first use; any thread */
+    struct cr_journal *journal;   /* frozen requests (journal/); NULL before open, after close */
+    struct cr_jar *jar;           /* the cookie jar (cookies.c); NULL when off */
+    struct courier_challenge *challenges; /* guarded by lock: asked, not answered (auth.c) */
+    struct courier_challenge *answered;   /* guarded by lock: answered, for the worker */
+} cr_engine_core;
+
+/* The core of an engine (its first member; engine/engine.h asserts it), const when e is. Only an
+ * engine pointer compiles (no default branch). */
+#define cr_core(e)                                                                            \
+    _Generic((e), courier_engine *: (cr_engine_core *)(void *)(e),                          \
+             const courier_engine *: (const cr_engine_core *)(const void *)(e))
 
 /* ==== Logging and event monitors (log.c) ======================================================= */
 
-/* Request lifecycle hooks: each emits a courier_event to the monitors and a log line to the sinks.
- * When nobody listens they cost one atomic load. Call them on the thread where the event happens
- * (the worker thread for all but custom callers); t is borrowed for the call. */
-/* The worker took t from `incoming` (before routing it, or cancelling it because the engine
- * closes): records the time FINISHED measures from. Every WILL_SEND is followed by one FINISHED. */
-CR_HIDDEN void cr_event_will_send(courier_engine *e, cr_transfer *t);
-/* An attempt of t started on the wire (curl or a custom transport). */
-CR_HIDDEN void cr_event_did_send(courier_engine *e, cr_transfer *t);
-/* Bytes moved (from a curl progress callback): emits only when a count changed. Totals <= 0 mean
- * unknown. */
-CR_HIDDEN void cr_event_progress(courier_engine *e, cr_transfer *t, int64_t down_now, int64_t down_total,
-                                 int64_t up_now, int64_t up_total);
-/* t's caller is about to be answered (once per caller, just before its completion runs). */
-CR_HIDDEN void cr_event_finished(courier_engine *e, cr_transfer *t, int code, const courier_response *resp,
-                                 const courier_error *err);
-/* t's answer comes from the cache (before its FINISHED). */
-CR_HIDDEN void cr_event_from_cache(courier_engine *e, cr_transfer *t, const courier_response *resp);
-/* An attempt of t failed with code (resp may be NULL) and attempt number `attempt` (2 for the first
- * retry) starts after delay_ms. */
-CR_HIDDEN void cr_event_retried(courier_engine *e, cr_transfer *t, int attempt, int code,
-                                const courier_response *resp, long delay_ms);
+/* Request lifecycle hooks that take a transfer (will send, sent, progress, from the cache, retried,
+ * finished) are http's (http/http.h, http/lifecycle.c); they emit through the functions below. */
+/* Whether a monitor or a sink listens at all (one atomic load): the hooks return at once when not. */
+CR_HIDDEN bool cr_event_listening(courier_engine *e);
+/* The monotonic clock in nanoseconds (an event's duration). */
+CR_HIDDEN int64_t cr_mono_ns(void);
 /* A request was written to the journal (request_id may be 0 for one that never had an id). */
 CR_HIDDEN void cr_event_frozen(courier_engine *e, uint64_t request_id, const char *method, const char *url);
 /* Any event: for callers whose event has no transfer. ev->size must be sizeof(courier_event). */
 CR_HIDDEN void cr_event_emit(courier_engine *e, const courier_event *ev);
+/* The same, with the cache's reason for ev->response (a FINISHED or FROM_CACHE line prints it; base
+ * does not read the response). */
+CR_HIDDEN void cr_event_emit_reason(courier_engine *e, const courier_event *ev, int cache_reason);
 /* Whether a monitor or a sink would receive an event of this kind now (e.g. to install curl's
  * progress callback only when PROGRESS events are wanted). */
 CR_HIDDEN bool cr_event_wants(courier_engine *e, int kind);

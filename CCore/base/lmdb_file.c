@@ -109,11 +109,24 @@ int cr_lmdb_file_check(const char *dir, const char **why) {
         *why = "its meta page names an impossible last page";
         goto out;
     }
-    /* A few pages at the end may never have been written: LMDB counts pages that a transaction took
-     * from the end of the file and freed again ("loose" pages, seen after writes failed on a full
-     * disk) in the last page but does not write them. Nothing reads them; the open pads them. */
-    if (st.st_size + (int64_t)(loose_pages(last + 1) * psize) < (int64_t)((last + 1) * psize))
-        *why = "its data file is shorter than its meta page says (truncated)";
+    /* Pages at the end that the file does not have: either never written (LMDB counts pages that a
+     * commit took from the end of the file and freed again, "loose" pages, in the last page without
+     * writing them: seen after writes failed on a full disk, and after an eviction's commit), or
+     * cut off (a restored backup, an interrupted copy). Nothing may map them while they are missing
+     * (a read there is SIGBUS), and the size alone cannot tell the two apart: the file is padded
+     * with a hole up to the meta page's last page, and the page walk at open (cr_lmdb_walk) judges
+     * the pages the trees reach. A cut that took any of them leaves zero pages there, which the
+     * walk reports as damage (the store is moved aside or kept aside); a shortfall of free pages
+     * only opens as the store it is. Where the file cannot be written (a read-only file), the old
+     * rule stands: a shortfall beyond a few pages is a cut. */
+    int64_t want = (int64_t)((last + 1) * psize);
+    if (st.st_size < want) {
+        int wfd = open(path, O_WRONLY | O_CLOEXEC);
+        bool padded = wfd >= 0 && ftruncate(wfd, (off_t)want) == 0;
+        if (wfd >= 0) close(wfd);
+        if (!padded && st.st_size + (int64_t)(loose_pages(last + 1) * psize) < want)
+            *why = "its data file is shorter than its meta page says (truncated)";
+    }
 out:
     close(fd);
     return rc ? rc : *why ? MDB_INVALID : 0;
@@ -165,12 +178,29 @@ int cr_lmdb_file_pad(struct MDB_env *env, int64_t *largest) {
     return 0;
 }
 
+/* The bytes of the pages the newer meta page counts, read from the file with pread, never through
+ * the map: a reader checks while another thread of the process may be remapping it for a map that
+ * grew (adopt_map_size in cache/store.c; mdb_env_info there read a page that was being unmapped:
+ * SIGSEGV under load). 0 when the meta pages do not read. */
+static off_t file_used_bytes(int fd) {
+    uint8_t m0[LM_META_END], m1[LM_META_END];
+    if (pread(fd, m0, sizeof m0, 0) != (ssize_t)sizeof m0 || rd32(m0 + LM_OFF_MAGIC) != LM_MAGIC) return 0;
+    uint32_t psize = rd32(m0 + LM_OFF_PSIZE);
+    if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0) return 0;
+    const uint8_t *meta = m0;
+    if (pread(fd, m1, sizeof m1, psize) == (ssize_t)sizeof m1 && rd32(m1 + LM_OFF_MAGIC) == LM_MAGIC &&
+        rd64(m1 + LM_OFF_TXNID) > rd64(m0 + LM_OFF_TXNID))
+        meta = m1;
+    uint64_t last = rd64(meta + LM_OFF_LAST);
+    if (last > (uint64_t)INT64_MAX / psize - 1) return 0;
+    return (off_t)((last + 1) * psize);
+}
+
 int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest) {
     int fd = -1;
-    off_t used = 0, psize = 0;
     struct stat st;
-    /* The meta page's last page: where to pad back to when the file was cut. */
-    if (mdb_env_get_fd(env, &fd) != 0 || used_bytes(env, &used, &psize) != 0 || fstat(fd, &st) != 0) return 0;
+    /* Only the file descriptor and its size: nothing here reads the map (see file_used_bytes). */
+    if (mdb_env_get_fd(env, &fd) != 0 || fstat(fd, &st) != 0) return 0;
     int64_t seen = __atomic_load_n(largest, __ATOMIC_RELAXED);
     /* LMDB only ever writes pages: a data file never gets shorter unless someone cut it. The size
      * is held against the most seen (the open padded it past the last page), not against the meta
@@ -184,7 +214,9 @@ int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest) {
         }
         return 0;
     }
-    /* Cut short: the missing pages read as zeros for every process still reading them. */
+    /* Cut short: the missing pages read as zeros for every process still reading them, up to the
+     * most seen or the meta page's last page and the open's padding, whichever is further. */
+    off_t used = file_used_bytes(fd);
     pad_to(fd, (off_t)seen > used + LM_PAD ? (off_t)seen : used + LM_PAD);
     return MDB_CORRUPTED;
 }

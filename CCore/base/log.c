@@ -9,7 +9,6 @@
  * snapshots by reference, so a registration's user_free runs after the last call that used it.
  */
 #include "base/base.h"
-#include "engine/engine.h" /* reads the engine's, transfer's and response's fields (not their functions): DESIGN.md, "CCore, by layer" */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -175,7 +174,7 @@ static void snap_summarize(cr_obs_snap *s) {
 }
 
 static struct cr_obs *obs_of(const courier_engine *e) {
-    return atomic_load_explicit(&((courier_engine *)e)->obs, memory_order_acquire);
+    return atomic_load_explicit(&cr_core(e)->obs, memory_order_acquire);
 }
 
 /* The engine's state, made on first use. NULL on no memory. */
@@ -196,7 +195,7 @@ static struct cr_obs *obs_make(courier_engine *e) {
         return NULL;
     }
     struct cr_obs *expected = NULL;
-    if (!atomic_compare_exchange_strong(&e->obs, &expected, o)) {
+    if (!atomic_compare_exchange_strong(&cr_core(e)->obs, &expected, o)) {
         snap_release(o->snap);
         pthread_mutex_destroy(&o->lock);
         free(o);
@@ -206,7 +205,7 @@ static struct cr_obs *obs_make(courier_engine *e) {
 }
 
 void cr_obs_free(courier_engine *e) {
-    struct cr_obs *o = atomic_exchange(&e->obs, NULL);
+    struct cr_obs *o = atomic_exchange(&cr_core(e)->obs, NULL);
     if (!o) return;
     snap_release(o->snap);
     pthread_mutex_destroy(&o->lock);
@@ -449,7 +448,7 @@ static int add_file(courier_engine *e, courier_log_level min_level, const char *
     s->size = (int64_t)st.st_size;
     if (rotation == COURIER_LOG_ROTATE_DAILY) {
         s->daily = 1;
-        s->clock = cr_callback_retain(e->config->clock);
+        s->clock = cr_callback_retain(cr_core(e)->clock);
         s->day = (s->size > 0 ? (int64_t)st.st_mtime * 1000 : sink_now_ms(s)) / DAY_MS;
     }
     /* Files beyond max_files left by an earlier run with a larger count. */
@@ -830,7 +829,7 @@ static int event_component(const courier_event *ev) {
     }
 }
 
-static void event_line(cr_obs_snap *s, int level, const courier_event *ev) {
+static void event_line(cr_obs_snap *s, int level, const courier_event *ev, int cache_reason) {
     cr_buf url = {0};
     if (ev->url && redact_url(&url, s, ev->url)) {
         cr_buf_free(&url);
@@ -860,9 +859,9 @@ static void event_line(cr_obs_snap *s, int level, const courier_event *ev) {
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), "%s%s", ev->http_status ? ", " : " -> ",
                      courier_strerror(ev->code));
         snprintf(tail + strlen(tail), sizeof tail - strlen(tail), " (%.1f ms)", ev->duration_s * 1000.0);
-        if (ev->response && ev->response->cache_reason)
+        if (ev->response && cache_reason)
             snprintf(tail + strlen(tail), sizeof tail - strlen(tail), " cache: %s",
-                     courier_cache_reason_name(ev->response->cache_reason));
+                     courier_cache_reason_name(cache_reason));
         break;
     default: break;
     }
@@ -883,9 +882,8 @@ static void event_line(cr_obs_snap *s, int level, const courier_event *ev) {
         if (ev->code != COURIER_OK)
             set_str(o, "error", ev->error && ev->error->message[0] ? ev->error->message : courier_strerror(ev->code));
     }
-    if ((ev->kind == COURIER_EVENT_FINISHED || ev->kind == COURIER_EVENT_FROM_CACHE) && ev->response &&
-        ev->response->cache_reason)
-        set_str(o, "cache", courier_cache_reason_name(ev->response->cache_reason));
+    if ((ev->kind == COURIER_EVENT_FINISHED || ev->kind == COURIER_EVENT_FROM_CACHE) && ev->response && cache_reason)
+        set_str(o, "cache", courier_cache_reason_name(cache_reason));
     if (ev->kind == COURIER_EVENT_FINISHED && ev->duration_s > 0)
         json_object_set_new(o, "duration_ms", json_real(ev->duration_s * 1000.0));
     if (ev->kind == COURIER_EVENT_RETRIED) {
@@ -901,7 +899,9 @@ static void event_line(cr_obs_snap *s, int level, const courier_event *ev) {
     write_line(s, level, o);
 }
 
-void cr_event_emit(courier_engine *e, const courier_event *ev) {
+void cr_event_emit(courier_engine *e, const courier_event *ev) { cr_event_emit_reason(e, ev, 0); }
+
+void cr_event_emit_reason(courier_engine *e, const courier_event *ev, int cache_reason) {
     struct cr_obs *o = e ? obs_of(e) : NULL;
     cr_obs_snap *s = snap_acquire(o);
     if (!s) return;
@@ -911,17 +911,17 @@ void cr_event_emit(courier_engine *e, const courier_event *ev) {
                 ((courier_monitor_fn)s->monitors[i].cb->fn)(ev, s->monitors[i].cb->user);
     }
     int level = event_level(ev);
-    if (wants_line(o, s, event_component(ev), level)) event_line(s, level, ev);
+    if (wants_line(o, s, event_component(ev), level)) event_line(s, level, ev, cache_reason);
     snap_release(s);
 }
 
-static int64_t mono_ns(void) {
+int64_t cr_mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static bool listening(courier_engine *e) {
+bool cr_event_listening(courier_engine *e) {
     struct cr_obs *o = obs_of(e);
     return o && atomic_load_explicit(&o->active, memory_order_acquire);
 }
@@ -943,86 +943,14 @@ bool cr_event_wants(courier_engine *e, int kind) {
     return yes;
 }
 
-static void event_init(courier_event *ev, int kind, const cr_transfer *t) {
-    memset(ev, 0, sizeof *ev);
-    ev->size = sizeof *ev;
-    ev->kind = kind;
-    if (t) {
-        ev->request_id = t->id;
-        ev->method = t->method;
-        ev->url = t->url;
-    }
-}
-
-void cr_event_will_send(courier_engine *e, cr_transfer *t) {
-    if (!listening(e)) return;
-    t->obs_t0_ns = mono_ns();
-    courier_event ev;
-    event_init(&ev, COURIER_EVENT_WILL_SEND, t);
-    cr_event_emit(e, &ev);
-}
-
-void cr_event_did_send(courier_engine *e, cr_transfer *t) {
-    if (!listening(e)) return;
-    courier_event ev;
-    event_init(&ev, COURIER_EVENT_DID_SEND, t);
-    cr_event_emit(e, &ev);
-}
-
-void cr_event_progress(courier_engine *e, cr_transfer *t, int64_t down_now, int64_t down_total, int64_t up_now,
-                       int64_t up_total) {
-    if (!listening(e)) return;
-    if (down_now == t->obs_progress[0] && up_now == t->obs_progress[1]) return; /* nothing moved */
-    t->obs_progress[0] = down_now;
-    t->obs_progress[1] = up_now;
-    courier_event ev;
-    event_init(&ev, COURIER_EVENT_PROGRESS, t);
-    ev.bytes_received = down_now;
-    ev.bytes_expected = down_total > 0 ? down_total : -1;
-    ev.bytes_sent = up_now;
-    ev.bytes_to_send = up_total > 0 ? up_total : -1;
-    cr_event_emit(e, &ev);
-}
-
-void cr_event_finished(courier_engine *e, cr_transfer *t, int code, const courier_response *resp,
-                       const courier_error *err) {
-    if (!listening(e)) return;
-    courier_event ev;
-    event_init(&ev, COURIER_EVENT_FINISHED, t);
-    if (!ev.method && resp) ev.method = resp->method;
-    ev.code = code;
-    ev.http_status = resp ? resp->status : (err ? err->http_status : 0);
-    ev.response = resp;
-    ev.error = code == COURIER_OK ? NULL : err;
-    if (t->obs_t0_ns) ev.duration_s = (double)(mono_ns() - t->obs_t0_ns) / 1e9;
-    cr_event_emit(e, &ev);
-}
-
-void cr_event_from_cache(courier_engine *e, cr_transfer *t, const courier_response *resp) {
-    if (!listening(e)) return;
-    courier_event ev;
-    event_init(&ev, COURIER_EVENT_FROM_CACHE, t);
-    ev.http_status = resp ? resp->status : 0;
-    ev.response = resp;
-    cr_event_emit(e, &ev);
-}
-
-void cr_event_retried(courier_engine *e, cr_transfer *t, int attempt, int code, const courier_response *resp,
-                      long delay_ms) {
-    if (!listening(e)) return;
-    courier_event ev;
-    event_init(&ev, COURIER_EVENT_RETRIED, t);
-    ev.attempt = attempt;
-    ev.code = code;
-    ev.http_status = resp ? resp->status : 0;
-    ev.delay_ms = delay_ms;
-    cr_event_emit(e, &ev);
-}
-
+/* The hooks of a transfer's lifecycle (will send, sent, progress, from the cache, retried, finished)
+ * read the transfer and are http's (http/lifecycle.c); the frozen event has no transfer. */
 void cr_event_frozen(courier_engine *e, uint64_t request_id, const char *method, const char *url) {
-    if (!listening(e)) return;
+    if (!cr_event_listening(e)) return;
     courier_event ev;
-    event_init(&ev, COURIER_EVENT_FROZEN, NULL);
+    memset(&ev, 0, sizeof ev);
+    ev.size = sizeof ev;
+    ev.kind = COURIER_EVENT_FROZEN;
     ev.request_id = request_id;
     ev.method = method;
     ev.url = url;

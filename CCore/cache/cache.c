@@ -1,7 +1,8 @@
 /*
  * cache.c — the cache as the engine uses it: configuration and per-request settings, the policies
  * in the send path (lookup on the sending thread, answers and grouped writes on the worker), user
- * policies registered by id, response accessors, and the manager API.
+ * policies registered by id, entries as responses, and the lookup manager.c shares. The manager
+ * API (courier_cache_get/has/remove/put_key/size/verify/stats/list) is in manager.c.
  *
  * Threads: lookups run on the thread that calls courier_send (read transactions, MDB_NOTLS);
  * a hit is handed to the worker, which completes it like any response. Writes happen on the
@@ -11,7 +12,6 @@
  * callback. The store is opened on first use.
  */
 #include "cache_internal.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <errno.h>
 #include <limits.h>
@@ -27,18 +27,9 @@
 #define CR_CACHE_MIN_MAX ((int64_t)64 * 1024)
 #define CR_CACHE_DEFAULT_EXPIRY_MS 3600000
 
-typedef struct policy_reg {
-    atomic_int refs;
-    int id;
-    courier_cache_policy_callbacks fns;
-    void *user;
-    courier_user_free_fn user_free;
-    struct policy_reg *next;
-} policy_reg;
-
 #define CR_DEFER_PUTS 4 /* an invalidation: the URL (as keyed and as sent), Location, Content-Location */
 
-typedef struct deferred {
+typedef struct cr_deferred {
     cr_later *later; /* the caller, answered after the write (the engine's cr_answer_ops) */
     int code;
     courier_response *resp;
@@ -49,24 +40,8 @@ typedef struct deferred {
     courier_response *keep; /* the stored response a HEAD updated (its put points into it) */
     cr_store_put put[CR_DEFER_PUTS];
     size_t nput;
-    struct deferred *next;
+    struct cr_deferred *next;
 } deferred;
-
-struct cr_cache {
-    pthread_mutex_t lock; /* store opening, policy registry */
-    cr_cache_store *store; /* the backend chosen at open: LMDB or Redis (store.h) */
-    int open_failed;      /* the code, when the store could not be opened (not retried) */
-    courier_error open_error;
-    int64_t max_bytes;
-    int64_t expiry_ms;
-    int default_policy;
-    cr_callback *clock;
-    const cr_answer_ops *answer; /* the engine's, for the callers of deferred writes */
-    policy_reg *policies;
-    atomic_llong hits, misses, writes, evictions, revalidations, stale, write_failures;
-    /* Worker thread only. */
-    deferred *dhead, *dtail;
-};
 
 struct cr_cache_xfer {
     cr_ext ext; /* its hooks (request.c frees it through them) */
@@ -89,19 +64,9 @@ struct cr_cache_xfer {
 
 static bool http_policy(int policy) { return policy == COURIER_CACHE_HTTP || policy == COURIER_CACHE_HTTP_SHARED; }
 
-struct courier_cache_list {
-    cr_list_item *items;
-    size_t count;
-};
 
 /* ---- time, settings ------------------------------------------------------------------------- */
 
-static int64_t now_ms_of(const struct cr_cache *c) {
-    if (c && c->clock) return ((courier_clock_fn)c->clock->fn)(c->clock->user);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int courier_config_set_cache_max_bytes(courier_config *cfg, int64_t max_bytes) {
     if (!cfg || max_bytes < CR_CACHE_MIN_MAX) return COURIER_E_INVALID_ARGUMENT;
@@ -226,7 +191,7 @@ int courier_request_add_cache_key_filter(courier_request *r, const char *name) {
 
 /* ---- the engine's cache ----------------------------------------------------------------------- */
 
-static void reg_release(policy_reg *p) {
+void cr_cache_policy_release(policy_reg *p) {
     if (!p) return;
     if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1) {
         if (p->user_free) p->user_free(p->user);
@@ -239,11 +204,12 @@ int cr_cache_engine_init(courier_engine *e, const cr_answer_ops *answer, courier
     if (!c) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     c->answer = answer;
     pthread_mutex_init(&c->lock, NULL);
-    c->max_bytes = e->config->cache_max_bytes > 0 ? e->config->cache_max_bytes : CR_CACHE_DEFAULT_MAX;
-    c->expiry_ms = e->config->cache_expiry_ms > 0 ? e->config->cache_expiry_ms : CR_CACHE_DEFAULT_EXPIRY_MS;
-    c->default_policy = e->config->cache_policy;
-    c->clock = cr_callback_retain(e->config->clock);
-    e->cache = c;
+    const courier_config *cfg = cr_core(e)->config;
+    c->max_bytes = cfg->cache_max_bytes > 0 ? cfg->cache_max_bytes : CR_CACHE_DEFAULT_MAX;
+    c->expiry_ms = cfg->cache_expiry_ms > 0 ? cfg->cache_expiry_ms : CR_CACHE_DEFAULT_EXPIRY_MS;
+    c->default_policy = cfg->cache_policy;
+    c->clock = cr_callback_retain(cfg->clock);
+    cr_core(e)->cache = c;
     return COURIER_OK;
 }
 
@@ -256,7 +222,7 @@ static void deferred_free(deferred *d) {
 }
 
 void cr_cache_engine_free(courier_engine *e) {
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     if (!c) return;
     while (c->dhead) { /* never left by the worker; defensive */
         deferred *d = c->dhead;
@@ -269,36 +235,36 @@ void cr_cache_engine_free(courier_engine *e) {
     while (c->policies) {
         policy_reg *p = c->policies;
         c->policies = p->next;
-        reg_release(p);
+        cr_cache_policy_release(p);
     }
     cr_callback_release(c->clock);
     pthread_mutex_destroy(&c->lock);
     free(c);
-    e->cache = NULL;
+    cr_core(e)->cache = NULL;
 }
 
 /* The store, opened on first use: the LMDB store in "<store dir>/cache" or the directory the
  * cache store setting names, or Redis for a redis:// URL. NULL when it cannot be opened (logged
  * once). */
-static cr_cache_store *cache_store(courier_engine *e, courier_error *err) {
-    struct cr_cache *c = e->cache;
+cr_cache_store *cr_cache_open_store(courier_engine *e, courier_error *err) {
+    struct cr_cache *c = cr_core(e)->cache;
     cr_cache_store *open = __atomic_load_n(&c->store, __ATOMIC_ACQUIRE); /* set once, never changed */
     if (open) return open;
     pthread_mutex_lock(&c->lock);
-    const char *where = e->config->cache_store;
+    const char *where = cr_core(e)->config->cache_store;
     char dir[PATH_MAX];
     if (!c->store && !c->open_failed) {
         courier_error local;
         cr_cache_store *s = NULL;
         int rc;
         if (cr_redis_is_url(where)) {
-            rc = cr_store_open_redis(where, e->config->timeout_ms, &s, &local);
+            rc = cr_store_open_redis(where, cr_core(e)->config->timeout_ms, &s, &local);
         } else {
             if (where) snprintf(dir, sizeof dir, "%s", where);
-            else snprintf(dir, sizeof dir, "%s/cache", e->store_dir);
+            else snprintf(dir, sizeof dir, "%s/cache", cr_core(e)->store_dir);
             int64_t map = c->max_bytes * 4 + ((int64_t)8 << 20);
             map = (map + ((int64_t)1 << 20) - 1) & ~(((int64_t)1 << 20) - 1);
-            rc = cr_store_open_lmdb(dir, map, e->config->cache_durability, &s, &local);
+            rc = cr_store_open_lmdb(dir, map, cr_core(e)->config->cache_durability, &s, &local);
         }
         __atomic_store_n(&c->store, s, __ATOMIC_RELEASE);
         if (rc) {
@@ -318,13 +284,13 @@ static cr_cache_store *cache_store(courier_engine *e, courier_error *err) {
     return s;
 }
 
-/* The code of a store that cannot be opened (cache_store returned NULL). */
-static int store_code(courier_engine *e) {
-    int f = e->cache->open_failed;
+/* The code of a store that cannot be opened (cr_cache_open_store returned NULL). */
+int cr_cache_store_code(courier_engine *e) {
+    int f = cr_core(e)->cache->open_failed;
     return f && f != COURIER_E_STORE ? f : COURIER_E_STORE;
 }
 
-static policy_reg *find_policy(struct cr_cache *c, int id) {
+policy_reg *cr_cache_find_policy(struct cr_cache *c, int id) {
     pthread_mutex_lock(&c->lock);
     policy_reg *p = c->policies;
     while (p && p->id != id) p = p->next;
@@ -354,7 +320,7 @@ int courier_engine_register_cache_policy(courier_engine *e, int id, const courie
     } else if (user_free) {
         user_free(user);
     }
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     policy_reg *old = NULL;
     pthread_mutex_lock(&c->lock);
     for (policy_reg **pp = &c->policies; *pp; pp = &(*pp)->next) {
@@ -369,7 +335,7 @@ int courier_engine_register_cache_policy(courier_engine *e, int id, const courie
         c->policies = n;
     }
     pthread_mutex_unlock(&c->lock);
-    reg_release(old);
+    cr_cache_policy_release(old);
     return COURIER_OK;
 }
 
@@ -525,19 +491,14 @@ static bool entry_fresh(const cr_entry *e, int64_t now) {
 
 /* ---- lookups ----------------------------------------------------------------------------------- */
 
-typedef struct header_ctx {
-    const courier_engine *e;
-    const courier_request *r; /* when looking up for the manager */
-    const cr_kvlist *headers; /* when looking up for a transfer */
-} header_ctx;
 
-static const char *header_lookup(const void *p, const char *name) {
-    const header_ctx *h = p;
+const char *cr_cache_header_lookup(const void *p, const char *name) {
+    const cr_header_ctx *h = p;
     if (h->headers) return cr_kvlist_get(h->headers, name);
     const char *v = cr_kvlist_get(&h->r->headers, name);
-    if (!v) v = cr_kvlist_get(&h->e->config->headers, name);
+    if (!v) v = cr_kvlist_get(&cr_core(h->e)->config->headers, name);
     if (!v && strcasecmp(name, "user-agent") == 0)
-        v = h->e->config->user_agent ? h->e->config->user_agent : "Courier/" COURIER_VERSION_STRING;
+        v = cr_core(h->e)->config->user_agent ? cr_core(h->e)->config->user_agent : "Courier/" COURIER_VERSION_STRING;
     return v;
 }
 
@@ -545,8 +506,9 @@ static const char *header_lookup(const void *p, const char *name) {
  * Returns COURIER_OK, COURIER_E_NOT_FOUND, or an error. *fresh says whether it is fresh. With
  * fresh_only, an entry that is not fresh is reported (COURIER_OK, *fresh false, *out NULL) without
  * building its response. key_hash: the key's cr_key_hash when the caller has it, or NULL. */
-static int lookup(courier_engine *e, cr_cache_store *s, const char *key, const uint8_t key_hash[16], const header_ctx *hc,
-                  int64_t now, bool fresh_only, courier_response **out, cr_entry *meta, bool *fresh, bool *had_vary) {
+int cr_cache_lookup(courier_engine *e, cr_cache_store *s, const char *key, const uint8_t key_hash[16],
+                    const cr_header_ctx *hc, int64_t now, bool fresh_only, courier_response **out, cr_entry *meta,
+                    bool *fresh, bool *had_vary) {
     *out = NULL;
     if (had_vary) *had_vary = false;
     uint8_t hash[16];
@@ -561,7 +523,7 @@ static int lookup(courier_engine *e, cr_cache_store *s, const char *key, const u
     int rc;
     cr_buf vk = {0};
     if (hc && s->ops->vary_get(s, &rd, key, klen, hash, &names, &nlen) == COURIER_OK) {
-        if (cr_buf_append(&vk, key, klen) || cr_cache_vary_suffix(&vk, names, nlen, header_lookup, hc)) {
+        if (cr_buf_append(&vk, key, klen) || cr_cache_vary_suffix(&vk, names, nlen, cr_cache_header_lookup, hc)) {
             s->ops->read_end(s, &rd);
             cr_buf_free(&vk);
             return COURIER_E_NO_MEMORY;
@@ -598,7 +560,7 @@ static int lookup(courier_engine *e, cr_cache_store *s, const char *key, const u
 
 static void xfer_free(struct cr_cache_xfer *x) {
     if (!x) return;
-    reg_release(x->reg);
+    cr_cache_policy_release(x->reg);
     free(x->key);
     courier_response_free(x->answer);
     courier_response_free(x->stored);
@@ -660,14 +622,14 @@ static courier_response *only_if_cached_504(const cr_transfer *t) {
  * directives (section 5.2.1) and the stored response's (section 4.2.4). */
 static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_request *r, cr_transfer *t,
                        struct cr_cache_xfer *x, int64_t now) {
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     x->shared = x->policy == COURIER_CACHE_HTTP_SHARED;
     x->reason = COURIER_CACHE_REASON_MISS;
     if (!is_safe_method(r->method)) {
         x->invalidate = 1;
         return COURIER_OK;
     }
-    header_ctx hc = {e, NULL, &t->headers};
+    cr_header_ctx hc = {e, NULL, &t->headers};
     courier_response *found = NULL;
     bool fresh = false, had_vary = false;
     cr_entry meta;
@@ -677,7 +639,7 @@ static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_reque
         cr_buf k = {0};
         int rc = COURIER_OK;
         if (sp && !cr_buf_append_str(&k, "GET") && !cr_buf_append_str(&k, sp))
-            rc = lookup(e, s, k.data, NULL, &hc, now, false, &found, &meta, &fresh, NULL);
+            rc = cr_cache_lookup(e, s, k.data, NULL, &hc, now, false, &found, &meta, &fresh, NULL);
         cr_buf_free(&k);
         if (rc == COURIER_OK) x->head_get = found;
         x->reason = COURIER_CACHE_REASON_NOT_STORED_METHOD;
@@ -690,7 +652,7 @@ static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_reque
     cr_cc qc;
     cr_cc_parse(&t->headers, &qc);
     if (qc.no_store) return COURIER_OK; /* neither served nor stored (the write says why) */
-    int rc = lookup(e, s, x->key, x->hash, &hc, now, false, &found, &meta, &fresh, &had_vary);
+    int rc = cr_cache_lookup(e, s, x->key, x->hash, &hc, now, false, &found, &meta, &fresh, &had_vary);
     if (rc != COURIER_OK) {
         atomic_fetch_add(&c->misses, 1);
         x->reason = had_vary ? COURIER_CACHE_REASON_VARY_MISS : COURIER_CACHE_REASON_MISS;
@@ -726,7 +688,7 @@ static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_reque
         cr_transfer *bg = NULL;
         courier_error bgerr;
         if (cr_transfer_prepare(e, r, &bg, &bgerr) == COURIER_OK) {
-            bg->id = atomic_fetch_add(&e->next_id, 1);
+            bg->id = atomic_fetch_add(&cr_core(e)->next_id, 1);
             struct cr_cache_xfer *bx = xfer_new(x->policy, x->key);
             courier_response *copy = bx ? cr_response_copy(found) : NULL;
             if (bx && copy && add_conditionals(bg, copy) == COURIER_OK) {
@@ -759,7 +721,7 @@ static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_reque
 }
 
 int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfer *t, courier_error *err) {
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     if (!c) return COURIER_OK;
     int policy = r->cache && r->cache->policy >= 0 ? r->cache->policy : c->default_policy;
     if (policy == COURIER_CACHE_NO_CACHE) {
@@ -770,30 +732,30 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
     }
     policy_reg *reg = NULL;
     if (policy >= COURIER_CACHE_POLICY_USER_MIN) {
-        reg = find_policy(c, policy);
+        reg = cr_cache_find_policy(c, policy);
         if (!reg) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "cache policy %d is not registered", policy);
     }
     courier_error local;
-    cr_cache_store *s = cache_store(e, &local);
+    cr_cache_store *s = cr_cache_open_store(e, &local);
     if (!s) {
-        reg_release(reg);
+        cr_cache_policy_release(reg);
         return COURIER_OK; /* a cache that cannot open never fails a request */
     }
     char *key = NULL;
     int rc = cr_cache_key_for(e, r, &key);
     if (rc) {
-        reg_release(reg);
+        cr_cache_policy_release(reg);
         return cr_fail(err, rc, NULL);
     }
     struct cr_cache_xfer *x = xfer_new(policy, key);
     free(key);
     if (!x) {
-        reg_release(reg);
+        cr_cache_policy_release(reg);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
     x->reg = reg;
     t->cache = x;
-    int64_t now = now_ms_of(c);
+    int64_t now = cr_cache_now_ms(c);
     int64_t expiry_ms = r->cache && r->cache->expiry_ms > 0 ? r->cache->expiry_ms : c->expiry_ms;
     x->expiry_ms = expiry_ms;
 
@@ -803,7 +765,7 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
     case COURIER_CACHE_WRITE_ONLY:
         break;
     case COURIER_CACHE_CACHE_FIRST:
-        rc = lookup(e, s, x->key, x->hash, NULL, now, false, &found, NULL, &fresh, NULL);
+        rc = cr_cache_lookup(e, s, x->key, x->hash, NULL, now, false, &found, NULL, &fresh, NULL);
         if (rc == COURIER_OK && fresh) {
             x->answer = found;
             atomic_fetch_add(&c->hits, 1);
@@ -818,7 +780,7 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
         if (rc) return cr_fail(err, rc, NULL);
         break;
     default: { /* a user policy */
-        rc = lookup(e, s, x->key, x->hash, NULL, now, false, &found, NULL, &fresh, NULL);
+        rc = cr_cache_lookup(e, s, x->key, x->hash, NULL, now, false, &found, NULL, &fresh, NULL);
         bool has = false;
         if (rc == COURIER_OK) {
             has = reg->fns.has_cache ? reg->fns.has_cache(found, now, reg->user) != 0 : fresh;
@@ -866,7 +828,7 @@ int cr_cache_before_hop(courier_engine *e, const cr_transfer *prev, cr_transfer 
  * "fwd-status" and "stored" when they apply; then "detail=<reason name>". */
 static void mark(const courier_engine *e, courier_response *r, int reason, bool stored) {
     r->cache_reason = reason;
-    if (!e->config->cache_status_header) return;
+    if (!cr_core(e)->config->cache_status_header) return;
     const char *fwd = NULL;
     switch (reason) {
     case COURIER_CACHE_REASON_FRESH:
@@ -922,7 +884,7 @@ bool cr_cache_answer(courier_engine *e, cr_transfer *t, cr_complete_fn complete,
     resp->id = t->id;
     if (resp->cache_reason == COURIER_CACHE_REASON_NONE && resp->cache_status == COURIER_CACHE_STATUS_HIT)
         resp->cache_reason = COURIER_CACHE_REASON_FRESH;
-    if (e->config->cache_status_header) mark(e, resp, resp->cache_reason, false);
+    if (cr_core(e)->config->cache_status_header) mark(e, resp, resp->cache_reason, false);
     cr_transfer *bg = x->bg;
     x->bg = NULL;
     courier_error err;
@@ -931,7 +893,7 @@ bool cr_cache_answer(courier_engine *e, cr_transfer *t, cr_complete_fn complete,
         cr_event_from_cache(e, t, resp); /* event monitors (log.c), before the FINISHED */
     complete(e, t, COURIER_OK, resp, &err); /* the engine's normal path: judged, then answered */
     if (bg) {
-        atomic_fetch_add(&e->queued, 1); /* counted like a submission */
+        atomic_fetch_add(&cr_core(e)->queued, 1); /* counted like a submission */
         start(e, bg);
     }
     return true;
@@ -954,7 +916,7 @@ static bool error_allows_stale(int code, const courier_response *resp) {
 int cr_cache_on_answer(courier_engine *e, cr_transfer *t, int code, courier_response **resp, courier_error *err) {
     struct cr_cache_xfer *x = t->cache;
     if (!x || !x->stored) return code;
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     if (code == COURIER_OK && *resp && (*resp)->status == 304) {
         courier_response *m = x->stored;
         x->stored = NULL;
@@ -975,7 +937,7 @@ int cr_cache_on_answer(courier_engine *e, cr_transfer *t, int code, courier_resp
         atomic_fetch_add(&c->revalidations, 1);
         return COURIER_OK;
     }
-    if (x->stale_if_error_until && now_ms_of(c) < x->stale_if_error_until && error_allows_stale(code, *resp)) {
+    if (x->stale_if_error_until && cr_cache_now_ms(c) < x->stale_if_error_until && error_allows_stale(code, *resp)) {
         courier_response *m = x->stored;
         x->stored = NULL;
         m->id = t->id;
@@ -1111,7 +1073,7 @@ static int plan_head(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x,
  * stored in *stored. */
 static int plan_http(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x, int code, courier_response *resp,
                      deferred *d, int64_t now, bool *stored) {
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     *stored = false;
     if (x->invalidate) {
         if (code != COURIER_OK || resp->status >= 400) return COURIER_CACHE_REASON_NOT_STORED_METHOD;
@@ -1128,8 +1090,8 @@ static int plan_http(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x,
     if (strcmp(d->vary, "*") == 0) return COURIER_CACHE_REASON_NOT_STORED_VARY;
     cr_buf k = {0};
     int rc = cr_buf_append_str(&k, x->key);
-    header_ctx hc = {e, NULL, &t->headers};
-    if (!rc && *d->vary) rc = cr_cache_vary_suffix(&k, d->vary, strlen(d->vary), header_lookup, &hc);
+    cr_header_ctx hc = {e, NULL, &t->headers};
+    if (!rc && *d->vary) rc = cr_cache_vary_suffix(&k, d->vary, strlen(d->vary), cr_cache_header_lookup, &hc);
     if (rc || !(d->keys[0] = cr_buf_take(&k, NULL))) {
         cr_buf_free(&k);
         return COURIER_CACHE_REASON_NONE;
@@ -1163,7 +1125,7 @@ static int plan_http(courier_engine *e, cr_transfer *t, struct cr_cache_xfer *x,
 
 bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
     struct cr_cache_xfer *x = t->cache;
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     if (!x || !c || x->policy == COURIER_CACHE_NO_CACHE || !resp || x->answered) return false;
     bool http = http_policy(x->policy);
     if (code != COURIER_OK && !(http && code == COURIER_E_HTTP_STATUS)) return false;
@@ -1171,7 +1133,7 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
         return false;
     cr_cache_store *s = c->store; /* opened by the lookup */
     if (!s) return false;
-    int64_t now = now_ms_of(c);
+    int64_t now = cr_cache_now_ms(c);
     deferred *d = calloc(1, sizeof *d);
     if (!d) return false;
     if (http) {
@@ -1219,7 +1181,7 @@ bool cr_cache_defer(courier_engine *e, cr_transfer *t, int code, courier_respons
 }
 
 void cr_cache_flush(courier_engine *e) {
-    struct cr_cache *c = e->cache;
+    struct cr_cache *c = cr_core(e)->cache;
     if (!c || !c->dhead) return;
     deferred *list = c->dhead;
     c->dhead = c->dtail = NULL;
@@ -1232,7 +1194,7 @@ void cr_cache_flush(courier_engine *e) {
             for (size_t k = 0; k < d->nput; k++) puts[i++] = d->put[k];
         cr_store_effect eff = {0};
         courier_error err;
-        int rc = c->store->ops->write(c->store, puts, n, c->max_bytes, now_ms_of(c), &eff, &err);
+        int rc = c->store->ops->write(c->store, puts, n, c->max_bytes, cr_cache_now_ms(c), &eff, &err);
         if (rc) {
             atomic_fetch_add(&c->write_failures, (long long)n);
         } else {
@@ -1250,320 +1212,4 @@ void cr_cache_flush(courier_engine *e) {
         c->answer->answer(e, d->later, d->code, d->resp, &d->err);
         deferred_free(d);
     }
-}
-
-/* ---- the manager ------------------------------------------------------------------------------------ */
-
-int courier_cache_key(char **out, courier_engine *e, const courier_request *r) {
-    if (!out) return COURIER_E_INVALID_ARGUMENT;
-    *out = NULL;
-    if (!e || !r) return COURIER_E_INVALID_ARGUMENT;
-    return cr_cache_key_for(e, r, out);
-}
-
-
-static int get_common(courier_engine *e, const char *key, const courier_request *r, int flags,
-                      courier_response **out, courier_error *err) {
-    cr_cache_store *s = cache_store(e, err);
-    if (!s) return store_code(e);
-    int64_t now = now_ms_of(e->cache);
-    bool fresh = false;
-    header_ctx hc = {e, r, NULL};
-    courier_response *resp = NULL;
-    bool allow_stale = (flags & COURIER_CACHE_ALLOW_STALE) != 0;
-    int rc = lookup(e, s, key, NULL, r ? &hc : NULL, now, !allow_stale, &resp, NULL, &fresh, NULL);
-    if (rc == COURIER_OK && !fresh && !allow_stale) {
-        courier_response_free(resp); /* NULL: a stale entry is not built when it is not wanted */
-        resp = NULL;
-        rc = COURIER_E_NOT_FOUND;
-    }
-    if (rc == COURIER_OK && !fresh) {
-        resp->cache_status = COURIER_CACHE_STATUS_STALE;
-        resp->cache_reason = COURIER_CACHE_REASON_STALE_ACCEPTED;
-    }
-    if (rc == COURIER_E_NOT_FOUND) return cr_fail(err, rc, "no cache entry");
-    if (rc) return cr_fail(err, rc, "cannot read the cache");
-    if (out) *out = resp;
-    else courier_response_free(resp);
-    return COURIER_OK;
-}
-
-int courier_cache_get(courier_response **out, courier_engine *e, const courier_request *r, int flags,
-                      courier_error *err) {
-    cr_error_clear(err);
-    if (out) *out = NULL;
-    if (!e || !r) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or request is NULL");
-    char *key = NULL;
-    int rc = cr_cache_key_for(e, r, &key);
-    if (rc) return cr_fail(err, rc, NULL);
-    rc = get_common(e, key, r, flags, out, err);
-    free(key);
-    return rc;
-}
-
-int courier_cache_get_key(courier_response **out, courier_engine *e, const char *key, int flags,
-                          courier_error *err) {
-    cr_error_clear(err);
-    if (out) *out = NULL;
-    if (!e || !key) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or key is NULL");
-    return get_common(e, key, NULL, flags, out, err);
-}
-
-static int has_common(courier_engine *e, const char *key, const courier_request *r, int *out_has,
-                      courier_error *err) {
-    *out_has = 0;
-    int policy = r && r->cache && r->cache->policy >= COURIER_CACHE_POLICY_USER_MIN ? r->cache->policy : -1;
-    policy_reg *reg = policy >= 0 ? find_policy(e->cache, policy) : NULL;
-    courier_response *resp = NULL;
-    int rc = get_common(e, key, r, reg ? COURIER_CACHE_ALLOW_STALE : 0, &resp, err);
-    if (rc == COURIER_OK) {
-        *out_has = 1;
-        if (reg && reg->fns.has_cache) *out_has = reg->fns.has_cache(resp, now_ms_of(e->cache), reg->user) != 0;
-        else if (reg) *out_has = resp->cache_status == COURIER_CACHE_STATUS_HIT;
-    }
-    courier_response_free(resp);
-    reg_release(reg);
-    if (rc == COURIER_E_NOT_FOUND) {
-        cr_error_clear(err);
-        return COURIER_OK;
-    }
-    return rc;
-}
-
-int courier_cache_has(int *out_has, courier_engine *e, const courier_request *r, courier_error *err) {
-    cr_error_clear(err);
-    if (!e || !r || !out_has) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");
-    char *key = NULL;
-    int rc = cr_cache_key_for(e, r, &key);
-    if (rc) return cr_fail(err, rc, NULL);
-    rc = has_common(e, key, r, out_has, err);
-    free(key);
-    return rc;
-}
-
-int courier_cache_has_key(int *out_has, courier_engine *e, const char *key, courier_error *err) {
-    cr_error_clear(err);
-    if (!e || !key || !out_has) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument");
-    return has_common(e, key, NULL, out_has, err);
-}
-
-static int remove_common(courier_engine *e, const char *key, const courier_request *r, courier_error *err) {
-    cr_cache_store *s = cache_store(e, err);
-    if (!s) return store_code(e);
-    uint8_t hash[16];
-    cr_buf vk = {0};
-    cr_key_hash(key, strlen(key), hash);
-    if (r) {
-        /* Under a Vary record, the variant this request selects. */
-        cr_read rd;
-        const char *names;
-        size_t nlen;
-        header_ctx hc = {e, r, NULL};
-        if (s->ops->read_begin(s, &rd) == COURIER_OK) {
-            if (s->ops->vary_get(s, &rd, key, strlen(key), hash, &names, &nlen) == COURIER_OK &&
-                !cr_buf_append_str(&vk, key) && !cr_cache_vary_suffix(&vk, names, nlen, header_lookup, &hc))
-                cr_key_hash(vk.data, vk.len, hash);
-            s->ops->read_end(s, &rd);
-        }
-    }
-    const char *hashed = vk.data ? vk.data : key;
-    int rc = s->ops->remove(s, hashed, strlen(hashed), hash, err);
-    cr_buf_free(&vk);
-    return rc;
-}
-
-int courier_cache_remove(courier_engine *e, const courier_request *r, courier_error *err) {
-    cr_error_clear(err);
-    if (!e || !r) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or request is NULL");
-    char *key = NULL;
-    int rc = cr_cache_key_for(e, r, &key);
-    if (rc) return cr_fail(err, rc, NULL);
-    rc = remove_common(e, key, r, err);
-    free(key);
-    return rc;
-}
-
-int courier_cache_remove_key(courier_engine *e, const char *key, courier_error *err) {
-    cr_error_clear(err);
-    if (!e || !key) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or key is NULL");
-    return remove_common(e, key, NULL, err);
-}
-
-int courier_cache_put_key(courier_engine *e, const char *key, int status, const char *const *names,
-                          const char *const *values, size_t nheaders, const void *body, size_t body_len,
-                          int64_t expiry_ms, courier_error *err) {
-    cr_error_clear(err);
-    if (!e || !key || !*key || (!body && body_len) || (nheaders && (!names || !values)) || expiry_ms < 0 ||
-        status < 0 || status > 999)
-        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid argument");
-    struct cr_cache *c = e->cache;
-    cr_cache_store *s = cache_store(e, err);
-    if (!s) return store_code(e);
-    /* The header block ("name\0value\0"...) is encoded here, on the stack when it is small. */
-    char small[512];
-    size_t hb_len = 0;
-    const char *etag = NULL, *lm = NULL;
-    for (size_t i = 0; i < nheaders; i++) {
-        if (!names[i] || !values[i]) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL header");
-        size_t nl = strlen(names[i]), vl = strlen(values[i]);
-        int rc = cr_check_header(names[i], nl, values[i], vl);
-        if (rc) return cr_fail(err, rc, "invalid header");
-        hb_len += nl + vl + 2;
-        if (!etag && strcasecmp(names[i], "ETag") == 0) etag = values[i];
-        if (!lm && strcasecmp(names[i], "Last-Modified") == 0) lm = values[i];
-    }
-    char *hb = hb_len <= sizeof small ? small : malloc(hb_len);
-    if (!hb) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    for (size_t i = 0, off = 0; i < nheaders; i++) {
-        size_t nl = strlen(names[i]) + 1, vl = strlen(values[i]) + 1;
-        memcpy(hb + off, names[i], nl);
-        memcpy(hb + off + nl, values[i], vl);
-        off += nl + vl;
-    }
-    int64_t now = now_ms_of(c);
-    cr_store_put p;
-    memset(&p, 0, sizeof p);
-    cr_key_hash(key, strlen(key), p.hash);
-    cr_entry *en = &p.entry;
-    en->status = status;
-    en->created_ms = now;
-    en->expires_ms = now + (expiry_ms ? expiry_ms : c->expiry_ms);
-    en->discard_ms = en->expires_ms;
-    en->key = key;
-    en->key_len = strlen(key);
-    en->method = "GET";
-    en->method_len = 3;
-    en->url = "";
-    const char *sp = strchr(key, ' ');
-    if (sp && strstr(sp, "://")) { /* a default-style key: "METHOD URL..." */
-        en->method = key;
-        en->method_len = (size_t)(sp - key);
-        en->url = sp + 1;
-    }
-    en->url_len = strcspn(en->url, "\n");
-    en->body = body;
-    en->body_len = body_len;
-    if (etag) en->etag = etag, en->etag_len = strlen(etag);
-    if (lm) en->last_modified = lm, en->last_modified_len = strlen(lm);
-    en->headers = hb;
-    en->headers_len = hb_len;
-    cr_store_effect eff = {0};
-    int rc = s->ops->write(s, &p, 1, c->max_bytes, now, &eff, err);
-    if (hb != small) free(hb);
-    if (rc == COURIER_OK) {
-        atomic_fetch_add(&c->writes, (long long)eff.written);
-        atomic_fetch_add(&c->evictions, (long long)eff.evicted);
-        atomic_fetch_add(&c->write_failures, (long long)eff.skipped);
-    } else {
-        atomic_fetch_add(&c->write_failures, 1);
-    }
-    return rc;
-}
-
-int courier_cache_remove_all(int64_t *removed, courier_engine *e, courier_error *err) {
-    cr_error_clear(err);
-    if (removed) *removed = 0;
-    if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
-    cr_cache_store *s = cache_store(e, err);
-    return s ? s->ops->remove_all(s, removed, err) : store_code(e);
-}
-
-int courier_cache_remove_since(int64_t *removed, courier_engine *e, int64_t since_ms, courier_error *err) {
-    cr_error_clear(err);
-    if (removed) *removed = 0;
-    if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
-    cr_cache_store *s = cache_store(e, err);
-    return s ? s->ops->remove_since(s, since_ms, removed, err) : store_code(e);
-}
-
-int courier_cache_remove_expired(int64_t *removed, courier_engine *e, courier_error *err) {
-    cr_error_clear(err);
-    if (removed) *removed = 0;
-    if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
-    cr_cache_store *s = cache_store(e, err);
-    return s ? s->ops->remove_expired(s, now_ms_of(e->cache), removed, err) : store_code(e);
-}
-
-int courier_cache_size(int64_t *bytes, int64_t *count, courier_engine *e, courier_error *err) {
-    cr_error_clear(err);
-    if (bytes) *bytes = 0;
-    if (count) *count = 0;
-    if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
-    cr_cache_store *s = cache_store(e, err);
-    return s ? s->ops->totals(s, bytes, count, err) : store_code(e);
-}
-
-int courier_cache_verify(courier_cache_verify_report *out, courier_engine *e, courier_error *err) {
-    cr_error_clear(err);
-    if (!e || !CR_SIZED_OK(out, courier_cache_verify_report))
-        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument or size");
-    courier_cache_verify_report r;
-    memset(&r, 0, sizeof r);
-    cr_cache_store *s = cache_store(e, err);
-    int rc = s ? s->ops->verify(s, &r, err) : store_code(e);
-    CR_SIZED_OUT(out, r);
-    return rc;
-}
-
-int courier_cache_get_stats(courier_cache_stats *out, courier_engine *e, courier_error *err) {
-    cr_error_clear(err);
-    if (!e || !CR_SIZED_OK(out, courier_cache_stats))
-        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "NULL argument or size");
-    struct cr_cache *c = e->cache;
-    courier_cache_stats st;
-    memset(&st, 0, sizeof st);
-    st.hits = atomic_load(&c->hits);
-    st.misses = atomic_load(&c->misses);
-    st.writes = atomic_load(&c->writes);
-    st.evictions = atomic_load(&c->evictions);
-    st.revalidations = atomic_load(&c->revalidations);
-    st.stale_served = atomic_load(&c->stale);
-    st.write_failures = atomic_load(&c->write_failures);
-    st.max_bytes = c->max_bytes;
-    int rc = courier_cache_size(&st.bytes, &st.count, e, err);
-    CR_SIZED_OUT(out, st);
-    return rc;
-}
-
-int courier_cache_list_entries(courier_cache_list **out, courier_engine *e, courier_error *err) {
-    cr_error_clear(err);
-    if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
-    *out = NULL;
-    if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
-    cr_cache_store *s = cache_store(e, err);
-    if (!s) return store_code(e);
-    courier_cache_list *l = calloc(1, sizeof *l);
-    if (!l) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    int rc = s->ops->list(s, &l->items, &l->count, err);
-    if (rc) {
-        free(l);
-        return rc;
-    }
-    *out = l;
-    return COURIER_OK;
-}
-
-size_t courier_cache_list_count(const courier_cache_list *l) { return l ? l->count : 0; }
-
-int courier_cache_list_at(courier_cache_entry_info *out, const courier_cache_list *l, size_t index) {
-    if (!l || !CR_SIZED_OK(out, courier_cache_entry_info)) return COURIER_E_INVALID_ARGUMENT;
-    if (index >= l->count) return COURIER_E_NOT_FOUND;
-    const cr_list_item *it = &l->items[index];
-    courier_cache_entry_info info;
-    memset(&info, 0, sizeof info);
-    info.key = it->key;
-    info.url = it->url;
-    info.id = it->id;
-    info.status = it->status;
-    info.bytes = it->size;
-    info.created_ms = it->created_ms;
-    info.expires_ms = it->expires_ms;
-    CR_SIZED_OUT(out, info);
-    return COURIER_OK;
-}
-
-void courier_cache_list_free(courier_cache_list *l) {
-    if (!l) return;
-    cr_list_items_free(l->items, l->count);
-    free(l);
 }

@@ -6,13 +6,18 @@
  * of the cache's); the others stand on it.
  *   cache_key.c  the default cache key of a request.
  *   cache_http.c RFC 9111: Cache-Control, Expires, Age, freshness, validators, 304 merging.
- *   cache.c      configuration and request settings, policies in the send path, the manager API.
+ *   cache.c      configuration and request settings, policies in the send path, the store opened
+ *                on first use, the lookup.
+ *   manager.c    the manager API (courier_cache_key, _get, _has, _remove..., _put_key, _size,
+ *                _verify, _get_stats, _list_*), over what cache.c shares below.
  */
 #ifndef COURIER_CACHE_INTERNAL_H
 #define COURIER_CACHE_INTERNAL_H
 
 #include "cache/store.h"
 #include "cache/cache.h"
+
+#include <time.h>
 
 /* Hidden like internal.h's declarations (see there). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -96,6 +101,74 @@ CR_HIDDEN int cr_http_vary_names(const cr_kvlist *headers, char **out);
 CR_HIDDEN int64_t cr_http_age_s(const cr_entry *e, int64_t now_ms);
 /* Updates stored headers with those of a 304 (RFC 9111 section 3.2): same names replaced. */
 CR_HIDDEN int cr_http_merge_304(cr_kvlist *stored, const cr_kvlist *fresh);
+
+/* ---- the engine's cache (cache.c; manager.c reads it too) ------------------------------------ */
+
+/* A user policy registered by id (courier_engine_register_cache_policy); counted: a send holds one. */
+typedef struct policy_reg {
+    atomic_int refs;
+    int id;
+    courier_cache_policy_callbacks fns;
+    void *user;
+    courier_user_free_fn user_free;
+    struct policy_reg *next;
+} policy_reg;
+
+struct cr_deferred; /* a write the worker does at the end of its turn (cache.c) */
+
+/* The engine's cache (e->cache), made at engine open. */
+struct cr_cache {
+    pthread_mutex_t lock; /* store opening, policy registry */
+    cr_cache_store *store; /* the backend chosen at open: LMDB or Redis (store.h) */
+    int open_failed;      /* the code, when the store could not be opened (not retried) */
+    courier_error open_error;
+    int64_t max_bytes;
+    int64_t expiry_ms;
+    int default_policy;
+    cr_callback *clock;
+    const cr_answer_ops *answer; /* the engine's, for the callers of deferred writes */
+    policy_reg *policies;
+    atomic_llong hits, misses, writes, evictions, revalidations, stale, write_failures;
+    /* Worker thread only. */
+    struct cr_deferred *dhead, *dtail;
+};
+
+/* The cache's clock: the configuration's (courier_config_set_clock) or the real time, in unix ms. */
+static inline int64_t cr_cache_now_ms(const struct cr_cache *c) {
+    if (c && c->clock) return ((courier_clock_fn)c->clock->fn)(c->clock->user);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The store, opened on first use: the LMDB store in "<store dir>/cache" or the directory the cache
+ * store setting names, or Redis for a redis:// URL. NULL when it cannot be opened (logged once;
+ * err filled). Any thread. */
+CR_HIDDEN cr_cache_store *cr_cache_open_store(courier_engine *e, courier_error *err);
+/* The code of a store that cannot be opened (cr_cache_open_store returned NULL). */
+CR_HIDDEN int cr_cache_store_code(courier_engine *e);
+/* The user policy registered under id, retained (release with cr_cache_policy_release), or NULL. */
+CR_HIDDEN policy_reg *cr_cache_find_policy(struct cr_cache *c, int id);
+CR_HIDDEN void cr_cache_policy_release(policy_reg *p);
+
+/* Where a lookup reads the request headers a Vary record names: a transfer's headers, or (for the
+ * manager) a request's with the configuration's defaults. */
+typedef struct cr_header_ctx {
+    const courier_engine *e;
+    const courier_request *r; /* when looking up for the manager */
+    const cr_kvlist *headers; /* when looking up for a transfer */
+} cr_header_ctx;
+/* cr_cache_vary_suffix's lookup over a cr_header_ctx. */
+CR_HIDDEN const char *cr_cache_header_lookup(const void *ctx, const char *name);
+/* Looks up the entry of a key (following a Vary record when hc is given) and turns it into a
+ * response (new). Returns COURIER_OK, COURIER_E_NOT_FOUND, or an error. *fresh says whether it is
+ * fresh. With fresh_only, an entry that is not fresh is reported (COURIER_OK, *fresh false, *out
+ * NULL) without building its response. meta (optional): the entry's numbers; had_vary (optional):
+ * whether a Vary record was followed. key_hash (optional): the key's cr_key_hash, when the caller
+ * has it (a send hashes its key once, in its cache state). */
+CR_HIDDEN int cr_cache_lookup(courier_engine *e, cr_cache_store *s, const char *key, const uint8_t key_hash[16],
+                              const cr_header_ctx *hc, int64_t now, bool fresh_only, courier_response **out,
+                              cr_entry *meta, bool *fresh, bool *had_vary);
 
 /* ---- shared helpers (cache.c) --------------------------------------------------------------- */
 

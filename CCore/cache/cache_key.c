@@ -13,7 +13,6 @@
  * still appended). The store keys entries by a 128-bit hash of this text and keeps the text.
  */
 #include "cache_internal.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -126,12 +125,12 @@ int cr_cache_key_for(const courier_engine *e, const courier_request *r, char **o
     } else {
         /* The absolute URL, joined as cr_transfer_prepare joins it. */
         cr_buf u = {0};
-        const char *base = r->base_url ? r->base_url : e->config->base_url;
+        const char *base = r->base_url ? r->base_url : cr_core(e)->config->base_url;
         if (absolute(r->target) || !base) {
             if (cr_buf_append_str(&u, r->target)) goto done;
         } else {
             char vbuf[CR_API_VERSION_MAX + 2];
-            if (cr_join_url(&u, base, cr_api_version_of(e->config, r, vbuf), r->target)) {
+            if (cr_join_url(&u, base, cr_api_version_of(cr_core(e)->config, r, vbuf), r->target)) {
                 cr_buf_free(&u);
                 goto done;
             }
@@ -154,7 +153,7 @@ int cr_cache_key_for(const courier_engine *e, const courier_request *r, char **o
             rc = COURIER_E_NO_MEMORY;
         }
         if (r->use_default_params) {
-            const cr_kvlist *dp = &e->config->params;
+            const cr_kvlist *dp = &cr_core(e)->config->params;
             for (size_t i = 0; i < dp->count; i++)
                 if (pairs_add(&pl, c, dp->items[i].name, strlen(dp->items[i].name), dp->items[i].value,
                               strlen(dp->items[i].value)))

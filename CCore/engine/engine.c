@@ -105,11 +105,11 @@ static int default_store_path(const courier_config *c, char *out, size_t n, cour
 }
 
 static int open_store_dir(courier_engine *e, courier_error *err) {
-    if (e->config->store_dir || !e->config->temporary_store) {
+    if (e->core.config->store_dir || !e->core.config->temporary_store) {
         char def[PATH_MAX];
-        const char *dir = e->config->store_dir;
+        const char *dir = e->core.config->store_dir;
         if (!dir) {
-            int rc = default_store_path(e->config, def, sizeof def, err);
+            int rc = default_store_path(e->core.config, def, sizeof def, err);
             if (rc) return rc;
             dir = def;
         }
@@ -119,8 +119,8 @@ static int open_store_dir(courier_engine *e, courier_error *err) {
             if (err) err->os_error = rc;
             return COURIER_E_STORE;
         }
-        e->store_dir = cr_strdup(dir);
-        return e->store_dir ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+        e->core.store_dir = cr_strdup(dir);
+        return e->core.store_dir ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp) tmp = "/tmp";
@@ -133,9 +133,9 @@ static int open_store_dir(courier_engine *e, courier_error *err) {
         if (err) err->os_error = os;
         return COURIER_E_STORE;
     }
-    e->store_dir = cr_strdup(path);
-    e->store_is_temp = 1;
-    if (!e->store_dir) {
+    e->core.store_dir = cr_strdup(path);
+    e->core.store_is_temp = 1;
+    if (!e->core.store_dir) {
         rmdir(path);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
@@ -166,8 +166,8 @@ int cr_sched_new(courier_engine *e) {
     if (!e->sched) return COURIER_E_NO_MEMORY;
     e->sched->rng = (uint64_t)cr_mono_ms() ^ (uint64_t)(uintptr_t)e ^ 0x9E3779B97F4A7C15ULL;
     if (!e->sched->rng) e->sched->rng = 1;
-    e->sched->guard_ms = e->config->sched ? e->config->sched->guard_ms : 0;
-    atomic_init(&e->mock_enabled, e->config->sched ? e->config->sched->mock_enabled : 0);
+    e->sched->guard_ms = e->core.config->sched ? e->core.config->sched->guard_ms : 0;
+    atomic_init(&e->mock_enabled, e->core.config->sched ? e->core.config->sched->mock_enabled : 0);
     return COURIER_OK;
 }
 
@@ -184,7 +184,7 @@ void cr_sched_free(courier_engine *e) {
  * configuration has one (tests advance it instead of sleeping; the worker looks at least once a
  * second), else a monotonic clock. */
 static int64_t timer_now(courier_engine *e) {
-    const cr_callback *clock = e->config->clock;
+    const cr_callback *clock = e->core.config->clock;
     return clock ? ((courier_clock_fn)clock->fn)(clock->user) : cr_mono_ms();
 }
 
@@ -197,9 +197,9 @@ static void set_state(courier_engine *e, cr_transfer *t, int state) {
         /* Counted no more: the counters hold what callers still wait for. */
     } else if (was && !now) {
         atomic_fetch_sub(&e->active, 1);
-        atomic_fetch_add(&e->queued, 1);
+        atomic_fetch_add(&e->core.queued, 1);
     } else if (!was && now) {
-        atomic_fetch_sub(&e->queued, 1);
+        atomic_fetch_sub(&e->core.queued, 1);
         atomic_fetch_add(&e->active, 1);
     }
     t->state = state;
@@ -283,10 +283,10 @@ static void answer(courier_engine *e, cr_transfer *t, int code, courier_response
         return;
     }
     t->caller_gone = 1;
-    atomic_fetch_sub(on_wire(t->state) ? &e->active : &e->queued, 1); /* before the caller looks */
-    pthread_mutex_lock(&e->lock);
+    atomic_fetch_sub(on_wire(t->state) ? &e->active : &e->core.queued, 1); /* before the caller looks */
+    pthread_mutex_lock(&e->core.lock);
     cr_idset_remove(&e->live, t->id);
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->core.lock);
     if (resp) {
         resp->id = t->id;
         resp->attempts = t->attempts;
@@ -305,7 +305,7 @@ static void answer(courier_engine *e, cr_transfer *t, int code, courier_response
 
 /* Frees a transfer that is off every list. */
 static void discard(courier_engine *e, cr_transfer *t) {
-    if (!t->caller_gone) atomic_fetch_sub(on_wire(t->state) ? &e->active : &e->queued, 1);
+    if (!t->caller_gone) atomic_fetch_sub(on_wire(t->state) ? &e->active : &e->core.queued, 1);
     cr_transfer_free(t);
 }
 
@@ -344,7 +344,7 @@ static void judge(courier_engine *e, cr_transfer *t, int code, courier_response 
         if (rc < 0) code = rc; /* too many, refused, not replayable: the 3xx stays attached */
     }
     cr_redirect_attach(t, resp); /* the chain, on the final answer */
-    const cr_sched_conf *sc = e->config->sched;
+    const cr_sched_conf *sc = e->core.config->sched;
     for (size_t i = 0; sc && resp && code == COURIER_OK && i < sc->ninterceptors; i++) {
         if (!sc->interceptors[i].after) continue;
         courier_response *before = resp;
@@ -429,7 +429,7 @@ static const cr_journal_ops journal_ops = {&later_ops, courier_send, cr_monitor_
 
 static void release_easy(courier_engine *e, cr_transfer *t) {
     if (!t->easy) return;
-    curl_multi_remove_handle(e->multi, t->easy);
+    curl_multi_remove_handle(e->core.multi, t->easy);
     if (e->npool < CR_POOL_MAX) {
         /* Pooled handles keep the engine's shared options; one a transfer changed in other ways
          * (a method, a body, progress) starts over. */
@@ -516,7 +516,7 @@ static void start_http(courier_engine *e, cr_transfer *t) {
     cr_jar_refresh(e); /* cookies.c: what another engine or process wrote to the store's jar */
     if (!t->easy && (t->easy = curl_easy_init()) != NULL) rc = cr_transport_base(e, t->easy);
     if (rc == COURIER_OK) rc = t->easy ? cr_transport_setup(e, t) : COURIER_E_NO_MEMORY;
-    if (rc == COURIER_OK && curl_multi_add_handle(e->multi, t->easy) != CURLM_OK) rc = COURIER_E_INTERNAL;
+    if (rc == COURIER_OK && curl_multi_add_handle(e->core.multi, t->easy) != CURLM_OK) rc = COURIER_E_INTERNAL;
     if (rc != COURIER_OK) {
         cr_easy_cleanup(t->easy);
         t->easy = NULL;
@@ -538,7 +538,7 @@ static void start_http(courier_engine *e, cr_transfer *t) {
 /* Starts waiting transfers, highest priority first, while the limits allow. */
 static void pump(courier_engine *e) {
     struct cr_sched *s = e->sched;
-    long max_total = e->config->max_total, max_host = e->config->max_per_host;
+    long max_total = e->core.config->max_total, max_host = e->core.config->max_per_host;
     cr_monitor_limits(e, &max_host, &max_total); /* monitor.c: the limits of the network's kind */
     /* "Not on cellular" requests fail at once while the path is cellular, queued ones included. */
     for (int q = 0; q < 3; q++) {
@@ -883,7 +883,7 @@ static void *worker_main(void *arg) {
     uint64_t *cancels = NULL;
     size_t cap_cancels = 0;
     for (;;) {
-        pthread_mutex_lock(&e->lock);
+        pthread_mutex_lock(&e->core.lock);
         e->polling = false;
         cr_transfer *in = e->incoming_head;
         e->incoming_head = e->incoming_tail = NULL;
@@ -902,8 +902,8 @@ static void *worker_main(void *arg) {
         }
         int cancel_all = e->cancel_all;
         e->cancel_all = 0;
-        int closing = e->closing;
-        pthread_mutex_unlock(&e->lock);
+        int closing = e->core.closing;
+        pthread_mutex_unlock(&e->core.lock);
 
         /* Calls custom transports completed (in the order they completed). */
         courier_call *rev = NULL;
@@ -951,10 +951,10 @@ static void *worker_main(void *arg) {
         pump(e);
 
         int running = 0;
-        curl_multi_perform(e->multi, &running);
+        curl_multi_perform(e->core.multi, &running);
         CURLMsg *msg;
         int left;
-        while ((msg = curl_multi_info_read(e->multi, &left))) {
+        while ((msg = curl_multi_info_read(e->core.multi, &left))) {
             if (msg->msg == CURLMSG_DONE) finish_done(e, msg);
         }
         int idle_wait = idle_check(e);
@@ -967,12 +967,13 @@ static void *worker_main(void *arg) {
         }
         cr_cache_flush(e); /* this turn's cache writes, then their answers */
         /* Work the callbacks of this turn handed in (they send without waking the worker). */
-        pthread_mutex_lock(&e->lock);
-        bool more = e->incoming_head || e->ncancels || e->cancel_all || e->external_done || e->answered || e->closing;
+        pthread_mutex_lock(&e->core.lock);
+        bool more = e->incoming_head || e->ncancels || e->cancel_all || e->external_done || e->core.answered ||
+                    e->core.closing;
         if (!more) e->polling = true; /* from here a send from another thread wakes it */
-        pthread_mutex_unlock(&e->lock);
+        pthread_mutex_unlock(&e->core.lock);
         if (more) continue;
-        curl_multi_poll(e->multi, NULL, 0, timeout, NULL);
+        curl_multi_poll(e->core.multi, NULL, 0, timeout, NULL);
     }
     free(cancels);
     if (e->free_on_exit) engine_free(e); /* closed from one of its own callbacks */
@@ -1031,11 +1032,11 @@ int courier_call_complete(courier_call *c, courier_code code, courier_response *
     courier_engine *e = c->e;
     /* Wake the worker while holding the lock: once the lock is released the worker may finish the
      * call and, if the engine is closing, free the engine, so nothing here may touch it after. */
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->core.lock);
     c->next_done = e->external_done;
     e->external_done = c;
-    curl_multi_wakeup(e->multi);
-    pthread_mutex_unlock(&e->lock);
+    curl_multi_wakeup(e->core.multi);
+    pthread_mutex_unlock(&e->core.lock);
     return COURIER_OK;
 }
 
@@ -1060,17 +1061,17 @@ static void engine_free(courier_engine *e) {
     for (size_t i = 0; i < e->npool; i++) cr_easy_cleanup(e->pool[i]);
     free(e->pool);
     cr_urlh_cache_free(e);
-    if (e->multi) curl_multi_cleanup(e->multi);
+    if (e->core.multi) curl_multi_cleanup(e->core.multi);
     cr_jar_close(e); /* cookies.c: after every easy handle on its share is gone */
     cr_cache_engine_free(e); /* closes the cache's store before a temporary store is removed */
-    if (e->store_is_temp && e->store_dir) nftw(e->store_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    free(e->store_dir);
+    if (e->core.store_is_temp && e->core.store_dir) nftw(e->core.store_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(e->core.store_dir);
     free(e->cancels);
     cr_idset_free(&e->live);
     cr_sched_free(e);
     cr_catalog_free(e);
-    courier_config_free(e->config);
-    pthread_mutex_destroy(&e->lock);
+    courier_config_free(e->core.config);
+    pthread_mutex_destroy(&e->core.lock);
     free(e);
 }
 
@@ -1083,18 +1084,19 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
 
     courier_engine *e = calloc(1, sizeof *e);
     if (!e) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    pthread_mutex_init(&e->lock, NULL);
-    atomic_init(&e->next_id, 1);
-    atomic_init(&e->queued, 0);
+    pthread_mutex_init(&e->core.lock, NULL);
+    atomic_init(&e->core.next_id, 1);
+    atomic_init(&e->core.queued, 0);
     atomic_init(&e->active, 0);
-    e->sched_prepare = cr_sched_prepare; /* schedule.c, for request.c's cr_transfer_prepare */
-    e->sched_finish_prepare = cr_sched_finish_prepare;
-    e->config = cr_config_copy(config);
+    e->core.sched_prepare = cr_sched_prepare; /* schedule.c, for request.c's cr_transfer_prepare */
+    e->core.sched_finish_prepare = cr_sched_finish_prepare;
+    e->core.config = cr_config_copy(config);
     e->pool = calloc(CR_POOL_MAX, sizeof *e->pool);
-    if (!e->config || !e->pool) {
+    if (!e->core.config || !e->pool) {
         engine_free(e);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
+    e->core.clock = e->core.config->clock; /* for log.c, which does not read the configuration */
     int rc = cr_sched_new(e);
     if (rc == COURIER_OK) rc = cr_catalog_new(e); /* catalog.c: APIs, routes, descriptors */
     if (rc) {
@@ -1108,32 +1110,32 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
     if (rc == COURIER_OK) { /* cookies.c: the cookie jar, kept in the journal's environment */
         struct MDB_env *cenv = NULL;
         unsigned cdbi = 0;
-        if (!e->store_is_temp && cr_journal_cookie_db(e, &cenv, &cdbi) != COURIER_OK) cenv = NULL;
+        if (!e->core.store_is_temp && cr_journal_cookie_db(e, &cenv, &cdbi) != COURIER_OK) cenv = NULL;
         rc = cr_jar_open(e, cenv, cdbi, err);
     }
     if (rc) {
         engine_free(e);
         return rc;
     }
-    e->proxy_env = cr_proxy_env_present();
-    cr_accept_encoding_line(e->accept_encoding, sizeof e->accept_encoding);
-    e->multi = curl_multi_init();
-    if (e->multi) cr_monitor_start_watch(e); /* monitor.c: the OS watch reports from here on */
-    if (!e->multi) {
+    e->core.proxy_env = cr_proxy_env_present();
+    cr_accept_encoding_line(e->core.accept_encoding, sizeof e->core.accept_encoding);
+    e->core.multi = curl_multi_init();
+    if (e->core.multi) cr_monitor_start_watch(e); /* monitor.c: the OS watch reports from here on */
+    if (!e->core.multi) {
         engine_free(e);
         return cr_fail(err, COURIER_E_INTERNAL, "curl_multi_init failed");
     }
     /* The pool allows the most any network kind's limits allow; pump() holds requests to the
      * current kind's (monitor.c). */
-    long pool_host = e->config->max_per_host, pool_total = e->config->max_total;
-    for (size_t k = 0; k < sizeof e->config->kind_limits / sizeof e->config->kind_limits[0]; k++) {
-        if (e->config->kind_limits[k].per_host > pool_host) pool_host = e->config->kind_limits[k].per_host;
-        if (e->config->kind_limits[k].total > pool_total) pool_total = e->config->kind_limits[k].total;
+    long pool_host = e->core.config->max_per_host, pool_total = e->core.config->max_total;
+    for (size_t k = 0; k < sizeof e->core.config->kind_limits / sizeof e->core.config->kind_limits[0]; k++) {
+        if (e->core.config->kind_limits[k].per_host > pool_host) pool_host = e->core.config->kind_limits[k].per_host;
+        if (e->core.config->kind_limits[k].total > pool_total) pool_total = e->core.config->kind_limits[k].total;
     }
-    curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS, pool_host);
-    curl_multi_setopt(e->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, pool_total);
-    curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, pool_total);
-    curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(e->core.multi, CURLMOPT_MAX_HOST_CONNECTIONS, pool_host);
+    curl_multi_setopt(e->core.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, pool_total);
+    curl_multi_setopt(e->core.multi, CURLMOPT_MAXCONNECTS, pool_total);
+    curl_multi_setopt(e->core.multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
 
     int prc = pthread_create(&e->worker, NULL, worker_main, e);
     if (prc != 0) {
@@ -1152,24 +1154,24 @@ void courier_engine_close(courier_engine *e) {
     /* From inside one of its own callbacks (a binding dropping its last reference there): the
      * worker cannot join itself, so it finishes closing on its own and frees the engine last. */
     bool on_worker = pthread_equal(pthread_self(), e->worker);
-    pthread_mutex_lock(&e->lock);
-    e->closing = 1;
+    pthread_mutex_lock(&e->core.lock);
+    e->core.closing = 1;
     e->free_on_exit = on_worker;
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->core.lock);
     if (on_worker) {
         pthread_detach(e->worker);
         return;
     }
-    curl_multi_wakeup(e->multi);
+    curl_multi_wakeup(e->core.multi);
     pthread_join(e->worker, NULL);
     engine_free(e);
 }
 
-const char *courier_engine_store_dir(const courier_engine *e) { return e ? e->store_dir : NULL; }
+const char *courier_engine_store_dir(const courier_engine *e) { return e ? e->core.store_dir : NULL; }
 
 int courier_engine_pending(int64_t *queued, int64_t *active, const courier_engine *e) {
     if (!e) return COURIER_E_INVALID_ARGUMENT;
-    if (queued) *queued = atomic_load(&((courier_engine *)e)->queued);
+    if (queued) *queued = atomic_load(&((courier_engine *)e)->core.queued);
     if (active) *active = atomic_load(&((courier_engine *)e)->active);
     return COURIER_OK;
 }
@@ -1197,7 +1199,7 @@ int courier_send(uint64_t *out_id, courier_engine *e, const courier_request *r, 
     }
     t->done = done;
     t->user = user;
-    t->id = atomic_fetch_add(&e->next_id, 1);
+    t->id = atomic_fetch_add(&e->core.next_id, 1);
     rc = cr_frozen_attach(e, r, t, err); /* journal.c: the request's freeze settings */
     if (!rc) rc = cr_cache_before_send(e, r, t, err); /* cache key, policy, lookup (a hit is answered by the worker) */
     if (rc) {
@@ -1210,22 +1212,22 @@ int courier_send(uint64_t *out_id, courier_engine *e, const courier_request *r, 
         return COURIER_OK;
     }
 
-    pthread_mutex_lock(&e->lock);
-    if (e->closing) {
-        pthread_mutex_unlock(&e->lock);
+    pthread_mutex_lock(&e->core.lock);
+    if (e->core.closing) {
+        pthread_mutex_unlock(&e->core.lock);
         cr_transfer_free(t);
         return cr_fail(err, COURIER_E_CLOSED, "the engine is closing");
     }
     if (e->sched->guard_ms > 0 && !t->unguarded) {
         rc = cr_guard_check(&e->sched->guard, e->sched->guard_ms, t, err);
         if (rc) {
-            pthread_mutex_unlock(&e->lock);
+            pthread_mutex_unlock(&e->core.lock);
             cr_transfer_free(t);
             return rc;
         }
     }
     if (cr_idset_add(&e->live, t->id)) {
-        pthread_mutex_unlock(&e->lock);
+        pthread_mutex_unlock(&e->core.lock);
         cr_transfer_free(t);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
@@ -1239,10 +1241,10 @@ int courier_send(uint64_t *out_id, courier_engine *e, const courier_request *r, 
     if (e->incoming_tail) e->incoming_tail->next = t;
     else e->incoming_head = t;
     e->incoming_tail = t;
-    atomic_fetch_add(&e->queued, 1);
+    atomic_fetch_add(&e->core.queued, 1);
     uint64_t id = t->id; /* t may complete and be freed as soon as the lock is released */
-    pthread_mutex_unlock(&e->lock);
-    if (wake) curl_multi_wakeup(e->multi);
+    pthread_mutex_unlock(&e->core.lock);
+    if (wake) curl_multi_wakeup(e->core.multi);
     if (out_id) *out_id = id;
     return COURIER_OK;
 }
@@ -1300,32 +1302,32 @@ int courier_send_sync(courier_response **out_response, courier_engine *e, const 
 
 int courier_cancel(courier_engine *e, uint64_t id) {
     if (!e) return COURIER_E_INVALID_ARGUMENT;
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->core.lock);
     if (!cr_idset_has(&e->live, id)) {
-        pthread_mutex_unlock(&e->lock);
+        pthread_mutex_unlock(&e->core.lock);
         return COURIER_E_NOT_FOUND;
     }
     if (e->ncancels == e->cap_cancels) {
         size_t cap = e->cap_cancels ? e->cap_cancels * 2 : 16;
         uint64_t *p = realloc(e->cancels, cap * sizeof *p);
         if (!p) {
-            pthread_mutex_unlock(&e->lock);
+            pthread_mutex_unlock(&e->core.lock);
             return COURIER_E_NO_MEMORY;
         }
         e->cancels = p;
         e->cap_cancels = cap;
     }
     e->cancels[e->ncancels++] = id;
-    pthread_mutex_unlock(&e->lock);
-    curl_multi_wakeup(e->multi);
+    pthread_mutex_unlock(&e->core.lock);
+    curl_multi_wakeup(e->core.multi);
     return COURIER_OK;
 }
 
 int courier_cancel_all(courier_engine *e) {
     if (!e) return COURIER_E_INVALID_ARGUMENT;
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->core.lock);
     e->cancel_all = 1;
-    pthread_mutex_unlock(&e->lock);
-    curl_multi_wakeup(e->multi);
+    pthread_mutex_unlock(&e->core.lock);
+    curl_multi_wakeup(e->core.multi);
     return COURIER_OK;
 }

@@ -15,42 +15,28 @@
 /* ---- the engine (engine.c) ------------------------------------------------------------------- */
 
 struct courier_engine {
-    courier_config *config; /* owned copy, read-only after open */
-    /* The scheduler's prepare-time steps (cr_sched_prepare, cr_sched_finish_prepare), set at open:
-     * cr_transfer_prepare (request.c) runs them through these, never naming a layer above it. */
-    int (*sched_prepare)(courier_engine *e, const courier_request *r, cr_transfer *t, courier_outgoing *o,
-                         courier_error *err);
-    int (*sched_finish_prepare)(const courier_request *r, cr_transfer *t, courier_error *err);
-    char *store_dir;
-    int store_is_temp;
+    /* What the layers below read (base/base.h): first, so cr_core(e) is the engine's address. The
+     * engine itself names these fields e->core.config, e->core.lock, ... */
+    cr_engine_core core;
 
     pthread_t worker;
-    pthread_mutex_t lock;
-    /* Guarded by lock. */
+    /* Guarded by core.lock. */
     cr_transfer *incoming_head;
     cr_transfer *incoming_tail;
     uint64_t *cancels;
     size_t ncancels;
     size_t cap_cancels;
     int cancel_all;
-    int closing;
     /* The worker is in (or about to enter) curl_multi_poll with nothing left to do: a send from
      * another thread wakes it then, and only then (engine.c, courier_send; the worker clears it
      * when it takes the incoming list). */
     bool polling;
     int free_on_exit; /* closed from the worker itself: it frees the engine when its loop ends */
-    bool proxy_env;   /* the environment named a proxy when the engine opened */
-    struct cr_urlh *urlh[CR_URLH_SLOTS]; /* worker only: recently sent URLs, parsed (transport.c) */
-    char accept_encoding[64]; /* "Accept-Encoding: <what this libcurl decodes>", sent as a header
-                                 line (cheaper per request than curl's own, which it then skips) */
     cr_idset live; /* ids submitted and not yet completed */
 
-    atomic_uint_fast64_t next_id;
-    atomic_long queued;
     atomic_long active;
 
     /* Worker thread only. */
-    CURLM *multi;
     cr_transfer *active_head;
     long idle_watch; /* transfers on the wire with an idle timeout (engine.c) */
     CURL **pool;
@@ -58,16 +44,11 @@ struct courier_engine {
     /* Scheduling (schedule.c): worker-only unless noted. */
     struct cr_sched *sched;
     atomic_int mock_enabled;     /* any thread */
-    struct courier_call *external_done; /* guarded by lock: custom transports' completed calls */
-    struct cr_cache *cache; /* the cache (cache.c); the store opens on first use */
-    _Atomic(struct cr_obs *) obs; /* logging and monitors (log.c), made on first use; any thread */
-    struct cr_journal *journal;   /* frozen requests (journal.c); NULL before open, after close */
+    struct courier_call *external_done; /* guarded by core.lock: custom transports' completed calls */
     struct cr_monitor *monitor;   /* reachability (monitor.c); owned by the journal's lifetime */
-    struct cr_jar *jar;           /* the cookie jar (cookies.c); NULL when off */
-    struct courier_challenge *challenges; /* guarded by lock: asked, not answered (auth.c) */
-    struct courier_challenge *answered;   /* guarded by lock: answered, for the worker */
     struct cr_catalog *catalog;           /* APIs, routes, response descriptors (catalog.c) */
 };
+_Static_assert(offsetof(struct courier_engine, core) == 0, "cr_core(e) casts the engine to its first member");
 
 /* ==== Scheduling, mock, custom transports (schedule.c, mock.c) ================================ */
 
@@ -101,17 +82,6 @@ typedef struct cr_sched_conf {
 /* The configuration's scheduling part, made on first use. NULL on no memory. */
 CR_HIDDEN cr_sched_conf *cr_sched_conf_of(courier_config *c);
 
-/* A custom transport's call (the public courier_call). */
-struct courier_call {
-    cr_transfer *t;
-    courier_engine *e;
-    atomic_int completed;
-    int code;
-    courier_response *resp;
-    char message[200];
-    cr_raised raised; /* courier_call_raise's user error, moved to the transfer when finished */
-    struct courier_call *next_done; /* in the engine's external list */
-};
 
 /* schedule.c: the worker's side of scheduling. */
 CR_HIDDEN int cr_sched_new(courier_engine *e);

@@ -93,7 +93,7 @@ int cr_monitor_open(courier_engine *e, void (*changed)(courier_engine *e, unsign
     pthread_mutex_init(&m->mu, NULL);
     m->e = e;
     m->changed = changed;
-    const struct cr_frozen_conf *fc = &e->config->frozen;
+    const struct cr_frozen_conf *fc = &e->core.config->frozen;
     m->from_errors = fc->monitor_from_errors;
     memcpy(m->probe, fc->probe, sizeof m->probe);
     m->interval_ms = fc->probe_interval_ms > 0 ? fc->probe_interval_ms : M_DEFAULT_INTERVAL;
@@ -431,7 +431,7 @@ int courier_reachability_remove_listener(courier_engine *e, uint64_t token) {
 
 void cr_monitor_start_watch(courier_engine *e) {
     struct cr_monitor *m = e->monitor;
-    if (m && e->config->network_watch && !m->watch) m->watch = cr_netwatch_start(e);
+    if (m && e->core.config->network_watch && !m->watch) m->watch = cr_netwatch_start(e);
 }
 
 void cr_monitor_report(courier_engine *e, int status, courier_network_kind kind, int expensive) {
@@ -442,15 +442,15 @@ void cr_monitor_report(courier_engine *e, int status, courier_network_kind kind,
     if (status == COURIER_REACHABILITY_ONLINE || status == COURIER_REACHABILITY_OFFLINE) set_detected(e, status);
     if (before != (int)kind) {
         /* The new kind's limits hold at once: replays by the journal, the queue by the worker. */
-        cr_journal_set_concurrency(e, e->config->kind_limits[kind].replay);
-        if (e->multi) curl_multi_wakeup(e->multi);
+        cr_journal_set_concurrency(e, e->core.config->kind_limits[kind].replay);
+        if (e->core.multi) curl_multi_wakeup(e->core.multi);
     }
 }
 
 void cr_monitor_limits(courier_engine *e, long *per_host, long *total) {
     struct cr_monitor *m = e->monitor;
     if (!m) return;
-    const struct cr_kind_limits *l = &e->config->kind_limits[atomic_load(&m->kind)];
+    const struct cr_kind_limits *l = &e->core.config->kind_limits[atomic_load(&m->kind)];
     if (l->per_host > 0) *per_host = l->per_host;
     if (l->total > 0) *total = l->total;
 }

@@ -229,7 +229,7 @@ static char *identity(const cr_transfer *t, bool with_body, size_t *len) {
 
 int cr_sched_prepare(courier_engine *e, const courier_request *r, cr_transfer *t, courier_outgoing *o,
                      courier_error *err) {
-    const cr_sched_conf *sc = e->config->sched;
+    const cr_sched_conf *sc = e->core.config->sched;
     /* Interceptors' before-send, in order, after the request's own customize. */
     for (size_t i = 0; sc && i < sc->ninterceptors; i++) {
         if (!sc->interceptors[i].before) continue;
@@ -277,7 +277,7 @@ struct cr_guard {
     size_t cap;
 };
 
-/* Returns COURIER_OK and records the request, or COURIER_E_TOO_FREQUENT. Caller holds e->lock. */
+/* Returns COURIER_OK and records the request, or COURIER_E_TOO_FREQUENT. Caller holds e->core.lock. */
 int cr_guard_check(struct cr_guard **gp, long window_ms, const cr_transfer *t, courier_error *err) {
     if (!*gp && !(*gp = calloc(1, sizeof **gp))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     struct cr_guard *g = *gp;

@@ -10,7 +10,6 @@
  * is then reset before another transfer uses it.
  */
 #include "http/http.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <strings.h>
 
@@ -349,10 +348,10 @@ bool cr_challenge_offer(courier_engine *e, cr_transfer *t, courier_response *res
     t->held = resp;
     hold(e, t);
     pthread_mutex_lock(&challenge_mu);
-    pthread_mutex_lock(&e->lock);
-    ch->next = e->challenges;
-    e->challenges = ch;
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_lock(&cr_core(e)->lock);
+    ch->next = cr_core(e)->challenges;
+    cr_core(e)->challenges = ch;
+    pthread_mutex_unlock(&cr_core(e)->lock);
     pthread_mutex_unlock(&challenge_mu);
     cr_raised *outer = cr_raise_catch(&t->raised); /* user_error.c: t is held while the challenge waits */
     ((courier_challenge_fn)t->auth->challenge->fn)(ch, t->auth->challenge->user);
@@ -375,19 +374,19 @@ int courier_challenge_answer(courier_challenge *ch, const char *user, const char
     pthread_mutex_lock(&challenge_mu);
     courier_engine *e = ch->e;
     if (e) {
-        pthread_mutex_lock(&e->lock);
-        for (courier_challenge **pp = &e->challenges; *pp; pp = &(*pp)->next) {
+        pthread_mutex_lock(&cr_core(e)->lock);
+        for (courier_challenge **pp = &cr_core(e)->challenges; *pp; pp = &(*pp)->next) {
             if (*pp == ch) {
                 *pp = ch->next;
                 break;
             }
         }
-        courier_challenge **tail = &e->answered;
+        courier_challenge **tail = &cr_core(e)->answered;
         while (*tail) tail = &(*tail)->next;
         ch->next = NULL;
         *tail = ch;
-        curl_multi_wakeup(e->multi);
-        pthread_mutex_unlock(&e->lock);
+        curl_multi_wakeup(cr_core(e)->multi);
+        pthread_mutex_unlock(&cr_core(e)->lock);
     }
     pthread_mutex_unlock(&challenge_mu);
     if (!e) cr_challenge_free(ch); /* the engine closed: nothing waits for it */
@@ -395,10 +394,10 @@ int courier_challenge_answer(courier_challenge *ch, const char *user, const char
 }
 
 courier_challenge *cr_challenges_take(courier_engine *e) {
-    pthread_mutex_lock(&e->lock);
-    courier_challenge *list = e->answered;
-    e->answered = NULL;
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_lock(&cr_core(e)->lock);
+    courier_challenge *list = cr_core(e)->answered;
+    cr_core(e)->answered = NULL;
+    pthread_mutex_unlock(&cr_core(e)->lock);
     return list;
 }
 
@@ -424,10 +423,10 @@ bool cr_challenge_apply(courier_challenge *ch, cr_transfer *t) {
 
 void cr_challenges_detach(courier_engine *e) {
     pthread_mutex_lock(&challenge_mu);
-    for (courier_challenge *ch = e->challenges; ch; ch = ch->next) ch->e = NULL;
-    e->challenges = NULL;
-    courier_challenge *ans = e->answered;
-    e->answered = NULL;
+    for (courier_challenge *ch = cr_core(e)->challenges; ch; ch = ch->next) ch->e = NULL;
+    cr_core(e)->challenges = NULL;
+    courier_challenge *ans = cr_core(e)->answered;
+    cr_core(e)->answered = NULL;
     pthread_mutex_unlock(&challenge_mu);
     while (ans) {
         courier_challenge *next = ans->next;

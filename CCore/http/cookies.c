@@ -20,7 +20,6 @@
  * its jar in memory only: nobody else can open that store, and it is removed at close.
  */
 #include "http/http.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <errno.h>
 #include <lmdb.h>
@@ -321,9 +320,9 @@ static void share_unlock(CURL *h, curl_lock_data data, void *user) {
 }
 
 void cr_jar_close(courier_engine *e) {
-    struct cr_jar *j = e->jar;
+    struct cr_jar *j = cr_core(e)->jar;
     if (!j) return;
-    e->jar = NULL;
+    cr_core(e)->jar = NULL;
     cr_easy_cleanup(j->api);
     if (j->share) curl_share_cleanup(j->share);
     jlines_clear(&j->saved);
@@ -333,7 +332,7 @@ void cr_jar_close(courier_engine *e) {
 }
 
 int cr_jar_open(courier_engine *e, struct MDB_env *env, unsigned dbi, courier_error *err) {
-    if (e->config->cookies_off) return COURIER_OK;
+    if (cr_core(e)->config->cookies_off) return COURIER_OK;
     struct cr_jar *j = calloc(1, sizeof *j);
     if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     pthread_mutexattr_t rec;
@@ -344,9 +343,9 @@ int cr_jar_open(courier_engine *e, struct MDB_env *env, unsigned dbi, courier_er
     pthread_mutexattr_destroy(&rec);
     pthread_mutex_init(&j->mu, NULL);
     atomic_init(&j->seen_txnid, 0);
-    e->jar = j;
+    cr_core(e)->jar = j;
     j->env = env;
-    if (!e->store_is_temp && !env) {
+    if (!cr_core(e)->store_is_temp && !env) {
         cr_jar_close(e);
         return cr_fail(err, COURIER_E_STORE, "the cookie jar needs the store's journal");
     }
@@ -370,8 +369,8 @@ int cr_jar_open(courier_engine *e, struct MDB_env *env, unsigned dbi, courier_er
 }
 
 int cr_jar_base(courier_engine *e, CURL *h) {
-    if (!e->jar) return COURIER_OK;
-    CURLcode c = curl_easy_setopt(h, CURLOPT_SHARE, e->jar->share);
+    if (!cr_core(e)->jar) return COURIER_OK;
+    CURLcode c = curl_easy_setopt(h, CURLOPT_SHARE, cr_core(e)->jar->share);
     /* The cookie engine on, with no file (the share alone does not turn it on). libcurl 7.88 keeps
      * the "" in a list that neither curl_easy_cleanup nor curl_easy_reset frees: cr_easy_cleanup
      * and cr_easy_reset do. */
@@ -391,7 +390,7 @@ void cr_easy_reset(CURL *h) {
 }
 
 void cr_jar_refresh(courier_engine *e) {
-    struct cr_jar *j = e->jar;
+    struct cr_jar *j = cr_core(e)->jar;
     if (!j || !j->env) return;
     MDB_envinfo info;
     if (mdb_env_info(j->env, &info) == 0 && info.me_last_txnid == j->seen_txnid) return; /* nothing committed */
@@ -402,7 +401,7 @@ void cr_jar_refresh(courier_engine *e) {
 }
 
 void cr_jar_save(courier_engine *e) {
-    struct cr_jar *j = e->jar;
+    struct cr_jar *j = cr_core(e)->jar;
     if (!j || !j->env) return;
     jar_lock(j);
     courier_error err;
@@ -426,8 +425,7 @@ int courier_config_set_cookies(courier_config *c, int enabled) {
 
 int courier_cookie_init(courier_cookie *c) {
     if (!CR_SIZED_OK(c, courier_cookie)) return COURIER_E_INVALID_ARGUMENT;
-    courier_cookie z;
-    memset(&z, 0, sizeof z);
+    courier_cookie z = {.size = sizeof z};
     CR_SIZED_OUT(c, z);
     return COURIER_OK;
 }
@@ -461,8 +459,9 @@ void courier_cookie_list_free(courier_cookie_list *l) {
 int courier_cookies_list(courier_cookie_list **out, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
     if (out) *out = NULL;
-    if (!e || !out || !e->jar) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, e && out ? "the cookie jar is off" : NULL);
-    struct cr_jar *j = e->jar;
+    if (!e || !out || !cr_core(e)->jar)
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, e && out ? "the cookie jar is off" : NULL);
+    struct cr_jar *j = cr_core(e)->jar;
     jar_lock(j);
     int rc = sync_jar(j, false, err);
     courier_cookie_list *l = rc ? NULL : calloc(1, sizeof *l);
@@ -529,9 +528,10 @@ static int import_and_sync(struct cr_jar *j, const char *line, courier_error *er
 
 int courier_cookies_set(courier_engine *e, const courier_cookie *c, courier_error *err) {
     cr_error_clear(err);
-    if (!e || !c || !e->jar || !CR_SIZED_OK(c, courier_cookie) || !c->domain || !*c->domain || !c->name ||
+    if (!e || !c || !cr_core(e)->jar || !CR_SIZED_OK(c, courier_cookie) || !c->domain || !*c->domain || !c->name ||
         !*c->name || (c->path && c->path[0] != '/') || *c->domain == '.')
-        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, e && !e->jar ? "the cookie jar is off" : "incomplete cookie");
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT,
+                       e && !cr_core(e)->jar ? "the cookie jar is off" : "incomplete cookie");
     if (!field_ok(c->domain, true) || !field_ok(c->name, true) || (c->path && !field_ok(c->path, false)) ||
         (c->value && !field_ok(c->value, false)) || strchr(c->domain, ' ') || strchr(c->name, ' '))
         return cr_fail(err, COURIER_E_INVALID_HEADER, "a cookie field holds a character a cookie cannot carry");
@@ -540,9 +540,9 @@ int courier_cookies_set(courier_engine *e, const courier_cookie *c, courier_erro
         cr_buf_free(&line);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
-    jar_lock(e->jar);
-    int rc = import_and_sync(e->jar, line.data, err);
-    jar_unlock(e->jar);
+    jar_lock(cr_core(e)->jar);
+    int rc = import_and_sync(cr_core(e)->jar, line.data, err);
+    jar_unlock(cr_core(e)->jar);
     cr_buf_free(&line);
     return rc;
 }
@@ -550,8 +550,8 @@ int courier_cookies_set(courier_engine *e, const courier_cookie *c, courier_erro
 int courier_cookies_remove(courier_engine *e, const char *domain, const char *path, const char *name,
                            courier_error *err) {
     cr_error_clear(err);
-    if (!e || !e->jar || !domain || !name) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);
-    struct cr_jar *j = e->jar;
+    if (!e || !cr_core(e)->jar || !domain || !name) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);
+    struct cr_jar *j = cr_core(e)->jar;
     cr_buf key = {0};
     if (cr_buf_append_str(&key, *domain == '.' ? domain + 1 : domain) || cr_buf_append_char(&key, '\t') ||
         cr_buf_append_str(&key, path ? path : "/") || cr_buf_append_char(&key, '\t') || cr_buf_append_str(&key, name)) {
@@ -571,7 +571,7 @@ int courier_cookies_remove(courier_engine *e, const char *domain, const char *pa
          * on the worker never sees a half-changed jar) and leaves it out from then on. */
         char *copy = cr_strdup(found->line), *f[7];
         cr_buf line = {0};
-        courier_cookie c;
+        courier_cookie c = {.size = sizeof c};
         if (!copy || !split_line(copy, f)) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
         else {
             to_cookie(f, &c);
@@ -589,8 +589,8 @@ int courier_cookies_remove(courier_engine *e, const char *domain, const char *pa
 int courier_cookies_clear(int64_t *removed, courier_engine *e, courier_error *err) {
     cr_error_clear(err);
     if (removed) *removed = 0;
-    if (!e || !e->jar) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);
-    struct cr_jar *j = e->jar;
+    if (!e || !cr_core(e)->jar) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);
+    struct cr_jar *j = cr_core(e)->jar;
     jar_lock(j);
     int rc = sync_jar(j, false, err); /* what the store has now, so the count is right */
     size_t n = j->saved.count;

@@ -228,8 +228,6 @@ struct courier_outgoing {
 
 /* ---- transfers: a request made final, and its state on the wire (transport.c) --------------- */
 
-#define CR_URLH_SLOTS 32
-
 typedef struct cr_transfer {
     uint64_t id;
     courier_engine *engine;
@@ -420,6 +418,43 @@ CR_HIDDEN int cr_response_detach(courier_response *r);
  * (attached at the final hop), the downloaded file (the requester's own) and the JSON state (made
  * again on demand). NULL on no memory. */
 CR_HIDDEN courier_response *cr_response_copy(const courier_response *src);
+
+/* A custom transport's call (the public courier_call; schedule.c makes and completes it). The
+ * transfer owns it (t->call, freed with the transfer). */
+struct courier_call {
+    cr_transfer *t;
+    courier_engine *e;
+    atomic_int completed;
+    int code;
+    courier_response *resp;
+    char message[200];
+    cr_raised raised; /* courier_call_raise's user error, moved to the transfer when finished */
+    struct courier_call *next_done; /* in the engine's external list */
+};
+
+/* ---- a transfer's lifecycle events (lifecycle.c) ------------------------------------------------ */
+
+/* Request lifecycle hooks: each emits a courier_event to the monitors and a log line to the sinks.
+ * When nobody listens they cost one atomic load. Call them on the thread where the event happens
+ * (the worker thread for all but custom callers); t is borrowed for the call. */
+/* The worker took t from `incoming` (before routing it, or cancelling it because the engine
+ * closes): records the time FINISHED measures from. Every WILL_SEND is followed by one FINISHED. */
+CR_HIDDEN void cr_event_will_send(courier_engine *e, cr_transfer *t);
+/* An attempt of t started on the wire (curl or a custom transport). */
+CR_HIDDEN void cr_event_did_send(courier_engine *e, cr_transfer *t);
+/* Bytes moved (from a curl progress callback): emits only when a count changed. Totals <= 0 mean
+ * unknown. */
+CR_HIDDEN void cr_event_progress(courier_engine *e, cr_transfer *t, int64_t down_now, int64_t down_total,
+                                 int64_t up_now, int64_t up_total);
+/* t's caller is about to be answered (once per caller, just before its completion runs). */
+CR_HIDDEN void cr_event_finished(courier_engine *e, cr_transfer *t, int code, const courier_response *resp,
+                                 const courier_error *err);
+/* t's answer comes from the cache (before its FINISHED). */
+CR_HIDDEN void cr_event_from_cache(courier_engine *e, cr_transfer *t, const courier_response *resp);
+/* An attempt of t failed with code (resp may be NULL) and attempt number `attempt` (2 for the first
+ * retry) starts after delay_ms. */
+CR_HIDDEN void cr_event_retried(courier_engine *e, cr_transfer *t, int attempt, int code,
+                                const courier_response *resp, long delay_ms);
 
 /* ==== Serializers: response decoders by MIME type, the response's JSON (serialize.c) ========= */
 

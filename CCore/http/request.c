@@ -4,7 +4,6 @@
  * defaults, authorization, the customize callback.
  */
 #include "http/http.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -607,7 +606,7 @@ void cr_transfer_free(cr_transfer *t) {
 }
 
 int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer **out, courier_error *err) {
-    const courier_config *cfg = e->config;
+    const courier_config *cfg = cr_core(e)->config;
     *out = NULL;
     cr_transfer *t = cr_zalloc(sizeof *t);
     if (!t) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
@@ -717,7 +716,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         }
     }
 
-    rc = e->sched_prepare(e, r, t, &o, err); /* interceptors, priority, retry, mock, transport */
+    rc = cr_core(e)->sched_prepare(e, r, t, &o, err); /* interceptors, priority, retry, mock, transport */
     if (rc) goto fail_reported;
 
     t->method = o.method;
@@ -741,7 +740,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         cr_transfer_free(t);
         return rc;
     }
-    if ((rc = e->sched_finish_prepare(r, t, err)) != COURIER_OK) {
+    if ((rc = cr_core(e)->sched_finish_prepare(r, t, err)) != COURIER_OK) {
         cr_kvlist_clear(&params);
         cr_buf_free(&enc);
         cr_transfer_free(t);

@@ -10,7 +10,6 @@
  * connection verified under one policy is never reused by a request under another.
  */
 #include "http/http.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <strings.h>
 #include <unistd.h>
@@ -228,6 +227,6 @@ int cr_security_setup(cr_transfer *t) {
 }
 
 bool cr_security_pins_certificate(const cr_transfer *t) {
-    const courier_security *s = t->security ? t->security : t->engine->config->security;
+    const courier_security *s = t->security ? t->security : cr_core(t->engine)->config->security;
     return s && s->mode == COURIER_PINNING_CERTIFICATE;
 }

@@ -5,7 +5,6 @@
  * and a response's JSON state: the body parsed once, on demand or at completion.
  */
 #include "http/http.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <ctype.h>
 #include <stdio.h>
@@ -243,7 +242,7 @@ static const struct cr_desc_spec *desc_for(const cr_jspec *s, int status) {
 }
 
 int cr_json_finish(const cr_transfer *t, courier_response *r, courier_error *err) {
-    const courier_config *cfg = t->engine ? t->engine->config : NULL;
+    const courier_config *cfg = t->engine ? cr_core(t->engine)->config : NULL;
     const cr_jconf *conf = cfg ? cfg->jconf : NULL;
     const cr_jspec *s = t->jspec;
     const struct cr_desc_spec *d = desc_for(s, r->status);

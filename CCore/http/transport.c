@@ -4,7 +4,6 @@
  * and a response that owns its bytes. The multi loop itself lives in engine.c.
  */
 #include "http/http.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 #include <ctype.h>
 #include <stdio.h>
@@ -175,7 +174,7 @@ static bool check_header_line(cr_transfer *t, const char *data, size_t len, bool
 /* Whether this libcurl decodes every coding of a Content-Encoding value (the engine's
  * Accept-Encoding line lists what it decodes; "identity" changes nothing). */
 static bool codings_known(const courier_engine *e, const char *v, size_t len) {
-    const char *list = e->accept_encoding;
+    const char *list = cr_core(e)->accept_encoding;
     size_t i = 0;
     while (i < len) {
         while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ',')) i++;
@@ -304,7 +303,7 @@ static int on_connected(void *user, char *ip, char *local_ip, int port, int loca
 /* The options every transfer of an engine shares. Set once per easy handle: pooled handles keep
  * them, and a handle that a transfer changed in other ways is reset and given them again. */
 int cr_transport_base(courier_engine *e, CURL *h) {
-    const courier_config *cfg = e->config;
+    const courier_config *cfg = cr_core(e)->config;
     CURLcode c = CURLE_OK;
     SET(CURLOPT_NOSIGNAL, 1L);
     SET(CURLOPT_WRITEFUNCTION, on_body);
@@ -319,7 +318,7 @@ int cr_transport_base(courier_engine *e, CURL *h) {
     /* libcurl reads the proxy variables from the environment on every transfer. When the process
      * has none (checked once, when the engine opened), say so once instead. The engine's own proxy
      * replaces both (auth.c). */
-    if (!e->proxy_env) SET(CURLOPT_PROXY, "");
+    if (!cr_core(e)->proxy_env) SET(CURLOPT_PROXY, "");
     if (c == CURLE_OK) c = (CURLcode)cr_auth_base(cfg->auth, h);
     if (c == CURLE_OK && cr_jar_base(e, h) != COURIER_OK) c = CURLE_OUT_OF_MEMORY; /* cookies.c: the jar */
     if (c == CURLE_OK) return COURIER_OK;
@@ -366,8 +365,8 @@ void cr_urlh_release(cr_urlh *h) {
 
 void cr_urlh_cache_free(courier_engine *e) {
     for (size_t i = 0; i < CR_URLH_SLOTS; i++) {
-        cr_urlh_release(e->urlh[i]);
-        e->urlh[i] = NULL;
+        cr_urlh_release(cr_core(e)->urlh[i]);
+        cr_core(e)->urlh[i] = NULL;
     }
 }
 
@@ -384,7 +383,7 @@ static uint32_t url_hash(const char *s, size_t *len) {
 static cr_urlh *urlh_get(courier_engine *e, const char *url) {
     size_t len;
     uint32_t hash = url_hash(url, &len);
-    cr_urlh **slot = &e->urlh[hash % CR_URLH_SLOTS];
+    cr_urlh **slot = &cr_core(e)->urlh[hash % CR_URLH_SLOTS];
     cr_urlh *h = *slot;
     if (h && h->hash == hash && strcmp(h->url, url) == 0) {
         h->refs++;
@@ -505,7 +504,8 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
      * it is what makes curl decode the body. */
     const char *extra_lines[2];
     size_t nextra = 0;
-    if (e->accept_encoding[0] && !cr_kvlist_get(&t->headers, "Accept-Encoding")) extra_lines[nextra++] = e->accept_encoding;
+    if (cr_core(e)->accept_encoding[0] && !cr_kvlist_get(&t->headers, "Accept-Encoding"))
+        extra_lines[nextra++] = cr_core(e)->accept_encoding;
     /* No "Expect: 100-continue" round trip for bodies, unless the caller asked for one. */
     bool sends_body = t->has_body || t->parts || t->body_file || strcmp(t->method, "GET") != 0;
     if (sends_body && !cr_kvlist_get(&t->headers, "Expect")) extra_lines[nextra++] = "Expect:";

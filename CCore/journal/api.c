@@ -3,7 +3,6 @@
  * (list, get, remove, resend, replay, pause, wait), snapshot accessors; the cookie jar's database.
  */
 #include "journal/journal_internal.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 static bool valid_id(const char *id, size_t n) {
     if (n == 0 || n > COURIER_FROZEN_ID_MAX) return false;
@@ -23,8 +22,8 @@ static cr_journal *journal_of(courier_engine *e, courier_error *err) {
         cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine is NULL");
         return NULL;
     }
-    if (!e->journal) cr_fail(err, COURIER_E_CLOSED, "the engine has no journal");
-    return e->journal;
+    if (!cr_core(e)->journal) cr_fail(err, COURIER_E_CLOSED, "the engine has no journal");
+    return cr_core(e)->journal;
 }
 
 int courier_request_set_freeze(courier_request *r, courier_freeze_policy policy, int64_t expiry_ms, unsigned flags) {
@@ -431,8 +430,8 @@ int courier_frozen_get_info(courier_frozen_info *out, const courier_frozen *f) {
 /* ==== the cookie jar's database (cookies.c) ==================================================== */
 
 int cr_journal_cookie_db(courier_engine *e, MDB_env **env, unsigned *dbi) {
-    if (!e->journal || !e->journal->env) return COURIER_E_STORE;
-    *env = e->journal->env->base.env;
-    *dbi = e->journal->env->db_cookies;
+    if (!cr_core(e)->journal || !cr_core(e)->journal->env) return COURIER_E_STORE;
+    *env = cr_core(e)->journal->env->base.env;
+    *dbi = cr_core(e)->journal->env->db_cookies;
     return COURIER_OK;
 }

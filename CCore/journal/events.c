@@ -2,7 +2,6 @@
  * events.c — the journal's events (frozen, resent, expired) and the listeners they go to.
  */
 #include "journal/journal_internal.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 
 /* ---- events ---- */
 
@@ -58,7 +57,7 @@ void cj_events_deliver(cr_journal *j, jevent *list) {
 int courier_frozen_add_listener(uint64_t *out_token, courier_engine *e, courier_frozen_event_fn fn,
                                 void *user, courier_user_free_fn user_free) {
     if (out_token) *out_token = 0;
-    cr_journal *j = e ? e->journal : NULL;
+    cr_journal *j = e ? cr_core(e)->journal : NULL;
     if (!j || !fn) {
         if (user_free) user_free(user);
         return !e || !fn ? COURIER_E_INVALID_ARGUMENT : COURIER_E_CLOSED;
@@ -84,7 +83,7 @@ int courier_frozen_add_listener(uint64_t *out_token, courier_engine *e, courier_
 }
 
 int courier_frozen_remove_listener(courier_engine *e, uint64_t token) {
-    cr_journal *j = e ? e->journal : NULL;
+    cr_journal *j = e ? cr_core(e)->journal : NULL;
     if (!j) return COURIER_E_INVALID_ARGUMENT;
     jlistener *found = NULL;
     pthread_mutex_lock(&j->lmu);

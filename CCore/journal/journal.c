@@ -5,7 +5,6 @@
  * monitor); lifecycle events go to log.c.
  */
 #include "journal/journal_internal.h"
-#include "engine/engine.h" /* reads the engine's state (e->config, ...), not its functions: DESIGN.md, "CCore, by layer" */
 #include "cache/cache_internal.h" /* cr_cache_req: a freeze keeps the cache settings */
 
 /* "scheme://host:port", lowercase, default ports filled in: the unit of per-host order. */
@@ -69,12 +68,12 @@ static void outcome_free(joutcome *o) {
 static void frozen_committed(cr_journal *j, const jfreeze *f) {
     cr_event_frozen(j->e, f->answer_id, f->method, f->url);
     cj_policy_log_frozen(j, f);
-    if (j->e->store_is_temp)
+    if (cr_core(j->e)->store_is_temp)
         cr_log(j->e, COURIER_LOG_WARNING, "frozen_temporary_store",
                "a %s request (id %llu) was frozen into the temporary store '%s', which is removed when the "
                "engine closes: it will not be sent again after that (give the engine a durable store: the "
                "default one, or a store directory)", f->method, (unsigned long long)f->answer_id,
-               j->e->store_dir);
+               cr_core(j->e)->store_dir);
 }
 
 /* Writes the freezes one per transaction (after a group transaction failed), answering each. */
@@ -367,15 +366,15 @@ static void *jthread(void *arg) {
 /* ==== engine hooks ============================================================================= */
 
 void cr_journal_set_concurrency(courier_engine *e, long n) {
-    cr_journal *j = e ? e->journal : NULL;
+    cr_journal *j = e ? cr_core(e)->journal : NULL;
     if (!j) return;
-    const struct cr_frozen_conf *fc = &e->config->frozen;
+    const struct cr_frozen_conf *fc = &cr_core(e)->config->frozen;
     atomic_store(&j->concurrency, n > 0 ? n : fc->concurrency > 0 ? fc->concurrency : J_DEFAULT_CONCURRENCY);
     cr_journal_wake(e, CR_WAKE_TURN);
 }
 
 void cr_journal_wake(courier_engine *e, unsigned how) {
-    cr_journal *j = e ? e->journal : NULL;
+    cr_journal *j = e ? cr_core(e)->journal : NULL;
     if (!j) return;
     pthread_mutex_lock(&j->mu);
     j->kick = 1;
@@ -415,7 +414,7 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
     cr_cond_init(&j->idle_cv);
     j->e = e;
     j->ops = ops;
-    const struct cr_frozen_conf *fc = &e->config->frozen;
+    const struct cr_frozen_conf *fc = &cr_core(e)->config->frozen;
     j->concurrency = fc->concurrency > 0 ? fc->concurrency : J_DEFAULT_CONCURRENCY;
     j->backoff_base = fc->backoff_base_ms > 0 ? fc->backoff_base_ms : J_DEFAULT_BACKOFF_BASE;
     j->backoff_max = fc->backoff_max_ms > 0 ? fc->backoff_max_ms : J_DEFAULT_BACKOFF_MAX;
@@ -425,7 +424,7 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
     j->default_expiry = fc->expiry_ms > 0 ? fc->expiry_ms : J_DEFAULT_EXPIRY;
     j->paused = fc->paused;
     j->ahead = j->concurrency * 8 > 64 ? j->concurrency * 8 : 64;
-    j->clock = cr_callback_retain(e->config->clock);
+    j->clock = cr_callback_retain(cr_core(e)->config->clock);
     uint32_t nonce = 0;
     while (!nonce) cj_random_bytes(&nonce, sizeof nonce);
     cj_random_bytes(&j->rng, sizeof j->rng);
@@ -436,16 +435,16 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
     if (cj_proc_stat((long)getpid(), &state, &j->me.start) != 0) j->me.start = 0;
     j->me.boot = cj_boot_hash();
     j->next_token = 1;
-    e->journal = j;
+    cr_core(e)->journal = j;
     int rc = cj_policy_open(j) ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : COURIER_OK;
     /* The journal's store setting: a redis:// URL (records on Redis Streams, redis.c), else a
      * directory (LMDB, the default: the engine's store directory). The directory's LMDB journal is
      * opened either way: it keeps the cookie jar, and this process's engines (claims' owners). */
-    const char *where = e->config->frozen.store[0] ? e->config->frozen.store : NULL;
+    const char *where = cr_core(e)->config->frozen.store[0] ? cr_core(e)->config->frozen.store : NULL;
     bool redis = where && (strncmp(where, "redis://", 8) == 0 || strncmp(where, "rediss://", 9) == 0 ||
                            strncmp(where, "unix://", 7) == 0);
     j->store = &cj_lmdb_store;
-    if (rc == COURIER_OK) rc = cj_jenv_acquire(where && !redis ? where : e->store_dir, nonce, &j->env, err);
+    if (rc == COURIER_OK) rc = cj_jenv_acquire(where && !redis ? where : cr_core(e)->store_dir, nonce, &j->env, err);
     if (rc == COURIER_OK && redis) {
 #ifdef COURIER_REDIS
         j->store = &cj_redis_store;
@@ -465,14 +464,14 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
         }
     }
     if (rc) {
-        e->journal = NULL;
+        cr_core(e)->journal = NULL;
         journal_free(j);
     }
     return rc;
 }
 
 void cr_journal_start(courier_engine *e) {
-    cr_journal *j = e ? e->journal : NULL;
+    cr_journal *j = e ? cr_core(e)->journal : NULL;
     if (!j) return;
     pthread_mutex_lock(&j->mu);
     j->go = 1;
@@ -481,7 +480,7 @@ void cr_journal_start(courier_engine *e) {
 }
 
 void cr_journal_close(courier_engine *e) {
-    cr_journal *j = e ? e->journal : NULL;
+    cr_journal *j = e ? cr_core(e)->journal : NULL;
     if (!j) return;
     pthread_mutex_lock(&j->mu);
     j->closing = 1;
@@ -511,7 +510,7 @@ void cr_journal_close(courier_engine *e) {
         free(j->ready_head);
         j->ready_head = n;
     }
-    e->journal = NULL;
+    cr_core(e)->journal = NULL;
     journal_free(j);
 }
 
@@ -528,8 +527,9 @@ int cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t
         t->freeze.cache_policy = r->cache->policy;
         t->freeze.cache_expiry_s = (r->cache->expiry_ms + 999) / 1000;
     }
-    if (r->freeze.policy == COURIER_FREEZE_NEVER || !r->freeze.resend_policy[0] || !e->journal) return COURIER_OK;
-    if (cj_policy_stamp(e->journal, r->freeze.resend_policy, NULL))
+    if (r->freeze.policy == COURIER_FREEZE_NEVER || !r->freeze.resend_policy[0] || !cr_core(e)->journal)
+        return COURIER_OK;
+    if (cj_policy_stamp(cr_core(e)->journal, r->freeze.resend_policy, NULL))
         return cr_fail(err, COURIER_E_RESEND_POLICY_UNKNOWN, "no resend policy '%s' is registered",
                        r->freeze.resend_policy);
     if (strcmp(r->freeze.resend_policy, "courier.manual") == 0) t->freeze.policy = COURIER_FREEZE_MANUAL;
@@ -553,7 +553,7 @@ static bool freezable(const cr_transfer *t, int code) {
  * t->caller_gone is set (the engine frees t). False (nothing taken) on no memory or a closing or
  * broken journal. */
 static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const courier_error *err, bool own) {
-    cr_journal *j = e->journal;
+    cr_journal *j = cr_core(e)->journal;
     /* Bodies from files or multipart parts, and downloads to files, are not kept: a file may change
      * or vanish before the resend. Those fail as they are, and so do requests with a TLS policy of
      * their own (security.c), which the journal does not keep: a replay would go under the engine's. */
@@ -617,18 +617,20 @@ fail:
 }
 
 bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
-    if (!e->journal || t->freeze.policy == COURIER_FREEZE_NEVER || t->caller_gone || resp || !freezable(t, code))
+    struct cr_journal *j = cr_core(e)->journal;
+    if (!j || t->freeze.policy == COURIER_FREEZE_NEVER || t->caller_gone || resp || !freezable(t, code))
         return false;
     return freeze_take(e, t, code, err, false);
 }
 
 bool cr_frozen_offline_send(courier_engine *e, cr_transfer *t) {
-    if (!e->journal || t->freeze.policy == COURIER_FREEZE_NEVER || t->freeze.ignore_offline || t->mock || t->custom ||
-        t->cache || !e->journal->ops->offline(e))
+    struct cr_journal *j = cr_core(e)->journal;
+    if (!j || t->freeze.policy == COURIER_FREEZE_NEVER || t->freeze.ignore_offline || t->mock || t->custom ||
+        t->cache || !j->ops->offline(e))
         return false;
-    pthread_mutex_lock(&e->lock);
-    bool closing = e->closing;
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_lock(&cr_core(e)->lock);
+    bool closing = cr_core(e)->closing;
+    pthread_mutex_unlock(&cr_core(e)->lock);
     if (closing) return false; /* courier_send says COURIER_E_CLOSED */
     courier_error err;
     cr_fail(&err, COURIER_E_OFFLINE, "the network monitor says offline");

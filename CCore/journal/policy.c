@@ -13,7 +13,6 @@
  * (looked at again after the poll interval) and reported once per record and engine.
  */
 #include "journal/journal_internal.h"
-#include "engine/engine.h" /* reads the engine's state (e->journal), not its functions: DESIGN.md, "CCore, by layer" */
 
 #define BUILTIN_AUTO 1
 #define BUILTIN_MANUAL 2
@@ -377,7 +376,7 @@ int courier_resend_policy_add(courier_engine *e, const char *id, courier_resend_
     int rc = COURIER_OK;
     if (!e || !valid_policy_id(id) || reserved(id))
         rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid engine or resend policy id (ids starting \"courier.\" are reserved)");
-    else if (!e->journal || !e->journal->policies)
+    else if (!cr_core(e)->journal || !cr_core(e)->journal->policies)
         rc = cr_fail(err, COURIER_E_CLOSED, "the engine has no journal");
     cj_policy *p = rc ? NULL : policy_new(id, 0);
     if (!rc && !p) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
@@ -397,7 +396,7 @@ int courier_resend_policy_add(courier_engine *e, const char *id, courier_resend_
     p->cb->user = user;
     p->cb->user_free = user_free;
     p->can_delete = can_delete;
-    struct cj_policies *ps = e->journal->policies;
+    struct cj_policies *ps = cr_core(e)->journal->policies;
     pthread_mutex_lock(&ps->mu);
     cj_policy **at = &ps->head, *old = NULL;
     while (*at && (*at)->hash != p->hash) at = &(*at)->next;
@@ -416,7 +415,7 @@ int courier_resend_policy_remove(courier_engine *e, const char *id, courier_erro
     cr_error_clear(err);
     if (!e || !valid_policy_id(id) || reserved(id))
         return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid engine or resend policy id");
-    struct cj_policies *ps = e->journal ? e->journal->policies : NULL;
+    struct cj_policies *ps = cr_core(e)->journal ? cr_core(e)->journal->policies : NULL;
     if (!ps) return cr_fail(err, COURIER_E_NOT_FOUND, "no resend policy '%s'", id);
     uint64_t h = cj_policy_hash(id);
     pthread_mutex_lock(&ps->mu);

@@ -21,7 +21,6 @@
  * Threads: the journal thread and the API's callers; the floor (base/redis.c) pools connections.
  */
 #include "journal/journal_internal.h"
-#include "engine/engine.h" /* reads the engine's state (e->config), not its functions: DESIGN.md, "CCore, by layer" */
 
 #ifdef COURIER_REDIS
 
@@ -251,7 +250,7 @@ static int r_open(cr_journal *j, const char *where, courier_error *err) {
     j->redis = r;
     /* "redis://...#NAME": the journal's name in the key names (default "default"), so that one
      * Redis can keep several journals apart. */
-    char url[sizeof j->e->config->frozen.store], name[64] = "default";
+    char url[sizeof cr_core(j->e)->config->frozen.store], name[64] = "default";
     snprintf(url, sizeof url, "%s", where);
     char *hash = strrchr(url, '#');
     if (hash) {
@@ -271,7 +270,7 @@ static int r_open(cr_journal *j, const char *where, courier_error *err) {
     char host[64] = "";
     gethostname(host, sizeof host - 1);
     snprintf(r->consumer, sizeof r->consumer, "%s:%u:%08x", host, j->me.pid, j->me.nonce);
-    int rc = cr_redis_open(url, j->e->config->timeout_ms, &r->db, err);
+    int rc = cr_redis_open(url, cr_core(j->e)->config->timeout_ms, &r->db, err);
     if (rc == COURIER_OK && ensure_group(j)) rc = j->store->fail(j, err, CJ_E_REDIS, "cannot open the journal on Redis");
     if (rc) {
         cr_redis_close(r->db);

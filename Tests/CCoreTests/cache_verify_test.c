@@ -308,6 +308,53 @@ static void test_truncated_to_a_third_is_moved_aside(void) {
     }
 }
 
+/* A filled store whose newer meta page names `extra` pages past the end of its data file that no
+ * tree reaches: what LMDB leaves after a commit that took pages from the end and freed them again
+ * without writing them (loose pages; an eviction's commit can leave more than 64). The file is cut
+ * to the meta page's last page first (the open pads it past that with a hole). */
+static const char *loose_tail_store(int extra) {
+    const char *dir = th_tmpdir();
+    fill_store(dir);
+    char path[600];
+    data_path(dir, "cache", path, sizeof path);
+    int fd = open(path, O_RDWR);
+    if (fd < 0) return NULL;
+    uint8_t m[2][152];
+    uint32_t psize = 0;
+    bool ok = pread(fd, m[0], sizeof m[0], 0) == (ssize_t)sizeof m[0];
+    if (ok) memcpy(&psize, m[0] + 40, 4);
+    ok = ok && psize >= 512 && pread(fd, m[1], sizeof m[1], psize) == (ssize_t)sizeof m[1];
+    uint64_t t0 = 0, t1 = 0, last = 0;
+    if (ok) {
+        memcpy(&t0, m[0] + 144, 8);
+        memcpy(&t1, m[1] + 144, 8);
+    }
+    int newer = t1 > t0 ? 1 : 0;
+    if (ok) memcpy(&last, m[newer] + 136, 8);
+    ok = ok && ftruncate(fd, (off_t)((last + 1) * psize)) == 0;
+    last += (uint64_t)extra;
+    if (ok) memcpy(m[newer] + 136, &last, 8);
+    ok = ok && pwrite(fd, m[newer] + 136, 8, (off_t)newer * psize + 136) == 8;
+    close(fd);
+    return ok ? dir : NULL;
+}
+
+static void test_loose_pages_past_the_end_are_kept(void) {
+    /* 100 pages: more than the old pre-mmap allowance (64), which took such a store for cut. */
+    const char *dir = loose_tail_store(100);
+    REQUIRE(dir);
+    CHECK_EQ(in_child(child_use_store, dir), 0); /* never SIGBUS: the open padded the missing pages */
+    CHECK_EQ(count_aside(dir, "cache.broken-"), 0);
+    courier_engine *e = open_engine(dir, 0);
+    REQUIRE(e);
+    courier_cache_verify_report rep = {.size = sizeof rep};
+    CHECK_EQ(courier_cache_verify(&rep, e, NULL), COURIER_OK);
+    CHECK_EQ(rep.moved_aside, 0);
+    CHECK(rep.entries >= 3000); /* every entry fill_store wrote is still there */
+    CHECK_EQ(rep.damaged, 0);
+    courier_engine_close(e);
+}
+
 /* A filled store whose data file gets `n` bytes from `from` (fractions of its size, in thirds)
  * overwritten: zeros when seed is 0, else junk from the seed. The store's directory, or NULL. */
 static const char *scribbled_store(int from_third, int thirds, unsigned seed) {
@@ -545,7 +592,7 @@ static void test_full_disk_drops_writes_and_stays_consistent(void) {
 }
 
 TESTS_MAIN(T(test_verify_clean_store), T(test_verify_finds_a_damaged_entry), T(test_verify_finds_orphan_index_records),
-           T(test_truncated_to_a_third_is_moved_aside), T(test_zeroed_file_is_moved_aside), T(test_emptied_file_is_moved_aside),
+           T(test_truncated_to_a_third_is_moved_aside), T(test_loose_pages_past_the_end_are_kept), T(test_zeroed_file_is_moved_aside), T(test_emptied_file_is_moved_aside),
            T(test_partly_overwritten_never_crashes), T(test_junk_over_the_last_pages_never_crashes), T(test_damaged_leaves_are_moved_aside),
            T(test_junk_anywhere_never_crashes), T(test_cut_short_while_open), T(test_unreadable_file_gets_a_code),
            T(test_full_disk_drops_writes_and_stays_consistent))

@@ -8,9 +8,16 @@
  * 200. Body: {"ok":true}. Keep-alive, Content-Length bodies. One thread per connection; stop
  * closes everything and joins every thread. Restartable on the same port (SO_REUSEADDR).
  * Header-only (static functions) so each test executable has its own copy.
+ *
+ * Below the server, the scaffolding the journal tests that run other processes share (children
+ * are the test executable started again with "--child ...": spawn one, wait for it, run a "list"
+ * child and read its lines) and the parent's freezing of many requests (jr_waiter,
+ * jr_send_frozen, jr_freeze_all), with checks of what a replay sent.
  */
 #ifndef JOURNAL_RECORDER_H
 #define JOURNAL_RECORDER_H
+
+#include "harness.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -285,10 +292,37 @@ __attribute__((unused)) static int jr_wait_child(pid_t pid, int timeout_ms) {
     }
 }
 
+/* Starts this executable again with args (args[0] is its name, NULL-terminated); the child's
+ * stdout goes to out_fd when >= 0. */
+__attribute__((unused)) static pid_t jr_spawn(char *const args[], int out_fd) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (out_fd >= 0) dup2(out_fd, 1);
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    return pid;
+}
+
 /* A frozen request as a "list" child prints it: id method url idempotency-key. */
 typedef struct jr_listed {
     char id[40], method[16], url[128], key[40];
 } jr_listed;
+
+/* A "list" child's work: one line per frozen request of e, oldest first (jr_listed's fields), then
+ * closes e. 0, or 3 when the list cannot be read. */
+__attribute__((unused)) static int jr_print_frozen(courier_engine *e) {
+    courier_frozen_list *l = NULL;
+    if (courier_frozen_list_requests(&l, e, NULL) != COURIER_OK) return 3;
+    for (size_t i = 0; i < courier_frozen_list_count(l); i++) {
+        const courier_frozen *f = courier_frozen_list_at(l, i);
+        printf("%s %s %s %s\n", courier_frozen_id(f), courier_frozen_method(f), courier_frozen_url(f),
+               courier_frozen_idempotency_key(f));
+    }
+    courier_frozen_list_free(l);
+    courier_engine_close(e);
+    return 0;
+}
 
 /* Reads a "list" child's lines from fd (closed after); how many were read (at most max). */
 __attribute__((unused)) static int jr_read_listed(int fd, jr_listed *out, int max) {
@@ -300,6 +334,134 @@ __attribute__((unused)) static int jr_read_listed(int fd, jr_listed *out, int ma
     }
     if (f) fclose(f);
     return n;
+}
+
+/* Runs a "list" child (args as jr_spawn's) and reads its lines: how many, or -1 when it failed. */
+__attribute__((unused)) static int jr_list_in_child(char *const args[], jr_listed *out, int max) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    pid_t pid = jr_spawn(args, fds[1]);
+    close(fds[1]);
+    int n = jr_read_listed(fds[0], out, max);
+    int rc = jr_wait_child(pid, 60000);
+    return rc == 0 ? n : -1;
+}
+
+/* ---- the parent's freezes ---- */
+
+/* The answers to sends made with jr_send_frozen: how many, how many frozen, each one's code by the
+ * request's number. */
+typedef struct jr_waiter {
+    pthread_mutex_t m;
+    int n;
+    int frozen;
+    int codes[512];
+} jr_waiter;
+
+typedef struct jr_wslot {
+    jr_waiter *w;
+    int i;
+} jr_wslot;
+
+static void jr_w_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id;
+    (void)err;
+    jr_wslot *s = user;
+    jr_waiter *w = s->w;
+    pthread_mutex_lock(&w->m);
+    w->n++;
+    w->frozen += code == COURIER_E_FROZEN;
+    if (s->i >= 0 && s->i < 512) w->codes[s->i] = code;
+    pthread_mutex_unlock(&w->m);
+    courier_response_free(resp);
+    free(s);
+}
+
+/* How many answers arrived (and, in *frozen when given, how many said COURIER_E_FROZEN). */
+__attribute__((unused)) static int jr_w_count(jr_waiter *w, int *frozen) {
+    pthread_mutex_lock(&w->m);
+    int n = w->n;
+    if (frozen) *frozen = w->frozen;
+    pthread_mutex_unlock(&w->m);
+    return n;
+}
+
+/* Sends request number i: a POST to fmt(i) with body "n=<i>", freeze policy AUTO with flags. */
+__attribute__((unused)) static void jr_send_frozen(courier_engine *e, jr_waiter *w, const char *fmt, int i,
+                                                   unsigned flags) {
+    char path[64], body[32];
+    snprintf(path, sizeof path, fmt, i);
+    snprintf(body, sizeof body, "n=%d", i);
+    courier_request *r = NULL;
+    courier_request_new(&r, "POST", path);
+    courier_request_set_body(r, body, strlen(body), "text/plain");
+    courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, flags);
+    jr_wslot *s = calloc(1, sizeof *s);
+    s->w = w;
+    s->i = i;
+    courier_send(NULL, e, r, jr_w_done, s, NULL);
+    courier_request_free(r);
+}
+
+/* Freezes n POSTs (jr_send_frozen, 0..n-1) on e (offline: frozen at once; else nothing listens at
+ * e's base URL), waits up to 30 s for every answer, closes e; how many were acknowledged frozen. */
+__attribute__((unused)) static int jr_freeze_all(courier_engine *e, const char *fmt, int n, unsigned flags,
+                                                 int offline) {
+    if (offline) courier_reachability_set_offline(e);
+    jr_waiter w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.m, NULL);
+    for (int i = 0; i < n; i++) jr_send_frozen(e, &w, fmt, i, flags);
+    int64_t end = th_now_ms() + 30000;
+    while (jr_w_count(&w, NULL) < n && th_now_ms() < end) usleep(5000);
+    courier_engine_close(e);
+    int frozen = 0;
+    jr_w_count(&w, &frozen);
+    pthread_mutex_destroy(&w.m);
+    return frozen;
+}
+
+/* ---- what a replay sent ---- */
+
+/* A "list" child's lines for the n requests jr_freeze_all froze with "<prefix>%d" on
+ * http://127.0.0.1:port: oldest first, each a POST to its URL with a 32-character idempotency key. */
+__attribute__((unused)) static void jr_check_listed(const jr_listed *l, int n, int port, const char *prefix) {
+    for (int i = 0; i < n; i++) {
+        char url[160];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d%s%d", port, prefix, i);
+        CHECK_STR(l[i].url, url);
+        CHECK_STR(l[i].method, "POST");
+        CHECK_EQ(strlen(l[i].key), 32);
+    }
+}
+
+/* The server got exactly the n requests jr_freeze_all froze with "<prefix>%d", once each, in
+ * order, each with the body it was frozen with and the idempotency key the list child saw. */
+__attribute__((unused)) static void jr_check_replayed_in_order(jr_server *s, const char *prefix, int n,
+                                                               const jr_listed *l) {
+    CHECK_EQ(jr_count(s), (size_t)n);
+    for (int i = 0; i < n && i < (int)jr_count(s); i++) {
+        jr_hit h = jr_get(s, (size_t)i);
+        char path[160], body[16];
+        snprintf(path, sizeof path, "%s%d", prefix, i);
+        snprintf(body, sizeof body, "n=%d", i);
+        CHECK_STR(h.path, path);
+        CHECK_STR(h.body, body);
+        CHECK_STR(h.key, l[i].key);
+    }
+}
+
+/* A replayer was killed and another finished: the first arrivals of "<prefix>N" (prefix_len
+ * characters before N) came in the order of N, and only the last one seen may come again (the one
+ * that was on the wire). Returns how many distinct requests arrived in order. */
+__attribute__((unused)) static int jr_first_arrivals_in_order(jr_server *s, size_t prefix_len) {
+    int next = 0;
+    for (size_t i = 0; i < jr_count(s); i++) {
+        int k = atoi(jr_get(s, i).path + prefix_len);
+        if (k == next) next++;
+        else CHECK(k == next - 1);
+    }
+    return next;
 }
 
 #endif

@@ -49,17 +49,7 @@ static courier_engine *open_engine(const char *url, const char *store, const cha
 /* "list": one line per frozen request, oldest first: id method url idempotency-key. */
 static int child_list(const char *url, const char *store) {
     courier_engine *e = open_engine(url, store, NULL, 1, LEASE_MS);
-    if (!e) return 2;
-    courier_frozen_list *l = NULL;
-    if (courier_frozen_list_requests(&l, e, NULL) != COURIER_OK) return 3;
-    for (size_t i = 0; i < courier_frozen_list_count(l); i++) {
-        const courier_frozen *f = courier_frozen_list_at(l, i);
-        printf("%s %s %s %s\n", courier_frozen_id(f), courier_frozen_method(f), courier_frozen_url(f),
-               courier_frozen_idempotency_key(f));
-    }
-    courier_frozen_list_free(l);
-    courier_engine_close(e);
-    return 0;
+    return e ? jr_print_frozen(e) : 2;
 }
 
 /* "replay": replays until the journal is empty (claims of a killed replayer come free after the
@@ -84,68 +74,14 @@ static int child_main(int argc, char **argv) {
     return 64;
 }
 
-static pid_t spawn(const char *mode, const char *url, int out_fd) {
+/* Starts this executable as a child ("--child MODE URL STORE"). */
+static pid_t spawn(const char *mode, const char *url) {
     const char *store = th_tmpdir(); /* each process its own store directory: only Redis is shared */
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (out_fd >= 0) dup2(out_fd, 1);
-        char *args[] = {"self", "--child", (char *)mode, (char *)url, (char *)store, NULL};
-        execv("/proc/self/exe", args);
-        _exit(127);
-    }
-    return pid;
+    char *args[] = {"self", "--child", (char *)mode, (char *)url, (char *)store, NULL};
+    return jr_spawn(args, -1);
 }
 
 /* ---- the parent's side ------------------------------------------------------------------------ */
-
-typedef struct waiter {
-    pthread_mutex_t m;
-    int n;
-    int frozen;
-    int codes[512];
-} waiter;
-
-typedef struct wslot {
-    waiter *w;
-    int i;
-} wslot;
-
-static void w_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
-    (void)id;
-    (void)err;
-    wslot *s = user;
-    waiter *w = s->w;
-    pthread_mutex_lock(&w->m);
-    w->n++;
-    w->frozen += code == COURIER_E_FROZEN;
-    if (s->i < 512) w->codes[s->i] = code;
-    pthread_mutex_unlock(&w->m);
-    courier_response_free(resp);
-    free(s);
-}
-
-static int w_count(waiter *w, int *frozen) {
-    pthread_mutex_lock(&w->m);
-    int n = w->n;
-    if (frozen) *frozen = w->frozen;
-    pthread_mutex_unlock(&w->m);
-    return n;
-}
-
-static void send_frozen(courier_engine *e, waiter *w, const char *fmt, int i, unsigned flags) {
-    char path[64], body[32];
-    snprintf(path, sizeof path, fmt, i);
-    snprintf(body, sizeof body, "n=%d", i);
-    courier_request *r = NULL;
-    courier_request_new(&r, "POST", path);
-    courier_request_set_body(r, body, strlen(body), "text/plain");
-    courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, flags);
-    wslot *s = calloc(1, sizeof *s);
-    s->w = w;
-    s->i = i;
-    courier_send(NULL, e, r, w_done, s, NULL);
-    courier_request_free(r);
-}
 
 /* Freezes n POSTs to base + fmt(i) in this process (offline: frozen at once; else the port has no
  * server), returns how many were acknowledged frozen. */
@@ -153,31 +89,14 @@ static int freeze_n(const char *url, int port, const char *fmt, int n, unsigned 
     char base[64];
     snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
     courier_engine *e = open_engine(url, th_tmpdir(), base, 1, LEASE_MS);
-    if (!e) return -1;
-    if (offline) courier_reachability_set_offline(e);
-    waiter w;
-    memset(&w, 0, sizeof w);
-    pthread_mutex_init(&w.m, NULL);
-    for (int i = 0; i < n; i++) send_frozen(e, &w, fmt, i, flags);
-    int64_t end = th_now_ms() + 30000;
-    while (w_count(&w, NULL) < n && th_now_ms() < end) usleep(5000);
-    courier_engine_close(e);
-    int frozen = 0;
-    w_count(&w, &frozen);
-    pthread_mutex_destroy(&w.m);
-    return frozen;
+    return e ? jr_freeze_all(e, fmt, n, flags, offline) : -1;
 }
 
 typedef jr_listed listed;
 
 static int list_in_child(const char *url, listed *out, int max) {
-    int fds[2];
-    if (pipe(fds) != 0) return -1;
-    pid_t pid = spawn("list", url, fds[1]);
-    close(fds[1]);
-    int n = jr_read_listed(fds[0], out, max);
-    int rc = jr_wait_child(pid, 60000);
-    return rc == 0 ? n : -1;
+    char *args[] = {"self", "--child", "list", (char *)url, (char *)th_tmpdir(), NULL};
+    return jr_list_in_child(args, out, max);
 }
 
 static int64_t count_left(const char *url) {
@@ -200,30 +119,15 @@ static void frozen_in_one_process_replayed_by_another(void) {
     listed l[N + 2];
     memset(l, 0, sizeof l);
     CHECK_EQ(list_in_child(url, l, N + 2), N);
-    for (int i = 0; i < N; i++) {
-        char u[128];
-        snprintf(u, sizeof u, "http://127.0.0.1:%d/p/%d", port, i);
-        CHECK_STR(l[i].url, u);
-        CHECK_STR(l[i].method, "POST");
-        CHECK_EQ(strlen(l[i].key), 32);
-    }
+    jr_check_listed(l, N, port, "/p/");
     /* The server is back: a third process replays each once, in order, with its key. */
     jr_server srv;
     memset(&srv, 0, sizeof srv);
     REQUIRE(jr_start(&srv, port) == 0);
-    pid_t pid = spawn("replay", url, -1);
+    pid_t pid = spawn("replay", url);
     CHECK_EQ(jr_wait_child(pid, 120000), 0);
     jr_stop(&srv);
-    CHECK_EQ(jr_count(&srv), N);
-    for (int i = 0; i < N && i < (int)jr_count(&srv); i++) {
-        jr_hit h = jr_get(&srv, (size_t)i);
-        char path[32], body[16];
-        snprintf(path, sizeof path, "/p/%d", i);
-        snprintf(body, sizeof body, "n=%d", i);
-        CHECK_STR(h.path, path);
-        CHECK_STR(h.body, body);
-        CHECK_STR(h.key, l[i].key);
-    }
+    jr_check_replayed_in_order(&srv, "/p/", N, l);
     CHECK_EQ(count_left(url), 0);
     jr_free(&srv);
 }
@@ -261,7 +165,7 @@ static void killed_replayer_loses_nothing(void) {
     CHECK_EQ(freeze_n(url, srv.port, "/slow/%d", N, 0, 1), N);
     listed l[N];
     CHECK_EQ(list_in_child(url, l, N), N);
-    pid_t pid = spawn("replay", url, -1);
+    pid_t pid = spawn("replay", url);
     int64_t end = th_now_ms() + 60000;
     while (jr_count(&srv) < 4 && th_now_ms() < end) usleep(2000);
     CHECK(jr_count(&srv) >= 4);
@@ -270,7 +174,7 @@ static void killed_replayer_loses_nothing(void) {
     CHECK_EQ(jr_wait_child(pid, 10000), 128 + SIGKILL);
     size_t before = jr_count(&srv);
     /* A new replayer takes the dead consumer's entries over once their lease ran out (XAUTOCLAIM). */
-    pid = spawn("replay", url, -1);
+    pid = spawn("replay", url);
     CHECK_EQ(jr_wait_child(pid, 120000), 0);
     jr_stop(&srv);
     size_t total = jr_count(&srv), dups = 0;
@@ -278,13 +182,7 @@ static void killed_replayer_loses_nothing(void) {
     check_at_least_once(&srv, N, N, 6, l, &dups);
     CHECK(total <= (size_t)N + 1); /* at most the one that was on the wire, again */
     /* First arrivals in order (per-host order survives the takeover). */
-    int next = 0;
-    for (size_t i = 0; i < total; i++) {
-        int k = atoi(jr_get(&srv, i).path + 6);
-        if (k == next) next++;
-        else CHECK(k == next - 1);
-    }
-    CHECK_EQ(next, N);
+    CHECK_EQ(jr_first_arrivals_in_order(&srv, 6), N);
     CHECK_EQ(count_left(url), 0);
     jr_free(&srv);
 }
@@ -297,8 +195,8 @@ static void two_processes_send_each_once(void) {
     REQUIRE(jr_start(&srv, 0) == 0);
     CHECK_EQ(freeze_n(url, srv.port, "/two/o%d", N / 2, 0, 1), N / 2);
     CHECK_EQ(freeze_n(url, srv.port, "/two/u%d", N / 2, COURIER_FREEZE_UNORDERED, 1), N / 2);
-    pid_t a = spawn("replay", url, -1);
-    pid_t b = spawn("replay", url, -1);
+    pid_t a = spawn("replay", url);
+    pid_t b = spawn("replay", url);
     CHECK_EQ(jr_wait_child(a, 120000), 0);
     CHECK_EQ(jr_wait_child(b, 120000), 0);
     CHECK_EQ(count_left(url), 0);
@@ -320,7 +218,7 @@ static void redis_restart_loses_no_acknowledged_freeze(void) {
     memset(&srv, 0, sizeof srv);
     REQUIRE(jr_start(&srv, 0) == 0);
     CHECK_EQ(freeze_n(url, srv.port, "/slow/%d", N, COURIER_FREEZE_UNORDERED, 1), N);
-    pid_t pid = spawn("replay", url, -1);
+    pid_t pid = spawn("replay", url);
     int64_t end = th_now_ms() + 60000;
     while (jr_count(&srv) < 4 && th_now_ms() < end) usleep(2000);
     /* More freezes from this process across the restart: some fail (Redis away: the send's own
@@ -330,15 +228,15 @@ static void redis_restart_loses_no_acknowledged_freeze(void) {
     courier_engine *e = open_engine(url, th_tmpdir(), base, 1, LEASE_MS);
     REQUIRE(e);
     courier_reachability_set_offline(e);
-    waiter w;
+    jr_waiter w;
     memset(&w, 0, sizeof w);
     pthread_mutex_init(&w.m, NULL);
-    for (int i = 0; i < M / 2; i++) send_frozen(e, &w, "/slow/%d", N + i, COURIER_FREEZE_UNORDERED);
+    for (int i = 0; i < M / 2; i++) jr_send_frozen(e, &w, "/slow/%d", N + i, COURIER_FREEZE_UNORDERED);
     CHECK_EQ(th_redis_restart(), 0);
-    for (int i = M / 2; i < M; i++) send_frozen(e, &w, "/slow/%d", N + i, COURIER_FREEZE_UNORDERED);
+    for (int i = M / 2; i < M; i++) jr_send_frozen(e, &w, "/slow/%d", N + i, COURIER_FREEZE_UNORDERED);
     end = th_now_ms() + 60000;
-    while (w_count(&w, NULL) < M && th_now_ms() < end) usleep(5000);
-    CHECK_EQ(w_count(&w, NULL), M);
+    while (jr_w_count(&w, NULL) < M && th_now_ms() < end) usleep(5000);
+    CHECK_EQ(jr_w_count(&w, NULL), M);
     courier_engine_close(e);
     int acked = 0;
     for (int i = N; i < N + M; i++) { /* codes by request number */
@@ -348,7 +246,7 @@ static void redis_restart_loses_no_acknowledged_freeze(void) {
     CHECK_EQ(jr_wait_child(pid, 120000), 0);
     /* A replayer's answers lost with the connection leave their entries pending: a second
      * replayer (or the lease) finishes. */
-    pid = spawn("replay", url, -1);
+    pid = spawn("replay", url);
     CHECK_EQ(jr_wait_child(pid, 120000), 0);
     jr_stop(&srv);
     size_t dups = 0;
@@ -398,13 +296,13 @@ static void redis_down_is_a_clear_error(void) {
     courier_frozen_list *l = NULL;
     CHECK_EQ(courier_frozen_list_requests(&l, e, &err), COURIER_E_REDIS);
     CHECK(l == NULL);
-    waiter w;
+    jr_waiter w;
     memset(&w, 0, sizeof w);
     pthread_mutex_init(&w.m, NULL);
-    send_frozen(e, &w, "/gone/%d", 0, 0); /* nothing listens there: would be frozen */
+    jr_send_frozen(e, &w, "/gone/%d", 0, 0); /* nothing listens there: would be frozen */
     int64_t end = th_now_ms() + 30000;
-    while (w_count(&w, NULL) < 1 && th_now_ms() < end) usleep(5000);
-    CHECK_EQ(w_count(&w, NULL), 1);
+    while (jr_w_count(&w, NULL) < 1 && th_now_ms() < end) usleep(5000);
+    CHECK_EQ(jr_w_count(&w, NULL), 1);
     CHECK_EQ(w.codes[0], COURIER_E_CANNOT_CONNECT); /* not frozen: the send's own failure */
     courier_engine_close(e);
     pthread_mutex_destroy(&w.m);
@@ -452,7 +350,7 @@ static void query_remove_events_as_on_lmdb(void) {
     pthread_mutex_init(&log.m, NULL);
     CHECK_EQ(courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL), COURIER_OK);
     courier_reachability_set_offline(e);
-    waiter w;
+    jr_waiter w;
     memset(&w, 0, sizeof w);
     pthread_mutex_init(&w.m, NULL);
     const char *ids[] = {"order-1", "order-2", "order-1"}; /* the third replaces the first */
@@ -463,13 +361,13 @@ static void query_remove_events_as_on_lmdb(void) {
         courier_request_add_header(r, "Idempotency-Key", i == 1 ? "key-two" : "key-one");
         courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, 0);
         courier_request_set_freeze_id(r, ids[i]);
-        wslot *s = calloc(1, sizeof *s);
+        jr_wslot *s = calloc(1, sizeof *s);
         s->w = &w;
         s->i = i;
-        courier_send(NULL, e, r, w_done, s, NULL);
+        courier_send(NULL, e, r, jr_w_done, s, NULL);
         courier_request_free(r);
         int64_t end = th_now_ms() + 10000;
-        while (w_count(&w, NULL) < i + 1 && th_now_ms() < end) usleep(2000); /* in this order */
+        while (jr_w_count(&w, NULL) < i + 1 && th_now_ms() < end) usleep(2000); /* in this order */
     }
     CHECK_EQ(w.frozen, 3);
     int64_t n = -1;
@@ -518,9 +416,9 @@ static void query_remove_events_as_on_lmdb(void) {
     CHECK_EQ(jr_count(&srv), 1);
     CHECK_EQ(jr_path_count(&srv, "/q/new"), 1);
     /* remove_all */
-    for (int i = 0; i < 3; i++) send_frozen(e, &w, "/q/all%d", 10 + i, 0);
+    for (int i = 0; i < 3; i++) jr_send_frozen(e, &w, "/q/all%d", 10 + i, 0);
     end = th_now_ms() + 10000;
-    while (w_count(&w, NULL) < 6 && th_now_ms() < end) usleep(2000);
+    while (jr_w_count(&w, NULL) < 6 && th_now_ms() < end) usleep(2000);
     int64_t removed = 0;
     CHECK_EQ(courier_frozen_remove_all(&removed, e, NULL), COURIER_OK);
     CHECK_EQ(removed, 3);
