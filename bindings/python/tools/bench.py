@@ -422,7 +422,7 @@ def run_pycurl(url: str, total: int, concurrency: int) -> Optional[float]:
 class _CResult(ctypes.Structure):
     _fields_ = [("seconds", ctypes.c_double), ("completed", ctypes.c_long), ("errors", ctypes.c_long),
                 ("body_bytes", ctypes.c_int64), ("first_error", ctypes.c_char * 256),
-                ("cpu_seconds", ctypes.c_double)]
+                ("cpu_seconds", ctypes.c_double), ("connections", ctypes.c_long), ("http_version", ctypes.c_int)]
 
 
 def _source_dir() -> Optional[pathlib.Path]:
@@ -457,12 +457,14 @@ def build_c_loop() -> tuple[Optional[Any], str]:
         return None, f"the C loop did not build: {last}"
     so = ctypes.CDLL(out)
     fn = so.cbench_courier_c
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_long, ctypes.c_int, ctypes.c_long, ctypes.POINTER(_CResult)]
+    # cbench_result and cbench_courier_c as Benchmarks/CBench/include/cbench.h declares them
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_long, ctypes.c_int, ctypes.c_long, ctypes.c_void_p,
+                   ctypes.POINTER(_CResult)]
     fn.restype = ctypes.c_int
 
     def run(url: str, total: int, concurrency: int) -> float:
         res = _CResult()
-        rc = fn(url.encode(), total, concurrency, concurrency * 2, ctypes.byref(res))
+        rc = fn(url.encode(), total, concurrency, concurrency * 2, None, ctypes.byref(res))
         if rc != 0 or res.errors:
             raise RuntimeError(f"C loop: rc {rc}, {res.errors} errors: {res.first_error.decode()}")
         return res.completed / res.seconds
@@ -471,12 +473,27 @@ def build_c_loop() -> tuple[Optional[Any], str]:
     return run, ""
 
 
+def _on_ctypes(fn: Callable[[str, int, int], float]) -> Callable[[str, int, int], Optional[float]]:
+    """``fn`` with the binding's hot calls on ctypes (``courier._fast.enable(False)``), in this
+    same process: the compiled path and the ctypes path side by side."""
+    def run(url: str, total: int, concurrency: int) -> Optional[float]:
+        from courier import _fast
+        was = _fast.ext is not None
+        _fast.enable(False)
+        try:
+            return fn(url, total, concurrency)
+        finally:
+            _fast.enable(was)
+    return run
+
+
 PY_CLIENTS: dict[str, Callable[[str, int, int], Optional[float]]] = {
     "courier_py": run_courier_async, "courier_aio": run_courier_aio, "courier_py_threads": run_courier_threads,
+    "courier_py_ctypes": _on_ctypes(run_courier_async), "courier_aio_ctypes": _on_ctypes(run_courier_aio),
     "requests": run_requests, "urllib": run_urllib, "aiohttp": run_aiohttp, "httpx": run_httpx,
     "pycurl": run_pycurl,
 }
-ALL_CLIENTS = ["courier_py", "courier_aio", "courier_py_threads", "pycurl", "aiohttp", "httpx", "requests",
+ALL_CLIENTS = ["courier_py", "courier_py_ctypes", "courier_aio", "courier_aio_ctypes", "courier_py_threads", "pycurl", "aiohttp", "httpx", "requests",
                "urllib", "c_api"]
 PEER_PACKAGES = {"aiohttp": "aiohttp", "httpx": "httpx", "pycurl": "pycurl", "requests": "requests"}
 
@@ -564,6 +581,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         result["courier_py_vs_c_api"] = round(py / result["c_api_rps"], 2)
         result["courier_py_vs_c_api_cpu"] = round(result["c_api_cpu_us_per_request"]
                                                   / result["courier_py_cpu_us_per_request"], 2)
+    from courier import _fast
+    result.update(binding_path=_fast.path(), compiled_available=_fast.available)
     result.update(server=srv.name, requests=args.requests, concurrency=args.concurrency, runs=args.runs,
                   body_bytes=BODY_SIZE, python=sys.version.split()[0], library=courier.library_version())
     if notes:
