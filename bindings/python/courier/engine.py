@@ -687,18 +687,19 @@ class Engine:
         creq, owned = req._acquire(ctx, self)
         ext = _fast.ext
         err: Optional[ERROR]
+        sends = cb.send_stack()  # the send in progress on this thread, for its callbacks
+        sends.append(ctx)
         try:
             if ext is not None:  # the compiled path
-                with cb.sending(ctx):
-                    code, out, sent_err = ext.send_sync(h, creq)
+                code, out, sent_err = ext.send_sync(h, creq)
                 err = ERROR.from_buffer_copy(sent_err) if sent_err is not None else None
             else:
                 cout = c_void_p()
                 err = ERROR()
-                with cb.sending(ctx):
-                    code = lib.courier_send_sync(h, creq, byref(cout), byref(err))
+                code = lib.courier_send_sync(h, creq, byref(cout), byref(err))
                 out = cout.value
         finally:
+            sends.pop()
             if owned:
                 lib.courier_request_free(creq)
         resp = Response(out) if out else None
@@ -838,11 +839,13 @@ class Engine:
         h = self._handle()
         creq, owned = req._acquire(ctx, self)
         ext = _fast.ext
+        sends = cb.send_stack()  # the send in progress on this thread, for its callbacks
         if ext is not None:  # the compiled path: C holds ctx itself until the completion
+            sends.append(ctx)
             try:
-                with cb.sending(ctx):
-                    sent = ext.send(h, creq, ctx)
+                sent = ext.send(h, creq, ctx)
             finally:
+                sends.pop()
                 if owned:
                     lib.courier_request_free(creq)
             if sent.__class__ is int:
@@ -853,10 +856,11 @@ class Engine:
             key = cb.register(ctx)
             rid = c_uint64()
             err = ERROR()
+            sends.append(ctx)
             try:
-                with cb.sending(ctx):
-                    code = lib.courier_send(h, creq, cb.completion, key, byref(rid), byref(err))
+                code = lib.courier_send(h, creq, cb.completion, key, byref(rid), byref(err))
             finally:
+                sends.pop()
                 if owned:
                     lib.courier_request_free(creq)
             if code != 0:

@@ -568,10 +568,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         result.setdefault(key, None)
     # the targets: courier_py (callbacks) >= 0.8x pycurl's CurlMulti, the asyncio client
     # >= 3x aiohttp; every ratio is of medians of the same interleaved runs
+    # (on a busy machine the median of the per-run ratios, each of two clients measured next to
+    # each other, is steadier than the ratio of the medians: both are given)
     for mine in ("courier_py", "courier_aio", "courier_py_ctypes", "courier_aio_ctypes"):
-        for peer in ("pycurl", "aiohttp", "httpx"):
+        for peer in ("pycurl", "aiohttp", "httpx", "courier_py", "courier_aio"):
+            if peer.startswith("courier") and mine != peer + "_ctypes":
+                continue  # the ctypes path against the compiled one only
             if result.get(f"{mine}_rps") and result.get(f"{peer}_rps"):
                 result[f"{mine}_vs_{peer}"] = round(result[f"{mine}_rps"] / result[f"{peer}_rps"], 2)
+                a, b = samples[mine], samples[peer]
+                if len(a) == len(b):
+                    result[f"{mine}_vs_{peer}_paired"] = round(statistics.median(x / y for x, y in zip(a, b)), 2)
+                result[f"{mine}_vs_{peer}_cpu"] = round(result[f"{peer}_cpu_us_per_request"]
+                                                       / result[f"{mine}_cpu_us_per_request"], 2)
     py = result.get("courier_py_rps")
     if py and result.get("requests_rps"):
         result["courier_py_vs_requests"] = round(py / result["requests_rps"], 2)
