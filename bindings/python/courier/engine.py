@@ -218,7 +218,8 @@ class _SendContext:
             eng._callback_threads.add(tid)
             cb.pin_thread(eng)
         resp = Response(response) if response else None
-        exc = self.exc or cb.user_error(err)  # what a callback raised (released when this returns)
+        # what a callback raised (released when this returns); err is None on success
+        exc = self.exc or (cb.user_error(err) if err is not None else None)
         if code != 0:
             cerr = make_error(code, err, resp)
             if exc is None:
