@@ -29,7 +29,7 @@ for client in "${clients[@]}"; do
       echo "$client not installed: skipped"
       continue 2
     fi
-    totals+=("$(grep -h '^totals:' "$out"/cg.* | awk '{s += $2} END {printf "%d", s}')")
+    totals+=("$(grep -h '^totals:' "$out"/cg.* | awk '{s += $2} END {printf "%.0f", s}')")
     rm -f "$out"/cg.*
   done
   echo "$client $(( (totals[1] - totals[0]) / 2000 ))"
