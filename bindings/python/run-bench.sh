@@ -6,7 +6,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-courier_extra_packages=("requests")
+# the [bench] extra of pyproject.toml: the peers the benchmark measures Courier against
+courier_extra_packages=("requests" "aiohttp" "httpx" "pycurl")
 . bindings/python/setup-env.sh >&2
 unset COURIER_LIBRARY PYTHONPATH
 COURIER_TEST_SERVER="$server" COURIER_SOURCE_DIR="$root" "$vpy" bindings/python/tools/bench.py "$@"

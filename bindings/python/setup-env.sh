@@ -32,8 +32,15 @@ tools="$root/build/py-tools"
 wheelhouse="$root/build/py-wheelhouse"
 for pkg in "scikit-build-core>=1.0" ninja ${courier_extra_packages[@]+"${courier_extra_packages[@]}"}; do
   name=${pkg%%[<>=]*}
-  ls "$wheelhouse" 2>/dev/null | grep -qi "^${name//-/_}-" ||
+  ls "$wheelhouse" 2>/dev/null | grep -qi "^${name//-/_}-" && continue
+  if [ "$name" = pycurl ]; then
+    # built here against the system's libcurl (libcurl4-openssl-dev), the one libcourier links,
+    # not PyPI's manylinux wheel with a libcurl of its own: the benchmark compares clients, not
+    # libcurl builds
+    "$py" -m pip "${pipq[@]}" wheel --no-binary pycurl --no-deps -w "$wheelhouse" "$pkg"
+  else
     "$py" -m pip "${pipq[@]}" download -d "$wheelhouse" "$pkg"
+  fi
 done
 if ! "$tools/bin/python" -c "import scikit_build_core" >/dev/null 2>&1; then
   rm -rf "$tools"

@@ -170,6 +170,15 @@ def current_send() -> Any:
     return stack[-1] if stack else None
 
 
+def send_stack() -> list[Any]:
+    """This thread's stack of sends in progress: the sending methods push their context for the
+    duration of the C call and pop it after (what :class:`sending` does, without its objects)."""
+    stack = getattr(_tls, "stack", None)
+    if stack is None:
+        stack = _tls.stack = []
+    return stack
+
+
 class Scope:
     """A C call made outside a send (e.g. ``Response.json()``, which may run a decoder on this
     thread): keeps the first exception of any callback run on this thread during the call."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _callbacks as cb
+from . import _fast
 from ._enums import CEnum, Reachability, Setting
 from ._lib import COOKIE, ERROR, JSON_OPTIONS, TRANSPORT, lib, setting_default, sized
 from .auth import Challenge, Cookie, Credentials, c_challenge, credentials_args
@@ -217,7 +218,8 @@ class _SendContext:
             eng._callback_threads.add(tid)
             cb.pin_thread(eng)
         resp = Response(response) if response else None
-        exc = self.exc or cb.user_error(err)  # what a callback raised (released when this returns)
+        # what a callback raised (released when this returns); err is None on success
+        exc = self.exc or (cb.user_error(err) if err is not None else None)
         if code != 0:
             cerr = make_error(code, err, resp)
             if exc is None:
@@ -683,15 +685,24 @@ class Engine:
         h = self._handle()
         ctx = _SendContext(self)
         creq, owned = req._acquire(ctx, self)
-        out = c_void_p()
-        err = ERROR()
+        ext = _fast.ext
+        err: Optional[ERROR]
+        sends = cb.send_stack()  # the send in progress on this thread, for its callbacks
+        sends.append(ctx)
         try:
-            with cb.sending(ctx):
-                code = lib.courier_send_sync(byref(out), h, creq, byref(err))
+            if ext is not None:  # the compiled path
+                code, out, sent_err = ext.send_sync(h, creq)
+                err = ERROR.from_buffer_copy(sent_err) if sent_err is not None else None
+            else:
+                cout = c_void_p()
+                err = ERROR()
+                code = lib.courier_send_sync(byref(cout), h, creq, byref(err))
+                out = cout.value
         finally:
+            sends.pop()
             if owned:
                 lib.courier_request_free(creq)
-        resp = Response(out.value) if out.value else None
+        resp = Response(out) if out else None
         try:
             exc = ctx.exc or cb.user_error(err)  # what a callback raised for this send
             if exc is not None:
@@ -701,7 +712,8 @@ class Engine:
             if code != 0:
                 raise make_error(code, err, resp)
         finally:
-            lib.courier_error_clear(byref(err))  # releases what err held
+            if err is not None:
+                lib.courier_error_clear(byref(err))  # releases what err held
         assert resp is not None
         return resp
 
@@ -826,17 +838,34 @@ class Engine:
         req = method if isinstance(method, Request) else Request(method, url or "", **kw)
         h = self._handle()
         creq, owned = req._acquire(ctx, self)
-        key = cb.register(ctx)
-        rid = c_uint64()
-        err = ERROR()
-        try:
-            with cb.sending(ctx):
+        ext = _fast.ext
+        sends = cb.send_stack()  # the send in progress on this thread, for its callbacks
+        if ext is not None:  # the compiled path: C holds ctx itself until the completion
+            sends.append(ctx)
+            try:
+                sent = ext.send(h, creq, ctx)
+            finally:
+                sends.pop()
+                if owned:
+                    lib.courier_request_free(creq)
+            if sent.__class__ is int:
+                return sent
+            err = ERROR.from_buffer_copy(sent)  # owns what the failure holds (cleared below)
+            code = err.code
+        else:
+            key = cb.register(ctx)
+            rid = c_uint64()
+            err = ERROR()
+            sends.append(ctx)
+            try:
                 code = lib.courier_send(byref(rid), h, creq, cb.completion, key, byref(err))
-        finally:
-            if owned:
-                lib.courier_request_free(creq)
+            finally:
+                sends.pop()
+                if owned:
+                    lib.courier_request_free(creq)
+            if code != 0:
+                cb.unregister(key)
         if code != 0:
-            cb.unregister(key)
             try:
                 exc = ctx.exc or cb.user_error(err)  # what a customize hook or interceptor raised
                 if exc is not None:

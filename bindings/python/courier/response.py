@@ -9,6 +9,7 @@ from enum import IntEnum
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from . import _callbacks as cb
+from . import _fast
 from ._enums import CEnum
 from ._lib import ERROR, MAPPING_ERROR, METRICS, has, lib, sized
 from .errors import InvalidArgument, check, lib_code, make_error
@@ -200,8 +201,9 @@ class Response:
         self._owned = _owned
         self._body: Optional[bytes] = None
         self._headers: Optional[Headers] = None
+        ext = _fast.ext
         #: The HTTP status code (0 when none, e.g. some mocks).
-        self.status: int = lib.courier_response_status(ptr)
+        self.status: int = ext.response_status(ptr) if ext is not None else lib.courier_response_status(ptr)
 
     @classmethod
     def _borrow(cls, ptr: int) -> "Response":
@@ -227,7 +229,11 @@ class Response:
         """Releases the C response now (reading fields not yet read then raises)."""
         ptr, self._ptr = self._ptr, None
         if ptr and self._owned:
-            lib.courier_response_free(ptr)
+            ext = _fast.ext
+            if ext is not None:
+                ext.response_free(ptr)
+            else:
+                lib.courier_response_free(ptr)
 
     def __del__(self) -> None:
         try:
@@ -249,9 +255,13 @@ class Response:
     def body(self) -> bytes:
         """The body as bytes (empty for HEAD, 204, and downloads written to a file)."""
         if self._body is None:
-            n = c_size_t()
-            p = lib.courier_response_body(self._handle(), byref(n))
-            self._body = ctypes.string_at(p, n.value) if n.value else b""
+            ext = _fast.ext
+            if ext is not None:
+                self._body = ext.response_body(self._handle())
+            else:
+                n = c_size_t()
+                p = lib.courier_response_body(self._handle(), byref(n))
+                self._body = ctypes.string_at(p, n.value) if n.value else b""
         return self._body
 
     content = body

@@ -83,11 +83,47 @@ def test_sdist_installs_in_a_fresh_venv(tmp_path: pathlib.Path, base_url: str) -
                           "--no-index", "--find-links", wheelhouse, str(sdist)], cwd=tmp_path, env=env,
                          capture_output=True, text=True)
     assert pip.returncode == 0, pip.stdout + pip.stderr
-    code = ("import courier, sys\n"
+    env.pop("COURIER_PY_SPEEDUPS", None)
+    code = ("import courier, sys, courier._fast as f\n"
             "with courier.Engine(base_url=sys.argv[1]) as e:\n"
-            "    print(courier.__version__, courier.library_path, e.get('/json').status)\n")
+            "    print(courier.__version__, courier.library_path, e.get('/json').status, f.path())\n")
     out = subprocess.run([str(venv / "bin" / "python"), "-c", code, base_url], cwd=tmp_path, env=env,
                          capture_output=True, text=True, check=True)
-    version, path, status = out.stdout.split()
+    version, path, status, hot = out.stdout.split()
     assert version == _header_version() and status == "200"
     assert path.startswith(str(venv))
+    assert hot == "compiled"  # the sdist carries src/speedups.c
+
+
+def test_the_hot_path_is_the_one_asked_for() -> None:
+    """The wheel carries courier._speedups (run-tests.sh builds it with Python's headers at hand)
+    and uses it unless COURIER_PY_SPEEDUPS=0 asks for ctypes; run-tests.sh runs the suite both ways."""
+    from courier import _fast
+    assert any(f.name.startswith("_speedups.") for f in PACKAGE.iterdir())
+    assert _fast.available
+    want = "ctypes" if os.environ.get("COURIER_PY_SPEEDUPS") == "0" else "compiled"
+    assert _fast.path() == want
+
+
+def test_the_compiled_path_uses_the_library_ctypes_loaded(tmp_path: pathlib.Path, base_url: str) -> None:
+    """With COURIER_LIBRARY naming another copy of the library, the compiled path calls that copy
+    (it is handed the addresses of the functions ctypes loaded): one library in the process."""
+    lib = pathlib.Path(courier.library_path)
+    copy = tmp_path / lib.name
+    shutil.copy(lib, copy)
+    env = {k: v for k, v in os.environ.items() if k not in ("COURIER_PY_SPEEDUPS", "PYTHONPATH")}
+    env["COURIER_LIBRARY"] = str(copy)
+    code = ("import courier, courier._fast as f\n"
+            "with courier.Engine(temporary_store=True) as e:\n"
+            f"    r = e.get({base_url + '/bytes/10'!r})\n"
+            "    fut = e.send_async('GET', " + repr(base_url + "/status/404") + ")\n"
+            "    try:\n"
+            "        fut.result()\n"
+            "    except courier.HTTPStatusError as x:\n"
+            "        st = x.response.status\n"
+            "maps = [l for l in open('/proc/self/maps') if 'libcourier' in l]\n"
+            "print(f.path(), r.status, len(r.body), st, len({l.split()[-1] for l in maps}), courier.library_path)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    path, status, n, st, libs, loaded = out.stdout.split()
+    assert (path, status, n, st, libs, loaded) == ("compiled", "200", "10", "404", "1", str(copy))

@@ -279,12 +279,150 @@ def run_urllib(url: str, total: int, concurrency: int) -> float:
     return _threaded(total, concurrency, lambda: None, one)
 
 
+def run_courier_aio(url: str, total: int, concurrency: int) -> float:
+    """:class:`courier.AsyncEngine`: ``concurrency`` asyncio tasks, each awaiting ``engine.get``
+    in a loop (the shape of the aiohttp and httpx clients below)."""
+    import asyncio
+
+    async def main() -> float:
+        async with courier.AsyncEngine(max_connections_per_host=concurrency,
+                                       max_connections=max(64, concurrency), timeout=30) as engine:
+            req = courier.Request("GET", url, coalesce=False)
+
+            async def worker(n: int) -> None:
+                for _ in range(n):
+                    r = await engine.send(req)
+                    _check(r.status, len(r.body))
+
+            await asyncio.gather(*(worker(1) for _ in range(concurrency)))  # warm-up
+            t0 = time.perf_counter()
+            await asyncio.gather(*(worker(n) for n in _shares(total, concurrency)))
+            return total / (time.perf_counter() - t0)
+
+    return asyncio.run(main())
+
+
+def _shares(total: int, concurrency: int) -> list[int]:
+    """``total`` requests split between ``concurrency`` workers."""
+    return [total // concurrency + (1 if i < total % concurrency else 0) for i in range(concurrency)]
+
+
+def run_aiohttp(url: str, total: int, concurrency: int) -> Optional[float]:
+    """aiohttp's ClientSession: one connector of ``concurrency`` keep-alive connections,
+    ``concurrency`` tasks."""
+    try:
+        import aiohttp
+    except ImportError:
+        return None
+    import asyncio
+
+    async def main() -> float:
+        conn = aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency)
+        async with aiohttp.ClientSession(connector=conn, auto_decompress=False) as session:
+            async def worker(n: int) -> None:
+                for _ in range(n):
+                    async with session.get(url) as r:
+                        body = await r.read()
+                        _check(r.status, len(body))
+
+            await asyncio.gather(*(worker(1) for _ in range(concurrency)))  # warm-up
+            t0 = time.perf_counter()
+            await asyncio.gather(*(worker(n) for n in _shares(total, concurrency)))
+            return total / (time.perf_counter() - t0)
+
+    return asyncio.run(main())
+
+
+def run_httpx(url: str, total: int, concurrency: int) -> Optional[float]:
+    """httpx's AsyncClient: a pool of ``concurrency`` keep-alive connections, ``concurrency`` tasks."""
+    try:
+        import httpx
+    except ImportError:
+        return None
+    import asyncio
+
+    async def main() -> float:
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+            async def worker(n: int) -> None:
+                for _ in range(n):
+                    r = await client.get(url)
+                    _check(r.status_code, len(r.content))
+
+            await asyncio.gather(*(worker(1) for _ in range(concurrency)))  # warm-up
+            t0 = time.perf_counter()
+            await asyncio.gather(*(worker(n) for n in _shares(total, concurrency)))
+            return total / (time.perf_counter() - t0)
+
+    return asyncio.run(main())
+
+
+def run_pycurl(url: str, total: int, concurrency: int) -> Optional[float]:
+    """pycurl's CurlMulti (libcurl from Python through a compiled extension): ``concurrency`` easy
+    handles kept in the multi handle, each re-added as soon as it completes (so its connection is
+    reused), driven by ``perform`` / ``select``; the body is collected into a list of chunks."""
+    try:
+        import pycurl
+    except ImportError:
+        return None
+    multi = pycurl.CurlMulti()
+    handles = []
+    for _ in range(concurrency):
+        e = pycurl.Curl()
+        e.setopt(pycurl.URL, url)
+        e.setopt(pycurl.TIMEOUT, 30)
+        e.setopt(pycurl.NOSIGNAL, 1)
+        handles.append(e)
+
+    def start(e: Any) -> None:
+        chunks: list[bytes] = []
+        e.chunks = chunks
+        e.setopt(pycurl.WRITEFUNCTION, chunks.append)
+        multi.add_handle(e)
+
+    def run(n: int) -> None:
+        started = 0
+        finished = 0
+        for e in handles[:n]:
+            start(e)
+            started += 1
+        while finished < n:
+            ret, _ = multi.perform()
+            while ret == pycurl.E_CALL_MULTI_PERFORM:
+                ret, _ = multi.perform()
+            while True:
+                _, ok, failed = multi.info_read()
+                for e in ok:
+                    multi.remove_handle(e)
+                    _check(e.getinfo(pycurl.RESPONSE_CODE), sum(len(c) for c in e.chunks))
+                    finished += 1
+                    if started < n:
+                        start(e)
+                        started += 1
+                if failed:
+                    raise RuntimeError(f"pycurl: {failed[0][2]}")
+                if not ok:
+                    break
+            if finished < n:
+                multi.select(1.0)
+
+    try:
+        run(concurrency)  # warm-up: opens the connections
+        t0 = time.perf_counter()
+        run(total)
+        return total / (time.perf_counter() - t0)
+    finally:
+        for e in handles:
+            e.close()
+        multi.close()
+
+
 # ---- the C API's own loop (optional) ------------------------------------------------------------
 
 class _CResult(ctypes.Structure):
     _fields_ = [("seconds", ctypes.c_double), ("completed", ctypes.c_long), ("errors", ctypes.c_long),
                 ("body_bytes", ctypes.c_int64), ("first_error", ctypes.c_char * 256),
-                ("cpu_seconds", ctypes.c_double)]
+                ("cpu_seconds", ctypes.c_double), ("connections", ctypes.c_long), ("http_version", ctypes.c_int)]
 
 
 def _source_dir() -> Optional[pathlib.Path]:
@@ -319,18 +457,45 @@ def build_c_loop() -> tuple[Optional[Any], str]:
         return None, f"the C loop did not build: {last}"
     so = ctypes.CDLL(out)
     fn = so.cbench_courier_c
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_long, ctypes.c_int, ctypes.c_long, ctypes.POINTER(_CResult)]
+    # cbench_result and cbench_courier_c as Benchmarks/CBench/include/cbench.h declares them
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_long, ctypes.c_int, ctypes.c_long, ctypes.c_void_p,
+                   ctypes.POINTER(_CResult)]
     fn.restype = ctypes.c_int
 
     def run(url: str, total: int, concurrency: int) -> float:
         res = _CResult()
-        rc = fn(url.encode(), total, concurrency, concurrency * 2, ctypes.byref(res))
+        rc = fn(url.encode(), total, concurrency, concurrency * 2, None, ctypes.byref(res))
         if rc != 0 or res.errors:
             raise RuntimeError(f"C loop: rc {rc}, {res.errors} errors: {res.first_error.decode()}")
         return res.completed / res.seconds
 
     run._dir = out_dir  # type: ignore[attr-defined]
     return run, ""
+
+
+def _on_ctypes(fn: Callable[[str, int, int], float]) -> Callable[[str, int, int], Optional[float]]:
+    """``fn`` with the binding's hot calls on ctypes (``courier._fast.enable(False)``), in this
+    same process: the compiled path and the ctypes path side by side."""
+    def run(url: str, total: int, concurrency: int) -> Optional[float]:
+        from courier import _fast
+        was = _fast.ext is not None
+        _fast.enable(False)
+        try:
+            return fn(url, total, concurrency)
+        finally:
+            _fast.enable(was)
+    return run
+
+
+PY_CLIENTS: dict[str, Callable[[str, int, int], Optional[float]]] = {
+    "courier_py": run_courier_async, "courier_aio": run_courier_aio, "courier_py_threads": run_courier_threads,
+    "courier_py_ctypes": _on_ctypes(run_courier_async), "courier_aio_ctypes": _on_ctypes(run_courier_aio),
+    "requests": run_requests, "urllib": run_urllib, "aiohttp": run_aiohttp, "httpx": run_httpx,
+    "pycurl": run_pycurl,
+}
+ALL_CLIENTS = ["courier_py", "courier_py_ctypes", "courier_aio", "courier_aio_ctypes", "courier_py_threads", "pycurl", "aiohttp", "httpx", "requests",
+               "urllib", "c_api"]
+PEER_PACKAGES = {"aiohttp": "aiohttp", "httpx": "httpx", "pycurl": "pycurl", "requests": "requests"}
 
 
 # ---- main ---------------------------------------------------------------------------------------
@@ -344,7 +509,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--nginx", help="path to nginx ('none': use the test server)")
     ap.add_argument("--server", help="path to courier-test-server")
     ap.add_argument("--no-c", action="store_true", help="skip the C API's loop")
-    ap.add_argument("--clients", default="courier_py,courier_py_threads,requests,urllib,c_api")
+    ap.add_argument("--clients", default=",".join(ALL_CLIENTS))
     args = ap.parse_args(argv)
     wanted = set(args.clients.split(","))
     if args.no_c:
@@ -354,14 +519,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     notes: dict[str, str] = {}
     try:
         clients: dict[str, Callable[[str, int, int], Optional[float]]] = {}
-        if "courier_py" in wanted:
-            clients["courier_py"] = run_courier_async
-        if "courier_py_threads" in wanted:
-            clients["courier_py_threads"] = run_courier_threads
-        if "requests" in wanted:
-            clients["requests"] = run_requests
-        if "urllib" in wanted:
-            clients["urllib"] = run_urllib
+        for name in ALL_CLIENTS:
+            if name in wanted and name in PY_CLIENTS:
+                clients[name] = PY_CLIENTS[name]
         if "c_api" in wanted:
             fn, why = build_c_loop()
             if fn is not None:
@@ -370,12 +530,20 @@ def main(argv: Optional[list[str]] = None) -> int:
                 notes["c_api"] = why
         samples: dict[str, list[float]] = {k: [] for k in clients}
         cpu: dict[str, list[float]] = {k: [] for k in clients}
-        for _ in range(args.runs):  # interleaved, so drift of the machine affects every client alike
-            for name, fn in clients.items():
+        for run_no in range(args.runs):
+            # interleaved, so drift of the machine affects every client alike, in the reverse order
+            # every other run (paired runs: no client always runs after the same one)
+            order = list(clients.items())
+            if run_no % 2:
+                order.reverse()
+            for name, fn in order:
+                if name in notes:
+                    continue
                 c0 = time.process_time()
                 rps = fn(srv.url, args.requests, args.concurrency)
                 if rps is None:
-                    notes[name] = "not installed"
+                    notes[name] = f"not installed (pip install {PEER_PACKAGES.get(name, name)}): skipped"
+                    print(f"bench.py: {name} is {notes[name]}", file=sys.stderr)
                     continue
                 samples[name].append(rps)
                 # CPU of this process per request (warm-up included): steadier than wall time on
@@ -396,8 +564,23 @@ def main(argv: Optional[list[str]] = None) -> int:
             result[f"{name}_rps"] = round(statistics.median(vals), 1)
             result[f"{name}_runs"] = [round(v, 1) for v in vals]
             result[f"{name}_cpu_us_per_request"] = round(statistics.median(cpu[name]), 1)
-    for key in ("courier_py_rps", "requests_rps", "urllib_rps"):
+    for key in ("courier_py_rps", "requests_rps", "urllib_rps", "aiohttp_rps", "httpx_rps", "pycurl_rps"):
         result.setdefault(key, None)
+    # the issue's targets: courier_py (callbacks) >= 0.8x pycurl's CurlMulti, the asyncio client
+    # >= 3x aiohttp; every ratio is of medians of the same interleaved runs
+    # (on a busy machine the median of the per-run ratios, each of two clients measured next to
+    # each other, is steadier than the ratio of the medians: both are given)
+    for mine in ("courier_py", "courier_aio", "courier_py_ctypes", "courier_aio_ctypes"):
+        for peer in ("pycurl", "aiohttp", "httpx", "courier_py", "courier_aio"):
+            if peer.startswith("courier") and mine != peer + "_ctypes":
+                continue  # the ctypes path against the compiled one only
+            if result.get(f"{mine}_rps") and result.get(f"{peer}_rps"):
+                result[f"{mine}_vs_{peer}"] = round(result[f"{mine}_rps"] / result[f"{peer}_rps"], 2)
+                a, b = samples[mine], samples[peer]
+                if len(a) == len(b):
+                    result[f"{mine}_vs_{peer}_paired"] = round(statistics.median(x / y for x, y in zip(a, b)), 2)
+                result[f"{mine}_vs_{peer}_cpu"] = round(result[f"{peer}_cpu_us_per_request"]
+                                                       / result[f"{mine}_cpu_us_per_request"], 2)
     py = result.get("courier_py_rps")
     if py and result.get("requests_rps"):
         result["courier_py_vs_requests"] = round(py / result["requests_rps"], 2)
@@ -407,6 +590,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         result["courier_py_vs_c_api"] = round(py / result["c_api_rps"], 2)
         result["courier_py_vs_c_api_cpu"] = round(result["c_api_cpu_us_per_request"]
                                                   / result["courier_py_cpu_us_per_request"], 2)
+    from courier import _fast
+    result.update(binding_path=_fast.path(), compiled_available=_fast.available)
     result.update(server=srv.name, requests=args.requests, concurrency=args.concurrency, runs=args.runs,
                   body_bytes=BODY_SIZE, python=sys.version.split()[0], library=courier.library_version())
     if notes:
