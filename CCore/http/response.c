@@ -243,7 +243,7 @@ const courier_json *courier_response_json(const courier_response *r) {
 const courier_json *courier_response_data(const courier_response *r) {
     cr_jresp *j = r ? cr_jresp_of(r) : NULL;
     if (!j) return NULL;
-    if (j->data) return (const courier_json *)j->data;
+    if (j->data.present) return (const courier_json *)cr_jresp_value(r, j, &j->data);
     return j->applied ? NULL : courier_response_json(r);
 }
 
@@ -251,7 +251,7 @@ const courier_json *courier_response_result(const courier_response *r, const cha
     cr_jresp *j = r && name ? cr_jresp_of(r) : NULL;
     if (!j) return NULL;
     for (size_t i = 0; i < j->nresults; i++)
-        if (strcmp(j->results[i].name, name) == 0) return (const courier_json *)j->results[i].value;
+        if (strcmp(j->results[i].name, name) == 0) return (const courier_json *)cr_jresp_value(r, j, &j->results[i].value);
     return NULL;
 }
 

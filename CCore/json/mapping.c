@@ -1058,38 +1058,48 @@ int cr_jspec_set_envelope(cr_jspec **r, const courier_envelope *e) {
 
 /* ---- a finished response: envelope, key paths, mappings ------------------------------------------- */
 
-static int envelope_run(const courier_envelope *e, const json_t *doc, cr_jresp *j, courier_error *err) {
+int cr_envelope_has_check(const courier_envelope *e) { return e && e->check; }
+
+/* The envelope on the body's tape (envelope_run's rules before the move, value for value): its
+ * mapping as a check, the code and message by key path, then the check callback (with the jansson
+ * document, `doc`) or the success codes. */
+static int envelope_run(const courier_envelope *e, const courier_json_tape *t, const json_t *doc, cr_jresp *j,
+                        courier_error *err) {
+    const tentry *te = courier_json_tape_entries(t, NULL);
+    const char *text = (const char *)courier_json_tape_text(t);
     if (e->mapping) {
-        json_t *ignored = NULL;
-        int rc = cr_mapping_apply(e->mapping, doc, "", &ignored, &j->merr, err);
-        if (ignored) json_decref(ignored);
+        courier_json_tape *ignored = NULL;
+        int rc = cr_mapping_apply_tape(e->mapping, t, 0, "", &ignored, &j->merr, err);
+        courier_json_tape_free(ignored);
         if (rc) {
             j->has_merr = rc == COURIER_E_MAPPING;
             return rc;
         }
     }
-    const json_t *code = e->code_path ? cr_json_path(doc, e->code_path, strlen(e->code_path)) : NULL;
-    const json_t *msg = e->message_path ? cr_json_path(doc, e->message_path, strlen(e->message_path)) : NULL;
-    if (msg && json_is_string(msg) && !(j->env_message = cr_strdup(json_string_value(msg))))
+    size_t code = 0, msg = 0;
+    int has_code = e->code_path && courier_json_tape_path(t, 0, e->code_path, &code);
+    int has_msg = e->message_path && courier_json_tape_path(t, 0, e->message_path, &msg);
+    if (has_msg && te[msg].type == COURIER_JSON_STRING && !(j->env_message = cr_strdup(text + te[msg].payload)))
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    if (code) {
-        json_int_t iv;
+    if (has_code) {
+        const tentry *x = &te[code];
+        json_int_t iv = 0;
         double dv;
         int is_int = 0;
-        if (json_is_integer(code)) {
-            iv = json_integer_value(code);
+        if (x->type == COURIER_JSON_INTEGER) {
+            iv = (json_int_t)(int64_t)x->payload;
             is_int = 1;
-        } else if (json_is_string(code) &&
-                   number_from_string(json_string_value(code), json_string_length(code), &iv, &dv, &is_int) == 0 &&
-                   is_int) {
-        } else if (json_is_real(code) && real_is_integral(json_real_value(code), &iv)) {
-            is_int = 1;
+        } else if (x->type == COURIER_JSON_STRING &&
+                   number_from_string(text + x->payload, x->length, &iv, &dv, &is_int) == 0 && is_int) {
+        } else if (x->type == COURIER_JSON_REAL) {
+            memcpy(&dv, &x->payload, sizeof dv);
+            is_int = real_is_integral(dv, &iv);
         }
         if (!is_int) {
             apply_ctx c = {&j->merr, err, "", 0};
             frame f = {NULL, e->code_path, strlen(e->code_path), 0};
             j->has_merr = 1;
-            return mismatch(&c, &f, COURIER_JSON_INTEGER, code, NULL);
+            return mismatch_type(&c, &f, COURIER_JSON_INTEGER, x->type, NULL);
         }
         j->env_code = iv;
         j->has_env_code = 1;
@@ -1097,7 +1107,7 @@ static int envelope_run(const courier_envelope *e, const json_t *doc, cr_jresp *
         apply_ctx c = {&j->merr, err, "", 0};
         frame f = {NULL, e->code_path, strlen(e->code_path), 0};
         j->has_merr = 1;
-        return mismatch(&c, &f, COURIER_JSON_INTEGER, NULL, NULL);
+        return mismatch_type(&c, &f, COURIER_JSON_INTEGER, COURIER_JSON_NONE, NULL);
     }
     int ok;
     if (e->check) {
@@ -1114,49 +1124,54 @@ static int envelope_run(const courier_envelope *e, const json_t *doc, cr_jresp *
     return COURIER_OK;
 }
 
-/* One result: the value at key_path (or `fallback` when there is none), mapped if asked. */
-static int result_run(const json_t *doc, const char *key_path, const char *fallback, const courier_mapping *m,
-                      int optional, cr_jresp *j, json_t **out, courier_error *err) {
-    *out = NULL;
+/* One result on the tape: the value at key_path (or `fallback` when there is none), mapped if asked
+ * (into a tape of its own), else kept as its index in the body's tape and its path. */
+static int result_run(const courier_json_tape *t, const char *key_path, const char *fallback, const courier_mapping *m,
+                      int optional, cr_jresp *j, cr_jval *out, courier_error *err) {
     const char *path = key_path ? key_path : fallback;
-    const json_t *v = path ? cr_json_path(doc, path, strlen(path)) : doc;
-    if (!v || (json_is_null(v) && m)) {
+    size_t v = 0;
+    int found = courier_json_tape_path(t, 0, path, &v);
+    int vt = found ? courier_json_tape_entries(t, NULL)[v].type : COURIER_JSON_NONE;
+    if (!found || (vt == COURIER_JSON_NULL && m)) {
         if (optional) return COURIER_OK;
         apply_ctx c = {&j->merr, err, "", 0};
         frame f = {NULL, path, strlen(path ? path : ""), 0};
         j->has_merr = 1;
-        return mismatch(&c, &f, m ? COURIER_JSON_OBJECT : COURIER_JSON_ANY, v, NULL);
+        return mismatch_type(&c, &f, m ? COURIER_JSON_OBJECT : COURIER_JSON_ANY, vt, NULL);
     }
     if (!m) {
-        *out = json_incref((json_t *)v);
+        if (path && !(out->path = cr_strdup(path))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+        out->index = v;
+        out->present = 1;
         return COURIER_OK;
     }
-    int rc = cr_mapping_apply(m, v, path ? path : "", out, &j->merr, err);
+    int rc = cr_mapping_apply_tape(m, t, v, path ? path : "", &out->tape, &j->merr, err);
     if (rc == COURIER_E_MAPPING) j->has_merr = 1;
+    if (rc == COURIER_OK) out->present = 1;
     return rc;
 }
 
-int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const json_t *doc, cr_jresp *j,
-                       courier_error *err) {
+int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const courier_json_tape *tape,
+                       const json_t *doc, cr_jresp *j, courier_error *err) {
     int rc;
-    if (env && (rc = envelope_run(env, doc, j, err))) return rc;
+    if (env && (rc = envelope_run(env, tape, doc, j, err))) return rc;
     const char *fallback = env ? env->data_path : NULL;
     if (s && (s->key_path || s->mapping)) {
         j->applied = 1;
-        if ((rc = result_run(doc, s->key_path, fallback, s->mapping, 0, j, &j->data, err))) return rc;
+        if ((rc = result_run(tape, s->key_path, fallback, s->mapping, 0, j, &j->data, err))) return rc;
     } else if (fallback) {
         /* The envelope's data is the default result, when there is any. */
         j->applied = 1;
-        const json_t *v = cr_json_path(doc, fallback, strlen(fallback));
-        if (v) j->data = json_incref((json_t *)v);
+        if ((rc = result_run(tape, fallback, NULL, NULL, 1, j, &j->data, err))) return rc;
     }
     if (s && s->nresults) {
         if (!(j->results = calloc(s->nresults, sizeof *j->results))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
         for (size_t i = 0; i < s->nresults; i++) {
             const cr_result_spec *r = &s->results[i];
+            atomic_init(&j->results[i].value.json, NULL);
             if (!(j->results[i].name = cr_strdup(r->name))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
             j->nresults++;
-            rc = result_run(doc, r->key_path, fallback, r->mapping, (r->flags & COURIER_RESULT_OPTIONAL) != 0, j,
+            rc = result_run(tape, r->key_path, fallback, r->mapping, (r->flags & COURIER_RESULT_OPTIONAL) != 0, j,
                             &j->results[i].value, err);
             if (rc) return rc;
         }
@@ -1164,16 +1179,28 @@ int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const jso
     return COURIER_OK;
 }
 
+void cr_jval_clear(cr_jval *v) {
+    json_t *json = atomic_exchange(&v->json, NULL);
+    if (json && v->tape) json_decref(json); /* else borrowed from the document */
+    courier_json_tape_free(v->tape);
+    free(v->path);
+    v->tape = NULL;
+    v->path = NULL;
+    v->index = 0;
+    v->present = 0;
+}
+
 void cr_jresp_free(cr_jresp *j) {
     if (!j) return;
     json_t *doc = atomic_load(&j->doc);
     if (doc) json_decref(doc);
+    courier_json_tape_free(atomic_load(&j->tape));
     cr_callback_release(j->decoder);
     free(j->content_type);
-    if (j->data) json_decref(j->data);
+    cr_jval_clear(&j->data);
     for (size_t i = 0; i < j->nresults; i++) {
         free(j->results[i].name);
-        if (j->results[i].value) json_decref(j->results[i].value);
+        cr_jval_clear(&j->results[i].value);
     }
     free(j->results);
     free(j->env_message);
