@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "tape_same.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -890,6 +891,61 @@ static void test_result_tape(void) {
     courier_engine_close(e);
 }
 
+/* Readers on several threads at once: each result's jansson value is made once and every reader
+ * gets the same one (a response is immutable and read from any thread). */
+typedef struct reader {
+    const courier_response *resp;
+    const courier_json *data, *first, *raw, *doc;
+    const courier_json_tape *tape;
+} reader;
+
+static void *read_results(void *arg) {
+    reader *r = arg;
+    r->data = courier_response_data(r->resp);
+    r->first = courier_response_result(r->resp, "first");
+    r->raw = courier_response_result(r->resp, "raw");
+    r->doc = courier_response_json(r->resp);
+    size_t at = 0;
+    courier_response_result_tape(r->resp, "raw", &r->tape, &at, NULL);
+    return NULL;
+}
+
+static void test_results_made_once_across_threads(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_mapping *m = item_mapping();
+    for (int round = 0; round < 20; round++) {
+        courier_request *r = NULL;
+        courier_request_new(&r, "GET", "/json");
+        courier_request_set_key_path(r, "data.items");
+        courier_request_set_mapping(r, m);
+        courier_request_add_result(r, "first", "data.items.0", m, 0);
+        courier_request_add_result(r, "raw", "data.tags", NULL, 0);
+        courier_response *resp = NULL;
+        courier_error err;
+        REQUIRE(courier_send_sync(e, r, &resp, &err) == COURIER_OK);
+        courier_request_free(r);
+        reader rd[4];
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++) {
+            memset(&rd[i], 0, sizeof rd[i]);
+            rd[i].resp = resp;
+            REQUIRE(pthread_create(&th[i], NULL, read_results, &rd[i]) == 0);
+        }
+        for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+        for (int i = 0; i < 4; i++) {
+            CHECK(rd[i].data && rd[i].data == courier_response_data(resp));
+            CHECK(rd[i].first && rd[i].first == courier_response_result(resp, "first"));
+            CHECK(rd[i].raw && rd[i].raw == courier_json_path(rd[i].doc, "data.tags"));
+            CHECK(rd[i].doc == rd[0].doc && rd[i].tape == rd[0].tape && rd[i].tape != NULL);
+        }
+        CHECK(same(rd[0].data, "[{\"itemId\":1,\"title\":\"one\"},{\"itemId\":2,\"title\":\"two\"}]"));
+        courier_response_free(resp);
+    }
+    courier_mapping_free(m);
+    courier_engine_close(e);
+}
+
 static void test_tape_output_and_arguments(void) {
     courier_mapping *m = NULL;
     REQUIRE(courier_mapping_new(&m) == COURIER_OK);
@@ -937,4 +993,5 @@ TESTS_MAIN(T(test_attributes_rename_select_and_nest), T(test_type_mismatch_names
            T(test_bad_descriptions), T(test_request_key_path_and_mapping), T(test_request_mapping_failure),
            T(test_request_named_results), T(test_envelope), T(test_envelope_check_and_shape),
            T(test_tape_path_agrees_with_jansson), T(test_tape_output_and_arguments),
-           T(test_response_path_agrees_with_jansson), T(test_result_tape))
+           T(test_response_path_agrees_with_jansson), T(test_result_tape),
+           T(test_results_made_once_across_threads))
