@@ -628,18 +628,19 @@ static int tcopy(tape_out *o, const tentry *e, const char *text, size_t i) {
 static int ttype(const tape_in *in, size_t v) { return v ? in->e[v].type : COURIER_JSON_NONE; }
 
 static int tapply_object(const courier_mapping *m, const tape_in *in, size_t v, const frame *f, apply_ctx *c,
-                         tape_out *o);
+                         tape_out *o, int *same);
 
-/* Writes one value converted to its expected type (convert's rules). */
+/* Writes one value converted to its expected type (convert's rules). *same stays 1 when the value
+ * written equals the input's as it is (where convert returns the input itself), else becomes 0. */
 static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, const frame *f, apply_ctx *c,
-                    tape_out *o) {
+                    tape_out *o, int *same) {
     const tentry *x = &in->e[v];
     int t = x->type;
     switch (a->type) {
     case COURIER_JSON_ANY: return tcopy(o, in->e, in->text, v) ? oom(c) : COURIER_OK;
     case COURIER_JSON_OBJECT:
         if (t != COURIER_JSON_OBJECT) return mismatch_type(c, f, a->type, t, NULL);
-        if (a->child && !a->to_many) return tapply_object(a->child, in, v, f, c, o);
+        if (a->child && !a->to_many) return tapply_object(a->child, in, v, f, c, o, same);
         return tcopy(o, in->e, in->text, v) ? oom(c) : COURIER_OK;
     case COURIER_JSON_ARRAY: {
         if (t != COURIER_JSON_ARRAY) return mismatch_type(c, f, a->type, t, NULL);
@@ -649,7 +650,7 @@ static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, 
         for (size_t i = 0; i < x->length; i++, k = tskip(in->e, k)) {
             frame fe = {f, NULL, 0, i};
             if (in->e[k].type != COURIER_JSON_OBJECT) return mismatch_type(c, &fe, COURIER_JSON_OBJECT, in->e[k].type, NULL);
-            int rc = tapply_object(a->child, in, k, &fe, c, o);
+            int rc = tapply_object(a->child, in, k, &fe, c, o, same);
             if (rc) return rc;
         }
         o->e[at].payload = o->count;
@@ -664,6 +665,7 @@ static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, 
             int n = t == COURIER_JSON_INTEGER ? (int)cr_json_format_int(num, (int64_t)x->payload)
                                               : cr_json_format_real(d, num, sizeof num);
             if (n < 0 || tput_string(o, num, (size_t)n)) return oom(c);
+            *same = 0;
             return COURIER_OK;
         }
         return mismatch_type(c, f, a->type, t, NULL);
@@ -678,6 +680,7 @@ static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, 
                                         x->length, &iv, &dv, &is_int);
         if (why) return mismatch_type(c, f, a->type, t, *why ? why : NULL);
         uint64_t bits;
+        if (is_int != (t == COURIER_JSON_INTEGER) || t == COURIER_JSON_STRING) *same = 0;
         if (is_int) bits = (uint64_t)(int64_t)iv;
         else memcpy(&bits, &dv, sizeof bits);
         return tput(o, is_int ? COURIER_JSON_INTEGER : COURIER_JSON_REAL, 0, 0, bits) == SIZE_MAX ? oom(c) : COURIER_OK;
@@ -685,24 +688,27 @@ static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, 
     case COURIER_JSON_BOOL:
         if (t == COURIER_JSON_BOOL) return tput(o, t, x->flags, 0, 0) == SIZE_MAX ? oom(c) : COURIER_OK;
         if ((co & COURIER_MAP_BOOL_FROM_NUMBER) && t == COURIER_JSON_INTEGER && (x->payload == 0 || x->payload == 1))
-            return tput(o, COURIER_JSON_BOOL, x->payload ? COURIER_JSON_TAPE_TRUE : 0, 0, 0) == SIZE_MAX ? oom(c)
+            return (*same = 0), tput(o, COURIER_JSON_BOOL, x->payload ? COURIER_JSON_TAPE_TRUE : 0, 0, 0) == SIZE_MAX ? oom(c)
                                                                                                     : COURIER_OK;
         return mismatch_type(c, f, a->type, t, NULL);
     }
     return mismatch_type(c, f, a->type, t, NULL);
 }
 
-/* apply_object's rules: the output object is written member by member in the mapping's order. */
+/* apply_object's rules: the output object is written member by member in the mapping's order;
+ * when it equals the input as it is (apply_object's `same`: the input itself is returned), in the
+ * input's order, as the jansson path's output lists it. *same becomes 0 unless that is so. */
 static int tapply_object(const courier_mapping *m, const tape_in *in, size_t v, const frame *f, apply_ctx *c,
-                         tape_out *o) {
+                         tape_out *o, int *same) {
     if (in->e[v].type != COURIER_JSON_OBJECT) return mismatch_type(c, f, COURIER_JSON_OBJECT, in->e[v].type, NULL);
     if (++c->depth > CR_JSON_MAX_DEPTH) {
         c->depth--;
         return mismatch_type(c, f, COURIER_JSON_OBJECT, COURIER_JSON_OBJECT, "mapping nested too deeply");
     }
-    size_t at = tput(o, COURIER_JSON_OBJECT, 0, 0, 0), hint = 0;
+    size_t text_at = o->text.len, at = tput(o, COURIER_JSON_OBJECT, 0, 0, 0), hint = 0, last = 0;
     uint32_t members = 0;
     int rc = at == SIZE_MAX ? oom(c) : COURIER_OK;
+    int kept = in->e[v].length == m->count, ordered = 1; /* kept: apply_object's `same` */
     for (size_t i = 0; rc == COURIER_OK && i < m->count; i++) {
         const cr_attr *a = &m->attrs[i];
         unsigned co = a->flags | m->flags;
@@ -711,7 +717,13 @@ static int tapply_object(const courier_mapping *m, const tape_in *in, size_t v, 
         else if (!courier_json_tape_path(in->t, v, a->source, &w)) w = 0;
         int wt = ttype(in, w);
         if (wt == COURIER_JSON_NULL && (co & COURIER_MAP_NULL_AS_ABSENT)) w = 0, wt = COURIER_JSON_NONE;
+        int renamed = !a->source_simple || a->dest_len != a->source_len || memcmp(a->dest, a->source, a->dest_len);
+        if (w) {
+            if (w < last) ordered = 0;
+            last = w;
+        }
         if (!w || (wt == COURIER_JSON_NULL && a->type != COURIER_JSON_ANY)) {
+            if (a->def_tape || !w || renamed) kept = 0;
             if (!a->def_tape && (a->flags & COURIER_MAP_REQUIRED)) {
                 frame fa = {f, a->source, a->source_len, 0};
                 rc = mismatch_type(c, &fa, a->type, wt, NULL);
@@ -730,14 +742,22 @@ static int tapply_object(const courier_mapping *m, const tape_in *in, size_t v, 
             continue;
         }
         frame fa = {f, a->source, a->source_len, 0};
+        if (renamed) kept = 0;
         if (tput_string(o, a->dest, a->dest_len)) rc = oom(c);
-        else rc = tconvert(a, co, in, w, &fa, c, o);
+        else rc = tconvert(a, co, in, w, &fa, c, o, &kept);
         members++;
     }
-    if (rc == COURIER_OK) {
+    if (rc == COURIER_OK && kept && !ordered) {
+        /* The input as it is, in its order: written again by one copy. */
+        o->count = at;
+        o->text.len = text_at;
+        o->text.data[text_at] = '\0';
+        if (tcopy(o, in->e, in->text, v)) rc = oom(c);
+    } else if (rc == COURIER_OK) {
         o->e[at].length = members;
         o->e[at].payload = o->count;
     }
+    if (!kept) *same = 0;
     c->depth--;
     return rc;
 }
@@ -764,11 +784,13 @@ int cr_mapping_apply_tape(const courier_mapping *m, const courier_json_tape *t, 
         size_t at = tput(&o, COURIER_JSON_ARRAY, 0, in.e[index].length, 0), k = index + 1;
         for (size_t i = 0; rc == COURIER_OK && i < in.e[index].length; i++, k = tskip(in.e, k)) {
             frame fe = {NULL, NULL, 0, i};
-            rc = tapply_object(m, &in, k, &fe, &c, &o);
+            int same = 1;
+            rc = tapply_object(m, &in, k, &fe, &c, &o, &same);
         }
         if (rc == COURIER_OK) o.e[at].payload = o.count;
     } else {
-        rc = tapply_object(m, &in, index, NULL, &c, &o);
+        int same = 1;
+        rc = tapply_object(m, &in, index, NULL, &c, &o, &same);
     }
     if (rc != COURIER_OK) {
         free(o.e);

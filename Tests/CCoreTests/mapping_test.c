@@ -744,6 +744,9 @@ static int agree_sends, agree_compared;
 /* Sends doc as a body with the spec and compares what the response path made with the oracle. */
 static void agree_one(courier_engine *e, size_t d, const char *text, const courier_json *doc, int parse_rc,
                       const agree_spec *sp, size_t k) {
+    courier_json *strict = NULL;
+    int unique = courier_json_parse(text, strlen(text), NULL, &strict, NULL) == COURIER_OK;
+    courier_json_free(strict);
     courier_request *r = NULL;
     courier_request_new(&r, "GET", "/cache");
     courier_request_add_param(r, "body", text);
@@ -801,6 +804,24 @@ static void agree_one(courier_engine *e, size_t d, const char *text, const couri
                 if (a && b) CHECK_STR(a, b);
                 courier_free(a);
                 courier_free(b);
+                /* In the same order too (members as the jansson path lists them), where the
+                 * document has no duplicate keys (jansson keeps a duplicate at its first place). */
+                if (unique && trc == COURIER_OK) {
+                    a = b = NULL;
+                    CHECK_EQ(courier_json_tape_dump(tape, at, 0, &a, NULL, NULL), COURIER_OK);
+                    CHECK_EQ(courier_json_dump(got, 0, &b, NULL, NULL), COURIER_OK);
+                    if (a && b && strcmp(a, b))
+                        th_fail(__FILE__, __LINE__, "document %zu, spec %zu: order %s, jansson's %s", d, k, a, b);
+                    courier_free(a);
+                    courier_free(b);
+                    CHECK_EQ(courier_json_dump(want, 0, &b, NULL, NULL), COURIER_OK);
+                    char *c = NULL;
+                    CHECK_EQ(courier_json_dump(got, 0, &c, NULL, NULL), COURIER_OK);
+                    if (b && c && strcmp(b, c))
+                        th_fail(__FILE__, __LINE__, "document %zu, spec %zu: order %s, the jansson path's %s", d, k, c, b);
+                    courier_free(b);
+                    courier_free(c);
+                }
                 agree_compared++;
             }
         }
@@ -985,6 +1006,32 @@ static void test_tape_output_and_arguments(void) {
     CHECK_EQ(where.expected, COURIER_JSON_OBJECT);
     CHECK_EQ(where.found, COURIER_JSON_INTEGER);
     courier_json_tape_free(in);
+    courier_mapping_free(m);
+    /* An object kept as it is (every member, same names, same types) lists its members in the
+     * input's order, as courier_mapping_apply (which returns the input itself) does; changed, in
+     * the mapping's. */
+    REQUIRE(courier_mapping_new(&m) == COURIER_OK);
+    courier_mapping_add_attribute(m, "b", NULL, COURIER_JSON_INTEGER, 0);
+    courier_mapping_add_attribute(m, "a", NULL, COURIER_JSON_ANY, 0);
+    const char *texts[] = {"{\"a\":[1,{\"x\":2}],\"b\":1}", "{\"a\":1,\"b\":1.0}", "{\"a\":1,\"b\":2,\"c\":3}"};
+    const char *want[] = {"{\"a\":[1,{\"x\":2}],\"b\":1}", "{\"b\":1,\"a\":1}", "{\"b\":2,\"a\":1}"};
+    for (size_t i = 0; i < 3; i++) {
+        REQUIRE(courier_json_tape_parse(texts[i], strlen(texts[i]), NULL, &in, NULL) == COURIER_OK);
+        CHECK_EQ(courier_mapping_apply_tape(&out, &where, m, in, 0, &err), COURIER_OK);
+        char *got = NULL, *jan = NULL;
+        CHECK_EQ(courier_json_tape_dump(out, 0, 0, &got, NULL, NULL), COURIER_OK);
+        CHECK_STR(got, want[i]);
+        courier_json *doc = parse(texts[i]), *mapped = NULL;
+        CHECK_EQ(courier_mapping_apply(m, doc, &mapped, &where, &err), COURIER_OK);
+        courier_json_dump(mapped, 0, &jan, NULL, NULL);
+        CHECK_STR(got, jan);
+        courier_free(got);
+        courier_free(jan);
+        courier_json_free(mapped);
+        courier_json_free(doc);
+        courier_json_tape_free(out);
+        courier_json_tape_free(in);
+    }
     courier_mapping_free(m);
 }
 
