@@ -1153,7 +1153,7 @@ COURIER_API int courier_mapping_apply(const courier_mapping *mapping, const cour
  * call; 0 is the root), with the same rules, results and errors as courier_mapping_apply, without
  * building a jansson document (several times faster: parse with courier_json_tape_parse, map here).
  * *out is a new tape holding only the output (courier_json_tape_free); its objects list members in
- * the mapping's order. `where` (may be NULL) as for courier_mapping_apply. Any thread.
+ * the mapping's order (an object kept as it is, in the input's, as courier_mapping_apply returns it). `where` (may be NULL) as for courier_mapping_apply. Any thread.
  * Errors: COURIER_E_MAPPING, COURIER_E_INVALID_ARGUMENT (NULL, index beyond the tape),
  * COURIER_E_NO_MEMORY. */
 COURIER_API int courier_mapping_apply_tape(courier_json_tape **out, courier_mapping_error *where,

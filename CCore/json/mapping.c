@@ -22,6 +22,7 @@ typedef struct cr_attr {
     char *source; /* key path in the input */
     size_t source_len;
     int source_simple; /* no '.': one object lookup */
+    int renamed;       /* the output's key is not the input's (a path, or another name) */
     char *dest;        /* key in the output */
     size_t dest_len;
     int type;       /* courier_json_type expected */
@@ -128,6 +129,7 @@ static int add_attr(courier_mapping *m, const char *source, const char *dest, in
     a->source_len = strlen(source);
     a->source_simple = strchr(source, '.') == NULL;
     a->dest_len = dlen;
+    a->renamed = !a->source_simple || dlen != a->source_len || memcmp(dest, source, dlen) != 0;
     a->type = type;
     a->flags = flags;
     m->count++;
@@ -717,7 +719,7 @@ static int tapply_object(const courier_mapping *m, const tape_in *in, size_t v, 
         else if (!courier_json_tape_path(in->t, v, a->source, &w)) w = 0;
         int wt = ttype(in, w);
         if (wt == COURIER_JSON_NULL && (co & COURIER_MAP_NULL_AS_ABSENT)) w = 0, wt = COURIER_JSON_NONE;
-        int renamed = !a->source_simple || a->dest_len != a->source_len || memcmp(a->dest, a->source, a->dest_len);
+        int renamed = a->renamed;
         if (w) {
             if (w < last) ordered = 0;
             last = w;
