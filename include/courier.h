@@ -1085,6 +1085,13 @@ COURIER_API size_t courier_json_tape_skip(const courier_json_tape *tape, size_t 
  * and wraps around; on success *hint is set past the member found. Any thread. */
 COURIER_API size_t courier_json_tape_get(const courier_json_tape *tape, size_t index, const char *key, size_t key_len,
                                          size_t *hint);
+/* Writes the tape's value at `index` as JSON text, as courier_json_dump writes the same value
+ * (COURIER_JSON_DUMP_* flags; members in the tape's order, DEAD ones left out). The tape is
+ * borrowed for the call. *out is new: release it with courier_free; *out_len (may be NULL) gets
+ * its length; the text is NUL-terminated. Any thread. Errors: COURIER_E_INVALID_ARGUMENT (NULL tape or
+ * out, index beyond the tape), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_json_tape_dump(char **out, size_t *out_len, const courier_json_tape *tape, size_t index,
+                                       unsigned flags, courier_error *err);
 /* Finds the value at a key path below the value at `index` (as courier_json_path: dotted object
  * keys and array indexes; "" or NULL is the value itself): 1 with its index in *out, or 0 when
  * there is none. Any thread. */
@@ -1156,7 +1163,7 @@ COURIER_API int courier_mapping_apply(courier_json **out, courier_mapping_error 
  * call; 0 is the root), with the same rules, results and errors as courier_mapping_apply, without
  * building a jansson document (several times faster: parse with courier_json_tape_parse, map here).
  * *out is a new tape holding only the output (courier_json_tape_free); its objects list members in
- * the mapping's order. `where` (may be NULL) as for courier_mapping_apply. Any thread.
+ * the mapping's order (an object kept as it is, in the input's, as courier_mapping_apply returns it). `where` (may be NULL) as for courier_mapping_apply. Any thread.
  * Errors: COURIER_E_MAPPING, COURIER_E_INVALID_ARGUMENT (NULL, index beyond the tape),
  * COURIER_E_NO_MEMORY. */
 COURIER_API int courier_mapping_apply_tape(courier_json_tape **out, courier_mapping_error *where,
@@ -1242,6 +1249,17 @@ COURIER_API int courier_response_parse_json(const courier_json **out, const cour
 COURIER_API const courier_json *courier_response_data(const courier_response *response);
 /* A named result; NULL when absent or unknown. Borrowed until the response is freed. */
 COURIER_API const courier_json *courier_response_result(const courier_response *response, const char *name);
+/* The same results read on the tape, with no jansson document made: the result named `name` (NULL:
+ * the default result, as courier_response_data: without key path, mapping or envelope data, the
+ * whole body, parsed into a tape on first use by any thread) as *out_tape, the tape holding it,
+ * and *out_index, its entry. The response's key path, envelope and mappings are applied on the tape when the
+ * answer comes, so this reads what was computed then. *out_tape is borrowed until the response is freed
+ * (read it with courier_json_tape_entries and the other tape readers, from any thread). Any thread.
+ * Errors: COURIER_E_NOT_FOUND (absent, or no such result), COURIER_E_JSON (the body cannot be
+ * decoded; err says why), COURIER_E_TOO_LARGE, COURIER_E_INVALID_ARGUMENT (NULL response, out_tape or
+ * out_index), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_response_result_tape(const courier_json_tape **out_tape, size_t *out_index,
+                                             const courier_response *response, const char *name, courier_error *err);
 /* The envelope's code and message (borrowed until freed; NULL when absent). Errors:
  * COURIER_E_NOT_FOUND (no code: no envelope applied, or none in the body). */
 COURIER_API int courier_response_envelope(int64_t *out_code, const char **out_message,

@@ -478,6 +478,11 @@ typedef struct cr_jconf {
 CR_HIDDEN cr_jresp *cr_jresp_of(const courier_response *r);
 /* Parses (or decodes) the body once into j; later calls, from any thread, get the same document. */
 CR_HIDDEN int cr_jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out, courier_error *err);
+/* The same for the body's tape (parsed with courier_json_tape_parse; a custom decoder's document
+ * copied into one): made once, later calls from any thread get the same tape. */
+CR_HIDDEN int cr_jresp_tape(const courier_response *r, cr_jresp *j, const courier_json_tape **out, courier_error *err);
+/* A result's jansson value, made on first ask (NULL when absent or without memory). */
+CR_HIDDEN const json_t *cr_jresp_value(const courier_response *r, cr_jresp *j, cr_jval *v);
 /* The engine's hook where an answer is judged, before the status check: chooses the decoder by
  * content type and, for a status below 400 when the request or engine asks for JSON, parses the
  * body and applies the envelope, key paths and mappings. Returns OK or the failure (COURIER_E_JSON,

@@ -245,7 +245,7 @@ const courier_json *courier_response_json(const courier_response *r) {
 const courier_json *courier_response_data(const courier_response *r) {
     cr_jresp *j = r ? cr_jresp_of(r) : NULL;
     if (!j) return NULL;
-    if (j->data) return (const courier_json *)j->data;
+    if (j->data.present) return (const courier_json *)cr_jresp_value(r, j, &j->data);
     return j->applied ? NULL : courier_response_json(r);
 }
 
@@ -253,8 +253,42 @@ const courier_json *courier_response_result(const courier_response *r, const cha
     cr_jresp *j = r && name ? cr_jresp_of(r) : NULL;
     if (!j) return NULL;
     for (size_t i = 0; i < j->nresults; i++)
-        if (strcmp(j->results[i].name, name) == 0) return (const courier_json *)j->results[i].value;
+        if (strcmp(j->results[i].name, name) == 0) return (const courier_json *)cr_jresp_value(r, j, &j->results[i].value);
     return NULL;
+}
+
+/* A result on the tape: its own tape (a mapping's output) or its index in the body's. */
+static int jval_tape(const courier_response *r, cr_jresp *j, const cr_jval *v, const courier_json_tape **tape,
+                     size_t *index, courier_error *err) {
+    if (v->tape) {
+        *tape = v->tape;
+        *index = 0;
+        return COURIER_OK;
+    }
+    int rc = cr_jresp_tape(r, j, tape, err); /* made when the result was, so this only reads it */
+    if (rc == COURIER_OK) *index = v->index;
+    return rc;
+}
+
+int courier_response_result_tape(const courier_json_tape **tape, size_t *index, const courier_response *r,
+                                 const char *name, courier_error *err) {
+    cr_error_clear(err);
+    if (tape) *tape = NULL;
+    if (index) *index = 0;
+    if (!r || !tape || !index) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "response, tape or index is NULL");
+    cr_jresp *j = cr_jresp_of(r);
+    if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    if (name) {
+        for (size_t i = 0; i < j->nresults; i++) {
+            if (strcmp(j->results[i].name, name) != 0) continue;
+            if (!j->results[i].value.present) break;
+            return jval_tape(r, j, &j->results[i].value, tape, index, err);
+        }
+        return cr_fail(err, COURIER_E_NOT_FOUND, "no result named '%.100s'", name);
+    }
+    if (j->data.present) return jval_tape(r, j, &j->data, tape, index, err);
+    if (j->applied) return cr_fail(err, COURIER_E_NOT_FOUND, "the response has no default result");
+    return cr_jresp_tape(r, j, tape, err); /* the whole body: *index stays 0, the root */
 }
 
 int courier_response_envelope(int64_t *code, const char **message, const courier_response *r) {

@@ -165,6 +165,8 @@ static cr_jresp *jresp_new(const cr_jconf *conf, const char *content_type) {
     cr_jresp *j = calloc(1, sizeof *j);
     if (!j) return NULL;
     atomic_init(&j->doc, NULL);
+    atomic_init(&j->tape, NULL);
+    atomic_init(&j->data.json, NULL);
     if (conf) j->options = conf->options;
     else cr_json_options_resolve(NULL, &j->options);
     j->decodable = choose_decoder(conf, content_type, &j->decoder);
@@ -234,6 +236,57 @@ int cr_jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out, cou
     return COURIER_OK;
 }
 
+int cr_jresp_tape(const courier_response *r, cr_jresp *j, const courier_json_tape **out, courier_error *err) {
+    courier_json_tape *tape = atomic_load(&j->tape);
+    if (tape) {
+        *out = tape;
+        return COURIER_OK;
+    }
+    *out = NULL;
+    if (!j->decodable)
+        return cr_fail(err, COURIER_E_JSON, "no decoder for content type '%.100s'",
+                       j->content_type ? j->content_type : "");
+    int rc;
+    if (j->decoder) {
+        /* A custom decoder makes a jansson document: the tape is its copy. */
+        const json_t *doc;
+        if ((rc = cr_jresp_doc(r, j, &doc, err))) return rc;
+        if ((rc = courier_json_tape_from_value(&tape, (const courier_json *)doc, err))) return rc;
+    } else {
+        if (r->body_len == 0) return cr_fail(err, COURIER_E_JSON, "the body is empty");
+        if ((rc = courier_json_tape_parse(&tape, r->body, r->body_len, &j->options, err))) return rc;
+    }
+    courier_json_tape *expected = NULL;
+    if (!atomic_compare_exchange_strong(&j->tape, &expected, tape)) {
+        courier_json_tape_free(tape);
+        tape = expected;
+    }
+    *out = tape;
+    return COURIER_OK;
+}
+
+const json_t *cr_jresp_value(const courier_response *r, cr_jresp *j, cr_jval *v) {
+    if (!v->present) return NULL;
+    json_t *json = atomic_load(&v->json);
+    if (json) return json;
+    if (v->tape) { /* a mapping's output: built from its tape */
+        if (cr_json_from_tape(v->tape, 0, &json) != COURIER_OK) return NULL;
+        json_t *expected = NULL;
+        if (!atomic_compare_exchange_strong(&v->json, &expected, json)) {
+            json_decref(json);
+            json = expected;
+        }
+        return json;
+    }
+    /* A value of the body: found in the document (so it is the document's own value, as before). */
+    const json_t *doc;
+    if (cr_jresp_doc(r, j, &doc, NULL) != COURIER_OK) return NULL;
+    json = (json_t *)(v->path ? cr_json_path(doc, v->path, strlen(v->path)) : doc);
+    json_t *expected = NULL;
+    if (json && !atomic_compare_exchange_strong(&v->json, &expected, json)) json = expected;
+    return json;
+}
+
 /* The first response descriptor kept for this send whose statuses hold `status`, or NULL. */
 static const struct cr_desc_spec *desc_for(const cr_jspec *s, int status) {
     for (size_t i = 0; s && i < s->ndescs; i++)
@@ -253,29 +306,29 @@ int cr_json_finish(const cr_transfer *t, courier_response *r, courier_error *err
     cr_jresp *j = jresp_new(conf, cr_kvlist_get(&r->headers, "Content-Type"));
     if (!j) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     cr_jresp_free(atomic_exchange(&r->jresp, j)); /* a response may come back from a mock already read */
-    const json_t *doc;
+    const courier_json_tape *tape;
     if (!cr_status_accepted(&t->status_codes, r->status)) {
         /* Judged by its status; its JSON is still there on demand. A response descriptor for the
          * status maps the error body into the error model (best effort: the failure is the status). */
-        if (d && (d->key_path || d->mapping) && cr_jresp_doc(r, j, &doc, NULL) == COURIER_OK) {
+        if (d && (d->key_path || d->mapping) && cr_jresp_tape(r, j, &tape, NULL) == COURIER_OK) {
             cr_jspec only = {.key_path = d->key_path, .mapping = d->mapping};
-            if (cr_json_apply_spec(&only, NULL, doc, j, NULL) != COURIER_OK && j->data) {
-                json_decref(j->data);
-                j->data = NULL;
-            }
+            if (cr_json_apply_spec(&only, NULL, tape, NULL, j, NULL) != COURIER_OK) cr_jval_clear(&j->data);
         }
         return COURIER_OK;
     }
     const courier_envelope *env = s && s->envelope_set ? s->envelope : conf ? conf->envelope : NULL;
     if (!asked && !(env && j->decodable)) return COURIER_OK;
-    int rc = cr_jresp_doc(r, j, &doc, err);
+    int rc = cr_jresp_tape(r, j, &tape, err);
+    const json_t *doc = NULL;
+    /* An envelope's check callback reads the jansson document: made for it, and only for it. */
+    if (rc == COURIER_OK && cr_envelope_has_check(env)) rc = cr_jresp_doc(r, j, &doc, err);
     if (rc == COURIER_OK) {
         cr_jspec with = s ? *s : (cr_jspec){0};
         if (d && !with.key_path && !with.mapping) { /* the descriptor's, when the request has none */
             with.key_path = d->key_path;
             with.mapping = d->mapping;
         }
-        rc = cr_json_apply_spec(&with, env, doc, j, err);
+        rc = cr_json_apply_spec(&with, env, tape, doc, j, err);
     }
     if (rc && err) err->http_status = r->status;
     return rc;

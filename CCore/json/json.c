@@ -653,6 +653,20 @@ static int member_cmp(const void *a, const void *b) {
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
+/* A tape's member for dump_tape: its key and the index of its value; sorted as member_cmp does. */
+typedef struct tape_member {
+    const char *key;
+    size_t len;
+    size_t value;
+} tape_member;
+
+static int tape_member_cmp(const void *a, const void *b) {
+    const tape_member *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->key, y->key, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
 static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth) {
     char num[40];
     int n;
@@ -702,6 +716,83 @@ static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth) {
     }
     }
     return -1;
+}
+
+/* dump_value's rules on a tape: the value at i of entries e (text t), members in document order
+ * (DEAD ones left out) or sorted. */
+static int dump_tape(cr_buf *b, const courier_json_tape_entry *e, const char *t, size_t i, unsigned flags, int depth) {
+    const courier_json_tape_entry *x = &e[i];
+    char num[40];
+    int n;
+    switch (x->type) {
+    case COURIER_JSON_NULL: return cr_buf_append(b, "null", 4) ? -1 : 0;
+    case COURIER_JSON_BOOL:
+        return (x->flags & COURIER_JSON_TAPE_TRUE) ? (cr_buf_append(b, "true", 4) ? -1 : 0)
+                                                    : (cr_buf_append(b, "false", 5) ? -1 : 0);
+    case COURIER_JSON_INTEGER: return cr_json_put_int(b, (int64_t)x->payload);
+    case COURIER_JSON_REAL: {
+        double d;
+        memcpy(&d, &x->payload, sizeof d);
+        n = cr_json_format_real(d, num, sizeof num);
+        return n < 0 || cr_buf_append(b, num, (size_t)n) ? -1 : 0;
+    }
+    case COURIER_JSON_STRING: return cr_json_put_string(b, t + x->payload, x->length, flags);
+    case COURIER_JSON_ARRAY: {
+        if (cr_buf_append_char(b, '[')) return -1;
+        size_t k = i + 1;
+        for (size_t m = 0; m < x->length; m++) {
+            if ((m && cr_buf_append_char(b, ',')) || dump_newline(b, flags, depth + 1) ||
+                dump_tape(b, e, t, k, flags, depth + 1))
+                return -1;
+            k = e[k].type == COURIER_JSON_OBJECT || e[k].type == COURIER_JSON_ARRAY ? (size_t)e[k].payload : k + 1;
+        }
+        if (x->length && dump_newline(b, flags, depth)) return -1;
+        return cr_buf_append_char(b, ']') ? -1 : 0;
+    }
+    case COURIER_JSON_OBJECT: {
+        size_t count = x->length, c = 0;
+        tape_member stack[16], *m = stack;
+        if (count > 16 && !(m = malloc(count * sizeof *m))) return -1;
+        for (size_t k = i + 1; k < x->payload && c < count;) {
+            size_t v = k + 1;
+            if (!(e[k].flags & COURIER_JSON_TAPE_DEAD)) m[c++] = (tape_member){t + e[k].payload, e[k].length, v};
+            k = e[v].type == COURIER_JSON_OBJECT || e[v].type == COURIER_JSON_ARRAY ? (size_t)e[v].payload : v + 1;
+        }
+        count = c;
+        if (flags & COURIER_JSON_DUMP_SORT_KEYS) qsort(m, count, sizeof *m, tape_member_cmp);
+        int rc = cr_buf_append_char(b, '{') ? -1 : 0;
+        const char *colon = (flags & COURIER_JSON_DUMP_INDENT) ? ": " : ":";
+        for (c = 0; c < count && rc == 0; c++) {
+            if ((c && cr_buf_append_char(b, ',')) || dump_newline(b, flags, depth + 1) ||
+                cr_json_put_string(b, m[c].key, m[c].len, flags) || cr_buf_append_str(b, colon) ||
+                dump_tape(b, e, t, m[c].value, flags, depth + 1))
+                rc = -1;
+        }
+        if (rc == 0 && count && dump_newline(b, flags, depth)) rc = -1;
+        if (rc == 0 && cr_buf_append_char(b, '}')) rc = -1;
+        if (m != stack) free(m);
+        return rc;
+    }
+    }
+    return -1;
+}
+
+int courier_json_tape_dump(char **out, size_t *len, const courier_json_tape *tape, size_t index, unsigned flags,
+                           courier_error *err) {
+    cr_error_clear(err);
+    if (len) *len = 0;
+    if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    size_t count = 0;
+    const courier_json_tape_entry *e = courier_json_tape_entries(tape, &count);
+    if (!tape || index >= count) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "no value at index %zu", index);
+    flags &= COURIER_JSON_DUMP_INDENT | COURIER_JSON_DUMP_SORT_KEYS | COURIER_JSON_DUMP_ASCII | COURIER_JSON_DUMP_ESCAPE_SLASH;
+    cr_buf b = {0};
+    if (dump_tape(&b, e, (const char *)courier_json_tape_text(tape), index, flags, 0) || !(*out = cr_buf_take(&b, len))) {
+        cr_buf_free(&b);
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    return COURIER_OK;
 }
 
 int cr_json_dump(const json_t *v, unsigned flags, cr_buf *out) {

@@ -50,6 +50,9 @@ CR_HIDDEN int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned 
  * without memory. */
 CR_HIDDEN courier_json_tape *cr_json_tape_adopt(courier_json_tape_entry *entries, size_t count, char *text,
                                                 size_t text_len);
+/* A jansson value of the tape's value at index (members DEAD on the tape left out). *out new.
+ * COURIER_E_INVALID_ARGUMENT (index beyond the tape), COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_json_from_tape(const courier_json_tape *t, size_t index, json_t **out);
 /* Appends a JSON object as form text: name=value for every leaf, nested objects as name[key], arrays
  * as name[] (the seeds' AFNetworking convention), true/false for booleans, an empty value for null;
  * percent-encoded. COURIER_E_INVALID_ARGUMENT (not an object, or nested deeper than 32) or
@@ -96,9 +99,21 @@ typedef struct cr_jspec {
 } cr_jspec;
 
 
+/* One result of a response, read on the tape: a value of the body's tape (no mapping), or a
+ * mapping's output (its own tape, the value at 0). Its jansson value is made on first ask
+ * (serialize.c, cr_jresp_value): found at `path` in the response's document, or built from the
+ * output tape; set once by compare-and-swap, as the document is. */
+typedef struct cr_jval {
+    int present;               /* 0: absent (an optional result, or no envelope data) */
+    courier_json_tape *tape;   /* the mapping's output (owned), or NULL: the value is in the body's tape */
+    size_t index;              /* the value's index in the body's tape (tape NULL), else 0 */
+    char *path;                /* tape NULL: its key path in the body (NULL: the root) */
+    _Atomic(json_t *) json;    /* made on first ask: owned when tape is set, else borrowed from doc */
+} cr_jval;
+
 typedef struct cr_named {
     char *name;
-    json_t *value; /* NULL when an optional result was absent */
+    cr_jval value;
 } cr_named;
 
 /* What a request asks of its JSON, edited in *r (made on first use): the checks and the work of
@@ -111,15 +126,18 @@ CR_HIDDEN int cr_jspec_set_envelope(cr_jspec **r, const courier_envelope *e);
 /* Appends a response descriptor (key path copied, mapping retained); *r made on first use. */
 CR_HIDDEN int cr_jspec_add_desc(cr_jspec **r, int lo, int hi, const char *key_path, const courier_mapping *mapping);
 
-/* A response's JSON: the parsed body (on demand), the results and the envelope's verdict. */
+/* A response's JSON: the body parsed on the tape (at completion when the request asks for a key path,
+ * a mapping, results or an envelope; else on demand), the jansson document (on demand, or for an
+ * envelope's check callback), the results and the envelope's verdict. */
 typedef struct cr_jresp {
     _Atomic(json_t *) doc;     /* set once, by whichever thread parses first */
+    _Atomic(courier_json_tape *) tape; /* the body's tape: set once, likewise */
     int decodable;             /* the content type has a decoder */
     cr_callback *decoder;      /* a custom decoder (retained), or NULL for JSON */
     char *content_type;
     courier_json_options options;
     int applied;               /* a key path, mapping or envelope data path was applied */
-    json_t *data;              /* the default result */
+    cr_jval data;              /* the default result */
     cr_named *results;
     size_t nresults;
     int has_env_code;
@@ -131,9 +149,14 @@ typedef struct cr_jresp {
 
 /* Frees a response's JSON state (NULL-safe; courier_response_free calls it). */
 CR_HIDDEN void cr_jresp_free(cr_jresp *j);
-/* Applies the envelope (may be NULL) and the spec (may be NULL) to doc, filling j. */
-CR_HIDDEN int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const json_t *doc, cr_jresp *j,
-                                 courier_error *err);
+/* Clears a result (its tape, jansson value and path). */
+CR_HIDDEN void cr_jval_clear(cr_jval *v);
+/* Whether an envelope has a check callback (which reads the jansson document). */
+CR_HIDDEN int cr_envelope_has_check(const courier_envelope *e);
+/* Applies the envelope (may be NULL) and the spec (may be NULL) to the body's tape, filling j. `doc`
+ * is the body's jansson document, needed only when cr_envelope_has_check(env) (else NULL). */
+CR_HIDDEN int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const courier_json_tape *tape,
+                                 const json_t *doc, cr_jresp *j, courier_error *err);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

@@ -721,3 +721,70 @@ int courier_json_tape_path(size_t *out, const courier_json_tape *t, size_t index
     *out = v;
     return 1;
 }
+
+/* ---- a jansson value of a tape ----------------------------------------------------------------------------- */
+
+int cr_json_from_tape(const courier_json_tape *t, size_t index, json_t **out) {
+    *out = NULL;
+    if (!t || index >= t->count) return COURIER_E_INVALID_ARGUMENT;
+    const entry *e = t->entries;
+    size_t end = skip(e, index), depth = 0, cap = 32, i = index;
+    struct open { json_t *c; size_t end; int object; } small[32], *st = small;
+    json_t *root = NULL;
+    for (;;) {
+        while (depth && i == st[depth - 1].end) depth--;
+        if (i >= end) break;
+        json_t *parent = depth ? st[depth - 1].c : NULL;
+        const char *key = NULL;
+        size_t klen = 0;
+        if (parent && st[depth - 1].object) {
+            if (e[i].flags & COURIER_JSON_TAPE_DEAD) { /* shadowed by a later duplicate: left out */
+                i = skip(e, i + 1);
+                continue;
+            }
+            key = t->text + e[i].payload;
+            klen = e[i].length;
+            i++;
+        }
+        const entry *x = &e[i];
+        json_t *v = NULL;
+        switch (x->type) {
+        case COURIER_JSON_OBJECT: v = json_object(); break;
+        case COURIER_JSON_ARRAY: v = json_array(); break;
+        case COURIER_JSON_STRING: v = json_stringn_nocheck(t->text + x->payload, x->length); break;
+        case COURIER_JSON_INTEGER: v = json_integer((json_int_t)(int64_t)x->payload); break;
+        case COURIER_JSON_REAL: {
+            double d;
+            memcpy(&d, &x->payload, sizeof d);
+            v = json_real(d);
+            break;
+        }
+        case COURIER_JSON_BOOL: v = json_boolean(x->flags & COURIER_JSON_TAPE_TRUE); break;
+        default: v = json_null(); break;
+        }
+        if (!v) goto oom;
+        int container = x->type == COURIER_JSON_OBJECT || x->type == COURIER_JSON_ARRAY;
+        if (container && depth == cap) {
+            struct open *p = st == small ? malloc(2 * cap * sizeof *p) : realloc(st, 2 * cap * sizeof *p);
+            if (!p) {
+                json_decref(v);
+                goto oom;
+            }
+            if (st == small) memcpy(p, small, sizeof small);
+            st = p;
+            cap *= 2;
+        }
+        if (!parent) root = v;
+        else if (key ? json_object_setn_new_nocheck(parent, key, klen, v) : json_array_append_new(parent, v))
+            goto oom; /* the _new setters release v when they fail */
+        if (container) st[depth++] = (struct open){v, (size_t)x->payload, x->type == COURIER_JSON_OBJECT};
+        i++;
+    }
+    if (st != small) free(st);
+    *out = root;
+    return COURIER_OK;
+oom:
+    if (st != small) free(st);
+    if (root) json_decref(root);
+    return COURIER_E_NO_MEMORY;
+}

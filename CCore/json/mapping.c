@@ -22,6 +22,7 @@ typedef struct cr_attr {
     char *source; /* key path in the input */
     size_t source_len;
     int source_simple; /* no '.': one object lookup */
+    int renamed;       /* the output's key is not the input's (a path, or another name) */
     char *dest;        /* key in the output */
     size_t dest_len;
     int type;       /* courier_json_type expected */
@@ -128,6 +129,7 @@ static int add_attr(courier_mapping *m, const char *source, const char *dest, in
     a->source_len = strlen(source);
     a->source_simple = strchr(source, '.') == NULL;
     a->dest_len = dlen;
+    a->renamed = !a->source_simple || dlen != a->source_len || memcmp(dest, source, dlen) != 0;
     a->type = type;
     a->flags = flags;
     m->count++;
@@ -629,18 +631,19 @@ static int tcopy(tape_out *o, const tentry *e, const char *text, size_t i) {
 static int ttype(const tape_in *in, size_t v) { return v ? in->e[v].type : COURIER_JSON_NONE; }
 
 static int tapply_object(const courier_mapping *m, const tape_in *in, size_t v, const frame *f, apply_ctx *c,
-                         tape_out *o);
+                         tape_out *o, int *same);
 
-/* Writes one value converted to its expected type (convert's rules). */
+/* Writes one value converted to its expected type (convert's rules). *same stays 1 when the value
+ * written equals the input's as it is (where convert returns the input itself), else becomes 0. */
 static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, const frame *f, apply_ctx *c,
-                    tape_out *o) {
+                    tape_out *o, int *same) {
     const tentry *x = &in->e[v];
     int t = x->type;
     switch (a->type) {
     case COURIER_JSON_ANY: return tcopy(o, in->e, in->text, v) ? oom(c) : COURIER_OK;
     case COURIER_JSON_OBJECT:
         if (t != COURIER_JSON_OBJECT) return mismatch_type(c, f, a->type, t, NULL);
-        if (a->child && !a->to_many) return tapply_object(a->child, in, v, f, c, o);
+        if (a->child && !a->to_many) return tapply_object(a->child, in, v, f, c, o, same);
         return tcopy(o, in->e, in->text, v) ? oom(c) : COURIER_OK;
     case COURIER_JSON_ARRAY: {
         if (t != COURIER_JSON_ARRAY) return mismatch_type(c, f, a->type, t, NULL);
@@ -650,7 +653,7 @@ static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, 
         for (size_t i = 0; i < x->length; i++, k = tskip(in->e, k)) {
             frame fe = {f, NULL, 0, i};
             if (in->e[k].type != COURIER_JSON_OBJECT) return mismatch_type(c, &fe, COURIER_JSON_OBJECT, in->e[k].type, NULL);
-            int rc = tapply_object(a->child, in, k, &fe, c, o);
+            int rc = tapply_object(a->child, in, k, &fe, c, o, same);
             if (rc) return rc;
         }
         o->e[at].payload = o->count;
@@ -665,6 +668,7 @@ static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, 
             int n = t == COURIER_JSON_INTEGER ? (int)cr_json_format_int(num, (int64_t)x->payload)
                                               : cr_json_format_real(d, num, sizeof num);
             if (n < 0 || tput_string(o, num, (size_t)n)) return oom(c);
+            *same = 0;
             return COURIER_OK;
         }
         return mismatch_type(c, f, a->type, t, NULL);
@@ -679,6 +683,7 @@ static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, 
                                         x->length, &iv, &dv, &is_int);
         if (why) return mismatch_type(c, f, a->type, t, *why ? why : NULL);
         uint64_t bits;
+        if (is_int != (t == COURIER_JSON_INTEGER) || t == COURIER_JSON_STRING) *same = 0;
         if (is_int) bits = (uint64_t)(int64_t)iv;
         else memcpy(&bits, &dv, sizeof bits);
         return tput(o, is_int ? COURIER_JSON_INTEGER : COURIER_JSON_REAL, 0, 0, bits) == SIZE_MAX ? oom(c) : COURIER_OK;
@@ -686,24 +691,27 @@ static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, 
     case COURIER_JSON_BOOL:
         if (t == COURIER_JSON_BOOL) return tput(o, t, x->flags, 0, 0) == SIZE_MAX ? oom(c) : COURIER_OK;
         if ((co & COURIER_MAP_BOOL_FROM_NUMBER) && t == COURIER_JSON_INTEGER && (x->payload == 0 || x->payload == 1))
-            return tput(o, COURIER_JSON_BOOL, x->payload ? COURIER_JSON_TAPE_TRUE : 0, 0, 0) == SIZE_MAX ? oom(c)
+            return (*same = 0), tput(o, COURIER_JSON_BOOL, x->payload ? COURIER_JSON_TAPE_TRUE : 0, 0, 0) == SIZE_MAX ? oom(c)
                                                                                                     : COURIER_OK;
         return mismatch_type(c, f, a->type, t, NULL);
     }
     return mismatch_type(c, f, a->type, t, NULL);
 }
 
-/* apply_object's rules: the output object is written member by member in the mapping's order. */
+/* apply_object's rules: the output object is written member by member in the mapping's order;
+ * when it equals the input as it is (apply_object's `same`: the input itself is returned), in the
+ * input's order, as the jansson path's output lists it. *same becomes 0 unless that is so. */
 static int tapply_object(const courier_mapping *m, const tape_in *in, size_t v, const frame *f, apply_ctx *c,
-                         tape_out *o) {
+                         tape_out *o, int *same) {
     if (in->e[v].type != COURIER_JSON_OBJECT) return mismatch_type(c, f, COURIER_JSON_OBJECT, in->e[v].type, NULL);
     if (++c->depth > CR_JSON_MAX_DEPTH) {
         c->depth--;
         return mismatch_type(c, f, COURIER_JSON_OBJECT, COURIER_JSON_OBJECT, "mapping nested too deeply");
     }
-    size_t at = tput(o, COURIER_JSON_OBJECT, 0, 0, 0), hint = 0;
+    size_t text_at = o->text.len, at = tput(o, COURIER_JSON_OBJECT, 0, 0, 0), hint = 0, last = 0;
     uint32_t members = 0;
     int rc = at == SIZE_MAX ? oom(c) : COURIER_OK;
+    int kept = in->e[v].length == m->count, ordered = 1; /* kept: apply_object's `same` */
     for (size_t i = 0; rc == COURIER_OK && i < m->count; i++) {
         const cr_attr *a = &m->attrs[i];
         unsigned co = a->flags | m->flags;
@@ -712,7 +720,13 @@ static int tapply_object(const courier_mapping *m, const tape_in *in, size_t v, 
         else if (!courier_json_tape_path(&w, in->t, v, a->source)) w = 0;
         int wt = ttype(in, w);
         if (wt == COURIER_JSON_NULL && (co & COURIER_MAP_NULL_AS_ABSENT)) w = 0, wt = COURIER_JSON_NONE;
+        int renamed = a->renamed;
+        if (w) {
+            if (w < last) ordered = 0;
+            last = w;
+        }
         if (!w || (wt == COURIER_JSON_NULL && a->type != COURIER_JSON_ANY)) {
+            if (a->def_tape || !w || renamed) kept = 0;
             if (!a->def_tape && (a->flags & COURIER_MAP_REQUIRED)) {
                 frame fa = {f, a->source, a->source_len, 0};
                 rc = mismatch_type(c, &fa, a->type, wt, NULL);
@@ -731,14 +745,22 @@ static int tapply_object(const courier_mapping *m, const tape_in *in, size_t v, 
             continue;
         }
         frame fa = {f, a->source, a->source_len, 0};
+        if (renamed) kept = 0;
         if (tput_string(o, a->dest, a->dest_len)) rc = oom(c);
-        else rc = tconvert(a, co, in, w, &fa, c, o);
+        else rc = tconvert(a, co, in, w, &fa, c, o, &kept);
         members++;
     }
-    if (rc == COURIER_OK) {
+    if (rc == COURIER_OK && kept && !ordered) {
+        /* The input as it is, in its order: written again by one copy. */
+        o->count = at;
+        o->text.len = text_at;
+        o->text.data[text_at] = '\0';
+        if (tcopy(o, in->e, in->text, v)) rc = oom(c);
+    } else if (rc == COURIER_OK) {
         o->e[at].length = members;
         o->e[at].payload = o->count;
     }
+    if (!kept) *same = 0;
     c->depth--;
     return rc;
 }
@@ -765,11 +787,13 @@ int cr_mapping_apply_tape(const courier_mapping *m, const courier_json_tape *t, 
         size_t at = tput(&o, COURIER_JSON_ARRAY, 0, in.e[index].length, 0), k = index + 1;
         for (size_t i = 0; rc == COURIER_OK && i < in.e[index].length; i++, k = tskip(in.e, k)) {
             frame fe = {NULL, NULL, 0, i};
-            rc = tapply_object(m, &in, k, &fe, &c, &o);
+            int same = 1;
+            rc = tapply_object(m, &in, k, &fe, &c, &o, &same);
         }
         if (rc == COURIER_OK) o.e[at].payload = o.count;
     } else {
-        rc = tapply_object(m, &in, index, NULL, &c, &o);
+        int same = 1;
+        rc = tapply_object(m, &in, index, NULL, &c, &o, &same);
     }
     if (rc != COURIER_OK) {
         free(o.e);
@@ -1059,38 +1083,48 @@ int cr_jspec_set_envelope(cr_jspec **r, const courier_envelope *e) {
 
 /* ---- a finished response: envelope, key paths, mappings ------------------------------------------- */
 
-static int envelope_run(const courier_envelope *e, const json_t *doc, cr_jresp *j, courier_error *err) {
+int cr_envelope_has_check(const courier_envelope *e) { return e && e->check; }
+
+/* The envelope on the body's tape (envelope_run's rules before the move, value for value): its
+ * mapping as a check, the code and message by key path, then the check callback (with the jansson
+ * document, `doc`) or the success codes. */
+static int envelope_run(const courier_envelope *e, const courier_json_tape *t, const json_t *doc, cr_jresp *j,
+                        courier_error *err) {
+    const tentry *te = courier_json_tape_entries(t, NULL);
+    const char *text = (const char *)courier_json_tape_text(t);
     if (e->mapping) {
-        json_t *ignored = NULL;
-        int rc = cr_mapping_apply(e->mapping, doc, "", &ignored, &j->merr, err);
-        if (ignored) json_decref(ignored);
+        courier_json_tape *ignored = NULL;
+        int rc = cr_mapping_apply_tape(e->mapping, t, 0, "", &ignored, &j->merr, err);
+        courier_json_tape_free(ignored);
         if (rc) {
             j->has_merr = rc == COURIER_E_MAPPING;
             return rc;
         }
     }
-    const json_t *code = e->code_path ? cr_json_path(doc, e->code_path, strlen(e->code_path)) : NULL;
-    const json_t *msg = e->message_path ? cr_json_path(doc, e->message_path, strlen(e->message_path)) : NULL;
-    if (msg && json_is_string(msg) && !(j->env_message = cr_strdup(json_string_value(msg))))
+    size_t code = 0, msg = 0;
+    int has_code = e->code_path && courier_json_tape_path(&code, t, 0, e->code_path);
+    int has_msg = e->message_path && courier_json_tape_path(&msg, t, 0, e->message_path);
+    if (has_msg && te[msg].type == COURIER_JSON_STRING && !(j->env_message = cr_strdup(text + te[msg].payload)))
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    if (code) {
-        json_int_t iv;
+    if (has_code) {
+        const tentry *x = &te[code];
+        json_int_t iv = 0;
         double dv;
         int is_int = 0;
-        if (json_is_integer(code)) {
-            iv = json_integer_value(code);
+        if (x->type == COURIER_JSON_INTEGER) {
+            iv = (json_int_t)(int64_t)x->payload;
             is_int = 1;
-        } else if (json_is_string(code) &&
-                   number_from_string(json_string_value(code), json_string_length(code), &iv, &dv, &is_int) == 0 &&
-                   is_int) {
-        } else if (json_is_real(code) && real_is_integral(json_real_value(code), &iv)) {
-            is_int = 1;
+        } else if (x->type == COURIER_JSON_STRING &&
+                   number_from_string(text + x->payload, x->length, &iv, &dv, &is_int) == 0 && is_int) {
+        } else if (x->type == COURIER_JSON_REAL) {
+            memcpy(&dv, &x->payload, sizeof dv);
+            is_int = real_is_integral(dv, &iv);
         }
         if (!is_int) {
             apply_ctx c = {&j->merr, err, "", 0};
             frame f = {NULL, e->code_path, strlen(e->code_path), 0};
             j->has_merr = 1;
-            return mismatch(&c, &f, COURIER_JSON_INTEGER, code, NULL);
+            return mismatch_type(&c, &f, COURIER_JSON_INTEGER, x->type, NULL);
         }
         j->env_code = iv;
         j->has_env_code = 1;
@@ -1098,7 +1132,7 @@ static int envelope_run(const courier_envelope *e, const json_t *doc, cr_jresp *
         apply_ctx c = {&j->merr, err, "", 0};
         frame f = {NULL, e->code_path, strlen(e->code_path), 0};
         j->has_merr = 1;
-        return mismatch(&c, &f, COURIER_JSON_INTEGER, NULL, NULL);
+        return mismatch_type(&c, &f, COURIER_JSON_INTEGER, COURIER_JSON_NONE, NULL);
     }
     int ok;
     if (e->check) {
@@ -1115,49 +1149,54 @@ static int envelope_run(const courier_envelope *e, const json_t *doc, cr_jresp *
     return COURIER_OK;
 }
 
-/* One result: the value at key_path (or `fallback` when there is none), mapped if asked. */
-static int result_run(const json_t *doc, const char *key_path, const char *fallback, const courier_mapping *m,
-                      int optional, cr_jresp *j, json_t **out, courier_error *err) {
-    *out = NULL;
+/* One result on the tape: the value at key_path (or `fallback` when there is none), mapped if asked
+ * (into a tape of its own), else kept as its index in the body's tape and its path. */
+static int result_run(const courier_json_tape *t, const char *key_path, const char *fallback, const courier_mapping *m,
+                      int optional, cr_jresp *j, cr_jval *out, courier_error *err) {
     const char *path = key_path ? key_path : fallback;
-    const json_t *v = path ? cr_json_path(doc, path, strlen(path)) : doc;
-    if (!v || (json_is_null(v) && m)) {
+    size_t v = 0;
+    int found = courier_json_tape_path(&v, t, 0, path);
+    int vt = found ? courier_json_tape_entries(t, NULL)[v].type : COURIER_JSON_NONE;
+    if (!found || (vt == COURIER_JSON_NULL && m)) {
         if (optional) return COURIER_OK;
         apply_ctx c = {&j->merr, err, "", 0};
         frame f = {NULL, path, strlen(path ? path : ""), 0};
         j->has_merr = 1;
-        return mismatch(&c, &f, m ? COURIER_JSON_OBJECT : COURIER_JSON_ANY, v, NULL);
+        return mismatch_type(&c, &f, m ? COURIER_JSON_OBJECT : COURIER_JSON_ANY, vt, NULL);
     }
     if (!m) {
-        *out = json_incref((json_t *)v);
+        if (path && !(out->path = cr_strdup(path))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+        out->index = v;
+        out->present = 1;
         return COURIER_OK;
     }
-    int rc = cr_mapping_apply(m, v, path ? path : "", out, &j->merr, err);
+    int rc = cr_mapping_apply_tape(m, t, v, path ? path : "", &out->tape, &j->merr, err);
     if (rc == COURIER_E_MAPPING) j->has_merr = 1;
+    if (rc == COURIER_OK) out->present = 1;
     return rc;
 }
 
-int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const json_t *doc, cr_jresp *j,
-                       courier_error *err) {
+int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const courier_json_tape *tape,
+                       const json_t *doc, cr_jresp *j, courier_error *err) {
     int rc;
-    if (env && (rc = envelope_run(env, doc, j, err))) return rc;
+    if (env && (rc = envelope_run(env, tape, doc, j, err))) return rc;
     const char *fallback = env ? env->data_path : NULL;
     if (s && (s->key_path || s->mapping)) {
         j->applied = 1;
-        if ((rc = result_run(doc, s->key_path, fallback, s->mapping, 0, j, &j->data, err))) return rc;
+        if ((rc = result_run(tape, s->key_path, fallback, s->mapping, 0, j, &j->data, err))) return rc;
     } else if (fallback) {
         /* The envelope's data is the default result, when there is any. */
         j->applied = 1;
-        const json_t *v = cr_json_path(doc, fallback, strlen(fallback));
-        if (v) j->data = json_incref((json_t *)v);
+        if ((rc = result_run(tape, fallback, NULL, NULL, 1, j, &j->data, err))) return rc;
     }
     if (s && s->nresults) {
         if (!(j->results = calloc(s->nresults, sizeof *j->results))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
         for (size_t i = 0; i < s->nresults; i++) {
             const cr_result_spec *r = &s->results[i];
+            atomic_init(&j->results[i].value.json, NULL);
             if (!(j->results[i].name = cr_strdup(r->name))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
             j->nresults++;
-            rc = result_run(doc, r->key_path, fallback, r->mapping, (r->flags & COURIER_RESULT_OPTIONAL) != 0, j,
+            rc = result_run(tape, r->key_path, fallback, r->mapping, (r->flags & COURIER_RESULT_OPTIONAL) != 0, j,
                             &j->results[i].value, err);
             if (rc) return rc;
         }
@@ -1165,16 +1204,28 @@ int cr_json_apply_spec(const cr_jspec *s, const courier_envelope *env, const jso
     return COURIER_OK;
 }
 
+void cr_jval_clear(cr_jval *v) {
+    json_t *json = atomic_exchange(&v->json, NULL);
+    if (json && v->tape) json_decref(json); /* else borrowed from the document */
+    courier_json_tape_free(v->tape);
+    free(v->path);
+    v->tape = NULL;
+    v->path = NULL;
+    v->index = 0;
+    v->present = 0;
+}
+
 void cr_jresp_free(cr_jresp *j) {
     if (!j) return;
     json_t *doc = atomic_load(&j->doc);
     if (doc) json_decref(doc);
+    courier_json_tape_free(atomic_load(&j->tape));
     cr_callback_release(j->decoder);
     free(j->content_type);
-    if (j->data) json_decref(j->data);
+    cr_jval_clear(&j->data);
     for (size_t i = 0; i < j->nresults; i++) {
         free(j->results[i].name);
-        if (j->results[i].value) json_decref(j->results[i].value);
+        cr_jval_clear(&j->results[i].value);
     }
     free(j->results);
     free(j->env_message);

@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "tape_same.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -630,6 +631,342 @@ static void test_tape_path_agrees_with_jansson(void) {
     for (size_t m = 0; m < sizeof agree_mappings / sizeof *agree_mappings; m++) courier_mapping_free(agree_mappings[m]);
 }
 
+/* ---- the response path (on the tape) agrees with the jansson path ------------------------------------- */
+
+/* What a request asks: its default result (key path, mapping) or one named result, and its envelope. */
+typedef struct agree_spec {
+    const char *key_path;
+    int mapping;       /* index in agree_mappings, or -1 */
+    const char *name;  /* a named result instead of the default one */
+    int optional;
+    int envelope;      /* 0 none, 1 the standard one, 2 with agree_mappings[1] as its shape and a check */
+} agree_spec;
+
+static void agree_config(courier_config *cfg) {
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
+    o.flags = COURIER_JSON_ALLOW_DUPLICATE_KEYS;
+    courier_config_set_json_options(cfg, &o);
+    courier_config_add_json_type(cfg, "text/plain");
+}
+
+static int agree_checks;
+static int agree_check(const courier_json *doc, int has_code, int64_t code, const char *message, void *user) {
+    (void)message, (void)user;
+    if (doc) agree_checks++;
+    return !has_code || code == 200;
+}
+
+static courier_envelope *agree_envelope(int kind) {
+    courier_envelope *env = NULL;
+    courier_envelope_new(&env);
+    courier_envelope_set_code_path(env, "code", 0);
+    courier_envelope_set_message_path(env, "message");
+    courier_envelope_set_data_path(env, "data");
+    courier_envelope_add_success_code(env, 200);
+    if (kind == 2) {
+        courier_envelope_set_mapping(env, agree_mappings[1]);
+        courier_envelope_set_check(env, agree_check, NULL, NULL);
+    }
+    return env;
+}
+
+/* The jansson path, as cr_json_apply_spec read it before the move: the envelope (its shape by
+ * courier_mapping_apply, its code and message by courier_json_path), then the value at the key
+ * path (or the envelope's data path), mapped by courier_mapping_apply. */
+static int agree_oracle(const courier_json *doc, const agree_spec *sp, courier_json **out, int *present,
+                        courier_mapping_error *where, int64_t *env_code, int *has_code) {
+    *out = NULL;
+    *present = 0;
+    *has_code = 0;
+    memset(where, 0, sizeof *where);
+    const char *fallback = NULL;
+    if (sp->envelope) {
+        fallback = "data";
+        if (sp->envelope == 2) {
+            courier_json *shape = NULL;
+            int rc = courier_mapping_apply(&shape, where, agree_mappings[1], doc, NULL);
+            courier_json_free(shape);
+            if (rc) return rc;
+        }
+        const courier_json *c = courier_json_path(doc, "code");
+        if (c) {
+            int t = courier_json_typeof(c);
+            char *end = NULL;
+            size_t len = 0;
+            const char *s = t == COURIER_JSON_STRING ? courier_json_string(c, &len) : NULL;
+            if (t == COURIER_JSON_INTEGER) *env_code = courier_json_integer(c), *has_code = 1;
+            else if (s && len && ((s[0] >= '0' && s[0] <= '9') || s[0] == '-') && !strpbrk(s, ".eE ")) {
+                long long v = strtoll(s, &end, 10);
+                if (*end == '\0') *env_code = v, *has_code = 1;
+            } else if (t == COURIER_JSON_REAL) {
+                double d = courier_json_real(c);
+                if (d == (double)(int64_t)d) *env_code = (int64_t)d, *has_code = 1;
+            }
+            if (!*has_code) {
+                strcpy(where->path, "code");
+                where->expected = COURIER_JSON_INTEGER;
+                where->found = t;
+                return COURIER_E_MAPPING;
+            }
+        }
+        if (*has_code && *env_code != 200) return COURIER_E_API;
+    }
+    const char *path = sp->key_path ? sp->key_path : fallback;
+    int optional = sp->optional || (!sp->name && !sp->key_path && sp->mapping < 0); /* the envelope's data */
+    if (!sp->name && !sp->key_path && sp->mapping < 0 && !fallback) path = NULL;
+    const courier_json *v = path ? courier_json_path(doc, path) : doc;
+    const courier_mapping *m = sp->mapping >= 0 ? agree_mappings[sp->mapping] : NULL;
+    if (!v || (courier_json_typeof(v) == COURIER_JSON_NULL && m)) {
+        if (optional) return COURIER_OK;
+        /* A root that is absent or null names itself "0" (a frame without a key reads as index 0). */
+        snprintf(where->path, sizeof where->path, "%s", path ? path : "0");
+        where->expected = m ? COURIER_JSON_OBJECT : COURIER_JSON_ANY;
+        where->found = v ? COURIER_JSON_NULL : COURIER_JSON_NONE;
+        return COURIER_E_MAPPING;
+    }
+    *present = 1;
+    if (!m) {
+        return courier_json_copy(out, v);
+    }
+    int rc = courier_mapping_apply(out, where, m, v, NULL);
+    if (rc == COURIER_E_MAPPING && path && *path) { /* the response path names it from the document's root */
+        char tail[sizeof where->path];
+        memcpy(tail, where->path, sizeof tail);
+        snprintf(where->path, sizeof where->path, "%.120s%s%.120s", path, tail[0] ? "." : "", tail);
+    }
+    if (rc) *present = 0;
+    return rc;
+}
+
+static int agree_sends, agree_compared;
+
+/* Sends doc as a body with the spec and compares what the response path made with the oracle. */
+static void agree_one(courier_engine *e, size_t d, const char *text, const courier_json *doc, int parse_rc,
+                      const agree_spec *sp, size_t k) {
+    courier_json *strict = NULL;
+    int unique = courier_json_parse(&strict, text, strlen(text), NULL, NULL) == COURIER_OK;
+    courier_json_free(strict);
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", "/cache");
+    courier_request_add_param(r, "body", text);
+    courier_mapping *m = sp->mapping >= 0 ? agree_mappings[sp->mapping] : NULL;
+    if (sp->name) CHECK_EQ(courier_request_add_result(r, sp->name, sp->key_path, m, sp->optional ? COURIER_RESULT_OPTIONAL : 0), COURIER_OK);
+    else {
+        if (sp->key_path) courier_request_set_key_path(r, sp->key_path);
+        if (m) courier_request_set_mapping(r, m);
+    }
+    courier_envelope *env = sp->envelope ? agree_envelope(sp->envelope) : NULL;
+    if (env) courier_request_set_envelope(r, env);
+    courier_envelope_free(env);
+    courier_response *resp = NULL;
+    courier_error err;
+    int rc = courier_send_sync(&resp, e, r, &err);
+    agree_sends++;
+    courier_request_free(r);
+    courier_json *want = NULL;
+    courier_mapping_error want_where, got_where;
+    int present = 0, has_code = 0;
+    int64_t code = 0, got_code = 0;
+    int want_rc = parse_rc ? parse_rc : agree_oracle(doc, sp, &want, &present, &want_where, &code, &has_code);
+    if (rc != want_rc) {
+        th_fail(__FILE__, __LINE__, "document %zu, spec %zu: code %d, the jansson path %d (%s)", d, k, rc, want_rc,
+                err.message);
+    } else if (rc == COURIER_E_MAPPING) {
+        CHECK_EQ(courier_response_mapping_error(&got_where, resp), COURIER_OK);
+        CHECK_STR(got_where.path, want_where.path);
+        CHECK_EQ(got_where.expected, want_where.expected);
+        CHECK_EQ(got_where.found, want_where.found);
+        agree_compared++;
+    } else if (rc == COURIER_OK || rc == COURIER_E_API) {
+        CHECK_EQ(courier_response_envelope(&got_code, NULL, resp), has_code ? COURIER_OK : COURIER_E_NOT_FOUND);
+        CHECK_EQ(got_code, code);
+        if (rc == COURIER_OK) {
+            const courier_json_tape *tape = NULL;
+            size_t at = 9;
+            int trc = courier_response_result_tape(&tape, &at, resp, sp->name, &err);
+            const courier_json *got = sp->name ? courier_response_result(resp, sp->name) : courier_response_data(resp);
+            if (!present) {
+                CHECK_EQ(trc, COURIER_E_NOT_FOUND);
+                CHECK(got == NULL);
+            } else {
+                /* The tape as the response path left it, then the jansson value made from it on
+                 * first ask, then the text of each: the same value three ways. */
+                CHECK_EQ(trc, COURIER_OK);
+                if (trc == COURIER_OK && !tape_same(tape, at, want))
+                    th_fail(__FILE__, __LINE__, "document %zu, spec %zu: the result's tape differs", d, k);
+                if (!got || !courier_json_equal(got, want))
+                    th_fail(__FILE__, __LINE__, "document %zu, spec %zu: the result differs", d, k);
+                CHECK(got == (sp->name ? courier_response_result(resp, sp->name) : courier_response_data(resp)));
+                char *a = NULL, *b = NULL;
+                if (trc == COURIER_OK) CHECK_EQ(courier_json_tape_dump(&a, NULL, tape, at, COURIER_JSON_DUMP_SORT_KEYS, NULL), COURIER_OK);
+                CHECK_EQ(courier_json_dump(&b, NULL, want, COURIER_JSON_DUMP_SORT_KEYS, NULL), COURIER_OK);
+                if (a && b) CHECK_STR(a, b);
+                courier_free(a);
+                courier_free(b);
+                /* In the same order too (members as the jansson path lists them), where the
+                 * document has no duplicate keys (jansson keeps a duplicate at its first place). */
+                if (unique && trc == COURIER_OK) {
+                    a = b = NULL;
+                    CHECK_EQ(courier_json_tape_dump(&a, NULL, tape, at, 0, NULL), COURIER_OK);
+                    CHECK_EQ(courier_json_dump(&b, NULL, got, 0, NULL), COURIER_OK);
+                    if (a && b && strcmp(a, b))
+                        th_fail(__FILE__, __LINE__, "document %zu, spec %zu: order %s, jansson's %s", d, k, a, b);
+                    courier_free(a);
+                    courier_free(b);
+                    CHECK_EQ(courier_json_dump(&b, NULL, want, 0, NULL), COURIER_OK);
+                    char *c = NULL;
+                    CHECK_EQ(courier_json_dump(&c, NULL, got, 0, NULL), COURIER_OK);
+                    if (b && c && strcmp(b, c))
+                        th_fail(__FILE__, __LINE__, "document %zu, spec %zu: order %s, the jansson path's %s", d, k, c, b);
+                    courier_free(b);
+                    courier_free(c);
+                }
+                agree_compared++;
+            }
+        }
+    }
+    courier_json_free(want);
+    courier_response_free(resp);
+}
+
+static void test_response_path_agrees_with_jansson(void) {
+    build_agree_mappings();
+    courier_engine *e = th_engine(agree_config);
+    REQUIRE(e);
+    const agree_spec specs[] = {
+        {NULL, 0, NULL, 0, 0}, {NULL, 1, NULL, 0, 0}, {NULL, 2, NULL, 0, 0}, {NULL, 3, NULL, 0, 0}, {NULL, 4, NULL, 0, 0},
+        {"data", 1, NULL, 0, 0}, {"data.items", 0, NULL, 0, 0}, {"data.owner", 0, NULL, 0, 0}, {"data.name", -1, NULL, 0, 0},
+        {"kids.0", 2, NULL, 0, 0}, {NULL, -1, NULL, 0, 1}, {NULL, -1, NULL, 0, 2}, {"data.items", 0, NULL, 0, 1},
+        {"data.items", 0, "items", 1, 0}, {NULL, 0, "all", 0, 0}, {"data.owner", -1, "owner", 1, 0},
+        {"data", -1, "data", 0, 2},
+    };
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
+    o.flags = COURIER_JSON_ALLOW_DUPLICATE_KEYS;
+    for (size_t d = 0; d < sizeof agree_docs / sizeof *agree_docs; d++) {
+        const char *text = agree_docs[d];
+        courier_json *doc = NULL;
+        int prc = courier_json_parse(&doc, text, strlen(text), &o, NULL);
+        for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) agree_one(e, d, text, doc, prc, &specs[k], k);
+        courier_json_free(doc);
+    }
+    CHECK(agree_compared > 100);
+    CHECK(agree_checks > 0); /* the check callback saw a document */
+    courier_engine_close(e);
+    for (size_t m = 0; m < sizeof agree_mappings / sizeof *agree_mappings; m++) courier_mapping_free(agree_mappings[m]);
+}
+
+/* courier_response_result_tape's arguments and outcomes; courier_json_tape_dump's too. */
+static void test_result_tape(void) {
+    courier_engine *e = th_engine(agree_config);
+    REQUIRE(e);
+    courier_response *resp = NULL;
+    courier_error err;
+    const courier_json_tape *tape = NULL;
+    size_t at = 7;
+    /* Nothing asked: the whole body, parsed into a tape on first ask. */
+    REQUIRE(send_body(e, "{\"b\":[1,2.5,\"x\\n\"],\"a\":{\"t\":true,\"n\":null}}", &resp, &err) == COURIER_OK);
+    CHECK_EQ(courier_response_result_tape(&tape, &at, resp, NULL, &err), COURIER_OK);
+    CHECK_EQ(at, 0);
+    CHECK(tape_same(tape, 0, courier_response_json(resp)));
+    char *text = NULL;
+    size_t len = 0;
+    CHECK_EQ(courier_json_tape_dump(&text, &len, tape, 0, 0, &err), COURIER_OK);
+    CHECK_STR(text, "{\"b\":[1,2.5,\"x\\n\"],\"a\":{\"t\":true,\"n\":null}}");
+    CHECK_EQ(len, strlen(text));
+    courier_free(text);
+    CHECK_EQ(courier_json_tape_dump(&text, NULL, tape, 0, COURIER_JSON_DUMP_SORT_KEYS | COURIER_JSON_DUMP_INDENT, &err), COURIER_OK);
+    char *want = NULL;
+    courier_json_dump(&want, NULL, courier_response_json(resp), COURIER_JSON_DUMP_SORT_KEYS | COURIER_JSON_DUMP_INDENT, NULL);
+    CHECK_STR(text, want);
+    courier_free(text);
+    courier_free(want);
+    CHECK_EQ(courier_json_tape_dump(&text, NULL, tape, 99, 0, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_json_tape_dump(&text, NULL, NULL, 0, 0, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_json_tape_dump(NULL, NULL, tape, 0, 0, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_response_result_tape(&tape, &at, resp, "none", &err), COURIER_E_NOT_FOUND);
+    CHECK(tape == NULL);
+    CHECK_EQ(courier_response_result_tape(NULL, &at, resp, NULL, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_response_result_tape(&tape, NULL, resp, NULL, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_response_result_tape(&tape, &at, NULL, NULL, &err), COURIER_E_INVALID_ARGUMENT);
+    courier_response_free(resp);
+    /* A body that is not JSON, nothing asked: the request succeeds; the tape says why there is none. */
+    REQUIRE(send_body(e, "{oops", &resp, &err) == COURIER_OK);
+    CHECK_EQ(courier_response_result_tape(&tape, &at, resp, NULL, &err), COURIER_E_JSON);
+    CHECK(courier_response_data(resp) == NULL);
+    courier_response_free(resp);
+    /* A key path: the result is the body's value, on the body's tape; its jansson value is the
+     * document's own. */
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", "/cache");
+    courier_request_add_param(r, "body", "{\"data\":{\"items\":[{\"id\":1}]}}");
+    courier_request_set_key_path(r, "data.items");
+    REQUIRE(courier_send_sync(&resp, e, r, &err) == COURIER_OK);
+    courier_request_free(r);
+    CHECK_EQ(courier_response_result_tape(&tape, &at, resp, NULL, &err), COURIER_OK);
+    CHECK_EQ(at, 4);
+    CHECK_EQ(courier_json_tape_entries(tape, NULL)[at].type, COURIER_JSON_ARRAY);
+    CHECK(courier_response_data(resp) == courier_json_path(courier_response_json(resp), "data.items"));
+    courier_response_free(resp);
+    courier_engine_close(e);
+}
+
+/* Readers on several threads at once: each result's jansson value is made once and every reader
+ * gets the same one (a response is immutable and read from any thread). */
+typedef struct reader {
+    const courier_response *resp;
+    const courier_json *data, *first, *raw, *doc;
+    const courier_json_tape *tape;
+} reader;
+
+static void *read_results(void *arg) {
+    reader *r = arg;
+    r->data = courier_response_data(r->resp);
+    r->first = courier_response_result(r->resp, "first");
+    r->raw = courier_response_result(r->resp, "raw");
+    r->doc = courier_response_json(r->resp);
+    size_t at = 0;
+    courier_response_result_tape(&r->tape, &at, r->resp, "raw", NULL);
+    return NULL;
+}
+
+static void test_results_made_once_across_threads(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_mapping *m = item_mapping();
+    for (int round = 0; round < 20; round++) {
+        courier_request *r = NULL;
+        courier_request_new(&r, "GET", "/json");
+        courier_request_set_key_path(r, "data.items");
+        courier_request_set_mapping(r, m);
+        courier_request_add_result(r, "first", "data.items.0", m, 0);
+        courier_request_add_result(r, "raw", "data.tags", NULL, 0);
+        courier_response *resp = NULL;
+        courier_error err;
+        REQUIRE(courier_send_sync(&resp, e, r, &err) == COURIER_OK);
+        courier_request_free(r);
+        reader rd[4];
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++) {
+            memset(&rd[i], 0, sizeof rd[i]);
+            rd[i].resp = resp;
+            REQUIRE(pthread_create(&th[i], NULL, read_results, &rd[i]) == 0);
+        }
+        for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+        for (int i = 0; i < 4; i++) {
+            CHECK(rd[i].data && rd[i].data == courier_response_data(resp));
+            CHECK(rd[i].first && rd[i].first == courier_response_result(resp, "first"));
+            CHECK(rd[i].raw && rd[i].raw == courier_json_path(rd[i].doc, "data.tags"));
+            CHECK(rd[i].doc == rd[0].doc && rd[i].tape == rd[0].tape && rd[i].tape != NULL);
+        }
+        CHECK(same(rd[0].data, "[{\"itemId\":1,\"title\":\"one\"},{\"itemId\":2,\"title\":\"two\"}]"));
+        courier_response_free(resp);
+    }
+    courier_mapping_free(m);
+    courier_engine_close(e);
+}
+
 static void test_tape_output_and_arguments(void) {
     courier_mapping *m = NULL;
     REQUIRE(courier_mapping_new(&m) == COURIER_OK);
@@ -670,10 +1007,38 @@ static void test_tape_output_and_arguments(void) {
     CHECK_EQ(where.found, COURIER_JSON_INTEGER);
     courier_json_tape_free(in);
     courier_mapping_free(m);
+    /* An object kept as it is (every member, same names, same types) lists its members in the
+     * input's order, as courier_mapping_apply (which returns the input itself) does; changed, in
+     * the mapping's. */
+    REQUIRE(courier_mapping_new(&m) == COURIER_OK);
+    courier_mapping_add_attribute(m, "b", NULL, COURIER_JSON_INTEGER, 0);
+    courier_mapping_add_attribute(m, "a", NULL, COURIER_JSON_ANY, 0);
+    const char *texts[] = {"{\"a\":[1,{\"x\":2}],\"b\":1}", "{\"a\":1,\"b\":1.0}", "{\"a\":1,\"b\":2,\"c\":3}"};
+    const char *want[] = {"{\"a\":[1,{\"x\":2}],\"b\":1}", "{\"b\":1,\"a\":1}", "{\"b\":2,\"a\":1}"};
+    for (size_t i = 0; i < 3; i++) {
+        REQUIRE(courier_json_tape_parse(&in, texts[i], strlen(texts[i]), NULL, NULL) == COURIER_OK);
+        CHECK_EQ(courier_mapping_apply_tape(&out, &where, m, in, 0, &err), COURIER_OK);
+        char *got = NULL, *jan = NULL;
+        CHECK_EQ(courier_json_tape_dump(&got, NULL, out, 0, 0, NULL), COURIER_OK);
+        CHECK_STR(got, want[i]);
+        courier_json *doc = parse(texts[i]), *mapped = NULL;
+        CHECK_EQ(courier_mapping_apply(&mapped, &where, m, doc, &err), COURIER_OK);
+        courier_json_dump(&jan, NULL, mapped, 0, NULL);
+        CHECK_STR(got, jan);
+        courier_free(got);
+        courier_free(jan);
+        courier_json_free(mapped);
+        courier_json_free(doc);
+        courier_json_tape_free(out);
+        courier_json_tape_free(in);
+    }
+    courier_mapping_free(m);
 }
 
 TESTS_MAIN(T(test_attributes_rename_select_and_nest), T(test_type_mismatch_names_path_and_types), T(test_coercions),
            T(test_defaults), T(test_relationships), T(test_tree_mapping_and_cycles), T(test_arrays_and_identity),
            T(test_bad_descriptions), T(test_request_key_path_and_mapping), T(test_request_mapping_failure),
            T(test_request_named_results), T(test_envelope), T(test_envelope_check_and_shape),
-           T(test_tape_path_agrees_with_jansson), T(test_tape_output_and_arguments))
+           T(test_tape_path_agrees_with_jansson), T(test_tape_output_and_arguments),
+           T(test_response_path_agrees_with_jansson), T(test_result_tape),
+           T(test_results_made_once_across_threads))

@@ -129,6 +129,36 @@ final class MappingTests: LoopbackTestCase {
         XCTAssertEqual(try response.decode([String].self, result: "tags"), ["a", "b"])
     }
 
+    /// A response's results are decoded from the C core's tape (`courier_response_result_tape`:
+    /// the key path, envelope and mapping applied there when the answer came), with the same values,
+    /// absences and errors as before, and the jansson document still made on demand.
+    func testDecodeReadsResultsOnTheTape() async throws {
+        let item = Mapping().attribute("id", to: "itemId", .integer).attribute("title", .string)
+        let response = try await engine.send(.get("/json").keyPath("data.items").mapping(item)
+            .result("second", keyPath: "data.items.1", mapping: item).result("name", keyPath: "data.name")
+            .result("maybe", keyPath: "data.absent", optional: true))
+        struct Mapped: Decodable, Equatable { let itemId: Int; let title: String }
+        XCTAssertEqual(try response.decode([Mapped].self), [Mapped(itemId: 1, title: "one"), Mapped(itemId: 2, title: "two")])
+        XCTAssertEqual(try response.decode(Mapped.self, result: "second"), Mapped(itemId: 2, title: "two"))
+        XCTAssertEqual(try response.decode(String.self, result: "name"), "courier")
+        XCTAssertEqual(try response.decode(Int.self, keyPath: "1.itemId"), 2)
+        XCTAssertThrowsError(try response.decode(String.self, result: "maybe")) {
+            guard case DecodingError.valueNotFound = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertThrowsError(try response.decode(String.self, result: "unknown")) {
+            guard case DecodingError.valueNotFound = $0 else { return XCTFail("\($0)") }
+        }
+        // The whole document, made from the body on first ask, after the decodes.
+        XCTAssertEqual(response.json?["data"]?["name"]?.string, "courier")
+        XCTAssertEqual(try response.result?.text(), #"[{"itemId":1,"title":"one"},{"itemId":2,"title":"two"}]"#)
+
+        // Nothing asked: the whole body, parsed into a tape on first ask; not JSON: the JSON error.
+        let plain = try await engine.send(.get("/json"))
+        XCTAssertEqual(try plain.decode(String.self, keyPath: "data.items.0.title"), "one")
+        let html = try await engine.send(.get("/headers").parameter("Content-Type", "text/html"))
+        XCTAssertThrowsError(try html.decode(String.self)) { XCTAssertEqual(($0 as? CourierError)?.code, .json) }
+    }
+
     func testMappingFailureNamesThePath() async throws {
         let wrong = Mapping().attribute("name", .integer)
         let error = await assertThrows(.mapping) { try await self.engine.send(.get("/json").keyPath("data").mapping(wrong)) }

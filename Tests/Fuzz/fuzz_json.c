@@ -8,7 +8,10 @@
  * the texts courier_json_parse accepts and hold the same values (checked entry by entry, and by
  * hinted key lookups), and a tape made from the parsed document must hold them too. Every mapping
  * is applied both ways, to the jansson document and on the tape (the parsed one and one made from
- * the value): the outputs must be equal, or the errors the same. Nothing may
+ * the value): the outputs must be equal, or the errors the same. The response path
+ * (cr_json_apply_spec: an envelope, a key path, a mapping and a named result, read on the tape) must
+ * give the results the jansson path gives, and a tape's text (courier_json_tape_dump) and jansson
+ * value (cr_json_from_tape) must be the document's. Nothing may
  * crash, leak or trip a sanitizer; a broken round-trip or a disagreement aborts.
  *
  * Built by run.sh with the Swift toolchain's clang: -fsanitize=fuzzer,address,undefined.
@@ -19,6 +22,7 @@
 #include <string.h>
 
 #include "courier.h"
+#include "json/json_internal.h" /* the response path (cr_json_apply_spec), linked in statically */
 #include "../CCoreTests/tape_same.h"
 
 static courier_mapping *g_item, *g_root, *g_tree, *g_loose;
@@ -104,6 +108,67 @@ static void map_with(const courier_mapping *m, const courier_json *in, const cou
     }
 }
 
+/* The response path on the tape: an envelope (code, message, data) and the data mapped by g_item as
+ * a named optional result. Where the envelope lets it through, the result must be what
+ * courier_mapping_apply makes of the value at "data" (or its absence / the same error). */
+static courier_envelope *g_env;
+static cr_jspec *g_spec;
+
+static void response_path(const courier_json *doc, const courier_json_tape *tape) {
+    if (!g_env) {
+        courier_envelope_new(&g_env);
+        courier_envelope_set_code_path(g_env, "code", 0);
+        courier_envelope_set_message_path(g_env, "message");
+        courier_envelope_set_data_path(g_env, "data");
+        courier_envelope_add_success_code(g_env, 0);
+        if (cr_jspec_set_mapping(&g_spec, g_item) || cr_jspec_add_result(&g_spec, "raw", "data.0", NULL, COURIER_RESULT_OPTIONAL))
+            abort();
+    }
+    cr_jresp *j = calloc(1, sizeof *j);
+    if (!j) return;
+    atomic_init(&j->doc, NULL);
+    atomic_init(&j->tape, NULL);
+    atomic_init(&j->data.json, NULL);
+    courier_error err;
+    int rc = cr_json_apply_spec(g_spec, g_env, tape, NULL, j, &err);
+    const courier_json *c = courier_json_path(doc, "code");
+    int code_int = c && courier_json_typeof(c) == COURIER_JSON_INTEGER;
+    if (code_int && (rc == COURIER_E_API) != (courier_json_integer(c) != 0)) abort(); /* 0 is the one success */
+    if (code_int && (!j->has_env_code || j->env_code != courier_json_integer(c))) abort();
+    if (rc == COURIER_OK) {
+        /* The data (fallback of the spec's mapping) as courier_mapping_apply maps it. */
+        const courier_json *v = courier_json_path(doc, "data");
+        courier_json *want = NULL;
+        if (!v || courier_mapping_apply(&want, NULL, g_item, v, NULL) != COURIER_OK || !j->data.present ||
+            !j->data.tape || !tape_same(j->data.tape, 0, want))
+            abort();
+        json_t *made = NULL;
+        if (cr_json_from_tape(j->data.tape, 0, &made) != COURIER_OK || !courier_json_equal((courier_json *)made, want))
+            abort();
+        json_decref(made);
+        courier_json_free(want);
+        const courier_json *raw = courier_json_path(doc, "data.0");
+        if (j->nresults != 1 || j->results[0].value.present != (raw != NULL)) abort();
+        if (raw && !tape_same(tape, j->results[0].value.index, raw)) abort();
+    } else if (rc != COURIER_E_MAPPING && rc != COURIER_E_API && rc != COURIER_E_NO_MEMORY) {
+        abort();
+    }
+    cr_jresp_free(j);
+}
+
+/* A tape's text and jansson value are the document's. */
+static void tape_views(const courier_json *doc, const courier_json_tape *tape) {
+    char *a = NULL, *b = NULL;
+    if (courier_json_tape_dump(&a, NULL, tape, 0, COURIER_JSON_DUMP_SORT_KEYS | COURIER_JSON_DUMP_ASCII, NULL) ||
+        courier_json_dump(&b, NULL, doc, COURIER_JSON_DUMP_SORT_KEYS | COURIER_JSON_DUMP_ASCII, NULL) || strcmp(a, b))
+        abort();
+    courier_free(a);
+    courier_free(b);
+    json_t *made = NULL;
+    if (cr_json_from_tape(tape, 0, &made) != COURIER_OK || !courier_json_equal((courier_json *)made, doc)) abort();
+    json_decref(made);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!g_root) build_mappings();
     courier_json_options o = {.size = sizeof o};
@@ -184,6 +249,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     map_with(g_loose, doc, tape, 0);
     const courier_json *first = courier_json_at(doc, 0);
     if (first) map_with(g_root, first, tape, 1);
+    if (tape) {
+        tape_views(doc, tape);
+        response_path(doc, tape);
+    }
     courier_json_tape_free(tape);
 
     courier_json *copy = NULL;

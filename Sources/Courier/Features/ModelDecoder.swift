@@ -212,13 +212,14 @@ public struct ModelDecoder: Sendable {
         keyPath.split(separator: ".", omittingEmptySubsequences: false).map { _JSONKey($0) }
     }
 
-    /// Decodes from a tape, at `keyPath` below its root.
-    func decode<T: Decodable>(_ type: T.Type, tape: _Tape, keyPath: String?, pathPrefix: [any CodingKey]) throws -> T {
-        var start = 0
+    /// Decodes from a tape, at `keyPath` below the value at `index` (the root by default).
+    func decode<T: Decodable>(_ type: T.Type, tape: _Tape, at index: Int = 0, keyPath: String?,
+                              pathPrefix: [any CodingKey]) throws -> T {
+        var start = index
         var path = pathPrefix
         if let keyPath, !keyPath.isEmpty {
             path += Self.keys(keyPath)
-            guard courier_json_tape_path(&start, tape.tape, 0, keyPath) != 0 else {
+            guard courier_json_tape_path(&start, tape.tape, index, keyPath) != 0 else {
                 throw DecodingError.valueNotFound(type, DecodingError.Context(
                     codingPath: path, debugDescription: "No value at key path '\(keyPath)'"))
             }
@@ -238,6 +239,17 @@ final class _Tape {
     let tape: OpaquePointer
     let entries: UnsafePointer<courier_json_tape_entry>
     let text: UnsafePointer<UInt8>
+    /// For a borrowed tape (a response's result): what keeps it alive. nil: the tape is this object's own.
+    private let owner: AnyObject?
+
+    /// A tape another object owns (`courier_response_result_tape`'s, owned by the response), kept
+    /// alive by holding `owner`; not freed here.
+    init(borrowing tape: OpaquePointer, owner: AnyObject) {
+        self.tape = tape
+        self.owner = owner
+        entries = courier_json_tape_entries(tape, nil)
+        text = courier_json_tape_text(tape)
+    }
 
     init(parsing data: Data) throws {
         var out: OpaquePointer?
@@ -247,6 +259,7 @@ final class _Tape {
         }
         guard rc == COURIER_OK.rawValue, let out else { throw CourierError(code: rc, detail: &error) }
         self.tape = out
+        owner = nil
         entries = courier_json_tape_entries(out, nil)
         text = courier_json_tape_text(out)
     }
@@ -257,11 +270,12 @@ final class _Tape {
         let rc = courier_json_tape_from_value(&out, value, &error)
         guard rc == COURIER_OK.rawValue, let out else { throw CourierError(code: rc, detail: &error) }
         self.tape = out
+        owner = nil
         entries = courier_json_tape_entries(out, nil)
         text = courier_json_tape_text(out)
     }
 
-    deinit { courier_json_tape_free(tape) }
+    deinit { if owner == nil { courier_json_tape_free(tape) } }
 }
 
 // MARK: - Options

@@ -355,20 +355,20 @@ extension Response {
             let path = [resultPath, keyPath].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ".")
             return try decoder.decode(type, from: json, keyPath: path.isEmpty ? nil : path)
         }
-        let pointer: OpaquePointer?
-        if let name {
-            pointer = courier_response_result(storage.pointer, name)
-        } else {
-            _ = try parseJSON() // a body that is not JSON throws its own error
-            pointer = courier_response_data(storage.pointer)
-        }
-        guard let pointer else {
+        // The result as the C core left it on the tape (key path, envelope and mapping applied
+        // there when the answer came): decoded in place, no jansson document made.
+        var tape: OpaquePointer?
+        var index = 0
+        var error = courier_error()
+        let rc = courier_response_result_tape(&tape, &index, storage.pointer, name, &error)
+        if rc == COURIER_E_NOT_FOUND.rawValue {
             throw DecodingError.valueNotFound(type, .init(codingPath: prefix,
                 debugDescription: "No value at \(resultPath ?? name ?? "the response's result")"))
         }
-        return try withExtendedLifetime(storage) {
-            try decoder.decode(type, root: pointer, keyPath: keyPath, pathPrefix: prefix)
-        }
+        // A body that is not JSON throws its own error.
+        guard rc == COURIER_OK.rawValue, let tape else { throw CourierError(code: rc, detail: &error) }
+        return try decoder.decode(type, tape: _Tape(borrowing: tape, owner: storage), at: index, keyPath: keyPath,
+                                  pathPrefix: prefix)
     }
 }
 

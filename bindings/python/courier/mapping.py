@@ -16,7 +16,7 @@ from ._enums import CEnum
 from ._lib import ERROR, MAPPING_ERROR, lib
 from .errors import check, make_error
 
-__all__ = ["JsonType", "Mapping", "Envelope", "json_to_python", "python_to_json", "apply_mapping",
+__all__ = ["JsonType", "Mapping", "Envelope", "json_to_python", "tape_to_python", "python_to_json", "apply_mapping",
            "parse_json", "MAP_REQUIRED", "MAP_NUMBER_FROM_STRING", "MAP_STRING_FROM_NUMBER",
            "MAP_BOOL_FROM_NUMBER", "MAP_NULL_AS_ABSENT", "MAP_ALL_COERCIONS"]
 
@@ -70,6 +70,23 @@ def json_to_python(value: Optional[int]) -> Any:
     n = c_size_t()
     err = ERROR()
     check(lib.courier_json_dump(byref(out), byref(n), value, 0, byref(err)), err)
+    try:
+        text = ctypes.string_at(out.value, n.value)
+    finally:
+        lib.courier_free(out)
+    return _json.loads(text)
+
+
+def tape_to_python(tape: Optional[int], index: int = 0) -> Any:
+    """Python values of the value at ``index`` of a core tape (borrowed pointer), written by
+    ``courier_json_tape_dump`` as ``courier_json_dump`` writes it and read back with the standard
+    library: no jansson document is made. None for a NULL pointer."""
+    if not tape:
+        return None
+    out = c_void_p()
+    n = c_size_t()
+    err = ERROR()
+    check(lib.courier_json_tape_dump(byref(out), byref(n), tape, index, 0, byref(err)), err)
     try:
         text = ctypes.string_at(out.value, n.value)
     finally:
@@ -171,14 +188,18 @@ class Mapping:
 
 
 def apply_mapping(mapping: Mapping, document: Any) -> Any:
-    """``courier_mapping_apply`` on Python values; raises :class:`courier.MappingError` with
-    ``.path``, ``.expected`` and ``.found`` set."""
-    doc = python_to_json(document)
+    """A mapping applied to Python values on the core's tape (``courier_json_tape_parse``, then
+    ``courier_mapping_apply_tape``: the rules and errors of ``courier_mapping_apply``, without a
+    jansson document); raises :class:`courier.MappingError` with ``.path``, ``.expected`` and
+    ``.found`` set."""
+    text = _json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    tape = c_void_p()
+    err = ERROR()
+    check(lib.courier_json_tape_parse(byref(tape), text, len(text), None, byref(err)), err)
     out = c_void_p()
     where = MAPPING_ERROR()
-    err = ERROR()
     try:
-        code = lib.courier_mapping_apply(byref(out), byref(where), mapping._handle(), doc, byref(err))
+        code = lib.courier_mapping_apply_tape(byref(out), byref(where), mapping._handle(), tape, 0, byref(err))
         if code != 0:
             e = make_error(code, err)
             e.path = where.path.decode("utf-8", "replace")  # type: ignore[attr-defined]
@@ -186,11 +207,11 @@ def apply_mapping(mapping: Mapping, document: Any) -> Any:
             e.found = JsonType(where.found)  # type: ignore[attr-defined]
             raise e
         try:
-            return json_to_python(out.value)
+            return tape_to_python(out.value)
         finally:
-            lib.courier_json_free(out)
+            lib.courier_json_tape_free(out)
     finally:
-        lib.courier_json_free(doc)
+        lib.courier_json_tape_free(tape)
 
 
 class Envelope:

@@ -13,7 +13,7 @@ from . import _fast
 from ._enums import CEnum
 from ._lib import ERROR, MAPPING_ERROR, METRICS, has, lib, sized
 from .errors import InvalidArgument, check, lib_code, make_error
-from .mapping import json_to_python
+from .mapping import json_to_python, tape_to_python
 
 __all__ = ["Response", "Headers", "Metrics", "Answer", "CacheStatus", "CacheReason", "build_response"]
 
@@ -305,16 +305,26 @@ class Response:
             raise make_error(code, err)
         return json_to_python(doc.value)
 
+    def _result_tape(self, name: Optional[bytes]) -> Any:
+        # The result as the core left it on the tape (courier_response_result_tape): key path,
+        # envelope and mapping were applied there when the answer came; no jansson document is made.
+        tape = c_void_p()
+        index = c_size_t()
+        err = ERROR()
+        if lib.courier_response_result_tape(byref(tape), byref(index), self._handle(), name, byref(err)) != 0:
+            return None  # absent, or a body that cannot be decoded
+        return tape_to_python(tape.value, index.value)
+
     @property
     def data(self) -> Any:
-        """The default result of the request's JSON handling (``courier_response_data``): the value
-        at its key path after its mapping, else the envelope's data, else the whole document.
-        None when absent."""
-        return json_to_python(lib.courier_response_data(self._handle()))
+        """The default result of the request's JSON handling (``courier_response_data``, read on the
+        core's tape): the value at its key path after its mapping, else the envelope's data, else the
+        whole document. None when absent."""
+        return self._result_tape(None)
 
     def result(self, name: str) -> Any:
-        """A named result (``courier_response_result``); None when absent."""
-        return json_to_python(lib.courier_response_result(self._handle(), name.encode()))
+        """A named result (``courier_response_result``, read on the core's tape); None when absent."""
+        return self._result_tape(name.encode())
 
     @property
     def envelope(self) -> Optional[tuple[int, Optional[str]]]:

@@ -95,3 +95,40 @@ def test_decoder_exception_reraised_by_json(base_url) -> None:
         with pytest.raises(LookupError) as info:
             r.json()
         assert isinstance(info.value.__context__, courier.CourierError)
+
+
+def test_results_read_on_the_tape(base_url) -> None:
+    """Response.data and .result read what the core left on its tape (courier_response_result_tape,
+    written by courier_json_tape_dump): the same values as the whole document's, numbers and
+    strings exactly; absent results and bodies that are not JSON are None."""
+    body = '{"data":{"items":[{"id":1,"title":"caf\\u00e9 \\ud83d\\ude00","price":2.5},{"id":"2","title":7}]},' \
+           '"big":-9223372036854775808,"tiny":1.5e-300,"neg":-0.0,"esc":"a\\"b\\\\c\\n"}'
+    item = (courier.Mapping(coercions=courier.MAP_ALL_COERCIONS)
+            .attribute("id", type=int).attribute("title", "name", type=str).attribute("price", type=float))
+    with courier.Engine(base_url=base_url, json_types=["text/plain"]) as e:
+        whole = e.get("/cache", params={"body": body})
+        assert whole.data == whole.json()
+        assert whole.data["big"] == -9223372036854775808 and whole.data["tiny"] == 1.5e-300
+        assert whole.data["esc"] == 'a"b\\c\n' and whole.data["data"]["items"][0]["title"] == "café 😀"
+        r = e.get("/cache", params={"body": body}, key_path="data.items", mapping=item,
+                  results={"first": courier.Result("data.items.0", mapping=item), "raw": "data.items.1",
+                           "none": courier.Result("data.none", optional=True)})
+        assert r.data == [{"id": 1, "name": "café 😀", "price": 2.5}, {"id": 2, "name": "7"}]
+        assert r.result("first") == {"id": 1, "name": "café 😀", "price": 2.5}
+        assert r.result("raw") == {"id": "2", "title": 7}
+        assert r.result("none") is None and r.result("unknown") is None
+        assert e.get("/cache", params={"body": "not json"}).data is None
+    # A custom decoder's document is read on a tape too.
+    with courier.Engine(base_url=base_url, decoders={"text/plain": lambda b, t: {"v": {"text": b.decode()}}}) as e:
+        assert e.get("/cache", params={"body": "hi"}, key_path="v.text").data == "hi"
+
+
+def test_apply_mapping_on_the_tape() -> None:
+    """Mapping.apply runs on the core's tape (courier_mapping_apply_tape): the same outputs and the
+    same errors, path and types, as the jansson path."""
+    item = courier.Mapping().attribute("id", type=int, required=True).attribute("title", "name", type=str)
+    assert item.apply([{"id": 1, "title": "a"}, {"id": 2}]) == [{"id": 1, "name": "a"}, {"id": 2}]
+    with pytest.raises(courier.MappingError) as info:
+        item.apply([{"id": 1}, {"id": "x"}])
+    assert info.value.path == "1.id"
+    assert info.value.expected == JsonType.INTEGER and info.value.found == JsonType.STRING
