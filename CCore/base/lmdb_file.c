@@ -199,9 +199,13 @@ static off_t file_used_bytes(int fd) {
 int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest) {
     int fd = -1;
     struct stat st;
+    /* The most seen is read before the size: another thread may record a larger size (the file
+     * grew) between an fstat and the read, and a size older than the most seen would look cut
+     * (stress and cache_store_test met it: a live store taken for cut under load). Read in this
+     * order, a size can only be smaller than the most seen when the file got shorter. */
+    int64_t seen = __atomic_load_n(largest, __ATOMIC_ACQUIRE);
     /* Only the file descriptor and its size: nothing here reads the map (see file_used_bytes). */
     if (mdb_env_get_fd(env, &fd) != 0 || fstat(fd, &st) != 0) return 0;
-    int64_t seen = __atomic_load_n(largest, __ATOMIC_RELAXED);
     /* LMDB only ever writes pages: a data file never gets shorter unless someone cut it. The size
      * is held against the most seen (the open padded it past the last page), not against the meta
      * page's last page: a commit leaves the pages it allocated and freed again (loose pages) unwritten,
@@ -209,8 +213,8 @@ int cr_lmdb_file_intact(struct MDB_env *env, int64_t *largest) {
      * threads on one engine met that: a read then took a whole store for cut). */
     if ((int64_t)st.st_size >= seen) {
         while (seen < (int64_t)st.st_size &&
-               !__atomic_compare_exchange_n(largest, &seen, (int64_t)st.st_size, false, __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED)) {
+               !__atomic_compare_exchange_n(largest, &seen, (int64_t)st.st_size, false, __ATOMIC_RELEASE,
+                                            __ATOMIC_ACQUIRE)) {
         }
         return 0;
     }
