@@ -20,56 +20,11 @@
  *
  * Threads: the journal thread and the API's callers; the floor (base/redis.c) pools connections.
  */
-#include "journal/journal_internal.h"
+#include "journal/store_redis.h"
 
 #ifdef COURIER_REDIS
 
-#include <hiredis/hiredis.h>
 
-#define R_GROUP "courier-replay"
-#define R_FREE_CONSUMER "courier-released"
-#define R_BATCH 1000
-#define R_KEYS 8
-
-typedef struct cj_redis cj_redis;
-
-struct cj_redis {
-    cr_redis *db;
-    char keys[R_KEYS][200]; /* stream, state, ids, gid, hostq, hostq-of, outcomes, seq */
-    size_t keylen[R_KEYS];
-    char consumer[128];
-    char script_sha[41];
-    pthread_mutex_t mu; /* last, script_sha */
-    courier_error last;
-    /* The last pass's view (journal thread): a record due now left unclaimed, the next due time. */
-    bool due_now;
-    int64_t next_due;
-};
-
-enum { K_STREAM, K_STATE, K_IDS, K_GID, K_HOSTQ, K_HOSTQ_OF, K_OUTCOMES, K_SEQ };
-
-/* A transaction: the floor's calls are done when they return; the reply that backs a record's
- * text (rec_get) is kept until the next call or the end. */
-/* A state rewrite or an outcome record kept for the commit. */
-typedef struct rdeferred {
-    uint64_t seq;   /* a state rewrite; 0: an outcome record */
-    int remove;     /* the record's removal (seq), not a rewrite */
-    size_t len;
-    uint8_t data[J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX + 160];
-} rdeferred;
-
-/* State rewrites (claims, answers to retry, holds) and outcome records are kept until the commit
- * and sent then in one pipeline: Redis, with appendfsync always, syncs its file once for a
- * pipeline it reads at once, so a turn's claims cost one fsync, as a turn's commit does on LMDB.
- * Removals (final answers) too: reads in the turn see all of them (rec_get and a pass overlay
- * them: a record removed in the turn reads as gone). Freezes are written at once (a freeze is
- * answered only once Redis has it); so are removals outside a turn (the API's). */
-struct cj_rtxn {
-    cr_journal *j;
-    redisReply *held;
-    rdeferred *dv;
-    size_t dn, dcap;
-};
 
 /* One script for every write that must be atomic (a freeze with the replacement of its id, a
  * removal with its side records, a state rewrite of a record that may be gone). KEYS: the eight
@@ -120,7 +75,7 @@ static const char script[] =
 
 /* ---- calls ---- */
 
-static int remember(cr_journal *j, const courier_error *e) {
+int cjr_remember(cr_journal *j, const courier_error *e) {
     pthread_mutex_lock(&j->redis->mu);
     j->redis->last = *e;
     pthread_mutex_unlock(&j->redis->mu);
@@ -129,42 +84,22 @@ static int remember(cr_journal *j, const courier_error *e) {
 
 /* Runs n commands in one pipeline; replies new (cr_redis_replies_free). An error reply of a
  * command fails the call unless `errors_ok`. 0 or CJ_E_REDIS (remembered). */
-static int run(cr_journal *j, const cr_redis_cmd *cmds, size_t n, redisReply **replies, bool errors_ok) {
+int cjr_run(cr_journal *j, const cr_redis_cmd *cmds, size_t n, redisReply **replies, bool errors_ok) {
     courier_error e;
     cr_error_clear(&e);
     int rc = cr_redis_run(j->redis->db, cmds, n, replies, 0, &e);
     for (size_t i = 0; rc == COURIER_OK && !errors_ok && i < n; i++) rc = cr_redis_reply_check(replies[i], cmds[i].argv[0], &e);
     if (rc) {
         cr_redis_replies_free(replies, n);
-        return remember(j, &e);
+        return cjr_remember(j, &e);
     }
     return 0;
 }
 
-/* An argument list under construction (binary-safe). */
-typedef struct rargs {
-    const char *v[24];
-    size_t len[24];
-    int n;
-    char num[8][24]; /* numbers formatted here */
-    int nnum;
-} rargs;
-
-static void arg(rargs *a, const char *s, size_t len) {
-    a->v[a->n] = s;
-    a->len[a->n++] = len;
-}
-static void args(rargs *a, const char *s) { arg(a, s, strlen(s)); }
-static void argn(rargs *a, int64_t x) {
-    char *b = a->num[a->nnum++];
-    arg(a, b, (size_t)snprintf(b, 24, "%lld", (long long)x));
-}
-static void argk(rargs *a, cr_journal *j, int k) { arg(a, j->redis->keys[k], j->redis->keylen[k]); }
-static cr_redis_cmd cmd_of(rargs *a) { return (cr_redis_cmd){a->n, a->v, a->len}; }
 
 /* EVALSHA of the script (loaded again after a restart or a SCRIPT FLUSH: NOSCRIPT). ARGV after
  * the group and the operation: extra[0..nextra). Integer reply in *out. */
-static int eval(cr_journal *j, const char *op, const char *const *extra, const size_t *extralen, int nextra,
+int cjr_eval(cr_journal *j, const char *op, const char *const *extra, const size_t *extralen, int nextra,
                 long long *out) {
     cj_redis *r = j->redis;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -180,7 +115,7 @@ static int eval(cr_journal *j, const char *op, const char *const *extra, const s
             arg(&a, script, sizeof script - 1);
             cr_redis_cmd c = cmd_of(&a);
             redisReply *rep;
-            int rc = run(j, &c, 1, &rep, false);
+            int rc = cjr_run(j, &c, 1, &rep, false);
             if (rc) return rc;
             pthread_mutex_lock(&r->mu);
             snprintf(r->script_sha, sizeof r->script_sha, "%s", rep->type == REDIS_REPLY_STRING ? rep->str : "");
@@ -198,7 +133,7 @@ static int eval(cr_journal *j, const char *op, const char *const *extra, const s
         for (int i = 0; i < nextra; i++) arg(&a, extra[i], extralen[i]);
         cr_redis_cmd c = cmd_of(&a);
         redisReply *rep;
-        int rc = run(j, &c, 1, &rep, true);
+        int rc = cjr_run(j, &c, 1, &rep, true);
         if (rc) return rc;
         if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
             freeReplyObject(rep);
@@ -211,13 +146,13 @@ static int eval(cr_journal *j, const char *op, const char *const *extra, const s
         rc = cr_redis_reply_check(rep, "the journal's script", &e);
         if (rc == COURIER_OK && out) *out = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
         freeReplyObject(rep);
-        return rc ? remember(j, &e) : 0;
+        return rc ? cjr_remember(j, &e) : 0;
     }
     return 0;
 }
 
 /* The group on the stream (made with the stream; BUSYGROUP: there already). */
-static int ensure_group(cr_journal *j) {
+int cjr_ensure_group(cr_journal *j) {
     rargs a = {0};
     args(&a, "XGROUP");
     args(&a, "CREATE");
@@ -227,18 +162,17 @@ static int ensure_group(cr_journal *j) {
     args(&a, "MKSTREAM");
     cr_redis_cmd c = cmd_of(&a);
     redisReply *rep;
-    int rc = run(j, &c, 1, &rep, true);
+    int rc = cjr_run(j, &c, 1, &rep, true);
     if (rc) return rc;
     courier_error e;
     if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) != 0) {
         cr_redis_reply_check(rep, "XGROUP CREATE", &e);
-        rc = remember(j, &e);
+        rc = cjr_remember(j, &e);
     }
     freeReplyObject(rep);
     return rc;
 }
 
-static uint64_t seq_of_id(const char *id) { return strncmp(id, "0-", 2) == 0 ? strtoull(id + 2, NULL, 10) : 0; }
 
 /* ---- the store's operations ---- */
 
@@ -271,7 +205,7 @@ static int r_open(cr_journal *j, const char *where, courier_error *err) {
     gethostname(host, sizeof host - 1);
     snprintf(r->consumer, sizeof r->consumer, "%s:%u:%08x", host, j->me.pid, j->me.nonce);
     int rc = cr_redis_open(url, cr_core(j->e)->config->timeout_ms, &r->db, err);
-    if (rc == COURIER_OK && ensure_group(j)) rc = j->store->fail(j, err, CJ_E_REDIS, "cannot open the journal on Redis");
+    if (rc == COURIER_OK && cjr_ensure_group(j)) rc = j->store->fail(j, err, CJ_E_REDIS, "cannot open the journal on Redis");
     if (rc) {
         cr_redis_close(r->db);
         pthread_mutex_destroy(&r->mu);
@@ -282,7 +216,7 @@ static int r_open(cr_journal *j, const char *where, courier_error *err) {
 }
 
 /* My pending entries: ids (new, count *n). */
-static int my_pending(cr_journal *j, redisReply **out) {
+int cjr_my_pending(cr_journal *j, redisReply **out) {
     rargs a = {0};
     args(&a, "XPENDING");
     argk(&a, j, K_STREAM);
@@ -292,7 +226,7 @@ static int my_pending(cr_journal *j, redisReply **out) {
     argn(&a, 100000);
     args(&a, j->redis->consumer);
     cr_redis_cmd c = cmd_of(&a);
-    int rc = run(j, &c, 1, out, false);
+    int rc = cjr_run(j, &c, 1, out, false);
     if (rc == 0 && (*out)->type != REDIS_REPLY_ARRAY) {
         freeReplyObject(*out);
         *out = NULL;
@@ -307,7 +241,7 @@ static void r_close(cr_journal *j) {
     cj_redis *r = j->redis;
     if (!r) return;
     redisReply *pend = NULL;
-    if (my_pending(j, &pend) == 0) {
+    if (cjr_my_pending(j, &pend) == 0) {
         for (size_t i = 0; i < pend->elements; i += R_BATCH) {
             const char *v[R_BATCH + 12];
             size_t len[R_BATCH + 12];
@@ -328,7 +262,7 @@ static void r_close(cr_journal *j) {
             for (int k = 0; k < n; k++) len[k] = strlen(v[k]);
             cr_redis_cmd c = {n, v, len};
             redisReply *rep;
-            if (run(j, &c, 1, &rep, true) == 0) freeReplyObject(rep);
+            if (cjr_run(j, &c, 1, &rep, true) == 0) freeReplyObject(rep);
         }
         freeReplyObject(pend);
     }
@@ -337,7 +271,7 @@ static void r_close(cr_journal *j) {
     for (int k = 0; k < 5; k++) len[k] = strlen(v[k]);
     cr_redis_cmd c = {5, v, len};
     redisReply *rep;
-    if (run(j, &c, 1, &rep, true) == 0) freeReplyObject(rep);
+    if (cjr_run(j, &c, 1, &rep, true) == 0) freeReplyObject(rep);
     cr_redis_close(r->db);
     pthread_mutex_destroy(&r->mu);
     free(r);
@@ -363,7 +297,7 @@ static int flush(cr_journal *j, struct cj_rtxn *t) {
     pthread_mutex_unlock(&j->redis->mu);
     int rc = 0;
     if (!sha[0]) {
-        /* Not loaded yet: one call through eval() loads it. */
+        /* Not loaded yet: one call through cjr_eval() loads it. */
         rdeferred *d = &t->dv[0];
         size_t i = 0;
         while (i < t->dn && t->dv[i].seq == 0) i++;
@@ -372,7 +306,7 @@ static int flush(cr_journal *j, struct cj_rtxn *t) {
             char num[24];
             const char *x[2] = {num, (const char *)d->data};
             size_t xl[2] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)d->seq), d->len};
-            if ((rc = eval(j, d->remove ? "remove" : "update", x, xl, d->remove ? 1 : 2, NULL))) return rc;
+            if ((rc = cjr_eval(j, d->remove ? "remove" : "update", x, xl, d->remove ? 1 : 2, NULL))) return rc;
             d->seq = UINT64_MAX; /* done */
             pthread_mutex_lock(&j->redis->mu);
             memcpy(sha, j->redis->script_sha, sizeof sha);
@@ -429,7 +363,7 @@ static int flush(cr_journal *j, struct cj_rtxn *t) {
         cmds[n++] = (cr_redis_cmd){4, v, l};
     }
     if (rc == 0 && n) {
-        rc = run(j, cmds, n, rep, true); /* on failure it has freed the replies */
+        rc = cjr_run(j, cmds, n, rep, true); /* on failure it has freed the replies */
         bool got = rc == 0;
         for (size_t i = 0; rc == 0 && i < n; i++) {
             if (rep[i]->type == REDIS_REPLY_ERROR) {
@@ -440,7 +374,7 @@ static int flush(cr_journal *j, struct cj_rtxn *t) {
                     pthread_mutex_unlock(&j->redis->mu);
                 }
                 cr_redis_reply_check(rep[i], "the journal's pipeline", &e);
-                rc = remember(j, &e);
+                rc = cjr_remember(j, &e);
             }
         }
         if (got) cr_redis_replies_free(rep, n);
@@ -502,15 +436,6 @@ static int defer_write(struct cj_rtxn *t, uint64_t seq, int remove, const void *
     return 0;
 }
 
-/* What the kept writes say of seq: 0 nothing, 1 its state (*st), -1 removed. */
-static int deferred_state(struct cj_rtxn *t, uint64_t seq, jstate *st) {
-    for (size_t i = t ? t->dn : 0; i-- > 0;) {
-        if (t->dv[i].seq != seq) continue;
-        if (t->dv[i].remove) return -1;
-        return cj_state_decode(t->dv[i].data, t->dv[i].len, st) ? 1 : 0;
-    }
-    return 0;
-}
 
 /* Redis failing is never the journal's corruption: the next turn tries again. */
 static bool r_broken(int rc) {
@@ -559,7 +484,7 @@ static int r_rec_get(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const
     args(&b, sid);
     cr_redis_cmd c[2] = {cmd_of(&a), cmd_of(&b)};
     redisReply *rep[2];
-    int rc = run(j, c, text ? 2 : 1, rep, false);
+    int rc = cjr_run(j, c, text ? 2 : 1, rep, false);
     if (rc) return rc;
     int kept = deferred_state(t, seq, st);
     if (rep[0]->type != REDIS_REPLY_STRING || kept < 0) rc = MDB_NOTFOUND;
@@ -600,7 +525,7 @@ static int r_remove_seq(cr_journal *j, uint64_t seq) {
     char num[24];
     const char *x[1] = {num};
     size_t xl[1] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)seq)};
-    return eval(j, "remove", x, xl, 1, NULL);
+    return cjr_eval(j, "remove", x, xl, 1, NULL);
 }
 
 static int r_rec_remove(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st) {
@@ -627,7 +552,7 @@ static int r_find_seq(cr_journal *j, cj_txn *txn, const char *id, uint64_t *seq)
     args(&a, id);
     cr_redis_cmd c = cmd_of(&a);
     redisReply *rep;
-    int rc = run(j, &c, 1, &rep, false);
+    int rc = cjr_run(j, &c, 1, &rep, false);
     if (rc) return rc;
     bool found = rep->type == REDIS_REPLY_STRING;
     if (found) *seq = strtoull(rep->str, NULL, 10);
@@ -662,7 +587,7 @@ static int r_freeze(cr_journal *j, cj_txn *txn, jfreeze *f) {
         args(&a, sid);
         cr_redis_cmd c = cmd_of(&a);
         redisReply *rep;
-        int rc = run(j, &c, 1, &rep, false);
+        int rc = cjr_run(j, &c, 1, &rep, false);
         if (rc) return rc;
         bool landed = rep->type == REDIS_REPLY_ARRAY && rep->elements == 1;
         freeReplyObject(rep);
@@ -678,7 +603,7 @@ static int r_freeze(cr_journal *j, cj_txn *txn, jfreeze *f) {
         argk(&a, j, K_SEQ);
         cr_redis_cmd c = cmd_of(&a);
         redisReply *rep;
-        int rc = run(j, &c, 1, &rep, false);
+        int rc = cjr_run(j, &c, 1, &rep, false);
         if (rc) return rc;
         uint64_t seq = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0 ? (uint64_t)rep->integer : 0;
         freeReplyObject(rep);
@@ -699,7 +624,7 @@ static int r_freeze(cr_journal *j, cj_txn *txn, jfreeze *f) {
                         f->generated ? 0 : f->st.id_len, ql};
         long long done = 0;
         f->tried = seq;
-        rc = eval(j, "freeze", x, xl, 5, &done);
+        rc = cjr_eval(j, "freeze", x, xl, 5, &done);
         free(text);
         if (rc) return rc;
         f->tried = 0;
@@ -710,7 +635,7 @@ static int r_freeze(cr_journal *j, cj_txn *txn, jfreeze *f) {
     }
     courier_error e;
     cr_fail(&e, COURIER_E_REDIS, "the journal's record numbers keep being taken by other engines");
-    return remember(j, &e);
+    return cjr_remember(j, &e);
 }
 
 /* A turn's freezes in two round trips: INCRBY for their numbers, then their scripts in one
@@ -733,7 +658,7 @@ static int r_freeze_batch(cr_journal *j, cj_txn *txn, jfreeze *list) {
     argn(&a, (int64_t)n);
     cr_redis_cmd c = cmd_of(&a);
     redisReply *rep;
-    int rc = run(j, &c, 1, &rep, false);
+    int rc = cjr_run(j, &c, 1, &rep, false);
     if (rc) return rc;
     uint64_t last = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0 ? (uint64_t)rep->integer : 0;
     freeReplyObject(rep);
@@ -787,7 +712,7 @@ static int r_freeze_batch(cr_journal *j, cj_txn *txn, jfreeze *list) {
         k++;
     }
     if (rc == 0 && k) {
-        rc = run(j, cmds, k, reps, true);
+        rc = cjr_run(j, cmds, k, reps, true);
         for (size_t i = 0; rc == 0 && i < k; i++) {
             if (reps[i]->type == REDIS_REPLY_INTEGER && reps[i]->integer > 0) {
                 fs[i]->seq = fs[i]->tried;
@@ -816,292 +741,10 @@ static int r_freeze_batch(cr_journal *j, cj_txn *txn, jfreeze *list) {
     return rc;
 }
 
-/* New entries of the stream become this engine's (its pending list). */
-static int adopt_new(cr_journal *j) {
-    rargs a = {0};
-    args(&a, "XREADGROUP");
-    args(&a, "GROUP");
-    args(&a, R_GROUP);
-    args(&a, j->redis->consumer);
-    args(&a, "COUNT");
-    argn(&a, R_BATCH);
-    args(&a, "STREAMS");
-    argk(&a, j, K_STREAM);
-    args(&a, ">");
-    cr_redis_cmd c = cmd_of(&a);
-    for (int round = 0; round < 100; round++) {
-        redisReply *rep;
-        int rc = run(j, &c, 1, &rep, true);
-        if (rc) return rc;
-        if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOGROUP", 7) == 0) {
-            /* The group is gone (a Redis that lost its data, a clear by hand): made again. */
-            freeReplyObject(rep);
-            if ((rc = ensure_group(j))) return rc;
-            continue;
-        }
-        courier_error e;
-        if (cr_redis_reply_check(rep, "XREADGROUP", &e)) {
-            freeReplyObject(rep);
-            return remember(j, &e);
-        }
-        size_t got = 0;
-        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 && rep->element[0]->type == REDIS_REPLY_ARRAY &&
-            rep->element[0]->elements == 2)
-            got = rep->element[0]->element[1]->elements;
-        freeReplyObject(rep);
-        if (got < R_BATCH) break;
-    }
-    return 0;
-}
-
-/* Entries whose consumer was silent for a lease (a dead engine's) become this engine's. */
-static int adopt_abandoned(cr_journal *j) {
-    char cursor[48] = "0-0";
-    for (int round = 0; round < 100; round++) {
-        rargs a = {0};
-        args(&a, "XAUTOCLAIM");
-        argk(&a, j, K_STREAM);
-        args(&a, R_GROUP);
-        args(&a, j->redis->consumer);
-        argn(&a, j->lease_ms);
-        args(&a, cursor);
-        args(&a, "COUNT");
-        argn(&a, R_BATCH);
-        args(&a, "JUSTID");
-        cr_redis_cmd c = cmd_of(&a);
-        redisReply *rep;
-        int rc = run(j, &c, 1, &rep, false);
-        if (rc) return rc;
-        bool more = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 2 && rep->element[0]->type == REDIS_REPLY_STRING &&
-                    strcmp(rep->element[0]->str, "0-0") != 0;
-        if (more) snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
-        freeReplyObject(rep);
-        if (!more) break;
-    }
-    return 0;
-}
-
-/* Claims ids again for this engine (JUSTID: no delivery counted), which restarts their idle time:
- * while it lives, no other engine's XAUTOCLAIM takes them. `min_idle` guards against taking back
- * what another engine took over meanwhile. */
-static int keep_alive(cr_journal *j, const char **ids, size_t n, int64_t min_idle) {
-    for (size_t i = 0; i < n; i += R_BATCH) {
-        const char *v[R_BATCH + 8];
-        size_t len[R_BATCH + 8];
-        char idle[24];
-        int k = 0;
-        v[k++] = "XCLAIM";
-        v[k++] = j->redis->keys[K_STREAM];
-        v[k++] = R_GROUP;
-        v[k++] = j->redis->consumer;
-        snprintf(idle, sizeof idle, "%lld", (long long)min_idle);
-        v[k++] = idle;
-        for (size_t m = i; m < n && m < i + R_BATCH; m++) v[k++] = ids[m];
-        v[k++] = "JUSTID";
-        for (int m = 0; m < k; m++) len[m] = strlen(v[m]);
-        cr_redis_cmd c = {k, v, len};
-        redisReply *rep;
-        int rc = run(j, &c, 1, &rep, false);
-        if (rc) return rc;
-        freeReplyObject(rep);
-    }
-    return 0;
-}
-
-/* The head of a host's ordered queue (0: none), not counting records removed in this turn (their
- * removal is written at the commit). */
-static int host_head(cr_journal *j, struct cj_rtxn *t, const char *host, size_t hl, uint64_t *seq) {
-    *seq = 0;
-    char lo[J_HOST_MAX + 3], hi[J_HOST_MAX + 3];
-    lo[0] = '[';
-    hi[0] = '(';
-    memcpy(lo + 1, host, hl);
-    memcpy(hi + 1, host, hl);
-    lo[hl + 1] = '\0';
-    hi[hl + 1] = '\1';
-    rargs a = {0};
-    args(&a, "ZRANGEBYLEX");
-    argk(&a, j, K_HOSTQ);
-    arg(&a, lo, hl + 2);
-    arg(&a, hi, hl + 2);
-    args(&a, "LIMIT");
-    args(&a, "0");
-    args(&a, "64");
-    cr_redis_cmd c = cmd_of(&a);
-    redisReply *rep;
-    int rc = run(j, &c, 1, &rep, false);
-    if (rc) return rc;
-    for (size_t i = 0; !*seq && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
-        if (rep->element[i]->len <= hl + 1) continue;
-        uint64_t s = strtoull(rep->element[i]->str + hl + 1, NULL, 10);
-        jstate unused;
-        if (deferred_state(t, s, &unused) >= 0) *seq = s;
-    }
-    freeReplyObject(rep);
-    return 0;
-}
-
-/* A pass: new entries and the abandoned ones become this engine's; its own are kept alive; then
- * each of its records is looked at as the LMDB store's due index would give it (cj_consider):
- * automatic ones that are not ordered, and the head of each host's ordered queue (wherever it
- * is pending: only its holder sends it). */
-static int r_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends,
-                  jevent ***events, int64_t *next, bool *mode_done) {
-    cj_redis *r = j->redis;
-    *next = INT64_MAX;
-    *mode_done = true;
-    int rc = adopt_new(j);
-    if (rc == 0) rc = adopt_abandoned(j);
-    redisReply *pend = NULL;
-    if (rc == 0) rc = my_pending(j, &pend);
-    if (rc) return rc;
-    size_t n = pend->elements;
-    const char **stale = calloc(n ? n : 1, sizeof *stale);
-    uint64_t *seqs = calloc(n ? n : 1, sizeof *seqs);
-    size_t nstale = 0, nseq = 0;
-    if (!stale || !seqs) rc = ENOMEM;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        redisReply *e = pend->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 || e->element[0]->type != REDIS_REPLY_STRING) continue;
-        uint64_t s = seq_of_id(e->element[0]->str);
-        if (s) seqs[nseq++] = s;
-        if (e->element[2]->type == REDIS_REPLY_INTEGER && e->element[2]->integer > j->lease_ms / 3)
-            stale[nstale++] = e->element[0]->str;
-    }
-    if (rc == 0 && nstale) rc = keep_alive(j, stale, nstale, j->lease_ms / 3);
-    free(stale);
-    jseqs expired = {0};
-    bool full = false;
-    int64_t next_due = INT64_MAX;
-    /* Host heads looked up once per pass. */
-    char last_host[J_HOST_MAX + 1] = "";
-    size_t last_hl = SIZE_MAX;
-    uint64_t last_head = 0;
-    /* The states of this engine's records, a thousand per round trip. */
-    redisReply *states = NULL;
-    size_t sbase = 0;
-    for (size_t i = 0; rc == 0 && i < nseq; i++) {
-        if (!states || i - sbase >= states->elements) {
-            if (states) freeReplyObject(states);
-            states = NULL;
-            sbase = i;
-            size_t m = nseq - i < R_BATCH ? nseq - i : R_BATCH;
-            const char **v = calloc(m + 2, sizeof *v);
-            size_t *l = calloc(m + 2, sizeof *l);
-            char (*nums)[24] = calloc(m, sizeof *nums);
-            if (!v || !l || !nums) rc = ENOMEM;
-            if (rc == 0) {
-                v[0] = "HMGET";
-                v[1] = r->keys[K_STATE];
-                for (size_t k = 0; k < m; k++) {
-                    snprintf(nums[k], sizeof nums[k], "%llu", (unsigned long long)seqs[i + k]);
-                    v[k + 2] = nums[k];
-                }
-                for (size_t k = 0; k < m + 2; k++) l[k] = strlen(v[k]);
-                cr_redis_cmd c = {(int)m + 2, v, l};
-                rc = run(j, &c, 1, &states, false);
-                if (rc == 0 && (states->type != REDIS_REPLY_ARRAY || states->elements != m)) {
-                    freeReplyObject(states);
-                    states = NULL;
-                    rc = MDB_CORRUPTED;
-                }
-            }
-            free(v);
-            free(l);
-            free(nums);
-            if (rc) break;
-        }
-        redisReply *sv = states->element[i - sbase];
-        jstate st;
-        if (sv->type != REDIS_REPLY_STRING) continue; /* removed meanwhile */
-        int kept = deferred_state((struct cj_rtxn *)txn, seqs[i], &st);
-        if (kept < 0) continue; /* removed in this turn */
-        if (!kept && !cj_state_decode(sv->str, sv->len, &st)) continue; /* does not decode: for the app to see and remove */
-        if (st.claim_ms && !cj_claim_stale(j, &st, now)) {
-            if (due_time(&st) < next_due) next_due = due_time(&st);
-            continue; /* on the wire */
-        }
-        if (st.expires_ms <= now) {
-            cj_seqs_add(&expired, seqs[i]);
-            continue;
-        }
-        if (st.policy == COURIER_FREEZE_MANUAL) {
-            if ((mode & J_KICK_MANUAL) && st.last_ms < since && !full)
-                rc = cj_consider_manual(j, txn, seqs[i], &st, now, &slots, mode, sends, next, mode_done, &full);
-            continue;
-        }
-        if (is_ordered_auto(&st)) {
-            if (st.host_len != last_hl || memcmp(st.host, last_host, st.host_len) != 0) {
-                if ((rc = host_head(j, (struct cj_rtxn *)txn, st.host, st.host_len, &last_head))) break;
-                memcpy(last_host, st.host, st.host_len);
-                last_hl = st.host_len;
-            }
-            if (last_head != seqs[i]) continue; /* waits for the one before it */
-        }
-        if (full) {
-            if (due_time(&st) < next_due) next_due = due_time(&st);
-            continue;
-        }
-        rc = cj_consider(j, txn, seqs[i], &st, now, &slots, mode, since, sends, events, next, mode_done, &full);
-        if (rc == 0 && due_time(&st) < next_due) next_due = due_time(&st); /* as written (a claim: the lease's end) */
-    }
-    if (states) freeReplyObject(states);
-    if (rc == 0 && expired.n) rc = cj_sweep_expired(j, txn, expired.v, expired.n, now, events);
-    free(expired.v);
-    free(seqs);
-    freeReplyObject(pend);
-    r->due_now = full;
-    r->next_due = next_due;
-    return rc;
-}
-
-static void r_due_edges(cr_journal *j, cj_txn *txn, int64_t now, bool *due_now, int64_t *next_due) {
-    (void)txn;
-    *due_now = j->redis->due_now || j->redis->next_due <= now;
-    *next_due = j->redis->next_due > now ? j->redis->next_due : INT64_MAX;
-}
-
-/* Whether the group has entries no consumer took yet (XINFO GROUPS' lag; unknown counts as yes). */
-static bool undelivered(cr_journal *j) {
-    rargs a = {0};
-    args(&a, "XINFO");
-    args(&a, "GROUPS");
-    argk(&a, j, K_STREAM);
-    cr_redis_cmd c = cmd_of(&a);
-    redisReply *rep;
-    if (run(j, &c, 1, &rep, false)) return true;
-    bool any = true;
-    for (size_t g = 0; rep->type == REDIS_REPLY_ARRAY && g < rep->elements; g++) {
-        redisReply *m = rep->element[g];
-        bool ours = false;
-        long long lag = -1;
-        for (size_t k = 0; m->type == REDIS_REPLY_ARRAY && k + 1 < m->elements; k += 2) {
-            redisReply *key = m->element[k], *val = m->element[k + 1];
-            if (key->type != REDIS_REPLY_STRING) continue;
-            if (strcmp(key->str, "name") == 0) ours = val->type == REDIS_REPLY_STRING && strcmp(val->str, R_GROUP) == 0;
-            else if (strcmp(key->str, "lag") == 0 && val->type == REDIS_REPLY_INTEGER) lag = val->integer;
-        }
-        if (ours) any = lag != 0;
-    }
-    freeReplyObject(rep);
-    return any;
-}
-
-/* Without a pass: what the last pass saw, and whether entries wait to be taken (another engine's
- * freezes, this engine's own before its first pass). Every poll interval (scan) a pass looks
- * again anyway: for claims of the silent. */
-static int r_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead,
-                  jseqs *expired) {
-    (void)dead, (void)expired;
-    r_due_edges(j, NULL, now, due_now, next_due);
-    if (scan || (!*due_now && undelivered(j))) *due_now = true;
-    return 0;
-}
-
 /* An explicit resend: the entry becomes this engine's whoever held it. */
 static int r_take(cr_journal *j, cj_txn *txn, uint64_t seq) {
     (void)txn;
-    int rc = adopt_new(j);
+    int rc = cjr_adopt_new(j);
     if (rc) return rc;
     char sid[32];
     snprintf(sid, sizeof sid, "0-%llu", (unsigned long long)seq);
@@ -1115,7 +758,7 @@ static int r_take(cr_journal *j, cj_txn *txn, uint64_t seq) {
     args(&a, "JUSTID");
     cr_redis_cmd c = cmd_of(&a);
     redisReply *rep;
-    if ((rc = run(j, &c, 1, &rep, false))) return rc;
+    if ((rc = cjr_run(j, &c, 1, &rep, false))) return rc;
     bool got = rep->type == REDIS_REPLY_ARRAY && rep->elements == 1;
     freeReplyObject(rep);
     return got ? 0 : MDB_NOTFOUND;
@@ -1136,7 +779,7 @@ static int r_each(cr_journal *j, cj_txn *txn, int (*fn)(void *, uint64_t, const 
         argn(&a, 500);
         cr_redis_cmd c = cmd_of(&a);
         redisReply *page;
-        int rc = run(j, &c, 1, &page, false);
+        int rc = cjr_run(j, &c, 1, &page, false);
         if (rc) return rc;
         size_t n = page->type == REDIS_REPLY_ARRAY ? page->elements : 0;
         if (!n) {
@@ -1160,7 +803,7 @@ static int r_each(cr_journal *j, cj_txn *txn, int (*fn)(void *, uint64_t, const 
             }
             for (size_t i = 0; i < n + 2; i++) len[i] = strlen(v[i]);
             cr_redis_cmd hc = {(int)n + 2, v, len};
-            rc = run(j, &hc, 1, &states, false);
+            rc = cjr_run(j, &hc, 1, &states, false);
         }
         for (size_t i = 0; rc == 0 && i < n; i++) {
             redisReply *e = page->element[i], *f = e->type == REDIS_REPLY_ARRAY && e->elements == 2 ? e->element[1] : NULL;
@@ -1195,7 +838,7 @@ static int r_count(cr_journal *j, cj_txn *txn, int64_t *n) {
     argk(&a, j, K_STATE);
     cr_redis_cmd c = cmd_of(&a);
     redisReply *rep;
-    int rc = run(j, &c, 1, &rep, false);
+    int rc = cjr_run(j, &c, 1, &rep, false);
     if (rc) return rc;
     *n = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
     freeReplyObject(rep);
@@ -1205,7 +848,7 @@ static int r_count(cr_journal *j, cj_txn *txn, int64_t *n) {
 static int r_remove_all(cr_journal *j, cj_txn *txn, int64_t *n) {
     (void)txn;
     long long got = 0;
-    int rc = eval(j, "clear", NULL, NULL, 0, &got);
+    int rc = cjr_eval(j, "clear", NULL, NULL, 0, &got);
     *n = got;
     return rc;
 }
@@ -1219,7 +862,7 @@ static int r_last_outcome(cr_journal *j, cj_txn *txn, const char *id, int *code,
     args(&a, "-1");
     cr_redis_cmd c = cmd_of(&a);
     redisReply *rep;
-    int rc = run(j, &c, 1, &rep, false);
+    int rc = cjr_run(j, &c, 1, &rep, false);
     if (rc) return rc;
     bool found = false;
     for (size_t i = 0; !found && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++)
@@ -1249,9 +892,9 @@ const cj_store_ops cj_redis_store = {
     .freeze = r_freeze,
     .freeze_batch = r_freeze_batch,
     .take = r_take,
-    .pass = r_pass,
-    .due_edges = r_due_edges,
-    .peek = r_peek,
+    .pass = cjr_pass,
+    .due_edges = cjr_due_edges,
+    .peek = cjr_peek,
     .each = r_each,
     .count = r_count,
     .remove_all = r_remove_all,

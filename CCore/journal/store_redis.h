@@ -1,0 +1,121 @@
+/*
+ * store_redis.h — what the journal's Redis store (store_redis.c: opening, transactions, records,
+ * freezes, the API's reads) and its replay claims (store_redis_replay.c: taking new and abandoned
+ * entries, keeping this engine's alive, the per-host heads, a pass, the due times) share. Private
+ * to the journal layer; only with COURIER_REDIS.
+ */
+#ifndef COURIER_JOURNAL_STORE_REDIS_H
+#define COURIER_JOURNAL_STORE_REDIS_H
+
+#include "journal/journal_internal.h"
+
+#ifdef COURIER_REDIS
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#pragma GCC visibility push(hidden)
+
+#define R_GROUP "courier-replay"
+#define R_FREE_CONSUMER "courier-released"
+#define R_BATCH 1000
+#define R_KEYS 8
+
+typedef struct cj_redis cj_redis;
+
+struct cj_redis {
+    cr_redis *db;
+    char keys[R_KEYS][200]; /* stream, state, ids, gid, hostq, hostq-of, outcomes, seq */
+    size_t keylen[R_KEYS];
+    char consumer[128];
+    char script_sha[41];
+    pthread_mutex_t mu; /* last, script_sha */
+    courier_error last;
+    /* The last pass's view (journal thread): a record due now left unclaimed, the next due time. */
+    bool due_now;
+    int64_t next_due;
+};
+
+enum { K_STREAM, K_STATE, K_IDS, K_GID, K_HOSTQ, K_HOSTQ_OF, K_OUTCOMES, K_SEQ };
+
+/* A transaction: the floor's calls are done when they return; the reply that backs a record's
+ * text (rec_get) is kept until the next call or the end. */
+/* A state rewrite or an outcome record kept for the commit. */
+typedef struct rdeferred {
+    uint64_t seq;   /* a state rewrite; 0: an outcome record */
+    int remove;     /* the record's removal (seq), not a rewrite */
+    size_t len;
+    uint8_t data[J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX + 160];
+} rdeferred;
+
+/* State rewrites (claims, answers to retry, holds) and outcome records are kept until the commit
+ * and sent then in one pipeline: Redis, with appendfsync always, syncs its file once for a
+ * pipeline it reads at once, so a turn's claims cost one fsync, as a turn's commit does on LMDB.
+ * Removals (final answers) too: reads in the turn see all of them (rec_get and a pass overlay
+ * them: a record removed in the turn reads as gone). Freezes are written at once (a freeze is
+ * answered only once Redis has it); so are removals outside a turn (the API's). */
+struct cj_rtxn {
+    cr_journal *j;
+    redisReply *held;
+    rdeferred *dv;
+    size_t dn, dcap;
+};
+
+/* An argument list under construction (binary-safe). */
+typedef struct rargs {
+    const char *v[24];
+    size_t len[24];
+    int n;
+    char num[8][24]; /* numbers formatted here */
+    int nnum;
+} rargs;
+
+static inline void arg(rargs *a, const char *s, size_t len) {
+    a->v[a->n] = s;
+    a->len[a->n++] = len;
+}
+static inline void args(rargs *a, const char *s) { arg(a, s, strlen(s)); }
+static inline void argn(rargs *a, int64_t x) {
+    char *b = a->num[a->nnum++];
+    arg(a, b, (size_t)snprintf(b, 24, "%lld", (long long)x));
+}
+static inline void argk(rargs *a, cr_journal *j, int k) { arg(a, j->redis->keys[k], j->redis->keylen[k]); }
+static inline cr_redis_cmd cmd_of(rargs *a) { return (cr_redis_cmd){a->n, a->v, a->len}; }
+
+static inline uint64_t seq_of_id(const char *id) { return strncmp(id, "0-", 2) == 0 ? strtoull(id + 2, NULL, 10) : 0; }
+
+/* What the kept writes say of seq: 0 nothing, 1 its state (*st), -1 removed. */
+static inline int deferred_state(struct cj_rtxn *t, uint64_t seq, jstate *st) {
+    for (size_t i = t ? t->dn : 0; i-- > 0;) {
+        if (t->dv[i].seq != seq) continue;
+        if (t->dv[i].remove) return -1;
+        return cj_state_decode(t->dv[i].data, t->dv[i].len, st) ? 1 : 0;
+    }
+    return 0;
+}
+
+/* Calls (store_redis.c). cjr_run: n commands in one pipeline, replies new (cr_redis_replies_free);
+ * an error reply fails the call unless errors_ok; 0 or CJ_E_REDIS (remembered). cjr_eval: EVALSHA of
+ * the journal's script (loaded again after NOSCRIPT), ARGV after the group and the operation:
+ * extra[0..nextra), integer reply in *out. cjr_remember: keeps e as the store's last error, returns
+ * CJ_E_REDIS. cjr_ensure_group: the consumer group on the stream. cjr_my_pending: this engine's
+ * pending entries (new reply). */
+CR_HIDDEN int cjr_remember(cr_journal *j, const courier_error *e);
+CR_HIDDEN int cjr_run(cr_journal *j, const cr_redis_cmd *cmds, size_t n, redisReply **replies, bool errors_ok);
+CR_HIDDEN int cjr_eval(cr_journal *j, const char *op, const char *const *extra, const size_t *extralen, int nextra, long long *out);
+CR_HIDDEN int cjr_ensure_group(cr_journal *j);
+CR_HIDDEN int cjr_my_pending(cr_journal *j, redisReply **out);
+
+/* Replay claims (store_redis_replay.c): new entries become this engine's (cjr_adopt_new); a pass,
+ * the due times and a peek, as cj_store_ops has them. */
+CR_HIDDEN int cjr_adopt_new(cr_journal *j);
+CR_HIDDEN int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends, jevent ***events, int64_t *next, bool *mode_done);
+CR_HIDDEN void cjr_due_edges(cr_journal *j, cj_txn *txn, int64_t now, bool *due_now, int64_t *next_due);
+CR_HIDDEN int cjr_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead, jseqs *expired);
+
+#pragma GCC visibility pop
+
+#endif /* COURIER_REDIS */
+#endif

@@ -1,0 +1,294 @@
+/*
+ * store_redis_replay.c — the journal's Redis store, the replay's side: new entries of the stream
+ * taken into this engine's pending list (XREADGROUP), entries of engines silent for a lease taken
+ * over (XAUTOCLAIM), this engine's own kept alive (XCLAIM JUSTID), the per-host heads of ordered
+ * records, a pass (what is due, claimed for the wire) and the due times. store_redis.c has the
+ * layout, the calls and the rest of the store; store_redis.h what the two share.
+ */
+#include "journal/store_redis.h"
+
+#ifdef COURIER_REDIS
+
+/* New entries of the stream become this engine's (its pending list). */
+int cjr_adopt_new(cr_journal *j) {
+    rargs a = {0};
+    args(&a, "XREADGROUP");
+    args(&a, "GROUP");
+    args(&a, R_GROUP);
+    args(&a, j->redis->consumer);
+    args(&a, "COUNT");
+    argn(&a, R_BATCH);
+    args(&a, "STREAMS");
+    argk(&a, j, K_STREAM);
+    args(&a, ">");
+    cr_redis_cmd c = cmd_of(&a);
+    for (int round = 0; round < 100; round++) {
+        redisReply *rep;
+        int rc = cjr_run(j, &c, 1, &rep, true);
+        if (rc) return rc;
+        if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOGROUP", 7) == 0) {
+            /* The group is gone (a Redis that lost its data, a clear by hand): made again. */
+            freeReplyObject(rep);
+            if ((rc = cjr_ensure_group(j))) return rc;
+            continue;
+        }
+        courier_error e;
+        if (cr_redis_reply_check(rep, "XREADGROUP", &e)) {
+            freeReplyObject(rep);
+            return cjr_remember(j, &e);
+        }
+        size_t got = 0;
+        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 && rep->element[0]->type == REDIS_REPLY_ARRAY &&
+            rep->element[0]->elements == 2)
+            got = rep->element[0]->element[1]->elements;
+        freeReplyObject(rep);
+        if (got < R_BATCH) break;
+    }
+    return 0;
+}
+
+/* Entries whose consumer was silent for a lease (a dead engine's) become this engine's. */
+static int adopt_abandoned(cr_journal *j) {
+    char cursor[48] = "0-0";
+    for (int round = 0; round < 100; round++) {
+        rargs a = {0};
+        args(&a, "XAUTOCLAIM");
+        argk(&a, j, K_STREAM);
+        args(&a, R_GROUP);
+        args(&a, j->redis->consumer);
+        argn(&a, j->lease_ms);
+        args(&a, cursor);
+        args(&a, "COUNT");
+        argn(&a, R_BATCH);
+        args(&a, "JUSTID");
+        cr_redis_cmd c = cmd_of(&a);
+        redisReply *rep;
+        int rc = cjr_run(j, &c, 1, &rep, false);
+        if (rc) return rc;
+        bool more = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 2 && rep->element[0]->type == REDIS_REPLY_STRING &&
+                    strcmp(rep->element[0]->str, "0-0") != 0;
+        if (more) snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
+        freeReplyObject(rep);
+        if (!more) break;
+    }
+    return 0;
+}
+
+/* Claims ids again for this engine (JUSTID: no delivery counted), which restarts their idle time:
+ * while it lives, no other engine's XAUTOCLAIM takes them. `min_idle` guards against taking back
+ * what another engine took over meanwhile. */
+static int keep_alive(cr_journal *j, const char **ids, size_t n, int64_t min_idle) {
+    for (size_t i = 0; i < n; i += R_BATCH) {
+        const char *v[R_BATCH + 8];
+        size_t len[R_BATCH + 8];
+        char idle[24];
+        int k = 0;
+        v[k++] = "XCLAIM";
+        v[k++] = j->redis->keys[K_STREAM];
+        v[k++] = R_GROUP;
+        v[k++] = j->redis->consumer;
+        snprintf(idle, sizeof idle, "%lld", (long long)min_idle);
+        v[k++] = idle;
+        for (size_t m = i; m < n && m < i + R_BATCH; m++) v[k++] = ids[m];
+        v[k++] = "JUSTID";
+        for (int m = 0; m < k; m++) len[m] = strlen(v[m]);
+        cr_redis_cmd c = {k, v, len};
+        redisReply *rep;
+        int rc = cjr_run(j, &c, 1, &rep, false);
+        if (rc) return rc;
+        freeReplyObject(rep);
+    }
+    return 0;
+}
+
+/* The head of a host's ordered queue (0: none), not counting records removed in this turn (their
+ * removal is written at the commit). */
+static int host_head(cr_journal *j, struct cj_rtxn *t, const char *host, size_t hl, uint64_t *seq) {
+    *seq = 0;
+    char lo[J_HOST_MAX + 3], hi[J_HOST_MAX + 3];
+    lo[0] = '[';
+    hi[0] = '(';
+    memcpy(lo + 1, host, hl);
+    memcpy(hi + 1, host, hl);
+    lo[hl + 1] = '\0';
+    hi[hl + 1] = '\1';
+    rargs a = {0};
+    args(&a, "ZRANGEBYLEX");
+    argk(&a, j, K_HOSTQ);
+    arg(&a, lo, hl + 2);
+    arg(&a, hi, hl + 2);
+    args(&a, "LIMIT");
+    args(&a, "0");
+    args(&a, "64");
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    int rc = cjr_run(j, &c, 1, &rep, false);
+    if (rc) return rc;
+    for (size_t i = 0; !*seq && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
+        if (rep->element[i]->len <= hl + 1) continue;
+        uint64_t s = strtoull(rep->element[i]->str + hl + 1, NULL, 10);
+        jstate unused;
+        if (deferred_state(t, s, &unused) >= 0) *seq = s;
+    }
+    freeReplyObject(rep);
+    return 0;
+}
+
+/* A pass: new entries and the abandoned ones become this engine's; its own are kept alive; then
+ * each of its records is looked at as the LMDB store's due index would give it (cj_consider):
+ * automatic ones that are not ordered, and the head of each host's ordered queue (wherever it
+ * is pending: only its holder sends it). */
+int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends,
+                  jevent ***events, int64_t *next, bool *mode_done) {
+    cj_redis *r = j->redis;
+    *next = INT64_MAX;
+    *mode_done = true;
+    int rc = cjr_adopt_new(j);
+    if (rc == 0) rc = adopt_abandoned(j);
+    redisReply *pend = NULL;
+    if (rc == 0) rc = cjr_my_pending(j, &pend);
+    if (rc) return rc;
+    size_t n = pend->elements;
+    const char **stale = calloc(n ? n : 1, sizeof *stale);
+    uint64_t *seqs = calloc(n ? n : 1, sizeof *seqs);
+    size_t nstale = 0, nseq = 0;
+    if (!stale || !seqs) rc = ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        redisReply *e = pend->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 || e->element[0]->type != REDIS_REPLY_STRING) continue;
+        uint64_t s = seq_of_id(e->element[0]->str);
+        if (s) seqs[nseq++] = s;
+        if (e->element[2]->type == REDIS_REPLY_INTEGER && e->element[2]->integer > j->lease_ms / 3)
+            stale[nstale++] = e->element[0]->str;
+    }
+    if (rc == 0 && nstale) rc = keep_alive(j, stale, nstale, j->lease_ms / 3);
+    free(stale);
+    jseqs expired = {0};
+    bool full = false;
+    int64_t next_due = INT64_MAX;
+    /* Host heads looked up once per pass. */
+    char last_host[J_HOST_MAX + 1] = "";
+    size_t last_hl = SIZE_MAX;
+    uint64_t last_head = 0;
+    /* The states of this engine's records, a thousand per round trip. */
+    redisReply *states = NULL;
+    size_t sbase = 0;
+    for (size_t i = 0; rc == 0 && i < nseq; i++) {
+        if (!states || i - sbase >= states->elements) {
+            if (states) freeReplyObject(states);
+            states = NULL;
+            sbase = i;
+            size_t m = nseq - i < R_BATCH ? nseq - i : R_BATCH;
+            const char **v = calloc(m + 2, sizeof *v);
+            size_t *l = calloc(m + 2, sizeof *l);
+            char (*nums)[24] = calloc(m, sizeof *nums);
+            if (!v || !l || !nums) rc = ENOMEM;
+            if (rc == 0) {
+                v[0] = "HMGET";
+                v[1] = r->keys[K_STATE];
+                for (size_t k = 0; k < m; k++) {
+                    snprintf(nums[k], sizeof nums[k], "%llu", (unsigned long long)seqs[i + k]);
+                    v[k + 2] = nums[k];
+                }
+                for (size_t k = 0; k < m + 2; k++) l[k] = strlen(v[k]);
+                cr_redis_cmd c = {(int)m + 2, v, l};
+                rc = cjr_run(j, &c, 1, &states, false);
+                if (rc == 0 && (states->type != REDIS_REPLY_ARRAY || states->elements != m)) {
+                    freeReplyObject(states);
+                    states = NULL;
+                    rc = MDB_CORRUPTED;
+                }
+            }
+            free(v);
+            free(l);
+            free(nums);
+            if (rc) break;
+        }
+        redisReply *sv = states->element[i - sbase];
+        jstate st;
+        if (sv->type != REDIS_REPLY_STRING) continue; /* removed meanwhile */
+        int kept = deferred_state((struct cj_rtxn *)txn, seqs[i], &st);
+        if (kept < 0) continue; /* removed in this turn */
+        if (!kept && !cj_state_decode(sv->str, sv->len, &st)) continue; /* does not decode: for the app to see and remove */
+        if (st.claim_ms && !cj_claim_stale(j, &st, now)) {
+            if (due_time(&st) < next_due) next_due = due_time(&st);
+            continue; /* on the wire */
+        }
+        if (st.expires_ms <= now) {
+            cj_seqs_add(&expired, seqs[i]);
+            continue;
+        }
+        if (st.policy == COURIER_FREEZE_MANUAL) {
+            if ((mode & J_KICK_MANUAL) && st.last_ms < since && !full)
+                rc = cj_consider_manual(j, txn, seqs[i], &st, now, &slots, mode, sends, next, mode_done, &full);
+            continue;
+        }
+        if (is_ordered_auto(&st)) {
+            if (st.host_len != last_hl || memcmp(st.host, last_host, st.host_len) != 0) {
+                if ((rc = host_head(j, (struct cj_rtxn *)txn, st.host, st.host_len, &last_head))) break;
+                memcpy(last_host, st.host, st.host_len);
+                last_hl = st.host_len;
+            }
+            if (last_head != seqs[i]) continue; /* waits for the one before it */
+        }
+        if (full) {
+            if (due_time(&st) < next_due) next_due = due_time(&st);
+            continue;
+        }
+        rc = cj_consider(j, txn, seqs[i], &st, now, &slots, mode, since, sends, events, next, mode_done, &full);
+        if (rc == 0 && due_time(&st) < next_due) next_due = due_time(&st); /* as written (a claim: the lease's end) */
+    }
+    if (states) freeReplyObject(states);
+    if (rc == 0 && expired.n) rc = cj_sweep_expired(j, txn, expired.v, expired.n, now, events);
+    free(expired.v);
+    free(seqs);
+    freeReplyObject(pend);
+    r->due_now = full;
+    r->next_due = next_due;
+    return rc;
+}
+
+void cjr_due_edges(cr_journal *j, cj_txn *txn, int64_t now, bool *due_now, int64_t *next_due) {
+    (void)txn;
+    *due_now = j->redis->due_now || j->redis->next_due <= now;
+    *next_due = j->redis->next_due > now ? j->redis->next_due : INT64_MAX;
+}
+
+/* Whether the group has entries no consumer took yet (XINFO GROUPS' lag; unknown counts as yes). */
+static bool undelivered(cr_journal *j) {
+    rargs a = {0};
+    args(&a, "XINFO");
+    args(&a, "GROUPS");
+    argk(&a, j, K_STREAM);
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    if (cjr_run(j, &c, 1, &rep, false)) return true;
+    bool any = true;
+    for (size_t g = 0; rep->type == REDIS_REPLY_ARRAY && g < rep->elements; g++) {
+        redisReply *m = rep->element[g];
+        bool ours = false;
+        long long lag = -1;
+        for (size_t k = 0; m->type == REDIS_REPLY_ARRAY && k + 1 < m->elements; k += 2) {
+            redisReply *key = m->element[k], *val = m->element[k + 1];
+            if (key->type != REDIS_REPLY_STRING) continue;
+            if (strcmp(key->str, "name") == 0) ours = val->type == REDIS_REPLY_STRING && strcmp(val->str, R_GROUP) == 0;
+            else if (strcmp(key->str, "lag") == 0 && val->type == REDIS_REPLY_INTEGER) lag = val->integer;
+        }
+        if (ours) any = lag != 0;
+    }
+    freeReplyObject(rep);
+    return any;
+}
+
+/* Without a pass: what the last pass saw, and whether entries wait to be taken (another engine's
+ * freezes, this engine's own before its first pass). Every poll interval (scan) a pass looks
+ * again anyway: for claims of the silent. */
+int cjr_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead,
+                  jseqs *expired) {
+    (void)dead, (void)expired;
+    cjr_due_edges(j, NULL, now, due_now, next_due);
+    if (scan || (!*due_now && undelivered(j))) *due_now = true;
+    return 0;
+}
+
+#endif /* COURIER_REDIS */
