@@ -121,6 +121,14 @@ final class MappingTests: LoopbackTestCase {
             .result("maybe", keyPath: "data.absent", optional: true))
         XCTAssertEqual(response.json?["code"]?.int, 200)
         XCTAssertEqual(try response.result?.text(), #"[{"itemId":1,"title":"one"},{"itemId":2,"title":"two"}]"#)
+        // The same results as text, written from the tape (courier_json_tape_dump), as the jansson
+        // values write them.
+        XCTAssertEqual(try response.resultText(), try response.result?.text())
+        XCTAssertEqual(try response.resultText("second"), #"{"itemId":2,"title":"two"}"#)
+        XCTAssertEqual(try response.resultText("second", formatting: .sortedKeys), try response.result("second")?.text(formatting: .sortedKeys))
+        XCTAssertEqual(try response.resultText("name"), #""courier""#)
+        XCTAssertNil(try response.resultText("maybe"))
+        XCTAssertNil(try response.resultText("unknown"))
         XCTAssertEqual(response.result("tags")?.elements.compactMap(\.string), ["a", "b"])
         XCTAssertEqual(response.result("first")?["itemId"]?.int, 1)
         XCTAssertNil(response.result("maybe"))
@@ -157,6 +165,7 @@ final class MappingTests: LoopbackTestCase {
         XCTAssertEqual(try plain.decode(String.self, keyPath: "data.items.0.title"), "one")
         let html = try await engine.send(.get("/headers").parameter("Content-Type", "text/html"))
         XCTAssertThrowsError(try html.decode(String.self)) { XCTAssertEqual(($0 as? CourierError)?.code, .json) }
+        XCTAssertThrowsError(try html.resultText()) { XCTAssertEqual(($0 as? CourierError)?.code, .json) }
     }
 
     func testMappingFailureNamesThePath() async throws {

@@ -283,6 +283,33 @@ extension Response {
         return courier_response_result(storage.pointer, name).map { JSON($0, owner: storage) }
     }
 
+    /// A result as JSON text, written from the C core's tape (where the key path, envelope and
+    /// mapping were applied when the answer came): no jansson document is made, as ``result`` and
+    /// ``result(_:)`` make one.
+    /// - Parameters:
+    ///   - name: A named result (``Request/result(_:keyPath:mapping:optional:)``); nil for the
+    ///     business data, as ``result``.
+    ///   - formatting: Formatting options.
+    /// - Returns: The text; nil when the result is absent.
+    /// - Throws: ``CourierError`` (`.json` when the body is not JSON).
+    public func resultText(_ name: String? = nil, formatting: JSON.OutputFormatting = []) throws -> String? {
+        guard let storage else { return try result?.text(formatting: formatting) }
+        var tape: OpaquePointer?
+        var index = 0
+        var error = courier_error()
+        var rc = courier_response_result_tape(&tape, &index, storage.pointer, name, &error)
+        if rc == COURIER_E_NOT_FOUND.rawValue { return nil }
+        guard rc == COURIER_OK.rawValue, let tape else { throw CourierError(code: rc, detail: &error) }
+        var text: UnsafeMutablePointer<CChar>?
+        var length = 0
+        rc = withExtendedLifetime(storage) {
+            courier_json_tape_dump(&text, &length, tape, index, formatting.rawValue, &error)
+        }
+        guard rc == COURIER_OK.rawValue, let text else { throw CourierError(code: rc, detail: &error) }
+        defer { courier_free(text) }
+        return String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
+    }
+
     /// The envelope's code, when an envelope applied and the body had one.
     public var envelopeCode: Int64? {
         guard let storage else { return nil }
