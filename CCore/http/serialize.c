@@ -191,6 +191,16 @@ cr_jresp *cr_jresp_of(const courier_response *cr) {
     return expected;
 }
 
+/* Why the body cannot be read as JSON before any parse: no decoder for its content type, or (with no
+ * custom decoder) an empty body. COURIER_OK when it may be. */
+static int jresp_readable(const courier_response *r, const cr_jresp *j, courier_error *err) {
+    if (!j->decodable)
+        return cr_fail(err, COURIER_E_JSON, "no decoder for content type '%.100s'",
+                       j->content_type ? j->content_type : "");
+    if (!j->decoder && r->body_len == 0) return cr_fail(err, COURIER_E_JSON, "the body is empty");
+    return COURIER_OK;
+}
+
 /* Parses (or decodes) the body once; later calls, from any thread, get the same document. */
 int cr_jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out, courier_error *err) {
     json_t *doc = atomic_load(&j->doc);
@@ -199,10 +209,8 @@ int cr_jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out, cou
         return COURIER_OK;
     }
     *out = NULL;
-    if (!j->decodable)
-        return cr_fail(err, COURIER_E_JSON, "no decoder for content type '%.100s'",
-                       j->content_type ? j->content_type : "");
-    int rc;
+    int rc = jresp_readable(r, j, err);
+    if (rc) return rc;
     if (j->decoder) {
         courier_decoder_fn fn = (courier_decoder_fn)j->decoder->fn;
         courier_json *made = NULL;
@@ -223,7 +231,6 @@ int cr_jresp_doc(const courier_response *r, cr_jresp *j, const json_t **out, cou
         }
         doc = (json_t *)made;
     } else {
-        if (r->body_len == 0) return cr_fail(err, COURIER_E_JSON, "the body is empty");
         rc = cr_json_parse(r->body, r->body_len, &j->options, &doc, err);
         if (rc) return rc;
     }
@@ -243,17 +250,14 @@ int cr_jresp_tape(const courier_response *r, cr_jresp *j, const courier_json_tap
         return COURIER_OK;
     }
     *out = NULL;
-    if (!j->decodable)
-        return cr_fail(err, COURIER_E_JSON, "no decoder for content type '%.100s'",
-                       j->content_type ? j->content_type : "");
-    int rc;
+    int rc = jresp_readable(r, j, err);
+    if (rc) return rc;
     if (j->decoder) {
         /* A custom decoder makes a jansson document: the tape is its copy. */
         const json_t *doc;
         if ((rc = cr_jresp_doc(r, j, &doc, err))) return rc;
         if ((rc = courier_json_tape_from_value(&tape, (const courier_json *)doc, err))) return rc;
     } else {
-        if (r->body_len == 0) return cr_fail(err, COURIER_E_JSON, "the body is empty");
         if ((rc = courier_json_tape_parse(&tape, r->body, r->body_len, &j->options, err))) return rc;
     }
     courier_json_tape *expected = NULL;

@@ -640,10 +640,15 @@ static int dump_newline(cr_buf *b, unsigned flags, int depth) {
     return 0;
 }
 
+/* An object's member for the dumps: its key and its value, a jansson value (dump_value) or the index of
+ * a tape entry (dump_tape); sorted by bytes, a shorter prefix first. */
 typedef struct dump_member {
     const char *key;
     size_t len;
-    const json_t *value;
+    union {
+        const json_t *value;
+        size_t index;
+    } at;
 } dump_member;
 
 static int member_cmp(const void *a, const void *b) {
@@ -653,18 +658,26 @@ static int member_cmp(const void *a, const void *b) {
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* A tape's member for dump_tape: its key and the index of its value; sorted as member_cmp does. */
-typedef struct tape_member {
-    const char *key;
-    size_t len;
-    size_t value;
-} tape_member;
+static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth);
+static int dump_tape(cr_buf *b, const courier_json_tape_entry *e, const char *t, size_t i, unsigned flags, int depth);
 
-static int tape_member_cmp(const void *a, const void *b) {
-    const tape_member *x = a, *y = b;
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->key, y->key, n);
-    return c ? c : (x->len > y->len) - (x->len < y->len);
+/* Writes an object of count members (sorted first when asked); a tape's members when e is set, else
+ * jansson's. Frees m when it is not the caller's stack array. */
+static int dump_members(cr_buf *b, dump_member *m, dump_member *stack, size_t count, const courier_json_tape_entry *e,
+                        const char *t, unsigned flags, int depth) {
+    if (flags & COURIER_JSON_DUMP_SORT_KEYS) qsort(m, count, sizeof *m, member_cmp);
+    int rc = cr_buf_append_char(b, '{') ? -1 : 0;
+    const char *colon = (flags & COURIER_JSON_DUMP_INDENT) ? ": " : ":";
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        if ((i && cr_buf_append_char(b, ',')) || dump_newline(b, flags, depth + 1) ||
+            cr_json_put_string(b, m[i].key, m[i].len, flags) || cr_buf_append_str(b, colon) ||
+            (e ? dump_tape(b, e, t, m[i].at.index, flags, depth + 1) : dump_value(b, m[i].at.value, flags, depth + 1)))
+            rc = -1;
+    }
+    if (rc == 0 && count && dump_newline(b, flags, depth)) rc = -1;
+    if (rc == 0 && cr_buf_append_char(b, '}')) rc = -1;
+    if (m != stack) free(m);
+    return rc;
 }
 
 static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth) {
@@ -695,24 +708,9 @@ static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth) {
         dump_member stack[16], *m = stack;
         if (count > 16 && !(m = malloc(count * sizeof *m))) return -1;
         for (void *it = json_object_iter((json_t *)v); it && i < count; it = json_object_iter_next((json_t *)v, it), i++) {
-            m[i].key = json_object_iter_key(it);
-            m[i].len = json_object_iter_key_len(it);
-            m[i].value = json_object_iter_value(it);
+            m[i] = (dump_member){json_object_iter_key(it), json_object_iter_key_len(it), {.value = json_object_iter_value(it)}};
         }
-        count = i;
-        if (flags & COURIER_JSON_DUMP_SORT_KEYS) qsort(m, count, sizeof *m, member_cmp);
-        int rc = cr_buf_append_char(b, '{') ? -1 : 0;
-        const char *colon = (flags & COURIER_JSON_DUMP_INDENT) ? ": " : ":";
-        for (i = 0; i < count && rc == 0; i++) {
-            if ((i && cr_buf_append_char(b, ',')) || dump_newline(b, flags, depth + 1) ||
-                cr_json_put_string(b, m[i].key, m[i].len, flags) || cr_buf_append_str(b, colon) ||
-                dump_value(b, m[i].value, flags, depth + 1))
-                rc = -1;
-        }
-        if (rc == 0 && count && dump_newline(b, flags, depth)) rc = -1;
-        if (rc == 0 && cr_buf_append_char(b, '}')) rc = -1;
-        if (m != stack) free(m);
-        return rc;
+        return dump_members(b, m, stack, i, NULL, NULL, flags, depth);
     }
     }
     return -1;
@@ -751,27 +749,14 @@ static int dump_tape(cr_buf *b, const courier_json_tape_entry *e, const char *t,
     }
     case COURIER_JSON_OBJECT: {
         size_t count = x->length, c = 0;
-        tape_member stack[16], *m = stack;
+        dump_member stack[16], *m = stack;
         if (count > 16 && !(m = malloc(count * sizeof *m))) return -1;
         for (size_t k = i + 1; k < x->payload && c < count;) {
             size_t v = k + 1;
-            if (!(e[k].flags & COURIER_JSON_TAPE_DEAD)) m[c++] = (tape_member){t + e[k].payload, e[k].length, v};
+            if (!(e[k].flags & COURIER_JSON_TAPE_DEAD)) m[c++] = (dump_member){t + e[k].payload, e[k].length, {.index = v}};
             k = e[v].type == COURIER_JSON_OBJECT || e[v].type == COURIER_JSON_ARRAY ? (size_t)e[v].payload : v + 1;
         }
-        count = c;
-        if (flags & COURIER_JSON_DUMP_SORT_KEYS) qsort(m, count, sizeof *m, tape_member_cmp);
-        int rc = cr_buf_append_char(b, '{') ? -1 : 0;
-        const char *colon = (flags & COURIER_JSON_DUMP_INDENT) ? ": " : ":";
-        for (c = 0; c < count && rc == 0; c++) {
-            if ((c && cr_buf_append_char(b, ',')) || dump_newline(b, flags, depth + 1) ||
-                cr_json_put_string(b, m[c].key, m[c].len, flags) || cr_buf_append_str(b, colon) ||
-                dump_tape(b, e, t, m[c].value, flags, depth + 1))
-                rc = -1;
-        }
-        if (rc == 0 && count && dump_newline(b, flags, depth)) rc = -1;
-        if (rc == 0 && cr_buf_append_char(b, '}')) rc = -1;
-        if (m != stack) free(m);
-        return rc;
+        return dump_members(b, m, stack, c, e, t, flags, depth);
     }
     }
     return -1;

@@ -179,6 +179,30 @@ static void test_lazy_parse_and_errors(void) {
     CHECK_EQ(courier_response_parse_json(&out, NULL, &err), COURIER_E_INVALID_ARGUMENT);
 }
 
+/* A response the transport did not see: an empty JSON body, and a content type with no decoder, each fail
+ * with COURIER_E_JSON and a message that says which, and the response is left as it was. */
+static void test_empty_and_undecodable_bodies(void) {
+    courier_response *resp = NULL;
+    courier_error err;
+    REQUIRE(courier_response_new(&resp, 200) == COURIER_OK);
+    CHECK_EQ(courier_response_add_header(resp, "Content-Type", "application/json"), COURIER_OK);
+    const courier_json *out = NULL;
+    CHECK_EQ(courier_response_parse_json(&out, resp, &err), COURIER_E_JSON);
+    CHECK(out == NULL);
+    CHECK(strstr(err.message, "the body is empty") != NULL);
+    courier_response_free(resp);
+
+    REQUIRE(courier_response_new(&resp, 200) == COURIER_OK);
+    CHECK_EQ(courier_response_add_header(resp, "Content-Type", "image/png"), COURIER_OK);
+    CHECK_EQ(courier_response_set_body(resp, "{}", 2), COURIER_OK);
+    CHECK_EQ(courier_response_parse_json(&out, resp, &err), COURIER_E_JSON);
+    CHECK(strstr(err.message, "no decoder for content type 'image/png'") != NULL);
+    size_t len = 0;
+    const void *body = courier_response_body(resp, &len);
+    CHECK(len == 2 && memcmp(body, "{}", 2) == 0);
+    courier_response_free(resp);
+}
+
 static void limits_config(courier_config *cfg) {
     courier_json_options o = {.size = sizeof o};
     courier_json_options_init(&o);
@@ -265,5 +289,5 @@ static void test_form_body(void) {
     courier_engine_close(e);
 }
 
-TESTS_MAIN(T(test_builtin_json_types), T(test_registered_json_types), T(test_custom_decoder),
+TESTS_MAIN(T(test_builtin_json_types), T(test_empty_and_undecodable_bodies), T(test_registered_json_types), T(test_custom_decoder),
            T(test_lazy_parse_and_errors), T(test_engine_parse_limits), T(test_json_body), T(test_form_body))
