@@ -366,6 +366,23 @@ COURIER_API int courier_engine_open(courier_engine **out, const courier_config *
  * handle must not be used after this call either way. */
 COURIER_API void courier_engine_close(courier_engine *engine);
 
+/* A function the engine's worker thread runs for courier_engine_post. */
+typedef void (*courier_work_fn)(void *user);
+
+/* Runs fn(user) on the engine's worker thread, once, soon: at the start of the worker's next turn
+ * (from one of the engine's own callbacks: within the same burst of work, before the worker waits
+ * for the network again), in the order the posts were made. While fn runs the worker does nothing
+ * else, so fn must not block for long; it may send (courier_send: the request joins that turn's
+ * sends with no wakeup), cancel and post again, and must not call courier_send_sync or close the
+ * engine. A function posted before courier_engine_close began runs before the worker stops (after
+ * the cancelled completions), so `user` is never left behind. This is what an executor needs to
+ * run a language's tasks on the worker, so a task that sends the next request when its response
+ * arrives changes no thread (Swift: Engine.taskExecutor). `user` is the caller's; the engine never
+ * frees it. Any thread.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL engine or fn), COURIER_E_CLOSED (the engine is closing:
+ * fn will not run), COURIER_E_NO_MEMORY (fn will not run). */
+COURIER_API int courier_engine_post(courier_engine *engine, courier_work_fn fn, void *user, courier_error *err);
+
 /* The engine's store directory. Borrowed: valid until the engine closes. Any thread. */
 COURIER_API const char *courier_engine_store_dir(const courier_engine *engine);
 

@@ -878,13 +878,44 @@ static void finish_custom(courier_engine *e, courier_call *call) {
 
 static void engine_free(courier_engine *e);
 
+/* A function courier_engine_post asked the worker to run. */
+struct cr_post {
+    courier_work_fn fn;
+    void *user;
+};
+
+/* Takes the posted functions (the caller holds core.lock), swapping buffers with *buf so neither
+ * side allocates once both have grown; returns how many there are in *buf. */
+static size_t take_posts(courier_engine *e, struct cr_post **buf, size_t *cap) {
+    size_t n = e->nposts;
+    if (!n) return 0;
+    struct cr_post *tmp = *buf;
+    size_t tmpcap = *cap;
+    *buf = e->posts;
+    *cap = e->cap_posts;
+    e->posts = tmp;
+    e->cap_posts = tmpcap;
+    e->nposts = 0;
+    return n;
+}
+
 static void *worker_main(void *arg) {
     courier_engine *e = arg;
     uint64_t *cancels = NULL;
     size_t cap_cancels = 0;
+    struct cr_post *posts = NULL;
+    size_t cap_posts = 0;
     for (;;) {
         pthread_mutex_lock(&e->core.lock);
         e->polling = false;
+        size_t nposts = take_posts(e, &posts, &cap_posts);
+        if (nposts) {
+            /* Posted functions first (a Swift task resumed by a completion runs here, on the worker,
+             * and its next send joins this turn's incoming list below). */
+            pthread_mutex_unlock(&e->core.lock);
+            for (size_t i = 0; i < nposts; i++) posts[i].fn(posts[i].user);
+            pthread_mutex_lock(&e->core.lock);
+        }
         cr_transfer *in = e->incoming_head;
         e->incoming_head = e->incoming_tail = NULL;
         courier_call *ext = e->external_done;
@@ -969,12 +1000,22 @@ static void *worker_main(void *arg) {
         /* Work the callbacks of this turn handed in (they send without waking the worker). */
         pthread_mutex_lock(&e->core.lock);
         bool more = e->incoming_head || e->ncancels || e->cancel_all || e->external_done || e->core.answered ||
-                    e->core.closing;
+                    e->nposts || e->core.closing;
         if (!more) e->polling = true; /* from here a send from another thread wakes it */
         pthread_mutex_unlock(&e->core.lock);
         if (more) continue;
         curl_multi_poll(e->core.multi, NULL, 0, timeout, NULL);
     }
+    /* Functions posted before the close began and not run yet run now, each once (posts made once
+     * closing is set are refused, so this ends). */
+    for (;;) {
+        pthread_mutex_lock(&e->core.lock);
+        size_t nposts = take_posts(e, &posts, &cap_posts);
+        pthread_mutex_unlock(&e->core.lock);
+        if (!nposts) break;
+        for (size_t i = 0; i < nposts; i++) posts[i].fn(posts[i].user);
+    }
+    free(posts);
     free(cancels);
     if (e->free_on_exit) engine_free(e); /* closed from one of its own callbacks */
     return NULL;
@@ -1067,6 +1108,7 @@ static void engine_free(courier_engine *e) {
     if (e->core.store_is_temp && e->core.store_dir) nftw(e->core.store_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     free(e->core.store_dir);
     free(e->cancels);
+    free(e->posts);
     cr_idset_free(&e->live);
     cr_sched_free(e);
     cr_catalog_free(e);
@@ -1165,6 +1207,33 @@ void courier_engine_close(courier_engine *e) {
     curl_multi_wakeup(e->core.multi);
     pthread_join(e->worker, NULL);
     engine_free(e);
+}
+
+int courier_engine_post(courier_engine *e, courier_work_fn fn, void *user, courier_error *err) {
+    cr_error_clear(err);
+    if (!e || !fn) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or function is NULL");
+    pthread_mutex_lock(&e->core.lock);
+    if (e->core.closing) {
+        pthread_mutex_unlock(&e->core.lock);
+        return cr_fail(err, COURIER_E_CLOSED, "the engine is closing");
+    }
+    if (e->nposts == e->cap_posts) {
+        size_t cap = e->cap_posts ? e->cap_posts * 2 : 16;
+        struct cr_post *grown = realloc(e->posts, cap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&e->core.lock);
+            return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+        }
+        e->posts = grown;
+        e->cap_posts = cap;
+    }
+    e->posts[e->nposts++] = (struct cr_post){fn, user};
+    /* As courier_send: a wakeup only when the worker waits (or is about to), never from itself. */
+    bool wake = e->polling && !pthread_equal(pthread_self(), e->worker);
+    if (wake) e->polling = false;
+    pthread_mutex_unlock(&e->core.lock);
+    if (wake) curl_multi_wakeup(e->core.multi);
+    return COURIER_OK;
 }
 
 const char *courier_engine_store_dir(const courier_engine *e) { return e ? e->core.store_dir : NULL; }

@@ -27,6 +27,10 @@ struct courier_engine {
     size_t ncancels;
     size_t cap_cancels;
     int cancel_all;
+    /* courier_engine_post: functions waiting to run on the worker, in the order they were posted. */
+    struct cr_post *posts;
+    size_t nposts;
+    size_t cap_posts;
     /* The worker is in (or about to enter) curl_multi_poll with nothing left to do: a send from
      * another thread wakes it then, and only then (engine.c, courier_send; the worker clears it
      * when it takes the incoming list). */

@@ -863,6 +863,189 @@ static void test_response_retain(void) {
     courier_engine_close(e);
 }
 
+/* ---- courier_engine_post ------------------------------------------------------------------------ */
+
+typedef struct post_ctx {
+    courier_engine *e;
+    pthread_mutex_t m;
+    pthread_t worker;      /* the thread completions run on */
+    int have_worker;
+    int ran[200];          /* how often each post ran */
+    int order[200];        /* the posts in the order they ran */
+    int nran;
+    int off_worker;        /* posts that ran on another thread */
+    atomic_int remaining;  /* the chain's sends still to make */
+    atomic_int ok;
+    atomic_int chain_off_worker;
+    int close_post_rc;     /* courier_engine_post from a completion while closing */
+} post_ctx;
+
+typedef struct post_arg {
+    post_ctx *c;
+    int i;
+} post_arg;
+
+static void post_record(void *user) {
+    post_arg *a = user;
+    post_ctx *c = a->c;
+    pthread_mutex_lock(&c->m);
+    if (!c->have_worker || !pthread_equal(pthread_self(), c->worker)) c->off_worker++;
+    c->ran[a->i]++;
+    if (c->nran < 200) c->order[c->nran] = a->i;
+    c->nran++;
+    pthread_mutex_unlock(&c->m);
+}
+
+static void note_worker(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id, (void)code, (void)err;
+    post_ctx *c = user;
+    pthread_mutex_lock(&c->m);
+    c->worker = pthread_self();
+    c->have_worker = 1;
+    pthread_mutex_unlock(&c->m);
+    courier_response_free(resp);
+}
+
+static void post_ctx_init(post_ctx *c, courier_engine *e) {
+    memset(c, 0, sizeof *c);
+    c->e = e;
+    pthread_mutex_init(&c->m, NULL);
+    atomic_init(&c->remaining, 0);
+    atomic_init(&c->ok, 0);
+    atomic_init(&c->chain_off_worker, 0);
+}
+
+/* Learns the worker thread from a completion. */
+static void learn_worker(post_ctx *c) {
+    courier_request *q = req("GET", "/json");
+    CHECK_EQ(courier_send_sync(NULL, c->e, q, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(NULL, c->e, q, note_worker, c, NULL), COURIER_OK);
+    courier_request_free(q);
+    int64_t deadline = th_now_ms() + 20000;
+    for (;;) {
+        pthread_mutex_lock(&c->m);
+        int have = c->have_worker;
+        pthread_mutex_unlock(&c->m);
+        if (have || th_now_ms() > deadline) break;
+        usleep(1000);
+    }
+}
+
+static int posts_ran(post_ctx *c) {
+    pthread_mutex_lock(&c->m);
+    int n = c->nran;
+    pthread_mutex_unlock(&c->m);
+    return n;
+}
+
+static void test_post_runs_on_the_worker_in_order(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    post_ctx c;
+    post_ctx_init(&c, e);
+    learn_worker(&c);
+    REQUIRE(c.have_worker);
+    post_arg args[200];
+    for (int i = 0; i < 200; i++) {
+        args[i] = (post_arg){&c, i};
+        CHECK_EQ(courier_engine_post(e, post_record, &args[i], NULL), COURIER_OK);
+        if (i % 50 == 0) usleep(2000); /* some posts find the worker waiting, some busy */
+    }
+    int64_t deadline = th_now_ms() + 20000;
+    while (posts_ran(&c) < 200 && th_now_ms() < deadline) usleep(1000);
+    CHECK_EQ(posts_ran(&c), 200);
+    CHECK_EQ(c.off_worker, 0);
+    int in_order = 1, once = 1;
+    for (int i = 0; i < 200; i++) {
+        if (c.order[i] != i) in_order = 0;
+        if (c.ran[i] != 1) once = 0;
+    }
+    CHECK(in_order);
+    CHECK(once);
+    /* The refusals. */
+    courier_error err;
+    CHECK_EQ(courier_engine_post(NULL, post_record, &args[0], &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(err.code, COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_engine_post(e, NULL, NULL, &err), COURIER_E_INVALID_ARGUMENT);
+    courier_engine_close(e);
+    CHECK_EQ(posts_ran(&c), 200); /* nothing ran twice at the close */
+    pthread_mutex_destroy(&c.m);
+}
+
+/* The shape an executor gives a loop of sends: each completion posts the next send, which is made
+ * on the worker (as a resumed task would make it) and joins the worker's turn without a wakeup. */
+static void chain_post_send(void *user);
+
+static void chain_post_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id, (void)err;
+    post_ctx *c = user;
+    if (code == COURIER_OK && courier_response_status(resp) == 200) atomic_fetch_add(&c->ok, 1);
+    courier_response_free(resp);
+    if (atomic_fetch_sub(&c->remaining, 1) > 1) {
+        if (courier_engine_post(c->e, chain_post_send, c, NULL) != COURIER_OK) atomic_store(&c->remaining, 0);
+    }
+}
+
+static void chain_post_send(void *user) {
+    post_ctx *c = user;
+    pthread_mutex_lock(&c->m);
+    if (!pthread_equal(pthread_self(), c->worker)) atomic_fetch_add(&c->chain_off_worker, 1);
+    pthread_mutex_unlock(&c->m);
+    courier_request *q = req("GET", "/json");
+    if (!q || courier_send(NULL, c->e, q, chain_post_done, c, NULL) != COURIER_OK) atomic_store(&c->remaining, 0);
+    courier_request_free(q);
+}
+
+static void test_post_chain_of_sends_from_the_worker(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    post_ctx c;
+    post_ctx_init(&c, e);
+    learn_worker(&c);
+    REQUIRE(c.have_worker);
+    atomic_store(&c.remaining, 30);
+    CHECK_EQ(courier_engine_post(e, chain_post_send, &c, NULL), COURIER_OK);
+    int64_t deadline = th_now_ms() + 20000;
+    while (atomic_load(&c.remaining) > 0 && th_now_ms() < deadline) usleep(1000);
+    CHECK_EQ(atomic_load(&c.ok), 30);
+    CHECK_EQ(atomic_load(&c.chain_off_worker), 0);
+    courier_engine_close(e);
+    pthread_mutex_destroy(&c.m);
+}
+
+static void post_while_closing(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id, (void)err;
+    post_ctx *c = user;
+    courier_response_free(resp);
+    static post_arg late; /* never run: the post is refused */
+    late = (post_arg){c, 199};
+    if (code == COURIER_E_CANCELLED) c->close_post_rc = courier_engine_post(c->e, post_record, &late, NULL);
+}
+
+static void test_posts_at_close_run_once_and_later_ones_are_refused(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    post_ctx c;
+    post_ctx_init(&c, e);
+    courier_request *q = req("GET", "/hang");
+    CHECK_EQ(courier_send(NULL, e, q, post_while_closing, &c, NULL), COURIER_OK);
+    courier_request_free(q);
+    post_arg args[100];
+    for (int i = 0; i < 100; i++) {
+        args[i] = (post_arg){&c, i};
+        CHECK_EQ(courier_engine_post(e, post_record, &args[i], NULL), COURIER_OK);
+    }
+    courier_engine_close(e); /* posts not run yet run before the worker stops */
+    CHECK_EQ(c.nran, 100);
+    int once = 1;
+    for (int i = 0; i < 100; i++)
+        if (c.ran[i] != 1) once = 0;
+    CHECK(once);
+    CHECK_EQ(c.close_post_rc, COURIER_E_CLOSED); /* the cancelled completion's post was refused */
+    CHECK_EQ(c.ran[199], 0);
+    pthread_mutex_destroy(&c.m);
+}
+
 TESTS_MAIN(T(test_async_send_completes_once), T(test_response_outlives_engine), T(test_headers_lookup_and_order),
            T(test_http_error_status_keeps_response), T(test_validators), T(test_timeout_and_hang), T(test_too_large),
            T(test_default_max_is_64mib), T(test_server_faults), T(test_cannot_connect_and_resolve),
@@ -870,4 +1053,5 @@ TESTS_MAIN(T(test_async_send_completes_once), T(test_response_outlives_engine), 
            T(test_close_right_after_send), T(test_send_from_completion), T(test_many_threads),
            T(test_many_async_in_flight), T(test_store_directory), T(test_two_engines_independent), T(test_user_free_runs_once),
            T(test_close_from_own_callback), T(test_pending_counts_exact), T(test_response_retain),
-           T(test_url_handles_and_default_lines))
+           T(test_url_handles_and_default_lines), T(test_post_runs_on_the_worker_in_order),
+           T(test_post_chain_of_sends_from_the_worker), T(test_posts_at_close_run_once_and_later_ones_are_refused))

@@ -74,6 +74,8 @@ public enum TransportBenchmark {
                informational: true),
         Target(name: "libcurl / h2load", key: "curl_vs_h2load", numerator: .curl, denominator: .h2load, minimum: 0,
                informational: true),
+        Target(name: "Swift on the executor / same-headers curl", key: "swift_executor_vs_curl_headers",
+               numerator: .courierSwiftExecutor, denominator: .curlHeaders, minimum: 0.9, informational: true),
     ]
 
     /// The targets: C >= 0.85x curl; Swift >= 0.7x curl; Swift >= 5x URLSession.
@@ -87,6 +89,11 @@ public enum TransportBenchmark {
                denominator: .curlHeaders, minimum: 0.85, informational: true),
         Target(name: "Swift / same-headers curl", key: "swift_vs_curl_headers", numerator: .courierSwift,
                denominator: .curlHeaders, minimum: 0.7, informational: true),
+        // The next bar (>= 0.9x) for the Swift facade, on the engine's executor.
+        Target(name: "Swift on the executor / libcurl", key: "swift_executor_vs_curl", numerator: .courierSwiftExecutor,
+               denominator: .curl, minimum: 0.9, informational: true),
+        Target(name: "Swift on the executor / same-headers curl", key: "swift_executor_vs_curl_headers",
+               numerator: .courierSwiftExecutor, denominator: .curlHeaders, minimum: 0.9, informational: true),
     ]
 
     /// Everything one benchmark measured.

@@ -85,6 +85,9 @@ public enum TransportClient: String, CaseIterable, Sendable {
     case curlHeaders = "curl_headers"
     case courierC = "courier_c"
     case courierSwift = "courier_swift"
+    /// The Swift facade with its tasks on the engine's executor (`Engine.taskExecutor`): each task
+    /// runs where its responses arrive, as the C client's slots do.
+    case courierSwiftExecutor = "courier_swift_executor"
     case urlSession = "urlsession"
     case h2load
 
@@ -100,6 +103,7 @@ public enum TransportClient: String, CaseIterable, Sendable {
         case .curlHeaders: return "libcurl multi, Courier's headers"
         case .courierC: return "Courier C API (from C)"
         case .courierSwift: return "Courier Swift (async/await)"
+        case .courierSwiftExecutor: return "Courier Swift (async/await, engine's executor)"
         case .urlSession: return "URLSession (Foundation)"
         case .h2load: return "h2load (the server's ceiling)"
         }
@@ -112,6 +116,8 @@ public enum TransportClient: String, CaseIterable, Sendable {
         case .curlHeaders: return runC(cbench_curl_multi_headers, setup, total: total, concurrency: concurrency, warmup: warmup)
         case .courierC: return runC(cbench_courier_c, setup, total: total, concurrency: concurrency, warmup: warmup)
         case .courierSwift: return await runCourierSwift(setup, total: total, concurrency: concurrency, warmup: warmup)
+        case .courierSwiftExecutor:
+            return await runCourierSwift(setup, total: total, concurrency: concurrency, warmup: warmup, onWorker: true)
         case .urlSession:
             #if os(Linux)
             if let caFile = setup.caFile {
@@ -155,27 +161,35 @@ private func runC(_ function: CBenchFunction, _ setup: ClientSetup, total: Int, 
 /// `concurrency` tasks, each sending one request after the other (awaiting each) while requests
 /// are left to claim — the usual shape of N concurrent workers in async/await, and the same shape
 /// as the C clients' slots, each of which sends its next request when its last one completes.
-public func runInFlight(total: Int, concurrency: Int,
+/// With `executor` (an `any TaskExecutor`; typed AnyObject for the platforms before
+/// TaskExecutor), the tasks prefer it (`addTask(executorPreference:)`).
+public func runInFlight(total: Int, concurrency: Int, executor: AnyObject? = nil,
                         _ one: @escaping @Sendable () async -> (ok: Bool, bytes: Int, error: String?)) async -> ClientRun {
     let start = DispatchTime.now().uptimeNanoseconds
     let cpuStart = cbench_process_cpu_seconds()
     var run = ClientRun(seconds: 0, completed: 0, errors: 0, bodyBytes: 0, firstError: nil)
     let claims = Claims(total: total)
+    let worker: @Sendable () async -> ClientRun = {
+        var mine = ClientRun(seconds: 0, completed: 0, errors: 0, bodyBytes: 0, firstError: nil)
+        while claims.claim() {
+            let outcome = await one()
+            mine.completed += 1
+            if outcome.ok {
+                mine.bodyBytes += Int64(outcome.bytes)
+            } else {
+                mine.errors += 1
+                if mine.firstError == nil { mine.firstError = outcome.error }
+            }
+        }
+        return mine
+    }
     await withTaskGroup(of: ClientRun.self) { group in
         for _ in 0..<min(concurrency, total) {
-            group.addTask {
-                var mine = ClientRun(seconds: 0, completed: 0, errors: 0, bodyBytes: 0, firstError: nil)
-                while claims.claim() {
-                    let outcome = await one()
-                    mine.completed += 1
-                    if outcome.ok {
-                        mine.bodyBytes += Int64(outcome.bytes)
-                    } else {
-                        mine.errors += 1
-                        if mine.firstError == nil { mine.firstError = outcome.error }
-                    }
-                }
-                return mine
+            if #available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *),
+               let executor = executor as? any TaskExecutor {
+                group.addTask(executorPreference: executor, operation: worker)
+            } else {
+                group.addTask(operation: worker)
             }
         }
         for await mine in group {
@@ -270,7 +284,8 @@ func findExecutable(_ name: String) -> String? {
     return dirs.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
 }
 
-private func runCourierSwift(_ setup: ClientSetup, total: Int, concurrency: Int, warmup: Int) async -> ClientRun {
+private func runCourierSwift(_ setup: ClientSetup, total: Int, concurrency: Int, warmup: Int,
+                             onWorker: Bool = false) async -> ClientRun {
     let url = setup.url
     var configuration = Configuration()
     configuration.caFile = setup.caFile
@@ -297,8 +312,10 @@ private func runCourierSwift(_ setup: ClientSetup, total: Int, concurrency: Int,
             return (false, 0, "\(error)")
         }
     }
-    if warmup > 0 { _ = await runInFlight(total: warmup, concurrency: concurrency, one) }
-    return await runInFlight(total: total, concurrency: concurrency, one)
+    var executor: AnyObject?
+    if onWorker, #available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) { executor = engine.taskExecutor }
+    if warmup > 0 { _ = await runInFlight(total: warmup, concurrency: concurrency, executor: executor, one) }
+    return await runInFlight(total: total, concurrency: concurrency, executor: executor, one)
 }
 
 // MARK: - URLSession

@@ -32,7 +32,9 @@ public final class Engine: @unchecked Sendable {
 
     /// Calls inside the C engine, and whether it is closing: every send and every cache call
     /// passes it twice (`enter`, `leave`), so it is one atomic word where the platform allows.
-    private let lifecycle = Lifecycle()
+    let lifecycle = Lifecycle()
+    /// The engine's ``EngineTaskExecutor``, made on first use (TaskExecutor.swift).
+    let executorBox = ExecutorBox.make(ExecutorBox.self, nil)
 
     // MARK: Opening and closing
 
