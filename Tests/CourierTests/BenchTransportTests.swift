@@ -9,7 +9,7 @@ final class BenchTransportTests: XCTestCase {
     /// The clients to run: URLSession over TLS runs in a namespace of its own (`unshare`), which
     /// some machines forbid; the others always.
     private func clients() -> String {
-        var list = "curl,curl_headers,courier_c,courier_swift,h2load"
+        var list = "curl,curl_headers,courier_c,courier_swift,courier_swift_executor,h2load"
         let probe = Process()
         probe.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         probe.arguments = ["--user", "--map-root-user", "--mount", "true"]
@@ -46,7 +46,8 @@ final class BenchTransportTests: XCTestCase {
     }
 
     private func check(_ object: [String: Any], mode: String, http: String) throws {
-        for key in ["curl_rps", "curl_headers_rps", "courier_c_rps", "courier_swift_rps", "urlsession_rps", "h2load_rps"] {
+        for key in ["curl_rps", "curl_headers_rps", "courier_c_rps", "courier_swift_rps", "courier_swift_executor_rps",
+                    "urlsession_rps", "h2load_rps"] {
             XCTAssertTrue(object.keys.contains(key), key)
         }
         XCTAssertEqual(object["mode"] as? String, mode)
