@@ -931,6 +931,15 @@ static void learn_worker(post_ctx *c) {
     }
 }
 
+/* An engine, the context and the worker thread learnt; 0 when any is missing. */
+static int post_start(post_ctx *c) {
+    courier_engine *e = th_engine(NULL);
+    if (!e) return 0;
+    post_ctx_init(c, e);
+    learn_worker(c);
+    return c->have_worker;
+}
+
 static int posts_ran(post_ctx *c) {
     pthread_mutex_lock(&c->m);
     int n = c->nran;
@@ -939,12 +948,9 @@ static int posts_ran(post_ctx *c) {
 }
 
 static void test_post_runs_on_the_worker_in_order(void) {
-    courier_engine *e = th_engine(NULL);
-    REQUIRE(e);
     post_ctx c;
-    post_ctx_init(&c, e);
-    learn_worker(&c);
-    REQUIRE(c.have_worker);
+    REQUIRE(post_start(&c));
+    courier_engine *e = c.e;
     post_arg args[200];
     for (int i = 0; i < 200; i++) {
         args[i] = (post_arg){&c, i};
@@ -997,12 +1003,9 @@ static void chain_post_send(void *user) {
 }
 
 static void test_post_chain_of_sends_from_the_worker(void) {
-    courier_engine *e = th_engine(NULL);
-    REQUIRE(e);
     post_ctx c;
-    post_ctx_init(&c, e);
-    learn_worker(&c);
-    REQUIRE(c.have_worker);
+    REQUIRE(post_start(&c));
+    courier_engine *e = c.e;
     atomic_store(&c.remaining, 30);
     CHECK_EQ(courier_engine_post(e, chain_post_send, &c, NULL), COURIER_OK);
     int64_t deadline = th_now_ms() + 20000;
