@@ -203,7 +203,9 @@ struct courier_frozen {
     uint64_t seq;
     jreq q;      /* the decoded request (id, method, url, headers, body, idempotency key...) */
     char *host;  /* from the record's state */
-    char *json;  /* the stored text with the replay state spliced in */
+    char *text;  /* the stored text (owned), from which json is made when first read */
+    size_t tlen;
+    _Atomic(char *) json; /* the stored text with the replay state spliced in (cj_snap_json) */
     courier_frozen_info info;
 };
 
@@ -446,6 +448,10 @@ int cj_jreq_read(const char *text, size_t len, jreq *q);
 /* A snapshot of a decoded request (*q is taken whole and left cleared), its stored text (the JSON
  * view) and its state. NULL on a bad record or no memory (*bad says which). */
 courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad);
+/* The same, taking text (new: malloc'd; freed here on failure) instead of copying it. */
+courier_frozen *cj_snap_take(uint64_t seq, jreq *q, char *text, size_t len, const jstate *st, bool *bad);
+/* The snapshot's JSON view, made when first read (any thread); NULL without memory. */
+const char *cj_snap_json(const courier_frozen *f);
 /* The same from the stored text. */
 courier_frozen *cj_snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad);
 courier_frozen *cj_snap_retain(courier_frozen *f);

@@ -518,26 +518,80 @@ void courier_frozen_free(courier_frozen *f) {
     if (!f || atomic_fetch_sub(&f->refs, 1) != 1) return;
     cj_jreq_clear(&f->q);
     free(f->host);
-    free(f->json);
+    free(atomic_load(&f->json));
+    free(f->text);
     free(f);
 }
 
-courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad) {
+/* The JSON view: the stored request text with the replay state spliced in as text, in place of
+ * the closing brace. NULL without memory. */
+static char *snap_json(const char *text, size_t len, const courier_frozen_info *in) {
+    size_t end = len;
+    while (end && text[end - 1] != '}') end--;
+    if (end == 0) return NULL;
+    char state[256];
+    size_t sl = 0;
+#define LIT(s) (memcpy(state + sl, s, sizeof s - 1), sl += sizeof s - 1)
+    LIT(",\"state\":{\"attempts\":");
+    sl += cr_json_format_int(state + sl, (int64_t)(uint32_t)in->attempts);
+    LIT(",\"next_attempt_ms\":");
+    sl += cr_json_format_int(state + sl, in->next_attempt_ms);
+    LIT(",\"last_attempt_ms\":");
+    sl += cr_json_format_int(state + sl, in->last_attempt_ms);
+    if (in->claimed) LIT(",\"claimed\":true");
+    else LIT(",\"claimed\":false");
+    LIT(",\"last_code\":");
+    sl += cr_json_format_int(state + sl, in->last_code);
+    LIT(",\"last_status\":");
+    sl += cr_json_format_int(state + sl, in->last_status);
+    LIT("}}");
+#undef LIT
+    char *json = malloc(end - 1 + sl + 1);
+    if (!json) return NULL;
+    memcpy(json, text, end - 1);
+    memcpy(json + end - 1, state, sl);
+    json[end - 1 + sl] = '\0';
+    return json;
+}
+
+/* courier_frozen_json: made when first read (most events' listeners never read it: it cost a
+ * copy of the record and a snprintf per replay; docs/DESIGN.md, "Where replay's time goes"). Any
+ * thread: two first readers may both make it; one keeps its copy, the other frees its own. */
+const char *cj_snap_json(const courier_frozen *cf) {
+    courier_frozen *f = (courier_frozen *)cf; /* the view is made once; nothing a reader sees changes */
+    char *json = atomic_load(&f->json);
+    if (json || !f->text) return json;
+    char *made = snap_json(f->text, f->tlen, &f->info);
+    if (!made) return NULL;
+    char *expected = NULL;
+    if (!atomic_compare_exchange_strong(&f->json, &expected, made)) {
+        free(made);
+        return expected;
+    }
+    return made;
+}
+
+courier_frozen *cj_snap_take(uint64_t seq, jreq *q, char *text, size_t len, const jstate *st, bool *bad) {
     *bad = false;
     if (!q->method || !q->url || !q->id || !q->has_v) {
         *bad = true;
         cj_jreq_clear(q);
+        free(text);
         return NULL;
     }
     courier_frozen *f = calloc(1, sizeof *f);
     if (!f) {
         cj_jreq_clear(q);
+        free(text);
         return NULL;
     }
     atomic_init(&f->refs, 1);
+    atomic_init(&f->json, NULL);
     f->seq = seq;
     f->q = *q; /* taken whole */
     memset(q, 0, sizeof *q);
+    f->text = text;
+    f->tlen = len;
     if (!f->q.idem) f->q.idem = cr_strdup("");
     f->host = cr_strndup(st->host, st->host_len);
     if (!f->q.idem || !f->host) goto fail;
@@ -554,22 +608,22 @@ courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len
     in->expires_ms = st->expires_ms;
     in->next_attempt_ms = st->next_ms;
     in->last_attempt_ms = st->last_ms;
-    /* The JSON view: the stored request text plus the replay state, spliced in as text. */
-    size_t end = len;
-    while (end && text[end - 1] != '}') end--;
-    char state[256];
-    int sl = snprintf(state, sizeof state,
-                      ",\"state\":{\"attempts\":%u,\"next_attempt_ms\":%lld,\"last_attempt_ms\":%lld,\"claimed\":%s,"
-                      "\"last_code\":%d,\"last_status\":%d}}",
-                      st->attempts, (long long)st->next_ms, (long long)st->last_ms, st->claim_ms ? "true" : "false",
-                      (int)st->last_code, (int)st->last_status);
-    if (end == 0 || !(f->json = malloc(end + (size_t)sl + 1))) goto fail;
-    memcpy(f->json, text, end - 1);
-    memcpy(f->json + end - 1, state, (size_t)sl + 1);
+    /* A text that parsed as an object ends with its '}': the view can always be made from it. */
     return f;
 fail:
     courier_frozen_free(f);
     return NULL;
+}
+
+courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad) {
+    char *copy = malloc(len ? len : 1);
+    if (!copy) {
+        *bad = false;
+        cj_jreq_clear(q);
+        return NULL;
+    }
+    memcpy(copy, text, len);
+    return cj_snap_take(seq, q, copy, len, st, bad);
 }
 
 courier_frozen *cj_snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad) {

@@ -369,9 +369,11 @@ static void send_one(cr_journal *j, jsend *s) {
     int gate = rc == COURIER_OK && explicit_ != 2 ? cj_policy_gate(j, &s->st, NULL) : CJ_RP_SEND;
     bool ask = gate == CJ_RP_ASK || gate == CJ_RP_UNKNOWN; /* unknown: removed since the claim */
     if (rc == COURIER_OK && (ask || atomic_load(&j->nlisteners) > 0)) {
-        /* The events carry a snapshot of the request; built only when someone listens. */
+        /* The events carry a snapshot of the request; built only when someone listens. It takes
+         * the record's text (its JSON view is made from it when a listener first reads it). */
         bool bad = false;
-        o->snap = cj_snap_from(s->seq, &q, s->text, s->tlen, &s->st, &bad);
+        o->snap = cj_snap_take(s->seq, &q, s->text, s->tlen, &s->st, &bad);
+        s->text = NULL;
     }
     cj_jreq_clear(&q);
     free(s->text);

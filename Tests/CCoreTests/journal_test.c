@@ -615,6 +615,106 @@ static void replay_in_order_with_keys(void) {
     pthread_mutex_destroy(&log.m);
 }
 
+/* The snapshot a replay's event carries is made lazily (its JSON view when first read): a listener
+ * still reads the request as it was frozen, and the view is the stored text with the state of the
+ * claim spliced in, the same one from every thread that reads it. */
+typedef struct snapseen {
+    pthread_mutex_t m;
+    int n;
+    char method[16], url[128], idem[80], body[64], header[64], json[2048], json2[2048];
+    size_t headers;
+    int same_pointer;
+} snapseen;
+
+static void *read_json(void *arg) { return (void *)courier_frozen_json(arg); }
+
+static void snap_cb(const courier_frozen_event *ev, void *user) {
+    snapseen *s = user;
+    if (ev->kind != COURIER_FROZEN_EVENT_RESENT_SUCCEEDED || !ev->frozen) return;
+    const courier_frozen *f = ev->frozen;
+    /* Two first readers at once: one view survives, both see it. */
+    pthread_t th;
+    const char *mine = NULL;
+    void *theirs = NULL;
+    int started = pthread_create(&th, NULL, read_json, (void *)f) == 0;
+    mine = courier_frozen_json(f);
+    if (started) pthread_join(th, &theirs);
+    pthread_mutex_lock(&s->m);
+    s->n++;
+    snprintf(s->method, sizeof s->method, "%s", courier_frozen_method(f));
+    snprintf(s->url, sizeof s->url, "%s", courier_frozen_url(f));
+    snprintf(s->idem, sizeof s->idem, "%s", courier_frozen_idempotency_key(f));
+    size_t blen = 0;
+    const uint8_t *b = courier_frozen_body(f, &blen);
+    snprintf(s->body, sizeof s->body, "%.*s", (int)blen, b ? (const char *)b : "");
+    s->headers = courier_frozen_header_count(f);
+    for (size_t i = 0; i < s->headers; i++) {
+        const char *name = NULL, *value = NULL;
+        if (courier_frozen_header_at(&name, &value, f, i) == COURIER_OK && strcmp(name, "X-Trace") == 0)
+            snprintf(s->header, sizeof s->header, "%s: %s", name, value);
+    }
+    snprintf(s->json, sizeof s->json, "%s", mine ? mine : "");
+    snprintf(s->json2, sizeof s->json2, "%s", courier_frozen_json(f));
+    s->same_pointer = started && mine && mine == theirs && mine == courier_frozen_json(f);
+    pthread_mutex_unlock(&s->m);
+}
+
+static void event_snapshot_reads_the_replayed_request(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    snapseen seen;
+    memset(&seen, 0, sizeof seen);
+    pthread_mutex_init(&seen.m, NULL);
+    courier_frozen_add_listener(NULL, e, snap_cb, &seen, NULL);
+    waiter w;
+    w_init(&w, e);
+    courier_reachability_set_offline(e);
+    courier_request *r = freezable("PUT", "/snap/1", "name=snap", COURIER_FREEZE_AUTO, 0);
+    courier_request_add_header(r, "X-Trace", "t-1");
+    CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
+    /* What the list says before the replay: the same text, unclaimed. */
+    courier_frozen *listed = NULL;
+    REQUIRE(courier_frozen_get(&listed, e, w.ids[0], NULL) == COURIER_OK);
+    char stored[2048], key[80];
+    snprintf(stored, sizeof stored, "%s", courier_frozen_json(listed));
+    snprintf(key, sizeof key, "%s", courier_frozen_idempotency_key(listed));
+    size_t listed_headers = courier_frozen_header_count(listed);
+    courier_frozen_free(listed);
+    char *state = strstr(stored, ",\"state\":{");
+    REQUIRE(state != NULL);
+    CHECK(strstr(state, "\"claimed\":false") != NULL);
+    courier_reachability_set_online(e);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    courier_engine_close(e);
+    pthread_mutex_lock(&seen.m);
+    CHECK_EQ(seen.n, 1);
+    CHECK_STR(seen.method, "PUT");
+    CHECK(strstr(seen.url, "/snap/1") != NULL);
+    CHECK_STR(seen.idem, key);
+    CHECK_STR(seen.body, "name=snap");
+    CHECK_EQ(seen.headers, listed_headers);
+    CHECK_STR(seen.header, "X-Trace: t-1");
+    CHECK(seen.same_pointer);
+    CHECK_STR(seen.json, seen.json2);
+    /* The stored text up to the state, then the claim's state. */
+    CHECK_EQ(strncmp(seen.json, stored, (size_t)(state - stored)), 0);
+    const char *claim = seen.json + (state - stored);
+    CHECK(strncmp(claim, ",\"state\":{\"attempts\":1,", 23) == 0);
+    CHECK(strstr(claim, "\"claimed\":true,\"last_code\":0,\"last_status\":0}}") != NULL);
+    CHECK(strlen(claim) > 0 && claim[strlen(claim) - 1] == '}');
+    pthread_mutex_unlock(&seen.m);
+    jr_stop(&srv);
+    jr_free(&srv);
+    w_destroy(&w);
+    pthread_mutex_destroy(&seen.m);
+}
+
 static void final_and_retryable_answers(void) {
     jr_server srv;
     memset(&srv, 0, sizeof srv);
@@ -1446,7 +1546,7 @@ static void a_record_another_writer_wrote_reads(void) {
 TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(freezing_into_a_temporary_store_warns), T(empty_body_is_kept), T(never_policy_is_not_frozen), T(given_id_replaces_older),
            T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
-           T(replay_in_order_with_keys), T(final_and_retryable_answers), T(manual_policy_waits_for_the_app),
+           T(replay_in_order_with_keys), T(event_snapshot_reads_the_replayed_request), T(final_and_retryable_answers), T(manual_policy_waits_for_the_app),
            T(bounded_concurrency), T(expiry_with_injected_clock), T(corrupt_journal_is_kept_aside),
            T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(junk_over_the_last_pages_is_kept_aside), T(damaged_leaves_are_kept_aside), T(junk_anywhere_never_crashes),
            T(journal_cut_while_open_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
