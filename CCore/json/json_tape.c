@@ -543,8 +543,24 @@ out:
     return rc;
 }
 
+static int tape_parse(courier_json_tape **out, const void *data, size_t len, const courier_json_options *opts,
+                      courier_error *err, size_t entries);
+
 int courier_json_tape_parse(courier_json_tape **out, const void *data, size_t len, const courier_json_options *opts,
                             courier_error *err) {
+    /* About one entry per 8 bytes of typical documents; grown by doubling when short. */
+    return tape_parse(out, data, len, opts, err, len / 8 + 16);
+}
+
+_Static_assert(CR_JSON_TAPE_SMALL * sizeof(entry) <= 1000, "a small tape's first block is under 1,008 bytes (glibc)");
+
+int cr_json_tape_parse_small(courier_json_tape **out, const void *data, size_t len, const courier_json_options *opts,
+                             courier_error *err) {
+    return tape_parse(out, data, len, opts, err, CR_JSON_TAPE_SMALL);
+}
+
+static int tape_parse(courier_json_tape **out, const void *data, size_t len, const courier_json_options *opts,
+                      courier_error *err, size_t entries) {
     cr_error_clear(err);
     if (!out) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
@@ -564,8 +580,7 @@ int courier_json_tape_parse(courier_json_tape **out, const void *data, size_t le
     if (len) memcpy(t->text, data, len);
     t->text[len] = '\0';
     t->text_len = len;
-    /* About one entry per 8 bytes of typical documents; grown by doubling when short. */
-    t->cap = len / 8 + 16;
+    t->cap = entries;
     if (!(t->entries = malloc(t->cap * sizeof *t->entries))) {
         courier_json_tape_free(t);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
