@@ -448,7 +448,8 @@ int cj_jreq_read(const char *text, size_t len, jreq *q);
 /* A snapshot of a decoded request (*q is taken whole and left cleared), its stored text (the JSON
  * view) and its state. NULL on a bad record or no memory (*bad says which). */
 courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad);
-/* The same, taking text (new: malloc'd; freed here on failure) instead of copying it. */
+/* The same, taking text (new: malloc'd; freed here on failure) instead of copying it; on failure
+ * *q is left as it was (the caller's to clear). */
 courier_frozen *cj_snap_take(uint64_t seq, jreq *q, char *text, size_t len, const jstate *st, bool *bad);
 /* The snapshot's JSON view, made when first read (any thread); NULL without memory. */
 const char *cj_snap_json(const courier_frozen *f);
@@ -459,8 +460,11 @@ courier_frozen *cj_snap_retain(courier_frozen *f);
  * cj_apply_freeze). *out new (free). COURIER_OK or COURIER_E_NO_MEMORY. */
 int cj_payload_of(const cr_transfer *t, const char *idem, int64_t created, int64_t expires, const char *host,
                   char **out);
-/* Rebuilds the request of a decoded record. *out new. COURIER_E_JOURNAL_CORRUPT when it is not one. */
+/* The request of a decoded record: it borrows q's method, url, headers and body (q must outlive
+ * it). *out new (cj_request_release, before q is cleared). COURIER_E_JOURNAL_CORRUPT when it is
+ * not one. */
 int cj_request_from(const jreq *q, courier_request **out);
+void cj_request_release(courier_request *r);
 
 /* ---- events.c ----------------------------------------------------------------------------------- */
 

@@ -1,9 +1,9 @@
 /*
  * record.c — the stored request: one table of its fields drives writing its JSON text (through
  * the one JSON writer, json.c's cr_json_put_*), reading it (through the JSON tape), the snapshots
- * handed to callers (which keep the decoded request whole) and rebuilding the request for a
- * replay. A field is added in three places: jreq (journal_internal.h), its row below, and
- * jreq_of_transfer (what the worker keeps of a transfer).
+ * handed to callers (which keep the decoded request whole) and the request of a replay (which
+ * borrows the decoded method, url, headers and body). A field is added in three places: jreq
+ * (journal_internal.h), its row below, and jreq_of_transfer (what the worker keeps of a transfer).
  */
 #include "journal/journal_internal.h"
 
@@ -87,21 +87,6 @@ typedef struct jfield {
 
 /* ---- rebuilding the request: one setter per field ------------------------------------------- */
 
-static int apply_headers(courier_request *r, const jreq *q) {
-    int rc = COURIER_OK;
-    for (size_t i = 0; rc == COURIER_OK && i < q->headers.count; i++)
-        rc = courier_request_add_header(r, q->headers.items[i].name, q->headers.items[i].value);
-    return rc;
-}
-
-static int apply_body(courier_request *r, const jreq *q) {
-    if (!q->has_body) return COURIER_OK;
-    const char *ctype = NULL; /* the first Content-Type, as the headers were added */
-    for (size_t i = 0; !ctype && i < q->headers.count; i++)
-        if (strcasecmp(q->headers.items[i].name, "Content-Type") == 0) ctype = q->headers.items[i].value;
-    return courier_request_set_body(r, q->body, q->body_len, ctype);
-}
-
 static int apply_timeout(courier_request *r, const jreq *q) {
     return q->timeout_ms > 0 ? courier_request_set_timeout_ms(r, (long)q->timeout_ms) : COURIER_OK;
 }
@@ -171,8 +156,9 @@ static const jfield fields[] = {
     {JKEY("id"), JK_STR, JW_OPENING, JQ(id), J_NO_FLAG, NULL, 0, NULL},
     {JKEY("method"), JK_STR, JW_ALWAYS, JQ(method), J_NO_FLAG, NULL, 0, NULL},
     {JKEY("url"), JK_STR, JW_ALWAYS, JQ(url), J_NO_FLAG, NULL, 0, NULL},
-    {JKEY("headers"), JK_HEADERS, JW_ALWAYS, JQ(headers), JQ(has_headers), NULL, 0, apply_headers},
-    {JKEY("body_b64"), JK_BODY, JW_IF_SET, JQ(body), JQ(has_body), NULL, 0, apply_body},
+    /* The method, url, headers and body are lent to the request (cj_request_from), not set on it. */
+    {JKEY("headers"), JK_HEADERS, JW_ALWAYS, JQ(headers), JQ(has_headers), NULL, 0, NULL},
+    {JKEY("body_b64"), JK_BODY, JW_IF_SET, JQ(body), JQ(has_body), NULL, 0, NULL},
     {JKEY("timeout_ms"), JK_INT, JW_ALWAYS, JQ(timeout_ms), J_NO_FLAG, NULL, 0, apply_timeout},
     {JKEY("idempotency_key"), JK_STR, JW_ALWAYS, JQ(idem), J_NO_FLAG, NULL, 0, NULL},
     {JKEY("created_ms"), JK_INT, JW_ALWAYS, JQ(created_ms), J_NO_FLAG, NULL, 0, NULL},
@@ -502,7 +488,7 @@ int cj_jreq_read(const char *text, size_t len, jreq *q) {
     o.max_bytes = INT64_MAX;
     o.flags = COURIER_JSON_ALLOW_DUPLICATE_KEYS;
     courier_json_tape *tape = NULL;
-    int rc = courier_json_tape_parse(&tape, text, len, &o, NULL);
+    int rc = cr_json_tape_parse_small(&tape, text, len, &o, NULL); /* a record: ~50 entries */
     if (rc) return rc == COURIER_E_NO_MEMORY ? rc : COURIER_E_JOURNAL_CORRUPT;
     jtape t = {courier_json_tape_entries(tape, NULL), (const char *)courier_json_tape_text(tape)};
     rc = t.e[0].type == COURIER_JSON_OBJECT ? get_fields(&t, 0, fields, sizeof fields / sizeof fields[0], q, q)
@@ -575,13 +561,11 @@ courier_frozen *cj_snap_take(uint64_t seq, jreq *q, char *text, size_t len, cons
     *bad = false;
     if (!q->method || !q->url || !q->id || !q->has_v) {
         *bad = true;
-        cj_jreq_clear(q);
         free(text);
         return NULL;
     }
     courier_frozen *f = calloc(1, sizeof *f);
     if (!f) {
-        cj_jreq_clear(q);
         free(text);
         return NULL;
     }
@@ -611,6 +595,8 @@ courier_frozen *cj_snap_take(uint64_t seq, jreq *q, char *text, size_t len, cons
     /* A text that parsed as an object ends with its '}': the view can always be made from it. */
     return f;
 fail:
+    *q = f->q; /* given back: the caller's still */
+    memset(&f->q, 0, sizeof f->q);
     courier_frozen_free(f);
     return NULL;
 }
@@ -623,7 +609,9 @@ courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len
         return NULL;
     }
     memcpy(copy, text, len);
-    return cj_snap_take(seq, q, copy, len, st, bad);
+    courier_frozen *f = cj_snap_take(seq, q, copy, len, st, bad);
+    if (!f) cj_jreq_clear(q);
+    return f;
 }
 
 courier_frozen *cj_snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad) {
@@ -645,17 +633,20 @@ courier_frozen *cj_snap_retain(courier_frozen *f) {
 
 int cj_request_from(const jreq *q, courier_request **out) {
     if (!q->method || !q->url || !q->has_headers) return COURIER_E_JOURNAL_CORRUPT;
+    /* The decoded method, url, headers and body are lent, not copied (then copied again by the
+     * send's prepare, and both freed): http/request.c checks them as the setters would. */
     courier_request *r = NULL;
-    int rc = courier_request_new(&r, q->method, q->url);
+    int rc = cr_request_borrow(&r, q->method, q->url, &q->headers, q->body, q->body_len, q->has_body);
     if (rc) return rc;
-    courier_request_set_use_default_params(r, 0);
     for (size_t i = 0; rc == COURIER_OK && i < sizeof fields / sizeof fields[0]; i++)
         if (fields[i].apply) rc = fields[i].apply(r, q);
     /* The frozen request's own settings never freeze it again: the journal keeps it. */
     if (rc) {
-        courier_request_free(r);
+        cr_request_free_borrowed(r);
         return rc;
     }
     *out = r;
     return COURIER_OK;
 }
+
+void cj_request_release(courier_request *r) { cr_request_free_borrowed(r); }

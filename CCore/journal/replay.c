@@ -364,25 +364,33 @@ static void send_one(cr_journal *j, jsend *s) {
     courier_request *r = NULL;
     jreq q;
     int rc = cj_jreq_read(s->text, s->tlen, &q); /* decoded once: for the request and the snapshot */
-    if (rc == COURIER_OK) rc = cj_request_from(&q, &r);
     /* A user resend policy is asked here, off the journal's transaction (policy.c). */
     int gate = rc == COURIER_OK && explicit_ != 2 ? cj_policy_gate(j, &s->st, NULL) : CJ_RP_SEND;
     bool ask = gate == CJ_RP_ASK || gate == CJ_RP_UNKNOWN; /* unknown: removed since the claim */
     if (rc == COURIER_OK && (ask || atomic_load(&j->nlisteners) > 0)) {
         /* The events carry a snapshot of the request; built only when someone listens. It takes
-         * the record's text (its JSON view is made from it when a listener first reads it). */
+         * the decoded request and the record's text (its JSON view is made from them when a
+         * listener first reads it); on failure q stays, and the send goes on without one. */
         bool bad = false;
         o->snap = cj_snap_take(s->seq, &q, s->text, s->tlen, &s->st, &bad);
         s->text = NULL;
     }
-    cj_jreq_clear(&q);
+    /* The request borrows the decoded method, url, headers and body, wherever they are now (the
+     * snapshot's lives until the answer is recorded, after this send returned). */
+    if (rc == COURIER_OK) rc = cj_request_from(o->snap ? &o->snap->q : &q, &r);
+    if (rc != COURIER_OK) {
+        courier_frozen_free(o->snap); /* no request, no snapshot: as when nobody listens */
+        o->snap = NULL;
+        ask = false;
+    }
     free(s->text);
     jstate claimed = s->st;
     free(s);
     if (ask && o->snap) {
         int verdict = cj_policy_ask(j, &claimed, o->snap, cj_jnow(j), &o->why);
         if (verdict != CJ_RP_SEND) {
-            courier_request_free(r);
+            cj_request_release(r);
+            cj_jreq_clear(&q);
             o->verdict = verdict == CJ_RP_DELETE ? CJ_RP_DELETE : CJ_RP_HOLD;
             o->not_sent = 1;
             pthread_mutex_lock(&j->mu);
@@ -399,7 +407,8 @@ static void send_one(cr_journal *j, jsend *s) {
     if (rc == COURIER_OK) cj_policy_log_replay(j, &claimed, explicit_, rid);
     else if (rc == COURIER_E_JOURNAL_CORRUPT) cr_fail(&o->err, rc, "the stored request does not decode");
     else cr_fail(&o->err, rc, "the frozen request cannot be rebuilt");
-    courier_request_free(r);
+    cj_request_release(r); /* before what it borrows: q here, or the snapshot's (o's, kept) */
+    cj_jreq_clear(&q);
     if (rc != COURIER_OK) {
         o->code = rc;
         o->not_sent = 1;

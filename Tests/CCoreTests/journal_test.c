@@ -1443,12 +1443,49 @@ static void put_le_bytes(uint8_t *p, uint64_t v, int n) {
 /* A stored request is JSON that any writer may have produced: short escapes (\t, \/), members in
  * another order, unknown members, a duplicate key (the last wins), a number where an integer was
  * expected (read as absent). Written behind the library's back, it reads and replays. */
-static void a_record_another_writer_wrote_reads(void) {
+/* Writes record 1 of store's journal as another writer would: a manual, unordered record with
+ * the generated id `id` and the request `text`, for host. 0, or -1 without liblmdb. */
+static int write_record(const char *store, const char *host, const char *id, const char *text) {
     lmdb_shim m;
-    if (!lmdb_shim_load(&m)) {
-        fprintf(stderr, "  (skipped: liblmdb not found)\n");
-        return;
-    }
+    if (!lmdb_shim_load(&m)) return -1;
+    uint8_t rec[1400];
+    memset(rec, 0, 88);
+    rec[0] = 1;                         /* state version */
+    rec[1] = COURIER_FREEZE_MANUAL;     /* sent when the app asks */
+    put_le_bytes(rec + 2, COURIER_FREEZE_UNORDERED, 2);
+    int64_t now = (int64_t)time(NULL) * 1000; /* wall time, as the journal's clock */
+    put_le_bytes(rec + 8, (uint64_t)now, 8);              /* created */
+    put_le_bytes(rec + 16, (uint64_t)(now + 3600000), 8); /* expires */
+    size_t o = 88, hl = strlen(host), il = strlen(id), tl = strlen(text);
+    if (o + 4 + hl + il + tl > sizeof rec) return -2;
+    put_le_bytes(rec + o, hl, 2);
+    memcpy(rec + o + 2, host, hl);
+    o += 2 + hl;
+    put_le_bytes(rec + o, il, 2);
+    memcpy(rec + o + 2, id, il);
+    o += 2 + il;
+    memcpy(rec + o, text, tl);
+    o += tl;
+
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/journal", store);
+    void *env = NULL, *txn = NULL;
+    unsigned dbi = 0;
+    if (m.env_create(&env) != 0) return -2;
+    m.env_set_maxdbs(env, 10);
+    m.env_set_mapsize(env, (size_t)2 << 30);
+    int rc = m.env_open(env, dir, LMDB_NOTLS, 0600);
+    if (rc == 0) rc = m.txn_begin(env, NULL, 0, &txn);
+    if (rc == 0) rc = m.dbi_open(txn, "req", 0, &dbi);
+    uint8_t key[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+    lmdb_val k = {8, key}, v = {o, rec};
+    if (rc == 0) rc = m.put(txn, dbi, &k, &v, 0);
+    if (rc == 0) rc = m.commit(txn);
+    m.env_close(env);
+    return rc == 0 ? 0 : -2;
+}
+
+static void a_record_another_writer_wrote_reads(void) {
     jr_server srv;
     memset(&srv, 0, sizeof srv);
     REQUIRE(jr_start(&srv, 0) == 0);
@@ -1466,39 +1503,14 @@ static void a_record_another_writer_wrote_reads(void) {
              "[\"Content-Type\",\"text/plain\"]],\"timeout_ms\":1234.5,\"body_b64\":\"aGVsbG8=\",\"idempotency_key\":"
              "\"key/1\",\"policy\":\"manual\",\"ordered\":false,\"host\":\"%s\",\"retry\":[],\"method\":\"POST\"}",
              id, srv.port, host);
-    uint8_t rec[1400];
-    memset(rec, 0, 88);
-    rec[0] = 1;                         /* state version */
-    rec[1] = COURIER_FREEZE_MANUAL;     /* sent when the app asks */
-    put_le_bytes(rec + 2, COURIER_FREEZE_UNORDERED, 2);
-    int64_t now = (int64_t)time(NULL) * 1000; /* wall time, as the journal's clock */
-    put_le_bytes(rec + 8, (uint64_t)now, 8);              /* created */
-    put_le_bytes(rec + 16, (uint64_t)(now + 3600000), 8); /* expires */
-    size_t o = 88, hl = strlen(host), il = strlen(id), tl = strlen(text);
-    put_le_bytes(rec + o, hl, 2);
-    memcpy(rec + o + 2, host, hl);
-    o += 2 + hl;
-    put_le_bytes(rec + o, il, 2);
-    memcpy(rec + o + 2, id, il);
-    o += 2 + il;
-    memcpy(rec + o, text, tl);
-    o += tl;
-
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s/journal", store);
-    void *env = NULL, *txn = NULL;
-    unsigned dbi = 0;
-    REQUIRE(m.env_create(&env) == 0);
-    m.env_set_maxdbs(env, 10);
-    m.env_set_mapsize(env, (size_t)2 << 30);
-    REQUIRE(m.env_open(env, dir, LMDB_NOTLS, 0600) == 0);
-    REQUIRE(m.txn_begin(env, NULL, 0, &txn) == 0);
-    REQUIRE(m.dbi_open(txn, "req", 0, &dbi) == 0);
-    uint8_t key[8] = {0, 0, 0, 0, 0, 0, 0, 1};
-    lmdb_val k = {8, key}, v = {o, rec};
-    CHECK_EQ(m.put(txn, dbi, &k, &v, 0), 0);
-    CHECK_EQ(m.commit(txn), 0);
-    m.env_close(env);
+    int wrc = write_record(store, host, id, text);
+    CHECK(wrc != -2);
+    if (wrc != 0) {
+        fprintf(stderr, "  (skipped: liblmdb not found)\n");
+        jr_stop(&srv);
+        jr_free(&srv);
+        return;
+    }
 
     e = open_eng(store, srv.port, NULL, NULL);
     REQUIRE(e);
@@ -1543,6 +1555,58 @@ static void a_record_another_writer_wrote_reads(void) {
     jr_free(&srv);
 }
 
+/* The replay's request borrows the decoded record's method, url, headers and body, checked as the
+ * setters check them: a header that may not be sent (a line break in its value, written by another
+ * writer) keeps the record off the wire and is its final answer (the code courier_request_add_header
+ * gives); the same record with a plain header (and a body but no Content-Type) is sent. */
+static void a_replayed_record_is_checked_as_a_request(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    char host[64], text[1024];
+    snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
+    static const char id[] = "0000000000000001abcdef0123456789";
+    for (int bad = 1; bad >= 0; bad--) {
+        const char *store = th_tmpdir();
+        courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+        REQUIRE(e);
+        courier_engine_close(e);
+        snprintf(text, sizeof text,
+                 "{\"v\":1,\"id\":\"%s\",\"method\":\"POST\",\"url\":\"%s/checked/%d\",\"headers\":[[\"X-Note\",\"%s\"],"
+                 "[\"Idempotency-Key\",\"k-%d\"]],\"body_b64\":\"aGVsbG8=\",\"timeout_ms\":0,\"idempotency_key\":\"k-%d\","
+                 "\"policy\":\"manual\",\"ordered\":false,\"host\":\"%s\"}",
+                 id, host, bad, bad ? "a\\r\\nX-Injected: 1" : "fine", bad, bad, host);
+        int wrc = write_record(store, host, id, text);
+        CHECK(wrc != -2);
+        if (wrc != 0) {
+            fprintf(stderr, "  (skipped: liblmdb not found)\n");
+            break;
+        }
+        e = open_eng(store, srv.port, NULL, NULL);
+        REQUIRE(e);
+        evlog log;
+        ev_init(&log);
+        courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL);
+        CHECK_EQ(courier_frozen_resend(e, id, NULL), COURIER_OK);
+        int64_t end = th_now_ms() + 30000;
+        while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
+        CHECK_EQ(count_of(e), 0);
+        int code = 1;
+        CHECK_EQ(courier_frozen_last_outcome(&code, NULL, NULL, e, id, NULL), COURIER_OK);
+        CHECK_EQ(code, bad ? COURIER_E_INVALID_HEADER : COURIER_OK); /* as courier_request_add_header says */
+        courier_engine_close(e);
+        CHECK_EQ(ev_count(&log, bad ? COURIER_FROZEN_EVENT_RESENT_FAILED : COURIER_FROZEN_EVENT_RESENT_SUCCEEDED), 1);
+        pthread_mutex_destroy(&log.m);
+    }
+    jr_stop(&srv);
+    REQUIRE(jr_count(&srv) == 1); /* only the good one reached the server */
+    jr_hit h = jr_get(&srv, 0);
+    CHECK_STR(h.path, "/checked/0");
+    CHECK_STR(h.key, "k-0");
+    CHECK_STR(h.body, "hello");
+    jr_free(&srv);
+}
+
 TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(freezing_into_a_temporary_store_warns), T(empty_body_is_kept), T(never_policy_is_not_frozen), T(given_id_replaces_older),
            T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
@@ -1551,4 +1615,4 @@ TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(junk_over_the_last_pages_is_kept_aside), T(damaged_leaves_are_kept_aside), T(junk_anywhere_never_crashes),
            T(journal_cut_while_open_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
            T(batched_answers_remove_every_request), T(stored_request_reads_back_exactly),
-           T(a_record_another_writer_wrote_reads))
+           T(a_record_another_writer_wrote_reads), T(a_replayed_record_is_checked_as_a_request))
