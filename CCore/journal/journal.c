@@ -139,8 +139,7 @@ static int64_t turn(cr_journal *j) {
             o->next = oc;
             oc = o;
         }
-        free(unsent->text);
-        free(unsent);
+        cj_send_free(unsent);
         unsent = n;
     }
     pthread_mutex_lock(&j->lmu);
@@ -226,8 +225,7 @@ static int64_t turn(cr_journal *j) {
                 etail = &events;
                 while (sends) {
                     jsend *n = sends->next;
-                    free(sends->text);
-                    free(sends);
+                    cj_send_free(sends);
                     sends = n;
                 }
             }
@@ -299,7 +297,7 @@ static int64_t turn(cr_journal *j) {
     pthread_mutex_unlock(&j->mu);
     cj_events_deliver(j, events);
     j->ops->monitor_dispatch(j->e);
-    cj_ready_push(j, sends); /* nothing is claimed while closing: the next turn gives back the rest */
+    cj_ready_push(j, sends, !closing); /* nothing is claimed while closing: the next turn gives back the rest */
     if (!closing) cj_pump_ready(j);
 
     /* When to look again: the next due record, a probe, the poll. */
@@ -509,8 +507,7 @@ void cr_journal_close(courier_engine *e) {
     }
     while (j->ready_head) {
         jsend *n = j->ready_head->next;
-        free(j->ready_head->text);
-        free(j->ready_head);
+        cj_send_free(j->ready_head);
         j->ready_head = n;
     }
     cr_core(e)->journal = NULL;

@@ -278,9 +278,14 @@ typedef struct jsend {
     struct jsend *next;
     int explicit_; /* asked for by the app: sent even when the monitor says offline */
     jstate st;     /* as claimed */
-    char *text;    /* the request text, parsed when it is sent (off the journal's transaction) */
+    char *text;    /* the request text (copied in the transaction, decoded after its commit) */
     size_t tlen;
     uint64_t seq;
+    /* Decoded by the journal thread after the commit, before the record joins the ready queue
+     * (cj_send_decode), so the worker that sends it does not parse it: rc is cj_jreq_read's. */
+    int decoded;
+    int rc;
+    jreq q;
 } jsend;
 
 /* ==== the store: the seam between the journal and where its records live ========================
@@ -491,7 +496,11 @@ int cj_resend_one(cr_journal *j, cj_txn *txn, const char *id, int64_t now, jsend
 void cj_seqs_add(jseqs *l, uint64_t seq);
 long cj_linger_target(const cr_journal *j);
 void cj_pump_ready(cr_journal *j);
-void cj_ready_push(cr_journal *j, jsend *list);
+/* Decodes the claimed records of a committed turn (the journal thread, no lock held) and queues
+ * them to be sent; with pump, sends them as they are queued while slots are free. */
+void cj_ready_push(cr_journal *j, jsend *list, bool pump);
+/* Frees a claimed record that will not be sent (its text and what was decoded of it). */
+void cj_send_free(jsend *s);
 
 /* ---- policy.c: resend policies and the journal's decision lines ---------------------------------- */
 

@@ -1607,6 +1607,52 @@ static void a_replayed_record_is_checked_as_a_request(void) {
     jr_free(&srv);
 }
 
+/* A record whose text does not decode (parsed by the journal thread once its claim is committed)
+ * is never sent: the claim is given back as not tried, the record stays listed for the app to
+ * remove, and no resend event is given. */
+static void a_record_that_does_not_decode_is_set_aside(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    courier_engine_close(e);
+    char host[64], text[256];
+    snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
+    static const char id[] = "0000000000000001abcdef0123456789";
+    snprintf(text, sizeof text, "{\"v\":1,\"id\":\"%s\",\"method\":\"POST\",\"url\":\"%s/cut", id, host);
+    int wrc = write_record(store, host, id, text);
+    CHECK(wrc != -2);
+    if (wrc != 0) {
+        fprintf(stderr, "  (skipped: liblmdb not found)\n");
+        jr_stop(&srv);
+        jr_free(&srv);
+        return;
+    }
+    e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    evlog log;
+    ev_init(&log);
+    courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL);
+    CHECK_EQ(courier_frozen_resend(e, id, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(count_of(e), 1);
+    courier_frozen *f = NULL;
+    REQUIRE(courier_frozen_get(&f, e, id, NULL) == COURIER_OK);
+    courier_frozen_info info = {.size = sizeof info};
+    CHECK_EQ(courier_frozen_get_info(&info, f), COURIER_OK);
+    CHECK_EQ(info.last_code, COURIER_E_JOURNAL_CORRUPT);
+    CHECK_EQ(info.attempts, 0); /* claimed, then given back as not tried */
+    courier_frozen_free(f);
+    courier_engine_close(e);
+    CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_RESENT_SUCCEEDED) + ev_count(&log, COURIER_FROZEN_EVENT_RESENT_FAILED), 0);
+    pthread_mutex_destroy(&log.m);
+    jr_stop(&srv);
+    CHECK_EQ(jr_count(&srv), 0);
+    jr_free(&srv);
+}
+
 TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(freezing_into_a_temporary_store_warns), T(empty_body_is_kept), T(never_policy_is_not_frozen), T(given_id_replaces_older),
            T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
@@ -1615,4 +1661,5 @@ TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(junk_over_the_last_pages_is_kept_aside), T(damaged_leaves_are_kept_aside), T(junk_anywhere_never_crashes),
            T(journal_cut_while_open_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
            T(batched_answers_remove_every_request), T(stored_request_reads_back_exactly),
-           T(a_record_another_writer_wrote_reads), T(a_replayed_record_is_checked_as_a_request))
+           T(a_record_another_writer_wrote_reads), T(a_replayed_record_is_checked_as_a_request),
+           T(a_record_that_does_not_decode_is_set_aside))
