@@ -314,6 +314,10 @@ typedef struct cj_store_ops {
     /* A record: its state and (text, len: borrowed until the next operation) its request text. */
     int (*rec_get)(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char **text, size_t *len);
     int (*st_update)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st);
+    /* st_update that also gives the record's request text (text, len: borrowed until the next
+     * operation), for a claim. NULL: st_update, then rec_get. */
+    int (*st_update_text)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st,
+                          const char **text, size_t *len);
     /* Removes a record with its indexes; promotes the next of its host. */
     int (*rec_remove)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st);
     /* Removes a record whose state does not decode, by its number. */

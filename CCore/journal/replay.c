@@ -169,12 +169,16 @@ static int claim(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t n
     st->owner = j->me;
     st->attempts++;
     st->last_ms = now;
-    int rc = cj_st_update(j, txn, seq, &old, st);
-    if (rc) return rc;
     const char *ptext;
     size_t plen;
-    jstate again;
-    if ((rc = cj_rec_get(j, txn, seq, &again, &ptext, &plen))) return rc == MDB_NOTFOUND ? 0 : rc; /* removed meanwhile (Redis) */
+    int rc;
+    if (j->store->st_update_text) { /* the text read once, with the state it keeps */
+        if ((rc = j->store->st_update_text(j, txn, seq, &old, st, &ptext, &plen))) return rc;
+    } else {
+        if ((rc = cj_st_update(j, txn, seq, &old, st))) return rc;
+        jstate again;
+        if ((rc = cj_rec_get(j, txn, seq, &again, &ptext, &plen))) return rc == MDB_NOTFOUND ? 0 : rc; /* removed meanwhile (Redis) */
+    }
     jsend *s = calloc(1, sizeof *s);
     char *text = malloc(plen ? plen : 1);
     if (!s || !text) {
