@@ -60,6 +60,7 @@ static void freeze_free(cr_journal *j, jfreeze *f) {
 static void outcome_free(joutcome *o) {
     courier_response_free(o->resp);
     courier_frozen_free(o->snap);
+    cj_send_free(o->send);
     free(o);
 }
 

@@ -247,6 +247,7 @@ typedef struct joutcome {
     int not_sent; /* courier_send refused it: nothing reached the network */
     int verdict;  /* CJ_RP_HOLD or CJ_RP_DELETE: a resend policy's answer instead of a send (policy.c) */
     const char *why;
+    struct jsend *send; /* the claimed record it answers (its decoded request, lent to the send) */
 } joutcome;
 
 typedef struct jresend {
@@ -285,7 +286,8 @@ typedef struct jsend {
      * (cj_send_decode), so the worker that sends it does not parse it: rc is cj_jreq_read's. */
     int decoded;
     int rc;
-    jreq q;
+    jreq q;               /* what the snapshot did not take */
+    struct joutcome *o;   /* the answer's record, made with the parse (NULL: made when sent) */
 } jsend;
 
 /* ==== the store: the seam between the journal and where its records live ========================

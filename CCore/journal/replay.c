@@ -351,7 +351,11 @@ static void outcome_push(cr_journal *j, joutcome *o) {
 /* Sends one claimed record through the public send path (retry, cache, mapping apply unchanged).
  * j->wire already counts it. */
 static void send_one(cr_journal *j, jsend *s) {
-    joutcome *o = calloc(1, sizeof *o);
+    /* The answer's record was made with the parse, on the journal thread (cj_ready_push), which
+     * frees it with the claimed record once the answer is written: what the journal allocates it
+     * frees itself, so its frees do not take the worker's malloc arena from under the worker. */
+    joutcome *o = s->o ? s->o : calloc(1, sizeof *o);
+    s->o = NULL;
     if (!o) {
         /* The claim stays; its lease ends and it is sent again. */
         pthread_mutex_lock(&j->mu);
@@ -363,44 +367,38 @@ static void send_one(cr_journal *j, jsend *s) {
     o->journal = j;
     o->seq = s->seq;
     o->st = s->st;
+    o->send = s; /* freed with o (outcome_free) */
     int explicit_ = s->explicit_;
     courier_request *r = NULL;
-    jreq q;
-    int rc;
-    if (s->decoded) { /* by the journal thread (cj_ready_push): once, for the request and the snapshot */
-        rc = s->rc;
-        q = s->q;
-        memset(&s->q, 0, sizeof s->q);
-    } else {
-        rc = cj_jreq_read(s->text, s->tlen, &q);
+    if (!s->decoded) {
+        s->rc = cj_jreq_read(s->text, s->tlen, &s->q);
+        s->decoded = 1;
     }
+    int rc = s->rc; /* decoded once: for the request and the snapshot */
     /* A user resend policy is asked here, off the journal's transaction (policy.c). */
     int gate = rc == COURIER_OK && explicit_ != 2 ? cj_policy_gate(j, &s->st, NULL) : CJ_RP_SEND;
     bool ask = gate == CJ_RP_ASK || gate == CJ_RP_UNKNOWN; /* unknown: removed since the claim */
-    if (rc == COURIER_OK && (ask || atomic_load(&j->nlisteners) > 0)) {
-        /* The events carry a snapshot of the request; built only when someone listens. It takes
-         * the decoded request and the record's text (its JSON view is made from them when a
-         * listener first reads it); on failure q stays, and the send goes on without one. */
+    if (rc == COURIER_OK && !o->snap && (ask || atomic_load(&j->nlisteners) > 0)) {
+        /* Someone listens (or a policy is asked) and the parse made no snapshot (nobody listened
+         * then): made here. */
         bool bad = false;
-        o->snap = cj_snap_take(s->seq, &q, s->text, s->tlen, &s->st, &bad);
+        o->snap = cj_snap_take(s->seq, &s->q, s->text, s->tlen, &s->st, &bad);
         s->text = NULL;
     }
     /* The request borrows the decoded method, url, headers and body, wherever they are now (the
-     * snapshot's lives until the answer is recorded, after this send returned). */
-    if (rc == COURIER_OK) rc = cj_request_from(o->snap ? &o->snap->q : &q, &r);
+     * snapshot's, or the claimed record's: both live until the answer is recorded, after this send
+     * returned). */
+    if (rc == COURIER_OK) rc = cj_request_from(o->snap ? &o->snap->q : &s->q, &r);
     if (rc != COURIER_OK) {
         courier_frozen_free(o->snap); /* no request, no snapshot: as when nobody listens */
         o->snap = NULL;
         ask = false;
     }
-    free(s->text);
     jstate claimed = s->st;
-    free(s);
     if (ask && o->snap) {
         int verdict = cj_policy_ask(j, &claimed, o->snap, cj_jnow(j), &o->why);
         if (verdict != CJ_RP_SEND) {
             cj_request_release(r);
-            cj_jreq_clear(&q);
             o->verdict = verdict == CJ_RP_DELETE ? CJ_RP_DELETE : CJ_RP_HOLD;
             o->not_sent = 1;
             pthread_mutex_lock(&j->mu);
@@ -417,8 +415,7 @@ static void send_one(cr_journal *j, jsend *s) {
     if (rc == COURIER_OK) cj_policy_log_replay(j, &claimed, explicit_, rid);
     else if (rc == COURIER_E_JOURNAL_CORRUPT) cr_fail(&o->err, rc, "the stored request does not decode");
     else cr_fail(&o->err, rc, "the frozen request cannot be rebuilt");
-    cj_request_release(r); /* before what it borrows: q here, or the snapshot's (o's, kept) */
-    cj_jreq_clear(&q);
+    cj_request_release(r);
     if (rc != COURIER_OK) {
         o->code = rc;
         o->not_sent = 1;
@@ -454,6 +451,10 @@ void cj_send_free(jsend *s) {
     if (!s) return;
     cj_jreq_clear(&s->q);
     free(s->text);
+    if (s->o) {
+        courier_frozen_free(s->o->snap);
+        free(s->o);
+    }
     free(s);
 }
 
@@ -468,10 +469,20 @@ void cj_ready_push(cr_journal *j, jsend *list, bool pump) {
         jsend *head = list, *last = NULL;
         long n = 0;
         for (; list && n < 16; n++) {
-            list->rc = cj_jreq_read(list->text, list->tlen, &list->q);
-            list->decoded = 1;
-            last = list;
-            list = list->next;
+            jsend *s = list;
+            s->rc = cj_jreq_read(s->text, s->tlen, &s->q);
+            s->decoded = 1;
+            /* The answer's record and the events' snapshot are made here too (see send_one). */
+            s->o = calloc(1, sizeof *s->o);
+            int gate = s->rc == COURIER_OK && s->explicit_ != 2 ? cj_policy_gate(j, &s->st, NULL) : CJ_RP_SEND;
+            if (s->o && s->rc == COURIER_OK &&
+                (gate == CJ_RP_ASK || gate == CJ_RP_UNKNOWN || atomic_load(&j->nlisteners) > 0)) {
+                bool bad = false;
+                s->o->snap = cj_snap_take(s->seq, &s->q, s->text, s->tlen, &s->st, &bad);
+                s->text = NULL;
+            }
+            last = s;
+            list = s->next;
         }
         last->next = NULL;
         pthread_mutex_lock(&j->mu);
