@@ -511,6 +511,8 @@ void cr_journal_close(courier_engine *e) {
         cj_send_free(j->ready_head);
         j->ready_head = n;
     }
+    for (size_t i = 0; i < j->nspent; i++) courier_response_free(j->spent[i]); /* no replay on the wire took them */
+    free(j->spent);
     cr_core(e)->journal = NULL;
     journal_free(j);
 }

@@ -382,6 +382,8 @@ struct cr_journal {
     long wire;            /* replays sent and not yet answered (at most `concurrency`) */
     long ahead;           /* claims kept ahead of the wire (journal thread writes, mu) */
     struct jsend *ready_head, *ready_tail; /* claimed, not yet sent */
+    courier_response **spent; /* the events' responses, for the worker to free (cj_responses_spent) */
+    size_t nspent, capspent;
     long nready;
     uint64_t turns;       /* loop turns completed */
     int idle;             /* the last turn found nothing to do now */
@@ -482,6 +484,11 @@ void cj_request_release(courier_request *r);
 jevent *cj_event_new(int kind, courier_frozen *snap, uint64_t request_id, int code);
 void cj_events_push(jevent ***tail, jevent *ev);
 void cj_events_deliver(cr_journal *j, jevent *list);
+/* Responses the journal thread is done with (v borrowed; the responses taken): while replays are
+ * on the wire, handed to the worker, which frees them after its next replay's completion (a free
+ * into another thread's malloc arena takes that arena's lock from under its thread); else freed
+ * here. */
+void cj_responses_spent(cr_journal *j, courier_response **v, size_t n);
 
 /* ---- replay.c ----------------------------------------------------------------------------------- */
 

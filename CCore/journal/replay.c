@@ -348,6 +348,22 @@ static void outcome_push(cr_journal *j, joutcome *o) {
     pthread_mutex_unlock(&j->mu);
 }
 
+/* A replay that will not be sent leaves the wire; the events' responses waiting for a completion
+ * are freed then (a completion may no longer come to take them). */
+static void off_wire(cr_journal *j) {
+    pthread_mutex_lock(&j->mu);
+    j->wire--;
+    courier_response **spent = j->wire == 0 ? j->spent : NULL;
+    size_t nspent = spent ? j->nspent : 0;
+    if (spent) {
+        j->spent = NULL;
+        j->nspent = j->capspent = 0;
+    }
+    pthread_mutex_unlock(&j->mu);
+    for (size_t i = 0; i < nspent; i++) courier_response_free(spent[i]);
+    free(spent);
+}
+
 /* Sends one claimed record through the public send path (retry, cache, mapping apply unchanged).
  * j->wire already counts it. */
 static void send_one(cr_journal *j, jsend *s) {
@@ -358,9 +374,7 @@ static void send_one(cr_journal *j, jsend *s) {
     s->o = NULL;
     if (!o) {
         /* The claim stays; its lease ends and it is sent again. */
-        pthread_mutex_lock(&j->mu);
-        j->wire--;
-        pthread_mutex_unlock(&j->mu);
+        off_wire(j);
         cj_send_free(s);
         return;
     }
@@ -401,9 +415,7 @@ static void send_one(cr_journal *j, jsend *s) {
             cj_request_release(r);
             o->verdict = verdict == CJ_RP_DELETE ? CJ_RP_DELETE : CJ_RP_HOLD;
             o->not_sent = 1;
-            pthread_mutex_lock(&j->mu);
-            j->wire--;
-            pthread_mutex_unlock(&j->mu);
+            off_wire(j);
             outcome_push(j, o);
             return;
         }
@@ -419,9 +431,7 @@ static void send_one(cr_journal *j, jsend *s) {
     if (rc != COURIER_OK) {
         o->code = rc;
         o->not_sent = 1;
-        pthread_mutex_lock(&j->mu);
-        j->wire--;
-        pthread_mutex_unlock(&j->mu);
+        off_wire(j);
         outcome_push(j, o);
     }
 }
@@ -495,6 +505,32 @@ void cj_ready_push(cr_journal *j, jsend *list, bool pump) {
     }
 }
 
+void cj_responses_spent(cr_journal *j, courier_response **v, size_t n) {
+    if (!n) return;
+    bool handed = false;
+    pthread_mutex_lock(&j->mu);
+    /* A replay on the wire completes later (replay_done), and takes the list then. */
+    if (j->wire > 0) {
+        if (j->nspent + n > j->capspent) {
+            size_t cap = j->capspent ? j->capspent : 64;
+            while (cap < j->nspent + n) cap *= 2;
+            courier_response **p = realloc(j->spent, cap * sizeof *p);
+            if (p) {
+                j->spent = p;
+                j->capspent = cap;
+            }
+        }
+        if (j->nspent + n <= j->capspent) {
+            memcpy(j->spent + j->nspent, v, n * sizeof *v);
+            j->nspent += n;
+            handed = true;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    if (!handed)
+        for (size_t i = 0; i < n; i++) courier_response_free(v[i]);
+}
+
 static void replay_done(uint64_t request_id, int code, courier_response *resp, const courier_error *err, void *user) {
     joutcome *o = user;
     cr_journal *j = o->journal;
@@ -512,6 +548,14 @@ static void replay_done(uint64_t request_id, int code, courier_response *resp, c
     /* The journal thread is woken by the first answer (it may be waiting for work), and then only
      * when enough answers for one commit are queued or the claimed records run low (see linger). */
     if (++j->noc == 1 || j->noc >= cj_linger_target(j) || j->nready < j->concurrency) pthread_cond_signal(&j->cv);
+    courier_response **spent = j->spent;
+    size_t nspent = j->nspent;
+    j->spent = NULL;
+    j->nspent = j->capspent = 0;
     pthread_mutex_unlock(&j->mu);
     cj_pump_ready(j);
+    /* The events' responses the journal thread handed back (cj_responses_spent), after the next
+     * send went out. */
+    for (size_t i = 0; i < nspent; i++) courier_response_free(spent[i]);
+    free(spent);
 }
