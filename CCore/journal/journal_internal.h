@@ -53,7 +53,11 @@
  * the next replays and the expired records it removes, commits (synced: a group commit), and only
  * then answers the frozen sends and delivers the events. Claimed requests wait in a ready queue;
  * at most `concurrency` are on the wire, sent through the public courier_send, and each replay's
- * completion sends the next at once. No transaction is held across a callback.
+ * completion sends the next at once. No transaction is held across a callback. A claimed record
+ * is parsed by the journal thread once its claim is committed (cj_ready_push), not by the worker
+ * that sends it; what the journal thread allocates for a replay it frees itself (with the answer),
+ * and the events' responses, which the worker made, go back to the worker to be freed
+ * (cj_responses_spent): a free into another thread's malloc arena takes its lock.
  *
  * Claims. A record is claimed in a write transaction (so one process or engine sends it) with a
  * lease: the claimer's identity (pid, process start time, boot id, engine nonce) and an end time.
