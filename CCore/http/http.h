@@ -334,6 +334,18 @@ typedef struct cr_transfer {
     } wire;
 } cr_transfer;
 
+/* request.c: a request whose method, target, headers and body are borrowed from the caller (the
+ * journal's decoded record, sent again: docs/DESIGN.md, "Where replay's time goes"), checked as
+ * courier_request_new, _add_header and _set_body check them (the body's type: the first
+ * Content-Type header, else application/octet-stream), with the engine's default parameters off.
+ * The other setters work on it as on any request. The borrowed parts must outlive it; it is freed
+ * with cr_request_free_borrowed (never courier_request_free), which leaves them alone. *out new.
+ * COURIER_OK, COURIER_E_INVALID_ARGUMENT (a method that is not a token), COURIER_E_INVALID_HEADER or
+ * _INVALID_ENCODING (a header that may not be sent, as courier_request_add_header says) or
+ * COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_request_borrow(courier_request **out, const char *method, const char *target, const cr_kvlist *headers,
+                                const char *body, size_t body_len, int has_body);
+CR_HIDDEN void cr_request_free_borrowed(courier_request *r);
 /* request.c: COURIER_OK for a valid retry rule (counts and delays not negative, base <= max), else
  * COURIER_E_INVALID_ARGUMENT. */
 CR_HIDDEN int cr_retry_check(int max_retries, long base_ms, long max_ms);

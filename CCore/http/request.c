@@ -245,6 +245,41 @@ void courier_request_free(courier_request *r) {
     free(r);
 }
 
+int cr_request_borrow(courier_request **out, const char *method, const char *target, const cr_kvlist *headers,
+                      const char *body, size_t body_len, int has_body) {
+    *out = NULL;
+    if (!method || !target || !headers || !cr_is_token(method, strlen(method)) || (has_body && !body && body_len))
+        return COURIER_E_INVALID_ARGUMENT;
+    const char *ctype = NULL;
+    for (size_t i = 0; i < headers->count; i++) {
+        const cr_kv *kv = &headers->items[i];
+        int rc = cr_check_header(kv->name, strlen(kv->name), kv->value, strlen(kv->value));
+        if (rc) return rc;
+        if (!ctype && strcasecmp(kv->name, "Content-Type") == 0) ctype = kv->value;
+    }
+    courier_request *r = calloc(1, sizeof *r);
+    if (!r) return COURIER_E_NO_MEMORY;
+    r->body_encoding = -1;
+    r->method = (char *)method;
+    r->target = (char *)target;
+    r->headers = *headers;
+    if (has_body) {
+        r->body = (char *)(body ? body : "");
+        r->body_len = body_len;
+        r->has_body = 1;
+        r->content_type = (char *)(ctype ? ctype : "application/octet-stream");
+    }
+    *out = r;
+    return COURIER_OK;
+}
+
+void cr_request_free_borrowed(courier_request *r) {
+    if (!r) return;
+    r->method = r->target = r->body = r->content_type = NULL;
+    memset(&r->headers, 0, sizeof r->headers);
+    courier_request_free(r);
+}
+
 int courier_request_set_base_url(courier_request *r, const char *base_url) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     if (base_url && !cr_url_valid(base_url)) return COURIER_E_INVALID_URL;

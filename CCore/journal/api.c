@@ -197,7 +197,7 @@ static courier_frozen *snap_bad(uint64_t seq, const jstate *st, bool state_ok, c
     f->host = state_ok ? cr_strndup(st->host, st->host_len) : cr_strdup("");
     f->q.idem = cr_strdup("");
     json_t *o = json_pack("{s:i,s:s,s:b,s:I}", "v", 1, "id", f->q.id ? f->q.id : "", "corrupt", 1, "seq", (json_int_t)seq);
-    f->json = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    atomic_init(&f->json, o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL);
     json_decref(o);
     f->info.size = sizeof f->info;
     f->info.last_code = COURIER_E_JOURNAL_CORRUPT;
@@ -207,7 +207,7 @@ static courier_frozen *snap_bad(uint64_t seq, const jstate *st, bool state_ok, c
         f->info.expires_ms = st->expires_ms;
         f->info.attempts = (int)st->attempts;
     }
-    if (!f->q.id || !f->q.method || !f->q.url || !f->host || !f->q.idem || !f->json) {
+    if (!f->q.id || !f->q.method || !f->q.url || !f->host || !f->q.idem || !atomic_load(&f->json)) {
         courier_frozen_free(f);
         return NULL;
     }
@@ -404,7 +404,7 @@ const char *courier_frozen_method(const courier_frozen *f) { return f ? f->q.met
 const char *courier_frozen_url(const courier_frozen *f) { return f ? f->q.url : NULL; }
 const char *courier_frozen_host(const courier_frozen *f) { return f ? f->host : NULL; }
 const char *courier_frozen_idempotency_key(const courier_frozen *f) { return f ? f->q.idem : NULL; }
-const char *courier_frozen_json(const courier_frozen *f) { return f ? f->json : NULL; }
+const char *courier_frozen_json(const courier_frozen *f) { return f ? cj_snap_json(f) : NULL; }
 
 const uint8_t *courier_frozen_body(const courier_frozen *f, size_t *len) {
     if (len) *len = f && f->q.has_body ? f->q.body_len : 0;

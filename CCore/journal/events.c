@@ -25,8 +25,11 @@ void cj_events_push(jevent ***tail, jevent *ev) {
     *tail = &ev->next;
 }
 
-/* Delivers events in order to every listener, then frees them. */
+/* Delivers events in order to every listener, then frees them. Their responses, which the worker
+ * made, go back to it to be freed (cj_responses_spent). */
 void cj_events_deliver(cr_journal *j, jevent *list) {
+    courier_response *small[64], **spent = small;
+    size_t nspent = 0, capspent = sizeof small / sizeof small[0];
     while (list) {
         jevent *ev = list;
         list = ev->next;
@@ -49,9 +52,14 @@ void cj_events_deliver(cr_journal *j, jevent *list) {
         }
         free(cbs);
         courier_frozen_free(ev->snap);
-        courier_response_free(ev->resp);
+        if (ev->resp && nspent == capspent) { /* more than fit: the rest in turns of this size */
+            cj_responses_spent(j, spent, nspent);
+            nspent = 0;
+        }
+        if (ev->resp) spent[nspent++] = ev->resp;
         free(ev);
     }
+    cj_responses_spent(j, spent, nspent);
 }
 
 int courier_frozen_add_listener(uint64_t *out_token, courier_engine *e, courier_frozen_event_fn fn,

@@ -53,7 +53,11 @@
  * the next replays and the expired records it removes, commits (synced: a group commit), and only
  * then answers the frozen sends and delivers the events. Claimed requests wait in a ready queue;
  * at most `concurrency` are on the wire, sent through the public courier_send, and each replay's
- * completion sends the next at once. No transaction is held across a callback.
+ * completion sends the next at once. No transaction is held across a callback. A claimed record
+ * is parsed by the journal thread once its claim is committed (cj_ready_push), not by the worker
+ * that sends it; what the journal thread allocates for a replay it frees itself (with the answer),
+ * and the events' responses, which the worker made, go back to the worker to be freed
+ * (cj_responses_spent): a free into another thread's malloc arena takes its lock.
  *
  * Claims. A record is claimed in a write transaction (so one process or engine sends it) with a
  * lease: the claimer's identity (pid, process start time, boot id, engine nonce) and an end time.
@@ -203,7 +207,9 @@ struct courier_frozen {
     uint64_t seq;
     jreq q;      /* the decoded request (id, method, url, headers, body, idempotency key...) */
     char *host;  /* from the record's state */
-    char *json;  /* the stored text with the replay state spliced in */
+    char *text;  /* the stored text (owned), from which json is made when first read */
+    size_t tlen;
+    _Atomic(char *) json; /* the stored text with the replay state spliced in (cj_snap_json) */
     courier_frozen_info info;
 };
 
@@ -245,6 +251,7 @@ typedef struct joutcome {
     int not_sent; /* courier_send refused it: nothing reached the network */
     int verdict;  /* CJ_RP_HOLD or CJ_RP_DELETE: a resend policy's answer instead of a send (policy.c) */
     const char *why;
+    struct jsend *send; /* the claimed record it answers (its decoded request, lent to the send) */
 } joutcome;
 
 typedef struct jresend {
@@ -276,9 +283,15 @@ typedef struct jsend {
     struct jsend *next;
     int explicit_; /* asked for by the app: sent even when the monitor says offline */
     jstate st;     /* as claimed */
-    char *text;    /* the request text, parsed when it is sent (off the journal's transaction) */
+    char *text;    /* the request text (copied in the transaction, decoded after its commit) */
     size_t tlen;
     uint64_t seq;
+    /* Decoded by the journal thread after the commit, before the record joins the ready queue
+     * (cj_send_decode), so the worker that sends it does not parse it: rc is cj_jreq_read's. */
+    int decoded;
+    int rc;
+    jreq q;               /* what the snapshot did not take */
+    struct joutcome *o;   /* the answer's record, made with the parse (NULL: made when sent) */
 } jsend;
 
 /* ==== the store: the seam between the journal and where its records live ========================
@@ -307,6 +320,10 @@ typedef struct cj_store_ops {
     /* A record: its state and (text, len: borrowed until the next operation) its request text. */
     int (*rec_get)(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char **text, size_t *len);
     int (*st_update)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st);
+    /* st_update that also gives the record's request text (text, len: borrowed until the next
+     * operation), for a claim. NULL: st_update, then rec_get. */
+    int (*st_update_text)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st,
+                          const char **text, size_t *len);
     /* Removes a record with its indexes; promotes the next of its host. */
     int (*rec_remove)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st);
     /* Removes a record whose state does not decode, by its number. */
@@ -369,6 +386,8 @@ struct cr_journal {
     long wire;            /* replays sent and not yet answered (at most `concurrency`) */
     long ahead;           /* claims kept ahead of the wire (journal thread writes, mu) */
     struct jsend *ready_head, *ready_tail; /* claimed, not yet sent */
+    courier_response **spent; /* the events' responses, for the worker to free (cj_responses_spent) */
+    size_t nspent, capspent;
     long nready;
     uint64_t turns;       /* loop turns completed */
     int idle;             /* the last turn found nothing to do now */
@@ -446,6 +465,11 @@ int cj_jreq_read(const char *text, size_t len, jreq *q);
 /* A snapshot of a decoded request (*q is taken whole and left cleared), its stored text (the JSON
  * view) and its state. NULL on a bad record or no memory (*bad says which). */
 courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad);
+/* The same, taking text (new: malloc'd; freed here on failure) instead of copying it; on failure
+ * *q is left as it was (the caller's to clear). */
+courier_frozen *cj_snap_take(uint64_t seq, jreq *q, char *text, size_t len, const jstate *st, bool *bad);
+/* The snapshot's JSON view, made when first read (any thread); NULL without memory. */
+const char *cj_snap_json(const courier_frozen *f);
 /* The same from the stored text. */
 courier_frozen *cj_snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad);
 courier_frozen *cj_snap_retain(courier_frozen *f);
@@ -453,14 +477,22 @@ courier_frozen *cj_snap_retain(courier_frozen *f);
  * cj_apply_freeze). *out new (free). COURIER_OK or COURIER_E_NO_MEMORY. */
 int cj_payload_of(const cr_transfer *t, const char *idem, int64_t created, int64_t expires, const char *host,
                   char **out);
-/* Rebuilds the request of a decoded record. *out new. COURIER_E_JOURNAL_CORRUPT when it is not one. */
+/* The request of a decoded record: it borrows q's method, url, headers and body (q must outlive
+ * it). *out new (cj_request_release, before q is cleared). COURIER_E_JOURNAL_CORRUPT when it is
+ * not one. */
 int cj_request_from(const jreq *q, courier_request **out);
+void cj_request_release(courier_request *r);
 
 /* ---- events.c ----------------------------------------------------------------------------------- */
 
 jevent *cj_event_new(int kind, courier_frozen *snap, uint64_t request_id, int code);
 void cj_events_push(jevent ***tail, jevent *ev);
 void cj_events_deliver(cr_journal *j, jevent *list);
+/* Responses the journal thread is done with (v borrowed; the responses taken): while replays are
+ * on the wire, handed to the worker, which frees them after its next replay's completion (a free
+ * into another thread's malloc arena takes that arena's lock from under its thread); else freed
+ * here. */
+void cj_responses_spent(cr_journal *j, courier_response **v, size_t n);
 
 /* ---- replay.c ----------------------------------------------------------------------------------- */
 
@@ -481,7 +513,11 @@ int cj_resend_one(cr_journal *j, cj_txn *txn, const char *id, int64_t now, jsend
 void cj_seqs_add(jseqs *l, uint64_t seq);
 long cj_linger_target(const cr_journal *j);
 void cj_pump_ready(cr_journal *j);
-void cj_ready_push(cr_journal *j, jsend *list);
+/* Decodes the claimed records of a committed turn (the journal thread, no lock held) and queues
+ * them to be sent; with pump, sends them as they are queued while slots are free. */
+void cj_ready_push(cr_journal *j, jsend *list, bool pump);
+/* Frees a claimed record that will not be sent (its text and what was decoded of it). */
+void cj_send_free(jsend *s);
 
 /* ---- policy.c: resend policies and the journal's decision lines ---------------------------------- */
 

@@ -1,9 +1,9 @@
 /*
  * record.c — the stored request: one table of its fields drives writing its JSON text (through
  * the one JSON writer, json.c's cr_json_put_*), reading it (through the JSON tape), the snapshots
- * handed to callers (which keep the decoded request whole) and rebuilding the request for a
- * replay. A field is added in three places: jreq (journal_internal.h), its row below, and
- * jreq_of_transfer (what the worker keeps of a transfer).
+ * handed to callers (which keep the decoded request whole) and the request of a replay (which
+ * borrows the decoded method, url, headers and body). A field is added in three places: jreq
+ * (journal_internal.h), its row below, and jreq_of_transfer (what the worker keeps of a transfer).
  */
 #include "journal/journal_internal.h"
 
@@ -87,21 +87,6 @@ typedef struct jfield {
 
 /* ---- rebuilding the request: one setter per field ------------------------------------------- */
 
-static int apply_headers(courier_request *r, const jreq *q) {
-    int rc = COURIER_OK;
-    for (size_t i = 0; rc == COURIER_OK && i < q->headers.count; i++)
-        rc = courier_request_add_header(r, q->headers.items[i].name, q->headers.items[i].value);
-    return rc;
-}
-
-static int apply_body(courier_request *r, const jreq *q) {
-    if (!q->has_body) return COURIER_OK;
-    const char *ctype = NULL; /* the first Content-Type, as the headers were added */
-    for (size_t i = 0; !ctype && i < q->headers.count; i++)
-        if (strcasecmp(q->headers.items[i].name, "Content-Type") == 0) ctype = q->headers.items[i].value;
-    return courier_request_set_body(r, q->body, q->body_len, ctype);
-}
-
 static int apply_timeout(courier_request *r, const jreq *q) {
     return q->timeout_ms > 0 ? courier_request_set_timeout_ms(r, (long)q->timeout_ms) : COURIER_OK;
 }
@@ -171,8 +156,9 @@ static const jfield fields[] = {
     {JKEY("id"), JK_STR, JW_OPENING, JQ(id), J_NO_FLAG, NULL, 0, NULL},
     {JKEY("method"), JK_STR, JW_ALWAYS, JQ(method), J_NO_FLAG, NULL, 0, NULL},
     {JKEY("url"), JK_STR, JW_ALWAYS, JQ(url), J_NO_FLAG, NULL, 0, NULL},
-    {JKEY("headers"), JK_HEADERS, JW_ALWAYS, JQ(headers), JQ(has_headers), NULL, 0, apply_headers},
-    {JKEY("body_b64"), JK_BODY, JW_IF_SET, JQ(body), JQ(has_body), NULL, 0, apply_body},
+    /* The method, url, headers and body are lent to the request (cj_request_from), not set on it. */
+    {JKEY("headers"), JK_HEADERS, JW_ALWAYS, JQ(headers), JQ(has_headers), NULL, 0, NULL},
+    {JKEY("body_b64"), JK_BODY, JW_IF_SET, JQ(body), JQ(has_body), NULL, 0, NULL},
     {JKEY("timeout_ms"), JK_INT, JW_ALWAYS, JQ(timeout_ms), J_NO_FLAG, NULL, 0, apply_timeout},
     {JKEY("idempotency_key"), JK_STR, JW_ALWAYS, JQ(idem), J_NO_FLAG, NULL, 0, NULL},
     {JKEY("created_ms"), JK_INT, JW_ALWAYS, JQ(created_ms), J_NO_FLAG, NULL, 0, NULL},
@@ -502,7 +488,7 @@ int cj_jreq_read(const char *text, size_t len, jreq *q) {
     o.max_bytes = INT64_MAX;
     o.flags = COURIER_JSON_ALLOW_DUPLICATE_KEYS;
     courier_json_tape *tape = NULL;
-    int rc = courier_json_tape_parse(&tape, text, len, &o, NULL);
+    int rc = cr_json_tape_parse_small(&tape, text, len, &o, NULL); /* a record: ~50 entries */
     if (rc) return rc == COURIER_E_NO_MEMORY ? rc : COURIER_E_JOURNAL_CORRUPT;
     jtape t = {courier_json_tape_entries(tape, NULL), (const char *)courier_json_tape_text(tape)};
     rc = t.e[0].type == COURIER_JSON_OBJECT ? get_fields(&t, 0, fields, sizeof fields / sizeof fields[0], q, q)
@@ -518,26 +504,78 @@ void courier_frozen_free(courier_frozen *f) {
     if (!f || atomic_fetch_sub(&f->refs, 1) != 1) return;
     cj_jreq_clear(&f->q);
     free(f->host);
-    free(f->json);
+    free(atomic_load(&f->json));
+    free(f->text);
     free(f);
 }
 
-courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad) {
+/* The JSON view: the stored request text with the replay state spliced in as text, in place of
+ * the closing brace. NULL without memory. */
+static char *snap_json(const char *text, size_t len, const courier_frozen_info *in) {
+    size_t end = len;
+    while (end && text[end - 1] != '}') end--;
+    if (end == 0) return NULL;
+    char state[256];
+    size_t sl = 0;
+#define LIT(s) (memcpy(state + sl, s, sizeof s - 1), sl += sizeof s - 1)
+    LIT(",\"state\":{\"attempts\":");
+    sl += cr_json_format_int(state + sl, (int64_t)(uint32_t)in->attempts);
+    LIT(",\"next_attempt_ms\":");
+    sl += cr_json_format_int(state + sl, in->next_attempt_ms);
+    LIT(",\"last_attempt_ms\":");
+    sl += cr_json_format_int(state + sl, in->last_attempt_ms);
+    if (in->claimed) LIT(",\"claimed\":true");
+    else LIT(",\"claimed\":false");
+    LIT(",\"last_code\":");
+    sl += cr_json_format_int(state + sl, in->last_code);
+    LIT(",\"last_status\":");
+    sl += cr_json_format_int(state + sl, in->last_status);
+    LIT("}}");
+#undef LIT
+    char *json = malloc(end - 1 + sl + 1);
+    if (!json) return NULL;
+    memcpy(json, text, end - 1);
+    memcpy(json + end - 1, state, sl);
+    json[end - 1 + sl] = '\0';
+    return json;
+}
+
+/* courier_frozen_json: made when first read (most events' listeners never read it: it cost a
+ * copy of the record and a snprintf per replay; docs/DESIGN.md, "Where replay's time goes"). Any
+ * thread: two first readers may both make it; one keeps its copy, the other frees its own. */
+const char *cj_snap_json(const courier_frozen *cf) {
+    courier_frozen *f = (courier_frozen *)cf; /* the view is made once; nothing a reader sees changes */
+    char *json = atomic_load(&f->json);
+    if (json || !f->text) return json;
+    char *made = snap_json(f->text, f->tlen, &f->info);
+    if (!made) return NULL;
+    char *expected = NULL;
+    if (!atomic_compare_exchange_strong(&f->json, &expected, made)) {
+        free(made);
+        return expected;
+    }
+    return made;
+}
+
+courier_frozen *cj_snap_take(uint64_t seq, jreq *q, char *text, size_t len, const jstate *st, bool *bad) {
     *bad = false;
     if (!q->method || !q->url || !q->id || !q->has_v) {
         *bad = true;
-        cj_jreq_clear(q);
+        free(text);
         return NULL;
     }
     courier_frozen *f = calloc(1, sizeof *f);
     if (!f) {
-        cj_jreq_clear(q);
+        free(text);
         return NULL;
     }
     atomic_init(&f->refs, 1);
+    atomic_init(&f->json, NULL);
     f->seq = seq;
     f->q = *q; /* taken whole */
     memset(q, 0, sizeof *q);
+    f->text = text;
+    f->tlen = len;
     if (!f->q.idem) f->q.idem = cr_strdup("");
     f->host = cr_strndup(st->host, st->host_len);
     if (!f->q.idem || !f->host) goto fail;
@@ -554,22 +592,26 @@ courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len
     in->expires_ms = st->expires_ms;
     in->next_attempt_ms = st->next_ms;
     in->last_attempt_ms = st->last_ms;
-    /* The JSON view: the stored request text plus the replay state, spliced in as text. */
-    size_t end = len;
-    while (end && text[end - 1] != '}') end--;
-    char state[256];
-    int sl = snprintf(state, sizeof state,
-                      ",\"state\":{\"attempts\":%u,\"next_attempt_ms\":%lld,\"last_attempt_ms\":%lld,\"claimed\":%s,"
-                      "\"last_code\":%d,\"last_status\":%d}}",
-                      st->attempts, (long long)st->next_ms, (long long)st->last_ms, st->claim_ms ? "true" : "false",
-                      (int)st->last_code, (int)st->last_status);
-    if (end == 0 || !(f->json = malloc(end + (size_t)sl + 1))) goto fail;
-    memcpy(f->json, text, end - 1);
-    memcpy(f->json + end - 1, state, (size_t)sl + 1);
+    /* A text that parsed as an object ends with its '}': the view can always be made from it. */
     return f;
 fail:
+    *q = f->q; /* given back: the caller's still */
+    memset(&f->q, 0, sizeof f->q);
     courier_frozen_free(f);
     return NULL;
+}
+
+courier_frozen *cj_snap_from(uint64_t seq, jreq *q, const char *text, size_t len, const jstate *st, bool *bad) {
+    char *copy = malloc(len ? len : 1);
+    if (!copy) {
+        *bad = false;
+        cj_jreq_clear(q);
+        return NULL;
+    }
+    memcpy(copy, text, len);
+    courier_frozen *f = cj_snap_take(seq, q, copy, len, st, bad);
+    if (!f) cj_jreq_clear(q);
+    return f;
 }
 
 courier_frozen *cj_snap_make(uint64_t seq, const char *text, size_t len, const jstate *st, bool *bad) {
@@ -591,17 +633,20 @@ courier_frozen *cj_snap_retain(courier_frozen *f) {
 
 int cj_request_from(const jreq *q, courier_request **out) {
     if (!q->method || !q->url || !q->has_headers) return COURIER_E_JOURNAL_CORRUPT;
+    /* The decoded method, url, headers and body are lent, not copied (then copied again by the
+     * send's prepare, and both freed): http/request.c checks them as the setters would. */
     courier_request *r = NULL;
-    int rc = courier_request_new(&r, q->method, q->url);
+    int rc = cr_request_borrow(&r, q->method, q->url, &q->headers, q->body, q->body_len, q->has_body);
     if (rc) return rc;
-    courier_request_set_use_default_params(r, 0);
     for (size_t i = 0; rc == COURIER_OK && i < sizeof fields / sizeof fields[0]; i++)
         if (fields[i].apply) rc = fields[i].apply(r, q);
     /* The frozen request's own settings never freeze it again: the journal keeps it. */
     if (rc) {
-        courier_request_free(r);
+        cr_request_free_borrowed(r);
         return rc;
     }
     *out = r;
     return COURIER_OK;
 }
+
+void cj_request_release(courier_request *r) { cr_request_free_borrowed(r); }

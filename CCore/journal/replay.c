@@ -169,12 +169,16 @@ static int claim(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t n
     st->owner = j->me;
     st->attempts++;
     st->last_ms = now;
-    int rc = cj_st_update(j, txn, seq, &old, st);
-    if (rc) return rc;
     const char *ptext;
     size_t plen;
-    jstate again;
-    if ((rc = cj_rec_get(j, txn, seq, &again, &ptext, &plen))) return rc == MDB_NOTFOUND ? 0 : rc; /* removed meanwhile (Redis) */
+    int rc;
+    if (j->store->st_update_text) { /* the text read once, with the state it keeps */
+        if ((rc = j->store->st_update_text(j, txn, seq, &old, st, &ptext, &plen))) return rc;
+    } else {
+        if ((rc = cj_st_update(j, txn, seq, &old, st))) return rc;
+        jstate again;
+        if ((rc = cj_rec_get(j, txn, seq, &again, &ptext, &plen))) return rc == MDB_NOTFOUND ? 0 : rc; /* removed meanwhile (Redis) */
+    }
     jsend *s = calloc(1, sizeof *s);
     char *text = malloc(plen ? plen : 1);
     if (!s || !text) {
@@ -344,48 +348,74 @@ static void outcome_push(cr_journal *j, joutcome *o) {
     pthread_mutex_unlock(&j->mu);
 }
 
+/* A replay that will not be sent leaves the wire; the events' responses waiting for a completion
+ * are freed then (a completion may no longer come to take them). */
+static void off_wire(cr_journal *j) {
+    pthread_mutex_lock(&j->mu);
+    j->wire--;
+    courier_response **spent = j->wire == 0 ? j->spent : NULL;
+    size_t nspent = spent ? j->nspent : 0;
+    if (spent) {
+        j->spent = NULL;
+        j->nspent = j->capspent = 0;
+    }
+    pthread_mutex_unlock(&j->mu);
+    for (size_t i = 0; i < nspent; i++) courier_response_free(spent[i]);
+    free(spent);
+}
+
 /* Sends one claimed record through the public send path (retry, cache, mapping apply unchanged).
  * j->wire already counts it. */
 static void send_one(cr_journal *j, jsend *s) {
-    joutcome *o = calloc(1, sizeof *o);
+    /* The answer's record was made with the parse, on the journal thread (cj_ready_push), which
+     * frees it with the claimed record once the answer is written: what the journal allocates it
+     * frees itself, so its frees do not take the worker's malloc arena from under the worker. */
+    joutcome *o = s->o ? s->o : calloc(1, sizeof *o);
+    s->o = NULL;
     if (!o) {
         /* The claim stays; its lease ends and it is sent again. */
-        pthread_mutex_lock(&j->mu);
-        j->wire--;
-        pthread_mutex_unlock(&j->mu);
-        free(s->text);
-        free(s);
+        off_wire(j);
+        cj_send_free(s);
         return;
     }
     o->journal = j;
     o->seq = s->seq;
     o->st = s->st;
+    o->send = s; /* freed with o (outcome_free) */
     int explicit_ = s->explicit_;
     courier_request *r = NULL;
-    jreq q;
-    int rc = cj_jreq_read(s->text, s->tlen, &q); /* decoded once: for the request and the snapshot */
-    if (rc == COURIER_OK) rc = cj_request_from(&q, &r);
+    if (!s->decoded) {
+        s->rc = cj_jreq_read(s->text, s->tlen, &s->q);
+        s->decoded = 1;
+    }
+    int rc = s->rc; /* decoded once: for the request and the snapshot */
     /* A user resend policy is asked here, off the journal's transaction (policy.c). */
     int gate = rc == COURIER_OK && explicit_ != 2 ? cj_policy_gate(j, &s->st, NULL) : CJ_RP_SEND;
     bool ask = gate == CJ_RP_ASK || gate == CJ_RP_UNKNOWN; /* unknown: removed since the claim */
-    if (rc == COURIER_OK && (ask || atomic_load(&j->nlisteners) > 0)) {
-        /* The events carry a snapshot of the request; built only when someone listens. */
+    if (rc == COURIER_OK && !o->snap && (ask || atomic_load(&j->nlisteners) > 0)) {
+        /* Someone listens (or a policy is asked) and the parse made no snapshot (nobody listened
+         * then): made here. */
         bool bad = false;
-        o->snap = cj_snap_from(s->seq, &q, s->text, s->tlen, &s->st, &bad);
+        o->snap = cj_snap_take(s->seq, &s->q, s->text, s->tlen, &s->st, &bad);
+        s->text = NULL;
     }
-    cj_jreq_clear(&q);
-    free(s->text);
+    /* The request borrows the decoded method, url, headers and body, wherever they are now (the
+     * snapshot's, or the claimed record's: both live until the answer is recorded, after this send
+     * returned). */
+    if (rc == COURIER_OK) rc = cj_request_from(o->snap ? &o->snap->q : &s->q, &r);
+    if (rc != COURIER_OK) {
+        courier_frozen_free(o->snap); /* no request, no snapshot: as when nobody listens */
+        o->snap = NULL;
+        ask = false;
+    }
     jstate claimed = s->st;
-    free(s);
     if (ask && o->snap) {
         int verdict = cj_policy_ask(j, &claimed, o->snap, cj_jnow(j), &o->why);
         if (verdict != CJ_RP_SEND) {
-            courier_request_free(r);
+            cj_request_release(r);
             o->verdict = verdict == CJ_RP_DELETE ? CJ_RP_DELETE : CJ_RP_HOLD;
             o->not_sent = 1;
-            pthread_mutex_lock(&j->mu);
-            j->wire--;
-            pthread_mutex_unlock(&j->mu);
+            off_wire(j);
             outcome_push(j, o);
             return;
         }
@@ -397,13 +427,11 @@ static void send_one(cr_journal *j, jsend *s) {
     if (rc == COURIER_OK) cj_policy_log_replay(j, &claimed, explicit_, rid);
     else if (rc == COURIER_E_JOURNAL_CORRUPT) cr_fail(&o->err, rc, "the stored request does not decode");
     else cr_fail(&o->err, rc, "the frozen request cannot be rebuilt");
-    courier_request_free(r);
+    cj_request_release(r);
     if (rc != COURIER_OK) {
         o->code = rc;
         o->not_sent = 1;
-        pthread_mutex_lock(&j->mu);
-        j->wire--;
-        pthread_mutex_unlock(&j->mu);
+        off_wire(j);
         outcome_push(j, o);
     }
 }
@@ -429,19 +457,78 @@ void cj_pump_ready(cr_journal *j) {
     }
 }
 
-void cj_ready_push(cr_journal *j, jsend *list) {
-    if (!list) return;
-    pthread_mutex_lock(&j->mu);
+void cj_send_free(jsend *s) {
+    if (!s) return;
+    cj_jreq_clear(&s->q);
+    free(s->text);
+    if (s->o) {
+        courier_frozen_free(s->o->snap);
+        free(s->o);
+    }
+    free(s);
+}
+
+void cj_ready_push(cr_journal *j, jsend *list, bool pump) {
+    /* The parse of a record (its JSON text on the tape, the fields decoded: a seventh of a
+     * replay's instructions) is done here, on the journal thread, which otherwise waits on the disk
+     * between turns, rather than on the worker that sends it, which is also the transport's thread
+     * (docs/DESIGN.md, "Where replay's time goes"). In chunks, each queued (and with `pump`, sent
+     * while slots are free) before the next is parsed, so the wire does not wait for a whole turn's
+     * claims to be parsed. */
     while (list) {
-        jsend *n = list->next;
-        list->next = NULL;
-        if (j->ready_tail) j->ready_tail->next = list;
-        else j->ready_head = list;
-        j->ready_tail = list;
-        j->nready++;
-        list = n;
+        jsend *head = list, *last = NULL;
+        long n = 0;
+        for (; list && n < 16; n++) {
+            jsend *s = list;
+            s->rc = cj_jreq_read(s->text, s->tlen, &s->q);
+            s->decoded = 1;
+            /* The answer's record and the events' snapshot are made here too (see send_one). */
+            s->o = calloc(1, sizeof *s->o);
+            int gate = s->rc == COURIER_OK && s->explicit_ != 2 ? cj_policy_gate(j, &s->st, NULL) : CJ_RP_SEND;
+            if (s->o && s->rc == COURIER_OK &&
+                (gate == CJ_RP_ASK || gate == CJ_RP_UNKNOWN || atomic_load(&j->nlisteners) > 0)) {
+                bool bad = false;
+                s->o->snap = cj_snap_take(s->seq, &s->q, s->text, s->tlen, &s->st, &bad);
+                s->text = NULL;
+            }
+            last = s;
+            list = s->next;
+        }
+        last->next = NULL;
+        pthread_mutex_lock(&j->mu);
+        j->nready += n;
+        if (j->ready_tail) j->ready_tail->next = head;
+        else j->ready_head = head;
+        j->ready_tail = last;
+        pthread_mutex_unlock(&j->mu);
+        if (pump) cj_pump_ready(j);
+    }
+}
+
+void cj_responses_spent(cr_journal *j, courier_response **v, size_t n) {
+    if (!n) return;
+    bool handed = false;
+    pthread_mutex_lock(&j->mu);
+    /* A replay on the wire completes later (replay_done), and takes the list then. */
+    if (j->wire > 0) {
+        if (j->nspent + n > j->capspent) {
+            size_t cap = j->capspent ? j->capspent : 64;
+            while (cap < j->nspent + n) cap *= 2;
+            courier_response **p = realloc(j->spent, cap * sizeof *p);
+            if (p) {
+                j->spent = p;
+                j->capspent = cap;
+            }
+        }
+        if (j->nspent + n <= j->capspent) {
+            memcpy(j->spent + j->nspent, v, n * sizeof *v);
+            j->nspent += n;
+            handed = true;
+        }
     }
     pthread_mutex_unlock(&j->mu);
+    if (!handed)
+        for (size_t i = 0; i < n; i++) courier_response_free(v[i]);
 }
 
 static void replay_done(uint64_t request_id, int code, courier_response *resp, const courier_error *err, void *user) {
@@ -461,6 +548,14 @@ static void replay_done(uint64_t request_id, int code, courier_response *resp, c
     /* The journal thread is woken by the first answer (it may be waiting for work), and then only
      * when enough answers for one commit are queued or the claimed records run low (see linger). */
     if (++j->noc == 1 || j->noc >= cj_linger_target(j) || j->nready < j->concurrency) pthread_cond_signal(&j->cv);
+    courier_response **spent = j->spent;
+    size_t nspent = j->nspent;
+    j->spent = NULL;
+    j->nspent = j->capspent = 0;
     pthread_mutex_unlock(&j->mu);
     cj_pump_ready(j);
+    /* The events' responses the journal thread handed back (cj_responses_spent), after the next
+     * send went out. */
+    for (size_t i = 0; i < nspent; i++) courier_response_free(spent[i]);
+    free(spent);
 }

@@ -46,6 +46,13 @@ CR_HIDDEN size_t cr_json_format_int(char *p, int64_t v);
 CR_HIDDEN int cr_json_put_int(cr_buf *b, int64_t v);
 CR_HIDDEN int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags);
 
+/* json_tape.c: courier_json_tape_parse starting with CR_JSON_TAPE_SMALL entries (992 bytes, under
+ * glibc's large-request size: a larger first block made malloc consolidate its fast bins at every
+ * parse of a journal record, ~50 entries; docs/DESIGN.md, "Where replay's time goes"), grown by
+ * doubling when short. For small documents of a known shape. */
+#define CR_JSON_TAPE_SMALL 62
+CR_HIDDEN int cr_json_tape_parse_small(courier_json_tape **out, const void *data, size_t len,
+                                       const courier_json_options *opts, courier_error *err);
 /* json_tape.c: a tape of entries and text built elsewhere (takes both, freed on failure). NULL
  * without memory. */
 CR_HIDDEN courier_json_tape *cr_json_tape_adopt(courier_json_tape_entry *entries, size_t count, char *text,

@@ -91,6 +91,7 @@ typedef struct evrec {
     int status;
     int attempts;
     char idem[80];
+    int body_ok; /* the response's body, read in the listener, is the recorder's {"ok":true} */
 } evrec;
 
 typedef struct evlog {
@@ -116,6 +117,9 @@ static void ev_cb(const courier_frozen_event *ev, void *user) {
         r->status = ev->response ? courier_response_status(ev->response) : 0;
         r->attempts = ev->attempts;
         snprintf(r->idem, sizeof r->idem, "%s", ev->frozen ? courier_frozen_idempotency_key(ev->frozen) : "");
+        size_t blen = 0;
+        const uint8_t *b = ev->response ? courier_response_body(ev->response, &blen) : NULL;
+        r->body_ok = b && blen == 11 && memcmp(b, "{\"ok\":true}", 11) == 0;
     }
     l->n++;
     pthread_mutex_unlock(&l->m);
@@ -613,6 +617,106 @@ static void replay_in_order_with_keys(void) {
     jr_free(&srv);
     w_destroy(&w);
     pthread_mutex_destroy(&log.m);
+}
+
+/* The snapshot a replay's event carries is made lazily (its JSON view when first read): a listener
+ * still reads the request as it was frozen, and the view is the stored text with the state of the
+ * claim spliced in, the same one from every thread that reads it. */
+typedef struct snapseen {
+    pthread_mutex_t m;
+    int n;
+    char method[16], url[128], idem[80], body[64], header[64], json[2048], json2[2048];
+    size_t headers;
+    int same_pointer;
+} snapseen;
+
+static void *read_json(void *arg) { return (void *)courier_frozen_json(arg); }
+
+static void snap_cb(const courier_frozen_event *ev, void *user) {
+    snapseen *s = user;
+    if (ev->kind != COURIER_FROZEN_EVENT_RESENT_SUCCEEDED || !ev->frozen) return;
+    const courier_frozen *f = ev->frozen;
+    /* Two first readers at once: one view survives, both see it. */
+    pthread_t th;
+    const char *mine = NULL;
+    void *theirs = NULL;
+    int started = pthread_create(&th, NULL, read_json, (void *)f) == 0;
+    mine = courier_frozen_json(f);
+    if (started) pthread_join(th, &theirs);
+    pthread_mutex_lock(&s->m);
+    s->n++;
+    snprintf(s->method, sizeof s->method, "%s", courier_frozen_method(f));
+    snprintf(s->url, sizeof s->url, "%s", courier_frozen_url(f));
+    snprintf(s->idem, sizeof s->idem, "%s", courier_frozen_idempotency_key(f));
+    size_t blen = 0;
+    const uint8_t *b = courier_frozen_body(f, &blen);
+    snprintf(s->body, sizeof s->body, "%.*s", (int)blen, b ? (const char *)b : "");
+    s->headers = courier_frozen_header_count(f);
+    for (size_t i = 0; i < s->headers; i++) {
+        const char *name = NULL, *value = NULL;
+        if (courier_frozen_header_at(&name, &value, f, i) == COURIER_OK && strcmp(name, "X-Trace") == 0)
+            snprintf(s->header, sizeof s->header, "%s: %s", name, value);
+    }
+    snprintf(s->json, sizeof s->json, "%s", mine ? mine : "");
+    snprintf(s->json2, sizeof s->json2, "%s", courier_frozen_json(f));
+    s->same_pointer = started && mine && mine == theirs && mine == courier_frozen_json(f);
+    pthread_mutex_unlock(&s->m);
+}
+
+static void event_snapshot_reads_the_replayed_request(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    snapseen seen;
+    memset(&seen, 0, sizeof seen);
+    pthread_mutex_init(&seen.m, NULL);
+    courier_frozen_add_listener(NULL, e, snap_cb, &seen, NULL);
+    waiter w;
+    w_init(&w, e);
+    courier_reachability_set_offline(e);
+    courier_request *r = freezable("PUT", "/snap/1", "name=snap", COURIER_FREEZE_AUTO, 0);
+    courier_request_add_header(r, "X-Trace", "t-1");
+    CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
+    /* What the list says before the replay: the same text, unclaimed. */
+    courier_frozen *listed = NULL;
+    REQUIRE(courier_frozen_get(&listed, e, w.ids[0], NULL) == COURIER_OK);
+    char stored[2048], key[80];
+    snprintf(stored, sizeof stored, "%s", courier_frozen_json(listed));
+    snprintf(key, sizeof key, "%s", courier_frozen_idempotency_key(listed));
+    size_t listed_headers = courier_frozen_header_count(listed);
+    courier_frozen_free(listed);
+    char *state = strstr(stored, ",\"state\":{");
+    REQUIRE(state != NULL);
+    CHECK(strstr(state, "\"claimed\":false") != NULL);
+    courier_reachability_set_online(e);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    courier_engine_close(e);
+    pthread_mutex_lock(&seen.m);
+    CHECK_EQ(seen.n, 1);
+    CHECK_STR(seen.method, "PUT");
+    CHECK(strstr(seen.url, "/snap/1") != NULL);
+    CHECK_STR(seen.idem, key);
+    CHECK_STR(seen.body, "name=snap");
+    CHECK_EQ(seen.headers, listed_headers);
+    CHECK_STR(seen.header, "X-Trace: t-1");
+    CHECK(seen.same_pointer);
+    CHECK_STR(seen.json, seen.json2);
+    /* The stored text up to the state, then the claim's state. */
+    CHECK_EQ(strncmp(seen.json, stored, (size_t)(state - stored)), 0);
+    const char *claim = seen.json + (state - stored);
+    CHECK(strncmp(claim, ",\"state\":{\"attempts\":1,", 23) == 0);
+    CHECK(strstr(claim, "\"claimed\":true,\"last_code\":0,\"last_status\":0}}") != NULL);
+    CHECK(strlen(claim) > 0 && claim[strlen(claim) - 1] == '}');
+    pthread_mutex_unlock(&seen.m);
+    jr_stop(&srv);
+    jr_free(&srv);
+    w_destroy(&w);
+    pthread_mutex_destroy(&seen.m);
 }
 
 static void final_and_retryable_answers(void) {
@@ -1252,7 +1356,8 @@ static void batched_answers_remove_every_request(void) {
         /* Its event, once. */
         int seen = 0;
         for (int k = 0; k < log.n && k < 256; k++)
-            seen += log.e[k].kind == COURIER_FROZEN_EVENT_RESENT_SUCCEEDED && strcmp(log.e[k].id, w.ids[i]) == 0;
+            seen += log.e[k].kind == COURIER_FROZEN_EVENT_RESENT_SUCCEEDED && strcmp(log.e[k].id, w.ids[i]) == 0 &&
+                    log.e[k].body_ok; /* the response whole in the listener (then freed by the worker) */
         CHECK_EQ(seen, 1);
     }
     courier_engine_close(e);
@@ -1343,12 +1448,49 @@ static void put_le_bytes(uint8_t *p, uint64_t v, int n) {
 /* A stored request is JSON that any writer may have produced: short escapes (\t, \/), members in
  * another order, unknown members, a duplicate key (the last wins), a number where an integer was
  * expected (read as absent). Written behind the library's back, it reads and replays. */
-static void a_record_another_writer_wrote_reads(void) {
+/* Writes record 1 of store's journal as another writer would: a manual, unordered record with
+ * the generated id `id` and the request `text`, for host. 0, or -1 without liblmdb. */
+static int write_record(const char *store, const char *host, const char *id, const char *text) {
     lmdb_shim m;
-    if (!lmdb_shim_load(&m)) {
-        fprintf(stderr, "  (skipped: liblmdb not found)\n");
-        return;
-    }
+    if (!lmdb_shim_load(&m)) return -1;
+    uint8_t rec[1400];
+    memset(rec, 0, 88);
+    rec[0] = 1;                         /* state version */
+    rec[1] = COURIER_FREEZE_MANUAL;     /* sent when the app asks */
+    put_le_bytes(rec + 2, COURIER_FREEZE_UNORDERED, 2);
+    int64_t now = (int64_t)time(NULL) * 1000; /* wall time, as the journal's clock */
+    put_le_bytes(rec + 8, (uint64_t)now, 8);              /* created */
+    put_le_bytes(rec + 16, (uint64_t)(now + 3600000), 8); /* expires */
+    size_t o = 88, hl = strlen(host), il = strlen(id), tl = strlen(text);
+    if (o + 4 + hl + il + tl > sizeof rec) return -2;
+    put_le_bytes(rec + o, hl, 2);
+    memcpy(rec + o + 2, host, hl);
+    o += 2 + hl;
+    put_le_bytes(rec + o, il, 2);
+    memcpy(rec + o + 2, id, il);
+    o += 2 + il;
+    memcpy(rec + o, text, tl);
+    o += tl;
+
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/journal", store);
+    void *env = NULL, *txn = NULL;
+    unsigned dbi = 0;
+    if (m.env_create(&env) != 0) return -2;
+    m.env_set_maxdbs(env, 10);
+    m.env_set_mapsize(env, (size_t)2 << 30);
+    int rc = m.env_open(env, dir, LMDB_NOTLS, 0600);
+    if (rc == 0) rc = m.txn_begin(env, NULL, 0, &txn);
+    if (rc == 0) rc = m.dbi_open(txn, "req", 0, &dbi);
+    uint8_t key[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+    lmdb_val k = {8, key}, v = {o, rec};
+    if (rc == 0) rc = m.put(txn, dbi, &k, &v, 0);
+    if (rc == 0) rc = m.commit(txn);
+    m.env_close(env);
+    return rc == 0 ? 0 : -2;
+}
+
+static void a_record_another_writer_wrote_reads(void) {
     jr_server srv;
     memset(&srv, 0, sizeof srv);
     REQUIRE(jr_start(&srv, 0) == 0);
@@ -1366,39 +1508,14 @@ static void a_record_another_writer_wrote_reads(void) {
              "[\"Content-Type\",\"text/plain\"]],\"timeout_ms\":1234.5,\"body_b64\":\"aGVsbG8=\",\"idempotency_key\":"
              "\"key/1\",\"policy\":\"manual\",\"ordered\":false,\"host\":\"%s\",\"retry\":[],\"method\":\"POST\"}",
              id, srv.port, host);
-    uint8_t rec[1400];
-    memset(rec, 0, 88);
-    rec[0] = 1;                         /* state version */
-    rec[1] = COURIER_FREEZE_MANUAL;     /* sent when the app asks */
-    put_le_bytes(rec + 2, COURIER_FREEZE_UNORDERED, 2);
-    int64_t now = (int64_t)time(NULL) * 1000; /* wall time, as the journal's clock */
-    put_le_bytes(rec + 8, (uint64_t)now, 8);              /* created */
-    put_le_bytes(rec + 16, (uint64_t)(now + 3600000), 8); /* expires */
-    size_t o = 88, hl = strlen(host), il = strlen(id), tl = strlen(text);
-    put_le_bytes(rec + o, hl, 2);
-    memcpy(rec + o + 2, host, hl);
-    o += 2 + hl;
-    put_le_bytes(rec + o, il, 2);
-    memcpy(rec + o + 2, id, il);
-    o += 2 + il;
-    memcpy(rec + o, text, tl);
-    o += tl;
-
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s/journal", store);
-    void *env = NULL, *txn = NULL;
-    unsigned dbi = 0;
-    REQUIRE(m.env_create(&env) == 0);
-    m.env_set_maxdbs(env, 10);
-    m.env_set_mapsize(env, (size_t)2 << 30);
-    REQUIRE(m.env_open(env, dir, LMDB_NOTLS, 0600) == 0);
-    REQUIRE(m.txn_begin(env, NULL, 0, &txn) == 0);
-    REQUIRE(m.dbi_open(txn, "req", 0, &dbi) == 0);
-    uint8_t key[8] = {0, 0, 0, 0, 0, 0, 0, 1};
-    lmdb_val k = {8, key}, v = {o, rec};
-    CHECK_EQ(m.put(txn, dbi, &k, &v, 0), 0);
-    CHECK_EQ(m.commit(txn), 0);
-    m.env_close(env);
+    int wrc = write_record(store, host, id, text);
+    CHECK(wrc != -2);
+    if (wrc != 0) {
+        fprintf(stderr, "  (skipped: liblmdb not found)\n");
+        jr_stop(&srv);
+        jr_free(&srv);
+        return;
+    }
 
     e = open_eng(store, srv.port, NULL, NULL);
     REQUIRE(e);
@@ -1443,12 +1560,111 @@ static void a_record_another_writer_wrote_reads(void) {
     jr_free(&srv);
 }
 
+/* The replay's request borrows the decoded record's method, url, headers and body, checked as the
+ * setters check them: a header that may not be sent (a line break in its value, written by another
+ * writer) keeps the record off the wire and is its final answer (the code courier_request_add_header
+ * gives); the same record with a plain header (and a body but no Content-Type) is sent. */
+static void a_replayed_record_is_checked_as_a_request(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    char host[64], text[1024];
+    snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
+    static const char id[] = "0000000000000001abcdef0123456789";
+    for (int bad = 1; bad >= 0; bad--) {
+        const char *store = th_tmpdir();
+        courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+        REQUIRE(e);
+        courier_engine_close(e);
+        snprintf(text, sizeof text,
+                 "{\"v\":1,\"id\":\"%s\",\"method\":\"POST\",\"url\":\"%s/checked/%d\",\"headers\":[[\"X-Note\",\"%s\"],"
+                 "[\"Idempotency-Key\",\"k-%d\"]],\"body_b64\":\"aGVsbG8=\",\"timeout_ms\":0,\"idempotency_key\":\"k-%d\","
+                 "\"policy\":\"manual\",\"ordered\":false,\"host\":\"%s\"}",
+                 id, host, bad, bad ? "a\\r\\nX-Injected: 1" : "fine", bad, bad, host);
+        int wrc = write_record(store, host, id, text);
+        CHECK(wrc != -2);
+        if (wrc != 0) {
+            fprintf(stderr, "  (skipped: liblmdb not found)\n");
+            break;
+        }
+        e = open_eng(store, srv.port, NULL, NULL);
+        REQUIRE(e);
+        evlog log;
+        ev_init(&log);
+        courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL);
+        CHECK_EQ(courier_frozen_resend(e, id, NULL), COURIER_OK);
+        int64_t end = th_now_ms() + 30000;
+        while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
+        CHECK_EQ(count_of(e), 0);
+        int code = 1;
+        CHECK_EQ(courier_frozen_last_outcome(&code, NULL, NULL, e, id, NULL), COURIER_OK);
+        CHECK_EQ(code, bad ? COURIER_E_INVALID_HEADER : COURIER_OK); /* as courier_request_add_header says */
+        courier_engine_close(e);
+        CHECK_EQ(ev_count(&log, bad ? COURIER_FROZEN_EVENT_RESENT_FAILED : COURIER_FROZEN_EVENT_RESENT_SUCCEEDED), 1);
+        pthread_mutex_destroy(&log.m);
+    }
+    jr_stop(&srv);
+    REQUIRE(jr_count(&srv) == 1); /* only the good one reached the server */
+    jr_hit h = jr_get(&srv, 0);
+    CHECK_STR(h.path, "/checked/0");
+    CHECK_STR(h.key, "k-0");
+    CHECK_STR(h.body, "hello");
+    jr_free(&srv);
+}
+
+/* A record whose text does not decode (parsed by the journal thread once its claim is committed)
+ * is never sent: the claim is given back as not tried, the record stays listed for the app to
+ * remove, and no resend event is given. */
+static void a_record_that_does_not_decode_is_set_aside(void) {
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    courier_engine_close(e);
+    char host[64], text[256];
+    snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
+    static const char id[] = "0000000000000001abcdef0123456789";
+    snprintf(text, sizeof text, "{\"v\":1,\"id\":\"%s\",\"method\":\"POST\",\"url\":\"%s/cut", id, host);
+    int wrc = write_record(store, host, id, text);
+    CHECK(wrc != -2);
+    if (wrc != 0) {
+        fprintf(stderr, "  (skipped: liblmdb not found)\n");
+        jr_stop(&srv);
+        jr_free(&srv);
+        return;
+    }
+    e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    evlog log;
+    ev_init(&log);
+    courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL);
+    CHECK_EQ(courier_frozen_resend(e, id, NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(count_of(e), 1);
+    courier_frozen *f = NULL;
+    REQUIRE(courier_frozen_get(&f, e, id, NULL) == COURIER_OK);
+    courier_frozen_info info = {.size = sizeof info};
+    CHECK_EQ(courier_frozen_get_info(&info, f), COURIER_OK);
+    CHECK_EQ(info.last_code, COURIER_E_JOURNAL_CORRUPT);
+    CHECK_EQ(info.attempts, 0); /* claimed, then given back as not tried */
+    courier_frozen_free(f);
+    courier_engine_close(e);
+    CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_RESENT_SUCCEEDED) + ev_count(&log, COURIER_FROZEN_EVENT_RESENT_FAILED), 0);
+    pthread_mutex_destroy(&log.m);
+    jr_stop(&srv);
+    CHECK_EQ(jr_count(&srv), 0);
+    jr_free(&srv);
+}
+
 TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(freezing_into_a_temporary_store_warns), T(empty_body_is_kept), T(never_policy_is_not_frozen), T(given_id_replaces_older),
            T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
-           T(replay_in_order_with_keys), T(final_and_retryable_answers), T(manual_policy_waits_for_the_app),
+           T(replay_in_order_with_keys), T(event_snapshot_reads_the_replayed_request), T(final_and_retryable_answers), T(manual_policy_waits_for_the_app),
            T(bounded_concurrency), T(expiry_with_injected_clock), T(corrupt_journal_is_kept_aside),
            T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(junk_over_the_last_pages_is_kept_aside), T(damaged_leaves_are_kept_aside), T(junk_anywhere_never_crashes),
            T(journal_cut_while_open_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
            T(batched_answers_remove_every_request), T(stored_request_reads_back_exactly),
-           T(a_record_another_writer_wrote_reads))
+           T(a_record_another_writer_wrote_reads), T(a_replayed_record_is_checked_as_a_request),
+           T(a_record_that_does_not_decode_is_set_aside))

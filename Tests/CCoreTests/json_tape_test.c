@@ -213,6 +213,29 @@ static void test_invalid_utf8(void) {
     CHECK_CONTAINS(err.message, "byte 4"); /* where: the rest of the input is valid JSON */
 }
 
+/* Plain bytes are skipped 8 at a time: every kind of byte that is not plain, at every offset of a
+ * word and across word ends, and strings of every length around them, read as jansson reads them
+ * (accepted or refused alike). */
+static void test_strings_word_at_a_time(void) {
+    static const char *const specials[] = {"\\\"", "\\\\", "\\n", "\\u00e9", "\xC3\xA9", "\xE2\x82\xAC", "\x7F", "\x01",
+                                           "\x1F", "\xFF", "\xC3", "\"", "\t", " ", "~"};
+    char text[256], body[64];
+    for (size_t n = 0; n <= 40; n++) { /* every length, no special byte */
+        memset(body, 'a' + (int)(n % 26), n);
+        body[n] = '\0';
+        snprintf(text, sizeof text, "[\"%s\",\"%s\"]", body, body);
+        CHECK_EQ(agree(text), COURIER_OK);
+    }
+    for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
+        for (size_t at = 0; at <= 24; at++) {
+            memset(body, 'x', at);
+            body[at] = '\0';
+            snprintf(text, sizeof text, "{\"k%s\":\"%s%syyyyyyyyyyyyyyyyy\"}", body, body, specials[k]);
+            agree(text);
+        }
+    }
+}
+
 static void test_numbers(void) {
     courier_json_tape *t = tape("[9007199254740993,-9223372036854775808,9223372036854775807,-0,-0.0,0.0,1e2,1E+2,"
                                 "2.5e-3,1.7976931348623157e308,4.9e-324,1e-400,0.1,123456789012345678901234567890.5,"
@@ -382,5 +405,6 @@ static void test_generated_document(void) {
 }
 
 TESTS_MAIN(T(test_layout_and_lookups), T(test_scalars_at_top), T(test_escapes_and_surrogates), T(test_invalid_utf8),
+           T(test_strings_word_at_a_time),
            T(test_numbers), T(test_malformed), T(test_duplicate_keys), T(test_depth_and_size_limits),
            T(test_from_value_of_built_values), T(test_generated_document))

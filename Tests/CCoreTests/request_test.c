@@ -326,6 +326,17 @@ static void test_header_injection_refused(void) {
     CHECK_EQ(courier_request_add_header_n(r, "X-A", 3, "a\0b", 3), COURIER_E_INVALID_HEADER);
     CHECK_EQ(courier_request_add_header_n(r, "X\0A", 3, "ab", 2), COURIER_E_INVALID_HEADER);
     CHECK_EQ(courier_request_add_header(r, "X-A", "\xFF\xFE"), COURIER_E_INVALID_ENCODING);
+    CHECK_EQ(courier_request_add_header(r, "X-A", "a\x7F"), COURIER_E_INVALID_HEADER);
+    /* A name is an RFC 9110 token: every tchar, nothing else of ASCII (cr_is_token's table). */
+    courier_request *names = NULL;
+    REQUIRE(courier_request_new(&names, "GET", "/echo") == COURIER_OK);
+    CHECK_EQ(courier_request_add_header(names, "!#$%&'*+-.^_`|~0189AZaz", "1"), COURIER_OK);
+    static const char not_tchar[] = "\"(),/:;<=>?@[\\]{} \x7F\x01";
+    for (const char *c = not_tchar; *c; c++) {
+        char name[4] = {'X', *c, 'A', 0};
+        CHECK_EQ(courier_request_add_header(names, name, "1"), COURIER_E_INVALID_HEADER);
+    }
+    courier_request_free(names);
     CHECK_EQ(courier_request_set_auth_token(r, NULL, "tok\r\nX: 1"), COURIER_E_INVALID_HEADER);
     CHECK_EQ(courier_request_set_basic_auth(r, "u", "p\nX"), COURIER_E_INVALID_HEADER);
     CHECK_EQ(courier_request_set_body(r, "x", 1, "text/plain\r\nX: 1"), COURIER_E_INVALID_HEADER);

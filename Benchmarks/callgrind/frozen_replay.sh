@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The replay of frozen requests against the engine's transport (docs/DESIGN.md, "Where replay's
+# time goes"; issue 15 asks replay_ratio >= 0.8):
+#   Benchmarks/callgrind/frozen_replay.sh BUILD_DIR [ir [N1 N2] | ratio [N RUNS]]
+# BUILD_DIR: a Release CMake build of this checkout (targets courier and courier-test-server).
+# The server is courier-test-server in its own process, so only the client is counted.
+#   ir    (the default): instructions per request under callgrind, every thread of the client
+#         counted, (Ir(N2) - Ir(N1)) / (N2 - N1): a replay of N frozen POSTs (8 in flight, a
+#         listener on the events; the store frozen beforehand, outside callgrind) and the same POSTs
+#         sent normally (8 in flight).
+#   ratio: RUNS times (default 5) N (default 20000) POSTs: transport, freeze, replay, transport;
+#         requests/s and CPU us per request, medians, replay_ratio by wall and by CPU.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=$(cd "$1" && pwd)
+mode=${2:-ir}
+tmp=$(mktemp -d)
+cleanup() { exec 4>&- 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+${CC:-cc} -O2 -Iinclude -IBenchmarks/CBench/include Benchmarks/callgrind/frozen_replay.c \
+  Benchmarks/CBench/frozen_bench.c Benchmarks/CBench/transport_bench.c -o "$tmp/driver" \
+  "$build/libcourier.so" -llmdb -lcurl -lpthread -Wl,-rpath,"$build"
+mkfifo "$tmp/in"
+"$build/courier-test-server" --stdin-eof < "$tmp/in" > "$tmp/port" &
+exec 4> "$tmp/in"
+for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+url="http://127.0.0.1:$(head -1 "$tmp/port")/status/200"
+ir() {
+  valgrind --tool=callgrind --callgrind-out-file="$tmp/out" "$tmp/driver" "$@" > /dev/null 2>&1
+  awk '/^(summary|totals):/ {print $2; exit}' "$tmp/out"
+}
+if [ "$mode" = ratio ]; then
+  "$tmp/driver" ratio "$url" "${3:-20000}" "${4:-5}" "$tmp"
+  exit 0
+fi
+n1=${3:-200}
+n2=${4:-1200}
+for n in "$n1" "$n2"; do
+  rm -rf "$tmp/s$n"
+  "$tmp/driver" freeze "$tmp/s$n" "$url" "$n"
+done
+a=$(ir replay "$tmp/s$n1")
+b=$(ir replay "$tmp/s$n2")
+echo "replay $(( (b - a) / (n2 - n1) ))"
+a=$(ir transport "$url" "$n1")
+b=$(ir transport "$url" "$n2")
+echo "transport $(( (b - a) / (n2 - n1) ))"
