@@ -28,11 +28,11 @@
 #include <stdint.h>
 
 #define COURIER_VERSION_MAJOR 0
-#define COURIER_VERSION_MINOR 3
-#define COURIER_VERSION_PATCH 0
+#define COURIER_VERSION_MINOR 2
+#define COURIER_VERSION_PATCH 1
 /* 0xMMmmpp: major, minor, patch, one byte each. */
 #define COURIER_VERSION_NUM ((COURIER_VERSION_MAJOR << 16) | (COURIER_VERSION_MINOR << 8) | COURIER_VERSION_PATCH)
-#define COURIER_VERSION_STRING "0.3.0"
+#define COURIER_VERSION_STRING "0.2.1"
 
 /* COURIER_API marks what the library exports. The library's own build defines COURIER_BUILDING
  * (export); users of the Windows DLL import; users of the static library on Windows define
