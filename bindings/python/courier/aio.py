@@ -19,7 +19,9 @@ import functools
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
-from .engine import Engine
+from . import _callbacks as cb
+from . import _fast
+from .engine import Engine, _SendContext
 from .group import GroupMember, GroupMode, GroupResult, Member, run
 from .request import Request
 from .response import Response
@@ -33,6 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["AsyncEngine"]
 
+_get_running_loop = asyncio.get_running_loop
+
 
 def _settle(fut: "asyncio.Future[Any]", value: Any, exc: Optional[BaseException]) -> None:
     if fut.done():  # the task was cancelled meanwhile
@@ -44,7 +48,8 @@ def _settle(fut: "asyncio.Future[Any]", value: Any, exc: Optional[BaseException]
 
 
 class _Waker:
-    """Hands completions to one event loop, a burst at a time. The engine's worker appends each
+    """Hands completions to one event loop, a burst at a time (the ctypes path's; the compiled
+    path uses ``courier._speedups.Waker``, the same in C). The engine's worker appends each
     completion to a queue and wakes the loop (``call_soon_threadsafe``: a write to the loop's
     self-pipe) only when no wake-up is pending; the loop settles every queued future in one call.
     With many requests in flight, completions come in bursts: one wake-up serves the burst
@@ -76,12 +81,42 @@ class _Waker:
             _settle(*queue.popleft())
 
 
-def _resolver(engine: "AsyncEngine", loop: asyncio.AbstractEventLoop, fut: "asyncio.Future[Any]") -> Callable[..., None]:
-    """A completion callback (run on the engine's worker thread) that resolves ``fut`` on ``loop``."""
-    waker = engine._waker
-    if waker is None or waker.loop is not loop:
-        waker = engine._waker = _Waker(loop)
-    return functools.partial(waker.post, fut)
+class _Loop:
+    """What an engine keeps for one event loop: the waker and how futures are made there
+    (``loop.create_future``; for asyncio's own loops, whose ``create_future`` is
+    ``Future(loop=loop)``, that call without the method's Python frame)."""
+
+    __slots__ = ("loop", "waker", "new_future", "__weakref__")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        ext = _fast.ext
+        self.waker: Any = ext.Waker(loop) if ext is not None else _Waker(loop)
+        if getattr(type(loop), "create_future", None) is asyncio.BaseEventLoop.create_future:
+            self.new_future: Callable[[], "asyncio.Future[Any]"] = functools.partial(asyncio.Future, loop=loop)
+        else:
+            self.new_future = loop.create_future
+
+
+class _AsyncSend(_SendContext):
+    """One awaited send: its completion (on the engine's worker) builds the response or the
+    exception as every send does and hands it to the loop's waker, which settles the future."""
+
+    __slots__ = ("waker",)
+
+    def __init__(self, engine: Engine, future: "asyncio.Future[Any]", waker: Any) -> None:
+        self.engine = engine
+        self.exc = None
+        self.future = future
+        self.callback = None
+        self.waker = waker
+
+    def _complete(self, request_id: int, code: int, response: Optional[int], error: Optional[int]) -> None:
+        try:
+            resp, exc = self._outcome(code, response, error)
+            self.waker.post(self.future, resp, exc)
+        except BaseException as e:  # pragma: no cover - nothing awaits an exception raised here
+            cb.orphan(e)
 
 
 class AsyncEngine:
@@ -91,7 +126,7 @@ class AsyncEngine:
     monitors). Use it from one event loop; close it with ``async with`` or :meth:`aclose`."""
 
     def __init__(self, base_url: Optional[str] = None, *, engine: Optional[Engine] = None, **config: Any) -> None:
-        self._waker: Optional[_Waker] = None
+        self._loop: Optional[_Loop] = None  # the last loop's waker (one read: threads may race)
         if engine is not None:
             if base_url is not None or config:
                 raise TypeError("AsyncEngine(engine=...) takes no other arguments")
@@ -125,9 +160,12 @@ class AsyncEngine:
                    **options: Unpack[RequestOptions]) -> Response:
         """Sends a request and awaits its :class:`courier.Response`; raises as
         :meth:`courier.Engine.send` does. Cancelling the awaiting task cancels the request."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[Response] = loop.create_future()
-        rid = self.sync.submit(method, url, callback=_resolver(self, loop, fut), **options)
+        loop = _get_running_loop()
+        lp = self._loop
+        if lp is None or lp.loop is not loop:
+            lp = self._loop = _Loop(loop)
+        fut: asyncio.Future[Response] = lp.new_future()
+        rid = self.sync._send(method, url, options, _AsyncSend(self.sync, fut, lp.waker))
         try:
             return await fut
         except asyncio.CancelledError:
@@ -158,9 +196,12 @@ class AsyncEngine:
         return await self.send("DELETE", url, **options)
 
     async def _group(self, mode: GroupMode, members: Sequence[Member], **kw: Any) -> GroupResult:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[GroupResult] = loop.create_future()
-        group = run(self.sync, mode, members, callback=_resolver(self, loop, fut), **kw)
+        loop = _get_running_loop()
+        lp = self._loop
+        if lp is None or lp.loop is not loop:
+            lp = self._loop = _Loop(loop)
+        fut: asyncio.Future[GroupResult] = lp.new_future()
+        group = run(self.sync, mode, members, callback=functools.partial(lp.waker.post, fut), **kw)
         with group:
             try:
                 return await fut

@@ -211,21 +211,30 @@ class _SendContext:
         if self.exc is None:
             self.exc = exc
 
-    def _complete(self, request_id: int, code: int, response: Optional[int], err: Any) -> None:
+    def _outcome(self, code: int, response: Optional[int], error: Optional[int]) -> tuple[Optional[Response], Optional[BaseException]]:
+        """The completed send's response and exception (None when it succeeded), on the worker
+        (from the ctypes trampoline or courier._speedups): ``error`` is the address of the
+        borrowed ``courier_error`` (None on success), read before the completion returns."""
         eng = self.engine
         tid = threading.get_ident()
         if tid not in eng._callback_threads:
             eng._callback_threads.add(tid)
             cb.pin_thread(eng)
         resp = Response(response) if response else None
-        # what a callback raised (released when this returns); err is None on success
-        exc = self.exc or (cb.user_error(err) if err is not None else None)
+        exc = self.exc  # what a callback raised for this send
         if code != 0:
+            err = ERROR.from_address(error) if error else None
+            if exc is None:
+                exc = cb.user_error(err)  # released when the completion returns
             cerr = make_error(code, err, resp)
             if exc is None:
                 exc = cerr
             elif exc.__context__ is None:
                 exc.__context__ = cerr
+        return resp, exc
+
+    def _complete(self, request_id: int, code: int, response: Optional[int], error: Optional[int]) -> None:
+        resp, exc = self._outcome(code, response, error)
         fut = self.future
         if fut is not None and not fut.request_id:
             fut.request_id = request_id

@@ -10,8 +10,14 @@
  *   send_sync(engine, request)      courier_send_sync, GIL released: (code, response | None,
  *                                   the courier_error's bytes | None when code is 0).
  *   response_status/body/free(ptr)  courier_response_status / _body (bytes) / _free.
- *   set_completion(fn)              fn(ctx, request_id, code, response | None, error address | None)
- *                                   is what the completion calls, with the GIL, on the worker.
+ *   the completion                  calls ctx._complete(request_id, code, response | None,
+ *                                   error address | None) with the GIL, on the worker (a raise
+ *                                   goes to ctx.keep, as the ctypes trampoline does).
+ *   Waker(loop)                     asyncio's hand-over (courier/aio.py): post(fut, value, exc)
+ *                                   on the worker queues a settlement and wakes the loop with
+ *                                   loop.call_soon_threadsafe only when no drain is pending; the
+ *                                   drain settles what is queued in order (set_result or
+ *                                   set_exception, skipping a future already done).
  *
  * It decides nothing: every branch of a send stays in the C core or in the package's Python. It
  * does not link libcourier: init() receives the addresses of the functions from the library
@@ -37,7 +43,7 @@ static struct {
     __typeof__(&courier_response_free) response_free;
 } fns;
 
-static PyObject *completion_fn; /* set_completion's function */
+static PyObject *str_complete, *str_keep, *str_done, *str_set_result, *str_set_exception, *str_call_soon_threadsafe;
 
 static int as_ptr(PyObject *o, void **out) {
     if (o == Py_None) {
@@ -74,19 +80,6 @@ static PyObject *sp_init(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *sp_set_completion(PyObject *self, PyObject *fn) {
-    (void)self;
-    if (!PyCallable_Check(fn)) {
-        PyErr_SetString(PyExc_TypeError, "courier._speedups.set_completion: not callable");
-        return NULL;
-    }
-    PyObject *old = completion_fn;
-    Py_INCREF(fn);
-    completion_fn = fn;
-    Py_XDECREF(old);
-    Py_RETURN_NONE;
-}
-
 /* courier_completion_fn: on the engine's worker thread, exactly once per successful send. */
 static void completion(uint64_t request_id, int code, courier_response *response, const courier_error *error,
                        void *user) {
@@ -97,12 +90,23 @@ static void completion(uint64_t request_id, int code, courier_response *response
     PyObject *presp = ptr_or_none(response);
     PyObject *perr = ptr_or_none(code != 0 ? error : NULL);
     PyObject *result = NULL;
-    if (rid && pcode && presp && perr && completion_fn) {
-        result = PyObject_CallFunctionObjArgs(completion_fn, ctx, rid, pcode, presp, perr, NULL);
+    if (rid && pcode && presp && perr) {
+        result = PyObject_CallMethodObjArgs(ctx, str_complete, rid, pcode, presp, perr, NULL);
     } else if (response) {
         fns.response_free(response); /* no Python object took it (out of memory) */
     }
-    if (result == NULL && PyErr_Occurred()) PyErr_WriteUnraisable(ctx); /* the function guards itself */
+    if (result == NULL && PyErr_Occurred()) { /* _complete guards itself: the ctypes trampoline's ctx.keep(e) */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (tb != NULL && value != NULL) PyException_SetTraceback(value, tb);
+        PyObject *kept = value ? PyObject_CallMethodObjArgs(ctx, str_keep, value, NULL) : NULL;
+        if (kept == NULL) PyErr_WriteUnraisable(ctx);
+        Py_XDECREF(kept);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    }
     Py_XDECREF(result);
     Py_XDECREF(rid);
     Py_XDECREF(pcode);
@@ -196,11 +200,223 @@ static PyObject *sp_response_free(PyObject *self, PyObject *pptr) {
     Py_RETURN_NONE;
 }
 
+
+/* ---- Waker: completions handed to one asyncio loop, a burst at a time (courier/aio.py) ------------
+ * Everything here runs with the GIL: post() on the engine's worker, drain() on the loop. The queue
+ * is a C array of (future, value, exception) triples. post() appends and, when no drain is pending,
+ * schedules one with loop.call_soon_threadsafe (a write to the loop's self-pipe). drain() takes the
+ * whole queue, settles it in order, and takes again what was posted meanwhile (settling runs Python:
+ * the worker may post then); "the queue is empty" and "no drain is pending" are set together, with
+ * no Python code between, so a completion that arrives while the loop drains needs no wake-up. */
+typedef struct {
+    PyObject *fut, *value, *exc; /* exc NULL: set_result(value) */
+} settlement;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *loop;
+    PyObject *wake;  /* loop.call_soon_threadsafe */
+    PyObject *drain; /* this waker's bound drain, made once */
+    settlement *queue;
+    Py_ssize_t n, cap;
+    int scheduled;
+} waker;
+
+static void settlement_clear(settlement *t) {
+    Py_XDECREF(t->fut);
+    Py_XDECREF(t->value);
+    Py_XDECREF(t->exc);
+}
+
+static int waker_init(PyObject *op, PyObject *args, PyObject *kw) {
+    waker *self = (waker *)op;
+    PyObject *loop;
+    if (kw != NULL && PyDict_Size(kw) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Waker(loop) takes no keyword arguments");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O", &loop)) return -1;
+    PyObject *wake = PyObject_GetAttr(loop, str_call_soon_threadsafe);
+    if (wake == NULL) return -1;
+    PyObject *drain = PyObject_GetAttrString(op, "drain");
+    if (drain == NULL) {
+        Py_DECREF(wake);
+        return -1;
+    }
+    PyObject *old[3] = {self->loop, self->wake, self->drain};
+    Py_INCREF(loop);
+    self->loop = loop;
+    self->wake = wake;
+    self->drain = drain; /* a cycle (the bound method holds self): tp_traverse finds it, tp_clear breaks it */
+    for (int i = 0; i < 3; i++) Py_XDECREF(old[i]);
+    return 0;
+}
+
+static int waker_traverse(PyObject *op, visitproc visit, void *arg) {
+    waker *self = (waker *)op;
+    Py_VISIT(self->loop);
+    Py_VISIT(self->wake);
+    Py_VISIT(self->drain);
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        Py_VISIT(self->queue[i].fut);
+        Py_VISIT(self->queue[i].value);
+        Py_VISIT(self->queue[i].exc);
+    }
+#if PY_VERSION_HEX >= 0x03090000
+    Py_VISIT(Py_TYPE(op)); /* a heap type */
+#endif
+    return 0;
+}
+
+static int waker_clear(PyObject *op) {
+    waker *self = (waker *)op;
+    Py_CLEAR(self->loop);
+    Py_CLEAR(self->wake);
+    Py_CLEAR(self->drain);
+    settlement *q = self->queue;
+    Py_ssize_t n = self->n;
+    self->queue = NULL;
+    self->n = self->cap = 0;
+    for (Py_ssize_t i = 0; i < n; i++) settlement_clear(&q[i]);
+    PyMem_Free(q);
+    return 0;
+}
+
+static void waker_dealloc(PyObject *op) {
+    PyTypeObject *tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    waker_clear(op);
+    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    f(op);
+    Py_DECREF(tp);
+}
+
+/* post(fut, value, exc=None): on the worker (any thread), with the GIL. */
+static PyObject *waker_post(PyObject *op, PyObject *args) {
+    waker *self = (waker *)op;
+    PyObject *fut, *value, *exc = Py_None;
+    if (!PyArg_UnpackTuple(args, "post", 2, 3, &fut, &value, &exc)) return NULL;
+    if (self->n == self->cap) {
+        Py_ssize_t cap = self->cap ? self->cap * 2 : 64;
+        settlement *q = PyMem_Realloc(self->queue, (size_t)cap * sizeof *q);
+        if (q == NULL) return PyErr_NoMemory();
+        self->queue = q;
+        self->cap = cap;
+    }
+    settlement *t = &self->queue[self->n++];
+    Py_INCREF(fut);
+    t->fut = fut;
+    if (exc != Py_None) {
+        Py_INCREF(exc);
+        t->exc = exc;
+        t->value = NULL;
+    } else {
+        Py_INCREF(value);
+        t->value = value;
+        t->exc = NULL;
+    }
+    if (!self->scheduled && self->wake != NULL) {
+        /* two threads may both get here: the second drain finds nothing */
+        self->scheduled = 1;
+        PyObject *r = PyObject_CallFunctionObjArgs(self->wake, self->drain, NULL);
+        if (r == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_RuntimeError)) return NULL;
+            PyErr_Clear(); /* the loop is closed: nobody awaits this any more */
+        }
+        Py_XDECREF(r);
+    }
+    Py_RETURN_NONE;
+}
+
+/* drain(): on the loop. */
+static PyObject *waker_drain(PyObject *op, PyObject *noargs) {
+    (void)noargs;
+    waker *self = (waker *)op;
+    Py_INCREF(op); /* settling runs Python code */
+    PyObject *etype = NULL, *evalue = NULL, *etb = NULL; /* the first failure, raised after the rest */
+    int failed = 0;
+    while (self->n > 0) {
+        settlement *q = self->queue;
+        Py_ssize_t n = self->n;
+        self->queue = NULL; /* what is posted while these settle starts a new array */
+        self->n = self->cap = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            settlement *t = &q[i];
+            {
+                PyObject *done = PyObject_CallMethodObjArgs(t->fut, str_done, NULL);
+                int is_done = done ? PyObject_IsTrue(done) : -1;
+                Py_XDECREF(done);
+                PyObject *r = NULL;
+                if (is_done == 0) { /* else: the task was cancelled meanwhile */
+                    r = t->exc ? PyObject_CallMethodObjArgs(t->fut, str_set_exception, t->exc, NULL)
+                               : PyObject_CallMethodObjArgs(t->fut, str_set_result, t->value, NULL);
+                } else if (is_done > 0) {
+                    r = Py_None;
+                    Py_INCREF(r);
+                }
+                if (r == NULL) { /* cannot happen with asyncio's futures; the rest are settled still */
+                    if (!failed) PyErr_Fetch(&etype, &evalue, &etb);
+                    else PyErr_Clear();
+                    failed = 1;
+                }
+                Py_XDECREF(r);
+            }
+            settlement_clear(t);
+        }
+        PyMem_Free(q);
+    }
+    self->scheduled = 0; /* with the queue empty, and no Python code since the check */
+    Py_DECREF(op);
+    if (failed) {
+        PyErr_Restore(etype, evalue, etb);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *waker_pending(PyObject *op, PyObject *noargs) {
+    (void)noargs;
+    return PyLong_FromSsize_t(((waker *)op)->n);
+}
+
+static PyObject *waker_get_loop(PyObject *op, void *closure) {
+    (void)closure;
+    PyObject *loop = ((waker *)op)->loop;
+    if (loop == NULL) Py_RETURN_NONE;
+    Py_INCREF(loop);
+    return loop;
+}
+
+static PyMethodDef waker_methods[] = {
+    {"post", waker_post, METH_VARARGS, "post(fut, value, exc=None): settles fut on the loop (any thread)"},
+    {"drain", waker_drain, METH_NOARGS, "drain(): settles what is queued (on the loop)"},
+    {"pending", waker_pending, METH_NOARGS, "pending() -> how many settlements are queued"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef waker_getset[] = {
+    {"loop", waker_get_loop, NULL, "the event loop", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot waker_slots[] = {
+    {Py_tp_init, waker_init},
+    {Py_tp_dealloc, waker_dealloc},
+    {Py_tp_traverse, waker_traverse},
+    {Py_tp_clear, waker_clear},
+    {Py_tp_methods, waker_methods},
+    {Py_tp_getset, waker_getset},
+    {Py_tp_doc, "Waker(loop): completions handed to one asyncio loop, a burst at a time"},
+    {0, NULL},
+};
+
+static PyType_Spec waker_spec = {
+    "courier._speedups.Waker", sizeof(waker), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, waker_slots,
+};
+
 static PyMethodDef methods[] = {
     {"init", sp_init, METH_VARARGS, "init(send, send_sync, response_status, response_body, response_free): "
                                     "the addresses of the loaded library's functions"},
-    {"set_completion", sp_set_completion, METH_O,
-     "set_completion(fn): fn(ctx, request_id, code, response, error_address) runs each completion"},
     {"send", sp_send, METH_VARARGS, "send(engine, request, ctx) -> request id | courier_error bytes"},
     {"send_sync", sp_send_sync, METH_VARARGS, "send_sync(engine, request) -> (code, response, error bytes)"},
     {"response_status", sp_response_status, METH_O, "courier_response_status"},
@@ -217,9 +433,21 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__speedups(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddIntConstant(m, "ERROR_SIZE", (long)sizeof(courier_error)) < 0) {
-        Py_DECREF(m);
-        return NULL;
+    if (PyModule_AddIntConstant(m, "ERROR_SIZE", (long)sizeof(courier_error)) < 0) goto fail;
+    if (!(str_complete = PyUnicode_InternFromString("_complete")) || !(str_keep = PyUnicode_InternFromString("keep")) ||
+        !(str_done = PyUnicode_InternFromString("done")) ||
+        !(str_set_result = PyUnicode_InternFromString("set_result")) ||
+        !(str_set_exception = PyUnicode_InternFromString("set_exception")) ||
+        !(str_call_soon_threadsafe = PyUnicode_InternFromString("call_soon_threadsafe")))
+        goto fail;
+    PyObject *waker_type = PyType_FromSpec(&waker_spec);
+    if (waker_type == NULL) goto fail;
+    if (PyModule_AddObject(m, "Waker", waker_type) < 0) {
+        Py_DECREF(waker_type);
+        goto fail;
     }
     return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
 }
