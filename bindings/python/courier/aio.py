@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["AsyncEngine"]
 
 _get_running_loop = asyncio.get_running_loop
+_new_send = object.__new__
 
 
 def _settle(fut: "asyncio.Future[Any]", value: Any, exc: Optional[BaseException]) -> None:
@@ -82,20 +83,27 @@ class _Waker:
 
 
 class _Loop:
-    """What an engine keeps for one event loop: the waker and how futures are made there
-    (``loop.create_future``; for asyncio's own loops, whose ``create_future`` is
-    ``Future(loop=loop)``, that call without the method's Python frame)."""
+    """What an engine keeps for one event loop: the waker, how the futures of groups are made
+    there (``loop.create_future``; for asyncio's own loops, whose ``create_future`` is
+    ``Future(loop=loop)``, that call without the method's Python frame), and what a send awaits:
+    on the compiled path a ``courier._speedups.Pending`` (asyncio's future protocol; the drain
+    runs the task's wake-up itself instead of a ``loop.call_soon`` per request), else a future."""
 
-    __slots__ = ("loop", "waker", "new_future", "__weakref__")
+    __slots__ = ("loop", "waker", "new_future", "new_pending")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        ext = _fast.ext
-        self.waker: Any = ext.Waker(loop) if ext is not None else _Waker(loop)
         if getattr(type(loop), "create_future", None) is asyncio.BaseEventLoop.create_future:
             self.new_future: Callable[[], "asyncio.Future[Any]"] = functools.partial(asyncio.Future, loop=loop)
         else:
             self.new_future = loop.create_future
+        ext = _fast.ext
+        if ext is not None:
+            self.waker: Any = ext.Waker(loop)
+            self.new_pending: Callable[[], Any] = self.waker.future
+        else:
+            self.waker = _Waker(loop)
+            self.new_pending = self.new_future
 
 
 class _AsyncSend(_SendContext):
@@ -105,6 +113,7 @@ class _AsyncSend(_SendContext):
     __slots__ = ("waker",)
 
     def __init__(self, engine: Engine, future: "asyncio.Future[Any]", waker: Any) -> None:
+        # AsyncEngine.send makes these with _new_send and sets the fields itself (a frame less)
         self.engine = engine
         self.exc = None
         self.future = future
@@ -164,13 +173,18 @@ class AsyncEngine:
         lp = self._loop
         if lp is None or lp.loop is not loop:
             lp = self._loop = _Loop(loop)
-        fut: asyncio.Future[Response] = lp.new_future()
-        rid = self.sync._send(method, url, options, _AsyncSend(self.sync, fut, lp.waker))
+        fut = lp.new_pending()
+        ctx = _new_send(_AsyncSend)  # _AsyncSend(sync, fut, waker) without its __init__ frame
+        ctx.engine = sync = self.sync
+        ctx.exc = ctx.callback = None
+        ctx.future = fut
+        ctx.waker = lp.waker
+        rid = sync._send(method, url, options, ctx)
         try:
             return await fut
         except asyncio.CancelledError:
-            if not self.sync.closed:
-                self.sync.cancel(rid)
+            if not sync.closed:
+                sync.cancel(rid)
             raise
 
     async def api(self, name: str, **options: Unpack[RequestOptions]) -> Response:

@@ -845,10 +845,21 @@ class Engine:
 
     def _send(self, method: Union[str, Request], url: Optional[str], kw: Mapping[str, Any], ctx: "_SendContext") -> int:
         req = method if isinstance(method, Request) else Request(method, url or "", **kw)
-        h = self._handle()
-        creq, owned = req._acquire(ctx, self)
+        h = self._ptr
+        if not h:
+            self._handle()  # raises EngineClosed
+        # Request._acquire's first case without its call (the hot path of every submit): this
+        # thread's C request of a request without callbacks, unchanged since it was built
+        held = req.__dict__.get("_held")
+        held = held.get(threading.get_ident()) if held is not None else None
+        if held is not None and held.version == req._version:
+            creq, owned = held.ptr, False
+        else:
+            creq, owned = req._acquire(ctx, self)
         ext = _fast.ext
-        sends = cb.send_stack()  # the send in progress on this thread, for its callbacks
+        sends = getattr(cb._tls, "stack", None)  # the send in progress on this thread, for its callbacks
+        if sends is None:
+            sends = cb.send_stack()
         if ext is not None:  # the compiled path: C holds ctx itself until the completion
             sends.append(ctx)
             try:

@@ -201,6 +201,381 @@ static PyObject *sp_response_free(PyObject *self, PyObject *pptr) {
 }
 
 
+/* ---- Pending: the awaitable of one AsyncEngine send (courier/aio.py) ------------------------------
+ * What a task awaits instead of an asyncio.Future: a future-compatible object in asyncio's own
+ * protocol (the one Task speaks to futures of other loops' making: _asyncio_future_blocking,
+ * get_loop, add_done_callback(fn, context=), result, cancel(msg)), so the task parks on it and
+ * task.cancel() cancels it (the request is then cancelled by AsyncEngine.send). The difference:
+ * the waker's drain, already a callback on the loop, runs the task's wake-up itself, in the
+ * context the task gave, instead of scheduling it with loop.call_soon (a Handle and a loop
+ * iteration per request). Cancelling schedules the callbacks with loop.call_soon, as a future does. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *loop;
+    PyObject *value, *exc; /* when done: exc NULL for a result */
+    PyObject *fn, *ctx;    /* the first done-callback and its context (NULL: none / none given) */
+    PyObject *more;        /* a list of (fn, ctx) for the rest, or NULL */
+    int state;             /* 0 pending, 1 done, 2 cancelled */
+    int blocking;          /* _asyncio_future_blocking */
+    int yielded;
+} pending;
+
+static PyTypeObject *pending_type;
+static PyObject *str_run, *str_call_soon, *str_call_exception_handler, *str_context, *str_message, *str_exception;
+static PyObject *cancelled_error, *invalid_state_error; /* asyncio's, looked up on first use */
+
+static int asyncio_errors(void) {
+    if (cancelled_error != NULL) return 0;
+    PyObject *m = PyImport_ImportModule("asyncio");
+    if (m == NULL) return -1;
+    invalid_state_error = PyObject_GetAttrString(m, "InvalidStateError");
+    cancelled_error = invalid_state_error ? PyObject_GetAttrString(m, "CancelledError") : NULL;
+    Py_DECREF(m);
+    if (cancelled_error == NULL) {
+        Py_CLEAR(invalid_state_error);
+        return -1;
+    }
+    return 0;
+}
+
+static int pending_traverse(PyObject *op, visitproc visit, void *arg) {
+    pending *self = (pending *)op;
+    Py_VISIT(self->loop);
+    Py_VISIT(self->value);
+    Py_VISIT(self->exc);
+    Py_VISIT(self->fn);
+    Py_VISIT(self->ctx);
+    Py_VISIT(self->more);
+    Py_VISIT(Py_TYPE(op));
+    return 0;
+}
+
+static int pending_clear(PyObject *op) {
+    pending *self = (pending *)op;
+    Py_CLEAR(self->loop);
+    Py_CLEAR(self->value);
+    Py_CLEAR(self->exc);
+    Py_CLEAR(self->fn);
+    Py_CLEAR(self->ctx);
+    Py_CLEAR(self->more);
+    return 0;
+}
+
+static void pending_dealloc(PyObject *op) {
+    PyTypeObject *tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    pending_clear(op);
+    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    f(op);
+    Py_DECREF(tp);
+}
+
+static PyObject *pending_new_for(PyObject *loop) {
+    allocfunc alloc = (allocfunc)PyType_GetSlot(pending_type, Py_tp_alloc);
+    pending *self = (pending *)alloc(pending_type, 0); /* zeroed, tracked */
+    if (self == NULL) return NULL;
+    Py_INCREF(loop);
+    self->loop = loop;
+    return (PyObject *)self;
+}
+
+/* Takes the callbacks out of self (new references in *fn, *ctx, *more). */
+static void pending_take_callbacks(pending *self, PyObject **fn, PyObject **ctx, PyObject **more) {
+    *fn = self->fn;
+    *ctx = self->ctx;
+    *more = self->more;
+    self->fn = self->ctx = self->more = NULL;
+}
+
+/* A callback that raised: to the loop's exception handler, as asyncio's Handle reports it. */
+static void report_callback_error(PyObject *loop, PyObject *fn) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value != NULL && tb != NULL) PyException_SetTraceback(value, tb);
+    PyObject *msg = PyUnicode_FromFormat("Exception in callback %R", fn);
+    PyObject *context = PyDict_New();
+    int ok = msg && context && PyDict_SetItem(context, str_message, msg) == 0 &&
+             PyDict_SetItem(context, str_exception, value ? value : Py_None) == 0;
+    PyObject *r = ok ? PyObject_CallMethodObjArgs(loop, str_call_exception_handler, context, NULL) : NULL;
+    if (r == NULL) PyErr_WriteUnraisable(fn);
+    Py_XDECREF(r);
+    Py_XDECREF(msg);
+    Py_XDECREF(context);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+}
+
+/* Runs one done-callback now (ctx.run(fn, self), or fn(self) without a context). */
+static void run_callback(pending *self, PyObject *fn, PyObject *ctx) {
+    PyObject *r = ctx && ctx != Py_None ? PyObject_CallMethodObjArgs(ctx, str_run, fn, (PyObject *)self, NULL)
+                                        : PyObject_CallFunctionObjArgs(fn, (PyObject *)self, NULL);
+    if (r == NULL) report_callback_error(self->loop, fn);
+    Py_XDECREF(r);
+}
+
+/* Schedules one done-callback: loop.call_soon(fn, self, context=ctx), as asyncio's futures do. */
+static void schedule_callback(pending *self, PyObject *fn, PyObject *ctx) {
+    PyObject *call_soon = PyObject_GetAttr(self->loop, str_call_soon);
+    PyObject *args = call_soon ? PyTuple_Pack(2, fn, (PyObject *)self) : NULL;
+    PyObject *kw = NULL;
+    if (args && ctx && ctx != Py_None) {
+        kw = PyDict_New();
+        if (kw && PyDict_SetItem(kw, str_context, ctx) < 0) Py_CLEAR(kw);
+        if (kw == NULL) Py_CLEAR(args);
+    }
+    PyObject *r = args ? PyObject_Call(call_soon, args, kw) : NULL;
+    if (r == NULL) report_callback_error(self->loop, fn);
+    Py_XDECREF(r);
+    Py_XDECREF(kw);
+    Py_XDECREF(args);
+    Py_XDECREF(call_soon);
+}
+
+static void pending_callbacks(pending *self, void (*each)(pending *, PyObject *, PyObject *)) {
+    PyObject *fn, *ctx, *more;
+    pending_take_callbacks(self, &fn, &ctx, &more);
+    if (fn != NULL) each(self, fn, ctx);
+    if (more != NULL) {
+        for (Py_ssize_t i = 0, n = PyList_Size(more); i < n; i++) {
+            PyObject *pair = PyList_GetItem(more, i); /* borrowed */
+            each(self, PyTuple_GetItem(pair, 0), PyTuple_GetItem(pair, 1));
+        }
+    }
+    Py_XDECREF(fn);
+    Py_XDECREF(ctx);
+    Py_XDECREF(more);
+}
+
+/* The drain's settlement (on the loop): done with value or exc, the callbacks run now. Nothing
+ * when the task cancelled it meanwhile. */
+static void pending_settle(pending *self, PyObject *value, PyObject *exc) {
+    if (self->state != 0) return;
+    self->state = 1;
+    if (exc != NULL) {
+        Py_INCREF(exc);
+        self->exc = exc;
+    } else {
+        Py_INCREF(value);
+        self->value = value;
+    }
+    pending_callbacks(self, run_callback);
+}
+
+static PyObject *pending_add_done_callback(PyObject *op, PyObject *args, PyObject *kw) {
+    pending *self = (pending *)op;
+    static char *names[] = {"fn", "context", NULL};
+    PyObject *fn, *ctx = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$O:add_done_callback", names, &fn, &ctx)) return NULL;
+    if (self->state != 0) {
+        schedule_callback(self, fn, ctx);
+        Py_RETURN_NONE;
+    }
+    if (self->fn == NULL && self->more == NULL) {
+        Py_INCREF(fn);
+        Py_INCREF(ctx);
+        self->fn = fn;
+        self->ctx = ctx;
+        Py_RETURN_NONE;
+    }
+    if (self->more == NULL && (self->more = PyList_New(0)) == NULL) return NULL;
+    PyObject *pair = PyTuple_Pack(2, fn, ctx);
+    if (pair == NULL) return NULL;
+    int rc = PyList_Append(self->more, pair);
+    Py_DECREF(pair);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *pending_remove_done_callback(PyObject *op, PyObject *fn) {
+    pending *self = (pending *)op;
+    long removed = 0;
+    if (self->fn != NULL) {
+        int eq = PyObject_RichCompareBool(self->fn, fn, Py_EQ);
+        if (eq < 0) return NULL;
+        if (eq) {
+            Py_CLEAR(self->fn);
+            Py_CLEAR(self->ctx);
+            removed++;
+        }
+    }
+    if (self->more != NULL) {
+        PyObject *keep = PyList_New(0);
+        if (keep == NULL) return NULL;
+        for (Py_ssize_t i = 0, n = PyList_Size(self->more); i < n; i++) {
+            PyObject *pair = PyList_GetItem(self->more, i);
+            int eq = PyObject_RichCompareBool(PyTuple_GetItem(pair, 0), fn, Py_EQ);
+            if (eq < 0 || (!eq && PyList_Append(keep, pair) < 0)) {
+                Py_DECREF(keep);
+                return NULL;
+            }
+            removed += eq;
+        }
+        PyObject *old = self->more;
+        self->more = keep;
+        Py_DECREF(old);
+    }
+    return PyLong_FromLong(removed);
+}
+
+static PyObject *pending_cancel(PyObject *op, PyObject *args, PyObject *kw) {
+    pending *self = (pending *)op;
+    static char *names[] = {"msg", NULL};
+    PyObject *msg = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:cancel", names, &msg)) return NULL;
+    if (self->state != 0) Py_RETURN_FALSE;
+    if (asyncio_errors() < 0) return NULL;
+    PyObject *exc = msg == Py_None ? PyObject_CallFunctionObjArgs(cancelled_error, NULL)
+                                   : PyObject_CallFunctionObjArgs(cancelled_error, msg, NULL);
+    if (exc == NULL) return NULL;
+    self->state = 2;
+    self->exc = exc;
+    pending_callbacks(self, schedule_callback);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *pending_result(PyObject *op, PyObject *noargs) {
+    (void)noargs;
+    pending *self = (pending *)op;
+    if (self->state == 0) {
+        if (asyncio_errors() == 0) PyErr_SetString(invalid_state_error, "Result is not set.");
+        return NULL;
+    }
+    if (self->exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(self->exc), self->exc);
+        return NULL;
+    }
+    Py_INCREF(self->value);
+    return self->value;
+}
+
+static PyObject *pending_exception(PyObject *op, PyObject *noargs) {
+    (void)noargs;
+    pending *self = (pending *)op;
+    if (self->state == 0) {
+        if (asyncio_errors() == 0) PyErr_SetString(invalid_state_error, "Exception is not set.");
+        return NULL;
+    }
+    if (self->state == 2) {
+        PyErr_SetObject((PyObject *)Py_TYPE(self->exc), self->exc);
+        return NULL;
+    }
+    PyObject *e = self->exc ? self->exc : Py_None;
+    Py_INCREF(e);
+    return e;
+}
+
+static PyObject *pending_done(PyObject *op, PyObject *noargs) {
+    (void)noargs;
+    return PyBool_FromLong(((pending *)op)->state != 0);
+}
+
+static PyObject *pending_cancelled(PyObject *op, PyObject *noargs) {
+    (void)noargs;
+    return PyBool_FromLong(((pending *)op)->state == 2);
+}
+
+static PyObject *pending_get_loop(PyObject *op, PyObject *noargs) {
+    (void)noargs;
+    PyObject *loop = ((pending *)op)->loop;
+    Py_INCREF(loop);
+    return loop;
+}
+
+static PyObject *pending_loop_attr(PyObject *op, void *closure) {
+    return pending_get_loop(op, closure);
+}
+
+static PyObject *pending_get_blocking(PyObject *op, void *closure) {
+    (void)closure;
+    return PyBool_FromLong(((pending *)op)->blocking);
+}
+
+static int pending_set_blocking(PyObject *op, PyObject *v, void *closure) {
+    (void)closure;
+    if (v == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete _asyncio_future_blocking");
+        return -1;
+    }
+    int b = PyObject_IsTrue(v);
+    if (b < 0) return -1;
+    ((pending *)op)->blocking = b;
+    return 0;
+}
+
+/* __await__ returns self; each step: the first yields self (the task parks on it), the one after
+ * the wake-up returns the result (StopIteration) or raises the exception. */
+static PyObject *pending_await(PyObject *op) {
+    Py_INCREF(op);
+    return op;
+}
+
+static PyObject *pending_iternext(PyObject *op) {
+    pending *self = (pending *)op;
+    if (self->state == 0) {
+        if (self->yielded) {
+            PyErr_SetString(PyExc_RuntimeError, "await wasn't used with future");
+            return NULL;
+        }
+        self->yielded = 1;
+        self->blocking = 1;
+        Py_INCREF(op);
+        return op;
+    }
+    if (self->exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(self->exc), self->exc);
+        return NULL;
+    }
+    if (self->value != Py_None) {
+        if (PyTuple_Check(self->value) || PyExceptionInstance_Check(self->value)) {
+            PyObject *stop = PyObject_CallFunctionObjArgs(PyExc_StopIteration, self->value, NULL);
+            if (stop == NULL) return NULL;
+            PyErr_SetObject(PyExc_StopIteration, stop);
+            Py_DECREF(stop);
+        } else {
+            PyErr_SetObject(PyExc_StopIteration, self->value);
+        }
+    }
+    return NULL;
+}
+
+static PyMethodDef pending_methods[] = {
+    {"add_done_callback", (PyCFunction)(void (*)(void))pending_add_done_callback, METH_VARARGS | METH_KEYWORDS,
+     "add_done_callback(fn, *, context=None)"},
+    {"remove_done_callback", pending_remove_done_callback, METH_O, "remove_done_callback(fn) -> how many"},
+    {"cancel", (PyCFunction)(void (*)(void))pending_cancel, METH_VARARGS | METH_KEYWORDS, "cancel(msg=None) -> bool"},
+    {"result", pending_result, METH_NOARGS, "the result, or raises the exception"},
+    {"exception", pending_exception, METH_NOARGS, "the exception or None"},
+    {"done", pending_done, METH_NOARGS, "done()"},
+    {"cancelled", pending_cancelled, METH_NOARGS, "cancelled()"},
+    {"get_loop", pending_get_loop, METH_NOARGS, "the event loop"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef pending_getset[] = {
+    {"_asyncio_future_blocking", pending_get_blocking, pending_set_blocking, "asyncio's future protocol", NULL},
+    {"_loop", pending_loop_attr, NULL, "the event loop", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot pending_slots[] = {
+    {Py_tp_dealloc, pending_dealloc},
+    {Py_tp_traverse, pending_traverse},
+    {Py_tp_clear, pending_clear},
+    {Py_tp_methods, pending_methods},
+    {Py_tp_getset, pending_getset},
+    {Py_tp_iter, pending_await},
+    {Py_tp_iternext, pending_iternext},
+    {Py_am_await, pending_await},
+    {Py_tp_doc, "The awaitable of one AsyncEngine send (asyncio's future protocol); made by Waker.future()"},
+    {0, NULL},
+};
+
+static PyType_Spec pending_spec = {
+    "courier._speedups.Pending", sizeof(pending), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, pending_slots,
+};
+
 /* ---- Waker: completions handed to one asyncio loop, a burst at a time (courier/aio.py) ------------
  * Everything here runs with the GIL: post() on the engine's worker, drain() on the loop. The queue
  * is a C array of (future, value, exception) triples. post() appends and, when no drain is pending,
@@ -216,6 +591,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *loop;
     PyObject *wake;  /* loop.call_soon_threadsafe */
+    PyObject *soon;  /* loop.call_soon */
     PyObject *drain; /* this waker's bound drain, made once */
     settlement *queue;
     Py_ssize_t n, cap;
@@ -238,17 +614,20 @@ static int waker_init(PyObject *op, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTuple(args, "O", &loop)) return -1;
     PyObject *wake = PyObject_GetAttr(loop, str_call_soon_threadsafe);
     if (wake == NULL) return -1;
-    PyObject *drain = PyObject_GetAttrString(op, "drain");
+    PyObject *soon = PyObject_GetAttr(loop, str_call_soon);
+    PyObject *drain = soon ? PyObject_GetAttrString(op, "drain") : NULL;
     if (drain == NULL) {
         Py_DECREF(wake);
+        Py_XDECREF(soon);
         return -1;
     }
-    PyObject *old[3] = {self->loop, self->wake, self->drain};
+    PyObject *old[4] = {self->loop, self->wake, self->drain, self->soon};
     Py_INCREF(loop);
     self->loop = loop;
     self->wake = wake;
+    self->soon = soon;
     self->drain = drain; /* a cycle (the bound method holds self): tp_traverse finds it, tp_clear breaks it */
-    for (int i = 0; i < 3; i++) Py_XDECREF(old[i]);
+    for (int i = 0; i < 4; i++) Py_XDECREF(old[i]);
     return 0;
 }
 
@@ -256,6 +635,7 @@ static int waker_traverse(PyObject *op, visitproc visit, void *arg) {
     waker *self = (waker *)op;
     Py_VISIT(self->loop);
     Py_VISIT(self->wake);
+    Py_VISIT(self->soon);
     Py_VISIT(self->drain);
     for (Py_ssize_t i = 0; i < self->n; i++) {
         Py_VISIT(self->queue[i].fut);
@@ -272,6 +652,7 @@ static int waker_clear(PyObject *op) {
     waker *self = (waker *)op;
     Py_CLEAR(self->loop);
     Py_CLEAR(self->wake);
+    Py_CLEAR(self->soon);
     Py_CLEAR(self->drain);
     settlement *q = self->queue;
     Py_ssize_t n = self->n;
@@ -328,44 +709,57 @@ static PyObject *waker_post(PyObject *op, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* drain(): on the loop. */
+/* drain(): on the loop. Settles what is queued when it starts; what the worker posts meanwhile
+ * (settling runs Python code: the woken tasks, which send again) is left to a drain scheduled with
+ * loop.call_soon, so one drain never holds the loop for longer than a burst. */
 static PyObject *waker_drain(PyObject *op, PyObject *noargs) {
     (void)noargs;
     waker *self = (waker *)op;
-    Py_INCREF(op); /* settling runs Python code */
+    Py_INCREF(op);
     PyObject *etype = NULL, *evalue = NULL, *etb = NULL; /* the first failure, raised after the rest */
     int failed = 0;
-    while (self->n > 0) {
-        settlement *q = self->queue;
-        Py_ssize_t n = self->n;
-        self->queue = NULL; /* what is posted while these settle starts a new array */
-        self->n = self->cap = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            settlement *t = &q[i];
-            {
-                PyObject *done = PyObject_CallMethodObjArgs(t->fut, str_done, NULL);
-                int is_done = done ? PyObject_IsTrue(done) : -1;
-                Py_XDECREF(done);
-                PyObject *r = NULL;
-                if (is_done == 0) { /* else: the task was cancelled meanwhile */
-                    r = t->exc ? PyObject_CallMethodObjArgs(t->fut, str_set_exception, t->exc, NULL)
-                               : PyObject_CallMethodObjArgs(t->fut, str_set_result, t->value, NULL);
-                } else if (is_done > 0) {
-                    r = Py_None;
-                    Py_INCREF(r);
-                }
-                if (r == NULL) { /* cannot happen with asyncio's futures; the rest are settled still */
-                    if (!failed) PyErr_Fetch(&etype, &evalue, &etb);
-                    else PyErr_Clear();
-                    failed = 1;
-                }
-                Py_XDECREF(r);
+    settlement *q = self->queue;
+    Py_ssize_t n = self->n;
+    self->queue = NULL; /* what is posted while these settle starts a new array */
+    self->n = self->cap = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        settlement *t = &q[i];
+        if (Py_TYPE(t->fut) == pending_type) {
+            pending_settle((pending *)t->fut, t->value, t->exc);
+        } else { /* an asyncio future (a group's) */
+            PyObject *done = PyObject_CallMethodObjArgs(t->fut, str_done, NULL);
+            int is_done = done ? PyObject_IsTrue(done) : -1;
+            Py_XDECREF(done);
+            PyObject *r = NULL;
+            if (is_done == 0) { /* else: the task was cancelled meanwhile */
+                r = t->exc ? PyObject_CallMethodObjArgs(t->fut, str_set_exception, t->exc, NULL)
+                           : PyObject_CallMethodObjArgs(t->fut, str_set_result, t->value, NULL);
+            } else if (is_done > 0) {
+                r = Py_None;
+                Py_INCREF(r);
             }
-            settlement_clear(t);
+            if (r == NULL) { /* cannot happen with asyncio's futures; the rest are settled still */
+                if (!failed) PyErr_Fetch(&etype, &evalue, &etb);
+                else PyErr_Clear();
+                failed = 1;
+            }
+            Py_XDECREF(r);
         }
-        PyMem_Free(q);
+        settlement_clear(t);
     }
-    self->scheduled = 0; /* with the queue empty, and no Python code since the check */
+    PyMem_Free(q);
+    if (self->n > 0 && self->soon != NULL) { /* posted meanwhile: the next iteration's */
+        PyObject *r = PyObject_CallFunctionObjArgs(self->soon, self->drain, NULL);
+        if (r == NULL) { /* the loop is closing */
+            if (!failed) PyErr_Fetch(&etype, &evalue, &etb);
+            else PyErr_Clear();
+            failed = 1;
+            self->scheduled = 0;
+        }
+        Py_XDECREF(r);
+    } else {
+        self->scheduled = 0; /* with the queue empty, and no Python code since the check */
+    }
     Py_DECREF(op);
     if (failed) {
         PyErr_Restore(etype, evalue, etb);
@@ -387,7 +781,18 @@ static PyObject *waker_get_loop(PyObject *op, void *closure) {
     return loop;
 }
 
+static PyObject *waker_future(PyObject *op, PyObject *noargs) {
+    (void)noargs;
+    waker *self = (waker *)op;
+    if (self->loop == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "courier._speedups.Waker: not initialised");
+        return NULL;
+    }
+    return pending_new_for(self->loop);
+}
+
 static PyMethodDef waker_methods[] = {
+    {"future", waker_future, METH_NOARGS, "future() -> a new Pending of this waker's loop"},
     {"post", waker_post, METH_VARARGS, "post(fut, value, exc=None): settles fut on the loop (any thread)"},
     {"drain", waker_drain, METH_NOARGS, "drain(): settles what is queued (on the loop)"},
     {"pending", waker_pending, METH_NOARGS, "pending() -> how many settlements are queued"},
@@ -438,8 +843,20 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         !(str_done = PyUnicode_InternFromString("done")) ||
         !(str_set_result = PyUnicode_InternFromString("set_result")) ||
         !(str_set_exception = PyUnicode_InternFromString("set_exception")) ||
-        !(str_call_soon_threadsafe = PyUnicode_InternFromString("call_soon_threadsafe")))
+        !(str_call_soon_threadsafe = PyUnicode_InternFromString("call_soon_threadsafe")) ||
+        !(str_run = PyUnicode_InternFromString("run")) || !(str_call_soon = PyUnicode_InternFromString("call_soon")) ||
+        !(str_call_exception_handler = PyUnicode_InternFromString("call_exception_handler")) ||
+        !(str_context = PyUnicode_InternFromString("context")) ||
+        !(str_message = PyUnicode_InternFromString("message")) ||
+        !(str_exception = PyUnicode_InternFromString("exception")))
         goto fail;
+    pending_type = (PyTypeObject *)PyType_FromSpec(&pending_spec);
+    if (pending_type == NULL) goto fail;
+    Py_INCREF(pending_type);
+    if (PyModule_AddObject(m, "Pending", (PyObject *)pending_type) < 0) {
+        Py_DECREF(pending_type);
+        goto fail;
+    }
     PyObject *waker_type = PyType_FromSpec(&waker_spec);
     if (waker_type == NULL) goto fail;
     if (PyModule_AddObject(m, "Waker", waker_type) < 0) {
