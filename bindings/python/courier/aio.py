@@ -83,13 +83,18 @@ class _Waker:
 
 
 class _Loop:
-    """What an engine keeps for one event loop: the waker, how the futures of groups are made
-    there (``loop.create_future``; for asyncio's own loops, whose ``create_future`` is
-    ``Future(loop=loop)``, that call without the method's Python frame), and what a send awaits:
-    on the compiled path a ``courier._speedups.Pending`` (asyncio's future protocol; the drain
-    runs the task's wake-up itself instead of a ``loop.call_soon`` per request), else a future."""
+    """What an engine keeps for one event loop: how its futures are made (``loop.create_future``;
+    for asyncio's own loops, whose ``create_future`` is ``Future(loop=loop)``, that call without
+    the method's Python frame), the waker that hands completions to it, and what a send awaits.
 
-    __slots__ = ("loop", "waker", "new_future", "new_pending")
+    On the compiled path the waker is ``courier._speedups.Waker``: the loop reads its pipe
+    (``add_reader``), a send goes through ``Waker.send``, whose completion queues a success
+    without taking the GIL (one pipe write per burst), and the send awaits a
+    ``courier._speedups.Pending`` (asyncio's future protocol) whose task the drain wakes itself
+    instead of a ``loop.call_soon`` per request. Otherwise (the ctypes path, or a loop without
+    ``add_reader``): :class:`_Waker` and asyncio futures."""
+
+    __slots__ = ("loop", "waker", "new_future", "new_pending", "send")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -98,12 +103,30 @@ class _Loop:
         else:
             self.new_future = loop.create_future
         ext = _fast.ext
+        waker: Any = None
         if ext is not None:
-            self.waker: Any = ext.Waker(loop)
-            self.new_pending: Callable[[], Any] = self.waker.future
+            try:
+                waker = ext.Waker(loop, Response)
+                loop.add_reader(waker.fileno(), waker.drain)
+            except (NotImplementedError, OSError):  # no pipe, or a loop without add_reader
+                waker = None
+        if waker is not None:
+            self.waker = waker
+            self.new_pending: Callable[[], Any] = waker.future
+            self.send: Optional[Callable[..., Any]] = waker.send
         else:
             self.waker = _Waker(loop)
             self.new_pending = self.new_future
+            self.send = None
+
+    def close(self) -> None:
+        """After the engine closed (on the loop, inside a task): settles what the close completed
+        and stops reading the waker's pipe."""
+        if self.send is not None:
+            self.waker.flush()  # the tasks' wake-ups scheduled: this runs inside a task
+            if not self.loop.is_closed():
+                self.loop.remove_reader(self.waker.fileno())
+            self.send = None
 
 
 class _AsyncSend(_SendContext):
@@ -152,6 +175,9 @@ class AsyncEngine:
     async def aclose(self) -> None:
         """Closes the engine: requests still in flight end with :class:`courier.Cancelled`."""
         self.sync.close()
+        lp, self._loop = self._loop, None
+        if lp is not None and lp.loop is _get_running_loop():
+            lp.close()
 
     @property
     def closed(self) -> bool:
@@ -179,7 +205,7 @@ class AsyncEngine:
         ctx.exc = ctx.callback = None
         ctx.future = fut
         ctx.waker = lp.waker
-        rid = sync._send(method, url, options, ctx)
+        rid = sync._send(method, url, options, ctx, lp.send)
         try:
             return await fut
         except asyncio.CancelledError:

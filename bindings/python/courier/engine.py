@@ -843,7 +843,11 @@ class Engine:
         :meth:`cancel`). The lightest way to keep many requests in flight."""
         return self._send(method, url, kw, _SendContext(self, None, callback))
 
-    def _send(self, method: Union[str, Request], url: Optional[str], kw: Mapping[str, Any], ctx: "_SendContext") -> int:
+    def _send(self, method: Union[str, Request], url: Optional[str], kw: Mapping[str, Any], ctx: "_SendContext",
+              via: Optional[Callable[[int, int, Any], Any]] = None) -> int:
+        """Sends with ``courier_send``; ``ctx._complete`` runs the completion. ``via``: on the
+        compiled path, the send to use instead of ``_speedups.send`` (an asyncio loop's
+        ``Waker.send``, whose completion hands a success to the loop without the GIL)."""
         req = method if isinstance(method, Request) else Request(method, url or "", **kw)
         h = self._ptr
         if not h:
@@ -863,7 +867,7 @@ class Engine:
         if ext is not None:  # the compiled path: C holds ctx itself until the completion
             sends.append(ctx)
             try:
-                sent = ext.send(h, creq, ctx)
+                sent = (via or ext.send)(h, creq, ctx)
             finally:
                 sends.pop()
                 if owned:

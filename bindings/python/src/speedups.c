@@ -29,8 +29,14 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
+#include <fcntl.h>
+#include <unistd.h>
+#endif
 
 #include "courier.h"
 
@@ -43,7 +49,7 @@ static struct {
     __typeof__(&courier_response_free) response_free;
 } fns;
 
-static PyObject *str_complete, *str_keep, *str_done, *str_set_result, *str_set_exception, *str_call_soon_threadsafe;
+static PyObject *str_complete, *str_keep, *str_done, *str_set_result, *str_set_exception, *str_future, *str_exc;
 
 static int as_ptr(PyObject *o, void **out) {
     if (o == Py_None) {
@@ -348,21 +354,6 @@ static void pending_callbacks(pending *self, void (*each)(pending *, PyObject *,
     Py_XDECREF(more);
 }
 
-/* The drain's settlement (on the loop): done with value or exc, the callbacks run now. Nothing
- * when the task cancelled it meanwhile. */
-static void pending_settle(pending *self, PyObject *value, PyObject *exc) {
-    if (self->state != 0) return;
-    self->state = 1;
-    if (exc != NULL) {
-        Py_INCREF(exc);
-        self->exc = exc;
-    } else {
-        Py_INCREF(value);
-        self->value = value;
-    }
-    pending_callbacks(self, run_callback);
-}
-
 static PyObject *pending_add_done_callback(PyObject *op, PyObject *args, PyObject *kw) {
     pending *self = (pending *)op;
     static char *names[] = {"fn", "context", NULL};
@@ -577,190 +568,375 @@ static PyType_Spec pending_spec = {
 };
 
 /* ---- Waker: completions handed to one asyncio loop, a burst at a time (courier/aio.py) ------------
- * Everything here runs with the GIL: post() on the engine's worker, drain() on the loop. The queue
- * is a C array of (future, value, exception) triples. post() appends and, when no drain is pending,
- * schedules one with loop.call_soon_threadsafe (a write to the loop's self-pipe). drain() takes the
- * whole queue, settles it in order, and takes again what was posted meanwhile (settling runs Python:
- * the worker may post then); "the queue is empty" and "no drain is pending" are set together, with
- * no Python code between, so a completion that arrives while the loop drains needs no wake-up. */
+ * A queue of entries in completion order and a pipe the loop watches (loop.add_reader(fileno(),
+ * drain)). Waker.send's completion, on the engine's worker, queues a success without taking the
+ * GIL: the context, the response pointer and the id move into the queue under the waker's lock,
+ * and the pipe is written once per burst (when no wake-up is pending). A failure takes the GIL
+ * and runs the context's _complete, whose post() queues the settlement (future, value, exc) the
+ * same way; so does a group's callback. drain() on the loop empties the pipe, takes the queue and
+ * settles it in order: a success becomes a Response (the class given to Waker()) and, when a
+ * callback of the send kept an exception on the context, that exception instead; a Pending runs
+ * its task's wake-up now, an asyncio future is set (and its callbacks scheduled by asyncio). The
+ * worker never waits for the GIL for a success, so the loop and the worker do not hand the GIL to
+ * each other per request. */
 typedef struct {
-    PyObject *fut, *value, *exc; /* exc NULL: set_result(value) */
-} settlement;
+    PyObject *ctx;                /* a success: the send's context (the reference send took) */
+    courier_response *response;   /*   ... its response (owned), id */
+    uint64_t id;
+    PyObject *fut, *value, *exc;  /* else a settlement: exc NULL for set_result(value) */
+} entry;
 
 typedef struct {
     PyObject_HEAD
     PyObject *loop;
-    PyObject *wake;  /* loop.call_soon_threadsafe */
-    PyObject *soon;  /* loop.call_soon */
-    PyObject *drain; /* this waker's bound drain, made once */
-    settlement *queue;
+    PyObject *response_type; /* Response(ptr) */
+    PyThread_type_lock lock; /* the queue and the flag; taken with or without the GIL */
+    entry *queue;
     Py_ssize_t n, cap;
-    int scheduled;
+    int scheduled; /* the pipe was written and the drain has not taken the queue yet */
+    int rfd, wfd;
 } waker;
 
-static void settlement_clear(settlement *t) {
+static PyTypeObject *waker_type;
+
+typedef struct { /* a send's void *user */
+    waker *waker; /* a reference, released by the drain (or by the failure path) */
+    PyObject *ctx;
+} aio_user;
+
+static void entry_clear(entry *t) { /* with the GIL */
+    Py_XDECREF(t->ctx);
+    if (t->response) fns.response_free(t->response);
     Py_XDECREF(t->fut);
     Py_XDECREF(t->value);
     Py_XDECREF(t->exc);
 }
 
+/* Appends under the lock (with or without the GIL); returns whether the caller must write the pipe,
+ * -1 when out of memory. */
+static int waker_push(waker *self, const entry *e) {
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    if (self->n == self->cap) {
+        Py_ssize_t cap = self->cap ? self->cap * 2 : 64;
+        entry *q = realloc(self->queue, (size_t)cap * sizeof *q);
+        if (q == NULL) {
+            PyThread_release_lock(self->lock);
+            return -1;
+        }
+        self->queue = q;
+        self->cap = cap;
+    }
+    self->queue[self->n++] = *e;
+    int wake = !self->scheduled;
+    self->scheduled = 1;
+    PyThread_release_lock(self->lock);
+    return wake;
+}
+
+static void waker_wake(waker *self) {
+#ifndef _WIN32
+    char b = 1;
+    ssize_t r;
+    do r = write(self->wfd, &b, 1);
+    while (r < 0 && errno == EINTR); /* EAGAIN: the pipe is full, the loop will read it */
+#else
+    (void)self;
+#endif
+}
+
 static int waker_init(PyObject *op, PyObject *args, PyObject *kw) {
     waker *self = (waker *)op;
-    PyObject *loop;
+    PyObject *loop, *response_type;
     if (kw != NULL && PyDict_Size(kw) != 0) {
-        PyErr_SetString(PyExc_TypeError, "Waker(loop) takes no keyword arguments");
+        PyErr_SetString(PyExc_TypeError, "Waker(loop, response_type) takes no keyword arguments");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "O", &loop)) return -1;
-    PyObject *wake = PyObject_GetAttr(loop, str_call_soon_threadsafe);
-    if (wake == NULL) return -1;
-    PyObject *soon = PyObject_GetAttr(loop, str_call_soon);
-    PyObject *drain = soon ? PyObject_GetAttrString(op, "drain") : NULL;
-    if (drain == NULL) {
-        Py_DECREF(wake);
-        Py_XDECREF(soon);
+    if (!PyArg_ParseTuple(args, "OO", &loop, &response_type)) return -1;
+    if (self->loop != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Waker() is initialised once");
         return -1;
     }
-    PyObject *old[4] = {self->loop, self->wake, self->drain, self->soon};
+#ifdef _WIN32
+    PyErr_SetString(PyExc_NotImplementedError, "courier._speedups.Waker: no pipe to wake a loop with");
+    return -1;
+#else
+    int fds[2];
+    if (pipe(fds) < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        int fl = fcntl(fds[i], F_GETFL);
+        if (fl < 0 || fcntl(fds[i], F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(fds[i], F_SETFD, FD_CLOEXEC) < 0) {
+            PyErr_SetFromErrno(PyExc_OSError);
+            close(fds[0]);
+            close(fds[1]);
+            return -1;
+        }
+    }
+    self->lock = PyThread_allocate_lock();
+    if (self->lock == NULL) {
+        close(fds[0]);
+        close(fds[1]);
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->rfd = fds[0];
+    self->wfd = fds[1];
     Py_INCREF(loop);
+    Py_INCREF(response_type);
     self->loop = loop;
-    self->wake = wake;
-    self->soon = soon;
-    self->drain = drain; /* a cycle (the bound method holds self): tp_traverse finds it, tp_clear breaks it */
-    for (int i = 0; i < 4; i++) Py_XDECREF(old[i]);
+    self->response_type = response_type;
     return 0;
+#endif
+}
+
+static PyObject *waker_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
+    (void)args;
+    (void)kw;
+    allocfunc alloc = (allocfunc)PyType_GetSlot(tp, Py_tp_alloc);
+    waker *self = (waker *)alloc(tp, 0);
+    if (self != NULL) self->rfd = self->wfd = -1;
+    return (PyObject *)self;
 }
 
 static int waker_traverse(PyObject *op, visitproc visit, void *arg) {
     waker *self = (waker *)op;
     Py_VISIT(self->loop);
-    Py_VISIT(self->wake);
-    Py_VISIT(self->soon);
-    Py_VISIT(self->drain);
-    for (Py_ssize_t i = 0; i < self->n; i++) {
-        Py_VISIT(self->queue[i].fut);
-        Py_VISIT(self->queue[i].value);
-        Py_VISIT(self->queue[i].exc);
+    Py_VISIT(self->response_type);
+    if (self->lock != NULL) {
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        int r = 0;
+        for (Py_ssize_t i = 0; i < self->n && r == 0; i++) {
+            entry *t = &self->queue[i];
+            if (t->ctx && (r = visit(t->ctx, arg)) != 0) break;
+            if (t->fut && (r = visit(t->fut, arg)) != 0) break;
+            if (t->value && (r = visit(t->value, arg)) != 0) break;
+            if (t->exc && (r = visit(t->exc, arg)) != 0) break;
+        }
+        PyThread_release_lock(self->lock);
+        if (r != 0) return r;
     }
-#if PY_VERSION_HEX >= 0x03090000
-    Py_VISIT(Py_TYPE(op)); /* a heap type */
-#endif
+    Py_VISIT(Py_TYPE(op));
     return 0;
 }
 
 static int waker_clear(PyObject *op) {
     waker *self = (waker *)op;
     Py_CLEAR(self->loop);
-    Py_CLEAR(self->wake);
-    Py_CLEAR(self->soon);
-    Py_CLEAR(self->drain);
-    settlement *q = self->queue;
-    Py_ssize_t n = self->n;
-    self->queue = NULL;
-    self->n = self->cap = 0;
-    for (Py_ssize_t i = 0; i < n; i++) settlement_clear(&q[i]);
-    PyMem_Free(q);
+    Py_CLEAR(self->response_type);
+    if (self->lock != NULL) {
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        entry *q = self->queue;
+        Py_ssize_t n = self->n;
+        self->queue = NULL;
+        self->n = self->cap = 0;
+        PyThread_release_lock(self->lock);
+        for (Py_ssize_t i = 0; i < n; i++) entry_clear(&q[i]);
+        free(q);
+    }
     return 0;
 }
 
 static void waker_dealloc(PyObject *op) {
+    waker *self = (waker *)op;
     PyTypeObject *tp = Py_TYPE(op);
     PyObject_GC_UnTrack(op);
-    waker_clear(op);
+    waker_clear(op); /* no send holds it (each holds a reference): nothing can push any more */
+#ifndef _WIN32
+    if (self->rfd >= 0) close(self->rfd);
+    if (self->wfd >= 0) close(self->wfd);
+#endif
+    if (self->lock != NULL) PyThread_free_lock(self->lock);
     freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     f(op);
     Py_DECREF(tp);
 }
 
-/* post(fut, value, exc=None): on the worker (any thread), with the GIL. */
+/* post(fut, value, exc=None): with the GIL, from any thread (a failure's _complete, a group). */
 static PyObject *waker_post(PyObject *op, PyObject *args) {
     waker *self = (waker *)op;
     PyObject *fut, *value, *exc = Py_None;
     if (!PyArg_UnpackTuple(args, "post", 2, 3, &fut, &value, &exc)) return NULL;
-    if (self->n == self->cap) {
-        Py_ssize_t cap = self->cap ? self->cap * 2 : 64;
-        settlement *q = PyMem_Realloc(self->queue, (size_t)cap * sizeof *q);
-        if (q == NULL) return PyErr_NoMemory();
-        self->queue = q;
-        self->cap = cap;
+    if (self->lock == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "courier._speedups.Waker: not initialised");
+        return NULL;
     }
-    settlement *t = &self->queue[self->n++];
+    entry e = {NULL, NULL, 0, fut, NULL, NULL};
+    if (exc != Py_None) e.exc = exc;
+    else e.value = value;
     Py_INCREF(fut);
-    t->fut = fut;
-    if (exc != Py_None) {
-        Py_INCREF(exc);
-        t->exc = exc;
-        t->value = NULL;
-    } else {
-        Py_INCREF(value);
-        t->value = value;
-        t->exc = NULL;
+    Py_XINCREF(e.value);
+    Py_XINCREF(e.exc);
+    int wake = waker_push(self, &e);
+    if (wake < 0) {
+        entry_clear(&e);
+        return PyErr_NoMemory();
     }
-    if (!self->scheduled && self->wake != NULL) {
-        /* two threads may both get here: the second drain finds nothing */
-        self->scheduled = 1;
-        PyObject *r = PyObject_CallFunctionObjArgs(self->wake, self->drain, NULL);
-        if (r == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_RuntimeError)) return NULL;
-            PyErr_Clear(); /* the loop is closed: nobody awaits this any more */
-        }
-        Py_XDECREF(r);
-    }
+    if (wake) waker_wake(self);
     Py_RETURN_NONE;
 }
 
-/* drain(): on the loop. Settles what is queued when it starts; what the worker posts meanwhile
- * (settling runs Python code: the woken tasks, which send again) is left to a drain scheduled with
- * loop.call_soon, so one drain never holds the loop for longer than a burst. */
-static PyObject *waker_drain(PyObject *op, PyObject *noargs) {
-    (void)noargs;
-    waker *self = (waker *)op;
-    Py_INCREF(op);
-    PyObject *etype = NULL, *evalue = NULL, *etb = NULL; /* the first failure, raised after the rest */
-    int failed = 0;
-    settlement *q = self->queue;
-    Py_ssize_t n = self->n;
-    self->queue = NULL; /* what is posted while these settle starts a new array */
-    self->n = self->cap = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        settlement *t = &q[i];
-        if (Py_TYPE(t->fut) == pending_type) {
-            pending_settle((pending *)t->fut, t->value, t->exc);
-        } else { /* an asyncio future (a group's) */
-            PyObject *done = PyObject_CallMethodObjArgs(t->fut, str_done, NULL);
-            int is_done = done ? PyObject_IsTrue(done) : -1;
-            Py_XDECREF(done);
-            PyObject *r = NULL;
-            if (is_done == 0) { /* else: the task was cancelled meanwhile */
-                r = t->exc ? PyObject_CallMethodObjArgs(t->fut, str_set_exception, t->exc, NULL)
-                           : PyObject_CallMethodObjArgs(t->fut, str_set_result, t->value, NULL);
-            } else if (is_done > 0) {
-                r = Py_None;
-                Py_INCREF(r);
-            }
-            if (r == NULL) { /* cannot happen with asyncio's futures; the rest are settled still */
-                if (!failed) PyErr_Fetch(&etype, &evalue, &etb);
-                else PyErr_Clear();
-                failed = 1;
-            }
-            Py_XDECREF(r);
+/* The completion of Waker.send, on the engine's worker thread. */
+static void aio_completion(uint64_t request_id, int code, courier_response *response, const courier_error *error,
+                           void *user) {
+    aio_user *u = (aio_user *)user;
+    waker *w = u->waker;
+    if (code == 0) { /* no GIL: the references move into the queue, the drain releases them */
+        entry e = {u->ctx, response, request_id, NULL, NULL, NULL};
+        int wake = waker_push(w, &e);
+        if (wake >= 0) {
+            free(u);
+            if (wake) waker_wake(w);
+            return; /* the drain releases w's reference */
         }
-        settlement_clear(t);
+        /* out of memory: as a failure below, with the GIL */
     }
-    PyMem_Free(q);
-    if (self->n > 0 && self->soon != NULL) { /* posted meanwhile: the next iteration's */
-        PyObject *r = PyObject_CallFunctionObjArgs(self->soon, self->drain, NULL);
-        if (r == NULL) { /* the loop is closing */
+    PyObject *ctx = u->ctx;
+    free(u);
+    completion(request_id, code, response, code != 0 ? error : NULL, ctx); /* releases ctx */
+    PyGILState_STATE gil = PyGILState_Ensure();
+    Py_DECREF((PyObject *)w);
+    PyGILState_Release(gil);
+}
+
+/* send(engine, request, ctx): _speedups.send whose completion hands the outcome to this waker. */
+static PyObject *waker_send(PyObject *op, PyObject *args) {
+    waker *self = (waker *)op;
+    PyObject *pengine, *preq, *ctx;
+    if (!PyArg_ParseTuple(args, "OOO", &pengine, &preq, &ctx)) return NULL;
+    void *engine, *req;
+    if (as_ptr(pengine, &engine) < 0 || as_ptr(preq, &req) < 0) return NULL;
+    if (fns.send == NULL || self->lock == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "courier._speedups: init() was not called");
+        return NULL;
+    }
+    aio_user *u = malloc(sizeof *u);
+    if (u == NULL) return PyErr_NoMemory();
+    Py_INCREF(op);
+    Py_INCREF(ctx);
+    u->waker = self;
+    u->ctx = ctx;
+    courier_error err;
+    uint64_t id = 0;
+    int code;
+    Py_BEGIN_ALLOW_THREADS
+    code = fns.send(&id, (courier_engine *)engine, (const courier_request *)req, aio_completion, u, &err);
+    Py_END_ALLOW_THREADS
+    if (code != 0) { /* no completion will run */
+        Py_DECREF(ctx);
+        Py_DECREF(op);
+        free(u);
+        return PyBytes_FromStringAndSize((const char *)&err, sizeof err);
+    }
+    return PyLong_FromUnsignedLongLong(id);
+}
+
+/* Settles one future now (a Pending: its callbacks run here; when direct is 0 they are scheduled,
+ * for a drain run from inside a task). Returns -1 with an exception when setting it failed. */
+static int settle(PyObject *fut, PyObject *value, PyObject *exc, int direct) {
+    if (Py_TYPE(fut) == pending_type) {
+        pending *p = (pending *)fut;
+        if (p->state != 0) return 0; /* the task cancelled it meanwhile */
+        p->state = 1;
+        if (exc != NULL) {
+            Py_INCREF(exc);
+            p->exc = exc;
+        } else {
+            Py_INCREF(value);
+            p->value = value;
+        }
+        pending_callbacks(p, direct ? run_callback : schedule_callback);
+        return 0;
+    }
+    /* an asyncio future (a group's) */
+    PyObject *done = PyObject_CallMethodObjArgs(fut, str_done, NULL);
+    int is_done = done ? PyObject_IsTrue(done) : -1;
+    Py_XDECREF(done);
+    if (is_done != 0) return is_done < 0 ? -1 : 0;
+    PyObject *r = exc ? PyObject_CallMethodObjArgs(fut, str_set_exception, exc, NULL)
+                      : PyObject_CallMethodObjArgs(fut, str_set_result, value, NULL);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* A success: Response(ptr), or the exception a callback of the send kept on its context. */
+static int settle_success(waker *self, entry *t, int direct) {
+    courier_response *response = t->response;
+    t->response = NULL;
+    PyObject *fut = PyObject_GetAttr(t->ctx, str_future);
+    if (fut == NULL) {
+        if (response) fns.response_free(response);
+        return -1;
+    }
+    PyObject *resp = Py_None, *kept = NULL;
+    Py_INCREF(resp);
+    if (response) {
+        PyObject *ptr = PyLong_FromVoidPtr(response);
+        Py_DECREF(resp);
+        resp = ptr ? PyObject_CallFunctionObjArgs(self->response_type, ptr, NULL) : NULL;
+        Py_XDECREF(ptr);
+        if (resp == NULL) { /* the response stays unreleased only if Response() failed before owning it */
+            if (ptr == NULL) fns.response_free(response);
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_NormalizeException(&type, &value, &tb);
+            int rc = value ? settle(fut, NULL, value, direct) : -1;
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            Py_DECREF(fut);
+            return rc;
+        }
+    }
+    kept = PyObject_GetAttr(t->ctx, str_exc);
+    int rc = -1;
+    if (kept != NULL) rc = kept != Py_None ? settle(fut, NULL, kept, direct) : settle(fut, resp, NULL, direct);
+    Py_XDECREF(kept);
+    Py_DECREF(resp);
+    Py_DECREF(fut);
+    return rc;
+}
+
+static PyObject *waker_drain_impl(waker *self, int direct) {
+    if (self->lock == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "courier._speedups.Waker: not initialised");
+        return NULL;
+    }
+    Py_INCREF((PyObject *)self); /* settling runs Python code */
+#ifndef _WIN32
+    char buf[64];
+    while (read(self->rfd, buf, sizeof buf) == (ssize_t)sizeof buf) {
+    }
+#endif
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    entry *q = self->queue;
+    Py_ssize_t n = self->n;
+    self->queue = NULL; /* what is queued from now on waits for the next drain, */
+    self->n = self->cap = 0;
+    self->scheduled = 0; /* ... whose wake-up it writes */
+    PyThread_release_lock(self->lock);
+    PyObject *etype = NULL, *evalue = NULL, *etb = NULL; /* the first failure, raised after the rest */
+    int failed = 0, refs = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        entry *t = &q[i];
+        int rc;
+        if (t->ctx != NULL) {
+            rc = settle_success(self, t, direct);
+            refs++; /* the reference Waker.send took */
+        } else {
+            rc = settle(t->fut, t->value, t->exc, direct);
+        }
+        if (rc < 0) { /* cannot happen with asyncio's futures; the rest are settled still */
             if (!failed) PyErr_Fetch(&etype, &evalue, &etb);
             else PyErr_Clear();
             failed = 1;
-            self->scheduled = 0;
         }
-        Py_XDECREF(r);
-    } else {
-        self->scheduled = 0; /* with the queue empty, and no Python code since the check */
+        entry_clear(t);
     }
-    Py_DECREF(op);
+    free(q);
+    for (int i = 0; i < refs; i++) Py_DECREF((PyObject *)self);
+    Py_DECREF((PyObject *)self);
     if (failed) {
         PyErr_Restore(etype, evalue, etb);
         return NULL;
@@ -768,9 +944,31 @@ static PyObject *waker_drain(PyObject *op, PyObject *noargs) {
     Py_RETURN_NONE;
 }
 
+/* drain(): the loop's reader of the pipe; a Pending's task is woken here, now. */
+static PyObject *waker_drain(PyObject *op, PyObject *noargs) {
+    (void)noargs;
+    return waker_drain_impl((waker *)op, 1);
+}
+
+/* flush(): drain() from inside a task (AsyncEngine.aclose): the wake-ups are scheduled. */
+static PyObject *waker_flush(PyObject *op, PyObject *noargs) {
+    (void)noargs;
+    return waker_drain_impl((waker *)op, 0);
+}
+
+static PyObject *waker_fileno(PyObject *op, PyObject *noargs) {
+    (void)noargs;
+    return PyLong_FromLong(((waker *)op)->rfd);
+}
+
 static PyObject *waker_pending(PyObject *op, PyObject *noargs) {
     (void)noargs;
-    return PyLong_FromSsize_t(((waker *)op)->n);
+    waker *self = (waker *)op;
+    if (self->lock == NULL) return PyLong_FromLong(0);
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_ssize_t n = self->n;
+    PyThread_release_lock(self->lock);
+    return PyLong_FromSsize_t(n);
 }
 
 static PyObject *waker_get_loop(PyObject *op, void *closure) {
@@ -793,9 +991,12 @@ static PyObject *waker_future(PyObject *op, PyObject *noargs) {
 
 static PyMethodDef waker_methods[] = {
     {"future", waker_future, METH_NOARGS, "future() -> a new Pending of this waker's loop"},
+    {"send", waker_send, METH_VARARGS, "send(engine, request, ctx) -> request id | courier_error bytes"},
     {"post", waker_post, METH_VARARGS, "post(fut, value, exc=None): settles fut on the loop (any thread)"},
-    {"drain", waker_drain, METH_NOARGS, "drain(): settles what is queued (on the loop)"},
-    {"pending", waker_pending, METH_NOARGS, "pending() -> how many settlements are queued"},
+    {"drain", waker_drain, METH_NOARGS, "drain(): settles what is queued (the loop's reader of fileno())"},
+    {"flush", waker_flush, METH_NOARGS, "flush(): drain() from inside a task (wake-ups scheduled)"},
+    {"fileno", waker_fileno, METH_NOARGS, "fileno() -> the pipe's end the loop reads"},
+    {"pending", waker_pending, METH_NOARGS, "pending() -> how many entries are queued"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -805,13 +1006,14 @@ static PyGetSetDef waker_getset[] = {
 };
 
 static PyType_Slot waker_slots[] = {
+    {Py_tp_new, waker_new},
     {Py_tp_init, waker_init},
     {Py_tp_dealloc, waker_dealloc},
     {Py_tp_traverse, waker_traverse},
     {Py_tp_clear, waker_clear},
     {Py_tp_methods, waker_methods},
     {Py_tp_getset, waker_getset},
-    {Py_tp_doc, "Waker(loop): completions handed to one asyncio loop, a burst at a time"},
+    {Py_tp_doc, "Waker(loop, response_type): completions handed to one asyncio loop, a burst at a time"},
     {0, NULL},
 };
 
@@ -843,7 +1045,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         !(str_done = PyUnicode_InternFromString("done")) ||
         !(str_set_result = PyUnicode_InternFromString("set_result")) ||
         !(str_set_exception = PyUnicode_InternFromString("set_exception")) ||
-        !(str_call_soon_threadsafe = PyUnicode_InternFromString("call_soon_threadsafe")) ||
+        !(str_future = PyUnicode_InternFromString("future")) || !(str_exc = PyUnicode_InternFromString("exc")) ||
         !(str_run = PyUnicode_InternFromString("run")) || !(str_call_soon = PyUnicode_InternFromString("call_soon")) ||
         !(str_call_exception_handler = PyUnicode_InternFromString("call_exception_handler")) ||
         !(str_context = PyUnicode_InternFromString("context")) ||
@@ -857,9 +1059,10 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         Py_DECREF(pending_type);
         goto fail;
     }
-    PyObject *waker_type = PyType_FromSpec(&waker_spec);
+    waker_type = (PyTypeObject *)PyType_FromSpec(&waker_spec);
     if (waker_type == NULL) goto fail;
-    if (PyModule_AddObject(m, "Waker", waker_type) < 0) {
+    Py_INCREF(waker_type);
+    if (PyModule_AddObject(m, "Waker", (PyObject *)waker_type) < 0) {
         Py_DECREF(waker_type);
         goto fail;
     }
