@@ -158,13 +158,26 @@ class AsyncEngine:
     monitors). Use it from one event loop; close it with ``async with`` or :meth:`aclose`."""
 
     def __init__(self, base_url: Optional[str] = None, *, engine: Optional[Engine] = None, **config: Any) -> None:
-        self._loop: Optional[_Loop] = None  # the last loop's waker (one read: threads may race)
+        self._loop: Optional[_Loop] = None  # the last loop's (read once: threads may race)
+        self._loops: dict[asyncio.AbstractEventLoop, _Loop] = {}  # each loop's, closed loops pruned
         if engine is not None:
             if base_url is not None or config:
                 raise TypeError("AsyncEngine(engine=...) takes no other arguments")
             self.sync = engine
         else:
             self.sync = Engine(base_url, **config)
+
+    def _loop_for(self, loop: asyncio.AbstractEventLoop) -> _Loop:
+        """This engine's :class:`_Loop` of ``loop`` (the running one), made on first use; the
+        entries of loops closed since are dropped (their readers went with them)."""
+        lp = self._loops.get(loop)
+        if lp is None:
+            for old in list(self._loops):
+                if old.is_closed():
+                    self._loops.pop(old, None)
+            lp = self._loops[loop] = _Loop(loop)
+        self._loop = lp
+        return lp
 
     async def __aenter__(self) -> "AsyncEngine":
         return self
@@ -175,8 +188,9 @@ class AsyncEngine:
     async def aclose(self) -> None:
         """Closes the engine: requests still in flight end with :class:`courier.Cancelled`."""
         self.sync.close()
-        lp, self._loop = self._loop, None
-        if lp is not None and lp.loop is _get_running_loop():
+        self._loop = None
+        lp = self._loops.pop(_get_running_loop(), None)  # other threads' loops keep theirs
+        if lp is not None:
             lp.close()
 
     @property
@@ -198,7 +212,7 @@ class AsyncEngine:
         loop = _get_running_loop()
         lp = self._loop
         if lp is None or lp.loop is not loop:
-            lp = self._loop = _Loop(loop)
+            lp = self._loop_for(loop)
         fut = lp.new_pending()
         ctx = _new_send(_AsyncSend)  # _AsyncSend(sync, fut, waker) without its __init__ frame
         ctx.engine = sync = self.sync
@@ -239,7 +253,7 @@ class AsyncEngine:
         loop = _get_running_loop()
         lp = self._loop
         if lp is None or lp.loop is not loop:
-            lp = self._loop = _Loop(loop)
+            lp = self._loop_for(loop)
         fut: asyncio.Future[GroupResult] = lp.new_future()
         group = run(self.sync, mode, members, callback=functools.partial(lp.waker.post, fut), **kw)
         with group:
