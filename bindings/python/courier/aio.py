@@ -1,9 +1,11 @@
 """asyncio: :class:`AsyncEngine`, whose requests and groups are awaited.
 
-``await engine.get(...)`` sends the request with ``courier_send`` and parks the task on an
-``asyncio.Future``; the core's completion callback (on the engine's worker thread) resolves that
-future through ``loop.call_soon_threadsafe``. No thread per request and no polling: the event loop
-wakes once, when the answer is there. Cancelling the task cancels the request in the engine
+``await engine.get(...)`` sends the request with ``courier_send`` and parks the task on a future;
+the core's completion callback (on the engine's worker thread) hands the outcome to the task's
+event loop through a per-loop queue that wakes the loop once per burst of completions (see
+:class:`_Loop`: on the compiled path a pipe the loop reads, written without the GIL, and the
+drain wakes the task itself; on the ctypes path ``loop.call_soon_threadsafe`` and asyncio
+futures). No thread per request and no polling. Cancelling the task cancels the request in the engine
 (``courier_cancel``); cancelling a task awaiting a group cancels the group
 (``courier_group_cancel``).
 
@@ -119,14 +121,21 @@ class _Loop:
             self.new_pending = self.new_future
             self.send = None
 
-    def close(self) -> None:
-        """After the engine closed (on the loop, inside a task): settles what the close completed
-        and stops reading the waker's pipe."""
-        if self.send is not None:
-            self.waker.flush()  # the tasks' wake-ups scheduled: this runs inside a task
-            if not self.loop.is_closed():
-                self.loop.remove_reader(self.waker.fileno())
-            self.send = None
+
+_loops: dict[asyncio.AbstractEventLoop, _Loop] = {}  # every AsyncEngine's, one per loop
+
+
+def _loop_for(loop: asyncio.AbstractEventLoop) -> _Loop:
+    """The :class:`_Loop` of ``loop`` (the running one), shared by the engines awaited there, made
+    on first use. A loop is used from its own thread only; the entries of loops closed since are
+    dropped when a new loop comes (their readers went with them)."""
+    lp = _loops.get(loop)
+    if lp is None:
+        for old in list(_loops):
+            if old.is_closed():
+                _loops.pop(old, None)
+        lp = _loops[loop] = _Loop(loop)
+    return lp
 
 
 class _AsyncSend(_SendContext):
@@ -159,25 +168,12 @@ class AsyncEngine:
 
     def __init__(self, base_url: Optional[str] = None, *, engine: Optional[Engine] = None, **config: Any) -> None:
         self._loop: Optional[_Loop] = None  # the last loop's (read once: threads may race)
-        self._loops: dict[asyncio.AbstractEventLoop, _Loop] = {}  # each loop's, closed loops pruned
         if engine is not None:
             if base_url is not None or config:
                 raise TypeError("AsyncEngine(engine=...) takes no other arguments")
             self.sync = engine
         else:
             self.sync = Engine(base_url, **config)
-
-    def _loop_for(self, loop: asyncio.AbstractEventLoop) -> _Loop:
-        """This engine's :class:`_Loop` of ``loop`` (the running one), made on first use; the
-        entries of loops closed since are dropped (their readers went with them)."""
-        lp = self._loops.get(loop)
-        if lp is None:
-            for old in list(self._loops):
-                if old.is_closed():
-                    self._loops.pop(old, None)
-            lp = self._loops[loop] = _Loop(loop)
-        self._loop = lp
-        return lp
 
     async def __aenter__(self) -> "AsyncEngine":
         return self
@@ -188,10 +184,6 @@ class AsyncEngine:
     async def aclose(self) -> None:
         """Closes the engine: requests still in flight end with :class:`courier.Cancelled`."""
         self.sync.close()
-        self._loop = None
-        lp = self._loops.pop(_get_running_loop(), None)  # other threads' loops keep theirs
-        if lp is not None:
-            lp.close()
 
     @property
     def closed(self) -> bool:
@@ -212,7 +204,7 @@ class AsyncEngine:
         loop = _get_running_loop()
         lp = self._loop
         if lp is None or lp.loop is not loop:
-            lp = self._loop_for(loop)
+            lp = self._loop = _loop_for(loop)
         fut = lp.new_pending()
         ctx = _new_send(_AsyncSend)  # _AsyncSend(sync, fut, waker) without its __init__ frame
         ctx.engine = sync = self.sync
@@ -253,7 +245,7 @@ class AsyncEngine:
         loop = _get_running_loop()
         lp = self._loop
         if lp is None or lp.loop is not loop:
-            lp = self._loop_for(loop)
+            lp = self._loop = _loop_for(loop)
         fut: asyncio.Future[GroupResult] = lp.new_future()
         group = run(self.sync, mode, members, callback=functools.partial(lp.waker.post, fut), **kw)
         with group:

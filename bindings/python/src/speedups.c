@@ -13,11 +13,15 @@
  *   the completion                  calls ctx._complete(request_id, code, response | None,
  *                                   error address | None) with the GIL, on the worker (a raise
  *                                   goes to ctx.keep, as the ctypes trampoline does).
- *   Waker(loop)                     asyncio's hand-over (courier/aio.py): post(fut, value, exc)
- *                                   on the worker queues a settlement and wakes the loop with
- *                                   loop.call_soon_threadsafe only when no drain is pending; the
- *                                   drain settles what is queued in order (set_result or
- *                                   set_exception, skipping a future already done).
+ *   Waker(loop, Response)           asyncio's hand-over (courier/aio.py), one per event loop: a
+ *                                   locked queue and a pipe the loop reads (add_reader(fileno(),
+ *                                   drain)). Waker.send is send() whose completion queues a
+ *                                   success without the GIL (one pipe write per burst) and runs
+ *                                   ctx._complete for a failure; post(fut, value, exc) queues a
+ *                                   settlement (a failure's, a group's). drain() settles in
+ *                                   completion order.
+ *   Pending                         what an AsyncEngine send awaits (Waker.future()): asyncio's
+ *                                   future protocol, its task woken by the drain itself.
  *
  * It decides nothing: every branch of a send stays in the C core or in the package's Python. It
  * does not link libcourier: init() receives the addresses of the functions from the library
@@ -832,9 +836,9 @@ static PyObject *waker_send(PyObject *op, PyObject *args) {
     return PyLong_FromUnsignedLongLong(id);
 }
 
-/* Settles one future now (a Pending: its callbacks run here; when direct is 0 they are scheduled,
- * for a drain run from inside a task). Returns -1 with an exception when setting it failed. */
-static int settle(PyObject *fut, PyObject *value, PyObject *exc, int direct) {
+/* Settles one future now (a Pending: its callbacks run here, the drain being a loop callback and
+ * no task's step). Returns -1 with an exception when setting it failed. */
+static int settle(PyObject *fut, PyObject *value, PyObject *exc) {
     if (Py_TYPE(fut) == pending_type) {
         pending *p = (pending *)fut;
         if (p->state != 0) return 0; /* the task cancelled it meanwhile */
@@ -846,7 +850,7 @@ static int settle(PyObject *fut, PyObject *value, PyObject *exc, int direct) {
             Py_INCREF(value);
             p->value = value;
         }
-        pending_callbacks(p, direct ? run_callback : schedule_callback);
+        pending_callbacks(p, run_callback);
         return 0;
     }
     /* an asyncio future (a group's) */
@@ -861,7 +865,7 @@ static int settle(PyObject *fut, PyObject *value, PyObject *exc, int direct) {
 }
 
 /* A success: Response(ptr), or the exception a callback of the send kept on its context. */
-static int settle_success(waker *self, entry *t, int direct) {
+static int settle_success(waker *self, entry *t) {
     courier_response *response = t->response;
     t->response = NULL;
     PyObject *fut = PyObject_GetAttr(t->ctx, str_future);
@@ -881,7 +885,7 @@ static int settle_success(waker *self, entry *t, int direct) {
             PyObject *type, *value, *tb;
             PyErr_Fetch(&type, &value, &tb);
             PyErr_NormalizeException(&type, &value, &tb);
-            int rc = value ? settle(fut, NULL, value, direct) : -1;
+            int rc = value ? settle(fut, NULL, value) : -1;
             Py_XDECREF(type);
             Py_XDECREF(value);
             Py_XDECREF(tb);
@@ -891,14 +895,14 @@ static int settle_success(waker *self, entry *t, int direct) {
     }
     kept = PyObject_GetAttr(t->ctx, str_exc);
     int rc = -1;
-    if (kept != NULL) rc = kept != Py_None ? settle(fut, NULL, kept, direct) : settle(fut, resp, NULL, direct);
+    if (kept != NULL) rc = kept != Py_None ? settle(fut, NULL, kept) : settle(fut, resp, NULL);
     Py_XDECREF(kept);
     Py_DECREF(resp);
     Py_DECREF(fut);
     return rc;
 }
 
-static PyObject *waker_drain_impl(waker *self, int direct) {
+static PyObject *waker_drain_impl(waker *self) {
     if (self->lock == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "courier._speedups.Waker: not initialised");
         return NULL;
@@ -922,10 +926,10 @@ static PyObject *waker_drain_impl(waker *self, int direct) {
         entry *t = &q[i];
         int rc;
         if (t->ctx != NULL) {
-            rc = settle_success(self, t, direct);
+            rc = settle_success(self, t);
             refs++; /* the reference Waker.send took */
         } else {
-            rc = settle(t->fut, t->value, t->exc, direct);
+            rc = settle(t->fut, t->value, t->exc);
         }
         if (rc < 0) { /* cannot happen with asyncio's futures; the rest are settled still */
             if (!failed) PyErr_Fetch(&etype, &evalue, &etb);
@@ -947,13 +951,7 @@ static PyObject *waker_drain_impl(waker *self, int direct) {
 /* drain(): the loop's reader of the pipe; a Pending's task is woken here, now. */
 static PyObject *waker_drain(PyObject *op, PyObject *noargs) {
     (void)noargs;
-    return waker_drain_impl((waker *)op, 1);
-}
-
-/* flush(): drain() from inside a task (AsyncEngine.aclose): the wake-ups are scheduled. */
-static PyObject *waker_flush(PyObject *op, PyObject *noargs) {
-    (void)noargs;
-    return waker_drain_impl((waker *)op, 0);
+    return waker_drain_impl((waker *)op);
 }
 
 static PyObject *waker_fileno(PyObject *op, PyObject *noargs) {
@@ -994,7 +992,6 @@ static PyMethodDef waker_methods[] = {
     {"send", waker_send, METH_VARARGS, "send(engine, request, ctx) -> request id | courier_error bytes"},
     {"post", waker_post, METH_VARARGS, "post(fut, value, exc=None): settles fut on the loop (any thread)"},
     {"drain", waker_drain, METH_NOARGS, "drain(): settles what is queued (the loop's reader of fileno())"},
-    {"flush", waker_flush, METH_NOARGS, "flush(): drain() from inside a task (wake-ups scheduled)"},
     {"fileno", waker_fileno, METH_NOARGS, "fileno() -> the pipe's end the loop reads"},
     {"pending", waker_pending, METH_NOARGS, "pending() -> how many entries are queued"},
     {NULL, NULL, 0, NULL},
