@@ -184,6 +184,11 @@ class AsyncEngine:
     async def aclose(self) -> None:
         """Closes the engine: requests still in flight end with :class:`courier.Cancelled`."""
         self.sync.close()
+        lp = _loops.get(_get_running_loop())
+        if lp is not None and lp.send is not None:
+            # the close completed what was in flight: settled now, as the ctypes path's drain,
+            # already scheduled by then, would (the pipe would be read an iteration later)
+            lp.waker.flush()
 
     @property
     def closed(self) -> bool:

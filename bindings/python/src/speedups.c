@@ -836,9 +836,10 @@ static PyObject *waker_send(PyObject *op, PyObject *args) {
     return PyLong_FromUnsignedLongLong(id);
 }
 
-/* Settles one future now (a Pending: its callbacks run here, the drain being a loop callback and
- * no task's step). Returns -1 with an exception when setting it failed. */
-static int settle(PyObject *fut, PyObject *value, PyObject *exc) {
+/* Settles one future (a Pending's callbacks run here when direct, the drain being a loop callback
+ * and no task's step; else they are scheduled, as a future's are). Returns -1 with an exception
+ * when setting it failed. */
+static int settle(PyObject *fut, PyObject *value, PyObject *exc, int direct) {
     if (Py_TYPE(fut) == pending_type) {
         pending *p = (pending *)fut;
         if (p->state != 0) return 0; /* the task cancelled it meanwhile */
@@ -850,7 +851,7 @@ static int settle(PyObject *fut, PyObject *value, PyObject *exc) {
             Py_INCREF(value);
             p->value = value;
         }
-        pending_callbacks(p, run_callback);
+        pending_callbacks(p, direct ? run_callback : schedule_callback);
         return 0;
     }
     /* an asyncio future (a group's) */
@@ -865,7 +866,7 @@ static int settle(PyObject *fut, PyObject *value, PyObject *exc) {
 }
 
 /* A success: Response(ptr), or the exception a callback of the send kept on its context. */
-static int settle_success(waker *self, entry *t) {
+static int settle_success(waker *self, entry *t, int direct) {
     courier_response *response = t->response;
     t->response = NULL;
     PyObject *fut = PyObject_GetAttr(t->ctx, str_future);
@@ -885,7 +886,7 @@ static int settle_success(waker *self, entry *t) {
             PyObject *type, *value, *tb;
             PyErr_Fetch(&type, &value, &tb);
             PyErr_NormalizeException(&type, &value, &tb);
-            int rc = value ? settle(fut, NULL, value) : -1;
+            int rc = value ? settle(fut, NULL, value, direct) : -1;
             Py_XDECREF(type);
             Py_XDECREF(value);
             Py_XDECREF(tb);
@@ -895,14 +896,14 @@ static int settle_success(waker *self, entry *t) {
     }
     kept = PyObject_GetAttr(t->ctx, str_exc);
     int rc = -1;
-    if (kept != NULL) rc = kept != Py_None ? settle(fut, NULL, kept) : settle(fut, resp, NULL);
+    if (kept != NULL) rc = kept != Py_None ? settle(fut, NULL, kept, direct) : settle(fut, resp, NULL, direct);
     Py_XDECREF(kept);
     Py_DECREF(resp);
     Py_DECREF(fut);
     return rc;
 }
 
-static PyObject *waker_drain_impl(waker *self) {
+static PyObject *waker_drain_impl(waker *self, int direct) {
     if (self->lock == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "courier._speedups.Waker: not initialised");
         return NULL;
@@ -926,10 +927,10 @@ static PyObject *waker_drain_impl(waker *self) {
         entry *t = &q[i];
         int rc;
         if (t->ctx != NULL) {
-            rc = settle_success(self, t);
+            rc = settle_success(self, t, direct);
             refs++; /* the reference Waker.send took */
         } else {
-            rc = settle(t->fut, t->value, t->exc);
+            rc = settle(t->fut, t->value, t->exc, direct);
         }
         if (rc < 0) { /* cannot happen with asyncio's futures; the rest are settled still */
             if (!failed) PyErr_Fetch(&etype, &evalue, &etb);
@@ -951,7 +952,14 @@ static PyObject *waker_drain_impl(waker *self) {
 /* drain(): the loop's reader of the pipe; a Pending's task is woken here, now. */
 static PyObject *waker_drain(PyObject *op, PyObject *noargs) {
     (void)noargs;
-    return waker_drain_impl((waker *)op);
+    return waker_drain_impl((waker *)op, 1);
+}
+
+/* flush(): drain() from inside a task (AsyncEngine.aclose, after the engine's close completed
+ * what was in flight): the tasks' wake-ups are scheduled, not run. */
+static PyObject *waker_flush(PyObject *op, PyObject *noargs) {
+    (void)noargs;
+    return waker_drain_impl((waker *)op, 0);
 }
 
 static PyObject *waker_fileno(PyObject *op, PyObject *noargs) {
@@ -992,6 +1000,7 @@ static PyMethodDef waker_methods[] = {
     {"send", waker_send, METH_VARARGS, "send(engine, request, ctx) -> request id | courier_error bytes"},
     {"post", waker_post, METH_VARARGS, "post(fut, value, exc=None): settles fut on the loop (any thread)"},
     {"drain", waker_drain, METH_NOARGS, "drain(): settles what is queued (the loop's reader of fileno())"},
+    {"flush", waker_flush, METH_NOARGS, "flush(): drain() from inside a task (the wake-ups scheduled)"},
     {"fileno", waker_fileno, METH_NOARGS, "fileno() -> the pipe's end the loop reads"},
     {"pending", waker_pending, METH_NOARGS, "pending() -> how many entries are queued"},
     {NULL, NULL, 0, NULL},
