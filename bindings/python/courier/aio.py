@@ -5,8 +5,8 @@ the core's completion callback (on the engine's worker thread) hands the outcome
 event loop through a per-loop queue that wakes the loop once per burst of completions (see
 :class:`_Loop`: on the compiled path a pipe the loop reads, written without the GIL, and the
 drain wakes the task itself; on the ctypes path ``loop.call_soon_threadsafe`` and asyncio
-futures). No thread per request and no polling. Cancelling the task cancels the request in the engine
-(``courier_cancel``); cancelling a task awaiting a group cancels the group
+futures). No thread per request and no polling. Cancelling the task cancels the request in the
+engine (``courier_cancel``); cancelling a task awaiting a group cancels the group
 (``courier_group_cancel``).
 
 >>> async with courier.AsyncEngine(base_url="http://127.0.0.1:8080", timeout=5) as engine:
@@ -85,7 +85,7 @@ class _Waker:
 
 
 class _Loop:
-    """What an engine keeps for one event loop: how its futures are made (``loop.create_future``;
+    """What the engines awaited on one event loop share: how its futures are made (``loop.create_future``;
     for asyncio's own loops, whose ``create_future`` is ``Future(loop=loop)``, that call without
     the method's Python frame), the waker that hands completions to it, and what a send awaits.
 
@@ -164,7 +164,8 @@ class AsyncEngine:
     """A :class:`courier.Engine` whose sends are awaited. It takes the same arguments as
     ``Engine`` (or wraps an existing one: ``AsyncEngine(engine=e)``) and the same request options;
     ``engine.sync`` is the underlying :class:`courier.Engine` (cache and frozen managers, logging,
-    monitors). Use it from one event loop; close it with ``async with`` or :meth:`aclose`."""
+    monitors). It may be awaited from several event loops, each in its own thread (a result comes
+    back to the loop that awaits it); close it with ``async with`` or :meth:`aclose`."""
 
     def __init__(self, base_url: Optional[str] = None, *, engine: Optional[Engine] = None, **config: Any) -> None:
         self._loop: Optional[_Loop] = None  # the last loop's (read once: threads may race)

@@ -211,7 +211,8 @@ class _SendContext:
         if self.exc is None:
             self.exc = exc
 
-    def _outcome(self, code: int, response: Optional[int], error: Optional[int]) -> tuple[Optional[Response], Optional[BaseException]]:
+    def _outcome(self, code: int, response: Optional[int],
+                 error: Optional[int]) -> tuple[Optional[Response], Optional[BaseException]]:
         """The completed send's response and exception (None when it succeeded), on the worker
         (from the ctypes trampoline or courier._speedups): ``error`` is the address of the
         borrowed ``courier_error`` (None on success), read before the completion returns."""

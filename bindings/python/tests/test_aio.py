@@ -280,3 +280,44 @@ def test_an_engine_used_from_loop_after_loop_keeps_no_descriptors(engine: courie
     for _ in range(20):
         assert run(main()) == 200
     assert len(os.listdir("/proc/self/fd")) <= before + 4
+
+
+@pytest.mark.skipif(courier._fast.path() != "compiled", reason="the compiled path's awaitable")
+def test_the_compiled_awaitable_speaks_asyncios_future_protocol() -> None:
+    # what AsyncEngine.send awaits there (courier._speedups.Pending): a future to asyncio's Task
+    ext = courier._fast.ext
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        w = ext.Waker(loop, courier.Response)
+        p = w.future()
+        assert asyncio.isfuture(p) and p.get_loop() is loop and not p.done()
+        with pytest.raises(asyncio.InvalidStateError):
+            p.result()
+        seen: list = []
+        p.add_done_callback(seen.append)
+        p.add_done_callback(seen.append)
+        assert p.remove_done_callback(seen.append) == 2
+        p.add_done_callback(seen.append)
+        assert p.cancel("why") and not p.cancel() and p.cancelled() and p.done()
+        assert await until(lambda: seen == [p])  # scheduled with call_soon, as a future's are
+        with pytest.raises(asyncio.CancelledError):
+            p.result()
+        loop.add_reader(w.fileno(), w.drain)
+        try:
+            q = w.future()
+            w.post(q, 42)  # from this thread here; the engine's worker in use
+            assert await q == 42
+            r = w.future()
+            w.post(r, None, KeyError("k"))
+            with pytest.raises(KeyError):
+                await r
+            t = asyncio.ensure_future(asyncio.Event().wait())  # a task parked elsewhere is not woken
+            s = w.future()
+            w.post(s, (1, 2))  # a tuple comes back whole
+            assert await s == (1, 2) and not t.done()
+            t.cancel()
+        finally:
+            loop.remove_reader(w.fileno())
+
+    run(main())
