@@ -323,7 +323,7 @@ def _completion(request_id: int, code: int, response: Optional[int], error: Opti
             lib.courier_response_free(response)
         return
     try:
-        ctx._complete(request_id, code, response, ERROR.from_address(error) if error and code else None)
+        ctx._complete(request_id, code, response, error if code else None)  # as courier._speedups calls it
     except BaseException as e:  # pragma: no cover - _complete guards itself
         ctx.keep(e)
 

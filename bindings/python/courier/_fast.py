@@ -1,7 +1,9 @@
 """Which path the hot calls take: the compiled extension ``courier._speedups`` or ctypes.
 
 Per request the binding makes a few calls: ``courier_send`` (or ``courier_send_sync``), the
-completion back into Python, the response's status and body, ``courier_response_free``. Through
+completion back into Python (the send context's ``_complete``), the response's status and body,
+``courier_response_free``, and for :class:`courier.AsyncEngine` the hand-over of the result to the
+event loop (``Waker``, see ``courier.aio``). Through
 ctypes each costs microseconds (the completion most: ctypes builds its argument objects and, on
 a thread Python did not start, a thread state per call). ``courier._speedups`` (src/speedups.c,
 built by the wheel) makes the same calls in C; it decides nothing. It does not link libcourier:
@@ -56,17 +58,3 @@ def path() -> str:
 
 
 enable(os.environ.get("COURIER_PY_SPEEDUPS", "1") != "0")
-
-
-def _completion(ctx: Any, request_id: int, code: int, response: Optional[int], error: Optional[int]) -> None:
-    """What the compiled completion calls (on the engine's worker thread, with the GIL): the same
-    as the ctypes trampoline ``courier._callbacks._completion``, with the send's context handed
-    over by C itself instead of a registry key."""
-    try:
-        ctx._complete(request_id, code, response, ERROR.from_address(error) if error else None)
-    except BaseException as e:  # pragma: no cover - _complete guards itself
-        ctx.keep(e)
-
-
-if available:
-    _mod.set_completion(_completion)

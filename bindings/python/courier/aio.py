@@ -1,10 +1,12 @@
 """asyncio: :class:`AsyncEngine`, whose requests and groups are awaited.
 
-``await engine.get(...)`` sends the request with ``courier_send`` and parks the task on an
-``asyncio.Future``; the core's completion callback (on the engine's worker thread) resolves that
-future through ``loop.call_soon_threadsafe``. No thread per request and no polling: the event loop
-wakes once, when the answer is there. Cancelling the task cancels the request in the engine
-(``courier_cancel``); cancelling a task awaiting a group cancels the group
+``await engine.get(...)`` sends the request with ``courier_send`` and parks the task on a future;
+the core's completion callback (on the engine's worker thread) hands the outcome to the task's
+event loop through a per-loop queue that wakes the loop once per burst of completions (see
+:class:`_Loop`: on the compiled path a pipe the loop reads, written without the GIL, and the
+drain wakes the task itself; on the ctypes path ``loop.call_soon_threadsafe`` and asyncio
+futures). No thread per request and no polling. Cancelling the task cancels the request in the
+engine (``courier_cancel``); cancelling a task awaiting a group cancels the group
 (``courier_group_cancel``).
 
 >>> async with courier.AsyncEngine(base_url="http://127.0.0.1:8080", timeout=5) as engine:
@@ -19,7 +21,9 @@ import functools
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
-from .engine import Engine
+from . import _callbacks as cb
+from . import _fast
+from .engine import Engine, _SendContext
 from .group import GroupMember, GroupMode, GroupResult, Member, run
 from .request import Request
 from .response import Response
@@ -33,6 +37,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["AsyncEngine"]
 
+_get_running_loop = asyncio.get_running_loop
+_new_send = object.__new__
+
 
 def _settle(fut: "asyncio.Future[Any]", value: Any, exc: Optional[BaseException]) -> None:
     if fut.done():  # the task was cancelled meanwhile
@@ -44,7 +51,8 @@ def _settle(fut: "asyncio.Future[Any]", value: Any, exc: Optional[BaseException]
 
 
 class _Waker:
-    """Hands completions to one event loop, a burst at a time. The engine's worker appends each
+    """Hands completions to one event loop, a burst at a time (the ctypes path's; the compiled
+    path uses ``courier._speedups.Waker``, the same in C). The engine's worker appends each
     completion to a queue and wakes the loop (``call_soon_threadsafe``: a write to the loop's
     self-pipe) only when no wake-up is pending; the loop settles every queued future in one call.
     With many requests in flight, completions come in bursts: one wake-up serves the burst
@@ -76,22 +84,91 @@ class _Waker:
             _settle(*queue.popleft())
 
 
-def _resolver(engine: "AsyncEngine", loop: asyncio.AbstractEventLoop, fut: "asyncio.Future[Any]") -> Callable[..., None]:
-    """A completion callback (run on the engine's worker thread) that resolves ``fut`` on ``loop``."""
-    waker = engine._waker
-    if waker is None or waker.loop is not loop:
-        waker = engine._waker = _Waker(loop)
-    return functools.partial(waker.post, fut)
+class _Loop:
+    """What the engines awaited on one event loop share: how its futures are made (``loop.create_future``;
+    for asyncio's own loops, whose ``create_future`` is ``Future(loop=loop)``, that call without
+    the method's Python frame), the waker that hands completions to it, and what a send awaits.
+
+    On the compiled path the waker is ``courier._speedups.Waker``: the loop reads its pipe
+    (``add_reader``), a send goes through ``Waker.send``, whose completion queues a success
+    without taking the GIL (one pipe write per burst), and the send awaits a
+    ``courier._speedups.Pending`` (asyncio's future protocol) whose task the drain wakes itself
+    instead of a ``loop.call_soon`` per request. Otherwise (the ctypes path, or a loop without
+    ``add_reader``): :class:`_Waker` and asyncio futures."""
+
+    __slots__ = ("loop", "waker", "new_future", "new_pending", "send")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        if getattr(type(loop), "create_future", None) is asyncio.BaseEventLoop.create_future:
+            self.new_future: Callable[[], "asyncio.Future[Any]"] = functools.partial(asyncio.Future, loop=loop)
+        else:
+            self.new_future = loop.create_future
+        ext = _fast.ext
+        waker: Any = None
+        if ext is not None:
+            try:
+                waker = ext.Waker(loop, Response)
+                loop.add_reader(waker.fileno(), waker.drain)
+            except (NotImplementedError, OSError):  # no pipe, or a loop without add_reader
+                waker = None
+        if waker is not None:
+            self.waker = waker
+            self.new_pending: Callable[[], Any] = waker.future
+            self.send: Optional[Callable[..., Any]] = waker.send
+        else:
+            self.waker = _Waker(loop)
+            self.new_pending = self.new_future
+            self.send = None
+
+
+_loops: dict[asyncio.AbstractEventLoop, _Loop] = {}  # every AsyncEngine's, one per loop
+
+
+def _loop_for(loop: asyncio.AbstractEventLoop) -> _Loop:
+    """The :class:`_Loop` of ``loop`` (the running one), shared by the engines awaited there, made
+    on first use. A loop is used from its own thread only; the entries of loops closed since are
+    dropped when a new loop comes (their readers went with them)."""
+    lp = _loops.get(loop)
+    if lp is None:
+        for old in list(_loops):
+            if old.is_closed():
+                _loops.pop(old, None)
+        lp = _loops[loop] = _Loop(loop)
+    return lp
+
+
+class _AsyncSend(_SendContext):
+    """One awaited send: its completion (on the engine's worker) builds the response or the
+    exception as every send does and hands it to the loop's waker, which settles the future."""
+
+    __slots__ = ("waker",)
+
+    def __init__(self, engine: Engine, future: "asyncio.Future[Any]", waker: Any) -> None:
+        # AsyncEngine.send makes these with _new_send and sets the fields itself (a frame less)
+        self.engine = engine
+        self.exc = None
+        self.future = future
+        self.callback = None
+        self.waker = waker
+
+    def _complete(self, request_id: int, code: int, response: Optional[int], error: Optional[int]) -> None:
+        try:
+            resp, exc = self._outcome(code, response, error)
+            self.waker.post(self.future, resp, exc)
+        except BaseException as e:  # pragma: no cover - nothing awaits an exception raised here
+            cb.orphan(e)
 
 
 class AsyncEngine:
     """A :class:`courier.Engine` whose sends are awaited. It takes the same arguments as
     ``Engine`` (or wraps an existing one: ``AsyncEngine(engine=e)``) and the same request options;
     ``engine.sync`` is the underlying :class:`courier.Engine` (cache and frozen managers, logging,
-    monitors). Use it from one event loop; close it with ``async with`` or :meth:`aclose`."""
+    monitors). It may be awaited from several event loops, each in its own thread (a result comes
+    back to the loop that awaits it); close it with ``async with`` or :meth:`aclose`."""
 
     def __init__(self, base_url: Optional[str] = None, *, engine: Optional[Engine] = None, **config: Any) -> None:
-        self._waker: Optional[_Waker] = None
+        self._loop: Optional[_Loop] = None  # the last loop's (read once: threads may race)
         if engine is not None:
             if base_url is not None or config:
                 raise TypeError("AsyncEngine(engine=...) takes no other arguments")
@@ -108,6 +185,11 @@ class AsyncEngine:
     async def aclose(self) -> None:
         """Closes the engine: requests still in flight end with :class:`courier.Cancelled`."""
         self.sync.close()
+        lp = _loops.get(_get_running_loop())
+        if lp is not None and lp.send is not None:
+            # the close completed what was in flight: settled now, as the ctypes path's drain,
+            # already scheduled by then, would (the pipe would be read an iteration later)
+            lp.waker.flush()
 
     @property
     def closed(self) -> bool:
@@ -125,14 +207,22 @@ class AsyncEngine:
                    **options: Unpack[RequestOptions]) -> Response:
         """Sends a request and awaits its :class:`courier.Response`; raises as
         :meth:`courier.Engine.send` does. Cancelling the awaiting task cancels the request."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[Response] = loop.create_future()
-        rid = self.sync.submit(method, url, callback=_resolver(self, loop, fut), **options)
+        loop = _get_running_loop()
+        lp = self._loop
+        if lp is None or lp.loop is not loop:
+            lp = self._loop = _loop_for(loop)
+        fut = lp.new_pending()
+        ctx = _new_send(_AsyncSend)  # _AsyncSend(sync, fut, waker) without its __init__ frame
+        ctx.engine = sync = self.sync
+        ctx.exc = ctx.callback = None
+        ctx.future = fut
+        ctx.waker = lp.waker
+        rid = sync._send(method, url, options, ctx, lp.send)
         try:
             return await fut
         except asyncio.CancelledError:
-            if not self.sync.closed:
-                self.sync.cancel(rid)
+            if not sync.closed:
+                sync.cancel(rid)
             raise
 
     async def api(self, name: str, **options: Unpack[RequestOptions]) -> Response:
@@ -158,9 +248,12 @@ class AsyncEngine:
         return await self.send("DELETE", url, **options)
 
     async def _group(self, mode: GroupMode, members: Sequence[Member], **kw: Any) -> GroupResult:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[GroupResult] = loop.create_future()
-        group = run(self.sync, mode, members, callback=_resolver(self, loop, fut), **kw)
+        loop = _get_running_loop()
+        lp = self._loop
+        if lp is None or lp.loop is not loop:
+            lp = self._loop = _loop_for(loop)
+        fut: asyncio.Future[GroupResult] = lp.new_future()
+        group = run(self.sync, mode, members, callback=functools.partial(lp.waker.post, fut), **kw)
         with group:
             try:
                 return await fut

@@ -211,21 +211,31 @@ class _SendContext:
         if self.exc is None:
             self.exc = exc
 
-    def _complete(self, request_id: int, code: int, response: Optional[int], err: Any) -> None:
+    def _outcome(self, code: int, response: Optional[int],
+                 error: Optional[int]) -> tuple[Optional[Response], Optional[BaseException]]:
+        """The completed send's response and exception (None when it succeeded), on the worker
+        (from the ctypes trampoline or courier._speedups): ``error`` is the address of the
+        borrowed ``courier_error`` (None on success), read before the completion returns."""
         eng = self.engine
         tid = threading.get_ident()
         if tid not in eng._callback_threads:
             eng._callback_threads.add(tid)
             cb.pin_thread(eng)
         resp = Response(response) if response else None
-        # what a callback raised (released when this returns); err is None on success
-        exc = self.exc or (cb.user_error(err) if err is not None else None)
+        exc = self.exc  # what a callback raised for this send
         if code != 0:
+            err = ERROR.from_address(error) if error else None
+            if exc is None:
+                exc = cb.user_error(err)  # released when the completion returns
             cerr = make_error(code, err, resp)
             if exc is None:
                 exc = cerr
             elif exc.__context__ is None:
                 exc.__context__ = cerr
+        return resp, exc
+
+    def _complete(self, request_id: int, code: int, response: Optional[int], error: Optional[int]) -> None:
+        resp, exc = self._outcome(code, response, error)
         fut = self.future
         if fut is not None and not fut.request_id:
             fut.request_id = request_id
@@ -834,16 +844,31 @@ class Engine:
         :meth:`cancel`). The lightest way to keep many requests in flight."""
         return self._send(method, url, kw, _SendContext(self, None, callback))
 
-    def _send(self, method: Union[str, Request], url: Optional[str], kw: Mapping[str, Any], ctx: "_SendContext") -> int:
+    def _send(self, method: Union[str, Request], url: Optional[str], kw: Mapping[str, Any], ctx: "_SendContext",
+              via: Optional[Callable[[int, int, Any], Any]] = None) -> int:
+        """Sends with ``courier_send``; ``ctx._complete`` runs the completion. ``via``: on the
+        compiled path, the send to use instead of ``_speedups.send`` (an asyncio loop's
+        ``Waker.send``, whose completion hands a success to the loop without the GIL)."""
         req = method if isinstance(method, Request) else Request(method, url or "", **kw)
-        h = self._handle()
-        creq, owned = req._acquire(ctx, self)
+        h = self._ptr
+        if not h:
+            self._handle()  # raises EngineClosed
+        # Request._acquire's first case without its call (the hot path of every submit): this
+        # thread's C request of a request without callbacks, unchanged since it was built
+        held = req.__dict__.get("_held")
+        held = held.get(threading.get_ident()) if held is not None else None
+        if held is not None and held.version == req._version:
+            creq, owned = held.ptr, False
+        else:
+            creq, owned = req._acquire(ctx, self)
         ext = _fast.ext
-        sends = cb.send_stack()  # the send in progress on this thread, for its callbacks
+        sends = getattr(cb._tls, "stack", None)  # the send in progress on this thread, for its callbacks
+        if sends is None:
+            sends = cb.send_stack()
         if ext is not None:  # the compiled path: C holds ctx itself until the completion
             sends.append(ctx)
             try:
-                sent = ext.send(h, creq, ctx)
+                sent = (via or ext.send)(h, creq, ctx)
             finally:
                 sends.pop()
                 if owned:

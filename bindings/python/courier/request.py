@@ -442,18 +442,21 @@ class Request:
         once per thread and reused (``courier_send`` copies it; a C request is used by one thread
         at a time); one with callbacks is built for each send, with that send's context, and the
         caller frees it (``owned``)."""
+        # keyed by thread id, not threading.local: the engine's worker is a C thread whose Python
+        # thread state lives only for the duration of each callback. A held request of the current
+        # version was built without callbacks or an origin, and every public attribute set since
+        # would have changed the version (Engine._send takes this case without calling here).
+        cache = self.__dict__.get("_held")
+        tid = threading.get_ident()
+        held = cache.get(tid) if cache is not None else None
+        if held is not None and held.version == self._version:
+            return held.ptr, False
         if self._has_callbacks() or self._origin:
             return self._build(ctx, engine), True
-        # keyed by thread id, not threading.local: the engine's worker is a C thread whose Python
-        # thread state lives only for the duration of each callback
-        cache = self.__dict__.get("_held")
         if cache is None:
             cache = {}
             object.__setattr__(self, "_held", cache)
-        tid = threading.get_ident()
-        held = cache.get(tid)
-        if held is None or held.version != self._version:
-            held = cache[tid] = _Held(self._build(None, None), self._version)
+        held = cache[tid] = _Held(self._build(None, None), self._version)
         return held.ptr, False
 
     def _build(self, ctx: Any = None, engine: Any = None) -> int:

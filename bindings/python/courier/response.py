@@ -236,8 +236,15 @@ class Response:
                 lib.courier_response_free(ptr)
 
     def __del__(self) -> None:
-        try:
-            self.close()
+        try:  # close(), without its call
+            ptr = self._ptr
+            if ptr and self._owned:
+                self._ptr = None
+                ext = _fast.ext
+                if ext is not None:
+                    ext.response_free(ptr)
+                else:
+                    lib.courier_response_free(ptr)
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
 
@@ -255,12 +262,13 @@ class Response:
     def body(self) -> bytes:
         """The body as bytes (empty for HEAD, 204, and downloads written to a file)."""
         if self._body is None:
+            ptr = self._ptr or self._handle()  # _handle() raises for a closed response
             ext = _fast.ext
             if ext is not None:
-                self._body = ext.response_body(self._handle())
+                self._body = ext.response_body(ptr)
             else:
                 n = c_size_t()
-                p = lib.courier_response_body(self._handle(), byref(n))
+                p = lib.courier_response_body(ptr, byref(n))
                 self._body = ctypes.string_at(p, n.value) if n.value else b""
         return self._body
 

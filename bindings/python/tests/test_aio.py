@@ -159,3 +159,165 @@ def test_wraps_an_engine(engine: courier.Engine) -> None:
     assert not engine.closed
     with pytest.raises(TypeError):
         courier.AsyncEngine("http://x", engine=engine)
+
+
+def test_cancelling_some_of_many_in_flight_cancels_just_those(base_url: str) -> None:
+    # 32 awaited at once: half hang and are cancelled (each cancels its own request), half are
+    # answered; the engine is left with nothing in flight.
+    async def main() -> None:
+        async with courier.AsyncEngine(base_url=base_url, max_connections_per_host=32) as e:
+            hanging = [asyncio.ensure_future(e.get("/hang", params={"i": i})) for i in range(16)]
+            answered = [asyncio.ensure_future(e.get("/echo", params={"i": i})) for i in range(16)]
+            assert await until(lambda: e.sync.pending()[1] >= 16)
+            for t in hanging:
+                t.cancel()
+            results = await asyncio.gather(*hanging, *answered, return_exceptions=True)
+            assert all(isinstance(r, asyncio.CancelledError) for r in results[:16])
+            assert [r.json()["query"] for r in results[16:]] == [f"i={i}" for i in range(16)]
+            assert await until(lambda: e.sync.pending() == (0, 0))
+            assert (await e.get("/json")).status == 200
+
+    run(main())
+
+
+def test_failures_in_a_burst_raise_their_own_types(base_url: str, closed_port: int) -> None:
+    # a burst of completions mixing answers and failures: each task gets its own outcome
+    async def main() -> None:
+        async with courier.AsyncEngine(base_url=base_url, max_connections_per_host=32) as e:
+            kinds = ["ok", "404", "refused", "timeout", "500"] * 8
+            urls = {"ok": "/json", "404": "/status/404", "500": "/status/500",
+                    "refused": f"http://127.0.0.1:{closed_port}/", "timeout": "/delay/3000"}
+            results = await asyncio.gather(*(e.get(urls[k], timeout=0.5 if k == "timeout" else 10)
+                                             for k in kinds), return_exceptions=True)
+            for k, r in zip(kinds, results):
+                if k == "ok":
+                    assert isinstance(r, courier.Response) and r.status == 200
+                elif k in ("404", "500"):
+                    assert isinstance(r, courier.HTTPStatusError) and r.response.status == int(k)
+                elif k == "refused":
+                    assert isinstance(r, ConnectionError) and isinstance(r, courier.CourierError)
+                else:
+                    assert isinstance(r, TimeoutError) and isinstance(r, courier.Timeout)
+
+    run(main())
+
+
+def test_one_engine_serves_loops_in_several_threads(base_url: str) -> None:
+    # three threads, each with its own event loop, share one AsyncEngine: every result comes back
+    # to the loop (and thread) that awaits it
+    shared = courier.AsyncEngine(base_url=base_url, max_connections_per_host=32)
+    errors: list[BaseException] = []
+    seen: dict[int, set[int]] = {}
+
+    def thread_main(k: int) -> None:
+        async def main() -> None:
+            me = threading.get_ident()
+            seen[k] = set()
+
+            async def one(i: int) -> None:
+                fut = asyncio.ensure_future(shared.get("/echo", params={"t": k, "i": i}))
+                fut.add_done_callback(lambda f: seen[k].add(threading.get_ident()))
+                r = await fut
+                assert r.json()["query"] == f"t={k}&i={i}"
+            await asyncio.gather(*(one(i) for i in range(40)))
+            assert seen[k] == {me}
+
+        try:
+            asyncio.run(main())
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    try:
+        threads = [threading.Thread(target=thread_main, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads)
+        assert not errors, errors
+        assert sorted(seen) == [0, 1, 2]
+    finally:
+        shared.sync.close()
+
+
+def test_an_exception_kept_for_a_successful_send_is_raised(base_url: str) -> None:
+    # a clock runs on the sending thread and cannot fail the send: what it raises is kept on the
+    # send and raised by the await although the request itself succeeded
+    import time
+
+    class Mine(Exception):
+        pass
+
+    armed: list[int] = []
+
+    def clock() -> float:
+        if armed and threading.get_ident() == armed[0]:
+            armed.clear()
+            raise Mine()
+        return time.time()
+
+    async def main() -> None:
+        async with courier.AsyncEngine(base_url=base_url, temporary_store=True,
+                                       cache=courier.CachePolicy.CACHE_FIRST, clock=clock) as e:
+            armed.append(threading.get_ident())
+            with pytest.raises(Mine):
+                await e.get("/json")
+            assert not armed
+            assert (await e.get("/json")).status == 200
+
+    run(main())
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors through /proc")
+def test_an_engine_used_from_loop_after_loop_keeps_no_descriptors(engine: courier.Engine) -> None:
+    a = courier.AsyncEngine(engine=engine)
+
+    async def main() -> int:
+        return (await a.get("/json")).status
+
+    assert run(main()) == 200
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        assert run(main()) == 200
+    assert len(os.listdir("/proc/self/fd")) <= before + 4
+
+
+@pytest.mark.skipif(courier._fast.path() != "compiled", reason="the compiled path's awaitable")
+def test_the_compiled_awaitable_speaks_asyncios_future_protocol() -> None:
+    # what AsyncEngine.send awaits there (courier._speedups.Pending): a future to asyncio's Task
+    ext = courier._fast.ext
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        w = ext.Waker(loop, courier.Response)
+        p = w.future()
+        assert asyncio.isfuture(p) and p.get_loop() is loop and not p.done()
+        with pytest.raises(asyncio.InvalidStateError):
+            p.result()
+        seen: list = []
+        p.add_done_callback(seen.append)
+        p.add_done_callback(seen.append)
+        assert p.remove_done_callback(seen.append) == 2
+        p.add_done_callback(seen.append)
+        assert p.cancel("why") and not p.cancel() and p.cancelled() and p.done()
+        assert await until(lambda: seen == [p])  # scheduled with call_soon, as a future's are
+        with pytest.raises(asyncio.CancelledError):
+            p.result()
+        loop.add_reader(w.fileno(), w.drain)
+        try:
+            q = w.future()
+            w.post(q, 42)  # from this thread here; the engine's worker in use
+            assert await q == 42
+            r = w.future()
+            w.post(r, None, KeyError("k"))
+            with pytest.raises(KeyError):
+                await r
+            t = asyncio.ensure_future(asyncio.Event().wait())  # a task parked elsewhere is not woken
+            s = w.future()
+            w.post(s, (1, 2))  # a tuple comes back whole
+            assert await s == (1, 2) and not t.done()
+            t.cancel()
+        finally:
+            loop.remove_reader(w.fileno())
+
+    run(main())
