@@ -78,10 +78,28 @@ def live_count() -> int:
 # ---------------------------------------------------------------------------------------------
 # ctypes enters every callback with PyGILState_Ensure. On a thread Python did not start (the
 # engine's worker) that creates a Python thread state and deletes it again when the callback
-# returns: about 10 us per completion, a third of the binding's cost per request. The first
-# completion on a worker therefore takes one more reference (PyGILState_Ensure without release),
-# so the state lives as long as the thread; the engine deletes it after courier_engine_close has
-# joined the worker. COURIER_PY_PIN_THREADS=0 turns this off.
+# returns: about 10 us per completion, a third of the binding's cost per request. The binding
+# therefore "pins" the worker's state: one more PyGILState_Ensure without release, so the state
+# lives as long as the thread. Only the worker is pinned (the journal thread, which runs the
+# completions of frozen sends, is not), and the pinned state is deleted *on the worker itself*:
+#
+# * the first completion (or listener) on any of the engine's threads posts ``_pin_work`` to the
+#   worker (courier_engine_post), which takes the extra reference there;
+# * ``before_close`` gives it back before courier_engine_close: directly when the engine closes
+#   from the pinned worker (from one of its callbacks), else by posting ``_unpin_work``, which the
+#   worker runs before it stops (a post made before the close began always runs); the ctypes
+#   trampoline's own PyGILState_Release then deletes the state when that call returns, on its
+#   own thread, as it does for an unpinned callback.
+#
+# Why not delete it from the closing thread after the join (what the binding did first): from
+# CPython 3.12 on, PyThreadState_Delete of a state bound to the GIL-state API clears the GIL-state
+# slot of the *calling* thread (unbind_gilstate_tstate). The closing thread then had no GIL-state
+# binding: its next ctypes callback ran in a fresh thread state (other threading.local values, so
+# an exception a clock raised on the sending thread missed its send), and with -X dev or
+# PYTHONMALLOC=debug the next allocation aborted ("Python memory allocator called without holding
+# the GIL"). A short-lived helper thread to delete it from would have its own slot cleared the
+# same way before it ends; no public API binds a thread state again. COURIER_PY_PIN_THREADS=0
+# turns pinning off.
 
 try:
     _py_ensure = ctypes.pythonapi.PyGILState_Ensure
@@ -90,12 +108,6 @@ try:
     _py_get = ctypes.pythonapi.PyThreadState_Get
     _py_get.restype = c_void_p
     _py_get.argtypes = []
-    _py_clear = ctypes.pythonapi.PyThreadState_Clear
-    _py_clear.restype = None
-    _py_clear.argtypes = [c_void_p]
-    _py_delete = ctypes.pythonapi.PyThreadState_Delete
-    _py_delete.restype = None
-    _py_delete.argtypes = [c_void_p]
     _py_release = ctypes.pythonapi.PyGILState_Release
     _py_release.restype = None
     _py_release.argtypes = [c_int]
@@ -103,36 +115,62 @@ try:
 except AttributeError:  # pragma: no cover - not CPython
     _pinning = False
 
+WORK_FN = CFUNCTYPE(None, c_void_p)
 
-def pin_thread(engine: Any) -> None:
-    """Keeps this (worker) thread's Python thread state alive until ``release_threads``."""
-    if not _pinning:
+
+def request_pin(engine: Any) -> None:
+    """From a callback on one of the engine's threads (its first completion or listener there):
+    asks the worker to pin its thread state (``_pin_work``), once per engine. The engine is open
+    and cannot be freed meanwhile: its close joins the thread this runs on."""
+    if not _pinning or engine._pin_requested:
         return
-    tid = threading.get_ident()
-    pinned = engine._pinned
-    if tid in pinned or tid in threading._active:  # type: ignore[attr-defined]  # a Python thread
+    ptr = engine._ptr
+    if not ptr:
+        return
+    engine._pin_requested = True
+    key = register(engine)
+    if lib.courier_engine_post(ptr, _pin_work, key, None) != 0:  # closing, or out of memory
+        unregister(key)
+
+
+def _pin_work_py(user: Optional[int]) -> None:
+    engine = unregister(user)
+    # A closing engine is not pinned: its worker is about to end (and before_close has already
+    # decided whether to post _unpin_work: it did, since _pin_requested was set before this ran).
+    if engine is None or not engine._ptr or engine._pinned:
         return
     _py_ensure()
-    pinned[tid] = _py_get()
+    engine._pinned[threading.get_ident()] = _py_get()
+
+
+def _unpin_work_py(user: Optional[int]) -> None:
+    engine = unregister(user)
+    if engine is not None:
+        unpin_current(engine)
+
+
+_pin_work = WORK_FN(_pin_work_py)
+_unpin_work = WORK_FN(_unpin_work_py)
 
 
 def unpin_current(engine: Any) -> None:
-    """Called on a pinned worker thread that is about to end (the engine closes from one of its
-    own callbacks): gives back the extra reference, so the state is deleted when this callback
-    returns, as ctypes would."""
-    tid = threading.get_ident()
-    if engine._pinned.pop(tid, None) is not None:
+    """On the pinned worker: gives back the extra reference, so the state is deleted when the
+    callback running now returns, as ctypes would (on this thread)."""
+    if engine._pinned.pop(threading.get_ident(), None) is not None:
         _py_release(0)  # PyGILState_LOCKED (0): keeps the GIL, drops the count
 
 
-def release_threads(engine: Any) -> None:
-    """Deletes the pinned thread states of an engine whose threads have been joined."""
-    pinned, engine._pinned = engine._pinned, {}
-    if sys.is_finalizing():  # pragma: no cover - the interpreter clears them itself
+def before_close(engine: Any, ptr: int) -> None:
+    """Just before courier_engine_close (``engine._ptr`` already cleared): has the worker's pinned
+    state deleted on the worker (see above)."""
+    if not engine._pin_requested:
         return
-    for ts in pinned.values():
-        _py_clear(ts)
-        _py_delete(ts)
+    if threading.get_ident() in engine._pinned:  # closing from a callback on the worker
+        unpin_current(engine)
+    elif not sys.is_finalizing():  # finalizing: the worker must not enter Python; the interpreter clears it
+        key = register(engine)
+        if lib.courier_engine_post(ptr, _unpin_work, key, None) != 0:  # pragma: no cover - out of memory
+            unregister(key)  # the state is left to the interpreter's exit (one per such close)
 
 
 def code_of(exc: BaseException, otherwise: int = E_INTERNAL) -> int:
@@ -254,10 +292,14 @@ class Slot:
             orphan(exc)
 
     def note_worker(self) -> None:
-        """Remembers the engine's worker/journal thread (close() must not run on it)."""
+        """A listener on one of the engine's threads (worker, journal): the first there asks the
+        worker to pin its thread state (:func:`request_pin`)."""
         eng = self.engine
         if eng is not None:
-            eng._callback_threads.add(threading.get_ident())
+            tid = threading.get_ident()
+            if tid not in eng._callback_threads:
+                eng._callback_threads.add(tid)
+                request_pin(eng)
 
 
 # ---------------------------------------------------------------------------------------------

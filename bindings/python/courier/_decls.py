@@ -34,6 +34,7 @@ DECLS = {
     'courier_config_set_validator': ('int', ('ptr', 'fn', 'ptr', 'fn')),
     'courier_engine_open': ('int', ('ptr', 'ptr', 'ptr')),
     'courier_engine_close': ('void', ('ptr',)),
+    'courier_engine_post': ('int', ('ptr', 'fn', 'ptr', 'ptr')),
     'courier_engine_store_dir': ('str', ('ptr',)),
     'courier_engine_pending': ('int', ('ptr', 'ptr', 'ptr')),
     'courier_request_new': ('int', ('ptr', 'str', 'str')),

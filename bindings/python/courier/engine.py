@@ -220,7 +220,7 @@ class _SendContext:
         tid = threading.get_ident()
         if tid not in eng._callback_threads:
             eng._callback_threads.add(tid)
-            cb.pin_thread(eng)
+            cb.request_pin(eng)
         resp = Response(response) if response else None
         exc = self.exc  # what a callback raised for this send
         if code != 0:
@@ -394,7 +394,8 @@ class Engine:
         self._ptr: Optional[int] = None
         self._background: list[BaseException] = []
         self._callback_threads: set[int] = set()
-        self._pinned: dict[int, int] = {}  # worker thread id -> its Python thread state
+        self._pinned: dict[int, int] = {}  # the worker's thread id -> its pinned Python thread state
+        self._pin_requested = False  # _callbacks.request_pin: posted to the worker, once
         self._keep: list[Any] = []  # Python objects C borrows (mappings, envelopes)
         self._lock = threading.Lock()
         cfg = c_void_p()
@@ -570,13 +571,9 @@ class Engine:
             ptr = self._ptr
             self._ptr = None
         if ptr:
-            on_worker = threading.get_ident() in self._callback_threads
-            if on_worker:
-                cb.unpin_current(self)  # this thread ends once the engine is freed
-            lib.courier_engine_close(ptr)  # else: joins the worker, no callback runs on it any more
+            cb.before_close(self, ptr)  # the worker's pinned thread state is deleted on the worker
+            lib.courier_engine_close(ptr)  # joins the worker (from another thread), runs what was posted
             _live_engines.discard(self)
-            if self._pinned and not on_worker:
-                cb.release_threads(self)
         if raise_kept and self._background:
             exc = self._background[0]
             self._background.clear()

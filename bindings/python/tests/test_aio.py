@@ -242,8 +242,18 @@ def test_one_engine_serves_loops_in_several_threads(base_url: str) -> None:
 
 def test_an_exception_kept_for_a_successful_send_is_raised(base_url: str) -> None:
     # a clock runs on the sending thread and cannot fail the send: what it raises is kept on the
-    # send and raised by the await although the request itself succeeded
+    # send and raised by the await although the request itself succeeded; first another engine
+    # whose worker was pinned closes on this thread (until the fix, its thread state's deletion
+    # took this thread's GIL-state binding with it on CPython 3.12+: the clock then ran in a fresh
+    # thread state and its exception went to the engine; test_thread_states.py)
     import time
+
+    with courier.Engine(base_url=base_url, temporary_store=True, timeout=10) as other:
+        for _ in range(20):
+            for f in [other.send_async("GET", "/json") for _ in range(4)]:
+                f.result(10)
+            if other._pinned or not courier._callbacks._pinning:
+                break
 
     class Mine(Exception):
         pass
