@@ -561,18 +561,8 @@ static int lm_rec_remove_bad(cr_journal *j, cj_txn *t, uint64_t seq) {
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-/* Rewrites a record's state, moving its `due` key when its due time changed. */
-static int lm_st_update(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *old, const jstate *st) {
-    MDB_txn *txn = TX(t);
-    int rc = 0;
-    if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
-        rc = key2_op(txn, j->env->db_due, due_time(old), seq, false);
-        if (!rc) rc = key2_op(txn, j->env->db_due, due_time(st), seq, true);
-    }
-    return rc ? rc : st_put(j, txn, seq, st, NULL, NULL);
-}
-
-/* The same, giving the record's text where it now lies (a claim copies it: no second read). */
+/* Rewrites a record's state, moving its `due` key when its due time changed; with text, *text and
+ * *len give the record's text where it now lies (a claim copies it: no second read). */
 static int lm_st_update_text(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *old, const jstate *st,
                              const char **text, size_t *len) {
     MDB_txn *txn = TX(t);
@@ -582,6 +572,10 @@ static int lm_st_update_text(cr_journal *j, cj_txn *t, uint64_t seq, const jstat
         if (!rc) rc = key2_op(txn, j->env->db_due, due_time(st), seq, true);
     }
     return rc ? rc : st_put(j, txn, seq, st, text, len);
+}
+
+static int lm_st_update(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *old, const jstate *st) {
+    return lm_st_update_text(j, t, seq, old, st, NULL, NULL);
 }
 
 static int lm_rec_get(cr_journal *j, cj_txn *t, uint64_t seq, jstate *st, const char **text, size_t *len) {
