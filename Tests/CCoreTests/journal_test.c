@@ -1490,15 +1490,31 @@ static int write_record(const char *store, const char *host, const char *id, con
     return rc == 0 ? 0 : -2;
 }
 
+/* A fresh store whose journal holds record 1 (`id`, `text`, for host), written behind the library's
+ * back as another writer would, and an engine opened on it: *out. Returns 1, or 0 when liblmdb is
+ * not there to write with (nothing is open then; the caller skips). */
+static int open_on_foreign_record(courier_engine **out, const char *store, int port, const char *host, const char *id,
+                                  const char *text) {
+    *out = NULL;
+    courier_engine *e = open_eng(store, port, NULL, NULL);
+    CHECK(e != NULL);
+    courier_engine_close(e); /* the journal exists, empty */
+    int wrc = write_record(store, host, id, text);
+    CHECK(wrc != -2);
+    if (wrc != 0) {
+        fprintf(stderr, "  (skipped: liblmdb not found)\n");
+        return 0;
+    }
+    *out = open_eng(store, port, NULL, NULL);
+    CHECK(*out != NULL);
+    return *out != NULL;
+}
+
 static void a_record_another_writer_wrote_reads(void) {
     jr_server srv;
     memset(&srv, 0, sizeof srv);
     REQUIRE(jr_start(&srv, 0) == 0);
     const char *store = th_tmpdir();
-    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
-    REQUIRE(e);
-    courier_engine_close(e); /* the journal exists, empty */
-
     static const char id[] = "0000000000000001abcdef0123456789"; /* generated form: record 1 */
     char host[64], text[1024];
     snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
@@ -1508,17 +1524,12 @@ static void a_record_another_writer_wrote_reads(void) {
              "[\"Content-Type\",\"text/plain\"]],\"timeout_ms\":1234.5,\"body_b64\":\"aGVsbG8=\",\"idempotency_key\":"
              "\"key/1\",\"policy\":\"manual\",\"ordered\":false,\"host\":\"%s\",\"retry\":[],\"method\":\"POST\"}",
              id, srv.port, host);
-    int wrc = write_record(store, host, id, text);
-    CHECK(wrc != -2);
-    if (wrc != 0) {
-        fprintf(stderr, "  (skipped: liblmdb not found)\n");
+    courier_engine *e = NULL;
+    if (!open_on_foreign_record(&e, store, srv.port, host, id, text)) {
         jr_stop(&srv);
         jr_free(&srv);
         return;
     }
-
-    e = open_eng(store, srv.port, NULL, NULL);
-    REQUIRE(e);
     courier_frozen *f = NULL;
     REQUIRE(courier_frozen_get(&f, e, id, NULL) == COURIER_OK);
     CHECK_STR(courier_frozen_method(f), "POST");
@@ -1573,22 +1584,17 @@ static void a_replayed_record_is_checked_as_a_request(void) {
     static const char id[] = "0000000000000001abcdef0123456789";
     for (int bad = 1; bad >= 0; bad--) {
         const char *store = th_tmpdir();
-        courier_engine *e = open_eng(store, srv.port, NULL, NULL);
-        REQUIRE(e);
-        courier_engine_close(e);
         snprintf(text, sizeof text,
                  "{\"v\":1,\"id\":\"%s\",\"method\":\"POST\",\"url\":\"%s/checked/%d\",\"headers\":[[\"X-Note\",\"%s\"],"
                  "[\"Idempotency-Key\",\"k-%d\"]],\"body_b64\":\"aGVsbG8=\",\"timeout_ms\":0,\"idempotency_key\":\"k-%d\","
                  "\"policy\":\"manual\",\"ordered\":false,\"host\":\"%s\"}",
                  id, host, bad, bad ? "a\\r\\nX-Injected: 1" : "fine", bad, bad, host);
-        int wrc = write_record(store, host, id, text);
-        CHECK(wrc != -2);
-        if (wrc != 0) {
-            fprintf(stderr, "  (skipped: liblmdb not found)\n");
-            break;
+        courier_engine *e = NULL;
+        if (!open_on_foreign_record(&e, store, srv.port, host, id, text)) {
+            jr_stop(&srv);
+            jr_free(&srv);
+            return;
         }
-        e = open_eng(store, srv.port, NULL, NULL);
-        REQUIRE(e);
         evlog log;
         ev_init(&log);
         courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL);
@@ -1620,23 +1626,16 @@ static void a_record_that_does_not_decode_is_set_aside(void) {
     memset(&srv, 0, sizeof srv);
     REQUIRE(jr_start(&srv, 0) == 0);
     const char *store = th_tmpdir();
-    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
-    REQUIRE(e);
-    courier_engine_close(e);
     char host[64], text[256];
     snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
     static const char id[] = "0000000000000001abcdef0123456789";
     snprintf(text, sizeof text, "{\"v\":1,\"id\":\"%s\",\"method\":\"POST\",\"url\":\"%s/cut", id, host);
-    int wrc = write_record(store, host, id, text);
-    CHECK(wrc != -2);
-    if (wrc != 0) {
-        fprintf(stderr, "  (skipped: liblmdb not found)\n");
+    courier_engine *e = NULL;
+    if (!open_on_foreign_record(&e, store, srv.port, host, id, text)) {
         jr_stop(&srv);
         jr_free(&srv);
         return;
     }
-    e = open_eng(store, srv.port, NULL, NULL);
-    REQUIRE(e);
     evlog log;
     ev_init(&log);
     courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL);
