@@ -9,9 +9,12 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
+
+if TYPE_CHECKING:
+    import courier
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
@@ -126,3 +129,46 @@ def closed_port() -> int:
 def pytest_report_header(config: object) -> str:
     import courier
     return f"courier {courier.__version__} over {courier.library_path} ({courier.library_version()}), python {sys.version.split()[0]}"
+
+
+# ---- the pinned worker's thread state (test_thread_states.py, test_aio.py) --------------------
+
+
+def pinned_engine(base_url: str) -> "courier.Engine":
+    """An engine whose worker has run completions, so its state is pinned (when pinning is on)."""
+    import courier  # noqa: F811 (at run time; the fixtures import it lazily)
+    from courier import _callbacks
+
+    e = courier.Engine(base_url=base_url, temporary_store=True, timeout=10)
+    for _ in range(20):
+        for f in [e.send_async("GET", "/json") for _ in range(4)]:
+            f.result(10)
+        if e._pinned or not _callbacks._pinning:
+            break
+    return e
+
+
+class Raised(Exception):
+    """What an :class:`ArmedClock` raises."""
+
+
+class ArmedClock:
+    """A clock (courier's ``clock=``) that raises :class:`Raised` once, on the thread that armed it,
+    and otherwise tells the time."""
+
+    def __init__(self) -> None:
+        self.armed: list[int] = []
+
+    def arm(self) -> None:
+        import threading
+
+        self.armed.append(threading.get_ident())
+
+    def __call__(self) -> float:
+        import threading
+        import time
+
+        if self.armed and threading.get_ident() == self.armed[0]:
+            self.armed.clear()
+            raise Raised()
+        return time.time()

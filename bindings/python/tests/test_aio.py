@@ -10,6 +10,7 @@ import threading
 import pytest
 
 import courier
+from conftest import ArmedClock, Raised, pinned_engine
 
 
 def run(coro):
@@ -246,33 +247,16 @@ def test_an_exception_kept_for_a_successful_send_is_raised(base_url: str) -> Non
     # whose worker was pinned closes on this thread (until the fix, its thread state's deletion
     # took this thread's GIL-state binding with it on CPython 3.12+: the clock then ran in a fresh
     # thread state and its exception went to the engine; test_thread_states.py)
-    import time
-
-    with courier.Engine(base_url=base_url, temporary_store=True, timeout=10) as other:
-        for _ in range(20):
-            for f in [other.send_async("GET", "/json") for _ in range(4)]:
-                f.result(10)
-            if other._pinned or not courier._callbacks._pinning:
-                break
-
-    class Mine(Exception):
-        pass
-
-    armed: list[int] = []
-
-    def clock() -> float:
-        if armed and threading.get_ident() == armed[0]:
-            armed.clear()
-            raise Mine()
-        return time.time()
+    pinned_engine(base_url).close()
+    clock = ArmedClock()
 
     async def main() -> None:
         async with courier.AsyncEngine(base_url=base_url, temporary_store=True,
                                        cache=courier.CachePolicy.CACHE_FIRST, clock=clock) as e:
-            armed.append(threading.get_ident())
-            with pytest.raises(Mine):
+            clock.arm()
+            with pytest.raises(Raised):
                 await e.get("/json")
-            assert not armed
+            assert not clock.armed
             assert (await e.get("/json")).status == 200
 
     run(main())

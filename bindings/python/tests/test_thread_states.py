@@ -19,6 +19,7 @@ import pytest
 
 import courier
 from courier import _callbacks
+from conftest import ArmedClock, Raised, pinned_engine
 
 api = ctypes.pythonapi
 for _name, _res, _args in (("PyGILState_GetThisThreadState", ctypes.c_void_p, []),
@@ -57,17 +58,6 @@ def wait_for(pred: Callable[[], bool], timeout: float = 10.0) -> bool:
     return True
 
 
-def pinned_engine(base_url: str) -> courier.Engine:
-    """An engine whose worker has run completions, so its state is pinned (when pinning is on)."""
-    e = courier.Engine(base_url=base_url, temporary_store=True, timeout=10)
-    for _ in range(20):
-        for f in [e.send_async("GET", "/json") for _ in range(4)]:
-            f.result(10)
-        if e._pinned or not _callbacks._pinning:
-            break
-    return e
-
-
 @pinning
 def test_only_the_worker_is_pinned_and_its_state_goes_with_the_close(base_url: str) -> None:
     before = states()
@@ -103,24 +93,13 @@ def test_the_closing_thread_keeps_its_binding_and_its_sends_their_exceptions(bas
     # thread and cannot fail the send) raises, and the send on this thread must raise it
     pinned_engine(base_url).close()
     assert bound()
-
-    class Mine(Exception):
-        pass
-
-    armed: list[int] = []
-
-    def clock() -> float:
-        if armed and threading.get_ident() == armed[0]:
-            armed.clear()
-            raise Mine()
-        return time.time()
-
+    clock = ArmedClock()
     with courier.Engine(base_url=base_url, temporary_store=True, timeout=10,
                         cache=courier.CachePolicy.CACHE_FIRST, clock=clock) as e:
-        armed.append(threading.get_ident())
-        with pytest.raises(Mine):
+        clock.arm()
+        with pytest.raises(Raised):
             e.get("/json")
-        assert not armed
+        assert not clock.armed
         assert e.get("/json").status == 200
 
 
