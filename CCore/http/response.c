@@ -157,7 +157,9 @@ int courier_response_text(char **out, size_t *out_len, const courier_response *r
         return cr_fail(err, rc, NULL);
     }
     *out = cr_buf_take(&b, out_len);
-    return *out ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    if (!*out) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    cr_error_clear(err);
+    return COURIER_OK;
 }
 
 const char *courier_response_header(const courier_response *r, const char *name) {

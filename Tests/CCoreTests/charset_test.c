@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 /* What /echo received: its "query" or "body" member, and a header (NULL when absent). */
@@ -142,6 +143,7 @@ static int text_of(courier_engine *e, const char *type, const char *hex, const c
     courier_request_free(r);
     if (rc != COURIER_OK) return rc;
     courier_error err;
+    memset(&err, 0x5A, sizeof err); /* the library writes every field, on success too */
     rc = courier_response_text(text, len, resp, fallback, &err);
     CHECK_EQ(err.code, rc);
     courier_response_free(resp);
