@@ -74,6 +74,13 @@ static courier_request *req(const char *method, const char *target) {
     return r;
 }
 
+/* A document from JSON text (the test fails when it does not parse). */
+static courier_json *js(const char *text) {
+    courier_json *v = NULL;
+    if (courier_json_parse(&v, text, strlen(text), NULL, NULL) != COURIER_OK) th_fail(__FILE__, __LINE__, "%s", text);
+    return v;
+}
+
 /* A one-shot latch for callbacks on the engine's threads. */
 typedef struct latch {
     pthread_mutex_t m;
@@ -195,6 +202,38 @@ static void engine_and_send(void) {
     CHECK_EQ(err_fail_.http_status, 404);
     courier_response_free(resp);
     courier_request_free(r);
+    r = req("GET", "/echo/by-transport");
+    courier_request_set_transport(r, "no-such-transport");
+    CHECK_EQ(FAILS(courier_send, NULL, e, r, on_done, &l), COURIER_E_NOT_FOUND);
+    courier_request_free(r);
+    r = req("GET", "/echo/by-policy");
+    courier_request_set_cache_policy(r, (courier_cache_policy)(COURIER_CACHE_POLICY_USER_MIN + 7));
+    CHECK_EQ(FAILS(courier_send, NULL, e, r, on_done, &l), COURIER_E_INVALID_ARGUMENT);
+    courier_request_free(r);
+    r = req("POST", "/echo/unknown-resend-policy");
+    courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, 0);
+    courier_request_set_resend_policy(r, "never.registered", NULL);
+    CHECK_EQ(FAILS(courier_send, NULL, e, r, on_done, &l), COURIER_E_RESEND_POLICY_UNKNOWN);
+    resp = NULL;
+    CHECK_EQ(FAILS(courier_send_sync, &resp, e, r), COURIER_E_RESEND_POLICY_UNKNOWN);
+    courier_response_free(resp);
+    courier_request_free(r);
+    /* failures of the transfer: nobody listening, a timeout (its kind in reserved[0]) */
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", th_free_port());
+    r = req("GET", url);
+    resp = NULL;
+    CHECK_EQ(FAILS(courier_send_sync, &resp, e, r), COURIER_E_CANNOT_CONNECT);
+    CHECK(err_fail_.curl_code != 0);
+    courier_response_free(resp);
+    courier_request_free(r);
+    r = req("GET", "/hang");
+    courier_request_set_timeout(r, COURIER_TIMEOUT_TOTAL, 200);
+    resp = NULL;
+    CHECK_EQ(FAILS(courier_send_sync, &resp, e, r), COURIER_E_TIMEOUT);
+    CHECK_EQ(courier_error_timeout_kind(&err_fail_), COURIER_TIMEOUT_TOTAL);
+    courier_response_free(resp);
+    courier_request_free(r);
     courier_engine_close(e);
     CHECK_EQ(l.n, 2);
     latch_destroy(&l);
@@ -211,6 +250,28 @@ static void engine_and_send(void) {
     CHECK_EQ(FAILS(courier_engine_open, &e, cfg), COURIER_E_STORE);
     CHECK(e == NULL);
     courier_config_free(cfg);
+    /* a journal, or a cache, whose directory is a file (the cache opens at first use: no failure) */
+    courier_config_new(&cfg);
+    courier_config_set_store_dir(cfg, th_tmpdir());
+    courier_config_set_frozen_store(cfg, path);
+    e = NULL;
+    int rc = FAILS(courier_engine_open, &e, cfg);
+    CHECK(rc != COURIER_OK);
+    courier_engine_close(e);
+    courier_config_free(cfg);
+    CHECK_EQ(FAILS(courier_engine_open, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+#ifdef COURIER_TEST_REDIS
+    /* a journal on a Redis nobody serves */
+    char redis[128];
+    snprintf(redis, sizeof redis, "redis://127.0.0.1:%d/0", th_free_port());
+    courier_config_new(&cfg);
+    courier_config_set_store_dir(cfg, th_tmpdir());
+    courier_config_set_frozen_store(cfg, redis);
+    e = NULL;
+    CHECK_EQ(FAILS(courier_engine_open, &e, cfg), COURIER_E_REDIS);
+    courier_engine_close(e);
+    courier_config_free(cfg);
+#endif
 }
 
 /* A customize callback's code (no courier_raise) is what courier_send returns, and err says it. */
@@ -230,6 +291,23 @@ static int raising_validator(const courier_response *resp, void *user) {
     (void)user;
     courier_raise(COURIER_E_USER, "the validator said no", &freed_user, count_free);
     return 0;
+}
+
+/* courier_send_sync from the worker thread (a completion) is refused. */
+typedef struct nested {
+    latch l;
+    courier_engine *e;
+} nested;
+static void send_sync_inside(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id; (void)code; (void)err;
+    courier_response_free(resp);
+    nested *n = user;
+    courier_request *r = req("GET", "/echo/nested");
+    courier_response *inner = NULL;
+    int rc = FAILS(courier_send_sync, &inner, n->e, r);
+    courier_response_free(inner);
+    courier_request_free(r);
+    latch_hit(&n->l, rc);
 }
 
 static void errors_from_callbacks(void) {
@@ -265,7 +343,17 @@ static void errors_from_callbacks(void) {
     for (int i = 1; i <= 5; i++) err.reserved[i] = 0;
     courier_error_clear(&err);
     check_cleared(&err, "courier_error_clear", __FILE__, __LINE__);
+
+    nested n;
+    latch_init(&n.l);
+    n.e = e;
+    r = req("GET", "/echo/outer");
+    CHECK_EQ(courier_send(NULL, e, r, send_sync_inside, &n, NULL), COURIER_OK);
+    courier_request_free(r);
+    CHECK_EQ(latch_wait(&n.l, 1), 1);
+    CHECK_EQ(n.l.code, COURIER_E_INVALID_ARGUMENT);
     courier_engine_close(e);
+    latch_destroy(&n.l);
 }
 
 static int failing_decoder(const uint8_t *body, size_t len, const char *type, courier_json **out, courier_error *err,
@@ -348,11 +436,22 @@ static void json_tape_mapping(void) {
     CHECK_EQ(FAILS(courier_json_parse, &bad, "{\"a\":", 5, NULL), COURIER_E_JSON);
     courier_json_tape *bt = NULL;
     CHECK_EQ(FAILS(courier_json_tape_parse, &bt, "[1,,2]", 6, NULL), COURIER_E_JSON);
+    courier_json_options small = {.size = sizeof small, .max_depth = 2, .max_bytes = 8};
+    CHECK_EQ(FAILS(courier_json_parse, &bad, text, strlen(text), &small), COURIER_E_TOO_LARGE);
+    CHECK_EQ(FAILS(courier_json_tape_parse, &bt, text, strlen(text), &small), COURIER_E_TOO_LARGE);
+    small.max_bytes = 0;
+    CHECK_EQ(FAILS(courier_json_parse, &bad, "[[[1]]]", 7, &small), COURIER_E_JSON);
+    CHECK_EQ(FAILS(courier_json_tape_parse, &bt, "[[[1]]]", 7, &small), COURIER_E_JSON);
+    CHECK_EQ(FAILS(courier_json_parse, &bad, "{\"a\":1,\"a\":2}", 13, NULL), COURIER_E_JSON);
+    CHECK_EQ(FAILS(courier_json_parse, NULL, "1", 1, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(FAILS(courier_mapping_apply, &mapped, &where, NULL, v), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(FAILS(courier_mapping_apply_tape, &mt, &where, m, t, 999), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(FAILS(courier_json_dump, NULL, NULL, v, 0), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(FAILS(courier_json_tape_dump, &out, NULL, t, 1000, 0), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(FAILS(courier_json_tape_from_value, &bt, NULL), COURIER_E_INVALID_ARGUMENT);
     courier_json *other = NULL;
-    REQUIRE(courier_json_parse(&other, "{\"id\":\"seven\"}", 14, NULL, NULL) == COURIER_OK);
+    other = js("{\"id\":\"seven\"}");
+    REQUIRE(other);
     courier_json_tape *ot = NULL;
     REQUIRE(courier_json_tape_parse(&ot, "{\"id\":\"seven\"}", 14, NULL, NULL) == COURIER_OK);
     CHECK_EQ(FAILS(courier_mapping_apply, &mapped, &where, m, other), COURIER_E_MAPPING);
@@ -370,7 +469,8 @@ static void routes_and_catalogue(void) {
     courier_engine *e = th_engine(NULL);
     REQUIRE(e);
     courier_json *obj = NULL;
-    REQUIRE(courier_json_parse(&obj, "{\"id\":3,\"q\":\"x\"}", 16, NULL, NULL) == COURIER_OK);
+    obj = js("{\"id\":3,\"q\":\"x\"}");
+    REQUIRE(obj);
     courier_request *r = req("GET", "/echo/:id");
     OK(courier_request_set_object, r, obj);
     courier_request_free(r);
@@ -386,7 +486,8 @@ static void routes_and_catalogue(void) {
     OK(courier_engine_add_response_descriptor, e, "GET", "/json", 0, 0, "data", NULL);
 
     courier_json *decl = NULL;
-    REQUIRE(courier_json_parse(&decl, "{\"path\":\"/echo/api\"}", 20, NULL, NULL) == COURIER_OK);
+    decl = js("{\"path\":\"/echo/api\"}");
+    REQUIRE(decl);
     OK(courier_engine_add_api, e, "one.api", decl);
     const char *doc = "{\"apis\":{\"two\":{\"a\":{\"path\":\"/echo/a\"}}}}";
     size_t count = 0;
@@ -413,10 +514,25 @@ static void routes_and_catalogue(void) {
     CHECK_EQ(FAILS(courier_engine_add_response_descriptor, e, "G E T", NULL, 0, 0, NULL, NULL),
              COURIER_E_INVALID_ARGUMENT);
     courier_json *bad = NULL;
-    REQUIRE(courier_json_parse(&bad, "{\"path\":\"/x\",\"nonsense\":1}", 26, NULL, NULL) == COURIER_OK);
+    bad = js("{\"path\":\"/x\",\"nonsense\":1}");
+    REQUIRE(bad);
     CHECK_EQ(FAILS(courier_engine_add_api, e, "bad.api", bad), COURIER_E_CATALOG);
     courier_json_free(bad);
+    bad = js("{\"path\":\"/x\",\"headers\":{\"Bad Name\":\"v\"}}");
+    REQUIRE(bad);
+    CHECK_EQ(FAILS(courier_engine_add_api, e, "bad.header", bad), COURIER_E_INVALID_HEADER);
+    courier_json_free(bad);
+    bad = js("{\"path\":\"/x\",\"base_url\":\"ftp://x\"}");
+    REQUIRE(bad);
+    CHECK(FAILS(courier_engine_add_api, e, "bad.url", bad) != COURIER_OK);
+    courier_json_free(bad);
+    CHECK_EQ(FAILS(courier_engine_add_api, e, "bad name", decl), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(FAILS(courier_engine_load_apis, &count, e, "{", 1), COURIER_E_JSON);
+    CHECK_EQ(FAILS(courier_engine_load_apis, &count, e, "{\"apis\":[]}", 11), COURIER_E_CATALOG);
+    const char *bad_doc = "{\"apis\":{\"ok\":{\"path\":\"/a\"},\"bad\":{\"path\":\"/b\",\"nonsense\":1}}}";
+    CHECK_EQ(FAILS(courier_engine_load_apis, &count, e, bad_doc, strlen(bad_doc)), COURIER_E_CATALOG);
+    OK(courier_engine_add_route, e, "needs", NULL, "GET", "/echo/:id/:other");
+    CHECK_EQ(FAILS(courier_request_new_route, &r, e, "needs", obj), COURIER_E_ROUTE_PARAMETER);
     snprintf(path, sizeof path, "%s/no-such-file.json", th_tmpdir());
     CHECK_EQ(FAILS(courier_engine_load_api_file, &count, e, path), COURIER_E_NOT_FOUND);
     CHECK_EQ(FAILS(courier_request_new_api, &r, e, "no.such.api"), COURIER_E_UNKNOWN_NAME);
@@ -475,6 +591,45 @@ static void cache_functions(courier_engine *e) {
     courier_request_free(r);
 }
 
+/* Every manager function on a cache store that cannot be opened (or reached) fails with `want`. */
+static void cache_functions_fail(courier_engine *e, int want) {
+    courier_request *r = req("GET", "/echo/cached");
+    const char *key = "GET http://127.0.0.1/echo/cached";
+    int has = 0;
+    courier_response *resp = NULL;
+    int64_t n = 0, m = 0;
+    CHECK_EQ(FAILS(courier_cache_has, &has, e, r), want);
+    CHECK_EQ(FAILS(courier_cache_has_key, &has, e, key), want);
+    CHECK_EQ(FAILS(courier_cache_get, &resp, e, r, 0), want);
+    CHECK_EQ(FAILS(courier_cache_get_key, &resp, e, key, 0), want);
+    CHECK_EQ(FAILS(courier_cache_remove, e, r), want);
+    CHECK_EQ(FAILS(courier_cache_remove_key, e, key), want);
+    CHECK_EQ(FAILS(courier_cache_put_key, e, key, 200, NULL, NULL, 0, "x", 1, 0), want);
+    CHECK_EQ(FAILS(courier_cache_remove_all, &n, e), want);
+    CHECK_EQ(FAILS(courier_cache_remove_since, &n, e, 0), want);
+    CHECK_EQ(FAILS(courier_cache_remove_expired, &n, e), want);
+    CHECK_EQ(FAILS(courier_cache_size, &n, &m, e), want);
+    courier_cache_stats stats = {.size = sizeof stats};
+    CHECK_EQ(FAILS(courier_cache_get_stats, &stats, e), want);
+    courier_cache_verify_report report = {.size = sizeof report};
+    CHECK_EQ(FAILS(courier_cache_verify, &report, e), want);
+    courier_cache_list *list = NULL;
+    CHECK_EQ(FAILS(courier_cache_list_entries, &list, e), want);
+    courier_request_free(r);
+}
+
+static void cache_store_that_cannot_open(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/a-file", th_tmpdir());
+    FILE *f = fopen(path, "w");
+    REQUIRE(f);
+    fclose(f);
+    courier_engine *e = stored_engine(path, NULL);
+    REQUIRE(e);
+    cache_functions_fail(e, COURIER_E_STORE);
+    courier_engine_close(e);
+}
+
 static void cache_and_manager(void) {
     courier_engine *e = stored_engine(NULL, NULL);
     REQUIRE(e);
@@ -489,6 +644,15 @@ static void cache_and_manager_on_redis(void) {
     courier_engine *e = stored_engine(url, NULL);
     REQUIRE(e);
     cache_functions(e);
+    courier_engine_close(e);
+}
+
+static void cache_on_redis_nobody_serves(void) {
+    char url[128];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0?timeout_ms=2000", th_free_port());
+    courier_engine *e = stored_engine(url, NULL);
+    REQUIRE(e);
+    cache_functions_fail(e, COURIER_E_REDIS);
     courier_engine_close(e);
 }
 #endif
@@ -660,6 +824,10 @@ static void logging(void) {
     CHECK_EQ(FAILS(courier_log_get_component_level, &level, e, (courier_log_component)99), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(FAILS(courier_log_add_file, &sink, e, COURIER_LOG_INFO, th_tmpdir(), 0, 1), COURIER_E_STORE);
     CHECK(err_fail_.os_error != 0);
+    snprintf(path, sizeof path, "%s/no-such-dir/c.log", th_tmpdir());
+    CHECK_EQ(FAILS(courier_log_add_rotating_file, &sink, e, COURIER_LOG_INFO, path, 0, 2, COURIER_LOG_ROTATE_SIZE),
+             COURIER_E_STORE);
+    CHECK_EQ(FAILS(courier_log_add_file, &sink, e, COURIER_LOG_INFO, path, -1, 1), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(FAILS(courier_log_add_rotating_file, &sink, e, COURIER_LOG_INFO, path, 0, 2, (courier_log_rotation)9),
              COURIER_E_INVALID_ARGUMENT);
     courier_engine_close(e);
@@ -678,6 +846,8 @@ static void network(void) {
 }
 
 /* ---- cookies ---------------------------------------------------------------------------------------- */
+
+static void jar_off(courier_config *cfg) { courier_config_set_cookies(cfg, 0); }
 
 static void cookies(void) {
     courier_engine *e = stored_engine(NULL, NULL);
@@ -706,13 +876,23 @@ static void cookies(void) {
     CHECK_EQ(FAILS(courier_cookies_list, NULL, e), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(FAILS(courier_cookies_clear, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
     courier_engine_close(e);
+
+    e = th_engine(jar_off);
+    REQUIRE(e);
+    c.name = "contract";
+    courier_cookie_list *none = NULL;
+    CHECK_EQ(FAILS(courier_cookies_list, &none, e), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(FAILS(courier_cookies_set, e, &c), COURIER_E_INVALID_ARGUMENT);
+    CHECK(FAILS(courier_cookies_remove, e, "127.0.0.1", NULL, "contract") != COURIER_OK);
+    CHECK(FAILS(courier_cookies_clear, &removed, e) != COURIER_OK);
+    courier_engine_close(e);
 }
 
 #ifdef COURIER_TEST_REDIS
-#define REDIS_TESTS , T(cache_and_manager_on_redis), T(journal_and_frozen_on_redis)
+#define REDIS_TESTS , T(cache_and_manager_on_redis), T(cache_on_redis_nobody_serves), T(journal_and_frozen_on_redis)
 #else
 #define REDIS_TESTS
 #endif
 TESTS_MAIN(T(engine_and_send), T(errors_from_callbacks), T(responses), T(json_tape_mapping),
-           T(routes_and_catalogue), T(cache_and_manager), T(journal_and_frozen), T(groups), T(logging),
+           T(routes_and_catalogue), T(cache_and_manager), T(cache_store_that_cannot_open), T(journal_and_frozen), T(groups), T(logging),
            T(network), T(cookies) REDIS_TESTS)
