@@ -310,6 +310,62 @@ static void send_sync_inside(uint64_t id, int code, courier_response *resp, cons
     latch_hit(&n->l, rc);
 }
 
+static int refuse_before(courier_outgoing *o, void *user) {
+    (void)o;
+    (void)user;
+    return COURIER_E_OFFLINE;
+}
+static void with_guard_and_interceptor(courier_config *cfg) {
+    courier_config_set_frequent_guard_ms(cfg, 60000);
+    courier_config_add_interceptor(cfg, refuse_before, NULL, NULL, NULL);
+}
+
+/* courier_send's refusals before anything is sent: the guard, an interceptor, a body file that is
+ * not there, a parameter its charset cannot hold. */
+static void send_refusals(void) {
+    courier_engine *e = th_engine(with_guard_and_interceptor);
+    REQUIRE(e);
+    courier_request *r = req("GET", "/echo/guarded");
+    CHECK_EQ(FAILS(courier_send, NULL, e, r, on_done, NULL), COURIER_E_OFFLINE); /* the interceptor */
+    courier_request_free(r);
+    courier_engine_close(e);
+
+    courier_config *cfg = NULL;
+    courier_config_new(&cfg);
+    courier_config_set_base_url(cfg, th_base());
+    courier_config_set_temporary_store(cfg, 1);
+    courier_config_set_frequent_guard_ms(cfg, 60000);
+    e = NULL;
+    courier_engine_open(&e, cfg, NULL);
+    courier_config_free(cfg);
+    REQUIRE(e);
+    latch l;
+    latch_init(&l);
+    r = req("GET", "/echo/guarded");
+    OK(courier_send, NULL, e, r, on_done, &l);
+    CHECK_EQ(FAILS(courier_send, NULL, e, r, on_done, &l), COURIER_E_TOO_FREQUENT);
+    courier_request_free(r);
+    CHECK_EQ(latch_wait(&l, 1), 1);
+
+    char path[700];
+    snprintf(path, sizeof path, "%s/no-such-body", th_tmpdir());
+    r = req("POST", "/echo/file");
+    courier_request_set_body_file(r, path, "text/plain");
+    CHECK_EQ(FAILS(courier_send, NULL, e, r, on_done, &l), COURIER_E_NOT_FOUND);
+    courier_response *resp = NULL;
+    CHECK_EQ(FAILS(courier_send_sync, &resp, e, r), COURIER_E_NOT_FOUND);
+    courier_response_free(resp);
+    courier_request_free(r);
+    r = req("GET", "/echo/latin1");
+    courier_request_set_param_charset(r, "ISO-8859-1");
+    courier_request_add_param(r, "q", "\xe4\xb8\xad"); /* a CJK character: not in Latin-1 */
+    CHECK_EQ(FAILS(courier_send, NULL, e, r, on_done, &l), COURIER_E_CHARSET);
+    courier_request_free(r);
+    courier_engine_close(e);
+    CHECK_EQ(l.n, 1);
+    latch_destroy(&l);
+}
+
 static void errors_from_callbacks(void) {
     courier_engine *e = th_engine(NULL);
     REQUIRE(e);
@@ -893,6 +949,6 @@ static void cookies(void) {
 #else
 #define REDIS_TESTS
 #endif
-TESTS_MAIN(T(engine_and_send), T(errors_from_callbacks), T(responses), T(json_tape_mapping),
+TESTS_MAIN(T(engine_and_send), T(send_refusals), T(errors_from_callbacks), T(responses), T(json_tape_mapping),
            T(routes_and_catalogue), T(cache_and_manager), T(cache_store_that_cannot_open), T(journal_and_frozen), T(groups), T(logging),
            T(network), T(cookies) REDIS_TESTS)
