@@ -774,6 +774,8 @@ static void journal_functions(courier_engine *e) {
     CHECK_EQ(FAILS(courier_frozen_resend, e, "c-1"), COURIER_E_NOT_FOUND);
     CHECK_EQ(FAILS(courier_frozen_last_outcome, &code, &status, &at, e, "never-seen"), COURIER_E_NOT_FOUND);
     CHECK_EQ(FAILS(courier_frozen_count, NULL, e), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(FAILS(courier_frozen_list_requests, NULL, e), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(FAILS(courier_frozen_remove_all, &removed, NULL), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(FAILS(courier_frozen_replay, NULL, 0), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(FAILS(courier_resend_policy_remove, e, "contract.always"), COURIER_E_NOT_FOUND);
     CHECK_EQ(FAILS(courier_resend_policy_add, e, "courier.mine", always, NULL, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
