@@ -545,9 +545,10 @@ int courier_group_result(int *code, const courier_response **response, uint64_t 
     if (response) *response = NULL;
     if (request_id) *request_id = 0;
     cr_error_clear(error);
-    if (!g) return COURIER_E_INVALID_ARGUMENT;
+    if (!g) return cr_fail(error, COURIER_E_INVALID_ARGUMENT, "courier_group_result: NULL group");
     pthread_mutex_lock(&g->lock);
     int rc = COURIER_E_NOT_FOUND;
+    size_t count = g->count;
     if (index < g->count && g->members[index]->state == M_DONE) {
         cr_member *m = g->members[index];
         if (code) *code = m->code;
@@ -559,6 +560,9 @@ int courier_group_result(int *code, const courier_response **response, uint64_t 
         *request_id = g->members[index]->id;
     }
     pthread_mutex_unlock(&g->lock);
+    if (rc != COURIER_OK)
+        cr_fail(error, rc, index < count ? "member %zu of the group has no result yet"
+                                         : "no member %zu in the group (it has %zu)", index, count);
     return rc;
 }
 
