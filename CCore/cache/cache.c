@@ -278,7 +278,8 @@ cr_cache_store *cr_cache_open_store(courier_engine *e, courier_error *err) {
     courier_error why = c->open_error;
     pthread_mutex_unlock(&c->lock);
     if (!s) {
-        if (failed && failed != COURIER_E_STORE && err) *err = why;
+        /* The open's own detail (its message, store_error, os_error), whatever its code. */
+        if (failed && err) *err = why;
         else cr_fail(err, COURIER_E_STORE, "the cache store cannot be opened");
     }
     return s;

@@ -683,6 +683,13 @@ static void cache_store_that_cannot_open(void) {
     courier_engine *e = stored_engine(path, NULL);
     REQUIRE(e);
     cache_functions_fail(e, COURIER_E_STORE);
+    /* Each failure carries the open's own detail, not only its code. */
+    courier_response *resp = NULL;
+    courier_error err;
+    memset(&err, 0x5A, sizeof err);
+    CHECK_EQ(courier_cache_get_key(&resp, e, "GET http://127.0.0.1/x", 0, &err), COURIER_E_STORE);
+    CHECK_CONTAINS(err.message, "a-file");
+    CHECK(err.os_error != 0 || err.store_error != 0);
     courier_engine_close(e);
 }
 
