@@ -106,19 +106,8 @@ static void latch_hit(latch *l, int code) {
 }
 /* Waits (a generous bound, not an assertion on time) until n hits; returns the count. */
 static int latch_wait(latch *l, int n) {
-    int64_t end = th_now_ms() + 30000;
     pthread_mutex_lock(&l->m);
-    while (l->n < n && th_now_ms() < end) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&l->c, &l->m, &ts);
-    }
-    int got = l->n;
+    int got = th_wait_count(&l->c, &l->m, &l->n, n);
     pthread_mutex_unlock(&l->m);
     return got;
 }

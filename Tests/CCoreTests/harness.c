@@ -166,6 +166,21 @@ int64_t th_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int th_wait_count(pthread_cond_t *c, pthread_mutex_t *m, const int *count, int n) {
+    int64_t end = th_now_ms() + 30000;
+    while (*count < n && th_now_ms() < end) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(c, m, &ts);
+    }
+    return *count;
+}
+
 static _Atomic int64_t th_clock_offset;
 
 int64_t th_clock(void *user) {

@@ -5,6 +5,7 @@
 #ifndef COURIER_TEST_HARNESS_H
 #define COURIER_TEST_HARNESS_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -104,6 +105,10 @@ int th_silent_listener(int *port);
 int th_can_connect(int port);
 /* Milliseconds from a monotonic clock. */
 int64_t th_now_ms(void);
+/* With `m` held: waits on `c` until *count >= n, or a generous 30 s bound (not an assertion on time:
+ * the caller checks the count it gets back); returns *count, `m` still held. For the completions a
+ * test counts under its own lock. */
+int th_wait_count(pthread_cond_t *c, pthread_mutex_t *m, const int *count, int n);
 /* A courier_clock_fn for the cache's tests: CLOCK_REALTIME in milliseconds plus an offset the test
  * moves with th_clock_set_offset_ms (expiry without sleeping). Any thread. */
 int64_t th_clock(void *user);

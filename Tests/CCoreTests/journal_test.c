@@ -66,19 +66,8 @@ static void w_done(uint64_t id, int code, courier_response *resp, const courier_
 
 /* Waits (generous bound) until n completions arrived. */
 static int w_wait(waiter *w, int n) {
-    int64_t end = th_now_ms() + 30000;
     pthread_mutex_lock(&w->m);
-    while (w->n < n && th_now_ms() < end) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&w->c, &w->m, &ts);
-    }
-    int got = w->n;
+    int got = th_wait_count(&w->c, &w->m, &w->n, n);
     pthread_mutex_unlock(&w->m);
     return got;
 }
