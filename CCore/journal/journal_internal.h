@@ -164,9 +164,15 @@ typedef struct jstate {
 
 /* The stored request, decoded: what the record's JSON text says (docs/DESIGN.md has the keys).
  * One table of fields in record.c drives writing it, reading it (through the JSON tape), the
- * snapshot (which keeps the jreq whole) and rebuilding the request for a replay. Read: the
- * strings, headers and body are owned (cj_jreq_clear). Written (cj_payload_of): borrowed. Members
- * of other types than expected read as absent (0, NULL), as jansson's accessors do. */
+ * snapshot (which keeps the jreq whole) and rebuilding the request for a replay. Read
+ * (cj_jreq_read): the strings, header names and values and the body point into `text`, the
+ * parse's copy of the record (strings unescaped in place and NUL-terminated there, the body's
+ * base64 decoded in place), which the jreq owns; a string that does not lie in it is owned on its
+ * own (the empty idempotency key a snapshot adds, a damaged record's snapshot, which has no text);
+ * all freed by cj_jreq_clear. The headers' items point into `text` too (headers.block is `text`, so
+ * cr_kvlist_remove and _set_value keep them; never cr_kvlist_clear them: cj_jreq_clear does).
+ * Written (cj_payload_of): borrowed. Members of other types than expected read as absent (0,
+ * NULL), as jansson's accessors do. */
 typedef struct jres {
     char *name, *key_path;
     int64_t flags;
@@ -198,6 +204,8 @@ typedef struct jreq {
     jres *results;
     size_t nresults;
     char *resend_policy; /* NULL: the freeze policy's default */
+    char *text;          /* read: what the strings above point into (owned), text_len + 1 bytes */
+    size_t text_len;
 } jreq;
 
 /* ==== the snapshot handed to callers =========================================================== */

@@ -66,6 +66,15 @@ void courier_json_tape_free(courier_json_tape *t) {
     free(t);
 }
 
+char *cr_json_tape_release_text(courier_json_tape *t, size_t *len) {
+    if (!t) return NULL;
+    char *text = t->text;
+    if (len) *len = t->text_len;
+    free(t->entries);
+    free(t);
+    return text;
+}
+
 /* A tape of entries and text built elsewhere (the mapping's output): takes both (freed here when
  * this fails). NULL without memory. */
 courier_json_tape *cr_json_tape_adopt(courier_json_tape_entry *entries, size_t count, char *text, size_t text_len) {
