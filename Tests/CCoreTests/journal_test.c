@@ -1771,6 +1771,82 @@ static void record_bodies_in_any_base64_read(void) {
     jr_free(&srv);
 }
 
+static atomic_int answered;
+
+static void count_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
+    (void)id, (void)code, (void)resp, (void)err, (void)user;
+    atomic_fetch_add(&answered, 1);
+}
+
+/* The outcome log numbers each answer one past the last, across a replay's many commits (each
+ * commit's answers after the first take the number on from the one before, not from a look-up),
+ * and trims itself to the newest 1,000 once it holds 100 more: after 1,150 answers it holds
+ * numbers 102 to 1,150, with no gap. */
+static void outcome_log_numbers_and_trims(void) {
+    enum { N = 1150 };
+    jr_server srv;
+    memset(&srv, 0, sizeof srv);
+    REQUIRE(jr_start(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    opts o = {.concurrency = 8};
+    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    REQUIRE(e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    atomic_store(&answered, 0);
+    for (int i = 0; i < N; i++) {
+        courier_request *r = freezable("POST", "/o", "n=1", COURIER_FREEZE_AUTO, COURIER_FREEZE_UNORDERED);
+        CHECK_EQ(courier_send(NULL, e, r, count_done, NULL, NULL), COURIER_OK);
+        courier_request_free(r);
+    }
+    int64_t end = th_now_ms() + 60000;
+    while (atomic_load(&answered) < N && th_now_ms() < end) usleep(10000);
+    CHECK_EQ(count_of(e), N);
+    CHECK_EQ(courier_reachability_set_online(e), COURIER_OK);
+    end = th_now_ms() + 120000;
+    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
+    CHECK_EQ(count_of(e), 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    CHECK_EQ(jr_count(&srv), N);
+    jr_free(&srv);
+
+    lmdb_shim m;
+    if (!lmdb_shim_load(&m)) {
+        fprintf(stderr, "  (skipped: liblmdb not found)\n");
+        return;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/journal", store);
+    void *env = NULL, *txn = NULL, *c = NULL;
+    unsigned dbi = 0;
+    REQUIRE(m.env_create(&env) == 0);
+    m.env_set_maxdbs(env, 10);
+    m.env_set_mapsize(env, (size_t)2 << 30);
+    int rc = m.env_open(env, dir, LMDB_NOTLS | LMDB_RDONLY, 0600);
+    if (rc == 0) rc = m.txn_begin(env, NULL, LMDB_RDONLY, &txn);
+    if (rc == 0) rc = m.dbi_open(txn, "outcome", 0, &dbi);
+    if (rc == 0) rc = m.cursor_open(txn, dbi, &c);
+    CHECK_EQ(rc, 0);
+    uint64_t first = 0, last = 0, n = 0;
+    bool contiguous = true;
+    lmdb_val k, v;
+    for (int grc = c ? m.cursor_get(c, &k, &v, LMDB_FIRST) : -1; grc == 0; grc = m.cursor_get(c, &k, &v, LMDB_NEXT)) {
+        uint64_t key = 0;
+        for (size_t i = 0; i < 8 && k.size == 8; i++) key = key << 8 | ((const uint8_t *)k.data)[i];
+        if (n == 0) first = key;
+        else if (key != last + 1) contiguous = false;
+        last = key;
+        n++;
+    }
+    if (c) m.cursor_close(c);
+    if (txn) m.abort(txn);
+    m.env_close(env);
+    CHECK_EQ(n, 1049);
+    CHECK_EQ(first, 102);
+    CHECK_EQ(last, N);
+    CHECK(contiguous);
+}
+
 TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(freezing_into_a_temporary_store_warns), T(empty_body_is_kept), T(never_policy_is_not_frozen), T(given_id_replaces_older),
            T(remove_and_remove_all), T(invalid_arguments), T(offline_fails_fast_then_replays),
@@ -1781,4 +1857,4 @@ TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(batched_answers_remove_every_request), T(stored_request_reads_back_exactly),
            T(a_record_another_writer_wrote_reads), T(a_replayed_record_is_checked_as_a_request),
            T(a_record_that_does_not_decode_is_set_aside), T(a_replay_sends_the_record_byte_exact),
-           T(record_bodies_in_any_base64_read))
+           T(record_bodies_in_any_base64_read), T(outcome_log_numbers_and_trims))
