@@ -510,16 +510,18 @@ static int get_value(const jtape *t, size_t i, const jfield *f, void *base, jreq
 /* Reads the members of the object at entry obj that the table names; others are skipped. */
 static int get_fields(const jtape *t, size_t obj, const jfield *fs, size_t n, void *base, jreq *q) {
     size_t end = (size_t)t->e[obj].payload;
+    size_t from = 0; /* the row after the last one found: records list their members in the table's order */
     for (size_t k = obj + 1; k < end;) {
         const courier_json_tape_entry *key = &t->e[k];
         size_t v = k + 1;
         size_t next = tape_skip(t, v);
         if (!(key->flags & COURIER_JSON_TAPE_DEAD)) { /* a duplicate key: the last one wins */
             const char *name = t->text + key->payload;
-            for (size_t i = 0; i < n; i++) {
+            for (size_t m = 0, i = from; m < n; m++, i = i + 1 == n ? 0 : i + 1) {
                 if (fs[i].key_len - 4u == key->length && memcmp(fs[i].name, name, key->length) == 0) {
                     int rc = get_value(t, v, &fs[i], base, q);
                     if (rc) return rc;
+                    from = i + 1 == n ? 0 : i + 1;
                     break;
                 }
             }

@@ -415,8 +415,18 @@ static int check_duplicates(parser *p, size_t obj) {
             size_t v = k + 1;
             k = e[v].type == COURIER_JSON_OBJECT || e[v].type == COURIER_JSON_ARRAY ? (size_t)e[v].payload : v + 1;
         }
-        for (uint32_t a = 1; a < n; a++) {
+        /* A key is compared with the earlier ones only when one of them may equal it: a bit per key
+         * from its length and its first and last bytes (equal keys set the same bit). A journal
+         * record's 16 keys were 120 comparisons at every parse. */
+        uint64_t seen = 0;
+        for (uint32_t a = 0; a < n; a++) {
             const entry *ka = &e[small[a]];
+            const unsigned char *ks = (const unsigned char *)t->text + ka->payload;
+            unsigned h = ka->length ? ka->length * 31u + ks[0] * 7u + ks[ka->length - 1] : 0;
+            uint64_t bit = 1ull << (h & 63);
+            bool maybe = (seen & bit) != 0;
+            seen |= bit;
+            if (!maybe) continue;
             for (uint32_t b = 0; b < a; b++) {
                 entry *kb = &e[small[b]];
                 if (kb->length != ka->length || (kb->flags & COURIER_JSON_TAPE_DEAD) ||
