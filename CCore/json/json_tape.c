@@ -174,8 +174,10 @@ static int hex4(const char *s, unsigned *out) {
 }
 
 /* Whether any of the 8 bytes of x is '"', '\\', a control character (< 0x20) or non-ASCII: a byte
- * that string_class does not call plain. (SWAR: "has a zero byte" is exact as a yes or no.) */
-static inline bool special8(uint64_t x) {
+ * that string_class does not call plain. (SWAR: "has a zero byte" is exact as a yes or no.) Nonzero
+ * when one is: the high bit of each byte flagged, the lowest flagged being the first such byte
+ * (a false flag, from a borrow, only ever lies above a true one). */
+static inline uint64_t special8(uint64_t x) {
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
     uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
     return (((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x) | x) & high;
@@ -190,9 +192,14 @@ static int parse_string(parser *p) {
      * a time they were a third of a journal record's parse), then one at a time up to the first
      * byte that is not plain. */
     for (;;) {
-        for (uint64_t x; i + 8 <= len; i += 8) {
+        for (uint64_t x, m; i + 8 <= len; i += 8) {
             memcpy(&x, u + i, 8);
-            if (special8(x)) break;
+            if ((m = special8(x))) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                i += (size_t)__builtin_ctzll(m) >> 3; /* to the first byte that is not plain */
+#endif
+                break;
+            }
         }
         while (i < len && string_class[u[i]] == 0) i++;
         if (i >= len) return fail_at(p, p->pos, "unterminated string");
