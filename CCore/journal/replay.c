@@ -162,8 +162,8 @@ int cj_apply_outcome(cr_journal *j, cj_txn *txn, joutcome *o, int64_t now, jeven
     return 0;
 }
 
-/* Claims a record for this engine: attempts + 1, lease until now + lease. text, tlen: as
- * cj_consider's (NULL: read here). */
+/* Claims a record for this engine: attempts + 1, lease until now + lease. had, hadlen: the
+ * record's text as cj_consider's text, tlen (NULL: read here). */
 static int claim(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char *had, size_t hadlen, int64_t now,
                  int explicit_, jsend ***sends) {
     jstate old = *st;
