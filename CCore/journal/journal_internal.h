@@ -142,6 +142,12 @@ typedef struct jenv {
     pthread_mutex_t lock; /* nonces */
     uint32_t *nonces;     /* the journals of this process open on it */
     size_t nnonces, capnonces;
+    /* The outcome log's next number in the write transaction whose id is oc_txnid (0: none), so
+     * each answer of a commit does not look up the log's last key again. Used in write
+     * transactions only (one at a time: LMDB's writer lock). A transaction that aborted leaves a
+     * number past the log's end, which stays right (a gap); MDB_APPEND refuses one that is not. */
+    size_t oc_txnid;
+    uint64_t oc_next;
 } jenv;
 
 /* ==== the state record ========================================================================= */
@@ -164,9 +170,15 @@ typedef struct jstate {
 
 /* The stored request, decoded: what the record's JSON text says (docs/DESIGN.md has the keys).
  * One table of fields in record.c drives writing it, reading it (through the JSON tape), the
- * snapshot (which keeps the jreq whole) and rebuilding the request for a replay. Read: the
- * strings, headers and body are owned (cj_jreq_clear). Written (cj_payload_of): borrowed. Members
- * of other types than expected read as absent (0, NULL), as jansson's accessors do. */
+ * snapshot (which keeps the jreq whole) and rebuilding the request for a replay. Read
+ * (cj_jreq_read): the strings, header names and values and the body point into `text`, the
+ * parse's copy of the record (strings unescaped in place and NUL-terminated there, the body's
+ * base64 decoded in place), which the jreq owns; a string that does not lie in it is owned on its
+ * own (the empty idempotency key a snapshot adds, a damaged record's snapshot, which has no text);
+ * all freed by cj_jreq_clear. The headers' items point into `text` too (headers.block is `text`, so
+ * cr_kvlist_remove and _set_value keep them; never cr_kvlist_clear them: cj_jreq_clear does).
+ * Written (cj_payload_of): borrowed. Members of other types than expected read as absent (0,
+ * NULL), as jansson's accessors do. */
 typedef struct jres {
     char *name, *key_path;
     int64_t flags;
@@ -198,6 +210,8 @@ typedef struct jreq {
     jres *results;
     size_t nresults;
     char *resend_policy; /* NULL: the freeze policy's default */
+    char *text;          /* read: what the strings above point into (owned), text_len + 1 bytes */
+    size_t text_len;
 } jreq;
 
 /* ==== the snapshot handed to callers =========================================================== */
@@ -324,6 +338,11 @@ typedef struct cj_store_ops {
      * operation), for a claim. NULL: st_update, then rec_get. */
     int (*st_update_text)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st,
                           const char **text, size_t *len);
+    /* st_update that writes the record back with `text` (len bytes, borrowed for the call): its
+     * request text as the caller read it in this transaction, for a claim of a record the pass
+     * has just read (no second read of it). NULL: st_update_text. */
+    int (*st_update_with)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st,
+                          const char *text, size_t len);
     /* Removes a record with its indexes; promotes the next of its host. */
     int (*rec_remove)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st);
     /* Removes a record whose state does not decode, by its number. */
@@ -501,9 +520,12 @@ int cj_apply_freeze(cr_journal *j, cj_txn *txn, jfreeze *f);
  * *text new (free). COURIER_OK or ENOMEM. */
 int cj_freeze_text(jfreeze *f, uint64_t seq, char **text);
 /* A candidate of a pass (due by the store's index, or the Redis store's own record): claimed,
- * expired, held or left. *slots counts down; *stop when out of slots. */
-int cj_consider(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, long *slots, unsigned mode,
-                int64_t since, jsend ***sends, jevent ***events, int64_t *next, bool *mode_done, bool *stop);
+ * expired, held or left. *slots counts down; *stop when out of slots. text, tlen: the record's
+ * request text as the pass read it with st, with no write in the transaction since (borrowed:
+ * valid until the next write), or NULL: a claim reads it. */
+int cj_consider(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char *text, size_t tlen, int64_t now,
+                long *slots, unsigned mode, int64_t since, jsend ***sends, jevent ***events, int64_t *next,
+                bool *mode_done, bool *stop);
 int cj_consider_manual(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, long *slots, unsigned mode,
                        jsend ***sends, int64_t *next, bool *mode_done, bool *stop);
 int cj_apply_outcome(cr_journal *j, cj_txn *txn, joutcome *o, int64_t now, jevent ***events);

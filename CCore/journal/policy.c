@@ -165,10 +165,18 @@ int cj_policy_gate(cr_journal *j, const jstate *st, const char **why) {
     return verdict;
 }
 
+/* What snprintf(dst, size, "%s", src) writes, without its format parsing (once per answer). */
+static void copy_str(char *dst, size_t size, const char *src) {
+    size_t n = strlen(src);
+    if (n >= size) n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 static void note_policy(jevent *ev, const cj_policy *p, const jstate *st) {
     if (!ev) return;
-    if (p) snprintf(ev->policy, sizeof ev->policy, "%s", p->id);
-    else if (!st->rp_hash) snprintf(ev->policy, sizeof ev->policy, "%s", st->policy == COURIER_FREEZE_MANUAL ? "courier.manual" : "courier.auto");
+    if (p) copy_str(ev->policy, sizeof ev->policy, p->id);
+    else if (!st->rp_hash) copy_str(ev->policy, sizeof ev->policy, st->policy == COURIER_FREEZE_MANUAL ? "courier.manual" : "courier.auto");
 }
 
 void cj_policy_note(cr_journal *j, jevent *ev, const jstate *st) {

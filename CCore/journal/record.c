@@ -9,38 +9,58 @@
 
 /* ==== base64 ==================================================================================== */
 
-static int b64_value(unsigned char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
+/* The value of each base64 character (standard alphabet), -1 for any other byte ('=' too). */
+static const signed char b64_value[256] = {
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 62, -1, -1, -1, 63,
+    52, 53, 54, 55, 56, 57, 58, 59, 60, 61, -1, -1, -1, -1, -1, -1,
+    -1,  0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14,
+    15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, -1, -1, -1, -1, -1,
+    -1, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+    41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
 
-/* Decodes standard base64 (padding optional). *out new (malloc), NUL-terminated. */
-static int b64_decode(const char *s, size_t n, char **out, size_t *out_len) {
-    char *p = malloc(n / 4 * 3 + 4);
-    if (!p) return COURIER_E_NO_MEMORY;
-    size_t o = 0;
+/* Decodes standard base64 (padding optional) in place: s[0..n) becomes the bytes, NUL-terminated
+ * (each byte is written after the characters it comes from were read; n/4*3 + 1 <= n + 1 bytes).
+ * Stops at the first '='. COURIER_E_INVALID_ARGUMENT (s then holds garbage) or COURIER_OK. */
+static int b64_decode_in_place(char *s, size_t n, size_t *out_len) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t o = 0, i = 0;
+    /* Four characters, three bytes at a time (a character at a time it was most of a record's
+     * field reading); the first group with a '=' or a stray byte ends it, and the loop below takes
+     * over from there. */
+    for (; i + 4 <= n; i += 4) {
+        int a = b64_value[u[i]], b = b64_value[u[i + 1]], c = b64_value[u[i + 2]], d = b64_value[u[i + 3]];
+        if ((a | b | c | d) < 0) break;
+        uint32_t x = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
+        s[o] = (char)(x >> 16);
+        s[o + 1] = (char)(x >> 8);
+        s[o + 2] = (char)x;
+        o += 3;
+    }
     uint32_t acc = 0;
     int bits = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (; i < n; i++) {
         if (s[i] == '=') break;
-        int v = b64_value((unsigned char)s[i]);
-        if (v < 0) {
-            free(p);
-            return COURIER_E_INVALID_ARGUMENT;
-        }
+        int v = b64_value[u[i]];
+        if (v < 0) return COURIER_E_INVALID_ARGUMENT;
         acc = acc << 6 | (uint32_t)v;
         bits += 6;
         if (bits >= 8) {
             bits -= 8;
-            p[o++] = (char)(acc >> bits);
+            s[o++] = (char)(acc >> bits);
         }
     }
-    p[o] = '\0';
-    *out = p;
+    s[o] = '\0';
     *out_len = o;
     return COURIER_OK;
 }
@@ -176,21 +196,37 @@ static const jfield fields[] = {
 
 #define AT(base, off, type) ((type *)(void *)((char *)(base) + (off)))
 
+/* Frees a string of a read jreq unless it lies in the parse's text (which owns it). */
+static void jfree(const jreq *q, char *p) {
+    if (q->text && p >= q->text && p <= q->text + q->text_len) return;
+    free(p);
+}
+
+/* Empties the headers: the items' array, and the strings that do not lie in the text. */
+static void headers_clear(jreq *q) {
+    cr_kvlist *h = &q->headers;
+    for (size_t i = 0; i < h->count; i++) jfree(q, h->items[i].name); /* the value with it */
+    free(h->items);
+    if (h->block != q->text) free(h->block);
+    memset(h, 0, sizeof *h);
+}
+
 void cj_jreq_clear(jreq *q) {
-    free(q->id);
-    free(q->method);
-    free(q->url);
-    free(q->idem);
-    free(q->host);
-    free(q->body);
-    free(q->resend_policy);
-    cr_kvlist_clear(&q->headers);
-    free(q->key_path);
+    jfree(q, q->id);
+    jfree(q, q->method);
+    jfree(q, q->url);
+    jfree(q, q->idem);
+    jfree(q, q->host);
+    jfree(q, q->body);
+    jfree(q, q->resend_policy);
+    headers_clear(q);
+    jfree(q, q->key_path);
     for (size_t i = 0; i < q->nresults; i++) {
-        free(q->results[i].name);
-        free(q->results[i].key_path);
+        jfree(q, q->results[i].name);
+        jfree(q, q->results[i].key_path);
     }
     free(q->results);
+    free(q->text);
     memset(q, 0, sizeof *q);
 }
 
@@ -354,12 +390,25 @@ int cj_payload_of(const cr_transfer *t, const char *idem, int64_t created, int64
 
 typedef struct jtape {
     const courier_json_tape_entry *e;
-    const char *text;
+    char *text; /* the tape's text, which the jreq keeps (cj_jreq_read) */
 } jtape;
 
-/* A string entry as a new NUL-terminated string. */
-static char *tape_str(const jtape *t, size_t i) {
-    return cr_strndup(t->text + t->e[i].payload, t->e[i].length);
+/* A string entry: where it lies in the text, NUL-terminated there. */
+static char *tape_str(const jtape *t, size_t i) { return t->text + t->e[i].payload; }
+
+/* Appends a header whose name and value lie in the text (the list's block, see jreq). */
+static int header_push(cr_kvlist *h, char *name, char *value) {
+    if (h->count == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 8;
+        cr_kv *p = realloc(h->items, cap * sizeof *p);
+        if (!p) return COURIER_E_NO_MEMORY;
+        h->items = p;
+        h->cap = cap;
+    }
+    h->items[h->count].name = name;
+    h->items[h->count].value = value;
+    h->count++;
+    return COURIER_OK;
 }
 
 /* The entry just past the value at i. */
@@ -376,10 +425,9 @@ static int get_value(const jtape *t, size_t i, const jfield *f, void *base, jreq
     switch (f->kind) {
     case JK_STR: {
         char **dst = AT(base, f->off, char *);
-        free(*dst);
-        *dst = NULL;
-        if (v->type != COURIER_JSON_STRING) return COURIER_OK;
-        return (*dst = tape_str(t, i)) ? COURIER_OK : COURIER_E_NO_MEMORY;
+        jfree(q, *dst);
+        *dst = v->type == COURIER_JSON_STRING ? tape_str(t, i) : NULL;
+        return COURIER_OK;
     }
     case JK_INT:
         *AT(base, f->off, int64_t) = v->type == COURIER_JSON_INTEGER ? (int64_t)v->payload : 0;
@@ -396,9 +444,11 @@ static int get_value(const jtape *t, size_t i, const jfield *f, void *base, jreq
         return COURIER_OK;
     case JK_HEADERS: {
         cr_kvlist *h = AT(base, f->off, cr_kvlist);
-        cr_kvlist_clear(h);
+        headers_clear(q);
         *AT(base, f->has, int) = v->type == COURIER_JSON_ARRAY;
         if (v->type != COURIER_JSON_ARRAY) return COURIER_OK;
+        h->block = q->text;
+        h->block_len = q->text_len + 1;
         /* Each header is [name, value], both strings (extra elements are ignored). */
         for (size_t k = i + 1; k < (size_t)v->payload;) {
             const courier_json_tape_entry *a = &t->e[k];
@@ -406,22 +456,21 @@ static int get_value(const jtape *t, size_t i, const jfield *f, void *base, jreq
                 return COURIER_E_JOURNAL_CORRUPT;
             size_t vi = k + 2; /* the name is one entry */
             if (t->e[vi].type != COURIER_JSON_STRING) return COURIER_E_JOURNAL_CORRUPT;
-            if (cr_kvlist_add(h, t->text + t->e[k + 1].payload, t->e[k + 1].length, t->text + t->e[vi].payload,
-                              t->e[vi].length))
-                return COURIER_E_NO_MEMORY;
+            if (header_push(h, tape_str(t, k + 1), tape_str(t, vi))) return COURIER_E_NO_MEMORY;
             k = (size_t)a->payload;
         }
         return COURIER_OK;
     }
     case JK_BODY: {
         jreq *dst = base;
-        free(dst->body);
+        jfree(q, dst->body);
         dst->body = NULL;
         dst->body_len = 0;
         dst->has_body = 0;
         if (v->type != COURIER_JSON_STRING) return COURIER_OK;
-        int rc = b64_decode(t->text + v->payload, v->length, &dst->body, &dst->body_len);
-        if (rc) return rc == COURIER_E_NO_MEMORY ? rc : COURIER_E_JOURNAL_CORRUPT;
+        /* Decoded where its base64 lies (the text is the jreq's; no other entry reads it). */
+        if (b64_decode_in_place(tape_str(t, i), v->length, &dst->body_len)) return COURIER_E_JOURNAL_CORRUPT;
+        dst->body = tape_str(t, i);
         dst->has_body = 1;
         return COURIER_OK;
     }
@@ -437,8 +486,8 @@ static int get_value(const jtape *t, size_t i, const jfield *f, void *base, jreq
         jres **items = &((jreq *)base)->results;
         size_t *n = &((jreq *)base)->nresults;
         for (size_t k = 0; k < *n; k++) {
-            free((*items)[k].name);
-            free((*items)[k].key_path);
+            jfree(q, (*items)[k].name);
+            jfree(q, (*items)[k].key_path);
         }
         *n = 0;
         if (v->type != COURIER_JSON_ARRAY) return COURIER_OK;
@@ -461,16 +510,18 @@ static int get_value(const jtape *t, size_t i, const jfield *f, void *base, jreq
 /* Reads the members of the object at entry obj that the table names; others are skipped. */
 static int get_fields(const jtape *t, size_t obj, const jfield *fs, size_t n, void *base, jreq *q) {
     size_t end = (size_t)t->e[obj].payload;
+    size_t from = 0; /* the row after the last one found: records list their members in the table's order */
     for (size_t k = obj + 1; k < end;) {
         const courier_json_tape_entry *key = &t->e[k];
         size_t v = k + 1;
         size_t next = tape_skip(t, v);
         if (!(key->flags & COURIER_JSON_TAPE_DEAD)) { /* a duplicate key: the last one wins */
             const char *name = t->text + key->payload;
-            for (size_t i = 0; i < n; i++) {
+            for (size_t m = 0, i = from; m < n; m++, i = i + 1 == n ? 0 : i + 1) {
                 if (fs[i].key_len - 4u == key->length && memcmp(fs[i].name, name, key->length) == 0) {
                     int rc = get_value(t, v, &fs[i], base, q);
                     if (rc) return rc;
+                    from = i + 1 == n ? 0 : i + 1;
                     break;
                 }
             }
@@ -490,10 +541,14 @@ int cj_jreq_read(const char *text, size_t len, jreq *q) {
     courier_json_tape *tape = NULL;
     int rc = cr_json_tape_parse_small(&tape, text, len, &o, NULL); /* a record: ~50 entries */
     if (rc) return rc == COURIER_E_NO_MEMORY ? rc : COURIER_E_JOURNAL_CORRUPT;
-    jtape t = {courier_json_tape_entries(tape, NULL), (const char *)courier_json_tape_text(tape)};
+    /* The strings read point into the tape's copy of the text (no copy of each: docs/DESIGN.md,
+     * "Where replay's time goes"), which the jreq keeps when the tape is freed. */
+    jtape t = {courier_json_tape_entries(tape, NULL), (char *)courier_json_tape_text(tape)};
+    q->text = t.text;
+    q->text_len = len;
     rc = t.e[0].type == COURIER_JSON_OBJECT ? get_fields(&t, 0, fields, sizeof fields / sizeof fields[0], q, q)
                                             : COURIER_E_JOURNAL_CORRUPT;
-    courier_json_tape_free(tape);
+    cr_json_tape_release_text(tape, NULL); /* q->text, now q's */
     if (rc) cj_jreq_clear(q);
     return rc;
 }

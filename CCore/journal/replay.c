@@ -162,8 +162,10 @@ int cj_apply_outcome(cr_journal *j, cj_txn *txn, joutcome *o, int64_t now, jeven
     return 0;
 }
 
-/* Claims a record for this engine: attempts + 1, lease until now + lease. */
-static int claim(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, int explicit_, jsend ***sends) {
+/* Claims a record for this engine: attempts + 1, lease until now + lease. had, hadlen: the
+ * record's text as cj_consider's text, tlen (NULL: read here). */
+static int claim(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char *had, size_t hadlen, int64_t now,
+                 int explicit_, jsend ***sends) {
     jstate old = *st;
     st->claim_ms = now + j->lease_ms;
     st->owner = j->me;
@@ -172,7 +174,19 @@ static int claim(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t n
     const char *ptext;
     size_t plen;
     int rc;
-    if (j->store->st_update_text) { /* the text read once, with the state it keeps */
+    char *text = NULL;
+    if (had && j->store->st_update_with) {
+        /* The text the pass read, copied before the write (which may move it): written back with
+         * the new state, not read again. */
+        if (!(text = malloc(hadlen ? hadlen : 1))) return ENOMEM;
+        memcpy(text, had, hadlen);
+        if ((rc = j->store->st_update_with(j, txn, seq, &old, st, text, hadlen))) {
+            free(text);
+            return rc;
+        }
+        ptext = text;
+        plen = hadlen;
+    } else if (j->store->st_update_text) { /* the text read once, with the state it keeps */
         if ((rc = j->store->st_update_text(j, txn, seq, &old, st, &ptext, &plen))) return rc;
     } else {
         if ((rc = cj_st_update(j, txn, seq, &old, st))) return rc;
@@ -180,13 +194,12 @@ static int claim(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t n
         if ((rc = cj_rec_get(j, txn, seq, &again, &ptext, &plen))) return rc == MDB_NOTFOUND ? 0 : rc; /* removed meanwhile (Redis) */
     }
     jsend *s = calloc(1, sizeof *s);
-    char *text = malloc(plen ? plen : 1);
+    if (!text && s && (text = malloc(plen ? plen : 1))) memcpy(text, ptext, plen);
     if (!s || !text) {
         free(s);
         free(text);
         return ENOMEM;
     }
-    memcpy(text, ptext, plen);
     s->text = text;
     s->tlen = plen;
     s->st = *st;
@@ -250,8 +263,9 @@ int cj_recover_claims(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n
 }
 
 /* One candidate of a pass, due by the store's index: claimed when eligible and a slot is free. */
-int cj_consider(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, long *slots, unsigned mode,
-                int64_t since, jsend ***sends, jevent ***events, int64_t *next, bool *mode_done, bool *stop) {
+int cj_consider(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char *text, size_t tlen, int64_t now,
+                long *slots, unsigned mode, int64_t since, jsend ***sends, jevent ***events, int64_t *next,
+                bool *mode_done, bool *stop) {
     int rc = 0;
     bool eligible = due_time(st) <= now ||
                     ((mode & J_KICK_NOW) && st->last_ms < since && (!st->claim_ms || cj_claim_stale(j, st, now)));
@@ -288,7 +302,7 @@ int cj_consider(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t no
         *stop = true;
         return 0;
     }
-    if ((rc = claim(j, txn, seq, st, now, mode != 0, sends))) return rc;
+    if ((rc = claim(j, txn, seq, st, text, tlen, now, mode != 0, sends))) return rc;
     (*slots)--;
     return 0;
 }
@@ -304,7 +318,7 @@ int cj_consider_manual(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int
         *stop = true;
         return 0;
     }
-    int rc = claim(j, txn, seq, st, now, mode != 0, sends);
+    int rc = claim(j, txn, seq, st, NULL, 0, now, mode != 0, sends);
     if (rc == 0) (*slots)--;
     return rc;
 }
@@ -319,7 +333,7 @@ int cj_resend_one(cr_journal *j, cj_txn *txn, const char *id, int64_t now, jsend
     if ((rc = cj_st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
     if (st.claim_ms && !cj_claim_stale(j, &st, now)) return 0;
     if (j->store->take && (rc = j->store->take(j, txn, seq))) return rc == MDB_NOTFOUND ? 0 : rc;
-    return claim(j, txn, seq, &st, now, 2, sends); /* 2: by id, the app's word (no policy asked) */
+    return claim(j, txn, seq, &st, NULL, 0, now, 2, sends); /* 2: by id, the app's word (no policy asked) */
 }
 
 void cj_seqs_add(jseqs *l, uint64_t seq) {

@@ -574,6 +574,19 @@ static int lm_st_update_text(cr_journal *j, cj_txn *t, uint64_t seq, const jstat
     return rc ? rc : st_put(j, txn, seq, st, text, len);
 }
 
+/* Rewrites a record's state with the text its caller read (a claim: see cj_consider), moving its
+ * `due` key when its due time changed. */
+static int lm_st_update_with(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *old, const jstate *st,
+                             const char *text, size_t len) {
+    MDB_txn *txn = TX(t);
+    int rc = 0;
+    if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
+        rc = key2_op(txn, j->env->db_due, due_time(old), seq, false);
+        if (!rc) rc = key2_op(txn, j->env->db_due, due_time(st), seq, true);
+    }
+    return rc ? rc : rec_put(j, txn, seq, st, text, len, false, NULL);
+}
+
 static int lm_st_update(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *old, const jstate *st) {
     return lm_st_update_text(j, t, seq, old, st, NULL, NULL);
 }
@@ -590,22 +603,39 @@ static int lm_rec_get(cr_journal *j, cj_txn *t, uint64_t seq, jstate *st, const 
 
 static int lm_outcome_log(cr_journal *j, cj_txn *t, const jstate *st, int code, int status, int64_t now) {
     MDB_txn *txn = TX(t);
-    uint64_t n;
-    int rc = last_next(txn, j->env->db_outcome, &n);
-    if (rc) return rc;
+    jenv *v = j->env;
+    size_t id = mdb_txn_id(txn);
+    uint64_t n = v->oc_next;
+    int rc = 0;
+    bool known = id && v->oc_txnid == id; /* an earlier answer of this transaction: its number + 1 */
+    if (!known && (rc = last_next(txn, v->db_outcome, &n))) return rc;
     char text[COURIER_FROZEN_ID_MAX + 160];
     int len = cj_outcome_text(st, code, status, now, text, sizeof text);
     uint8_t k[8];
     cr_put_be64(k, n);
     MDB_val key = {8, k}, val = {(size_t)len, text};
-    if ((rc = mdb_put(txn, j->env->db_outcome, &key, &val, MDB_APPEND))) return rc; /* n is past every key */
+    rc = mdb_put(txn, v->db_outcome, &key, &val, MDB_APPEND); /* n is past every key */
+    if (rc == MDB_KEYEXIST && known) { /* not past the end after all: looked up */
+        if ((rc = last_next(txn, v->db_outcome, &n))) return rc;
+        cr_put_be64(k, n);
+        rc = mdb_put(txn, v->db_outcome, &key, &val, MDB_APPEND);
+    }
+    if (rc) {
+        v->oc_txnid = 0;
+        return rc;
+    }
+    v->oc_txnid = id;
+    v->oc_next = n + 1;
     MDB_stat ms;
-    if (mdb_stat(txn, j->env->db_outcome, &ms) == 0 && ms.ms_entries > J_OUTCOMES_KEPT + 100) { /* trims in batches */
+    if (mdb_stat(txn, v->db_outcome, &ms) == 0 && ms.ms_entries > J_OUTCOMES_KEPT + 100) { /* trims in batches */
         MDB_cursor *c;
-        if ((rc = mdb_cursor_open(txn, j->env->db_outcome, &c))) return rc;
+        if ((rc = mdb_cursor_open(txn, v->db_outcome, &c))) return rc;
         size_t extra = ms.ms_entries - J_OUTCOMES_KEPT;
         MDB_val ck, cv;
-        while (extra-- && (rc = mdb_cursor_get(c, &ck, &cv, MDB_FIRST)) == 0) rc = mdb_cursor_del(c, 0);
+        /* The oldest first: after a delete the cursor stands on the next, which MDB_NEXT gives. */
+        for (rc = mdb_cursor_get(c, &ck, &cv, MDB_FIRST); rc == 0 && extra--;) {
+            if ((rc = mdb_cursor_del(c, 0)) == 0 && extra) rc = mdb_cursor_get(c, &ck, &cv, MDB_NEXT);
+        }
         mdb_cursor_close(c);
         if (rc == MDB_NOTFOUND) rc = 0;
     }
@@ -717,13 +747,15 @@ static int lm_pass(cr_journal *j, cj_txn *t, int64_t now, long slots, unsigned m
             if (rc == MDB_NOTFOUND) rc = 0;
             for (size_t i = 0; i < cand.n && rc == 0 && !full; i++) {
                 jstate st;
-                rc = st_get(j, txn, cand.v[i], &st);
+                MDB_val p; /* the text, valid until the next write: a claim takes it (lm_st_update_with) */
+                rc = rec_get(j, txn, cand.v[i], &st, &p);
                 if (rc == MDB_NOTFOUND) {
                     rc = 0;
                     continue;
                 }
                 if (rc) break;
-                rc = cj_consider(j, t, cand.v[i], &st, now, &slots, mode, since, sends, events, next, mode_done, &full);
+                rc = cj_consider(j, t, cand.v[i], &st, p.mv_data, p.mv_size, now, &slots, mode, since, sends, events,
+                                 next, mode_done, &full);
             }
         }
     }
@@ -908,6 +940,7 @@ const cj_store_ops cj_lmdb_store = {
     .rec_get = lm_rec_get,
     .st_update = lm_st_update,
     .st_update_text = lm_st_update_text,
+    .st_update_with = lm_st_update_with,
     .rec_remove = lm_rec_remove,
     .rec_remove_bad = lm_rec_remove_bad,
     .outcome_log = lm_outcome_log,

@@ -235,7 +235,7 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
             if (due_time(&st) < next_due) next_due = due_time(&st);
             continue;
         }
-        rc = cj_consider(j, txn, seqs[i], &st, now, &slots, mode, since, sends, events, next, mode_done, &full);
+        rc = cj_consider(j, txn, seqs[i], &st, NULL, 0, now, &slots, mode, since, sends, events, next, mode_done, &full);
         if (rc == 0 && due_time(&st) < next_due) next_due = due_time(&st); /* as written (a claim: the lease's end) */
     }
     if (states) freeReplyObject(states);

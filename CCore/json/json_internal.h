@@ -53,6 +53,11 @@ CR_HIDDEN int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned 
 #define CR_JSON_TAPE_SMALL 62
 CR_HIDDEN int cr_json_tape_parse_small(courier_json_tape **out, const void *data, size_t len,
                                        const courier_json_options *opts, courier_error *err);
+/* json_tape.c: frees the tape but its text (strings unescaped in place and NUL-terminated, where
+ * the string entries pointed), which it returns: new (free), text_len + 1 bytes; *len its length
+ * (without the terminator). NULL for NULL. What a reader of a small document keeps, so the strings
+ * it read can point into the text instead of being copied (the journal's records). */
+CR_HIDDEN char *cr_json_tape_release_text(courier_json_tape *t, size_t *len);
 /* json_tape.c: a tape of entries and text built elsewhere (takes both, freed on failure). NULL
  * without memory. */
 CR_HIDDEN courier_json_tape *cr_json_tape_adopt(courier_json_tape_entry *entries, size_t count, char *text,

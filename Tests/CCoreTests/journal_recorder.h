@@ -36,6 +36,8 @@ typedef struct jr_hit {
     char method[16];
     char key[160]; /* Idempotency-Key, "" if none */
     char body[256];
+    size_t body_len;  /* the Content-Length (body holds the first 255 bytes) */
+    char head[1024];  /* the request line and headers as received (truncated), NUL-terminated */
 } jr_hit;
 
 #define JR_MAX_CONN 64
@@ -87,6 +89,7 @@ static void *jr_conn_main(void *arg) {
         size_t head = (size_t)(end - buf) + 4;
         jr_hit h;
         memset(&h, 0, sizeof h);
+        memcpy(h.head, buf, head < sizeof h.head - 1 ? head : sizeof h.head - 1);
         sscanf(buf, "%15s %255s", h.method, h.path);
         char *q = strchr(h.path, '?');
         if (q) *q = '\0';
@@ -107,6 +110,7 @@ static void *jr_conn_main(void *arg) {
             if (n <= 0) goto out;
             have += (size_t)n;
         }
+        h.body_len = (size_t)clen;
         size_t bl = (size_t)clen < sizeof h.body - 1 ? (size_t)clen : sizeof h.body - 1;
         memcpy(h.body, buf + head, bl);
         jr_record(s, &h);

@@ -332,6 +332,37 @@ static void test_duplicate_keys(void) {
     courier_json_tape_free(t);
 }
 
+/* Objects of up to 16 keys (the pairwise check, which compares a key with the earlier ones only
+ * when a bit of its length and end bytes says one may equal it): keys of equal lengths, equal ends
+ * and escapes, each object parsed as jansson parses it, with duplicates refused and allowed (the
+ * last wins, the earlier ones DEAD). */
+static void test_duplicate_keys_in_small_objects(void) {
+    static const char *pool[] = {"",   "a",   "b",    "ab",    "ba",  "aa", "aba", "abba", "\\u0061", "a\\u0062",
+                                 "ac", "axa", "ayyb", "azzzb", "bab", "ca", "a\\/", "a/",  "\\n",     "x"};
+    enum { NPOOL = sizeof pool / sizeof pool[0] };
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
+    o.flags = COURIER_JSON_ALLOW_DUPLICATE_KEYS;
+    uint32_t x = 12345;
+    for (int round = 0; round < 400; round++) {
+        char text[1024];
+        size_t n = 0;
+        x = x * 1103515245u + 12345u;
+        int keys = 2 + (int)((x >> 16) % 15); /* 2..16 */
+        n += (size_t)snprintf(text + n, sizeof text - n, "{");
+        for (int k = 0; k < keys; k++) {
+            x = x * 1103515245u + 12345u;
+            /* The first rounds draw from a few keys (many duplicates), later ones from all. */
+            unsigned pick = (x >> 16) % (round < 200 ? 6u : (unsigned)NPOOL);
+            n += (size_t)snprintf(text + n, sizeof text - n, "%s\"%s\":%d", k ? "," : "", pool[pick], k);
+        }
+        n += (size_t)snprintf(text + n, sizeof text - n, "}");
+        int plain = agree_opts(text, n, NULL);
+        CHECK(plain == COURIER_OK || plain == COURIER_E_JSON);
+        CHECK_EQ(agree_opts(text, n, &o), COURIER_OK);
+    }
+}
+
 static void test_depth_and_size_limits(void) {
     char deep[1300];
     for (int i = 0; i < 600; i++) deep[i] = '[', deep[1199 - i] = ']';
@@ -406,5 +437,5 @@ static void test_generated_document(void) {
 
 TESTS_MAIN(T(test_layout_and_lookups), T(test_scalars_at_top), T(test_escapes_and_surrogates), T(test_invalid_utf8),
            T(test_strings_word_at_a_time),
-           T(test_numbers), T(test_malformed), T(test_duplicate_keys), T(test_depth_and_size_limits),
+           T(test_numbers), T(test_malformed), T(test_duplicate_keys), T(test_duplicate_keys_in_small_objects), T(test_depth_and_size_limits),
            T(test_from_value_of_built_values), T(test_generated_document))

@@ -26,9 +26,16 @@ typedef struct lmdb_shim {
     int (*put)(void *, unsigned, lmdb_val *, lmdb_val *, unsigned);
     int (*del)(void *, unsigned, lmdb_val *, lmdb_val *);
     int (*commit)(void *);
+    void (*abort)(void *);
+    int (*cursor_open)(void *, unsigned, void **);
+    int (*cursor_get)(void *, lmdb_val *, lmdb_val *, int);
+    void (*cursor_close)(void *);
 } lmdb_shim;
 
 #define LMDB_NOTLS 0x200000u
+#define LMDB_RDONLY 0x20000u
+#define LMDB_FIRST 0 /* MDB_cursor_op */
+#define LMDB_NEXT 8
 
 /* Loads liblmdb and its functions; false when it is not there (the test then says it skipped). */
 static inline bool lmdb_shim_load(lmdb_shim *m) {
@@ -45,8 +52,13 @@ static inline bool lmdb_shim_load(lmdb_shim *m) {
     *(void **)&m->put = dlsym(m->lib, "mdb_put");
     *(void **)&m->del = dlsym(m->lib, "mdb_del");
     *(void **)&m->commit = dlsym(m->lib, "mdb_txn_commit");
+    *(void **)&m->abort = dlsym(m->lib, "mdb_txn_abort");
+    *(void **)&m->cursor_open = dlsym(m->lib, "mdb_cursor_open");
+    *(void **)&m->cursor_get = dlsym(m->lib, "mdb_cursor_get");
+    *(void **)&m->cursor_close = dlsym(m->lib, "mdb_cursor_close");
     return m->env_create && m->env_set_maxdbs && m->env_set_mapsize && m->env_open && m->env_close && m->txn_begin &&
-           m->dbi_open && m->put && m->del && m->commit;
+           m->dbi_open && m->put && m->del && m->commit && m->abort && m->cursor_open && m->cursor_get &&
+           m->cursor_close;
 }
 
 #endif

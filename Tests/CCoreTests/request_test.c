@@ -313,6 +313,36 @@ static void test_default_headers_and_params(void) {
     courier_engine_close(e);
 }
 
+/* A header value is checked 8 bytes at a time while it is printable ASCII: a byte that may not be
+ * sent (a control byte, DEL) is refused, a tab and valid UTF-8 are not, and a byte that is not
+ * UTF-8 is an encoding error, wherever the byte lies in a long value (each offset of 3 chunks). */
+static void test_header_value_bytes_at_every_offset(void) {
+    courier_request *r = NULL;
+    REQUIRE(courier_request_new(&r, "GET", "/echo") == COURIER_OK);
+    static const struct {
+        const char *bytes;
+        int code;
+    } cases[] = {
+        {"\n", COURIER_E_INVALID_HEADER}, {"\x01", COURIER_E_INVALID_HEADER}, {"\x1f", COURIER_E_INVALID_HEADER},
+        {"\x7f", COURIER_E_INVALID_HEADER}, {"\t", COURIER_OK}, {" ", COURIER_OK}, {"~", COURIER_OK},
+        {"\xc3\xbc", COURIER_OK}, {"\xf0\x9f\x98\x80", COURIER_OK}, {"\x80", COURIER_E_INVALID_ENCODING},
+        {"\xc3", COURIER_E_INVALID_ENCODING}, {"\xff", COURIER_E_INVALID_ENCODING},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t bl = strlen(cases[c].bytes);
+        for (size_t at = 0; at < 24; at++) {
+            char v[40];
+            memset(v, 'a', sizeof v);
+            memcpy(v + at, cases[c].bytes, bl);
+            v[at + bl + 7] = '\0'; /* the bytes, then 7 plain ones (so a chunk ends past them) */
+            int rc = courier_request_add_header(r, "X-A", v);
+            if (rc != cases[c].code)
+                th_fail(__FILE__, __LINE__, "case %zu at %zu: %d, expected %d", c, at, rc, cases[c].code);
+        }
+    }
+    courier_request_free(r);
+}
+
 static void test_header_injection_refused(void) {
     courier_request *r = NULL;
     REQUIRE(courier_request_new(&r, "GET", "/echo") == COURIER_OK);
@@ -470,4 +500,5 @@ static void test_config_validation(void) {
 TESTS_MAIN(T(test_url_joining), T(test_per_request_base_url_and_absolute_url), T(test_invalid_urls), T(test_methods),
            T(test_query_params_encoding), T(test_bad_params_refused), T(test_form_and_json_body_params),
            T(test_engine_json_encoding), T(test_raw_body), T(test_default_headers_and_params),
-           T(test_header_injection_refused), T(test_auth_helpers), T(test_customize), T(test_config_validation))
+           T(test_header_injection_refused), T(test_header_value_bytes_at_every_offset),
+           T(test_auth_helpers), T(test_customize), T(test_config_validation))
