@@ -108,10 +108,12 @@ let customizeTrampoline: courier_customize_fn = { outgoing, user in
 /// What a completion delivered: moved off the worker thread before Swift values are made from it,
 /// so the worker (which runs every transfer of the engine) does as little as possible.
 /// `@unchecked Sendable`: it owns the response pointer, which is handed over exactly once.
+/// Four words: a failure's `courier_error` (304 bytes) is boxed, so a success, which has none,
+/// is not copied through the continuation and the frames at that size.
 struct CompletionRecord: @unchecked Sendable {
     let code: Int32
     let response: OpaquePointer?
-    let detail: courier_error?
+    let detail: ErrorDetail?
     /// The error a closure threw for this send (the C core's slot), taken while the completion runs.
     let thrown: (any Error)?
 
@@ -119,8 +121,13 @@ struct CompletionRecord: @unchecked Sendable {
     init(code: Int32, response: OpaquePointer?, error: UnsafePointer<courier_error>?) {
         self.code = code
         self.response = response
-        self.detail = code == COURIER_OK.rawValue ? nil : error?.pointee
-        self.thrown = code == COURIER_OK.rawValue ? nil : thrownError(error)
+        if code == COURIER_OK.rawValue {
+            detail = nil
+            thrown = nil
+        } else {
+            detail = error.map { ErrorDetail($0.pointee) }
+            thrown = thrownError(error)
+        }
     }
 
     /// The response, or the error with the response attached.
@@ -132,8 +139,16 @@ struct CompletionRecord: @unchecked Sendable {
             return .failure(CourierError(.internal, message: "the engine completed without a response"))
         }
         guard let detail else { return .failure(CourierError(code: code, detail: nil, response: response)) }
-        return withUnsafePointer(to: detail) { .failure(CourierError(code: code, detail: $0, response: response)) }
+        return withUnsafePointer(to: detail.value) { .failure(CourierError(code: code, detail: $0, response: response)) }
     }
+}
+
+/// A failure's `courier_error`, copied from the completion's borrowed one. Immutable, so
+/// `@unchecked Sendable` is sound (the user data it may name is only read, and released by the
+/// C core).
+final class ErrorDetail: @unchecked Sendable {
+    let value: courier_error
+    init(_ value: courier_error) { self.value = value }
 }
 
 /// The state of one `async` send, shared by the send, its task-cancellation handler and its

@@ -117,24 +117,8 @@ public final class Engine: @unchecked Sendable {
     ///   ``CourierError/Code/invalidResult`` with the response attached, ``CourierError/Code/timeout``,
     ///   ``CourierError/Code/cancelled``, ``CourierError/Code/closed``; or the error a customize hook threw.
     public func send(_ request: Request) async throws -> Response {
-        let record = try await perform(request)
-        let result = record.result()
-        // An error a closure threw (an interceptor, a mock, a transport...) is rethrown as thrown.
-        if case .failure(let error) = result, let thrown = record.thrown {
-            throw CourierError.rethrowing(thrown, failure: error)
-        }
-        return try result.get()
-    }
-
-    /// Sends the request a ``Requestable`` describes and waits for its response.
-    /// - Parameter request: The request description.
-    /// - Returns: The response.
-    /// - Throws: As ``send(_:)-(Request)``.
-    public func send<R: Requestable>(_ request: R) async throws -> Response {
-        try await send(request.makeRequest())
-    }
-
-    private func perform(_ request: Request) async throws -> CompletionRecord {
+        // The send is written out here rather than in a function of its own: an async call more
+        // per request is a frame more and a hop back to the generic executor when it returns.
         let send = AsyncSend.make()
         let shared = SendableRef(send)
         let record = try await withTaskCancellationHandler {
@@ -156,7 +140,20 @@ public final class Engine: @unchecked Sendable {
             if let id = shared.object.cancel() { self.cancel(rawID: id) }
         }
         send.synchronize()
-        return record
+        let result = record.result()
+        // An error a closure threw (an interceptor, a mock, a transport...) is rethrown as thrown.
+        if case .failure(let error) = result, let thrown = record.thrown {
+            throw CourierError.rethrowing(thrown, failure: error)
+        }
+        return try result.get()
+    }
+
+    /// Sends the request a ``Requestable`` describes and waits for its response.
+    /// - Parameter request: The request description.
+    /// - Returns: The response.
+    /// - Throws: As ``send(_:)-(Request)``.
+    public func send<R: Requestable>(_ request: R) async throws -> Response {
+        try await send(request.makeRequest())
     }
 
     // MARK: Sending with a completion handler
