@@ -119,9 +119,17 @@ public final class Engine: @unchecked Sendable {
     public func send(_ request: Request) async throws -> Response {
         // The send is written out here rather than in a function of its own: an async call more
         // per request is a frame more and a hop back to the generic executor when it returns.
+        // `_unsafeInheritExecutor_withTaskCancellationHandler` is the standard library's
+        // executor-inheriting entry point to the same runtime calls (the cancellation record is
+        // added and removed exactly as by `withTaskCancellationHandler`): this function is
+        // nonisolated, so the executor it inherits is the one the isolated variant would hop to
+        // (the generic executor, or the task's preferred one), and the two hops that variant
+        // makes per send, at its start and its end, are saved. Each hop asks the task for its
+        // preferred executor, which takes the task's status-record lock while the cancellation
+        // record is on it: about 200 instructions a hop on `Engine.taskExecutor`.
         let send = AsyncSend.make()
         let shared = SendableRef(send)
-        let record = try await withTaskCancellationHandler {
+        let record = try await _unsafeInheritExecutor_withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<CompletionRecord, any Error>) in
                 guard send.prepare(continuation) else {
                     continuation.resume(throwing: CourierError(.cancelled, message: "the task was cancelled before the request was sent"))
