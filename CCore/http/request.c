@@ -208,7 +208,7 @@ int courier_request_new(courier_request **out, const char *method, const char *t
     /* One allocation: the method and the target follow the struct (the Swift facade builds a
      * request per send, so two allocations and two frees less count there). */
     if (target_len > SIZE_MAX - sizeof(courier_request) - method_len - 2) return COURIER_E_NO_MEMORY;
-    courier_request *r = calloc(1, sizeof *r + method_len + 1 + target_len + 1);
+    courier_request *r = cr_zalloc(sizeof *r + method_len + 1 + target_len + 1); /* not calloc: base.h */
     if (!r) return COURIER_E_NO_MEMORY;
     r->use_default_params = 1;
     r->body_encoding = -1;
