@@ -165,9 +165,14 @@ CR_HIDDEN int cr_kvlist_set_value(cr_kvlist *l, size_t i, const char *value, siz
 
 CR_HIDDEN char *cr_strdup(const char *s);                 /* NULL in, NULL out */
 /* calloc(1, size) for objects made per request: glibc's calloc always takes the allocator's slow
- * path, malloc serves small sizes from the thread's cache. */
+ * path, malloc serves small sizes from the thread's cache. The empty asm keeps the compiler from
+ * folding the malloc and the memset back into a calloc (clang and gcc do at -O2: callgrind showed
+ * calloc, 360 instructions, under courier_request_new and cr_transfer_prepare). */
 static inline void *cr_zalloc(size_t size) {
     void *p = malloc(size);
+#if defined(__GNUC__) || defined(__clang__)
+    __asm__ __volatile__("" : : "r"(p) : "memory");
+#endif
     if (p) memset(p, 0, size);
     return p;
 }

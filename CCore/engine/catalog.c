@@ -556,10 +556,7 @@ static int from_route(courier_request **out, const char *method, const char *pat
         rc = cr_route_fill(pattern, NULL, &path, NULL, err);
         char *t = rc ? NULL : cr_buf_take(&path, NULL);
         if (rc == COURIER_OK && !t) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-        if (t) {
-            free(r->target);
-            r->target = t;
-        }
+        if (t) cr_request_take_target(r, t);
         cr_buf_free(&path);
     }
     if (rc) {

@@ -166,8 +166,9 @@ CR_HIDDEN void cr_config_defaults(courier_config *c);
 /* ---- requests (request.c) -------------------------------------------------------------------- */
 
 struct courier_request {
-    char *method;
-    char *target;
+    char *method; /* in the request's own allocation (courier_request_new), or NULL (borrowed) */
+    char *target; /* likewise, unless target_owned: then its own allocation (cr_request_take_target) */
+    int target_owned;
     char *base_url;
     cr_kvlist params;
     int use_default_params;
@@ -346,6 +347,8 @@ typedef struct cr_transfer {
 CR_HIDDEN int cr_request_borrow(courier_request **out, const char *method, const char *target, const cr_kvlist *headers,
                                 const char *body, size_t body_len, int has_body);
 CR_HIDDEN void cr_request_free_borrowed(courier_request *r);
+/* Replaces the request's target with `target` (takes it: malloc'ed, freed with the request). */
+CR_HIDDEN void cr_request_take_target(courier_request *r, char *target);
 /* request.c: COURIER_OK for a valid retry rule (counts and delays not negative, base <= max), else
  * COURIER_E_INVALID_ARGUMENT. */
 CR_HIDDEN int cr_retry_check(int max_retries, long base_ms, long max_ms);

@@ -202,25 +202,33 @@ int courier_config_set_validator(courier_config *c, courier_validator_fn fn, voi
 int courier_request_new(courier_request **out, const char *method, const char *target) {
     if (!out) return COURIER_E_INVALID_ARGUMENT;
     *out = NULL;
-    if (!method || !target || !cr_is_token(method, strlen(method))) return COURIER_E_INVALID_ARGUMENT;
-    courier_request *r = calloc(1, sizeof *r);
+    if (!method || !target) return COURIER_E_INVALID_ARGUMENT;
+    size_t method_len = strlen(method), target_len = strlen(target);
+    if (!cr_is_token(method, method_len)) return COURIER_E_INVALID_ARGUMENT;
+    /* One allocation: the method and the target follow the struct (the Swift facade builds a
+     * request per send, so two allocations and two frees less count there). */
+    if (target_len > SIZE_MAX - sizeof(courier_request) - method_len - 2) return COURIER_E_NO_MEMORY;
+    courier_request *r = cr_zalloc(sizeof *r + method_len + 1 + target_len + 1); /* not calloc: base.h */
     if (!r) return COURIER_E_NO_MEMORY;
     r->use_default_params = 1;
     r->body_encoding = -1;
-    r->method = cr_strdup(method);
-    r->target = cr_strdup(target);
-    if (!r->method || !r->target) {
-        courier_request_free(r);
-        return COURIER_E_NO_MEMORY;
-    }
+    r->method = (char *)(r + 1);
+    memcpy(r->method, method, method_len + 1);
+    r->target = r->method + method_len + 1;
+    memcpy(r->target, target, target_len + 1);
     *out = r;
     return COURIER_OK;
 }
 
+void cr_request_take_target(courier_request *r, char *target) {
+    if (r->target_owned) free(r->target);
+    r->target = target;
+    r->target_owned = 1;
+}
+
 void courier_request_free(courier_request *r) {
     if (!r) return;
-    free(r->method);
-    free(r->target);
+    if (r->target_owned) free(r->target); /* the method and a target not replaced are in r itself */
     free(r->base_url);
     free(r->param_charset);
     courier_security_free(r->security);

@@ -230,10 +230,7 @@ int courier_request_set_object(courier_request *r, const courier_json *object, c
     if (rc == COURIER_OK) {
         char *target = cr_buf_take(&path, NULL);
         if (!target) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-        else {
-            free(r->target);
-            r->target = target;
-        }
+        else cr_request_take_target(r, target);
     }
     json_decref(rest);
     json_decref(used);

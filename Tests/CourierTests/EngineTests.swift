@@ -234,6 +234,80 @@ final class EngineTests: LoopbackTestCase {
         }
     }
 
+    func testCancellingAfterTheResponseKeepsTheResponse() async throws {
+        let engine = self.engine!
+        let task = Task { () async throws -> (Int, CourierError.Code?) in
+            let response = try await engine.send(.get("/echo").parameter("a", "1"))
+            withUnsafeCurrentTask { $0?.cancel() } // the send is over: nothing left to cancel
+            // A send from the cancelled task sends nothing.
+            do {
+                _ = try await engine.send(.get("/echo/after"))
+                return (response.status, nil)
+            } catch {
+                return (response.status, (error as? CourierError)?.code)
+            }
+        }
+        let (status, then) = try await task.value
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual(then, .cancelled)
+        XCTAssertEqual(server.count("/echo"), 1)
+        XCTAssertEqual(server.count("/echo/after"), 0)
+        waitUntil("the engine holds nothing") { engine.pending == (0, 0) }
+    }
+
+    func testCancellingWhileResponsesArriveEndsEachSendOnce() async throws {
+        let engine = self.engine!
+        // Short delays, the tasks cancelled at different moments: some before they send, some on
+        // the wire, some as (or after) their response arrives. Each ends exactly once, with its
+        // response or with cancelled, and the engine is left holding nothing.
+        for round in 0..<3 {
+            let tasks = (0..<48).map { i in
+                Task { () async -> Int in
+                    do {
+                        let response = try await engine.send(.get("/delay/\(i % 3)").parameter("n", "\(round)-\(i)"))
+                        return response.status
+                    } catch let error as CourierError {
+                        return error.code == .cancelled ? -1 : -2
+                    } catch {
+                        return -3
+                    }
+                }
+            }
+            for (i, task) in tasks.enumerated() where i % 4 != 0 {
+                task.cancel()
+                if i % 5 == 0 { await Task.yield() }
+            }
+            var outcomes: [Int] = []
+            for task in tasks { outcomes.append(await task.value) }
+            for (i, outcome) in outcomes.enumerated() {
+                if i % 4 == 0 {
+                    XCTAssertEqual(outcome, 200, "round \(round), uncancelled task \(i)")
+                } else {
+                    XCTAssertTrue(outcome == 200 || outcome == -1, "round \(round), task \(i) ended with \(outcome)")
+                }
+            }
+            waitUntil("the engine holds nothing") { engine.pending == (0, 0) }
+        }
+    }
+
+    func testManyConcurrentSendsEachGetTheirOwnResponse() async throws {
+        let engine = self.engine!
+        let queries = await withTaskGroup(of: (Int, String?).self) { group in
+            for i in 0..<200 {
+                group.addTask {
+                    let response = try? await engine.send(.get("/echo").parameter("n", "\(i)"))
+                    return (i, response.flatMap { try? Echo($0).query })
+                }
+            }
+            var queries: [Int: String] = [:]
+            for await (i, query) in group { queries[i] = query ?? "" }
+            return queries
+        }
+        XCTAssertEqual(queries.count, 200)
+        for i in 0..<200 { XCTAssertEqual(queries[i], "n=\(i)") }
+        XCTAssertEqual(server.count("/echo"), 200)
+    }
+
     func testCancelByID() {
         let done = expectation(description: "cancelled")
         let code = Locked<CourierError.Code?>(nil)

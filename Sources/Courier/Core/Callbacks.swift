@@ -2,6 +2,9 @@
 // `@convention(c)` trampolines that unbox them, and the `user_free` that releases them.
 
 import Foundation
+#if os(Linux)
+import Synchronization
+#endif
 internal import CCore
 
 // MARK: - Releasing boxes
@@ -105,10 +108,12 @@ let customizeTrampoline: courier_customize_fn = { outgoing, user in
 /// What a completion delivered: moved off the worker thread before Swift values are made from it,
 /// so the worker (which runs every transfer of the engine) does as little as possible.
 /// `@unchecked Sendable`: it owns the response pointer, which is handed over exactly once.
+/// Four words: a failure's `courier_error` (304 bytes) is boxed, so a success, which has none,
+/// is not copied through the continuation and the frames at that size.
 struct CompletionRecord: @unchecked Sendable {
     let code: Int32
     let response: OpaquePointer?
-    let detail: courier_error?
+    let detail: ErrorDetail?
     /// The error a closure threw for this send (the C core's slot), taken while the completion runs.
     let thrown: (any Error)?
 
@@ -116,8 +121,13 @@ struct CompletionRecord: @unchecked Sendable {
     init(code: Int32, response: OpaquePointer?, error: UnsafePointer<courier_error>?) {
         self.code = code
         self.response = response
-        self.detail = code == COURIER_OK.rawValue ? nil : error?.pointee
-        self.thrown = code == COURIER_OK.rawValue ? nil : thrownError(error)
+        if code == COURIER_OK.rawValue {
+            detail = nil
+            thrown = nil
+        } else {
+            detail = error.map { ErrorDetail($0.pointee) }
+            thrown = thrownError(error)
+        }
     }
 
     /// The response, or the error with the response attached.
@@ -129,19 +139,93 @@ struct CompletionRecord: @unchecked Sendable {
             return .failure(CourierError(.internal, message: "the engine completed without a response"))
         }
         guard let detail else { return .failure(CourierError(code: code, detail: nil, response: response)) }
-        return withUnsafePointer(to: detail) { .failure(CourierError(code: code, detail: $0, response: response)) }
+        return withUnsafePointer(to: detail.value) { .failure(CourierError(code: code, detail: $0, response: response)) }
     }
 }
 
+/// A failure's `courier_error`, copied from the completion's borrowed one. Immutable, so
+/// `@unchecked Sendable` is sound (the user data it may name is only read, and released by the
+/// C core).
+final class ErrorDetail: @unchecked Sendable {
+    let value: courier_error
+    init(_ value: courier_error) { self.value = value }
+}
+
 /// The state of one `async` send, shared by the send, its task-cancellation handler and its
-/// completion (passed to C as `user`, retained once for the completion): one allocation holding
-/// the state and its mutex.
+/// completion (passed to C as `user`, retained once for the completion): one allocation.
 ///
 /// Cancellation may come before the C id is known: the handler then only marks the state, and
 /// the send cancels by id as soon as `courier_send` returns (or does not send at all).
-/// The continuation is resumed exactly once because it is only ever taken out under the mutex
-/// (by the completion, or by the send when `courier_send` fails), which is why an unsafe
+/// The continuation is resumed exactly once: it is stored before `courier_send` and then taken
+/// by exactly one side, the completion when `courier_send` accepted the request (the C core calls
+/// it exactly once, ordered after the store by the engine's own lock), the send itself when
+/// `courier_send` refused it (the completion is then never called). That is why an unsafe
 /// continuation is enough: a checked one would cost an allocation more per send.
+#if os(Linux)
+final class AsyncSend: @unchecked Sendable {
+    /// The C id once `courier_send` gave it, or'ed with `cancelledBit` once the task is cancelled:
+    /// whichever of the send and the handler comes second sees the other's part and cancels the
+    /// id, so it is cancelled exactly once. (C ids start at 1 and count up: never near bit 63.)
+    private let word = Atomic<UInt64>(0)
+    private static let cancelledBit: UInt64 = 1 << 63
+    /// Set (releasing) by the completion after it wrote the record, read (acquiring) by the
+    /// resumed task: see ``synchronize()``.
+    private let completed = Atomic<Bool>(false)
+    /// Written before `courier_send`, taken once (see above); never touched by the handler.
+    private var continuation: UnsafeContinuation<CompletionRecord, any Error>?
+
+    /// A new send state.
+    static func make() -> AsyncSend { AsyncSend() }
+
+    /// Stores the continuation (before sending). Returns false if the task was already cancelled,
+    /// and then stores nothing.
+    @inline(__always)
+    func prepare(_ continuation: UnsafeContinuation<CompletionRecord, any Error>) -> Bool {
+        if word.load(ordering: .acquiring) & Self.cancelledBit != 0 { return false }
+        self.continuation = continuation
+        return true
+    }
+
+    /// Orders what the completion wrote (the record, the C response) before the resumed task's
+    /// reads in a way ThreadSanitizer sees: an acquiring load of what the completion stored
+    /// releasing before it resumed the continuation. (The continuation alone orders them too, but
+    /// when it is resumed before the task reaches its `await`, only by an atomic inside the
+    /// concurrency runtime, which is built without ThreadSanitizer.) A plain load on x86 and ARM64.
+    @inline(__always)
+    func synchronize() { _ = completed.load(ordering: .acquiring) }
+
+    /// Takes the continuation back after a failed `courier_send` (the completion will not run).
+    @inline(__always)
+    func takeContinuation() -> UnsafeContinuation<CompletionRecord, any Error>? {
+        defer { continuation = nil }
+        return continuation
+    }
+
+    /// From the completion: resumes the task with `record`.
+    @inline(__always)
+    func finish(_ record: CompletionRecord) {
+        let continuation = takeContinuation()
+        completed.store(true, ordering: .releasing)
+        continuation?.resume(returning: record)
+    }
+
+    /// Called once `courier_send` gave an id. Returns true if the task was cancelled meanwhile,
+    /// so the caller must cancel the id.
+    @inline(__always)
+    func started(id: UInt64) -> Bool {
+        word.bitwiseOr(id, ordering: .acquiringAndReleasing).oldValue & Self.cancelledBit != 0
+    }
+
+    /// Called by the task-cancellation handler (at most once). Returns the id to cancel, if
+    /// already sent.
+    func cancel() -> UInt64? {
+        let id = word.bitwiseOr(Self.cancelledBit, ordering: .acquiringAndReleasing).oldValue & ~Self.cancelledBit
+        return id == 0 ? nil : id
+    }
+}
+#else
+/// The same under a mutex (the Synchronization module's `Atomic` needs macOS 15; the Linux build
+/// above uses it): the state and its mutex in one allocation.
 final class AsyncSend: Locked<AsyncSendState> {
     /// A new send state.
     static func make() -> AsyncSend { make(AsyncSend.self, AsyncSendState()) }
@@ -158,19 +242,20 @@ final class AsyncSend: Locked<AsyncSendState> {
 
     /// Takes the mutex once, after the task has resumed: the completion took the continuation
     /// out under it, after writing the response, so this orders those writes before the task's
-    /// reads in a way ThreadSanitizer sees. (The continuation alone orders them too, but when it
-    /// is resumed before the task reaches its `await`, only by an atomic inside the concurrency
-    /// runtime, which is built without ThreadSanitizer.) One uncontended lock per send.
+    /// reads in a way ThreadSanitizer sees (see the Linux version).
     @inline(__always)
     func synchronize() { withLock { _ in } }
 
-    /// Takes the continuation back: from the completion, or after a failed `courier_send`.
+    /// Takes the continuation back after a failed `courier_send`.
     func takeContinuation() -> UnsafeContinuation<CompletionRecord, any Error>? {
         withLock { state in
             defer { state.continuation = nil }
             return state.continuation
         }
     }
+
+    /// From the completion: resumes the task with `record`.
+    func finish(_ record: CompletionRecord) { takeContinuation()?.resume(returning: record) }
 
     /// Called once `courier_send` gave an id. Returns true if the task was cancelled meanwhile,
     /// so the caller must cancel the id.
@@ -196,16 +281,17 @@ struct AsyncSendState {
     var cancelled = false
     var continuation: UnsafeContinuation<CompletionRecord, any Error>?
 }
+#endif
 
 /// `courier_completion_fn` of `async` sends: resumes the continuation on the worker thread.
 /// (Only the C values are recorded here; the `Response` is made by the resumed task, off the
 /// worker.)
 let asyncCompletion: courier_completion_fn = { _, code, response, error, user in
     let send = Unmanaged<AsyncSend>.fromOpaque(user!).takeRetainedValue()
-    // Recorded before the mutex is taken, so everything the task reads (the record, the C
-    // response) is written before the unlock that ``AsyncSend/synchronize()`` pairs with.
-    let record = CompletionRecord(code: code, response: response, error: error)
-    send.takeContinuation()?.resume(returning: record)
+    // Recorded before ``AsyncSend/finish(_:)`` publishes it (a releasing store, or the unlock),
+    // so everything the task reads (the record, the C response) is ordered before the
+    // ``AsyncSend/synchronize()`` that pairs with it.
+    send.finish(CompletionRecord(code: code, response: response, error: error))
 }
 
 /// A completion handler of a callback-style send (`user` of `courier_send`). Immutable, so
