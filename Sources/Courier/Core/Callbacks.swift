@@ -173,9 +173,14 @@ final class AsyncSend: @unchecked Sendable {
     private let completed = Atomic<Bool>(false)
     /// Written before `courier_send`, taken once (see above); never touched by the handler.
     private var continuation: UnsafeContinuation<CompletionRecord, any Error>?
+    /// Where the completion hands the record over to be resumed with others of its burst, or nil
+    /// to resume at once on the worker (see ``ResumeBurst``).
+    let burst: ResumeBurst?
+
+    private init(burst: ResumeBurst?) { self.burst = burst }
 
     /// A new send state.
-    static func make() -> AsyncSend { AsyncSend() }
+    static func make(burst: ResumeBurst?) -> AsyncSend { AsyncSend(burst: burst) }
 
     /// Stores the continuation (before sending). Returns false if the task was already cancelled,
     /// and then stores nothing.
@@ -291,8 +296,88 @@ let asyncCompletion: courier_completion_fn = { _, code, response, error, user in
     // Recorded before ``AsyncSend/finish(_:)`` publishes it (a releasing store, or the unlock),
     // so everything the task reads (the record, the C response) is ordered before the
     // ``AsyncSend/synchronize()`` that pairs with it.
-    send.finish(CompletionRecord(code: code, response: response, error: error))
+    let record = CompletionRecord(code: code, response: response, error: error)
+    #if os(Linux)
+    if let burst = send.burst {
+        burst.add(send, record)
+        return
+    }
+    #endif
+    send.finish(record)
 }
+
+#if os(Linux)
+/// The completions of one worker turn, resumed together (issue 15). A continuation resumed inside
+/// its completion enqueues its task on the global executor from the worker, between that turn's
+/// other completions and curl's work, and dispatch wakes a pool thread for it (a futex call when
+/// one sleeps). Instead the completion appends the send and its record here, and the first of a
+/// turn posts one drain (`courier_engine_post`), which the worker runs at the start of its next
+/// turn, before it waits again: the turn's resumptions then come back to back, so the root queue
+/// is mostly non-empty and dispatch wakes fewer threads. A task that prefers an executor
+/// (`Engine.taskExecutor`) does not come here (``Engine/send(_:)-(Request)``). Each send is queued
+/// once and resumed once by the drain that takes it; once the engine is closing the post is
+/// refused and the completion drains at once, and a post accepted before runs before the worker
+/// stops, so no task is left waiting.
+final class ResumeBurst: @unchecked Sendable {
+    // @unchecked Sendable: `handle` is immutable, the queue is `Locked`.
+    private let handle: OpaquePointer
+    private let queue = PendingResumes.make(PendingResumes.self, PendingResumeState())
+
+    init(handle: OpaquePointer) { self.handle = handle }
+
+    /// From a completion, on the worker: queues the resumption; the first of a burst posts the
+    /// drain.
+    func add(_ send: AsyncSend, _ record: CompletionRecord) {
+        let schedule = queue.withLock { state -> Bool in
+            state.items.append((send, record))
+            if state.scheduled { return false }
+            state.scheduled = true
+            return true
+        }
+        guard schedule else { return }
+        // On the worker, inside a completion: the handle is valid (the C engine is freed only
+        // after its worker stops), and a post accepted here runs before the worker stops. Retained
+        // for the post: an engine closed from its own callback may be released before it runs.
+        let user = Unmanaged.passRetained(self).toOpaque()
+        if courier_engine_post(handle, drainResumeBurst, user, nil) == COURIER_OK.rawValue { return }
+        // Closing (or out of memory): resume here rather than leave a task waiting.
+        Unmanaged<ResumeBurst>.fromOpaque(user).release()
+        drain()
+    }
+
+    /// Resumes every send queued now, in the order their completions ran.
+    fileprivate func drain() {
+        var batch = queue.withLock { state -> [(AsyncSend, CompletionRecord)] in
+            let taken = state.items
+            state.items = state.spare
+            state.spare = []
+            state.scheduled = false
+            return taken
+        }
+        for (send, record) in batch { send.finish(record) }
+        batch.removeAll(keepingCapacity: true) // unique again here: keeps its storage
+        queue.withLock { state in
+            if state.spare.capacity < batch.capacity { swap(&state.spare, &batch) } // reused next burst
+        }
+    }
+}
+
+/// `courier_work_fn` of ``ResumeBurst``: drains on the worker.
+private let drainResumeBurst: courier_work_fn = { user in
+    Unmanaged<ResumeBurst>.fromOpaque(user!).takeRetainedValue().drain()
+}
+
+/// The resumptions a ``ResumeBurst`` holds.
+struct PendingResumeState {
+    var items: [(AsyncSend, CompletionRecord)] = []
+    /// An emptied array whose storage the next burst reuses (no allocation per burst).
+    var spare: [(AsyncSend, CompletionRecord)] = []
+    /// A drain is posted and has not taken the items yet.
+    var scheduled = false
+}
+
+final class PendingResumes: Locked<PendingResumeState> {}
+#endif
 
 /// A completion handler of a callback-style send (`user` of `courier_send`). Immutable, so
 /// `@unchecked Sendable` is sound.

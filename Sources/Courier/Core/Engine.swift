@@ -35,6 +35,10 @@ public final class Engine: @unchecked Sendable {
     let lifecycle = Lifecycle()
     /// The engine's ``EngineTaskExecutor``, made on first use (TaskExecutor.swift).
     let executorBox = ExecutorBox.make(ExecutorBox.self, nil)
+    #if os(Linux)
+    /// The completions of `async` sends on the global executor, resumed a burst at a time.
+    let resumeBurst: ResumeBurst
+    #endif
 
     // MARK: Opening and closing
 
@@ -54,6 +58,9 @@ public final class Engine: @unchecked Sendable {
             throw CourierError(code: rc == COURIER_OK.rawValue ? COURIER_E_INTERNAL.rawValue : rc, detail: &error)
         }
         handle = opened
+        #if os(Linux)
+        resumeBurst = ResumeBurst(handle: opened)
+        #endif
         self.configuration = configuration
         storeDirectory = String(borrowedCString: courier_engine_store_dir(opened))
     }
@@ -127,7 +134,15 @@ public final class Engine: @unchecked Sendable {
         // makes per send, at its start and its end, are saved. Each hop asks the task for its
         // preferred executor, which takes the task's status-record lock while the cancellation
         // record is on it: about 200 instructions a hop on `Engine.taskExecutor`.
+        #if os(Linux)
+        // On the global executor the completion resumes the task with the rest of its worker turn
+        // (``ResumeBurst``); a task that prefers an executor (`Engine.taskExecutor`, whose jobs
+        // already run a burst at a time on the worker) is resumed at once, as before.
+        let prefers = withUnsafeCurrentTask(body: { $0?.unownedTaskExecutor }) != nil
+        let send = AsyncSend.make(burst: prefers ? nil : resumeBurst)
+        #else
         let send = AsyncSend.make()
+        #endif
         let shared = SendableRef(send)
         let record = try await _unsafeInheritExecutor_withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<CompletionRecord, any Error>) in
