@@ -257,37 +257,7 @@ final class EngineTests: LoopbackTestCase {
 
     func testCancellingWhileResponsesArriveEndsEachSendOnce() async throws {
         let engine = self.engine!
-        // Short delays, the tasks cancelled at different moments: some before they send, some on
-        // the wire, some as (or after) their response arrives. Each ends exactly once, with its
-        // response or with cancelled, and the engine is left holding nothing.
-        for round in 0..<3 {
-            let tasks = (0..<48).map { i in
-                Task { () async -> Int in
-                    do {
-                        let response = try await engine.send(.get("/delay/\(i % 3)").parameter("n", "\(round)-\(i)"))
-                        return response.status
-                    } catch let error as CourierError {
-                        return error.code == .cancelled ? -1 : -2
-                    } catch {
-                        return -3
-                    }
-                }
-            }
-            for (i, task) in tasks.enumerated() where i % 4 != 0 {
-                task.cancel()
-                if i % 5 == 0 { await Task.yield() }
-            }
-            var outcomes: [Int] = []
-            for task in tasks { outcomes.append(await task.value) }
-            for (i, outcome) in outcomes.enumerated() {
-                if i % 4 == 0 {
-                    XCTAssertEqual(outcome, 200, "round \(round), uncancelled task \(i)")
-                } else {
-                    XCTAssertTrue(outcome == 200 || outcome == -1, "round \(round), task \(i) ended with \(outcome)")
-                }
-            }
-            waitUntil("the engine holds nothing") { engine.pending == (0, 0) }
-        }
+        for round in 0..<3 { await cancelWhileResponsesArrive(on: engine, executor: nil, round: round) }
     }
 
     func testManyConcurrentSendsEachGetTheirOwnResponse() async throws {

@@ -148,6 +148,39 @@ class LoopbackTestCase: XCTestCase {
         }
     }
 
+    /// 48 sends of short delays, three in four of their tasks cancelled at different moments (some
+    /// before they send, some on the wire, some as or after their response arrives), the tasks on
+    /// `executor` (nil: the global executor). Each send ends exactly once, with its response or with
+    /// cancelled, the uncancelled ones with their response, and the engine is left holding nothing.
+    func cancelWhileResponsesArrive(on engine: Engine, executor: (any TaskExecutor)?, round: Int = 0,
+                                    file: StaticString = #filePath, line: UInt = #line) async {
+        let tasks = (0..<48).map { i in
+            Task(executorPreference: executor) { () async -> Int in
+                do {
+                    return try await engine.send(.get("/delay/\(i % 3)").parameter("n", "\(round)-\(i)")).status
+                } catch let error as CourierError {
+                    return error.code == .cancelled ? -1 : -2
+                } catch {
+                    return -3
+                }
+            }
+        }
+        for (i, task) in tasks.enumerated() where i % 4 != 0 {
+            task.cancel()
+            if i % 5 == 0 { await Task.yield() }
+        }
+        for (i, task) in tasks.enumerated() {
+            let outcome = await task.value
+            if i % 4 == 0 {
+                XCTAssertEqual(outcome, 200, "round \(round), uncancelled task \(i)", file: file, line: line)
+            } else {
+                XCTAssertTrue(outcome == 200 || outcome == -1, "round \(round), task \(i) ended with \(outcome)",
+                              file: file, line: line)
+            }
+        }
+        waitUntil("the engine holds nothing", file: file, line: line) { engine.pending == (0, 0) }
+    }
+
     /// Asserts that `body` throws a CourierError with `code`, and returns it.
     @discardableResult
     func assertThrows<T>(_ code: CourierError.Code, file: StaticString = #filePath, line: UInt = #line,

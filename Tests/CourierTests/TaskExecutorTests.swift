@@ -73,33 +73,7 @@ final class TaskExecutorTests: LoopbackTestCase {
 
     func testCancellingTasksOnTheExecutorWhileResponsesArrive() async throws {
         let engine = self.engine!
-        let executor = engine.taskExecutor
-        // As EngineTests' test of the same name, on the worker: each send ends once, with its
-        // response or with cancelled.
-        let tasks = (0..<48).map { i in
-            Task(executorPreference: executor) { () async -> Int in
-                do {
-                    return try await engine.send(.get("/delay/\(i % 3)").parameter("n", "\(i)")).status
-                } catch let error as CourierError {
-                    return error.code == .cancelled ? -1 : -2
-                } catch {
-                    return -3
-                }
-            }
-        }
-        for (i, task) in tasks.enumerated() where i % 4 != 0 {
-            task.cancel()
-            if i % 5 == 0 { await Task.yield() }
-        }
-        for (i, task) in tasks.enumerated() {
-            let outcome = await task.value
-            if i % 4 == 0 {
-                XCTAssertEqual(outcome, 200, "uncancelled task \(i)")
-            } else {
-                XCTAssertTrue(outcome == 200 || outcome == -1, "task \(i) ended with \(outcome)")
-            }
-        }
-        waitUntil("the engine holds nothing") { engine.pending == (0, 0) }
+        await cancelWhileResponsesArrive(on: engine, executor: engine.taskExecutor)
     }
 
     func testABlockingSendOnTheExecutorIsRefused() async throws {
