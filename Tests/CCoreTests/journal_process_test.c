@@ -119,8 +119,7 @@ static void durable_then_replayed_once_in_order(void) {
 
     /* The server is back: an engine opened on the store replays every request once, in order. */
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, port) == 0);
+    REQUIRE(jr_open(&srv, port) == 0);
     courier_config *cfg = NULL;
     courier_config_new(&cfg);
     courier_config_set_store_dir(cfg, store);
@@ -159,8 +158,7 @@ static void killed_mid_replay_loses_nothing(void) {
     enum { N = 12 };
     const char *store = th_tmpdir();
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     /* Frozen while offline, in order; each answer takes 150 ms. */
     CHECK_EQ(freeze_n(store, srv.port, "/slow/%d", N, 0, 1), N);
     listed l[N];
@@ -205,8 +203,7 @@ static void two_processes_send_each_once(void) {
     enum { N = 40 };
     const char *store = th_tmpdir();
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     /* Half ordered on one host, half unordered: both replayers have work at once. */
     CHECK_EQ(freeze_n(store, srv.port, "/two/o%d", N / 2, 0, 1), N / 2);
     CHECK_EQ(freeze_n(store, srv.port, "/two/u%d", N / 2, COURIER_FREEZE_UNORDERED, 1), N / 2);
@@ -234,8 +231,7 @@ static void killed_before_answers_commit_resends(void) {
     enum { N = 600 };
     const char *store = th_tmpdir();
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     CHECK_EQ(freeze_n(store, srv.port, "/fast/%d", N, COURIER_FREEZE_UNORDERED, 1), N);
     pid_t pid = spawn("replay", store);
     int64_t end = th_now_ms() + 60000;

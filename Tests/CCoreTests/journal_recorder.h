@@ -193,6 +193,13 @@ static int jr_start(jr_server *s, int port) {
     return 0;
 }
 
+/* A fresh recorder (no hits yet) started on 127.0.0.1:port (0: any): what a test starts with;
+ * jr_start alone restarts one, keeping its hits. Returns 0 or -errno. */
+static int jr_open(jr_server *s, int port) {
+    memset(s, 0, sizeof *s);
+    return jr_start(s, port);
+}
+
 /* Stops listening and closes every connection (clients see resets / refusals). Keeps the hits. */
 static void jr_stop(jr_server *s) {
     pthread_mutex_lock(&s->lock);

@@ -122,8 +122,7 @@ static void frozen_in_one_process_replayed_by_another(void) {
     jr_check_listed(l, N, port, "/p/");
     /* The server is back: a third process replays each once, in order, with its key. */
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, port) == 0);
+    REQUIRE(jr_open(&srv, port) == 0);
     pid_t pid = spawn("replay", url);
     CHECK_EQ(jr_wait_child(pid, 120000), 0);
     jr_stop(&srv);
@@ -159,8 +158,7 @@ static void killed_replayer_loses_nothing(void) {
     enum { N = 12 };
     const char *url = journal_url("killed");
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     /* Frozen while offline, in order on one host; each answer takes 150 ms. */
     CHECK_EQ(freeze_n(url, srv.port, "/slow/%d", N, 0, 1), N);
     listed l[N];
@@ -191,8 +189,7 @@ static void two_processes_send_each_once(void) {
     enum { N = 40 };
     const char *url = journal_url("two");
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     CHECK_EQ(freeze_n(url, srv.port, "/two/o%d", N / 2, 0, 1), N / 2);
     CHECK_EQ(freeze_n(url, srv.port, "/two/u%d", N / 2, COURIER_FREEZE_UNORDERED, 1), N / 2);
     pid_t a = spawn("replay", url);
@@ -215,8 +212,7 @@ static void redis_restart_loses_no_acknowledged_freeze(void) {
     enum { N = 20, M = 20 };
     const char *url = journal_url("restart");
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     CHECK_EQ(freeze_n(url, srv.port, "/slow/%d", N, COURIER_FREEZE_UNORDERED, 1), N);
     pid_t pid = spawn("replay", url);
     int64_t end = th_now_ms() + 60000;
@@ -339,8 +335,7 @@ static int ev_count(evlog *l, int kind) {
 static void query_remove_events_as_on_lmdb(void) {
     const char *url = journal_url("query");
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     char base[64];
     snprintf(base, sizeof base, "http://127.0.0.1:%d", srv.port);
     courier_engine *e = open_engine(url, th_tmpdir(), base, 1, LEASE_MS);
@@ -439,8 +434,7 @@ static void resume_replays_without_waiting_for_the_poll(void) {
     enum { N = 3 };
     const char *url = journal_url("resume");
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     CHECK_EQ(freeze_n(url, srv.port, "/r/%d", N, 0, 1), N);
     courier_config *cfg = NULL;
     courier_config_new(&cfg);

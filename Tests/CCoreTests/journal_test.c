@@ -94,6 +94,8 @@ static void ev_init(evlog *l) {
     pthread_mutex_init(&l->m, NULL);
 }
 
+static void ev_destroy(evlog *l) { pthread_mutex_destroy(&l->m); }
+
 static void ev_cb(const courier_frozen_event *ev, void *user) {
     evlog *l = user;
     pthread_mutex_lock(&l->m);
@@ -331,8 +333,7 @@ static void freezing_into_a_temporary_store_warns(void) {
 /* A POST without a body or parameters (an empty body) is kept and resent as such. */
 static void empty_body_is_kept(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     courier_engine *e = open_eng(th_tmpdir(), srv.port, NULL, NULL);
     REQUIRE(e);
     waiter w;
@@ -493,8 +494,7 @@ static void invalid_arguments(void) {
 
 static void offline_fails_fast_then_replays(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
     courier_engine *e = open_eng(store, srv.port, NULL, NULL);
     REQUIRE(e);
@@ -548,13 +548,12 @@ static void offline_fails_fast_then_replays(void) {
     CHECK_STR(h.key, log.e[0].idem);
     jr_free(&srv);
     w_destroy(&w);
-    pthread_mutex_destroy(&log.m);
+    ev_destroy(&log);
 }
 
 static void replay_in_order_with_keys(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
     courier_engine *e = open_eng(store, srv.port, NULL, NULL);
     REQUIRE(e);
@@ -605,7 +604,7 @@ static void replay_in_order_with_keys(void) {
     jr_stop(&srv);
     jr_free(&srv);
     w_destroy(&w);
-    pthread_mutex_destroy(&log.m);
+    ev_destroy(&log);
 }
 
 /* The snapshot a replay's event carries is made lazily (its JSON view when first read): a listener
@@ -654,8 +653,7 @@ static void snap_cb(const courier_frozen_event *ev, void *user) {
 
 static void event_snapshot_reads_the_replayed_request(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
     courier_engine *e = open_eng(store, srv.port, NULL, NULL);
     REQUIRE(e);
@@ -710,8 +708,7 @@ static void event_snapshot_reads_the_replayed_request(void) {
 
 static void final_and_retryable_answers(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
     opts o = {.backoff_base = 60000, .backoff_max = 60000};
     courier_engine *e = open_eng(store, srv.port, &o, NULL);
@@ -788,13 +785,12 @@ static void final_and_retryable_answers(void) {
     jr_stop(&srv);
     jr_free(&srv);
     w_destroy(&w);
-    pthread_mutex_destroy(&log.m);
+    ev_destroy(&log);
 }
 
 static void manual_policy_waits_for_the_app(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
     courier_engine *e = open_eng(store, srv.port, NULL, NULL);
     REQUIRE(e);
@@ -828,8 +824,7 @@ static void manual_policy_waits_for_the_app(void) {
 
 static void bounded_concurrency(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
     opts o = {.concurrency = 3};
     courier_engine *e = open_eng(store, srv.port, &o, NULL);
@@ -864,8 +859,7 @@ static void bounded_concurrency(void) {
 
 static void expiry_with_injected_clock(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
     atomic_store(&fake_now, (int64_t)1700000000000LL);
     opts o = {.fake_clock = 1};
@@ -903,7 +897,7 @@ static void expiry_with_injected_clock(void) {
     jr_stop(&srv);
     jr_free(&srv);
     w_destroy(&w);
-    pthread_mutex_destroy(&log.m);
+    ev_destroy(&log);
 }
 
 /* ---- a corrupt journal ---------------------------------------------------------------------- */
@@ -1204,8 +1198,7 @@ static int wait_status(courier_engine *e, int want) {
 
 static void monitor_from_errors_and_probe(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     int port = srv.port;
     const char *store = th_tmpdir();
     opts o = {.from_errors = 1, .probe_ms = 100};
@@ -1261,8 +1254,7 @@ static void monitor_from_errors_and_probe(void) {
 
 static void monitor_http_probe_and_app_word(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     int port = srv.port;
     char probe[64];
     snprintf(probe, sizeof probe, "http://127.0.0.1:%d/probe", port);
@@ -1309,8 +1301,7 @@ static void monitor_http_probe_and_app_word(void) {
 static void batched_answers_remove_every_request(void) {
     enum { N = 120 };
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
     opts o = {.concurrency = 8};
     courier_engine *e = open_eng(store, srv.port, &o, NULL);
@@ -1359,15 +1350,14 @@ static void batched_answers_remove_every_request(void) {
     }
     jr_free(&srv);
     w_destroy(&w);
-    pthread_mutex_destroy(&log.m);
+    ev_destroy(&log);
 }
 
 /* What the journal stores is JSON text with escapes: quotes, backslashes, control characters and
  * UTF-8 in header values and bodies come back byte for byte, in the snapshot and on the wire. */
 static void stored_request_reads_back_exactly(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
     courier_engine *e = open_eng(store, srv.port, NULL, NULL);
     REQUIRE(e);
@@ -1501,8 +1491,7 @@ static int open_on_foreign_record(courier_engine **out, const char *store, int p
 
 static void a_record_another_writer_wrote_reads(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
     static const char id[] = "0000000000000001abcdef0123456789"; /* generated form: record 1 */
     char host[64], text[1024];
@@ -1566,8 +1555,7 @@ static void a_record_another_writer_wrote_reads(void) {
  * gives); the same record with a plain header (and a body but no Content-Type) is sent. */
 static void a_replayed_record_is_checked_as_a_request(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     char host[64], text[1024];
     snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
     static const char id[] = "0000000000000001abcdef0123456789";
@@ -1596,7 +1584,7 @@ static void a_replayed_record_is_checked_as_a_request(void) {
         CHECK_EQ(code, bad ? COURIER_E_INVALID_HEADER : COURIER_OK); /* as courier_request_add_header says */
         courier_engine_close(e);
         CHECK_EQ(ev_count(&log, bad ? COURIER_FROZEN_EVENT_RESENT_FAILED : COURIER_FROZEN_EVENT_RESENT_SUCCEEDED), 1);
-        pthread_mutex_destroy(&log.m);
+        ev_destroy(&log);
     }
     jr_stop(&srv);
     REQUIRE(jr_count(&srv) == 1); /* only the good one reached the server */
@@ -1612,8 +1600,7 @@ static void a_replayed_record_is_checked_as_a_request(void) {
  * remove, and no resend event is given. */
 static void a_record_that_does_not_decode_is_set_aside(void) {
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
     char host[64], text[256];
     snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
@@ -1640,7 +1627,7 @@ static void a_record_that_does_not_decode_is_set_aside(void) {
     courier_frozen_free(f);
     courier_engine_close(e);
     CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_RESENT_SUCCEEDED) + ev_count(&log, COURIER_FROZEN_EVENT_RESENT_FAILED), 0);
-    pthread_mutex_destroy(&log.m);
+    ev_destroy(&log);
     jr_stop(&srv);
     CHECK_EQ(jr_count(&srv), 0);
     jr_free(&srv);
@@ -1660,8 +1647,7 @@ static void a_replay_sends_the_record_byte_exact(void) {
     enum { N = sizeof lens / sizeof lens[0] };
     for (int listen = 0; listen <= 1; listen++) {
         jr_server srv;
-        memset(&srv, 0, sizeof srv);
-        REQUIRE(jr_start(&srv, 0) == 0);
+        REQUIRE(jr_open(&srv, 0) == 0);
         const char *store = th_tmpdir();
         courier_engine *e = open_eng(store, srv.port, NULL, NULL);
         REQUIRE(e);
@@ -1691,7 +1677,7 @@ static void a_replay_sends_the_record_byte_exact(void) {
         CHECK_EQ(count_of(e), 0);
         courier_engine_close(e);
         if (listen) CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_RESENT_SUCCEEDED), N);
-        pthread_mutex_destroy(&log.m);
+        ev_destroy(&log);
         jr_stop(&srv);
         REQUIRE(jr_count(&srv) == N);
         char line[128];
@@ -1726,8 +1712,7 @@ static void record_bodies_in_any_base64_read(void) {
         {"aGVsbG8*", NULL},     {"aG!sbG8=", NULL},    {"aGVsbG8 ", NULL},
     };
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     static const char id[] = "0000000000000001abcdef0123456789";
     char host[64], text[1024];
     snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
@@ -1774,8 +1759,7 @@ static void count_done(uint64_t id, int code, courier_response *resp, const cour
 static void outcome_log_numbers_and_trims(void) {
     enum { N = 1150 };
     jr_server srv;
-    memset(&srv, 0, sizeof srv);
-    REQUIRE(jr_start(&srv, 0) == 0);
+    REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
     opts o = {.concurrency = 8};
     courier_engine *e = open_eng(store, srv.port, &o, NULL);
