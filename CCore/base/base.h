@@ -152,6 +152,9 @@ typedef struct cr_kvlist {
 } cr_kvlist;
 
 CR_HIDDEN int cr_kvlist_add(cr_kvlist *l, const char *name, size_t name_len, const char *value, size_t value_len);
+/* Appends an item whose name and value already lie in l->block (NUL-terminated there; not copied,
+ * freed with the block). COURIER_OK or COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_kvlist_add_in_block(cr_kvlist *l, char *name, char *value);
 CR_HIDDEN int cr_kvlist_copy(cr_kvlist *dst, const cr_kvlist *src);
 /* Removes every item whose name equals `name` case-insensitively. */
 CR_HIDDEN void cr_kvlist_remove(cr_kvlist *l, const char *name);

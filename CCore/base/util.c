@@ -169,14 +169,27 @@ static void kv_free(const cr_kvlist *l, cr_kv *kv) {
     free(kv->name); /* and the value with it */
 }
 
+/* Room for one more item. */
+static int kv_reserve(cr_kvlist *l) {
+    if (l->count < l->cap) return COURIER_OK;
+    size_t cap = l->cap ? l->cap * 2 : 8;
+    cr_kv *p = realloc(l->items, cap * sizeof *p);
+    if (!p) return COURIER_E_NO_MEMORY;
+    l->items = p;
+    l->cap = cap;
+    return COURIER_OK;
+}
+
+int cr_kvlist_add_in_block(cr_kvlist *l, char *name, char *value) {
+    if (kv_reserve(l)) return COURIER_E_NO_MEMORY;
+    l->items[l->count].name = name;
+    l->items[l->count].value = value;
+    l->count++;
+    return COURIER_OK;
+}
+
 int cr_kvlist_add(cr_kvlist *l, const char *name, size_t name_len, const char *value, size_t value_len) {
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        cr_kv *p = realloc(l->items, cap * sizeof *p);
-        if (!p) return COURIER_E_NO_MEMORY;
-        l->items = p;
-        l->cap = cap;
-    }
+    if (kv_reserve(l)) return COURIER_E_NO_MEMORY;
     /* One allocation holds both strings: "name\0value\0"; freeing the name frees the pair. */
     if (name_len > SIZE_MAX / 2 || value_len > SIZE_MAX / 2) return COURIER_E_NO_MEMORY;
     char *n = malloc(name_len + value_len + 2);

@@ -396,21 +396,6 @@ typedef struct jtape {
 /* A string entry: where it lies in the text, NUL-terminated there. */
 static char *tape_str(const jtape *t, size_t i) { return t->text + t->e[i].payload; }
 
-/* Appends a header whose name and value lie in the text (the list's block, see jreq). */
-static int header_push(cr_kvlist *h, char *name, char *value) {
-    if (h->count == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 8;
-        cr_kv *p = realloc(h->items, cap * sizeof *p);
-        if (!p) return COURIER_E_NO_MEMORY;
-        h->items = p;
-        h->cap = cap;
-    }
-    h->items[h->count].name = name;
-    h->items[h->count].value = value;
-    h->count++;
-    return COURIER_OK;
-}
-
 /* The entry just past the value at i. */
 static size_t tape_skip(const jtape *t, size_t i) {
     return t->e[i].type == COURIER_JSON_OBJECT || t->e[i].type == COURIER_JSON_ARRAY ? (size_t)t->e[i].payload : i + 1;
@@ -456,7 +441,7 @@ static int get_value(const jtape *t, size_t i, const jfield *f, void *base, jreq
                 return COURIER_E_JOURNAL_CORRUPT;
             size_t vi = k + 2; /* the name is one entry */
             if (t->e[vi].type != COURIER_JSON_STRING) return COURIER_E_JOURNAL_CORRUPT;
-            if (header_push(h, tape_str(t, k + 1), tape_str(t, vi))) return COURIER_E_NO_MEMORY;
+            if (cr_kvlist_add_in_block(h, tape_str(t, k + 1), tape_str(t, vi))) return COURIER_E_NO_MEMORY;
             k = (size_t)a->payload;
         }
         return COURIER_OK;
