@@ -55,6 +55,11 @@ struct PeersTransport: AsyncParsableCommand {
         // 0: Courier Swift (the global executor), 1: AsyncHTTPClient, 2: Courier Swift with its
         // tasks on the engine's executor (Engine.taskExecutor); the order rotates from run to run.
         var courier: [Double] = [], peer: [Double] = [], executor: [Double] = [], errors = 0
+        // CPU of this process per request (user + system, every thread: Courier's worker and the
+        // pool, or AsyncHTTPClient's event loops), per run: nginx runs in its own processes, so
+        // when it holds the rate of both clients near its own (two cores shared by all), this is
+        // what tells the clients' own costs apart.
+        var courierCPU: [Double] = [], peerCPU: [Double] = [], executorCPU: [Double] = []
         let names = ["Courier Swift", "AsyncHTTPClient", "Courier Swift (engine's executor)"]
         for run in 1...max(1, runs) {
             let order = [[0, 1, 2], [1, 2, 0], [2, 0, 1]][(run - 1) % 3]
@@ -69,26 +74,36 @@ struct PeersTransport: AsyncParsableCommand {
                 }
                 errors += result.errors
                 switch which {
-                case 0: courier.append(result.requestsPerSecond)
-                case 1: peer.append(result.requestsPerSecond)
-                default: executor.append(result.requestsPerSecond)
+                case 0: courier.append(result.requestsPerSecond); courierCPU.append(result.cpuMicrosecondsPerRequest)
+                case 1: peer.append(result.requestsPerSecond); peerCPU.append(result.cpuMicrosecondsPerRequest)
+                default: executor.append(result.requestsPerSecond); executorCPU.append(result.cpuMicrosecondsPerRequest)
                 }
                 log("run \(run)/\(runs): \(names[which]): "
-                    + "\(Int(result.requestsPerSecond)) req/s" + (result.errors > 0 ? ", \(result.errors) ERRORS: \(result.firstError ?? "?")" : ""))
+                    + "\(Int(result.requestsPerSecond)) req/s, "
+                    + String(format: "%.2f us CPU/request", result.cpuMicrosecondsPerRequest) + (result.errors > 0 ? ", \(result.errors) ERRORS: \(result.firstError ?? "?")" : ""))
             }
         }
         try await ahc.shutdown()
         let ratios = zip(courier, peer).compactMap { $1 > 0 ? $0 / $1 : nil }
         let executorRatios = zip(executor, peer).compactMap { $1 > 0 ? $0 / $1 : nil }
+        // By CPU: the peer's CPU per request over Courier's (above 1: Courier spends less).
+        let cpuRatios = zip(courierCPU, peerCPU).compactMap { $0 > 0 ? $1 / $0 : nil }
+        let executorCPURatios = zip(executorCPU, peerCPU).compactMap { $0 > 0 ? $1 / $0 : nil }
         let report: [String: Any] = [
             "mode": mode, "requests": requests, "concurrency": concurrency, "run_count": runs,
             "courier_swift_rps": median(courier), "asynchttpclient_rps": median(peer),
             "courier_swift_executor_rps": median(executor),
+            "courier_swift_cpu_us": median(courierCPU), "asynchttpclient_cpu_us": median(peerCPU),
+            "courier_swift_executor_cpu_us": median(executorCPU),
             "ratios": ["courier_swift_vs_asynchttpclient": median(ratios),
-                       "courier_swift_executor_vs_asynchttpclient": median(executorRatios)],
+                       "courier_swift_executor_vs_asynchttpclient": median(executorRatios),
+                       "courier_swift_vs_asynchttpclient_by_cpu": median(cpuRatios),
+                       "courier_swift_executor_vs_asynchttpclient_by_cpu": median(executorCPURatios)],
             "targets": ["courier_swift_vs_asynchttpclient": 1.5],
             "targets_met": ["courier_swift_vs_asynchttpclient": median(ratios) >= 1.5],
-            "runs": ["courier_swift": courier, "asynchttpclient": peer, "courier_swift_executor": executor],
+            "runs": ["courier_swift": courier, "asynchttpclient": peer, "courier_swift_executor": executor,
+                     "courier_swift_cpu_us": courierCPU, "asynchttpclient_cpu_us": peerCPU,
+                     "courier_swift_executor_cpu_us": executorCPU],
             "ok": errors == 0, "url": server.url,
         ]
         if json {
@@ -97,8 +112,10 @@ struct PeersTransport: AsyncParsableCommand {
         } else {
             print("Courier Swift    \(Int(median(courier))) req/s\nAsyncHTTPClient  \(Int(median(peer))) req/s\n"
                 + String(format: "ratio            %.2fx (target >= 1.5x)\n", median(ratios))
+                + String(format: "by CPU           %.2f vs %.2f us/request: %.2fx\n", median(courierCPU), median(peerCPU),
+                         median(cpuRatios))
                 + "Courier Swift on the engine's executor \(Int(median(executor))) req/s, "
-                + String(format: "%.2fx AsyncHTTPClient", median(executorRatios)))
+                + String(format: "%.2fx AsyncHTTPClient (%.2fx by CPU)", median(executorRatios), median(executorCPURatios)))
         }
         if errors > 0 { throw ExitCode.failure }
     }
