@@ -306,6 +306,10 @@ typedef struct jsend {
     int rc;
     jreq q;               /* what the snapshot did not take */
     struct joutcome *o;   /* the answer's record, made with the parse (NULL: made when sent) */
+    /* The request to send, built with the parse on the journal thread (cj_ready_push), borrowing
+     * q's (or the snapshot's) method, url, headers and body; freed with this record, by the journal
+     * thread, once the answer is written. NULL: built when sent. */
+    courier_request *r;
 } jsend;
 
 /* ==== the store: the seam between the journal and where its records live ========================
