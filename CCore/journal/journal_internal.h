@@ -148,6 +148,14 @@ typedef struct jenv {
      * number past the log's end, which stays right (a gap); MDB_APPEND refuses one that is not. */
     size_t oc_txnid;
     uint64_t oc_next;
+    /* The write transaction begun by lm_begin (NULL: none; read by any thread, set by the one
+     * holding LMDB's writer lock), and its cursor on `req`, which stands on the record numbered
+     * rcur_seq when rcur_valid: a claim's rewrite and an answer's removal of the record the
+     * transaction has just read use it instead of looking the key up again (store.c, req_at). */
+    _Atomic(MDB_txn *) wtxn;
+    MDB_cursor *rcur;
+    uint64_t rcur_seq;
+    bool rcur_valid;
 } jenv;
 
 /* ==== the state record ========================================================================= */

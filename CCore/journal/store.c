@@ -356,13 +356,48 @@ bool cj_claim_stale(cr_journal *j, const jstate *s, int64_t now) {
 #define J_STATE_MAX (J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX)
 #define TX(t) ((MDB_txn *)(t))
 
+/* The cursor on `req` of the write transaction lm_begin began (opened on first use, closed by
+ * LMDB when the transaction ends), or NULL in any other transaction. */
+static MDB_cursor *req_cursor(cr_journal *j, MDB_txn *txn) {
+    jenv *v = j->env;
+    if (txn != atomic_load_explicit(&v->wtxn, memory_order_relaxed)) return NULL;
+    if (!v->rcur && mdb_cursor_open(txn, v->db_req, &v->rcur)) v->rcur = NULL;
+    return v->rcur;
+}
+
+/* That cursor when it still stands on record `seq` with a value of `size` bytes (what was read
+ * last: a claim rewrites, an answer removes the record its transaction has just read), else NULL.
+ * Writes to `req` in between through other cursors move it (LMDB adjusts the cursors of a write
+ * transaction); the key under it is checked, so it is only ever a lookup saved. */
+static MDB_cursor *req_at(cr_journal *j, MDB_txn *txn, uint64_t seq, size_t size) {
+    jenv *v = j->env;
+    if (txn != atomic_load_explicit(&v->wtxn, memory_order_relaxed) || !v->rcur || !v->rcur_valid ||
+        v->rcur_seq != seq)
+        return NULL;
+    MDB_val k, d;
+    if (mdb_cursor_get(v->rcur, &k, &d, MDB_GET_CURRENT) || k.mv_size != 8 || cr_get_be64(k.mv_data) != seq ||
+        (size && d.mv_size != size)) {
+        v->rcur_valid = false;
+        return NULL;
+    }
+    return v->rcur;
+}
+
 /* A record's value is its state (rewritten on each claim and answer) followed by the request
  * text (written once): one put per freeze. */
 static int rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *payload) {
     uint8_t k[8];
     cr_put_be64(k, seq);
     MDB_val key = {8, k}, val;
-    int rc = mdb_get(txn, j->env->db_req, &key, &val);
+    MDB_cursor *c = req_cursor(j, txn);
+    int rc;
+    if (c) {
+        rc = mdb_cursor_get(c, &key, &val, MDB_SET_KEY);
+        j->env->rcur_seq = seq;
+        j->env->rcur_valid = rc == 0;
+    } else {
+        rc = mdb_get(txn, j->env->db_req, &key, &val);
+    }
     if (rc) return rc;
     size_t used = cj_state_decode(val.mv_data, val.mv_size, st);
     if (!used) return MDB_CORRUPTED;
@@ -384,7 +419,11 @@ static int rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, 
     cr_put_be64(k, seq);
     size_t sl = cj_state_encode(st, b);
     MDB_val key = {8, k}, val = {sl + plen, NULL};
-    int rc = mdb_put(txn, j->env->db_req, &key, &val, MDB_RESERVE | (append ? MDB_APPEND : 0));
+    /* A rewrite of the record just read, of the same size (a claim's: the state's size does not
+     * change), in place through the cursor that read it (payload never points into the tree). */
+    MDB_cursor *c = append ? NULL : req_at(j, txn, seq, sl + plen);
+    int rc = c ? mdb_cursor_put(c, &key, &val, MDB_CURRENT | MDB_RESERVE)
+               : mdb_put(txn, j->env->db_req, &key, &val, MDB_RESERVE | (append ? MDB_APPEND : 0));
     if (rc) return rc;
     memcpy(val.mv_data, b, sl);
     if (plen) memcpy((char *)val.mv_data + sl, payload, plen);
@@ -537,7 +576,9 @@ static int lm_rec_remove(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *s
     uint8_t k[8];
     cr_put_be64(k, seq);
     MDB_val key = {8, k};
-    int rc = mdb_del(txn, j->env->db_req, &key, NULL);
+    MDB_cursor *c = req_at(j, txn, seq, 0); /* an answer's: the record its state was just read from */
+    int rc = c ? mdb_cursor_del(c, 0) : mdb_del(txn, j->env->db_req, &key, NULL);
+    if (c) j->env->rcur_valid = false;
     if (rc == 0 || rc == MDB_NOTFOUND) {
         MDB_val idk = {st->id_len, (void *)st->id}, idv;
         /* Only if the id still names this record (a replacement keeps the id). */
@@ -903,17 +944,31 @@ static int lm_begin(cr_journal *j, bool write, cj_txn **t) {
     MDB_txn *txn = NULL;
     int rc = cr_lmdb_begin(&j->env->base, write ? 0 : MDB_RDONLY, &txn); /* the file checked whole first */
     *t = (cj_txn *)txn;
+    if (rc == 0 && write) { /* this thread holds the writer lock until the commit or abort */
+        j->env->rcur = NULL;
+        j->env->rcur_valid = false;
+        atomic_store_explicit(&j->env->wtxn, txn, memory_order_relaxed);
+    }
     return rc;
 }
 
+/* The end of a transaction: LMDB closes the write transaction's cursors with it. */
+static void txn_ended(cr_journal *j, MDB_txn *txn) {
+    if (txn != atomic_load_explicit(&j->env->wtxn, memory_order_relaxed)) return;
+    atomic_store_explicit(&j->env->wtxn, NULL, memory_order_relaxed);
+    j->env->rcur = NULL;
+    j->env->rcur_valid = false;
+}
+
 static int lm_commit(cr_journal *j, cj_txn *t) {
-    (void)j;
+    txn_ended(j, TX(t));
     return mdb_txn_commit(TX(t));
 }
 
 static void lm_abort(cr_journal *j, cj_txn *t) {
-    (void)j;
-    if (t) mdb_txn_abort(TX(t));
+    if (!t) return;
+    txn_ended(j, TX(t));
+    mdb_txn_abort(TX(t));
 }
 
 static const char *lm_strerror(cr_journal *j, int rc) {
