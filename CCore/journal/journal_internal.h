@@ -156,6 +156,11 @@ typedef struct jenv {
     MDB_cursor *rcur;
     uint64_t rcur_seq;
     bool rcur_valid;
+    /* Its cursor on `due`, left by a removal on the key after the one removed (dcur_valid): a
+     * turn's claims remove keys from the front of `due` one after the other, its answers the
+     * lease keys of records claimed one after the other (store.c, due_del). */
+    MDB_cursor *dcur;
+    bool dcur_valid;
 } jenv;
 
 /* ==== the state record ========================================================================= */

@@ -450,33 +450,44 @@ static int st_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, c
 /* Puts an index key with an empty value, appended (pages filled to the end, see rec_put) when it
  * sorts after every key of the database, as new records' keys usually do. */
 static int index_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *key) {
-    MDB_cursor *c;
-    int rc = mdb_cursor_open(txn, dbi, &c);
-    if (rc) return rc;
-    MDB_val lk, lv, val = {0, ""};
-    unsigned flags = 0;
-    rc = mdb_cursor_get(c, &lk, &lv, MDB_LAST);
-    if (rc == MDB_NOTFOUND) {
-        flags = MDB_APPEND;
-    } else if (rc == 0) {
-        size_t n = lk.mv_size < key->mv_size ? lk.mv_size : key->mv_size;
-        int cmp = memcmp(key->mv_data, lk.mv_data, n);
-        if (cmp > 0 || (cmp == 0 && key->mv_size > lk.mv_size)) flags = MDB_APPEND;
-    } else {
-        mdb_cursor_close(c);
-        return rc;
-    }
-    rc = mdb_cursor_put(c, key, &val, flags);
-    mdb_cursor_close(c);
+    MDB_val val = {0, ""};
+    /* MDB_APPEND finds the last key itself and refuses (MDB_KEYEXIST, nothing written) a key that
+     * does not sort after it: then put where it sorts. (Looking the last key up first was a second
+     * descent of the tree for every claim's `due` key.) */
+    int rc = mdb_put(txn, dbi, key, &val, MDB_APPEND);
+    if (rc == MDB_KEYEXIST) rc = mdb_put(txn, dbi, key, &val, 0);
     return rc;
 }
 
-static int key2_op(MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put) {
+/* Removes a `due` key. In the write transaction lm_begin began, through its cursor on `due`: when
+ * the cursor already stands on the key (the one after the key it removed last), without looking it
+ * up (the key under it is compared first). */
+static int due_del(cr_journal *j, MDB_txn *txn, MDB_val *key) {
+    jenv *v = j->env;
+    if (txn != atomic_load_explicit(&v->wtxn, memory_order_relaxed)) return mdb_del(txn, v->db_due, key, NULL);
+    if (!v->dcur && mdb_cursor_open(txn, v->db_due, &v->dcur)) {
+        v->dcur = NULL;
+        return mdb_del(txn, v->db_due, key, NULL);
+    }
+    MDB_val k, d;
+    bool at = v->dcur_valid && mdb_cursor_get(v->dcur, &k, &d, MDB_GET_CURRENT) == 0 && k.mv_size == key->mv_size &&
+              memcmp(k.mv_data, key->mv_data, k.mv_size) == 0;
+    int rc = 0;
+    if (!at) {
+        k = *key;
+        rc = mdb_cursor_get(v->dcur, &k, &d, MDB_SET);
+    }
+    if (rc == 0) rc = mdb_cursor_del(v->dcur, 0);
+    v->dcur_valid = rc == 0; /* on the next key, or past the last */
+    return rc;
+}
+
+static int key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put) {
     uint8_t k[16];
     cr_put_be64(k, cr_be_time(t));
     cr_put_be64(k + 8, seq);
     MDB_val key = {16, k};
-    int rc = put ? index_put(txn, dbi, &key) : mdb_del(txn, dbi, &key, NULL);
+    int rc = put ? index_put(txn, dbi, &key) : dbi == j->env->db_due ? due_del(j, txn, &key) : mdb_del(txn, dbi, &key, NULL);
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
@@ -516,7 +527,7 @@ static int host_promote(cr_journal *j, MDB_txn *txn, const char *host, size_t ho
     if ((rc = st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
     if (st.flags & JF_IN_DUE) return 0;
     st.flags |= JF_IN_DUE;
-    if ((rc = key2_op(txn, j->env->db_due, due_time(&st), seq, true))) return rc;
+    if ((rc = key2_op(j, txn, j->env->db_due, due_time(&st), seq, true))) return rc;
     return st_put(j, txn, seq, &st, NULL, NULL);
 }
 
@@ -586,7 +597,7 @@ static int lm_rec_remove(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *s
         if (rc == 0 && idv.mv_size == 8 && cr_get_be64(idv.mv_data) == seq) rc = mdb_del(txn, j->env->db_ids, &idk, NULL);
     }
     if (rc == MDB_NOTFOUND) rc = 0;
-    if (!rc && (st->flags & JF_IN_DUE)) rc = key2_op(txn, j->env->db_due, due_time(st), seq, false);
+    if (!rc && (st->flags & JF_IN_DUE)) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, false);
     if (!rc && is_ordered_auto(st)) {
         rc = hostq_op(j, txn, st, seq, false);
         if (!rc) rc = host_promote(j, txn, st->host, st->host_len);
@@ -609,8 +620,8 @@ static int lm_st_update_text(cr_journal *j, cj_txn *t, uint64_t seq, const jstat
     MDB_txn *txn = TX(t);
     int rc = 0;
     if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
-        rc = key2_op(txn, j->env->db_due, due_time(old), seq, false);
-        if (!rc) rc = key2_op(txn, j->env->db_due, due_time(st), seq, true);
+        rc = key2_op(j, txn, j->env->db_due, due_time(old), seq, false);
+        if (!rc) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
     }
     return rc ? rc : st_put(j, txn, seq, st, text, len);
 }
@@ -622,8 +633,8 @@ static int lm_st_update_with(cr_journal *j, cj_txn *t, uint64_t seq, const jstat
     MDB_txn *txn = TX(t);
     int rc = 0;
     if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
-        rc = key2_op(txn, j->env->db_due, due_time(old), seq, false);
-        if (!rc) rc = key2_op(txn, j->env->db_due, due_time(st), seq, true);
+        rc = key2_op(j, txn, j->env->db_due, due_time(old), seq, false);
+        if (!rc) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
     }
     return rc ? rc : rec_put(j, txn, seq, st, text, len, false, NULL);
 }
@@ -725,7 +736,7 @@ static int lm_freeze(cr_journal *j, cj_txn *t, jfreeze *f) {
         }
         if (!rc && in_due) {
             f->st.flags |= JF_IN_DUE;
-            rc = key2_op(txn, j->env->db_due, due_time(&f->st), seq, true);
+            rc = key2_op(j, txn, j->env->db_due, due_time(&f->st), seq, true);
         }
     }
     if (!rc) rc = rec_put(j, txn, seq, &f->st, text, strlen(text), true, NULL);
@@ -945,8 +956,8 @@ static int lm_begin(cr_journal *j, bool write, cj_txn **t) {
     int rc = cr_lmdb_begin(&j->env->base, write ? 0 : MDB_RDONLY, &txn); /* the file checked whole first */
     *t = (cj_txn *)txn;
     if (rc == 0 && write) { /* this thread holds the writer lock until the commit or abort */
-        j->env->rcur = NULL;
-        j->env->rcur_valid = false;
+        j->env->rcur = j->env->dcur = NULL;
+        j->env->rcur_valid = j->env->dcur_valid = false;
         atomic_store_explicit(&j->env->wtxn, txn, memory_order_relaxed);
     }
     return rc;
@@ -956,8 +967,8 @@ static int lm_begin(cr_journal *j, bool write, cj_txn **t) {
 static void txn_ended(cr_journal *j, MDB_txn *txn) {
     if (txn != atomic_load_explicit(&j->env->wtxn, memory_order_relaxed)) return;
     atomic_store_explicit(&j->env->wtxn, NULL, memory_order_relaxed);
-    j->env->rcur = NULL;
-    j->env->rcur_valid = false;
+    j->env->rcur = j->env->dcur = NULL;
+    j->env->rcur_valid = j->env->dcur_valid = false;
 }
 
 static int lm_commit(cr_journal *j, cj_txn *t) {
