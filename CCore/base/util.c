@@ -206,6 +206,32 @@ int cr_kvlist_add(cr_kvlist *l, const char *name, size_t name_len, const char *v
 }
 
 int cr_kvlist_copy(cr_kvlist *dst, const cr_kvlist *src) {
+    if (!dst->block && !dst->count && src->count > 1) {
+        /* Into an empty list: every string in one block (two allocations, not one per item plus the
+         * items'); items changed or removed later free only what they own (kv_free). A replayed
+         * request's three headers were ~670 instructions of the worker's per send. */
+        size_t text = 0;
+        for (size_t i = 0; i < src->count; i++) text += strlen(src->items[i].name) + strlen(src->items[i].value) + 2;
+        cr_kv *items = malloc(src->count * sizeof *items);
+        char *block = items ? malloc(text) : NULL;
+        if (!block) {
+            free(items);
+            return COURIER_E_NO_MEMORY;
+        }
+        char *w = block;
+        for (size_t i = 0; i < src->count; i++) {
+            size_t nl = strlen(src->items[i].name) + 1, vl = strlen(src->items[i].value) + 1;
+            items[i].name = memcpy(w, src->items[i].name, nl);
+            items[i].value = memcpy(w + nl, src->items[i].value, vl);
+            w += nl + vl;
+        }
+        free(dst->items);
+        dst->items = items;
+        dst->count = dst->cap = src->count;
+        dst->block = block;
+        dst->block_len = text;
+        return COURIER_OK;
+    }
     for (size_t i = 0; i < src->count; i++) {
         const cr_kv *kv = &src->items[i];
         if (cr_kvlist_add(dst, kv->name, strlen(kv->name), kv->value, strlen(kv->value)) != COURIER_OK)

@@ -148,6 +148,19 @@ typedef struct jenv {
      * number past the log's end, which stays right (a gap); MDB_APPEND refuses one that is not. */
     size_t oc_txnid;
     uint64_t oc_next;
+    /* The write transaction begun by lm_begin (NULL: none; read by any thread, set by the one
+     * holding LMDB's writer lock), and its cursor on `req`, which stands on the record numbered
+     * rcur_seq when rcur_valid: a claim's rewrite and an answer's removal of the record the
+     * transaction has just read use it instead of looking the key up again (store.c, req_at). */
+    _Atomic(MDB_txn *) wtxn;
+    MDB_cursor *rcur;
+    uint64_t rcur_seq;
+    bool rcur_valid;
+    /* Its cursor on `due`, left by a removal on the key after the one removed (dcur_valid): a
+     * turn's claims remove keys from the front of `due` one after the other, its answers the
+     * lease keys of records claimed one after the other (store.c, due_del). */
+    MDB_cursor *dcur;
+    bool dcur_valid;
 } jenv;
 
 /* ==== the state record ========================================================================= */
@@ -306,6 +319,10 @@ typedef struct jsend {
     int rc;
     jreq q;               /* what the snapshot did not take */
     struct joutcome *o;   /* the answer's record, made with the parse (NULL: made when sent) */
+    /* The request to send, built with the parse on the journal thread (cj_ready_push), borrowing
+     * q's (or the snapshot's) method, url, headers and body; freed with this record, by the journal
+     * thread, once the answer is written. NULL: built when sent. */
+    courier_request *r;
 } jsend;
 
 /* ==== the store: the seam between the journal and where its records live ========================

@@ -356,13 +356,48 @@ bool cj_claim_stale(cr_journal *j, const jstate *s, int64_t now) {
 #define J_STATE_MAX (J_STATE_FIXED + 4 + J_HOST_MAX + COURIER_FROZEN_ID_MAX)
 #define TX(t) ((MDB_txn *)(t))
 
+/* The cursor on `req` of the write transaction lm_begin began (opened on first use, closed by
+ * LMDB when the transaction ends), or NULL in any other transaction. */
+static MDB_cursor *req_cursor(cr_journal *j, MDB_txn *txn) {
+    jenv *v = j->env;
+    if (txn != atomic_load_explicit(&v->wtxn, memory_order_relaxed)) return NULL;
+    if (!v->rcur && mdb_cursor_open(txn, v->db_req, &v->rcur)) v->rcur = NULL;
+    return v->rcur;
+}
+
+/* That cursor when it still stands on record `seq` with a value of `size` bytes (what was read
+ * last: a claim rewrites, an answer removes the record its transaction has just read), else NULL.
+ * Writes to `req` in between through other cursors move it (LMDB adjusts the cursors of a write
+ * transaction); the key under it is checked, so it is only ever a lookup saved. */
+static MDB_cursor *req_at(cr_journal *j, MDB_txn *txn, uint64_t seq, size_t size) {
+    jenv *v = j->env;
+    if (txn != atomic_load_explicit(&v->wtxn, memory_order_relaxed) || !v->rcur || !v->rcur_valid ||
+        v->rcur_seq != seq)
+        return NULL;
+    MDB_val k, d;
+    if (mdb_cursor_get(v->rcur, &k, &d, MDB_GET_CURRENT) || k.mv_size != 8 || cr_get_be64(k.mv_data) != seq ||
+        (size && d.mv_size != size)) {
+        v->rcur_valid = false;
+        return NULL;
+    }
+    return v->rcur;
+}
+
 /* A record's value is its state (rewritten on each claim and answer) followed by the request
  * text (written once): one put per freeze. */
 static int rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_val *payload) {
     uint8_t k[8];
     cr_put_be64(k, seq);
     MDB_val key = {8, k}, val;
-    int rc = mdb_get(txn, j->env->db_req, &key, &val);
+    MDB_cursor *c = req_cursor(j, txn);
+    int rc;
+    if (c) {
+        rc = mdb_cursor_get(c, &key, &val, MDB_SET_KEY);
+        j->env->rcur_seq = seq;
+        j->env->rcur_valid = rc == 0;
+    } else {
+        rc = mdb_get(txn, j->env->db_req, &key, &val);
+    }
     if (rc) return rc;
     size_t used = cj_state_decode(val.mv_data, val.mv_size, st);
     if (!used) return MDB_CORRUPTED;
@@ -384,7 +419,11 @@ static int rec_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, 
     cr_put_be64(k, seq);
     size_t sl = cj_state_encode(st, b);
     MDB_val key = {8, k}, val = {sl + plen, NULL};
-    int rc = mdb_put(txn, j->env->db_req, &key, &val, MDB_RESERVE | (append ? MDB_APPEND : 0));
+    /* A rewrite of the record just read, of the same size (a claim's: the state's size does not
+     * change), in place through the cursor that read it (payload never points into the tree). */
+    MDB_cursor *c = append ? NULL : req_at(j, txn, seq, sl + plen);
+    int rc = c ? mdb_cursor_put(c, &key, &val, MDB_CURRENT | MDB_RESERVE)
+               : mdb_put(txn, j->env->db_req, &key, &val, MDB_RESERVE | (append ? MDB_APPEND : 0));
     if (rc) return rc;
     memcpy(val.mv_data, b, sl);
     if (plen) memcpy((char *)val.mv_data + sl, payload, plen);
@@ -411,33 +450,44 @@ static int st_put(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *st, c
 /* Puts an index key with an empty value, appended (pages filled to the end, see rec_put) when it
  * sorts after every key of the database, as new records' keys usually do. */
 static int index_put(MDB_txn *txn, MDB_dbi dbi, MDB_val *key) {
-    MDB_cursor *c;
-    int rc = mdb_cursor_open(txn, dbi, &c);
-    if (rc) return rc;
-    MDB_val lk, lv, val = {0, ""};
-    unsigned flags = 0;
-    rc = mdb_cursor_get(c, &lk, &lv, MDB_LAST);
-    if (rc == MDB_NOTFOUND) {
-        flags = MDB_APPEND;
-    } else if (rc == 0) {
-        size_t n = lk.mv_size < key->mv_size ? lk.mv_size : key->mv_size;
-        int cmp = memcmp(key->mv_data, lk.mv_data, n);
-        if (cmp > 0 || (cmp == 0 && key->mv_size > lk.mv_size)) flags = MDB_APPEND;
-    } else {
-        mdb_cursor_close(c);
-        return rc;
-    }
-    rc = mdb_cursor_put(c, key, &val, flags);
-    mdb_cursor_close(c);
+    MDB_val val = {0, ""};
+    /* MDB_APPEND finds the last key itself and refuses (MDB_KEYEXIST, nothing written) a key that
+     * does not sort after it: then put where it sorts. (Looking the last key up first was a second
+     * descent of the tree for every claim's `due` key.) */
+    int rc = mdb_put(txn, dbi, key, &val, MDB_APPEND);
+    if (rc == MDB_KEYEXIST) rc = mdb_put(txn, dbi, key, &val, 0);
     return rc;
 }
 
-static int key2_op(MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put) {
+/* Removes a `due` key. In the write transaction lm_begin began, through its cursor on `due`: when
+ * the cursor already stands on the key (the one after the key it removed last), without looking it
+ * up (the key under it is compared first). */
+static int due_del(cr_journal *j, MDB_txn *txn, MDB_val *key) {
+    jenv *v = j->env;
+    if (txn != atomic_load_explicit(&v->wtxn, memory_order_relaxed)) return mdb_del(txn, v->db_due, key, NULL);
+    if (!v->dcur && mdb_cursor_open(txn, v->db_due, &v->dcur)) {
+        v->dcur = NULL;
+        return mdb_del(txn, v->db_due, key, NULL);
+    }
+    MDB_val k, d;
+    bool at = v->dcur_valid && mdb_cursor_get(v->dcur, &k, &d, MDB_GET_CURRENT) == 0 && k.mv_size == key->mv_size &&
+              memcmp(k.mv_data, key->mv_data, k.mv_size) == 0;
+    int rc = 0;
+    if (!at) {
+        k = *key;
+        rc = mdb_cursor_get(v->dcur, &k, &d, MDB_SET);
+    }
+    if (rc == 0) rc = mdb_cursor_del(v->dcur, 0);
+    v->dcur_valid = rc == 0; /* on the next key, or past the last */
+    return rc;
+}
+
+static int key2_op(cr_journal *j, MDB_txn *txn, MDB_dbi dbi, int64_t t, uint64_t seq, bool put) {
     uint8_t k[16];
     cr_put_be64(k, cr_be_time(t));
     cr_put_be64(k + 8, seq);
     MDB_val key = {16, k};
-    int rc = put ? index_put(txn, dbi, &key) : mdb_del(txn, dbi, &key, NULL);
+    int rc = put ? index_put(txn, dbi, &key) : dbi == j->env->db_due ? due_del(j, txn, &key) : mdb_del(txn, dbi, &key, NULL);
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
@@ -477,7 +527,7 @@ static int host_promote(cr_journal *j, MDB_txn *txn, const char *host, size_t ho
     if ((rc = st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
     if (st.flags & JF_IN_DUE) return 0;
     st.flags |= JF_IN_DUE;
-    if ((rc = key2_op(txn, j->env->db_due, due_time(&st), seq, true))) return rc;
+    if ((rc = key2_op(j, txn, j->env->db_due, due_time(&st), seq, true))) return rc;
     return st_put(j, txn, seq, &st, NULL, NULL);
 }
 
@@ -537,7 +587,9 @@ static int lm_rec_remove(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *s
     uint8_t k[8];
     cr_put_be64(k, seq);
     MDB_val key = {8, k};
-    int rc = mdb_del(txn, j->env->db_req, &key, NULL);
+    MDB_cursor *c = req_at(j, txn, seq, 0); /* an answer's: the record its state was just read from */
+    int rc = c ? mdb_cursor_del(c, 0) : mdb_del(txn, j->env->db_req, &key, NULL);
+    if (c) j->env->rcur_valid = false;
     if (rc == 0 || rc == MDB_NOTFOUND) {
         MDB_val idk = {st->id_len, (void *)st->id}, idv;
         /* Only if the id still names this record (a replacement keeps the id). */
@@ -545,7 +597,7 @@ static int lm_rec_remove(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *s
         if (rc == 0 && idv.mv_size == 8 && cr_get_be64(idv.mv_data) == seq) rc = mdb_del(txn, j->env->db_ids, &idk, NULL);
     }
     if (rc == MDB_NOTFOUND) rc = 0;
-    if (!rc && (st->flags & JF_IN_DUE)) rc = key2_op(txn, j->env->db_due, due_time(st), seq, false);
+    if (!rc && (st->flags & JF_IN_DUE)) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, false);
     if (!rc && is_ordered_auto(st)) {
         rc = hostq_op(j, txn, st, seq, false);
         if (!rc) rc = host_promote(j, txn, st->host, st->host_len);
@@ -568,8 +620,8 @@ static int lm_st_update_text(cr_journal *j, cj_txn *t, uint64_t seq, const jstat
     MDB_txn *txn = TX(t);
     int rc = 0;
     if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
-        rc = key2_op(txn, j->env->db_due, due_time(old), seq, false);
-        if (!rc) rc = key2_op(txn, j->env->db_due, due_time(st), seq, true);
+        rc = key2_op(j, txn, j->env->db_due, due_time(old), seq, false);
+        if (!rc) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
     }
     return rc ? rc : st_put(j, txn, seq, st, text, len);
 }
@@ -581,8 +633,8 @@ static int lm_st_update_with(cr_journal *j, cj_txn *t, uint64_t seq, const jstat
     MDB_txn *txn = TX(t);
     int rc = 0;
     if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
-        rc = key2_op(txn, j->env->db_due, due_time(old), seq, false);
-        if (!rc) rc = key2_op(txn, j->env->db_due, due_time(st), seq, true);
+        rc = key2_op(j, txn, j->env->db_due, due_time(old), seq, false);
+        if (!rc) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
     }
     return rc ? rc : rec_put(j, txn, seq, st, text, len, false, NULL);
 }
@@ -684,7 +736,7 @@ static int lm_freeze(cr_journal *j, cj_txn *t, jfreeze *f) {
         }
         if (!rc && in_due) {
             f->st.flags |= JF_IN_DUE;
-            rc = key2_op(txn, j->env->db_due, due_time(&f->st), seq, true);
+            rc = key2_op(j, txn, j->env->db_due, due_time(&f->st), seq, true);
         }
     }
     if (!rc) rc = rec_put(j, txn, seq, &f->st, text, strlen(text), true, NULL);
@@ -903,17 +955,31 @@ static int lm_begin(cr_journal *j, bool write, cj_txn **t) {
     MDB_txn *txn = NULL;
     int rc = cr_lmdb_begin(&j->env->base, write ? 0 : MDB_RDONLY, &txn); /* the file checked whole first */
     *t = (cj_txn *)txn;
+    if (rc == 0 && write) { /* this thread holds the writer lock until the commit or abort */
+        j->env->rcur = j->env->dcur = NULL;
+        j->env->rcur_valid = j->env->dcur_valid = false;
+        atomic_store_explicit(&j->env->wtxn, txn, memory_order_relaxed);
+    }
     return rc;
 }
 
+/* The end of a transaction: LMDB closes the write transaction's cursors with it. */
+static void txn_ended(cr_journal *j, MDB_txn *txn) {
+    if (txn != atomic_load_explicit(&j->env->wtxn, memory_order_relaxed)) return;
+    atomic_store_explicit(&j->env->wtxn, NULL, memory_order_relaxed);
+    j->env->rcur = j->env->dcur = NULL;
+    j->env->rcur_valid = j->env->dcur_valid = false;
+}
+
 static int lm_commit(cr_journal *j, cj_txn *t) {
-    (void)j;
+    txn_ended(j, TX(t));
     return mdb_txn_commit(TX(t));
 }
 
 static void lm_abort(cr_journal *j, cj_txn *t) {
-    (void)j;
-    if (t) mdb_txn_abort(TX(t));
+    if (!t) return;
+    txn_ended(j, TX(t));
+    mdb_txn_abort(TX(t));
 }
 
 static const char *lm_strerror(cr_journal *j, int rc) {

@@ -1353,6 +1353,74 @@ static void batched_answers_remove_every_request(void) {
     ev_destroy(&log);
 }
 
+/* Answers of every kind recorded together, while claims and the per-host queue move: a third of
+ * the unordered records answer 503 (kept, backoff), a third 400 (removed, failed), a third 200
+ * (removed), and an ordered queue on the same host goes one after the other (each answer promotes
+ * the next). The write transaction's cursors on `req` and `due` (store.c: req_at, due_del) see
+ * keys removed and added around them: every record ends as its answer says, each request
+ * arrived once, the ordered ones in order. */
+static void mixed_answers_in_one_batch(void) {
+    enum { U = 90, O = 30 };
+    jr_server srv;
+    REQUIRE(jr_open(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    opts o = {.concurrency = 8, .backoff_base = 60000, .backoff_max = 60000};
+    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    REQUIRE(e);
+    waiter w;
+    w_init(&w, e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    for (int i = 0; i < U + O; i++) {
+        char path[48];
+        int k = i / 2; /* ordered and unordered records interleaved in the journal */
+        if (i % 2 && k < O) snprintf(path, sizeof path, "/o/%d", k);
+        else if (i % 3 == 0) snprintf(path, sizeof path, "/status/503/%d", i);
+        else if (i % 3 == 1) snprintf(path, sizeof path, "/status/400/%d", i);
+        else snprintf(path, sizeof path, "/ok/%d", i);
+        unsigned flags = strncmp(path, "/o/", 3) == 0 ? 0 : COURIER_FREEZE_UNORDERED;
+        CHECK_EQ(send_one(e, freezable("POST", path, "b", COURIER_FREEZE_AUTO, flags), &w), COURIER_OK);
+    }
+    CHECK_EQ(w_wait(&w, U + O), U + O);
+    CHECK_EQ(courier_reachability_set_online(e), COURIER_OK);
+    int64_t end = th_now_ms() + 60000;
+    size_t want = U + O;
+    while (jr_count(&srv) < want && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(jr_count(&srv), want);
+    int kept = 0, next_ordered = 0;
+    for (size_t i = 0; i < jr_count(&srv); i++) {
+        jr_hit h = jr_get(&srv, i);
+        CHECK_EQ(jr_path_count(&srv, h.path), 1);
+        if (strncmp(h.path, "/o/", 3) == 0) CHECK_EQ(atoi(h.path + 3), next_ordered++);
+        kept += strncmp(h.path, "/status/503/", 12) == 0;
+    }
+    CHECK_EQ(next_ordered, O);
+    CHECK_EQ(count_of(e), kept); /* only the 503s are left, each tried once, not claimed */
+    for (int i = 0; i < U + O; i++) {
+        courier_frozen *f = NULL;
+        int rc = courier_frozen_get(&f, e, w.ids[i], NULL);
+        int code = 0, status = 0;
+        int orc = courier_frozen_last_outcome(&code, &status, NULL, e, w.ids[i], NULL);
+        if (rc == COURIER_OK) {
+            courier_frozen_info info = {.size = sizeof info};
+            courier_frozen_get_info(&info, f);
+            CHECK_EQ(info.attempts, 1);
+            CHECK_EQ(info.last_status, 503);
+            CHECK_EQ(info.claimed, 0);
+            CHECK_EQ(orc, COURIER_E_NOT_FOUND);
+            courier_frozen_free(f);
+        } else {
+            CHECK_EQ(rc, COURIER_E_NOT_FOUND);
+            CHECK_EQ(orc, COURIER_OK);
+            CHECK(status == 200 || status == 400);
+        }
+    }
+    courier_engine_close(e);
+    jr_stop(&srv);
+    jr_free(&srv);
+    w_destroy(&w);
+}
+
 /* What the journal stores is JSON text with escapes: quotes, backslashes, control characters and
  * UTF-8 in header values and bodies come back byte for byte, in the snapshot and on the wire. */
 static void stored_request_reads_back_exactly(void) {
@@ -1827,7 +1895,7 @@ TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(bounded_concurrency), T(expiry_with_injected_clock), T(corrupt_journal_is_kept_aside),
            T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(junk_over_the_last_pages_is_kept_aside), T(damaged_leaves_are_kept_aside), T(junk_anywhere_never_crashes),
            T(journal_cut_while_open_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
-           T(batched_answers_remove_every_request), T(stored_request_reads_back_exactly),
+           T(batched_answers_remove_every_request), T(mixed_answers_in_one_batch), T(stored_request_reads_back_exactly),
            T(a_record_another_writer_wrote_reads), T(a_replayed_record_is_checked_as_a_request),
            T(a_record_that_does_not_decode_is_set_aside), T(a_replay_sends_the_record_byte_exact),
            T(record_bodies_in_any_base64_read), T(outcome_log_numbers_and_trims))

@@ -313,6 +313,32 @@ static void test_default_headers_and_params(void) {
     courier_engine_close(e);
 }
 
+/* A request's headers copied into the send in one block (cr_kvlist_copy into an empty list): each
+ * arrives once, the User-Agent added after them too, and a header set on the request after a send
+ * (the request's own list, not the block) goes with the next send; freeing the copy frees the
+ * block once (ASan). */
+static void test_request_headers_copied_whole(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_request *r = NULL;
+    REQUIRE(courier_request_new(&r, "GET", "/echo") == COURIER_OK);
+    CHECK_EQ(courier_request_add_header(r, "X-One", "1"), COURIER_OK);
+    CHECK_EQ(courier_request_add_header(r, "X-Two", ""), COURIER_OK);
+    CHECK_EQ(courier_request_add_header(r, "X-Three", "three"), COURIER_OK);
+    char *body = echo(e, r);
+    CHECK_CONTAINS(body, "[\"X-One\",\"1\"]");
+    CHECK_CONTAINS(body, "[\"X-Three\",\"three\"]");
+    CHECK_CONTAINS(body, "[\"User-Agent\",\"Courier/");
+    free(body);
+    CHECK_EQ(courier_request_add_header(r, "X-Four", "4"), COURIER_OK);
+    body = echo(e, r);
+    CHECK_CONTAINS(body, "[\"X-One\",\"1\"]");
+    CHECK_CONTAINS(body, "[\"X-Four\",\"4\"]");
+    free(body);
+    courier_request_free(r);
+    courier_engine_close(e);
+}
+
 /* A header value is checked 8 bytes at a time while it is printable ASCII: a byte that may not be
  * sent (a control byte, DEL) is refused, a tab and valid UTF-8 are not, and a byte that is not
  * UTF-8 is an encoding error, wherever the byte lies in a long value (each offset of 3 chunks). */
@@ -500,5 +526,6 @@ static void test_config_validation(void) {
 TESTS_MAIN(T(test_url_joining), T(test_per_request_base_url_and_absolute_url), T(test_invalid_urls), T(test_methods),
            T(test_query_params_encoding), T(test_bad_params_refused), T(test_form_and_json_body_params),
            T(test_engine_json_encoding), T(test_raw_body), T(test_default_headers_and_params),
+           T(test_request_headers_copied_whole),
            T(test_header_injection_refused), T(test_header_value_bytes_at_every_offset),
            T(test_auth_helpers), T(test_customize), T(test_config_validation))
