@@ -687,6 +687,11 @@ static void drop_if_orphan(courier_engine *e, cr_transfer *t) {
 
 static void cancel_transfer(courier_engine *e, cr_transfer *t, const char *why) {
     t->cancel_requested = 1;
+    /* One that stops here closes its files before its caller hears of it: a cancelled download's
+     * part file is whole on disk when the completion runs (another engine or process may resume it
+     * from there). Not a custom transport's (it owns the call until it completes it), nor a leader
+     * that keeps going for its followers. */
+    if (t->state != CR_T_CUSTOM && !t->followers) cr_transfer_close_files(t);
     answer_code(e, t, COURIER_E_CANCELLED, why);
     switch (t->state) {
     case CR_T_FOLLOWER: {

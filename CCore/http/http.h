@@ -553,6 +553,9 @@ CR_HIDDEN size_t cr_transfer_write(cr_transfer *t, const char *data, size_t len)
 /* Worker: after curl finished: closes files; a complete download moves into place and its path goes
  * into the response. Returns OK or a failure code. */
 CR_HIDDEN int cr_transfer_done(cr_transfer *t, CURLcode result, courier_response *resp, courier_error *err);
+/* Worker: closes t's upload and download files (a download's part keeps what was received, all of
+ * it on disk): for a transfer that stops before curl finished it, before its caller is answered. */
+CR_HIDDEN void cr_transfer_close_files(cr_transfer *t);
 /* Releases t's transfer state (files closed, mime freed). */
 CR_HIDDEN void cr_transfer_release(cr_transfer *t);
 

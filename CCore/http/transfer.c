@@ -417,10 +417,14 @@ int cr_transfer_done(cr_transfer *t, CURLcode result, courier_response *resp, co
     return rc;
 }
 
-void cr_transfer_release(cr_transfer *t) {
+void cr_transfer_close_files(cr_transfer *t) {
     if (t->upload_fp) fclose(t->upload_fp);
     if (t->download_fp) fclose(t->download_fp);
     t->upload_fp = t->download_fp = NULL;
+}
+
+void cr_transfer_release(cr_transfer *t) {
+    cr_transfer_close_files(t);
     if (t->mime) curl_mime_free(t->mime);
     t->mime = NULL;
 }
