@@ -1228,9 +1228,8 @@ static void monitor_from_errors_and_probe(void) {
     jr_stop(&srv);
     CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_E_CANNOT_CONNECT);
     CHECK_EQ(courier_reachability_status(e), COURIER_REACHABILITY_OFFLINE);
-    int64_t t0 = th_now_ms();
-    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_E_OFFLINE); /* fast, without the network */
-    CHECK(th_now_ms() - t0 < 10000);
+    /* Without the network: COURIER_E_OFFLINE, not the connect failure a try would give. */
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_E_OFFLINE);
     /* The probe (TCP to the host that failed) sees the server come back. */
     REQUIRE(jr_start(&srv, port) == 0);
     CHECK_EQ(wait_status(e, COURIER_REACHABILITY_ONLINE), COURIER_REACHABILITY_ONLINE);

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-import time
 
 import pytest
 
@@ -47,13 +46,12 @@ def test_callback_gets_error(engine: courier.Engine) -> None:
 def test_cancel_future_and_by_id(engine: courier.Engine) -> None:
     f = engine.send_async("GET", "/delay/5000")
     assert wait_until(lambda: engine.pending()[1] == 1)
-    t0 = time.monotonic()
     assert f.cancel() is True
+    # Cancelled, not the server's answer (a 200 after 5 s): told by the outcome, not the clock.
     with pytest.raises(courier.Cancelled):
         f.result(5)
     with pytest.raises(concurrent.futures.CancelledError):  # Cancelled is one
         f.result(5)
-    assert time.monotonic() - t0 < 2
     assert f.cancel() is False  # already done
     g = engine.send_async("GET", "/hang")
     assert engine.cancel(g.request_id) is True
