@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The replay of frozen requests against the engine's transport (docs/DESIGN.md, "Where replay's
 # time goes"; issue 15 asks replay_ratio >= 0.8):
-#   Benchmarks/callgrind/frozen_replay.sh BUILD_DIR [ir [N1 N2] | ratio [N RUNS]]
+#   Benchmarks/callgrind/frozen_replay.sh BUILD_DIR [ir [N1 N2] | ratio [N RUNS] | threads [N]]
 # BUILD_DIR: a Release CMake build of this checkout (targets courier and courier-test-server).
 # The server is courier-test-server in its own process, so only the client is counted.
 #   ir    (the default): instructions per request under callgrind, every thread of the client
@@ -10,6 +10,12 @@
 #         sent normally (8 in flight).
 #   ratio: RUNS times (default 5) N (default 20000) POSTs: transport, freeze, replay, transport;
 #         requests/s and CPU us per request, medians, replay_ratio by wall and by CPU.
+#   threads: where the wall time goes, per thread: freezes N (default 20000) POSTs (not
+#         measured), then runs their replay (8 in flight, a listener on the events) and N plain
+#         sends (8 in flight) under threads.py, which prints each client thread's and each server
+#         thread's CPU time, time waiting for a CPU, and context switches (the worker is the thread
+#         with the most CPU; the journal thread the one with ~1,000+ voluntary switches in the
+#         replay). Linux only (/proc/PID/task/TID/schedstat).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=$(cd "$1" && pwd)
@@ -22,6 +28,7 @@ ${CC:-cc} -O2 -Iinclude -IBenchmarks/CBench/include Benchmarks/callgrind/frozen_
   "$build/libcourier.so" -llmdb -lcurl -lpthread -Wl,-rpath,"$build"
 mkfifo "$tmp/in"
 "$build/courier-test-server" --stdin-eof < "$tmp/in" > "$tmp/port" &
+server=$!
 exec 4> "$tmp/in"
 for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
 url="http://127.0.0.1:$(head -1 "$tmp/port")/status/200"
@@ -29,6 +36,15 @@ ir() {
   valgrind --tool=callgrind --callgrind-out-file="$tmp/out" "$tmp/driver" "$@" > /dev/null 2>&1
   awk '/^(summary|totals):/ {print $2; exit}' "$tmp/out"
 }
+if [ "$mode" = threads ]; then
+  n=${3:-20000}
+  "$tmp/driver" freeze "$tmp/s" "$url" "$n"
+  echo "== replay of $n (load $(cut -d' ' -f1-3 /proc/loadavg))"
+  SERVER_PID=$server python3 Benchmarks/callgrind/threads.py "$tmp/driver" replay "$tmp/s"
+  echo "== transport, $n (load $(cut -d' ' -f1-3 /proc/loadavg))"
+  SERVER_PID=$server python3 Benchmarks/callgrind/threads.py "$tmp/driver" transport "$url" "$n"
+  exit 0
+fi
 if [ "$mode" = ratio ]; then
   "$tmp/driver" ratio "$url" "${3:-20000}" "${4:-5}" "$tmp"
   exit 0

@@ -3,7 +3,7 @@
 threads' /proc/PID/task/TID/{stat,status,schedstat} (and those of the process SERVER_PID names,
 counted from the first look), then prints per thread: CPU time (schedstat, ns precision), time
 spent waiting for a CPU while runnable, voluntary and involuntary context switches, minor faults.
-Threads that ran under 5 ms are left out. Used by frozen_threads.sh (docs/DESIGN.md, "Where
+Threads that ran under 5 ms are left out. Used by frozen_replay.sh threads (docs/DESIGN.md, "Where
 replay's time goes")."""
 import os
 import subprocess
