@@ -25,11 +25,13 @@ typedef struct grec {
     long max_pending;     /* most requests the engine held at a member callback */
     courier_engine *engine;
     int frees;            /* user_free calls */
+    pthread_cond_t freed; /* signalled by each */
 } grec;
 
 static void grec_init(grec *r, courier_engine *e) {
     memset(r, 0, sizeof *r);
     pthread_mutex_init(&r->m, NULL);
+    pthread_cond_init(&r->freed, NULL);
     r->failed_index = -99;
     r->engine = e;
 }
@@ -65,6 +67,7 @@ static void count_free(void *user) {
     grec *r = user;
     pthread_mutex_lock(&r->m);
     r->frees++;
+    pthread_cond_broadcast(&r->freed);
     pthread_mutex_unlock(&r->m);
 }
 
@@ -100,9 +103,10 @@ static int grec_frees(grec *r) {
 }
 
 static int grec_wait_frees(grec *r, int n) {
-    int64_t deadline = th_now_ms() + 20000;
-    while (grec_frees(r) < n && th_now_ms() < deadline) usleep(1000);
-    return grec_frees(r);
+    pthread_mutex_lock(&r->m);
+    int got = th_wait_count(&r->freed, &r->m, &r->frees, n);
+    pthread_mutex_unlock(&r->m);
+    return got;
 }
 
 static int wait_plain_frees(int n) {
