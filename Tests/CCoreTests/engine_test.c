@@ -751,13 +751,31 @@ static void test_user_free_runs_once(void) {
     courier_engine *e = th_engine(NULL);
     REQUIRE(e);
     atomic_store(&user_frees, 0);
-    courier_request *r = req("GET", "/delay/200");
+    /* A send that stays on the wire until it is cancelled (not one that ends on its own a moment
+     * later, which a stalled test thread could miss): it holds the registration until it ends. */
+    courier_request *r = req("GET", "/hang");
     CHECK_EQ(courier_request_set_validator(r, accept_all, NULL, count_user_free), COURIER_OK);
     rec a;
     rec_init(&a);
-    CHECK_EQ(courier_send(NULL, e, r, rec_done, &a, NULL), COURIER_OK);
+    uint64_t id = 0;
+    CHECK_EQ(courier_send(&id, e, r, rec_done, &a, NULL), COURIER_OK);
     courier_request_free(r); /* the send still holds the registration */
     CHECK_EQ(atomic_load(&user_frees), 0);
+    CHECK_EQ(courier_cancel(e, id), COURIER_OK);
+    CHECK_EQ(rec_wait(&a), 1);
+    CHECK_EQ(a.code, COURIER_E_CANCELLED);
+    courier_engine_close(e);
+    CHECK_EQ(atomic_load(&user_frees), 1);
+    rec_free(&a);
+    /* The same once a send ends with its response. */
+    atomic_store(&user_frees, 0);
+    e = th_engine(NULL);
+    REQUIRE(e);
+    r = req("GET", "/json");
+    CHECK_EQ(courier_request_set_validator(r, accept_all, NULL, count_user_free), COURIER_OK);
+    rec_init(&a);
+    CHECK_EQ(courier_send(NULL, e, r, rec_done, &a, NULL), COURIER_OK);
+    courier_request_free(r);
     CHECK_EQ(rec_wait(&a), 1);
     CHECK_EQ(a.code, COURIER_OK);
     courier_engine_close(e);
