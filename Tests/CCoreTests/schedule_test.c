@@ -313,7 +313,7 @@ static void test_per_host_limit(void) {
     long base = cts_server_in_flight(th_server()); /* an earlier test's parked request, if any */
     for (int i = 0; i < N; i++) {
         char path[32];
-        snprintf(path, sizeof path, "/delay/%d", 300 + i); /* distinct: no coalescing */
+        snprintf(path, sizeof path, "/delay/%d", 1300 + i); /* distinct: no coalescing */
         courier_request *r = req("GET", path);
         CHECK_EQ(courier_send(NULL, e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
@@ -342,11 +342,11 @@ static void test_priorities_order_waiting_requests(void) {
     courier_engine *e = th_engine(tweak_one_per_host);
     REQUIRE(e);
     rec blocker = {0}, low = {0}, normal = {0}, high = {0}, high2 = {0};
-    long before = cts_server_path_count(th_server(), "/delay/300");
-    courier_request *r = req("GET", "/delay/300");
+    long before = cts_server_path_count(th_server(), "/delay/1300");
+    courier_request *r = req("GET", "/delay/1300");
     CHECK_EQ(courier_send(NULL, e, r, rec_done, &blocker, NULL), COURIER_OK);
     courier_request_free(r);
-    CHECK_EQ(th_wait_path("/delay/300", before + 1), before + 1); /* the blocker holds the connection */
+    CHECK_EQ(th_wait_path("/delay/1300", before + 1), before + 1); /* the blocker holds the connection */
     struct {
         rec *rec;
         courier_priority p;
@@ -383,28 +383,28 @@ static void test_coalescing_identical_gets(void) {
     enum { N = 5 };
     rec recs[N];
     memset(recs, 0, sizeof recs);
-    long before = cts_server_path_count(th_server(), "/delay/301");
+    long before = cts_server_path_count(th_server(), "/delay/1301");
     for (int i = 0; i < N; i++) {
-        courier_request *r = req("GET", "/delay/301");
+        courier_request *r = req("GET", "/delay/1301");
         CHECK_EQ(courier_send(NULL, e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     CHECK_EQ(wait_all(recs, N), N);
-    CHECK_EQ(cts_server_path_count(th_server(), "/delay/301") - before, 1);
+    CHECK_EQ(cts_server_path_count(th_server(), "/delay/1301") - before, 1);
     for (int i = 0; i < N; i++) {
         CHECK_EQ(atomic_load(&recs[i].code), COURIER_OK);
         courier_response *resp = atomic_load(&recs[i].resp);
         REQUIRE(resp);
-        CHECK_STR((const char *)courier_response_body(resp, NULL), "{\"delayed\":301}");
+        CHECK_STR((const char *)courier_response_body(resp, NULL), "{\"delayed\":1301}");
     }
     /* Each caller owns a distinct response. */
     CHECK(atomic_load(&recs[0].resp) != atomic_load(&recs[1].resp));
     rec_clear(recs, N);
 
     /* Opting out sends each. */
-    before = cts_server_path_count(th_server(), "/delay/302");
+    before = cts_server_path_count(th_server(), "/delay/1302");
     for (int i = 0; i < 3; i++) {
-        courier_request *r = req("GET", "/delay/302");
+        courier_request *r = req("GET", "/delay/1302");
         courier_request_set_coalesce(r, 0);
         CHECK_EQ(courier_send(NULL, e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
@@ -414,20 +414,20 @@ static void test_coalescing_identical_gets(void) {
     atomic_store(&recs[4].calls, 1);
     for (int i = 0; i < 3; i++) atomic_store(&recs[i].calls, 0);
     CHECK_EQ(wait_all(recs, 3), 3);
-    CHECK_EQ(cts_server_path_count(th_server(), "/delay/302") - before, 3);
+    CHECK_EQ(cts_server_path_count(th_server(), "/delay/1302") - before, 3);
     rec_clear(recs, N);
 
     /* Different headers: not the same request. */
-    before = cts_server_path_count(th_server(), "/delay/303");
+    before = cts_server_path_count(th_server(), "/delay/1303");
     memset(recs, 0, sizeof recs);
     for (int i = 0; i < 2; i++) {
-        courier_request *r = req("GET", "/delay/303");
+        courier_request *r = req("GET", "/delay/1303");
         courier_request_add_header(r, "X-User", i ? "a" : "b");
         CHECK_EQ(courier_send(NULL, e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     CHECK_EQ(wait_all(recs, 2), 2);
-    CHECK_EQ(cts_server_path_count(th_server(), "/delay/303") - before, 2);
+    CHECK_EQ(cts_server_path_count(th_server(), "/delay/1303") - before, 2);
     rec_clear(recs, N);
     courier_engine_close(e);
 }
@@ -441,14 +441,14 @@ static void test_coalesced_follower_gets_a_full_copy(void) {
     rec recs[N];
     memset(recs, 0, sizeof recs);
     uint64_t ids[N];
-    long before = cts_server_path_count(th_server(), "/delay/305");
+    long before = cts_server_path_count(th_server(), "/delay/1305");
     for (int i = 0; i < N; i++) {
-        courier_request *r = req("GET", "/delay/305");
+        courier_request *r = req("GET", "/delay/1305");
         CHECK_EQ(courier_send(&ids[i], e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
     CHECK_EQ(wait_all(recs, N), N);
-    CHECK_EQ(cts_server_path_count(th_server(), "/delay/305") - before, 1);
+    CHECK_EQ(cts_server_path_count(th_server(), "/delay/1305") - before, 1);
     courier_response *lead = atomic_load(&recs[0].resp);
     REQUIRE(lead);
     for (int i = 0; i < N; i++) {
@@ -487,20 +487,20 @@ static void test_coalescing_cancel_leader_and_follower(void) {
     rec recs[3];
     memset(recs, 0, sizeof recs);
     uint64_t ids[3];
-    long before = cts_server_path_count(th_server(), "/delay/304");
+    long before = cts_server_path_count(th_server(), "/delay/1304");
     for (int i = 0; i < 3; i++) {
-        courier_request *r = req("GET", "/delay/304");
+        courier_request *r = req("GET", "/delay/1304");
         CHECK_EQ(courier_send(&ids[i], e, r, rec_done, &recs[i], NULL), COURIER_OK);
         courier_request_free(r);
     }
-    CHECK_EQ(th_wait_path("/delay/304", before + 1), before + 1); /* the shared request on the wire */
+    CHECK_EQ(th_wait_path("/delay/1304", before + 1), before + 1); /* the shared request on the wire */
     CHECK_EQ(courier_cancel(e, ids[0]), COURIER_OK); /* the leader's caller */
     CHECK_EQ(courier_cancel(e, ids[2]), COURIER_OK); /* a follower */
     CHECK_EQ(wait_all(recs, 3), 3);
     CHECK_EQ(atomic_load(&recs[0].code), COURIER_E_CANCELLED);
     CHECK_EQ(atomic_load(&recs[1].code), COURIER_OK); /* still served by the shared request */
     CHECK_EQ(atomic_load(&recs[2].code), COURIER_E_CANCELLED);
-    CHECK_EQ(cts_server_path_count(th_server(), "/delay/304") - before, 1);
+    CHECK_EQ(cts_server_path_count(th_server(), "/delay/1304") - before, 1);
     rec_clear(recs, 3);
 
     /* Everyone cancels: the shared request stops (nothing leaks, nothing answered twice). */
