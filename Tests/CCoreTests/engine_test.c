@@ -823,9 +823,22 @@ static void closer_done(uint64_t id, int code, courier_response *resp, const cou
     courier_engine_close(s->e); /* from the worker thread: returns at once */
 }
 
+/* The engine's configuration validator's user_free: runs when the engine's memory is released
+ * (the config itself is freed by th_engine), which after a close from a callback is the detached
+ * worker's last act. */
+static atomic_int self_closed_engines;
+static void count_engine_gone(void *user) {
+    (void)user;
+    atomic_fetch_add(&self_closed_engines, 1);
+}
+static void tweak_watch_release(courier_config *c) {
+    courier_config_set_validator(c, accept_all, NULL, count_engine_gone);
+}
+
 static void test_close_from_own_callback(void) {
     self_close s = {0};
-    s.e = th_engine(NULL);
+    atomic_store(&self_closed_engines, 0);
+    s.e = th_engine(tweak_watch_release);
     REQUIRE(s.e);
     for (int i = 0; i < 3; i++) {
         courier_request *q = req("GET", i == 0 ? "/hang" : i == 1 ? "/delay/20000" : "/hang?x=2");
@@ -839,7 +852,10 @@ static void test_close_from_own_callback(void) {
     while (atomic_load(&s.others) < 3 && th_now_ms() < deadline) usleep(2000);
     CHECK_EQ(atomic_load(&s.others), 3);
     CHECK_EQ(atomic_load(&s.others_cancelled), 3);
-    usleep(100000); /* the detached worker frees the engine and exits */
+    /* The detached worker frees the engine (and with it its validator's user) and exits. */
+    deadline = th_now_ms() + 20000;
+    while (atomic_load(&self_closed_engines) < 1 && th_now_ms() < deadline) usleep(2000);
+    CHECK_EQ(atomic_load(&self_closed_engines), 1);
 }
 
 static void test_pending_counts_exact(void) {
