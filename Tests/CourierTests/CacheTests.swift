@@ -108,7 +108,7 @@ final class CacheTests: LoopbackTestCase {
     /// response and of its body, for as long as any of them lives, at every body size: empty,
     /// around what a `Data` keeps inline (14 bytes: `Data(bytesNoCopy:)` then copies and calls its
     /// deallocator at once), small, 4 KiB and large.
-    func testCachedResponsesOwnTheirCResponseWithOrWithoutABody() throws {
+    func testCachedResponsesReadTheSameAtEveryBodySize() throws {
         let lines: HTTPHeaders = [("Content-Type", "application/json"), ("X-A", "1"), ("X-A", "2")]
         let small = Data(#"{"n":7,"s":"x"}"#.utf8)
         let large = Data((0..<200_000).map { UInt8($0 % 251) })
