@@ -166,6 +166,23 @@ static courier_engine *open_eng(const char *store, int port, const opts *o, cour
     return rc == COURIER_OK ? e : NULL;
 }
 
+/* A recorder on a free port and an engine on a fresh store in the test's temporary directory, its
+ * base URL the recorder: how most replay tests start. NULL (the failure reported, nothing left
+ * running) when either cannot be opened. */
+static courier_engine *open_served(jr_server *srv, const opts *o) {
+    if (jr_open(srv, 0) != 0) {
+        th_fail(__FILE__, __LINE__, "jr_open: the recorder did not start");
+        return NULL;
+    }
+    courier_engine *e = open_eng(th_tmpdir(), srv->port, o, NULL);
+    if (!e) {
+        th_fail(__FILE__, __LINE__, "open_eng: the engine did not open");
+        jr_stop(srv);
+        jr_free(srv);
+    }
+    return e;
+}
+
 /* A freezable request. */
 static courier_request *freezable(const char *method, const char *path, const char *body, int policy, unsigned flags) {
     courier_request *r = NULL;
@@ -494,9 +511,7 @@ static void invalid_arguments(void) {
 
 static void offline_fails_fast_then_replays(void) {
     jr_server srv;
-    REQUIRE(jr_open(&srv, 0) == 0);
-    const char *store = th_tmpdir();
-    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    courier_engine *e = open_served(&srv, NULL);
     REQUIRE(e);
     evlog log;
     ev_init(&log);
@@ -553,9 +568,7 @@ static void offline_fails_fast_then_replays(void) {
 
 static void replay_in_order_with_keys(void) {
     jr_server srv;
-    REQUIRE(jr_open(&srv, 0) == 0);
-    const char *store = th_tmpdir();
-    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    courier_engine *e = open_served(&srv, NULL);
     REQUIRE(e);
     evlog log;
     ev_init(&log);
@@ -653,9 +666,7 @@ static void snap_cb(const courier_frozen_event *ev, void *user) {
 
 static void event_snapshot_reads_the_replayed_request(void) {
     jr_server srv;
-    REQUIRE(jr_open(&srv, 0) == 0);
-    const char *store = th_tmpdir();
-    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    courier_engine *e = open_served(&srv, NULL);
     REQUIRE(e);
     snapseen seen;
     memset(&seen, 0, sizeof seen);
@@ -707,11 +718,9 @@ static void event_snapshot_reads_the_replayed_request(void) {
 }
 
 static void final_and_retryable_answers(void) {
-    jr_server srv;
-    REQUIRE(jr_open(&srv, 0) == 0);
-    const char *store = th_tmpdir();
     opts o = {.backoff_base = 60000, .backoff_max = 60000};
-    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    jr_server srv;
+    courier_engine *e = open_served(&srv, &o);
     REQUIRE(e);
     evlog log;
     ev_init(&log);
@@ -790,9 +799,7 @@ static void final_and_retryable_answers(void) {
 
 static void manual_policy_waits_for_the_app(void) {
     jr_server srv;
-    REQUIRE(jr_open(&srv, 0) == 0);
-    const char *store = th_tmpdir();
-    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    courier_engine *e = open_served(&srv, NULL);
     REQUIRE(e);
     waiter w;
     w_init(&w, e);
@@ -823,11 +830,9 @@ static void manual_policy_waits_for_the_app(void) {
 }
 
 static void bounded_concurrency(void) {
-    jr_server srv;
-    REQUIRE(jr_open(&srv, 0) == 0);
-    const char *store = th_tmpdir();
     opts o = {.concurrency = 3};
-    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    jr_server srv;
+    courier_engine *e = open_served(&srv, &o);
     REQUIRE(e);
     waiter w;
     w_init(&w, e);
@@ -858,12 +863,10 @@ static void bounded_concurrency(void) {
 /* ---- expiry ---------------------------------------------------------------------------------- */
 
 static void expiry_with_injected_clock(void) {
-    jr_server srv;
-    REQUIRE(jr_open(&srv, 0) == 0);
-    const char *store = th_tmpdir();
     atomic_store(&fake_now, (int64_t)1700000000000LL);
     opts o = {.fake_clock = 1};
-    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    jr_server srv;
+    courier_engine *e = open_served(&srv, &o);
     REQUIRE(e);
     evlog log;
     ev_init(&log);
@@ -1299,11 +1302,9 @@ static void monitor_http_probe_and_app_word(void) {
  * has its outcome and its event, and each request arrived once. */
 static void batched_answers_remove_every_request(void) {
     enum { N = 120 };
-    jr_server srv;
-    REQUIRE(jr_open(&srv, 0) == 0);
-    const char *store = th_tmpdir();
     opts o = {.concurrency = 8};
-    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    jr_server srv;
+    courier_engine *e = open_served(&srv, &o);
     REQUIRE(e);
     evlog log;
     ev_init(&log);
@@ -1360,11 +1361,9 @@ static void batched_answers_remove_every_request(void) {
  * arrived once, the ordered ones in order. */
 static void mixed_answers_in_one_batch(void) {
     enum { U = 90, O = 30 };
-    jr_server srv;
-    REQUIRE(jr_open(&srv, 0) == 0);
-    const char *store = th_tmpdir();
     opts o = {.concurrency = 8, .backoff_base = 60000, .backoff_max = 60000};
-    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    jr_server srv;
+    courier_engine *e = open_served(&srv, &o);
     REQUIRE(e);
     waiter w;
     w_init(&w, e);
@@ -1424,9 +1423,7 @@ static void mixed_answers_in_one_batch(void) {
  * UTF-8 in header values and bodies come back byte for byte, in the snapshot and on the wire. */
 static void stored_request_reads_back_exactly(void) {
     jr_server srv;
-    REQUIRE(jr_open(&srv, 0) == 0);
-    const char *store = th_tmpdir();
-    courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+    courier_engine *e = open_served(&srv, NULL);
     REQUIRE(e);
     waiter w;
     w_init(&w, e);
@@ -1714,9 +1711,7 @@ static void a_replay_sends_the_record_byte_exact(void) {
     enum { N = sizeof lens / sizeof lens[0] };
     for (int listen = 0; listen <= 1; listen++) {
         jr_server srv;
-        REQUIRE(jr_open(&srv, 0) == 0);
-        const char *store = th_tmpdir();
-        courier_engine *e = open_eng(store, srv.port, NULL, NULL);
+        courier_engine *e = open_served(&srv, NULL);
         REQUIRE(e);
         evlog log;
         ev_init(&log);
