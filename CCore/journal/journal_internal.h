@@ -118,7 +118,13 @@ struct jseqs;
 #define J_DEFAULT_POLL 10000L
 
 /* Persisted flags (beside COURIER_FREEZE_UNORDERED 0x1 and COURIER_FREEZE_ON_AMBIGUOUS 0x2). */
-#define JF_IN_DUE 0x100u
+#define JF_IN_DUE 0x100u /* the record has a `due` key, at due_time() */
+/* Claimed out of `due` (LMDB store): the claim took the record's key away and giving the claim back
+ * (an answer to retry, not tried, a takeover's recovery) puts it back, at the next attempt. A claim
+ * is found by the scan every poll interval when its lease ends or its owner dies, not by `due`
+ * (whose key it no longer moves: a delete and an append saved per claim, and the answer's delete).
+ * Stores written before it keep a claim's key at its lease's end (JF_IN_DUE): still read. */
+#define JF_DUE_ON_RELEASE 0x200u
 
 /* Replay-now modes. */
 #define J_KICK_NOW 0x1u    /* records not tried since the kick are due now, whatever their backoff */
@@ -417,6 +423,7 @@ struct cr_journal {
     jresend *rs_head;
     int go, closing, paused;
     int kick;             /* look for due records now */
+    int kick_scan;        /* a replay-now: look for claims of the dead and ended leases now too */
     unsigned kick_mode;   /* J_KICK_* */
     int64_t kick_since;   /* the replay-now instant */
     long wire;            /* replays sent and not yet answered (at most `concurrency`) */

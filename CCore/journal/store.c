@@ -525,9 +525,13 @@ static int host_promote(cr_journal *j, MDB_txn *txn, const char *host, size_t ho
     if (rc || !seq) return rc;
     jstate st;
     if ((rc = st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
-    if (st.flags & JF_IN_DUE) return 0;
-    st.flags |= JF_IN_DUE;
-    if ((rc = key2_op(j, txn, j->env->db_due, due_time(&st), seq, true))) return rc;
+    if (st.flags & (JF_IN_DUE | JF_DUE_ON_RELEASE)) return 0; /* in `due`, or back in it when its claim ends */
+    if (st.claim_ms) {
+        st.flags |= JF_DUE_ON_RELEASE; /* claimed (an explicit resend): in `due` once given back */
+    } else {
+        st.flags |= JF_IN_DUE;
+        if ((rc = key2_op(j, txn, j->env->db_due, due_time(&st), seq, true))) return rc;
+    }
     return st_put(j, txn, seq, &st, NULL, NULL);
 }
 
@@ -613,17 +617,32 @@ static int lm_rec_remove_bad(cr_journal *j, cj_txn *t, uint64_t seq) {
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* The `due` key of a record whose state goes from old to *st (whose flags it sets): a claim takes
+ * the key of a record in `due` away (JF_DUE_ON_RELEASE), giving the claim back puts it at the next
+ * attempt, and an unclaimed record's key follows its next attempt. A record claimed by a store
+ * written before JF_DUE_ON_RELEASE has its key at its lease's end (JF_IN_DUE): removed the same way. */
+static int due_follow(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *old, jstate *st) {
+    bool had = (old->flags & JF_IN_DUE) != 0;
+    st->flags &= (uint16_t)~(JF_IN_DUE | JF_DUE_ON_RELEASE);
+    if (!had && !(old->flags & JF_DUE_ON_RELEASE)) return 0; /* manual, or behind its host's head */
+    if (st->claim_ms) {
+        st->flags |= JF_DUE_ON_RELEASE;
+        return had ? key2_op(j, txn, j->env->db_due, due_time(old), seq, false) : 0;
+    }
+    st->flags |= JF_IN_DUE;
+    if (had && due_time(old) == due_time(st)) return 0;
+    int rc = had ? key2_op(j, txn, j->env->db_due, due_time(old), seq, false) : 0;
+    return rc ? rc : key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
+}
+
 /* Rewrites a record's state, moving its `due` key when its due time changed; with text, *text and
  * *len give the record's text where it now lies (a claim copies it: no second read). */
 static int lm_st_update_text(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *old, const jstate *st,
                              const char **text, size_t *len) {
     MDB_txn *txn = TX(t);
-    int rc = 0;
-    if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
-        rc = key2_op(j, txn, j->env->db_due, due_time(old), seq, false);
-        if (!rc) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
-    }
-    return rc ? rc : st_put(j, txn, seq, st, text, len);
+    jstate now = *st;
+    int rc = due_follow(j, txn, seq, old, &now);
+    return rc ? rc : st_put(j, txn, seq, &now, text, len);
 }
 
 /* Rewrites a record's state with the text its caller read (a claim: see cj_consider), moving its
@@ -631,12 +650,9 @@ static int lm_st_update_text(cr_journal *j, cj_txn *t, uint64_t seq, const jstat
 static int lm_st_update_with(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *old, const jstate *st,
                              const char *text, size_t len) {
     MDB_txn *txn = TX(t);
-    int rc = 0;
-    if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
-        rc = key2_op(j, txn, j->env->db_due, due_time(old), seq, false);
-        if (!rc) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
-    }
-    return rc ? rc : rec_put(j, txn, seq, st, text, len, false, NULL);
+    jstate now = *st;
+    int rc = due_follow(j, txn, seq, old, &now);
+    return rc ? rc : rec_put(j, txn, seq, &now, text, len, false, NULL);
 }
 
 static int lm_st_update(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *old, const jstate *st) {
