@@ -156,15 +156,17 @@ typedef struct jenv {
     uint64_t oc_next;
     /* The write transaction begun by lm_begin (NULL: none; read by any thread, set by the one
      * holding LMDB's writer lock), and its cursor on `req`, which stands on the record numbered
-     * rcur_seq when rcur_valid: a claim's rewrite and an answer's removal of the record the
-     * transaction has just read use it instead of looking the key up again (store.c, req_at). */
+     * rcur_seq when rcur_valid (or, after it removed that record, on the one after it): a claim's
+     * rewrite and an answer's removal of the record the transaction has just read use it instead
+     * of looking the key up again (store.c, req_at), and a read of a later record tries the next
+     * key first (rec_get: a pass reads its candidates, and a turn's answers their records, mostly
+     * in key order). */
     _Atomic(MDB_txn *) wtxn;
     MDB_cursor *rcur;
     uint64_t rcur_seq;
     bool rcur_valid;
     /* Its cursor on `due`, left by a removal on the key after the one removed (dcur_valid): a
-     * turn's claims remove keys from the front of `due` one after the other, its answers the
-     * lease keys of records claimed one after the other (store.c, due_del). */
+     * turn's claims remove keys from the front of `due` one after the other (store.c, due_del). */
     MDB_cursor *dcur;
     bool dcur_valid;
 } jenv;

@@ -392,9 +392,16 @@ static int rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_va
     MDB_cursor *c = req_cursor(j, txn);
     int rc;
     if (c) {
-        rc = mdb_cursor_get(c, &key, &val, MDB_SET_KEY);
-        j->env->rcur_seq = seq;
-        j->env->rcur_valid = rc == 0;
+        jenv *v = j->env;
+        rc = MDB_NOTFOUND;
+        if (v->rcur_valid && v->rcur_seq < seq) { /* the next key first: no descent when it is seq */
+            MDB_val nk;
+            rc = mdb_cursor_get(c, &nk, &val, MDB_NEXT);
+            if (rc == 0 && (nk.mv_size != 8 || cr_get_be64(nk.mv_data) != seq)) rc = MDB_NOTFOUND;
+        }
+        if (rc) rc = mdb_cursor_get(c, &key, &val, MDB_SET_KEY);
+        v->rcur_seq = seq;
+        v->rcur_valid = rc == 0;
     } else {
         rc = mdb_get(txn, j->env->db_req, &key, &val);
     }
@@ -593,7 +600,7 @@ static int lm_rec_remove(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *s
     MDB_val key = {8, k};
     MDB_cursor *c = req_at(j, txn, seq, 0); /* an answer's: the record its state was just read from */
     int rc = c ? mdb_cursor_del(c, 0) : mdb_del(txn, j->env->db_req, &key, NULL);
-    if (c) j->env->rcur_valid = false;
+    if (c) j->env->rcur_valid = rc == 0; /* on the record after seq: MDB_NEXT gives it (rec_get) */
     if (rc == 0 || rc == MDB_NOTFOUND) {
         MDB_val idk = {st->id_len, (void *)st->id}, idv;
         /* Only if the id still names this record (a replacement keeps the id). */
