@@ -601,7 +601,10 @@ static int lm_rec_remove(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *s
     MDB_cursor *c = req_at(j, txn, seq, 0); /* an answer's: the record its state was just read from */
     int rc = c ? mdb_cursor_del(c, 0) : mdb_del(txn, j->env->db_req, &key, NULL);
     if (c) j->env->rcur_valid = rc == 0; /* on the record after seq: MDB_NEXT gives it (rec_get) */
-    if (rc == 0 || rc == MDB_NOTFOUND) {
+    /* No id an app gave in the journal (generated ids have no entry): nothing to look up. */
+    MDB_stat ids;
+    bool any_ids = mdb_stat(txn, j->env->db_ids, &ids) != 0 || ids.ms_entries != 0;
+    if ((rc == 0 || rc == MDB_NOTFOUND) && any_ids) {
         MDB_val idk = {st->id_len, (void *)st->id}, idv;
         /* Only if the id still names this record (a replacement keeps the id). */
         rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
