@@ -120,6 +120,7 @@ int courier_frozen_replay(courier_engine *e, unsigned flags, courier_error *err)
     if (j->broken) return cr_fail(err, COURIER_E_JOURNAL_CORRUPT, "the journal reported corruption");
     pthread_mutex_lock(&j->mu);
     j->kick = 1;
+    j->kick_scan = 1; /* claims are not in `due`: a dead owner's are found by the scan */
     j->kick_mode |= J_KICK_NOW | ((flags & COURIER_REPLAY_MANUAL) ? J_KICK_MANUAL : 0);
     j->kick_since = cj_jnow(j);
     pthread_cond_signal(&j->cv);

@@ -110,6 +110,8 @@ static int64_t turn(cr_journal *j) {
     jresend *rs = j->rs_head;
     j->rs_head = NULL;
     j->kick = 0;
+    bool kick_scan = j->kick_scan != 0;
+    j->kick_scan = 0;
     unsigned mode = j->kick_mode;
     int64_t since = j->kick_since;
     int paused = j->paused, closing = j->closing;
@@ -150,7 +152,7 @@ static int64_t turn(cr_journal *j) {
     int64_t mono = cr_mono_ms();
     int64_t now = cj_jnow(j);
     int64_t wake = mono + j->poll_ms;
-    bool want_scan = mono >= j->next_recover_ms && !j->broken && !closing;
+    bool want_scan = (mono >= j->next_recover_ms || kick_scan) && !j->broken && !closing;
     bool has_work = fz || oc || rs;
     bool due_now = false;
     int64_t next_due = INT64_MAX;

@@ -118,7 +118,13 @@ struct jseqs;
 #define J_DEFAULT_POLL 10000L
 
 /* Persisted flags (beside COURIER_FREEZE_UNORDERED 0x1 and COURIER_FREEZE_ON_AMBIGUOUS 0x2). */
-#define JF_IN_DUE 0x100u
+#define JF_IN_DUE 0x100u /* the record has a `due` key, at due_time() */
+/* Claimed out of `due` (LMDB store): the claim took the record's key away and giving the claim back
+ * (an answer to retry, not tried, a takeover's recovery) puts it back, at the next attempt. A claim
+ * is found by the scan every poll interval when its lease ends or its owner dies, not by `due`
+ * (whose key it no longer moves: a delete and an append saved per claim, and the answer's delete).
+ * Stores written before it keep a claim's key at its lease's end (JF_IN_DUE): still read. */
+#define JF_DUE_ON_RELEASE 0x200u
 
 /* Replay-now modes. */
 #define J_KICK_NOW 0x1u    /* records not tried since the kick are due now, whatever their backoff */
@@ -150,15 +156,17 @@ typedef struct jenv {
     uint64_t oc_next;
     /* The write transaction begun by lm_begin (NULL: none; read by any thread, set by the one
      * holding LMDB's writer lock), and its cursor on `req`, which stands on the record numbered
-     * rcur_seq when rcur_valid: a claim's rewrite and an answer's removal of the record the
-     * transaction has just read use it instead of looking the key up again (store.c, req_at). */
+     * rcur_seq when rcur_valid (or, after it removed that record, on the one after it): a claim's
+     * rewrite and an answer's removal of the record the transaction has just read use it instead
+     * of looking the key up again (store.c, req_at), and a read of a later record tries the next
+     * key first (rec_get: a pass reads its candidates, and a turn's answers their records, mostly
+     * in key order). */
     _Atomic(MDB_txn *) wtxn;
     MDB_cursor *rcur;
     uint64_t rcur_seq;
     bool rcur_valid;
     /* Its cursor on `due`, left by a removal on the key after the one removed (dcur_valid): a
-     * turn's claims remove keys from the front of `due` one after the other, its answers the
-     * lease keys of records claimed one after the other (store.c, due_del). */
+     * turn's claims remove keys from the front of `due` one after the other (store.c, due_del). */
     MDB_cursor *dcur;
     bool dcur_valid;
 } jenv;
@@ -417,6 +425,7 @@ struct cr_journal {
     jresend *rs_head;
     int go, closing, paused;
     int kick;             /* look for due records now */
+    int kick_scan;        /* a replay-now: look for claims of the dead and ended leases now too */
     unsigned kick_mode;   /* J_KICK_* */
     int64_t kick_since;   /* the replay-now instant */
     long wire;            /* replays sent and not yet answered (at most `concurrency`) */

@@ -392,9 +392,16 @@ static int rec_get(cr_journal *j, MDB_txn *txn, uint64_t seq, jstate *st, MDB_va
     MDB_cursor *c = req_cursor(j, txn);
     int rc;
     if (c) {
-        rc = mdb_cursor_get(c, &key, &val, MDB_SET_KEY);
-        j->env->rcur_seq = seq;
-        j->env->rcur_valid = rc == 0;
+        jenv *v = j->env;
+        rc = MDB_NOTFOUND;
+        if (v->rcur_valid && v->rcur_seq < seq) { /* the next key first: no descent when it is seq */
+            MDB_val nk;
+            rc = mdb_cursor_get(c, &nk, &val, MDB_NEXT);
+            if (rc == 0 && (nk.mv_size != 8 || cr_get_be64(nk.mv_data) != seq)) rc = MDB_NOTFOUND;
+        }
+        if (rc) rc = mdb_cursor_get(c, &key, &val, MDB_SET_KEY);
+        v->rcur_seq = seq;
+        v->rcur_valid = rc == 0;
     } else {
         rc = mdb_get(txn, j->env->db_req, &key, &val);
     }
@@ -525,9 +532,13 @@ static int host_promote(cr_journal *j, MDB_txn *txn, const char *host, size_t ho
     if (rc || !seq) return rc;
     jstate st;
     if ((rc = st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
-    if (st.flags & JF_IN_DUE) return 0;
-    st.flags |= JF_IN_DUE;
-    if ((rc = key2_op(j, txn, j->env->db_due, due_time(&st), seq, true))) return rc;
+    if (st.flags & (JF_IN_DUE | JF_DUE_ON_RELEASE)) return 0; /* in `due`, or back in it when its claim ends */
+    if (st.claim_ms) {
+        st.flags |= JF_DUE_ON_RELEASE; /* claimed (an explicit resend): in `due` once given back */
+    } else {
+        st.flags |= JF_IN_DUE;
+        if ((rc = key2_op(j, txn, j->env->db_due, due_time(&st), seq, true))) return rc;
+    }
     return st_put(j, txn, seq, &st, NULL, NULL);
 }
 
@@ -589,8 +600,11 @@ static int lm_rec_remove(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *s
     MDB_val key = {8, k};
     MDB_cursor *c = req_at(j, txn, seq, 0); /* an answer's: the record its state was just read from */
     int rc = c ? mdb_cursor_del(c, 0) : mdb_del(txn, j->env->db_req, &key, NULL);
-    if (c) j->env->rcur_valid = false;
-    if (rc == 0 || rc == MDB_NOTFOUND) {
+    if (c) j->env->rcur_valid = rc == 0; /* on the record after seq: MDB_NEXT gives it (rec_get) */
+    /* No id an app gave in the journal (generated ids have no entry): nothing to look up. */
+    MDB_stat ids;
+    bool any_ids = mdb_stat(txn, j->env->db_ids, &ids) != 0 || ids.ms_entries != 0;
+    if ((rc == 0 || rc == MDB_NOTFOUND) && any_ids) {
         MDB_val idk = {st->id_len, (void *)st->id}, idv;
         /* Only if the id still names this record (a replacement keeps the id). */
         rc = mdb_get(txn, j->env->db_ids, &idk, &idv);
@@ -613,17 +627,32 @@ static int lm_rec_remove_bad(cr_journal *j, cj_txn *t, uint64_t seq) {
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* The `due` key of a record whose state goes from old to *st (whose flags it sets): a claim takes
+ * the key of a record in `due` away (JF_DUE_ON_RELEASE), giving the claim back puts it at the next
+ * attempt, and an unclaimed record's key follows its next attempt. A record claimed by a store
+ * written before JF_DUE_ON_RELEASE has its key at its lease's end (JF_IN_DUE): removed the same way. */
+static int due_follow(cr_journal *j, MDB_txn *txn, uint64_t seq, const jstate *old, jstate *st) {
+    bool had = (old->flags & JF_IN_DUE) != 0;
+    st->flags &= (uint16_t)~(JF_IN_DUE | JF_DUE_ON_RELEASE);
+    if (!had && !(old->flags & JF_DUE_ON_RELEASE)) return 0; /* manual, or behind its host's head */
+    if (st->claim_ms) {
+        st->flags |= JF_DUE_ON_RELEASE;
+        return had ? key2_op(j, txn, j->env->db_due, due_time(old), seq, false) : 0;
+    }
+    st->flags |= JF_IN_DUE;
+    if (had && due_time(old) == due_time(st)) return 0;
+    int rc = had ? key2_op(j, txn, j->env->db_due, due_time(old), seq, false) : 0;
+    return rc ? rc : key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
+}
+
 /* Rewrites a record's state, moving its `due` key when its due time changed; with text, *text and
  * *len give the record's text where it now lies (a claim copies it: no second read). */
 static int lm_st_update_text(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *old, const jstate *st,
                              const char **text, size_t *len) {
     MDB_txn *txn = TX(t);
-    int rc = 0;
-    if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
-        rc = key2_op(j, txn, j->env->db_due, due_time(old), seq, false);
-        if (!rc) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
-    }
-    return rc ? rc : st_put(j, txn, seq, st, text, len);
+    jstate now = *st;
+    int rc = due_follow(j, txn, seq, old, &now);
+    return rc ? rc : st_put(j, txn, seq, &now, text, len);
 }
 
 /* Rewrites a record's state with the text its caller read (a claim: see cj_consider), moving its
@@ -631,12 +660,9 @@ static int lm_st_update_text(cr_journal *j, cj_txn *t, uint64_t seq, const jstat
 static int lm_st_update_with(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *old, const jstate *st,
                              const char *text, size_t len) {
     MDB_txn *txn = TX(t);
-    int rc = 0;
-    if ((old->flags & JF_IN_DUE) && due_time(old) != due_time(st)) {
-        rc = key2_op(j, txn, j->env->db_due, due_time(old), seq, false);
-        if (!rc) rc = key2_op(j, txn, j->env->db_due, due_time(st), seq, true);
-    }
-    return rc ? rc : rec_put(j, txn, seq, st, text, len, false, NULL);
+    jstate now = *st;
+    int rc = due_follow(j, txn, seq, old, &now);
+    return rc ? rc : rec_put(j, txn, seq, &now, text, len, false, NULL);
 }
 
 static int lm_st_update(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *old, const jstate *st) {

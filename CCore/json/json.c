@@ -490,17 +490,32 @@ int cr_json_format_real(double d, char *buf, size_t size) {
  * write through these. */
 
 size_t cr_json_format_int(char *p, int64_t v) {
-    char tmp[24];
-    size_t n = 0;
+    /* Two digits per division, written in place from the end once the length is known (a
+     * millisecond time's 13 digits were ~110 instructions a digit at a time; an outcome log record
+     * formats four numbers). */
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
     uint64_t u = v < 0 ? 0ULL - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
     size_t o = 0;
     if (v < 0) p[o++] = '-';
-    while (n) p[o++] = tmp[--n];
-    return o;
+    size_t n = 1;
+    for (uint64_t t = u; t >= 10; t /= 10) n++;
+    char *q = p + o + n;
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        q -= 2;
+        q[0] = pairs[2 * r];
+        q[1] = pairs[2 * r + 1];
+    }
+    if (u >= 10) {
+        q[-2] = pairs[2 * u];
+        q[-1] = pairs[2 * u + 1];
+    } else {
+        q[-1] = (char)('0' + u);
+    }
+    return o + n;
 }
 
 int cr_json_put_int(cr_buf *b, int64_t v) {

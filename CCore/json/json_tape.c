@@ -134,8 +134,9 @@ static int no_memory(parser *p) { return cr_fail(p->err, COURIER_E_NO_MEMORY, NU
 
 static inline void skip_ws(parser *p) {
     while (p->pos < p->len) {
-        char c = p->s[p->pos];
-        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
+        unsigned char c = (unsigned char)p->s[p->pos];
+        /* Above ' ': not white space, in one comparison (most calls find none: compact text). */
+        if (c > ' ' || (c != ' ' && c != '\n' && c != '\r' && c != '\t')) break;
         p->pos++;
     }
 }

@@ -7,8 +7,13 @@
  */
 #include "harness.h"
 #include "journal_recorder.h"
+#include "lmdb_shim.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,8 +50,37 @@ static int child_replay(const char *store) {
     return rc == COURIER_OK ? 0 : 4;
 }
 
+/* "due STORE": prints how many keys the journal's `due` index holds, read with LMDB itself (a
+ * process of its own: an environment is opened once per process, and the parent's is open). */
+static int child_due(const char *store) {
+    lmdb_shim m;
+    if (!lmdb_shim_load(&m)) return 5;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/journal", store);
+    void *env = NULL, *txn = NULL, *c = NULL;
+    unsigned dbi = 0;
+    if (m.env_create(&env) != 0) return 2;
+    m.env_set_maxdbs(env, 10);
+    m.env_set_mapsize(env, (size_t)2 << 30);
+    int rc = m.env_open(env, dir, LMDB_NOTLS | LMDB_RDONLY, 0600);
+    if (rc == 0) rc = m.txn_begin(env, NULL, LMDB_RDONLY, &txn);
+    if (rc == 0) rc = m.dbi_open(txn, "due", 0, &dbi);
+    if (rc == 0) rc = m.cursor_open(txn, dbi, &c);
+    long n = 0;
+    lmdb_val k, v;
+    for (int grc = rc == 0 ? m.cursor_get(c, &k, &v, LMDB_FIRST) : -1; grc == 0; grc = m.cursor_get(c, &k, &v, LMDB_NEXT))
+        n++;
+    if (c) m.cursor_close(c);
+    if (txn) m.abort(txn);
+    m.env_close(env);
+    if (rc) return 3;
+    printf("%ld\n", n);
+    return 0;
+}
+
 static int child_main(int argc, char **argv) {
     if (argc >= 4 && strcmp(argv[2], "list") == 0) return child_list(argv[3]);
+    if (argc >= 4 && strcmp(argv[2], "due") == 0) return child_due(argv[3]);
     if (argc >= 4 && strcmp(argv[2], "replay") == 0) return child_replay(argv[3]);
     return 64;
 }
@@ -275,9 +309,105 @@ static void killed_before_answers_commit_resends(void) {
     jr_free(&srv);
 }
 
+/* The keys of the store's `due` index, counted by a "due" child; -1 when it failed, -5 without
+ * liblmdb. */
+static long due_keys(const char *store) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    char *args[] = {"self", "--child", "due", (char *)store, NULL};
+    pid_t pid = jr_spawn(args, fds[1]);
+    close(fds[1]);
+    char buf[32] = {0};
+    ssize_t got = 0, r;
+    while (got < (ssize_t)sizeof buf - 1 && (r = read(fds[0], buf + got, sizeof buf - 1 - (size_t)got)) > 0) got += r;
+    close(fds[0]);
+    int rc = jr_wait_child(pid, 60000);
+    return rc == 5 ? -5 : rc == 0 && got > 0 ? atol(buf) : -1;
+}
+
+/* A claim takes its record's key out of `due` (the replayer's index: a claim used to move it to
+ * the lease's end, and the answer removed it there), and giving the claim back puts it back: while
+ * the request is on the wire (held by a server that reads it and does not answer), `due` is empty;
+ * after the engine closed with it unanswered (not tried: the claim given back), it holds the key
+ * again, and the request is there, unclaimed, for the next replayer. */
+static void a_claim_holds_no_due_key(void) {
+    const char *store = th_tmpdir();
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(lfd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    REQUIRE(bind(lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(lfd, 8) == 0);
+    REQUIRE(getsockname(lfd, (struct sockaddr *)&a, &alen) == 0);
+    courier_engine *e = child_engine(store, 0);
+    REQUIRE(e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    jr_waiter w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.m, NULL);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/held/%%d", ntohs(a.sin_port));
+    jr_send_frozen(e, &w, url, 0, COURIER_FREEZE_UNORDERED);
+    int64_t end = th_now_ms() + 30000;
+    while (jr_w_count(&w, NULL) < 1 && th_now_ms() < end) usleep(5000);
+    int frozen = 0;
+    jr_w_count(&w, &frozen);
+    CHECK_EQ(frozen, 1);
+    long before = due_keys(store);
+    if (before == -5) {
+        fprintf(stderr, "  (skipped: liblmdb not found)\n");
+        courier_engine_close(e);
+        close(lfd);
+        pthread_mutex_destroy(&w.m);
+        return;
+    }
+    CHECK_EQ(before, 1); /* frozen: due */
+    CHECK_EQ(courier_reachability_set_online(e), COURIER_OK);
+    /* The replay's request arrives: its claim is committed (a record is sent only then). */
+    struct pollfd pfd = {.fd = lfd, .events = POLLIN};
+    REQUIRE(poll(&pfd, 1, 30000) == 1);
+    int cfd = accept(lfd, NULL, NULL);
+    REQUIRE(cfd >= 0);
+    char req[4096];
+    size_t got = 0;
+    while (got < sizeof req - 1) {
+        pfd.fd = cfd;
+        if (poll(&pfd, 1, 30000) != 1) break;
+        ssize_t r = read(cfd, req + got, sizeof req - 1 - got);
+        if (r <= 0) break;
+        got += (size_t)r;
+        req[got] = 0;
+        if (strstr(req, "\r\n\r\nn=0")) break;
+    }
+    CHECK(strstr(req, "POST /held/0 ") == req);
+    int64_t n = -1;
+    courier_frozen_count(&n, e, NULL);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(due_keys(store), 0); /* claimed: out of `due` */
+    courier_engine_close(e);      /* on the wire: cancelled, not tried, the claim given back */
+    close(cfd);
+    close(lfd);
+    CHECK_EQ(due_keys(store), 1);
+    listed l[2];
+    memset(l, 0, sizeof l);
+    CHECK_EQ(list_in_child(store, l, 2), 1);
+    e = child_engine(store, 1);
+    REQUIRE(e);
+    courier_frozen_list *fl = NULL;
+    REQUIRE(courier_frozen_list_requests(&fl, e, NULL) == COURIER_OK);
+    REQUIRE(courier_frozen_list_count(fl) == 1);
+    courier_frozen_info info = {.size = sizeof info};
+    CHECK_EQ(courier_frozen_get_info(&info, courier_frozen_list_at(fl, 0)), COURIER_OK);
+    CHECK_EQ(info.claimed, 0);
+    CHECK_EQ(info.attempts, 0); /* not tried: the attempt given back too */
+    courier_frozen_list_free(fl);
+    courier_engine_close(e);
+    pthread_mutex_destroy(&w.m);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "--child") == 0) return child_main(argc, argv);
     static const th_test tests[] = {T(durable_then_replayed_once_in_order), T(killed_mid_replay_loses_nothing),
-                                    T(killed_before_answers_commit_resends), T(two_processes_send_each_once)};
+                                    T(killed_before_answers_commit_resends), T(two_processes_send_each_once),
+                                    T(a_claim_holds_no_due_key)};
     return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

@@ -1353,6 +1353,8 @@ static void batched_answers_remove_every_request(void) {
     ev_destroy(&log);
 }
 
+static long journal_keys(const char *store, const char *db);
+
 /* Answers of every kind recorded together, while claims and the per-host queue move: a third of
  * the unordered records answer 503 (kept, backoff), a third 400 (removed, failed), a third 200
  * (removed), and an ordered queue on the same host goes one after the other (each answer promotes
@@ -1417,6 +1419,10 @@ static void mixed_answers_in_one_batch(void) {
     jr_stop(&srv);
     jr_free(&srv);
     w_destroy(&w);
+    /* `due` holds a key for each record left (each 503's, back at its next attempt after its claim)
+     * and nothing else. */
+    long due = journal_keys(store, "due");
+    if (due >= 0) CHECK_EQ(due, kept);
 }
 
 /* What the journal stores is JSON text with escapes: quotes, backslashes, control characters and
@@ -1492,18 +1498,30 @@ static void put_le_bytes(uint8_t *p, uint64_t v, int n) {
  * another order, unknown members, a duplicate key (the last wins), a number where an integer was
  * expected (read as absent). Written behind the library's back, it reads and replays. */
 /* Writes record 1 of store's journal as another writer would: a manual, unordered record with
- * the generated id `id` and the request `text`, for host. 0, or -1 without liblmdb. */
-static int write_record(const char *store, const char *host, const char *id, const char *text) {
+ * the generated id `id` and the request `text`, for host. 0, or -1 without liblmdb.
+ * With `claimer` (a pid no longer running), the record is instead automatic and claimed by that
+ * process as the journal wrote a claim before claims left `due` (JF_DUE_ON_RELEASE): attempts 1,
+ * the lease ending in 5 minutes, and its `due` key at the lease's end (flag JF_IN_DUE, 0x100). */
+static int write_record_as(const char *store, const char *host, const char *id, const char *text, uint32_t claimer) {
     lmdb_shim m;
     if (!lmdb_shim_load(&m)) return -1;
     uint8_t rec[1400];
     memset(rec, 0, 88);
     rec[0] = 1;                         /* state version */
-    rec[1] = COURIER_FREEZE_MANUAL;     /* sent when the app asks */
-    put_le_bytes(rec + 2, COURIER_FREEZE_UNORDERED, 2);
+    rec[1] = claimer ? COURIER_FREEZE_AUTO : COURIER_FREEZE_MANUAL; /* manual: sent when the app asks */
+    put_le_bytes(rec + 2, COURIER_FREEZE_UNORDERED | (claimer ? 0x100u : 0), 2);
     int64_t now = (int64_t)time(NULL) * 1000; /* wall time, as the journal's clock */
     put_le_bytes(rec + 8, (uint64_t)now, 8);              /* created */
     put_le_bytes(rec + 16, (uint64_t)(now + 3600000), 8); /* expires */
+    int64_t lease_end = now + 300000;
+    if (claimer) {
+        put_le_bytes(rec + 4, 1, 4);                     /* attempts */
+        put_le_bytes(rec + 24, (uint64_t)now, 8);        /* next attempt */
+        put_le_bytes(rec + 32, (uint64_t)lease_end, 8);  /* lease end */
+        put_le_bytes(rec + 40, (uint64_t)now, 8);        /* last attempt */
+        put_le_bytes(rec + 48, claimer, 4);              /* owner pid */
+        put_le_bytes(rec + 52, 1, 4);                    /* owner nonce */
+    }
     size_t o = 88, hl = strlen(host), il = strlen(id), tl = strlen(text);
     if (o + 4 + hl + il + tl > sizeof rec) return -2;
     put_le_bytes(rec + o, hl, 2);
@@ -1528,9 +1546,46 @@ static int write_record(const char *store, const char *host, const char *id, con
     uint8_t key[8] = {0, 0, 0, 0, 0, 0, 0, 1};
     lmdb_val k = {8, key}, v = {o, rec};
     if (rc == 0) rc = m.put(txn, dbi, &k, &v, 0);
+    if (rc == 0 && claimer) { /* `due`: lease end | seq, big-endian */
+        uint8_t dk[16];
+        for (int i = 0; i < 8; i++) dk[i] = (uint8_t)((uint64_t)lease_end >> (56 - 8 * i));
+        memcpy(dk + 8, key, 8);
+        lmdb_val duek = {16, dk}, empty = {0, ""};
+        rc = m.dbi_open(txn, "due", 0, &dbi);
+        if (rc == 0) rc = m.put(txn, dbi, &duek, &empty, 0);
+    }
     if (rc == 0) rc = m.commit(txn);
     m.env_close(env);
     return rc == 0 ? 0 : -2;
+}
+
+static int write_record(const char *store, const char *host, const char *id, const char *text) {
+    return write_record_as(store, host, id, text, 0);
+}
+
+/* How many keys a database of store's journal holds (the engine closed), or -1. */
+static long journal_keys(const char *store, const char *db) {
+    lmdb_shim m;
+    if (!lmdb_shim_load(&m)) return -1;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/journal", store);
+    void *env = NULL, *txn = NULL, *c = NULL;
+    unsigned dbi = 0;
+    if (m.env_create(&env) != 0) return -1;
+    m.env_set_maxdbs(env, 10);
+    m.env_set_mapsize(env, (size_t)2 << 30);
+    int rc = m.env_open(env, dir, LMDB_NOTLS | LMDB_RDONLY, 0600);
+    if (rc == 0) rc = m.txn_begin(env, NULL, LMDB_RDONLY, &txn);
+    if (rc == 0) rc = m.dbi_open(txn, db, 0, &dbi);
+    if (rc == 0) rc = m.cursor_open(txn, dbi, &c);
+    long n = 0;
+    lmdb_val k, v;
+    for (int grc = rc == 0 ? m.cursor_get(c, &k, &v, LMDB_FIRST) : -1; grc == 0; grc = m.cursor_get(c, &k, &v, LMDB_NEXT))
+        n++;
+    if (c) m.cursor_close(c);
+    if (txn) m.abort(txn);
+    m.env_close(env);
+    return rc == 0 ? n : -1;
 }
 
 /* A fresh store whose journal holds record 1 (`id`, `text`, for host), written behind the library's
@@ -1551,6 +1606,60 @@ static int open_on_foreign_record(courier_engine **out, const char *store, int p
     *out = open_eng(store, port, NULL, NULL);
     CHECK(*out != NULL);
     return *out != NULL;
+}
+
+/* A store in the shape written before claims left `due`: a record claimed by a process that died,
+ * its `due` key at the lease's end. An engine opened on it takes the claim over (the scan finds the
+ * dead owner; its key moves back to the next attempt), sends the request once, removes it, and
+ * leaves `due` empty (no key left behind at the old lease's end). */
+static void a_claim_in_the_old_shape_is_taken_over(void) {
+    jr_server srv;
+    REQUIRE(jr_open(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    static const char id[] = "0000000000000001fedcba9876543210";
+    char host[64], text[1024];
+    snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
+    snprintf(text, sizeof text,
+             "{\"v\":1,\"id\":\"%s\",\"seq\":1,\"method\":\"POST\",\"url\":\"%s/old\",\"headers\":"
+             "[[\"Idempotency-Key\",\"old-key\"],[\"Content-Type\",\"text/plain\"]],\"body_b64\":\"aGVsbG8=\","
+             "\"timeout_ms\":10000,\"idempotency_key\":\"old-key\",\"policy\":\"auto\",\"ordered\":false,"
+             "\"host\":\"%s\"}",
+             id, host, host);
+    pid_t dead = fork(); /* a pid that no longer runs: the claim's owner */
+    if (dead == 0) _exit(0);
+    REQUIRE(dead > 0);
+    waitpid(dead, NULL, 0);
+    opts o = {.paused = 1};
+    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    REQUIRE(e);
+    courier_engine_close(e); /* the journal exists, empty */
+    int wrc = write_record_as(store, host, id, text, (uint32_t)dead);
+    CHECK(wrc != -2);
+    if (wrc != 0) {
+        fprintf(stderr, "  (skipped: liblmdb not found)\n");
+        jr_stop(&srv);
+        jr_free(&srv);
+        return;
+    }
+    CHECK_EQ(journal_keys(store, "due"), 1);
+    e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    int64_t end = th_now_ms() + 30000;
+    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
+    CHECK_EQ(count_of(e), 0);
+    int code = -1, status = 0;
+    CHECK_EQ(courier_frozen_last_outcome(&code, &status, NULL, e, id, NULL), COURIER_OK);
+    CHECK_EQ(code, COURIER_OK);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    REQUIRE(jr_count(&srv) == 1);
+    jr_hit h = jr_get(&srv, 0);
+    CHECK_STR(h.path, "/old");
+    CHECK_STR(h.key, "old-key");
+    CHECK_STR(h.body, "hello");
+    jr_free(&srv);
+    CHECK_EQ(journal_keys(store, "req"), 0);
+    CHECK_EQ(journal_keys(store, "due"), 0);
 }
 
 static void a_record_another_writer_wrote_reads(void) {
@@ -1890,6 +1999,6 @@ TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(junk_over_the_last_pages_is_kept_aside), T(damaged_leaves_are_kept_aside), T(junk_anywhere_never_crashes),
            T(journal_cut_while_open_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
            T(batched_answers_remove_every_request), T(mixed_answers_in_one_batch), T(stored_request_reads_back_exactly),
-           T(a_record_another_writer_wrote_reads), T(a_replayed_record_is_checked_as_a_request),
+           T(a_record_another_writer_wrote_reads), T(a_claim_in_the_old_shape_is_taken_over), T(a_replayed_record_is_checked_as_a_request),
            T(a_record_that_does_not_decode_is_set_aside), T(a_replay_sends_the_record_byte_exact),
            T(record_bodies_in_any_base64_read), T(outcome_log_numbers_and_trims))

@@ -357,6 +357,26 @@ static void test_build_errors(void) {
     CHECK(text == NULL);
 }
 
+/* Integers are written with every digit and the sign, at each length and at the ends of the range
+ * (the writer makes two digits per division, from the end): the text is what printf writes. */
+static void test_integers_dump_exactly(void) {
+    const int64_t values[] = {0, 1, -1, 9, 10, -10, 99, 100, 101, 999, 1000, 12345, 99999, 100000, -100000,
+                              1796180846329, -1796180846329, 999999999999999999, 1000000000000000000,
+                              INT64_MAX, INT64_MIN, INT64_MIN + 1};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        courier_json *v = NULL;
+        courier_json_new_integer(&v, values[i]);
+        char *text = NULL, want[32];
+        size_t len = 0;
+        REQUIRE(courier_json_dump(&text, &len, v, 0, NULL) == COURIER_OK);
+        snprintf(want, sizeof want, "%lld", (long long)values[i]);
+        CHECK_STR(text, want);
+        CHECK_EQ(len, strlen(want));
+        courier_free(text);
+        courier_json_free(v);
+    }
+}
+
 static void test_reals_round_trip(void) {
     const double values[] = {0.1, 1.0 / 3.0, 1e300, -2.5e-300, 123456789.125, 5e-324, 1.7976931348623157e308};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
@@ -397,7 +417,7 @@ static void test_type_names(void) {
     courier_json_free(doc);
 }
 
-TESTS_MAIN(T(test_accessors), T(test_key_paths), T(test_iteration_in_document_order), T(test_hinted_lookups),
+TESTS_MAIN(T(test_accessors), T(test_integers_dump_exactly), T(test_key_paths), T(test_iteration_in_document_order), T(test_hinted_lookups),
            T(test_scalars_at_top_and_strings_with_nul), T(test_bad_input_is_an_error), T(test_depth_limit),
            T(test_size_limit), T(test_split_parse), T(test_build_and_dump), T(test_build_errors), T(test_reals_round_trip),
            T(test_type_names))
