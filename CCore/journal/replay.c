@@ -243,7 +243,8 @@ int cj_sweep_expired(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n,
     return rc;
 }
 
-/* Gives back the claims of dead owners (found by a read scan, checked again here). */
+/* Gives back the claims of dead owners and puts records given back without their `due` key into
+ * it (found by a read scan, checked again here). */
 int cj_recover_claims(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n, int64_t now) {
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -253,7 +254,9 @@ int cj_recover_claims(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n
             rc = 0;
             continue;
         }
-        if (rc || !st.claim_ms || !cj_claim_stale(j, &st, now)) continue;
+        if (rc) continue;
+        /* The rewrite below, with no claim, gives such a record its key (store.c, due_follow). */
+        if (!cj_given_back_unindexed(&st) && (!st.claim_ms || !cj_claim_stale(j, &st, now))) continue;
         jstate old = st;
         st.claim_ms = 0;
         memset(&st.owner, 0, sizeof st.owner);

@@ -911,7 +911,9 @@ static int lm_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t
             jstate st;
             if (k.mv_size != 8 || !cj_state_decode(v.mv_data, v.mv_size, &st)) continue;
             bool stale = st.claim_ms && cj_claim_stale(j, &st, now);
-            if (stale) cj_seqs_add(dead, cr_get_be64(k.mv_data));
+            /* Or given back without its `due` key (cj_given_back_unindexed): put back by the
+             * recovery as a claim of the dead is. */
+            if (stale || cj_given_back_unindexed(&st)) cj_seqs_add(dead, cr_get_be64(k.mv_data));
             if (st.expires_ms <= now && (!st.claim_ms || stale)) cj_seqs_add(expired, cr_get_be64(k.mv_data));
         }
         mdb_cursor_close(c);

@@ -1365,7 +1365,9 @@ static void mixed_answers_in_one_batch(void) {
     enum { U = 90, O = 30 };
     opts o = {.concurrency = 8, .backoff_base = 60000, .backoff_max = 60000};
     jr_server srv;
-    courier_engine *e = open_served(&srv, &o);
+    REQUIRE(jr_open(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    courier_engine *e = open_eng(store, srv.port, &o, NULL);
     REQUIRE(e);
     waiter w;
     w_init(&w, e);
@@ -1499,22 +1501,33 @@ static void put_le_bytes(uint8_t *p, uint64_t v, int n) {
  * expected (read as absent). Written behind the library's back, it reads and replays. */
 /* Writes record 1 of store's journal as another writer would: a manual, unordered record with
  * the generated id `id` and the request `text`, for host. 0, or -1 without liblmdb.
- * With `claimer` (a pid no longer running), the record is instead automatic and claimed by that
- * process as the journal wrote a claim before claims left `due` (JF_DUE_ON_RELEASE): attempts 1,
- * the lease ending in 5 minutes, and its `due` key at the lease's end (flag JF_IN_DUE, 0x100). */
-static int write_record_as(const char *store, const char *host, const char *id, const char *text, uint32_t claimer) {
+ * REC_OLD_CLAIM: the record is instead automatic and claimed by `claimer` (a pid no longer running)
+ * as the journal wrote a claim before claims left `due` (JF_DUE_ON_RELEASE): attempts 1, the lease
+ * ending in 5 minutes, and its `due` key at the lease's end (flag JF_IN_DUE, 0x100).
+ * REC_RELEASED_UNINDEXED: automatic, tried once and due now, marked JF_DUE_ON_RELEASE (0x200) with
+ * no claim and no `due` key: a claim of this library given back by an older one, which does not
+ * know the flag. */
+enum { REC_MANUAL, REC_OLD_CLAIM, REC_RELEASED_UNINDEXED };
+static int write_record_as(const char *store, const char *host, const char *id, const char *text, int shape,
+                           uint32_t claimer) {
     lmdb_shim m;
     if (!lmdb_shim_load(&m)) return -1;
     uint8_t rec[1400];
     memset(rec, 0, 88);
     rec[0] = 1;                         /* state version */
-    rec[1] = claimer ? COURIER_FREEZE_AUTO : COURIER_FREEZE_MANUAL; /* manual: sent when the app asks */
-    put_le_bytes(rec + 2, COURIER_FREEZE_UNORDERED | (claimer ? 0x100u : 0), 2);
+    rec[1] = shape != REC_MANUAL ? COURIER_FREEZE_AUTO : COURIER_FREEZE_MANUAL; /* manual: sent when the app asks */
+    unsigned flag = shape == REC_OLD_CLAIM ? 0x100u : shape == REC_RELEASED_UNINDEXED ? 0x200u : 0;
+    put_le_bytes(rec + 2, COURIER_FREEZE_UNORDERED | flag, 2);
     int64_t now = (int64_t)time(NULL) * 1000; /* wall time, as the journal's clock */
     put_le_bytes(rec + 8, (uint64_t)now, 8);              /* created */
     put_le_bytes(rec + 16, (uint64_t)(now + 3600000), 8); /* expires */
     int64_t lease_end = now + 300000;
-    if (claimer) {
+    if (shape == REC_RELEASED_UNINDEXED) {
+        put_le_bytes(rec + 4, 1, 4);              /* attempts */
+        put_le_bytes(rec + 24, (uint64_t)now, 8); /* next attempt: now */
+        put_le_bytes(rec + 40, (uint64_t)now, 8); /* last attempt */
+    }
+    if (shape == REC_OLD_CLAIM) {
         put_le_bytes(rec + 4, 1, 4);                     /* attempts */
         put_le_bytes(rec + 24, (uint64_t)now, 8);        /* next attempt */
         put_le_bytes(rec + 32, (uint64_t)lease_end, 8);  /* lease end */
@@ -1546,7 +1559,7 @@ static int write_record_as(const char *store, const char *host, const char *id, 
     uint8_t key[8] = {0, 0, 0, 0, 0, 0, 0, 1};
     lmdb_val k = {8, key}, v = {o, rec};
     if (rc == 0) rc = m.put(txn, dbi, &k, &v, 0);
-    if (rc == 0 && claimer) { /* `due`: lease end | seq, big-endian */
+    if (rc == 0 && shape == REC_OLD_CLAIM) { /* `due`: lease end | seq, big-endian */
         uint8_t dk[16];
         for (int i = 0; i < 8; i++) dk[i] = (uint8_t)((uint64_t)lease_end >> (56 - 8 * i));
         memcpy(dk + 8, key, 8);
@@ -1560,7 +1573,7 @@ static int write_record_as(const char *store, const char *host, const char *id, 
 }
 
 static int write_record(const char *store, const char *host, const char *id, const char *text) {
-    return write_record_as(store, host, id, text, 0);
+    return write_record_as(store, host, id, text, REC_MANUAL, 0);
 }
 
 /* How many keys a database of store's journal holds (the engine closed), or -1. */
@@ -1633,7 +1646,7 @@ static void a_claim_in_the_old_shape_is_taken_over(void) {
     courier_engine *e = open_eng(store, srv.port, &o, NULL);
     REQUIRE(e);
     courier_engine_close(e); /* the journal exists, empty */
-    int wrc = write_record_as(store, host, id, text, (uint32_t)dead);
+    int wrc = write_record_as(store, host, id, text, REC_OLD_CLAIM, (uint32_t)dead);
     CHECK(wrc != -2);
     if (wrc != 0) {
         fprintf(stderr, "  (skipped: liblmdb not found)\n");
@@ -1657,6 +1670,54 @@ static void a_claim_in_the_old_shape_is_taken_over(void) {
     CHECK_STR(h.path, "/old");
     CHECK_STR(h.key, "old-key");
     CHECK_STR(h.body, "hello");
+    jr_free(&srv);
+    CHECK_EQ(journal_keys(store, "req"), 0);
+    CHECK_EQ(journal_keys(store, "due"), 0);
+}
+
+/* A claim given back by an older library (one from before JF_DUE_ON_RELEASE, opening the store
+ * after this one crashed mid-replay) keeps the flag and has no `due` key: the scan finds it and
+ * puts the key back, and it is replayed, once. */
+static void a_claim_given_back_by_an_older_library_replays(void) {
+    jr_server srv;
+    REQUIRE(jr_open(&srv, 0) == 0);
+    const char *store = th_tmpdir();
+    static const char id[] = "0000000000000001aaaabbbbccccdddd";
+    char host[64], text[1024];
+    snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
+    snprintf(text, sizeof text,
+             "{\"v\":1,\"id\":\"%s\",\"seq\":1,\"method\":\"POST\",\"url\":\"%s/released\",\"headers\":"
+             "[[\"Idempotency-Key\",\"rel-key\"],[\"Content-Type\",\"text/plain\"]],\"body_b64\":\"aGVsbG8=\","
+             "\"timeout_ms\":10000,\"idempotency_key\":\"rel-key\",\"policy\":\"auto\",\"ordered\":false,"
+             "\"host\":\"%s\"}",
+             id, host, host);
+    opts o = {.paused = 1};
+    courier_engine *e = open_eng(store, srv.port, &o, NULL);
+    REQUIRE(e);
+    courier_engine_close(e); /* the journal exists, empty */
+    int wrc = write_record_as(store, host, id, text, REC_RELEASED_UNINDEXED, 0);
+    CHECK(wrc != -2);
+    if (wrc != 0) {
+        fprintf(stderr, "  (skipped: liblmdb not found)\n");
+        jr_stop(&srv);
+        jr_free(&srv);
+        return;
+    }
+    CHECK_EQ(journal_keys(store, "due"), 0);
+    e = open_eng(store, srv.port, NULL, NULL);
+    REQUIRE(e);
+    int64_t end = th_now_ms() + 30000;
+    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
+    CHECK_EQ(count_of(e), 0);
+    int code = -1, status = 0;
+    CHECK_EQ(courier_frozen_last_outcome(&code, &status, NULL, e, id, NULL), COURIER_OK);
+    CHECK_EQ(code, COURIER_OK);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    REQUIRE(jr_count(&srv) == 1);
+    jr_hit h = jr_get(&srv, 0);
+    CHECK_STR(h.path, "/released");
+    CHECK_STR(h.key, "rel-key");
     jr_free(&srv);
     CHECK_EQ(journal_keys(store, "req"), 0);
     CHECK_EQ(journal_keys(store, "due"), 0);
@@ -1999,6 +2060,7 @@ TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(emptied_journal_is_reported), T(truncated_journal_is_kept_aside), T(junk_over_the_last_pages_is_kept_aside), T(damaged_leaves_are_kept_aside), T(junk_anywhere_never_crashes),
            T(journal_cut_while_open_is_reported), T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word),
            T(batched_answers_remove_every_request), T(mixed_answers_in_one_batch), T(stored_request_reads_back_exactly),
-           T(a_record_another_writer_wrote_reads), T(a_claim_in_the_old_shape_is_taken_over), T(a_replayed_record_is_checked_as_a_request),
+           T(a_record_another_writer_wrote_reads), T(a_claim_in_the_old_shape_is_taken_over),
+           T(a_claim_given_back_by_an_older_library_replays), T(a_replayed_record_is_checked_as_a_request),
            T(a_record_that_does_not_decode_is_set_aside), T(a_replay_sends_the_record_byte_exact),
            T(record_bodies_in_any_base64_read), T(outcome_log_numbers_and_trims))
