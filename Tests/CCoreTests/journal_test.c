@@ -1578,27 +1578,10 @@ static int write_record(const char *store, const char *host, const char *id, con
 
 /* How many keys a database of store's journal holds (the engine closed), or -1. */
 static long journal_keys(const char *store, const char *db) {
-    lmdb_shim m;
-    if (!lmdb_shim_load(&m)) return -1;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/journal", store);
-    void *env = NULL, *txn = NULL, *c = NULL;
-    unsigned dbi = 0;
-    if (m.env_create(&env) != 0) return -1;
-    m.env_set_maxdbs(env, 10);
-    m.env_set_mapsize(env, (size_t)2 << 30);
-    int rc = m.env_open(env, dir, LMDB_NOTLS | LMDB_RDONLY, 0600);
-    if (rc == 0) rc = m.txn_begin(env, NULL, LMDB_RDONLY, &txn);
-    if (rc == 0) rc = m.dbi_open(txn, db, 0, &dbi);
-    if (rc == 0) rc = m.cursor_open(txn, dbi, &c);
-    long n = 0;
-    lmdb_val k, v;
-    for (int grc = rc == 0 ? m.cursor_get(c, &k, &v, LMDB_FIRST) : -1; grc == 0; grc = m.cursor_get(c, &k, &v, LMDB_NEXT))
-        n++;
-    if (c) m.cursor_close(c);
-    if (txn) m.abort(txn);
-    m.env_close(env);
-    return rc == 0 ? n : -1;
+    long n = lmdb_shim_count_keys(dir, db);
+    return n < 0 ? -1 : n;
 }
 
 /* A fresh store whose journal holds record 1 (`id`, `text`, for host), written behind the library's
@@ -1621,24 +1604,22 @@ static int open_on_foreign_record(courier_engine **out, const char *store, int p
     return *out != NULL;
 }
 
-/* A store in the shape written before claims left `due`: a record claimed by a process that died,
- * its `due` key at the lease's end. An engine opened on it takes the claim over (the scan finds the
- * dead owner; its key moves back to the next attempt), sends the request once, removes it, and
- * leaves `due` empty (no key left behind at the old lease's end). */
-static void a_claim_in_the_old_shape_is_taken_over(void) {
+/* Record 1 written behind the library's back in `shape` (write_record_as), with `due_keys` keys in
+ * `due`; an engine opened on it sends the request once (to `path`, with its Idempotency-Key),
+ * records its answer, and leaves `req` and `due` empty. */
+static void record_in_shape_replays_once(int shape, const char *id, const char *path, const char *key, long due_keys) {
     jr_server srv;
     REQUIRE(jr_open(&srv, 0) == 0);
     const char *store = th_tmpdir();
-    static const char id[] = "0000000000000001fedcba9876543210";
     char host[64], text[1024];
     snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
     snprintf(text, sizeof text,
-             "{\"v\":1,\"id\":\"%s\",\"seq\":1,\"method\":\"POST\",\"url\":\"%s/old\",\"headers\":"
-             "[[\"Idempotency-Key\",\"old-key\"],[\"Content-Type\",\"text/plain\"]],\"body_b64\":\"aGVsbG8=\","
-             "\"timeout_ms\":10000,\"idempotency_key\":\"old-key\",\"policy\":\"auto\",\"ordered\":false,"
+             "{\"v\":1,\"id\":\"%s\",\"seq\":1,\"method\":\"POST\",\"url\":\"%s%s\",\"headers\":"
+             "[[\"Idempotency-Key\",\"%s\"],[\"Content-Type\",\"text/plain\"]],\"body_b64\":\"aGVsbG8=\","
+             "\"timeout_ms\":10000,\"idempotency_key\":\"%s\",\"policy\":\"auto\",\"ordered\":false,"
              "\"host\":\"%s\"}",
-             id, host, host);
-    pid_t dead = fork(); /* a pid that no longer runs: the claim's owner */
+             id, host, path, key, key, host);
+    pid_t dead = fork(); /* a pid that no longer runs: an old claim's owner */
     if (dead == 0) _exit(0);
     REQUIRE(dead > 0);
     waitpid(dead, NULL, 0);
@@ -1646,7 +1627,7 @@ static void a_claim_in_the_old_shape_is_taken_over(void) {
     courier_engine *e = open_eng(store, srv.port, &o, NULL);
     REQUIRE(e);
     courier_engine_close(e); /* the journal exists, empty */
-    int wrc = write_record_as(store, host, id, text, REC_OLD_CLAIM, (uint32_t)dead);
+    int wrc = write_record_as(store, host, id, text, shape, (uint32_t)dead);
     CHECK(wrc != -2);
     if (wrc != 0) {
         fprintf(stderr, "  (skipped: liblmdb not found)\n");
@@ -1654,7 +1635,7 @@ static void a_claim_in_the_old_shape_is_taken_over(void) {
         jr_free(&srv);
         return;
     }
-    CHECK_EQ(journal_keys(store, "due"), 1);
+    CHECK_EQ(journal_keys(store, "due"), due_keys);
     e = open_eng(store, srv.port, NULL, NULL);
     REQUIRE(e);
     int64_t end = th_now_ms() + 30000;
@@ -1667,60 +1648,27 @@ static void a_claim_in_the_old_shape_is_taken_over(void) {
     jr_stop(&srv);
     REQUIRE(jr_count(&srv) == 1);
     jr_hit h = jr_get(&srv, 0);
-    CHECK_STR(h.path, "/old");
-    CHECK_STR(h.key, "old-key");
+    CHECK_STR(h.path, path);
+    CHECK_STR(h.key, key);
     CHECK_STR(h.body, "hello");
     jr_free(&srv);
     CHECK_EQ(journal_keys(store, "req"), 0);
     CHECK_EQ(journal_keys(store, "due"), 0);
 }
 
+/* A store in the shape written before claims left `due`: a record claimed by a process that died,
+ * its `due` key at the lease's end. An engine opened on it takes the claim over (the scan finds the
+ * dead owner; its key moves back to the next attempt), sends the request once, removes it, and
+ * leaves `due` empty (no key left behind at the old lease's end). */
+static void a_claim_in_the_old_shape_is_taken_over(void) {
+    record_in_shape_replays_once(REC_OLD_CLAIM, "0000000000000001fedcba9876543210", "/old", "old-key", 1);
+}
+
 /* A claim given back by an older library (one from before JF_DUE_ON_RELEASE, opening the store
  * after this one crashed mid-replay) keeps the flag and has no `due` key: the scan finds it and
  * puts the key back, and it is replayed, once. */
 static void a_claim_given_back_by_an_older_library_replays(void) {
-    jr_server srv;
-    REQUIRE(jr_open(&srv, 0) == 0);
-    const char *store = th_tmpdir();
-    static const char id[] = "0000000000000001aaaabbbbccccdddd";
-    char host[64], text[1024];
-    snprintf(host, sizeof host, "http://127.0.0.1:%d", srv.port);
-    snprintf(text, sizeof text,
-             "{\"v\":1,\"id\":\"%s\",\"seq\":1,\"method\":\"POST\",\"url\":\"%s/released\",\"headers\":"
-             "[[\"Idempotency-Key\",\"rel-key\"],[\"Content-Type\",\"text/plain\"]],\"body_b64\":\"aGVsbG8=\","
-             "\"timeout_ms\":10000,\"idempotency_key\":\"rel-key\",\"policy\":\"auto\",\"ordered\":false,"
-             "\"host\":\"%s\"}",
-             id, host, host);
-    opts o = {.paused = 1};
-    courier_engine *e = open_eng(store, srv.port, &o, NULL);
-    REQUIRE(e);
-    courier_engine_close(e); /* the journal exists, empty */
-    int wrc = write_record_as(store, host, id, text, REC_RELEASED_UNINDEXED, 0);
-    CHECK(wrc != -2);
-    if (wrc != 0) {
-        fprintf(stderr, "  (skipped: liblmdb not found)\n");
-        jr_stop(&srv);
-        jr_free(&srv);
-        return;
-    }
-    CHECK_EQ(journal_keys(store, "due"), 0);
-    e = open_eng(store, srv.port, NULL, NULL);
-    REQUIRE(e);
-    int64_t end = th_now_ms() + 30000;
-    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
-    CHECK_EQ(count_of(e), 0);
-    int code = -1, status = 0;
-    CHECK_EQ(courier_frozen_last_outcome(&code, &status, NULL, e, id, NULL), COURIER_OK);
-    CHECK_EQ(code, COURIER_OK);
-    courier_engine_close(e);
-    jr_stop(&srv);
-    REQUIRE(jr_count(&srv) == 1);
-    jr_hit h = jr_get(&srv, 0);
-    CHECK_STR(h.path, "/released");
-    CHECK_STR(h.key, "rel-key");
-    jr_free(&srv);
-    CHECK_EQ(journal_keys(store, "req"), 0);
-    CHECK_EQ(journal_keys(store, "due"), 0);
+    record_in_shape_replays_once(REC_RELEASED_UNINDEXED, "0000000000000001aaaabbbbccccdddd", "/released", "rel-key", 0);
 }
 
 static void a_record_another_writer_wrote_reads(void) {

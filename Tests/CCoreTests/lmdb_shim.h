@@ -61,4 +61,29 @@ static inline bool lmdb_shim_load(lmdb_shim *m) {
            m->cursor_close;
 }
 
+/* How many keys database `db` of the LMDB environment in `dir` holds, read in a read-only
+ * transaction (LMDB opens an environment once per process: no other handle on it may be open in
+ * this one); -1 when it cannot be read, -2 without liblmdb. */
+static inline long lmdb_shim_count_keys(const char *dir, const char *db) {
+    lmdb_shim m;
+    if (!lmdb_shim_load(&m)) return -2;
+    void *env = NULL, *txn = NULL, *c = NULL;
+    unsigned dbi = 0;
+    if (m.env_create(&env) != 0) return -1;
+    m.env_set_maxdbs(env, 10);
+    m.env_set_mapsize(env, (size_t)2 << 30);
+    int rc = m.env_open(env, dir, LMDB_NOTLS | LMDB_RDONLY, 0600);
+    if (rc == 0) rc = m.txn_begin(env, NULL, LMDB_RDONLY, &txn);
+    if (rc == 0) rc = m.dbi_open(txn, db, 0, &dbi);
+    if (rc == 0) rc = m.cursor_open(txn, dbi, &c);
+    long n = 0;
+    lmdb_val k, v;
+    for (int grc = rc == 0 ? m.cursor_get(c, &k, &v, LMDB_FIRST) : -1; grc == 0; grc = m.cursor_get(c, &k, &v, LMDB_NEXT))
+        n++;
+    if (c) m.cursor_close(c);
+    if (txn) m.abort(txn);
+    m.env_close(env);
+    return rc == 0 ? n : -1;
+}
+
 #endif
