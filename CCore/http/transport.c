@@ -225,7 +225,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
             t->ce_decoded = 1;
         }
     }
-    size_t end = len;
+    size_t end = len; /* CR LF taken at once: almost every line ends so */
+    if (end >= 2 && data[end - 1] == '\n' && data[end - 2] == '\r') end -= 2;
     while (end && (data[end - 1] == '\r' || data[end - 1] == '\n')) end--;
     if (end == 0) {
         t->wire.ended = 1; /* the blank line: the header block is complete */
@@ -251,7 +252,9 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
     size_t vend = end;
     while (vend > vstart && (data[vend - 1] == ' ' || data[vend - 1] == '\t')) vend--;
     size_t vlen = vend - vstart;
-    if (cr_buf_reserve(&t->hdr_block, name_len + vlen + 2 + (t->hdr_block.cap ? 0 : 256))) {
+    size_t need = name_len + vlen + 2;
+    if (t->hdr_block.len + need + 1 > t->hdr_block.cap && /* room already there: no call */
+        cr_buf_reserve(&t->hdr_block, need + (t->hdr_block.cap ? 0 : 256))) {
         t->oom = 1;
         return 0;
     }
