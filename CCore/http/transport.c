@@ -76,10 +76,10 @@ static size_t on_body(char *data, size_t size, size_t n, void *user) {
         return 0; /* aborts with CURLE_WRITE_ERROR */
     }
     if (!t->resp_body.cap) { /* one allocation when the length is announced */
-        curl_off_t cl = -1;
-        if (curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK && cl > 0 &&
-            cl <= t->max_bytes)
-            cr_buf_reserve(&t->resp_body, (size_t)cl);
+        /* The Content-Length on_header checked (the last header block's; -1: none), which is what
+         * curl's CURLINFO_CONTENT_LENGTH_DOWNLOAD_T would say, without the call. */
+        int64_t cl = t->wire.content_length;
+        if (cl > 0 && cl <= t->max_bytes) cr_buf_reserve(&t->resp_body, (size_t)cl);
     }
     if (cr_buf_append(&t->resp_body, data, len)) {
         t->oom = 1;
