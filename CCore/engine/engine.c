@@ -436,7 +436,9 @@ static void release_easy(courier_engine *e, cr_transfer *t) {
         if (t->easy_dirty) {
             cr_easy_reset(t->easy); /* cookies.c */
             cr_transport_base(e, t->easy);
+            t->easy_set.known = 0; /* the per-transfer options are curl's defaults again */
         }
+        e->pool_set[e->npool] = t->easy_set;
         e->pool[e->npool++] = t->easy;
     } else {
         cr_easy_cleanup(t->easy);
@@ -511,7 +513,14 @@ static void start_http(courier_engine *e, cr_transfer *t) {
         curl_slist_free_all(t->slist);
         t->slist = NULL;
     }
-    t->easy = e->npool ? e->pool[--e->npool] : NULL;
+    t->easy_set.known = 0;
+    if (e->npool) {
+        e->npool--;
+        t->easy = e->pool[e->npool];
+        t->easy_set = e->pool_set[e->npool];
+    } else {
+        t->easy = NULL;
+    }
     int rc = COURIER_OK;
     cr_jar_refresh(e); /* cookies.c: what another engine or process wrote to the store's jar */
     if (!t->easy && (t->easy = curl_easy_init()) != NULL) rc = cr_transport_base(e, t->easy);
@@ -1106,6 +1115,7 @@ static void engine_free(courier_engine *e) {
     cr_obs_free(e);
     for (size_t i = 0; i < e->npool; i++) cr_easy_cleanup(e->pool[i]);
     free(e->pool);
+    free(e->pool_set);
     cr_urlh_cache_free(e);
     if (e->core.multi) curl_multi_cleanup(e->core.multi);
     cr_jar_close(e); /* cookies.c: after every easy handle on its share is gone */
@@ -1139,7 +1149,8 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
     e->core.sched_finish_prepare = cr_sched_finish_prepare;
     e->core.config = cr_config_copy(config);
     e->pool = calloc(CR_POOL_MAX, sizeof *e->pool);
-    if (!e->core.config || !e->pool) {
+    e->pool_set = calloc(CR_POOL_MAX, sizeof *e->pool_set);
+    if (!e->core.config || !e->pool || !e->pool_set) {
         engine_free(e);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }

@@ -44,6 +44,7 @@ struct courier_engine {
     cr_transfer *active_head;
     long idle_watch; /* transfers on the wire with an idle timeout (engine.c) */
     CURL **pool;
+    cr_easy_set *pool_set; /* pool[i]'s options (transport.c's record), beside it */
     size_t npool;
     /* Scheduling (schedule.c): worker-only unless noted. */
     struct cr_sched *sched;

@@ -229,6 +229,17 @@ struct courier_outgoing {
 
 /* ---- transfers: a request made final, and its state on the wire (transport.c) --------------- */
 
+/* What a clean pooled easy handle's per-transfer options were last set to (transport.c), so the
+ * next transfer on it sets only those that differ. known 0: a new or reset handle, whose options
+ * are all set. The handle goes back to the pool with its record (engine.c), or reset without one. */
+typedef struct cr_easy_set {
+    int known;
+    long pipewait;
+    long timeout_ms;
+    long connect_ms;
+    curl_off_t max_file;
+} cr_easy_set;
+
 typedef struct cr_transfer {
     uint64_t id;
     courier_engine *engine;
@@ -296,6 +307,7 @@ typedef struct cr_transfer {
     int64_t progress_last[4];
     int64_t progress_at;
     int easy_dirty; /* the easy handle needs a reset before another transfer uses it */
+    cr_easy_set easy_set; /* what the handle's per-transfer options are (transport.c) */
     courier_security *security; /* the request's own TLS policy (security.c); NULL: the engine's */
     int no_cellular; /* the request's "not on cellular" (monitor.c) */
     int watch_progress; /* progress goes to the request's callback and/or event monitors */

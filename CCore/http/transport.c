@@ -76,10 +76,10 @@ static size_t on_body(char *data, size_t size, size_t n, void *user) {
         return 0; /* aborts with CURLE_WRITE_ERROR */
     }
     if (!t->resp_body.cap) { /* one allocation when the length is announced */
-        curl_off_t cl = -1;
-        if (curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK && cl > 0 &&
-            cl <= t->max_bytes)
-            cr_buf_reserve(&t->resp_body, (size_t)cl);
+        /* The Content-Length on_header checked (the last header block's; -1: none), which is what
+         * curl's CURLINFO_CONTENT_LENGTH_DOWNLOAD_T would say, without the call. */
+        int64_t cl = t->wire.content_length;
+        if (cl > 0 && cl <= t->max_bytes) cr_buf_reserve(&t->resp_body, (size_t)cl);
     }
     if (cr_buf_append(&t->resp_body, data, len)) {
         t->oom = 1;
@@ -225,7 +225,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
             t->ce_decoded = 1;
         }
     }
-    size_t end = len;
+    size_t end = len; /* CR LF taken at once: almost every line ends so */
+    if (end >= 2 && data[end - 1] == '\n' && data[end - 2] == '\r') end -= 2;
     while (end && (data[end - 1] == '\r' || data[end - 1] == '\n')) end--;
     if (end == 0) {
         t->wire.ended = 1; /* the blank line: the header block is complete */
@@ -251,7 +252,9 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
     size_t vend = end;
     while (vend > vstart && (data[vend - 1] == ' ' || data[vend - 1] == '\t')) vend--;
     size_t vlen = vend - vstart;
-    if (cr_buf_reserve(&t->hdr_block, name_len + vlen + 2 + (t->hdr_block.cap ? 0 : 256))) {
+    size_t need = name_len + vlen + 2;
+    if (t->hdr_block.len + need + 1 > t->hdr_block.cap && /* room already there: no call */
+        cr_buf_reserve(&t->hdr_block, need + (t->hdr_block.cap ? 0 : 256))) {
         t->oom = 1;
         return 0;
     }
@@ -461,17 +464,31 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     SET(CURLOPT_ERRORBUFFER, t->errbuf);
     SET(CURLOPT_WRITEDATA, t);
     SET(CURLOPT_HEADERDATA, t);
-    SET(CURLOPT_TIMEOUT_MS, t->timeout_ms);
-    SET(CURLOPT_CONNECTTIMEOUT_MS, (long)t->http.connect_ms); /* 0: curl's default, under the total */
     SET(CURLOPT_PREREQDATA, t);
+    /* The options below are set only when they differ from what the handle has: a clean pooled
+     * handle carries the record of its last transfer's (t->easy_set, engine.c), a new or reset one
+     * none, so each is set (callgrind: a setopt is ~60 instructions, libcurl's included). */
+    cr_easy_set *was = &t->easy_set;
+    bool known = was->known && c == CURLE_OK;
+    long connect_ms = (long)t->http.connect_ms;
+    curl_off_t max_file = (curl_off_t)(t->download_path ? 0 : t->max_bytes);
+    if (!known || was->timeout_ms != t->timeout_ms) SET(CURLOPT_TIMEOUT_MS, t->timeout_ms);
+    /* 0: curl's default, under the total */
+    if (!known || was->connect_ms != connect_ms) SET(CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     /* Downloads to a file may be larger than the in-memory limit (0: no limit). */
-    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)(t->download_path ? 0 : t->max_bytes));
+    if (!known || was->max_file != max_file) SET(CURLOPT_MAXFILESIZE_LARGE, max_file);
     /* Requests started together for one HTTPS origin wait for the first connection's ALPN answer:
      * over h2 they then share it (the engine multiplexes, CURLPIPE_MULTIPLEX) instead of each opening
      * a connection and a TLS handshake of its own; told HTTP/1.1, they connect as before. Never for
      * http://: there libcurl 7.88 learns the version from the first response only, so requests would
      * wait behind a first one that hangs (engine_test's test_close_from_own_callback). */
-    SET(CURLOPT_PIPEWAIT, strncasecmp(t->url, "https:", 6) == 0 ? 1L : 0L);
+    long pipewait = strncasecmp(t->url, "https:", 6) == 0 ? 1L : 0L;
+    if (!known || was->pipewait != pipewait) SET(CURLOPT_PIPEWAIT, pipewait);
+    was->known = 0; /* until every option below is set */
+    was->timeout_ms = t->timeout_ms;
+    was->connect_ms = connect_ms;
+    was->max_file = max_file;
+    was->pipewait = pipewait;
 
     /* Progress goes to the request's callback and to event monitors that want it. */
     t->watch_progress = t->progress || cr_event_wants(e, COURIER_EVENT_PROGRESS);
@@ -480,7 +497,9 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     if (c == CURLE_OK) c = (CURLcode)cr_auth_setup(e, t); /* auth.c: credentials, the request's proxy */
     if (c == CURLE_OK) c = (CURLcode)cr_security_setup(t); /* security.c: the request's own TLS policy */
     if (strcmp(t->method, "GET") == 0 && !t->has_body) {
-        SET(CURLOPT_HTTPGET, 1L);
+        /* A clean handle's last transfer was a plain GET too (anything else marks it dirty) and
+         * left the method GET; a new or reset handle's is curl's default, GET, set anyway. */
+        if (!known) SET(CURLOPT_HTTPGET, 1L);
     } else if (strcmp(t->method, "HEAD") == 0) {
         SET(CURLOPT_NOBODY, 1L);
     } else {
@@ -513,7 +532,10 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     t->lines = c == CURLE_OK ? header_lines(&t->headers, extra_lines, nextra, t->slist) : NULL;
     if (c == CURLE_OK && !t->lines && (t->headers.count || nextra)) c = CURLE_OUT_OF_MEMORY;
     SET(CURLOPT_HTTPHEADER, t->lines ? t->lines : t->slist);
-    if (c == CURLE_OK) return COURIER_OK;
+    if (c == CURLE_OK) {
+        was->known = 1;
+        return COURIER_OK;
+    }
     return c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL;
 }
 #undef SET

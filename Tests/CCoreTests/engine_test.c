@@ -244,6 +244,20 @@ static void test_timeout_and_hang(void) {
     courier_engine_close(e);
 }
 
+/* One engine sends one request at a time, so each takes the handle the last one left in the pool:
+ * a clean handle keeps a record of its timeout and is given another only when it differs
+ * (transport.c). A pooled handle never keeps the previous transfer's: a 300 ms timeout is not the
+ * next request's (the engine's 60 s, the answer after 500 ms), and is set again after it. */
+static void test_pooled_handle_takes_each_requests_timeout(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    CHECK_EQ(sync_code(e, "/delay/10000", 300, NULL, NULL), COURIER_E_TIMEOUT);
+    CHECK_EQ(sync_code(e, "/delay/500", 0, NULL, NULL), COURIER_OK);
+    CHECK_EQ(sync_code(e, "/delay/10000", 300, NULL, NULL), COURIER_E_TIMEOUT);
+    CHECK_EQ(sync_code(e, "/json", 0, NULL, NULL), COURIER_OK);
+    courier_engine_close(e);
+}
+
 static void tweak_small_max(courier_config *cfg) { courier_config_set_max_response_bytes(cfg, 4096); }
 
 static void test_too_large(void) {
@@ -1084,7 +1098,8 @@ static void test_posts_at_close_run_once_and_later_ones_are_refused(void) {
 }
 
 TESTS_MAIN(T(test_async_send_completes_once), T(test_response_outlives_engine), T(test_headers_lookup_and_order),
-           T(test_http_error_status_keeps_response), T(test_validators), T(test_timeout_and_hang), T(test_too_large),
+           T(test_http_error_status_keeps_response), T(test_validators), T(test_timeout_and_hang),
+           T(test_pooled_handle_takes_each_requests_timeout), T(test_too_large),
            T(test_default_max_is_64mib), T(test_server_faults), T(test_cannot_connect_and_resolve),
            T(test_redirect_and_metrics), T(test_cancel_by_id), T(test_cancel_all_and_close_in_flight),
            T(test_close_right_after_send), T(test_send_from_completion), T(test_many_threads),
