@@ -2188,10 +2188,12 @@ COURIER_API int courier_config_set_frozen_replay(courier_config *config, int con
 /* The expiry of frozen requests that name none, in ms (0: 24 hours). */
 COURIER_API int courier_config_set_frozen_expiry_ms(courier_config *config, int64_t expiry_ms);
 /* How long a claim holds when its owner stays alive but silent, in ms (0: 300 000). A claim whose
- * owner died is taken over at once. Keep it longer than a request's timeout times its attempts. */
+ * owner died, or whose lease ended, is taken over at the engine's next look for work others left:
+ * when it opens, on courier_frozen_replay, and every poll interval (courier_config_set_frozen_poll_ms).
+ * Keep it longer than a request's timeout times its attempts. */
 COURIER_API int courier_config_set_frozen_lease_ms(courier_config *config, int64_t lease_ms);
 /* How often the engine looks for work that others left (requests frozen by other processes,
- * claims of the dead), in ms (0: 10 000). */
+ * claims of the dead and claims whose lease ended), in ms (0: 10 000). */
 COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, int64_t poll_ms);
 /* Where the journal of frozen requests lives, apart from the cache: NULL or "" (the default) the
  * engine's store directory (LMDB, in "<dir>/journal"); another directory (LMDB there); or a Redis

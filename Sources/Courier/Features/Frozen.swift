@@ -197,7 +197,9 @@ extension Configuration {
     }
 
     /// How long, in seconds, a replayer's claim on a request holds while its process is alive but
-    /// silent (a dead process's claims are taken over at once); nil (the default) means 300.
+    /// silent; nil (the default) means 300. A dead process's claims, and claims whose lease ended,
+    /// are taken over at the engine's next look for work others left: when it opens, on a
+    /// replay-now, and every ``frozenPoll``.
     public var frozenLease: TimeInterval? {
         get { setting("frozenLease") }
         set {
@@ -207,8 +209,8 @@ extension Configuration {
         }
     }
 
-    /// How often, in seconds, the engine looks for requests frozen by other processes and claims
-    /// of the dead; nil (the default) means 10.
+    /// How often, in seconds, the engine looks for requests frozen by other processes, claims of
+    /// the dead and claims whose lease ended; nil (the default) means 10.
     public var frozenPoll: TimeInterval? {
         get { setting("frozenPoll") }
         set {
