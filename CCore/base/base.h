@@ -294,6 +294,15 @@ CR_HIDDEN void cr_cond_init(pthread_cond_t *cv);
  * made by cr_cond_init. */
 CR_HIDDEN struct timespec cr_cond_deadline(int64_t us);
 
+/* ---- threads (util.c) ----------------------------------------------------------------------- */
+
+/* Names the calling thread (at most 15 bytes; longer names are cut), so top -H, ps -L, perf, gdb
+ * and /proc/PID/task/TID/comm tell the engine's threads apart: courier-worker, courier-journal,
+ * courier-net, courier-probe, courier-json. Without it a thread keeps its creator's name (under
+ * Swift, a dispatch pool thread's "...default-qos"). Best effort: a platform without
+ * pthread_setname_np leaves the name as it was. */
+CR_HIDDEN void cr_thread_set_name(const char *name);
+
 /* ---- hashing (hash.c) --------------------------------------------------------------------------- */
 
 /* A fast 64-bit hash (the XXH64 algorithm). */

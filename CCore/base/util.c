@@ -282,6 +282,20 @@ void cr_kvlist_clear(cr_kvlist *l) {
     l->count = l->cap = 0;
 }
 
+/* ---- threads -------------------------------------------------------------------------------- */
+
+void cr_thread_set_name(const char *name) {
+    char cut[16];
+    snprintf(cut, sizeof cut, "%s", name);
+#if defined(__APPLE__)
+    pthread_setname_np(cut);
+#elif defined(__linux__) || defined(__GLIBC__)
+    pthread_setname_np(pthread_self(), cut);
+#else
+    (void)cut;
+#endif
+}
+
 /* ---- strings --------------------------------------------------------------------------------- */
 
 char *cr_strdup(const char *s) { return s ? cr_strndup(s, strlen(s)) : NULL; }

@@ -915,6 +915,7 @@ static size_t take_posts(courier_engine *e, struct cr_post **buf, size_t *cap) {
 
 static void *worker_main(void *arg) {
     courier_engine *e = arg;
+    cr_thread_set_name("courier-worker");
     uint64_t *cancels = NULL;
     size_t cap_cancels = 0;
     struct cr_post *posts = NULL;

@@ -221,6 +221,7 @@ static int tcp_probe(struct cr_monitor *m, const char *host, const char *port) {
 
 static void *probe_main(void *arg) {
     struct cr_monitor *m = arg;
+    cr_thread_set_name("courier-probe");
     int ok = tcp_probe(m, m->probe_host, m->probe_port);
     pthread_mutex_lock(&m->mu);
     m->probing = 0;

@@ -193,6 +193,7 @@ struct cr_netwatch {
 
 static void *watch_main(void *arg) {
     struct cr_netwatch *w = arg;
+    cr_thread_set_name("courier-net");
     for (bool changed = true;;) {
         if (changed) {
             int status, expensive;

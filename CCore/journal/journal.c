@@ -344,6 +344,7 @@ static void linger(cr_journal *j) {
 
 static void *jthread(void *arg) {
     cr_journal *j = arg;
+    cr_thread_set_name("courier-journal");
     pthread_mutex_lock(&j->mu);
     while (!j->go && !j->closing) pthread_cond_wait(&j->cv, &j->mu);
     j->kick = 1;

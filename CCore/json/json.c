@@ -174,6 +174,7 @@ static size_t feed(void *buffer, size_t buflen, void *arg) {
 
 static void *parse_part(void *arg) {
     part *p = arg;
+    cr_thread_set_name("courier-json");
     p->out = json_load_callback(feed, p, p->flags, &p->err);
     return NULL;
 }

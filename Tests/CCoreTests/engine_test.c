@@ -14,6 +14,9 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <dirent.h>
+#endif
 
 /* ---- a completion recorder ------------------------------------------------------------------ */
 
@@ -1097,6 +1100,62 @@ static void test_posts_at_close_run_once_and_later_ones_are_refused(void) {
     pthread_mutex_destroy(&c.m);
 }
 
+/* The engine's threads carry names (top -H, ps -L, perf, gdb): the worker, where completions and
+ * posts run, is "courier-worker", and the frozen-request journal's thread "courier-journal". */
+static void name_of_worker(void *user) {
+    char *name = user;
+    if (pthread_getname_np(pthread_self(), name, 16) != 0) name[0] = '\0';
+}
+
+static int thread_named(const char *want) {
+#ifdef __linux__
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return 0;
+    int found = 0;
+    for (struct dirent *de; !found && (de = readdir(d));) {
+        if (de->d_name[0] == '.') continue;
+        char path[300], comm[32] = {0};
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(comm, sizeof comm, f)) {
+            comm[strcspn(comm, "\n")] = '\0';
+            found = strcmp(comm, want) == 0;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+#else
+    (void)want;
+    return 1;
+#endif
+}
+
+static void with_temporary_store(courier_config *cfg) { courier_config_set_temporary_store(cfg, 1); }
+
+static void test_threads_are_named(void) {
+    courier_engine *e = th_engine(with_temporary_store);
+    REQUIRE(e);
+    static char name[16];
+    memset(name, 0, sizeof name);
+    CHECK_EQ(courier_engine_post(e, name_of_worker, name, NULL), COURIER_OK);
+    /* The post runs on the worker; a send's completion after it shows it ran. */
+    rec r;
+    rec_init(&r);
+    courier_request *q = req("GET", "/json");
+    REQUIRE(q);
+    CHECK_EQ(courier_send(NULL, e, q, rec_done, &r, NULL), COURIER_OK);
+    courier_request_free(q);
+    CHECK_EQ(rec_wait(&r), 1);
+    CHECK_STR(name, "courier-worker");
+    CHECK(thread_named("courier-worker"));
+    CHECK(thread_named("courier-journal"));
+    courier_response_free(r.resp);
+    courier_engine_close(e);
+    CHECK(!thread_named("courier-worker")); /* closing joins it */
+}
+
 TESTS_MAIN(T(test_async_send_completes_once), T(test_response_outlives_engine), T(test_headers_lookup_and_order),
            T(test_http_error_status_keeps_response), T(test_validators), T(test_timeout_and_hang),
            T(test_pooled_handle_takes_each_requests_timeout), T(test_too_large),
@@ -1106,4 +1165,5 @@ TESTS_MAIN(T(test_async_send_completes_once), T(test_response_outlives_engine), 
            T(test_many_async_in_flight), T(test_store_directory), T(test_two_engines_independent), T(test_user_free_runs_once),
            T(test_close_from_own_callback), T(test_pending_counts_exact), T(test_response_retain),
            T(test_url_handles_and_default_lines), T(test_post_runs_on_the_worker_in_order),
-           T(test_post_chain_of_sends_from_the_worker), T(test_posts_at_close_run_once_and_later_ones_are_refused))
+           T(test_post_chain_of_sends_from_the_worker), T(test_posts_at_close_run_once_and_later_ones_are_refused),
+           T(test_threads_are_named))
