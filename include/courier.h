@@ -19,7 +19,11 @@
  *
  * Threads: an engine is thread-safe. A request object is used by one thread at a time until it is
  * sent (sending copies it, so it may be reused or freed right after). A response is immutable and
- * may be read from any thread. Completion callbacks run on the engine's worker thread.
+ * may be read from any thread. Completion callbacks run on the engine's worker thread. The threads
+ * an engine starts carry names (where pthread_setname_np exists: Linux, macOS) that top -H, perf and
+ * debuggers show: courier-worker (the transport; completions and posts run there), courier-journal
+ * (frozen requests), courier-net (Linux's network watch), courier-probe (a reachability probe),
+ * courier-json (a large document's parallel parse).
  */
 #ifndef COURIER_H
 #define COURIER_H

@@ -422,6 +422,23 @@ final class EngineTests: LoopbackTestCase {
         XCTAssertEqual(server.connections, 1)
     }
 
+    /// Completion handlers run on the engine's worker, which names itself for debuggers and
+    /// profilers (the C core's `cr_thread_set_name`).
+    func testCompletionHandlerRunsOnTheNamedWorker() throws {
+        #if os(Linux)
+        let done = expectation(description: "completion")
+        let name = Locked<String>("")
+        _ = engine.send(.get("/status/200")) { _ in
+            // The calling thread's own name (Glibc's pthread_getname_np is not imported: _GNU_SOURCE).
+            let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+            name.set(comm.trimmingCharacters(in: .whitespacesAndNewlines))
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 20)
+        XCTAssertEqual(name.get(), "courier-worker")
+        #endif
+    }
+
     func testVersionAndPending() {
         XCTAssertFalse(Engine.libraryVersion.isEmpty)
         XCTAssertEqual(engine.pending.queued, 0)

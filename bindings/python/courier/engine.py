@@ -285,6 +285,10 @@ def _ms(seconds: Optional[float]) -> int:
 class Engine:
     """A Courier engine (``courier_engine``): one worker thread, its connections, its store.
 
+    The engine's threads are named for ``top -H``, ``ps -L``, perf and gdb: ``courier-worker`` (the
+    transport, where callbacks run), ``courier-journal`` (frozen requests) and, when they run,
+    ``courier-net``, ``courier-probe`` and ``courier-json``.
+
     >>> with courier.Engine(base_url="http://127.0.0.1:8080", timeout=5) as engine:
     ...     r = engine.get("/json", params={"q": "x"})
     ...     print(r.status, r.json())

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import gc
+import os
+import sys
 import threading
 import weakref
 
@@ -161,3 +163,25 @@ def test_engine_collected_without_close(base_url: str) -> None:
     del e
     gc.collect()
     assert ref() is None  # registrations hold their engine weakly; __del__ closed it
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_callbacks_run_on_the_named_worker(engine: courier.Engine) -> None:
+    """The engine's worker names itself (top -H, ps -L, gdb): the callback's native thread is
+    courier-worker, and the journal's thread courier-journal is among the process's threads."""
+    names: list[str] = []
+
+    def callback(resp, err):
+        with open(f"/proc/self/task/{threading.get_native_id()}/comm") as f:
+            names.append(f.read().strip())
+
+    engine.send_async("GET", "/json", callback=callback).result(10)
+    assert names == ["courier-worker"]
+    comms = set()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                comms.add(f.read().strip())
+        except OSError:
+            pass
+    assert {"courier-worker", "courier-journal"} <= comms
