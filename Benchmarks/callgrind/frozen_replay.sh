@@ -13,9 +13,9 @@
 #   threads: where the wall time goes, per thread: freezes N (default 20000) POSTs (not
 #         measured), then runs their replay (8 in flight, a listener on the events) and N plain
 #         sends (8 in flight) under threads.py, which prints each client thread's and each server
-#         thread's CPU time, time waiting for a CPU, and context switches (the worker is the thread
-#         with the most CPU; the journal thread the one with ~1,000+ voluntary switches in the
-#         replay). Linux only (/proc/PID/task/TID/schedstat).
+#         thread's name, CPU time, time waiting for a CPU, and context switches (the engine's
+#         threads are named courier-worker and courier-journal). Linux only
+#         (/proc/PID/task/TID/schedstat).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=$(cd "$1" && pwd)
