@@ -201,4 +201,12 @@ __attribute__((unused)) static int64_t count_of(courier_engine *e) {
     return n;
 }
 
+/* Waits until the journal holds no record or `ms` passed (a generous bound, not an assertion on
+ * time: the caller checks what is left); returns the records left. */
+__attribute__((unused)) static int64_t drain_within(courier_engine *e, int64_t ms) {
+    int64_t end = th_now_ms() + ms;
+    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
+    return count_of(e);
+}
+
 #endif

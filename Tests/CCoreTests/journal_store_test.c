@@ -317,8 +317,7 @@ static void batched_answers_remove_every_request(void) {
     CHECK_EQ(w_wait(&w, N), N);
     CHECK_EQ(count_of(e), N);
     CHECK_EQ(courier_reachability_set_online(e), COURIER_OK); /* starts replay */
-    int64_t end = th_now_ms() + 60000;
-    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
+    drain_within(e, 60000);
     CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
     CHECK_EQ(count_of(e), 0);
     CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_RESENT_SUCCEEDED), N);
@@ -473,9 +472,7 @@ static void stored_request_reads_back_exactly(void) {
     courier_frozen_free(f);
 
     CHECK_EQ(courier_reachability_set_online(e), COURIER_OK);
-    int64_t end = th_now_ms() + 30000;
-    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
-    CHECK_EQ(count_of(e), 0);
+    CHECK_EQ(drain_within(e, 30000), 0);
     courier_engine_close(e);
     jr_stop(&srv);
     REQUIRE(jr_count(&srv) == 1);
@@ -634,9 +631,7 @@ static void record_in_shape_replays_once(int shape, const char *id, const char *
     CHECK_EQ(journal_keys(store, "due"), due_keys);
     e = open_eng(store, srv.port, NULL, NULL);
     REQUIRE(e);
-    int64_t end = th_now_ms() + 30000;
-    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
-    CHECK_EQ(count_of(e), 0);
+    CHECK_EQ(drain_within(e, 30000), 0);
     int code = -1, status = 0;
     CHECK_EQ(courier_frozen_last_outcome(&code, &status, NULL, e, id, NULL), COURIER_OK);
     CHECK_EQ(code, COURIER_OK);
@@ -709,9 +704,7 @@ static void a_record_another_writer_wrote_reads(void) {
     courier_frozen_free(f);
 
     CHECK_EQ(courier_frozen_resend(e, id, NULL), COURIER_OK);
-    int64_t end = th_now_ms() + 30000;
-    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
-    CHECK_EQ(count_of(e), 0);
+    CHECK_EQ(drain_within(e, 30000), 0);
     int code = -1, status = 0;
     CHECK_EQ(courier_frozen_last_outcome(&code, &status, NULL, e, id, NULL), COURIER_OK);
     CHECK_EQ(code, COURIER_OK);
@@ -754,9 +747,7 @@ static void a_replayed_record_is_checked_as_a_request(void) {
         ev_init(&log);
         courier_frozen_add_listener(NULL, e, ev_cb, &log, NULL);
         CHECK_EQ(courier_frozen_resend(e, id, NULL), COURIER_OK);
-        int64_t end = th_now_ms() + 30000;
-        while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
-        CHECK_EQ(count_of(e), 0);
+        CHECK_EQ(drain_within(e, 30000), 0);
         int code = 1;
         CHECK_EQ(courier_frozen_last_outcome(&code, NULL, NULL, e, id, NULL), COURIER_OK);
         CHECK_EQ(code, bad ? COURIER_E_INVALID_HEADER : COURIER_OK); /* as courier_request_add_header says */
@@ -848,9 +839,7 @@ static void a_replay_sends_the_record_byte_exact(void) {
         CHECK_EQ(w_wait(&w, N), N);
         for (int i = 0; i < N; i++) CHECK_EQ(w.codes[i], COURIER_E_FROZEN);
         CHECK_EQ(courier_reachability_set_online(e), COURIER_OK);
-        int64_t end = th_now_ms() + 30000;
-        while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
-        CHECK_EQ(count_of(e), 0);
+        CHECK_EQ(drain_within(e, 30000), 0);
         courier_engine_close(e);
         if (listen) CHECK_EQ(ev_count(&log, COURIER_FROZEN_EVENT_RESENT_SUCCEEDED), N);
         ev_destroy(&log);
@@ -951,9 +940,7 @@ static void outcome_log_numbers_and_trims(void) {
     while (atomic_load(&answered) < N && th_now_ms() < end) usleep(10000);
     CHECK_EQ(count_of(e), N);
     CHECK_EQ(courier_reachability_set_online(e), COURIER_OK);
-    end = th_now_ms() + 120000;
-    while (count_of(e) > 0 && th_now_ms() < end) courier_frozen_wait_idle(e, 1000);
-    CHECK_EQ(count_of(e), 0);
+    CHECK_EQ(drain_within(e, 120000), 0);
     courier_engine_close(e);
     jr_stop(&srv);
     CHECK_EQ(jr_count(&srv), N);
