@@ -341,6 +341,14 @@ COURIER_API int courier_config_set_app_id(courier_config *config, const char *ap
  * freeze logs a warning (event "frozen_temporary_store", level WARNING) on the engine's logger.
  * 0 (the default): the durable default store. A store directory, when set, wins. */
 COURIER_API int courier_config_set_temporary_store(courier_config *config, int temporary);
+/* Nonzero: open only a store that exists. When the store directory (the one set, or the default
+ * store of the app id) does not exist or is not a directory, courier_engine_open fails with
+ * COURIER_E_STORE (message "no store at '<path>'", os_error ENOENT or ENOTDIR) and creates
+ * nothing; for tools and scripts that inspect or clean a store and must not make one by a typo.
+ * 0 (the default): the directory is created at open. No effect with a temporary store; the
+ * cache's and journal's own stores (courier_config_set_cache_store, _frozen_store) are not
+ * checked. Errors: COURIER_E_INVALID_ARGUMENT (NULL config). */
+COURIER_API int courier_config_set_store_must_exist(courier_config *config, int must_exist);
 /* A validator run on every response of requests that have none of their own. NULL removes it.
  * user_free (may be NULL) is called once when the registration ends (config freed or replaced);
  * the engine keeps its own reference, so `user` must stay valid until the engine that was opened

@@ -113,6 +113,15 @@ static int open_store_dir(courier_engine *e, courier_error *err) {
             if (rc) return rc;
             dir = def;
         }
+        if (e->core.config->store_must_exist) {
+            struct stat st;
+            if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+                int os = stat(dir, &st) != 0 ? errno : ENOTDIR;
+                cr_fail(err, COURIER_E_STORE, "no store at '%.200s'", dir);
+                if (err) err->os_error = os;
+                return COURIER_E_STORE;
+            }
+        }
         int rc = mkdir_p(dir);
         if (rc) {
             cr_fail(err, COURIER_E_STORE, "cannot create store directory '%.180s': %s", dir, strerror(rc));

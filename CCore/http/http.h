@@ -126,6 +126,7 @@ struct courier_config {
     char *store_dir;
     char *app_id;        /* names the default store; NULL: the program's name */
     int temporary_store; /* no store_dir: a temporary store removed at close, not the default */
+    int store_must_exist; /* open only a store directory that exists (engine.c open_store_dir) */
     cr_callback *validator;
     struct cr_jconf *jconf; /* JSON: envelope, decoders, parse limits (serialize.c); NULL: defaults */
     /* Scheduling, mock, interceptors, transports (schedule.c, mock.c). */

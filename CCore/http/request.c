@@ -192,6 +192,12 @@ int courier_config_set_temporary_store(courier_config *c, int temporary) {
     return COURIER_OK;
 }
 
+int courier_config_set_store_must_exist(courier_config *c, int must_exist) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    c->store_must_exist = must_exist ? 1 : 0;
+    return COURIER_OK;
+}
+
 int courier_config_set_validator(courier_config *c, courier_validator_fn fn, void *user,
                                  courier_user_free_fn user_free) {
     return cr_callback_set(c ? &c->validator : NULL, (void (*)(void))fn, user, user_free);

@@ -48,10 +48,14 @@ struct CacheOptions: ParsableArguments {
         return nil
     }
 
-    /// An engine on the store (it opens the cache on first use; nothing is sent).
-    func openEngine() throws -> Engine {
+    /// An engine on the store (it opens the cache on first use; nothing is sent). A command that
+    /// looks at a store never creates one: the store directory must exist when what the command
+    /// reads lives there (`storeMustExist` nil: when the cache is the store directory's own; the
+    /// cookie commands say so themselves, `cookies set` creating the store).
+    func openEngine(storeMustExist: Bool? = nil) throws -> Engine {
         var configuration = storeConfiguration(store: store, appID: appID)
         configuration.cacheStore = effectiveCacheStore
+        configuration.storeMustExist = storeMustExist ?? (effectiveCacheStore == nil)
         return try Engine(configuration: configuration)
     }
 
@@ -85,10 +89,10 @@ func storeConfiguration(store: String?, appID: String?) -> Configuration {
 
 /// Runs `body` with an engine, turning a CourierError into "error: ..." and exit status 1 (`courier
 /// cache` and `courier cookies`).
-func withEngine(_ options: CacheOptions, _ body: (Engine) throws -> Void) throws {
+func withEngine(_ options: CacheOptions, storeMustExist: Bool? = nil, _ body: (Engine) throws -> Void) throws {
     let engine: Engine
     do {
-        engine = try options.openEngine()
+        engine = try options.openEngine(storeMustExist: storeMustExist)
     } catch {
         printError("error: \(describe(error))")
         throw ExitCode.failure

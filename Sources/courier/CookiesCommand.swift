@@ -24,7 +24,7 @@ struct CookiesListCommand: ParsableCommand {
     @OptionGroup var options: CacheOptions
 
     func run() throws {
-        try withEngine(options) { engine in
+        try withEngine(options, storeMustExist: true) { engine in
             let cookies = try engine.cookies.all()
             if options.json {
                 try printJSONLine(cookies.map {
@@ -63,7 +63,7 @@ struct CookiesSetCommand: ParsableCommand {
     @Flag(help: "Mark it HttpOnly.") var httpOnly = false
 
     func run() throws {
-        try withEngine(options) { engine in
+        try withEngine(options, storeMustExist: false) { engine in
             let expires = maxAge.map { $0 > 0 ? Date().addingTimeInterval(Double($0)) : Date(timeIntervalSince1970: 1) }
             try engine.cookies.set(Cookie(name: name, value: value, domain: domain, path: path, expires: expires,
                                           includeSubdomains: subdomains, secure: secure, httpOnly: httpOnly))
@@ -81,7 +81,7 @@ struct CookiesRemoveCommand: ParsableCommand {
     @Option(help: "Its path.") var path = "/"
 
     func run() throws {
-        try withEngine(options) { engine in
+        try withEngine(options, storeMustExist: true) { engine in
             try engine.cookies.remove(name: name, domain: domain, path: path)
             if options.json { try printJSONLine(["removed": 1]) } else { print("removed") }
         }
@@ -93,7 +93,7 @@ struct CookiesClearCommand: ParsableCommand {
     @OptionGroup var options: CacheOptions
 
     func run() throws {
-        try withEngine(options) { engine in
+        try withEngine(options, storeMustExist: true) { engine in
             let n = try engine.cookies.clear()
             if options.json { try printJSONLine(["removed": n]) } else { print("removed \(n) cookies") }
         }

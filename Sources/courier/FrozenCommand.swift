@@ -46,6 +46,8 @@ struct FrozenOptions: ParsableArguments {
         var configuration = storeConfiguration(store: store, appID: appID)
         configuration.frozenStore = journal
         configuration.frozenPaused = true
+        // Looking at a store never creates one: a typo says "no store at PATH".
+        configuration.storeMustExist = journal == nil
         return try Engine(configuration: configuration)
     }
 }

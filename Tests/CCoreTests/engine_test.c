@@ -1134,6 +1134,70 @@ static int thread_named(const char *want) {
 
 static void with_temporary_store(courier_config *cfg) { courier_config_set_temporary_store(cfg, 1); }
 
+/* A store that must exist: a missing directory (set, or an app id's default store) fails the open
+ * with COURIER_E_STORE, names the path, and is not created; an existing one opens. */
+static void test_store_must_exist(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/must-exist/store", th_tmpdir());
+    courier_config *cfg = NULL;
+    REQUIRE(courier_config_new(&cfg) == COURIER_OK);
+    CHECK_EQ(courier_config_set_store_must_exist(NULL, 1), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_store_dir(cfg, path), COURIER_OK);
+    CHECK_EQ(courier_config_set_store_must_exist(cfg, 1), COURIER_OK);
+    courier_engine *e = NULL;
+    courier_error err = {0};
+    CHECK_EQ(courier_engine_open(&e, cfg, &err), COURIER_E_STORE);
+    CHECK(e == NULL);
+    CHECK_CONTAINS(err.message, path);
+    CHECK_EQ(err.os_error, ENOENT);
+    courier_error_clear(&err);
+    struct stat st;
+    CHECK(stat(path, &st) != 0 && errno == ENOENT);
+    char parent[720];
+    snprintf(parent, sizeof parent, "%s/must-exist", th_tmpdir());
+    CHECK(stat(parent, &st) != 0 && errno == ENOENT);
+
+    /* A file where the directory should be. */
+    char file[720];
+    snprintf(file, sizeof file, "%s/must-exist-file", th_tmpdir());
+    FILE *f = fopen(file, "w");
+    REQUIRE(f);
+    fclose(f);
+    CHECK_EQ(courier_config_set_store_dir(cfg, file), COURIER_OK);
+    CHECK_EQ(courier_engine_open(&e, cfg, &err), COURIER_E_STORE);
+    CHECK_EQ(err.os_error, ENOTDIR);
+    courier_error_clear(&err);
+
+    /* The default store of an app id that has none. */
+    char data[700], want[800];
+    snprintf(data, sizeof data, "%s/must-exist-data", th_tmpdir());
+    char *old = getenv("XDG_DATA_HOME") ? strdup(getenv("XDG_DATA_HOME")) : NULL;
+    setenv("XDG_DATA_HOME", data, 1);
+    CHECK_EQ(courier_config_set_store_dir(cfg, NULL), COURIER_OK);
+    CHECK_EQ(courier_config_set_app_id(cfg, "org.example.none"), COURIER_OK);
+    CHECK_EQ(courier_engine_open(&e, cfg, &err), COURIER_E_STORE);
+    snprintf(want, sizeof want, "%s/org.example.none/courier", data);
+    CHECK_CONTAINS(err.message, want);
+    courier_error_clear(&err);
+    CHECK(stat(data, &st) != 0 && errno == ENOENT);
+
+    /* Once the store exists (made by an engine that may create it), it opens. */
+    CHECK_EQ(courier_config_set_store_must_exist(cfg, 0), COURIER_OK);
+    REQUIRE(courier_engine_open(&e, cfg, NULL) == COURIER_OK);
+    courier_engine_close(e);
+    CHECK_EQ(courier_config_set_store_must_exist(cfg, 1), COURIER_OK);
+    CHECK_EQ(courier_engine_open(&e, cfg, NULL), COURIER_OK);
+    if (e) CHECK_STR(courier_engine_store_dir(e), want);
+    courier_engine_close(e);
+    if (old) {
+        setenv("XDG_DATA_HOME", old, 1);
+        free(old);
+    } else {
+        unsetenv("XDG_DATA_HOME");
+    }
+    courier_config_free(cfg);
+}
+
 static void test_threads_are_named(void) {
     courier_engine *e = th_engine(with_temporary_store);
     REQUIRE(e);
@@ -1166,4 +1230,4 @@ TESTS_MAIN(T(test_async_send_completes_once), T(test_response_outlives_engine), 
            T(test_close_from_own_callback), T(test_pending_counts_exact), T(test_response_retain),
            T(test_url_handles_and_default_lines), T(test_post_runs_on_the_worker_in_order),
            T(test_post_chain_of_sends_from_the_worker), T(test_posts_at_close_run_once_and_later_ones_are_refused),
-           T(test_threads_are_named))
+           T(test_threads_are_named), T(test_store_must_exist))

@@ -20,15 +20,39 @@ func courierToolURL() throws -> URL {
 
 /// Runs the tool; returns its exit status and standard output.
 func runCourierTool(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    let result = try runCourierToolCapturingErrors(arguments)
+    return (result.status, result.output)
+}
+
+/// Runs the tool; returns its exit status, standard output and standard error.
+func runCourierToolCapturingErrors(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
     let process = Process()
     process.executableURL = try courierToolURL()
     process.arguments = arguments
-    let pipe = Pipe()
+    let pipe = Pipe(), errorPipe = Pipe()
     process.standardOutput = pipe
+    process.standardError = errorPipe
     try process.run()
+    // Standard error is read on another thread so that neither pipe can fill and stall the tool.
+    let errorData = LockedBox(Data())
+    let reader = Thread { errorData.set(errorPipe.fileHandleForReading.readDataToEndOfFile()) }
+    reader.start()
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    while !errorData.done { usleep(1000) }
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self),
+            String(decoding: errorData.value, as: UTF8.self))
+}
+
+/// A value written once by another thread.
+private final class LockedBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Data
+    private var isSet = false
+    init(_ value: Data) { stored = value }
+    func set(_ value: Data) { lock.lock(); stored = value; isSet = true; lock.unlock() }
+    var done: Bool { lock.lock(); defer { lock.unlock() }; return isSet }
+    var value: Data { lock.lock(); defer { lock.unlock() }; return stored }
 }
 
 final class ToolTests: XCTestCase {
@@ -82,9 +106,11 @@ final class ToolTests: XCTestCase {
         let (status, output) = try run(["cache", "ls", "--app-id", "ToolTestApp"])
         XCTAssertEqual(status, 0, output)
         XCTAssertTrue(output.contains("app-entry"), output)
+        // Another app's store does not exist: said, not made.
         let (otherStatus, other) = try run(["cache", "ls", "--app-id", "AnotherApp"])
-        XCTAssertEqual(otherStatus, 0, other)
+        XCTAssertNotEqual(otherStatus, 0, other)
         XCTAssertFalse(other.contains("app-entry"), other)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: home + "/AnotherApp"))
         let (statsStatus, stats) = try run(["cache", "stats", "--app-id", "ToolTestApp", "--json"])
         XCTAssertEqual(statsStatus, 0, stats)
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any], stats)
@@ -92,5 +118,31 @@ final class ToolTests: XCTestCase {
         XCTAssertEqual(object["count"] as? Int, 1)
         let (frozenStatus, frozen) = try run(["frozen", "ls", "--app-id", "ToolTestApp", "--json"])
         XCTAssertEqual(frozenStatus, 0, frozen)
+    }
+
+    /// The commands that look at a store (cache, frozen, cookies) never create one: a store that
+    /// does not exist is "no store at PATH" with a non-zero status, and the directory stays absent.
+    /// `cookies set` is the one that may make a store.
+    func testReadingCommandsSayNoStoreAndCreateNone() throws {
+        let missing = FileManager.default.temporaryDirectory.appendingPathComponent("courier-typo-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: missing) }
+        let commands: [[String]] = [
+            ["cache", "stats"], ["cache", "ls"], ["cache", "verify"], ["cache", "purge"], ["cache", "clear"],
+            ["frozen", "ls"], ["frozen", "show", "1"], ["frozen", "clear"], ["frozen", "replay"],
+            ["cookies", "ls"], ["cookies", "clear"],
+        ]
+        for command in commands {
+            let (status, output, errors) = try runCourierToolCapturingErrors(command + ["--store", missing])
+            XCTAssertNotEqual(status, 0, "\(command): \(output)")
+            XCTAssertTrue(errors.contains("no store at"), "\(command): \(errors)")
+            XCTAssertTrue(errors.contains(missing), "\(command): \(errors)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: missing), "\(command) created the store")
+        }
+        let (status, output) = try run(["cookies", "set", "sid", "1", "--domain", "example.com", "--store", missing])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: missing))
+        let (listStatus, list) = try run(["cookies", "ls", "--store", missing])
+        XCTAssertEqual(listStatus, 0, list)
+        XCTAssertTrue(list.contains("sid"), list)
     }
 }

@@ -72,6 +72,12 @@ public struct Configuration: Sendable {
     /// one-shot tools. Frozen requests then do not outlive the engine, and each freeze logs a
     /// warning on the engine's logger. Default false.
     public var temporaryStore: Bool
+    /// true opens only a store that exists: when the store directory (``storeDirectory``, or the
+    /// default store of ``appID``) does not exist, opening the engine fails with
+    /// ``CourierError/Code/store`` ("no store at ...") and creates nothing. For tools and scripts
+    /// that inspect or clean a store and must not make one from a typo. Default false (the
+    /// directory is created at open). No effect with ``temporaryStore``.
+    public var storeMustExist: Bool
     /// A validator run on every response of requests that have none of their own; returning
     /// false fails the request with ``CourierError/Code/invalidResult``. Runs on the engine's
     /// worker thread: keep it quick, and never close the engine from it.
@@ -112,6 +118,7 @@ public struct Configuration: Sendable {
         self.storeDirectory = nil
         self.appID = nil
         self.temporaryStore = false
+        self.storeMustExist = false
         self.validator = nil
         self.retry = .disabled
         self.frequentGuard = 0
@@ -218,6 +225,7 @@ extension Configuration {
             }
             try withOptionalCString(appID) { try CourierError.check(courier_config_set_app_id(config, $0), "appID") }
             try CourierError.check(courier_config_set_temporary_store(config, temporaryStore ? 1 : 0), "temporaryStore")
+            try CourierError.check(courier_config_set_store_must_exist(config, storeMustExist ? 1 : 0), "storeMustExist")
             if let validator {
                 let box = Unmanaged.passRetained(ValidatorBox(validator)).toOpaque()
                 // On failure the C core has already released the box through user_free.

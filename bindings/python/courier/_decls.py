@@ -31,6 +31,7 @@ DECLS = {
     'courier_config_set_store_dir': ('int', ('ptr', 'str')),
     'courier_config_set_app_id': ('int', ('ptr', 'str')),
     'courier_config_set_temporary_store': ('int', ('ptr', 'int')),
+    'courier_config_set_store_must_exist': ('int', ('ptr', 'int')),
     'courier_config_set_validator': ('int', ('ptr', 'fn', 'ptr', 'fn')),
     'courier_engine_open': ('int', ('ptr', 'ptr', 'ptr')),
     'courier_engine_close': ('void', ('ptr',)),

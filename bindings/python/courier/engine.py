@@ -306,6 +306,9 @@ class Engine:
         app_id: names the default store ("com.example.notes"); default the program's name.
         temporary_store: True for a temporary store (tests, demos, one-shot scripts): frozen
             requests then do not outlive the engine, and freezing logs a warning.
+        store_must_exist: True opens only a store that exists: when the store directory (``store``,
+            or the default store of ``app_id``) is missing, opening raises ``StoreError`` ("no
+            store at ...") and creates nothing (for scripts that inspect or clean a store).
         timeout: default timeout of a request, whole transfer.
         headers, params: added to every request.
         user_agent, max_connections_per_host, max_connections, body_encoding ("form"/"json"),
@@ -362,6 +365,7 @@ class Engine:
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
                  app_id: Optional[str] = None, temporary_store: bool = False,
+                 store_must_exist: bool = False,
                  timeout: Optional[float] = None, headers: HeadersArg = None, params: Params = None,
                  user_agent: Optional[str] = None, max_connections_per_host: Optional[int] = None,
                  max_connections: Optional[int] = None, body_encoding: Union[BodyEncoding, str, None] = None,
@@ -445,6 +449,8 @@ class Engine:
                 check(lib.courier_config_set_app_id(c, _b(app_id)))
             if temporary_store:
                 check(lib.courier_config_set_temporary_store(c, 1))
+            if store_must_exist:
+                check(lib.courier_config_set_store_must_exist(c, 1))
             if validator is not None:
                 key = cb.register(cb.Slot(validator, None, self))
                 check(lib.courier_config_set_validator(c, c_validator, key, cb.user_free))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import errno
 import pickle
 
 import pytest
@@ -122,6 +123,18 @@ def test_store_error(tmp_path) -> None:
     with pytest.raises(courier.StoreError) as info:
         courier.Engine(store=str(blocker / "store"))
     assert info.value.os_error != 0
+
+
+def test_store_must_exist_refuses_a_missing_store_and_creates_none(tmp_path) -> None:
+    missing = tmp_path / "typo" / "store"
+    with pytest.raises(courier.StoreError) as info:
+        courier.Engine(store=missing, store_must_exist=True)
+    assert str(missing) in info.value.message and info.value.os_error == errno.ENOENT
+    assert not (tmp_path / "typo").exists()
+    with courier.Engine(store=missing):  # an engine that may create it
+        pass
+    with courier.Engine(store=missing, store_must_exist=True) as e:
+        assert e.store_dir == str(missing)
 
 
 def test_errors_pickle() -> None:
