@@ -913,7 +913,10 @@ COURIER_API int courier_request_set_body_file(courier_request *request, const ch
  * "<path>.part" (with "<path>.part.meta" holding the URL and the ETag/Last-Modified validator),
  * moved to `path` once complete. With COURIER_DOWNLOAD_RESUME an existing part is continued when
  * the server answers 206 to Range + If-Range, and started over on 200. The response then has an
- * empty body and courier_response_file gives the path. The engine's maximum response size does
+ * empty body and courier_response_file gives the path; a download completed by a resume ends with
+ * status 206 (the file is whole: test success by the 2xx class or courier_response_file, not by
+ * 200). A download that fails or is cancelled leaves "<path>.part" and its ".meta" in place (to
+ * resume from; without the flag the next send starts over): remove both to discard it. The engine's maximum response size does
  * not apply to downloads. Errors at send: COURIER_E_STORE (os_error) when the part file cannot be
  * written. NULL path clears it. */
 COURIER_API int courier_request_set_download_file(courier_request *request, const char *path, unsigned flags);

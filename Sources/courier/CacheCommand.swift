@@ -120,17 +120,6 @@ private func iso(_ date: Date) -> String {
     return f.string(from: date)
 }
 
-private func bytesText(_ n: Int64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB"]
-    var v = Double(n)
-    var i = 0
-    while v >= 1024 && i < units.count - 1 {
-        v /= 1024
-        i += 1
-    }
-    return i == 0 ? "\(n) B" : String(format: "%.1f %@", v, units[i])
-}
-
 struct CacheStatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "stats", abstract: "Total size and entry count.")
     @OptionGroup var options: CacheOptions

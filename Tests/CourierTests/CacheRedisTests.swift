@@ -32,9 +32,9 @@ final class CacheRedisTests: RedisTestCase {
         XCTAssertEqual(second.cacheStatus, .hit)
         XCTAssertEqual(second.text, "shared")
         XCTAssertEqual(server.count("/cache"), 1)
-        let size = try await b.cache.size()
+        let size = try b.cache.size()
         XCTAssertEqual(size.count, 1)
-        let removed = try await b.cache.removeAll()
+        let removed = try b.cache.removeAll()
         XCTAssertEqual(removed, 1)
     }
 
@@ -65,7 +65,7 @@ final class CacheRedisTests: RedisTestCase {
         let e = try engine(cacheStore: "redis://127.0.0.1:\(port)/0")
         defer { e.close() }
         do {
-            _ = try await e.cache.size()
+            _ = try e.cache.size()
             XCTFail("the size of a cache on a Redis that is down")
         } catch {
             XCTAssertEqual((error as? CourierError)?.code, .redis)

@@ -39,7 +39,7 @@ final class CacheTests: LoopbackTestCase {
         XCTAssertNotNil(second.cacheExpires)
         XCTAssertEqual(server.count("/cache"), 1)
 
-        let stats = try await engine.cache.stats()
+        let stats = try engine.cache.stats()
         XCTAssertEqual(stats.hits, 1)
         XCTAssertEqual(stats.writes, 1)
         XCTAssertEqual(stats.count, 1)
@@ -66,12 +66,31 @@ final class CacheTests: LoopbackTestCase {
         XCTAssertEqual(try engine.cache.key(for: Request.get("/x").cacheKey("mine")), "mine")
     }
 
+    /// One API shape: the manager's calls read the same in an async closure as in synchronous code,
+    /// with no `await` (when async overloads stood beside them, the async one was picked there and
+    /// this did not compile).
+    func testManagerCallsAreOneShapeInAsyncCode() async throws {
+        try engine.cache.put(key: "shape", body: Data("x".utf8), expiry: 60)
+        let engine: Engine = self.engine
+        let inClosure: @Sendable () async throws -> (Int64, Int64, Bool) = {
+            let size = try engine.cache.size()
+            let stats = try engine.cache.stats()
+            let has = try engine.cache.has(.get("/cache"))
+            return (size.count, stats.count, has)
+        }
+        let (count, statsCount, has) = try await inClosure()
+        XCTAssertEqual(count, 1)
+        XCTAssertEqual(statsCount, 1)
+        XCTAssertFalse(has)
+        XCTAssertEqual(try engine.cache.removeAll(), 1)
+    }
+
     func testManagerByRequestAndKey() async throws {
         let request = Request.get("/cache").parameter("body", "m").cachePolicy(.cacheFirst)
         _ = try await engine.send(request)
-        let hasAsync = try await engine.cache.has(request)
+        let hasAsync = try engine.cache.has(request)
         XCTAssertTrue(hasAsync)
-        let gotAsync = try await engine.cache.get(request)
+        let gotAsync = try engine.cache.get(request)
         let got = try XCTUnwrap(gotAsync)
         XCTAssertEqual(got.text, "m")
         XCTAssertTrue(got.fromCache)
@@ -88,19 +107,19 @@ final class CacheTests: LoopbackTestCase {
         XCTAssertEqual(several.body, Data([0, 1, 2, 255]))
         XCTAssertTrue(try engine.cache.remove(key: "several"))
 
-        let entries = try await engine.cache.entries()
+        let entries = try engine.cache.entries()
         XCTAssertEqual(entries.count, 2)
         let requestKey = try engine.cache.key(for: request)
         XCTAssertEqual(Set(entries.map(\.key)), ["manual", requestKey])
-        let size = try await engine.cache.size()
+        let size = try engine.cache.size()
         XCTAssertEqual(size.count, 2)
         XCTAssertEqual(size.bytes, entries.reduce(0) { $0 + $1.size })
 
         XCTAssertTrue(try engine.cache.remove(key: "manual"))
         XCTAssertFalse(try engine.cache.remove(key: "manual"))
-        let removed = try await engine.cache.remove(request)
+        let removed = try engine.cache.remove(request)
         XCTAssertTrue(removed)
-        let gone = try await engine.cache.get(request)
+        let gone = try engine.cache.get(request)
         XCTAssertNil(gone)
     }
 
@@ -202,25 +221,25 @@ final class CacheTests: LoopbackTestCase {
         let request = Request.get("/cache").parameter("body", "e").cachePolicy(.cacheFirst).cacheExpiry(10)
         _ = try await engine.send(request)
         offset.set(11)
-        let has = try await engine.cache.has(request)
+        let has = try engine.cache.has(request)
         XCTAssertFalse(has)
-        let staleAsync = try await engine.cache.get(request, allowStale: true)
+        let staleAsync = try engine.cache.get(request, allowStale: true)
         let stale = try XCTUnwrap(staleAsync)
         XCTAssertEqual(stale.cacheStatus, .stale)
         XCTAssertEqual(stale.age, 11)
-        let purged = try await engine.cache.removeExpired()
+        let purged = try engine.cache.removeExpired()
         XCTAssertEqual(purged, 1)
 
         try engine.cache.put(key: "old", body: Data("o".utf8))
         offset.set(100)
         let mark = Date().addingTimeInterval(100)
         try engine.cache.put(key: "new", body: Data("n".utf8))
-        let since = try await engine.cache.removeSince(mark)
+        let since = try engine.cache.removeSince(mark)
         XCTAssertEqual(since, 1)
         XCTAssertTrue(try engine.cache.has(key: "old"))
-        let all = try await engine.cache.removeAll()
+        let all = try engine.cache.removeAll()
         XCTAssertEqual(all, 1)
-        let size = try await engine.cache.size()
+        let size = try engine.cache.size()
         XCTAssertEqual(size.count, 0)
     }
 

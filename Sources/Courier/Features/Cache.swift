@@ -507,8 +507,12 @@ extension Engine {
     public var cache: Cache { Cache(engine: self) }
 }
 
-/// The manager of an engine's cache (HTCacheManager). Every method is thread-safe; the blocking
-/// ones read LMDB directly (microseconds), the `async` ones run on a background queue.
+/// The manager of an engine's cache (HTCacheManager). Every method is thread-safe and has one
+/// shape, synchronous, in every context: the same call compiles in a synchronous function and in an
+/// `async` closure, with no `await`. A local store answers in microseconds (LMDB, read in place); a
+/// Redis store in one round trip, bounded by its timeouts. For a large purge from async code
+/// (``removeAll()`` or ``removeSince(_:)`` over millions of entries), call it from a detached task
+/// or your own queue.
 public struct Cache: Sendable {
     let engine: Engine
 
@@ -516,10 +520,6 @@ public struct Cache: Sendable {
         guard engine.enter() else { throw CourierError(.closed, message: "the engine is closed") }
         defer { engine.leave() }
         return try body(engine.handle)
-    }
-
-    private func background<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
-        try await offTaskThread(body)
     }
 
     // MARK: By request
@@ -835,31 +835,4 @@ public struct Cache: Sendable {
                                    "cache policy \(id)")
         }
     }
-
-    // MARK: Asynchronous variants
-
-    /// ``has(_:)`` on a background queue.
-    public func has(_ request: Request) async throws -> Bool { try await background { try self.has(request) } }
-    /// ``get(_:allowStale:)`` on a background queue.
-    public func get(_ request: Request, allowStale: Bool = false) async throws -> Response? {
-        try await background { try self.get(request, allowStale: allowStale) }
-    }
-    /// ``remove(_:)`` on a background queue.
-    @discardableResult
-    public func remove(_ request: Request) async throws -> Bool { try await background { try self.remove(request) } }
-    /// ``removeAll()`` on a background queue.
-    @discardableResult
-    public func removeAll() async throws -> Int { try await background { try self.removeAll() } }
-    /// ``removeSince(_:)`` on a background queue.
-    @discardableResult
-    public func removeSince(_ date: Date) async throws -> Int { try await background { try self.removeSince(date) } }
-    /// ``removeExpired()`` on a background queue.
-    @discardableResult
-    public func removeExpired() async throws -> Int { try await background { try self.removeExpired() } }
-    /// ``size()`` on a background queue.
-    public func size() async throws -> (bytes: Int64, count: Int64) { try await background { try self.size() } }
-    /// ``stats()`` on a background queue.
-    public func stats() async throws -> CacheStats { try await background { try self.stats() } }
-    /// ``entries()`` on a background queue.
-    public func entries() async throws -> [CacheEntry] { try await background { try self.entries() } }
 }

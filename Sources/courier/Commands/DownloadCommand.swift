@@ -89,7 +89,7 @@ struct DownloadCommand: AsyncParsableCommand {
         if interrupted.isSet {
             let kept = DownloadCommand.size(of: target + ".part")
             if kept > 0 {
-                printError("paused: \(formatBytes(kept)) kept in \(target).part; run the same command again to resume")
+                printError("paused: \(bytesText(kept)) kept in \(target).part; run the same command again to resume")
             }
             reported.signal()
             try await Task.sleep(nanoseconds: 30_000_000_000) // the interrupt handler exits the process
@@ -106,9 +106,9 @@ struct DownloadCommand: AsyncParsableCommand {
                            "bytes": bytes, "url": response.url, "bytes_received": response.metrics.bytesReceived,
                            "total_s": response.metrics.total])
             }
-            var summary = "saved \(file): \(formatBytes(bytes))"
+            var summary = "saved \(file): \(bytesText(bytes))"
             if response.status == 206 {
-                summary += ", resumed (\(formatBytes(response.metrics.bytesReceived)) over the wire)"
+                summary += ", resumed (\(bytesText(response.metrics.bytesReceived)) over the wire)"
             }
             if response.metrics.total > 0 {
                 summary += " in \(String(format: "%.1f", response.metrics.total)) s"
@@ -129,7 +129,7 @@ struct DownloadCommand: AsyncParsableCommand {
             printError("error: \(describe(error))")
             let kept = DownloadCommand.size(of: target + ".part")
             if resume && kept > 0 {
-                printError("\(formatBytes(kept)) kept in \(target).part; run the same command again to resume")
+                printError("\(bytesText(kept)) kept in \(target).part; run the same command again to resume")
             }
             throw ExitCode.failure
         }
@@ -194,11 +194,11 @@ private final class ProgressBar: @unchecked Sendable {
                 line = String(format: "%3d%% ", Int((fraction * 100).rounded(.down)))
                     + "[" + String(repeating: "=", count: filled) + (filled < width ? ">" : "")
                     + String(repeating: " ", count: max(0, width - filled - 1)) + "] "
-                    + "\(formatBytes(progress.received)) / \(formatBytes(expected))"
+                    + "\(bytesText(progress.received)) / \(bytesText(expected))"
             } else {
-                line = formatBytes(progress.received)
+                line = bytesText(progress.received)
             }
-            if let rate { line += "  \(formatBytes(Int64(rate)))/s" }
+            if let rate { line += "  \(bytesText(Int64(rate)))/s" }
             FileHandle.standardError.write(Data(("\r" + line + "\u{1B}[K").utf8))
             drawn = true
         }
@@ -211,16 +211,4 @@ private final class ProgressBar: @unchecked Sendable {
             drawn = false
         }
     }
-}
-
-/// "812 B", "1.4 KB", "3.0 MB", "1.2 GB" (powers of 1024).
-private func formatBytes(_ bytes: Int64) -> String {
-    let units = ["B", "KB", "MB", "GB", "TB"]
-    var value = Double(bytes)
-    var unit = 0
-    while value >= 1024 && unit < units.count - 1 {
-        value /= 1024
-        unit += 1
-    }
-    return unit == 0 ? "\(bytes) B" : String(format: "%.1f ", value) + units[unit]
 }

@@ -57,3 +57,15 @@ func httpVersionText(_ version: Int) -> String {
 
 /// Milliseconds with one decimal: "1.4 ms".
 func ms(_ seconds: Double) -> String { String(format: seconds < 0.001 ? "%.2f ms" : "%.1f ms", seconds * 1000) }
+
+/// A byte count in binary units, the same in every command: "812 B", "1.4 KiB", "3.0 MiB", "1.2 GiB".
+func bytesText(_ n: Int64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    var v = Double(n)
+    var i = 0
+    while v >= 1024 && i < units.count - 1 {
+        v /= 1024
+        i += 1
+    }
+    return i == 0 ? "\(n) B" : String(format: "%.1f %@", v, units[i])
+}
