@@ -16,6 +16,7 @@ jevent *cj_event_new(int kind, courier_frozen *snap, uint64_t request_id, int co
     ev->ev.kind = kind;
     ev->ev.request_id = request_id;
     ev->ev.code = code;
+    ev->waiting = -1;
     return ev;
 }
 

@@ -316,7 +316,14 @@ typedef struct jevent {
     courier_response *resp;
     courier_error err;
     char policy[COURIER_RESEND_POLICY_ID_MAX + 1]; /* the resend policy's id, for the log line */
+    /* A held ordered record (HELD, POLICY_UNKNOWN): the later ordered records of its host waiting
+     * behind it (at most CJ_WAITING_MAX; -1: not counted) and the host, for the log line. */
+    int64_t waiting;
+    char host[J_HOST_MAX + 1];
 } jevent;
+
+/* The most later records of a host a held record's log line counts (a walk of the host's queue). */
+#define CJ_WAITING_MAX 10000
 
 /* A jevent that is only logged, never given to listeners: a resend policy held a request. */
 #define CJ_EVENT_HELD 0x100
@@ -407,6 +414,9 @@ typedef struct cj_store_ops {
     int (*remove_all)(cr_journal *j, cj_txn *txn, int64_t *n);
     /* The newest outcome record of id. MDB_NOTFOUND when none. */
     int (*last_outcome)(cr_journal *j, cj_txn *txn, const char *id, int *code, int *status, int64_t *at_ms);
+    /* The ordered records of host (host_len bytes) after seq: the ones a held record keeps waiting,
+     * counted up to CJ_WAITING_MAX. */
+    int (*host_waiting)(cr_journal *j, cj_txn *txn, const char *host, size_t host_len, uint64_t seq, int64_t *n);
 } cj_store_ops;
 
 struct cr_journal {

@@ -186,6 +186,17 @@ void cj_policy_note(cr_journal *j, jevent *ev, const jstate *st) {
     policy_release(p);
 }
 
+/* A held ordered record keeps the later ordered records of its host waiting: the event counts
+ * them (for the log line), so that an app sees why its other requests to that host do not go. */
+static void note_waiting(cr_journal *j, cj_txn *txn, jevent *ev, uint64_t seq, const jstate *st) {
+    if (!ev || !is_ordered_auto(st) || !j->store->host_waiting || !st->host_len) return;
+    int64_t n = 0;
+    if (j->store->host_waiting(j, txn, st->host, st->host_len, seq, &n)) return; /* not counted */
+    ev->waiting = n;
+    memcpy(ev->host, st->host, st->host_len);
+    ev->host[st->host_len] = 0;
+}
+
 int cj_policy_hold(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, int verdict, const char *why,
                    jevent ***events) {
     jstate old = *st;
@@ -209,6 +220,7 @@ int cj_policy_hold(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t
         memcpy(ev->id, st->id, st->id_len);
         ev->ev.reason = why;
         ev->ev.attempts = (int)st->attempts;
+        note_waiting(j, txn, ev, seq, st);
     }
     cj_events_push(events, ev);
     return 0;
@@ -270,6 +282,7 @@ int cj_policy_apply(cr_journal *j, cj_txn *txn, joutcome *o, int64_t now, jevent
         st.next_ms = now + j->poll_ms;
         if ((rc = cj_st_update(j, txn, o->seq, &old, &st))) return rc;
         ev = cj_event_new(CJ_EVENT_HELD, NULL, 0, COURIER_OK);
+        note_waiting(j, txn, ev, o->seq, &st);
     }
     if (ev) {
         memcpy(ev->id, st.id, st.id_len);
@@ -289,7 +302,7 @@ void cj_policy_log_event(cr_journal *j, jevent *ev) {
     const courier_frozen_event *x = &ev->ev;
     const char *fid = ev->snap ? courier_frozen_id(ev->snap) : ev->id;
     const char *policy = ev->policy[0] ? ev->policy : ev->snap ? courier_frozen_resend_policy(ev->snap) : "";
-    cr_logf f[8];
+    cr_logf f[10];
     size_t n = 0;
     f[n++] = (cr_logf){"freeze_id", fid, 0, 0};
     f[n++] = (cr_logf){"policy", policy, 0, 0};
@@ -323,16 +336,25 @@ void cj_policy_log_event(cr_journal *j, jevent *ev) {
     case CJ_EVENT_HELD:
         event = "journal_policy";
         decision = "hold";
-        level = COURIER_LOG_DEBUG;
+        /* A hold that keeps others of its host waiting is worth an app's attention. */
+        level = ev->waiting > 0 ? COURIER_LOG_INFO : COURIER_LOG_DEBUG;
         break;
     default: return; /* FROZEN: cj_policy_log_frozen, which knows why */
     }
     if (!cr_log_wants(e, COURIER_LOG_JOURNAL, level)) return;
     if (reason) f[n++] = (cr_logf){"reason", reason, 0, 0};
     if (decision) f[n++] = (cr_logf){"decision", decision, 0, 0};
-    char msg[COURIER_FROZEN_ID_MAX + COURIER_RESEND_POLICY_ID_MAX + 96];
-    snprintf(msg, sizeof msg, "frozen request %s (policy %s): %s%s%s", fid, policy, decision ? decision : event + 8,
-             reason ? ", " : "", reason ? reason : "");
+    if (ev->waiting >= 0) {
+        f[n++] = (cr_logf){"host", ev->host, 0, 0};
+        f[n++] = (cr_logf){"waiting", NULL, ev->waiting, 0};
+    }
+    char msg[COURIER_FROZEN_ID_MAX + COURIER_RESEND_POLICY_ID_MAX + J_HOST_MAX + 192];
+    int len = snprintf(msg, sizeof msg, "frozen request %s (policy %s): %s%s%s", fid, policy,
+                       decision ? decision : event + 8, reason ? ", " : "", reason ? reason : "");
+    if (ev->waiting > 0 && len > 0 && (size_t)len < sizeof msg)
+        snprintf(msg + len, sizeof msg - (size_t)len,
+                 "; %lld later frozen request%s to %s wait%s behind it (ordered per host)",
+                 (long long)ev->waiting, ev->waiting == 1 ? "" : "s", ev->host, ev->waiting == 1 ? "s" : "");
     cr_log_fields(e, COURIER_LOG_JOURNAL, level, event, x->request_id, msg, f, n);
 }
 

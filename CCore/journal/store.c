@@ -970,6 +970,26 @@ static int lm_last_outcome(cr_journal *j, cj_txn *t, const char *id, int *code, 
     return found ? 0 : rc == 0 ? MDB_NOTFOUND : rc;
 }
 
+static int lm_host_waiting(cr_journal *j, cj_txn *t, const char *host, size_t host_len, uint64_t seq, int64_t *n) {
+    *n = 0;
+    if (host_len > J_HOST_MAX) return 0;
+    uint8_t k[J_HOST_MAX + 9];
+    memcpy(k, host, host_len);
+    k[host_len] = 0;
+    cr_put_be64(k + host_len + 1, seq + 1);
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(TX(t), j->env->db_hostq, &c);
+    if (rc) return rc;
+    MDB_val key = {host_len + 9u, k}, val;
+    for (rc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE); rc == 0 && *n < CJ_WAITING_MAX;
+         rc = mdb_cursor_get(c, &key, &val, MDB_NEXT)) {
+        if (key.mv_size != host_len + 9u || memcmp(key.mv_data, k, host_len + 1u) != 0) break;
+        (*n)++;
+    }
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND || rc == 0 ? 0 : rc;
+}
+
 static int lm_open(cr_journal *j, const char *where, courier_error *err) {
     (void)j;
     (void)where;
@@ -1048,6 +1068,7 @@ const cj_store_ops cj_lmdb_store = {
     .count = lm_count,
     .remove_all = lm_remove_all,
     .last_outcome = lm_last_outcome,
+    .host_waiting = lm_host_waiting,
 };
 
 /* ==== the calls the rooms make, on whichever store is open ===================================== */

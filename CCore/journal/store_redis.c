@@ -872,6 +872,33 @@ static int r_last_outcome(cr_journal *j, cj_txn *txn, const char *id, int *code,
     return found ? 0 : MDB_NOTFOUND;
 }
 
+/* hostq's members are "host\0<seq, 20 digits>": the ones after seq sort after "host\0<seq + 1>". */
+static int r_host_waiting(cr_journal *j, cj_txn *txn, const char *host, size_t hl, uint64_t seq, int64_t *n) {
+    (void)txn;
+    *n = 0;
+    if (hl > J_HOST_MAX) return 0;
+    char lo[J_HOST_MAX + 24], hi[J_HOST_MAX + 3];
+    lo[0] = '[';
+    memcpy(lo + 1, host, hl);
+    lo[hl + 1] = '\0';
+    int digits = snprintf(lo + hl + 2, sizeof lo - hl - 2, "%020llu", (unsigned long long)(seq + 1));
+    hi[0] = '(';
+    memcpy(hi + 1, host, hl);
+    hi[hl + 1] = '\1';
+    rargs a = {0};
+    args(&a, "ZLEXCOUNT");
+    argk(&a, j, K_HOSTQ);
+    arg(&a, lo, hl + 2 + (size_t)digits);
+    arg(&a, hi, hl + 2);
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    int rc = cjr_run(j, &c, 1, &rep, false);
+    if (rc) return rc;
+    if (rep->type == REDIS_REPLY_INTEGER) *n = rep->integer < CJ_WAITING_MAX ? rep->integer : CJ_WAITING_MAX;
+    freeReplyObject(rep);
+    return 0;
+}
+
 const cj_store_ops cj_redis_store = {
     .kind = "redis",
     .atomic = false,
@@ -899,6 +926,7 @@ const cj_store_ops cj_redis_store = {
     .count = r_count,
     .remove_all = r_remove_all,
     .last_outcome = r_last_outcome,
+    .host_waiting = r_host_waiting,
 };
 
 #endif /* COURIER_REDIS */
