@@ -1973,13 +1973,16 @@ COURIER_API int courier_log_get_level(const courier_engine *engine);
  *               network_failure or ambiguous_failure), "journal_replay" (a resend went out: "reason"
  *               due, replay_now or resend), "journal_resent" ("reason" succeeded, failed_final or
  *               retry_later), "journal_expired", "journal_policy" ("decision" keep, hold or delete,
- *               "reason" not_registered, not_online, not_since_start, can_send_false or can_delete);
+ *               "reason" not_registered, not_online, not_since_start, can_send_false or can_delete;
+ *               a keep or hold of an ordered request adds "host" and "waiting", the later ordered
+ *               frozen requests of that host waiting behind it, counted up to 10,000);
  *               each with "freeze_id", "policy" (the resend policy's id) and "request_id" when a
  *               send had one;
  *   mapping     finished lines of requests that failed in JSON, mapping, envelope or validation;
  *   scheduling  retried, and finished lines of requests the frequency guard refused.
  * All of these are at debug but finished (see above), retried and frozen (warning), journal_frozen,
- * journal_replay, journal_resent and journal_expired (info) and journal_policy keep (warning). Lines
+ * journal_replay, journal_resent and journal_expired (info), journal_policy keep (warning) and a
+ * journal_policy hold that keeps others waiting (info). Lines
  * written with courier_log_write and the engine's notices follow the engine's level alone. */
 typedef enum courier_log_component {
     COURIER_LOG_TRANSPORT = 0,
