@@ -139,9 +139,11 @@ typedef enum courier_code {
     COURIER_E_REDIS = -54,            /* a Redis store failed: the server is unreachable or did not
                                          answer within the engine's timeout, refused the password or
                                          the database, or answered with an error */
-    COURIER_E_REDIS_UNSUPPORTED = -55 /* a redis:// store in a library built without Redis
+    COURIER_E_REDIS_UNSUPPORTED = -55, /* a redis:// store in a library built without Redis
                                          (COURIER_REDIS off), or rediss:// (TLS) with a hiredis
                                          that has no TLS */
+    COURIER_E_AGAIN = -58             /* nothing to read yet: a stream's head or body did not arrive
+                                         within the wait asked for (not a failure; ask again) */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -166,7 +168,8 @@ typedef enum courier_setting {
     COURIER_SETTING_MONITOR_INTERVAL_MS = 12,      /* the network monitor's probe interval_ms: 5 000 */
     COURIER_SETTING_LOG_FILE_MAX_BYTES = 13,       /* courier_log_add_file's max_bytes when a binding's
                                                       caller names none: 1 MiB */
-    COURIER_SETTING_LOG_FILE_MAX_FILES = 14        /* its max_files: 5 */
+    COURIER_SETTING_LOG_FILE_MAX_FILES = 14,       /* its max_files: 5 */
+    COURIER_SETTING_STREAM_BUFFER_BYTES = 15       /* courier_config_set_stream_buffer_bytes: 1 MiB */
 } courier_setting;
 
 /* *out_value receives the default of a setting (milliseconds, bytes or a count, as its name says):
@@ -534,6 +537,90 @@ COURIER_API int courier_send_sync(courier_response **out_response, courier_engin
 COURIER_API int courier_cancel(courier_engine *engine, uint64_t request_id);
 /* Cancels every request the engine holds. Any thread. */
 COURIER_API int courier_cancel_all(courier_engine *engine);
+
+/* ========================================================================================== */
+/* Streamed responses                                                                          */
+/* ========================================================================================== */
+
+/* A response read as it arrives: its head (status, headers, metrics so far) as soon as the header
+ * block is read, then its body in chunks as libcurl hands them over, then its end (the final
+ * metrics, or the error that ended it). A pull API: the caller reads from any one thread at a
+ * time, blocking with a bound or not at all, and an optional notify callback tells an event loop
+ * (Swift's async sequences, Python's asyncio) when there is something to read. The engine keeps at
+ * most the stream buffer (courier_config_set_stream_buffer_bytes, 1 MiB by default) of unread body
+ * per stream, plus the chunk being handed over: past it, that transfer is paused (libcurl's pause)
+ * until the reader has taken half of it, while the engine's other transfers go on. So a slow
+ * reader holds a flat amount of memory whatever the body's size.
+ *
+ * What the engine does for a request applies to a stream until its body starts: base URL,
+ * parameters, headers, before-send interceptors, credentials and the challenge handler, cookies,
+ * proxies, TLS policy, redirects (each hop's body is read and dropped; the last hop streams),
+ * retries (before the first byte of the final body, never after), metrics, logs and events. A
+ * response the engine may still act on (a redirect it follows, a 401 or 407, a status the retry
+ * rule may retry) is read whole first (bounded by the maximum response size) and then handed to
+ * the stream as its head and one chunk. Not for streams: the cache (never read or written for a
+ * stream), freezing (a request that may be frozen is refused), downloads to a file, and what judges
+ * a whole body (after-receive interceptors, JSON and mapping, validators, the accepted statuses):
+ * a stream's head carries any status, and the reader decides. The engine's default timeout does
+ * not bound a stream (it may last hours); a timeout set on the request bounds the whole transfer,
+ * paused time included, and an idle timeout (COURIER_TIMEOUT_IDLE) counts only
+ * while the transfer is not paused. */
+typedef struct courier_stream courier_stream;
+
+/* Told, on the engine's worker thread, each time the stream becomes readable: its head arrived,
+ * body bytes arrived while none were unread, or it ended. Must not block or read the stream with a
+ * wait (a read with timeout 0 is fine); typically it wakes the reader. May be called once more
+ * after the reader has read everything (spurious: the reader then gets COURIER_E_AGAIN). */
+typedef void (*courier_stream_notify_fn)(courier_stream *stream, void *user);
+
+/* Sends `request` as a stream. The request is copied (borrowed for the call). On success *out is
+ * the stream (release it with courier_stream_free) and the request is on its way; `notify` (may
+ * be NULL) is called as above, and user_free (may be NULL) once when the stream is freed.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL arguments; a request that may be frozen or downloads to
+ * a file, with a message saying which), and every error of courier_send (nothing is sent). Any
+ * thread. */
+COURIER_API int courier_stream_open(courier_stream **out, courier_engine *engine, const courier_request *request,
+                                    courier_stream_notify_fn notify, void *user, courier_user_free_fn user_free,
+                                    courier_error *err);
+/* The send's request id (the one events, logs and courier_cancel know). Any thread. */
+COURIER_API uint64_t courier_stream_id(const courier_stream *stream);
+/* Waits at most timeout_ms (0: do not wait; -1: no bound) for the head. COURIER_OK: *head is the
+ * response's status, headers, URL and metrics so far, with an empty body, borrowed until the
+ * stream is freed. COURIER_E_AGAIN: not yet. Any other code: the send failed before a head
+ * arrived (err filled: the error, with the response attached when the engine judged one, as
+ * courier_send's completion has it). A waiting call returns COURIER_E_INVALID_ARGUMENT on the
+ * engine's worker thread. */
+COURIER_API int courier_stream_head(const courier_response **head, courier_stream *stream, int64_t timeout_ms,
+                                    courier_error *err);
+/* Reads the next chunk of the body, waiting at most timeout_ms (0, -1 as above; the head is
+ * waited for first). COURIER_OK with *len > 0: *data is the chunk, borrowed until the next read
+ * or courier_stream_free; COURIER_OK with *len == 0: the body ended and the response is complete
+ * (courier_stream_response). COURIER_E_AGAIN: nothing yet. Any other code: the stream failed
+ * (a cut connection is COURIER_E_PARTIAL_RESPONSE, a timeout COURIER_E_TIMEOUT with its kind,
+ * a cancel COURIER_E_CANCELLED; err filled), after the bytes that came before it were read. */
+COURIER_API int courier_stream_next(const void **data, size_t *len, courier_stream *stream, int64_t timeout_ms,
+                                    courier_error *err);
+/* courier_stream_next into the caller's buffer: up to cap bytes (a chunk larger than cap is read
+ * over several calls). *n as *len above. */
+COURIER_API int courier_stream_read(size_t *n, courier_stream *stream, void *buffer, size_t cap, int64_t timeout_ms,
+                                    courier_error *err);
+/* The whole response once the stream ended well: status, headers, the final metrics and the
+ * redirects, with an empty body (the body was streamed). NULL before the end or after a failure.
+ * Borrowed until the stream is freed. */
+COURIER_API const courier_response *courier_stream_response(const courier_stream *stream);
+/* Body bytes the engine holds for the stream, not yet read (at most the stream buffer plus one
+ * chunk). Any thread. */
+COURIER_API int64_t courier_stream_buffered(const courier_stream *stream);
+/* Cancels the stream (from any thread): a waiting read returns COURIER_E_CANCELLED once the bytes
+ * already held are read. COURIER_OK, or COURIER_E_NOT_FOUND when it had ended. */
+COURIER_API int courier_stream_cancel(courier_stream *stream);
+/* Releases the stream: cancels it when it has not ended (its connection is closed, never reused
+ * mid-body) and frees what it holds. Not while another thread reads it. Accepts NULL. Call it
+ * before courier_engine_close, or after (the close ends every stream; the stream stays readable). */
+COURIER_API void courier_stream_free(courier_stream *stream);
+/* The most unread body a stream of the engine holds before its transfer is paused (bytes, >= 16
+ * KiB; 0: the default, 1 MiB). Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_config_set_stream_buffer_bytes(courier_config *config, int64_t bytes);
 
 /* ========================================================================================== */
 /* Responses                                                                                   */

@@ -67,6 +67,7 @@
 #define CR_DEFAULT_MONITOR_INTERVAL_MS 5000L
 #define CR_DEFAULT_LOG_FILE_MAX_BYTES ((int64_t)1 << 20)
 #define CR_DEFAULT_LOG_FILE_MAX_FILES 5
+#define CR_DEFAULT_STREAM_BUFFER_BYTES (1 << 20) /* a stream's unread body before its transfer pauses */
 #define CR_DEFAULT_JSON_MAX_DEPTH 512
 
 /* ---- errors (util.c) ---------------------------------------------------------------------- */

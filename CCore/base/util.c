@@ -67,6 +67,7 @@ const char *courier_strerror(int code) {
     case COURIER_E_CATALOG: return "an API declaration or catalogue is malformed";
     case COURIER_E_REDIS: return "the Redis store failed (unreachable, timed out, refused or an error answer)";
     case COURIER_E_REDIS_UNSUPPORTED: return "this library cannot use that Redis store (built without Redis, or without TLS)";
+    case COURIER_E_AGAIN: return "nothing to read yet";
     default: return "unknown error";
     }
 }
@@ -88,6 +89,7 @@ int courier_setting_default(int64_t *out_value, courier_setting setting) {
     case COURIER_SETTING_MONITOR_INTERVAL_MS: v = CR_DEFAULT_MONITOR_INTERVAL_MS; break;
     case COURIER_SETTING_LOG_FILE_MAX_BYTES: v = CR_DEFAULT_LOG_FILE_MAX_BYTES; break;
     case COURIER_SETTING_LOG_FILE_MAX_FILES: v = CR_DEFAULT_LOG_FILE_MAX_FILES; break;
+    case COURIER_SETTING_STREAM_BUFFER_BYTES: v = CR_DEFAULT_STREAM_BUFFER_BYTES; break;
     default: return COURIER_E_INVALID_ARGUMENT;
     }
     if (!out_value) return COURIER_E_INVALID_ARGUMENT;

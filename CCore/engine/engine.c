@@ -341,6 +341,11 @@ static void finish(courier_engine *e, cr_transfer *t, int code, courier_response
 }
 
 static void judge(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
+    if (t->stream_live) { /* stream.c: its body went to the reader; the reader judges it */
+        cr_redirect_attach(t, resp);
+        answer(e, t, code, resp, err);
+        return;
+    }
     code = cr_cache_on_answer(e, t, code, &resp, err); /* cache: a 304 merged, or stale-if-error */
     if (code == COURIER_OK && resp && cr_redirect_wanted(t, resp)) {
         /* redirect.c: the next hop takes the caller over (or the chain ends here with a code). */
@@ -439,6 +444,11 @@ static const cr_journal_ops journal_ops = {&later_ops, courier_send, cr_monitor_
 static void release_easy(courier_engine *e, cr_transfer *t) {
     if (!t->easy) return;
     curl_multi_remove_handle(e->core.multi, t->easy);
+    if (t->stream_live) { /* a streamed handle may end paused: never reused */
+        cr_easy_cleanup(t->easy);
+        t->easy = NULL;
+        return;
+    }
     if (e->npool < CR_POOL_MAX) {
         /* Pooled handles keep the engine's shared options; one a transfer changed in other ways
          * (a method, a body, progress) starts over. */
@@ -668,7 +678,7 @@ static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_r
     cr_monitor_observe(e, t, code, resp); /* monitor.c: reachability from every attempt */
     set_state(e, t, CR_T_NEW);
     bool anyone = !t->caller_gone || t->followers;
-    long delay = anyone ? cr_retry_delay(t, code, resp, &e->sched->rng) : -1;
+    long delay = anyone && !t->stream_live ? cr_retry_delay(t, code, resp, &e->sched->rng) : -1; /* never after a stream's body began */
     if (delay >= 0) {
         cr_event_retried(e, t, t->attempts + 1, code, resp, delay);
         courier_response_free(resp);
@@ -852,6 +862,10 @@ static int idle_check(courier_engine *e) {
     for (cr_transfer *t = e->active_head, *next; t; t = next) {
         next = t->next;
         if (t->state != CR_T_ACTIVE || !t->http.idle_ms || !t->wire.last_rx_ms) continue;
+        if (cr_stream_paused(t)) { /* stream.c: the reader paused it: not idle */
+            t->wire.last_rx_ms = now;
+            continue;
+        }
         /* A request body going out is not idle either (a large upload to a server that answers
          * only at the end). */
         curl_off_t sent = 0;
@@ -1275,6 +1289,11 @@ int courier_engine_pending(int64_t *queued, int64_t *active, const courier_engin
 
 int courier_send(uint64_t *out_id, courier_engine *e, const courier_request *r, courier_completion_fn done,
                  void *user, courier_error *err) {
+    return cr_send(out_id, e, r, done, user, NULL, err);
+}
+
+int cr_send(uint64_t *out_id, courier_engine *e, const courier_request *r, courier_completion_fn done, void *user,
+            courier_stream *stream, courier_error *err) {
     cr_error_clear(err);
     if (out_id) *out_id = 0;
     if (!e || !r) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or request is NULL");
@@ -1296,11 +1315,25 @@ int courier_send(uint64_t *out_id, courier_engine *e, const courier_request *r, 
     t->user = user;
     t->id = atomic_fetch_add(&e->core.next_id, 1);
     rc = cr_frozen_attach(e, r, t, err); /* journal.c: the request's freeze settings */
-    if (!rc) rc = cr_cache_before_send(e, r, t, err); /* cache key, policy, lookup (a hit is answered by the worker) */
+    if (!rc && stream) {
+        /* stream_send.c: a stream is never frozen, cached or shared with another send. */
+        if (t->freeze.policy != COURIER_FREEZE_NEVER)
+            rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "a request that may be frozen cannot be a stream");
+        else if (t->download_path)
+            rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "a download to a file cannot be a stream");
+        t->stream = stream;
+        free(t->coalesce_key);
+        t->coalesce_key = NULL;
+        if (r->timeout_ms == 0) t->timeout_ms = 0; /* the engine's default does not bound a stream */
+    } else if (!rc) {
+        rc = cr_cache_before_send(e, r, t, err); /* cache key, policy, lookup (a hit is answered by the worker) */
+    }
     if (rc) {
+        t->stream = NULL;
         cr_transfer_free(t);
         return rc;
     }
+    if (stream) cr_stream_set_id(stream, t->id);
     uint64_t taken_id = t->id;
     if (cr_frozen_offline_send(e, t)) { /* journal.c: offline and freezable: frozen without the worker */
         if (out_id) *out_id = taken_id;

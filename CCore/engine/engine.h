@@ -89,6 +89,10 @@ CR_HIDDEN cr_sched_conf *cr_sched_conf_of(courier_config *c);
 
 
 /* schedule.c: the worker's side of scheduling. */
+/* engine.c: courier_send, for a stream too (stream_send.c): with `stream`, the transfer reads its
+ * body into it (stream.c) and is never frozen, cached or coalesced. */
+CR_HIDDEN int cr_send(uint64_t *out_id, courier_engine *e, const courier_request *r, courier_completion_fn done,
+                      void *user, courier_stream *stream, courier_error *err);
 CR_HIDDEN int cr_sched_new(courier_engine *e);
 CR_HIDDEN void cr_sched_free(courier_engine *e);
 /* Prepare-time work on the sending thread: host, priority, retry rule, coalesce key, mock copy,

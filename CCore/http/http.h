@@ -127,6 +127,7 @@ struct courier_config {
     char *app_id;        /* names the default store; NULL: the program's name */
     int temporary_store; /* no store_dir: a temporary store removed at close, not the default */
     int store_must_exist; /* open only a store directory that exists (engine.c open_store_dir) */
+    int64_t stream_buffer; /* a stream's unread body before its transfer pauses (0: the default) */
     cr_callback *validator;
     struct cr_jconf *jconf; /* JSON: envelope, decoders, parse limits (serialize.c); NULL: defaults */
     /* Scheduling, mock, interceptors, transports (schedule.c, mock.c). */
@@ -312,6 +313,9 @@ typedef struct cr_transfer {
     courier_security *security; /* the request's own TLS policy (security.c); NULL: the engine's */
     int no_cellular; /* the request's "not on cellular" (monitor.c) */
     int watch_progress; /* progress goes to the request's callback and/or event monitors */
+    struct courier_stream *stream; /* stream.c: a streamed send's stream (borrowed: the send's own
+                                      reference, released by its completion), or NULL */
+    int stream_live;    /* its body goes to the stream as it arrives (the engine answers with it) */
     cr_buf hdr_block;   /* the response's header lines as "name\0value\0"... (transport.c) */
     size_t hdr_count;
     /* journal.c: the request's freeze settings, copied at send (cr_frozen_attach). The two names are
@@ -391,6 +395,34 @@ CR_HIDDEN int cr_transport_result(cr_transfer *t, CURLcode result, courier_respo
 /* transport.c: maps a CURLcode to a courier_code. `reached`: the server was connected to (decides
  * between a bad URL and a server that answered in something that is not HTTP). */
 CR_HIDDEN int cr_code_from_curl(CURLcode c, bool reached);
+
+/* stream.c: streamed responses (courier_stream). What the stream asks of the engine's layer. */
+typedef struct cr_stream_ops {
+    courier_engine *engine;
+    /* From the reader's thread, the lock not held: the reader made room in a paused stream; the
+     * engine has the worker call cr_stream_take_resume and unpause what it returns. */
+    void (*resume)(courier_stream *s, courier_engine *engine);
+} cr_stream_ops;
+/* A stream holding at most `limit` unread bytes before its transfer pauses; two references (the
+ * caller's and the send's, released by cr_stream_done). NULL on no memory. */
+CR_HIDDEN courier_stream *cr_stream_new(size_t limit, pthread_t worker, courier_stream_notify_fn notify, void *user,
+                                        courier_user_free_fn user_free, const cr_stream_ops *ops);
+CR_HIDDEN void cr_stream_set_id(courier_stream *s, uint64_t id);
+CR_HIDDEN void cr_stream_retain(courier_stream *s);
+CR_HIDDEN void cr_stream_release(courier_stream *s);
+CR_HIDDEN courier_engine *cr_stream_engine(const courier_stream *s);
+/* The send's completion (courier_completion_fn, user = the stream): the end. */
+CR_HIDDEN void cr_stream_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user);
+/* transport.c, worker: the header block of t's response ended; when the engine answers with it, the
+ * stream gets its head (made by head_of) and t->stream_live is set. */
+CR_HIDDEN void cr_stream_headers_ended(cr_transfer *t, courier_response *(*head_of)(cr_transfer *t));
+/* transport.c, worker: body bytes of a live stream: len, CURL_WRITEFUNC_PAUSE when full, 0 on no memory. */
+CR_HIDDEN size_t cr_stream_on_body(cr_transfer *t, const char *data, size_t len);
+/* engine.c, worker: whether t is a live stream the reader has paused (not idle). */
+CR_HIDDEN bool cr_stream_paused(const cr_transfer *t);
+/* Worker: the easy handle to unpause (NULL: nothing to do), after the reader made room. */
+CR_HIDDEN CURL *cr_stream_take_resume(courier_stream *s);
+CR_HIDDEN bool cr_stream_ended(courier_stream *s);
 
 /* redirect.c: "scheme://host:port" of an absolute URL, lowercase, the default port filled in (new;
  * NULL when it does not parse or no memory). The origin redirects and credentials are judged by. */

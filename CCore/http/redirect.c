@@ -367,6 +367,8 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
     n->download_path = t->download_path;
     n->download_flags = t->download_flags;
     n->progress = t->progress;
+    n->stream = t->stream; /* stream.c: the last hop streams */
+    t->stream = NULL;
     n->freeze = t->freeze; /* its names move to the next hop */
     t->freeze.id = t->freeze.resend_policy = NULL;
     n->http = t->http;

@@ -198,6 +198,12 @@ int courier_config_set_store_must_exist(courier_config *c, int must_exist) {
     return COURIER_OK;
 }
 
+int courier_config_set_stream_buffer_bytes(courier_config *c, int64_t bytes) {
+    if (!c || bytes < 0 || (bytes > 0 && bytes < 16 * 1024)) return COURIER_E_INVALID_ARGUMENT;
+    c->stream_buffer = bytes;
+    return COURIER_OK;
+}
+
 int courier_config_set_validator(courier_config *c, courier_validator_fn fn, void *user,
                                  courier_user_free_fn user_free) {
     return cr_callback_set(c ? &c->validator : NULL, (void (*)(void))fn, user, user_free);

@@ -67,6 +67,11 @@ static size_t on_body(char *data, size_t size, size_t n, void *user) {
     cr_transfer *t = user;
     size_t len = size * n;
     if (t->http.idle_ms) t->wire.last_rx_ms = cr_mono_ms();
+    if (t->stream_live) {
+        size_t taken = cr_stream_on_body(t, data, len); /* stream.c: to the reader, or paused */
+        if (taken == 0 && len) t->oom = 1;
+        return taken;
+    }
     if (t->download_path) {
         size_t taken = cr_transfer_write(t, data, len); /* transfer.c: the part file */
         if (taken != (size_t)-1) return taken;
@@ -197,6 +202,43 @@ static bool codings_known(const courier_engine *e, const char *v, size_t len) {
     return true;
 }
 
+static void read_metrics(CURL *h, courier_metrics *m);
+
+/* A streamed response's head, as its header block ends: status, headers (copied: the transfer
+ * keeps its own for the final response), URL, method and the metrics so far; an empty body. */
+static courier_response *stream_head(cr_transfer *t) {
+    courier_response *r = cr_zalloc(sizeof *r);
+    if (!r) return NULL;
+    long status = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    r->status = (int)status;
+    r->id = t->id;
+    char *eff = NULL;
+    curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &eff);
+    r->url = cr_strdup(eff ? eff : t->url);
+    r->method = cr_strdup(t->method);
+    r->body = cr_strdup("");
+    const char *p = t->hdr_block.data;
+    bool ok = r->url && r->method && r->body;
+    for (size_t i = 0; ok && i < t->hdr_count; i++) {
+        size_t nl = strlen(p);
+        const char *v = p + nl + 1;
+        size_t vl = strlen(v);
+        ok = cr_kvlist_add(&r->headers, p, nl, v, vl) == 0;
+        p = v + vl + 1;
+    }
+    if (!ok) {
+        courier_response_free(r);
+        return NULL;
+    }
+    read_metrics(t->easy, &r->metrics);
+    if (t->ce_decoded && !t->ce_raw) { /* curl decodes the body: the field and the length no longer apply */
+        cr_kvlist_remove(&r->headers, "Content-Encoding");
+        cr_kvlist_remove(&r->headers, "Content-Length");
+    }
+    return r;
+}
+
 static size_t on_header(char *data, size_t size, size_t n, void *user) {
     cr_transfer *t = user;
     size_t len = size * n;
@@ -230,6 +272,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
     while (end && (data[end - 1] == '\r' || data[end - 1] == '\n')) end--;
     if (end == 0) {
         t->wire.ended = 1; /* the blank line: the header block is complete */
+        if (t->stream) cr_stream_headers_ended(t, stream_head); /* stream.c: streamed from here on? */
         return len;
     }
     if ((data[0] == ' ' || data[0] == '\t') && t->hdr_count) {
@@ -471,7 +514,9 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     cr_easy_set *was = &t->easy_set;
     bool known = was->known && c == CURLE_OK;
     long connect_ms = (long)t->http.connect_ms;
-    curl_off_t max_file = (curl_off_t)(t->download_path ? 0 : t->max_bytes);
+    /* Downloads and streams are not held in memory: no size limit from curl (a stream's response
+     * read whole is still bounded by on_body). */
+    curl_off_t max_file = (curl_off_t)(t->download_path || t->stream ? 0 : t->max_bytes);
     if (!known || was->timeout_ms != t->timeout_ms) SET(CURLOPT_TIMEOUT_MS, t->timeout_ms);
     /* 0: curl's default, under the total */
     if (!known || was->connect_ms != connect_ms) SET(CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
