@@ -78,6 +78,10 @@ public struct Configuration: Sendable {
     /// that inspect or clean a store and must not make one from a typo. Default false (the
     /// directory is created at open). No effect with ``temporaryStore``.
     public var storeMustExist: Bool
+    /// The most unread body a streamed response (``Engine/bytes(for:)-(Request)``) holds before its
+    /// transfer is paused until the reader catches up, in bytes (at least 16 KiB). nil (the
+    /// default) means the C core's default, 1 MiB (`COURIER_SETTING_STREAM_BUFFER_BYTES`).
+    public var streamBufferBytes: Int64?
     /// A validator run on every response of requests that have none of their own; returning
     /// false fails the request with ``CourierError/Code/invalidResult``. Runs on the engine's
     /// worker thread: keep it quick, and never close the engine from it.
@@ -119,6 +123,7 @@ public struct Configuration: Sendable {
         self.appID = nil
         self.temporaryStore = false
         self.storeMustExist = false
+        self.streamBufferBytes = nil
         self.validator = nil
         self.retry = .disabled
         self.frequentGuard = 0
@@ -226,6 +231,9 @@ extension Configuration {
             try withOptionalCString(appID) { try CourierError.check(courier_config_set_app_id(config, $0), "appID") }
             try CourierError.check(courier_config_set_temporary_store(config, temporaryStore ? 1 : 0), "temporaryStore")
             try CourierError.check(courier_config_set_store_must_exist(config, storeMustExist ? 1 : 0), "storeMustExist")
+            if let streamBufferBytes {
+                try CourierError.check(courier_config_set_stream_buffer_bytes(config, streamBufferBytes), "streamBufferBytes")
+            }
             if let validator {
                 let box = Unmanaged.passRetained(ValidatorBox(validator)).toOpaque()
                 // On failure the C core has already released the box through user_free.

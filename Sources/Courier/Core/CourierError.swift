@@ -155,6 +155,9 @@ extension CourierError {
         /// A `redis://` store in a library built without Redis, or `rediss://` (TLS) with a hiredis
         /// that has no TLS.
         public static let redisUnsupported = Code(COURIER_E_REDIS_UNSUPPORTED)
+        /// Nothing to read yet from a stream (the C core's non-waiting reads); the Swift streams
+        /// wait instead, so it reaches no Swift caller.
+        public static let again = Code(COURIER_E_AGAIN)
         // The JSON features' codes (json, mapping, api) are declared beside them, in Features/.
 
         /// Every code this version names, in the C header's order.
@@ -171,7 +174,7 @@ extension CourierError {
             Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET), Code(COURIER_E_CLIENT_CERTIFICATE),
             Code(COURIER_E_CELLULAR),
             Code(COURIER_E_UNKNOWN_NAME), Code(COURIER_E_ROUTE_PARAMETER), Code(COURIER_E_CATALOG),
-            .redis, .redisUnsupported,
+            .redis, .redisUnsupported, .again,
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -231,6 +234,7 @@ extension CourierError {
             case Code(COURIER_E_CATALOG): return "catalog"
             case .redis: return "redis"
             case .redisUnsupported: return "redisUnsupported"
+            case .again: return "again"
             default: return "unknown(\(rawValue))"
             }
         }
