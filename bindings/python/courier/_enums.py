@@ -62,6 +62,7 @@ class Setting(CEnum):
     MONITOR_INTERVAL_MS = 12
     LOG_FILE_MAX_BYTES = 13
     LOG_FILE_MAX_FILES = 14
+    STREAM_BUFFER_BYTES = 15
 
 
 class Reachability(CEnum):

@@ -27,6 +27,7 @@ from .engine import Engine, _SendContext
 from .group import GroupMember, GroupMode, GroupResult, Member, run
 from .request import Request
 from .response import Response
+from .stream import StreamResponse, await_head, new_waker
 
 if TYPE_CHECKING:  # pragma: no cover
     from .request import RequestOptions
@@ -225,6 +226,19 @@ class AsyncEngine:
                 sync.cancel(rid)
             raise
 
+    def stream(self, method: Union[str, Request], url: Optional[str] = None,
+               **options: Unpack[RequestOptions]) -> "_StreamOpening":
+        """Sends a request as a stream (:meth:`courier.Engine.stream`), read without blocking
+        the loop::
+
+            async with engine.stream("GET", "/bytes/100000") as r:
+                async for chunk in r.aiter_bytes():
+                    ...
+
+        ``await engine.stream(...)`` gives the :class:`courier.StreamResponse` too (close it).
+        Cancelling the awaiting task cancels the transfer."""
+        return _StreamOpening(self.sync, method, url, options)
+
     async def api(self, name: str, **options: Unpack[RequestOptions]) -> Response:
         """Sends API ``name`` of the engine's catalogue (:meth:`courier.Engine.api`)."""
         return await self.send(Request.api(name, **options))
@@ -277,3 +291,28 @@ class AsyncEngine:
 
     def __repr__(self) -> str:
         return f"<courier.AsyncEngine {'closed' if self.closed else self.sync.store_dir}>"
+
+
+class _StreamOpening:
+    """What :meth:`AsyncEngine.stream` returns: an async context manager, or an awaitable."""
+
+    def __init__(self, engine: Engine, method: Any, url: Any, options: Any) -> None:
+        self._args = (engine, method, url, options)
+        self._response: Optional[StreamResponse] = None
+
+    async def _open(self) -> StreamResponse:
+        engine, method, url, options = self._args
+        waker = new_waker()
+        h = engine._open_stream(method, url, options, waker)
+        return await await_head(h, waker)
+
+    def __await__(self) -> Any:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> StreamResponse:
+        self._response = await self._open()
+        return self._response
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._response is not None:
+            self._response.close()

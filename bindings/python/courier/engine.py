@@ -26,6 +26,7 @@ from .mapping import c_decoder, python_to_json
 from .request import (BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs, c_before_send, c_redirect,
                       timeout_ms)
 from .response import CachePolicy, Response, c_after_receive, c_validator
+from .stream import StreamResponse, open_stream, wait_head
 from .security import Security
 from .transport import c_transport_cancel, c_transport_start
 
@@ -306,6 +307,8 @@ class Engine:
         app_id: names the default store ("com.example.notes"); default the program's name.
         temporary_store: True for a temporary store (tests, demos, one-shot scripts): frozen
             requests then do not outlive the engine, and freezing logs a warning.
+        stream_buffer_bytes: the most unread body a stream (:meth:`stream`) holds before its
+            transfer pauses (>= 16 KiB; default 1 MiB).
         store_must_exist: True opens only a store that exists: when the store directory (``store``,
             or the default store of ``app_id``) is missing, opening raises ``StoreError`` ("no
             store at ...") and creates nothing (for scripts that inspect or clean a store).
@@ -365,7 +368,7 @@ class Engine:
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
                  app_id: Optional[str] = None, temporary_store: bool = False,
-                 store_must_exist: bool = False,
+                 store_must_exist: bool = False, stream_buffer_bytes: Optional[int] = None,
                  timeout: Optional[float] = None, headers: HeadersArg = None, params: Params = None,
                  user_agent: Optional[str] = None, max_connections_per_host: Optional[int] = None,
                  max_connections: Optional[int] = None, body_encoding: Union[BodyEncoding, str, None] = None,
@@ -451,6 +454,8 @@ class Engine:
                 check(lib.courier_config_set_temporary_store(c, 1))
             if store_must_exist:
                 check(lib.courier_config_set_store_must_exist(c, 1))
+            if stream_buffer_bytes is not None:
+                check(lib.courier_config_set_stream_buffer_bytes(c, int(stream_buffer_bytes)))
             if validator is not None:
                 key = cb.register(cb.Slot(validator, None, self))
                 check(lib.courier_config_set_validator(c, c_validator, key, cb.user_free))
@@ -733,6 +738,44 @@ class Engine:
                 lib.courier_error_clear(byref(err))  # releases what err held
         assert resp is not None
         return resp
+
+    # -- streamed responses -----------------------------------------------------------------------
+    def _open_stream(self, method: Union[str, Request], url: Optional[str], kw: Any, waker: Any) -> int:
+        req = method if isinstance(method, Request) else Request(method, url or "", **kw)
+        if isinstance(method, Request) and (url is not None or kw):
+            raise TypeError("stream(Request) takes no other arguments")
+        h = self._handle()
+        ctx = _SendContext(self)
+        creq, owned = req._acquire(ctx, self)
+        sends = cb.send_stack()
+        sends.append(ctx)
+        try:
+            return open_stream(h, creq, waker)
+        finally:
+            sends.pop()
+            if owned:
+                lib.courier_request_free(creq)
+
+    def stream(self, method: Union[str, Request], url: Optional[str] = None,
+               **kw: Unpack[RequestOptions]) -> StreamResponse:
+        """Sends a request and returns as soon as its head arrives, with the body to read as it
+        arrives (``courier_stream_open``)::
+
+            with engine.stream("GET", "/bytes/100000") as r:
+                print(r.status)
+                for chunk in r.iter_bytes():
+                    ...
+
+        Takes what :meth:`send` takes. What the engine does for a request applies until the body
+        starts (interceptors, credentials, cookies, redirects, retries before the first byte of the
+        body); the cache is not used; a request with ``freeze=`` or ``download=`` is refused
+        (:class:`courier.InvalidArgument`). The engine keeps at most ``stream_buffer_bytes`` of
+        unread body and pauses the transfer until the reader catches up. Any status is the
+        reader's (no :class:`courier.HTTPStatusError`). The engine's default ``timeout`` does not
+        bound a stream; a request's own does. Raises the failure when the request fails before its
+        head (or what a callback of the request raised).
+        """
+        return wait_head(self._open_stream(method, url, kw, None))
 
     # -- the API catalogue, routes, response descriptors -------------------------------------------
     def add_api(self, name: str, declaration: Mapping[str, Any]) -> None:

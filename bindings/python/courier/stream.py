@@ -1,0 +1,331 @@
+"""Responses read as they arrive (the C core's ``courier_stream``): the head first, then the body
+in chunks as the network hands them over, then the end. The C core keeps the bounded buffer and
+pauses the transfer when the reader falls behind (``Engine(stream_buffer_bytes=)``, 1 MiB by
+default); this module only reads: blocking, in slices so that Ctrl-C is seen (the GIL is released
+while the C call waits), or, for asyncio, without waiting, woken by the stream's notify callback.
+"""
+from __future__ import annotations
+
+import asyncio
+from ctypes import CFUNCTYPE, byref, c_size_t, c_void_p, string_at
+from typing import Any, AsyncIterator, Iterator, Optional
+
+from . import _callbacks as cb
+from ._lib import ERROR, lib
+from .errors import CourierError, lib_code, make_error
+from .response import Response
+
+E_AGAIN = lib_code("COURIER_E_AGAIN")
+_SLICE_MS = 200  # a blocking wait is made of waits this long, so that signals (Ctrl-C) are seen
+
+NOTIFY_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+
+
+def _notify(stream: Any, user: Any) -> None:
+    slot = cb.lookup(user)
+    if slot is not None:
+        try:
+            slot.fn()
+        except BaseException:  # a closed loop: nobody waits any more
+            pass
+
+
+c_notify = NOTIFY_FN(_notify)
+
+
+def _failure(code: int, err: ERROR) -> BaseException:
+    """The exception of a stream's failure: what a callback raised, else the code's."""
+    try:
+        exc = cb.user_error(err)
+        if exc is not None:
+            return exc
+        return make_error(code, err, None)
+    finally:
+        lib.courier_error_clear(byref(err))
+
+
+class StreamResponse:
+    """A response read as it arrives (:meth:`courier.Engine.stream`): ``status``, ``headers``,
+    ``url`` and ``metrics`` of the head are there at once; the body is read with
+    :meth:`iter_bytes`, :meth:`iter_lines`, :meth:`iter_text` or :meth:`read` (once, by one reader
+    at a time), or with ``aiter_bytes``/``aiter_lines``/``aread`` from an
+    :class:`courier.AsyncEngine`'s stream. Use it as a context manager: leaving the block (or
+    :meth:`close`) before the end cancels the transfer and closes its connection.
+
+    Any status is the reader's: a 404 is a head and its body, not an exception. A failure while
+    reading (a cut connection, a timeout, :meth:`cancel`) raises its :class:`courier.CourierError`
+    after the bytes that came before it."""
+
+    def __init__(self, handle: int, head: Response, waker: Optional["_Waker"] = None) -> None:
+        self._h: Optional[int] = handle
+        self.head = head
+        self._waker = waker
+
+    # -- the head -------------------------------------------------------------------------------
+    @property
+    def status(self) -> int:
+        return self.head.status
+
+    @property
+    def headers(self) -> Any:
+        return self.head.headers
+
+    @property
+    def url(self) -> str:
+        return self.head.url
+
+    @property
+    def request_id(self) -> int:
+        return self.head.request_id
+
+    @property
+    def response(self) -> Optional[Response]:
+        """The whole response once the body was read to its end (final metrics, redirects; an
+        empty body), else None."""
+        if self._h is None:
+            return None
+        p = lib.courier_stream_response(self._h)
+        return Response(lib.courier_response_retain(p)) if p else None
+
+    @property
+    def buffered(self) -> int:
+        """Body bytes the engine holds for this stream, not yet read."""
+        return int(lib.courier_stream_buffered(self._h)) if self._h is not None else 0
+
+    # -- reading --------------------------------------------------------------------------------
+    def _next(self, timeout_ms: int) -> Optional[bytes]:
+        """The next chunk; b"" at the end; None when nothing came within timeout_ms."""
+        if self._h is None:
+            raise ValueError("the stream is closed")
+        data = c_void_p()
+        n = c_size_t()
+        err = ERROR()
+        code = lib.courier_stream_next(byref(data), byref(n), self._h, timeout_ms, byref(err))
+        if code == 0:
+            return string_at(data.value, n.value) if n.value else b""
+        if code == E_AGAIN:
+            return None
+        raise _failure(code, err)
+
+    def iter_bytes(self, chunk_size: Optional[int] = None) -> Iterator[bytes]:
+        """The body as it arrives: the network's chunks, or pieces of ``chunk_size`` bytes (the
+        last may be shorter)."""
+        if chunk_size is not None and chunk_size <= 0:
+            raise courier_invalid("chunk_size", chunk_size)
+        pending = b""
+        while True:
+            chunk = self._next(_SLICE_MS)
+            if chunk is None:
+                continue
+            if not chunk:
+                break
+            if chunk_size is None:
+                yield chunk
+                continue
+            pending += chunk
+            while len(pending) >= chunk_size:
+                yield pending[:chunk_size]
+                pending = pending[chunk_size:]
+        if pending:
+            yield pending
+
+    __iter__ = iter_bytes
+
+    def iter_text(self, encoding: str = "utf-8", errors: str = "replace") -> Iterator[str]:
+        """The body decoded as it arrives (a character split between chunks is kept whole)."""
+        import codecs
+        decoder = codecs.getincrementaldecoder(encoding)(errors=errors)
+        for chunk in self.iter_bytes():
+            text = decoder.decode(chunk)
+            if text:
+                yield text
+        tail = decoder.decode(b"", final=True)
+        if tail:
+            yield tail
+
+    def iter_lines(self) -> Iterator[str]:
+        """The body as UTF-8 lines: split at LF, a CR before it dropped, the last line given even
+        without a line end (split only at LF and CRLF, never at U+2028 and other separators)."""
+        yield from _lines(self.iter_bytes())
+
+    def read(self) -> bytes:
+        """The rest of the body."""
+        return b"".join(self.iter_bytes())
+
+    # -- asyncio --------------------------------------------------------------------------------
+    async def _anext(self) -> bytes:
+        waker = self._waker
+        if waker is None:
+            raise RuntimeError("aiter_bytes/aiter_lines/aread need a stream of an AsyncEngine")
+        while True:
+            waker.event.clear()
+            chunk = self._next(0)
+            if chunk is not None:
+                return chunk
+            try:
+                await waker.event.wait()
+            except asyncio.CancelledError:
+                self.cancel()
+                raise
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """The body as it arrives, without blocking the event loop."""
+        while True:
+            chunk = await self._anext()
+            if not chunk:
+                return
+            yield chunk
+
+    async def aiter_lines(self) -> AsyncIterator[str]:
+        """:meth:`iter_lines`, without blocking the event loop."""
+        pending = b""
+        async for chunk in self.aiter_bytes():
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                yield _decode_line(line)
+        if pending:
+            yield _decode_line(pending)
+
+    async def aread(self) -> bytes:
+        """The rest of the body, without blocking the event loop."""
+        return b"".join([c async for c in self.aiter_bytes()])
+
+    # -- ending ---------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Cancels the transfer (any thread): reading ends with :class:`courier.Cancelled` once the
+        bytes already held are read."""
+        if self._h is not None:
+            lib.courier_stream_cancel(self._h)
+
+    def close(self) -> None:
+        """Releases the stream (cancelling it when unfinished). Twice is fine."""
+        h, self._h = self._h, None
+        if h is not None:
+            lib.courier_stream_free(h)
+        if self._waker is not None:
+            self._waker.close()
+            self._waker = None
+
+    def __enter__(self) -> "StreamResponse":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "StreamResponse":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return f"<courier.StreamResponse {self.status} {self.url}>"
+
+
+def courier_invalid(name: str, value: Any) -> CourierError:
+    return make_error(lib_code("COURIER_E_INVALID_ARGUMENT"), None, None,
+                      message=f"{name}: {value!r} is not a positive size")
+
+
+def _decode_line(line: bytes) -> str:
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    return line.decode("utf-8", "replace")
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[str]:
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield _decode_line(line)
+    if pending:
+        yield _decode_line(pending)
+
+
+class _Waker:
+    """Wakes an asyncio task when the stream becomes readable (the notify callback runs on the
+    engine's worker thread: call_soon_threadsafe)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.event = asyncio.Event()
+        self.key = cb.register(cb.Slot(self._fire, None))
+
+    def _fire(self) -> None:
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.event.set)
+
+    def close(self) -> None:
+        """Nothing to release: the registration ends with the stream (its user_free)."""
+
+
+def open_stream(engine_handle: int, creq: int, waker: Optional[_Waker]) -> int:
+    """courier_stream_open: the stream's handle, or the failure raised."""
+    h = c_void_p()
+    err = ERROR()
+    if waker is not None:
+        code = lib.courier_stream_open(byref(h), engine_handle, creq, c_notify, waker.key, cb.user_free, byref(err))
+    else:
+        code = lib.courier_stream_open(byref(h), engine_handle, creq, None, None, None, byref(err))
+    if code != 0:
+        raise _failure(code, err)
+    assert h.value is not None
+    return h.value
+
+
+def head_of(handle: int, timeout_ms: int) -> Optional[Response]:
+    """The head (a new Response), None when it did not come within timeout_ms; raises the send's
+    failure before a head."""
+    out = c_void_p()
+    err = ERROR()
+    code = lib.courier_stream_head(byref(out), handle, timeout_ms, byref(err))
+    if code == 0:
+        return Response(lib.courier_response_retain(out.value))
+    if code == E_AGAIN:
+        return None
+    raise _failure(code, err)
+
+
+def wait_head(h: int) -> StreamResponse:
+    """Waits (in slices, so that Ctrl-C is seen) for an open stream's head."""
+    try:
+        while True:
+            head = head_of(h, _SLICE_MS)
+            if head is not None:
+                return StreamResponse(h, head)
+    except BaseException:
+        lib.courier_stream_free(h)
+        raise
+
+
+def new_waker() -> _Waker:
+    """The notify target of a stream read from the running event loop."""
+    return _Waker(asyncio.get_running_loop())
+
+
+async def await_head(h: int, waker: _Waker) -> StreamResponse:
+    """Awaits an open stream's head without blocking the loop."""
+    try:
+        while True:
+            waker.event.clear()
+            head = head_of(h, 0)
+            if head is not None:
+                return StreamResponse(h, head, waker)
+            try:
+                await waker.event.wait()
+            except asyncio.CancelledError:
+                lib.courier_stream_cancel(h)
+                raise
+    except BaseException:
+        lib.courier_stream_free(h)
+        raise
+
