@@ -138,6 +138,30 @@ final class StreamTests: LoopbackTestCase {
         XCTAssertEqual(response.status, 200)
     }
 
+    /// `courier get --stream` writes each chunk as it arrives: a pipe reads the first bytes while
+    /// the response is still coming (10 s of paced body), and the whole body on a short one.
+    func testToolPrintsTheBodyAsItArrives() throws {
+        let process = Process()
+        process.executableURL = try courierToolURL()
+        process.arguments = ["get", "--stream", server.baseURL + "/bytes/1000000?rate=100000"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let first = pipe.fileHandleForReading.availableData // blocks until the first write
+        XCTAssertFalse(first.isEmpty)
+        XCTAssertEqual(first.first, 0)
+        XCTAssertTrue(process.isRunning, "the body came out only at the end")
+        process.terminate()
+        process.waitUntilExit()
+
+        let (status, output) = try runCourierTool(["get", "--stream", server.baseURL + "/json"])
+        XCTAssertEqual(status, 0)
+        XCTAssertTrue(output.hasPrefix(#"{"code":200,"message":"ok""#), output)
+        let (failed, _) = try runCourierTool(["get", "--stream", server.baseURL + "/status/404"])
+        XCTAssertEqual(failed, 1)
+    }
+
     /// A port nothing listens on.
     private func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

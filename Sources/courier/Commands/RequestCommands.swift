@@ -181,10 +181,15 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: [.customShort("p"), .customLong("param")], help: ArgumentHelp("A query parameter name=value, percent-encoded by Courier (repeatable).", valueName: "name=value"))
     var params: [String] = []
 
+    @Flag(name: .customLong("stream"), help: "Print the body as it arrives (each chunk written and flushed at once), for long or endless responses. Not with --json-output or a cache.")
+    var stream = false
+
     @OptionGroup var options: RequestOptions
 
     func validate() throws {
         for param in params where !param.contains("=") { throw ValidationError("--param expects name=value, got '\(param)'") }
+        if stream && options.jsonOutput { throw ValidationError("--stream prints the body as it arrives: not with --json-output") }
+        if stream && options.cache != "none" { throw ValidationError("--stream reads no cache: not with --cache") }
     }
 
     func run() async throws {
@@ -193,7 +198,52 @@ struct GetCommand: AsyncParsableCommand {
             let (name, value) = splitPair(param)
             request = request.parameter(name, value)
         }
-        try await options.perform(request)
+        if stream { try await options.performStreamed(request) } else { try await options.perform(request) }
+    }
+}
+
+extension RequestOptions {
+    /// Sends the request as a stream and writes the body to stdout as it arrives (the head as
+    /// `perform` prints it, on stderr, or stdout with -i).
+    /// - Throws: `ExitCode.failure` when the request failed (after printing why, and after the
+    ///   bytes that came before the failure).
+    func performStreamed(_ request: Request) async throws {
+        var configuration = Configuration()
+        configuration.temporaryStore = true
+        configuration.insecure = insecure
+        let engine: Engine
+        do {
+            engine = try Engine(configuration: configuration)
+        } catch {
+            printError("error: \(describe(error))")
+            throw ExitCode.failure
+        }
+        defer { engine.close() }
+        do {
+            let (bytes, head) = try await engine.bytes(for: request)
+            let statusLine = "\(httpVersionText(head.metrics.httpVersion)) \(head.status) \(reasonPhrase(head.status))"
+                .trimmingCharacters(in: .whitespaces)
+            if include {
+                var text = statusLine + "\n"
+                for (name, value) in head.headers { text += "\(name): \(value)\n" }
+                print(text)
+                fflush(stdout)
+            } else {
+                printError(statusLine)
+            }
+            var last: UInt8?
+            for try await chunk in bytes.chunks {
+                writeOut(chunk) // unbuffered: a pipe sees each chunk at once
+                last = chunk.last
+            }
+            if stdoutIsTerminal, let last, last != UInt8(ascii: "\n") { print("") }
+            if head.status >= 400 { throw ExitCode.failure }
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            printError("error: \(describe(error))")
+            throw ExitCode.failure
+        }
     }
 }
 
