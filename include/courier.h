@@ -623,6 +623,79 @@ COURIER_API void courier_stream_free(courier_stream *stream);
 COURIER_API int courier_config_set_stream_buffer_bytes(courier_config *config, int64_t bytes);
 
 /* ========================================================================================== */
+/* Server-sent events                                                                          */
+/* ========================================================================================== */
+
+/* An event source (text/event-stream) read by the WHATWG HTML "Server-sent events" rules, over a
+ * courier_stream: lines end at CRLF, LF or CR (a CR at the end of one chunk and an LF at the start
+ * of the next are one line end); a leading BOM is skipped once per connection; invalid UTF-8
+ * becomes U+FFFD; a line starting with ':' is a comment; "field: value" loses one leading space;
+ * a line with no ':' is a field with an empty value; "data" lines are joined by LF; "id" sets the
+ * last event ID unless its value holds NUL; "retry" counts only when all ASCII digits; a blank line
+ * dispatches, and a block with no data moves the last event ID but dispatches nothing; an
+ * unfinished block at the end of a connection is dropped.
+ *
+ * Reconnection as EventSource does it: after a connection ends (a clean end of the body, a dropped
+ * connection or another network failure) the source waits the reconnection time (the server's
+ * last "retry", else 3 s; doubled after each failure that brought no event, up to 30 s) and
+ * connects again with Last-Event-ID. A status other than 200 (204 is how a server says "stop") or
+ * a Content-Type other than text/event-stream ends it for good. Each connection is a GET of the
+ * request's URL with Accept: text/event-stream (the request's headers, credentials and settings
+ * apply; no cache; a request that may be frozen, a body, multipart parts or a download are
+ * refused). Read from one thread at a time. */
+typedef struct courier_sse courier_sse;
+
+/* The state of an event source (EventSource's readyState). */
+typedef enum courier_sse_state {
+    COURIER_SSE_CONNECTING = 0, /* connecting, or waiting to reconnect */
+    COURIER_SSE_OPEN = 1,       /* a 200 text/event-stream is being read */
+    COURIER_SSE_CLOSED = 2      /* ended for good (failed, or closed by the app) */
+} courier_sse_state;
+
+/* An event. Its strings are borrowed until the next courier_sse_next or courier_sse_free. */
+typedef struct courier_sse_event {
+    size_t size;               /* set by the caller: sizeof(courier_sse_event) */
+    const char *type;          /* the "event" field, or "message" */
+    const char *data;          /* the data lines joined by LF (UTF-8, NUL-terminated) */
+    size_t data_len;           /* bytes of data */
+    const char *last_event_id; /* the source's last event ID when it was dispatched ("" none) */
+} courier_sse_event;
+
+/* Told (on the engine's worker thread) when the source may have something new: an event, a state
+ * change, an end. Must not block; may be called when nothing is new. */
+typedef void (*courier_sse_notify_fn)(courier_sse *events, void *user);
+
+/* Opens an event source for `request` (copied). On success *out is the source (release it with
+ * courier_sse_free), already connecting; notify (may be NULL) is called as above, user_free
+ * (may be NULL) once when the source is freed. Errors: COURIER_E_INVALID_ARGUMENT (NULL arguments;
+ * a request that may be frozen, has a body, parts or a download), COURIER_E_NO_MEMORY, and the
+ * errors of courier_stream_open for the first connection. Any thread. */
+COURIER_API int courier_sse_open(courier_sse **out, courier_engine *engine, const courier_request *request,
+                                    courier_sse_notify_fn notify, void *user, courier_user_free_fn user_free,
+                                    courier_error *err);
+/* The next event, waiting at most timeout_ms (0: do not wait; -1: no bound), connecting and
+ * reconnecting meanwhile. COURIER_OK: *event filled (its size set by the caller beforehand).
+ * COURIER_E_AGAIN: none yet (courier_sse_retry_in_ms says when a reconnection is due, for event
+ * loops that do not wait here). Any other code: the source ended for good, with the same code on
+ * every later call: COURIER_E_HTTP_STATUS (err's http_status: 204, or another status than 200),
+ * COURIER_E_INVALID_RESULT (not text/event-stream), COURIER_E_CANCELLED (courier_sse_close),
+ * COURIER_E_CLOSED (the engine closed), or the request's own failure (an invalid URL...). A waiting
+ * call returns COURIER_E_INVALID_ARGUMENT on the engine's worker thread. */
+COURIER_API int courier_sse_next(courier_sse_event *event, courier_sse *events, int64_t timeout_ms,
+                                    courier_error *err);
+/* The state now. Any thread. */
+COURIER_API courier_sse_state courier_sse_get_state(const courier_sse *events);
+/* While waiting to reconnect: milliseconds until the next connection (>= 0); otherwise -1. */
+COURIER_API int64_t courier_sse_retry_in_ms(const courier_sse *events);
+/* The reconnection time in force (the server's last "retry", else 3000). */
+COURIER_API int64_t courier_sse_retry_ms(const courier_sse *events);
+/* Stops the source (from any thread): no more connections; a waiting read returns
+ * COURIER_E_CANCELLED. COURIER_OK, or COURIER_E_NOT_FOUND when it had ended. */
+COURIER_API int courier_sse_close(courier_sse *events);
+/* Closes the source if needed and releases it. Not while another thread reads it. Accepts NULL. */
+COURIER_API void courier_sse_free(courier_sse *events);
+
+/* ========================================================================================== */
 /* Responses                                                                                   */
 /* ========================================================================================== */
 

@@ -364,6 +364,10 @@ typedef struct cr_transfer {
 CR_HIDDEN int cr_request_borrow(courier_request **out, const char *method, const char *target, const cr_kvlist *headers,
                                 const char *body, size_t body_len, int has_body);
 CR_HIDDEN void cr_request_free_borrowed(courier_request *r);
+/* request.c: a copy of a request (the event source's, sent again at each reconnection): values
+ * copied, callbacks retained. *out new. COURIER_OK, COURIER_E_INVALID_ARGUMENT (multipart parts, a
+ * file body or a download: not copied) or COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_request_copy(courier_request **out, const courier_request *src);
 /* Replaces the request's target with `target` (takes it: malloc'ed, freed with the request). */
 CR_HIDDEN void cr_request_take_target(courier_request *r, char *target);
 /* request.c: COURIER_OK for a valid retry rule (counts and delays not negative, base <= max), else

@@ -232,6 +232,55 @@ int courier_request_new(courier_request **out, const char *method, const char *t
     return COURIER_OK;
 }
 
+int cr_request_copy(courier_request **out, const courier_request *src) {
+    *out = NULL;
+    if (src->parts || src->body_file || src->download_path) return COURIER_E_INVALID_ARGUMENT;
+    courier_request *r = NULL;
+    int rc = courier_request_new(&r, src->method, src->target);
+    if (rc) return rc;
+    /* The plain values, then each owned part copied (or retained) in its own way. */
+    char *method = r->method, *target = r->target;
+    *r = *src;
+    r->method = method;
+    r->target = target;
+    r->target_owned = 0;
+    r->base_url = r->param_charset = r->body = r->content_type = r->transport_name = NULL;
+    r->body_file = r->body_file_type = r->download_path = NULL;
+    memset(&r->params, 0, sizeof r->params);
+    memset(&r->headers, 0, sizeof r->headers);
+    r->security = NULL;
+    r->validator = cr_callback_retain(src->validator);
+    r->customize = cr_callback_retain(src->customize);
+    r->progress = cr_callback_retain(src->progress);
+    r->http.hook = cr_callback_retain(src->http.hook);
+    r->jspec = NULL;
+    r->cache = NULL;
+    r->mock = NULL;
+    r->auth = NULL;
+    r->parts = NULL;
+    r->object_rest = src->object_rest ? json_deep_copy(src->object_rest) : NULL;
+    bool failed = (src->object_rest && !r->object_rest) || cr_set_string(&r->base_url, src->base_url) ||
+                  cr_set_string(&r->param_charset, src->param_charset) ||
+                  cr_set_string(&r->content_type, src->content_type) ||
+                  cr_set_string(&r->transport_name, src->transport_name) ||
+                  cr_kvlist_copy(&r->params, &src->params) || cr_kvlist_copy(&r->headers, &src->headers) ||
+                  (src->security && !(r->security = cr_security_copy(src->security))) ||
+                  (src->jspec && !(r->jspec = cr_ext_copy(src->jspec))) ||
+                  (src->cache && !(r->cache = cr_ext_copy(src->cache))) ||
+                  (src->mock && !(r->mock = cr_mock_copy(src->mock))) ||
+                  (src->auth && !(r->auth = cr_auth_copy(src->auth)));
+    if (!failed && src->has_body) {
+        if (!(r->body = malloc(src->body_len ? src->body_len : 1))) failed = true;
+        else if (src->body_len) memcpy(r->body, src->body, src->body_len);
+    }
+    if (failed) {
+        courier_request_free(r);
+        return COURIER_E_NO_MEMORY;
+    }
+    *out = r;
+    return COURIER_OK;
+}
+
 void cr_request_take_target(courier_request *r, char *target) {
     if (r->target_owned) free(r->target);
     r->target = target;

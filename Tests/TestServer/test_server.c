@@ -1438,6 +1438,60 @@ static int h_slow_body(conn *c, request *rq, const char *arg, response *rs, int 
     return closing ? ACT_CLOSE : ACT_KEEP;
 }
 
+/* "/sse": server-sent events (see the header): ids counted from Last-Event-ID, a retry field,
+   `per` events a connection (then a clean close), 204 after `total`, `gap` ms between events. */
+static int h_sse(conn *c, request *rq, response *rs)
+{
+    query q;
+    if (query_parse(rq->query, &q))
+        return ACT_ABORT;
+    unsigned long long per = 3, total = 0, retry = 0, gap = 0;
+    char tmp[32];
+    const qpair *qp;
+    if ((qp = query_get(&q, "per"))) {
+        snprintf(tmp, sizeof tmp, "%.*s", (int)(qp->vlen < 31 ? qp->vlen : 31), qp->val);
+        parse_num(tmp, 1000000, &per);
+    }
+    if ((qp = query_get(&q, "total"))) {
+        snprintf(tmp, sizeof tmp, "%.*s", (int)(qp->vlen < 31 ? qp->vlen : 31), qp->val);
+        parse_num(tmp, 1000000000, &total);
+    }
+    if ((qp = query_get(&q, "retry"))) {
+        snprintf(tmp, sizeof tmp, "%.*s", (int)(qp->vlen < 31 ? qp->vlen : 31), qp->val);
+        parse_num(tmp, 3600000, &retry);
+    }
+    if ((qp = query_get(&q, "gap"))) {
+        snprintf(tmp, sizeof tmp, "%.*s", (int)(qp->vlen < 31 ? qp->vlen : 31), qp->val);
+        parse_num(tmp, 3600000, &gap);
+    }
+    query_free(&q);
+    unsigned long long last = 0;
+    const char *lei = find_header(rq, "Last-Event-ID");
+    if (lei)
+        last = strtoull(lei, NULL, 10);
+    if (total && last >= total) {
+        rs->status = 204;
+        return ACT_SEND;
+    }
+    if (send_head(c, rq, "Content-Type: text/event-stream\r\nCache-Control: no-store\r\n", 1))
+        return ACT_ABORT;
+    char line[160];
+    if (retry) {
+        int n = snprintf(line, sizeof line, "retry: %llu\n\n", retry);
+        if (send_all(c, line, (size_t)n))
+            return ACT_ABORT;
+    }
+    for (unsigned long long i = 1; i <= per && (!total || last + i <= total); i++) {
+        if (gap && !sleep_ms(c->srv, gap))
+            return ACT_ABORT;
+        int n = snprintf(line, sizeof line, "id: %llu\nevent: tick\ndata: event %llu\ndata: line two\n\n",
+                         last + i, last + i);
+        if (send_all(c, line, (size_t)n))
+            return ACT_ABORT;
+    }
+    return ACT_CLOSE;
+}
+
 /* "/origin/{name}": an origin whose headers the query sets, for the HTTP caching tests (see the
    header). Pairs whose name starts with '_' steer it: _status, _body, _gzip; "_304.Name" and
    "_head.Name" are header lines only on a 304 / a HEAD answer (replacing a plain pair of the same
@@ -2032,6 +2086,8 @@ static int dispatch(conn *c, request *rq, response *rs, long path_n, int closing
         return h_slow_body(c, rq, arg, rs, closing);
     if (strcmp(p, "/text") == 0)
         return h_text(rq, rs);
+    if (strcmp(p, "/sse") == 0)
+        return h_sse(c, rq, rs);
     if ((arg = after(p, "/raw/")))
         return h_raw(c, arg, rs);
     json_error(rs, 404, "not found");

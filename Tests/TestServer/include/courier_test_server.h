@@ -64,6 +64,12 @@
  *   /json                  a fixed small JSON document.
  *   /slow-body/{ms}        Content-Length: 100; sends 50 bytes, waits ms, sends 50 more.
  *                          Body byte i = 'a' + i % 26 (text/plain).
+ *   /sse?per=P&total=T&retry=MS&gap=MS
+ *                          server-sent events (text/event-stream, Connection: close): an
+ *                          optional "retry: MS" field, then P events (default 3), each
+ *                          "id: N", "event: tick", "data: event N", "data: line two", numbered
+ *                          from the request's Last-Event-ID + 1, GAP ms apart; then a clean
+ *                          close. With T, no event past id T, and 204 once Last-Event-ID >= T.
  *   /text?type=T&hex=H     200 with the bytes H (hex digits) as its body and Content-Type T
  *                          (none without type): text in other charsets.
  *   /raw/{name}            raw bytes that break HTTP, then close (framing tests):
