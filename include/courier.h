@@ -332,6 +332,9 @@ COURIER_API int courier_config_set_store_dir(courier_config *config, const char 
  * "~/Library/Application Support/<app id>/courier" on Darwin. Engines of one app id share that
  * store (across processes and languages). Copied. NULL restores the default: the program's name
  * (glibc's program_invocation_short_name, Darwin's getprogname; "courier" when there is none).
+ * Where the program is an interpreter (python3, node), that name is the interpreter's, the same
+ * for every script it runs: a binding for one sets the app id itself (the Python binding: the
+ * main script's name, or a temporary store when there is no script).
  * Unused when a store directory is set. Errors: COURIER_E_INVALID_ARGUMENT (empty, "." or "..",
  * a '/', or longer than 255 bytes). */
 COURIER_API int courier_config_set_app_id(courier_config *config, const char *app_id);

@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover
     else:
         from typing_extensions import Unpack
 
-__all__ = ["Engine", "CourierFuture", "Interceptor", "Event", "EventKind", "LogLevel", "LogComponent", "LogRotation",
+__all__ = ["Engine", "default_app_id", "CourierFuture", "Interceptor", "Event", "EventKind", "LogLevel",
+           "LogComponent", "LogRotation",
            "Reachability", "Redaction", "CachePolicy", "CacheDurability"]
 
 
@@ -278,6 +279,34 @@ def _wait_group(group: "Group", timeout: Optional[float]) -> "GroupResult":
             raise
 
 
+def default_app_id() -> Optional[str]:
+    """The app id an engine opened without ``store`` or ``app_id`` names its default store with:
+    the program's own name, as the C core takes a compiled program's. For Python the process is
+    the interpreter (the core would name every script's store ``python3``), so it is the main
+    script's: ``python3 notes.py`` and ``python3 /x/notes.pyw`` give ``notes``, ``python3 -m
+    tools.sync`` gives ``tools.sync`` (``python3 -m tools``: ``tools``), a directory or zip app
+    (``python3 notes.pyz``) gives ``notes``, a console script installed by pip its command's name.
+    None when no script runs: the interactive prompt, ``python3 -c``, a program read from stdin, a
+    notebook, an application embedding Python; its engines then keep a temporary store."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    name = getattr(spec, "name", None)
+    if isinstance(name, str) and name and name != "__main__":  # python -m pkg.mod
+        return name[:-len(".__main__")] if name.endswith(".__main__") else name
+    path = getattr(main, "__file__", None)
+    if not isinstance(path, str) or not path or path.startswith("<"):  # -c, stdin ("<stdin>"), the REPL
+        return None
+    stem, ext = os.path.splitext(os.path.basename(path))
+    if stem == "__main__":  # python3 app.pyz, python3 appdir/
+        stem, ext = os.path.splitext(os.path.basename(os.path.dirname(os.path.abspath(path))))
+    if ext.lower() not in ("", ".py", ".pyw", ".pyc", ".pyz"):
+        stem += ext
+    # what courier_config_set_app_id refuses ('/' cannot be in a file name)
+    if stem in ("", ".", "..") or len(os.fsencode(stem)) > 255:
+        return None
+    return stem
+
+
 def _ms(seconds: Optional[float]) -> int:
     return max(0, int(round(float(seconds or 0) * 1000)))
 
@@ -299,11 +328,16 @@ class Engine:
 
     Args:
         base_url: joined to relative request paths.
-        store: the store directory (cache, journal); default the durable default store named by
-            ``app_id`` ($XDG_DATA_HOME/<app id>/courier, else ~/.local/share/<app id>/courier;
-            Application Support on Darwin), or with ``temporary_store=True`` a private temporary
-            one removed at close.
-        app_id: names the default store ("com.example.notes"); default the program's name.
+        store: the store directory (cache, cookies, journal); default the durable default store
+            named by ``app_id`` ($XDG_DATA_HOME/<app id>/courier, else
+            ~/.local/share/<app id>/courier; Application Support on Darwin), or with
+            ``temporary_store=True`` a private temporary one removed at close.
+        app_id: names the default store ("com.example.notes"). Default: the main script's name
+            (:func:`courier.default_app_id`: ``notes`` for ``python3 notes.py``, ``tools.sync``
+            for ``python3 -m tools.sync``), so two scripts never share cookies, cache or frozen
+            requests by accident; without a script (the interactive prompt, ``python3 -c``, stdin,
+            a notebook) the engine keeps a temporary store, as with ``temporary_store=True``.
+            Engines of one app id share the store, across processes and languages.
         temporary_store: True for a temporary store (tests, demos, one-shot scripts): frozen
             requests then do not outlive the engine, and freezing logs a warning.
         timeout: default timeout of a request, whole transfer.
@@ -441,8 +475,12 @@ class Engine:
                 security._apply(lib.courier_config_set_security, c)
             if store is not None:
                 check(lib.courier_config_set_store_dir(c, _b(os.fspath(store))), arg="store")
+            if app_id is None and store is None and not temporary_store:
+                app_id = default_app_id()  # the main script's name, not the interpreter's
+                temporary_store = app_id is None  # no script: nothing outlives the engine
             if app_id is not None:
-                check(lib.courier_config_set_app_id(c, _b(app_id)), arg="app_id")
+                check(lib.courier_config_set_app_id(c, os.fsencode(app_id) if isinstance(app_id, str) else app_id),
+                      arg="app_id")
             if temporary_store:
                 check(lib.courier_config_set_temporary_store(c, 1), arg="temporary_store")
             if validator is not None:
