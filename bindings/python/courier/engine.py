@@ -1015,13 +1015,15 @@ class Engine:
         check(lib.courier_log_add_callback(byref(sink), self._handle(), coerce(LogLevel, min_level, "min_level"), cb.log, key, cb.user_free))
         return sink.value
 
-    def add_log_file(self, path: Union[str, os.PathLike], min_level: Union[LogLevel, str, int] = LogLevel.INFO,
+    def add_log_file(self, path: Union[str, os.PathLike], min_level: Union[LogLevel, str, int] = LogLevel.TRACE,
                      max_bytes: int = setting_default(Setting.LOG_FILE_MAX_BYTES),
                      max_files: int = setting_default(Setting.LOG_FILE_MAX_FILES),
                      rotation: Union[LogRotation, str, int] = LogRotation.SIZE) -> int:
         """Appends log lines to a file (rotated past ``max_bytes``, 0: never; at most ``max_files``
         files kept; the defaults are the C core's; with ``rotation="daily"`` also when the UTC day
-        changes on the engine's clock); returns the sink id."""
+        changes on the engine's clock); returns the sink id. ``min_level`` (default ``trace``, as
+        every sink's here and in Swift) only narrows what the engine's and its components' levels
+        let through: a component set to debug shows its debug lines in the file."""
         sink = c_uint64()
         err = ERROR()
         check(lib.courier_log_add_rotating_file(byref(sink), self._handle(), coerce(LogLevel, min_level, "min_level"),
@@ -1043,7 +1045,9 @@ class Engine:
                                                   byref(err)), err)
         return LogLevel(out.value)
 
-    def add_log_stderr(self, min_level: Union[LogLevel, str, int] = LogLevel.INFO) -> int:
+    def add_log_stderr(self, min_level: Union[LogLevel, str, int] = LogLevel.TRACE) -> int:
+        """Writes log lines to standard error; returns the sink id. ``min_level`` as
+        :meth:`add_log_file`'s."""
         sink = c_uint64()
         check(lib.courier_log_add_stderr(byref(sink), self._handle(), coerce(LogLevel, min_level, "min_level")))
         return sink.value
