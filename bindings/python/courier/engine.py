@@ -994,18 +994,18 @@ class Engine:
 
     @log_level.setter
     def log_level(self, level: Union[LogLevel, str, int]) -> None:
-        check(lib.courier_log_set_level(self._handle(), coerce(LogLevel, level, "log_level")))
+        check(lib.courier_log_set_level(self._handle(), coerce(LogLevel, level, "log_level")), arg="log_level")
 
     def log_set_field(self, name: str, value: Optional[str]) -> None:
         """A field added to every log line (None removes it)."""
-        check(lib.courier_log_set_field(self._handle(), _b(name), _opt(value)))
+        check(lib.courier_log_set_field(self._handle(), _b(name), _opt(value)), arg="name")
 
     def log_set_redaction(self, mode: Union[Redaction, str, int], params: Iterable[str] = ()) -> None:
         """How URLs are written in log lines (a :class:`Redaction` or its name), and more secret
         query parameter names."""
-        check(lib.courier_log_set_redaction(self._handle(), coerce(Redaction, mode, "mode")))
+        check(lib.courier_log_set_redaction(self._handle(), coerce(Redaction, mode, "mode")), arg="mode")
         for p in params:
-            check(lib.courier_log_redact_param(self._handle(), _b(p)))
+            check(lib.courier_log_redact_param(self._handle(), _b(p)), arg="params")
 
     def add_log_sink(self, fn: Callable[[int, str], None],
                      min_level: Union[LogLevel, str, int] = LogLevel.TRACE) -> int:
@@ -1053,11 +1053,11 @@ class Engine:
         return sink.value
 
     def remove_log_sink(self, sink: int) -> None:
-        check(lib.courier_log_remove_sink(self._handle(), c_uint64(sink)))
+        check(lib.courier_log_remove_sink(self._handle(), c_uint64(sink)), arg="sink")
 
     def log(self, level: Union[LogLevel, str, int], message: str, event: Optional[str] = None) -> None:
         """Writes a line of your own to the engine's sinks."""
-        check(lib.courier_log_write(self._handle(), coerce(LogLevel, level, "level"), _opt(event), _b(message)))
+        check(lib.courier_log_write(self._handle(), coerce(LogLevel, level, "level"), _opt(event), _b(message)), arg="level")
 
     def add_monitor(self, fn: Callable[[Event], None], kinds: Iterable[Union[EventKind, str, int]] = ()) -> int:
         """Adds an event monitor ``fn(event)`` for the given :class:`EventKind` s (all when
@@ -1071,7 +1071,7 @@ class Engine:
         return mid.value
 
     def remove_monitor(self, monitor_id: int) -> None:
-        check(lib.courier_monitor_remove(self._handle(), c_uint64(monitor_id)))
+        check(lib.courier_monitor_remove(self._handle(), c_uint64(monitor_id)), arg="monitor_id")
 
     # reachability
     @property
@@ -1115,7 +1115,7 @@ class Engine:
         return tok.value
 
     def remove_reachability_listener(self, token: int) -> None:
-        check(lib.courier_reachability_remove_listener(self._handle(), c_uint64(token)))
+        check(lib.courier_reachability_remove_listener(self._handle(), c_uint64(token)), arg="token")
 
 
 # ---------------------------------------------------------------------------------------------

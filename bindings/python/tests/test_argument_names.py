@@ -109,3 +109,21 @@ def test_a_mapping_type_takes_its_enum_and_its_name() -> None:
     with pytest.raises(courier.InvalidArgument) as info:
         m.attribute("f", type="integr")
     _refused(info, "type")
+
+
+def test_engine_methods_name_the_refused_argument(engine: courier.Engine) -> None:
+    with pytest.raises(courier.NotFound) as nf:
+        engine.remove_log_sink(12345)
+    assert nf.value.code == courier.NotFound.CODE and str(nf.value).startswith("sink:")
+    with pytest.raises(courier.InvalidArgument) as info:
+        engine.log_set_field("", "x")
+    _refused(info, "name")
+    with pytest.raises(courier.InvalidArgument) as info:
+        engine.batch([("GET", "/json")], max_in_flight=-1)
+    _refused(info, "max_in_flight")
+    with pytest.raises(courier.InvalidArgument) as info:
+        engine.cache.register_policy(5)  # below the user range
+    _refused(info, "policy_id")
+    with pytest.raises(courier.InvalidArgument) as info:
+        engine.frozen.add_resend_policy("courier.mine")  # reserved
+    _refused(info, "policy_id")
