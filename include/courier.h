@@ -2032,8 +2032,9 @@ COURIER_API int courier_log_add_stderr(uint64_t *out_sink, courier_engine *engin
  * PATH.N-1, ..., PATH -> PATH.1 with N = max_files (>= 1; PATH.N-1 is deleted, and N = 1 truncates
  * PATH), so at most max_files files exist, each at most max_bytes long unless a single line is
  * longer. A failed write drops the line. `path` is copied.
- * Errors: COURIER_E_INVALID_ARGUMENT (NULL, max_bytes < 0, max_files < 1), COURIER_E_STORE (the
- * file cannot be opened; err->os_error set), COURIER_E_NO_MEMORY. */
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, max_bytes < 0, max_files < 1; err->message starts with
+ * the argument's name, "max_files: ..."), COURIER_E_STORE (the file cannot be opened;
+ * err->os_error set), COURIER_E_NO_MEMORY. */
 COURIER_API int courier_log_add_file(uint64_t *out_sink, courier_engine *engine, courier_log_level min_level,
                                      const char *path, int64_t max_bytes, int max_files, courier_error *err);
 /* When a file sink starts a new file besides size. */

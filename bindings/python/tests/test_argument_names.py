@@ -127,3 +127,11 @@ def test_engine_methods_name_the_refused_argument(engine: courier.Engine) -> Non
     with pytest.raises(courier.InvalidArgument) as info:
         engine.frozen.add_resend_policy("courier.mine")  # reserved
     _refused(info, "policy_id")
+
+
+@pytest.mark.parametrize("keyword,value", [("max_files", 0), ("max_bytes", -1)])
+def test_add_log_file_names_the_refused_argument(keyword: str, value: int, engine: courier.Engine, tmp_path) -> None:
+    # the C core's message names it (courier_log_add_file); the binding passes it through
+    with pytest.raises(courier.InvalidArgument) as info:
+        engine.add_log_file(tmp_path / "x.log", **{keyword: value})
+    _refused(info, keyword)
