@@ -340,7 +340,9 @@ class Engine:
             Engines of one app id share the store, across processes and languages.
         temporary_store: True for a temporary store (tests, demos, one-shot scripts): frozen
             requests then do not outlive the engine, and freezing logs a warning.
-        timeout: default timeout of a request, whole transfer.
+        timeout: default timeout of a request, whole transfer (seconds > 0, rounded up to whole
+            milliseconds; 0 or less is refused with :class:`courier.InvalidArgument`, as in C and
+            Swift). A refused keyword is named at the start of the error's message.
         headers, params: added to every request.
         user_agent, max_connections_per_host, max_connections, body_encoding ("form"/"json"),
         max_response_bytes, ca_file, pinned_public_key, insecure: transport settings.
