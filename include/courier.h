@@ -335,6 +335,9 @@ COURIER_API int courier_config_set_store_dir(courier_config *config, const char 
  * "~/Library/Application Support/<app id>/courier" on Darwin. Engines of one app id share that
  * store (across processes and languages). Copied. NULL restores the default: the program's name
  * (glibc's program_invocation_short_name, Darwin's getprogname; "courier" when there is none).
+ * Where the program is an interpreter (python3, node), that name is the interpreter's, the same
+ * for every script it runs: a binding for one sets the app id itself (the Python binding: the
+ * main script's name, or a temporary store when there is no script).
  * Unused when a store directory is set. Errors: COURIER_E_INVALID_ARGUMENT (empty, "." or "..",
  * a '/', or longer than 255 bytes). */
 COURIER_API int courier_config_set_app_id(courier_config *config, const char *app_id);
@@ -2203,8 +2206,9 @@ COURIER_API int courier_log_add_stderr(uint64_t *out_sink, courier_engine *engin
  * PATH.N-1, ..., PATH -> PATH.1 with N = max_files (>= 1; PATH.N-1 is deleted, and N = 1 truncates
  * PATH), so at most max_files files exist, each at most max_bytes long unless a single line is
  * longer. A failed write drops the line. `path` is copied.
- * Errors: COURIER_E_INVALID_ARGUMENT (NULL, max_bytes < 0, max_files < 1), COURIER_E_STORE (the
- * file cannot be opened; err->os_error set), COURIER_E_NO_MEMORY. */
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, max_bytes < 0, max_files < 1; err->message starts with
+ * the argument's name, "max_files: ..."), COURIER_E_STORE (the file cannot be opened;
+ * err->os_error set), COURIER_E_NO_MEMORY. */
 COURIER_API int courier_log_add_file(uint64_t *out_sink, courier_engine *engine, courier_log_level min_level,
                                      const char *path, int64_t max_bytes, int max_files, courier_error *err);
 /* When a file sink starts a new file besides size. */

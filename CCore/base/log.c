@@ -426,9 +426,15 @@ static int add_file(courier_engine *e, courier_log_level min_level, const char *
                     int max_files, courier_log_rotation rotation, uint64_t *out_sink, courier_error *err) {
     cr_error_clear(err);
     if (out_sink) *out_sink = 0;
-    if (!e || !path || !*path || !level_ok(min_level) || max_bytes < 0 || max_files < 1 ||
-        ((int)rotation != COURIER_LOG_ROTATE_SIZE && (int)rotation != COURIER_LOG_ROTATE_DAILY))
-        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "invalid log file arguments");
+    /* The message names the argument, as the bindings name theirs (issue 28). */
+    if (!e) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine: NULL");
+    if (!path || !*path) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "path: NULL or empty");
+    if (!level_ok(min_level)) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "min_level: %d is not a level", (int)min_level);
+    if (max_bytes < 0)
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "max_bytes: %lld is negative", (long long)max_bytes);
+    if (max_files < 1) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "max_files: %d is less than 1", max_files);
+    if ((int)rotation != COURIER_LOG_ROTATE_SIZE && (int)rotation != COURIER_LOG_ROTATE_DAILY)
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "rotation: %d is not a rotation", (int)rotation);
     cr_sink *s = sink_new(SINK_FILE, min_level);
     if (!s || !(s->path = cr_strdup(path))) {
         sink_release(s);

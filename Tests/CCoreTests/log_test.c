@@ -337,8 +337,15 @@ static void file_sink_rotates(void) {
     /* Errors. */
     CHECK_EQ(courier_log_add_file(NULL, e, COURIER_LOG_INFO, "/nonexistent-dir/x.log", 100, 2, &err), COURIER_E_STORE);
     CHECK(err.os_error != 0);
+    /* A refused argument is named in the message (issue 28): the bindings pass it through. */
     CHECK_EQ(courier_log_add_file(NULL, e, COURIER_LOG_INFO, path, 100, 0, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK(strncmp(err.message, "max_files:", 10) == 0);
     CHECK_EQ(courier_log_add_file(NULL, e, COURIER_LOG_INFO, path, -1, 2, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK(strncmp(err.message, "max_bytes:", 10) == 0);
+    CHECK_EQ(courier_log_add_file(NULL, e, (courier_log_level)9, path, 100, 2, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK(strncmp(err.message, "min_level:", 10) == 0);
+    CHECK_EQ(courier_log_add_file(NULL, e, COURIER_LOG_INFO, "", 100, 2, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK(strncmp(err.message, "path:", 5) == 0);
     courier_engine_close(e);
 }
 

@@ -19,7 +19,7 @@ from .auth import AuthScheme, Challenge, Cookie
 from .cache import CacheEntry, CacheManager, CacheStats
 from .engine import (CacheDurability, CachePolicy, CourierFuture, Engine, Event, EventKind, Interceptor,
                      LogComponent, LogLevel, LogRotation, NetworkKind, Reachability, Redaction,
-                     network_link_kind)
+                     default_app_id, network_link_kind)
 from .errors import *  # noqa: F401,F403 - the exception classes, generated from the code table
 from .errors import CourierError, error_class, strerror
 from .frozen import FreezePolicy, FrozenEvent, FrozenEventKind, FrozenManager, FrozenRequest, ResendPolicy

@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence, Union
 from . import _callbacks as cb
 from ._enums import CEnum
 from ._lib import COOKIE, lib, sized
-from .errors import check
+from .errors import check, coerce
 
 __all__ = ["AuthScheme", "Cookie", "Challenge", "Credentials"]
 
@@ -36,20 +36,34 @@ class AuthScheme(CEnum):
 # The header's COURIER_AUTH_ANY_SAFE and COURIER_AUTH_ANY: sets, not members.
 AuthScheme.ANY_SAFE = AuthScheme.DIGEST | AuthScheme.NEGOTIATE | AuthScheme.NTLM  # type: ignore[attr-defined]
 AuthScheme.ANY = AuthScheme.BASIC | AuthScheme.ANY_SAFE  # type: ignore[attr-defined]
+AuthScheme._c_sets = {"ANY_SAFE": AuthScheme.ANY_SAFE, "ANY": AuthScheme.ANY}  # type: ignore[attr-defined]  # coerce's names
 
 
 # (user, password) or (user, password, schemes). Without schemes: AuthScheme.ANY.
 Credentials = Union[Sequence[Any], None]
 
 
-def credentials_args(creds: Credentials) -> tuple[Optional[bytes], Optional[bytes], int]:
-    """The C arguments of a credentials value (user None: none)."""
+def auth_schemes(value: Any, option: str = "credentials") -> int:
+    """A set of schemes as the C int: an :class:`AuthScheme`, its name in any case (``"digest"``,
+    ``"any_safe"``, ``"any"``), an int set (``AuthScheme.DIGEST | AuthScheme.NTLM``), or a list of
+    those (``["digest", "ntlm"]``). :class:`courier.InvalidArgument` for a name that is none,
+    naming the option and listing the names."""
+    if isinstance(value, (list, tuple, set, frozenset)):
+        out = 0
+        for v in value:
+            out |= int(coerce(AuthScheme, v, option, allow_int=True))
+        return out
+    return int(coerce(AuthScheme, value, option, allow_int=True))
+
+
+def credentials_args(creds: Credentials, option: str = "credentials") -> tuple[Optional[bytes], Optional[bytes], int]:
+    """The C arguments of a credentials value (user None: none); ``option`` names it in errors."""
     if creds is None:
         return None, None, 0
     items = list(creds)
     if len(items) not in (2, 3):
-        raise TypeError("credentials are (user, password) or (user, password, schemes)")
-    schemes = int(items[2]) if len(items) == 3 else int(AuthScheme.ANY)  # type: ignore[attr-defined]
+        raise TypeError(f"{option}: (user, password) or (user, password, schemes)")
+    schemes = auth_schemes(items[2], option) if len(items) == 3 else int(AuthScheme.ANY)  # type: ignore[attr-defined]
     return str(items[0]).encode(), str(items[1]).encode(), schemes
 
 

@@ -231,10 +231,11 @@ class CacheManager:
         cbs.should_write = cb.ptr(c_cache_should_write) if should_write else None
         key = cb.register(cb.Slot(fns, None, self._engine))
         check(lib.courier_engine_register_cache_policy(self._engine._handle(), int(policy_id), byref(cbs), key,
-                                                       cb.user_free))
+                                                       cb.user_free), arg="policy_id")
 
     def unregister_policy(self, policy_id: int) -> None:
-        check(lib.courier_engine_register_cache_policy(self._engine._handle(), int(policy_id), None, None, None))
+        check(lib.courier_engine_register_cache_policy(self._engine._handle(), int(policy_id), None, None, None),
+              arg="policy_id")
 
 
 _ = Iterable

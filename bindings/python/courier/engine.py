@@ -24,7 +24,7 @@ from .frozen import FrozenManager
 from .group import Group, GroupMode, run
 from .mapping import c_decoder, python_to_json
 from .request import (BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs, c_before_send, c_redirect,
-                      timeout_ms)
+                      timeout_ms, total_timeout_ms)
 from .response import CachePolicy, Response, c_after_receive, c_validator
 from .stream import StreamResponse, open_stream, wait_head
 from .security import Security
@@ -38,7 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
     else:
         from typing_extensions import Unpack
 
-__all__ = ["Engine", "CourierFuture", "Interceptor", "Event", "EventKind", "LogLevel", "LogComponent", "LogRotation",
+__all__ = ["Engine", "default_app_id", "CourierFuture", "Interceptor", "Event", "EventKind", "LogLevel",
+           "LogComponent", "LogRotation",
            "Reachability", "Redaction", "CachePolicy", "CacheDurability"]
 
 
@@ -279,6 +280,34 @@ def _wait_group(group: "Group", timeout: Optional[float]) -> "GroupResult":
             raise
 
 
+def default_app_id() -> Optional[str]:
+    """The app id an engine opened without ``store`` or ``app_id`` names its default store with:
+    the program's own name, as the C core takes a compiled program's. For Python the process is
+    the interpreter (the core would name every script's store ``python3``), so it is the main
+    script's: ``python3 notes.py`` and ``python3 /x/notes.pyw`` give ``notes``, ``python3 -m
+    tools.sync`` gives ``tools.sync`` (``python3 -m tools``: ``tools``), a directory or zip app
+    (``python3 notes.pyz``) gives ``notes``, a console script installed by pip its command's name.
+    None when no script runs: the interactive prompt, ``python3 -c``, a program read from stdin, a
+    notebook, an application embedding Python; its engines then keep a temporary store."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    name = getattr(spec, "name", None)
+    if isinstance(name, str) and name and name != "__main__":  # python -m pkg.mod
+        return name[:-len(".__main__")] if name.endswith(".__main__") else name
+    path = getattr(main, "__file__", None)
+    if not isinstance(path, str) or not path or path.startswith("<"):  # -c, stdin ("<stdin>"), the REPL
+        return None
+    stem, ext = os.path.splitext(os.path.basename(path))
+    if stem == "__main__":  # python3 app.pyz, python3 appdir/
+        stem, ext = os.path.splitext(os.path.basename(os.path.dirname(os.path.abspath(path))))
+    if ext.lower() not in ("", ".py", ".pyw", ".pyc", ".pyz"):
+        stem += ext
+    # what courier_config_set_app_id refuses ('/' cannot be in a file name)
+    if stem in ("", ".", "..") or len(os.fsencode(stem)) > 255:
+        return None
+    return stem
+
+
 def _ms(seconds: Optional[float]) -> int:
     return max(0, int(round(float(seconds or 0) * 1000)))
 
@@ -300,11 +329,16 @@ class Engine:
 
     Args:
         base_url: joined to relative request paths.
-        store: the store directory (cache, journal); default the durable default store named by
-            ``app_id`` ($XDG_DATA_HOME/<app id>/courier, else ~/.local/share/<app id>/courier;
-            Application Support on Darwin), or with ``temporary_store=True`` a private temporary
-            one removed at close.
-        app_id: names the default store ("com.example.notes"); default the program's name.
+        store: the store directory (cache, cookies, journal); default the durable default store
+            named by ``app_id`` ($XDG_DATA_HOME/<app id>/courier, else
+            ~/.local/share/<app id>/courier; Application Support on Darwin), or with
+            ``temporary_store=True`` a private temporary one removed at close.
+        app_id: names the default store ("com.example.notes"). Default: the main script's name
+            (:func:`courier.default_app_id`: ``notes`` for ``python3 notes.py``, ``tools.sync``
+            for ``python3 -m tools.sync``), so two scripts never share cookies, cache or frozen
+            requests by accident; without a script (the interactive prompt, ``python3 -c``, stdin,
+            a notebook) the engine keeps a temporary store, as with ``temporary_store=True``.
+            Engines of one app id share the store, across processes and languages.
         temporary_store: True for a temporary store (tests, demos, one-shot scripts): frozen
             requests then do not outlive the engine, and freezing logs a warning.
         stream_buffer_bytes: the most unread body a stream (:meth:`stream`) holds before its
@@ -312,7 +346,9 @@ class Engine:
         store_must_exist: True opens only a store that exists: when the store directory (``store``,
             or the default store of ``app_id``) is missing, opening raises ``StoreError`` ("no
             store at ...") and creates nothing (for scripts that inspect or clean a store).
-        timeout: default timeout of a request, whole transfer.
+        timeout: default timeout of a request, whole transfer (seconds > 0, rounded up to whole
+            milliseconds; 0 or less is refused with :class:`courier.InvalidArgument`, as in C and
+            Swift). A refused keyword is named at the start of the error's message.
         headers, params: added to every request.
         user_agent, max_connections_per_host, max_connections, body_encoding ("form"/"json"),
         max_response_bytes, ca_file, pinned_public_key, insecure: transport settings.
@@ -414,57 +450,61 @@ class Engine:
         c = cfg.value
         try:
             if base_url is not None:
-                check(lib.courier_config_set_base_url(c, _b(base_url)))
+                check(lib.courier_config_set_base_url(c, _b(base_url)), arg="base_url")
             for name, value in _pairs(headers):
-                check(lib.courier_config_add_header(c, _b(name), _b(value)))
+                check(lib.courier_config_add_header(c, _b(name), _b(value)), arg="headers")
             for name, value in _pairs(params):
-                check(lib.courier_config_add_param(c, _b(name), _b(value)))
+                check(lib.courier_config_add_param(c, _b(name), _b(value)), arg="params")
             if timeout is not None:
-                check(lib.courier_config_set_timeout_ms(c, max(1, _ms(timeout))))
+                check(lib.courier_config_set_timeout_ms(c, total_timeout_ms(timeout)), arg="timeout")
             if user_agent is not None:
-                check(lib.courier_config_set_user_agent(c, _b(user_agent)))
+                check(lib.courier_config_set_user_agent(c, _b(user_agent)), arg="user_agent")
             if max_connections_per_host is not None:
-                check(lib.courier_config_set_max_connections_per_host(c, int(max_connections_per_host)))
+                check(lib.courier_config_set_max_connections_per_host(c, int(max_connections_per_host)), arg="max_connections_per_host")
             if max_connections is not None:
-                check(lib.courier_config_set_max_connections(c, int(max_connections)))
+                check(lib.courier_config_set_max_connections(c, int(max_connections)), arg="max_connections")
             if body_encoding is not None:
-                check(lib.courier_config_set_body_encoding(c, coerce(BodyEncoding, body_encoding, "body_encoding")))
+                check(lib.courier_config_set_body_encoding(c, coerce(BodyEncoding, body_encoding, "body_encoding")), arg="body_encoding")
             if max_response_bytes is not None:
-                check(lib.courier_config_set_max_response_bytes(c, int(max_response_bytes)))
+                check(lib.courier_config_set_max_response_bytes(c, int(max_response_bytes)), arg="max_response_bytes")
             if ca_file is not None:
-                check(lib.courier_config_set_ca_file(c, _b(os.fspath(ca_file))))
+                check(lib.courier_config_set_ca_file(c, _b(os.fspath(ca_file))), arg="ca_file")
             if pinned_public_key is not None:
-                check(lib.courier_config_set_pinned_public_key(c, _b(pinned_public_key)))
+                check(lib.courier_config_set_pinned_public_key(c, _b(pinned_public_key)), arg="pinned_public_key")
             if insecure:
-                check(lib.courier_config_set_insecure(c, 1))
+                check(lib.courier_config_set_insecure(c, 1), arg="insecure")
             if param_charset is not None:
-                check(lib.courier_config_set_param_charset(c, _b(param_charset)))
+                check(lib.courier_config_set_param_charset(c, _b(param_charset)), arg="param_charset")
             if network_watch:
-                check(lib.courier_config_set_network_watch(c, 1))
+                check(lib.courier_config_set_network_watch(c, 1), arg="network_watch")
             for kind, (per_host, total, replay) in (network_limits or {}).items():
                 check(lib.courier_config_set_network_limits(c, coerce(NetworkKind, kind, "network_limits"),
-                                                            int(per_host), int(total), int(replay)))
+                                                            int(per_host), int(total), int(replay)), arg="network_limits")
             if security is not None:  # after ca_file, pinned_public_key, insecure: replaces them
                 security._apply(lib.courier_config_set_security, c)
             if store is not None:
-                check(lib.courier_config_set_store_dir(c, _b(os.fspath(store))))
+                check(lib.courier_config_set_store_dir(c, _b(os.fspath(store))), arg="store")
+            if app_id is None and store is None and not temporary_store:
+                app_id = default_app_id()  # the main script's name, not the interpreter's
+                temporary_store = app_id is None  # no script: nothing outlives the engine
             if app_id is not None:
-                check(lib.courier_config_set_app_id(c, _b(app_id)))
+                check(lib.courier_config_set_app_id(c, os.fsencode(app_id) if isinstance(app_id, str) else app_id),
+                      arg="app_id")
             if temporary_store:
-                check(lib.courier_config_set_temporary_store(c, 1))
+                check(lib.courier_config_set_temporary_store(c, 1), arg="temporary_store")
             if store_must_exist:
-                check(lib.courier_config_set_store_must_exist(c, 1))
+                check(lib.courier_config_set_store_must_exist(c, 1), arg="store_must_exist")
             if stream_buffer_bytes is not None:
-                check(lib.courier_config_set_stream_buffer_bytes(c, int(stream_buffer_bytes)))
+                check(lib.courier_config_set_stream_buffer_bytes(c, int(stream_buffer_bytes)), arg="stream_buffer_bytes")
             if validator is not None:
                 key = cb.register(cb.Slot(validator, None, self))
-                check(lib.courier_config_set_validator(c, c_validator, key, cb.user_free))
+                check(lib.courier_config_set_validator(c, c_validator, key, cb.user_free), arg="validator")
             if retry is not None:
-                check(lib.courier_config_set_retry(c, *retry._args()))
+                check(lib.courier_config_set_retry(c, *retry._args()), arg="retry")
             if frequent_guard is not None:
-                check(lib.courier_config_set_frequent_guard_ms(c, _ms(frequent_guard)))
+                check(lib.courier_config_set_frequent_guard_ms(c, _ms(frequent_guard)), arg="frequent_guard")
             if mock is not None:
-                check(lib.courier_config_set_mock_enabled(c, 1 if mock else 0))
+                check(lib.courier_config_set_mock_enabled(c, 1 if mock else 0), arg="mock")
             for icpt in interceptors:
                 if isinstance(icpt, tuple):
                     icpt = Interceptor(*icpt)
@@ -472,83 +512,83 @@ class Engine:
                 key = cb.register(cb.Slot(fns, None, self))
                 check(lib.courier_config_add_interceptor(c, c_before_send if fns[0] else None,
                                                          c_after_receive if fns[1] else None, key,
-                                                         cb.user_free))
+                                                         cb.user_free), arg="interceptors")
             if cache is not None:
-                check(lib.courier_config_set_cache_policy(c, coerce(CachePolicy, cache, "cache", allow_int=True)))
+                check(lib.courier_config_set_cache_policy(c, coerce(CachePolicy, cache, "cache", allow_int=True)), arg="cache")
             if cache_store is not None:
-                check(lib.courier_config_set_cache_store(c, _b(os.fspath(cache_store))))
+                check(lib.courier_config_set_cache_store(c, _b(os.fspath(cache_store))), arg="cache_store")
             if cache_expiry is not None:
-                check(lib.courier_config_set_cache_expiry_ms(c, int(round(cache_expiry * 1000))))
+                check(lib.courier_config_set_cache_expiry_ms(c, int(round(cache_expiry * 1000))), arg="cache_expiry")
             if cache_max_bytes is not None:
-                check(lib.courier_config_set_cache_max_bytes(c, int(cache_max_bytes)))
+                check(lib.courier_config_set_cache_max_bytes(c, int(cache_max_bytes)), arg="cache_max_bytes")
             if cache_durability is not None:
                 check(lib.courier_config_set_cache_durability(
-                    c, coerce(CacheDurability, cache_durability, "cache_durability")))
+                    c, coerce(CacheDurability, cache_durability, "cache_durability")), arg="cache_durability")
             if cache_status_header:
-                check(lib.courier_config_set_cache_status_header(c, 1))
+                check(lib.courier_config_set_cache_status_header(c, 1), arg="cache_status_header")
             if clock is not None:
                 key = cb.register(cb.Slot(clock, None, self, "seconds"))
-                check(lib.courier_config_set_clock(c, cb.clock, key, cb.user_free))
+                check(lib.courier_config_set_clock(c, cb.clock, key, cb.user_free), arg="clock")
             if envelope is not None:
-                check(lib.courier_config_set_envelope(c, envelope._handle()))
+                check(lib.courier_config_set_envelope(c, envelope._handle()), arg="envelope")
                 self._keep.append(envelope)
             for mime in json_types:
-                check(lib.courier_config_add_json_type(c, _b(mime)))
+                check(lib.courier_config_add_json_type(c, _b(mime)), arg="json_types")
             for mime, fn in (decoders or {}).items():
                 key = cb.register(cb.Slot(fn, None, self))
-                check(lib.courier_config_set_decoder(c, _b(mime), c_decoder, key, cb.user_free))
+                check(lib.courier_config_set_decoder(c, _b(mime), c_decoder, key, cb.user_free), arg="decoders")
             if json_max_depth is not None:
                 opts = sized(JSON_OPTIONS)
-                check(lib.courier_json_options_init(byref(opts)))
+                check(lib.courier_json_options_init(byref(opts)), arg="json_max_depth")
                 opts.max_depth = int(json_max_depth)
-                check(lib.courier_config_set_json_options(c, byref(opts)))
+                check(lib.courier_config_set_json_options(c, byref(opts)), arg="json_max_depth")
             if frozen_replay is not None:
                 conc, base, mx = frozen_replay
-                check(lib.courier_config_set_frozen_replay(c, int(conc), _ms(base), _ms(mx)))
+                check(lib.courier_config_set_frozen_replay(c, int(conc), _ms(base), _ms(mx)), arg="frozen_replay")
             if frozen_expiry is not None:
-                check(lib.courier_config_set_frozen_expiry_ms(c, _ms(frozen_expiry)))
+                check(lib.courier_config_set_frozen_expiry_ms(c, _ms(frozen_expiry)), arg="frozen_expiry")
             if frozen_lease is not None:
-                check(lib.courier_config_set_frozen_lease_ms(c, _ms(frozen_lease)))
+                check(lib.courier_config_set_frozen_lease_ms(c, _ms(frozen_lease)), arg="frozen_lease")
             if frozen_poll is not None:
-                check(lib.courier_config_set_frozen_poll_ms(c, _ms(frozen_poll)))
+                check(lib.courier_config_set_frozen_poll_ms(c, _ms(frozen_poll)), arg="frozen_poll")
             if frozen_paused is not None:
-                check(lib.courier_config_set_frozen_paused(c, 1 if frozen_paused else 0))
+                check(lib.courier_config_set_frozen_paused(c, 1 if frozen_paused else 0), arg="frozen_paused")
             if frozen_store is not None:
-                check(lib.courier_config_set_frozen_store(c, _b(frozen_store)))
+                check(lib.courier_config_set_frozen_store(c, _b(frozen_store)), arg="frozen_store")
             if reachability is not None:
                 r = dict(reachability)
                 check(lib.courier_config_set_reachability(c, 1 if r.get("from_errors") else 0,
-                                                          _opt(r.get("probe")), _ms(r.get("interval"))))
+                                                          _opt(r.get("probe")), _ms(r.get("interval"))), arg="reachability")
             for name, transport in (transports or {}).items():
                 tr = TRANSPORT(ctypes.sizeof(TRANSPORT), cb.ptr(c_transport_start), cb.ptr(c_transport_cancel))
                 key = cb.register(cb.Slot(transport, None, self, {}))
-                check(lib.courier_config_register_transport(c, _b(name), byref(tr), key, cb.user_free))
+                check(lib.courier_config_register_transport(c, _b(name), byref(tr), key, cb.user_free), arg="transports")
             if follow_redirects is not None:
-                check(lib.courier_config_set_follow_redirects(c, 1 if follow_redirects else 0))
+                check(lib.courier_config_set_follow_redirects(c, 1 if follow_redirects else 0), arg="follow_redirects")
             if max_redirects is not None:
-                check(lib.courier_config_set_max_redirects(c, int(max_redirects)))
+                check(lib.courier_config_set_max_redirects(c, int(max_redirects)), arg="max_redirects")
             if allow_redirect_downgrade is not None:
-                check(lib.courier_config_set_allow_redirect_downgrade(c, 1 if allow_redirect_downgrade else 0))
+                check(lib.courier_config_set_allow_redirect_downgrade(c, 1 if allow_redirect_downgrade else 0), arg="allow_redirect_downgrade")
             if redirect_hook is not None:
                 key = cb.register(cb.Slot(redirect_hook, None, self))
-                check(lib.courier_config_set_redirect_hook(c, c_redirect, key, cb.user_free))
+                check(lib.courier_config_set_redirect_hook(c, c_redirect, key, cb.user_free), arg="redirect_hook")
             if connect_timeout is not None:
-                check(lib.courier_config_set_timeout(c, 1, timeout_ms(connect_timeout)))
+                check(lib.courier_config_set_timeout(c, 1, timeout_ms(connect_timeout)), arg="connect_timeout")
             if idle_timeout is not None:
-                check(lib.courier_config_set_timeout(c, 2, timeout_ms(idle_timeout)))
+                check(lib.courier_config_set_timeout(c, 2, timeout_ms(idle_timeout)), arg="idle_timeout")
             if not cookies:
-                check(lib.courier_config_set_cookies(c, 0))
+                check(lib.courier_config_set_cookies(c, 0), arg="cookies")
             if credentials is not None:
-                check(lib.courier_config_set_credentials(c, *credentials_args(credentials)))
+                check(lib.courier_config_set_credentials(c, *credentials_args(credentials)), arg="credentials")
             if proxy_credentials is not None:
-                check(lib.courier_config_set_proxy_credentials(c, *credentials_args(proxy_credentials)))
+                check(lib.courier_config_set_proxy_credentials(c, *credentials_args(proxy_credentials, "proxy_credentials")), arg="proxy_credentials")
             if proxy is not None:
-                check(lib.courier_config_set_proxy(c, _b(proxy), _opt(no_proxy)))
+                check(lib.courier_config_set_proxy(c, _b(proxy), _opt(no_proxy)), arg="proxy")
             if challenge_handler is not None:
                 key = cb.register(cb.Slot(challenge_handler, None, self))
-                check(lib.courier_config_set_challenge_handler(c, c_challenge, key, cb.user_free))
+                check(lib.courier_config_set_challenge_handler(c, c_challenge, key, cb.user_free), arg="challenge_handler")
             if api_version is not None or api_review:
-                check(lib.courier_config_set_api_version(c, _opt(api_version), 1 if api_review else 0))
+                check(lib.courier_config_set_api_version(c, _opt(api_version), 1 if api_review else 0), arg="api_version")
             out = c_void_p()
             err = ERROR()
             check(lib.courier_engine_open(byref(out), c, byref(err)), err)
@@ -1005,18 +1045,18 @@ class Engine:
 
     @log_level.setter
     def log_level(self, level: Union[LogLevel, str, int]) -> None:
-        check(lib.courier_log_set_level(self._handle(), coerce(LogLevel, level, "log_level")))
+        check(lib.courier_log_set_level(self._handle(), coerce(LogLevel, level, "log_level")), arg="log_level")
 
     def log_set_field(self, name: str, value: Optional[str]) -> None:
         """A field added to every log line (None removes it)."""
-        check(lib.courier_log_set_field(self._handle(), _b(name), _opt(value)))
+        check(lib.courier_log_set_field(self._handle(), _b(name), _opt(value)), arg="name")
 
     def log_set_redaction(self, mode: Union[Redaction, str, int], params: Iterable[str] = ()) -> None:
         """How URLs are written in log lines (a :class:`Redaction` or its name), and more secret
         query parameter names."""
-        check(lib.courier_log_set_redaction(self._handle(), coerce(Redaction, mode, "mode")))
+        check(lib.courier_log_set_redaction(self._handle(), coerce(Redaction, mode, "mode")), arg="mode")
         for p in params:
-            check(lib.courier_log_redact_param(self._handle(), _b(p)))
+            check(lib.courier_log_redact_param(self._handle(), _b(p)), arg="params")
 
     def add_log_sink(self, fn: Callable[[int, str], None],
                      min_level: Union[LogLevel, str, int] = LogLevel.TRACE) -> int:
@@ -1026,13 +1066,15 @@ class Engine:
         check(lib.courier_log_add_callback(byref(sink), self._handle(), coerce(LogLevel, min_level, "min_level"), cb.log, key, cb.user_free))
         return sink.value
 
-    def add_log_file(self, path: Union[str, os.PathLike], min_level: Union[LogLevel, str, int] = LogLevel.INFO,
+    def add_log_file(self, path: Union[str, os.PathLike], min_level: Union[LogLevel, str, int] = LogLevel.TRACE,
                      max_bytes: int = setting_default(Setting.LOG_FILE_MAX_BYTES),
                      max_files: int = setting_default(Setting.LOG_FILE_MAX_FILES),
                      rotation: Union[LogRotation, str, int] = LogRotation.SIZE) -> int:
         """Appends log lines to a file (rotated past ``max_bytes``, 0: never; at most ``max_files``
         files kept; the defaults are the C core's; with ``rotation="daily"`` also when the UTC day
-        changes on the engine's clock); returns the sink id."""
+        changes on the engine's clock); returns the sink id. ``min_level`` (default ``trace``, as
+        every sink's here and in Swift) only narrows what the engine's and its components' levels
+        let through: a component set to debug shows its debug lines in the file."""
         sink = c_uint64()
         err = ERROR()
         check(lib.courier_log_add_rotating_file(byref(sink), self._handle(), coerce(LogLevel, min_level, "min_level"),
@@ -1054,17 +1096,19 @@ class Engine:
                                                   byref(err)), err)
         return LogLevel(out.value)
 
-    def add_log_stderr(self, min_level: Union[LogLevel, str, int] = LogLevel.INFO) -> int:
+    def add_log_stderr(self, min_level: Union[LogLevel, str, int] = LogLevel.TRACE) -> int:
+        """Writes log lines to standard error; returns the sink id. ``min_level`` as
+        :meth:`add_log_file`'s."""
         sink = c_uint64()
         check(lib.courier_log_add_stderr(byref(sink), self._handle(), coerce(LogLevel, min_level, "min_level")))
         return sink.value
 
     def remove_log_sink(self, sink: int) -> None:
-        check(lib.courier_log_remove_sink(self._handle(), c_uint64(sink)))
+        check(lib.courier_log_remove_sink(self._handle(), c_uint64(sink)), arg="sink")
 
     def log(self, level: Union[LogLevel, str, int], message: str, event: Optional[str] = None) -> None:
         """Writes a line of your own to the engine's sinks."""
-        check(lib.courier_log_write(self._handle(), coerce(LogLevel, level, "level"), _opt(event), _b(message)))
+        check(lib.courier_log_write(self._handle(), coerce(LogLevel, level, "level"), _opt(event), _b(message)), arg="level")
 
     def add_monitor(self, fn: Callable[[Event], None], kinds: Iterable[Union[EventKind, str, int]] = ()) -> int:
         """Adds an event monitor ``fn(event)`` for the given :class:`EventKind` s (all when
@@ -1078,7 +1122,7 @@ class Engine:
         return mid.value
 
     def remove_monitor(self, monitor_id: int) -> None:
-        check(lib.courier_monitor_remove(self._handle(), c_uint64(monitor_id)))
+        check(lib.courier_monitor_remove(self._handle(), c_uint64(monitor_id)), arg="monitor_id")
 
     # reachability
     @property
@@ -1122,7 +1166,7 @@ class Engine:
         return tok.value
 
     def remove_reachability_listener(self, token: int) -> None:
-        check(lib.courier_reachability_remove_listener(self._handle(), c_uint64(token)))
+        check(lib.courier_reachability_remove_listener(self._handle(), c_uint64(token)), arg="token")
 
 
 # ---------------------------------------------------------------------------------------------

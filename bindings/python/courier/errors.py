@@ -162,8 +162,10 @@ def error_class(code: int) -> type[CourierError]:
 
 
 def make_error(code: int, err: Optional[ERROR] = None, response: "Optional[Response]" = None,
-               message: Optional[str] = None) -> CourierError:
-    """Builds the exception of a code from a filled ``courier_error`` (may be None)."""
+               message: Optional[str] = None, arg: Optional[str] = None) -> CourierError:
+    """Builds the exception of a code from a filled ``courier_error`` (may be None). ``arg`` names
+    the argument the failed call was given (``"max_redirects"``): the message starts with it, as
+    the Swift facade's context does (``"max_redirects: invalid argument"``)."""
     kw: dict[str, Any] = {"code": code, "response": response}
     msg = message or ""
     if err is not None:
@@ -177,6 +179,8 @@ def make_error(code: int, err: Optional[ERROR] = None, response: "Optional[Respo
         if code == _CODES["COURIER_E_TIMEOUT"] and hasattr(lib, "courier_error_timeout_kind"):
             kind = lib.courier_error_timeout_kind(ctypes.byref(err))
             kw["timeout_kind"] = str(TimeoutKind(kind)) if kind in TimeoutKind._value2member_map_ and kind else None
+    if arg:
+        msg = f"{arg}: {msg or strerror(code)}"
     if response is not None and not kw.get("http_status"):
         kw["http_status"] = response.status
     return error_class(code)(msg, **kw)
@@ -186,17 +190,22 @@ def coerce(cls: type[E], value: Union[E, str, int], option: str, *, allow_int: b
     """``value`` (a member, its name, or its C value) as a member of ``cls``. With ``allow_int``,
     another int passes through as it is (a user cache policy id). A name or value that is not one
     of ``cls`` raises :class:`courier.InvalidArgument` (also a ``ValueError``) naming the option;
-    another type raises ``TypeError``."""
+    another type raises ``TypeError``. An enum whose header defines sets of its members (the
+    header's ``COURIER_AUTH_ANY``) lists them in ``_c_sets`` (``{"ANY": 15}``): their names give
+    the set's int."""
     if isinstance(value, cls):
         return value
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise TypeError(f"{option}: expected courier.{cls.__name__} or its name, got {type(value).__name__}")
+    sets: dict[str, int] = getattr(cls, "_c_sets", {})
     try:
         return cls(value)  # type: ignore[arg-type]  # a name: CEnum._missing_
     except ValueError:
+        if isinstance(value, str) and value.strip().upper().replace("-", "_") in sets:
+            return int(sets[value.strip().upper().replace("-", "_")])
         if allow_int and isinstance(value, int):
             return int(value)
-        names = ", ".join(repr(m.name.lower()) for m in cls)
+        names = ", ".join(repr(n.lower()) for n in [m.name for m in cls] + list(sets))
         raise InvalidArgument(f"{option}: {value!r} is not a courier.{cls.__name__} ({names})") from None
 
 
@@ -206,10 +215,11 @@ def raise_for_code(code: int, err: Optional[ERROR] = None, response: "Optional[R
         raise make_error(code, err, response)
 
 
-def check(code: int, err: Optional[ERROR] = None) -> int:
-    """Returns ``code`` when it is not negative, else raises its exception."""
+def check(code: int, err: Optional[ERROR] = None, arg: Optional[str] = None) -> int:
+    """Returns ``code`` when it is not negative, else raises its exception; ``arg`` names the
+    argument the call was given, in the message (see :func:`make_error`)."""
     if code < 0:
-        raise make_error(code, err)
+        raise make_error(code, err, arg=arg)
     return code
 
 

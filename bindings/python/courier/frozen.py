@@ -241,7 +241,7 @@ class FrozenManager:
         key = cb.register(cb.Slot(None, None, self._engine, {"can_send": can_send, "can_delete": can_delete}))
         err = ERROR()
         check(lib.courier_resend_policy_add(self._h(), policy_id.encode(), c_resend_can_send, c_resend_can_delete, key,
-                                            cb.user_free, byref(err)), err)
+                                            cb.user_free, byref(err)), err, arg="policy_id")
 
     def remove_resend_policy(self, policy_id: str) -> bool:
         """Removes the policy registered under ``policy_id``; False if there was none."""
@@ -253,7 +253,7 @@ class FrozenManager:
         return True
 
     def remove_listener(self, token: int) -> None:
-        check(lib.courier_frozen_remove_listener(self._h(), ctypes.c_uint64(token)))
+        check(lib.courier_frozen_remove_listener(self._h(), ctypes.c_uint64(token)), arg="token")
 
 
 def _frozen_event(event: Any, user: Optional[int]) -> None:

@@ -134,13 +134,13 @@ class Group:
         self._by_index: dict[int, BaseException] = {}
         self._loose: list[BaseException] = []
         out = c_void_p()
-        check(lib.courier_group_new(byref(out), engine._handle(), int(self.mode)))
+        check(lib.courier_group_new(byref(out), engine._handle(), int(self.mode)), arg="mode")
         self._ptr: Optional[int] = out.value
         try:
             if fail_fast:
                 check(lib.courier_group_set_fail_fast(self._ptr, 1))
             if max_in_flight:
-                check(lib.courier_group_set_max_in_flight(self._ptr, int(max_in_flight)))
+                check(lib.courier_group_set_max_in_flight(self._ptr, int(max_in_flight)), arg="max_in_flight")
             if on_member is not None:
                 key = cb.register(cb.Slot(on_member, self, engine, self))
                 check(lib.courier_group_set_member_callback(self._ptr, _member, key, cb.user_free))

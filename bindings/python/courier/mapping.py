@@ -14,7 +14,7 @@ from typing import Any, Iterable, Optional, Union
 from . import _callbacks as cb
 from ._enums import CEnum
 from ._lib import ERROR, MAPPING_ERROR, lib
-from .errors import check, make_error
+from .errors import check, coerce, make_error
 
 __all__ = ["JsonType", "Mapping", "Envelope", "json_to_python", "tape_to_python", "python_to_json", "apply_mapping",
            "parse_json", "MAP_REQUIRED", "MAP_NUMBER_FROM_STRING", "MAP_STRING_FROM_NUMBER",
@@ -43,11 +43,9 @@ class JsonType(CEnum):
     ANY = 9
 
 
-_TYPE_NAMES = {"object": JsonType.OBJECT, "array": JsonType.ARRAY, "string": JsonType.STRING,
-               "str": JsonType.STRING, "integer": JsonType.INTEGER, "int": JsonType.INTEGER,
-               "real": JsonType.REAL, "float": JsonType.REAL, "bool": JsonType.BOOL,
-               "boolean": JsonType.BOOL, "null": JsonType.NULL, "number": JsonType.NUMBER,
-               "any": JsonType.ANY}
+# Python's words for the types, besides the enum's own names ("integer", "real", "bool"...).
+_TYPE_ALIASES = {"str": JsonType.STRING, "int": JsonType.INTEGER, "float": JsonType.REAL,
+                 "boolean": JsonType.BOOL}
 _PY_TYPES = {dict: JsonType.OBJECT, list: JsonType.ARRAY, str: JsonType.STRING, int: JsonType.INTEGER,
              float: JsonType.REAL, bool: JsonType.BOOL, type(None): JsonType.NULL}
 
@@ -55,11 +53,11 @@ _PY_TYPES = {dict: JsonType.OBJECT, list: JsonType.ARRAY, str: JsonType.STRING, 
 def _json_type(t: Union[int, str, type, None]) -> int:
     if t is None:
         return int(JsonType.ANY)
-    if isinstance(t, str):
-        return int(_TYPE_NAMES[t.lower()])
     if isinstance(t, type) and t in _PY_TYPES:
         return int(_PY_TYPES[t])
-    return int(t)  # type: ignore[arg-type]
+    if isinstance(t, str):
+        t = _TYPE_ALIASES.get(t.strip().lower(), t)
+    return int(coerce(JsonType, t, "type"))  # type: ignore[arg-type]
 
 
 def json_to_python(value: Optional[int]) -> Any:

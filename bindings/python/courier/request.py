@@ -138,6 +138,17 @@ class Result:
     optional: bool = False
 
 
+def total_timeout_ms(seconds: float) -> int:
+    """Seconds to whole milliseconds for the total timeout (``timeout=``), rounded up so that a
+    small positive time never becomes 0; 0, a negative or infinite time and NaN give 0, which the
+    core refuses (:class:`courier.InvalidArgument` naming ``timeout``), as Swift's facade
+    (``Configuration.milliseconds``) and C do."""
+    seconds = float(seconds)
+    if not (seconds > 0 and math.isfinite(seconds)):
+        return 0
+    return int(min(math.ceil(seconds * 1000), 2**62))
+
+
 def timeout_ms(seconds: float) -> int:
     """Seconds to whole milliseconds for the connect and idle timeouts: 0 is "none", a small
     positive time never rounds to it; a negative one stays negative (the core refuses it)."""
@@ -466,7 +477,7 @@ class Request:
         if self._origin:
             self._new_from_engine(out, engine)
         else:
-            check(lib.courier_request_new(byref(out), _b(self.method), _b(self.url)))
+            check(lib.courier_request_new(byref(out), _b(self.method), _b(self.url)), arg="method")  # not a token
         r = out.value
         try:
             self._configure(r, ctx, engine)
@@ -501,57 +512,57 @@ class Request:
     def _configure(self, r: int, ctx: Any, engine: Any) -> None:  # noqa: C901 - a flat list of setters
         L = lib
         if self.base_url is not None:
-            check(L.courier_request_set_base_url(r, _b(self.base_url)))
+            check(L.courier_request_set_base_url(r, _b(self.base_url)), arg="base_url")
         for name, value in _pairs(self.params):
             if isinstance(value, (list, tuple)):
                 for v in value:
                     bn, bv = _b(name), _b(v)
-                    check(L.courier_request_add_param_n(r, bn, len(bn), bv, len(bv)))
+                    check(L.courier_request_add_param_n(r, bn, len(bn), bv, len(bv)), arg="params")
             elif value is not None:
                 bn, bv = _b(name), _b(value)
-                check(L.courier_request_add_param_n(r, bn, len(bn), bv, len(bv)))
+                check(L.courier_request_add_param_n(r, bn, len(bn), bv, len(bv)), arg="params")
         if self.param_charset is not None:
-            check(L.courier_request_set_param_charset(r, _b(self.param_charset)))
+            check(L.courier_request_set_param_charset(r, _b(self.param_charset)), arg="param_charset")
         if self.security is not None:
             self.security._apply(L.courier_request_set_security, r)
         if self.allow_cellular is not None:
-            check(L.courier_request_set_allow_cellular(r, 1 if self.allow_cellular else 0))
+            check(L.courier_request_set_allow_cellular(r, 1 if self.allow_cellular else 0), arg="allow_cellular")
         if self.use_default_params is not None:
-            check(L.courier_request_set_use_default_params(r, 1 if self.use_default_params else 0))
+            check(L.courier_request_set_use_default_params(r, 1 if self.use_default_params else 0), arg="use_default_params")
         for name, value in _pairs(self.headers):
             bn, bv = _b(name), _b(value)
-            check(L.courier_request_add_header_n(r, bn, len(bn), bv, len(bv)))
+            check(L.courier_request_add_header_n(r, bn, len(bn), bv, len(bv)), arg="headers")
         if self.body_encoding is not None:
-            check(L.courier_request_set_body_encoding(r, coerce(BodyEncoding, self.body_encoding, "body_encoding")))
+            check(L.courier_request_set_body_encoding(r, coerce(BodyEncoding, self.body_encoding, "body_encoding")), arg="body_encoding")
         if self.body is not None:
             data = self.body.encode("utf-8") if isinstance(self.body, str) else bytes(self.body)
-            check(L.courier_request_set_body(r, data, len(data), _opt(self.content_type)))
+            check(L.courier_request_set_body(r, data, len(data), _opt(self.content_type)), arg="body")
         if self.json is not None:
             doc = python_to_json(self.json)
             try:
-                check(L.courier_request_set_json_body(r, doc, 0))
+                check(L.courier_request_set_json_body(r, doc, 0), arg="json")
             finally:
                 L.courier_json_free(doc)
         if self.form is not None:
             doc = python_to_json(dict(self.form))
             try:
-                check(L.courier_request_set_form_body(r, doc))
+                check(L.courier_request_set_form_body(r, doc), arg="form")
             finally:
                 L.courier_json_free(doc)
         for part in self.parts or ():
             if part.path is not None:
                 check(L.courier_request_add_part_file(r, _b(part.name), _b(os.fspath(part.path)),
-                                                     _opt(part.filename), _opt(part.content_type)))
+                                                     _opt(part.filename), _opt(part.content_type)), arg="parts")
             else:
                 data = part.data or b""
                 if isinstance(data, str):
                     data = data.encode("utf-8")
                 check(L.courier_request_add_part_data(r, _b(part.name), data, len(data), _opt(part.filename),
-                                                     _opt(part.content_type)))
+                                                     _opt(part.content_type)), arg="parts")
             for name, value in _pairs(part.headers):
-                check(L.courier_request_add_part_header(r, _b(name), _b(value)))
+                check(L.courier_request_add_part_header(r, _b(name), _b(value)), arg="parts")
         if self.body_file is not None:
-            check(L.courier_request_set_body_file(r, _b(os.fspath(self.body_file)), _opt(self.content_type)))
+            check(L.courier_request_set_body_file(r, _b(os.fspath(self.body_file)), _opt(self.content_type)), arg="body_file")
         if self.object is not None:  # after the raw body: with one, the members go in the query
             doc = python_to_json(self.object)
             err = ERROR()
@@ -560,98 +571,98 @@ class Request:
             finally:
                 L.courier_json_free(doc)
             if code != 0:
-                raise make_error(code, err)
+                raise make_error(code, err, arg="object")
         for sc in self.status_codes or ():
             lo, hi = (sc, sc) if isinstance(sc, int) else sc
-            check(L.courier_request_add_status_codes(r, int(lo), int(hi)))
+            check(L.courier_request_add_status_codes(r, int(lo), int(hi)), arg="status_codes")
         if self.api_version is not None:
-            check(L.courier_request_set_api_version(r, _b(self.api_version)))
+            check(L.courier_request_set_api_version(r, _b(self.api_version)), arg="api_version")
         if self.timeout is not None:
-            check(L.courier_request_set_timeout_ms(r, max(1, int(round(self.timeout * 1000)))))
+            check(L.courier_request_set_timeout_ms(r, total_timeout_ms(self.timeout)), arg="timeout")
         if self.auth is not None:
-            check(L.courier_request_set_basic_auth(r, _b(self.auth[0]), _b(self.auth[1])))
+            check(L.courier_request_set_basic_auth(r, _b(self.auth[0]), _b(self.auth[1])), arg="auth")
         if self.token is not None:
-            check(L.courier_request_set_auth_token(r, _opt(self.token_scheme), _b(self.token)))
+            check(L.courier_request_set_auth_token(r, _opt(self.token_scheme), _b(self.token)), arg="token")
         if self.credentials is not None or self.proxy_credentials is not None:
             if self.credentials is not None:
-                check(L.courier_request_set_credentials(r, *credentials_args(self.credentials)))
+                check(L.courier_request_set_credentials(r, *credentials_args(self.credentials)), arg="credentials")
             if self.proxy_credentials is not None:
-                check(L.courier_request_set_proxy_credentials(r, *credentials_args(self.proxy_credentials)))
+                check(L.courier_request_set_proxy_credentials(r, *credentials_args(self.proxy_credentials, "proxy_credentials")), arg="proxy_credentials")
         if self.proxy is not None:
-            check(L.courier_request_set_proxy(r, _b(self.proxy), _opt(self.no_proxy)))
+            check(L.courier_request_set_proxy(r, _b(self.proxy), _opt(self.no_proxy)), arg="proxy")
         if self.priority is not None:
-            check(L.courier_request_set_priority(r, coerce(Priority, self.priority, "priority")))
+            check(L.courier_request_set_priority(r, coerce(Priority, self.priority, "priority")), arg="priority")
         if self.retry is not None:
-            check(L.courier_request_set_retry(r, *self.retry._args()))
+            check(L.courier_request_set_retry(r, *self.retry._args()), arg="retry")
         if self.coalesce is not None:
-            check(L.courier_request_set_coalesce(r, 1 if self.coalesce else 0))
+            check(L.courier_request_set_coalesce(r, 1 if self.coalesce else 0), arg="coalesce")
         if self.frequent_guard is not None:
-            check(L.courier_request_set_frequent_guard(r, 1 if self.frequent_guard else 0))
+            check(L.courier_request_set_frequent_guard(r, 1 if self.frequent_guard else 0), arg="frequent_guard")
         if self.mock is not None:
             self._set_mock(r, ctx, engine)
         if self.download is not None:
-            check(L.courier_request_set_download_file(r, _b(os.fspath(self.download)), 0x1 if self.resume else 0))
+            check(L.courier_request_set_download_file(r, _b(os.fspath(self.download)), 0x1 if self.resume else 0), arg="download")
         if self.transport is not None:
-            check(L.courier_request_set_transport(r, _b(self.transport)))
+            check(L.courier_request_set_transport(r, _b(self.transport)), arg="transport")
         if self.cache is not None:
-            check(L.courier_request_set_cache_policy(r, coerce(CachePolicy, self.cache, "cache", allow_int=True)))
+            check(L.courier_request_set_cache_policy(r, coerce(CachePolicy, self.cache, "cache", allow_int=True)), arg="cache")
         if self.cache_expiry is not None:
-            check(L.courier_request_set_cache_expiry_ms(r, int(round(self.cache_expiry * 1000))))
+            check(L.courier_request_set_cache_expiry_ms(r, int(round(self.cache_expiry * 1000))), arg="cache_expiry")
         if self.cache_key is not None:
-            check(L.courier_request_set_cache_key(r, _b(self.cache_key)))
+            check(L.courier_request_set_cache_key(r, _b(self.cache_key)), arg="cache_key")
         if self.cache_sensitive_data is not None:
-            check(L.courier_request_set_cache_sensitive_data(r, _b(self.cache_sensitive_data)))
+            check(L.courier_request_set_cache_sensitive_data(r, _b(self.cache_sensitive_data)), arg="cache_sensitive_data")
         for name in self.cache_key_filter:
-            check(L.courier_request_add_cache_key_filter(r, _b(name)))
+            check(L.courier_request_add_cache_key_filter(r, _b(name)), arg="cache_key_filter")
         if self.freeze is not None:
             fz = Freeze.of(self.freeze)
             flags = (0x1 if fz.unordered else 0) | (0x2 if fz.on_ambiguous else 0)
             expiry = int(round(fz.expiry * 1000)) if fz.expiry is not None else 0
-            check(L.courier_request_set_freeze(r, fz._policy(), expiry, flags))
+            check(L.courier_request_set_freeze(r, fz._policy(), expiry, flags), arg="freeze")
             if fz.id is not None:
-                check(L.courier_request_set_freeze_id(r, _b(fz.id)))
+                check(L.courier_request_set_freeze_id(r, _b(fz.id)), arg="freeze")
             if fz.resend_policy is not None:
-                check(L.courier_request_set_resend_policy(r, _b(fz.resend_policy), None))
+                check(L.courier_request_set_resend_policy(r, _b(fz.resend_policy), None), arg="freeze")
         if self.ignore_offline is not None:
-            check(L.courier_request_set_ignore_offline(r, 1 if self.ignore_offline else 0))
+            check(L.courier_request_set_ignore_offline(r, 1 if self.ignore_offline else 0), arg="ignore_offline")
         if self.key_path is not None:
-            check(L.courier_request_set_key_path(r, _b(self.key_path)))
+            check(L.courier_request_set_key_path(r, _b(self.key_path)), arg="key_path")
         if self.mapping is not None:
-            check(L.courier_request_set_mapping(r, self.mapping._handle()))
+            check(L.courier_request_set_mapping(r, self.mapping._handle()), arg="mapping")
         for name, res in (self.results or {}).items():
             if res is None or isinstance(res, str):
                 res = Result(res)
             check(L.courier_request_add_result(r, _b(name), _opt(res.key_path),
                                                res.mapping._handle() if res.mapping is not None else None,
-                                               0x1 if res.optional else 0))
+                                               0x1 if res.optional else 0), arg="results")
         if self.envelope is not ...:
-            check(L.courier_request_set_envelope(r, self.envelope._handle() if self.envelope is not None else None))
+            check(L.courier_request_set_envelope(r, self.envelope._handle() if self.envelope is not None else None), arg="envelope")
         if self.follow_redirects is not None:
-            check(L.courier_request_set_follow_redirects(r, 1 if self.follow_redirects else 0))
+            check(L.courier_request_set_follow_redirects(r, 1 if self.follow_redirects else 0), arg="follow_redirects")
         if self.max_redirects is not None:
-            check(L.courier_request_set_max_redirects(r, int(self.max_redirects)))
+            check(L.courier_request_set_max_redirects(r, int(self.max_redirects)), arg="max_redirects")
         if self.allow_redirect_downgrade is not None:
-            check(L.courier_request_set_allow_redirect_downgrade(r, 1 if self.allow_redirect_downgrade else 0))
+            check(L.courier_request_set_allow_redirect_downgrade(r, 1 if self.allow_redirect_downgrade else 0), arg="allow_redirect_downgrade")
         if self.connect_timeout is not None:
-            check(L.courier_request_set_timeout(r, 1, timeout_ms(self.connect_timeout)))
+            check(L.courier_request_set_timeout(r, 1, timeout_ms(self.connect_timeout)), arg="connect_timeout")
         if self.idle_timeout is not None:
-            check(L.courier_request_set_timeout(r, 2, timeout_ms(self.idle_timeout)))
+            check(L.courier_request_set_timeout(r, 2, timeout_ms(self.idle_timeout)), arg="idle_timeout")
         # Callbacks last: each registration is released by user_free when C is done with it.
         if self.validator is not None:
             key = cb.register(cb.Slot(self.validator, ctx, engine))
-            check(L.courier_request_set_validator(r, c_validator, key, cb.user_free))
+            check(L.courier_request_set_validator(r, c_validator, key, cb.user_free), arg="validator")
         if self.customize is not None:
             key = cb.register(cb.Slot(self.customize, ctx, engine))
-            check(L.courier_request_set_customize(r, c_customize, key, cb.user_free))
+            check(L.courier_request_set_customize(r, c_customize, key, cb.user_free), arg="customize")
         if self.progress is not None:
             key = cb.register(cb.Slot(self.progress, ctx, engine))
-            check(L.courier_request_set_progress(r, c_progress, key, cb.user_free))
+            check(L.courier_request_set_progress(r, c_progress, key, cb.user_free), arg="progress")
         if self.redirect_hook is not None:
             key = cb.register(cb.Slot(self.redirect_hook, ctx, engine))
-            check(L.courier_request_set_redirect_hook(r, c_redirect, key, cb.user_free))
+            check(L.courier_request_set_redirect_hook(r, c_redirect, key, cb.user_free), arg="redirect_hook")
         if self.challenge_handler is not None:
             key = cb.register(cb.Slot(self.challenge_handler, ctx, engine))
-            check(L.courier_request_set_challenge_handler(r, c_challenge, key, cb.user_free))
+            check(L.courier_request_set_challenge_handler(r, c_challenge, key, cb.user_free), arg="challenge_handler")
 
     def _set_mock(self, r: int, ctx: Any, engine: Any) -> None:
         L = lib
@@ -659,17 +670,17 @@ class Request:
         assert m is not None
         if m.callback is not None:
             key = cb.register(cb.Slot(m.callback, ctx, engine))
-            check(L.courier_request_set_mock_callback(r, c_mock, key, cb.user_free))
+            check(L.courier_request_set_mock_callback(r, c_mock, key, cb.user_free), arg="mock")
         elif m.error is not None:
             code = m.error
             if isinstance(code, type):
                 code = code.CODE
             elif isinstance(code, str):
                 code = lib_code(code)
-            check(L.courier_request_set_mock_error(r, int(code)))
+            check(L.courier_request_set_mock_error(r, int(code)), arg="mock")
         elif m.file is not None:
-            check(L.courier_request_set_mock_file(r, _b(os.fspath(m.file))))
-            check(L.courier_request_set_mock_status(r, int(m.status)))
+            check(L.courier_request_set_mock_file(r, _b(os.fspath(m.file))), arg="mock")
+            check(L.courier_request_set_mock_status(r, int(m.status)), arg="mock")
         else:
             body = m.body
             ctype = m.content_type
@@ -678,11 +689,11 @@ class Request:
                 ctype = ctype or "application/json"
             data = body.encode("utf-8") if isinstance(body, str) else (body or b"")
             check(L.courier_request_set_mock_response(r, int(m.status), data if data else None, len(data),
-                                                      _opt(ctype)))
+                                                      _opt(ctype)), arg="mock")
         for name, value in _pairs(m.headers):
-            check(L.courier_request_add_mock_header(r, _b(name), _b(value)))
+            check(L.courier_request_add_mock_header(r, _b(name), _b(value)), arg="mock")
         if m.delay is not None:
-            check(L.courier_request_set_mock_delay_ms(r, int(round(m.delay * 1000))))
+            check(L.courier_request_set_mock_delay_ms(r, int(round(m.delay * 1000))), arg="mock")
 
 
 _ = (c_size_t, field)

@@ -59,15 +59,16 @@ class Security:
         try:
             mode = coerce(PinningMode, self.pinning, "pinning")
             if mode != PinningMode.NONE:
-                check(lib.courier_security_set_pinning(s, mode, _p(self.pins)))
+                check(lib.courier_security_set_pinning(s, mode, _p(self.pins)), arg="pins")
             check(lib.courier_security_set_allow_invalid_certificates(s, 1 if self.allow_invalid_certificates else 0))
             check(lib.courier_security_set_validates_domain_name(s, 1 if self.validates_domain_name else 0))
             if self.ca_file is not None:
-                check(lib.courier_security_set_ca_file(s, _p(self.ca_file)))
+                check(lib.courier_security_set_ca_file(s, _p(self.ca_file)), arg="ca_file")
             if self.client_certificate is not None:
                 check(lib.courier_security_set_client_certificate(
                     s, _p(self.client_certificate), _p(self.client_key),
-                    self.client_key_password.encode() if self.client_key_password is not None else None))
+                    self.client_key_password.encode() if self.client_key_password is not None else None),
+                      arg="client_certificate")
         except BaseException:
             lib.courier_security_free(s)
             raise
@@ -77,6 +78,6 @@ class Security:
         """Builds the C policy, hands it to ``setter(target, policy)`` (which copies it), frees it."""
         s = self._new()
         try:
-            check(setter(target, s))  # type: ignore[operator]
+            check(setter(target, s), arg="security")  # type: ignore[operator]
         finally:
             lib.courier_security_free(s)

@@ -176,3 +176,14 @@ def test_an_invalid_url_is_caught_as_value_error(engine: courier.Engine) -> None
     with pytest.raises(ValueError) as info:
         engine.get("ftp://example.invalid/")
     assert info.value.code == courier.InvalidURL.CODE
+
+
+def test_python_md_lists_every_error_class() -> None:
+    # docs/python.md's "Errors" list is where a user looks for what to catch (issue 28, trap 8:
+    # CellularNotAllowed and nine others were missing).
+    import pathlib
+    doc = (pathlib.Path(__file__).resolve().parents[3] / "docs" / "python.md").read_text()
+    section = doc[doc.index("\n## Errors"):]
+    section = section[:section.index("```")]
+    missing = [pyname for _code, _cname, pyname, _bases, _doc in errors._TABLE if f"`{pyname}`" not in section]
+    assert missing == []

@@ -88,3 +88,27 @@ def test_from_cache_event(engine) -> None:
     kinds.clear()
     assert engine.get("/cache", params={"body": "ev"}, cache=courier.CachePolicy.CACHE_FIRST).from_cache
     assert EventKind.FROM_CACHE in kinds
+
+
+def test_logs_that_explain_recipe_as_written(base_url, tmp_path) -> None:
+    # README's "logs that explain": a component at debug and a file sink with no level of its own
+    # show the cache's lines. The file sink's default was INFO (Swift's is trace), so the recipe
+    # showed nothing in Python (issue 28, trap 1). Every sink's default is trace: the engine's and
+    # the components' levels decide.
+    path, err_path = tmp_path / "courier.log", tmp_path / "stderr.log"
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "s"), cache="cache_first") as e:
+        e.log_set_component_level("cache", "debug")
+        e.add_log_file(path)
+        e.get("/cache", params={"body": "v"})
+        e.get("/cache", params={"body": "v"})
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    lookups = [r for r in records if r["event"] == "cache_lookup"]
+    assert len(lookups) == 2 and all(r["component"] == "cache" for r in lookups)
+    assert any(r["event"] == "finished" for r in records)
+    assert not any(r["event"] == "will_send" for r in records)  # transport stays at the engine's info
+
+
+def test_every_sink_defaults_to_trace() -> None:
+    import inspect
+    for method in (courier.Engine.add_log_file, courier.Engine.add_log_stderr, courier.Engine.add_log_sink):
+        assert inspect.signature(method).parameters["min_level"].default == LogLevel.TRACE
