@@ -204,8 +204,12 @@ static int r_open(cr_journal *j, const char *where, courier_error *err) {
     char host[64] = "";
     gethostname(host, sizeof host - 1);
     snprintf(r->consumer, sizeof r->consumer, "%s:%u:%08x", host, j->me.pid, j->me.nonce);
+    /* Redis is not asked here: an engine opens whether Redis is there or not (a service starts
+     * before its Redis, or while Redis restarts). The pool connects at the first call; until Redis
+     * answers, freezes fail (the send's own error, "not frozen") and the API's calls say
+     * COURIER_E_REDIS; the journal thread's next turn after that replays. The consumer group is
+     * made by the first pass that finds it missing (cjr_adopt_new: NOGROUP). */
     int rc = cr_redis_open(url, cr_core(j->e)->config->timeout_ms, &r->db, err);
-    if (rc == COURIER_OK && cjr_ensure_group(j)) rc = j->store->fail(j, err, CJ_E_REDIS, "cannot open the journal on Redis");
     if (rc) {
         cr_redis_close(r->db);
         pthread_mutex_destroy(&r->mu);

@@ -368,9 +368,10 @@ static void redis_killed_during_freezes_loses_no_acknowledged_one(void) {
     jr_free(&srv);
 }
 
-/* Redis down: opening names it (COURIER_E_REDIS), promptly; a Redis that goes away under an
- * open engine fails the management calls with it, and a send that would be frozen ends with its
- * own failure instead of waiting. */
+/* Redis down: an engine opens all the same (issue 28, trap 7), its frozen-request calls say
+ * COURIER_E_REDIS, promptly; a store setting of the wrong shape still fails the open; a Redis that
+ * goes away under an open engine fails the management calls with it, and a send that would be
+ * frozen ends with its own failure instead of waiting. */
 static void redis_down_is_a_clear_error(void) {
     int port = th_free_port();
     char dead[128];
@@ -382,8 +383,13 @@ static void redis_down_is_a_clear_error(void) {
     courier_config_set_timeout_ms(cfg, 2000);
     courier_engine *e = NULL;
     courier_error err;
-    CHECK_EQ(courier_engine_open(&e, cfg, &err), COURIER_E_REDIS);
-    CHECK(e == NULL);
+    CHECK_EQ(courier_engine_open(&e, cfg, &err), COURIER_OK);
+    REQUIRE(e);
+    int64_t n = -1;
+    CHECK_EQ(courier_frozen_count(&n, e, &err), COURIER_E_REDIS);
+    CHECK_EQ(err.code, COURIER_E_REDIS);
+    courier_engine_close(e);
+    e = NULL;
     /* A store setting that is not a URL of that shape. */
     CHECK_EQ(courier_config_set_frozen_store(cfg, "redis://127.0.0.1:notaport/0"), COURIER_OK);
     CHECK_EQ(courier_engine_open(&e, cfg, &err), COURIER_E_INVALID_ARGUMENT);
@@ -397,7 +403,6 @@ static void redis_down_is_a_clear_error(void) {
     e = open_engine(url, th_tmpdir(), base, 1, LEASE_MS);
     REQUIRE(e);
     CHECK_EQ(th_redis_stop(), 0);
-    int64_t n = 0;
     CHECK_EQ(courier_frozen_count(&n, e, &err), COURIER_E_REDIS);
     courier_frozen_list *l = NULL;
     CHECK_EQ(courier_frozen_list_requests(&l, e, &err), COURIER_E_REDIS);
@@ -413,6 +418,56 @@ static void redis_down_is_a_clear_error(void) {
     courier_engine_close(e);
     pthread_mutex_destroy(&w.m);
     CHECK_EQ(th_redis_restart(), 0);
+}
+
+/* issue 28, trap 7: an engine opened while its journal's Redis is down works as an app needs when
+ * Redis restarts: the open succeeds; a send that would be frozen ends with its own failure (not
+ * frozen: COURIER_E_OFFLINE here) and the journal's calls say COURIER_E_REDIS; once Redis is there
+ * the same engine freezes (COURIER_E_FROZEN), and replays what it and another engine froze, each
+ * request once with its key. */
+static void engine_opened_with_redis_down_freezes_and_replays_when_it_comes(void) {
+    enum { N = 10 };
+    const char *url = journal_url("late");
+    jr_server srv;
+    REQUIRE(jr_open(&srv, 0) == 0);
+    char base[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", srv.port);
+    REQUIRE(th_redis_stop() == 0);
+    courier_engine *e = open_engine(url, th_tmpdir(), base, 0, LEASE_MS);
+    REQUIRE(e);
+    courier_reachability_set_offline(e);
+    int64_t n = -1;
+    courier_error err;
+    CHECK_EQ(courier_frozen_count(&n, e, &err), COURIER_E_REDIS);
+    jr_waiter w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.m, NULL);
+    jr_send_frozen(e, &w, "/late/%d", 0, 0);
+    int64_t end = th_now_ms() + 30000;
+    while (jr_w_count(&w, NULL) < 1 && th_now_ms() < end) usleep(5000);
+    CHECK_EQ(jr_w_count(&w, NULL), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_OFFLINE); /* not frozen: Redis is not there */
+    REQUIRE(th_redis_restart() == 0);
+    end = th_now_ms() + 30000;
+    while (courier_frozen_count(&n, e, NULL) != COURIER_OK && th_now_ms() < end) usleep(20000);
+    CHECK_EQ(courier_frozen_count(&n, e, NULL), COURIER_OK);
+    CHECK_EQ(n, 0);
+    jr_send_frozen(e, &w, "/late/%d", 1, 0);
+    end = th_now_ms() + 30000;
+    while (jr_w_count(&w, NULL) < 2 && th_now_ms() < end) usleep(5000);
+    CHECK_EQ(w.codes[1], COURIER_E_FROZEN);
+    /* Another engine's freezes: this one replays them with its own (back online). */
+    CHECK_EQ(freeze_n(url, srv.port, "/late/%d", N, 0, 1), N); /* numbers 0..N-1 again: other requests */
+    courier_reachability_set_online(e);
+    int64_t left = drain_within(e, 60000);
+    CHECK_EQ(left, 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    CHECK_EQ(jr_count(&srv), (size_t)N + 1);
+    CHECK_EQ(jr_path_count(&srv, "/late/1"), 2); /* this engine's and the other's */
+    for (size_t i = 0; i < jr_count(&srv); i++) CHECK_EQ(strlen(jr_get(&srv, i).key), 32);
+    pthread_mutex_destroy(&w.m);
+    jr_free(&srv);
 }
 
 typedef struct evlog {
@@ -584,6 +639,7 @@ int main(int argc, char **argv) {
                                     T(two_processes_send_each_once), T(killed_replayer_loses_nothing),
                                     T(redis_restart_loses_no_acknowledged_freeze),
                                     T(redis_killed_during_replay_same_engine_drains),
-                                    T(redis_killed_during_freezes_loses_no_acknowledged_one), T(redis_down_is_a_clear_error)};
+                                    T(redis_killed_during_freezes_loses_no_acknowledged_one), T(redis_down_is_a_clear_error),
+                                    T(engine_opened_with_redis_down_freezes_and_replays_when_it_comes)};
     return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
