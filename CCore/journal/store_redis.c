@@ -239,10 +239,10 @@ int cjr_my_pending(cr_journal *j, redisReply **out) {
     return rc;
 }
 
-/* Gives this engine's entries back to the group at close (idle as if long silent, so another
- * engine's next pass takes them over at once) and leaves the group. */
 static int flush(cr_journal *j, struct cj_rtxn *t);
 
+/* Gives this engine's entries back to the group at close (idle as if long silent, so another
+ * engine's next pass takes them over at once) and leaves the group. */
 static void r_close(cr_journal *j) {
     cj_redis *r = j->redis;
     if (!r) return;
@@ -312,7 +312,7 @@ static int r_begin(cr_journal *j, bool write, cj_txn **txn) {
 
 #define R_DONE UINT64_MAX /* a kept write Redis has (rdeferred.seq) */
 
-/* Loads the script (SCRIPT LOAD) when it is not: the sha, or "" when Redis cannot be reached. */
+/* The script's sha in sha[41], loaded first (SCRIPT LOAD) when it is not: 0 or CJ_E_REDIS. */
 static int script_sha_now(cr_journal *j, char sha[41]) {
     pthread_mutex_lock(&j->redis->mu);
     memcpy(sha, j->redis->script_sha, 41);
@@ -331,7 +331,10 @@ static int script_sha_now(cr_journal *j, char sha[41]) {
     memcpy(sha, j->redis->script_sha, 41);
     pthread_mutex_unlock(&j->redis->mu);
     freeReplyObject(rep);
-    return sha[0] ? 0 : MDB_CORRUPTED;
+    if (sha[0]) return 0;
+    courier_error e;
+    cr_fail(&e, COURIER_E_REDIS, "Redis gave no sha for the journal's script (SCRIPT LOAD)");
+    return cjr_remember(j, &e);
 }
 
 /* Sends the kept writes not yet written in one pipeline: EVALSHA update (the record may be gone:
