@@ -298,7 +298,7 @@ static int r_begin(cr_journal *j, bool write, cj_txn **txn) {
     if (!t) return ENOMEM;
     t->j = j;
     cj_redis *r = j->redis;
-    if (r->backlog && on_journal_thread(j)) {
+    if (on_journal_thread(j) && r->backlog) { /* (the backlog is the journal thread's alone) */
         /* The writes a failed turn could not send (Redis away): this turn's own, first. */
         t->dv = r->backlog;
         t->dn = r->nbacklog;
