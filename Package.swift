@@ -1,19 +1,16 @@
 // swift-tools-version:6.1
 // Courier: a C networking core (CCore, include/courier.h) with a Swift facade (Courier), the
 // `courier` command-line tool, the loopback test server, benchmarks and tests.
-import Foundation
 import PackageDescription
 
 // The trait Redis builds the stores on Redis (hiredis) into the core, as CMake's COURIER_REDIS
-// does (docs/DESIGN.md, "Stores on Redis"). It is a default trait where hiredis's header is
-// installed, so a package depending on Courier builds with or without hiredis; without the trait a
-// redis:// store fails with CourierError.redisUnsupported. A dependent chooses with
-// `.package(url: ..., from: ..., traits: ["Redis"])` (or `traits: []`), this package with
-// `swift build --traits Redis` (or `--disable-default-traits`).
-let hiredisInstalled = ["/usr/include", "/usr/local/include", "/opt/homebrew/include"].contains {
-    FileManager.default.fileExists(atPath: "\($0)/hiredis/hiredis.h")
-}
-
+// does (docs/DESIGN.md, "Stores on Redis"). It is off by default: a package that depends on Courier
+// builds the same everywhere, whether the machine has hiredis or not, and without pkg-config's
+// hiredis flags (Debian's hiredis.pc carries -D_FILE_OFFSET_BITS=64, which SwiftPM drops from a
+// dependency with a warning on every build). Without the trait a redis:// store fails with
+// CourierError.redisUnsupported. A dependent turns it on with
+// `.package(url: ..., from: ..., traits: ["Redis"])`, this package with `swift build --traits Redis`
+// (scripts/test does, so the Redis tests run).
 let package = Package(
     name: "Courier",
     platforms: [.macOS(.v13)],
@@ -29,7 +26,7 @@ let package = Package(
     ],
     traits: [
         .trait(name: "Redis", description: "Stores on Redis (redis:// store URLs) through the system's hiredis"),
-        .default(enabledTraits: hiredisInstalled ? ["Redis"] : []),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

@@ -2382,8 +2382,11 @@ COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, int64_
  * URL, "redis://[:password@]host:port[/db]", when the library was built with Redis stores: the
  * requests then live on a Redis stream with a consumer group, shared by every engine, process and
  * machine that names the same Redis (docs/DESIGN.md, "The journal on Redis"); the store directory
- * still keeps the cookie jar. Copied. Checked at engine open (a Redis that cannot be reached fails
- * the open with the Redis error codes; a build without Redis: COURIER_E_REDIS_UNSUPPORTED). Not
+ * still keeps the cookie jar. Copied. Checked at engine open: a malformed Redis URL fails it with
+ * COURIER_E_INVALID_ARGUMENT, a build without Redis with COURIER_E_REDIS_UNSUPPORTED; Redis is
+ * not asked then, so an engine opens while Redis is down. Until Redis answers, the courier_frozen_*
+ * calls fail with COURIER_E_REDIS and a send that would be frozen ends with its own error (not
+ * frozen); once it answers (a restart too) the same engine freezes and replays again. Not
  * thread-safe: the configuration's thread, before the engine opens (as every setter here).
  * Errors: COURIER_E_INVALID_ARGUMENT (1024 bytes or longer). */
 COURIER_API int courier_config_set_frozen_store(courier_config *config, const char *location);

@@ -204,8 +204,12 @@ static int r_open(cr_journal *j, const char *where, courier_error *err) {
     char host[64] = "";
     gethostname(host, sizeof host - 1);
     snprintf(r->consumer, sizeof r->consumer, "%s:%u:%08x", host, j->me.pid, j->me.nonce);
+    /* Redis is not asked here: an engine opens whether Redis is there or not (a service starts
+     * before its Redis, or while Redis restarts). The pool connects at the first call; until Redis
+     * answers, freezes fail (the send's own error, "not frozen") and the API's calls say
+     * COURIER_E_REDIS; the journal thread's next turn after that replays. The consumer group is
+     * made by the first pass that finds it missing (cjr_adopt_new: NOGROUP). */
     int rc = cr_redis_open(url, cr_core(j->e)->config->timeout_ms, &r->db, err);
-    if (rc == COURIER_OK && cjr_ensure_group(j)) rc = j->store->fail(j, err, CJ_E_REDIS, "cannot open the journal on Redis");
     if (rc) {
         cr_redis_close(r->db);
         pthread_mutex_destroy(&r->mu);
@@ -235,11 +239,17 @@ int cjr_my_pending(cr_journal *j, redisReply **out) {
     return rc;
 }
 
+static int flush(cr_journal *j, struct cj_rtxn *t);
+
 /* Gives this engine's entries back to the group at close (idle as if long silent, so another
  * engine's next pass takes them over at once) and leaves the group. */
 static void r_close(cr_journal *j) {
     cj_redis *r = j->redis;
     if (!r) return;
+    if (r->backlog) { /* the last turns' writes Redis did not take: once more (else their leases decide) */
+        struct cj_rtxn t = {.j = j, .dv = r->backlog, .dn = r->nbacklog, .dcap = r->capbacklog};
+        (void)flush(j, &t);
+    }
     redisReply *pend = NULL;
     if (cjr_my_pending(j, &pend) == 0) {
         for (size_t i = 0; i < pend->elements; i += R_BATCH) {
@@ -278,114 +288,157 @@ static void r_close(cr_journal *j) {
     j->redis = NULL;
 }
 
+/* Whether the caller is the engine's journal thread (its turns' transactions carry the backlog;
+ * the API's never do). j->thread is written before the thread is let go (cr_journal_start). */
+static bool on_journal_thread(cr_journal *j) { return j->thread_started && pthread_equal(pthread_self(), j->thread); }
+
 static int r_begin(cr_journal *j, bool write, cj_txn **txn) {
     (void)write;
     struct cj_rtxn *t = calloc(1, sizeof *t);
     if (!t) return ENOMEM;
     t->j = j;
+    cj_redis *r = j->redis;
+    if (on_journal_thread(j) && r->backlog) { /* (the backlog is the journal thread's alone) */
+        /* The writes a failed turn could not send (Redis away): this turn's own, first. */
+        t->dv = r->backlog;
+        t->dn = r->nbacklog;
+        t->dcap = r->capbacklog;
+        r->backlog = NULL;
+        r->nbacklog = r->capbacklog = 0;
+    }
     *txn = (cj_txn *)t;
     return 0;
 }
 
-/* Sends the kept writes in one pipeline: EVALSHA update (the record may be gone: then nothing),
- * LPUSH + LTRIM of the outcome records. */
-static int flush(cr_journal *j, struct cj_rtxn *t) {
-    if (!t->dn) return 0;
-    char sha[41];
+#define R_DONE UINT64_MAX /* a kept write Redis has (rdeferred.seq) */
+
+/* The script's sha in sha[41], loaded first (SCRIPT LOAD) when it is not: 0 or CJ_E_REDIS. */
+static int script_sha_now(cr_journal *j, char sha[41]) {
     pthread_mutex_lock(&j->redis->mu);
-    memcpy(sha, j->redis->script_sha, sizeof sha);
+    memcpy(sha, j->redis->script_sha, 41);
     pthread_mutex_unlock(&j->redis->mu);
+    if (sha[0]) return 0;
+    rargs a = {0};
+    args(&a, "SCRIPT");
+    args(&a, "LOAD");
+    arg(&a, script, sizeof script - 1);
+    cr_redis_cmd c = cmd_of(&a);
+    redisReply *rep;
+    int rc = cjr_run(j, &c, 1, &rep, false);
+    if (rc) return rc;
+    pthread_mutex_lock(&j->redis->mu);
+    snprintf(j->redis->script_sha, sizeof j->redis->script_sha, "%s", rep->type == REDIS_REPLY_STRING ? rep->str : "");
+    memcpy(sha, j->redis->script_sha, 41);
+    pthread_mutex_unlock(&j->redis->mu);
+    freeReplyObject(rep);
+    if (sha[0]) return 0;
+    courier_error e;
+    cr_fail(&e, COURIER_E_REDIS, "Redis gave no sha for the journal's script (SCRIPT LOAD)");
+    return cjr_remember(j, &e);
+}
+
+/* Sends the kept writes not yet written in one pipeline: EVALSHA update (the record may be gone:
+ * then nothing) or remove, LPUSH + LTRIM of the outcome records. Each write Redis answered is
+ * marked written (R_DONE); a NOSCRIPT answer (Redis restarted, or SCRIPT FLUSH) loads the script
+ * and sends what it refused once more. 0 when every write is written (t->dn is then 0); else the
+ * error, with the writes not written still in t->dv (r_commit keeps them for the next turn). */
+static int flush(cr_journal *j, struct cj_rtxn *t) {
     int rc = 0;
-    if (!sha[0]) {
-        /* Not loaded yet: one call through cjr_eval() loads it. */
-        rdeferred *d = &t->dv[0];
-        size_t i = 0;
-        while (i < t->dn && t->dv[i].seq == 0) i++;
-        if (i < t->dn) {
-            d = &t->dv[i];
-            char num[24];
-            const char *x[2] = {num, (const char *)d->data};
-            size_t xl[2] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)d->seq), d->len};
-            if ((rc = cjr_eval(j, d->remove ? "remove" : "update", x, xl, d->remove ? 1 : 2, NULL))) return rc;
-            d->seq = UINT64_MAX; /* done */
-            pthread_mutex_lock(&j->redis->mu);
-            memcpy(sha, j->redis->script_sha, sizeof sha);
-            pthread_mutex_unlock(&j->redis->mu);
-        }
-    }
-    size_t n = 0;
-    cr_redis_cmd *cmds = calloc(t->dn * 2 + 1, sizeof *cmds);
-    const char **argv = calloc(t->dn * 2 * 14 + 14, sizeof *argv);
-    size_t *argl = calloc(t->dn * 2 * 14 + 14, sizeof *argl);
-    char (*nums)[24] = calloc(t->dn + 1, sizeof *nums);
-    redisReply **rep = calloc(t->dn * 2 + 1, sizeof *rep);
-    if (!cmds || !argv || !argl || !nums || !rep) rc = ENOMEM;
-    size_t ai = 0;
-    bool outcomes = false;
-    for (size_t i = 0; rc == 0 && i < t->dn; i++) {
-        rdeferred *d = &t->dv[i];
-        if (d->seq == UINT64_MAX) continue;
-        const char **v = argv + ai;
-        size_t *l = argl + ai;
-        int c = 0;
-        if (d->seq) {
-            v[c++] = "EVALSHA";
-            v[c++] = sha;
-            v[c++] = "7";
-            for (int k = 0; k < R_KEYS - 1; k++) v[c++] = j->redis->keys[k];
-            v[c++] = R_GROUP;
-            v[c++] = d->remove ? "remove" : "update";
-            snprintf(nums[i], sizeof nums[i], "%llu", (unsigned long long)d->seq);
-            v[c++] = nums[i];
-            for (int k = 0; k < c; k++) l[k] = strlen(v[k]);
-            if (!d->remove) {
+    for (int round = 0; rc == 0 && round < 2; round++) {
+        size_t left = 0;
+        for (size_t i = 0; i < t->dn; i++) left += t->dv[i].seq != R_DONE;
+        if (!left) break;
+        char sha[41];
+        if ((rc = script_sha_now(j, sha))) return rc;
+        size_t n = 0;
+        cr_redis_cmd *cmds = calloc(left + 1, sizeof *cmds);
+        size_t *of = calloc(left + 1, sizeof *of); /* cmds[k] writes t->dv[of[k]] */
+        const char **argv = calloc(left * 14 + 14, sizeof *argv);
+        size_t *argl = calloc(left * 14 + 14, sizeof *argl);
+        char (*nums)[24] = calloc(left + 1, sizeof *nums);
+        redisReply **rep = calloc(left + 1, sizeof *rep);
+        if (!cmds || !of || !argv || !argl || !nums || !rep) rc = ENOMEM;
+        size_t ai = 0;
+        bool outcomes = false, noscript = false;
+        for (size_t i = 0; rc == 0 && i < t->dn; i++) {
+            rdeferred *d = &t->dv[i];
+            if (d->seq == R_DONE) continue;
+            const char **v = argv + ai;
+            size_t *l = argl + ai;
+            int c = 0;
+            if (d->seq) {
+                v[c++] = "EVALSHA";
+                v[c++] = sha;
+                v[c++] = "7";
+                for (int k = 0; k < R_KEYS - 1; k++) v[c++] = j->redis->keys[k];
+                v[c++] = R_GROUP;
+                v[c++] = d->remove ? "remove" : "update";
+                snprintf(nums[n], sizeof nums[n], "%llu", (unsigned long long)d->seq);
+                v[c++] = nums[n];
+                for (int k = 0; k < c; k++) l[k] = strlen(v[k]);
+                if (!d->remove) {
+                    v[c] = (const char *)d->data;
+                    l[c++] = d->len;
+                }
+            } else {
+                v[c] = "LPUSH";
+                l[c++] = 5;
+                v[c] = j->redis->keys[K_OUTCOMES];
+                l[c++] = j->redis->keylen[K_OUTCOMES];
                 v[c] = (const char *)d->data;
                 l[c++] = d->len;
+                outcomes = true;
             }
-        } else {
-            v[c] = "LPUSH";
-            l[c++] = 5;
-            v[c] = j->redis->keys[K_OUTCOMES];
-            l[c++] = j->redis->keylen[K_OUTCOMES];
-            v[c] = (const char *)d->data;
-            l[c++] = d->len;
-            outcomes = true;
+            of[n] = i;
+            cmds[n++] = (cr_redis_cmd){c, v, l};
+            ai += (size_t)c;
         }
-        cmds[n++] = (cr_redis_cmd){c, v, l};
-        ai += (size_t)c;
-    }
-    if (rc == 0 && outcomes) {
-        static const char *const trim[] = {"LTRIM", NULL, "0", "999"};
-        const char **v = argv + ai;
-        size_t *l = argl + ai;
-        for (int k = 0; k < 4; k++) v[k] = k == 1 ? j->redis->keys[K_OUTCOMES] : trim[k];
-        for (int k = 0; k < 4; k++) l[k] = strlen(v[k]);
-        cmds[n++] = (cr_redis_cmd){4, v, l};
-    }
-    if (rc == 0 && n) {
-        rc = cjr_run(j, cmds, n, rep, true); /* on failure it has freed the replies */
-        bool got = rc == 0;
-        for (size_t i = 0; rc == 0 && i < n; i++) {
-            if (rep[i]->type == REDIS_REPLY_ERROR) {
-                courier_error e;
-                if (strncmp(rep[i]->str, "NOSCRIPT", 8) == 0) {
-                    pthread_mutex_lock(&j->redis->mu);
-                    j->redis->script_sha[0] = '\0'; /* loaded again by the next call */
-                    pthread_mutex_unlock(&j->redis->mu);
+        if (rc == 0 && outcomes) {
+            static const char *const trim[] = {"LTRIM", NULL, "0", "999"};
+            const char **v = argv + ai;
+            size_t *l = argl + ai;
+            for (int k = 0; k < 4; k++) v[k] = k == 1 ? j->redis->keys[K_OUTCOMES] : trim[k];
+            for (int k = 0; k < 4; k++) l[k] = strlen(v[k]);
+            of[n] = SIZE_MAX;
+            cmds[n++] = (cr_redis_cmd){4, v, l};
+        }
+        if (rc == 0 && n) {
+            rc = cjr_run(j, cmds, n, rep, true); /* on failure it has freed the replies */
+            bool got = rc == 0;
+            for (size_t k = 0; rc == 0 && k < n; k++) {
+                if (rep[k]->type != REDIS_REPLY_ERROR) {
+                    if (of[k] != SIZE_MAX) t->dv[of[k]].seq = R_DONE;
+                } else if (strncmp(rep[k]->str, "NOSCRIPT", 8) == 0) {
+                    noscript = true; /* sent again after the script is loaded */
+                } else {
+                    courier_error e;
+                    cr_redis_reply_check(rep[k], "the journal's pipeline", &e);
+                    rc = cjr_remember(j, &e);
                 }
-                cr_redis_reply_check(rep[i], "the journal's pipeline", &e);
-                rc = cjr_remember(j, &e);
             }
+            if (got) cr_redis_replies_free(rep, n);
         }
-        if (got) cr_redis_replies_free(rep, n);
+        if (rc == 0 && noscript) {
+            pthread_mutex_lock(&j->redis->mu);
+            if (strcmp(j->redis->script_sha, sha) == 0) j->redis->script_sha[0] = '\0'; /* loaded by the next round */
+            pthread_mutex_unlock(&j->redis->mu);
+        }
+        free(cmds);
+        free(of);
+        free(argv);
+        free(argl);
+        free(nums);
+        free(rep);
     }
-    free(cmds);
-    free(argv);
-    free(argl);
-    free(nums);
-    free(rep);
+    if (rc) return rc;
+    for (size_t i = 0; i < t->dn; i++)
+        if (t->dv[i].seq != R_DONE) {
+            courier_error e;
+            cr_fail(&e, COURIER_E_REDIS, "the journal's script was refused twice (NOSCRIPT)");
+            return cjr_remember(j, &e);
+        }
     t->dn = 0;
-    return rc;
+    return 0;
 }
 
 static void txn_free(struct cj_rtxn *t) {
@@ -394,20 +447,40 @@ static void txn_free(struct cj_rtxn *t) {
     free(t);
 }
 
-/* Without transactions nothing is undone: what the turn did is written either way. */
-static void r_abort(cr_journal *j, cj_txn *txn) {
-    struct cj_rtxn *t = (struct cj_rtxn *)txn;
-    if (!t) return;
-    (void)flush(j, t);
-    txn_free(t);
-}
-
-static int r_commit(cr_journal *j, cj_txn *txn) {
-    struct cj_rtxn *t = (struct cj_rtxn *)txn;
+/* Ends a turn: its kept writes sent. When Redis cannot take them (it is away, it restarted), the
+ * journal thread keeps the ones not written for its next turn (r_begin), in front of that turn's
+ * own: an answer recorded in a turn whose commit failed is written when Redis is back, instead of
+ * being lost and leaving its record claimed by this live engine until the lease ends (300 s by
+ * default; the head of an ordered host held every request behind it that long). A write sent
+ * twice is harmless: a state rewrite of a record that is gone does nothing, a removal of one
+ * that is gone does nothing (an outcome record may be listed twice). The API's writes are not
+ * kept: its caller is told they failed. */
+static int end_turn(cr_journal *j, struct cj_rtxn *t) {
     int rc = flush(j, t);
+    cj_redis *r = j->redis;
+    if (rc && t->dn && on_journal_thread(j)) {
+        size_t k = 0;
+        for (size_t i = 0; i < t->dn; i++)
+            if (t->dv[i].seq != R_DONE) t->dv[k++] = t->dv[i];
+        free(r->backlog); /* (taken by r_begin: none is left here) */
+        r->backlog = t->dv;
+        r->nbacklog = k;
+        r->capbacklog = t->dcap;
+        t->dv = NULL;
+    }
     txn_free(t);
     return rc;
 }
+
+/* Without transactions nothing is undone: what the turn did is written either way (now, or by a
+ * later turn of the journal thread when Redis is away now). */
+static void r_abort(cr_journal *j, cj_txn *txn) {
+    struct cj_rtxn *t = (struct cj_rtxn *)txn;
+    if (!t) return;
+    (void)end_turn(j, t);
+}
+
+static int r_commit(cr_journal *j, cj_txn *txn) { return end_turn(j, (struct cj_rtxn *)txn); }
 
 static int defer_write(struct cj_rtxn *t, uint64_t seq, int remove, const void *data, size_t len) {
     if (seq) {

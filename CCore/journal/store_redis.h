@@ -36,6 +36,10 @@ struct cj_redis {
     /* The last pass's view (journal thread): a record due now left unclaimed, the next due time. */
     bool due_now;
     int64_t next_due;
+    /* Writes of the journal thread's turns that Redis did not take (it was away): sent first by
+     * the next turn (store_redis.c, end_turn). Journal thread only. */
+    struct rdeferred *backlog;
+    size_t nbacklog, capbacklog;
 };
 
 enum { K_STREAM, K_STATE, K_IDS, K_GID, K_HOSTQ, K_HOSTQ_OF, K_OUTCOMES, K_SEQ };

@@ -281,6 +281,42 @@ static void test_redis_down(void) {
     courier_engine_close(e);
 }
 
+/* issue 28, trap 7: an engine opened while its cache's Redis is down opens (the cache store is
+ * opened on first use and never waits for Redis), its requests get the network's answers, the
+ * manager says COURIER_E_REDIS; once Redis is there the same engine's cache works. */
+static void test_redis_comes_after_open(void) {
+    const char *url = fresh_redis();
+    REQUIRE(url);
+    REQUIRE(th_redis_stop() == 0);
+    courier_engine *e = engine_on(url);
+    REQUIRE(e);
+    courier_error err;
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", "/cache?body=before");
+    courier_request_set_cache_policy(r, COURIER_CACHE_CACHE_FIRST);
+    courier_response *resp = NULL;
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
+    if (resp) CHECK_EQ(courier_response_cache_status(resp), COURIER_CACHE_STATUS_NETWORK);
+    courier_response_free(resp);
+    courier_request_free(r);
+    int64_t count = -1;
+    CHECK_EQ(courier_cache_size(NULL, &count, e, &err), COURIER_E_REDIS);
+    REQUIRE(th_redis_restart() == 0);
+    int64_t end = th_now_ms() + 30000;
+    while (courier_cache_size(NULL, &count, e, NULL) != COURIER_OK && th_now_ms() < end) usleep(20000);
+    CHECK_EQ(courier_cache_size(NULL, &count, e, NULL), COURIER_OK);
+    CHECK_EQ(courier_cache_put_key(e, "k", 200, NULL, NULL, 0, "v", 1, 60000, &err), COURIER_OK);
+    courier_response *g = NULL;
+    CHECK_EQ(courier_cache_get_key(&g, e, "k", 0, &err), COURIER_OK);
+    if (g) {
+        size_t len = 0;
+        const uint8_t *b = courier_response_body(g, &len);
+        CHECK(len == 1 && b && b[0] == 'v');
+    }
+    courier_response_free(g);
+    courier_engine_close(e);
+}
+
 /* A server that takes the connection and never answers: the manager fails with COURIER_E_REDIS
  * after the URL's timeout, a request still gets the network's answer (ctest's timeout catches a
  * hang). */
@@ -347,4 +383,4 @@ static void test_threads_share_one_server(void) {
 }
 
 TESTS_MAIN(T(test_setting_is_checked), T(test_directory_store_is_lmdb), T(test_keys_tags_and_ttls), T(test_manager),
-           T(test_damaged_value), T(test_redis_down), T(test_redis_not_answering), T(test_threads_share_one_server))
+           T(test_damaged_value), T(test_redis_down), T(test_redis_comes_after_open), T(test_redis_not_answering), T(test_threads_share_one_server))

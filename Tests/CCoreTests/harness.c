@@ -488,6 +488,8 @@ int th_redis_stop(void) { return th_redis_dir[0] ? th_redis_fixture("stop") : 0;
 
 int th_redis_restart(void) { return th_redis_dir[0] ? th_redis_fixture("restart") : -1; }
 
+int th_redis_kill(void) { return th_redis_dir[0] ? th_redis_fixture("kill") : -1; }
+
 int th_redis_built(void) {
 #ifdef COURIER_TEST_REDIS
     return 1;

@@ -139,11 +139,14 @@ const char *th_nginx_file(const th_nginx *n, const char *name);
 const char *th_redis_url(void);
 /* Stops / restarts (same port, same files) the test's redis-server: 0 on success. */
 int th_redis_stop(void);
+int th_redis_restart(void);
 /* Empties the test's Redis database (FLUSHDB): 0 on success. With COURIER_TEST_CACHE_REDIS set in
  * the environment, th_engine does it and puts the engine's cache there (the cache tests run again
  * on Redis: CMakeLists.txt). */
 int th_redis_flush(void);
-int th_redis_restart(void);
+/* Kills the test's redis-server with SIGKILL (no shutdown: only what its append-only file holds
+ * survives) and waits for it to go; th_redis_restart starts it again on its files. 0 on success. */
+int th_redis_kill(void);
 /* Whether the library under test has Redis stores (CMake's COURIER_REDIS found hiredis). */
 int th_redis_built(void);
 

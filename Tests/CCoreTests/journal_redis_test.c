@@ -258,9 +258,120 @@ static void redis_restart_loses_no_acknowledged_freeze(void) {
     jr_free(&srv);
 }
 
-/* Redis down: opening names it (COURIER_E_REDIS), promptly; a Redis that goes away under an
- * open engine fails the management calls with it, and a send that would be frozen ends with its
- * own failure instead of waiting. */
+/* Waits until e's journal holds no record or `ms` passed (a bound, not an assertion on time: the
+ * caller checks what is left); the records left (-1: the last count failed). */
+static int64_t drain_within(courier_engine *e, int64_t ms) {
+    int64_t left = -1, end = th_now_ms() + ms;
+    for (;;) {
+        left = -1;
+        if (courier_frozen_count(&left, e, NULL) != COURIER_OK) left = -1; /* Redis not back yet */
+        if (left == 0 || th_now_ms() >= end) return left;
+        courier_frozen_wait_idle(e, 500);
+    }
+}
+
+/* issue 34: redis-server killed with SIGKILL in the middle of a replay and started again from its
+ * files 0.3 s later. The same engine (default lease: 300 s, so no lease running out rescues it)
+ * takes the replay up again once Redis answers and drains the journal: every frozen request
+ * arrives at least once, with the Idempotency-Key it was frozen with. (Before: the engine's own
+ * calls recovered but the replay never resumed; a new process drained the journal at once.) */
+static void redis_killed_during_replay_same_engine_drains(void) {
+    enum { N = 200 };
+    const char *url = journal_url("sigkill-replay");
+    jr_server srv;
+    REQUIRE(jr_open(&srv, 0) == 0);
+    CHECK_EQ(freeze_n(url, srv.port, "/k/%d", N, 0, 1), N); /* in order on one host, as an app's POSTs */
+    static listed l[N];
+    CHECK_EQ(list_in_child(url, l, N), N);
+    courier_engine *e = open_engine(url, th_tmpdir(), NULL, 0, 0);
+    REQUIRE(e);
+    int64_t end = th_now_ms() + 60000;
+    while (jr_count(&srv) < 20 && th_now_ms() < end) usleep(2000);
+    CHECK(jr_count(&srv) >= 20);
+    REQUIRE(th_redis_kill() == 0);
+    size_t at_kill = jr_count(&srv);
+    usleep(300000); /* down for a while, as a process supervisor restarts it */
+    REQUIRE(th_redis_restart() == 0);
+    int64_t left = drain_within(e, 90000);
+    printf("  killed after %zu arrivals; %zu arrivals in all for %d requests; %lld left\n", at_kill, jr_count(&srv),
+           (int)N, (long long)left);
+    CHECK_EQ(left, 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    size_t dups = 0;
+    check_at_least_once(&srv, N, N, 3, l, &dups);
+    CHECK_EQ(count_left(url), 0);
+    jr_free(&srv);
+}
+
+/* issue 34: redis-server killed with SIGKILL while one engine freezes and another replays, and
+ * started again. Every send answered COURIER_E_FROZEN is kept and arrives at least once, with an
+ * Idempotency-Key (a repeat with its first one); every other send ended with its own failure
+ * (offline here: COURIER_E_OFFLINE), not frozen; freezes made once Redis answers again are
+ * acknowledged; and the replaying engine, the same one, drains the journal. */
+static void redis_killed_during_freezes_loses_no_acknowledged_one(void) {
+    enum { M = 60 };
+    const char *url = journal_url("sigkill-freeze");
+    jr_server srv;
+    REQUIRE(jr_open(&srv, 0) == 0);
+    char base[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", srv.port);
+    courier_engine *fe = open_engine(url, th_tmpdir(), base, 1, 0); /* freezes (offline: at once) */
+    REQUIRE(fe);
+    courier_reachability_set_offline(fe);
+    courier_engine *re = open_engine(url, th_tmpdir(), NULL, 0, 0); /* replays (default lease) */
+    REQUIRE(re);
+    jr_waiter w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.m, NULL);
+    /* Ordered on one host, 150 ms each: the replay is under way when Redis dies. */
+    for (int i = 0; i < M / 3; i++) jr_send_frozen(fe, &w, "/slow/%d", i, 0);
+    int64_t end = th_now_ms() + 60000;
+    while ((jr_w_count(&w, NULL) < M / 3 || jr_count(&srv) < 3) && th_now_ms() < end) usleep(2000);
+    REQUIRE(jr_w_count(&w, NULL) == M / 3);
+    for (int i = M / 3; i < 2 * M / 3; i++) jr_send_frozen(fe, &w, "/slow/%d", i, 0);
+    REQUIRE(th_redis_kill() == 0); /* with some of these on their way to Redis */
+    usleep(300000);
+    REQUIRE(th_redis_restart() == 0);
+    /* The freezing engine's calls answer again (after the floor's second of failing fast). */
+    int64_t n = -1;
+    end = th_now_ms() + 30000;
+    while (courier_frozen_count(&n, fe, NULL) != COURIER_OK && th_now_ms() < end) usleep(20000);
+    for (int i = 2 * M / 3; i < M; i++) jr_send_frozen(fe, &w, "/slow/%d", i, 0);
+    end = th_now_ms() + 60000;
+    while (jr_w_count(&w, NULL) < M && th_now_ms() < end) usleep(5000);
+    REQUIRE(jr_w_count(&w, NULL) == M);
+    courier_engine_close(fe);
+    int acked = 0;
+    for (int i = 0; i < M; i++) {
+        int before_or_after = i < M / 3 || i >= 2 * M / 3;
+        if (w.codes[i] != COURIER_E_FROZEN && (before_or_after || w.codes[i] != COURIER_E_OFFLINE))
+            th_fail(__FILE__, __LINE__, "send %d ended with %d", i, w.codes[i]);
+        acked += w.codes[i] == COURIER_E_FROZEN;
+    }
+    int64_t left = drain_within(re, 90000);
+    printf("  %d of %d acknowledged frozen; %zu arrivals; %lld left\n", acked, (int)M, jr_count(&srv), (long long)left);
+    CHECK_EQ(left, 0);
+    courier_engine_close(re);
+    jr_stop(&srv);
+    size_t dups = 0;
+    check_at_least_once(&srv, M, 0, 6, NULL, &dups); /* numbers in range, a repeat with its first key */
+    for (int i = 0; i < M; i++) {
+        if (w.codes[i] != COURIER_E_FROZEN) continue;
+        char p[32];
+        snprintf(p, sizeof p, "/slow/%d", i);
+        if (jr_path_count(&srv, p) < 1) th_fail(__FILE__, __LINE__, "acknowledged freeze %d never arrived", i);
+    }
+    for (size_t i = 0; i < jr_count(&srv); i++) CHECK_EQ(strlen(jr_get(&srv, i).key), 32);
+    CHECK_EQ(count_left(url), 0);
+    pthread_mutex_destroy(&w.m);
+    jr_free(&srv);
+}
+
+/* Redis down: an engine opens all the same (issue 28, trap 7), its frozen-request calls say
+ * COURIER_E_REDIS, promptly; a store setting of the wrong shape still fails the open; a Redis that
+ * goes away under an open engine fails the management calls with it, and a send that would be
+ * frozen ends with its own failure instead of waiting. */
 static void redis_down_is_a_clear_error(void) {
     int port = th_free_port();
     char dead[128];
@@ -272,8 +383,13 @@ static void redis_down_is_a_clear_error(void) {
     courier_config_set_timeout_ms(cfg, 2000);
     courier_engine *e = NULL;
     courier_error err;
-    CHECK_EQ(courier_engine_open(&e, cfg, &err), COURIER_E_REDIS);
-    CHECK(e == NULL);
+    CHECK_EQ(courier_engine_open(&e, cfg, &err), COURIER_OK);
+    REQUIRE(e);
+    int64_t n = -1;
+    CHECK_EQ(courier_frozen_count(&n, e, &err), COURIER_E_REDIS);
+    CHECK_EQ(err.code, COURIER_E_REDIS);
+    courier_engine_close(e);
+    e = NULL;
     /* A store setting that is not a URL of that shape. */
     CHECK_EQ(courier_config_set_frozen_store(cfg, "redis://127.0.0.1:notaport/0"), COURIER_OK);
     CHECK_EQ(courier_engine_open(&e, cfg, &err), COURIER_E_INVALID_ARGUMENT);
@@ -287,7 +403,6 @@ static void redis_down_is_a_clear_error(void) {
     e = open_engine(url, th_tmpdir(), base, 1, LEASE_MS);
     REQUIRE(e);
     CHECK_EQ(th_redis_stop(), 0);
-    int64_t n = 0;
     CHECK_EQ(courier_frozen_count(&n, e, &err), COURIER_E_REDIS);
     courier_frozen_list *l = NULL;
     CHECK_EQ(courier_frozen_list_requests(&l, e, &err), COURIER_E_REDIS);
@@ -303,6 +418,56 @@ static void redis_down_is_a_clear_error(void) {
     courier_engine_close(e);
     pthread_mutex_destroy(&w.m);
     CHECK_EQ(th_redis_restart(), 0);
+}
+
+/* issue 28, trap 7: an engine opened while its journal's Redis is down works as an app needs when
+ * Redis restarts: the open succeeds; a send that would be frozen ends with its own failure (not
+ * frozen: COURIER_E_OFFLINE here) and the journal's calls say COURIER_E_REDIS; once Redis is there
+ * the same engine freezes (COURIER_E_FROZEN), and replays what it and another engine froze, each
+ * request once with its key. */
+static void engine_opened_with_redis_down_freezes_and_replays_when_it_comes(void) {
+    enum { N = 10 };
+    const char *url = journal_url("late");
+    jr_server srv;
+    REQUIRE(jr_open(&srv, 0) == 0);
+    char base[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", srv.port);
+    REQUIRE(th_redis_stop() == 0);
+    courier_engine *e = open_engine(url, th_tmpdir(), base, 0, LEASE_MS);
+    REQUIRE(e);
+    courier_reachability_set_offline(e);
+    int64_t n = -1;
+    courier_error err;
+    CHECK_EQ(courier_frozen_count(&n, e, &err), COURIER_E_REDIS);
+    jr_waiter w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.m, NULL);
+    jr_send_frozen(e, &w, "/late/%d", 0, 0);
+    int64_t end = th_now_ms() + 30000;
+    while (jr_w_count(&w, NULL) < 1 && th_now_ms() < end) usleep(5000);
+    CHECK_EQ(jr_w_count(&w, NULL), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_OFFLINE); /* not frozen: Redis is not there */
+    REQUIRE(th_redis_restart() == 0);
+    end = th_now_ms() + 30000;
+    while (courier_frozen_count(&n, e, NULL) != COURIER_OK && th_now_ms() < end) usleep(20000);
+    CHECK_EQ(courier_frozen_count(&n, e, NULL), COURIER_OK);
+    CHECK_EQ(n, 0);
+    jr_send_frozen(e, &w, "/late/%d", 1, 0);
+    end = th_now_ms() + 30000;
+    while (jr_w_count(&w, NULL) < 2 && th_now_ms() < end) usleep(5000);
+    CHECK_EQ(w.codes[1], COURIER_E_FROZEN);
+    /* Another engine's freezes: this one replays them with its own (back online). */
+    CHECK_EQ(freeze_n(url, srv.port, "/late/%d", N, 0, 1), N); /* numbers 0..N-1 again: other requests */
+    courier_reachability_set_online(e);
+    int64_t left = drain_within(e, 60000);
+    CHECK_EQ(left, 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    CHECK_EQ(jr_count(&srv), (size_t)N + 1);
+    CHECK_EQ(jr_path_count(&srv, "/late/1"), 2); /* this engine's and the other's */
+    for (size_t i = 0; i < jr_count(&srv); i++) CHECK_EQ(strlen(jr_get(&srv, i).key), 32);
+    pthread_mutex_destroy(&w.m);
+    jr_free(&srv);
 }
 
 typedef struct evlog {
@@ -472,6 +637,9 @@ int main(int argc, char **argv) {
     }
     static const th_test tests[] = {T(query_remove_events_as_on_lmdb), T(resume_replays_without_waiting_for_the_poll), T(frozen_in_one_process_replayed_by_another),
                                     T(two_processes_send_each_once), T(killed_replayer_loses_nothing),
-                                    T(redis_restart_loses_no_acknowledged_freeze), T(redis_down_is_a_clear_error)};
+                                    T(redis_restart_loses_no_acknowledged_freeze),
+                                    T(redis_killed_during_replay_same_engine_drains),
+                                    T(redis_killed_during_freezes_loses_no_acknowledged_one), T(redis_down_is_a_clear_error),
+                                    T(engine_opened_with_redis_down_freezes_and_replays_when_it_comes)};
     return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

@@ -213,8 +213,9 @@ extension Configuration {
     /// `redis://[[user]:password@]host[:port][/db][?timeout_ms=N]`, a Redis server shared by every
     /// engine, process and machine that names it (policies, keys, HTTP rules and the manager work
     /// the same; see `courier_config_set_cache_store`). Redis down never fails a request; the
-    /// manager then throws ``CourierError/redis``. A library built without Redis (no hiredis:
-    /// the package trait `Redis`) throws ``CourierError/redisUnsupported`` at open.
+    /// manager then throws ``CourierError/redis``; the engine opens while Redis is down. A library
+    /// built without Redis (the package trait `Redis`, off by default, not named; or no hiredis)
+    /// throws ``CourierError/redisUnsupported`` at open.
     public var cacheStore: String? {
         get { setting("cacheStore") }
         set {

@@ -367,7 +367,9 @@ class Engine:
         frozen_replay: (concurrency, backoff base s, backoff max s); frozen_expiry, frozen_lease,
         frozen_poll (s); frozen_paused; frozen_store: where the journal lives, apart from the
         cache: a directory (LMDB; default the engine's store) or ``"redis://host:port/db"`` (Redis
-        Streams, shared by every engine naming it; ``#name`` at the end keeps journals apart).
+        Streams, shared by every engine naming it; ``#name`` at the end keeps journals apart; Redis
+        down does not fail the open: the ``frozen`` calls raise :class:`courier.RedisError` and a
+        send that would be frozen raises its own error until Redis answers).
         reachability: dict(from_errors=bool, probe=str, interval=s).
         transports: ``{name: courier.Transport}`` custom transports (requests choose one with
         ``transport=name``).

@@ -1,5 +1,6 @@
 """The journal on Redis (frozen_store="redis://..."): a freeze in one process is replayed by
-another; query and removal as on LMDB; Redis down is courier.RedisError. The journal's logic is
+another; query and removal as on LMDB; Redis down is courier.RedisError from the journal's calls
+and an engine opened while Redis is down freezes once it is there. The journal's logic is
 the core's (CCore/journal/store_redis.c); this checks that the binding passes the setting through."""
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import courier
 from courier import FrozenEventKind
 
-from conftest import free_port
+from conftest import ROOT, free_port, wait_until
 
 
 def _engine(url: str, store: str, **kw):
@@ -71,5 +72,47 @@ def test_query_and_remove_on_redis(redis_url, tmp_path, closed_port) -> None:
 
 
 def test_redis_down_is_a_redis_error(tmp_path) -> None:
-    with pytest.raises((courier.RedisError, courier.RedisUnsupported)):
-        courier.Engine(store=str(tmp_path / "s"), frozen_store=f"redis://127.0.0.1:{free_port()}/0", timeout=2)
+    # The engine opens (issue 28, trap 7): the journal connects when Redis is there; until then its
+    # calls raise RedisError.
+    try:
+        e = courier.Engine(store=str(tmp_path / "s"), frozen_store=f"redis://127.0.0.1:{free_port()}/0", timeout=2)
+    except courier.RedisUnsupported:
+        pytest.skip("this library was built without Redis (COURIER_REDIS off)")
+    with e:
+        with pytest.raises(courier.RedisError):
+            e.frozen.count()
+
+
+def test_engine_opened_with_redis_down_freezes_when_it_comes(redis_url, base_url, server, tmp_path) -> None:
+    """Opened while Redis is down: a send that would be frozen raises its own error (not Frozen);
+    once Redis is there the same engine freezes and replays (issue 28, trap 7)."""
+    fixture = str(ROOT / "scripts" / "redis-fixture")
+    d = str(tmp_path / "redis")
+    out = subprocess.run(["bash", fixture, "start", d], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    url = out.stdout.strip().splitlines()[-1] + "#py-late"
+    subprocess.run(["bash", fixture, "stop", d], check=True, capture_output=True)
+    try:
+        with _engine(url, str(tmp_path / "s"), base_url=base_url, timeout=5) as e:
+            with pytest.raises(courier.RedisError):
+                e.frozen.count()
+            e.set_offline()
+            with pytest.raises(courier.Offline):  # not frozen: the send's own error
+                e.post("/echo/late", body=b"n=0", freeze="auto")
+            subprocess.run(["bash", fixture, "restart", d], check=True, capture_output=True)
+
+            def answers() -> bool:
+                try:
+                    return e.frozen.count() == 0
+                except courier.RedisError:
+                    return False
+
+            assert wait_until(answers, timeout=30)
+            with pytest.raises(courier.Frozen):
+                e.post("/echo/late", body=b"n=1", freeze="auto")
+            before = server.count()
+            e.set_online()
+            assert wait_until(lambda: e.frozen.count() == 0, timeout=30)
+            assert server.count() - before == 1
+    finally:
+        subprocess.run(["bash", fixture, "stop", d], capture_output=True)
