@@ -15,6 +15,7 @@ struct CourierCommand: AsyncParsableCommand {
             GetCommand.self,
             PostCommand.self,
             DownloadCommand.self,
+            EventsCommand.self,
             ServeCommand.self,
             BenchCommand.self,
             CacheCommand.self,

@@ -162,6 +162,53 @@ final class StreamTests: LoopbackTestCase {
         XCTAssertEqual(failed, 1)
     }
 
+    /// Server-sent events: type, multi-line data and ids, reconnection with Last-Event-ID and the
+    /// server's retry time, and 204 ending the sequence with `.httpStatus`.
+    func testServerSentEvents() async throws {
+        let source = try engine.events(for: .get("sse").parameter("per", "2").parameter("total", "5")
+            .parameter("retry", "20"))
+        var seen: [ServerSentEvent] = []
+        do {
+            for try await event in source { seen.append(event) }
+            XCTFail("the source did not end with an error")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .httpStatus)
+            XCTAssertEqual(error.httpStatus, 204)
+        }
+        XCTAssertEqual(seen.map(\.lastEventID), ["1", "2", "3", "4", "5"])
+        XCTAssertEqual(seen.first?.type, "tick")
+        XCTAssertEqual(seen.first?.data, "event 1\nline two")
+        XCTAssertEqual(source.state, .closed)
+        XCTAssertEqual(source.retry, 0.02, accuracy: 0.0001)
+    }
+
+    /// Cancelling the task that iterates closes the source (it was waiting for its next event).
+    func testCancellingTheTaskClosesTheEventSource() async throws {
+        let source = try engine.events(for: .get("sse").parameter("per", "1").parameter("retry", "60000"))
+        let task = Task {
+            var n = 0
+            for try await _ in source { n += 1 }
+            return n
+        }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        task.cancel()
+        do {
+            _ = try await task.value
+            XCTFail("no error")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+        XCTAssertEqual(source.state, .closed)
+    }
+
+    /// `courier events URL` prints each event as it arrives and exits 1 when the source ends.
+    func testToolPrintsEvents() throws {
+        let (status, output) = try runCourierTool(["events", server.baseURL + "/sse?per=2&total=2&retry=10"])
+        XCTAssertEqual(status, 1) // the 204 that ends it
+        XCTAssertTrue(output.contains("event: tick\nid: 1\ndata: event 1\ndata: line two\n\n"), output)
+        XCTAssertTrue(output.contains("id: 2\n"), output)
+    }
+
     /// A port nothing listens on.
     private func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

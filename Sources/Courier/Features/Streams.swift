@@ -289,3 +289,161 @@ final class StreamBox: @unchecked Sendable {
         }
     }
 }
+
+// MARK: - Server-sent events
+
+/// One server-sent event.
+public struct ServerSentEvent: Sendable, Hashable {
+    /// The event's type: its `event` field, or "message".
+    public let type: String
+    /// Its data: the `data` lines joined by LF.
+    public let data: String
+    /// The source's last event ID when it was dispatched ("" when none was set).
+    public let lastEventID: String
+}
+
+extension Engine {
+    /// An event source (`text/event-stream`): the events of `request` as an `AsyncSequence`,
+    /// parsed by the WHATWG HTML rules and reconnected as EventSource does (after a drop or a clean
+    /// end, wait the server's `retry` time, else 3 s, and connect again with `Last-Event-ID`).
+    ///
+    /// ```swift
+    /// for try await event in engine.events(for: .get("sse").parameter("total", "3")) {
+    ///     print(event.type, event.data)
+    /// }
+    /// ```
+    ///
+    /// The sequence ends with an error when the source ends for good: a 204 or another status than
+    /// 200 (``CourierError/Code/httpStatus``), a type other than `text/event-stream`
+    /// (``CourierError/Code/invalidResult``); cancelling the iterating task, or ``EventSource/close()``,
+    /// ends it with ``CourierError/Code/cancelled``.
+    /// - Parameter request: A GET (no body; not freezable).
+    /// - Returns: The source, already connecting.
+    /// - Throws: ``CourierError`` (``CourierError/Code/invalidArgument`` for a body or a freeze policy).
+    public func events(for request: Request) throws -> EventSource {
+        let signal = StreamSignal()
+        let user = Unmanaged.passRetained(signal).toOpaque()
+        let pointer: OpaquePointer = try request.withCRequest(on: self) { creq, _ in
+            guard enter() else {
+                Unmanaged<StreamSignal>.fromOpaque(user).release()
+                throw CourierError(.closed, message: "the engine is closed")
+            }
+            defer { leave() }
+            var out: OpaquePointer?
+            var error = courier_error()
+            let rc = courier_sse_open(&out, handle, creq, sseNotify, user, releaseStreamSignal, &error)
+            guard rc == COURIER_OK.rawValue, let out else {
+                defer { courier_error_clear(&error) }
+                if let thrown = thrownError(&error) { throw thrown }
+                throw CourierError(code: rc, detail: &error)
+            }
+            return out
+        }
+        return EventSource(box: EventSourceBox(pointer: pointer, signal: signal, engine: self))
+    }
+}
+
+/// An event source's events, as they arrive (single pass). Reading reconnects as needed.
+public struct EventSource: AsyncSequence, Sendable {
+    public typealias Element = ServerSentEvent
+    let box: EventSourceBox
+
+    /// The connection's state.
+    public enum State: Sendable, Hashable {
+        /// Connecting, or waiting to reconnect.
+        case connecting
+        /// Reading a 200 `text/event-stream`.
+        case open
+        /// Ended for good.
+        case closed
+    }
+
+    /// The events' iterator.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let box: EventSourceBox
+        /// The next event.
+        /// - Returns: The event (never nil: the source ends with an error).
+        /// - Throws: ``CourierError`` when the source ended for good.
+        public mutating func next() async throws -> ServerSentEvent? { try await box.next() }
+    }
+
+    /// An iterator over the events.
+    /// - Returns: The iterator.
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(box: box) }
+
+    /// The state now (EventSource's readyState).
+    public var state: State {
+        switch courier_sse_get_state(box.pointer) {
+        case COURIER_SSE_OPEN: return .open
+        case COURIER_SSE_CLOSED: return .closed
+        default: return .connecting
+        }
+    }
+
+    /// The reconnection time in force, in seconds (the server's last `retry`, else 3).
+    public var retry: TimeInterval { Double(courier_sse_retry_ms(box.pointer)) / 1000 }
+
+    /// Stops the source (any thread): no more connections; the iteration ends with
+    /// ``CourierError/Code/cancelled``.
+    public func close() { courier_sse_close(box.pointer) }
+}
+
+private let sseNotify: courier_sse_notify_fn = { _, user in
+    guard let user else { return }
+    Unmanaged<StreamSignal>.fromOpaque(user).takeUnretainedValue().fire()
+}
+
+/// Owns a `courier_sse *` and reads it without blocking a thread: a read that finds nothing waits
+/// for the notify callback, or for the reconnection time.
+final class EventSourceBox: @unchecked Sendable {
+    let pointer: OpaquePointer
+    private let signal: StreamSignal
+    private let engine: Engine
+
+    init(pointer: OpaquePointer, signal: StreamSignal, engine: Engine) {
+        self.pointer = pointer
+        self.signal = signal
+        self.engine = engine
+    }
+
+    deinit { courier_sse_free(pointer) }
+
+    func next() async throws -> ServerSentEvent? {
+        while true {
+            signal.reset()
+            var event = courier_sse_event()
+            event.size = MemoryLayout<courier_sse_event>.size
+            var error = courier_error()
+            // The engine stays open during the call (a reconnection sends on it).
+            guard engine.enter() else {
+                courier_sse_close(pointer)
+                throw CourierError(.closed, message: "the engine is closed")
+            }
+            let rc = courier_sse_next(&event, pointer, 0, &error)
+            engine.leave()
+            if rc == COURIER_OK.rawValue {
+                return ServerSentEvent(
+                    type: String(cString: event.type),
+                    data: String(decoding: UnsafeRawBufferPointer(start: event.data, count: event.data_len), as: UTF8.self),
+                    lastEventID: String(cString: event.last_event_id))
+            }
+            if rc != COURIER_E_AGAIN.rawValue {
+                defer { courier_error_clear(&error) }
+                if let thrown = thrownError(&error) { throw thrown }
+                throw CourierError(code: rc, detail: &error)
+            }
+            let retryIn = courier_sse_retry_in_ms(pointer)
+            if retryIn >= 0 {
+                // Waiting to reconnect: look again when it is due (or when closed).
+                let signal = self.signal
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(retryIn) + 1)) { signal.fire() }
+            }
+            if Task.isCancelled { courier_sse_close(pointer) }
+            await withTaskCancellationHandler {
+                await signal.wait()
+            } onCancel: {
+                courier_sse_close(self.pointer)
+            }
+        }
+    }
+}

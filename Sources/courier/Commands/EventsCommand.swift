@@ -1,0 +1,60 @@
+// EventsCommand.swift — `courier events URL`: a server-sent events client. Prints each event as it
+// arrives, in the stream's own form (event, id and data lines, then a blank line), flushed so that
+// a pipe sees it at once; reconnects as EventSource does; exits 1 when the source ends for good.
+import ArgumentParser
+import Courier
+import Foundation
+
+struct EventsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events",
+        abstract: "Read server-sent events (text/event-stream) and print each as it arrives.",
+        discussion: """
+            Reconnects after a drop or a clean end (the server's retry time, else 3 s) with \
+            Last-Event-ID. Ends, with exit status 1, when the server answers 204 or anything but a 200 \
+            text/event-stream; Ctrl-C stops it.
+            """)
+
+    @Argument(help: "An absolute http or https URL.")
+    var url: String
+
+    @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("A request header 'Name: value' (repeatable).", valueName: "header"))
+    var headers: [String] = []
+
+    @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Do not verify TLS certificates (development only).")
+    var insecure = false
+
+    func validate() throws {
+        for header in headers where parseHeader(header) == nil {
+            throw ValidationError("-H expects 'Name: value', got '\(header)'")
+        }
+    }
+
+    func run() async throws {
+        var configuration = Configuration()
+        configuration.temporaryStore = true
+        configuration.insecure = insecure
+        let engine: Engine
+        do {
+            engine = try Engine(configuration: configuration)
+        } catch {
+            printError("error: \(describe(error))")
+            throw ExitCode.failure
+        }
+        defer { engine.close() }
+        var request = Request.get(url)
+        for header in headers { if let (name, value) = parseHeader(header) { request = request.header(name, value) } }
+        do {
+            for try await event in try engine.events(for: request) {
+                var text = ""
+                if event.type != "message" { text += "event: \(event.type)\n" }
+                if !event.lastEventID.isEmpty { text += "id: \(event.lastEventID)\n" }
+                for line in event.data.split(separator: "\n", omittingEmptySubsequences: false) { text += "data: \(line)\n" }
+                writeOut(Data((text + "\n").utf8))
+            }
+        } catch {
+            printError("error: \(describe(error))")
+            throw ExitCode.failure
+        }
+    }
+}
