@@ -29,7 +29,7 @@ from .mapping import (MAP_ALL_COERCIONS, MAP_BOOL_FROM_NUMBER, MAP_NULL_AS_ABSEN
 from .request import BodyEncoding, Freeze, Mock, Outgoing, Part, Priority, Progress, Request, Result, Retry
 from .response import Answer, CacheReason, CacheStatus, Headers, Metrics, Response
 from .security import PinningMode, Security
-from .stream import StreamResponse
+from .stream import EventSource, ServerSentEvent, SSEState, StreamResponse
 from .transport import Call, Transport
 
 try:  # written by the wheel build from COURIER_VERSION_STRING (include/courier.h)

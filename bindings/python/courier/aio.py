@@ -27,7 +27,7 @@ from .engine import Engine, _SendContext
 from .group import GroupMember, GroupMode, GroupResult, Member, run
 from .request import Request
 from .response import Response
-from .stream import StreamResponse, await_head, new_waker
+from .stream import EventSource, StreamResponse, await_head, new_waker
 
 if TYPE_CHECKING:  # pragma: no cover
     from .request import RequestOptions
@@ -238,6 +238,12 @@ class AsyncEngine:
         ``await engine.stream(...)`` gives the :class:`courier.StreamResponse` too (close it).
         Cancelling the awaiting task cancels the transfer."""
         return _StreamOpening(self.sync, method, url, options)
+
+    def events(self, url: Union[str, Request], **options: Unpack[RequestOptions]) -> EventSource:
+        """An event source (:meth:`courier.Engine.events`) read with ``async for`` without
+        blocking the loop; cancelling the iterating task closes it. Call from a running loop."""
+        req = url if isinstance(url, Request) else Request("GET", url, **options)
+        return self.sync._open_events(req, new_waker())
 
     async def api(self, name: str, **options: Unpack[RequestOptions]) -> Response:
         """Sends API ``name`` of the engine's catalogue (:meth:`courier.Engine.api`)."""

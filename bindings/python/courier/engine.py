@@ -26,7 +26,7 @@ from .mapping import c_decoder, python_to_json
 from .request import (BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs, c_before_send, c_redirect,
                       timeout_ms, total_timeout_ms)
 from .response import CachePolicy, Response, c_after_receive, c_validator
-from .stream import StreamResponse, open_stream, wait_head
+from .stream import EventSource, StreamResponse, open_events, open_stream, wait_head
 from .security import Security
 from .transport import c_transport_cancel, c_transport_start
 
@@ -818,6 +818,36 @@ class Engine:
         head (or what a callback of the request raised).
         """
         return wait_head(self._open_stream(method, url, kw, None))
+
+    def events(self, url: Union[str, Request], **kw: Unpack[RequestOptions]) -> EventSource:
+        """An event source (``text/event-stream``, ``courier_sse_open``): iterate it for its
+        events as they arrive (:class:`courier.ServerSentEvent`: ``type``, ``data``,
+        ``last_event_id``)::
+
+            with engine.events("/sse") as source:
+                for event in source:
+                    print(event.type, event.data)
+
+        A GET of ``url`` (with what :meth:`send` takes; no body, no ``freeze=``), parsed by the
+        WHATWG HTML rules and reconnected as EventSource does: after a drop or a clean end, the
+        server's ``retry`` time (else 3 s), then again with ``Last-Event-ID``. The iteration ends
+        by raising: a 204 or another status than 200 (:class:`courier.HTTPStatusError`), a type
+        other than ``text/event-stream`` (:class:`courier.InvalidResult`), ``close()``
+        (:class:`courier.Cancelled`).
+        """
+        req = url if isinstance(url, Request) else Request("GET", url, **kw)
+        if isinstance(url, Request) and kw:
+            raise TypeError("events(Request) takes no other arguments")
+        return self._open_events(req, None)
+
+    def _open_events(self, req: Request, waker: Any) -> EventSource:
+        h = self._handle()
+        creq, owned = req._acquire(_SendContext(self), self)
+        try:
+            return open_events(h, creq, self, waker)
+        finally:
+            if owned:
+                lib.courier_request_free(creq)
 
     # -- the API catalogue, routes, response descriptors -------------------------------------------
     def add_api(self, name: str, declaration: Mapping[str, Any]) -> None:

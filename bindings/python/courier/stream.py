@@ -7,10 +7,12 @@ while the C call waits), or, for asyncio, without waiting, woken by the stream's
 from __future__ import annotations
 
 import asyncio
-from ctypes import CFUNCTYPE, byref, c_size_t, c_void_p, string_at
+from ctypes import CFUNCTYPE, Structure, byref, c_char_p, c_size_t, c_void_p, string_at
+from ctypes import sizeof as ctypes_sizeof
 from typing import Any, AsyncIterator, Iterator, Optional
 
 from . import _callbacks as cb
+from ._enums import CEnum
 from ._lib import ERROR, lib
 from .errors import CourierError, lib_code, make_error
 from .response import Response
@@ -19,6 +21,12 @@ E_AGAIN = lib_code("COURIER_E_AGAIN")
 _SLICE_MS = 200  # a blocking wait is made of waits this long, so that signals (Ctrl-C) are seen
 
 NOTIFY_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+
+
+class SSE_EVENT(Structure):
+    """courier_sse_event."""
+    _fields_ = [("size", c_size_t), ("type", c_char_p), ("data", c_void_p), ("data_len", c_size_t),
+                ("last_event_id", c_char_p)]
 
 
 def _notify(stream: Any, user: Any) -> None:
@@ -31,6 +39,7 @@ def _notify(stream: Any, user: Any) -> None:
 
 
 c_notify = NOTIFY_FN(_notify)
+c_sse_notify = NOTIFY_FN(_notify)
 
 
 def _failure(code: int, err: ERROR) -> BaseException:
@@ -329,3 +338,148 @@ async def await_head(h: int, waker: _Waker) -> StreamResponse:
         lib.courier_stream_free(h)
         raise
 
+
+# ---------------------------------------------------------------------------------------------
+# Server-sent events
+# ---------------------------------------------------------------------------------------------
+
+class SSEState(CEnum):
+    """An event source's state (``courier_sse_state``, EventSource's readyState);
+    ``str(SSEState.OPEN) == "open"``."""
+    __c_enum__ = ("courier_sse_state", "COURIER_SSE_")
+    CONNECTING = 0
+    OPEN = 1
+    CLOSED = 2
+
+
+class ServerSentEvent:
+    """One server-sent event: ``type`` (its ``event`` field, or "message"), ``data`` (the
+    ``data`` lines joined by LF) and ``last_event_id`` (the source's last event ID then)."""
+
+    __slots__ = ("type", "data", "last_event_id")
+
+    def __init__(self, type: str, data: str, last_event_id: str) -> None:
+        self.type = type
+        self.data = data
+        self.last_event_id = last_event_id
+
+    def __repr__(self) -> str:
+        return f"ServerSentEvent(type={self.type!r}, data={self.data!r}, last_event_id={self.last_event_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ServerSentEvent) and (self.type, self.data, self.last_event_id) == (
+            other.type, other.data, other.last_event_id)
+
+
+class EventSource:
+    """An event source (:meth:`courier.Engine.events`): iterate it for its events, as they arrive,
+    reconnecting as EventSource does (the server's ``retry`` time, else 3 s, with
+    ``Last-Event-ID``). The iteration raises when the source ends for good: a 204 or another status
+    than 200 (:class:`courier.HTTPStatusError`), not ``text/event-stream``
+    (:class:`courier.InvalidResult`), :meth:`close` (:class:`courier.Cancelled`). Use it as a
+    context manager, or :meth:`close` it. ``async for`` works on a source of an
+    :class:`courier.AsyncEngine`."""
+
+    def __init__(self, handle: int, engine: Any, waker: Optional["_Waker"] = None) -> None:
+        self._h: Optional[int] = handle
+        self._engine = engine
+        self._waker = waker
+
+    @property
+    def state(self) -> SSEState:
+        """CONNECTING, OPEN or CLOSED (EventSource's readyState)."""
+        if self._h is None:
+            return SSEState.CLOSED
+        return SSEState(int(lib.courier_sse_get_state(self._h)))
+
+    @property
+    def retry(self) -> float:
+        """The reconnection time in force, in seconds."""
+        return int(lib.courier_sse_retry_ms(self._h)) / 1000.0 if self._h is not None else 0.0
+
+    def _next(self, timeout_ms: int) -> Optional[ServerSentEvent]:
+        if self._h is None:
+            raise ValueError("the event source is closed")
+        if self._engine.closed:
+            lib.courier_sse_close(self._h)  # a reconnection would need the engine
+        ev = SSE_EVENT()
+        ev.size = ctypes_sizeof(SSE_EVENT)
+        err = ERROR()
+        code = lib.courier_sse_next(byref(ev), self._h, timeout_ms, byref(err))
+        if code == 0:
+            return ServerSentEvent(ev.type.decode("utf-8", "replace"),
+                                   string_at(ev.data, ev.data_len).decode("utf-8", "replace"),
+                                   ev.last_event_id.decode("utf-8", "replace"))
+        if code == E_AGAIN:
+            return None
+        raise _failure(code, err)
+
+    def __iter__(self) -> Iterator[ServerSentEvent]:
+        while True:
+            ev = self._next(_SLICE_MS)
+            if ev is not None:
+                yield ev
+
+    def __aiter__(self) -> AsyncIterator[ServerSentEvent]:
+        return self._aiter()
+
+    async def _aiter(self) -> AsyncIterator[ServerSentEvent]:
+        waker = self._waker
+        if waker is None:
+            raise RuntimeError("async for needs an event source of an AsyncEngine")
+        while True:
+            waker.event.clear()
+            ev = self._next(0)
+            if ev is not None:
+                yield ev
+                continue
+            wait = int(lib.courier_sse_retry_in_ms(self._h)) if self._h is not None else -1
+            try:
+                if wait >= 0:  # waiting to reconnect: look again when it is due
+                    try:
+                        await asyncio.wait_for(waker.event.wait(), wait / 1000.0 + 0.001)
+                    except asyncio.TimeoutError:
+                        pass
+                else:
+                    await waker.event.wait()
+            except asyncio.CancelledError:
+                self.close()
+                raise
+
+    def close(self) -> None:
+        """Stops the source and releases it (any reader then gets :class:`courier.Cancelled`)."""
+        h, self._h = self._h, None
+        if h is not None:
+            lib.courier_sse_free(h)
+
+    def __enter__(self) -> "EventSource":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "EventSource":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def open_events(engine_handle: int, creq: int, engine: Any, waker: Optional[_Waker]) -> EventSource:
+    """courier_sse_open: the source, or the failure raised."""
+    h = c_void_p()
+    err = ERROR()
+    if waker is not None:
+        code = lib.courier_sse_open(byref(h), engine_handle, creq, c_sse_notify, waker.key, cb.user_free, byref(err))
+    else:
+        code = lib.courier_sse_open(byref(h), engine_handle, creq, None, None, None, byref(err))
+    if code != 0:
+        raise _failure(code, err)
+    assert h.value is not None
+    return EventSource(h.value, engine, waker)

@@ -127,3 +127,47 @@ def test_async_stream(base_url: str) -> None:
             assert (await e.get("/json")).status == 200
 
     asyncio.run(main())
+
+
+def test_server_sent_events(base_url: str) -> None:
+    with courier.Engine(base_url=base_url, temporary_store=True) as e:
+        seen = []
+        with e.events("/sse", params={"per": "2", "total": "5", "retry": "20"}) as source:
+            with pytest.raises(courier.HTTPStatusError) as info:
+                for ev in source:
+                    seen.append(ev)
+            assert info.value.http_status == 204
+            assert source.state == courier.SSEState.CLOSED and source.retry == 0.02
+        assert [ev.last_event_id for ev in seen] == ["1", "2", "3", "4", "5"]
+        assert seen[0] == courier.ServerSentEvent("tick", "event 1\nline two", "1")
+        with e.events("/json") as source:
+            with pytest.raises(courier.InvalidResult):
+                next(iter(source))
+        with pytest.raises(courier.InvalidArgument):
+            e.events("/sse", freeze=courier.Freeze("auto"))
+
+
+def test_async_server_sent_events(base_url: str) -> None:
+    async def main() -> None:
+        async with courier.AsyncEngine(base_url=base_url, temporary_store=True) as e:
+            seen = []
+            source = e.events("/sse", params={"per": "1", "total": "3", "retry": "20"})
+            with pytest.raises(courier.HTTPStatusError):
+                async for ev in source:
+                    seen.append(ev.data)
+            source.close()
+            assert seen == ["event 1\nline two", "event 2\nline two", "event 3\nline two"]
+            # cancelling the task that iterates closes the source
+            source = e.events("/sse", params={"per": "1", "retry": "60000"})
+
+            async def read() -> None:
+                async for _ in source:
+                    pass
+            task = asyncio.ensure_future(read())
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert source.state == courier.SSEState.CLOSED
+
+    asyncio.run(main())
