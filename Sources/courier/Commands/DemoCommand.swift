@@ -147,7 +147,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     // MARK: - the whole engine: cache, frozen requests, mapping, retry, batch
 
-    /// Steps 9-13. Each line says what happened and why, from what the engine reports: a response's
+    /// Steps 9-15. Each line says what happened and why, from what the engine reports: a response's
     /// cache status and cache reason code (courier_response_cache_reason), the request events
     /// (from_cache, retried, finished) and the frozen-request events; the server's own counts show
     /// what reached the network. Returns the failures.
@@ -265,6 +265,40 @@ struct DemoCommand: AsyncParsableCommand {
         print("     all three in \(ms(Date().timeIntervalSince(t0))) together: sent at once, each with its own result; "
               + "one failing did not stop the others")
         if results.count != 3 || (try? results[0].get()) == nil { failures += 1 }
+
+        // 14. A streamed body.
+        step(14, "GET /bytes/300000?rate=1000000 read as it arrives (a stream)")
+        do {
+            let t0 = Date()
+            let (bytes, head) = try await engine.bytes(for: .get("/bytes/300000").parameter("rate", "1000000"))
+            print("     head: \(head.status) after \(ms(Date().timeIntervalSince(t0))), before the body")
+            var chunks = 0, received = 0
+            var firstAt: TimeInterval?
+            for try await chunk in bytes.chunks {
+                chunks += 1
+                received += chunk.count
+                if firstAt == nil { firstAt = Date().timeIntervalSince(t0) }
+            }
+            print("     \(received) bytes in \(chunks) chunks; the first after \(ms(firstAt ?? 0)), the whole in "
+                  + "\(ms(Date().timeIntervalSince(t0))): read as the server paced it, never held whole")
+            if received != 300_000 || chunks < 2 { failures += 1 }
+        } catch { failures += 1; unexpected(error) }
+
+        // 15. Server-sent events.
+        step(15, "Server-sent events from /sse (2 per connection, 4 in all, retry 50 ms)")
+        var seen = 0
+        do {
+            for try await event in try engine.events(for: .get("/sse").parameter("per", "2").parameter("total", "4")
+                .parameter("retry", "50")) {
+                seen += 1
+                print("     event \(event.type) id \(event.lastEventID): \(event.data.replacingOccurrences(of: "\n", with: " / "))")
+            }
+            failures += 1
+        } catch let error as CourierError where error.httpStatus == 204 {
+            print("     the connection closed after 2 events and was opened again with Last-Event-ID; "
+                  + "then the server said stop (204)")
+            if seen != 4 { failures += 1 }
+        } catch { failures += 1; unexpected(error) }
         return failures
     }
 
