@@ -587,25 +587,25 @@ COURIER_API int courier_stream_open(courier_stream **out, courier_engine *engine
                                     courier_error *err);
 /* The send's request id (the one events, logs and courier_cancel know). Any thread. */
 COURIER_API uint64_t courier_stream_id(const courier_stream *stream);
-/* Waits at most timeout_ms (0: do not wait; -1: no bound) for the head. COURIER_OK: *head is the
+/* Waits at most timeout_ms (0: do not wait; -1: no bound) for the head. COURIER_OK: *out_head is the
  * response's status, headers, URL and metrics so far, with an empty body, borrowed until the
  * stream is freed. COURIER_E_AGAIN: not yet. Any other code: the send failed before a head
  * arrived (err filled: the error, with the response attached when the engine judged one, as
  * courier_send's completion has it). A waiting call returns COURIER_E_INVALID_ARGUMENT on the
  * engine's worker thread. */
-COURIER_API int courier_stream_head(const courier_response **head, courier_stream *stream, int64_t timeout_ms,
+COURIER_API int courier_stream_head(const courier_response **out_head, courier_stream *stream, int64_t timeout_ms,
                                     courier_error *err);
 /* Reads the next chunk of the body, waiting at most timeout_ms (0, -1 as above; the head is
- * waited for first). COURIER_OK with *len > 0: *data is the chunk, borrowed until the next read
- * or courier_stream_free; COURIER_OK with *len == 0: the body ended and the response is complete
+ * waited for first). COURIER_OK with *out_len > 0: *out_data is the chunk, borrowed until the next read
+ * or courier_stream_free; COURIER_OK with *out_len == 0: the body ended and the response is complete
  * (courier_stream_response). COURIER_E_AGAIN: nothing yet. Any other code: the stream failed
  * (a cut connection is COURIER_E_PARTIAL_RESPONSE, a timeout COURIER_E_TIMEOUT with its kind,
  * a cancel COURIER_E_CANCELLED; err filled), after the bytes that came before it were read. */
-COURIER_API int courier_stream_next(const void **data, size_t *len, courier_stream *stream, int64_t timeout_ms,
+COURIER_API int courier_stream_next(const void **out_data, size_t *out_len, courier_stream *stream, int64_t timeout_ms,
                                     courier_error *err);
 /* courier_stream_next into the caller's buffer: up to cap bytes (a chunk larger than cap is read
- * over several calls). *n as *len above. */
-COURIER_API int courier_stream_read(size_t *n, courier_stream *stream, void *buffer, size_t cap, int64_t timeout_ms,
+ * over several calls). *out_n as *out_len above. */
+COURIER_API int courier_stream_read(size_t *out_n, courier_stream *stream, void *buffer, size_t cap, int64_t timeout_ms,
                                     courier_error *err);
 /* The whole response once the stream ended well: status, headers, the final metrics and the
  * redirects, with an empty body (the body was streamed). NULL before the end or after a failure.
@@ -666,7 +666,7 @@ typedef struct courier_sse_event {
 
 /* Told (on the engine's worker thread) when the source may have something new: an event, a state
  * change, an end. Must not block; may be called when nothing is new. */
-typedef void (*courier_sse_notify_fn)(courier_sse *events, void *user);
+typedef void (*courier_sse_notify_fn)(courier_sse *source, void *user);
 
 /* Opens an event source for `request` (copied). On success *out is the source (release it with
  * courier_sse_free), already connecting; notify (may be NULL) is called as above, user_free
@@ -677,26 +677,26 @@ COURIER_API int courier_sse_open(courier_sse **out, courier_engine *engine, cons
                                     courier_sse_notify_fn notify, void *user, courier_user_free_fn user_free,
                                     courier_error *err);
 /* The next event, waiting at most timeout_ms (0: do not wait; -1: no bound), connecting and
- * reconnecting meanwhile. COURIER_OK: *event filled (its size set by the caller beforehand).
+ * reconnecting meanwhile. COURIER_OK: *out_event filled (its size set by the caller beforehand).
  * COURIER_E_AGAIN: none yet (courier_sse_retry_in_ms says when a reconnection is due, for event
  * loops that do not wait here). Any other code: the source ended for good, with the same code on
  * every later call: COURIER_E_HTTP_STATUS (err's http_status: 204, or another status than 200),
  * COURIER_E_INVALID_RESULT (not text/event-stream), COURIER_E_CANCELLED (courier_sse_close),
  * COURIER_E_CLOSED (the engine closed), or the request's own failure (an invalid URL...). A waiting
  * call returns COURIER_E_INVALID_ARGUMENT on the engine's worker thread. */
-COURIER_API int courier_sse_next(courier_sse_event *event, courier_sse *events, int64_t timeout_ms,
+COURIER_API int courier_sse_next(courier_sse_event *out_event, courier_sse *source, int64_t timeout_ms,
                                     courier_error *err);
 /* The state now. Any thread. */
-COURIER_API courier_sse_state courier_sse_get_state(const courier_sse *events);
+COURIER_API courier_sse_state courier_sse_get_state(const courier_sse *source);
 /* While waiting to reconnect: milliseconds until the next connection (>= 0); otherwise -1. */
-COURIER_API int64_t courier_sse_retry_in_ms(const courier_sse *events);
+COURIER_API int64_t courier_sse_retry_in_ms(const courier_sse *source);
 /* The reconnection time in force (the server's last "retry", else 3000). */
-COURIER_API int64_t courier_sse_retry_ms(const courier_sse *events);
+COURIER_API int64_t courier_sse_retry_ms(const courier_sse *source);
 /* Stops the source (from any thread): no more connections; a waiting read returns
  * COURIER_E_CANCELLED. COURIER_OK, or COURIER_E_NOT_FOUND when it had ended. */
-COURIER_API int courier_sse_close(courier_sse *events);
+COURIER_API int courier_sse_close(courier_sse *source);
 /* Closes the source if needed and releases it. Not while another thread reads it. Accepts NULL. */
-COURIER_API void courier_sse_free(courier_sse *events);
+COURIER_API void courier_sse_free(courier_sse *source);
 
 /* ========================================================================================== */
 /* Responses                                                                                   */
