@@ -508,6 +508,12 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     SET(CURLOPT_WRITEDATA, t);
     SET(CURLOPT_HEADERDATA, t);
     SET(CURLOPT_PREREQDATA, t);
+    if (t->stream) {
+        /* A stream hands each callback's bytes to its reader: larger reads mean fewer hand-overs
+         * (`courier bench stream`). The handle is reset before another transfer uses it. */
+        SET(CURLOPT_BUFFERSIZE, 256L * 1024);
+        t->easy_dirty = 1;
+    }
     /* The options below are set only when they differ from what the handle has: a clean pooled
      * handle carries the record of its last transfer's (t->easy_set, engine.c), a new or reset one
      * none, so each is set (callgrind: a setopt is ~60 instructions, libcurl's included). */

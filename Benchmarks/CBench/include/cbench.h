@@ -85,6 +85,12 @@ int cbench_nginx_status(const char *url, const char *ca_file, long *accepts, lon
 /* CPU time (user + system) this process has used so far, in seconds. */
 double cbench_process_cpu_seconds(void);
 
+/* stream_bench.c: one GET of url read whole as it arrives, its bytes counted and dropped: by a
+ * plain libcurl easy transfer with a discarding write callback, and through a Courier stream (the
+ * most the engine held in *max_held). 0, or -1 on a failure. Wall and process CPU seconds. */
+int cbench_stream_curl(const char *url, int64_t *bytes, double *wall_s, double *cpu_s);
+int cbench_stream_courier(const char *url, int64_t *bytes, int64_t *max_held, double *wall_s, double *cpu_s);
+
 /* ---- processes and ports --------------------------------------------------------------------- */
 
 /* A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and released), or -1. */

@@ -13,6 +13,7 @@ struct BenchCommand: AsyncParsableCommand {
             CacheBenchCommand.self,
             MappingBenchCommand.self,
             FrozenBenchCommand.self,
+            StreamBenchCommand.self,
             URLSessionClientCommand.self,
         ]
     )
