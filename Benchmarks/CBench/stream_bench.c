@@ -25,13 +25,14 @@ static size_t discard(char *data, size_t size, size_t n, void *user) {
     return size * n;
 }
 
-int cbench_stream_curl(const char *url, int64_t *bytes, double *wall_s, double *cpu_s) {
+int cbench_stream_curl(const char *url, long buffer_size, int64_t *bytes, double *wall_s, double *cpu_s) {
     *bytes = 0;
     CURL *h = curl_easy_init();
     if (!h) return -1;
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, bytes);
+    if (buffer_size > 0) curl_easy_setopt(h, CURLOPT_BUFFERSIZE, buffer_size);
     double c0 = cbench_process_cpu_seconds(), t0 = now_s();
     CURLcode rc = curl_easy_perform(h);
     *wall_s = now_s() - t0;

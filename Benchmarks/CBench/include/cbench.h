@@ -87,8 +87,9 @@ double cbench_process_cpu_seconds(void);
 
 /* stream_bench.c: one GET of url read whole as it arrives, its bytes counted and dropped: by a
  * plain libcurl easy transfer with a discarding write callback, and through a Courier stream (the
- * most the engine held in *max_held). 0, or -1 on a failure. Wall and process CPU seconds. */
-int cbench_stream_curl(const char *url, int64_t *bytes, double *wall_s, double *cpu_s);
+ * most the engine held in *max_held). buffer_size: CURLOPT_BUFFERSIZE (0: libcurl's 16 KiB; Courier's
+ * streams use 256 KiB). 0, or -1 on a failure. Wall and process CPU seconds. */
+int cbench_stream_curl(const char *url, long buffer_size, int64_t *bytes, double *wall_s, double *cpu_s);
 int cbench_stream_courier(const char *url, int64_t *bytes, int64_t *max_held, double *wall_s, double *cpu_s);
 
 /* ---- processes and ports --------------------------------------------------------------------- */

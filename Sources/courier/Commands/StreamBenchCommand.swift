@@ -10,7 +10,7 @@ import Foundation
 struct StreamBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stream",
-        abstract: "A large streamed body over loopback: libcurl (discarding) vs Courier C stream vs Courier Swift bytes(for:).",
+        abstract: "A large streamed body over loopback: libcurl (discarding; its default 16 KiB buffer and Courier's 256 KiB) vs Courier C stream vs Courier Swift bytes(for:).",
         discussion: "Serves /bytes/N from the embedded test server (in this process) or --url. Each run reads the "
             + "body once per client, the clients' order rotating from run to run; the median of --runs runs is "
             + "reported, and each ratio is the median of the per-run ratios. Exit status 1 when a read failed."
@@ -34,11 +34,11 @@ struct StreamBenchCommand: AsyncParsableCommand {
         let target = url ?? "\(server!.baseURL)/bytes/\(size)"
         let engine = try Engine(configuration: { var c = Configuration(); c.temporaryStore = true; return c }())
         defer { engine.close() }
-        var results: [String: [(wall: Double, cpu: Double)]] = ["curl": [], "courier_c": [], "courier_swift": []]
-        var ratioC: [Double] = [], ratioSwift: [Double] = []
+        var results: [String: [(wall: Double, cpu: Double)]] = ["curl": [], "curl_256k": [], "courier_c": [], "courier_swift": []]
+        var ratioC: [Double] = [], ratioSwift: [Double] = [], ratioC256: [Double] = []
         var maxHeld: Int64 = 0
         var failed = false
-        let clients = ["curl", "courier_c", "courier_swift"]
+        let clients = ["curl", "curl_256k", "courier_c", "courier_swift"]
         for run in 0..<runs {
             var wall: [String: Double] = [:]
             for k in 0..<clients.count {
@@ -47,7 +47,8 @@ struct StreamBenchCommand: AsyncParsableCommand {
                 var w = 0.0, c = 0.0
                 var rc: Int32 = 0
                 switch client {
-                case "curl": rc = cbench_stream_curl(target, &bytes, &w, &c)
+                case "curl": rc = cbench_stream_curl(target, 0, &bytes, &w, &c)
+                case "curl_256k": rc = cbench_stream_curl(target, 256 * 1024, &bytes, &w, &c)
                 case "courier_c": rc = cbench_stream_courier(target, &bytes, &held, &w, &c)
                 default:
                     let c0 = cbench_process_cpu_seconds(), t0 = Date()
@@ -70,6 +71,7 @@ struct StreamBenchCommand: AsyncParsableCommand {
             if let curl = wall["curl"], let cc = wall["courier_c"], let sw = wall["courier_swift"] {
                 ratioC.append(curl / cc)
                 ratioSwift.append(curl / sw)
+                if let big = wall["curl_256k"] { ratioC256.append(big / cc) }
             }
         }
         func median(_ v: [Double]) -> Double {
@@ -84,6 +86,7 @@ struct StreamBenchCommand: AsyncParsableCommand {
         }
         out["ratio_courier_c"] = median(ratioC)
         out["ratio_courier_swift"] = median(ratioSwift)
+        out["ratio_courier_c_vs_curl_256k"] = median(ratioC256)
         if json {
             let data = try JSONSerialization.data(withJSONObject: out, options: [.sortedKeys, .prettyPrinted])
             writeOut(data + Data("\n".utf8))
@@ -96,6 +99,7 @@ struct StreamBenchCommand: AsyncParsableCommand {
             }
             print(String(format: "  Courier C / libcurl %.3fx, Courier Swift / libcurl %.3fx (target >= 0.9x); "
                          + "the engine held at most %@ unread", median(ratioC), median(ratioSwift), bytesText(maxHeld)))
+            print(String(format: "  (info) Courier C / libcurl with the same 256 KiB buffer %.3fx", median(ratioC256)))
         }
         if failed { throw ExitCode.failure }
     }
