@@ -614,12 +614,15 @@ COURIER_API const courier_response *courier_stream_response(const courier_stream
 /* Body bytes the engine holds for the stream, not yet read (at most the stream buffer plus one
  * chunk). Any thread. */
 COURIER_API int64_t courier_stream_buffered(const courier_stream *stream);
-/* Cancels the stream (from any thread): a waiting read returns COURIER_E_CANCELLED once the bytes
- * already held are read. COURIER_OK, or COURIER_E_NOT_FOUND when it had ended. */
+/* Cancels the stream (from any thread, even while the engine closes: a close ends every stream
+ * before it frees the engine, and a stream that ended never reaches the engine again): a waiting
+ * read returns COURIER_E_CANCELLED once the bytes already held are read. COURIER_OK, or
+ * COURIER_E_NOT_FOUND when it had ended. */
 COURIER_API int courier_stream_cancel(courier_stream *stream);
 /* Releases the stream: cancels it when it has not ended (its connection is closed, never reused
- * mid-body) and frees what it holds. Not while another thread reads it. Accepts NULL. Call it
- * before courier_engine_close, or after (the close ends every stream; the stream stays readable). */
+ * mid-body) and frees what it holds. Not while another thread reads it. Accepts NULL. Before,
+ * during or after courier_engine_close (the close ends every stream; an ended stream stays
+ * readable and never reaches the engine again). */
 COURIER_API void courier_stream_free(courier_stream *stream);
 /* The most unread body a stream of the engine holds before its transfer is paused (bytes, >= 16
  * KiB; 0: the default, 1 MiB). Errors: COURIER_E_INVALID_ARGUMENT. */
@@ -692,8 +695,11 @@ COURIER_API courier_sse_state courier_sse_get_state(const courier_sse *source);
 COURIER_API int64_t courier_sse_retry_in_ms(const courier_sse *source);
 /* The reconnection time in force (the server's last "retry", else 3000). */
 COURIER_API int64_t courier_sse_retry_ms(const courier_sse *source);
-/* Stops the source (from any thread): no more connections; a waiting read returns
- * COURIER_E_CANCELLED. COURIER_OK, or COURIER_E_NOT_FOUND when it had ended. */
+/* Stops the source (from any thread, also while the engine closes): no more connections; a
+ * waiting read returns COURIER_E_CANCELLED. COURIER_OK, or COURIER_E_NOT_FOUND when it had ended.
+ * courier_sse_next connects with the engine: it must not run while or after the engine closes
+ * (free the source first; once the engine closed, the source's read ends with COURIER_E_CLOSED
+ * only when its connection was open). */
 COURIER_API int courier_sse_close(courier_sse *source);
 /* Closes the source if needed and releases it. Not while another thread reads it. Accepts NULL. */
 COURIER_API void courier_sse_free(courier_sse *source);

@@ -31,7 +31,7 @@ int courier_stream_open(courier_stream **out, courier_engine *e, const courier_r
         return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "stream, engine or request is NULL");
     }
     int64_t limit = e->core.config->stream_buffer > 0 ? e->core.config->stream_buffer : CR_DEFAULT_STREAM_BUFFER_BYTES;
-    cr_stream_ops ops = {e, ask_resume};
+    cr_stream_ops ops = {e, ask_resume, courier_cancel};
     courier_stream *s = cr_stream_new((size_t)limit, e->worker, notify, user, user_free, &ops);
     if (!s) {
         if (user_free) user_free(user);
@@ -47,14 +47,10 @@ int courier_stream_open(courier_stream **out, courier_engine *e, const courier_r
     return COURIER_OK;
 }
 
-int courier_stream_cancel(courier_stream *s) {
-    if (!s) return COURIER_E_INVALID_ARGUMENT;
-    if (cr_stream_ended(s)) return COURIER_E_NOT_FOUND;
-    return courier_cancel(cr_stream_engine(s), courier_stream_id(s));
-}
+int courier_stream_cancel(courier_stream *s) { return s ? cr_stream_cancel(s) : COURIER_E_INVALID_ARGUMENT; }
 
 void courier_stream_free(courier_stream *s) {
     if (!s) return;
-    if (!cr_stream_ended(s)) courier_cancel(cr_stream_engine(s), courier_stream_id(s));
+    cr_stream_cancel(s); /* not past its end: a close of the engine may be under way */
     cr_stream_release(s);
 }

@@ -403,9 +403,13 @@ CR_HIDDEN int cr_code_from_curl(CURLcode c, bool reached);
 /* stream.c: streamed responses (courier_stream). What the stream asks of the engine's layer. */
 typedef struct cr_stream_ops {
     courier_engine *engine;
-    /* From the reader's thread, the lock not held: the reader made room in a paused stream; the
-     * engine has the worker call cr_stream_take_resume and unpause what it returns. */
+    /* From the reader's thread, the stream's lock held (so never past its end, after which the
+     * engine may be freed): the reader made room in a paused stream; the engine has the worker
+     * call cr_stream_take_resume and unpause what it returns (queued, never run inline). */
     void (*resume)(courier_stream *s, courier_engine *engine);
+    /* courier_cancel: called with the stream's lock held, so that a cancel never runs past the
+     * stream's end (after which the engine may be freed by its close). */
+    int (*cancel)(courier_engine *engine, uint64_t id);
 } cr_stream_ops;
 /* A stream holding at most `limit` unread bytes before its transfer pauses; two references (the
  * caller's and the send's, released by cr_stream_done). NULL on no memory. */
@@ -427,6 +431,9 @@ CR_HIDDEN bool cr_stream_paused(const cr_transfer *t);
 /* Worker: the easy handle to unpause (NULL: nothing to do), after the reader made room. */
 CR_HIDDEN CURL *cr_stream_take_resume(courier_stream *s);
 CR_HIDDEN bool cr_stream_ended(courier_stream *s);
+/* Cancels the stream's send unless it ended: COURIER_OK, COURIER_E_NOT_FOUND (ended). Any thread,
+ * safe against a close of the engine running at the same time (the close ends the stream first). */
+CR_HIDDEN int cr_stream_cancel(courier_stream *s);
 
 /* redirect.c: "scheme://host:port" of an absolute URL, lowercase, the default port filled in (new;
  * NULL when it does not parse or no memory). The origin redirects and credentials are judged by. */

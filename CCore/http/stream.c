@@ -350,8 +350,8 @@ int courier_stream_next(const void **data, size_t *len, courier_stream *s, int64
     } else if (s->end_code != COURIER_OK) {
         rc = ended_with(s, err);
     } /* else the end: *len 0 */
+    if (ask) s->ops.resume(s, s->ops.engine); /* under the lock: never past the stream's end */
     pthread_mutex_unlock(&s->m);
-    if (ask) s->ops.resume(s, s->ops.engine);
     return rc;
 }
 
@@ -387,8 +387,8 @@ int courier_stream_read(size_t *n, courier_stream *s, void *buffer, size_t cap, 
     } else if (s->end_code != COURIER_OK) {
         rc = ended_with(s, err);
     }
+    if (ask) s->ops.resume(s, s->ops.engine); /* under the lock: never past the stream's end */
     pthread_mutex_unlock(&s->m);
-    if (ask) s->ops.resume(s, s->ops.engine);
     return rc;
 }
 
@@ -413,4 +413,11 @@ bool cr_stream_ended(courier_stream *s) {
     bool ended = s->state == S_ENDED;
     pthread_mutex_unlock(&s->m);
     return ended;
+}
+
+int cr_stream_cancel(courier_stream *s) {
+    pthread_mutex_lock(&s->m);
+    int rc = s->state == S_ENDED ? COURIER_E_NOT_FOUND : s->ops.cancel(s->ops.engine, s->id);
+    pthread_mutex_unlock(&s->m);
+    return rc;
 }

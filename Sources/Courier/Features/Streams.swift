@@ -48,7 +48,7 @@ extension Engine {
             }
             return out
         }
-        let stream = StreamBox(pointer: pointer, signal: signal)
+        let stream = StreamBox(pointer: pointer, signal: signal, engine: self)
         let head = try await stream.head()
         return (ResponseBytes(stream: stream), head)
     }
@@ -103,7 +103,7 @@ public struct ResponseBytes: AsyncSequence, Sendable {
 
     /// Cancels the transfer: the iteration ends with ``CourierError/Code/cancelled`` once the bytes
     /// already held are read. Any thread.
-    public func cancel() { courier_stream_cancel(stream.pointer) }
+    public func cancel() { stream.cancel() }
 
     /// Body bytes the engine holds for this stream, not yet read.
     public var buffered: Int64 { courier_stream_buffered(stream.pointer) }
@@ -233,20 +233,27 @@ private let releaseStreamSignal: courier_user_free_fn = { user in
 final class StreamBox: @unchecked Sendable {
     let pointer: OpaquePointer
     private let signal: StreamSignal
+    private let engine: Engine
 
-    init(pointer: OpaquePointer, signal: StreamSignal) {
+    init(pointer: OpaquePointer, signal: StreamSignal, engine: Engine) {
         self.pointer = pointer
         self.signal = signal
+        self.engine = engine
     }
 
+    // Safe against a close of the engine at the same time: the C core cancels a stream only
+    // before its end, and the close ends every stream before it frees the engine.
     deinit { courier_stream_free(pointer) }
+
+    /// Cancels the transfer.
+    func cancel() { courier_stream_cancel(pointer) }
 
     /// Waits for the stream to become readable; a cancelled task cancels the transfer.
     private func waitReadable() async {
         await withTaskCancellationHandler {
             await signal.wait()
         } onCancel: {
-            courier_stream_cancel(pointer)
+            cancel()
             signal.fire()
         }
     }
@@ -266,7 +273,7 @@ final class StreamBox: @unchecked Sendable {
             let rc = courier_stream_head(&head, pointer, 0, &error)
             if rc == COURIER_OK.rawValue, let head { return Response(taking: courier_response_retain(head)!) }
             if rc != COURIER_E_AGAIN.rawValue { throw failure(rc, &error) }
-            if Task.isCancelled { courier_stream_cancel(pointer) }
+            if Task.isCancelled { cancel() }
             await waitReadable()
         }
     }
@@ -284,7 +291,7 @@ final class StreamBox: @unchecked Sendable {
                 return Data(bytes: data, count: length)
             }
             if rc != COURIER_E_AGAIN.rawValue { throw failure(rc, &error) }
-            if Task.isCancelled { courier_stream_cancel(pointer) }
+            if Task.isCancelled { cancel() }
             await waitReadable()
         }
     }
@@ -385,7 +392,7 @@ public struct EventSource: AsyncSequence, Sendable {
 
     /// Stops the source (any thread): no more connections; the iteration ends with
     /// ``CourierError/Code/cancelled``.
-    public func close() { courier_sse_close(box.pointer) }
+    public func close() { box.close() }
 }
 
 private let sseNotify: courier_sse_notify_fn = { _, user in
@@ -406,7 +413,10 @@ final class EventSourceBox: @unchecked Sendable {
         self.engine = engine
     }
 
-    deinit { courier_sse_free(pointer) }
+    deinit { courier_sse_free(pointer) } // as StreamBox's: safe against a close at the same time
+
+    /// Stops the source.
+    func close() { courier_sse_close(pointer) }
 
     func next() async throws -> ServerSentEvent? {
         while true {
@@ -416,7 +426,7 @@ final class EventSourceBox: @unchecked Sendable {
             var error = courier_error()
             // The engine stays open during the call (a reconnection sends on it).
             guard engine.enter() else {
-                courier_sse_close(pointer)
+                close()
                 throw CourierError(.closed, message: "the engine is closed")
             }
             let rc = courier_sse_next(&event, pointer, 0, &error)
@@ -438,11 +448,11 @@ final class EventSourceBox: @unchecked Sendable {
                 let signal = self.signal
                 DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(retryIn) + 1)) { signal.fire() }
             }
-            if Task.isCancelled { courier_sse_close(pointer) }
+            if Task.isCancelled { close() }
             await withTaskCancellationHandler {
                 await signal.wait()
             } onCancel: {
-                courier_sse_close(self.pointer)
+                self.close()
             }
         }
     }
