@@ -9,7 +9,6 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <time.h>
 
 #define SSE_DEFAULT_RETRY_MS 3000
 #define SSE_MAX_BACKOFF_MS 30000
@@ -329,11 +328,7 @@ int courier_sse_open(courier_sse **out, courier_engine *e, const courier_request
         return rc;
     }
     pthread_mutex_init(&es->m, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&es->c, &ca);
-    pthread_condattr_destroy(&ca);
+    cr_cond_init(&es->c);
     atomic_init(&es->refs, 1);
     es->e = e;
     es->worker = e->worker;
@@ -358,14 +353,7 @@ int courier_sse_open(courier_sse **out, courier_engine *e, const courier_request
 
 /* Under nothing: waits on the source's condition until its deadline or a close. */
 static void wait_on(courier_sse *es, int64_t ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(ms / 1000);
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = cr_cond_deadline(ms * 1000);
     pthread_mutex_lock(&es->m);
     while (!es->closed && pthread_cond_timedwait(&es->c, &es->m, &until) != ETIMEDOUT) {
     }

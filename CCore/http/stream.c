@@ -18,7 +18,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct cr_chunk {
     struct cr_chunk *next;
@@ -60,11 +59,7 @@ courier_stream *cr_stream_new(size_t limit, pthread_t worker, courier_stream_not
     courier_stream *s = cr_zalloc(sizeof *s);
     if (!s) return NULL;
     pthread_mutex_init(&s->m, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->c, &ca);
-    pthread_condattr_destroy(&ca);
+    cr_cond_init(&s->c);
     atomic_init(&s->refs, 2);
     s->limit = limit;
     s->worker = worker;
@@ -264,16 +259,7 @@ uint64_t courier_stream_id(const courier_stream *s) { return s ? s->id : 0; }
 static bool wait_until(courier_stream *s, bool (*ready)(const courier_stream *), int64_t timeout_ms) {
     if (ready(s)) return true;
     if (timeout_ms == 0) return false;
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    if (timeout_ms > 0) {
-        until.tv_sec += (time_t)(timeout_ms / 1000);
-        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-    }
+    struct timespec until = cr_cond_deadline(timeout_ms > 0 ? timeout_ms * 1000 : 0);
     while (!ready(s)) {
         if (timeout_ms < 0) pthread_cond_wait(&s->c, &s->m);
         else if (pthread_cond_timedwait(&s->c, &s->m, &until) == ETIMEDOUT) return ready(s);
@@ -329,6 +315,13 @@ static cr_chunk *take(courier_stream *s, bool *ask) {
     return c;
 }
 
+/* Under m: drops the chunk handed out last and waits for body bytes or the end. */
+static bool body_ready(courier_stream *s, int64_t timeout_ms) {
+    free(s->borrowed);
+    s->borrowed = NULL;
+    return wait_until(s, has_body, timeout_ms);
+}
+
 int courier_stream_next(const void **data, size_t *len, courier_stream *s, int64_t timeout_ms, courier_error *err) {
     cr_error_clear(err);
     if (data) *data = NULL;
@@ -338,9 +331,7 @@ int courier_stream_next(const void **data, size_t *len, courier_stream *s, int64
     if (rc) return rc;
     bool ask = false;
     pthread_mutex_lock(&s->m);
-    free(s->borrowed);
-    s->borrowed = NULL;
-    if (!wait_until(s, has_body, timeout_ms)) {
+    if (!body_ready(s, timeout_ms)) {
         rc = cr_fail(err, COURIER_E_AGAIN, "no body bytes yet");
     } else if (s->first) {
         cr_chunk *c = take(s, &ask);
@@ -365,9 +356,7 @@ int courier_stream_read(size_t *n, courier_stream *s, void *buffer, size_t cap, 
     if (rc) return rc;
     bool ask = false;
     pthread_mutex_lock(&s->m);
-    free(s->borrowed);
-    s->borrowed = NULL;
-    if (!wait_until(s, has_body, timeout_ms)) {
+    if (!body_ready(s, timeout_ms)) {
         rc = cr_fail(err, COURIER_E_AGAIN, "no body bytes yet");
     } else if (s->first) {
         cr_chunk *c = s->first;

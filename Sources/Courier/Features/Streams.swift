@@ -29,6 +29,21 @@ extension Engine {
     ///   the request threw); ``CourierError/Code/invalidArgument`` for a request that may be frozen
     ///   or downloads to a file.
     public func bytes(for request: Request) async throws -> (ResponseBytes, Response) {
+        let (pointer, signal) = try openSignalled(request) { handle, creq, user, out, error in
+            courier_stream_open(&out, handle, creq, streamNotify, user, releaseStreamSignal, &error)
+        }
+        let stream = StreamBox(pointer: pointer, signal: signal, engine: self)
+        let head = try await stream.head()
+        return (ResponseBytes(stream: stream), head)
+    }
+
+    /// Opens a C stream or event source (`courier_stream_open`, `courier_sse_open`: the same
+    /// shape) for a request, with a ``StreamSignal`` as its notify target (released by the C core
+    /// through `releaseStreamSignal`, also on failure).
+    private func openSignalled(
+        _ request: Request,
+        _ open: (OpaquePointer, OpaquePointer, UnsafeMutableRawPointer, inout OpaquePointer?, inout courier_error) -> Int32
+    ) throws -> (OpaquePointer, StreamSignal) {
         let signal = StreamSignal()
         let user = Unmanaged.passRetained(signal).toOpaque()
         let pointer: OpaquePointer = try request.withCRequest(on: self) { creq, _ in
@@ -39,8 +54,7 @@ extension Engine {
             defer { leave() }
             var out: OpaquePointer?
             var error = courier_error()
-            // On failure the C core has released `user` through releaseStreamSignal.
-            let rc = courier_stream_open(&out, handle, creq, streamNotify, user, releaseStreamSignal, &error)
+            let rc = open(handle, creq, user, &out, &error)
             guard rc == COURIER_OK.rawValue, let out else {
                 defer { courier_error_clear(&error) }
                 if let thrown = thrownError(&error) { throw thrown }
@@ -48,9 +62,7 @@ extension Engine {
             }
             return out
         }
-        let stream = StreamBox(pointer: pointer, signal: signal, engine: self)
-        let head = try await stream.head()
-        return (ResponseBytes(stream: stream), head)
+        return (pointer, signal)
     }
 
     /// Sends the request a ``Requestable`` describes as a stream: ``bytes(for:)-(Request)``.
@@ -328,23 +340,8 @@ extension Engine {
     /// - Returns: The source, already connecting.
     /// - Throws: ``CourierError`` (``CourierError/Code/invalidArgument`` for a body or a freeze policy).
     public func events(for request: Request) throws -> EventSource {
-        let signal = StreamSignal()
-        let user = Unmanaged.passRetained(signal).toOpaque()
-        let pointer: OpaquePointer = try request.withCRequest(on: self) { creq, _ in
-            guard enter() else {
-                Unmanaged<StreamSignal>.fromOpaque(user).release()
-                throw CourierError(.closed, message: "the engine is closed")
-            }
-            defer { leave() }
-            var out: OpaquePointer?
-            var error = courier_error()
-            let rc = courier_sse_open(&out, handle, creq, sseNotify, user, releaseStreamSignal, &error)
-            guard rc == COURIER_OK.rawValue, let out else {
-                defer { courier_error_clear(&error) }
-                if let thrown = thrownError(&error) { throw thrown }
-                throw CourierError(code: rc, detail: &error)
-            }
-            return out
+        let (pointer, signal) = try openSignalled(request) { handle, creq, user, out, error in
+            courier_sse_open(&out, handle, creq, sseNotify, user, releaseStreamSignal, &error)
         }
         return EventSource(box: EventSourceBox(pointer: pointer, signal: signal, engine: self))
     }

@@ -51,17 +51,8 @@ struct DownloadCommand: AsyncParsableCommand {
 
     func run() async throws {
         let target = targetPath()
-        var configuration = Configuration()
-        configuration.temporaryStore = true // the part file is the download's own state
-        configuration.insecure = insecure
-        configuration.timeout = timeout ?? 7 * 24 * 3600 // the C core's timeout covers the whole transfer
-        let engine: Engine
-        do {
-            engine = try Engine(configuration: configuration)
-        } catch {
-            printError("error: \(describe(error))")
-            throw ExitCode.failure
-        }
+        // The part file is the download's own state; the C core's timeout covers the whole transfer.
+        let engine = try openCommandEngine(insecure: insecure) { $0.timeout = timeout ?? 7 * 24 * 3600 }
         defer { engine.close() }
 
         var request = Request.get(url).download(to: target, resume: resume)

@@ -31,16 +31,7 @@ struct EventsCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var configuration = Configuration()
-        configuration.temporaryStore = true
-        configuration.insecure = insecure
-        let engine: Engine
-        do {
-            engine = try Engine(configuration: configuration)
-        } catch {
-            printError("error: \(describe(error))")
-            throw ExitCode.failure
-        }
+        let engine = try openCommandEngine(insecure: insecure)
         defer { engine.close() }
         var request = Request.get(url)
         for header in headers { if let (name, value) = parseHeader(header) { request = request.header(name, value) } }

@@ -65,17 +65,9 @@ struct RequestOptions: ParsableArguments {
     /// Sends the request on a new engine and prints the outcome.
     /// - Throws: `ExitCode.failure` when the request failed (after printing why).
     func perform(_ request: Request) async throws {
-        var configuration = Configuration()
-        configuration.temporaryStore = true // one request: nothing to keep
-        configuration.insecure = insecure
-        configuration.storeDirectory = store
-        configuration.cachePolicy = cachePolicy ?? .noCache
-        let engine: Engine
-        do {
-            engine = try Engine(configuration: configuration)
-        } catch {
-            printError("error: \(describe(error))")
-            throw ExitCode.failure
+        let engine = try openCommandEngine(insecure: insecure) { configuration in
+            configuration.storeDirectory = store // else a temporary one: one request, nothing to keep
+            configuration.cachePolicy = cachePolicy ?? .noCache
         }
         defer { engine.close() }
         do {
@@ -208,16 +200,7 @@ extension RequestOptions {
     /// - Throws: `ExitCode.failure` when the request failed (after printing why, and after the
     ///   bytes that came before the failure).
     func performStreamed(_ request: Request) async throws {
-        var configuration = Configuration()
-        configuration.temporaryStore = true
-        configuration.insecure = insecure
-        let engine: Engine
-        do {
-            engine = try Engine(configuration: configuration)
-        } catch {
-            printError("error: \(describe(error))")
-            throw ExitCode.failure
-        }
+        let engine = try openCommandEngine(insecure: insecure)
         defer { engine.close() }
         do {
             let (bytes, head) = try await engine.bytes(for: request)

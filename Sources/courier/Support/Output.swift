@@ -69,3 +69,18 @@ func bytesText(_ n: Int64) -> String {
     }
     return i == 0 ? "\(n) B" : String(format: "%.1f %@", v, units[i])
 }
+
+/// An engine for one command on a temporary store, `insecure` as asked; a failure to open is
+/// printed ("error: ...") and is exit status 1.
+func openCommandEngine(insecure: Bool, _ change: (inout Configuration) -> Void = { _ in }) throws -> Engine {
+    var configuration = Configuration()
+    configuration.temporaryStore = true
+    configuration.insecure = insecure
+    change(&configuration)
+    do {
+        return try Engine(configuration: configuration)
+    } catch {
+        printError("error: \(describe(error))")
+        throw ExitCode.failure
+    }
+}

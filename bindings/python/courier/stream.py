@@ -39,7 +39,6 @@ def _notify(stream: Any, user: Any) -> None:
 
 
 c_notify = NOTIFY_FN(_notify)
-c_sse_notify = NOTIFY_FN(_notify)
 
 
 def _failure(code: int, err: ERROR) -> BaseException:
@@ -53,7 +52,32 @@ def _failure(code: int, err: ERROR) -> BaseException:
         lib.courier_error_clear(byref(err))
 
 
-class StreamResponse:
+class _Closing:
+    """``with`` and ``async with`` close it, and so does its collection."""
+
+    def close(self) -> None:  # pragma: no cover - each class has its own
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class StreamResponse(_Closing):
     """A response read as it arrives (:meth:`courier.Engine.stream`): ``status``, ``headers``,
     ``url`` and ``metrics`` of the head are there at once; the body is read with
     :meth:`iter_bytes`, :meth:`iter_lines`, :meth:`iter_text` or :meth:`read` (once, by one reader
@@ -216,24 +240,6 @@ class StreamResponse:
             self._waker.close()
             self._waker = None
 
-    def __enter__(self) -> "StreamResponse":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "StreamResponse":
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
     def __repr__(self) -> str:
         return f"<courier.StreamResponse {self.status} {self.url}>"
 
@@ -277,18 +283,24 @@ class _Waker:
         """Nothing to release: the registration ends with the stream (its user_free)."""
 
 
-def open_stream(engine_handle: int, creq: int, waker: Optional[_Waker]) -> int:
-    """courier_stream_open: the stream's handle, or the failure raised."""
+def _open_with(open_fn: Any, engine_handle: int, creq: int, waker: Optional[_Waker]) -> int:
+    """courier_stream_open or courier_sse_open (the same arguments): the new handle, or the failure
+    raised. With a waker, its notify wakes the waker's loop."""
     h = c_void_p()
     err = ERROR()
     if waker is not None:
-        code = lib.courier_stream_open(byref(h), engine_handle, creq, c_notify, waker.key, cb.user_free, byref(err))
+        code = open_fn(byref(h), engine_handle, creq, c_notify, waker.key, cb.user_free, byref(err))
     else:
-        code = lib.courier_stream_open(byref(h), engine_handle, creq, None, None, None, byref(err))
+        code = open_fn(byref(h), engine_handle, creq, None, None, None, byref(err))
     if code != 0:
         raise _failure(code, err)
     assert h.value is not None
     return h.value
+
+
+def open_stream(engine_handle: int, creq: int, waker: Optional[_Waker]) -> int:
+    """courier_stream_open: the stream's handle, or the failure raised."""
+    return _open_with(lib.courier_stream_open, engine_handle, creq, waker)
 
 
 def head_of(handle: int, timeout_ms: int) -> Optional[Response]:
@@ -371,7 +383,7 @@ class ServerSentEvent:
             other.type, other.data, other.last_event_id)
 
 
-class EventSource:
+class EventSource(_Closing):
     """An event source (:meth:`courier.Engine.events`): iterate it for its events, as they arrive,
     reconnecting as EventSource does (the server's ``retry`` time, else 3 s, with
     ``Last-Event-ID``). The iteration raises when the source ends for good: a 204 or another status
@@ -452,34 +464,7 @@ class EventSource:
         if h is not None:
             lib.courier_sse_free(h)
 
-    def __enter__(self) -> "EventSource":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "EventSource":
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
 
 def open_events(engine_handle: int, creq: int, engine: Any, waker: Optional[_Waker]) -> EventSource:
     """courier_sse_open: the source, or the failure raised."""
-    h = c_void_p()
-    err = ERROR()
-    if waker is not None:
-        code = lib.courier_sse_open(byref(h), engine_handle, creq, c_sse_notify, waker.key, cb.user_free, byref(err))
-    else:
-        code = lib.courier_sse_open(byref(h), engine_handle, creq, None, None, None, byref(err))
-    if code != 0:
-        raise _failure(code, err)
-    assert h.value is not None
-    return EventSource(h.value, engine, waker)
+    return EventSource(_open_with(lib.courier_sse_open, engine_handle, creq, waker), engine, waker)

@@ -19,7 +19,7 @@ def pattern_ok(data: bytes, start: int = 0) -> bool:
 
 def test_head_then_body(base_url: str) -> None:
     with courier.Engine(base_url=base_url, temporary_store=True) as e:
-        with e.stream("GET", "/bytes/300000", params={"chunked": "1"}) as r:
+        with e.stream("GET", "/bytes/300000", params={"chunked": "1", "rate": "1000000"}) as r:  # paced
             assert r.status == 200
             assert r.headers["content-type"] == "application/octet-stream"
             assert r.response is None
