@@ -234,8 +234,15 @@ int cr_json_parse(const void *data, size_t len, const courier_json_options *opts
                        (long long)opts->max_bytes);
     scan_result sr;
     scan(data, len, opts->max_depth, parts_for(opts, len), &sr);
-    if (sr.too_deep_at != SIZE_MAX)
+    if (sr.too_deep_at != SIZE_MAX) {
+        /* The tape parser says which error comes first (a malformed byte before the deep bracket,
+         * or the depth at that bracket), as courier_json_tape_parse does for the same text. */
+        courier_json_tape *tape = NULL;
+        int rc = courier_json_tape_parse(&tape, data, len, opts, err);
+        courier_json_tape_free(tape);
+        if (rc != COURIER_OK) return rc;
         return cr_fail(err, COURIER_E_JSON, "JSON nesting deeper than %d at byte %zu", opts->max_depth, sr.too_deep_at);
+    }
     size_t flags = JSON_DECODE_ANY;
     if (!(opts->flags & COURIER_JSON_ALLOW_DUPLICATE_KEYS)) flags |= JSON_REJECT_DUPLICATES;
     if (opts->flags & COURIER_JSON_ALLOW_NUL) flags |= JSON_ALLOW_NUL;

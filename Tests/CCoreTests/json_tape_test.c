@@ -542,6 +542,17 @@ static void test_error_position_is_one(void) {
     CHECK_STR(e1.message, e2.message);
     const char *more[] = {"[1,2", "{\"a\" 1}", "[1 2]", "\"\\x\"", "[-]", "{\"a\":1,\"a\":2}", "\"\xff\"", "[1.]"};
     for (size_t i = 0; i < sizeof more / sizeof *more; i++) CHECK_EQ(agree(more[i]), COURIER_E_JSON);
+    /* A malformed byte before nesting that passes the limit is the error (found by the fuzz target:
+     * courier_json_parse's depth scan had reported the later bracket). */
+    courier_json_options o = {.size = sizeof o};
+    courier_json_options_init(&o);
+    o.max_depth = 4;
+    const char *deep = "[1 2,[[[[[[[[]]]]]]]]]";
+    CHECK_EQ(agree_opts(deep, strlen(deep), &o), COURIER_E_JSON);
+    CHECK_EQ(courier_json_parse(&doc, deep, strlen(deep), &o, &e1), COURIER_E_JSON);
+    CHECK_CONTAINS(e1.message, "(byte 3)");
+    const char *deep_only = "[1,[[[[[[[[]]]]]]]]]";
+    CHECK_EQ(agree_opts(deep_only, strlen(deep_only), &o), COURIER_E_JSON);
 }
 
 TESTS_MAIN(T(test_layout_and_lookups), T(test_numbers_beyond_int64_and_double), T(test_byte_order_mark),
