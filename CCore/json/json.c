@@ -373,8 +373,8 @@ int64_t courier_json_integer(const courier_json *v) {
 double courier_json_real(const courier_json *v) {
     size_t n = 0;
     const char *num = v ? cr_json_bignum(CJ(v), &n) : NULL;
-    double d = 0.0;
-    if (num) return cr_json_strtod(num, n, &d, NULL) ? 0.0 : d;
+    int status;
+    if (num) return cr_json_strtod(num, n, &status); /* 0 without memory */
     return v ? json_number_value(CJ(v)) : 0.0;
 }
 

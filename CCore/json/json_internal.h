@@ -66,10 +66,11 @@ static inline int cr_json_is_str(const json_t *v) { return json_is_string(v) && 
 CR_HIDDEN json_t *cr_json_bignum_new(const char *text, size_t len);
 /* json_tape.c: the length of the JSON number text at s (its characters up to the first other byte). */
 CR_HIDDEN size_t cr_json_number_len(const char *s);
-/* json_tape.c: strtod in the C locale over n bytes of number text (any length). *overflow (may be
- * NULL) is set when the value is beyond a double (the result is then +-HUGE_VAL). -1 without memory
- * (a text of 64 bytes or more is copied), else 0. */
-CR_HIDDEN int cr_json_strtod(const char *s, size_t n, double *out, int *overflow);
+/* json_tape.c: strtod in the C locale over n bytes of number text (any length). *status: 0, 1 when
+ * the value is beyond a double (the result is then +-HUGE_VAL), -1 without memory (a text of 64
+ * bytes or more is copied; the result is then 0). The double is returned, not written through a
+ * pointer: parse_number's value stays in a register (through a pointer its fast path cost 2%). */
+CR_HIDDEN double cr_json_strtod(const char *s, size_t n, int *status);
 /* Reading a number as int64, uint64 or double, once for both documents: from its int64 (is_int),
  * its double (else), or its kept text (text not NULL). COURIER_OK, COURIER_E_NUMBER_RANGE (beyond
  * the type, or a fraction for the integer types), COURIER_E_NO_MEMORY (a long text). */
