@@ -66,9 +66,11 @@ static inline int cr_json_is_str(const json_t *v) { return json_is_string(v) && 
 CR_HIDDEN json_t *cr_json_bignum_new(const char *text, size_t len);
 /* json_tape.c: the length of the JSON number text at s (its characters up to the first other byte). */
 CR_HIDDEN size_t cr_json_number_len(const char *s);
-/* json_tape.c: strtod in the C locale over n bytes of number text (any length). *status: 0, 1 when
- * the value is beyond a double (the result is then +-HUGE_VAL), -1 without memory (a text of 64
- * bytes or more is copied; the result is then 0). The double is returned, not written through a
+/* json_tape.c: strtod in the C locale over n bytes of JSON number text, read in place (the text must
+ * lie in a NUL-terminated buffer, followed by a byte that ends the number: a tape's text, a jansson
+ * string; it is copied only if strtod would not stop at n, so readers never allocate). *status: 0,
+ * 1 when the value is beyond a double (the result is then +-HUGE_VAL), -1 without memory (the
+ * result is then 0). The double is returned, not written through a
  * pointer: parse_number's value stays in a register (through a pointer its fast path cost 2%). */
 CR_HIDDEN double cr_json_strtod(const char *s, size_t n, int *status);
 /* Reading a number as int64, uint64 or double, once for both documents: from its int64 (is_int),

@@ -294,6 +294,15 @@ static void make_c_locale(void) { c_locale = newlocale(LC_ALL_MASK, "C", (locale
 /* cr_json_strtod, inlined into parse_number (called there, its fast path lost 1.5%). */
 static inline double strtod_c(const char *s, size_t n, int *status) {
     pthread_once(&c_locale_once, make_c_locale);
+    /* In place: the text is a valid JSON number followed by a byte that ends it (a delimiter or the
+     * buffer's NUL), so strtod stops at n; copied only if it does not (never for such text). */
+    char *end = NULL;
+    errno = 0;
+    double d = c_locale ? strtod_l(s, &end, c_locale) : strtod(s, &end);
+    if (end == s + n) {
+        *status = errno == ERANGE && isinf(d) ? 1 : 0;
+        return d;
+    }
     char small[64], *buf = n < sizeof small ? small : malloc(n + 1);
     if (!buf) {
         *status = -1;
@@ -302,7 +311,7 @@ static inline double strtod_c(const char *s, size_t n, int *status) {
     memcpy(buf, s, n);
     buf[n] = '\0';
     errno = 0;
-    double d = c_locale ? strtod_l(buf, NULL, c_locale) : strtod(buf, NULL);
+    d = c_locale ? strtod_l(buf, NULL, c_locale) : strtod(buf, NULL);
     *status = errno == ERANGE && isinf(d) ? 1 : 0;
     if (buf != small) free(buf);
     return d;
