@@ -142,6 +142,9 @@ typedef enum courier_code {
     COURIER_E_REDIS_UNSUPPORTED = -55, /* a redis:// store in a library built without Redis
                                          (COURIER_REDIS off), or rediss:// (TLS) with a hiredis
                                          that has no TLS */
+    COURIER_E_NUMBER_RANGE = -56,     /* a JSON number read as a type that cannot hold it: beyond
+                                         int64/uint64/double, or a fraction read as an integer
+                                         (courier_json_read_int64 and the like) */
     COURIER_E_AGAIN = -58             /* nothing to read yet: a stream's head or body did not arrive
                                          within the wait asked for (not a failure; ask again) */
 } courier_code;
@@ -1121,7 +1124,7 @@ typedef enum courier_json_type {
     COURIER_JSON_ARRAY = 2,
     COURIER_JSON_STRING = 3,
     COURIER_JSON_INTEGER = 4, /* a number without fraction or exponent that fits int64_t */
-    COURIER_JSON_REAL = 5,    /* any other number (a double) */
+    COURIER_JSON_REAL = 5,    /* any other number: a double, or (beyond int64 and double) its text */
     COURIER_JSON_BOOL = 6,
     COURIER_JSON_NULL = 7,
     COURIER_JSON_NUMBER = 8,  /* only as a mapping's expected type: integer or real */
@@ -1152,13 +1155,20 @@ typedef struct courier_json_options {
  * it keeps). Errors: COURIER_E_INVALID_ARGUMENT (NULL, a size smaller than the first version's). */
 COURIER_API int courier_json_options_init(courier_json_options *options);
 
-/* Parses JSON text (UTF-8, any value at the top, as RFC 8259). `options` may be NULL (defaults).
- * *out is new: release it with courier_json_free. Any thread; a large top-level array may be parsed
- * with helper threads that end before this returns (see max_threads).
+/* Parses JSON text (UTF-8, any value at the top, as RFC 8259; a UTF-8 byte order mark before it is
+ * ignored). `options` may be NULL (defaults). *out is new: release it with courier_json_free. Any
+ * thread; a large top-level array may be parsed with helper threads that end before this returns
+ * (see max_threads).
+ * Numbers: every number RFC 8259 allows is accepted. An integer (no fraction, no exponent) that
+ * fits int64_t is an INTEGER; any other number is a REAL: a double, or, when it fits neither
+ * int64_t nor a double (18446744073709551615, -9223372036854775809, 1e400), its text, kept exactly
+ * (courier_json_number_text; courier_json_read_uint64 / _read_double read it, and say
+ * COURIER_E_NUMBER_RANGE when it does not fit). Reals below a double's range read as 0; digits
+ * beyond a double's precision are rounded (only out-of-range numbers keep their text).
  * Errors: COURIER_E_JSON (malformed text, invalid UTF-8, nesting deeper than max_depth, a
- * duplicate key, an integer beyond int64 or a real beyond double, \u0000 without ALLOW_NUL; the
- * message names line, column and byte), COURIER_E_TOO_LARGE (more than max_bytes),
- * COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. Never crashes on any input. */
+ * duplicate key, \u0000 without ALLOW_NUL; the message names line, column and the byte offset of
+ * the offending byte, the same as courier_json_tape_parse's for the same text), COURIER_E_TOO_LARGE
+ * (more than max_bytes), COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. Never crashes on any input. */
 COURIER_API int courier_json_parse(courier_json **out, const void *data, size_t len,
                                    const courier_json_options *options, courier_error *err);
 /* Releases a value the caller owns (see courier_json). Accepts NULL. Never call it on a value
@@ -1190,8 +1200,22 @@ COURIER_API const courier_json *courier_json_path(const courier_json *value, con
 COURIER_API const char *courier_json_string(const courier_json *value, size_t *len);
 /* An integer's value; 0 when not an integer. */
 COURIER_API int64_t courier_json_integer(const courier_json *value);
-/* A number's value as a double (integers converted); 0 when not a number. */
+/* A number's value as a double (integers converted; a number kept as text: its nearest double,
+ * +-HUGE_VAL beyond a double's range); 0 when not a number. */
 COURIER_API double courier_json_real(const courier_json *value);
+/* The text of a number kept as text (one that fits neither int64_t nor a double: see
+ * courier_json_parse), exactly as the document wrote it, and its length in *len (may be NULL); not
+ * NUL-terminated. NULL (and *len 0) for any other value, numbers that fit included. Borrowed. */
+COURIER_API const char *courier_json_number_text(const courier_json *value, size_t *len);
+/* A number read as int64_t, uint64_t or double, with the range checked: an INTEGER as it is, a
+ * REAL without fraction into the integer types when it fits, a number kept as text from its digits
+ * (exactly: 18446744073709551615 reads as a uint64_t). Any thread. Errors: COURIER_E_NUMBER_RANGE
+ * (beyond the type's range, a fraction read as an integer, a number beyond a double read as one;
+ * *out unchanged, except that _read_double leaves +-HUGE_VAL), COURIER_E_INVALID_ARGUMENT (NULL out,
+ * not a number). */
+COURIER_API int courier_json_read_int64(int64_t *out, const courier_json *value);
+COURIER_API int courier_json_read_uint64(uint64_t *out, const courier_json *value);
+COURIER_API int courier_json_read_double(double *out, const courier_json *value);
 /* 1 for true; 0 for false and anything else. */
 COURIER_API int courier_json_bool(const courier_json *value);
 /* 1 when both are equal JSON (objects regardless of member order), or both NULL. */
@@ -1249,6 +1273,11 @@ typedef struct courier_json_tape courier_json_tape;
 #define COURIER_JSON_TAPE_TRUE 0x1u /* flags: a BOOL entry that is true */
 #define COURIER_JSON_TAPE_DEAD 0x2u /* flags: a member key shadowed by a later duplicate (only with
                                        COURIER_JSON_ALLOW_DUPLICATE_KEYS; the last wins) */
+#define COURIER_JSON_TAPE_NUMBER_TEXT 0x4u /* flags: a REAL kept as its text (it fits neither int64_t
+                                              nor a double): payload is its nearest double (+-infinity
+                                              beyond a double's range), length the offset of its text
+                                              in courier_json_tape_text (read it with
+                                              courier_json_tape_number_text) */
 typedef struct courier_json_tape_entry {
     uint8_t type;     /* courier_json_type (OBJECT..NULL); object keys are STRING entries */
     uint8_t flags;    /* COURIER_JSON_TAPE_* */
@@ -1256,7 +1285,8 @@ typedef struct courier_json_tape_entry {
     uint32_t length;  /* STRING: bytes; ARRAY: elements; OBJECT: members (DEAD ones not counted) */
     uint64_t payload; /* STRING: offset of its bytes in courier_json_tape_text (NUL-terminated);
                          ARRAY, OBJECT: the index just past the last entry of the contents;
-                         INTEGER: the int64_t's bits; REAL: the double's bits; otherwise 0 */
+                         INTEGER: the int64_t's bits; REAL: the double's bits (the nearest one
+                         with COURIER_JSON_TAPE_NUMBER_TEXT); otherwise 0 */
 } courier_json_tape_entry;
 /* Parses JSON text into a tape with the same rules, limits and error codes as courier_json_parse
  * (max_threads is ignored: one thread). `data` is borrowed for the call; `options` may be NULL (the
@@ -1277,6 +1307,15 @@ COURIER_API void courier_json_tape_free(courier_json_tape *tape);
 COURIER_API const courier_json_tape_entry *courier_json_tape_entries(const courier_json_tape *tape, size_t *count);
 /* The base of STRING entries' offsets (borrowed). NULL for a NULL tape. Any thread. */
 COURIER_API const uint8_t *courier_json_tape_text(const courier_json_tape *tape);
+/* courier_json_number_text on a tape: the text of the number at `index` when it is kept as text
+ * (COURIER_JSON_TAPE_NUMBER_TEXT), borrowed from the tape, not NUL-terminated, *len (may be NULL)
+ * its length; NULL (and *len 0) otherwise, or for an index beyond the tape. Any thread. */
+COURIER_API const char *courier_json_tape_number_text(const courier_json_tape *tape, size_t index, size_t *len);
+/* courier_json_read_int64/_uint64/_double on a tape: the number at `index`, with the same rules and
+ * errors (COURIER_E_INVALID_ARGUMENT also for an index beyond the tape). Any thread. */
+COURIER_API int courier_json_tape_read_int64(int64_t *out, const courier_json_tape *tape, size_t index);
+COURIER_API int courier_json_tape_read_uint64(uint64_t *out, const courier_json_tape *tape, size_t index);
+COURIER_API int courier_json_tape_read_double(double *out, const courier_json_tape *tape, size_t index);
 /* The index just past the value at `index` (its next sibling's). `index` must be below the count
  * (no error is reported: the tape is not checked). Any thread. */
 COURIER_API size_t courier_json_tape_skip(const courier_json_tape *tape, size_t index);

@@ -67,6 +67,7 @@ const char *courier_strerror(int code) {
     case COURIER_E_CATALOG: return "an API declaration or catalogue is malformed";
     case COURIER_E_REDIS: return "the Redis store failed (unreachable, timed out, refused or an error answer)";
     case COURIER_E_REDIS_UNSUPPORTED: return "this library cannot use that Redis store (built without Redis, or without TLS)";
+    case COURIER_E_NUMBER_RANGE: return "a JSON number does not fit the type it was read as";
     case COURIER_E_AGAIN: return "nothing to read yet";
     default: return "unknown error";
     }

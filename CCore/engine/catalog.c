@@ -101,7 +101,7 @@ static int enum_value(const json_t *v, const char *const *names, const int *valu
         *out = (int)json_integer_value(v);
         return json_integer_value(v) == *out ? COURIER_OK : COURIER_E_CATALOG;
     }
-    if (!json_is_string(v)) return COURIER_E_CATALOG;
+    if (!cr_json_is_str(v)) return COURIER_E_CATALOG;
     for (size_t i = 0; i < n; i++)
         if (strcmp(json_string_value(v), names[i]) == 0) {
             *out = values[i];
@@ -173,7 +173,7 @@ static int freeze(courier_request *r, const json_t *v, const char *api, courier_
 static int apply_field(courier_request *r, const char *k, const json_t *v, const char *api, courier_error *err) {
     int rc = COURIER_OK, n;
     if (strcmp(k, "method") == 0 || strcmp(k, "path") == 0 || strcmp(k, "description") == 0) {
-        if (!json_is_string(v)) return bad(err, api, k, "is not a string");
+        if (!cr_json_is_str(v)) return bad(err, api, k, "is not a string");
     } else if (strcmp(k, "params") == 0) {
         if (!json_is_object(v)) return bad(err, api, k, "is not an object");
         rc = cr_form_flatten(v, &r->params);
@@ -183,12 +183,12 @@ static int apply_field(courier_request *r, const char *k, const json_t *v, const
         const char *hk;
         const json_t *hv;
         json_object_foreach((json_t *)v, hk, hv) {
-            if (!json_is_string(hv)) return bad(err, api, hk, "(a header) is not a string");
+            if (!cr_json_is_str(hv)) return bad(err, api, hk, "(a header) is not a string");
             if ((rc = courier_request_add_header(r, hk, json_string_value(hv))))
                 return cr_fail(err, rc, "API '%.100s': header \"%.40s\" is not valid", api, hk);
         }
     } else if (strcmp(k, "base_url") == 0) {
-        if (!json_is_string(v)) return bad(err, api, k, "is not a string");
+        if (!cr_json_is_str(v)) return bad(err, api, k, "is not a string");
         if ((rc = courier_request_set_base_url(r, json_string_value(v))))
             return cr_fail(err, rc, "API '%.100s': base_url is not an http(s) URL", api);
     } else if (strcmp(k, "use_default_params") == 0) {
@@ -202,7 +202,7 @@ static int apply_field(courier_request *r, const char *k, const json_t *v, const
             return bad(err, api, k, "is not a positive count of milliseconds");
         rc = courier_request_set_timeout_ms(r, (long)json_integer_value(v));
     } else if (strcmp(k, "api_version") == 0) {
-        if (!json_is_string(v) || courier_request_set_api_version(r, json_string_value(v)))
+        if (!cr_json_is_str(v) || courier_request_set_api_version(r, json_string_value(v)))
             return bad(err, api, k, "is not a version segment");
     } else if (strcmp(k, "status_codes") == 0) {
         return status_codes(r, v, api, err);
@@ -218,13 +218,13 @@ static int apply_field(courier_request *r, const char *k, const json_t *v, const
     } else if (strcmp(k, "cache_key_filter") == 0) {
         if (!json_is_array(v)) return bad(err, api, k, "is not an array");
         for (size_t i = 0; i < json_array_size(v); i++)
-            if (!json_is_string(json_array_get(v, i)) ||
+            if (!cr_json_is_str(json_array_get(v, i)) ||
                 courier_request_add_cache_key_filter(r, json_string_value(json_array_get(v, i))))
                 return bad(err, api, k, "holds something other than a parameter name");
     } else if (strcmp(k, "freeze") == 0) {
         return freeze(r, v, api, err);
     } else if (strcmp(k, "key_path") == 0) {
-        if (!json_is_string(v) || courier_request_set_key_path(r, json_string_value(v)))
+        if (!cr_json_is_str(v) || courier_request_set_key_path(r, json_string_value(v)))
             return bad(err, api, k, "is not a key path");
     } else {
         return bad(err, api, k, "is not a field of a declaration");
@@ -237,8 +237,8 @@ static int apply_decl(courier_request **out, const json_t *decl, const char *api
     *out = NULL;
     if (!json_is_object(decl)) return cr_fail(err, COURIER_E_CATALOG, "API '%.100s' is not a JSON object", api);
     const json_t *path = json_object_get(decl, "path"), *method = json_object_get(decl, "method");
-    if (!json_is_string(path)) return bad(err, api, "path", "is missing or not a string");
-    if (method && (!json_is_string(method) || !cr_is_token(json_string_value(method), json_string_length(method))))
+    if (!cr_json_is_str(path)) return bad(err, api, "path", "is missing or not a string");
+    if (method && (!cr_json_is_str(method) || !cr_is_token(json_string_value(method), json_string_length(method))))
         return bad(err, api, "method", "is not a method token");
     courier_request *r = NULL;
     int rc = courier_request_new(&r, method ? json_string_value(method) : "GET", json_string_value(path));
@@ -385,7 +385,7 @@ static int load_routes(api_list *l, const json_t *routes, json_t **keep, courier
         if (!json_is_object(r)) return cr_fail(err, COURIER_E_CATALOG, "catalogue: route %zu is not an object", i);
         json_object_foreach((json_t *)r, k, v) {
             if ((strcmp(k, "name") && strcmp(k, "object_type") && strcmp(k, "method") && strcmp(k, "path")) ||
-                !json_is_string(v))
+                !cr_json_is_str(v))
                 return cr_fail(err, COURIER_E_CATALOG, "catalogue: route %zu: \"%.40s\" is not a route field or not a string",
                                i, k);
         }

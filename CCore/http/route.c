@@ -115,7 +115,11 @@ static int append_scalar(cr_buf *out, const json_t *v) {
     char num[40];
     int n;
     switch (json_typeof(v)) {
-    case JSON_STRING: return cr_percent_encode(out, json_string_value(v), json_string_length(v));
+    case JSON_STRING: {
+        size_t len = 0;
+        const char *big = cr_json_bignum(v, &len); /* a number kept as text: that text */
+        return big ? cr_percent_encode(out, big, len) : cr_percent_encode(out, json_string_value(v), json_string_length(v));
+    }
     case JSON_INTEGER:
         n = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return cr_buf_append(out, num, (size_t)n);

@@ -59,7 +59,7 @@ int courier_json_typeof(const courier_json *v) {
     switch (json_typeof(CJ(v))) {
     case JSON_OBJECT: return COURIER_JSON_OBJECT;
     case JSON_ARRAY: return COURIER_JSON_ARRAY;
-    case JSON_STRING: return COURIER_JSON_STRING;
+    case JSON_STRING: return cr_json_bignum(CJ(v), NULL) ? COURIER_JSON_REAL : COURIER_JSON_STRING;
     case JSON_INTEGER: return COURIER_JSON_INTEGER;
     case JSON_REAL: return COURIER_JSON_REAL;
     case JSON_TRUE:
@@ -234,8 +234,15 @@ int cr_json_parse(const void *data, size_t len, const courier_json_options *opts
                        (long long)opts->max_bytes);
     scan_result sr;
     scan(data, len, opts->max_depth, parts_for(opts, len), &sr);
-    if (sr.too_deep_at != SIZE_MAX)
+    if (sr.too_deep_at != SIZE_MAX) {
+        /* The tape parser says which error comes first (a malformed byte before the deep bracket,
+         * or the depth at that bracket), as courier_json_tape_parse does for the same text. */
+        courier_json_tape *tape = NULL;
+        int rc = courier_json_tape_parse(&tape, data, len, opts, err);
+        courier_json_tape_free(tape);
+        if (rc != COURIER_OK) return rc;
         return cr_fail(err, COURIER_E_JSON, "JSON nesting deeper than %d at byte %zu", opts->max_depth, sr.too_deep_at);
+    }
     size_t flags = JSON_DECODE_ANY;
     if (!(opts->flags & COURIER_JSON_ALLOW_DUPLICATE_KEYS)) flags |= JSON_REJECT_DUPLICATES;
     if (opts->flags & COURIER_JSON_ALLOW_NUL) flags |= JSON_ALLOW_NUL;
@@ -250,8 +257,18 @@ int cr_json_parse(const void *data, size_t len, const courier_json_options *opts
     json_t *v = json_loadb(len ? data : "", len, flags, &je);
     if (!v) {
         if (json_error_code(&je) == json_error_out_of_memory) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-        return cr_fail(err, COURIER_E_JSON, "invalid JSON at line %d, column %d (byte %d): %s", je.line, je.column,
-                       je.position, je.text);
+        /* The tape parser decides what jansson refuses: a number beyond int64 or double (kept as
+         * text) or a byte order mark it accepts, and a malformed text it reports at the offending
+         * byte, the position courier_json_tape_parse gives (jansson's is past the token it read). */
+        courier_json_tape *tape = NULL;
+        int rc = courier_json_tape_parse(&tape, data, len, opts, err);
+        if (rc == COURIER_OK) {
+            rc = cr_json_from_tape(tape, 0, &v);
+            courier_json_tape_free(tape);
+            if (rc) return cr_fail(err, rc, NULL);
+        } else {
+            return rc;
+        }
     }
     *out = v;
     return COURIER_OK;
@@ -341,7 +358,7 @@ const courier_json *courier_json_path(const courier_json *v, const char *path) {
 }
 
 const char *courier_json_string(const courier_json *v, size_t *len) {
-    if (!v || !json_is_string(CJ(v))) {
+    if (!v || !cr_json_is_str(CJ(v))) {
         if (len) *len = 0;
         return NULL;
     }
@@ -353,7 +370,41 @@ int64_t courier_json_integer(const courier_json *v) {
     return v && json_is_integer(CJ(v)) ? (int64_t)json_integer_value(CJ(v)) : 0;
 }
 
-double courier_json_real(const courier_json *v) { return v ? json_number_value(CJ(v)) : 0.0; }
+double courier_json_real(const courier_json *v) {
+    size_t n = 0;
+    const char *num = v ? cr_json_bignum(CJ(v), &n) : NULL;
+    int status;
+    if (num) return cr_json_strtod(num, n, &status); /* 0 without memory */
+    return v ? json_number_value(CJ(v)) : 0.0;
+}
+
+const char *courier_json_number_text(const courier_json *v, size_t *len) {
+    size_t n = 0;
+    const char *num = v ? cr_json_bignum(CJ(v), &n) : NULL;
+    if (len) *len = num ? n : 0;
+    return num;
+}
+
+static int json_read(const courier_json *v, int64_t *i64, uint64_t *u64, double *d) {
+    size_t n = 0;
+    const char *num = v ? cr_json_bignum(CJ(v), &n) : NULL;
+    if (num) return cr_json_number_read(num, n, 0, 0, 0, i64, u64, d);
+    if (!v || !json_is_number(CJ(v))) return COURIER_E_INVALID_ARGUMENT;
+    return cr_json_number_read(NULL, 0, json_is_integer(CJ(v)), json_is_integer(CJ(v)) ? json_integer_value(CJ(v)) : 0,
+                               json_is_real(CJ(v)) ? json_real_value(CJ(v)) : 0, i64, u64, d);
+}
+
+int courier_json_read_int64(int64_t *out, const courier_json *v) {
+    return out ? json_read(v, out, NULL, NULL) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_json_read_uint64(uint64_t *out, const courier_json *v) {
+    return out ? json_read(v, NULL, out, NULL) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_json_read_double(double *out, const courier_json *v) {
+    return out ? json_read(v, NULL, NULL, out) : COURIER_E_INVALID_ARGUMENT;
+}
 
 int courier_json_bool(const courier_json *v) { return v && json_is_true(CJ(v)) ? 1 : 0; }
 
@@ -387,6 +438,16 @@ const courier_json *courier_json_iter_value(const courier_json_iter *it) {
 }
 
 /* ---- building ------------------------------------------------------------------------------------------ */
+
+json_t *cr_json_bignum_new(const char *text, size_t len) {
+    char small[64], *buf = len + 1 <= sizeof small ? small : malloc(len + 1);
+    if (!buf) return NULL;
+    buf[0] = CR_JSON_BIGNUM_MARK;
+    memcpy(buf + 1, text, len);
+    json_t *v = json_stringn_nocheck(buf, len + 1);
+    if (buf != small) free(buf);
+    return v;
+}
 
 static int built(json_t *v, courier_json **out) {
     *out = (courier_json *)v;
@@ -707,7 +768,12 @@ static int dump_value(cr_buf *b, const json_t *v, unsigned flags, int depth) {
     case JSON_REAL:
         n = cr_json_format_real(json_real_value(v), num, sizeof num);
         return n < 0 || cr_buf_append(b, num, (size_t)n) ? -1 : 0;
-    case JSON_STRING: return cr_json_put_string(b, json_string_value(v), json_string_length(v), flags);
+    case JSON_STRING: {
+        size_t len = 0;
+        const char *big = cr_json_bignum(v, &len);
+        if (big) return cr_buf_append(b, big, len) ? -1 : 0; /* a number kept as text, as it came */
+        return cr_json_put_string(b, json_string_value(v), json_string_length(v), flags);
+    }
     case JSON_ARRAY: {
         size_t count = json_array_size(v);
         if (cr_buf_append_char(b, '[')) return -1;
@@ -745,6 +811,8 @@ static int dump_tape(cr_buf *b, const courier_json_tape_entry *e, const char *t,
                                                     : (cr_buf_append(b, "false", 5) ? -1 : 0);
     case COURIER_JSON_INTEGER: return cr_json_put_int(b, (int64_t)x->payload);
     case COURIER_JSON_REAL: {
+        if (x->flags & COURIER_JSON_TAPE_NUMBER_TEXT) /* kept as text, as it came */
+            return cr_buf_append(b, t + x->length, cr_json_number_len(t + x->length)) ? -1 : 0;
         double d;
         memcpy(&d, &x->payload, sizeof d);
         n = cr_json_format_real(d, num, sizeof num);
@@ -847,7 +915,9 @@ static int form_value(cr_form_emit_fn emit, void *ctx, cr_buf *name, const json_
         size_t tlen = 0;
         int n;
         switch (json_typeof(v)) {
-        case JSON_STRING: text = json_string_value(v); tlen = json_string_length(v); break;
+        case JSON_STRING: /* a string, or a number kept as text */
+            if (!(text = cr_json_bignum(v, &tlen))) text = json_string_value(v), tlen = json_string_length(v);
+            break;
         case JSON_INTEGER:
             n = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
             text = num, tlen = (size_t)n;

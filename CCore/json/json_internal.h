@@ -46,6 +46,39 @@ CR_HIDDEN size_t cr_json_format_int(char *p, int64_t v);
 CR_HIDDEN int cr_json_put_int(cr_buf *b, int64_t v);
 CR_HIDDEN int cr_json_put_string(cr_buf *b, const char *s, size_t len, unsigned flags);
 
+/* Numbers that fit neither int64_t (an integer beyond it) nor a double (a real beyond DBL_MAX) are
+ * kept as their text (RFC 8259 allows them; a reader decides what it can read them as). In a
+ * jansson document such a number is a string holding CR_JSON_BIGNUM_MARK and then the number's text:
+ * 0xFF never starts a string that a parse or a builder makes (they are UTF-8), and jansson copies,
+ * compares and frees it as any string. courier_json_typeof calls it REAL; everything that reads a
+ * jansson string tells it apart with cr_json_bignum / cr_json_is_str. On a tape it is a REAL entry
+ * flagged COURIER_JSON_TAPE_NUMBER_TEXT (payload: the nearest double; length: the text's offset). */
+#define CR_JSON_BIGNUM_MARK '\xFF'
+/* The text (and *len, may be NULL) of a number kept as text, or NULL when v is not one. */
+static inline const char *cr_json_bignum(const json_t *v, size_t *len) {
+    if (!json_is_string(v) || json_string_length(v) < 2 || json_string_value(v)[0] != CR_JSON_BIGNUM_MARK) return NULL;
+    if (len) *len = json_string_length(v) - 1;
+    return json_string_value(v) + 1;
+}
+/* A string that is a string (not a number kept as text). */
+static inline int cr_json_is_str(const json_t *v) { return json_is_string(v) && !cr_json_bignum(v, NULL); }
+/* A new jansson value of a number kept as text (len bytes of JSON number text). NULL without memory. */
+CR_HIDDEN json_t *cr_json_bignum_new(const char *text, size_t len);
+/* json_tape.c: the length of the JSON number text at s (its characters up to the first other byte). */
+CR_HIDDEN size_t cr_json_number_len(const char *s);
+/* json_tape.c: strtod in the C locale over n bytes of JSON number text, read in place (the text must
+ * lie in a NUL-terminated buffer, followed by a byte that ends the number: a tape's text, a jansson
+ * string; it is copied only if strtod would not stop at n, so readers never allocate). *status: 0,
+ * 1 when the value is beyond a double (the result is then +-HUGE_VAL), -1 without memory (the
+ * result is then 0). The double is returned, not written through a
+ * pointer: parse_number's value stays in a register (through a pointer its fast path cost 2%). */
+CR_HIDDEN double cr_json_strtod(const char *s, size_t n, int *status);
+/* Reading a number as int64, uint64 or double, once for both documents: from its int64 (is_int),
+ * its double (else), or its kept text (text not NULL). COURIER_OK, COURIER_E_NUMBER_RANGE (beyond
+ * the type, or a fraction for the integer types), COURIER_E_NO_MEMORY (a long text). */
+CR_HIDDEN int cr_json_number_read(const char *text, size_t text_len, int is_int, int64_t iv, double dv,
+                                  int64_t *i64, uint64_t *u64, double *d);
+
 /* json_tape.c: courier_json_tape_parse starting with CR_JSON_TAPE_SMALL entries (992 bytes, under
  * glibc's large-request size: a larger first block made malloc consolidate its fast bins at every
  * parse of a journal record, ~50 entries; docs/DESIGN.md, "Where replay's time goes"), grown by

@@ -6,7 +6,8 @@
  * The parser is strict RFC 8259 with jansson's rules as courier_json_parse applies them (the fuzz
  * target checks that both accept the same texts and agree on every value): any value at the top,
  * whitespace only between tokens, no leading zeros, integers without fraction or exponent that fit
- * int64_t (else an error), reals that fit a double (overflow is an error, underflow is not), valid
+ * int64_t, reals that fit a double (underflow gives 0), any other number kept as its text (a REAL
+ * entry flagged COURIER_JSON_TAPE_NUMBER_TEXT), a UTF-8 byte order mark before the text ignored, valid
  * UTF-8 only, no control characters in strings, \u escapes with paired surrogates, \u0000 only with
  * COURIER_JSON_ALLOW_NUL (and never in keys), duplicate keys an error unless allowed (then the last wins), a depth limit
  * checked before the next level is entered, a size limit checked first.
@@ -290,6 +291,53 @@ static locale_t c_locale;
 static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
 static void make_c_locale(void) { c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0); }
 
+/* cr_json_strtod, inlined into parse_number (called there, its fast path lost 1.5%). */
+static inline double strtod_c(const char *s, size_t n, int *status) {
+    pthread_once(&c_locale_once, make_c_locale);
+    /* In place: the text is a valid JSON number followed by a byte that ends it (a delimiter or the
+     * buffer's NUL), so strtod stops at n; copied only if it does not (never for such text). */
+    char *end = NULL;
+    errno = 0;
+    double d = c_locale ? strtod_l(s, &end, c_locale) : strtod(s, &end);
+    if (end == s + n) {
+        *status = errno == ERANGE && isinf(d) ? 1 : 0;
+        return d;
+    }
+    char small[64], *buf = n < sizeof small ? small : malloc(n + 1);
+    if (!buf) {
+        *status = -1;
+        return 0.0;
+    }
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    errno = 0;
+    d = c_locale ? strtod_l(buf, NULL, c_locale) : strtod(buf, NULL);
+    *status = errno == ERANGE && isinf(d) ? 1 : 0;
+    if (buf != small) free(buf);
+    return d;
+}
+
+double cr_json_strtod(const char *s, size_t n, int *status) { return strtod_c(s, n, status); }
+
+size_t cr_json_number_len(const char *s) { return strspn(s, "+-0123456789.eE"); }
+
+/* A number that fits neither int64_t nor a double (text at start..p->pos): kept as its text, a REAL
+ * entry whose payload is the nearest double (+-infinity beyond a double) and whose length is the
+ * text's offset (the copy is the caller's text, so the number's bytes are there unchanged). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline, cold)) /* rare: kept out of parse_number, whose code was 4% slower inlined */
+#endif
+static int emit_number_text(parser *p, size_t start) {
+    int status;
+    double d = cr_json_strtod(p->s + start, p->pos - start, &status);
+    if (status < 0) return no_memory(p);
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    if (emit(p->t, COURIER_JSON_REAL, COURIER_JSON_TAPE_NUMBER_TEXT, (uint32_t)start, bits) == SIZE_MAX)
+        return no_memory(p);
+    return COURIER_OK;
+}
+
 /* Exact powers of ten (Clinger's fast path needs them exact: up to 10^22). */
 static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
@@ -356,9 +404,8 @@ static int parse_number(parser *p) {
     }
     p->pos = i;
     if (!real) {
-        /* An integer: exactly, or an error beyond int64_t (as jansson). */
-        if (dropped || mantissa > (uint64_t)INT64_MAX + (uint64_t)negative)
-            return fail_at(p, start, negative ? "too big negative integer" : "too big integer");
+        /* An integer: exactly, or kept as text beyond int64_t. */
+        if (dropped || mantissa > (uint64_t)INT64_MAX + (uint64_t)negative) return emit_number_text(p, start);
         int64_t v = negative ? (int64_t)(0 - mantissa) : (int64_t)mantissa;
         if (emit(p->t, COURIER_JSON_INTEGER, 0, 0, (uint64_t)v) == SIZE_MAX) return no_memory(p);
         return COURIER_OK;
@@ -371,18 +418,11 @@ static int parse_number(parser *p) {
     } else if (mantissa == 0 && !dropped) {
         d = negative ? -0.0 : 0.0;
     } else {
-        /* The exact reading: strtod in the C locale over a NUL-terminated copy of the token. */
-        pthread_once(&c_locale_once, make_c_locale);
-        size_t n = i - start;
-        char small[64], *buf = n < sizeof small ? small : malloc(n + 1);
-        if (!buf) return no_memory(p);
-        memcpy(buf, s + start, n);
-        buf[n] = '\0';
-        errno = 0;
-        d = c_locale ? strtod_l(buf, NULL, c_locale) : strtod(buf, NULL);
-        int overflow = errno == ERANGE && isinf(d);
-        if (buf != small) free(buf);
-        if (overflow) return fail_at(p, start, "real number overflow");
+        /* The exact reading: strtod in the C locale over a NUL-terminated copy of the token; kept
+         * as text beyond a double. */
+        int status;
+        d = strtod_c(s + start, i - start, &status);
+        if (status) return status < 0 ? no_memory(p) : emit_number_text(p, start);
     }
     uint64_t bits;
     memcpy(&bits, &d, sizeof bits);
@@ -627,6 +667,9 @@ static int tape_parse(courier_json_tape **out, const void *data, size_t len, con
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
     parser p = {.t = t, .s = t->text, .len = len, .flags = o.flags, .max_depth = o.max_depth, .data = data, .err = err};
+    /* A UTF-8 byte order mark before the text is ignored (RFC 8259 8.1 allows it); positions stay
+     * the caller's byte offsets. */
+    if (len >= 3 && memcmp(t->text, "\xEF\xBB\xBF", 3) == 0) p.pos = 3;
     int rc = parse_document(&p);
     if (rc != COURIER_OK) {
         courier_json_tape_free(t);
@@ -663,6 +706,19 @@ static int from_value(courier_json_tape *t, cr_buf *text, const json_t *v) {
     }
     case JSON_STRING: {
         size_t n = json_string_length(v);
+        const char *num = cr_json_bignum(v, &n);
+        if (num) { /* a number kept as text: its text (NUL-terminated) and its nearest double */
+            int status;
+            double d = cr_json_strtod(num, n, &status);
+            uint64_t bits;
+            size_t at = text->len;
+            if (at > UINT32_MAX || status < 0) return -1;
+            memcpy(&bits, &d, sizeof bits);
+            if (emit(t, COURIER_JSON_REAL, COURIER_JSON_TAPE_NUMBER_TEXT, (uint32_t)at, bits) == SIZE_MAX ||
+                cr_buf_append(text, num, n) || cr_buf_append_char(text, '\0'))
+                return -1;
+            return 0;
+        }
         if (n > UINT32_MAX || emit(t, COURIER_JSON_STRING, 0, (uint32_t)n, text->len) == SIZE_MAX ||
             cr_buf_append(text, json_string_value(v), n) || cr_buf_append_char(text, '\0'))
             return -1;
@@ -713,6 +769,87 @@ const courier_json_tape_entry *courier_json_tape_entries(const courier_json_tape
 }
 
 const uint8_t *courier_json_tape_text(const courier_json_tape *t) { return t ? (const uint8_t *)t->text : NULL; }
+
+const char *courier_json_tape_number_text(const courier_json_tape *t, size_t index, size_t *len) {
+    if (len) *len = 0;
+    if (!t || index >= t->count || !(t->entries[index].flags & COURIER_JSON_TAPE_NUMBER_TEXT) ||
+        t->entries[index].type != COURIER_JSON_REAL)
+        return NULL;
+    const char *s = t->text + t->entries[index].length;
+    if (len) *len = cr_json_number_len(s);
+    return s;
+}
+
+/* The number at index read as one of the types (one of the outs set). */
+static int tape_read(const courier_json_tape *t, size_t index, int64_t *i64, uint64_t *u64, double *d) {
+    if (!t || index >= t->count) return COURIER_E_INVALID_ARGUMENT;
+    const entry *x = &t->entries[index];
+    if (x->type == COURIER_JSON_INTEGER) return cr_json_number_read(NULL, 0, 1, (int64_t)x->payload, 0, i64, u64, d);
+    if (x->type != COURIER_JSON_REAL) return COURIER_E_INVALID_ARGUMENT;
+    size_t n = 0;
+    const char *num = courier_json_tape_number_text(t, index, &n);
+    double v;
+    memcpy(&v, &x->payload, sizeof v);
+    return cr_json_number_read(num, n, 0, 0, v, i64, u64, d);
+}
+
+int courier_json_tape_read_int64(int64_t *out, const courier_json_tape *t, size_t index) {
+    return out ? tape_read(t, index, out, NULL, NULL) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_json_tape_read_uint64(uint64_t *out, const courier_json_tape *t, size_t index) {
+    return out ? tape_read(t, index, NULL, out, NULL) : COURIER_E_INVALID_ARGUMENT;
+}
+
+int courier_json_tape_read_double(double *out, const courier_json_tape *t, size_t index) {
+    return out ? tape_read(t, index, NULL, NULL, out) : COURIER_E_INVALID_ARGUMENT;
+}
+
+/* Integers exactly, reals without fraction when they fit, text-kept numbers from their digits (an
+ * integer beyond int64 may fit uint64; a real beyond a double fits nothing but its nearest double,
+ * which is infinite, so not even a double). */
+int cr_json_number_read(const char *text, size_t text_len, int is_int, int64_t iv, double dv, int64_t *i64,
+                        uint64_t *u64, double *d) {
+    if (text) {
+        int integer = !memchr(text, '.', text_len) && !memchr(text, 'e', text_len) && !memchr(text, 'E', text_len);
+        if (d) {
+            int status;
+            *d = cr_json_strtod(text, text_len, &status);
+            return status < 0 ? COURIER_E_NO_MEMORY : status ? COURIER_E_NUMBER_RANGE : COURIER_OK;
+        }
+        if (i64 || !integer || text_len == 0 || text[0] == '-') return COURIER_E_NUMBER_RANGE; /* beyond int64 */
+        uint64_t v = 0;
+        for (size_t k = 0; k < text_len; k++) {
+            unsigned digit = (unsigned)(text[k] - '0');
+            if (digit > 9 || v > (UINT64_MAX - digit) / 10) return COURIER_E_NUMBER_RANGE;
+            v = v * 10 + digit;
+        }
+        *u64 = v;
+        return COURIER_OK;
+    }
+    if (is_int) {
+        if (d) *d = (double)iv;
+        if (i64) *i64 = iv;
+        if (u64) {
+            if (iv < 0) return COURIER_E_NUMBER_RANGE;
+            *u64 = (uint64_t)iv;
+        }
+        return COURIER_OK;
+    }
+    if (d) {
+        *d = dv;
+        return isfinite(dv) ? COURIER_OK : COURIER_E_NUMBER_RANGE;
+    }
+    if (dv != dv || trunc(dv) != dv) return COURIER_E_NUMBER_RANGE;
+    if (i64) {
+        if (!(dv >= -9223372036854775808.0 && dv < 9223372036854775808.0)) return COURIER_E_NUMBER_RANGE;
+        *i64 = (int64_t)dv;
+    } else {
+        if (!(dv >= 0 && dv < 18446744073709551616.0)) return COURIER_E_NUMBER_RANGE;
+        *u64 = (uint64_t)dv;
+    }
+    return COURIER_OK;
+}
 
 static inline size_t skip(const entry *e, size_t i) {
     return e[i].type == COURIER_JSON_OBJECT || e[i].type == COURIER_JSON_ARRAY ? (size_t)e[i].payload : i + 1;
@@ -810,6 +947,11 @@ int cr_json_from_tape(const courier_json_tape *t, size_t index, json_t **out) {
         case COURIER_JSON_STRING: v = json_stringn_nocheck(t->text + x->payload, x->length); break;
         case COURIER_JSON_INTEGER: v = json_integer((json_int_t)(int64_t)x->payload); break;
         case COURIER_JSON_REAL: {
+            if (x->flags & COURIER_JSON_TAPE_NUMBER_TEXT) {
+                const char *num = t->text + x->length;
+                v = cr_json_bignum_new(num, cr_json_number_len(num));
+                break;
+            }
             double d;
             memcpy(&d, &x->payload, sizeof d);
             v = json_real(d);

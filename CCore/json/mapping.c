@@ -341,6 +341,8 @@ static int convert(const cr_attr *a, unsigned co, const json_t *v, const frame *
     *owned = 0;
     *out = (json_t *)v;
     int t = json_typeof(v);
+    size_t big_len = 0;
+    const char *big = cr_json_bignum(v, &big_len); /* a number kept as text (a REAL to type_of) */
     switch (a->type) {
     case COURIER_JSON_ANY: return COURIER_OK;
     case COURIER_JSON_OBJECT:
@@ -401,6 +403,12 @@ static int convert(const cr_attr *a, unsigned co, const json_t *v, const frame *
         return COURIER_OK;
     }
     case COURIER_JSON_STRING:
+        if (big) {
+            if (!(co & COURIER_MAP_STRING_FROM_NUMBER)) return mismatch(c, f, a->type, v, NULL);
+            if (!(*out = json_stringn_nocheck(big, big_len))) return oom(c); /* its text */
+            *owned = 1;
+            return COURIER_OK;
+        }
         if (t == JSON_STRING) return COURIER_OK;
         if ((co & COURIER_MAP_STRING_FROM_NUMBER) && (t == JSON_INTEGER || t == JSON_REAL)) {
             char num[40];
@@ -415,13 +423,13 @@ static int convert(const cr_attr *a, unsigned co, const json_t *v, const frame *
     case COURIER_JSON_REAL:
     case COURIER_JSON_NUMBER: {
         json_int_t iv = t == JSON_INTEGER ? json_integer_value(v) : 0;
-        double dv = t == JSON_REAL ? json_real_value(v) : 0;
+        double dv = t == JSON_REAL || big ? courier_json_real((const courier_json *)v) : 0;
         int is_int = 0;
         const char *why = coerce_number(a->type, co, type_of(v), json_string_value(v), json_string_length(v), &iv, &dv,
                                         &is_int);
         if (why) return mismatch(c, f, a->type, v, *why ? why : NULL);
         if (is_int && t == JSON_INTEGER) return COURIER_OK;
-        if (!is_int && t == JSON_REAL) return COURIER_OK;
+        if (!is_int && (t == JSON_REAL || big)) return COURIER_OK; /* a number kept as text stays as it is */
         if (!(*out = is_int ? json_integer(iv) : json_real(dv))) return oom(c);
         *owned = 1;
         return COURIER_OK;
@@ -622,6 +630,13 @@ static int tcopy(tape_out *o, const tentry *e, const char *text, size_t i) {
             x.payload = at;
         } else if (x.type == COURIER_JSON_OBJECT || x.type == COURIER_JSON_ARRAY) {
             x.payload = x.payload - i + base;
+        } else if (x.flags & COURIER_JSON_TAPE_NUMBER_TEXT) { /* a number kept as text: its text too */
+            size_t at = o->text.len, n = cr_json_number_len(text + x.length);
+            if (at > UINT32_MAX || cr_buf_reserve(&o->text, n + 1)) return -1;
+            memcpy(o->text.data + at, text + x.length, n);
+            o->text.data[at + n] = '\0';
+            o->text.len = at + n + 1;
+            x.length = (uint32_t)at;
         }
         o->e[o->count++] = x;
     }
@@ -661,6 +676,10 @@ static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, 
     }
     case COURIER_JSON_STRING:
         if (t == COURIER_JSON_STRING) return tcopy(o, in->e, in->text, v) ? oom(c) : COURIER_OK;
+        if ((co & COURIER_MAP_STRING_FROM_NUMBER) && (x->flags & COURIER_JSON_TAPE_NUMBER_TEXT)) {
+            *same = 0; /* a number kept as text: that text */
+            return tput_string(o, in->text + x->length, cr_json_number_len(in->text + x->length)) ? oom(c) : COURIER_OK;
+        }
         if ((co & COURIER_MAP_STRING_FROM_NUMBER) && (t == COURIER_JSON_INTEGER || t == COURIER_JSON_REAL)) {
             char num[40];
             double d;
@@ -682,6 +701,8 @@ static int tconvert(const cr_attr *a, unsigned co, const tape_in *in, size_t v, 
         const char *why = coerce_number(a->type, co, t, t == COURIER_JSON_STRING ? in->text + x->payload : NULL,
                                         x->length, &iv, &dv, &is_int);
         if (why) return mismatch_type(c, f, a->type, t, *why ? why : NULL);
+        if (!is_int && (x->flags & COURIER_JSON_TAPE_NUMBER_TEXT)) /* kept as text (REAL, NUMBER): as it is */
+            return tcopy(o, in->e, in->text, v) ? oom(c) : COURIER_OK;
         uint64_t bits;
         if (is_int != (t == COURIER_JSON_INTEGER) || t == COURIER_JSON_STRING) *same = 0;
         if (is_int) bits = (uint64_t)(int64_t)iv;

@@ -541,8 +541,10 @@ static const char *const agree_docs[] = {
     "{\"code\":\"200\",\"message\":null,\"data\":{\"name\":\"x\",\"on\":0,\"items\":[{\"id\":5}],\"owner\":{\"id\":6}}}",
     "{\"code\":200,\"message\":\"ok\",\"data\":{\"items\":[{\"id\":5},7]}}",           /* an element not an object */
     "{\"code\":\"abc\",\"data\":{\"items\":{\"id\":1}}}",                             /* envelope code not a number */
-    "{\"code\":1e400}",                                                             /* refused by both parsers */
+    "{\"code\":1e400}",                                                             /* beyond double: kept as text */
     "{\"code\":12345678901234567890}",                                             /* integer beyond int64 */
+    "{\"id\":18446744073709551615,\"title\":1e400,\"price\":-9223372036854775809,\"a\":1E999,\"b\":99999999999999999999,"
+    "\"data\":{\"name\":1e400,\"items\":[{\"id\":1,\"price\":1e400}]},\"v\":18446744073709551616}",  /* kept as text */
     "{\"id\":-9223372036854775808,\"price\":-0.0,\"title\":1.5e-300,\"a\":1e22,\"b\":0.1}",
     "{\"id\":9.5}",                                                                /* a fraction for integer */
     "{\"id\":1,\"title\":\"\\u00e9\\ud83d\\ude00\\n\\\"q\\\"\",\"v\":\"\\u0041\"}",  /* unicode escapes */
@@ -1035,7 +1037,78 @@ static void test_tape_output_and_arguments(void) {
     courier_mapping_free(m);
 }
 
-TESTS_MAIN(T(test_attributes_rename_select_and_nest), T(test_type_mismatch_names_path_and_types), T(test_coercions),
+/* Numbers beyond int64 and double (kept as text) do not stop a mapping that reads other fields; where
+ * a mapping reads them they keep their text, become that text as strings, and are a mapping error
+ * as integers; the jansson and tape paths agree. */
+static void test_numbers_beyond_int64_and_double(void) {
+    const char *text = "{\"id\":1,\"big\":18446744073709551615,\"huge\":1e400,\"neg\":-9223372036854775809,\"name\":\"x\"}";
+    courier_json *doc = parse(text);
+    courier_json_tape *tape = NULL;
+    CHECK_EQ(courier_json_tape_parse(&tape, text, strlen(text), NULL, NULL), COURIER_OK);
+    courier_mapping *other = NULL, *kept = NULL, *as_int = NULL, *as_str = NULL, *strict_str = NULL;
+    courier_mapping_new(&other);
+    courier_mapping_add_attribute(other, "id", NULL, COURIER_JSON_INTEGER, COURIER_MAP_REQUIRED);
+    courier_mapping_add_attribute(other, "name", NULL, COURIER_JSON_STRING, 0);
+    courier_mapping_new(&kept);
+    courier_mapping_add_attribute(kept, "big", NULL, COURIER_JSON_NUMBER, 0);
+    courier_mapping_add_attribute(kept, "huge", NULL, COURIER_JSON_REAL, 0);
+    courier_mapping_add_attribute(kept, "neg", NULL, COURIER_JSON_ANY, 0);
+    courier_mapping_new(&as_int);
+    courier_mapping_add_attribute(as_int, "big", NULL, COURIER_JSON_INTEGER, 0);
+    courier_mapping_new(&as_str);
+    courier_mapping_add_attribute(as_str, "big", NULL, COURIER_JSON_STRING, COURIER_MAP_STRING_FROM_NUMBER);
+    courier_mapping_add_attribute(as_str, "huge", NULL, COURIER_JSON_STRING, COURIER_MAP_STRING_FROM_NUMBER);
+    courier_mapping_new(&strict_str);
+    courier_mapping_add_attribute(strict_str, "big", NULL, COURIER_JSON_STRING, 0);
+    int rc = 0;
+    courier_json *out = NULL;
+    char *dumped = NULL;
+    CHECK(mapping_paths_agree(other, doc, tape, 0, &rc));
+    CHECK_EQ(rc, COURIER_OK);
+    CHECK_EQ(courier_mapping_apply(&out, NULL, other, doc, NULL), COURIER_OK);
+    CHECK(same(out, "{\"id\":1,\"name\":\"x\"}"));
+    courier_json_free(out);
+    CHECK(mapping_paths_agree(kept, doc, tape, 0, &rc));
+    CHECK_EQ(rc, COURIER_OK);
+    CHECK_EQ(courier_mapping_apply(&out, NULL, kept, doc, NULL), COURIER_OK);
+    CHECK_EQ(courier_json_dump(&dumped, NULL, out, COURIER_JSON_DUMP_SORT_KEYS, NULL), COURIER_OK);
+    CHECK_STR(dumped, "{\"big\":18446744073709551615,\"huge\":1e400,\"neg\":-9223372036854775809}");
+    courier_free(dumped);
+    courier_json_free(out);
+    courier_json_tape *tout = NULL;
+    CHECK_EQ(courier_mapping_apply_tape(&tout, NULL, kept, tape, 0, NULL), COURIER_OK);
+    CHECK_EQ(courier_json_tape_dump(&dumped, NULL, tout, 0, COURIER_JSON_DUMP_SORT_KEYS, NULL), COURIER_OK);
+    CHECK_STR(dumped, "{\"big\":18446744073709551615,\"huge\":1e400,\"neg\":-9223372036854775809}");
+    courier_free(dumped);
+    uint64_t u = 0;
+    CHECK_EQ(courier_json_tape_read_uint64(&u, tout, courier_json_tape_get(tout, 0, "big", 3, NULL)), COURIER_OK);
+    CHECK(u == UINT64_MAX);
+    courier_json_tape_free(tout);
+    courier_mapping_error where;
+    courier_error err;
+    CHECK(mapping_paths_agree(as_int, doc, tape, 0, &rc));
+    CHECK_EQ(rc, COURIER_E_MAPPING);
+    CHECK_EQ(courier_mapping_apply(&out, &where, as_int, doc, &err), COURIER_E_MAPPING);
+    CHECK_STR(where.path, "big");
+    CHECK_EQ(where.expected, COURIER_JSON_INTEGER);
+    CHECK_EQ(where.found, COURIER_JSON_REAL);
+    CHECK(mapping_paths_agree(as_str, doc, tape, 0, &rc));
+    CHECK_EQ(rc, COURIER_OK);
+    CHECK_EQ(courier_mapping_apply(&out, NULL, as_str, doc, NULL), COURIER_OK);
+    CHECK(same(out, "{\"big\":\"18446744073709551615\",\"huge\":\"1e400\"}")); /* exactly its text */
+    courier_json_free(out);
+    CHECK(mapping_paths_agree(strict_str, doc, tape, 0, &rc));
+    CHECK_EQ(rc, COURIER_E_MAPPING); /* a number, never a string */
+    courier_mapping_free(other);
+    courier_mapping_free(kept);
+    courier_mapping_free(as_int);
+    courier_mapping_free(as_str);
+    courier_mapping_free(strict_str);
+    courier_json_tape_free(tape);
+    courier_json_free(doc);
+}
+
+TESTS_MAIN(T(test_numbers_beyond_int64_and_double), T(test_attributes_rename_select_and_nest), T(test_type_mismatch_names_path_and_types), T(test_coercions),
            T(test_defaults), T(test_relationships), T(test_tree_mapping_and_cycles), T(test_arrays_and_identity),
            T(test_bad_descriptions), T(test_request_key_path_and_mapping), T(test_request_mapping_failure),
            T(test_request_named_results), T(test_envelope), T(test_envelope_check_and_shape),

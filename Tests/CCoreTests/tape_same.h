@@ -53,6 +53,9 @@ static int tape_same(const courier_json_tape *t, size_t i, const courier_json *v
         double d = courier_json_real(v);
         uint64_t bits;
         memcpy(&bits, &d, sizeof bits);
+        size_t n1 = 0, n2 = 0;
+        const char *s1 = courier_json_tape_number_text(t, i, &n1), *s2 = courier_json_number_text(v, &n2);
+        if (!s1 != !s2 || n1 != n2 || (s1 && memcmp(s1, s2, n1) != 0)) return 0; /* kept as text: the same text */
         return bits == x->payload;
     }
     case COURIER_JSON_BOOL: return ((x->flags & COURIER_JSON_TAPE_TRUE) != 0) == (courier_json_bool(v) != 0);

@@ -74,11 +74,14 @@ final class JSONModelTests: XCTestCase {
     }
 
     func testParseErrorsAreCourierErrors() {
-        for bad in ["{", "[1,]", #"{"a":1,"a":2}"#, "1e999", "123456789012345678901234567890", ""] {
+        for bad in ["{", "[1,]", #"{"a":1,"a":2}"#, "", "[1e999,]"] {
             XCTAssertThrowsError(try JSON.parse(bad), bad) { error in
                 XCTAssertEqual((error as? CourierError)?.code, .json, bad)
             }
         }
+        // Numbers beyond int64 and double are valid JSON (kept as text), not parse errors.
+        XCTAssertEqual(try JSON.parse("1e999").numberText, "1e999")
+        XCTAssertEqual(try JSON.parse("123456789012345678901234567890").numberText, "123456789012345678901234567890")
         let deep = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
         XCTAssertThrowsError(try JSON.parse(Data(deep.utf8))) { XCTAssertEqual(($0 as? CourierError)?.code, .json) }
         XCTAssertNoThrow(try JSON.parse(Data(deep.utf8), maxDepth: 1000))

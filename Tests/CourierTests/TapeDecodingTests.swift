@@ -90,10 +90,10 @@ final class TapeDecodingTests: XCTestCase {
         XCTAssertEqual(ours.escaped, "q\"b\\s/n\n\t\u{1}é😀")
         XCTAssertEqual(ours.negZero.sign, .minus)
         XCTAssertEqual(ours.u64, UInt64(Int64.max))
-        // Integers beyond int64 are refused by the parser (as courier_json_parse), not rounded.
-        XCTAssertThrowsError(try ModelDecoder().decode(UInt64.self, from: Data("18446744073709551615".utf8))) {
-            XCTAssertEqual(($0 as? CourierError)?.code, .json)
-        }
+        // Integers beyond int64 are kept as text by the parser, not rounded: UInt64 gets them exactly.
+        let max = Data("18446744073709551615".utf8)
+        XCTAssertEqual(try ModelDecoder().decode(UInt64.self, from: max), .max)
+        XCTAssertEqual(try ModelDecoder().decode(UInt64.self, from: max), try JSONDecoder().decode(UInt64.self, from: max))
         XCTAssertEqual(ours.int, 9007199254740993)
     }
 
@@ -158,8 +158,8 @@ final class TapeDecodingTests: XCTestCase {
 
     func testBadTextIsACourierJSONError() {
         let bad: [Data] = [
-            Data("{".utf8), Data("[1,]".utf8), Data(#"{"a":1,"a":2}"#.utf8), Data("1e999".utf8),
-            Data("123456789012345678901234567890".utf8), Data(), Data([0x5B, 0x22, 0xFF, 0x22, 0x5D]), // ["\xff"]
+            Data("{".utf8), Data("[1,]".utf8), Data(#"{"a":1,"a":2}"#.utf8),
+            Data(), Data([0x5B, 0x22, 0xFF, 0x22, 0x5D]), // ["\xff"]
             Data(#"["\ud800"]"#.utf8), Data("[01]".utf8), Data("[1,2]x".utf8), Data(#"["a\u0000"]"#.utf8),
             Data((String(repeating: "[", count: 600) + String(repeating: "]", count: 600)).utf8),
         ]
@@ -171,6 +171,90 @@ final class TapeDecodingTests: XCTestCase {
         XCTAssertThrowsError(try ModelDecoder().decode([Int].self, from: Data("[1,".utf8))) { error in
             XCTAssertTrue("\(error)".contains("byte 3"), "\(error)")
         }
+    }
+
+    /// Issue 28, bug 4: numbers beyond Int64 and Double are valid JSON. A model that reads other
+    /// fields decodes; the big value decodes into UInt64 and Decimal exactly and into Double where
+    /// it is representable; into Int it throws a DecodingError, as JSONDecoder does.
+    func testNumbersBeyondInt64AndDouble() throws {
+        struct A: Codable, Equatable { let a: Int }
+        struct U: Codable, Equatable { let b: UInt64 }
+        struct D: Codable, Equatable { let b: Decimal }
+        struct R: Codable, Equatable { let b: Double }
+        struct I: Codable, Equatable { let b: Int }
+        let data = Data(#"{"a":1,"b":18446744073709551615,"c":-9223372036854775809,"d":1e400}"#.utf8)
+        XCTAssertEqual(try ModelDecoder().decode(A.self, from: data), A(a: 1))
+        XCTAssertEqual(try ModelDecoder().decode(U.self, from: data), U(b: .max))
+        XCTAssertEqual(try ModelDecoder().decode(D.self, from: data), D(b: Decimal(string: "18446744073709551615")!))
+        XCTAssertEqual(try ModelDecoder().decode(R.self, from: data), R(b: 18446744073709551615.0))
+        let plain = Data(#"{"a":1,"b":18446744073709551615}"#.utf8) // what JSONDecoder reads too
+        XCTAssertEqual(try ModelDecoder().decode(A.self, from: plain), try JSONDecoder().decode(A.self, from: plain))
+        XCTAssertEqual(try ModelDecoder().decode(U.self, from: plain), try JSONDecoder().decode(U.self, from: plain))
+        var ours = "", theirs = ""
+        XCTAssertThrowsError(try ModelDecoder().decode(I.self, from: plain)) { ours = shape($0) }
+        XCTAssertThrowsError(try JSONDecoder().decode(I.self, from: plain)) { theirs = shape($0) }
+        XCTAssertEqual(ours, theirs)
+        XCTAssertEqual(ours, "dataCorrupted")
+        // Below Int64.min: not an Int64 nor a UInt64, a Double.
+        struct C64: Codable { let c: Int64 }
+        struct CU: Codable { let c: UInt64 }
+        struct CD: Codable { let c: Double }
+        XCTAssertThrowsError(try ModelDecoder().decode(C64.self, from: data)) { XCTAssertEqual(shape($0), "dataCorrupted") }
+        XCTAssertThrowsError(try ModelDecoder().decode(CU.self, from: data)) { XCTAssertEqual(shape($0), "dataCorrupted") }
+        XCTAssertEqual(try ModelDecoder().decode(CD.self, from: data).c, -9223372036854775809.0)
+        // Beyond Double: an error only where it is read as a Double.
+        struct DD: Codable { let d: Double }
+        struct DF: Codable { let d: Float }
+        XCTAssertThrowsError(try ModelDecoder().decode(DD.self, from: data)) { error in
+            guard case DecodingError.dataCorrupted(let context)? = error as? DecodingError else { return XCTFail("\(error)") }
+            XCTAssertEqual(context.codingPath.map(\.stringValue), ["d"])
+            XCTAssertTrue(context.debugDescription.contains("1e400"), context.debugDescription)
+        }
+        XCTAssertThrowsError(try ModelDecoder().decode(DF.self, from: data)) { XCTAssertEqual(shape($0), "dataCorrupted") }
+        XCTAssertEqual(try ModelDecoder().decode([String: Decimal].self, from: Data(#"{"x":123456789012345678901234567890}"#.utf8)),
+                       ["x": Decimal(string: "123456789012345678901234567890")!])
+        // From a parsed JSON value (the tape made from it keeps the text).
+        let json = try JSON.parse(data)
+        XCTAssertEqual(try ModelDecoder().decode(U.self, from: json), U(b: .max))
+        // A UTF-8 byte order mark before the document is ignored.
+        XCTAssertEqual(try ModelDecoder().decode(A.self, from: Data([0xEF, 0xBB, 0xBF]) + plain), A(a: 1))
+    }
+
+    /// The JSON value keeps numbers beyond Int64 and Double: exact text, UInt64, Double where it fits.
+    func testJSONValueNumbersBeyondInt64AndDouble() throws {
+        let json = try JSON.parse(#"{"a":1,"b":18446744073709551615,"c":-9223372036854775809,"d":1e400,"e":2.5}"#)
+        XCTAssertEqual(json["a"]?.int, 1)
+        XCTAssertEqual(json["b"]?.kind, .real)
+        XCTAssertEqual(json["b"]?.uint64, .max)
+        XCTAssertNil(json["b"]?.int)
+        XCTAssertNil(json["b"]?.string)
+        XCTAssertEqual(json["b"]?.numberText, "18446744073709551615")
+        XCTAssertEqual(json["b"]?.double, 18446744073709551615.0)
+        XCTAssertNil(json["c"]?.uint64)
+        XCTAssertEqual(json["c"]?.numberText, "-9223372036854775809")
+        XCTAssertNil(json["d"]?.double) // beyond Double
+        XCTAssertEqual(json["d"]?.numberText, "1e400")
+        XCTAssertNil(json["e"]?.numberText)
+        XCTAssertEqual(json["e"]?.double, 2.5)
+        XCTAssertNil(json["e"]?.int)
+        XCTAssertEqual(json["a"]?.uint64, 1)
+        XCTAssertEqual(try json.text(), #"{"a":1,"b":18446744073709551615,"c":-9223372036854775809,"d":1e400,"e":2.5}"#)
+        XCTAssertTrue(try json.copy().isEqual(to: json))
+        XCTAssertEqual(try JSON.parse(Data([0xEF, 0xBB, 0xBF]) + Data("[7]".utf8))[0]?.int, 7)
+        XCTAssertEqual(CourierError.Code.numberRange.rawValue, -56)
+    }
+
+    /// Both parse paths (a JSON value, the decoder's tape) report a malformed text at one position.
+    func testOneErrorPositionOnBothPaths() {
+        let data = Data(#"{"a":1,"b":tru}"#.utf8)
+        var parsed = "", decoded = ""
+        XCTAssertThrowsError(try JSON.parse(data)) { parsed = ($0 as? CourierError)?.message ?? "\($0)" }
+        XCTAssertThrowsError(try ModelDecoder().decode([String: Int].self, from: data)) {
+            XCTAssertEqual(($0 as? CourierError)?.code, .json)
+            decoded = ($0 as? CourierError)?.message ?? "\($0)"
+        }
+        XCTAssertEqual(parsed, decoded)
+        XCTAssertTrue(parsed.contains("byte 11"), parsed)
     }
 
     func testKeyPathsIntoTheTape() throws {

@@ -77,7 +77,20 @@ static size_t walk(const courier_json *v, int depth) {
         n += len;
         break;
     case COURIER_JSON_INTEGER: n += (size_t)courier_json_integer(v); break;
-    case COURIER_JSON_REAL: n += (size_t)(courier_json_real(v) != 0); break;
+    case COURIER_JSON_REAL: {
+        /* A number kept as text (beyond int64 and double) reads back through its text. */
+        double d = 0;
+        uint64_t u = 0;
+        int64_t i = 0;
+        int drc = courier_json_read_double(&d, v);
+        if (drc != COURIER_OK && drc != COURIER_E_NUMBER_RANGE) abort();
+        if (drc == COURIER_E_NUMBER_RANGE && !courier_json_number_text(v, NULL)) abort(); /* a double always fits */
+        if (courier_json_read_uint64(&u, v) == COURIER_OK) n += (size_t)u;
+        if (courier_json_read_int64(&i, v) == COURIER_OK) n += (size_t)i;
+        n += (size_t)(courier_json_real(v) != 0) + len;
+        courier_json_number_text(v, &len);
+        break;
+    }
     case COURIER_JSON_BOOL: n += (size_t)courier_json_bool(v); break;
     default: break;
     }
@@ -206,6 +219,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int nul_quirk = rc == COURIER_OK && trc == COURIER_E_JSON && memchr(data, 0, size);
     if ((trc != rc && !nul_quirk) || (trc == COURIER_OK) != (tape != NULL) || (trc != COURIER_OK && !terr.message[0]))
         abort();
+    /* One error for the same text on both paths: the same message, so the same position. */
+    if (rc == COURIER_E_JSON && trc == COURIER_E_JSON && strcmp(err.message, terr.message) != 0) abort();
     if (tape) {
         if (!tape_same(tape, 0, doc) || courier_json_tape_skip(tape, 0) != ({ size_t n; courier_json_tape_entries(tape, &n); n; }))
             abort();

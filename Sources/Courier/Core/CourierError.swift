@@ -155,6 +155,9 @@ extension CourierError {
         /// A `redis://` store in a library built without Redis, or `rediss://` (TLS) with a hiredis
         /// that has no TLS.
         public static let redisUnsupported = Code(COURIER_E_REDIS_UNSUPPORTED)
+        /// A JSON number read as a type that cannot hold it (beyond `Int64`, `UInt64` or `Double`,
+        /// or a fraction read as an integer). Swift's decoders report it as a `DecodingError`.
+        public static let numberRange = Code(COURIER_E_NUMBER_RANGE)
         /// Nothing to read yet from a stream (the C core's non-waiting reads); the Swift streams
         /// wait instead, so it reaches no Swift caller.
         public static let again = Code(COURIER_E_AGAIN)
@@ -174,7 +177,7 @@ extension CourierError {
             Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET), Code(COURIER_E_CLIENT_CERTIFICATE),
             Code(COURIER_E_CELLULAR),
             Code(COURIER_E_UNKNOWN_NAME), Code(COURIER_E_ROUTE_PARAMETER), Code(COURIER_E_CATALOG),
-            .redis, .redisUnsupported, .again,
+            .redis, .redisUnsupported, .numberRange, .again,
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -234,6 +237,7 @@ extension CourierError {
             case Code(COURIER_E_CATALOG): return "catalog"
             case .redis: return "redis"
             case .redisUnsupported: return "redisUnsupported"
+            case .numberRange: return "numberRange"
             case .again: return "again"
             default: return "unknown(\(rawValue))"
             }
@@ -310,6 +314,8 @@ extension CourierError {
     public static let redis = Code.redis
     /// See ``Code/redisUnsupported``.
     public static let redisUnsupported = Code.redisUnsupported
+    /// See ``Code/numberRange``.
+    public static let numberRange = Code.numberRange
 }
 
 // MARK: - From the C core

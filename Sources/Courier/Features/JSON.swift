@@ -42,7 +42,8 @@ public struct JSON: @unchecked Sendable, CustomStringConvertible {
         case string = 3
         /// A number without fraction or exponent that fits `Int64`.
         case integer = 4
-        /// Any other number.
+        /// Any other number: a `Double`, or, for a number beyond `Int64` and `Double`
+        /// (`18446744073709551615`, `1e400`), its exact text (``JSON/numberText``).
         case real = 5
         /// `true` or `false`.
         case bool = 6
@@ -89,21 +90,34 @@ public struct JSON: @unchecked Sendable, CustomStringConvertible {
         return String(decoding: UnsafeRawBufferPointer(start: bytes, count: length), as: UTF8.self)
     }
 
-    /// The integer, or nil when this is not an integer (a real without fraction counts).
+    /// The integer, or nil when this is not an integer that fits `Int64` (a real without fraction
+    /// counts).
     public var int: Int64? {
-        switch kind {
-        case .integer: return courier_json_integer(pointer)
-        case .real:
-            let d = courier_json_real(pointer)
-            return d.rounded(.towardZero) == d && abs(d) < 9.2e18 ? Int64(d) : nil
-        default: return nil
-        }
+        var n: Int64 = 0
+        return courier_json_read_int64(&n, pointer) == COURIER_OK.rawValue ? n : nil
     }
 
-    /// The number as a `Double`, or nil when this is not a number.
+    /// The number as a `UInt64`, exactly (`18446744073709551615` too), or nil when this is not a
+    /// number without fraction that fits `UInt64`.
+    public var uint64: UInt64? {
+        var n: UInt64 = 0
+        return courier_json_read_uint64(&n, pointer) == COURIER_OK.rawValue ? n : nil
+    }
+
+    /// The number as a `Double` (the nearest one), or nil when this is not a number or is beyond
+    /// `Double`'s range (`1e400`).
     public var double: Double? {
-        let k = kind
-        return k == .integer || k == .real ? courier_json_real(pointer) : nil
+        var d = 0.0
+        return courier_json_read_double(&d, pointer) == COURIER_OK.rawValue ? d : nil
+    }
+
+    /// The exact text of a number beyond `Int64` and `Double` (`"18446744073709551615"`,
+    /// `"1e400"`), as the document wrote it; nil for any other value (numbers that fit read as
+    /// ``int`` and ``double``). `Decimal(string:)` of it is exact.
+    public var numberText: String? {
+        var length = 0
+        guard let bytes = courier_json_number_text(pointer, &length) else { return nil }
+        return String(decoding: UnsafeRawBufferPointer(start: bytes, count: length), as: UTF8.self)
     }
 
     /// The boolean, or nil when this is not `true` or `false`.
@@ -190,12 +204,14 @@ public struct JSON: @unchecked Sendable, CustomStringConvertible {
     // MARK: Parsing
 
     /// Parses JSON text with the C core (jansson): any value at the top, UTF-8, no duplicate keys.
+    /// Every number RFC 8259 allows is accepted: one beyond `Int64` and `Double` keeps its text
+    /// (``numberText``, ``uint64``); a UTF-8 byte order mark before the text is ignored.
     /// - Parameters:
     ///   - data: The text.
     ///   - maxDepth: The deepest nesting accepted (1...2048).
     /// - Returns: The document's root.
     /// - Throws: ``CourierError`` with ``CourierError/Code/json`` (malformed, too deep, invalid UTF-8,
-    ///   duplicate key, number out of range; the message names line and column) or
+    ///   duplicate key; the message names line, column and byte offset) or
     ///   ``CourierError/Code/tooLarge``.
     public static func parse(_ data: Data, maxDepth: Int = JSONOptions.defaultMaxDepth) throws -> JSON {
         let document = try JSONDocument(parsing: data, maxDepth: maxDepth)
@@ -252,7 +268,7 @@ final class JSONDocument: @unchecked Sendable {
 
 extension CourierError.Code {
     /// The body or text is not acceptable JSON (malformed, too deep, invalid UTF-8, a duplicate
-    /// key, a number out of range), or its content type has no decoder.
+    /// key), or its content type has no decoder.
     public static let json = CourierError.Code(COURIER_E_JSON)
     /// A document does not fit its mapping or key path; the response is attached, and
     /// ``Response/mappingFailure`` says where.

@@ -357,6 +357,8 @@ let _INTEGER = UInt8(COURIER_JSON_INTEGER.rawValue)
 let _REAL = UInt8(COURIER_JSON_REAL.rawValue)
 let _BOOL = UInt8(COURIER_JSON_BOOL.rawValue)
 let _NULL = UInt8(COURIER_JSON_NULL.rawValue)
+/// A REAL entry kept as its text (it fits neither Int64 nor Double).
+let _NUMBER_TEXT = UInt8(COURIER_JSON_TAPE_NUMBER_TEXT)
 
 // MARK: - The decoder
 
@@ -448,6 +450,7 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
         }
         if options.numericStrings {
             if e.type == _INTEGER { return String(Int64(bitPattern: e.payload)) }
+            if let text = numberText(v) { return text }
             if e.type == _REAL { return String(Double(bitPattern: e.payload)) }
         }
         throw mismatch(String.self, v, path())
@@ -460,14 +463,25 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
         return try unboxInt64Slow(v, type, path())
     }
 
+    /// The text of a number kept as text (beyond Int64 and Double), else nil.
+    func numberText(_ v: Int) -> String? {
+        guard entries[v].flags & _NUMBER_TEXT != 0 else { return nil }
+        var length = 0
+        guard let bytes = courier_json_tape_number_text(handle, v, &length) else { return nil }
+        return String(decoding: UnsafeRawBufferPointer(start: bytes, count: length), as: UTF8.self)
+    }
+
+    /// The number at `v` as the core reads it (its range rules), for error messages its text.
+    func numberDescription(_ v: Int) -> String { numberText(v) ?? "\(Double(bitPattern: entries[v].payload))" }
+
     func unboxInt64Slow(_ v: Int, _ type: Any.Type, _ path: [any CodingKey]) throws -> Int64 {
         let e = entries[v]
         if e.type == _REAL {
-            let d = Double(bitPattern: e.payload)
-            guard d.rounded(.towardZero) == d, d >= -9.223372036854775808e18, d < 9.223372036854775808e18 else {
-                throw corrupted("Parsed JSON number <\(d)> does not fit in \(type)", path)
+            var n: Int64 = 0
+            guard courier_json_tape_read_int64(&n, handle, v) == COURIER_OK.rawValue else {
+                throw corrupted("Parsed JSON number <\(numberDescription(v))> does not fit in \(type)", path)
             }
-            return Int64(d)
+            return n
         }
         if options.numericStrings, e.type == _STRING, let n = Int64(string(v)) {
             return n
@@ -486,8 +500,11 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
     func unboxUInt64(_ v: Int, _ path: [any CodingKey]) throws -> UInt64 {
         let e = entries[v]
         if e.type == _REAL {
-            let d = Double(bitPattern: e.payload)
-            if d >= 0, d < 1.8446744073709552e19, d.rounded(.towardZero) == d { return UInt64(d) }
+            var n: UInt64 = 0
+            guard courier_json_tape_read_uint64(&n, handle, v) == COURIER_OK.rawValue else {
+                throw corrupted("Parsed JSON number <\(numberDescription(v))> does not fit in UInt64", path)
+            }
+            return n
         }
         let n = try unboxInt64(v, UInt64.self, path)
         guard let exact = UInt64(exactly: n) else { throw corrupted("Parsed JSON number <\(n)> does not fit in UInt64", path) }
@@ -497,7 +514,10 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
     @inline(__always)
     func unboxDouble(_ v: Int, _ type: Any.Type, _ path: @autoclosure () -> [any CodingKey]) throws -> Double {
         let e = entries[v]
-        if e.type == _REAL { return Double(bitPattern: e.payload) }
+        if e.type == _REAL {
+            if e.flags & _NUMBER_TEXT != 0 { return try unboxDoubleText(v, type, path()) }
+            return Double(bitPattern: e.payload)
+        }
         if e.type == _INTEGER { return Double(Int64(bitPattern: e.payload)) }
         if e.type == _STRING {
             if let nonConforming = options.nonConforming {
@@ -509,6 +529,24 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
             if options.numericStrings, let d = Double(string(v)) { return d }
         }
         throw mismatch(type, v, path())
+    }
+
+    /// A number kept as text as a Double: its nearest one, or an error beyond Double's range.
+    func unboxDoubleText(_ v: Int, _ type: Any.Type, _ path: [any CodingKey]) throws -> Double {
+        var d = 0.0
+        guard courier_json_tape_read_double(&d, handle, v) == COURIER_OK.rawValue else {
+            throw corrupted("Parsed JSON number <\(numberDescription(v))> does not fit in \(type)", path)
+        }
+        return d
+    }
+
+    /// A Decimal: exactly from the text of a number kept as text, else from its Double.
+    func unboxDecimal(_ v: Int, _ path: [any CodingKey]) throws -> Decimal {
+        guard let text = numberText(v) else { return Decimal(try unboxDouble(v, Decimal.self, path)) }
+        guard let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")), !d.isNaN else {
+            throw corrupted("Parsed JSON number <\(text)> does not fit in Decimal", path)
+        }
+        return d
     }
 
     func unboxFloat(_ v: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Float {
@@ -548,7 +586,7 @@ final class _ModelDecoderImpl: Decoder, SingleValueDecodingContainer {
         if T.self == Date.self { return try unboxDate() as! T }
         if T.self == Data.self { return try unboxData() as! T }
         if T.self == URL.self { return try unboxURL() as! T }
-        if T.self == Decimal.self { return Decimal(try unboxDouble(v, Decimal.self, codingPath)) as! T }
+        if T.self == Decimal.self { return try unboxDecimal(v, codingPath) as! T }
         return try T(from: self)
     }
 

@@ -136,6 +136,7 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
     (-53, "COURIER_E_CATALOG", "CatalogError", (ValueError,), "An API declaration or catalogue document of the wrong shape (the message names the field)."),
     (-54, "COURIER_E_REDIS", "RedisError", (ConnectionError,), "A Redis store failed: unreachable, no answer within the engine's timeout, refused password or database, or an error answer."),
     (-55, "COURIER_E_REDIS_UNSUPPORTED", "RedisUnsupported", (), "A redis:// store in a library built without Redis, or rediss:// with a hiredis without TLS."),
+    (-56, "COURIER_E_NUMBER_RANGE", "NumberRangeError", (ValueError,), "A JSON number read as a type that cannot hold it (beyond int64/uint64/double, or a fraction read as an integer)."),
     (-58, "COURIER_E_AGAIN", "Again", (), "Nothing to read yet from a stream (a read that does not wait; the binding waits instead)."),
 ]
 

@@ -132,3 +132,56 @@ def test_apply_mapping_on_the_tape() -> None:
         item.apply([{"id": 1}, {"id": "x"}])
     assert info.value.path == "1.id"
     assert info.value.expected == JsonType.INTEGER and info.value.found == JsonType.STRING
+
+
+# Issue 28, bug 4: numbers beyond int64 and double are valid JSON (RFC 8259), a byte order mark may
+# come first, and a malformed body is reported at one position whichever way it is read.
+BIG = (b'{"a":1,"b":18446744073709551615,"c":-9223372036854775809,"d":1e400,'
+       b'"e":[123456789012345678901234567890,-1E+400]}')
+
+
+def _mocked(e: courier.Engine, body: bytes, **kw):
+    return e.get("/x", mock=courier.Mock(body=body, content_type="application/json"), **kw)
+
+
+def test_numbers_beyond_int64_and_double_like_json_loads(base_url) -> None:
+    import json
+    with courier.Engine(base_url=base_url, mock=True) as e:
+        r = _mocked(e, BIG)
+        doc = r.json()
+        assert doc == json.loads(BIG)  # ints exactly, 1e400 as inf, as json.loads
+        assert doc["b"] == 2**64 - 1 and type(doc["b"]) is int
+        assert doc["c"] == -(2**63) - 1 and doc["e"][0] == 123456789012345678901234567890
+        assert doc["d"] == float("inf") and doc["e"][1] == float("-inf")
+        assert _mocked(e, BIG, key_path="b").data == 2**64 - 1  # the tape path
+        assert _mocked(e, BIG, key_path="e").data == [123456789012345678901234567890, float("-inf")]
+        only_a = courier.Mapping().attribute("a", type=int, required=True)
+        assert _mocked(e, BIG, mapping=only_a).data == {"a": 1}  # other fields are never read
+        kept = courier.Mapping().attribute("b", type="number").attribute("d", type=float)
+        assert _mocked(e, BIG, mapping=kept).data == {"b": 2**64 - 1, "d": float("inf")}
+        with pytest.raises(courier.MappingError) as info:
+            _mocked(e, BIG, mapping=courier.Mapping().attribute("b", type=int))
+        assert info.value.response.mapping_error[1:] == (JsonType.INTEGER, JsonType.REAL)
+        as_text = courier.Mapping(coercions=courier.MAP_STRING_FROM_NUMBER).attribute("b", type=str)
+        assert _mocked(e, BIG, mapping=as_text).data == {"b": "18446744073709551615"}
+    # Python values with big ints go through the core and come back exact.
+    assert courier.Mapping().attribute("b", type="number").apply({"b": 2**64 - 1, "x": 10**30}) == {"b": 2**64 - 1}
+
+
+def test_byte_order_mark_before_the_document(base_url) -> None:
+    with courier.Engine(base_url=base_url, mock=True) as e:
+        body = b'\xef\xbb\xbf{"a":[1,2]}'
+        assert _mocked(e, body).json() == {"a": [1, 2]}
+        assert _mocked(e, body, key_path="a.1").data == 2
+
+
+def test_one_error_position_on_both_paths(base_url) -> None:
+    with courier.Engine(base_url=base_url, mock=True) as e:
+        body = b'{"a":1,"b":tru}'
+        with pytest.raises(courier.JSONError) as whole:
+            _mocked(e, body).json()
+        with pytest.raises(courier.JSONError) as keyed:
+            _mocked(e, body, key_path="a")
+        assert whole.value.code == keyed.value.code == -22
+        assert whole.value.message == keyed.value.message
+        assert "(byte 11)" in whole.value.message
