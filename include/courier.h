@@ -415,8 +415,10 @@ COURIER_API int courier_engine_pending(int64_t *out_queued, int64_t *out_active,
 
 /* A new request. `method` is an HTTP token ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", or
  * any other token). `target` is a path joined to the base URL (the request's own, else the
- * engine's), or an absolute http/https URL. Joining puts exactly one '/' between base and path:
- * base "http://h/api" or "http://h/api/" with "v1/items" or "/v1/items" gives
+ * engine's), or an absolute http/https URL. It is absolute when it starts with a scheme (RFC 3986
+ * section 3.1: a letter, then letters, digits, '+', '-' or '.') followed by "://"; anything else is
+ * a path, including one whose query holds a URL ("/go?to=http://x"). Joining puts exactly one
+ * '/' between base and path: base "http://h/api" or "http://h/api/" with "v1/items" or "/v1/items" gives
  * "http://h/api/v1/items". Both strings are copied. *out is new: release it with
  * courier_request_free. Errors: COURIER_E_INVALID_ARGUMENT (NULL, or a method that is not a token),
  * COURIER_E_NO_MEMORY. A bad URL is reported when the request is sent (COURIER_E_INVALID_URL). */

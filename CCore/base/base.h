@@ -199,6 +199,11 @@ CR_HIDDEN uint64_t cr_fnv1a64(const void *data, size_t len);
 CR_HIDDEN bool cr_url_valid(const char *url);
 /* Checks a path joined to an already checked base URL: no spaces or control bytes. */
 CR_HIDDEN bool cr_url_path_valid(const char *path);
+/* The length of the "scheme://" that s starts with (RFC 3986 section 3.1's scheme, ALPHA *( ALPHA /
+ * DIGIT / "+" / "-" / "." ), then "://"), else 0. The one test of whether a request target, key or
+ * logged URL is absolute: decided by its start alone, since a path's query may hold "://"
+ * ("/go?to=http://x"). */
+CR_HIDDEN size_t cr_url_scheme_len(const char *s);
 
 /* ---- files (util.c) ------------------------------------------------------------------------ */
 

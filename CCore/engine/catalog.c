@@ -675,11 +675,9 @@ int courier_engine_add_response_descriptor(courier_engine *e, const char *method
 /* The request's path as patterns see it: the target's path (an absolute URL's, after its host),
  * without query or fragment and leading slashes. */
 static void request_path(const char *target, const char **p, size_t *len) {
-    const char *s = target, *sep = strstr(target, "://");
-    if (sep) {
-        s = strchr(sep + 3, '/');
-        if (!s) s = "";
-    }
+    const char *s = target;
+    size_t scheme = cr_url_scheme_len(target);
+    if (scheme) s = target + scheme + strcspn(target + scheme, "/?#");
     while (*s == '/') s++;
     *p = s;
     *len = strcspn(s, "?#");

@@ -597,9 +597,8 @@ int courier_outgoing_header_at(const char **name, const char **value, const cour
 
 /* ---- preparing a transfer -------------------------------------------------------------------- */
 
-static bool is_absolute_url(const char *s) {
-    return strncasecmp(s, "http://", 7) == 0 || strncasecmp(s, "https://", 8) == 0 || strstr(s, "://") != NULL;
-}
+/* A scheme at the start, not "://" anywhere: a path's query may hold a URL (base.h). */
+static bool is_absolute_url(const char *s) { return cr_url_scheme_len(s) != 0; }
 
 /* Appends s percent-encoded, its bytes first converted from UTF-8 to `charset` (NULL: UTF-8). */
 static int encode_text(cr_buf *out, cr_buf *tmp, const char *charset, const char *s) {

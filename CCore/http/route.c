@@ -130,9 +130,10 @@ static int append_scalar(cr_buf *out, const json_t *v) {
 
 int cr_route_fill(const char *pattern, const json_t *object, cr_buf *out, json_t *used, courier_error *err) {
     /* An absolute URL's scheme and authority are literal (":8080" is a port, not a parameter). */
-    const char *start = pattern, *sep = strstr(pattern, "://");
-    if (sep) {
-        const char *slash = strchr(sep + 3, '/');
+    const char *start = pattern;
+    size_t scheme = cr_url_scheme_len(pattern);
+    if (scheme) {
+        const char *slash = strchr(pattern + scheme, '/');
         start = slash ? slash : pattern + strlen(pattern);
         if (cr_buf_append(out, pattern, (size_t)(start - pattern))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
