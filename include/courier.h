@@ -524,8 +524,9 @@ typedef void (*courier_completion_fn)(uint64_t request_id, int code, courier_res
  * changed, reused or freed on return. On success *out_id (may be NULL) receives the request id,
  * never 0, and `done` will be called exactly once. On failure nothing is sent, `done` is not
  * called, and the code is returned (COURIER_E_INVALID_ARGUMENT, COURIER_E_INVALID_URL,
- * COURIER_E_INVALID_ENCODING, COURIER_E_CLOSED, COURIER_E_NO_MEMORY, or a customize callback's
- * code). Any thread. */
+ * COURIER_E_INVALID_ENCODING, COURIER_E_ROUTE_PARAMETER (a catalogue API's path parameter that no
+ * object filled: courier_request_new_api), COURIER_E_CLOSED, COURIER_E_NO_MEMORY, or a customize
+ * callback's code). Any thread. */
 COURIER_API int courier_send(uint64_t *out_id, courier_engine *engine, const courier_request *request,
                              courier_completion_fn done, void *user, courier_error *err);
 
@@ -1578,8 +1579,11 @@ COURIER_API int courier_engine_load_api_file(size_t *out_count, courier_engine *
                                              courier_error *err);
 /* A new request made from the declaration of `name`, to which the caller adds what this use
  * needs (parameters, courier_request_set_object for a path with parameters, ...) before sending
- * it on this engine. *out new (courier_request_free). Any thread.
- * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_UNKNOWN_NAME, COURIER_E_NO_MEMORY. */
+ * it on this engine. A path with parameters ("/items/:id") must be filled by
+ * courier_request_set_object: sent without an object, the send fails with
+ * COURIER_E_ROUTE_PARAMETER (err names the parameter) and nothing is sent. A path without
+ * parameters has its backslash escapes removed here, as a route's. *out new (courier_request_free).
+ * Any thread. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_UNKNOWN_NAME, COURIER_E_NO_MEMORY. */
 COURIER_API int courier_request_new_api(courier_request **out, courier_engine *engine, const char *name,
                                         courier_error *err);
 /* The declared names, sorted, as one JSON array of strings (*out new: courier_free; *out_len may be

@@ -895,7 +895,8 @@ class Engine:
     def api(self, name: str, **kw: Unpack[RequestOptions]) -> Response:
         """Sends API ``name`` from the catalogue with this use's options added
         (``engine.api("home.feed", params={"page": "2"})``; ``object=`` fills a path's
-        parameters). Raises :class:`courier.UnknownName` for an undeclared name."""
+        parameters; without it, a path with parameters raises :class:`courier.RouteParameterError`).
+        Raises :class:`courier.UnknownName` for an undeclared name."""
         return self.send(Request.api(name, **kw))
 
     def add_route(self, path_pattern: str, *, name: Optional[str] = None, object_type: Optional[str] = None,
