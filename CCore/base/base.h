@@ -228,6 +228,12 @@ typedef struct cr_redis_url {
 
 /* Whether a store setting names Redis: it starts with "redis://" or "rediss://" (any case). */
 CR_HIDDEN bool cr_redis_is_url(const char *s);
+/* Whether a store setting (cache or journal) that is neither a Redis URL nor "unix://..." looks
+ * like a URL or a mistyped one rather than a directory: a scheme (RFC 3986 section 3.1's syntax)
+ * then ":/" ("http://h", "redis:/h") or then "//" ("redis//h", which would otherwise be the
+ * relative directory "redis/h"). Such settings are refused (COURIER_E_INVALID_ARGUMENT); a
+ * directory of that shape is written "./redis//h". NULL: false. */
+CR_HIDDEN bool cr_store_setting_mistyped(const char *s);
 /* Whether this build has Redis (hiredis; CMake's COURIER_REDIS, SwiftPM's trait Redis). */
 CR_HIDDEN bool cr_redis_available(void);
 /* Parses a store URL into *out (release with cr_redis_url_free; zeroed on failure). Errors:
