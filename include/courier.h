@@ -374,8 +374,10 @@ COURIER_API int courier_config_set_validator(courier_config *config, courier_val
  * courier_engine_close. Any thread.
  * Proxies come from the environment as libcurl reads them (http_proxy, https_proxy, all_proxy,
  * no_proxy) unless courier_config_set_proxy set one; whether any is set is read once, here. The
- * cookie jar is read from the store here (courier_config_set_cookies).
- * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE (os_error set), COURIER_E_NO_MEMORY,
+ * cookie jar is read from the store here (courier_config_set_cookies). A cache the configuration
+ * names (courier_config_set_cache_store, or a default cache policy) is opened here.
+ * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_STORE (the store directory or the cache's store
+ * cannot be created or opened; os_error or store_error set), COURIER_E_NO_MEMORY,
  * COURIER_E_INTERNAL (libcurl or the thread could not start). */
 COURIER_API int courier_engine_open(courier_engine **out, const courier_config *config, courier_error *err);
 
@@ -418,8 +420,10 @@ COURIER_API int courier_engine_pending(int64_t *out_queued, int64_t *out_active,
 
 /* A new request. `method` is an HTTP token ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", or
  * any other token). `target` is a path joined to the base URL (the request's own, else the
- * engine's), or an absolute http/https URL. Joining puts exactly one '/' between base and path:
- * base "http://h/api" or "http://h/api/" with "v1/items" or "/v1/items" gives
+ * engine's), or an absolute http/https URL. It is absolute when it starts with a scheme (RFC 3986
+ * section 3.1: a letter, then letters, digits, '+', '-' or '.') followed by "://"; anything else is
+ * a path, including one whose query holds a URL ("/go?to=http://x"). Joining puts exactly one
+ * '/' between base and path: base "http://h/api" or "http://h/api/" with "v1/items" or "/v1/items" gives
  * "http://h/api/v1/items". Both strings are copied. *out is new: release it with
  * courier_request_free. Errors: COURIER_E_INVALID_ARGUMENT (NULL, or a method that is not a token),
  * COURIER_E_NO_MEMORY. A bad URL is reported when the request is sent (COURIER_E_INVALID_URL). */
@@ -525,8 +529,9 @@ typedef void (*courier_completion_fn)(uint64_t request_id, int code, courier_res
  * changed, reused or freed on return. On success *out_id (may be NULL) receives the request id,
  * never 0, and `done` will be called exactly once. On failure nothing is sent, `done` is not
  * called, and the code is returned (COURIER_E_INVALID_ARGUMENT, COURIER_E_INVALID_URL,
- * COURIER_E_INVALID_ENCODING, COURIER_E_CLOSED, COURIER_E_NO_MEMORY, or a customize callback's
- * code). Any thread. */
+ * COURIER_E_INVALID_ENCODING, COURIER_E_ROUTE_PARAMETER (a catalogue API's path parameter that no
+ * object filled: courier_request_new_api), COURIER_E_CLOSED, COURIER_E_NO_MEMORY, or a customize
+ * callback's code). Any thread. */
 COURIER_API int courier_send(uint64_t *out_id, courier_engine *engine, const courier_request *request,
                              courier_completion_fn done, void *user, courier_error *err);
 
@@ -1621,8 +1626,11 @@ COURIER_API int courier_engine_load_api_file(size_t *out_count, courier_engine *
                                              courier_error *err);
 /* A new request made from the declaration of `name`, to which the caller adds what this use
  * needs (parameters, courier_request_set_object for a path with parameters, ...) before sending
- * it on this engine. *out new (courier_request_free). Any thread.
- * Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_UNKNOWN_NAME, COURIER_E_NO_MEMORY. */
+ * it on this engine. A path with parameters ("/items/:id") must be filled by
+ * courier_request_set_object: sent without an object, the send fails with
+ * COURIER_E_ROUTE_PARAMETER (err names the parameter) and nothing is sent. A path without
+ * parameters has its backslash escapes removed here, as a route's. *out new (courier_request_free).
+ * Any thread. Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_UNKNOWN_NAME, COURIER_E_NO_MEMORY. */
 COURIER_API int courier_request_new_api(courier_request **out, courier_engine *engine, const char *name,
                                         courier_error *err);
 /* The declared names, sorted, as one JSON array of strings (*out new: courier_free; *out_len may be
@@ -1669,9 +1677,14 @@ COURIER_API int courier_request_set_form_body(courier_request *request, const co
  * runs, its entry is already readable. Failures are never cached, except that the HTTP policies
  * store the error statuses RFC 9111 allows (a 404 or 503 with explicit freshness, a 404, 405, 410,
  * 414 or 501 with heuristic freshness); such an entry answers with the same COURIER_E_HTTP_STATUS
- * and attached response as the network's answer did. A cache that cannot be opened
- * or written never fails a request (a line on stderr says why); the manager functions then return
- * COURIER_E_STORE.
+ * and attached response as the network's answer did. A cache the configuration names (a cache
+ * store, or a default policy other than COURIER_CACHE_NO_CACHE) is opened by courier_engine_open,
+ * which fails with the store's error when it cannot be opened; otherwise the cache opens at first
+ * use. A cache that cannot be opened there, or written, never fails a request (the request is sent
+ * without the cache, reason "none"); the engine's logger says why (component cache, event
+ * "cache_store_failed", level error) and the manager functions return COURIER_E_STORE. The library
+ * never writes to stderr itself: what the store has to say (moved aside, upgraded, broken while
+ * open) is a line on the engine's logger.
  *
  * The default key is: METHOD " " absolute URL (the target joined to the request's own base URL,
  * else the engine's; scheme and host lowercased; no fragment) "?" the parameters of the query
@@ -1768,8 +1781,13 @@ typedef int64_t (*courier_clock_fn)(void *user);
  * one entry to an eighth of it), the durability setting is the server's, and a call waits at
  * most the engine's timeout (courier_config_set_timeout_ms) or the URL's timeout_ms for Redis. Redis
  * down never fails a request (the policy sends it as on a miss); the manager functions then fail
- * with COURIER_E_REDIS. Copied; checked here, connected at first use. The configuration's thread
- * (it is not thread-safe), before the engine opens. Errors: COURIER_E_INVALID_ARGUMENT (empty, a redis URL of another shape),
+ * with COURIER_E_REDIS. Copied; checked here, opened by courier_engine_open (a directory that
+ * cannot be created or opened fails the open with COURIER_E_STORE), Redis connected at first use. A
+ * setting that looks like a URL of another scheme or a mistyped one (a scheme followed by ":/" or
+ * by "//": "http://h", "redis:/h", "redis//h") is refused rather than taken for a relative
+ * directory; a directory of that shape is written "./redis//h". The configuration's thread
+ * (it is not thread-safe), before the engine opens. Errors: COURIER_E_INVALID_ARGUMENT (empty, a
+ * redis URL of another shape, a mistyped URL),
  * COURIER_E_REDIS_UNSUPPORTED (a library built without Redis, or rediss:// without TLS in its
  * hiredis). */
 COURIER_API int courier_config_set_cache_store(courier_config *config, const char *store);
@@ -1805,7 +1823,8 @@ COURIER_API int courier_config_set_cache_durability(courier_config *config, cour
  * stored; detail=miss` (the detail is courier_cache_reason_name), so a service can pass it on.
  * Default 0. Errors: COURIER_E_INVALID_ARGUMENT (config NULL). */
 COURIER_API int courier_config_set_cache_status_header(courier_config *config, int on);
-/* The policy of requests that name none (default COURIER_CACHE_NO_CACHE).
+/* The policy of requests that name none (default COURIER_CACHE_NO_CACHE). Any other makes
+ * courier_engine_open open the cache (and fail with its store's error when it cannot).
  * Errors: COURIER_E_INVALID_ARGUMENT (a reserved id). */
 COURIER_API int courier_config_set_cache_policy(courier_config *config, courier_cache_policy policy);
 /* The clock the cache reads (creation, expiry, age) and the engine's timers run on (retry backoff,
@@ -2176,7 +2195,10 @@ COURIER_API int courier_log_get_level(const courier_engine *engine);
  *   transport   will_send, did_send, progress, finished (a request's trip);
  *   cache       from_cache and the cache's decisions: "cache_lookup" (what a policy found and why:
  *               "reason" a courier_cache_reason_name, "decision" "from_cache" or "network"),
- *               "cache_store" ("reason", "stored" true or false), "cache_stale_if_error";
+ *               "cache_store" ("reason", "stored" true or false), "cache_stale_if_error"; and
+ *               the store's own: "cache_store_opened" (warning: moved aside or upgraded at open),
+ *               "cache_store_failed" (error: it cannot be opened), "cache_store_broken" (error:
+ *               damaged while open; moved aside at the next open);
  *   journal     frozen and the journal's decisions: "journal_frozen" (why: "reason" offline,
  *               network_failure or ambiguous_failure), "journal_replay" (a resend went out: "reason"
  *               due, replay_now or resend), "journal_resent" ("reason" succeeded, failed_final or
@@ -2431,9 +2453,11 @@ COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, int64_
  * COURIER_E_INVALID_ARGUMENT, a build without Redis with COURIER_E_REDIS_UNSUPPORTED; Redis is
  * not asked then, so an engine opens while Redis is down. Until Redis answers, the courier_frozen_*
  * calls fail with COURIER_E_REDIS and a send that would be frozen ends with its own error (not
- * frozen); once it answers (a restart too) the same engine freezes and replays again. Not
- * thread-safe: the configuration's thread, before the engine opens (as every setter here).
- * Errors: COURIER_E_INVALID_ARGUMENT (1024 bytes or longer). */
+ * frozen); once it answers (a restart too) the same engine freezes and replays again. A setting
+ * that looks like a URL of another scheme or a mistyped one ("redis//h", "redis:/h") is refused
+ * here, as by courier_config_set_cache_store. Not thread-safe: the configuration's thread, before
+ * the engine opens (as every setter here).
+ * Errors: COURIER_E_INVALID_ARGUMENT (1024 bytes or longer, a mistyped URL). */
 COURIER_API int courier_config_set_frozen_store(courier_config *config, const char *location);
 /* Nonzero: the engine opens with automatic replay paused (courier_frozen_resume starts it), e.g.
  * to add event listeners first, or for tools that only look at the journal. */

@@ -199,6 +199,11 @@ CR_HIDDEN uint64_t cr_fnv1a64(const void *data, size_t len);
 CR_HIDDEN bool cr_url_valid(const char *url);
 /* Checks a path joined to an already checked base URL: no spaces or control bytes. */
 CR_HIDDEN bool cr_url_path_valid(const char *path);
+/* The length of the "scheme://" that s starts with (RFC 3986 section 3.1's scheme, ALPHA *( ALPHA /
+ * DIGIT / "+" / "-" / "." ), then "://"), else 0. The one test of whether a request target, key or
+ * logged URL is absolute: decided by its start alone, since a path's query may hold "://"
+ * ("/go?to=http://x"). */
+CR_HIDDEN size_t cr_url_scheme_len(const char *s);
 
 /* ---- files (util.c) ------------------------------------------------------------------------ */
 
@@ -223,6 +228,12 @@ typedef struct cr_redis_url {
 
 /* Whether a store setting names Redis: it starts with "redis://" or "rediss://" (any case). */
 CR_HIDDEN bool cr_redis_is_url(const char *s);
+/* Whether a store setting (cache or journal) that is neither a Redis URL nor "unix://..." looks
+ * like a URL or a mistyped one rather than a directory: a scheme (RFC 3986 section 3.1's syntax)
+ * then ":/" ("http://h", "redis:/h") or then "//" ("redis//h", which would otherwise be the
+ * relative directory "redis/h"). Such settings are refused (COURIER_E_INVALID_ARGUMENT); a
+ * directory of that shape is written "./redis//h". NULL: false. */
+CR_HIDDEN bool cr_store_setting_mistyped(const char *s);
 /* Whether this build has Redis (hiredis; CMake's COURIER_REDIS, SwiftPM's trait Redis). */
 CR_HIDDEN bool cr_redis_available(void);
 /* Parses a store URL into *out (release with cr_redis_url_free; zeroed on failure). Errors:

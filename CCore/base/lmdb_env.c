@@ -123,9 +123,9 @@ static int64_t wall_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Renames dir to "<dir>.<label>-<ms>-<pid>" (then "-1", "-2"... when taken) and says so on stderr.
- * 0 (aside holds the new name) or an errno value. */
-static int move_aside(const cr_lmdb_kind *kind, const char *dir, const char *why, char *aside, size_t cap) {
+/* Renames dir to "<dir>.<label>-<ms>-<pid>" (then "-1", "-2"... when taken). 0 (aside holds the
+ * new name) or an errno value. */
+static int move_aside(const cr_lmdb_kind *kind, const char *dir, char *aside, size_t cap) {
     int rc = -1;
     long long ms = (long long)wall_ms();
     for (int n = 0; n < 100 && rc != 0; n++) {
@@ -135,8 +135,6 @@ static int move_aside(const cr_lmdb_kind *kind, const char *dir, const char *why
         rc = rename(dir, aside);
     }
     if (rc != 0) return errno ? errno : EEXIST;
-    fprintf(stderr, "courier: the %s '%s' is unreadable (%s); kept as '%s'%s\n", kind->what, dir, why, aside,
-            kind->recreate ? ", starting a fresh one" : "");
     return 0;
 }
 
@@ -148,10 +146,10 @@ static void env_destroy(cr_lmdb_env *v) {
     free(v);
 }
 
-int cr_lmdb_env_acquire(const cr_lmdb_kind *kind, const char *dir, void *arg, cr_lmdb_env **out, bool *moved_aside,
-                        courier_error *err) {
+int cr_lmdb_env_acquire(const cr_lmdb_kind *kind, const char *dir, void *arg, cr_lmdb_env **out, char *note,
+                        size_t note_cap, courier_error *err) {
     *out = NULL;
-    if (moved_aside) *moved_aside = false;
+    if (note && note_cap) note[0] = '\0';
     pthread_once(&atfork_once, registry_init);
     char lockpath[PATH_MAX];
     if (snprintf(lockpath, sizeof lockpath, "%s.lock", dir) >= (int)sizeof lockpath)
@@ -220,7 +218,7 @@ int cr_lmdb_env_acquire(const cr_lmdb_kind *kind, const char *dir, void *arg, cr
         if (rc == MDB_INVALID && attempt == 0) {
             char aside[PATH_MAX + 64];
             if (!why) why = "corrupt";
-            os = move_aside(kind, dir, why, aside, sizeof aside);
+            os = move_aside(kind, dir, aside, sizeof aside);
             if (os) {
                 result = cr_fail(err, kind->corrupt_code, "the %s '%.100s' is unreadable (%s) and could not be moved aside: %s",
                                  kind->what, dir, why, strerror(os));
@@ -229,6 +227,9 @@ int cr_lmdb_env_acquire(const cr_lmdb_kind *kind, const char *dir, void *arg, cr
             }
             if (kind->recreate && mkdir_one(dir) == 0) {
                 moved = true;
+                if (note && note_cap)
+                    snprintf(note, note_cap, "the %s '%s' is unreadable (%s); kept as '%s', starting a fresh one",
+                             kind->what, dir, why, aside);
                 continue;
             }
             if (!kind->recreate) {
@@ -251,7 +252,7 @@ int cr_lmdb_env_acquire(const cr_lmdb_kind *kind, const char *dir, void *arg, cr
     }
     pthread_mutex_unlock(&registry_lock);
     if (lockfd >= 0) close(lockfd); /* releases the flock */
-    if (moved_aside) *moved_aside = moved && *out;
+    if (note && note_cap && !(moved && *out)) note[0] = '\0';
     return result;
 }
 

@@ -155,10 +155,12 @@ struct cr_lmdb_env {
 
 /* The environment of `dir` (created when absent) for this process: the one already open, with one
  * more reference, or a new one opened by kind->open (arg is its argument). A store that does not
- * open is moved aside; *moved_aside (may be NULL) says this call did so. *out new: release with
- * cr_lmdb_env_release. Returns COURIER_OK or a courier code in *err. */
-int cr_lmdb_env_acquire(const cr_lmdb_kind *kind, const char *dir, void *arg, cr_lmdb_env **out, bool *moved_aside,
-                        courier_error *err);
+ * open is moved aside; when this call did so and recreated it, `note` (may be NULL; note_cap bytes)
+ * says so in a sentence for the caller's engine to log (the floor has no engine and writes nothing
+ * to stderr), else it is "". *out new: release with cr_lmdb_env_release. Returns COURIER_OK or a
+ * courier code in *err. */
+int cr_lmdb_env_acquire(const cr_lmdb_kind *kind, const char *dir, void *arg, cr_lmdb_env **out, char *note,
+                        size_t note_cap, courier_error *err);
 /* Drops a reference; the last closes the environment. NULL-safe. */
 void cr_lmdb_env_release(cr_lmdb_env *v);
 

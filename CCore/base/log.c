@@ -561,9 +561,9 @@ static bool secret_name(const cr_obs_snap *s, const char *name, size_t len) {
 /* Appends url with user information and (per the redaction mode) query values replaced by "***". */
 static int redact_url(cr_buf *out, const cr_obs_snap *s, const char *url) {
     const char *p = url;
-    const char *scheme_end = strstr(url, "://");
-    if (scheme_end) {
-        const char *host = scheme_end + 3;
+    size_t scheme = cr_url_scheme_len(url);
+    if (scheme) {
+        const char *host = url + scheme;
         size_t auth_len = strcspn(host, "/?#");
         const char *at = memchr(host, '@', auth_len);
         if (cr_buf_append(out, url, (size_t)(host - url))) return COURIER_E_NO_MEMORY;

@@ -26,6 +26,15 @@ bool cr_redis_is_url(const char *s) {
     return s && (strncasecmp(s, "redis://", 8) == 0 || strncasecmp(s, "rediss://", 9) == 0);
 }
 
+bool cr_store_setting_mistyped(const char *s) {
+    if (!s || cr_redis_is_url(s) || strncasecmp(s, "unix://", 7) == 0) return false;
+    size_t n = 0;
+    while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
+           (n && ((s[n] >= '0' && s[n] <= '9') || s[n] == '+' || s[n] == '-' || s[n] == '.')))
+        n++;
+    return n && ((s[n] == ':' && s[n + 1] == '/') || (s[n] == '/' && s[n + 1] == '/'));
+}
+
 void cr_redis_url_free(cr_redis_url *u) {
     if (!u) return;
     free(u->host);

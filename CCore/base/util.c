@@ -446,6 +446,15 @@ int cr_base64_encode(cr_buf *out, const void *data, size_t len) {
     return COURIER_OK;
 }
 
+static bool ascii_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+size_t cr_url_scheme_len(const char *s) {
+    if (!s || !ascii_alpha(s[0])) return 0; /* ASCII only, whatever the locale */
+    size_t n = 1;
+    while (ascii_alpha(s[n]) || (s[n] >= '0' && s[n] <= '9') || s[n] == '+' || s[n] == '-' || s[n] == '.') n++;
+    return strncmp(s + n, "://", 3) == 0 ? n + 3 : 0;
+}
+
 bool cr_url_path_valid(const char *path) {
     for (const unsigned char *p = (const unsigned char *)path; *p; p++)
         if (*p <= 0x20 || *p == 0x7F) return false; /* spaces and controls must be percent-encoded */

@@ -81,7 +81,7 @@ int courier_config_set_cache_expiry_ms(courier_config *cfg, int64_t expiry_ms) {
 }
 
 int courier_config_set_cache_store(courier_config *cfg, const char *store) {
-    if (!cfg || (store && !*store)) return COURIER_E_INVALID_ARGUMENT;
+    if (!cfg || (store && !*store) || cr_store_setting_mistyped(store)) return COURIER_E_INVALID_ARGUMENT;
     if (cr_redis_is_url(store)) {
         cr_redis_url u;
         int rc = cr_redis_url_parse(store, &u, NULL);
@@ -210,6 +210,12 @@ int cr_cache_engine_init(courier_engine *e, const cr_answer_ops *answer, courier
     c->default_policy = cfg->cache_policy;
     c->clock = cr_callback_retain(cfg->clock);
     cr_core(e)->cache = c;
+    /* A cache the configuration names (its store, or a policy for every request) is opened now: a
+     * store that cannot be opened fails the engine's open with its code (issue 28: it used to
+     * turn caching off, said only on stderr). Redis is connected at first use, not here. */
+    if (cfg->cache_store || cfg->cache_policy != COURIER_CACHE_NO_CACHE) {
+        if (!cr_cache_open_store(e, err)) return cr_cache_store_code(e);
+    }
     return COURIER_OK;
 }
 
@@ -243,9 +249,10 @@ void cr_cache_engine_free(courier_engine *e) {
     cr_core(e)->cache = NULL;
 }
 
-/* The store, opened on first use: the LMDB store in "<store dir>/cache" or the directory the
- * cache store setting names, or Redis for a redis:// URL. NULL when it cannot be opened (logged
- * once). */
+/* The store, opened at engine open when the configuration names a cache (cr_cache_engine_init),
+ * else on first use: the LMDB store in "<store dir>/cache" or the directory the cache store setting
+ * names, or Redis for a redis:// URL. NULL when it cannot be opened (not retried; logged once on
+ * the engine's logger). */
 cr_cache_store *cr_cache_open_store(courier_engine *e, courier_error *err) {
     struct cr_cache *c = cr_core(e)->cache;
     cr_cache_store *open = __atomic_load_n(&c->store, __ATOMIC_ACQUIRE); /* set once, never changed */
@@ -253,6 +260,8 @@ cr_cache_store *cr_cache_open_store(courier_engine *e, courier_error *err) {
     pthread_mutex_lock(&c->lock);
     const char *where = cr_core(e)->config->cache_store;
     char dir[PATH_MAX];
+    char note[PATH_MAX * 2 + 256];
+    note[0] = '\0'; /* not zero-filled: a store that failed brings every cache request here */
     if (!c->store && !c->open_failed) {
         courier_error local;
         cr_cache_store *s = NULL;
@@ -264,19 +273,22 @@ cr_cache_store *cr_cache_open_store(courier_engine *e, courier_error *err) {
             else snprintf(dir, sizeof dir, "%s/cache", cr_core(e)->store_dir);
             int64_t map = c->max_bytes * 4 + ((int64_t)8 << 20);
             map = (map + ((int64_t)1 << 20) - 1) & ~(((int64_t)1 << 20) - 1);
-            rc = cr_store_open_lmdb(dir, map, cr_core(e)->config->cache_durability, &s, &local);
+            rc = cr_store_open_lmdb(e, dir, map, cr_core(e)->config->cache_durability, &s, note, sizeof note, &local);
         }
         __atomic_store_n(&c->store, s, __ATOMIC_RELEASE);
         if (rc) {
             c->open_failed = rc;
             c->open_error = local;
-            cr_cache_log("cannot open the cache in '%s': %s", cr_redis_is_url(where) ? "redis" : dir, local.message);
+            snprintf(note, sizeof note, "cannot open the cache in '%s': %s", cr_redis_is_url(where) ? "redis" : dir,
+                     local.message);
         }
     }
     cr_cache_store *s = c->store;
     int failed = c->open_failed;
     courier_error why = c->open_error;
     pthread_mutex_unlock(&c->lock);
+    /* What the open did (a store moved aside, upgraded) or why it failed: on the engine's logger. */
+    if (note[0]) cr_cache_note(e, s ? COURIER_LOG_WARNING : COURIER_LOG_ERROR, s ? "cache_store_opened" : "cache_store_failed", "%s", note);
     if (!s) {
         /* The open's own detail (its message, store_error, os_error), whatever its code. */
         if (failed && err) *err = why;

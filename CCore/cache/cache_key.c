@@ -110,7 +110,7 @@ static int pairs_from_query(pair_list *pl, const cr_cache_req *c, const char *q,
     return COURIER_OK;
 }
 
-static bool absolute(const char *s) { return strstr(s, "://") != NULL; }
+static bool absolute(const char *s) { return cr_url_scheme_len(s) != 0; }
 
 int cr_cache_key_for(const courier_engine *e, const courier_request *r, char **out) {
     *out = NULL;
@@ -140,9 +140,9 @@ int cr_cache_key_for(const courier_engine *e, const courier_request *r, char **o
         char *hash = strchr(url, '#');
         if (hash) *hash = '\0';
         /* Lowercase scheme and host. */
-        char *sep = strstr(url, "://");
-        if (sep) {
-            char *host_end = sep + 3;
+        size_t scheme = cr_url_scheme_len(url);
+        if (scheme) {
+            char *host_end = url + scheme;
             while (*host_end && *host_end != '/' && *host_end != '?') host_end++;
             for (char *p = url; p < host_end; p++) *p = (char)tolower((unsigned char)*p);
         }
@@ -215,9 +215,9 @@ int cr_cache_vary_suffix(cr_buf *out, const char *names, size_t names_len,
 
 /* The scheme://authority prefix length of an absolute URL, or 0. */
 static size_t origin_len(const char *url) {
-    const char *sep = strstr(url, "://");
-    if (!sep) return 0;
-    const char *p = sep + 3;
+    size_t scheme = cr_url_scheme_len(url);
+    if (!scheme) return 0;
+    const char *p = url + scheme;
     while (*p && *p != '/' && *p != '?' && *p != '#') p++;
     return (size_t)(p - url);
 }
@@ -234,8 +234,7 @@ int cr_cache_get_key_of_ref(const courier_engine *e, const char *base, const cha
         if (origin_len(ref) != olen || strncasecmp(ref, base, olen) != 0) return COURIER_E_NOT_FOUND;
         rc = cr_buf_append_str(&u, ref);
     } else if (ref[0] == '/' && ref[1] == '/') { /* scheme-relative */
-        const char *sep = strstr(base, "://");
-        rc = cr_buf_append(&u, base, (size_t)(sep - base) + 1) || cr_buf_append_str(&u, ref);
+        rc = cr_buf_append(&u, base, cr_url_scheme_len(base) - 2) || cr_buf_append_str(&u, ref); /* "scheme:" */
         if (!rc && (origin_len(u.data) != olen || strncasecmp(u.data, base, olen) != 0)) {
             cr_buf_free(&u);
             return COURIER_E_NOT_FOUND;

@@ -197,7 +197,7 @@ int courier_cache_put_key(courier_engine *e, const char *key, int status, const 
     en->method_len = 3;
     en->url = "";
     const char *sp = strchr(key, ' ');
-    if (sp && strstr(sp, "://")) { /* a default-style key: "METHOD URL..." */
+    if (sp && cr_url_scheme_len(sp + 1)) { /* a default-style key: "METHOD URL..." */
         en->method = key;
         en->method_len = (size_t)(sp - key);
         en->url = sp + 1;

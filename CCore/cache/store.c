@@ -86,6 +86,7 @@ struct cr_store {
     atomic_int resizing;      /* a map resize waits for readers: new readers wait on rw */
     atomic_int extra_readers; /* read transactions running outside the slots (all were busy) */
     atomic_int broken;
+    _Atomic(const char *) broken_why; /* static text: why it broke (each engine's backend logs it once) */
     _Atomic int64_t next_size_check; /* coarse monotonic ns: when a reader next checks the file's size */
     bool moved_aside; /* this process found the store unusable at open and moved it aside */
     bool verify; /* check every value's checksum on read (the no-sync setting, see cr_store_get) */
@@ -143,13 +144,14 @@ static int newest_order(MDB_cursor *c, MDB_val *k, MDB_val *v) {
     return rc;
 }
 
-void cr_cache_log(const char *fmt, ...) {
+void cr_cache_note(courier_engine *e, int level, const char *event, const char *fmt, ...) {
+    if (!e || !cr_log_wants(e, COURIER_LOG_CACHE, level)) return;
     va_list ap;
-    char line[512];
+    char line[PATH_MAX + 512];
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "courier: cache: %s\n", line);
+    cr_log_fields(e, COURIER_LOG_CACHE, level, event, 0, line, NULL, 0);
 }
 
 /* The map, the disk (or the file size limit, or the quota) is full: evict, retry, else drop.
@@ -165,8 +167,8 @@ static void mark_broken(cr_store *s, int rc) {
     snprintf(path, sizeof path, "%s/CORRUPT", s->base.dir);
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     if (fd >= 0) close(fd);
-    cr_cache_log("store '%s' reported '%s'; it will be moved aside and recreated at the next open", s->base.dir,
-                 mdb_strerror(rc));
+    const char *expected = NULL; /* the first reason stays (cut_short's, when it set one) */
+    atomic_compare_exchange_strong(&s->broken_why, &expected, mdb_strerror(rc));
 }
 
 /* ---- entry format ---------------------------------------------------------------------------- */
@@ -404,6 +406,8 @@ static bool meta_record_ok(const MDB_val *k, const MDB_val *v) {
 typedef struct store_open_arg {
     int64_t map_bytes;
     int durability;
+    char *note; /* cr_store_acquire's: what the open did that its caller logs */
+    size_t note_cap;
 } store_open_arg;
 
 /* The file beside data.mdb of a store that has opened once (cr_lmdb_data_lost). */
@@ -465,7 +469,9 @@ static int store_open(cr_lmdb_env *base, void *arg, const char **why) {
         }
         if (f < CR_STORE_FORMAT) {
             rc = migrate_v1(s, txn);
-            if (rc == 0) cr_cache_log("store '%s': format %u upgraded to %u", s->base.dir, f, CR_STORE_FORMAT);
+            if (rc == 0 && o->note && o->note_cap)
+                snprintf(o->note, o->note_cap, "the cache store '%s': format %u upgraded to %u", s->base.dir, f,
+                         CR_STORE_FORMAT);
         }
     }
     if (rc == MDB_NOTFOUND || (rc == 0 && f < CR_STORE_FORMAT)) {
@@ -511,13 +517,18 @@ static const cr_lmdb_kind cache_kind = {
     .destroy = store_destroy,
 };
 
-int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_store **out, courier_error *err) {
-    store_open_arg arg = {map_bytes, durability};
+int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_store **out, char *note, size_t note_cap,
+                     courier_error *err) {
+    char moved[PATH_MAX * 2 + 200];
+    store_open_arg arg = {map_bytes, durability, note, note_cap};
+    if (note && note_cap) note[0] = '\0';
     cr_lmdb_env *base = NULL;
-    bool moved = false;
-    int rc = cr_lmdb_env_acquire(&cache_kind, dir, &arg, &base, &moved, err);
+    int rc = cr_lmdb_env_acquire(&cache_kind, dir, &arg, &base, moved, sizeof moved, err);
     *out = (cr_store *)base;
-    if (rc == COURIER_OK && moved) (*out)->moved_aside = true;
+    if (rc == COURIER_OK && moved[0]) {
+        (*out)->moved_aside = true;
+        if (note && note_cap) snprintf(note, note_cap, "%s", moved); /* the fresh store has nothing to upgrade */
+    }
     return rc;
 }
 
@@ -631,7 +642,8 @@ static bool cut_short(cr_store *s, bool always) {
             return false;
     }
     int rc = cr_lmdb_file_intact(s->base.env, &s->base.file_largest);
-    if (rc && !atomic_load(&s->broken)) cr_cache_log("store '%s': its data file was cut short while open", s->base.dir);
+    const char *expected = NULL;
+    if (rc) atomic_compare_exchange_strong(&s->broken_why, &expected, "its data file was cut short while open");
     if (rc) mark_broken(s, rc);
     return rc != 0;
 }
@@ -1424,17 +1436,35 @@ int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *
 typedef struct lmdb_backend {
     cr_cache_store base;
     cr_store *s;
+    courier_engine *e; /* the engine whose cache this is: told when the store breaks */
+    atomic_bool told;
 } lmdb_backend;
 
 #define LB(b) (((lmdb_backend *)(b))->s)
+
+/* After an operation (no transaction held): a store that broke while open is said once, on this
+ * engine's logger; it answers "miss" until the next open moves it aside. */
+static int told(cr_cache_store *b, int rc) {
+    lmdb_backend *lb = (lmdb_backend *)b;
+    if (atomic_load_explicit(&lb->s->broken, memory_order_relaxed) && !atomic_exchange(&lb->told, true)) {
+        const char *why = atomic_load(&lb->s->broken_why);
+        cr_cache_note(lb->e, COURIER_LOG_ERROR, "cache_store_broken",
+                      "the cache store '%s' reported '%s'; it will be moved aside and recreated at the next open",
+                      lb->s->base.dir, why ? why : "corrupt");
+    }
+    return rc;
+}
 
 static void lb_release(cr_cache_store *b) {
     if (!b) return;
     cr_store_release(LB(b));
     free(b);
 }
-static int lb_read_begin(cr_cache_store *b, cr_read *out) { return cr_store_read_begin(LB(b), out); }
-static void lb_read_end(cr_cache_store *b, cr_read *r) { cr_store_read_end(LB(b), r); }
+static int lb_read_begin(cr_cache_store *b, cr_read *out) { return told(b, cr_store_read_begin(LB(b), out)); }
+static void lb_read_end(cr_cache_store *b, cr_read *r) {
+    cr_store_read_end(LB(b), r);
+    (void)told(b, 0);
+}
 static int lb_get(cr_cache_store *b, cr_read *r, const char *key, size_t key_len, const uint8_t hash[16],
                   cr_entry *out) {
     (void)key, (void)key_len;
@@ -1447,29 +1477,29 @@ static int lb_vary_get(cr_cache_store *b, cr_read *r, const char *key, size_t ke
 }
 static int lb_write(cr_cache_store *b, const cr_store_put *puts, size_t n, int64_t limit_bytes, int64_t now_ms,
                     cr_store_effect *effect, courier_error *err) {
-    return cr_store_write(LB(b), puts, n, limit_bytes, now_ms, effect, err);
+    return told(b, cr_store_write(LB(b), puts, n, limit_bytes, now_ms, effect, err));
 }
 static int lb_remove(cr_cache_store *b, const char *key, size_t key_len, const uint8_t hash[16], courier_error *err) {
     (void)key, (void)key_len;
-    return cr_store_remove(LB(b), hash, err);
+    return told(b, cr_store_remove(LB(b), hash, err));
 }
 static int lb_remove_all(cr_cache_store *b, int64_t *removed, courier_error *err) {
-    return cr_store_remove_all(LB(b), removed, err);
+    return told(b, cr_store_remove_all(LB(b), removed, err));
 }
 static int lb_remove_since(cr_cache_store *b, int64_t since_ms, int64_t *removed, courier_error *err) {
-    return cr_store_remove_since(LB(b), since_ms, removed, err);
+    return told(b, cr_store_remove_since(LB(b), since_ms, removed, err));
 }
 static int lb_remove_expired(cr_cache_store *b, int64_t now_ms, int64_t *removed, courier_error *err) {
-    return cr_store_remove_expired(LB(b), now_ms, removed, err);
+    return told(b, cr_store_remove_expired(LB(b), now_ms, removed, err));
 }
 static int lb_totals(cr_cache_store *b, int64_t *bytes, int64_t *count, courier_error *err) {
-    return cr_store_totals(LB(b), bytes, count, err);
+    return told(b, cr_store_totals(LB(b), bytes, count, err));
 }
 static int lb_verify(cr_cache_store *b, courier_cache_verify_report *r, courier_error *err) {
-    return cr_store_verify(LB(b), r, err);
+    return told(b, cr_store_verify(LB(b), r, err));
 }
 static int lb_list(cr_cache_store *b, cr_list_item **items, size_t *count, courier_error *err) {
-    return cr_store_list(LB(b), items, count, err);
+    return told(b, cr_store_list(LB(b), items, count, err));
 }
 
 static const cr_store_ops lmdb_ops = {
@@ -1489,11 +1519,14 @@ static const cr_store_ops lmdb_ops = {
     .list = lb_list,
 };
 
-int cr_store_open_lmdb(const char *dir, int64_t map_bytes, int durability, cr_cache_store **out, courier_error *err) {
+int cr_store_open_lmdb(courier_engine *e, const char *dir, int64_t map_bytes, int durability, cr_cache_store **out,
+                       char *note, size_t note_cap, courier_error *err) {
     *out = NULL;
     lmdb_backend *b = calloc(1, sizeof *b);
     if (!b) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    int rc = cr_store_acquire(dir, map_bytes, durability, &b->s, err);
+    b->e = e;
+    atomic_init(&b->told, false);
+    int rc = cr_store_acquire(dir, map_bytes, durability, &b->s, note, note_cap, err);
     if (rc) {
         free(b);
         return rc;

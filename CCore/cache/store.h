@@ -66,10 +66,12 @@ typedef struct cr_store cr_store;
 
 /* Opens (or shares) the cache environment in `dir` (created if absent). A corrupt store, or one
  * written by a newer format, is moved aside (renamed "<dir>.broken-<time>-<pid>") and a fresh one
- * created, with a line on stderr. map_bytes sizes the map of a new environment in this process.
+ * created; an older format is upgraded. What this call did so is said in `note` (may be NULL;
+ * note_cap bytes; "" when nothing) for the caller's engine to log: the store has no engine and
+ * writes nothing to stderr. map_bytes sizes the map of a new environment in this process.
  * *out is new: release with cr_store_release. */
-CR_HIDDEN int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_store **out,
-                               courier_error *err);
+CR_HIDDEN int cr_store_acquire(const char *dir, int64_t map_bytes, int durability, cr_store **out, char *note,
+                               size_t note_cap, courier_error *err);
 CR_HIDDEN void cr_store_release(cr_store *s);
 CR_HIDDEN const char *cr_store_dir(const cr_store *s);
 
@@ -188,9 +190,10 @@ struct cr_cache_store {
     const cr_store_ops *ops;
 };
 
-/* The LMDB backend on the store in `dir` (cr_store_acquire's arguments and errors). */
-CR_HIDDEN int cr_store_open_lmdb(const char *dir, int64_t map_bytes, int durability, cr_cache_store **out,
-                                 courier_error *err);
+/* The LMDB backend on the store in `dir` for engine e (cr_store_acquire's arguments, note and
+ * errors). The backend logs on e, once, that the store broke while open (cr_cache_note). */
+CR_HIDDEN int cr_store_open_lmdb(courier_engine *e, const char *dir, int64_t map_bytes, int durability,
+                                 cr_cache_store **out, char *note, size_t note_cap, courier_error *err);
 /* The Redis backend (store_redis.c) on the server of a redis:// URL; no connection is made yet
  * (the first operation connects). timeout_ms bounds every call (the URL's timeout_ms wins).
  * Errors: those of cr_redis_open. */
@@ -201,8 +204,10 @@ CR_HIDDEN int cr_store_open_redis(const char *url, int64_t timeout_ms, cr_cache_
  * slot. Its length in the key text. */
 CR_HIDDEN size_t cr_cache_primary_len(const char *key, size_t key_len);
 
-/* A line on stderr (the store has no engine to log to). */
-CR_HIDDEN void cr_cache_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A line of the cache component on e's logger (event `event`, at `level`); nothing anywhere else:
+ * a library writes nothing to stderr of its own. Any thread that holds no store transaction. */
+CR_HIDDEN void cr_cache_note(courier_engine *e, int level, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

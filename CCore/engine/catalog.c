@@ -243,6 +243,23 @@ static int apply_decl(courier_request **out, const json_t *decl, const char *api
     courier_request *r = NULL;
     int rc = courier_request_new(&r, method ? json_string_value(method) : "GET", json_string_value(path));
     if (rc) return cr_fail(err, rc, "API '%.100s': cannot make its request", api);
+    /* A path with parameters waits for courier_request_set_object (its send fails until then);
+     * one without has its escapes removed now, as a route's is. */
+    cr_buf filled = {0};
+    courier_error ferr;
+    rc = cr_route_fill(r->target, NULL, &filled, NULL, &ferr);
+    if (rc == COURIER_E_ROUTE_PARAMETER) {
+        r->route_unfilled = 1;
+    } else if (rc == COURIER_OK) {
+        char *t = cr_buf_take(&filled, NULL);
+        if (t) cr_request_take_target(r, t);
+        else rc = COURIER_E_NO_MEMORY;
+    }
+    cr_buf_free(&filled);
+    if (rc != COURIER_OK && rc != COURIER_E_ROUTE_PARAMETER) {
+        courier_request_free(r);
+        return cr_fail(err, rc, NULL);
+    }
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)decl, k, v) {
@@ -675,11 +692,9 @@ int courier_engine_add_response_descriptor(courier_engine *e, const char *method
 /* The request's path as patterns see it: the target's path (an absolute URL's, after its host),
  * without query or fragment and leading slashes. */
 static void request_path(const char *target, const char **p, size_t *len) {
-    const char *s = target, *sep = strstr(target, "://");
-    if (sep) {
-        s = strchr(sep + 3, '/');
-        if (!s) s = "";
-    }
+    const char *s = target;
+    size_t scheme = cr_url_scheme_len(target);
+    if (scheme) s = target + scheme + strcspn(target + scheme, "/?#");
     while (*s == '/') s++;
     *p = s;
     *len = strcspn(s, "?#");

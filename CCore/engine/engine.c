@@ -410,6 +410,13 @@ static cr_later *later_detach(courier_engine *e, cr_transfer *t, bool take) {
     a->user = t->user;
     a->attempts = t->attempts;
     a->waited_s = t->waited_s;
+    /* What the finished event and log line say of the request (issue 28: a cache write's line
+     * read "GET ? -> 200 (0.0 ms)"): copies, since t stays in use until the engine frees it. */
+    a->obs_t0_ns = t->obs_t0_ns;
+    if ((t->method && !(a->method = cr_strdup(t->method))) || (t->url && !(a->url = cr_strdup(t->url)))) {
+        cr_transfer_free(a);
+        return NULL;
+    }
     cr_raise_move(&a->raised, &t->raised); /* user_error.c: answered with the caller */
     t->caller_gone = 1;
     return (cr_later *)a;

@@ -183,10 +183,10 @@ static bool is_idempotent(const char *m) {
 /* "scheme://host:port" of an absolute URL that cr_url_valid accepted (so: http or https, with a
  * host). Read by hand: a second full parse per request would cost more than the rest of this. */
 static char *host_key(const char *url) {
-    const char *p = strstr(url, "://");
-    if (!p) return NULL;
-    size_t scheme_len = (size_t)(p - url);
-    const char *auth = p + 3;
+    size_t scheme_len = cr_url_scheme_len(url);
+    if (!scheme_len) return NULL;
+    const char *auth = url + scheme_len;
+    scheme_len -= 3; /* "://" */
     size_t auth_len = strcspn(auth, "/?#");
     const char *at = memchr(auth, '@', auth_len); /* drop userinfo */
     if (at) {

@@ -171,6 +171,9 @@ struct courier_request {
     char *method; /* in the request's own allocation (courier_request_new), or NULL (borrowed) */
     char *target; /* likewise, unless target_owned: then its own allocation (cr_request_take_target) */
     int target_owned;
+    /* target is an API declaration's path pattern with parameters (catalog.c) that no object has
+     * filled yet: the send fails with COURIER_E_ROUTE_PARAMETER rather than sending ":id" (issue 28) */
+    int route_unfilled;
     char *base_url;
     cr_kvlist params;
     int use_default_params;

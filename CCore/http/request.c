@@ -597,9 +597,8 @@ int courier_outgoing_header_at(const char **name, const char **value, const cour
 
 /* ---- preparing a transfer -------------------------------------------------------------------- */
 
-static bool is_absolute_url(const char *s) {
-    return strncasecmp(s, "http://", 7) == 0 || strncasecmp(s, "https://", 8) == 0 || strstr(s, "://") != NULL;
-}
+/* A scheme at the start, not "://" anywhere: a path's query may hold a URL (base.h). */
+static bool is_absolute_url(const char *s) { return cr_url_scheme_len(s) != 0; }
 
 /* Appends s percent-encoded, its bytes first converted from UTF-8 to `charset` (NULL: UTF-8). */
 static int encode_text(cr_buf *out, cr_buf *tmp, const char *charset, const char *s) {
@@ -719,6 +718,14 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     cr_buf enc = {0};
     int rc = COURIER_E_NO_MEMORY;
 
+    /* An API's path with parameters and no object (catalog.c): refused, naming the parameter. */
+    if (r->route_unfilled) {
+        cr_buf unused = {0};
+        rc = cr_route_fill(r->target, NULL, &unused, NULL, err); /* err names the parameter */
+        cr_buf_free(&unused);
+        if (rc == COURIER_OK) rc = cr_fail(err, COURIER_E_ROUTE_PARAMETER, "path '%.200s' is not filled", r->target);
+        goto fail_reported;
+    }
     /* URL: absolute target, or base (the request's, else the engine's) joined with the path. */
     const char *base = r->base_url ? r->base_url : cfg->base_url;
     if (is_absolute_url(r->target)) {

@@ -134,9 +134,10 @@ static int append_scalar(cr_buf *out, const json_t *v) {
 
 int cr_route_fill(const char *pattern, const json_t *object, cr_buf *out, json_t *used, courier_error *err) {
     /* An absolute URL's scheme and authority are literal (":8080" is a port, not a parameter). */
-    const char *start = pattern, *sep = strstr(pattern, "://");
-    if (sep) {
-        const char *slash = strchr(sep + 3, '/');
+    const char *start = pattern;
+    size_t scheme = cr_url_scheme_len(pattern);
+    if (scheme) {
+        const char *slash = strchr(pattern + scheme, '/');
         start = slash ? slash : pattern + strlen(pattern);
         if (cr_buf_append(out, pattern, (size_t)(start - pattern))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
@@ -153,6 +154,9 @@ int cr_route_fill(const char *pattern, const json_t *object, cr_buf *out, json_t
         }
         const char *name = p + 1;
         const json_t *v = object ? cr_json_path(object, name, n) : NULL;
+        if (!v && !object)
+            return cr_fail(err, COURIER_E_ROUTE_PARAMETER, "route parameter ':%.*s' has no value: give an object",
+                           (int)n, name);
         if (!v)
             return cr_fail(err, COURIER_E_ROUTE_PARAMETER, "route parameter ':%.*s' is not in the object", (int)n,
                            name);
@@ -234,7 +238,7 @@ int courier_request_set_object(courier_request *r, const courier_json *object, c
     if (rc == COURIER_OK) {
         char *target = cr_buf_take(&path, NULL);
         if (!target) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-        else cr_request_take_target(r, target);
+        else cr_request_take_target(r, target), r->route_unfilled = 0;
     }
     json_decref(rest);
     json_decref(used);

@@ -81,7 +81,8 @@ int courier_config_set_frozen_poll_ms(courier_config *c, int64_t poll_ms) {
 }
 
 int courier_config_set_frozen_store(courier_config *c, const char *location) {
-    if (!c || (location && strlen(location) >= sizeof c->frozen.store)) return COURIER_E_INVALID_ARGUMENT;
+    if (!c || (location && strlen(location) >= sizeof c->frozen.store) || cr_store_setting_mistyped(location))
+        return COURIER_E_INVALID_ARGUMENT;
     snprintf(c->frozen.store, sizeof c->frozen.store, "%s", location ? location : "");
     return COURIER_OK;
 }

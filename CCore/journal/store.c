@@ -214,7 +214,7 @@ int cj_jenv_acquire(const char *store_dir, uint32_t nonce, jenv **out, courier_e
     if (snprintf(dir, sizeof dir, "%s/journal", store_dir) >= (int)sizeof dir)
         return cr_fail(err, COURIER_E_STORE, "the store path is too long");
     cr_lmdb_env *base = NULL;
-    int rc = cr_lmdb_env_acquire(&journal_kind, dir, NULL, &base, NULL, err);
+    int rc = cr_lmdb_env_acquire(&journal_kind, dir, NULL, &base, NULL, 0, err);
     if (rc) return rc;
     jenv *v = (jenv *)base;
     pthread_mutex_lock(&v->lock);

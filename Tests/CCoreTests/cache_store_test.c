@@ -7,6 +7,7 @@
  * process while this one reads.
  */
 #include "harness.h"
+#include "log_lines.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -871,7 +872,156 @@ static void test_map_grown_by_another_process(void) {
     courier_engine_close(e);
 }
 
-TESTS_MAIN(T(test_put_get_by_key), T(test_totals_are_exact), T(test_expiry_uses_the_clock), T(test_remove_since),
+/* ---- issue 28 bug 9: a store that cannot be opened fails the open; nothing on stderr ---------- */
+
+/* fd 2 sent to a file of its own from stderr_begin to stderr_end, which returns the bytes written
+ * there (the library must write none). */
+static char stderr_path[700];
+static int stderr_begin(void) {
+    fflush(stderr);
+    snprintf(stderr_path, sizeof stderr_path, "%s/stderr.txt", th_tmpdir());
+    int saved = dup(2), fd = open(stderr_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (saved < 0 || fd < 0) th_fail(__FILE__, __LINE__, "cannot redirect fd 2");
+    dup2(fd, 2);
+    close(fd);
+    return saved;
+}
+static long stderr_end(int saved) {
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    struct stat st;
+    return stat(stderr_path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static int open_with_cache(courier_engine **e, const char *dir, const char *cache_store, int policy,
+                           courier_error *err) {
+    courier_config *cfg = NULL;
+    courier_config_new(&cfg);
+    courier_config_set_base_url(cfg, th_base());
+    courier_config_set_store_dir(cfg, dir);
+    if (cache_store) CHECK_EQ(courier_config_set_cache_store(cfg, cache_store), COURIER_OK);
+    if (policy) courier_config_set_cache_policy(cfg, (courier_cache_policy)policy);
+    int rc = courier_engine_open(e, cfg, err);
+    courier_config_free(cfg);
+    return rc;
+}
+
+static void make_file(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0);
+    close(fd);
+}
+
+static void test_unopenable_cache_store_fails_open(void) {
+    const char *dir = th_tmpdir();
+    char file[700], under_file[800], store2[700], cache2[800];
+    snprintf(file, sizeof file, "%s/a-file", dir);
+    make_file(file);
+    snprintf(under_file, sizeof under_file, "%s/cache", file); /* cannot be created: ENOTDIR, even as root */
+    /* A cache store the configuration names. */
+    courier_engine *e = NULL;
+    courier_error err;
+    int saved = stderr_begin();
+    int rc = open_with_cache(&e, dir, under_file, 0, &err);
+    long written = stderr_end(saved);
+    CHECK_EQ(rc, COURIER_E_STORE);
+    CHECK_EQ(err.code, COURIER_E_STORE);
+    CHECK_EQ(err.os_error, ENOTDIR);
+    CHECK(e == NULL);
+    CHECK_EQ(written, 0);
+    /* The default store's cache, with a default policy: "<store dir>/cache" is a file. */
+    snprintf(store2, sizeof store2, "%s/store2", dir);
+    CHECK(mkdir(store2, 0700) == 0);
+    snprintf(cache2, sizeof cache2, "%s/cache", store2);
+    make_file(cache2);
+    saved = stderr_begin();
+    rc = open_with_cache(&e, store2, NULL, COURIER_CACHE_CACHE_FIRST, &err);
+    written = stderr_end(saved);
+    CHECK_EQ(rc, COURIER_E_STORE);
+    CHECK_EQ(err.code, COURIER_E_STORE);
+    CHECK_EQ(written, 0);
+    /* No cache named: the engine opens; a request with a policy is sent without the cache, and
+     * why is on the engine's logger, not on stderr. */
+    REQUIRE(open_with_cache(&e, store2, NULL, 0, &err) == COURIER_OK);
+    lines l;
+    lines_init(&l);
+    courier_log_add_callback(NULL, e, COURIER_LOG_TRACE, on_line, &l, NULL);
+    courier_request *r = NULL;
+    REQUIRE(courier_request_new(&r, "GET", "/json?bug9") == COURIER_OK);
+    courier_request_set_cache_policy(r, COURIER_CACHE_CACHE_FIRST);
+    courier_response *resp = NULL;
+    saved = stderr_begin();
+    rc = courier_send_sync(&resp, e, r, NULL);
+    int64_t count = -1;
+    int size_rc = courier_cache_size(NULL, &count, e, &err);
+    written = stderr_end(saved);
+    CHECK_EQ(rc, COURIER_OK);
+    CHECK_EQ(size_rc, COURIER_E_STORE);
+    CHECK_EQ(written, 0);
+    courier_response_free(resp);
+    courier_request_free(r);
+    courier_json *line = find_line(&l, "cache_store_failed", 0);
+    CHECK(line != NULL);
+    if (line) CHECK_STR(jstr(line, "level"), "error");
+    courier_json_free(line);
+    courier_engine_close(e);
+    lines_clear(&l);
+}
+
+/* A store setting that looks like a mistyped URL ("redis//host" would be the relative directory
+ * "redis/host") is refused; a directory of that shape is written "./...". */
+static void test_mistyped_store_url_is_refused(void) {
+    courier_config *cfg = NULL;
+    REQUIRE(courier_config_new(&cfg) == COURIER_OK);
+    static const char *bad[] = {"redis//localhost:6379", "rediss//h", "redis:/h", "http://h/x", "file:///tmp/x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (courier_config_set_cache_store(cfg, bad[i]) != COURIER_E_INVALID_ARGUMENT)
+            th_fail(__FILE__, __LINE__, "cache store %s accepted", bad[i]);
+        if (courier_config_set_frozen_store(cfg, bad[i]) != COURIER_E_INVALID_ARGUMENT)
+            th_fail(__FILE__, __LINE__, "frozen store %s accepted", bad[i]);
+    }
+    static const char *good[] = {"./redis//h", "/tmp//x", "cache/dir", "redis", "a.b-c"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        CHECK_EQ(courier_config_set_cache_store(cfg, good[i]), COURIER_OK);
+        CHECK_EQ(courier_config_set_frozen_store(cfg, good[i]), COURIER_OK);
+    }
+    courier_config_free(cfg);
+}
+
+/* A store moved aside at open is said on the engine's logger, never on stderr. */
+static void test_moved_aside_is_logged_not_printed(void) {
+    const char *dir = th_tmpdir();
+    courier_engine *e = NULL;
+    courier_error err;
+    REQUIRE(open_with_cache(&e, dir, NULL, 0, &err) == COURIER_OK);
+    CHECK_EQ(put_text(e, "before", "x", 60), COURIER_OK);
+    courier_engine_close(e);
+    char path[700];
+    snprintf(path, sizeof path, "%s/cache/data.mdb", dir);
+    CHECK(truncate(path, 100) == 0);
+    REQUIRE(open_with_cache(&e, dir, NULL, 0, &err) == COURIER_OK); /* the cache opens at first use */
+    lines l;
+    lines_init(&l);
+    courier_log_add_callback(NULL, e, COURIER_LOG_TRACE, on_line, &l, NULL);
+    int saved = stderr_begin();
+    int64_t count = -1;
+    int rc = courier_cache_size(NULL, &count, e, NULL);
+    long written = stderr_end(saved);
+    CHECK_EQ(rc, COURIER_OK);
+    CHECK_EQ(count, 0);
+    CHECK_EQ(written, 0);
+    CHECK_EQ(count_broken(dir), 1);
+    courier_json *line = find_line(&l, "cache_store_opened", 0);
+    CHECK(line != NULL);
+    if (line) CHECK_STR(jstr(line, "level"), "warning");
+    courier_json_free(line);
+    courier_engine_close(e);
+    lines_clear(&l);
+}
+
+TESTS_MAIN(T(test_unopenable_cache_store_fails_open), T(test_mistyped_store_url_is_refused),
+           T(test_moved_aside_is_logged_not_printed), T(test_put_get_by_key), T(test_totals_are_exact), T(test_expiry_uses_the_clock), T(test_remove_since),
            T(test_eviction_expired_first_then_oldest), T(test_map_full_never_fails),
            T(test_two_engines_share_one_store), T(test_garbage_store_is_moved_aside),
            T(test_newer_format_is_moved_aside), T(test_format1_store_is_upgraded), T(test_two_processes_write_and_read),

@@ -552,7 +552,42 @@ static void test_catalogue_is_shared_between_threads(void) {
     courier_engine_close(e);
 }
 
-TESTS_MAIN(T(test_api_version_is_inserted_between_base_and_path), T(test_api_version_rejects_bad_segments),
+/* issue 28 bug 6: an API whose path has a parameter, sent without an object, fails with
+ * COURIER_E_ROUTE_PARAMETER (it was sent with the literal ":id"); a path without parameters has its
+ * escapes removed, as a route's. */
+static void test_api_path_parameter_without_object_is_refused(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    static const char doc[] = "{\"apis\":{\"shop\":{\"item\":{\"path\":\"/echo/items/:id\"},"
+                              "\"colon\":{\"path\":\"/echo/a\\\\:b\"}}}}";
+    REQUIRE(courier_engine_load_apis(NULL, e, doc, strlen(doc), &err) == COURIER_OK);
+    courier_request *r = NULL;
+    REQUIRE(courier_request_new_api(&r, e, "shop.item", &err) == COURIER_OK);
+    uint64_t id = 99;
+    CHECK_EQ(courier_send(&id, e, r, NULL, NULL, &err), COURIER_E_ROUTE_PARAMETER);
+    CHECK_EQ(err.code, COURIER_E_ROUTE_PARAMETER);
+    CHECK_EQ(id, 0);
+    CHECK_EQ(courier_send_sync(NULL, e, r, &err), COURIER_E_ROUTE_PARAMETER);
+    courier_request_free(r);
+    /* With an object it is filled and sent. */
+    REQUIRE(courier_request_new_api(&r, e, "shop.item", &err) == COURIER_OK);
+    courier_json *obj = parse("{\"id\":7}");
+    REQUIRE(courier_request_set_object(r, obj, &err) == COURIER_OK);
+    courier_json_free(obj);
+    courier_response *resp = NULL;
+    REQUIRE(send_free(e, r, &resp, &err) == COURIER_OK);
+    CHECK_STR(echoed(resp, "path"), "/echo/items/7");
+    courier_response_free(resp);
+    /* An escaped colon is no parameter: sent as a literal ':'. */
+    REQUIRE(courier_request_new_api(&r, e, "shop.colon", &err) == COURIER_OK);
+    REQUIRE(send_free(e, r, &resp, &err) == COURIER_OK);
+    CHECK_STR(echoed(resp, "path"), "/echo/a:b");
+    courier_response_free(resp);
+    courier_engine_close(e);
+}
+
+TESTS_MAIN(T(test_api_path_parameter_without_object_is_refused), T(test_api_version_is_inserted_between_base_and_path), T(test_api_version_rejects_bad_segments),
            T(test_declared_api_is_used_by_name), T(test_declared_cache_and_freeze_policies_apply),
            T(test_catalogue_loads_from_json), T(test_named_route_fills_pattern_percent_encoded),
            T(test_class_routes_send_the_rest_in_the_body), T(test_error_body_is_mapped_into_an_error_model),

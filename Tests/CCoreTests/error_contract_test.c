@@ -667,20 +667,42 @@ static void cache_functions_fail(courier_engine *e, int want) {
 }
 
 static void cache_store_that_cannot_open(void) {
+    /* A cache store the configuration names is opened with the engine: its open fails, with the
+     * store's detail (issue 28: caching used to be turned off, said only on stderr). */
+    const char *dir = th_tmpdir();
     char path[700];
-    snprintf(path, sizeof path, "%s/a-file", th_tmpdir());
+    snprintf(path, sizeof path, "%s/a-file", dir);
     FILE *f = fopen(path, "w");
     REQUIRE(f);
     fclose(f);
-    courier_engine *e = stored_engine(path, NULL);
+    courier_config *cfg = NULL;
+    REQUIRE(courier_config_new(&cfg) == COURIER_OK);
+    CHECK_EQ(courier_config_set_store_dir(cfg, dir), COURIER_OK);
+    CHECK_EQ(courier_config_set_cache_store(cfg, path), COURIER_OK);
+    courier_engine *e = NULL;
+    courier_error err;
+    memset(&err, 0x5A, sizeof err);
+    CHECK_EQ(courier_engine_open(&e, cfg, &err), COURIER_E_STORE);
+    courier_config_free(cfg);
+    CHECK(e == NULL);
+    CHECK_EQ(err.code, COURIER_E_STORE);
+    CHECK_CONTAINS(err.message, "a-file");
+    CHECK(err.os_error != 0 || err.store_error != 0);
+    /* The store's own cache, opened at first use, where "<store>/cache" is a file: the manager
+     * functions fail with the open's code and detail. */
+    store_now = dir;
+    cache_store_now = frozen_store_now = NULL;
+    snprintf(path, sizeof path, "%s/cache", dir);
+    REQUIRE((f = fopen(path, "w")));
+    fclose(f);
+    e = th_engine(on_store);
     REQUIRE(e);
     cache_functions_fail(e, COURIER_E_STORE);
     /* Each failure carries the open's own detail, not only its code. */
     courier_response *resp = NULL;
-    courier_error err;
     memset(&err, 0x5A, sizeof err);
     CHECK_EQ(courier_cache_get_key(&resp, e, "GET http://127.0.0.1/x", 0, &err), COURIER_E_STORE);
-    CHECK_CONTAINS(err.message, "a-file");
+    CHECK_CONTAINS(err.message, "cache");
     CHECK(err.os_error != 0 || err.store_error != 0);
     courier_engine_close(e);
 }

@@ -101,6 +101,50 @@ static void component_levels_and_cache_lines(void) {
     lines_clear(&l);
 }
 
+/* issue 28 bug 3: the finished line of a request whose response is written to the cache keeps its
+ * URL and duration (it read "GET ? -> 200 (0.0 ms) cache: miss"), under each writing policy. */
+static void finished_line_of_a_cache_write(void) {
+    lines l;
+    lines_init(&l);
+    courier_engine *e = open_with(th_tmpdir(), 0, &l);
+    REQUIRE(e);
+    static const struct {
+        courier_cache_policy policy;
+        const char *path;
+    } cases[] = {{COURIER_CACHE_CACHE_FIRST, "/json?finished=first"},
+                 {COURIER_CACHE_HTTP, "/cache?max_age=60&body=finished-http"},
+                 {COURIER_CACHE_WRITE_ONLY, "/json?finished=write"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        courier_request *r = NULL;
+        REQUIRE(courier_request_new(&r, "GET", cases[i].path) == COURIER_OK);
+        courier_request_set_cache_policy(r, cases[i].policy);
+        courier_response *resp = NULL;
+        courier_error err;
+        int rc = courier_send_sync(&resp, e, r, &err);
+        courier_request_free(r);
+        CHECK_EQ(rc, COURIER_OK);
+        uint64_t id = rc == COURIER_OK ? courier_response_request_id(resp) : 0;
+        CHECK_EQ(courier_response_cache_reason(resp), COURIER_CACHE_REASON_MISS);
+        courier_response_free(resp);
+        courier_json *line = find_line(&l, "finished", id);
+        REQUIRE(line);
+        CHECK_STR(jstr(line, "url"), th_url(cases[i].path));
+        CHECK_STR(jstr(line, "method"), "GET");
+        CHECK_STR(jstr(line, "cache"), "miss");
+        CHECK(courier_json_real(courier_json_get(line, "duration_ms")) > 0);
+        courier_json_free(line);
+        /* Written: the next read of it is a hit. */
+        int has = 0;
+        REQUIRE(courier_request_new(&r, "GET", cases[i].path) == COURIER_OK);
+        courier_request_set_cache_policy(r, cases[i].policy);
+        CHECK_EQ(courier_cache_has(&has, e, r, NULL), COURIER_OK);
+        CHECK_EQ(has, 1);
+        courier_request_free(r);
+    }
+    courier_engine_close(e);
+    lines_clear(&l);
+}
+
 static atomic_int frozen_code;
 static void on_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
     (void)id; (void)err; (void)user;
@@ -207,4 +251,4 @@ static void file_rotates_by_day(void) {
     th_clock_set_offset_ms(0);
 }
 
-TESTS_MAIN(T(component_levels_and_cache_lines), T(journal_freeze_and_expiry_lines), T(file_rotates_by_day))
+TESTS_MAIN(T(component_levels_and_cache_lines), T(finished_line_of_a_cache_write), T(journal_freeze_and_expiry_lines), T(file_rotates_by_day))

@@ -76,6 +76,35 @@ static void test_per_request_base_url_and_absolute_url(void) {
     courier_engine_close(e);
 }
 
+/* issue 28 bug 2: a relative path whose query holds "://" is a path (absoluteness is the scheme at
+ * the start alone, RFC 3986 section 3.1), sent to the base URL, keyed in the cache as joined. */
+static void test_relative_path_with_url_in_query(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    static const char *paths[] = {"/echo?to=http://x", "echo?to=http://u@x:1/y#f", "echo?a=1&next=https://h/p?q"};
+    static const char *queries[] = {"to=http://x", "to=http://u@x:1/y", "a=1&next=https://h/p?q"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        courier_request *r = NULL;
+        REQUIRE(courier_request_new(&r, "GET", paths[i]) == COURIER_OK);
+        char *body = echo(e, r);
+        CHECK_CONTAINS(body, "\"path\":\"/echo\"");
+        char want[200];
+        snprintf(want, sizeof want, "\"query\":\"%s\"", queries[i]);
+        CHECK_CONTAINS(body, want);
+        free(body);
+        /* The cache key is the joined URL too. */
+        char *key = NULL;
+        CHECK_EQ(courier_cache_key(&key, e, r), COURIER_OK);
+        char prefix[300];
+        snprintf(prefix, sizeof prefix, "GET %s/echo?", th_base());
+        if (!key || strncmp(key, prefix, strlen(prefix)) != 0)
+            th_fail(__FILE__, __LINE__, "key of %s: %s", paths[i], key ? key : "(null)");
+        courier_free(key);
+        courier_request_free(r);
+    }
+    courier_engine_close(e);
+}
+
 static void test_invalid_urls(void) {
     courier_engine *e = th_engine(NULL);
     REQUIRE(e);
@@ -523,7 +552,7 @@ static void test_config_validation(void) {
     CHECK_EQ(courier_version_num(), COURIER_VERSION_NUM);
 }
 
-TESTS_MAIN(T(test_url_joining), T(test_per_request_base_url_and_absolute_url), T(test_invalid_urls), T(test_methods),
+TESTS_MAIN(T(test_url_joining), T(test_per_request_base_url_and_absolute_url), T(test_relative_path_with_url_in_query), T(test_invalid_urls), T(test_methods),
            T(test_query_params_encoding), T(test_bad_params_refused), T(test_form_and_json_body_params),
            T(test_engine_json_encoding), T(test_raw_body), T(test_default_headers_and_params),
            T(test_request_headers_copied_whole),

@@ -314,4 +314,26 @@ final class CacheTests: LoopbackTestCase {
         await assertThrows(.invalidArgument) { try await self.engine.send(request) }
         await assertThrows(.invalidArgument) { try await self.engine.send(request.cachePolicy(.custom(50))) }
     }
+
+    /// Issue 28 bug 9: a cache store that cannot be opened turned caching off silently (a line on
+    /// the library's stderr); the engine's open throws the store error. A mistyped Redis URL
+    /// ("redis//host", which would be the relative directory "redis/host") is refused.
+    func testACacheStoreThatCannotOpenFailsTheOpen() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("courier-bug9-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        XCTAssertTrue(FileManager.default.createFile(atPath: base + "/a-file", contents: Data()))
+        XCTAssertThrowsError(try makeEngine { $0.cacheStore = base + "/a-file/cache" }) {
+            XCTAssertEqual(($0 as? CourierError)?.code, .store)
+        }
+        try FileManager.default.createDirectory(atPath: base + "/store", withIntermediateDirectories: true)
+        XCTAssertTrue(FileManager.default.createFile(atPath: base + "/store/cache", contents: Data()))
+        XCTAssertThrowsError(try makeEngine {
+            $0.storeDirectory = base + "/store"
+            $0.cachePolicy = .cacheFirst
+        }) { XCTAssertEqual(($0 as? CourierError)?.code, .store) }
+        XCTAssertThrowsError(try makeEngine { $0.cacheStore = "redis//localhost:6379" }) {
+            XCTAssertEqual(($0 as? CourierError)?.code, .invalidArgument)
+        }
+    }
 }

@@ -132,4 +132,14 @@ final class CatalogTests: LoopbackTestCase {
         XCTAssertEqual(error?.response?.status, 200)
         await assertThrows(.invalidArgument) { try await self.engine.send(Request.get("/").statusCodes(300...600)) }
     }
+
+    /// Issue 28 bug 6: an API whose path has a parameter, sent without an object, was sent with
+    /// the literal ":id"; it throws routeParameter.
+    func testAPIPathParameterWithoutAnObjectThrows() async throws {
+        let item = API("shop.item", .init(path: "/echo/items/:id"))
+        try engine.register(item)
+        await assertThrows(.routeParameter) { try await self.engine.send(item) }
+        let filled = try await engine.send(item.object(Lookup(id: "7", lang: "en")))
+        XCTAssertEqual(echoed(filled, "path"), "/echo/items/7")
+    }
 }

@@ -215,4 +215,28 @@ final class LoggingTests: LoopbackTestCase {
         XCTAssertEqual(LogLevel(Logger.Level.notice), .info)
     }
     #endif
+
+    /// Issue 28 bug 3: the finished line of a request whose response was written to the cache read
+    /// "GET ? -> 200 (0.0 ms) cache: miss"; it keeps its URL and duration under every writing policy.
+    func testFinishedLineOfACacheWriteKeepsURLAndDuration() async throws {
+        let lines = Locked<[String]>([])
+        try engine.addLogSink(.handler(level: .info) { _, line in lines.mutate { $0.append(line) } })
+        let cases: [(CachePolicy, String)] = [(.cacheFirst, "/json?finished=first"),
+                                              (.http, "/cache?max_age=60&body=finished-http"),
+                                              (.writeOnly, "/json?finished=write")]
+        for (policy, path) in cases {
+            let response = try await engine.send(Request.get(path).cachePolicy(policy))
+            XCTAssertEqual(response.cacheReason, .miss)
+            let finished = try parse(lines.get()).filter {
+                $0["event"] as? String == "finished" &&
+                    (($0["request_id"] as? NSNumber)?.uint64Value == response.requestID.rawValue)
+            }
+            XCTAssertEqual(finished.count, 1, path)
+            XCTAssertEqual(finished.first?["url"] as? String, server.baseURL + path)
+            XCTAssertEqual(finished.first?["cache"] as? String, "miss")
+            XCTAssertGreaterThan(finished.first?["duration_ms"] as? Double ?? 0, 0, path)
+            let again = try await engine.send(Request.get(path).cachePolicy(policy == .http ? .http : .cacheFirst))
+            XCTAssertTrue(again.fromCache, path) // it was written
+        }
+    }
 }

@@ -332,4 +332,15 @@ final class RequestTests: LoopbackTestCase {
         let echo5 = try Echo(try await engine.send(request))
         XCTAssertEqual(echo5.headers("X-A"), ["1"])
     }
+
+    /// Issue 28 bug 2: "://" in a relative path's query does not make it absolute (only a scheme at
+    /// the start does, RFC 3986 section 3.1); the C core decides it.
+    func testRelativePathWithAURLInItsQuery() async throws {
+        let response = try await engine.send(.get("/echo?to=http://x"))
+        XCTAssertEqual(response.json?["path"]?.string, "/echo")
+        XCTAssertEqual(response.json?["query"]?.string, "to=http://x&app=courier") // and the default parameter
+        let relative = try await engine.send(.get("echo?next=https://u@h:1/p"))
+        XCTAssertEqual(relative.json?["path"]?.string, "/echo")
+        XCTAssertEqual(relative.json?["query"]?.string, "next=https://u@h:1/p&app=courier")
+    }
 }

@@ -215,7 +215,11 @@ extension Configuration {
     /// the same; see `courier_config_set_cache_store`). Redis down never fails a request; the
     /// manager then throws ``CourierError/redis``; the engine opens while Redis is down. A library
     /// built without Redis (the package trait `Redis`, off by default, not named; or no hiredis)
-    /// throws ``CourierError/redisUnsupported`` at open.
+    /// throws ``CourierError/redisUnsupported`` at open. The cache is opened with the engine: a
+    /// directory that cannot be created or opened throws ``CourierError/store`` from
+    /// `Engine(configuration:)`, and a setting that looks like a mistyped URL (`"redis//host"`,
+    /// `"redis:/host"`) throws ``CourierError/invalidArgument`` rather than naming the relative
+    /// directory `redis/host` (write `"./redis//host"` for that).
     public var cacheStore: String? {
         get { setting("cacheStore") }
         set {
@@ -236,7 +240,8 @@ extension Configuration {
         }
     }
 
-    /// The policy of requests that name none. Default ``CachePolicy/noCache``.
+    /// The policy of requests that name none. Default ``CachePolicy/noCache``. Any other opens the
+    /// cache with the engine (``CourierError/store`` from `Engine(configuration:)` when it cannot).
     public var cachePolicy: CachePolicy {
         get { setting("cachePolicy") ?? .noCache }
         set {

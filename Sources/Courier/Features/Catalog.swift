@@ -362,8 +362,9 @@ extension Engine {
     /// Sends a declared API as it is declared.
     /// - Parameter api: The API (`API.home.feed`).
     /// - Returns: The response.
-    /// - Throws: ``CourierError/Code/unknownName`` when the engine does not know it, and as
-    ///   ``send(_:)-(Request)``.
+    /// - Throws: ``CourierError/Code/unknownName`` when the engine does not know it,
+    ///   ``CourierError/Code/routeParameter`` when its path has a parameter (":id") and no object
+    ///   fills it (use ``API/object(_:encoder:)``; nothing is sent), and as ``send(_:)-(Request)``.
     public func send(_ api: API) async throws -> Response { try await send(api.request) }
 
     /// A named route (RestKit's `routeWithName:pathPattern:method:`), or a class route for an
@@ -473,7 +474,8 @@ extension Engine {
 extension CourierError.Code {
     /// No API is declared under that name, or no route under that name (or for that type and method).
     public static let unknownName = CourierError.Code(COURIER_E_UNKNOWN_NAME)
-    /// A path pattern's parameter is missing from the object, or not a string, number or boolean.
+    /// A path pattern's parameter is missing from the object, or not a string, number or boolean,
+    /// or a declared API's path parameter was sent without an object.
     public static let routeParameter = CourierError.Code(COURIER_E_ROUTE_PARAMETER)
     /// An API declaration or catalogue of the wrong shape (the message names the field).
     public static let catalog = CourierError.Code(COURIER_E_CATALOG)

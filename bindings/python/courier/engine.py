@@ -359,7 +359,10 @@ class Engine:
         interceptors: :class:`Interceptor` objects, in order.
         cache: default cache policy (:class:`CachePolicy`); cache_store (a directory, LMDB, or a
         ``redis://[[user]:password@]host[:port][/db]`` URL: a Redis cache shared by every engine that
-        names it; :class:`courier.RedisError` from the manager when Redis is down), cache_expiry (s),
+        names it; :class:`courier.RedisError` from the manager when Redis is down; opened with the
+        engine, as is the cache of a default ``cache`` policy: :class:`courier.StoreError` when it
+        cannot be opened, :class:`courier.InvalidArgument` for a mistyped URL such as
+        ``"redis//host"``), cache_expiry (s),
         cache_max_bytes, cache_durability, clock (``fn() -> seconds since the epoch``, for tests of expiry),
         cache_status_header (responses carry a ``Cache-Status`` field, RFC 9211).
         envelope: a :class:`courier.Envelope`; json_types: MIME types decoded as JSON;
@@ -895,7 +898,8 @@ class Engine:
     def api(self, name: str, **kw: Unpack[RequestOptions]) -> Response:
         """Sends API ``name`` from the catalogue with this use's options added
         (``engine.api("home.feed", params={"page": "2"})``; ``object=`` fills a path's
-        parameters). Raises :class:`courier.UnknownName` for an undeclared name."""
+        parameters; without it, a path with parameters raises :class:`courier.RouteParameterError`).
+        Raises :class:`courier.UnknownName` for an undeclared name."""
         return self.send(Request.api(name, **kw))
 
     def add_route(self, path_pattern: str, *, name: Optional[str] = None, object_type: Optional[str] = None,

@@ -181,3 +181,19 @@ def test_http_cached_404_is_the_network_404(base_url, tmp_path, clock) -> None:
         r = second.value.response
         assert r is not None and r.status == 404 and r.from_cache and r.cache_reason == CacheReason.FRESH
         assert first.value.response.cache_reason == CacheReason.MISS
+
+
+def test_cache_store_that_cannot_open_fails_the_engine_open(base_url, tmp_path, capfd) -> None:
+    # issue 28 bug 9: caching was silently off (reason "none"), said only on the library's stderr.
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(courier.StoreError) as info:
+        courier.Engine(base_url, store=tmp_path / "store", cache_store=str(tmp_path / "a-file" / "cache"))
+    assert info.value.code == courier.StoreError.CODE
+    (tmp_path / "store2").mkdir()
+    (tmp_path / "store2" / "cache").write_text("")  # the default cache directory is a file
+    with pytest.raises(courier.StoreError):
+        courier.Engine(base_url, store=tmp_path / "store2", cache=CachePolicy.CACHE_FIRST)
+    # A mistyped Redis URL is not taken for the relative directory "redis/host".
+    with pytest.raises(courier.InvalidArgument):
+        courier.Engine(base_url, store=tmp_path / "store", cache_store="redis//localhost:6379")
+    assert capfd.readouterr().err == ""  # the library wrote nothing of its own

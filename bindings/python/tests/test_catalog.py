@@ -115,3 +115,14 @@ def test_catalogue_requests_in_groups_async_and_the_cache_manager(engine) -> Non
         async with courier.AsyncEngine(engine=engine) as aengine:
             return (await aengine.api("home.item", object={"id": 4})).json()["path"]
     assert asyncio.run(main()) == "/echo/items/4"
+
+
+def test_api_path_parameter_without_object_is_refused(engine) -> None:
+    # issue 28 bug 6: the literal ":id" was sent; an unfilled parameter is RouteParameterError.
+    engine.add_api("shop.item", {"path": "/echo/items/:id"})
+    with pytest.raises(courier.RouteParameterError) as info:
+        engine.api("shop.item")
+    assert info.value.code == courier.RouteParameterError.CODE
+    with pytest.raises(courier.RouteParameterError):
+        engine.send(courier.Request.api("shop.item"))
+    assert engine.api("shop.item", object={"id": 7}).json()["path"] == "/echo/items/7"

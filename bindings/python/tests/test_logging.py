@@ -112,3 +112,21 @@ def test_every_sink_defaults_to_trace() -> None:
     import inspect
     for method in (courier.Engine.add_log_file, courier.Engine.add_log_stderr, courier.Engine.add_log_sink):
         assert inspect.signature(method).parameters["min_level"].default == LogLevel.TRACE
+
+
+@pytest.mark.parametrize("policy,path", [(courier.CachePolicy.CACHE_FIRST, "/json?finished=first"),
+                                         (courier.CachePolicy.HTTP, "/cache?max_age=60&body=finished-http"),
+                                         (courier.CachePolicy.WRITE_ONLY, "/json?finished=write")])
+def test_finished_line_of_a_cache_write(engine, base_url: str, policy, path: str) -> None:
+    # issue 28 bug 3: the line read "GET ? -> 200 (0.0 ms) cache: miss" when the response was stored.
+    lines = []
+    engine.add_log_sink(lambda level, line: lines.append(json.loads(line)), LogLevel.INFO)
+    r = engine.get(path, cache=policy)
+    assert r.cache_reason == courier.CacheReason.MISS
+    finished = [d for d in lines if d["event"] == "finished" and d.get("request_id") == r.request_id]
+    assert len(finished) == 1
+    assert finished[0]["url"] == base_url + path
+    assert finished[0]["cache"] == "miss"
+    assert finished[0]["duration_ms"] > 0
+    reread = policy if policy == courier.CachePolicy.HTTP else courier.CachePolicy.CACHE_FIRST
+    assert engine.get(path, cache=reread).from_cache  # it was written

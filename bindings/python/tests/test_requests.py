@@ -157,3 +157,11 @@ def test_version() -> None:
         assert m and courier.library_version() == m.group(1)
     assert courier.library_version_num() >> 16 == 0
     assert courier.strerror(courier.Timeout.CODE)
+
+
+def test_relative_path_with_url_in_query(engine: courier.Engine) -> None:
+    # issue 28 bug 2: "://" in the query does not make a path absolute (the scheme at the start does).
+    r = engine.get("/echo?to=http://x")
+    assert r.json()["path"] == "/echo" and r.json()["query"] == "to=http://x"
+    r = engine.get("echo?next=https://u@h:1/p")
+    assert r.json()["path"] == "/echo" and r.json()["query"] == "next=https://u@h:1/p"
