@@ -811,21 +811,18 @@ static void test_many_readers_and_a_writer(void) {
 static void test_map_grown_by_another_process(void) {
     SKIP_FORK_UNDER_TSAN();
     const char *dir = th_tmpdir();
-    courier_engine *e = open_engine(dir, 64 * 1024); /* map = 4 * 64 KiB + 8 MiB */
-    REQUIRE(e);
-    enum { NKEYS = 20, NREADERS = 3 };
-    put_reader_keys(e, NKEYS);
-    atomic_int stop = 0;
-    reader_arg args[NREADERS];
-    pthread_t th[NREADERS];
-    for (int i = 0; i < NREADERS; i++) {
-        args[i] = (reader_arg){e, NKEYS, &stop, 0, 0, (unsigned)i * 104729u + 3};
-        REQUIRE(pthread_create(&th[i], NULL, reader_main, &args[i]) == 0);
-    }
+    /* The child is forked before this process has an engine or reader threads (a fork while other
+     * threads allocate can leave the child with a lock of the allocator held: AddressSanitizer's,
+     * hung once in a loaded ctest run), and waits on a pipe until the readers run. */
+    int go[2];
+    REQUIRE(pipe(go) == 0);
     fflush(NULL);
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+        close(go[1]);
+        char c;
+        if (read(go[0], &c, 1) != 1) _exit(2);
         /* The registry forgot the parent's environment: this one is opened with a 1 GiB limit. */
         courier_engine *big = open_engine(dir, (int64_t)1 << 30);
         int errors = big ? 0 : 1;
@@ -840,8 +837,24 @@ static void test_map_grown_by_another_process(void) {
         courier_engine_close(big);
         _exit(errors ? 1 : 0);
     }
+    close(go[0]);
+    courier_engine *e = open_engine(dir, 64 * 1024); /* map = 4 * 64 KiB + 8 MiB */
+    enum { NKEYS = 20, NREADERS = 3 };
+    if (e) put_reader_keys(e, NKEYS);
+    atomic_int stop = 0;
+    reader_arg args[NREADERS];
+    pthread_t th[NREADERS];
+    int started = 0;
+    for (int i = 0; e && i < NREADERS; i++) {
+        args[i] = (reader_arg){e, NKEYS, &stop, 0, 0, (unsigned)i * 104729u + 3};
+        if (pthread_create(&th[i], NULL, reader_main, &args[i]) == 0) started++;
+    }
+    /* Grow now (or, when this process could not start, let the child end at once). */
+    if (write(go[1], "g", 1) != 1) th_fail(__FILE__, __LINE__, "cannot start the child");
+    close(go[1]);
     int status = 0;
     waitpid(pid, &status, 0);
+    REQUIRE(e && started == NREADERS);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     usleep(100000); /* the readers meet the grown map */
     atomic_store(&stop, 1);
