@@ -175,29 +175,49 @@ static int claim(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const cha
     size_t plen;
     int rc;
     char *text = NULL;
+    jsend *s = calloc(1, sizeof *s); /* before the claim's write: a claim is written only with its send */
+    if (!s) return ENOMEM;
     if (had && j->store->st_update_with) {
         /* The text the pass read, copied before the write (which may move it): written back with
          * the new state, not read again. */
-        if (!(text = malloc(hadlen ? hadlen : 1))) return ENOMEM;
+        if (!(text = malloc(hadlen ? hadlen : 1))) {
+            free(s);
+            return ENOMEM;
+        }
         memcpy(text, had, hadlen);
         if ((rc = j->store->st_update_with(j, txn, seq, &old, st, text, hadlen))) {
+            free(s);
             free(text);
             return rc;
         }
         ptext = text;
         plen = hadlen;
     } else if (j->store->st_update_text) { /* the text read once, with the state it keeps */
-        if ((rc = j->store->st_update_text(j, txn, seq, &old, st, &ptext, &plen))) return rc;
+        if ((rc = j->store->st_update_text(j, txn, seq, &old, st, &ptext, &plen))) {
+            free(s);
+            return rc;
+        }
     } else {
-        if ((rc = cj_st_update(j, txn, seq, &old, st))) return rc;
+        /* The text first, then the claim. On a store without transactions (Redis) a claim written
+         * and its text's read failed (Redis gone between the two) is a claim with no send behind
+         * it: written by the commit, or by a later turn (the writes Redis did not take are kept),
+         * it held the record for this live engine until the lease ended (300 s by default), and
+         * with it every ordered record of its host. */
         jstate again;
-        if ((rc = cj_rec_get(j, txn, seq, &again, &ptext, &plen))) return rc == MDB_NOTFOUND ? 0 : rc; /* removed meanwhile (Redis) */
+        if ((rc = cj_rec_get(j, txn, seq, &again, &ptext, &plen)) || !(text = malloc(plen ? plen : 1))) {
+            free(s);
+            return rc == MDB_NOTFOUND ? 0 : rc ? rc : ENOMEM; /* removed meanwhile (Redis) */
+        }
+        memcpy(text, ptext, plen); /* (borrowed until the next operation) */
+        if ((rc = cj_st_update(j, txn, seq, &old, st))) {
+            free(s);
+            free(text);
+            return rc;
+        }
     }
-    jsend *s = calloc(1, sizeof *s);
-    if (!text && s && (text = malloc(plen ? plen : 1))) memcpy(text, ptext, plen);
-    if (!s || !text) {
-        free(s);
-        free(text);
+    if (!text && (text = malloc(plen ? plen : 1))) memcpy(text, ptext, plen);
+    if (!text) {
+        free(s); /* (LMDB: the transaction is aborted, its claim with it) */
         return ENOMEM;
     }
     s->text = text;

@@ -484,6 +484,29 @@ int th_redis_flush(void) {
 #endif
 }
 
+int th_redis_command(const char *command, long long *out) {
+    if (out) *out = 0;
+#ifdef COURIER_TEST_REDIS
+    const char *url = th_redis_url();
+    const char *colon = url ? strrchr(url, ':') : NULL;
+    if (!colon) return -1;
+    redisContext *c = redisConnect("127.0.0.1", atoi(colon + 1));
+    if (!c || c->err) {
+        if (c) redisFree(c);
+        return -1;
+    }
+    redisReply *r = redisCommand(c, command); /* (no % in the tests' commands: a plain format) */
+    int rc = r && r->type != REDIS_REPLY_ERROR ? 0 : -1;
+    if (r && out) *out = r->type == REDIS_REPLY_INTEGER ? r->integer : r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : 0;
+    if (r) freeReplyObject(r);
+    redisFree(c);
+    return rc;
+#else
+    (void)command;
+    return -1;
+#endif
+}
+
 int th_redis_stop(void) { return th_redis_dir[0] ? th_redis_fixture("stop") : 0; }
 
 int th_redis_restart(void) { return th_redis_dir[0] ? th_redis_fixture("restart") : -1; }

@@ -147,6 +147,10 @@ int th_redis_flush(void);
 /* Kills the test's redis-server with SIGKILL (no shutdown: only what its append-only file holds
  * survives) and waits for it to go; th_redis_restart starts it again on its files. 0 on success. */
 int th_redis_kill(void);
+/* Runs one command on the test's Redis (words split at spaces, as redis-cli takes them): 0 unless
+ * it failed or Redis answered an error; *out (NULL allowed): an integer reply, or the number of
+ * elements of an array reply (else 0). */
+int th_redis_command(const char *command, long long *out);
 /* Whether the library under test has Redis stores (CMake's COURIER_REDIS found hiredis). */
 int th_redis_built(void);
 

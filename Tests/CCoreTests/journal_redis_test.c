@@ -304,6 +304,46 @@ static void redis_killed_during_replay_same_engine_drains(void) {
     jr_free(&srv);
 }
 
+/* issue 34, the interleaving left: Redis failed between a claim's state write and the read of the
+ * record's text (SIGKILLed there: redis_killed_during_replay_same_engine_drains lost its replay for
+ * good once in a loaded run). The claim was written anyway (by the turn's commit, or by a later
+ * turn: the writes Redis did not take are kept), with no send behind it: the head of the ordered
+ * host stayed claimed by this live engine for the default lease (300 s), and every request behind
+ * it waited. Here the read fails on purpose, Redis up: XRANGE (only the claim's read of the text
+ * uses it in a pass) is refused by ACL (NOPERM) until a claim has tried it, then allowed again. The
+ * same engine drains the journal, each request arriving (none of them was sent before the read
+ * failed). Before the fix: all N left after the bound. */
+static void claim_whose_text_read_failed_leaves_no_claim(void) {
+    enum { N = 5 };
+    const char *url = journal_url("claim-read-fails");
+    jr_server srv;
+    REQUIRE(jr_open(&srv, 0) == 0);
+    CHECK_EQ(freeze_n(url, srv.port, "/c/%d", N, 0, 1), N); /* in order on one host */
+    static listed l[N];
+    CHECK_EQ(list_in_child(url, l, N), N);
+    REQUIRE(th_redis_command("ACL LOG RESET", NULL) == 0);
+    REQUIRE(th_redis_command("ACL SETUSER default -xrange", NULL) == 0);
+    courier_engine *e = open_engine(url, th_tmpdir(), NULL, 0, 0); /* default lease: 300 s */
+    if (!e) th_redis_command("ACL SETUSER default +xrange", NULL); /* (the next tests need it) */
+    REQUIRE(e);
+    long long denied = 0;
+    int64_t end = th_now_ms() + 60000;
+    while (th_redis_command("ACL LOG", &denied) == 0 && denied == 0 && th_now_ms() < end) usleep(2000);
+    CHECK(denied > 0); /* a claim read the text and was refused */
+    CHECK_EQ(jr_count(&srv), 0);
+    REQUIRE(th_redis_command("ACL SETUSER default +xrange", NULL) == 0);
+    int64_t left = drain_within(e, 60000);
+    CHECK_EQ(left, 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    size_t dups = 0;
+    check_at_least_once(&srv, N, N, 3, l, &dups);
+    CHECK_EQ(dups, 0);
+    CHECK_EQ(jr_first_arrivals_in_order(&srv, 3), N);
+    CHECK_EQ(count_left(url), 0);
+    jr_free(&srv);
+}
+
 /* issue 34: redis-server killed with SIGKILL while one engine freezes and another replays, and
  * started again. Every send answered COURIER_E_FROZEN is kept and arrives at least once, with an
  * Idempotency-Key (a repeat with its first one); every other send ended with its own failure
@@ -639,6 +679,7 @@ int main(int argc, char **argv) {
                                     T(two_processes_send_each_once), T(killed_replayer_loses_nothing),
                                     T(redis_restart_loses_no_acknowledged_freeze),
                                     T(redis_killed_during_replay_same_engine_drains),
+                                    T(claim_whose_text_read_failed_leaves_no_claim),
                                     T(redis_killed_during_freezes_loses_no_acknowledged_one), T(redis_down_is_a_clear_error),
                                     T(engine_opened_with_redis_down_freezes_and_replays_when_it_comes)};
     return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
