@@ -19,7 +19,8 @@
 
 extern char **environ;
 
-static int ws_port, raw_port;
+static int ws_port, raw_port, tls_port;
+static char tls_dir[700]; /* scripts/tls-fixture's world (ca.pem, server.pem/.key, server.pin) */
 static pid_t peer_pid;
 static int peer_stdin = -1;
 
@@ -35,7 +36,10 @@ static int start_peer(void) {
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     posix_spawn_file_actions_addclose(&fa, in[1]);
     posix_spawn_file_actions_addclose(&fa, out[0]);
-    char *argv[] = {(char *)py, (char *)script, NULL};
+    char cert[800], key[800];
+    snprintf(cert, sizeof cert, "%s/server.pem", tls_dir);
+    snprintf(key, sizeof key, "%s/server.key", tls_dir);
+    char *argv[] = {(char *)py, (char *)script, tls_dir[0] ? cert : NULL, key, NULL};
     int rc = posix_spawn(&peer_pid, py, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     close(in[0]);
@@ -44,7 +48,7 @@ static int start_peer(void) {
     peer_stdin = in[1];
     FILE *f = fdopen(out[0], "r");
     char line[128];
-    if (!f || !fgets(line, sizeof line, f) || sscanf(line, "PORTS %d %d", &ws_port, &raw_port) != 2) return -1;
+    if (!f || !fgets(line, sizeof line, f) || sscanf(line, "PORTS %d %d %d", &ws_port, &raw_port, &tls_port) != 3) return -1;
     fclose(f);
     return 0;
 }
@@ -496,11 +500,78 @@ static void test_close_before_open(void) {
     courier_engine_close(e);
 }
 
+/* wss:// to the peer over TLS, with the engine's CA, a request's pin, a wrong pin, and no CA. */
+static void tls_ca(courier_config *cfg) {
+    courier_security *sec = NULL;
+    courier_security_new(&sec);
+    char ca[800];
+    snprintf(ca, sizeof ca, "%s/ca.pem", tls_dir);
+    courier_security_set_ca_file(sec, ca);
+    courier_config_set_security(cfg, sec);
+    courier_security_free(sec);
+}
+
+static int wss_echo(courier_engine *e, const char *pin, courier_error *err) {
+    char url[128];
+    snprintf(url, sizeof url, "wss://localhost:%d/echo", tls_port);
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", url);
+    if (pin) {
+        courier_security *sec = NULL;
+        courier_security_new(&sec);
+        char ca[800];
+        snprintf(ca, sizeof ca, "%s/ca.pem", tls_dir);
+        courier_security_set_ca_file(sec, ca);
+        courier_security_set_pinning(sec, COURIER_PINNING_PUBLIC_KEY, pin);
+        courier_request_set_security(r, sec);
+        courier_security_free(sec);
+    }
+    courier_ws *ws = NULL;
+    int rc = courier_ws_open(&ws, e, r, NULL, NULL, NULL, NULL, err);
+    courier_request_free(r);
+    if (rc != COURIER_OK) return rc;
+    courier_ws_send(ws, COURIER_WS_TEXT, "secure", 6, err);
+    courier_ws_message m = {.size = sizeof m};
+    rc = courier_ws_next(&m, ws, 10000, err);
+    if (rc == COURIER_OK && (m.len != 6 || memcmp(m.data, "secure", 6) != 0)) rc = -1000;
+    if (rc == COURIER_OK) {
+        courier_ws_close(ws, 1000, NULL);
+        rc = courier_ws_next(&m, ws, 10000, err) == COURIER_E_WS_CLOSED ? COURIER_OK : -1001;
+    }
+    courier_ws_free(ws);
+    return rc;
+}
+
+static void test_tls(void) {
+    if (!tls_port) {
+        printf("test_tls: skipped: scripts/tls-fixture could not make certificates (openssl, perl)\n");
+        return;
+    }
+    courier_error err;
+    courier_engine *e = th_engine(tls_ca);
+    REQUIRE(e);
+    CHECK_EQ(wss_echo(e, NULL, &err), COURIER_OK);
+    char pin[200] = "", path[800];
+    snprintf(path, sizeof path, "%s/server.pin", tls_dir);
+    FILE *f = fopen(path, "r");
+    REQUIRE(f);
+    if (!fgets(pin, sizeof pin, f)) pin[0] = 0;
+    fclose(f);
+    pin[strcspn(pin, "\r\n")] = 0;
+    CHECK_EQ(wss_echo(e, pin, &err), COURIER_OK);
+    CHECK_EQ(wss_echo(e, "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", &err), COURIER_E_PINNING);
+    courier_engine_close(e);
+    e = th_engine(NULL); /* the system's CAs do not know the fixture's */
+    REQUIRE(e);
+    CHECK_EQ(wss_echo(e, NULL, &err), COURIER_E_TLS);
+    courier_engine_close(e);
+}
+
 static const th_test tests[] = {
     T(test_echo),          T(test_fragments_and_subprotocol), T(test_handshake_headers), T(test_server_closes),
     T(test_protocol_errors), T(test_too_large),               T(test_dropped_connection), T(test_dead_peer),
     T(test_failed_handshakes), T(test_arguments),             T(test_threads),            T(test_engine_closes),
-    T(test_close_before_open),
+    T(test_close_before_open), T(test_tls),
 };
 
 int main(int argc, char **argv) {
@@ -509,6 +580,11 @@ int main(int argc, char **argv) {
         printf("ws_test: skipped: run it through Tests/WebSocket/with-peer.sh (ctest does)\n");
         return 0;
     }
+    /* Certificates for the TLS listener (before any thread: system() forks). */
+    snprintf(tls_dir, sizeof tls_dir, "%s/tls", th_tmpdir());
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/tls-fixture' '%s' 1 >/dev/null 2>&1", COURIER_SOURCE_DIR, tls_dir);
+    if (system(cmd) != 0) tls_dir[0] = 0;
     if (start_peer() != 0) {
         fprintf(stderr, "ws_test: the peer (%s) did not start\n", getenv("COURIER_WS_PEER"));
         return 1;

@@ -1,7 +1,7 @@
 """The WebSocket peer of the C tests (Tests/CCoreTests/ws_test.c): an independent implementation,
 Python's `websockets`, serving an echo and handlers that misbehave, on 127.0.0.1.
 
-Two listeners, their ports printed on one line ("PORTS <websockets> <raw>") once both listen:
+Listeners, their ports printed on one line ("PORTS <websockets> <raw> <tls>") once all listen:
 - the `websockets` server, by path:
     /echo        every message back, with its type
     /fragments   "hello world" as three text fragments, then 00 01 02 as two binary ones
@@ -16,12 +16,15 @@ Two listeners, their ports printed on one line ("PORTS <websockets> <raw>") once
     /report?route=R   the close code the client sent on the last connection to R, as text
 - a raw TCP server answering the handshake by hand, by path: /badaccept, /noupgrade, /proto (a
   subprotocol nobody offered), /ext (an extension nobody offered), /firstframes (a good 101 and a
-  text frame "early" in the same write), /mute (never answers).
+  text frame "early" in the same write), /mute (never answers);
+- given a certificate and its key (argv 1 and 2), the `websockets` server again over TLS (else the
+  third port is 0).
 """
 import asyncio
 import base64
 import hashlib
 import os
+import ssl
 import struct
 import sys
 from http import HTTPStatus
@@ -176,7 +179,15 @@ async def main():
         rawsrv = await asyncio.start_server(raw, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         rport = rawsrv.sockets[0].getsockname()[1]
-        print(f"PORTS {port} {rport}", flush=True)
+        tport = 0
+        if len(sys.argv) > 2:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+            tls = await serve(handler, "127.0.0.1", 0, ssl=ctx, process_request=process_request,
+                              select_subprotocol=select_subprotocol, max_size=None, compression=None,
+                              ping_interval=None)
+            tport = tls.sockets[0].getsockname()[1]
+        print(f"PORTS {port} {rport} {tport}", flush=True)
         # Ends when the test closes our stdin (or dies).
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, sys.stdin.read)
