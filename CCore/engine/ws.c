@@ -1039,11 +1039,7 @@ int courier_ws_open(courier_ws **out, courier_engine *e, const courier_request *
     if (opt.handshake_timeout_ms == 0)
         opt.handshake_timeout_ms = t->timeout_ms > 0 ? t->timeout_ms : WS_DEFAULT_HANDSHAKE_TIMEOUT;
     pthread_mutex_init(&ws->m, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&ws->c, &ca);
-    pthread_condattr_destroy(&ca);
+    cr_cond_init(&ws->c);
     atomic_init(&ws->refs, 2); /* the caller's, and the worker's (once start_work runs) */
     ws->e = e;
     ws->worker = e->worker;
@@ -1147,16 +1143,7 @@ int courier_ws_next(courier_ws_message *msg, courier_ws *ws, int64_t timeout_ms,
     free(ws->borrowed);
     ws->borrowed = NULL;
     if (!readable(ws) && timeout_ms != 0) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        if (timeout_ms > 0) {
-            until.tv_sec += (time_t)(timeout_ms / 1000);
-            until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
-        }
+        struct timespec until = cr_cond_deadline(timeout_ms > 0 ? timeout_ms * 1000 : 0);
         while (!readable(ws)) {
             if (timeout_ms < 0) pthread_cond_wait(&ws->c, &ws->m);
             else if (pthread_cond_timedwait(&ws->c, &ws->m, &until) == ETIMEDOUT) break;
