@@ -382,6 +382,16 @@ static void pump_open(courier_ws *ws) {
                &d);
         return;
     }
+    if (r == 0 && !received && !ws->eof && !ws->io_error && ws->we_closed && !wslay_event_get_read_enabled(ws->ctx)) {
+        /* wslay stopped reading on a protocol error after our close was queued: it could not queue
+         * a code of its own then (ours goes, or went), and the server's close may never come. */
+        wslay_event_send(ws->ctx);
+        if (wslay_event_get_close_sent(ws->ctx)) set_code_sent(ws, wslay_event_get_status_code_sent(ws->ctx));
+        finish(ws, fail_detail(&d, COURIER_E_WS_PROTOCOL, "the WebSocket server broke RFC 6455 (%s)",
+                               "while the connection was closing"),
+               &d);
+        return;
+    }
     if (!ws->eof && !ws->io_error && wslay_event_want_write(ws->ctx)) wslay_event_send(ws->ctx);
     count_queued(ws);
     int sent = wslay_event_get_close_sent(ws->ctx);

@@ -262,6 +262,26 @@ static void test_protocol_errors(void) {
     courier_engine_close(e);
 }
 
+/* A protocol error after the client's close was queued: wslay cannot queue its own code then;
+ * the connection still fails with COURIER_E_WS_PROTOCOL (not a wait for the server's close). */
+static void test_protocol_error_while_closing(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws *ws = open_ws_opt(e, ws_url(raw_port, "/badafterclose"), NULL, &err);
+    REQUIRE(ws);
+    for (int64_t until = th_now_ms() + 10000; courier_ws_get_state(ws) == COURIER_WS_CONNECTING && th_now_ms() < until;)
+        usleep(1000); /* (the handshake's end; a close before it abandons the connection) */
+    CHECK_EQ(courier_ws_close(ws, 1000, NULL), COURIER_OK); /* the server's first read is this close */
+    courier_ws_message m = {.size = sizeof m};
+    int rc = courier_ws_next(&m, ws, 10000, &err);
+    if (rc != COURIER_E_WS_PROTOCOL) fprintf(stderr, "%d %s\n", rc, err.message);
+    CHECK_EQ(rc, COURIER_E_WS_PROTOCOL);
+    CHECK_EQ(courier_ws_close_code_sent(ws), 1000);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
 static void test_too_large(void) {
     courier_engine *e = th_engine(NULL);
     REQUIRE(e);
@@ -569,7 +589,7 @@ static void test_tls(void) {
 
 static const th_test tests[] = {
     T(test_echo),          T(test_fragments_and_subprotocol), T(test_handshake_headers), T(test_server_closes),
-    T(test_protocol_errors), T(test_too_large),               T(test_dropped_connection), T(test_dead_peer),
+    T(test_protocol_errors), T(test_protocol_error_while_closing), T(test_too_large),               T(test_dropped_connection), T(test_dead_peer),
     T(test_failed_handshakes), T(test_arguments),             T(test_threads),            T(test_engine_closes),
     T(test_close_before_open), T(test_tls),
 };

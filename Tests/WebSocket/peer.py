@@ -16,7 +16,8 @@ Listeners, their ports printed on one line ("PORTS <websockets> <raw> <tls>") on
     /report?route=R   the close code the client sent on the last connection to R, as text
 - a raw TCP server answering the handshake by hand, by path: /badaccept, /noupgrade, /proto (a
   subprotocol nobody offered), /ext (an extension nobody offered), /firstframes (a good 101 and a
-  text frame "early" in the same write), /mute (never answers);
+  text frame "early" in the same write), /badafterclose (a good 101; after the client's first
+  bytes, a masked frame), /mute (never answers);
 - given a certificate and its key (argv 1 and 2), the `websockets` server again over TLS (else the
   third port is 0).
 """
@@ -157,6 +158,7 @@ async def raw(reader, writer):
         "/proto": base + up + "Sec-WebSocket-Accept: " + accept + "\r\nSec-WebSocket-Protocol: other\r\n\r\n",
         "/ext": base + up + "Sec-WebSocket-Accept: " + accept + "\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n",
         "/firstframes": base + up + "Sec-WebSocket-Accept: " + accept + "\r\n\r\n",
+        "/badafterclose": base + up + "Sec-WebSocket-Accept: " + accept + "\r\n\r\n",
     }
     if path in answers:
         data = answers[path].encode()
@@ -164,6 +166,10 @@ async def raw(reader, writer):
             data += frame(1, b"early")
         writer.write(data)
         await writer.drain()
+        if path == "/badafterclose":  # the client's first frames (its close), then a masked frame
+            await reader.read(4096)
+            writer.write(frame(1, b"x", mask=True))
+            await writer.drain()
     try:
         while await reader.read(4096):
             pass
