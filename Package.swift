@@ -38,7 +38,8 @@ let package = Package(
         // The engine, in C. Its one public header is include/courier.h.
         .target(
             name: "CCore",
-            dependencies: ["CCurl", "CLMDB", "CJansson", .target(name: "CHiredis", condition: .when(traits: ["Redis"]))],
+            dependencies: ["CCurl", "CLMDB", "CJansson", "CWslay", "CCrypto",
+                           .target(name: "CHiredis", condition: .when(traits: ["Redis"]))],
             path: ".",
             sources: ["CCore"],
             publicHeadersPath: "include",
@@ -57,6 +58,9 @@ let package = Package(
             linkerSettings: [
                 .linkedLibrary("pthread", .when(platforms: [.linux])),
                 .linkedLibrary("m", .when(platforms: [.linux])),
+                // wslay has no pkg-config file on Debian (CWslay below), and a system library's
+                // module map `link` reaches only Swift importers: named here for the C objects.
+                .linkedLibrary("wslay"),
                 .linkedLibrary("iconv", .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS])), // glibc has iconv built in
             ]
         ),
@@ -79,6 +83,19 @@ let package = Package(
             path: "Sources/CJansson",
             pkgConfig: "jansson",
             providers: [.apt(["libjansson-dev"]), .brew(["jansson"])]
+        ),
+        // WebSocket framing (CCore/engine/ws.c). Debian's libwslay-dev ships no pkg-config file:
+        // its header and library are in the compiler's default paths.
+        .systemLibrary(
+            name: "CWslay",
+            path: "Sources/CWslay"
+        ),
+        // SHA-1 for the WebSocket handshake's Sec-WebSocket-Accept.
+        .systemLibrary(
+            name: "CCrypto",
+            path: "Sources/CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
         .systemLibrary(
             name: "CHiredis",

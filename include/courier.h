@@ -145,8 +145,21 @@ typedef enum courier_code {
     COURIER_E_NUMBER_RANGE = -56,     /* a JSON number read as a type that cannot hold it: beyond
                                          int64/uint64/double, or a fraction read as an integer
                                          (courier_json_read_int64 and the like) */
-    COURIER_E_AGAIN = -58             /* nothing to read yet: a stream's head or body did not arrive
+    COURIER_E_AGAIN = -58,            /* nothing to read yet: a stream's head or body did not arrive
                                          within the wait asked for (not a failure; ask again) */
+    COURIER_E_WS_HANDSHAKE = -60,     /* a WebSocket's opening handshake failed: the server answered
+                                         without 101 (http_status tells), or without Upgrade:
+                                         websocket, Connection: upgrade or the right
+                                         Sec-WebSocket-Accept, or with a subprotocol or an extension
+                                         that was not offered; no close frame is sent */
+    COURIER_E_WS_PROTOCOL = -61,      /* the server broke RFC 6455 (a masked frame, reserved bits, an
+                                         unknown opcode, a control frame over 125 bytes or fragmented,
+                                         invalid UTF-8 in a text message or close reason, a bad close
+                                         code): the connection was failed with the close code RFC
+                                         6455 names (courier_ws_close_code_sent: 1002 or 1007) */
+    COURIER_E_WS_CLOSED = -62         /* the WebSocket is closed: its closing handshake ended (either
+                                         side began it); courier_ws_close_code and _reason give the
+                                         peer's code and reason. Not a failure */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -711,6 +724,150 @@ COURIER_API int64_t courier_sse_retry_ms(const courier_sse *source);
 COURIER_API int courier_sse_close(courier_sse *source);
 /* Closes the source if needed and releases it. Not while another thread reads it. Accepts NULL. */
 COURIER_API void courier_sse_free(courier_sse *source);
+
+/* ========================================================================================== */
+/* WebSocket                                                                                   */
+/* ========================================================================================== */
+
+/* A WebSocket client (RFC 6455) for ws:// and wss:// URLs, driven by the engine's worker thread
+ * beside its other transfers (no thread per socket). libcurl makes the connection (DNS, TCP, the
+ * engine's proxies and TLS policy with pinning and client certificates, HTTP/1.1 only); Courier
+ * writes the opening handshake and checks the answer (101, Upgrade, Connection,
+ * Sec-WebSocket-Accept, the subprotocol); wslay frames the messages, reassembles fragmented ones,
+ * answers pings and checks what the server sends (masking, reserved bits, opcodes, control frames,
+ * UTF-8 of text messages and close reasons, close codes, the maximum message size). A server that
+ * breaks the protocol fails the connection with the close code RFC 6455 names (1002, 1007, 1009)
+ * and the reader gets the error after the messages that came before it. No extension is offered
+ * (permessage-deflate is not supported yet).
+ *
+ * The request gives the URL (ws://, wss://, or http(s):// taken as ws(s)://; a relative target is
+ * joined with the base URL), the extra headers of the handshake (the engine's default headers
+ * too), Basic credentials for the URL's own origin (courier_request_set_basic_auth), the
+ * connect timeout, and the request's TLS policy. The engine's cookies for the URL go in a Cookie
+ * header. Not for WebSocket: the cache, freezing, retries, redirects (a 3xx is a failed
+ * handshake), bodies and downloads (refused).
+ *
+ * A pull API, as courier_stream: one thread at a time reads messages, with a bounded wait or none,
+ * and an optional notify callback tells an event loop when there is something to read. Any thread
+ * sends; sends are queued to the worker, which writes them when the socket takes them. */
+typedef struct courier_ws courier_ws;
+
+/* The state of a WebSocket (the browser's readyState). */
+typedef enum courier_ws_state {
+    COURIER_WS_CONNECTING = 0, /* connecting, or in the opening handshake */
+    COURIER_WS_OPEN = 1,       /* messages flow both ways */
+    COURIER_WS_CLOSING = 2,    /* a close frame was sent or received; the handshake is not over */
+    COURIER_WS_CLOSED = 3      /* ended: closed, failed, or the engine closed */
+} courier_ws_state;
+
+/* The type of a message. */
+typedef enum courier_ws_type {
+    COURIER_WS_TEXT = 1,  /* UTF-8 text (checked both ways) */
+    COURIER_WS_BINARY = 2 /* bytes */
+} courier_ws_type;
+
+/* Options of a WebSocket. Set `size`, initialize with courier_ws_options_init, then change fields:
+ *   courier_ws_options o = {sizeof o}; courier_ws_options_init(&o); o.ping_interval_ms = 20000;
+ * The struct only grows at its end; the fields beyond a caller's size are read as their defaults. */
+typedef struct courier_ws_options {
+    size_t size;                /* sizeof(courier_ws_options), set by the caller */
+    const char *subprotocols;   /* offered subprotocols, comma-separated ("chat, superchat"), or
+                                   NULL (default): none. Borrowed for courier_ws_open */
+    int64_t max_message_bytes;  /* largest message received, all fragments together; a larger one
+                                   fails the connection with 1009 and COURIER_E_TOO_LARGE
+                                   (default 1 MiB) */
+    int64_t ping_interval_ms;   /* keepalive: a ping after this long without one (0, default: none) */
+    int64_t ping_timeout_ms;    /* a ping's pong not back within this fails the connection with
+                                   COURIER_E_TIMEOUT, a close 1011 sent (default: ping_interval_ms) */
+    int64_t close_timeout_ms;   /* after a close frame is sent, how long to wait for the server's
+                                   (then COURIER_E_TIMEOUT; default 10000) */
+    int64_t handshake_timeout_ms; /* connecting and the opening handshake together (default: the
+                                     request's timeout if it set one, else 30000) */
+    int64_t max_send_queue_bytes; /* messages queued and not yet written, at most (default 16 MiB);
+                                     a send past it returns COURIER_E_AGAIN */
+} courier_ws_options;
+/* Fills *options with the defaults, writing only the fields that end within options->size (which
+ * it keeps). Errors: COURIER_E_INVALID_ARGUMENT (NULL, a size smaller than the first version's). */
+COURIER_API int courier_ws_options_init(courier_ws_options *options);
+
+/* A message received. Its data is borrowed until the next courier_ws_next or courier_ws_free. */
+typedef struct courier_ws_message {
+    size_t size;          /* set by the caller: sizeof(courier_ws_message) */
+    courier_ws_type type; /* COURIER_WS_TEXT or COURIER_WS_BINARY */
+    const uint8_t *data;  /* the payload, followed by a NUL that is not counted (text reads as a C
+                             string unless it holds NUL) */
+    size_t len;           /* bytes of data */
+} courier_ws_message;
+
+/* Told (on the engine's worker thread) when the WebSocket may have something new: opened, a
+ * message, closing, ended. Must not block or read with a wait (a read with timeout 0 is fine); may
+ * be called when nothing is new. Not called once courier_ws_free has returned, except a call
+ * already under way then (user_free runs after it). */
+typedef void (*courier_ws_notify_fn)(courier_ws *ws, void *user);
+
+/* Opens a WebSocket for `request` (borrowed for the call) with `options` (NULL: the defaults). On
+ * success *out is the WebSocket (release it with courier_ws_free), connecting: messages may be sent
+ * at once (they wait for the handshake). notify (may be NULL) is called as above, user_free (may
+ * be NULL) once when the WebSocket is released, on whichever thread releases it last (the caller's
+ * or the worker). Errors here: COURIER_E_INVALID_ARGUMENT (NULL arguments; a request with a body,
+ * parts, a download or that may be frozen; a subprotocol that is not a token; bad options),
+ * COURIER_E_INVALID_URL (not ws, wss, http or https), COURIER_E_CLOSED, COURIER_E_NO_MEMORY, and
+ * the errors of courier_send for the request. Connecting and the handshake fail later, through
+ * courier_ws_next: COURIER_E_CANNOT_RESOLVE, _CANNOT_CONNECT, _TLS, _PINNING, _PROXY, _TIMEOUT,
+ * COURIER_E_WS_HANDSHAKE. Any thread; on failure user_free (if any) has been called. */
+COURIER_API int courier_ws_open(courier_ws **out, courier_engine *engine, const courier_request *request,
+                                const courier_ws_options *options, courier_ws_notify_fn notify, void *user,
+                                courier_user_free_fn user_free, courier_error *err);
+/* Queues a message (data copied; len 0 allowed). Returns when it is queued, not when it is
+ * written: messages go out in the order sent. Any thread. Errors: COURIER_E_INVALID_ARGUMENT
+ * (NULL, a bad type), COURIER_E_INVALID_ENCODING (text that is not UTF-8), COURIER_E_AGAIN (the
+ * send queue is full: max_send_queue_bytes; try again once courier_ws_queued_bytes has fallen),
+ * COURIER_E_WS_CLOSED (a close was sent or the WebSocket ended), COURIER_E_CLOSED (the engine is
+ * closing), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_ws_send(courier_ws *ws, courier_ws_type type, const void *data, size_t len,
+                                courier_error *err);
+/* The next message, waiting at most timeout_ms (0: do not wait; -1: no bound). COURIER_OK: *out_message
+ * filled (its size set by the caller beforehand). COURIER_E_AGAIN: none yet. Any other code: the WebSocket
+ * ended, after every message that arrived before; the same code on every later call: COURIER_E_WS_CLOSED
+ * (the closing handshake ended: courier_ws_close_code gives the server's code), COURIER_E_WS_PROTOCOL (the
+ * server broke the protocol; courier_ws_close_code_sent: 1002 or 1007), COURIER_E_TOO_LARGE (a message
+ * over max_message_bytes; 1009 sent), COURIER_E_NETWORK (the connection dropped without a close frame:
+ * close code 1006), COURIER_E_TIMEOUT (the handshake, a keepalive pong or the server's close did not come
+ * in time), COURIER_E_WS_HANDSHAKE and the connection's errors (above), COURIER_E_CANCELLED (closed before
+ * the handshake ended), COURIER_E_CLOSED (the engine closed). err (may be NULL) gets the detail. A waiting
+ * call returns COURIER_E_INVALID_ARGUMENT on the engine's worker thread. */
+COURIER_API int courier_ws_next(courier_ws_message *out_message, courier_ws *ws, int64_t timeout_ms,
+                                courier_error *err);
+/* Starts the closing handshake: a close frame with `close_code` (1000, 1001, 1002, 1003, 1007 to 1011,
+ * or 3000 to 4999) and `reason` (NULL or UTF-8 of at most 123 bytes) is queued after the messages
+ * already sent; the reader then gets the messages still arriving, and COURIER_E_WS_CLOSED once the
+ * server's close frame came (or COURIER_E_TIMEOUT after close_timeout_ms). Before the handshake
+ * ended, it abandons the connection (COURIER_E_CANCELLED). Any thread. Errors:
+ * COURIER_E_INVALID_ARGUMENT (a code that may not be sent, a reason too long or not UTF-8),
+ * COURIER_E_WS_CLOSED (closing or ended already), COURIER_E_CLOSED (the engine is closing),
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_ws_close(courier_ws *ws, int close_code, const char *reason);
+/* The state now. Any thread. */
+COURIER_API courier_ws_state courier_ws_get_state(const courier_ws *ws);
+/* The subprotocol the server chose ("" none), once the handshake ended ("" before). Borrowed until
+ * courier_ws_free. Any thread. */
+COURIER_API const char *courier_ws_protocol(const courier_ws *ws);
+/* The close code the server sent (1005 when its close frame had none), 1006 when the connection
+ * ended without one, 0 while it is open. Any thread. */
+COURIER_API int courier_ws_close_code(const courier_ws *ws);
+/* The reason the server sent with its close code (UTF-8, "" none), once the state is
+ * COURIER_WS_CLOSED ("" before). Borrowed until courier_ws_free. Any thread. */
+COURIER_API const char *courier_ws_close_reason(const courier_ws *ws);
+/* The close code Courier sent (the caller's, an echo of the server's, or 1002/1007/1009/1011 when
+ * it failed the connection); 0 when none was sent. Any thread. */
+COURIER_API int courier_ws_close_code_sent(const courier_ws *ws);
+/* Bytes of messages sent and not yet written to the socket. Any thread. */
+COURIER_API int64_t courier_ws_queued_bytes(const courier_ws *ws);
+/* Releases the WebSocket. One still open is dropped at once, without a close frame (close first
+ * and read until COURIER_E_WS_CLOSED for a clean end). Not while another thread reads it. Accepts
+ * NULL. Call it before courier_engine_close, or after (the close ends every WebSocket with
+ * COURIER_E_CLOSED; it stays readable). Any thread. */
+COURIER_API void courier_ws_free(courier_ws *ws);
 
 /* ========================================================================================== */
 /* Responses                                                                                   */

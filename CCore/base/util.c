@@ -69,6 +69,9 @@ const char *courier_strerror(int code) {
     case COURIER_E_REDIS_UNSUPPORTED: return "this library cannot use that Redis store (built without Redis, or without TLS)";
     case COURIER_E_NUMBER_RANGE: return "a JSON number does not fit the type it was read as";
     case COURIER_E_AGAIN: return "nothing to read yet";
+    case COURIER_E_WS_HANDSHAKE: return "the WebSocket handshake failed";
+    case COURIER_E_WS_PROTOCOL: return "the WebSocket server broke the protocol";
+    case COURIER_E_WS_CLOSED: return "the WebSocket is closed";
     default: return "unknown error";
     }
 }

@@ -1013,6 +1013,7 @@ static void *worker_main(void *arg) {
         }
         if (cancel_all || closing) cancel_everything(e, closing ? "the engine closed" : "cancelled");
         cr_cache_flush(e); /* this turn's cache writes, then their answers */
+        if (closing && e->ws_head) cr_ws_engine_closing(e); /* ws.c */
         if (closing && !custom_calls_pending(e)) break;
 
         /* Timers: retries go back to the queue, mock delays answer. */
@@ -1031,12 +1032,19 @@ static void *worker_main(void *arg) {
         CURLMsg *msg;
         int left;
         while ((msg = curl_multi_info_read(e->core.multi, &left))) {
-            if (msg->msg == CURLMSG_DONE) finish_done(e, msg);
+            if (msg->msg != CURLMSG_DONE) continue;
+            struct courier_ws *ws = e->ws_head ? cr_ws_of_easy(e, msg->easy_handle) : NULL;
+            if (ws) cr_ws_connected(e, ws, msg->data.result); /* ws.c: connect-only, the handle stays */
+            else finish_done(e, msg);
         }
         int idle_wait = idle_check(e);
         pump(e);
 
         int timeout = idle_wait < 1000 ? idle_wait : 1000;
+        if (e->ws_head) { /* ws.c: WebSockets' reads, writes and timers */
+            int ws_wait = cr_ws_turn(e);
+            if (ws_wait >= 0 && ws_wait < timeout) timeout = ws_wait;
+        }
         if (e->sched->timers) {
             int64_t wait = e->sched->timers->due_ms - timer_now(e);
             if (wait < timeout) timeout = wait < 0 ? 0 : (int)wait;
@@ -1049,7 +1057,8 @@ static void *worker_main(void *arg) {
         if (!more) e->polling = true; /* from here a send from another thread wakes it */
         pthread_mutex_unlock(&e->core.lock);
         if (more) continue;
-        curl_multi_poll(e->core.multi, NULL, 0, timeout, NULL);
+        size_t nfds = e->ws_head ? cr_ws_poll_fds(e, &e->ws_fds, &e->ws_fds_cap) : 0;
+        curl_multi_poll(e->core.multi, nfds ? e->ws_fds : NULL, (unsigned)nfds, timeout, NULL);
     }
     /* Functions posted before the close began and not run yet run now, each once (posts made once
      * closing is set are refused, so this ends). */
@@ -1155,6 +1164,7 @@ static void engine_free(courier_engine *e) {
     free(e->core.store_dir);
     free(e->cancels);
     free(e->posts);
+    free(e->ws_fds);
     cr_idset_free(&e->live);
     cr_sched_free(e);
     cr_catalog_free(e);

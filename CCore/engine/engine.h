@@ -52,6 +52,11 @@ struct courier_engine {
     struct courier_call *external_done; /* guarded by core.lock: custom transports' completed calls */
     struct cr_monitor *monitor;   /* reachability (monitor.c); owned by the journal's lifetime */
     struct cr_catalog *catalog;           /* APIs, routes, response descriptors (catalog.c) */
+    /* WebSockets (ws.c), worker only: the open ones, the poll set, and whether the close ended them. */
+    struct courier_ws *ws_head;
+    struct curl_waitfd *ws_fds;
+    size_t ws_fds_cap;
+    int ws_closed;
 };
 _Static_assert(offsetof(struct courier_engine, core) == 0, "cr_core(e) casts the engine to its first member");
 
@@ -148,6 +153,21 @@ CR_HIDDEN int cr_catalog_new(courier_engine *e);
 CR_HIDDEN void cr_catalog_free(courier_engine *e);
 /* At send: the response descriptors whose method and path pattern match r go into t's jspec. */
 CR_HIDDEN int cr_catalog_attach(courier_engine *e, const courier_request *r, cr_transfer *t);
+
+/* ---- WebSockets (ws.c), called by the worker's loop (engine.c) ------------------------------------ */
+
+/* The WebSocket whose connect-only transfer `easy` is, or NULL. */
+CR_HIDDEN struct courier_ws *cr_ws_of_easy(courier_engine *e, CURL *easy);
+/* Its transfer reported CURLMSG_DONE: connected (the handle stays in the multi handle), or failed. */
+CR_HIDDEN void cr_ws_connected(courier_engine *e, struct courier_ws *ws, CURLcode result);
+/* Every turn: each WebSocket's reads, writes and timers; ended ones are taken off. Returns the ms
+ * until the next timer (-1: none). */
+CR_HIDDEN int cr_ws_turn(courier_engine *e);
+/* The sockets to poll (POLLIN always, POLLOUT while something waits to be written) into *fds
+ * (grown as needed, owned by the engine); returns how many. */
+CR_HIDDEN size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap);
+/* The engine is closing: every WebSocket ends with COURIER_E_CLOSED and is taken off. */
+CR_HIDDEN void cr_ws_engine_closing(courier_engine *e);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

@@ -16,6 +16,7 @@ struct CourierCommand: AsyncParsableCommand {
             PostCommand.self,
             DownloadCommand.self,
             EventsCommand.self,
+            WebSocketCommand.self,
             ServeCommand.self,
             BenchCommand.self,
             CacheCommand.self,

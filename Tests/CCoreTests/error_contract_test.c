@@ -14,8 +14,10 @@
  */
 #include "harness.h"
 
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -999,6 +1001,74 @@ static void streams_and_events(void) {
     courier_engine_close(e);
 }
 
+/* ---- WebSocket ------------------------------------------------------------------------------------ */
+
+/* A one-connection WebSocket server: answers the handshake (101 with the right accept) and sends
+ * one text frame "hi", then reads until the client goes. */
+static void *ws_serve_once(void *arg) {
+    int lfd = (int)(intptr_t)arg;
+    int fd = accept(lfd, NULL, NULL);
+    if (fd < 0) return NULL;
+    char req[4096] = "";
+    size_t n = 0;
+    while (n < sizeof req - 1 && !strstr(req, "\r\n\r\n")) {
+        ssize_t k = read(fd, req + n, sizeof req - 1 - n);
+        if (k <= 0) break;
+        n += (size_t)k;
+        req[n] = 0;
+    }
+    const char *key = strstr(req, "Sec-WebSocket-Key: ");
+    char cat[128] = "";
+    if (key) sscanf(key + 19, "%24s", cat);
+    strcat(cat, "258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    EVP_Digest(cat, strlen(cat), md, &mdlen, EVP_sha1(), NULL);
+    unsigned char accept_b64[64];
+    EVP_EncodeBlock(accept_b64, md, (int)mdlen);
+    char resp[512];
+    int len = snprintf(resp, sizeof resp,
+                       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                       "Sec-WebSocket-Accept: %s\r\n\r\n\x81\x02hi",
+                       accept_b64);
+    if (write(fd, resp, (size_t)len) != len) {
+        close(fd);
+        return NULL;
+    }
+    while (read(fd, req, sizeof req) > 0) {
+    }
+    close(fd);
+    return NULL;
+}
+
+static void websocket(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    int port = 0;
+    int lfd = th_silent_listener(&port);
+    REQUIRE(lfd >= 0);
+    pthread_t th;
+    pthread_create(&th, NULL, ws_serve_once, (void *)(intptr_t)lfd);
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/", port);
+    courier_request *r = req("GET", url);
+    courier_ws *ws = NULL;
+    OK(courier_ws_open, &ws, e, r, NULL, NULL, NULL, NULL);
+    OK(courier_ws_send, ws, COURIER_WS_TEXT, "x", 1);
+    courier_ws_message m = {.size = sizeof m};
+    OK(courier_ws_next, &m, ws, 10000);
+    CHECK_EQ(m.len, 2);
+    /* failures */
+    CHECK_EQ(FAILS(courier_ws_send, ws, COURIER_WS_TEXT, "\xff", 1), COURIER_E_INVALID_ENCODING);
+    CHECK_EQ(FAILS(courier_ws_next, &m, ws, 0), COURIER_E_AGAIN);
+    courier_ws_free(ws);
+    CHECK_EQ(FAILS(courier_ws_open, &ws, e, NULL, NULL, NULL, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    courier_request_free(r);
+    pthread_join(th, NULL);
+    close(lfd);
+    courier_engine_close(e);
+}
+
 #ifdef COURIER_TEST_REDIS
 #define REDIS_TESTS , T(cache_and_manager_on_redis), T(cache_on_redis_nobody_serves), T(journal_and_frozen_on_redis)
 #else
@@ -1006,4 +1076,4 @@ static void streams_and_events(void) {
 #endif
 TESTS_MAIN(T(engine_and_send), T(send_refusals), T(errors_from_callbacks), T(responses), T(json_tape_mapping),
            T(routes_and_catalogue), T(cache_and_manager), T(cache_store_that_cannot_open), T(journal_and_frozen), T(groups), T(logging),
-           T(network), T(cookies), T(streams_and_events) REDIS_TESTS)
+           T(network), T(cookies), T(streams_and_events), T(websocket) REDIS_TESTS)

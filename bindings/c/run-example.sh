@@ -64,12 +64,12 @@ case "$flags" in *"$tmp/prefix"*) ;; *) die "pkg-config flags do not name the in
 # those of libcurl, LMDB and jansson (for a fully static link, which also needs the -dev packages
 # of curl's own dependencies: Debian's libcurl.pc names nghttp2, ssh2, ldap...).
 listed=" $(pc --static --libs) "
-for l in -lcourier -lcurl -llmdb -ljansson -lpthread -lm; do
+for l in -lcourier -lcurl -llmdb -ljansson -lcrypto -lwslay -lpthread -lm; do
   case "$listed" in *" $l "*) ;; *) die "pkg-config --static --libs courier does not list $l: $listed" ;; esac
 done
 # libcourier.a with the system's shared libcurl, LMDB and jansson (README's line; -l: names the
 # archive, so the shared library cannot be picked)
-static_flags="$(pc --cflags --libs-only-L) -l:libcourier.a $(pkg-config --libs $(pc --print-requires-private)) -lpthread -lm"
+static_flags="$(pc --cflags --libs-only-L) -l:libcourier.a $(pkg-config --libs $(pc --print-requires-private)) -lwslay -lpthread -lm"
 # shellcheck disable=SC2086
 "$cc" -std=c11 -Wall -Wextra -Werror ${extra[@]+"${extra[@]}"} "$here/example.c" $flags -Wl,-rpath,"$libdir" \
   -o "$tmp/example-pkgconfig"

@@ -19,7 +19,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 
-courier_extra_packages=("pytest>=7" "mypy" "matplotlib>=3.5")
+courier_extra_packages=("pytest>=7" "mypy" "matplotlib>=3.5" "websockets")  # websockets: the peer of test_websocket.py
 . bindings/python/setup-env.sh
 
 unset COURIER_LIBRARY PYTHONPATH COURIER_PY_SPEEDUPS

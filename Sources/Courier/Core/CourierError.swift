@@ -161,6 +161,15 @@ extension CourierError {
         /// Nothing to read yet from a stream (the C core's non-waiting reads); the Swift streams
         /// wait instead, so it reaches no Swift caller.
         public static let again = Code(COURIER_E_AGAIN)
+        /// A WebSocket's opening handshake failed: no 101 (`httpStatus` tells), or no `Upgrade:
+        /// websocket`, `Connection: upgrade` or right `Sec-WebSocket-Accept`, or a subprotocol or
+        /// extension that was not offered.
+        public static let wsHandshake = Code(COURIER_E_WS_HANDSHAKE)
+        /// The WebSocket server broke RFC 6455; the connection was failed with the close code the
+        /// RFC names (1002 or 1007).
+        public static let wsProtocolError = Code(COURIER_E_WS_PROTOCOL)
+        /// The WebSocket is closed: its closing handshake ended. Not a failure.
+        public static let wsClosed = Code(COURIER_E_WS_CLOSED)
         // The JSON features' codes (json, mapping, api) are declared beside them, in Features/.
 
         /// Every code this version names, in the C header's order.
@@ -177,7 +186,8 @@ extension CourierError {
             Code(COURIER_E_UNKNOWN_CHARSET), Code(COURIER_E_CHARSET), Code(COURIER_E_CLIENT_CERTIFICATE),
             Code(COURIER_E_CELLULAR),
             Code(COURIER_E_UNKNOWN_NAME), Code(COURIER_E_ROUTE_PARAMETER), Code(COURIER_E_CATALOG),
-            .redis, .redisUnsupported, .numberRange, .again,
+            .redis, .redisUnsupported, .numberRange, .again, .wsHandshake, .wsProtocolError,
+            .wsClosed,
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -239,6 +249,9 @@ extension CourierError {
             case .redisUnsupported: return "redisUnsupported"
             case .numberRange: return "numberRange"
             case .again: return "again"
+            case .wsHandshake: return "wsHandshake"
+            case .wsProtocolError: return "wsProtocolError"
+            case .wsClosed: return "wsClosed"
             default: return "unknown(\(rawValue))"
             }
         }
@@ -316,6 +329,12 @@ extension CourierError {
     public static let redisUnsupported = Code.redisUnsupported
     /// See ``Code/numberRange``.
     public static let numberRange = Code.numberRange
+    /// See ``Code/wsHandshake``.
+    public static let wsHandshake = Code.wsHandshake
+    /// See ``Code/wsProtocolError``.
+    public static let wsProtocolError = Code.wsProtocolError
+    /// See ``Code/wsClosed``.
+    public static let wsClosed = Code.wsClosed
 }
 
 // MARK: - From the C core

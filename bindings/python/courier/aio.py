@@ -28,6 +28,7 @@ from .group import GroupMember, GroupMode, GroupResult, Member, run
 from .request import Request
 from .response import Response
 from .stream import EventSource, StreamResponse, await_head, new_waker
+from .websocket import WebSocket, await_open, make_options
 
 if TYPE_CHECKING:  # pragma: no cover
     from .request import RequestOptions
@@ -245,6 +246,25 @@ class AsyncEngine:
         req = url if isinstance(url, Request) else Request("GET", url, **options)
         return self.sync._open_events(req, new_waker())
 
+    def websocket(self, url: Union[str, Request], *, subprotocols: Optional[Sequence[str]] = None,
+                  max_message_bytes: Optional[int] = None, ping_interval: Optional[float] = None,
+                  ping_timeout: Optional[float] = None, close_timeout: Optional[float] = None,
+                  handshake_timeout: Optional[float] = None, **options: Unpack[RequestOptions]) -> "_WebSocketOpening":
+        """A WebSocket (:meth:`courier.Engine.websocket`), read without blocking the loop::
+
+            async with engine.websocket("ws://127.0.0.1:8765/chat") as ws:
+                await ws.asend("hello")
+                async for message in ws:
+                    print(message)
+
+        ``await engine.websocket(...)`` gives the :class:`courier.WebSocket` too (close it with
+        ``await ws.aclose()``). Leaving the block closes with 1000 and awaits the server's close."""
+        req = url if isinstance(url, Request) else Request("GET", url, **options)
+        if isinstance(url, Request) and options:
+            raise TypeError("websocket(Request) takes no request options")
+        opts = make_options(subprotocols, max_message_bytes, ping_interval, ping_timeout, close_timeout, handshake_timeout)
+        return _WebSocketOpening(self.sync, req, opts)
+
     async def api(self, name: str, **options: Unpack[RequestOptions]) -> Response:
         """Sends API ``name`` of the engine's catalogue (:meth:`courier.Engine.api`)."""
         return await self.send(Request.api(name, **options))
@@ -297,6 +317,30 @@ class AsyncEngine:
 
     def __repr__(self) -> str:
         return f"<courier.AsyncEngine {'closed' if self.closed else self.sync.store_dir}>"
+
+
+class _WebSocketOpening:
+    """What :meth:`AsyncEngine.websocket` returns: an async context manager, or an awaitable."""
+
+    def __init__(self, engine: Engine, req: Request, options: Any) -> None:
+        self._args = (engine, req, options)
+        self._ws: Optional[WebSocket] = None
+
+    async def _open(self) -> WebSocket:
+        engine, req, options = self._args
+        waker = new_waker()
+        return await await_open(engine._open_ws(req, options, waker), waker)
+
+    def __await__(self) -> Any:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> WebSocket:
+        self._ws = await self._open()
+        return self._ws
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._ws is not None:
+            await self._ws.aclose()
 
 
 class _StreamOpening:

@@ -27,6 +27,7 @@ from .request import (BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt
                       timeout_ms, total_timeout_ms)
 from .response import CachePolicy, Response, c_after_receive, c_validator
 from .stream import EventSource, StreamResponse, open_events, open_stream, wait_head
+from .websocket import WebSocket, _SyncWaker, make_options, open_ws, wait_open
 from .security import Security
 from .transport import c_transport_cancel, c_transport_start
 
@@ -842,6 +843,44 @@ class Engine:
         if isinstance(url, Request) and kw:
             raise TypeError("events(Request) takes no other arguments")
         return self._open_events(req, None)
+
+    def websocket(self, url: Union[str, Request], *, subprotocols: Optional[Sequence[str]] = None,
+                  max_message_bytes: Optional[int] = None, ping_interval: Optional[float] = None,
+                  ping_timeout: Optional[float] = None, close_timeout: Optional[float] = None,
+                  handshake_timeout: Optional[float] = None, **kw: Unpack[RequestOptions]) -> WebSocket:
+        """Opens a WebSocket (``courier_ws_open``; ``ws://``, ``wss://``, or a path joined with the
+        base URL) and returns once its handshake ended::
+
+            with engine.websocket("ws://127.0.0.1:8765/chat", subprotocols=["chat"]) as ws:
+                ws.send("hello")
+                for message in ws:          # str (text) or bytes (binary)
+                    print(message)
+
+        Takes the request options of :meth:`send` for the handshake (headers, credentials,
+        security...; no body, no ``freeze=``). ``max_message_bytes`` (default 1 MiB) bounds a
+        received message; ``ping_interval`` (seconds, default none) sends keepalive pings, a pong
+        not back within ``ping_timeout`` (default: the interval) failing the connection;
+        ``close_timeout`` (default 10) bounds the wait for the server's close;
+        ``handshake_timeout`` the connection and handshake (default: the request's timeout, else 30).
+        Raises :class:`courier.WebSocketHandshakeError` (no 101: ``http_status``; a wrong accept,
+        a subprotocol not offered) or the connection's failure.
+        """
+        req = url if isinstance(url, Request) else Request("GET", url, **kw)
+        if isinstance(url, Request) and kw:
+            raise TypeError("websocket(Request) takes no request options")
+        options = make_options(subprotocols, max_message_bytes, ping_interval, ping_timeout, close_timeout,
+                               handshake_timeout)
+        waker = _SyncWaker()
+        return wait_open(self._open_ws(req, options, waker), waker)
+
+    def _open_ws(self, req: Request, options: Any, waker: Any) -> int:
+        h = self._handle()
+        creq, owned = req._acquire(_SendContext(self), self)
+        try:
+            return open_ws(h, creq, options, waker)
+        finally:
+            if owned:
+                lib.courier_request_free(creq)
 
     def _open_events(self, req: Request, waker: Any) -> EventSource:
         h = self._handle()

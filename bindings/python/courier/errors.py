@@ -138,6 +138,9 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
     (-55, "COURIER_E_REDIS_UNSUPPORTED", "RedisUnsupported", (), "A redis:// store in a library built without Redis, or rediss:// with a hiredis without TLS."),
     (-56, "COURIER_E_NUMBER_RANGE", "NumberRangeError", (ValueError,), "A JSON number read as a type that cannot hold it (beyond int64/uint64/double, or a fraction read as an integer)."),
     (-58, "COURIER_E_AGAIN", "Again", (), "Nothing to read yet from a stream (a read that does not wait; the binding waits instead)."),
+    (-60, "COURIER_E_WS_HANDSHAKE", "WebSocketHandshakeError", (ConnectionError,), "A WebSocket's opening handshake failed: no 101 (http_status), a wrong Sec-WebSocket-Accept, no Upgrade/Connection, or a subprotocol or extension not offered."),
+    (-61, "COURIER_E_WS_PROTOCOL", "WebSocketProtocolError", (ConnectionError,), "The WebSocket server broke RFC 6455; the connection was failed with the close code the RFC names (1002, 1007)."),
+    (-62, "COURIER_E_WS_CLOSED", "WebSocketClosed", (), "The WebSocket is closed: its closing handshake ended (not a failure)."),
 ]
 
 _BY_CODE: dict[int, type[CourierError]] = {}

@@ -1,0 +1,1223 @@
+/*
+ * ws.c — WebSocket clients (courier_ws, RFC 6455) driven by the engine's worker thread.
+ *
+ * libcurl connects (CURLOPT_CONNECT_ONLY=1: DNS, TCP, proxy tunnel, TLS with the engine's policy,
+ * HTTP/1.1 ALPN) on an easy handle that stays in the engine's multi handle; this file writes the
+ * HTTP/1.1 Upgrade request and checks the 101, then hands the socket's bytes to wslay, which frames
+ * and checks messages. Every curl and wslay call runs on the worker (wslay has no locks): the
+ * reader's and senders' threads only touch the shared part under `m` and post work to the worker
+ * (courier_engine_post). The worker's loop (engine.c) calls cr_ws_turn every turn, polls the
+ * sockets through cr_ws_poll_fds (POLLOUT only while wslay has something to write), hands the
+ * connect-only transfer's CURLMSG_DONE to cr_ws_connected, and ends every WebSocket with
+ * cr_ws_engine_closing when the engine closes. Timers (handshake, keepalive, close) are ours:
+ * wslay has none.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+#include <wslay/wslay.h>
+
+#define WS_DEFAULT_MAX_MESSAGE (1 << 20)
+#define WS_DEFAULT_CLOSE_TIMEOUT 10000
+#define WS_DEFAULT_HANDSHAKE_TIMEOUT 30000
+#define WS_DEFAULT_SEND_QUEUE (16 << 20)
+#define WS_MAX_HEAD 16384
+
+typedef struct ws_msg {
+    struct ws_msg *next;
+    int type;  /* COURIER_WS_TEXT / _BINARY; 0: a close request (code in len, reason in data) */
+    size_t len;
+    uint8_t data[];
+} ws_msg;
+
+enum { P_CONNECTING = 0, P_SENDING_HEAD, P_READING_HEAD, P_OPEN, P_ENDED };
+
+struct courier_ws {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    atomic_int refs; /* the caller's and the worker's */
+    courier_engine *e;
+    pthread_t worker;
+    /* Shared, under m. */
+    int state;                  /* courier_ws_state */
+    ws_msg *in_first, *in_last; /* received, unread */
+    ws_msg *borrowed;           /* handed out by the last courier_ws_next */
+    ws_msg *out_first, *out_last; /* sent by the caller, not yet handed to wslay */
+    size_t out_bytes;           /* queued bytes: ours plus wslay's */
+    int kick_posted;            /* a post to move out_* to wslay is pending */
+    int close_asked;            /* courier_ws_close was called */
+    int freed;                  /* courier_ws_free was called: no more notify */
+    int end_code;               /* once CLOSED: what courier_ws_next returns */
+    courier_error end_err;
+    int close_code;             /* the server's close code (1005 none in its frame, 1006 no frame) */
+    char close_reason[124];
+    int close_code_sent;
+    char protocol[128];
+    courier_ws_notify_fn notify;
+    void *user;
+    courier_user_free_fn user_free;
+    courier_ws_options opt;
+    /* Worker only. */
+    struct courier_ws *next;    /* the engine's list */
+    int phase;                  /* P_* */
+    int linked;                 /* in the engine's list and its easy handle in the multi handle */
+    CURL *easy;
+    char *errbuf;
+    cr_transfer *t;             /* the prepared request, until the handshake is written */
+    wslay_event_context_ptr ctx;
+    cr_buf head;                /* the handshake request, then the response head as it arrives */
+    size_t head_off;            /* bytes of the request written */
+    uint8_t *extra;             /* bytes read past the response head: the first frames */
+    size_t extra_len, extra_off;
+    char accept[32];            /* the Sec-WebSocket-Accept expected */
+    char *offered;              /* the subprotocols offered (copied), or NULL */
+    int eof, io_error;          /* what the recv/send callbacks saw (io_error: a CURLcode) */
+    int we_closed;              /* the close frame queued by us (caller or keepalive), not wslay */
+    int fail_code;              /* the error the connection is being failed with, else 0 */
+    int64_t deadline_ms;        /* handshake, close or pong deadline (0: none) */
+    int64_t next_ping_ms;       /* keepalive (0: off) */
+    int ping_out;               /* a keepalive ping is waiting for its pong */
+};
+
+/* ---- shared helpers ----------------------------------------------------------------------------- */
+
+static void ws_release(courier_ws *ws) {
+    if (!ws || atomic_fetch_sub(&ws->refs, 1) != 1) return;
+    for (ws_msg *m = ws->in_first, *n; m; m = n) {
+        n = m->next;
+        free(m);
+    }
+    for (ws_msg *m = ws->out_first, *n; m; m = n) {
+        n = m->next;
+        free(m);
+    }
+    free(ws->borrowed);
+    free((char *)ws->opt.subprotocols);
+    cr_error_release_user(&ws->end_err);
+    if (ws->user_free) ws->user_free(ws->user);
+    pthread_cond_destroy(&ws->c);
+    pthread_mutex_destroy(&ws->m);
+    free(ws);
+}
+
+/* Worker: tells the reader (the condition variable) and the notify callback. */
+static void tell(courier_ws *ws) {
+    pthread_mutex_lock(&ws->m);
+    pthread_cond_broadcast(&ws->c);
+    bool call = ws->notify && !ws->freed;
+    pthread_mutex_unlock(&ws->m);
+    if (call) ws->notify(ws, ws->user);
+}
+
+static void set_state(courier_ws *ws, int state) {
+    pthread_mutex_lock(&ws->m);
+    if (ws->state != COURIER_WS_CLOSED) ws->state = state;
+    pthread_mutex_unlock(&ws->m);
+}
+
+/* ---- the worker's side -------------------------------------------------------------------------- */
+
+static courier_ws **list_head(courier_engine *e) { return (courier_ws **)&e->ws_head; }
+
+/* Worker: the end. Takes the connection down (no more bytes either way) and gives the reader `code`
+ * once it has read what came before. */
+static void finish(courier_ws *ws, int code, const courier_error *detail) {
+    if (ws->phase == P_ENDED) return;
+    ws->phase = P_ENDED;
+    if (ws->ctx) {
+        pthread_mutex_lock(&ws->m);
+        if (!ws->close_code_sent && wslay_event_get_close_sent(ws->ctx))
+            ws->close_code_sent = wslay_event_get_status_code_sent(ws->ctx);
+        pthread_mutex_unlock(&ws->m);
+    }
+    pthread_mutex_lock(&ws->m);
+    ws->state = COURIER_WS_CLOSED;
+    ws->end_code = code;
+    if (detail) ws->end_err = *detail;
+    else cr_fail(&ws->end_err, code, NULL);
+    ws->end_err.code = code;
+    if (!ws->close_code) ws->close_code = 1006;
+    for (ws_msg *m = ws->out_first, *n; m; m = n) {
+        n = m->next;
+        free(m);
+    }
+    ws->out_first = ws->out_last = NULL;
+    ws->out_bytes = 0;
+    pthread_mutex_unlock(&ws->m);
+    tell(ws);
+}
+
+/* Worker: the WebSocket off the engine: easy handle out of the multi handle and cleaned up (curl
+ * closes the socket), wslay's context freed, the worker's reference released. */
+static void unlink_ws(courier_engine *e, courier_ws *ws) {
+    if (!ws->linked) return;
+    ws->linked = 0;
+    for (courier_ws **p = list_head(e); *p; p = &(*p)->next) {
+        if (*p == ws) {
+            *p = ws->next;
+            break;
+        }
+    }
+    if (ws->easy) {
+        curl_multi_remove_handle(e->core.multi, ws->easy);
+        cr_easy_cleanup(ws->easy);
+        ws->easy = NULL;
+    }
+    if (ws->ctx) wslay_event_context_free(ws->ctx);
+    ws->ctx = NULL;
+    if (ws->t) cr_transfer_free(ws->t);
+    ws->t = NULL;
+    free(ws->errbuf);
+    ws->errbuf = NULL;
+    cr_buf_free(&ws->head);
+    free(ws->extra);
+    ws->extra = NULL;
+    free(ws->offered);
+    ws->offered = NULL;
+    ws_release(ws);
+}
+
+static int64_t now_ms(void) { return cr_mono_ms(); }
+
+/* wslay's callbacks: bytes through curl, non-blocking. */
+static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *user) {
+    (void)flags;
+    courier_ws *ws = user;
+    if (ws->extra_off < ws->extra_len) {
+        size_t k = ws->extra_len - ws->extra_off < len ? ws->extra_len - ws->extra_off : len;
+        memcpy(buf, ws->extra + ws->extra_off, k);
+        ws->extra_off += k;
+        return (ssize_t)k;
+    }
+    size_t n = 0;
+    CURLcode rc = curl_easy_recv(ws->easy, buf, len, &n);
+    if (rc == CURLE_AGAIN) {
+        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
+    }
+    if (rc != CURLE_OK || n == 0) {
+        if (rc != CURLE_OK) ws->io_error = rc;
+        else ws->eof = 1;
+        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+        return -1;
+    }
+    if (ws->opt.ping_interval_ms > 0 && !ws->ping_out) ws->next_ping_ms = now_ms() + ws->opt.ping_interval_ms;
+    return (ssize_t)n;
+}
+
+static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *user) {
+    (void)flags;
+    courier_ws *ws = user;
+    size_t n = 0;
+    CURLcode rc = curl_easy_send(ws->easy, data, len, &n);
+    if (rc == CURLE_AGAIN) {
+        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
+    }
+    if (rc != CURLE_OK) {
+        ws->io_error = rc;
+        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+        return -1;
+    }
+    return (ssize_t)n;
+}
+
+/* Masks from the kernel's CSPRNG (RFC 6455 §10.3: a peer must not predict them). */
+static bool random_bytes(void *buf, size_t len) {
+    uint8_t *p = buf;
+    while (len) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+static int on_genmask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user) {
+    (void)user;
+    if (!random_bytes(buf, len)) {
+        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+        return -1;
+    }
+    return 0;
+}
+
+static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg, void *user) {
+    (void)ctx;
+    courier_ws *ws = user;
+    if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME) {
+        ws_msg *m = malloc(sizeof *m + arg->msg_length + 1);
+        if (!m) {
+            ws->fail_code = COURIER_E_NO_MEMORY;
+            return;
+        }
+        m->next = NULL;
+        m->type = arg->opcode == WSLAY_TEXT_FRAME ? COURIER_WS_TEXT : COURIER_WS_BINARY;
+        m->len = arg->msg_length;
+        if (arg->msg_length) memcpy(m->data, arg->msg, arg->msg_length);
+        m->data[arg->msg_length] = 0;
+        pthread_mutex_lock(&ws->m);
+        if (ws->in_last) ws->in_last->next = m;
+        else ws->in_first = m;
+        ws->in_last = m;
+        pthread_mutex_unlock(&ws->m);
+        tell(ws);
+    } else if (arg->opcode == WSLAY_PONG) {
+        if (ws->ping_out) {
+            ws->ping_out = 0;
+            ws->deadline_ms = 0;
+            if (ws->opt.ping_interval_ms > 0) ws->next_ping_ms = now_ms() + ws->opt.ping_interval_ms;
+        }
+    } else if (arg->opcode == WSLAY_CONNECTION_CLOSE) {
+        /* wslay checked the code and the reason's UTF-8, and queued its echo. */
+        pthread_mutex_lock(&ws->m);
+        ws->close_code = arg->status_code ? arg->status_code : 1005;
+        size_t rl = arg->msg_length > 2 ? arg->msg_length - 2 : 0;
+        if (rl > sizeof ws->close_reason - 1) rl = sizeof ws->close_reason - 1;
+        if (rl) memcpy(ws->close_reason, arg->msg + 2, rl);
+        ws->close_reason[rl] = 0;
+        if (ws->state == COURIER_WS_OPEN) ws->state = COURIER_WS_CLOSING;
+        pthread_mutex_unlock(&ws->m);
+        tell(ws);
+    }
+}
+
+/* Worker: what the caller sent, handed to wslay (which copies it). */
+static void take_outgoing(courier_ws *ws) {
+    pthread_mutex_lock(&ws->m);
+    ws_msg *list = ws->out_first;
+    ws->out_first = ws->out_last = NULL;
+    pthread_mutex_unlock(&ws->m);
+    for (ws_msg *m = list, *n; m; m = n) {
+        n = m->next;
+        if (ws->phase == P_OPEN && !ws->we_closed && !wslay_event_get_close_sent(ws->ctx)) {
+            if (m->type == 0) {
+                ws->we_closed = 1;
+                wslay_event_queue_close(ws->ctx, (uint16_t)m->len, m->data + 0, strlen((char *)m->data));
+                pthread_mutex_lock(&ws->m);
+                ws->close_code_sent = (int)m->len;
+                pthread_mutex_unlock(&ws->m);
+                int64_t to = ws->opt.close_timeout_ms;
+                ws->deadline_ms = now_ms() + to;
+                ws->ping_out = 0;
+                ws->next_ping_ms = 0;
+                set_state(ws, COURIER_WS_CLOSING);
+            } else {
+                struct wslay_event_msg wm = {m->type == COURIER_WS_TEXT ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME,
+                                             m->data, m->len};
+                if (wslay_event_queue_msg(ws->ctx, &wm) != 0) ws->fail_code = COURIER_E_NO_MEMORY;
+            }
+        }
+        free(m);
+    }
+}
+
+/* Worker: sizes the queue the caller sees (ours plus wslay's). */
+static void count_queued(courier_ws *ws) {
+    size_t n = ws->ctx ? wslay_event_get_queued_msg_length(ws->ctx) : 0;
+    pthread_mutex_lock(&ws->m);
+    for (ws_msg *m = ws->out_first; m; m = m->next) n += m->type ? m->len : 0;
+    ws->out_bytes = n;
+    pthread_mutex_unlock(&ws->m);
+}
+
+static int fail_detail(courier_error *d, int code, const char *fmt, const char *a) {
+    cr_fail(d, code, fmt, a);
+    return code;
+}
+
+/* Worker: a masked close frame with `code` written straight to the socket (best effort: the
+ * connection is being failed). Only when wslay has no frame half-written. */
+static bool send_raw_close(courier_ws *ws, uint16_t code) {
+    uint8_t f[8] = {0x88, 0x82};
+    if (!random_bytes(f + 2, 4)) return false;
+    f[6] = (uint8_t)((code >> 8) ^ f[2]);
+    f[7] = (uint8_t)((code & 0xFF) ^ f[3]);
+    size_t n = 0;
+    return curl_easy_send(ws->easy, f, sizeof f, &n) == CURLE_OK && n == sizeof f;
+}
+
+static void set_code_sent(courier_ws *ws, int code) {
+    pthread_mutex_lock(&ws->m);
+    ws->close_code_sent = code;
+    pthread_mutex_unlock(&ws->m);
+}
+
+/* Worker: the connection's I/O while open: reads messages, writes what is queued, and ends it when
+ * the closing handshake is over or something failed. */
+static void pump_open(courier_ws *ws) {
+    courier_error d;
+    take_outgoing(ws);
+    int r = 0;
+    if (wslay_event_want_read(ws->ctx)) r = wslay_event_recv(ws->ctx);
+    int received = wslay_event_get_close_received(ws->ctx);
+    if (r == WSLAY_ERR_NOMEM || ws->fail_code == COURIER_E_NO_MEMORY) {
+        finish(ws, COURIER_E_NO_MEMORY, NULL);
+        return;
+    }
+    if (r != 0 && !ws->eof && !ws->io_error && !received) {
+        /* The frame layer refused what the server sent (a control frame over 125 bytes or
+         * fragmented, a bad length). wslay queued a close without a code; RFC 6455 asks for 1002:
+         * written by hand when nothing else is queued, else wslay's goes. */
+        if (wslay_event_get_queued_msg_count(ws->ctx) == 1 && send_raw_close(ws, 1002)) {
+            set_code_sent(ws, 1002);
+        } else {
+            wslay_event_send(ws->ctx);
+            if (wslay_event_get_close_sent(ws->ctx)) set_code_sent(ws, wslay_event_get_status_code_sent(ws->ctx));
+        }
+        finish(ws, fail_detail(&d, COURIER_E_WS_PROTOCOL, "the WebSocket server broke RFC 6455 (%s)",
+                               "a control frame over 125 bytes or fragmented, or a bad frame header"),
+               &d);
+        return;
+    }
+    if (r == 0 && !received && !ws->eof && !ws->io_error && ws->we_closed && !wslay_event_get_read_enabled(ws->ctx)) {
+        /* wslay stopped reading on a protocol error after our close was queued: it could not queue
+         * a code of its own then (ours goes, or went), and the server's close may never come. */
+        wslay_event_send(ws->ctx);
+        if (wslay_event_get_close_sent(ws->ctx)) set_code_sent(ws, wslay_event_get_status_code_sent(ws->ctx));
+        finish(ws, fail_detail(&d, COURIER_E_WS_PROTOCOL, "the WebSocket server broke RFC 6455 (%s)",
+                               "while the connection was closing"),
+               &d);
+        return;
+    }
+    if (!ws->eof && !ws->io_error && wslay_event_want_write(ws->ctx)) wslay_event_send(ws->ctx);
+    count_queued(ws);
+    int sent = wslay_event_get_close_sent(ws->ctx);
+    uint16_t code_sent = sent ? wslay_event_get_status_code_sent(ws->ctx) : 0;
+    if (sent) set_code_sent(ws, code_sent);
+    if (received && (sent || ws->eof || ws->io_error)) {
+        finish(ws, fail_detail(&d, COURIER_E_WS_CLOSED, "the WebSocket closed%s", ""), &d);
+        return;
+    }
+    if (sent && !received && !ws->we_closed) {
+        /* Neither the caller's nor an echo: wslay failed the connection with this code. */
+        if (code_sent == 1009) {
+            finish(ws, fail_detail(&d, COURIER_E_TOO_LARGE, "a WebSocket message over the maximum size%s", ""), &d);
+        } else {
+            cr_fail(&d, COURIER_E_WS_PROTOCOL, "the WebSocket server broke RFC 6455 (closed with %u: %s)",
+                    (unsigned)code_sent, code_sent == 1007 ? "invalid UTF-8" : "protocol error");
+            finish(ws, COURIER_E_WS_PROTOCOL, &d);
+        }
+        return;
+    }
+    if (ws->eof || ws->io_error) {
+        cr_fail(&d, COURIER_E_NETWORK, "the WebSocket connection %s without a close frame",
+                ws->eof ? "ended" : "failed");
+        d.curl_code = ws->io_error;
+        finish(ws, COURIER_E_NETWORK, &d);
+        return;
+    }
+    if (!sent && !received && !ws->we_closed && !wslay_event_get_read_enabled(ws->ctx) && !ws->deadline_ms) {
+        /* wslay is failing the connection and its close waits for the socket: not forever. */
+        ws->deadline_ms = now_ms() + ws->opt.close_timeout_ms;
+        ws->ping_out = 0;
+        ws->next_ping_ms = 0;
+    }
+}
+
+/* ---- the opening handshake ---------------------------------------------------------------------- */
+
+static bool token_in(const char *list, const char *token) {
+    size_t n = strlen(token);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == '\t' || *p == ',') p++;
+        const char *s = p;
+        while (*p && *p != ',') p++;
+        const char *end = p;
+        while (end > s && (end[-1] == ' ' || end[-1] == '\t')) end--;
+        if ((size_t)(end - s) == n && strncasecmp(s, token, n) == 0) return true;
+    }
+    return false;
+}
+
+/* "Cookie: a=b; c=d" for the URL from the engine's jar, appended to out (nothing when none match
+ * or the jar is off). */
+static void cookie_line(courier_engine *e, CURLU *u, bool secure, cr_buf *out) {
+    courier_cookie_list *list = NULL;
+    if (courier_cookies_list(&list, e, NULL) != COURIER_OK) return;
+    char *host = NULL, *path = NULL;
+    curl_url_get(u, CURLUPART_HOST, &host, 0);
+    curl_url_get(u, CURLUPART_PATH, &path, 0);
+    int64_t now = (int64_t)time(NULL);
+    size_t start = out->len;
+    for (size_t i = 0, n = courier_cookie_list_count(list); host && i < n; i++) {
+        courier_cookie c;
+        memset(&c, 0, sizeof c);
+        c.size = sizeof c;
+        if (courier_cookie_list_at(&c, list, i) != COURIER_OK) continue;
+        if (c.expires && c.expires <= now) continue;
+        if (c.secure && !secure && strcmp(host, "localhost") != 0 && strcmp(host, "127.0.0.1") != 0) continue;
+        size_t hl = strlen(host), dl = strlen(c.domain);
+        bool dom = strcasecmp(host, c.domain) == 0 ||
+                   (c.include_subdomains && hl > dl && host[hl - dl - 1] == '.' && strcasecmp(host + hl - dl, c.domain) == 0);
+        if (!dom) continue;
+        const char *p = path && *path ? path : "/";
+        size_t pl = strlen(c.path);
+        bool pathok = strncmp(p, c.path, pl) == 0 && (p[pl] == 0 || p[pl] == '/' || (pl && c.path[pl - 1] == '/'));
+        if (!pathok) continue;
+        cr_buf_append_str(out, out->len == start ? "Cookie: " : "; ");
+        cr_buf_append_str(out, c.name);
+        cr_buf_append_char(out, '=');
+        cr_buf_append_str(out, c.value);
+    }
+    if (out->len != start) cr_buf_append_str(out, "\r\n");
+    curl_free(host);
+    curl_free(path);
+    courier_cookie_list_free(list);
+}
+
+static bool skip_header(const char *name) {
+    static const char *const ours[] = {"Host", "Upgrade", "Connection", "Sec-WebSocket-Key", "Sec-WebSocket-Version",
+                                       "Sec-WebSocket-Protocol", "Sec-WebSocket-Extensions", "Content-Length",
+                                       "Transfer-Encoding", "Accept-Encoding"};
+    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+        if (strcasecmp(name, ours[i]) == 0) return true;
+    return false;
+}
+
+/* Worker: the Upgrade request into ws->head, and the accept value it expects. */
+static int build_request(courier_ws *ws, courier_error *err) {
+    cr_transfer *t = ws->t;
+    uint8_t key[16];
+    if (!random_bytes(key, sizeof key)) return cr_fail(err, COURIER_E_INTERNAL, "getrandom failed");
+    cr_buf k = {0};
+    if (cr_base64_encode(&k, key, sizeof key) != COURIER_OK) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    /* Sec-WebSocket-Accept: base64(SHA-1(key + the RFC 6455 GUID)). */
+    char cat[64];
+    snprintf(cat, sizeof cat, "%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", k.data);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    cr_buf a = {0};
+    if (!EVP_Digest(cat, strlen(cat), md, &mdlen, EVP_sha1(), NULL) || cr_base64_encode(&a, md, mdlen)) {
+        cr_buf_free(&k);
+        cr_buf_free(&a);
+        return cr_fail(err, COURIER_E_INTERNAL, "SHA-1 failed");
+    }
+    snprintf(ws->accept, sizeof ws->accept, "%s", a.data);
+    cr_buf_free(&a);
+
+    CURLU *u = curl_url();
+    char *host = NULL, *port = NULL, *path = NULL, *query = NULL, *scheme = NULL;
+    if (!u || curl_url_set(u, CURLUPART_URL, t->url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+        curl_url_cleanup(u);
+        cr_buf_free(&k);
+        return cr_fail(err, COURIER_E_INVALID_URL, "not a URL: %.200s", t->url);
+    }
+    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+    curl_url_get(u, CURLUPART_PORT, &port, 0); /* only when the URL gives one */
+    curl_url_get(u, CURLUPART_PATH, &path, 0);
+    curl_url_get(u, CURLUPART_QUERY, &query, 0);
+    cr_buf *h = &ws->head;
+    cr_buf_append_str(h, "GET ");
+    cr_buf_append_str(h, path && *path ? path : "/");
+    if (query) {
+        cr_buf_append_char(h, '?');
+        cr_buf_append_str(h, query);
+    }
+    cr_buf_append_str(h, " HTTP/1.1\r\nHost: ");
+    cr_buf_append_str(h, host);
+    if (port) {
+        cr_buf_append_char(h, ':');
+        cr_buf_append_str(h, port);
+    }
+    cr_buf_append_str(h, "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ");
+    cr_buf_append_str(h, k.data);
+    cr_buf_append_str(h, "\r\nSec-WebSocket-Version: 13\r\n");
+    cr_buf_free(&k);
+    if (ws->offered) {
+        cr_buf_append_str(h, "Sec-WebSocket-Protocol: ");
+        cr_buf_append_str(h, ws->offered);
+        cr_buf_append_str(h, "\r\n");
+    }
+    bool has_auth = false, has_cookie = false;
+    for (size_t i = 0; i < t->headers.count; i++) {
+        const cr_kv *kv = &t->headers.items[i];
+        if (skip_header(kv->name)) continue;
+        if (strcasecmp(kv->name, "Authorization") == 0) has_auth = true;
+        if (strcasecmp(kv->name, "Cookie") == 0) has_cookie = true;
+        cr_buf_append_str(h, kv->name);
+        cr_buf_append_str(h, ": ");
+        cr_buf_append_str(h, kv->value);
+        cr_buf_append_str(h, "\r\n");
+    }
+    /* Basic credentials for the request's own origin (as transport.c gives them to curl). */
+    const cr_auth *au = t->auth;
+    if (!has_auth && au && au->user && (au->schemes & COURIER_AUTH_BASIC)) {
+        char *origin = cr_url_origin(t->url);
+        if (origin && au->origin && strcmp(origin, au->origin) == 0) {
+            cr_buf up = {0}, b = {0};
+            cr_buf_append_str(&up, au->user);
+            cr_buf_append_char(&up, ':');
+            cr_buf_append_str(&up, au->password ? au->password : "");
+            if (cr_base64_encode(&b, up.data, up.len) == COURIER_OK) {
+                cr_buf_append_str(h, "Authorization: Basic ");
+                cr_buf_append(h, b.data, b.len);
+                cr_buf_append_str(h, "\r\n");
+            }
+            cr_buf_free(&up);
+            cr_buf_free(&b);
+        }
+        free(origin);
+    }
+    if (!has_cookie) cookie_line(ws->e, u, scheme && strcasecmp(scheme, "https") == 0, h);
+    cr_buf_append_str(h, "\r\n");
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_free(query);
+    curl_free(scheme);
+    curl_url_cleanup(u);
+    if (!h->data) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    return COURIER_OK;
+}
+
+/* The value of header `name` in a response head (lines after the status line), copied into out. */
+static bool head_value(const char *head, const char *name, char *out, size_t cap) {
+    size_t n = strlen(name);
+    out[0] = 0;
+    bool found = false;
+    for (const char *p = strstr(head, "\r\n"); p && p[2]; p = strstr(p + 2, "\r\n")) {
+        const char *line = p + 2;
+        if (strncasecmp(line, name, n) != 0 || line[n] != ':') continue;
+        const char *v = line + n + 1;
+        while (*v == ' ' || *v == '\t') v++;
+        const char *end = strstr(v, "\r\n");
+        if (!end) end = v + strlen(v);
+        while (end > v && (end[-1] == ' ' || end[-1] == '\t')) end--;
+        size_t l = (size_t)(end - v);
+        size_t have = strlen(out);
+        /* Fields given more than once are one comma-separated list. */
+        if (found && have + 2 < cap) {
+            memcpy(out + have, ", ", 2);
+            have += 2;
+        }
+        if (l > cap - 1 - have) l = cap - 1 - have;
+        memcpy(out + have, v, l);
+        out[have + l] = 0;
+        found = true;
+    }
+    return found;
+}
+
+static void init_wslay(courier_ws *ws, courier_error *d);
+
+/* Worker: the response head is whole (head_end: the bytes of it, blank line included). */
+static int check_response(courier_ws *ws, size_t head_end, courier_error *d) {
+    char *head = ws->head.data;
+    head[head_end - 2] = 0; /* keeps the last header's CRLF */
+    int status = 0;
+    if (strncmp(head, "HTTP/1.1 ", 9) != 0 && strncmp(head, "HTTP/1.0 ", 9) != 0)
+        return cr_fail(d, COURIER_E_WS_HANDSHAKE, "the WebSocket handshake's answer is not HTTP/1.1");
+    status = atoi(head + 9);
+    if (status != 101) {
+        cr_fail(d, COURIER_E_WS_HANDSHAKE, "the WebSocket handshake was refused with HTTP status %d", status);
+        d->http_status = status;
+        return COURIER_E_WS_HANDSHAKE;
+    }
+    char v[256];
+    if (!head_value(head, "Upgrade", v, sizeof v) || !token_in(v, "websocket"))
+        return cr_fail(d, COURIER_E_WS_HANDSHAKE, "the WebSocket handshake's answer has no Upgrade: websocket");
+    if (!head_value(head, "Connection", v, sizeof v) || !token_in(v, "upgrade"))
+        return cr_fail(d, COURIER_E_WS_HANDSHAKE, "the WebSocket handshake's answer has no Connection: upgrade");
+    if (!head_value(head, "Sec-WebSocket-Accept", v, sizeof v) || strcmp(v, ws->accept) != 0)
+        return cr_fail(d, COURIER_E_WS_HANDSHAKE, "the WebSocket handshake's Sec-WebSocket-Accept is %s",
+                       v[0] ? "wrong" : "missing");
+    if (head_value(head, "Sec-WebSocket-Extensions", v, sizeof v) && v[0])
+        return cr_fail(d, COURIER_E_WS_HANDSHAKE, "the server chose a WebSocket extension that was not offered: %.100s", v);
+    char proto[128] = "";
+    if (head_value(head, "Sec-WebSocket-Protocol", proto, sizeof proto) && proto[0]) {
+        if (!ws->offered || strchr(proto, ',') || !token_in(ws->offered, proto))
+            return cr_fail(d, COURIER_E_WS_HANDSHAKE, "the server chose a subprotocol that was not offered: %.100s", proto);
+    }
+    pthread_mutex_lock(&ws->m);
+    snprintf(ws->protocol, sizeof ws->protocol, "%s", proto);
+    pthread_mutex_unlock(&ws->m);
+    return COURIER_OK;
+}
+
+/* Worker: the handshake's I/O: the request out, the response head in. */
+static void pump_handshake(courier_ws *ws) {
+    courier_error d;
+    if (ws->phase == P_SENDING_HEAD) {
+        while (ws->head_off < ws->head.len) {
+            size_t n = 0;
+            CURLcode rc = curl_easy_send(ws->easy, ws->head.data + ws->head_off, ws->head.len - ws->head_off, &n);
+            if (rc == CURLE_AGAIN) return;
+            if (rc != CURLE_OK) {
+                cr_fail(&d, COURIER_E_NETWORK, "the WebSocket handshake could not be sent: %s", curl_easy_strerror(rc));
+                d.curl_code = rc;
+                finish(ws, COURIER_E_NETWORK, &d);
+                return;
+            }
+            ws->head_off += n;
+        }
+        ws->head.len = 0; /* now the response */
+        ws->phase = P_READING_HEAD;
+    }
+    char buf[4096];
+    for (;;) {
+        size_t n = 0;
+        CURLcode rc = curl_easy_recv(ws->easy, buf, sizeof buf, &n);
+        if (rc == CURLE_AGAIN) return;
+        if (rc != CURLE_OK || n == 0) {
+            cr_fail(&d, COURIER_E_WS_HANDSHAKE, "the WebSocket server closed the connection during the handshake");
+            d.curl_code = rc;
+            finish(ws, COURIER_E_WS_HANDSHAKE, &d);
+            return;
+        }
+        size_t before = ws->head.len;
+        if (cr_buf_append(&ws->head, buf, n) != COURIER_OK) {
+            finish(ws, COURIER_E_NO_MEMORY, NULL);
+            return;
+        }
+        size_t from = before > 3 ? before - 3 : 0;
+        char *end = ws->head.len >= 4 ? memmem(ws->head.data + from, ws->head.len - from, "\r\n\r\n", 4) : NULL;
+        if (!end) {
+            if (ws->head.len > WS_MAX_HEAD) {
+                finish(ws, fail_detail(&d, COURIER_E_HEADERS_TOO_LARGE, "the WebSocket handshake's answer is over %s",
+                                       "16 KiB"),
+                       &d);
+                return;
+            }
+            continue;
+        }
+        size_t head_end = (size_t)(end - ws->head.data) + 4;
+        if (head_end < ws->head.len) { /* the first frames came with the head */
+            ws->extra_len = ws->head.len - head_end;
+            ws->extra = malloc(ws->extra_len);
+            if (!ws->extra) {
+                finish(ws, COURIER_E_NO_MEMORY, NULL);
+                return;
+            }
+            memcpy(ws->extra, ws->head.data + head_end, ws->extra_len);
+        }
+        int crc = check_response(ws, head_end, &d);
+        cr_buf_free(&ws->head);
+        if (crc != COURIER_OK) {
+            finish(ws, crc, &d);
+            return;
+        }
+        init_wslay(ws, &d);
+        return;
+    }
+}
+
+static void init_wslay(courier_ws *ws, courier_error *d) {
+    static const struct wslay_event_callbacks cbs = {on_recv, on_send, on_genmask, NULL, NULL, NULL, on_msg};
+    if (wslay_event_context_client_init(&ws->ctx, &cbs, ws) != 0) {
+        finish(ws, COURIER_E_NO_MEMORY, NULL);
+        return;
+    }
+    wslay_event_config_set_max_recv_msg_length(ws->ctx, (uint64_t)ws->opt.max_message_bytes);
+    ws->phase = P_OPEN;
+    ws->deadline_ms = 0;
+    if (ws->opt.ping_interval_ms > 0) ws->next_ping_ms = now_ms() + ws->opt.ping_interval_ms;
+    (void)d;
+    set_state(ws, COURIER_WS_OPEN);
+    tell(ws);
+    pump_open(ws);
+}
+
+/* Worker: timers. */
+static void check_timers(courier_ws *ws, int64_t now) {
+    courier_error d;
+    if (ws->phase == P_ENDED) return;
+    if (ws->deadline_ms && now >= ws->deadline_ms) {
+        if (ws->phase == P_OPEN && ws->ping_out) {
+            /* A dead peer: say so (1011) if the socket takes it, and go. */
+            if (!wslay_event_get_close_sent(ws->ctx)) {
+                ws->we_closed = 1;
+                static const char why[] = "keepalive ping timeout";
+                wslay_event_queue_close(ws->ctx, 1011, (const uint8_t *)why, sizeof why - 1);
+                wslay_event_send(ws->ctx);
+            }
+            finish(ws, fail_detail(&d, COURIER_E_TIMEOUT, "the WebSocket server did not answer a ping in %s", "time"),
+                   &d);
+            return;
+        }
+        finish(ws, fail_detail(&d, COURIER_E_TIMEOUT, "WebSocket: %s",
+                               ws->phase == P_OPEN ? "the server's close frame did not come in time"
+                                                   : "the connection or opening handshake took too long"),
+               &d);
+        return;
+    }
+    if (ws->phase == P_OPEN && ws->next_ping_ms && now >= ws->next_ping_ms && !ws->ping_out &&
+        !wslay_event_get_close_sent(ws->ctx)) {
+        uint8_t payload[8];
+        int64_t stamp = now;
+        memcpy(payload, &stamp, sizeof payload);
+        struct wslay_event_msg wm = {WSLAY_PING, payload, sizeof payload};
+        if (wslay_event_queue_msg(ws->ctx, &wm) == 0) {
+            ws->ping_out = 1;
+            ws->next_ping_ms = 0;
+            ws->deadline_ms = now + (ws->opt.ping_timeout_ms > 0 ? ws->opt.ping_timeout_ms : ws->opt.ping_interval_ms);
+            pump_open(ws);
+        }
+    }
+}
+
+void cr_ws_connected(courier_engine *e, courier_ws *ws, CURLcode result) {
+    (void)e;
+    if (ws->phase != P_CONNECTING) return;
+    if (result != CURLE_OK) {
+        courier_error d;
+        int code = cr_code_from_curl(result, false);
+        cr_fail(&d, code, "WebSocket: %s", ws->errbuf && ws->errbuf[0] ? ws->errbuf : curl_easy_strerror(result));
+        d.curl_code = result;
+        finish(ws, code, &d);
+        return;
+    }
+    ws->phase = P_SENDING_HEAD;
+    pump_handshake(ws);
+}
+
+courier_ws *cr_ws_of_easy(courier_engine *e, CURL *easy) {
+    for (courier_ws *ws = e->ws_head; ws; ws = ws->next)
+        if (ws->easy == easy) return ws;
+    return NULL;
+}
+
+int cr_ws_turn(courier_engine *e) {
+    int64_t now = now_ms();
+    int64_t wait = INT64_MAX;
+    for (courier_ws *ws = e->ws_head, *next; ws; ws = next) {
+        next = ws->next;
+        if (ws->phase == P_SENDING_HEAD || ws->phase == P_READING_HEAD) pump_handshake(ws);
+        else if (ws->phase == P_OPEN) pump_open(ws);
+        check_timers(ws, now);
+        if (ws->phase == P_ENDED) {
+            unlink_ws(e, ws);
+            continue;
+        }
+        if (ws->deadline_ms && ws->deadline_ms - now < wait) wait = ws->deadline_ms - now;
+        if (ws->next_ping_ms && ws->next_ping_ms - now < wait) wait = ws->next_ping_ms - now;
+    }
+    if (wait == INT64_MAX) return -1;
+    return wait < 0 ? 0 : wait > INT32_MAX ? INT32_MAX : (int)wait;
+}
+
+size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap) {
+    size_t n = 0;
+    for (courier_ws *ws = e->ws_head; ws; ws = ws->next) {
+        if (ws->phase < P_SENDING_HEAD || ws->phase == P_ENDED) continue;
+        curl_socket_t s = CURL_SOCKET_BAD;
+        if (curl_easy_getinfo(ws->easy, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK || s == CURL_SOCKET_BAD) continue;
+        if (n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 8;
+            struct curl_waitfd *g = realloc(*fds, nc * sizeof *g);
+            if (!g) break;
+            *fds = g;
+            *cap = nc;
+        }
+        short ev = CURL_WAIT_POLLIN;
+        if (ws->phase == P_SENDING_HEAD || (ws->phase == P_OPEN && wslay_event_want_write(ws->ctx)))
+            ev |= CURL_WAIT_POLLOUT;
+        (*fds)[n++] = (struct curl_waitfd){s, ev, 0};
+    }
+    return n;
+}
+
+void cr_ws_engine_closing(courier_engine *e) {
+    e->ws_closed = 1;
+    while (e->ws_head) {
+        courier_ws *ws = e->ws_head;
+        courier_error d;
+        finish(ws, fail_detail(&d, COURIER_E_CLOSED, "the engine closed%s", ""), &d);
+        unlink_ws(e, ws);
+    }
+}
+
+/* Worker (posted by courier_ws_open): the connect-only transfer into the multi handle. */
+static void start_work(void *user) {
+    courier_ws *ws = user;
+    courier_engine *e = ws->e;
+    courier_error d;
+    cr_transfer *t = ws->t;
+    ws->linked = 1;
+    ws->next = e->ws_head;
+    e->ws_head = ws;
+    if (e->ws_closed || ws->phase == P_ENDED) {
+        if (ws->phase != P_ENDED) finish(ws, fail_detail(&d, COURIER_E_CLOSED, "the engine closed%s", ""), &d);
+        unlink_ws(e, ws);
+        return;
+    }
+    pthread_mutex_lock(&ws->m);
+    int gone = ws->freed || ws->close_asked;
+    pthread_mutex_unlock(&ws->m);
+    if (gone) {
+        finish(ws, fail_detail(&d, COURIER_E_CANCELLED, "the WebSocket was closed before it opened%s", ""), &d);
+        unlink_ws(e, ws);
+        return;
+    }
+    int rc = build_request(ws, &d);
+    CURL *h = rc == COURIER_OK ? curl_easy_init() : NULL;
+    ws->errbuf = malloc(CURL_ERROR_SIZE);
+    if (rc == COURIER_OK && (!h || !ws->errbuf)) rc = cr_fail(&d, COURIER_E_NO_MEMORY, NULL);
+    if (rc == COURIER_OK) rc = cr_transport_base(e, h);
+    if (rc == COURIER_OK) {
+        ws->errbuf[0] = 0;
+        ws->easy = h;
+        t->easy = h;
+        CURLcode c = curl_easy_setopt(h, CURLOPT_URL, t->url);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
+        /* HTTP/1.1 only: an h2 answer to ALPN would make the Upgrade request garbage. */
+        if (!c) c = curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+        /* Through an HTTP proxy, a tunnel for ws:// too (curl tunnels only https by itself). */
+        if (!c) c = curl_easy_setopt(h, CURLOPT_HTTPPROXYTUNNEL, 1L);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ws->errbuf);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_PREREQDATA, NULL);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ws->opt.handshake_timeout_ms);
+        if (!c) c = (CURLcode)cr_auth_setup(e, t); /* the request's proxy */
+        if (!c) c = (CURLcode)cr_security_setup(t); /* the request's TLS policy */
+        if (!c && curl_multi_add_handle(e->core.multi, h) != CURLM_OK) c = CURLE_OUT_OF_MEMORY;
+        t->easy = NULL;
+        if (c) rc = cr_fail(&d, c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL,
+                            "WebSocket: %s", curl_easy_strerror(c));
+    } else if (h) {
+        curl_easy_cleanup(h);
+    }
+    cr_transfer_free(ws->t);
+    ws->t = NULL;
+    if (rc != COURIER_OK) {
+        finish(ws, rc, &d);
+        unlink_ws(e, ws);
+        return;
+    }
+    ws->deadline_ms = now_ms() + ws->opt.handshake_timeout_ms;
+}
+
+/* Worker (posted by a send or a close): what the caller queued goes to wslay and out. */
+static void kick_work(void *user) {
+    courier_ws *ws = user;
+    pthread_mutex_lock(&ws->m);
+    ws->kick_posted = 0;
+    int freed = ws->freed;
+    pthread_mutex_unlock(&ws->m);
+    if (ws->linked) {
+        if (freed && ws->phase != P_ENDED) {
+            courier_error d;
+            finish(ws, fail_detail(&d, COURIER_E_CANCELLED, "the WebSocket was freed%s", ""), &d);
+        } else if (ws->phase == P_OPEN) {
+            pump_open(ws);
+        } else if (ws->phase != P_ENDED) {
+            pthread_mutex_lock(&ws->m);
+            int close_asked = ws->close_asked;
+            pthread_mutex_unlock(&ws->m);
+            if (close_asked) {
+                courier_error d;
+                finish(ws, fail_detail(&d, COURIER_E_CANCELLED, "the WebSocket was closed before it opened%s", ""),
+                       &d);
+            }
+        }
+        if (ws->phase == P_ENDED) unlink_ws(ws->e, ws);
+    }
+    ws_release(ws); /* the post's reference */
+}
+
+/* Any thread, under m: a kick posted unless one is pending. Returns false when the engine refused. */
+static bool kick_locked(courier_ws *ws) {
+    if (ws->kick_posted) return true;
+    ws->kick_posted = 1;
+    atomic_fetch_add(&ws->refs, 1);
+    if (courier_engine_post(ws->e, kick_work, ws, NULL) != COURIER_OK) {
+        ws->kick_posted = 0;
+        atomic_fetch_sub(&ws->refs, 1); /* never the last: the caller holds one */
+        return false;
+    }
+    return true;
+}
+
+/* ---- the caller's side --------------------------------------------------------------------------- */
+
+int courier_ws_options_init(courier_ws_options *o) {
+    if (!o || o->size < offsetof(courier_ws_options, max_send_queue_bytes) + sizeof(int64_t))
+        return COURIER_E_INVALID_ARGUMENT;
+    size_t size = o->size;
+    courier_ws_options d;
+    memset(&d, 0, sizeof d);
+    d.size = sizeof d;
+    d.max_message_bytes = WS_DEFAULT_MAX_MESSAGE;
+    d.close_timeout_ms = WS_DEFAULT_CLOSE_TIMEOUT;
+    d.max_send_queue_bytes = WS_DEFAULT_SEND_QUEUE;
+    memcpy(o, &d, size < sizeof d ? size : sizeof d);
+    o->size = size;
+    return COURIER_OK;
+}
+
+static bool is_token_char(unsigned char c) {
+    return c > 0x20 && c < 0x7F && !strchr("()<>@,;:\\\"/[]?={}", c);
+}
+
+/* A comma-separated list of tokens, normalised to "a, b". NULL: not one. */
+static char *subprotocol_list(const char *s) {
+    cr_buf out = {0};
+    const char *p = s;
+    for (;;) {
+        while (*p == ' ' || *p == '\t') p++;
+        const char *start = p;
+        while (is_token_char((unsigned char)*p)) p++;
+        if (p == start) break;
+        if (out.len) cr_buf_append_str(&out, ", ");
+        cr_buf_append(&out, start, (size_t)(p - start));
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p == 0) return out.data ? out.data : NULL;
+        if (*p != ',') break;
+        p++;
+    }
+    cr_buf_free(&out);
+    return NULL;
+}
+
+/* ws(s):// becomes http(s)://: libcurl 7.88 on Debian has no ws scheme, and the proxy variables
+ * apply by http/https. A relative target is joined with the base URL as any request's is. */
+static char *map_scheme(const char *target) {
+    const char *rest = NULL, *scheme = NULL;
+    if (strncasecmp(target, "ws://", 5) == 0) rest = target + 5, scheme = "http://";
+    else if (strncasecmp(target, "wss://", 6) == 0) rest = target + 6, scheme = "https://";
+    if (!rest) return NULL;
+    size_t n = strlen(scheme) + strlen(rest) + 1;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s%s", scheme, rest);
+    return s;
+}
+
+int courier_ws_open(courier_ws **out, courier_engine *e, const courier_request *r, const courier_ws_options *options,
+                    courier_ws_notify_fn notify, void *user, courier_user_free_fn user_free, courier_error *err) {
+    cr_error_clear(err);
+    if (out) *out = NULL;
+    int rc = COURIER_OK;
+    courier_ws_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.size = sizeof opt;
+    courier_ws_options_init(&opt);
+    if (!out || !e || !r) rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "WebSocket, engine or request is NULL");
+    if (rc == COURIER_OK && options) {
+        if (options->size < offsetof(courier_ws_options, max_send_queue_bytes) + sizeof(int64_t))
+            rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "courier_ws_options.size is too small");
+        else memcpy(&opt, options, options->size < sizeof opt ? options->size : sizeof opt);
+        opt.size = sizeof opt;
+    }
+    if (rc == COURIER_OK) {
+        if (opt.max_message_bytes <= 0) opt.max_message_bytes = WS_DEFAULT_MAX_MESSAGE;
+        if (opt.close_timeout_ms <= 0) opt.close_timeout_ms = WS_DEFAULT_CLOSE_TIMEOUT;
+        if (opt.max_send_queue_bytes <= 0) opt.max_send_queue_bytes = WS_DEFAULT_SEND_QUEUE;
+        if (opt.ping_interval_ms < 0 || opt.ping_timeout_ms < 0 || opt.handshake_timeout_ms < 0)
+            rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "a negative WebSocket time");
+    }
+    char *offered = NULL;
+    if (rc == COURIER_OK && opt.subprotocols && *opt.subprotocols && !(offered = subprotocol_list(opt.subprotocols)))
+        rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "subprotocols must be tokens separated by commas");
+    opt.subprotocols = NULL;
+    /* The request, with ws(s) mapped, prepared as any send is (base URL, headers, credentials). */
+    courier_request *copy = NULL;
+    cr_transfer *t = NULL;
+    if (rc == COURIER_OK) rc = cr_request_copy(&copy, r);
+    if (rc == COURIER_E_INVALID_ARGUMENT)
+        cr_fail(err, rc, "a WebSocket request has no multipart parts, file body or download");
+    else if (rc) cr_fail(err, rc, NULL);
+    if (rc == COURIER_OK) {
+        char *mapped = map_scheme(copy->target);
+        if (mapped) cr_request_take_target(copy, mapped);
+        if (copy->has_body || copy->download_path || (int)copy->freeze.policy != (int)COURIER_FREEZE_NEVER)
+            rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "a WebSocket request has no body, download or freezing");
+        else if (strcmp(copy->method, "GET") != 0)
+            rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "a WebSocket request's method is GET");
+    }
+    if (rc == COURIER_OK) rc = cr_transfer_prepare(e, copy, &t, err);
+    courier_request_free(copy);
+    courier_ws *ws = rc == COURIER_OK ? cr_zalloc(sizeof *ws) : NULL;
+    if (rc == COURIER_OK && !ws) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    if (rc != COURIER_OK) {
+        if (t) cr_transfer_free(t);
+        free(offered);
+        if (user_free) user_free(user);
+        return rc;
+    }
+    if (opt.handshake_timeout_ms == 0)
+        opt.handshake_timeout_ms = t->timeout_ms > 0 ? t->timeout_ms : WS_DEFAULT_HANDSHAKE_TIMEOUT;
+    pthread_mutex_init(&ws->m, NULL);
+    cr_cond_init(&ws->c);
+    atomic_init(&ws->refs, 2); /* the caller's, and the worker's (once start_work runs) */
+    ws->e = e;
+    ws->worker = e->worker;
+    ws->state = COURIER_WS_CONNECTING;
+    ws->notify = notify;
+    ws->user = user;
+    ws->user_free = user_free;
+    ws->opt = opt;
+    ws->offered = offered;
+    ws->t = t;
+    rc = courier_engine_post(e, start_work, ws, err);
+    if (rc != COURIER_OK) {
+        cr_transfer_free(t);
+        ws->t = NULL;
+        free(offered);
+        ws->offered = NULL;
+        ws->user_free = NULL;
+        atomic_store(&ws->refs, 1);
+        ws_release(ws);
+        if (user_free) user_free(user);
+        return rc;
+    }
+    *out = ws;
+    return COURIER_OK;
+}
+
+int courier_ws_send(courier_ws *ws, courier_ws_type type, const void *data, size_t len, courier_error *err) {
+    cr_error_clear(err);
+    if (!ws || (!data && len) || (type != COURIER_WS_TEXT && type != COURIER_WS_BINARY))
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);
+    if (type == COURIER_WS_TEXT && len && !cr_utf8_valid(data, len))
+        return cr_fail(err, COURIER_E_INVALID_ENCODING, "a WebSocket text message that is not UTF-8");
+    ws_msg *m = malloc(sizeof *m + len + 1);
+    if (!m) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    m->next = NULL;
+    m->type = type;
+    m->len = len;
+    if (len) memcpy(m->data, data, len);
+    m->data[len] = 0;
+    pthread_mutex_lock(&ws->m);
+    int rc = COURIER_OK;
+    if (ws->state == COURIER_WS_CLOSED || ws->state == COURIER_WS_CLOSING || ws->close_asked)
+        rc = cr_fail(err, COURIER_E_WS_CLOSED, "the WebSocket is closing or closed");
+    else if (ws->out_bytes && (int64_t)(ws->out_bytes + len) > ws->opt.max_send_queue_bytes)
+        rc = cr_fail(err, COURIER_E_AGAIN, "the WebSocket's send queue is full");
+    if (rc == COURIER_OK) {
+        if (ws->out_last) ws->out_last->next = m;
+        else ws->out_first = m;
+        ws->out_last = m;
+        ws->out_bytes += len;
+        if (!kick_locked(ws)) rc = cr_fail(err, COURIER_E_CLOSED, "the engine is closing");
+        m = NULL; /* queued: finish() frees it if the engine refused */
+    }
+    pthread_mutex_unlock(&ws->m);
+    free(m);
+    return rc;
+}
+
+static int valid_close_code(int code) {
+    return code == 1000 || code == 1001 || code == 1002 || code == 1003 || (code >= 1007 && code <= 1011) ||
+           (code >= 3000 && code <= 4999);
+}
+
+int courier_ws_close(courier_ws *ws, int code, const char *reason) {
+    if (!ws || !valid_close_code(code)) return COURIER_E_INVALID_ARGUMENT;
+    size_t rl = reason ? strlen(reason) : 0;
+    if (rl > 123 || (rl && !cr_utf8_valid(reason, rl))) return COURIER_E_INVALID_ARGUMENT;
+    ws_msg *m = malloc(sizeof *m + rl + 1);
+    if (!m) return COURIER_E_NO_MEMORY;
+    m->next = NULL;
+    m->type = 0;
+    m->len = (size_t)code;
+    if (rl) memcpy(m->data, reason, rl);
+    m->data[rl] = 0;
+    pthread_mutex_lock(&ws->m);
+    int rc = COURIER_OK;
+    if (ws->state == COURIER_WS_CLOSED || ws->state == COURIER_WS_CLOSING || ws->close_asked) {
+        rc = COURIER_E_WS_CLOSED;
+    } else {
+        ws->close_asked = 1;
+        if (ws->out_last) ws->out_last->next = m;
+        else ws->out_first = m;
+        ws->out_last = m;
+        m = NULL;
+        if (!kick_locked(ws)) rc = COURIER_E_CLOSED;
+    }
+    pthread_mutex_unlock(&ws->m);
+    free(m);
+    return rc;
+}
+
+static bool readable(const courier_ws *ws) { return ws->in_first || ws->state == COURIER_WS_CLOSED; }
+
+int courier_ws_next(courier_ws_message *msg, courier_ws *ws, int64_t timeout_ms, courier_error *err) {
+    cr_error_clear(err);
+    if (!msg || !ws || msg->size < offsetof(courier_ws_message, len) + sizeof(size_t))
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);
+    if (timeout_ms != 0 && pthread_equal(pthread_self(), ws->worker))
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "a WebSocket read that waits, on the engine's worker thread");
+    pthread_mutex_lock(&ws->m);
+    free(ws->borrowed);
+    ws->borrowed = NULL;
+    if (!readable(ws) && timeout_ms != 0) {
+        struct timespec until = cr_cond_deadline(timeout_ms > 0 ? timeout_ms * 1000 : 0);
+        while (!readable(ws)) {
+            if (timeout_ms < 0) pthread_cond_wait(&ws->c, &ws->m);
+            else if (pthread_cond_timedwait(&ws->c, &ws->m, &until) == ETIMEDOUT) break;
+        }
+    }
+    int rc = COURIER_OK;
+    if (ws->in_first) {
+        ws_msg *m = ws->in_first;
+        ws->in_first = m->next;
+        if (!ws->in_first) ws->in_last = NULL;
+        ws->borrowed = m;
+        msg->type = (courier_ws_type)m->type;
+        msg->data = m->data;
+        msg->len = m->len;
+    } else if (ws->state == COURIER_WS_CLOSED) {
+        rc = ws->end_code;
+        if (err) {
+            *err = ws->end_err;
+            cr_error_forget_user(err);
+        }
+    } else {
+        rc = cr_fail(err, COURIER_E_AGAIN, "no WebSocket message yet");
+    }
+    pthread_mutex_unlock(&ws->m);
+    return rc;
+}
+
+#define GETTER(type, name, expr)                                 \
+    type name(const courier_ws *ws) {                            \
+        if (!ws) return 0;                                       \
+        pthread_mutex_lock((pthread_mutex_t *)&ws->m);           \
+        type v = (expr);                                         \
+        pthread_mutex_unlock((pthread_mutex_t *)&ws->m);         \
+        return v;                                                \
+    }
+GETTER(courier_ws_state, courier_ws_get_state, (courier_ws_state)ws->state)
+GETTER(int, courier_ws_close_code, ws->close_code)
+GETTER(int, courier_ws_close_code_sent, ws->close_code_sent)
+GETTER(int64_t, courier_ws_queued_bytes, (int64_t)ws->out_bytes)
+#undef GETTER
+
+/* Both strings are written once, under m, before the state that makes them readable here: the
+ * protocol before OPEN, the reason before CLOSED. */
+const char *courier_ws_protocol(const courier_ws *ws) {
+    if (!ws) return "";
+    pthread_mutex_lock((pthread_mutex_t *)&ws->m);
+    const char *p = ws->state == COURIER_WS_CONNECTING ? "" : ws->protocol;
+    pthread_mutex_unlock((pthread_mutex_t *)&ws->m);
+    return p;
+}
+
+const char *courier_ws_close_reason(const courier_ws *ws) {
+    if (!ws) return "";
+    pthread_mutex_lock((pthread_mutex_t *)&ws->m);
+    const char *r = ws->state == COURIER_WS_CLOSED ? ws->close_reason : "";
+    pthread_mutex_unlock((pthread_mutex_t *)&ws->m);
+    return r;
+}
+
+void courier_ws_free(courier_ws *ws) {
+    if (!ws) return;
+    pthread_mutex_lock(&ws->m);
+    ws->freed = 1;
+    if (ws->state != COURIER_WS_CLOSED) kick_locked(ws); /* the worker drops the connection */
+    pthread_mutex_unlock(&ws->m);
+    ws_release(ws);
+}

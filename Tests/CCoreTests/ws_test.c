@@ -1,0 +1,615 @@
+/*
+ * ws_test.c — WebSocket clients (courier_ws) against an independent peer: Python's `websockets`
+ * (Tests/WebSocket/peer.py, started here; Tests/WebSocket/with-peer.sh provides it and skips the
+ * test when it cannot be installed). Echo of text, binary, empty and large messages; fragmented
+ * messages; a subprotocol; headers, credentials and cookies in the handshake; the closing
+ * handshake both ways; every protocol error a server can make, with the error and the close code
+ * the peer received; a message over the maximum; a connection dropped without a close frame; a
+ * peer that never answers pings; failed handshakes; sends from several threads; the engine closed
+ * under an open WebSocket.
+ */
+#include "harness.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int ws_port, raw_port, tls_port;
+static char tls_dir[700]; /* scripts/tls-fixture's world (ca.pem, server.pem/.key, server.pin) */
+static pid_t peer_pid;
+static int peer_stdin = -1;
+
+/* Starts peer.py (before any engine, so no thread is running) and reads its ports. */
+static int start_peer(void) {
+    const char *py = getenv("COURIER_WS_PYTHON"), *script = getenv("COURIER_WS_PEER");
+    if (!py || !script) return -1;
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addclose(&fa, in[1]);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    char cert[800], key[800];
+    snprintf(cert, sizeof cert, "%s/server.pem", tls_dir);
+    snprintf(key, sizeof key, "%s/server.key", tls_dir);
+    char *argv[] = {(char *)py, (char *)script, tls_dir[0] ? cert : NULL, key, NULL};
+    int rc = posix_spawn(&peer_pid, py, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(in[0]);
+    close(out[1]);
+    if (rc != 0) return -1;
+    peer_stdin = in[1];
+    FILE *f = fdopen(out[0], "r");
+    char line[128];
+    if (!f || !fgets(line, sizeof line, f) || sscanf(line, "PORTS %d %d %d", &ws_port, &raw_port, &tls_port) != 3) return -1;
+    fclose(f);
+    return 0;
+}
+
+static void stop_peer(void) {
+    if (peer_stdin >= 0) close(peer_stdin); /* the peer ends at the end of its stdin */
+    if (peer_pid > 0) waitpid(peer_pid, NULL, 0);
+}
+
+static const char *ws_url(int port, const char *path) {
+    static char buf[8][256];
+    static int i;
+    char *b = buf[i++ % 8];
+    snprintf(b, 256, "ws://127.0.0.1:%d%s", port, path);
+    return b;
+}
+
+static courier_ws *open_ws_opt(courier_engine *e, const char *url, const courier_ws_options *o, courier_error *err) {
+    courier_request *r = NULL;
+    if (courier_request_new(&r, "GET", url) != COURIER_OK) return NULL;
+    courier_ws *ws = NULL;
+    int rc = courier_ws_open(&ws, e, r, o, NULL, NULL, NULL, err);
+    courier_request_free(r);
+    return rc == COURIER_OK ? ws : NULL;
+}
+
+static courier_ws *open_ws(courier_engine *e, const char *path, courier_error *err) {
+    return open_ws_opt(e, ws_url(ws_port, path), NULL, err);
+}
+
+/* The next message as text ("" on a failure, the code in *rc). */
+static const char *next_text(courier_ws *ws, int *rc) {
+    static char buf[4096];
+    courier_ws_message m = {.size = sizeof m};
+    courier_error err;
+    *rc = courier_ws_next(&m, ws, 10000, &err);
+    if (*rc != COURIER_OK) return "";
+    snprintf(buf, sizeof buf, "%.*s", (int)m.len, (const char *)m.data);
+    return buf;
+}
+
+static void test_echo(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws *ws = open_ws(e, "/echo", &err);
+    REQUIRE(ws);
+    /* Sent before the handshake ended: queued until it did. */
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "hello", 5, &err), COURIER_OK);
+    static const uint8_t bin[] = {0, 1, 2, 0, 255};
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_BINARY, bin, sizeof bin, &err), COURIER_OK);
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "", 0, &err), COURIER_OK);
+    size_t big_len = 300 * 1000; /* a 64-bit length on the wire, many socket writes */
+    uint8_t *big = malloc(big_len);
+    REQUIRE(big);
+    for (size_t i = 0; i < big_len; i++) big[i] = (uint8_t)(i * 7);
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_BINARY, big, big_len, &err), COURIER_OK);
+    courier_ws_message m = {.size = sizeof m};
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
+    CHECK_EQ(m.type, COURIER_WS_TEXT);
+    CHECK_EQ(m.len, 5);
+    CHECK_STR((const char *)m.data, "hello");
+    CHECK_EQ(courier_ws_get_state(ws), COURIER_WS_OPEN);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
+    CHECK_EQ(m.type, COURIER_WS_BINARY);
+    CHECK(m.len == sizeof bin && memcmp(m.data, bin, sizeof bin) == 0);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
+    CHECK_EQ(m.type, COURIER_WS_TEXT);
+    CHECK_EQ(m.len, 0);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
+    CHECK_EQ(m.type, COURIER_WS_BINARY);
+    CHECK(m.len == big_len && memcmp(m.data, big, big_len) == 0);
+    free(big);
+    CHECK_EQ(courier_ws_next(&m, ws, 0, &err), COURIER_E_AGAIN);
+    CHECK_STR(courier_ws_protocol(ws), "");
+    CHECK_EQ(courier_ws_close_code(ws), 0);
+    /* The closing handshake: ours, then the server's echo. */
+    CHECK_EQ(courier_ws_close(ws, 1000, "done"), COURIER_OK);
+    CHECK_EQ(courier_ws_close(ws, 1000, NULL), COURIER_E_WS_CLOSED);
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "late", 4, &err), COURIER_E_WS_CLOSED);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_WS_CLOSED);
+    CHECK_EQ(err.code, COURIER_E_WS_CLOSED);
+    CHECK_EQ(courier_ws_close_code(ws), 1000);
+    CHECK_STR(courier_ws_close_reason(ws), "done");
+    CHECK_EQ(courier_ws_close_code_sent(ws), 1000);
+    CHECK_EQ(courier_ws_get_state(ws), COURIER_WS_CLOSED);
+    CHECK_EQ(courier_ws_next(&m, ws, 0, &err), COURIER_E_WS_CLOSED); /* the same, every time */
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
+static void test_fragments_and_subprotocol(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws_options o = {.size = sizeof o};
+    CHECK_EQ(courier_ws_options_init(&o), COURIER_OK);
+    CHECK_EQ(o.max_message_bytes, 1 << 20);
+    o.subprotocols = "chat,  superchat";
+    courier_ws *ws = open_ws_opt(e, ws_url(ws_port, "/fragments"), &o, &err);
+    REQUIRE(ws);
+    int rc;
+    CHECK_STR(next_text(ws, &rc), "hello world");
+    CHECK_EQ(rc, COURIER_OK);
+    courier_ws_message m = {.size = sizeof m};
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
+    CHECK_EQ(m.type, COURIER_WS_BINARY);
+    CHECK(m.len == 3 && memcmp(m.data, "\x00\x01\x02", 3) == 0);
+    CHECK_STR(courier_ws_protocol(ws), "superchat");
+    courier_ws_free(ws); /* open: dropped */
+    courier_engine_close(e);
+}
+
+static void test_handshake_headers(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_cookie c = {.size = sizeof c, .domain = "127.0.0.1", .path = "/", .name = "session", .value = "s1"};
+    CHECK_EQ(courier_cookies_set(e, &c, &err), COURIER_OK);
+    courier_cookie other = {.size = sizeof other, .domain = "127.0.0.1", .path = "/elsewhere", .name = "no", .value = "x"};
+    CHECK_EQ(courier_cookies_set(e, &other, &err), COURIER_OK);
+    courier_request *r = NULL;
+    REQUIRE(courier_request_new(&r, "GET", ws_url(ws_port, "/headers?x=1")) == COURIER_OK);
+    CHECK_EQ(courier_request_add_header(r, "X-Test", "yes"), COURIER_OK);
+    CHECK_EQ(courier_request_set_basic_auth(r, "user", "pass"), COURIER_OK);
+    courier_ws *ws = NULL;
+    CHECK_EQ(courier_ws_open(&ws, e, r, NULL, NULL, NULL, NULL, &err), COURIER_OK);
+    courier_request_free(r);
+    REQUIRE(ws);
+    int rc;
+    const char *h = next_text(ws, &rc);
+    CHECK_EQ(rc, COURIER_OK);
+    CHECK_CONTAINS(h, "X-Test: yes\n");
+    CHECK_CONTAINS(h, "Authorization: Basic dXNlcjpwYXNz\n");
+    CHECK_CONTAINS(h, "Cookie: session=s1\n");
+    CHECK(!strstr(h, "no=x"));
+    CHECK_CONTAINS(h, "Sec-WebSocket-Version: 13\n");
+    char host[64];
+    snprintf(host, sizeof host, "Host: 127.0.0.1:%d\n", ws_port);
+    CHECK_CONTAINS(h, host);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
+static void test_server_closes(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws *ws = open_ws(e, "/close", &err);
+    REQUIRE(ws);
+    courier_ws_message m = {.size = sizeof m};
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_WS_CLOSED);
+    CHECK_EQ(courier_ws_close_code(ws), 4000);
+    CHECK_STR(courier_ws_close_reason(ws), "server says bye");
+    CHECK_EQ(courier_ws_close_code_sent(ws), 4000); /* the echo */
+    CHECK_EQ(courier_ws_close(ws, 1000, NULL), COURIER_E_WS_CLOSED);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
+/* The close code the peer received on its last connection to `route` ("None": no close frame). */
+static const char *peer_saw(courier_engine *e, const char *route) {
+    static char out[32];
+    char path[128];
+    snprintf(path, sizeof path, "/report?route=%s", route);
+    courier_error err;
+    courier_ws *ws = open_ws(e, path, &err);
+    if (!ws) return "";
+    int rc;
+    snprintf(out, sizeof out, "%s", next_text(ws, &rc));
+    courier_ws_free(ws);
+    return out;
+}
+
+static void test_protocol_errors(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    static const struct {
+        const char *route;
+        int code, sent;
+    } cases[] = {
+        {"/masked", COURIER_E_WS_PROTOCOL, 1002},    /* a masked frame from the server (§5.1) */
+        {"/rsv", COURIER_E_WS_PROTOCOL, 1002},       /* RSV1 with no extension (§5.2) */
+        {"/opcode", COURIER_E_WS_PROTOCOL, 1002},    /* opcode 3 (§5.2) */
+        {"/bigping", COURIER_E_WS_PROTOCOL, 1002},   /* a control frame of 126 bytes (§5.5) */
+        {"/fragping", COURIER_E_WS_PROTOCOL, 1002},  /* a fragmented control frame (§5.5) */
+        {"/badutf8", COURIER_E_WS_PROTOCOL, 1007},   /* invalid UTF-8 in a text message (§8.1) */
+        {"/badclose", COURIER_E_WS_PROTOCOL, 1002},  /* close code 1005 on the wire (§7.4.1) */
+        {"/badreason", COURIER_E_WS_PROTOCOL, 1007}, /* invalid UTF-8 in a close reason */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        courier_error err;
+        courier_ws *ws = open_ws(e, cases[i].route, &err);
+        REQUIRE(ws);
+        int rc;
+        CHECK_STR(next_text(ws, &rc), "before"); /* what came before the error is delivered */
+        courier_ws_message m = {.size = sizeof m};
+        rc = courier_ws_next(&m, ws, 10000, &err);
+        if (rc != cases[i].code) fprintf(stderr, "%s: %d %s\n", cases[i].route, rc, err.message);
+        CHECK_EQ(rc, cases[i].code);
+        CHECK_EQ(err.code, cases[i].code);
+        CHECK_EQ(courier_ws_close_code_sent(ws), cases[i].sent);
+        CHECK_EQ(courier_ws_get_state(ws), COURIER_WS_CLOSED);
+        courier_ws_free(ws);
+        char want[16];
+        snprintf(want, sizeof want, "%d", cases[i].sent);
+        const char *saw = peer_saw(e, cases[i].route);
+        if (strcmp(saw, want) != 0) fprintf(stderr, "%s: the peer saw %s\n", cases[i].route, saw);
+        CHECK_STR(saw, want);
+    }
+    courier_engine_close(e);
+}
+
+/* A protocol error after the client's close was queued: wslay cannot queue its own code then;
+ * the connection still fails with COURIER_E_WS_PROTOCOL (not a wait for the server's close). */
+static void test_protocol_error_while_closing(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws *ws = open_ws_opt(e, ws_url(raw_port, "/badafterclose"), NULL, &err);
+    REQUIRE(ws);
+    for (int64_t until = th_now_ms() + 10000; courier_ws_get_state(ws) == COURIER_WS_CONNECTING && th_now_ms() < until;)
+        usleep(1000); /* (the handshake's end; a close before it abandons the connection) */
+    CHECK_EQ(courier_ws_close(ws, 1000, NULL), COURIER_OK); /* the server's first read is this close */
+    courier_ws_message m = {.size = sizeof m};
+    int rc = courier_ws_next(&m, ws, 10000, &err);
+    if (rc != COURIER_E_WS_PROTOCOL) fprintf(stderr, "%d %s\n", rc, err.message);
+    CHECK_EQ(rc, COURIER_E_WS_PROTOCOL);
+    CHECK_EQ(courier_ws_close_code_sent(ws), 1000);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
+static void test_too_large(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws_options o = {.size = sizeof o};
+    courier_ws_options_init(&o);
+    o.max_message_bytes = 1000;
+    courier_ws *ws = open_ws_opt(e, ws_url(ws_port, "/big?n=1000"), &o, &err);
+    REQUIRE(ws);
+    courier_ws_message m = {.size = sizeof m};
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK); /* at the limit */
+    CHECK_EQ(m.len, 1000);
+    courier_ws_free(ws);
+    ws = open_ws_opt(e, ws_url(ws_port, "/big?n=1001"), &o, &err);
+    REQUIRE(ws);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_TOO_LARGE);
+    CHECK_EQ(courier_ws_close_code_sent(ws), 1009);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
+static void test_dropped_connection(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws *ws = open_ws(e, "/drop", &err);
+    REQUIRE(ws);
+    int rc;
+    CHECK_STR(next_text(ws, &rc), "bye");
+    courier_ws_message m = {.size = sizeof m};
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_NETWORK);
+    CHECK_EQ(courier_ws_close_code(ws), 1006);
+    CHECK_EQ(courier_ws_close_code_sent(ws), 0);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
+static void test_dead_peer(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws_options o = {.size = sizeof o};
+    courier_ws_options_init(&o);
+    o.ping_interval_ms = 50;
+    o.ping_timeout_ms = 200;
+    courier_ws *ws = open_ws_opt(e, ws_url(ws_port, "/silent"), &o, &err);
+    REQUIRE(ws);
+    courier_ws_message m = {.size = sizeof m};
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_TIMEOUT);
+    CHECK_EQ(courier_ws_close_code_sent(ws), 1011);
+    courier_ws_free(ws);
+    /* A peer that answers: the keepalive pings get their pongs and messages go on. */
+    ws = open_ws_opt(e, ws_url(ws_port, "/echo"), &o, &err);
+    REQUIRE(ws);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "x", 1, &err), COURIER_OK);
+        CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
+    }
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
+static void test_failed_handshakes(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws_message m = {.size = sizeof m};
+    courier_ws *ws = open_ws(e, "/reject", &err);
+    REQUIRE(ws);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_WS_HANDSHAKE);
+    CHECK_EQ(err.http_status, 403);
+    CHECK_EQ(courier_ws_close_code_sent(ws), 0);
+    courier_ws_free(ws);
+    static const char *const raw[] = {"/badaccept", "/noupgrade", "/proto", "/ext"};
+    for (size_t i = 0; i < sizeof raw / sizeof raw[0]; i++) {
+        ws = open_ws_opt(e, ws_url(raw_port, raw[i]), NULL, &err);
+        REQUIRE(ws);
+        CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_WS_HANDSHAKE);
+        CHECK_EQ(courier_ws_get_state(ws), COURIER_WS_CLOSED);
+        courier_ws_free(ws);
+    }
+    /* A good 101 with the first frame in the same packet. */
+    ws = open_ws_opt(e, ws_url(raw_port, "/firstframes"), NULL, &err);
+    REQUIRE(ws);
+    int rc;
+    CHECK_STR(next_text(ws, &rc), "early");
+    courier_ws_free(ws);
+    /* No answer within the handshake timeout. */
+    int port = 0;
+    int fd = th_silent_listener(&port);
+    REQUIRE(fd >= 0);
+    courier_ws_options o = {.size = sizeof o};
+    courier_ws_options_init(&o);
+    o.handshake_timeout_ms = 200;
+    ws = open_ws_opt(e, ws_url(port, "/"), &o, &err);
+    REQUIRE(ws);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_TIMEOUT);
+    courier_ws_free(ws);
+    close(fd);
+    /* Nobody listening. */
+    ws = open_ws_opt(e, ws_url(th_free_port(), "/"), NULL, &err);
+    REQUIRE(ws);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_CANNOT_CONNECT);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
+static void test_arguments(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws *ws = NULL;
+    courier_request *r = NULL;
+    REQUIRE(courier_request_new(&r, "GET", "ftp://127.0.0.1/") == COURIER_OK);
+    CHECK_EQ(courier_ws_open(&ws, e, r, NULL, NULL, NULL, NULL, &err), COURIER_E_INVALID_URL);
+    CHECK(ws == NULL);
+    courier_request_free(r);
+    REQUIRE(courier_request_new(&r, "POST", ws_url(ws_port, "/echo")) == COURIER_OK);
+    CHECK_EQ(courier_ws_open(&ws, e, r, NULL, NULL, NULL, NULL, &err), COURIER_E_INVALID_ARGUMENT);
+    courier_request_free(r);
+    courier_ws_options o = {.size = sizeof o};
+    courier_ws_options_init(&o);
+    o.subprotocols = "a b";
+    CHECK(open_ws_opt(e, ws_url(ws_port, "/echo"), &o, &err) == NULL);
+    CHECK_EQ(err.code, COURIER_E_INVALID_ARGUMENT);
+    ws = open_ws(e, "/echo", &err);
+    REQUIRE(ws);
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "\xff", 1, &err), COURIER_E_INVALID_ENCODING);
+    CHECK_EQ(courier_ws_send(ws, (courier_ws_type)9, "x", 1, &err), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_ws_close(ws, 1005, NULL), COURIER_E_INVALID_ARGUMENT); /* reserved */
+    CHECK_EQ(courier_ws_close(ws, 999, NULL), COURIER_E_INVALID_ARGUMENT);
+    char reason[125];
+    memset(reason, 'r', 124);
+    reason[124] = 0;
+    CHECK_EQ(courier_ws_close(ws, 1000, reason), COURIER_E_INVALID_ARGUMENT); /* over 123 bytes */
+    reason[123] = 0;
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "x", 1, &err), COURIER_OK);
+    int rc;
+    CHECK_STR(next_text(ws, &rc), "x"); /* open (a close before that abandons the connection) */
+    CHECK_EQ(courier_ws_close(ws, 1000, reason), COURIER_OK);
+    courier_ws_message m = {.size = sizeof m};
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_WS_CLOSED);
+    CHECK_EQ(strlen(courier_ws_close_reason(ws)), 123);
+    courier_ws_free(ws);
+    courier_ws_free(NULL);
+    courier_engine_close(e);
+}
+
+/* Several threads send at once; every message comes back once, each thread's in its order. */
+enum { SENDERS = 4, PER_SENDER = 100 };
+static courier_ws *shared_ws;
+
+static void *sender(void *arg) {
+    int id = (int)(intptr_t)arg;
+    for (int i = 0; i < PER_SENDER; i++) {
+        char msg[32];
+        int n = snprintf(msg, sizeof msg, "%d:%d", id, i);
+        if (courier_ws_send(shared_ws, COURIER_WS_TEXT, msg, (size_t)n, NULL) != COURIER_OK) break;
+    }
+    return NULL;
+}
+
+static atomic_int notified;
+static void count_notify(courier_ws *ws, void *user) {
+    (void)ws;
+    (void)user;
+    atomic_fetch_add(&notified, 1);
+}
+
+static void test_threads(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_request *r = NULL;
+    REQUIRE(courier_request_new(&r, "GET", ws_url(ws_port, "/echo")) == COURIER_OK);
+    atomic_store(&notified, 0);
+    CHECK_EQ(courier_ws_open(&shared_ws, e, r, NULL, count_notify, NULL, NULL, &err), COURIER_OK);
+    courier_request_free(r);
+    REQUIRE(shared_ws);
+    pthread_t th[SENDERS];
+    for (int i = 0; i < SENDERS; i++) pthread_create(&th[i], NULL, sender, (void *)(intptr_t)i);
+    int next[SENDERS] = {0};
+    int got = 0;
+    for (; got < SENDERS * PER_SENDER; got++) {
+        courier_ws_message m = {.size = sizeof m};
+        if (courier_ws_next(&m, shared_ws, 10000, &err) != COURIER_OK) break;
+        int id = -1, i = -1;
+        sscanf((const char *)m.data, "%d:%d", &id, &i);
+        REQUIRE(id >= 0 && id < SENDERS);
+        CHECK_EQ(i, next[id]);
+        next[id] = i + 1;
+    }
+    CHECK_EQ(got, SENDERS * PER_SENDER);
+    for (int i = 0; i < SENDERS; i++) pthread_join(th[i], NULL);
+    CHECK(atomic_load(&notified) > 0);
+    CHECK(courier_ws_queued_bytes(shared_ws) >= 0);
+    courier_ws_free(shared_ws);
+    courier_engine_close(e);
+}
+
+static void test_engine_closes(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws *ws = open_ws(e, "/echo", &err);
+    REQUIRE(ws);
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "a", 1, &err), COURIER_OK);
+    int rc;
+    CHECK_STR(next_text(ws, &rc), "a");
+    courier_ws *never = open_ws(e, "/echo", &err); /* may not have connected yet */
+    REQUIRE(never);
+    courier_engine_close(e);
+    courier_ws_message m = {.size = sizeof m};
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_CLOSED);
+    CHECK_EQ(courier_ws_get_state(ws), COURIER_WS_CLOSED);
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "b", 1, &err), COURIER_E_WS_CLOSED);
+    CHECK_EQ(courier_ws_next(&m, never, 10000, &err), COURIER_E_CLOSED);
+    courier_ws_free(ws); /* after the engine: fine */
+    courier_ws_free(never);
+}
+
+static void test_close_before_open(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    int fd, port = 0;
+    fd = th_silent_listener(&port);
+    REQUIRE(fd >= 0);
+    courier_ws *ws = open_ws_opt(e, ws_url(port, "/"), NULL, &err);
+    REQUIRE(ws);
+    CHECK_EQ(courier_ws_close(ws, 1000, NULL), COURIER_OK);
+    courier_ws_message m = {.size = sizeof m};
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_CANCELLED);
+    courier_ws_free(ws);
+    close(fd);
+    courier_engine_close(e);
+}
+
+/* wss:// to the peer over TLS, with the engine's CA, a request's pin, a wrong pin, and no CA. */
+static void tls_ca(courier_config *cfg) {
+    courier_security *sec = NULL;
+    courier_security_new(&sec);
+    char ca[800];
+    snprintf(ca, sizeof ca, "%s/ca.pem", tls_dir);
+    courier_security_set_ca_file(sec, ca);
+    courier_config_set_security(cfg, sec);
+    courier_security_free(sec);
+}
+
+static int wss_echo(courier_engine *e, const char *pin, courier_error *err) {
+    char url[128];
+    snprintf(url, sizeof url, "wss://localhost:%d/echo", tls_port);
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", url);
+    if (pin) {
+        courier_security *sec = NULL;
+        courier_security_new(&sec);
+        char ca[800];
+        snprintf(ca, sizeof ca, "%s/ca.pem", tls_dir);
+        courier_security_set_ca_file(sec, ca);
+        courier_security_set_pinning(sec, COURIER_PINNING_PUBLIC_KEY, pin);
+        courier_request_set_security(r, sec);
+        courier_security_free(sec);
+    }
+    courier_ws *ws = NULL;
+    int rc = courier_ws_open(&ws, e, r, NULL, NULL, NULL, NULL, err);
+    courier_request_free(r);
+    if (rc != COURIER_OK) return rc;
+    courier_ws_send(ws, COURIER_WS_TEXT, "secure", 6, err);
+    courier_ws_message m = {.size = sizeof m};
+    rc = courier_ws_next(&m, ws, 10000, err);
+    if (rc == COURIER_OK && (m.len != 6 || memcmp(m.data, "secure", 6) != 0)) rc = -1000;
+    if (rc == COURIER_OK) {
+        courier_ws_close(ws, 1000, NULL);
+        rc = courier_ws_next(&m, ws, 10000, err) == COURIER_E_WS_CLOSED ? COURIER_OK : -1001;
+    }
+    courier_ws_free(ws);
+    return rc;
+}
+
+static void test_tls(void) {
+    if (!tls_port) {
+        printf("test_tls: skipped: scripts/tls-fixture could not make certificates (openssl, perl)\n");
+        return;
+    }
+    courier_error err;
+    courier_engine *e = th_engine(tls_ca);
+    REQUIRE(e);
+    CHECK_EQ(wss_echo(e, NULL, &err), COURIER_OK);
+    char pin[200] = "", path[800];
+    snprintf(path, sizeof path, "%s/server.pin", tls_dir);
+    FILE *f = fopen(path, "r");
+    REQUIRE(f);
+    if (!fgets(pin, sizeof pin, f)) pin[0] = 0;
+    fclose(f);
+    pin[strcspn(pin, "\r\n")] = 0;
+    CHECK_EQ(wss_echo(e, pin, &err), COURIER_OK);
+    CHECK_EQ(wss_echo(e, "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", &err), COURIER_E_PINNING);
+    courier_engine_close(e);
+    e = th_engine(NULL); /* the system's CAs do not know the fixture's */
+    REQUIRE(e);
+    CHECK_EQ(wss_echo(e, NULL, &err), COURIER_E_TLS);
+    courier_engine_close(e);
+}
+
+static const th_test tests[] = {
+    T(test_echo),          T(test_fragments_and_subprotocol), T(test_handshake_headers), T(test_server_closes),
+    T(test_protocol_errors), T(test_protocol_error_while_closing), T(test_too_large),               T(test_dropped_connection), T(test_dead_peer),
+    T(test_failed_handshakes), T(test_arguments),             T(test_threads),            T(test_engine_closes),
+    T(test_close_before_open), T(test_tls),
+};
+
+int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);
+    if (!getenv("COURIER_WS_PYTHON")) {
+        printf("ws_test: skipped: run it through Tests/WebSocket/with-peer.sh (ctest does)\n");
+        return 0;
+    }
+    /* Certificates for the TLS listener (before any thread: system() forks). */
+    snprintf(tls_dir, sizeof tls_dir, "%s/tls", th_tmpdir());
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/tls-fixture' '%s' 1 >/dev/null 2>&1", COURIER_SOURCE_DIR, tls_dir);
+    if (system(cmd) != 0) tls_dir[0] = 0;
+    if (start_peer() != 0) {
+        fprintf(stderr, "ws_test: the peer (%s) did not start\n", getenv("COURIER_WS_PEER"));
+        return 1;
+    }
+    int rc = th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
+    stop_peer();
+    return rc;
+}

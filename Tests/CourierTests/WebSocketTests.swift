@@ -1,0 +1,107 @@
+import Foundation
+import XCTest
+
+@testable import Courier
+
+/// WebSockets (`Engine.webSocket`) against Python's `websockets` as the peer (Tests/WebSocket/peer.py,
+/// the C tests' peer, run by build/ws-venv's python, which the C suite's with-peer.sh makes; the
+/// tests are skipped without it): echo, the server's close ending the iteration, a subprotocol, a
+/// protocol error, a refused handshake. The C core holds the behaviour (ws_test.c); these check
+/// the facade.
+final class WebSocketTests: LoopbackTestCase {
+    private var peer: Process?
+    private var peerInput: Pipe?
+    private var base = ""
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let python = ProcessInfo.processInfo.environment["COURIER_WS_PYTHON"]
+            ?? root.appendingPathComponent("build/ws-venv/bin/python").path
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            throw XCTSkip("no Python with websockets at \(python) (ctest ws_test makes build/ws-venv)")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [root.appendingPathComponent("Tests/WebSocket/peer.py").path]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        peer = process
+        peerInput = input
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let words = String(decoding: line, as: UTF8.self).split(separator: " ")
+        guard words.count >= 2, words[0] == "PORTS" else { throw XCTSkip("the peer did not start") }
+        base = "ws://127.0.0.1:\(words[1])"
+    }
+
+    override func tearDown() {
+        try? peerInput?.fileHandleForWriting.close() // the peer ends at the end of its stdin
+        peer?.waitUntilExit()
+        super.tearDown()
+    }
+
+    func testEchoAndClose() async throws {
+        let ws = try await engine.webSocket(.get(base + "/echo"))
+        XCTAssertEqual(ws.state, .open)
+        try await ws.send("hello")
+        try await ws.send(Data([0, 1, 2]))
+        let first = try await ws.receive()
+        XCTAssertEqual(first, .text("hello"))
+        let second = try await ws.receive()
+        XCTAssertEqual(second, .data(Data([0, 1, 2])))
+        try ws.close(code: 1000, reason: "done")
+        var rest: [WebSocket.Message] = []
+        for try await message in ws { rest.append(message) }
+        XCTAssertEqual(rest, [])
+        XCTAssertEqual(ws.closeCode, 1000)
+        XCTAssertEqual(ws.closeReason, "done")
+        XCTAssertEqual(ws.closeCodeSent, 1000)
+        XCTAssertEqual(ws.state, .closed)
+        do {
+            try await ws.send("late")
+            XCTFail("sent after the close")
+        } catch CourierError.wsClosed {}
+        XCTAssertThrowsError(try ws.close(code: 1005)) // reserved: refused (the state aside)
+    }
+
+    func testServerCloseAndSubprotocol() async throws {
+        var options = WebSocketOptions()
+        options.subprotocols = ["chat", "superchat"]
+        let ws = try await engine.webSocket(.get(base + "/fragments"), options: options)
+        XCTAssertEqual(ws.subprotocol, "superchat")
+        let text = try await ws.receive()
+        XCTAssertEqual(text, .text("hello world"))
+        let closing = try await engine.webSocket(.get(base + "/close"))
+        var count = 0
+        for try await _ in closing { count += 1 }
+        XCTAssertEqual(count, 0)
+        XCTAssertEqual(closing.closeCode, 4000)
+        XCTAssertEqual(closing.closeReason, "server says bye")
+    }
+
+    func testProtocolErrorAndRefusedHandshake() async throws {
+        let ws = try await engine.webSocket(.get(base + "/badutf8"))
+        let before = try await ws.receive()
+        XCTAssertEqual(before, .text("before"))
+        do {
+            _ = try await ws.receive()
+            XCTFail("no protocol error")
+        } catch CourierError.wsProtocolError {}
+        XCTAssertEqual(ws.closeCodeSent, 1007)
+        do {
+            _ = try await engine.webSocket(.get(base + "/reject"))
+            XCTFail("the handshake was not refused")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .wsHandshake)
+            XCTAssertEqual(error.httpStatus, 403)
+        }
+    }
+}

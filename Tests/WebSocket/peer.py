@@ -1,0 +1,203 @@
+"""The WebSocket peer of the C tests (Tests/CCoreTests/ws_test.c): an independent implementation,
+Python's `websockets`, serving an echo and handlers that misbehave, on 127.0.0.1.
+
+Listeners, their ports printed on one line ("PORTS <websockets> <raw> <tls>") once all listen:
+- the `websockets` server, by path:
+    /echo        every message back, with its type
+    /fragments   "hello world" as three text fragments, then 00 01 02 as two binary ones
+    /headers     the handshake's request headers, one "name: value" line each, as one text message
+    /close       closes with 4000 "server says bye"
+    /drop        sends "bye", then closes TCP without a close frame
+    /silent      stops reading (so never answers a ping)
+    /big?n=N     N bytes in one binary message
+    /reject      refuses the handshake with 403
+    /masked /rsv /opcode /bigping /fragping /badutf8 /badclose /badreason
+                 "before", then one frame that breaks RFC 6455 (written raw to the transport)
+    /report?route=R   the close code the client sent on the last connection to R, as text
+- a raw TCP server answering the handshake by hand, by path: /badaccept, /noupgrade, /proto (a
+  subprotocol nobody offered), /ext (an extension nobody offered), /firstframes (a good 101 and a
+  text frame "early" in the same write), /badafterclose (a good 101; after the client's first
+  bytes, a masked frame), /mute (never answers);
+- given a certificate and its key (argv 1 and 2), the `websockets` server again over TLS (else the
+  third port is 0).
+"""
+import asyncio
+import base64
+import hashlib
+import os
+import ssl
+import struct
+import sys
+from http import HTTPStatus
+from urllib.parse import parse_qs, urlsplit
+
+from websockets.asyncio.server import serve
+from websockets.exceptions import ConnectionClosed
+
+GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def frame(opcode, payload, fin=True, rsv=0, mask=False):
+    b0 = (0x80 if fin else 0) | (rsv << 4) | opcode
+    m = 0x80 if mask else 0
+    n = len(payload)
+    if n < 126:
+        head = bytes([b0, m | n])
+    elif n < 65536:
+        head = bytes([b0, m | 126]) + struct.pack("!H", n)
+    else:
+        head = bytes([b0, m | 127]) + struct.pack("!Q", n)
+    if mask:
+        key = os.urandom(4)
+        payload = bytes(c ^ key[i % 4] for i, c in enumerate(payload))
+        head += key
+    return head + payload
+
+
+BAD = {
+    "/masked": frame(1, b"hello", mask=True),
+    "/rsv": frame(1, b"hello", rsv=4),
+    "/opcode": frame(3, b"x"),
+    "/bigping": frame(9, b"x" * 126),
+    "/fragping": frame(9, b"x", fin=False),
+    "/badutf8": frame(1, b"a\xffb"),
+    "/badclose": frame(8, struct.pack("!H", 1005)),
+    "/badreason": frame(8, struct.pack("!H", 1000) + b"\xff"),
+}
+CLOSE_CODES = {}  # route -> the close code the client sent (None: no close frame)
+CLOSED = {}  # route -> asyncio.Event, set when the connection to it ended
+
+
+def closed_event(route):
+    return CLOSED.setdefault(route, asyncio.Event())
+
+
+async def drain(ws):
+    try:
+        async for _ in ws:
+            pass
+    except ConnectionClosed:
+        pass
+
+
+async def handler(ws):
+    url = urlsplit(ws.request.path)
+    route, query = url.path, parse_qs(url.query)
+    try:
+        if route == "/echo":
+            async for m in ws:
+                await ws.send(m)
+        elif route == "/fragments":
+            await ws.send(["hel", "lo ", "world"])
+            await ws.send([b"\x00\x01", b"\x02"])
+            await drain(ws)
+        elif route == "/headers":
+            await ws.send("".join(f"{k}: {v}\n" for k, v in ws.request.headers.raw_items()))
+            await drain(ws)
+        elif route == "/close":
+            await ws.close(4000, "server says bye")
+        elif route == "/drop":
+            await ws.send("bye")
+            ws.transport.close()
+        elif route == "/silent":
+            ws.transport.pause_reading()
+            await asyncio.sleep(3600)
+        elif route == "/big":
+            await ws.send(b"x" * int(query["n"][0]))
+            await drain(ws)
+        elif route in BAD:
+            closed_event(route).clear()
+            await ws.send("before")
+            ws.transport.write(BAD[route])
+            await drain(ws)
+        elif route == "/report":
+            r = query["route"][0]
+            await asyncio.wait_for(closed_event(r).wait(), 10)
+            await ws.send(str(CLOSE_CODES.get(r)))
+            await drain(ws)
+    finally:
+        if route in BAD:
+            try:
+                await ws.wait_closed()
+                rcvd = ws.protocol.close_rcvd
+                CLOSE_CODES[route] = rcvd.code if rcvd else None
+            finally:
+                closed_event(route).set()
+
+
+def process_request(connection, request):
+    if request.path.startswith("/reject"):
+        return connection.respond(HTTPStatus.FORBIDDEN, "no\n")
+    return None
+
+
+def select_subprotocol(connection, subprotocols):
+    return "superchat" if "superchat" in subprotocols else None
+
+
+async def raw(reader, writer):
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = await reader.read(4096)
+        if not chunk:
+            writer.close()
+            return
+        head += chunk
+    lines = head.split(b"\r\n")
+    path = lines[0].split(b" ")[1].decode()
+    key = ""
+    for line in lines[1:]:
+        if line.lower().startswith(b"sec-websocket-key:"):
+            key = line.split(b":", 1)[1].strip().decode()
+    accept = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
+    base = "HTTP/1.1 101 Switching Protocols\r\n"
+    up = "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+    answers = {
+        "/badaccept": base + up + "Sec-WebSocket-Accept: " + base64.b64encode(b"x" * 20).decode() + "\r\n\r\n",
+        "/noupgrade": base + "Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + "\r\n\r\n",
+        "/proto": base + up + "Sec-WebSocket-Accept: " + accept + "\r\nSec-WebSocket-Protocol: other\r\n\r\n",
+        "/ext": base + up + "Sec-WebSocket-Accept: " + accept + "\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n",
+        "/firstframes": base + up + "Sec-WebSocket-Accept: " + accept + "\r\n\r\n",
+        "/badafterclose": base + up + "Sec-WebSocket-Accept: " + accept + "\r\n\r\n",
+    }
+    if path in answers:
+        data = answers[path].encode()
+        if path == "/firstframes":
+            data += frame(1, b"early")
+        writer.write(data)
+        await writer.drain()
+        if path == "/badafterclose":  # the client's first frames (its close), then a masked frame
+            await reader.read(4096)
+            writer.write(frame(1, b"x", mask=True))
+            await writer.drain()
+    try:
+        while await reader.read(4096):
+            pass
+    except ConnectionError:
+        pass
+    writer.close()
+
+
+async def main():
+    async with serve(handler, "127.0.0.1", 0, process_request=process_request,
+                     select_subprotocol=select_subprotocol, max_size=None, compression=None,
+                     ping_interval=None) as server:
+        rawsrv = await asyncio.start_server(raw, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        rport = rawsrv.sockets[0].getsockname()[1]
+        tport = 0
+        if len(sys.argv) > 2:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+            tls = await serve(handler, "127.0.0.1", 0, ssl=ctx, process_request=process_request,
+                              select_subprotocol=select_subprotocol, max_size=None, compression=None,
+                              ping_interval=None)
+            tport = tls.sockets[0].getsockname()[1]
+        print(f"PORTS {port} {rport} {tport}", flush=True)
+        # Ends when the test closes our stdin (or dies).
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, sys.stdin.read)
+        os._exit(0)  # at once: handlers that never end (/silent) would hold a graceful shutdown
+
+
+asyncio.run(main())

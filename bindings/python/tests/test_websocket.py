@@ -1,0 +1,112 @@
+"""WebSockets (Engine.websocket, AsyncEngine.websocket) against Python's `websockets` as the peer
+(Tests/WebSocket/peer.py, the C tests' peer): echo of text and binary, the server's close ending the
+iteration, a subprotocol, a protocol error and a refused handshake raising their classes, a message
+over the maximum, a close code that may not be sent, and asyncio reading. The C core holds the
+behaviour (ws_test.c); these check the binding."""
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import subprocess
+import sys
+from typing import Iterator
+
+import pytest
+
+import courier
+
+PEER = pathlib.Path(__file__).resolve().parents[3] / "Tests" / "WebSocket" / "peer.py"
+
+
+@pytest.fixture(scope="module")
+def peer() -> Iterator[str]:
+    """ws://127.0.0.1:PORT of a peer.py of this module (skipped without the websockets package)."""
+    pytest.importorskip("websockets")
+    proc = subprocess.Popen([sys.executable, str(PEER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdin is not None
+    line = proc.stdout.readline().split()
+    assert line and line[0] == "PORTS", line
+    yield f"ws://127.0.0.1:{line[1]}"
+    proc.stdin.close()  # the peer ends at the end of its stdin
+    proc.wait(10)
+
+
+def test_echo_and_close(peer: str) -> None:
+    with courier.Engine(temporary_store=True) as e:
+        with e.websocket(peer + "/echo") as ws:
+            assert ws.state == courier.WSState.OPEN
+            ws.send("hello")
+            ws.send(b"\x00\x01")
+            assert ws.recv(timeout=10) == "hello"
+            assert ws.recv(timeout=10) == b"\x00\x01"
+            with pytest.raises(TimeoutError):
+                ws.recv(timeout=0.05)
+            assert ws.start_close(1000, "done") is True
+            with pytest.raises(courier.WebSocketClosed):
+                ws.recv(timeout=10)
+            assert ws.close_code == 1000 and ws.close_reason == "done" and ws.close_code_sent == 1000
+            with pytest.raises(courier.WebSocketClosed):
+                ws.send("late")
+        assert ws.state == courier.WSState.CLOSED
+
+
+def test_server_close_ends_iteration(peer: str) -> None:
+    with courier.Engine(temporary_store=True) as e:
+        with e.websocket(peer + "/fragments", subprotocols=["chat", "superchat"]) as ws:
+            assert ws.subprotocol == "superchat"
+            assert list(_take(ws, 2)) == ["hello world", b"\x00\x01\x02"]
+        with e.websocket(peer + "/close") as ws:
+            assert list(ws) == []  # the closing handshake ends the iteration
+            assert ws.close_code == 4000 and ws.close_reason == "server says bye"
+
+
+def _take(ws: courier.WebSocket, n: int) -> Iterator[object]:
+    for i, m in enumerate(ws):
+        yield m
+        if i + 1 == n:
+            return
+
+
+def test_failures(peer: str) -> None:
+    with courier.Engine(temporary_store=True) as e:
+        with e.websocket(peer + "/badutf8") as ws:
+            assert ws.recv(timeout=10) == "before"
+            with pytest.raises(courier.WebSocketProtocolError):
+                ws.recv(timeout=10)
+            assert ws.close_code_sent == 1007
+        with pytest.raises(courier.WebSocketHandshakeError) as info:
+            e.websocket(peer + "/reject")
+        assert info.value.http_status == 403
+        with e.websocket(peer + "/big", params={"n": "2000"}, max_message_bytes=1000) as ws:
+            with pytest.raises(courier.TooLarge):
+                ws.recv(timeout=10)
+            assert ws.close_code_sent == 1009
+        with e.websocket(peer + "/echo") as ws:
+            with pytest.raises(courier.InvalidArgument):
+                ws.start_close(1005)  # reserved: never sent
+            with pytest.raises(courier.InvalidArgument):
+                ws.start_close(1000, "r" * 124)  # over 123 bytes
+
+
+def test_asyncio(peer: str) -> None:
+    async def main() -> None:
+        e = courier.AsyncEngine(temporary_store=True)
+        try:
+            async with e.websocket(peer + "/echo") as ws:
+                await ws.asend("one")
+                await ws.asend(b"two")
+                got = []
+                async for m in ws:
+                    got.append(m)
+                    if len(got) == 2:
+                        break
+                assert got == ["one", b"two"]
+            assert ws.state == courier.WSState.CLOSED and ws.close_code is None  # released
+            ws2 = await e.websocket(peer + "/close")
+            assert [m async for m in ws2] == []
+            assert ws2.close_code == 4000
+            await ws2.aclose()
+        finally:
+            await e.aclose()
+
+    asyncio.run(main())
