@@ -187,14 +187,14 @@ public final class WebSocket: AsyncSequence, @unchecked Sendable {
         }
     }
 
-    /// Sends a text message: ``send(_:)-(Message)``.
+    /// Sends a text message, as `send(.text(text))`.
     /// - Parameter text: The text.
-    /// - Throws: As ``send(_:)-(Message)``.
+    /// - Throws: As `send(_ message: Message)`: ``CourierError/Code/wsClosed`` once closing or closed.
     public func send(_ text: String) async throws { try await send(.text(text)) }
 
-    /// Sends a binary message: ``send(_:)-(Message)``.
+    /// Sends a binary message, as `send(.data(data))`.
     /// - Parameter data: The bytes.
-    /// - Throws: As ``send(_:)-(Message)``.
+    /// - Throws: As `send(_ message: Message)`: ``CourierError/Code/wsClosed`` once closing or closed.
     public func send(_ data: Data) async throws { try await send(.data(data)) }
 
     /// Starts the closing handshake: a close frame with `code` (1000, 1001, 1002, 1003, 1007-1011,
