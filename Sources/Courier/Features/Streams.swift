@@ -78,6 +78,7 @@ extension Engine {
 /// ``chunks`` (`Data` as it arrived, for throughput) and ``lines`` (text lines). Single pass: the
 /// bytes are read once, by one iteration at a time.
 public struct ResponseBytes: AsyncSequence, Sendable {
+    /// What the sequence yields.
     public typealias Element = UInt8
     let stream: StreamBox
 
@@ -132,6 +133,7 @@ public struct ResponseBytes: AsyncSequence, Sendable {
 
     /// The body as `Data` chunks.
     public struct Chunks: AsyncSequence, Sendable {
+        /// What the sequence yields.
         public typealias Element = Data
         let stream: StreamBox
 
@@ -151,6 +153,7 @@ public struct ResponseBytes: AsyncSequence, Sendable {
 
     /// The body as text lines.
     public struct Lines: AsyncSequence, Sendable {
+        /// What the sequence yields.
         public typealias Element = String
         let stream: StreamBox
 
@@ -349,6 +352,7 @@ extension Engine {
 
 /// An event source's events, as they arrive (single pass). Reading reconnects as needed.
 public struct EventSource: AsyncSequence, Sendable {
+    /// What the sequence yields.
     public typealias Element = ServerSentEvent
     let box: EventSourceBox
 

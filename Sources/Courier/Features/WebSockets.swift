@@ -116,6 +116,8 @@ public final class WebSocket: AsyncSequence, @unchecked Sendable {
         case closed
     }
 
+    /// What the sequence yields.
+
     public typealias Element = Message
 
     let pointer: OpaquePointer
