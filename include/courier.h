@@ -2620,8 +2620,9 @@ COURIER_API int courier_config_set_frozen_store(courier_config *config, const ch
  * to add event listeners first, or for tools that only look at the journal. */
 COURIER_API int courier_config_set_frozen_paused(courier_config *config, int paused);
 
-/* Pauses or resumes automatic replay (at open, when online, on backoff timers). Explicit
- * replays (courier_frozen_replay, courier_frozen_resend) run either way. Any thread.
+/* Pauses or resumes automatic replay (at open, when the network comes back, on backoff timers): a
+ * paused engine sends no frozen request of its own accord. Explicit replays (courier_frozen_replay,
+ * courier_frozen_resend) run either way. Any thread.
  * Errors: COURIER_E_INVALID_ARGUMENT. */
 COURIER_API int courier_frozen_pause(courier_engine *engine);
 COURIER_API int courier_frozen_resume(courier_engine *engine);
@@ -2781,7 +2782,9 @@ COURIER_API int courier_config_set_reachability(courier_config *config, int from
 COURIER_API int courier_reachability_status(const courier_engine *engine);
 /* The app's word (a phone knows better): holds until the app says otherwise or gives detection
  * back with courier_reachability_set_automatic. A change to online starts a replay of the due
- * frozen requests, whatever their backoff. Any thread. Errors: COURIER_E_INVALID_ARGUMENT. */
+ * frozen requests, whatever their backoff: an automatic replay, so while replay is paused
+ * (courier_frozen_pause, courier_config_set_frozen_paused) it waits for courier_frozen_resume, and
+ * a change back to offline first voids it. Any thread. Errors: COURIER_E_INVALID_ARGUMENT. */
 COURIER_API int courier_reachability_set_online(courier_engine *engine);
 COURIER_API int courier_reachability_set_offline(courier_engine *engine);
 COURIER_API int courier_reachability_set_automatic(courier_engine *engine);

@@ -122,7 +122,7 @@ int courier_frozen_replay(courier_engine *e, unsigned flags, courier_error *err)
     pthread_mutex_lock(&j->mu);
     j->kick = 1;
     j->kick_scan = 1; /* claims are not in `due`: a dead owner's are found by the scan */
-    j->kick_mode |= J_KICK_NOW | ((flags & COURIER_REPLAY_MANUAL) ? J_KICK_MANUAL : 0);
+    j->kick_mode |= J_KICK_NOW | J_KICK_APP | ((flags & COURIER_REPLAY_MANUAL) ? J_KICK_MANUAL : 0);
     j->kick_since = cj_jnow(j);
     pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mu);

@@ -117,6 +117,15 @@ static int64_t turn(cr_journal *j) {
     int paused = j->paused, closing = j->closing;
     bool offline = j->ops->offline(j->e);
     bool auto_ok = !paused && !closing && !offline && !j->broken;
+    /* The network's return (a replay-now the app did not ask for: J_KICK_APP unset) is automatic
+     * replay: it waits while replay is paused (courier_frozen_resume runs it), and is void when the
+     * monitor says offline again (its next return kicks anew). It once ran as the app's replay-now,
+     * sending even while paused and offline: a request frozen offline right after the first response
+     * of a paused engine (whose turn had not taken that kick yet) was sent at once. */
+    if (mode && !(mode & J_KICK_APP) && !auto_ok) {
+        if (offline || closing || j->broken) j->kick_mode = 0;
+        mode = 0;
+    }
     bool pass_ok = (auto_ok || (mode && !closing)) && !j->broken;
     /* Claimed records not sent yet are given back when nothing should be sent now. */
     jsend *unsent = NULL;
@@ -314,7 +323,9 @@ static int64_t turn(cr_journal *j) {
     /* Records still due now that this engine would send: not idle (a free slot will take them). */
     bool pending_now = pass_ok && !closing && due_now;
     pthread_mutex_lock(&j->mu);
-    bool busy = j->fz_head || j->oc_head || j->rs_head || j->kick || j->kick_mode || j->wire > 0 || j->ready_head;
+    /* (The network's return kept while paused waits for the resume: nothing to do now.) */
+    bool kicked = j->kick_mode && (!j->paused || (j->kick_mode & J_KICK_APP));
+    bool busy = j->fz_head || j->oc_head || j->rs_head || j->kick || kicked || j->wire > 0 || j->ready_head;
     j->idle = !busy && !pending_now;
     j->turns++;
     /* courier_frozen_wait_idle waits for a turn that ends idle: a busy turn wakes nobody (during a

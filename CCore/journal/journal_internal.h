@@ -129,6 +129,17 @@ struct jseqs;
 /* Replay-now modes. */
 #define J_KICK_NOW 0x1u    /* records not tried since the kick are due now, whatever their backoff */
 #define J_KICK_MANUAL 0x2u /* and so are manual records */
+/* The app asked (courier_frozen_replay): the replay-now runs while paused or offline, and its sends
+ * ignore the monitor. Without it, J_KICK_NOW is the network's return (the monitor's change to
+ * online, cr_journal_wake): automatic replay, which waits while paused and is dropped when the
+ * monitor says offline again (a later return kicks anew), and whose sends the monitor may refuse. */
+#define J_KICK_APP 0x4u
+
+/* Why a claimed record is sent (jsend.explicit_, cj_policy_log_replay's reason). */
+#define CJ_SEND_DUE 0       /* automatic: due */
+#define CJ_SEND_REPLAY_NOW 1 /* the app's replay-now: sent even when the monitor says offline */
+#define CJ_SEND_RESEND 2    /* the app's resend of one id: the same, and no resend policy asked */
+#define CJ_SEND_ONLINE 3    /* made due by the network's return: automatic, logged as replay_now */
 
 /* ==== who holds a claim ======================================================================== */
 
@@ -331,7 +342,7 @@ typedef struct jevent {
 /* A claimed record about to be sent. */
 typedef struct jsend {
     struct jsend *next;
-    int explicit_; /* asked for by the app: sent even when the monitor says offline */
+    int explicit_; /* CJ_SEND_*: asked for by the app (REPLAY_NOW, RESEND): sent even when the monitor says offline */
     jstate st;     /* as claimed */
     char *text;    /* the request text (copied in the transaction, decoded after its commit) */
     size_t tlen;

@@ -384,7 +384,7 @@ void cj_policy_log_replay(cr_journal *j, const jstate *st, int explicit_, uint64
     cj_policy_note(j, &tmp, st);
     char id[COURIER_FROZEN_ID_MAX + 1];
     snprintf(id, sizeof id, "%.*s", (int)st->id_len, st->id);
-    const char *reason = explicit_ == 2 ? "resend" : explicit_ ? "replay_now" : "due";
+    const char *reason = explicit_ == CJ_SEND_RESEND ? "resend" : explicit_ != CJ_SEND_DUE ? "replay_now" : "due";
     cr_logf fl[] = {
         {"freeze_id", id, 0, 0},
         {"policy", tmp.policy, 0, 0},

@@ -162,6 +162,11 @@ int cj_apply_outcome(cr_journal *j, cj_txn *txn, joutcome *o, int64_t now, jeven
     return 0;
 }
 
+/* Why a record a pass claims in this replay-now mode is sent (CJ_SEND_*). */
+static int kick_reason(unsigned mode) {
+    return (mode & J_KICK_APP) ? CJ_SEND_REPLAY_NOW : (mode & J_KICK_NOW) ? CJ_SEND_ONLINE : CJ_SEND_DUE;
+}
+
 /* Claims a record for this engine: attempts + 1, lease until now + lease. had, hadlen: the
  * record's text as cj_consider's text, tlen (NULL: read here). */
 static int claim(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char *had, size_t hadlen, int64_t now,
@@ -325,7 +330,7 @@ int cj_consider(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char
         *stop = true;
         return 0;
     }
-    if ((rc = claim(j, txn, seq, st, text, tlen, now, mode != 0, sends))) return rc;
+    if ((rc = claim(j, txn, seq, st, text, tlen, now, kick_reason(mode), sends))) return rc;
     (*slots)--;
     return 0;
 }
@@ -341,7 +346,7 @@ int cj_consider_manual(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int
         *stop = true;
         return 0;
     }
-    int rc = claim(j, txn, seq, st, NULL, 0, now, mode != 0, sends);
+    int rc = claim(j, txn, seq, st, NULL, 0, now, kick_reason(mode), sends);
     if (rc == 0) (*slots)--;
     return rc;
 }
@@ -356,7 +361,7 @@ int cj_resend_one(cr_journal *j, cj_txn *txn, const char *id, int64_t now, jsend
     if ((rc = cj_st_get(j, txn, seq, &st))) return rc == MDB_NOTFOUND ? 0 : rc;
     if (st.claim_ms && !cj_claim_stale(j, &st, now)) return 0;
     if (j->store->take && (rc = j->store->take(j, txn, seq))) return rc == MDB_NOTFOUND ? 0 : rc;
-    return claim(j, txn, seq, &st, NULL, 0, now, 2, sends); /* 2: by id, the app's word (no policy asked) */
+    return claim(j, txn, seq, &st, NULL, 0, now, CJ_SEND_RESEND, sends); /* by id, the app's word (no policy asked) */
 }
 
 void cj_seqs_add(jseqs *l, uint64_t seq) {
@@ -427,7 +432,7 @@ static void send_one(cr_journal *j, jsend *s) {
     }
     int rc = s->rc; /* decoded once: for the request and the snapshot */
     /* A user resend policy is asked here, off the journal's transaction (policy.c). */
-    int gate = rc == COURIER_OK && explicit_ != 2 ? cj_policy_gate(j, &s->st, NULL) : CJ_RP_SEND;
+    int gate = rc == COURIER_OK && explicit_ != CJ_SEND_RESEND ? cj_policy_gate(j, &s->st, NULL) : CJ_RP_SEND;
     bool ask = gate == CJ_RP_ASK || gate == CJ_RP_UNKNOWN; /* unknown: removed since the claim */
     if (rc == COURIER_OK && !o->snap && (ask || atomic_load(&j->nlisteners) > 0)) {
         /* Someone listens (or a policy is asked) and the parse made no snapshot (nobody listened
@@ -463,7 +468,8 @@ static void send_one(cr_journal *j, jsend *s) {
             return;
         }
     }
-    if (rc == COURIER_OK && explicit_) rc = courier_request_set_ignore_offline(r, 1);
+    if (rc == COURIER_OK && (explicit_ == CJ_SEND_REPLAY_NOW || explicit_ == CJ_SEND_RESEND))
+        rc = courier_request_set_ignore_offline(r, 1);
     uint64_t rid = 0;
     if (rc == COURIER_OK) rc = j->ops->send(&rid, j->e, r, replay_done, o, &o->err);
     if (rc != COURIER_OK) cr_error_release_user(&o->err); /* an interceptor's raise: nobody to give it to */
@@ -530,7 +536,7 @@ void cj_ready_push(cr_journal *j, jsend *list, bool pump) {
             s->decoded = 1;
             /* The answer's record and the events' snapshot are made here too (see send_one). */
             s->o = calloc(1, sizeof *s->o);
-            int gate = s->rc == COURIER_OK && s->explicit_ != 2 ? cj_policy_gate(j, &s->st, NULL) : CJ_RP_SEND;
+            int gate = s->rc == COURIER_OK && s->explicit_ != CJ_SEND_RESEND ? cj_policy_gate(j, &s->st, NULL) : CJ_RP_SEND;
             if (s->o && s->rc == COURIER_OK &&
                 (gate == CJ_RP_ASK || gate == CJ_RP_UNKNOWN || atomic_load(&j->nlisteners) > 0)) {
                 bool bad = false;

@@ -437,6 +437,91 @@ static void replay_in_order_with_keys(void) {
 /* The snapshot a replay's event carries is made lazily (its JSON view when first read): a listener
  * still reads the request as it was frozen, and the view is the stored text with the state of the
  * claim spliced in, the same one from every thread that reads it. */
+/* The network's return is automatic replay: a paused engine waits for the resume (it once replayed
+ * at once, as courier_frozen_replay does). */
+static void paused_engine_waits_when_the_network_returns(void) {
+    jr_server srv;
+    opts o = {.paused = 1};
+    courier_engine *e = open_served(&srv, &o);
+    REQUIRE(e);
+    waiter w;
+    w_init(&w, e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    CHECK_EQ(send_one(e, freezable("POST", "/pay", "p=1", COURIER_FREEZE_AUTO, 0), &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
+    CHECK_EQ(courier_reachability_set_online(e), COURIER_OK);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK); /* idle: the return waits for the resume */
+    CHECK_EQ(jr_path_count(&srv, "/pay"), 0);
+    CHECK_EQ(count_of(e), 1);
+    CHECK_EQ(courier_frozen_resume(e), COURIER_OK);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(jr_path_count(&srv, "/pay"), 1);
+    CHECK_EQ(count_of(e), 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    jr_free(&srv);
+    w_destroy(&w);
+}
+
+/* A frozen-event listener that holds the journal thread until the test lets it go. */
+typedef struct gate {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int entered, open;
+} gate;
+
+static void gate_cb(const courier_frozen_event *ev, void *user) {
+    gate *g = user;
+    if (ev->kind != COURIER_FROZEN_EVENT_FROZEN) return;
+    pthread_mutex_lock(&g->m);
+    g->entered++;
+    pthread_cond_broadcast(&g->c);
+    while (!g->open) pthread_cond_wait(&g->c, &g->m);
+    pthread_mutex_unlock(&g->m);
+}
+
+/* The network came back and went again before the journal thread took its turn (a busy machine):
+ * that return is void, and a request frozen offline meanwhile stays frozen. It once ran as the
+ * app's replay-now, sending every record while the monitor said offline (the Python test
+ * test_two_scripts_share_nothing's lost freeze: sent by the engine that froze it). */
+static void a_network_return_undone_sends_nothing(void) {
+    jr_server srv;
+    courier_engine *e = open_served(&srv, NULL);
+    REQUIRE(e);
+    gate g = {.entered = 0, .open = 0};
+    pthread_mutex_init(&g.m, NULL);
+    pthread_cond_init(&g.c, NULL);
+    courier_frozen_add_listener(NULL, e, gate_cb, &g, NULL);
+    waiter w;
+    w_init(&w, e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    CHECK_EQ(send_one(e, freezable("POST", "/a", "a=1", COURIER_FREEZE_AUTO, 0), &w), COURIER_OK);
+    pthread_mutex_lock(&g.m);
+    while (!g.entered) pthread_cond_wait(&g.c, &g.m); /* the journal thread is in the listener */
+    pthread_mutex_unlock(&g.m);
+    CHECK_EQ(courier_reachability_set_online(e), COURIER_OK);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    CHECK_EQ(send_one(e, freezable("POST", "/b", "b=1", COURIER_FREEZE_AUTO, 0), &w), COURIER_OK);
+    pthread_mutex_lock(&g.m);
+    g.open = 1;
+    pthread_cond_broadcast(&g.c);
+    pthread_mutex_unlock(&g.m);
+    CHECK_EQ(w_wait(&w, 2), 2);
+    CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
+    CHECK_EQ(w.codes[1], COURIER_E_FROZEN);
+    CHECK_EQ(courier_frozen_wait_idle(e, 30000), COURIER_OK);
+    CHECK_EQ(jr_path_count(&srv, "/a"), 0);
+    CHECK_EQ(jr_path_count(&srv, "/b"), 0);
+    CHECK_EQ(count_of(e), 2); /* nothing lost, nothing sent */
+    courier_engine_close(e);
+    jr_stop(&srv);
+    jr_free(&srv);
+    w_destroy(&w);
+    pthread_mutex_destroy(&g.m);
+    pthread_cond_destroy(&g.c);
+}
+
 typedef struct snapseen {
     pthread_mutex_t m;
     int n;
@@ -839,7 +924,8 @@ static void monitor_http_probe_and_app_word(void) {
 TESTS_MAIN(T(freeze_on_cannot_connect), T(frozen_survives_in_the_default_store),
            T(freezing_into_a_temporary_store_warns), T(empty_body_is_kept), T(never_policy_is_not_frozen),
            T(given_id_replaces_older), T(remove_and_remove_all), T(invalid_arguments),
-           T(offline_fails_fast_then_replays), T(replay_in_order_with_keys),
+           T(offline_fails_fast_then_replays), T(paused_engine_waits_when_the_network_returns),
+           T(a_network_return_undone_sends_nothing), T(replay_in_order_with_keys),
            T(event_snapshot_reads_the_replayed_request), T(final_and_retryable_answers),
            T(manual_policy_waits_for_the_app), T(bounded_concurrency), T(expiry_with_injected_clock),
            T(monitor_from_errors_and_probe), T(monitor_http_probe_and_app_word))

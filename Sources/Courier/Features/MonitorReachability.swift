@@ -117,7 +117,8 @@ public struct Reachability: Sendable {
     public var isReachable: Bool { status != .offline }
 
     /// The app says the network is there (a phone knows better). Holds until the app says
-    /// otherwise or calls ``setAutomatic()``; starts a replay of the frozen requests.
+    /// otherwise or calls ``setAutomatic()``; starts a replay of the frozen requests (while replay
+    /// is paused, at ``FrozenRequests/resume()``).
     public func setOnline() { set(courier_reachability_set_online) }
 
     /// The app says the network is gone; holds until the app says otherwise.

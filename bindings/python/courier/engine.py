@@ -1206,7 +1206,8 @@ class Engine:
         return Reachability(lib.courier_reachability_status(self._handle()))
 
     def set_online(self) -> None:
-        """The app's word: online (starts a replay of due frozen requests)."""
+        """The app's word: online (starts a replay of due frozen requests; while replay is paused, at
+        ``frozen.resume()``)."""
         check(lib.courier_reachability_set_online(self._handle()))
 
     def set_offline(self) -> None:

@@ -52,6 +52,23 @@ def test_freeze_while_offline_and_replay_when_online(fengine, server) -> None:
     assert kinds == [FrozenEventKind.FROZEN, FrozenEventKind.RESENT_SUCCEEDED]
 
 
+def test_a_paused_engine_waits_when_the_network_returns(fengine, server) -> None:
+    # The network's return is automatic replay: paused, it waits for resume() (it once replayed at
+    # once, even a request frozen offline right after the engine's first response; C:
+    # journal_test.c paused_engine_waits_when_the_network_returns).
+    fengine.get("/json")  # the monitor: online
+    fengine.set_offline()
+    with pytest.raises(courier.Frozen):
+        fengine.post("/echo", json={"pay": 100}, freeze=courier.Freeze("auto", id="pay-1"))
+    before = server.count()
+    fengine.set_online()
+    assert fengine.frozen.wait_idle(10)  # idle: nothing to send while paused
+    assert [f.id for f in fengine.frozen.list()] == ["pay-1"] and server.count() - before == 0
+    fengine.frozen.resume()
+    assert fengine.frozen.wait_idle(10)
+    assert fengine.frozen.count() == 0 and server.count() - before == 1
+
+
 def test_freeze_on_cannot_connect_manual_resend_and_remove(tmp_path, closed_port) -> None:
     with courier.Engine(store=str(tmp_path / "s"), timeout=5, frozen_paused=True) as e:
         with pytest.raises(courier.Frozen) as info:
