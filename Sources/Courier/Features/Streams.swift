@@ -37,10 +37,10 @@ extension Engine {
         return (ResponseBytes(stream: stream), head)
     }
 
-    /// Opens a C stream or event source (`courier_stream_open`, `courier_sse_open`: the same
-    /// shape) for a request, with a ``StreamSignal`` as its notify target (released by the C core
-    /// through `releaseStreamSignal`, also on failure).
-    private func openSignalled(
+    /// Opens a C stream, event source or WebSocket (`courier_stream_open`, `courier_sse_open`,
+    /// `courier_ws_open`: the same shape) for a request, with a ``StreamSignal`` as its notify
+    /// target (which the C core releases through the user_free `open` passes, also on failure).
+    func openSignalled(
         _ request: Request,
         _ open: (OpaquePointer, OpaquePointer, UnsafeMutableRawPointer, inout OpaquePointer?, inout courier_error) -> Int32
     ) throws -> (OpaquePointer, StreamSignal) {

@@ -58,26 +58,11 @@ extension Engine {
         if options.closeTimeout != nil { o.close_timeout_ms = ms(options.closeTimeout) }
         o.handshake_timeout_ms = ms(options.handshakeTimeout)
         let protocols = options.subprotocols.joined(separator: ", ")
-        let signal = StreamSignal()
-        let user = Unmanaged.passRetained(signal).toOpaque()
-        let pointer: OpaquePointer = try request.withCRequest(on: self) { creq, _ in
-            guard enter() else {
-                Unmanaged<StreamSignal>.fromOpaque(user).release()
-                throw CourierError(.closed, message: "the engine is closed")
-            }
-            defer { leave() }
-            var out: OpaquePointer?
-            var error = courier_error()
-            let rc = protocols.withCString { p -> Int32 in
+        let (pointer, signal) = try openSignalled(request) { handle, creq, user, out, error in
+            protocols.withCString { p -> Int32 in
                 o.subprotocols = protocols.isEmpty ? nil : p
                 return courier_ws_open(&out, handle, creq, &o, webSocketNotify, user, releaseWebSocketSignal, &error)
             }
-            guard rc == COURIER_OK.rawValue, let out else {
-                defer { courier_error_clear(&error) }
-                if let thrown = thrownError(&error) { throw thrown }
-                throw CourierError(code: rc, detail: &error)
-            }
-            return out
         }
         let ws = WebSocket(pointer: pointer, signal: signal, engine: self)
         try await ws.waitOpen()
