@@ -247,8 +247,10 @@ public final class WebSocket: AsyncSequence, @unchecked Sendable {
             case .closed:
                 do {
                     first = try next()
-                } catch let error as CourierError where error.code == .wsClosed {
-                    // Opened, then closed by the server at once: the iteration is empty.
+                } catch let error as CourierError where [.wsClosed, .tooLarge, .wsProtocolError].contains(error.code) {
+                    // Opened, then ended at once (closed by the server, or a first message over
+                    // the maximum or breaking the protocol): the iteration says how (the C core
+                    // gives the same end again).
                 }
                 return
             default:

@@ -21,6 +21,9 @@ from .errors import lib_code, make_error
 from .stream import _SLICE_MS, E_AGAIN, _Closing, _failure, _Waker, c_notify
 
 E_WS_CLOSED = lib_code("COURIER_E_WS_CLOSED")
+# Ends that only an open WebSocket meets (a message over the maximum, a frame that breaks the
+# protocol): the handshake succeeded, so the socket is returned and recv raises them.
+_AFTER_OPEN = (E_WS_CLOSED, lib_code("COURIER_E_TOO_LARGE"), lib_code("COURIER_E_WS_PROTOCOL"))
 E_INVALID_ARGUMENT = lib_code("COURIER_E_INVALID_ARGUMENT")
 
 
@@ -322,8 +325,8 @@ def _raise_if_failed(ws: WebSocket) -> None:
     try:
         msg = ws._next(0)  # raises the end when no message came before it
     except courier_errors.CourierError:
-        if ws._ended == E_WS_CLOSED:
-            return  # opened, then closed by the server at once: the iteration is empty
+        if ws._ended in _AFTER_OPEN:
+            return  # opened, then ended at once: recv says how (the iteration is empty, or raises)
         raise
     if msg is not None:
         ws._pending.append(msg)
