@@ -300,6 +300,15 @@ int courier_stream_head(const courier_response **head, courier_stream *s, int64_
     return rc;
 }
 
+/* Under m: n bytes were read. True, once, when a paused stream's reader has made room (half the
+ * limit): the caller asks the worker to unpause. */
+static bool room_made(courier_stream *s, size_t n) {
+    s->held -= n;
+    if (!s->paused || s->resume_asked || s->held > s->limit / 2) return false;
+    s->resume_asked = 1;
+    return true;
+}
+
 /* Under m: the next unread chunk taken off the queue (held counts it no more), or NULL. Asks the
  * worker to unpause when the reader has made room (half the limit). */
 static cr_chunk *take(courier_stream *s, bool *ask) {
@@ -307,11 +316,7 @@ static cr_chunk *take(courier_stream *s, bool *ask) {
     if (!c) return NULL;
     s->first = c->next;
     if (!s->first) s->last = NULL;
-    s->held -= c->len - c->off;
-    if (s->paused && !s->resume_asked && s->held <= s->limit / 2) {
-        s->resume_asked = 1;
-        *ask = true;
-    }
+    *ask = room_made(s, c->len - c->off);
     return c;
 }
 
@@ -367,11 +372,7 @@ int courier_stream_read(size_t *n, courier_stream *s, void *buffer, size_t cap, 
             free(take(s, &ask));
         } else {
             c->off += k;
-            s->held -= k;
-            if (s->paused && !s->resume_asked && s->held <= s->limit / 2) {
-                s->resume_asked = 1;
-                ask = true;
-            }
+            ask = room_made(s, k);
         }
     } else if (s->end_code != COURIER_OK) {
         rc = ended_with(s, err);

@@ -18,23 +18,12 @@ struct EventsCommand: AsyncParsableCommand {
     @Argument(help: "An absolute http or https URL.")
     var url: String
 
-    @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("A request header 'Name: value' (repeatable).", valueName: "header"))
-    var headers: [String] = []
-
-    @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Do not verify TLS certificates (development only).")
-    var insecure = false
-
-    func validate() throws {
-        for header in headers where parseHeader(header) == nil {
-            throw ValidationError("-H expects 'Name: value', got '\(header)'")
-        }
-    }
+    @OptionGroup var connection: ConnectionOptions
 
     func run() async throws {
-        let engine = try openCommandEngine(insecure: insecure)
+        let engine = try openCommandEngine(insecure: connection.insecure)
         defer { engine.close() }
-        var request = Request.get(url)
-        for header in headers { if let (name, value) = parseHeader(header) { request = request.header(name, value) } }
+        let request = connection.request(url)
         do {
             for try await event in try engine.events(for: request) {
                 var text = ""

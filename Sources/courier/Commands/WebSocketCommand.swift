@@ -19,26 +19,15 @@ struct WebSocketCommand: AsyncParsableCommand {
     @Argument(help: "A ws:// or wss:// URL.")
     var url: String
 
-    @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("A request header 'Name: value' (repeatable).", valueName: "header"))
-    var headers: [String] = []
-
     @Option(name: .customLong("subprotocol"), help: ArgumentHelp("A subprotocol to offer (repeatable).", valueName: "name"))
     var subprotocols: [String] = []
 
-    @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Do not verify TLS certificates (development only).")
-    var insecure = false
-
-    func validate() throws {
-        for header in headers where parseHeader(header) == nil {
-            throw ValidationError("-H expects 'Name: value', got '\(header)'")
-        }
-    }
+    @OptionGroup var connection: ConnectionOptions
 
     func run() async throws {
-        let engine = try openCommandEngine(insecure: insecure)
+        let engine = try openCommandEngine(insecure: connection.insecure)
         defer { engine.close() }
-        var request = Request.get(url)
-        for header in headers { if let (name, value) = parseHeader(header) { request = request.header(name, value) } }
+        let request = connection.request(url)
         var options = WebSocketOptions()
         options.subprotocols = subprotocols
         do {

@@ -84,3 +84,25 @@ func openCommandEngine(insecure: Bool, _ change: (inout Configuration) -> Void =
         throw ExitCode.failure
     }
 }
+
+/// The options `courier events` and `courier ws` share: headers and TLS verification.
+struct ConnectionOptions: ParsableArguments {
+    @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("A request header 'Name: value' (repeatable).", valueName: "header"))
+    var headers: [String] = []
+
+    @Flag(name: [.customShort("k"), .customLong("insecure")], help: "Do not verify TLS certificates (development only).")
+    var insecure = false
+
+    func validate() throws {
+        for header in headers where parseHeader(header) == nil {
+            throw ValidationError("-H expects 'Name: value', got '\(header)'")
+        }
+    }
+
+    /// A GET of `url` with the headers.
+    func request(_ url: String) -> Request {
+        var request = Request.get(url)
+        for case let (name, value)? in headers.map(parseHeader) { request = request.header(name, value) }
+        return request
+    }
+}
