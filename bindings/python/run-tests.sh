@@ -19,7 +19,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 
-courier_extra_packages=("pytest>=7" "mypy" "matplotlib>=3.5" "websockets")  # websockets: the peer of test_websocket.py
+courier_extra_packages=("pytest>=7" "mypy" "matplotlib>=3.5" "websockets" "httpx" "requests" "opentelemetry-api" "opentelemetry-sdk")
+# websockets: the peer of test_websocket.py; httpx, requests, opentelemetry-api: the optional extras
+# [httpx], [requests], [otel] (tests/test_httpx.py, test_requests_adapter.py, test_otel.py);
+# opentelemetry-sdk: the tests' tracer provider only, never an extra
 . bindings/python/setup-env.sh
 
 unset COURIER_LIBRARY PYTHONPATH COURIER_PY_SPEEDUPS

@@ -582,6 +582,7 @@ class Engine:
                 check(lib.courier_config_set_timeout(c, 1, timeout_ms(connect_timeout)), arg="connect_timeout")
             if idle_timeout is not None:
                 check(lib.courier_config_set_timeout(c, 2, timeout_ms(idle_timeout)), arg="idle_timeout")
+            self._cookies = bool(cookies)  # the httpx and requests adapters leave cookies to this jar
             if not cookies:
                 check(lib.courier_config_set_cookies(c, 0), arg="cookies")
             if credentials is not None:
