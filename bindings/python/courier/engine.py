@@ -5,6 +5,7 @@ import atexit
 import ctypes
 import concurrent.futures
 import json as _json
+import logging
 import os
 import sys
 import threading
@@ -22,6 +23,8 @@ from .cache import CacheManager
 from .errors import CourierError, EngineClosed, InvalidArgument, check, coerce, make_error
 from .frozen import FrozenManager
 from .group import Group, GroupMode, run
+from .logs import LogBridge, bridge_for
+from .otel import Tracing
 from .mapping import c_decoder, python_to_json
 from .request import (BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt, _pairs, c_before_send, c_redirect,
                       timeout_ms, total_timeout_ms)
@@ -377,7 +380,16 @@ class Engine:
         reachability: dict(from_errors=bool, probe=str, interval=s).
         transports: ``{name: courier.Transport}`` custom transports (requests choose one with
         ``transport=name``).
-        log_level: the engine's :class:`LogLevel`.
+        log_level: the engine's :class:`LogLevel` (set after ``logger``'s levels: it wins).
+        logger: the engine's lines into Python's ``logging`` (:mod:`courier.logs`): ``True`` to the
+            logger ``courier`` and its children per component (``courier.cache``...), a name or a
+            ``logging.Logger`` to that one, ``False`` never; ``None`` (the default) to ``courier``
+            when the application has configured logging (the root logger has a handler, or
+            ``courier`` has a handler or a level). The logger's effective level sets the engine's
+            (:meth:`sync_log_levels` reads it again).
+        tracing: OpenTelemetry client spans per request, with ``traceparent`` injected
+            (:mod:`courier.otel`; needs the ``courier[otel]`` extra): ``True`` with the global
+            tracer provider, or a ``TracerProvider``.
         follow_redirects (default True), max_redirects (default 20), allow_redirect_downgrade
         (HTTPS to HTTP; default False), redirect_hook (``fn(response, next) -> None/"follow",
         "stop" or False/"refuse"``, may change ``next``, a :class:`courier.Outgoing`): redirects,
@@ -433,7 +445,8 @@ class Engine:
                  frozen_store: Optional[str] = None,
                  reachability: Optional[Mapping[str, Any]] = None,
                  transports: Optional[Mapping[str, Any]] = None,
-                 log_level: Union[LogLevel, str, int, None] = None, follow_redirects: Optional[bool] = None,
+                 log_level: Union[LogLevel, str, int, None] = None,
+                 logger: Union[bool, str, logging.Logger, None] = None, tracing: Any = False, follow_redirects: Optional[bool] = None,
                  max_redirects: Optional[int] = None, allow_redirect_downgrade: Optional[bool] = None,
                  redirect_hook: Optional[Callable[..., Any]] = None,
                  connect_timeout: Optional[float] = None, idle_timeout: Optional[float] = None,
@@ -511,7 +524,8 @@ class Engine:
                 check(lib.courier_config_set_frequent_guard_ms(c, _ms(frequent_guard)), arg="frequent_guard")
             if mock is not None:
                 check(lib.courier_config_set_mock_enabled(c, 1 if mock else 0), arg="mock")
-            for icpt in interceptors:
+            tracer = Tracing(None if tracing is True else tracing) if tracing else None
+            for icpt in [*interceptors, *([tracer] if tracer is not None else [])]:  # tracing last
                 if isinstance(icpt, tuple):
                     icpt = Interceptor(*icpt)
                 fns = (getattr(icpt, "before_send", None), getattr(icpt, "after_receive", None))
@@ -603,6 +617,11 @@ class Engine:
         finally:
             lib.courier_config_free(c)
         _live_engines.add(self)
+        self._log_bridge: Optional[LogBridge] = bridge_for(logger)
+        if self._log_bridge is not None:
+            self._log_bridge.attach(self)
+        if tracer is not None:
+            tracer.attach(self)
         if log_level is not None:
             self.log_level = log_level  # type: ignore[assignment]
 
@@ -1181,6 +1200,12 @@ class Engine:
 
     def remove_log_sink(self, sink: int) -> None:
         check(lib.courier_log_remove_sink(self._handle(), c_uint64(sink)), arg="sink")
+
+    def sync_log_levels(self) -> None:
+        """Sets the engine's and its components' levels again from the ``logging`` loggers the
+        engine writes to (``Engine(logger=...)``), after their levels changed. Nothing without one."""
+        if self._log_bridge is not None:
+            self._log_bridge.sync(self)
 
     def log(self, level: Union[LogLevel, str, int], message: str, event: Optional[str] = None) -> None:
         """Writes a line of your own to the engine's sinks."""

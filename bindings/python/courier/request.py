@@ -208,6 +208,11 @@ class Outgoing:
     def method(self) -> str:
         return (lib.courier_outgoing_method(self._h()) or b"").decode()
 
+    @property
+    def request_id(self) -> int:
+        """The send's id (``courier_outgoing_request_id``): the id its events and response carry."""
+        return int(lib.courier_outgoing_request_id(self._h()))
+
     def header(self, name: str) -> Optional[str]:
         v = lib.courier_outgoing_header(self._h(), _b(name))
         return v.decode("utf-8", "replace") if v is not None else None

@@ -1,0 +1,134 @@
+"""OpenTelemetry client spans for an engine's requests (``Engine(tracing=True)``; the
+``courier[otel]`` extra, ``opentelemetry-api``, which is imported only when tracing is asked for).
+
+Built from what the C core already gives every request, no hook of its own:
+
+* the engine's before-send interceptor (on the sending thread, inside ``courier_send``, where the
+  caller's context is current, also for an ``AsyncEngine``'s task) starts a ``CLIENT`` span, a
+  child of the current span, with the HTTP client semantic conventions known then
+  (``http.request.method``, ``url.full`` without user information, ``server.address``,
+  ``server.port``) and injects its context into the request's headers through the configured
+  propagator (W3C ``traceparent``, and ``tracestate``/``baggage`` when there are any, by default);
+* the ``will_send`` event (on the worker thread, in the order the sends were queued) files the
+  span under the send's id: the oldest span started for the same method and URL. The before-send
+  interceptor runs before the send has an id (``courier_outgoing_request_id`` is 0 there), so this
+  is how the two meet; two identical requests (same method and URL) sent at the same moment from
+  two threads may swap spans. What the core lacks for an exact match: the send's id in its
+  before-send interceptors;
+* the ``retried`` events add a span event ``courier.retry`` each (``attempt``, ``delay_ms``,
+  ``courier.code``);
+* the ``finished`` event (on the worker thread) ends the span with ``http.response.status_code``,
+  ``http.request.resend_count`` (retries and redirects the engine made; absent when none) and, for
+  a failure, ``error.type`` (the status code as a string for a status >= 400, else the Courier
+  exception's class name: ``CannotConnect``, ``Timeout``, ``Frozen``...) with the span's status
+  ERROR. An answer from the cache is a span too, with ``courier.cache_hit`` true.
+
+The engine's redirects are followed inside one span (one span per request, resend count for the
+hops). Frozen requests replayed later by the journal carry no trace context (the journal does not
+store one): their resends are not traced.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Any, Optional
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["Tracing"]
+
+_KNOWN_METHODS = frozenset({"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE"})
+_WILL_SEND, _FINISHED, _FROM_CACHE, _RETRIED = 1, 4, 5, 6  # courier_event_kind
+
+
+def _url_full(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"REDACTED:REDACTED@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+class Tracing:
+    """The spans of one engine: an interceptor (``before_send``) and a monitor (:meth:`attach`).
+    ``Engine(tracing=True)`` makes one with the global tracer provider; ``tracing=provider`` with
+    that ``TracerProvider``."""
+
+    def __init__(self, provider: Optional[Any] = None) -> None:
+        try:
+            from opentelemetry import propagate, trace
+        except ImportError as e:  # pragma: no cover - the extra is not installed
+            raise ImportError('Engine(tracing=...) needs opentelemetry-api: pip install "courier[otel]"') from e
+        self._propagate = propagate
+        self._trace = trace
+        self.tracer = (provider or trace.get_tracer_provider()).get_tracer("courier")
+        self.spans: dict[int, Any] = {}  # by request id, from will_send to finished
+        self._lock = threading.Lock()
+        # spans started by before-send, not yet given an id, by (method, URL), oldest first
+        self._pending: dict[tuple[str, str], collections.deque[Any]] = {}
+
+    def before_send(self, outgoing: Any) -> None:
+        method = outgoing.method
+        url = outgoing.url
+        parts = urlsplit(url)
+        known = method in _KNOWN_METHODS
+        attributes: dict[str, Any] = {"http.request.method": method if known else "_OTHER",
+                                      "url.full": _url_full(url), "server.address": parts.hostname or "",
+                                      "server.port": parts.port or (443 if parts.scheme == "https" else 80)}
+        if not known:
+            attributes["http.request.method_original"] = method
+        span = self.tracer.start_span(method if known else "HTTP", kind=self._trace.SpanKind.CLIENT,
+                                      attributes=attributes)
+        carrier: dict[str, str] = {}
+        self._propagate.inject(carrier, context=self._trace.set_span_in_context(span))
+        for name, value in carrier.items():
+            outgoing.set_header(name, value)
+        # A span left here by a send that a later check refused (no will_send) is dropped unended
+        # when the next span of that method and URL is filed.
+        with self._lock:
+            self._pending.setdefault((method, url), collections.deque()).append(span)
+
+    def attach(self, engine: Any) -> None:
+        """Adds the monitor that ends the spans (the engine is open)."""
+        engine.add_monitor(self._event, kinds=("will_send", "retried", "from_cache", "finished"))
+
+    def _event(self, ev: Any) -> None:
+        kind = int(ev.kind)
+        if kind == _WILL_SEND:
+            with self._lock:
+                queue = self._pending.get((ev.method, ev.url))
+                if not queue:
+                    return  # a send no before-send saw (a frozen request's replay)
+                span = queue.popleft()
+                if not queue:
+                    del self._pending[(ev.method, ev.url)]
+                self.spans[ev.request_id] = span
+            return
+        if kind != _FINISHED:
+            span = self.spans.get(ev.request_id)
+            if span is None:
+                return
+            if kind == _RETRIED:
+                span.add_event("courier.retry", {"attempt": ev.attempt, "delay_ms": int(ev.delay * 1000),
+                                                 "courier.code": ev.code})
+            else:
+                span.set_attribute("courier.cache_hit", True)
+            return
+        span = self.spans.pop(ev.request_id, None)
+        if span is None:
+            return
+        if ev.http_status:
+            span.set_attribute("http.response.status_code", ev.http_status)
+        if ev.response is not None:
+            resends = ev.response.attempts - 1 + len(ev.response.redirects)
+            if resends > 0:
+                span.set_attribute("http.request.resend_count", resends)
+        error_type = None
+        if ev.http_status >= 400:
+            error_type = str(ev.http_status)
+        elif ev.code != 0:
+            error_type = type(ev.error).__name__ if ev.error is not None else "CourierError"
+        if error_type is not None:
+            span.set_attribute("error.type", error_type)
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
+        span.end()
