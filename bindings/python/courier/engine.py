@@ -385,8 +385,9 @@ class Engine:
             logger ``courier`` and its children per component (``courier.cache``...), a name or a
             ``logging.Logger`` to that one, ``False`` never; ``None`` (the default) to ``courier``
             when the application has configured logging (the root logger has a handler, or
-            ``courier`` has a handler or a level). The logger's effective level sets the engine's
-            (:meth:`sync_log_levels` reads it again).
+            ``courier`` has a handler or a level). A logger given sets the engine's levels from
+            its effective levels; the automatic mode only raises them where a logger wants more
+            (:meth:`sync_log_levels` reads them again).
         tracing: OpenTelemetry client spans per request, with ``traceparent`` injected
             (:mod:`courier.otel`; needs the ``courier[otel]`` extra): ``True`` with the global
             tracer provider, or a ``TracerProvider``.

@@ -11,9 +11,18 @@ core's today; a field of ``log_set_field`` may) gets the prefix ``courier_``.
 
 Levels map both ways: the core's error, warning, info and debug are ``logging``'s; its trace is
 level 5 (:data:`TRACE`). When the bridge is attached, and at :meth:`courier.Engine.sync_log_levels`,
-the engine's level is set from the logger's effective level and each component's from its child's,
-so the core never formats a line that ``logging`` would drop (a level below DEBUG turns trace on,
-one above CRITICAL turns the engine's lines off).
+the levels are read from the loggers' effective levels (a level below DEBUG means trace, one above
+CRITICAL off):
+
+* given a logger (``logger=True``, a name, a ``logging.Logger``), the engine's level is the
+  ``courier`` logger's and each component's its child's, so the core never formats a line that
+  ``logging`` would drop (the engine's other sinks, a log file, then see those levels too);
+* in the automatic mode (``logger=None``: on because the application configured logging), the
+  levels are raised where a logger wants more (``courier.cache`` at DEBUG makes the cache's debug
+  lines) and never lowered, so an engine's log file keeps what it had.
+
+Either way the sink's own level is the most verbose the loggers want: the core calls into Python
+only with lines some logger may keep (and each logger's filters decide the rest).
 
 The C core calls the sink on the thread where the line is made (mostly the engine's worker): the
 sink holds the GIL only to parse the line and hand one record to the logger (no caller lookup, no
@@ -64,10 +73,12 @@ def configured(logger: logging.Logger) -> bool:
 class LogBridge:
     """A log sink of one engine that hands its lines to ``logger`` and its component children."""
 
-    def __init__(self, logger: logging.Logger) -> None:
+    def __init__(self, logger: logging.Logger, exact: bool = True) -> None:
         self.logger = logger
         self.children = {name: logger.getChild(name) for name in COMPONENTS}
+        self.exact = exact  # False: the automatic mode, which never lowers the engine's levels
         self.sink = 0
+        self.sink_level = -1
 
     def levels(self) -> tuple[int, dict[str, int]]:
         """The engine's level and each component's, from the loggers' effective levels."""
@@ -77,14 +88,26 @@ class LogBridge:
     def attach(self, engine: Any) -> None:
         """Sets the engine's levels from the loggers and adds the sink."""
         self.sync(engine)
-        self.sink = engine.add_log_sink(self.emit, TRACE)
 
     def sync(self, engine: Any) -> None:
+        """The engine's levels and the sink's from the loggers' levels (see the module's text)."""
         level, components = self.levels()
+        wanted = max(level, *components.values())
+        if not self.exact:
+            level = max(level, int(engine.log_level))
+            components = {name: max(c_level, int(engine.log_get_component_level(name)))
+                          for name, c_level in components.items()}
         engine.log_level = level  # sets every component's too
         for name, c_level in components.items():
             if c_level != level:
                 engine.log_set_component_level(name, c_level)
+        if wanted != self.sink_level:  # the sink's own level: what some logger may keep
+            if self.sink:
+                engine.remove_log_sink(self.sink)
+                self.sink = 0
+            if wanted:
+                self.sink = engine.add_log_sink(self.emit, wanted)
+            self.sink_level = wanted
 
     def emit(self, level: int, line: str) -> None:
         """The sink (the engine's worker thread, or the sending thread): one record."""
@@ -106,8 +129,8 @@ def bridge_for(setting: Union[bool, str, logging.Logger, None]) -> Optional[LogB
         return None
     if setting is None or setting is True:
         logger = logging.getLogger("courier")
-        if setting is None and not configured(logger):
-            return None
+        if setting is None:
+            return LogBridge(logger, exact=False) if configured(logger) else None
     elif isinstance(setting, str):
         logger = logging.getLogger(setting)
     elif isinstance(setting, logging.Logger):

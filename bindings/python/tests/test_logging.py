@@ -130,3 +130,97 @@ def test_finished_line_of_a_cache_write(engine, base_url: str, policy, path: str
     assert finished[0]["duration_ms"] > 0
     reread = policy if policy == courier.CachePolicy.HTTP else courier.CachePolicy.CACHE_FIRST
     assert engine.get(path, cache=reread).from_cache  # it was written
+
+
+# -- Engine(logger=...): the engine's lines into Python's logging -------------------------------
+
+import logging  # noqa: E402
+
+import courier.logs  # noqa: E402
+
+
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.NOTSET)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def py_logger():
+    logger = logging.getLogger("courier.pytest")
+    handler = Records()
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield logger, handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+        for name in courier.logs.COMPONENTS:
+            logger.getChild(name).setLevel(logging.NOTSET)
+
+
+def test_lines_become_records_of_the_component_loggers(base_url, tmp_path, py_logger) -> None:
+    logger, handler = py_logger
+    logger.getChild("cache").setLevel(logging.DEBUG)
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "s"), logger=logger) as engine:
+        assert engine.log_level == LogLevel.INFO
+        assert engine.log_get_component_level("cache") == LogLevel.DEBUG
+        assert engine.log_get_component_level("transport") == LogLevel.INFO
+        engine.log_set_field("app", "pytest")
+        r = engine.get("/cache", params={"max_age": "60", "body": "logged"}, cache="http")
+        engine.log("warning", "from the app", event="custom")
+    finished = [rec for rec in handler.records if getattr(rec, "event", None) == "finished"]
+    assert len(finished) == 1
+    rec = finished[0]
+    assert rec.name == "courier.pytest.transport" and rec.levelno == logging.INFO
+    assert rec.request_id == r.request_id and rec.status == 200 and rec.method == "GET"  # type: ignore[attr-defined]
+    assert rec.app == "pytest" and rec.component == "transport"  # type: ignore[attr-defined]
+    assert rec.getMessage().startswith("GET ") and "-> 200" in rec.getMessage()
+    lookups = [rec for rec in handler.records if getattr(rec, "event", None) == "cache_lookup"]
+    assert lookups and lookups[0].name == "courier.pytest.cache" and lookups[0].levelno == logging.DEBUG
+    custom = [rec for rec in handler.records if getattr(rec, "event", None) == "custom"]
+    assert custom[0].name == "courier.pytest" and custom[0].levelno == logging.WARNING
+
+
+def test_the_loggers_level_sets_the_engines(base_url, tmp_path, py_logger) -> None:
+    logger, handler = py_logger
+    logger.setLevel(logging.WARNING)
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "s"), logger=logger) as engine:
+        assert engine.log_level == LogLevel.WARNING  # info lines are not even made
+        engine.get("/json")
+        assert not handler.records
+        with pytest.raises(courier.HTTPStatusError):
+            engine.get("/status/404")
+        assert [r.levelno for r in handler.records] == [logging.WARNING]
+        logger.setLevel(5)  # below DEBUG: trace
+        engine.sync_log_levels()
+        assert engine.log_level == LogLevel.TRACE
+        logger.setLevel(logging.CRITICAL + 1)
+        engine.sync_log_levels()
+        assert engine.log_level == LogLevel.OFF
+    assert courier.logs.to_python(5) == courier.logs.TRACE == 5
+    assert [courier.logs.from_python(v) for v in (logging.CRITICAL, logging.ERROR, logging.WARNING,
+                                                  logging.INFO, logging.DEBUG, 1)] == [1, 1, 2, 3, 4, 5]
+
+
+def test_the_automatic_rule(base_url, tmp_path, monkeypatch) -> None:
+    handler = Records()
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])  # an application that configured nothing
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "a")) as engine:
+        assert engine._log_bridge is None
+    monkeypatch.setattr(root, "handlers", [handler])  # logging.basicConfig(...), say
+    monkeypatch.setattr(root, "level", logging.WARNING)
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "b")) as engine:
+        assert engine._log_bridge is not None
+        assert engine.log_level == LogLevel.INFO  # automatic: never quieter than the engine was
+        engine.get("/json")
+        with pytest.raises(courier.HTTPStatusError):
+            engine.get("/status/404")
+    assert [(r.name, r.levelno) for r in handler.records] == [("courier.transport", logging.WARNING)]
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "c"), logger=False) as engine:
+        assert engine._log_bridge is None

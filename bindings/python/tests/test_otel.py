@@ -1,0 +1,90 @@
+"""Engine(tracing=...): OpenTelemetry client spans from the engine's events, traceparent injected."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+
+import courier  # noqa: E402
+
+
+@pytest.fixture
+def traced(base_url, tmp_path):
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "store"), tracing=provider, logger=False) as e:
+        yield e, provider.get_tracer("test"), exporter
+
+
+def client_spans(exporter):
+    return [s for s in exporter.get_finished_spans() if s.kind == SpanKind.CLIENT]
+
+
+def test_a_span_per_request_with_the_http_conventions(traced, server) -> None:
+    engine, tracer, exporter = traced
+    with tracer.start_as_current_span("parent") as parent:
+        echo = engine.get("/echo").json()
+    (span,) = client_spans(exporter)
+    assert span.name == "GET" and span.parent.span_id == parent.get_span_context().span_id
+    a = span.attributes
+    assert a["http.request.method"] == "GET" and a["url.full"] == f"{server.url}/echo"
+    assert a["server.address"] == "127.0.0.1" and a["server.port"] == server.port
+    assert a["http.response.status_code"] == 200 and "error.type" not in a
+    assert span.status.status_code == StatusCode.UNSET
+    traceparent = [v for n, v in echo["headers"] if n.lower() == "traceparent"]
+    ctx = span.get_span_context()
+    assert traceparent == [f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"]
+
+
+def test_failures_redirects_and_statuses(traced, closed_port) -> None:
+    engine, _, exporter = traced
+    engine.get("/redirect-chain/2")
+    with pytest.raises(courier.CannotConnect):
+        engine.get(f"http://127.0.0.1:{closed_port}/")
+    with pytest.raises(courier.HTTPStatusError):
+        engine.get("/status/503")
+    redirected, refused, unavailable = client_spans(exporter)
+    assert redirected.attributes["http.request.resend_count"] == 2
+    assert refused.attributes["error.type"] == "CannotConnect" and refused.status.status_code == StatusCode.ERROR
+    assert "http.response.status_code" not in refused.attributes
+    assert unavailable.attributes["error.type"] == "503"
+    assert unavailable.attributes["http.response.status_code"] == 503
+
+
+def test_retries_count_as_resends(traced) -> None:
+    engine, _, exporter = traced
+    with pytest.raises(courier.HTTPStatusError):
+        engine.get("/status/503", retry=courier.Retry(2, base_delay=0.001, max_delay=0.001))
+    (span,) = client_spans(exporter)
+    assert span.attributes["http.request.resend_count"] == 2
+    assert [e.name for e in span.events] == ["courier.retry", "courier.retry"]
+
+
+def test_async_sends_take_the_tasks_context(traced) -> None:
+    engine, tracer, exporter = traced
+
+    async def one(n: int) -> int:
+        with tracer.start_as_current_span(f"task{n}") as parent:
+            await courier.AsyncEngine(engine=engine).get("/echo", params={"n": n})
+            return parent.get_span_context().span_id
+
+    async def main() -> list[int]:
+        return list(await asyncio.gather(*(one(n) for n in range(4))))
+
+    parents = asyncio.run(main())
+    spans = client_spans(exporter)
+    by_query = {s.attributes["url.full"].rsplit("=", 1)[1]: s.parent.span_id for s in spans}
+    assert by_query == {str(n): parents[n] for n in range(4)}
+
+
+def test_no_tracing_no_header(engine) -> None:
+    echo = engine.get("/echo").json()
+    assert not [n for n, _ in echo["headers"] if n.lower() == "traceparent"]
