@@ -500,8 +500,11 @@ COURIER_API int courier_request_set_validator(courier_request *request, courier_
 /* The final URL. Borrowed until the next change or the end of the callback. */
 COURIER_API const char *courier_outgoing_url(const courier_outgoing *outgoing);
 COURIER_API const char *courier_outgoing_method(const courier_outgoing *outgoing);
-/* The id of the send: 0 in customize and before-send callbacks (the send has no id yet), the id
- * in mock callbacks. */
+/* The id of the send: the id its events, log lines and response carry, in customize, before-send,
+ * mock and redirect callbacks alike (a tracer starts a span in a before-send interceptor and ends
+ * it at the send's COURIER_EVENT_FINISHED). A send refused after its callbacks ran (by a callback,
+ * or a later check) never uses its id; ids are unique per engine but may have gaps. (Libraries
+ * up to 0.2.1 gave 0 in customize and before-send callbacks.) */
 COURIER_API uint64_t courier_outgoing_request_id(const courier_outgoing *outgoing);
 /* Replaces the URL (must be absolute http/https). Errors: COURIER_E_INVALID_URL. */
 COURIER_API int courier_outgoing_set_url(courier_outgoing *outgoing, const char *url);

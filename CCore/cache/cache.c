@@ -701,7 +701,7 @@ static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_reque
         cr_transfer *bg = NULL;
         courier_error bgerr;
         if (cr_transfer_prepare(e, r, &bg, &bgerr) == COURIER_OK) {
-            bg->id = atomic_fetch_add(&cr_core(e)->next_id, 1);
+            /* bg->id: its own, given by cr_transfer_prepare */
             struct cr_cache_xfer *bx = xfer_new(x->policy, x->key);
             courier_response *copy = bx ? cr_response_copy(found) : NULL;
             if (bx && copy && add_conditionals(bg, copy) == COURIER_OK) {

@@ -1330,7 +1330,7 @@ int cr_send(uint64_t *out_id, courier_engine *e, const courier_request *r, couri
     }
     t->done = done;
     t->user = user;
-    t->id = atomic_fetch_add(&e->core.next_id, 1);
+    /* t->id: given by cr_transfer_prepare, before the customize and before-send callbacks */
     rc = cr_frozen_attach(e, r, t, err); /* journal.c: the request's freeze settings */
     if (!rc && stream) {
         /* stream_send.c: a stream is never frozen, cached or shared with another send. */

@@ -229,7 +229,7 @@ struct courier_outgoing {
     char *method;
     char *url;
     cr_kvlist headers;
-    uint64_t id; /* 0 until the send has an id (customize, before-send); set for mock callbacks */
+    uint64_t id; /* the send's id (cr_transfer_prepare gives it before customize and before-send) */
 };
 
 /* ---- transfers: a request made final, and its state on the wire (transport.c) --------------- */

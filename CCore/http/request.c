@@ -717,6 +717,10 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     cr_kvlist params = {0};
     cr_buf enc = {0};
     int rc = COURIER_E_NO_MEMORY;
+    /* The send's id, before any callback: customize and before-send interceptors see the id its
+     * events, log lines and response will carry (a tracer starts its span there). A send refused
+     * later leaves its id unused. */
+    t->id = o.id = atomic_fetch_add(&cr_core(e)->next_id, 1);
 
     /* An API's path with parameters and no object (catalog.c): refused, naming the parameter. */
     if (r->route_unfilled) {

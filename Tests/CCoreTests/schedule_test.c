@@ -639,8 +639,56 @@ static void test_interceptors(void) {
     CHECK_EQ(interceptor_frees, 2);
 }
 
+/* A before-send interceptor and a customize callback see the id the send's events and response
+ * carry (a tracer starts its span there and ends it at FINISHED): it was 0 there before. */
+static _Atomic uint64_t seen_before_id, seen_customize_id, seen_finished_id;
+static int before_id(courier_outgoing *o, void *user) {
+    (void)user;
+    atomic_store(&seen_before_id, courier_outgoing_request_id(o));
+    return COURIER_OK;
+}
+static int customize_id(courier_outgoing *o, void *user) {
+    (void)user;
+    atomic_store(&seen_customize_id, courier_outgoing_request_id(o));
+    return COURIER_OK;
+}
+static void finished_id(const courier_event *ev, void *user) {
+    (void)user;
+    if (ev->kind == COURIER_EVENT_FINISHED) atomic_store(&seen_finished_id, ev->request_id);
+}
+static void tweak_id_interceptor(courier_config *c) { courier_config_add_interceptor(c, before_id, NULL, NULL, NULL); }
+
+static void test_interceptors_see_the_send_id(void) {
+    courier_engine *e = th_engine(tweak_id_interceptor);
+    REQUIRE(e);
+    CHECK_EQ(courier_monitor_add(NULL, e, 0, finished_id, NULL, NULL), COURIER_OK);
+    for (int i = 0; i < 2; i++) {
+        courier_request *r = req("GET", "/echo");
+        courier_request_set_customize(r, customize_id, NULL, NULL);
+        courier_response *resp = NULL;
+        CHECK_EQ(send_sync(e, r, &resp), COURIER_OK);
+        uint64_t id = courier_response_request_id(resp);
+        CHECK(id != 0);
+        CHECK_EQ(atomic_load(&seen_before_id), id);
+        CHECK_EQ(atomic_load(&seen_customize_id), id);
+        CHECK_EQ(atomic_load(&seen_finished_id), id);
+        courier_response_free(resp);
+    }
+    /* courier_send: the id it returns is the one the interceptor saw */
+    rec recs[1] = {{0}};
+    uint64_t out_id = 0;
+    courier_request *r = req("GET", "/echo?async=1");
+    CHECK_EQ(courier_send(&out_id, e, r, rec_done, &recs[0], NULL), COURIER_OK);
+    courier_request_free(r);
+    CHECK_EQ(wait_all(recs, 1), 1);
+    CHECK(out_id != 0);
+    CHECK_EQ(atomic_load(&seen_before_id), out_id);
+    rec_clear(recs, 1);
+    courier_engine_close(e);
+}
+
 TESTS_MAIN(T(test_retry_on_5xx_counted_by_server), T(test_retry_only_idempotent_unless_opted_in),
            T(test_retry_network_errors), T(test_never_retry_after_cancel), T(test_retry_after_is_honoured),
            T(test_backoff_on_injected_clock), T(test_retry_rule_validation), T(test_per_host_limit), T(test_priorities_order_waiting_requests),
            T(test_coalescing_identical_gets), T(test_coalesced_follower_gets_a_full_copy), T(test_coalescing_cancel_leader_and_follower), T(test_frequent_guard),
-           T(test_interceptors))
+           T(test_interceptors), T(test_interceptors_see_the_send_id))

@@ -1,20 +1,16 @@
 """OpenTelemetry client spans for an engine's requests (``Engine(tracing=True)``; the
 ``courier[otel]`` extra, ``opentelemetry-api``, which is imported only when tracing is asked for).
 
-Built from what the C core already gives every request, no hook of its own:
+Built from the engine's interceptors and events (the C core gives a before-send interceptor the
+send's id, the id its events carry: that is what ties the two together):
 
 * the engine's before-send interceptor (on the sending thread, inside ``courier_send``, where the
-  caller's context is current, also for an ``AsyncEngine``'s task) starts a ``CLIENT`` span, a
-  child of the current span, with the HTTP client semantic conventions known then
+  caller's context is current, also for an ``AsyncEngine``'s task) starts a ``CLIENT`` span under
+  the send's id (``courier_outgoing_request_id``, given before the interceptors run), a child of
+  the current span, with the HTTP client semantic conventions known then
   (``http.request.method``, ``url.full`` without user information, ``server.address``,
   ``server.port``) and injects its context into the request's headers through the configured
   propagator (W3C ``traceparent``, and ``tracestate``/``baggage`` when there are any, by default);
-* the ``will_send`` event (on the worker thread, in the order the sends were queued) files the
-  span under the send's id: the oldest span started for the same method and URL. The before-send
-  interceptor runs before the send has an id (``courier_outgoing_request_id`` is 0 there), so this
-  is how the two meet; two identical requests (same method and URL) sent at the same moment from
-  two threads may swap spans. What the core lacks for an exact match: the send's id in its
-  before-send interceptors;
 * the ``retried`` events add a span event ``courier.retry`` each (``attempt``, ``delay_ms``,
   ``courier.code``);
 * the ``finished`` event (on the worker thread) ends the span with ``http.response.status_code``,
@@ -25,19 +21,18 @@ Built from what the C core already gives every request, no hook of its own:
 
 The engine's redirects are followed inside one span (one span per request, resend count for the
 hops). Frozen requests replayed later by the journal carry no trace context (the journal does not
-store one): their resends are not traced.
+store one): their resends are not traced. A send the engine refuses after its interceptors ran (a
+``transport=`` not registered, say) leaves its span unended, so it is never exported.
 """
 from __future__ import annotations
 
-import collections
-import threading
 from typing import Any, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["Tracing"]
 
 _KNOWN_METHODS = frozenset({"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE"})
-_WILL_SEND, _FINISHED, _FROM_CACHE, _RETRIED = 1, 4, 5, 6  # courier_event_kind
+_FINISHED, _FROM_CACHE, _RETRIED = 4, 5, 6  # courier_event_kind
 
 
 def _url_full(url: str) -> str:
@@ -62,12 +57,12 @@ class Tracing:
         self._propagate = propagate
         self._trace = trace
         self.tracer = (provider or trace.get_tracer_provider()).get_tracer("courier")
-        self.spans: dict[int, Any] = {}  # by request id, from will_send to finished
-        self._lock = threading.Lock()
-        # spans started by before-send, not yet given an id, by (method, URL), oldest first
-        self._pending: dict[tuple[str, str], collections.deque[Any]] = {}
+        self.spans: dict[int, Any] = {}  # by request id, from before-send to finished
 
     def before_send(self, outgoing: Any) -> None:
+        request_id = outgoing.request_id
+        if not request_id:  # pragma: no cover - a library older than the id in before-send
+            return
         method = outgoing.method
         url = outgoing.url
         parts = urlsplit(url)
@@ -83,27 +78,14 @@ class Tracing:
         self._propagate.inject(carrier, context=self._trace.set_span_in_context(span))
         for name, value in carrier.items():
             outgoing.set_header(name, value)
-        # A span left here by a send that a later check refused (no will_send) is dropped unended
-        # when the next span of that method and URL is filed.
-        with self._lock:
-            self._pending.setdefault((method, url), collections.deque()).append(span)
+        self.spans[request_id] = span
 
     def attach(self, engine: Any) -> None:
         """Adds the monitor that ends the spans (the engine is open)."""
-        engine.add_monitor(self._event, kinds=("will_send", "retried", "from_cache", "finished"))
+        engine.add_monitor(self._event, kinds=("retried", "from_cache", "finished"))
 
     def _event(self, ev: Any) -> None:
         kind = int(ev.kind)
-        if kind == _WILL_SEND:
-            with self._lock:
-                queue = self._pending.get((ev.method, ev.url))
-                if not queue:
-                    return  # a send no before-send saw (a frozen request's replay)
-                span = queue.popleft()
-                if not queue:
-                    del self._pending[(ev.method, ev.url)]
-                self.spans[ev.request_id] = span
-            return
         if kind != _FINISHED:
             span = self.spans.get(ev.request_id)
             if span is None:
