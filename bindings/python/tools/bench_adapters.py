@@ -14,8 +14,11 @@ every other run, and the median rate of the runs is reported):
 * ``requests_own`` / ``requests_courier``: one ``requests.Session``, one request after another.
 
 The Courier engine has no cache and no coalescing for these requests (every GET goes on the wire,
-as with the libraries' own transports). Ratios: ``<client>_courier_vs_own`` (above 1: the Courier
-transport is faster). Figures, not tests: nothing here asserts a speed.
+as with the libraries' own transports). Each client's figures: ``<client>_rps`` (median rate) and
+``<client>_cpu_us`` (median CPU time of the whole process per request, the engine's threads
+included: steadier than rates on a busy machine). Ratios: ``<base>_courier_vs_own`` (rates) and
+``<base>_courier_vs_own_cpu`` (CPU per request, own / Courier); above 1: Courier's is cheaper.
+Figures, not tests: nothing here asserts a speed.
 """
 from __future__ import annotations
 
@@ -91,16 +94,21 @@ def main() -> None:
         for run in clients.values():  # warm-up: connections, imports
             run(min(200, args.requests))
         rates: dict[str, list[float]] = {name: [] for name in clients}
+        cpu: dict[str, list[float]] = {name: [] for name in clients}
         names = list(clients)
         for i in range(args.runs):
             for name in (names if i % 2 == 0 else names[::-1]):
+                c0 = time.process_time()  # every thread of the process: the engine's worker too
                 rates[name].append(clients[name](args.requests))
+                cpu[name].append((time.process_time() - c0) / args.requests * 1e6)
         out: dict[str, Any] = {"server": server.name, "requests": args.requests, "runs": args.runs,
                                "concurrency": args.concurrency}
         for name, values in rates.items():
             out[f"{name}_rps"] = round(statistics.median(values), 1)
+            out[f"{name}_cpu_us"] = round(statistics.median(cpu[name]), 1)
         for base in ("httpx", "httpx_async", "requests"):
             out[f"{base}_courier_vs_own"] = round(out[f"{base}_courier_rps"] / out[f"{base}_own_rps"], 3)
+            out[f"{base}_courier_vs_own_cpu"] = round(out[f"{base}_own_cpu_us"] / out[f"{base}_courier_cpu_us"], 3)
     finally:
         engine.close()
         server.stop()
