@@ -76,6 +76,11 @@ def _body(body: Any) -> Optional[bytes]:
     return b"".join(c.encode("utf-8") if isinstance(c, str) else bytes(c) for c in body)  # a generator
 
 
+def _text(value: Union[str, bytes]) -> str:
+    """A header name or value as requests holds it (bytes are latin-1, as http.client sends them)."""
+    return value.decode("latin-1") if isinstance(value, bytes) else value
+
+
 def _timeouts(timeout: Any) -> tuple[Optional[float], Optional[float]]:
     if timeout is None:
         return None, None
@@ -156,7 +161,8 @@ class Adapter(requests.adapters.BaseAdapter):
              verify: Union[bool, str] = True, cert: Any = None, proxies: Any = None) -> requests.Response:
         url = request.url or ""
         connect, read = _timeouts(timeout)
-        kw = send_options(request.method or "GET", urlsplit(url).netloc, request.headers.items(),
+        headers = [(_text(name), _text(value)) for name, value in request.headers.items()]
+        kw = send_options(request.method or "GET", urlsplit(url).netloc, headers,
                           _body(request.body), connect, read, self.options, engine_jar(self.engine))
         if verify is not True or cert:
             certificate, key = (cert if isinstance(cert, tuple) else (cert, None))
@@ -188,7 +194,7 @@ class Adapter(requests.adapters.BaseAdapter):
         resp.reason = http.client.responses.get(status, "")
         resp.url = request.url or ""
         resp.request = request
-        resp.connection = self
+        resp.connection = self  # type: ignore[assignment]  # typeshed says HTTPAdapter; requests reads .close()
         if raw is not None:
             resp.raw = raw
         else:  # read whole by the engine: the content is there
