@@ -11,7 +11,9 @@ every other run, and the median rate of the runs is reported):
 
 * ``httpx_own`` / ``httpx_courier``: one ``httpx.Client``, one request after another;
 * ``httpx_async_own`` / ``httpx_async_courier``: one ``httpx.AsyncClient``, ``concurrency`` tasks;
-* ``requests_own`` / ``requests_courier``: one ``requests.Session``, one request after another.
+* ``requests_own`` / ``requests_courier``: one ``requests.Session``, one request after another;
+* ``engine``: Courier's own API (``engine.get``), one request after another: the baseline of
+  ``<base>_courier_overhead_cpu_us``, the CPU time per request the library and the adapter add.
 
 The Courier engine has no cache and no coalescing for these requests (every GET goes on the wire,
 as with the libraries' own transports). Each client's figures: ``<client>_rps`` (median rate) and
@@ -45,6 +47,15 @@ def sync_loop(get: Callable[[], Any], total: int) -> float:
         r = get()
         if r.status_code != 200 or len(r.content) != 1024:
             raise RuntimeError(f"bad answer {r.status_code}")
+    return total / (time.perf_counter() - start)
+
+
+def engine_loop(engine: courier.Engine, url: str, total: int, opts: dict[str, Any]) -> float:
+    start = time.perf_counter()
+    for _ in range(total):
+        r = engine.get(url, **opts)
+        if r.status != 200 or len(r.body) != 1024:
+            raise RuntimeError(f"bad answer {r.status}")
     return total / (time.perf_counter() - start)
 
 
@@ -83,6 +94,7 @@ def main() -> None:
         rq_cr.mount("http://", courier.requests.Adapter(engine, **opts))
         limits = httpx.Limits(max_connections=args.concurrency)
         clients: dict[str, Callable[[int], float]] = {
+            "engine": lambda n: engine_loop(engine, url, n, opts),
             "httpx_own": lambda n: sync_loop(lambda: hx_own.get(url), n),
             "httpx_courier": lambda n: sync_loop(lambda: hx_cr.get(url), n),
             "httpx_async_own": lambda n: async_loop(httpx.AsyncClient(limits=limits), url, n, args.concurrency),
@@ -109,6 +121,8 @@ def main() -> None:
         for base in ("httpx", "httpx_async", "requests"):
             out[f"{base}_courier_vs_own"] = round(out[f"{base}_courier_rps"] / out[f"{base}_own_rps"], 3)
             out[f"{base}_courier_vs_own_cpu"] = round(out[f"{base}_own_cpu_us"] / out[f"{base}_courier_cpu_us"], 3)
+        for base in ("httpx", "requests"):  # what the library adds over Courier's own API
+            out[f"{base}_courier_overhead_cpu_us"] = round(out[f"{base}_courier_cpu_us"] - out["engine_cpu_us"], 1)
     finally:
         engine.close()
         server.stop()
