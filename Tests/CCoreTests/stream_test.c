@@ -549,9 +549,34 @@ static void test_line_too_long(void) {
 }
 
 
+/* Through an HTTP proxy (the test server answers an absolute-form request as a proxy would), and
+ * over a socks5h proxy: the body streams, paced, and the last byte is right. */
+static char proxy_setting[80];
+static void with_proxy(courier_config *c) { courier_config_set_proxy(c, proxy_setting, NULL); }
+
+static void test_through_a_proxy(void) {
+    static const char *const schemes[] = {"http", "socks5h"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(proxy_setting, sizeof proxy_setting, "%s://127.0.0.1:%d", schemes[i], cts_server_port(th_server()));
+        courier_engine *e = th_engine(with_proxy);
+        REQUIRE(e);
+        courier_error err;
+        courier_stream *s = open_stream(e, "http://site.test/bytes/300000?chunked=1&rate=1000000", &err);
+        REQUIRE(s);
+        int code = 0;
+        int64_t held = 0;
+        int64_t n = read_all(s, &code, &held, 0);
+        if (n != 300000) fprintf(stderr, "%s: %lld bytes, %d %s\n", schemes[i], (long long)n, code, err.message);
+        CHECK_EQ(n, 300000);
+        CHECK_EQ(code, COURIER_OK);
+        courier_stream_free(s);
+        courier_engine_close(e);
+    }
+}
+
 TESTS_MAIN(T(test_head_then_body_then_end), T(test_read_into_a_small_buffer), T(test_slow_reader_holds_memory_flat),
            T(test_cancel_from_another_thread), T(test_freed_half_read_is_not_reused), T(test_cut_body_is_partial),
            T(test_redirect_then_stream), T(test_statuses_are_the_readers), T(test_refusals),
            T(test_notify_and_reads_that_do_not_wait), T(test_mocked_answer),
            T(test_waiting_read_on_the_worker_is_refused), T(test_close_ends_streams), T(test_lines),
-           T(test_line_too_long))
+           T(test_line_too_long), T(test_through_a_proxy))
