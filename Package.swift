@@ -40,7 +40,7 @@ let package = Package(
         // directory, read recursively).
         .target(
             name: "CCore",
-            dependencies: ["CCurl", "CLMDB", "CJansson", "CWslay", "CCrypto",
+            dependencies: ["CCurl", "CLMDB", "CJansson", "CWslay", "CCrypto", "CZlib",
                            .target(name: "CHiredis", condition: .when(traits: ["Redis"]))],
             path: ".",
             sources: ["CCore"],
@@ -98,6 +98,13 @@ let package = Package(
             path: "Sources/CCrypto",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        // permessage-deflate for WebSocket (CCore/engine/ws_deflate.c).
+        .systemLibrary(
+            name: "CZlib",
+            path: "Sources/CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
         ),
         .systemLibrary(
             name: "CHiredis",
