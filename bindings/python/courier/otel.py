@@ -26,6 +26,7 @@ store one): their resends are not traced. A send the engine refuses after its in
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Optional
 from urllib.parse import urlsplit, urlunsplit
 
@@ -60,6 +61,14 @@ class Tracing:
         self.spans: dict[int, Any] = {}  # by request id, from before-send to finished
 
     def before_send(self, outgoing: Any) -> None:
+        """The interceptor. Telemetry never fails a send: an exception here (a propagator's, a
+        tracer's) is logged at debug on ``courier.otel`` and the request goes untraced."""
+        try:
+            self._start(outgoing)
+        except Exception:  # pragma: no cover - a broken SDK or propagator
+            logging.getLogger("courier.otel").debug("tracing failed; the request goes untraced", exc_info=True)
+
+    def _start(self, outgoing: Any) -> None:
         request_id = outgoing.request_id
         if not request_id:  # pragma: no cover - a library older than the id in before-send
             return
@@ -85,6 +94,12 @@ class Tracing:
         engine.add_monitor(self._event, kinds=("retried", "from_cache", "finished"))
 
     def _event(self, ev: Any) -> None:
+        try:
+            self._record(ev)
+        except Exception:  # pragma: no cover - as before_send: never the engine's failure
+            logging.getLogger("courier.otel").debug("tracing failed at an event", exc_info=True)
+
+    def _record(self, ev: Any) -> None:
         kind = int(ev.kind)
         if kind != _FINISHED:
             span = self.spans.get(ev.request_id)
