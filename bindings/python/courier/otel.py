@@ -7,7 +7,8 @@ send's id, the id its events carry: that is what ties the two together):
 * the engine's before-send interceptor (on the sending thread, inside ``courier_send``, where the
   caller's context is current, also for an ``AsyncEngine``'s task) starts a ``CLIENT`` span under
   the send's id (``courier_outgoing_request_id``, given before the interceptors run), a child of
-  the current span, with the HTTP client semantic conventions known then
+  the current span (or, with no current span, of the ``traceparent`` the request already carries:
+  a frozen request's replay), with the HTTP client semantic conventions known then
   (``http.request.method``, ``url.full`` without user information, ``server.address``,
   ``server.port``) and injects its context into the request's headers through the configured
   propagator (W3C ``traceparent``, and ``tracestate``/``baggage`` when there are any, by default);
@@ -20,8 +21,10 @@ send's id, the id its events carry: that is what ties the two together):
   ERROR. An answer from the cache is a span too, with ``courier.cache_hit`` true.
 
 The engine's redirects are followed inside one span (one span per request, resend count for the
-hops). Frozen requests replayed later by the journal carry no trace context (the journal does not
-store one): their resends are not traced. A send the engine refuses after its interceptors ran (a
+hops). A frozen request keeps the trace context it was frozen under: the journal stores the
+request's header lines, ``traceparent`` among them, and its replay (on the journal's thread, where
+no span is current) is a span whose parent is that context, in the same trace as the span that
+ended with ``error.type`` ``Frozen``. A send the engine refuses after its interceptors ran (a
 ``transport=`` not registered, say) leaves its span unended, so it is never exported.
 """
 from __future__ import annotations
@@ -81,8 +84,16 @@ class Tracing:
                                       "server.port": parts.port or (443 if parts.scheme == "https" else 80)}
         if not known:
             attributes["http.request.method_original"] = method
+        parent = None  # the current context
+        if not self._trace.get_current_span().get_span_context().is_valid:
+            # no span here (the journal's thread replaying a frozen request): the trace context the
+            # request carries, which the journal stored with its headers when it was frozen
+            carried = {name: value for name in ("traceparent", "tracestate")
+                       if (value := outgoing.header(name)) is not None}
+            if carried:
+                parent = self._propagate.extract(carried)
         span = self.tracer.start_span(method if known else "HTTP", kind=self._trace.SpanKind.CLIENT,
-                                      attributes=attributes)
+                                      attributes=attributes, context=parent)
         carrier: dict[str, str] = {}
         self._propagate.inject(carrier, context=self._trace.set_span_in_context(span))
         for name, value in carrier.items():

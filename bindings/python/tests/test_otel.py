@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
 
 import courier  # noqa: E402
+from conftest import wait_until  # noqa: E402
 
 
 @pytest.fixture
@@ -83,6 +84,23 @@ def test_async_sends_take_the_tasks_context(traced) -> None:
     spans = client_spans(exporter)
     by_query = {s.attributes["url.full"].rsplit("=", 1)[1]: s.parent.span_id for s in spans}
     assert by_query == {str(n): parents[n] for n in range(4)}
+
+
+def test_a_frozen_request_replays_in_the_trace_it_was_frozen_under(traced) -> None:
+    engine, tracer, exporter = traced
+    engine.set_offline()
+    with tracer.start_as_current_span("checkout"):
+        with pytest.raises(courier.Frozen):
+            engine.post("/echo", json={"order": 1}, freeze=courier.Freeze("manual", id="order-1"))
+    (frozen,) = client_spans(exporter)
+    assert frozen.attributes["error.type"] == "Frozen"
+    engine.set_online()
+    engine.frozen.resend("order-1")  # sent by the journal's thread, where no span is current
+    assert wait_until(lambda: len(client_spans(exporter)) == 2)
+    replay = client_spans(exporter)[1]
+    assert replay.context.trace_id == frozen.context.trace_id
+    assert replay.parent.span_id == frozen.context.span_id
+    assert replay.attributes["http.response.status_code"] == 200 and "error.type" not in replay.attributes
 
 
 def test_no_tracing_no_header(engine) -> None:
