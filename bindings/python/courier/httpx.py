@@ -119,7 +119,7 @@ class Transport(httpx.BaseTransport):
         kw = _options(request, request.read(), self.options, engine_jar(self.engine))
         try:
             if request.extensions.get(STREAM, self.stream):
-                s = self.engine.stream(request.method, str(request.url), **kw)
+                s = self.engine.stream(request.method, str(request.url), **{**kw, "freeze": "never"})
                 return _response(s.status, s.head, _SyncStream(s, request), request)
             r = self.engine.send(request.method, str(request.url), **kw)
         except CourierError as e:
@@ -142,7 +142,7 @@ class AsyncTransport(httpx.AsyncBaseTransport):
         kw = _options(request, await request.aread(), self.options, engine_jar(self.engine.sync))
         try:
             if request.extensions.get(STREAM, self.stream):
-                s = await self.engine.stream(request.method, str(request.url), **kw)
+                s = await self.engine.stream(request.method, str(request.url), **{**kw, "freeze": "never"})
                 return _response(s.status, s.head, _AsyncStream(s, request), request)
             r = await self.engine.send(request.method, str(request.url), **kw)
         except CourierError as e:

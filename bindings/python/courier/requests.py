@@ -175,7 +175,7 @@ class Adapter(requests.adapters.BaseAdapter):
             kw.setdefault("proxy", proxy)
         try:
             if stream:
-                s = self.engine.stream(request.method or "GET", url, **kw)
+                s = self.engine.stream(request.method or "GET", url, **{**kw, "freeze": "never"})
                 return self._response(request, s.status, s.headers.lines(), _StreamRaw(s, request), None)
             r = self.engine.send(request.method or "GET", url, **kw)
         except CourierError as e:

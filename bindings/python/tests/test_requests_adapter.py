@@ -100,6 +100,15 @@ def test_the_engine_cache_answers(engine, base_url, server) -> None:
         assert again.text == first.text == "requests-cached"
 
 
+def test_an_adapter_that_freezes_still_streams(engine, base_url) -> None:
+    """freeze= among the adapter's options applies to whole responses; a stream is never frozen
+    (the engine refuses a stream that may be), so stream=True still works."""
+    with requests.Session() as s:
+        s.mount("http://", courier.requests.Adapter(engine, freeze="auto"))
+        assert len(s.get(base_url + "/bytes/5000", stream=True).content) == 5000
+        assert s.get(base_url + "/json").json()["data"]["name"] == "courier"
+
+
 def test_cookies_are_the_engine_jars(engine, session, base_url) -> None:
     session.get(base_url + "/cookies/set", params={"session": "abc"}, allow_redirects=False)
     assert [c.name for c in engine.list_cookies()] == ["session"]
