@@ -26,17 +26,6 @@
 
 /* ---- keys (cache_key.c) --------------------------------------------------------------------- */
 
-/* Per-request cache settings (courier_request_set_cache_*). */
-typedef struct cr_cache_req {
-    cr_ext ext;         /* cache.c's hooks (request.c frees it through them) */
-    int policy;         /* -1: the engine's default */
-    int64_t expiry_ms;  /* 0: the engine's default */
-    char *key;          /* the request's own key, or NULL */
-    char *sensitive;    /* appended to the key, or NULL */
-    char **filters;     /* parameter names left out of the key */
-    size_t nfilters;
-} cr_cache_req;
-
 /* The key string of a request sent on engine e (default or the request's own). *out new (free). */
 CR_HIDDEN int cr_cache_key_for(const courier_engine *e, const courier_request *r, char **out);
 /* The default GET key of `ref` (a Location or Content-Location value: absolute, or relative to

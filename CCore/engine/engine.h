@@ -5,6 +5,7 @@
 #ifndef COURIER_ENGINE_H
 #define COURIER_ENGINE_H
 
+#include "cache/cache.h"
 #include "journal/journal.h"
 
 /* Hidden like every internal declaration (see base/base.h). */

@@ -5,7 +5,6 @@
  * monitor); lifecycle events go to log.c.
  */
 #include "journal/journal_internal.h"
-#include "cache/cache_internal.h" /* cr_cache_req: a freeze keeps the cache settings */
 
 /* "scheme://host:port", lowercase, default ports filled in: the unit of per-host order. */
 static int host_of(const char *url, char *out, size_t cap) {

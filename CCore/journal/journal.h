@@ -6,7 +6,7 @@
 #ifndef COURIER_JOURNAL_H
 #define COURIER_JOURNAL_H
 
-#include "cache/cache.h"
+#include "http/http.h"
 
 /* Hidden like every internal declaration (see base/base.h). */
 #if defined(__GNUC__) || defined(__clang__)
