@@ -439,16 +439,6 @@ const courier_json *courier_json_iter_value(const courier_json_iter *it) {
 
 /* ---- building ------------------------------------------------------------------------------------------ */
 
-json_t *cr_json_bignum_new(const char *text, size_t len) {
-    char small[64], *buf = len + 1 <= sizeof small ? small : malloc(len + 1);
-    if (!buf) return NULL;
-    buf[0] = CR_JSON_BIGNUM_MARK;
-    memcpy(buf + 1, text, len);
-    json_t *v = json_stringn_nocheck(buf, len + 1);
-    if (buf != small) free(buf);
-    return v;
-}
-
 static int built(json_t *v, courier_json **out) {
     *out = (courier_json *)v;
     return v ? COURIER_OK : COURIER_E_NO_MEMORY;

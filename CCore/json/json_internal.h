@@ -62,7 +62,8 @@ static inline const char *cr_json_bignum(const json_t *v, size_t *len) {
 }
 /* A string that is a string (not a number kept as text). */
 static inline int cr_json_is_str(const json_t *v) { return json_is_string(v) && !cr_json_bignum(v, NULL); }
-/* A new jansson value of a number kept as text (len bytes of JSON number text). NULL without memory. */
+/* json_tape.c: a new jansson value of a number kept as text (len bytes of JSON number text). NULL
+ * without memory. */
 CR_HIDDEN json_t *cr_json_bignum_new(const char *text, size_t len);
 /* json_tape.c: the length of the JSON number text at s (its characters up to the first other byte). */
 CR_HIDDEN size_t cr_json_number_len(const char *s);
