@@ -1,5 +1,5 @@
 /*
- * json/json_internal.h — the JSON layer (json.c, json_tape.c, mapping.c) as the layers above
+ * json/json_internal.h — the JSON layer (options.c, json_tape.c, json.c, mapping.c) as the layers above
  * may use it: parsing with limits, key paths, writers, mappings, what a request asks of its
  * response's JSON (cr_jspec) and a response's JSON state (cr_jresp).
  */
@@ -21,9 +21,9 @@
 #define CR_JSON_DEFAULT_PARALLEL_MIN ((int64_t)256 * 1024) /* split top-level arrays from this size */
 #define CR_JSON_MAX_PARTS 4
 
-/* json.c */
-/* Options with defaults filled in and limits clamped; `in` may be NULL. */
+/* options.c: options with defaults filled in and limits clamped; `in` may be NULL. */
 CR_HIDDEN void cr_json_options_resolve(const courier_json_options *in, courier_json_options *out);
+/* json.c */
 /* Parses with resolved options. *out new (json_decref). COURIER_E_JSON, _TOO_LARGE, _NO_MEMORY. */
 CR_HIDDEN int cr_json_parse(const void *data, size_t len, const courier_json_options *opts, json_t **out,
                             courier_error *err);
