@@ -61,6 +61,13 @@ struct courier_engine {
 };
 _Static_assert(offsetof(struct courier_engine, core) == 0, "cr_core(e) casts the engine to its first member");
 
+/* store_dir.c, engine open: e->core.store_dir set to the configured directory (created when missing;
+ * COURIER_E_STORE when it must exist and does not), the platform's default for the app, or a new
+ * temporary one (store_is_temp). COURIER_E_STORE, COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_store_dir_open(courier_engine *e, courier_error *err);
+/* store_dir.c, engine free: removes a temporary store directory and everything in it (no-op otherwise). */
+CR_HIDDEN void cr_store_dir_remove_temp(courier_engine *e);
+
 /* ==== Scheduling, mock, custom transports (schedule.c, mock.c) ================================ */
 
 enum { CR_T_NEW = 0, CR_T_WAITING, CR_T_ACTIVE, CR_T_TIMER, CR_T_FOLLOWER, CR_T_CUSTOM };
