@@ -61,6 +61,30 @@ struct courier_engine {
 };
 _Static_assert(offsetof(struct courier_engine, core) == 0, "cr_core(e) casts the engine to its first member");
 
+/* engine.c's scheduler lists (worker only) and the guard send.c checks under core.lock. */
+typedef struct cr_host_count {
+    char *host;
+    long active;
+} cr_host_count;
+
+struct cr_sched {
+    cr_transfer *waiting[3]; /* FIFO per priority: [0] high, [1] normal, [2] low */
+    cr_transfer *waiting_tail[3];
+    cr_transfer *timers;     /* sorted by due_ms */
+    cr_host_count *hosts;
+    size_t nhosts;
+    long active_http;
+    uint64_t rng;
+    struct cr_guard *guard; /* under the engine's lock */
+    long guard_ms;
+};
+
+/* A function courier_engine_post asked the worker to run. */
+struct cr_post {
+    courier_work_fn fn;
+    void *user;
+};
+
 /* store_dir.c, engine open: e->core.store_dir set to the configured directory (created when missing;
  * COURIER_E_STORE when it must exist and does not), the platform's default for the app, or a new
  * temporary one (store_is_temp). COURIER_E_STORE, COURIER_E_NO_MEMORY. */
@@ -102,7 +126,7 @@ CR_HIDDEN cr_sched_conf *cr_sched_conf_of(courier_config *c);
 
 
 /* schedule.c: the worker's side of scheduling. */
-/* engine.c: courier_send, for a stream too (stream_send.c): with `stream`, the transfer reads its
+/* send.c: courier_send, for a stream too (stream_send.c): with `stream`, the transfer reads its
  * body into it (stream.c) and is never frozen, cached or coalesced. */
 CR_HIDDEN int cr_send(uint64_t *out_id, courier_engine *e, const courier_request *r, courier_completion_fn done,
                       void *user, courier_stream *stream, courier_error *err);
