@@ -173,10 +173,12 @@ CR_HIDDEN void cr_monitor_start_watch(courier_engine *e);
 CR_HIDDEN void cr_monitor_limits(courier_engine *e, long *per_host, long *total);
 /* Worker: true when t must fail with COURIER_E_CELLULAR (it said "not on cellular"). */
 CR_HIDDEN bool cr_monitor_refuses(courier_engine *e, const cr_transfer *t);
-/* netwatch.c: the OS watch (a thread, or the platform's monitor) reporting to cr_monitor_report;
- * NULL when it cannot start or the platform has none. */
+/* netwatch.c: the OS watch (a thread, or the platform's monitor) reporting each change of the path
+ * to `report` (the monitor's cr_monitor_report: netwatch.c stands below monitor.c and never names
+ * it), from the watch's own thread or queue; NULL when it cannot start or the platform has none. */
 struct cr_netwatch;
-CR_HIDDEN struct cr_netwatch *cr_netwatch_start(courier_engine *e);
+typedef void (*cr_netwatch_report_fn)(courier_engine *e, int status, courier_network_kind kind, int expensive);
+CR_HIDDEN struct cr_netwatch *cr_netwatch_start(courier_engine *e, cr_netwatch_report_fn report);
 CR_HIDDEN void cr_netwatch_stop(struct cr_netwatch *w);
 
 /* ---- APIs, routes, response descriptors by name (catalog.c) ------------------------------------ */
