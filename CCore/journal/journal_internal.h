@@ -521,6 +521,8 @@ bool cj_outcome_match(const char *text, size_t len, const char *id, int *code, i
 /* A generated freeze id: the record's number in 16 hex digits, then 64 random bits. */
 bool cj_generated_id(const char *id, size_t n);
 uint64_t cj_generated_seq(const char *id);
+/* Adds seq to a list (no memory: left out, found again by the next scan). */
+void cj_seqs_add(jseqs *l, uint64_t seq);
 
 /* The LMDB store (store.c) and, built with hiredis, the Redis one (redis.c). */
 extern const cj_store_ops cj_lmdb_store;
@@ -587,7 +589,6 @@ int cj_apply_outcome(cr_journal *j, cj_txn *txn, joutcome *o, int64_t now, jeven
 int cj_sweep_expired(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events);
 int cj_recover_claims(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n, int64_t now);
 int cj_resend_one(cr_journal *j, cj_txn *txn, const char *id, int64_t now, jsend ***sends);
-void cj_seqs_add(jseqs *l, uint64_t seq);
 long cj_linger_target(const cr_journal *j);
 void cj_pump_ready(cr_journal *j);
 /* Decodes the claimed records of a committed turn (the journal thread, no lock held) and queues

@@ -364,17 +364,6 @@ int cj_resend_one(cr_journal *j, cj_txn *txn, const char *id, int64_t now, jsend
     return claim(j, txn, seq, &st, NULL, 0, now, CJ_SEND_RESEND, sends); /* by id, the app's word (no policy asked) */
 }
 
-void cj_seqs_add(jseqs *l, uint64_t seq) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        uint64_t *p = realloc(l->v, cap * sizeof *p);
-        if (!p) return; /* found again by the next scan */
-        l->v = p;
-        l->cap = cap;
-    }
-    l->v[l->n++] = seq;
-}
-
 static void replay_done(uint64_t request_id, int code, courier_response *resp, const courier_error *err, void *user);
 
 /* Answers that make a commit worth it without waiting longer (see linger). */

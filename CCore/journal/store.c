@@ -1146,3 +1146,14 @@ courier_frozen *cj_snap_in(cr_journal *j, cj_txn *txn, uint64_t seq, const jstat
     bool bad;
     return cj_snap_make(seq, text, len, st, &bad);
 }
+
+void cj_seqs_add(jseqs *l, uint64_t seq) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        uint64_t *p = realloc(l->v, cap * sizeof *p);
+        if (!p) return; /* found again by the next scan */
+        l->v = p;
+        l->cap = cap;
+    }
+    l->v[l->n++] = seq;
+}
