@@ -523,6 +523,9 @@ bool cj_generated_id(const char *id, size_t n);
 uint64_t cj_generated_seq(const char *id);
 /* Adds seq to a list (no memory: left out, found again by the next scan). */
 void cj_seqs_add(jseqs *l, uint64_t seq);
+/* Gives f its record number: the generated id (if it has none) and the stored text's opening.
+ * *text new (free). COURIER_OK or ENOMEM. */
+int cj_freeze_text(jfreeze *f, uint64_t seq, char **text);
 
 /* The LMDB store (store.c) and, built with hiredis, the Redis one (redis.c). */
 extern const cj_store_ops cj_lmdb_store;
@@ -573,9 +576,6 @@ void cj_responses_spent(cr_journal *j, courier_response **v, size_t n);
 /* ---- replay.c ----------------------------------------------------------------------------------- */
 
 int cj_apply_freeze(cr_journal *j, cj_txn *txn, jfreeze *f);
-/* Gives f its record number: the generated id (if it has none) and the stored text's opening.
- * *text new (free). COURIER_OK or ENOMEM. */
-int cj_freeze_text(jfreeze *f, uint64_t seq, char **text);
 /* A candidate of a pass (due by the store's index, or the Redis store's own record): claimed,
  * expired, held or left. *slots counts down; *stop when out of slots. text, tlen: the record's
  * request text as the pass read it with st, with no write in the transaction since (borrowed:

@@ -1157,3 +1157,34 @@ void cj_seqs_add(jseqs *l, uint64_t seq) {
     }
     l->v[l->n++] = seq;
 }
+
+int cj_freeze_text(jfreeze *f, uint64_t seq, char **out) {
+    *out = NULL;
+    if (f->generated) {
+        /* Generated: the record's number, then 64 random bits (no `ids` entry needed). */
+        char rnd[33];
+        cj_random_hex(rnd);
+        static const char hex[] = "0123456789abcdef";
+        for (int i = 0; i < 16; i++) f->id[i] = hex[(seq >> (60 - 4 * i)) & 15];
+        memcpy(f->id + 16, rnd, 16);
+        f->id[32] = '\0';
+        f->st.id_len = 32;
+        memcpy(f->st.id, f->id, 32);
+    }
+    /* The text: {"v":1,"id":...,"seq":..., then what the worker built. Ids need no escaping. */
+    char opening[COURIER_FROZEN_ID_MAX + 64];
+    size_t idl = strlen(f->id);
+    memcpy(opening, "{\"v\":1,\"id\":\"", 13);
+    memcpy(opening + 13, f->id, idl);
+    memcpy(opening + 13 + idl, "\",\"seq\":", 8);
+    size_t hl = 21 + idl;
+    hl += cr_json_format_int(opening + hl, (int64_t)seq);
+    opening[hl++] = ',';
+    size_t pl = strlen(f->payload);
+    char *text = malloc(hl + pl + 1);
+    if (!text) return ENOMEM;
+    memcpy(text, opening, hl);
+    memcpy(text + hl, f->payload, pl + 1);
+    *out = text;
+    return 0;
+}
