@@ -459,6 +459,7 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
     bool redis = where && (strncmp(where, "redis://", 8) == 0 || strncmp(where, "rediss://", 9) == 0 ||
                            strncmp(where, "unix://", 7) == 0);
     j->store = &cj_lmdb_store;
+    j->pass = &cj_replay_pass; /* replay.c's decisions, which the stores' passes call */
     if (rc == COURIER_OK) rc = cj_jenv_acquire(where && !redis ? where : cr_core(e)->store_dir, nonce, &j->env, err);
     if (rc == COURIER_OK && redis) {
 #ifdef COURIER_REDIS

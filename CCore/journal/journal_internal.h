@@ -435,6 +435,7 @@ struct cr_journal {
     const cr_journal_ops *ops; /* the engine's: answering, sending, the monitor */
     jenv *env;                  /* the store directory's LMDB journal (records on LMDB; the cookie jar) */
     const cj_store_ops *store;  /* where the records live (chosen at open) */
+    const struct cj_pass_fns *pass; /* replay.c's decisions, for the stores' passes (set at open) */
     struct cj_redis *redis;     /* the Redis store's state (redis.c), else NULL */
     jowner me;
     cr_callback *clock;
@@ -574,6 +575,20 @@ void cj_events_deliver(cr_journal *j, jevent *list);
 void cj_responses_spent(cr_journal *j, courier_response **v, size_t n);
 
 /* ---- replay.c ----------------------------------------------------------------------------------- */
+
+/* What a store's pass does with each record it finds (replay.c's decisions, below): the stores
+ * stand below replay.c and call these through j->pass, which journal.c sets to cj_replay_pass at
+ * open, never by name. */
+typedef struct cj_pass_fns {
+    int (*consider)(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char *text, size_t tlen, int64_t now,
+                    long *slots, unsigned mode, int64_t since, jsend ***sends, jevent ***events, int64_t *next,
+                    bool *mode_done, bool *stop);
+    int (*consider_manual)(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, long *slots,
+                           unsigned mode, jsend ***sends, int64_t *next, bool *mode_done, bool *stop);
+    int (*sweep_expired)(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events);
+} cj_pass_fns;
+/* cj_consider, cj_consider_manual and cj_sweep_expired. */
+extern const cj_pass_fns cj_replay_pass;
 
 int cj_apply_freeze(cr_journal *j, cj_txn *txn, jfreeze *f);
 /* A candidate of a pass (due by the store's index, or the Redis store's own record): claimed,

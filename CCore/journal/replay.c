@@ -575,3 +575,5 @@ static void replay_done(uint64_t request_id, int code, courier_response *resp, c
     for (size_t i = 0; i < nspent; i++) courier_response_free(spent[i]);
     free(spent);
 }
+
+const cj_pass_fns cj_replay_pass = {cj_consider, cj_consider_manual, cj_sweep_expired};

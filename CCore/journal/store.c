@@ -832,7 +832,7 @@ static int lm_pass(cr_journal *j, cj_txn *t, int64_t now, long slots, unsigned m
                     continue;
                 }
                 if (rc) break;
-                rc = cj_consider(j, t, cand.v[i], &st, p.mv_data, p.mv_size, now, &slots, mode, since, sends, events,
+                rc = j->pass->consider(j, t, cand.v[i], &st, p.mv_data, p.mv_size, now, &slots, mode, since, sends, events,
                                  next, mode_done, &full);
             }
         }
@@ -862,7 +862,7 @@ static int lm_pass(cr_journal *j, cj_txn *t, int64_t now, long slots, unsigned m
             if (rc == MDB_NOTFOUND) rc = 0;
             continue;
         }
-        rc = cj_consider_manual(j, t, cand.v[i], &st, now, &slots, mode, sends, next, mode_done, &full);
+        rc = j->pass->consider_manual(j, t, cand.v[i], &st, now, &slots, mode, sends, next, mode_done, &full);
     }
     free(cand.v);
     return rc;
