@@ -567,6 +567,7 @@ void cj_request_release(courier_request *r);
 
 jevent *cj_event_new(int kind, courier_frozen *snap, uint64_t request_id, int code);
 void cj_events_push(jevent ***tail, jevent *ev);
+/* journal.c: delivers a turn's events to the listeners (events.c's), then frees them. */
 void cj_events_deliver(cr_journal *j, jevent *list);
 /* Responses the journal thread is done with (v borrowed; the responses taken): while replays are
  * on the wire, handed to the worker, which frees them after its next replay's completion (a free
