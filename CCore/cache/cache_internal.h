@@ -2,12 +2,13 @@
  * cache_internal.h — what store.c, cache.c, cache_key.c and cache_http.c share, and nothing else
  * includes. The hooks the engine calls are declared in internal.h ("cache" section).
  *
- * Layers, inside the folder: store.c is the floor (its own header, store.h, which includes nothing
- * of the cache's); the others stand on it.
+ * Layers, inside the folder: the store is the floor (entry.c, the value layout; store.c, the LMDB
+ * store, with store_verify.c and store_lmdb.c, its face behind the seam, sharing store_lmdb.h;
+ * store_redis.c; their header, store.h, includes nothing of the cache's); the others stand on it.
  *   cache_key.c  the default cache key of a request.
  *   cache_http.c RFC 9111: Cache-Control, Expires, Age, freshness, validators, 304 merging.
- *   cache.c      configuration and request settings, policies in the send path, the store opened
- *                on first use, the lookup.
+ *   cache.c      configuration (a request's settings are http/cache_settings.c's), policies in the
+ *                send path, the store opened on first use, the lookup.
  *   manager.c    the manager API (courier_cache_key, _get, _has, _remove..., _put_key, _size,
  *                _verify, _get_stats, _list_*), over what cache.c shares below.
  */
