@@ -121,6 +121,9 @@ static void unlink_ws(courier_engine *e, courier_ws *ws) {
     ws->extra = NULL;
     free(ws->offered);
     ws->offered = NULL;
+    cr_wsd_free(ws->deflate);
+    ws->deflate = NULL;
+    cr_buf_free(&ws->zbuf);
     cr_ws_release(ws);
 }
 
@@ -135,6 +138,15 @@ static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
         memcpy(buf, ws->extra + ws->extra_off, k);
         ws->extra_off += k;
         return (ssize_t)k;
+    }
+    /* A reader behind by max_receive_queue_bytes: the socket is left unread (the server then waits,
+     * by TCP's flow control) until courier_ws_next makes room and kicks the worker. */
+    pthread_mutex_lock(&ws->m);
+    int full = ws->in_full;
+    pthread_mutex_unlock(&ws->m);
+    if (full) {
+        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
     }
     size_t n = 0;
     CURLcode rc = curl_easy_recv(ws->easy, buf, len, &n);
@@ -193,24 +205,56 @@ static int on_genmask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, voi
     return 0;
 }
 
+/* Worker, from on_msg: a message Courier refuses after wslay took it (compressed data that does not
+ * inflate, is too large inflated, or is not UTF-8 text): a close with `code`, no more reading; pump_open
+ * ends the connection once the close is out, as it does for wslay's own refusals. */
+static void fail_connection(courier_ws *ws, uint16_t code, const char *reason) {
+    wslay_event_queue_close(ws->ctx, code, (const uint8_t *)reason, strlen(reason));
+    wslay_event_shutdown_read(ws->ctx);
+}
+
 static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg, void *user) {
     (void)ctx;
     courier_ws *ws = user;
     if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME) {
-        ws_msg *m = malloc(sizeof *m + arg->msg_length + 1);
+        const uint8_t *payload = arg->msg;
+        size_t len = arg->msg_length;
+        if (wslay_get_rsv1(arg->rsv)) { /* compressed (wslay lets RSV1 through only once agreed) */
+            int zr = cr_wsd_inflate(ws->deflate, arg->msg, arg->msg_length, (size_t)ws->opt.max_message_bytes,
+                                    &ws->zbuf);
+            if (zr == COURIER_E_NO_MEMORY) {
+                ws->fail_code = COURIER_E_NO_MEMORY;
+                return;
+            }
+            if (zr != COURIER_OK) {
+                fail_connection(ws, zr == COURIER_E_TOO_LARGE ? 1009 : 1007,
+                                zr == COURIER_E_TOO_LARGE ? "message too big" : "invalid compressed data");
+                return;
+            }
+            payload = (const uint8_t *)ws->zbuf.data;
+            len = ws->zbuf.len;
+            if (arg->opcode == WSLAY_TEXT_FRAME && len && !cr_utf8_valid((const char *)payload, len)) {
+                fail_connection(ws, 1007, "invalid UTF-8");
+                return;
+            }
+        }
+        ws_msg *m = malloc(sizeof *m + len + 1);
         if (!m) {
             ws->fail_code = COURIER_E_NO_MEMORY;
             return;
         }
         m->next = NULL;
         m->type = arg->opcode == WSLAY_TEXT_FRAME ? COURIER_WS_TEXT : COURIER_WS_BINARY;
-        m->len = arg->msg_length;
-        if (arg->msg_length) memcpy(m->data, arg->msg, arg->msg_length);
-        m->data[arg->msg_length] = 0;
+        m->len = len;
+        if (len) memcpy(m->data, payload, len);
+        m->data[len] = 0;
+        if (ws->zbuf.cap > (64u << 10)) cr_buf_free(&ws->zbuf); /* no large buffer kept between messages */
         pthread_mutex_lock(&ws->m);
         if (ws->in_last) ws->in_last->next = m;
         else ws->in_first = m;
         ws->in_last = m;
+        ws->in_bytes += len;
+        if ((int64_t)ws->in_bytes >= ws->opt.max_receive_queue_bytes) ws->in_full = 1;
         pthread_mutex_unlock(&ws->m);
         tell(ws);
     } else if (arg->opcode == WSLAY_PONG) {
@@ -256,7 +300,21 @@ static void take_outgoing(courier_ws *ws) {
             } else {
                 struct wslay_event_msg wm = {m->type == COURIER_WS_TEXT ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME,
                                              m->data, m->len};
-                if (wslay_event_queue_msg(ws->ctx, &wm) != 0) ws->fail_code = COURIER_E_NO_MEMORY;
+                uint8_t rsv = WSLAY_RSV_NONE;
+                if (cr_wsd_worth(ws->deflate, m->len)) {
+                    int zr = cr_wsd_compress(ws->deflate, m->data, m->len, &ws->zbuf);
+                    if (zr != COURIER_OK) {
+                        ws->fail_code = COURIER_E_NO_MEMORY;
+                        free(m);
+                        continue;
+                    }
+                    wm.msg = (const uint8_t *)ws->zbuf.data;
+                    wm.msg_length = ws->zbuf.len;
+                    rsv = WSLAY_RSV1_BIT;
+                }
+                /* wslay copies the payload. */
+                if (wslay_event_queue_msg_ex(ws->ctx, &wm, rsv) != 0) ws->fail_code = COURIER_E_NO_MEMORY;
+                if (ws->zbuf.cap > (64u << 10)) cr_buf_free(&ws->zbuf);
             }
         }
         free(m);
@@ -476,6 +534,11 @@ static int build_request(courier_ws *ws, courier_error *err) {
     cr_buf_append_str(h, k.data);
     cr_buf_append_str(h, "\r\nSec-WebSocket-Version: 13\r\n");
     cr_buf_free(&k);
+    if (ws->opt.compression) {
+        cr_buf_append_str(h, "Sec-WebSocket-Extensions: ");
+        cr_buf_append_str(h, cr_wsd_offer());
+        cr_buf_append_str(h, "\r\n");
+    }
     if (ws->offered) {
         cr_buf_append_str(h, "Sec-WebSocket-Protocol: ");
         cr_buf_append_str(h, ws->offered);
@@ -574,8 +637,12 @@ static int check_response(courier_ws *ws, size_t head_end, courier_error *d) {
     if (!head_value(head, "Sec-WebSocket-Accept", v, sizeof v) || strcmp(v, ws->accept) != 0)
         return cr_fail(d, COURIER_E_WS_HANDSHAKE, "the WebSocket handshake's Sec-WebSocket-Accept is %s",
                        v[0] ? "wrong" : "missing");
-    if (head_value(head, "Sec-WebSocket-Extensions", v, sizeof v) && v[0])
-        return cr_fail(d, COURIER_E_WS_HANDSHAKE, "the server chose a WebSocket extension that was not offered: %.100s", v);
+    if (head_value(head, "Sec-WebSocket-Extensions", v, sizeof v) && v[0]) {
+        if (!ws->opt.compression)
+            return cr_fail(d, COURIER_E_WS_HANDSHAKE, "the server chose a WebSocket extension that was not offered: %.100s", v);
+        int zrc = cr_wsd_accept(&ws->deflate, v, d);
+        if (zrc != COURIER_OK) return zrc;
+    }
     char proto[128] = "";
     if (head_value(head, "Sec-WebSocket-Protocol", proto, sizeof proto) && proto[0]) {
         if (!ws->offered || strchr(proto, ',') || !token_in(ws->offered, proto))
@@ -583,6 +650,7 @@ static int check_response(courier_ws *ws, size_t head_end, courier_error *d) {
     }
     pthread_mutex_lock(&ws->m);
     snprintf(ws->protocol, sizeof ws->protocol, "%s", proto);
+    snprintf(ws->extensions, sizeof ws->extensions, "%s", cr_wsd_agreed(ws->deflate));
     pthread_mutex_unlock(&ws->m);
     return COURIER_OK;
 }
@@ -661,6 +729,7 @@ static void init_wslay(courier_ws *ws, courier_error *d) {
         return;
     }
     wslay_event_config_set_max_recv_msg_length(ws->ctx, (uint64_t)ws->opt.max_message_bytes);
+    if (ws->deflate) wslay_event_config_set_allowed_rsv_bits(ws->ctx, WSLAY_RSV1_BIT);
     ws->phase = P_OPEN;
     ws->deadline_ms = 0;
     if (ws->opt.ping_interval_ms > 0) ws->next_ping_ms = now_ms() + ws->opt.ping_interval_ms;
@@ -761,7 +830,10 @@ size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap) 
             *fds = g;
             *cap = nc;
         }
-        short ev = CURL_WAIT_POLLIN;
+        pthread_mutex_lock(&ws->m);
+        int full = ws->in_full;
+        pthread_mutex_unlock(&ws->m);
+        short ev = full && ws->phase == P_OPEN ? 0 : CURL_WAIT_POLLIN;
         if (ws->phase == P_SENDING_HEAD || (ws->phase == P_OPEN && wslay_event_want_write(ws->ctx)))
             ev |= CURL_WAIT_POLLOUT;
         (*fds)[n++] = (struct curl_waitfd){s, ev, 0};
@@ -777,6 +849,14 @@ void cr_ws_engine_closing(courier_engine *e) {
         finish(ws, fail_detail(&d, COURIER_E_CLOSED, "the engine closed%s", ""), &d);
         unlink_ws(e, ws);
     }
+}
+
+/* libcurl's header and body callbacks of the connect-only handle: nothing comes through them but a
+ * proxy's answer to CONNECT, which libcurl has already judged. */
+static size_t discard(char *data, size_t size, size_t n, void *user) {
+    (void)data;
+    (void)user;
+    return size * n;
 }
 
 /* Worker (posted by courier_ws_open): the connect-only transfer into the multi handle. */
@@ -818,6 +898,13 @@ void cr_ws_start_work(void *user) {
         if (!c) c = curl_easy_setopt(h, CURLOPT_HTTPPROXYTUNNEL, 1L);
         if (!c) c = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ws->errbuf);
         if (!c) c = curl_easy_setopt(h, CURLOPT_PREREQDATA, NULL);
+        /* The engine's header and body callbacks expect a transfer: a proxy's CONNECT answer must
+         * not reach them (it did, and crashed: ws_test test_through_a_proxy). */
+        if (!c) c = curl_easy_setopt(h, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, discard);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_HEADERDATA, NULL);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
         if (!c) c = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ws->opt.handshake_timeout_ms);
         if (!c) c = (CURLcode)cr_auth_setup(e, t); /* the request's proxy */
         if (!c) c = (CURLcode)cr_security_setup(t); /* the request's TLS policy */

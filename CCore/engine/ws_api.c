@@ -23,6 +23,7 @@ int courier_ws_options_init(courier_ws_options *o) {
     d.max_message_bytes = WS_DEFAULT_MAX_MESSAGE;
     d.close_timeout_ms = WS_DEFAULT_CLOSE_TIMEOUT;
     d.max_send_queue_bytes = WS_DEFAULT_SEND_QUEUE;
+    d.max_receive_queue_bytes = WS_DEFAULT_RECEIVE_QUEUE;
     memcpy(o, &d, size < sizeof d ? size : sizeof d);
     o->size = size;
     return COURIER_OK;
@@ -85,6 +86,7 @@ int courier_ws_open(courier_ws **out, courier_engine *e, const courier_request *
         if (opt.max_message_bytes <= 0) opt.max_message_bytes = WS_DEFAULT_MAX_MESSAGE;
         if (opt.close_timeout_ms <= 0) opt.close_timeout_ms = WS_DEFAULT_CLOSE_TIMEOUT;
         if (opt.max_send_queue_bytes <= 0) opt.max_send_queue_bytes = WS_DEFAULT_SEND_QUEUE;
+        if (opt.max_receive_queue_bytes <= 0) opt.max_receive_queue_bytes = WS_DEFAULT_RECEIVE_QUEUE;
         if (opt.ping_interval_ms < 0 || opt.ping_timeout_ms < 0 || opt.handshake_timeout_ms < 0)
             rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "a negative WebSocket time");
     }
@@ -236,6 +238,11 @@ int courier_ws_next(courier_ws_message *msg, courier_ws *ws, int64_t timeout_ms,
         ws->in_first = m->next;
         if (!ws->in_first) ws->in_last = NULL;
         ws->borrowed = m;
+        ws->in_bytes -= m->len;
+        if (ws->in_full && (int64_t)ws->in_bytes < ws->opt.max_receive_queue_bytes / 2) {
+            ws->in_full = 0; /* half empty: the worker reads again */
+            if (ws->state != COURIER_WS_CLOSED) cr_ws_kick_locked(ws);
+        }
         msg->type = (courier_ws_type)m->type;
         msg->data = m->data;
         msg->len = m->len;
@@ -264,6 +271,7 @@ GETTER(courier_ws_state, courier_ws_get_state, (courier_ws_state)ws->state)
 GETTER(int, courier_ws_close_code, ws->close_code)
 GETTER(int, courier_ws_close_code_sent, ws->close_code_sent)
 GETTER(int64_t, courier_ws_queued_bytes, (int64_t)ws->out_bytes)
+GETTER(int64_t, courier_ws_unread_bytes, (int64_t)ws->in_bytes)
 #undef GETTER
 
 /* Both strings are written once, under m, before the state that makes them readable here: the
@@ -274,6 +282,14 @@ const char *courier_ws_protocol(const courier_ws *ws) {
     const char *p = ws->state == COURIER_WS_CONNECTING ? "" : ws->protocol;
     pthread_mutex_unlock((pthread_mutex_t *)&ws->m);
     return p;
+}
+
+const char *courier_ws_extensions(const courier_ws *ws) {
+    if (!ws) return "";
+    pthread_mutex_lock((pthread_mutex_t *)&ws->m);
+    const char *x = ws->state == COURIER_WS_CONNECTING ? "" : ws->extensions;
+    pthread_mutex_unlock((pthread_mutex_t *)&ws->m);
+    return x;
 }
 
 const char *courier_ws_close_reason(const courier_ws *ws) {

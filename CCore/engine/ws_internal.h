@@ -7,6 +7,7 @@
 #define COURIER_ENGINE_WS_INTERNAL_H
 
 #include "internal.h"
+#include "engine/ws_deflate.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,6 +23,7 @@
 #define WS_DEFAULT_CLOSE_TIMEOUT 10000
 #define WS_DEFAULT_HANDSHAKE_TIMEOUT 30000
 #define WS_DEFAULT_SEND_QUEUE (16 << 20)
+#define WS_DEFAULT_RECEIVE_QUEUE (16 << 20)
 #define WS_MAX_HEAD 16384
 
 typedef struct ws_msg {
@@ -43,6 +45,8 @@ struct courier_ws {
     int state;                  /* courier_ws_state */
     ws_msg *in_first, *in_last; /* received, unread */
     ws_msg *borrowed;           /* handed out by the last courier_ws_next */
+    size_t in_bytes;            /* bytes of in_first..in_last */
+    int in_full;                /* in_bytes reached max_receive_queue_bytes: the worker stopped reading */
     ws_msg *out_first, *out_last; /* sent by the caller, not yet handed to wslay */
     size_t out_bytes;           /* queued bytes: ours plus wslay's */
     int kick_posted;            /* a post to move out_* to wslay is pending */
@@ -54,6 +58,7 @@ struct courier_ws {
     char close_reason[124];
     int close_code_sent;
     char protocol[128];
+    char extensions[96];        /* the permessage-deflate agreed, as the server said it, or "" */
     courier_ws_notify_fn notify;
     void *user;
     courier_user_free_fn user_free;
@@ -78,6 +83,8 @@ struct courier_ws {
     int64_t deadline_ms;        /* handshake, close or pong deadline (0: none) */
     int64_t next_ping_ms;       /* keepalive (0: off) */
     int ping_out;               /* a keepalive ping is waiting for its pong */
+    cr_wsd *deflate;            /* permessage-deflate, when the server accepted it */
+    cr_buf zbuf;                /* a message compressed or inflated */
 };
 
 /* ws.c. Drops a reference (the caller's or the worker's); the last frees the WebSocket. Any thread. */
