@@ -1751,7 +1751,7 @@ COURIER_API int courier_config_set_api_version(courier_config *config, const cha
 COURIER_API int courier_request_set_api_version(courier_request *request, const char *version);
 
 /* The API catalogue: requests declared once, by module, and used by name ("home.feed"). A
- * declaration is a JSON object in the header's words (docs/DESIGN.md, "The API catalogue"):
+ * declaration is a JSON object in the header's words (docs/design/catalog.md, "The API catalogue"):
  *   {"method": "GET", "path": "/feed/:kind", "params": {"page": 1}, "headers": {"X-A": "b"},
  *    "base_url": "...", "use_default_params": true, "body_encoding": "json", "timeout_ms": 5000,
  *    "api_version": "v6", "status_codes": [[200, 299], 404], "priority": "high",
@@ -1870,7 +1870,7 @@ typedef enum courier_cache_policy {
                                       invalidation by a non-error answer to an unsafe method (POST,
                                       PUT, DELETE, PATCH or unknown) of its URL and the same-origin
                                       URLs of its Location and Content-Location. 206 answers are not
-                                      stored. docs/DESIGN.md lists every rule with its test. */
+                                      stored. docs/design/cache.md lists every rule with its test. */
     COURIER_CACHE_HTTP_SHARED = 4  /* the same as a shared cache (a proxy's, RFC 9111 section 1):
                                       s-maxage and proxy-revalidate apply, "private" answers are not
                                       stored (private="field" drops the fields), and an answer to a
@@ -2605,7 +2605,7 @@ COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, int64_
  * engine's store directory (LMDB, in "<dir>/journal"); another directory (LMDB there); or a Redis
  * URL, "redis://[:password@]host:port[/db]", when the library was built with Redis stores: the
  * requests then live on a Redis stream with a consumer group, shared by every engine, process and
- * machine that names the same Redis (docs/DESIGN.md, "The journal on Redis"); the store directory
+ * machine that names the same Redis (docs/design/redis.md, "The journal on Redis"); the store directory
  * still keeps the cookie jar. Copied. Checked at engine open: a malformed Redis URL fails it with
  * COURIER_E_INVALID_ARGUMENT, a build without Redis with COURIER_E_REDIS_UNSUPPORTED; Redis is
  * not asked then, so an engine opens while Redis is down. Until Redis answers, the courier_frozen_*
@@ -2700,8 +2700,8 @@ COURIER_API const char *courier_frozen_url(const courier_frozen *frozen);
 /* "scheme://host:port", the unit of per-host order. */
 COURIER_API const char *courier_frozen_host(const courier_frozen *frozen);
 COURIER_API const char *courier_frozen_idempotency_key(const courier_frozen *frozen);
-/* The stored record with its replay state, as one JSON object (the journal's own format, see
- * docs/DESIGN.md). */
+/* The stored record with its replay state, as one JSON object (the journal's own format:
+ * docs/design/journal.md, "Records"). */
 COURIER_API const char *courier_frozen_json(const courier_frozen *frozen);
 /* The body, or NULL when the request has none; *len (may be NULL) receives its length. */
 COURIER_API const uint8_t *courier_frozen_body(const courier_frozen *frozen, size_t *len);

@@ -1,6 +1,6 @@
 /*
  * cache_disk_test.c — the size limit bounds the disk: while 5x and then 10x the limit is written in
- * 1 KiB values, data.mdb stays under the bound DESIGN.md ("Disk bound") states for the bounded
+ * 1 KiB values, data.mdb stays under the bound docs/design/cache.md ("Disk bound") states for the bounded
  * eviction with these values, 2.6 x the limit, and LMDB's free list under a quarter of the limit
  * (the freed pages are reused), well under the header's general bound (3.5 x the limit + 1 MiB);
  * it stops growing once the store is full, and the store stays consistent (courier_cache_verify).
