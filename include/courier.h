@@ -737,8 +737,13 @@ COURIER_API void courier_sse_free(courier_sse *source);
  * answers pings and checks what the server sends (masking, reserved bits, opcodes, control frames,
  * UTF-8 of text messages and close reasons, close codes, the maximum message size). A server that
  * breaks the protocol fails the connection with the close code RFC 6455 names (1002, 1007, 1009)
- * and the reader gets the error after the messages that came before it. No extension is offered
- * (permessage-deflate is not supported yet).
+ * and the reader gets the error after the messages that came before it. One extension may be
+ * offered, permessage-deflate (RFC 7692), by an option (`compression`): when the server accepts it,
+ * messages of 1 KiB or more are sent compressed and compressed messages are inflated (at most
+ * max_message_bytes out: a larger one fails with 1009; data that does not inflate with 1007).
+ * Received messages wait for the reader in a bounded queue (max_receive_queue_bytes): past it the
+ * engine leaves the socket unread until the reader catches up, so a slow reader holds the server
+ * back (TCP's flow control) instead of growing memory.
  *
  * The request gives the URL (ws://, wss://, or http(s):// taken as ws(s)://; a relative target is
  * joined with the base URL), the extra headers of the handshake (the engine's default headers
@@ -785,6 +790,12 @@ typedef struct courier_ws_options {
                                      request's timeout if it set one, else 30000) */
     int64_t max_send_queue_bytes; /* messages queued and not yet written, at most (default 16 MiB);
                                      a send past it returns COURIER_E_AGAIN */
+    int64_t max_receive_queue_bytes; /* messages received and not yet read: when they reach this the
+                                        socket is left unread until they fall to half (default 16 MiB;
+                                        one message may pass it) */
+    int compression;            /* 1: offer permessage-deflate (RFC 7692, "client_max_window_bits");
+                                   courier_ws_extensions says what the server agreed. 0 (default):
+                                   no extension offered */
 } courier_ws_options;
 /* Fills *options with the defaults, writing only the fields that end within options->size (which
  * it keeps). Errors: COURIER_E_INVALID_ARGUMENT (NULL, a size smaller than the first version's). */
@@ -852,6 +863,9 @@ COURIER_API courier_ws_state courier_ws_get_state(const courier_ws *ws);
 /* The subprotocol the server chose ("" none), once the handshake ended ("" before). Borrowed until
  * courier_ws_free. Any thread. */
 COURIER_API const char *courier_ws_protocol(const courier_ws *ws);
+/* The extension the server agreed to ("permessage-deflate" with its parameters as the server gave
+ * them; "" none), once the handshake ended ("" before). Borrowed until courier_ws_free. Any thread. */
+COURIER_API const char *courier_ws_extensions(const courier_ws *ws);
 /* The close code the server sent (1005 when its close frame had none), 1006 when the connection
  * ended without one, 0 while it is open. Any thread. */
 COURIER_API int courier_ws_close_code(const courier_ws *ws);
@@ -863,6 +877,9 @@ COURIER_API const char *courier_ws_close_reason(const courier_ws *ws);
 COURIER_API int courier_ws_close_code_sent(const courier_ws *ws);
 /* Bytes of messages sent and not yet written to the socket. Any thread. */
 COURIER_API int64_t courier_ws_queued_bytes(const courier_ws *ws);
+/* Bytes of messages received and not yet read (bounded by max_receive_queue_bytes and one message).
+ * Any thread. */
+COURIER_API int64_t courier_ws_unread_bytes(const courier_ws *ws);
 /* Releases the WebSocket. One still open is dropped at once, without a close frame (close first
  * and read until COURIER_E_WS_CLOSED for a clean end). Not while another thread reads it. Accepts
  * NULL. Call it before courier_engine_close, or after (the close ends every WebSocket with

@@ -25,7 +25,7 @@ fi
 
 mkdir -p "$build/obj" "$build/corpus" "$build/artifacts"
 cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -I"$root/include" -I"$root/CCore"
-        $(pkg-config --cflags jansson libcurl lmdb libcrypto))
+        $(pkg-config --cflags jansson libcurl lmdb libcrypto zlib))
 san=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 
 # The whole core, instrumented for coverage (fuzzer-no-link), then the target.
@@ -43,7 +43,7 @@ done
 ld=()
 if [ -x "$(dirname "$clang")/ld.lld" ]; then ld=(-fuse-ld=lld); fi
 "$clang" "${cflags[@]}" "${san[@]}" "${ld[@]}" -fsanitize=fuzzer "$root/Tests/Fuzz/fuzz_json.c" "${objs[@]}" \
-  $(pkg-config --libs jansson libcurl lmdb libcrypto) -lwslay -lpthread -lm -o "$build/fuzz_json" \
+  $(pkg-config --libs jansson libcurl lmdb libcrypto zlib) -lwslay -lpthread -lm -o "$build/fuzz_json" \
   > "$build/link.log" 2>&1 \
   || { cat "$build/link.log" >&2; exit 2; }
 
