@@ -624,6 +624,17 @@ COURIER_API int courier_stream_head(const courier_response **out_head, courier_s
  * a cancel COURIER_E_CANCELLED; err filled), after the bytes that came before it were read. */
 COURIER_API int courier_stream_next(const void **out_data, size_t *out_len, courier_stream *stream, int64_t timeout_ms,
                                     courier_error *err);
+/* The next line of the body, waiting at most timeout_ms for it (0, -1 as above). COURIER_OK with
+ * *out_line set: the line without its line end (split at LF; a CR before the LF dropped; never at a
+ * lone CR or U+2028), *out_len its bytes, NUL-terminated, borrowed until the next read or
+ * courier_stream_free; the last line is given even without a line end. COURIER_OK with *out_line NULL:
+ * the body ended. COURIER_E_AGAIN: no whole line yet (what came is kept for the next call).
+ * COURIER_E_TOO_LARGE: a line longer than the engine's maximum response size
+ * (courier_config_set_max_response_bytes). Other codes as courier_stream_next (a partial last line
+ * before a failure is not given). Bytes gathered for a line are read by line reads only: do not mix
+ * them with courier_stream_next or _read on one stream. */
+COURIER_API int courier_stream_next_line(const char **out_line, size_t *out_len, courier_stream *stream,
+                                         int64_t timeout_ms, courier_error *err);
 /* courier_stream_next into the caller's buffer: up to cap bytes (a chunk larger than cap is read
  * over several calls). *out_n as *out_len above. */
 COURIER_API int courier_stream_read(size_t *out_n, courier_stream *stream, void *buffer, size_t cap, int64_t timeout_ms,

@@ -290,10 +290,16 @@ static int64_t expires_of(const cr_kvlist *h, bool *present) {
     return conflict || t < 0 ? 0 : t;
 }
 
-/* Age (section 5.1): digits only; an invalid value is ignored. */
+/* Age (section 5.1): digits only; an invalid value is ignored. "a cache encountering a message with
+ * a list-based Age field value SHOULD use the first member": the first field line's first member
+ * (`Age: 7200, 0` is 7200 seconds old). */
 static int64_t age_value_of(const cr_kvlist *h) {
     const char *v = cr_kvlist_get(h, "Age");
-    int64_t n = v ? delta_seconds(v, strlen(v)) : -1;
+    if (!v) return 0;
+    while (*v == ' ' || *v == '\t') v++;
+    size_t len = strcspn(v, ",");
+    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t')) len--;
+    int64_t n = delta_seconds(v, len);
     if (n >= 0 && v[0] == '"') n = -1; /* Age is a bare delta-seconds */
     return n < 0 ? 0 : n;
 }

@@ -530,6 +530,23 @@ static void test_9111_5_1_age_digits_only(void) {
     close_engine(e);
 }
 
+/* "a cache encountering a message with a list-based Age field value SHOULD use the first member":
+ * with `Age: 7200, 0` and max-age=3600 the response is stale (it was served as fresh: the value
+ * was taken as invalid and ignored); two field lines are the same list. */
+static void test_9111_5_1_age_list_uses_the_first(void) {
+    courier_engine *e = engine(COURIER_CACHE_HTTP);
+    REQUIRE(e);
+    char u[256];
+    origin(u, sizeof u, "age-list", "Cache-Control", "max-age=3600", "Age", "7200, 0", "ETag", "\"a\"", NULL);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_REVALIDATED);
+    origin(u, sizeof u, "age-lines", "Cache-Control", "max-age=3600", "Age", "7200", "Age", "0", "ETag", "\"a\"",
+           NULL);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_REVALIDATED);
+    origin(u, sizeof u, "age-list-young", "Cache-Control", "max-age=3600", "Age", " 10 , 7200", NULL);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_FRESH);
+    close_engine(e);
+}
+
 /* ---- sections 3.2, 4.3.4, 4.3.5: 304 and HEAD update what is stored ---------------------------- */
 
 static void test_9111_3_2_304_replaces_fields(void) {
@@ -1046,7 +1063,7 @@ TESTS_MAIN(T(test_9111_4_4_invalidate_on_unsafe), T(test_9111_4_4_invalidate_wit
            T(test_9111_3_status_without_freshness_not_stored), T(test_9111_4_2_2_heuristic_freshness),
            T(test_9111_4_2_2_heuristic_cap_one_day), T(test_9111_4_2_2_heuristic_404),
            T(test_9111_4_2_1_max_age_digits_only), T(test_9111_4_2_1_repeated_directive),
-           T(test_9111_5_3_invalid_expires_is_expired), T(test_9111_5_1_age_digits_only),
+           T(test_9111_5_3_invalid_expires_is_expired), T(test_9111_5_1_age_list_uses_the_first), T(test_9111_5_1_age_digits_only),
            T(test_9111_3_2_304_replaces_fields), T(test_9111_4_3_5_head_freshens_stored_get),
            T(test_9111_4_3_5_head_invalidates_changed), T(test_9111_4_2_3_age_calculation),
            T(test_9111_3_1_hop_by_hop_not_stored), T(test_9111_5_2_2_4_no_cache_field), T(test_9111_5_2_2_7_private),

@@ -71,6 +71,7 @@ DECLS = {
     'courier_stream_id': ('uint64', ('ptr',)),
     'courier_stream_head': ('int', ('ptr', 'ptr', 'int64', 'ptr')),
     'courier_stream_next': ('int', ('ptr', 'ptr', 'ptr', 'int64', 'ptr')),
+    'courier_stream_next_line': ('int', ('ptr', 'ptr', 'ptr', 'int64', 'ptr')),
     'courier_stream_read': ('int', ('ptr', 'ptr', 'ptr', 'size_t', 'int64', 'ptr')),
     'courier_stream_response': ('ptr', ('ptr',)),
     'courier_stream_buffered': ('int64', ('ptr',)),
