@@ -951,6 +951,10 @@ typedef struct courier_metrics {
     int connection_reused; /* 1 if no new connection was made */
     int http_version;      /* 10, 11, 20, 30, or 0 */
     int redirects;         /* redirects followed */
+    /* Added after 0.2.0 (written when size reaches them): */
+    char remote_ip[46];    /* the address the connection reached ("" for a Unix socket, a mock,
+                              a cache hit or a failure before connecting); IPv6 without brackets */
+    int remote_port;       /* its port (0 when remote_ip is "") */
 } courier_metrics;
 /* Copies the metrics into *out, whose `size` the caller set to sizeof(courier_metrics) as it knows
  * it, so the struct can grow: only the fields that end within it are written (size is kept).
@@ -1039,6 +1043,82 @@ COURIER_API int courier_request_set_timeout(courier_request *request, courier_ti
 /* Which timeout a COURIER_E_TIMEOUT error was: a courier_timeout_kind (NONE for any other error,
  * or for a NULL err). Any thread. */
 COURIER_API int courier_error_timeout_kind(const courier_error *err);
+
+/* ========================================================================================== */
+/* Names, addresses and sockets: DNS overrides, DNS-over-HTTPS, IP version, Unix sockets        */
+/* ========================================================================================== */
+
+/* Where a request's connection goes, apart from what the URL says. The URL's host stays the
+ * request's host throughout: the Host field, TLS (SNI and the certificate's name), cookies, the
+ * cache key and the origin of credentials are the URL's, whichever address the connection reaches.
+ * A connection is reused only by requests that would have made the same one.
+ *
+ * Engine settings (every request of engines opened with the configuration):
+ *   resolve      host:port answered with given addresses instead of the DNS (curl's --resolve):
+ *                every address is tried, like the DNS's answer. Later entries for the same
+ *                host:port replace earlier ones.
+ *   connect_to   host:port reached by connecting to another host:port (curl's --connect-to); the
+ *                first entry that matches is used.
+ *   doh_url      names resolved over DNS-over-HTTPS (RFC 8484) at this https:// URL.
+ *   dns_cache_lifetime_ms, ip_version, happy_eyeballs_delay_ms (below).
+ *   unix_socket  every connection made over a Unix-domain socket (below).
+ * Request settings replace the engine's for one request (and its redirects): its resolve entries
+ * come first (a request's entry uses the first of its addresses), then its connect_to entries, then
+ * the engine's connect_to entries unless the request added its own. A request's overrides are
+ * its own: they are never seen by other requests, and a request with any of them is never coalesced
+ * with another (courier_request_set_coalesce).
+ *
+ * The address a response came from, and whether its connection was reused, are in its metrics
+ * (courier_metrics.remote_ip, .remote_port, .connection_reused). Setters run on the thread that
+ * owns the configuration or request; strings are copied. */
+
+/* Adds a resolve entry: `host` (a name, or an IPv6 address in brackets) and `port` (1..65535)
+ * answered with `addresses`: one or more IPv4 or IPv6 addresses (IPv6 without brackets), separated
+ * by commas ("127.0.0.1", "10.0.0.1,::1"). Errors: COURIER_E_INVALID_ARGUMENT (NULL config or
+ * request, an empty host or one holding ':', ',' or a space, a port out of range, an address that
+ * does not parse), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_add_resolve(courier_config *config, const char *host, int port, const char *addresses);
+COURIER_API int courier_request_add_resolve(courier_request *request, const char *host, int port,
+                                            const char *addresses);
+/* Adds a connect_to entry: connections for `host`:`port` go to `to_host`:`to_port` instead (a
+ * name, an IPv4 address, or an IPv6 address with or without brackets; 1..65535). Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL config or request, a host as for resolve, a port out of range),
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_add_connect_to(courier_config *config, const char *host, int port, const char *to_host,
+                                              int to_port);
+COURIER_API int courier_request_add_connect_to(courier_request *request, const char *host, int port,
+                                               const char *to_host, int to_port);
+/* Names are resolved over DNS-over-HTTPS at `url` (an https:// URL; NULL or "": the system's
+ * resolver, the default). The DoH server's own name is resolved by the system. Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL config), COURIER_E_INVALID_URL (not an https:// URL),
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_doh_url(courier_config *config, const char *url);
+/* How long a resolved name is kept by the engine's DNS cache, in milliseconds (rounded up to whole
+ * seconds; 0: not kept; -1: kept for the engine's life). Default 60000. Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL config, a value below -1). */
+COURIER_API int courier_config_set_dns_cache_lifetime_ms(courier_config *config, int64_t ms);
+/* Which addresses a name is resolved to and connected over. */
+typedef enum courier_ip_version {
+    COURIER_IP_ANY = 0, /* IPv4 and IPv6 (the default) */
+    COURIER_IP_V4 = 4,  /* IPv4 only */
+    COURIER_IP_V6 = 6   /* IPv6 only */
+} courier_ip_version;
+/* Errors: COURIER_E_INVALID_ARGUMENT (NULL config, another value). */
+COURIER_API int courier_config_set_ip_version(courier_config *config, courier_ip_version version);
+/* Happy eyeballs (RFC 8305): with both IPv6 and IPv4 addresses, the head start the first family
+ * gets before the other is tried, in milliseconds (>= 0; 0: libcurl's default, 200). Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL config, a negative value). */
+COURIER_API int courier_config_set_happy_eyeballs_delay_ms(courier_config *config, int64_t ms);
+/* Connections made over the Unix-domain socket at `path` instead of TCP: the URL still gives the
+ * scheme, the Host field, TLS's name and the cache key. A path starting with '@' names a Linux
+ * abstract socket (the rest of the path; other systems have none: the send fails with
+ * COURIER_E_CANNOT_CONNECT). NULL or "": TCP (for a request: TCP even when the engine has a
+ * socket). A socket that does not exist or refuses: COURIER_E_CANNOT_CONNECT. At most 107 bytes.
+ * Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL config or request, a path too long, or "@" alone),
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_unix_socket(courier_config *config, const char *path);
+COURIER_API int courier_request_set_unix_socket(courier_request *request, const char *path);
 
 /* ========================================================================================== */
 /* Building responses (mock callbacks, after-receive interceptors, custom transports)          */

@@ -361,6 +361,7 @@ int cr_transport_base(courier_engine *e, CURL *h) {
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
     if (c == CURLE_OK) c = (CURLcode)cr_security_base(cfg->security, h); /* security.c: TLS */
+    if (c == CURLE_OK) c = (CURLcode)cr_netopts_base(cfg->net, h); /* netopts.c: DNS overrides, socket */
     /* libcurl reads the proxy variables from the environment on every transfer. When the process
      * has none (checked once, when the engine opened), say so once instead. The engine's own proxy
      * replaces both (auth.c). */
@@ -547,6 +548,7 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     t->easy_dirty = !(strcmp(t->method, "GET") == 0 && !t->has_body && !t->parts && !t->body_file && !t->watch_progress);
     if (c == CURLE_OK) c = (CURLcode)cr_auth_setup(e, t); /* auth.c: credentials, the request's proxy */
     if (c == CURLE_OK) c = (CURLcode)cr_security_setup(t); /* security.c: the request's own TLS policy */
+    if (c == CURLE_OK && t->net) c = (CURLcode)cr_netopts_setup(t); /* netopts.c: its DNS overrides, socket */
     if (strcmp(t->method, "GET") == 0 && !t->has_body) {
         /* A clean handle's last transfer was a plain GET too (anything else marks it dirty) and
          * left the method GET; a new or reset handle's is curl's default, GET, set anyway. */
@@ -624,6 +626,11 @@ static void read_metrics(CURL *h, courier_metrics *m) {
         }
     }
     if (curl_easy_getinfo(h, CURLINFO_REDIRECT_COUNT, &l) == CURLE_OK) m->redirects = (int)l;
+    char *ip = NULL;
+    if (curl_easy_getinfo(h, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip && *ip) {
+        snprintf(m->remote_ip, sizeof m->remote_ip, "%s", ip);
+        if (curl_easy_getinfo(h, CURLINFO_PRIMARY_PORT, &l) == CURLE_OK) m->remote_port = (int)l;
+    }
 }
 
 int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_resp, courier_error *err) {
