@@ -5,6 +5,7 @@
  */
 #include "http/http.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -626,9 +627,13 @@ static void read_metrics(CURL *h, courier_metrics *m) {
         }
     }
     if (curl_easy_getinfo(h, CURLINFO_REDIRECT_COUNT, &l) == CURLE_OK) m->redirects = (int)l;
+    /* The address reached. Over a Unix socket libcurl reports the socket's path (and port 80):
+     * only an address that parses as one is kept. */
     char *ip = NULL;
-    if (curl_easy_getinfo(h, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip && *ip) {
-        snprintf(m->remote_ip, sizeof m->remote_ip, "%s", ip);
+    unsigned char addr[16];
+    if (curl_easy_getinfo(h, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip && *ip && strlen(ip) < sizeof m->remote_ip &&
+        (inet_pton(AF_INET, ip, addr) == 1 || inet_pton(AF_INET6, ip, addr) == 1)) {
+        memcpy(m->remote_ip, ip, strlen(ip) + 1);
         if (curl_easy_getinfo(h, CURLINFO_PRIMARY_PORT, &l) == CURLE_OK) m->remote_port = (int)l;
     }
 }

@@ -130,6 +130,11 @@ static void test_request_resolve_is_its_own(void) {
     CHECK_EQ(get(e, url_for("api.test", port(), "/echo"), NULL, NULL), COURIER_E_CANNOT_RESOLVE);
     /* And again with the entry: a request's own connection, not the one the plain request missed. */
     CHECK_EQ(get(e, url_for("api.test", port(), "/echo"), request_resolves_api_test, NULL), COURIER_OK);
+    /* The entry holds for the redirect's next hop too (same name). */
+    r = NULL;
+    CHECK_EQ(get(e, url_for("api.test", port(), "/redirect?to=/echo/next"), request_resolves_api_test, &r), COURIER_OK);
+    if (r) CHECK_CONTAINS(body_of(r), "\"path\":\"/echo/next\"");
+    courier_response_free(r);
     courier_engine_close(e);
 }
 
@@ -426,6 +431,8 @@ static void test_engine_over_a_unix_socket(void) {
     courier_metrics m = {.size = sizeof m};
     CHECK_EQ(courier_response_metrics(&m, r), COURIER_OK);
     CHECK_EQ(m.connection_reused, 0);
+    CHECK_STR(m.remote_ip, ""); /* no IP address on a Unix socket */
+    CHECK_EQ(m.remote_port, 0);
     courier_response_free(r);
     CHECK_EQ(relay_connections(&rl), 1);
     CHECK_EQ(get(e, "http://docker.test/echo", NULL, NULL), COURIER_OK);
