@@ -157,9 +157,12 @@ typedef enum courier_code {
                                          invalid UTF-8 in a text message or close reason, a bad close
                                          code): the connection was failed with the close code RFC
                                          6455 names (courier_ws_close_code_sent: 1002 or 1007) */
-    COURIER_E_WS_CLOSED = -62         /* the WebSocket is closed: its closing handshake ended (either
+    COURIER_E_WS_CLOSED = -62,        /* the WebSocket is closed: its closing handshake ended (either
                                          side began it); courier_ws_close_code and _reason give the
                                          peer's code and reason. Not a failure */
+    COURIER_E_HTTP_VERSION = -63      /* the HTTP version required cannot be had: the server answered
+                                         over another (courier_http_version's _2_ONLY), or this
+                                         libcurl was built without it (HTTP/3) */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
@@ -1119,6 +1122,39 @@ COURIER_API int courier_config_set_happy_eyeballs_delay_ms(courier_config *confi
  * COURIER_E_NO_MEMORY. */
 COURIER_API int courier_config_set_unix_socket(courier_config *config, const char *path);
 COURIER_API int courier_request_set_unix_socket(courier_request *request, const char *path);
+
+/* ========================================================================================== */
+/* HTTP versions                                                                               */
+/* ========================================================================================== */
+
+/* Which HTTP versions a request may use. courier_metrics.http_version says which one it did. */
+typedef enum courier_http_version {
+    COURIER_HTTP_DEFAULT = 0, /* HTTP/2 over https when the server offers it by ALPN, else HTTP/1.1;
+                                 HTTP/1.1 for http:// */
+    COURIER_HTTP_V1_1 = 1,    /* HTTP/1.1 only: HTTP/2 is never offered */
+    COURIER_HTTP_V2 = 2,      /* HTTP/2 preferred: over https by ALPN, over http:// by an
+                                 "Upgrade: h2c" the server may ignore; HTTP/1.1 otherwise */
+    COURIER_HTTP_V2_ONLY = 3, /* HTTP/2 required: over https by ALPN, over http:// with prior
+                                 knowledge (h2c, RFC 9113 3.3: no upgrade, the connection starts in
+                                 HTTP/2). A server that answers over HTTP/1.x, or an http:// server
+                                 that does not speak HTTP/2, fails the request with
+                                 COURIER_E_HTTP_VERSION (over https the request was sent). On an
+                                 engine that does not require HTTP/2, such a request opens a
+                                 connection of its own; h2c connections are not reused on a libcurl
+                                 older than 8.0.0 (it breaks them: curl/curl#10634) */
+    COURIER_HTTP_V3 = 4,      /* HTTP/3 preferred (QUIC), HTTP/2 or 1.1 when it cannot be had */
+    COURIER_HTTP_V3_ONLY = 5  /* HTTP/3 only */
+} courier_http_version;
+/* Sets the HTTP version of every request of engines opened with config, or of one request
+ * (replacing the engine's; its redirects keep it). HTTP/3 exists only where libcurl was built
+ * with it (courier_http3_available): elsewhere asking for it fails here, with
+ * COURIER_E_HTTP_VERSION. Setters run on the thread that owns the configuration or request.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, another value), COURIER_E_HTTP_VERSION,
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_http_version(courier_config *config, courier_http_version version);
+COURIER_API int courier_request_set_http_version(courier_request *request, courier_http_version version);
+/* 1 when the libcurl Courier runs on speaks HTTP/3, else 0. Any thread. */
+COURIER_API int courier_http3_available(void);
 
 /* ========================================================================================== */
 /* Building responses (mock callbacks, after-receive interceptors, custom transports)          */

@@ -960,6 +960,7 @@ static void start_work(void *user) {
         t->easy = h;
         CURLcode c = curl_easy_setopt(h, CURLOPT_URL, t->url);
         if (!c) c = curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
+        if (!c && t->net) c = (CURLcode)cr_netopts_setup(t); /* its DNS overrides and socket (netopts.c) */
         /* HTTP/1.1 only: an h2 answer to ALPN would make the Upgrade request garbage. */
         if (!c) c = curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
         /* Through an HTTP proxy, a tunnel for ws:// too (curl tunnels only https by itself). */
@@ -976,7 +977,6 @@ static void start_work(void *user) {
         if (!c) c = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ws->opt.handshake_timeout_ms);
         if (!c) c = (CURLcode)cr_auth_setup(e, t); /* the request's proxy */
         if (!c) c = (CURLcode)cr_security_setup(t); /* the request's TLS policy */
-        if (!c) c = (CURLcode)cr_netopts_setup(t); /* its DNS overrides and socket (netopts.c) */
         if (!c && curl_multi_add_handle(e->core.multi, h) != CURLM_OK) c = CURLE_OUT_OF_MEMORY;
         t->easy = NULL;
         if (c) rc = cr_fail(&d, c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL,

@@ -83,6 +83,7 @@ CR_HIDDEN bool cr_security_pins_certificate(const struct cr_transfer *t);
 #define CR_NET_IP 0x2u        /* ip_resolve */
 #define CR_NET_EYEBALLS 0x4u  /* happy_eyeballs_ms */
 #define CR_NET_UNIX 0x8u      /* unix_socket (NULL then: TCP, replacing the engine's socket) */
+#define CR_NET_HTTPV 0x10u    /* http_version */
 
 /* A configuration's or a request's DNS overrides and socket (courier_config_add_resolve...), and a
  * transfer's (its request's made final at prepare: connect_to then holds the request's resolve
@@ -97,6 +98,7 @@ typedef struct cr_netopts {
     long ip_resolve;        /* CURL_IPRESOLVE_* */
     long happy_eyeballs_ms;
     char *unix_socket;      /* "@name": an abstract socket */
+    int http_version;       /* courier_http_version */
 } cr_netopts;
 
 CR_HIDDEN void cr_netopts_free(cr_netopts *n);
@@ -108,9 +110,12 @@ CR_HIDDEN int cr_netopts_prepare(const cr_netopts *request, const cr_netopts *en
 /* transport.c: the engine's options on a new or reset handle (NULL: none). CURLcode. */
 CR_HIDDEN int cr_netopts_base(const cr_netopts *engine, CURL *h);
 struct cr_transfer;
-/* transport.c, ws.c: the request's own options on its handle (sets easy_dirty when there are any).
- * CURLcode. */
+/* transport.c, ws.c: the request's own options on its handle, for a transfer with t->net or
+ * t->http2_only (sets easy_dirty). CURLcode. */
 CR_HIDDEN int cr_netopts_setup(struct cr_transfer *t);
+/* Whether a transfer with these settings (the request's over the engine's; either may be NULL)
+ * requires HTTP/2 (COURIER_HTTP_V2_ONLY). */
+CR_HIDDEN bool cr_netopts_http2_only(const cr_netopts *request, const cr_netopts *engine);
 
 /* ---- routes and API versions (route.c) ----------------------------------------------------- */
 
@@ -352,6 +357,7 @@ typedef struct cr_transfer {
     cr_easy_set easy_set; /* what the handle's per-transfer options are (transport.c) */
     courier_security *security; /* the request's own TLS policy (security.c); NULL: the engine's */
     cr_netopts *net; /* the request's DNS overrides and socket, made final (netopts.c); NULL: none */
+    int http2_only;  /* netopts.c: a response over anything but HTTP/2 fails (COURIER_E_HTTP_VERSION) */
     int no_cellular; /* the request's "not on cellular" (monitor.c) */
     int watch_progress; /* progress goes to the request's callback and/or event monitors */
     struct courier_stream *stream; /* stream.c: a streamed send's stream (borrowed: the send's own

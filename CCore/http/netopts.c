@@ -57,6 +57,7 @@ int cr_netopts_copy(const cr_netopts *src, cr_netopts **out) {
     n->dns_cache_s = src->dns_cache_s;
     n->ip_resolve = src->ip_resolve;
     n->happy_eyeballs_ms = src->happy_eyeballs_ms;
+    n->http_version = src->http_version;
     if (slist_append_all(&n->resolve, src->resolve) || slist_append_all(&n->connect_to, src->connect_to) ||
         cr_set_string(&n->doh_url, src->doh_url) || cr_set_string(&n->unix_socket, src->unix_socket)) {
         cr_netopts_free(n);
@@ -240,6 +241,54 @@ int courier_request_set_unix_socket(courier_request *r, const char *path) {
     return set_unix_socket(&r->net, path);
 }
 
+static int set_http_version(cr_netopts **slot, courier_http_version v) {
+    if ((int)v < COURIER_HTTP_DEFAULT || v > COURIER_HTTP_V3_ONLY) return COURIER_E_INVALID_ARGUMENT;
+    if (v >= COURIER_HTTP_V3 && !courier_http3_available()) return COURIER_E_HTTP_VERSION;
+    cr_netopts *n = netopts_of(slot);
+    if (!n) return COURIER_E_NO_MEMORY;
+    n->http_version = (int)v;
+    n->set |= CR_NET_HTTPV;
+    return COURIER_OK;
+}
+
+int courier_http3_available(void) {
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    return v && (v->features & CURL_VERSION_HTTP3) ? 1 : 0;
+}
+
+int courier_config_set_http_version(courier_config *c, courier_http_version version) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    return set_http_version(&c->net, version);
+}
+
+int courier_request_set_http_version(courier_request *r, courier_http_version version) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    return set_http_version(&r->net, version);
+}
+
+bool cr_netopts_http2_only(const cr_netopts *req, const cr_netopts *cfg) {
+    const cr_netopts *n = req && (req->set & CR_NET_HTTPV) ? req : cfg && (cfg->set & CR_NET_HTTPV) ? cfg : NULL;
+    return n && n->http_version == COURIER_HTTP_V2_ONLY;
+}
+
+/* libcurl's CURLOPT_HTTP_VERSION for a courier_http_version. */
+static long curl_http_version(int v) {
+    switch (v) {
+    case COURIER_HTTP_V1_1: return CURL_HTTP_VERSION_1_1;
+    case COURIER_HTTP_V2: return CURL_HTTP_VERSION_2_0;
+    /* Prior knowledge: h2c for http:// (RFC 9113 3.3); over https, ALPN as usual (a server that
+     * picks HTTP/1.1 is caught at its status line, transport.c). */
+    case COURIER_HTTP_V2_ONLY: return CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+    case COURIER_HTTP_V3: return CURL_HTTP_VERSION_3;
+#if LIBCURL_VERSION_NUM >= 0x075800 /* 7.88 */
+    case COURIER_HTTP_V3_ONLY: return CURL_HTTP_VERSION_3ONLY;
+#else
+    case COURIER_HTTP_V3_ONLY: return CURL_HTTP_VERSION_3;
+#endif
+    default: return CURL_HTTP_VERSION_2TLS; /* transport.c's default */
+    }
+}
+
 /* ---- on the wire --------------------------------------------------------------------------------- */
 
 /* "host:port:addr1,addr2" as "host:port:addr1:port" (an IPv6 address in brackets). */
@@ -268,7 +317,8 @@ int cr_netopts_prepare(const cr_netopts *req, const cr_netopts *cfg, cr_netopts 
     if (!req) return COURIER_OK;
     cr_netopts *n = netopts_new();
     if (!n) return COURIER_E_NO_MEMORY;
-    n->set = req->set & CR_NET_UNIX;
+    n->set = req->set & (CR_NET_UNIX | CR_NET_HTTPV);
+    n->http_version = req->http_version;
     int rc = cr_set_string(&n->unix_socket, req->unix_socket);
     for (const struct curl_slist *l = req->resolve; l && rc == COURIER_OK; l = l->next)
         rc = resolve_as_connect_to(&n->connect_to, l->data);
@@ -310,17 +360,36 @@ int cr_netopts_base(const cr_netopts *n, CURL *h) {
     if (n->set & CR_NET_IP) SET(CURLOPT_IPRESOLVE, n->ip_resolve);
     if ((n->set & CR_NET_EYEBALLS) && n->happy_eyeballs_ms) SET(CURLOPT_HAPPY_EYEBALLS_TIMEOUT_MS, n->happy_eyeballs_ms);
     if (n->unix_socket && c == CURLE_OK) c = set_socket(h, n->unix_socket);
+    if (n->set & CR_NET_HTTPV) SET(CURLOPT_HTTP_VERSION, curl_http_version(n->http_version));
     return (int)c;
+}
+
+/* libcurl before 8.0.0 breaks a reused h2c connection opened with prior knowledge ("Error in the
+ * HTTP2 framing layer" on its second request: curl/curl#10634, fixed by #10643 in 8.0.0). Asked of
+ * the libcurl running, not the one compiled against. */
+static bool h2c_reuse_broken(void) {
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    return !v || v->version_num < 0x080000;
 }
 
 int cr_netopts_setup(cr_transfer *t) {
     const cr_netopts *n = t->net;
-    if (!n) return CURLE_OK;
     CURL *h = t->easy;
     CURLcode c = CURLE_OK;
     t->easy_dirty = 1;
-    if (n->connect_to) SET(CURLOPT_CONNECT_TO, n->connect_to);
-    if (n->set & CR_NET_UNIX && c == CURLE_OK) c = set_socket(h, n->unix_socket);
+    if (n && n->connect_to) SET(CURLOPT_CONNECT_TO, n->connect_to);
+    if (n && (n->set & CR_NET_UNIX) && c == CURLE_OK) c = set_socket(h, n->unix_socket);
+    if (n && (n->set & CR_NET_HTTPV)) SET(CURLOPT_HTTP_VERSION, curl_http_version(n->http_version));
+    if (t->http2_only) {
+        /* A request that requires HTTP/2 on an engine that does not: libcurl would reuse the engine's
+         * HTTP/1.1 connection to the origin (it keys reuse on the origin, not the version), so it
+         * opens one of its own. h2c on a libcurl that breaks its reuse: a connection per request. */
+        const cr_netopts *e = cr_core(t->engine)->config->net;
+        bool own = !cr_netopts_http2_only(NULL, e);
+        bool h2c = strncasecmp(t->url, "http:", 5) == 0 && h2c_reuse_broken();
+        if (own || h2c) SET(CURLOPT_FRESH_CONNECT, 1L);
+        if (h2c) SET(CURLOPT_FORBID_REUSE, 1L);
+    }
     return (int)c;
 }
 #undef SET

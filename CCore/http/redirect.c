@@ -378,6 +378,7 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
     n->security = t->security; /* security.c: the request's own TLS policy holds for every hop */
     t->security = NULL;
     n->net = t->net; /* netopts.c: the request's DNS overrides and socket, likewise */
+    n->http2_only = t->http2_only;
     t->net = NULL;
     t->validator = NULL;
     t->jspec = NULL;
