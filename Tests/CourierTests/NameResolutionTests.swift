@@ -69,3 +69,26 @@ final class NameResolutionTests: LoopbackTestCase {
         }
     }
 }
+
+final class HTTPVersionTests: LoopbackTestCase {
+    func testRequiredHTTP2FromAnHTTP11ServerThrowsAndARequestMayReplaceIt() async throws {
+        let h2Only = try makeEngine { $0.httpVersion = .http2Only }
+        defer { h2Only.close() }
+        await assertThrows(.httpVersion) { try await h2Only.send(.get("/echo")) }
+        let plain = try await h2Only.send(Request.get("/echo").httpVersion(.automatic))
+        XCTAssertEqual(plain.metrics.httpVersion, 11)
+        await assertThrows(.httpVersion) { try await self.engine.send(Request.get("/echo").httpVersion(.http2Only)) }
+        let forbidden = try await engine.send(Request.get("/echo").httpVersion(.http1_1))
+        XCTAssertEqual(forbidden.metrics.httpVersion, 11)
+    }
+
+    func testHTTP3IsThereOnlyWhereLibcurlHasIt() throws {
+        if HTTPVersion.http3Available {
+            XCTAssertNoThrow(try makeEngine { $0.httpVersion = .http3 }.close())
+        } else {
+            XCTAssertThrowsError(try makeEngine { $0.httpVersion = .http3Only }) {
+                XCTAssertEqual(($0 as? CourierError)?.code, .httpVersion)
+            }
+        }
+    }
+}

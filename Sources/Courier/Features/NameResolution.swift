@@ -1,6 +1,7 @@
-// NameResolution.swift — names, addresses and sockets: resolve and connect-to overrides, DNS over
-// HTTPS, the DNS cache's lifetime, the IP version, the happy-eyeballs delay and Unix-domain sockets,
-// per engine and per request. The C core applies them (CCore/http/netopts.c); this file converts.
+// NameResolution.swift — names, addresses, sockets and HTTP versions: resolve and connect-to
+// overrides, DNS over HTTPS, the DNS cache's lifetime, the IP version, the happy-eyeballs delay,
+// Unix-domain sockets and the HTTP version, per engine and per request. The C core applies them
+// (CCore/http/netopts.c); this file converts.
 
 internal import CCore
 
@@ -66,6 +67,39 @@ public enum IPVersion: Sendable, Hashable {
         case .any: return COURIER_IP_ANY
         case .v4: return COURIER_IP_V4
         case .v6: return COURIER_IP_V6
+        }
+    }
+}
+
+/// Which HTTP versions requests may use (`courier_http_version`). ``Metrics/httpVersion`` says which
+/// one a response used.
+public enum HTTPVersion: Sendable, Hashable {
+    /// HTTP/2 over https when the server offers it by ALPN, else HTTP/1.1; HTTP/1.1 for http://.
+    case automatic
+    /// HTTP/1.1 only: HTTP/2 is never offered.
+    case http1_1
+    /// HTTP/2 preferred (ALPN over https, an `Upgrade: h2c` over http://), HTTP/1.1 otherwise.
+    case http2
+    /// HTTP/2 required: ALPN over https, prior knowledge (h2c) over http://; a server that cannot
+    /// fails the request with ``CourierError/Code/httpVersion``.
+    case http2Only
+    /// HTTP/3 preferred, where libcurl has it (``HTTPVersion/http3Available``).
+    case http3
+    /// HTTP/3 only, where libcurl has it.
+    case http3Only
+
+    /// Whether the libcurl underneath speaks HTTP/3 (asking for it elsewhere throws
+    /// ``CourierError/Code/httpVersion``).
+    public static var http3Available: Bool { courier_http3_available() != 0 }
+
+    var cValue: courier_http_version {
+        switch self {
+        case .automatic: return COURIER_HTTP_DEFAULT
+        case .http1_1: return COURIER_HTTP_V1_1
+        case .http2: return COURIER_HTTP_V2
+        case .http2Only: return COURIER_HTTP_V2_ONLY
+        case .http3: return COURIER_HTTP_V3
+        case .http3Only: return COURIER_HTTP_V3_ONLY
         }
     }
 }
@@ -147,6 +181,16 @@ extension Configuration {
         }
     }
 
+    /// The HTTP version of every request. Default ``HTTPVersion/automatic``.
+    public var httpVersion: HTTPVersion {
+        get { setting("httpVersion") ?? .automatic }
+        set {
+            setSetting("httpVersion", newValue) { config, v in
+                try CourierError.check(courier_config_set_http_version(config, v.cValue), "httpVersion")
+            }
+        }
+    }
+
     /// Every connection over the Unix-domain socket at this path ("@name": a Linux abstract
     /// socket); the URL still gives the Host field, TLS's name and the cache key. Default nil: TCP.
     public var unixSocket: String? {
@@ -189,12 +233,18 @@ extension Request {
     /// - Parameter path: The socket's path, or nil.
     /// - Returns: The changed request.
     public func unixSocket(_ path: String?) -> Request { adding(_NameRequestOption.unixSocket(path ?? "")) }
+
+    /// The HTTP version of this request (and its redirects), replacing the engine's.
+    /// - Parameter version: The version.
+    /// - Returns: The changed request.
+    public func httpVersion(_ version: HTTPVersion) -> Request { adding(_NameRequestOption.httpVersion(version)) }
 }
 
 enum _NameRequestOption: RequestOption {
     case resolve(ResolveEntry)
     case connectTo(ConnectToEntry)
     case unixSocket(String)
+    case httpVersion(HTTPVersion)
 
     func apply(to request: OpaquePointer) throws {
         switch self {
@@ -208,6 +258,8 @@ enum _NameRequestOption: RequestOption {
                                    "connectTo \(e.host):\(e.port)")
         case .unixSocket(let path):
             try CourierError.check(courier_request_set_unix_socket(request, path), "unixSocket \(path)")
+        case .httpVersion(let v):
+            try CourierError.check(courier_request_set_http_version(request, v.cValue), "httpVersion")
         }
     }
 }
