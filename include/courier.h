@@ -1156,6 +1156,16 @@ COURIER_API int courier_request_set_http_version(courier_request *request, couri
 /* 1 when the libcurl Courier runs on speaks HTTP/3, else 0. Any thread. */
 COURIER_API int courier_http3_available(void);
 
+/* Content codings (RFC 9110 8.4). Requests offer the codings this libcurl decodes (Accept-Encoding:
+ * deflate, gzip, br, zstd as built) and a response's body arrives decoded, its Content-Encoding and
+ * Content-Length fields removed (a coding libcurl does not know arrives as received, the field
+ * kept). A body that does not decode fails with COURIER_E_PROTOCOL. With decode 0 the body arrives
+ * as the server coded it, Content-Encoding and Content-Length kept; such requests neither read nor
+ * write the cache (which holds decoded bodies). Default 1; a request's setting replaces the
+ * engine's. Errors: COURIER_E_INVALID_ARGUMENT (NULL), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_decode_content(courier_config *config, int decode);
+COURIER_API int courier_request_set_decode_content(courier_request *request, int decode);
+
 /* ========================================================================================== */
 /* Building responses (mock callbacks, after-receive interceptors, custom transports)          */
 /* ========================================================================================== */

@@ -84,6 +84,7 @@ CR_HIDDEN bool cr_security_pins_certificate(const struct cr_transfer *t);
 #define CR_NET_EYEBALLS 0x4u  /* happy_eyeballs_ms */
 #define CR_NET_UNIX 0x8u      /* unix_socket (NULL then: TCP, replacing the engine's socket) */
 #define CR_NET_HTTPV 0x10u    /* http_version */
+#define CR_NET_DECODE 0x20u   /* decode_content */
 
 /* A configuration's or a request's DNS overrides and socket (courier_config_add_resolve...), and a
  * transfer's (its request's made final at prepare: connect_to then holds the request's resolve
@@ -99,6 +100,7 @@ typedef struct cr_netopts {
     long happy_eyeballs_ms;
     char *unix_socket;      /* "@name": an abstract socket */
     int http_version;       /* courier_http_version */
+    int decode_content;     /* 0: bodies as the server coded them */
 } cr_netopts;
 
 CR_HIDDEN void cr_netopts_free(cr_netopts *n);
@@ -116,6 +118,8 @@ CR_HIDDEN int cr_netopts_setup(struct cr_transfer *t);
 /* Whether a transfer with these settings (the request's over the engine's; either may be NULL)
  * requires HTTP/2 (COURIER_HTTP_V2_ONLY). */
 CR_HIDDEN bool cr_netopts_http2_only(const cr_netopts *request, const cr_netopts *engine);
+/* Whether bodies are to arrive as the server coded them (the request's setting over the engine's). */
+CR_HIDDEN bool cr_netopts_raw_content(const cr_netopts *request, const cr_netopts *engine);
 
 /* ---- routes and API versions (route.c) ----------------------------------------------------- */
 
@@ -314,6 +318,7 @@ typedef struct cr_transfer {
     int oom;
     int ce_raw;     /* a Content-Encoding curl cannot decode: the body is kept as received */
     int ce_decoded; /* a Content-Encoding curl decodes: the response drops the field */
+    int ce_raw_asked; /* netopts.c: the request (or engine) asked for bodies as coded (ce_raw from the start) */
     char *errbuf; /* CURL_ERROR_SIZE bytes, made when a curl attempt starts (engine.c); NULL before */
     struct cr_transfer *next;
     struct cr_transfer *prev;

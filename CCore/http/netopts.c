@@ -58,6 +58,7 @@ int cr_netopts_copy(const cr_netopts *src, cr_netopts **out) {
     n->ip_resolve = src->ip_resolve;
     n->happy_eyeballs_ms = src->happy_eyeballs_ms;
     n->http_version = src->http_version;
+    n->decode_content = src->decode_content;
     if (slist_append_all(&n->resolve, src->resolve) || slist_append_all(&n->connect_to, src->connect_to) ||
         cr_set_string(&n->doh_url, src->doh_url) || cr_set_string(&n->unix_socket, src->unix_socket)) {
         cr_netopts_free(n);
@@ -264,6 +265,29 @@ int courier_config_set_http_version(courier_config *c, courier_http_version vers
 int courier_request_set_http_version(courier_request *r, courier_http_version version) {
     if (!r) return COURIER_E_INVALID_ARGUMENT;
     return set_http_version(&r->net, version);
+}
+
+static int set_decode_content(cr_netopts **slot, int decode) {
+    cr_netopts *n = netopts_of(slot);
+    if (!n) return COURIER_E_NO_MEMORY;
+    n->decode_content = decode ? 1 : 0;
+    n->set |= CR_NET_DECODE;
+    return COURIER_OK;
+}
+
+int courier_config_set_decode_content(courier_config *c, int decode) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    return set_decode_content(&c->net, decode);
+}
+
+int courier_request_set_decode_content(courier_request *r, int decode) {
+    if (!r) return COURIER_E_INVALID_ARGUMENT;
+    return set_decode_content(&r->net, decode);
+}
+
+bool cr_netopts_raw_content(const cr_netopts *req, const cr_netopts *cfg) {
+    const cr_netopts *n = req && (req->set & CR_NET_DECODE) ? req : cfg && (cfg->set & CR_NET_DECODE) ? cfg : NULL;
+    return n && !n->decode_content;
 }
 
 bool cr_netopts_http2_only(const cr_netopts *req, const cr_netopts *cfg) {

@@ -851,6 +851,7 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     if (r->security && !(t->security = cr_security_copy(r->security))) goto fail;
     if (cr_netopts_prepare(r->net, cfg->net, &t->net)) goto fail; /* netopts.c: DNS overrides, socket */
     t->http2_only = cr_netopts_http2_only(r->net, cfg->net);
+    t->ce_raw = t->ce_raw_asked = cr_netopts_raw_content(r->net, cfg->net); /* transport.c keeps the coded body */
     if (r->jspec && !(t->jspec = cr_ext_copy(r->jspec))) goto fail;
     if (cr_auth_merge(r->auth, cfg->auth, t->url, &t->auth)) goto fail; /* auth.c: credentials, proxy, handler */
     if ((rc = cr_transfer_copy_transfers(r, t, multipart ? &params : NULL, err)) != COURIER_OK) {
