@@ -92,3 +92,21 @@ final class HTTPVersionTests: LoopbackTestCase {
         }
     }
 }
+
+final class ContentCodingTests: LoopbackTestCase {
+    func testCodedBytesPerEngineAndPerRequest() async throws {
+        let path = "/origin/swift-coded?Content-Encoding=gzip&_gzip=1"
+        let decoded = try await engine.send(.get(path))
+        XCTAssertEqual(decoded.text, "decoded body")
+        XCTAssertNil(decoded.header("Content-Encoding"))
+        let coded = try await engine.send(Request.get(path).decodeContent(false))
+        XCTAssertEqual(Array(coded.body.prefix(2)), [0x1f, 0x8b])
+        XCTAssertEqual(coded.header("Content-Encoding"), "gzip")
+        let raw = try makeEngine { $0.decodeContent = false }
+        defer { raw.close() }
+        let rawCoded = try await raw.send(.get(path))
+        XCTAssertEqual(Array(rawCoded.body.prefix(2)), [0x1f, 0x8b])
+        let rawDecoded = try await raw.send(Request.get(path).decodeContent(true))
+        XCTAssertEqual(rawDecoded.text, "decoded body")
+    }
+}

@@ -191,6 +191,18 @@ extension Configuration {
         }
     }
 
+    /// Whether response bodies arrive decoded (gzip, deflate, br, zstd as libcurl has them; the
+    /// Content-Encoding and Content-Length fields removed). false: as the server coded them, the
+    /// fields kept, past the cache. Default true.
+    public var decodeContent: Bool {
+        get { setting("decodeContent") ?? true }
+        set {
+            setSetting("decodeContent", newValue) { config, on in
+                try CourierError.check(courier_config_set_decode_content(config, on ? 1 : 0), "decodeContent")
+            }
+        }
+    }
+
     /// Every connection over the Unix-domain socket at this path ("@name": a Linux abstract
     /// socket); the URL still gives the Host field, TLS's name and the cache key. Default nil: TCP.
     public var unixSocket: String? {
@@ -238,6 +250,12 @@ extension Request {
     /// - Parameter version: The version.
     /// - Returns: The changed request.
     public func httpVersion(_ version: HTTPVersion) -> Request { adding(_NameRequestOption.httpVersion(version)) }
+
+    /// Whether this request's body arrives decoded, replacing the engine's setting (false: as the
+    /// server coded it, Content-Encoding kept; such a request neither reads nor writes the cache).
+    /// - Parameter decode: false for the coded bytes.
+    /// - Returns: The changed request.
+    public func decodeContent(_ decode: Bool) -> Request { adding(_NameRequestOption.decodeContent(decode)) }
 }
 
 enum _NameRequestOption: RequestOption {
@@ -245,6 +263,7 @@ enum _NameRequestOption: RequestOption {
     case connectTo(ConnectToEntry)
     case unixSocket(String)
     case httpVersion(HTTPVersion)
+    case decodeContent(Bool)
 
     func apply(to request: OpaquePointer) throws {
         switch self {
@@ -260,6 +279,8 @@ enum _NameRequestOption: RequestOption {
             try CourierError.check(courier_request_set_unix_socket(request, path), "unixSocket \(path)")
         case .httpVersion(let v):
             try CourierError.check(courier_request_set_http_version(request, v.cValue), "httpVersion")
+        case .decodeContent(let on):
+            try CourierError.check(courier_request_set_decode_content(request, on ? 1 : 0), "decodeContent")
         }
     }
 }
