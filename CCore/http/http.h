@@ -113,7 +113,7 @@ CR_HIDDEN int cr_netopts_prepare(const cr_netopts *request, const cr_netopts *en
 CR_HIDDEN int cr_netopts_base(const cr_netopts *engine, CURL *h);
 struct cr_transfer;
 /* transport.c, ws.c: the request's own options on its handle, for a transfer with t->net or
- * t->http2_only (sets easy_dirty). CURLcode. */
+ * t->http2_only (sets easy_dirty when it changes the handle). CURLcode. */
 CR_HIDDEN int cr_netopts_setup(struct cr_transfer *t);
 /* Whether a transfer with these settings (the request's over the engine's; either may be NULL)
  * requires HTTP/2 (COURIER_HTTP_V2_ONLY). */

@@ -400,7 +400,7 @@ int cr_netopts_setup(cr_transfer *t) {
     const cr_netopts *n = t->net;
     CURL *h = t->easy;
     CURLcode c = CURLE_OK;
-    t->easy_dirty = 1;
+    if (n) t->easy_dirty = 1; /* the request's own options: the next transfer gets the engine's again */
     if (n && n->connect_to) SET(CURLOPT_CONNECT_TO, n->connect_to);
     if (n && (n->set & CR_NET_UNIX) && c == CURLE_OK) c = set_socket(h, n->unix_socket);
     if (n && (n->set & CR_NET_HTTPV)) SET(CURLOPT_HTTP_VERSION, curl_http_version(n->http_version));
@@ -411,7 +411,10 @@ int cr_netopts_setup(cr_transfer *t) {
         const cr_netopts *e = cr_core(t->engine)->config->net;
         bool own = !cr_netopts_http2_only(NULL, e);
         bool h2c = strncasecmp(t->url, "http:", 5) == 0 && h2c_reuse_broken();
-        if (own || h2c) SET(CURLOPT_FRESH_CONNECT, 1L);
+        if (own || h2c) {
+            SET(CURLOPT_FRESH_CONNECT, 1L);
+            t->easy_dirty = 1;
+        }
         if (h2c) SET(CURLOPT_FORBID_REUSE, 1L);
     }
     return (int)c;
