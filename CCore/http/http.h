@@ -85,6 +85,8 @@ CR_HIDDEN bool cr_security_pins_certificate(const struct cr_transfer *t);
 #define CR_NET_UNIX 0x8u      /* unix_socket (NULL then: TCP, replacing the engine's socket) */
 #define CR_NET_HTTPV 0x10u    /* http_version */
 #define CR_NET_DECODE 0x20u   /* decode_content */
+#define CR_NET_MAX_IDLE 0x40u /* max_idle */
+#define CR_NET_IDLE_AGE 0x80u /* idle_age_s */
 
 /* A configuration's or a request's DNS overrides and socket (courier_config_add_resolve...), and a
  * transfer's (its request's made final at prepare: connect_to then holds the request's resolve
@@ -101,6 +103,8 @@ typedef struct cr_netopts {
     char *unix_socket;      /* "@name": an abstract socket */
     int http_version;       /* courier_http_version */
     int decode_content;     /* 0: bodies as the server coded them */
+    long max_idle;          /* the pool's idle connections (CURLMOPT_MAXCONNECTS) */
+    long idle_age_s;        /* CURLOPT_MAXAGE_CONN */
 } cr_netopts;
 
 CR_HIDDEN void cr_netopts_free(cr_netopts *n);
@@ -120,6 +124,8 @@ CR_HIDDEN int cr_netopts_setup(struct cr_transfer *t);
 CR_HIDDEN bool cr_netopts_http2_only(const cr_netopts *request, const cr_netopts *engine);
 /* Whether bodies are to arrive as the server coded them (the request's setting over the engine's). */
 CR_HIDDEN bool cr_netopts_raw_content(const cr_netopts *request, const cr_netopts *engine);
+/* engine.c: the pool's idle connections (the engine's setting, else `fallback`). */
+CR_HIDDEN long cr_netopts_max_idle(const cr_netopts *engine, long fallback);
 
 /* ---- routes and API versions (route.c) ----------------------------------------------------- */
 

@@ -59,6 +59,8 @@ int cr_netopts_copy(const cr_netopts *src, cr_netopts **out) {
     n->happy_eyeballs_ms = src->happy_eyeballs_ms;
     n->http_version = src->http_version;
     n->decode_content = src->decode_content;
+    n->max_idle = src->max_idle;
+    n->idle_age_s = src->idle_age_s;
     if (slist_append_all(&n->resolve, src->resolve) || slist_append_all(&n->connect_to, src->connect_to) ||
         cr_set_string(&n->doh_url, src->doh_url) || cr_set_string(&n->unix_socket, src->unix_socket)) {
         cr_netopts_free(n);
@@ -285,6 +287,29 @@ int courier_request_set_decode_content(courier_request *r, int decode) {
     return set_decode_content(&r->net, decode);
 }
 
+int courier_config_set_max_idle_connections(courier_config *c, int max_idle) {
+    if (!c || max_idle < 1) return COURIER_E_INVALID_ARGUMENT;
+    cr_netopts *n = netopts_of(&c->net);
+    if (!n) return COURIER_E_NO_MEMORY;
+    n->max_idle = max_idle;
+    n->set |= CR_NET_MAX_IDLE;
+    return COURIER_OK;
+}
+
+int courier_config_set_idle_connection_timeout_ms(courier_config *c, int64_t ms) {
+    if (!c || ms < 0) return COURIER_E_INVALID_ARGUMENT;
+    cr_netopts *n = netopts_of(&c->net);
+    if (!n) return COURIER_E_NO_MEMORY;
+    int64_t s = ms / 1000 + (ms % 1000 != 0);
+    n->idle_age_s = s > LONG_MAX ? LONG_MAX : (long)s;
+    n->set |= CR_NET_IDLE_AGE;
+    return COURIER_OK;
+}
+
+long cr_netopts_max_idle(const cr_netopts *n, long fallback) {
+    return n && (n->set & CR_NET_MAX_IDLE) ? n->max_idle : fallback;
+}
+
 bool cr_netopts_raw_content(const cr_netopts *req, const cr_netopts *cfg) {
     const cr_netopts *n = req && (req->set & CR_NET_DECODE) ? req : cfg && (cfg->set & CR_NET_DECODE) ? cfg : NULL;
     return n && !n->decode_content;
@@ -385,6 +410,7 @@ int cr_netopts_base(const cr_netopts *n, CURL *h) {
     if ((n->set & CR_NET_EYEBALLS) && n->happy_eyeballs_ms) SET(CURLOPT_HAPPY_EYEBALLS_TIMEOUT_MS, n->happy_eyeballs_ms);
     if (n->unix_socket && c == CURLE_OK) c = set_socket(h, n->unix_socket);
     if (n->set & CR_NET_HTTPV) SET(CURLOPT_HTTP_VERSION, curl_http_version(n->http_version));
+    if ((n->set & CR_NET_IDLE_AGE) && n->idle_age_s) SET(CURLOPT_MAXAGE_CONN, n->idle_age_s);
     return (int)c;
 }
 

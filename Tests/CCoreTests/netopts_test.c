@@ -479,8 +479,72 @@ static void test_missing_socket_cannot_connect(void) {
     courier_engine_close(e);
 }
 
+
+/* ---- the pool's limits ----------------------------------------------------------------------------- */
+
+/* The loopback server's connections so far (its /count, this request's included). */
+static long server_connections(courier_engine *e) {
+    courier_response *r = NULL;
+    long n = -1;
+    if (get(e, th_url("/count"), NULL, &r) == COURIER_OK) {
+        const char *b = body_of(r), *at = b ? strstr(b, "\"connections\":") : NULL;
+        if (at) n = atol(at + 14);
+    }
+    courier_response_free(r);
+    return n;
+}
+
+static int pool_idle;
+
+static void engine_pool(courier_config *c) {
+    CHECK_EQ(courier_config_add_resolve(c, "other.test", port(), "127.0.0.1"), COURIER_OK);
+    if (pool_idle) CHECK_EQ(courier_config_set_max_idle_connections(c, pool_idle), COURIER_OK);
+}
+
+/* Two origins on one server, each asked twice: with the default both connections stay open (one
+ * new connection after the first); with one idle connection kept, putting the second back closes
+ * one of the two (which one, libcurl decides by last use, in milliseconds: either may go), so at
+ * least one more is made. */
+static void test_max_idle_connections(void) {
+    for (pool_idle = 0; pool_idle <= 1; pool_idle++) {
+        courier_engine *e = th_engine(engine_pool);
+        REQUIRE(e);
+        long before = server_connections(e); /* opens the 127.0.0.1 connection */
+        CHECK_EQ(get(e, url_for("other.test", port(), "/echo"), NULL, NULL), COURIER_OK); /* a second one */
+        CHECK_EQ(get(e, url_for("other.test", port(), "/echo"), NULL, NULL), COURIER_OK);
+        long after = server_connections(e); /* 127.0.0.1 again */
+        if (pool_idle) CHECK(after - before >= 2);
+        else CHECK_EQ(after - before, 1);
+        courier_engine_close(e);
+    }
+    courier_config *c = NULL;
+    REQUIRE(courier_config_new(&c) == COURIER_OK);
+    CHECK_EQ(courier_config_set_max_idle_connections(c, 0), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_max_idle_connections(NULL, 1), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_idle_connection_timeout_ms(c, -1), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_config_set_idle_connection_timeout_ms(c, INT64_MAX), COURIER_OK);
+    courier_config_free(c);
+}
+
+static void engine_short_idle(courier_config *c) {
+    CHECK_EQ(courier_config_set_idle_connection_timeout_ms(c, 1), COURIER_OK); /* one second */
+}
+
+/* A connection idle past the idle timeout is not reused: after waiting for the (one-second) timeout
+ * to pass, the next request opens a new connection. */
+static void test_idle_connection_timeout(void) {
+    courier_engine *e = th_engine(engine_short_idle);
+    REQUIRE(e);
+    long before = server_connections(e);
+    usleep(2100 * 1000); /* past the timeout (libcurl counts whole seconds) */
+    long after = server_connections(e);
+    CHECK_EQ(after - before, 1);
+    courier_engine_close(e);
+}
+
 TESTS_MAIN(T(test_engine_resolve_reaches_a_made_up_name), T(test_metrics_of_the_first_size),
            T(test_request_resolve_is_its_own), T(test_request_resolve_overrides_the_engine),
            T(test_engine_connect_to), T(test_request_connect_to_overrides_the_engine), T(test_doh_url_is_used),
            T(test_ip_version), T(test_settings_are_checked), T(test_engine_over_a_unix_socket),
-           T(test_request_over_an_abstract_socket), T(test_missing_socket_cannot_connect))
+           T(test_request_over_an_abstract_socket), T(test_missing_socket_cannot_connect),
+           T(test_max_idle_connections), T(test_idle_connection_timeout))

@@ -276,6 +276,14 @@ COURIER_API int courier_http3_available(void);
 COURIER_API int courier_config_set_decode_content(courier_config *config, int decode);
 COURIER_API int courier_request_set_decode_content(courier_request *request, int decode);
 
+/* The connection pool's limits. max_idle (>= 1): connections kept open between requests; when one
+ * more is put back, the one idle longest is closed (default: courier_config_set_max_connections's
+ * value). idle_timeout_ms (>= 0; rounded up to whole seconds; 0: libcurl's default, 118 s): a
+ * connection idle longer is not reused but closed. Errors: COURIER_E_INVALID_ARGUMENT (NULL config,
+ * a value out of range), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_max_idle_connections(courier_config *config, int max_idle);
+COURIER_API int courier_config_set_idle_connection_timeout_ms(courier_config *config, int64_t idle_timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif
