@@ -110,3 +110,18 @@ final class ContentCodingTests: LoopbackTestCase {
         XCTAssertEqual(rawDecoded.text, "decoded body")
     }
 }
+
+final class PoolLimitTests: LoopbackTestCase {
+    func testLimitsReachTheEngineAndAreChecked() async throws {
+        let limited = try makeEngine {
+            $0.maxIdleConnections = 1
+            $0.idleConnectionTimeout = 30
+        }
+        defer { limited.close() }
+        let response = try await limited.send(.get("/echo"))
+        XCTAssertEqual(response.status, 200)
+        XCTAssertThrowsError(try makeEngine { $0.maxIdleConnections = 0 }) {
+            XCTAssertEqual(($0 as? CourierError)?.code, .invalidArgument)
+        }
+    }
+}

@@ -203,6 +203,31 @@ extension Configuration {
         }
     }
 
+    /// The connections the pool keeps open between requests (>= 1); putting one more back closes
+    /// the one idle longest. Default nil: ``maxConnections``.
+    public var maxIdleConnections: Int? {
+        get { setting("maxIdleConnections") }
+        set {
+            setSetting("maxIdleConnections", newValue) { config, n in
+                try CourierError.check(courier_config_set_max_idle_connections(config, Int32(clamping: n)),
+                                       "maxIdleConnections \(n)")
+            }
+        }
+    }
+
+    /// A connection idle longer than this, in seconds (rounded up to whole seconds), is closed rather
+    /// than reused. Default 0: libcurl's, 118 s.
+    public var idleConnectionTimeout: Double {
+        get { setting("idleConnectionTimeout") ?? 0 }
+        set {
+            setSetting("idleConnectionTimeout", newValue) { config, s in
+                try CourierError.check(courier_config_set_idle_connection_timeout_ms(config,
+                                                                                     Configuration.timeoutMilliseconds(s)),
+                                       "idleConnectionTimeout \(s)")
+            }
+        }
+    }
+
     /// Every connection over the Unix-domain socket at this path ("@name": a Linux abstract
     /// socket); the URL still gives the Host field, TLS's name and the cache key. Default nil: TCP.
     public var unixSocket: String? {
