@@ -49,6 +49,8 @@ DECLS = {
     'courier_http3_available': ('int', ()),
     'courier_config_set_decode_content': ('int', ('ptr', 'int')),
     'courier_request_set_decode_content': ('int', ('ptr', 'int')),
+    'courier_config_set_max_idle_connections': ('int', ('ptr', 'int')),
+    'courier_config_set_idle_connection_timeout_ms': ('int', ('ptr', 'int64')),
     'courier_engine_open': ('int', ('ptr', 'ptr', 'ptr')),
     'courier_engine_close': ('void', ('ptr',)),
     'courier_engine_post': ('int', ('ptr', 'fn', 'ptr', 'ptr')),

@@ -422,6 +422,9 @@ class Engine:
         http_version: :class:`HTTPVersion` (DEFAULT, V1_1, V2, V2_ONLY, V3, V3_ONLY) of every request.
         decode_content: False: bodies arrive as the server coded them (gzip, br, ...), with their
             Content-Encoding, and never through the cache (default True: decoded).
+        max_idle_connections: connections the pool keeps open between requests (default
+            max_connections); idle_connection_timeout: seconds after which an idle connection is
+            closed rather than reused (default libcurl's 118).
     """
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
@@ -465,7 +468,8 @@ class Engine:
                  happy_eyeballs_delay: Optional[float] = None,
                  unix_socket: Union[str, os.PathLike, None] = None,
                  http_version: Union[HTTPVersion, str, int, None] = None,
-                 decode_content: Optional[bool] = None) -> None:
+                 decode_content: Optional[bool] = None, max_idle_connections: Optional[int] = None,
+                 idle_connection_timeout: Optional[float] = None) -> None:
         self._ptr: Optional[int] = None
         self._background: list[BaseException] = []
         self._callback_threads: set[int] = set()
@@ -618,7 +622,8 @@ class Engine:
             if api_version is not None or api_review:
                 check(lib.courier_config_set_api_version(c, _opt(api_version), 1 if api_review else 0), arg="api_version")
             netopts.apply_engine(c, resolve, connect_to, doh_url, dns_cache_lifetime, ip_version,
-                                 happy_eyeballs_delay, unix_socket, http_version, decode_content)
+                                 happy_eyeballs_delay, unix_socket, http_version, decode_content,
+                                 max_idle_connections, idle_connection_timeout)
             out = c_void_p()
             err = ERROR()
             check(lib.courier_engine_open(byref(out), c, byref(err)), err)

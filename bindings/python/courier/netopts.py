@@ -94,7 +94,8 @@ def apply_engine(c: Any, resolve: ResolveArg, connect_to: ConnectToArg, doh_url:
                  dns_cache_lifetime: Optional[float], ip_version: Union[IPVersion, str, int, None],
                  happy_eyeballs_delay: Optional[float], unix_socket: Union[str, "os.PathLike[str]", None],
                  http_version: Union[HTTPVersion, str, int, None] = None,
-                 decode_content: Optional[bool] = None) -> None:
+                 decode_content: Optional[bool] = None, max_idle_connections: Optional[int] = None,
+                 idle_connection_timeout: Optional[float] = None) -> None:
     """The engine's settings on a courier_config."""
     for host, port, addresses in _resolve_entries(resolve):
         check(lib.courier_config_add_resolve(c, _b(host), port, _b(addresses)), arg="resolve")
@@ -120,6 +121,12 @@ def apply_engine(c: Any, resolve: ResolveArg, connect_to: ConnectToArg, doh_url:
               arg="http_version")
     if decode_content is not None:
         check(lib.courier_config_set_decode_content(c, 1 if decode_content else 0), arg="decode_content")
+    if max_idle_connections is not None:
+        check(lib.courier_config_set_max_idle_connections(c, int(max_idle_connections)), arg="max_idle_connections")
+    if idle_connection_timeout is not None:
+        s = float(idle_connection_timeout)
+        check(lib.courier_config_set_idle_connection_timeout_ms(c, -1 if s < 0 else int(math.ceil(s * 1000))),
+              arg="idle_connection_timeout")
 
 
 def apply_request(r: Any, resolve: ResolveArg, connect_to: ConnectToArg,

@@ -189,3 +189,11 @@ def test_decode_content(base_url: str) -> None:
     with courier.Engine(base_url=base_url, temporary_store=True) as e:
         assert e.get(url).body == b"decoded body"
         assert e.get(url, decode_content=False).body[:2] == b"\x1f\x8b"
+
+
+def test_pool_limits(base_url: str) -> None:
+    with courier.Engine(base_url=base_url, temporary_store=True, max_idle_connections=1,
+                        idle_connection_timeout=30) as e:
+        assert e.get("/echo").status == 200
+    with pytest.raises(courier.InvalidArgument):
+        courier.Engine(temporary_store=True, max_idle_connections=0)
