@@ -72,6 +72,7 @@ const char *courier_strerror(int code) {
     case COURIER_E_WS_HANDSHAKE: return "the WebSocket handshake failed";
     case COURIER_E_WS_PROTOCOL: return "the WebSocket server broke the protocol";
     case COURIER_E_WS_CLOSED: return "the WebSocket is closed";
+    case COURIER_E_HTTP_VERSION: return "the HTTP version required cannot be had";
     default: return "unknown error";
     }
 }
@@ -298,6 +299,17 @@ void cr_thread_set_name(const char *name) {
 #elif defined(__linux__) || defined(__GLIBC__)
     pthread_setname_np(pthread_self(), cut);
 #else
+    (void)cut;
+#endif
+}
+
+void cr_thread_name(pthread_t thread, const char *name) {
+    char cut[16];
+    snprintf(cut, sizeof cut, "%s", name);
+#if (defined(__linux__) || defined(__GLIBC__)) && !defined(__APPLE__)
+    pthread_setname_np(thread, cut);
+#else
+    (void)thread;
     (void)cut;
 #endif
 }

@@ -1,6 +1,6 @@
 """The engine's log lines into Python's ``logging`` (``Engine(logger=...)``).
 
-Each line the C core makes (one JSON object: docs/python.md, "Logging") becomes a ``LogRecord`` of
+Each line the C core makes (one JSON object: docs/design/logging.md, "Sinks, monitors, events") becomes a ``LogRecord`` of
 the logger ``courier`` (or the one given), or of its child for the line's component:
 ``courier.transport``, ``courier.cache``, ``courier.journal``, ``courier.mapping``,
 ``courier.scheduling`` (``courier_log_component``). The record's message is the line's

@@ -12,7 +12,6 @@ import pytest
 
 import courier
 from courier import _callbacks
-from conftest import wait_until
 
 
 class Boom(Exception):
@@ -188,18 +187,11 @@ def test_callbacks_run_on_the_named_worker(engine: courier.Engine) -> None:
 
     engine.send_async("GET", "/json", callback=callback).result(10)
     assert names == ["courier-worker"]
-
-    def comms() -> set[str]:
-        found = set()
-        for tid in os.listdir("/proc/self/task"):
-            try:
-                with open(f"/proc/self/task/{tid}/comm") as f:
-                    found.add(f.read().strip())
-            except OSError:
-                pass
-        return found
-
-    # The journal's thread names itself once it runs (cr_thread_set_name at its start), which a
-    # busy machine may delay past the first request: wait for it (it failed about once in 3 runs
-    # of the suite while a build ran).
-    assert wait_until(lambda: {"courier-worker", "courier-journal"} <= comms()), comms()
+    comms = set()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                comms.add(f.read().strip())
+        except OSError:
+            pass
+    assert {"courier-worker", "courier-journal"} <= comms
