@@ -92,6 +92,10 @@ struct courier_ws {
     int ping_out;               /* a keepalive ping is waiting for its pong */
     cr_wsd *deflate;            /* permessage-deflate, when the server accepted it */
     cr_buf zbuf;                /* a message compressed or inflated */
+    uint8_t hold[14];           /* a frame header wslay handed over, not written yet (on_send) */
+    size_t hold_len;
+    uint8_t masks[256];         /* masking keys from the CSPRNG, taken 4 bytes at a time (on_genmask) */
+    size_t masks_off;           /* the next unused byte of masks */
 };
 
 /* ---- shared helpers ----------------------------------------------------------------------------- */
@@ -232,11 +236,28 @@ static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
     return (ssize_t)n;
 }
 
+/* wslay hands over a frame's header (flagged WSLAY_MSG_MORE) and its payload in two calls: the header
+ * is held and written with the payload's first bytes, so that a small message is one write and one
+ * TCP segment, not two (the peer then wakes once per message). */
 static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *user) {
-    (void)flags;
     courier_ws *ws = user;
+    if ((flags & WSLAY_MSG_MORE) && ws->hold_len == 0 && len <= sizeof ws->hold) {
+        memcpy(ws->hold, data, len);
+        ws->hold_len = len;
+        return (ssize_t)len;
+    }
+    uint8_t joined[sizeof ws->hold + 4096]; /* wslay masks payloads 4096 bytes at a time */
+    const uint8_t *out = data;
+    size_t out_len = len, held = ws->hold_len;
+    if (held) {
+        size_t k = len < sizeof joined - held ? len : sizeof joined - held;
+        memcpy(joined, ws->hold, held);
+        memcpy(joined + held, data, k);
+        out = joined;
+        out_len = held + k;
+    }
     size_t n = 0;
-    CURLcode rc = curl_easy_send(ws->easy, data, len, &n);
+    CURLcode rc = curl_easy_send(ws->easy, out, out_len, &n);
     if (rc == CURLE_AGAIN) {
         wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
         return -1;
@@ -245,6 +266,20 @@ static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
         ws->io_error = rc;
         wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
         return -1;
+    }
+    if (held) { /* what was written counts first against the header held */
+        if (n < held) {
+            memmove(ws->hold, ws->hold + n, held - n);
+            ws->hold_len = held - n;
+            n = 0;
+        } else {
+            ws->hold_len = 0;
+            n -= held;
+        }
+        if (n == 0) { /* none of this call's bytes went: wslay tries them again */
+            wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+            return -1;
+        }
     }
     return (ssize_t)n;
 }
@@ -264,13 +299,24 @@ static bool random_bytes(void *buf, size_t len) {
     return true;
 }
 
+/* The keys come from a pool refilled from the CSPRNG 64 keys at a time: one getrandom call per 64
+ * frames instead of one per frame. */
 static int on_genmask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user) {
-    (void)user;
-    if (!random_bytes(buf, len)) {
-        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-        return -1;
+    courier_ws *ws = user;
+    if (len > sizeof ws->masks) {
+        if (!random_bytes(buf, len)) goto failed;
+        return 0;
     }
+    if (ws->masks_off + len > sizeof ws->masks) {
+        if (!random_bytes(ws->masks, sizeof ws->masks)) goto failed;
+        ws->masks_off = 0;
+    }
+    memcpy(buf, ws->masks + ws->masks_off, len);
+    ws->masks_off += len;
     return 0;
+failed:
+    wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+    return -1;
 }
 
 /* Worker, from on_msg: a message Courier refuses after wslay took it (compressed data that does not
@@ -406,6 +452,7 @@ static int fail_detail(courier_error *d, int code, const char *fmt, const char *
 /* Worker: a masked close frame with `code` written straight to the socket (best effort: the
  * connection is being failed). Only when wslay has no frame half-written. */
 static bool send_raw_close(courier_ws *ws, uint16_t code) {
+    if (ws->hold_len) return false; /* a frame's header is still to go */
     uint8_t f[8] = {0x88, 0x82};
     if (!random_bytes(f + 2, 4)) return false;
     f[6] = (uint8_t)((code >> 8) ^ f[2]);
@@ -797,6 +844,7 @@ static void init_wslay(courier_ws *ws, courier_error *d) {
         return;
     }
     wslay_event_config_set_max_recv_msg_length(ws->ctx, (uint64_t)ws->opt.max_message_bytes);
+    ws->masks_off = sizeof ws->masks; /* empty: the first frame fills it */
     if (ws->deflate) wslay_event_config_set_allowed_rsv_bits(ws->ctx, WSLAY_RSV1_BIT);
     ws->phase = P_OPEN;
     ws->deadline_ms = 0;
@@ -1006,6 +1054,26 @@ static void kick_work(void *user) {
     ws_release(ws); /* the post's reference */
 }
 
+/* Any thread, under m: claims the kick a send needs (false: one is pending already). The claim is
+ * posted with kick_post once m is released, so that the worker, woken by the post, does not find m
+ * still held by the sender and sleep again on it. */
+static bool kick_claim_locked(courier_ws *ws) {
+    if (ws->kick_posted) return false;
+    ws->kick_posted = 1;
+    atomic_fetch_add(&ws->refs, 1);
+    return true;
+}
+
+/* Any thread, without m: posts a claimed kick. Returns false when the engine refused (claim undone). */
+static bool kick_post(courier_ws *ws) {
+    if (courier_engine_post(ws->e, kick_work, ws, NULL) == COURIER_OK) return true;
+    pthread_mutex_lock(&ws->m);
+    ws->kick_posted = 0;
+    pthread_mutex_unlock(&ws->m);
+    atomic_fetch_sub(&ws->refs, 1); /* never the last: the caller holds one */
+    return false;
+}
+
 /* Any thread, under m: a kick posted unless one is pending. Returns false when the engine refused. */
 static bool kick_locked(courier_ws *ws) {
     if (ws->kick_posted) return true;
@@ -1172,6 +1240,7 @@ int courier_ws_send(courier_ws *ws, courier_ws_type type, const void *data, size
     m->data[len] = 0;
     pthread_mutex_lock(&ws->m);
     int rc = COURIER_OK;
+    bool post = false;
     if (ws->state == COURIER_WS_CLOSED || ws->state == COURIER_WS_CLOSING || ws->close_asked)
         rc = cr_fail(err, COURIER_E_WS_CLOSED, "the WebSocket is closing or closed");
     else if (ws->out_bytes && (int64_t)(ws->out_bytes + len) > ws->opt.max_send_queue_bytes)
@@ -1181,11 +1250,12 @@ int courier_ws_send(courier_ws *ws, courier_ws_type type, const void *data, size
         else ws->out_first = m;
         ws->out_last = m;
         ws->out_bytes += len;
-        if (!kick_locked(ws)) rc = cr_fail(err, COURIER_E_CLOSED, "the engine is closing");
+        post = kick_claim_locked(ws);
         m = NULL; /* queued: finish() frees it if the engine refused */
     }
     pthread_mutex_unlock(&ws->m);
     free(m);
+    if (post && !kick_post(ws)) rc = cr_fail(err, COURIER_E_CLOSED, "the engine is closing");
     return rc;
 }
 
