@@ -5,11 +5,13 @@
  *
  *   cc -O2 -Iinclude -ITests/TestServer/include Benchmarks/callgrind/ws_echo.c -o ws_echo \
  *      BUILD/libcourier.so BUILD/libcourier_test_server.a -lcrypto -lpthread -Wl,-rpath,BUILD
- *   ./ws_echo [CONNS (1)] [ROUND_TRIPS (5000)]
+ *   ./ws_echo [CONNS (1)] [ROUND_TRIPS (5000)] [default-limits]
  *   strace -f -c ./ws_echo 1 3000     # minus the count of `./ws_echo 1 1000`, over 2000
  *
  * Prints round trips per second and the CPU time of the process (client and server) per round trip.
- * max_connections_per_host is raised to CONNS: WebSockets count toward libcurl's per-host limit.
+ * max_connections_per_host is raised to CONNS: WebSockets count toward libcurl's per-host limit,
+ * and past it libcurl closes an open WebSocket's connection (docs/design/stream-speed.md);
+ * `default-limits` keeps the engine's defaults, which shows that: `./ws_echo 8 2000 default-limits`.
  */
 #include <courier.h>
 #include "courier_test_server.h"
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 static courier_engine *engine;
 static char url[128];
@@ -47,7 +50,7 @@ static void round_trips(courier_ws *ws, const unsigned char *msg, int n) {
         if (rc == COURIER_OK) rc = courier_ws_next(&m, ws, -1, &err);
         if (rc != COURIER_OK || m.len != 1024) {
             fprintf(stderr, "ws_echo: %d %s\n", rc, err.message);
-            exit(1);
+            _exit(1); /* other threads are still in the engine */
         }
     }
 }
@@ -59,7 +62,7 @@ static void *client(void *arg) {
     courier_error err;
     if (courier_request_new(&r, "GET", url) || courier_ws_open(&ws, engine, r, NULL, NULL, NULL, NULL, &err)) {
         fprintf(stderr, "ws_echo: cannot open\n");
-        exit(1);
+        _exit(1);
     }
     courier_request_free(r);
     unsigned char msg[1024];
@@ -85,8 +88,10 @@ int main(int argc, char **argv) {
     courier_config *cfg = NULL;
     courier_config_new(&cfg);
     courier_config_set_temporary_store(cfg, 1);
-    courier_config_set_max_connections_per_host(cfg, conns > 5 ? conns : 5);
-    courier_config_set_max_connections(cfg, 64 + conns);
+    if (!(argc > 3 && strcmp(argv[3], "default-limits") == 0)) {
+        courier_config_set_max_connections_per_host(cfg, conns > 5 ? conns : 5);
+        courier_config_set_max_connections(cfg, 64 + conns);
+    }
     courier_error err;
     if (courier_engine_open(&engine, cfg, &err)) return 1;
     courier_config_free(cfg);
