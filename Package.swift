@@ -35,7 +35,9 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // The engine, in C. Its one public header is include/courier.h.
+        // The engine, in C. Its public header is include/courier.h, which includes its parts,
+        // include/courier/*.h (with no include/CCore.h, SwiftPM makes include/ the module's umbrella
+        // directory, read recursively).
         .target(
             name: "CCore",
             dependencies: ["CCurl", "CLMDB", "CJansson", "CWslay", "CCrypto", "CZlib",

@@ -967,6 +967,14 @@ void cr_ws_engine_closing(courier_engine *e) {
     }
 }
 
+/* libcurl's header and body callbacks of the connect-only handle: nothing comes through them but a
+ * proxy's answer to CONNECT, which libcurl has already judged. */
+static size_t discard(char *data, size_t size, size_t n, void *user) {
+    (void)data;
+    (void)user;
+    return size * n;
+}
+
 /* Worker (posted by courier_ws_open): the connect-only transfer into the multi handle. */
 static void start_work(void *user) {
     courier_ws *ws = user;
@@ -1006,6 +1014,13 @@ static void start_work(void *user) {
         if (!c) c = curl_easy_setopt(h, CURLOPT_HTTPPROXYTUNNEL, 1L);
         if (!c) c = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ws->errbuf);
         if (!c) c = curl_easy_setopt(h, CURLOPT_PREREQDATA, NULL);
+        /* The engine's header and body callbacks expect a transfer: a proxy's CONNECT answer must
+         * not reach them (it did, and crashed: ws_test test_through_a_proxy). */
+        if (!c) c = curl_easy_setopt(h, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, discard);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_HEADERDATA, NULL);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
         if (!c) c = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ws->opt.handshake_timeout_ms);
         if (!c) c = (CURLcode)cr_auth_setup(e, t); /* the request's proxy */
         if (!c) c = (CURLcode)cr_security_setup(t); /* the request's TLS policy */

@@ -19,7 +19,7 @@
 
 extern char **environ;
 
-static int ws_port, raw_port, tls_port;
+static int ws_port, raw_port, tls_port, proxy_port;
 static char tls_dir[700]; /* scripts/tls-fixture's world (ca.pem, server.pem/.key, server.pin) */
 static pid_t peer_pid;
 static int peer_stdin = -1;
@@ -48,7 +48,7 @@ static int start_peer(void) {
     peer_stdin = in[1];
     FILE *f = fdopen(out[0], "r");
     char line[128];
-    if (!f || !fgets(line, sizeof line, f) || sscanf(line, "PORTS %d %d %d", &ws_port, &raw_port, &tls_port) != 3) return -1;
+    if (!f || !fgets(line, sizeof line, f) || sscanf(line, "PORTS %d %d %d %d", &ws_port, &raw_port, &tls_port, &proxy_port) != 4) return -1;
     fclose(f);
     return 0;
 }
@@ -751,12 +751,73 @@ static void test_slow_reader(void) {
     courier_engine_close(e);
 }
 
+/* Through an HTTP proxy: a CONNECT tunnel for ws:// (curl tunnels only https by itself) and wss://,
+ * the echo and the closing handshake through it; the proxy counts the tunnels it made. */
+static char ws_proxy[80];
+static void with_ws_proxy(courier_config *c) {
+    courier_config_set_proxy(c, ws_proxy, NULL);
+    if (tls_dir[0]) tls_ca(c);
+}
+
+static int proxy_tunnels(void) {
+    courier_engine *e = th_engine(NULL);
+    if (!e) return -1;
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/tunnels", proxy_port);
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", url);
+    courier_response *resp = NULL;
+    courier_error err;
+    int n = -1;
+    if (courier_send_sync(&resp, e, r, &err) == COURIER_OK) {
+        size_t len = 0;
+        const uint8_t *b = courier_response_body(resp, &len);
+        n = atoi((const char *)b);
+    }
+    courier_response_free(resp);
+    courier_request_free(r);
+    courier_engine_close(e);
+    return n;
+}
+
+static void test_through_a_proxy(void) {
+    snprintf(ws_proxy, sizeof ws_proxy, "http://127.0.0.1:%d", proxy_port);
+    int before = proxy_tunnels();
+    CHECK(before >= 0);
+    courier_engine *e = th_engine(with_ws_proxy);
+    REQUIRE(e);
+    courier_error err;
+    for (int tls = 0; tls < 2; tls++) {
+        if (tls && !tls_dir[0]) break;
+        char url[128];
+        if (tls) snprintf(url, sizeof url, "wss://localhost:%d/echo", tls_port); /* the certificate's name */
+        else snprintf(url, sizeof url, "ws://127.0.0.1:%d/echo", ws_port);
+        courier_ws *ws = open_ws_opt(e, url, NULL, &err);
+        REQUIRE(ws);
+        CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "via proxy", 9, &err), COURIER_OK);
+        int rc;
+        const char *got = next_text(ws, &rc);
+        if (rc != COURIER_OK) {
+            courier_ws_message m0 = {.size = sizeof m0};
+            courier_ws_next(&m0, ws, 0, &err);
+            fprintf(stderr, "%s: %d %s\n", url, rc, err.message);
+        }
+        CHECK_STR(got, "via proxy");
+        CHECK_EQ(courier_ws_close(ws, 1000, NULL), COURIER_OK);
+        courier_ws_message m = {.size = sizeof m};
+        CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_WS_CLOSED);
+        courier_ws_free(ws);
+    }
+    courier_engine_close(e);
+    CHECK_EQ(proxy_tunnels(), before + (tls_dir[0] ? 2 : 1));
+}
+
 static const th_test tests[] = {
     T(test_echo),          T(test_fragments_and_subprotocol), T(test_handshake_headers), T(test_server_closes),
     T(test_protocol_errors), T(test_protocol_error_while_closing), T(test_too_large),               T(test_dropped_connection), T(test_dead_peer),
     T(test_failed_handshakes), T(test_arguments),             T(test_threads),            T(test_engine_closes),
     T(test_close_before_open), T(test_tls),                   T(test_deflate_with_websockets),
-    T(test_deflate_by_hand),   T(test_slow_reader),
+    T(test_deflate_by_hand),   T(test_slow_reader),           T(test_through_a_proxy),
 };
 
 int main(int argc, char **argv) {

@@ -30,7 +30,7 @@ san=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 
 # The whole core, instrumented for coverage (fuzzer-no-link), then the target.
 objs=()
-newest_h=$(ls -t "$root"/CCore/*.h "$root"/CCore/*/*.h "$root/include/courier.h" | head -1)
+newest_h=$(ls -t "$root"/CCore/*.h "$root"/CCore/*/*.h "$root/include/courier.h" "$root"/include/courier/*.h | head -1)
 for src in "$root"/CCore/*/*.c; do
   rel="${src#"$root"/CCore/}"
   obj="$build/obj/${rel//\//_}"   # folder_file.c: two folders may hold files of one name (store.c)

@@ -1,7 +1,7 @@
 """The WebSocket peer of the C tests (Tests/CCoreTests/ws_test.c): an independent implementation,
 Python's `websockets`, serving an echo and handlers that misbehave, on 127.0.0.1.
 
-Listeners, their ports printed on one line ("PORTS <websockets> <raw> <tls>") once all listen:
+Listeners, their ports printed on one line ("PORTS <websockets> <raw> <tls> <proxy>") once all listen:
 - the `websockets` server, by path:
     /echo        every message back, with its type
     /fragments   "hello world" as three text fragments, then 00 01 02 as two binary ones
@@ -31,7 +31,9 @@ Listeners, their ports printed on one line ("PORTS <websockets> <raw> <tls>") on
     /zparams     agrees with a parameter nobody offered (the handshake must fail)
 
 - given a certificate and its key (argv 1 and 2), the `websockets` server again over TLS (else the
-  third port is 0).
+  third port is 0);
+- an HTTP proxy that answers CONNECT with a tunnel to 127.0.0.1 or localhost (only) and counts the tunnels it
+  made; `GET /tunnels` to it answers that count.
 """
 import asyncio
 import base64
@@ -249,6 +251,52 @@ async def raw(reader, writer):
     writer.close()
 
 
+TUNNELS = [0]
+
+
+async def pipe(reader, writer):
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
+
+
+async def proxy(reader, writer):
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+        writer.close()
+        return
+    method, target = head.split(b" ")[:2]
+    if method == b"GET" and target.endswith(b"/tunnels"):
+        body = str(TUNNELS[0]).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+        await writer.drain()
+        writer.close()
+        return
+    host, _, port = target.decode().rpartition(":")
+    if method != b"CONNECT" or host not in ("127.0.0.1", "localhost"):
+        writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+        return
+    try:
+        ur, uw = await asyncio.open_connection(host, int(port))
+    except OSError:
+        writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+        return
+    TUNNELS[0] += 1
+    writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    await writer.drain()
+    await asyncio.gather(pipe(reader, uw), pipe(ur, writer))
+
+
 async def main():
     async with serve(handler, "127.0.0.1", 0, process_request=process_request,
                      select_subprotocol=select_subprotocol, max_size=None, compression="deflate",
@@ -264,7 +312,9 @@ async def main():
                               select_subprotocol=select_subprotocol, max_size=None, compression="deflate",
                               ping_interval=None)
             tport = tls.sockets[0].getsockname()[1]
-        print(f"PORTS {port} {rport} {tport}", flush=True)
+        proxysrv = await asyncio.start_server(proxy, "127.0.0.1", 0)
+        pport = proxysrv.sockets[0].getsockname()[1]
+        print(f"PORTS {port} {rport} {tport} {pport}", flush=True)
         # Ends when the test closes our stdin (or dies).
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, sys.stdin.read)
