@@ -96,6 +96,21 @@ static void finish(courier_ws *ws, int code, const courier_error *detail) {
 
 /* Worker: the WebSocket off the engine: easy handle out of the multi handle and cleaned up (curl
  * closes the socket), wslay's context freed, the worker's reference released. */
+/* Worker: libcurl's pool limits grown by the WebSockets in the multi handle. A WebSocket's connection
+ * is idle to libcurl (connect-only: no transfer holds it), and libcurl, asked for a new connection to
+ * a host at its limit (or past the total), closes the oldest idle connection there: with the limits
+ * as set at open, the sixth WebSocket to a host (5 per host by default), or a request to a host
+ * where 5 were open, closed an open WebSocket's connection under it (ws_test
+ * test_more_than_the_host_limit). Each WebSocket now brings room for its own connection; the
+ * scheduler still holds requests to the configured limits (pump). */
+static void pool_room(courier_engine *e) {
+    if (e->pool_host > 0) curl_multi_setopt(e->core.multi, CURLMOPT_MAX_HOST_CONNECTIONS, e->pool_host + e->ws_pooled);
+    if (e->pool_total > 0) {
+        curl_multi_setopt(e->core.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, e->pool_total + e->ws_pooled);
+        curl_multi_setopt(e->core.multi, CURLMOPT_MAXCONNECTS, e->pool_total + e->ws_pooled);
+    }
+}
+
 static void unlink_ws(courier_engine *e, courier_ws *ws) {
     if (!ws->linked) return;
     ws->linked = 0;
@@ -109,6 +124,11 @@ static void unlink_ws(courier_engine *e, courier_ws *ws) {
         curl_multi_remove_handle(e->core.multi, ws->easy);
         cr_easy_cleanup(ws->easy);
         ws->easy = NULL;
+    }
+    if (ws->pooled) {
+        ws->pooled = 0;
+        e->ws_pooled--;
+        pool_room(e);
     }
     if (ws->ctx) wslay_event_context_free(ws->ctx);
     ws->ctx = NULL;
@@ -952,6 +972,11 @@ void cr_ws_start_work(void *user) {
         if (!c) c = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ws->opt.handshake_timeout_ms);
         if (!c) c = (CURLcode)cr_auth_setup(e, t); /* the request's proxy */
         if (!c) c = (CURLcode)cr_security_setup(t); /* the request's TLS policy */
+        if (!c) { /* room for this WebSocket's connection first (see pool_room) */
+            ws->pooled = 1;
+            e->ws_pooled++;
+            pool_room(e);
+        }
         if (!c && curl_multi_add_handle(e->core.multi, h) != CURLM_OK) c = CURLE_OUT_OF_MEMORY;
         t->easy = NULL;
         if (c) rc = cr_fail(&d, c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL,

@@ -67,6 +67,7 @@ struct courier_ws {
     struct courier_ws *next;    /* the engine's list */
     int phase;                  /* P_* */
     int linked;                 /* in the engine's list and its easy handle in the multi handle */
+    int pooled;                 /* counted in the engine's ws_pooled (its easy handle was added) */
     CURL *easy;
     char *errbuf;
     cr_transfer *t;             /* the prepared request, until the handshake is written */
