@@ -30,7 +30,7 @@
  * Index records are found by their prefix and their length: a hash that happens to start with
  * the same bytes is skipped, never taken for one.
  *
- * Durability: MDB_NOMETASYNC (see DESIGN.md, Storage): one fdatasync per commit keeps the store
+ * Durability: MDB_NOMETASYNC (docs/design/cache.md, "Durability"): one fdatasync per commit keeps the store
  * consistent across power loss (at worst the last commit is lost); writes from the network path
  * are grouped, one transaction per turn of the worker's loop.
  *
@@ -789,7 +789,7 @@ static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *
  * it commits, so each such eviction needed fresh pages for most of the tree (with 1 KiB values the
  * file settled at 2.75x the limit, 2.35-2.5x now), and the process's private memory grew by its
  * dirty pages (17 -> 110 MB in the issue). Small commits free a few pages each, which the next
- * commits reuse. See DESIGN.md, "Disk bound".
+ * commits reuse. See docs/design/cache.md, "Disk bound".
  */
 #define CR_EVICT_BATCH 64
 

@@ -131,9 +131,12 @@ typedef enum courier_code {
                                          invalid UTF-8 in a text message or close reason, a bad close
                                          code): the connection was failed with the close code RFC
                                          6455 names (courier_ws_close_code_sent: 1002 or 1007) */
-    COURIER_E_WS_CLOSED = -62         /* the WebSocket is closed: its closing handshake ended (either
+    COURIER_E_WS_CLOSED = -62,        /* the WebSocket is closed: its closing handshake ended (either
                                          side began it); courier_ws_close_code and _reason give the
                                          peer's code and reason. Not a failure */
+    COURIER_E_HTTP_VERSION = -63      /* the HTTP version required cannot be had: the server answered
+                                         over another (courier_http_version's _2_ONLY), or this
+                                         libcurl was built without it (HTTP/3) */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */

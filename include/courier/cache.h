@@ -62,7 +62,7 @@ typedef enum courier_cache_policy {
                                       invalidation by a non-error answer to an unsafe method (POST,
                                       PUT, DELETE, PATCH or unknown) of its URL and the same-origin
                                       URLs of its Location and Content-Location. 206 answers are not
-                                      stored. docs/DESIGN.md lists every rule with its test. */
+                                      stored. docs/design/cache.md lists every rule with its test. */
     COURIER_CACHE_HTTP_SHARED = 4  /* the same as a shared cache (a proxy's, RFC 9111 section 1):
                                       s-maxage and proxy-revalidate apply, "private" answers are not
                                       stored (private="field" drops the fields), and an answer to a
