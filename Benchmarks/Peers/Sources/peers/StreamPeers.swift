@@ -8,14 +8,13 @@
 //        event loop (the next message sent from the onBinary callback: NIO's own pace) and from
 //        Swift concurrency (async send, the echo handed to the task by an AsyncStream).
 //        Target: Courier >= 1x websocket-kit.
-//   sse: --events events of one /sse response: Courier's `engine.events(for:)` vs mattt/EventSource
-//        1.1.1's parser (its `AsyncSequence.events`) over AsyncHTTPClient's body bytes: the package as
-//        published does not build on Linux (Sources/EventSource/NOTICE.md).
+//   sse: --events events of one /sse response by Courier's `engine.events(for:)`. No Swift peer:
+//        mattt/EventSource 1.1.1 (its only release) does not build on Linux (URLSession.bytes), and a
+//        package's files are not committed here.
 import ArgumentParser
 import AsyncHTTPClient
 import Courier
 import CourierBenchmarks
-import EventSource
 import Foundation
 import NIOCore
 import NIOPosix
@@ -275,9 +274,10 @@ struct PeersWebSocket: AsyncParsableCommand {
 struct PeersSSE: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sse",
-        abstract: "Server-sent events per second: Courier Swift engine.events(for:) vs mattt/EventSource's parser over AsyncHTTPClient.",
+        abstract: "Server-sent events per second delivered to Swift by Courier's engine.events(for:).",
         discussion: "Reads --events events of one response of the C test server's /sse (in this process), "
-            + "written as fast as the client reads. Progress goes to stderr."
+            + "written as fast as the client reads. No Swift peer: mattt/EventSource 1.1.1 does not build "
+            + "on Linux (URLSession.bytes). Progress goes to stderr."
     )
 
     @Option(help: "Events per client and run.") var events = 50_000
@@ -292,60 +292,27 @@ struct PeersSSE: AsyncParsableCommand {
         configuration.temporaryStore = true
         let engine = try Engine(configuration: configuration)
         defer { engine.close() }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
         let total = events
         let expected = "event \(total)\nline two"
-        let m = try await measure(["courier_swift", "eventsource"], runs: runs, count: total) { name in
+        let m = try await measure(["courier_swift"], runs: runs, count: total) { name in
             var n = 0, last = ""
             let t0 = Date()
-            if name == "courier_swift" {
-                let source = try engine.events(for: .get(url))
-                for try await event in source {
-                    n += 1
-                    last = event.data
-                    if n == total { break }
-                }
-                source.close()
-            } else {
-                let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(300))
-                guard response.status.code == 200 else { throw ValidationError("eventsource: HTTP \(response.status.code)") }
-                for try await event in BodyBytes(body: response.body).events {
-                    n += 1
-                    last = event.data
-                    if n == total { break }
-                }
+            let source = try engine.events(for: .get(url))
+            for try await event in source {
+                n += 1
+                last = event.data
+                if n == total { break }
             }
+            source.close()
             let seconds = Date().timeIntervalSince(t0)
             guard last == expected else { throw ValidationError("\(name): the last event was \(last)") }
             return seconds
         }
-        try await client.shutdown()
         var result: [String: Any] = [:]
-        summarize("sse", m, pairs: [("courier_swift", "eventsource")], into: &result)
+        summarize("sse", m, pairs: [], into: &result)
         result["events"] = events
         result["runs"] = runs
         result["server"] = "courier test server (C, a thread per connection, in this process)"
         try printResult(result, json: json, runs: runs)
     }
-}
-
-/// The bytes of an AsyncHTTPClient body, one at a time (what EventSource's `events` reads).
-struct BodyBytes: AsyncSequence {
-    typealias Element = UInt8
-    let body: HTTPClientResponse.Body
-
-    struct AsyncIterator: AsyncIteratorProtocol {
-        var chunks: HTTPClientResponse.Body.AsyncIterator
-        var buffer = ByteBuffer()
-
-        mutating func next() async throws -> UInt8? {
-            while buffer.readableBytes == 0 {
-                guard let chunk = try await chunks.next() else { return nil }
-                buffer = chunk
-            }
-            return buffer.readInteger(as: UInt8.self)
-        }
-    }
-
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: body.makeAsyncIterator()) }
 }
