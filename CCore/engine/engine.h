@@ -57,6 +57,7 @@ struct courier_engine {
     struct curl_waitfd *ws_fds;
     size_t ws_fds_cap;
     int ws_closed;
+    struct cr_stubs *stubs; /* stubs.c: stubs, their record, HAR recording (own lock); any thread */
 };
 _Static_assert(offsetof(struct courier_engine, core) == 0, "cr_core(e) casts the engine to its first member");
 
@@ -87,6 +88,9 @@ typedef struct cr_sched_conf {
     size_t ninterceptors;
     cr_transport_reg *transports;
     size_t ntransports;
+    struct courier_stub **stubs; /* stubs.c: immutable copies, one reference each */
+    size_t nstubs;
+    int stub_mode;
 } cr_sched_conf;
 
 /* The configuration's scheduling part, made on first use. NULL on no memory. */
@@ -114,6 +118,28 @@ CR_HIDDEN void cr_guard_free(struct cr_guard *g);
 /* Whether a transfer that ended with (code, resp) is tried again: the delay in ms, or -1. */
 CR_HIDDEN long cr_retry_delay(const cr_transfer *t, int code, const courier_response *resp, uint64_t *rng);
 
+
+/* stubs.c: engine-wide stubs and HAR (the public part: courier.h). */
+/* The engine's state, made from its configuration's stubs and mode at open; freed at close. */
+CR_HIDDEN int cr_stubs_open(courier_engine *e);
+CR_HIDDEN void cr_stubs_close(courier_engine *e);
+/* The configuration's stubs: a copy of the list (references) for a configuration copy, and release. */
+CR_HIDDEN int cr_stubs_conf_copy(cr_sched_conf *dst, const cr_sched_conf *src);
+CR_HIDDEN void cr_stubs_conf_clear(cr_sched_conf *c);
+/* Sending thread, prepare time (t final, no mock, no custom transport): offers t to the stubs when
+ * the mode is not OFF. A match sets t->mock (its first answer) and t->stub; an unmatched request in
+ * COURIER_STUBS_ONLY gets a mock failing with COURIER_E_NO_STUB. Records t. OK or NO_MEMORY. */
+CR_HIDDEN int cr_stubs_offer(courier_engine *e, cr_transfer *t, courier_error *err);
+/* Worker: a retry of a stubbed transfer takes the stub's next answer into t->mock (kept on no memory). */
+CR_HIDDEN void cr_stubs_next(courier_engine *e, cr_transfer *t);
+/* Worker, after every attempt: the HAR entry of (t, resp) when recording. */
+CR_HIDDEN void cr_har_observe(courier_engine *e, const cr_transfer *t, int code, const courier_response *resp);
+/* har.c, under the stubs' lock: a new HAR log (jansson), the entry of an exchange appended to it,
+ * and the log written to path (a temporary file renamed over it). */
+CR_HIDDEN void *cr_har_new_log(void);
+CR_HIDDEN void cr_har_free_log(void *log);
+CR_HIDDEN int cr_har_append(void *log, const cr_transfer *t, const courier_response *resp);
+CR_HIDDEN int cr_har_write(void *log, const char *path, courier_error *err);
 
 /* monitor.c. The engine opens it before the journal and closes it after. `changed` is told when
  * the effective state changed (CR_WAKE_TURN, with CR_WAKE_REPLAY_NOW when it became online): the

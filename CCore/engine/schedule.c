@@ -22,6 +22,7 @@ static void sched_conf_clear(cr_sched_conf *c) {
         cr_callback_release(c->transports[i].owner);
     }
     free(c->transports);
+    cr_stubs_conf_clear(c); /* stubs.c */
     memset(c, 0, sizeof *c);
 }
 
@@ -44,6 +45,7 @@ static void *sched_conf_copy(const void *state) {
     c->retry = src->retry;
     c->guard_ms = src->guard_ms;
     c->mock_enabled = src->mock_enabled;
+    if (cr_stubs_conf_copy(c, src)) goto fail; /* stubs.c */
     if (src->ninterceptors) {
         c->interceptors = calloc(src->ninterceptors, sizeof *c->interceptors);
         if (!c->interceptors) goto fail;
@@ -256,6 +258,10 @@ int cr_sched_prepare(courier_engine *e, const courier_request *r, cr_transfer *t
 /* Called after the outgoing view became the transfer: host key and coalescing key. */
 int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, courier_error *err) {
     if (!(t->host = host_key(t->url))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    if (!t->mock && !t->custom) { /* stubs.c: the engine's stubs may answer it (sets t->mock) */
+        int rc = cr_stubs_offer(t->engine, t, err);
+        if (rc) return rc;
+    }
     if (!r->no_coalesce && !r->security && !t->mock && !t->custom && !t->has_body &&
         (strcmp(t->method, "GET") == 0 || strcmp(t->method, "HEAD") == 0)) {
         if (!(t->coalesce_key = identity(t, false, NULL))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
