@@ -1153,11 +1153,14 @@ typedef enum courier_url_match {
                                with ^ and $ to match the whole) */
 } courier_url_match;
 
-typedef struct courier_stub courier_stub;                 /* a stub being described */
-typedef struct courier_stub_request courier_stub_request; /* a request the stubs saw */
+/* A stub being described: used by one thread at a time, like a request; adding it copies it, so
+ * it may be changed, added again or freed afterwards. */
+typedef struct courier_stub courier_stub;
+/* A request the stubs saw: immutable, readable from any thread. */
+typedef struct courier_stub_request courier_stub_request;
 
-/* A new stub (free with courier_stub_free; adding it copies it). method: matched exactly ("GET";
- * NULL: any). url_pattern: NULL or "" matches any URL. Errors: COURIER_E_INVALID_ARGUMENT (NULL
+/* A new stub, *out new (free with courier_stub_free). method: matched exactly ("GET"; NULL: any).
+ * url_pattern: NULL or "" matches any URL. Both copied. Errors: COURIER_E_INVALID_ARGUMENT (NULL
  * out, an unknown match kind, a regular expression that does not compile: err says why),
  * COURIER_E_NO_MEMORY. Any thread. */
 COURIER_API int courier_stub_new(courier_stub **out, const char *method, const char *url_pattern,

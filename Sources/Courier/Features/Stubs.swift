@@ -448,12 +448,12 @@ public struct Stubs: Sendable {
         }
     }
 
-    /// Adds a stub made of a match and its answers. See ``add(_:)-(Stub)``.
+    /// Adds a stub made of a match and its answers. See ``add(_:)``.
     /// - Parameters:
     ///   - match: What it matches.
     ///   - answers: Its answers in order (at least one).
     /// - Returns: Its id.
-    /// - Throws: As ``add(_:)-(Stub)``.
+    /// - Throws: As ``add(_:)``.
     @discardableResult
     public func add(_ match: StubMatch, _ answers: StubAnswer...) throws -> UInt64 { try add(Stub(match, answers)) }
 
