@@ -630,16 +630,14 @@ static cr_transfer *find_leader(courier_engine *e, const cr_transfer *t) {
 /* Where a new (or retried) transfer goes: a mock answer, a custom transport, a leader's followers,
  * or the waiting queue. */
 static void route(courier_engine *e, cr_transfer *t) {
-    if (t->mock) {
-        if (t->stub && t->attempts > 0 && !t->stub_delayed) { /* stubs.c: a retry takes the stub's next answer */
-            cr_stubs_next(e, t);
-            if (t->mock->delay_ms > 0) {
-                t->stub_delayed = 1;
-                timer_push(e, t, timer_now(e) + t->mock->delay_ms);
-                return;
-            }
+    if (t->stub) { /* stubs.c: this attempt's answer (and record); a retry's answer may wait on its delay */
+        long wait = cr_stubs_take(e, t);
+        if (wait > 0) {
+            timer_push(e, t, timer_now(e) + wait);
+            return;
         }
-        t->stub_delayed = 0;
+    }
+    if (t->mock) {
         if (t->mock->delay_ms > 0 && t->attempts == 0) {
             t->attempts = -1; /* marks "delay served" when the timer fires */
             timer_push(e, t, timer_now(e) + t->mock->delay_ms);

@@ -127,11 +127,14 @@ CR_HIDDEN void cr_stubs_close(courier_engine *e);
 CR_HIDDEN int cr_stubs_conf_copy(cr_sched_conf *dst, const cr_sched_conf *src);
 CR_HIDDEN void cr_stubs_conf_clear(cr_sched_conf *c);
 /* Sending thread, prepare time (t final, no mock, no custom transport): offers t to the stubs when
- * the mode is not OFF. A match sets t->mock (its first answer) and t->stub; an unmatched request in
- * COURIER_STUBS_ONLY gets a mock failing with COURIER_E_NO_STUB. Records t. OK or NO_MEMORY. */
+ * the mode is not OFF (predicates run here) and sets t->stub. A match sets t->mock to the stub's
+ * coming answer; an unmatched request in COURIER_STUBS_ONLY gets a mock failing with
+ * COURIER_E_NO_STUB. Nothing is taken or recorded yet (a cache hit may answer). OK or NO_MEMORY. */
 CR_HIDDEN int cr_stubs_offer(courier_engine *e, cr_transfer *t, courier_error *err);
-/* Worker: a retry of a stubbed transfer takes the stub's next answer into t->mock (kept on no memory). */
-CR_HIDDEN void cr_stubs_next(courier_engine *e, cr_transfer *t);
+/* Worker, route(), each attempt of a transfer with t->stub: records it and puts the stub's next
+ * answer in t->mock (kept on no memory). Returns the ms a retry's answer waits (its delay, the
+ * caller sets the timer), else 0; the call when that timer fires takes nothing. */
+CR_HIDDEN long cr_stubs_take(courier_engine *e, cr_transfer *t);
 /* Worker, after every attempt: the HAR entry of (t, resp) when recording. */
 CR_HIDDEN void cr_har_observe(courier_engine *e, const cr_transfer *t, int code, const courier_response *resp);
 /* har.c, under the stubs' lock: a new HAR log (jansson), the entry of an exchange appended to it,

@@ -4,9 +4,11 @@
  * (mock.c makes them, so they are judged, mapped, cached and reported as real ones); the record of
  * the requests the stubs saw; HAR recording's switch and replay (the HAR document itself: har.c).
  *
- * Threads: matching runs on the sending thread (cr_stubs_offer, from cr_sched_finish_prepare), a
- * retry's next answer and HAR entries on the worker; the public functions on any thread. All of it
- * is guarded by the state's own lock, never held across a predicate.
+ * Threads: matching runs on the sending thread (cr_stubs_offer, from cr_sched_finish_prepare);
+ * taking each attempt's answer and recording the request (cr_stubs_take, from route: after the
+ * cache lookup, so a cache hit takes and records nothing) and HAR entries on the worker; the public
+ * functions on any thread. All of it is guarded by the state's own lock, never held across a
+ * predicate.
  */
 #include "engine/engine.h"
 
@@ -24,7 +26,6 @@
 /* A stub being described, and (the same struct) the immutable copies that configurations share
  * and that engines own; an engine's copy also counts its place in the answers (under the lock). */
 struct courier_stub {
-    cr_ext ext; /* so a transfer releases its reference with cr_ext_free (request.c) */
     atomic_int refs;
     uint64_t id;     /* an engine's copy: its id */
     char *method;    /* NULL: any */
@@ -64,14 +65,10 @@ struct cr_stubs {
     char *har_path;
 };
 
-static void stub_release(courier_stub *s);
-static void *stub_ext_copy(const void *state) {
-    courier_stub *s = (courier_stub *)state;
+static courier_stub *stub_retain(courier_stub *s) {
     atomic_fetch_add(&s->refs, 1);
     return s;
 }
-static void stub_ext_free(void *state) { stub_release(state); }
-static const cr_ext_ops stub_ext_ops = {stub_ext_copy, stub_ext_free};
 
 static void stub_release(courier_stub *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
@@ -102,7 +99,6 @@ static int compile(courier_stub *s, courier_error *err) {
 static courier_stub *stub_alloc(void) {
     courier_stub *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    s->ext.ops = &stub_ext_ops;
     atomic_init(&s->refs, 1);
     return s;
 }
@@ -238,8 +234,7 @@ int cr_stubs_conf_copy(cr_sched_conf *dst, const cr_sched_conf *src) {
     if (!src->nstubs) return COURIER_OK;
     if (!(dst->stubs = calloc(src->nstubs, sizeof *dst->stubs))) return COURIER_E_NO_MEMORY;
     for (size_t i = 0; i < src->nstubs; i++) { /* immutable: shared */
-        atomic_fetch_add(&src->stubs[i]->refs, 1);
-        dst->stubs[dst->nstubs++] = src->stubs[i];
+        dst->stubs[dst->nstubs++] = stub_retain(src->stubs[i]);
     }
     return COURIER_OK;
 }
@@ -513,84 +508,106 @@ static bool plain_match(const courier_stub *s, const courier_stub_request *q) {
     return true;
 }
 
-/* The stub's next answer (a copy), advancing its place; the last repeats. Caller holds the lock. */
-static cr_mock *take_locked(courier_stub *s) {
+/* The answer at the stub's place (a copy); with advance, the place moves on (the last repeats).
+ * Caller holds the lock. */
+static cr_mock *answer_locked(courier_stub *s, bool advance) {
     size_t i = s->next < s->nanswers ? s->next : s->nanswers - 1;
-    if (s->next < s->nanswers) s->next++;
+    if (advance && s->next < s->nanswers) s->next++;
     return cr_mock_copy(s->answers[i]);
 }
+
+/* A transfer's part (t->stub): the stub that matched (a reference; NULL: none did), and whether a
+ * retry's answer is waiting on its delay. */
+typedef struct cr_stub_xfer {
+    cr_ext ext;
+    courier_stub *stub;
+    int delayed;
+} cr_stub_xfer;
+
+static void xfer_free(void *state) {
+    cr_stub_xfer *x = state;
+    stub_release(x->stub);
+    free(x);
+}
+static void *xfer_copy(const void *state) { /* never copied: a transfer is not */
+    (void)state;
+    return NULL;
+}
+static const cr_ext_ops xfer_ops = {xfer_copy, xfer_free};
 
 int cr_stubs_offer(courier_engine *e, cr_transfer *t, courier_error *err) {
     struct cr_stubs *st = e->stubs;
     int mode = st ? atomic_load(&st->mode) : COURIER_STUBS_OFF;
     if (mode == COURIER_STUBS_OFF) return COURIER_OK;
-    courier_stub_request *q = record_of(t);
-    if (!q) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    cr_stub_xfer *x = calloc(1, sizeof *x);
+    courier_stub_request *q = x ? record_of(t) : NULL;
+    if (!q) {
+        free(x);
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    x->ext.ops = &xfer_ops;
     /* A snapshot of the stubs (references), so no lock is held while predicates run. */
     pthread_mutex_lock(&st->lock);
     size_t n = st->count;
     courier_stub **snap = n ? malloc(n * sizeof *snap) : NULL;
     for (size_t i = 0; snap && i < n; i++) {
-        snap[i] = st->items[i];
-        atomic_fetch_add(&snap[i]->refs, 1);
+        snap[i] = stub_retain(st->items[i]);
     }
     pthread_mutex_unlock(&st->lock);
-    if (n && !snap) {
-        record_release(q);
-        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    }
-    courier_stub *hit = NULL;
-    for (size_t i = n; i-- > 0 && !hit;) { /* the stub added last first */
+    int rc = n && !snap ? COURIER_E_NO_MEMORY : COURIER_OK;
+    for (size_t i = n; snap && i-- > 0 && !x->stub;) { /* the stub added last first */
         courier_stub *s = snap[i];
         if (!plain_match(s, q)) continue;
         if (s->pred && !((courier_stub_predicate_fn)s->pred->fn)(q, s->pred->user)) continue;
-        hit = s;
+        x->stub = stub_retain(s);
     }
-    int rc = COURIER_OK;
-    cr_mock *m = NULL;
-    pthread_mutex_lock(&st->lock);
-    if (hit) {
-        q->stub_id = hit->id;
-        m = take_locked(hit);
-    }
-    atomic_fetch_add(&q->refs, 1);
-    if (record_locked(st, q)) rc = COURIER_E_NO_MEMORY;
-    pthread_mutex_unlock(&st->lock);
-    if (hit && m) {
-        t->mock = m;
-        t->stub = stub_ext_copy(hit);
-    } else if (hit) {
-        rc = COURIER_E_NO_MEMORY;
-    } else if (mode == COURIER_STUBS_ONLY) {
-        if (!(t->mock = cr_mock_copy(NULL))) {
-            rc = COURIER_E_NO_MEMORY;
-        } else {
-            t->mock->error = COURIER_E_NO_STUB;
-            char why[300];
-            snprintf(why, sizeof why, "no stub matched %.20s %.240s", t->method, t->url);
-            if (!(t->mock->why = cr_strdup(why))) rc = COURIER_E_NO_MEMORY;
-        }
-    }
-    for (size_t i = 0; i < n; i++) stub_release(snap[i]);
+    for (size_t i = 0; snap && i < n; i++) stub_release(snap[i]);
     free(snap);
     record_release(q);
-    return rc ? cr_fail(err, rc, NULL) : COURIER_OK;
+    if (rc == COURIER_OK && x->stub) { /* the coming answer, so the engine treats t as mocked */
+        pthread_mutex_lock(&st->lock);
+        t->mock = answer_locked(x->stub, false);
+        pthread_mutex_unlock(&st->lock);
+        if (!t->mock) rc = COURIER_E_NO_MEMORY;
+    } else if (rc == COURIER_OK && mode == COURIER_STUBS_ONLY) {
+        char why[300];
+        snprintf(why, sizeof why, "no stub matched %.20s %.240s", t->method, t->url);
+        if (!(t->mock = cr_mock_copy(NULL)) || !(t->mock->why = cr_strdup(why))) rc = COURIER_E_NO_MEMORY;
+        else t->mock->error = COURIER_E_NO_STUB;
+    }
+    if (rc) {
+        xfer_free(x);
+        return cr_fail(err, rc, NULL);
+    }
+    t->stub = x;
+    return COURIER_OK;
 }
 
-void cr_stubs_next(courier_engine *e, cr_transfer *t) {
+long cr_stubs_take(courier_engine *e, cr_transfer *t) {
+    cr_stub_xfer *x = t->stub;
+    if (t->attempts < 0 || x->delayed) { /* the timer of an answer's delay fired: it is taken */
+        x->delayed = 0;
+        return 0;
+    }
     struct cr_stubs *st = e->stubs;
-    courier_stub *s = t->stub;
     courier_stub_request *q = record_of(t);
+    cr_mock *m = NULL;
     pthread_mutex_lock(&st->lock);
-    cr_mock *m = take_locked(s);
+    if (x->stub) m = answer_locked(x->stub, true);
     if (q) {
-        q->stub_id = s->id;
-        record_locked(st, q);
+        q->stub_id = x->stub ? x->stub->id : 0;
+        record_locked(st, q); /* no memory: the record misses it */
     }
     pthread_mutex_unlock(&st->lock);
-    if (!m) return; /* no memory: the previous answer again */
-    cr_mock_free(t->mock);
-    t->mock = m;
+    if (m) { /* no memory: the coming answer taken at prepare answers */
+        cr_mock_free(t->mock);
+        t->mock = m;
+    }
+    if (t->attempts > 0 && t->mock && t->mock->delay_ms > 0) { /* a retry's answer: its delay (the first's: route's) */
+        x->delayed = 1;
+        return t->mock->delay_ms;
+    }
+    return 0;
 }
 
 /* ---- HAR --------------------------------------------------------------------------------------- */

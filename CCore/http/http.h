@@ -291,8 +291,8 @@ typedef struct cr_transfer {
     struct cr_transfer *followers;
     struct cr_transfer *next_follower;
     struct cr_mock *mock;        /* a copy, when the mock switch was on at send */
-    void *stub;                  /* stubs.c: the engine's stub that answers (a cr_ext, one reference), or NULL */
-    int stub_delayed;            /* stubs.c: a retry's stub answer waits on its delay's timer */
+    void *stub;                  /* stubs.c: offered to the engine's stubs (a cr_ext: the matched stub, the
+                                    state of its delays), or NULL */
     const struct cr_transport_reg *custom; /* a custom transport, or NULL for curl */
     struct courier_call *call;
     int cancel_requested;

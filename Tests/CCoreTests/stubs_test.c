@@ -354,6 +354,32 @@ static void test_config_stubs_are_judged(void) {
     courier_engine_close(e);
 }
 
+
+/* A stubbed answer is stored by the cache like a real one; a hit then answers before the stubs
+ * (nothing more is recorded, and the stub's next answer is not taken). */
+static void test_cache_stores_stubbed_answers(void) {
+    courier_engine *e = th_engine(tweak_stubs_only);
+    REQUIRE(e);
+    courier_stub *s = stub("GET", "/cached", COURIER_URL_EXACT, "first");
+    courier_stub_add_response(s, 200, "second", 6, "text/plain");
+    add(e, s);
+    courier_request *r = req("GET", "/cached");
+    courier_request_set_cache_policy(r, COURIER_CACHE_CACHE_FIRST);
+    courier_request_set_cache_expiry_ms(r, 60000);
+    courier_response *resp = NULL;
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
+    CHECK_STR(body_of(resp), "first");
+    CHECK_EQ(courier_response_cache_status(resp), COURIER_CACHE_STATUS_NETWORK);
+    courier_response_free(resp);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
+    CHECK_STR(body_of(resp), "first");
+    CHECK_EQ(courier_response_cache_status(resp), COURIER_CACHE_STATUS_HIT);
+    courier_response_free(resp);
+    courier_request_free(r);
+    CHECK_EQ(courier_engine_stub_request_count(e), 1);
+    courier_engine_close(e);
+}
+
 /* ---- HAR ------------------------------------------------------------------------------------- */
 
 /* The HAR 1.2 spec's required fields (http://www.softwareishard.com/blog/har-12-spec/), with
@@ -563,5 +589,5 @@ static void test_har_recorded_and_replayed(void) {
 }
 
 TESTS_MAIN(T(test_matching_rules), T(test_sequence_one_answer_per_attempt), T(test_delay_and_error),
-           T(test_unmatched_fails_or_passes_through), T(test_record_of_requests), T(test_config_stubs_are_judged),
+           T(test_unmatched_fails_or_passes_through), T(test_record_of_requests), T(test_config_stubs_are_judged), T(test_cache_stores_stubbed_answers),
            T(test_har_recorded_and_replayed))

@@ -68,8 +68,8 @@ COURIER_API int courier_request_set_mock_callback(courier_request *request, cour
  * Order: the stub added last that matches answers (a test can override a fixture's stub).
  * Sequences: a stub's answers are given in the order they were added, one per attempt (a retry
  * takes the next one); after the last, the last answers again.
- * Record: every request offered to the stubs (matched or not) is recorded, in order, for the
- * test's assertions (courier_engine_stub_request_at). */
+ * Record: every attempt of a request offered to the stubs (matched or not) is recorded, in order,
+ * for the test's assertions (courier_engine_stub_request_at). */
 
 /* What happens to a request no stub matches. */
 typedef enum courier_stub_mode {
@@ -153,8 +153,8 @@ COURIER_API int courier_engine_remove_stub(courier_engine *engine, uint64_t id);
 /* Removes every stub (the record stays). Any thread. */
 COURIER_API int courier_engine_clear_stubs(courier_engine *engine);
 
-/* The record. Requests are recorded when they are offered to the stubs (on the sending thread),
- * and again for each retry a stub answers (on the worker). */
+/* The record. A request is recorded at each attempt the stubs answer or pass through (on the
+ * worker, after the cache lookup: a cache hit is not recorded), in the order the attempts start. */
 /* The number of requests recorded. Any thread. */
 COURIER_API size_t courier_engine_stub_request_count(const courier_engine *engine);
 /* The index-th (0-based) request recorded: *out is new (free with courier_stub_request_free; it
