@@ -103,6 +103,20 @@ def test_a_predicate_that_raises_fails_its_send_with_its_exception(base_url: str
             e.get("/p")
 
 
+def test_the_asyncio_engine_answers_from_its_stubs(base_url: str) -> None:
+    import asyncio
+
+    async def main() -> None:
+        async with courier.AsyncEngine(base_url=base_url, temporary_store=True, stub_mode="only") as e:
+            e.stubs.add("GET", "/a", {"n": 1})
+            assert (await e.get("/a")).json() == {"n": 1}
+            with pytest.raises(courier.NoStub):
+                await e.get("/b")
+            assert [q.url for q in e.stubs.requests] == [base_url + "/a", base_url + "/b"]
+
+    asyncio.run(main())
+
+
 def test_har_recorded_from_the_network_and_replayed_without(base_url: str, server, tmp_path) -> None:
     har = tmp_path / "traffic.har"
     with courier.Engine(base_url=base_url, temporary_store=True) as e:
