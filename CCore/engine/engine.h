@@ -155,6 +155,9 @@ CR_HIDDEN long cr_retry_delay(const cr_transfer *t, int code, const courier_resp
 /* The engine's state, made from its configuration's stubs and mode at open; freed at close. */
 CR_HIDDEN int cr_stubs_open(courier_engine *e);
 CR_HIDDEN void cr_stubs_close(courier_engine *e);
+/* A copy of a stub with its own place in the answers: COURIER_E_INVALID_ARGUMENT (NULL, no answer)
+ * or COURIER_E_NO_MEMORY. courier_config_add_stub (schedule.c) keeps such copies. */
+CR_HIDDEN int cr_stub_copy(courier_stub **out, const courier_stub *src);
 /* The configuration's stubs: a copy of the list (references) for a configuration copy, and release. */
 CR_HIDDEN int cr_stubs_conf_copy(cr_sched_conf *dst, const cr_sched_conf *src);
 CR_HIDDEN void cr_stubs_conf_clear(cr_sched_conf *c);
@@ -175,6 +178,21 @@ CR_HIDDEN void *cr_har_new_log(void);
 CR_HIDDEN void cr_har_free_log(void *log);
 CR_HIDDEN int cr_har_append(void *log, const cr_transfer *t, const courier_response *resp);
 CR_HIDDEN int cr_har_write(void *log, const char *path, courier_error *err);
+/* har.c: reads a HAR file and calls each(ctx, entry, err) per entry in order (the entry borrowed
+ * for the call: the response's status, its headers but Content-Length, Content-Encoding and
+ * Transfer-Encoding, its body decoded from base64 when so encoded). Stops at the first failure
+ * (each's code). COURIER_E_NOT_FOUND (no file), COURIER_E_JSON (not a HAR, or an entry without
+ * request.method, request.url or response.status), COURIER_E_NO_MEMORY. */
+typedef struct cr_har_entry {
+    const char *method;
+    const char *url;
+    int status;
+    cr_kvlist headers;
+    const char *body;
+    size_t body_len;
+} cr_har_entry;
+CR_HIDDEN int cr_har_read(const char *path, int (*each)(void *ctx, const cr_har_entry *entry, courier_error *err),
+                          void *ctx, courier_error *err);
 
 /* monitor.c. The engine opens it before the journal and closes it after. `changed` is told when
  * the effective state changed (CR_WAKE_TURN, with CR_WAKE_REPLAY_NOW when it became online): the

@@ -1,7 +1,8 @@
 /*
  * har.c — HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/): the log an engine records
- * (each exchange's entry, with every field the spec requires) and the replay of a HAR file as
- * stubs (stubs.c holds the switch and the lock these run under).
+ * (each exchange's entry, with every field the spec requires) and the reading of a HAR file's
+ * entries for replay. stubs.c, above it, holds the switch and the lock these run under and makes
+ * the replay's stubs; this file calls nothing of stubs.c.
  */
 #include "engine/engine.h"
 
@@ -258,41 +259,9 @@ static bool skipped_header(const char *name) {
            strcasecmp(name, "Transfer-Encoding") == 0;
 }
 
-/* Appends the entry's response as the stub's next answer. */
-static int add_answer(courier_stub *s, json_t *response, courier_error *err) {
-    json_t *status = json_object_get(response, "status");
-    json_t *content = json_object_get(response, "content");
-    json_t *text = json_object_get(content, "text");
-    const char *enc = json_string_value(json_object_get(content, "encoding"));
-    const char *body = text ? json_string_value(text) : "";
-    size_t len = text ? json_string_length(text) : 0;
-    char *decoded = NULL;
-    if (!json_is_integer(status) || (text && !body))
-        return cr_fail(err, COURIER_E_JSON, "a HAR entry's response has no status, or a content.text that is not a string");
-    if (enc && strcmp(enc, "base64") == 0) {
-        if (!(decoded = b64_decode(body, len, &len))) return cr_fail(err, COURIER_E_JSON, "a HAR body is not base64");
-        body = decoded;
-    }
-    int st = (int)json_integer_value(status);
-    int rc = courier_stub_add_response(s, st >= 100 && st <= 999 ? st : 200, body, len, NULL);
-    free(decoded);
-    if (rc) return cr_fail(err, rc, "a HAR entry's response cannot be a stub answer");
-    json_t *headers = json_object_get(response, "headers");
-    size_t i;
-    json_t *h;
-    json_array_foreach(headers, i, h) {
-        const char *name = json_string_value(json_object_get(h, "name"));
-        const char *value = json_string_value(json_object_get(h, "value"));
-        if (!name || !value || skipped_header(name)) continue;
-        if (courier_stub_add_header(s, name, value) == COURIER_E_NO_MEMORY) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    }
-    return COURIER_OK;
-}
-
-int courier_engine_replay_har(size_t *out_count, courier_engine *e, const char *path, courier_error *err) {
-    cr_error_clear(err);
-    if (out_count) *out_count = 0;
-    if (!e || !path) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or path is NULL");
+/* Reads a HAR file's entries for replay (engine.h). */
+int cr_har_read(const char *path, int (*each)(void *ctx, const cr_har_entry *entry, courier_error *err), void *ctx,
+                courier_error *err) {
     char *text = NULL;
     size_t len = 0;
     int rc = cr_read_file(path, "HAR file", INT64_MAX, &text, &len, err);
@@ -305,43 +274,45 @@ int courier_engine_replay_har(size_t *out_count, courier_engine *e, const char *
         json_decref(root);
         return cr_fail(err, COURIER_E_JSON, "'%.200s' is not a HAR file (no log.entries)", path);
     }
-    /* One stub per method and URL, its answers in the file's order. */
-    size_t n = json_array_size(entries), nstubs = 0;
-    courier_stub **stubs = calloc(n ? n : 1, sizeof *stubs);
-    const char **keys = calloc(n ? n * 2 : 2, sizeof *keys); /* method, url of stubs[i] */
-    if (!stubs || !keys) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    for (size_t i = 0; rc == COURIER_OK && i < n; i++) {
-        json_t *entry = json_array_get(entries, i);
-        json_t *request = json_object_get(entry, "request");
-        const char *method = json_string_value(json_object_get(request, "method"));
-        const char *url = json_string_value(json_object_get(request, "url"));
-        json_t *response = json_object_get(entry, "response");
-        if (!method || !url || !json_is_object(response)) {
-            rc = cr_fail(err, COURIER_E_JSON, "HAR entry %zu has no request.method, request.url or response", i);
+    size_t i;
+    json_t *entry;
+    json_array_foreach(entries, i, entry) {
+        json_t *request = json_object_get(entry, "request"), *response = json_object_get(entry, "response");
+        json_t *status = json_object_get(response, "status"), *content = json_object_get(response, "content");
+        json_t *body = json_object_get(content, "text");
+        const char *enc = json_string_value(json_object_get(content, "encoding"));
+        cr_har_entry e = {.method = json_string_value(json_object_get(request, "method")),
+                          .url = json_string_value(json_object_get(request, "url")),
+                          .status = (int)json_integer_value(status),
+                          .body = body ? json_string_value(body) : "",
+                          .body_len = body ? json_string_length(body) : 0};
+        if (!e.method || !e.url || !json_is_integer(status) || !e.body) {
+            rc = cr_fail(err, COURIER_E_JSON, "HAR entry %zu has no request.method, request.url or response.status, "
+                         "or a content.text that is not a string", i);
             break;
         }
-        size_t k = 0;
-        while (k < nstubs && !(strcmp(keys[2 * k], method) == 0 && strcmp(keys[2 * k + 1], url) == 0)) k++;
-        if (k == nstubs) {
-            if ((rc = courier_stub_new(&stubs[k], method, url, COURIER_URL_EXACT, err)) != COURIER_OK) break;
-            keys[2 * k] = method;
-            keys[2 * k + 1] = url;
-            nstubs++;
+        char *decoded = NULL;
+        if (enc && strcmp(enc, "base64") == 0) {
+            if (!(decoded = b64_decode(e.body, e.body_len, &e.body_len))) {
+                rc = cr_fail(err, COURIER_E_JSON, "HAR entry %zu's body is not base64", i);
+                break;
+            }
+            e.body = decoded;
         }
-        rc = add_answer(stubs[k], response, err);
-    }
-    size_t added = 0;
-    for (size_t k = 0; k < nstubs; k++) {
-        if (rc == COURIER_OK) {
-            rc = courier_engine_add_stub(NULL, e, stubs[k]);
-            if (rc) rc = cr_fail(err, rc, NULL);
-            else added++;
+        size_t k;
+        json_t *h;
+        json_array_foreach(json_object_get(response, "headers"), k, h) {
+            const char *name = json_string_value(json_object_get(h, "name"));
+            const char *value = json_string_value(json_object_get(h, "value"));
+            if (!name || !value || skipped_header(name)) continue;
+            if (cr_kvlist_add(&e.headers, name, strlen(name), value, strlen(value))) rc = COURIER_E_NO_MEMORY;
         }
-        courier_stub_free(stubs[k]);
+        if (rc) rc = cr_fail(err, rc, NULL);
+        else rc = each(ctx, &e, err);
+        cr_kvlist_clear(&e.headers);
+        free(decoded);
+        if (rc) break;
     }
-    free(stubs);
-    free(keys);
     json_decref(root);
-    if (out_count) *out_count = added;
     return rc;
 }

@@ -104,6 +104,29 @@ int courier_config_set_mock_enabled(courier_config *c, int enabled) {
     return COURIER_OK;
 }
 
+/* The configuration's stubs (stubs.c keeps them and the engine's). */
+int courier_config_add_stub(courier_config *c, const courier_stub *stub) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    cr_sched_conf *sc = cr_sched_conf_of(c);
+    if (!sc) return COURIER_E_NO_MEMORY;
+    courier_stub **p = realloc(sc->stubs, (sc->nstubs + 1) * sizeof *p);
+    if (!p) return COURIER_E_NO_MEMORY;
+    sc->stubs = p;
+    courier_stub *copy = NULL;
+    int rc = cr_stub_copy(&copy, stub);
+    if (rc) return rc;
+    sc->stubs[sc->nstubs++] = copy;
+    return COURIER_OK;
+}
+
+int courier_config_set_stub_mode(courier_config *c, courier_stub_mode mode) {
+    if (!c || (int)mode < COURIER_STUBS_OFF || mode > COURIER_STUBS_PASS_THROUGH) return COURIER_E_INVALID_ARGUMENT;
+    cr_sched_conf *sc = cr_sched_conf_of(c);
+    if (!sc) return COURIER_E_NO_MEMORY;
+    sc->stub_mode = (int)mode;
+    return COURIER_OK;
+}
+
 static void no_op(void) {}
 
 int courier_config_add_interceptor(courier_config *c, courier_before_send_fn before, courier_after_receive_fn after,

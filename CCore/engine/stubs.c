@@ -246,28 +246,13 @@ void cr_stubs_conf_clear(cr_sched_conf *c) {
     c->nstubs = 0;
 }
 
-int courier_config_add_stub(courier_config *c, const courier_stub *stub) {
-    if (!c || !stub || !stub->nanswers) return COURIER_E_INVALID_ARGUMENT;
-    cr_sched_conf *sc = cr_sched_conf_of(c);
-    if (!sc) return COURIER_E_NO_MEMORY;
-    courier_stub **p = realloc(sc->stubs, (sc->nstubs + 1) * sizeof *p);
-    if (!p) return COURIER_E_NO_MEMORY;
-    sc->stubs = p;
-    courier_stub *copy = stub_copy(stub);
-    if (!copy) return COURIER_E_NO_MEMORY;
-    sc->stubs[sc->nstubs++] = copy;
-    return COURIER_OK;
+int cr_stub_copy(courier_stub **out, const courier_stub *src) {
+    *out = NULL;
+    if (!src || !src->nanswers) return COURIER_E_INVALID_ARGUMENT;
+    return (*out = stub_copy(src)) ? COURIER_OK : COURIER_E_NO_MEMORY;
 }
 
 static bool mode_valid(int mode) { return mode >= COURIER_STUBS_OFF && mode <= COURIER_STUBS_PASS_THROUGH; }
-
-int courier_config_set_stub_mode(courier_config *c, courier_stub_mode mode) {
-    if (!c || !mode_valid((int)mode)) return COURIER_E_INVALID_ARGUMENT;
-    cr_sched_conf *sc = cr_sched_conf_of(c);
-    if (!sc) return COURIER_E_NO_MEMORY;
-    sc->stub_mode = (int)mode;
-    return COURIER_OK;
-}
 
 /* ---- the engine's state ------------------------------------------------------------------------ */
 
@@ -343,11 +328,12 @@ courier_stub_mode courier_engine_stub_mode(const courier_engine *e) {
 
 int courier_engine_add_stub(uint64_t *out_id, courier_engine *e, const courier_stub *stub) {
     if (out_id) *out_id = 0;
-    if (!e || !e->stubs || !stub || !stub->nanswers) return COURIER_E_INVALID_ARGUMENT;
-    courier_stub *s = stub_copy(stub);
-    if (!s) return COURIER_E_NO_MEMORY;
+    if (!e || !e->stubs) return COURIER_E_INVALID_ARGUMENT;
+    courier_stub *s = NULL;
+    int rc = cr_stub_copy(&s, stub);
+    if (rc) return rc;
     pthread_mutex_lock(&e->stubs->lock);
-    int rc = add_locked(e->stubs, s, out_id);
+    rc = add_locked(e->stubs, s, out_id);
     pthread_mutex_unlock(&e->stubs->lock);
     if (rc) stub_release(s);
     return rc;
@@ -651,4 +637,71 @@ void cr_har_observe(courier_engine *e, const cr_transfer *t, int code, const cou
     if (st->har_log && cr_har_append(st->har_log, t, resp) == COURIER_OK)
         cr_har_write(st->har_log, st->har_path, NULL); /* a failed write is tried again at the next entry */
     pthread_mutex_unlock(&st->lock);
+}
+
+/* The replay's stubs, one per method and URL, made as the entries come (cr_har_read). */
+typedef struct replay_ctx {
+    courier_stub **stubs;
+    size_t count;
+    size_t cap;
+} replay_ctx;
+
+static int replay_entry(void *ctxp, const cr_har_entry *entry, courier_error *err) {
+    replay_ctx *ctx = ctxp;
+    courier_stub *s = NULL;
+    for (size_t i = 0; i < ctx->count && !s; i++)
+        if (strcmp(ctx->stubs[i]->method, entry->method) == 0 && strcmp(ctx->stubs[i]->pattern, entry->url) == 0)
+            s = ctx->stubs[i];
+    int rc;
+    if (!s) {
+        if (ctx->count == ctx->cap) {
+            size_t cap = ctx->cap ? ctx->cap * 2 : 16;
+            courier_stub **p = realloc(ctx->stubs, cap * sizeof *p);
+            if (!p) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+            ctx->stubs = p;
+            ctx->cap = cap;
+        }
+        if ((rc = courier_stub_new(&s, entry->method, entry->url, COURIER_URL_EXACT, err)) != COURIER_OK) return rc;
+        if (!s->method || !s->pattern) { /* an empty method or URL in the file */
+            stub_release(s);
+            return cr_fail(err, COURIER_E_JSON, "a HAR entry has an empty request.method or request.url");
+        }
+        ctx->stubs[ctx->count++] = s;
+    }
+    int status = entry->status >= 100 && entry->status <= 999 ? entry->status : 200;
+    if ((rc = courier_stub_add_response(s, status, entry->body, entry->body_len, NULL)) != COURIER_OK)
+        return cr_fail(err, rc, "a HAR entry's response cannot be a stub answer");
+    cr_kvlist *h = &s->answers[s->nanswers - 1]->headers;
+    for (size_t i = 0; i < entry->headers.count; i++) {
+        const cr_kv *kv = &entry->headers.items[i];
+        if (cr_check_header(kv->name, strlen(kv->name), kv->value, strlen(kv->value)) != COURIER_OK) continue;
+        if (cr_kvlist_add(h, kv->name, strlen(kv->name), kv->value, strlen(kv->value)))
+            return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    return COURIER_OK;
+}
+
+int courier_engine_replay_har(size_t *out_count, courier_engine *e, const char *path, courier_error *err) {
+    cr_error_clear(err);
+    if (out_count) *out_count = 0;
+    if (!e || !e->stubs || !path) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or path is NULL");
+    replay_ctx ctx = {0};
+    int rc = cr_har_read(path, replay_entry, &ctx, err);
+    size_t added = 0;
+    for (size_t i = 0; i < ctx.count; i++) {
+        if (rc == COURIER_OK) {
+            pthread_mutex_lock(&e->stubs->lock);
+            rc = add_locked(e->stubs, ctx.stubs[i], NULL); /* the engine takes the stub */
+            pthread_mutex_unlock(&e->stubs->lock);
+            if (rc == COURIER_OK) {
+                added++;
+                continue;
+            }
+            rc = cr_fail(err, rc, NULL);
+        }
+        stub_release(ctx.stubs[i]);
+    }
+    free(ctx.stubs);
+    if (out_count) *out_count = added;
+    return rc;
 }
