@@ -285,7 +285,7 @@ int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, courier_er
         int rc = cr_stubs_offer(t->engine, t, err);
         if (rc) return rc;
     }
-    if (!r->no_coalesce && !r->security && !t->mock && !t->custom && !t->has_body &&
+    if (!r->no_coalesce && !r->security && !r->net && !t->mock && !t->custom && !t->has_body &&
         (strcmp(t->method, "GET") == 0 || strcmp(t->method, "HEAD") == 0)) {
         if (!(t->coalesce_key = identity(t, false, NULL))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
