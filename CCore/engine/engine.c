@@ -1090,6 +1090,8 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         if (e->core.config->kind_limits[k].per_host > pool_host) pool_host = e->core.config->kind_limits[k].per_host;
         if (e->core.config->kind_limits[k].total > pool_total) pool_total = e->core.config->kind_limits[k].total;
     }
+    e->pool_host = pool_host; /* ws.c adds room for the WebSockets open */
+    e->pool_total = pool_total;
     curl_multi_setopt(e->core.multi, CURLMOPT_MAX_HOST_CONNECTIONS, pool_host);
     curl_multi_setopt(e->core.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, pool_total);
     curl_multi_setopt(e->core.multi, CURLMOPT_MAXCONNECTS, cr_netopts_max_idle(e->core.config->net, pool_total));

@@ -58,6 +58,8 @@ struct courier_engine {
     struct curl_waitfd *ws_fds;
     size_t ws_fds_cap;
     int ws_closed;
+    long ws_pooled;              /* WebSockets whose easy handle is in the multi handle */
+    long pool_host, pool_total;  /* libcurl's pool limits set at open (before WebSockets' room) */
     struct cr_stubs *stubs; /* stubs.c: stubs, their record, HAR recording (own lock); any thread */
 };
 _Static_assert(offsetof(struct courier_engine, core) == 0, "cr_core(e) casts the engine to its first member");
