@@ -33,10 +33,11 @@ int cr_sched_new(courier_engine *e) {
     if (!e->sched->rng) e->sched->rng = 1;
     e->sched->guard_ms = e->core.config->sched ? e->core.config->sched->guard_ms : 0;
     atomic_init(&e->mock_enabled, e->core.config->sched ? e->core.config->sched->mock_enabled : 0);
-    return COURIER_OK;
+    return cr_stubs_open(e); /* stubs.c */
 }
 
 void cr_sched_free(courier_engine *e) {
+    cr_stubs_close(e); /* stubs.c */
     if (!e->sched) return;
     for (size_t i = 0; i < e->sched->nhosts; i++) free(e->sched->hosts[i].host);
     free(e->sched->hosts);
@@ -485,6 +486,13 @@ static cr_transfer *find_leader(courier_engine *e, const cr_transfer *t) {
 /* Where a new (or retried) transfer goes: a mock answer, a custom transport, a leader's followers,
  * or the waiting queue. */
 static void route(courier_engine *e, cr_transfer *t) {
+    if (t->stub) { /* stubs.c: this attempt's answer (and record); a retry's answer may wait on its delay */
+        long wait = cr_stubs_take(e, t);
+        if (wait > 0) {
+            timer_push(e, t, timer_now(e) + wait);
+            return;
+        }
+    }
     if (t->mock) {
         if (t->mock->delay_ms > 0 && t->attempts == 0) {
             t->attempts = -1; /* marks "delay served" when the timer fires */
@@ -539,6 +547,7 @@ static void send_hop(courier_engine *e, cr_transfer *t, courier_response *resp, 
 /* After an attempt: retry later, or give the answer to the caller and every follower. */
 static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
     cr_monitor_observe(e, t, code, resp); /* monitor.c: reachability from every attempt */
+    cr_har_observe(e, t, code, resp);     /* stubs.c, har.c: the HAR entry, when recording */
     set_state(e, t, CR_T_NEW);
     bool anyone = !t->caller_gone || t->followers;
     long delay = anyone && !t->stream_live ? cr_retry_delay(t, code, resp, &e->sched->rng) : -1; /* never after a stream's body began */

@@ -134,9 +134,11 @@ typedef enum courier_code {
     COURIER_E_WS_CLOSED = -62,        /* the WebSocket is closed: its closing handshake ended (either
                                          side began it); courier_ws_close_code and _reason give the
                                          peer's code and reason. Not a failure */
-    COURIER_E_HTTP_VERSION = -63      /* the HTTP version required cannot be had: the server answered
+    COURIER_E_HTTP_VERSION = -63,     /* the HTTP version required cannot be had: the server answered
                                          over another (courier_http_version's _2_ONLY), or this
                                          libcurl was built without it (HTTP/3) */
+    COURIER_E_NO_STUB = -64           /* the engine answers from stubs (COURIER_STUBS_ONLY) and no stub
+                                         matched the request; nothing was sent */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */

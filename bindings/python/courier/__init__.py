@@ -31,6 +31,7 @@ from .request import BodyEncoding, Freeze, Mock, Outgoing, Part, Priority, Progr
 from .response import Answer, CacheReason, CacheStatus, Headers, Metrics, Response
 from .security import PinningMode, Security
 from .stream import EventSource, ServerSentEvent, SSEState, StreamResponse
+from .stubs import Stub, StubAnswer, StubbedRequest, StubMode, Stubs, UrlMatch
 from .websocket import WebSocket, WSMessageType, WSState
 from .transport import Call, Transport
 
