@@ -22,6 +22,7 @@ static void sched_conf_clear(cr_sched_conf *c) {
         cr_callback_release(c->transports[i].owner);
     }
     free(c->transports);
+    cr_ext_free(c->session); /* session.c */
     memset(c, 0, sizeof *c);
 }
 
@@ -44,6 +45,7 @@ static void *sched_conf_copy(const void *state) {
     c->retry = src->retry;
     c->guard_ms = src->guard_ms;
     c->mock_enabled = src->mock_enabled;
+    if (src->session && !(c->session = cr_ext_copy(src->session))) goto fail; /* session.c */
     if (src->ninterceptors) {
         c->interceptors = calloc(src->ninterceptors, sizeof *c->interceptors);
         if (!c->interceptors) goto fail;
@@ -182,7 +184,7 @@ static bool is_idempotent(const char *m) {
 
 /* "scheme://host:port" of an absolute URL that cr_url_valid accepted (so: http or https, with a
  * host). Read by hand: a second full parse per request would cost more than the rest of this. */
-static char *host_key(const char *url) {
+char *cr_sched_host_key(const char *url) {
     size_t scheme_len = cr_url_scheme_len(url);
     if (!scheme_len) return NULL;
     const char *auth = url + scheme_len;
@@ -250,13 +252,17 @@ int cr_sched_prepare(courier_engine *e, const courier_request *r, cr_transfer *t
     if (r->mock && atomic_load(&e->mock_enabled)) {
         if (!(t->mock = cr_mock_copy(r->mock))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
+    /* session.c: adapters, retriers, the authenticator for this send */
+    if (cr_session_prepare(e, r, o->url, t)) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     return COURIER_OK;
 }
 
 /* Called after the outgoing view became the transfer: host key and coalescing key. */
 int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, courier_error *err) {
-    if (!(t->host = host_key(t->url))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    if (!r->no_coalesce && !r->security && !t->mock && !t->custom && !t->has_body &&
+    if (!(t->host = cr_sched_host_key(t->url))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    /* A send with adapters, retriers or the authenticator (t->sess) is never shared: its attempts
+     * are its own. */
+    if (!r->no_coalesce && !r->security && !t->mock && !t->custom && !t->has_body && !t->sess &&
         (strcmp(t->method, "GET") == 0 || strcmp(t->method, "HEAD") == 0)) {
         if (!(t->coalesce_key = identity(t, false, NULL))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }

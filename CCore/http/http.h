@@ -223,6 +223,7 @@ struct courier_request {
     json_t *object_rest; /* an object's members left after its route filled the path, sent in the
                             body at prepare (courier_request_set_object); NULL: none */
     cr_status_set status_codes;
+    void *session; /* adapters, retriers, authenticator opt-out (engine/session.c): a cr_ext, or NULL */
 };
 
 struct courier_outgoing {
@@ -230,6 +231,13 @@ struct courier_outgoing {
     char *url;
     cr_kvlist headers;
     uint64_t id; /* 0 until the send has an id (customize, before-send); set for mock callbacks */
+    /* An adaptation's view (engine/session.c) also holds the body; the others do not see it. */
+    int body_view;
+    int multipart;   /* the request has parts: its body cannot be replaced */
+    char *body;      /* owned; NULL with has_body 0: none */
+    size_t body_len;
+    int has_body;
+    char *body_file; /* owned, or NULL */
 };
 
 /* ---- transfers: a request made final, and its state on the wire (transport.c) --------------- */
@@ -353,6 +361,8 @@ typedef struct cr_transfer {
         int64_t sent;            /* idle timeout: request body bytes sent when last looked */
         int timeout_kind;        /* courier_timeout_kind of an idle timeout the engine fired */
     } wire;
+    void *sess; /* engine/session.c: adapters, retriers, the authenticator's state for this send (a
+                   cr_ext), or NULL when none applies */
 } cr_transfer;
 
 /* request.c: a request whose method, target, headers and body are borrowed from the caller (the

@@ -377,6 +377,8 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
     t->auth = NULL;
     n->security = t->security; /* security.c: the request's own TLS policy holds for every hop */
     t->security = NULL;
+    n->sess = t->sess; /* engine/session.c: adapters, retriers and the loop guard travel on */
+    t->sess = NULL;
     t->validator = NULL;
     t->jspec = NULL;
     t->download_path = NULL;
