@@ -170,6 +170,9 @@ extension CourierError {
         public static let wsProtocolError = Code(COURIER_E_WS_PROTOCOL)
         /// The WebSocket is closed: its closing handshake ended. Not a failure.
         public static let wsClosed = Code(COURIER_E_WS_CLOSED)
+        /// The authenticator's credential was refused again right after a refresh (the loop
+        /// guard); the refusing response (a 401) is attached.
+        public static let credentialRefused = Code(COURIER_E_CREDENTIAL_REFUSED)
         // The JSON features' codes (json, mapping, api) are declared beside them, in Features/.
 
         /// Every code this version names, in the C header's order.
@@ -187,7 +190,7 @@ extension CourierError {
             Code(COURIER_E_CELLULAR),
             Code(COURIER_E_UNKNOWN_NAME), Code(COURIER_E_ROUTE_PARAMETER), Code(COURIER_E_CATALOG),
             .redis, .redisUnsupported, .numberRange, .again, .wsHandshake, .wsProtocolError,
-            .wsClosed,
+            .wsClosed, .credentialRefused,
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -252,6 +255,7 @@ extension CourierError {
             case .wsHandshake: return "wsHandshake"
             case .wsProtocolError: return "wsProtocolError"
             case .wsClosed: return "wsClosed"
+            case .credentialRefused: return "credentialRefused"
             default: return "unknown(\(rawValue))"
             }
         }
@@ -335,6 +339,8 @@ extension CourierError {
     public static let wsProtocolError = Code.wsProtocolError
     /// See ``Code/wsClosed``.
     public static let wsClosed = Code.wsClosed
+    /// See ``Code/credentialRefused``.
+    public static let credentialRefused = Code.credentialRefused
 }
 
 // MARK: - From the C core

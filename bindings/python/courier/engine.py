@@ -406,6 +406,16 @@ class Engine:
             path is of that kind (0 keeps the engine's own), applied at once when the kind changes.
         api_version: a path segment ("v5") put between the base URL and every relative path
         (HLNetworking's apiVersion), followed by "r" with ``api_review=True`` (the review build's).
+        adapters: ``fn(outgoing)`` functions run in order before each attempt of every request; they
+            may change its URL, method, headers and body (``outgoing.body``, ``outgoing.body_file``),
+            and may be coroutine functions (awaited on the :class:`courier.AsyncEngine`'s loop) or
+            return a Future; the attempt waits off the wire meanwhile. An exception fails the request
+            with it (see :mod:`courier.session`).
+        retriers: ``fn(courier.RetryQuestion) -> None/False | True | seconds`` asked in order after a
+            failure the ``retry`` rule did not retry (the rule first, then the retriers); never after
+            a cancel. Coroutine functions and Futures too.
+        authenticator: a :class:`courier.Authenticator`: the credential applied to each request of its
+            origin, refreshed once however many requests get a 401 (:meth:`set_credential` replaces it).
     """
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
@@ -443,13 +453,16 @@ class Engine:
                  param_charset: Optional[str] = None, security: Optional[Security] = None,
                  network_watch: bool = False,
                  network_limits: Optional[Mapping[Union[NetworkKind, str, int], tuple[int, int, int]]] = None,
-                 api_version: Optional[str] = None, api_review: bool = False) -> None:
+                 api_version: Optional[str] = None, api_review: bool = False,
+                 adapters: Sequence[Callable[..., Any]] = (), retriers: Sequence[Callable[..., Any]] = (),
+                 authenticator: Optional[Any] = None) -> None:
         self._ptr: Optional[int] = None
         self._background: list[BaseException] = []
         self._callback_threads: set[int] = set()
         self._pinned: dict[int, int] = {}  # the worker's thread id -> its pinned Python thread state
         self._pin_requested = False  # _callbacks.request_pin: posted to the worker, once
         self._keep: list[Any] = []  # Python objects C borrows (mappings, envelopes)
+        self._async_loop: Any = None  # session.py: the AsyncEngine loop that last sent
         self._lock = threading.Lock()
         cfg = c_void_p()
         check(lib.courier_config_new(byref(cfg)))
@@ -593,6 +606,9 @@ class Engine:
             if challenge_handler is not None:
                 key = cb.register(cb.Slot(challenge_handler, None, self))
                 check(lib.courier_config_set_challenge_handler(c, c_challenge, key, cb.user_free), arg="challenge_handler")
+            if adapters or retriers or authenticator is not None:
+                from . import session as _session  # imports request, which imports this module's peers
+                _session.install(c, self, adapters, retriers, authenticator)
             if api_version is not None or api_review:
                 check(lib.courier_config_set_api_version(c, _opt(api_version), 1 if api_review else 0), arg="api_version")
             out = c_void_p()
@@ -618,6 +634,13 @@ class Engine:
         into the send's own slot in C instead: ``courier_raise``.)"""
         with self._lock:
             self._background.append(exc)
+
+    def set_credential(self, credential: Optional[str], expires: Optional[float] = None) -> None:
+        """Replaces the authenticator's credential (after a login; None after a logout) for the
+        attempts that start afterwards; ``expires`` in seconds since the epoch
+        (``courier_engine_set_credential``). :class:`courier.InvalidArgument` without an authenticator."""
+        from . import session
+        session.set_credential(self._handle(), credential, expires)
 
     def close(self) -> None:
         """Closes the engine: every request still queued or in flight completes with

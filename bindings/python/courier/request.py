@@ -6,6 +6,7 @@ thread, each send with its own callbacks' context.
 """
 from __future__ import annotations
 
+import ctypes
 import json as _json
 import math
 import os
@@ -208,6 +209,36 @@ class Outgoing:
     def method(self) -> str:
         return (lib.courier_outgoing_method(self._h()) or b"").decode()
 
+    @method.setter
+    def method(self, value: str) -> None:
+        self._need_write()
+        check(lib.courier_outgoing_set_method(self._h(), _b(value)))
+
+    @property
+    def body(self) -> Optional[bytes]:
+        """The body in memory (an adapter's view only: :class:`courier.InvalidArgument` elsewhere),
+        None when there is none. Setting bytes (or str, UTF-8) replaces it and drops a file body."""
+        data, n = c_void_p(), c_size_t()
+        check(lib.courier_outgoing_body(byref(data), byref(n), self._h()))
+        return ctypes.string_at(data.value, n.value) if data.value else None
+
+    @body.setter
+    def body(self, value: Union[bytes, str]) -> None:
+        self._need_write()
+        raw = value.encode() if isinstance(value, str) else bytes(value)
+        check(lib.courier_outgoing_set_body(self._h(), raw, len(raw)))
+
+    @property
+    def body_file(self) -> Optional[str]:
+        """The path of a file body (an adapter's view only), or None; setting one replaces the body."""
+        v = lib.courier_outgoing_body_file(self._h())
+        return os.fsdecode(v) if v else None
+
+    @body_file.setter
+    def body_file(self, path: Union[str, os.PathLike]) -> None:
+        self._need_write()
+        check(lib.courier_outgoing_set_body_file(self._h(), os.fsencode(path)))
+
     def header(self, name: str) -> Optional[str]:
         v = lib.courier_outgoing_header(self._h(), _b(name))
         return v.decode("utf-8", "replace") if v is not None else None
@@ -307,6 +338,9 @@ class RequestOptions(TypedDict, total=False):
     object: Any
     status_codes: Optional[Iterable[Union[int, tuple[int, int]]]]
     api_version: Optional[str]
+    adapters: Sequence[Callable[..., Any]]
+    retriers: Sequence[Callable[..., Any]]
+    authenticated: Optional[bool]
 
 
 class Request:
@@ -343,7 +377,8 @@ class Request:
                  proxy_credentials: Credentials = None, param_charset: Optional[str] = None,
                  security: Optional[Security] = None, allow_cellular: Optional[bool] = None,
                  object: Any = None, status_codes: Optional[Iterable[Union[int, tuple[int, int]]]] = None,
-                 api_version: Optional[str] = None) -> None:
+                 api_version: Optional[str] = None, adapters: Sequence[Callable[..., Any]] = (),
+                 retriers: Sequence[Callable[..., Any]] = (), authenticated: Optional[bool] = None) -> None:
         self._origin: Optional[tuple[str, ...]] = None  # a catalogue API or a route (made by the engine)
         self.method = method
         self.url = url
@@ -404,6 +439,11 @@ class Request:
         self.object = object
         self.status_codes = tuple(status_codes) if status_codes is not None else None
         self.api_version = api_version
+        # session.py: adapters and retriers after the engine's; authenticated=False: the engine's
+        # authenticator leaves this request alone (a refresh's own request)
+        self.adapters = tuple(adapters)
+        self.retriers = tuple(retriers)
+        self.authenticated = authenticated
 
     @classmethod
     def api(cls, name: str, **kw: Any) -> "Request":
@@ -446,6 +486,7 @@ class Request:
     def _has_callbacks(self) -> bool:
         return (self.validator is not None or self.customize is not None or self.progress is not None
                 or self.redirect_hook is not None or self.challenge_handler is not None
+                or bool(self.adapters) or bool(self.retriers)
                 or (self.mock is not None and self.mock.callback is not None))
 
     def _acquire(self, ctx: Any = None, engine: Any = None) -> tuple[int, bool]:
@@ -663,6 +704,9 @@ class Request:
         if self.challenge_handler is not None:
             key = cb.register(cb.Slot(self.challenge_handler, ctx, engine))
             check(L.courier_request_set_challenge_handler(r, c_challenge, key, cb.user_free), arg="challenge_handler")
+        if self.adapters or self.retriers or self.authenticated is not None:
+            from . import session  # session imports this module
+            session.install_request(r, ctx, engine, self.adapters, self.retriers, self.authenticated)
 
     def _set_mock(self, r: int, ctx: Any, engine: Any) -> None:
         L = lib
