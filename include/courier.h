@@ -1301,8 +1301,9 @@ COURIER_API const char *courier_refresh_credential(const courier_refresh *refres
 COURIER_API int courier_refresh_complete(courier_refresh *refresh, const char *credential, int64_t expires_at_ms);
 /* Fails a refresh and releases it: every waiting request fails with code (negative), message
  * (copied; NULL: the code's text) and user (may be NULL), which each failure carries back
- * (courier_error_user_data): the first with user itself, each further one with user_retain(user)
- * (user_retain NULL: only the first). Every reference is released with user_free exactly once.
+ * (courier_error_user_data), each with a reference of its own from user_retain(user) (user_retain
+ * NULL: only the first failure carries user). Every reference, user's own included, is released
+ * with user_free exactly once.
  * Exactly once per refresh, any thread. Errors: COURIER_E_INVALID_ARGUMENT (NULL refresh: user
  * released; code >= 0: failed with COURIER_E_USER). */
 COURIER_API int courier_refresh_fail(courier_refresh *refresh, courier_code code, const char *message, void *user,

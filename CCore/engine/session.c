@@ -773,14 +773,16 @@ static void take_refresh_result(courier_engine *e) {
             continue;
         }
         if (user) {
-            void *mine = !handed ? user : user_retain ? user_retain(user) : NULL;
+            /* Each failure its own reference, taken before any completion runs (a completion
+             * releases the reference it carried). Without user_retain: the first only. */
+            void *mine = user_retain ? user_retain(user) : !handed ? user : NULL;
             if (mine) cr_raise_into(&t->raised, code, message, mine, user_free);
             handed = true;
         }
         fail_send(e, t, code, message);
     }
     free(ids);
-    if (user && !handed && user_free) user_free(user);
+    if (user && (user_retain || !handed) && user_free) user_free(user); /* the refresh's own reference */
 }
 
 /* ---- adapters --------------------------------------------------------------------------------- */

@@ -207,7 +207,11 @@ static void free_marker(void *p) {
     CHECK(p == &marker);
     atomic_fetch_add(&marker_frees, 1);
 }
-static void *retain_marker(void *p) { return p; }
+static atomic_int marker_retains;
+static void *retain_marker(void *p) {
+    atomic_fetch_add(&marker_retains, 1);
+    return p;
+}
 
 static void failing_adapter(courier_adaptation *a, void *user) {
     (void)user;
@@ -493,6 +497,7 @@ static void test_twenty_concurrent_401s_one_refresh(void) {
 
 static void test_failing_refresh_fails_every_waiter(void) {
     atomic_store(&marker_frees, 0);
+    atomic_store(&marker_retains, 0);
     auth_state s = {.fail = 1};
     courier_engine *e = open_auth(&s, "stale", 0, NULL);
     REQUIRE(e);
@@ -505,7 +510,8 @@ static void test_failing_refresh_fails_every_waiter(void) {
         CHECK(w.users[i] == &marker); /* each failure carried the refresh's error */
     }
     courier_engine_close(e); /* the worker has returned from the last completion */
-    CHECK_EQ(atomic_load(&marker_frees), 5); /* each reference released once, after its completion */
+    CHECK_EQ(atomic_load(&marker_retains), 5); /* one reference per failure */
+    CHECK_EQ(atomic_load(&marker_frees), 6);   /* each released once, and the refresh's own */
 }
 
 static void test_loop_guard_fails_a_request_refused_after_a_refresh(void) {
