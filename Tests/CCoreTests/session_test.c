@@ -389,13 +389,26 @@ typedef struct auth_state {
     int fail;                /* the refresh fails with COURIER_E_USER and &marker */
     int bogus;               /* the refresh completes with a token the server refuses */
     long wait_for;           /* the refresh waits until /session/protected saw this many requests */
+    int64_t wait_parked;     /* and until this many sends wait off the wire (none on it) */
 } auth_state;
+
+/* Waits (bounded) until the engine holds n sends, none on the wire: every one waits for the refresh. */
+static void wait_parked(courier_engine *e, int64_t n) {
+    for (int i = 0; i < 10000; i++) {
+        int64_t queued = 0, active = 0;
+        courier_engine_pending(&queued, &active, e);
+        if (queued == n && active == 0) return;
+        usleep(1000);
+    }
+    th_fail(__FILE__, __LINE__, "the sends did not all wait for the refresh");
+}
 
 static void *refresh_thread(void *arg) {
     courier_refresh *rf = ((void **)arg)[0];
     auth_state *s = ((void **)arg)[1];
     free(arg);
     if (s->wait_for) th_wait_path("/session/protected", s->wait_for);
+    if (s->wait_parked) wait_parked(s->e, s->wait_parked);
     if (s->fail) {
         courier_refresh_fail(rf, COURIER_E_USER, "refresh refused", &marker, free_marker, retain_marker);
         return NULL;
@@ -498,7 +511,7 @@ static void test_twenty_concurrent_401s_one_refresh(void) {
 static void test_failing_refresh_fails_every_waiter(void) {
     atomic_store(&marker_frees, 0);
     atomic_store(&marker_retains, 0);
-    auth_state s = {.fail = 1};
+    auth_state s = {.fail = 1, .wait_parked = 5};
     courier_engine *e = open_auth(&s, "stale", 0, NULL);
     REQUIRE(e);
     s.wait_for = cts_server_path_count(th_server(), "/session/protected") + 5;
