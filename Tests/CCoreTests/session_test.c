@@ -634,6 +634,14 @@ static void test_frozen_request_resent_with_the_credential_in_force(void) {
         CHECK(strcasecmp(name, "Authorization") != 0); /* the journal never stores the credential */
     }
     courier_frozen_free(f);
+    /* A resend that fails as the send did: the engine's retrier is asked again, and the request
+     * stays frozen. */
+    CHECK_EQ(courier_frozen_resend(e, "session-frozen-1", NULL), COURIER_OK);
+    CHECK_EQ(courier_frozen_wait_idle(e, 10000), COURIER_OK);
+    CHECK_EQ(atomic_load(&rs.asked), 2);
+    int64_t left = 0;
+    CHECK_EQ(courier_frozen_count(&left, e, NULL), COURIER_OK);
+    CHECK_EQ(left, 1);
     /* The server moves on: the engine's credential is now refused. The resend gets a 401, one
      * refresh, and goes again with the new credential. */
     char token[64];
