@@ -764,7 +764,9 @@ class Engine:
         ``credentials`` and ``challenge_handler`` (as the engine's, for this request), ``proxy`` with
         ``no_proxy``, ``proxy_credentials``, ``param_charset`` (the parameters' charset, as the
         engine's), ``security`` (a :class:`courier.Security` replacing the engine's for this request),
-        ``allow_cellular`` (False: :class:`courier.CellularNotAllowed` while the path is cellular).
+        ``allow_cellular`` (False: :class:`courier.CellularNotAllowed` while the path is cellular),
+        ``adapters`` and ``retriers`` (run after the engine's), ``authenticated`` (False: the engine's
+        authenticator leaves this request alone: a refresh's own request to its origin).
 
         Returns the :class:`Response` (status < 400). Raises the :class:`courier.CourierError`
         subclass of the failure (:class:`courier.HTTPStatusError` with ``.response`` for >= 400),
