@@ -35,10 +35,12 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // The engine, in C. Its one public header is include/courier.h.
+        // The engine, in C. Its public header is include/courier.h, which includes its parts,
+        // include/courier/*.h (with no include/CCore.h, SwiftPM makes include/ the module's umbrella
+        // directory, read recursively).
         .target(
             name: "CCore",
-            dependencies: ["CCurl", "CLMDB", "CJansson", "CWslay", "CCrypto",
+            dependencies: ["CCurl", "CLMDB", "CJansson", "CWslay", "CCrypto", "CZlib",
                            .target(name: "CHiredis", condition: .when(traits: ["Redis"]))],
             path: ".",
             sources: ["CCore"],
@@ -96,6 +98,13 @@ let package = Package(
             path: "Sources/CCrypto",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        // permessage-deflate for WebSocket (CCore/engine/ws_deflate.c).
+        .systemLibrary(
+            name: "CZlib",
+            path: "Sources/CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
         ),
         .systemLibrary(
             name: "CHiredis",

@@ -1,4 +1,5 @@
-# Compares the dynamic symbols libcourier.so defines with the functions include/courier.h declares.
+# Compares the dynamic symbols libcourier.so defines with the functions include/courier.h declares,
+# in itself and in its parts (the courier/*.h beside HEADER).
 execute_process(COMMAND nm -D --defined-only ${LIB} OUTPUT_VARIABLE nm_out RESULT_VARIABLE nm_rc)
 if(NOT nm_rc EQUAL 0)
   message(FATAL_ERROR "nm failed on ${LIB}")
@@ -12,6 +13,15 @@ foreach(l ${lines})
 endforeach()
 list(REMOVE_DUPLICATES exported)
 file(READ ${HEADER} header)
+get_filename_component(header_dir ${HEADER} DIRECTORY)
+file(GLOB header_parts ${header_dir}/courier/*.h)
+if(NOT header_parts)
+  message(FATAL_ERROR "no parts of the header in ${header_dir}/courier")
+endif()
+foreach(part ${header_parts})
+  file(READ ${part} part_text)
+  string(APPEND header "\n${part_text}")
+endforeach()
 string(REGEX REPLACE "#[^\n]*" "" header "${header}")
 string(REGEX MATCHALL "COURIER_API[^;(]*[ *]([a-z_0-9]+)\\(" decls "${header}")
 set(declared "")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks that Tests/CCoreTests/error_contract_test.c covers every public function that writes a
-`courier_error *` (include/courier.h: "Caller-allocated; the library writes every field").
+`courier_error *` (include/courier.h: "Caller-allocated; the library writes every field"). The header
+is read with the parts it includes (header_text.py).
 
     python3 scripts/check_error_contract.py [include/courier.h [Tests/CCoreTests/error_contract_test.c]]
     python3 scripts/check_error_contract.py --self-test
@@ -16,6 +17,8 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+
+from header_text import read_header
 
 
 def _strip(text: str) -> str:
@@ -86,7 +89,7 @@ def main(argv: list[str]) -> int:
     root = Path(__file__).resolve().parent.parent
     header = Path(argv[1]) if len(argv) > 1 else root / "include" / "courier.h"
     test = Path(argv[2]) if len(argv) > 2 else root / "Tests" / "CCoreTests" / "error_contract_test.c"
-    header_text = header.read_text(encoding="utf-8")
+    header_text = read_header(header)  # courier.h with the parts it includes
     missing = check(header_text, test.read_text(encoding="utf-8"))
     for f in missing:
         print(f"error contract: {f} takes a courier_error * and {test.name} does not call it on a succeeding "

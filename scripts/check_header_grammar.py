@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Checks that include/courier.h keeps one grammar (docs/ABI.md, "The header's grammar").
+"""Checks that include/courier.h and its parts (include/courier/*.h) keep one grammar (docs/ABI.md,
+"The header's grammar").
 
     python3 scripts/check_header_grammar.py [include/courier.h]
     python3 scripts/check_header_grammar.py --self-test
 
-Reads the header's prototypes, callback typedefs and structs (comments removed) and refuses:
+Reads the header's prototypes (courier.h with the parts it includes: header_text.py), callback typedefs and structs (comments removed) and refuses:
   long      `long` anywhere (durations and sizes are int64_t, counts int, indexes size_t);
   out-first an out-parameter of a function that returns a code (int) after an input: out-parameters
             come first (a non-const pointer to a number, to a size-carrying struct, or a `T **`;
@@ -28,6 +29,8 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+
+from header_text import read_header
 
 # Structs of a fixed size with reserved room (docs/ABI.md): they never grow.
 FIXED = {"courier_error", "courier_mapping_error", "courier_json_tape_entry"}
@@ -166,7 +169,7 @@ def main(argv: list[str]) -> int:
     if argv[1:2] == ["--self-test"]:
         return self_test()
     path = Path(argv[1] if len(argv) > 1 else Path(__file__).resolve().parent.parent / "include" / "courier.h")
-    problems = check(path.read_text(encoding="utf-8"))
+    problems = check(read_header(path))
     for p in problems:
         print(f"header grammar: {p}")
     print(f"header grammar: {path.name}: {len(problems)} problems")

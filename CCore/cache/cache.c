@@ -730,6 +730,9 @@ static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_reque
         x->reason = COURIER_CACHE_REASON_STALE_REFETCHED;
         if (add_conditionals(t, found)) return COURIER_E_NO_MEMORY;
     }
+    /* A single Range the stored response answers: 206 (or 416) from the cache. A revalidated answer
+     * stays whole: it is stored again as it is. */
+    if (x->answer && cr_http_range_answer(x->answer, &t->headers) != COURIER_OK) return COURIER_E_NO_MEMORY;
     return COURIER_OK;
 }
 

@@ -290,10 +290,16 @@ static int64_t expires_of(const cr_kvlist *h, bool *present) {
     return conflict || t < 0 ? 0 : t;
 }
 
-/* Age (section 5.1): digits only; an invalid value is ignored. */
+/* Age (section 5.1): digits only; an invalid value is ignored. "a cache encountering a message with
+ * a list-based Age field value SHOULD use the first member": the first field line's first member
+ * (`Age: 7200, 0` is 7200 seconds old). */
 static int64_t age_value_of(const cr_kvlist *h) {
     const char *v = cr_kvlist_get(h, "Age");
-    int64_t n = v ? delta_seconds(v, strlen(v)) : -1;
+    if (!v) return 0;
+    while (*v == ' ' || *v == '\t') v++;
+    size_t len = strcspn(v, ",");
+    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t')) len--;
+    int64_t n = delta_seconds(v, len);
     if (n >= 0 && v[0] == '"') n = -1; /* Age is a bare delta-seconds */
     return n < 0 ? 0 : n;
 }
@@ -458,4 +464,103 @@ int cr_http_merge_304(cr_kvlist *stored, const cr_kvlist *fresh) {
             return COURIER_E_NO_MEMORY;
     }
     return COURIER_OK;
+}
+
+/* ---- ranges from the cache (RFC 9110 section 14, RFC 9111 section 3.4) ------------------------- */
+
+static const char *skip_ows(const char *p) {
+    while (*p == ' ' || *p == '\t') p++;
+    return p;
+}
+
+/* Digits to a non-negative number; -1 when none or too large. */
+static int64_t range_number(const char **pp) {
+    const char *p = *pp;
+    int64_t n = 0;
+    if (!isdigit((unsigned char)*p)) return -1;
+    for (; isdigit((unsigned char)*p); p++) {
+        if (n > (INT64_MAX - 9) / 10) return -1;
+        n = n * 10 + (*p - '0');
+    }
+    *pp = p;
+    return n;
+}
+
+/* One byte range of `bytes=...` (first, last; first -1 with last = a suffix length). false: not
+ * one valid range. */
+static bool parse_range(const char *v, int64_t *first, int64_t *last) {
+    v = skip_ows(v);
+    if (strncasecmp(v, "bytes", 5) != 0) return false;
+    v = skip_ows(v + 5);
+    if (*v++ != '=') return false;
+    v = skip_ows(v);
+    *first = -1;
+    *last = -1;
+    if (*v == '-') {
+        v++;
+        if ((*last = range_number(&v)) < 0) return false;
+    } else {
+        if ((*first = range_number(&v)) < 0 || *v++ != '-') return false;
+        if (isdigit((unsigned char)*v) && ((*last = range_number(&v)) < 0 || *last < *first)) return false;
+    }
+    v = skip_ows(v);
+    return *v == 0; /* a comma: several ranges, left to the origin's 200 */
+}
+
+/* If-Range (RFC 9110 section 13.1.5): a strong ETag match, or the stored Last-Modified exactly. */
+static bool if_range_holds(const courier_response *r, const char *cond) {
+    cond = skip_ows(cond);
+    if (cond[0] == '"' || (cond[0] == 'W' && cond[1] == '/')) {
+        const char *etag = cr_kvlist_get(&r->headers, "ETag");
+        if (!etag || cond[0] == 'W') return false; /* a weak tag never matches for a range */
+        etag = skip_ows(etag);
+        if (etag[0] != '"') return false;
+        size_t cl = strlen(cond);
+        while (cl && (cond[cl - 1] == ' ' || cond[cl - 1] == '\t')) cl--;
+        return strlen(etag) >= cl && strncmp(etag, cond, cl) == 0 && skip_ows(etag + cl)[0] == 0;
+    }
+    const char *lm = cr_kvlist_get(&r->headers, "Last-Modified");
+    int64_t t = cr_http_date(cond);
+    return lm && t >= 0 && cr_http_date(lm) == t;
+}
+
+static int set_field(courier_response *r, const char *name, const char *value) {
+    cr_kvlist_remove(&r->headers, name);
+    return cr_kvlist_add(&r->headers, name, strlen(name), value, strlen(value)) == 0 ? COURIER_OK : COURIER_E_NO_MEMORY;
+}
+
+int cr_http_range_answer(courier_response *r, const cr_kvlist *req_headers) {
+    const char *range = cr_kvlist_get(req_headers, "Range");
+    if (!range || r->status != 200) return COURIER_OK;
+    int64_t first, last;
+    if (!parse_range(range, &first, &last)) return COURIER_OK;
+    const char *cond = cr_kvlist_get(req_headers, "If-Range");
+    if (cond && !if_range_holds(r, cond)) return COURIER_OK;
+    int64_t len = (int64_t)r->body_len;
+    if (first < 0) { /* a suffix: the last `last` bytes */
+        if (last == 0) first = len; /* no byte: unsatisfiable */
+        else first = last >= len ? 0 : len - last;
+        last = len - 1;
+    } else if (last < 0 || last >= len) {
+        last = len - 1;
+    }
+    if (cr_response_detach(r) != COURIER_OK) return COURIER_E_NO_MEMORY;
+    char v[96];
+    if (first >= len) {
+        r->status = 416;
+        r->body_len = 0;
+        if (r->body) r->body[0] = 0;
+        snprintf(v, sizeof v, "bytes */%lld", (long long)len);
+        if (set_field(r, "Content-Range", v) || set_field(r, "Content-Length", "0")) return COURIER_E_NO_MEMORY;
+        return COURIER_OK;
+    }
+    r->status = 206;
+    size_t n = (size_t)(last - first + 1);
+    if (first > 0) memmove(r->body, r->body + first, n);
+    r->body_len = n;
+    r->body[n] = 0;
+    snprintf(v, sizeof v, "bytes %lld-%lld/%lld", (long long)first, (long long)last, (long long)len);
+    if (set_field(r, "Content-Range", v)) return COURIER_E_NO_MEMORY;
+    snprintf(v, sizeof v, "%zu", n);
+    return set_field(r, "Content-Length", v);
 }

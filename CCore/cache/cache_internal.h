@@ -101,6 +101,13 @@ CR_HIDDEN int cr_http_vary_names(const cr_kvlist *headers, char **out);
 CR_HIDDEN int64_t cr_http_age_s(const cr_entry *e, int64_t now_ms);
 /* Updates stored headers with those of a 304 (RFC 9111 section 3.2): same names replaced. */
 CR_HIDDEN int cr_http_merge_304(cr_kvlist *stored, const cr_kvlist *fresh);
+/* A request's single byte Range answered from a stored complete response (RFC 9110 section 14, RFC
+ * 9111 section 3.4): *r, a 200 from the cache, becomes a 206 with Content-Range and the part of
+ * its body (or a 416 with "bytes * /length" when no byte of it is in range). Left whole: no Range,
+ * an invalid one or several ranges (a server may ignore them), an If-Range that does not
+ * strongly match the stored ETag or equal its Last-Modified, a status other than 200. The body is
+ * the one stored (decoded when the origin coded it). COURIER_OK or COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_http_range_answer(courier_response *r, const cr_kvlist *req_headers);
 
 /* ---- the engine's cache (cache.c; manager.c reads it too) ------------------------------------ */
 

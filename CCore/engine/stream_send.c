@@ -37,6 +37,9 @@ int courier_stream_open(courier_stream **out, courier_engine *e, const courier_r
         if (user_free) user_free(user);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
+    if (e->core.config->max_response_bytes > 0) {
+        cr_stream_set_max_line(s, (size_t)e->core.config->max_response_bytes);
+    }
     int rc = cr_send(NULL, e, r, cr_stream_done, s, s, err);
     if (rc != COURIER_OK) {
         cr_stream_release(s); /* the send's reference: no completion will come */

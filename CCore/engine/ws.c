@@ -13,6 +13,7 @@
  * wslay has none.
  */
 #include "internal.h"
+#include "engine/ws_deflate.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +30,7 @@
 #define WS_DEFAULT_CLOSE_TIMEOUT 10000
 #define WS_DEFAULT_HANDSHAKE_TIMEOUT 30000
 #define WS_DEFAULT_SEND_QUEUE (16 << 20)
+#define WS_DEFAULT_RECEIVE_QUEUE (16 << 20)
 #define WS_MAX_HEAD 16384
 
 typedef struct ws_msg {
@@ -50,6 +52,8 @@ struct courier_ws {
     int state;                  /* courier_ws_state */
     ws_msg *in_first, *in_last; /* received, unread */
     ws_msg *borrowed;           /* handed out by the last courier_ws_next */
+    size_t in_bytes;            /* bytes of in_first..in_last */
+    int in_full;                /* in_bytes reached max_receive_queue_bytes: the worker stopped reading */
     ws_msg *out_first, *out_last; /* sent by the caller, not yet handed to wslay */
     size_t out_bytes;           /* queued bytes: ours plus wslay's */
     int kick_posted;            /* a post to move out_* to wslay is pending */
@@ -61,6 +65,7 @@ struct courier_ws {
     char close_reason[124];
     int close_code_sent;
     char protocol[128];
+    char extensions[96];        /* the permessage-deflate agreed, as the server said it, or "" */
     courier_ws_notify_fn notify;
     void *user;
     courier_user_free_fn user_free;
@@ -85,6 +90,8 @@ struct courier_ws {
     int64_t deadline_ms;        /* handshake, close or pong deadline (0: none) */
     int64_t next_ping_ms;       /* keepalive (0: off) */
     int ping_out;               /* a keepalive ping is waiting for its pong */
+    cr_wsd *deflate;            /* permessage-deflate, when the server accepted it */
+    cr_buf zbuf;                /* a message compressed or inflated */
 };
 
 /* ---- shared helpers ----------------------------------------------------------------------------- */
@@ -182,6 +189,9 @@ static void unlink_ws(courier_engine *e, courier_ws *ws) {
     ws->extra = NULL;
     free(ws->offered);
     ws->offered = NULL;
+    cr_wsd_free(ws->deflate);
+    ws->deflate = NULL;
+    cr_buf_free(&ws->zbuf);
     ws_release(ws);
 }
 
@@ -196,6 +206,15 @@ static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
         memcpy(buf, ws->extra + ws->extra_off, k);
         ws->extra_off += k;
         return (ssize_t)k;
+    }
+    /* A reader behind by max_receive_queue_bytes: the socket is left unread (the server then waits,
+     * by TCP's flow control) until courier_ws_next makes room and kicks the worker. */
+    pthread_mutex_lock(&ws->m);
+    int full = ws->in_full;
+    pthread_mutex_unlock(&ws->m);
+    if (full) {
+        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
     }
     size_t n = 0;
     CURLcode rc = curl_easy_recv(ws->easy, buf, len, &n);
@@ -254,24 +273,56 @@ static int on_genmask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, voi
     return 0;
 }
 
+/* Worker, from on_msg: a message Courier refuses after wslay took it (compressed data that does not
+ * inflate, is too large inflated, or is not UTF-8 text): a close with `code`, no more reading; pump_open
+ * ends the connection once the close is out, as it does for wslay's own refusals. */
+static void fail_connection(courier_ws *ws, uint16_t code, const char *reason) {
+    wslay_event_queue_close(ws->ctx, code, (const uint8_t *)reason, strlen(reason));
+    wslay_event_shutdown_read(ws->ctx);
+}
+
 static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg, void *user) {
     (void)ctx;
     courier_ws *ws = user;
     if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME) {
-        ws_msg *m = malloc(sizeof *m + arg->msg_length + 1);
+        const uint8_t *payload = arg->msg;
+        size_t len = arg->msg_length;
+        if (wslay_get_rsv1(arg->rsv)) { /* compressed (wslay lets RSV1 through only once agreed) */
+            int zr = cr_wsd_inflate(ws->deflate, arg->msg, arg->msg_length, (size_t)ws->opt.max_message_bytes,
+                                    &ws->zbuf);
+            if (zr == COURIER_E_NO_MEMORY) {
+                ws->fail_code = COURIER_E_NO_MEMORY;
+                return;
+            }
+            if (zr != COURIER_OK) {
+                fail_connection(ws, zr == COURIER_E_TOO_LARGE ? 1009 : 1007,
+                                zr == COURIER_E_TOO_LARGE ? "message too big" : "invalid compressed data");
+                return;
+            }
+            payload = (const uint8_t *)ws->zbuf.data;
+            len = ws->zbuf.len;
+            if (arg->opcode == WSLAY_TEXT_FRAME && len && !cr_utf8_valid((const char *)payload, len)) {
+                fail_connection(ws, 1007, "invalid UTF-8");
+                return;
+            }
+        }
+        ws_msg *m = malloc(sizeof *m + len + 1);
         if (!m) {
             ws->fail_code = COURIER_E_NO_MEMORY;
             return;
         }
         m->next = NULL;
         m->type = arg->opcode == WSLAY_TEXT_FRAME ? COURIER_WS_TEXT : COURIER_WS_BINARY;
-        m->len = arg->msg_length;
-        if (arg->msg_length) memcpy(m->data, arg->msg, arg->msg_length);
-        m->data[arg->msg_length] = 0;
+        m->len = len;
+        if (len) memcpy(m->data, payload, len);
+        m->data[len] = 0;
+        if (ws->zbuf.cap > (64u << 10)) cr_buf_free(&ws->zbuf); /* no large buffer kept between messages */
         pthread_mutex_lock(&ws->m);
         if (ws->in_last) ws->in_last->next = m;
         else ws->in_first = m;
         ws->in_last = m;
+        ws->in_bytes += len;
+        if ((int64_t)ws->in_bytes >= ws->opt.max_receive_queue_bytes) ws->in_full = 1;
         pthread_mutex_unlock(&ws->m);
         tell(ws);
     } else if (arg->opcode == WSLAY_PONG) {
@@ -317,7 +368,21 @@ static void take_outgoing(courier_ws *ws) {
             } else {
                 struct wslay_event_msg wm = {m->type == COURIER_WS_TEXT ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME,
                                              m->data, m->len};
-                if (wslay_event_queue_msg(ws->ctx, &wm) != 0) ws->fail_code = COURIER_E_NO_MEMORY;
+                uint8_t rsv = WSLAY_RSV_NONE;
+                if (cr_wsd_worth(ws->deflate, m->len)) {
+                    int zr = cr_wsd_compress(ws->deflate, m->data, m->len, &ws->zbuf);
+                    if (zr != COURIER_OK) {
+                        ws->fail_code = COURIER_E_NO_MEMORY;
+                        free(m);
+                        continue;
+                    }
+                    wm.msg = (const uint8_t *)ws->zbuf.data;
+                    wm.msg_length = ws->zbuf.len;
+                    rsv = WSLAY_RSV1_BIT;
+                }
+                /* wslay copies the payload. */
+                if (wslay_event_queue_msg_ex(ws->ctx, &wm, rsv) != 0) ws->fail_code = COURIER_E_NO_MEMORY;
+                if (ws->zbuf.cap > (64u << 10)) cr_buf_free(&ws->zbuf);
             }
         }
         free(m);
@@ -537,6 +602,11 @@ static int build_request(courier_ws *ws, courier_error *err) {
     cr_buf_append_str(h, k.data);
     cr_buf_append_str(h, "\r\nSec-WebSocket-Version: 13\r\n");
     cr_buf_free(&k);
+    if (ws->opt.compression) {
+        cr_buf_append_str(h, "Sec-WebSocket-Extensions: ");
+        cr_buf_append_str(h, cr_wsd_offer());
+        cr_buf_append_str(h, "\r\n");
+    }
     if (ws->offered) {
         cr_buf_append_str(h, "Sec-WebSocket-Protocol: ");
         cr_buf_append_str(h, ws->offered);
@@ -635,8 +705,12 @@ static int check_response(courier_ws *ws, size_t head_end, courier_error *d) {
     if (!head_value(head, "Sec-WebSocket-Accept", v, sizeof v) || strcmp(v, ws->accept) != 0)
         return cr_fail(d, COURIER_E_WS_HANDSHAKE, "the WebSocket handshake's Sec-WebSocket-Accept is %s",
                        v[0] ? "wrong" : "missing");
-    if (head_value(head, "Sec-WebSocket-Extensions", v, sizeof v) && v[0])
-        return cr_fail(d, COURIER_E_WS_HANDSHAKE, "the server chose a WebSocket extension that was not offered: %.100s", v);
+    if (head_value(head, "Sec-WebSocket-Extensions", v, sizeof v) && v[0]) {
+        if (!ws->opt.compression)
+            return cr_fail(d, COURIER_E_WS_HANDSHAKE, "the server chose a WebSocket extension that was not offered: %.100s", v);
+        int zrc = cr_wsd_accept(&ws->deflate, v, d);
+        if (zrc != COURIER_OK) return zrc;
+    }
     char proto[128] = "";
     if (head_value(head, "Sec-WebSocket-Protocol", proto, sizeof proto) && proto[0]) {
         if (!ws->offered || strchr(proto, ',') || !token_in(ws->offered, proto))
@@ -644,6 +718,7 @@ static int check_response(courier_ws *ws, size_t head_end, courier_error *d) {
     }
     pthread_mutex_lock(&ws->m);
     snprintf(ws->protocol, sizeof ws->protocol, "%s", proto);
+    snprintf(ws->extensions, sizeof ws->extensions, "%s", cr_wsd_agreed(ws->deflate));
     pthread_mutex_unlock(&ws->m);
     return COURIER_OK;
 }
@@ -722,6 +797,7 @@ static void init_wslay(courier_ws *ws, courier_error *d) {
         return;
     }
     wslay_event_config_set_max_recv_msg_length(ws->ctx, (uint64_t)ws->opt.max_message_bytes);
+    if (ws->deflate) wslay_event_config_set_allowed_rsv_bits(ws->ctx, WSLAY_RSV1_BIT);
     ws->phase = P_OPEN;
     ws->deadline_ms = 0;
     if (ws->opt.ping_interval_ms > 0) ws->next_ping_ms = now_ms() + ws->opt.ping_interval_ms;
@@ -822,7 +898,10 @@ size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap) 
             *fds = g;
             *cap = nc;
         }
-        short ev = CURL_WAIT_POLLIN;
+        pthread_mutex_lock(&ws->m);
+        int full = ws->in_full;
+        pthread_mutex_unlock(&ws->m);
+        short ev = full && ws->phase == P_OPEN ? 0 : CURL_WAIT_POLLIN;
         if (ws->phase == P_SENDING_HEAD || (ws->phase == P_OPEN && wslay_event_want_write(ws->ctx)))
             ev |= CURL_WAIT_POLLOUT;
         (*fds)[n++] = (struct curl_waitfd){s, ev, 0};
@@ -838,6 +917,14 @@ void cr_ws_engine_closing(courier_engine *e) {
         finish(ws, fail_detail(&d, COURIER_E_CLOSED, "the engine closed%s", ""), &d);
         unlink_ws(e, ws);
     }
+}
+
+/* libcurl's header and body callbacks of the connect-only handle: nothing comes through them but a
+ * proxy's answer to CONNECT, which libcurl has already judged. */
+static size_t discard(char *data, size_t size, size_t n, void *user) {
+    (void)data;
+    (void)user;
+    return size * n;
 }
 
 /* Worker (posted by courier_ws_open): the connect-only transfer into the multi handle. */
@@ -879,6 +966,13 @@ static void start_work(void *user) {
         if (!c) c = curl_easy_setopt(h, CURLOPT_HTTPPROXYTUNNEL, 1L);
         if (!c) c = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ws->errbuf);
         if (!c) c = curl_easy_setopt(h, CURLOPT_PREREQDATA, NULL);
+        /* The engine's header and body callbacks expect a transfer: a proxy's CONNECT answer must
+         * not reach them (it did, and crashed: ws_test test_through_a_proxy). */
+        if (!c) c = curl_easy_setopt(h, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, discard);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_HEADERDATA, NULL);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+        if (!c) c = curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
         if (!c) c = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ws->opt.handshake_timeout_ms);
         if (!c) c = (CURLcode)cr_auth_setup(e, t); /* the request's proxy */
         if (!c) c = (CURLcode)cr_security_setup(t); /* the request's TLS policy */
@@ -952,6 +1046,7 @@ int courier_ws_options_init(courier_ws_options *o) {
     d.max_message_bytes = WS_DEFAULT_MAX_MESSAGE;
     d.close_timeout_ms = WS_DEFAULT_CLOSE_TIMEOUT;
     d.max_send_queue_bytes = WS_DEFAULT_SEND_QUEUE;
+    d.max_receive_queue_bytes = WS_DEFAULT_RECEIVE_QUEUE;
     memcpy(o, &d, size < sizeof d ? size : sizeof d);
     o->size = size;
     return COURIER_OK;
@@ -1014,6 +1109,7 @@ int courier_ws_open(courier_ws **out, courier_engine *e, const courier_request *
         if (opt.max_message_bytes <= 0) opt.max_message_bytes = WS_DEFAULT_MAX_MESSAGE;
         if (opt.close_timeout_ms <= 0) opt.close_timeout_ms = WS_DEFAULT_CLOSE_TIMEOUT;
         if (opt.max_send_queue_bytes <= 0) opt.max_send_queue_bytes = WS_DEFAULT_SEND_QUEUE;
+        if (opt.max_receive_queue_bytes <= 0) opt.max_receive_queue_bytes = WS_DEFAULT_RECEIVE_QUEUE;
         if (opt.ping_interval_ms < 0 || opt.ping_timeout_ms < 0 || opt.handshake_timeout_ms < 0)
             rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "a negative WebSocket time");
     }
@@ -1165,6 +1261,11 @@ int courier_ws_next(courier_ws_message *msg, courier_ws *ws, int64_t timeout_ms,
         ws->in_first = m->next;
         if (!ws->in_first) ws->in_last = NULL;
         ws->borrowed = m;
+        ws->in_bytes -= m->len;
+        if (ws->in_full && (int64_t)ws->in_bytes < ws->opt.max_receive_queue_bytes / 2) {
+            ws->in_full = 0; /* half empty: the worker reads again */
+            if (ws->state != COURIER_WS_CLOSED) kick_locked(ws);
+        }
         msg->type = (courier_ws_type)m->type;
         msg->data = m->data;
         msg->len = m->len;
@@ -1193,6 +1294,7 @@ GETTER(courier_ws_state, courier_ws_get_state, (courier_ws_state)ws->state)
 GETTER(int, courier_ws_close_code, ws->close_code)
 GETTER(int, courier_ws_close_code_sent, ws->close_code_sent)
 GETTER(int64_t, courier_ws_queued_bytes, (int64_t)ws->out_bytes)
+GETTER(int64_t, courier_ws_unread_bytes, (int64_t)ws->in_bytes)
 #undef GETTER
 
 /* Both strings are written once, under m, before the state that makes them readable here: the
@@ -1203,6 +1305,14 @@ const char *courier_ws_protocol(const courier_ws *ws) {
     const char *p = ws->state == COURIER_WS_CONNECTING ? "" : ws->protocol;
     pthread_mutex_unlock((pthread_mutex_t *)&ws->m);
     return p;
+}
+
+const char *courier_ws_extensions(const courier_ws *ws) {
+    if (!ws) return "";
+    pthread_mutex_lock((pthread_mutex_t *)&ws->m);
+    const char *x = ws->state == COURIER_WS_CONNECTING ? "" : ws->extensions;
+    pthread_mutex_unlock((pthread_mutex_t *)&ws->m);
+    return x;
 }
 
 const char *courier_ws_close_reason(const courier_ws *ws) {

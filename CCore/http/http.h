@@ -429,6 +429,8 @@ typedef struct cr_stream_ops {
 CR_HIDDEN courier_stream *cr_stream_new(size_t limit, pthread_t worker, courier_stream_notify_fn notify, void *user,
                                         courier_user_free_fn user_free, const cr_stream_ops *ops);
 CR_HIDDEN void cr_stream_set_id(courier_stream *s, uint64_t id);
+/* The longest line courier_stream_next_line gathers (the engine's maximum response size). */
+CR_HIDDEN void cr_stream_set_max_line(courier_stream *s, size_t max);
 CR_HIDDEN void cr_stream_retain(courier_stream *s);
 CR_HIDDEN void cr_stream_release(courier_stream *s);
 CR_HIDDEN courier_engine *cr_stream_engine(const courier_stream *s);

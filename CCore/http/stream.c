@@ -52,6 +52,10 @@ struct courier_stream {
     courier_user_free_fn user_free;
     cr_stream_ops ops;         /* engine/stream_send.c: asking the worker to unpause */
     cr_transfer *t;            /* worker only: the live transfer, while it is on the wire */
+    /* The reader's (courier_stream_next_line): a line being gathered, or the one handed out last. */
+    cr_buf line;
+    int line_given;
+    size_t max_line;
 };
 
 courier_stream *cr_stream_new(size_t limit, pthread_t worker, courier_stream_notify_fn notify, void *user,
@@ -67,6 +71,7 @@ courier_stream *cr_stream_new(size_t limit, pthread_t worker, courier_stream_not
     s->user = user;
     s->user_free = user_free;
     s->ops = *ops;
+    s->max_line = CR_DEFAULT_MAX_RESPONSE;
     return s;
 }
 
@@ -83,6 +88,7 @@ void cr_stream_release(courier_stream *s) {
         free(c);
     }
     free(s->borrowed);
+    cr_buf_free(&s->line);
     courier_response_free(s->head);
     courier_response_free(s->final);
     cr_error_release_user(&s->end_err);
@@ -347,6 +353,81 @@ int courier_stream_next(const void **data, size_t *len, courier_stream *s, int64
         rc = ended_with(s, err);
     } /* else the end: *len 0 */
     if (ask) s->ops.resume(s, s->ops.engine); /* under the lock: never past the stream's end */
+    pthread_mutex_unlock(&s->m);
+    return rc;
+}
+
+void cr_stream_set_max_line(courier_stream *s, size_t max) { s->max_line = max; }
+
+/* Under m: the line gathered so far handed out without its line end (LF, and a CR before it). */
+static void give_line(courier_stream *s, const char **line, size_t *len, bool had_lf) {
+    size_t n = s->line.len;
+    if (had_lf) {
+        n--;
+        if (n && s->line.data[n - 1] == '\r') n--;
+    }
+    s->line.data[n] = 0;
+    *line = s->line.data;
+    *len = n;
+    s->line_given = 1;
+}
+
+int courier_stream_next_line(const char **line, size_t *len, courier_stream *s, int64_t timeout_ms,
+                             courier_error *err) {
+    cr_error_clear(err);
+    if (line) *line = NULL;
+    if (len) *len = 0;
+    if (!line || !len || !s) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);
+    int rc = refuse_wait_on_worker(s, timeout_ms, err);
+    if (rc) return rc;
+    int64_t deadline = timeout_ms > 0 ? cr_mono_ms() + timeout_ms : 0;
+    pthread_mutex_lock(&s->m);
+    if (s->line_given) {
+        s->line.len = 0;
+        s->line_given = 0;
+    }
+    for (;;) {
+        int64_t wait = timeout_ms > 0 ? deadline - cr_mono_ms() : timeout_ms;
+        if (timeout_ms > 0 && wait <= 0) wait = 0;
+        if (!body_ready(s, wait)) {
+            rc = cr_fail(err, COURIER_E_AGAIN, "no whole line yet"); /* what came stays gathered */
+            break;
+        }
+        if (s->first) {
+            cr_chunk *c = s->first;
+            const char *p = c->data + c->off;
+            size_t n = c->len - c->off;
+            const char *lf = memchr(p, '\n', n);
+            size_t k = lf ? (size_t)(lf - p) + 1 : n;
+            if (s->line.len + k > s->max_line + 2) { /* + CR LF */
+                rc = cr_fail(err, COURIER_E_TOO_LARGE, "a line of the body over the maximum response size");
+                break;
+            }
+            if (cr_buf_append(&s->line, p, k) != COURIER_OK) {
+                rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+                break;
+            }
+            bool ask = false;
+            if (k == n) {
+                free(take(s, &ask));
+            } else {
+                c->off += k;
+                ask = room_made(s, k);
+            }
+            if (ask) s->ops.resume(s, s->ops.engine); /* under the lock: never past the stream's end */
+            if (lf) {
+                give_line(s, line, len, true);
+                break;
+            }
+            continue;
+        }
+        if (s->end_code != COURIER_OK) {
+            rc = ended_with(s, err);
+        } else if (s->line.len) {
+            if (cr_buf_reserve(&s->line, 0) == COURIER_OK) give_line(s, line, len, false); /* the last, without LF */
+        } /* else the end: *line NULL */
+        break;
+    }
     pthread_mutex_unlock(&s->m);
     return rc;
 }

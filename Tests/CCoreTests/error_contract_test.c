@@ -989,6 +989,13 @@ static void streams_and_events(void) {
     OK(courier_stream_next, &data, &len, s, 10000);
     CHECK_EQ(FAILS(courier_stream_read, &n, s, buf, 0, 0), COURIER_E_INVALID_ARGUMENT);
     courier_stream_free(s);
+    r = req("GET", "/bytes/600");
+    OK(courier_stream_open, &s, e, r, NULL, NULL, NULL);
+    courier_request_free(r);
+    const char *line = NULL;
+    OK(courier_stream_next_line, &line, &len, s, 10000);
+    CHECK_EQ(FAILS(courier_stream_next_line, NULL, &len, s, 0), COURIER_E_INVALID_ARGUMENT);
+    courier_stream_free(s);
     r = req("GET", "/sse?per=1&total=1");
     courier_sse *es = NULL;
     OK(courier_sse_open, &es, e, r, NULL, NULL, NULL);

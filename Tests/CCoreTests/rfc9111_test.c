@@ -530,6 +530,23 @@ static void test_9111_5_1_age_digits_only(void) {
     close_engine(e);
 }
 
+/* "a cache encountering a message with a list-based Age field value SHOULD use the first member":
+ * with `Age: 7200, 0` and max-age=3600 the response is stale (it was served as fresh: the value
+ * was taken as invalid and ignored); two field lines are the same list. */
+static void test_9111_5_1_age_list_uses_the_first(void) {
+    courier_engine *e = engine(COURIER_CACHE_HTTP);
+    REQUIRE(e);
+    char u[256];
+    origin(u, sizeof u, "age-list", "Cache-Control", "max-age=3600", "Age", "7200, 0", "ETag", "\"a\"", NULL);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_REVALIDATED);
+    origin(u, sizeof u, "age-lines", "Cache-Control", "max-age=3600", "Age", "7200", "Age", "0", "ETag", "\"a\"",
+           NULL);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_REVALIDATED);
+    origin(u, sizeof u, "age-list-young", "Cache-Control", "max-age=3600", "Age", " 10 , 7200", NULL);
+    two_gets(e, u, COURIER_CACHE_REASON_MISS, COURIER_CACHE_REASON_FRESH);
+    close_engine(e);
+}
+
 /* ---- sections 3.2, 4.3.4, 4.3.5: 304 and HEAD update what is stored ---------------------------- */
 
 static void test_9111_3_2_304_replaces_fields(void) {
@@ -780,6 +797,87 @@ static void test_9111_3_3_partial_content_not_stored(void) {
     CHECK_EQ(x.reason, COURIER_CACHE_REASON_NOT_STORED_STATUS);
     courier_response_free(x.resp);
     CHECK_EQ(cts_server_path_count(th_server(), "/bytes/100"), 2);
+    close_engine(e);
+}
+
+/* A single Range that a stored complete response answers: 206 from the cache with Content-Range and
+ * the stored fields (RFC 9110 section 14, RFC 9111 section 3.4); 416 out of range; several ranges,
+ * an invalid one or an If-Range that does not hold: the whole 200. The origin is asked once. */
+static reply ranged(courier_engine *e, const char *u, const char *range, const char *if_range) {
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", u);
+    courier_request_add_header(r, "Range", range);
+    if (if_range) courier_request_add_header(r, "If-Range", if_range);
+    reply out = {0};
+    courier_error err;
+    out.code = courier_send_sync(&out.resp, e, r, &err);
+    out.status = out.resp ? courier_response_status(out.resp) : 0;
+    out.reason = courier_response_cache_reason(out.resp);
+    courier_request_free(r);
+    return out;
+}
+
+static const char *body_of(const reply *x) {
+    static char b[64];
+    size_t n = 0;
+    const uint8_t *p = x->resp ? courier_response_body(x->resp, &n) : NULL;
+    snprintf(b, sizeof b, "%.*s", (int)n, p ? (const char *)p : "");
+    return b;
+}
+
+static void test_9110_14_range_from_the_cache(void) {
+    courier_engine *e = engine(COURIER_CACHE_HTTP);
+    REQUIRE(e);
+    char u[512], lm[40];
+    origin(u, sizeof u, "ranged", "Cache-Control", "max-age=600", "ETag", "\"v1\"", "Last-Modified",
+           http_date(lm, now_s() - 3600), "_body", "0123456789abcdef", NULL);
+    reply x = exchange(e, "GET", u, NULL, NULL);
+    CHECK_EQ(x.status, 200);
+    courier_response_free(x.resp);
+    const struct {
+        const char *range, *if_range;
+        int status;
+        const char *body, *content_range;
+    } cases[] = {
+        {"bytes=2-5", NULL, 206, "2345", "bytes 2-5/16"},
+        {"bytes=10-", NULL, 206, "abcdef", "bytes 10-15/16"},
+        {"bytes=-3", NULL, 206, "def", "bytes 13-15/16"},
+        {"bytes=-30", NULL, 206, "0123456789abcdef", "bytes 0-15/16"},
+        {"bytes=14-100", NULL, 206, "ef", "bytes 14-15/16"},
+        {" bytes = 0-0 ", NULL, 206, "0", "bytes 0-0/16"},
+        {"bytes=16-", NULL, 416, "", "bytes */16"},
+        {"bytes=-0", NULL, 416, "", "bytes */16"},
+        {"bytes=0-1,4-5", NULL, 200, "0123456789abcdef", NULL}, /* several: whole */
+        {"bytes=5-2", NULL, 200, "0123456789abcdef", NULL},     /* invalid: ignored */
+        {"items=0-1", NULL, 200, "0123456789abcdef", NULL},
+        {"bytes=0-1", "\"v1\"", 206, "01", "bytes 0-1/16"},
+        {"bytes=0-1", "\"v0\"", 200, "0123456789abcdef", NULL},    /* another version: whole */
+        {"bytes=0-1", "W/\"v1\"", 200, "0123456789abcdef", NULL},  /* weak: never for a range */
+        {"bytes=0-1", lm, 206, "01", "bytes 0-1/16"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        x = ranged(e, u, cases[i].range, cases[i].if_range);
+        if (x.status != cases[i].status) fprintf(stderr, "case %zu (%s): %d\n", i, cases[i].range, x.status);
+        CHECK_EQ(x.status, cases[i].status);
+        CHECK_EQ(x.reason, COURIER_CACHE_REASON_FRESH);
+        CHECK_STR(body_of(&x), cases[i].body);
+        const char *cr = courier_response_header(x.resp, "Content-Range");
+        if (cases[i].content_range) CHECK_STR(cr ? cr : "(none)", cases[i].content_range);
+        else CHECK(cr == NULL);
+        if (x.status == 206) {
+            char n[24];
+            snprintf(n, sizeof n, "%zu", strlen(cases[i].body));
+            CHECK_STR(courier_response_header(x.resp, "Content-Length"), n);
+            CHECK_STR(courier_response_header(x.resp, "ETag"), "\"v1\""); /* the stored fields */
+        }
+        courier_response_free(x.resp);
+    }
+    CHECK_EQ(origin_count("ranged"), 1);
+    /* The entry itself stays whole. */
+    x = exchange(e, "GET", u, NULL, NULL);
+    CHECK_EQ(x.status, 200);
+    CHECK_STR(body_of(&x), "0123456789abcdef");
+    courier_response_free(x.resp);
     close_engine(e);
 }
 
@@ -1046,7 +1144,7 @@ TESTS_MAIN(T(test_9111_4_4_invalidate_on_unsafe), T(test_9111_4_4_invalidate_wit
            T(test_9111_3_status_without_freshness_not_stored), T(test_9111_4_2_2_heuristic_freshness),
            T(test_9111_4_2_2_heuristic_cap_one_day), T(test_9111_4_2_2_heuristic_404),
            T(test_9111_4_2_1_max_age_digits_only), T(test_9111_4_2_1_repeated_directive),
-           T(test_9111_5_3_invalid_expires_is_expired), T(test_9111_5_1_age_digits_only),
+           T(test_9111_5_3_invalid_expires_is_expired), T(test_9110_14_range_from_the_cache), T(test_9111_5_1_age_list_uses_the_first), T(test_9111_5_1_age_digits_only),
            T(test_9111_3_2_304_replaces_fields), T(test_9111_4_3_5_head_freshens_stored_get),
            T(test_9111_4_3_5_head_invalidates_changed), T(test_9111_4_2_3_age_calculation),
            T(test_9111_3_1_hop_by_hop_not_stored), T(test_9111_5_2_2_4_no_cache_field), T(test_9111_5_2_2_7_private),

@@ -8,6 +8,7 @@
 #include "harness.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -457,8 +458,125 @@ static void test_close_ends_streams(void) {
     courier_stream_free(s);
 }
 
+/* Lines: split at LF (a CR before it dropped, a lone CR kept), across chunks, the last without a
+ * line end, the end as NULL. */
+static void test_lines(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    /* Paced: the body arrives in several chunks, lines across their edges. The /bytes pattern holds
+     * LF where i % 251 == 10 and a lone CR where i % 251 == 13. */
+    enum { N = 300000 };
+    courier_stream *s = open_stream(e, "/bytes/300000?chunked=1&rate=1000000", &err);
+    REQUIRE(s);
+    size_t start = 0, lines = 0;
+    bool same = true;
+    for (;;) {
+        const char *line = NULL;
+        size_t len = 0;
+        int rc = courier_stream_next_line(&line, &len, s, 10000, &err);
+        REQUIRE(rc == COURIER_OK);
+        if (!line) break;
+        size_t end = start;
+        while (end < N && end % 251 != 10) end++;
+        if (len != end - start) same = false;
+        for (size_t i = 0; same && i < len; i++)
+            if ((unsigned char)line[i] != (start + i) % 251) same = false;
+        CHECK_EQ(line[len], 0);
+        start = end + 1;
+        lines++;
+    }
+    CHECK(same);
+    CHECK_EQ(lines, (N - 10 + 250) / 251 + 1); /* each LF ends one; the bytes after the last are one more */
+    CHECK(start >= N);
+    courier_stream_free(s);
+    courier_engine_close(e);
+    /* CRLF, an empty line, a lone CR inside a line, the last line without a line end. */
+    e = th_engine(with_mock);
+    REQUIRE(e);
+    static const char body[] = "one\r\ntwo\n\nthree\rstill three\nlast";
+    courier_request *r = req("GET", "/anything");
+    courier_request_set_mock_response(r, 200, body, sizeof body - 1, "text/plain");
+    REQUIRE(courier_stream_open(&s, e, r, NULL, NULL, NULL, &err) == COURIER_OK);
+    courier_request_free(r);
+    static const char *const want[] = {"one", "two", "", "three\rstill three", "last"};
+    for (size_t i = 0; i < 5; i++) {
+        const char *line = NULL;
+        size_t len = 0;
+        CHECK_EQ(courier_stream_next_line(&line, &len, s, 10000, &err), COURIER_OK);
+        CHECK(line && len == strlen(want[i]) && memcmp(line, want[i], len) == 0);
+    }
+    const char *line = "x";
+    size_t len = 9;
+    CHECK_EQ(courier_stream_next_line(&line, &len, s, 10000, &err), COURIER_OK);
+    CHECK(line == NULL && len == 0);
+    CHECK_EQ(courier_stream_next_line(&line, &len, s, 0, &err), COURIER_OK); /* the end, again */
+    CHECK(line == NULL);
+    CHECK_EQ(courier_stream_next_line(NULL, &len, s, 0, &err), COURIER_E_INVALID_ARGUMENT);
+    courier_stream_free(s);
+    courier_engine_close(e);
+}
+
+/* A line longer than the engine's maximum response size: COURIER_E_TOO_LARGE, not unbounded memory. */
+static void with_small_max(courier_config *c) { courier_config_set_max_response_bytes(c, 1000); }
+
+static void test_line_too_long(void) {
+    courier_engine *e = th_engine(with_small_max);
+    REQUIRE(e);
+    courier_error err;
+    courier_stream *s = open_stream(e, "/bytes/300000", &err); /* lines of 251 bytes: fine */
+    REQUIRE(s);
+    const char *line = NULL;
+    size_t len = 0;
+    CHECK_EQ(courier_stream_next_line(&line, &len, s, 10000, &err), COURIER_OK);
+    CHECK_EQ(len, 10);
+    courier_stream_free(s);
+    courier_request *r = req("GET", "/anything");
+    static char big[5000];
+    memset(big, 'x', sizeof big);
+    courier_request_set_mock_response(r, 200, big, sizeof big, "text/plain");
+    courier_engine_close(e);
+    e = th_engine(with_small_max);
+    REQUIRE(e);
+    courier_engine_set_mock_enabled(e, 1);
+    REQUIRE(courier_stream_open(&s, e, r, NULL, NULL, NULL, &err) == COURIER_OK);
+    courier_request_free(r);
+    int rc = courier_stream_next_line(&line, &len, s, 10000, &err);
+    CHECK_EQ(rc, COURIER_E_TOO_LARGE);
+    CHECK_EQ(err.code, COURIER_E_TOO_LARGE);
+    courier_stream_free(s);
+    courier_engine_close(e);
+}
+
+
+/* Through an HTTP proxy (the test server answers an absolute-form request as a proxy would), and
+ * over a socks5h proxy: the body streams, paced, and the last byte is right. */
+static char proxy_setting[80];
+static void with_proxy(courier_config *c) { courier_config_set_proxy(c, proxy_setting, NULL); }
+
+static void test_through_a_proxy(void) {
+    static const char *const schemes[] = {"http", "socks5h"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(proxy_setting, sizeof proxy_setting, "%s://127.0.0.1:%d", schemes[i], cts_server_port(th_server()));
+        courier_engine *e = th_engine(with_proxy);
+        REQUIRE(e);
+        courier_error err;
+        courier_stream *s = open_stream(e, "http://site.test/bytes/300000?chunked=1&rate=1000000", &err);
+        REQUIRE(s);
+        int code = 0;
+        int64_t held = 0;
+        int64_t n = read_all(s, &code, &held, 0);
+        if (n != 300000) fprintf(stderr, "%s: %lld bytes, %d %s\n", schemes[i], (long long)n, code, err.message);
+        CHECK_EQ(n, 300000);
+        CHECK_EQ(code, COURIER_OK);
+        courier_stream_free(s);
+        courier_engine_close(e);
+    }
+}
+
 TESTS_MAIN(T(test_head_then_body_then_end), T(test_read_into_a_small_buffer), T(test_slow_reader_holds_memory_flat),
            T(test_cancel_from_another_thread), T(test_freed_half_read_is_not_reused), T(test_cut_body_is_partial),
            T(test_redirect_then_stream), T(test_statuses_are_the_readers), T(test_refusals),
            T(test_notify_and_reads_that_do_not_wait), T(test_mocked_answer),
-           T(test_waiting_read_on_the_worker_is_refused), T(test_close_ends_streams))
+           T(test_waiting_read_on_the_worker_is_refused), T(test_close_ends_streams), T(test_lines),
+           T(test_line_too_long), T(test_through_a_proxy))

@@ -19,7 +19,7 @@
 
 extern char **environ;
 
-static int ws_port, raw_port, tls_port;
+static int ws_port, raw_port, tls_port, proxy_port;
 static char tls_dir[700]; /* scripts/tls-fixture's world (ca.pem, server.pem/.key, server.pin) */
 static pid_t peer_pid;
 static int peer_stdin = -1;
@@ -48,7 +48,7 @@ static int start_peer(void) {
     peer_stdin = in[1];
     FILE *f = fdopen(out[0], "r");
     char line[128];
-    if (!f || !fgets(line, sizeof line, f) || sscanf(line, "PORTS %d %d %d", &ws_port, &raw_port, &tls_port) != 3) return -1;
+    if (!f || !fgets(line, sizeof line, f) || sscanf(line, "PORTS %d %d %d %d", &ws_port, &raw_port, &tls_port, &proxy_port) != 4) return -1;
     fclose(f);
     return 0;
 }
@@ -587,11 +587,237 @@ static void test_tls(void) {
     courier_engine_close(e);
 }
 
+/* permessage-deflate (RFC 7692), offered by the option. */
+static courier_ws_options deflate_options(void) {
+    courier_ws_options o = {.size = sizeof o};
+    courier_ws_options_init(&o);
+    o.compression = 1;
+    return o;
+}
+
+static void test_deflate_with_websockets(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws_options o = deflate_options();
+    /* Not offered unless asked: the same server agrees to nothing. */
+    courier_ws *ws = open_ws(e, "/deflated", &err);
+    REQUIRE(ws);
+    int rc;
+    CHECK_STR(next_text(ws, &rc), "none");
+    CHECK_STR(courier_ws_extensions(ws), "");
+    courier_ws_free(ws);
+    ws = open_ws_opt(e, ws_url(ws_port, "/deflated"), &o, &err);
+    REQUIRE(ws);
+    CHECK_STR(next_text(ws, &rc), "permessage-deflate");
+    CHECK(strncmp(courier_ws_extensions(ws), "permessage-deflate", 18) == 0);
+    courier_ws_free(ws);
+    /* An echo through websockets' own compression, both ways, small and large, text and binary,
+     * several messages on one context. */
+    ws = open_ws_opt(e, ws_url(ws_port, "/echo"), &o, &err);
+    REQUIRE(ws);
+    size_t big_len = 200 * 1000;
+    char *big = malloc(big_len + 1);
+    REQUIRE(big);
+    for (size_t i = 0; i < big_len; i++) big[i] = "abcdefgh ijk"[i % 12 == 11 ? (i / 12) % 12 : i % 12];
+    big[big_len] = 0;
+    for (int round = 0; round < 3; round++) {
+        CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "small", 5, &err), COURIER_OK);
+        CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, big, big_len, &err), COURIER_OK);
+        CHECK_EQ(courier_ws_send(ws, COURIER_WS_BINARY, big, 3000, &err), COURIER_OK);
+        courier_ws_message m = {.size = sizeof m};
+        CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
+        CHECK(m.type == COURIER_WS_TEXT && m.len == 5 && memcmp(m.data, "small", 5) == 0);
+        CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
+        CHECK(m.type == COURIER_WS_TEXT && m.len == big_len && memcmp(m.data, big, big_len) == 0);
+        CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
+        CHECK(m.type == COURIER_WS_BINARY && m.len == 3000 && memcmp(m.data, big, 3000) == 0);
+    }
+    CHECK_EQ(courier_ws_close(ws, 1000, NULL), COURIER_OK);
+    courier_ws_message m = {.size = sizeof m};
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_WS_CLOSED);
+    courier_ws_free(ws);
+    /* Inflated past max_message_bytes: 2 MB of "x" is a few KiB on the wire. */
+    ws = open_ws_opt(e, ws_url(ws_port, "/big?n=2000000"), &o, &err);
+    REQUIRE(ws);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_TOO_LARGE);
+    CHECK_EQ(courier_ws_close_code_sent(ws), 1009);
+    courier_ws_free(ws);
+    free(big);
+    courier_engine_close(e);
+}
+
+static void test_deflate_by_hand(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws_options o = deflate_options();
+    /* What goes on the wire: RSV1 and a short payload for a message of 1 KiB or more, a fresh context
+     * for each (the server asked for client_no_context_takeover), small ones as they are. */
+    courier_ws *ws = open_ws_opt(e, ws_url(raw_port, "/zinspect"), &o, &err);
+    REQUIRE(ws);
+    CHECK_STR(courier_ws_extensions(ws), "");
+    char msg[2001];
+    memset(msg, 'z', 2000);
+    msg[2000] = 0;
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, msg, 2000, &err), COURIER_OK);
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, msg, 2000, &err), COURIER_OK);
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "tiny", 4, &err), COURIER_OK);
+    int rc;
+    for (int i = 0; i < 2; i++) {
+        const char *got = next_text(ws, &rc);
+        CHECK_EQ(rc, COURIER_OK);
+        int rsv1 = -1, len = -1;
+        CHECK_EQ(sscanf(got, "rsv1=%d len=%d", &rsv1, &len), 2);
+        CHECK_EQ(rsv1, 1);
+        CHECK(len > 0 && len < 100);
+        const char *text = strstr(got, "text=");
+        CHECK(text && strcmp(text + 5, msg) == 0);
+    }
+    CHECK_STR(next_text(ws, &rc), "rsv1=0 len=4 text=tiny");
+    CHECK_STR(courier_ws_extensions(ws), "permessage-deflate; client_no_context_takeover");
+    courier_ws_free(ws);
+    /* Received: one context across messages, a final block and the fresh stream after it. */
+    ws = open_ws_opt(e, ws_url(raw_port, "/zserver"), &o, &err);
+    REQUIRE(ws);
+    CHECK_STR(next_text(ws, &rc), "hello hello hello hello");
+    CHECK_STR(next_text(ws, &rc), "hello hello hello hello again");
+    CHECK_STR(next_text(ws, &rc), "the end of a stream");
+    CHECK_STR(next_text(ws, &rc), "a new stream");
+    courier_ws_free(ws);
+    /* Compressed data that does not inflate, or inflates to text that is not UTF-8: 1007, after what
+     * came before. */
+    static const char *const bad[] = {"/zbad", "/zbadutf8"};
+    for (int i = 0; i < 2; i++) {
+        ws = open_ws_opt(e, ws_url(raw_port, bad[i]), &o, &err);
+        REQUIRE(ws);
+        CHECK_STR(next_text(ws, &rc), "before");
+        courier_ws_message m = {.size = sizeof m};
+        rc = courier_ws_next(&m, ws, 10000, &err);
+        if (rc != COURIER_E_WS_PROTOCOL) fprintf(stderr, "%s: %d %s\n", bad[i], rc, err.message);
+        CHECK_EQ(rc, COURIER_E_WS_PROTOCOL);
+        CHECK_EQ(courier_ws_close_code_sent(ws), 1007);
+        courier_ws_free(ws);
+    }
+    /* A parameter nobody offered; and compression agreed when it was not offered (/zserver). */
+    ws = open_ws_opt(e, ws_url(raw_port, "/zparams"), &o, &err);
+    REQUIRE(ws);
+    courier_ws_message m = {.size = sizeof m};
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_WS_HANDSHAKE);
+    courier_ws_free(ws);
+    ws = open_ws_opt(e, ws_url(raw_port, "/zserver"), NULL, &err);
+    REQUIRE(ws);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_WS_HANDSHAKE);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
+/* A reader that falls behind: the engine stops reading the socket once max_receive_queue_bytes are
+ * waiting, so what it holds stays bounded while the server is held back; every message arrives. */
+static void test_slow_reader(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws_options o = {.size = sizeof o};
+    courier_ws_options_init(&o);
+    o.max_receive_queue_bytes = 64 * 1024;
+    courier_ws *ws = open_ws_opt(e, ws_url(ws_port, "/echo"), &o, &err);
+    REQUIRE(ws);
+    enum { N = 400, LEN = 8192 };
+    static uint8_t payload[LEN];
+    for (int i = 0; i < N; i++) {
+        memset(payload, (uint8_t)i, LEN);
+        while ((courier_ws_send(ws, COURIER_WS_BINARY, payload, LEN, &err)) == COURIER_E_AGAIN) usleep(1000);
+    }
+    /* The echo comes back while nothing is read: 3.2 MB, of which the engine holds 64 KiB and one
+     * message at most. */
+    for (int64_t until = th_now_ms() + 10000; courier_ws_unread_bytes(ws) < 64 * 1024 && th_now_ms() < until;)
+        usleep(1000);
+    usleep(200 * 1000); /* (time for more to come, were the socket still read) */
+    CHECK(courier_ws_unread_bytes(ws) >= 64 * 1024);
+    CHECK(courier_ws_unread_bytes(ws) <= 64 * 1024 + LEN);
+    courier_ws_message m = {.size = sizeof m};
+    int got = 0;
+    for (int i = 0; i < N; i++) {
+        int rc = courier_ws_next(&m, ws, 10000, &err);
+        if (rc != COURIER_OK) break;
+        CHECK(m.len == LEN && m.data[0] == (uint8_t)i && m.data[LEN - 1] == (uint8_t)i);
+        got++;
+    }
+    CHECK_EQ(got, N);
+    CHECK_EQ(courier_ws_close(ws, 1000, NULL), COURIER_OK);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_WS_CLOSED);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
+/* Through an HTTP proxy: a CONNECT tunnel for ws:// (curl tunnels only https by itself) and wss://,
+ * the echo and the closing handshake through it; the proxy counts the tunnels it made. */
+static char ws_proxy[80];
+static void with_ws_proxy(courier_config *c) {
+    courier_config_set_proxy(c, ws_proxy, NULL);
+    if (tls_dir[0]) tls_ca(c);
+}
+
+static int proxy_tunnels(void) {
+    courier_engine *e = th_engine(NULL);
+    if (!e) return -1;
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/tunnels", proxy_port);
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", url);
+    courier_response *resp = NULL;
+    courier_error err;
+    int n = -1;
+    if (courier_send_sync(&resp, e, r, &err) == COURIER_OK) {
+        size_t len = 0;
+        const uint8_t *b = courier_response_body(resp, &len);
+        n = atoi((const char *)b);
+    }
+    courier_response_free(resp);
+    courier_request_free(r);
+    courier_engine_close(e);
+    return n;
+}
+
+static void test_through_a_proxy(void) {
+    snprintf(ws_proxy, sizeof ws_proxy, "http://127.0.0.1:%d", proxy_port);
+    int before = proxy_tunnels();
+    CHECK(before >= 0);
+    courier_engine *e = th_engine(with_ws_proxy);
+    REQUIRE(e);
+    courier_error err;
+    for (int tls = 0; tls < 2; tls++) {
+        if (tls && !tls_dir[0]) break;
+        char url[128];
+        if (tls) snprintf(url, sizeof url, "wss://localhost:%d/echo", tls_port); /* the certificate's name */
+        else snprintf(url, sizeof url, "ws://127.0.0.1:%d/echo", ws_port);
+        courier_ws *ws = open_ws_opt(e, url, NULL, &err);
+        REQUIRE(ws);
+        CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "via proxy", 9, &err), COURIER_OK);
+        int rc;
+        const char *got = next_text(ws, &rc);
+        if (rc != COURIER_OK) {
+            courier_ws_message m0 = {.size = sizeof m0};
+            courier_ws_next(&m0, ws, 0, &err);
+            fprintf(stderr, "%s: %d %s\n", url, rc, err.message);
+        }
+        CHECK_STR(got, "via proxy");
+        CHECK_EQ(courier_ws_close(ws, 1000, NULL), COURIER_OK);
+        courier_ws_message m = {.size = sizeof m};
+        CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_WS_CLOSED);
+        courier_ws_free(ws);
+    }
+    courier_engine_close(e);
+    CHECK_EQ(proxy_tunnels(), before + (tls_dir[0] ? 2 : 1));
+}
+
 static const th_test tests[] = {
     T(test_echo),          T(test_fragments_and_subprotocol), T(test_handshake_headers), T(test_server_closes),
     T(test_protocol_errors), T(test_protocol_error_while_closing), T(test_too_large),               T(test_dropped_connection), T(test_dead_peer),
     T(test_failed_handshakes), T(test_arguments),             T(test_threads),            T(test_engine_closes),
-    T(test_close_before_open), T(test_tls),
+    T(test_close_before_open), T(test_tls),                   T(test_deflate_with_websockets),
+    T(test_deflate_by_hand),   T(test_slow_reader),           T(test_through_a_proxy),
 };
 
 int main(int argc, char **argv) {

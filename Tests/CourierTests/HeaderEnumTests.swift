@@ -1,5 +1,6 @@
 // HeaderEnumTests.swift — the Swift enums that keep their own raw values (a Swift enum's raw
-// values must be literals) and the error codes, checked case by case against include/courier.h,
+// values must be literals) and the error codes, checked case by case against include/courier.h and
+// its parts (include/courier/*.h),
 // so a C value that moves or a C member that is added cannot go unnoticed. (Everything else uses
 // the values CCore imports from the header directly.)
 
@@ -8,11 +9,15 @@ import Foundation
 import XCTest
 
 final class HeaderEnumTests: XCTestCase {
-    /// `typedef enum NAME { ... } NAME;` of the header: [NAME: [member: value]].
+    /// `typedef enum NAME { ... } NAME;` of the header and its parts: [NAME: [member: value]].
     private static let enums: [String: [String: Int32]] = {
-        let header = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("include/courier.h")
-        guard var text = try? String(contentsOf: header, encoding: .utf8) else { return [:] }
+        let include = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("include")
+        let parts = (try? FileManager.default.contentsOfDirectory(at: include.appendingPathComponent("courier"),
+                                                                   includingPropertiesForKeys: nil)) ?? []
+        let files = [include.appendingPathComponent("courier.h")] + parts.filter { $0.pathExtension == "h" }
+        guard var text = try? files.map({ try String(contentsOf: $0, encoding: .utf8) }).joined(separator: "\n")
+        else { return [:] }
         text = text.replacingOccurrences(of: #"/\*[\s\S]*?\*/"#, with: "", options: .regularExpression)
         var out: [String: [String: Int32]] = [:]
         let enumPattern = try! NSRegularExpression(pattern: #"typedef enum (\w+) \{([^}]*)\} \1;"#)

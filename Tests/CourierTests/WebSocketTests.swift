@@ -104,4 +104,54 @@ final class WebSocketTests: LoopbackTestCase {
             XCTAssertEqual(error.httpStatus, 403)
         }
     }
+
+    func testCompressionAndUnreadBytes() async throws {
+        var options = WebSocketOptions()
+        options.compression = true
+        options.maxReceiveQueueBytes = 64 * 1024
+        let ws = try await engine.webSocket(.get(base + "/echo"), options: options)
+        XCTAssertTrue(ws.extensions.hasPrefix("permessage-deflate"))
+        let big = String(repeating: "compress me ", count: 1000)
+        try await ws.send(big)
+        let back = try await ws.receive()
+        XCTAssertEqual(back, .text(big))
+        XCTAssertEqual(ws.unreadBytes, 0)
+        try ws.close(code: 1000)
+        for try await _ in ws {}
+        let plain = try await engine.webSocket(.get(base + "/deflated"))
+        XCTAssertEqual(plain.extensions, "")
+        let said = try await plain.receive()
+        XCTAssertEqual(said, .text("none"))
+    }
+
+    /// `courier ws URL`: stdin lines go out as text messages, each message that comes back is
+    /// printed; at the end of stdin a close with 1000, then what still arrives, then exit 0.
+    func testToolSendsLinesAndPrintsMessages() throws {
+        for extra in [[], ["--compression"]] {
+            let process = Process()
+            process.executableURL = try courierToolURL()
+            process.arguments = ["ws", base + "/echo"] + extra
+            let input = Pipe(), output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let long = String(repeating: "long line ", count: 200)
+            let expected = "hello\nworld\n\(long)\n"
+            input.fileHandleForWriting.write(Data(expected.utf8))
+            // The echo comes back before stdin ends (an echo server sends nothing after a close it
+            // received), each line printed as it arrives.
+            var data = Data()
+            while data.count < expected.utf8.count {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                data.append(chunk)
+            }
+            try input.fileHandleForWriting.close() // then the close with 1000 and the exit
+            data.append(output.fileHandleForReading.readDataToEndOfFile())
+            process.waitUntilExit()
+            XCTAssertEqual(process.terminationStatus, 0)
+            XCTAssertEqual(String(decoding: data, as: UTF8.self), expected)
+        }
+    }
 }

@@ -25,12 +25,12 @@ fi
 
 mkdir -p "$build/obj" "$build/corpus" "$build/artifacts"
 cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -I"$root/include" -I"$root/CCore"
-        $(pkg-config --cflags jansson libcurl lmdb libcrypto))
+        $(pkg-config --cflags jansson libcurl lmdb libcrypto zlib))
 san=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 
 # The whole core, instrumented for coverage (fuzzer-no-link), then the target.
 objs=()
-newest_h=$(ls -t "$root"/CCore/*.h "$root"/CCore/*/*.h "$root/include/courier.h" | head -1)
+newest_h=$(ls -t "$root"/CCore/*.h "$root"/CCore/*/*.h "$root/include/courier.h" "$root"/include/courier/*.h | head -1)
 for src in "$root"/CCore/*/*.c; do
   rel="${src#"$root"/CCore/}"
   obj="$build/obj/${rel//\//_}"   # folder_file.c: two folders may hold files of one name (store.c)
@@ -43,7 +43,7 @@ done
 ld=()
 if [ -x "$(dirname "$clang")/ld.lld" ]; then ld=(-fuse-ld=lld); fi
 "$clang" "${cflags[@]}" "${san[@]}" "${ld[@]}" -fsanitize=fuzzer "$root/Tests/Fuzz/fuzz_json.c" "${objs[@]}" \
-  $(pkg-config --libs jansson libcurl lmdb libcrypto) -lwslay -lpthread -lm -o "$build/fuzz_json" \
+  $(pkg-config --libs jansson libcurl lmdb libcrypto zlib) -lwslay -lpthread -lm -o "$build/fuzz_json" \
   > "$build/link.log" 2>&1 \
   || { cat "$build/link.log" >&2; exit 2; }
 

@@ -1,7 +1,7 @@
 """The WebSocket peer of the C tests (Tests/CCoreTests/ws_test.c): an independent implementation,
 Python's `websockets`, serving an echo and handlers that misbehave, on 127.0.0.1.
 
-Listeners, their ports printed on one line ("PORTS <websockets> <raw> <tls>") once all listen:
+Listeners, their ports printed on one line ("PORTS <websockets> <raw> <tls> <proxy>") once all listen:
 - the `websockets` server, by path:
     /echo        every message back, with its type
     /fragments   "hello world" as three text fragments, then 00 01 02 as two binary ones
@@ -14,12 +14,26 @@ Listeners, their ports printed on one line ("PORTS <websockets> <raw> <tls>") on
     /masked /rsv /opcode /bigping /fragping /badutf8 /badclose /badreason
                  "before", then one frame that breaks RFC 6455 (written raw to the transport)
     /report?route=R   the close code the client sent on the last connection to R, as text
+    /deflated    "permessage-deflate" when that extension was agreed, else "none" (every listener
+                 accepts the client's permessage-deflate offer, with websockets' own parameters)
 - a raw TCP server answering the handshake by hand, by path: /badaccept, /noupgrade, /proto (a
   subprotocol nobody offered), /ext (an extension nobody offered), /firstframes (a good 101 and a
   text frame "early" in the same write), /badafterclose (a good 101; after the client's first
   bytes, a masked frame), /mute (never answers);
+  and for permessage-deflate (RFC 7692), each agreeing to the offer by hand:
+    /zinspect    (with client_no_context_takeover) each message the client sends answered with an
+                 uncompressed text "rsv1=R len=N text=T": RSV1, the payload's length on the wire,
+                 and the text inflated with a fresh context (so it shows the client kept none)
+    /zserver     four compressed text messages: two with one context (the second refers back to
+                 the first), one ending in a final block (BFINAL), one with a fresh context after it
+    /zbad /zbadutf8   "before", then a compressed text message that does not inflate / inflates to
+                 invalid UTF-8
+    /zparams     agrees with a parameter nobody offered (the handshake must fail)
+
 - given a certificate and its key (argv 1 and 2), the `websockets` server again over TLS (else the
-  third port is 0).
+  third port is 0);
+- an HTTP proxy that answers CONNECT with a tunnel to 127.0.0.1 or localhost (only) and counts the tunnels it
+  made; `GET /tunnels` to it answers that count.
 """
 import asyncio
 import base64
@@ -28,6 +42,7 @@ import os
 import ssl
 import struct
 import sys
+import zlib
 from http import HTTPStatus
 from urllib.parse import parse_qs, urlsplit
 
@@ -110,6 +125,10 @@ async def handler(ws):
             await ws.send("before")
             ws.transport.write(BAD[route])
             await drain(ws)
+        elif route == "/deflated":
+            names = [e.name for e in ws.protocol.extensions]
+            await ws.send("permessage-deflate" if "permessage-deflate" in names else "none")
+            await drain(ws)
         elif route == "/report":
             r = query["route"][0]
             await asyncio.wait_for(closed_event(r).wait(), 10)
@@ -133,6 +152,52 @@ def process_request(connection, request):
 
 def select_subprotocol(connection, subprotocols):
     return "superchat" if "superchat" in subprotocols else None
+
+
+async def read_frame(reader):
+    """One frame from the client: (fin, rsv, opcode, unmasked payload), None at the end."""
+    try:
+        b0, b1 = await reader.readexactly(2)
+        n = b1 & 0x7F
+        if n == 126:
+            n = struct.unpack("!H", await reader.readexactly(2))[0]
+        elif n == 127:
+            n = struct.unpack("!Q", await reader.readexactly(8))[0]
+        key = await reader.readexactly(4) if b1 & 0x80 else b"\0\0\0\0"
+        data = await reader.readexactly(n)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    return b0 >> 7, (b0 >> 4) & 7, b0 & 0xF, bytes(c ^ key[i % 4] for i, c in enumerate(data))
+
+
+def deflated(data, z=None, final=False):
+    """data compressed as RFC 7692 says (raw deflate, the 00 00 FF FF of a sync flush left out)."""
+    z = z or zlib.compressobj(wbits=-15)
+    out = z.compress(data) + z.flush(zlib.Z_FINISH if final else zlib.Z_SYNC_FLUSH)
+    return out if final else out[:-4]
+
+
+async def deflate_route(path, reader, writer):
+    if path == "/zinspect":
+        while (f := await read_frame(reader)) is not None:
+            fin, rsv, op, data = f
+            if op == 8:
+                writer.write(frame(8, data[:2]))
+                break
+            text = zlib.decompressobj(wbits=-15).decompress(data + b"\0\0\xff\xff") if rsv & 4 else data
+            writer.write(frame(1, f"rsv1={rsv >> 2} len={len(data)} text={text.decode()}".encode()))
+            await writer.drain()
+    elif path == "/zserver":
+        z = zlib.compressobj(wbits=-15)
+        writer.write(frame(1, deflated(b"hello hello hello hello", z), rsv=4))
+        writer.write(frame(1, deflated(b"hello hello hello hello again", z), rsv=4))
+        writer.write(frame(1, deflated(b"the end of a stream", final=True), rsv=4))
+        writer.write(frame(1, deflated(b"a new stream"), rsv=4))
+    elif path == "/zbad":
+        writer.write(frame(1, b"before") + frame(1, b"\xff\xfe\xfd\xfc", rsv=4))
+    elif path == "/zbadutf8":
+        writer.write(frame(1, b"before") + frame(1, deflated(b"a\xffb"), rsv=4))
+    await writer.drain()
 
 
 async def raw(reader, writer):
@@ -159,13 +224,21 @@ async def raw(reader, writer):
         "/ext": base + up + "Sec-WebSocket-Accept: " + accept + "\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n",
         "/firstframes": base + up + "Sec-WebSocket-Accept: " + accept + "\r\n\r\n",
         "/badafterclose": base + up + "Sec-WebSocket-Accept: " + accept + "\r\n\r\n",
+        "/zparams": base + up + "Sec-WebSocket-Accept: " + accept +
+        "\r\nSec-WebSocket-Extensions: permessage-deflate; x_window=3\r\n\r\n",
     }
+    pmd = "\r\nSec-WebSocket-Extensions: permessage-deflate"
+    for z in ("/zserver", "/zbad", "/zbadutf8"):
+        answers[z] = base + up + "Sec-WebSocket-Accept: " + accept + pmd + "\r\n\r\n"
+    answers["/zinspect"] = base + up + "Sec-WebSocket-Accept: " + accept + pmd + "; client_no_context_takeover\r\n\r\n"
     if path in answers:
         data = answers[path].encode()
         if path == "/firstframes":
             data += frame(1, b"early")
         writer.write(data)
         await writer.drain()
+        if path.startswith("/z"):
+            await deflate_route(path, reader, writer)
         if path == "/badafterclose":  # the client's first frames (its close), then a masked frame
             await reader.read(4096)
             writer.write(frame(1, b"x", mask=True))
@@ -178,9 +251,55 @@ async def raw(reader, writer):
     writer.close()
 
 
+TUNNELS = [0]
+
+
+async def pipe(reader, writer):
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
+
+
+async def proxy(reader, writer):
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+        writer.close()
+        return
+    method, target = head.split(b" ")[:2]
+    if method == b"GET" and target.endswith(b"/tunnels"):
+        body = str(TUNNELS[0]).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+        await writer.drain()
+        writer.close()
+        return
+    host, _, port = target.decode().rpartition(":")
+    if method != b"CONNECT" or host not in ("127.0.0.1", "localhost"):
+        writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+        return
+    try:
+        ur, uw = await asyncio.open_connection(host, int(port))
+    except OSError:
+        writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+        return
+    TUNNELS[0] += 1
+    writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    await writer.drain()
+    await asyncio.gather(pipe(reader, uw), pipe(ur, writer))
+
+
 async def main():
     async with serve(handler, "127.0.0.1", 0, process_request=process_request,
-                     select_subprotocol=select_subprotocol, max_size=None, compression=None,
+                     select_subprotocol=select_subprotocol, max_size=None, compression="deflate",
                      ping_interval=None) as server:
         rawsrv = await asyncio.start_server(raw, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
@@ -190,10 +309,12 @@ async def main():
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(sys.argv[1], sys.argv[2])
             tls = await serve(handler, "127.0.0.1", 0, ssl=ctx, process_request=process_request,
-                              select_subprotocol=select_subprotocol, max_size=None, compression=None,
+                              select_subprotocol=select_subprotocol, max_size=None, compression="deflate",
                               ping_interval=None)
             tport = tls.sockets[0].getsockname()[1]
-        print(f"PORTS {port} {rport} {tport}", flush=True)
+        proxysrv = await asyncio.start_server(proxy, "127.0.0.1", 0)
+        pport = proxysrv.sockets[0].getsockname()[1]
+        print(f"PORTS {port} {rport} {tport} {pport}", flush=True)
         # Ends when the test closes our stdin (or dies).
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, sys.stdin.read)

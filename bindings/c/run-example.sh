@@ -64,7 +64,7 @@ case "$flags" in *"$tmp/prefix"*) ;; *) die "pkg-config flags do not name the in
 # those of libcurl, LMDB and jansson (for a fully static link, which also needs the -dev packages
 # of curl's own dependencies: Debian's libcurl.pc names nghttp2, ssh2, ldap...).
 listed=" $(pc --static --libs) "
-for l in -lcourier -lcurl -llmdb -ljansson -lcrypto -lwslay -lpthread -lm; do
+for l in -lcourier -lcurl -llmdb -ljansson -lcrypto -lz -lwslay -lpthread -lm; do
   case "$listed" in *" $l "*) ;; *) die "pkg-config --static --libs courier does not list $l: $listed" ;; esac
 done
 # libcourier.a with the system's shared libcurl, LMDB and jansson (README's line; -l: names the

@@ -1,6 +1,6 @@
 # Sourced by run-tests.sh and run-bench.sh (bash, from the repository root, with `set -euo
 # pipefail`). What a user gets from `pip install ./bindings/python`, made the same way:
-#   1. regenerates the ctypes prototypes (courier/_decls.py) from include/courier.h;
+#   1. regenerates the ctypes prototypes (courier/_decls.py) from include/courier.h and its parts;
 #   2. keeps a wheelhouse build/py-wheelhouse (from PyPI the first time: the build backend
 #      scikit-build-core, ninja, which pip's isolated builds ask for, and the test packages), and a
 #      tools environment build/py-tools with scikit-build-core, so later runs need no network;

@@ -157,31 +157,15 @@ public struct ResponseBytes: AsyncSequence, Sendable {
         public typealias Element = String
         let stream: StreamBox
 
-        /// The lines' iterator.
+        /// The lines' iterator (the C core splits them: courier_stream_next_line).
         public struct AsyncIterator: AsyncIteratorProtocol {
             let stream: StreamBox
-            var pending = Data()
-            var ended = false
 
             /// The next line, or nil at the end.
             /// - Returns: The line, without its line end.
-            /// - Throws: As ``ResponseBytes/AsyncIterator/next()``.
-            public mutating func next() async throws -> String? {
-                while true {
-                    if let lf = pending.firstIndex(of: 0x0A) {
-                        var line = pending[pending.startIndex..<lf]
-                        if line.last == 0x0D { line = line.dropLast() }
-                        pending = Data(pending[(lf + 1)...])
-                        return String(decoding: line, as: UTF8.self)
-                    }
-                    if ended {
-                        guard !pending.isEmpty else { return nil }
-                        defer { pending = Data() }
-                        return String(decoding: pending, as: UTF8.self)
-                    }
-                    if let chunk = try await stream.nextChunk() { pending.append(chunk) } else { ended = true }
-                }
-            }
+            /// - Throws: As ``ResponseBytes/AsyncIterator/next()``; ``CourierError/Code/tooLarge``
+            ///   for a line over the engine's maximum response size.
+            public mutating func next() async throws -> String? { try await stream.nextLine() }
         }
 
         /// An iterator over the lines.
@@ -287,6 +271,24 @@ final class StreamBox: @unchecked Sendable {
             var error = courier_error()
             let rc = courier_stream_head(&head, pointer, 0, &error)
             if rc == COURIER_OK.rawValue, let head { return Response(taking: courier_response_retain(head)!) }
+            if rc != COURIER_E_AGAIN.rawValue { throw failure(rc, &error) }
+            if Task.isCancelled { cancel() }
+            await waitReadable()
+        }
+    }
+
+    /// The next line (decoded, invalid UTF-8 as U+FFFD), nil at the end.
+    func nextLine() async throws -> String? {
+        while true {
+            signal.reset()
+            var line: UnsafePointer<CChar>?
+            var length = 0
+            var error = courier_error()
+            let rc = courier_stream_next_line(&line, &length, pointer, 0, &error)
+            if rc == COURIER_OK.rawValue {
+                guard let line else { return nil }
+                return String(decoding: UnsafeRawBufferPointer(start: line, count: length), as: UTF8.self)
+            }
             if rc != COURIER_E_AGAIN.rawValue { throw failure(rc, &error) }
             if Task.isCancelled { cancel() }
             await waitReadable()

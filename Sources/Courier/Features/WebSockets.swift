@@ -22,6 +22,12 @@ public struct WebSocketOptions: Sendable, Hashable {
     public var closeTimeout: TimeInterval?
     /// Connecting and the opening handshake together (nil: the request's timeout, else 30 s).
     public var handshakeTimeout: TimeInterval?
+    /// Offers permessage-deflate (RFC 7692): when the server agrees (``WebSocket/extensions``),
+    /// messages of 1 KiB or more go compressed and compressed messages are inflated. Off by default.
+    public var compression = false
+    /// Messages received and not yet read, at most (nil: 16 MiB): past it the socket is left unread
+    /// until the reader catches up, holding the server back instead of growing memory.
+    public var maxReceiveQueueBytes: Int?
 
     /// The defaults.
     public init() {}
@@ -57,6 +63,8 @@ extension Engine {
         o.ping_timeout_ms = ms(options.pingTimeout)
         if options.closeTimeout != nil { o.close_timeout_ms = ms(options.closeTimeout) }
         o.handshake_timeout_ms = ms(options.handshakeTimeout)
+        o.compression = options.compression ? 1 : 0
+        if let max = options.maxReceiveQueueBytes { o.max_receive_queue_bytes = Int64(max) }
         let protocols = options.subprotocols.joined(separator: ", ")
         let (pointer, signal) = try openSignalled(request) { handle, creq, user, out, error in
             protocols.withCString { p -> Int32 in
@@ -135,6 +143,13 @@ public final class WebSocket: AsyncSequence, @unchecked Sendable {
         let p = String(cString: courier_ws_protocol(pointer))
         return p.isEmpty ? nil : p
     }
+
+    /// The extension the server agreed to (`"permessage-deflate; ..."`), "" for none.
+    public var extensions: String { String(cString: courier_ws_extensions(pointer)) }
+
+    /// Bytes of messages received and not yet read (bounded by
+    /// ``WebSocketOptions/maxReceiveQueueBytes``).
+    public var unreadBytes: Int { Int(courier_ws_unread_bytes(pointer)) }
 
     /// The server's close code (1005: its close frame had none; 1006: no close frame); nil while open.
     public var closeCode: Int? {

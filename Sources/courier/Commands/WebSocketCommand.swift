@@ -22,6 +22,9 @@ struct WebSocketCommand: AsyncParsableCommand {
     @Option(name: .customLong("subprotocol"), help: ArgumentHelp("A subprotocol to offer (repeatable).", valueName: "name"))
     var subprotocols: [String] = []
 
+    @Flag(help: "Offer permessage-deflate (RFC 7692) compression.")
+    var compression = false
+
     @OptionGroup var connection: ConnectionOptions
 
     func run() async throws {
@@ -30,6 +33,7 @@ struct WebSocketCommand: AsyncParsableCommand {
         let request = connection.request(url)
         var options = WebSocketOptions()
         options.subprotocols = subprotocols
+        options.compression = compression
         do {
             let ws = try await engine.webSocket(request, options: options)
             // stdin, read on a thread of its own (a blocking read), sent in order.

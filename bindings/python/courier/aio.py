@@ -250,7 +250,8 @@ class AsyncEngine:
     def websocket(self, url: Union[str, Request], *, subprotocols: Optional[Sequence[str]] = None,
                   max_message_bytes: Optional[int] = None, ping_interval: Optional[float] = None,
                   ping_timeout: Optional[float] = None, close_timeout: Optional[float] = None,
-                  handshake_timeout: Optional[float] = None, **options: Unpack[RequestOptions]) -> "_WebSocketOpening":
+                  handshake_timeout: Optional[float] = None, compression: bool = False,
+                  max_receive_queue_bytes: Optional[int] = None, **options: Unpack[RequestOptions]) -> "_WebSocketOpening":
         """A WebSocket (:meth:`courier.Engine.websocket`), read without blocking the loop::
 
             async with engine.websocket("ws://127.0.0.1:8765/chat") as ws:
@@ -263,7 +264,8 @@ class AsyncEngine:
         req = url if isinstance(url, Request) else Request("GET", url, **options)
         if isinstance(url, Request) and options:
             raise TypeError("websocket(Request) takes no request options")
-        opts = make_options(subprotocols, max_message_bytes, ping_interval, ping_timeout, close_timeout, handshake_timeout)
+        opts = make_options(subprotocols, max_message_bytes, ping_interval, ping_timeout, close_timeout, handshake_timeout,
+                            compression, max_receive_queue_bytes)
         return _WebSocketOpening(self.sync, req, opts)
 
     async def api(self, name: str, **options: Unpack[RequestOptions]) -> Response:

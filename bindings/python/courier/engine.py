@@ -872,7 +872,8 @@ class Engine:
     def websocket(self, url: Union[str, Request], *, subprotocols: Optional[Sequence[str]] = None,
                   max_message_bytes: Optional[int] = None, ping_interval: Optional[float] = None,
                   ping_timeout: Optional[float] = None, close_timeout: Optional[float] = None,
-                  handshake_timeout: Optional[float] = None, **kw: Unpack[RequestOptions]) -> WebSocket:
+                  handshake_timeout: Optional[float] = None, compression: bool = False,
+                  max_receive_queue_bytes: Optional[int] = None, **kw: Unpack[RequestOptions]) -> WebSocket:
         """Opens a WebSocket (``courier_ws_open``; ``ws://``, ``wss://``, or a path joined with the
         base URL) and returns once its handshake ended::
 
@@ -887,6 +888,9 @@ class Engine:
         not back within ``ping_timeout`` (default: the interval) failing the connection;
         ``close_timeout`` (default 10) bounds the wait for the server's close;
         ``handshake_timeout`` the connection and handshake (default: the request's timeout, else 30).
+        ``compression=True`` offers permessage-deflate (RFC 7692; :attr:`WebSocket.extensions` says
+        what the server agreed); ``max_receive_queue_bytes`` (default 16 MiB) bounds what waits
+        unread: past it the socket is left unread until the reader catches up.
         Raises :class:`courier.WebSocketHandshakeError` (no 101: ``http_status``; a wrong accept,
         a subprotocol not offered) or the connection's failure.
         """
@@ -894,7 +898,7 @@ class Engine:
         if isinstance(url, Request) and kw:
             raise TypeError("websocket(Request) takes no request options")
         options = make_options(subprotocols, max_message_bytes, ping_interval, ping_timeout, close_timeout,
-                               handshake_timeout)
+                               handshake_timeout, compression, max_receive_queue_bytes)
         waker = _SyncWaker()
         return wait_open(self._open_ws(req, options, waker), waker)
 

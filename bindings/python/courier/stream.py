@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from ctypes import CFUNCTYPE, Structure, byref, c_char_p, c_size_t, c_void_p, string_at
 from ctypes import sizeof as ctypes_sizeof
-from typing import Any, AsyncIterator, Iterator, Optional
+from typing import Any, AsyncIterator, Iterator, Optional, Union
 
 from . import _callbacks as cb
 from ._enums import CEnum
@@ -176,10 +176,34 @@ class StreamResponse(_Closing):
         if tail:
             yield tail
 
+    def _next_line(self, timeout_ms: int) -> Union[str, None, bool]:
+        """The next line (``courier_stream_next_line``: the C core splits); False at the end; None
+        when no whole line came within timeout_ms."""
+        if self._h is None:
+            raise ValueError("the stream is closed")
+        line = c_char_p()
+        n = c_size_t()
+        err = ERROR()
+        code = lib.courier_stream_next_line(byref(line), byref(n), self._h, timeout_ms, byref(err))
+        if code == 0:
+            if line.value is None:
+                return False
+            return string_at(line, n.value).decode("utf-8", "replace")
+        if code == E_AGAIN:
+            return None
+        raise _failure(code, err)
+
     def iter_lines(self) -> Iterator[str]:
         """The body as UTF-8 lines: split at LF, a CR before it dropped, the last line given even
-        without a line end (split only at LF and CRLF, never at U+2028 and other separators)."""
-        yield from _lines(self.iter_bytes())
+        without a line end (split only at LF and CRLF, never at U+2028 and other separators).
+        A line over the engine's ``max_response_bytes`` raises :class:`courier.TooLarge`."""
+        while True:
+            line = self._next_line(_SLICE_MS)
+            if line is None:
+                continue
+            if line is False:
+                return
+            yield line
 
     def read(self) -> bytes:
         """The rest of the body."""
@@ -211,14 +235,22 @@ class StreamResponse(_Closing):
 
     async def aiter_lines(self) -> AsyncIterator[str]:
         """:meth:`iter_lines`, without blocking the event loop."""
-        pending = b""
-        async for chunk in self.aiter_bytes():
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                yield _decode_line(line)
-        if pending:
-            yield _decode_line(pending)
+        waker = self._waker
+        if waker is None:
+            raise RuntimeError("aiter_bytes/aiter_lines/aread need a stream of an AsyncEngine")
+        while True:
+            waker.event.clear()
+            line = self._next_line(0)
+            if line is False:
+                return
+            if line is not None:
+                yield line
+                continue
+            try:
+                await waker.event.wait()
+            except asyncio.CancelledError:
+                self.cancel()
+                raise
 
     async def aread(self) -> bytes:
         """The rest of the body, without blocking the event loop."""
@@ -247,23 +279,6 @@ class StreamResponse(_Closing):
 def courier_invalid(name: str, value: Any) -> CourierError:
     return make_error(lib_code("COURIER_E_INVALID_ARGUMENT"), None, None,
                       message=f"{name}: {value!r} is not a positive size")
-
-
-def _decode_line(line: bytes) -> str:
-    if line.endswith(b"\r"):
-        line = line[:-1]
-    return line.decode("utf-8", "replace")
-
-
-def _lines(chunks: Iterator[bytes]) -> Iterator[str]:
-    pending = b""
-    for chunk in chunks:
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            yield _decode_line(line)
-    if pending:
-        yield _decode_line(pending)
 
 
 class _Waker:

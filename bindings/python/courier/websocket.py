@@ -51,7 +51,8 @@ class WS_OPTIONS(Structure):
     """courier_ws_options."""
     _fields_ = [("size", c_size_t), ("subprotocols", c_char_p), ("max_message_bytes", c_int64),
                 ("ping_interval_ms", c_int64), ("ping_timeout_ms", c_int64), ("close_timeout_ms", c_int64),
-                ("handshake_timeout_ms", c_int64), ("max_send_queue_bytes", c_int64)]
+                ("handshake_timeout_ms", c_int64), ("max_send_queue_bytes", c_int64),
+                ("max_receive_queue_bytes", c_int64), ("compression", c_int)]
 
 
 class WS_MESSAGE(Structure):
@@ -69,7 +70,8 @@ def _ms(name: str, seconds: Optional[float]) -> int:
 
 def make_options(subprotocols: Optional[Sequence[str]], max_message_bytes: Optional[int],
                  ping_interval: Optional[float], ping_timeout: Optional[float], close_timeout: Optional[float],
-                 handshake_timeout: Optional[float]) -> WS_OPTIONS:
+                 handshake_timeout: Optional[float], compression: bool = False,
+                 max_receive_queue_bytes: Optional[int] = None) -> WS_OPTIONS:
     o = WS_OPTIONS()
     o.size = ctypes_sizeof(WS_OPTIONS)
     lib.courier_ws_options_init(byref(o))
@@ -85,6 +87,12 @@ def make_options(subprotocols: Optional[Sequence[str]], max_message_bytes: Optio
     if close_timeout is not None:
         o.close_timeout_ms = _ms("close_timeout", close_timeout)
     o.handshake_timeout_ms = _ms("handshake_timeout", handshake_timeout)
+    if max_receive_queue_bytes is not None:
+        if max_receive_queue_bytes <= 0:
+            raise make_error(E_INVALID_ARGUMENT, None, None,
+                             message=f"max_receive_queue_bytes: {max_receive_queue_bytes!r} is not a positive size")
+        o.max_receive_queue_bytes = max_receive_queue_bytes
+    o.compression = 1 if compression else 0
     return o
 
 
@@ -127,6 +135,17 @@ class WebSocket(_Closing):
         """The subprotocol the server chose, or None."""
         p = lib.courier_ws_protocol(self._h) if self._h is not None else None
         return p.decode() if p else None
+
+    @property
+    def extensions(self) -> str:
+        """The extension the server agreed to (``"permessage-deflate; ..."``), ``""`` for none."""
+        p = lib.courier_ws_extensions(self._h) if self._h is not None else None
+        return p.decode() if p else ""
+
+    @property
+    def unread_bytes(self) -> int:
+        """Bytes of messages received and not yet read (bounded by ``max_receive_queue_bytes``)."""
+        return int(lib.courier_ws_unread_bytes(self._h)) if self._h is not None else 0
 
     @property
     def close_code(self) -> Optional[int]:

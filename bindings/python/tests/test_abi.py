@@ -14,17 +14,17 @@ from courier import _decls, _lib, errors
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 HEADER = pathlib.Path(os.environ.get("COURIER_HEADER", ROOT / "include" / "courier.h"))
+sys.path.insert(0, str(ROOT / "bindings" / "python" / "tools"))
+try:
+    import gen_decls  # the parser of _decls.py, and read_header: courier.h with its parts put in place
+finally:
+    sys.path.pop(0)
 
 
 def test_prototype_table_matches_header() -> None:
     if not HEADER.exists():
         pytest.skip("header not available")
-    sys.path.insert(0, str(ROOT / "bindings" / "python" / "tools"))
-    try:
-        import gen_decls
-    finally:
-        sys.path.pop(0)
-    parsed = gen_decls.parse(HEADER.read_text())
+    parsed = gen_decls.parse(gen_decls.read_header(HEADER))
     stale = {n for n in parsed if _decls.DECLS.get(n) != parsed[n]} | (set(_decls.DECLS) - set(parsed))
     assert not stale, f"regenerate courier/_decls.py (tools/gen_decls.py): {sorted(stale)}"
 
@@ -38,7 +38,7 @@ def test_error_codes_match_header() -> None:
     if not HEADER.exists():
         pytest.skip("header not available")
     import re
-    text = HEADER.read_text()
+    text = gen_decls.read_header(HEADER)
     body = text[text.index("typedef enum courier_code"):text.index("} courier_code;")]
     codes = {m.group(1): int(m.group(2)) for m in re.finditer(r"(COURIER_E_\w+)\s*=\s*(-\d+)", body)}
     ours = {cname: code for code, cname, *_ in errors._TABLE}
@@ -116,7 +116,7 @@ def test_every_python_enum_matches_the_header() -> None:
     CachePolicy.USER_MIN, must be a #define of that name)."""
     if not HEADER.exists():
         pytest.skip("header not available")
-    text = HEADER.read_text()
+    text = gen_decls.read_header(HEADER)
     enums = _c_enums(text)
     defines = {n: int(v) for n, v in re.findall(r"#define (COURIER_\w+) (-?\d+)\b", text)}
     def subclasses(cls: type) -> set[type]:

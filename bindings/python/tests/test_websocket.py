@@ -110,3 +110,34 @@ def test_asyncio(peer: str) -> None:
             await e.aclose()
 
     asyncio.run(main())
+
+
+def test_compression_and_a_bounded_receive_queue(peer: str) -> None:
+    big = "compress me " * 1000
+    with courier.Engine(temporary_store=True) as e:
+        with e.websocket(peer + "/echo", compression=True, max_receive_queue_bytes=64 * 1024) as ws:
+            assert ws.extensions.startswith("permessage-deflate")
+            ws.send(big)
+            ws.send(b"\x00" * 5000)
+            assert ws.recv(timeout=10) == big
+            assert ws.recv(timeout=10) == b"\x00" * 5000
+            assert ws.unread_bytes == 0
+        with e.websocket(peer + "/deflated") as ws:
+            assert ws.extensions == "" and ws.recv(timeout=10) == "none"
+        with pytest.raises(courier.InvalidArgument) as info:
+            e.websocket(peer + "/echo", max_receive_queue_bytes=0)
+        assert str(info.value).startswith("max_receive_queue_bytes")
+
+    async def main() -> None:
+        a = courier.AsyncEngine(temporary_store=True)
+        try:
+            async with a.websocket(peer + "/echo", compression=True) as ws:
+                await ws.asend(big)
+                async for m in ws:
+                    assert m == big
+                    break
+                assert ws.extensions.startswith("permessage-deflate")
+        finally:
+            await a.aclose()
+
+    asyncio.run(main())

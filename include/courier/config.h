@@ -1,0 +1,162 @@
+/*
+ * courier/config.h — the configuration an engine opens with, and security (TLS) policies.
+ *
+ * A part of Courier's public C API. courier.h includes every part and states the rules they all
+ * keep (ownership, threads, errors; docs/ABI.md); a program may include this part alone.
+ */
+#ifndef COURIER_INC_CONFIG_H
+#define COURIER_INC_CONFIG_H
+
+#include "base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ========================================================================================== */
+/* Configuration                                                                               */
+/* ========================================================================================== */
+
+/* A configuration for courier_engine_open. Not thread-safe: build it on one thread. Every string
+ * setter copies its argument. Defaults: no base URL; timeout 60 000 ms; user agent
+ * "Courier/<version>"; 5 requests (and connections) per host, 64 in all; form body encoding; TLS verification on
+ * with the system's CA store; maximum response body 64 MiB; the durable default store directory
+ * named by the app id (see courier_config_set_app_id).
+ * *out is new: release it with courier_config_free (the engine copies what it needs at open).
+ * Errors: COURIER_E_INVALID_ARGUMENT (out is NULL), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_new(courier_config **out);
+/* Accepts NULL. */
+COURIER_API void courier_config_free(courier_config *config);
+
+/* The base URL that relative request paths are joined to (http or https; may end with a path).
+ * NULL clears it. Errors: COURIER_E_INVALID_URL. */
+COURIER_API int courier_config_set_base_url(courier_config *config, const char *base_url);
+/* A header added to every request unless the request sets the same name. Added in order; a
+ * repeated name adds another line. Errors: COURIER_E_INVALID_HEADER, COURIER_E_INVALID_ENCODING. */
+COURIER_API int courier_config_add_header(courier_config *config, const char *name, const char *value);
+/* A parameter added to every request unless the request opts out
+ * (courier_request_set_use_default_params). Errors: COURIER_E_INVALID_ENCODING. */
+COURIER_API int courier_config_add_param(courier_config *config, const char *name, const char *value);
+/* Default timeout of a request, whole transfer (all its redirects), in milliseconds (> 0): the
+ * total timeout (courier_config_set_timeout has the connect and idle ones). */
+COURIER_API int courier_config_set_timeout_ms(courier_config *config, int64_t timeout_ms);
+/* The User-Agent header. NULL restores the default. Errors: COURIER_E_INVALID_HEADER. */
+COURIER_API int courier_config_set_user_agent(courier_config *config, const char *user_agent);
+/* Connection limits (>= 1). Requests over the limit wait in the engine's queue. */
+COURIER_API int courier_config_set_max_connections_per_host(courier_config *config, int n);
+COURIER_API int courier_config_set_max_connections(courier_config *config, int n);
+/* How parameters are encoded when they go in the body (POST, PUT, PATCH, other methods). */
+COURIER_API int courier_config_set_body_encoding(courier_config *config, courier_body_encoding encoding);
+/* Largest response body accepted, in bytes (> 0). Larger bodies fail with COURIER_E_TOO_LARGE. */
+COURIER_API int courier_config_set_max_response_bytes(courier_config *config, int64_t max_bytes);
+/* A PEM file of CA certificates to verify servers with, instead of the system's. NULL restores. */
+COURIER_API int courier_config_set_ca_file(courier_config *config, const char *path);
+/* Pins the server's public key, in libcurl's form: "sha256//BASE64HASH" (several separated by ';')
+ * or a path to a PEM/DER public key file. NULL removes the pin. A mismatch fails a request with
+ * COURIER_E_PINNING. */
+COURIER_API int courier_config_set_pinned_public_key(courier_config *config, const char *pin);
+/* For development only: nonzero turns certificate and host name verification OFF (both of a
+ * security policy's switches, below). */
+COURIER_API int courier_config_set_insecure(courier_config *config, int insecure);
+
+/* ========================================================================================== */
+/* Security policies (HLNetworking's HLSecurityPolicyConfig), per engine and per request        */
+/* ========================================================================================== */
+
+/* How the server's certificate is pinned. */
+typedef enum courier_pinning_mode {
+    COURIER_PINNING_NONE = 0,       /* the CA verification alone (the default) */
+    COURIER_PINNING_PUBLIC_KEY = 1, /* the server's public key must match a pin: libcurl's form,
+                                       "sha256//BASE64" (several separated by ';'), or a PEM/DER
+                                       public key file; a mismatch fails with COURIER_E_PINNING */
+    COURIER_PINNING_CERTIFICATE = 2 /* the server's chain must hold one of the certificates of a PEM
+                                       file (the leaf or a CA): they are the only trust anchors; a
+                                       chain without one fails with COURIER_E_PINNING. Never turned
+                                       off by allow_invalid_certificates */
+} courier_pinning_mode;
+
+/* A security policy: a value built with the setters below, copied by the functions that take it
+ * (courier_config_set_security, courier_request_set_security), so it may be changed or freed
+ * right after. Not thread-safe: build it on one thread. Defaults: no pinning, invalid certificates
+ * refused, the domain name validated, the system's CA store, no client certificate.
+ * *out is new: release it with courier_security_free. Errors: COURIER_E_INVALID_ARGUMENT,
+ * COURIER_E_NO_MEMORY. */
+typedef struct courier_security courier_security;
+COURIER_API int courier_security_new(courier_security **out);
+/* Accepts NULL. */
+COURIER_API void courier_security_free(courier_security *security);
+/* The pinning mode and its pins (copied; ignored for NONE). Errors: COURIER_E_INVALID_ARGUMENT (an
+ * unknown mode, no pins), COURIER_E_NOT_FOUND (a file that cannot be read now). */
+COURIER_API int courier_security_set_pinning(courier_security *security, courier_pinning_mode mode, const char *pins);
+/* Nonzero accepts a certificate that does not verify (self-signed, expired, unknown CA): libcurl's
+ * CURLOPT_SSL_VERIFYPEER off. Development only. Default 0. */
+COURIER_API int courier_security_set_allow_invalid_certificates(courier_security *security, int allow);
+/* 0 accepts a certificate that names another host: CURLOPT_SSL_VERIFYHOST off. Independent of
+ * allow_invalid_certificates. Default 1. */
+COURIER_API int courier_security_set_validates_domain_name(courier_security *security, int validate);
+/* A PEM file of the CA certificates servers are verified with, instead of the system's (NULL
+ * restores). Copied. Errors: COURIER_E_NOT_FOUND (cannot be read now). */
+COURIER_API int courier_security_set_ca_file(courier_security *security, const char *path);
+/* The client certificate sent when a server asks for one (mutual TLS): a PEM certificate with
+ * its key in `key_path` (NULL: in the certificate's file), or a PKCS#12 file (".p12", ".pfx") with
+ * both; `password` decrypts the key (NULL: none). cert_path NULL removes it. Copied. A certificate
+ * or key that cannot be used (wrong password, mismatched key) fails requests with
+ * COURIER_E_CLIENT_CERTIFICATE; a server that refuses it answers as it does (nginx: 400, or a TLS
+ * alert: COURIER_E_TLS). Errors: COURIER_E_NOT_FOUND (a file that cannot be read now),
+ * COURIER_E_INVALID_ARGUMENT (a key or password without a certificate). */
+COURIER_API int courier_security_set_client_certificate(courier_security *security, const char *cert_path,
+                                                        const char *key_path, const char *password);
+/* The engine's policy: replaces the whole of it (NULL: the defaults), including what
+ * courier_config_set_ca_file, _pinned_public_key and _insecure set (they change fields of it).
+ * `security` is copied. Errors: COURIER_E_INVALID_ARGUMENT (NULL config), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_security(courier_config *config, const courier_security *security);
+/* This request's own policy, replacing the whole of the engine's for it and every hop of its
+ * redirects (NULL: the engine's). Copied. A request with its own policy never shares a connection
+ * verified under another policy (libcurl keys reuse on them), is never coalesced with another, and
+ * is not frozen (a frozen request is replayed under the engine's policy, so it fails instead).
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL request), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_request_set_security(courier_request *request, const courier_security *security);
+/* The directory the engine keeps its store in (cache, journal). It is created (with parents,
+ * mode 0700) at open. NULL restores the default: the durable default store named by the app id
+ * (courier_config_set_app_id), or with courier_config_set_temporary_store a private temporary
+ * directory removed at close. Errors: COURIER_E_INVALID_ARGUMENT (empty). */
+COURIER_API int courier_config_set_store_dir(courier_config *config, const char *path);
+/* The app's id ("com.example.notes", "notes"): names the default store, the directory where the
+ * platform keeps an app's data, so frozen requests and the cache outlive the engine and the
+ * process: "$XDG_DATA_HOME/<app id>/courier" (XDG_DATA_HOME when absolute, else
+ * "~/.local/share/<app id>/courier") on Linux and other Unix systems,
+ * "~/Library/Application Support/<app id>/courier" on Darwin. Engines of one app id share that
+ * store (across processes and languages). Copied. NULL restores the default: the program's name
+ * (glibc's program_invocation_short_name, Darwin's getprogname; "courier" when there is none).
+ * Where the program is an interpreter (python3, node), that name is the interpreter's, the same
+ * for every script it runs: a binding for one sets the app id itself (the Python binding: the
+ * main script's name, or a temporary store when there is no script).
+ * Unused when a store directory is set. Errors: COURIER_E_INVALID_ARGUMENT (empty, "." or "..",
+ * a '/', or longer than 255 bytes). */
+COURIER_API int courier_config_set_app_id(courier_config *config, const char *app_id);
+/* Nonzero: when no store directory is set, the engine keeps its store in a private temporary
+ * directory (under $TMPDIR, else /tmp) removed when it closes, instead of the default store: for
+ * tests, demos and one-shot tools. Frozen requests then do not outlive the engine, and each
+ * freeze logs a warning (event "frozen_temporary_store", level WARNING) on the engine's logger.
+ * 0 (the default): the durable default store. A store directory, when set, wins. */
+COURIER_API int courier_config_set_temporary_store(courier_config *config, int temporary);
+/* Nonzero: open only a store that exists. When the store directory (the one set, or the default
+ * store of the app id) does not exist or is not a directory, courier_engine_open fails with
+ * COURIER_E_STORE (message "no store at '<path>'", os_error ENOENT or ENOTDIR) and creates
+ * nothing; for tools and scripts that inspect or clean a store and must not make one by a typo.
+ * 0 (the default): the directory is created at open. No effect with a temporary store; the
+ * cache's and journal's own stores (courier_config_set_cache_store, _frozen_store) are not
+ * checked. Errors: COURIER_E_INVALID_ARGUMENT (NULL config). */
+COURIER_API int courier_config_set_store_must_exist(courier_config *config, int must_exist);
+/* A validator run on every response of requests that have none of their own. NULL removes it.
+ * user_free (may be NULL) is called once when the registration ends (config freed or replaced);
+ * the engine keeps its own reference, so `user` must stay valid until the engine that was opened
+ * with this configuration has closed, or use user_free to release it. */
+COURIER_API int courier_config_set_validator(courier_config *config, courier_validator_fn fn, void *user,
+                                             courier_user_free_fn user_free);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COURIER_INC_CONFIG_H */
