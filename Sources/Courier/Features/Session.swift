@@ -178,7 +178,7 @@ public struct RetryFailure: Sendable {
 }
 
 /// Decides after a failure whether to try again (Alamofire's `RequestRetrier`). Asked only when the
-/// fixed retry rule (``Configuration/retry(_:)``) did not retry; never after a cancel. Retriers are
+/// fixed retry rule (``Configuration/retry``) did not retry; never after a cancel. Retriers are
 /// asked in order (the engine's, then the request's) until one retries; a thrown error counts as
 /// ``RetryDecision/doNotRetry``. Asked for frozen requests' resends too.
 public protocol Retrier: Sendable {
