@@ -29,6 +29,9 @@ from .response import CachePolicy, Response, c_after_receive, c_validator
 from .stream import EventSource, StreamResponse, open_events, open_stream, wait_head
 from .websocket import WebSocket, _SyncWaker, make_options, open_ws, wait_open
 from .security import Security
+from .session import Authenticator
+from .session import install as session_install
+from .session import set_credential as session_set_credential
 from .transport import c_transport_cancel, c_transport_start
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -455,7 +458,7 @@ class Engine:
                  network_limits: Optional[Mapping[Union[NetworkKind, str, int], tuple[int, int, int]]] = None,
                  api_version: Optional[str] = None, api_review: bool = False,
                  adapters: Sequence[Callable[..., Any]] = (), retriers: Sequence[Callable[..., Any]] = (),
-                 authenticator: Optional[Any] = None) -> None:
+                 authenticator: Optional[Authenticator] = None) -> None:
         self._ptr: Optional[int] = None
         self._background: list[BaseException] = []
         self._callback_threads: set[int] = set()
@@ -607,8 +610,7 @@ class Engine:
                 key = cb.register(cb.Slot(challenge_handler, None, self))
                 check(lib.courier_config_set_challenge_handler(c, c_challenge, key, cb.user_free), arg="challenge_handler")
             if adapters or retriers or authenticator is not None:
-                from . import session as _session  # imports request, which imports this module's peers
-                _session.install(c, self, adapters, retriers, authenticator)
+                session_install(c, self, adapters, retriers, authenticator)
             if api_version is not None or api_review:
                 check(lib.courier_config_set_api_version(c, _opt(api_version), 1 if api_review else 0), arg="api_version")
             out = c_void_p()
@@ -639,8 +641,7 @@ class Engine:
         """Replaces the authenticator's credential (after a login; None after a logout) for the
         attempts that start afterwards; ``expires`` in seconds since the epoch
         (``courier_engine_set_credential``). :class:`courier.InvalidArgument` without an authenticator."""
-        from . import session
-        session.set_credential(self._handle(), credential, expires)
+        session_set_credential(self._handle(), credential, expires)
 
     def close(self) -> None:
         """Closes the engine: every request still queued or in flight completes with

@@ -17,8 +17,6 @@ journal stores are the C core's; this module converts values and runs the Python
 """
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import ctypes
 import inspect
 import threading
@@ -28,7 +26,7 @@ from typing import Any, Callable, Optional, Union
 from . import _callbacks as cb
 from ._lib import lib
 from .errors import CourierError, check, lib_code, make_error
-from .request import Outgoing
+from .request import Outgoing, RetryQuestion, _code_of, _later, c_adapter, c_retrier
 from .response import Response, borrowed_response
 
 __all__ = ["Authenticator", "RetryQuestion", "DO_NOT_RETRY"]
@@ -38,8 +36,6 @@ E_USER_CODE = lib_code("COURIER_E_USER")
 #: A retrier's "no" (None and False say the same).
 DO_NOT_RETRY = None
 
-ADAPTER_FN = CFUNCTYPE(None, c_void_p, c_void_p)
-RETRIER_FN = CFUNCTYPE(None, c_void_p, c_void_p)
 AUTH_APPLIES_FN = CFUNCTYPE(c_int, c_char_p, c_void_p)
 AUTH_APPLY_FN = CFUNCTYPE(c_int, c_void_p, c_char_p, c_void_p)
 AUTH_REFUSED_FN = CFUNCTYPE(c_int, c_int, c_void_p, c_void_p)
@@ -51,157 +47,6 @@ class AUTHENTICATOR(ctypes.Structure):
     """courier_authenticator."""
     _fields_ = [("size", ctypes.c_size_t), ("applies", c_void_p), ("apply", c_void_p), ("refused", c_void_p),
                 ("refresh", c_void_p)]
-
-
-# ---- running a result later -------------------------------------------------------------------
-
-def _later(slot: cb.Slot, value: Any, done: Callable[[Any, Optional[BaseException]], None]) -> bool:
-    """When ``value`` is an awaitable or a Future: arranges ``done(result, exc)`` for when it ends
-    (a coroutine on the async engine's loop, else on a thread of its own) and returns True."""
-    if isinstance(value, concurrent.futures.Future):
-        fut = value
-    elif inspect.isawaitable(value):
-        eng = slot.engine
-        loop = getattr(eng, "_async_loop", None) if eng is not None else None
-
-        async def wrap() -> Any:
-            return await value
-        if loop is not None and loop.is_running() and not loop.is_closed():
-            fut = asyncio.run_coroutine_threadsafe(wrap(), loop)
-        else:
-            fut = concurrent.futures.Future()
-
-            def run() -> None:
-                try:
-                    fut.set_result(asyncio.run(wrap()))
-                except BaseException as e:
-                    fut.set_exception(e)
-            threading.Thread(target=run, name="courier-session", daemon=True).start()
-    else:
-        return False
-
-    def finished(f: concurrent.futures.Future) -> None:
-        try:
-            result = f.result()
-        except BaseException as e:
-            done(None, e)
-            return
-        done(result, None)
-    fut.add_done_callback(finished)
-    return True
-
-
-def _code_of(exc: BaseException) -> int:
-    return exc.code if isinstance(exc, CourierError) and exc.code < 0 else E_USER_CODE
-
-
-# ---- adapters ----------------------------------------------------------------------------------
-
-def _fail_adaptation(ptr: int, exc: BaseException) -> None:
-    lib.courier_adaptation_raise(ptr, _code_of(exc), str(exc).encode("utf-8", "replace")[:190],
-                                 cb.register(exc), cb.user_free)
-
-
-def _adapter(adaptation: Optional[int], user: Optional[int]) -> None:
-    slot = cb.lookup(user)
-    if slot is None or not adaptation:
-        lib.courier_adaptation_complete(adaptation, 0, None)
-        return
-    slot.note_worker()
-    view = Outgoing(lib.courier_adaptation_outgoing(adaptation), writable=True)
-    try:
-        result = slot.fn(view)
-    except BaseException as e:
-        view._release()
-        _fail_adaptation(adaptation, e)
-        return
-
-    def done(_: Any, exc: Optional[BaseException]) -> None:
-        view._release()
-        if exc is not None:
-            _fail_adaptation(adaptation, exc)
-        else:
-            lib.courier_adaptation_complete(adaptation, 0, None)
-    try:
-        if _later(slot, result, done):
-            return  # the view stays valid until the adaptation completes
-    except BaseException as e:
-        done(None, e)
-        return
-    done(None, None)
-
-
-c_adapter = ADAPTER_FN(_adapter)
-
-
-# ---- retriers ----------------------------------------------------------------------------------
-
-class RetryQuestion:
-    """A failed attempt a retrier is asked about: ``error`` (the :class:`courier.CourierError` the
-    request would fail with: an :class:`courier.HTTPStatusError` for a refused status),
-    ``response`` (or None), ``attempt`` (1 after the first), ``request_id``, ``method`` and ``url``."""
-
-    __slots__ = ("error", "response", "attempt", "request_id", "method", "url")
-
-    def __init__(self, ptr: int) -> None:
-        code = int(lib.courier_retry_question_code(ptr))
-        rp = lib.courier_retry_question_response(ptr)
-        self.response: Optional[Response] = Response(lib.courier_response_retain(rp)) if rp else None
-        status = self.response.status if self.response is not None else 0
-        if code == 0:
-            code = lib_code("COURIER_E_HTTP_STATUS")
-        self.error: CourierError = make_error(code, None, self.response)
-        if status and not getattr(self.error, "http_status", 0):
-            try:
-                self.error.http_status = status  # type: ignore[misc]
-            except AttributeError:  # pragma: no cover
-                pass
-        self.attempt = int(lib.courier_retry_question_attempt(ptr))
-        self.request_id = int(lib.courier_retry_question_request_id(ptr))
-        self.method = (lib.courier_retry_question_method(ptr) or b"").decode()
-        self.url = (lib.courier_retry_question_url(ptr) or b"").decode("utf-8", "replace")
-
-    def __repr__(self) -> str:
-        return f"<courier.RetryQuestion {self.method} {self.url} attempt {self.attempt}: {type(self.error).__name__}>"
-
-
-def _delay_ms(decision: Any) -> int:
-    if decision is None or decision is False:
-        return -1
-    if decision is True:
-        return 0
-    seconds = float(decision)
-    return -1 if seconds < 0 else int(round(seconds * 1000))
-
-
-def _retrier(question: Optional[int], user: Optional[int]) -> None:
-    slot = cb.lookup(user)
-    if slot is None or not question:
-        lib.courier_retry_question_answer(question, -1)
-        return
-    slot.note_worker()
-
-    def done(decision: Any, exc: Optional[BaseException]) -> None:
-        if exc is not None:
-            slot.keep(exc)  # an exception is a "no"; close() (or the engine's sink) re-raises it
-            decision = None
-        try:
-            ms = _delay_ms(decision)
-        except (TypeError, ValueError) as e:
-            slot.keep(e)
-            ms = -1
-        lib.courier_retry_question_answer(question, ms)
-    try:
-        result = slot.fn(RetryQuestion(question))
-        if _later(slot, result, done):
-            return
-    except BaseException as e:
-        done(None, e)
-        return
-    done(result, None)
-
-
-c_retrier = RETRIER_FN(_retrier)
 
 
 # ---- the authenticator -------------------------------------------------------------------------
@@ -395,19 +240,6 @@ def install(c: int, engine: Any, adapters: Any, retriers: Any, authenticator: Op
         check(lib.courier_config_add_retrier(c, c_retrier, key, cb.user_free), arg="retriers")
     if authenticator is not None:
         authenticator._install(c, engine)
-
-
-def install_request(r: int, ctx: Any, engine: Any, adapters: Any, retriers: Any,
-                    authenticated: Optional[bool]) -> None:
-    """A request's adapters, retriers and opt-out."""
-    for fn in adapters or ():
-        key = cb.register(cb.Slot(fn, ctx, engine))
-        check(lib.courier_request_add_adapter(r, c_adapter, key, cb.user_free), arg="adapters")
-    for fn in retriers or ():
-        key = cb.register(cb.Slot(fn, ctx, engine))
-        check(lib.courier_request_add_retrier(r, c_retrier, key, cb.user_free), arg="retriers")
-    if authenticated is not None:
-        check(lib.courier_request_set_authenticated(r, 1 if authenticated else 0), arg="authenticated")
 
 
 def set_credential(engine_ptr: int, credential: Optional[str], expires: Optional[float]) -> None:
