@@ -1,7 +1,8 @@
 /*
- * cache.c — the cache as the engine uses it: configuration and per-request settings, the policies
- * in the send path (lookup on the sending thread, answers and grouped writes on the worker), user
- * policies registered by id, entries as responses, and the lookup manager.c shares. The manager
+ * cache.c — the cache as the engine uses it: configuration (a request's own settings are in
+ * http/cache_settings.c), the policies in the send path (lookup on the sending thread, answers and
+ * grouped writes on the worker), user policies registered by id, entries as responses, and the
+ * lookup manager.c shares. The manager
  * API (courier_cache_get/has/remove/put_key/size/verify/stats/list) is in manager.c.
  *
  * Threads: lookups run on the thread that calls courier_send (read transactions, MDB_NOTLS);
@@ -121,71 +122,6 @@ int courier_config_set_clock(courier_config *cfg, courier_clock_fn fn, void *use
     if (rc) return rc;
     cr_callback_release(cfg->clock);
     cfg->clock = cb;
-    return COURIER_OK;
-}
-
-static void req_cache_free(void *state) {
-    cr_cache_req *c = state;
-    free(c->key);
-    free(c->sensitive);
-    for (size_t i = 0; i < c->nfilters; i++) free(c->filters[i]);
-    free(c->filters);
-    free(c);
-}
-
-static const cr_ext_ops req_cache_ops = {NULL, req_cache_free}; /* a request is never copied */
-
-static cr_cache_req *req_cache(courier_request *r) {
-    if (!r->cache) {
-        r->cache = calloc(1, sizeof *r->cache);
-        if (r->cache) {
-            r->cache->ext.ops = &req_cache_ops;
-            r->cache->policy = -1;
-        }
-    }
-    return r->cache;
-}
-
-int courier_request_set_cache_policy(courier_request *r, courier_cache_policy policy) {
-    if (!r || policy < -1 || (policy > COURIER_CACHE_HTTP_SHARED && policy < COURIER_CACHE_POLICY_USER_MIN))
-        return COURIER_E_INVALID_ARGUMENT;
-    cr_cache_req *c = req_cache(r);
-    if (!c) return COURIER_E_NO_MEMORY;
-    c->policy = policy;
-    return COURIER_OK;
-}
-
-int courier_request_set_cache_expiry_ms(courier_request *r, int64_t expiry_ms) {
-    if (!r || expiry_ms < 0) return COURIER_E_INVALID_ARGUMENT;
-    cr_cache_req *c = req_cache(r);
-    if (!c) return COURIER_E_NO_MEMORY;
-    c->expiry_ms = expiry_ms;
-    return COURIER_OK;
-}
-
-int courier_request_set_cache_key(courier_request *r, const char *key) {
-    if (!r || (key && !*key)) return COURIER_E_INVALID_ARGUMENT;
-    cr_cache_req *c = req_cache(r);
-    if (!c) return COURIER_E_NO_MEMORY;
-    return cr_set_string(&c->key, key);
-}
-
-int courier_request_set_cache_sensitive_data(courier_request *r, const char *data) {
-    if (!r) return COURIER_E_INVALID_ARGUMENT;
-    cr_cache_req *c = req_cache(r);
-    if (!c) return COURIER_E_NO_MEMORY;
-    return cr_set_string(&c->sensitive, data);
-}
-
-int courier_request_add_cache_key_filter(courier_request *r, const char *name) {
-    if (!r || !name) return COURIER_E_INVALID_ARGUMENT;
-    cr_cache_req *c = req_cache(r);
-    if (!c) return COURIER_E_NO_MEMORY;
-    char **p = realloc(c->filters, (c->nfilters + 1) * sizeof *p);
-    if (!p) return COURIER_E_NO_MEMORY;
-    c->filters = p;
-    if (!(p[c->nfilters] = cr_strdup(name))) return COURIER_E_NO_MEMORY;
-    c->nfilters++;
     return COURIER_OK;
 }
 

@@ -1,7 +1,8 @@
 /*
  * cache/cache.h — the cache as the layers above may use it: the hooks the engine calls
- * on the send path and the interface through which the engine answers a caller after a commit
- * (cr_answer_ops, shared with the journal). The cache's own files share cache_internal.h.
+ * on the send path. The interface through which the engine answers a caller after a commit
+ * (cr_answer_ops, shared with the journal, the cache's sibling) is in http/http.h. The cache's own
+ * files share cache_internal.h.
  */
 #ifndef COURIER_CACHE_H
 #define COURIER_CACHE_H
@@ -17,22 +18,6 @@
 
 struct cr_cache_req;
 struct cr_cache_xfer;
-
-/* Answering a caller after a commit: the cache's write (cr_cache_flush) and the journal's durable
- * commit answer a caller once their write is done, after the engine has freed the transfer. The
- * engine owns how (engine.c); the layers below receive this table at open and never name the
- * engine's functions. A handle holds what answering needs (id, completion, user, attempts). */
-typedef struct cr_later cr_later;
-typedef struct cr_answer_ops {
-    /* Takes over answering t's caller: a handle, or NULL on no memory (t unchanged). Without `take`
-     * the handle is a detached copy and t's caller_gone is set (t stays its owner's to free); with
-     * `take` the caller hands t itself over (a transfer nobody else holds). */
-    cr_later *(*detach)(courier_engine *e, cr_transfer *t, bool take);
-    /* Answers the caller once (the completion runs on this thread) and frees the handle. */
-    void (*answer)(courier_engine *e, cr_later *l, int code, courier_response *resp, courier_error *err);
-    /* Frees a handle that was never answered. NULL-safe. */
-    void (*discard)(cr_later *l);
-} cr_answer_ops;
 
 /* The engine's completion and start steps, handed to the cache so it can finish transfers. */
 typedef void (*cr_complete_fn)(courier_engine *e, cr_transfer *t, int code, courier_response *resp,

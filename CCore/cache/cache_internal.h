@@ -2,12 +2,13 @@
  * cache_internal.h — what store.c, cache.c, cache_key.c and cache_http.c share, and nothing else
  * includes. The hooks the engine calls are declared in internal.h ("cache" section).
  *
- * Layers, inside the folder: store.c is the floor (its own header, store.h, which includes nothing
- * of the cache's); the others stand on it.
+ * Layers, inside the folder: the store is the floor (entry.c, the value layout; store.c, the LMDB
+ * store, with store_verify.c and store_lmdb.c, its face behind the seam, sharing store_lmdb.h;
+ * store_redis.c; their header, store.h, includes nothing of the cache's); the others stand on it.
  *   cache_key.c  the default cache key of a request.
  *   cache_http.c RFC 9111: Cache-Control, Expires, Age, freshness, validators, 304 merging.
- *   cache.c      configuration and request settings, policies in the send path, the store opened
- *                on first use, the lookup.
+ *   cache.c      configuration (a request's settings are http/cache_settings.c's), policies in the
+ *                send path, the store opened on first use, the lookup.
  *   manager.c    the manager API (courier_cache_key, _get, _has, _remove..., _put_key, _size,
  *                _verify, _get_stats, _list_*), over what cache.c shares below.
  */
@@ -25,17 +26,6 @@
 #endif
 
 /* ---- keys (cache_key.c) --------------------------------------------------------------------- */
-
-/* Per-request cache settings (courier_request_set_cache_*). */
-typedef struct cr_cache_req {
-    cr_ext ext;         /* cache.c's hooks (request.c frees it through them) */
-    int policy;         /* -1: the engine's default */
-    int64_t expiry_ms;  /* 0: the engine's default */
-    char *key;          /* the request's own key, or NULL */
-    char *sensitive;    /* appended to the key, or NULL */
-    char **filters;     /* parameter names left out of the key */
-    size_t nfilters;
-} cr_cache_req;
 
 /* The key string of a request sent on engine e (default or the request's own). *out new (free). */
 CR_HIDDEN int cr_cache_key_for(const courier_engine *e, const courier_request *r, char **out);

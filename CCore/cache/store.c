@@ -1,5 +1,6 @@
 /*
- * store.c — the cache's LMDB environment and its entries.
+ * store.c — the cache's LMDB environment and its entries (the entry's value layout is entry.c's;
+ * verification is store_verify.c's; the seam's LMDB backend is store_lmdb.c's).
  *
  * One environment per store directory per process: a process-wide registry keyed by the
  * directory's device and inode shares it between engines (LMDB forbids opening one environment
@@ -37,8 +38,7 @@
  * says a newer format, or that reported corruption at run time (a CORRUPT marker file) is renamed
  * aside and recreated; a stderr line says so. Nothing here aborts or asserts on disk contents.
  */
-#include "cache/store.h"
-#include "base/lmdb_env.h"
+#include "cache/store_lmdb.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,82 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CR_ENTRY_MAGIC 0x45435243u /* "CRCE" */
-#define CR_ENTRY_HDR 96u
-#define CR_READ_SLOTS 16 /* reset read transactions kept per store (each holds an LMDB reader slot) */
-#define CR_MAX_KEY_FIELD (64u * 1024u * 1024u)
-
-/* One cached read transaction. `busy` is taken with a compare-and-swap; whoever holds it owns
- * `txn` (NULL, or a reset read transaction). One cache line each, so two readers never write to
- * the same line. */
-typedef struct read_slot {
-    _Alignas(64) atomic_int busy;
-    MDB_txn *txn;
-} read_slot;
-
-typedef struct totals {
-    uint64_t bytes;
-    uint64_t count;
-    uint64_t seq;
-} totals;
-
-struct cr_store {
-    cr_lmdb_env base;               /* first: the floor's registry entry (dir, env); 64-byte aligned */
-    read_slot slots[CR_READ_SLOTS];
-    MDB_dbi db_main, db_vary, db_meta; /* db_main: entries, index and totals */
-    /* The totals as of committed transaction tot_txnid (0: none), so that a write transaction
-     * whose snapshot is that commit (its id is tot_txnid + 1: nobody wrote since, in any process)
-     * need not read them. Set only after a commit succeeded; under tot_lock. */
-    pthread_mutex_t tot_lock;
-    size_t tot_txnid;
-    totals tot;
-    pthread_rwlock_t rw; /* read: write transactions; write: resizing the map */
-    atomic_int resizing;      /* a map resize waits for readers: new readers wait on rw */
-    atomic_int extra_readers; /* read transactions running outside the slots (all were busy) */
-    atomic_int broken;
-    _Atomic(const char *) broken_why; /* static text: why it broke (each engine's backend logs it once) */
-    _Atomic int64_t next_size_check; /* coarse monotonic ns: when a reader next checks the file's size */
-    bool moved_aside; /* this process found the store unusable at open and moved it aside */
-    bool verify; /* check every value's checksum on read (the no-sync setting, see cr_store_get) */
-};
-
 /* ---- small helpers ------------------------------------------------------------------------- */
-
-/* Keys of the index records (see the top of the file): a 4-byte prefix 0 0 0 kind, then the
- * fields. No hash falls between or inside the two ranges in practice (it would have to start with
- * 0 0 0 1 or 0 0 0 2: one in 2^32). */
-#define IX_EXPIRY 1
-#define IX_ORDER 2
-#define IX_PREFIX 4
-#define IX_EXPIRY_LEN 28
-#define IX_ORDER_LEN 12
-#define IX_HASH_AT 12  /* the hash in an expiry key */
-#define IX_ORDER_VAL 40 /* hash(16) | totals(24) */
-
-static void ix_prefix(uint8_t *k, uint8_t kind) {
-    k[0] = k[1] = k[2] = 0;
-    k[3] = kind;
-}
-
-static void expiry_key(uint8_t k[IX_EXPIRY_LEN], int64_t discard_ms, const uint8_t hash[16]) {
-    ix_prefix(k, IX_EXPIRY);
-    cr_put_be64(k + IX_PREFIX, cr_be_time(discard_ms));
-    memcpy(k + IX_HASH_AT, hash, 16);
-}
-
-/* The discard time of an expiry record. */
-static uint64_t expiry_of(const MDB_val *k) { return cr_get_be64((const uint8_t *)k->mv_data + IX_PREFIX); }
-
-/* Newest first: the complement of the sequence number. */
-static void order_key(uint8_t k[IX_ORDER_LEN], uint64_t seq) {
-    ix_prefix(k, IX_ORDER);
-    cr_put_be64(k + IX_PREFIX, ~seq);
-}
-
-static bool is_ix(const MDB_val *k, uint8_t kind) {
-    const uint8_t *b = k->mv_data;
-    return k->mv_size >= IX_PREFIX && b[0] == 0 && b[1] == 0 && b[2] == 0 && b[3] == kind;
-}
 
 /* Positions c on the newest write record (the first of its range), which carries the totals. */
 static int newest_order(MDB_cursor *c, MDB_val *k, MDB_val *v) {
@@ -161,165 +86,14 @@ static bool is_full(int rc) {
 }
 
 /* A run-time corruption: the store keeps answering "miss", and the next open recreates it. */
-static void mark_broken(cr_store *s, int rc) {
+void cr_store_mark_broken(cr_store *s, int rc) {
     if (atomic_exchange(&s->broken, 1)) return;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/CORRUPT", s->base.dir);
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     if (fd >= 0) close(fd);
-    const char *expected = NULL; /* the first reason stays (cut_short's, when it set one) */
+    const char *expected = NULL; /* the first reason stays (cr_store_cut_short's, when it set one) */
     atomic_compare_exchange_strong(&s->broken_why, &expected, mdb_strerror(rc));
-}
-
-/* ---- entry format ---------------------------------------------------------------------------- */
-/*
- * Value layout (host byte order; the magic catches a foreign byte order):
- *   0 u32 magic   4 u16 format   6 u16 header size (96)   8 u32 flags   12 i32 status
- *  16 i64 created   24 i64 expires   32 i64 discard   40 u64 seq
- *  48 u32 initial age   52 u32 stale-while-revalidate   56 u32 stale-if-error
- *  60 u32 key len   64 u32 method len   68 u32 url len   72 u32 etag len   76 u32 last-modified len
- *  80 u32 header block len   84 u32 checksum   88 u64 body len
- *  96 key, method, url, etag, last-modified, header block ("name\0value\0"...), body
- * The checksum (low 32 bits of a 64-bit hash of the payload seeded with a hash of bytes 0..83)
- * catches a torn or damaged value: such an entry reads as a miss and is replaced by the next write.
- */
-
-static size_t header_block_len(const cr_store_put *p) {
-    if (!p->headers) return p->entry.headers_len;
-    size_t n = 0;
-    for (size_t i = 0; i < p->headers->count; i++)
-        n += strlen(p->headers->items[i].name) + 1 + strlen(p->headers->items[i].value) + 1;
-    return n;
-}
-
-static size_t entry_size(const cr_store_put *p, size_t hb) {
-    const cr_entry *e = &p->entry;
-    return CR_ENTRY_HDR + e->key_len + e->method_len + e->url_len + e->etag_len + e->last_modified_len + hb +
-           e->body_len;
-}
-
-bool cr_store_too_large(const cr_store_put *p, int64_t limit_bytes) {
-    uint64_t limit = limit_bytes > 0 ? (uint64_t)limit_bytes : UINT64_MAX;
-    /* One entry may take at most an eighth of the limit, so a large body never empties the cache. */
-    return !p->remove_only && (uint64_t)entry_size(p, header_block_len(p)) + 16 > limit / 8;
-}
-
-static void w32(uint8_t *b, size_t off, uint32_t v) { memcpy(b + off, &v, 4); }
-static void w64(uint8_t *b, size_t off, uint64_t v) { memcpy(b + off, &v, 8); }
-static uint32_t r32(const uint8_t *b, size_t off) {
-    uint32_t v;
-    memcpy(&v, b + off, 4);
-    return v;
-}
-static uint64_t r64(const uint8_t *b, size_t off) {
-    uint64_t v;
-    memcpy(&v, b + off, 8);
-    return v;
-}
-
-static void entry_encode(const cr_store_put *p, size_t hb, uint8_t *out, size_t size) {
-    const cr_entry *e = &p->entry;
-    memset(out, 0, CR_ENTRY_HDR);
-    w32(out, 0, CR_ENTRY_MAGIC);
-    uint16_t fmt = CR_ENTRY_FORMAT, hs = CR_ENTRY_HDR;
-    memcpy(out + 4, &fmt, 2);
-    memcpy(out + 6, &hs, 2);
-    w32(out, 8, e->flags);
-    w32(out, 12, (uint32_t)e->status);
-    w64(out, 16, (uint64_t)e->created_ms);
-    w64(out, 24, (uint64_t)e->expires_ms);
-    w64(out, 32, (uint64_t)e->discard_ms);
-    w64(out, 40, e->seq);
-    w32(out, 48, e->initial_age_s);
-    w32(out, 52, e->swr_s);
-    w32(out, 56, e->sie_s);
-    w32(out, 60, (uint32_t)e->key_len);
-    w32(out, 64, (uint32_t)e->method_len);
-    w32(out, 68, (uint32_t)e->url_len);
-    w32(out, 72, (uint32_t)e->etag_len);
-    w32(out, 76, (uint32_t)e->last_modified_len);
-    w32(out, 80, (uint32_t)hb);
-    w64(out, 88, (uint64_t)e->body_len);
-    uint8_t *q = out + CR_ENTRY_HDR;
-#define PUT(ptr, len)                         \
-    do {                                      \
-        if (len) memcpy(q, (ptr), (len));     \
-        q += (len);                           \
-    } while (0)
-    PUT(e->key, e->key_len);
-    PUT(e->method, e->method_len);
-    PUT(e->url, e->url_len);
-    PUT(e->etag, e->etag_len);
-    PUT(e->last_modified, e->last_modified_len);
-    if (p->headers) {
-        for (size_t i = 0; i < p->headers->count; i++) {
-            const cr_kv *kv = &p->headers->items[i];
-            size_t nl = strlen(kv->name) + 1, vl = strlen(kv->value) + 1;
-            PUT(kv->name, nl);
-            PUT(kv->value, vl);
-        }
-    } else {
-        PUT(e->headers, e->headers_len);
-    }
-    PUT(e->body, e->body_len);
-#undef PUT
-    uint64_t seed = cr_hash64(out, 84, 0x636f7572696572ULL);
-    w32(out, 84, (uint32_t)cr_hash64(out + CR_ENTRY_HDR, size - CR_ENTRY_HDR, seed));
-}
-
-size_t cr_entry_encoded_size(const cr_store_put *p) { return entry_size(p, header_block_len(p)); }
-
-void cr_entry_encode(const cr_store_put *p, uint8_t *out, size_t size) { entry_encode(p, header_block_len(p), out, size); }
-
-bool cr_entry_decode(const void *data, size_t len, bool verify, cr_entry *out) {
-    const uint8_t *b = data;
-    if (len < CR_ENTRY_HDR || r32(b, 0) != CR_ENTRY_MAGIC) return false;
-    uint16_t fmt, hs;
-    memcpy(&fmt, b + 4, 2);
-    memcpy(&hs, b + 6, 2);
-    if (fmt != CR_ENTRY_FORMAT || hs != CR_ENTRY_HDR) return false;
-    memset(out, 0, sizeof *out);
-    out->flags = r32(b, 8);
-    out->status = (int)r32(b, 12);
-    out->created_ms = (int64_t)r64(b, 16);
-    out->expires_ms = (int64_t)r64(b, 24);
-    out->discard_ms = (int64_t)r64(b, 32);
-    out->seq = r64(b, 40);
-    out->initial_age_s = r32(b, 48);
-    out->swr_s = r32(b, 52);
-    out->sie_s = r32(b, 56);
-    out->key_len = r32(b, 60);
-    out->method_len = r32(b, 64);
-    out->url_len = r32(b, 68);
-    out->etag_len = r32(b, 72);
-    out->last_modified_len = r32(b, 76);
-    out->headers_len = r32(b, 80);
-    uint64_t body_len = r64(b, 88);
-    uint64_t total = (uint64_t)CR_ENTRY_HDR + out->key_len + out->method_len + out->url_len + out->etag_len +
-                     out->last_modified_len + out->headers_len;
-    if (body_len > len || total + body_len != len) return false;
-    out->body_len = (size_t)body_len;
-    if (verify) {
-        uint64_t seed = cr_hash64(b, 84, 0x636f7572696572ULL);
-        if ((uint32_t)cr_hash64(b + CR_ENTRY_HDR, len - CR_ENTRY_HDR, seed) != r32(b, 84)) return false;
-    }
-    const char *q = (const char *)b + CR_ENTRY_HDR;
-    out->key = q;
-    q += out->key_len;
-    out->method = q;
-    q += out->method_len;
-    out->url = q;
-    q += out->url_len;
-    out->etag = q;
-    q += out->etag_len;
-    out->last_modified = q;
-    q += out->last_modified_len;
-    out->headers = q;
-    q += out->headers_len;
-    out->body = (const uint8_t *)q;
-    if (out->headers_len && out->headers[out->headers_len - 1] != '\0') return false;
-    out->stored_size = len + 16;
-    return true;
 }
 
 /* ---- opening (the floor, base/lmdb_env.c, keeps the registry) ------------------------------ */
@@ -363,10 +137,10 @@ static int migrate_v1(cr_store *s, MDB_txn *txn) {
     for (int op = MDB_FIRST; rc == 0 && c; op = MDB_NEXT) {
         rc = mdb_cursor_get(c, &k, &v, (MDB_cursor_op)op);
         if (rc) break;
-        if (k.mv_size != 16 || v.mv_size < CR_ENTRY_HDR || r32(v.mv_data, 0) != CR_ENTRY_MAGIC) continue;
+        if (k.mv_size != 16 || v.mv_size < CR_ENTRY_HDR || cr_entry_u32(v.mv_data, 0) != CR_ENTRY_MAGIC) continue;
         uint8_t ek[IX_EXPIRY_LEN], ok[IX_ORDER_LEN];
-        uint64_t seq = r64(v.mv_data, 40);
-        expiry_key(ek, (int64_t)r64(v.mv_data, 32), k.mv_data);
+        uint64_t seq = cr_entry_u64(v.mv_data, 40);
+        expiry_key(ek, (int64_t)cr_entry_u64(v.mv_data, 32), k.mv_data);
         order_key(ok, seq);
         uint8_t ov[IX_ORDER_VAL] = {0};
         memcpy(ov, k.mv_data, 16);
@@ -635,7 +409,7 @@ static int64_t coarse_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static bool cut_short(cr_store *s, bool always) {
+bool cr_store_cut_short(cr_store *s, bool always) {
     if (!always) {
         int64_t now = coarse_ns(), due = atomic_load_explicit(&s->next_size_check, memory_order_relaxed);
         if (now < due || !atomic_compare_exchange_strong(&s->next_size_check, &due, now + CR_SIZE_CHECK_NS))
@@ -644,14 +418,14 @@ static bool cut_short(cr_store *s, bool always) {
     int rc = cr_lmdb_file_intact(s->base.env, &s->base.file_largest);
     const char *expected = NULL;
     if (rc) atomic_compare_exchange_strong(&s->broken_why, &expected, "its data file was cut short while open");
-    if (rc) mark_broken(s, rc);
+    if (rc) cr_store_mark_broken(s, rc);
     return rc != 0;
 }
 
 int cr_store_read_begin(cr_store *s, cr_read *out) {
     out->txn = NULL;
     out->slot = -1;
-    if (atomic_load_explicit(&s->broken, memory_order_relaxed) || cut_short(s, false)) return COURIER_E_STORE;
+    if (atomic_load_explicit(&s->broken, memory_order_relaxed) || cr_store_cut_short(s, false)) return COURIER_E_STORE;
     for (int attempt = 0; attempt < 2; attempt++) {
         int slot = reader_enter(s);
         MDB_txn *txn = slot >= 0 ? s->slots[slot].txn : NULL;
@@ -669,7 +443,7 @@ int cr_store_read_begin(cr_store *s, cr_read *out) {
             adopt_map_size(s);
             continue;
         }
-        if (cr_lmdb_is_corruption(rc)) mark_broken(s, rc);
+        if (cr_lmdb_is_corruption(rc)) cr_store_mark_broken(s, rc);
         return COURIER_E_STORE;
     }
     return COURIER_E_STORE;
@@ -689,7 +463,7 @@ int cr_store_get(cr_store *s, MDB_txn *txn, const uint8_t hash[16], cr_entry *ou
     int rc = mdb_get(txn, s->db_main, &k, &v);
     if (rc == MDB_NOTFOUND) return COURIER_E_NOT_FOUND;
     if (rc) {
-        if (cr_lmdb_is_corruption(rc)) mark_broken(s, rc);
+        if (cr_lmdb_is_corruption(rc)) cr_store_mark_broken(s, rc);
         return COURIER_E_STORE;
     }
     /* The entry is read in several passes (its header, the strings, the body's copy): ask for
@@ -706,7 +480,7 @@ int cr_store_vary_get(cr_store *s, MDB_txn *txn, const uint8_t hash[16], const c
     MDB_val k = {16, (void *)hash}, v;
     int rc = mdb_get(txn, s->db_vary, &k, &v);
     if (rc) {
-        if (cr_lmdb_is_corruption(rc)) mark_broken(s, rc);
+        if (cr_lmdb_is_corruption(rc)) cr_store_mark_broken(s, rc);
         return COURIER_E_NOT_FOUND;
     }
     *names = v.mv_data;
@@ -721,7 +495,7 @@ static int write_begin(cr_store *s, MDB_txn **out) {
     for (int attempt = 0; attempt < 2; attempt++) {
         pthread_rwlock_rdlock(&s->rw);
         int rc = mdb_txn_begin(s->base.env, NULL, 0, out);
-        if (rc == 0 && cut_short(s, true)) {
+        if (rc == 0 && cr_store_cut_short(s, true)) {
             mdb_txn_abort(*out);
             *out = NULL;
             rc = MDB_CORRUPTED;
@@ -732,7 +506,7 @@ static int write_begin(cr_store *s, MDB_txn **out) {
             adopt_map_size(s);
             continue;
         }
-        if (cr_lmdb_is_corruption(rc)) mark_broken(s, rc);
+        if (cr_lmdb_is_corruption(rc)) cr_store_mark_broken(s, rc);
         return rc;
     }
     return MDB_MAP_RESIZED;
@@ -751,7 +525,7 @@ static int write_commit(cr_store *s, MDB_txn *txn, const totals *t) {
         }
         pthread_mutex_unlock(&s->tot_lock);
     }
-    if (cr_lmdb_is_corruption(rc)) mark_broken(s, rc);
+    if (cr_lmdb_is_corruption(rc)) cr_store_mark_broken(s, rc);
     return rc;
 }
 
@@ -761,7 +535,7 @@ static void write_abort(cr_store *s, MDB_txn *txn) {
 }
 
 /* The totals live in the newest write record (no record: an empty store, all zero). */
-static int totals_read(cr_store *s, MDB_txn *txn, totals *t) {
+int cr_store_totals_read(cr_store *s, MDB_txn *txn, totals *t) {
     memset(t, 0, sizeof *t);
     MDB_cursor *c;
     int rc = mdb_cursor_open(txn, s->db_main, &c);
@@ -781,7 +555,7 @@ static int totals_load(cr_store *s, MDB_txn *txn, totals *t) {
     bool hit = s->tot_txnid != 0 && s->tot_txnid + 1 == id;
     if (hit) *t = s->tot;
     pthread_mutex_unlock(&s->tot_lock);
-    return hit ? 0 : totals_read(s, txn, t);
+    return hit ? 0 : cr_store_totals_read(s, txn, t);
 }
 
 static int totals_write(cr_store *s, MDB_txn *txn, const totals *t) {
@@ -806,10 +580,10 @@ static int totals_write(cr_store *s, MDB_txn *txn, const totals *t) {
  * damaged. */
 static int unindex(cr_store *s, MDB_txn *txn, totals *t, const uint8_t hash[16], const MDB_val *old) {
     size_t size = old->mv_size + 16;
-    if (old->mv_size >= CR_ENTRY_HDR && r32(old->mv_data, 0) == CR_ENTRY_MAGIC) {
+    if (old->mv_size >= CR_ENTRY_HDR && cr_entry_u32(old->mv_data, 0) == CR_ENTRY_MAGIC) {
         uint8_t ek[IX_EXPIRY_LEN], ok[IX_ORDER_LEN];
-        expiry_key(ek, (int64_t)r64(old->mv_data, 32), hash);
-        order_key(ok, r64(old->mv_data, 40));
+        expiry_key(ek, (int64_t)cr_entry_u64(old->mv_data, 32), hash);
+        order_key(ok, cr_entry_u64(old->mv_data, 40));
         MDB_val ekv = {sizeof ek, ek}, okv = {sizeof ok, ok};
         int rc = mdb_del(txn, s->db_main, &ekv, NULL);
         if (rc && rc != MDB_NOTFOUND) return rc;
@@ -955,8 +729,7 @@ static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *
         int rc = remove_in_txn(s, txn, t, p->hash);
         return rc == MDB_NOTFOUND ? 0 : rc;
     }
-    size_t hb = header_block_len(p);
-    size_t size = entry_size(p, hb);
+    size_t size = cr_entry_encoded_size(p); /* entry.c */
     cr_store_put local = *p;
     local.entry.seq = ++t->seq;
     if (local.entry.discard_ms < local.entry.expires_ms) local.entry.discard_ms = local.entry.expires_ms;
@@ -969,7 +742,7 @@ static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *
         rc = mdb_put(txn, s->db_main, &k, &v, MDB_RESERVE);
     }
     if (rc) return rc;
-    entry_encode(&local, hb, v.mv_data, size);
+    cr_entry_encode(&local, v.mv_data, size);
     uint8_t ek[IX_EXPIRY_LEN], ok[IX_ORDER_LEN];
     expiry_key(ek, local.entry.discard_ms, p->hash);
     order_key(ok, local.entry.seq);
@@ -1079,7 +852,7 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
         uint64_t have = 0;
         if (cr_store_read_begin(s, &rt) == COURIER_OK) {
             totals cur;
-            if (totals_read(s, rt.txn, &cur) == 0) have = cur.bytes;
+            if (cr_store_totals_read(s, rt.txn, &cur) == 0) have = cur.bytes;
             cr_store_read_end(s, &rt);
         }
         uint64_t keep = attempt == 0 ? have / 2 : 0, ev = 0;
@@ -1163,7 +936,7 @@ int cr_store_remove_since(cr_store *s, int64_t since_ms, int64_t *removed, couri
         rc = mdb_cursor_get(c, &k, &v, (MDB_cursor_op)op);
         if (rc) break;
         if (k.mv_size != 16 || v.mv_size < CR_ENTRY_HDR) continue;
-        if ((int64_t)r64(v.mv_data, 16) < since_ms) continue;
+        if ((int64_t)cr_entry_u64(v.mv_data, 16) < since_ms) continue;
         if (nh == cap) {
             size_t nc = cap ? cap * 2 : 64;
             uint8_t *p = realloc(hashes, nc * 16);
@@ -1238,7 +1011,7 @@ int cr_store_totals(cr_store *s, int64_t *bytes, int64_t *count, courier_error *
     cr_read rd;
     if (cr_store_read_begin(s, &rd) != COURIER_OK) return cr_fail(err, COURIER_E_STORE, "cannot read the cache");
     totals t;
-    int rc = totals_read(s, rd.txn, &t);
+    int rc = cr_store_totals_read(s, rd.txn, &t);
     cr_store_read_end(s, &rd);
     if (rc) return cr_lmdb_fail(err, rc, COURIER_E_STORE, "cannot read the cache");
     if (bytes) *bytes = (int64_t)t.bytes;
@@ -1247,28 +1020,6 @@ int cr_store_totals(cr_store *s, int64_t *bytes, int64_t *count, courier_error *
 }
 
 /* ---- listing -------------------------------------------------------------------------------- */
-
-int cr_list_item_fill(cr_list_item *it, const cr_entry *e, const uint8_t hash[16]) {
-    memset(it, 0, sizeof *it);
-    it->key = cr_strndup(e->key, e->key_len);
-    it->url = cr_strndup(e->url, e->url_len);
-    if (!it->key || !it->url) return COURIER_E_NO_MEMORY;
-    cr_key_hex(hash, it->id);
-    it->status = e->status;
-    it->size = (int64_t)e->stored_size;
-    it->created_ms = e->created_ms;
-    it->expires_ms = e->expires_ms;
-    it->discard_ms = e->discard_ms;
-    return COURIER_OK;
-}
-
-void cr_list_items_free(cr_list_item *items, size_t count) {
-    for (size_t i = 0; i < count; i++) {
-        free(items[i].key);
-        free(items[i].url);
-    }
-    free(items);
-}
 
 int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_error *err) {
     *items = NULL;
@@ -1312,226 +1063,5 @@ int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_erro
     }
     *items = out;
     *count = n;
-    return COURIER_OK;
-}
-
-/* ---- verification ---------------------------------------------------------------------------- */
-
-/* Does the index record under key k (an expiry or a write-order record) name a stored entry whose
- * header agrees with it? */
-static bool ix_matches(cr_store *s, MDB_txn *txn, const MDB_val *k, const MDB_val *v, bool expiry) {
-    const uint8_t *hash;
-    if (expiry) hash = (const uint8_t *)k->mv_data + IX_HASH_AT;
-    else if (v->mv_size >= 16) hash = v->mv_data;
-    else return false;
-    MDB_val ek = {16, (void *)hash}, ev;
-    if (mdb_get(txn, s->db_main, &ek, &ev) != 0) return false;
-    if (ev.mv_size < CR_ENTRY_HDR || r32(ev.mv_data, 0) != CR_ENTRY_MAGIC) return false;
-    if (expiry) return r64(ev.mv_data, 32) == expiry_of(k);
-    return ~r64(ev.mv_data, 40) == cr_get_be64((const uint8_t *)k->mv_data + IX_PREFIX);
-}
-
-/* Has the entry (hash, decoded e) both of its index records? */
-static bool entry_indexed(cr_store *s, MDB_txn *txn, const uint8_t hash[16], const cr_entry *e) {
-    uint8_t ek[IX_EXPIRY_LEN], ok[IX_ORDER_LEN];
-    expiry_key(ek, e->discard_ms, hash);
-    order_key(ok, e->seq);
-    MDB_val ekv = {sizeof ek, ek}, okv = {sizeof ok, ok}, v;
-    if (mdb_get(txn, s->db_main, &ekv, &v) != 0) return false;
-    if (mdb_get(txn, s->db_main, &okv, &v) != 0) return false;
-    return v.mv_size >= 16 && memcmp(v.mv_data, hash, 16) == 0;
-}
-
-int cr_store_verify(cr_store *s, courier_cache_verify_report *r, courier_error *err) {
-    memset(r, 0, sizeof *r);
-    r->moved_aside = s->moved_aside;
-    char path[PATH_MAX];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/data.mdb", s->base.dir);
-    if (stat(path, &st) == 0) r->file_bytes = (int64_t)st.st_size;
-    MDB_envinfo info;
-    MDB_stat est;
-    if (mdb_env_info(s->base.env, &info) == 0 && mdb_env_stat(s->base.env, &est) == 0) {
-        r->map_bytes = (int64_t)info.me_mapsize;
-        r->used_bytes = (int64_t)(info.me_last_pgno + 1) * (int64_t)est.ms_psize;
-    }
-    if (atomic_load(&s->broken) || cut_short(s, true)) {
-        r->problems = 1;
-        r->unreadable = 1;
-        return cr_fail(err, COURIER_E_CACHE_INCONSISTENT, "the store reported corruption; it is recreated at the next open");
-    }
-    cr_read rd;
-    if (cr_store_read_begin(s, &rd) != COURIER_OK) return cr_fail(err, COURIER_E_STORE, "cannot read the cache");
-    MDB_cursor *c = NULL;
-    int rc = mdb_cursor_open(rd.txn, s->db_main, &c);
-    MDB_val k, v;
-    for (int op = MDB_FIRST; rc == 0; op = MDB_NEXT) {
-        rc = mdb_cursor_get(c, &k, &v, (MDB_cursor_op)op);
-        if (rc) break;
-        if (k.mv_size == 16) {
-            r->entries++;
-            r->bytes += (int64_t)v.mv_size + 16;
-            cr_entry e;
-            if (!cr_entry_decode(v.mv_data, v.mv_size, true, &e)) r->damaged++;
-            else if (!entry_indexed(s, rd.txn, k.mv_data, &e)) r->missing_index++;
-        } else if (is_ix(&k, IX_EXPIRY) && k.mv_size == IX_EXPIRY_LEN) {
-            if (!ix_matches(s, rd.txn, &k, &v, true)) r->orphan_index++;
-        } else if (is_ix(&k, IX_ORDER) && k.mv_size == IX_ORDER_LEN) {
-            if (!ix_matches(s, rd.txn, &k, &v, false)) r->orphan_index++;
-        } else if (k.mv_size != 4) {
-            r->orphan_index++; /* a record of no known kind (named databases have 4-byte names) */
-        }
-    }
-    if (c) mdb_cursor_close(c);
-    if (rc == MDB_NOTFOUND) {
-        /* Where the file's pages are: the trees, and LMDB's free list (database 0), whose records
-         * each start with their count of page numbers. */
-        MDB_dbi dbs[] = {s->db_main, s->db_vary, s->db_meta};
-        for (size_t i = 0; i < 3; i++) {
-            MDB_stat ms;
-            if (mdb_stat(rd.txn, dbs[i], &ms) == 0)
-                r->tree_bytes += (int64_t)(ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages) * ms.ms_psize;
-        }
-        MDB_cursor *fc = NULL;
-        MDB_stat fs;
-        if (mdb_stat(rd.txn, 0, &fs) == 0 && mdb_cursor_open(rd.txn, 0, &fc) == 0) {
-            r->tree_bytes += (int64_t)(fs.ms_branch_pages + fs.ms_leaf_pages + fs.ms_overflow_pages) * fs.ms_psize;
-            MDB_val fk, fv;
-            for (int op = MDB_FIRST; mdb_cursor_get(fc, &fk, &fv, (MDB_cursor_op)op) == 0; op = MDB_NEXT) {
-                size_t nfree = 0;
-                if (fv.mv_size >= sizeof nfree) memcpy(&nfree, fv.mv_data, sizeof nfree);
-                r->free_bytes += (int64_t)nfree * fs.ms_psize;
-            }
-            mdb_cursor_close(fc);
-        }
-    }
-    totals t;
-    int trc = rc == MDB_NOTFOUND ? totals_read(s, rd.txn, &t) : rc;
-    cr_store_read_end(s, &rd);
-    if (trc) {
-        if (cr_lmdb_is_corruption(trc)) {
-            mark_broken(s, trc);
-            r->unreadable = 1;
-            r->problems = 1;
-            cr_fail(err, COURIER_E_CACHE_INCONSISTENT, "the store cannot be read through: %s", mdb_strerror(trc));
-            if (err) err->store_error = trc;
-            return COURIER_E_CACHE_INCONSISTENT;
-        }
-        return cr_lmdb_fail(err, trc, COURIER_E_STORE, "cannot read the cache");
-    }
-    r->total_entries = (int64_t)t.count;
-    r->total_bytes = (int64_t)t.bytes;
-    r->totals_mismatch = r->total_entries != r->entries || r->total_bytes != r->bytes;
-    r->problems = r->damaged + r->orphan_index + r->missing_index + r->totals_mismatch;
-    if (r->problems)
-        return cr_fail(err, COURIER_E_CACHE_INCONSISTENT,
-                       "%lld damaged, %lld orphan index records, %lld entries without index, totals %s",
-                       (long long)r->damaged, (long long)r->orphan_index, (long long)r->missing_index,
-                       r->totals_mismatch ? "differ from the scan" : "agree");
-    return COURIER_OK;
-}
-
-/* ---- the LMDB backend of the seam (store.h) -------------------------------------------------- */
-
-typedef struct lmdb_backend {
-    cr_cache_store base;
-    cr_store *s;
-    courier_engine *e; /* the engine whose cache this is: told when the store breaks */
-    atomic_bool told;
-} lmdb_backend;
-
-#define LB(b) (((lmdb_backend *)(b))->s)
-
-/* After an operation (no transaction held): a store that broke while open is said once, on this
- * engine's logger; it answers "miss" until the next open moves it aside. */
-static int told(cr_cache_store *b, int rc) {
-    lmdb_backend *lb = (lmdb_backend *)b;
-    if (atomic_load_explicit(&lb->s->broken, memory_order_relaxed) && !atomic_exchange(&lb->told, true)) {
-        const char *why = atomic_load(&lb->s->broken_why);
-        cr_cache_note(lb->e, COURIER_LOG_ERROR, "cache_store_broken",
-                      "the cache store '%s' reported '%s'; it will be moved aside and recreated at the next open",
-                      lb->s->base.dir, why ? why : "corrupt");
-    }
-    return rc;
-}
-
-static void lb_release(cr_cache_store *b) {
-    if (!b) return;
-    cr_store_release(LB(b));
-    free(b);
-}
-static int lb_read_begin(cr_cache_store *b, cr_read *out) { return told(b, cr_store_read_begin(LB(b), out)); }
-static void lb_read_end(cr_cache_store *b, cr_read *r) {
-    cr_store_read_end(LB(b), r);
-    (void)told(b, 0);
-}
-static int lb_get(cr_cache_store *b, cr_read *r, const char *key, size_t key_len, const uint8_t hash[16],
-                  cr_entry *out) {
-    (void)key, (void)key_len;
-    return cr_store_get(LB(b), r->txn, hash, out);
-}
-static int lb_vary_get(cr_cache_store *b, cr_read *r, const char *key, size_t key_len, const uint8_t hash[16],
-                       const char **names, size_t *len) {
-    (void)key, (void)key_len;
-    return cr_store_vary_get(LB(b), r->txn, hash, names, len);
-}
-static int lb_write(cr_cache_store *b, const cr_store_put *puts, size_t n, int64_t limit_bytes, int64_t now_ms,
-                    cr_store_effect *effect, courier_error *err) {
-    return told(b, cr_store_write(LB(b), puts, n, limit_bytes, now_ms, effect, err));
-}
-static int lb_remove(cr_cache_store *b, const char *key, size_t key_len, const uint8_t hash[16], courier_error *err) {
-    (void)key, (void)key_len;
-    return told(b, cr_store_remove(LB(b), hash, err));
-}
-static int lb_remove_all(cr_cache_store *b, int64_t *removed, courier_error *err) {
-    return told(b, cr_store_remove_all(LB(b), removed, err));
-}
-static int lb_remove_since(cr_cache_store *b, int64_t since_ms, int64_t *removed, courier_error *err) {
-    return told(b, cr_store_remove_since(LB(b), since_ms, removed, err));
-}
-static int lb_remove_expired(cr_cache_store *b, int64_t now_ms, int64_t *removed, courier_error *err) {
-    return told(b, cr_store_remove_expired(LB(b), now_ms, removed, err));
-}
-static int lb_totals(cr_cache_store *b, int64_t *bytes, int64_t *count, courier_error *err) {
-    return told(b, cr_store_totals(LB(b), bytes, count, err));
-}
-static int lb_verify(cr_cache_store *b, courier_cache_verify_report *r, courier_error *err) {
-    return told(b, cr_store_verify(LB(b), r, err));
-}
-static int lb_list(cr_cache_store *b, cr_list_item **items, size_t *count, courier_error *err) {
-    return told(b, cr_store_list(LB(b), items, count, err));
-}
-
-static const cr_store_ops lmdb_ops = {
-    .name = "lmdb",
-    .release = lb_release,
-    .read_begin = lb_read_begin,
-    .read_end = lb_read_end,
-    .get = lb_get,
-    .vary_get = lb_vary_get,
-    .write = lb_write,
-    .remove = lb_remove,
-    .remove_all = lb_remove_all,
-    .remove_since = lb_remove_since,
-    .remove_expired = lb_remove_expired,
-    .totals = lb_totals,
-    .verify = lb_verify,
-    .list = lb_list,
-};
-
-int cr_store_open_lmdb(courier_engine *e, const char *dir, int64_t map_bytes, int durability, cr_cache_store **out,
-                       char *note, size_t note_cap, courier_error *err) {
-    *out = NULL;
-    lmdb_backend *b = calloc(1, sizeof *b);
-    if (!b) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    b->e = e;
-    atomic_init(&b->told, false);
-    int rc = cr_store_acquire(dir, map_bytes, durability, &b->s, note, note_cap, err);
-    if (rc) {
-        free(b);
-        return rc;
-    }
-    b->base.ops = &lmdb_ops;
-    *out = &b->base;
     return COURIER_OK;
 }

@@ -1,6 +1,7 @@
 /*
- * store.h — the cache's floor: the store (store.c), one LMDB environment per store directory, and
- * the record it keeps for each entry (versioned header + payload). It stands on the base layer
+ * store.h — the cache's floor: the store (store.c, store_verify.c, store_lmdb.c; store_lmdb.h is
+ * theirs), one LMDB environment per store directory, and the record it keeps for each entry
+ * (entry.c: versioned header + payload). It stands on the base layer
  * alone: nothing here names the cache's keys, policies or HTTP rules, which stand on it
  * (cache_internal.h).
  */
@@ -16,7 +17,21 @@
 
 struct MDB_txn;
 
-/* ---- entries (store.c) ---------------------------------------------------------------------- */
+/* ---- entries (entry.c: the value layout, the same on every backend) ------------------------- */
+
+#define CR_ENTRY_MAGIC 0x45435243u /* "CRCE" */
+#define CR_ENTRY_HDR 96u
+/* A field of an encoded entry's header (host byte order, at byte `off`: entry.c has the layout). */
+static inline uint32_t cr_entry_u32(const uint8_t *b, size_t off) {
+    uint32_t v;
+    memcpy(&v, b + off, 4);
+    return v;
+}
+static inline uint64_t cr_entry_u64(const uint8_t *b, size_t off) {
+    uint64_t v;
+    memcpy(&v, b + off, 8);
+    return v;
+}
 
 #define CR_ENTRY_FORMAT 1u
 #define CR_STORE_FORMAT 2u
@@ -60,7 +75,7 @@ typedef struct cr_entry {
  * `verify`, when its checksum does not match: a torn or damaged value). */
 CR_HIDDEN bool cr_entry_decode(const void *data, size_t len, bool verify, cr_entry *out);
 
-/* ---- the store (store.c) -------------------------------------------------------------------- */
+/* ---- the store (store.c; verification in store_verify.c) ---------------------------------------- */
 
 typedef struct cr_store cr_store;
 
@@ -150,19 +165,19 @@ typedef struct cr_list_item {
 } cr_list_item;
 
 CR_HIDDEN int cr_store_list(cr_store *s, cr_list_item **items, size_t *count, courier_error *err);
-CR_HIDDEN void cr_list_items_free(cr_list_item *items, size_t count);
-/* Fills *it from a decoded entry and its hash (the strings copied; on COURIER_E_NO_MEMORY what was
+CR_HIDDEN void cr_list_items_free(cr_list_item *items, size_t count); /* entry.c */
+/* entry.c: fills *it from a decoded entry and its hash (the strings copied; on COURIER_E_NO_MEMORY what was
  * copied is still *it's, freed with the list). */
 CR_HIDDEN int cr_list_item_fill(cr_list_item *it, const cr_entry *e, const uint8_t hash[16]);
 
-/* The encoded size of a put's entry (its value in the store) and the encoding itself (the value
- * layout of store.c, the same on every backend): `out` has cr_entry_encoded_size bytes. */
+/* entry.c: the encoded size of a put's entry (its value in the store) and the encoding itself (the
+ * value layout, the same on every backend): `out` has cr_entry_encoded_size bytes. */
 CR_HIDDEN size_t cr_entry_encoded_size(const cr_store_put *p);
 CR_HIDDEN void cr_entry_encode(const cr_store_put *p, uint8_t *out, size_t size);
 
 /* ---- the backend seam: a table of store operations chosen when the cache opens ---------------- */
 
-/* What the cache (cache.c) calls, on LMDB (store.c) or Redis (store_redis.c). Every backend
+/* What the cache (cache.c) calls, on LMDB (store_lmdb.c) or Redis (store_redis.c). Every backend
  * handle starts with a cr_cache_store. The operations mean what the cr_store_* functions above
  * say; where a backend needs the key text beside its hash (Redis names keys by the URL's hash
  * tag), it is passed: `key` is the text that `hash` was made from. */

@@ -1,6 +1,6 @@
 /*
- * engine.c — lifecycle, the store directory, the worker thread and its curl multi loop, sending
- * (asynchronous and synchronous) and cancelling.
+ * engine.c — lifecycle and the worker thread with its curl multi loop: it takes what send.c queues
+ * (sends, cancels, posted work) and answers each transfer. The store directory is store_dir.c's.
  *
  * Threads: any thread submits; submissions go into `incoming` under `lock` and wake the worker with
  * curl_multi_wakeup. Only the worker touches the multi handle, the easy handles and the active list.
@@ -10,9 +10,7 @@
 #include "engine/engine.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,149 +24,7 @@ static CURLcode global_rc = CURLE_OK;
 
 static void global_init(void) { global_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-/* ---- the store directory ---------------------------------------------------------------------- */
-
-static int mkdir_p(const char *path) {
-    char buf[PATH_MAX];
-    size_t len = strlen(path);
-    if (len == 0 || len >= sizeof buf) return ENAMETOOLONG;
-    memcpy(buf, path, len + 1);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0700) != 0 && errno != EEXIST) return errno;
-        *p = '/';
-    }
-    if (mkdir(buf, 0700) != 0 && errno != EEXIST) return errno;
-    struct stat st;
-    if (stat(buf, &st) != 0) return errno;
-    if (!S_ISDIR(st.st_mode)) return ENOTDIR;
-    if (access(buf, R_OK | W_OK | X_OK) != 0) return errno;
-    return 0;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-/* The name the default store is kept under: the configured app id, else the program's name. */
-static const char *app_id_of(const courier_config *c) {
-    if (c->app_id) return c->app_id;
-    const char *name = NULL;
-#if defined(__APPLE__)
-    name = getprogname();
-#elif defined(__GLIBC__)
-    name = program_invocation_short_name;
-#endif
-    if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return "courier";
-    return name;
-}
-
-/* The user's home directory: $HOME, else the password database. */
-static const char *home_dir(char *buf, size_t n) {
-    const char *home = getenv("HOME");
-    if (home && home[0] == '/') return home;
-    struct passwd pw, *found = NULL;
-    if (getpwuid_r(getuid(), &pw, buf, n, &found) == 0 && found && found->pw_dir && found->pw_dir[0] == '/')
-        return found->pw_dir;
-    return NULL;
-}
-
-/* The durable default store: where the platform keeps an app's data, then "<app id>/courier".
- * Linux and other Unix systems: $XDG_DATA_HOME (when absolute, as the XDG spec asks), else
- * ~/.local/share. Darwin: ~/Library/Application Support. */
-static int default_store_path(const courier_config *c, char *out, size_t n, courier_error *err) {
-    char pwbuf[4096];
-    const char *app = app_id_of(c);
-    int len;
-#if defined(__APPLE__)
-    const char *home = home_dir(pwbuf, sizeof pwbuf);
-    if (!home) return cr_fail(err, COURIER_E_STORE, "no home directory for the default store (set a store directory)");
-    len = snprintf(out, n, "%s/Library/Application Support/%s/courier", home, app);
-#else
-    const char *data = getenv("XDG_DATA_HOME");
-    if (data && data[0] == '/') {
-        len = snprintf(out, n, "%s/%s/courier", data, app);
-    } else {
-        const char *home = home_dir(pwbuf, sizeof pwbuf);
-        if (!home)
-            return cr_fail(err, COURIER_E_STORE, "no home directory or XDG_DATA_HOME for the default store "
-                                                 "(set a store directory)");
-        len = snprintf(out, n, "%s/.local/share/%s/courier", home, app);
-    }
-#endif
-    if (len < 0 || (size_t)len >= n) return cr_fail(err, COURIER_E_STORE, "the default store's path is too long");
-    return COURIER_OK;
-}
-
-static int open_store_dir(courier_engine *e, courier_error *err) {
-    if (e->core.config->store_dir || !e->core.config->temporary_store) {
-        char def[PATH_MAX];
-        const char *dir = e->core.config->store_dir;
-        if (!dir) {
-            int rc = default_store_path(e->core.config, def, sizeof def, err);
-            if (rc) return rc;
-            dir = def;
-        }
-        if (e->core.config->store_must_exist) {
-            struct stat st;
-            if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-                int os = stat(dir, &st) != 0 ? errno : ENOTDIR;
-                cr_fail(err, COURIER_E_STORE, "no store at '%.200s'", dir);
-                if (err) err->os_error = os;
-                return COURIER_E_STORE;
-            }
-        }
-        int rc = mkdir_p(dir);
-        if (rc) {
-            cr_fail(err, COURIER_E_STORE, "cannot create store directory '%.180s': %s", dir, strerror(rc));
-            if (err) err->os_error = rc;
-            return COURIER_E_STORE;
-        }
-        e->core.store_dir = cr_strdup(dir);
-        return e->core.store_dir ? COURIER_OK : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    }
-    const char *tmp = getenv("TMPDIR");
-    if (!tmp || !*tmp) tmp = "/tmp";
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/courier-XXXXXX", tmp) >= (int)sizeof path)
-        return cr_fail(err, COURIER_E_STORE, "TMPDIR is too long");
-    if (!mkdtemp(path)) {
-        int os = errno;
-        cr_fail(err, COURIER_E_STORE, "cannot create a temporary store in '%.180s': %s", tmp, strerror(os));
-        if (err) err->os_error = os;
-        return COURIER_E_STORE;
-    }
-    e->core.store_dir = cr_strdup(path);
-    e->core.store_is_temp = 1;
-    if (!e->core.store_dir) {
-        rmdir(path);
-        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    }
-    return COURIER_OK;
-}
-
 /* ---- transfer states and the scheduler's lists (worker thread only) ---------------------------- */
-
-typedef struct cr_host_count {
-    char *host;
-    long active;
-} cr_host_count;
-
-struct cr_sched {
-    cr_transfer *waiting[3]; /* FIFO per priority: [0] high, [1] normal, [2] low */
-    cr_transfer *waiting_tail[3];
-    cr_transfer *timers;     /* sorted by due_ms */
-    cr_host_count *hosts;
-    size_t nhosts;
-    long active_http;
-    uint64_t rng;
-    struct cr_guard *guard; /* under the engine's lock */
-    long guard_ms;
-};
 
 static const cr_session_ops session_ops; /* below, with the queues it names */
 
@@ -953,12 +809,6 @@ static void finish_custom(courier_engine *e, courier_call *call) {
 
 static void engine_free(courier_engine *e);
 
-/* A function courier_engine_post asked the worker to run. */
-struct cr_post {
-    courier_work_fn fn;
-    void *user;
-};
-
 /* Takes the posted functions (the caller holds core.lock), swapping buffers with *buf so neither
  * side allocates once both have grown; returns how many there are in *buf. */
 static size_t take_posts(courier_engine *e, struct cr_post **buf, size_t *cap) {
@@ -1193,7 +1043,7 @@ static void engine_free(courier_engine *e) {
     if (e->core.multi) curl_multi_cleanup(e->core.multi);
     cr_jar_close(e); /* cookies.c: after every easy handle on its share is gone */
     cr_cache_engine_free(e); /* closes the cache's store before a temporary store is removed */
-    if (e->core.store_is_temp && e->core.store_dir) nftw(e->core.store_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    cr_store_dir_remove_temp(e); /* store_dir.c: a temporary store goes with its engine */
     free(e->core.store_dir);
     free(e->cancels);
     free(e->posts);
@@ -1235,7 +1085,7 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         engine_free(e);
         return cr_fail(err, rc, NULL);
     }
-    rc = open_store_dir(e, err);
+    rc = cr_store_dir_open(e, err); /* store_dir.c */
     if (rc == COURIER_OK) rc = cr_cache_engine_init(e, &later_ops, err);
     if (rc == COURIER_OK) rc = cr_monitor_open(e, cr_journal_wake, err); /* monitor.c: it tells the journal */
     if (rc == COURIER_OK) rc = cr_journal_open(e, &journal_ops, err); /* journal.c: frozen requests */
@@ -1299,213 +1149,11 @@ void courier_engine_close(courier_engine *e) {
     engine_free(e);
 }
 
-int courier_engine_post(courier_engine *e, courier_work_fn fn, void *user, courier_error *err) {
-    cr_error_clear(err);
-    if (!e || !fn) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or function is NULL");
-    pthread_mutex_lock(&e->core.lock);
-    if (e->core.closing) {
-        pthread_mutex_unlock(&e->core.lock);
-        return cr_fail(err, COURIER_E_CLOSED, "the engine is closing");
-    }
-    if (e->nposts == e->cap_posts) {
-        size_t cap = e->cap_posts ? e->cap_posts * 2 : 16;
-        struct cr_post *grown = realloc(e->posts, cap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&e->core.lock);
-            return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-        }
-        e->posts = grown;
-        e->cap_posts = cap;
-    }
-    e->posts[e->nposts++] = (struct cr_post){fn, user};
-    /* As courier_send: a wakeup only when the worker waits (or is about to), never from itself. */
-    bool wake = e->polling && !pthread_equal(pthread_self(), e->worker);
-    if (wake) e->polling = false;
-    pthread_mutex_unlock(&e->core.lock);
-    if (wake) curl_multi_wakeup(e->core.multi);
-    return COURIER_OK;
-}
-
 const char *courier_engine_store_dir(const courier_engine *e) { return e ? e->core.store_dir : NULL; }
 
 int courier_engine_pending(int64_t *queued, int64_t *active, const courier_engine *e) {
     if (!e) return COURIER_E_INVALID_ARGUMENT;
     if (queued) *queued = atomic_load(&((courier_engine *)e)->core.queued);
     if (active) *active = atomic_load(&((courier_engine *)e)->active);
-    return COURIER_OK;
-}
-
-/* ---- sending ----------------------------------------------------------------------------------- */
-
-int courier_send(uint64_t *out_id, courier_engine *e, const courier_request *r, courier_completion_fn done,
-                 void *user, courier_error *err) {
-    return cr_send(out_id, e, r, done, user, NULL, err);
-}
-
-int cr_send(uint64_t *out_id, courier_engine *e, const courier_request *r, courier_completion_fn done, void *user,
-            courier_stream *stream, courier_error *err) {
-    cr_error_clear(err);
-    if (out_id) *out_id = 0;
-    if (!e || !r) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or request is NULL");
-    cr_transfer *t = NULL;
-    cr_raised raised = {0};
-    cr_raised *outer = cr_raise_catch(&raised);
-    int rc = cr_transfer_prepare(e, r, &t, err);
-    cr_raise_catch(outer);
-    if (rc) {
-        cr_raise_attach(&raised, err); /* user_error.c: err owns what a callback raised */
-        return rc;
-    }
-    cr_raise_release(&raised);
-    if ((rc = cr_catalog_attach(e, r, t)) != COURIER_OK) { /* catalog.c: response descriptors */
-        cr_transfer_free(t);
-        return cr_fail(err, rc, NULL);
-    }
-    t->done = done;
-    t->user = user;
-    t->id = atomic_fetch_add(&e->core.next_id, 1);
-    rc = cr_frozen_attach(e, r, t, err); /* journal.c: the request's freeze settings */
-    if (!rc && stream) {
-        /* stream_send.c: a stream is never frozen, cached or shared with another send. */
-        if (t->freeze.policy != COURIER_FREEZE_NEVER)
-            rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "a request that may be frozen cannot be a stream");
-        else if (t->download_path)
-            rc = cr_fail(err, COURIER_E_INVALID_ARGUMENT, "a download to a file cannot be a stream");
-        t->stream = stream;
-        free(t->coalesce_key);
-        t->coalesce_key = NULL;
-        if (r->timeout_ms == 0) t->timeout_ms = 0; /* the engine's default does not bound a stream */
-    } else if (!rc) {
-        rc = cr_cache_before_send(e, r, t, err); /* cache key, policy, lookup (a hit is answered by the worker) */
-    }
-    if (rc) {
-        t->stream = NULL;
-        cr_transfer_free(t);
-        return rc;
-    }
-    if (stream) cr_stream_set_id(stream, t->id);
-    uint64_t taken_id = t->id;
-    if (cr_frozen_offline_send(e, t)) { /* journal.c: offline and freezable: frozen without the worker */
-        if (out_id) *out_id = taken_id;
-        return COURIER_OK;
-    }
-
-    pthread_mutex_lock(&e->core.lock);
-    if (e->core.closing) {
-        pthread_mutex_unlock(&e->core.lock);
-        cr_transfer_free(t);
-        return cr_fail(err, COURIER_E_CLOSED, "the engine is closing");
-    }
-    if (e->sched->guard_ms > 0 && !t->unguarded) {
-        rc = cr_guard_check(&e->sched->guard, e->sched->guard_ms, t, err);
-        if (rc) {
-            pthread_mutex_unlock(&e->core.lock);
-            cr_transfer_free(t);
-            return rc;
-        }
-    }
-    if (cr_idset_add(&e->live, t->id)) {
-        pthread_mutex_unlock(&e->core.lock);
-        cr_transfer_free(t);
-        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    }
-    /* A wakeup only when the worker is about to wait (or waits) in curl_multi_poll, once: a worker
-     * still working looks at `incoming` again before it waits, so waking it would cost a write here
-     * and a turn of the loop there for nothing (senders on other threads, as Swift tasks and Python
-     * threads are, met that once per request). The worker itself (a completion sending the next
-     * request) never needs one. curl_multi_wakeup before the poll starts still ends it. */
-    bool wake = e->polling && !pthread_equal(pthread_self(), e->worker);
-    if (wake) e->polling = false;
-    if (e->incoming_tail) e->incoming_tail->next = t;
-    else e->incoming_head = t;
-    e->incoming_tail = t;
-    atomic_fetch_add(&e->core.queued, 1);
-    uint64_t id = t->id; /* t may complete and be freed as soon as the lock is released */
-    pthread_mutex_unlock(&e->core.lock);
-    if (wake) curl_multi_wakeup(e->core.multi);
-    if (out_id) *out_id = id;
-    return COURIER_OK;
-}
-
-typedef struct sync_wait {
-    pthread_mutex_t m;
-    pthread_cond_t c;
-    int done;
-    int code;
-    courier_response *resp;
-    courier_error err;
-} sync_wait;
-
-static void sync_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
-    (void)id;
-    sync_wait *w = user;
-    pthread_mutex_lock(&w->m);
-    w->code = code;
-    w->resp = resp;
-    if (err) {
-        w->err = *err;
-        cr_error_forget_user((courier_error *)err); /* taken: w->err owns it now (user_error.c) */
-    }
-    w->done = 1;
-    pthread_cond_signal(&w->c);
-    pthread_mutex_unlock(&w->m);
-}
-
-int courier_send_sync(courier_response **out_response, courier_engine *e, const courier_request *r,
-                      courier_error *err) {
-    cr_error_clear(err);
-    if (out_response) *out_response = NULL;
-    if (!e || !r) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "engine or request is NULL");
-    if (pthread_equal(pthread_self(), e->worker))
-        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "courier_send_sync called on the engine's worker thread");
-    sync_wait w;
-    memset(&w, 0, sizeof w);
-    pthread_mutex_init(&w.m, NULL);
-    pthread_cond_init(&w.c, NULL);
-    int rc = courier_send(NULL, e, r, sync_done, &w, err);
-    if (rc == COURIER_OK) {
-        pthread_mutex_lock(&w.m);
-        while (!w.done) pthread_cond_wait(&w.c, &w.m);
-        pthread_mutex_unlock(&w.m);
-        rc = w.code;
-        if (err) *err = w.err;
-        else cr_error_release_user(&w.err);
-        if (out_response) *out_response = w.resp;
-        else courier_response_free(w.resp);
-    }
-    pthread_cond_destroy(&w.c);
-    pthread_mutex_destroy(&w.m);
-    return rc;
-}
-
-int courier_cancel(courier_engine *e, uint64_t id) {
-    if (!e) return COURIER_E_INVALID_ARGUMENT;
-    pthread_mutex_lock(&e->core.lock);
-    if (!cr_idset_has(&e->live, id)) {
-        pthread_mutex_unlock(&e->core.lock);
-        return COURIER_E_NOT_FOUND;
-    }
-    if (e->ncancels == e->cap_cancels) {
-        size_t cap = e->cap_cancels ? e->cap_cancels * 2 : 16;
-        uint64_t *p = realloc(e->cancels, cap * sizeof *p);
-        if (!p) {
-            pthread_mutex_unlock(&e->core.lock);
-            return COURIER_E_NO_MEMORY;
-        }
-        e->cancels = p;
-        e->cap_cancels = cap;
-    }
-    e->cancels[e->ncancels++] = id;
-    pthread_mutex_unlock(&e->core.lock);
-    curl_multi_wakeup(e->core.multi);
-    return COURIER_OK;
-}
-
-int courier_cancel_all(courier_engine *e) {
-    if (!e) return COURIER_E_INVALID_ARGUMENT;
-    pthread_mutex_lock(&e->core.lock);
-    e->cancel_all = 1;
-    pthread_mutex_unlock(&e->core.lock);
-    curl_multi_wakeup(e->core.multi);
     return COURIER_OK;
 }

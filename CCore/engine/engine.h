@@ -5,6 +5,7 @@
 #ifndef COURIER_ENGINE_H
 #define COURIER_ENGINE_H
 
+#include "cache/cache.h"
 #include "journal/journal.h"
 
 /* Hidden like every internal declaration (see base/base.h). */
@@ -60,6 +61,37 @@ struct courier_engine {
     struct cr_hub *hub; /* session.c: answers of adapters, retriers and refreshes; the credential */
 };
 _Static_assert(offsetof(struct courier_engine, core) == 0, "cr_core(e) casts the engine to its first member");
+
+/* engine.c's scheduler lists (worker only) and the guard send.c checks under core.lock. */
+typedef struct cr_host_count {
+    char *host;
+    long active;
+} cr_host_count;
+
+struct cr_sched {
+    cr_transfer *waiting[3]; /* FIFO per priority: [0] high, [1] normal, [2] low */
+    cr_transfer *waiting_tail[3];
+    cr_transfer *timers;     /* sorted by due_ms */
+    cr_host_count *hosts;
+    size_t nhosts;
+    long active_http;
+    uint64_t rng;
+    struct cr_guard *guard; /* under the engine's lock */
+    long guard_ms;
+};
+
+/* A function courier_engine_post asked the worker to run. */
+struct cr_post {
+    courier_work_fn fn;
+    void *user;
+};
+
+/* store_dir.c, engine open: e->core.store_dir set to the configured directory (created when missing;
+ * COURIER_E_STORE when it must exist and does not), the platform's default for the app, or a new
+ * temporary one (store_is_temp). COURIER_E_STORE, COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_store_dir_open(courier_engine *e, courier_error *err);
+/* store_dir.c, engine free: removes a temporary store directory and everything in it (no-op otherwise). */
+CR_HIDDEN void cr_store_dir_remove_temp(courier_engine *e);
 
 /* ==== Scheduling, mock, custom transports (schedule.c, mock.c) ================================ */
 
@@ -117,10 +149,10 @@ typedef struct cr_session_ops {
  * no-ops). COURIER_OK or COURIER_E_NO_MEMORY. */
 CR_HIDDEN int cr_session_open(courier_engine *e, const cr_session_ops *ops);
 CR_HIDDEN void cr_session_detach(courier_engine *e);
-/* Prepare time (sending thread): the request's and the engine's adapters and retriers, the
- * authenticator's opt-out, into t->sess (left NULL when nothing applies). COURIER_OK or
- * COURIER_E_NO_MEMORY. */
-CR_HIDDEN int cr_session_prepare(courier_engine *e, const courier_request *r, const char *url, cr_transfer *t);
+/* send.c, after the transfer is prepared (sending thread): the engine's and the request's adapters
+ * and retriers, and whether the authenticator applies to t->url, into t->sess (left NULL when
+ * nothing applies). COURIER_OK or COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_session_prepare(courier_engine *e, const courier_request *r, cr_transfer *t);
 /* Worker, from route: true when t's session work for this attempt is done (route goes on); false
  * when session.c took t (it parks it, and routes it through ops->go when done). */
 CR_HIDDEN bool cr_session_ready(courier_engine *e, cr_transfer *t);
@@ -138,7 +170,7 @@ CR_HIDDEN void cr_session_turn(courier_engine *e);
 
 
 /* schedule.c: the worker's side of scheduling. */
-/* engine.c: courier_send, for a stream too (stream_send.c): with `stream`, the transfer reads its
+/* send.c: courier_send, for a stream too (stream_send.c): with `stream`, the transfer reads its
  * body into it (stream.c) and is never frozen, cached or coalesced. */
 CR_HIDDEN int cr_send(uint64_t *out_id, courier_engine *e, const courier_request *r, courier_completion_fn done,
                       void *user, courier_stream *stream, courier_error *err);
@@ -187,10 +219,12 @@ CR_HIDDEN void cr_monitor_start_watch(courier_engine *e);
 CR_HIDDEN void cr_monitor_limits(courier_engine *e, long *per_host, long *total);
 /* Worker: true when t must fail with COURIER_E_CELLULAR (it said "not on cellular"). */
 CR_HIDDEN bool cr_monitor_refuses(courier_engine *e, const cr_transfer *t);
-/* netwatch.c: the OS watch (a thread, or the platform's monitor) reporting to cr_monitor_report;
- * NULL when it cannot start or the platform has none. */
+/* netwatch.c: the OS watch (a thread, or the platform's monitor) reporting each change of the path
+ * to `report` (the monitor's cr_monitor_report: netwatch.c stands below monitor.c and never names
+ * it), from the watch's own thread or queue; NULL when it cannot start or the platform has none. */
 struct cr_netwatch;
-CR_HIDDEN struct cr_netwatch *cr_netwatch_start(courier_engine *e);
+typedef void (*cr_netwatch_report_fn)(courier_engine *e, int status, courier_network_kind kind, int expensive);
+CR_HIDDEN struct cr_netwatch *cr_netwatch_start(courier_engine *e, cr_netwatch_report_fn report);
 CR_HIDDEN void cr_netwatch_stop(struct cr_netwatch *w);
 
 /* ---- APIs, routes, response descriptors by name (catalog.c) ------------------------------------ */

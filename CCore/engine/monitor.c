@@ -432,7 +432,7 @@ int courier_reachability_remove_listener(courier_engine *e, uint64_t token) {
 
 void cr_monitor_start_watch(courier_engine *e) {
     struct cr_monitor *m = e->monitor;
-    if (m && e->core.config->network_watch && !m->watch) m->watch = cr_netwatch_start(e);
+    if (m && e->core.config->network_watch && !m->watch) m->watch = cr_netwatch_start(e, cr_monitor_report);
 }
 
 void cr_monitor_report(courier_engine *e, int status, courier_network_kind kind, int expensive) {

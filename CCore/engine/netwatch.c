@@ -1,7 +1,8 @@
 /*
  * netwatch.c — what the operating system says about the network path, for the monitor (monitor.c):
  * online or offline, and the kind of the path (wired, Wi-Fi, cellular, other) and whether it is
- * expensive.
+ * expensive. Below the monitor: it reports through the function the monitor hands cr_netwatch_start
+ * (cr_monitor_report), never naming it.
  *
  * Linux: a NETLINK_ROUTE socket subscribed to link and route changes; on each change (and at
  * start) the interface of the default route is looked up (an RTM_GETROUTE dump), its link read
@@ -186,6 +187,7 @@ static void read_path(int *status, courier_network_kind *kind, int *expensive) {
 
 struct cr_netwatch {
     courier_engine *e;
+    cr_netwatch_report_fn report; /* the monitor's (cr_monitor_report) */
     pthread_t thread;
     int fd;      /* the subscribed netlink socket */
     int stop[2]; /* a pipe: a byte written stops the thread */
@@ -199,7 +201,7 @@ static void *watch_main(void *arg) {
             int status, expensive;
             courier_network_kind kind;
             read_path(&status, &kind, &expensive);
-            cr_monitor_report(w->e, status, kind, expensive);
+            w->report(w->e, status, kind, expensive);
             changed = false;
         }
         struct pollfd p[2] = {{.fd = w->fd, .events = POLLIN}, {.fd = w->stop[0], .events = POLLIN}};
@@ -213,10 +215,11 @@ static void *watch_main(void *arg) {
     return NULL;
 }
 
-struct cr_netwatch *cr_netwatch_start(courier_engine *e) {
+struct cr_netwatch *cr_netwatch_start(courier_engine *e, cr_netwatch_report_fn report) {
     struct cr_netwatch *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->e = e;
+    w->report = report;
     w->fd = nl_socket(RTMGRP_LINK | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE);
     if (w->fd < 0 || pipe2(w->stop, O_CLOEXEC) != 0) {
         if (w->fd >= 0) close(w->fd);
@@ -251,7 +254,7 @@ void cr_netwatch_stop(struct cr_netwatch *w) {
 /* Darwin: Network.framework's path monitor on a private queue reports every path change. */
 struct cr_netwatch { nw_path_monitor_t monitor; };
 
-struct cr_netwatch *cr_netwatch_start(courier_engine *e) {
+struct cr_netwatch *cr_netwatch_start(courier_engine *e, cr_netwatch_report_fn report) {
     struct cr_netwatch *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->monitor = nw_path_monitor_create();
@@ -262,7 +265,7 @@ struct cr_netwatch *cr_netwatch_start(courier_engine *e) {
                                     : nw_path_uses_interface_type(path, nw_interface_type_cellular) ? COURIER_NETWORK_CELLULAR
                                     : nw_path_uses_interface_type(path, nw_interface_type_wired) ? COURIER_NETWORK_WIRED
                                     : online ? COURIER_NETWORK_OTHER : COURIER_NETWORK_UNKNOWN;
-        cr_monitor_report(e, online ? COURIER_REACHABILITY_ONLINE : COURIER_REACHABILITY_OFFLINE, kind,
+        report(e, online ? COURIER_REACHABILITY_ONLINE : COURIER_REACHABILITY_OFFLINE, kind,
                           nw_path_is_expensive(path) ? 1 : 0);
     });
     nw_path_monitor_start(w->monitor);
@@ -284,7 +287,11 @@ int courier_network_link_kind(courier_network_kind *out_kind, int *out_expensive
 }
 
 #else
-struct cr_netwatch *cr_netwatch_start(courier_engine *e) { (void)e; return NULL; }
+struct cr_netwatch *cr_netwatch_start(courier_engine *e, cr_netwatch_report_fn report) {
+    (void)e;
+    (void)report;
+    return NULL;
+}
 void cr_netwatch_stop(struct cr_netwatch *w) { (void)w; }
 int courier_network_link_kind(courier_network_kind *out_kind, int *out_expensive, const char *interface,
                               courier_error *err) {

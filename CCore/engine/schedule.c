@@ -252,17 +252,13 @@ int cr_sched_prepare(courier_engine *e, const courier_request *r, cr_transfer *t
     if (r->mock && atomic_load(&e->mock_enabled)) {
         if (!(t->mock = cr_mock_copy(r->mock))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
-    /* session.c: adapters, retriers, the authenticator for this send */
-    if (cr_session_prepare(e, r, o->url, t)) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     return COURIER_OK;
 }
 
 /* Called after the outgoing view became the transfer: host key and coalescing key. */
 int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, courier_error *err) {
     if (!(t->host = cr_sched_host_key(t->url))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    /* A send with adapters, retriers or the authenticator (t->sess) is never shared: its attempts
-     * are its own. */
-    if (!r->no_coalesce && !r->security && !t->mock && !t->custom && !t->has_body && !t->sess &&
+    if (!r->no_coalesce && !r->security && !t->mock && !t->custom && !t->has_body &&
         (strcmp(t->method, "GET") == 0 || strcmp(t->method, "HEAD") == 0)) {
         if (!(t->coalesce_key = identity(t, false, NULL))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }

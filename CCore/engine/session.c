@@ -447,7 +447,8 @@ static bool auth_applies(const cr_sess_conf *c, const char *url) {
     return same;
 }
 
-int cr_session_prepare(courier_engine *e, const courier_request *r, const char *url, cr_transfer *t) {
+int cr_session_prepare(courier_engine *e, const courier_request *r, cr_transfer *t) {
+    const char *url = t->url;
     const cr_sched_conf *sc = e->core.config->sched;
     const cr_sess_conf *c = sc ? sc->session : NULL;
     const cr_sess_req *q = r->session;

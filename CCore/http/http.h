@@ -195,7 +195,7 @@ struct courier_request {
     int unguarded;
     struct cr_mock *mock;
     char *transport_name;
-    struct cr_cache_req *cache; /* cache policy, expiry, key, filters (cache.c); NULL: defaults */
+    struct cr_cache_req *cache; /* cache policy, expiry, key, filters (cache_settings.c); NULL: defaults */
     /* Transfers (transfer.c): multipart parts, a file body, a download file, progress. */
     struct cr_parts *parts;
     char *body_file;
@@ -541,6 +541,37 @@ CR_HIDDEN void cr_event_from_cache(courier_engine *e, cr_transfer *t, const cour
  * retry) starts after delay_ms. */
 CR_HIDDEN void cr_event_retried(courier_engine *e, cr_transfer *t, int attempt, int code,
                                 const courier_response *resp, long delay_ms);
+
+/* ==== A request's cache settings (cache_settings.c) and answering after a commit ============= */
+
+/* What a request asks of the cache; the cache (cache/) reads it and a frozen request (journal/)
+ * keeps it: both stand on this layer, neither calls the other. */
+/* Per-request cache settings (courier_request_set_cache_*). */
+typedef struct cr_cache_req {
+    cr_ext ext;         /* cache_settings.c's hooks (request.c frees it through them) */
+    int policy;         /* -1: the engine's default */
+    int64_t expiry_ms;  /* 0: the engine's default */
+    char *key;          /* the request's own key, or NULL */
+    char *sensitive;    /* appended to the key, or NULL */
+    char **filters;     /* parameter names left out of the key */
+    size_t nfilters;
+} cr_cache_req;
+
+/* Answering a caller after a commit: the cache's write (cr_cache_flush) and the journal's durable
+ * commit answer a caller once their write is done, after the engine has freed the transfer. The
+ * engine owns how (engine.c); the layers below receive this table at open and never name the
+ * engine's functions. A handle holds what answering needs (id, completion, user, attempts). */
+typedef struct cr_later cr_later;
+typedef struct cr_answer_ops {
+    /* Takes over answering t's caller: a handle, or NULL on no memory (t unchanged). Without `take`
+     * the handle is a detached copy and t's caller_gone is set (t stays its owner's to free); with
+     * `take` the caller hands t itself over (a transfer nobody else holds). */
+    cr_later *(*detach)(courier_engine *e, cr_transfer *t, bool take);
+    /* Answers the caller once (the completion runs on this thread) and frees the handle. */
+    void (*answer)(courier_engine *e, cr_later *l, int code, courier_response *resp, courier_error *err);
+    /* Frees a handle that was never answered. NULL-safe. */
+    void (*discard)(cr_later *l);
+} cr_answer_ops;
 
 /* ==== Serializers: response decoders by MIME type, the response's JSON (serialize.c) ========= */
 

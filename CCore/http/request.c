@@ -1,5 +1,6 @@
 /*
- * request.c — configuration and request descriptions, and how a request becomes the final
+ * request.c — configuration and request descriptions (a request from an object: its route
+ * filled by route.c, the rest as parameters or the body), and how a request becomes the final
  * transfer: URL joined to the base, parameters encoded (query or body), headers merged over the
  * defaults, authorization, the customize callback.
  */
@@ -555,6 +556,52 @@ int courier_request_set_validator(courier_request *r, courier_validator_fn fn, v
 int courier_request_set_customize(courier_request *r, courier_customize_fn fn, void *user,
                                   courier_user_free_fn user_free) {
     return cr_callback_set(r ? &r->customize : NULL, (void (*)(void))fn, user, user_free);
+}
+
+/* ---- requests from objects --------------------------------------------------------------------------- */
+
+static bool query_method(const courier_request *r) {
+    return r->has_body || r->body_file || strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0 ||
+           strcmp(r->method, "DELETE") == 0;
+}
+
+int courier_request_set_object(courier_request *r, const courier_json *object, courier_error *err) {
+    cr_error_clear(err);
+    const json_t *obj = (const json_t *)object;
+    if (!r || !obj || !json_is_object(obj))
+        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "request or object is NULL, or not a JSON object");
+    if (r->object_rest) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "the request already has an object");
+    json_t *used = json_object();
+    cr_buf path = {0};
+    json_t *rest = NULL;
+    int rc = used ? cr_route_fill(r->target, obj, &path, used, err) : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    if (rc == COURIER_OK && !(rest = json_object())) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    for (void *it = rc ? NULL : json_object_iter((json_t *)obj); it; it = json_object_iter_next((json_t *)obj, it)) {
+        const char *k = json_object_iter_key(it);
+        size_t klen = json_object_iter_key_len(it);
+        if (json_object_getn(used, k, klen)) continue;
+        if (json_object_setn(rest, k, klen, json_object_iter_value(it))) {
+            rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+            break;
+        }
+    }
+    if (rc == COURIER_OK && json_object_size(rest)) {
+        if (query_method(r)) {
+            rc = cr_form_flatten(rest, &r->params);
+            if (rc) rc = cr_fail(err, rc, "the object's members cannot be sent as parameters");
+        } else {
+            r->object_rest = json_incref(rest);
+        }
+    }
+    if (rc == COURIER_OK) {
+        char *target = cr_buf_take(&path, NULL);
+        if (!target) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+        else cr_request_take_target(r, target), r->route_unfilled = 0;
+    }
+    json_decref(rest);
+    json_decref(used);
+    cr_buf_free(&path);
+    return rc;
 }
 
 /* ---- the outgoing view (customize callback) ------------------------------------------------- */

@@ -1,7 +1,9 @@
 /*
  * route.c — paths built from objects and matched against patterns (RestKit's RKRoute and
  * RKPathMatcher, as HTHttp uses them), the API version segment (HLNetworking's apiVersion), and
- * the statuses a request accepts (YTKNetwork's statusCodeValidator).
+ * the statuses a request accepts (YTKNetwork's statusCodeValidator). The bottom of http/: it calls
+ * no other file of the layer (a request from an object, which fills a route into the request, is
+ * request.c's courier_request_set_object).
  *
  * A pattern is a path with parameters: ':' then [A-Za-z0-9_.]+ (a key path into the object); a
  * backslash makes the next character literal. Filling takes each parameter's value from the object,
@@ -198,50 +200,4 @@ bool cr_route_match(const char *pattern, const char *path, size_t path_len) {
     /* A trailing '/' on one side only still matches. */
     if (s < end && *s == '/' && s + 1 == end) s++;
     return s == end;
-}
-
-/* ---- requests from objects --------------------------------------------------------------------------- */
-
-static bool query_method(const courier_request *r) {
-    return r->has_body || r->body_file || strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0 ||
-           strcmp(r->method, "DELETE") == 0;
-}
-
-int courier_request_set_object(courier_request *r, const courier_json *object, courier_error *err) {
-    cr_error_clear(err);
-    const json_t *obj = (const json_t *)object;
-    if (!r || !obj || !json_is_object(obj))
-        return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "request or object is NULL, or not a JSON object");
-    if (r->object_rest) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "the request already has an object");
-    json_t *used = json_object();
-    cr_buf path = {0};
-    json_t *rest = NULL;
-    int rc = used ? cr_route_fill(r->target, obj, &path, used, err) : cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    if (rc == COURIER_OK && !(rest = json_object())) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    for (void *it = rc ? NULL : json_object_iter((json_t *)obj); it; it = json_object_iter_next((json_t *)obj, it)) {
-        const char *k = json_object_iter_key(it);
-        size_t klen = json_object_iter_key_len(it);
-        if (json_object_getn(used, k, klen)) continue;
-        if (json_object_setn(rest, k, klen, json_object_iter_value(it))) {
-            rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-            break;
-        }
-    }
-    if (rc == COURIER_OK && json_object_size(rest)) {
-        if (query_method(r)) {
-            rc = cr_form_flatten(rest, &r->params);
-            if (rc) rc = cr_fail(err, rc, "the object's members cannot be sent as parameters");
-        } else {
-            r->object_rest = json_incref(rest);
-        }
-    }
-    if (rc == COURIER_OK) {
-        char *target = cr_buf_take(&path, NULL);
-        if (!target) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-        else cr_request_take_target(r, target), r->route_unfilled = 0;
-    }
-    json_decref(rest);
-    json_decref(used);
-    cr_buf_free(&path);
-    return rc;
 }

@@ -1,6 +1,7 @@
 /*
  * api.c — the public API of frozen requests: request and configuration setters, courier_frozen_*
- * (list, get, remove, resend, replay, pause, wait), snapshot accessors; the cookie jar's database.
+ * (list, get, remove, resend, replay, pause, wait); the cookie jar's database. The snapshots'
+ * accessors (courier_frozen_id, ...) are record.c's.
  */
 #include "journal/journal_internal.h"
 
@@ -397,36 +398,6 @@ int courier_frozen_last_outcome(int *code, int *http_status, int64_t *at_ms, cou
     j->store->abort(j, txn);
     if (rc == MDB_NOTFOUND) return cr_fail(err, COURIER_E_NOT_FOUND, "no recorded outcome for '%.150s'", id);
     return rc;
-}
-
-/* ---- snapshots ---- */
-
-const char *courier_frozen_id(const courier_frozen *f) { return f ? f->q.id : NULL; }
-const char *courier_frozen_method(const courier_frozen *f) { return f ? f->q.method : NULL; }
-const char *courier_frozen_url(const courier_frozen *f) { return f ? f->q.url : NULL; }
-const char *courier_frozen_host(const courier_frozen *f) { return f ? f->host : NULL; }
-const char *courier_frozen_idempotency_key(const courier_frozen *f) { return f ? f->q.idem : NULL; }
-const char *courier_frozen_json(const courier_frozen *f) { return f ? cj_snap_json(f) : NULL; }
-
-const uint8_t *courier_frozen_body(const courier_frozen *f, size_t *len) {
-    if (len) *len = f && f->q.has_body ? f->q.body_len : 0;
-    return f && f->q.has_body ? (const uint8_t *)f->q.body : NULL;
-}
-
-size_t courier_frozen_header_count(const courier_frozen *f) { return f ? f->q.headers.count : 0; }
-
-int courier_frozen_header_at(const char **name, const char **value, const courier_frozen *f, size_t i) {
-    if (!f) return COURIER_E_INVALID_ARGUMENT;
-    if (i >= f->q.headers.count) return COURIER_E_NOT_FOUND;
-    if (name) *name = f->q.headers.items[i].name;
-    if (value) *value = f->q.headers.items[i].value;
-    return COURIER_OK;
-}
-
-int courier_frozen_get_info(courier_frozen_info *out, const courier_frozen *f) {
-    if (!f || !CR_SIZED_OK(out, courier_frozen_info)) return COURIER_E_INVALID_ARGUMENT;
-    CR_SIZED_OUT(out, f->info);
-    return COURIER_OK;
 }
 
 /* ==== the cookie jar's database (cookies.c) ==================================================== */

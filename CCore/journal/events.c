@@ -1,5 +1,6 @@
 /*
- * events.c — the journal's events (frozen, resent, expired) and the listeners they go to.
+ * events.c — the journal's events (frozen, resent, expired) and the listeners they go to (their
+ * delivery, at the end of a turn, is journal.c's cj_events_deliver).
  */
 #include "journal/journal_internal.h"
 
@@ -24,43 +25,6 @@ void cj_events_push(jevent ***tail, jevent *ev) {
     if (!ev) return;
     **tail = ev;
     *tail = &ev->next;
-}
-
-/* Delivers events in order to every listener, then frees them. Their responses, which the worker
- * made, go back to it to be freed (cj_responses_spent). */
-void cj_events_deliver(cr_journal *j, jevent *list) {
-    courier_response *small[64], **spent = small;
-    size_t nspent = 0, capspent = sizeof small / sizeof small[0];
-    while (list) {
-        jevent *ev = list;
-        list = ev->next;
-        ev->ev.frozen = ev->snap;
-        ev->ev.freeze_id = ev->snap ? ev->snap->q.id : ev->id;
-        ev->ev.response = ev->resp;
-        ev->ev.error = ev->ev.code == COURIER_OK ? NULL : &ev->err;
-        cj_policy_log_event(j, ev); /* policy.c: the journal's decision line */
-        pthread_mutex_lock(&j->lmu);
-        size_t n = 0;
-        for (jlistener *l = ev->ev.kind == CJ_EVENT_HELD ? NULL : j->listeners; l; l = l->next) n++;
-        cr_callback **cbs = n ? malloc(n * sizeof *cbs) : NULL;
-        size_t k = 0;
-        if (cbs)
-            for (jlistener *l = j->listeners; l; l = l->next) cbs[k++] = cr_callback_retain(l->cb);
-        pthread_mutex_unlock(&j->lmu);
-        for (size_t i = 0; i < k; i++) {
-            ((courier_frozen_event_fn)cbs[i]->fn)(&ev->ev, cbs[i]->user);
-            cr_callback_release(cbs[i]);
-        }
-        free(cbs);
-        courier_frozen_free(ev->snap);
-        if (ev->resp && nspent == capspent) { /* more than fit: the rest in turns of this size */
-            cj_responses_spent(j, spent, nspent);
-            nspent = 0;
-        }
-        if (ev->resp) spent[nspent++] = ev->resp;
-        free(ev);
-    }
-    cj_responses_spent(j, spent, nspent);
 }
 
 int courier_frozen_add_listener(uint64_t *out_token, courier_engine *e, courier_frozen_event_fn fn,

@@ -5,7 +5,6 @@
  * monitor); lifecycle events go to log.c.
  */
 #include "journal/journal_internal.h"
-#include "cache/cache_internal.h" /* cr_cache_req: a freeze keeps the cache settings */
 
 /* "scheme://host:port", lowercase, default ports filled in: the unit of per-host order. */
 static int host_of(const char *url, char *out, size_t cap) {
@@ -97,6 +96,43 @@ static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
             cj_events_push(events, ev);
         }
     }
+}
+
+/* Delivers events in order to every listener, then frees them. Their responses, which the worker
+ * made, go back to it to be freed (cj_responses_spent). */
+void cj_events_deliver(cr_journal *j, jevent *list) {
+    courier_response *small[64], **spent = small;
+    size_t nspent = 0, capspent = sizeof small / sizeof small[0];
+    while (list) {
+        jevent *ev = list;
+        list = ev->next;
+        ev->ev.frozen = ev->snap;
+        ev->ev.freeze_id = ev->snap ? ev->snap->q.id : ev->id;
+        ev->ev.response = ev->resp;
+        ev->ev.error = ev->ev.code == COURIER_OK ? NULL : &ev->err;
+        cj_policy_log_event(j, ev); /* policy.c: the journal's decision line */
+        pthread_mutex_lock(&j->lmu);
+        size_t n = 0;
+        for (jlistener *l = ev->ev.kind == CJ_EVENT_HELD ? NULL : j->listeners; l; l = l->next) n++;
+        cr_callback **cbs = n ? malloc(n * sizeof *cbs) : NULL;
+        size_t k = 0;
+        if (cbs)
+            for (jlistener *l = j->listeners; l; l = l->next) cbs[k++] = cr_callback_retain(l->cb);
+        pthread_mutex_unlock(&j->lmu);
+        for (size_t i = 0; i < k; i++) {
+            ((courier_frozen_event_fn)cbs[i]->fn)(&ev->ev, cbs[i]->user);
+            cr_callback_release(cbs[i]);
+        }
+        free(cbs);
+        courier_frozen_free(ev->snap);
+        if (ev->resp && nspent == capspent) { /* more than fit: the rest in turns of this size */
+            cj_responses_spent(j, spent, nspent);
+            nspent = 0;
+        }
+        if (ev->resp) spent[nspent++] = ev->resp;
+        free(ev);
+    }
+    cj_responses_spent(j, spent, nspent);
 }
 
 /* One turn of the journal thread. Returns the monotonic time of the next turn. */
@@ -381,27 +417,6 @@ static void *jthread(void *arg) {
 
 /* ==== engine hooks ============================================================================= */
 
-void cr_journal_set_concurrency(courier_engine *e, long n) {
-    cr_journal *j = e ? cr_core(e)->journal : NULL;
-    if (!j) return;
-    const struct cr_frozen_conf *fc = &cr_core(e)->config->frozen;
-    atomic_store(&j->concurrency, n > 0 ? n : fc->concurrency > 0 ? fc->concurrency : J_DEFAULT_CONCURRENCY);
-    cr_journal_wake(e, CR_WAKE_TURN);
-}
-
-void cr_journal_wake(courier_engine *e, unsigned how) {
-    cr_journal *j = e ? cr_core(e)->journal : NULL;
-    if (!j) return;
-    pthread_mutex_lock(&j->mu);
-    j->kick = 1;
-    if (how & CR_WAKE_REPLAY_NOW) {
-        j->kick_mode |= J_KICK_NOW;
-        j->kick_since = cj_jnow(j);
-    }
-    pthread_cond_signal(&j->cv);
-    pthread_mutex_unlock(&j->mu);
-}
-
 static void journal_free(cr_journal *j) {
     if (!j) return;
     while (j->listeners) {
@@ -460,6 +475,7 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
     bool redis = where && (strncmp(where, "redis://", 8) == 0 || strncmp(where, "rediss://", 9) == 0 ||
                            strncmp(where, "unix://", 7) == 0);
     j->store = &cj_lmdb_store;
+    j->pass = &cj_replay_pass; /* replay.c's decisions, which the stores' passes call */
     if (rc == COURIER_OK) rc = cj_jenv_acquire(where && !redis ? where : cr_core(e)->store_dir, nonce, &j->env, err);
     if (rc == COURIER_OK && redis) {
 #ifdef COURIER_REDIS

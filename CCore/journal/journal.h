@@ -6,7 +6,7 @@
 #ifndef COURIER_JOURNAL_H
 #define COURIER_JOURNAL_H
 
-#include "cache/cache.h"
+#include "http/http.h"
 
 /* Hidden like every internal declaration (see base/base.h). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -49,7 +49,7 @@ CR_HIDDEN void cr_journal_close(courier_engine *e);
 /* courier_send, once the transfer is prepared: copies the request's freeze settings into t. */
 /* COURIER_E_RESEND_POLICY_UNKNOWN when a freezable request names a policy e does not have. */
 CR_HIDDEN int cr_frozen_attach(courier_engine *e, const courier_request *r, cr_transfer *t, courier_error *err);
-/* The replay concurrency (n <= 0: the configured one); any thread (the monitor, by network kind). */
+/* wake.c: the replay concurrency (n <= 0: the configured one); any thread (the monitor, by network kind). */
 CR_HIDDEN void cr_journal_set_concurrency(courier_engine *e, long n);
 /* finish(), before the cache write: a network failure (or COURIER_E_OFFLINE) of a transfer whose
  * policy allows it is handed to the journal, which answers the caller with COURIER_E_FROZEN after
@@ -61,7 +61,7 @@ CR_HIDDEN bool cr_frozen_defer(courier_engine *e, cr_transfer *t, int code, cour
  * through the worker; the journal answers it (COURIER_E_FROZEN) and frees it. True when taken
  * (courier_send then returns COURIER_OK with t's id and must not touch t). */
 CR_HIDDEN bool cr_frozen_offline_send(courier_engine *e, cr_transfer *t);
-/* Wakes the journal thread: CR_WAKE_TURN looks for work; CR_WAKE_REPLAY_NOW also makes every
+/* wake.c: wakes the journal thread: CR_WAKE_TURN looks for work; CR_WAKE_REPLAY_NOW also makes every
  * request not tried since now due at once (the network came back). Any thread. */
 #define CR_WAKE_TURN 0x1u
 #define CR_WAKE_REPLAY_NOW 0x2u

@@ -435,6 +435,7 @@ struct cr_journal {
     const cr_journal_ops *ops; /* the engine's: answering, sending, the monitor */
     jenv *env;                  /* the store directory's LMDB journal (records on LMDB; the cookie jar) */
     const cj_store_ops *store;  /* where the records live (chosen at open) */
+    const struct cj_pass_fns *pass; /* replay.c's decisions, for the stores' passes (set at open) */
     struct cj_redis *redis;     /* the Redis store's state (redis.c), else NULL */
     jowner me;
     cr_callback *clock;
@@ -521,6 +522,11 @@ bool cj_outcome_match(const char *text, size_t len, const char *id, int *code, i
 /* A generated freeze id: the record's number in 16 hex digits, then 64 random bits. */
 bool cj_generated_id(const char *id, size_t n);
 uint64_t cj_generated_seq(const char *id);
+/* Adds seq to a list (no memory: left out, found again by the next scan). */
+void cj_seqs_add(jseqs *l, uint64_t seq);
+/* Gives f its record number: the generated id (if it has none) and the stored text's opening.
+ * *text new (free). COURIER_OK or ENOMEM. */
+int cj_freeze_text(jfreeze *f, uint64_t seq, char **text);
 
 /* The LMDB store (store.c) and, built with hiredis, the Redis one (redis.c). */
 extern const cj_store_ops cj_lmdb_store;
@@ -561,6 +567,7 @@ void cj_request_release(courier_request *r);
 
 jevent *cj_event_new(int kind, courier_frozen *snap, uint64_t request_id, int code);
 void cj_events_push(jevent ***tail, jevent *ev);
+/* journal.c: delivers a turn's events to the listeners (events.c's), then frees them. */
 void cj_events_deliver(cr_journal *j, jevent *list);
 /* Responses the journal thread is done with (v borrowed; the responses taken): while replays are
  * on the wire, handed to the worker, which frees them after its next replay's completion (a free
@@ -570,10 +577,21 @@ void cj_responses_spent(cr_journal *j, courier_response **v, size_t n);
 
 /* ---- replay.c ----------------------------------------------------------------------------------- */
 
+/* What a store's pass does with each record it finds (replay.c's decisions, below): the stores
+ * stand below replay.c and call these through j->pass, which journal.c sets to cj_replay_pass at
+ * open, never by name. */
+typedef struct cj_pass_fns {
+    int (*consider)(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char *text, size_t tlen, int64_t now,
+                    long *slots, unsigned mode, int64_t since, jsend ***sends, jevent ***events, int64_t *next,
+                    bool *mode_done, bool *stop);
+    int (*consider_manual)(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, int64_t now, long *slots,
+                           unsigned mode, jsend ***sends, int64_t *next, bool *mode_done, bool *stop);
+    int (*sweep_expired)(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events);
+} cj_pass_fns;
+/* cj_consider, cj_consider_manual and cj_sweep_expired. */
+extern const cj_pass_fns cj_replay_pass;
+
 int cj_apply_freeze(cr_journal *j, cj_txn *txn, jfreeze *f);
-/* Gives f its record number: the generated id (if it has none) and the stored text's opening.
- * *text new (free). COURIER_OK or ENOMEM. */
-int cj_freeze_text(jfreeze *f, uint64_t seq, char **text);
 /* A candidate of a pass (due by the store's index, or the Redis store's own record): claimed,
  * expired, held or left. *slots counts down; *stop when out of slots. text, tlen: the record's
  * request text as the pass read it with st, with no write in the transaction since (borrowed:
@@ -587,7 +605,6 @@ int cj_apply_outcome(cr_journal *j, cj_txn *txn, joutcome *o, int64_t now, jeven
 int cj_sweep_expired(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n, int64_t now, jevent ***events);
 int cj_recover_claims(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n, int64_t now);
 int cj_resend_one(cr_journal *j, cj_txn *txn, const char *id, int64_t now, jsend ***sends);
-void cj_seqs_add(jseqs *l, uint64_t seq);
 long cj_linger_target(const cr_journal *j);
 void cj_pump_ready(cr_journal *j);
 /* Decodes the claimed records of a committed turn (the journal thread, no lock held) and queues

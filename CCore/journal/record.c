@@ -669,6 +669,36 @@ courier_frozen *cj_snap_retain(courier_frozen *f) {
     return f;
 }
 
+/* ---- the snapshot's accessors ---- */
+
+const char *courier_frozen_id(const courier_frozen *f) { return f ? f->q.id : NULL; }
+const char *courier_frozen_method(const courier_frozen *f) { return f ? f->q.method : NULL; }
+const char *courier_frozen_url(const courier_frozen *f) { return f ? f->q.url : NULL; }
+const char *courier_frozen_host(const courier_frozen *f) { return f ? f->host : NULL; }
+const char *courier_frozen_idempotency_key(const courier_frozen *f) { return f ? f->q.idem : NULL; }
+const char *courier_frozen_json(const courier_frozen *f) { return f ? cj_snap_json(f) : NULL; }
+
+const uint8_t *courier_frozen_body(const courier_frozen *f, size_t *len) {
+    if (len) *len = f && f->q.has_body ? f->q.body_len : 0;
+    return f && f->q.has_body ? (const uint8_t *)f->q.body : NULL;
+}
+
+size_t courier_frozen_header_count(const courier_frozen *f) { return f ? f->q.headers.count : 0; }
+
+int courier_frozen_header_at(const char **name, const char **value, const courier_frozen *f, size_t i) {
+    if (!f) return COURIER_E_INVALID_ARGUMENT;
+    if (i >= f->q.headers.count) return COURIER_E_NOT_FOUND;
+    if (name) *name = f->q.headers.items[i].name;
+    if (value) *value = f->q.headers.items[i].value;
+    return COURIER_OK;
+}
+
+int courier_frozen_get_info(courier_frozen_info *out, const courier_frozen *f) {
+    if (!f || !CR_SIZED_OK(out, courier_frozen_info)) return COURIER_E_INVALID_ARGUMENT;
+    CR_SIZED_OUT(out, f->info);
+    return COURIER_OK;
+}
+
 /* ==== rebuilding the request ==================================================================== */
 
 int cj_request_from(const jreq *q, courier_request **out) {

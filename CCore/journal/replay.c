@@ -46,37 +46,6 @@ static long backoff_ms(cr_journal *j, uint32_t attempts) {
 /* Writes one frozen request (the store's freeze). */
 int cj_apply_freeze(cr_journal *j, cj_txn *txn, jfreeze *f) { return j->store->freeze(j, txn, f); }
 
-int cj_freeze_text(jfreeze *f, uint64_t seq, char **out) {
-    *out = NULL;
-    if (f->generated) {
-        /* Generated: the record's number, then 64 random bits (no `ids` entry needed). */
-        char rnd[33];
-        cj_random_hex(rnd);
-        static const char hex[] = "0123456789abcdef";
-        for (int i = 0; i < 16; i++) f->id[i] = hex[(seq >> (60 - 4 * i)) & 15];
-        memcpy(f->id + 16, rnd, 16);
-        f->id[32] = '\0';
-        f->st.id_len = 32;
-        memcpy(f->st.id, f->id, 32);
-    }
-    /* The text: {"v":1,"id":...,"seq":..., then what the worker built. Ids need no escaping. */
-    char opening[COURIER_FROZEN_ID_MAX + 64];
-    size_t idl = strlen(f->id);
-    memcpy(opening, "{\"v\":1,\"id\":\"", 13);
-    memcpy(opening + 13, f->id, idl);
-    memcpy(opening + 13 + idl, "\",\"seq\":", 8);
-    size_t hl = 21 + idl;
-    hl += cr_json_format_int(opening + hl, (int64_t)seq);
-    opening[hl++] = ',';
-    size_t pl = strlen(f->payload);
-    char *text = malloc(hl + pl + 1);
-    if (!text) return ENOMEM;
-    memcpy(text, opening, hl);
-    memcpy(text + hl, f->payload, pl + 1);
-    *out = text;
-    return 0;
-}
-
 /* Records a replay's answer: removal with the outcome log on a final answer, the next attempt's
  * time on a retryable one, the claim given back when nothing was tried. */
 int cj_apply_outcome(cr_journal *j, cj_txn *txn, joutcome *o, int64_t now, jevent ***events) {
@@ -364,17 +333,6 @@ int cj_resend_one(cr_journal *j, cj_txn *txn, const char *id, int64_t now, jsend
     return claim(j, txn, seq, &st, NULL, 0, now, CJ_SEND_RESEND, sends); /* by id, the app's word (no policy asked) */
 }
 
-void cj_seqs_add(jseqs *l, uint64_t seq) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        uint64_t *p = realloc(l->v, cap * sizeof *p);
-        if (!p) return; /* found again by the next scan */
-        l->v = p;
-        l->cap = cap;
-    }
-    l->v[l->n++] = seq;
-}
-
 static void replay_done(uint64_t request_id, int code, courier_response *resp, const courier_error *err, void *user);
 
 /* Answers that make a commit worth it without waiting longer (see linger). */
@@ -617,3 +575,5 @@ static void replay_done(uint64_t request_id, int code, courier_response *resp, c
     for (size_t i = 0; i < nspent; i++) courier_response_free(spent[i]);
     free(spent);
 }
+
+const cj_pass_fns cj_replay_pass = {cj_consider, cj_consider_manual, cj_sweep_expired};

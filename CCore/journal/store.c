@@ -832,7 +832,7 @@ static int lm_pass(cr_journal *j, cj_txn *t, int64_t now, long slots, unsigned m
                     continue;
                 }
                 if (rc) break;
-                rc = cj_consider(j, t, cand.v[i], &st, p.mv_data, p.mv_size, now, &slots, mode, since, sends, events,
+                rc = j->pass->consider(j, t, cand.v[i], &st, p.mv_data, p.mv_size, now, &slots, mode, since, sends, events,
                                  next, mode_done, &full);
             }
         }
@@ -862,7 +862,7 @@ static int lm_pass(cr_journal *j, cj_txn *t, int64_t now, long slots, unsigned m
             if (rc == MDB_NOTFOUND) rc = 0;
             continue;
         }
-        rc = cj_consider_manual(j, t, cand.v[i], &st, now, &slots, mode, sends, next, mode_done, &full);
+        rc = j->pass->consider_manual(j, t, cand.v[i], &st, now, &slots, mode, sends, next, mode_done, &full);
     }
     free(cand.v);
     return rc;
@@ -1145,4 +1145,46 @@ courier_frozen *cj_snap_in(cr_journal *j, cj_txn *txn, uint64_t seq, const jstat
     if (cj_rec_get(j, txn, seq, &again, &text, &len)) return NULL;
     bool bad;
     return cj_snap_make(seq, text, len, st, &bad);
+}
+
+void cj_seqs_add(jseqs *l, uint64_t seq) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        uint64_t *p = realloc(l->v, cap * sizeof *p);
+        if (!p) return; /* found again by the next scan */
+        l->v = p;
+        l->cap = cap;
+    }
+    l->v[l->n++] = seq;
+}
+
+int cj_freeze_text(jfreeze *f, uint64_t seq, char **out) {
+    *out = NULL;
+    if (f->generated) {
+        /* Generated: the record's number, then 64 random bits (no `ids` entry needed). */
+        char rnd[33];
+        cj_random_hex(rnd);
+        static const char hex[] = "0123456789abcdef";
+        for (int i = 0; i < 16; i++) f->id[i] = hex[(seq >> (60 - 4 * i)) & 15];
+        memcpy(f->id + 16, rnd, 16);
+        f->id[32] = '\0';
+        f->st.id_len = 32;
+        memcpy(f->st.id, f->id, 32);
+    }
+    /* The text: {"v":1,"id":...,"seq":..., then what the worker built. Ids need no escaping. */
+    char opening[COURIER_FROZEN_ID_MAX + 64];
+    size_t idl = strlen(f->id);
+    memcpy(opening, "{\"v\":1,\"id\":\"", 13);
+    memcpy(opening + 13, f->id, idl);
+    memcpy(opening + 13 + idl, "\",\"seq\":", 8);
+    size_t hl = 21 + idl;
+    hl += cr_json_format_int(opening + hl, (int64_t)seq);
+    opening[hl++] = ',';
+    size_t pl = strlen(f->payload);
+    char *text = malloc(hl + pl + 1);
+    if (!text) return ENOMEM;
+    memcpy(text, opening, hl);
+    memcpy(text + hl, f->payload, pl + 1);
+    *out = text;
+    return 0;
 }

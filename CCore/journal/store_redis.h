@@ -1,7 +1,8 @@
 /*
  * store_redis.h — what the journal's Redis store (store_redis.c: opening, transactions, records,
- * freezes, the API's reads) and its replay claims (store_redis_replay.c: taking new and abandoned
- * entries, keeping this engine's alive, the per-host heads, a pass, the due times) share. Private
+ * freezes, the API's reads), its replay claims (store_redis_replay.c: taking new and abandoned
+ * entries, keeping this engine's alive, the per-host heads, a pass, the due times) and its calls
+ * (store_redis_calls.c: pipelines, the script, the group) share. Private
  * to the journal layer; only with COURIER_REDIS.
  */
 #ifndef COURIER_JOURNAL_STORE_REDIS_H
@@ -100,7 +101,7 @@ static inline int deferred_state(struct cj_rtxn *t, uint64_t seq, jstate *st) {
     return 0;
 }
 
-/* Calls (store_redis.c). cjr_run: n commands in one pipeline, replies new (cr_redis_replies_free);
+/* Calls (store_redis_calls.c). cjr_run: n commands in one pipeline, replies new (cr_redis_replies_free);
  * an error reply fails the call unless errors_ok; 0 or CJ_E_REDIS (remembered). cjr_eval: EVALSHA of
  * the journal's script (loaded again after NOSCRIPT), ARGV after the group and the operation:
  * extra[0..nextra), integer reply in *out. cjr_remember: keeps e as the store's last error, returns
@@ -111,6 +112,8 @@ CR_HIDDEN int cjr_run(cr_journal *j, const cr_redis_cmd *cmds, size_t n, redisRe
 CR_HIDDEN int cjr_eval(cr_journal *j, const char *op, const char *const *extra, const size_t *extralen, int nextra, long long *out);
 CR_HIDDEN int cjr_ensure_group(cr_journal *j);
 CR_HIDDEN int cjr_my_pending(cr_journal *j, redisReply **out);
+/* The script's sha in sha[41], loaded first (SCRIPT LOAD) when it is not: 0 or CJ_E_REDIS. */
+CR_HIDDEN int cjr_script_sha_now(cr_journal *j, char sha[41]);
 
 /* Replay claims (store_redis_replay.c): new entries become this engine's (cjr_adopt_new); a pass,
  * the due times and a peek, as cj_store_ops has them. */

@@ -220,7 +220,7 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
         }
         if (st.policy == COURIER_FREEZE_MANUAL) {
             if ((mode & J_KICK_MANUAL) && st.last_ms < since && !full)
-                rc = cj_consider_manual(j, txn, seqs[i], &st, now, &slots, mode, sends, next, mode_done, &full);
+                rc = j->pass->consider_manual(j, txn, seqs[i], &st, now, &slots, mode, sends, next, mode_done, &full);
             continue;
         }
         if (is_ordered_auto(&st)) {
@@ -235,11 +235,11 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
             if (due_time(&st) < next_due) next_due = due_time(&st);
             continue;
         }
-        rc = cj_consider(j, txn, seqs[i], &st, NULL, 0, now, &slots, mode, since, sends, events, next, mode_done, &full);
+        rc = j->pass->consider(j, txn, seqs[i], &st, NULL, 0, now, &slots, mode, since, sends, events, next, mode_done, &full);
         if (rc == 0 && due_time(&st) < next_due) next_due = due_time(&st); /* as written (a claim: the lease's end) */
     }
     if (states) freeReplyObject(states);
-    if (rc == 0 && expired.n) rc = cj_sweep_expired(j, txn, expired.v, expired.n, now, events);
+    if (rc == 0 && expired.n) rc = j->pass->sweep_expired(j, txn, expired.v, expired.n, now, events);
     free(expired.v);
     free(seqs);
     freeReplyObject(pend);

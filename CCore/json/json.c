@@ -20,38 +20,6 @@
 #define J(v) ((json_t *)(v))
 #define CJ(v) ((const json_t *)(v))
 
-/* ---- options ----------------------------------------------------------------------------------- */
-
-static void options_defaults(courier_json_options *o) {
-    memset(o, 0, sizeof *o);
-    o->size = sizeof *o;
-    o->max_depth = CR_JSON_DEFAULT_DEPTH;
-    o->max_bytes = CR_JSON_DEFAULT_MAX_BYTES;
-    o->flags = 0;
-    o->max_threads = 1;
-    o->parallel_min_bytes = CR_JSON_DEFAULT_PARALLEL_MIN;
-}
-
-int courier_json_options_init(courier_json_options *o) {
-    if (!CR_SIZED_OK(o, courier_json_options)) return COURIER_E_INVALID_ARGUMENT;
-    courier_json_options d;
-    options_defaults(&d);
-    CR_SIZED_OUT(o, d);
-    return COURIER_OK;
-}
-
-void cr_json_options_resolve(const courier_json_options *in, courier_json_options *out) {
-    options_defaults(out);
-    if (!CR_SIZED_OK(in, courier_json_options)) return;
-    courier_json_options o = *out;
-    CR_SIZED_IN(o, in);
-    if (o.max_depth > 0) out->max_depth = o.max_depth > CR_JSON_MAX_DEPTH ? CR_JSON_MAX_DEPTH : o.max_depth;
-    if (o.max_bytes > 0) out->max_bytes = o.max_bytes;
-    out->flags = o.flags;
-    out->max_threads = o.max_threads < 0 ? 1 : o.max_threads;
-    out->parallel_min_bytes = o.parallel_min_bytes;
-}
-
 /* ---- types ---------------------------------------------------------------------------------------- */
 
 int courier_json_typeof(const courier_json *v) {
@@ -438,16 +406,6 @@ const courier_json *courier_json_iter_value(const courier_json_iter *it) {
 }
 
 /* ---- building ------------------------------------------------------------------------------------------ */
-
-json_t *cr_json_bignum_new(const char *text, size_t len) {
-    char small[64], *buf = len + 1 <= sizeof small ? small : malloc(len + 1);
-    if (!buf) return NULL;
-    buf[0] = CR_JSON_BIGNUM_MARK;
-    memcpy(buf + 1, text, len);
-    json_t *v = json_stringn_nocheck(buf, len + 1);
-    if (buf != small) free(buf);
-    return v;
-}
 
 static int built(json_t *v, courier_json **out) {
     *out = (courier_json *)v;

@@ -1,5 +1,5 @@
 /*
- * json/json_internal.h — the JSON layer (json.c, json_tape.c, mapping.c) as the layers above
+ * json/json_internal.h — the JSON layer (options.c, json_tape.c, json.c, mapping.c, jspec.c) as the layers above
  * may use it: parsing with limits, key paths, writers, mappings, what a request asks of its
  * response's JSON (cr_jspec) and a response's JSON state (cr_jresp).
  */
@@ -21,9 +21,9 @@
 #define CR_JSON_DEFAULT_PARALLEL_MIN ((int64_t)256 * 1024) /* split top-level arrays from this size */
 #define CR_JSON_MAX_PARTS 4
 
-/* json.c */
-/* Options with defaults filled in and limits clamped; `in` may be NULL. */
+/* options.c: options with defaults filled in and limits clamped; `in` may be NULL. */
 CR_HIDDEN void cr_json_options_resolve(const courier_json_options *in, courier_json_options *out);
+/* json.c */
 /* Parses with resolved options. *out new (json_decref). COURIER_E_JSON, _TOO_LARGE, _NO_MEMORY. */
 CR_HIDDEN int cr_json_parse(const void *data, size_t len, const courier_json_options *opts, json_t **out,
                             courier_error *err);
@@ -62,7 +62,8 @@ static inline const char *cr_json_bignum(const json_t *v, size_t *len) {
 }
 /* A string that is a string (not a number kept as text). */
 static inline int cr_json_is_str(const json_t *v) { return json_is_string(v) && !cr_json_bignum(v, NULL); }
-/* A new jansson value of a number kept as text (len bytes of JSON number text). NULL without memory. */
+/* json_tape.c: a new jansson value of a number kept as text (len bytes of JSON number text). NULL
+ * without memory. */
 CR_HIDDEN json_t *cr_json_bignum_new(const char *text, size_t len);
 /* json_tape.c: the length of the JSON number text at s (its characters up to the first other byte). */
 CR_HIDDEN size_t cr_json_number_len(const char *s);
@@ -110,7 +111,20 @@ CR_HIDDEN int cr_json_form_each(const json_t *object, cr_form_emit_fn emit, void
 /* mapping.c */
 /* Adds a reference and seals (no more changes). NULL in, NULL out. Released by the _free. */
 CR_HIDDEN courier_mapping *cr_mapping_retain(const courier_mapping *m);
+/* jspec.c: the same for an envelope. */
 CR_HIDDEN courier_envelope *cr_envelope_retain(const courier_envelope *e);
+/* A key path a mapping or an envelope may name: not empty, no empty segment, valid UTF-8. */
+CR_HIDDEN int cr_json_path_valid(const char *p);
+/* A whole string read as a JSON-style number (no spaces, inf, nan or hex): 0 with *iv (*is_int) or
+ * *dv, else -1. */
+CR_HIDDEN int cr_json_number_from_string(const char *s, size_t len, json_int_t *iv, double *dv, int *is_int);
+/* A real with no fractional part that fits an integer: 1 with *out, else 0. */
+CR_HIDDEN int cr_json_real_is_integral(double d, json_int_t *out);
+/* A mapping error at key path `path` (from the document's root; NULL as mapping.c's frames take it):
+ * fills *where (may be NULL) and err with "expected `expected`, found `found`" (courier_json_types;
+ * NONE: absent). Returns COURIER_E_MAPPING. */
+CR_HIDDEN int cr_mapping_type_error(courier_mapping_error *where, courier_error *err, const char *path, int expected,
+                                    int found);
 /* Applies m to `in`; `prefix` is in's key path in its document, for error paths. *out new. */
 CR_HIDDEN int cr_mapping_apply(const courier_mapping *m, const json_t *in, const char *prefix, json_t **out,
                                courier_mapping_error *where, courier_error *err);
@@ -128,7 +142,7 @@ typedef struct cr_result_spec {
 
 /* What a request asks of its response's JSON. */
 typedef struct cr_jspec {
-    cr_ext ext; /* mapping.c's hooks (request.c copies and frees it through them) */
+    cr_ext ext; /* jspec.c's hooks (request.c copies and frees it through them) */
     char *key_path;
     courier_mapping *mapping;
     cr_result_spec *results;

@@ -321,6 +321,16 @@ double cr_json_strtod(const char *s, size_t n, int *status) { return strtod_c(s,
 
 size_t cr_json_number_len(const char *s) { return strspn(s, "+-0123456789.eE"); }
 
+json_t *cr_json_bignum_new(const char *text, size_t len) {
+    char small[64], *buf = len + 1 <= sizeof small ? small : malloc(len + 1);
+    if (!buf) return NULL;
+    buf[0] = CR_JSON_BIGNUM_MARK;
+    memcpy(buf + 1, text, len);
+    json_t *v = json_stringn_nocheck(buf, len + 1);
+    if (buf != small) free(buf);
+    return v;
+}
+
 /* A number that fits neither int64_t nor a double (text at start..p->pos): kept as its text, a REAL
  * entry whose payload is the nearest double (+-infinity beyond a double) and whose length is the
  * text's offset (the copy is the caller's text, so the number's bytes are there unchanged). */

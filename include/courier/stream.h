@@ -50,7 +50,9 @@ typedef void (*courier_stream_notify_fn)(courier_stream *stream, void *user);
 
 /* Sends `request` as a stream. The request is copied (borrowed for the call). On success *out is
  * the stream (release it with courier_stream_free) and the request is on its way; `notify` (may
- * be NULL) is called as above, and user_free (may be NULL) once when the stream is freed.
+ * be NULL) is called as above, and user_free (may be NULL) once, after the last notify, when the
+ * stream is released: by courier_stream_free, or just after it on the worker when the send was
+ * still finishing (its end already delivered) as the stream was freed.
  * Errors: COURIER_E_INVALID_ARGUMENT (NULL arguments; a request that may be frozen or downloads to
  * a file, with a message saying which), and every error of courier_send (nothing is sent). Any
  * thread. */

@@ -15,7 +15,7 @@ import ctypes
 import ctypes.util
 import glob
 import os
-from typing import Any
+from typing import Any, Protocol
 
 from ._decls import DECLS
 
@@ -81,6 +81,14 @@ for _name, (_ret, _args) in DECLS.items():
 def has(name: str) -> bool:
     """True when the loaded library exports the function ``name``."""
     return name in DECLS and name not in _missing
+
+
+class EngineHandle(Protocol):
+    """What the modules below the engine hold of it (the cache and frozen-request managers, groups,
+    verification): its handle. A :class:`courier.Engine` is one; ``engine`` stands above them, so
+    they name this type, not it (the package's imports, annotations' included, run one way)."""
+
+    def _handle(self) -> int: ...
 
 
 # ---------------------------------------------------------------------------------------------

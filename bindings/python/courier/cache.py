@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _callbacks as cb
-from ._lib import CACHE_ENTRY_INFO, CACHE_POLICY_CALLBACKS, CACHE_STATS, ERROR, lib, sized
+from ._lib import CACHE_ENTRY_INFO, CACHE_POLICY_CALLBACKS, CACHE_STATS, ERROR, EngineHandle, lib, sized
 from .errors import NotFound, check, make_error
 from .request import Request, _b
 from .response import Response, c_cache_answer, c_cache_has, c_cache_should_write
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .engine import Engine
     from .request import RequestOptions
     if sys.version_info >= (3, 11):
         from typing import Unpack
@@ -64,7 +63,7 @@ class CacheManager:
     """``engine.cache``: look up, write, list and purge cache entries. Thread-safe; shared by
     every engine and process that opens the same store."""
 
-    def __init__(self, engine: "Engine") -> None:
+    def __init__(self, engine: EngineHandle) -> None:
         self._engine = engine
 
     def _call(self, fn: Callable[..., int], *args: Any, outs: tuple[Any, ...] = ()) -> None:

@@ -9,13 +9,9 @@ from __future__ import annotations
 import ctypes
 from ctypes import byref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from ._lib import ERROR, lib
+from ._lib import ERROR, EngineHandle, lib
 from .errors import make_error
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import Engine
 
 __all__ = ["VerifyReport", "verify"]
 
@@ -56,7 +52,7 @@ class VerifyReport:
         return self.problems == 0
 
 
-def verify(engine: "Engine") -> VerifyReport:
+def verify(engine: EngineHandle) -> VerifyReport:
     """Checks the engine's whole cache store (every entry whole, the index, the totals); reads only.
     Returns the report, also when the store is inconsistent; raises ``StoreError`` when the store
     cannot be opened or read."""

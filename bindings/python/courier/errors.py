@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 from ._enums import CEnum, TimeoutKind
 from ._lib import ERROR, lib
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .response import Response
+# The response an error carries is a courier.Response; response.py stands above this module (it
+# raises these errors), so the type is not imported here: the package's imports, annotations'
+# included, run one way.
+_Response = Any
 
 __all__ = ["CourierError", "error_class", "raise_for_code", "strerror"]
 
@@ -52,7 +54,7 @@ class CourierError(Exception):
 
     def __init__(self, message: str = "", *, code: Optional[int] = None, http_status: int = 0,
                  curl_code: int = 0, os_error: int = 0, store_error: int = 0,
-                 response: "Optional[Response]" = None, freeze_id: Optional[str] = None,
+                 response: "Optional[_Response]" = None, freeze_id: Optional[str] = None,
                  timeout_kind: Optional[str] = None) -> None:
         if code is None:
             code = self.CODE if self.CODE is not None else lib_code("COURIER_E_INTERNAL")
@@ -62,7 +64,7 @@ class CourierError(Exception):
         self.os_error: int = os_error
         self.store_error: int = store_error
         self.message: str = message or strerror(code)
-        self.response: "Optional[Response]" = response
+        self.response: "Optional[_Response]" = response
         self.freeze_id: Optional[str] = freeze_id
         #: Which timeout fired (``"connect"``, ``"idle"``, ``"total"``) for a timeout, else None.
         self.timeout_kind: Optional[str] = timeout_kind
@@ -166,7 +168,7 @@ def error_class(code: int) -> type[CourierError]:
     return _BY_CODE.get(code, CourierError)
 
 
-def make_error(code: int, err: Optional[ERROR] = None, response: "Optional[Response]" = None,
+def make_error(code: int, err: Optional[ERROR] = None, response: "Optional[_Response]" = None,
                message: Optional[str] = None, arg: Optional[str] = None) -> CourierError:
     """Builds the exception of a code from a filled ``courier_error`` (may be None). ``arg`` names
     the argument the failed call was given (``"max_redirects"``): the message starts with it, as
@@ -214,7 +216,7 @@ def coerce(cls: type[E], value: Union[E, str, int], option: str, *, allow_int: b
         raise InvalidArgument(f"{option}: {value!r} is not a courier.{cls.__name__} ({names})") from None
 
 
-def raise_for_code(code: int, err: Optional[ERROR] = None, response: "Optional[Response]" = None) -> None:
+def raise_for_code(code: int, err: Optional[ERROR] = None, response: "Optional[_Response]" = None) -> None:
     """Raises the exception of ``code`` unless it is ``COURIER_OK``."""
     if code != 0:
         raise make_error(code, err, response)

@@ -9,16 +9,13 @@ from __future__ import annotations
 import ctypes
 from ctypes import byref, c_char_p, c_int, c_int64, c_size_t, c_void_p
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Any, Callable, Optional
 
 from . import _callbacks as cb
 from ._enums import CEnum, Reachability
-from ._lib import ERROR, FROZEN_INFO, lib, sized
+from ._lib import ERROR, EngineHandle, FROZEN_INFO, lib, sized
 from .errors import CourierError, NotFound, Timeout, check, make_error
 from .response import Response
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import Engine
 
 __all__ = ["FrozenManager", "FrozenRequest", "FrozenEvent", "FrozenEventKind", "FreezePolicy", "ResendPolicy"]
 
@@ -136,7 +133,7 @@ class FrozenEvent:
 class FrozenManager:
     """``engine.frozen``: list, inspect, remove and replay frozen requests; listen to events."""
 
-    def __init__(self, engine: "Engine") -> None:
+    def __init__(self, engine: EngineHandle) -> None:
         self._engine = engine
 
     def _h(self) -> int:

@@ -17,17 +17,14 @@ from __future__ import annotations
 import threading
 from ctypes import CFUNCTYPE, POINTER, byref, c_int, c_int64, c_size_t, c_uint64, c_void_p
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from . import _callbacks as cb
 from ._enums import CEnum
-from ._lib import ERROR, lib
+from ._lib import ERROR, EngineHandle, lib
 from .errors import InvalidArgument, Timeout, check, coerce, make_error
 from .request import Request
 from .response import Response
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import Engine
 
 __all__ = ["Group", "GroupMode", "GroupFlag", "GroupMember", "GroupResult", "Member"]
 
@@ -120,7 +117,7 @@ class Group:
     ``on_member(member)`` (optional) is told each member's result as it is set, on the thread that
     moves the group (mostly the engine's worker): it must not block."""
 
-    def __init__(self, engine: "Engine", mode: Union[GroupMode, str, int] = GroupMode.BATCH, *,
+    def __init__(self, engine: EngineHandle, mode: Union[GroupMode, str, int] = GroupMode.BATCH, *,
                  fail_fast: bool = False, max_in_flight: int = 0,
                  on_member: Optional[Callable[[GroupMember], None]] = None) -> None:
         self._engine = engine
@@ -150,7 +147,7 @@ class Group:
 
     # where the callbacks of members keep their exceptions (see courier._callbacks)
     @property
-    def engine(self) -> "Engine":
+    def engine(self) -> EngineHandle:
         return self._engine
 
     def keep(self, exc: BaseException, request_id: int = 0) -> None:
@@ -335,7 +332,7 @@ _member = GROUP_MEMBER_FN(_member_tramp)
 _done = GROUP_DONE_FN(_done_tramp)
 
 
-def run(engine: "Engine", mode: GroupMode, members: Sequence[Member], *, fail_fast: bool = False,
+def run(engine: EngineHandle, mode: GroupMode, members: Sequence[Member], *, fail_fast: bool = False,
         max_in_flight: int = 0, continue_on_failure: bool = False,
         on_member: Optional[Callable[[GroupMember], None]] = None,
         callback: Optional[Callable[[GroupResult], None]] = None) -> Group:

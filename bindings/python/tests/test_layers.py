@@ -1,7 +1,8 @@
 """The package reads one way: declarations (``_decls``, ``_lib``), then the calls into the library
 (``_enums``, ``errors``, ``_callbacks``), then the types, then the engine. Each module imports only
-modules below it, at the top of the module (an import under ``if TYPE_CHECKING:`` names types for
-annotations and runs nothing)."""
+modules below it, at the top of the module, and no two modules import each other, directly or
+through others, even where one side is an import under ``if TYPE_CHECKING:`` (which names types
+for annotations and runs nothing, but still makes the pair a circle to read)."""
 from __future__ import annotations
 
 import ast
@@ -19,14 +20,15 @@ LAYERS = ["_decls", "_lib", "_fast", "_enums", "errors", "_callbacks", "auth", "
           "transport", "cache_verify", "cache", "group", "engine", "aio", "plot", "__init__"]
 
 
-def _imports(path: pathlib.Path) -> list[tuple[str, int, bool]]:
-    """(module of the package imported, line, inside a function) for each runtime import."""
+def _imports(path: pathlib.Path, annotations: bool = False) -> list[tuple[str, int, bool]]:
+    """(module of the package imported, line, inside a function) for each runtime import, and with
+    ``annotations`` each import under ``if TYPE_CHECKING:`` too."""
     tree = ast.parse(path.read_text())
     found: list[tuple[str, int, bool]] = []
 
     def visit(node: ast.AST, in_function: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test) and not annotations:
                 continue  # annotations only
             if isinstance(child, ast.ImportFrom) and child.level == 1:
                 if child.module:
@@ -56,6 +58,47 @@ def test_no_module_imports_one_above_it_or_inside_a_function() -> None:
             elif LAYERS.index(target) >= LAYERS.index(name):
                 problems.append(f"{name}.py:{line} imports .{target}, which is not below it")
     assert not problems, "\n".join(problems)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (its modules, the first repeated at the end) through each module that reaches itself."""
+    found: list[list[str]] = []
+    seen: set[str] = set()
+    for start in sorted(graph):
+        if start in seen:
+            continue
+        paths = {start: [start]}
+        queue = [start]
+        while queue:  # breadth first, back to start: the shortest circle through it
+            here = queue.pop(0)
+            for there in sorted(graph[here]):
+                if there == start:
+                    cycle = paths[here] + [start]
+                    found.append(cycle)
+                    seen.update(cycle)
+                    queue = []
+                    break
+                if there not in paths:
+                    paths[there] = paths[here] + [there]
+                    queue.append(there)
+    return found
+
+
+def test_cycles_are_found() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+def test_no_import_cycle_annotations_included() -> None:
+    """errors, response, mapping and _callbacks once closed a circle through an annotation import
+    (errors named response's Response while response raised errors' classes); the managers named
+    the engine that makes them. Types the lower module needs come from below (``_lib.EngineHandle``)."""
+    graph: dict[str, set[str]] = {}
+    for name in LAYERS:
+        graph[name] = {target for target, _, _ in _imports(PACKAGE / f"{name}.py", annotations=True)
+                       if target in LAYERS and target != name}
+    cycles = _cycles(graph)
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
 def test_each_module_imports_alone_in_layer_order() -> None:

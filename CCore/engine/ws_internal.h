@@ -1,0 +1,103 @@
+/*
+ * engine/ws_internal.h — what the two sides of a WebSocket share: the worker's side (ws.c: the
+ * connection, the handshake, wslay) and the caller's side (ws_api.c: the courier_ws_* calls). The
+ * struct's comments say which fields are shared (under m) and which the worker's alone.
+ */
+#ifndef COURIER_ENGINE_WS_INTERNAL_H
+#define COURIER_ENGINE_WS_INTERNAL_H
+
+#include "internal.h"
+#include "engine/ws_deflate.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <wslay/wslay.h>
+
+/* Hidden like every internal declaration (see base/base.h). */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(hidden)
+#endif
+
+#define WS_DEFAULT_MAX_MESSAGE (1 << 20)
+#define WS_DEFAULT_CLOSE_TIMEOUT 10000
+#define WS_DEFAULT_HANDSHAKE_TIMEOUT 30000
+#define WS_DEFAULT_SEND_QUEUE (16 << 20)
+#define WS_DEFAULT_RECEIVE_QUEUE (16 << 20)
+#define WS_MAX_HEAD 16384
+
+typedef struct ws_msg {
+    struct ws_msg *next;
+    int type;  /* COURIER_WS_TEXT / _BINARY; 0: a close request (code in len, reason in data) */
+    size_t len;
+    uint8_t data[];
+} ws_msg;
+
+enum { P_CONNECTING = 0, P_SENDING_HEAD, P_READING_HEAD, P_OPEN, P_ENDED };
+
+struct courier_ws {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    atomic_int refs; /* the caller's and the worker's */
+    courier_engine *e;
+    pthread_t worker;
+    /* Shared, under m. */
+    int state;                  /* courier_ws_state */
+    ws_msg *in_first, *in_last; /* received, unread */
+    ws_msg *borrowed;           /* handed out by the last courier_ws_next */
+    size_t in_bytes;            /* bytes of in_first..in_last */
+    int in_full;                /* in_bytes reached max_receive_queue_bytes: the worker stopped reading */
+    ws_msg *out_first, *out_last; /* sent by the caller, not yet handed to wslay */
+    size_t out_bytes;           /* queued bytes: ours plus wslay's */
+    int kick_posted;            /* a post to move out_* to wslay is pending */
+    int close_asked;            /* courier_ws_close was called */
+    int freed;                  /* courier_ws_free was called: no more notify */
+    int end_code;               /* once CLOSED: what courier_ws_next returns */
+    courier_error end_err;
+    int close_code;             /* the server's close code (1005 none in its frame, 1006 no frame) */
+    char close_reason[124];
+    int close_code_sent;
+    char protocol[128];
+    char extensions[96];        /* the permessage-deflate agreed, as the server said it, or "" */
+    courier_ws_notify_fn notify;
+    void *user;
+    courier_user_free_fn user_free;
+    courier_ws_options opt;
+    /* Worker only. */
+    struct courier_ws *next;    /* the engine's list */
+    int phase;                  /* P_* */
+    int linked;                 /* in the engine's list and its easy handle in the multi handle */
+    CURL *easy;
+    char *errbuf;
+    cr_transfer *t;             /* the prepared request, until the handshake is written */
+    wslay_event_context_ptr ctx;
+    cr_buf head;                /* the handshake request, then the response head as it arrives */
+    size_t head_off;            /* bytes of the request written */
+    uint8_t *extra;             /* bytes read past the response head: the first frames */
+    size_t extra_len, extra_off;
+    char accept[32];            /* the Sec-WebSocket-Accept expected */
+    char *offered;              /* the subprotocols offered (copied), or NULL */
+    int eof, io_error;          /* what the recv/send callbacks saw (io_error: a CURLcode) */
+    int we_closed;              /* the close frame queued by us (caller or keepalive), not wslay */
+    int fail_code;              /* the error the connection is being failed with, else 0 */
+    int64_t deadline_ms;        /* handshake, close or pong deadline (0: none) */
+    int64_t next_ping_ms;       /* keepalive (0: off) */
+    int ping_out;               /* a keepalive ping is waiting for its pong */
+    cr_wsd *deflate;            /* permessage-deflate, when the server accepted it */
+    cr_buf zbuf;                /* a message compressed or inflated */
+};
+
+/* ws.c. Drops a reference (the caller's or the worker's); the last frees the WebSocket. Any thread. */
+void cr_ws_release(courier_ws *ws);
+/* Worker (posted by courier_ws_open, `user` the WebSocket): the connect-only transfer into the
+ * multi handle. */
+void cr_ws_start_work(void *user);
+/* Any thread, under ws->m: a kick posted to the worker (the caller's messages handed to wslay, or a
+ * close) unless one is pending. False when the engine refused (closing). */
+bool cr_ws_kick_locked(courier_ws *ws);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
+
+#endif /* COURIER_ENGINE_WS_INTERNAL_H */

@@ -1,0 +1,28 @@
+/*
+ * wake.c — what any thread tells the journal thread (journal.c): wake up for a turn, or replay
+ * now (the network came back), and the replay concurrency. Under the journal's mu; nothing here
+ * calls the thread's own functions, so the rooms above the store (policy.c: a policy added) and
+ * the engine (the monitor) wake it through here.
+ */
+#include "journal/journal_internal.h"
+
+void cr_journal_set_concurrency(courier_engine *e, long n) {
+    cr_journal *j = e ? cr_core(e)->journal : NULL;
+    if (!j) return;
+    const struct cr_frozen_conf *fc = &cr_core(e)->config->frozen;
+    atomic_store(&j->concurrency, n > 0 ? n : fc->concurrency > 0 ? fc->concurrency : J_DEFAULT_CONCURRENCY);
+    cr_journal_wake(e, CR_WAKE_TURN);
+}
+
+void cr_journal_wake(courier_engine *e, unsigned how) {
+    cr_journal *j = e ? cr_core(e)->journal : NULL;
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    j->kick = 1;
+    if (how & CR_WAKE_REPLAY_NOW) {
+        j->kick_mode |= J_KICK_NOW;
+        j->kick_since = cj_jnow(j);
+    }
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
