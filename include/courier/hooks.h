@@ -88,7 +88,9 @@ COURIER_API int courier_config_add_interceptor(courier_config *config, courier_b
  * rule does not retry, the retriers in order (the engine's, then the request's) until one retries.
  * Never after a cancel, and never once a stream's body began. While an adapter, a retrier or a
  * refresh has not answered, the send waits off the wire without holding the worker thread; a
- * cancel or the engine's close ends it as usual (a later answer is then a no-op). */
+ * cancel or the engine's close ends it as usual (a later answer is then a no-op). A send that has
+ * adapters or retriers, or that the authenticator applies to, is never coalesced with another
+ * (courier_request_set_coalesce): its attempts are its own. */
 
 /* One attempt's request handed to an adapter. */
 typedef struct courier_adaptation courier_adaptation;
@@ -102,8 +104,7 @@ typedef void (*courier_adapter_fn)(courier_adaptation *adaptation, void *user);
 COURIER_API int courier_config_add_adapter(courier_config *config, courier_adapter_fn fn, void *user,
                                            courier_user_free_fn user_free);
 /* Adds an adapter to this request (run after the engine's). user_free runs once when the request
- * and every send of it are done. Errors as above. A request with adapters is never coalesced with
- * another (courier_request_set_coalesce). */
+ * and every send of it are done. Errors as above. */
 COURIER_API int courier_request_add_adapter(courier_request *request, courier_adapter_fn fn, void *user,
                                             courier_user_free_fn user_free);
 /* The attempt's request, read and changed with the courier_outgoing functions (the body too), from
