@@ -4,7 +4,7 @@
 import PackageDescription
 
 // The trait Redis builds the stores on Redis (hiredis) into the core, as CMake's COURIER_REDIS
-// does (docs/DESIGN.md, "Stores on Redis"). It is off by default: a package that depends on Courier
+// does (docs/design/redis.md, "Stores on Redis"). It is off by default: a package that depends on Courier
 // builds the same everywhere, whether the machine has hiredis or not, and without pkg-config's
 // hiredis flags (Debian's hiredis.pc carries -D_FILE_OFFSET_BITS=64, which SwiftPM drops from a
 // dependency with a warning on every build). Without the trait a redis:// store fails with
@@ -53,7 +53,7 @@ let package = Package(
                 .define("_GNU_SOURCE"),
                 .define("COURIER_BUILDING"),
                 .define("COURIER_REDIS", .when(traits: ["Redis"])),
-                // CCore is in folders by layer (docs/DESIGN.md); internal headers are included
+                // CCore is in folders by layer (docs/DESIGN.md, "CCore, by layer"); internal headers are included
                 // from the top of CCore, e.g. "internal.h", "cache/cache_internal.h".
                 .headerSearchPath("CCore"),
             ],

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The sweep of docs/DESIGN.md ("Stress: measured"): `courier stress cache` over threads 1 and 2,
+"""The sweep of Benchmarks/README.md ("Stress"): `courier stress cache` over threads 1 and 2,
 processes 1 and 2, key spaces and value sizes, each setting run --runs times on one prefilled
 store, medians printed as a Markdown table (and every result kept as JSON with --keep DIR).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The code blocks of README.md, docs/*.md and the DocC articles (Sources/Courier/Courier.docc),
+"""The code blocks of README.md, docs/*.md, docs/design/*.md and the DocC articles (Sources/Courier/Courier.docc),
 compiled and run, so an example can never be wrong.
 
 Every fenced block whose info string is `swift`, `python` or `c` is an example a user may copy; each
@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-DOCUMENTS = ["README.md", "docs/*.md", "bindings/python/README.md", "Sources/Courier/Courier.docc/*.md"]
+DOCUMENTS = ["README.md", "docs/*.md", "docs/design/*.md", "bindings/python/README.md",
+             "Sources/Courier/Courier.docc/*.md"]
 DEMO_ADDRESS = "127.0.0.1:8080"
 RUN_TIMEOUT = 120
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The replay of frozen requests against the engine's transport (docs/DESIGN.md, "Where replay's
+# The replay of frozen requests against the engine's transport (docs/design/journal.md, "Where replay's
 # time goes"; issue 15 asks replay_ratio >= 0.8):
 #   Benchmarks/callgrind/frozen_replay.sh BUILD_DIR [ir [N1 N2] | ratio [N RUNS] | threads [N]]
 # BUILD_DIR: a Release CMake build of this checkout (targets courier and courier-test-server).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The response path's cost (docs/DESIGN.md, "Mapping on the tape"): instructions per mapped GET under
+# The response path's cost (docs/design/json.md, "Mapping on the tape"): instructions per mapped GET under
 # callgrind, and `courier bench mapping`'s C figures by wall clock.
 #   Benchmarks/callgrind/mapped_get.sh BUILD_DIR [before]
 # BUILD_DIR: a Release CMake build (targets courier and courier_test_server) of the checkout the

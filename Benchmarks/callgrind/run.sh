@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per operation under callgrind, for the "speed must not move" checks (docs/DESIGN.md):
+# Instructions per operation under callgrind, for the "speed must not move" checks (Benchmarks/README.md):
 #   Benchmarks/callgrind/run.sh BUILD_DIR [N1 N2]
 # BUILD_DIR: a CMake build of this checkout (Release: -DCMAKE_BUILD_TYPE=Release) with the targets
 # courier and courier_test_server built. Builds driver.c against it and prints, for each mode

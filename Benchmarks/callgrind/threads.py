@@ -5,7 +5,7 @@ counted from the first look), then prints per thread: CPU time (schedstat, ns pr
 spent waiting for a CPU while runnable, voluntary and involuntary context switches, minor faults.
 Threads that ran under 5 ms are left out. Each thread is shown with its name (the engine's are
 courier-worker and courier-journal: docs/DESIGN.md, "Threads"). Used by frozen_replay.sh threads
-(docs/DESIGN.md, "Where replay's time goes")."""
+(docs/design/journal.md, "Where replay's time goes")."""
 import os
 import subprocess
 import sys

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions per request over HTTPS/1.1 and h2, the Courier C API against the libcurl loop that
-# sends the same headers (docs/DESIGN.md, "HTTPS and HTTP/2 in the transport benchmark"):
+# sends the same headers (Benchmarks/README.md, "Transport over HTTPS and HTTP/2"):
 #   Benchmarks/callgrind/transport_tls.sh BUILD_DIR [N1 N2]
 # BUILD_DIR: a CMake Release build of this checkout with the target courier built. Starts nginx with
 # scripts/tls-fixture (nginx from scripts/setup), builds transport_tls.c and prints, per protocol and

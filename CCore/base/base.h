@@ -314,6 +314,10 @@ CR_HIDDEN struct timespec cr_cond_deadline(int64_t us);
  * Swift, a dispatch pool thread's "...default-qos"). Best effort: a platform without
  * pthread_setname_np leaves the name as it was. */
 CR_HIDDEN void cr_thread_set_name(const char *name);
+/* Names another thread, from its creator right after pthread_create (Linux; elsewhere only a thread
+ * names itself): its name is then right before it first runs (the journal thread, named by itself
+ * only, was still its creator's name when a loaded machine had not yet run it). */
+CR_HIDDEN void cr_thread_name(pthread_t thread, const char *name);
 
 /* ---- hashing (hash.c) --------------------------------------------------------------------------- */
 

@@ -303,6 +303,17 @@ void cr_thread_set_name(const char *name) {
 #endif
 }
 
+void cr_thread_name(pthread_t thread, const char *name) {
+    char cut[16];
+    snprintf(cut, sizeof cut, "%s", name);
+#if (defined(__linux__) || defined(__GLIBC__)) && !defined(__APPLE__)
+    pthread_setname_np(thread, cut);
+#else
+    (void)thread;
+    (void)cut;
+#endif
+}
+
 /* ---- strings --------------------------------------------------------------------------------- */
 
 char *cr_strdup(const char *s) { return s ? cr_strndup(s, strlen(s)) : NULL; }

@@ -308,7 +308,8 @@ int cr_http_storable(const char *method, const courier_response *resp, const cr_
                      int64_t now_ms, double response_delay_s, cr_entry *e) {
     if (strcmp(method, "GET") != 0) return COURIER_CACHE_REASON_NOT_STORED_METHOD;
     int status = resp->status;
-    /* 206 is not stored (a part, not the resource; see DESIGN.md); 304 and 1xx are not final
+    /* 206 is not stored (a part, not the resource; docs/design/cache.md,
+     * "Partial content"); 304 and 1xx are not final
      * answers of their own. */
     if (status < 200 || status == 206 || status == 304 || status > 599) return COURIER_CACHE_REASON_NOT_STORED_STATUS;
     cr_cc rc, qc;

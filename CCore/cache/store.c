@@ -30,7 +30,7 @@
  * Index records are found by their prefix and their length: a hash that happens to start with
  * the same bytes is skipped, never taken for one.
  *
- * Durability: MDB_NOMETASYNC (see DESIGN.md, Storage): one fdatasync per commit keeps the store
+ * Durability: MDB_NOMETASYNC (docs/design/cache.md, "Durability"): one fdatasync per commit keeps the store
  * consistent across power loss (at worst the last commit is lost); writes from the network path
  * are grouped, one transaction per turn of the worker's loop.
  *
@@ -651,27 +651,47 @@ static uint64_t tree_bytes(cr_store *s, MDB_txn *txn) {
     return (uint64_t)(ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages) * ms.ms_psize;
 }
 
-/* The pages the main tree may take for a limit (see DESIGN.md, "Disk bound"): three times the
- * limit, the fill LMDB's pages reach under random inserts and removals of values of a third of a
- * page (the worst case: about 35% of each leaf used). */
-static uint64_t tree_cap(uint64_t limit) { return limit > UINT64_MAX / 4 ? UINT64_MAX : limit * 3; }
+/* The pages the main tree may take for a limit (docs/design/cache.md, "Disk bound"): 1.625 times
+ * the limit, so that with LMDB's free list (the pages a commit frees, reused by the next: at most
+ * about a fifth of the limit, measured) data.mdb stays under twice the limit. LMDB's pages are
+ * 40-60% full under random inserts and removals, so with values under a page the cap, not the byte
+ * count, bounds the cache: with 1 KiB values it then holds about 70% of the limit in entries. */
+static uint64_t tree_cap(uint64_t limit) { return limit > UINT64_MAX / 4 ? UINT64_MAX : limit / 8 * 13; }
 
-static bool over(cr_store *s, MDB_txn *txn, const totals *t, uint64_t target) {
-    return t->bytes > target || (target < UINT64_MAX / 4 && tree_bytes(s, txn) > tree_cap(target));
+static bool over(cr_store *s, MDB_txn *txn, const totals *t, uint64_t limit) {
+    return t->bytes > limit || (limit < UINT64_MAX / 4 && tree_bytes(s, txn) > tree_cap(limit));
 }
 
-/* Evicts while over(target) (the bytes over target, or the trees over 3x target), at most max_n
- * entries (0: no bound): entries past their discard time first, then the least recently written. */
-static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t target, int64_t now_ms, uint64_t max_n,
+/* The bytes an eviction for `limit` goes down to: a little under the limit (1/64: a steady stream of
+ * puts evicts about one entry per put) or, when the trees are over their cap, the bytes at which
+ * they would fit it at their present fill (bytes x cap / trees), computed once per eviction. Not
+ * "until the trees fit": removing entries of random keys seldom empties a page, so the trees shrink
+ * late and that would evict far more than the overshoot; the puts that follow fill the holes, and
+ * the trees stay at the cap. */
+static uint64_t evict_goal(cr_store *s, MDB_txn *txn, const totals *t, uint64_t limit) {
+    uint64_t goal = limit - limit / 64;
+    if (limit >= UINT64_MAX / 4) return goal;
+    uint64_t tb = tree_bytes(s, txn), cap = tree_cap(limit);
+    if (tb > cap && t->bytes > 0) {
+        double fit = (double)t->bytes * ((double)cap / (double)tb);
+        uint64_t g = (uint64_t)(fit - fit / 64);
+        if (g < goal) goal = g;
+    }
+    return goal;
+}
+
+/* Evicts while the store's bytes are over `goal`, at most max_n entries (0: no bound): entries past
+ * their discard time first, then the least recently written. */
+static int evict_in_txn(cr_store *s, MDB_txn *txn, totals *t, uint64_t goal, int64_t now_ms, uint64_t max_n,
                         uint64_t *evicted) {
     int rc = 0;
     MDB_cursor *c = NULL;
     uint64_t n = 0;
-    for (int phase = 0; phase < 2 && over(s, txn, t, target) && (max_n == 0 || n < max_n); phase++) {
+    for (int phase = 0; phase < 2 && t->bytes > goal && (max_n == 0 || n < max_n); phase++) {
         rc = mdb_cursor_open(txn, s->db_main, &c);
         if (rc) return rc;
         const uint8_t kind = phase == 0 ? IX_EXPIRY : IX_ORDER;
-        while (over(s, txn, t, target) && (max_n == 0 || n < max_n)) {
+        while (t->bytes > goal && (max_n == 0 || n < max_n)) {
             MDB_val k, v;
             rc = first_of_kind(c, kind, &k, &v);
             if (rc == MDB_NOTFOUND) {
@@ -769,7 +789,7 @@ static int put_in_txn(cr_store *s, MDB_txn *txn, totals *t, const cr_store_put *
  * it commits, so each such eviction needed fresh pages for most of the tree (with 1 KiB values the
  * file settled at 2.75x the limit, 2.35-2.5x now), and the process's private memory grew by its
  * dirty pages (17 -> 110 MB in the issue). Small commits free a few pages each, which the next
- * commits reuse. See DESIGN.md, "Disk bound".
+ * commits reuse. See docs/design/cache.md, "Disk bound".
  */
 #define CR_EVICT_BATCH 64
 
@@ -784,7 +804,7 @@ static int evict_txn(cr_store *s, uint64_t keep_bytes, int64_t now_ms, uint64_t 
     totals t;
     rc = totals_load(s, txn, &t);
     if (rc == 0) rc = evict_in_txn(s, txn, &t, keep_bytes, now_ms, CR_EVICT_BATCH, evicted);
-    if (left) *left = over(s, txn, &t, keep_bytes) ? UINT64_MAX : t.bytes;
+    if (left) *left = t.bytes;
     if (rc == 0 && t.count == 0) rc = clear_all(s, txn, &t); /* everything went: also any stray records */
     else if (rc == 0) rc = totals_write(s, txn, &t);
     if (rc) {
@@ -826,10 +846,13 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
         /* Over the limit: a few entries go in this transaction, down to a little under it (so a
          * steady stream of puts evicts about one entry per put); more, if a batch wrote more, in
          * bounded transactions of their own after it. */
-        uint64_t target = limit - limit / 64;
-        if (rc == 0 && over(s, txn, &t, limit)) rc = evict_in_txn(s, txn, &t, target, now_ms, CR_EVICT_BATCH, &evicted);
+        uint64_t goal = limit;
+        if (rc == 0 && over(s, txn, &t, limit)) {
+            goal = evict_goal(s, txn, &t, limit);
+            rc = evict_in_txn(s, txn, &t, goal, now_ms, CR_EVICT_BATCH, &evicted);
+        }
         if (rc == 0 && (!carried || evicted)) rc = totals_write(s, txn, &t);
-        uint64_t left = rc == 0 && over(s, txn, &t, limit) ? UINT64_MAX : t.bytes;
+        uint64_t left = t.bytes;
         if (rc == 0) {
             rc = write_commit(s, txn, &t);
         } else {
@@ -838,9 +861,9 @@ int cr_store_write(cr_store *s, const cr_store_put *puts, size_t n, int64_t limi
         if (rc == 0) {
             effect->written += written;
             effect->skipped += skipped;
-            while (left > limit) {
+            while (left > goal) {
                 uint64_t ev = 0;
-                if (evict_txn(s, target, now_ms, &ev, &left) != 0 || ev == 0) break;
+                if (evict_txn(s, goal, now_ms, &ev, &left) != 0 || ev == 0) break;
                 evicted += ev;
             }
             effect->evicted += evicted;

@@ -2,7 +2,7 @@
  * store_redis.c — the cache's store on Redis: the backend the seam (store.h) chooses for a
  * redis:// cache store, on the Redis floor (base/redis.c).
  *
- * Keys (docs/DESIGN.md, "The cache on Redis"), T the hex of the 128-bit hash of the primary key
+ * Keys (docs/design/redis.md, "The cache on Redis"), T the hex of the 128-bit hash of the primary key
  * (the key text without its Vary suffix), H the hex of the entry's own key hash:
  *   courier:cache:{T}:e:H   -> the entry, in the value layout of store.c (cr_entry_encode)
  *   courier:cache:{T}:v     -> the Vary header names of that URL ("name\n...")

@@ -1126,6 +1126,7 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         if (err) err->os_error = prc;
         return COURIER_E_INTERNAL;
     }
+    cr_thread_name(e->worker, "courier-worker");
     cr_journal_start(e); /* journal.c: replay at open */
     *out = e;
     return COURIER_OK;

@@ -366,7 +366,7 @@ typedef struct cr_transfer {
 } cr_transfer;
 
 /* request.c: a request whose method, target, headers and body are borrowed from the caller (the
- * journal's decoded record, sent again: docs/DESIGN.md, "Where replay's time goes"), checked as
+ * journal's decoded record, sent again: docs/design/journal.md, "Where replay's time goes"), checked as
  * courier_request_new, _add_header and _set_body check them (the body's type: the first
  * Content-Type header, else application/octet-stream), with the engine's default parameters off.
  * The other setters work on it as on any request. The borrowed parts must outlive it; it is freed

@@ -492,6 +492,7 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
             rc = cr_fail(err, COURIER_E_INTERNAL, "cannot start the journal thread: %s", strerror(prc));
             if (err) err->os_error = prc;
         } else {
+            cr_thread_name(j->thread, "courier-journal");
             j->thread_started = 1;
         }
     }

@@ -4,7 +4,7 @@
  * Rooms:
  *   store.c    the journal's LMDB environment (registry, open, verify, move aside), the state
  *              record, who holds a claim, records and their indexes inside a transaction
- *   store_redis.c  the same records on Redis Streams (a redis:// journal store; docs/DESIGN.md,
+ *   store_redis.c  the same records on Redis Streams (a redis:// journal store; docs/design/redis.md,
  *              "The journal on Redis"): the stream, the consumer group, leases by XAUTOCLAIM
  *   record.c   the stored request: reading its JSON text, writing it, snapshots, rebuilding the
  *              request for a replay
@@ -24,7 +24,7 @@
  * small registry (LMDB forbids opening an environment twice in one process). Named databases,
  * few on purpose (every database a commit touches costs pages in its fsync):
  *   req     seq(be64)                   -> state (fixed layout below) + the request as JSON (any
- *                                           language reads it; docs/DESIGN.md has the keys)
+ *                                           language reads it; docs/design/journal.md, "Records")
  *   due     time(be64) | seq(be64)      -> ""   what the replayer looks at: every automatic record
  *                                               that is not ordered, and the head of each host's
  *                                               ordered queue; time = the lease's end when claimed,
@@ -208,7 +208,7 @@ static inline bool cj_given_back_unindexed(const jstate *st) {
 
 /* ==== the stored request (record.c) ============================================================ */
 
-/* The stored request, decoded: what the record's JSON text says (docs/DESIGN.md has the keys).
+/* The stored request, decoded: what the record's JSON text says (docs/design/journal.md, "Records", has the keys).
  * One table of fields in record.c drives writing it, reading it (through the JSON tape), the
  * snapshot (which keeps the jreq whole) and rebuilding the request for a replay. Read
  * (cj_jreq_read): the strings, header names and values and the body point into `text`, the

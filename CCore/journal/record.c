@@ -526,7 +526,7 @@ int cj_jreq_read(const char *text, size_t len, jreq *q) {
     courier_json_tape *tape = NULL;
     int rc = cr_json_tape_parse_small(&tape, text, len, &o, NULL); /* a record: ~50 entries */
     if (rc) return rc == COURIER_E_NO_MEMORY ? rc : COURIER_E_JOURNAL_CORRUPT;
-    /* The strings read point into the tape's copy of the text (no copy of each: docs/DESIGN.md,
+    /* The strings read point into the tape's copy of the text (no copy of each: docs/design/journal.md,
      * "Where replay's time goes"), which the jreq keeps when the tape is freed. */
     jtape t = {courier_json_tape_entries(tape, NULL), (char *)courier_json_tape_text(tape)};
     q->text = t.text;
@@ -581,7 +581,7 @@ static char *snap_json(const char *text, size_t len, const courier_frozen_info *
 }
 
 /* courier_frozen_json: made when first read (most events' listeners never read it: it cost a
- * copy of the record and a snprintf per replay; docs/DESIGN.md, "Where replay's time goes"). Any
+ * copy of the record and a snprintf per replay; docs/design/journal.md, "Where replay's time goes"). Any
  * thread: two first readers may both make it; one keeps its copy, the other frees its own. */
 const char *cj_snap_json(const courier_frozen *cf) {
     courier_frozen *f = (courier_frozen *)cf; /* the view is made once; nothing a reader sees changes */

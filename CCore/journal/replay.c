@@ -482,7 +482,7 @@ void cj_ready_push(cr_journal *j, jsend *list, bool pump) {
     /* The parse of a record (its JSON text on the tape, the fields decoded: a seventh of a
      * replay's instructions) is done here, on the journal thread, which otherwise waits on the disk
      * between turns, rather than on the worker that sends it, which is also the transport's thread
-     * (docs/DESIGN.md, "Where replay's time goes"). In chunks, each queued (and with `pump`, sent
+     * (docs/design/journal.md, "Where replay's time goes"). In chunks, each queued (and with `pump`, sent
      * while slots are free) before the next is parsed, so the wire does not wait for a whole turn's
      * claims to be parsed. */
     while (list) {

@@ -1096,7 +1096,7 @@ int cj_outcome_log(cr_journal *j, cj_txn *txn, const jstate *st, int code, int s
 }
 
 /* The bytes snprintf("{\"id\":\"%.*s\",\"code\":%d,\"status\":%d,\"at_ms\":%lld,\"attempts\":%u}") wrote,
- * formatted directly (snprintf was 2,500 instructions of every final answer: docs/DESIGN.md,
+ * formatted directly (snprintf was 2,500 instructions of every final answer: docs/design/journal.md,
  * "Where replay's time goes"). */
 static size_t put_lit(char *p, const char *s) {
     size_t n = strlen(s);

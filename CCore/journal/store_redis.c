@@ -1,7 +1,7 @@
 /*
  * store_redis.c — the journal's records on Redis Streams (the store named by a redis:// URL; the
  * LMDB store is store.c). The same journal runs above it (replay.c, policy.c, api.c): only where a
- * record lives, who may claim it and how a pass finds due records differ. docs/DESIGN.md, "The
+ * record lives, who may claim it and how a pass finds due records differ. docs/design/redis.md, "The
  * journal on Redis", has the layout; in short, under one hash tag (one Cluster slot):
  *   {courier:journal:NAME}:stream    the frozen requests: entry id 0-<seq>, field "req" = the
  *                                    request's JSON text (record.c's encoding, as on LMDB)

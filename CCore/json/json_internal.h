@@ -82,7 +82,7 @@ CR_HIDDEN int cr_json_number_read(const char *text, size_t text_len, int is_int,
 
 /* json_tape.c: courier_json_tape_parse starting with CR_JSON_TAPE_SMALL entries (992 bytes, under
  * glibc's large-request size: a larger first block made malloc consolidate its fast bins at every
- * parse of a journal record, ~50 entries; docs/DESIGN.md, "Where replay's time goes"), grown by
+ * parse of a journal record, ~50 entries; docs/design/journal.md, "Where replay's time goes"), grown by
  * doubling when short. For small documents of a known shape. */
 #define CR_JSON_TAPE_SMALL 62
 CR_HIDDEN int cr_json_tape_parse_small(courier_json_tape **out, const void *data, size_t len,

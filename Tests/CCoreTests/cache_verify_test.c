@@ -486,7 +486,8 @@ static void test_junk_anywhere_never_crashes(void) { th_junk_each_eighth(filled_
 /* A data file cut to a third while an engine has it open: the engine's next write finds it shorter
  * than it was, pads it back (the missing pages read as zeros, never SIGBUS), and from then on the
  * store answers COURIER_E_STORE; the verify reports it unreadable; the next open moves it aside.
- * (A read alone checks the size at most every 2 ms: see DESIGN.md for the window that leaves.) */
+ * (A read alone checks the size at most every 2 ms: see docs/design/storage.md,
+ * "What remains", for the window that leaves.) */
 static void child_cut_while_open(const char *dir) {
     fast = true;
     courier_engine *e = open_engine(dir, 0);

@@ -264,7 +264,8 @@ static void junk_anywhere_never_crashes(void) { th_junk_each_eighth(forked_journ
  * COURIER_E_JOURNAL_CORRUPT; the next open keeps the file aside. */
 static int cut_while_open(const char *store) {
     /* The cut lands between transactions: the journal thread idle (it polls once an hour here).
-     * A transaction already running when the file is cut can still fault (DESIGN.md's debt). */
+     * A transaction already running when the file is cut can still fault (docs/design/storage.md,
+     * "What remains"). */
     opts o = {.paused = 1, .poll_ms = 3600000};
     courier_error err;
     courier_engine *e = open_eng(store, jr_free_port(), &o, &err);

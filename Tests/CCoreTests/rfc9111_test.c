@@ -4,7 +4,7 @@
  * /origin/{name} route (its headers set by the query), counting what reaches the origin. The
  * private (COURIER_CACHE_HTTP) and shared (COURIER_CACHE_HTTP_SHARED) policies run the same
  * tests where they differ. The cache's clock is the system clock plus an offset the tests move.
- * docs/DESIGN.md's table lists every rule with its test here.
+ * docs/design/cache.md, "HTTP caching to the letter", lists every rule with its test here.
  */
 #include "harness.h"
 
@@ -988,7 +988,7 @@ static void test_9111_redirect_301_308_stored(void) {
     char u[512], d[40], lm[40];
     int64_t t = now_s();
     /* Without a Location the hop is the final answer the cache sees (redirect following is the
-     * engine's; see DESIGN.md). 301 with explicit freshness, 308 with heuristic freshness. */
+     * engine's: docs/design/transport.md, "Redirects"). 301 with explicit freshness, 308 with heuristic freshness. */
     origin(u, sizeof u, "moved-301", "_status", "301", "Cache-Control", "max-age=600", NULL);
     reply a = exchange(e, "GET", u, NULL, NULL);
     CHECK_EQ(a.status, 301);

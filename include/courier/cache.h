@@ -62,7 +62,7 @@ typedef enum courier_cache_policy {
                                       invalidation by a non-error answer to an unsafe method (POST,
                                       PUT, DELETE, PATCH or unknown) of its URL and the same-origin
                                       URLs of its Location and Content-Location. 206 answers are not
-                                      stored. docs/DESIGN.md lists every rule with its test. */
+                                      stored. docs/design/cache.md lists every rule with its test. */
     COURIER_CACHE_HTTP_SHARED = 4  /* the same as a shared cache (a proxy's, RFC 9111 section 1):
                                       s-maxage and proxy-revalidate apply, "private" answers are not
                                       stored (private="field" drops the fields), and an answer to a
@@ -151,9 +151,12 @@ COURIER_API int courier_config_set_cache_store(courier_config *config, const cha
 /* The most the cache may hold, in bytes of keys and values (>= 65536; default 256 MiB). Over it,
  * writes evict entries past their expiry first, then the least recently written, to just under
  * it, in small transactions (at most 64 entries each), whose freed pages the next commits reuse.
- * It bounds the disk too: the pages of the store's trees are kept under 3 x the limit (evicting
- * further if they would pass it), so data.mdb stays under 3.5 x the limit + 1 MiB (LMDB's pages
- * are 40-60% full under random inserts and removals: about 2.4 x the limit with 1 KiB values).
+ * It bounds the disk too: the pages of the store's trees are kept under 1.625 x the limit (an
+ * eviction then goes down to the bytes at which they would fit), so data.mdb stays under 1.625 x
+ * the limit + 1 MiB (LMDB's free list holds at most what one eviction batch frees): under 2 x the
+ * limit from a 4 MiB limit up. LMDB's pages are 40-60% full under random inserts and removals, so
+ * with small values the page cap rather than the bytes bounds the cache (with 1 KiB values it then
+ * holds about 70% of the limit in entries).
  * One entry may take at most an eighth of it (larger responses are not cached). The store's map
  * is sized from it by the first engine of a process to open the store; a full map or disk evicts
  * and retries and is never an error a caller sees. Errors: COURIER_E_INVALID_ARGUMENT. */

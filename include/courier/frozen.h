@@ -106,7 +106,7 @@ COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, int64_
  * engine's store directory (LMDB, in "<dir>/journal"); another directory (LMDB there); or a Redis
  * URL, "redis://[:password@]host:port[/db]", when the library was built with Redis stores: the
  * requests then live on a Redis stream with a consumer group, shared by every engine, process and
- * machine that names the same Redis (docs/DESIGN.md, "The journal on Redis"); the store directory
+ * machine that names the same Redis (docs/design/redis.md, "The journal on Redis"); the store directory
  * still keeps the cookie jar. Copied. Checked at engine open: a malformed Redis URL fails it with
  * COURIER_E_INVALID_ARGUMENT, a build without Redis with COURIER_E_REDIS_UNSUPPORTED; Redis is
  * not asked then, so an engine opens while Redis is down. Until Redis answers, the courier_frozen_*
@@ -201,8 +201,8 @@ COURIER_API const char *courier_frozen_url(const courier_frozen *frozen);
 /* "scheme://host:port", the unit of per-host order. */
 COURIER_API const char *courier_frozen_host(const courier_frozen *frozen);
 COURIER_API const char *courier_frozen_idempotency_key(const courier_frozen *frozen);
-/* The stored record with its replay state, as one JSON object (the journal's own format, see
- * docs/DESIGN.md). */
+/* The stored record with its replay state, as one JSON object (the journal's own format:
+ * docs/design/journal.md, "Records"). */
 COURIER_API const char *courier_frozen_json(const courier_frozen *frozen);
 /* The body, or NULL when the request has none; *len (may be NULL) receives its length. */
 COURIER_API const uint8_t *courier_frozen_body(const courier_frozen *frozen, size_t *len);

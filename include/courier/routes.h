@@ -98,7 +98,7 @@ COURIER_API int courier_config_set_api_version(courier_config *config, const cha
 COURIER_API int courier_request_set_api_version(courier_request *request, const char *version);
 
 /* The API catalogue: requests declared once, by module, and used by name ("home.feed"). A
- * declaration is a JSON object in the header's words (docs/DESIGN.md, "The API catalogue"):
+ * declaration is a JSON object in the header's words (docs/design/catalog.md, "The API catalogue"):
  *   {"method": "GET", "path": "/feed/:kind", "params": {"page": 1}, "headers": {"X-A": "b"},
  *    "base_url": "...", "use_default_params": true, "body_encoding": "json", "timeout_ms": 5000,
  *    "api_version": "v6", "status_codes": [[200, 299], 404], "priority": "high",

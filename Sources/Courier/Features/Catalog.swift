@@ -67,7 +67,7 @@ public struct API: Sendable {
     }
 
     /// What a declared API's requests are: the fields of a catalogue declaration
-    /// (`courier_engine_add_api`, docs/DESIGN.md lists them), in Swift.
+    /// (`courier_engine_add_api`, docs/design/catalog.md lists them), in Swift.
     public struct Declaration: Sendable {
         /// The HTTP method.
         public var method: String

@@ -225,7 +225,7 @@ extension Configuration {
     /// engine's ``Configuration/storeDirectory``; another directory (LMDB there); or a Redis URL,
     /// `"redis://[:password@]host:port/db"`, with `"#name"` at the end to keep journals apart, when
     /// the library has Redis stores: the requests then live on a Redis stream with a consumer group,
-    /// shared by every engine, process and machine naming it (docs/DESIGN.md, "The journal on
+    /// shared by every engine, process and machine naming it (docs/design/redis.md, "The journal on
     /// Redis"). Redis down does not fail the engine's open: until Redis answers, the frozen-request
     /// calls throw ``CourierError/Code/redis`` and a send that would be frozen throws its own error
     /// (not frozen); once it answers (a restart too) the same engine freezes and replays again.

@@ -926,7 +926,7 @@ class Engine:
         """Declares API ``name`` ("home.feed"; dots separate modules) on this engine
         (``courier_engine_add_api``): ``declaration`` is a dict in the header's words
         (``{"method": "GET", "path": "/feed/:kind", "params": {...}, "cache_policy": "cache_first",
-        "key_path": "data", ...}``, docs/DESIGN.md lists them). Use it with :meth:`api` or
+        "key_path": "data", ...}``, docs/design/catalog.md lists them). Use it with :meth:`api` or
         :meth:`courier.Request.api`. Raises :class:`courier.CatalogError` for a bad shape."""
         doc = python_to_json(dict(declaration))
         err = ERROR()
