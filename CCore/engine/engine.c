@@ -550,7 +550,7 @@ static void retry_later(courier_engine *e, cr_transfer *t, int code, courier_res
 static void deliver(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err);
 
 /* After an attempt: retry later, or give the answer to the caller and every follower. The order
- * (include/courier.h, "Sessions"): the authenticator's refusal, the fixed rule, then the retriers. */
+ * (include/courier/hooks.h, "Sessions"): the authenticator's refusal, the fixed rule, then the retriers. */
 static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
     cr_monitor_observe(e, t, code, resp); /* monitor.c: reachability from every attempt */
     set_state(e, t, CR_T_NEW);

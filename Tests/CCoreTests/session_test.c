@@ -1,5 +1,5 @@
 /*
- * session_test.c — adapters, retriers and the authenticator (include/courier.h, "Sessions") over the
+ * session_test.c — adapters, retriers and the authenticator (include/courier/hooks.h, "Sessions") over the
  * loopback server: an adapter that replaces the body (bytes and a file), one that completes from
  * another thread, adapters in order, a failing adapter's user error (nothing sent); retriers'
  * decisions (now, after a delay, no), never after a cancel, the fixed rule first, asked again for a

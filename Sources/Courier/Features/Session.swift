@@ -1,4 +1,4 @@
-// Session.swift — adapters, retriers and an authenticator through the facade (include/courier.h,
+// Session.swift — adapters, retriers and an authenticator through the facade (include/courier/hooks.h,
 // "Sessions"; docs/design/session.md). When each runs, the order, the single-flight refresh, the
 // loop guard and what the journal stores are the C core's (CCore/engine/session.c); this file
 // converts values and runs the async protocol methods in tasks, which answer the C core from

@@ -707,7 +707,7 @@ class Request:
         if self.challenge_handler is not None:
             key = cb.register(cb.Slot(self.challenge_handler, ctx, engine))
             check(L.courier_request_set_challenge_handler(r, c_challenge, key, cb.user_free), arg="challenge_handler")
-        for fn in self.adapters:  # after the engine's (include/courier.h "Sessions")
+        for fn in self.adapters:  # after the engine's (include/courier/hooks.h "Sessions")
             key = cb.register(cb.Slot(fn, ctx, engine))
             check(L.courier_request_add_adapter(r, c_adapter, key, cb.user_free), arg="adapters")
         for fn in self.retriers:
@@ -848,7 +848,7 @@ c_redirect = cb.REDIRECT_FN(_redirect)
 c_mock = cb.MOCK_FN(_mock)
 c_progress = cb.PROGRESS_FN(_progress)
 
-# ---- sessions: adapters and retriers (include/courier.h "Sessions"; courier.session has the
+# ---- sessions: adapters and retriers (include/courier/hooks.h "Sessions"; courier.session has the
 # authenticator). An adapter is fn(outgoing) run before each attempt; a retrier fn(question) ->
 # None/False (no), True/0 (now) or seconds, asked after a failure the retry rule did not retry.
 # Either may return an awaitable (run on the AsyncEngine's loop, else on a thread of its own) or a

@@ -1,5 +1,5 @@
 """Adapters, retriers and the authenticator: the Python side of ``courier_adaptation``,
-``courier_retry_question`` and ``courier_authenticator`` (include/courier.h, "Sessions").
+``courier_retry_question`` and ``courier_authenticator`` (include/courier/hooks.h, "Sessions").
 
 When each runs, in which order, what a refresh does for the requests waiting on it, and what the
 journal stores are the C core's; this module converts values and runs the Python functions:

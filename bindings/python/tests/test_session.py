@@ -1,4 +1,4 @@
-"""Adapters, retriers and the authenticator (courier.session over include/courier.h's "Sessions"),
+"""Adapters, retriers and the authenticator (courier.session over include/courier/hooks.h's "Sessions"),
 sync and asyncio, over the loopback server's /echo, /status and /session/* endpoints."""
 from __future__ import annotations
 
