@@ -31,7 +31,8 @@
  * included alone (#include <courier/cache.h>): it includes the parts it needs.
  *
  *   courier/base.h      version at run time, COURIER_API, codes, courier_error, courier_free, handles
- *   courier/config.h    the configuration an engine opens with; security (TLS) policies
+ *   courier/config.h    the configuration an engine opens with; security (TLS) policies; DNS
+ *                       overrides, Unix sockets, HTTP versions, content codings
  *   courier/engine.h    opening and closing an engine; posting work to its thread
  *   courier/request.h   building a request; the final request; sending, cancelling
  *   courier/stream.h    streamed responses, server-sent events, WebSocket

@@ -72,6 +72,7 @@ const char *courier_strerror(int code) {
     case COURIER_E_WS_HANDSHAKE: return "the WebSocket handshake failed";
     case COURIER_E_WS_PROTOCOL: return "the WebSocket server broke the protocol";
     case COURIER_E_WS_CLOSED: return "the WebSocket is closed";
+    case COURIER_E_HTTP_VERSION: return "the HTTP version required cannot be had";
     case COURIER_E_CREDENTIAL_REFUSED: return "the credential was refused again right after a refresh";
     default: return "unknown error";
     }

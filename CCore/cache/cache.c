@@ -676,6 +676,7 @@ int cr_cache_before_send(courier_engine *e, const courier_request *r, cr_transfe
     struct cr_cache *c = cr_core(e)->cache;
     if (!c) return COURIER_OK;
     int policy = r->cache && r->cache->policy >= 0 ? r->cache->policy : c->default_policy;
+    if (t->ce_raw_asked) policy = COURIER_CACHE_NO_CACHE; /* coded bodies: the cache holds decoded ones */
     if (policy == COURIER_CACHE_NO_CACHE) {
         /* An unsafe method sent without a cache policy still invalidates what the HTTP policies
          * stored for its URLs (section 4.4), once this engine's cache is open (it has been used). */

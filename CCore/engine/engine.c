@@ -1116,7 +1116,7 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
     }
     curl_multi_setopt(e->core.multi, CURLMOPT_MAX_HOST_CONNECTIONS, pool_host);
     curl_multi_setopt(e->core.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, pool_total);
-    curl_multi_setopt(e->core.multi, CURLMOPT_MAXCONNECTS, pool_total);
+    curl_multi_setopt(e->core.multi, CURLMOPT_MAXCONNECTS, cr_netopts_max_idle(e->core.config->net, pool_total));
     curl_multi_setopt(e->core.multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
 
     int prc = pthread_create(&e->worker, NULL, worker_main, e);

@@ -258,7 +258,7 @@ int cr_sched_prepare(courier_engine *e, const courier_request *r, cr_transfer *t
 /* Called after the outgoing view became the transfer: host key and coalescing key. */
 int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, courier_error *err) {
     if (!(t->host = cr_sched_host_key(t->url))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    if (!r->no_coalesce && !r->security && !t->mock && !t->custom && !t->has_body &&
+    if (!r->no_coalesce && !r->security && !r->net && !t->mock && !t->custom && !t->has_body &&
         (strcmp(t->method, "GET") == 0 || strcmp(t->method, "HEAD") == 0)) {
         if (!(t->coalesce_key = identity(t, false, NULL))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }

@@ -892,6 +892,7 @@ void cr_ws_start_work(void *user) {
         t->easy = h;
         CURLcode c = curl_easy_setopt(h, CURLOPT_URL, t->url);
         if (!c) c = curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
+        if (!c && t->net) c = (CURLcode)cr_netopts_setup(t); /* its DNS overrides and socket (netopts.c) */
         /* HTTP/1.1 only: an h2 answer to ALPN would make the Upgrade request garbage. */
         if (!c) c = curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
         /* Through an HTTP proxy, a tunnel for ws:// too (curl tunnels only https by itself). */

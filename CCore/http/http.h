@@ -77,6 +77,56 @@ CR_HIDDEN int cr_security_setup(struct cr_transfer *t);
 /* Whether the transfer's policy (its own, else the engine's) pins whole certificates. */
 CR_HIDDEN bool cr_security_pins_certificate(const struct cr_transfer *t);
 
+/* ---- names, addresses and sockets (netopts.c) ------------------------------------------------ */
+
+#define CR_NET_DNS_CACHE 0x1u /* dns_cache_s was set */
+#define CR_NET_IP 0x2u        /* ip_resolve */
+#define CR_NET_EYEBALLS 0x4u  /* happy_eyeballs_ms */
+#define CR_NET_UNIX 0x8u      /* unix_socket (NULL then: TCP, replacing the engine's socket) */
+#define CR_NET_HTTPV 0x10u    /* http_version */
+#define CR_NET_DECODE 0x20u   /* decode_content */
+#define CR_NET_MAX_IDLE 0x40u /* max_idle */
+#define CR_NET_IDLE_AGE 0x80u /* idle_age_s */
+
+/* A configuration's or a request's DNS overrides and socket (courier_config_add_resolve...), and a
+ * transfer's (its request's made final at prepare: connect_to then holds the request's resolve
+ * entries, its own connect_to entries and the engine's, in that order). Lists in curl's formats
+ * ("host:port:addr,addr", "host:port:to_host:to_port"), made with curl_slist_append. */
+typedef struct cr_netopts {
+    unsigned set;
+    struct curl_slist *resolve;
+    struct curl_slist *connect_to;
+    char *doh_url;
+    long dns_cache_s;
+    long ip_resolve;        /* CURL_IPRESOLVE_* */
+    long happy_eyeballs_ms;
+    char *unix_socket;      /* "@name": an abstract socket */
+    int http_version;       /* courier_http_version */
+    int decode_content;     /* 0: bodies as the server coded them */
+    long max_idle;          /* the pool's idle connections (CURLMOPT_MAXCONNECTS) */
+    long idle_age_s;        /* CURLOPT_MAXAGE_CONN */
+} cr_netopts;
+
+CR_HIDDEN void cr_netopts_free(cr_netopts *n);
+/* A deep copy into *out (NULL for NULL). COURIER_OK or COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_netopts_copy(const cr_netopts *src, cr_netopts **out);
+/* The transfer's options from its request's (may be NULL: *out NULL) over the engine's.
+ * COURIER_OK or COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_netopts_prepare(const cr_netopts *request, const cr_netopts *engine, cr_netopts **out);
+/* transport.c: the engine's options on a new or reset handle (NULL: none). CURLcode. */
+CR_HIDDEN int cr_netopts_base(const cr_netopts *engine, CURL *h);
+struct cr_transfer;
+/* transport.c, ws.c: the request's own options on its handle, for a transfer with t->net or
+ * t->http2_only (sets easy_dirty when it changes the handle). CURLcode. */
+CR_HIDDEN int cr_netopts_setup(struct cr_transfer *t);
+/* Whether a transfer with these settings (the request's over the engine's; either may be NULL)
+ * requires HTTP/2 (COURIER_HTTP_V2_ONLY). */
+CR_HIDDEN bool cr_netopts_http2_only(const cr_netopts *request, const cr_netopts *engine);
+/* Whether bodies are to arrive as the server coded them (the request's setting over the engine's). */
+CR_HIDDEN bool cr_netopts_raw_content(const cr_netopts *request, const cr_netopts *engine);
+/* engine.c: the pool's idle connections (the engine's setting, else `fallback`). */
+CR_HIDDEN long cr_netopts_max_idle(const cr_netopts *engine, long fallback);
+
 /* ---- routes and API versions (route.c) ----------------------------------------------------- */
 
 #define CR_API_VERSION_MAX 63 /* bytes of an API version segment */
@@ -155,6 +205,7 @@ struct courier_config {
     struct cr_auth *auth; /* NULL: none set */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c) */
     char *param_charset; /* query and form parameters' charset (charset.c); NULL: UTF-8 */
+    cr_netopts *net; /* DNS overrides, DoH, IP version, Unix socket (netopts.c); NULL: none */
     /* The API version segment (route.c): inserted between the base URL and a relative path,
      * followed by "r" when api_review is set; "" none. */
     char api_version[CR_API_VERSION_MAX + 1];
@@ -216,6 +267,7 @@ struct courier_request {
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c); `set` says which */
     char *param_charset; /* query and form parameters' charset (charset.c); NULL: the engine's */
     courier_security *security; /* the request's own TLS policy (security.c); NULL: the engine's */
+    cr_netopts *net; /* the request's DNS overrides and socket (netopts.c); NULL: the engine's */
     int no_cellular; /* monitor.c: fails with COURIER_E_CELLULAR while the path is cellular */
     /* Routes and API versions (route.c). */
     int api_version_set;                      /* 1: api_version replaces the engine's */
@@ -280,6 +332,7 @@ typedef struct cr_transfer {
     int oom;
     int ce_raw;     /* a Content-Encoding curl cannot decode: the body is kept as received */
     int ce_decoded; /* a Content-Encoding curl decodes: the response drops the field */
+    int ce_raw_asked; /* netopts.c: the request (or engine) asked for bodies as coded (ce_raw from the start) */
     char *errbuf; /* CURL_ERROR_SIZE bytes, made when a curl attempt starts (engine.c); NULL before */
     struct cr_transfer *next;
     struct cr_transfer *prev;
@@ -322,6 +375,8 @@ typedef struct cr_transfer {
     int easy_dirty; /* the easy handle needs a reset before another transfer uses it */
     cr_easy_set easy_set; /* what the handle's per-transfer options are (transport.c) */
     courier_security *security; /* the request's own TLS policy (security.c); NULL: the engine's */
+    cr_netopts *net; /* the request's DNS overrides and socket, made final (netopts.c); NULL: none */
+    int http2_only;  /* netopts.c: a response over anything but HTTP/2 fails (COURIER_E_HTTP_VERSION) */
     int no_cellular; /* the request's "not on cellular" (monitor.c) */
     int watch_progress; /* progress goes to the request's callback and/or event monitors */
     struct courier_stream *stream; /* stream.c: a streamed send's stream (borrowed: the send's own

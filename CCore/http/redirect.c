@@ -377,6 +377,10 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
     t->auth = NULL;
     n->security = t->security; /* security.c: the request's own TLS policy holds for every hop */
     t->security = NULL;
+    n->net = t->net; /* netopts.c: the request's DNS overrides and socket, likewise */
+    n->http2_only = t->http2_only;
+    n->ce_raw = n->ce_raw_asked = t->ce_raw_asked; /* coded bodies asked for (netopts.c) */
+    t->net = NULL;
     n->sess = t->sess; /* engine/session.c: adapters, retriers and the loop guard travel on */
     t->sess = NULL;
     t->validator = NULL;

@@ -50,6 +50,7 @@ void courier_config_free(courier_config *c) {
     cr_ext_free(c->jconf); /* serialize.c */
     cr_ext_free(c->sched); /* schedule.c */
     cr_auth_free(c->auth); /* auth.c */
+    cr_netopts_free(c->net); /* netopts.c */
     free(c);
 }
 
@@ -69,7 +70,8 @@ courier_config *cr_config_copy(const courier_config *src) {
     c->jconf = NULL;
     c->sched = NULL;
     c->auth = NULL;
-    if (src->auth && !(c->auth = cr_auth_copy(src->auth))) {
+    c->net = NULL;
+    if ((src->auth && !(c->auth = cr_auth_copy(src->auth))) || cr_netopts_copy(src->net, &c->net)) {
         courier_config_free(c);
         return NULL;
     }
@@ -250,6 +252,7 @@ int cr_request_copy(courier_request **out, const courier_request *src) {
     memset(&r->params, 0, sizeof r->params);
     memset(&r->headers, 0, sizeof r->headers);
     r->security = NULL;
+    r->net = NULL;
     r->validator = cr_callback_retain(src->validator);
     r->customize = cr_callback_retain(src->customize);
     r->progress = cr_callback_retain(src->progress);
@@ -271,7 +274,8 @@ int cr_request_copy(courier_request **out, const courier_request *src) {
                   (src->cache && !(r->cache = cr_ext_copy(src->cache))) ||
                   (src->mock && !(r->mock = cr_mock_copy(src->mock))) ||
                   (src->auth && !(r->auth = cr_auth_copy(src->auth))) ||
-                  (src->session && !(r->session = cr_ext_copy(src->session))); /* engine/session.c */
+                  (src->session && !(r->session = cr_ext_copy(src->session))) || /* engine/session.c */
+                  cr_netopts_copy(src->net, &r->net); /* netopts.c */
     if (!failed && src->has_body) {
         if (!(r->body = malloc(src->body_len ? src->body_len : 1))) failed = true;
         else if (src->body_len) memcpy(r->body, src->body, src->body_len);
@@ -296,6 +300,7 @@ void courier_request_free(courier_request *r) {
     free(r->base_url);
     free(r->param_charset);
     courier_security_free(r->security);
+    cr_netopts_free(r->net); /* netopts.c */
     cr_kvlist_clear(&r->params);
     cr_kvlist_clear(&r->headers);
     free(r->body);
@@ -799,6 +804,7 @@ void cr_transfer_free(cr_transfer *t) {
     cr_callback_release(t->http.hook); /* redirect.c */
     cr_hops_free(t->hops);
     courier_security_free(t->security); /* security.c */
+    cr_netopts_free(t->net); /* netopts.c */
     cr_ext_free(t->sess); /* engine/session.c */
     free(t);
 }
@@ -938,6 +944,9 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     t->engine = e;
     t->no_cellular = r->no_cellular;
     if (r->security && !(t->security = cr_security_copy(r->security))) goto fail;
+    if (cr_netopts_prepare(r->net, cfg->net, &t->net)) goto fail; /* netopts.c: DNS overrides, socket */
+    t->http2_only = cr_netopts_http2_only(r->net, cfg->net);
+    t->ce_raw = t->ce_raw_asked = cr_netopts_raw_content(r->net, cfg->net); /* transport.c keeps the coded body */
     if (r->jspec && !(t->jspec = cr_ext_copy(r->jspec))) goto fail;
     if (cr_auth_merge(r->auth, cfg->auth, t->url, &t->auth)) goto fail; /* auth.c: credentials, proxy, handler */
     if ((rc = cr_transfer_copy_transfers(r, t, multipart ? &params : NULL, err)) != COURIER_OK) {

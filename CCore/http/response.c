@@ -7,6 +7,8 @@
  */
 #include "http/http.h"
 
+#include <stddef.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,7 +185,8 @@ const char *courier_response_method(const courier_response *r) { return r ? r->m
 uint64_t courier_response_request_id(const courier_response *r) { return r ? r->id : 0; }
 
 int courier_response_metrics(courier_metrics *out, const courier_response *r) {
-    if (!r || !CR_SIZED_OK(out, courier_metrics)) return COURIER_E_INVALID_ARGUMENT;
+    /* 0.2.0's struct ended with redirects (the remote address came later). */
+    if (!r || !out || out->size < offsetof(courier_metrics, redirects) + sizeof(int)) return COURIER_E_INVALID_ARGUMENT;
     courier_metrics m = r->metrics;
     m.size = sizeof m;
     CR_SIZED_OUT(out, m);

@@ -5,6 +5,7 @@
  */
 #include "http/http.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,6 +247,12 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
     if (t->http.idle_ms) t->wire.last_rx_ms = cr_mono_ms();
     bool status_line = len >= 5 && memcmp(data, "HTTP/", 5) == 0;
     if (!check_header_line(t, data, len, status_line)) return 0;
+    if (status_line && t->http2_only && !(len >= 7 && memcmp(data, "HTTP/2 ", 7) == 0)) {
+        /* HTTP/2 required (netopts.c) and the server answered over another version. */
+        t->wire.fault = COURIER_E_HTTP_VERSION;
+        snprintf(t->errbuf, CURL_ERROR_SIZE, "HTTP/2 required, the server answered '%.12s'", data);
+        return 0;
+    }
     if (status_line) {
         t->hdr_block.len = 0;
         t->hdr_count = 0;
@@ -361,6 +368,7 @@ int cr_transport_base(courier_engine *e, CURL *h) {
     SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
     if (c == CURLE_OK) c = (CURLcode)cr_security_base(cfg->security, h); /* security.c: TLS */
+    if (c == CURLE_OK) c = (CURLcode)cr_netopts_base(cfg->net, h); /* netopts.c: DNS overrides, socket */
     /* libcurl reads the proxy variables from the environment on every transfer. When the process
      * has none (checked once, when the engine opened), say so once instead. The engine's own proxy
      * replaces both (auth.c). */
@@ -547,6 +555,7 @@ int cr_transport_setup(courier_engine *e, cr_transfer *t) {
     t->easy_dirty = !(strcmp(t->method, "GET") == 0 && !t->has_body && !t->parts && !t->body_file && !t->watch_progress);
     if (c == CURLE_OK) c = (CURLcode)cr_auth_setup(e, t); /* auth.c: credentials, the request's proxy */
     if (c == CURLE_OK) c = (CURLcode)cr_security_setup(t); /* security.c: the request's own TLS policy */
+    if (c == CURLE_OK && (t->net || t->http2_only)) c = (CURLcode)cr_netopts_setup(t); /* netopts.c */
     if (strcmp(t->method, "GET") == 0 && !t->has_body) {
         /* A clean handle's last transfer was a plain GET too (anything else marks it dirty) and
          * left the method GET; a new or reset handle's is curl's default, GET, set anyway. */
@@ -624,6 +633,15 @@ static void read_metrics(CURL *h, courier_metrics *m) {
         }
     }
     if (curl_easy_getinfo(h, CURLINFO_REDIRECT_COUNT, &l) == CURLE_OK) m->redirects = (int)l;
+    /* The address reached. Over a Unix socket libcurl reports the socket's path (and port 80):
+     * only an address that parses as one is kept. */
+    char *ip = NULL;
+    unsigned char addr[16];
+    if (curl_easy_getinfo(h, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip && *ip && strlen(ip) < sizeof m->remote_ip &&
+        (inet_pton(AF_INET, ip, addr) == 1 || inet_pton(AF_INET6, ip, addr) == 1)) {
+        memcpy(m->remote_ip, ip, strlen(ip) + 1);
+        if (curl_easy_getinfo(h, CURLINFO_PRIMARY_PORT, &l) == CURLE_OK) m->remote_port = (int)l;
+    }
 }
 
 int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_resp, courier_error *err) {
@@ -650,6 +668,10 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
             code = COURIER_E_PROXY;
             status = connect_code;
         }
+        if (t->http2_only && !t->wire.status_seen && strncasecmp(t->url, "http:", 5) == 0 &&
+            (result == CURLE_GOT_NOTHING || result == CURLE_HTTP2 || result == CURLE_WEIRD_SERVER_REPLY ||
+             result == CURLE_UNSUPPORTED_PROTOCOL))
+            code = COURIER_E_HTTP_VERSION; /* h2c with prior knowledge to a server that does not speak it */
         if (t->too_large) code = COURIER_E_TOO_LARGE;
         else if (t->oom) code = COURIER_E_NO_MEMORY;
         else if (t->wire.fault) code = t->wire.fault;

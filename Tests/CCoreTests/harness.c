@@ -384,7 +384,7 @@ int th_tls_nginx(th_nginx *out, int h2) {
     out->port = th_free_port();
     char cmd[1600];
     snprintf(cmd, sizeof cmd, "bash '%s/scripts/tls-fixture' '%s' %d%s", COURIER_SOURCE_DIR, out->dir, out->port,
-             h2 ? " h2" : "");
+             h2 == 2 ? " h2c" : h2 ? " h2" : "");
     if (system(cmd) != 0) return 1;
     char conf[700], log[700];
     snprintf(conf, sizeof conf, "%s/nginx.conf", out->dir);

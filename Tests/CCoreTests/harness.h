@@ -120,7 +120,8 @@ void th_redirect_to(const char *url);
 
 /* nginx over TLS, serving the world scripts/tls-fixture makes in a new temporary directory (its CA
  * ca.pem, a certificate for localhost, "/", "/mtls", "/1k.bin", "/status", connections.log) on a
- * free port of 127.0.0.1; with h2 it offers HTTP/2 by ALPN too. Stopped at exit (at most 4).
+ * free port of 127.0.0.1; with h2 1 it offers HTTP/2 by ALPN too; with h2 2 it speaks clear-text
+ * HTTP/2 with prior knowledge only (h2c: no TLS). Stopped at exit (at most 4).
  * Returns 0 with *out filled, 77 when nginx is not installed, 1 when it did not start. */
 typedef struct th_nginx {
     char dir[600];

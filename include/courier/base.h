@@ -134,7 +134,10 @@ typedef enum courier_code {
     COURIER_E_WS_CLOSED = -62,        /* the WebSocket is closed: its closing handshake ended (either
                                          side began it); courier_ws_close_code and _reason give the
                                          peer's code and reason. Not a failure */
-    COURIER_E_CREDENTIAL_REFUSED = -63 /* the authenticator's credential was refused again right after
+    COURIER_E_HTTP_VERSION = -63,     /* the HTTP version required cannot be had: the server answered
+                                         over another (courier_http_version's _2_ONLY), or this
+                                         libcurl was built without it (HTTP/3) */
+    COURIER_E_CREDENTIAL_REFUSED = -64 /* the authenticator's credential was refused again right after
                                          a refresh (the loop guard): the refusing response (a 401)
                                          is attached */
 } courier_code;

@@ -1,5 +1,7 @@
 /*
- * courier/config.h — the configuration an engine opens with, and security (TLS) policies.
+ * courier/config.h — the configuration an engine opens with, security (TLS) policies, and where
+ * connections go: DNS overrides, Unix sockets, HTTP versions, content codings (per engine and
+ * per request).
  *
  * A part of Courier's public C API. courier.h includes every part and states the rules they all
  * keep (ownership, threads, errors; docs/ABI.md); a program may include this part alone.
@@ -154,6 +156,133 @@ COURIER_API int courier_config_set_store_must_exist(courier_config *config, int 
  * with this configuration has closed, or use user_free to release it. */
 COURIER_API int courier_config_set_validator(courier_config *config, courier_validator_fn fn, void *user,
                                              courier_user_free_fn user_free);
+
+/* ========================================================================================== */
+/* Names, addresses and sockets: DNS overrides, DNS-over-HTTPS, IP version, Unix sockets        */
+/* ========================================================================================== */
+
+/* Where a request's connection goes, apart from what the URL says. The URL's host stays the
+ * request's host throughout: the Host field, TLS (SNI and the certificate's name), cookies, the
+ * cache key and the origin of credentials are the URL's, whichever address the connection reaches.
+ * A connection is reused only by requests that would have made the same one.
+ *
+ * Engine settings (every request of engines opened with the configuration):
+ *   resolve      host:port answered with given addresses instead of the DNS (curl's --resolve):
+ *                every address is tried, like the DNS's answer. Later entries for the same
+ *                host:port replace earlier ones.
+ *   connect_to   host:port reached by connecting to another host:port (curl's --connect-to); the
+ *                first entry that matches is used.
+ *   doh_url      names resolved over DNS-over-HTTPS (RFC 8484) at this https:// URL.
+ *   dns_cache_lifetime_ms, ip_version, happy_eyeballs_delay_ms (below).
+ *   unix_socket  every connection made over a Unix-domain socket (below).
+ * Request settings replace the engine's for one request (and its redirects): its resolve entries
+ * come first (a request's entry uses the first of its addresses), then its connect_to entries, then
+ * the engine's connect_to entries unless the request added its own. A request's overrides are
+ * its own: they are never seen by other requests, and a request with any of them is never coalesced
+ * with another (courier_request_set_coalesce).
+ *
+ * The address a response came from, and whether its connection was reused, are in its metrics
+ * (courier_metrics.remote_ip, .remote_port, .connection_reused). Setters run on the thread that
+ * owns the configuration or request; strings are copied. */
+
+/* Adds a resolve entry: `host` (a name, or an IPv6 address in brackets) and `port` (1..65535)
+ * answered with `addresses`: one or more IPv4 or IPv6 addresses (IPv6 without brackets), separated
+ * by commas ("127.0.0.1", "10.0.0.1,::1"). Errors: COURIER_E_INVALID_ARGUMENT (NULL config or
+ * request, an empty host or one holding ':', ',' or a space, a port out of range, an address that
+ * does not parse), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_add_resolve(courier_config *config, const char *host, int port, const char *addresses);
+COURIER_API int courier_request_add_resolve(courier_request *request, const char *host, int port,
+                                            const char *addresses);
+/* Adds a connect_to entry: connections for `host`:`port` go to `to_host`:`to_port` instead (a
+ * name, an IPv4 address, or an IPv6 address with or without brackets; 1..65535). Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL config or request, a host as for resolve, a port out of range),
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_add_connect_to(courier_config *config, const char *host, int port, const char *to_host,
+                                              int to_port);
+COURIER_API int courier_request_add_connect_to(courier_request *request, const char *host, int port,
+                                               const char *to_host, int to_port);
+/* Names are resolved over DNS-over-HTTPS at `url` (an https:// URL; NULL or "": the system's
+ * resolver, the default). The DoH server's own name is resolved by the system. Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL config), COURIER_E_INVALID_URL (not an https:// URL),
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_doh_url(courier_config *config, const char *url);
+/* How long a resolved name is kept by the engine's DNS cache, in milliseconds (rounded up to whole
+ * seconds; 0: not kept; -1: kept for the engine's life). Default 60000. Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL config, a value below -1). */
+COURIER_API int courier_config_set_dns_cache_lifetime_ms(courier_config *config, int64_t ms);
+/* Which addresses a name is resolved to and connected over. */
+typedef enum courier_ip_version {
+    COURIER_IP_ANY = 0, /* IPv4 and IPv6 (the default) */
+    COURIER_IP_V4 = 4,  /* IPv4 only */
+    COURIER_IP_V6 = 6   /* IPv6 only */
+} courier_ip_version;
+/* Errors: COURIER_E_INVALID_ARGUMENT (NULL config, another value). */
+COURIER_API int courier_config_set_ip_version(courier_config *config, courier_ip_version version);
+/* Happy eyeballs (RFC 8305): with both IPv6 and IPv4 addresses, the head start the first family
+ * gets before the other is tried, in milliseconds (>= 0; 0: libcurl's default, 200). Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL config, a negative value). */
+COURIER_API int courier_config_set_happy_eyeballs_delay_ms(courier_config *config, int64_t ms);
+/* Connections made over the Unix-domain socket at `path` instead of TCP: the URL still gives the
+ * scheme, the Host field, TLS's name and the cache key. A path starting with '@' names a Linux
+ * abstract socket (the rest of the path; other systems have none: the send fails with
+ * COURIER_E_CANNOT_CONNECT). NULL or "": TCP (for a request: TCP even when the engine has a
+ * socket). A socket that does not exist or refuses: COURIER_E_CANNOT_CONNECT. At most 107 bytes.
+ * Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL config or request, a path too long, or "@" alone),
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_unix_socket(courier_config *config, const char *path);
+COURIER_API int courier_request_set_unix_socket(courier_request *request, const char *path);
+
+/* ========================================================================================== */
+/* HTTP versions                                                                               */
+/* ========================================================================================== */
+
+/* Which HTTP versions a request may use. courier_metrics.http_version says which one it did. */
+typedef enum courier_http_version {
+    COURIER_HTTP_DEFAULT = 0, /* HTTP/2 over https when the server offers it by ALPN, else HTTP/1.1;
+                                 HTTP/1.1 for http:// */
+    COURIER_HTTP_V1_1 = 1,    /* HTTP/1.1 only: HTTP/2 is never offered */
+    COURIER_HTTP_V2 = 2,      /* HTTP/2 preferred: over https by ALPN, over http:// by an
+                                 "Upgrade: h2c" the server may ignore; HTTP/1.1 otherwise */
+    COURIER_HTTP_V2_ONLY = 3, /* HTTP/2 required: over https by ALPN, over http:// with prior
+                                 knowledge (h2c, RFC 9113 3.3: no upgrade, the connection starts in
+                                 HTTP/2). A server that answers over HTTP/1.x, or an http:// server
+                                 that does not speak HTTP/2, fails the request with
+                                 COURIER_E_HTTP_VERSION (over https the request was sent). On an
+                                 engine that does not require HTTP/2, such a request opens a
+                                 connection of its own; h2c connections are not reused on a libcurl
+                                 older than 8.0.0 (it breaks them: curl/curl#10634) */
+    COURIER_HTTP_V3 = 4,      /* HTTP/3 preferred (QUIC), HTTP/2 or 1.1 when it cannot be had */
+    COURIER_HTTP_V3_ONLY = 5  /* HTTP/3 only */
+} courier_http_version;
+/* Sets the HTTP version of every request of engines opened with config, or of one request
+ * (replacing the engine's; its redirects keep it). HTTP/3 exists only where libcurl was built
+ * with it (courier_http3_available): elsewhere asking for it fails here, with
+ * COURIER_E_HTTP_VERSION. Setters run on the thread that owns the configuration or request.
+ * Errors: COURIER_E_INVALID_ARGUMENT (NULL, another value), COURIER_E_HTTP_VERSION,
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_http_version(courier_config *config, courier_http_version version);
+COURIER_API int courier_request_set_http_version(courier_request *request, courier_http_version version);
+/* 1 when the libcurl Courier runs on speaks HTTP/3, else 0. Any thread. */
+COURIER_API int courier_http3_available(void);
+
+/* Content codings (RFC 9110 8.4). Requests offer the codings this libcurl decodes (Accept-Encoding:
+ * deflate, gzip, br, zstd as built) and a response's body arrives decoded, its Content-Encoding and
+ * Content-Length fields removed (a coding libcurl does not know arrives as received, the field
+ * kept). A body that does not decode fails with COURIER_E_PROTOCOL. With decode 0 the body arrives
+ * as the server coded it, Content-Encoding and Content-Length kept; such requests neither read nor
+ * write the cache (which holds decoded bodies). Default 1; a request's setting replaces the
+ * engine's. Errors: COURIER_E_INVALID_ARGUMENT (NULL), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_decode_content(courier_config *config, int decode);
+COURIER_API int courier_request_set_decode_content(courier_request *request, int decode);
+
+/* The connection pool's limits. max_idle (>= 1): connections kept open between requests; when one
+ * more is put back, the one idle longest is closed (default: courier_config_set_max_connections's
+ * value). idle_timeout_ms (>= 0; rounded up to whole seconds; 0: libcurl's default, 118 s): a
+ * connection idle longer is not reused but closed. Errors: COURIER_E_INVALID_ARGUMENT (NULL config,
+ * a value out of range), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_set_max_idle_connections(courier_config *config, int max_idle);
+COURIER_API int courier_config_set_idle_connection_timeout_ms(courier_config *config, int64_t idle_timeout_ms);
 
 #ifdef __cplusplus
 }

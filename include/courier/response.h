@@ -68,6 +68,10 @@ typedef struct courier_metrics {
     int connection_reused; /* 1 if no new connection was made */
     int http_version;      /* 10, 11, 20, 30, or 0 */
     int redirects;         /* redirects followed */
+    /* Added after 0.2.0 (written when size reaches them): */
+    char remote_ip[46];    /* the address the connection reached ("" for a Unix socket, a mock,
+                              a cache hit or a failure before connecting); IPv6 without brackets */
+    int remote_port;       /* its port (0 when remote_ip is "") */
 } courier_metrics;
 /* Copies the metrics into *out, whose `size` the caller set to sizeof(courier_metrics) as it knows
  * it, so the struct can grow: only the fields that end within it are written (size is kept).

@@ -170,6 +170,9 @@ extension CourierError {
         public static let wsProtocolError = Code(COURIER_E_WS_PROTOCOL)
         /// The WebSocket is closed: its closing handshake ended. Not a failure.
         public static let wsClosed = Code(COURIER_E_WS_CLOSED)
+        /// The HTTP version required cannot be had: the server answered over another
+        /// (``HTTPVersion/http2Only``), or this libcurl has no HTTP/3.
+        public static let httpVersion = Code(COURIER_E_HTTP_VERSION)
         /// The authenticator's credential was refused again right after a refresh (the loop
         /// guard); the refusing response (a 401) is attached.
         public static let credentialRefused = Code(COURIER_E_CREDENTIAL_REFUSED)
@@ -190,7 +193,7 @@ extension CourierError {
             Code(COURIER_E_CELLULAR),
             Code(COURIER_E_UNKNOWN_NAME), Code(COURIER_E_ROUTE_PARAMETER), Code(COURIER_E_CATALOG),
             .redis, .redisUnsupported, .numberRange, .again, .wsHandshake, .wsProtocolError,
-            .wsClosed, .credentialRefused,
+            .wsClosed, .httpVersion, .credentialRefused,
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -255,6 +258,7 @@ extension CourierError {
             case .wsHandshake: return "wsHandshake"
             case .wsProtocolError: return "wsProtocolError"
             case .wsClosed: return "wsClosed"
+            case .httpVersion: return "httpVersion"
             case .credentialRefused: return "credentialRefused"
             default: return "unknown(\(rawValue))"
             }
@@ -339,6 +343,8 @@ extension CourierError {
     public static let wsProtocolError = Code.wsProtocolError
     /// See ``Code/wsClosed``.
     public static let wsClosed = Code.wsClosed
+    /// See ``Code/httpVersion``.
+    public static let httpVersion = Code.httpVersion
     /// See ``Code/credentialRefused``.
     public static let credentialRefused = Code.credentialRefused
 }

@@ -27,6 +27,11 @@ public struct Metrics: Sendable, Equatable {
     public var httpVersion: Int
     /// Redirects followed.
     public var redirects: Int
+    /// The address the connection reached ("" for a Unix socket, a mock, a cache hit, or a failure
+    /// before connecting); IPv6 without brackets.
+    public var remoteIP: String
+    /// Its port (0 when ``remoteIP`` is "").
+    public var remotePort: Int
 
     /// Creates metrics (for mocks and tests; the engine fills them for real transfers).
     /// - Parameters:
@@ -40,9 +45,11 @@ public struct Metrics: Sendable, Equatable {
     ///   - connectionReused: Whether a connection was reused.
     ///   - httpVersion: 10, 11, 20, 30 or 0.
     ///   - redirects: Redirects followed.
+    ///   - remoteIP: The address reached.
+    ///   - remotePort: Its port.
     public init(dns: Double = 0, connect: Double = 0, tls: Double = 0, firstByte: Double = 0, total: Double = 0,
                 bytesSent: Int64 = 0, bytesReceived: Int64 = 0, connectionReused: Bool = false,
-                httpVersion: Int = 0, redirects: Int = 0) {
+                httpVersion: Int = 0, redirects: Int = 0, remoteIP: String = "", remotePort: Int = 0) {
         self.dns = dns
         self.connect = connect
         self.tls = tls
@@ -53,6 +60,8 @@ public struct Metrics: Sendable, Equatable {
         self.connectionReused = connectionReused
         self.httpVersion = httpVersion
         self.redirects = redirects
+        self.remoteIP = remoteIP
+        self.remotePort = remotePort
     }
 
     /// The metrics of a C response.
@@ -63,6 +72,10 @@ public struct Metrics: Sendable, Equatable {
         _ = courier_response_metrics(&m, response)
         self.init(dns: m.dns_s, connect: m.connect_s, tls: m.tls_s, firstByte: m.first_byte_s, total: m.total_s,
                   bytesSent: m.bytes_sent, bytesReceived: m.bytes_received, connectionReused: m.connection_reused != 0,
-                  httpVersion: Int(m.http_version), redirects: Int(m.redirects))
+                  httpVersion: Int(m.http_version), redirects: Int(m.redirects),
+                  remoteIP: withUnsafeBytes(of: m.remote_ip) { raw in
+                      String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                  },
+                  remotePort: Int(m.remote_port))
     }
 }

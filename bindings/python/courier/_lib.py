@@ -108,7 +108,7 @@ class METRICS(ctypes.Structure):
                 ("first_byte_s", ctypes.c_double), ("total_s", ctypes.c_double),
                 ("bytes_sent", ctypes.c_int64), ("bytes_received", ctypes.c_int64),
                 ("connection_reused", ctypes.c_int), ("http_version", ctypes.c_int),
-                ("redirects", ctypes.c_int)]
+                ("redirects", ctypes.c_int), ("remote_ip", ctypes.c_char * 46), ("remote_port", ctypes.c_int)]
 
 
 class CACHE_STATS(ctypes.Structure):

@@ -28,6 +28,8 @@ from .request import (BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt
 from .response import CachePolicy, Response, c_after_receive, c_validator
 from .stream import EventSource, StreamResponse, open_events, open_stream, wait_head
 from .websocket import WebSocket, _SyncWaker, make_options, open_ws, wait_open
+from . import netopts
+from .netopts import ConnectToArg, HTTPVersion, IPVersion, ResolveArg
 from .security import Security
 from .session import Authenticator
 from .session import install as session_install
@@ -409,6 +411,23 @@ class Engine:
             path is of that kind (0 keeps the engine's own), applied at once when the kind changes.
         api_version: a path segment ("v5") put between the base URL and every relative path
         (HLNetworking's apiVersion), followed by "r" with ``api_review=True`` (the review build's).
+        resolve: ``{"host:port": "addr,addr" or [addr, ...]}`` (or ``(host, port, addresses)``
+            tuples): names answered with these addresses instead of the DNS (curl's --resolve).
+        connect_to: ``{"host:port": "to_host:to_port"}`` (or 4-tuples): connections for host:port
+            go there instead. With both, the URL's host stays the Host field and TLS's name.
+        doh_url: resolve names over DNS-over-HTTPS at this https:// URL.
+        dns_cache_lifetime: seconds a resolved name is kept (default 60; 0 not kept; -1 for ever).
+        ip_version: :class:`IPVersion` (ANY, V4, V6). happy_eyeballs_delay: seconds the first
+            address family leads by (0: libcurl's 0.2).
+        unix_socket: every connection over this Unix-domain socket ("@name": a Linux abstract
+            one); the URL still names the host. ``Response.metrics.remote_ip`` / ``remote_port``
+            say where a connection went.
+        http_version: :class:`HTTPVersion` (DEFAULT, V1_1, V2, V2_ONLY, V3, V3_ONLY) of every request.
+        decode_content: False: bodies arrive as the server coded them (gzip, br, ...), with their
+            Content-Encoding, and never through the cache (default True: decoded).
+        max_idle_connections: connections the pool keeps open between requests (default
+            max_connections); idle_connection_timeout: seconds after which an idle connection is
+            closed rather than reused (default libcurl's 118).
         adapters: ``fn(outgoing)`` functions run in order before each attempt of every request; they
             may change its URL, method, headers and body (``outgoing.body``, ``outgoing.body_file``),
             and may be coroutine functions (awaited on the :class:`courier.AsyncEngine`'s loop) or
@@ -457,6 +476,13 @@ class Engine:
                  network_watch: bool = False,
                  network_limits: Optional[Mapping[Union[NetworkKind, str, int], tuple[int, int, int]]] = None,
                  api_version: Optional[str] = None, api_review: bool = False,
+                 resolve: ResolveArg = None, connect_to: ConnectToArg = None, doh_url: Optional[str] = None,
+                 dns_cache_lifetime: Optional[float] = None, ip_version: Union[IPVersion, str, int, None] = None,
+                 happy_eyeballs_delay: Optional[float] = None,
+                 unix_socket: Union[str, os.PathLike, None] = None,
+                 http_version: Union[HTTPVersion, str, int, None] = None,
+                 decode_content: Optional[bool] = None, max_idle_connections: Optional[int] = None,
+                 idle_connection_timeout: Optional[float] = None,
                  adapters: Sequence[Callable[..., Any]] = (), retriers: Sequence[Callable[..., Any]] = (),
                  authenticator: Optional[Authenticator] = None) -> None:
         self._ptr: Optional[int] = None
@@ -613,6 +639,9 @@ class Engine:
                 session_install(c, self, adapters, retriers, authenticator)
             if api_version is not None or api_review:
                 check(lib.courier_config_set_api_version(c, _opt(api_version), 1 if api_review else 0), arg="api_version")
+            netopts.apply_engine(c, resolve, connect_to, doh_url, dns_cache_lifetime, ip_version,
+                                 happy_eyeballs_delay, unix_socket, http_version, decode_content,
+                                 max_idle_connections, idle_connection_timeout)
             out = c_void_p()
             err = ERROR()
             check(lib.courier_engine_open(byref(out), c, byref(err)), err)

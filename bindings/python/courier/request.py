@@ -26,6 +26,8 @@ from .errors import CourierError, InvalidArgument, check, coerce, lib_code, make
 from .frozen import FreezePolicy
 from .mapping import python_to_json
 from .response import CachePolicy, Response, borrowed_response, build_response, c_validator
+from . import netopts
+from .netopts import ConnectToArg, HTTPVersion, ResolveArg
 from .security import Security
 
 __all__ = ["Request", "RequestOptions", "Outgoing", "Progress", "Retry", "Mock", "Part", "Priority", "BodyEncoding",
@@ -338,6 +340,11 @@ class RequestOptions(TypedDict, total=False):
     param_charset: Optional[str]
     security: Optional[Security]
     allow_cellular: Optional[bool]
+    resolve: ResolveArg
+    connect_to: ConnectToArg
+    unix_socket: Union[str, "os.PathLike[str]", None]
+    http_version: Union[HTTPVersion, str, int, None]
+    decode_content: Optional[bool]
     object: Any
     status_codes: Optional[Iterable[Union[int, tuple[int, int]]]]
     api_version: Optional[str]
@@ -380,7 +387,10 @@ class Request:
                  proxy_credentials: Credentials = None, param_charset: Optional[str] = None,
                  security: Optional[Security] = None, allow_cellular: Optional[bool] = None,
                  object: Any = None, status_codes: Optional[Iterable[Union[int, tuple[int, int]]]] = None,
-                 api_version: Optional[str] = None, adapters: Sequence[Callable[..., Any]] = (),
+                 api_version: Optional[str] = None, resolve: ResolveArg = None,
+                 connect_to: ConnectToArg = None, unix_socket: Union[str, "os.PathLike[str]", None] = None,
+                 http_version: Union[HTTPVersion, str, int, None] = None,
+                 decode_content: Optional[bool] = None, adapters: Sequence[Callable[..., Any]] = (),
                  retriers: Sequence[Callable[..., Any]] = (), authenticated: Optional[bool] = None) -> None:
         self._origin: Optional[tuple[str, ...]] = None  # a catalogue API or a route (made by the engine)
         self.method = method
@@ -438,6 +448,11 @@ class Request:
         self.param_charset = param_charset
         self.security = security
         self.allow_cellular = allow_cellular
+        self.resolve = resolve
+        self.connect_to = connect_to
+        self.unix_socket = unix_socket
+        self.http_version = http_version
+        self.decode_content = decode_content
         # object: a dict filling the path pattern (":id"), the rest sent as parameters or body
         self.object = object
         self.status_codes = tuple(status_codes) if status_codes is not None else None
@@ -571,6 +586,10 @@ class Request:
             self.security._apply(L.courier_request_set_security, r)
         if self.allow_cellular is not None:
             check(L.courier_request_set_allow_cellular(r, 1 if self.allow_cellular else 0), arg="allow_cellular")
+        if (self.resolve or self.connect_to or self.unix_socket is not None or self.http_version is not None
+                or self.decode_content is not None):
+            netopts.apply_request(r, self.resolve, self.connect_to, self.unix_socket, self.http_version,
+                                  self.decode_content)
         if self.use_default_params is not None:
             check(L.courier_request_set_use_default_params(r, 1 if self.use_default_params else 0), arg="use_default_params")
         for name, value in _pairs(self.headers):

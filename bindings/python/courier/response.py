@@ -79,6 +79,8 @@ class Metrics:
     connection_reused: bool
     http_version: int
     redirects: int
+    remote_ip: str = ""  # the address the connection reached ("" for a Unix socket, mock, cache hit)
+    remote_port: int = 0
 
 
 class CachePolicy(CEnum):
@@ -405,7 +407,8 @@ class Response:
         m = sized(METRICS)
         check(lib.courier_response_metrics(byref(m), self._handle()))
         return Metrics(m.dns_s, m.connect_s, m.tls_s, m.first_byte_s, m.total_s, m.bytes_sent,
-                       m.bytes_received, bool(m.connection_reused), m.http_version, m.redirects)
+                       m.bytes_received, bool(m.connection_reused), m.http_version, m.redirects,
+                       m.remote_ip.decode("ascii", "replace"), m.remote_port)
 
     @property
     def attempts(self) -> int:

@@ -16,7 +16,7 @@ import courier
 PACKAGE = pathlib.Path(courier.__file__).parent
 
 #: bottom to top
-LAYERS = ["_decls", "_lib", "_fast", "_enums", "errors", "_callbacks", "auth", "security", "mapping", "response", "frozen", "request", "session", "stream", "websocket",
+LAYERS = ["_decls", "_lib", "_fast", "_enums", "errors", "_callbacks", "auth", "security", "netopts", "mapping", "response", "frozen", "request", "session", "stream", "websocket",
           "transport", "cache_verify", "cache", "group", "engine", "aio", "plot", "__init__"]
 
 
