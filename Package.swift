@@ -115,9 +115,11 @@ let package = Package(
         // The loopback HTTP/1.1 server the tests, the demo and `courier serve` use.
         .target(
             name: "CourierTestServer",
+            dependencies: ["CCrypto"], // SHA-1 for /ws/echo's handshake
             path: "Tests/TestServer",
             exclude: ["tool", "selftest.c"],
-            publicHeadersPath: "include"
+            publicHeadersPath: "include",
+            linkerSettings: [.linkedLibrary("crypto")] // a module map's `link` reaches only Swift importers
         ),
         // The Swift facade.
         .target(

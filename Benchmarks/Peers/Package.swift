@@ -21,6 +21,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
+        // `peers ws`: the WebSocket client of Vapor (over NIO). (`peers sse` has no Swift peer here:
+        // mattt/EventSource 1.1.1, its only release, calls URLSession.bytes, which Linux's Foundation
+        // lacks, and a package's files are not committed here: it measures Courier alone.)
+        .package(url: "https://github.com/vapor/websocket-kit", exact: "2.16.2"),
     ],
     targets: [
         .executableTarget(
@@ -31,7 +35,9 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "WebSocketKit", package: "websocket-kit"),
             ],
             path: "Sources/peers"
         ),

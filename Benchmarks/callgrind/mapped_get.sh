@@ -19,7 +19,7 @@ reads=(data tape)
 if [ "$before" = before ]; then def=(-DBEFORE); reads=(data); fi
 ${CC:-cc} -O2 "${def[@]}" -Iinclude -ITests/TestServer/include -IBenchmarks/CBench/include \
   Benchmarks/callgrind/mapped_get.c Benchmarks/CBench/mapping_bench.c -o "$tmp/mapped_get" \
-  "$build/libcourier.so" "$build/libcourier_test_server.a" $(pkg-config --libs jansson) -lpthread -Wl,-rpath,"$build"
+  "$build/libcourier.so" "$build/libcourier_test_server.a" $(pkg-config --libs jansson libcrypto) -lpthread -Wl,-rpath,"$build"
 ${CC:-cc} -O2 -Iinclude -IBenchmarks/CBench/include Benchmarks/callgrind/mapping_mbps.c Benchmarks/CBench/mapping_bench.c \
   -o "$tmp/mapping_mbps" "$build/libcourier.so" $(pkg-config --libs jansson) -Wl,-rpath,"$build"
 ir() {

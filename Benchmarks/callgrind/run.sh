@@ -14,7 +14,7 @@ n2=${3:-1100}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ${CC:-cc} -O2 -Iinclude -ITests/TestServer/include Benchmarks/callgrind/driver.c -o "$tmp/driver" \
-  "$build/libcourier.so" "$build/libcourier_test_server.a" -lpthread -Wl,-rpath,"$build"
+  "$build/libcourier.so" "$build/libcourier_test_server.a" -lcrypto -lpthread -Wl,-rpath,"$build"
 ir() {
   valgrind --tool=callgrind --callgrind-out-file="$tmp/out" "$tmp/driver" "$1" "$2" > /dev/null 2>&1
   awk '/^(summary|totals):/ {print $2; exit}' "$tmp/out"

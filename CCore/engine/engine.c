@@ -35,10 +35,13 @@ int cr_sched_new(courier_engine *e) {
     if (!e->sched->rng) e->sched->rng = 1;
     e->sched->guard_ms = e->core.config->sched ? e->core.config->sched->guard_ms : 0;
     atomic_init(&e->mock_enabled, e->core.config->sched ? e->core.config->sched->mock_enabled : 0);
+    int rc = cr_stubs_open(e); /* stubs.c */
+    if (rc) return rc;
     return cr_session_open(e, &session_ops); /* session.c */
 }
 
 void cr_sched_free(courier_engine *e) {
+    cr_stubs_close(e); /* stubs.c */
     if (!e->sched) return;
     for (size_t i = 0; i < e->sched->nhosts; i++) free(e->sched->hosts[i].host);
     free(e->sched->hosts);
@@ -488,6 +491,13 @@ static cr_transfer *find_leader(courier_engine *e, const cr_transfer *t) {
  * or the waiting queue. */
 static void route(courier_engine *e, cr_transfer *t) {
     if (t->sess && !cr_session_ready(e, t)) return; /* session.c: adapters, the credential first */
+    if (t->stub) { /* stubs.c: this attempt's answer (and record); a retry's answer may wait on its delay */
+        long wait = cr_stubs_take(e, t);
+        if (wait > 0) {
+            timer_push(e, t, timer_now(e) + wait);
+            return;
+        }
+    }
     if (t->mock) {
         if (t->mock->delay_ms > 0 && t->attempts == 0) {
             t->attempts = -1; /* marks "delay served" when the timer fires */
@@ -553,6 +563,7 @@ static void deliver(courier_engine *e, cr_transfer *t, int code, courier_respons
  * (include/courier/hooks.h, "Sessions"): the authenticator's refusal, the fixed rule, then the retriers. */
 static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
     cr_monitor_observe(e, t, code, resp); /* monitor.c: reachability from every attempt */
+    cr_har_observe(e, t, code, resp);     /* stubs.c, har.c: the HAR entry, when recording */
     set_state(e, t, CR_T_NEW);
     if (t->sess && cr_session_after_attempt(e, t, code, resp, err)) return; /* session.c */
     bool anyone = !t->caller_gone || t->followers;
@@ -1114,6 +1125,8 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         if (e->core.config->kind_limits[k].per_host > pool_host) pool_host = e->core.config->kind_limits[k].per_host;
         if (e->core.config->kind_limits[k].total > pool_total) pool_total = e->core.config->kind_limits[k].total;
     }
+    e->pool_host = pool_host; /* ws.c adds room for the WebSockets open */
+    e->pool_total = pool_total;
     curl_multi_setopt(e->core.multi, CURLMOPT_MAX_HOST_CONNECTIONS, pool_host);
     curl_multi_setopt(e->core.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, pool_total);
     curl_multi_setopt(e->core.multi, CURLMOPT_MAXCONNECTS, cr_netopts_max_idle(e->core.config->net, pool_total));

@@ -58,6 +58,9 @@ struct courier_engine {
     struct curl_waitfd *ws_fds;
     size_t ws_fds_cap;
     int ws_closed;
+    long ws_pooled;              /* WebSockets whose easy handle is in the multi handle */
+    long pool_host, pool_total;  /* libcurl's pool limits set at open (before WebSockets' room) */
+    struct cr_stubs *stubs; /* stubs.c: stubs, their record, HAR recording (own lock); any thread */
     struct cr_hub *hub; /* session.c: answers of adapters, retriers and refreshes; the credential */
 };
 _Static_assert(offsetof(struct courier_engine, core) == 0, "cr_core(e) casts the engine to its first member");
@@ -120,6 +123,9 @@ typedef struct cr_sched_conf {
     size_t ninterceptors;
     cr_transport_reg *transports;
     size_t ntransports;
+    struct courier_stub **stubs; /* stubs.c: immutable copies, one reference each */
+    size_t nstubs;
+    int stub_mode;
     struct cr_sess_conf *session; /* adapters, retriers, authenticator (session.c, a cr_ext); NULL: none */
 } cr_sched_conf;
 
@@ -192,6 +198,49 @@ CR_HIDDEN char *cr_sched_host_key(const char *url);
 /* Whether a transfer that ended with (code, resp) is tried again: the delay in ms, or -1. */
 CR_HIDDEN long cr_retry_delay(const cr_transfer *t, int code, const courier_response *resp, uint64_t *rng);
 
+
+/* stubs.c: engine-wide stubs and HAR (the public part: courier.h). */
+/* The engine's state, made from its configuration's stubs and mode at open; freed at close. */
+CR_HIDDEN int cr_stubs_open(courier_engine *e);
+CR_HIDDEN void cr_stubs_close(courier_engine *e);
+/* A copy of a stub with its own place in the answers: COURIER_E_INVALID_ARGUMENT (NULL, no answer)
+ * or COURIER_E_NO_MEMORY. courier_config_add_stub (schedule.c) keeps such copies. */
+CR_HIDDEN int cr_stub_copy(courier_stub **out, const courier_stub *src);
+/* The configuration's stubs: a copy of the list (references) for a configuration copy, and release. */
+CR_HIDDEN int cr_stubs_conf_copy(cr_sched_conf *dst, const cr_sched_conf *src);
+CR_HIDDEN void cr_stubs_conf_clear(cr_sched_conf *c);
+/* Sending thread, prepare time (t final, no mock, no custom transport): offers t to the stubs when
+ * the mode is not OFF (predicates run here) and sets t->stub. A match sets t->mock to the stub's
+ * coming answer; an unmatched request in COURIER_STUBS_ONLY gets a mock failing with
+ * COURIER_E_NO_STUB. Nothing is taken or recorded yet (a cache hit may answer). OK or NO_MEMORY. */
+CR_HIDDEN int cr_stubs_offer(courier_engine *e, cr_transfer *t, courier_error *err);
+/* Worker, route(), each attempt of a transfer with t->stub: records it and puts the stub's next
+ * answer in t->mock (kept on no memory). Returns the ms a retry's answer waits (its delay, the
+ * caller sets the timer), else 0; the call when that timer fires takes nothing. */
+CR_HIDDEN long cr_stubs_take(courier_engine *e, cr_transfer *t);
+/* Worker, after every attempt: the HAR entry of (t, resp) when recording. */
+CR_HIDDEN void cr_har_observe(courier_engine *e, const cr_transfer *t, int code, const courier_response *resp);
+/* har.c, under the stubs' lock: a new HAR log (jansson), the entry of an exchange appended to it,
+ * and the log written to path (a temporary file renamed over it). */
+CR_HIDDEN void *cr_har_new_log(void);
+CR_HIDDEN void cr_har_free_log(void *log);
+CR_HIDDEN int cr_har_append(void *log, const cr_transfer *t, const courier_response *resp);
+CR_HIDDEN int cr_har_write(void *log, const char *path, courier_error *err);
+/* har.c: reads a HAR file and calls each(ctx, entry, err) per entry in order (the entry borrowed
+ * for the call: the response's status, its headers but Content-Length, Content-Encoding and
+ * Transfer-Encoding, its body decoded from base64 when so encoded). Stops at the first failure
+ * (each's code). COURIER_E_NOT_FOUND (no file), COURIER_E_JSON (not a HAR, or an entry without
+ * request.method, request.url or response.status), COURIER_E_NO_MEMORY. */
+typedef struct cr_har_entry {
+    const char *method;
+    const char *url;
+    int status;
+    cr_kvlist headers;
+    const char *body;
+    size_t body_len;
+} cr_har_entry;
+CR_HIDDEN int cr_har_read(const char *path, int (*each)(void *ctx, const cr_har_entry *entry, courier_error *err),
+                          void *ctx, courier_error *err);
 
 /* monitor.c. The engine opens it before the journal and closes it after. `changed` is told when
  * the effective state changed (CR_WAKE_TURN, with CR_WAKE_REPLAY_NOW when it became online): the

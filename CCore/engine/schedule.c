@@ -22,6 +22,7 @@ static void sched_conf_clear(cr_sched_conf *c) {
         cr_callback_release(c->transports[i].owner);
     }
     free(c->transports);
+    cr_stubs_conf_clear(c); /* stubs.c */
     cr_ext_free(c->session); /* session.c */
     memset(c, 0, sizeof *c);
 }
@@ -45,6 +46,7 @@ static void *sched_conf_copy(const void *state) {
     c->retry = src->retry;
     c->guard_ms = src->guard_ms;
     c->mock_enabled = src->mock_enabled;
+    if (cr_stubs_conf_copy(c, src)) goto fail; /* stubs.c */
     if (src->session && !(c->session = cr_ext_copy(src->session))) goto fail; /* session.c */
     if (src->ninterceptors) {
         c->interceptors = calloc(src->ninterceptors, sizeof *c->interceptors);
@@ -101,6 +103,29 @@ int courier_config_set_mock_enabled(courier_config *c, int enabled) {
     cr_sched_conf *s = cr_sched_conf_of(c);
     if (!s) return COURIER_E_NO_MEMORY;
     s->mock_enabled = enabled ? 1 : 0;
+    return COURIER_OK;
+}
+
+/* The configuration's stubs (stubs.c keeps them and the engine's). */
+int courier_config_add_stub(courier_config *c, const courier_stub *stub) {
+    if (!c) return COURIER_E_INVALID_ARGUMENT;
+    cr_sched_conf *sc = cr_sched_conf_of(c);
+    if (!sc) return COURIER_E_NO_MEMORY;
+    courier_stub **p = realloc(sc->stubs, (sc->nstubs + 1) * sizeof *p);
+    if (!p) return COURIER_E_NO_MEMORY;
+    sc->stubs = p;
+    courier_stub *copy = NULL;
+    int rc = cr_stub_copy(&copy, stub);
+    if (rc) return rc;
+    sc->stubs[sc->nstubs++] = copy;
+    return COURIER_OK;
+}
+
+int courier_config_set_stub_mode(courier_config *c, courier_stub_mode mode) {
+    if (!c || (int)mode < COURIER_STUBS_OFF || mode > COURIER_STUBS_PASS_THROUGH) return COURIER_E_INVALID_ARGUMENT;
+    cr_sched_conf *sc = cr_sched_conf_of(c);
+    if (!sc) return COURIER_E_NO_MEMORY;
+    sc->stub_mode = (int)mode;
     return COURIER_OK;
 }
 
@@ -258,6 +283,10 @@ int cr_sched_prepare(courier_engine *e, const courier_request *r, cr_transfer *t
 /* Called after the outgoing view became the transfer: host key and coalescing key. */
 int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, courier_error *err) {
     if (!(t->host = cr_sched_host_key(t->url))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    if (!t->mock && !t->custom) { /* stubs.c: the engine's stubs may answer it (sets t->mock) */
+        int rc = cr_stubs_offer(t->engine, t, err);
+        if (rc) return rc;
+    }
     if (!r->no_coalesce && !r->security && !r->net && !t->mock && !t->custom && !t->has_body &&
         (strcmp(t->method, "GET") == 0 || strcmp(t->method, "HEAD") == 0)) {
         if (!(t->coalesce_key = identity(t, false, NULL))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);

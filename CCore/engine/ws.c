@@ -96,6 +96,21 @@ static void finish(courier_ws *ws, int code, const courier_error *detail) {
 
 /* Worker: the WebSocket off the engine: easy handle out of the multi handle and cleaned up (curl
  * closes the socket), wslay's context freed, the worker's reference released. */
+/* Worker: libcurl's pool limits grown by the WebSockets in the multi handle. A WebSocket's connection
+ * is idle to libcurl (connect-only: no transfer holds it), and libcurl, asked for a new connection to
+ * a host at its limit (or past the total), closes the oldest idle connection there: with the limits
+ * as set at open, the sixth WebSocket to a host (5 per host by default), or a request to a host
+ * where 5 were open, closed an open WebSocket's connection under it (ws_test
+ * test_more_than_the_host_limit). Each WebSocket now brings room for its own connection; the
+ * scheduler still holds requests to the configured limits (pump). */
+static void pool_room(courier_engine *e) {
+    if (e->pool_host > 0) curl_multi_setopt(e->core.multi, CURLMOPT_MAX_HOST_CONNECTIONS, e->pool_host + e->ws_pooled);
+    if (e->pool_total > 0) {
+        curl_multi_setopt(e->core.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, e->pool_total + e->ws_pooled);
+        curl_multi_setopt(e->core.multi, CURLMOPT_MAXCONNECTS, e->pool_total + e->ws_pooled);
+    }
+}
+
 static void unlink_ws(courier_engine *e, courier_ws *ws) {
     if (!ws->linked) return;
     ws->linked = 0;
@@ -109,6 +124,11 @@ static void unlink_ws(courier_engine *e, courier_ws *ws) {
         curl_multi_remove_handle(e->core.multi, ws->easy);
         cr_easy_cleanup(ws->easy);
         ws->easy = NULL;
+    }
+    if (ws->pooled) {
+        ws->pooled = 0;
+        e->ws_pooled--;
+        pool_room(e);
     }
     if (ws->ctx) wslay_event_context_free(ws->ctx);
     ws->ctx = NULL;
@@ -164,11 +184,28 @@ static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
     return (ssize_t)n;
 }
 
+/* wslay hands over a frame's header (flagged WSLAY_MSG_MORE) and its payload in two calls: the header
+ * is held and written with the payload's first bytes, so that a small message is one write and one
+ * TCP segment, not two (the peer then wakes once per message). */
 static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *user) {
-    (void)flags;
     courier_ws *ws = user;
+    if ((flags & WSLAY_MSG_MORE) && ws->hold_len == 0 && len <= sizeof ws->hold) {
+        memcpy(ws->hold, data, len);
+        ws->hold_len = len;
+        return (ssize_t)len;
+    }
+    uint8_t joined[sizeof ws->hold + 4096]; /* wslay masks payloads 4096 bytes at a time */
+    const uint8_t *out = data;
+    size_t out_len = len, held = ws->hold_len;
+    if (held) {
+        size_t k = len < sizeof joined - held ? len : sizeof joined - held;
+        memcpy(joined, ws->hold, held);
+        memcpy(joined + held, data, k);
+        out = joined;
+        out_len = held + k;
+    }
     size_t n = 0;
-    CURLcode rc = curl_easy_send(ws->easy, data, len, &n);
+    CURLcode rc = curl_easy_send(ws->easy, out, out_len, &n);
     if (rc == CURLE_AGAIN) {
         wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
         return -1;
@@ -177,6 +214,20 @@ static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
         ws->io_error = rc;
         wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
         return -1;
+    }
+    if (held) { /* what was written counts first against the header held */
+        if (n < held) {
+            memmove(ws->hold, ws->hold + n, held - n);
+            ws->hold_len = held - n;
+            n = 0;
+        } else {
+            ws->hold_len = 0;
+            n -= held;
+        }
+        if (n == 0) { /* none of this call's bytes went: wslay tries them again */
+            wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+            return -1;
+        }
     }
     return (ssize_t)n;
 }
@@ -196,13 +247,24 @@ static bool random_bytes(void *buf, size_t len) {
     return true;
 }
 
+/* The keys come from a pool refilled from the CSPRNG 64 keys at a time: one getrandom call per 64
+ * frames instead of one per frame. */
 static int on_genmask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user) {
-    (void)user;
-    if (!random_bytes(buf, len)) {
-        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-        return -1;
+    courier_ws *ws = user;
+    if (len > sizeof ws->masks) {
+        if (!random_bytes(buf, len)) goto failed;
+        return 0;
     }
+    if (ws->masks_off + len > sizeof ws->masks) {
+        if (!random_bytes(ws->masks, sizeof ws->masks)) goto failed;
+        ws->masks_off = 0;
+    }
+    memcpy(buf, ws->masks + ws->masks_off, len);
+    ws->masks_off += len;
     return 0;
+failed:
+    wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+    return -1;
 }
 
 /* Worker, from on_msg: a message Courier refuses after wslay took it (compressed data that does not
@@ -338,6 +400,7 @@ static int fail_detail(courier_error *d, int code, const char *fmt, const char *
 /* Worker: a masked close frame with `code` written straight to the socket (best effort: the
  * connection is being failed). Only when wslay has no frame half-written. */
 static bool send_raw_close(courier_ws *ws, uint16_t code) {
+    if (ws->hold_len) return false; /* a frame's header is still to go */
     uint8_t f[8] = {0x88, 0x82};
     if (!random_bytes(f + 2, 4)) return false;
     f[6] = (uint8_t)((code >> 8) ^ f[2]);
@@ -729,6 +792,7 @@ static void init_wslay(courier_ws *ws, courier_error *d) {
         return;
     }
     wslay_event_config_set_max_recv_msg_length(ws->ctx, (uint64_t)ws->opt.max_message_bytes);
+    ws->masks_off = sizeof ws->masks; /* empty: the first frame fills it */
     if (ws->deflate) wslay_event_config_set_allowed_rsv_bits(ws->ctx, WSLAY_RSV1_BIT);
     ws->phase = P_OPEN;
     ws->deadline_ms = 0;
@@ -909,6 +973,11 @@ void cr_ws_start_work(void *user) {
         if (!c) c = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ws->opt.handshake_timeout_ms);
         if (!c) c = (CURLcode)cr_auth_setup(e, t); /* the request's proxy */
         if (!c) c = (CURLcode)cr_security_setup(t); /* the request's TLS policy */
+        if (!c) { /* room for this WebSocket's connection first (see pool_room) */
+            ws->pooled = 1;
+            e->ws_pooled++;
+            pool_room(e);
+        }
         if (!c && curl_multi_add_handle(e->core.multi, h) != CURLM_OK) c = CURLE_OUT_OF_MEMORY;
         t->easy = NULL;
         if (c) rc = cr_fail(&d, c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL,
@@ -952,6 +1021,26 @@ static void kick_work(void *user) {
         if (ws->phase == P_ENDED) unlink_ws(ws->e, ws);
     }
     cr_ws_release(ws); /* the post's reference */
+}
+
+/* Any thread, under m: claims the kick a send needs (false: one is pending already). The claim is
+ * posted with cr_ws_kick_post once m is released, so that the worker, woken by the post, does not
+ * find m still held by the sender and sleep again on it. */
+bool cr_ws_kick_claim_locked(courier_ws *ws) {
+    if (ws->kick_posted) return false;
+    ws->kick_posted = 1;
+    atomic_fetch_add(&ws->refs, 1);
+    return true;
+}
+
+/* Any thread, without m: posts a claimed kick. Returns false when the engine refused (claim undone). */
+bool cr_ws_kick_post(courier_ws *ws) {
+    if (courier_engine_post(ws->e, kick_work, ws, NULL) == COURIER_OK) return true;
+    pthread_mutex_lock(&ws->m);
+    ws->kick_posted = 0;
+    pthread_mutex_unlock(&ws->m);
+    atomic_fetch_sub(&ws->refs, 1); /* never the last: the caller holds one */
+    return false;
 }
 
 /* Any thread, under m: a kick posted unless one is pending. Returns false when the engine refused. */

@@ -164,6 +164,7 @@ int courier_ws_send(courier_ws *ws, courier_ws_type type, const void *data, size
     m->data[len] = 0;
     pthread_mutex_lock(&ws->m);
     int rc = COURIER_OK;
+    bool post = false;
     if (ws->state == COURIER_WS_CLOSED || ws->state == COURIER_WS_CLOSING || ws->close_asked)
         rc = cr_fail(err, COURIER_E_WS_CLOSED, "the WebSocket is closing or closed");
     else if (ws->out_bytes && (int64_t)(ws->out_bytes + len) > ws->opt.max_send_queue_bytes)
@@ -173,11 +174,12 @@ int courier_ws_send(courier_ws *ws, courier_ws_type type, const void *data, size
         else ws->out_first = m;
         ws->out_last = m;
         ws->out_bytes += len;
-        if (!cr_ws_kick_locked(ws)) rc = cr_fail(err, COURIER_E_CLOSED, "the engine is closing");
+        post = cr_ws_kick_claim_locked(ws);
         m = NULL; /* queued: finish() frees it if the engine refused */
     }
     pthread_mutex_unlock(&ws->m);
     free(m);
+    if (post && !cr_ws_kick_post(ws)) rc = cr_fail(err, COURIER_E_CLOSED, "the engine is closing");
     return rc;
 }
 

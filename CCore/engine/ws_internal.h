@@ -67,6 +67,7 @@ struct courier_ws {
     struct courier_ws *next;    /* the engine's list */
     int phase;                  /* P_* */
     int linked;                 /* in the engine's list and its easy handle in the multi handle */
+    int pooled;                 /* counted in the engine's ws_pooled (its easy handle was added) */
     CURL *easy;
     char *errbuf;
     cr_transfer *t;             /* the prepared request, until the handshake is written */
@@ -85,6 +86,10 @@ struct courier_ws {
     int ping_out;               /* a keepalive ping is waiting for its pong */
     cr_wsd *deflate;            /* permessage-deflate, when the server accepted it */
     cr_buf zbuf;                /* a message compressed or inflated */
+    uint8_t hold[14];           /* a frame header wslay handed over, not written yet (on_send) */
+    size_t hold_len;
+    uint8_t masks[256];         /* masking keys from the CSPRNG, taken 4 bytes at a time (on_genmask) */
+    size_t masks_off;           /* the next unused byte of masks */
 };
 
 /* ws.c. Drops a reference (the caller's or the worker's); the last frees the WebSocket. Any thread. */
@@ -95,6 +100,11 @@ void cr_ws_start_work(void *user);
 /* Any thread, under ws->m: a kick posted to the worker (the caller's messages handed to wslay, or a
  * close) unless one is pending. False when the engine refused (closing). */
 bool cr_ws_kick_locked(courier_ws *ws);
+/* The same in two steps, for courier_ws_send: under ws->m, claim the kick (false: one is pending);
+ * after releasing ws->m, post the claim (false when the engine refused: the claim is undone). The
+ * worker woken by the post then never finds ws->m still held by the sender. */
+bool cr_ws_kick_claim_locked(courier_ws *ws);
+bool cr_ws_kick_post(courier_ws *ws);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

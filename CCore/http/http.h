@@ -352,6 +352,8 @@ typedef struct cr_transfer {
     struct cr_transfer *followers;
     struct cr_transfer *next_follower;
     struct cr_mock *mock;        /* a copy, when the mock switch was on at send */
+    void *stub;                  /* stubs.c: offered to the engine's stubs (a cr_ext: the matched stub, the
+                                    state of its delays), or NULL */
     const struct cr_transport_reg *custom; /* a custom transport, or NULL for curl */
     struct courier_call *call;
     int cancel_requested;
@@ -672,6 +674,7 @@ typedef struct cr_mock {
     char *file;
     cr_kvlist headers;
     int error;
+    char *why; /* the error's message (stubs.c: an unmatched request), or NULL: a generic one */
     long delay_ms;
     cr_callback *fn;
 } cr_mock;

@@ -17,6 +17,7 @@ void cr_mock_free(cr_mock *m) {
     if (!m) return;
     free(m->body);
     free(m->file);
+    free(m->why);
     cr_kvlist_clear(&m->headers);
     cr_callback_release(m->fn);
     free(m);
@@ -34,7 +35,8 @@ cr_mock *cr_mock_copy(const cr_mock *src) {
     m->delay_ms = src->delay_ms;
     m->fn = cr_callback_retain(src->fn);
     if ((src->has_body && !(m->body = cr_strndup(src->body, src->body_len))) ||
-        (src->file && !(m->file = cr_strdup(src->file))) || cr_kvlist_copy(&m->headers, &src->headers)) {
+        (src->file && !(m->file = cr_strdup(src->file))) || (src->why && !(m->why = cr_strdup(src->why))) ||
+        cr_kvlist_copy(&m->headers, &src->headers)) {
         cr_mock_free(m);
         return NULL;
     }
@@ -54,6 +56,8 @@ static void clear_source(cr_mock *m) {
     m->has_body = 0;
     free(m->file);
     m->file = NULL;
+    free(m->why);
+    m->why = NULL;
     m->error = 0;
     cr_callback_release(m->fn);
     m->fn = NULL;
@@ -154,6 +158,7 @@ int courier_request_set_mock_callback(courier_request *r, courier_mock_fn fn, vo
 int cr_mock_answer(cr_transfer *t, courier_response **out, courier_error *err) {
     cr_mock *m = t->mock;
     *out = NULL;
+    if (m->error && m->why) return cr_fail(err, m->error, "%s", m->why);
     if (m->error) return cr_fail(err, m->error, "mocked failure: %s", courier_strerror(m->error));
     courier_response *r = NULL;
     int rc;

@@ -799,6 +799,7 @@ void cr_transfer_free(cr_transfer *t) {
     free(t->download_path);
     cr_callback_release(t->progress);
     cr_ext_free(t->cache); /* cache.c */
+    cr_ext_free(t->stub);  /* stubs.c */
     cr_auth_free(t->auth);        /* auth.c */
     courier_response_free(t->held);
     cr_callback_release(t->http.hook); /* redirect.c */

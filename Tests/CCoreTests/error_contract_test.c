@@ -1076,6 +1076,36 @@ static void websocket(void) {
     courier_engine_close(e);
 }
 
+/* ---- stubs and HAR (stubs.c, har.c) ------------------------------------------------------------ */
+
+static void stubs_and_har(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_stub *s = NULL;
+    OK(courier_stub_new, &s, "GET", "/echo/", COURIER_URL_PREFIX);
+    REQUIRE(s);
+    courier_stub_add_response(s, 200, "x", 1, NULL);
+    CHECK_EQ(courier_engine_add_stub(NULL, e, s), COURIER_OK);
+    courier_stub_free(s);
+    s = NULL;
+    CHECK_EQ(FAILS(courier_stub_new, &s, "GET", "[", COURIER_URL_REGEX), COURIER_E_INVALID_ARGUMENT);
+    char path[600];
+    snprintf(path, sizeof path, "%s/contract.har", th_tmpdir());
+    OK(courier_engine_record_har, e, path);
+    courier_request *r = req("GET", "/echo/har");
+    courier_response *resp = NULL;
+    OK(courier_send_sync, &resp, e, r);
+    courier_response_free(resp);
+    courier_request_free(r);
+    OK(courier_engine_record_har, e, NULL);
+    size_t n = 0;
+    OK(courier_engine_replay_har, &n, e, path);
+    CHECK_EQ(n, 1);
+    snprintf(path, sizeof path, "%s/no-such.har", th_tmpdir());
+    CHECK_EQ(FAILS(courier_engine_replay_har, &n, e, path), COURIER_E_NOT_FOUND);
+    courier_engine_close(e);
+}
+
 #ifdef COURIER_TEST_REDIS
 #define REDIS_TESTS , T(cache_and_manager_on_redis), T(cache_on_redis_nobody_serves), T(journal_and_frozen_on_redis)
 #else
@@ -1083,4 +1113,4 @@ static void websocket(void) {
 #endif
 TESTS_MAIN(T(engine_and_send), T(send_refusals), T(errors_from_callbacks), T(responses), T(json_tape_mapping),
            T(routes_and_catalogue), T(cache_and_manager), T(cache_store_that_cannot_open), T(journal_and_frozen), T(groups), T(logging),
-           T(network), T(cookies), T(streams_and_events), T(websocket) REDIS_TESTS)
+           T(network), T(cookies), T(streams_and_events), T(websocket), T(stubs_and_har) REDIS_TESTS)

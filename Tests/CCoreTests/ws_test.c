@@ -812,12 +812,55 @@ static void test_through_a_proxy(void) {
     CHECK_EQ(proxy_tunnels(), before + (tls_dir[0] ? 2 : 1));
 }
 
+/* More WebSockets to one host than max_connections_per_host (5 by default), then requests to that
+ * host while they are open: every WebSocket keeps its connection. (libcurl closes the oldest idle
+ * connection of a host at its limit, and a WebSocket's connection is idle to libcurl: the sixth
+ * WebSocket's connection closed the first one's under it, COURIER_E_NETWORK.) The peer here is the
+ * test server's /ws/echo, so the requests go to the same host and port. */
+static void test_more_than_the_host_limit(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    enum { N = 8 };
+    courier_ws *ws[N];
+    char want[32];
+    int rc;
+    const char *url = ws_url(cts_server_port(th_server()), "/ws/echo");
+    for (int i = 0; i < N; i++) {
+        ws[i] = open_ws_opt(e, url, NULL, &err);
+        REQUIRE(ws[i]);
+        snprintf(want, sizeof want, "open %d", i);
+        CHECK_EQ(courier_ws_send(ws[i], COURIER_WS_TEXT, want, strlen(want), &err), COURIER_OK);
+        CHECK_STR(next_text(ws[i], &rc), want);
+        CHECK_EQ(rc, COURIER_OK);
+    }
+    for (int k = 0; k < 3; k++) {
+        courier_request *r = NULL;
+        courier_response *resp = NULL;
+        REQUIRE(courier_request_new(&r, "GET", th_url("/json")) == COURIER_OK);
+        CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
+        courier_response_free(resp);
+        courier_request_free(r);
+    }
+    for (int i = 0; i < N; i++) {
+        snprintf(want, sizeof want, "again %d", i);
+        CHECK_EQ(courier_ws_send(ws[i], COURIER_WS_TEXT, want, strlen(want), &err), COURIER_OK);
+        CHECK_STR(next_text(ws[i], &rc), want);
+        CHECK_EQ(rc, COURIER_OK);
+        CHECK_EQ(courier_ws_close(ws[i], 1000, NULL), COURIER_OK);
+        next_text(ws[i], &rc);
+        CHECK_EQ(rc, COURIER_E_WS_CLOSED);
+        courier_ws_free(ws[i]);
+    }
+    courier_engine_close(e);
+}
+
 static const th_test tests[] = {
     T(test_echo),          T(test_fragments_and_subprotocol), T(test_handshake_headers), T(test_server_closes),
     T(test_protocol_errors), T(test_protocol_error_while_closing), T(test_too_large),               T(test_dropped_connection), T(test_dead_peer),
     T(test_failed_handshakes), T(test_arguments),             T(test_threads),            T(test_engine_closes),
     T(test_close_before_open), T(test_tls),                   T(test_deflate_with_websockets),
-    T(test_deflate_by_hand),   T(test_slow_reader),           T(test_through_a_proxy),
+    T(test_deflate_by_hand),   T(test_slow_reader),          T(test_more_than_the_host_limit),           T(test_through_a_proxy),
 };
 
 int main(int argc, char **argv) {

@@ -1075,6 +1075,189 @@ static void test_stop_while_parked(void)
     cts_server_stop(again);
 }
 
+/* ------------------------------------------------------------------------ */
+/* /ws/echo                                                                 */
+
+/* Sends one client frame, masked with a fixed key, its length in the shortest form. */
+static int ws_send(client *c, int fin, int opcode, const void *data, size_t n, int masked)
+{
+    unsigned char *f = malloc(n + 14);
+    size_t hl = 2;
+    f[0] = (unsigned char)((fin ? 0x80 : 0) | opcode);
+    if (n < 126) {
+        f[1] = (unsigned char)n;
+    } else if (n <= 0xFFFF) {
+        f[1] = 126;
+        f[2] = (unsigned char)(n >> 8);
+        f[3] = (unsigned char)n;
+        hl = 4;
+    } else {
+        f[1] = 127;
+        for (int i = 0; i < 8; i++)
+            f[2 + i] = (unsigned char)((unsigned long long)n >> (56 - 8 * i));
+        hl = 10;
+    }
+    static const unsigned char key[4] = {0x37, 0xfa, 0x21, 0x3d};
+    if (masked) {
+        f[1] |= 0x80;
+        memcpy(f + hl, key, 4);
+        hl += 4;
+    }
+    for (size_t i = 0; i < n; i++)
+        f[hl + i] = (unsigned char)(((const unsigned char *)data)[i] ^ (masked ? key[i & 3] : 0));
+    int r = cl_sendn(c, f, hl + n);
+    free(f);
+    return r;
+}
+
+typedef struct {
+    int fin, opcode, masked;
+    size_t len, len_bytes; /* payload length, and the bytes its length field took (0, 2 or 8) */
+    unsigned char *data;   /* malloc'd (len + 1 bytes, NUL-terminated) */
+} ws_frame;
+
+/* Reads one server frame. 0, or -1 on EOF / a short read. */
+static int ws_read(client *c, ws_frame *f)
+{
+    unsigned char h[10];
+    memset(f, 0, sizeof *f);
+    if (cl_read(c, (char *)h, 2) != 2)
+        return -1;
+    f->fin = h[0] >> 7;
+    f->opcode = h[0] & 0x0F;
+    f->masked = h[1] >> 7;
+    f->len = h[1] & 0x7F;
+    if (f->len == 126) {
+        if (cl_read(c, (char *)h, 2) != 2)
+            return -1;
+        f->len = ((size_t)h[0] << 8) | h[1];
+        f->len_bytes = 2;
+    } else if (f->len == 127) {
+        if (cl_read(c, (char *)h, 8) != 8)
+            return -1;
+        f->len = 0;
+        for (int i = 0; i < 8; i++)
+            f->len = (f->len << 8) | h[i];
+        f->len_bytes = 8;
+    }
+    f->data = malloc(f->len + 1);
+    if (cl_read(c, (char *)f->data, f->len) != f->len)
+        return -1;
+    f->data[f->len] = 0;
+    return 0;
+}
+
+/* Opens /ws/echo: the 101 and its accept checked. NULL when the handshake failed. */
+static client *ws_open(int port)
+{
+    client *c = cl_open(port);
+    resp r;
+    /* RFC 6455 1.3's sample key and accept */
+    int rc = cl_roundtrip(c, "GET /ws/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                             "Connection: keep-alive, Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                             "Sec-WebSocket-Version: 13\r\n\r\n", &r);
+    const char *accept = hdr(&r, "Sec-WebSocket-Accept");
+    int ok = rc == 0 && r.status == 101 && accept && strcmp(accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=") == 0 &&
+             hdr(&r, "Upgrade") && strcasecmp(hdr(&r, "Upgrade"), "websocket") == 0;
+    CHECK(ok, "ws handshake: status %d accept %s", r.status, accept ? accept : "(none)");
+    resp_free(&r);
+    if (!ok) {
+        cl_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void test_ws_echo(int port)
+{
+    resp r;
+    /* not a handshake: a plain GET, and a wrong version */
+    get(port, "GET", "/ws/echo", NULL, &r);
+    CHECK(r.status == 400, "ws plain GET: %d", r.status);
+    resp_free(&r);
+    get(port, "GET", "/ws/echo",
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        "Sec-WebSocket-Version: 8\r\n", &r);
+    CHECK(r.status == 426 && hdr(&r, "Sec-WebSocket-Version"), "ws version 8: %d", r.status);
+    resp_free(&r);
+
+    client *c = ws_open(port);
+    if (!c)
+        return;
+    ws_frame f;
+    /* a text message (7-bit length), a binary one of 300 bytes (16-bit), one of 70000 (64-bit) */
+    CHECK(ws_send(c, 1, 0x1, "hello", 5, 1) == 0 && ws_read(c, &f) == 0 && f.fin && f.opcode == 1 && !f.masked &&
+          f.len == 5 && memcmp(f.data, "hello", 5) == 0, "ws text echo");
+    free(f.data);
+    size_t sizes[2] = {300, 70000};
+    for (int k = 0; k < 2; k++) {
+        unsigned char *big = malloc(sizes[k]);
+        for (size_t i = 0; i < sizes[k]; i++)
+            big[i] = (unsigned char)(i % 251);
+        int sent = ws_send(c, 1, 0x2, big, sizes[k], 1);
+        CHECK(sent == 0 && ws_read(c, &f) == 0 && f.opcode == 2 && f.len == sizes[k] &&
+              f.len_bytes == (k == 0 ? 2u : 8u) && memcmp(f.data, big, sizes[k]) == 0,
+              "ws binary echo of %zu bytes (length field %zu bytes)", sizes[k], f.len_bytes);
+        free(f.data);
+        free(big);
+    }
+    /* a fragmented message with a ping between its frames: echoed frame by frame, the pong first */
+    ws_send(c, 0, 0x1, "frag", 4, 1);
+    ws_send(c, 1, 0x9, "p!", 2, 1);
+    ws_send(c, 0, 0x0, "men", 3, 1);
+    ws_send(c, 1, 0x0, "ted", 3, 1);
+    const int want_op[4] = {1, 0xA, 0, 0}, want_fin[4] = {0, 1, 0, 1};
+    const char *want[4] = {"frag", "p!", "men", "ted"};
+    for (int i = 0; i < 4; i++) {
+        int rc = ws_read(c, &f);
+        CHECK(rc == 0 && f.opcode == want_op[i] && f.fin == want_fin[i] && strcmp((char *)f.data, want[i]) == 0,
+              "ws fragment %d: opcode %d fin %d '%s'", i, f.opcode, f.fin, f.data ? (char *)f.data : "");
+        free(f.data);
+    }
+    /* close: the code comes back, then the server closes */
+    const unsigned char bye[5] = {0x03, 0xE8, 'b', 'y', 'e'};
+    CHECK(ws_send(c, 1, 0x8, bye, sizeof bye, 1) == 0 && ws_read(c, &f) == 0 && f.opcode == 8 && f.len == 2 &&
+          f.data[0] == 0x03 && f.data[1] == 0xE8, "ws close 1000 echoed");
+    free(f.data);
+    CHECK(peer_closed(c, 5000), "ws server closes after the close");
+    cl_close(c);
+
+    /* protocol errors: an unmasked frame, a continuation with no message, a ping over 125 bytes */
+    for (int k = 0; k < 3; k++) {
+        c = ws_open(port);
+        if (!c)
+            return;
+        char pad[126] = {0};
+        if (k == 0)
+            ws_send(c, 1, 0x1, "x", 1, 0);
+        else if (k == 1)
+            ws_send(c, 1, 0x0, "x", 1, 1);
+        else
+            ws_send(c, 1, 0x9, pad, sizeof pad, 1);
+        int rc = ws_read(c, &f);
+        CHECK(rc == 0 && f.opcode == 8 && f.len == 2 && f.data[0] == 0x03 && f.data[1] == 0xEA,
+              "ws protocol error %d: close 1002", k);
+        free(f.data);
+        CHECK(peer_closed(c, 5000), "ws server closes after a protocol error %d", k);
+        cl_close(c);
+    }
+
+    /* a frame sent in the same write as the handshake is not lost */
+    c = cl_open(port);
+    char req[512];
+    int n = snprintf(req, sizeof req, "GET /ws/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                                      "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                                      "Sec-WebSocket-Version: 13\r\n\r\n");
+    unsigned char frame[7] = {0x81, 0x81, 0, 0, 0, 0, 'z'}; /* masked with a zero key */
+    memcpy(req + n, frame, sizeof frame);
+    cl_sendn(c, req, (size_t)n + sizeof frame);
+    CHECK(cl_response(c, &r, 0) == 0 && r.status == 101, "ws pipelined handshake: %d", r.status);
+    resp_free(&r);
+    CHECK(ws_read(c, &f) == 0 && f.opcode == 1 && f.len == 1 && f.data[0] == 'z', "ws frame behind the handshake");
+    free(f.data);
+    cl_close(c);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -1102,6 +1285,7 @@ int main(void)
     test_concurrency(s, port);
     test_in_flight(s, port);
     test_many_sequential(port);
+    test_ws_echo(port);
     test_two_servers(s);
     cts_server_stop(s);
     test_stop_while_parked();

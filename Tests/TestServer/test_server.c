@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h> /* SHA-1 for the WebSocket handshake (/ws/echo) */
+
 #define HEAD_MAX        (64 * 1024)              /* request line + headers, bytes */
 #define BODY_MAX        (64ULL * 1024 * 1024)    /* request body, bytes */
 #define RBUF_CAP        (HEAD_MAX + 16 * 1024)   /* read buffer; > HEAD_MAX */
@@ -557,6 +559,16 @@ static int send_all(conn *c, const void *data, size_t n)
 }
 
 static int send_str(conn *c, const char *s) { return send_all(c, s, strlen(s)); }
+
+/* Sends what `out` holds and empties it (keeping its memory). */
+static int send_sbuf(conn *c, sbuf *out)
+{
+    if (out->failed)
+        return -1;
+    int r = out->len ? send_all(c, out->p, out->len) : 0;
+    out->len = 0;
+    return r;
+}
 
 /* Reads more bytes into rbuf. Returns > 0, 0 on EOF, -1 on error or stop. */
 static long conn_fill(conn *c)
@@ -1482,15 +1494,23 @@ static int h_sse(conn *c, request *rq, response *rs)
         if (send_all(c, line, (size_t)n))
             return ACT_ABORT;
     }
-    for (unsigned long long i = 1; i <= per && (!total || last + i <= total); i++) {
-        if (gap && !sleep_ms(c->srv, gap))
-            return ACT_ABORT;
-        int n = snprintf(line, sizeof line, "id: %llu\nevent: tick\ndata: event %llu\ndata: line two\n\n",
-                         last + i, last + i);
-        if (send_all(c, line, (size_t)n))
-            return ACT_ABORT;
+    /* with a gap each event is a write of its own; without one, events go out OUT_CHUNK at a time
+       (as fast as the client reads: the benchmarks' mode) */
+    sbuf out = {0};
+    int r = 0;
+    for (unsigned long long i = 1; r == 0 && i <= per && (!total || last + i <= total); i++) {
+        if (gap && !sleep_ms(c->srv, gap)) {
+            r = -1;
+            break;
+        }
+        sb_printf(&out, "id: %llu\nevent: tick\ndata: event %llu\ndata: line two\n\n", last + i, last + i);
+        if (gap || out.len >= OUT_CHUNK)
+            r = send_sbuf(c, &out);
     }
-    return ACT_CLOSE;
+    if (r == 0)
+        r = send_sbuf(c, &out);
+    free(out.p);
+    return r ? ACT_ABORT : ACT_CLOSE;
 }
 
 /* "/origin/{name}": an origin whose headers the query sets, for the HTTP caching tests (see the
@@ -1822,19 +1842,24 @@ static int auth_param(const char *v, const char *name, char *out, size_t size)
 
 static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-static void base64_of(const char *s, char *out, size_t size)
+static void base64_bytes(const unsigned char *s, size_t n, char *out, size_t size)
 {
-    size_t n = strlen(s), o = 0;
+    size_t o = 0;
     for (size_t i = 0; i < n && o + 5 < size; i += 3) {
-        uint32_t v = (uint32_t)(unsigned char)s[i] << 16;
-        if (i + 1 < n) v |= (uint32_t)(unsigned char)s[i + 1] << 8;
-        if (i + 2 < n) v |= (unsigned char)s[i + 2];
+        uint32_t v = (uint32_t)s[i] << 16;
+        if (i + 1 < n) v |= (uint32_t)s[i + 1] << 8;
+        if (i + 2 < n) v |= s[i + 2];
         out[o++] = b64chars[(v >> 18) & 63];
         out[o++] = b64chars[(v >> 12) & 63];
         out[o++] = i + 1 < n ? b64chars[(v >> 6) & 63] : '=';
         out[o++] = i + 2 < n ? b64chars[v & 63] : '=';
     }
     out[o] = '\0';
+}
+
+static void base64_of(const char *s, char *out, size_t size)
+{
+    base64_bytes((const unsigned char *)s, strlen(s), out, size);
 }
 
 #define AUTH_BASIC 1
@@ -1979,6 +2004,149 @@ static int h_ntlm_start(request *rq, response *rs)
     sb_puts(&rs->hdr, "WWW-Authenticate: NTLM\r\n");
     sb_puts(&rs->body, "{\"authenticated\":false}");
     return ACT_SEND;
+}
+
+/* ------------------------------------------------------------------------ */
+/* /ws/echo: a WebSocket (RFC 6455) echo server, for tests and benchmarks   */
+
+#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+#define WS_FLUSH (64 * 1024) /* echoes held before a send even while more input waits */
+
+/* Appends one unmasked frame (FIN as given) to `out`. */
+static void ws_put_frame(sbuf *out, int fin, int opcode, const unsigned char *data, size_t n)
+{
+    unsigned char h[10];
+    size_t hl = 2;
+    h[0] = (unsigned char)((fin ? 0x80 : 0) | opcode);
+    if (n < 126) {
+        h[1] = (unsigned char)n;
+    } else if (n <= 0xFFFF) {
+        h[1] = 126;
+        h[2] = (unsigned char)(n >> 8);
+        h[3] = (unsigned char)n;
+        hl = 4;
+    } else {
+        h[1] = 127;
+        for (int i = 0; i < 8; i++)
+            h[2 + i] = (unsigned char)((uint64_t)n >> (56 - 8 * i));
+        hl = 10;
+    }
+    sb_put(out, h, hl);
+    sb_put(out, data, n);
+}
+
+/* Fails the connection (RFC 6455 7.1.7): a close frame with `code`, then the server closes. */
+static int ws_fail(conn *c, sbuf *out, int code)
+{
+    unsigned char b[2] = {(unsigned char)(code >> 8), (unsigned char)code};
+    ws_put_frame(out, 1, 0x8, b, 2);
+    return send_sbuf(c, out) ? ACT_ABORT : ACT_CLOSE;
+}
+
+/* "/ws/echo" (see the header): the opening handshake, then every data frame sent back as it came
+   (opcode and FIN kept, unmasked), ping answered by pong, close by close. Frames are read through
+   the connection's buffered reader, so frames sent right behind the request are not lost. */
+static int h_ws_echo(conn *c, request *rq, response *rs)
+{
+    const char *upgrade = find_header(rq, "Upgrade");
+    const char *connection = find_header(rq, "Connection");
+    const char *key = find_header(rq, "Sec-WebSocket-Key");
+    const char *version = find_header(rq, "Sec-WebSocket-Version");
+    if (strcmp(rq->method, "GET") != 0 || !upgrade || !list_has(upgrade, "websocket", 0) || !connection ||
+        !list_has(connection, "upgrade", 0) || !key || strlen(key) != 24) {
+        json_error(rs, 400, "not a websocket handshake");
+        return ACT_SEND;
+    }
+    if (!version || strcmp(version, "13") != 0) {
+        json_error(rs, 426, "websocket version 13 only");
+        sb_puts(&rs->hdr, "Sec-WebSocket-Version: 13\r\n");
+        return ACT_SEND;
+    }
+    char cat[64], accept[32];
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    snprintf(cat, sizeof cat, "%s%s", key, WS_GUID);
+    if (!EVP_Digest(cat, strlen(cat), md, &mdlen, EVP_sha1(), NULL))
+        return ACT_ABORT;
+    base64_bytes(md, mdlen, accept, sizeof accept);
+    char head[256];
+    int hn = snprintf(head, sizeof head,
+                      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Accept: %s\r\n\r\n", accept);
+    if (send_all(c, head, (size_t)hn))
+        return ACT_ABORT;
+
+    sbuf out = {0};
+    unsigned char *payload = NULL;
+    size_t cap = 0;
+    int fragmented = 0; /* inside a fragmented data message */
+    int act = ACT_ABORT;
+    for (;;) {
+        /* nothing more buffered: what we hold goes out before we wait for the peer */
+        if ((c->rstart == c->rend || out.len >= WS_FLUSH) && send_sbuf(c, &out))
+            break;
+        unsigned char h[14];
+        if (conn_read_exact(c, (char *)h, 2))
+            break; /* EOF without a close, an error, or stop */
+        int fin = h[0] & 0x80, opcode = h[0] & 0x0F, masked = h[1] & 0x80;
+        uint64_t n = h[1] & 0x7F;
+        if (n == 126) {
+            if (conn_read_exact(c, (char *)h + 2, 2))
+                break;
+            n = ((uint64_t)h[2] << 8) | h[3];
+        } else if (n == 127) {
+            if (conn_read_exact(c, (char *)h + 2, 8))
+                break;
+            n = 0;
+            for (int i = 0; i < 8; i++)
+                n = (n << 8) | h[2 + i];
+        }
+        int control = opcode & 0x8;
+        if ((h[0] & 0x70) || !masked || (opcode > 0x2 && opcode < 0x8) || opcode > 0xA ||
+            (control && (!fin || n > 125)) || (opcode == 0 && !fragmented) || (opcode && !control && fragmented)) {
+            act = ws_fail(c, &out, 1002);
+            break;
+        }
+        if (n > BODY_MAX) {
+            act = ws_fail(c, &out, 1009);
+            break;
+        }
+        unsigned char mask[4];
+        if (conn_read_exact(c, (char *)mask, 4))
+            break;
+        if (n > cap) {
+            unsigned char *p = realloc(payload, (size_t)n);
+            if (!p)
+                break;
+            payload = p;
+            cap = (size_t)n;
+        }
+        if (n && conn_read_exact(c, (char *)payload, (size_t)n))
+            break;
+        for (size_t i = 0; i < n; i++)
+            payload[i] ^= mask[i & 3];
+        if (opcode == 0x8) {
+            if (n == 1) {
+                act = ws_fail(c, &out, 1002);
+                break;
+            }
+            ws_put_frame(&out, 1, 0x8, payload, n >= 2 ? 2 : 0); /* the peer's code back, no reason */
+            act = send_sbuf(c, &out) ? ACT_ABORT : ACT_CLOSE;
+            break;
+        }
+        if (opcode == 0x9) {
+            ws_put_frame(&out, 1, 0xA, payload, (size_t)n);
+            continue;
+        }
+        if (opcode == 0xA)
+            continue;
+        if (!control)
+            fragmented = !fin;
+        ws_put_frame(&out, fin, opcode, payload, (size_t)n);
+    }
+    free(out.p);
+    free(payload);
+    return act;
 }
 
 /* A request in absolute-form (the server as a forward proxy) to a host whose name starts with
@@ -2127,6 +2295,8 @@ static int dispatch(conn *c, request *rq, response *rs, long path_n, int closing
         return h_text(rq, rs);
     if (strcmp(p, "/sse") == 0)
         return h_sse(c, rq, rs);
+    if (strcmp(p, "/ws/echo") == 0)
+        return h_ws_echo(c, rq, rs);
     if ((arg = after(p, "/raw/")))
         return h_raw(c, arg, rs);
     json_error(rs, 404, "not found");

@@ -44,7 +44,9 @@ COURIER_API int courier_config_add_param(courier_config *config, const char *nam
 COURIER_API int courier_config_set_timeout_ms(courier_config *config, int64_t timeout_ms);
 /* The User-Agent header. NULL restores the default. Errors: COURIER_E_INVALID_HEADER. */
 COURIER_API int courier_config_set_user_agent(courier_config *config, const char *user_agent);
-/* Connection limits (>= 1). Requests over the limit wait in the engine's queue. */
+/* Connection limits (>= 1). Requests over the limit wait in the engine's queue. WebSockets
+ * (courier_ws_open) are not held to them: each has its connection besides the limits' (and a
+ * request never takes an open WebSocket's connection to make room). */
 COURIER_API int courier_config_set_max_connections_per_host(courier_config *config, int n);
 COURIER_API int courier_config_set_max_connections(courier_config *config, int n);
 /* How parameters are encoded when they go in the body (POST, PUT, PATCH, other methods). */

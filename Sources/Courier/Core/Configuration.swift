@@ -41,6 +41,7 @@ public struct Configuration: Sendable {
     public var userAgent: String?
     /// Most requests (and connections) in flight to one host (>= 1). Default 5, as in the C core
     /// (OkHttp's default). Requests over the limit wait in the engine's queue, by priority.
+    /// WebSockets are not held to it: each has its own connection besides.
     public var maxConnectionsPerHost: Int
     /// Most connections in all (>= 1). Default 64.
     public var maxConnections: Int

@@ -173,6 +173,9 @@ extension CourierError {
         /// The HTTP version required cannot be had: the server answered over another
         /// (``HTTPVersion/http2Only``), or this libcurl has no HTTP/3.
         public static let httpVersion = Code(COURIER_E_HTTP_VERSION)
+        /// The engine answers from stubs (``StubMode/only``) and no stub matched the request;
+        /// nothing was sent.
+        public static let noStub = Code(COURIER_E_NO_STUB)
         /// The authenticator's credential was refused again right after a refresh (the loop
         /// guard); the refusing response (a 401) is attached.
         public static let credentialRefused = Code(COURIER_E_CREDENTIAL_REFUSED)
@@ -193,7 +196,7 @@ extension CourierError {
             Code(COURIER_E_CELLULAR),
             Code(COURIER_E_UNKNOWN_NAME), Code(COURIER_E_ROUTE_PARAMETER), Code(COURIER_E_CATALOG),
             .redis, .redisUnsupported, .numberRange, .again, .wsHandshake, .wsProtocolError,
-            .wsClosed, .httpVersion, .credentialRefused,
+            .wsClosed, .httpVersion, .noStub, .credentialRefused,
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -259,6 +262,7 @@ extension CourierError {
             case .wsProtocolError: return "wsProtocolError"
             case .wsClosed: return "wsClosed"
             case .httpVersion: return "httpVersion"
+            case .noStub: return "noStub"
             case .credentialRefused: return "credentialRefused"
             default: return "unknown(\(rawValue))"
             }
@@ -345,6 +349,8 @@ extension CourierError {
     public static let wsClosed = Code.wsClosed
     /// See ``Code/httpVersion``.
     public static let httpVersion = Code.httpVersion
+    /// See ``Code/noStub``.
+    public static let noStub = Code.noStub
     /// See ``Code/credentialRefused``.
     public static let credentialRefused = Code.credentialRefused
 }

@@ -74,6 +74,20 @@
  *                          "id: N", "event: tick", "data: event N", "data: line two", numbered
  *                          from the request's Last-Event-ID + 1, GAP ms apart; then a clean
  *                          close. With T, no event past id T, and 204 once Last-Event-ID >= T.
+ *                          With no gap, events go out in 16 KiB writes as fast as the client
+ *                          reads (per up to 1000000: the benchmarks' rate-unlimited mode).
+ *   /ws/echo               a WebSocket (RFC 6455) echo server: a GET with Upgrade: websocket,
+ *                          Connection: Upgrade, a 24-character Sec-WebSocket-Key and
+ *                          Sec-WebSocket-Version: 13 gets 101 with Sec-WebSocket-Accept (no
+ *                          subprotocol, no extension; else 400, or 426 for another version). Then
+ *                          each data frame comes back as it came (opcode and FIN kept, so a
+ *                          fragmented message is echoed frame by frame), unmasked; 7-, 16- and
+ *                          64-bit lengths, frames up to 64 MiB (else close 1009). A ping gets a
+ *                          pong with its payload, a pong is ignored, a close gets a close with the
+ *                          peer's code (no reason) and the server closes. A protocol error (an
+ *                          unmasked frame, RSV bits, an unknown opcode, a control frame over 125
+ *                          bytes or fragmented, a continuation out of place, a 1-byte close) gets
+ *                          a close with 1002 and the server closes.
  *   /text?type=T&hex=H     200 with the bytes H (hex digits) as its body and Content-Type T
  *                          (none without type): text in other charsets.
  *   /raw/{name}            raw bytes that break HTTP, then close (framing tests):

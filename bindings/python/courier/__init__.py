@@ -32,6 +32,7 @@ from .response import Answer, CacheReason, CacheStatus, Headers, Metrics, Respon
 from .security import PinningMode, Security
 from .session import Authenticator, RetryQuestion
 from .stream import EventSource, ServerSentEvent, SSEState, StreamResponse
+from .stubs import Stub, StubAnswer, StubbedRequest, StubMode, Stubs, UrlMatch
 from .websocket import WebSocket, WSMessageType, WSState
 from .transport import Call, Transport
 

@@ -205,6 +205,15 @@ class AsyncEngine:
     def frozen(self) -> Any:
         return self.sync.frozen
 
+    @property
+    def stubs(self) -> Any:
+        """The engine's stubs (:class:`courier.Stubs`), as ``Engine.stubs``."""
+        return self.sync.stubs
+
+    def record_har(self, path: Any) -> None:
+        """As :meth:`courier.Engine.record_har`."""
+        self.sync.record_har(path)
+
     async def send(self, method: Union[str, Request], url: Optional[str] = None,
                    **options: Unpack[RequestOptions]) -> Response:
         """Sends a request and awaits its :class:`courier.Response`; raises as

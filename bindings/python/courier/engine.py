@@ -31,6 +31,7 @@ from .websocket import WebSocket, _SyncWaker, make_options, open_ws, wait_open
 from . import netopts
 from .netopts import ConnectToArg, HTTPVersion, IPVersion, ResolveArg
 from .security import Security
+from .stubs import Stub, StubMode, Stubs
 from .session import Authenticator
 from .session import install as session_install
 from .session import set_credential as session_set_credential
@@ -362,6 +363,10 @@ class Engine:
         retry: a :class:`courier.Retry` for every request.
         frequent_guard: a window in seconds refusing identical requests (:class:`courier.TooFrequent`).
         mock: the mock switch (requests with a ``mock=`` answer are then not sent).
+        stubs, stub_mode: :class:`courier.Stub` objects the engine starts with, and whether it
+            answers from stubs (``"off"``, the default; ``"only"``: an unmatched request raises
+            :class:`courier.NoStub`; ``"pass-through"``: it goes to the network); ``engine.stubs``
+            changes both at run time (:mod:`courier.stubs`).
         interceptors: :class:`Interceptor` objects, in order.
         cache: default cache policy (:class:`CachePolicy`); cache_store (a directory, LMDB, or a
         ``redis://[[user]:password@]host[:port][/db]`` URL: a Redis cache shared by every engine that
@@ -450,6 +455,7 @@ class Engine:
                  pinned_public_key: Optional[str] = None, insecure: bool = False,
                  validator: Optional[Callable[[Response], bool]] = None, retry: Optional[Retry] = None,
                  frequent_guard: Optional[float] = None, mock: Optional[bool] = None,
+                 stubs: Sequence[Stub] = (), stub_mode: Union[StubMode, str, None] = None,
                  interceptors: Sequence[Interceptor] = (), cache: Union[CachePolicy, str, int, None] = None,
                  cache_store: Optional[str] = None,
                  cache_expiry: Optional[float] = None, cache_max_bytes: Optional[int] = None,
@@ -553,6 +559,14 @@ class Engine:
                 check(lib.courier_config_set_frequent_guard_ms(c, _ms(frequent_guard)), arg="frequent_guard")
             if mock is not None:
                 check(lib.courier_config_set_mock_enabled(c, 1 if mock else 0), arg="mock")
+            for stub in stubs:
+                cs = stub._make(self)
+                try:
+                    check(lib.courier_config_add_stub(c, cs), arg="stubs")
+                finally:
+                    lib.courier_stub_free(cs)
+            if stub_mode is not None:
+                check(lib.courier_config_set_stub_mode(c, int(coerce(StubMode, stub_mode, "stub_mode"))), arg="stub_mode")
             for icpt in interceptors:
                 if isinstance(icpt, tuple):
                     icpt = Interceptor(*icpt)
@@ -767,6 +781,21 @@ class Engine:
     @mock_enabled.setter
     def mock_enabled(self, on: bool) -> None:
         check(lib.courier_engine_set_mock_enabled(self._handle(), 1 if on else 0))
+
+    @property
+    def stubs(self) -> Stubs:
+        """The engine's stubs (:class:`courier.Stubs`): add and remove them, the mode, the record of
+        the requests they saw, HAR replay."""
+        return Stubs(self)
+
+    def record_har(self, path: Union[str, os.PathLike, None]) -> None:
+        """Records every exchange from now on into a HAR 1.2 file (created or replaced now, complete
+        after each entry; browsers' developer tools and Charles open it), after each attempt that
+        received a response (network or stub; not a cache hit). ``None`` stops recording. Raises
+        :class:`courier.InvalidArgument` when the file cannot be written."""
+        err = ERROR()
+        check(lib.courier_engine_record_har(self._handle(), _b(os.fspath(path)) if path is not None else None,
+                                            byref(err)), err)
 
     # -- sending -----------------------------------------------------------------------------------
     def request(self, method: str, url: str, **kw: Unpack[RequestOptions]) -> Request:

@@ -144,7 +144,8 @@ _TABLE: list[tuple[int, str, str, tuple[type, ...], str]] = [
     (-61, "COURIER_E_WS_PROTOCOL", "WebSocketProtocolError", (ConnectionError,), "The WebSocket server broke RFC 6455; the connection was failed with the close code the RFC names (1002, 1007)."),
     (-62, "COURIER_E_WS_CLOSED", "WebSocketClosed", (), "The WebSocket is closed: its closing handshake ended (not a failure)."),
     (-63, "COURIER_E_HTTP_VERSION", "HTTPVersionError", (ConnectionError,), "The HTTP version required cannot be had: the server answered over another (HTTPVersion.V2_ONLY), or this libcurl has no HTTP/3."),
-    (-64, "COURIER_E_CREDENTIAL_REFUSED", "CredentialRefused", (), "The authenticator's credential was refused again right after a refresh (the loop guard); the refusing response (a 401) is attached."),
+    (-64, "COURIER_E_NO_STUB", "NoStub", (LookupError,), "The engine answers from stubs (stub mode \"only\") and no stub matched the request; nothing was sent."),
+    (-65, "COURIER_E_CREDENTIAL_REFUSED", "CredentialRefused", (), "The authenticator's credential was refused again right after a refresh (the loop guard); the refusing response (a 401) is attached."),
 ]
 
 _BY_CODE: dict[int, type[CourierError]] = {}

@@ -16,8 +16,8 @@ import courier
 PACKAGE = pathlib.Path(courier.__file__).parent
 
 #: bottom to top
-LAYERS = ["_decls", "_lib", "_fast", "_enums", "errors", "_callbacks", "auth", "security", "netopts", "mapping", "response", "frozen", "request", "session", "stream", "websocket",
-          "transport", "cache_verify", "cache", "group", "engine", "aio", "plot", "__init__"]
+LAYERS = ["_decls", "_lib", "_fast", "_enums", "errors", "_callbacks", "auth", "security", "netopts", "mapping", "response", "frozen", "request", "session", "stubs", "stream", "websocket",
+          "transport", "cache_verify", "cache", "group", "engine", "aio", "plot", "pytest_plugin", "__init__"]
 
 
 def _imports(path: pathlib.Path, annotations: bool = False) -> list[tuple[str, int, bool]]:

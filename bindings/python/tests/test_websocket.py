@@ -141,3 +141,26 @@ def test_compression_and_a_bounded_receive_queue(peer: str) -> None:
             await a.aclose()
 
     asyncio.run(main())
+
+
+def test_more_websockets_than_the_host_limit(base_url: str) -> None:
+    """Eight WebSockets to one host (5 connections per host by default), then a request to that host
+    while they are open: each keeps its connection. libcurl closes the oldest idle connection of a
+    host at its limit, and a WebSocket's is idle to it: the sixth WebSocket did not open (or closed
+    another's connection). The peer is the test server's /ws/echo, on the same host as the request."""
+    url = base_url.replace("http://", "ws://", 1) + "/ws/echo"
+    with courier.Engine(temporary_store=True) as e:
+        sockets = []
+        try:
+            for i in range(8):
+                ws = e.websocket(url, handshake_timeout=5)
+                sockets.append(ws)
+                ws.send(f"open {i}")
+                assert ws.recv(timeout=10) == f"open {i}"
+            assert e.get(base_url + "/json").status == 200
+            for i, ws in enumerate(sockets):
+                ws.send(f"again {i}")
+                assert ws.recv(timeout=10) == f"again {i}"
+        finally:
+            for ws in sockets:
+                ws.close()
