@@ -381,6 +381,8 @@ typedef struct cr_transfer {
     int http2_only;  /* netopts.c: a response over anything but HTTP/2 fails (COURIER_E_HTTP_VERSION) */
     int no_cellular; /* the request's "not on cellular" (monitor.c) */
     int watch_progress; /* progress goes to the request's callback and/or event monitors */
+    int set_cookie;     /* cookies.c: a Set-Cookie line arrived in this attempt (worker); beside an int, so
+                           cr_transfer stays under 1,000 bytes (request.c) */
     struct courier_stream *stream; /* stream.c: a streamed send's stream (borrowed: the send's own
                                       reference, released by its completion), or NULL */
     int stream_live;    /* its body goes to the stream as it arrives (the engine answers with it) */
@@ -403,7 +405,6 @@ typedef struct cr_transfer {
     } freeze;
     /* Cookies and authentication (cookies.c, auth.c). */
     struct cr_auth *auth;        /* the request's over the engine's, merged at prepare; NULL: none */
-    int set_cookie;              /* a Set-Cookie line arrived in this attempt (worker) */
     courier_response *held;      /* the 401/407 kept while a challenge waits for its answer */
     /* Redirects, timeouts, framing (redirect.c, transport.c). */
     cr_http_opts http;           /* resolved at prepare (hook retained) */
