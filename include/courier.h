@@ -38,7 +38,8 @@
  *   courier/stream.h    streamed responses, server-sent events, WebSocket
  *   courier/response.h  reading responses, metrics; redirects and timeouts; building responses
  *   courier/schedule.h  priorities, retry, coalescing, the frequent-request guard
- *   courier/hooks.h     mock answers, interceptors, custom transports, errors raised by user code
+ *   courier/hooks.h     mock answers, interceptors, adapters, retriers and the authenticator
+ *                       (sessions), custom transports, errors raised by user code
  *   courier/transfer.h  multipart uploads, file bodies, downloads with resume, progress
  *   courier/json.h      JSON documents and tapes
  *   courier/mapping.h   mappings, envelopes, a request's JSON and named results, decoders

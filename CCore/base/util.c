@@ -74,6 +74,7 @@ const char *courier_strerror(int code) {
     case COURIER_E_WS_CLOSED: return "the WebSocket is closed";
     case COURIER_E_HTTP_VERSION: return "the HTTP version required cannot be had";
     case COURIER_E_NO_STUB: return "no stub matched the request";
+    case COURIER_E_CREDENTIAL_REFUSED: return "the credential was refused again right after a refresh";
     default: return "unknown error";
     }
 }

@@ -26,6 +26,8 @@ static void global_init(void) { global_rc = curl_global_init(CURL_GLOBAL_DEFAULT
 
 /* ---- transfer states and the scheduler's lists (worker thread only) ---------------------------- */
 
+static const cr_session_ops session_ops; /* below, with the queues it names */
+
 int cr_sched_new(courier_engine *e) {
     e->sched = calloc(1, sizeof *e->sched);
     if (!e->sched) return COURIER_E_NO_MEMORY;
@@ -33,7 +35,9 @@ int cr_sched_new(courier_engine *e) {
     if (!e->sched->rng) e->sched->rng = 1;
     e->sched->guard_ms = e->core.config->sched ? e->core.config->sched->guard_ms : 0;
     atomic_init(&e->mock_enabled, e->core.config->sched ? e->core.config->sched->mock_enabled : 0);
-    return cr_stubs_open(e); /* stubs.c */
+    int rc = cr_stubs_open(e); /* stubs.c */
+    if (rc) return rc;
+    return cr_session_open(e, &session_ops); /* session.c */
 }
 
 void cr_sched_free(courier_engine *e) {
@@ -486,6 +490,7 @@ static cr_transfer *find_leader(courier_engine *e, const cr_transfer *t) {
 /* Where a new (or retried) transfer goes: a mock answer, a custom transport, a leader's followers,
  * or the waiting queue. */
 static void route(courier_engine *e, cr_transfer *t) {
+    if (t->sess && !cr_session_ready(e, t)) return; /* session.c: adapters, the credential first */
     if (t->stub) { /* stubs.c: this attempt's answer (and record); a retry's answer may wait on its delay */
         long wait = cr_stubs_take(e, t);
         if (wait > 0) {
@@ -544,20 +549,35 @@ static void send_hop(courier_engine *e, cr_transfer *t, courier_response *resp, 
     if (!cr_cache_answer(e, next, after_attempt, route)) route(e, next); /* a cached 301 answers here */
 }
 
-/* After an attempt: retry later, or give the answer to the caller and every follower. */
+/* Tries t again after delay_ms (its failed attempt's response is dropped). */
+static void retry_later(courier_engine *e, cr_transfer *t, int code, courier_response *resp, long delay) {
+    cr_event_retried(e, t, t->attempts + 1, code, resp, delay);
+    courier_response_free(resp);
+    t->waited_s += (double)delay / 1000.0;
+    timer_push(e, t, timer_now(e) + delay);
+}
+
+static void deliver(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err);
+
+/* After an attempt: retry later, or give the answer to the caller and every follower. The order
+ * (include/courier/hooks.h, "Sessions"): the authenticator's refusal, the fixed rule, then the retriers. */
 static void after_attempt(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
     cr_monitor_observe(e, t, code, resp); /* monitor.c: reachability from every attempt */
     cr_har_observe(e, t, code, resp);     /* stubs.c, har.c: the HAR entry, when recording */
     set_state(e, t, CR_T_NEW);
+    if (t->sess && cr_session_after_attempt(e, t, code, resp, err)) return; /* session.c */
     bool anyone = !t->caller_gone || t->followers;
     long delay = anyone && !t->stream_live ? cr_retry_delay(t, code, resp, &e->sched->rng) : -1; /* never after a stream's body began */
     if (delay >= 0) {
-        cr_event_retried(e, t, t->attempts + 1, code, resp, delay);
-        courier_response_free(resp);
-        t->waited_s += (double)delay / 1000.0;
-        timer_push(e, t, timer_now(e) + delay);
+        retry_later(e, t, code, resp, delay);
         return;
     }
+    if (t->sess && anyone && !t->stream_live && cr_session_ask_retriers(e, t, code, resp, err)) return;
+    deliver(e, t, code, resp, err);
+}
+
+/* Gives (code, resp) to t's caller and every follower, and frees t. */
+static void deliver(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err) {
     while (t->followers) {
         cr_transfer *f = t->followers;
         t->followers = f->next_follower;
@@ -672,6 +692,19 @@ static bool custom_calls_pending(courier_engine *e) {
         if (t->state == CR_T_CUSTOM) return true;
     return false;
 }
+
+/* ---- sessions (session.c decides; the transfer waits here for adapters, retriers, refreshes) ------ */
+
+static void hold_challenged(courier_engine *e, cr_transfer *t);
+
+static cr_transfer *find_parked(courier_engine *e, uint64_t id) { return find_in(e->sched->timers, id, true); }
+
+static void unpark_session(courier_engine *e, cr_transfer *t) {
+    timer_unlink(e, t);
+    set_state(e, t, CR_T_NEW);
+}
+
+static const cr_session_ops session_ops = {hold_challenged, find_parked, unpark_session, route, retry_later, deliver};
 
 /* ---- the worker -------------------------------------------------------------------------------- */
 
@@ -853,6 +886,7 @@ static void *worker_main(void *arg) {
             finish_custom(e, rev);
             rev = next;
         }
+        cr_session_turn(e); /* session.c: answers of adapters, retriers, refreshes */
         resume_challenged(e);
         while (in) {
             cr_transfer *next = in->next;
@@ -1009,6 +1043,7 @@ int courier_engine_set_mock_enabled(courier_engine *e, int enabled) {
 static void engine_free(courier_engine *e) {
     if (!e) return;
     cr_challenges_detach(e); /* auth.c: answers from now on are no-ops */
+    cr_session_detach(e);    /* session.c: likewise */
     cr_journal_close(e); /* journal.c: queued freezes written and answered, before logging and the store go */
     cr_monitor_close(e); /* monitor.c: after the journal thread, which runs its probes, stopped */
     cr_obs_free(e);

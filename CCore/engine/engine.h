@@ -61,6 +61,7 @@ struct courier_engine {
     long ws_pooled;              /* WebSockets whose easy handle is in the multi handle */
     long pool_host, pool_total;  /* libcurl's pool limits set at open (before WebSockets' room) */
     struct cr_stubs *stubs; /* stubs.c: stubs, their record, HAR recording (own lock); any thread */
+    struct cr_hub *hub; /* session.c: answers of adapters, retriers and refreshes; the credential */
 };
 _Static_assert(offsetof(struct courier_engine, core) == 0, "cr_core(e) casts the engine to its first member");
 
@@ -125,10 +126,53 @@ typedef struct cr_sched_conf {
     struct courier_stub **stubs; /* stubs.c: immutable copies, one reference each */
     size_t nstubs;
     int stub_mode;
+    struct cr_sess_conf *session; /* adapters, retriers, authenticator (session.c, a cr_ext); NULL: none */
 } cr_sched_conf;
 
 /* The configuration's scheduling part, made on first use. NULL on no memory. */
 CR_HIDDEN cr_sched_conf *cr_sched_conf_of(courier_config *c);
+
+/* ---- sessions: adapters, retriers, the authenticator (session.c) ------------------------------ */
+
+/* What session.c asks of the worker's queues (engine.c), all on the worker thread. */
+typedef struct cr_session_ops {
+    /* Takes t (off every list) and holds it off the wire, on the timer list due never, where cancel
+     * and close find it. */
+    void (*park)(courier_engine *e, cr_transfer *t);
+    /* The transfer with this id on the timer list, still waiting for its caller, or NULL. */
+    cr_transfer *(*find)(courier_engine *e, uint64_t id);
+    /* Takes a parked t off the timer list (its state NEW again). */
+    void (*unpark)(courier_engine *e, cr_transfer *t);
+    /* Routes t for its attempt (session work done: the mock, the custom transport or the queue). */
+    void (*go)(courier_engine *e, cr_transfer *t);
+    /* Tries t again after delay_ms (its failed attempt: code and resp, taken). */
+    void (*retry)(courier_engine *e, cr_transfer *t, int code, courier_response *resp, long delay_ms);
+    /* Gives (code, resp) to t's caller and its followers, then frees t. */
+    void (*deliver)(courier_engine *e, cr_transfer *t, int code, courier_response *resp, courier_error *err);
+} cr_session_ops;
+
+/* Engine open (after the configuration was copied) and engine_free (first: later answers become
+ * no-ops). COURIER_OK or COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_session_open(courier_engine *e, const cr_session_ops *ops);
+CR_HIDDEN void cr_session_detach(courier_engine *e);
+/* send.c, after the transfer is prepared (sending thread): the engine's and the request's adapters
+ * and retriers, and whether the authenticator applies to t->url, into t->sess (left NULL when
+ * nothing applies). COURIER_OK or COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_session_prepare(courier_engine *e, const courier_request *r, cr_transfer *t);
+/* Worker, from route: true when t's session work for this attempt is done (route goes on); false
+ * when session.c took t (it parks it, and routes it through ops->go when done). */
+CR_HIDDEN bool cr_session_ready(courier_engine *e, cr_transfer *t);
+/* Worker, first thing after an attempt of a transfer with t->sess: puts back the request as it was
+ * before the adapters and the authenticator, then judges a refused credential: true when session.c
+ * took t (sent again, waiting for a refresh, or failed by the loop guard). */
+CR_HIDDEN bool cr_session_after_attempt(courier_engine *e, cr_transfer *t, int code, courier_response *resp,
+                                        courier_error *err);
+/* Worker, when the fixed rule did not retry a failure: true when a retrier was asked (session.c
+ * took t and resp). */
+CR_HIDDEN bool cr_session_ask_retriers(courier_engine *e, cr_transfer *t, int code, courier_response *resp,
+                                       courier_error *err);
+/* Worker, each turn: the adaptations, retry answers and refresh results given since the last. */
+CR_HIDDEN void cr_session_turn(courier_engine *e);
 
 
 /* schedule.c: the worker's side of scheduling. */
@@ -149,6 +193,8 @@ CR_HIDDEN int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, 
 struct cr_guard;
 CR_HIDDEN int cr_guard_check(struct cr_guard **g, long window_ms, const cr_transfer *t, courier_error *err);
 CR_HIDDEN void cr_guard_free(struct cr_guard *g);
+/* "scheme://host:port" of a valid absolute URL (new), the per-host limits' key; NULL on no memory. */
+CR_HIDDEN char *cr_sched_host_key(const char *url);
 /* Whether a transfer that ended with (code, resp) is tried again: the delay in ms, or -1. */
 CR_HIDDEN long cr_retry_delay(const cr_transfer *t, int code, const courier_response *resp, uint64_t *rng);
 

@@ -23,6 +23,7 @@ static void sched_conf_clear(cr_sched_conf *c) {
     }
     free(c->transports);
     cr_stubs_conf_clear(c); /* stubs.c */
+    cr_ext_free(c->session); /* session.c */
     memset(c, 0, sizeof *c);
 }
 
@@ -46,6 +47,7 @@ static void *sched_conf_copy(const void *state) {
     c->guard_ms = src->guard_ms;
     c->mock_enabled = src->mock_enabled;
     if (cr_stubs_conf_copy(c, src)) goto fail; /* stubs.c */
+    if (src->session && !(c->session = cr_ext_copy(src->session))) goto fail; /* session.c */
     if (src->ninterceptors) {
         c->interceptors = calloc(src->ninterceptors, sizeof *c->interceptors);
         if (!c->interceptors) goto fail;
@@ -207,7 +209,7 @@ static bool is_idempotent(const char *m) {
 
 /* "scheme://host:port" of an absolute URL that cr_url_valid accepted (so: http or https, with a
  * host). Read by hand: a second full parse per request would cost more than the rest of this. */
-static char *host_key(const char *url) {
+char *cr_sched_host_key(const char *url) {
     size_t scheme_len = cr_url_scheme_len(url);
     if (!scheme_len) return NULL;
     const char *auth = url + scheme_len;
@@ -280,7 +282,7 @@ int cr_sched_prepare(courier_engine *e, const courier_request *r, cr_transfer *t
 
 /* Called after the outgoing view became the transfer: host key and coalescing key. */
 int cr_sched_finish_prepare(const courier_request *r, cr_transfer *t, courier_error *err) {
-    if (!(t->host = host_key(t->url))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    if (!(t->host = cr_sched_host_key(t->url))) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     if (!t->mock && !t->custom) { /* stubs.c: the engine's stubs may answer it (sets t->mock) */
         int rc = cr_stubs_offer(t->engine, t, err);
         if (rc) return rc;

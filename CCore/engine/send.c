@@ -34,6 +34,16 @@ int cr_send(uint64_t *out_id, courier_engine *e, const courier_request *r, couri
         cr_transfer_free(t);
         return cr_fail(err, rc, NULL);
     }
+    /* session.c: adapters, retriers, the authenticator for this send; a send with any of them is
+     * never shared with another (its attempts are its own) */
+    if (cr_session_prepare(e, r, t)) {
+        cr_transfer_free(t);
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    if (t->sess) {
+        free(t->coalesce_key);
+        t->coalesce_key = NULL;
+    }
     t->done = done;
     t->user = user;
     /* t->id: given by cr_transfer_prepare, before the customize and before-send callbacks */

@@ -275,6 +275,7 @@ struct courier_request {
     json_t *object_rest; /* an object's members left after its route filled the path, sent in the
                             body at prepare (courier_request_set_object); NULL: none */
     cr_status_set status_codes;
+    void *session; /* adapters, retriers, authenticator opt-out (engine/session.c): a cr_ext, or NULL */
 };
 
 struct courier_outgoing {
@@ -282,6 +283,13 @@ struct courier_outgoing {
     char *url;
     cr_kvlist headers;
     uint64_t id; /* the send's id (cr_transfer_prepare gives it before customize and before-send) */
+    /* An adaptation's view (engine/session.c) also holds the body; the others do not see it. */
+    int body_view;
+    int multipart;   /* the request has parts: its body cannot be replaced */
+    char *body;      /* owned; NULL with has_body 0: none */
+    size_t body_len;
+    int has_body;
+    char *body_file; /* owned, or NULL */
 };
 
 /* ---- transfers: a request made final, and its state on the wire (transport.c) --------------- */
@@ -373,6 +381,8 @@ typedef struct cr_transfer {
     int http2_only;  /* netopts.c: a response over anything but HTTP/2 fails (COURIER_E_HTTP_VERSION) */
     int no_cellular; /* the request's "not on cellular" (monitor.c) */
     int watch_progress; /* progress goes to the request's callback and/or event monitors */
+    int set_cookie;     /* cookies.c: a Set-Cookie line arrived in this attempt (worker); beside an int, so
+                           cr_transfer stays under 1,000 bytes (request.c) */
     struct courier_stream *stream; /* stream.c: a streamed send's stream (borrowed: the send's own
                                       reference, released by its completion), or NULL */
     int stream_live;    /* its body goes to the stream as it arrives (the engine answers with it) */
@@ -395,7 +405,6 @@ typedef struct cr_transfer {
     } freeze;
     /* Cookies and authentication (cookies.c, auth.c). */
     struct cr_auth *auth;        /* the request's over the engine's, merged at prepare; NULL: none */
-    int set_cookie;              /* a Set-Cookie line arrived in this attempt (worker) */
     courier_response *held;      /* the 401/407 kept while a challenge waits for its answer */
     /* Redirects, timeouts, framing (redirect.c, transport.c). */
     cr_http_opts http;           /* resolved at prepare (hook retained) */
@@ -410,6 +419,8 @@ typedef struct cr_transfer {
         int64_t sent;            /* idle timeout: request body bytes sent when last looked */
         int timeout_kind;        /* courier_timeout_kind of an idle timeout the engine fired */
     } wire;
+    void *sess; /* engine/session.c: adapters, retriers, the authenticator's state for this send (a
+                   cr_ext), or NULL when none applies */
 } cr_transfer;
 
 /* request.c: a request whose method, target, headers and body are borrowed from the caller (the

@@ -381,6 +381,8 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
     n->http2_only = t->http2_only;
     n->ce_raw = n->ce_raw_asked = t->ce_raw_asked; /* coded bodies asked for (netopts.c) */
     t->net = NULL;
+    n->sess = t->sess; /* engine/session.c: adapters, retriers and the loop guard travel on */
+    t->sess = NULL;
     t->validator = NULL;
     t->jspec = NULL;
     t->download_path = NULL;

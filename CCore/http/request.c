@@ -261,6 +261,7 @@ int cr_request_copy(courier_request **out, const courier_request *src) {
     r->cache = NULL;
     r->mock = NULL;
     r->auth = NULL;
+    r->session = NULL;
     r->parts = NULL;
     r->object_rest = src->object_rest ? json_deep_copy(src->object_rest) : NULL;
     bool failed = (src->object_rest && !r->object_rest) || cr_set_string(&r->base_url, src->base_url) ||
@@ -273,6 +274,7 @@ int cr_request_copy(courier_request **out, const courier_request *src) {
                   (src->cache && !(r->cache = cr_ext_copy(src->cache))) ||
                   (src->mock && !(r->mock = cr_mock_copy(src->mock))) ||
                   (src->auth && !(r->auth = cr_auth_copy(src->auth))) ||
+                  (src->session && !(r->session = cr_ext_copy(src->session))) || /* engine/session.c */
                   cr_netopts_copy(src->net, &r->net); /* netopts.c */
     if (!failed && src->has_body) {
         if (!(r->body = malloc(src->body_len ? src->body_len : 1))) failed = true;
@@ -317,6 +319,7 @@ void courier_request_free(courier_request *r) {
     cr_auth_free(r->auth);       /* auth.c */
     cr_callback_release(r->http.hook); /* redirect.c */
     json_decref(r->object_rest);       /* route.c */
+    cr_ext_free(r->session);           /* engine/session.c */
     free(r);
 }
 
@@ -647,6 +650,50 @@ int courier_outgoing_header_at(const char **name, const char **value, const cour
     return COURIER_OK;
 }
 
+int courier_outgoing_set_method(courier_outgoing *o, const char *method) {
+    if (!o || !method || !cr_is_token(method, strlen(method))) return COURIER_E_INVALID_ARGUMENT;
+    return cr_set_string(&o->method, method);
+}
+
+/* The body, in an adaptation's view only (engine/session.c fills it and moves it back). */
+int courier_outgoing_body(const uint8_t **out_body, size_t *out_len, const courier_outgoing *o) {
+    if (out_body) *out_body = NULL;
+    if (out_len) *out_len = 0;
+    if (!o || !o->body_view) return COURIER_E_INVALID_ARGUMENT;
+    if (o->has_body) {
+        if (out_body) *out_body = (const uint8_t *)o->body;
+        if (out_len) *out_len = o->body_len;
+    }
+    return COURIER_OK;
+}
+
+int courier_outgoing_set_body(courier_outgoing *o, const void *body, size_t len) {
+    if (!o || !o->body_view || o->multipart || (!body && len)) return COURIER_E_INVALID_ARGUMENT;
+    char *copy = malloc(len ? len : 1);
+    if (!copy) return COURIER_E_NO_MEMORY;
+    if (len) memcpy(copy, body, len);
+    free(o->body);
+    o->body = copy;
+    o->body_len = len;
+    o->has_body = 1;
+    free(o->body_file);
+    o->body_file = NULL;
+    return COURIER_OK;
+}
+
+const char *courier_outgoing_body_file(const courier_outgoing *o) { return o && o->body_view ? o->body_file : NULL; }
+
+int courier_outgoing_set_body_file(courier_outgoing *o, const char *path) {
+    if (!o || !o->body_view || o->multipart || !path || !*path) return COURIER_E_INVALID_ARGUMENT;
+    int rc = cr_set_string(&o->body_file, path);
+    if (rc) return rc;
+    free(o->body);
+    o->body = NULL;
+    o->body_len = 0;
+    o->has_body = 0;
+    return COURIER_OK;
+}
+
 /* ---- preparing a transfer -------------------------------------------------------------------- */
 
 /* A scheme at the start, not "://" anywhere: a path's query may hold a URL (base.h). */
@@ -759,6 +806,7 @@ void cr_transfer_free(cr_transfer *t) {
     cr_hops_free(t->hops);
     courier_security_free(t->security); /* security.c */
     cr_netopts_free(t->net); /* netopts.c */
+    cr_ext_free(t->sess); /* engine/session.c */
     free(t);
 }
 

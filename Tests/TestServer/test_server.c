@@ -91,6 +91,7 @@ struct cts_server {
     conn *finished;             /* exited, to be joined */
     path_count *paths;
     size_t npaths, cap_paths;
+    long token_gen;             /* /session/token: the last token issued ("tok-<n>"; 0: none) */
 };
 
 struct conn {
@@ -1951,6 +1952,42 @@ static int h_auth(request *rq, const char *arg, int schemes, response *rs)
     return ACT_SEND;
 }
 
+/* /session/token: issues a new bearer token, "tok-<n>" (n counts up from 1), which from then on is
+   the only one /session/protected accepts: 200 {"token":"tok-<n>"}.
+   /session/protected: 200 {"ok":true,"token":T} when Authorization is "Bearer T" with the token
+   issued last; else 401 with WWW-Authenticate: Bearer and {"ok":false}. */
+static int h_session(cts_server *s, request *rq, const char *arg, response *rs)
+{
+    rs->ctype = "application/json";
+    if (strcmp(arg, "token") == 0) {
+        pthread_mutex_lock(&s->lock);
+        long n = ++s->token_gen;
+        pthread_mutex_unlock(&s->lock);
+        rs->status = 200;
+        sb_printf(&rs->body, "{\"token\":\"tok-%ld\"}", n);
+        return ACT_SEND;
+    }
+    if (strcmp(arg, "protected") != 0) {
+        json_error(rs, 404, "no such session endpoint");
+        return ACT_SEND;
+    }
+    pthread_mutex_lock(&s->lock);
+    long n = s->token_gen;
+    pthread_mutex_unlock(&s->lock);
+    char want[64];
+    snprintf(want, sizeof want, "Bearer tok-%ld", n);
+    const char *v = find_header(rq, "Authorization");
+    if (n > 0 && v && strcmp(v, want) == 0) {
+        rs->status = 200;
+        sb_printf(&rs->body, "{\"ok\":true,\"token\":\"tok-%ld\"}", n);
+        return ACT_SEND;
+    }
+    rs->status = 401;
+    sb_puts(&rs->hdr, "WWW-Authenticate: Bearer realm=\"session\"\r\n");
+    sb_puts(&rs->body, "{\"ok\":false}");
+    return ACT_SEND;
+}
+
 /* /ntlm-start: offers NTLM; 200 {"ntlm_negotiate":true} once the client sends an NTLM
    negotiate message (type 1: "NTLMSSP\0" then 1), which is as far as a client's choice of NTLM
    can be seen without an NTLM server. */
@@ -2207,6 +2244,8 @@ static int dispatch(conn *c, request *rq, response *rs, long path_n, int closing
         return h_auth(rq, arg, AUTH_BASIC | AUTH_DIGEST, rs);
     if (strcmp(p, "/ntlm-start") == 0)
         return h_ntlm_start(rq, rs);
+    if ((arg = after(p, "/session/")))
+        return h_session(s, rq, arg, rs);
     if (strcmp(p, "/echo") == 0 || after(p, "/echo/"))
         return h_echo(c, rq, rs);
     if ((arg = after(p, "/status/")))

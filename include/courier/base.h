@@ -137,8 +137,11 @@ typedef enum courier_code {
     COURIER_E_HTTP_VERSION = -63,     /* the HTTP version required cannot be had: the server answered
                                          over another (courier_http_version's _2_ONLY), or this
                                          libcurl was built without it (HTTP/3) */
-    COURIER_E_NO_STUB = -64           /* the engine answers from stubs (COURIER_STUBS_ONLY) and no stub
+    COURIER_E_NO_STUB = -64,          /* the engine answers from stubs (COURIER_STUBS_ONLY) and no stub
                                          matched the request; nothing was sent */
+    COURIER_E_CREDENTIAL_REFUSED = -65 /* the authenticator's credential was refused again right after
+                                         a refresh (the loop guard): the refusing response (a 401)
+                                         is attached */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */

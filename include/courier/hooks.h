@@ -1,6 +1,7 @@
 /*
  * courier/hooks.h — user code in the send path: mock answers, engine-wide stubs and HAR record
- * and replay, interceptors, custom transports, errors raised by user code.
+ * and replay, interceptors, sessions (adapters, retriers, the authenticator), custom transports,
+ * errors raised by user code.
  *
  * A part of Courier's public C API. courier.h includes every part and states the rules they all
  * keep (ownership, threads, errors; docs/ABI.md); a program may include this part alone.
@@ -221,6 +222,166 @@ typedef int (*courier_after_receive_fn)(uint64_t request_id, courier_response **
 COURIER_API int courier_config_add_interceptor(courier_config *config, courier_before_send_fn before,
                                                courier_after_receive_fn after, void *user,
                                                courier_user_free_fn user_free);
+
+/* ========================================================================================== */
+/* Sessions: adapters, retriers, an authenticator                                              */
+/* ========================================================================================== */
+
+/* Where they run (docs/design/session.md). Before each attempt of a send (the first, each retry,
+ * each redirect hop, each resend of a frozen request), on the engine's worker thread, after the
+ * cache was looked up and before the attempt goes out (to the network, a mock or a custom
+ * transport): first the adapters (the engine's in the order added, then the request's), then the
+ * authenticator applies its credential. What they change holds for that attempt alone: the next
+ * attempt starts again from the request as courier_send made it (an adapter that signs or encrypts
+ * the body does it once per attempt), and the journal stores the request as courier_send made it,
+ * never what an adapter or the authenticator added (so a frozen request carries no credential: it
+ * gets the credential in force when it is sent again).
+ * After an attempt that failed (a failure code, or a status the request does not accept), in this
+ * order: a challenge handler (a 401 or 407 it answers), the authenticator (a refused credential:
+ * refresh, then send again), the fixed retry rule (courier_config_set_retry), and, only when the
+ * rule does not retry, the retriers in order (the engine's, then the request's) until one retries.
+ * Never after a cancel, and never once a stream's body began. While an adapter, a retrier or a
+ * refresh has not answered, the send waits off the wire without holding the worker thread; a
+ * cancel or the engine's close ends it as usual (a later answer is then a no-op). A send that has
+ * adapters or retriers, or that the authenticator applies to, is never coalesced with another
+ * (courier_request_set_coalesce): its attempts are its own. */
+
+/* One attempt's request handed to an adapter. */
+typedef struct courier_adaptation courier_adaptation;
+/* An adapter: called on the engine's worker thread before each attempt; it must not block. It reads
+ * and changes the attempt's request (courier_adaptation_outgoing: URL, method, headers, body) and
+ * completes the adaptation exactly once, now or later, from any thread. */
+typedef void (*courier_adapter_fn)(courier_adaptation *adaptation, void *user);
+/* Adds an adapter to every request of the engine (after those added before). user_free (may be
+ * NULL) runs once when the last engine using it closes and the configuration is freed. Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL config or fn; user is released), COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_add_adapter(courier_config *config, courier_adapter_fn fn, void *user,
+                                           courier_user_free_fn user_free);
+/* Adds an adapter to this request (run after the engine's). user_free runs once when the request
+ * and every send of it are done. Errors as above. */
+COURIER_API int courier_request_add_adapter(courier_request *request, courier_adapter_fn fn, void *user,
+                                            courier_user_free_fn user_free);
+/* The attempt's request, read and changed with the courier_outgoing functions (the body too), from
+ * one thread at a time until the adaptation completes. Borrowed until then. NULL for NULL. */
+COURIER_API courier_outgoing *courier_adaptation_outgoing(courier_adaptation *adaptation);
+/* The attempt it is for: 1 for the first, 2 for the first retry or resend... 0 for NULL. */
+COURIER_API int courier_adaptation_attempt(const courier_adaptation *adaptation);
+/* Completes the adaptation and releases it (it must not be used after): code COURIER_OK sends the
+ * attempt as changed (the next adapter first); a negative code fails the send with it (message
+ * copied, NULL: the code's text) and no retrier is asked. Exactly once, any thread. Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL, code > 0: the adaptation is then failed with COURIER_E_INTERNAL
+ * and released all the same). */
+COURIER_API int courier_adaptation_complete(courier_adaptation *adaptation, courier_code code, const char *message);
+/* courier_adaptation_complete with a user error (courier_raise's): fails the send with code
+ * (negative), message and user, which the failure carries back (courier_error_user_data); user is
+ * released with user_free (may be NULL) exactly once. Exactly once per adaptation instead of
+ * courier_adaptation_complete, any thread. Errors: COURIER_E_INVALID_ARGUMENT (NULL adaptation:
+ * user released; code >= 0: the send fails with COURIER_E_USER). */
+COURIER_API int courier_adaptation_raise(courier_adaptation *adaptation, courier_code code, const char *message,
+                                         void *user, courier_user_free_fn user_free);
+
+/* A failed attempt handed to a retrier. */
+typedef struct courier_retry_question courier_retry_question;
+/* A retrier: called on the engine's worker thread after an attempt failed and the fixed retry rule
+ * did not retry it (see above); it must not block. It answers exactly once, now or later, from any
+ * thread, with courier_retry_question_answer. */
+typedef void (*courier_retrier_fn)(courier_retry_question *question, void *user);
+/* Adds a retrier to every request of the engine (asked after those added before). user_free as for
+ * adapters. Errors: COURIER_E_INVALID_ARGUMENT (NULL config or fn; user is released),
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_config_add_retrier(courier_config *config, courier_retrier_fn fn, void *user,
+                                           courier_user_free_fn user_free);
+/* Adds a retrier to this request (asked after the engine's). Errors as above. */
+COURIER_API int courier_request_add_retrier(courier_request *request, courier_retrier_fn fn, void *user,
+                                            courier_user_free_fn user_free);
+/* The failure: its code (COURIER_OK when the response's status is what failed; then
+ * courier_retry_question_response has it). Readable from any thread until answered; a NULL
+ * question gives 0, NULL or "". */
+COURIER_API int courier_retry_question_code(const courier_retry_question *question);
+/* The response, if any (borrowed until answered), else NULL. */
+COURIER_API const courier_response *courier_retry_question_response(const courier_retry_question *question);
+/* Attempts made so far (1 after the first). */
+COURIER_API int courier_retry_question_attempt(const courier_retry_question *question);
+/* The send's request id, and the attempt's method and URL (before adapters; borrowed until answered). */
+COURIER_API uint64_t courier_retry_question_request_id(const courier_retry_question *question);
+COURIER_API const char *courier_retry_question_method(const courier_retry_question *question);
+COURIER_API const char *courier_retry_question_url(const courier_retry_question *question);
+/* Answers: delay_ms < 0 (COURIER_DO_NOT_RETRY): no (the next retrier is asked; after the last, the
+ * failure goes to the caller); 0: retry now; > 0: retry after that many milliseconds (counted in
+ * courier_response_attempts' wait). Releases the question (it must not be used after). Exactly once,
+ * any thread. A send cancelled meanwhile, or an engine closed, makes it a no-op. Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL). */
+#define COURIER_DO_NOT_RETRY (-1)
+COURIER_API int courier_retry_question_answer(courier_retry_question *question, int64_t delay_ms);
+
+/* A credential refresh asked of an authenticator. */
+typedef struct courier_refresh courier_refresh;
+/* Returns a new reference to user (a binding's retain: Py_INCREF, a Swift retain), so that one user
+ * error can ride with several failures, each releasing its own with user_free. */
+typedef void *(*courier_user_retain_fn)(void *user);
+/* An authenticator: owns the engine's credential (a string: a bearer token, or anything the app
+ * defines), puts it on the requests of its origin, decides which failures mean "refused" and
+ * refreshes it, once at a time however many requests wait (single-flight):
+ * - Before each attempt of a request it applies to (after the adapters): with no credential, or one
+ *   past its expiry (by the engine's clock, courier_config_set_clock), a refresh starts first; while a
+ *   refresh runs, the attempt waits for it. Then `apply` puts the credential on the attempt.
+ * - After an attempt that carried it: when `refused` says so, an attempt that carried an older
+ *   credential than the current one is sent again at once; otherwise a refresh starts (unless one
+ *   runs) and the request waits and is then sent again with the new credential. A request refused
+ *   again after it waited for a refresh fails with COURIER_E_CREDENTIAL_REFUSED (the loop guard).
+ * - A refresh that fails fails every request waiting for it with its error; the credential stays as
+ *   it was, and the next request that needs one starts a new refresh.
+ * The credential goes only to URLs of its origin (scheme, host and port) and that `applies` accepts:
+ * never to another origin, a redirect's included. The callbacks run on the engine's worker thread
+ * and must not block. A request sent from `refresh` to the same origin must opt out
+ * (courier_request_set_authenticated 0), or it would wait for the refresh it is part of. */
+typedef struct courier_authenticator {
+    size_t size; /* sizeof(courier_authenticator), set by the caller */
+    /* Nonzero when the credential goes to this URL (NULL: every URL of the origin). */
+    int (*applies)(const char *url, void *user);
+    /* Puts the credential (borrowed for the call) on the attempt; returns COURIER_OK or a negative
+     * code that fails the send (courier_raise may carry a user error). NULL: "Authorization: Bearer
+     * <credential>". */
+    int (*apply)(courier_outgoing *outgoing, const char *credential, void *user);
+    /* Nonzero when an attempt's failure (code, and the response or NULL) means the credential was
+     * refused. NULL: a response with status 401. */
+    int (*refused)(int code, const courier_response *response, void *user);
+    /* Starts a refresh; required. Complete it exactly once, now or later, from any thread, with
+     * courier_refresh_complete or courier_refresh_fail. */
+    void (*refresh)(courier_refresh *refresh, void *user);
+} courier_authenticator;
+/* Sets the engine's authenticator for origin ("scheme://host[:port]", or any URL of it). The
+ * functions are copied (size as the caller knows it); user_free as for adapters. Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL, a size smaller than the first version's, no refresh),
+ * COURIER_E_INVALID_URL (origin not http/https). */
+COURIER_API int courier_config_set_authenticator(courier_config *config, const char *origin,
+                                                 const courier_authenticator *authenticator, void *user,
+                                                 courier_user_free_fn user_free);
+/* The credential the engine starts with (copied; NULL: none, the first request refreshes) and its
+ * expiry in milliseconds since the Unix epoch (0: none). Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_config_set_credential(courier_config *config, const char *credential, int64_t expires_at_ms);
+/* Replaces the engine's credential (after a login or a logout: NULL) for the attempts that start
+ * afterwards. Any thread. Errors: COURIER_E_INVALID_ARGUMENT (NULL engine or no authenticator). */
+COURIER_API int courier_engine_set_credential(courier_engine *engine, const char *credential, int64_t expires_at_ms);
+/* 0: the authenticator leaves this request alone (a refresh's own request to the origin); 1 (the
+ * default): it applies. */
+COURIER_API int courier_request_set_authenticated(courier_request *request, int authenticated);
+/* The credential being replaced (NULL when none), borrowed until the refresh completes. */
+COURIER_API const char *courier_refresh_credential(const courier_refresh *refresh);
+/* Completes a refresh with the new credential (copied) and its expiry (ms since the Unix epoch, 0:
+ * none), and releases it: the waiting requests go out with it. Exactly once per refresh (or
+ * courier_refresh_fail), any thread. Errors: COURIER_E_INVALID_ARGUMENT (NULL refresh; NULL
+ * credential: the refresh is then failed with COURIER_E_INVALID_ARGUMENT and released). */
+COURIER_API int courier_refresh_complete(courier_refresh *refresh, const char *credential, int64_t expires_at_ms);
+/* Fails a refresh and releases it: every waiting request fails with code (negative), message
+ * (copied; NULL: the code's text) and user (may be NULL), which each failure carries back
+ * (courier_error_user_data), each with a reference of its own from user_retain(user) (user_retain
+ * NULL: only the first failure carries user). Every reference, user's own included, is released
+ * with user_free exactly once.
+ * Exactly once per refresh, any thread. Errors: COURIER_E_INVALID_ARGUMENT (NULL refresh: user
+ * released; code >= 0: failed with COURIER_E_USER). */
+COURIER_API int courier_refresh_fail(courier_refresh *refresh, courier_code code, const char *message, void *user,
+                                     courier_user_free_fn user_free, courier_user_retain_fn user_retain);
 
 /* ========================================================================================== */
 /* Custom transports (HTNetworking's request types)                                            */

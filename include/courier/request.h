@@ -105,6 +105,23 @@ COURIER_API const char *courier_outgoing_header(const courier_outgoing *outgoing
 COURIER_API size_t courier_outgoing_header_count(const courier_outgoing *outgoing);
 COURIER_API int courier_outgoing_header_at(const char **out_name, const char **out_value,
                                            const courier_outgoing *outgoing, size_t index);
+/* Replaces the method (a token, e.g. "PUT"). Errors: COURIER_E_INVALID_ARGUMENT (NULL, not a token). */
+COURIER_API int courier_outgoing_set_method(courier_outgoing *outgoing, const char *method);
+/* The body an adapter sees (courier_adaptation_outgoing): *out_body (borrowed until the next change
+ * or the adaptation's completion; NULL when the request has no body in memory) and *out_len (either
+ * out pointer may be NULL). Errors: COURIER_E_INVALID_ARGUMENT (NULL outgoing, or not an
+ * adaptation's: customize, before-send and mock callbacks do not see the body). */
+COURIER_API int courier_outgoing_body(const uint8_t **out_body, size_t *out_len, const courier_outgoing *outgoing);
+/* Replaces the body with bytes (copied; body NULL with len 0: an empty body), dropping a file body.
+ * The Content-Type header stays as it is (set it with courier_outgoing_set_header). Errors:
+ * COURIER_E_INVALID_ARGUMENT (not an adaptation's, a multipart request, body NULL with len > 0). */
+COURIER_API int courier_outgoing_set_body(courier_outgoing *outgoing, const void *body, size_t len);
+/* The path of a file body (courier_request_set_body_file), or NULL. Borrowed as above. */
+COURIER_API const char *courier_outgoing_body_file(const courier_outgoing *outgoing);
+/* Replaces the body with the file at path (copied; read when the attempt goes out: a file that
+ * cannot be read fails the attempt with COURIER_E_NOT_FOUND), dropping a body in memory. Errors:
+ * COURIER_E_INVALID_ARGUMENT (not an adaptation's, NULL or empty path, a multipart request). */
+COURIER_API int courier_outgoing_set_body_file(courier_outgoing *outgoing, const char *path);
 
 /* Called once per send, on the sending thread inside courier_send / courier_send_sync, after the
  * URL, parameters and headers are final. Return COURIER_OK to send, or a negative code to fail

@@ -176,6 +176,9 @@ extension CourierError {
         /// The engine answers from stubs (``StubMode/only``) and no stub matched the request;
         /// nothing was sent.
         public static let noStub = Code(COURIER_E_NO_STUB)
+        /// The authenticator's credential was refused again right after a refresh (the loop
+        /// guard); the refusing response (a 401) is attached.
+        public static let credentialRefused = Code(COURIER_E_CREDENTIAL_REFUSED)
         // The JSON features' codes (json, mapping, api) are declared beside them, in Features/.
 
         /// Every code this version names, in the C header's order.
@@ -193,7 +196,7 @@ extension CourierError {
             Code(COURIER_E_CELLULAR),
             Code(COURIER_E_UNKNOWN_NAME), Code(COURIER_E_ROUTE_PARAMETER), Code(COURIER_E_CATALOG),
             .redis, .redisUnsupported, .numberRange, .again, .wsHandshake, .wsProtocolError,
-            .wsClosed, .httpVersion, .noStub,
+            .wsClosed, .httpVersion, .noStub, .credentialRefused,
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -260,6 +263,7 @@ extension CourierError {
             case .wsClosed: return "wsClosed"
             case .httpVersion: return "httpVersion"
             case .noStub: return "noStub"
+            case .credentialRefused: return "credentialRefused"
             default: return "unknown(\(rawValue))"
             }
         }
@@ -347,6 +351,8 @@ extension CourierError {
     public static let httpVersion = Code.httpVersion
     /// See ``Code/noStub``.
     public static let noStub = Code.noStub
+    /// See ``Code/credentialRefused``.
+    public static let credentialRefused = Code.credentialRefused
 }
 
 // MARK: - From the C core

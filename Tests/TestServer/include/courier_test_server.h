@@ -15,6 +15,10 @@
  * keep-alive connections never time out (they are closed by the client or by stop).
  *
  * Endpoints (the path is matched without its query string; any method):
+ *   /session/token         issues a new bearer token "tok-<n>" (n from 1): 200 {"token":...};
+ *                          from then on the only one /session/protected accepts.
+ *   /session/protected     200 {"ok":true,"token":T} with "Authorization: Bearer T" (the last
+ *                          token issued), else 401 (WWW-Authenticate: Bearer) {"ok":false}.
  *   /echo, /echo/...       200 JSON {"method","path","query","headers":[[name,value],...],
  *                          "body","body_length","connection"}. Strings are byte strings:
  *                          control bytes and every byte >= 0x80 appear as \u00XX, so each

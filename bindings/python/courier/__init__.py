@@ -30,6 +30,7 @@ from .mapping import (MAP_ALL_COERCIONS, MAP_BOOL_FROM_NUMBER, MAP_NULL_AS_ABSEN
 from .request import BodyEncoding, Freeze, Mock, Outgoing, Part, Priority, Progress, Request, Result, Retry
 from .response import Answer, CacheReason, CacheStatus, Headers, Metrics, Response
 from .security import PinningMode, Security
+from .session import Authenticator, RetryQuestion
 from .stream import EventSource, ServerSentEvent, SSEState, StreamResponse
 from .stubs import Stub, StubAnswer, StubbedRequest, StubMode, Stubs, UrlMatch
 from .websocket import WebSocket, WSMessageType, WSState

@@ -222,6 +222,7 @@ class AsyncEngine:
         lp = self._loop
         if lp is None or lp.loop is not loop:
             lp = self._loop = _loop_for(loop)
+            self.sync._async_loop = loop  # session.py: where async adapters, retriers and refreshes run
         fut = lp.new_pending()
         ctx = _new_send(_AsyncSend)  # _AsyncSend(sync, fut, waker) without its __init__ frame
         ctx.engine = sync = self.sync

@@ -35,6 +35,9 @@ from . import netopts
 from .netopts import ConnectToArg, HTTPVersion, IPVersion, ResolveArg
 from .security import Security
 from .stubs import Stub, StubMode, Stubs
+from .session import Authenticator
+from .session import install as session_install
+from .session import set_credential as session_set_credential
 from .transport import c_transport_cancel, c_transport_start
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -443,6 +446,16 @@ class Engine:
         max_idle_connections: connections the pool keeps open between requests (default
             max_connections); idle_connection_timeout: seconds after which an idle connection is
             closed rather than reused (default libcurl's 118).
+        adapters: ``fn(outgoing)`` functions run in order before each attempt of every request; they
+            may change its URL, method, headers and body (``outgoing.body``, ``outgoing.body_file``),
+            and may be coroutine functions (awaited on the :class:`courier.AsyncEngine`'s loop) or
+            return a Future; the attempt waits off the wire meanwhile. An exception fails the request
+            with it (see :mod:`courier.session`).
+        retriers: ``fn(courier.RetryQuestion) -> None/False | True | seconds`` asked in order after a
+            failure the ``retry`` rule did not retry (the rule first, then the retriers); never after
+            a cancel. Coroutine functions and Futures too.
+        authenticator: a :class:`courier.Authenticator`: the credential applied to each request of its
+            origin, refreshed once however many requests get a 401 (:meth:`set_credential` replaces it).
     """
 
     def __init__(self, base_url: Optional[str] = None, *, store: Union[str, os.PathLike, None] = None,
@@ -489,13 +502,16 @@ class Engine:
                  unix_socket: Union[str, os.PathLike, None] = None,
                  http_version: Union[HTTPVersion, str, int, None] = None,
                  decode_content: Optional[bool] = None, max_idle_connections: Optional[int] = None,
-                 idle_connection_timeout: Optional[float] = None) -> None:
+                 idle_connection_timeout: Optional[float] = None,
+                 adapters: Sequence[Callable[..., Any]] = (), retriers: Sequence[Callable[..., Any]] = (),
+                 authenticator: Optional[Authenticator] = None) -> None:
         self._ptr: Optional[int] = None
         self._background: list[BaseException] = []
         self._callback_threads: set[int] = set()
         self._pinned: dict[int, int] = {}  # the worker's thread id -> its pinned Python thread state
         self._pin_requested = False  # _callbacks.request_pin: posted to the worker, once
         self._keep: list[Any] = []  # Python objects C borrows (mappings, envelopes)
+        self._async_loop: Any = None  # session.py: the AsyncEngine loop that last sent
         self._lock = threading.Lock()
         cfg = c_void_p()
         check(lib.courier_config_new(byref(cfg)))
@@ -649,6 +665,8 @@ class Engine:
             if challenge_handler is not None:
                 key = cb.register(cb.Slot(challenge_handler, None, self))
                 check(lib.courier_config_set_challenge_handler(c, c_challenge, key, cb.user_free), arg="challenge_handler")
+            if adapters or retriers or authenticator is not None:
+                session_install(c, self, adapters, retriers, authenticator)
             if api_version is not None or api_review:
                 check(lib.courier_config_set_api_version(c, _opt(api_version), 1 if api_review else 0), arg="api_version")
             netopts.apply_engine(c, resolve, connect_to, doh_url, dns_cache_lifetime, ip_version,
@@ -682,6 +700,12 @@ class Engine:
         into the send's own slot in C instead: ``courier_raise``.)"""
         with self._lock:
             self._background.append(exc)
+
+    def set_credential(self, credential: Optional[str], expires: Optional[float] = None) -> None:
+        """Replaces the authenticator's credential (after a login; None after a logout) for the
+        attempts that start afterwards; ``expires`` in seconds since the epoch
+        (``courier_engine_set_credential``). :class:`courier.InvalidArgument` without an authenticator."""
+        session_set_credential(self._handle(), credential, expires)
 
     def close(self) -> None:
         """Closes the engine: every request still queued or in flight completes with
@@ -820,7 +844,9 @@ class Engine:
         ``credentials`` and ``challenge_handler`` (as the engine's, for this request), ``proxy`` with
         ``no_proxy``, ``proxy_credentials``, ``param_charset`` (the parameters' charset, as the
         engine's), ``security`` (a :class:`courier.Security` replacing the engine's for this request),
-        ``allow_cellular`` (False: :class:`courier.CellularNotAllowed` while the path is cellular).
+        ``allow_cellular`` (False: :class:`courier.CellularNotAllowed` while the path is cellular),
+        ``adapters`` and ``retriers`` (run after the engine's), ``authenticated`` (False: the engine's
+        authenticator leaves this request alone: a refresh's own request to its origin).
 
         Returns the :class:`Response` (status < 400). Raises the :class:`courier.CourierError`
         subclass of the failure (:class:`courier.HTTPStatusError` with ``.response`` for >= 400),

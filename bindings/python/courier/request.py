@@ -6,11 +6,15 @@ thread, each send with its own callbacks' context.
 """
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import ctypes
+import inspect
 import json as _json
 import math
 import os
 import threading
-from ctypes import byref, c_char_p, c_size_t, c_void_p
+from ctypes import CFUNCTYPE, byref, c_char_p, c_size_t, c_void_p
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence, TypedDict, Union
 
@@ -18,10 +22,10 @@ from . import _callbacks as cb
 from ._enums import CEnum, Setting
 from ._lib import ERROR, lib, setting_default
 from .auth import Challenge, Credentials, c_challenge, credentials_args
-from .errors import InvalidArgument, check, coerce, lib_code, make_error
+from .errors import CourierError, InvalidArgument, check, coerce, lib_code, make_error
 from .frozen import FreezePolicy
 from .mapping import python_to_json
-from .response import CachePolicy, borrowed_response, build_response, c_validator
+from .response import CachePolicy, Response, borrowed_response, build_response, c_validator
 from . import netopts
 from .netopts import ConnectToArg, HTTPVersion, ResolveArg
 from .security import Security
@@ -210,6 +214,36 @@ class Outgoing:
     def method(self) -> str:
         return (lib.courier_outgoing_method(self._h()) or b"").decode()
 
+    @method.setter
+    def method(self, value: str) -> None:
+        self._need_write()
+        check(lib.courier_outgoing_set_method(self._h(), _b(value)))
+
+    @property
+    def body(self) -> Optional[bytes]:
+        """The body in memory (an adapter's view only: :class:`courier.InvalidArgument` elsewhere),
+        None when there is none. Setting bytes (or str, UTF-8) replaces it and drops a file body."""
+        data, n = c_void_p(), c_size_t()
+        check(lib.courier_outgoing_body(byref(data), byref(n), self._h()))
+        return ctypes.string_at(data.value, n.value) if data.value else None
+
+    @body.setter
+    def body(self, value: Union[bytes, str]) -> None:
+        self._need_write()
+        raw = value.encode() if isinstance(value, str) else bytes(value)
+        check(lib.courier_outgoing_set_body(self._h(), raw, len(raw)))
+
+    @property
+    def body_file(self) -> Optional[str]:
+        """The path of a file body (an adapter's view only), or None; setting one replaces the body."""
+        v = lib.courier_outgoing_body_file(self._h())
+        return os.fsdecode(v) if v else None
+
+    @body_file.setter
+    def body_file(self, path: Union[str, os.PathLike]) -> None:
+        self._need_write()
+        check(lib.courier_outgoing_set_body_file(self._h(), os.fsencode(path)))
+
     @property
     def request_id(self) -> int:
         """The send's id (``courier_outgoing_request_id``): the id its events and response carry."""
@@ -319,6 +353,9 @@ class RequestOptions(TypedDict, total=False):
     object: Any
     status_codes: Optional[Iterable[Union[int, tuple[int, int]]]]
     api_version: Optional[str]
+    adapters: Sequence[Callable[..., Any]]
+    retriers: Sequence[Callable[..., Any]]
+    authenticated: Optional[bool]
 
 
 class Request:
@@ -358,7 +395,8 @@ class Request:
                  api_version: Optional[str] = None, resolve: ResolveArg = None,
                  connect_to: ConnectToArg = None, unix_socket: Union[str, "os.PathLike[str]", None] = None,
                  http_version: Union[HTTPVersion, str, int, None] = None,
-                 decode_content: Optional[bool] = None) -> None:
+                 decode_content: Optional[bool] = None, adapters: Sequence[Callable[..., Any]] = (),
+                 retriers: Sequence[Callable[..., Any]] = (), authenticated: Optional[bool] = None) -> None:
         self._origin: Optional[tuple[str, ...]] = None  # a catalogue API or a route (made by the engine)
         self.method = method
         self.url = url
@@ -424,6 +462,11 @@ class Request:
         self.object = object
         self.status_codes = tuple(status_codes) if status_codes is not None else None
         self.api_version = api_version
+        # session.py: adapters and retriers after the engine's; authenticated=False: the engine's
+        # authenticator leaves this request alone (a refresh's own request)
+        self.adapters = tuple(adapters)
+        self.retriers = tuple(retriers)
+        self.authenticated = authenticated
 
     @classmethod
     def api(cls, name: str, **kw: Any) -> "Request":
@@ -466,6 +509,7 @@ class Request:
     def _has_callbacks(self) -> bool:
         return (self.validator is not None or self.customize is not None or self.progress is not None
                 or self.redirect_hook is not None or self.challenge_handler is not None
+                or bool(self.adapters) or bool(self.retriers)
                 or (self.mock is not None and self.mock.callback is not None))
 
     def _acquire(self, ctx: Any = None, engine: Any = None) -> tuple[int, bool]:
@@ -687,6 +731,14 @@ class Request:
         if self.challenge_handler is not None:
             key = cb.register(cb.Slot(self.challenge_handler, ctx, engine))
             check(L.courier_request_set_challenge_handler(r, c_challenge, key, cb.user_free), arg="challenge_handler")
+        for fn in self.adapters:  # after the engine's (include/courier/hooks.h "Sessions")
+            key = cb.register(cb.Slot(fn, ctx, engine))
+            check(L.courier_request_add_adapter(r, c_adapter, key, cb.user_free), arg="adapters")
+        for fn in self.retriers:
+            key = cb.register(cb.Slot(fn, ctx, engine))
+            check(L.courier_request_add_retrier(r, c_retrier, key, cb.user_free), arg="retriers")
+        if self.authenticated is not None:
+            check(L.courier_request_set_authenticated(r, 1 if self.authenticated else 0), arg="authenticated")
 
     def _set_mock(self, r: int, ctx: Any, engine: Any) -> None:
         L = lib
@@ -819,3 +871,162 @@ c_before_send = cb.BEFORE_SEND_FN(_before_send)
 c_redirect = cb.REDIRECT_FN(_redirect)
 c_mock = cb.MOCK_FN(_mock)
 c_progress = cb.PROGRESS_FN(_progress)
+
+# ---- sessions: adapters and retriers (include/courier/hooks.h "Sessions"; courier.session has the
+# authenticator). An adapter is fn(outgoing) run before each attempt; a retrier fn(question) ->
+# None/False (no), True/0 (now) or seconds, asked after a failure the retry rule did not retry.
+# Either may return an awaitable (run on the AsyncEngine's loop, else on a thread of its own) or a
+# concurrent.futures.Future: the attempt waits off the wire meanwhile.
+
+ADAPTER_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+RETRIER_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+
+# ---- running a result later -------------------------------------------------------------------
+
+def _later(slot: cb.Slot, value: Any, done: Callable[[Any, Optional[BaseException]], None]) -> bool:
+    """When ``value`` is an awaitable or a Future: arranges ``done(result, exc)`` for when it ends
+    (a coroutine on the async engine's loop, else on a thread of its own) and returns True."""
+    if isinstance(value, concurrent.futures.Future):
+        fut = value
+    elif inspect.isawaitable(value):
+        eng = slot.engine
+        loop = getattr(eng, "_async_loop", None) if eng is not None else None
+
+        async def wrap() -> Any:
+            return await value
+        if loop is not None and loop.is_running() and not loop.is_closed():
+            fut = asyncio.run_coroutine_threadsafe(wrap(), loop)
+        else:
+            fut = concurrent.futures.Future()
+
+            def run() -> None:
+                try:
+                    fut.set_result(asyncio.run(wrap()))
+                except BaseException as e:
+                    fut.set_exception(e)
+            threading.Thread(target=run, name="courier-session", daemon=True).start()
+    else:
+        return False
+
+    def finished(f: concurrent.futures.Future) -> None:
+        try:
+            result = f.result()
+        except BaseException as e:
+            done(None, e)
+            return
+        done(result, None)
+    fut.add_done_callback(finished)
+    return True
+
+
+def _code_of(exc: BaseException) -> int:
+    return exc.code if isinstance(exc, CourierError) and exc.code < 0 else lib_code("COURIER_E_USER")
+
+
+# ---- adapters ----------------------------------------------------------------------------------
+
+def _fail_adaptation(ptr: int, exc: BaseException) -> None:
+    lib.courier_adaptation_raise(ptr, _code_of(exc), str(exc).encode("utf-8", "replace")[:190],
+                                 cb.register(exc), cb.user_free)
+
+
+def _adapter(adaptation: Optional[int], user: Optional[int]) -> None:
+    slot = cb.lookup(user)
+    if slot is None or not adaptation:
+        lib.courier_adaptation_complete(adaptation, 0, None)
+        return
+    slot.note_worker()
+    view = Outgoing(lib.courier_adaptation_outgoing(adaptation), writable=True)
+    try:
+        result = slot.fn(view)
+    except BaseException as e:
+        view._release()
+        _fail_adaptation(adaptation, e)
+        return
+
+    def done(_: Any, exc: Optional[BaseException]) -> None:
+        view._release()
+        if exc is not None:
+            _fail_adaptation(adaptation, exc)
+        else:
+            lib.courier_adaptation_complete(adaptation, 0, None)
+    try:
+        if _later(slot, result, done):
+            return  # the view stays valid until the adaptation completes
+    except BaseException as e:
+        done(None, e)
+        return
+    done(None, None)
+
+
+c_adapter = ADAPTER_FN(_adapter)
+
+
+# ---- retriers ----------------------------------------------------------------------------------
+
+class RetryQuestion:
+    """A failed attempt a retrier is asked about: ``error`` (the :class:`courier.CourierError` the
+    request would fail with: an :class:`courier.HTTPStatusError` for a refused status),
+    ``response`` (or None), ``attempt`` (1 after the first), ``request_id``, ``method`` and ``url``."""
+
+    __slots__ = ("error", "response", "attempt", "request_id", "method", "url")
+
+    def __init__(self, ptr: int) -> None:
+        code = int(lib.courier_retry_question_code(ptr))
+        rp = lib.courier_retry_question_response(ptr)
+        self.response: Optional[Response] = Response(lib.courier_response_retain(rp)) if rp else None
+        status = self.response.status if self.response is not None else 0
+        if code == 0:
+            code = lib_code("COURIER_E_HTTP_STATUS")
+        self.error: CourierError = make_error(code, None, self.response)
+        if status and not getattr(self.error, "http_status", 0):
+            try:
+                self.error.http_status = status  # type: ignore[misc]
+            except AttributeError:  # pragma: no cover
+                pass
+        self.attempt = int(lib.courier_retry_question_attempt(ptr))
+        self.request_id = int(lib.courier_retry_question_request_id(ptr))
+        self.method = (lib.courier_retry_question_method(ptr) or b"").decode()
+        self.url = (lib.courier_retry_question_url(ptr) or b"").decode("utf-8", "replace")
+
+    def __repr__(self) -> str:
+        return f"<courier.RetryQuestion {self.method} {self.url} attempt {self.attempt}: {type(self.error).__name__}>"
+
+
+def _delay_ms(decision: Any) -> int:
+    if decision is None or decision is False:
+        return -1
+    if decision is True:
+        return 0
+    seconds = float(decision)
+    return -1 if seconds < 0 else int(round(seconds * 1000))
+
+
+def _retrier(question: Optional[int], user: Optional[int]) -> None:
+    slot = cb.lookup(user)
+    if slot is None or not question:
+        lib.courier_retry_question_answer(question, -1)
+        return
+    slot.note_worker()
+
+    def done(decision: Any, exc: Optional[BaseException]) -> None:
+        if exc is not None:
+            slot.keep(exc)  # an exception is a "no"; close() (or the engine's sink) re-raises it
+            decision = None
+        try:
+            ms = _delay_ms(decision)
+        except (TypeError, ValueError) as e:
+            slot.keep(e)
+            ms = -1
+        lib.courier_retry_question_answer(question, ms)
+    try:
+        result = slot.fn(RetryQuestion(question))
+        if _later(slot, result, done):
+            return
+    except BaseException as e:
+        done(None, e)
+        return
+    done(result, None)
+
+
+c_retrier = RETRIER_FN(_retrier)
