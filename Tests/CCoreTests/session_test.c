@@ -76,6 +76,7 @@ static void fetch_token(courier_engine *e, char *buf, size_t size) {
 /* Replaces the body with its upper-case copy and signs it (X-Body-Sum: the bytes' sum). */
 static void upper_adapter(courier_adaptation *a, void *user) {
     (void)user;
+    CHECK_EQ(courier_adaptation_attempt(a), 1); /* one send, no retry */
     courier_outgoing *o = courier_adaptation_outgoing(a);
     const uint8_t *body = NULL;
     size_t len = 0;
@@ -246,6 +247,8 @@ typedef struct retrier_state {
     atomic_int asked;
     int first_attempt;      /* the attempt number the first question said */
     int last_code, last_status;
+    uint64_t last_id;       /* what the last question said of the send */
+    char last_method[16], last_url[256];
     int retry_until;        /* retry while the attempt is below this */
     int64_t delay_ms;
     int from_thread;
@@ -262,6 +265,9 @@ static void retrier(courier_retry_question *q, void *user) {
     if (atomic_fetch_add(&s->asked, 1) == 0) s->first_attempt = courier_retry_question_attempt(q);
     s->last_code = courier_retry_question_code(q);
     s->last_status = courier_response_status(courier_retry_question_response(q));
+    s->last_id = courier_retry_question_request_id(q);
+    snprintf(s->last_method, sizeof s->last_method, "%s", courier_retry_question_method(q));
+    snprintf(s->last_url, sizeof s->last_url, "%s", courier_retry_question_url(q));
     if (courier_retry_question_attempt(q) >= s->retry_until) {
         courier_retry_question_answer(q, COURIER_DO_NOT_RETRY);
     } else if (s->from_thread) {
@@ -292,6 +298,9 @@ static void test_retrier_decides_now_later_or_no(void) {
     CHECK_EQ(s.first_attempt, 1);
     CHECK_EQ(s.last_code, COURIER_OK); /* the status failed it, the response is there */
     CHECK_EQ(s.last_status, 503);
+    CHECK_EQ(s.last_id, courier_response_request_id(resp)); /* the send the question is about */
+    CHECK_STR(s.last_method, "POST");
+    CHECK_STR(s.last_url, th_url("/status/503"));
     courier_response_free(resp);
     courier_request_free(r);
     courier_engine_close(e);

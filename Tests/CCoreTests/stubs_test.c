@@ -118,6 +118,11 @@ static void test_matching_rules(void) {
     CHECK_EQ(send_path(e, "GET", "/users/1", &resp), COURIER_OK);
     CHECK_STR(body_of(resp), "exact");
     courier_response_free(resp);
+    /* Clearing removes every stub: the same request then meets none (and still goes nowhere). */
+    size_t recorded = courier_engine_stub_request_count(e);
+    CHECK_EQ(courier_engine_clear_stubs(e), COURIER_OK);
+    CHECK_EQ(send_path(e, "GET", "/users/1", NULL), COURIER_E_NO_STUB);
+    CHECK_EQ(courier_engine_stub_request_count(e), recorded + 1); /* the record stays, and grows */
     CHECK_EQ(cts_server_path_count(th_server(), "/users/1"), before); /* nothing went on the wire */
     /* A bad regular expression is refused when the stub is made. */
     courier_stub *bad = NULL;
