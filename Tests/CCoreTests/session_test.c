@@ -399,6 +399,7 @@ typedef struct auth_state {
     int bogus;               /* the refresh completes with a token the server refuses */
     long wait_for;           /* the refresh waits until /session/protected saw this many requests */
     int64_t wait_parked;     /* and until this many sends wait off the wire (none on it) */
+    char replaced[64];       /* the credential the last refresh replaced ("(none)": none) */
 } auth_state;
 
 /* Waits (bounded) until the engine holds n sends, none on the wire: every one waits for the refresh. */
@@ -435,6 +436,8 @@ static void *refresh_thread(void *arg) {
 
 static void refresh_fn(courier_refresh *rf, void *user) {
     auth_state *s = user;
+    const char *old = courier_refresh_credential(rf);
+    snprintf(s->replaced, sizeof s->replaced, "%s", old ? old : "(none)");
     atomic_fetch_add(&s->refreshes, 1);
     void **arg = malloc(2 * sizeof *arg);
     arg[0] = rf;
@@ -569,6 +572,7 @@ static void test_expired_credential_is_refreshed_before_sending(void) {
     courier_request *r = new_req("GET", "/session/protected");
     CHECK_EQ(send_req(e, r, NULL, NULL, NULL), COURIER_OK);
     CHECK_EQ(atomic_load(&s.refreshes), 1);
+    CHECK_CONTAINS(s.replaced, "expired"); /* the refresh was told what it replaces */
     CHECK_EQ(cts_server_path_count(th_server(), "/session/protected"), refused + 1); /* never sent stale */
     courier_request_free(r);
     courier_engine_close(e);
