@@ -468,12 +468,11 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
     j->next_token = 1;
     cr_core(e)->journal = j;
     int rc = cj_policy_open(j) ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : COURIER_OK;
-    /* The journal's store setting: a redis:// URL (records on Redis Streams, redis.c), else a
+    /* The journal's store setting: a redis:// or redis+cluster:// URL (records on Redis Streams, redis.c), else a
      * directory (LMDB, the default: the engine's store directory). The directory's LMDB journal is
      * opened either way: it keeps the cookie jar, and this process's engines (claims' owners). */
     const char *where = cr_core(e)->config->frozen.store[0] ? cr_core(e)->config->frozen.store : NULL;
-    bool redis = where && (strncmp(where, "redis://", 8) == 0 || strncmp(where, "rediss://", 9) == 0 ||
-                           strncmp(where, "unix://", 7) == 0);
+    bool redis = where && (cr_redis_is_url(where) || strncmp(where, "unix://", 7) == 0);
     j->store = &cj_lmdb_store;
     j->pass = &cj_replay_pass; /* replay.c's decisions, which the stores' passes call */
     if (rc == COURIER_OK) rc = cj_jenv_acquire(where && !redis ? where : cr_core(e)->store_dir, nonce, &j->env, err);
