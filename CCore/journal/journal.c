@@ -35,7 +35,13 @@ static int host_of(const char *url, char *out, size_t cap) {
 static void freeze_answer(cr_journal *j, jfreeze *f, bool frozen, const char *why) {
     courier_error err;
     int code;
-    if (frozen) {
+    if (frozen && f->unconfirmed) {
+        const courier_config *cfg = cr_core(j->e)->config;
+        code = cr_fail(&err, COURIER_E_REPLICAS_UNCONFIRMED,
+                       "written to the journal as %s, but %lld of %d replicas confirmed it within %lld ms (WAIT): not "
+                       "acknowledged as frozen (it may still be replayed)",
+                       f->id, f->replicas_acked, cfg->frozen.replicas, (long long)cfg->frozen.replicas_timeout_ms);
+    } else if (frozen) {
         code = cr_fail(&err, COURIER_E_FROZEN, "frozen as %s", f->id);
     } else {
         err = f->err;
@@ -91,7 +97,7 @@ static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
         if (j->store->broken(rc)) j->broken = 1;
         if (rc == 0) frozen_committed(j, f);
         freeze_answer(j, f, rc == 0, rc ? j->store->strerror(j, rc) : "");
-        if (rc == 0) {
+        if (rc == 0 && !f->unconfirmed) {
             jevent *ev = cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap), f->answer_id, COURIER_OK);
             cj_events_push(events, ev);
         }
@@ -244,7 +250,7 @@ static int64_t turn(cr_journal *j) {
             for (f = fz; f; f = f->next) {
                 frozen_committed(j, f);
                 freeze_answer(j, f, true, "");
-                if (f->snap)
+                if (f->snap && !f->unconfirmed) /* (unconfirmed by replicas: not reported frozen) */
                     cj_events_push(&etail, cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap), f->answer_id,
                                                   COURIER_OK));
             }
@@ -281,7 +287,7 @@ static int64_t turn(cr_journal *j) {
                 if (!atomic && f->seq) {
                     frozen_committed(j, f);
                     freeze_answer(j, f, true, "");
-                    if (f->snap)
+                    if (f->snap && !f->unconfirmed)
                         cj_events_push(&etail, cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap),
                                                             f->answer_id, COURIER_OK));
                     continue;

@@ -522,6 +522,19 @@ static int th_cluster_ports[6];
 
 static void th_cluster_atexit(void) {
     if (th_cluster_owner != getpid() || !th_cluster_dir[0]) return;
+    /* The cache's tests on a cluster (COURIER_TEST_CACHE_REDIS=cluster): no command of theirs may
+     * have crossed slots (a URL's entries and Vary record share a hash tag). */
+    long long crossslot = 0;
+#ifdef COURIER_TEST_REDIS
+    for (int i = 0; i < 6 && getenv("COURIER_TEST_CACHE_REDIS"); i++) {
+        redisContext *c = redisConnect("127.0.0.1", th_cluster_ports[i]);
+        redisReply *r = c && !c->err ? redisCommand(c, "INFO errorstats") : NULL;
+        const char *p = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "errorstat_CROSSSLOT:count=") : NULL;
+        if (p) crossslot += atoll(p + 26);
+        if (r) freeReplyObject(r);
+        if (c) redisFree(c);
+    }
+#endif
     int pids[6] = {0};
     for (int i = 0; i < 6; i++) {
         char path[700];
@@ -537,6 +550,10 @@ static void th_cluster_atexit(void) {
         if (pids[i] <= 0) continue;
         for (int k = 0; k < 400 && kill(pids[i], 0) == 0; k++) usleep(25000);
         kill(pids[i], SIGKILL);
+    }
+    if (crossslot) {
+        fprintf(stderr, "FAIL: the Redis Cluster answered CROSSSLOT %lld times\n", crossslot);
+        _exit(1);
     }
 }
 
