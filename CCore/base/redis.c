@@ -2,7 +2,9 @@
  * redis.c — the floor of the stores on Redis (the cache's, cache/store_redis.c; the journal's): a
  * store URL parsed, a small pool of hiredis connections to one server, and commands sent in one
  * pipeline with the engine's timeout, a reconnect on a broken connection, and hiredis' errors
- * mapped to Courier's codes.
+ * mapped to Courier's codes. The entry points the stores call (cr_redis_open, _run, _close) are
+ * in redis_cluster.c, above this file: one server's calls come straight here (cr_redis__pool_*),
+ * a cluster's go through its router to one pool per node.
  *
  * Threads: any. Each connection has its own mutex; a caller takes a free one (or waits for one)
  * for one pipeline. Without hiredis (COURIER_REDIS undefined) the URL still parses and everything
@@ -251,7 +253,7 @@ static cr_redis *pool_new(int64_t timeout_ms) {
     return r;
 }
 
-int cr_redis_open(const char *url, int64_t timeout_ms, cr_redis **out, courier_error *err) {
+int cr_redis__pool_open_url(const char *url, int64_t timeout_ms, cr_redis **out, courier_error *err) {
     *out = NULL;
     cr_redis_url u;
     int rc = cr_redis_url_parse(url, &u, err);
@@ -263,15 +265,6 @@ int cr_redis_open(const char *url, int64_t timeout_ms, cr_redis **out, courier_e
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
     r->url = u;
-    if (u.cluster) {
-        cr_redis_url copy;
-        if ((rc = cr_redis_url_parse(url, &copy, err)) == COURIER_OK)
-            rc = cr_redis__cluster_open(&copy, timeout_ms, &r->cluster, err);
-        if (rc) {
-            cr_redis_close(r);
-            return rc;
-        }
-    }
     *out = r;
     return COURIER_OK;
 }
@@ -282,7 +275,7 @@ int cr_redis__pool_open(const cr_redis_url *like, const char *host, int port, bo
     if (!r || !(r->url.host = cr_strndup(host, strlen(host))) ||
         (like->user && !(r->url.user = cr_strndup(like->user, strlen(like->user)))) ||
         (like->password && !(r->url.password = cr_strndup(like->password, strlen(like->password))))) {
-        cr_redis_close(r);
+        cr_redis__pool_close(r);
         *out = NULL;
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     }
@@ -291,9 +284,8 @@ int cr_redis__pool_open(const cr_redis_url *like, const char *host, int port, bo
     return COURIER_OK;
 }
 
-void cr_redis_close(cr_redis *r) {
+void cr_redis__pool_close(cr_redis *r) {
     if (!r) return;
-    cr_redis__cluster_close(r->cluster);
     for (int i = 0; i < CR_REDIS_POOL; i++) {
         if (r->conns[i].ctx) redisFree(r->conns[i].ctx);
         pthread_mutex_destroy(&r->conns[i].lock);
@@ -302,6 +294,9 @@ void cr_redis_close(cr_redis *r) {
     free(r);
 }
 
+cr_redis_cluster **cr_redis__cluster_of(cr_redis *r) { return &r->cluster; }
+const cr_redis_url *cr_redis__url(const cr_redis *r) { return &r->url; }
+int64_t cr_redis__timeout_ms(const cr_redis *r) { return r->timeout_ms; }
 const char *cr_redis_host(const cr_redis *r) { return r->url.host; }
 int cr_redis_port(const cr_redis *r) { return r->url.port; }
 int cr_redis_db(const cr_redis *r) { return r->url.db; }
@@ -400,26 +395,6 @@ static int exchange(redisContext *ctx, const cr_redis_cmd *cmds, size_t n, redis
     return 0;
 }
 
-int cr_redis_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
-                 courier_error *err) {
-    if (r->cluster) return cr_redis__cluster_run(r->cluster, cmds, n, replies, flags, err);
-    bool sent;
-    return cr_redis__pool_run(r, cmds, n, replies, flags, &sent, err);
-}
-
-int cr_redis_shards(cr_redis *r, int *count, courier_error *err) {
-    if (r->cluster) return cr_redis__cluster_shards(r->cluster, count, err);
-    *count = 1;
-    return COURIER_OK;
-}
-
-int cr_redis_run_shard(cr_redis *r, int shard, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies,
-                       int flags, courier_error *err) {
-    if (r->cluster) return cr_redis__cluster_run_shard(r->cluster, shard, cmds, n, replies, flags, err);
-    bool sent;
-    return cr_redis__pool_run(r, cmds, n, replies, flags, &sent, err);
-}
-
 int cr_redis__pool_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
                        bool *sent, courier_error *err) {
     *sent = false;
@@ -469,43 +444,13 @@ int cr_redis_reply_check(const struct redisReply *rep, const char *what, courier
 
 #else /* no hiredis */
 
-static int unsupported(courier_error *err) {
-    return cr_fail(err, COURIER_E_REDIS_UNSUPPORTED, "this library was built without Redis (COURIER_REDIS off: no hiredis)");
-}
-
-int cr_redis_open(const char *url, int64_t timeout_ms, cr_redis **out, courier_error *err) {
-    (void)timeout_ms;
-    *out = NULL;
-    cr_redis_url u;
-    int rc = cr_redis_url_parse(url, &u, err);
-    if (rc) return rc;
-    cr_redis_url_free(&u);
-    return unsupported(err);
-}
-void cr_redis_close(cr_redis *r) { (void)r; }
 const char *cr_redis_host(const cr_redis *r) { (void)r; return ""; }
 int cr_redis_port(const cr_redis *r) { (void)r; return 0; }
 int cr_redis_db(const cr_redis *r) { (void)r; return 0; }
-int cr_redis_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
-                 courier_error *err) {
-    (void)r, (void)cmds, (void)flags;
-    for (size_t i = 0; i < n; i++) replies[i] = NULL;
-    return unsupported(err);
-}
-int cr_redis_shards(cr_redis *r, int *count, courier_error *err) {
-    (void)r;
-    *count = 0;
-    return unsupported(err);
-}
-int cr_redis_run_shard(cr_redis *r, int shard, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies,
-                       int flags, courier_error *err) {
-    (void)shard;
-    return cr_redis_run(r, cmds, n, replies, flags, err);
-}
 void cr_redis_replies_free(struct redisReply **replies, size_t n) { (void)replies, (void)n; }
 int cr_redis_reply_check(const struct redisReply *rep, const char *what, courier_error *err) {
     (void)rep, (void)what;
-    return unsupported(err);
+    return cr_fail(err, COURIER_E_REDIS_UNSUPPORTED, "this library was built without Redis (COURIER_REDIS off: no hiredis)");
 }
 
 #endif

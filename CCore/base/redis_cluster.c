@@ -20,6 +20,9 @@
  * before it, on the same connection (WAIT counts that connection's writes); SCRIPT goes to every
  * master (EVALSHA may run on any).
  *
+ * The stores' entry points are here too (cr_redis_open, _run, _shards, _run_shard, _close): one
+ * server's calls go straight to its pool (redis.c, below), a cluster's through the router.
+ *
  * Threads: any. The map and the node table are under `mu` (never held across I/O); a refresh
  * is one at a time (`refresh_mu`), and a caller whose map was already replaced does not refresh
  * again. Each node has its own pool (redis.c), made when the node is first named and kept until
@@ -128,7 +131,7 @@ int cr_redis__cluster_open(cr_redis_url *url, int64_t timeout_ms, cr_redis_clust
 void cr_redis__cluster_close(cr_redis_cluster *c) {
     if (!c) return;
     for (int i = 0; i < c->nnodes; i++) {
-        cr_redis_close(c->nodes[i]->pool);
+        cr_redis__pool_close(c->nodes[i]->pool);
         free(c->nodes[i]->host);
         free(c->nodes[i]);
     }
@@ -582,6 +585,83 @@ int cr_redis__cluster_run_shard(cr_redis_cluster *c, int shard, const cr_redis_c
         (void)refresh(c, seen, NULL);
     }
     return rc;
+}
+
+/* ---- the stores' entry points (base.h) ---- */
+
+int cr_redis_open(const char *url, int64_t timeout_ms, cr_redis **out, courier_error *err) {
+    int rc = cr_redis__pool_open_url(url, timeout_ms, out, err);
+    if (rc || !cr_redis__url(*out)->cluster) return rc;
+    cr_redis_url copy;
+    if ((rc = cr_redis_url_parse(url, &copy, err)) == COURIER_OK)
+        rc = cr_redis__cluster_open(&copy, cr_redis__timeout_ms(*out), cr_redis__cluster_of(*out), err);
+    if (rc) {
+        cr_redis__pool_close(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+void cr_redis_close(cr_redis *r) {
+    if (!r) return;
+    cr_redis__cluster_close(*cr_redis__cluster_of(r));
+    cr_redis__pool_close(r);
+}
+
+int cr_redis_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
+                 courier_error *err) {
+    cr_redis_cluster *c = *cr_redis__cluster_of(r);
+    if (c) return cr_redis__cluster_run(c, cmds, n, replies, flags, err);
+    bool sent;
+    return cr_redis__pool_run(r, cmds, n, replies, flags, &sent, err);
+}
+
+int cr_redis_shards(cr_redis *r, int *count, courier_error *err) {
+    cr_redis_cluster *c = *cr_redis__cluster_of(r);
+    if (c) return cr_redis__cluster_shards(c, count, err);
+    *count = 1;
+    return COURIER_OK;
+}
+
+int cr_redis_run_shard(cr_redis *r, int shard, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies,
+                       int flags, courier_error *err) {
+    cr_redis_cluster *c = *cr_redis__cluster_of(r);
+    if (c) return cr_redis__cluster_run_shard(c, shard, cmds, n, replies, flags, err);
+    bool sent;
+    return cr_redis__pool_run(r, cmds, n, replies, flags, &sent, err);
+}
+
+#else /* no hiredis: the URL still parses, everything else is COURIER_E_REDIS_UNSUPPORTED */
+
+static int unsupported(courier_error *err) {
+    return cr_fail(err, COURIER_E_REDIS_UNSUPPORTED, "this library was built without Redis (COURIER_REDIS off: no hiredis)");
+}
+
+int cr_redis_open(const char *url, int64_t timeout_ms, cr_redis **out, courier_error *err) {
+    (void)timeout_ms;
+    *out = NULL;
+    cr_redis_url u;
+    int rc = cr_redis_url_parse(url, &u, err);
+    if (rc) return rc;
+    cr_redis_url_free(&u);
+    return unsupported(err);
+}
+void cr_redis_close(cr_redis *r) { (void)r; }
+int cr_redis_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
+                 courier_error *err) {
+    (void)r, (void)cmds, (void)flags;
+    for (size_t i = 0; i < n; i++) replies[i] = NULL;
+    return unsupported(err);
+}
+int cr_redis_shards(cr_redis *r, int *count, courier_error *err) {
+    (void)r;
+    *count = 0;
+    return unsupported(err);
+}
+int cr_redis_run_shard(cr_redis *r, int shard, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies,
+                       int flags, courier_error *err) {
+    (void)shard;
+    return cr_redis_run(r, cmds, n, replies, flags, err);
 }
 
 #endif

@@ -13,6 +13,15 @@
 typedef struct cr_redis_cluster cr_redis_cluster;
 
 #ifdef COURIER_REDIS
+/* A pool for a store URL (redis.c): for a redis+cluster:// URL its URL and timeout only (no
+ * connection is ever made on it: the router is attached with cr_redis__cluster_of). New
+ * (cr_redis__pool_close). */
+CR_HIDDEN int cr_redis__pool_open_url(const char *url, int64_t timeout_ms, cr_redis **out, courier_error *err);
+CR_HIDDEN void cr_redis__pool_close(cr_redis *r);
+/* The router slot of a handle (NULL for one server), its parsed URL and its timeout. */
+CR_HIDDEN cr_redis_cluster **cr_redis__cluster_of(cr_redis *r);
+CR_HIDDEN const cr_redis_url *cr_redis__url(const cr_redis *r);
+CR_HIDDEN int64_t cr_redis__timeout_ms(const cr_redis *r);
 /* One node's pool (redis.c): host:port with the URL's user and password, db 0; READONLY on each
  * connection when `readonly`. New (cr_redis_close). */
 CR_HIDDEN int cr_redis__pool_open(const cr_redis_url *like, const char *host, int port, bool readonly,
