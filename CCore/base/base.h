@@ -292,8 +292,10 @@ typedef struct cr_redis_cmd {
  * os_error ETIMEDOUT, a broken connection; replies[] all NULL), COURIER_E_REDIS_UNSUPPORTED.
  * In a cluster (redis_cluster.c) each command goes to the master of its key's slot (commands
  * without a key go with the command before them, a MULTI..EXEC goes whole; SCRIPT to every
- * master), one pipeline per node, MOVED/ASK/TRYAGAIN/CLUSTERDOWN and lost nodes followed within
- * the timeout and at most CR_REDIS_MAX_REDIRECTS redirections per command. */
+ * master), one pipeline per node, MOVED/ASK/TRYAGAIN followed (at most CR_REDIS_MAX_REDIRECTS
+ * redirections per command, within the timeout); a lost node is looked for again in a fresh map
+ * (a promoted replica), and while the map still names it the call fails with COURIER_E_REDIS at
+ * once, as with one server down. */
 CR_HIDDEN int cr_redis_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
                            courier_error *err);
 /* The number of shards (masters) to walk with cr_redis_run_shard: 1 for one server; a cluster's

@@ -10,11 +10,14 @@
  *   - MOVED slot host:port: the slot is that node's (taken at once), the map is refreshed, the
  *     command sent again there;
  *   - ASK slot host:port: ASKING then the command, once, on that node (the map unchanged);
- *   - TRYAGAIN (a multi-key command during a migration) and CLUSTERDOWN: again after a pause;
- *   - a node that cannot be reached or breaks: the map refreshed from the others (a promoted
- *     replica is found there after a failover) and the commands sent again, unless they were
- *     sent, not safe to repeat (CR_REDIS_NO_RETRY) and may have run;
- *   - all within the timeout, and at most CR_REDIS_MAX_REDIRECTS redirections of one command.
+ *   - TRYAGAIN (a multi-key command during a migration): again after a pause, within the timeout;
+ *     CLUSTERDOWN: the map learnt again and once more, then COURIER_E_REDIS;
+ *   - a node that cannot be reached or breaks: the map refreshed from the others and the commands
+ *     sent again where it says (a promoted replica after a failover), unless they were sent, not
+ *     safe to repeat (CR_REDIS_NO_RETRY) and may have run; while the map still names the lost node
+ *     (no replica promoted yet) the call fails at once with COURIER_E_REDIS, as one server down
+ *     does (the floor's backoff makes the next calls fail fast too, until the map changes);
+ *   - at most CR_REDIS_MAX_REDIRECTS redirections of one command.
  * A pipeline is split by node (one pipeline per node, in turn) and its replies put back in order.
  * A MULTI..EXEC goes whole to one node; a command without a key (WAIT, EXEC) goes with the command
  * before it, on the same connection (WAIT counts that connection's writes); SCRIPT goes to every
@@ -285,6 +288,7 @@ typedef struct unit {
     int ask;    /* node index of an ASK redirection still to follow, -1 none */
     int target; /* node index this round */
     int redirects;
+    int downs; /* CLUSTERDOWN answers */
     bool done, script;
 } unit;
 
@@ -414,6 +418,7 @@ int cr_redis__cluster_run(cr_redis_cluster *c, const cr_redis_cmd *cmds, size_t 
             if ((rc = run_script(c, &cmds[u[k].first], &replies[u[k].first], flags, err))) goto out;
         }
     uint64_t round_epoch = 0;
+    uint64_t failed = 0; /* nodes that could not be reached in this call (bit per node index) */
     while (left) {
         pthread_mutex_lock(&c->mu);
         bool mapped = c->mapped;
@@ -425,13 +430,10 @@ int cr_redis__cluster_run(cr_redis_cluster *c, const cr_redis_cmd *cmds, size_t 
             pthread_mutex_lock(&c->mu);
             mapped = c->mapped;
             pthread_mutex_unlock(&c->mu);
-            if (frc && !mapped) {
+            if (frc && !mapped) { /* no node answers: down, as one server down (fails at once) */
                 if (err) *err = e;
                 rc = e.code;
-                if (cr_mono_ms() + pause >= deadline) goto out;
-                sleep_ms(pause);
-                pause = pause * 2 > 250 ? 250 : pause * 2;
-                continue;
+                goto out;
             }
             need_refresh = false;
         }
@@ -448,12 +450,18 @@ int cr_redis__cluster_run(cr_redis_cluster *c, const cr_redis_cmd *cmds, size_t 
             u[k].target = t;
         }
         pthread_mutex_unlock(&c->mu);
-        bool wait = false; /* a node lost, a slot unserved, TRYAGAIN, CLUSTERDOWN: a pause before the next round */
+        bool wait = false; /* TRYAGAIN: a pause before the next round */
         for (size_t k = 0; k < nu; k++) {
-            if (u[k].done || u[k].target >= 0) continue;
-            need_refresh = wait = true; /* a slot no master serves (yet) */
-            u[k].target = -2;
-            rc = cr_fail(err, COURIER_E_REDIS, "no node of the Redis Cluster serves slot %d", u[k].slot);
+            if (u[k].done) continue;
+            if (u[k].target < 0) { /* a slot no master serves (yet) */
+                rc = cr_fail(err, COURIER_E_REDIS, "no node of the Redis Cluster serves slot %d", u[k].slot);
+                goto out;
+            }
+            /* The map, learnt again, still names a node this call could not reach: the cluster has
+             * not promoted its replica (yet). As with one server down: fail now (err says why), the
+             * next call learns the map again; the cache counts a miss, the journal tries its turn
+             * again, a freeze is not made. */
+            if (u[k].target < 64 && (failed >> u[k].target & 1)) goto out;
         }
         /* one pipeline per node */
         for (size_t k = 0; k < nu; k++) {
@@ -480,7 +488,8 @@ int cr_redis__cluster_run(cr_redis_cluster *c, const cr_redis_cmd *cmds, size_t 
                 if (err) *err = e;
                 rc = nrc;
                 if (sent && (flags & CR_REDIS_NO_RETRY)) goto out; /* may have run: the caller decides */
-                need_refresh = wait = true;
+                need_refresh = true;
+                if (node < 64) failed |= 1ull << node;
                 for (size_t m = k; m < nu; m++)
                     if (!u[m].done && u[m].target == node) u[m].target = -2, u[m].ask = -1;
                 continue;
@@ -529,10 +538,13 @@ int cr_redis__cluster_run(cr_redis_cluster *c, const cr_redis_cmd *cmds, size_t 
                     } else {
                         x->ask = to;
                     }
-                } else { /* TRYAGAIN, CLUSTERDOWN: after a pause */
-                    if (what == R_DOWN) need_refresh = true;
-                    rc = cr_fail(err, COURIER_E_REDIS, "Redis Cluster: %s", what == R_DOWN ? "the cluster is down" :
-                                 "a multi-key command during a slot's migration (TRYAGAIN)");
+                } else if (what == R_DOWN) { /* the map again and once more, then down as one server down */
+                    rc = cr_fail(err, COURIER_E_REDIS, "Redis Cluster: the cluster is down (CLUSTERDOWN)");
+                    if (++x->downs > 1) goto out;
+                    need_refresh = true;
+                } else { /* TRYAGAIN: after a pause, within the timeout */
+                    rc = cr_fail(err, COURIER_E_REDIS,
+                                 "Redis Cluster: a multi-key command during a slot's migration (TRYAGAIN)");
                     wait = true;
                 }
             }
@@ -544,7 +556,7 @@ int cr_redis__cluster_run(cr_redis_cluster *c, const cr_redis_cmd *cmds, size_t 
         }
         for (size_t k = 0; k < nu; k++)
             if (!u[k].done) u[k].target = -1;
-        if (wait) { /* give the cluster a moment (to notice a lost master and promote its replica) */
+        if (wait) { /* give the migration a moment */
             if (cr_mono_ms() + pause >= deadline) goto out;
             sleep_ms(pause);
             pause = pause * 2 > 250 ? 250 : pause * 2;

@@ -185,10 +185,26 @@ static void test_wait_for_replicas(void) {
     CHECK_EQ(crossslot_errors(), 0);
 }
 
+/* Waits (up to 30 s) until node i is a replica in sync with its master (a replica that never
+ * synced may not be promoted when its master dies). */
+static bool replica_synced(int i) {
+    for (int64_t end = th_now_ms() + 30000; th_now_ms() < end; usleep(50000)) {
+        redisContext *c = redisConnect("127.0.0.1", th_redis_cluster_port(i));
+        redisReply *r = c && !c->err ? redisCommand(c, "INFO replication") : NULL;
+        bool ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "role:slave") &&
+                  strstr(r->str, "master_link_status:up") && strstr(r->str, "master_sync_in_progress:0");
+        if (r) freeReplyObject(r);
+        if (c) redisFree(c);
+        if (ok) return true;
+    }
+    return false;
+}
+
 /* ---- bounded chaos: the journal's master killed under freezes and replays (WAIT 1) ---- */
 
 typedef struct chaos {
     const char *url;
+    int replicas; /* the freezer's WAIT N */
     char base[64];
     int n;
     jr_waiter w;
@@ -196,7 +212,7 @@ typedef struct chaos {
 
 static void *freezer(void *arg) {
     chaos *c = arg;
-    courier_engine *e = open_engine(c->url, c->base, 1, 1, 5000);
+    courier_engine *e = open_engine(c->url, c->base, 1, c->replicas, 5000);
     if (!e) return NULL;
     courier_reachability_set_offline(e); /* every send is frozen (the replayer sends them) */
     for (int i = 0; i < c->n; i++) {
@@ -208,10 +224,14 @@ static void *freezer(void *arg) {
     return NULL;
 }
 
-static void test_chaos_masters_killed(void) {
+/* The journal's master SIGKILLed twice (its replica promoted, the old master restarted as a replica
+ * of it) while one engine freezes (WAIT `replicas`) and another replays; how many acknowledged
+ * freezes never arrived (*lost), and how many were acknowledged. */
+static void chaos_run(const char *name, int replicas, int *lost_out, int *frozen_out) {
     enum { N = 150 };
+    *lost_out = -1;
     REQUIRE(th_redis_cluster_url());
-    chaos c = {.url = journal_url("chaos"), .n = N};
+    chaos c = {.url = journal_url(name), .n = N, .replicas = replicas};
     int port = jr_free_port();
     snprintf(c.base, sizeof c.base, "http://127.0.0.1:%d", port);
     pthread_mutex_init(&c.w.m, NULL);
@@ -234,6 +254,7 @@ static void test_chaos_masters_killed(void) {
         for (int64_t end = th_now_ms() + 30000; owner_of(key) == master && th_now_ms() < end;) usleep(50000);
         CHECK(owner_of(key) != master);
         CHECK_EQ(th_redis_cluster_node(idx, "restart"), 0);
+        CHECK(replica_synced(idx)); /* before the next kill: else no replica can take over */
     }
     pthread_join(t, NULL);
     int frozen = 0;
@@ -243,6 +264,7 @@ static void test_chaos_masters_killed(void) {
     jr_stop(&srv);
     /* every acknowledged freeze arrived, each arrival of a request with the key of its first */
     static char keys[N][160];
+    memset(keys, 0, sizeof keys);
     int arrived = 0, lost = 0;
     for (size_t i = 0; i < jr_count(&srv); i++) {
         jr_hit h = jr_get(&srv, i);
@@ -253,13 +275,82 @@ static void test_chaos_masters_killed(void) {
     }
     for (int i = 0; i < N; i++)
         if (c.w.codes[i] == COURIER_E_FROZEN && !keys[i][0]) lost++;
-    printf("chaos: %d of %d acknowledged frozen, %d arrived, %zu arrivals, %d acknowledged lost\n", frozen, N, arrived,
-           jr_count(&srv), lost);
-    CHECK_EQ(lost, 0);
-    CHECK(frozen > 0);
+    printf("chaos (WAIT %d): %d of %d acknowledged frozen, %d arrived, %zu arrivals, %d acknowledged lost\n", replicas,
+           frozen, N, arrived, jr_count(&srv), lost);
+    *lost_out = lost;
+    *frozen_out = frozen;
     jr_free(&srv);
     pthread_mutex_destroy(&c.w.m);
     CHECK_EQ(crossslot_errors(), 0);
+}
+
+/* N = 1: no acknowledged freeze is lost, each delivered at least once with its key. */
+static void test_chaos_masters_killed(void) {
+    int lost = -1, frozen = 0;
+    chaos_run("chaos", 1, &lost, &frozen);
+    CHECK_EQ(lost, 0);
+    CHECK(frozen > 0);
+}
+
+/* N = 0, the same run: the figure of what asynchronous replication may lose (printed, not asserted:
+ * on loopback the replica is usually not behind when the master dies). */
+static void test_chaos_without_wait_figure(void) {
+    int lost = -1, frozen = 0;
+    chaos_run("chaos0", 0, &lost, &frozen);
+    CHECK(lost >= 0);
+}
+
+/* ---- the cache on a cluster: a master killed under load costs time, never an error or a wrong answer ---- */
+
+static const char *cache_url;
+
+static void cache_tweak(courier_config *cfg) {
+    courier_config_set_store_dir(cfg, th_tmpdir());
+    courier_config_set_cache_policy(cfg, COURIER_CACHE_HTTP);
+    courier_config_set_cache_store(cfg, cache_url);
+    courier_config_set_timeout_ms(cfg, 15000);
+}
+
+static void test_cache_master_killed_under_load(void) {
+    enum { URLS = 40, ROUNDS = 6 };
+    REQUIRE((cache_url = th_redis_cluster_url()));
+    courier_engine *e = th_engine(cache_tweak);
+    REQUIRE(e);
+    int errors = 0, wrong = 0, hits = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        if (round == 2) { /* the master of the first URL's entries... any master: node 0's role now */
+            int victim = -1;
+            for (int i = 0; i < 6 && victim < 0; i++) {
+                redisContext *c = redisConnect("127.0.0.1", th_redis_cluster_port(i));
+                redisReply *r = c && !c->err ? redisCommand(c, "ROLE") : NULL;
+                if (r && r->type == REDIS_REPLY_ARRAY && strcmp(r->element[0]->str, "master") == 0) victim = i;
+                if (r) freeReplyObject(r);
+                if (c) redisFree(c);
+            }
+            REQUIRE(victim >= 0);
+            CHECK_EQ(th_redis_cluster_node(victim, "kill"), 0);
+        }
+        for (int i = 0; i < URLS; i++) {
+            char path[96], want[32];
+            snprintf(want, sizeof want, "u%d", i);
+            snprintf(path, sizeof path, "/cache?max_age=600&body=%s", want);
+            courier_request *q = NULL;
+            courier_request_new(&q, "GET", path);
+            courier_response *resp = NULL;
+            int rc = courier_send_sync(&resp, e, q, NULL);
+            if (rc != COURIER_OK) errors++;
+            else if (strcmp((const char *)courier_response_body(resp, NULL), want) != 0) wrong++;
+            else hits += courier_response_cache_status(resp) == COURIER_CACHE_STATUS_HIT;
+            courier_response_free(resp);
+            courier_request_free(q);
+        }
+    }
+    printf("cache on a cluster, a master killed: %d sends, %d errors, %d wrong, %d hits\n", URLS * ROUNDS, errors,
+           wrong, hits);
+    CHECK_EQ(errors, 0);
+    CHECK_EQ(wrong, 0);
+    CHECK(hits > 0);
+    courier_engine_close(e);
 }
 
 static void skip_without_redis(void) {
@@ -270,4 +361,4 @@ static void skip_without_redis(void) {
 }
 
 TESTS_MAIN(T(skip_without_redis), T(test_freeze_and_replay_on_a_cluster), T(test_wait_for_replicas),
-           T(test_chaos_masters_killed))
+           T(test_chaos_masters_killed), T(test_chaos_without_wait_figure), T(test_cache_master_killed_under_load))
