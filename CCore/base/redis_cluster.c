@@ -357,6 +357,12 @@ static int node_of_addr(cr_redis_cluster *c, const char *addr, size_t len) {
     return idx;
 }
 
+/* Frees reps[from..n): the replies of a node's pipeline not yet handed to their units. */
+static void free_from(redisReply **reps, size_t from, size_t n) {
+    for (size_t i = from; i < n; i++)
+        if (reps[i]) freeReplyObject(reps[i]);
+}
+
 /* SCRIPT ...: to every master; the first master's reply (an error reply of any master instead). */
 static int run_script(cr_redis_cluster *c, const cr_redis_cmd *cmd, redisReply **reply, int flags, courier_error *err) {
     int rc = ensure_map(c, err);
@@ -523,11 +529,13 @@ int cr_redis__cluster_run(cr_redis_cluster *c, const cr_redis_cmd *cmds, size_t 
                     if (++x->redirects > CR_REDIS_MAX_REDIRECTS) {
                         rc = cr_fail(err, COURIER_E_REDIS, "Redis Cluster: more than %d redirections of one command",
                                      CR_REDIS_MAX_REDIRECTS);
+                        free_from(breps, b, nb); /* the replies not handed out yet */
                         goto out;
                     }
                     int to = node_of_addr(c, addr, alen);
                     if (to < 0) {
                         rc = cr_fail(err, COURIER_E_REDIS, "Redis Cluster: a redirection to an unusable node");
+                        free_from(breps, b, nb); /* the replies not handed out yet */
                         goto out;
                     }
                     if (what == R_MOVED) {
@@ -540,7 +548,10 @@ int cr_redis__cluster_run(cr_redis_cluster *c, const cr_redis_cmd *cmds, size_t 
                     }
                 } else if (what == R_DOWN) { /* the map again and once more, then down as one server down */
                     rc = cr_fail(err, COURIER_E_REDIS, "Redis Cluster: the cluster is down (CLUSTERDOWN)");
-                    if (++x->downs > 1) goto out;
+                    if (++x->downs > 1) {
+                        free_from(breps, b, nb); /* the replies not handed out yet */
+                        goto out;
+                    }
                     need_refresh = true;
                 } else { /* TRYAGAIN: after a pause, within the timeout */
                     rc = cr_fail(err, COURIER_E_REDIS,
