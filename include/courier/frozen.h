@@ -104,7 +104,8 @@ COURIER_API int courier_config_set_frozen_lease_ms(courier_config *config, int64
 COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, int64_t poll_ms);
 /* Where the journal of frozen requests lives, apart from the cache: NULL or "" (the default) the
  * engine's store directory (LMDB, in "<dir>/journal"); another directory (LMDB there); or a Redis
- * URL, "redis://[:password@]host:port[/db]", when the library was built with Redis stores: the
+ * URL, "redis://[:password@]host:port[/db]" (or a Redis Cluster's, "redis+cluster://host:port,
+ * host:port/", seed nodes: docs/design/redis-cluster.md), when the library was built with Redis stores: the
  * requests then live on a Redis stream with a consumer group, shared by every engine, process and
  * machine that names the same Redis (docs/design/redis.md, "The journal on Redis"); the store directory
  * still keeps the cookie jar. Copied. Checked at engine open: a malformed Redis URL fails it with
