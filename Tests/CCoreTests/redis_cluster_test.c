@@ -438,6 +438,78 @@ static void test_failover(void) {
     cr_redis_close(r);
 }
 
+/* The port of the (first) replica serving `slot`, 0 if none. */
+static int replica_of(int slot) {
+    for (int i = 0; i < 6; i++) {
+        redisReply *rep = node_cmd(th_redis_cluster_port(i), "CLUSTER SLOTS", NULL, NULL, NULL);
+        if (!rep || rep->type != REDIS_REPLY_ARRAY) {
+            if (rep) freeReplyObject(rep);
+            continue;
+        }
+        int port = 0;
+        for (size_t k = 0; k < rep->elements; k++) {
+            redisReply *r = rep->element[k];
+            if (r->element[0]->integer <= slot && slot <= r->element[1]->integer && r->elements > 3)
+                port = (int)r->element[3]->element[1]->integer;
+        }
+        freeReplyObject(rep);
+        return port;
+    }
+    return 0;
+}
+
+/* A master and its replica both killed: the cluster is down (cluster_state:fail), and every node
+ * answers CLUSTERDOWN, even for slots of live masters. A pipeline over those fails with
+ * COURIER_E_REDIS at once (after one fresh map), every reply released; the nodes restarted, the
+ * same handle works again. */
+static void test_cluster_down(void) {
+    cr_redis *r = open_cluster(20000);
+    REQUIRE(r);
+    const char *dead_key = "{down}k";
+    int slot = (int)cr_redis_key_slot(dead_key, strlen(dead_key));
+    int master = owner_of(slot), replica = replica_of(slot);
+    int mi = node_index_of(master), ri = node_index_of(replica);
+    REQUIRE(mi >= 0 && ri >= 0);
+    /* two keys of one live master (one pipeline to it) */
+    char keys[2][32];
+    int found = 0, live_owner = 0;
+    for (int i = 0; found < 2 && i < 1000; i++) {
+        snprintf(keys[found], sizeof keys[found], "live:%d", i);
+        int o = owner_of((int)cr_redis_key_slot(keys[found], strlen(keys[found])));
+        if (o != master && (!live_owner || o == live_owner)) live_owner = o, found++;
+    }
+    REQUIRE(found == 2);
+    REQUIRE(set(r, keys[0], "a") && set(r, keys[1], "b"));
+    REQUIRE(th_redis_cluster_node(ri, "kill") == 0);
+    REQUIRE(th_redis_cluster_node(mi, "kill") == 0);
+    int live = master_port(0) != master ? master_port(0) : master_port(1);
+    bool down = false;
+    for (int t = 0; t < 400 && !down; t++) {
+        redisReply *rep = node_cmd(live, "CLUSTER INFO", NULL, NULL, NULL);
+        down = rep && rep->type == REDIS_REPLY_STRING && strstr(rep->str, "cluster_state:fail");
+        if (rep) freeReplyObject(rep);
+        if (!down) usleep(25000);
+    }
+    REQUIRE(down);
+    const char *g0[] = {"GET", keys[0]}, *g1[] = {"GET", keys[1]};
+    size_t l0[] = {3, strlen(keys[0])}, l1[] = {3, strlen(keys[1])};
+    cr_redis_cmd cmds[] = {{2, g0, l0}, {2, g1, l1}};
+    redisReply *reps[2] = {NULL, NULL};
+    courier_error err;
+    int64_t t0 = th_now_ms();
+    CHECK_EQ(cr_redis_run(r, cmds, 2, reps, 0, &err), COURIER_E_REDIS);
+    printf("cluster down: %s (after %lld ms)\n", err.message, (long long)(th_now_ms() - t0));
+    CHECK(!reps[0] && !reps[1]);
+    CHECK(th_now_ms() - t0 < 10000); /* not the 20 s timeout */
+    CHECK_EQ(th_redis_cluster_node(mi, "restart"), 0);
+    CHECK_EQ(th_redis_cluster_node(ri, "restart"), 0);
+    CHECK(cluster_ok());
+    bool back = false;
+    for (int64_t end = th_now_ms() + 30000; !back && th_now_ms() < end; usleep(50000)) back = get_is(r, keys[1], "b");
+    CHECK(back);
+    cr_redis_close(r);
+}
+
 /* No node of the URL answers: COURIER_E_REDIS within the timeout, not a hang. */
 static void test_nothing_there(void) {
     cr_redis *r = NULL;
@@ -460,4 +532,4 @@ static void skip_without_redis(void) {
 }
 
 TESTS_MAIN(T(skip_without_redis), T(test_url), T(test_nothing_there), T(test_key_slot), T(test_pipeline_over_masters),
-           T(test_moved), T(test_ask), T(test_replica_reads), T(test_failover))
+           T(test_moved), T(test_ask), T(test_replica_reads), T(test_failover), T(test_cluster_down))
