@@ -198,10 +198,12 @@ typedef struct jstate {
     char id[COURIER_FROZEN_ID_MAX + 1];
 } jstate;
 
-/* A record marked JF_DUE_ON_RELEASE with no claim: given back by a library from before the flag (one
- * opening this store after a crash mid-replay ignores it and leaves the record without its `due`
- * key, which no pass would then find). The scan every poll interval finds it and the recovery of
- * claims puts its key back (cj_recover_claims), so such a record waits one interval, not forever. */
+/* A record marked JF_DUE_ON_RELEASE with no claim, without its `due` key: an automatic unordered
+ * freeze whose key waits for the next pass (store.c, due_catch_up), or a claim given back by a
+ * library from before the flag (one opening this store after a crash mid-replay ignores it and
+ * leaves the record without its key, which no pass would then find). The scan every poll interval
+ * finds both and the recovery of claims puts the key (cj_recover_claims), so such a record waits
+ * one interval at most, never forever, whichever library replays the store. */
 static inline bool cj_given_back_unindexed(const jstate *st) {
     return !st->claim_ms && (st->flags & JF_DUE_ON_RELEASE);
 }

@@ -570,6 +570,62 @@ static int lm_st_update(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *ol
     return lm_st_update_text(j, t, seq, old, st, NULL, NULL);
 }
 
+/* ---- the `due` keys of the newest records ----
+ * An automatic unordered freeze numbered past `due_upto` (meta: be64; every record up to it has the
+ * `due` key its flags say) is written without its key, in the shape of a claim given back
+ * unindexed (JF_DUE_ON_RELEASE, no claim): its commit then writes `req` and the main database's
+ * page naming it, not `due`'s leaf and branch too (docs/design/journal.md, "Pages per freeze").
+ * The keys are put by the next pass, before it reads `due` (due_catch_up), or by the scan every
+ * poll interval, which finds that shape (cj_given_back_unindexed); until then lm_due_edges counts
+ * such records as due now. Records are numbered upwards (last key + 1), so those without their key
+ * are the newest; a number reused after removals that is not past `due_upto` gets its key at once. */
+static uint64_t due_upto(cr_journal *j, MDB_txn *txn) {
+    MDB_val k = {8, (void *)"due_upto"}, v;
+    return mdb_get(txn, j->env->db_meta, &k, &v) == 0 && v.mv_size == 8 ? cr_get_be64(v.mv_data) : 0;
+}
+
+/* Puts the `due` keys the freezes of the newest records left out, and sets `due_upto` to the newest
+ * record (lowered too when the newest records were removed, so numbers reused later are past it). */
+static int due_catch_up(cr_journal *j, MDB_txn *txn) {
+    uint64_t upto = due_upto(j, txn), last;
+    int rc = last_next(txn, j->env->db_req, &last);
+    if (rc || --last == upto) return rc;
+    jseqs seqs = {0};
+    size_t found = 0;
+    MDB_cursor *c = NULL;
+    uint8_t kb[8];
+    cr_put_be64(kb, upto + 1);
+    MDB_val k = {8, kb}, v;
+    if (last > upto && (rc = mdb_cursor_open(txn, j->env->db_req, &c)) == 0) {
+        for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+            jstate st;
+            if (k.mv_size != 8 || !cj_state_decode(v.mv_data, v.mv_size, &st) || !cj_given_back_unindexed(&st)) continue;
+            cj_seqs_add(&seqs, cr_get_be64(k.mv_data));
+            found++;
+        }
+        mdb_cursor_close(c);
+        if (rc == MDB_NOTFOUND) rc = found == seqs.n ? 0 : ENOMEM;
+    }
+    for (size_t i = 0; i < seqs.n && rc == 0; i++) {
+        jstate st;
+        /* With no claim, the rewrite gives the record its key at its next attempt (due_follow). */
+        rc = st_get(j, txn, seqs.v[i], &st);
+        if (rc == 0) rc = lm_st_update(j, (cj_txn *)txn, seqs.v[i], &st, &st);
+    }
+    free(seqs.v);
+    if (rc) return rc;
+    uint8_t b[8];
+    cr_put_be64(b, last);
+    MDB_val key = {8, (void *)"due_upto"}, val = {8, b};
+    return mdb_put(txn, j->env->db_meta, &key, &val, 0);
+}
+
+/* Records past `due_upto`: some may be due with no `due` key yet. */
+static bool due_behind(cr_journal *j, MDB_txn *txn) {
+    uint64_t next;
+    return last_next(txn, j->env->db_req, &next) == 0 && next - 1 > due_upto(j, txn);
+}
+
 static int lm_rec_get(cr_journal *j, cj_txn *t, uint64_t seq, jstate *st, const char **text, size_t *len) {
     MDB_val v;
     int rc = rec_get(j, TX(t), seq, st, &v);
@@ -660,6 +716,9 @@ static int lm_freeze(cr_journal *j, cj_txn *t, jfreeze *f) {
             rc = hostq_op(j, txn, &f->st, seq, true);
             if (!rc) rc = host_head(j, txn, f->st.host, f->st.host_len, &head);
             in_due = head == seq;
+        } else if (seq > due_upto(j, txn)) {
+            in_due = false; /* its key put by the next pass or scan (due_catch_up) */
+            f->st.flags |= JF_DUE_ON_RELEASE;
         }
         if (!rc && in_due) {
             f->st.flags |= JF_IN_DUE;
@@ -680,7 +739,7 @@ static int lm_pass(cr_journal *j, cj_txn *t, int64_t now, long slots, unsigned m
     *next = INT64_MAX;
     *mode_done = true;
     MDB_cursor *c;
-    int rc = 0;
+    int rc = due_catch_up(j, txn); /* the newest records' keys first */
     jseqs cand = {0};
     MDB_val k, v;
     bool full = false; /* out of slots with candidates left */
@@ -792,6 +851,7 @@ static void lm_due_edges(cr_journal *j, cj_txn *t, int64_t now, bool *due_now, i
         }
     }
     mdb_cursor_close(c);
+    if (!*due_now && due_behind(j, TX(t))) *due_now = true; /* the next pass puts their keys, then knows */
 }
 
 /* Read-only look: is anything due now, and when next? With `scan`, also which claims are held by
