@@ -118,7 +118,9 @@ struct jseqs;
 #define J_DEFAULT_POLL 10000L
 
 /* Persisted flags (beside COURIER_FREEZE_UNORDERED 0x1 and COURIER_FREEZE_ON_AMBIGUOUS 0x2). */
-#define JF_IN_DUE 0x100u /* the record has a `due` key, at due_time() */
+/* The record has a `due` key, at due_time() (an unordered record numbered past meta's `due_upto`
+ * gets it from the next pass: store.c, due_catch_up) */
+#define JF_IN_DUE 0x100u
 /* Claimed out of `due` (LMDB store): the claim took the record's key away and giving the claim back
  * (an answer to retry, not tried, a takeover's recovery) puts it back, at the next attempt. A claim
  * is found by the scan every poll interval when its lease ends or its owner dies, not by `due`
@@ -198,12 +200,10 @@ typedef struct jstate {
     char id[COURIER_FROZEN_ID_MAX + 1];
 } jstate;
 
-/* A record marked JF_DUE_ON_RELEASE with no claim, without its `due` key: an automatic unordered
- * freeze whose key waits for the next pass (store.c, due_catch_up), or a claim given back by a
- * library from before the flag (one opening this store after a crash mid-replay ignores it and
- * leaves the record without its key, which no pass would then find). The scan every poll interval
- * finds both and the recovery of claims puts the key (cj_recover_claims), so such a record waits
- * one interval at most, never forever, whichever library replays the store. */
+/* A record marked JF_DUE_ON_RELEASE with no claim: given back by a library from before the flag (one
+ * opening this store after a crash mid-replay ignores it and leaves the record without its `due`
+ * key, which no pass would then find). The scan every poll interval finds it and the recovery of
+ * claims puts its key back (cj_recover_claims), so such a record waits one interval, not forever. */
 static inline bool cj_given_back_unindexed(const jstate *st) {
     return !st->claim_ms && (st->flags & JF_DUE_ON_RELEASE);
 }

@@ -572,48 +572,41 @@ static int lm_st_update(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *ol
 
 /* ---- the `due` keys of the newest records ----
  * An automatic unordered freeze numbered past `due_upto` (meta: be64; every record up to it has the
- * `due` key its flags say) is written without its key, in the shape of a claim given back
- * unindexed (JF_DUE_ON_RELEASE, no claim): its commit then writes `req` and the main database's
- * page naming it, not `due`'s leaf and branch too (docs/design/journal.md, "Pages per freeze").
- * The keys are put by the next pass, before it reads `due` (due_catch_up), or by the scan every
- * poll interval, which finds that shape (cj_given_back_unindexed); until then lm_due_edges counts
- * such records as due now. Records are numbered upwards (last key + 1), so those without their key
- * are the newest; a number reused after removals that is not past `due_upto` gets its key at once. */
+ * `due` key its flags say) is written flagged JF_IN_DUE but without the key: its commit then
+ * writes `req` and the main database's page naming it, not `due`'s leaf and branch too
+ * (docs/design/journal.md, "Pages per freeze"). The next pass puts the keys of the records past
+ * `due_upto` before it reads `due` (due_catch_up: reads of `req` and appends to `due`; no record
+ * rewritten), and lm_due_edges counts such records as due now (due_behind), so the turn a resume,
+ * the network's return or another engine's freeze wakes runs that pass. Every other use of a
+ * JF_IN_DUE record's key (a claim, an answer, a removal) already takes a missing key for removed.
+ * Records are numbered upwards (last key + 1), so the records past `due_upto` are the newest; a
+ * number reused after removals that is not past it gets its key in the freeze. */
 static uint64_t due_upto(cr_journal *j, MDB_txn *txn) {
     MDB_val k = {8, (void *)"due_upto"}, v;
     return mdb_get(txn, j->env->db_meta, &k, &v) == 0 && v.mv_size == 8 ? cr_get_be64(v.mv_data) : 0;
 }
 
-/* Puts the `due` keys the freezes of the newest records left out, and sets `due_upto` to the newest
- * record (lowered too when the newest records were removed, so numbers reused later are past it). */
+/* Puts the `due` keys of the records past `due_upto` that should have one (JF_IN_DUE; a key already
+ * there is put again, unchanged), and sets `due_upto` to the newest record (lowered too when the
+ * newest were removed, so a number reused later is past it). */
 static int due_catch_up(cr_journal *j, MDB_txn *txn) {
     uint64_t upto = due_upto(j, txn), last;
     int rc = last_next(txn, j->env->db_req, &last);
     if (rc || --last == upto) return rc;
-    jseqs seqs = {0};
-    size_t found = 0;
-    MDB_cursor *c = NULL;
-    uint8_t kb[8];
-    cr_put_be64(kb, upto + 1);
-    MDB_val k = {8, kb}, v;
-    if (last > upto && (rc = mdb_cursor_open(txn, j->env->db_req, &c)) == 0) {
+    if (last > upto) {
+        MDB_cursor *c;
+        if ((rc = mdb_cursor_open(txn, j->env->db_req, &c))) return rc;
+        uint8_t kb[8];
+        cr_put_be64(kb, upto + 1);
+        MDB_val k = {8, kb}, v;
         for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
             jstate st;
-            if (k.mv_size != 8 || !cj_state_decode(v.mv_data, v.mv_size, &st) || !cj_given_back_unindexed(&st)) continue;
-            cj_seqs_add(&seqs, cr_get_be64(k.mv_data));
-            found++;
+            if (k.mv_size != 8 || !cj_state_decode(v.mv_data, v.mv_size, &st) || !(st.flags & JF_IN_DUE)) continue;
+            if ((rc = key2_op(j, txn, j->env->db_due, due_time(&st), cr_get_be64(k.mv_data), true))) break;
         }
         mdb_cursor_close(c);
-        if (rc == MDB_NOTFOUND) rc = found == seqs.n ? 0 : ENOMEM;
+        if (rc != MDB_NOTFOUND) return rc;
     }
-    for (size_t i = 0; i < seqs.n && rc == 0; i++) {
-        jstate st;
-        /* With no claim, the rewrite gives the record its key at its next attempt (due_follow). */
-        rc = st_get(j, txn, seqs.v[i], &st);
-        if (rc == 0) rc = lm_st_update(j, (cj_txn *)txn, seqs.v[i], &st, &st);
-    }
-    free(seqs.v);
-    if (rc) return rc;
     uint8_t b[8];
     cr_put_be64(b, last);
     MDB_val key = {8, (void *)"due_upto"}, val = {8, b};
@@ -716,13 +709,12 @@ static int lm_freeze(cr_journal *j, cj_txn *t, jfreeze *f) {
             rc = hostq_op(j, txn, &f->st, seq, true);
             if (!rc) rc = host_head(j, txn, f->st.host, f->st.host_len, &head);
             in_due = head == seq;
-        } else if (seq > due_upto(j, txn)) {
-            in_due = false; /* its key put by the next pass or scan (due_catch_up) */
-            f->st.flags |= JF_DUE_ON_RELEASE;
         }
         if (!rc && in_due) {
             f->st.flags |= JF_IN_DUE;
-            rc = key2_op(j, txn, j->env->db_due, due_time(&f->st), seq, true);
+            /* Unordered and the newest: its key put by the next pass (due_catch_up). */
+            if (is_ordered_auto(&f->st) || seq <= due_upto(j, txn))
+                rc = key2_op(j, txn, j->env->db_due, due_time(&f->st), seq, true);
         }
     }
     if (!rc) rc = rec_put(j, txn, seq, &f->st, text, strlen(text), true, NULL);
