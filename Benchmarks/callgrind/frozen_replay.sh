@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The replay of frozen requests against the engine's transport (docs/design/journal.md, "Where replay's
 # time goes"; issue 15 asks replay_ratio >= 0.8):
-#   Benchmarks/callgrind/frozen_replay.sh BUILD_DIR [ir [N1 N2] | ratio [N RUNS] | threads [N] | freeze [N1 N2]]
+#   Benchmarks/callgrind/frozen_replay.sh BUILD_DIR [ir [N1 N2] | ratio [N RUNS] | threads [N] | freeze [N1 N2] |
+#                                                    walls [ROUNDS N]]
 # BUILD_DIR: a Release CMake build of this checkout (targets courier and courier-test-server).
 # The server is courier-test-server in its own process, so only the client is counted.
 #   ir    (the default): instructions per request under callgrind, every thread of the client
@@ -20,8 +21,13 @@
 #         send answered "frozen" after its synced commit), per freeze from two runs of N1 (default
 #         100) and N2 (default 600) freezes into fresh stores under the system's temporary
 #         directory: instructions (callgrind, every thread), and from `strace -f` the synced commits
-#         (fdatasync/fsync/msync), the data-file write calls (pwrite64/writev/pwritev) and the 4 KiB
-#         pages they wrote (the meta page's 120-byte write not counted as a page).
+#         (fdatasync/fsync/msync), the write calls (pwrite64/writev/pwritev, the meta page's
+#         included) and the 4 KiB pages they wrote (the meta page's 120-byte write not one).
+#   walls: ROUNDS (default 6) rounds of N (default 1000) raw LMDB synced commits of a frozen
+#         record's size and N freezes one at a time, each into a fresh directory under the system's
+#         temporary directory (`sync` between): freezes/s over raw commits/s from the sums, and the
+#         median of the rounds' ratios. Two builds compared: run it for each, one after the other,
+#         several times (the disk's speed drifts from minute to minute).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=$(cd "$1" && pwd)
@@ -53,6 +59,26 @@ if [ "$mode" = threads ]; then
 fi
 if [ "$mode" = ratio ]; then
   "$tmp/driver" ratio "$url" "${3:-20000}" "${4:-5}" "$tmp"
+  exit 0
+fi
+if [ "$mode" = walls ]; then
+  rounds=${3:-6}
+  n=${4:-1000}
+  bytes=$("$tmp/driver" size "$tmp/size" "$url") # a frozen POST as the journal stores it (record_bytes)
+  for r in $(seq "$rounds"); do
+    sync
+    a=$("$tmp/driver" raw "$tmp/raw$r" "$n" "$bytes")
+    sync
+    b=$("$tmp/driver" single "$tmp/single$r" "$url" "$n")
+    rm -rf "$tmp/raw$r" "$tmp/single$r"
+    echo "$a $b"
+  done | python3 -c "
+import statistics, sys
+rows = [tuple(map(float, l.split())) for l in sys.stdin]
+n = $n
+ra = sum(r[0] for r in rows); fr = sum(r[1] for r in rows)
+print('raw %.0f/s, freezes %.0f/s: %.2fx (sums); median of %d rounds %.2fx' % (n * len(rows) / ra, n * len(rows) / fr, ra / fr, len(rows), statistics.median(r[0] / r[1] for r in rows)))
+"
   exit 0
 fi
 if [ "$mode" = freeze ]; then
