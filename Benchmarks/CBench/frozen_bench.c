@@ -170,6 +170,15 @@ void cbench_frozen_set_journal(const char *location) {
     snprintf(fb_journal, sizeof fb_journal, "%s", location ? location : "");
 }
 
+/* WAIT replicas after each freeze (courier_config_set_frozen_replicas), 0: none. */
+static int fb_replicas;
+static int64_t fb_replicas_timeout_ms;
+
+void cbench_frozen_set_replicas(int replicas, int64_t timeout_ms) {
+    fb_replicas = replicas;
+    fb_replicas_timeout_ms = timeout_ms;
+}
+
 static courier_engine *fb_engine(const char *store, int concurrency, int paused, cbench_result *out) {
     courier_config *cfg = NULL;
     courier_engine *e = NULL;
@@ -187,6 +196,7 @@ static courier_engine *fb_engine(const char *store, int concurrency, int paused,
         char journal[1024];
         snprintf(journal, sizeof journal, "%s#%s", fb_journal, name ? name + 1 : store);
         rc = courier_config_set_frozen_store(cfg, journal);
+        if (!rc && fb_replicas) rc = courier_config_set_frozen_replicas(cfg, fb_replicas, fb_replicas_timeout_ms);
     }
     if (!rc) rc = courier_engine_open(&e, cfg, &err);
     courier_config_free(cfg);

@@ -41,7 +41,9 @@ struct CacheBenchCommand: ParsableCommand {
             engine whose cache store is the Redis URL) against a plain hiredis SET / GET loop on the same \
             server, one command per operation, in --chunks alternating chunks: --redis-entries puts, then \
             --gets random hits; keys hiredis_get_ops, hiredis_put_ops, courier_get_ops, courier_put_ops \
-            (target Courier >= 0.8x hiredis). Without --redis-url it starts a redis-server of its own \
+            (target Courier >= 0.8x hiredis). --backend redis-cluster: the same on a Redis Cluster \
+            (a redis+cluster:// URL; its own is 3 masters with a replica each, scripts/redis-fixture cluster), \
+            the hiredis side sending each command straight to its slot's master. Without --redis-url it starts a redis-server of its own \
             (scripts/redis-fixture: AOF with --redis-fsync, default everysec). --requests-cache adds requests-cache's Redis \
             backend driven from Python (bindings/python/run-redis-bench.sh, in a virtual environment of its \
             own): requests_cache_get_ops, requests_cache_put_ops (target Courier >= 10x).
@@ -62,7 +64,7 @@ struct CacheBenchCommand: ParsableCommand {
     var latencySizes = "10000,100000,1000000"
     @Option(help: "Directory for the stores (default: a temporary one, removed after).") var directory: String?
     @Flag(help: "Print one JSON object on stdout.") var json = false
-    @Option(help: "The store: lmdb (the default) or redis.") var backend = "lmdb"
+    @Option(help: "The store: lmdb (the default), redis or redis-cluster.") var backend = "lmdb"
     @Option(name: .customLong("redis-url"), help: "The Redis to measure (default: a redis-server of its own).")
     var redisURL: String?
     @Option(name: .customLong("redis-entries"), help: "Entries put per side with --backend redis.")
@@ -78,7 +80,9 @@ struct CacheBenchCommand: ParsableCommand {
               urlCacheGets > 0, redisEntries > 0 else {
             throw ValidationError("counts must be > 0")
         }
-        guard backend == "lmdb" || backend == "redis" else { throw ValidationError("--backend is lmdb or redis") }
+        guard ["lmdb", "redis", "redis-cluster"].contains(backend) else {
+            throw ValidationError("--backend is lmdb, redis or redis-cluster")
+        }
         guard ["everysec", "always", "no"].contains(redisFsync) else {
             throw ValidationError("--redis-fsync is everysec, always or no")
         }
@@ -95,7 +99,7 @@ struct CacheBenchCommand: ParsableCommand {
     }
 
     func run() throws {
-        if backend == "redis" { return try runRedis() }
+        if backend != "lmdb" { return try runRedis() }
         var options = CacheBenchmark.Options()
         options.entries = entries
         options.durablePuts = durablePuts
@@ -179,7 +183,7 @@ struct CacheBenchCommand: ParsableCommand {
     }
 
     func runRedis() throws {
-        let redis = try BenchRedis(url: redisURL, appendfsync: redisFsync)
+        let redis = try BenchRedis(url: redisURL, appendfsync: redisFsync, cluster: backend == "redis-cluster")
         defer { redis.stop() }
         let url = redis.url
         var results: [cbench_redis_result] = []
@@ -198,7 +202,7 @@ struct CacheBenchCommand: ParsableCommand {
             return v[v.count / 2]
         }
         var f: [String: Any] = [
-            "backend": "redis", "redis_appendfsync": redisURL == nil ? redisFsync : "its own", "entries": redisEntries, "gets": gets, "runs": runs, "value_bytes": 1024,
+            "backend": backend, "redis_appendfsync": redisURL == nil ? redisFsync : "its own", "entries": redisEntries, "gets": gets, "runs": runs, "value_bytes": 1024,
             "hiredis_get_ops": median { $0.hiredis_get_ops }, "hiredis_put_ops": median { $0.hiredis_put_ops },
             "courier_get_ops": median { $0.courier_get_ops }, "courier_put_ops": median { $0.courier_put_ops },
         ]
@@ -218,7 +222,7 @@ struct CacheBenchCommand: ParsableCommand {
             return
         }
         func num(_ k: String) -> Double { (f[k] as? Double) ?? 0 }
-        print("cache on Redis (\(url)): \(redisEntries) puts and \(gets) gets per side, 1 KiB bodies, median of \(runs) runs")
+        print("cache on \(backend == "redis" ? "Redis" : "Redis Cluster") (\(url)): \(redisEntries) puts and \(gets) gets per side, 1 KiB bodies, median of \(runs) runs")
         print(String(format: "  hiredis GET/SET loop: %10.0f gets/s %10.0f puts/s", num("hiredis_get_ops"), num("hiredis_put_ops")))
         print(String(format: "  Courier C:            %10.0f gets/s %10.0f puts/s", num("courier_get_ops"), num("courier_put_ops")))
         print(String(format: "  ratios: gets %.2fx, puts %.2fx hiredis (target 0.8x)",

@@ -2,6 +2,7 @@
 // (freezes/s against raw LMDB synced commits, replay against the transport), progress on stderr,
 // --json on stdout.
 import ArgumentParser
+import CBench
 import CourierBenchmarks
 import Foundation
 
@@ -21,6 +22,9 @@ struct FrozenBenchCommand: ParsableCommand {
             --backend redis: the journals on Redis instead (a redis-server of its own from
             scripts/redis-fixture, AOF with appendfsync always, unless --redis-url): freeze_ops is then
             one XADD script per freeze answered by Redis; raw_sync_commits stays LMDB's, for scale.
+            --backend redis-cluster: on a Redis Cluster (its own: scripts/redis-fixture cluster, 3
+            masters with a replica each); --replicas N: each freeze followed by WAIT N
+            --replicas-timeout-ms (courier_config_set_frozen_replicas), to set WAIT 1 against WAIT 0.
             Medians of --runs runs. Targets: freeze_ops >= 0.8x raw_sync_commits; replay_rps >= 0.5x
             transport_rps.
             """
@@ -33,14 +37,20 @@ struct FrozenBenchCommand: ParsableCommand {
     var groupConcurrency = 32
     @Option(help: "Chunks the raw commits and single freezes alternate in.") var chunks = 10
     @Option(help: "Directory for the stores (default: a temporary one, removed after).") var directory: String?
-    @Option(help: "The journal's store: lmdb (the default) or redis.") var backend = "lmdb"
+    @Option(help: "The journal's store: lmdb (the default), redis or redis-cluster.") var backend = "lmdb"
     @Option(name: .customLong("redis-url"), help: "The Redis to measure (default: a redis-server of its own).")
     var redisURL: String?
+    @Option(help: "With a Redis journal: replicas each freeze waits for (WAIT N), 0: none.") var replicas = 0
+    @Option(name: .customLong("replicas-timeout-ms"), help: "WAIT's timeout with --replicas.")
+    var replicasTimeoutMs = 1000
     @Flag(help: "Print one JSON object on stdout.") var json = false
 
     func validate() throws {
         guard requests > 0, runs > 0, concurrency > 0, groupConcurrency > 0 else { throw ValidationError("counts must be > 0") }
-        guard backend == "lmdb" || backend == "redis" else { throw ValidationError("--backend is lmdb or redis") }
+        guard ["lmdb", "redis", "redis-cluster"].contains(backend) else {
+            throw ValidationError("--backend is lmdb, redis or redis-cluster")
+        }
+        guard replicas >= 0, replicasTimeoutMs > 0 else { throw ValidationError("--replicas >= 0, --replicas-timeout-ms > 0") }
     }
 
     func run() throws {
@@ -51,9 +61,11 @@ struct FrozenBenchCommand: ParsableCommand {
         options.groupConcurrency = groupConcurrency
         options.chunks = chunks
         options.directory = directory
-        let redis = backend == "redis" ? try BenchRedis(url: redisURL) : nil
+        let redis = backend == "lmdb" ? nil : try BenchRedis(url: redisURL, cluster: backend == "redis-cluster")
         defer { redis?.stop() }
         options.journal = redis?.url
+        cbench_frozen_set_replicas(Int32(replicas), Int64(replicasTimeoutMs))
+        defer { cbench_frozen_set_replicas(0, 0) }
         let tty = isatty(STDERR_FILENO) != 0
         let report = try FrozenBenchmark.run(options) { fraction, what in
             let line = String(format: "[%3.0f%%] %@", fraction * 100, what)
@@ -68,12 +80,13 @@ struct FrozenBenchCommand: ParsableCommand {
             object["concurrency"] = concurrency
             object["group_concurrency"] = groupConcurrency
             object["backend"] = backend
+            object["replicas"] = replicas
             object["errors"] = report.errors
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         } else {
             func rate(_ k: String) -> String { String(format: "%10.0f /s", f[k] ?? 0) }
-            print("frozen requests: \(requests) per run, medians of \(runs) runs, journal on \(backend)")
+            print("frozen requests: \(requests) per run, medians of \(runs) runs, journal on \(backend)\(replicas > 0 ? ", WAIT \(replicas)" : "")")
             print("  raw LMDB synced commits      \(rate("raw_sync_commits"))   \(String(format: "%.0f-byte values (a frozen request as stored)", f["record_bytes"] ?? 0))")
             print("  freezes, one at a time       \(rate("freeze_ops"))   \(String(format: "%.2fx raw (target >= 0.8x)", f["freeze_ratio"] ?? 0))")
             print("  freezes, \(groupConcurrency) at once         \(rate("freeze_grouped_ops"))   \(String(format: "%.2fx raw (group commit)", f["freeze_grouped_ratio"] ?? 0))")

@@ -220,6 +220,9 @@ long long cbench_tape_parse_only(const void *data, size_t len);
  * (LMDB, the default); a redis:// URL: a Redis journal per store directory (named after its last
  * path component). */
 void cbench_frozen_set_journal(const char *location);
+/* With a Redis journal: each freeze followed by WAIT replicas timeout_ms
+ * (courier_config_set_frozen_replicas); 0 (the default): no WAIT. */
+void cbench_frozen_set_replicas(int replicas, int64_t timeout_ms);
 
 /* The ceiling: n single-put commits of value_bytes each into a fresh LMDB environment in `dir`
  * opened as the journal opens its own (LMDB's default durability: every commit synced; MDB_NOTLS,
@@ -255,7 +258,7 @@ typedef struct cbench_redis_result {
 
 /* `entries` puts of value_size-byte bodies under cbench_cache_key keys, then `gets` random hits,
  * each side by side with hiredis in `chunks` alternating chunks, on the Redis at `url` (its keys
- * removed after). 0; -1 when it cannot connect or open (first_error says why); -2 in a build
+ * removed after); a redis+cluster:// URL: hiredis sends each command to its slot's master. 0; -1 when it cannot connect or open (first_error says why); -2 in a build
  * without Redis. */
 int cbench_redis_cache(const char *url, long entries, long gets, int chunks, size_t value_size,
                        cbench_redis_result *out);

@@ -1,6 +1,7 @@
 // BenchRedis.swift — the Redis a `courier bench ... --backend redis` measures: the one given with
 // --redis-url, else a redis-server of its own from scripts/redis-fixture (AOF, appendfsync always),
-// stopped after. Shared by `bench cache` and `bench frozen`.
+// or with --backend redis-cluster a Redis Cluster of its own (`redis-fixture cluster`: 3 masters
+// with a replica each), stopped after. Shared by `bench cache` and `bench frozen`.
 import ArgumentParser
 import Foundation
 
@@ -35,7 +36,8 @@ struct BenchRedis {
     /// - Parameters:
     ///   - given: --redis-url, or nil for a server of its own.
     ///   - appendfsync: That server's `appendfsync` (REDIS_FIXTURE_APPENDFSYNC), nil: the fixture's.
-    init(url given: String?, appendfsync: String? = nil) throws {
+    ///   - cluster: Start a Redis Cluster of its own (3 masters, a replica each) instead of one server.
+    init(url given: String?, appendfsync: String? = nil, cluster: Bool = false) throws {
         if let given {
             url = given
             fixtureDir = nil
@@ -43,7 +45,7 @@ struct BenchRedis {
         }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench-redis-\(UUID())").path
         if let appendfsync { setenv("REDIS_FIXTURE_APPENDFSYNC", appendfsync, 1) }
-        let started = try runScript([Self.fixture, "start", dir])
+        let started = try runScript([Self.fixture, cluster ? "cluster" : "start", dir])
         guard started.status == 0 else {
             printError("error: redis-server did not start (scripts/redis-fixture; scripts/setup installs it)")
             throw ExitCode.failure
