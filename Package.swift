@@ -23,6 +23,10 @@ let package = Package(
         // The benchmarks' servers and clients, for Benchmarks/Peers (a package of its own that puts
         // Courier beside swift-nio's clients). No dependency of its own beyond Courier's.
         .library(name: "CourierBenchmarks", targets: ["CourierBenchmarks"]),
+        // Spans (swift-distributed-tracing) and metrics (swift-metrics) of an engine's requests, each
+        // its own product: an app that uses only Courier resolves neither package.
+        .library(name: "CourierTracing", targets: ["CourierTracing"]),
+        .library(name: "CourierMetrics", targets: ["CourierMetrics"]),
     ],
     traits: [
         .trait(name: "Redis", description: "Stores on Redis (redis:// store URLs) through the system's hiredis"),
@@ -33,6 +37,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // `swift package generate-documentation --target Courier` (README); no target depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // CourierTracing and CourierMetrics only.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
     ],
     targets: [
         // The engine, in C. Its public header is include/courier.h, which includes its parts,
@@ -163,6 +170,31 @@ let package = Package(
             name: "CourierTests",
             dependencies: ["Courier", "CourierTestServer"],
             path: "Tests/CourierTests"
+        ),
+        // A span per request from the C core's events, the W3C context injected by an interceptor
+        // (docs/design/tracing.md).
+        .target(
+            name: "CourierTracing",
+            dependencies: ["Courier", .product(name: "Tracing", package: "swift-distributed-tracing")],
+            path: "Sources/CourierTracing"
+        ),
+        // Counters and timers of an engine's requests, cache and frozen requests.
+        .target(
+            name: "CourierMetrics",
+            dependencies: ["Courier", .product(name: "CoreMetrics", package: "swift-metrics")],
+            path: "Sources/CourierMetrics"
+        ),
+        .testTarget(
+            name: "CourierTracingTests",
+            dependencies: ["CourierTracing", "CourierTestServer",
+                           .product(name: "InMemoryTracing", package: "swift-distributed-tracing")],
+            path: "Tests/CourierTracingTests"
+        ),
+        .testTarget(
+            name: "CourierMetricsTests",
+            dependencies: ["CourierMetrics", "CourierTestServer",
+                           .product(name: "MetricsTestKit", package: "swift-metrics")],
+            path: "Tests/CourierMetricsTests"
         ),
     ],
     // Tools 6.1 (for the trait) would make Swift 6 the language mode; the sources are Swift 5 mode.
