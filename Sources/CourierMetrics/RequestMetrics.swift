@@ -1,6 +1,7 @@
 // RequestMetrics.swift — an engine's requests counted and timed through swift-metrics, from the C
-// core's request events and its frozen-request events (docs/design/tracing.md, "Metrics"). It only
-// translates: what a status class, a cache hit or a resend is, the engine's events already say.
+// core's request events and its frozen-request events (docs/design/tracing.md, "Swift:
+// CourierTracing and CourierMetrics"). It only translates: what a status class, a cache hit or a
+// resend is, the engine's events already say.
 
 import CoreMetrics
 import Courier
