@@ -99,6 +99,7 @@ class EventKind(CEnum):
     FROM_CACHE = 5
     RETRIED = 6
     FROZEN = 7
+    REDIRECTED = 8
 
 
 class NetworkKind(CEnum):
@@ -148,6 +149,14 @@ class Event:
     bytes_to_send: int
     response: Optional[Response]
     error: Optional[CourierError]
+    #: the request's ``traceparent`` / ``tracestate`` header as it goes out (``None``: none)
+    traceparent: Optional[str] = None
+    tracestate: Optional[str] = None
+    #: FINISHED: retries of the final hop plus redirects followed (``http.request.resend_count``)
+    resend_count: int = 0
+    #: FINISHED with a failure: ``"503"`` when a status failed it, else the code's name
+    #: (``courier_code_name``: ``"timeout"``, ``"cannot_connect"``); ``None`` on success
+    error_type: Optional[str] = None
 
     @classmethod
     def _from_c(cls, ev: Any) -> "Event":
@@ -160,7 +169,10 @@ class Event:
         return cls(kind, int(ev.request_id), ev.method.decode() if ev.method else None,
                    ev.url.decode("utf-8", "replace") if ev.url else None, ev.code, ev.http_status, ev.attempt,
                    ev.delay_ms / 1000.0, ev.duration_s, ev.bytes_received, ev.bytes_expected, ev.bytes_sent,
-                   ev.bytes_to_send, resp, err)
+                   ev.bytes_to_send, resp, err,
+                   ev.traceparent.decode() if ev.traceparent else None,
+                   ev.tracestate.decode() if ev.tracestate else None, ev.resend_count,
+                   ev.error_type.decode() if ev.error_type else None)
 
     def _release(self) -> None:
         if self.response is not None:
