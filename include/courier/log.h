@@ -210,7 +210,7 @@ typedef struct courier_event {
     int64_t bytes_to_send;            /* PROGRESS: body bytes to send, -1 when unknown */
     const courier_response *response; /* FINISHED, FROM_CACHE: the response, if any */
     const courier_error *error;       /* FINISHED with a failure: the detail */
-    /* Added in 0.2 (read them only when `size` covers them): */
+    /* Added in 0.2.1 (read them only when `size` covers them): */
     const char *traceparent;          /* the request's "traceparent" header (as it goes out, after the
                                          interceptors), or NULL; every kind but FROZEN */
     const char *tracestate;           /* its "tracestate" header, or NULL */
