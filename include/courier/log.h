@@ -177,7 +177,7 @@ typedef enum courier_event_kind {
 } courier_event_kind;
 
 /* Spans (OpenTelemetry's HTTP client spans, docs/design/tracing.md) are built from these events:
- * WILL_SEND starts one (a before-send interceptor, which runs on the sending thread just before
+ * WILL_SEND starts one (a before-send interceptor, which runs on the sending thread before
  * it with the same request id, is where a tracer injects its context), RETRIED and REDIRECTED are
  * its events, FINISHED ends it with http_status, resend_count and error_type; traceparent and
  * tracestate carry the trace context the request goes out with. */

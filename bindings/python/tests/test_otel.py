@@ -108,3 +108,4 @@ def test_a_frozen_request_replays_in_the_trace_it_was_frozen_under(traced) -> No
 def test_no_tracing_no_header(engine) -> None:
     echo = engine.get("/echo").json()
     assert not [n for n, _ in echo["headers"] if n.lower() == "traceparent"]
+
