@@ -181,7 +181,7 @@ let package = Package(
     name: "DocsSnippets",
     platforms: [.macOS(.v13)],
     dependencies: [
-        .package(name: "Courier", path: "{root}"),
+        .package(name: "Courier", path: "{root}", traits: ["Tracing", "Metrics"]),
         // what CourierTracing and CourierMetrics depend on: a block may import their test kits
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),

@@ -2,7 +2,9 @@
 // core's request events and its frozen-request events (docs/design/tracing.md, "Swift:
 // CourierTracing and CourierMetrics"). It only translates: what a status class, a cache hit or a
 // resend is, the engine's events already say.
+// Built with the trait Metrics on (Package.swift); without it the module is empty.
 
+#if Metrics
 import CoreMetrics
 import Courier
 
@@ -85,3 +87,5 @@ public final class RequestMetrics: EventMonitor, Sendable {
 
     static let knownMethods: Set<String> = ["CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE"]
 }
+
+#endif // Metrics

@@ -3,7 +3,9 @@
 // interceptor the send's id before the send's first event, carries the trace context on every
 // attempt, redirect hop and resend of a frozen request, and tells the resend count and error type
 // in its events (docs/design/tracing.md).
+// Built with the trait Tracing on (Package.swift); without it the module is empty.
 
+#if Tracing
 import Courier
 import Foundation
 import Tracing
@@ -202,3 +204,5 @@ struct DictionaryExtractor: Extractor {
         carrier[key.lowercased()]
     }
 }
+
+#endif // Tracing

@@ -1,7 +1,9 @@
 // RequestMetricsTests.swift — CourierMetrics against the loopback test server with swift-metrics'
 // TestMetrics: requests by status class, durations, cache hits and misses, frozen requests queued
 // and replayed.
+// Built with the trait Metrics on (Package.swift); without it the module is empty.
 
+#if Metrics
 import Courier
 import CourierMetrics
 import CourierTestServer
@@ -107,3 +109,5 @@ final class RequestMetricsTests: XCTestCase {
         XCTAssertEqual(total("courier.frozen.replayed", [("outcome", "failed")]), 0)
     }
 }
+
+#endif // Metrics

@@ -3,7 +3,9 @@
 // conventions, the context injected from the task's ServiceContext (the tracer's own keys, and a
 // W3C traceparent from a tracer that propagates W3C), retries and redirects as span events, error
 // types, and a frozen request's resend in the trace it was frozen in.
+// Built with the trait Tracing on (Package.swift); without it the module is empty.
 
+#if Tracing
 import Courier
 import CourierTestServer
 import CourierTracing
@@ -260,3 +262,5 @@ struct W3CTracer: Tracer {
         context.inMemorySpanContext = InMemorySpanContext(traceID: String(parts[1]), spanID: String(parts[2]), parentSpanID: nil)
     }
 }
+
+#endif // Tracing
