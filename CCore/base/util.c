@@ -75,6 +75,7 @@ const char *courier_strerror(int code) {
     case COURIER_E_HTTP_VERSION: return "the HTTP version required cannot be had";
     case COURIER_E_NO_STUB: return "no stub matched the request";
     case COURIER_E_CREDENTIAL_REFUSED: return "the credential was refused again right after a refresh";
+    case COURIER_E_REPLICAS_UNCONFIRMED: return "the freeze was not confirmed by enough Redis replicas in time";
     default: return "unknown error";
     }
 }
@@ -136,6 +137,7 @@ const char *courier_code_name(int code) {
     case COURIER_E_HTTP_VERSION: return "http_version";
     case COURIER_E_NO_STUB: return "no_stub";
     case COURIER_E_CREDENTIAL_REFUSED: return "credential_refused";
+    case COURIER_E_REPLICAS_UNCONFIRMED: return "replicas_unconfirmed";
     default: return "unknown";
     }
 }
