@@ -339,11 +339,14 @@ static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_
     }
 }
 
-/* Worker: what the caller sent, handed to wslay (which copies it). */
-static void take_outgoing(courier_ws *ws) {
+/* Worker: what the caller sent, handed to wslay (which copies it). True when the reader asked for
+ * reading to resume (read_again). */
+static bool take_outgoing(courier_ws *ws) {
     pthread_mutex_lock(&ws->m);
     ws_msg *list = ws->out_first;
     ws->out_first = ws->out_last = NULL;
+    bool read_again = ws->read_again;
+    ws->read_again = 0;
     pthread_mutex_unlock(&ws->m);
     for (ws_msg *m = list, *n; m; m = n) {
         n = m->next;
@@ -381,6 +384,7 @@ static void take_outgoing(courier_ws *ws) {
         }
         free(m);
     }
+    return read_again;
 }
 
 /* Worker: sizes the queue the caller sees (ours plus wslay's). */
@@ -415,13 +419,20 @@ static void set_code_sent(courier_ws *ws, int code) {
     pthread_mutex_unlock(&ws->m);
 }
 
-/* Worker: the connection's I/O while open: reads messages, writes what is queued, and ends it when
- * the closing handshake is over or something failed. */
-static void pump_open(courier_ws *ws) {
+/* Worker: the connection's I/O while open: reads messages (when `read`: the poll saw the socket
+ * readable, or the reader made room), writes what is queued, and ends it when the closing handshake
+ * is over or something failed. A read goes on until the socket has nothing more (wslay reads until
+ * WOULDBLOCK), so nothing waits in libcurl's or TLS's buffers between pumps and the poll alone says
+ * when to read again; a pump for a send alone reads nothing (one recv that would block saved per
+ * message). */
+static void pump_open(courier_ws *ws, bool read) {
     courier_error d;
-    take_outgoing(ws);
+    if (take_outgoing(ws)) read = true;
+    if (ws->polled && ws->e->ws_fds[ws->polled - 1].revents) read = true; /* a kick and the socket together */
+    ws->polled = 0; /* the last poll's word about this socket is used up */
+    ws->pump_by_ms = now_ms() + 1000;
     int r = 0;
-    if (wslay_event_want_read(ws->ctx)) r = wslay_event_recv(ws->ctx);
+    if (read && wslay_event_want_read(ws->ctx)) r = wslay_event_recv(ws->ctx);
     int received = wslay_event_get_close_received(ws->ctx);
     if (r == WSLAY_ERR_NOMEM || ws->fail_code == COURIER_E_NO_MEMORY) {
         finish(ws, COURIER_E_NO_MEMORY, NULL);
@@ -800,7 +811,7 @@ static void init_wslay(courier_ws *ws, courier_error *d) {
     (void)d;
     set_state(ws, COURIER_WS_OPEN);
     tell(ws);
-    pump_open(ws);
+    pump_open(ws, true); /* the frames that came with the head, and what followed them */
 }
 
 /* Worker: timers. */
@@ -836,7 +847,7 @@ static void check_timers(courier_ws *ws, int64_t now) {
             ws->ping_out = 1;
             ws->next_ping_ms = 0;
             ws->deadline_ms = now + (ws->opt.ping_timeout_ms > 0 ? ws->opt.ping_timeout_ms : ws->opt.ping_interval_ms);
-            pump_open(ws);
+            pump_open(ws, false);
         }
     }
 }
@@ -853,6 +864,8 @@ void cr_ws_connected(courier_engine *e, courier_ws *ws, CURLcode result) {
         return;
     }
     ws->phase = P_SENDING_HEAD;
+    curl_socket_t s = CURL_SOCKET_BAD;
+    if (curl_easy_getinfo(ws->easy, CURLINFO_ACTIVESOCKET, &s) == CURLE_OK) ws->sock = s;
     pump_handshake(ws);
 }
 
@@ -867,8 +880,16 @@ int cr_ws_turn(courier_engine *e) {
     int64_t wait = INT64_MAX;
     for (courier_ws *ws = e->ws_head, *next; ws; ws = next) {
         next = ws->next;
-        if (ws->phase == P_SENDING_HEAD || ws->phase == P_READING_HEAD) pump_handshake(ws);
-        else if (ws->phase == P_OPEN) pump_open(ws);
+        if (ws->phase == P_SENDING_HEAD || ws->phase == P_READING_HEAD) {
+            pump_handshake(ws);
+        } else if (ws->phase == P_OPEN) {
+            /* Only a WebSocket whose socket the last poll found ready (or one not pumped for a
+             * second: curl_multi_poll reports POLLIN, POLLOUT and POLLPRI only), not every one every
+             * turn: with 32 open, each turn was 32 reads that would block. */
+            unsigned short rev = ws->polled ? e->ws_fds[ws->polled - 1].revents : 0;
+            if (rev || now >= ws->pump_by_ms) pump_open(ws, true);
+            ws->polled = 0;
+        }
         check_timers(ws, now);
         if (ws->phase == P_ENDED) {
             unlink_ws(e, ws);
@@ -884,13 +905,14 @@ int cr_ws_turn(courier_engine *e) {
 size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap) {
     size_t n = 0;
     for (courier_ws *ws = e->ws_head; ws; ws = ws->next) {
+        ws->polled = 0;
         if (ws->phase < P_SENDING_HEAD || ws->phase == P_ENDED) continue;
-        curl_socket_t s = CURL_SOCKET_BAD;
-        if (curl_easy_getinfo(ws->easy, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK || s == CURL_SOCKET_BAD) continue;
+        curl_socket_t s = ws->sock; /* libcurl's CURLINFO_ACTIVESOCKET at connect (a search of its pool) */
+        if (s == CURL_SOCKET_BAD) continue;
         if (n == *cap) {
             size_t nc = *cap ? *cap * 2 : 8;
             struct curl_waitfd *g = realloc(*fds, nc * sizeof *g);
-            if (!g) break;
+            if (!g) continue; /* not polled this turn (and pumped within the second) */
             *fds = g;
             *cap = nc;
         }
@@ -901,6 +923,7 @@ size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap) 
         if (ws->phase == P_SENDING_HEAD || (ws->phase == P_OPEN && wslay_event_want_write(ws->ctx)))
             ev |= CURL_WAIT_POLLOUT;
         (*fds)[n++] = (struct curl_waitfd){s, ev, 0};
+        ws->polled = n;
     }
     return n;
 }
@@ -932,6 +955,7 @@ void cr_ws_start_work(void *user) {
     ws->linked = 1;
     ws->next = e->ws_head;
     e->ws_head = ws;
+    ws->sock = CURL_SOCKET_BAD;
     if (e->ws_closed || ws->phase == P_ENDED) {
         if (ws->phase != P_ENDED) finish(ws, fail_detail(&d, COURIER_E_CLOSED, "the engine closed%s", ""), &d);
         unlink_ws(e, ws);
@@ -1007,7 +1031,7 @@ static void kick_work(void *user) {
             courier_error d;
             finish(ws, fail_detail(&d, COURIER_E_CANCELLED, "the WebSocket was freed%s", ""), &d);
         } else if (ws->phase == P_OPEN) {
-            pump_open(ws);
+            pump_open(ws, false); /* a send or a close; a reader that made room sets read_again */
         } else if (ws->phase != P_ENDED) {
             pthread_mutex_lock(&ws->m);
             int close_asked = ws->close_asked;

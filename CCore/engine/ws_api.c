@@ -243,6 +243,7 @@ int courier_ws_next(courier_ws_message *msg, courier_ws *ws, int64_t timeout_ms,
         ws->in_bytes -= m->len;
         if (ws->in_full && (int64_t)ws->in_bytes < ws->opt.max_receive_queue_bytes / 2) {
             ws->in_full = 0; /* half empty: the worker reads again */
+            ws->read_again = 1;
             if (ws->state != COURIER_WS_CLOSED) cr_ws_kick_locked(ws);
         }
         msg->type = (courier_ws_type)m->type;

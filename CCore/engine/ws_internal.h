@@ -50,6 +50,7 @@ struct courier_ws {
     ws_msg *out_first, *out_last; /* sent by the caller, not yet handed to wslay */
     size_t out_bytes;           /* queued bytes: ours plus wslay's */
     int kick_posted;            /* a post to move out_* to wslay is pending */
+    int read_again;             /* in_full was cleared: the kick's pump reads (the worker takes it) */
     int close_asked;            /* courier_ws_close was called */
     int freed;                  /* courier_ws_free was called: no more notify */
     int end_code;               /* once CLOSED: what courier_ws_next returns */
@@ -90,6 +91,9 @@ struct courier_ws {
     size_t hold_len;
     uint8_t masks[256];         /* masking keys from the CSPRNG, taken 4 bytes at a time (on_genmask) */
     size_t masks_off;           /* the next unused byte of masks */
+    curl_socket_t sock;         /* the connection's socket, once connected (CURL_SOCKET_BAD before) */
+    size_t polled;              /* 1 + its slot in the engine's ws_fds of the last poll; 0: none */
+    int64_t pump_by_ms;         /* pumped at the latest then, ready or not (a safety net) */
 };
 
 /* ws.c. Drops a reference (the caller's or the worker's); the last frees the WebSocket. Any thread. */
