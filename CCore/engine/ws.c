@@ -39,10 +39,12 @@ void cr_ws_release(courier_ws *ws) {
         free(m);
     }
     free(ws->borrowed);
+    free(ws->raw);
     free((char *)ws->opt.subprotocols);
     cr_error_release_user(&ws->end_err);
     if (ws->user_free) ws->user_free(ws->user);
     pthread_cond_destroy(&ws->c);
+    pthread_mutex_destroy(&ws->io);
     pthread_mutex_destroy(&ws->m);
     free(ws);
 }
@@ -120,6 +122,9 @@ static void unlink_ws(courier_engine *e, courier_ws *ws) {
             break;
         }
     }
+    pthread_mutex_lock(&ws->io); /* no sender writes the socket from here on (ws_direct.c) */
+    ws->direct_ok = 0;
+    pthread_mutex_unlock(&ws->io);
     if (ws->easy) {
         curl_multi_remove_handle(e->core.multi, ws->easy);
         cr_easy_cleanup(ws->easy);
@@ -189,6 +194,14 @@ static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
  * TCP segment, not two (the peer then wakes once per message). */
 static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *user) {
     courier_ws *ws = user;
+    if (ws->raw_len) { /* a sender's frame half written: its rest goes first (ws_direct.c) */
+        int fr = cr_ws_direct_flush(ws);
+        if (fr != 0) {
+            if (fr < 0) ws->io_error = CURLE_SEND_ERROR;
+            wslay_event_set_error(ctx, fr > 0 ? WSLAY_ERR_WOULDBLOCK : WSLAY_ERR_CALLBACK_FAILURE);
+            return -1;
+        }
+    }
     if ((flags & WSLAY_MSG_MORE) && ws->hold_len == 0 && len <= sizeof ws->hold) {
         memcpy(ws->hold, data, len);
         ws->hold_len = len;
@@ -250,19 +263,7 @@ static bool random_bytes(void *buf, size_t len) {
 /* The keys come from a pool refilled from the CSPRNG 64 keys at a time: one getrandom call per 64
  * frames instead of one per frame. */
 static int on_genmask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user) {
-    courier_ws *ws = user;
-    if (len > sizeof ws->masks) {
-        if (!random_bytes(buf, len)) goto failed;
-        return 0;
-    }
-    if (ws->masks_off + len > sizeof ws->masks) {
-        if (!random_bytes(ws->masks, sizeof ws->masks)) goto failed;
-        ws->masks_off = 0;
-    }
-    memcpy(buf, ws->masks + ws->masks_off, len);
-    ws->masks_off += len;
-    return 0;
-failed:
+    if (cr_ws_masks(user, buf, len)) return 0; /* ws_direct.c: the pool the senders share (under io) */
     wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
     return -1;
 }
@@ -389,7 +390,7 @@ static bool take_outgoing(courier_ws *ws) {
 
 /* Worker: sizes the queue the caller sees (ours plus wslay's). */
 static void count_queued(courier_ws *ws) {
-    size_t n = ws->ctx ? wslay_event_get_queued_msg_length(ws->ctx) : 0;
+    size_t n = (ws->ctx ? wslay_event_get_queued_msg_length(ws->ctx) : 0) + (ws->raw_len - ws->raw_off);
     pthread_mutex_lock(&ws->m);
     for (ws_msg *m = ws->out_first; m; m = m->next) n += m->type ? m->len : 0;
     ws->out_bytes = n;
@@ -425,8 +426,9 @@ static void set_code_sent(courier_ws *ws, int code) {
  * WOULDBLOCK), so nothing waits in libcurl's or TLS's buffers between pumps and the poll alone says
  * when to read again; a pump for a send alone reads nothing (one recv that would block saved per
  * message). */
-static void pump_open(courier_ws *ws, bool read) {
+static void pump_open_io(courier_ws *ws, bool read) {
     courier_error d;
+    if (ws->raw_len && cr_ws_direct_flush(ws) < 0) ws->io_error = CURLE_SEND_ERROR; /* a sender's rest first */
     if (take_outgoing(ws)) read = true;
     if (ws->polled && ws->e->ws_fds[ws->polled - 1].revents) read = true; /* a kick and the socket together */
     ws->polled = 0; /* the last poll's word about this socket is used up */
@@ -496,6 +498,15 @@ static void pump_open(courier_ws *ws, bool read) {
         ws->ping_out = 0;
         ws->next_ping_ms = 0;
     }
+}
+
+/* Worker: a pump holds io (no sender writes the socket meanwhile, ws_direct.c) and says at its end
+ * whether a sender may write the next message itself. */
+static void pump_open(courier_ws *ws, bool read) {
+    pthread_mutex_lock(&ws->io);
+    pump_open_io(ws, read);
+    cr_ws_direct_update(ws);
+    pthread_mutex_unlock(&ws->io);
 }
 
 /* ---- the opening handshake ---------------------------------------------------------------------- */
@@ -649,6 +660,7 @@ static int build_request(courier_ws *ws, courier_error *err) {
         free(origin);
     }
     if (!has_cookie) cookie_line(ws->e, u, scheme && strcasecmp(scheme, "https") == 0, h);
+    ws->plain = scheme && strcasecmp(scheme, "http") == 0; /* no TLS (cr_ws_connected checks the proxy) */
     cr_buf_append_str(h, "\r\n");
     curl_free(host);
     curl_free(port);
@@ -821,12 +833,15 @@ static void check_timers(courier_ws *ws, int64_t now) {
     if (ws->deadline_ms && now >= ws->deadline_ms) {
         if (ws->phase == P_OPEN && ws->ping_out) {
             /* A dead peer: say so (1011) if the socket takes it, and go. */
+            pthread_mutex_lock(&ws->io); /* a write of the worker's (ws_direct.c) */
             if (!wslay_event_get_close_sent(ws->ctx)) {
                 ws->we_closed = 1;
                 static const char why[] = "keepalive ping timeout";
                 wslay_event_queue_close(ws->ctx, 1011, (const uint8_t *)why, sizeof why - 1);
                 wslay_event_send(ws->ctx);
             }
+            ws->direct_ok = 0;
+            pthread_mutex_unlock(&ws->io);
             finish(ws, fail_detail(&d, COURIER_E_TIMEOUT, "the WebSocket server did not answer a ping in %s", "time"),
                    &d);
             return;
@@ -866,6 +881,12 @@ void cr_ws_connected(courier_engine *e, courier_ws *ws, CURLcode result) {
     ws->phase = P_SENDING_HEAD;
     curl_socket_t s = CURL_SOCKET_BAD;
     if (curl_easy_getinfo(ws->easy, CURLINFO_ACTIVESOCKET, &s) == CURLE_OK) ws->sock = s;
+    /* Through a proxy's tunnel (an HTTPS proxy is TLS) the frames are not written to the socket as
+     * they are: no direct sends then (ws_direct.c). */
+    long tunnel = 0;
+    if (curl_easy_getinfo(ws->easy, CURLINFO_HTTP_CONNECTCODE, &tunnel) != CURLE_OK || tunnel != 0 ||
+        s == CURL_SOCKET_BAD)
+        ws->plain = 0;
     pump_handshake(ws);
 }
 
@@ -920,7 +941,7 @@ size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap) 
         int full = ws->in_full;
         pthread_mutex_unlock(&ws->m);
         short ev = full && ws->phase == P_OPEN ? 0 : CURL_WAIT_POLLIN;
-        if (ws->phase == P_SENDING_HEAD || (ws->phase == P_OPEN && wslay_event_want_write(ws->ctx)))
+        if (ws->phase == P_SENDING_HEAD || (ws->phase == P_OPEN && (wslay_event_want_write(ws->ctx) || ws->out_pending)))
             ev |= CURL_WAIT_POLLOUT;
         (*fds)[n++] = (struct curl_waitfd){s, ev, 0};
         ws->polled = n;
