@@ -49,12 +49,14 @@ void cr_ws_release(courier_ws *ws) {
     free(ws);
 }
 
-/* Worker: tells the reader (the condition variable) and the notify callback. */
+/* Worker: tells the reader (the condition variable) and the notify callback. The broadcast comes
+ * after the unlock (what it announces was changed under m before): a reader woken while m is still
+ * held goes back to sleep on m, a futex wait and wake more per message. */
 static void tell(courier_ws *ws) {
     pthread_mutex_lock(&ws->m);
-    pthread_cond_broadcast(&ws->c);
     bool call = ws->notify && !ws->freed;
     pthread_mutex_unlock(&ws->m);
+    pthread_cond_broadcast(&ws->c);
     if (call) ws->notify(ws, ws->user);
 }
 
