@@ -32,11 +32,22 @@ static int host_of(const char *url, char *out, size_t cap) {
 
 /* ---- the turn ---- */
 
+/* cr_fail with the message a + b, copied (on every freeze, where vsnprintf was a tenth of the
+ * answer's instructions). */
+static int fail_text(courier_error *err, int code, const char *a, const char *b) {
+    memset(err, 0, sizeof *err);
+    err->code = code;
+    size_t na = strnlen(a, sizeof err->message - 1), nb = strnlen(b, sizeof err->message - 1 - na);
+    memcpy(err->message, a, na);
+    memcpy(err->message + na, b, nb);
+    return code;
+}
+
 static void freeze_answer(cr_journal *j, jfreeze *f, bool frozen, const char *why) {
     courier_error err;
     int code;
     if (frozen) {
-        code = cr_fail(&err, COURIER_E_FROZEN, "frozen as %s", f->id);
+        code = fail_text(&err, COURIER_E_FROZEN, "frozen as ", f->id);
     } else {
         err = f->err;
         code = f->code;
@@ -232,7 +243,14 @@ static int64_t turn(cr_journal *j) {
             for (jsend *s = sends; s; s = s->next) left--;
             rc = j->store->pass(j, txn, now, left, mode, since, &stail, &etail, &unused, &mode_done);
         }
-        if (rc == 0) j->store->due_edges(j, txn, now, &due_now, &next_due); /* what is left, after the claims */
+        /* What is left, after the claims; nothing to wait for when this engine would not send it (paused,
+         * offline, closing: the change that lets it send kicks a turn, whose look at `due` tells). */
+        if (rc == 0 && pass_ok) {
+            j->store->due_edges(j, txn, now, &due_now, &next_due);
+        } else if (rc == 0) {
+            due_now = false;
+            next_due = INT64_MAX;
+        }
         if (rc == 0) rc = j->store->commit(j, txn);
         else if (txn) j->store->abort(j, txn);
         if (j->store->broken(rc) && rc != MDB_PANIC) {
@@ -606,8 +624,9 @@ static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const couri
     if (given) snprintf(idem, sizeof idem, "%s", given);
     else cj_random_hex(idem);
     /* The scheduler's "scheme://host:port" when it has one (lowercase, default port filled in). */
-    if (t->host && strlen(t->host) < sizeof host && strstr(t->host, "://") && strrchr(t->host, ':') > strstr(t->host, "://"))
-        snprintf(host, sizeof host, "%s", t->host);
+    size_t hl = t->host ? strlen(t->host) : 0;
+    if (t->host && hl < sizeof host && strstr(t->host, "://") && strrchr(t->host, ':') > strstr(t->host, "://"))
+        memcpy(host, t->host, hl + 1);
     else if (host_of(t->url, host, sizeof host))
         snprintf(host, sizeof host, "%s", "unknown://");
     int64_t now = cj_jnow(j);
@@ -667,7 +686,7 @@ bool cr_frozen_offline_send(courier_engine *e, cr_transfer *t) {
     pthread_mutex_unlock(&cr_core(e)->lock);
     if (closing) return false; /* courier_send says COURIER_E_CLOSED */
     courier_error err;
-    cr_fail(&err, COURIER_E_OFFLINE, "the network monitor says offline");
+    fail_text(&err, COURIER_E_OFFLINE, "the network monitor says offline", "");
     cr_event_will_send(e, t);
     if (freeze_take(e, t, COURIER_E_OFFLINE, &err, true)) return true;
     return false;
