@@ -46,7 +46,13 @@ static int fail_text(courier_error *err, int code, const char *a, const char *b)
 static void freeze_answer(cr_journal *j, jfreeze *f, bool frozen, const char *why) {
     courier_error err;
     int code;
-    if (frozen) {
+    if (frozen && f->unconfirmed) {
+        const courier_config *cfg = cr_core(j->e)->config;
+        code = cr_fail(&err, COURIER_E_REPLICAS_UNCONFIRMED,
+                       "written to the journal as %s, but %lld of %d replicas confirmed it within %lld ms (WAIT): not "
+                       "acknowledged as frozen (it may still be replayed)",
+                       f->id, f->replicas_acked, cfg->frozen.replicas, (long long)cfg->frozen.replicas_timeout_ms);
+    } else if (frozen) {
         code = fail_text(&err, COURIER_E_FROZEN, "frozen as ", f->id);
     } else {
         err = f->err;
@@ -102,7 +108,7 @@ static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
         if (j->store->broken(rc)) j->broken = 1;
         if (rc == 0) frozen_committed(j, f);
         freeze_answer(j, f, rc == 0, rc ? j->store->strerror(j, rc) : "");
-        if (rc == 0) {
+        if (rc == 0 && !f->unconfirmed) {
             jevent *ev = cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap), f->answer_id, COURIER_OK);
             cj_events_push(events, ev);
         }
@@ -262,7 +268,7 @@ static int64_t turn(cr_journal *j) {
             for (f = fz; f; f = f->next) {
                 frozen_committed(j, f);
                 freeze_answer(j, f, true, "");
-                if (f->snap)
+                if (f->snap && !f->unconfirmed) /* (unconfirmed by replicas: not reported frozen) */
                     cj_events_push(&etail, cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap), f->answer_id,
                                                   COURIER_OK));
             }
@@ -299,7 +305,7 @@ static int64_t turn(cr_journal *j) {
                 if (!atomic && f->seq) {
                     frozen_committed(j, f);
                     freeze_answer(j, f, true, "");
-                    if (f->snap)
+                    if (f->snap && !f->unconfirmed)
                         cj_events_push(&etail, cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap),
                                                             f->answer_id, COURIER_OK));
                     continue;
@@ -486,12 +492,11 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
     j->next_token = 1;
     cr_core(e)->journal = j;
     int rc = cj_policy_open(j) ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : COURIER_OK;
-    /* The journal's store setting: a redis:// URL (records on Redis Streams, redis.c), else a
+    /* The journal's store setting: a redis:// or redis+cluster:// URL (records on Redis Streams, redis.c), else a
      * directory (LMDB, the default: the engine's store directory). The directory's LMDB journal is
      * opened either way: it keeps the cookie jar, and this process's engines (claims' owners). */
     const char *where = cr_core(e)->config->frozen.store[0] ? cr_core(e)->config->frozen.store : NULL;
-    bool redis = where && (strncmp(where, "redis://", 8) == 0 || strncmp(where, "rediss://", 9) == 0 ||
-                           strncmp(where, "unix://", 7) == 0);
+    bool redis = where && (cr_redis_is_url(where) || strncmp(where, "unix://", 7) == 0);
     j->store = &cj_lmdb_store;
     j->pass = &cj_replay_pass; /* replay.c's decisions, which the stores' passes call */
     if (rc == COURIER_OK) rc = cj_jenv_acquire(where && !redis ? where : cr_core(e)->store_dir, nonce, &j->env, err);

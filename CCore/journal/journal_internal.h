@@ -290,6 +290,8 @@ typedef struct jfreeze {
     courier_frozen *snap; /* once written */
     uint64_t answer_id;   /* the original send's id */
     int generated;        /* the id is made at write time (from the record's number) */
+    int unconfirmed;      /* written, but fewer replicas than asked confirmed it (WAIT): -66, not FROZEN */
+    long long replicas_acked; /* what WAIT answered */
 } jfreeze;
 
 typedef struct joutcome {
