@@ -23,6 +23,11 @@ let package = Package(
         // The benchmarks' servers and clients, for Benchmarks/Peers (a package of its own that puts
         // Courier beside swift-nio's clients). No dependency of its own beyond Courier's.
         .library(name: "CourierBenchmarks", targets: ["CourierBenchmarks"]),
+        // Adapters to other packages' types, each a product of its own so that an app depending on
+        // Courier alone resolves none of their packages (SwiftPM fetches only what the products it
+        // uses need): HTTPTypes' HTTPRequest/HTTPResponse, and Swift OpenAPI Generator's transport.
+        .library(name: "CourierHTTPTypes", targets: ["CourierHTTPTypes"]),
+        .library(name: "CourierOpenAPI", targets: ["CourierOpenAPI"]),
     ],
     traits: [
         .trait(name: "Redis", description: "Stores on Redis (redis:// store URLs) through the system's hiredis"),
@@ -33,6 +38,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // `swift package generate-documentation --target Courier` (README); no target depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // For the products CourierHTTPTypes and CourierOpenAPI only.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.8.0"),
     ],
     targets: [
         // The engine, in C. Its public header is include/courier.h, which includes its parts,
@@ -127,6 +135,22 @@ let package = Package(
             dependencies: ["CCore", .product(name: "Logging", package: "swift-log")],
             path: "Sources/Courier"
         ),
+        // Sending HTTPTypes' HTTPRequest and getting HTTPResponse (docs/design/openapi.md).
+        .target(
+            name: "CourierHTTPTypes",
+            dependencies: ["Courier", .product(name: "HTTPTypes", package: "swift-http-types")],
+            path: "Sources/CourierHTTPTypes"
+        ),
+        // A ClientTransport of swift-openapi-runtime that sends through an Engine (docs/design/openapi.md).
+        .target(
+            name: "CourierOpenAPI",
+            dependencies: [
+                "Courier", "CourierHTTPTypes",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ],
+            path: "Sources/CourierOpenAPI"
+        ),
         // The C side of the benchmarks: the peers' ceilings (a plain libcurl multi loop, raw LMDB)
         // and the Courier C API driven from C, so each is measured without Swift in the way.
         .target(
@@ -161,8 +185,16 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierTests",
-            dependencies: ["Courier", "CourierTestServer"],
-            path: "Tests/CourierTests"
+            dependencies: [
+                "Courier", "CourierTestServer",
+                // OpenAPITransportTests and HTTPTypesTests; the OpenAPI client under
+                // Tests/CourierTests/OpenAPI was generated once and committed (no generator here).
+                "CourierHTTPTypes", "CourierOpenAPI",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ],
+            path: "Tests/CourierTests",
+            exclude: ["OpenAPI/openapi.yaml", "OpenAPI/openapi-generator-config.yaml"]
         ),
     ],
     // Tools 6.1 (for the trait) would make Swift 6 the language mode; the sources are Swift 5 mode.
