@@ -23,14 +23,22 @@ let package = Package(
         // The benchmarks' servers and clients, for Benchmarks/Peers (a package of its own that puts
         // Courier beside swift-nio's clients). No dependency of its own beyond Courier's.
         .library(name: "CourierBenchmarks", targets: ["CourierBenchmarks"]),
-        // Adapters to other packages' types, each a product of its own so that an app depending on
-        // Courier alone resolves none of their packages (SwiftPM fetches only what the products it
-        // uses need): HTTPTypes' HTTPRequest/HTTPResponse, and Swift OpenAPI Generator's transport.
+        // Adapters to other packages' types (docs/design/openapi.md): HTTPTypes' HTTPRequest and
+        // HTTPResponse, Foundation's URLRequest, and Swift OpenAPI Generator's transport. Each needs
+        // its package trait (below): without it the module is empty and its package is not fetched.
         .library(name: "CourierHTTPTypes", targets: ["CourierHTTPTypes"]),
         .library(name: "CourierOpenAPI", targets: ["CourierOpenAPI"]),
     ],
     traits: [
         .trait(name: "Redis", description: "Stores on Redis (redis:// store URLs) through the system's hiredis"),
+        // The adapters' packages are dependencies of these traits only: SwiftPM fetches a
+        // dependency's package for any of its products, used or not, unless a trait that is off
+        // guards it, so without the trait an app using Courier alone resolves nothing more
+        // (scripts/check-swift-consumer). A dependent names the trait and uses the product:
+        // `.package(url: ..., from: ..., traits: ["OpenAPI"])`, `.product(name: "CourierOpenAPI", ...)`.
+        .trait(name: "HTTPTypes", description: "Product CourierHTTPTypes' HTTPRequest/HTTPResponse interop (swift-http-types; its URLRequest interop needs no trait)"),
+        .trait(name: "OpenAPI", description: "Product CourierOpenAPI: a ClientTransport for Swift OpenAPI Generator's clients (swift-openapi-runtime)",
+               enabledTraits: ["HTTPTypes"]),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -38,7 +46,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // `swift package generate-documentation --target Courier` (README); no target depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        // For the products CourierHTTPTypes and CourierOpenAPI only.
+        // For the products CourierHTTPTypes and CourierOpenAPI only, under their traits.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.8.0"),
     ],
@@ -135,19 +143,21 @@ let package = Package(
             dependencies: ["CCore", .product(name: "Logging", package: "swift-log")],
             path: "Sources/Courier"
         ),
-        // Sending HTTPTypes' HTTPRequest and getting HTTPResponse (docs/design/openapi.md).
+        // Sending HTTPTypes' HTTPRequest (inside `#if HTTPTypes`: empty without the trait) and
+        // Foundation's URLRequest (no trait needed) through an Engine (docs/design/openapi.md).
         .target(
             name: "CourierHTTPTypes",
-            dependencies: ["Courier", .product(name: "HTTPTypes", package: "swift-http-types")],
+            dependencies: ["Courier", .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["HTTPTypes"]))],
             path: "Sources/CourierHTTPTypes"
         ),
-        // A ClientTransport of swift-openapi-runtime that sends through an Engine (docs/design/openapi.md).
+        // A ClientTransport of swift-openapi-runtime that sends through an Engine
+        // (docs/design/openapi.md); empty without the trait OpenAPI.
         .target(
             name: "CourierOpenAPI",
             dependencies: [
                 "Courier", "CourierHTTPTypes",
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["OpenAPI"])),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: .when(traits: ["OpenAPI"])),
             ],
             path: "Sources/CourierOpenAPI"
         ),
@@ -187,11 +197,12 @@ let package = Package(
             name: "CourierTests",
             dependencies: [
                 "Courier", "CourierTestServer",
-                // OpenAPITransportTests and HTTPTypesTests; the OpenAPI client under
-                // Tests/CourierTests/OpenAPI was generated once and committed (no generator here).
+                // HTTPTypesTests and OpenAPITransportTests, under the traits (scripts/test turns them
+                // on); the OpenAPI client under Tests/CourierTests/OpenAPI was generated once and
+                // committed (no generator here).
                 "CourierHTTPTypes", "CourierOpenAPI",
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["HTTPTypes"])),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: .when(traits: ["OpenAPI"])),
             ],
             path: "Tests/CourierTests",
             exclude: ["OpenAPI/openapi.yaml", "OpenAPI/openapi-generator-config.yaml"]

@@ -180,7 +180,13 @@ import PackageDescription
 let package = Package(
     name: "DocsSnippets",
     platforms: [.macOS(.v13)],
-    dependencies: [.package(name: "Courier", path: "{root}")],
+    dependencies: [
+        // The traits of the adapter products (README, "Swift's ecosystem"); OpenAPI turns on HTTPTypes.
+        .package(name: "Courier", path: "{root}", traits: ["OpenAPI"]),
+        // For blocks that import the adapters' packages (README, "Swift's ecosystem").
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.8.0"),
+    ],
     targets: [
 {targets}
     ],
@@ -190,10 +196,26 @@ let package = Package(
 
 SNIPPET_TARGET = """        .executableTarget(
             name: "{name}",
-            dependencies: [.product(name: "Courier", package: "Courier")],
+            dependencies: [{products}],
             path: "Sources/{name}",
             swiftSettings: [.treatAllWarnings(as: .error)]
         ),"""
+
+
+# Products a block may import beside Courier (module name -> product, package), linked only into
+# the blocks that import them, so the other blocks build as a dependent of Courier alone does.
+SNIPPET_PRODUCTS = {
+    "CourierHTTPTypes": ("CourierHTTPTypes", "Courier"),
+    "CourierOpenAPI": ("CourierOpenAPI", "Courier"),
+    "HTTPTypes": ("HTTPTypes", "swift-http-types"),
+    "OpenAPIRuntime": ("OpenAPIRuntime", "swift-openapi-runtime"),
+}
+
+
+def snippet_products(code: str) -> str:
+    imported = set(re.findall(r"^import\s+(\w+)", code, re.M))
+    products = [("Courier", "Courier")] + [SNIPPET_PRODUCTS[m] for m in sorted(imported) if m in SNIPPET_PRODUCTS]
+    return ", ".join(f'.product(name: "{p}", package: "{k}")' for p, k in products)
 
 
 def check_swift(args: argparse.Namespace) -> int:
@@ -205,7 +227,8 @@ def check_swift(args: argparse.Namespace) -> int:
     package.mkdir(parents=True, exist_ok=True)
     names = [f"Snippet{n + 1}" for n in range(len(blocks))]
     (package / "Package.swift").write_text(SNIPPET_PACKAGE.format(
-        root=str(ROOT), targets="\n".join(SNIPPET_TARGET.format(name=n) for n in names)))
+        root=str(ROOT), targets="\n".join(SNIPPET_TARGET.format(name=n, products=snippet_products(b.code))
+                                         for n, b in zip(names, blocks))))
     results = []
     with Server(args.server) as server:
         # The port differs per run, so the snippets are written (and rebuilt) per run; the Courier

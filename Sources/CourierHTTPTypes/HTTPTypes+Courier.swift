@@ -4,6 +4,7 @@
 // interceptors, cache, cookies, redirects, retries), and the C core accepts every status
 // (`Request.statusCodes(100...599)`, courier_request_add_status_codes) so that a 404 is an answer,
 // not an error, as URLSession's is (docs/design/openapi.md).
+#if HTTPTypes
 
 import Courier
 import Foundation
@@ -117,3 +118,4 @@ extension Engine {
         return (response.body, HTTPResponse(response))
     }
 }
+#endif

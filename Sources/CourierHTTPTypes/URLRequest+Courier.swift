@@ -1,7 +1,7 @@
 // URLRequest+Courier.swift — Foundation's URLRequest in, (Data, HTTPURLResponse) out, as
 // URLSession's data(for:) does, so that an app can move one call at a time. It lives here, not in
 // product Courier, so that an app using Courier alone does not link FoundationNetworking on Linux
-// (docs/design/openapi.md).
+// (docs/design/openapi.md). Foundation only: unlike the rest of the module, it needs no trait.
 
 import Courier
 import Foundation

@@ -3,6 +3,7 @@
 // journal, retries and interceptors. Only a translation (docs/design/openapi.md): HTTPRequest to
 // Request (CourierHTTPTypes), every status accepted by the C core (Request.statusCodes(100...599):
 // the generated client, not the transport, decides what a 404 means), Response to HTTPResponse.
+#if OpenAPI
 
 import Courier
 import CourierHTTPTypes
@@ -116,3 +117,4 @@ public struct CourierTransport: ClientTransport {
         return HTTPBody(data)
     }
 }
+#endif

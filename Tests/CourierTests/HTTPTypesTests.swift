@@ -1,14 +1,12 @@
 // HTTPTypesTests.swift — product CourierHTTPTypes against the loopback server: HTTPRequest in,
-// (Data, HTTPResponse) out; URLRequest in, (Data, HTTPURLResponse) out; every status an answer.
+// (Data, HTTPResponse) out; every status an answer. (URLRequest: URLRequestTests.swift.)
+#if HTTPTypes
 
 import Courier
 import CourierHTTPTypes
 import Foundation
 import HTTPTypes
 import XCTest
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 final class HTTPTypesTests: LoopbackTestCase {
     private func echo(_ data: Data) throws -> Echo {
@@ -71,42 +69,5 @@ final class HTTPTypesTests: LoopbackTestCase {
             try await self.engine.data(for: HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/json"))
         }
     }
-
-    // MARK: - URLRequest
-
-    func testURLRequestAsURLSessionDataForRequest() async throws {
-        var request = URLRequest(url: URL(string: server.baseURL + "/echo/url?q=2")!)
-        request.httpMethod = "POST"
-        request.httpBody = Data("{\"a\":1}".utf8)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("yes", forHTTPHeaderField: "X-Moved")
-        let (data, response) = try await engine.data(for: request)
-        XCTAssertEqual(response.statusCode, 200)
-        XCTAssertEqual(response.url?.absoluteString, server.baseURL + "/echo/url?q=2")
-        XCTAssertEqual(response.value(forHTTPHeaderField: "content-type"), "application/json")
-        let echo = try echo(data)
-        XCTAssertEqual(echo.method, "POST")
-        XCTAssertEqual(echo.query, "q=2")
-        XCTAssertEqual(echo.headers("Content-Type"), ["application/json"])
-        XCTAssertEqual(echo.header("X-Moved"), "yes")
-        XCTAssertEqual(echo.body, "{\"a\":1}")
-    }
-
-    func testURLRequestErrorStatusAndRedirect() async throws {
-        let (_, notFound) = try await engine.data(for: URLRequest(url: URL(string: server.baseURL + "/status/404")!))
-        XCTAssertEqual(notFound.statusCode, 404)
-        // The final URL after a redirect, as URLSession reports it.
-        let (data, redirected) = try await engine.data(for: URLRequest(url: URL(string: server.baseURL + "/redirect-chain/2")!))
-        XCTAssertEqual(redirected.statusCode, 200)
-        XCTAssertEqual(redirected.url?.path, "/redirect-chain/0")
-        XCTAssertEqual(String(decoding: data, as: UTF8.self), "{\"chain\":0}")
-    }
-
-    func testURLRequestBodyStreamIsRefused() async throws {
-        var request = URLRequest(url: URL(string: server.baseURL + "/echo")!)
-        request.httpMethod = "POST"
-        request.httpBodyStream = InputStream(data: Data("x".utf8))
-        await assertThrows(.invalidArgument) { try await self.engine.data(for: request) }
-        XCTAssertEqual(server.count("/echo"), 0)
-    }
 }
+#endif

@@ -2,6 +2,7 @@
 // Generator from OpenAPI/openapi.yaml (generated once and committed: OpenAPI/*.swift) sending
 // through CourierTransport to the loopback server. The engine's features apply (cache, cookies,
 // redirects); every status reaches the generated code; bodies go both ways, buffered or streamed.
+#if OpenAPI
 
 import Courier
 import CourierOpenAPI
@@ -128,6 +129,24 @@ final class OpenAPITransportTests: LoopbackTestCase {
         }
     }
 
+    func testCancellingTheTaskCancelsTheRequest() async throws {
+        let transport = CourierTransport(engine: engine)
+        let base = URL(string: server.baseURL)!
+        let task = Task {
+            try await transport.send(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/hang"),
+                                     body: nil, baseURL: base, operationID: "hang")
+        }
+        waitUntil("the server holds the request") { server.count("/hang") == 1 }
+        task.cancel()
+        do {
+            _ = try await task.value
+            XCTFail("expected cancelled")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+        waitUntil("the engine holds nothing") { engine.pending == (0, 0) }
+    }
+
     func testRequestBodyOverTheLimitIsRefusedBeforeSending() async throws {
         let client = client(.init(maxRequestBodyBytes: 8))
         do {
@@ -140,3 +159,4 @@ final class OpenAPITransportTests: LoopbackTestCase {
         XCTAssertEqual(server.count("/echo/big"), 0)
     }
 }
+#endif
