@@ -12,6 +12,7 @@ import HTTPTypes
 
 // MARK: - HTTPRequest to Request
 
+/// A Courier request made from HTTPTypes' `HTTPRequest`.
 extension Request {
     /// A Courier request from an `HTTPRequest` and its body.
     ///
@@ -64,6 +65,7 @@ extension Request {
 
 // MARK: - Response to HTTPResponse
 
+/// HTTPTypes' `HTTPResponse` made from a Courier response.
 extension HTTPResponse {
     /// The status and header fields of a Courier response (its body is `response.body`).
     /// A header line whose name is not a valid field name is left out (the engine does not
@@ -82,6 +84,7 @@ extension HTTPResponse {
 
 // MARK: - Sending
 
+/// Sending HTTPTypes' `HTTPRequest` through the engine.
 extension Engine {
     /// Sends an `HTTPRequest` and returns the body and the response, with any status (as
     /// `URLSession.data(for:)` does): a 404 returns, it does not throw.
@@ -95,9 +98,9 @@ extension Engine {
     /// authority), default headers and parameters, interceptors, cache, cookies, redirects, retries.
     /// - Parameter request: The request (see ``Courier/Request/init(_:body:)``).
     /// - Returns: The body and the response.
-    /// - Throws: ``CourierError`` when no response arrived (``CourierError/Code/timeout``,
-    ///   ``CourierError/Code/cancelled``, ``CourierError/Code/cannotConnect``...), or when the
-    ///   engine's validator refused it (``CourierError/Code/invalidResult``).
+    /// - Throws: `CourierError` when no response arrived (`CourierError.timeout`,
+    ///   `CourierError.cancelled`, `CourierError.cannotConnect`...), or when the
+    ///   engine's validator refused it (`CourierError.invalidResult`).
     public func data(for request: HTTPRequest) async throws -> (Data, HTTPResponse) {
         try await send(request, body: nil)
     }

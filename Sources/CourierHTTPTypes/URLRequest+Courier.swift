@@ -9,13 +9,14 @@ import Foundation
 import FoundationNetworking
 #endif
 
+/// A Courier request made from Foundation's `URLRequest`.
 extension Request {
     /// A Courier request from a `URLRequest`: its URL, method (GET when nil), header fields and
     /// body. Its `timeoutInterval` applies when it is not URLRequest's default of 60 seconds (the
     /// engine's timeout otherwise); its `cachePolicy` is not read: the engine's cache decides.
     /// - Parameter request: The request.
-    /// - Throws: ``CourierError/Code/invalidURL`` for a request without a URL;
-    ///   ``CourierError/Code/invalidArgument`` for a body stream (`httpBodyStream`), which the
+    /// - Throws: `CourierError.invalidURL` for a request without a URL;
+    ///   `CourierError.invalidArgument` for a body stream (`httpBodyStream`), which the
     ///   engine cannot read.
     public init(_ request: URLRequest) throws {
         guard let url = request.url else { throw CourierError(.invalidURL, message: "the URLRequest has no URL") }
@@ -38,6 +39,7 @@ extension Request {
     }
 }
 
+/// Foundation's `HTTPURLResponse` made from a Courier response.
 extension HTTPURLResponse {
     /// Foundation's response for a Courier response: status, header fields (lines of one name
     /// joined with ", ", as URLSession does), the final URL (after redirects). Nil only when the
@@ -59,6 +61,7 @@ extension HTTPURLResponse {
     }
 }
 
+/// Sending Foundation's `URLRequest` through the engine.
 extension Engine {
     /// Sends a `URLRequest` and returns the body and the response, with any status, as
     /// `URLSession.data(for:)` does (a 404 returns, it does not throw): a call moved from
@@ -70,8 +73,8 @@ extension Engine {
     /// ```
     /// - Parameter request: The request (see ``Courier/Request/init(_:)-(URLRequest)``).
     /// - Returns: The body and the response.
-    /// - Throws: ``CourierError`` when no response arrived (``CourierError/Code/timeout``,
-    ///   ``CourierError/Code/cancelled``, ``CourierError/Code/cannotConnect``...), the validator
+    /// - Throws: `CourierError` when no response arrived (`CourierError.timeout`,
+    ///   `CourierError.cancelled`, `CourierError.cannotConnect`...), the validator
     ///   refused it, or the request cannot be made (see ``Courier/Request/init(_:)-(URLRequest)``).
     public func data(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let response = try await send(Request(request).statusCodes(100...599))
