@@ -30,7 +30,7 @@ from .request import (BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt
                       timeout_ms, total_timeout_ms)
 from .response import CachePolicy, Response, c_after_receive, c_validator
 from .stream import EventSource, StreamResponse, open_events, open_stream, wait_head
-from .websocket import WebSocket, _SyncWaker, make_options, open_ws, wait_open
+from .websocket import WebSocket, make_options, open_ws, sync_waker, wait_open
 from . import netopts
 from .netopts import ConnectToArg, HTTPVersion, IPVersion, ResolveArg
 from .security import Security
@@ -985,7 +985,7 @@ class Engine:
             raise TypeError("websocket(Request) takes no request options")
         options = make_options(subprotocols, max_message_bytes, ping_interval, ping_timeout, close_timeout,
                                handshake_timeout, compression, max_receive_queue_bytes)
-        waker = _SyncWaker()
+        waker = sync_waker()
         return wait_open(self._open_ws(req, options, waker), waker)
 
     def _open_ws(self, req: Request, options: Any, waker: Any) -> int:
