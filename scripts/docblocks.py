@@ -181,10 +181,14 @@ let package = Package(
     name: "DocsSnippets",
     platforms: [.macOS(.v13)],
     dependencies: [
-        .package(name: "Courier", path: "{root}", traits: ["Tracing", "Metrics"]),
-        // what CourierTracing and CourierMetrics depend on: a block may import their test kits
+        // The traits of CourierTracing and CourierMetrics, and of the adapter products (README,
+        // "Swift's ecosystem"; OpenAPI turns on HTTPTypes).
+        .package(name: "Courier", path: "{root}", traits: ["Tracing", "Metrics", "OpenAPI"]),
+        // For blocks that import the tracing and metrics test kits or the adapters' packages.
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.8.0"),
     ],
     targets: [
 {targets}
@@ -201,7 +205,8 @@ SNIPPET_TARGET = """        .executableTarget(
         ),"""
 
 
-# A module a block imports -> the product and package that give it (Courier's is always there).
+# A module a block imports -> the product and package that give it (Courier's is always there),
+# linked only into the blocks that import it, so the others build as a dependent of Courier alone does.
 SNIPPET_PRODUCTS = {
     "CourierTracing": ("CourierTracing", "Courier"),
     "CourierMetrics": ("CourierMetrics", "Courier"),
@@ -210,6 +215,10 @@ SNIPPET_PRODUCTS = {
     "CoreMetrics": ("CoreMetrics", "swift-metrics"),
     "Metrics": ("Metrics", "swift-metrics"),
     "MetricsTestKit": ("MetricsTestKit", "swift-metrics"),
+    "CourierHTTPTypes": ("CourierHTTPTypes", "Courier"),
+    "CourierOpenAPI": ("CourierOpenAPI", "Courier"),
+    "HTTPTypes": ("HTTPTypes", "swift-http-types"),
+    "OpenAPIRuntime": ("OpenAPIRuntime", "swift-openapi-runtime"),
 }
 
 
