@@ -753,6 +753,10 @@ static void finish_done(courier_engine *e, CURLMsg *msg) {
         t->set_cookie = 0;
         cr_jar_save(e);
     }
+    if (t->sts_seen) { /* hsts.c: the host's HSTS entry, stored before anyone hears of the response */
+        t->sts_seen = 0;
+        if (resp) cr_hsts_note(e, resp->url, cr_kvlist_get(&resp->headers, "Strict-Transport-Security"));
+    }
     off_wire(e, t);
     if (code == COURIER_OK && cr_challenge_offer(e, t, resp, hold_challenged)) return; /* auth.c */
     after_attempt(e, t, code, resp, &err);
@@ -1053,6 +1057,7 @@ static void engine_free(courier_engine *e) {
     cr_urlh_cache_free(e);
     if (e->core.multi) curl_multi_cleanup(e->core.multi);
     cr_jar_close(e); /* cookies.c: after every easy handle on its share is gone */
+    cr_hsts_close(e); /* hsts.c */
     cr_cache_engine_free(e); /* closes the cache's store before a temporary store is removed */
     cr_store_dir_remove_temp(e); /* store_dir.c: a temporary store goes with its engine */
     free(e->core.store_dir);
@@ -1105,6 +1110,12 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         unsigned cdbi = 0;
         if (!e->core.store_is_temp && cr_journal_cookie_db(e, &cenv, &cdbi) != COURIER_OK) cenv = NULL;
         rc = cr_jar_open(e, cenv, cdbi, err);
+    }
+    if (rc == COURIER_OK) { /* hsts.c: the HSTS list, beside the jar (in memory without a journal here) */
+        struct MDB_env *henv = NULL;
+        unsigned hdbi = 0;
+        if (!e->core.store_is_temp && cr_journal_hsts_db(e, &henv, &hdbi) != COURIER_OK) henv = NULL;
+        rc = cr_hsts_open(e, henv, hdbi, err);
     }
     if (rc) {
         engine_free(e);
