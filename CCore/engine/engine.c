@@ -755,7 +755,8 @@ static void finish_done(courier_engine *e, CURLMsg *msg) {
     }
     if (t->sts_seen) { /* hsts.c: the host's HSTS entry, stored before anyone hears of the response */
         t->sts_seen = 0;
-        if (resp) cr_hsts_note(e, resp->url, cr_kvlist_get(&resp->headers, "Strict-Transport-Security"));
+        if (resp && cr_security_verifies(t->security ? t->security : e->core.config->security))
+            cr_hsts_note(e, resp->url, cr_kvlist_get(&resp->headers, "Strict-Transport-Security"));
     }
     off_wire(e, t);
     if (code == COURIER_OK && cr_challenge_offer(e, t, resp, hold_challenged)) return; /* auth.c */

@@ -22,6 +22,7 @@
  * in-memory list has its own mutex.
  */
 #include "http/http.h"
+#include "base/lmdb_env.h"
 
 #include <ctype.h>
 #include <errno.h>

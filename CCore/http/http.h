@@ -71,6 +71,9 @@ CR_HIDDEN courier_security *cr_security_copy(const courier_security *src); /* NU
 CR_HIDDEN courier_security *cr_config_security(courier_config *c);
 /* The engine's policy (NULL: defaults) on a new or reset handle. CURLcode. */
 CR_HIDDEN int cr_security_base(const courier_security *s, CURL *h);
+/* Whether a connection under the policy (NULL: the defaults) had its certificate and name verified:
+ * hsts.c learns Strict-Transport-Security only then (RFC 6797 8.1: no TLS errors). */
+CR_HIDDEN bool cr_security_verifies(const courier_security *s);
 struct cr_transfer;
 /* A request's own policy on its handle, replacing the engine's (sets easy_dirty). CURLcode. */
 CR_HIDDEN int cr_security_setup(struct cr_transfer *t);

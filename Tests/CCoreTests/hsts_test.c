@@ -306,6 +306,24 @@ static void test_off(void) {
     courier_engine_close(e);
 }
 
+/* Over a connection whose certificate was not verified, the field teaches nothing (RFC 6797 8.1). */
+static void insecure(courier_config *c) {
+    tweak(c);
+    CHECK_EQ(courier_config_set_insecure(c, 1), COURIER_OK);
+}
+
+static void test_unverified_tls_teaches_nothing(void) {
+    engine_store = NULL;
+    courier_engine *e = th_engine(insecure);
+    REQUIRE(e);
+    learn(e, "localhost", "/hsts");
+    char list[256];
+    list_of(e, list, sizeof list, NULL);
+    CHECK_STR(list, "");
+    check_not_upgraded(e, "localhost");
+    courier_engine_close(e);
+}
+
 /* Alt-Svc: an alternative advertised over https is used by a new engine on the same store (libcurl
  * then sends Alt-Used, which the fixture echoes); off, nothing is remembered. */
 static void test_alt_svc_survives_restart(void) {
@@ -346,7 +364,7 @@ int main(int argc, char **argv) {
         T(test_sts_upgrades_the_next_request), T(test_redirect_hop_is_upgraded), T(test_list_survives_restart),
         T(test_two_processes_share_the_list),  T(test_include_subdomains),      T(test_max_age_zero_removes),
         T(test_expiry),                        T(test_preload_and_clear),       T(test_off),
-        T(test_alt_svc_survives_restart),
+        T(test_unverified_tls_teaches_nothing), T(test_alt_svc_survives_restart),
     };
     return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
