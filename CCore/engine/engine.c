@@ -1112,12 +1112,10 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         if (!e->core.store_is_temp && cr_journal_cookie_db(e, &cenv, &cdbi) != COURIER_OK) cenv = NULL;
         rc = cr_jar_open(e, cenv, cdbi, err);
     }
-    if (rc == COURIER_OK) { /* hsts.c: the HSTS list, beside the jar (in memory without a journal here) */
-        struct MDB_env *henv = NULL;
-        unsigned hdbi = 0;
-        if (!e->core.store_is_temp && cr_journal_hsts_db(e, &henv, &hdbi) != COURIER_OK) henv = NULL;
-        rc = cr_hsts_open(e, henv, hdbi, err);
-    }
+    struct MDB_env *henv = NULL; /* hsts.c: the HSTS list beside the jar (in memory without a journal here) */
+    unsigned hdbi = 0;
+    if (rc == COURIER_OK && (e->core.store_is_temp || cr_journal_hsts_db(e, &henv, &hdbi) != COURIER_OK)) henv = NULL;
+    if (rc == COURIER_OK) rc = cr_hsts_open(e, henv, hdbi, err);
     if (rc) {
         engine_free(e);
         return rc;

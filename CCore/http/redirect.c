@@ -137,6 +137,7 @@ void cr_hops_free(cr_hops *h) {
 }
 
 void cr_redirect_attach(cr_transfer *t, courier_response *resp) {
+    if (resp && t->hsts_upgraded) resp->hsts_upgraded = 1; /* hsts.c: also on an answer from the cache */
     if (!t->hops || !resp || resp->hops) return;
     resp->hops = t->hops;
     t->hops = NULL;
