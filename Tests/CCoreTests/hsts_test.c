@@ -185,6 +185,26 @@ static void test_redirect_hop_is_upgraded(void) {
     courier_engine_close(e);
 }
 
+/* An upgraded request answered from the cache says so too (the entry is the https:// URL's). */
+static void test_cache_hit_of_an_upgraded_url(void) {
+    courier_engine *e = open_on(th_tmpdir());
+    REQUIRE(e);
+    learn(e, "localhost", "/hsts");
+    for (int i = 0; i < 2; i++) {
+        courier_request *r = NULL;
+        courier_response *resp = NULL;
+        REQUIRE(courier_request_new(&r, "GET", url("http", "localhost", "/cached")) == COURIER_OK);
+        CHECK_EQ(courier_request_set_cache_policy(r, COURIER_CACHE_HTTP), COURIER_OK);
+        CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
+        CHECK_EQ(courier_response_cache_status(resp), i == 0 ? COURIER_CACHE_STATUS_NETWORK : COURIER_CACHE_STATUS_HIT);
+        CHECK_EQ(courier_response_hsts_upgraded(resp), 1);
+        CHECK(strncmp(courier_response_url(resp), "https://", 8) == 0);
+        courier_response_free(resp);
+        courier_request_free(r);
+    }
+    courier_engine_close(e);
+}
+
 /* A new engine on the same store knows the host (a restart). */
 static void test_list_survives_restart(void) {
     const char *store = th_tmpdir();
@@ -361,7 +381,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     static const th_test tests[] = {
-        T(test_sts_upgrades_the_next_request), T(test_redirect_hop_is_upgraded), T(test_list_survives_restart),
+        T(test_sts_upgrades_the_next_request), T(test_redirect_hop_is_upgraded), T(test_cache_hit_of_an_upgraded_url), T(test_list_survives_restart),
         T(test_two_processes_share_the_list),  T(test_include_subdomains),      T(test_max_age_zero_removes),
         T(test_expiry),                        T(test_preload_and_clear),       T(test_off),
         T(test_unverified_tls_teaches_nothing), T(test_alt_svc_survives_restart),
