@@ -1,7 +1,7 @@
 /*
  * hsts_test.c — HSTS (RFC 6797) and Alt-Svc (RFC 7838) against nginx over TLS (scripts/tls-fixture:
- * "/hsts", "/hsts-sub", "/hsts-off", "/alt-svc", "/alt-used") and the loopback test server (a
- * redirect to http://). The fixture's port speaks TLS only, so an http:// request that is not
+ * "/hsts", "/hsts-sub", "/hsts-off", "/alt-svc", "/alt-used", "/cached"; and the same over h2c for
+ * the field over http://) and the loopback test server (a redirect to http://). The fixture's port speaks TLS only, so an http:// request that is not
  * upgraded gets nginx's 400 ("plain HTTP request sent to HTTPS port"), and one that is gets "ok".
  * The list across a restart, in another process (this executable again with "--child") and on a
  * temporary store; includeSubDomains, max-age=0, expiry by the engine's clock, preload, clear, off.
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static th_nginx tls;
+static th_nginx tls, h2c; /* h2c: the same locations over clear-text HTTP/2 (prior knowledge) */
 static const char *engine_store; /* NULL: a temporary store */
 static int engine_hsts = 1, engine_alt_svc, engine_clock;
 
@@ -167,6 +167,26 @@ static void test_sts_upgrades_the_next_request(void) {
     CHECK_STR(list, "localhost/0");
     int64_t now = (int64_t)time(NULL);
     CHECK(expires >= now + 3600 - 120 && expires <= now + 3600 + 120);
+    courier_engine_close(e);
+}
+
+/* Over http:// the field teaches nothing (RFC 6797 8.1): nginx's h2c server sends it on /hsts. */
+static void test_field_over_http_is_ignored(void) {
+    courier_engine *e = open_on(NULL);
+    REQUIRE(e);
+    char target[128];
+    snprintf(target, sizeof target, "http://localhost:%d/hsts", h2c.port);
+    courier_request *r = NULL;
+    courier_response *resp = NULL;
+    REQUIRE(courier_request_new(&r, "GET", target) == COURIER_OK);
+    CHECK_EQ(courier_request_set_http_version(r, COURIER_HTTP_V2_ONLY), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK);
+    CHECK_STR(courier_response_header(resp, "Strict-Transport-Security"), "max-age=3600");
+    courier_response_free(resp);
+    courier_request_free(r);
+    char list[256];
+    list_of(e, list, sizeof list, NULL);
+    CHECK_STR(list, "");
     courier_engine_close(e);
 }
 
@@ -380,8 +400,12 @@ int main(int argc, char **argv) {
         printf("FAILED: nginx with the TLS fixture (scripts/tls-fixture) did not start; see %s/error.log\n", tls.dir);
         return 1;
     }
+    if (th_tls_nginx(&h2c, 2) != 0) {
+        printf("FAILED: nginx with the h2c fixture did not start; see %s/error.log\n", h2c.dir);
+        return 1;
+    }
     static const th_test tests[] = {
-        T(test_sts_upgrades_the_next_request), T(test_redirect_hop_is_upgraded), T(test_cache_hit_of_an_upgraded_url), T(test_list_survives_restart),
+        T(test_sts_upgrades_the_next_request), T(test_field_over_http_is_ignored), T(test_redirect_hop_is_upgraded), T(test_cache_hit_of_an_upgraded_url), T(test_list_survives_restart),
         T(test_two_processes_share_the_list),  T(test_include_subdomains),      T(test_max_age_zero_removes),
         T(test_expiry),                        T(test_preload_and_clear),       T(test_off),
         T(test_unverified_tls_teaches_nothing), T(test_alt_svc_survives_restart),
