@@ -1,8 +1,9 @@
 /*
  * hsts_test.c — HSTS (RFC 6797) and Alt-Svc (RFC 7838) against nginx over TLS (scripts/tls-fixture:
  * "/hsts", "/hsts-sub", "/hsts-off", "/alt-svc", "/alt-used", "/cached"; and the same over h2c for
- * the field over http://) and the loopback test server (a redirect to http://). The fixture's port speaks TLS only, so an http:// request that is not
- * upgraded gets nginx's 400 ("plain HTTP request sent to HTTPS port"), and one that is gets "ok".
+ * the field over http://) and the loopback test server (a redirect to http://). The fixture's port
+ * speaks TLS only, so an http:// request that is not upgraded gets nginx's 400 ("plain HTTP request
+ * sent to HTTPS port"), and one that is gets "ok".
  * The list across a restart, in another process (this executable again with "--child") and on a
  * temporary store; includeSubDomains, max-age=0, expiry by the engine's clock, preload, clear, off.
  * Without nginx the test exits 77 (skipped).
