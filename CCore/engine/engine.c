@@ -321,8 +321,7 @@ static void release_easy(courier_engine *e, cr_transfer *t) {
         /* Pooled handles keep the engine's shared options; one a transfer changed in other ways
          * (a method, a body, progress) starts over. */
         if (t->easy_dirty) {
-            cr_easy_reset(t->easy); /* cookies.c */
-            cr_transport_base(e, t->easy);
+            cr_transport_rebase(e, t->easy); /* transport.c */
             t->easy_set.known = 0; /* the per-transfer options are curl's defaults again */
         }
         e->pool_set[e->npool] = t->easy_set;

@@ -468,6 +468,9 @@ CR_HIDDEN void cr_urlh_cache_free(courier_engine *e);
 CR_HIDDEN void cr_accept_encoding_line(char *out, size_t size);
 /* transport.c: the options every transfer of the engine shares, on a new or reset handle. */
 CR_HIDDEN int cr_transport_base(courier_engine *e, CURL *h);
+/* A pooled handle a transfer changed: reset (cr_easy_reset) and given the shared options again,
+ * keeping what libcurl keeps across a reset (the Alt-Svc cache). */
+CR_HIDDEN int cr_transport_rebase(courier_engine *e, CURL *h);
 /* transport.c: configures t->easy for t. Returns OK or a code. */
 CR_HIDDEN int cr_transport_setup(courier_engine *e, cr_transfer *t);
 /* transport.c: what curl brought back for a finished transfer: COURIER_OK with *out_resp (new)

@@ -356,8 +356,9 @@ static int on_connected(void *user, char *ip, char *local_ip, int port, int loca
     if (c == CURLE_OK) c = curl_easy_setopt(h, opt, val)
 
 /* The options every transfer of an engine shares. Set once per easy handle: pooled handles keep
- * them, and a handle that a transfer changed in other ways is reset and given them again. */
-int cr_transport_base(courier_engine *e, CURL *h) {
+ * them, and a handle that a transfer changed in other ways is reset and given them again
+ * (cr_transport_rebase). `fresh`: a new handle. */
+static int transport_base(courier_engine *e, CURL *h, bool fresh) {
     const courier_config *cfg = cr_core(e)->config;
     CURLcode c = CURLE_OK;
     SET(CURLOPT_NOSIGNAL, 1L);
@@ -377,9 +378,19 @@ int cr_transport_base(courier_engine *e, CURL *h) {
     if (!cr_core(e)->proxy_env) SET(CURLOPT_PROXY, "");
     if (c == CURLE_OK) c = (CURLcode)cr_auth_base(cfg->auth, h);
     if (c == CURLE_OK && cr_jar_base(e, h) != COURIER_OK) c = CURLE_OUT_OF_MEMORY; /* cookies.c: the jar */
-    if (c == CURLE_OK) c = (CURLcode)cr_altsvc_base(e, h); /* hsts.c: the Alt-Svc cache, when on */
+    /* hsts.c: the Alt-Svc cache, when on. Only on a new handle: curl_easy_reset keeps the handle's
+     * cache (and the file it writes at cleanup), and setting the file again would read it into the
+     * cache a second time (libcurl 7.88 appends, so the file would grow with every reset). */
+    if (c == CURLE_OK && fresh) c = (CURLcode)cr_altsvc_base(e, h);
     if (c == CURLE_OK) return COURIER_OK;
     return c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL;
+}
+
+int cr_transport_base(courier_engine *e, CURL *h) { return transport_base(e, h, true); }
+
+int cr_transport_rebase(courier_engine *e, CURL *h) {
+    cr_easy_reset(h); /* cookies.c */
+    return transport_base(e, h, false);
 }
 
 void cr_accept_encoding_line(char *out, size_t size) {

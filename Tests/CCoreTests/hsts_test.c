@@ -390,6 +390,38 @@ static void test_alt_svc_survives_restart(void) {
     courier_engine_close(e);
 }
 
+/* A pooled handle reset after a transfer that changed it (a POST) keeps its Alt-Svc cache and does
+ * not read the file into it again: after many such transfers the file holds the entry once. */
+static void test_alt_svc_file_has_no_duplicates(void) {
+    const char *store = th_tmpdir();
+    engine_alt_svc = 1;
+    for (int round = 0; round < 2; round++) {
+        courier_engine *e = open_on(store);
+        REQUIRE(e);
+        CHECK_EQ(get(e, url("https", "localhost", "/alt-svc")).code, COURIER_OK);
+        for (int i = 0; i < 5; i++) {
+            courier_request *r = NULL;
+            courier_response *resp = NULL;
+            REQUIRE(courier_request_new(&r, "POST", url("https", "localhost", "/alt-used")) == COURIER_OK);
+            CHECK_EQ(courier_request_set_body(r, "x", 1, "text/plain"), COURIER_OK);
+            courier_send_sync(&resp, e, r, NULL);
+            courier_response_free(resp);
+            courier_request_free(r);
+        }
+        courier_engine_close(e);
+    }
+    engine_alt_svc = 0;
+    char path[700], line[512];
+    snprintf(path, sizeof path, "%s/alt-svc.txt", store);
+    FILE *f = fopen(path, "r");
+    REQUIRE(f);
+    int entries = 0;
+    while (fgets(line, sizeof line, f))
+        if (line[0] != '#' && line[0] != '\n') entries++;
+    fclose(f);
+    CHECK_EQ(entries, 1);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "--child") == 0) return child_main(argc, argv);
     int rc = th_tls_nginx(&tls, 0);
@@ -409,7 +441,7 @@ int main(int argc, char **argv) {
         T(test_sts_upgrades_the_next_request), T(test_field_over_http_is_ignored), T(test_redirect_hop_is_upgraded), T(test_cache_hit_of_an_upgraded_url), T(test_list_survives_restart),
         T(test_two_processes_share_the_list),  T(test_include_subdomains),      T(test_max_age_zero_removes),
         T(test_expiry),                        T(test_preload_and_clear),       T(test_off),
-        T(test_unverified_tls_teaches_nothing), T(test_alt_svc_survives_restart),
+        T(test_unverified_tls_teaches_nothing), T(test_alt_svc_survives_restart), T(test_alt_svc_file_has_no_duplicates),
     };
     return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
