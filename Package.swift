@@ -23,9 +23,23 @@ let package = Package(
         // The benchmarks' servers and clients, for Benchmarks/Peers (a package of its own that puts
         // Courier beside swift-nio's clients). No dependency of its own beyond Courier's.
         .library(name: "CourierBenchmarks", targets: ["CourierBenchmarks"]),
+        // Spans (swift-distributed-tracing) and metrics (swift-metrics) of an engine's requests, each
+        // its own product and trait (Tracing, Metrics: see `traits`): an app that uses only Courier
+        // resolves neither package.
+        .library(name: "CourierTracing", targets: ["CourierTracing"]),
+        .library(name: "CourierMetrics", targets: ["CourierMetrics"]),
     ],
     traits: [
         .trait(name: "Redis", description: "Stores on Redis (redis:// store URLs) through the system's hiredis"),
+        // The products CourierTracing and CourierMetrics are built on swift-distributed-tracing and
+        // swift-metrics only with these traits on (off by default, like Redis): SwiftPM fetches a
+        // package dependency that only trait-guarded target dependencies name only when the trait is
+        // on, so an app that depends on Courier without them resolves neither package
+        // (scripts/check-swift-consumer). An app turns them on with
+        // `.package(url: ..., from: ..., traits: ["Tracing", "Metrics"])`; without them the two
+        // modules are empty.
+        .trait(name: "Tracing", description: "CourierTracing: spans of requests through swift-distributed-tracing"),
+        .trait(name: "Metrics", description: "CourierMetrics: metrics of requests through swift-metrics"),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -33,6 +47,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // `swift package generate-documentation --target Courier` (README); no target depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // CourierTracing and CourierMetrics only, with the traits Tracing and Metrics on.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
     ],
     targets: [
         // The engine, in C. Its public header is include/courier.h, which includes its parts,
@@ -163,6 +180,35 @@ let package = Package(
             name: "CourierTests",
             dependencies: ["Courier", "CourierTestServer"],
             path: "Tests/CourierTests"
+        ),
+        // A span per request from the C core's events, the W3C context injected by an interceptor
+        // (docs/design/tracing.md).
+        .target(
+            name: "CourierTracing",
+            dependencies: ["Courier", .product(name: "Tracing", package: "swift-distributed-tracing",
+                                               condition: .when(traits: ["Tracing"]))],
+            path: "Sources/CourierTracing"
+        ),
+        // Counters and timers of an engine's requests, cache and frozen requests.
+        .target(
+            name: "CourierMetrics",
+            dependencies: ["Courier", .product(name: "CoreMetrics", package: "swift-metrics",
+                                               condition: .when(traits: ["Metrics"]))],
+            path: "Sources/CourierMetrics"
+        ),
+        .testTarget(
+            name: "CourierTracingTests",
+            dependencies: ["CourierTracing", "CourierTestServer",
+                           .product(name: "InMemoryTracing", package: "swift-distributed-tracing",
+                                    condition: .when(traits: ["Tracing"]))],
+            path: "Tests/CourierTracingTests"
+        ),
+        .testTarget(
+            name: "CourierMetricsTests",
+            dependencies: ["CourierMetrics", "CourierTestServer",
+                           .product(name: "MetricsTestKit", package: "swift-metrics",
+                                    condition: .when(traits: ["Metrics"]))],
+            path: "Tests/CourierMetricsTests"
         ),
     ],
     // Tools 6.1 (for the trait) would make Swift 6 the language mode; the sources are Swift 5 mode.

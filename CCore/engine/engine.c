@@ -536,6 +536,7 @@ static void route(courier_engine *e, cr_transfer *t) {
  * handed its caller to next and is freed by the caller of finish. */
 static void send_hop(courier_engine *e, cr_transfer *t, courier_response *resp, cr_transfer *next, courier_error *err) {
     t->done = hop_stored;
+    cr_event_redirected(e, next, resp->status); /* lifecycle.c: a span's event */
     if (!cr_cache_defer(e, t, COURIER_OK, resp, err)) courier_response_free(resp);
     courier_error herr;
     cr_error_clear(&herr);

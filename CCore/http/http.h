@@ -612,6 +612,8 @@ CR_HIDDEN void cr_event_from_cache(courier_engine *e, cr_transfer *t, const cour
  * retry) starts after delay_ms. */
 CR_HIDDEN void cr_event_retried(courier_engine *e, cr_transfer *t, int attempt, int code,
                                 const courier_response *resp, long delay_ms);
+/* A redirect with status `status` is followed: next is the hop about to start (its chain counts it). */
+CR_HIDDEN void cr_event_redirected(courier_engine *e, const cr_transfer *next, int status);
 
 /* ==== A request's cache settings (cache_settings.c) and answering after a commit ============= */
 

@@ -150,7 +150,8 @@ class EVENT(ctypes.Structure):
                 ("duration_s", ctypes.c_double), ("bytes_received", ctypes.c_int64),
                 ("bytes_expected", ctypes.c_int64), ("bytes_sent", ctypes.c_int64),
                 ("bytes_to_send", ctypes.c_int64), ("response", ctypes.c_void_p),
-                ("error", ctypes.POINTER(ERROR))]
+                ("error", ctypes.POINTER(ERROR)), ("traceparent", ctypes.c_char_p), ("tracestate", ctypes.c_char_p),
+                ("resend_count", ctypes.c_int), ("error_type", ctypes.c_char_p)]
 
 
 class JSON_OPTIONS(ctypes.Structure):

@@ -30,7 +30,7 @@ from .request import (BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt
                       timeout_ms, total_timeout_ms)
 from .response import CachePolicy, Response, c_after_receive, c_validator
 from .stream import EventSource, StreamResponse, open_events, open_stream, wait_head
-from .websocket import WebSocket, _SyncWaker, make_options, open_ws, wait_open
+from .websocket import WebSocket, make_options, open_ws, sync_waker, wait_open
 from . import netopts
 from .netopts import ConnectToArg, HTTPVersion, IPVersion, ResolveArg
 from .security import Security
@@ -99,6 +99,7 @@ class EventKind(CEnum):
     FROM_CACHE = 5
     RETRIED = 6
     FROZEN = 7
+    REDIRECTED = 8
 
 
 class NetworkKind(CEnum):
@@ -148,6 +149,14 @@ class Event:
     bytes_to_send: int
     response: Optional[Response]
     error: Optional[CourierError]
+    #: the request's ``traceparent`` / ``tracestate`` header as it goes out (``None``: none)
+    traceparent: Optional[str] = None
+    tracestate: Optional[str] = None
+    #: FINISHED: retries of the final hop plus redirects followed (``http.request.resend_count``)
+    resend_count: int = 0
+    #: FINISHED with a failure: ``"503"`` when a status failed it, else the code's name
+    #: (``courier_code_name``: ``"timeout"``, ``"cannot_connect"``); ``None`` on success
+    error_type: Optional[str] = None
 
     @classmethod
     def _from_c(cls, ev: Any) -> "Event":
@@ -160,7 +169,10 @@ class Event:
         return cls(kind, int(ev.request_id), ev.method.decode() if ev.method else None,
                    ev.url.decode("utf-8", "replace") if ev.url else None, ev.code, ev.http_status, ev.attempt,
                    ev.delay_ms / 1000.0, ev.duration_s, ev.bytes_received, ev.bytes_expected, ev.bytes_sent,
-                   ev.bytes_to_send, resp, err)
+                   ev.bytes_to_send, resp, err,
+                   ev.traceparent.decode() if ev.traceparent else None,
+                   ev.tracestate.decode() if ev.tracestate else None, ev.resend_count,
+                   ev.error_type.decode() if ev.error_type else None)
 
     def _release(self) -> None:
         if self.response is not None:
@@ -1028,7 +1040,7 @@ class Engine:
             raise TypeError("websocket(Request) takes no request options")
         options = make_options(subprotocols, max_message_bytes, ping_interval, ping_timeout, close_timeout,
                                handshake_timeout, compression, max_receive_queue_bytes)
-        waker = _SyncWaker()
+        waker = sync_waker()
         return wait_open(self._open_ws(req, options, waker), waker)
 
     def _open_ws(self, req: Request, options: Any, waker: Any) -> int:
