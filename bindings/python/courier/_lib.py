@@ -179,6 +179,12 @@ class COOKIE(ctypes.Structure):
                 ("include_subdomains", ctypes.c_int), ("secure", ctypes.c_int), ("http_only", ctypes.c_int)]
 
 
+class HSTS_ENTRY(ctypes.Structure):
+    """``courier_hsts_entry``."""
+    _fields_ = [("size", ctypes.c_size_t), ("host", ctypes.c_char_p), ("include_subdomains", ctypes.c_int),
+                ("expires", ctypes.c_int64)]
+
+
 class TRANSPORT(ctypes.Structure):
     """courier_transport."""
     _fields_ = [("size", ctypes.c_size_t), ("start", ctypes.c_void_p), ("cancel", ctypes.c_void_p)]
