@@ -63,6 +63,7 @@ struct courier_security {
     int allow_invalid;    /* CURLOPT_SSL_VERIFYPEER off (not with CERTIFICATE pinning) */
     int validates_domain; /* CURLOPT_SSL_VERIFYHOST 2 (the default) */
     char *cert, *key, *key_password; /* the client certificate (mutual TLS) */
+    int requires_status;  /* CURLOPT_SSL_VERIFYSTATUS: a stapled OCSP response required */
 };
 
 CR_HIDDEN void cr_security_defaults(courier_security *s);
