@@ -672,6 +672,37 @@ static void test_frozen_request_resent_with_the_credential_in_force(void) {
     (void)token;
 }
 
+/* Replaces the method: a non-token and NULL are refused (the method unchanged), "PUT" taken. */
+static void method_adapter(courier_adaptation *a, void *user) {
+    (void)user;
+    courier_outgoing *o = courier_adaptation_outgoing(a);
+    CHECK_EQ(courier_outgoing_set_method(o, "BAD METHOD"), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_outgoing_set_method(o, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_outgoing_set_method(NULL, "PUT"), COURIER_E_INVALID_ARGUMENT);
+    CHECK_STR(courier_outgoing_method(o), "POST");
+    CHECK_EQ(courier_outgoing_set_method(o, "PUT"), COURIER_OK);
+    CHECK_STR(courier_outgoing_method(o), "PUT");
+    CHECK_EQ(courier_adaptation_complete(a, COURIER_OK, NULL), COURIER_OK);
+}
+
+static void test_adapter_replaces_the_method(void) {
+    courier_config *cfg = new_config();
+    CHECK_EQ(courier_config_add_adapter(cfg, method_adapter, NULL, NULL), COURIER_OK);
+    courier_engine *e = open_config(cfg);
+    REQUIRE(e);
+    courier_request *r = new_req("POST", "/echo/method");
+    courier_request_set_body(r, "x", 1, "text/plain");
+    char *body = NULL;
+    int status = 0;
+    CHECK_EQ(send_req(e, r, &status, &body, NULL), COURIER_OK);
+    CHECK_EQ(status, 200);
+    CHECK_CONTAINS(body, "{\"method\":\"PUT\"");
+    CHECK_CONTAINS(body, "\"body\":\"x\""); /* the body goes with the new method */
+    free(body);
+    courier_request_free(r);
+    courier_engine_close(e);
+}
+
 static void test_arguments(void) {
     courier_config *cfg = new_config();
     courier_authenticator a = {sizeof a, NULL, NULL, NULL, NULL};
@@ -700,4 +731,5 @@ TESTS_MAIN(T(test_adapter_replaces_the_body), T(test_adapter_replaces_the_body_w
            T(test_retrier_never_asked_after_a_cancel), T(test_twenty_concurrent_401s_one_refresh),
            T(test_failing_refresh_fails_every_waiter), T(test_loop_guard_fails_a_request_refused_after_a_refresh),
            T(test_expired_credential_is_refreshed_before_sending), T(test_credential_never_sent_to_another_origin),
-           T(test_frozen_request_resent_with_the_credential_in_force), T(test_arguments))
+           T(test_frozen_request_resent_with_the_credential_in_force), T(test_adapter_replaces_the_method),
+           T(test_arguments))

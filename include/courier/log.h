@@ -166,7 +166,7 @@ COURIER_API int courier_log_write(courier_engine *engine, courier_log_level leve
 /* Request lifecycle events (HLNetworking's requestWillBeSent / requestDidSent, Alamofire's
  * EventMonitor, OkHttp's EventListener). */
 typedef enum courier_event_kind {
-    COURIER_EVENT_WILL_SEND = 1,  /* courier_send accepted the request (on the sending thread) */
+    COURIER_EVENT_WILL_SEND = 1,  /* the engine took up a request courier_send accepted (see below) */
     COURIER_EVENT_DID_SEND = 2,   /* its transfer started on the wire */
     COURIER_EVENT_PROGRESS = 3,   /* bytes moved (upload or download) */
     COURIER_EVENT_FINISHED = 4,   /* it completed: just before its completion callback runs */
@@ -202,8 +202,10 @@ typedef struct courier_event {
     const courier_error *error;       /* FINISHED with a failure: the detail */
 } courier_event;
 
-/* A monitor. Runs on the thread where the event happens (the sending thread for WILL_SEND, the
- * engine's worker thread for the others, unless another feature documents otherwise), possibly on
+/* A monitor. Runs on the thread where the event happens: the engine's worker thread, for every
+ * kind and for sync and async sends alike (WILL_SEND when the worker takes the request up, before
+ * the cache is asked), except WILL_SEND and FROZEN of a request frozen at once because the network
+ * is offline, which run on the sending thread inside courier_send; possibly on
  * several threads at once; monitors run in the order they were added, before the event's log line
  * is written. Must not block for long and must not close the engine; may send requests. */
 typedef void (*courier_monitor_fn)(const courier_event *event, void *user);

@@ -27,14 +27,9 @@ public struct OutgoingRequest {
     /// Every header line, in the order they will be sent.
     public var headers: HTTPHeaders {
         guard let pointer = handle.pointer else { return [] }
-        let count = courier_outgoing_header_count(pointer)
-        var lines = HTTPHeaders()
-        var name: UnsafePointer<CChar>?
-        var value: UnsafePointer<CChar>?
-        for i in 0..<count where courier_outgoing_header_at(&name, &value, pointer, i) == COURIER_OK.rawValue {
-            lines.add(name: String(borrowedCString: name), value: String(borrowedCString: value))
+        return HTTPHeaders(count: courier_outgoing_header_count(pointer)) {
+            courier_outgoing_header_at(&$1, &$2, pointer, $0)
         }
-        return lines
     }
 
     /// The value of the first header line with this name (case-insensitive), or nil.

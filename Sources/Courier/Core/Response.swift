@@ -208,12 +208,20 @@ extension HTTPHeaders {
     /// The header lines of a C response, copied.
     /// - Parameter response: A `courier_response *`, borrowed for the call.
     init(response: OpaquePointer) {
-        let count = courier_response_header_count(response)
+        self.init(count: courier_response_header_count(response)) { courier_response_header_at(&$1, &$2, response, $0) }
+    }
+
+    /// The header lines a C object lends by index (its `courier_X_header_count` and
+    /// `courier_X_header_at`), copied; a line `at` does not answer COURIER_OK for is skipped.
+    /// - Parameters:
+    ///   - count: The number of lines.
+    ///   - at: Reads line i's name and value (borrowed C strings) into its two arguments.
+    init(count: Int, at: (Int, inout UnsafePointer<CChar>?, inout UnsafePointer<CChar>?) -> Int32) {
         var lines: [Element] = []
         lines.reserveCapacity(count)
         var name: UnsafePointer<CChar>?
         var value: UnsafePointer<CChar>?
-        for i in 0..<count where courier_response_header_at(&name, &value, response, i) == COURIER_OK.rawValue {
+        for i in 0..<count where at(i, &name, &value) == COURIER_OK.rawValue {
             lines.append((name: String(borrowedCString: name), value: String(borrowedCString: value)))
         }
         self.init(lines: lines)

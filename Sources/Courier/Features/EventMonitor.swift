@@ -97,8 +97,9 @@ public struct RequestEvent: Sendable {
 /// (``Engine/addEventMonitor(_:)``). Every method has an empty default: implement the ones you
 /// need. The engine keeps the monitor until it is removed or the engine closes.
 ///
-/// The methods run on the thread where the event happens — the engine's worker thread for all
-/// but ``RequestEvent/Kind/willSend`` (the sending thread) — possibly on several threads at once,
+/// The methods run on the thread where the event happens — the engine's worker thread, for sync
+/// and async sends alike (but for ``RequestEvent/Kind/willSend`` and ``RequestEvent/Kind/frozen``
+/// of a request frozen at once because the network is offline: the sending thread) — possibly on several threads at once,
 /// in the order monitors were added. Keep them quick; never close the engine from them.
 public protocol EventMonitor: Sendable {
     /// The kinds this monitor wants (the others are never delivered to it). Default: all.

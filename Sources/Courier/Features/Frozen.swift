@@ -384,13 +384,8 @@ public struct FrozenRequest: Sendable, Hashable {
         idempotencyKey = String(borrowedCString: courier_frozen_idempotency_key(f))
         json = String(borrowedCString: courier_frozen_json(f))
         resendPolicy = String(borrowedCString: courier_frozen_resend_policy(f))
-        var lines: [HTTPHeader] = []
-        var name: UnsafePointer<CChar>?
-        var value: UnsafePointer<CChar>?
-        for i in 0..<courier_frozen_header_count(f) where courier_frozen_header_at(&name, &value, f, i) == COURIER_OK.rawValue {
-            lines.append(HTTPHeader(name: String(borrowedCString: name), value: String(borrowedCString: value)))
-        }
-        headers = lines
+        headers = HTTPHeaders(count: courier_frozen_header_count(f)) { courier_frozen_header_at(&$1, &$2, f, $0) }
+            .map { HTTPHeader(name: $0.name, value: $0.value) }
         var length = 0
         body = courier_frozen_body(f, &length).map { Data(bytes: $0, count: length) }
         var info = courier_frozen_info()

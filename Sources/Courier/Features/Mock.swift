@@ -89,14 +89,9 @@ public struct MockRequest: Sendable {
     init(outgoing pointer: OpaquePointer) {
         method = String(borrowedCString: courier_outgoing_method(pointer))
         url = String(borrowedCString: courier_outgoing_url(pointer))
-        var lines = HTTPHeaders()
-        var name: UnsafePointer<CChar>?
-        var value: UnsafePointer<CChar>?
-        for i in 0..<courier_outgoing_header_count(pointer)
-        where courier_outgoing_header_at(&name, &value, pointer, i) == COURIER_OK.rawValue {
-            lines.add(name: String(borrowedCString: name), value: String(borrowedCString: value))
+        headers = HTTPHeaders(count: courier_outgoing_header_count(pointer)) {
+            courier_outgoing_header_at(&$1, &$2, pointer, $0)
         }
-        headers = lines
     }
 }
 

@@ -77,12 +77,8 @@ private struct PendingPointer: @unchecked Sendable {
 }
 
 private func readRequest(_ outgoing: OpaquePointer, attempt: Int) -> AdaptableRequest {
-    var headers = HTTPHeaders()
-    var name: UnsafePointer<CChar>?
-    var value: UnsafePointer<CChar>?
-    for i in 0..<courier_outgoing_header_count(outgoing)
-    where courier_outgoing_header_at(&name, &value, outgoing, i) == COURIER_OK.rawValue {
-        headers.add(name: String(borrowedCString: name), value: String(borrowedCString: value))
+    let headers = HTTPHeaders(count: courier_outgoing_header_count(outgoing)) {
+        courier_outgoing_header_at(&$1, &$2, outgoing, $0)
     }
     var bytes: UnsafePointer<UInt8>?
     var length = 0

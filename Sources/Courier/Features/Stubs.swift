@@ -349,14 +349,9 @@ public struct StubbedRequest: Sendable {
     init(_ pointer: OpaquePointer) {
         method = String(borrowedCString: courier_stub_request_method(pointer))
         url = String(borrowedCString: courier_stub_request_url(pointer))
-        var lines = HTTPHeaders()
-        var name: UnsafePointer<CChar>?
-        var value: UnsafePointer<CChar>?
-        for i in 0..<courier_stub_request_header_count(pointer)
-        where courier_stub_request_header_at(&name, &value, pointer, i) == COURIER_OK.rawValue {
-            lines.add(name: String(borrowedCString: name), value: String(borrowedCString: value))
+        headers = HTTPHeaders(count: courier_stub_request_header_count(pointer)) {
+            courier_stub_request_header_at(&$1, &$2, pointer, $0)
         }
-        headers = lines
         var len = 0
         body = courier_stub_request_body(pointer, &len).map { Data(bytes: $0, count: len) }
         let id = courier_stub_request_stub_id(pointer)

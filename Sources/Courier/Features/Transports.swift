@@ -54,13 +54,7 @@ public struct TransportCall: Sendable {
         requestID = RequestID(rawValue: courier_call_request_id(call))
         method = String(borrowedCString: courier_call_method(call))
         url = String(borrowedCString: courier_call_url(call))
-        var lines = HTTPHeaders()
-        var name: UnsafePointer<CChar>?
-        var value: UnsafePointer<CChar>?
-        for i in 0..<courier_call_header_count(call) where courier_call_header_at(&name, &value, call, i) == COURIER_OK.rawValue {
-            lines.add(name: String(borrowedCString: name), value: String(borrowedCString: value))
-        }
-        headers = lines
+        headers = HTTPHeaders(count: courier_call_header_count(call)) { courier_call_header_at(&$1, &$2, call, $0) }
         var length = 0
         let bytes = courier_call_body(call, &length)
         body = bytes.map { Data(bytes: $0, count: length) } ?? Data()

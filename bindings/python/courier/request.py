@@ -185,13 +185,15 @@ def _opt(s: Optional[str]) -> Optional[bytes]:
 
 class Outgoing:
     """The final request, lent to a customize callback, a before-send interceptor or a mock
-    callback for the duration of the call (``courier_outgoing``)."""
+    callback for the duration of the call (``courier_outgoing``). ``attempt`` is, for an adapter,
+    the attempt it adapts (1 for the first, 2 for the first retry or resend...), else None."""
 
-    __slots__ = ("_ptr", "_writable")
+    __slots__ = ("_ptr", "_writable", "attempt")
 
-    def __init__(self, ptr: Optional[int], writable: bool) -> None:
+    def __init__(self, ptr: Optional[int], writable: bool, attempt: Optional[int] = None) -> None:
         self._ptr = ptr
         self._writable = writable
+        self.attempt = attempt
 
     def _release(self) -> None:
         self._ptr = None
@@ -936,7 +938,8 @@ def _adapter(adaptation: Optional[int], user: Optional[int]) -> None:
         lib.courier_adaptation_complete(adaptation, 0, None)
         return
     slot.note_worker()
-    view = Outgoing(lib.courier_adaptation_outgoing(adaptation), writable=True)
+    view = Outgoing(lib.courier_adaptation_outgoing(adaptation), writable=True,
+                    attempt=int(lib.courier_adaptation_attempt(adaptation)))
     try:
         result = slot.fn(view)
     except BaseException as e:

@@ -75,6 +75,20 @@ def test_a_retrier_decides(base_url: str) -> None:
     assert info.value.response.attempts == 3
 
 
+def test_an_adapter_is_told_which_attempt_it_adapts(base_url: str) -> None:
+    seen = []
+
+    def adapter(outgoing: courier.Outgoing) -> None:
+        seen.append(outgoing.attempt)
+        outgoing.set_header("X-Attempt", str(outgoing.attempt))
+    with courier.Engine(base_url, temporary_store=True, adapters=[adapter],
+                        retriers=[lambda q: 0.001 if q.attempt < 3 else None]) as engine:
+        with pytest.raises(courier.HTTPStatusError):
+            engine.post("/status/503")
+        assert ["X-Attempt", "1"] in engine.get("/echo/attempt").json()["headers"]
+    assert seen == [1, 2, 3, 1]
+
+
 def test_the_fixed_rule_goes_first(base_url: str) -> None:
     asked = []
     with courier.Engine(base_url, temporary_store=True, retry=courier.Retry(2, 0.001, 0.002),
