@@ -1,5 +1,6 @@
 /*
- * courier/engine.h — opening and closing an engine, its worker thread, its store directory.
+ * courier/engine.h — opening and closing an engine, its worker thread, its store directory, the
+ * connection pool's figures.
  *
  * A part of Courier's public C API. courier.h includes every part and states the rules they all
  * keep (ownership, threads, errors; docs/ABI.md); a program may include this part alone.
@@ -93,7 +94,8 @@ typedef struct courier_pool_host {
  * known. */
 typedef struct courier_pool_figures courier_pool_figures;
 /* *out new: release with courier_pool_figures_free. Any thread; takes the pool's lock briefly
- * (the worker takes it once per request). Errors: COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
+ * (the worker takes it a few times per request, never across a callback). Errors:
+ * COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
 COURIER_API int courier_pool_get_figures(courier_pool_figures **out, const courier_engine *engine);
 COURIER_API size_t courier_pool_figures_count(const courier_pool_figures *figures);
 /* Copies host `index` into *out (the fields within its `size`, set by the caller). Errors:
