@@ -1,6 +1,11 @@
 /* frozen_replay.c — the replay of frozen requests against the engine's transport, from C
  * (Benchmarks/CBench/frozen_bench.c's cbench_frozen_freeze, _replay and _transport):
  *   freeze STORE URL N      : N POSTs to URL frozen into STORE (32 at once; not measured)
+ *   single STORE URL N      : the same one at a time, as `courier bench frozen`'s freeze_ops (each
+ *                             send answered "frozen" after its own synced commit); prints seconds
+ *   size STORE URL          : the bytes a frozen POST takes in the journal (16 frozen into STORE)
+ *   raw DIR N BYTES         : N raw LMDB synced commits of BYTES-byte values into a fresh
+ *                             environment (the bench's ceiling, cbench_lmdb_sync_commits); prints seconds
  *   replay STORE            : STORE's frozen requests replayed, 8 in flight, with a listener
  *   transport URL N         : the same POSTs sent normally, 8 in flight
  *   ratio URL N RUNS DIR    : RUNS times: transport, freeze N into a fresh store under DIR, replay,
@@ -41,6 +46,20 @@ int main(int argc, char **argv) {
     if (argc >= 5 && strcmp(argv[1], "freeze") == 0) {
         cbench_frozen_freeze(argv[2], argv[3], atol(argv[4]), 32, &r);
         return check("freeze", &r, atol(argv[4]));
+    }
+    if (argc >= 5 && strcmp(argv[1], "single") == 0) {
+        cbench_frozen_freeze(argv[2], argv[3], atol(argv[4]), 1, &r);
+        printf("%.6f\n", r.seconds);
+        return check("single", &r, atol(argv[4]));
+    }
+    if (argc >= 4 && strcmp(argv[1], "size") == 0) {
+        printf("%ld\n", cbench_frozen_record_bytes(argv[2], argv[3]));
+        return 0;
+    }
+    if (argc >= 5 && strcmp(argv[1], "raw") == 0) {
+        cbench_lmdb_sync_commits(argv[2], atol(argv[3]), (size_t)atol(argv[4]), &r);
+        printf("%.6f\n", r.seconds);
+        return check("raw", &r, atol(argv[3]));
     }
     if (argc >= 3 && strcmp(argv[1], "replay") == 0) {
         cbench_frozen_replay(argv[2], CONCURRENCY, 300000, &r);
@@ -87,6 +106,6 @@ int main(int argc, char **argv) {
                median(cratio, runs));
         return 0;
     }
-    fprintf(stderr, "usage: frozen_replay freeze STORE URL N | replay STORE | transport URL N | ratio URL N RUNS DIR\n");
+    fprintf(stderr, "usage: frozen_replay freeze|single STORE URL N | size STORE URL | raw DIR N BYTES | replay STORE | transport URL N | ratio URL N RUNS DIR\n");
     return 2;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The replay of frozen requests against the engine's transport (docs/design/journal.md, "Where replay's
 # time goes"; issue 15 asks replay_ratio >= 0.8):
-#   Benchmarks/callgrind/frozen_replay.sh BUILD_DIR [ir [N1 N2] | ratio [N RUNS] | threads [N]]
+#   Benchmarks/callgrind/frozen_replay.sh BUILD_DIR [ir [N1 N2] | ratio [N RUNS] | threads [N] | freeze [N1 N2] |
+#                                                    walls [ROUNDS N]]
 # BUILD_DIR: a Release CMake build of this checkout (targets courier and courier-test-server).
 # The server is courier-test-server in its own process, so only the client is counted.
 #   ir    (the default): instructions per request under callgrind, every thread of the client
@@ -16,6 +17,17 @@
 #         thread's name, CPU time, time waiting for a CPU, and context switches (the engine's
 #         threads are named courier-worker and courier-journal). Linux only
 #         (/proc/PID/task/TID/schedstat).
+#   freeze: one freeze at a time (`courier bench frozen`'s freeze_ops; the engine set offline, each
+#         send answered "frozen" after its synced commit), per freeze from two runs of N1 (default
+#         100) and N2 (default 600) freezes into fresh stores under the system's temporary
+#         directory: instructions (callgrind, every thread), and from `strace -f` the synced commits
+#         (fdatasync/fsync/msync), the write calls (pwrite64/writev/pwritev, the meta page's
+#         included) and the 4 KiB pages they wrote (the meta page's 120-byte write not one).
+#   walls: ROUNDS (default 6) rounds of N (default 1000) raw LMDB synced commits of a frozen
+#         record's size and N freezes one at a time, each into a fresh directory under the system's
+#         temporary directory (`sync` between): freezes/s over raw commits/s from the sums, and the
+#         median of the rounds' ratios. Two builds compared: run it for each, one after the other,
+#         several times (the disk's speed drifts from minute to minute).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=$(cd "$1" && pwd)
@@ -47,6 +59,61 @@ if [ "$mode" = threads ]; then
 fi
 if [ "$mode" = ratio ]; then
   "$tmp/driver" ratio "$url" "${3:-20000}" "${4:-5}" "$tmp"
+  exit 0
+fi
+if [ "$mode" = walls ]; then
+  rounds=${3:-6}
+  n=${4:-1000}
+  bytes=$("$tmp/driver" size "$tmp/size" "$url") # a frozen POST as the journal stores it (record_bytes)
+  for r in $(seq "$rounds"); do
+    sync
+    a=$("$tmp/driver" raw "$tmp/raw$r" "$n" "$bytes")
+    sync
+    b=$("$tmp/driver" single "$tmp/single$r" "$url" "$n")
+    rm -rf "$tmp/raw$r" "$tmp/single$r"
+    echo "$a $b"
+  done | python3 -c "
+import statistics, sys
+rows = [tuple(map(float, l.split())) for l in sys.stdin]
+n = $n
+ra = sum(r[0] for r in rows); fr = sum(r[1] for r in rows)
+print('raw %.0f/s, freezes %.0f/s: %.2fx (sums); median of %d rounds %.2fx' % (n * len(rows) / ra, n * len(rows) / fr, ra / fr, len(rows), statistics.median(r[0] / r[1] for r in rows)))
+"
+  exit 0
+fi
+if [ "$mode" = freeze ]; then
+  n1=${3:-100}
+  n2=${4:-600}
+  for n in "$n1" "$n2"; do
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/cg$n" "$tmp/driver" single "$tmp/f$n" "$url" "$n" > /dev/null 2>&1
+    rm -rf "$tmp/f$n"
+    strace -f -o "$tmp/st$n" -e trace=fdatasync,fsync,msync,pwrite64,writev,pwritev "$tmp/driver" single "$tmp/f$n" "$url" "$n"
+    rm -rf "$tmp/f$n"
+  done
+  python3 - "$tmp" "$n1" "$n2" <<'PY'
+import re, sys
+tmp, n1, n2 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def ir(n):
+    for line in open(f"{tmp}/cg{n}"):
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+def calls(n):
+    c = {"syncs": 0, "writes": 0, "pages": 0}
+    for line in open(f"{tmp}/st{n}"):
+        m = re.search(r"\b(fdatasync|fsync|msync|pwrite64|writev|pwritev)\(.*= (\d+)\s*$", line)
+        if not m:
+            continue
+        if m.group(1) in ("fdatasync", "fsync", "msync"):
+            c["syncs"] += 1
+        else:
+            c["writes"] += 1
+            c["pages"] += int(m.group(2)) // 4096
+    return c
+a, b = calls(n1), calls(n2)
+d = n2 - n1
+print("per freeze: %d instructions, %.2f synced commits, %.2f write calls, %.2f pages written"
+      % ((ir(n2) - ir(n1)) // d, (b["syncs"] - a["syncs"]) / d, (b["writes"] - a["writes"]) / d, (b["pages"] - a["pages"]) / d))
+PY
   exit 0
 fi
 n1=${3:-200}

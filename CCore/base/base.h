@@ -215,18 +215,29 @@ CR_HIDDEN int cr_read_file(const char *path, const char *what, int64_t max, char
 
 /* ---- Redis (redis.c): the floor of the stores on Redis (cache/store_redis.c, the journal's) --------- */
 
-/* A store URL: redis://[[user]:password@]host[:port][/db][?timeout_ms=N] (rediss:// for TLS). */
+/* A store URL: redis://[[user]:password@]host[:port][/db][?timeout_ms=N] (rediss:// for TLS), or a
+ * cluster's: redis+cluster://[[user]:password@]host:port[,host:port...][/0][?timeout_ms=N&replica_reads=1]
+ * (the seed nodes; docs/design/redis-cluster.md). */
+typedef struct cr_redis_seed {
+    char *host;
+    int port;
+} cr_redis_seed;
 typedef struct cr_redis_url {
-    char *host;     /* without the brackets of an IPv6 address */
+    char *host;     /* without the brackets of an IPv6 address (a cluster: the first seed's) */
     int port;       /* 6379 when not given */
-    int db;         /* 0 when not given */
+    int db;         /* 0 when not given (always 0 in a cluster) */
     char *user;     /* NULL: AUTH with the password alone */
     char *password; /* NULL: no AUTH */
     bool tls;       /* rediss:// */
     int64_t timeout_ms; /* 0 when not given */
+    bool cluster;       /* redis+cluster:// */
+    bool replica_reads; /* cluster: ?replica_reads=1, reads marked CR_REDIS_READ go to a replica (READONLY) */
+    int nseeds;         /* cluster: the seed nodes, seeds[0..nseeds) (new, freed by cr_redis_url_free) */
+    cr_redis_seed *seeds;
 } cr_redis_url;
 
-/* Whether a store setting names Redis: it starts with "redis://" or "rediss://" (any case). */
+/* Whether a store setting names Redis: it starts with "redis://", "rediss://" or "redis+cluster://"
+ * (any case). */
 CR_HIDDEN bool cr_redis_is_url(const char *s);
 /* Whether a store setting (cache or journal) that is neither a Redis URL nor "unix://..." looks
  * like a URL or a mistyped one rather than a directory: a scheme (RFC 3986 section 3.1's syntax)
@@ -265,17 +276,35 @@ typedef struct cr_redis_cmd {
     const size_t *argvlen;
 } cr_redis_cmd;
 
-/* cr_redis_run flag: never send the commands a second time (they are not safe to repeat). */
+/* cr_redis_run flag: never send the commands a second time (they are not safe to repeat). In a
+ * cluster they are still sent to another node when the first could not be reached (nothing sent),
+ * or after MOVED/ASK (Redis did not run them). */
 #define CR_REDIS_NO_RETRY 0x1
+/* cr_redis_run flag: the commands only read; with replica_reads=1 in a cluster's URL they go to a
+ * replica of their slot's master (READONLY: possibly behind the master). Ignored otherwise. */
+#define CR_REDIS_READ 0x2
 
 /* Sends n commands in one pipeline on one connection and reads their n replies into replies[]
  * (new: release with cr_redis_replies_free; an error reply is a reply: see cr_redis_reply_check).
  * When the connection turns out broken (the server restarted, closed an idle connection) it
  * reconnects and sends them once more, unless CR_REDIS_NO_RETRY; never after a timeout. Errors:
  * COURIER_E_REDIS (cannot connect, AUTH or SELECT refused, no answer within the timeout:
- * os_error ETIMEDOUT, a broken connection; replies[] all NULL), COURIER_E_REDIS_UNSUPPORTED. */
+ * os_error ETIMEDOUT, a broken connection; replies[] all NULL), COURIER_E_REDIS_UNSUPPORTED.
+ * In a cluster (redis_cluster.c) each command goes to the master of its key's slot (commands
+ * without a key go with the command before them, a MULTI..EXEC goes whole; SCRIPT to every
+ * master), one pipeline per node, MOVED/ASK/TRYAGAIN followed (at most CR_REDIS_MAX_REDIRECTS
+ * redirections per command, within the timeout); a lost node is looked for again in a fresh map
+ * (a promoted replica), and while the map still names it the call fails with COURIER_E_REDIS at
+ * once, as with one server down. */
 CR_HIDDEN int cr_redis_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
                            courier_error *err);
+/* The number of shards (masters) to walk with cr_redis_run_shard: 1 for one server; a cluster's
+ * masters by their first slot (learning the map first: COURIER_E_REDIS when no node answers). */
+CR_HIDDEN int cr_redis_shards(cr_redis *r, int *count, courier_error *err);
+/* cr_redis_run on shard i (0..count) for commands without a key (SCAN): one server, or that master
+ * of the cluster's current map (COURIER_E_REDIS when the map changed under the walk: i gone). */
+CR_HIDDEN int cr_redis_run_shard(cr_redis *r, int shard, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies,
+                                 int flags, courier_error *err);
 CR_HIDDEN void cr_redis_replies_free(struct redisReply **replies, size_t n);
 /* COURIER_OK for a reply that is not an error; COURIER_E_REDIS naming `what` and Redis' message. */
 CR_HIDDEN int cr_redis_reply_check(const struct redisReply *rep, const char *what, courier_error *err);

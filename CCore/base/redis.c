@@ -2,13 +2,16 @@
  * redis.c — the floor of the stores on Redis (the cache's, cache/store_redis.c; the journal's): a
  * store URL parsed, a small pool of hiredis connections to one server, and commands sent in one
  * pipeline with the engine's timeout, a reconnect on a broken connection, and hiredis' errors
- * mapped to Courier's codes.
+ * mapped to Courier's codes. The entry points the stores call (cr_redis_open, _run, _close) are
+ * in redis_cluster.c, above this file: one server's calls come straight here (cr_redis__pool_*),
+ * a cluster's go through its router to one pool per node.
  *
  * Threads: any. Each connection has its own mutex; a caller takes a free one (or waits for one)
  * for one pipeline. Without hiredis (COURIER_REDIS undefined) the URL still parses and everything
  * else fails with COURIER_E_REDIS_UNSUPPORTED.
  */
 #include "base/base.h"
+#include "base/redis_cluster.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,7 +26,8 @@
 #define CR_REDIS_DEFAULT_PORT 6379
 
 bool cr_redis_is_url(const char *s) {
-    return s && (strncasecmp(s, "redis://", 8) == 0 || strncasecmp(s, "rediss://", 9) == 0);
+    return s && (strncasecmp(s, "redis://", 8) == 0 || strncasecmp(s, "rediss://", 9) == 0 ||
+                 strncasecmp(s, "redis+cluster://", 16) == 0);
 }
 
 bool cr_store_setting_mistyped(const char *s) {
@@ -40,6 +44,8 @@ void cr_redis_url_free(cr_redis_url *u) {
     free(u->host);
     free(u->user);
     free(u->password);
+    for (int i = 0; i < u->nseeds; i++) free(u->seeds[i].host);
+    free(u->seeds);
     memset(u, 0, sizeof *u);
 }
 
@@ -79,11 +85,45 @@ static bool all_digits(const char *s, size_t len) {
     return true;
 }
 
+/* host[:port] in s[0..len) ("[v6]" allowed): 0 with *host new, 1 not of that shape, -1 no memory. */
+static int parse_hostport(const char *p, size_t hp, char **out_host, int *out_port) {
+    const char *host = p, *port = NULL;
+    size_t host_len = hp, port_len = 0;
+    if (hp && *p == '[') { /* [IPv6] */
+        const char *close = memchr(p, ']', hp);
+        if (!close) return 1;
+        host = p + 1;
+        host_len = (size_t)(close - p - 1);
+        if (close + 1 < p + hp) {
+            if (close[1] != ':') return 1;
+            port = close + 2;
+            port_len = (size_t)(p + hp - port);
+        }
+    } else {
+        const char *colon = memchr(p, ':', hp);
+        if (colon) {
+            host_len = (size_t)(colon - p);
+            port = colon + 1;
+            port_len = (size_t)(p + hp - port);
+        }
+    }
+    if (!host_len || host_len > 253) return 1;
+    for (size_t i = 0; i < host_len; i++)
+        if ((unsigned char)host[i] <= ' ' || host[i] == '@' || host[i] == '%' || host[i] == ',') return 1;
+    if (port) {
+        if (!all_digits(port, port_len) || port_len > 5) return 1;
+        *out_port = atoi(port);
+        if (*out_port < 1 || *out_port > 65535) return 1;
+    }
+    return (*out_host = cr_strndup(host, host_len)) ? 0 : -1;
+}
+
 int cr_redis_url_parse(const char *url, cr_redis_url *out, courier_error *err) {
     memset(out, 0, sizeof *out);
     if (!cr_redis_is_url(url)) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "not a redis:// or rediss:// URL");
-    out->tls = tolower((unsigned char)url[5]) == 's';
-    const char *p = url + (out->tls ? 9 : 8);
+    out->cluster = tolower((unsigned char)url[5]) == '+';
+    out->tls = !out->cluster && tolower((unsigned char)url[5]) == 's';
+    const char *p = url + (out->cluster ? 16 : out->tls ? 9 : 8);
     out->port = CR_REDIS_DEFAULT_PORT;
     bool bad = false;
     /* userinfo */
@@ -98,37 +138,41 @@ int cr_redis_url_parse(const char *url, cr_redis_url *out, courier_error *err) {
         }
         p += auth_end + 1;
     }
-    /* host[:port] */
+    /* host[:port], or a cluster's host:port[,host:port...] */
     size_t hp = strcspn(p, "/?#");
-    const char *host = p, *port = NULL;
-    size_t host_len = hp, port_len = 0;
-    if (*p == '[') { /* [IPv6] */
-        const char *close = memchr(p, ']', hp);
-        if (!close) goto fail_shape;
-        host = p + 1;
-        host_len = (size_t)(close - p - 1);
-        if (close + 1 < p + hp) {
-            if (close[1] != ':') goto fail_shape;
-            port = close + 2;
-            port_len = (size_t)(p + hp - port);
+    for (const char *h = p; h < p + hp;) {
+        const char *comma = out->cluster ? memchr(h, ',', (size_t)(p + hp - h)) : NULL;
+        size_t one = (size_t)((comma ? comma : p + hp) - h);
+        char *host = NULL;
+        int port = CR_REDIS_DEFAULT_PORT;
+        int rc = parse_hostport(h, one, &host, &port);
+        if (rc == 1) goto fail_shape;
+        if (rc) goto fail;
+        if (out->cluster) {
+            cr_redis_seed *seeds = realloc(out->seeds, (size_t)(out->nseeds + 1) * sizeof *seeds);
+            if (!seeds) {
+                free(host);
+                goto fail;
+            }
+            out->seeds = seeds;
+            out->seeds[out->nseeds++] = (cr_redis_seed){host, port};
+            if (out->nseeds > 64) goto fail_shape;
+        } else {
+            out->host = host;
+            out->port = port;
         }
-    } else {
-        const char *colon = memchr(p, ':', hp);
-        if (colon) {
-            host_len = (size_t)(colon - p);
-            port = colon + 1;
-            port_len = (size_t)(p + hp - port);
+        h += one;
+        if (h < p + hp) {
+            h++; /* ',' */
+            if (h == p + hp) goto fail_shape;
         }
     }
-    if (!host_len || host_len > 253) goto fail_shape;
-    for (size_t i = 0; i < host_len; i++)
-        if ((unsigned char)host[i] <= ' ' || host[i] == '@' || host[i] == '%') goto fail_shape;
-    if (port) {
-        if (!all_digits(port, port_len) || port_len > 5) goto fail_shape;
-        out->port = atoi(port);
-        if (out->port < 1 || out->port > 65535) goto fail_shape;
+    if (out->cluster) {
+        if (!out->nseeds) goto fail_shape;
+        if (!(out->host = cr_strndup(out->seeds[0].host, strlen(out->seeds[0].host)))) goto fail;
+        out->port = out->seeds[0].port;
     }
-    if (!(out->host = cr_strndup(host, host_len))) goto fail;
+    if (!out->host) goto fail_shape;
     p += hp;
     /* /db */
     if (*p == '/') {
@@ -137,6 +181,7 @@ int cr_redis_url_parse(const char *url, cr_redis_url *out, courier_error *err) {
         if (dl) {
             if (!all_digits(p, dl) || dl > 5) goto fail_shape;
             out->db = atoi(p);
+            if (out->cluster && out->db) goto fail_shape; /* a cluster has database 0 only */
         }
         p += dl;
     }
@@ -148,10 +193,12 @@ int cr_redis_url_parse(const char *url, cr_redis_url *out, courier_error *err) {
             if (n > 11 && strncmp(p, "timeout_ms=", 11) == 0 && all_digits(p + 11, n - 11) && n - 11 <= 9) {
                 out->timeout_ms = atoll(p + 11);
                 if (out->timeout_ms <= 0) goto fail_shape;
+            } else if (out->cluster && n == 15 && strncmp(p, "replica_reads=", 14) == 0 && (p[14] == '0' || p[14] == '1')) {
+                out->replica_reads = p[14] == '1';
             } else {
                 cr_redis_url_free(out);
-                return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "Redis URL: unknown parameter '%.*s' (timeout_ms is known)",
-                               (int)(n > 40 ? 40 : n), p);
+                return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "Redis URL: unknown parameter '%.*s' (timeout_ms is known%s)",
+                               (int)(n > 40 ? 40 : n), p, out->cluster ? ", and replica_reads=0|1" : "");
             }
             p += n;
             if (*p == '&') p++;
@@ -167,7 +214,8 @@ int cr_redis_url_parse(const char *url, cr_redis_url *out, courier_error *err) {
 fail_shape:
     cr_redis_url_free(out);
     return cr_fail(err, COURIER_E_INVALID_ARGUMENT,
-                   "not a Redis URL of the shape redis://[[user]:password@]host[:port][/db][?timeout_ms=N]");
+                   out->cluster ? "not a Redis Cluster URL of the shape redis+cluster://[[user]:password@]host:port[,host:port...][/0][?timeout_ms=N&replica_reads=0|1]"
+                                : "not a Redis URL of the shape redis://[[user]:password@]host[:port][/db][?timeout_ms=N]");
 fail:
     cr_redis_url_free(out);
     if (bad) return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "Redis URL: a bad %%-escape in the user or password");
@@ -186,6 +234,8 @@ typedef struct cr_redis_conn {
 } cr_redis_conn;
 
 struct cr_redis {
+    cr_redis_cluster *cluster; /* redis+cluster://: the router (redis_cluster.c), and no pool here */
+    bool readonly;             /* a cluster node's pool for replica reads: READONLY on each connection */
     cr_redis_url url;
     int64_t timeout_ms;
     atomic_uint next;
@@ -193,24 +243,48 @@ struct cr_redis {
     cr_redis_conn conns[CR_REDIS_POOL];
 };
 
-int cr_redis_open(const char *url, int64_t timeout_ms, cr_redis **out, courier_error *err) {
-    *out = NULL;
+static cr_redis *pool_new(int64_t timeout_ms) {
     cr_redis *r = calloc(1, sizeof *r);
-    if (!r) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    int rc = cr_redis_url_parse(url, &r->url, err);
-    if (rc) {
-        free(r);
-        return rc;
-    }
-    r->timeout_ms = r->url.timeout_ms > 0 ? r->url.timeout_ms : timeout_ms > 0 ? timeout_ms : CR_DEFAULT_TIMEOUT_MS;
+    if (!r) return NULL;
     for (int i = 0; i < CR_REDIS_POOL; i++) pthread_mutex_init(&r->conns[i].lock, NULL);
     atomic_init(&r->next, 0);
     atomic_init(&r->down_until_ms, 0);
+    r->timeout_ms = timeout_ms;
+    return r;
+}
+
+int cr_redis__pool_open_url(const char *url, int64_t timeout_ms, cr_redis **out, courier_error *err) {
+    *out = NULL;
+    cr_redis_url u;
+    int rc = cr_redis_url_parse(url, &u, err);
+    if (rc) return rc;
+    timeout_ms = u.timeout_ms > 0 ? u.timeout_ms : timeout_ms > 0 ? timeout_ms : CR_DEFAULT_TIMEOUT_MS;
+    cr_redis *r = pool_new(timeout_ms);
+    if (!r) {
+        cr_redis_url_free(&u);
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    r->url = u;
     *out = r;
     return COURIER_OK;
 }
 
-void cr_redis_close(cr_redis *r) {
+int cr_redis__pool_open(const cr_redis_url *like, const char *host, int port, bool readonly, int64_t timeout_ms,
+                        cr_redis **out, courier_error *err) {
+    cr_redis *r = *out = pool_new(timeout_ms);
+    if (!r || !(r->url.host = cr_strndup(host, strlen(host))) ||
+        (like->user && !(r->url.user = cr_strndup(like->user, strlen(like->user)))) ||
+        (like->password && !(r->url.password = cr_strndup(like->password, strlen(like->password))))) {
+        cr_redis__pool_close(r);
+        *out = NULL;
+        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+    }
+    r->url.port = port;
+    r->readonly = readonly;
+    return COURIER_OK;
+}
+
+void cr_redis__pool_close(cr_redis *r) {
     if (!r) return;
     for (int i = 0; i < CR_REDIS_POOL; i++) {
         if (r->conns[i].ctx) redisFree(r->conns[i].ctx);
@@ -220,6 +294,9 @@ void cr_redis_close(cr_redis *r) {
     free(r);
 }
 
+cr_redis_cluster **cr_redis__cluster_of(cr_redis *r) { return &r->cluster; }
+const cr_redis_url *cr_redis__url(const cr_redis *r) { return &r->url; }
+int64_t cr_redis__timeout_ms(const cr_redis *r) { return r->timeout_ms; }
 const char *cr_redis_host(const cr_redis *r) { return r->url.host; }
 int cr_redis_port(const cr_redis *r) { return r->url.port; }
 int cr_redis_db(const cr_redis *r) { return r->url.db; }
@@ -274,6 +351,10 @@ static int connect_conn(cr_redis *r, cr_redis_conn *c, courier_error *err) {
         const char *argv[2] = {"SELECT", db};
         rc = setup_command(ctx, "the database (SELECT)", 2, argv, err);
     }
+    if (!rc && r->readonly) {
+        const char *argv[1] = {"READONLY"};
+        rc = setup_command(ctx, "reads from a replica (READONLY)", 1, argv, err);
+    }
     if (rc) {
         redisFree(ctx);
         return rc;
@@ -314,8 +395,9 @@ static int exchange(redisContext *ctx, const cr_redis_cmd *cmds, size_t n, redis
     return 0;
 }
 
-int cr_redis_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
-                 courier_error *err) {
+int cr_redis__pool_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
+                       bool *sent, courier_error *err) {
+    *sent = false;
     for (size_t i = 0; i < n; i++) replies[i] = NULL;
     if (!n) return COURIER_OK;
     cr_redis_conn *c = take(r);
@@ -328,6 +410,7 @@ int cr_redis_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisRe
             fresh = true;
         }
         bool timed_out = false;
+        *sent = true;
         int herr = exchange(c->ctx, cmds, n, replies, &timed_out);
         if (!herr) break;
         rc = cr_fail(err, COURIER_E_REDIS, "Redis at %s:%d: %s%s", r->url.host, r->url.port, c->ctx->errstr,
@@ -361,33 +444,13 @@ int cr_redis_reply_check(const struct redisReply *rep, const char *what, courier
 
 #else /* no hiredis */
 
-static int unsupported(courier_error *err) {
-    return cr_fail(err, COURIER_E_REDIS_UNSUPPORTED, "this library was built without Redis (COURIER_REDIS off: no hiredis)");
-}
-
-int cr_redis_open(const char *url, int64_t timeout_ms, cr_redis **out, courier_error *err) {
-    (void)timeout_ms;
-    *out = NULL;
-    cr_redis_url u;
-    int rc = cr_redis_url_parse(url, &u, err);
-    if (rc) return rc;
-    cr_redis_url_free(&u);
-    return unsupported(err);
-}
-void cr_redis_close(cr_redis *r) { (void)r; }
 const char *cr_redis_host(const cr_redis *r) { (void)r; return ""; }
 int cr_redis_port(const cr_redis *r) { (void)r; return 0; }
 int cr_redis_db(const cr_redis *r) { (void)r; return 0; }
-int cr_redis_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct redisReply **replies, int flags,
-                 courier_error *err) {
-    (void)r, (void)cmds, (void)flags;
-    for (size_t i = 0; i < n; i++) replies[i] = NULL;
-    return unsupported(err);
-}
 void cr_redis_replies_free(struct redisReply **replies, size_t n) { (void)replies, (void)n; }
 int cr_redis_reply_check(const struct redisReply *rep, const char *what, courier_error *err) {
     (void)rep, (void)what;
-    return unsupported(err);
+    return cr_fail(err, COURIER_E_REDIS_UNSUPPORTED, "this library was built without Redis (COURIER_REDIS off: no hiredis)");
 }
 
 #endif

@@ -75,6 +75,7 @@ const char *courier_strerror(int code) {
     case COURIER_E_HTTP_VERSION: return "the HTTP version required cannot be had";
     case COURIER_E_NO_STUB: return "no stub matched the request";
     case COURIER_E_CREDENTIAL_REFUSED: return "the credential was refused again right after a refresh";
+    case COURIER_E_REPLICAS_UNCONFIRMED: return "the freeze was not confirmed by enough Redis replicas in time";
     default: return "unknown error";
     }
 }

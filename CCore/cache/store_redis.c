@@ -106,7 +106,7 @@ static int rb_get(cr_cache_store *b, cr_read *r, const char *key, size_t key_len
     size_t lens[2] = {3, entry_key(k, tag, hash)};
     cr_redis_cmd cmd = {2, argv, lens};
     cr_redis_replies_free(&r->held[1], 1);
-    int rc = cr_redis_run(RB(b), &cmd, 1, &r->held[1], 0, NULL);
+    int rc = cr_redis_run(RB(b), &cmd, 1, &r->held[1], CR_REDIS_READ, NULL);
     return rc ? rc : decode_reply(r->held[1], out);
 }
 
@@ -119,7 +119,7 @@ static int rb_vary_get(cr_cache_store *b, cr_read *r, const char *key, size_t ke
     cr_redis_cmd cmd = {3, argv, lens};
     cr_redis_replies_free(&r->held[0], 1);
     r->pre = false;
-    int rc = cr_redis_run(RB(b), &cmd, 1, &r->held[0], 0, NULL);
+    int rc = cr_redis_run(RB(b), &cmd, 1, &r->held[0], CR_REDIS_READ, NULL);
     if (rc) return rc;
     const redisReply *rep = r->held[0];
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) return COURIER_E_REDIS;
@@ -280,14 +280,18 @@ static bool entry_name(const redisReply *k, uint8_t hash[16]) {
 /* Called with each batch of key names SCAN returns (an array reply); may send commands. */
 typedef int (*scan_fn)(redis_backend *b, const redisReply *keys, void *ctx, courier_error *err);
 
+/* Walks every shard (one server, or each master of a cluster) with SCAN. */
 static int scan(redis_backend *b, const char *pattern, scan_fn fn, void *ctx, courier_error *err) {
+    int shards = 0;
+    int rc = cr_redis_shards(b->r, &shards, err);
+    for (int shard = 0; rc == COURIER_OK && shard < shards; shard++) {
     char cursor[32] = "0";
     do {
         const char *argv[6] = {"SCAN", cursor, "MATCH", pattern, "COUNT", SCAN_COUNT};
         size_t lens[6] = {4, strlen(cursor), 5, strlen(pattern), 5, sizeof SCAN_COUNT - 1};
         cr_redis_cmd cmd = {6, argv, lens};
         redisReply *rep = NULL;
-        int rc = cr_redis_run(b->r, &cmd, 1, &rep, 0, err);
+        rc = cr_redis_run_shard(b->r, shard, &cmd, 1, &rep, CR_REDIS_READ, err);
         if (rc == COURIER_OK) rc = cr_redis_reply_check(rep, "SCAN", err);
         if (rc == COURIER_OK && (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
                                  rep->element[0]->type != REDIS_REPLY_STRING || rep->element[1]->type != REDIS_REPLY_ARRAY))
@@ -299,7 +303,8 @@ static int scan(redis_backend *b, const char *pattern, scan_fn fn, void *ctx, co
         cr_redis_replies_free(&rep, 1);
         if (rc) return rc;
     } while (strcmp(cursor, "0") != 0);
-    return COURIER_OK;
+    }
+    return rc;
 }
 
 /* One command per key of the batch ("GET k", "STRLEN k", "DEL k"), pipelined; replies[] new. */

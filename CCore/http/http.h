@@ -213,6 +213,8 @@ struct courier_config {
         long probe_interval_ms;
         char probe[512];
         char store[1024]; /* the journal's store: "" the engine's directory, a directory, or a redis:// URL */
+        int replicas;                /* Redis: WAIT for this many replicas after a freeze (0: none) */
+        int64_t replicas_timeout_ms; /* ... at most this long */
     } frozen;
     /* Cookies, credentials, proxies, challenge handler (cookies.c, auth.c). */
     int cookies_off;

@@ -75,6 +75,14 @@ int courier_config_set_frozen_lease_ms(courier_config *c, int64_t lease_ms) {
     return COURIER_OK;
 }
 
+int courier_config_set_frozen_replicas(courier_config *c, int replicas, int64_t timeout_ms) {
+    if (!c || replicas < 0 || replicas > 64 || timeout_ms < 0 || (replicas > 0 && timeout_ms < 1))
+        return COURIER_E_INVALID_ARGUMENT;
+    c->frozen.replicas = replicas;
+    c->frozen.replicas_timeout_ms = timeout_ms;
+    return COURIER_OK;
+}
+
 int courier_config_set_frozen_poll_ms(courier_config *c, int64_t poll_ms) {
     if (!c || poll_ms < 0) return COURIER_E_INVALID_ARGUMENT;
     c->frozen.poll_ms = poll_ms;

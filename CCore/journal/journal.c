@@ -32,11 +32,28 @@ static int host_of(const char *url, char *out, size_t cap) {
 
 /* ---- the turn ---- */
 
+/* cr_fail with the message a + b, copied (on every freeze, where vsnprintf was a tenth of the
+ * answer's instructions). */
+static int fail_text(courier_error *err, int code, const char *a, const char *b) {
+    memset(err, 0, sizeof *err);
+    err->code = code;
+    size_t na = strnlen(a, sizeof err->message - 1), nb = strnlen(b, sizeof err->message - 1 - na);
+    memcpy(err->message, a, na);
+    memcpy(err->message + na, b, nb);
+    return code;
+}
+
 static void freeze_answer(cr_journal *j, jfreeze *f, bool frozen, const char *why) {
     courier_error err;
     int code;
-    if (frozen) {
-        code = cr_fail(&err, COURIER_E_FROZEN, "frozen as %s", f->id);
+    if (frozen && f->unconfirmed) {
+        const courier_config *cfg = cr_core(j->e)->config;
+        code = cr_fail(&err, COURIER_E_REPLICAS_UNCONFIRMED,
+                       "written to the journal as %s, but %lld of %d replicas confirmed it within %lld ms (WAIT): not "
+                       "acknowledged as frozen (it may still be replayed)",
+                       f->id, f->replicas_acked, cfg->frozen.replicas, (long long)cfg->frozen.replicas_timeout_ms);
+    } else if (frozen) {
+        code = fail_text(&err, COURIER_E_FROZEN, "frozen as ", f->id);
     } else {
         err = f->err;
         code = f->code;
@@ -91,7 +108,7 @@ static void freezes_alone(cr_journal *j, jfreeze *fz, jevent ***events) {
         if (j->store->broken(rc)) j->broken = 1;
         if (rc == 0) frozen_committed(j, f);
         freeze_answer(j, f, rc == 0, rc ? j->store->strerror(j, rc) : "");
-        if (rc == 0) {
+        if (rc == 0 && !f->unconfirmed) {
             jevent *ev = cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap), f->answer_id, COURIER_OK);
             cj_events_push(events, ev);
         }
@@ -232,7 +249,14 @@ static int64_t turn(cr_journal *j) {
             for (jsend *s = sends; s; s = s->next) left--;
             rc = j->store->pass(j, txn, now, left, mode, since, &stail, &etail, &unused, &mode_done);
         }
-        if (rc == 0) j->store->due_edges(j, txn, now, &due_now, &next_due); /* what is left, after the claims */
+        /* What is left, after the claims; nothing to wait for when this engine would not send it (paused,
+         * offline, closing: the change that lets it send kicks a turn, whose look at `due` tells). */
+        if (rc == 0 && pass_ok) {
+            j->store->due_edges(j, txn, now, &due_now, &next_due);
+        } else if (rc == 0) {
+            due_now = false;
+            next_due = INT64_MAX;
+        }
         if (rc == 0) rc = j->store->commit(j, txn);
         else if (txn) j->store->abort(j, txn);
         if (j->store->broken(rc) && rc != MDB_PANIC) {
@@ -244,7 +268,7 @@ static int64_t turn(cr_journal *j) {
             for (f = fz; f; f = f->next) {
                 frozen_committed(j, f);
                 freeze_answer(j, f, true, "");
-                if (f->snap)
+                if (f->snap && !f->unconfirmed) /* (unconfirmed by replicas: not reported frozen) */
                     cj_events_push(&etail, cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap), f->answer_id,
                                                   COURIER_OK));
             }
@@ -281,7 +305,7 @@ static int64_t turn(cr_journal *j) {
                 if (!atomic && f->seq) {
                     frozen_committed(j, f);
                     freeze_answer(j, f, true, "");
-                    if (f->snap)
+                    if (f->snap && !f->unconfirmed)
                         cj_events_push(&etail, cj_event_new(COURIER_FROZEN_EVENT_FROZEN, cj_snap_retain(f->snap),
                                                             f->answer_id, COURIER_OK));
                     continue;
@@ -468,12 +492,11 @@ int cr_journal_open(courier_engine *e, const cr_journal_ops *ops, courier_error 
     j->next_token = 1;
     cr_core(e)->journal = j;
     int rc = cj_policy_open(j) ? cr_fail(err, COURIER_E_NO_MEMORY, NULL) : COURIER_OK;
-    /* The journal's store setting: a redis:// URL (records on Redis Streams, redis.c), else a
+    /* The journal's store setting: a redis:// or redis+cluster:// URL (records on Redis Streams, redis.c), else a
      * directory (LMDB, the default: the engine's store directory). The directory's LMDB journal is
      * opened either way: it keeps the cookie jar, and this process's engines (claims' owners). */
     const char *where = cr_core(e)->config->frozen.store[0] ? cr_core(e)->config->frozen.store : NULL;
-    bool redis = where && (strncmp(where, "redis://", 8) == 0 || strncmp(where, "rediss://", 9) == 0 ||
-                           strncmp(where, "unix://", 7) == 0);
+    bool redis = where && (cr_redis_is_url(where) || strncmp(where, "unix://", 7) == 0);
     j->store = &cj_lmdb_store;
     j->pass = &cj_replay_pass; /* replay.c's decisions, which the stores' passes call */
     if (rc == COURIER_OK) rc = cj_jenv_acquire(where && !redis ? where : cr_core(e)->store_dir, nonce, &j->env, err);
@@ -606,8 +629,9 @@ static bool freeze_take(courier_engine *e, cr_transfer *t, int code, const couri
     if (given) snprintf(idem, sizeof idem, "%s", given);
     else cj_random_hex(idem);
     /* The scheduler's "scheme://host:port" when it has one (lowercase, default port filled in). */
-    if (t->host && strlen(t->host) < sizeof host && strstr(t->host, "://") && strrchr(t->host, ':') > strstr(t->host, "://"))
-        snprintf(host, sizeof host, "%s", t->host);
+    size_t hl = t->host ? strlen(t->host) : 0;
+    if (t->host && hl < sizeof host && strstr(t->host, "://") && strrchr(t->host, ':') > strstr(t->host, "://"))
+        memcpy(host, t->host, hl + 1);
     else if (host_of(t->url, host, sizeof host))
         snprintf(host, sizeof host, "%s", "unknown://");
     int64_t now = cj_jnow(j);
@@ -667,7 +691,7 @@ bool cr_frozen_offline_send(courier_engine *e, cr_transfer *t) {
     pthread_mutex_unlock(&cr_core(e)->lock);
     if (closing) return false; /* courier_send says COURIER_E_CLOSED */
     courier_error err;
-    cr_fail(&err, COURIER_E_OFFLINE, "the network monitor says offline");
+    fail_text(&err, COURIER_E_OFFLINE, "the network monitor says offline", "");
     cr_event_will_send(e, t);
     if (freeze_take(e, t, COURIER_E_OFFLINE, &err, true)) return true;
     return false;

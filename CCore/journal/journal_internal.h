@@ -118,7 +118,9 @@ struct jseqs;
 #define J_DEFAULT_POLL 10000L
 
 /* Persisted flags (beside COURIER_FREEZE_UNORDERED 0x1 and COURIER_FREEZE_ON_AMBIGUOUS 0x2). */
-#define JF_IN_DUE 0x100u /* the record has a `due` key, at due_time() */
+/* The record has a `due` key, at due_time() (an unordered record numbered past meta's `due_upto`
+ * gets it from the next pass: store.c, due_catch_up) */
+#define JF_IN_DUE 0x100u
 /* Claimed out of `due` (LMDB store): the claim took the record's key away and giving the claim back
  * (an answer to retry, not tried, a takeover's recovery) puts it back, at the next attempt. A claim
  * is found by the scan every poll interval when its lease ends or its owner dies, not by `due`
@@ -288,6 +290,8 @@ typedef struct jfreeze {
     courier_frozen *snap; /* once written */
     uint64_t answer_id;   /* the original send's id */
     int generated;        /* the id is made at write time (from the record's number) */
+    int unconfirmed;      /* written, but fewer replicas than asked confirmed it (WAIT): -66, not FROZEN */
+    long long replicas_acked; /* what WAIT answered */
 } jfreeze;
 
 typedef struct joutcome {

@@ -5,109 +5,10 @@
  */
 #include "journal/journal_internal.h"
 
-#if defined(__APPLE__)
-/* macOS has no getrandom: arc4random_buf (stdlib.h) fills the buffer and never fails. */
-static ssize_t getrandom(void *buf, size_t n, unsigned flags) {
-    (void)flags;
-    arc4random_buf(buf, n);
-    return (ssize_t)n;
-}
-#else
-#include <sys/random.h>
-#endif
-
-void cj_random_bytes(void *out, size_t n) {
-    uint8_t *p = out;
-    while (n) {
-        ssize_t got = getrandom(p, n, 0);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            /* No entropy source: time and address bits, still unique enough for ids. */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)p ^
-                         ((uint64_t)getpid() << 40);
-            for (; n; n--, p++) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                *p = (uint8_t)x;
-            }
-            return;
-        }
-        p += got;
-        n -= (size_t)got;
-    }
-}
-
-/* 64 bits from a per-thread splitmix64 sequence seeded once from the system's random source (a
- * bijection of a counter: never repeats within a thread; random seeds keep threads and processes
- * apart). Cheaper than a system call per id on the freeze path. */
-static uint64_t random64(void) {
-    static _Thread_local uint64_t state;
-    static _Thread_local int seeded;
-    if (!seeded) {
-        cj_random_bytes(&state, sizeof state);
-        seeded = 1;
-    }
-    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-/* 32 lowercase hex digits of 128 random bits. */
-void cj_random_hex(char out[33]) {
-    static const char hex[] = "0123456789abcdef";
-    uint8_t b[16];
-    uint64_t a = random64(), c = random64();
-    memcpy(b, &a, 8);
-    memcpy(b + 8, &c, 8);
-    for (int i = 0; i < 16; i++) {
-        out[2 * i] = hex[b[i] >> 4];
-        out[2 * i + 1] = hex[b[i] & 15];
-    }
-    out[32] = '\0';
-}
-
 static int64_t realtime_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Reads /proc/<pid>/stat: the state letter and the start time. -1 when the process is absent. */
-int cj_proc_stat(long pid, char *state, uint64_t *start) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT || errno == ESRCH ? -1 : -2;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return -1;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    if (!p || !p[1] || !p[2]) return -2;
-    p += 2; /* field 3: state */
-    *state = *p;
-    int field = 3;
-    while (*p && field < 22) {
-        if (*p == ' ') field++;
-        p++;
-    }
-    *start = field == 22 ? strtoull(p, NULL, 10) : 0;
-    return 0;
-}
-
-uint64_t cj_boot_hash(void) {
-    char buf[64];
-    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf);
-    close(fd);
-    if (n <= 0) return 0;
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) n--;
-    return cr_fnv1a64(buf, (size_t)n) | 1;
 }
 
 /* Files of a journal that has committed once; its absence beside a missing or empty data file
@@ -669,6 +570,55 @@ static int lm_st_update(cr_journal *j, cj_txn *t, uint64_t seq, const jstate *ol
     return lm_st_update_text(j, t, seq, old, st, NULL, NULL);
 }
 
+/* ---- the `due` keys of the newest records ----
+ * An automatic unordered freeze numbered past `due_upto` (meta: be64; every record up to it has the
+ * `due` key its flags say) is written flagged JF_IN_DUE but without the key: its commit then
+ * writes `req` and the main database's page naming it, not `due`'s leaf and branch too
+ * (docs/design/journal.md, "Pages per freeze"). The next pass puts the keys of the records past
+ * `due_upto` before it reads `due` (due_catch_up: reads of `req` and appends to `due`; no record
+ * rewritten), and lm_due_edges counts such records as due now (due_behind), so the turn a resume,
+ * the network's return or another engine's freeze wakes runs that pass. Every other use of a
+ * JF_IN_DUE record's key (a claim, an answer, a removal) already takes a missing key for removed.
+ * Records are numbered upwards (last key + 1), so the records past `due_upto` are the newest; a
+ * number reused after removals that is not past it gets its key in the freeze. */
+static uint64_t due_upto(cr_journal *j, MDB_txn *txn) {
+    MDB_val k = {8, (void *)"due_upto"}, v;
+    return mdb_get(txn, j->env->db_meta, &k, &v) == 0 && v.mv_size == 8 ? cr_get_be64(v.mv_data) : 0;
+}
+
+/* Puts the `due` keys of the records past `due_upto` that should have one (JF_IN_DUE; a key already
+ * there is put again, unchanged), and sets `due_upto` to the newest record (lowered too when the
+ * newest were removed, so a number reused later is past it). */
+static int due_catch_up(cr_journal *j, MDB_txn *txn) {
+    uint64_t upto = due_upto(j, txn), last;
+    int rc = last_next(txn, j->env->db_req, &last);
+    if (rc || --last == upto) return rc;
+    if (last > upto) {
+        MDB_cursor *c;
+        if ((rc = mdb_cursor_open(txn, j->env->db_req, &c))) return rc;
+        uint8_t kb[8];
+        cr_put_be64(kb, upto + 1);
+        MDB_val k = {8, kb}, v;
+        for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+            jstate st;
+            if (k.mv_size != 8 || !cj_state_decode(v.mv_data, v.mv_size, &st) || !(st.flags & JF_IN_DUE)) continue;
+            if ((rc = key2_op(j, txn, j->env->db_due, due_time(&st), cr_get_be64(k.mv_data), true))) break;
+        }
+        mdb_cursor_close(c);
+        if (rc != MDB_NOTFOUND) return rc;
+    }
+    uint8_t b[8];
+    cr_put_be64(b, last);
+    MDB_val key = {8, (void *)"due_upto"}, val = {8, b};
+    return mdb_put(txn, j->env->db_meta, &key, &val, 0);
+}
+
+/* Records past `due_upto`: some may be due with no `due` key yet. */
+static bool due_behind(cr_journal *j, MDB_txn *txn) {
+    uint64_t next;
+    return last_next(txn, j->env->db_req, &next) == 0 && next - 1 > due_upto(j, txn);
+}
+
 static int lm_rec_get(cr_journal *j, cj_txn *t, uint64_t seq, jstate *st, const char **text, size_t *len) {
     MDB_val v;
     int rc = rec_get(j, TX(t), seq, st, &v);
@@ -762,7 +712,9 @@ static int lm_freeze(cr_journal *j, cj_txn *t, jfreeze *f) {
         }
         if (!rc && in_due) {
             f->st.flags |= JF_IN_DUE;
-            rc = key2_op(j, txn, j->env->db_due, due_time(&f->st), seq, true);
+            /* Unordered and the newest: its key put by the next pass (due_catch_up). */
+            if (is_ordered_auto(&f->st) || seq <= due_upto(j, txn))
+                rc = key2_op(j, txn, j->env->db_due, due_time(&f->st), seq, true);
         }
     }
     if (!rc) rc = rec_put(j, txn, seq, &f->st, text, strlen(text), true, NULL);
@@ -779,7 +731,7 @@ static int lm_pass(cr_journal *j, cj_txn *t, int64_t now, long slots, unsigned m
     *next = INT64_MAX;
     *mode_done = true;
     MDB_cursor *c;
-    int rc = 0;
+    int rc = due_catch_up(j, txn); /* the newest records' keys first */
     jseqs cand = {0};
     MDB_val k, v;
     bool full = false; /* out of slots with candidates left */
@@ -891,6 +843,7 @@ static void lm_due_edges(cr_journal *j, cj_txn *t, int64_t now, bool *due_now, i
         }
     }
     mdb_cursor_close(c);
+    if (!*due_now && due_behind(j, TX(t))) *due_now = true; /* the next pass puts their keys, then knows */
 }
 
 /* Read-only look: is anything due now, and when next? With `scan`, also which claims are held by

@@ -501,14 +501,19 @@ static int r_freeze(cr_journal *j, cj_txn *txn, jfreeze *f) {
         const char *x[5] = {num, (const char *)b, text, f->generated ? "" : f->st.id, qm};
         size_t xl[5] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)seq), bl, strlen(text),
                         f->generated ? 0 : f->st.id_len, ql};
-        long long done = 0;
+        long long done = 0, acked = 0;
         f->tried = seq;
-        rc = cjr_eval(j, "freeze", x, xl, 5, &done);
+        const courier_config *cfg = cr_core(j->e)->config;
+        rc = cjr_eval_wait(j, "freeze", x, xl, 5, &done, cfg->frozen.replicas, cfg->frozen.replicas_timeout_ms, &acked);
         free(text);
         if (rc) return rc;
         f->tried = 0;
         if (done) {
             f->seq = seq;
+            if (cfg->frozen.replicas > 0 && acked < cfg->frozen.replicas) {
+                f->unconfirmed = 1; /* written, not acknowledged: COURIER_E_REPLICAS_UNCONFIRMED */
+                f->replicas_acked = acked;
+            }
             return 0;
         }
     }
@@ -543,7 +548,13 @@ static int r_freeze_batch(cr_journal *j, cj_txn *txn, jfreeze *list) {
     freeReplyObject(rep);
     if (last < n) return MDB_CORRUPTED;
     enum { ARGS = 17 };
-    cr_redis_cmd *cmds = calloc(n, sizeof *cmds);
+    const courier_config *cfg = cr_core(j->e)->config;
+    int wait_n = cfg->frozen.replicas;
+    char wn[16], wt[24];
+    const char *wv[3] = {"WAIT", wn, wt};
+    size_t wl[3] = {4, (size_t)snprintf(wn, sizeof wn, "%d", wait_n),
+                    (size_t)snprintf(wt, sizeof wt, "%lld", (long long)cfg->frozen.replicas_timeout_ms)};
+    cr_redis_cmd *cmds = calloc(n + 1, sizeof *cmds);
     const char **argv = calloc(n * ARGS, sizeof *argv);
     size_t *argl = calloc(n * ARGS, sizeof *argl);
     char **texts = calloc(n, sizeof *texts);
@@ -551,7 +562,7 @@ static int r_freeze_batch(cr_journal *j, cj_txn *txn, jfreeze *list) {
     char (*nums)[24] = calloc(n, sizeof *nums);
     char (*qms)[J_HOST_MAX + 24] = calloc(n, sizeof *qms);
     jfreeze **fs = calloc(n, sizeof *fs);
-    redisReply **reps = calloc(n, sizeof *reps);
+    redisReply **reps = calloc(n + 1, sizeof *reps);
     if (!cmds || !argv || !argl || !texts || !states || !nums || !qms || !fs || !reps) rc = ENOMEM;
     size_t k = 0;
     for (jfreeze *f = list; rc == 0 && f; f = f->next) {
@@ -591,11 +602,19 @@ static int r_freeze_batch(cr_journal *j, cj_txn *txn, jfreeze *list) {
         k++;
     }
     if (rc == 0 && k) {
-        rc = cjr_run(j, cmds, k, reps, true);
+        /* WAIT after the scripts, on their connection: it counts the writes before it */
+        if (wait_n > 0) cmds[k] = (cr_redis_cmd){3, wv, wl};
+        size_t sent = k + (wait_n > 0);
+        rc = cjr_run(j, cmds, sent, reps, true);
+        long long acked = rc == 0 && wait_n > 0 ? (reps[k]->type == REDIS_REPLY_INTEGER ? reps[k]->integer : -1) : 0;
         for (size_t i = 0; rc == 0 && i < k; i++) {
             if (reps[i]->type == REDIS_REPLY_INTEGER && reps[i]->integer > 0) {
                 fs[i]->seq = fs[i]->tried;
                 fs[i]->tried = 0;
+                if (wait_n > 0 && acked < wait_n) {
+                    fs[i]->unconfirmed = 1; /* written, not acknowledged: COURIER_E_REPLICAS_UNCONFIRMED */
+                    fs[i]->replicas_acked = acked;
+                }
             } else {
                 fs[i]->tried = 0; /* not written (overtaken, NOSCRIPT): written alone */
                 if (reps[i]->type == REDIS_REPLY_ERROR && strncmp(reps[i]->str, "NOSCRIPT", 8) == 0) {
@@ -605,7 +624,7 @@ static int r_freeze_batch(cr_journal *j, cj_txn *txn, jfreeze *list) {
                 }
             }
         }
-        if (rc == 0) cr_redis_replies_free(reps, k);
+        if (rc == 0) cr_redis_replies_free(reps, sent);
     }
     for (size_t i = 0; texts && i < k; i++) free(texts[i]);
     free(cmds);

@@ -110,6 +110,10 @@ static inline int deferred_state(struct cj_rtxn *t, uint64_t seq, jstate *st) {
 CR_HIDDEN int cjr_remember(cr_journal *j, const courier_error *e);
 CR_HIDDEN int cjr_run(cr_journal *j, const cr_redis_cmd *cmds, size_t n, redisReply **replies, bool errors_ok);
 CR_HIDDEN int cjr_eval(cr_journal *j, const char *op, const char *const *extra, const size_t *extralen, int nextra, long long *out);
+/* cjr_eval followed by `WAIT wait_n wait_ms` in the same pipeline (wait_n > 0): *acked, the replicas
+ * that confirmed the connection's writes (-1: not an integer). */
+CR_HIDDEN int cjr_eval_wait(cr_journal *j, const char *op, const char *const *extra, const size_t *extralen, int nextra,
+                            long long *out, int wait_n, int64_t wait_ms, long long *acked);
 CR_HIDDEN int cjr_ensure_group(cr_journal *j);
 CR_HIDDEN int cjr_my_pending(cr_journal *j, redisReply **out);
 /* The script's sha in sha[41], loaded first (SCRIPT LOAD) when it is not: 0 or CJ_E_REDIS. */

@@ -86,6 +86,11 @@ int cjr_run(cr_journal *j, const cr_redis_cmd *cmds, size_t n, redisReply **repl
  * the group and the operation: extra[0..nextra). Integer reply in *out. */
 int cjr_eval(cr_journal *j, const char *op, const char *const *extra, const size_t *extralen, int nextra,
                 long long *out) {
+    return cjr_eval_wait(j, op, extra, extralen, nextra, out, 0, 0, NULL);
+}
+
+int cjr_eval_wait(cr_journal *j, const char *op, const char *const *extra, const size_t *extralen, int nextra,
+                  long long *out, int wait_n, int64_t wait_ms, long long *acked) {
     cj_redis *r = j->redis;
     for (int attempt = 0; attempt < 2; attempt++) {
         rargs a = {0};
@@ -116,10 +121,21 @@ int cjr_eval(cr_journal *j, const char *op, const char *const *extra, const size
         args(&a, R_GROUP);
         args(&a, op);
         for (int i = 0; i < nextra; i++) arg(&a, extra[i], extralen[i]);
-        cr_redis_cmd c = cmd_of(&a);
-        redisReply *rep;
-        int rc = cjr_run(j, &c, 1, &rep, true);
+        cr_redis_cmd c[2] = {cmd_of(&a)};
+        /* WAIT on the same connection, in the same pipeline: it counts this connection's writes */
+        char wn[16], wt[24];
+        const char *wv[3] = {"WAIT", wn, wt};
+        size_t wl[3] = {4, (size_t)snprintf(wn, sizeof wn, "%d", wait_n),
+                        (size_t)snprintf(wt, sizeof wt, "%lld", (long long)wait_ms)};
+        c[1] = (cr_redis_cmd){3, wv, wl};
+        redisReply *reps[2] = {NULL, NULL}, *rep;
+        int rc = cjr_run(j, c, wait_n > 0 ? 2 : 1, reps, true);
         if (rc) return rc;
+        rep = reps[0];
+        if (wait_n > 0) {
+            if (acked) *acked = reps[1]->type == REDIS_REPLY_INTEGER ? reps[1]->integer : -1;
+            freeReplyObject(reps[1]);
+        }
         if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
             freeReplyObject(rep);
             pthread_mutex_lock(&r->mu);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -98,8 +99,9 @@ courier_engine *th_engine(void (*tweak)(courier_config *cfg)) {
     courier_config_set_base_url(cfg, th_base());
     courier_config_set_temporary_store(cfg, 1); /* each test engine its own store (a tweak may set one) */
     if (getenv("COURIER_TEST_CACHE_REDIS")) { /* the same tests with the cache on Redis (CMakeLists.txt) */
-        const char *url = th_redis_url();
-        if (!url || th_redis_flush() != 0 || courier_config_set_cache_store(cfg, url) != COURIER_OK) {
+        bool cluster = strcmp(getenv("COURIER_TEST_CACHE_REDIS"), "cluster") == 0;
+        const char *url = cluster ? th_redis_cluster_url() : th_redis_url();
+        if (!url || (cluster ? th_redis_cluster_flush() : th_redis_flush()) != 0 || courier_config_set_cache_store(cfg, url) != COURIER_OK) {
             th_fail(__FILE__, __LINE__, "the cache on Redis (%s)", url ? url : "no redis-server");
             courier_config_free(cfg);
             return NULL;
@@ -512,6 +514,113 @@ int th_redis_stop(void) { return th_redis_dir[0] ? th_redis_fixture("stop") : 0;
 int th_redis_restart(void) { return th_redis_dir[0] ? th_redis_fixture("restart") : -1; }
 
 int th_redis_kill(void) { return th_redis_dir[0] ? th_redis_fixture("kill") : -1; }
+
+static char th_cluster_dir[600];
+static char th_cluster_buf[300];
+static pid_t th_cluster_owner;
+static int th_cluster_ports[6];
+
+static void th_cluster_atexit(void) {
+    if (th_cluster_owner != getpid() || !th_cluster_dir[0]) return;
+    /* The cache's tests on a cluster (COURIER_TEST_CACHE_REDIS=cluster): no command of theirs may
+     * have crossed slots (a URL's entries and Vary record share a hash tag). */
+    long long crossslot = 0;
+#ifdef COURIER_TEST_REDIS
+    for (int i = 0; i < 6 && getenv("COURIER_TEST_CACHE_REDIS"); i++) {
+        redisContext *c = redisConnect("127.0.0.1", th_cluster_ports[i]);
+        redisReply *r = c && !c->err ? redisCommand(c, "INFO errorstats") : NULL;
+        const char *p = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "errorstat_CROSSSLOT:count=") : NULL;
+        if (p) crossslot += atoll(p + 26);
+        if (r) freeReplyObject(r);
+        if (c) redisFree(c);
+    }
+#endif
+    int pids[6] = {0};
+    for (int i = 0; i < 6; i++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/node%d/redis.pid", th_cluster_dir, i);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fscanf(f, "%d", &pids[i]) != 1) pids[i] = 0;
+            fclose(f);
+        }
+        if (pids[i] > 0 && kill(pids[i], SIGTERM) != 0) pids[i] = 0;
+    }
+    for (int i = 0; i < 6; i++) {
+        if (pids[i] <= 0) continue;
+        for (int k = 0; k < 400 && kill(pids[i], 0) == 0; k++) usleep(25000);
+        kill(pids[i], SIGKILL);
+    }
+    if (crossslot) {
+        fprintf(stderr, "FAIL: the Redis Cluster answered CROSSSLOT %lld times\n", crossslot);
+        _exit(1);
+    }
+}
+
+const char *th_redis_cluster_url(void) {
+    if (th_cluster_buf[0]) return th_cluster_buf;
+    if (!th_cluster_dir[0]) snprintf(th_cluster_dir, sizeof th_cluster_dir, "%s/redis-cluster", th_tmpdir());
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/redis-fixture' cluster '%s' >/dev/null", COURIER_SOURCE_DIR, th_cluster_dir);
+    if (!th_cluster_owner) atexit(th_cluster_atexit);
+    th_cluster_owner = getpid();
+    if (system(cmd) != 0) {
+        th_fail(__FILE__, __LINE__, "the Redis Cluster did not start (scripts/redis-fixture cluster)");
+        return NULL;
+    }
+    char path[700];
+    snprintf(path, sizeof path, "%s/cluster.ports", th_cluster_dir);
+    FILE *f = fopen(path, "r");
+    for (int i = 0; f && i < 6; i++)
+        if (fscanf(f, "%d", &th_cluster_ports[i]) != 1) th_cluster_ports[i] = 0;
+    if (f) fclose(f);
+    snprintf(path, sizeof path, "%s/redis.url", th_cluster_dir);
+    f = fopen(path, "r");
+    if (!f || !fgets(th_cluster_buf, sizeof th_cluster_buf, f)) {
+        if (f) fclose(f);
+        th_fail(__FILE__, __LINE__, "scripts/redis-fixture cluster wrote no URL");
+        return NULL;
+    }
+    fclose(f);
+    th_cluster_buf[strcspn(th_cluster_buf, "\r\n")] = '\0';
+    return th_cluster_buf;
+}
+
+int th_redis_cluster_port(int i) { return i >= 0 && i < 6 ? th_cluster_ports[i] : 0; }
+
+int th_redis_cluster_node(int i, const char *verb) {
+    if (!th_cluster_dir[0]) return -1;
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/redis-fixture' %s '%s/node%d' >/dev/null", COURIER_SOURCE_DIR, verb,
+             th_cluster_dir, i);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int th_redis_cluster_flush(void) {
+#ifdef COURIER_TEST_REDIS
+    if (!th_redis_cluster_url()) return -1;
+    int rc = 0;
+    for (int i = 0; i < 6; i++) {
+        redisContext *c = redisConnect("127.0.0.1", th_cluster_ports[i]);
+        if (!c || c->err) { /* a node killed by the test */
+            if (c) redisFree(c);
+            continue;
+        }
+        redisReply *role = redisCommand(c, "ROLE");
+        bool master = role && role->type == REDIS_REPLY_ARRAY && role->elements && strcmp(role->element[0]->str, "master") == 0;
+        if (role) freeReplyObject(role);
+        if (master) {
+            redisReply *r = redisCommand(c, "FLUSHALL");
+            if (!r || r->type != REDIS_REPLY_STATUS) rc = -1;
+            if (r) freeReplyObject(r);
+        }
+        redisFree(c);
+    }
+    return rc;
+#else
+    return -1;
+#endif
+}
 
 int th_redis_built(void) {
 #ifdef COURIER_TEST_REDIS

@@ -152,6 +152,18 @@ int th_redis_kill(void);
  * it failed or Redis answered an error; *out (NULL allowed): an integer reply, or the number of
  * elements of an array reply (else 0). */
 int th_redis_command(const char *command, long long *out);
+/* A Redis Cluster of the test process's own (scripts/redis-fixture cluster: 3 masters with a
+ * replica each, node-timeout 1 s), started on first use in a temporary directory and stopped at
+ * exit by the process that started it. th_redis_cluster_url: "redis+cluster://127.0.0.1:P0,...,/"
+ * (static), NULL when it could not start (failed, saying why). With COURIER_TEST_CACHE_REDIS=cluster
+ * th_engine puts the cache there (emptied first). */
+const char *th_redis_cluster_url(void);
+/* The port of node i (0..5; 0-2 began as masters, 3-5 as replicas), 0 when unknown. */
+int th_redis_cluster_port(int i);
+/* scripts/redis-fixture VERB (kill, restart, stop) on node i alone: 0 on success. */
+int th_redis_cluster_node(int i, const char *verb);
+/* FLUSHALL on every master: 0 on success. */
+int th_redis_cluster_flush(void);
 /* Whether the library under test has Redis stores (CMake's COURIER_REDIS found hiredis). */
 int th_redis_built(void);
 

@@ -122,7 +122,7 @@ final class CourierErrorTests: LoopbackTestCase {
             (.unknownName, -51), (.routeParameter, -52), (.catalog, -53),
             (.redis, -54), (.redisUnsupported, -55), (.numberRange, -56), (.again, -58),
             (.wsHandshake, -60), (.wsProtocolError, -61), (.wsClosed, -62), (.httpVersion, -63), (.noStub, -64),
-            (.credentialRefused, -65),
+            (.credentialRefused, -65), (.replicasUnconfirmed, -66),
         ]
         XCTAssertEqual(CourierError.Code.allKnown, expected.map(\.0))
         for (code, raw) in expected {

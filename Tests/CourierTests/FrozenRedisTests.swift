@@ -9,6 +9,27 @@ import Foundation
 import XCTest
 
 final class FrozenRedisTests: RedisTestCase {
+    /// A freeze fewer replicas confirm than `frozenReplicas` asks (this server has none) throws
+    /// `.replicasUnconfirmed`, not `.frozen`; it is in the journal all the same.
+    func testFreezeUnconfirmedByReplicasIsNotFrozen() async throws {
+        let engine = try makeEngine {
+            $0.frozenStore = redisURL + "#swift-replicas"
+            $0.frozenPaused = true
+            $0.frozenReplicas = FrozenReplicas(count: 1, timeout: 0.2)
+        }
+        defer { engine.close() }
+        engine.reachability.setOffline()
+        do {
+            _ = try await engine.send(.post("/echo/replicas").body(Data("n=1".utf8), contentType: "text/plain")
+                .freeze(.auto))
+            XCTFail("sent")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .replicasUnconfirmed)
+            XCTAssertNil(error.freezeID)
+        }
+        XCTAssertEqual(try engine.frozen.count(), 1)
+    }
+
     func testFrozenByOneEngineReplayedByAnother() async throws {
         let url = redisURL + "#swift"
         func open(_ paused: Bool) throws -> Engine {

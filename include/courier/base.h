@@ -139,9 +139,13 @@ typedef enum courier_code {
                                          libcurl was built without it (HTTP/3) */
     COURIER_E_NO_STUB = -64,          /* the engine answers from stubs (COURIER_STUBS_ONLY) and no stub
                                          matched the request; nothing was sent */
-    COURIER_E_CREDENTIAL_REFUSED = -65 /* the authenticator's credential was refused again right after
+    COURIER_E_CREDENTIAL_REFUSED = -65, /* the authenticator's credential was refused again right after
                                          a refresh (the loop guard): the refusing response (a 401)
                                          is attached */
+    COURIER_E_REPLICAS_UNCONFIRMED = -66 /* a freeze was written to the Redis journal's master but fewer
+                                         replicas than courier_config_set_frozen_replicas asks for
+                                         confirmed it in time (WAIT): not acknowledged as frozen (it
+                                         may still be replayed: it is in the journal) */
 } courier_code;
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */

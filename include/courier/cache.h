@@ -124,7 +124,10 @@ typedef int64_t (*courier_clock_fn)(void *user);
  * A directory: an LMDB store there (created at first use). A URL
  * "redis://[[user]:password@]host[:port][/db][?timeout_ms=N]" (user and password %-escaped; port
  * 6379 and database 0 by default): a Redis server, shared by every engine, process and machine
- * that names it; policies, keys, the HTTP rules and the manager work the same. On Redis each
+ * that names it; policies, keys, the HTTP rules and the manager work the same. A Redis Cluster:
+ * "redis+cluster://[[user]:password@]host:port[,host:port...][/0][?timeout_ms=N&replica_reads=1]"
+ * (seed nodes; each command goes to its slot's master, replica_reads=1 sends lookups to replicas,
+ * which may lag: docs/design/redis-cluster.md). On Redis each
  * entry expires by itself when it becomes useless (its expiry plus its stale horizons), the size
  * limit is Redis' own (maxmemory and its policy; courier_config_set_cache_max_bytes still bounds
  * one entry to an eighth of it), the durability setting is the server's, and a call waits at

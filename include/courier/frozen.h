@@ -104,7 +104,8 @@ COURIER_API int courier_config_set_frozen_lease_ms(courier_config *config, int64
 COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, int64_t poll_ms);
 /* Where the journal of frozen requests lives, apart from the cache: NULL or "" (the default) the
  * engine's store directory (LMDB, in "<dir>/journal"); another directory (LMDB there); or a Redis
- * URL, "redis://[:password@]host:port[/db]", when the library was built with Redis stores: the
+ * URL, "redis://[:password@]host:port[/db]" (or a Redis Cluster's, "redis+cluster://host:port,
+ * host:port/", seed nodes: docs/design/redis-cluster.md), when the library was built with Redis stores: the
  * requests then live on a Redis stream with a consumer group, shared by every engine, process and
  * machine that names the same Redis (docs/design/redis.md, "The journal on Redis"); the store directory
  * still keeps the cookie jar. Copied. Checked at engine open: a malformed Redis URL fails it with
@@ -117,6 +118,17 @@ COURIER_API int courier_config_set_frozen_poll_ms(courier_config *config, int64_
  * the engine opens (as every setter here).
  * Errors: COURIER_E_INVALID_ARGUMENT (1024 bytes or longer, a mistyped URL). */
 COURIER_API int courier_config_set_frozen_store(courier_config *config, const char *location);
+/* A freeze on a Redis journal is acknowledged (COURIER_E_FROZEN) only once `replicas` replicas of
+ * its master have it: the freeze's script is followed by `WAIT replicas timeout_ms` on the same
+ * connection. When fewer confirm within timeout_ms, the send ends with
+ * COURIER_E_REPLICAS_UNCONFIRMED (-66) instead of COURIER_E_FROZEN: not acknowledged, though the
+ * record is in the journal and may still be replayed. 0 (the default): no WAIT, acknowledged once
+ * the master has it (asynchronous replication: a master lost before its replica copied the freeze
+ * loses it). An LMDB journal has no replicas: the setting is ignored there. What N = 0, N = 1 and
+ * appendfsync always promise: docs/design/redis-cluster.md. Not thread-safe (as every setter here).
+ * Errors: COURIER_E_INVALID_ARGUMENT (replicas < 0 or > 64, timeout_ms < 1 with replicas > 0:
+ * WAIT 0 would wait for ever, or timeout_ms < 0). */
+COURIER_API int courier_config_set_frozen_replicas(courier_config *config, int replicas, int64_t timeout_ms);
 /* Nonzero: the engine opens with automatic replay paused (courier_frozen_resume starts it), e.g.
  * to add event listeners first, or for tools that only look at the journal. */
 COURIER_API int courier_config_set_frozen_paused(courier_config *config, int paused);

@@ -179,6 +179,10 @@ extension CourierError {
         /// The authenticator's credential was refused again right after a refresh (the loop
         /// guard); the refusing response (a 401) is attached.
         public static let credentialRefused = Code(COURIER_E_CREDENTIAL_REFUSED)
+        /// A freeze was written to the Redis journal's master but fewer replicas than
+        /// ``Configuration/frozenReplicas`` asks for confirmed it in time: not acknowledged as
+        /// frozen (it may still be replayed).
+        public static let replicasUnconfirmed = Code(COURIER_E_REPLICAS_UNCONFIRMED)
         // The JSON features' codes (json, mapping, api) are declared beside them, in Features/.
 
         /// Every code this version names, in the C header's order.
@@ -196,7 +200,7 @@ extension CourierError {
             Code(COURIER_E_CELLULAR),
             Code(COURIER_E_UNKNOWN_NAME), Code(COURIER_E_ROUTE_PARAMETER), Code(COURIER_E_CATALOG),
             .redis, .redisUnsupported, .numberRange, .again, .wsHandshake, .wsProtocolError,
-            .wsClosed, .httpVersion, .noStub, .credentialRefused,
+            .wsClosed, .httpVersion, .noStub, .credentialRefused, .replicasUnconfirmed,
         ]
 
         /// A code with no name in this version: `Code(rawValue:)` of anything else.
@@ -264,6 +268,7 @@ extension CourierError {
             case .httpVersion: return "httpVersion"
             case .noStub: return "noStub"
             case .credentialRefused: return "credentialRefused"
+            case .replicasUnconfirmed: return "replicasUnconfirmed"
             default: return "unknown(\(rawValue))"
             }
         }
@@ -353,6 +358,8 @@ extension CourierError {
     public static let noStub = Code.noStub
     /// See ``Code/credentialRefused``.
     public static let credentialRefused = Code.credentialRefused
+    /// See ``Code/replicasUnconfirmed``.
+    public static let replicasUnconfirmed = Code.replicasUnconfirmed
 }
 
 // MARK: - From the C core

@@ -166,6 +166,27 @@ public struct FrozenReplay: Sendable, Hashable {
     }
 }
 
+/// How many replicas must confirm a freeze on a Redis journal before it is acknowledged
+/// (`WAIT count timeout` after the freeze's script). A freeze they do not confirm in time throws
+/// ``CourierError/Code/replicasUnconfirmed`` instead of ``CourierError/Code/frozen``: it is in the
+/// journal (and may still be replayed) but not acknowledged. An LMDB journal ignores it.
+public struct FrozenReplicas: Sendable, Hashable {
+    /// Replicas that must have the freeze (> 0).
+    public var count: Int
+    /// The longest wait for them, in seconds (> 0).
+    public var timeout: TimeInterval
+
+    /// Replica confirmation of freezes.
+    /// - Parameters:
+    ///   - count: Replicas that must have the freeze (1 closes the window of a master lost before
+    ///     its replica copied the freeze).
+    ///   - timeout: The longest wait for them, in seconds.
+    public init(count: Int, timeout: TimeInterval) {
+        self.count = count
+        self.timeout = timeout
+    }
+}
+
 /// Seconds to whole milliseconds, rounded.
 private func frozenMilliseconds(_ seconds: TimeInterval) -> Int { Int((seconds * 1000).rounded()) }
 
@@ -180,6 +201,19 @@ extension Configuration {
                                                                         Int64(frozenMilliseconds($1.backoffBase)),
                                                                         Int64(frozenMilliseconds($1.backoffMax))),
                                        "frozenReplay")
+            }
+        }
+    }
+
+    /// Replicas that must confirm each freeze on a Redis journal before it is acknowledged; nil
+    /// (the default): none (acknowledged once the master has it). See ``FrozenReplicas``.
+    public var frozenReplicas: FrozenReplicas? {
+        get { setting("frozenReplicas") }
+        set {
+            setSetting("frozenReplicas", newValue) {
+                try CourierError.check(courier_config_set_frozen_replicas($0, Int32(clamping: $1.count),
+                                                                          Int64(frozenMilliseconds($1.timeout))),
+                                       "frozenReplicas")
             }
         }
     }

@@ -435,6 +435,7 @@ DECLS = {
     'courier_config_set_frozen_lease_ms': ('int', ('ptr', 'int64')),
     'courier_config_set_frozen_poll_ms': ('int', ('ptr', 'int64')),
     'courier_config_set_frozen_store': ('int', ('ptr', 'str')),
+    'courier_config_set_frozen_replicas': ('int', ('ptr', 'int', 'int64')),
     'courier_config_set_frozen_paused': ('int', ('ptr', 'int')),
     'courier_frozen_pause': ('int', ('ptr',)),
     'courier_frozen_resume': ('int', ('ptr',)),

@@ -384,7 +384,9 @@ class Engine:
         envelope: a :class:`courier.Envelope`; json_types: MIME types decoded as JSON;
         decoders: ``{mime: fn(body, content_type) -> python value}``.
         frozen_replay: (concurrency, backoff base s, backoff max s); frozen_expiry, frozen_lease,
-        frozen_poll (s); frozen_paused; frozen_store: where the journal lives, apart from the
+        frozen_poll (s); frozen_paused; frozen_replicas: (replicas, timeout s): a freeze on a Redis
+        journal is acknowledged only once that many replicas have it (``WAIT``), else the send
+        raises :class:`courier.ReplicasUnconfirmed`; frozen_store: where the journal lives, apart from the
         cache: a directory (LMDB; default the engine's store) or ``"redis://host:port/db"`` (Redis
         Streams, shared by every engine naming it; ``#name`` at the end keeps journals apart; Redis
         down does not fail the open: the ``frozen`` calls raise :class:`courier.RedisError` and a
@@ -483,6 +485,7 @@ class Engine:
                  frozen_replay: Optional[tuple[int, float, float]] = None,
                  frozen_expiry: Optional[float] = None, frozen_lease: Optional[float] = None,
                  frozen_poll: Optional[float] = None, frozen_paused: Optional[bool] = None,
+                 frozen_replicas: Optional[tuple[int, float]] = None,
                  frozen_store: Optional[str] = None,
                  reachability: Optional[Mapping[str, Any]] = None,
                  transports: Optional[Mapping[str, Any]] = None,
@@ -632,6 +635,9 @@ class Engine:
                 check(lib.courier_config_set_frozen_poll_ms(c, _ms(frozen_poll)), arg="frozen_poll")
             if frozen_paused is not None:
                 check(lib.courier_config_set_frozen_paused(c, 1 if frozen_paused else 0), arg="frozen_paused")
+            if frozen_replicas is not None:
+                n, timeout = frozen_replicas
+                check(lib.courier_config_set_frozen_replicas(c, int(n), _ms(timeout)), arg="frozen_replicas")
             if frozen_store is not None:
                 check(lib.courier_config_set_frozen_store(c, _b(frozen_store)), arg="frozen_store")
             if reachability is not None:

@@ -71,6 +71,20 @@ def test_query_and_remove_on_redis(redis_url, tmp_path, closed_port) -> None:
         assert e.frozen.count() == 0 and e.frozen.get(fid) is None
 
 
+def test_freeze_unconfirmed_by_replicas_is_not_frozen(redis_url, tmp_path, closed_port) -> None:
+    # frozen_replicas=(1, 0.2): WAIT 1 200 after the freeze; this server has no replica, so the
+    # send raises ReplicasUnconfirmed (not Frozen), though the request is in the journal.
+    with _engine(redis_url + "#py-replicas", str(tmp_path / "s"), timeout=5, frozen_paused=True,
+                 frozen_replicas=(1, 0.2)) as e:
+        with pytest.raises(courier.ReplicasUnconfirmed) as info:
+            e.post(f"http://127.0.0.1:{closed_port}/x", body=b"data", freeze="manual")
+        assert info.value.code == -66
+        assert not isinstance(info.value, courier.Frozen)
+        assert e.frozen.count() == 1
+    with pytest.raises(ValueError):
+        courier.Engine(store=str(tmp_path / "t"), frozen_replicas=(1, 0))
+
+
 def test_redis_down_is_a_redis_error(tmp_path) -> None:
     # The engine opens (issue 28, trap 7): the journal connects when Redis is there; until then its
     # calls raise RedisError.
