@@ -23,9 +23,31 @@ let package = Package(
         // The benchmarks' servers and clients, for Benchmarks/Peers (a package of its own that puts
         // Courier beside swift-nio's clients). No dependency of its own beyond Courier's.
         .library(name: "CourierBenchmarks", targets: ["CourierBenchmarks"]),
+        // Spans (swift-distributed-tracing) and metrics (swift-metrics) of an engine's requests, each
+        // its own product and trait (Tracing, Metrics: see `traits`): an app that uses only Courier
+        // resolves neither package.
+        .library(name: "CourierTracing", targets: ["CourierTracing"]),
+        .library(name: "CourierMetrics", targets: ["CourierMetrics"]),
+        // Adapters to other packages' types (docs/design/openapi.md): HTTPTypes' HTTPRequest and
+        // HTTPResponse, Foundation's URLRequest, and Swift OpenAPI Generator's transport. Each needs
+        // its package trait (below): without it the module is empty and its package is not fetched.
+        .library(name: "CourierHTTPTypes", targets: ["CourierHTTPTypes"]),
+        .library(name: "CourierOpenAPI", targets: ["CourierOpenAPI"]),
     ],
     traits: [
         .trait(name: "Redis", description: "Stores on Redis (redis:// store URLs) through the system's hiredis"),
+        // The packages of the products CourierTracing, CourierMetrics, CourierHTTPTypes and
+        // CourierOpenAPI are dependencies of these traits only (off by default, like Redis): SwiftPM
+        // fetches a dependency's package for any product of this package, used or not, unless a trait
+        // that is off guards it, so an app that depends on Courier alone resolves nothing more
+        // (scripts/check-swift-consumer); without its trait a module is empty. A dependent names the
+        // trait and uses the product: `.package(url: ..., from: ..., traits: ["OpenAPI"])`,
+        // `.product(name: "CourierOpenAPI", package: "courier")`.
+        .trait(name: "Tracing", description: "CourierTracing: spans of requests through swift-distributed-tracing"),
+        .trait(name: "Metrics", description: "CourierMetrics: metrics of requests through swift-metrics"),
+        .trait(name: "HTTPTypes", description: "Product CourierHTTPTypes' HTTPRequest/HTTPResponse interop (swift-http-types; its URLRequest interop needs no trait)"),
+        .trait(name: "OpenAPI", description: "Product CourierOpenAPI: a ClientTransport for Swift OpenAPI Generator's clients (swift-openapi-runtime)",
+               enabledTraits: ["HTTPTypes"]),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -33,6 +55,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // `swift package generate-documentation --target Courier` (README); no target depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // CourierTracing and CourierMetrics only, with the traits Tracing and Metrics on.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
+        // For the products CourierHTTPTypes and CourierOpenAPI only, under their traits.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.8.0"),
     ],
     targets: [
         // The engine, in C. Its public header is include/courier.h, which includes its parts,
@@ -127,6 +155,24 @@ let package = Package(
             dependencies: ["CCore", .product(name: "Logging", package: "swift-log")],
             path: "Sources/Courier"
         ),
+        // Sending HTTPTypes' HTTPRequest (inside `#if HTTPTypes`: empty without the trait) and
+        // Foundation's URLRequest (no trait needed) through an Engine (docs/design/openapi.md).
+        .target(
+            name: "CourierHTTPTypes",
+            dependencies: ["Courier", .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["HTTPTypes"]))],
+            path: "Sources/CourierHTTPTypes"
+        ),
+        // A ClientTransport of swift-openapi-runtime that sends through an Engine
+        // (docs/design/openapi.md); empty without the trait OpenAPI.
+        .target(
+            name: "CourierOpenAPI",
+            dependencies: [
+                "Courier", "CourierHTTPTypes",
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["OpenAPI"])),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: .when(traits: ["OpenAPI"])),
+            ],
+            path: "Sources/CourierOpenAPI"
+        ),
         // The C side of the benchmarks: the peers' ceilings (a plain libcurl multi loop, raw LMDB)
         // and the Courier C API driven from C, so each is measured without Swift in the way.
         .target(
@@ -161,8 +207,46 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierTests",
-            dependencies: ["Courier", "CourierTestServer"],
-            path: "Tests/CourierTests"
+            dependencies: [
+                "Courier", "CourierTestServer",
+                // HTTPTypesTests and OpenAPITransportTests, under the traits (scripts/test turns them
+                // on); the OpenAPI client under Tests/CourierTests/OpenAPI was generated once and
+                // committed (no generator here).
+                "CourierHTTPTypes", "CourierOpenAPI",
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["HTTPTypes"])),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: .when(traits: ["OpenAPI"])),
+            ],
+            path: "Tests/CourierTests",
+            exclude: ["OpenAPI/openapi.yaml", "OpenAPI/openapi-generator-config.yaml"]
+        ),
+        // A span per request from the C core's events, the W3C context injected by an interceptor
+        // (docs/design/tracing.md).
+        .target(
+            name: "CourierTracing",
+            dependencies: ["Courier", .product(name: "Tracing", package: "swift-distributed-tracing",
+                                               condition: .when(traits: ["Tracing"]))],
+            path: "Sources/CourierTracing"
+        ),
+        // Counters and timers of an engine's requests, cache and frozen requests.
+        .target(
+            name: "CourierMetrics",
+            dependencies: ["Courier", .product(name: "CoreMetrics", package: "swift-metrics",
+                                               condition: .when(traits: ["Metrics"]))],
+            path: "Sources/CourierMetrics"
+        ),
+        .testTarget(
+            name: "CourierTracingTests",
+            dependencies: ["CourierTracing", "CourierTestServer",
+                           .product(name: "InMemoryTracing", package: "swift-distributed-tracing",
+                                    condition: .when(traits: ["Tracing"]))],
+            path: "Tests/CourierTracingTests"
+        ),
+        .testTarget(
+            name: "CourierMetricsTests",
+            dependencies: ["CourierMetrics", "CourierTestServer",
+                           .product(name: "MetricsTestKit", package: "swift-metrics",
+                                    condition: .when(traits: ["Metrics"]))],
+            path: "Tests/CourierMetricsTests"
         ),
     ],
     // Tools 6.1 (for the trait) would make Swift 6 the language mode; the sources are Swift 5 mode.

@@ -180,7 +180,16 @@ import PackageDescription
 let package = Package(
     name: "DocsSnippets",
     platforms: [.macOS(.v13)],
-    dependencies: [.package(name: "Courier", path: "{root}")],
+    dependencies: [
+        // The traits of CourierTracing and CourierMetrics, and of the adapter products (README,
+        // "Swift's ecosystem"; OpenAPI turns on HTTPTypes).
+        .package(name: "Courier", path: "{root}", traits: ["Tracing", "Metrics", "OpenAPI"]),
+        // For blocks that import the tracing and metrics test kits or the adapters' packages.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.8.0"),
+    ],
     targets: [
 {targets}
     ],
@@ -190,10 +199,36 @@ let package = Package(
 
 SNIPPET_TARGET = """        .executableTarget(
             name: "{name}",
-            dependencies: [.product(name: "Courier", package: "Courier")],
+            dependencies: [{products}],
             path: "Sources/{name}",
             swiftSettings: [.treatAllWarnings(as: .error)]
         ),"""
+
+
+# A module a block imports -> the product and package that give it (Courier's is always there),
+# linked only into the blocks that import it, so the others build as a dependent of Courier alone does.
+SNIPPET_PRODUCTS = {
+    "CourierTracing": ("CourierTracing", "Courier"),
+    "CourierMetrics": ("CourierMetrics", "Courier"),
+    "Tracing": ("Tracing", "swift-distributed-tracing"),
+    "InMemoryTracing": ("InMemoryTracing", "swift-distributed-tracing"),
+    "CoreMetrics": ("CoreMetrics", "swift-metrics"),
+    "Metrics": ("Metrics", "swift-metrics"),
+    "MetricsTestKit": ("MetricsTestKit", "swift-metrics"),
+    "CourierHTTPTypes": ("CourierHTTPTypes", "Courier"),
+    "CourierOpenAPI": ("CourierOpenAPI", "Courier"),
+    "HTTPTypes": ("HTTPTypes", "swift-http-types"),
+    "OpenAPIRuntime": ("OpenAPIRuntime", "swift-openapi-runtime"),
+}
+
+
+def snippet_products(code: str) -> str:
+    """The target's dependencies: Courier, and the products of the modules the block imports."""
+    wanted = [("Courier", "Courier")]
+    for module in re.findall(r"^import\s+(\w+)", code, re.MULTILINE):
+        if module in SNIPPET_PRODUCTS and SNIPPET_PRODUCTS[module] not in wanted:
+            wanted.append(SNIPPET_PRODUCTS[module])
+    return ", ".join(f'.product(name: "{p}", package: "{k}")' for p, k in wanted)
 
 
 def check_swift(args: argparse.Namespace) -> int:
@@ -205,7 +240,8 @@ def check_swift(args: argparse.Namespace) -> int:
     package.mkdir(parents=True, exist_ok=True)
     names = [f"Snippet{n + 1}" for n in range(len(blocks))]
     (package / "Package.swift").write_text(SNIPPET_PACKAGE.format(
-        root=str(ROOT), targets="\n".join(SNIPPET_TARGET.format(name=n) for n in names)))
+        root=str(ROOT), targets="\n".join(SNIPPET_TARGET.format(name=n, products=snippet_products(b.code))
+                                          for n, b in zip(names, blocks))))
     results = []
     with Server(args.server) as server:
         # The port differs per run, so the snippets are written (and rebuilt) per run; the Courier

@@ -103,6 +103,7 @@ const char *courier_event_kind_name(int kind) {
     case COURIER_EVENT_FROM_CACHE: return "from_cache";
     case COURIER_EVENT_RETRIED: return "retried";
     case COURIER_EVENT_FROZEN: return "frozen";
+    case COURIER_EVENT_REDIRECTED: return "redirected";
     default: return "unknown";
     }
 }
@@ -805,6 +806,7 @@ static int event_level(const courier_event *ev) {
     switch (ev->kind) {
     case COURIER_EVENT_WILL_SEND:
     case COURIER_EVENT_DID_SEND:
+    case COURIER_EVENT_REDIRECTED:
     case COURIER_EVENT_FROM_CACHE: return COURIER_LOG_DEBUG;
     case COURIER_EVENT_PROGRESS: return COURIER_LOG_TRACE;
     case COURIER_EVENT_RETRIED:
@@ -859,6 +861,7 @@ static void event_line(cr_obs_snap *s, int level, const courier_event *ev, int c
                  ev->delay_ms);
         break;
     case COURIER_EVENT_FROZEN: snprintf(tail, sizeof tail, " frozen until online"); break;
+    case COURIER_EVENT_REDIRECTED: snprintf(tail, sizeof tail, " after a %d (redirect %d)", ev->http_status, ev->attempt); break;
     case COURIER_EVENT_FINISHED:
         if (ev->http_status) snprintf(tail, sizeof tail, " -> %d", ev->http_status);
         if (ev->code != COURIER_OK)

@@ -80,6 +80,68 @@ const char *courier_strerror(int code) {
     }
 }
 
+const char *courier_code_name(int code) {
+    switch (code) {
+    case COURIER_OK: return "ok";
+    case COURIER_E_INVALID_ARGUMENT: return "invalid_argument";
+    case COURIER_E_INVALID_URL: return "invalid_url";
+    case COURIER_E_CANNOT_RESOLVE: return "cannot_resolve";
+    case COURIER_E_CANNOT_CONNECT: return "cannot_connect";
+    case COURIER_E_TIMEOUT: return "timeout";
+    case COURIER_E_TLS: return "tls";
+    case COURIER_E_PINNING: return "pinning";
+    case COURIER_E_CANCELLED: return "cancelled";
+    case COURIER_E_HTTP_STATUS: return "http_status";
+    case COURIER_E_INVALID_RESULT: return "invalid_result";
+    case COURIER_E_TOO_LARGE: return "too_large";
+    case COURIER_E_INTERNAL: return "internal";
+    case COURIER_E_NO_MEMORY: return "no_memory";
+    case COURIER_E_INVALID_HEADER: return "invalid_header";
+    case COURIER_E_INVALID_ENCODING: return "invalid_encoding";
+    case COURIER_E_PARTIAL_RESPONSE: return "partial_response";
+    case COURIER_E_NETWORK: return "network";
+    case COURIER_E_CLOSED: return "closed";
+    case COURIER_E_STORE: return "store";
+    case COURIER_E_NOT_FOUND: return "not_found";
+    case COURIER_E_TOO_FREQUENT: return "too_frequent";
+    case COURIER_E_JSON: return "json";
+    case COURIER_E_MAPPING: return "mapping";
+    case COURIER_E_API: return "api";
+    case COURIER_E_FROZEN: return "frozen";
+    case COURIER_E_OFFLINE: return "offline";
+    case COURIER_E_JOURNAL_CORRUPT: return "journal_corrupt";
+    case COURIER_E_TOO_MANY_REDIRECTS: return "too_many_redirects";
+    case COURIER_E_REDIRECT_REFUSED: return "redirect_refused";
+    case COURIER_E_BODY_NOT_REPLAYABLE: return "body_not_replayable";
+    case COURIER_E_PROTOCOL: return "protocol";
+    case COURIER_E_HEADERS_TOO_LARGE: return "headers_too_large";
+    case COURIER_E_PROXY: return "proxy";
+    case COURIER_E_CACHE_INCONSISTENT: return "cache_inconsistent";
+    case COURIER_E_USER: return "user";
+    case COURIER_E_RESEND_POLICY_UNKNOWN: return "resend_policy_unknown";
+    case COURIER_E_DELETED_BY_POLICY: return "deleted_by_policy";
+    case COURIER_E_UNKNOWN_CHARSET: return "unknown_charset";
+    case COURIER_E_CHARSET: return "charset";
+    case COURIER_E_CLIENT_CERTIFICATE: return "client_certificate";
+    case COURIER_E_CELLULAR: return "cellular";
+    case COURIER_E_UNKNOWN_NAME: return "unknown_name";
+    case COURIER_E_ROUTE_PARAMETER: return "route_parameter";
+    case COURIER_E_CATALOG: return "catalog";
+    case COURIER_E_REDIS: return "redis";
+    case COURIER_E_REDIS_UNSUPPORTED: return "redis_unsupported";
+    case COURIER_E_NUMBER_RANGE: return "number_range";
+    case COURIER_E_AGAIN: return "again";
+    case COURIER_E_WS_HANDSHAKE: return "ws_handshake";
+    case COURIER_E_WS_PROTOCOL: return "ws_protocol";
+    case COURIER_E_WS_CLOSED: return "ws_closed";
+    case COURIER_E_HTTP_VERSION: return "http_version";
+    case COURIER_E_NO_STUB: return "no_stub";
+    case COURIER_E_CREDENTIAL_REFUSED: return "credential_refused";
+    case COURIER_E_REPLICAS_UNCONFIRMED: return "replicas_unconfirmed";
+    default: return "unknown";
+    }
+}
+
 int courier_setting_default(int64_t *out_value, courier_setting setting) {
     int64_t v;
     switch (setting) {

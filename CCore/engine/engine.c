@@ -321,8 +321,7 @@ static void release_easy(courier_engine *e, cr_transfer *t) {
         /* Pooled handles keep the engine's shared options; one a transfer changed in other ways
          * (a method, a body, progress) starts over. */
         if (t->easy_dirty) {
-            cr_easy_reset(t->easy); /* cookies.c */
-            cr_transport_base(e, t->easy);
+            cr_transport_rebase(e, t->easy); /* transport.c */
             t->easy_set.known = 0; /* the per-transfer options are curl's defaults again */
         }
         e->pool_set[e->npool] = t->easy_set;
@@ -538,6 +537,7 @@ static void route(courier_engine *e, cr_transfer *t) {
  * handed its caller to next and is freed by the caller of finish. */
 static void send_hop(courier_engine *e, cr_transfer *t, courier_response *resp, cr_transfer *next, courier_error *err) {
     t->done = hop_stored;
+    cr_event_redirected(e, next, resp->status); /* lifecycle.c: a span's event */
     if (!cr_cache_defer(e, t, COURIER_OK, resp, err)) courier_response_free(resp);
     courier_error herr;
     cr_error_clear(&herr);
@@ -753,6 +753,11 @@ static void finish_done(courier_engine *e, CURLMsg *msg) {
     if (t->set_cookie) { /* cookies.c: the jar changed; stored before anyone hears of it */
         t->set_cookie = 0;
         cr_jar_save(e);
+    }
+    if (t->sts_seen) { /* hsts.c: the host's HSTS entry, stored before anyone hears of the response */
+        t->sts_seen = 0;
+        if (resp && cr_security_verifies(t->security ? t->security : e->core.config->security))
+            cr_hsts_note(e, resp->url, cr_kvlist_get(&resp->headers, "Strict-Transport-Security"));
     }
     off_wire(e, t);
     if (code == COURIER_OK && cr_challenge_offer(e, t, resp, hold_challenged)) return; /* auth.c */
@@ -1055,6 +1060,7 @@ static void engine_free(courier_engine *e) {
     if (e->core.multi) curl_multi_cleanup(e->core.multi);
     cr_pool_free(e->core.pool); /* pool.c: after the cleanup, which closes connections through it */
     cr_jar_close(e); /* cookies.c: after every easy handle on its share is gone */
+    cr_hsts_close(e); /* hsts.c */
     cr_cache_engine_free(e); /* closes the cache's store before a temporary store is removed */
     cr_store_dir_remove_temp(e); /* store_dir.c: a temporary store goes with its engine */
     free(e->core.store_dir);
@@ -1108,6 +1114,10 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
         if (!e->core.store_is_temp && cr_journal_cookie_db(e, &cenv, &cdbi) != COURIER_OK) cenv = NULL;
         rc = cr_jar_open(e, cenv, cdbi, err);
     }
+    struct MDB_env *henv = NULL; /* hsts.c: the HSTS list beside the jar (in memory without a journal here) */
+    unsigned hdbi = 0;
+    if (rc == COURIER_OK && (e->core.store_is_temp || cr_journal_hsts_db(e, &henv, &hdbi) != COURIER_OK)) henv = NULL;
+    if (rc == COURIER_OK) rc = cr_hsts_open(e, henv, hdbi, err);
     if (rc) {
         engine_free(e);
         return rc;

@@ -39,20 +39,24 @@ void cr_ws_release(courier_ws *ws) {
         free(m);
     }
     free(ws->borrowed);
+    free(ws->raw);
     free((char *)ws->opt.subprotocols);
     cr_error_release_user(&ws->end_err);
     if (ws->user_free) ws->user_free(ws->user);
     pthread_cond_destroy(&ws->c);
+    pthread_mutex_destroy(&ws->io);
     pthread_mutex_destroy(&ws->m);
     free(ws);
 }
 
-/* Worker: tells the reader (the condition variable) and the notify callback. */
+/* Worker: tells the reader (the condition variable) and the notify callback. The broadcast comes
+ * after the unlock (what it announces was changed under m before): a reader woken while m is still
+ * held goes back to sleep on m, a futex wait and wake more per message. */
 static void tell(courier_ws *ws) {
     pthread_mutex_lock(&ws->m);
-    pthread_cond_broadcast(&ws->c);
     bool call = ws->notify && !ws->freed;
     pthread_mutex_unlock(&ws->m);
+    pthread_cond_broadcast(&ws->c);
     if (call) ws->notify(ws, ws->user);
 }
 
@@ -120,6 +124,9 @@ static void unlink_ws(courier_engine *e, courier_ws *ws) {
             break;
         }
     }
+    pthread_mutex_lock(&ws->io); /* no sender writes the socket from here on (ws_direct.c) */
+    ws->direct_ok = 0;
+    pthread_mutex_unlock(&ws->io);
     if (ws->easy) {
         curl_multi_remove_handle(e->core.multi, ws->easy);
         cr_easy_cleanup(ws->easy);
@@ -189,6 +196,14 @@ static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
  * TCP segment, not two (the peer then wakes once per message). */
 static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *user) {
     courier_ws *ws = user;
+    if (ws->raw_len) { /* a sender's frame half written: its rest goes first (ws_direct.c) */
+        int fr = cr_ws_direct_flush(ws);
+        if (fr != 0) {
+            if (fr < 0) ws->io_error = CURLE_SEND_ERROR;
+            wslay_event_set_error(ctx, fr > 0 ? WSLAY_ERR_WOULDBLOCK : WSLAY_ERR_CALLBACK_FAILURE);
+            return -1;
+        }
+    }
     if ((flags & WSLAY_MSG_MORE) && ws->hold_len == 0 && len <= sizeof ws->hold) {
         memcpy(ws->hold, data, len);
         ws->hold_len = len;
@@ -250,19 +265,7 @@ static bool random_bytes(void *buf, size_t len) {
 /* The keys come from a pool refilled from the CSPRNG 64 keys at a time: one getrandom call per 64
  * frames instead of one per frame. */
 static int on_genmask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user) {
-    courier_ws *ws = user;
-    if (len > sizeof ws->masks) {
-        if (!random_bytes(buf, len)) goto failed;
-        return 0;
-    }
-    if (ws->masks_off + len > sizeof ws->masks) {
-        if (!random_bytes(ws->masks, sizeof ws->masks)) goto failed;
-        ws->masks_off = 0;
-    }
-    memcpy(buf, ws->masks + ws->masks_off, len);
-    ws->masks_off += len;
-    return 0;
-failed:
+    if (cr_ws_masks(user, buf, len)) return 0; /* ws_direct.c: the pool the senders share (under io) */
     wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
     return -1;
 }
@@ -339,11 +342,14 @@ static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_
     }
 }
 
-/* Worker: what the caller sent, handed to wslay (which copies it). */
-static void take_outgoing(courier_ws *ws) {
+/* Worker: what the caller sent, handed to wslay (which copies it). True when the reader asked for
+ * reading to resume (read_again). */
+static bool take_outgoing(courier_ws *ws) {
     pthread_mutex_lock(&ws->m);
     ws_msg *list = ws->out_first;
     ws->out_first = ws->out_last = NULL;
+    bool read_again = ws->read_again;
+    ws->read_again = 0;
     pthread_mutex_unlock(&ws->m);
     for (ws_msg *m = list, *n; m; m = n) {
         n = m->next;
@@ -381,11 +387,12 @@ static void take_outgoing(courier_ws *ws) {
         }
         free(m);
     }
+    return read_again;
 }
 
 /* Worker: sizes the queue the caller sees (ours plus wslay's). */
 static void count_queued(courier_ws *ws) {
-    size_t n = ws->ctx ? wslay_event_get_queued_msg_length(ws->ctx) : 0;
+    size_t n = (ws->ctx ? wslay_event_get_queued_msg_length(ws->ctx) : 0) + (ws->raw_len - ws->raw_off);
     pthread_mutex_lock(&ws->m);
     for (ws_msg *m = ws->out_first; m; m = m->next) n += m->type ? m->len : 0;
     ws->out_bytes = n;
@@ -415,13 +422,21 @@ static void set_code_sent(courier_ws *ws, int code) {
     pthread_mutex_unlock(&ws->m);
 }
 
-/* Worker: the connection's I/O while open: reads messages, writes what is queued, and ends it when
- * the closing handshake is over or something failed. */
-static void pump_open(courier_ws *ws) {
+/* Worker: the connection's I/O while open: reads messages (when `read`: the poll saw the socket
+ * readable, or the reader made room), writes what is queued, and ends it when the closing handshake
+ * is over or something failed. A read goes on until the socket has nothing more (wslay reads until
+ * WOULDBLOCK), so nothing waits in libcurl's or TLS's buffers between pumps and the poll alone says
+ * when to read again; a pump for a send alone reads nothing (one recv that would block saved per
+ * message). */
+static void pump_open_io(courier_ws *ws, bool read) {
     courier_error d;
-    take_outgoing(ws);
+    if (ws->raw_len && cr_ws_direct_flush(ws) < 0) ws->io_error = CURLE_SEND_ERROR; /* a sender's rest first */
+    if (take_outgoing(ws)) read = true;
+    if (ws->polled && ws->e->ws_fds[ws->polled - 1].revents) read = true; /* a kick and the socket together */
+    ws->polled = 0; /* the last poll's word about this socket is used up */
+    ws->pump_by_ms = now_ms() + 1000;
     int r = 0;
-    if (wslay_event_want_read(ws->ctx)) r = wslay_event_recv(ws->ctx);
+    if (read && wslay_event_want_read(ws->ctx)) r = wslay_event_recv(ws->ctx);
     int received = wslay_event_get_close_received(ws->ctx);
     if (r == WSLAY_ERR_NOMEM || ws->fail_code == COURIER_E_NO_MEMORY) {
         finish(ws, COURIER_E_NO_MEMORY, NULL);
@@ -485,6 +500,15 @@ static void pump_open(courier_ws *ws) {
         ws->ping_out = 0;
         ws->next_ping_ms = 0;
     }
+}
+
+/* Worker: a pump holds io (no sender writes the socket meanwhile, ws_direct.c) and says at its end
+ * whether a sender may write the next message itself. */
+static void pump_open(courier_ws *ws, bool read) {
+    pthread_mutex_lock(&ws->io);
+    pump_open_io(ws, read);
+    cr_ws_direct_update(ws);
+    pthread_mutex_unlock(&ws->io);
 }
 
 /* ---- the opening handshake ---------------------------------------------------------------------- */
@@ -638,6 +662,7 @@ static int build_request(courier_ws *ws, courier_error *err) {
         free(origin);
     }
     if (!has_cookie) cookie_line(ws->e, u, scheme && strcasecmp(scheme, "https") == 0, h);
+    ws->plain = scheme && strcasecmp(scheme, "http") == 0; /* no TLS (cr_ws_connected checks the proxy) */
     cr_buf_append_str(h, "\r\n");
     curl_free(host);
     curl_free(port);
@@ -800,7 +825,7 @@ static void init_wslay(courier_ws *ws, courier_error *d) {
     (void)d;
     set_state(ws, COURIER_WS_OPEN);
     tell(ws);
-    pump_open(ws);
+    pump_open(ws, true); /* the frames that came with the head, and what followed them */
 }
 
 /* Worker: timers. */
@@ -810,12 +835,15 @@ static void check_timers(courier_ws *ws, int64_t now) {
     if (ws->deadline_ms && now >= ws->deadline_ms) {
         if (ws->phase == P_OPEN && ws->ping_out) {
             /* A dead peer: say so (1011) if the socket takes it, and go. */
+            pthread_mutex_lock(&ws->io); /* a write of the worker's (ws_direct.c) */
             if (!wslay_event_get_close_sent(ws->ctx)) {
                 ws->we_closed = 1;
                 static const char why[] = "keepalive ping timeout";
                 wslay_event_queue_close(ws->ctx, 1011, (const uint8_t *)why, sizeof why - 1);
                 wslay_event_send(ws->ctx);
             }
+            ws->direct_ok = 0;
+            pthread_mutex_unlock(&ws->io);
             finish(ws, fail_detail(&d, COURIER_E_TIMEOUT, "the WebSocket server did not answer a ping in %s", "time"),
                    &d);
             return;
@@ -836,7 +864,7 @@ static void check_timers(courier_ws *ws, int64_t now) {
             ws->ping_out = 1;
             ws->next_ping_ms = 0;
             ws->deadline_ms = now + (ws->opt.ping_timeout_ms > 0 ? ws->opt.ping_timeout_ms : ws->opt.ping_interval_ms);
-            pump_open(ws);
+            pump_open(ws, false);
         }
     }
 }
@@ -853,6 +881,14 @@ void cr_ws_connected(courier_engine *e, courier_ws *ws, CURLcode result) {
         return;
     }
     ws->phase = P_SENDING_HEAD;
+    curl_socket_t s = CURL_SOCKET_BAD;
+    if (curl_easy_getinfo(ws->easy, CURLINFO_ACTIVESOCKET, &s) == CURLE_OK) ws->sock = s;
+    /* Through a proxy's tunnel (an HTTPS proxy is TLS) the frames are not written to the socket as
+     * they are: no direct sends then (ws_direct.c). */
+    long tunnel = 0;
+    if (curl_easy_getinfo(ws->easy, CURLINFO_HTTP_CONNECTCODE, &tunnel) != CURLE_OK || tunnel != 0 ||
+        s == CURL_SOCKET_BAD)
+        ws->plain = 0;
     pump_handshake(ws);
 }
 
@@ -867,8 +903,16 @@ int cr_ws_turn(courier_engine *e) {
     int64_t wait = INT64_MAX;
     for (courier_ws *ws = e->ws_head, *next; ws; ws = next) {
         next = ws->next;
-        if (ws->phase == P_SENDING_HEAD || ws->phase == P_READING_HEAD) pump_handshake(ws);
-        else if (ws->phase == P_OPEN) pump_open(ws);
+        if (ws->phase == P_SENDING_HEAD || ws->phase == P_READING_HEAD) {
+            pump_handshake(ws);
+        } else if (ws->phase == P_OPEN) {
+            /* Only a WebSocket whose socket the last poll found ready (or one not pumped for a
+             * second: curl_multi_poll reports POLLIN, POLLOUT and POLLPRI only), not every one every
+             * turn: with 32 open, each turn was 32 reads that would block. */
+            unsigned short rev = ws->polled ? e->ws_fds[ws->polled - 1].revents : 0;
+            if (rev || now >= ws->pump_by_ms) pump_open(ws, true);
+            ws->polled = 0;
+        }
         check_timers(ws, now);
         if (ws->phase == P_ENDED) {
             unlink_ws(e, ws);
@@ -884,13 +928,14 @@ int cr_ws_turn(courier_engine *e) {
 size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap) {
     size_t n = 0;
     for (courier_ws *ws = e->ws_head; ws; ws = ws->next) {
+        ws->polled = 0;
         if (ws->phase < P_SENDING_HEAD || ws->phase == P_ENDED) continue;
-        curl_socket_t s = CURL_SOCKET_BAD;
-        if (curl_easy_getinfo(ws->easy, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK || s == CURL_SOCKET_BAD) continue;
+        curl_socket_t s = ws->sock; /* libcurl's CURLINFO_ACTIVESOCKET at connect (a search of its pool) */
+        if (s == CURL_SOCKET_BAD) continue;
         if (n == *cap) {
             size_t nc = *cap ? *cap * 2 : 8;
             struct curl_waitfd *g = realloc(*fds, nc * sizeof *g);
-            if (!g) break;
+            if (!g) continue; /* not polled this turn (and pumped within the second) */
             *fds = g;
             *cap = nc;
         }
@@ -898,9 +943,10 @@ size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap) 
         int full = ws->in_full;
         pthread_mutex_unlock(&ws->m);
         short ev = full && ws->phase == P_OPEN ? 0 : CURL_WAIT_POLLIN;
-        if (ws->phase == P_SENDING_HEAD || (ws->phase == P_OPEN && wslay_event_want_write(ws->ctx)))
+        if (ws->phase == P_SENDING_HEAD || (ws->phase == P_OPEN && (wslay_event_want_write(ws->ctx) || ws->out_pending)))
             ev |= CURL_WAIT_POLLOUT;
         (*fds)[n++] = (struct curl_waitfd){s, ev, 0};
+        ws->polled = n;
     }
     return n;
 }
@@ -932,6 +978,7 @@ void cr_ws_start_work(void *user) {
     ws->linked = 1;
     ws->next = e->ws_head;
     e->ws_head = ws;
+    ws->sock = CURL_SOCKET_BAD;
     if (e->ws_closed || ws->phase == P_ENDED) {
         if (ws->phase != P_ENDED) finish(ws, fail_detail(&d, COURIER_E_CLOSED, "the engine closed%s", ""), &d);
         unlink_ws(e, ws);
@@ -1007,7 +1054,7 @@ static void kick_work(void *user) {
             courier_error d;
             finish(ws, fail_detail(&d, COURIER_E_CANCELLED, "the WebSocket was freed%s", ""), &d);
         } else if (ws->phase == P_OPEN) {
-            pump_open(ws);
+            pump_open(ws, false); /* a send or a close; a reader that made room sets read_again */
         } else if (ws->phase != P_ENDED) {
             pthread_mutex_lock(&ws->m);
             int close_asked = ws->close_asked;

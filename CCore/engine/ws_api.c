@@ -122,6 +122,7 @@ int courier_ws_open(courier_ws **out, courier_engine *e, const courier_request *
     if (opt.handshake_timeout_ms == 0)
         opt.handshake_timeout_ms = t->timeout_ms > 0 ? t->timeout_ms : WS_DEFAULT_HANDSHAKE_TIMEOUT;
     pthread_mutex_init(&ws->m, NULL);
+    pthread_mutex_init(&ws->io, NULL);
     cr_cond_init(&ws->c);
     atomic_init(&ws->refs, 2); /* the caller's, and the worker's (once cr_ws_start_work runs) */
     ws->e = e;
@@ -155,6 +156,15 @@ int courier_ws_send(courier_ws *ws, courier_ws_type type, const void *data, size
         return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);
     if (type == COURIER_WS_TEXT && len && !cr_utf8_valid(data, len))
         return cr_fail(err, COURIER_E_INVALID_ENCODING, "a WebSocket text message that is not UTF-8");
+    int direct = cr_ws_direct_send(ws, type, data, len); /* ws_direct.c: written here when it may be */
+    if (direct == WS_DIRECT_SENT) return COURIER_OK;
+    if (direct == WS_DIRECT_KICK) { /* the worker writes the rest, or finds the failure */
+        pthread_mutex_lock(&ws->m);
+        bool post = cr_ws_kick_claim_locked(ws);
+        pthread_mutex_unlock(&ws->m);
+        if (post && !cr_ws_kick_post(ws)) return cr_fail(err, COURIER_E_CLOSED, "the engine is closing");
+        return COURIER_OK;
+    }
     ws_msg *m = malloc(sizeof *m + len + 1);
     if (!m) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     m->next = NULL;
@@ -243,6 +253,7 @@ int courier_ws_next(courier_ws_message *msg, courier_ws *ws, int64_t timeout_ms,
         ws->in_bytes -= m->len;
         if (ws->in_full && (int64_t)ws->in_bytes < ws->opt.max_receive_queue_bytes / 2) {
             ws->in_full = 0; /* half empty: the worker reads again */
+            ws->read_again = 1;
             if (ws->state != COURIER_WS_CLOSED) cr_ws_kick_locked(ws);
         }
         msg->type = (courier_ws_type)m->type;

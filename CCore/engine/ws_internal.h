@@ -37,6 +37,7 @@ enum { P_CONNECTING = 0, P_SENDING_HEAD, P_READING_HEAD, P_OPEN, P_ENDED };
 
 struct courier_ws {
     pthread_mutex_t m;
+    pthread_mutex_t io;         /* who writes the socket: the worker's pumps, or a sender (ws_direct.c) */
     pthread_cond_t c;
     atomic_int refs; /* the caller's and the worker's */
     courier_engine *e;
@@ -50,6 +51,7 @@ struct courier_ws {
     ws_msg *out_first, *out_last; /* sent by the caller, not yet handed to wslay */
     size_t out_bytes;           /* queued bytes: ours plus wslay's */
     int kick_posted;            /* a post to move out_* to wslay is pending */
+    int read_again;             /* in_full was cleared: the kick's pump reads (the worker takes it) */
     int close_asked;            /* courier_ws_close was called */
     int freed;                  /* courier_ws_free was called: no more notify */
     int end_code;               /* once CLOSED: what courier_ws_next returns */
@@ -88,8 +90,17 @@ struct courier_ws {
     cr_buf zbuf;                /* a message compressed or inflated */
     uint8_t hold[14];           /* a frame header wslay handed over, not written yet (on_send) */
     size_t hold_len;
-    uint8_t masks[256];         /* masking keys from the CSPRNG, taken 4 bytes at a time (on_genmask) */
+    int plain;                  /* ws:// with no proxy tunnel: the frames go to the socket as they are */
+    int out_pending;            /* raw had bytes at the end of the last pump: poll for POLLOUT */
+    /* Under io (ws_direct.c): what a sender may write itself, and what it left for the worker. */
+    int direct_ok;              /* set at each pump's end: a sender may write its message itself */
+    uint8_t *raw;               /* the rest of a frame a sender wrote in part, written first */
+    size_t raw_len, raw_off;
+    uint8_t masks[256];         /* masking keys from the CSPRNG, taken 4 bytes at a time (cr_ws_masks) */
     size_t masks_off;           /* the next unused byte of masks */
+    curl_socket_t sock;         /* the connection's socket, once connected (CURL_SOCKET_BAD before) */
+    size_t polled;              /* 1 + its slot in the engine's ws_fds of the last poll; 0: none */
+    int64_t pump_by_ms;         /* pumped at the latest then, ready or not (a safety net) */
 };
 
 /* ws.c. Drops a reference (the caller's or the worker's); the last frees the WebSocket. Any thread. */
@@ -105,6 +116,18 @@ bool cr_ws_kick_locked(courier_ws *ws);
  * worker woken by the post then never finds ws->m still held by the sender. */
 bool cr_ws_kick_claim_locked(courier_ws *ws);
 bool cr_ws_kick_post(courier_ws *ws);
+
+/* ws_direct.c (see its head). cr_ws_direct_send: any thread (courier_ws_send), `data` borrowed for
+ * the call: WS_DIRECT_SENT (written), WS_DIRECT_KICK (taken; the caller kicks the worker: a part
+ * is left in raw, or the socket failed) or WS_DIRECT_NO (not taken: queue it as usual). */
+enum { WS_DIRECT_NO = 0, WS_DIRECT_SENT, WS_DIRECT_KICK };
+int cr_ws_direct_send(courier_ws *ws, int type, const void *data, size_t len);
+/* Under io: masking bytes from the WebSocket's CSPRNG pool; false when the CSPRNG failed. */
+bool cr_ws_masks(courier_ws *ws, uint8_t *buf, size_t len);
+/* Worker, under io: raw written first (0 all, 1 some left, -1 the socket failed). */
+int cr_ws_direct_flush(courier_ws *ws);
+/* Worker, under io, at a pump's end: direct_ok and out_pending. */
+void cr_ws_direct_update(courier_ws *ws);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

@@ -72,6 +72,9 @@ CR_HIDDEN courier_security *cr_security_copy(const courier_security *src); /* NU
 CR_HIDDEN courier_security *cr_config_security(courier_config *c);
 /* The engine's policy (NULL: defaults) on a new or reset handle. CURLcode. */
 CR_HIDDEN int cr_security_base(const courier_security *s, CURL *h);
+/* Whether a connection under the policy (NULL: the defaults) had its certificate and name verified:
+ * hsts.c learns Strict-Transport-Security only then (RFC 6797 8.1: no TLS errors). */
+CR_HIDDEN bool cr_security_verifies(const courier_security *s);
 struct cr_transfer;
 /* A request's own policy on its handle, replacing the engine's (sets easy_dirty). CURLcode. */
 CR_HIDDEN int cr_security_setup(struct cr_transfer *t);
@@ -218,6 +221,8 @@ struct courier_config {
     } frozen;
     /* Cookies, credentials, proxies, challenge handler (cookies.c, auth.c). */
     int cookies_off;
+    int hsts_off; /* hsts.c: HSTS off (courier_config_set_hsts(0)) */
+    int alt_svc;  /* hsts.c: libcurl's Alt-Svc cache on, its file in the store directory */
     struct cr_auth *auth; /* NULL: none set */
     cr_http_opts http; /* redirects, connect and idle timeouts (redirect.c) */
     char *param_charset; /* query and form parameters' charset (charset.c); NULL: UTF-8 */
@@ -397,8 +402,10 @@ typedef struct cr_transfer {
     int http2_only;  /* netopts.c: a response over anything but HTTP/2 fails (COURIER_E_HTTP_VERSION) */
     int no_cellular; /* the request's "not on cellular" (monitor.c) */
     int watch_progress; /* progress goes to the request's callback and/or event monitors */
-    int set_cookie;     /* cookies.c: a Set-Cookie line arrived in this attempt (worker); beside an int, so
-                           cr_transfer stays under 1,000 bytes (request.c) */
+    unsigned set_cookie : 1;    /* cookies.c: a Set-Cookie line arrived in this attempt (worker); bits
+                                   beside an int, so cr_transfer stays under 1,000 bytes (request.c) */
+    unsigned sts_seen : 1;      /* hsts.c: a Strict-Transport-Security line arrived in this attempt */
+    unsigned hsts_upgraded : 1; /* hsts.c: the URL (or a hop's) went from http:// to https:// */
     struct courier_stream *stream; /* stream.c: a streamed send's stream (borrowed: the send's own
                                       reference, released by its completion), or NULL */
     int stream_live;    /* its body goes to the stream as it arrives (the engine answers with it) */
@@ -478,6 +485,9 @@ CR_HIDDEN void cr_urlh_cache_free(courier_engine *e);
 CR_HIDDEN void cr_accept_encoding_line(char *out, size_t size);
 /* transport.c: the options every transfer of the engine shares, on a new or reset handle. */
 CR_HIDDEN int cr_transport_base(courier_engine *e, CURL *h);
+/* A pooled handle a transfer changed: reset (cr_easy_reset) and given the shared options again,
+ * keeping what libcurl keeps across a reset (the Alt-Svc cache). */
+CR_HIDDEN int cr_transport_rebase(courier_engine *e, CURL *h);
 /* transport.c: configures t->easy for t. Returns OK or a code. */
 CR_HIDDEN int cr_transport_setup(courier_engine *e, cr_transfer *t);
 /* transport.c: what curl brought back for a finished transfer: COURIER_OK with *out_resp (new)
@@ -567,6 +577,7 @@ struct courier_response {
      * parts must call cr_response_detach first. The body is always allocated on its own. */
     int one_block;
     cr_hops *hops; /* the redirect chain (redirect.c), or NULL; owned */
+    int hsts_upgraded; /* hsts.c: the URL went from http:// to https:// (courier_response_hsts_upgraded) */
 };
 
 /* response.c: gives a one-block response (see one_block) allocations of its own for method, url,
@@ -616,6 +627,8 @@ CR_HIDDEN void cr_event_from_cache(courier_engine *e, cr_transfer *t, const cour
  * retry) starts after delay_ms. */
 CR_HIDDEN void cr_event_retried(courier_engine *e, cr_transfer *t, int attempt, int code,
                                 const courier_response *resp, long delay_ms);
+/* A redirect with status `status` is followed: next is the hop about to start (its chain counts it). */
+CR_HIDDEN void cr_event_redirected(courier_engine *e, const cr_transfer *next, int status);
 
 /* ==== A request's cache settings (cache_settings.c) and answering after a commit ============= */
 
@@ -801,6 +814,21 @@ CR_HIDDEN void cr_easy_reset(CURL *h);
 CR_HIDDEN void cr_jar_refresh(courier_engine *e);
 /* Worker, after an attempt whose response carried Set-Cookie: writes what changed to the store. */
 CR_HIDDEN void cr_jar_save(courier_engine *e);
+
+/* hsts.c */
+struct cr_hsts;
+/* Engine open, after the journal opened: env and dbi the journal's "hsts" database
+ * (cr_journal_hsts_db), or env NULL: the list in memory. Nothing when HSTS is off. */
+CR_HIDDEN int cr_hsts_open(courier_engine *e, struct MDB_env *env, unsigned dbi, courier_error *err);
+CR_HIDDEN void cr_hsts_close(courier_engine *e);
+/* Any thread: when *url is http:// to a known HSTS host, replaces it (freed) by its https:// form
+ * and sets *upgraded to 1. COURIER_OK (also when nothing changed) or COURIER_E_NO_MEMORY. */
+CR_HIDDEN int cr_hsts_upgrade(courier_engine *e, char **url, int *upgraded);
+/* Worker, after an attempt: the Strict-Transport-Security value of a response from url (ignored
+ * unless url is https://). Store failures are logged. */
+CR_HIDDEN void cr_hsts_note(courier_engine *e, const char *url, const char *value);
+/* transport.c: libcurl's Alt-Svc cache on a new or reset easy handle, when the setting is on. */
+CR_HIDDEN int cr_altsvc_base(courier_engine *e, CURL *h);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

@@ -1,6 +1,6 @@
 /*
  * lifecycle.c — the hooks of a transfer's lifecycle: will send, sent, progress, from the cache,
- * retried, finished. Each reads the transfer (id, method, URL, its timing and progress fields) and
+ * retried, redirected, finished. Each reads the transfer (id, method, URL, its timing and progress fields) and
  * the response, fills a courier_event and hands it to base's logging (cr_event_emit_reason, which
  * gives it to the monitors and writes its line). When nobody listens each costs one check
  * (cr_event_listening). Called on the thread where the event happens (the worker for all but
@@ -8,6 +8,7 @@
  */
 #include "http/http.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static void event_init(courier_event *ev, int kind, const cr_transfer *t) {
@@ -18,6 +19,9 @@ static void event_init(courier_event *ev, int kind, const cr_transfer *t) {
         ev->request_id = t->id;
         ev->method = t->method;
         ev->url = t->url;
+        /* trace.c: the trace context is two header lines of the send */
+        ev->traceparent = cr_kvlist_get(&t->headers, "traceparent");
+        ev->tracestate = cr_kvlist_get(&t->headers, "tracestate");
     }
 }
 
@@ -62,6 +66,16 @@ void cr_event_finished(courier_engine *e, cr_transfer *t, int code, const courie
     ev.response = resp;
     ev.error = code == COURIER_OK ? NULL : err;
     if (t->obs_t0_ns) ev.duration_s = (double)(cr_mono_ns() - t->obs_t0_ns) / 1e9;
+    /* OpenTelemetry's resend count: the final hop's retries, and the hops before it */
+    const cr_hops *hops = resp && resp->hops ? resp->hops : t->hops; /* the chain moves into the answer */
+    ev.resend_count = (t->attempts > 1 ? t->attempts - 1 : 0) + (int)(hops ? hops->count : 0);
+    char status[16];
+    if (code == COURIER_E_HTTP_STATUS && ev.http_status > 0) {
+        snprintf(status, sizeof status, "%d", ev.http_status);
+        ev.error_type = status;
+    } else if (code != COURIER_OK) {
+        ev.error_type = courier_code_name(code);
+    }
     cr_event_emit_reason(e, &ev, resp ? resp->cache_reason : 0);
 }
 
@@ -83,5 +97,14 @@ void cr_event_retried(courier_engine *e, cr_transfer *t, int attempt, int code, 
     ev.code = code;
     ev.http_status = resp ? resp->status : 0;
     ev.delay_ms = delay_ms;
+    cr_event_emit(e, &ev);
+}
+
+void cr_event_redirected(courier_engine *e, const cr_transfer *next, int status) {
+    if (!cr_event_listening(e)) return;
+    courier_event ev;
+    event_init(&ev, COURIER_EVENT_REDIRECTED, next);
+    ev.http_status = status;
+    ev.attempt = next->hops ? (int)next->hops->count : 1;
     cr_event_emit(e, &ev);
 }

@@ -137,6 +137,7 @@ void cr_hops_free(cr_hops *h) {
 }
 
 void cr_redirect_attach(cr_transfer *t, courier_response *resp) {
+    if (resp && t->hsts_upgraded) resp->hsts_upgraded = 1; /* hsts.c: also on an answer from the cache */
     if (!t->hops || !resp || resp->hops) return;
     resp->hops = t->hops;
     t->hops = NULL;
@@ -310,6 +311,15 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
             drop_credentials(&o.headers, &t->headers);
         }
     }
+    /* HSTS (hsts.c): a hop to http:// on a known HSTS host goes out as https://. */
+    int upgraded = 0;
+    if (cr_hsts_upgrade(e, &o.url, &upgraded) != COURIER_OK) goto fail;
+    if (upgraded) {
+        char *now = cr_url_origin(o.url);
+        if (!now) goto fail;
+        free(origin);
+        origin = now;
+    }
     if (!is_http_scheme(origin)) {
         rc = cr_fail(err, COURIER_E_REDIRECT_REFUSED, "redirect to a scheme other than http(s): '%.180s'", o.url);
         goto fail_reported;
@@ -379,6 +389,7 @@ int cr_redirect_next(courier_engine *e, cr_transfer *t, const courier_response *
     t->security = NULL;
     n->net = t->net; /* netopts.c: the request's DNS overrides and socket, likewise */
     n->http2_only = t->http2_only;
+    n->hsts_upgraded = t->hsts_upgraded || upgraded;
     n->ce_raw = n->ce_raw_asked = t->ce_raw_asked; /* coded bodies asked for (netopts.c) */
     t->net = NULL;
     n->sess = t->sess; /* engine/session.c: adapters, retriers and the loop guard travel on */

@@ -856,6 +856,11 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
         rc = cr_fail(err, COURIER_E_INVALID_URL, "invalid URL '%.200s'", o.url);
         goto fail_reported;
     }
+    /* HSTS (hsts.c): http:// to a known HSTS host goes out as https://, before the cache, stubs and
+     * interceptors see the URL. */
+    int upgraded = 0;
+    if (cr_hsts_upgrade(e, &o.url, &upgraded) != COURIER_OK) goto fail;
+    t->hsts_upgraded = upgraded != 0;
 
     /* Parameters: the engine's defaults first, then the request's. */
     if (r->use_default_params && cr_kvlist_copy(&params, &cfg->params)) goto fail;

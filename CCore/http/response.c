@@ -316,3 +316,5 @@ int courier_response_mapping_error(courier_mapping_error *out, const courier_res
     *out = j->merr;
     return COURIER_OK;
 }
+
+int courier_response_hsts_upgraded(const courier_response *r) { return r && r->hsts_upgraded ? 1 : 0; }

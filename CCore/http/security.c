@@ -203,6 +203,11 @@ static void read_defaults(void) {
     curl_easy_cleanup(h);
 }
 
+bool cr_security_verifies(const courier_security *s) {
+    if (!s) return true; /* the defaults verify */
+    return (s->mode == COURIER_PINNING_CERTIFICATE || !s->allow_invalid) && s->validates_domain;
+}
+
 /* Every TLS option of a policy. `all`: also the ones a policy leaves at libcurl's default, to
  * replace what the engine's policy put on the handle. */
 static CURLcode apply(const courier_security *s, CURL *h, bool all) {

@@ -217,6 +217,7 @@ static courier_response *stream_head(cr_transfer *t) {
     char *eff = NULL;
     curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &eff);
     r->url = cr_strdup(eff ? eff : t->url);
+    r->hsts_upgraded = t->hsts_upgraded;
     r->method = cr_strdup(t->method);
     r->body = cr_strdup("");
     const char *p = t->hdr_block.data;
@@ -244,6 +245,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *user) {
     cr_transfer *t = user;
     size_t len = size * n;
     if (line_is(data, len, "Set-Cookie:", 11)) t->set_cookie = 1; /* the jar changes */
+    if (line_is(data, len, "Strict-Transport-Security:", 26)) t->sts_seen = 1; /* hsts.c, after the attempt */
     if (t->http.idle_ms) t->wire.last_rx_ms = cr_mono_ms();
     bool status_line = len >= 5 && memcmp(data, "HTTP/", 5) == 0;
     if (!check_header_line(t, data, len, status_line)) return 0;
@@ -355,8 +357,9 @@ static int on_connected(void *user, char *ip, char *local_ip, int port, int loca
     if (c == CURLE_OK) c = curl_easy_setopt(h, opt, val)
 
 /* The options every transfer of an engine shares. Set once per easy handle: pooled handles keep
- * them, and a handle that a transfer changed in other ways is reset and given them again. */
-int cr_transport_base(courier_engine *e, CURL *h) {
+ * them, and a handle that a transfer changed in other ways is reset and given them again
+ * (cr_transport_rebase). `fresh`: a new handle. */
+static int transport_base(courier_engine *e, CURL *h, bool fresh) {
     const courier_config *cfg = cr_core(e)->config;
     CURLcode c = CURLE_OK;
     SET(CURLOPT_NOSIGNAL, 1L);
@@ -377,8 +380,19 @@ int cr_transport_base(courier_engine *e, CURL *h) {
     if (!cr_core(e)->proxy_env) SET(CURLOPT_PROXY, "");
     if (c == CURLE_OK) c = (CURLcode)cr_auth_base(cfg->auth, h);
     if (c == CURLE_OK && cr_jar_base(e, h) != COURIER_OK) c = CURLE_OUT_OF_MEMORY; /* cookies.c: the jar */
+    /* hsts.c: the Alt-Svc cache, when on. Only on a new handle: curl_easy_reset keeps the handle's
+     * cache (and the file it writes at cleanup), and setting the file again would read it into the
+     * cache a second time (libcurl 7.88 appends, so the file would grow with every reset). */
+    if (c == CURLE_OK && fresh) c = (CURLcode)cr_altsvc_base(e, h);
     if (c == CURLE_OK) return COURIER_OK;
     return c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL;
+}
+
+int cr_transport_base(courier_engine *e, CURL *h) { return transport_base(e, h, true); }
+
+int cr_transport_rebase(courier_engine *e, CURL *h) {
+    cr_easy_reset(h); /* cookies.c */
+    return transport_base(e, h, false);
 }
 
 void cr_accept_encoding_line(char *out, size_t size) {
@@ -712,6 +726,7 @@ int cr_transport_result(cr_transfer *t, CURLcode result, courier_response **out_
     char *eff = NULL;
     curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &eff);
     r->url = cr_strdup(eff ? eff : t->url);
+    r->hsts_upgraded = t->hsts_upgraded;
     if (take_headers(t, &r->headers)) {
         courier_response_free(r);
         return cr_fail(err, COURIER_E_NO_MEMORY, NULL);

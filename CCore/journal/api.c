@@ -416,3 +416,12 @@ int cr_journal_cookie_db(courier_engine *e, MDB_env **env, unsigned *dbi) {
     *dbi = cr_core(e)->journal->env->db_cookies;
     return COURIER_OK;
 }
+
+/* ==== the HSTS list's database (hsts.c) ======================================================== */
+
+int cr_journal_hsts_db(courier_engine *e, MDB_env **env, unsigned *dbi) {
+    if (!cr_core(e)->journal || !cr_core(e)->journal->env) return COURIER_E_STORE;
+    *env = cr_core(e)->journal->env->base.env;
+    *dbi = cr_core(e)->journal->env->db_hsts;
+    return COURIER_OK;
+}

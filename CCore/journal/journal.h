@@ -70,6 +70,8 @@ CR_HIDDEN void cr_journal_wake(courier_engine *e, unsigned how);
 /* journal.c: the journal environment's cookie database, for cookies.c (NULL/0 when none). */
 struct MDB_env;
 CR_HIDDEN int cr_journal_cookie_db(courier_engine *e, struct MDB_env **env, unsigned *dbi);
+/* The same for hsts.c's database "hsts" (the engine's HSTS hosts). */
+CR_HIDDEN int cr_journal_hsts_db(courier_engine *e, struct MDB_env **env, unsigned *dbi);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

@@ -158,6 +158,7 @@ typedef struct jenv {
     cr_lmdb_env base; /* first: the floor's registry entry (dir, env) */
     MDB_dbi db_req, db_ids, db_due, db_hostq, db_outcome, db_meta;
     MDB_dbi db_cookies; /* cookies.c's: the engine's cookie jar */
+    MDB_dbi db_hsts;    /* hsts.c's: the engine's known HSTS hosts */
     pthread_mutex_t lock; /* nonces */
     uint32_t *nonces;     /* the journals of this process open on it */
     size_t nnonces, capnonces;

@@ -40,7 +40,7 @@ static int jenv_open(cr_lmdb_env *base, void *arg, const char **why) {
     } dbs[] = {{"req", &v->db_req},       {"ids", &v->db_ids},
                {"due", &v->db_due},       {"hostq", &v->db_hostq},
                {"outcome", &v->db_outcome}, {"meta", &v->db_meta},
-               {"cookies", &v->db_cookies}};
+               {"cookies", &v->db_cookies}, {"hsts", &v->db_hsts}};
     enum { NDBS = sizeof dbs / sizeof dbs[0] };
     for (size_t i = 0; i < NDBS && rc == 0; i++) rc = mdb_dbi_open(txn, dbs[i].name, MDB_CREATE, dbs[i].dbi);
     if (rc) {

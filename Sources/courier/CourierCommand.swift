@@ -21,6 +21,7 @@ struct CourierCommand: AsyncParsableCommand {
             BenchCommand.self,
             CacheCommand.self,
             CookiesCommand.self,
+            HSTSCommand.self,
             FrozenCommand.self,
             StressCommand.self,
         ],

@@ -969,6 +969,45 @@ static void cookies(void) {
     courier_engine_close(e);
 }
 
+/* ---- HSTS ------------------------------------------------------------------------------------------- */
+
+static void hsts_off(courier_config *cfg) { courier_config_set_hsts(cfg, 0); }
+
+static void hsts(void) {
+    courier_engine *e = stored_engine(NULL, NULL);
+    REQUIRE(e);
+    char path[700];
+    snprintf(path, sizeof path, "%s/hsts.txt", th_tmpdir());
+    FILE *f = fopen(path, "w");
+    REQUIRE(f);
+    fputs("contract.example \"unlimited\"\n", f);
+    fclose(f);
+    int64_t n = 0;
+    OK(courier_hsts_preload, &n, e, path);
+    CHECK_EQ(n, 1);
+    courier_hsts_entries *list = NULL;
+    OK(courier_hsts_list, &list, e);
+    CHECK_EQ(courier_hsts_entries_count(list), 1);
+    courier_hsts_entries_free(list);
+    OK(courier_hsts_clear, &n, e);
+    CHECK_EQ(n, 1);
+
+    /* failures */
+    CHECK_EQ(FAILS(courier_hsts_preload, &n, e, "/no/such/hsts.txt"), COURIER_E_NOT_FOUND);
+    CHECK_EQ(FAILS(courier_hsts_preload, &n, e, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(FAILS(courier_hsts_list, NULL, e), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(FAILS(courier_hsts_clear, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    courier_engine_close(e);
+
+    e = th_engine(hsts_off);
+    REQUIRE(e);
+    courier_hsts_entries *none = NULL;
+    CHECK_EQ(FAILS(courier_hsts_list, &none, e), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(FAILS(courier_hsts_clear, &n, e), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(FAILS(courier_hsts_preload, &n, e, path), COURIER_E_INVALID_ARGUMENT);
+    courier_engine_close(e);
+}
+
 
 /* Streams and server-sent events: each succeeding read clears err. */
 static void streams_and_events(void) {
@@ -1113,4 +1152,4 @@ static void stubs_and_har(void) {
 #endif
 TESTS_MAIN(T(engine_and_send), T(send_refusals), T(errors_from_callbacks), T(responses), T(json_tape_mapping),
            T(routes_and_catalogue), T(cache_and_manager), T(cache_store_that_cannot_open), T(journal_and_frozen), T(groups), T(logging),
-           T(network), T(cookies), T(streams_and_events), T(websocket), T(stubs_and_har) REDIS_TESTS)
+           T(network), T(cookies), T(hsts), T(streams_and_events), T(websocket), T(stubs_and_har) REDIS_TESTS)

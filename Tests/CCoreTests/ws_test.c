@@ -751,6 +751,63 @@ static void test_slow_reader(void) {
     courier_engine_close(e);
 }
 
+/* Messages of every length form (7-, 16- and 64-bit), some written by the sender's thread and some
+ * (over 64 KiB) by the worker, while the server reads nothing (/ws/echo?hold=1500: it starts reading
+ * 1.5 s after the handshake) and then while it is held back by a reader that does not read: the
+ * socket fills, so frames are written in part and their rest later (ws_direct.c). Every message
+ * comes back whole, with its bytes, in the order sent. The peer is the test server's /ws/echo
+ * (plain TCP, no proxy: the path where senders write themselves). Nothing here depends on the hold's
+ * length: a shorter one only exercises less. */
+static uint8_t pattern_byte(int i, size_t k) { return (uint8_t)(i * 31 + k * 7 + (k >> 8)); }
+
+/* Message i's length: the first half 64 KiB at most (each the sender's to write while nothing waits
+ * to be written), then 70,000-byte ones among them (the worker's). */
+static size_t message_len(int i, int n) {
+    static const size_t sizes[] = {0, 1, 125, 126, 4096, 4097, 60000, 65535, 65536, 70000};
+    return sizes[i % (i < n / 2 ? 9 : 10)];
+}
+
+static void test_large_messages_in_order(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws_options o = {.size = sizeof o};
+    courier_ws_options_init(&o);
+    o.max_receive_queue_bytes = 64 * 1024;
+    courier_ws *ws = open_ws_opt(e, ws_url(cts_server_port(th_server()), "/ws/echo?hold=1500"), &o, &err);
+    REQUIRE(ws);
+    enum { N = 400 }; /* about 15 MB: more than loopback's socket buffers hold */
+    static uint8_t buf[70000];
+    for (int i = 0; i < N; i++) {
+        size_t len = message_len(i, N);
+        for (size_t k = 0; k < len; k++) buf[k] = pattern_byte(i, k);
+        int rc;
+        while ((rc = courier_ws_send(ws, COURIER_WS_BINARY, buf, len, &err)) == COURIER_E_AGAIN) usleep(1000);
+        CHECK_EQ(rc, COURIER_OK);
+    }
+    courier_ws_message m = {.size = sizeof m};
+    int got = 0, bad = 0;
+    for (int i = 0; i < N; i++) {
+        if (courier_ws_next(&m, ws, 10000, &err) != COURIER_OK) break;
+        size_t len = message_len(i, N);
+        if (m.len != len) bad++;
+        else
+            for (size_t k = 0; k < len; k++)
+                if (m.data[k] != pattern_byte(i, k)) {
+                    bad++;
+                    break;
+                }
+        got++;
+    }
+    CHECK_EQ(got, N);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(courier_ws_close(ws, 1000, NULL), COURIER_OK);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_E_WS_CLOSED);
+    CHECK_EQ(courier_ws_close_code(ws), 1000);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
 /* Through an HTTP proxy: a CONNECT tunnel for ws:// (curl tunnels only https by itself) and wss://,
  * the echo and the closing handshake through it; the proxy counts the tunnels it made. */
 static char ws_proxy[80];
@@ -860,7 +917,8 @@ static const th_test tests[] = {
     T(test_protocol_errors), T(test_protocol_error_while_closing), T(test_too_large),               T(test_dropped_connection), T(test_dead_peer),
     T(test_failed_handshakes), T(test_arguments),             T(test_threads),            T(test_engine_closes),
     T(test_close_before_open), T(test_tls),                   T(test_deflate_with_websockets),
-    T(test_deflate_by_hand),   T(test_slow_reader),          T(test_more_than_the_host_limit),           T(test_through_a_proxy),
+    T(test_deflate_by_hand),   T(test_slow_reader),           T(test_large_messages_in_order),
+    T(test_more_than_the_host_limit), T(test_through_a_proxy),
 };
 
 int main(int argc, char **argv) {

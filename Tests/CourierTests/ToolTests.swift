@@ -129,7 +129,7 @@ final class ToolTests: XCTestCase {
         let commands: [[String]] = [
             ["cache", "stats"], ["cache", "ls"], ["cache", "verify"], ["cache", "purge"], ["cache", "clear"],
             ["frozen", "ls"], ["frozen", "show", "1"], ["frozen", "clear"], ["frozen", "replay"],
-            ["cookies", "ls"], ["cookies", "clear"],
+            ["cookies", "ls"], ["cookies", "clear"], ["hsts", "ls"], ["hsts", "clear"],
         ]
         for command in commands {
             let (status, output, errors) = try runCourierToolCapturingErrors(command + ["--store", missing])
@@ -144,5 +144,32 @@ final class ToolTests: XCTestCase {
         let (listStatus, list) = try run(["cookies", "ls", "--store", missing])
         XCTAssertEqual(listStatus, 0, list)
         XCTAssertTrue(list.contains("sid"), list)
+    }
+
+    /// `courier hsts preload FILE`, `ls` (text and --json) and `clear` on a store: what the facade's
+    /// list then holds.
+    func testHSTSPreloadListClear() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("courier-hsts-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let file = dir.appendingPathComponent("preload.txt")
+        try ".example.org \"unlimited\"\n".write(to: file, atomically: true, encoding: .utf8)
+        let store = dir.appendingPathComponent("store").path
+        let (status, output) = try run(["hsts", "preload", file.path, "--store", store])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(output.contains("added 1"), output)
+        let (listStatus, list) = try run(["hsts", "ls", "--store", store, "--json"])
+        XCTAssertEqual(listStatus, 0, list)
+        let hosts = try JSONSerialization.jsonObject(with: Data(list.utf8)) as? [[String: Any]]
+        XCTAssertEqual(hosts?.first?["host"] as? String, "example.org")
+        XCTAssertEqual(hosts?.first?["include_subdomains"] as? Bool, true)
+        let (clearStatus, cleared) = try run(["hsts", "clear", "--store", store])
+        XCTAssertEqual(clearStatus, 0, cleared)
+        XCTAssertTrue(cleared.contains("removed 1"), cleared)
+        var configuration = Configuration()
+        configuration.storeDirectory = store
+        let engine = try Engine(configuration: configuration)
+        XCTAssertEqual(try engine.hsts.all(), [])
+        engine.close()
     }
 }

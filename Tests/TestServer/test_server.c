@@ -2044,7 +2044,8 @@ static int ws_fail(conn *c, sbuf *out, int code)
 }
 
 /* "/ws/echo" (see the header): the opening handshake, then every data frame sent back as it came
-   (opcode and FIN kept, unmasked), ping answered by pong, close by close. Frames are read through
+   (opcode and FIN kept, unmasked), ping answered by pong, close by close; ?hold=MS waits that long
+   before the first read. Frames are read through
    the connection's buffered reader, so frames sent right behind the request are not lost. */
 static int h_ws_echo(conn *c, request *rq, response *rs)
 {
@@ -2075,6 +2076,21 @@ static int h_ws_echo(conn *c, request *rq, response *rs)
                       "Sec-WebSocket-Accept: %s\r\n\r\n", accept);
     if (send_all(c, head, (size_t)hn))
         return ACT_ABORT;
+    /* ?hold=MS (at most 5000): nothing read for that long after the handshake, so that a client's
+       sends fill the socket (ws_test test_large_messages_in_order: frames written in part). */
+    query q;
+    if (query_parse(rq->query, &q))
+        return ACT_ABORT;
+    const qpair *hold = query_get(&q, "hold");
+    if (hold && hold->vlen < 8) {
+        char tmp[8];
+        unsigned long long ms = 0;
+        memcpy(tmp, hold->val, hold->vlen);
+        tmp[hold->vlen] = 0;
+        if (!parse_num(tmp, 5000, &ms))
+            usleep((useconds_t)(ms * 1000));
+    }
+    query_free(&q);
 
     sbuf out = {0};
     unsigned char *payload = NULL;

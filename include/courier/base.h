@@ -150,6 +150,11 @@ typedef enum courier_code {
 
 /* Static English text for a code ("unknown error" for an unknown code). Never NULL. Any thread. */
 COURIER_API const char *courier_strerror(int code);
+/* A code's stable name: its enum name without the prefix, lowercase ("timeout" for
+ * COURIER_E_TIMEOUT, "cannot_connect", "ok" for COURIER_OK; "unknown" for an unknown code), for
+ * telemetry's low-cardinality error types (OpenTelemetry's error.type). Static storage; never
+ * NULL; never changes for a code. Any thread. */
+COURIER_API const char *courier_code_name(int code);
 
 /* Settings whose default courier_setting_default tells, so that a binding offering the setting
  * (a Swift default argument, a Python keyword's default) reads it instead of restating it.

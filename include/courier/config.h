@@ -296,6 +296,69 @@ COURIER_API int courier_request_set_decode_content(courier_request *request, int
 COURIER_API int courier_config_set_max_idle_connections(courier_config *config, int max_idle);
 COURIER_API int courier_config_set_idle_connection_timeout_ms(courier_config *config, int64_t idle_timeout_ms);
 
+/* ========================================================================================== */
+/* HSTS and Alt-Svc                                                                            */
+/* ========================================================================================== */
+
+/* HTTP Strict Transport Security (RFC 6797), on by default. A Strict-Transport-Security field an
+ * https:// response carries (the first one; an invalid one is ignored) makes its host an HSTS host
+ * until max-age seconds have passed by the engine's clock (courier_config_set_clock),
+ * includeSubDomains making its subdomains HSTS hosts too; max-age=0 removes the host. The field is
+ * ignored over http:// and for IP addresses. From then on a request, or a redirect hop, to an
+ * http:// URL of a known host goes out as https:// (an explicit port 80 becomes 443, another port
+ * is kept): courier_response_url says https:// and courier_response_hsts_upgraded says 1. The list
+ * is kept in the store (the journal's LMDB environment), so it survives a restart and is shared,
+ * at once, by every engine and process on the same store directory; an engine on a temporary store
+ * (or with its journal in Redis) keeps it in memory. 0 turns HSTS off for the engine (nothing is
+ * upgraded or learnt; the store's list is left as it is). Errors: COURIER_E_INVALID_ARGUMENT (NULL). */
+COURIER_API int courier_config_set_hsts(courier_config *config, int enabled);
+/* 1 when the response's URL was changed from http:// to https:// because its host is a known HSTS
+ * host (the request's or a redirect hop's), else 0 (also for NULL). Any thread. */
+COURIER_API int courier_response_hsts_upgraded(const courier_response *response);
+
+/* One HSTS host, as the list holds it. The host is borrowed from the list. */
+typedef struct courier_hsts_entry {
+    size_t size;            /* sizeof(courier_hsts_entry), set by the caller */
+    const char *host;       /* lowercase, no trailing dot */
+    int include_subdomains; /* nonzero: its subdomains are HSTS hosts too */
+    int64_t expires;        /* seconds since 1970-01-01 UTC; 0: never (a preloaded "unlimited") */
+} courier_hsts_entry;
+typedef struct courier_hsts_entries courier_hsts_entries;
+/* The engine's HSTS hosts as the store has them now (other engines' and processes' included),
+ * expired ones left out, sorted by host. *out new: release with courier_hsts_entries_free. Any
+ * thread. Errors: COURIER_E_INVALID_ARGUMENT (NULL, or HSTS is off), COURIER_E_STORE,
+ * COURIER_E_NO_MEMORY. */
+COURIER_API int courier_hsts_list(courier_hsts_entries **out, courier_engine *engine, courier_error *err);
+COURIER_API size_t courier_hsts_entries_count(const courier_hsts_entries *entries);
+/* Copies entry `index` into *out (the fields within its `size`, set by the caller); the host is
+ * borrowed from the list until courier_hsts_entries_free. Errors: COURIER_E_NOT_FOUND (index out
+ * of range), COURIER_E_INVALID_ARGUMENT (NULL, size too small). */
+COURIER_API int courier_hsts_entries_at(courier_hsts_entry *out, const courier_hsts_entries *entries, size_t index);
+/* Frees the list (NULL allowed). */
+COURIER_API void courier_hsts_entries_free(courier_hsts_entries *entries);
+/* Empties the list, in the store (so for every engine and process on it). *out_removed (may be
+ * NULL) receives how many hosts went (expired ones included). Any thread. Errors: as
+ * courier_hsts_list. */
+COURIER_API int courier_hsts_clear(int64_t *out_removed, courier_engine *engine, courier_error *err);
+/* Adds the hosts of a file in curl's HSTS format (one per line: `[.]host "YYYYMMDD HH:MM:SS"` in
+ * UTC, or `"unlimited"`; a leading '.' means includeSubDomains; '#' lines are comments; what is not
+ * such a line is skipped) to the list and the store. A host already known keeps the later expiry and
+ * includeSubDomains if either has it; expired lines are skipped. `path` borrowed for the call.
+ * *out_added (may be NULL): the hosts added or changed. Any thread. Errors: COURIER_E_NOT_FOUND
+ * (no such file; err->os_error), COURIER_E_INVALID_ARGUMENT (NULL, HSTS off, the file cannot be
+ * read), COURIER_E_STORE, COURIER_E_NO_MEMORY. */
+COURIER_API int courier_hsts_preload(int64_t *out_added, courier_engine *engine, const char *path, courier_error *err);
+
+/* Alternative services (RFC 7838), off by default. On: libcurl's Alt-Svc cache (h1, h2 and h3 as
+ * this libcurl speaks them) remembers what https:// responses advertise and later connections to the
+ * origin go to the alternative. The cache is libcurl's file "alt-svc.txt" in the store directory:
+ * each connection handle reads it when it is made and writes it back, whole, when it is closed
+ * (engine close at the latest), so it survives a restart; processes sharing the store each read it
+ * as their handles are made, and the last one to close a handle writes what it knew (an entry lost
+ * that way is learnt again from the origin's next Alt-Svc field). A temporary store keeps it in
+ * memory. Errors: COURIER_E_INVALID_ARGUMENT (NULL config). */
+COURIER_API int courier_config_set_alt_svc(courier_config *config, int enabled);
+
 #ifdef __cplusplus
 }
 #endif

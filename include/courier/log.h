@@ -29,7 +29,7 @@ extern "C" {
  * bytes_to_send, component (see courier_log_component), and the decision lines' freeze_id, policy,
  * reason, decision, stored, attempts, final, cache_policy, then the engine's fields
  * (courier_log_set_field).
- * Which request events log at which level: will_send, did_send and from_cache at debug; progress
+ * Which request events log at which level: will_send, did_send, redirected and from_cache at debug; progress
  * at trace; retried and frozen at warning; finished at info when it succeeded or was cancelled, at
  * warning when a response came back (an HTTP status >= 400, a rejected result), else at error.
  * With no sink, nothing is formatted. Every function here may be called from any thread. */
@@ -53,7 +53,7 @@ COURIER_API int courier_log_get_level(const courier_engine *engine);
 
 /* Components: each line of the engine's own comes from one, named in its "component" key, and each
  * component has a level of its own (HTNetworking's per-module log levels):
- *   transport   will_send, did_send, progress, finished (a request's trip);
+ *   transport   will_send, did_send, progress, redirected, finished (a request's trip);
  *   cache       from_cache and the cache's decisions: "cache_lookup" (what a policy found and why:
  *               "reason" a courier_cache_reason_name, "decision" "from_cache" or "network"),
  *               "cache_store" ("reason", "stored" true or false), "cache_stale_if_error"; and
@@ -172,10 +172,17 @@ typedef enum courier_event_kind {
     COURIER_EVENT_FINISHED = 4,   /* it completed: just before its completion callback runs */
     COURIER_EVENT_FROM_CACHE = 5, /* its answer comes from the cache, not the network */
     COURIER_EVENT_RETRIED = 6,    /* an attempt failed and another is scheduled */
-    COURIER_EVENT_FROZEN = 7      /* it was written to the journal, to be sent when online */
+    COURIER_EVENT_FROZEN = 7,     /* it was written to the journal, to be sent when online */
+    COURIER_EVENT_REDIRECTED = 8  /* a 3xx is followed: the next hop is about to start */
 } courier_event_kind;
 
-/* "will_send", "did_send", "progress", "finished", "from_cache", "retried", "frozen";
+/* Spans (OpenTelemetry's HTTP client spans, docs/design/tracing.md) are built from these events:
+ * WILL_SEND starts one (a before-send interceptor, which runs on the sending thread before
+ * it with the same request id, is where a tracer injects its context), RETRIED and REDIRECTED are
+ * its events, FINISHED ends it with http_status, resend_count and error_type; traceparent and
+ * tracestate carry the trace context the request goes out with. */
+
+/* "will_send", "did_send", "progress", "finished", "from_cache", "retried", "frozen", "redirected";
  * "unknown" otherwise. Static storage. */
 COURIER_API const char *courier_event_kind_name(int kind);
 
@@ -188,10 +195,13 @@ typedef struct courier_event {
     courier_event_kind kind;
     uint64_t request_id;
     const char *method;               /* may be NULL */
-    const char *url;                  /* the full URL, query included (not redacted); may be NULL */
+    const char *url;                  /* the full URL, query included (not redacted); may be NULL;
+                                         REDIRECTED: the next hop's */
     int code;                         /* FINISHED: the result; RETRIED: the failed attempt's code */
-    int http_status;                  /* FINISHED, FROM_CACHE, RETRIED: the status of the response, if any */
-    int attempt;                      /* RETRIED: the attempt about to start (2 for the first retry) */
+    int http_status;                  /* FINISHED, FROM_CACHE, RETRIED: the status of the response, if
+                                         any; REDIRECTED: the 3xx followed */
+    int attempt;                      /* RETRIED: the attempt about to start (2 for the first retry);
+                                         REDIRECTED: the redirect's number (1 for the first) */
     int64_t delay_ms;                 /* RETRIED: the wait before it */
     double duration_s;                /* FINISHED: seconds since WILL_SEND (0 when unknown) */
     int64_t bytes_received;           /* PROGRESS: body bytes received so far */
@@ -200,6 +210,15 @@ typedef struct courier_event {
     int64_t bytes_to_send;            /* PROGRESS: body bytes to send, -1 when unknown */
     const courier_response *response; /* FINISHED, FROM_CACHE: the response, if any */
     const courier_error *error;       /* FINISHED with a failure: the detail */
+    /* Added in 0.2.1 (read them only when `size` covers them): */
+    const char *traceparent;          /* the request's "traceparent" header (as it goes out, after the
+                                         interceptors), or NULL; every kind but FROZEN */
+    const char *tracestate;           /* its "tracestate" header, or NULL */
+    int resend_count;                 /* FINISHED: retries of the final hop plus redirects followed
+                                         (OpenTelemetry's http.request.resend_count); 0 for none */
+    const char *error_type;           /* FINISHED with a failure: the status as decimal text ("503")
+                                         when an HTTP status failed it, else courier_code_name(code)
+                                         ("timeout"); NULL on success */
 } courier_event;
 
 /* A monitor. Runs on the thread where the event happens: the engine's worker thread, for every

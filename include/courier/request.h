@@ -63,6 +63,18 @@ COURIER_API int courier_request_add_header(courier_request *request, const char 
 /* The same with explicit lengths (an embedded NUL gives COURIER_E_INVALID_HEADER). */
 COURIER_API int courier_request_add_header_n(courier_request *request, const char *name, size_t name_len,
                                              const char *value, size_t value_len);
+/* The request's W3C trace context (https://www.w3.org/TR/trace-context/): sets its "traceparent"
+ * header line to traceparent and its "tracestate" line to tracestate, replacing any lines of those
+ * names (tracestate NULL or "": none). Being header lines of the request, they go out on every
+ * attempt of every send of it (retries, redirect hops, resends of a frozen request: the journal
+ * stores them with the request's other header lines), and events carry them
+ * (courier_event.traceparent). A before-send interceptor may still replace them (a tracer's client
+ * span). Both copied. traceparent must be version 00's form, "00-<32 hex>-<16 hex>-<2 hex>" in
+ * lowercase, with neither id all zeros; tracestate at most 512 characters of visible ASCII, spaces
+ * and commas. Errors: COURIER_E_INVALID_ARGUMENT (NULL request or traceparent, either malformed:
+ * the request is unchanged), COURIER_E_NO_MEMORY. One thread at a time, like the request. */
+COURIER_API int courier_request_set_trace_context(courier_request *request, const char *traceparent,
+                                                  const char *tracestate);
 /* A raw body (copied; len may be 0) with its content type (NULL: application/octet-stream).
  * Parameters then go in the query string. Passing body NULL clears the body. */
 COURIER_API int courier_request_set_body(courier_request *request, const void *body, size_t len,

@@ -218,7 +218,10 @@ COURIER_API void courier_sse_free(courier_sse *source);
  *
  * A pull API, as courier_stream: one thread at a time reads messages, with a bounded wait or none,
  * and an optional notify callback tells an event loop when there is something to read. Any thread
- * sends; sends are queued to the worker, which writes them when the socket takes them. */
+ * sends; sends are queued to the worker, which writes them when the socket takes them, except that
+ * on a ws:// connection with no proxy, when nothing of the WebSocket waits to be written, a message
+ * of 64 KiB or less is written by the sending thread itself (one non-blocking send(2); the rest,
+ * if the socket took only part, goes to the worker). */
 typedef struct courier_ws courier_ws;
 
 /* The state of a WebSocket (the browser's readyState). */
@@ -293,8 +296,9 @@ typedef void (*courier_ws_notify_fn)(courier_ws *ws, void *user);
 COURIER_API int courier_ws_open(courier_ws **out, courier_engine *engine, const courier_request *request,
                                 const courier_ws_options *options, courier_ws_notify_fn notify, void *user,
                                 courier_user_free_fn user_free, courier_error *err);
-/* Queues a message (data copied; len 0 allowed). Returns when it is queued, not when it is
- * written: messages go out in the order sent. Any thread. Errors: COURIER_E_INVALID_ARGUMENT
+/* Queues a message (data copied; len 0 allowed), or writes it on the calling thread (see above):
+ * never waits for the socket. Returns when it is queued or written, not when the server has it:
+ * messages go out in the order sent. Any thread. Errors: COURIER_E_INVALID_ARGUMENT
  * (NULL, a bad type), COURIER_E_INVALID_ENCODING (text that is not UTF-8), COURIER_E_AGAIN (the
  * send queue is full: max_send_queue_bytes; try again once courier_ws_queued_bytes has fallen),
  * COURIER_E_WS_CLOSED (a close was sent or the WebSocket ended), COURIER_E_CLOSED (the engine is

@@ -65,6 +65,13 @@ public final class Engine: @unchecked Sendable {
         #endif
         self.configuration = configuration
         storeDirectory = String(borrowedCString: courier_engine_store_dir(opened))
+        // Monitors the configuration carries (Configuration.eventMonitors), before any send.
+        do {
+            for monitor in configuration.eventMonitors { try addEventMonitor(monitor) }
+        } catch {
+            close()
+            throw error
+        }
     }
 
     /// Closes the engine: every request still queued or in flight completes with

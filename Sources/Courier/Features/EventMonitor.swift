@@ -25,6 +25,9 @@ public struct RequestEvent: Sendable {
         case retried = 6
         /// It was written to the journal, to be sent when the network returns.
         case frozen = 7
+        /// A redirect is followed: the next hop is about to start (``RequestEvent/url`` is its URL,
+        /// ``RequestEvent/status`` the 3xx, ``RequestEvent/attempt`` the redirect's number).
+        case redirected = 8
 
         /// "will_send", "did_send", ..., as in the JSON log lines.
         public var description: String { String(cString: courier_event_kind_name(rawValue)) }
@@ -54,7 +57,8 @@ public struct RequestEvent: Sendable {
     public let error: CourierError?
     /// ``Kind/finished``, ``Kind/fromCache``, ``Kind/retried``: the HTTP status, if a response came.
     public let status: Int?
-    /// ``Kind/finished``, ``Kind/fromCache``: the response, if any (a copy of its bytes).
+    /// ``Kind/finished``, ``Kind/fromCache``: the response, if any (the engine's, with its cache
+    /// reason and status).
     public let response: Response?
     /// ``Kind/retried``: the attempt about to start (2 for the first retry).
     public let attempt: Int?
@@ -64,6 +68,18 @@ public struct RequestEvent: Sendable {
     public let duration: Double?
     /// ``Kind/progress``: the byte counts.
     public let progress: Progress?
+    /// The request's W3C `traceparent` header as it goes out (after the interceptors), if any;
+    /// nil for ``Kind/frozen``.
+    public let traceParent: String?
+    /// Its `tracestate` header, if any.
+    public let traceState: String?
+    /// ``Kind/finished``: retries of the final hop plus redirects followed (OpenTelemetry's
+    /// `http.request.resend_count`).
+    public let resendCount: Int?
+    /// ``Kind/finished`` with a failure: a low-cardinality name of it (OpenTelemetry's
+    /// `error.type`): the status as text ("503") when an HTTP status failed it, else the C core's
+    /// name of the code ("timeout", "cannot_connect").
+    public let errorType: String?
 
     /// Reads a C event (borrowed for the call).
     init(_ event: UnsafePointer<courier_event>) {
@@ -73,7 +89,9 @@ public struct RequestEvent: Sendable {
         method = e.method.map { String(cString: $0) }
         url = e.url.map { String(cString: $0) }
         let hasResponse = kind == .finished || kind == .fromCache
-        let response = hasResponse ? e.response.map { Response(borrowing: $0) } : nil
+        // A reference of its own (not a copy of the bytes): the response keeps what the C core
+        // knows of it, its cache reason and status among them.
+        let response = hasResponse ? e.response.flatMap { courier_response_retain($0) }.map { Response(taking: $0) } : nil
         self.response = response
         status = e.http_status != 0 ? Int(e.http_status) : nil
         if (kind == .finished || kind == .retried) && e.code != COURIER_OK.rawValue {
@@ -81,13 +99,20 @@ public struct RequestEvent: Sendable {
         } else {
             error = nil
         }
-        attempt = kind == .retried ? Int(e.attempt) : nil
+        attempt = kind == .retried || kind == .redirected ? Int(e.attempt) : nil
         retryDelay = kind == .retried ? Double(e.delay_ms) / 1000 : nil
         duration = kind == .finished && e.duration_s > 0 ? e.duration_s : nil
         progress = kind == .progress
             ? Progress(received: e.bytes_received, expected: e.bytes_expected >= 0 ? e.bytes_expected : nil,
                        sent: e.bytes_sent, toSend: e.bytes_to_send >= 0 ? e.bytes_to_send : nil)
             : nil
+        // Fields added later: read only when the library's struct has them.
+        let hasTraceFields = e.size >= MemoryLayout<courier_event>.offset(of: \courier_event.error_type)!
+            + MemoryLayout<UnsafePointer<CChar>?>.size
+        traceParent = hasTraceFields ? e.traceparent.map { String(cString: $0) } : nil
+        traceState = hasTraceFields ? e.tracestate.map { String(cString: $0) } : nil
+        resendCount = hasTraceFields && kind == .finished ? Int(e.resend_count) : nil
+        errorType = hasTraceFields ? e.error_type.map { String(cString: $0) } : nil
     }
 }
 
@@ -118,6 +143,8 @@ public protocol EventMonitor: Sendable {
     func requestWillRetry(_ event: RequestEvent)
     /// A request was frozen until the network returns.
     func requestWasFrozen(_ event: RequestEvent)
+    /// A redirect of a request is followed.
+    func requestWasRedirected(_ event: RequestEvent)
 }
 
 extension EventMonitor {
@@ -137,6 +164,8 @@ extension EventMonitor {
     public func requestWillRetry(_ event: RequestEvent) {}
     /// Does nothing.
     public func requestWasFrozen(_ event: RequestEvent) {}
+    /// Does nothing.
+    public func requestWasRedirected(_ event: RequestEvent) {}
 
     /// Calls the method for the event's kind.
     /// - Parameter event: The event.
@@ -149,6 +178,7 @@ extension EventMonitor {
         case .fromCache: requestDidLoadFromCache(event)
         case .retried: requestWillRetry(event)
         case .frozen: requestWasFrozen(event)
+        case .redirected: requestWasRedirected(event)
         }
     }
 }
@@ -183,6 +213,8 @@ public struct ClosureEventMonitor: EventMonitor {
     public func requestWillRetry(_ event: RequestEvent) { handler(event) }
     /// Gives the event to the closure.
     public func requestWasFrozen(_ event: RequestEvent) { handler(event) }
+    /// Gives the event to the closure.
+    public func requestWasRedirected(_ event: RequestEvent) { handler(event) }
 }
 
 // MARK: - Registration

@@ -24,7 +24,7 @@ from .errors import *  # noqa: F401,F403 - the exception classes, generated from
 from .errors import CourierError, error_class, strerror
 from .frozen import FreezePolicy, FrozenEvent, FrozenEventKind, FrozenManager, FrozenRequest, ResendPolicy
 from .group import Group, GroupFlag, GroupMember, GroupMode, GroupResult
-from .netopts import HTTPVersion, IPVersion, http3_available
+from .netopts import HSTSEntry, HTTPVersion, IPVersion, http3_available
 from .mapping import (MAP_ALL_COERCIONS, MAP_BOOL_FROM_NUMBER, MAP_NULL_AS_ABSENT, MAP_NUMBER_FROM_STRING,
                       MAP_REQUIRED, MAP_STRING_FROM_NUMBER, Envelope, JsonType, Mapping)
 from .request import BodyEncoding, Freeze, Mock, Outgoing, Part, Priority, Progress, Request, Result, Retry

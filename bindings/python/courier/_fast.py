@@ -3,7 +3,9 @@
 Per request the binding makes a few calls: ``courier_send`` (or ``courier_send_sync``), the
 completion back into Python (the send context's ``_complete``), the response's status and body,
 ``courier_response_free``, and for :class:`courier.AsyncEngine` the hand-over of the result to the
-event loop (``Waker``, see ``courier.aio``). Through
+event loop (``Waker``, see ``courier.aio``); per WebSocket message ``courier_ws_send``,
+``courier_ws_next`` and the notify (``WsWake``: a C function that writes a pipe without the GIL,
+see ``courier.websocket``). Through
 ctypes each costs microseconds (the completion most: ctypes builds its argument objects and, on
 a thread Python did not start, a thread state per call). ``courier._speedups`` (src/speedups.c,
 built by the wheel) makes the same calls in C; it decides nothing. It does not link libcourier:
@@ -37,6 +39,8 @@ if _mod is not None and getattr(_mod, "ERROR_SIZE", None) == ctypes.sizeof(ERROR
         _mod.init(*(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
                     for name in ("courier_send", "courier_send_sync", "courier_response_status",
                                  "courier_response_body", "courier_response_free")))
+        _mod.ws_init(*(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+                       for name in ("courier_ws_send", "courier_ws_next")))
         available = True
     except (AttributeError, ValueError):  # pragma: no cover - a library without these functions
         available = False

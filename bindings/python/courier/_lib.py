@@ -150,7 +150,8 @@ class EVENT(ctypes.Structure):
                 ("duration_s", ctypes.c_double), ("bytes_received", ctypes.c_int64),
                 ("bytes_expected", ctypes.c_int64), ("bytes_sent", ctypes.c_int64),
                 ("bytes_to_send", ctypes.c_int64), ("response", ctypes.c_void_p),
-                ("error", ctypes.POINTER(ERROR))]
+                ("error", ctypes.POINTER(ERROR)), ("traceparent", ctypes.c_char_p), ("tracestate", ctypes.c_char_p),
+                ("resend_count", ctypes.c_int), ("error_type", ctypes.c_char_p)]
 
 
 class JSON_OPTIONS(ctypes.Structure):
@@ -176,6 +177,12 @@ class COOKIE(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("domain", ctypes.c_char_p), ("path", ctypes.c_char_p),
                 ("name", ctypes.c_char_p), ("value", ctypes.c_char_p), ("expires", ctypes.c_int64),
                 ("include_subdomains", ctypes.c_int), ("secure", ctypes.c_int), ("http_only", ctypes.c_int)]
+
+
+class HSTS_ENTRY(ctypes.Structure):
+    """``courier_hsts_entry``."""
+    _fields_ = [("size", ctypes.c_size_t), ("host", ctypes.c_char_p), ("include_subdomains", ctypes.c_int),
+                ("expires", ctypes.c_int64)]
 
 
 class TRANSPORT(ctypes.Structure):

@@ -28,7 +28,7 @@ from .group import GroupMember, GroupMode, GroupResult, Member, run
 from .request import Request
 from .response import Response
 from .stream import EventSource, StreamResponse, await_head, new_waker
-from .websocket import WebSocket, await_open, make_options
+from .websocket import WebSocket, aio_waker, await_open, make_options
 
 if TYPE_CHECKING:  # pragma: no cover
     from .request import RequestOptions
@@ -340,8 +340,13 @@ class _WebSocketOpening:
 
     async def _open(self) -> WebSocket:
         engine, req, options = self._args
-        waker = new_waker()
-        return await await_open(engine._open_ws(req, options, waker), waker)
+        waker = aio_waker()
+        try:
+            h = engine._open_ws(req, options, waker)
+        except BaseException:
+            waker.close()
+            raise
+        return await await_open(h, waker)
 
     def __await__(self) -> Any:
         return self._open().__await__()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Se
 from . import _callbacks as cb
 from . import _fast
 from ._enums import CEnum, Reachability, Setting
-from ._lib import COOKIE, ERROR, JSON_OPTIONS, TRANSPORT, lib, setting_default, sized
+from ._lib import COOKIE, ERROR, HSTS_ENTRY, JSON_OPTIONS, TRANSPORT, lib, setting_default, sized
 from .auth import Challenge, Cookie, Credentials, c_challenge, credentials_args
 from .cache import CacheManager
 from .errors import CourierError, EngineClosed, InvalidArgument, check, coerce, make_error
@@ -30,7 +30,7 @@ from .request import (BodyEncoding, HeadersArg, Params, Request, Retry, _b, _opt
                       timeout_ms, total_timeout_ms)
 from .response import CachePolicy, Response, c_after_receive, c_validator
 from .stream import EventSource, StreamResponse, open_events, open_stream, wait_head
-from .websocket import WebSocket, _SyncWaker, make_options, open_ws, wait_open
+from .websocket import WebSocket, make_options, open_ws, sync_waker, wait_open
 from . import netopts
 from .netopts import ConnectToArg, HTTPVersion, IPVersion, ResolveArg
 from .pool import PoolFigures
@@ -101,6 +101,7 @@ class EventKind(CEnum):
     FROM_CACHE = 5
     RETRIED = 6
     FROZEN = 7
+    REDIRECTED = 8
 
 
 class NetworkKind(CEnum):
@@ -150,6 +151,14 @@ class Event:
     bytes_to_send: int
     response: Optional[Response]
     error: Optional[CourierError]
+    #: the request's ``traceparent`` / ``tracestate`` header as it goes out (``None``: none)
+    traceparent: Optional[str] = None
+    tracestate: Optional[str] = None
+    #: FINISHED: retries of the final hop plus redirects followed (``http.request.resend_count``)
+    resend_count: int = 0
+    #: FINISHED with a failure: ``"503"`` when a status failed it, else the code's name
+    #: (``courier_code_name``: ``"timeout"``, ``"cannot_connect"``); ``None`` on success
+    error_type: Optional[str] = None
 
     @classmethod
     def _from_c(cls, ev: Any) -> "Event":
@@ -162,7 +171,10 @@ class Event:
         return cls(kind, int(ev.request_id), ev.method.decode() if ev.method else None,
                    ev.url.decode("utf-8", "replace") if ev.url else None, ev.code, ev.http_status, ev.attempt,
                    ev.delay_ms / 1000.0, ev.duration_s, ev.bytes_received, ev.bytes_expected, ev.bytes_sent,
-                   ev.bytes_to_send, resp, err)
+                   ev.bytes_to_send, resp, err,
+                   ev.traceparent.decode() if ev.traceparent else None,
+                   ev.tracestate.decode() if ev.tracestate else None, ev.resend_count,
+                   ev.error_type.decode() if ev.error_type else None)
 
     def _release(self) -> None:
         if self.response is not None:
@@ -450,6 +462,13 @@ class Engine:
         max_idle_connections: connections the pool keeps open between requests (default
             max_connections); idle_connection_timeout: seconds after which an idle connection is
             closed rather than reused (default libcurl's 118).
+        hsts: HTTP Strict Transport Security (on by default): a host that sent
+            Strict-Transport-Security over https is reached over https:// even when a request (or a
+            redirect) says http://, until its max-age passes; the list is kept in the store, shared by
+            the engines and processes on it (:meth:`list_hsts`, :meth:`clear_hsts`,
+            :meth:`preload_hsts`; ``Response.hsts_upgraded``). False: nothing learnt or upgraded.
+        alt_svc: Alt-Svc (off by default): libcurl remembers what https responses advertise, in the
+            file "alt-svc.txt" of the store directory, and later connections go to the alternative.
         adapters: ``fn(outgoing)`` functions run in order before each attempt of every request; they
             may change its URL, method, headers and body (``outgoing.body``, ``outgoing.body_file``),
             and may be coroutine functions (awaited on the :class:`courier.AsyncEngine`'s loop) or
@@ -507,7 +526,7 @@ class Engine:
                  unix_socket: Union[str, os.PathLike, None] = None,
                  http_version: Union[HTTPVersion, str, int, None] = None,
                  decode_content: Optional[bool] = None, max_idle_connections: Optional[int] = None,
-                 idle_connection_timeout: Optional[float] = None,
+                 idle_connection_timeout: Optional[float] = None, hsts: bool = True, alt_svc: bool = False,
                  adapters: Sequence[Callable[..., Any]] = (), retriers: Sequence[Callable[..., Any]] = (),
                  authenticator: Optional[Authenticator] = None) -> None:
         self._ptr: Optional[int] = None
@@ -680,6 +699,7 @@ class Engine:
             netopts.apply_engine(c, resolve, connect_to, doh_url, dns_cache_lifetime, ip_version,
                                  happy_eyeballs_delay, unix_socket, http_version, decode_content,
                                  max_idle_connections, idle_connection_timeout)
+            netopts.apply_hsts(c, hsts, alt_svc)
             out = c_void_p()
             err = ERROR()
             check(lib.courier_engine_open(byref(out), c, byref(err)), err)
@@ -806,6 +826,41 @@ class Engine:
         n = ctypes.c_int64()
         err = ERROR()
         check(lib.courier_cookies_clear(byref(n), self._handle(), byref(err)), err)
+        return n.value
+
+    # -- HSTS --------------------------------------------------------------------------------------
+    def list_hsts(self) -> list[netopts.HSTSEntry]:
+        """The known HSTS hosts as the store has them now (``courier_hsts_list``), expired ones left
+        out, sorted by host. :class:`courier.InvalidArgument` when HSTS is off."""
+        out = c_void_p()
+        err = ERROR()
+        check(lib.courier_hsts_list(byref(out), self._handle(), byref(err)), err)
+        try:
+            items = []
+            for i in range(lib.courier_hsts_entries_count(out)):
+                h = sized(HSTS_ENTRY)
+                check(lib.courier_hsts_entries_at(byref(h), out, i))
+                items.append(netopts.HSTSEntry((h.host or b"").decode("utf-8", "replace"),
+                                               bool(h.include_subdomains), int(h.expires)))
+            return items
+        finally:
+            lib.courier_hsts_entries_free(out)
+
+    def clear_hsts(self) -> int:
+        """Empties the HSTS list (in the store: for every engine and process on it); returns how
+        many hosts went."""
+        n = ctypes.c_int64()
+        err = ERROR()
+        check(lib.courier_hsts_clear(byref(n), self._handle(), byref(err)), err)
+        return n.value
+
+    def preload_hsts(self, path: Union[str, "os.PathLike[str]"]) -> int:
+        """Adds the hosts of a file in curl's HSTS format (``[.]host "YYYYMMDD HH:MM:SS"`` or
+        ``"unlimited"``; a leading "." means includeSubDomains); returns how many were added or
+        changed. :class:`courier.NotFound` when there is no such file."""
+        n = ctypes.c_int64()
+        err = ERROR()
+        check(lib.courier_hsts_preload(byref(n), self._handle(), os.fsencode(path), byref(err)), err)
         return n.value
 
     @property
@@ -993,7 +1048,7 @@ class Engine:
             raise TypeError("websocket(Request) takes no request options")
         options = make_options(subprotocols, max_message_bytes, ping_interval, ping_timeout, close_timeout,
                                handshake_timeout, compression, max_receive_queue_bytes)
-        waker = _SyncWaker()
+        waker = sync_waker()
         return wait_open(self._open_ws(req, options, waker), waker)
 
     def _open_ws(self, req: Request, options: Any, waker: Any) -> int:

@@ -1,18 +1,20 @@
 """Names, addresses and sockets (include/courier.h, "Names, addresses and sockets"): resolve and
 connect_to overrides per engine and per request, DNS-over-HTTPS, the DNS cache's lifetime, the IP
-version, the happy-eyeballs delay and Unix-domain sockets. The core applies them
-(CCore/http/netopts.c); this module only converts the Python spellings."""
+version, the happy-eyeballs delay and Unix-domain sockets; and HSTS and Alt-Svc ("HSTS and
+Alt-Svc"). The core applies them (CCore/http/netopts.c, CCore/http/hsts.c); this module only
+converts the Python spellings."""
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Union
 
 from ._enums import CEnum
 from ._lib import lib
 from .errors import check, coerce, lib_code, make_error
 
-__all__ = ["IPVersion", "HTTPVersion", "http3_available"]
+__all__ = ["IPVersion", "HTTPVersion", "HSTSEntry", "http3_available"]
 
 E_INVALID_ARGUMENT = lib_code("COURIER_E_INVALID_ARGUMENT")
 
@@ -127,6 +129,23 @@ def apply_engine(c: Any, resolve: ResolveArg, connect_to: ConnectToArg, doh_url:
         s = float(idle_connection_timeout)
         check(lib.courier_config_set_idle_connection_timeout_ms(c, -1 if s < 0 else int(math.ceil(s * 1000))),
               arg="idle_connection_timeout")
+
+
+@dataclass(frozen=True)
+class HSTSEntry:
+    """One known HSTS host (``courier_hsts_entry``): the host (lowercase), whether its subdomains
+    are HSTS hosts too, and when it stops being one (seconds since the epoch; 0: never)."""
+    host: str
+    include_subdomains: bool
+    expires: int
+
+
+def apply_hsts(c: Any, hsts: bool, alt_svc: bool) -> None:
+    """HSTS (on unless False) and Alt-Svc (off unless True) on a courier_config."""
+    if not hsts:
+        check(lib.courier_config_set_hsts(c, 0), arg="hsts")
+    if alt_svc:
+        check(lib.courier_config_set_alt_svc(c, 1), arg="alt_svc")
 
 
 def apply_request(r: Any, resolve: ResolveArg, connect_to: ConnectToArg,

@@ -13,15 +13,17 @@ send's id, the id its events carry: that is what ties the two together):
   ``server.port``) and injects its context into the request's headers through the configured
   propagator (W3C ``traceparent``, and ``tracestate``/``baggage`` when there are any, by default);
 * the ``retried`` events add a span event ``courier.retry`` each (``attempt``, ``delay_ms``,
-  ``courier.code``);
+  ``courier.code``), and the ``redirected`` events a ``courier.redirect`` each (``url.full`` of the
+  next hop, ``http.response.status_code`` the 3xx, ``courier.redirect.number``);
 * the ``finished`` event (on the worker thread) ends the span with ``http.response.status_code``,
-  ``http.request.resend_count`` (retries and redirects the engine made; absent when none) and, for
-  a failure, ``error.type`` (the status code as a string for a status >= 400, else the Courier
-  exception's class name: ``CannotConnect``, ``Timeout``, ``Frozen``...) with the span's status
-  ERROR. An answer from the cache is a span too, with ``courier.cache_hit`` true.
+  ``http.request.resend_count`` (the event's ``resend_count``: retries and redirects the engine
+  made; absent when none) and, for a failure, ``error.type`` (the event's ``error_type``, the C
+  core's for every language: the status as a string, ``"503"``, when a status failed it, else the
+  code's name: ``cannot_connect``, ``timeout``, ``frozen``...) with the span's status ERROR. An
+  answer from the cache is a span too, with ``courier.cache_hit`` true.
 
 The engine's redirects are followed inside one span (one span per request, resend count for the
-hops). A frozen request keeps the trace context it was frozen under: the journal stores the
+hops). Swift's CourierTracing makes the same spans (docs/design/tracing.md). A frozen request keeps the trace context it was frozen under: the journal stores the
 request's header lines, ``traceparent`` among them, and its replay (on the journal's thread, where
 no span is current) is a span whose parent is that context, in the same trace as the span that
 ended with ``error.type`` ``Frozen``. A send the engine refuses after its interceptors ran (a
@@ -36,7 +38,7 @@ from urllib.parse import urlsplit, urlunsplit
 __all__ = ["Tracing"]
 
 _KNOWN_METHODS = frozenset({"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE"})
-_FINISHED, _FROM_CACHE, _RETRIED = 4, 5, 6  # courier_event_kind
+_FINISHED, _FROM_CACHE, _RETRIED, _REDIRECTED = 4, 5, 6, 8  # courier_event_kind
 
 
 def _url_full(url: str) -> str:
@@ -102,7 +104,7 @@ class Tracing:
 
     def attach(self, engine: Any) -> None:
         """Adds the monitor that ends the spans (the engine is open)."""
-        engine.add_monitor(self._event, kinds=("retried", "from_cache", "finished"))
+        engine.add_monitor(self._event, kinds=("retried", "redirected", "from_cache", "finished"))
 
     def _event(self, ev: Any) -> None:
         try:
@@ -119,6 +121,10 @@ class Tracing:
             if kind == _RETRIED:
                 span.add_event("courier.retry", {"attempt": ev.attempt, "delay_ms": int(ev.delay * 1000),
                                                  "courier.code": ev.code})
+            elif kind == _REDIRECTED:
+                span.add_event("courier.redirect", {"url.full": _url_full(ev.url or ""),
+                                                    "http.response.status_code": ev.http_status,
+                                                    "courier.redirect.number": ev.attempt})
             else:
                 span.set_attribute("courier.cache_hit", True)
             return
@@ -127,16 +133,9 @@ class Tracing:
             return
         if ev.http_status:
             span.set_attribute("http.response.status_code", ev.http_status)
-        if ev.response is not None:
-            resends = ev.response.attempts - 1 + len(ev.response.redirects)
-            if resends > 0:
-                span.set_attribute("http.request.resend_count", resends)
-        error_type = None
-        if ev.http_status >= 400:
-            error_type = str(ev.http_status)
-        elif ev.code != 0:
-            error_type = type(ev.error).__name__ if ev.error is not None else "CourierError"
-        if error_type is not None:
-            span.set_attribute("error.type", error_type)
+        if ev.resend_count > 0:
+            span.set_attribute("http.request.resend_count", ev.resend_count)
+        if ev.error_type is not None:
+            span.set_attribute("error.type", ev.error_type)
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
         span.end()

@@ -339,6 +339,7 @@ class RequestOptions(TypedDict, total=False):
     redirect_hook: Optional[Callable[[Any, Outgoing], Any]]
     connect_timeout: Optional[float]
     idle_timeout: Optional[float]
+    trace_context: Union[str, tuple[str, Optional[str]], None]
     credentials: Credentials
     challenge_handler: Optional[Callable[[Challenge], Any]]
     proxy: Optional[str]
@@ -398,7 +399,8 @@ class Request:
                  connect_to: ConnectToArg = None, unix_socket: Union[str, "os.PathLike[str]", None] = None,
                  http_version: Union[HTTPVersion, str, int, None] = None,
                  decode_content: Optional[bool] = None, adapters: Sequence[Callable[..., Any]] = (),
-                 retriers: Sequence[Callable[..., Any]] = (), authenticated: Optional[bool] = None) -> None:
+                 retriers: Sequence[Callable[..., Any]] = (), authenticated: Optional[bool] = None,
+                 trace_context: Union[str, tuple[str, Optional[str]], None] = None) -> None:
         self._origin: Optional[tuple[str, ...]] = None  # a catalogue API or a route (made by the engine)
         self.method = method
         self.url = url
@@ -469,6 +471,9 @@ class Request:
         self.adapters = tuple(adapters)
         self.retriers = tuple(retriers)
         self.authenticated = authenticated
+        # W3C trace context: a traceparent, or (traceparent, tracestate); checked by the core
+        # (courier_request_set_trace_context), sent on every attempt, hop and frozen resend
+        self.trace_context = trace_context
 
     @classmethod
     def api(cls, name: str, **kw: Any) -> "Request":
@@ -602,6 +607,9 @@ class Request:
         for name, value in _pairs(self.headers):
             bn, bv = _b(name), _b(value)
             check(L.courier_request_add_header_n(r, bn, len(bn), bv, len(bv)), arg="headers")
+        if self.trace_context is not None:
+            parent, state = (self.trace_context, None) if isinstance(self.trace_context, str) else self.trace_context
+            check(L.courier_request_set_trace_context(r, _b(parent), _b(state) if state else None), arg="trace_context")
         if self.body_encoding is not None:
             check(L.courier_request_set_body_encoding(r, coerce(BodyEncoding, self.body_encoding, "body_encoding")), arg="body_encoding")
         if self.body is not None:

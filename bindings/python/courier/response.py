@@ -374,6 +374,12 @@ class Response:
         return _s(lib.courier_response_url(self._handle())) or ""
 
     @property
+    def hsts_upgraded(self) -> bool:
+        """True when the request's URL (or a redirect hop's) went from http:// to https:// because
+        its host is a known HSTS host (:attr:`url` then says https://)."""
+        return lib.courier_response_hsts_upgraded(self._handle()) != 0
+
+    @property
     def redirects(self) -> list[tuple[str, int]]:
         """The redirects the request went through, in order: ``(url, status)`` of each URL that
         answered with a redirect (empty when none). The final URL is :attr:`url`."""

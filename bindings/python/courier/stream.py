@@ -294,6 +294,10 @@ class _Waker:
         if not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self.event.set)
 
+    def c_args(self) -> tuple[Any, Any, Any]:
+        """notify, user and user_free for an open function (courier_ws_open)."""
+        return c_notify, self.key, cb.user_free
+
     def close(self) -> None:
         """Nothing to release: the registration ends with the stream (its user_free)."""
 

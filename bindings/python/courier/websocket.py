@@ -2,7 +2,13 @@
 framing, pings, the closing handshake and every check of what the server sends are the core's,
 driven by the engine's worker thread; this module converts messages and errors. Blocking reads wait
 in slices (so Ctrl-C is seen; the GIL is released while the C call waits); asyncio reads do not
-wait and are woken by the WebSocket's notify callback.
+wait and are woken by the WebSocket's notify.
+
+On the compiled path (``courier._speedups``) a message's send and read are one C call each, and the
+notify is a C function that writes a pipe without taking the GIL (``WsWake``): the handshake's
+wait polls that pipe, an asyncio loop watches it (``add_reader``), and a blocking reader after the
+handshake waits in ``courier_ws_next`` and never reads it (the notify then costs an atomic
+exchange). On the ctypes path the notify is a Python callback on the engine's worker thread.
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from ctypes import sizeof as ctypes_sizeof
 from typing import Any, AsyncIterator, Iterator, Optional, Sequence, Union
 
 from . import _callbacks as cb
+from . import _fast
 from . import errors as courier_errors
 from ._enums import CEnum
 from ._lib import ERROR, lib
@@ -104,6 +111,88 @@ class _SyncWaker:
         self.event = threading.Event()
         self.key = cb.register(cb.Slot(self.event.set, None))
 
+    def c_args(self) -> tuple[Any, Any, Any]:
+        """notify, user and user_free for courier_ws_open."""
+        return c_notify, self.key, cb.user_free
+
+    def wait(self, seconds: float) -> None:
+        """Waits at most ``seconds`` for a notify, then forgets it."""
+        self.event.wait(seconds)
+        self.event.clear()
+
+    def close(self) -> None:
+        """Nothing to release: the registration ends with the WebSocket (its user_free)."""
+
+
+class _SyncFdWaker:
+    """The compiled path's :class:`_SyncWaker`: the notify is ``courier._speedups``' C function,
+    which writes a pipe without the GIL; the handshake's wait polls the pipe, and after it nothing
+    reads the pipe (a blocking read waits in ``courier_ws_next``), so each later notify is an atomic
+    exchange and no Python runs on the engine's worker."""
+
+    def __init__(self, ext: Any) -> None:
+        self.ext = ext
+        self.wake = ext.WsWake()
+
+    def c_args(self) -> tuple[Any, Any, Any]:
+        return self.ext.WS_NOTIFY, self.wake.user(), self.ext.WS_USER_FREE
+
+    def wait(self, seconds: float) -> None:
+        self.wake.wait(seconds)
+        self.wake.clear()
+
+    def close(self) -> None:
+        """Nothing to release: the pipe closes with its last reference (this object's and the
+        WebSocket's user_free)."""
+
+
+class _AioFdWaker:
+    """The compiled path's asyncio waker: the loop watches the :class:`_SyncFdWaker`'s kind of pipe
+    (``add_reader``) and sets ``event`` when it is written, with no Python on the engine's worker
+    and no ``call_soon_threadsafe``."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, ext: Any) -> None:
+        self.loop = loop
+        self.ext = ext
+        self.event = asyncio.Event()
+        self.wake = ext.WsWake()
+        self._fd = self.wake.fileno()
+        loop.add_reader(self._fd, self._ready)
+
+    def _ready(self) -> None:
+        self.wake.clear()  # the pipe read empty, then the flag cleared: the next notify writes
+        self.event.set()
+
+    def c_args(self) -> tuple[Any, Any, Any]:
+        return self.ext.WS_NOTIFY, self.wake.user(), self.ext.WS_USER_FREE
+
+    def close(self) -> None:
+        """Stops watching the pipe (on the loop's thread; a closed loop has nothing to stop)."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0 and not self.loop.is_closed():
+            try:
+                self.loop.remove_reader(fd)
+            except Exception:  # pragma: no cover - a loop being torn down
+                pass
+
+
+def sync_waker() -> Any:
+    """The notify target of a WebSocket read by blocking calls."""
+    ext = _fast.ext
+    return _SyncFdWaker(ext) if ext is not None else _SyncWaker()
+
+
+def aio_waker() -> Any:
+    """The notify target of a WebSocket read from the running event loop."""
+    loop = asyncio.get_running_loop()
+    ext = _fast.ext
+    if ext is not None and hasattr(loop, "add_reader"):
+        try:
+            return _AioFdWaker(loop, ext)
+        except NotImplementedError:  # a loop without add_reader (Windows' proactor)
+            pass
+    return _Waker(loop)
+
 
 class WebSocket(_Closing):
     """A WebSocket (:meth:`courier.Engine.websocket`, :meth:`courier.AsyncEngine.websocket`).
@@ -178,6 +267,15 @@ class WebSocket(_Closing):
         (``courier_ws_queued_bytes`` over its bound), :class:`courier.WebSocketClosed` once closing."""
         if self._h is None:
             raise ValueError("the WebSocket is closed")
+        ext = _fast.ext
+        if ext is not None:
+            if isinstance(message, str):
+                failed = ext.ws_send(self._h, _TEXT, message.encode("utf-8"))
+            else:
+                failed = ext.ws_send(self._h, _BINARY, message)  # any bytes-like, not copied first
+            if failed is not None:
+                raise _failure(failed[0], ERROR.from_buffer_copy(failed[1]))
+            return
         if isinstance(message, str):
             data, kind = message.encode("utf-8"), _TEXT
         else:
@@ -198,6 +296,13 @@ class WebSocket(_Closing):
             return self._pending.pop(0)
         if self._h is None:
             raise ValueError("the WebSocket is closed")
+        ext = _fast.ext
+        if ext is not None:
+            got = ext.ws_next(self._h, timeout_ms)  # str, bytes, None (no message yet) or the end
+            if type(got) is tuple:
+                self._ended = got[0]
+                raise _failure(got[0], ERROR.from_buffer_copy(got[1]))
+            return got
         m = WS_MESSAGE()
         m.size = ctypes_sizeof(WS_MESSAGE)
         err = ERROR()
@@ -239,7 +344,7 @@ class WebSocket(_Closing):
     async def arecv(self) -> Union[str, bytes]:
         """:meth:`recv` without blocking the event loop (a WebSocket of an AsyncEngine)."""
         waker = self._waker
-        if not isinstance(waker, _Waker):
+        if not isinstance(waker, (_Waker, _AioFdWaker)):
             raise RuntimeError("arecv and async for need a WebSocket of an AsyncEngine")
         while True:
             waker.event.clear()
@@ -310,6 +415,7 @@ class WebSocket(_Closing):
         h, self._h = self._h, None
         if h is not None:
             lib.courier_ws_free(h)
+            self._waker.close()
 
     def __del__(self) -> None:
         try:
@@ -328,8 +434,8 @@ def open_ws(engine_handle: int, creq: int, options: WS_OPTIONS, waker: Any) -> i
     """courier_ws_open: the handle, or the failure raised."""
     h = c_void_p()
     err = ERROR()
-    code = lib.courier_ws_open(byref(h), engine_handle, creq, byref(options), c_notify, waker.key, cb.user_free,
-                               byref(err))
+    notify, user, user_free = waker.c_args()
+    code = lib.courier_ws_open(byref(h), engine_handle, creq, byref(options), notify, user, user_free, byref(err))
     if code != 0:
         raise _failure(code, err)
     assert h.value is not None
@@ -351,13 +457,12 @@ def _raise_if_failed(ws: WebSocket) -> None:
         ws._pending.append(msg)
 
 
-def wait_open(h: int, waker: _SyncWaker) -> WebSocket:
+def wait_open(h: int, waker: Any) -> WebSocket:
     """Waits (in slices, so that Ctrl-C is seen) until the handshake ended; raises its failure."""
     ws = WebSocket(h, waker)
     try:
         while ws.state == WSState.CONNECTING:
-            waker.event.wait(_SLICE_MS / 1000.0)
-            waker.event.clear()
+            waker.wait(_SLICE_MS / 1000.0)
         _raise_if_failed(ws)
         return ws
     except BaseException:
@@ -365,7 +470,7 @@ def wait_open(h: int, waker: _SyncWaker) -> WebSocket:
         raise
 
 
-async def await_open(h: int, waker: _Waker) -> WebSocket:
+async def await_open(h: int, waker: Any) -> WebSocket:
     """Awaits the handshake without blocking the loop; raises its failure."""
     ws = WebSocket(h, waker)
     try:

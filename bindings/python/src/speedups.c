@@ -22,6 +22,7 @@
  *                                   completion order.
  *   Pending                         what an AsyncEngine send awaits (Waker.future()): asyncio's
  *                                   future protocol, its task woken by the drain itself.
+ *   ws_send, ws_next, WsWake        a WebSocket's round trip and its GIL-free notify (speedups_ws.c).
  *
  * It decides nothing: every branch of a send stays in the C core or in the package's Python. It
  * does not link libcourier: init() receives the addresses of the functions from the library
@@ -43,6 +44,8 @@
 #endif
 
 #include "courier.h"
+
+#include "speedups_ws.h"
 
 /* The library's functions, typed by the header's own declarations. */
 static struct {
@@ -1072,6 +1075,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         Py_DECREF(waker_type);
         goto fail;
     }
+    if (cr_speedups_ws_add(m) < 0) goto fail; /* speedups_ws.c */
     return m;
 fail:
     Py_DECREF(m);

@@ -195,3 +195,16 @@ def test_callbacks_run_on_the_named_worker(engine: courier.Engine) -> None:
         except OSError:
             pass
     assert {"courier-worker", "courier-journal"} <= comms
+
+
+def test_a_request_trace_context_goes_out_and_events_carry_it(engine) -> None:
+    tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    seen = []
+    engine.add_monitor(lambda ev: seen.append((ev.kind, ev.traceparent, ev.tracestate, ev.resend_count)),
+                       kinds=("redirected", "finished"))
+    echo = engine.get("/redirect?to=%2Fecho", trace_context=(tp, "a=1")).json()
+    assert [v for n, v in echo["headers"] if n.lower() == "traceparent"] == [tp]
+    assert [v for n, v in echo["headers"] if n.lower() == "tracestate"] == ["a=1"]
+    assert seen == [(courier.EventKind.REDIRECTED, tp, "a=1", 0), (courier.EventKind.FINISHED, tp, "a=1", 1)]
+    with pytest.raises(courier.InvalidArgument):
+        engine.get("/echo", trace_context="00-nope")

@@ -6,6 +6,8 @@ behaviour (ws_test.c); these check the binding."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
 import pathlib
 import subprocess
 import sys
@@ -164,3 +166,83 @@ def test_more_websockets_than_the_host_limit(base_url: str) -> None:
         finally:
             for ws in sockets:
                 ws.close()
+
+
+def test_bytes_like_messages(peer: str) -> None:
+    """bytearray and memoryview are sent as binary messages, empty ones too (the compiled path
+    takes bytes, bytearray and other buffers apart)."""
+    with courier.Engine(temporary_store=True) as e, e.websocket(peer + "/echo") as ws:
+        ws.send(bytearray(b"ab"))
+        ws.send(memoryview(b"xcdx")[1:3])
+        ws.send("")
+        ws.send(b"")
+        ws.send("\u00e9t\u00e9")
+        assert [ws.recv(timeout=10) for _ in range(5)] == [b"ab", b"cd", "", b"", "\u00e9t\u00e9"]
+
+
+def test_asyncio_websockets_at_once(peer: str) -> None:
+    """Eight WebSockets of one loop, each 40 round trips, all awaited together: every notify
+    wakes its reader (on the compiled path a pipe per WebSocket that the loop watches, written once
+    until the reader clears it; a lost wake-up would hang here until the bound)."""
+    async def one(e: courier.AsyncEngine, i: int) -> list[bytes]:
+        got = []
+        async with e.websocket(peer + "/echo") as ws:
+            for j in range(40):
+                await ws.asend(b"%d-%d" % (i, j))
+                got.append(await ws.arecv())
+        return got
+
+    async def main() -> None:
+        e = courier.AsyncEngine(temporary_store=True, max_connections_per_host=8)
+        try:
+            results = await asyncio.wait_for(asyncio.gather(*(one(e, i) for i in range(8))), 60)
+        finally:
+            await e.aclose()
+        assert results == [[b"%d-%d" % (i, j) for j in range(40)] for i in range(8)]
+
+    asyncio.run(main())
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+def test_websockets_leave_no_descriptor_open(peer: str) -> None:
+    """What a WebSocket's notify holds (on the compiled path a pipe, which an event loop watches) is
+    released once the WebSocket and its engine are done, while the loop still runs: blocking and
+    asyncio, opened and refused."""
+    def fds() -> list[str]:
+        gc.collect()
+        return sorted(os.listdir("/proc/self/fd"))
+
+    def sync_round() -> None:
+        with courier.Engine(temporary_store=True) as e:
+            for _ in range(3):
+                with e.websocket(peer + "/echo") as ws:
+                    ws.send(b"x")
+                    assert ws.recv(timeout=10) == b"x"
+            with pytest.raises(courier.WebSocketHandshakeError):
+                e.websocket(peer + "/reject")
+
+    async def async_round() -> None:
+        a = courier.AsyncEngine(temporary_store=True)
+        try:
+            for _ in range(3):
+                async with a.websocket(peer + "/echo") as ws:
+                    await ws.asend(b"y")
+                    assert await ws.arecv() == b"y"
+            with pytest.raises(courier.WebSocketHandshakeError):
+                await a.websocket(peer + "/reject")
+            with pytest.raises(courier.CourierError):  # refused by courier_ws_open itself
+                await a.websocket("ftp://127.0.0.1:9/no")
+        finally:
+            await a.aclose()
+
+    async def main() -> None:
+        await async_round()  # what a first use opens for good (libraries' own descriptors)
+        before = fds()
+        await async_round()
+        assert fds() == before  # the loop watches no pipe of a WebSocket that is gone
+
+    sync_round()
+    before = fds()
+    sync_round()
+    assert fds() == before
+    asyncio.run(main())

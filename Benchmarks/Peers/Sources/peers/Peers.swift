@@ -16,7 +16,7 @@ struct Peers: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "peers",
         abstract: "Courier beside the clients users would pick instead.",
-        subcommands: [PeersTransport.self, PeersWebSocket.self, PeersSSE.self]
+        subcommands: [PeersTransport.self, PeersWebSocket.self, PeersSSE.self, PeersOpenAPI.self]
     )
 }
 

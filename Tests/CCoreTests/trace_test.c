@@ -1,0 +1,280 @@
+/*
+ * trace_test.c — a request's W3C trace context (courier_request_set_trace_context) and the events
+ * spans are built from (docs/design/tracing.md): the context checked, sent on every attempt and
+ * redirect hop, kept by the journal and sent again by a frozen request's replay; REDIRECTED events;
+ * FINISHED's resend count and error type; courier_code_name. A real server on loopback.
+ */
+#include "harness.h"
+#include "journal_fixture.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+#define TS "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+
+/* ---- the setter --------------------------------------------------------------------------------- */
+
+static void trace_context_is_checked(void) {
+    courier_request *r = NULL;
+    REQUIRE(courier_request_new(&r, "GET", "/echo") == COURIER_OK);
+    const char *bad[] = {
+        "",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",      /* no flags */
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",   /* uppercase */
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",   /* trace id zero */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",   /* parent id zero */
+        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   /* another version's form */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\nX: y", /* header injection */
+        "00_4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7_01",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_EQ(courier_request_set_trace_context(r, bad[i], NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_request_set_trace_context(r, NULL, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_request_set_trace_context(NULL, TP, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_request_set_trace_context(r, TP, "a=1\nb=2"), COURIER_E_INVALID_ARGUMENT);
+    char big[600];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    CHECK_EQ(courier_request_set_trace_context(r, TP, big), COURIER_E_INVALID_ARGUMENT);
+    courier_request_free(r);
+}
+
+/* The response's /echo body holds the request's header lines as the server got them. */
+static char *echo_body(courier_response *resp) {
+    size_t n = 0;
+    const uint8_t *b = courier_response_body(resp, &n);
+    char *s = malloc(n + 1);
+    if (!s) return NULL;
+    memcpy(s, b ? (const char *)b : "", n);
+    s[n] = '\0';
+    return s;
+}
+
+static void trace_context_goes_out_replacing_earlier_lines(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_request *r = NULL;
+    REQUIRE(courier_request_new(&r, "GET", "/echo") == COURIER_OK);
+    courier_request_add_header(r, "traceparent", "00-11111111111111111111111111111111-2222222222222222-00");
+    courier_request_add_header(r, "TraceState", "old=1");
+    CHECK_EQ(courier_request_set_trace_context(r, TP, TS), COURIER_OK);
+    /* a refused one leaves the request as it was */
+    CHECK_EQ(courier_request_set_trace_context(r, "nope", NULL), COURIER_E_INVALID_ARGUMENT);
+    courier_response *resp = NULL;
+    courier_error err;
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
+    REQUIRE(resp);
+    char *body = echo_body(resp);
+    CHECK_CONTAINS(body, "[\"traceparent\",\"" TP "\"]");
+    CHECK_CONTAINS(body, "[\"tracestate\",\"" TS "\"]");
+    CHECK(!strstr(body, "2222222222222222"));
+    CHECK(!strstr(body, "old=1"));
+    free(body);
+    courier_response_free(resp);
+
+    /* tracestate NULL removes the line; the parent is replaced */
+    CHECK_EQ(courier_request_set_trace_context(r, "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-00", NULL),
+             COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
+    REQUIRE(resp);
+    body = echo_body(resp);
+    CHECK_CONTAINS(body, "[\"traceparent\",\"00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-00\"]");
+    CHECK(!strstr(body, "tracestate"));
+    free(body);
+    courier_response_free(resp);
+    courier_request_free(r);
+    courier_engine_close(e);
+}
+
+/* ---- events ------------------------------------------------------------------------------------- */
+
+#define MAXEV 64
+typedef struct trace_events {
+    pthread_mutex_t m;
+    int n;
+    int kind[MAXEV];
+    uint64_t id[MAXEV];
+    int status[MAXEV];
+    int attempt[MAXEV];
+    int resend[MAXEV];
+    int has_trace_fields[MAXEV]; /* size covers the fields added for spans */
+    char url[MAXEV][200];
+    char traceparent[MAXEV][64];
+    char tracestate[MAXEV][64];
+    char error_type[MAXEV][32];
+} trace_events;
+
+static void on_trace_event(const courier_event *ev, void *user) {
+    trace_events *v = user;
+    if (ev->kind == COURIER_EVENT_PROGRESS) return;
+    pthread_mutex_lock(&v->m);
+    if (v->n < MAXEV) {
+        int i = v->n++;
+        v->kind[i] = ev->kind;
+        v->id[i] = ev->request_id;
+        v->status[i] = ev->http_status;
+        v->attempt[i] = ev->attempt;
+        v->has_trace_fields[i] = ev->size >= offsetof(courier_event, error_type) + sizeof ev->error_type;
+        v->resend[i] = ev->resend_count;
+        snprintf(v->url[i], sizeof v->url[i], "%s", ev->url ? ev->url : "");
+        snprintf(v->traceparent[i], sizeof v->traceparent[i], "%s", ev->traceparent ? ev->traceparent : "");
+        snprintf(v->tracestate[i], sizeof v->tracestate[i], "%s", ev->tracestate ? ev->tracestate : "");
+        snprintf(v->error_type[i], sizeof v->error_type[i], "%s", ev->error_type ? ev->error_type : "");
+    }
+    pthread_mutex_unlock(&v->m);
+}
+
+static int find_event(trace_events *v, int kind, int nth) {
+    for (int i = 0; i < v->n; i++)
+        if (v->kind[i] == kind && nth-- == 0) return i;
+    return -1;
+}
+
+static void redirect_hops_are_events_and_resends(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    trace_events v = {.m = PTHREAD_MUTEX_INITIALIZER};
+    CHECK_EQ(courier_monitor_add(NULL, e, 0, on_trace_event, &v, NULL), COURIER_OK);
+    courier_request *r = NULL;
+    /* two hops: /redirect -> /redirect (307) -> /echo */
+    REQUIRE(courier_request_new(&r, "GET", "/redirect?to=%2Fredirect%3Fto%3D%252Fecho%26status%3D307") == COURIER_OK);
+    CHECK_EQ(courier_request_set_trace_context(r, TP, TS), COURIER_OK);
+    courier_response *resp = NULL;
+    courier_error err;
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
+    REQUIRE(resp);
+    char *body = echo_body(resp); /* the last hop carried the context too */
+    CHECK_CONTAINS(body, "[\"traceparent\",\"" TP "\"]");
+    free(body);
+    courier_response_free(resp);
+    courier_request_free(r);
+    courier_engine_close(e);
+
+    int r1 = find_event(&v, COURIER_EVENT_REDIRECTED, 0), r2 = find_event(&v, COURIER_EVENT_REDIRECTED, 1);
+    int fin = find_event(&v, COURIER_EVENT_FINISHED, 0), will = find_event(&v, COURIER_EVENT_WILL_SEND, 0);
+    REQUIRE(r1 >= 0 && r2 >= 0 && fin >= 0 && will >= 0);
+    CHECK(will < r1 && r1 < r2 && r2 < fin);
+    CHECK_EQ(v.id[r1], v.id[fin]);
+    CHECK_EQ(v.status[r1], 302);
+    CHECK_EQ(v.attempt[r1], 1);
+    CHECK_CONTAINS(v.url[r1], "/redirect?to=");
+    CHECK_EQ(v.status[r2], 307);
+    CHECK_EQ(v.attempt[r2], 2);
+    CHECK_CONTAINS(v.url[r2], "/echo");
+    for (int i = 0; i < v.n; i++) {
+        CHECK(v.has_trace_fields[i]);
+        CHECK_STR(v.traceparent[i], TP);
+        CHECK_STR(v.tracestate[i], TS);
+    }
+    CHECK_EQ(v.resend[fin], 2);
+    CHECK_STR(v.error_type[fin], "");
+    CHECK_EQ(v.status[fin], 200);
+}
+
+static void finished_says_resends_and_error_type(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    trace_events v = {.m = PTHREAD_MUTEX_INITIALIZER};
+    CHECK_EQ(courier_monitor_add(NULL, e, 1u << COURIER_EVENT_FINISHED, on_trace_event, &v, NULL), COURIER_OK);
+    courier_request *r = NULL;
+    courier_error err;
+    courier_response *resp = NULL;
+
+    /* a status: two retries, then the 503 fails it */
+    REQUIRE(courier_request_new(&r, "GET", "/status/503") == COURIER_OK);
+    CHECK_EQ(courier_request_set_retry(r, 2, 1, 2, COURIER_RETRY_IGNORE_RETRY_AFTER), COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_HTTP_STATUS);
+    courier_response_free(resp);
+    courier_request_free(r);
+
+    /* a code: nobody listens there */
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", jr_free_port());
+    REQUIRE(courier_request_new(&r, "GET", url) == COURIER_OK);
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_E_CANNOT_CONNECT);
+    courier_response_free(resp);
+    courier_request_free(r);
+    courier_engine_close(e);
+
+    REQUIRE(v.n == 2);
+    CHECK_STR(v.error_type[0], "503");
+    CHECK_EQ(v.resend[0], 2);
+    CHECK_STR(v.error_type[1], "cannot_connect");
+    CHECK_EQ(v.resend[1], 0);
+    CHECK_STR(v.traceparent[1], ""); /* none set: none made up */
+}
+
+static void code_names_are_stable(void) {
+    CHECK_STR(courier_code_name(COURIER_OK), "ok");
+    CHECK_STR(courier_code_name(COURIER_E_TIMEOUT), "timeout");
+    CHECK_STR(courier_code_name(COURIER_E_CANNOT_CONNECT), "cannot_connect");
+    CHECK_STR(courier_code_name(COURIER_E_CREDENTIAL_REFUSED), "credential_refused");
+    CHECK_STR(courier_code_name(-9999), "unknown");
+    CHECK_STR(courier_code_name(1), "unknown");
+    CHECK_STR(courier_event_kind_name(COURIER_EVENT_REDIRECTED), "redirected");
+    /* every code has a name of its own */
+    for (int c = 0; c >= -80; c--) {
+        const char *n = courier_code_name(c);
+        int known = strcmp(courier_strerror(c), "unknown error") != 0;
+        CHECK(known == (strcmp(n, "unknown") != 0));
+    }
+}
+
+/* ---- the journal -------------------------------------------------------------------------------- */
+
+/* A frozen request keeps its trace context in the record's header lines, and its replay sends it
+ * and says so in its events. */
+static void frozen_request_replays_its_trace_context(void) {
+    jr_server srv;
+    courier_engine *e = open_served(&srv, NULL);
+    REQUIRE(e);
+    trace_events v = {.m = PTHREAD_MUTEX_INITIALIZER};
+    CHECK_EQ(courier_monitor_add(NULL, e, 0, on_trace_event, &v, NULL), COURIER_OK);
+    waiter w;
+    w_init(&w, e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    courier_request *r = freezable("POST", "/traced", "a=1", COURIER_FREEZE_AUTO, 0);
+    CHECK_EQ(courier_request_set_trace_context(r, TP, TS), COURIER_OK);
+    CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_FROZEN);
+
+    courier_frozen *f = NULL;
+    REQUIRE(courier_frozen_get(&f, e, w.ids[0], NULL) == COURIER_OK);
+    int saw_parent = 0, saw_state = 0;
+    for (size_t i = 0; i < courier_frozen_header_count(f); i++) {
+        const char *n, *val;
+        courier_frozen_header_at(&n, &val, f, i);
+        if (strcmp(n, "traceparent") == 0) saw_parent = strcmp(val, TP) == 0;
+        if (strcmp(n, "tracestate") == 0) saw_state = strcmp(val, TS) == 0;
+    }
+    CHECK(saw_parent && saw_state);
+    CHECK_CONTAINS(courier_frozen_json(f), "[\"traceparent\",\"" TP "\"]");
+    courier_frozen_free(f);
+
+    CHECK_EQ(courier_reachability_set_online(e), COURIER_OK); /* starts replay */
+    CHECK_EQ(drain_within(e, 30000), 0);
+    courier_engine_close(e);
+    jr_stop(&srv);
+    REQUIRE(jr_path_count(&srv, "/traced") == 1);
+    jr_hit h = jr_get(&srv, 0);
+    CHECK_STR(h.path, "/traced");
+    CHECK_CONTAINS(h.head, "traceparent: " TP "\r\n");
+    CHECK_CONTAINS(h.head, "tracestate: " TS "\r\n");
+    jr_free(&srv);
+    w_destroy(&w);
+    /* the replay's own events carry the context (two sends: the one frozen, and the replay) */
+    int sends = 0;
+    for (int i = 0; i < v.n; i++)
+        if (v.kind[i] == COURIER_EVENT_WILL_SEND) {
+            sends++;
+            CHECK_STR(v.traceparent[i], TP);
+        }
+    CHECK_EQ(sends, 2);
+}
+
+TESTS_MAIN(T(trace_context_is_checked), T(trace_context_goes_out_replacing_earlier_lines),
+           T(redirect_hops_are_events_and_resends), T(finished_says_resends_and_error_type),
+           T(code_names_are_stable), T(frozen_request_replays_its_trace_context))
