@@ -488,6 +488,7 @@ typedef struct cr_engine_core {
     _Atomic(struct cr_obs *) obs; /* logging and monitors (log.c), made on first use; any thread */
     struct cr_journal *journal;   /* frozen requests (journal/); NULL before open, after close */
     struct cr_jar *jar;           /* the cookie jar (cookies.c); NULL when off */
+    struct cr_pool *pool;         /* the connection pool's figures (http/pool.c); NULL: not kept */
     struct cr_hsts *hsts;         /* the HSTS list (hsts.c); NULL when off */
     struct courier_challenge *challenges; /* guarded by lock: asked, not answered (auth.c) */
     struct courier_challenge *answered;   /* guarded by lock: answered, for the worker */

@@ -336,6 +336,7 @@ static void release_easy(courier_engine *e, cr_transfer *t) {
 static void off_wire(courier_engine *e, cr_transfer *t) {
     if (t->http.idle_ms) e->idle_watch--;
     active_unlink(e, t);
+    cr_pool_release(t); /* pool.c: its connection is no longer in use by it */
     release_easy(e, t);
     cr_host_count *h = host_slot(e, t->host);
     if (h && h->active > 0) h->active--;
@@ -1057,6 +1058,7 @@ static void engine_free(courier_engine *e) {
     free(e->pool_set);
     cr_urlh_cache_free(e);
     if (e->core.multi) curl_multi_cleanup(e->core.multi);
+    cr_pool_free(e->core.pool); /* pool.c: after the cleanup, which closes connections through it */
     cr_jar_close(e); /* cookies.c: after every easy handle on its share is gone */
     cr_hsts_close(e); /* hsts.c */
     cr_cache_engine_free(e); /* closes the cache's store before a temporary store is removed */
@@ -1122,6 +1124,7 @@ int courier_engine_open(courier_engine **out, const courier_config *config, cour
     }
     e->core.proxy_env = cr_proxy_env_present();
     cr_accept_encoding_line(e->core.accept_encoding, sizeof e->core.accept_encoding);
+    e->core.pool = cr_pool_new(); /* pool.c: the pool's figures (NULL: none kept) */
     e->core.multi = curl_multi_init();
     if (e->core.multi) cr_monitor_start_watch(e); /* monitor.c: the OS watch reports from here on */
     if (!e->core.multi) {

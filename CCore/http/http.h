@@ -63,6 +63,7 @@ struct courier_security {
     int allow_invalid;    /* CURLOPT_SSL_VERIFYPEER off (not with CERTIFICATE pinning) */
     int validates_domain; /* CURLOPT_SSL_VERIFYHOST 2 (the default) */
     char *cert, *key, *key_password; /* the client certificate (mutual TLS) */
+    int requires_status;  /* CURLOPT_SSL_VERIFYSTATUS: a stapled OCSP response required */
 };
 
 CR_HIDDEN void cr_security_defaults(courier_security *s);
@@ -79,6 +80,19 @@ struct cr_transfer;
 CR_HIDDEN int cr_security_setup(struct cr_transfer *t);
 /* Whether the transfer's policy (its own, else the engine's) pins whole certificates. */
 CR_HIDDEN bool cr_security_pins_certificate(const struct cr_transfer *t);
+
+/* pool.c: the connection pool's figures (docs/design/pool.md). The engine makes its cr_pool at open
+ * (NULL: no memory) and frees it after the multi handle's cleanup (which closes the connections
+ * through the pool's close callback). cr_pool_base puts the socket callbacks on a new or reset
+ * handle (CURLcode); cr_pool_connected runs from the prerequest callback (the transfer's request is
+ * about to go on a connection: its local address), cr_pool_release when the transfer leaves the
+ * wire. Worker thread. */
+typedef struct cr_pool cr_pool;
+CR_HIDDEN cr_pool *cr_pool_new(void);
+CR_HIDDEN void cr_pool_free(cr_pool *p);
+CR_HIDDEN int cr_pool_base(cr_pool *p, CURL *h);
+CR_HIDDEN void cr_pool_connected(struct cr_transfer *t, const char *local_ip, int local_port);
+CR_HIDDEN void cr_pool_release(struct cr_transfer *t);
 
 /* ---- names, addresses and sockets (netopts.c) ------------------------------------------------ */
 
@@ -395,6 +409,7 @@ typedef struct cr_transfer {
     struct courier_stream *stream; /* stream.c: a streamed send's stream (borrowed: the send's own
                                       reference, released by its completion), or NULL */
     int stream_live;    /* its body goes to the stream as it arrives (the engine answers with it) */
+    uint32_t pool_conn; /* pool.c: the connection it went on (0: none yet); in the hole after an int */
     cr_buf hdr_block;   /* the response's header lines as "name\0value\0"... (transport.c) */
     size_t hdr_count;
     /* journal.c: the request's freeze settings, copied at send (cr_frozen_attach). The two names are

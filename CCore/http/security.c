@@ -2,7 +2,8 @@
  * security.c — security policies (HLNetworking's HLSecurityPolicyConfig), per engine and per
  * request: pinning (none, public key, whole certificate), the two verification switches
  * (allowInvalidCertificates: CURLOPT_SSL_VERIFYPEER; validatesDomainName: CURLOPT_SSL_VERIFYHOST),
- * a CA file, and a client certificate with its key and password (mutual TLS).
+ * a CA file, a client certificate with its key and password (mutual TLS), and certificate status
+ * (OCSP stapling required: CURLOPT_SSL_VERIFYSTATUS).
  *
  * The engine's policy goes on every easy handle with the shared options (cr_security_base); a
  * request's own policy replaces all of it on its handle, which is then reset before reuse
@@ -132,6 +133,30 @@ int courier_security_set_client_certificate(courier_security *s, const char *cer
     return COURIER_OK;
 }
 
+/* Whether this libcurl's TLS library checks a stapled OCSP response: libcurl refuses
+ * CURLOPT_SSL_VERIFYSTATUS with CURLE_NOT_BUILT_IN otherwise. Asked once, of a fresh handle. */
+static pthread_once_t status_once = PTHREAD_ONCE_INIT;
+static bool status_supported;
+
+static void check_status_support(void) {
+    CURL *h = curl_easy_init();
+    if (!h) return;
+    status_supported = curl_easy_setopt(h, CURLOPT_SSL_VERIFYSTATUS, 1L) == CURLE_OK;
+    curl_easy_cleanup(h);
+}
+
+static bool status_support(void) {
+    pthread_once(&status_once, check_status_support);
+    return status_supported;
+}
+
+int courier_security_set_requires_certificate_status(courier_security *s, int require) {
+    if (!s) return COURIER_E_INVALID_ARGUMENT;
+    if (require && !status_support()) return COURIER_E_TLS;
+    s->requires_status = require ? 1 : 0;
+    return COURIER_OK;
+}
+
 /* The engine's policy, created on first change (NULL: the defaults). */
 courier_security *cr_config_security(courier_config *c) {
     if (!c->security && courier_security_new(&c->security) != COURIER_OK) return NULL;
@@ -212,6 +237,10 @@ static CURLcode apply(const courier_security *s, CURL *h, bool all) {
         SET(CURLOPT_SSLKEY, s->key);
         SET(CURLOPT_KEYPASSWD, s->key_password);
     }
+    /* Certificate status: the server must staple a good OCSP response for its certificate (one
+     * missing, unverifiable, revoked or out of date fails the handshake: CURLE_SSL_INVALIDCERTSTATUS,
+     * COURIER_E_TLS). libcurl keys connection reuse on it too. */
+    if (s->requires_status || (all && status_support())) SET(CURLOPT_SSL_VERIFYSTATUS, s->requires_status ? 1L : 0L);
     return c;
 }
 #undef SET

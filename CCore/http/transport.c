@@ -349,6 +349,7 @@ static int take_headers(cr_transfer *t, cr_kvlist *out) {
 static int on_connected(void *user, char *ip, char *local_ip, int port, int local_port) {
     cr_transfer *t = user;
     if (t && t->http.idle_ms) t->wire.last_rx_ms = cr_mono_ms();
+    if (t) cr_pool_connected(t, local_ip, local_port); /* pool.c: the connection it goes on */
     return CURL_PREREQFUNC_OK;
 }
 
@@ -372,6 +373,7 @@ static int transport_base(courier_engine *e, CURL *h, bool fresh) {
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
     if (c == CURLE_OK) c = (CURLcode)cr_security_base(cfg->security, h); /* security.c: TLS */
     if (c == CURLE_OK) c = (CURLcode)cr_netopts_base(cfg->net, h); /* netopts.c: DNS overrides, socket */
+    if (c == CURLE_OK) c = (CURLcode)cr_pool_base(cr_core(e)->pool, h); /* pool.c: the pool's figures */
     /* libcurl reads the proxy variables from the environment on every transfer. When the process
      * has none (checked once, when the engine opened), say so once instead. The engine's own proxy
      * replaces both (auth.c). */

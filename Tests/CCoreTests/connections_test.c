@@ -3,7 +3,8 @@
  * requests in flight together, round after round, cost one TLS handshake per connection and no
  * more connections than requests in flight over HTTPS/1.1, and one connection for all of them over
  * h2 (they wait for the first connection's ALPN answer and multiplex on it). Each count is taken
- * twice: by the client (courier_metrics.connection_reused) and by nginx (stub_status accepts, and
+ * three times: by the client (courier_metrics.connection_reused), by the engine's pool figures
+ * (courier_pool_get_figures: made, reused, open) and by nginx (stub_status accepts, and
  * connections.log's line per TLS connection that carried a request). Without nginx the test exits
  * 77 (ctest: skipped).
  */
@@ -97,6 +98,7 @@ typedef struct seen {
     int http_version;       /* the client's */
     char server_http[32];   /* nginx's $server_protocol */
     int failed;
+    courier_pool_host pool; /* the engine's pool figures (total) after the rounds */
 } seen;
 
 /* `rounds` rounds of `width` GETs of /1k.bin sent together, each round awaited, on one engine
@@ -145,6 +147,11 @@ static seen run_rounds(const th_nginx *n, int rounds, int width) {
     out.client_connections = r.new_connections;
     out.http_version = r.http_version;
     out.failed = r.failed;
+    courier_pool_figures *f = NULL;
+    out.pool.size = sizeof out.pool;
+    CHECK_EQ(courier_pool_get_figures(&f, e), COURIER_OK);
+    CHECK_EQ(courier_pool_figures_total(&out.pool, f), COURIER_OK);
+    courier_pool_figures_free(f);
     courier_engine_close(e);
     courier_engine_close(status);
     courier_request_free(req);
@@ -163,6 +170,10 @@ static void test_https11_one_handshake_per_connection(void) {
     CHECK_EQ(s.handshakes, s.accepted);           /* every connection: one TLS handshake */
     CHECK_EQ(s.client_connections, s.accepted);   /* the client's count is nginx's */
     CHECK(s.accepted >= 1 && s.accepted <= 4);    /* kept alive: never more than in flight */
+    CHECK_EQ(s.pool.opened, s.accepted);          /* the pool's figures agree */
+    CHECK_EQ(s.pool.reused, 40 - s.accepted);
+    CHECK_EQ(s.pool.open, s.accepted);
+    CHECK_EQ(s.pool.in_use, 0);
 }
 
 static void test_h2_requests_share_one_connection(void) {
@@ -173,6 +184,10 @@ static void test_h2_requests_share_one_connection(void) {
     CHECK_EQ(s.handshakes, s.accepted);
     CHECK_EQ(s.client_connections, s.accepted);
     CHECK_EQ(s.accepted, 1); /* the first round waited for ALPN and multiplexed */
+    CHECK_EQ(s.pool.opened, 1);
+    CHECK_EQ(s.pool.reused, 79); /* every stream but the first, on the one connection */
+    CHECK_EQ(s.pool.open, 1);
+    CHECK_EQ(s.pool.idle, 1);
 }
 
 int main(int argc, char **argv) {

@@ -3,7 +3,7 @@
  * engine and per request (the request's replacing the engine's, and never seen by other
  * requests), DNS-over-HTTPS, the IP version, the settings' checks, the remote address in the
  * metrics, and requests over a Unix-domain socket (a relay the test makes, in front of the loopback
- * test server), the URL's host kept for the Host field.
+ * test server), the URL's host kept for the Host field, the pool's figures counting its connection.
  */
 #include "harness.h"
 
@@ -440,6 +440,23 @@ static void test_engine_over_a_unix_socket(void) {
     /* Over TCP for one request: the loopback server directly, not the relay. */
     CHECK_EQ(get(e, th_url("/echo"), request_over_tcp, NULL), COURIER_OK);
     CHECK_EQ(relay_connections(&rl), 1);
+    /* The pool's figures (pool.c) count the socket's connection as the relay does, under the URL's
+     * host, apart from the TCP one. */
+    courier_pool_figures *f = NULL;
+    CHECK_EQ(courier_pool_get_figures(&f, e), COURIER_OK);
+    REQUIRE(f);
+    CHECK_EQ(courier_pool_figures_count(f), 2);
+    courier_pool_host h = {.size = sizeof h};
+    CHECK_EQ(courier_pool_figures_at(&h, f, 0), COURIER_OK);
+    CHECK_STR(h.host, "http://docker.test:80");
+    CHECK_EQ(h.opened, 1);
+    CHECK_EQ(h.reused, 1);
+    CHECK_EQ(h.open, 1);
+    CHECK_EQ(h.idle, 1);
+    CHECK_EQ(courier_pool_figures_total(&h, f), COURIER_OK);
+    CHECK_EQ(h.opened, 2);
+    CHECK_EQ(h.open, 2);
+    courier_pool_figures_free(f);
     courier_engine_close(e);
     relay_stop(&rl);
 }

@@ -1,7 +1,7 @@
 /*
  * security_test.c — security policies per engine and per request (pinning none / public key /
  * whole certificate, allowInvalidCertificates and validatesDomainName apart, a CA file, client
- * certificates) against a real nginx on 127.0.0.1, with a CA, a server certificate and a client CA
+ * certificates, certificate status by OCSP stapling) against a real nginx on 127.0.0.1, with a CA, a server certificate and a client CA
  * made for the run by scripts/tls-fixture. Without nginx the test exits 77: ctest says "skipped"
  * (scripts/setup installs nginx, so CI runs it).
  */
@@ -204,6 +204,85 @@ static void test_client_certificates(void) {
     courier_engine_close(e);
 }
 
+static void ca_requires_status(courier_security *s) {
+    with_ca(s);
+    CHECK_EQ(courier_security_set_requires_certificate_status(s, 1), COURIER_OK);
+}
+
+/* An engine (policy by `make`) that reaches the fixture's SNI servers "ocsp.localhost" (staples a
+ * good OCSP response) and "nostaple.localhost" (staples none) on 127.0.0.1. */
+static courier_engine *status_engine(policy_fn make) {
+    courier_config *cfg = NULL;
+    courier_config_new(&cfg);
+    courier_config_set_temporary_store(cfg, 1);
+    courier_security *s = policy(make);
+    if (s) CHECK_EQ(courier_config_set_security(cfg, s), COURIER_OK);
+    courier_security_free(s);
+    CHECK_EQ(courier_config_add_resolve(cfg, "ocsp.localhost", server.port, "127.0.0.1"), COURIER_OK);
+    CHECK_EQ(courier_config_add_resolve(cfg, "nostaple.localhost", server.port, "127.0.0.1"), COURIER_OK);
+    courier_engine *e = NULL;
+    CHECK_EQ(courier_engine_open(&e, cfg, NULL), COURIER_OK);
+    courier_config_free(cfg);
+    return e;
+}
+
+/* GET https://host:port/ under the request's policy (NULL: the engine's): the code, the body in
+ * `body`, libcurl's code in *curl_code. */
+static int get_status(courier_engine *e, const char *host, policy_fn make, char *body, size_t size, int *curl_code) {
+    char url[256];
+    snprintf(url, sizeof url, "https://%s:%d/", host, server.port);
+    courier_request *r = NULL;
+    courier_request_new(&r, "GET", url);
+    courier_request_set_timeout_ms(r, 20000);
+    courier_security *s = policy(make);
+    if (s) CHECK_EQ(courier_request_set_security(r, s), COURIER_OK);
+    courier_security_free(s);
+    courier_response *resp = NULL;
+    courier_error err;
+    int rc = courier_send_sync(&resp, e, r, &err);
+    CHECK_EQ(err.code, rc);
+    *curl_code = err.curl_code;
+    size_t n = 0;
+    const uint8_t *b = resp ? courier_response_body(resp, &n) : (const uint8_t *)"";
+    snprintf(body, size, "%.*s", (int)n, (const char *)b);
+    courier_response_free(resp);
+    courier_request_free(r);
+    return rc;
+}
+
+/* Certificate status required (OCSP stapling): a server that staples a good response is reached, one
+ * that staples none fails with COURIER_E_TLS before a byte of the response (libcurl's
+ * CURLE_SSL_INVALIDCERTSTATUS, 91) and its body never arrives; not required, the same server answers.
+ * A connection made without the requirement is not reused by a request that has it. */
+static void test_certificate_status(void) {
+    courier_engine *e = status_engine(with_ca);
+    REQUIRE(e);
+    char body[64];
+    int curl_code = 0;
+    CHECK_EQ(get_status(e, "nostaple.localhost", NULL, body, sizeof body, &curl_code), COURIER_OK);
+    CHECK_STR(body, "no staple");
+    CHECK_EQ(get_status(e, "nostaple.localhost", ca_requires_status, body, sizeof body, &curl_code), COURIER_E_TLS);
+    CHECK_EQ(curl_code, 91);
+    CHECK_STR(body, "");
+    CHECK_EQ(get_status(e, "ocsp.localhost", ca_requires_status, body, sizeof body, &curl_code), COURIER_OK);
+    CHECK_STR(body, "stapled");
+    CHECK_EQ(get_status(e, "localhost", ca_requires_status, body, sizeof body, &curl_code), COURIER_E_TLS);
+    CHECK_EQ(curl_code, 91);
+    courier_engine_close(e);
+
+    /* The engine's policy for every request; a request's own policy without it goes without. */
+    e = status_engine(ca_requires_status);
+    REQUIRE(e);
+    CHECK_EQ(get_status(e, "ocsp.localhost", NULL, body, sizeof body, &curl_code), COURIER_OK);
+    CHECK_STR(body, "stapled");
+    CHECK_EQ(get_status(e, "nostaple.localhost", NULL, body, sizeof body, &curl_code), COURIER_E_TLS);
+    CHECK_EQ(curl_code, 91);
+    CHECK_EQ(get_status(e, "nostaple.localhost", with_ca, body, sizeof body, &curl_code), COURIER_OK);
+    CHECK_STR(body, "no staple");
+    CHECK_EQ(get_status(e, "nostaple.localhost", NULL, body, sizeof body, &curl_code), COURIER_E_TLS);
+    courier_engine_close(e);
+}
+
 static void test_setters_check_their_input(void) {
     courier_security *s = NULL;
     CHECK_EQ(courier_security_new(NULL), COURIER_E_INVALID_ARGUMENT);
@@ -220,6 +299,9 @@ static void test_setters_check_their_input(void) {
     CHECK_EQ(courier_config_set_security(NULL, s), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(courier_request_set_security(NULL, s), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(courier_security_set_allow_invalid_certificates(NULL, 1), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_security_set_requires_certificate_status(NULL, 1), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_security_set_requires_certificate_status(s, 1), COURIER_OK); /* OpenSSL checks it */
+    CHECK_EQ(courier_security_set_requires_certificate_status(s, 0), COURIER_OK);
     CHECK(strcmp(courier_strerror(COURIER_E_CLIENT_CERTIFICATE), "unknown error") != 0);
     courier_security_free(s);
     courier_security_free(NULL);
@@ -228,7 +310,7 @@ static void test_setters_check_their_input(void) {
 int main(int argc, char **argv) {
     static const th_test tests[] = {T(test_setters_check_their_input), T(test_the_two_switches_are_separate),
                                     T(test_pinning_modes), T(test_request_policy_replaces_the_engines),
-                                    T(test_client_certificates)};
+                                    T(test_client_certificates), T(test_certificate_status)};
     int rc = th_tls_nginx(&server, 0);
     if (rc == 77) {
         printf("SKIPPED: nginx is not installed (scripts/setup installs it); the TLS policy tests need it\n");

@@ -115,4 +115,27 @@ final class SecurityTests: XCTestCase {
             XCTFail("the key does not open")
         } catch CourierError.clientCertificate {}
     }
+
+    /// Certificate status required: "ocsp.localhost" staples a good OCSP response and answers,
+    /// "nostaple.localhost" staples none and fails with .tls (curl code 91) before its body; without
+    /// the requirement it answers.
+    func testCertificateStatus() async throws {
+        var config = configuration(SecurityPolicy(caFile: file("ca.pem"), requiresCertificateStatus: true))
+        config.resolve = [ResolveEntry(host: "ocsp.localhost", port: port, addresses: ["127.0.0.1"]),
+                          ResolveEntry(host: "nostaple.localhost", port: port, addresses: ["127.0.0.1"])]
+        let engine = try Engine(configuration: config)
+        defer { engine.close() }
+        let stapled = try await engine.send(.get(url("ocsp.localhost")))
+        XCTAssertEqual(stapled.text, "stapled")
+        do {
+            _ = try await engine.send(.get(url("nostaple.localhost")))
+            XCTFail("no stapled OCSP response")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .tls)
+            XCTAssertEqual(error.curlCode, 91)
+            XCTAssertNil(error.response)
+        }
+        let unchecked = try await engine.send(.get(url("nostaple.localhost")).security(SecurityPolicy(caFile: file("ca.pem"))))
+        XCTAssertEqual(unchecked.text, "no staple")
+    }
 }

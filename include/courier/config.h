@@ -110,6 +110,16 @@ COURIER_API int courier_security_set_ca_file(courier_security *security, const c
  * COURIER_E_INVALID_ARGUMENT (a key or password without a certificate). */
 COURIER_API int courier_security_set_client_certificate(courier_security *security, const char *cert_path,
                                                         const char *key_path, const char *password);
+/* Nonzero requires certificate status (OCSP stapling, RFC 6066 8; libcurl's
+ * CURLOPT_SSL_VERIFYSTATUS): the client asks for it, and the server must staple a "good" OCSP
+ * response for its certificate, signed for the certificate's issuer and not out of date. A server
+ * that staples none, or a response that does not verify or says revoked or unknown, fails the
+ * request with COURIER_E_TLS (courier_error.curl_code 91, CURLE_SSL_INVALIDCERTSTATUS) before
+ * anything is sent. The issuer must be in the chain the server sends (as servers with an
+ * intermediate CA do). Connections are not shared between requests that require it and ones that
+ * do not. Default 0. Errors: COURIER_E_INVALID_ARGUMENT (NULL), COURIER_E_TLS (this libcurl's TLS
+ * library cannot check certificate status). */
+COURIER_API int courier_security_set_requires_certificate_status(courier_security *security, int require);
 /* The engine's policy: replaces the whole of it (NULL: the defaults), including what
  * courier_config_set_ca_file, _pinned_public_key and _insecure set (they change fields of it).
  * `security` is copied. Errors: COURIER_E_INVALID_ARGUMENT (NULL config), COURIER_E_NO_MEMORY. */

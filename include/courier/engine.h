@@ -1,5 +1,6 @@
 /*
- * courier/engine.h — opening and closing an engine, its worker thread, its store directory.
+ * courier/engine.h — opening and closing an engine, its worker thread, its store directory, the
+ * connection pool's figures.
  *
  * A part of Courier's public C API. courier.h includes every part and states the rules they all
  * keep (ownership, threads, errors; docs/ABI.md); a program may include this part alone.
@@ -61,6 +62,50 @@ COURIER_API const char *courier_engine_store_dir(const courier_engine *engine);
  * for a retry or a mock's delay, or sharing another's answer) and on the wire. A request leaves
  * the counts just before its completion runs. Any thread. */
 COURIER_API int courier_engine_pending(int64_t *out_queued, int64_t *out_active, const courier_engine *engine);
+
+/* ========================================================================================== */
+/* The connection pool's figures                                                               */
+/* ========================================================================================== */
+
+/* The engine's connections to one host, or to all of them (courier_pool_figures_total). A
+ * connection counts from the moment a request's first bytes are about to go on it (after its TCP
+ * connect and TLS handshake; a connect that fails is never counted) until libcurl closes it: when
+ * the server closes it, when one more idle connection than courier_config_set_max_idle_connections
+ * allows is put back, or when a connection idle past courier_config_set_idle_connection_timeout_ms
+ * is found by the engine looking for one (the next request's connect, at most once a second; an
+ * expired connection stays open, and counted idle, until then). WebSockets' connections are not
+ * counted. */
+typedef struct courier_pool_host {
+    size_t size;       /* sizeof(courier_pool_host), set by the caller */
+    const char *host;  /* "scheme://host:port" as the URL names it (lowercase; the default port
+                          written out), whatever resolve, connect_to or a Unix socket made of it;
+                          borrowed until the figures are freed. NULL in the total */
+    int64_t open;      /* connections open now: idle + in_use */
+    int64_t idle;      /* open with no request on it: kept for reuse */
+    int64_t in_use;    /* open with a request on it (over HTTP/2, one or more) */
+    int64_t opened;    /* connections made since the engine opened */
+    int64_t reused;    /* requests sent on a connection already open, since the engine opened */
+} courier_pool_host;
+
+/* A snapshot of the pool, taken at once: one courier_pool_host per host the engine made a
+ * connection to since it opened (in the order they came; hosts with no connection open stay,
+ * with their totals). Over a Unix-domain socket, connections of one host are told apart by count
+ * only (a socket has no local address): the figures are right, which connection was reused is not
+ * known. */
+typedef struct courier_pool_figures courier_pool_figures;
+/* *out new: release with courier_pool_figures_free. Any thread; takes the pool's lock briefly
+ * (the worker takes it a few times per request, never across a callback). Errors:
+ * COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
+COURIER_API int courier_pool_get_figures(courier_pool_figures **out, const courier_engine *engine);
+COURIER_API size_t courier_pool_figures_count(const courier_pool_figures *figures);
+/* Copies host `index` into *out (the fields within its `size`, set by the caller). Errors:
+ * COURIER_E_INVALID_ARGUMENT (NULL, a size smaller than the struct's first version),
+ * COURIER_E_NOT_FOUND (index out of range). */
+COURIER_API int courier_pool_figures_at(courier_pool_host *out, const courier_pool_figures *figures, size_t index);
+/* The sums over every host into *out (host NULL). Errors: COURIER_E_INVALID_ARGUMENT. */
+COURIER_API int courier_pool_figures_total(courier_pool_host *out, const courier_pool_figures *figures);
+/* Accepts NULL. */
+COURIER_API void courier_pool_figures_free(courier_pool_figures *figures);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 // Security.swift — security policies (HLNetworking's HLSecurityPolicyConfig), per engine and per
-// request: pinning, the two verification switches, a CA file, a client certificate. A value here;
+// request: pinning, the two verification switches, a CA file, a client certificate, certificate
+// status (OCSP stapling). A value here;
 // the C core (security.c) builds the TLS options from it.
 
 internal import CCore
@@ -35,6 +36,10 @@ public struct SecurityPolicy: Sendable, Hashable {
     public var clientKey: String?
     /// The password of the client key (or of the PKCS#12 file).
     public var clientKeyPassword: String?
+    /// true requires certificate status (OCSP stapling): the server must staple a good OCSP
+    /// response for its certificate, else the request fails with ``CourierError/Code/tls`` before
+    /// anything is sent (``CourierError/curlCode`` 91). Default false.
+    public var requiresCertificateStatus: Bool
 
     /// A policy; every argument has the C core's default.
     /// - Parameters:
@@ -45,9 +50,10 @@ public struct SecurityPolicy: Sendable, Hashable {
     ///   - clientCertificate: A client certificate (PEM or PKCS#12).
     ///   - clientKey: Its key, when in another file.
     ///   - clientKeyPassword: The key's password.
+    ///   - requiresCertificateStatus: Require a stapled OCSP response.
     public init(pinning: PinningMode = .none, allowInvalidCertificates: Bool = false,
                 validatesDomainName: Bool = true, caFile: String? = nil, clientCertificate: String? = nil,
-                clientKey: String? = nil, clientKeyPassword: String? = nil) {
+                clientKey: String? = nil, clientKeyPassword: String? = nil, requiresCertificateStatus: Bool = false) {
         self.pinning = pinning
         self.allowInvalidCertificates = allowInvalidCertificates
         self.validatesDomainName = validatesDomainName
@@ -55,6 +61,7 @@ public struct SecurityPolicy: Sendable, Hashable {
         self.clientCertificate = clientCertificate
         self.clientKey = clientKey
         self.clientKeyPassword = clientKeyPassword
+        self.requiresCertificateStatus = requiresCertificateStatus
     }
 
     /// Builds the C policy, hands it to `set` (which copies it) and frees it.
@@ -84,6 +91,9 @@ public struct SecurityPolicy: Sendable, Hashable {
                                            "clientCertificate '\(clientCertificate)'")
                 }
             }
+        }
+        if requiresCertificateStatus {
+            try CourierError.check(courier_security_set_requires_certificate_status(policy, 1), "requiresCertificateStatus")
         }
         try CourierError.check(set(policy), "security")
     }

@@ -31,6 +31,9 @@ struct RequestOptions: ParsableArguments {
     @Flag(name: [.customShort("v"), .customLong("verbose")], help: "Also print on stderr what the cache did (e.g. 'cache: fresh (hit, age 12 s)').")
     var verbose = false
 
+    @Flag(name: .customLong("pool"), help: "Also print the connection pool's figures after the request, by host: open (idle, in use), made, reused (on stderr; a \"pool\" object with --json-output).")
+    var pool = false
+
     /// The --cache policy.
     var cachePolicy: CachePolicy? {
         switch cache {
@@ -72,17 +75,39 @@ struct RequestOptions: ParsableArguments {
         defer { engine.close() }
         do {
             let response = try await engine.send(request)
-            if jsonOutput { printJSON(response: response, error: nil) } else { printResponse(response) }
+            if jsonOutput { printJSON(response: response, error: nil, engine: engine) } else { printResponse(response) }
+            if pool && !jsonOutput { printPool(engine) }
         } catch {
             let response = (error as? CourierError)?.response
             if jsonOutput {
-                printJSON(response: response, error: error)
+                printJSON(response: response, error: error, engine: engine)
             } else if let response {
                 printResponse(response)
             }
+            if pool && !jsonOutput { printPool(engine) }
             printError("error: \(describe(error))")
             throw ExitCode.failure
         }
+    }
+
+    /// "pool: <host>  open N (idle N, in use N)  made N, reused N", one line per host, on stderr.
+    private func printPool(_ engine: Engine) {
+        guard let figures = try? engine.poolFigures() else { return }
+        if figures.hosts.isEmpty { printError("pool: no connection made") }
+        for h in figures.hosts {
+            printError("pool: \(h.host ?? "")  open \(h.open) (idle \(h.idle), in use \(h.inUse))  made \(h.opened), reused \(h.reused)")
+        }
+    }
+
+    /// The pool's figures as JSON: {"total": {...}, "hosts": [{...}]}.
+    private func poolJSON(_ engine: Engine) -> [String: Any]? {
+        guard let figures = try? engine.poolFigures() else { return nil }
+        func object(_ h: PoolHost) -> [String: Any] {
+            var o: [String: Any] = ["open": h.open, "idle": h.idle, "in_use": h.inUse, "opened": h.opened, "reused": h.reused]
+            if let host = h.host { o["host"] = host }
+            return o
+        }
+        return ["total": object(figures.total), "hosts": figures.hosts.map(object)]
     }
 
     private func printResponse(_ response: Response) {
@@ -112,8 +137,9 @@ struct RequestOptions: ParsableArguments {
         return "cache: \(response.cacheReason.name) (\(from)" + (response.fromCache ? ", age \(response.age) s)" : ")")
     }
 
-    private func printJSON(response: Response?, error: Error?) {
+    private func printJSON(response: Response?, error: Error?, engine: Engine) {
         var object: [String: Any] = [:]
+        if pool { object["pool"] = poolJSON(engine) }
         if let response {
             var r: [String: Any] = [
                 "status": response.status,

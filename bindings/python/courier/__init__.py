@@ -29,6 +29,7 @@ from .mapping import (MAP_ALL_COERCIONS, MAP_BOOL_FROM_NUMBER, MAP_NULL_AS_ABSEN
                       MAP_REQUIRED, MAP_STRING_FROM_NUMBER, Envelope, JsonType, Mapping)
 from .request import BodyEncoding, Freeze, Mock, Outgoing, Part, Priority, Progress, Request, Result, Retry
 from .response import Answer, CacheReason, CacheStatus, Headers, Metrics, Response
+from .pool import PoolFigures, PoolHost
 from .security import PinningMode, Security
 from .session import Authenticator, RetryQuestion
 from .stream import EventSource, ServerSentEvent, SSEState, StreamResponse

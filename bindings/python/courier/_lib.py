@@ -21,7 +21,7 @@ from ._decls import DECLS
 
 __all__ = ["lib", "library_path", "has", "setting_default", "ERROR", "METRICS", "CACHE_STATS", "CACHE_ENTRY_INFO",
            "FROZEN_INFO", "FROZEN_EVENT", "EVENT", "JSON_OPTIONS", "MAPPING_ERROR",
-           "CACHE_POLICY_CALLBACKS", "TRANSPORT", "COOKIE"]
+           "CACHE_POLICY_CALLBACKS", "TRANSPORT", "COOKIE", "POOL_HOST"]
 
 _KINDS: dict[str, Any] = {
     "void": None,
@@ -188,6 +188,13 @@ class HSTS_ENTRY(ctypes.Structure):
 class TRANSPORT(ctypes.Structure):
     """courier_transport."""
     _fields_ = [("size", ctypes.c_size_t), ("start", ctypes.c_void_p), ("cancel", ctypes.c_void_p)]
+
+
+class POOL_HOST(ctypes.Structure):
+    """courier_pool_host."""
+    _fields_ = [("size", ctypes.c_size_t), ("host", ctypes.c_char_p), ("open", ctypes.c_int64),
+                ("idle", ctypes.c_int64), ("in_use", ctypes.c_int64), ("opened", ctypes.c_int64),
+                ("reused", ctypes.c_int64)]
 
 
 def sized(cls):

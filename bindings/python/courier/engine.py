@@ -33,6 +33,8 @@ from .stream import EventSource, StreamResponse, open_events, open_stream, wait_
 from .websocket import WebSocket, make_options, open_ws, sync_waker, wait_open
 from . import netopts
 from .netopts import ConnectToArg, HTTPVersion, IPVersion, ResolveArg
+from .pool import PoolFigures
+from .pool import figures as pool_figures_of
 from .security import Security
 from .stubs import Stub, StubMode, Stubs
 from .session import Authenticator
@@ -784,6 +786,12 @@ class Engine:
         q, a = c_int64(), c_int64()
         check(lib.courier_engine_pending(byref(q), byref(a), self._handle()))
         return q.value, a.value
+
+    def pool_figures(self) -> PoolFigures:
+        """The connection pool now (``courier_pool_get_figures``): open, idle and in use, made and
+        reused, by host and in all (:class:`courier.PoolFigures`). Raises :class:`courier.EngineClosed`
+        once closed."""
+        return pool_figures_of(self._handle())
 
     # -- cookies -----------------------------------------------------------------------------------
     def list_cookies(self) -> list[Cookie]:

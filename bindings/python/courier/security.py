@@ -41,7 +41,9 @@ class Security:
     ca_file: PEM CA certificates instead of the system's.
     client_certificate, client_key (None: in the certificate's file), client_key_password: mutual TLS
     (PEM, or PKCS#12 ".p12"/".pfx"); a key that does not open fails with
-    :class:`courier.ClientCertificateError`."""
+    :class:`courier.ClientCertificateError`.
+    requires_certificate_status: the server must staple a good OCSP response for its certificate
+    (OCSP stapling), else :class:`courier.TLSError` before anything is sent (``curl_code`` 91)."""
     pinning: Union[PinningMode, str, int] = PinningMode.NONE
     pins: PathArg = None
     allow_invalid_certificates: bool = False
@@ -50,6 +52,7 @@ class Security:
     client_certificate: PathArg = None
     client_key: PathArg = None
     client_key_password: Optional[str] = None
+    requires_certificate_status: bool = False
 
     def _new(self) -> int:
         """A new ``courier_security *`` (the caller frees it with courier_security_free)."""
@@ -69,6 +72,8 @@ class Security:
                     s, _p(self.client_certificate), _p(self.client_key),
                     self.client_key_password.encode() if self.client_key_password is not None else None),
                       arg="client_certificate")
+            if self.requires_certificate_status:
+                check(lib.courier_security_set_requires_certificate_status(s, 1), arg="requires_certificate_status")
         except BaseException:
             lib.courier_security_free(s)
             raise

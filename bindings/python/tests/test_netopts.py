@@ -197,3 +197,30 @@ def test_pool_limits(base_url: str) -> None:
         assert e.get("/echo").status == 200
     with pytest.raises(courier.InvalidArgument):
         courier.Engine(temporary_store=True, max_idle_connections=0)
+
+
+def test_pool_figures(base_url: str) -> None:
+    """The pool's figures (``Engine.pool_figures``): sequential requests to one host make one
+    connection and reuse it, a second host is counted apart, a request on the wire keeps its
+    connection in use, a closed engine raises."""
+    from conftest import wait_until
+    port = _port(base_url)
+    e = courier.Engine(temporary_store=True, resolve={f"other.test:{port}": "127.0.0.1"})
+    with e:
+        assert e.pool_figures().hosts == []
+        for _ in range(3):
+            e.get(f"http://127.0.0.1:{port}/echo")
+        e.get(f"http://other.test:{port}/echo")
+        f = e.pool_figures()
+        assert f[f"http://127.0.0.1:{port}"] == courier.PoolHost(f"http://127.0.0.1:{port}", open=1, idle=1,
+                                                                 in_use=0, opened=1, reused=2)
+        assert f[f"http://other.test:{port}"] == courier.PoolHost(f"http://other.test:{port}", open=1, idle=1,
+                                                                  in_use=0, opened=1, reused=0)
+        assert f.total == courier.PoolHost(None, open=2, idle=2, in_use=0, opened=2, reused=2)
+        assert f.get("http://nowhere.test:1") is None
+        slow = e.send_async("GET", f"http://127.0.0.1:{port}/delay/1200")
+        assert wait_until(lambda: e.pool_figures().total.in_use == 1)
+        assert slow.result().status == 200
+        assert e.pool_figures().total.in_use == 0
+    with pytest.raises(courier.EngineClosed):
+        e.pool_figures()

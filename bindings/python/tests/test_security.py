@@ -97,3 +97,19 @@ def test_client_certificates(tls: TLSWorld) -> None:
         p12 = courier.Security(ca_file=tls.f("ca.pem"), client_certificate=tls.f("client.p12"),
                                client_key_password="secret")
         assert e.get(tls.url("localhost", "/mtls"), security=p12).text == "client CN=courier-client"
+
+
+def test_certificate_status(tls: TLSWorld) -> None:
+    """Certificate status required: "ocsp.localhost" staples a good OCSP response and answers,
+    "nostaple.localhost" staples none and raises TLSError (curl code 91) with no response; a request's
+    policy without the requirement is answered."""
+    required = courier.Security(ca_file=tls.f("ca.pem"), requires_certificate_status=True)
+    resolve = {f"ocsp.localhost:{tls.port}": "127.0.0.1", f"nostaple.localhost:{tls.port}": "127.0.0.1"}
+    with courier.Engine(temporary_store=True, security=required, resolve=resolve) as e:
+        assert e.get(tls.url("ocsp.localhost")).text == "stapled"
+        with pytest.raises(courier.TLSError) as info:
+            e.get(tls.url("nostaple.localhost"))
+        assert info.value.curl_code == 91
+        assert info.value.response is None
+        assert e.get(tls.url("nostaple.localhost"),
+                     security=courier.Security(ca_file=tls.f("ca.pem"))).text == "no staple"
