@@ -47,7 +47,7 @@ public final class RequestMetrics: EventMonitor, Sendable {
     /// Starts counting an engine's requests: adds this as an event monitor of the engine, and an
     /// observer of its frozen requests' resends. Attach it to several engines to add them up.
     /// - Parameter engine: An open engine.
-    /// - Throws: ``CourierError`` when the engine is closed.
+    /// - Throws: `CourierError` when the engine is closed.
     public func attach(to engine: Engine) throws {
         try engine.addEventMonitor(self)
         try engine.frozen.addObserver(for: [.resentSucceeded, .resentFailed]) { [self] event in

@@ -179,8 +179,8 @@ public final class RequestTracing: Interceptor, EventMonitor, @unchecked Sendabl
 
 extension Configuration {
     /// Traces every request of engines opened with this configuration: adds `tracing` as an
-    /// interceptor (``Configuration/interceptors``, where its span starts and its context is
-    /// injected) and as an event monitor (``Configuration/eventMonitors``, where the span gets
+    /// interceptor (`Configuration.interceptors`, where its span starts and its context is
+    /// injected) and as an event monitor (`Configuration.eventMonitors`, where the span gets
     /// its events and ends).
     /// - Parameter tracing: The tracing.
     public mutating func addTracing(_ tracing: RequestTracing) {

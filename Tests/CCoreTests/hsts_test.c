@@ -4,7 +4,7 @@
  * the field over http://) and the loopback test server (a redirect to http://). The fixture's port
  * speaks TLS only, so an http:// request that is not upgraded gets nginx's 400 ("plain HTTP request
  * sent to HTTPS port"), and one that is gets "ok".
- * The list across a restart, in another process (this executable again with "--child") and on a
+ * The list (and the Alt-Svc cache) across a restart, in another process (this executable again with "--child") and on a
  * temporary store; includeSubDomains, max-age=0, expiry by the engine's clock, preload, clear, off.
  * Without nginx the test exits 77 (skipped).
  */
@@ -125,12 +125,18 @@ static int child_main(int argc, char **argv) {
     if (argc < 5) return 64;
     tls.port = atoi(argv[4]);
     snprintf(tls.dir, sizeof tls.dir, "%s", argv[5]);
+    engine_alt_svc = strcmp(argv[2], "expect-alt-used") == 0;
     courier_engine *e = open_on(argv[3]);
     if (!e) return 2;
     int rc = 0;
     if (strcmp(argv[2], "expect-upgrade") == 0) {
         got g = get(e, url("http", "localhost", "/"));
         rc = g.code == COURIER_OK && g.upgraded == 1 && strcmp(g.body, "ok") == 0 ? 0 : 3;
+    } else if (strcmp(argv[2], "expect-alt-used") == 0) {
+        char want[64];
+        snprintf(want, sizeof want, "alt-used=localhost:%d", tls.port);
+        got g = get(e, url("https", "localhost", "/alt-used"));
+        rc = g.code == COURIER_OK && strcmp(g.body, want) == 0 ? 0 : 5;
     } else if (strcmp(argv[2], "remove") == 0) {
         rc = get(e, url("https", "localhost", "/hsts-off")).code == COURIER_OK ? 0 : 4;
     }
@@ -390,6 +396,20 @@ static void test_alt_svc_survives_restart(void) {
     courier_engine_close(e);
 }
 
+/* Alt-Svc in another process: what this process's engine learnt (written to the store's
+ * alt-svc.txt when its handles close) is used by an engine of another process on the same store. */
+static void test_alt_svc_shared_with_another_process(void) {
+    const char *store = th_tmpdir();
+    engine_alt_svc = 1;
+    courier_engine *e = open_on(store);
+    REQUIRE(e);
+    CHECK_EQ(get(e, url("https", "localhost", "/alt-svc")).code, COURIER_OK);
+    courier_engine_close(e);
+    engine_alt_svc = 0;
+    CHECK_EQ(run_child("expect-alt-used", store), 0);
+    CHECK(run_child("expect-alt-used", th_tmpdir()) != 0); /* another store: nothing learnt */
+}
+
 /* A pooled handle reset after a transfer that changed it (a POST) keeps its Alt-Svc cache and does
  * not read the file into it again: after many such transfers the file holds the entry once. */
 static void test_alt_svc_file_has_no_duplicates(void) {
@@ -441,7 +461,8 @@ int main(int argc, char **argv) {
         T(test_sts_upgrades_the_next_request), T(test_field_over_http_is_ignored), T(test_redirect_hop_is_upgraded), T(test_cache_hit_of_an_upgraded_url), T(test_list_survives_restart),
         T(test_two_processes_share_the_list),  T(test_include_subdomains),      T(test_max_age_zero_removes),
         T(test_expiry),                        T(test_preload_and_clear),       T(test_off),
-        T(test_unverified_tls_teaches_nothing), T(test_alt_svc_survives_restart), T(test_alt_svc_file_has_no_duplicates),
+        T(test_unverified_tls_teaches_nothing), T(test_alt_svc_survives_restart),
+        T(test_alt_svc_shared_with_another_process), T(test_alt_svc_file_has_no_duplicates),
     };
     return th_run(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
