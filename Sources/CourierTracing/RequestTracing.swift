@@ -177,6 +177,7 @@ public final class RequestTracing: Interceptor, EventMonitor, @unchecked Sendabl
 
 // MARK: - Configuration
 
+/// Tracing an engine's requests from its configuration.
 extension Configuration {
     /// Traces every request of engines opened with this configuration: adds `tracing` as an
     /// interceptor (`Configuration.interceptors`, where its span starts and its context is
