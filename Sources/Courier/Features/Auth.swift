@@ -289,10 +289,10 @@ public struct Cookies: Sendable {
     let engine: Engine
 
     private func call<R>(_ body: (OpaquePointer, inout courier_error) throws -> R) throws -> R {
-        guard engine.enter() else { throw CourierError(.closed, message: "the engine is closed") }
-        defer { engine.leave() }
-        var error = courier_error()
-        return try body(engine.handle, &error)
+        try engine.withHandle { handle in
+            var error = courier_error()
+            return try body(handle, &error)
+        }
     }
 
     /// Every cookie, as the store has it now, expired ones left out, sorted by domain, path, name.

@@ -600,11 +600,7 @@ extension Engine {
 public struct FrozenRequests: Sendable {
     let engine: Engine
 
-    private func call<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
-        guard engine.enter() else { throw CourierError(.closed, message: "the engine is closed") }
-        defer { engine.leave() }
-        return try body(engine.handle)
-    }
+    private func call<R>(_ body: (OpaquePointer) throws -> R) throws -> R { try engine.withHandle(body) }
 
     /// Every frozen request of the store, oldest first.
     /// - Returns: The snapshots.
