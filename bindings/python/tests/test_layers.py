@@ -16,7 +16,7 @@ import courier
 PACKAGE = pathlib.Path(courier.__file__).parent
 
 #: bottom to top
-LAYERS = ["_decls", "_lib", "_fast", "_enums", "errors", "_adapters", "_callbacks", "auth", "security", "netopts", "mapping", "response", "frozen", "request", "session", "stubs", "stream", "websocket",
+LAYERS = ["_decls", "_lib", "_fast", "_enums", "errors", "_adapters", "_callbacks", "auth", "security", "netopts", "pool", "mapping", "response", "frozen", "request", "session", "stubs", "stream", "websocket",
           "transport", "cache_verify", "cache", "group", "logs", "otel", "engine", "aio", "httpx", "requests", "plot", "pytest_plugin", "__init__"]
 
 
