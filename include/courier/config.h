@@ -329,6 +329,8 @@ typedef struct courier_hsts_entries courier_hsts_entries;
  * thread. Errors: COURIER_E_INVALID_ARGUMENT (NULL, or HSTS is off), COURIER_E_STORE,
  * COURIER_E_NO_MEMORY. */
 COURIER_API int courier_hsts_list(courier_hsts_entries **out, courier_engine *engine, courier_error *err);
+/* A list never changes: its readers may run on any threads at once; free it once, after the last
+ * read. The number of entries (0 for NULL). */
 COURIER_API size_t courier_hsts_entries_count(const courier_hsts_entries *entries);
 /* Copies entry `index` into *out (the fields within its `size`, set by the caller); the host is
  * borrowed from the list until courier_hsts_entries_free. Errors: COURIER_E_NOT_FOUND (index out

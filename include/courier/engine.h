@@ -97,6 +97,8 @@ typedef struct courier_pool_figures courier_pool_figures;
  * (the worker takes it a few times per request, never across a callback). Errors:
  * COURIER_E_INVALID_ARGUMENT, COURIER_E_NO_MEMORY. */
 COURIER_API int courier_pool_get_figures(courier_pool_figures **out, const courier_engine *engine);
+/* A snapshot never changes: its readers below may run on any threads at once; free it once, after
+ * the last read. The number of hosts (0 for NULL). */
 COURIER_API size_t courier_pool_figures_count(const courier_pool_figures *figures);
 /* Copies host `index` into *out (the fields within its `size`, set by the caller). Errors:
  * COURIER_E_INVALID_ARGUMENT (NULL, a size smaller than the struct's first version),
