@@ -1,4 +1,4 @@
-// StressCommand.swift — `courier stress cache`: worker threads (and processes) driving the C core's
+// StressCommand.swift — `courier stress cache` (and the parent of `stress frozen`, StressFrozenCommand.swift): worker threads (and processes) driving the C core's
 // cache directly (the loop is in C: Benchmarks/CBench/stress.c), then an integrity check of the
 // store through courier_cache_verify. Several processes are this tool started again in a hidden
 // worker mode, each writing its result as JSON to a file the first one reads.
@@ -11,7 +11,7 @@ struct StressCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stress",
         abstract: "Stress tests (build with -c release to measure).",
-        subcommands: [StressCacheCommand.self]
+        subcommands: [StressCacheCommand.self, StressFrozenCommand.self]
     )
 }
 

@@ -588,6 +588,8 @@ const char *th_redis_cluster_url(void) {
 
 int th_redis_cluster_port(int i) { return i >= 0 && i < 6 ? th_cluster_ports[i] : 0; }
 
+const char *th_redis_cluster_dir(void) { return th_cluster_dir[0] ? th_cluster_dir : NULL; }
+
 int th_redis_cluster_node(int i, const char *verb) {
     if (!th_cluster_dir[0]) return -1;
     char cmd[1400];

@@ -160,6 +160,8 @@ int th_redis_command(const char *command, long long *out);
 const char *th_redis_cluster_url(void);
 /* The port of node i (0..5; 0-2 began as masters, 3-5 as replicas), 0 when unknown. */
 int th_redis_cluster_port(int i);
+/* The cluster's directory (scripts/redis-fixture cluster's DIR: node0..node5), NULL before it started. */
+const char *th_redis_cluster_dir(void);
 /* scripts/redis-fixture VERB (kill, restart, stop, pause, resume) on node i alone: 0 on success. */
 int th_redis_cluster_node(int i, const char *verb);
 /* FLUSHALL on every master: 0 on success. */

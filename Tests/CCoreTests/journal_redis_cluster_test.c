@@ -4,8 +4,8 @@
  * masters with a replica each, AOF with appendfsync always): freezes replayed once each, in order,
  * with their keys, and no command answered CROSSSLOT; a freeze that fewer replicas confirm than
  * courier_config_set_frozen_replicas asks ends COURIER_E_REPLICAS_UNCONFIRMED, not FROZEN; a bounded
- * chaos run in several processes (freezers with WAIT 1 and replayers, this executable started again
- * with --child) while the journal's master is SIGKILLed twice and a replayer once: every acknowledged
+ * chaos run in several processes (`courier stress frozen --chaos`'s, short: freezers with WAIT 1 and
+ * replayers, this executable started again with --child) while the journal's master is SIGKILLed twice and a replayer once: every acknowledged
  * freeze arrives at least once, each time with its key, and each host's acknowledged ordered freezes
  * arrive first in freeze order; the loss WAIT prevents, made certain (the master's replica cut off,
  * the master killed, the replica promoted): N = 0 loses acknowledged freezes, N = 1 none; and the
@@ -13,13 +13,12 @@
  * Exit 77 (skipped) without redis-server.
  */
 #include "harness.h"
+#include "cstress_frozen.h"
 #include "journal_recorder.h"
 
 #include "base/redis_cluster.h"
 
 #include <hiredis/hiredis.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,12 +33,10 @@ static const char *journal_url(const char *name) {
     return b;
 }
 
-/* An engine on the journal at url, its store in dir. */
-static courier_engine *open_engine_in(const char *dir, const char *url, const char *base, int paused, int replicas,
-                                      int64_t replicas_ms) {
+static courier_engine *open_engine(const char *url, const char *base, int paused, int replicas, int64_t replicas_ms) {
     courier_config *cfg = NULL;
     courier_config_new(&cfg);
-    courier_config_set_store_dir(cfg, dir);
+    courier_config_set_store_dir(cfg, th_tmpdir());
     courier_config_set_frozen_store(cfg, url);
     if (base) courier_config_set_base_url(cfg, base);
     courier_config_set_frozen_poll_ms(cfg, 100);
@@ -53,10 +50,6 @@ static courier_engine *open_engine_in(const char *dir, const char *url, const ch
     if (courier_engine_open(&e, cfg, &err) != COURIER_OK) fprintf(stderr, "open: %s\n", err.message);
     courier_config_free(cfg);
     return e;
-}
-
-static courier_engine *open_engine(const char *url, const char *base, int paused, int replicas, int64_t replicas_ms) {
-    return open_engine_in(th_tmpdir(), url, base, paused, replicas, replicas_ms);
 }
 
 /* Replays on e until its journal is empty (at most timeout_ms): what is left. */
@@ -245,301 +238,42 @@ static long long node_command(int i, const char *command) {
     return v;
 }
 
-/* Kills the master of key's slot with SIGKILL, waits until its replica took over, restarts it (it
- * rejoins as the new master's replica) and waits until it is in sync (else the next kill finds no
- * replica to promote). */
-static void kill_master_of(const char *key) {
-    int master = owner_of(key), idx = node_at(master);
-    REQUIRE(idx >= 0);
-    CHECK_EQ(th_redis_cluster_node(idx, "kill"), 0);
-    for (int64_t end = th_now_ms() + 30000; owner_of(key) == master && th_now_ms() < end;) usleep(50000);
-    CHECK(owner_of(key) != master);
-    CHECK_EQ(th_redis_cluster_node(idx, "restart"), 0);
-    CHECK(replica_synced(idx));
-}
-
 /* ---- bounded chaos in several processes: freezers and replayers while masters are killed ---- */
 
-/* This executable started again as a child: "--child freezer URL ORDERED_BASE UNORDERED_BASE TAG
- * REPLICAS STORE" or "--child replayer URL STORE" (STORE: a directory of the parent's, removed by it). */
-
-enum { CHAOS_MAX = 1000 }; /* freezes of each kind per freezer, at most */
-
-typedef struct fz_state {
-    pthread_mutex_t m;
-    pthread_cond_t c;
-    int outstanding;
-    int ordered_answered;
-} fz_state;
-
-typedef struct fz_slot {
-    fz_state *st;
-    char kind; /* 'o' ordered, 'u' unordered */
-    int i;
-} fz_slot;
-
-/* A freeze's answer: a line "KIND I CODE" on stdout (the parent reads it as it comes). */
-static void fz_done(uint64_t id, int code, courier_response *resp, const courier_error *err, void *user) {
-    (void)id;
-    (void)err;
-    fz_slot *s = user;
-    fz_state *st = s->st;
-    pthread_mutex_lock(&st->m);
-    printf("%c %d %d\n", s->kind, s->i, code);
-    fflush(stdout);
-    st->outstanding--;
-    if (s->kind == 'o') st->ordered_answered = 1;
-    pthread_cond_broadcast(&st->c);
-    pthread_mutex_unlock(&st->m);
-    courier_response_free(resp);
-    free(s);
-}
-
-static void fz_send(courier_engine *e, fz_state *st, const char *url, char kind, int i) {
-    char body[32];
-    snprintf(body, sizeof body, "n=%d", i);
-    courier_request *r = NULL;
-    courier_request_new(&r, "POST", url);
-    courier_request_set_body(r, body, strlen(body), "text/plain");
-    courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, kind == 'u' ? COURIER_FREEZE_UNORDERED : 0);
-    fz_slot *s = calloc(1, sizeof *s);
-    s->st = st;
-    s->kind = kind;
-    s->i = i;
-    pthread_mutex_lock(&st->m);
-    st->outstanding++;
-    if (kind == 'o') st->ordered_answered = 0;
-    pthread_mutex_unlock(&st->m);
-    courier_send(NULL, e, r, fz_done, s, NULL);
-    courier_request_free(r);
-}
-
-/* A freezer: offline (every send is frozen; the replayers send them), WAIT `replicas` (1 s). Until
- * its stdin ends (or CHAOS_MAX): an unordered freeze to UNORDERED_BASE/u/TAG/I, then an ordered one
- * to ORDERED_BASE/o/I, waiting for the ordered one's answer before the next (so the freeze order of
- * this host is I's order), every 30 ms. */
-static int child_freezer(char **argv) {
-    const char *url = argv[3], *obase = argv[4], *ubase = argv[5], *tag = argv[6];
-    courier_engine *e = open_engine_in(argv[8], url, NULL, 1, atoi(argv[7]), 1000);
-    if (!e) return 2;
-    courier_reachability_set_offline(e);
-    fz_state st;
-    memset(&st, 0, sizeof st);
-    pthread_mutex_init(&st.m, NULL);
-    pthread_cond_init(&st.c, NULL);
-    for (int i = 0; i < CHAOS_MAX; i++) {
-        struct pollfd p = {.fd = 0, .events = POLLIN};
-        if (poll(&p, 1, 0) == 1) break; /* readable: the parent closed it */
-        char u[160];
-        snprintf(u, sizeof u, "%s/u/%s/%d", ubase, tag, i);
-        fz_send(e, &st, u, 'u', i);
-        snprintf(u, sizeof u, "%s/o/%d", obase, i);
-        fz_send(e, &st, u, 'o', i);
-        pthread_mutex_lock(&st.m);
-        while (!st.ordered_answered) pthread_cond_wait(&st.c, &st.m);
-        pthread_mutex_unlock(&st.m);
-        usleep(30000);
-    }
-    pthread_mutex_lock(&st.m);
-    while (st.outstanding > 0) pthread_cond_wait(&st.c, &st.m);
-    pthread_mutex_unlock(&st.m);
-    courier_engine_close(e);
-    pthread_cond_destroy(&st.c);
-    pthread_mutex_destroy(&st.m);
-    return 0;
-}
-
-static volatile sig_atomic_t replayer_stop;
-static void on_term(int sig) {
-    (void)sig;
-    replayer_stop = 1;
-}
-
-/* A replayer: replays the journal until SIGTERM, then closes its engine (giving its claims back). */
-static int child_replayer(char **argv) {
-    signal(SIGTERM, on_term);
-    courier_engine *e = open_engine_in(argv[4], argv[3], NULL, 0, 0, 0);
-    if (!e) return 2;
-    while (!replayer_stop) usleep(20000);
-    courier_engine_close(e);
-    return 0;
-}
-
-typedef struct fz_child {
-    pid_t pid;
-    int in_fd;  /* its stdin: closed to stop it */
-    int out_fd; /* its stdout: the answers */
-    pthread_t reader;
-    pthread_mutex_t m;
-    int answers;
-    int code_o[CHAOS_MAX], code_u[CHAOS_MAX]; /* 1: no answer */
-} fz_child;
-
-static void *fz_reader(void *arg) {
-    fz_child *f = arg;
-    FILE *in = fdopen(f->out_fd, "r");
-    char line[128], kind;
-    int i, code;
-    while (in && fgets(line, sizeof line, in)) {
-        if (sscanf(line, "%c %d %d", &kind, &i, &code) != 3 || i < 0 || i >= CHAOS_MAX) continue;
-        pthread_mutex_lock(&f->m);
-        (kind == 'o' ? f->code_o : f->code_u)[i] = code;
-        f->answers++;
-        pthread_mutex_unlock(&f->m);
-    }
-    if (in) fclose(in);
-    return NULL;
-}
-
-static int fz_answers(fz_child *f) {
-    pthread_mutex_lock(&f->m);
-    int n = f->answers;
-    pthread_mutex_unlock(&f->m);
-    return n;
-}
-
-static void fz_start(fz_child *f, const char *url, int oport, int uport, int tag, int replicas) {
-    int in[2], out[2];
-    REQUIRE(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0); /* no other child holds them */
-    char obase[64], ubase[64], t[16], n[16];
-    snprintf(obase, sizeof obase, "http://127.0.0.1:%d", oport);
-    snprintf(ubase, sizeof ubase, "http://127.0.0.1:%d", uport);
-    snprintf(t, sizeof t, "%d", tag);
-    snprintf(n, sizeof n, "%d", replicas);
-    char *args[] = {"self", "--child", "freezer", (char *)url, obase, ubase, t, n, (char *)th_tmpdir(), NULL};
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        execv("/proc/self/exe", args);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    f->pid = pid;
-    f->in_fd = in[1];
-    f->out_fd = out[0];
-    pthread_mutex_init(&f->m, NULL);
-    for (int i = 0; i < CHAOS_MAX; i++) f->code_o[i] = f->code_u[i] = 1;
-    pthread_create(&f->reader, NULL, fz_reader, f);
-}
-
-static pid_t replayer_start(const char *url) {
-    char *args[] = {"self", "--child", "replayer", (char *)url, (char *)th_tmpdir(), NULL};
-    return jr_spawn(args, -1);
-}
-
-/* What arrived at a recorder for the requests "<prefix>I" (I < CHAOS_MAX) whose freezes were
- * answered `code[I]`: each arrival of a request carries the key of its first arrival (32
- * characters); with `ordered`, the first arrivals of the acknowledged ones are in the order of I.
- * Adds to *acked, *lost (acknowledged, never arrived), *dups (arrivals after the first) and
- * *order (acknowledged first arrivals after a later one's). */
-static void chaos_check(jr_server *s, const char *prefix, const int *code, bool ordered, int *acked, int *lost,
-                        int *dups, int *order) {
-    static char keys[CHAOS_MAX][160];
-    memset(keys, 0, sizeof keys);
-    size_t plen = strlen(prefix);
-    int last = -1;
-    for (size_t i = 0; i < jr_count(s); i++) {
-        jr_hit h = jr_get(s, i);
-        if (strncmp(h.path, prefix, plen) != 0) continue;
-        int k = atoi(h.path + plen);
-        REQUIRE(k >= 0 && k < CHAOS_MAX);
-        CHECK_EQ(strlen(h.key), 32);
-        if (keys[k][0]) {
-            CHECK_STR(h.key, keys[k]);
-            (*dups)++;
-            continue;
-        }
-        snprintf(keys[k], sizeof keys[k], "%s", h.key);
-        if (!ordered || code[k] != COURIER_E_FROZEN) continue;
-        if (k < last) (*order)++;
-        last = k;
-    }
-    for (int k = 0; k < CHAOS_MAX; k++) {
-        if (code[k] != COURIER_E_FROZEN) continue;
-        (*acked)++;
-        if (!keys[k][0]) (*lost)++;
-    }
-}
-
-/* Two freezer processes (WAIT 1) and two replayer processes on one journal while the journal's
- * master is SIGKILLed twice (its replica promoted, the old master restarted and synced) and a
- * replayer is SIGKILLed (another started): every acknowledged freeze arrives at least once, each
- * arrival with the key of the first, and each freezer's ordered host gets its acknowledged freezes
- * first in freeze order (the journal's promise: one at a time per host, a later one never before an
- * earlier one's final answer). */
+/* The run of `courier stress frozen --chaos` (Benchmarks/CBench/stress_frozen.c), short: two
+ * freezer processes (WAIT 1) and two replayer processes (this executable started again with
+ * "--child SPEC") on one journal while the journal's master is SIGKILLed twice (its replica
+ * promoted, the old master restarted and synced), each time with a replayer SIGKILLed and started
+ * again: every acknowledged freeze arrives at least once, each arrival with the key of the first,
+ * and each freezer's ordered host gets its acknowledged freezes first in freeze order (the
+ * journal's promise: one at a time per host, a later one never before an earlier one's final
+ * answer; a request sent again may come after a later one, so only first arrivals are ordered). */
 static void test_chaos_processes_masters_killed(void) {
-    enum { FREEZERS = 2, REPLAYERS = 2, KILLS = 2 };
     REQUIRE(th_redis_cluster_url());
-    const char *url = journal_url("chaos");
-    const char *key = "{courier:journal:chaos}:stream";
-    jr_server ordered[FREEZERS], unordered;
-    REQUIRE(jr_open(&unordered, 0) == 0);
-    for (int p = 0; p < FREEZERS; p++) REQUIRE(jr_open(&ordered[p], 0) == 0);
-    pid_t replayers[REPLAYERS];
-    for (int r = 0; r < REPLAYERS; r++) replayers[r] = replayer_start(url);
-    static fz_child fz[FREEZERS];
-    memset(fz, 0, sizeof fz);
-    for (int p = 0; p < FREEZERS; p++) fz_start(&fz[p], url, ordered[p].port, unordered.port, p, 1);
-    /* (the journal's stream exists once a freeze was made: owner_of needs no key to exist) */
-    for (int k = 0; k < KILLS; k++) {
-        /* under load: each freezer answered some more since the last kill */
-        for (int p = 0; p < FREEZERS; p++) {
-            int target = fz_answers(&fz[p]) + 40;
-            for (int64_t end = th_now_ms() + 60000; fz_answers(&fz[p]) < target && th_now_ms() < end;) usleep(10000);
-        }
-        kill_master_of(key);
-        if (k == 0) { /* a replayer dies too: its claims are taken over after the lease */
-            kill(replayers[0], SIGKILL);
-            CHECK_EQ(jr_wait_child(replayers[0], 10000), 128 + SIGKILL);
-            replayers[0] = replayer_start(url);
-        }
-    }
-    for (int p = 0; p < FREEZERS; p++) { /* some more with the cluster whole again, then stop */
-        int target = fz_answers(&fz[p]) + 20;
-        for (int64_t end = th_now_ms() + 60000; fz_answers(&fz[p]) < target && th_now_ms() < end;) usleep(10000);
-        close(fz[p].in_fd);
-    }
-    for (int p = 0; p < FREEZERS; p++) {
-        CHECK_EQ(jr_wait_child(fz[p].pid, 120000), 0);
-        pthread_join(fz[p].reader, NULL);
-    }
-    /* the replayers drain the journal (a paused engine counts) */
-    courier_engine *e = open_engine(url, NULL, 1, 0, 0);
-    REQUIRE(e);
-    int64_t left = -1;
-    for (int64_t end = th_now_ms() + 120000; th_now_ms() < end; usleep(100000)) {
-        left = -1;
-        if (courier_frozen_count(&left, e, NULL) == COURIER_OK && left == 0) break;
-    }
-    CHECK_EQ(left, 0);
-    courier_engine_close(e);
-    for (int r = 0; r < REPLAYERS; r++) {
-        kill(replayers[r], SIGTERM);
-        CHECK_EQ(jr_wait_child(replayers[r], 60000), 0);
-    }
-    jr_stop(&unordered);
-    int acked = 0, lost = 0, dups = 0, order = 0, answers = 0;
-    for (int p = 0; p < FREEZERS; p++) {
-        jr_stop(&ordered[p]);
-        char prefix[32];
-        snprintf(prefix, sizeof prefix, "/u/%d/", p);
-        chaos_check(&unordered, prefix, fz[p].code_u, false, &acked, &lost, &dups, &order);
-        chaos_check(&ordered[p], "/o/", fz[p].code_o, true, &acked, &lost, &dups, &order);
-        answers += fz[p].answers;
-        jr_free(&ordered[p]);
-        pthread_mutex_destroy(&fz[p].m);
-    }
-    printf("chaos, %d freezer and %d replayer processes, %d master kills (WAIT 1): %d freezes answered, %d "
-           "acknowledged, %d acknowledged lost, %d sent again, %d out of host order\n",
-           FREEZERS, REPLAYERS, KILLS, answers, acked, lost, dups, order);
-    CHECK(acked > 0);
-    CHECK_EQ(lost, 0);
-    CHECK_EQ(order, 0);
-    jr_free(&unordered);
+    char fixture[1200];
+    snprintf(fixture, sizeof fixture, "%s/scripts/redis-fixture", COURIER_SOURCE_DIR);
+    const char *argv[] = {"/proc/self/exe", "--child", NULL};
+    cstress_frozen_config cfg = {.journal_url = journal_url("chaos"), .cluster_dir = th_redis_cluster_dir(),
+                                 .fixture = fixture, .store_dir = th_tmpdir(), .child_argv = argv,
+                                 .freezers = 2, .replayers = 2, .replicas = 1, .replicas_timeout_ms = 1000,
+                                 .duration_s = 8, .kills = 2, .drain_timeout_ms = 120000};
+    cstress_frozen_result r;
+    CHECK_EQ(cstress_frozen_run(&cfg, &r), COURIER_OK);
+    printf("chaos, 2 freezer and 2 replayer processes, %d master kills (WAIT 1): %lld freezes answered, %lld "
+           "acknowledged, %lld unconfirmed, %lld failed (%d); %lld delivered (%lld arrivals); %lld acknowledged lost, "
+           "%lld out of host order, %lld key mismatches%s%s\n",
+           r.kills_done, (long long)r.answered, (long long)r.acknowledged, (long long)r.unconfirmed,
+           (long long)r.failed, r.failed_code, (long long)r.delivered, (long long)r.arrivals, (long long)r.lost,
+           (long long)r.order_violations, (long long)r.key_mismatches, r.first_error[0] ? "; " : "", r.first_error);
+    CHECK_STR(r.first_error, "");
+    CHECK_EQ(r.kills_done, 2);
+    CHECK_EQ(r.replayer_kills, 2);
+    CHECK(r.acknowledged > 0);
+    CHECK_EQ(r.lost, 0);
+    CHECK_EQ(r.order_violations, 0);
+    CHECK_EQ(r.key_mismatches, 0);
+    CHECK_EQ(r.left, 0);
+    CHECK(r.delivered >= r.acknowledged);
     CHECK_EQ(crossslot_errors(), 0);
 }
 
@@ -684,8 +418,7 @@ static void skip_without_redis(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 9 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "freezer") == 0) return child_freezer(argv);
-    if (argc >= 5 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "replayer") == 0) return child_replayer(argv);
+    if (argc >= 3 && strcmp(argv[1], "--child") == 0) return cstress_frozen_child(argv[2]);
     static const th_test tests[] = {T(skip_without_redis), T(test_freeze_and_replay_on_a_cluster),
                                     T(test_wait_for_replicas), T(test_chaos_processes_masters_killed),
                                     T(test_replica_cut_off_loses_only_without_wait),

@@ -32,6 +32,8 @@ func runScript(_ args: [String]) throws -> (status: Int32, output: String) {
 struct BenchRedis {
     let url: String
     private let fixtureDir: String?
+    /// The fixture's directory when it started its own (a cluster's nodes are in node0...node5), else nil.
+    var fixtureDirectory: String? { fixtureDir }
 
     /// - Parameters:
     ///   - given: --redis-url, or nil for a server of its own.
