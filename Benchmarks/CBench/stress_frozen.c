@@ -23,6 +23,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #ifdef COURIER_REDIS
 #include <hiredis/hiredis.h>
@@ -397,6 +400,9 @@ static pid_t spawn(const cstress_frozen_config *cfg, const char *spec, int *in_f
     args[n] = (char *)spec;
     pid_t pid = fork();
     if (pid == 0) {
+#ifdef __linux__
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* this run's thread gone (the tool killed): no child left behind */
+#endif
         if (in_fd) dup2(in[0], 0);
         if (out_fd) dup2(out[1], 1);
         execv(args[0], args);
