@@ -14,8 +14,8 @@ struct StressFrozenCommand: ParsableCommand {
         discussion: """
             --backend redis-cluster --chaos: a Redis Cluster of its own (scripts/redis-fixture cluster: 3 masters \
             with a replica each, appendfsync always). --processes freezer processes, each offline (every send \
-            frozen) freezing every 30 ms an unordered request and an ordered one to a host of its own, each with \
-            WAIT --replicas; --replayers replayer processes replaying the journal. --kills times, evenly over \
+            frozen) freezing every 20 ms an unordered request and, every 4th time, an ordered one to a host of its \
+            own, each with WAIT --replicas; --replayers replayer processes replaying the journal. --kills times, evenly over \
             --duration, the journal's master is SIGKILLed, its replica takes over, the old master is restarted \
             and waited for until it is in sync; with each, a replayer process is SIGKILLed and started again. \
             Then the freezers stop, the replayers drain the journal, and a loopback recorder's arrivals are \

@@ -6,8 +6,8 @@
  * test_chaos_processes_masters_killed.
  *
  * Processes: `freezers` freezer processes, each offline (every send frozen) and freezing, every
- * 30 ms, one unordered request and one ordered request to a host of its own (waiting for the
- * ordered one's answer before the next, so that host's freeze order is known), with WAIT
+ * 20 ms, an unordered request to a shared host and, every 4th time, an ordered one to a host of
+ * its own (waiting for its answer before going on, so that host's freeze order is known), with WAIT
  * `replicas`; `replayers` replayer processes replaying the journal. Both are the caller's program
  * started again: child_argv (NULL-terminated) followed by one argument, a spec the child passes to
  * cstress_frozen_child. A loopback recorder in the calling process receives every replay and notes
@@ -55,7 +55,8 @@ typedef struct cstress_frozen_result {
     int64_t arrivals;      /* arrivals, duplicates included */
     int64_t lost;          /* acknowledged, never arrived */
     int64_t order_violations; /* an acknowledged ordered request whose first arrival came after a later one's */
-    int64_t key_mismatches;   /* an arrival whose Idempotency-Key is not its first arrival's (or missing) */
+    int64_t key_mismatches;   /* an arrival whose Idempotency-Key is not its first arrival's, or is not one
+                                 the journal made (missing, not 32 characters) */
     int64_t left;          /* requests still in the journal when the drain gave up (-1: unknown) */
     int kills_done;        /* master kills that ended with the replica promoted */
     int replayer_kills;
