@@ -5,9 +5,9 @@
  * with their keys, and no command answered CROSSSLOT; a freeze that fewer replicas confirm than
  * courier_config_set_frozen_replicas asks ends COURIER_E_REPLICAS_UNCONFIRMED, not FROZEN; a bounded
  * chaos run in several processes (`courier stress frozen --chaos`'s, short: freezers with WAIT 1 and
- * replayers, this executable started again with --child) while the journal's master is SIGKILLed twice and a replayer once: every acknowledged
- * freeze arrives at least once, each time with its key, and each host's acknowledged ordered freezes
- * arrive first in freeze order; the loss WAIT prevents, made certain (the master's replica cut off,
+ * replayers, this executable started again with --child) while the journal's master is SIGKILLed
+ * twice, each time with a replayer: every acknowledged freeze arrives at least once, each time with
+ * its key, and each host's acknowledged ordered freezes arrive first in freeze order; the loss WAIT prevents, made certain (the master's replica cut off,
  * the master killed, the replica promoted): N = 0 loses acknowledged freezes, N = 1 none; and the
  * cache on a cluster whose master is killed.
  * Exit 77 (skipped) without redis-server.
@@ -309,7 +309,17 @@ static void loss_run(const char *name, int replicas, int *acked, int *lost) {
     CHECK_EQ(count, B);
     REQUIRE(th_redis_cluster_node(ri, "pause") == 0);
     CHECK(node_command(mi, "CLIENT KILL TYPE replica") >= 1);
-    *acked = jr_freeze_all(e, "/lost/%d", K, COURIER_FREEZE_UNORDERED, 1);
+    courier_reachability_set_offline(e);
+    jr_waiter w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.m, NULL);
+    for (int i = 0; i < K; i++) jr_send_frozen(e, &w, "/lost/%d", i, COURIER_FREEZE_UNORDERED);
+    for (int64_t end = th_now_ms() + 30000; jr_w_count(&w, NULL) < K && th_now_ms() < end;) usleep(5000);
+    CHECK_EQ(jr_w_count(&w, acked), K);
+    for (int i = 0; i < K; i++) /* N = 0: FROZEN; N = 1: no replica confirms (it is cut off) */
+        CHECK_EQ(w.codes[i], replicas ? COURIER_E_REPLICAS_UNCONFIRMED : COURIER_E_FROZEN);
+    courier_engine_close(e);
+    pthread_mutex_destroy(&w.m);
     CHECK_EQ(th_redis_cluster_node(mi, "kill"), 0);
     CHECK_EQ(th_redis_cluster_node(ri, "resume"), 0);
     CHECK_EQ(node_command(ri, "CLUSTER FAILOVER TAKEOVER"), 0);
