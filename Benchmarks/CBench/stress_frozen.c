@@ -36,12 +36,6 @@
 #define ORDERED_EVERY 4
 #define MAX_PER_FREEZER (1 << 20)
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static courier_engine *open_engine(const char *store, const char *url, int paused, int replicas, int64_t timeout_ms,
                                    char *error, size_t cap) {
     mkdir(store, 0700);
@@ -189,6 +183,12 @@ int cstress_frozen_child(const char *spec) {
 }
 
 #ifdef COURIER_REDIS
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* ---- the recorder: every replay that arrives, with its Idempotency-Key ------------------------- */
 
