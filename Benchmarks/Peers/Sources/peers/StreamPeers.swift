@@ -110,6 +110,8 @@ struct PeersWebSocket: AsyncParsableCommand {
     @Option(help: "Connections of the parallel case.") var connections = 32
     @Option(help: "Runs; medians are reported.") var runs = 5
     @Option(help: "Untimed round trips per connection before each timed run.") var warmup = 50
+    @Option(help: "Only these clients, comma-separated (for a profile of one), e.g. courier_swift.")
+    var clients: String?
     @Flag(help: "Print one JSON object.") var json = false
 
     static let message = [UInt8]((0..<1024).map { UInt8($0 % 251) })
@@ -126,16 +128,25 @@ struct PeersWebSocket: AsyncParsableCommand {
         defer { engine.close() }
         let group = MultiThreadedEventLoopGroup.singleton
         var result: [String: Any] = [:]
-        let names = ["courier_swift", "websocketkit_eventloop", "websocketkit_async"]
+        let all = ["courier_swift", "courier_swift_worker", "websocketkit_eventloop", "websocketkit_async"]
+        let chosen = clients.map { $0.split(separator: ",").map(String.init) } ?? all
+        let names = all.filter { chosen.contains($0) }
+        guard !names.isEmpty else { throw ValidationError("--clients: none of \(all.joined(separator: ", "))") }
         for conns in [1, connections] {
             let m = try await measure(names, runs: runs, count: messages) { name in
                 switch name {
                 case "courier_swift": return try await courier(engine, url: url, connections: conns)
+                case "courier_swift_worker":
+                    guard #available(macOS 15.0, *) else { throw ValidationError("engine.taskExecutor needs macOS 15") }
+                    return try await withTaskExecutorPreference(engine.taskExecutor) {
+                        try await courier(engine, url: url, connections: conns)
+                    }
                 case "websocketkit_eventloop": return try await kitEventLoop(group, url: url, connections: conns)
                 default: return try await kitAsync(group, url: url, connections: conns)
                 }
             }
-            summarize("ws\(conns)", m, pairs: [("courier_swift", "websocketkit_eventloop"), ("courier_swift", "websocketkit_async")],
+            summarize("ws\(conns)", m, pairs: [("courier_swift", "websocketkit_eventloop"), ("courier_swift", "websocketkit_async"),
+                                               ("courier_swift_worker", "websocketkit_eventloop")],
                       into: &result)
         }
         result["messages"] = messages
