@@ -90,8 +90,8 @@ extension Engine {
 /// The engine's worker thread reads the socket. A task on the global executor that waits for a
 /// message is resumed on a thread of the pool, woken for it. For a loop that answers each message
 /// at once (a request-reply protocol, a game's ticks), run it on the engine's executor instead,
-/// where messages arrive: the worker reads a message, runs the task and writes its reply in the
-/// same turn, with no thread woken in between (an event loop's pace; the figures are in
+/// where messages arrive: the worker reads a message, runs the task and writes its reply before it
+/// polls again, with no thread woken in between (an event loop's pace; the figures are in
 /// Benchmarks/README.md). Keep what runs there short (see ``EngineTaskExecutor``):
 ///
 /// ```swift
