@@ -4,10 +4,12 @@
 // to run. Medians of the runs; each ratio is the median of the per-run ratios.
 //   ws:  round trips of a 1 KiB binary message (send, then wait for its echo), on 1 connection and
 //        on --connections at once: Courier's `engine.webSocket` (send / receive, a task per
-//        connection) vs websocket-kit (vapor/websocket-kit over swift-nio) driven two ways: from its
-//        event loop (the next message sent from the onBinary callback: NIO's own pace) and from
-//        Swift concurrency (async send, the echo handed to the task by an AsyncStream).
-//        Target: Courier >= 1x websocket-kit.
+//        connection) on the global executor and on the engine's (`courier_swift_worker`:
+//        `withTaskExecutorPreference(engine.taskExecutor)`, the tasks on the worker that reads the
+//        echo) vs websocket-kit (vapor/websocket-kit over swift-nio) driven two ways: from its
+//        event loop (the next message sent from the onBinary callback: NIO's own pace; paired with
+//        both Courier clients) and from Swift concurrency (async send, the echo handed to the task
+//        by an AsyncStream; paired with the default). Target: Courier >= 1x websocket-kit.
 //   sse: --events events of one /sse response by Courier's `engine.events(for:)`. No Swift peer:
 //        mattt/EventSource 1.1.1 (its only release) does not build on Linux (URLSession.bytes), and a
 //        package's files are not committed here.
