@@ -7,6 +7,7 @@
 #include "engine/ws_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -126,6 +127,7 @@ int courier_ws_open(courier_ws **out, courier_engine *e, const courier_request *
     cr_cond_init(&ws->c);
     atomic_init(&ws->refs, 2); /* the caller's, and the worker's (once cr_ws_start_work runs) */
     ws->e = e;
+    ws->reader_fd = -1;
     ws->worker = e->worker;
     ws->state = COURIER_WS_CONNECTING;
     ws->notify = notify;
@@ -237,6 +239,12 @@ int courier_ws_next(courier_ws_message *msg, courier_ws *ws, int64_t timeout_ms,
     pthread_mutex_lock(&ws->m);
     free(ws->borrowed);
     ws->borrowed = NULL;
+    if (!readable(ws) && timeout_ms != 0 && ws->caller_reads) {
+        /* A wait: the worker reads meanwhile (the caller's loop is not reading, this thread waits). */
+        pthread_mutex_unlock(&ws->m);
+        courier_ws_return_reads(ws);
+        pthread_mutex_lock(&ws->m);
+    }
     if (!readable(ws) && timeout_ms != 0) {
         struct timespec until = cr_cond_deadline(timeout_ms > 0 ? timeout_ms * 1000 : 0);
         while (!readable(ws)) {
@@ -270,6 +278,47 @@ int courier_ws_next(courier_ws_message *msg, courier_ws *ws, int64_t timeout_ms,
     }
     pthread_mutex_unlock(&ws->m);
     return rc;
+}
+
+int courier_ws_take_reads(courier_ws *ws, int *out_fd) {
+    if (out_fd) *out_fd = -1;
+    if (!ws || !out_fd) return COURIER_E_INVALID_ARGUMENT;
+    int rc = COURIER_E_AGAIN;
+    pthread_mutex_lock(&ws->io);
+    if (ws->read_ok && ws->reader_fd < 0) {
+        ws->reader_fd = fcntl(ws->sock, F_DUPFD_CLOEXEC, 0);
+        if (ws->reader_fd < 0) rc = errno == EMFILE || errno == ENFILE ? COURIER_E_AGAIN : COURIER_E_INTERNAL;
+    }
+    if (ws->read_ok && ws->reader_fd >= 0) {
+        pthread_mutex_lock(&ws->m);
+        if (ws->state == COURIER_WS_OPEN && !ws->close_asked && !ws->freed) {
+            ws->caller_reads = 1; /* the worker's next poll leaves the socket out */
+            *out_fd = ws->reader_fd;
+            rc = COURIER_OK;
+        }
+        pthread_mutex_unlock(&ws->m);
+    }
+    pthread_mutex_unlock(&ws->io);
+    return rc;
+}
+
+int courier_ws_return_reads(courier_ws *ws) {
+    if (!ws) return COURIER_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ws->io);
+    pthread_mutex_lock(&ws->m);
+    if (ws->caller_reads) {
+        ws->caller_reads = 0;
+        ws->read_again = 1; /* the worker reads what came, and polls the socket again */
+        if (ws->state != COURIER_WS_CLOSED) cr_ws_kick_locked(ws);
+    }
+    pthread_mutex_unlock(&ws->m);
+    pthread_mutex_unlock(&ws->io);
+    return COURIER_OK;
+}
+
+int courier_ws_read_socket(courier_ws *ws) {
+    if (!ws) return COURIER_E_INVALID_ARGUMENT;
+    return cr_ws_read_here(ws) ? COURIER_OK : COURIER_E_AGAIN;
 }
 
 #define GETTER(type, name, expr)                                 \
