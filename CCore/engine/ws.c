@@ -192,11 +192,18 @@ static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
     size_t n = 0;
     CURLcode rc = CURLE_OK;
     if (ws->reading_here) { /* the caller's thread: libcurl is the worker's (see cr_ws_read_here) */
+        /* A read shorter than asked emptied the socket: the next would block (a system call saved
+         * per message); what comes later makes the caller's loop see the socket readable again. */
+        if (ws->reading_here == 2) {
+            wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+            return -1;
+        }
         ssize_t got;
         do got = recv(ws->sock, buf, len, MSG_DONTWAIT);
         while (got < 0 && errno == EINTR);
         if (got < 0) rc = errno == EAGAIN || errno == EWOULDBLOCK ? CURLE_AGAIN : CURLE_RECV_ERROR;
         else n = (size_t)got;
+        if (got > 0 && (size_t)got < len) ws->reading_here = 2;
     } else {
         rc = curl_easy_recv(ws->easy, buf, len, &n);
     }

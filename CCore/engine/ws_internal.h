@@ -104,7 +104,8 @@ struct courier_ws {
     /* Under io: the caller's reads (courier_ws_take_reads, cr_ws_read_here). */
     int read_ok;                /* set at each pump's end: the caller may take the reads */
     int reading_here;           /* the caller's thread is in wslay_event_recv (on_recv reads with
-                                   recv(2), on_msg tells nobody: the reader is there) */
+                                   recv(2), on_msg tells nobody: the reader is there); 2: a recv
+                                   returned less than asked (the socket is empty: no more recv) */
     int recv_err;               /* what the caller's wslay_event_recv returned, for the next pump */
     int wants_write;            /* wslay had something to write at the last pump's end (the poll's
                                    POLLOUT; the worker's copy, as the reader may queue a pong) */

@@ -409,7 +409,13 @@ class WebSocket(_Closing):
         waker = self._waker
         if isinstance(waker, _AioFdWaker):
             while True:
-                msg = self._next(0)
+                h = self._h
+                if self._pending or h is None:
+                    msg = self._next(0)  # what was read before, or the error of a released one
+                else:
+                    msg = waker.ext.ws_next(h, 0)  # the compiled path (the waker is its own)
+                    if type(msg) is tuple:
+                        msg = self._take(msg)
                 if msg is not None:
                     return msg  # type: ignore[no-any-return]
                 fut = waker.arm(self._h)  # type: ignore[arg-type]
