@@ -43,6 +43,8 @@ void cr_ws_release(courier_ws *ws) {
     free(ws->borrowed);
     free(ws->raw);
     if (ws->reader_fd >= 0) close(ws->reader_fd); /* the caller's loop stopped watching it (courier_ws_free) */
+    if (ws->wake_r >= 0) close(ws->wake_r);
+    if (ws->wake_w >= 0) close(ws->wake_w);
     free((char *)ws->opt.subprotocols);
     cr_error_release_user(&ws->end_err);
     if (ws->user_free) ws->user_free(ws->user);
@@ -58,8 +60,14 @@ void cr_ws_release(courier_ws *ws) {
 static void tell(courier_ws *ws) {
     pthread_mutex_lock(&ws->m);
     bool call = ws->notify && !ws->freed;
+    bool wake = ws->poll_waiting; /* a reader in poll(2) (ws_api.c, wait_here) */
     pthread_mutex_unlock(&ws->m);
     pthread_cond_broadcast(&ws->c);
+    if (wake) {
+        char b = 1;
+        ssize_t w = write(ws->wake_w, &b, 1); /* full: readable already */
+        (void)w;
+    }
     if (call) ws->notify(ws, ws->user);
 }
 
@@ -865,6 +873,11 @@ static void check_timers(courier_ws *ws, int64_t now) {
     courier_error d;
     if (ws->phase == P_ENDED) return;
     if (ws->deadline_ms && now >= ws->deadline_ms) {
+        if (ws->phase == P_OPEN && ws->ping_out && ws->caller_reads) {
+            pump_open_io(ws, true); /* the pong may wait in the socket, unread by the caller */
+            cr_ws_direct_update(ws);
+            if (ws->phase != P_OPEN || !ws->ping_out) return;
+        }
         if (ws->phase == P_OPEN && ws->ping_out) {
             /* A dead peer: say so (1011) if the socket takes it, and go. */
             if (!wslay_event_get_close_sent(ws->ctx)) {
@@ -949,6 +962,9 @@ int cr_ws_turn(courier_engine *e) {
         }
         check_timers(ws, now);
         int64_t deadline = ws->deadline_ms, ping = ws->next_ping_ms;
+        /* The caller's reads: the worker reads too, once a second (pings answered, messages queued
+         * while nobody reads; the caller's loop is told through the notify). */
+        if (ws->caller_reads && ws->phase == P_OPEN && (!deadline || ws->pump_by_ms < deadline)) deadline = ws->pump_by_ms;
         pthread_mutex_unlock(&ws->io);
         if (ws->phase == P_ENDED) {
             unlink_ws(e, ws);

@@ -52,8 +52,11 @@ struct courier_ws {
     size_t out_bytes;           /* queued bytes: ours plus wslay's */
     int kick_posted;            /* a post to move out_* to wslay is pending */
     int read_again;             /* in_full was cleared: the kick's pump reads (the worker takes it) */
-    int caller_reads;           /* the caller's loop reads the socket (courier_ws_take_reads): the
-                                   worker does not poll it for reading. Written under io and m */
+    int caller_reads;           /* the caller's loop reads the socket (courier_ws_take_reads, or a
+                                   waiting courier_ws_next): the worker does not poll it for
+                                   reading. Written under io and m */
+    int poll_waiting;           /* courier_ws_next calls waiting in poll(2) on the socket and wake_r */
+    int wake_r, wake_w;         /* a pipe that tell() writes while poll_waiting (-1: not made yet) */
     int close_asked;            /* courier_ws_close was called */
     int freed;                  /* courier_ws_free was called: no more notify */
     int end_code;               /* once CLOSED: what courier_ws_next returns */

@@ -923,7 +923,7 @@ static void test_caller_reads(void) {
             back = 0;
         }
     }
-    /* A wait in courier_ws_next gives the reads back by itself: the worker reads the echo. */
+    /* A waiting courier_ws_next reads the socket itself too (the reads stay the caller's). */
     CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "wait", 4, &err), COURIER_OK);
     CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
     CHECK(m.len == 4 && memcmp(m.data, "wait", 4) == 0);
