@@ -4,8 +4,10 @@
  * libcurl connects (CURLOPT_CONNECT_ONLY=1: DNS, TCP, proxy tunnel, TLS with the engine's policy,
  * HTTP/1.1 ALPN) on an easy handle that stays in the engine's multi handle; this file writes the
  * HTTP/1.1 Upgrade request and checks the 101, then hands the socket's bytes to wslay, which frames
- * and checks messages. Every curl and wslay call runs on the worker (wslay has no locks): the
- * reader's and senders' threads only touch the shared part under `m` and post work to the worker
+ * and checks messages. Every curl call runs on the worker; every wslay call runs under the
+ * WebSocket's `io` mutex (wslay has no locks): on the worker, or on the reader's thread when the
+ * reads are its own (cr_ws_read_here: ws://, no proxy; docs/design/ws-reads.md). Otherwise the
+ * reader's and senders' threads touch the shared part under `m` and post work to the worker
  * (courier_engine_post). The worker's loop (engine.c) calls cr_ws_turn every turn, polls the
  * sockets through cr_ws_poll_fds (POLLOUT only while wslay has something to write), hands the
  * connect-only transfer's CURLMSG_DONE to cr_ws_connected, and ends every WebSocket with
@@ -1159,38 +1161,3 @@ bool cr_ws_kick_locked(courier_ws *ws) {
     return true;
 }
 
-/* ---- the caller's reads (courier_ws_take_reads) ------------------------------------------------- */
-
-/* The caller's thread (courier_ws_read_socket), the caller's loop having found the socket readable:
- * the frames read here, under io, with recv(2) (libcurl is the worker's: on_recv) into the receive
- * queue, without a notify (the reader is here). What needs the worker (a pong or a close echo to
- * write, the end of the connection) is left to it with a kick; when the connection is ending, or the
- * receive queue is full, the reads go back to the worker (false). */
-bool cr_ws_read_here(courier_ws *ws) {
-    pthread_mutex_lock(&ws->io);
-    pthread_mutex_lock(&ws->m);
-    bool mine = ws->caller_reads && !ws->in_full;
-    if (ws->caller_reads && ws->in_full) ws->caller_reads = 0; /* the reader makes room, then kicks */
-    pthread_mutex_unlock(&ws->m);
-    if (!mine) {
-        pthread_mutex_unlock(&ws->io);
-        return false;
-    }
-    ws->reading_here = 1;
-    int r = wslay_event_want_read(ws->ctx) ? wslay_event_recv(ws->ctx) : 0;
-    ws->reading_here = 0;
-    bool keep = r == 0 && !ws->eof && !ws->io_error && !ws->fail_code && wslay_event_get_read_enabled(ws->ctx) &&
-                !wslay_event_get_close_received(ws->ctx);
-    bool kick = !keep || wslay_event_want_write(ws->ctx);
-    if (!keep) {
-        ws->recv_err = r; /* the worker's pump judges it */
-        ws->direct_ok = 0;
-        ws->read_ok = 0;
-    }
-    pthread_mutex_lock(&ws->m);
-    if (!keep) ws->caller_reads = 0;
-    if (kick && ws->state != COURIER_WS_CLOSED) cr_ws_kick_locked(ws);
-    pthread_mutex_unlock(&ws->m);
-    pthread_mutex_unlock(&ws->io);
-    return keep;
-}

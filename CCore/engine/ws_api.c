@@ -245,7 +245,7 @@ static bool wait_here(courier_ws *ws, int64_t deadline) {
     bool mine = ws->caller_reads;
     if (mine) fd = ws->reader_fd;
     pthread_mutex_unlock(&ws->m);
-    if (!mine && courier_ws_take_reads(ws, &fd) != COURIER_OK) return false;
+    if (!mine && courier_ws_take_reads(&fd, ws) != COURIER_OK) return false;
     pthread_mutex_lock(&ws->m);
     if (ws->wake_r < 0) {
         int p[2];
@@ -348,7 +348,41 @@ int courier_ws_next(courier_ws_message *msg, courier_ws *ws, int64_t timeout_ms,
     return rc;
 }
 
-int courier_ws_take_reads(courier_ws *ws, int *out_fd) {
+/* The caller's thread (courier_ws_read_socket), the caller's loop having found the socket readable:
+ * the frames read here, under io, with recv(2) (libcurl is the worker's: on_recv) into the receive
+ * queue, without a notify (the reader is here). What needs the worker (a pong or a close echo to
+ * write, the end of the connection) is left to it with a kick; when the connection is ending, or the
+ * receive queue is full, the reads go back to the worker (false). */
+bool cr_ws_read_here(courier_ws *ws) {
+    pthread_mutex_lock(&ws->io);
+    pthread_mutex_lock(&ws->m);
+    bool mine = ws->caller_reads && !ws->in_full;
+    if (ws->caller_reads && ws->in_full) ws->caller_reads = 0; /* the reader makes room, then kicks */
+    pthread_mutex_unlock(&ws->m);
+    if (!mine) {
+        pthread_mutex_unlock(&ws->io);
+        return false;
+    }
+    ws->reading_here = 1;
+    int r = wslay_event_want_read(ws->ctx) ? wslay_event_recv(ws->ctx) : 0;
+    ws->reading_here = 0;
+    bool keep = r == 0 && !ws->eof && !ws->io_error && !ws->fail_code && wslay_event_get_read_enabled(ws->ctx) &&
+                !wslay_event_get_close_received(ws->ctx);
+    bool kick = !keep || wslay_event_want_write(ws->ctx);
+    if (!keep) {
+        ws->recv_err = r; /* the worker's pump judges it */
+        ws->direct_ok = 0;
+        ws->read_ok = 0;
+    }
+    pthread_mutex_lock(&ws->m);
+    if (!keep) ws->caller_reads = 0;
+    if (kick && ws->state != COURIER_WS_CLOSED) cr_ws_kick_locked(ws);
+    pthread_mutex_unlock(&ws->m);
+    pthread_mutex_unlock(&ws->io);
+    return keep;
+}
+
+int courier_ws_take_reads(int *out_fd, courier_ws *ws) {
     if (out_fd) *out_fd = -1;
     if (!ws || !out_fd) return COURIER_E_INVALID_ARGUMENT;
     int rc = COURIER_E_AGAIN;

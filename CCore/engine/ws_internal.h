@@ -144,7 +144,7 @@ bool cr_ws_masks(courier_ws *ws, uint8_t *buf, size_t len);
 int cr_ws_direct_flush(courier_ws *ws);
 /* Worker, under io, at a pump's end: direct_ok, read_ok, wants_write and out_pending. */
 void cr_ws_direct_update(courier_ws *ws);
-/* ws.c. The caller's thread (courier_ws_read_socket), while the reads are the caller's: reads the
+/* ws_api.c. The caller's thread (courier_ws_read_socket, a waiting courier_ws_next), while the reads are the caller's: reads the
  * socket under io, the messages queued for courier_ws_next. False when the reads are not (or no
  * longer) the caller's: the connection is ending or failed (the worker was kicked to end it), the
  * receive queue is full, or they were given back. */

@@ -850,7 +850,7 @@ static courier_ws *open_for_caller_reads(courier_engine *e, const char *url, int
     if (orc != COURIER_OK) return NULL;
     int rc = COURIER_E_AGAIN;
     for (int64_t until = th_now_ms() + 10000; rc == COURIER_E_AGAIN && th_now_ms() < until; usleep(1000))
-        rc = courier_ws_take_reads(ws, fd); /* once open and the worker's first pump has run */
+        rc = courier_ws_take_reads(fd, ws); /* once open and the worker's first pump has run */
     CHECK_EQ(rc, COURIER_OK);
     CHECK(*fd >= 0);
     return ws;
@@ -863,7 +863,7 @@ static void test_caller_reads(void) {
     REQUIRE(e);
     courier_error err;
     int fd = -1, back = 0;
-    CHECK_EQ(courier_ws_take_reads(NULL, &fd), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_ws_take_reads(&fd, NULL), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(fd, -1);
     CHECK_EQ(courier_ws_read_socket(NULL), COURIER_E_INVALID_ARGUMENT);
     CHECK_EQ(courier_ws_return_reads(NULL), COURIER_E_INVALID_ARGUMENT);
@@ -897,7 +897,7 @@ static void test_caller_reads(void) {
     CHECK_EQ(back, 1);
     CHECK_EQ(courier_ws_close_code(ws), 1000);
     CHECK_EQ(courier_ws_close_code_sent(ws), 1000);
-    CHECK_EQ(courier_ws_take_reads(ws, &fd), COURIER_E_AGAIN);
+    CHECK_EQ(courier_ws_take_reads(&fd, ws), COURIER_E_AGAIN);
     courier_ws_free(ws);
 
     /* A server's ping read by the caller is answered (the peer echoes only after the pong), and
@@ -918,7 +918,7 @@ static void test_caller_reads(void) {
         CHECK(rc == COURIER_OK && m.len == strlen(want) && memcmp(m.data, want, m.len) == 0);
         if (back) { /* ended with the worker's reads: take them again */
             int fd2 = -1;
-            CHECK_EQ(courier_ws_take_reads(ws, &fd2), COURIER_OK);
+            CHECK_EQ(courier_ws_take_reads(&fd2, ws), COURIER_OK);
             CHECK_EQ(fd2, fd); /* the same descriptor, the WebSocket's */
             back = 0;
         }
@@ -953,7 +953,7 @@ static void test_caller_reads(void) {
         REQUIRE(ws);
         CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "tls", 3, &err), COURIER_OK);
         CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK); /* open */
-        CHECK_EQ(courier_ws_take_reads(ws, &fd), COURIER_E_AGAIN);
+        CHECK_EQ(courier_ws_take_reads(&fd, ws), COURIER_E_AGAIN);
         CHECK_EQ(fd, -1);
         CHECK_EQ(courier_ws_read_socket(ws), COURIER_E_AGAIN);
         courier_ws_free(ws);

@@ -374,7 +374,7 @@ COURIER_API int64_t courier_ws_unread_bytes(const courier_ws *ws);
  *     courier_ws_next that waits (timeout not 0) returns them by itself first.
  *
  * One thread at a time (the loop's); not from the notify, which runs on the engine's worker. */
-COURIER_API int courier_ws_take_reads(courier_ws *ws, int *out_fd);
+COURIER_API int courier_ws_take_reads(int *out_fd, courier_ws *ws);
 COURIER_API int courier_ws_read_socket(courier_ws *ws);
 COURIER_API int courier_ws_return_reads(courier_ws *ws);
 /* Releases the WebSocket. One still open is dropped at once, without a close frame (close first

@@ -1,14 +1,18 @@
 """WebSocket clients (the C core's ``courier_ws``, RFC 6455): the connection, the handshake, the
 framing, pings, the closing handshake and every check of what the server sends are the core's,
-driven by the engine's worker thread; this module converts messages and errors. Blocking reads wait
-in slices (so Ctrl-C is seen; the GIL is released while the C call waits); asyncio reads do not
-wait and are woken by the WebSocket's notify.
+driven by the engine's worker thread (or read on the reader's, below); this module converts
+messages and errors. Blocking reads wait in slices (so Ctrl-C is seen; the GIL is released while the
+C call waits); asyncio reads do not wait and are woken by the WebSocket's notify (or the socket).
 
 On the compiled path (``courier._speedups``) a message's send and read are one C call each, and the
 notify is a C function that writes a pipe without taking the GIL (``WsWake``): the handshake's
 wait polls that pipe, an asyncio loop watches it (``add_reader``), and a blocking reader after the
 handshake waits in ``courier_ws_next`` and never reads it (the notify then costs an atomic
-exchange). On the ctypes path the notify is a Python callback on the engine's worker thread.
+exchange). On ws:// with no proxy the worker is off the receive path as well
+(docs/design/ws-reads.md): a blocking read's wait in ``courier_ws_next`` reads the socket on the
+caller's thread, and an asyncio read has the loop watch the socket and read it there
+(``courier_ws_take_reads``, ``ws_read``). On the ctypes path the notify is a Python callback on the
+engine's worker thread.
 """
 from __future__ import annotations
 
@@ -184,7 +188,7 @@ class _AioFdWaker:
         self.waiter = fut
         if self._sock < 0 and self._tries > 0:
             fd = c_int(-1)
-            if lib.courier_ws_take_reads(h, byref(fd)) == 0:
+            if lib.courier_ws_take_reads(byref(fd), h) == 0:
                 self._h, self._sock = h, fd.value
                 self.loop.add_reader(fd.value, self._readable)
             else:
