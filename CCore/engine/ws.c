@@ -986,6 +986,16 @@ size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap) 
         if (ws->phase < P_SENDING_HEAD || ws->phase == P_ENDED) continue;
         curl_socket_t s = ws->sock; /* libcurl's CURLINFO_ACTIVESOCKET at connect (a search of its pool) */
         if (s == CURL_SOCKET_BAD) continue;
+        pthread_mutex_lock(&ws->m);
+        int full = ws->in_full || ws->caller_reads; /* unread, or read by the caller's loop */
+        int theirs = ws->caller_reads;
+        pthread_mutex_unlock(&ws->m);
+        short ev = full && ws->phase == P_OPEN ? 0 : CURL_WAIT_POLLIN;
+        if (ws->phase == P_SENDING_HEAD || (ws->phase == P_OPEN && (ws->wants_write || ws->out_pending)))
+            ev |= CURL_WAIT_POLLOUT;
+        /* Read by the caller and nothing to write: not polled at all (poll(2) reports POLLHUP and
+         * POLLERR unasked, which would wake the worker every turn; it reads once a second). */
+        if (!ev && theirs) continue;
         if (n == *cap) {
             size_t nc = *cap ? *cap * 2 : 8;
             struct curl_waitfd *g = realloc(*fds, nc * sizeof *g);
@@ -993,12 +1003,6 @@ size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap) 
             *fds = g;
             *cap = nc;
         }
-        pthread_mutex_lock(&ws->m);
-        int full = ws->in_full || ws->caller_reads; /* unread, or read by the caller's loop */
-        pthread_mutex_unlock(&ws->m);
-        short ev = full && ws->phase == P_OPEN ? 0 : CURL_WAIT_POLLIN;
-        if (ws->phase == P_SENDING_HEAD || (ws->phase == P_OPEN && (ws->wants_write || ws->out_pending)))
-            ev |= CURL_WAIT_POLLOUT;
         (*fds)[n++] = (struct curl_waitfd){s, ev, 0};
         ws->polled = n;
     }
