@@ -995,6 +995,50 @@ static void test_caller_reads(void) {
     close(notify_pipe[1]);
 }
 
+/* The keepalive while the reads are the caller's: the pongs are read on the caller's thread (an
+ * event loop's, then a waiting courier_ws_next's) and clear the ping under io; a pong left unread
+ * would fail the connection with COURIER_E_TIMEOUT after 150 ms, well inside the loop. */
+static void test_caller_reads_keepalive(void) {
+    REQUIRE(pipe(notify_pipe) == 0);
+    for (int i = 0; i < 2; i++) fcntl(notify_pipe[i], F_SETFL, O_NONBLOCK);
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_request *r = NULL;
+    REQUIRE(courier_request_new(&r, "GET", ws_url(ws_port, "/echo")) == COURIER_OK);
+    courier_ws_options o = {.size = sizeof o};
+    courier_ws_options_init(&o);
+    o.ping_interval_ms = 20;
+    o.ping_timeout_ms = 150;
+    courier_ws *ws = NULL;
+    REQUIRE(courier_ws_open(&ws, e, r, &o, notify_write, NULL, NULL, &err) == COURIER_OK);
+    courier_request_free(r);
+    int fd = -1, rc = COURIER_E_AGAIN, back = 0;
+    for (int64_t until = th_now_ms() + 10000; rc == COURIER_E_AGAIN && th_now_ms() < until; usleep(1000))
+        rc = courier_ws_take_reads(&fd, ws);
+    CHECK_EQ(rc, COURIER_OK);
+    courier_ws_message m = {.size = sizeof m};
+    int ok = 0;
+    for (int64_t until = th_now_ms() + 600; th_now_ms() < until && ok >= 0;) { /* some 30 pings */
+        CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "k", 1, &err), COURIER_OK);
+        rc = back ? courier_ws_next(&m, ws, 10000, &err) : caller_next(ws, fd, &m, &err, &back);
+        if (rc != COURIER_OK) {
+            fprintf(stderr, "keepalive: %d %s\n", rc, err.message);
+            ok = -1;
+            break;
+        }
+        ok++;
+        usleep(5000);
+    }
+    CHECK(ok > 0);
+    CHECK_EQ(courier_ws_get_state(ws), COURIER_WS_OPEN);
+    CHECK_EQ(back, 0);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+    close(notify_pipe[0]);
+    close(notify_pipe[1]);
+}
+
 /* Through an HTTP proxy: a CONNECT tunnel for ws:// (curl tunnels only https by itself) and wss://,
  * the echo and the closing handshake through it; the proxy counts the tunnels it made. */
 static char ws_proxy[80];
@@ -1105,7 +1149,7 @@ static const th_test tests[] = {
     T(test_failed_handshakes), T(test_arguments),             T(test_threads),            T(test_engine_closes),
     T(test_close_before_open), T(test_tls), T(test_hsts_upgrades_ws), T(test_deflate_with_websockets),
     T(test_deflate_by_hand),   T(test_slow_reader),           T(test_large_messages_in_order),
-    T(test_more_than_the_host_limit), T(test_through_a_proxy),    T(test_caller_reads),
+    T(test_more_than_the_host_limit), T(test_through_a_proxy),    T(test_caller_reads), T(test_caller_reads_keepalive),
 };
 
 int main(int argc, char **argv) {
