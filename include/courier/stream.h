@@ -314,7 +314,9 @@ COURIER_API int courier_ws_send(courier_ws *ws, courier_ws_type type, const void
  * close code 1006), COURIER_E_TIMEOUT (the handshake, a keepalive pong or the server's close did not come
  * in time), COURIER_E_WS_HANDSHAKE and the connection's errors (above), COURIER_E_CANCELLED (closed before
  * the handshake ended), COURIER_E_CLOSED (the engine closed). err (may be NULL) gets the detail. A waiting
- * call returns COURIER_E_INVALID_ARGUMENT on the engine's worker thread. */
+ * call returns COURIER_E_INVALID_ARGUMENT on the engine's worker thread. On ws:// with no proxy a waiting
+ * call reads the socket on the calling thread (the reads become the caller's, as with
+ * courier_ws_take_reads, and stay so: the worker still reads once a second, answering pings). */
 COURIER_API int courier_ws_next(courier_ws_message *out_message, courier_ws *ws, int64_t timeout_ms,
                                 courier_error *err);
 /* Starts the closing handshake: a close frame with `close_code` (1000, 1001, 1002, 1003, 1007 to 1011,
