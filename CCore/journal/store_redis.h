@@ -66,7 +66,25 @@ struct cj_rtxn {
     redisReply *held;
     rdeferred *dv;
     size_t dn, dcap;
+    /* Records read ahead in this turn (rcached): the states of its answers' records (read_ahead)
+     * and the states and texts of the records its pass is about to claim, each read for many
+     * records in one round trip; rec_get answers from them. The replies that back them are kept
+     * (kept) until the transaction ends. */
+    struct rcached *cv;
+    size_t cn, ccap, chint;
+    redisReply **kept;
+    size_t nkept, capkept;
 };
+
+/* A record read ahead: its state (the HMGET element: a string, or nil when the record is gone)
+ * and, when text_read, its request text (NULL: the stream has no entry for it). */
+typedef struct rcached {
+    uint64_t seq;
+    const redisReply *state;
+    bool text_read;
+    const char *text;
+    size_t tlen;
+} rcached;
 
 /* An argument list under construction (binary-safe). */
 typedef struct rargs {
@@ -118,6 +136,23 @@ CR_HIDDEN int cjr_ensure_group(cr_journal *j);
 CR_HIDDEN int cjr_my_pending(cr_journal *j, redisReply **out);
 /* The script's sha in sha[41], loaded first (SCRIPT LOAD) when it is not: 0 or CJ_E_REDIS. */
 CR_HIDDEN int cjr_script_sha_now(cr_journal *j, char sha[41]);
+
+/* Reads ahead (store_redis_calls.c), each for many records in one round trip; a record a read
+ * ahead did not get (it failed, no memory), rec_get reads itself.
+ * cjr_entry_text: the "req" field of an XRANGE reply of one entry (borrowed from it), false when
+ *   there is none.
+ * cjr_cached: the record read ahead in t, or NULL.
+ * cjr_cache_states: the states of seqs[0..n) from an HMGET reply in the same order, whose
+ *   ownership t takes (freed with t, or now when it fails): 0, ENOMEM or MDB_CORRUPTED.
+ * cjr_read_states: the states of seqs read into t (HMGET, a thousand a round trip): 0 or the error.
+ * cjr_read_texts: the texts of seqs read into t (an XRANGE each, all in one pipeline): 0 or the error.
+ * cjr_cache_free: what t read ahead, freed (at its end). */
+CR_HIDDEN bool cjr_entry_text(const redisReply *x, const char **text, size_t *len);
+CR_HIDDEN rcached *cjr_cached(struct cj_rtxn *t, uint64_t seq);
+CR_HIDDEN int cjr_cache_states(struct cj_rtxn *t, const uint64_t *seqs, size_t n, redisReply *states);
+CR_HIDDEN int cjr_read_states(cr_journal *j, struct cj_rtxn *t, const uint64_t *seqs, size_t n);
+CR_HIDDEN int cjr_read_texts(cr_journal *j, struct cj_rtxn *t, const uint64_t *seqs, size_t n);
+CR_HIDDEN void cjr_cache_free(struct cj_rtxn *t);
 
 /* Replay claims (store_redis_replay.c): new entries become this engine's (cjr_adopt_new); a pass,
  * the due times and a peek, as cj_store_ops has them. */

@@ -219,4 +219,160 @@ int cjr_my_pending(cr_journal *j, redisReply **out) {
     return rc;
 }
 
+/* ---- reads ahead ---- */
+
+bool cjr_entry_text(const redisReply *x, const char **text, size_t *len) {
+    /* [[id, [field, value, ...]]] */
+    const redisReply *f = NULL;
+    if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 1 && x->element[0]->type == REDIS_REPLY_ARRAY &&
+        x->element[0]->elements == 2)
+        f = x->element[0]->element[1];
+    for (size_t i = 0; f && f->type == REDIS_REPLY_ARRAY && i + 1 < f->elements; i += 2) {
+        if (f->element[i]->type == REDIS_REPLY_STRING && strcmp(f->element[i]->str, "req") == 0 &&
+            f->element[i + 1]->type == REDIS_REPLY_STRING) {
+            *text = f->element[i + 1]->str;
+            *len = f->element[i + 1]->len;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Looked up from where the last lookup stopped: a turn reads its records in the order it read
+ * them ahead, so a lookup is a step or two. */
+rcached *cjr_cached(struct cj_rtxn *t, uint64_t seq) {
+    for (size_t k = 0; t && k < t->cn; k++) {
+        size_t i = (t->chint + k) % t->cn;
+        if (t->cv[i].seq == seq) {
+            t->chint = i + 1;
+            return &t->cv[i];
+        }
+    }
+    return NULL;
+}
+
+/* The entry of seq, added when new (NULL: no memory). */
+static rcached *cache_slot(struct cj_rtxn *t, uint64_t seq) {
+    rcached *c = cjr_cached(t, seq);
+    if (c) return c;
+    if (t->cn == t->ccap) {
+        size_t cap = t->ccap ? t->ccap * 2 : 64;
+        rcached *p = realloc(t->cv, cap * sizeof *p);
+        if (!p) return NULL;
+        t->cv = p;
+        t->ccap = cap;
+    }
+    c = &t->cv[t->cn++];
+    memset(c, 0, sizeof *c);
+    c->seq = seq;
+    return c;
+}
+
+/* t keeps rep until it ends (false: no memory, rep freed). */
+static bool keep(struct cj_rtxn *t, redisReply *rep) {
+    if (t->nkept == t->capkept) {
+        size_t cap = t->capkept ? t->capkept * 2 : 16;
+        redisReply **p = realloc(t->kept, cap * sizeof *p);
+        if (!p) {
+            freeReplyObject(rep);
+            return false;
+        }
+        t->kept = p;
+        t->capkept = cap;
+    }
+    t->kept[t->nkept++] = rep;
+    return true;
+}
+
+int cjr_cache_states(struct cj_rtxn *t, const uint64_t *seqs, size_t n, redisReply *states) {
+    if (states->type != REDIS_REPLY_ARRAY || states->elements != n) {
+        freeReplyObject(states);
+        return MDB_CORRUPTED;
+    }
+    if (!keep(t, states)) return ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        rcached *c = cache_slot(t, seqs[i]);
+        if (!c) return ENOMEM;
+        c->state = states->element[i];
+    }
+    return 0;
+}
+
+int cjr_read_states(cr_journal *j, struct cj_rtxn *t, const uint64_t *seqs, size_t n) {
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i += R_BATCH) {
+        size_t m = n - i < R_BATCH ? n - i : R_BATCH;
+        const char **v = calloc(m + 2, sizeof *v);
+        size_t *l = calloc(m + 2, sizeof *l);
+        char (*nums)[24] = calloc(m, sizeof *nums);
+        if (!v || !l || !nums) rc = ENOMEM;
+        if (rc == 0) {
+            v[0] = "HMGET";
+            v[1] = j->redis->keys[K_STATE];
+            l[0] = 5;
+            l[1] = j->redis->keylen[K_STATE];
+            for (size_t k = 0; k < m; k++) {
+                l[k + 2] = (size_t)snprintf(nums[k], sizeof nums[k], "%llu", (unsigned long long)seqs[i + k]);
+                v[k + 2] = nums[k];
+            }
+            cr_redis_cmd c = {(int)m + 2, v, l};
+            redisReply *states;
+            if ((rc = cjr_run(j, &c, 1, &states, false)) == 0) rc = cjr_cache_states(t, seqs + i, m, states);
+        }
+        free(v);
+        free(l);
+        free(nums);
+    }
+    return rc;
+}
+
+int cjr_read_texts(cr_journal *j, struct cj_rtxn *t, const uint64_t *seqs, size_t n) {
+    if (!n) return 0;
+    cr_redis_cmd *cmds = calloc(n, sizeof *cmds);
+    const char **v = calloc(4 * n, sizeof *v);
+    size_t *l = calloc(4 * n, sizeof *l);
+    char (*ids)[32] = calloc(n, sizeof *ids);
+    redisReply **reps = calloc(n, sizeof *reps);
+    int rc = cmds && v && l && ids && reps ? 0 : ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        size_t idl = (size_t)snprintf(ids[i], sizeof ids[i], "0-%llu", (unsigned long long)seqs[i]);
+        const char **a = v + 4 * i;
+        size_t *al = l + 4 * i;
+        a[0] = "XRANGE", al[0] = 6;
+        a[1] = j->redis->keys[K_STREAM], al[1] = j->redis->keylen[K_STREAM];
+        a[2] = a[3] = ids[i], al[2] = al[3] = idl;
+        cmds[i] = (cr_redis_cmd){4, a, al};
+    }
+    if (rc == 0) rc = cjr_run(j, cmds, n, reps, false); /* (on failure it has freed the replies) */
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        redisReply *x = reps[i];
+        reps[i] = NULL;
+        rcached *c = cache_slot(t, seqs[i]);
+        if (!c || !keep(t, x)) {
+            if (c) c->text_read = false;
+            else freeReplyObject(x);
+            continue;
+        }
+        c->text_read = true;
+        c->text = NULL;
+        if (!cjr_entry_text(x, &c->text, &c->tlen)) c->text = NULL;
+    }
+    if (rc == 0) cr_redis_replies_free(reps, n);
+    free(cmds);
+    free(v);
+    free(l);
+    free(ids);
+    free(reps);
+    return rc;
+}
+
+void cjr_cache_free(struct cj_rtxn *t) {
+    for (size_t i = 0; i < t->nkept; i++) freeReplyObject(t->kept[i]);
+    free(t->kept);
+    free(t->cv);
+    t->kept = NULL;
+    t->cv = NULL;
+    t->nkept = t->capkept = t->cn = t->ccap = t->chint = 0;
+}
+
 #endif /* COURIER_REDIS */

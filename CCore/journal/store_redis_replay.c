@@ -134,6 +134,30 @@ static int host_head(cr_journal *j, struct cj_rtxn *t, const char *host, size_t 
     return 0;
 }
 
+/* The texts of the records of seqs[0..n) (their states read ahead in t) that this pass will
+ * likely claim, read ahead in one round trip, at most *left of them: due (or in a replay-now),
+ * not claimed by a live lease, not expired, automatic and unordered (an ordered record waits for
+ * the head of its host, a manual one for a replay-now that includes it: read when claimed). */
+static void texts_ahead(cr_journal *j, struct cj_rtxn *t, const uint64_t *seqs, size_t n, int64_t now, unsigned mode,
+                        int64_t since, long *left) {
+    uint64_t *want = malloc(n * sizeof *want);
+    if (!want) return;
+    size_t k = 0;
+    for (size_t i = 0; i < n && (long)k < *left; i++) {
+        rcached *c = cjr_cached(t, seqs[i]);
+        jstate st;
+        if (!c || !c->state || c->state->type != REDIS_REPLY_STRING) continue;
+        int kept = deferred_state(t, seqs[i], &st);
+        if (kept < 0 || (!kept && !cj_state_decode(c->state->str, c->state->len, &st))) continue;
+        if (st.claim_ms && !cj_claim_stale(j, &st, now)) continue;
+        if (st.expires_ms <= now || st.policy == COURIER_FREEZE_MANUAL || is_ordered_auto(&st)) continue;
+        if (due_time(&st) > now && !((mode & J_KICK_NOW) && st.last_ms < since)) continue;
+        want[k++] = seqs[i];
+    }
+    if (k && cjr_read_texts(j, t, want, k) == 0) *left -= (long)k;
+    free(want);
+}
+
 /* A pass: new entries and the abandoned ones become this engine's; its own are kept alive; then
  * each of its records is looked at as the LMDB store's due index would give it (cj_consider):
  * automatic ones that are not ordered, and the head of each host's ordered queue (wherever it
@@ -170,41 +194,24 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
     char last_host[J_HOST_MAX + 1] = "";
     size_t last_hl = SIZE_MAX;
     uint64_t last_head = 0;
-    /* The states of this engine's records, a thousand per round trip. */
-    redisReply *states = NULL;
-    size_t sbase = 0;
+    /* The states of this engine's records, a thousand per round trip, kept by the turn (rec_get
+     * reads them there), and the texts of those it is about to claim, in one round trip more. */
+    struct cj_rtxn *t = (struct cj_rtxn *)txn;
+    size_t send = 0;
+    long texts_left = slots;
     for (size_t i = 0; rc == 0 && i < nseq; i++) {
-        if (!states || i - sbase >= states->elements) {
-            if (states) freeReplyObject(states);
-            states = NULL;
-            sbase = i;
+        if (i == send) {
             size_t m = nseq - i < R_BATCH ? nseq - i : R_BATCH;
-            const char **v = calloc(m + 2, sizeof *v);
-            size_t *l = calloc(m + 2, sizeof *l);
-            char (*nums)[24] = calloc(m, sizeof *nums);
-            if (!v || !l || !nums) rc = ENOMEM;
-            if (rc == 0) {
-                v[0] = "HMGET";
-                v[1] = r->keys[K_STATE];
-                for (size_t k = 0; k < m; k++) {
-                    snprintf(nums[k], sizeof nums[k], "%llu", (unsigned long long)seqs[i + k]);
-                    v[k + 2] = nums[k];
-                }
-                for (size_t k = 0; k < m + 2; k++) l[k] = strlen(v[k]);
-                cr_redis_cmd c = {(int)m + 2, v, l};
-                rc = cjr_run(j, &c, 1, &states, false);
-                if (rc == 0 && (states->type != REDIS_REPLY_ARRAY || states->elements != m)) {
-                    freeReplyObject(states);
-                    states = NULL;
-                    rc = MDB_CORRUPTED;
-                }
-            }
-            free(v);
-            free(l);
-            free(nums);
-            if (rc) break;
+            send = i + m;
+            if ((rc = cjr_read_states(j, t, seqs + i, m))) break;
+            if (texts_left > 0) texts_ahead(j, t, seqs + i, m, now, mode, since, &texts_left);
         }
-        redisReply *sv = states->element[i - sbase];
+        rcached *ahead = cjr_cached(t, seqs[i]);
+        if (!ahead || !ahead->state) {
+            rc = ENOMEM;
+            break;
+        }
+        const redisReply *sv = ahead->state;
         jstate st;
         if (sv->type != REDIS_REPLY_STRING) continue; /* removed meanwhile */
         int kept = deferred_state((struct cj_rtxn *)txn, seqs[i], &st);
@@ -238,7 +245,6 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
         rc = j->pass->consider(j, txn, seqs[i], &st, NULL, 0, now, &slots, mode, since, sends, events, next, mode_done, &full);
         if (rc == 0 && due_time(&st) < next_due) next_due = due_time(&st); /* as written (a claim: the lease's end) */
     }
-    if (states) freeReplyObject(states);
     if (rc == 0 && expired.n) rc = j->pass->sweep_expired(j, txn, expired.v, expired.n, now, events);
     free(expired.v);
     free(seqs);
