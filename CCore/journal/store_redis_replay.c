@@ -74,6 +74,63 @@ static int adopt_abandoned(cr_journal *j) {
     return 0;
 }
 
+/* A pass's first reads, new entries taken (XREADGROUP), abandoned ones taken over (XAUTOCLAIM)
+ * and this engine's pending list (XPENDING), in one round trip: Redis runs a pipeline in order, so
+ * the list has what the two before it took. When one of them had more than a batch, or answered an
+ * error (the group gone: NOGROUP), the long way instead (each in turn, as often as needed, the
+ * group made again). *pend: new, as cjr_my_pending's. */
+static int pass_reads(cr_journal *j, redisReply **pend) {
+    rargs a = {0}, b = {0}, p = {0};
+    args(&a, "XREADGROUP");
+    args(&a, "GROUP");
+    args(&a, R_GROUP);
+    args(&a, j->redis->consumer);
+    args(&a, "COUNT");
+    argn(&a, R_BATCH);
+    args(&a, "STREAMS");
+    argk(&a, j, K_STREAM);
+    args(&a, ">");
+    args(&b, "XAUTOCLAIM");
+    argk(&b, j, K_STREAM);
+    args(&b, R_GROUP);
+    args(&b, j->redis->consumer);
+    argn(&b, j->lease_ms);
+    args(&b, "0-0");
+    args(&b, "COUNT");
+    argn(&b, R_BATCH);
+    args(&b, "JUSTID");
+    args(&p, "XPENDING");
+    argk(&p, j, K_STREAM);
+    args(&p, R_GROUP);
+    args(&p, "-");
+    args(&p, "+");
+    argn(&p, 100000);
+    args(&p, j->redis->consumer);
+    cr_redis_cmd c[3] = {cmd_of(&a), cmd_of(&b), cmd_of(&p)};
+    redisReply *rep[3];
+    int rc = cjr_run(j, c, 3, rep, true);
+    if (rc) return rc;
+    bool whole = rep[0]->type != REDIS_REPLY_ERROR && rep[1]->type == REDIS_REPLY_ARRAY &&
+                 rep[2]->type == REDIS_REPLY_ARRAY;
+    if (whole && rep[0]->type == REDIS_REPLY_ARRAY && rep[0]->elements == 1 &&
+        rep[0]->element[0]->type == REDIS_REPLY_ARRAY && rep[0]->element[0]->elements == 2 &&
+        rep[0]->element[0]->element[1]->elements >= R_BATCH)
+        whole = false; /* more new entries than a batch */
+    if (whole && (rep[1]->elements < 2 || rep[1]->element[0]->type != REDIS_REPLY_STRING ||
+                  strcmp(rep[1]->element[0]->str, "0-0") != 0))
+        whole = false; /* more abandoned ones than XAUTOCLAIM looked at */
+    if (whole) {
+        *pend = rep[2];
+        rep[2] = NULL;
+    }
+    cr_redis_replies_free(rep, 3);
+    if (whole) return 0;
+    rc = cjr_adopt_new(j);
+    if (rc == 0) rc = adopt_abandoned(j);
+    if (rc == 0) rc = cjr_my_pending(j, pend);
+    return rc;
+}
+
 /* Claims ids again for this engine (JUSTID: no delivery counted), which restarts their idle time:
  * while it lives, no other engine's XAUTOCLAIM takes them. `min_idle` guards against taking back
  * what another engine took over meanwhile. */
@@ -167,10 +224,8 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
     cj_redis *r = j->redis;
     *next = INT64_MAX;
     *mode_done = true;
-    int rc = cjr_adopt_new(j);
-    if (rc == 0) rc = adopt_abandoned(j);
     redisReply *pend = NULL;
-    if (rc == 0) rc = cjr_my_pending(j, &pend);
+    int rc = pass_reads(j, &pend);
     if (rc) return rc;
     size_t n = pend->elements;
     const char **stale = calloc(n ? n : 1, sizeof *stale);
