@@ -71,7 +71,8 @@ struct cj_rtxn {
      * records in one round trip; rec_get answers from them. The replies that back them are kept
      * (kept) until the transaction ends. */
     struct rcached *cv;
-    size_t cn, ccap, chint;
+    size_t cn, ccap;
+    size_t *tab, tcap; /* cv's index by record number (store_redis_calls.c) */
     redisReply **kept;
     size_t nkept, capkept;
 };

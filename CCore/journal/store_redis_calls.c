@@ -238,17 +238,16 @@ bool cjr_entry_text(const redisReply *x, const char **text, size_t *len) {
     return false;
 }
 
-/* Looked up from where the last lookup stopped: a turn reads its records in the order it read
- * them ahead, so a lookup is a step or two. */
+/* The records read ahead are found by a hash of their number (open addressing, linear probing:
+ * t->tab holds an entry's index + 1, 0 for free; t->tcap a power of two, at least twice t->cn). */
+static size_t slot_of(uint64_t seq, size_t tcap) { return (size_t)((seq * 0x9E3779B97F4A7C15ull) >> 17) & (tcap - 1); }
+
 rcached *cjr_cached(struct cj_rtxn *t, uint64_t seq) {
-    for (size_t k = 0; t && k < t->cn; k++) {
-        size_t i = (t->chint + k) % t->cn;
-        if (t->cv[i].seq == seq) {
-            t->chint = i + 1;
-            return &t->cv[i];
-        }
+    if (!t || !t->tcap) return NULL;
+    for (size_t h = slot_of(seq, t->tcap);; h = (h + 1) & (t->tcap - 1)) {
+        if (!t->tab[h]) return NULL;
+        if (t->cv[t->tab[h] - 1].seq == seq) return &t->cv[t->tab[h] - 1];
     }
-    return NULL;
 }
 
 /* The entry of seq, added when new (NULL: no memory). */
@@ -262,6 +261,22 @@ static rcached *cache_slot(struct cj_rtxn *t, uint64_t seq) {
         t->cv = p;
         t->ccap = cap;
     }
+    if (2 * (t->cn + 1) > t->tcap) { /* the table grown, every entry placed again */
+        size_t tcap = t->tcap ? t->tcap * 2 : 128;
+        size_t *tab = calloc(tcap, sizeof *tab);
+        if (!tab) return NULL;
+        for (size_t i = 0; i < t->cn; i++) {
+            size_t h = slot_of(t->cv[i].seq, tcap);
+            while (tab[h]) h = (h + 1) & (tcap - 1);
+            tab[h] = i + 1;
+        }
+        free(t->tab);
+        t->tab = tab;
+        t->tcap = tcap;
+    }
+    size_t h = slot_of(seq, t->tcap);
+    while (t->tab[h]) h = (h + 1) & (t->tcap - 1);
+    t->tab[h] = t->cn + 1;
     c = &t->cv[t->cn++];
     memset(c, 0, sizeof *c);
     c->seq = seq;
@@ -370,9 +385,11 @@ void cjr_cache_free(struct cj_rtxn *t) {
     for (size_t i = 0; i < t->nkept; i++) freeReplyObject(t->kept[i]);
     free(t->kept);
     free(t->cv);
+    free(t->tab);
     t->kept = NULL;
     t->cv = NULL;
-    t->nkept = t->capkept = t->cn = t->ccap = t->chint = 0;
+    t->tab = NULL;
+    t->nkept = t->capkept = t->cn = t->ccap = t->tcap = 0;
 }
 
 #endif /* COURIER_REDIS */
