@@ -531,9 +531,7 @@ static void tls_ca(courier_config *cfg) {
     courier_security_free(sec);
 }
 
-static int wss_echo(courier_engine *e, const char *pin, courier_error *err) {
-    char url[128];
-    snprintf(url, sizeof url, "wss://localhost:%d/echo", tls_port);
+static int echo_secure(courier_engine *e, const char *url, const char *pin, courier_error *err) {
     courier_request *r = NULL;
     courier_request_new(&r, "GET", url);
     if (pin) {
@@ -562,6 +560,12 @@ static int wss_echo(courier_engine *e, const char *pin, courier_error *err) {
     return rc;
 }
 
+static int wss_echo(courier_engine *e, const char *pin, courier_error *err) {
+    char url[128];
+    snprintf(url, sizeof url, "wss://localhost:%d/echo", tls_port);
+    return echo_secure(e, url, pin, err);
+}
+
 static void test_tls(void) {
     if (!tls_port) {
         printf("test_tls: skipped: scripts/tls-fixture could not make certificates (openssl, perl)\n");
@@ -584,6 +588,34 @@ static void test_tls(void) {
     e = th_engine(NULL); /* the system's CAs do not know the fixture's */
     REQUIRE(e);
     CHECK_EQ(wss_echo(e, NULL, &err), COURIER_E_TLS);
+    courier_engine_close(e);
+}
+
+/* HSTS (hsts.c) upgrades ws:// as it upgrades http:// (the Fetch standard does the same for a
+ * WebSocket): ws:// to a known HSTS host goes out as wss://. The peer's TLS port speaks TLS only, so
+ * a ws:// handshake that is not upgraded fails there. */
+static void test_hsts_upgrades_ws(void) {
+    if (!tls_port) {
+        printf("test_hsts_upgrades_ws: skipped: no TLS listener\n");
+        return;
+    }
+    courier_error err;
+    char url[128], list[900];
+    snprintf(url, sizeof url, "ws://localhost:%d/echo", tls_port);
+    courier_engine *e = th_engine(tls_ca);
+    REQUIRE(e);
+    CHECK(echo_secure(e, url, NULL, &err) != COURIER_OK); /* not yet known: plain TCP to a TLS port */
+    snprintf(list, sizeof list, "%s/hsts-ws.txt", th_tmpdir());
+    FILE *f = fopen(list, "w");
+    REQUIRE(f);
+    fputs("localhost \"unlimited\"\n", f);
+    fclose(f);
+    int64_t added = 0;
+    CHECK_EQ(courier_hsts_preload(&added, e, list, &err), COURIER_OK);
+    CHECK_EQ(added, 1);
+    CHECK_EQ(echo_secure(e, url, NULL, &err), COURIER_OK); /* upgraded: the TLS echo answers */
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/echo", tls_port); /* an IP address is never an HSTS host */
+    CHECK(echo_secure(e, url, NULL, &err) != COURIER_OK);
     courier_engine_close(e);
 }
 
@@ -916,7 +948,7 @@ static const th_test tests[] = {
     T(test_echo),          T(test_fragments_and_subprotocol), T(test_handshake_headers), T(test_server_closes),
     T(test_protocol_errors), T(test_protocol_error_while_closing), T(test_too_large),               T(test_dropped_connection), T(test_dead_peer),
     T(test_failed_handshakes), T(test_arguments),             T(test_threads),            T(test_engine_closes),
-    T(test_close_before_open), T(test_tls),                   T(test_deflate_with_websockets),
+    T(test_close_before_open), T(test_tls), T(test_hsts_upgrades_ws), T(test_deflate_with_websockets),
     T(test_deflate_by_hand),   T(test_slow_reader),           T(test_large_messages_in_order),
     T(test_more_than_the_host_limit), T(test_through_a_proxy),
 };
