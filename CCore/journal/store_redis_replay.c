@@ -106,27 +106,42 @@ static int pass_reads(cr_journal *j, redisReply **pend) {
     args(&p, "+");
     argn(&p, 100000);
     args(&p, j->redis->consumer);
+    /* Abandoned entries looked for at most every R_ABANDONED_EVERY_MS (a lease is minutes; an
+     * engine's entries given back at close are taken within a second, not at the next pass). */
+    int64_t mono = cr_mono_ms();
+    bool abandoned = mono - j->redis->abandoned_ms >= R_ABANDONED_EVERY_MS || !j->redis->abandoned_ms;
     cr_redis_cmd c[3] = {cmd_of(&a), cmd_of(&b), cmd_of(&p)};
-    redisReply *rep[3];
-    int rc = cjr_run(j, c, 3, rep, true);
+    if (!abandoned) c[1] = c[2];
+    size_t nc = abandoned ? 3 : 2;
+    redisReply *rep[3] = {NULL, NULL, NULL};
+    int rc = cjr_run(j, c, nc, rep, true);
     if (rc) return rc;
-    bool whole = rep[0]->type != REDIS_REPLY_ERROR && rep[1]->type == REDIS_REPLY_ARRAY &&
-                 rep[2]->type == REDIS_REPLY_ARRAY;
+    if (!abandoned) { /* [XREADGROUP, XPENDING]: as if XAUTOCLAIM had found nothing */
+        rep[2] = rep[1];
+        rep[1] = NULL;
+    }
+    bool whole = rep[0]->type != REDIS_REPLY_ERROR && rep[2]->type == REDIS_REPLY_ARRAY &&
+                 (!abandoned || rep[1]->type == REDIS_REPLY_ARRAY);
     if (whole && rep[0]->type == REDIS_REPLY_ARRAY && rep[0]->elements == 1 &&
         rep[0]->element[0]->type == REDIS_REPLY_ARRAY && rep[0]->element[0]->elements == 2 &&
         rep[0]->element[0]->element[1]->elements >= R_BATCH)
         whole = false; /* more new entries than a batch */
-    if (whole && (rep[1]->elements < 2 || rep[1]->element[0]->type != REDIS_REPLY_STRING ||
-                  strcmp(rep[1]->element[0]->str, "0-0") != 0))
+    if (whole && abandoned &&
+        (rep[1]->elements < 2 || rep[1]->element[0]->type != REDIS_REPLY_STRING ||
+         strcmp(rep[1]->element[0]->str, "0-0") != 0))
         whole = false; /* more abandoned ones than XAUTOCLAIM looked at */
     if (whole) {
         *pend = rep[2];
         rep[2] = NULL;
     }
     cr_redis_replies_free(rep, 3);
-    if (whole) return 0;
+    if (whole) {
+        if (abandoned) j->redis->abandoned_ms = mono;
+        return 0;
+    }
     rc = cjr_adopt_new(j);
     if (rc == 0) rc = adopt_abandoned(j);
+    if (rc == 0) j->redis->abandoned_ms = mono;
     if (rc == 0) rc = cjr_my_pending(j, pend);
     return rc;
 }
