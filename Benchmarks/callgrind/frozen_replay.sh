@@ -4,6 +4,10 @@
 #   Benchmarks/callgrind/frozen_replay.sh BUILD_DIR [ir [N1 N2] | ratio [N RUNS] | threads [N] | freeze [N1 N2] |
 #                                                    walls [ROUNDS N]]
 # BUILD_DIR: a Release CMake build of this checkout (targets courier and courier-test-server).
+# FROZEN_JOURNAL=URL in the environment puts the journals on that Redis (redis://... or
+# redis+cluster://..., e.g. from scripts/redis-fixture start|cluster DIR) instead of LMDB, as
+# `courier bench frozen --backend redis|redis-cluster` does (ratio: replay on Redis against the
+# transport; docs/design/redis-cluster.md, "Replay on a cluster").
 # The server is courier-test-server in its own process, so only the client is counted.
 #   ir    (the default): instructions per request under callgrind, every thread of the client
 #         counted, (Ir(N2) - Ir(N1)) / (N2 - N1): a replay of N frozen POSTs (8 in flight, a
