@@ -12,6 +12,8 @@
  *                             transport; prints each run's requests/s and CPU us per request (the
  *                             process's, over the phase), then the medians and replay_ratio by
  *                             wall and by CPU
+ * FROZEN_JOURNAL=URL in the environment: the journals on that Redis (a redis:// or redis+cluster://
+ * URL, cbench_frozen_set_journal) instead of LMDB, as `courier bench frozen --backend redis|redis-cluster`.
  * URL is a server in another process (Benchmarks/callgrind/frozen_replay.sh starts
  * courier-test-server), so the client's CPU is all that is counted. Instructions per request:
  * callgrind at two N, the difference divided by the difference of N. */
@@ -43,6 +45,7 @@ static int check(const char *what, const cbench_result *r, long n) {
 
 int main(int argc, char **argv) {
     cbench_result r;
+    if (getenv("FROZEN_JOURNAL")) cbench_frozen_set_journal(getenv("FROZEN_JOURNAL"));
     if (argc >= 5 && strcmp(argv[1], "freeze") == 0) {
         cbench_frozen_freeze(argv[2], argv[3], atol(argv[4]), 32, &r);
         return check("freeze", &r, atol(argv[4]));

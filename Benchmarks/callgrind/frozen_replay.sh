@@ -2,8 +2,12 @@
 # The replay of frozen requests against the engine's transport (docs/design/journal.md, "Where replay's
 # time goes"; issue 15 asks replay_ratio >= 0.8):
 #   Benchmarks/callgrind/frozen_replay.sh BUILD_DIR [ir [N1 N2] | ratio [N RUNS] | threads [N] | freeze [N1 N2] |
-#                                                    walls [ROUNDS N]]
+#                                                    walls [ROUNDS N] | against OTHER_BUILD_DIR [ROUNDS N]]
 # BUILD_DIR: a Release CMake build of this checkout (targets courier and courier-test-server).
+# FROZEN_JOURNAL=URL in the environment puts the journals on that Redis (redis://... or
+# redis+cluster://..., e.g. from scripts/redis-fixture start|cluster DIR) instead of LMDB, as
+# `courier bench frozen --backend redis|redis-cluster` does (ratio: replay on Redis against the
+# transport; docs/design/redis-cluster.md, "Replay on a cluster").
 # The server is courier-test-server in its own process, so only the client is counted.
 #   ir    (the default): instructions per request under callgrind, every thread of the client
 #         counted, (Ir(N2) - Ir(N1)) / (N2 - N1): a replay of N frozen POSTs (8 in flight, a
@@ -28,6 +32,12 @@
 #         temporary directory (`sync` between): freezes/s over raw commits/s from the sums, and the
 #         median of the rounds' ratios. Two builds compared: run it for each, one after the other,
 #         several times (the disk's speed drifts from minute to minute).
+#   against: two builds and the raw commit in the same rounds: ROUNDS (default 30) rounds of N
+#         (default 300) raw commits, N freezes with OTHER_BUILD_DIR's library and N with
+#         BUILD_DIR's, their order rotating every round, each into a fresh directory (`sync`
+#         between): each side over raw from the sums, the medians of the rounds' ratios, and
+#         BUILD_DIR over OTHER_BUILD_DIR. Short rounds side by side see the same disk, which long
+#         phases one after the other do not.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=$(cd "$1" && pwd)
@@ -78,6 +88,41 @@ rows = [tuple(map(float, l.split())) for l in sys.stdin]
 n = $n
 ra = sum(r[0] for r in rows); fr = sum(r[1] for r in rows)
 print('raw %.0f/s, freezes %.0f/s: %.2fx (sums); median of %d rounds %.2fx' % (n * len(rows) / ra, n * len(rows) / fr, ra / fr, len(rows), statistics.median(r[0] / r[1] for r in rows)))
+"
+  exit 0
+fi
+if [ "$mode" = against ]; then
+  other=$(cd "$3" && pwd)
+  ${CC:-cc} -O2 -Iinclude -IBenchmarks/CBench/include Benchmarks/callgrind/frozen_replay.c \
+    Benchmarks/CBench/frozen_bench.c Benchmarks/CBench/transport_bench.c -o "$tmp/driver_other" \
+    "$other/libcourier.so" -llmdb -lcurl -lpthread -Wl,-rpath,"$other"
+  rounds=${4:-30}
+  n=${5:-300}
+  bytes=$("$tmp/driver" size "$tmp/size" "$url")
+  for r in $(seq 0 $((rounds - 1))); do
+    kinds=(raw other this)
+    for i in 0 1 2; do
+      k=${kinds[$(((i + r) % 3))]}
+      sync
+      case $k in
+        raw) t=$("$tmp/driver" raw "$tmp/d" "$n" "$bytes") ;;
+        other) t=$("$tmp/driver_other" single "$tmp/d" "$url" "$n") ;;
+        this) t=$("$tmp/driver" single "$tmp/d" "$url" "$n") ;;
+      esac
+      rm -rf "$tmp/d"
+      echo "$r $k $t"
+    done
+  done | python3 -c "
+import collections, statistics, sys
+t = collections.defaultdict(dict)
+for l in sys.stdin:
+    r, k, s = l.split()
+    t[k][int(r)] = float(s)
+n, rs = $n, sorted(t['raw'])
+tot = {k: sum(t[k].values()) for k in t}
+med = lambda k: statistics.median(t['raw'][r] / t[k][r] for r in rs)
+print('raw %.0f/s, other %.0f/s, this %.0f/s; over raw (sums) other %.3fx, this %.3fx; medians of %d rounds %.3fx, %.3fx; this/other %.3fx'
+      % tuple([n * len(rs) / tot[k] for k in ('raw', 'other', 'this')] + [tot['raw'] / tot['other'], tot['raw'] / tot['this'], len(rs), med('other'), med('this'), tot['other'] / tot['this']]))
 "
   exit 0
 fi

@@ -177,7 +177,7 @@ int cr_lmdb_begin_write(MDB_env *env, MDB_txn **txn);
 /* Reads both ends of every tree, so a damaged root shows up now rather than later. 0 or the first
  * LMDB error. */
 int cr_lmdb_verify(MDB_txn *txn, const MDB_dbi *dbis, size_t n);
-/* mdb_txn_begin once the data file is found whole (cr_lmdb_file_intact: one fstat): MDB_CORRUPTED
+/* mdb_txn_begin once the data file is found whole (cr_lmdb_file_intact: one statx): MDB_CORRUPTED
  * when it was cut short from outside since it was opened (the missing pages then read as zeros
  * for every process, never SIGBUS). */
 int cr_lmdb_begin(cr_lmdb_env *v, unsigned flags, MDB_txn **txn);

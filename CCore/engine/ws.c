@@ -4,8 +4,10 @@
  * libcurl connects (CURLOPT_CONNECT_ONLY=1: DNS, TCP, proxy tunnel, TLS with the engine's policy,
  * HTTP/1.1 ALPN) on an easy handle that stays in the engine's multi handle; this file writes the
  * HTTP/1.1 Upgrade request and checks the 101, then hands the socket's bytes to wslay, which frames
- * and checks messages. Every curl and wslay call runs on the worker (wslay has no locks): the
- * reader's and senders' threads only touch the shared part under `m` and post work to the worker
+ * and checks messages. Every curl call runs on the worker; every wslay call runs under the
+ * WebSocket's `io` mutex (wslay has no locks): on the worker, or on the reader's thread when the
+ * reads are its own (cr_ws_read_here: ws://, no proxy; docs/design/ws-reads.md). Otherwise the
+ * reader's and senders' threads touch the shared part under `m` and post work to the worker
  * (courier_engine_post). The worker's loop (engine.c) calls cr_ws_turn every turn, polls the
  * sockets through cr_ws_poll_fds (POLLOUT only while wslay has something to write), hands the
  * connect-only transfer's CURLMSG_DONE to cr_ws_connected, and ends every WebSocket with
@@ -21,7 +23,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 #include <wslay/wslay.h>
@@ -40,6 +44,9 @@ void cr_ws_release(courier_ws *ws) {
     }
     free(ws->borrowed);
     free(ws->raw);
+    if (ws->reader_fd >= 0) close(ws->reader_fd); /* the caller's loop stopped watching it (courier_ws_free) */
+    if (ws->wake_r >= 0) close(ws->wake_r);
+    if (ws->wake_w >= 0) close(ws->wake_w);
     free((char *)ws->opt.subprotocols);
     cr_error_release_user(&ws->end_err);
     if (ws->user_free) ws->user_free(ws->user);
@@ -55,8 +62,14 @@ void cr_ws_release(courier_ws *ws) {
 static void tell(courier_ws *ws) {
     pthread_mutex_lock(&ws->m);
     bool call = ws->notify && !ws->freed;
+    bool wake = ws->poll_waiting; /* a reader in poll(2) (ws_api.c, wait_here) */
     pthread_mutex_unlock(&ws->m);
     pthread_cond_broadcast(&ws->c);
+    if (wake) {
+        char b = 1;
+        ssize_t w = write(ws->wake_w, &b, 1); /* full: readable already */
+        (void)w;
+    }
     if (call) ws->notify(ws, ws->user);
 }
 
@@ -70,8 +83,9 @@ static void set_state(courier_ws *ws, int state) {
 
 static courier_ws **list_head(courier_engine *e) { return (courier_ws **)&e->ws_head; }
 
-/* Worker: the end. Takes the connection down (no more bytes either way) and gives the reader `code`
- * once it has read what came before. */
+/* Worker (under io once the WebSocket is open: a caller's read may run meanwhile): the end. Takes
+ * the connection down (no more bytes either way) and gives the reader `code` once it has read what
+ * came before. */
 static void finish(courier_ws *ws, int code, const courier_error *detail) {
     if (ws->phase == P_ENDED) return;
     ws->phase = P_ENDED;
@@ -82,6 +96,7 @@ static void finish(courier_ws *ws, int code, const courier_error *detail) {
         pthread_mutex_unlock(&ws->m);
     }
     pthread_mutex_lock(&ws->m);
+    if (ws->caller_reads) ws->caller_reads = 0; /* under io too: finish runs under it once open */
     ws->state = COURIER_WS_CLOSED;
     ws->end_code = code;
     if (detail) ws->end_err = *detail;
@@ -124,8 +139,17 @@ static void unlink_ws(courier_engine *e, courier_ws *ws) {
             break;
         }
     }
-    pthread_mutex_lock(&ws->io); /* no sender writes the socket from here on (ws_direct.c) */
+    pthread_mutex_lock(&ws->io); /* no sender writes the socket, no caller reads it from here on */
     ws->direct_ok = 0;
+    ws->read_ok = 0;
+    if (ws->caller_reads) {
+        pthread_mutex_lock(&ws->m);
+        ws->caller_reads = 0;
+        pthread_mutex_unlock(&ws->m);
+    }
+    /* The caller's loop watches a dup of the socket: curl's close alone would leave the connection
+     * open while the dup lives; a shutdown ends it now, as the close did before, and the loop sees it. */
+    if (ws->reader_fd >= 0 && ws->sock != CURL_SOCKET_BAD) shutdown(ws->sock, SHUT_RDWR);
     pthread_mutex_unlock(&ws->io);
     if (ws->easy) {
         curl_multi_remove_handle(e->core.multi, ws->easy);
@@ -176,7 +200,23 @@ static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
         return -1;
     }
     size_t n = 0;
-    CURLcode rc = curl_easy_recv(ws->easy, buf, len, &n);
+    CURLcode rc = CURLE_OK;
+    if (ws->reading_here) { /* the caller's thread: libcurl is the worker's (see cr_ws_read_here) */
+        /* A read shorter than asked emptied the socket: the next would block (a system call saved
+         * per message); what comes later makes the caller's loop see the socket readable again. */
+        if (ws->reading_here == 2) {
+            wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+            return -1;
+        }
+        ssize_t got;
+        do got = recv(ws->sock, buf, len, MSG_DONTWAIT);
+        while (got < 0 && errno == EINTR);
+        if (got < 0) rc = errno == EAGAIN || errno == EWOULDBLOCK ? CURLE_AGAIN : CURLE_RECV_ERROR;
+        else n = (size_t)got;
+        if (got > 0 && (size_t)got < len) ws->reading_here = 2;
+    } else {
+        rc = curl_easy_recv(ws->easy, buf, len, &n);
+    }
     if (rc == CURLE_AGAIN) {
         wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
         return -1;
@@ -321,7 +361,7 @@ static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_
         ws->in_bytes += len;
         if ((int64_t)ws->in_bytes >= ws->opt.max_receive_queue_bytes) ws->in_full = 1;
         pthread_mutex_unlock(&ws->m);
-        tell(ws);
+        if (!ws->reading_here) tell(ws); /* a caller's read: the reader is right here */
     } else if (arg->opcode == WSLAY_PONG) {
         if (ws->ping_out) {
             ws->ping_out = 0;
@@ -435,8 +475,9 @@ static void pump_open_io(courier_ws *ws, bool read) {
     if (ws->polled && ws->e->ws_fds[ws->polled - 1].revents) read = true; /* a kick and the socket together */
     ws->polled = 0; /* the last poll's word about this socket is used up */
     ws->pump_by_ms = now_ms() + 1000;
-    int r = 0;
-    if (read && wslay_event_want_read(ws->ctx)) r = wslay_event_recv(ws->ctx);
+    int r = ws->recv_err; /* a caller's read that failed (cr_ws_read_here) */
+    ws->recv_err = 0;
+    if (r == 0 && read && wslay_event_want_read(ws->ctx)) r = wslay_event_recv(ws->ctx);
     int received = wslay_event_get_close_received(ws->ctx);
     if (r == WSLAY_ERR_NOMEM || ws->fail_code == COURIER_E_NO_MEMORY) {
         finish(ws, COURIER_E_NO_MEMORY, NULL);
@@ -828,14 +869,19 @@ static void init_wslay(courier_ws *ws, courier_error *d) {
     pump_open(ws, true); /* the frames that came with the head, and what followed them */
 }
 
-/* Worker: timers. */
+/* Worker, under io (a caller's read may run meanwhile, and the pong it reads changes ping_out and
+ * the deadlines): timers. */
 static void check_timers(courier_ws *ws, int64_t now) {
     courier_error d;
     if (ws->phase == P_ENDED) return;
     if (ws->deadline_ms && now >= ws->deadline_ms) {
+        if (ws->phase == P_OPEN && ws->ping_out && ws->caller_reads) {
+            pump_open_io(ws, true); /* the pong may wait in the socket, unread by the caller */
+            cr_ws_direct_update(ws);
+            if (ws->phase != P_OPEN || !ws->ping_out) return;
+        }
         if (ws->phase == P_OPEN && ws->ping_out) {
             /* A dead peer: say so (1011) if the socket takes it, and go. */
-            pthread_mutex_lock(&ws->io); /* a write of the worker's (ws_direct.c) */
             if (!wslay_event_get_close_sent(ws->ctx)) {
                 ws->we_closed = 1;
                 static const char why[] = "keepalive ping timeout";
@@ -843,7 +889,6 @@ static void check_timers(courier_ws *ws, int64_t now) {
                 wslay_event_send(ws->ctx);
             }
             ws->direct_ok = 0;
-            pthread_mutex_unlock(&ws->io);
             finish(ws, fail_detail(&d, COURIER_E_TIMEOUT, "the WebSocket server did not answer a ping in %s", "time"),
                    &d);
             return;
@@ -864,7 +909,8 @@ static void check_timers(courier_ws *ws, int64_t now) {
             ws->ping_out = 1;
             ws->next_ping_ms = 0;
             ws->deadline_ms = now + (ws->opt.ping_timeout_ms > 0 ? ws->opt.ping_timeout_ms : ws->opt.ping_interval_ms);
-            pump_open(ws, false);
+            pump_open_io(ws, false);
+            cr_ws_direct_update(ws);
         }
     }
 }
@@ -903,23 +949,31 @@ int cr_ws_turn(courier_engine *e) {
     int64_t wait = INT64_MAX;
     for (courier_ws *ws = e->ws_head, *next; ws; ws = next) {
         next = ws->next;
-        if (ws->phase == P_SENDING_HEAD || ws->phase == P_READING_HEAD) {
-            pump_handshake(ws);
-        } else if (ws->phase == P_OPEN) {
+        if (ws->phase == P_SENDING_HEAD || ws->phase == P_READING_HEAD) pump_handshake(ws); /* may open it */
+        pthread_mutex_lock(&ws->io); /* the timers, and wslay, are shared with a caller's read */
+        if (ws->phase == P_OPEN) {
             /* Only a WebSocket whose socket the last poll found ready (or one not pumped for a
              * second: curl_multi_poll reports POLLIN, POLLOUT and POLLPRI only), not every one every
              * turn: with 32 open, each turn was 32 reads that would block. */
             unsigned short rev = ws->polled ? e->ws_fds[ws->polled - 1].revents : 0;
-            if (rev || now >= ws->pump_by_ms) pump_open(ws, true);
+            if (rev || now >= ws->pump_by_ms) {
+                pump_open_io(ws, true);
+                cr_ws_direct_update(ws);
+            }
             ws->polled = 0;
         }
         check_timers(ws, now);
+        int64_t deadline = ws->deadline_ms, ping = ws->next_ping_ms;
+        /* The caller's reads: the worker reads too, once a second (pings answered, messages queued
+         * while nobody reads; the caller's loop is told through the notify). */
+        if (ws->caller_reads && ws->phase == P_OPEN && (!deadline || ws->pump_by_ms < deadline)) deadline = ws->pump_by_ms;
+        pthread_mutex_unlock(&ws->io);
         if (ws->phase == P_ENDED) {
             unlink_ws(e, ws);
             continue;
         }
-        if (ws->deadline_ms && ws->deadline_ms - now < wait) wait = ws->deadline_ms - now;
-        if (ws->next_ping_ms && ws->next_ping_ms - now < wait) wait = ws->next_ping_ms - now;
+        if (deadline && deadline - now < wait) wait = deadline - now;
+        if (ping && ping - now < wait) wait = ping - now;
     }
     if (wait == INT64_MAX) return -1;
     return wait < 0 ? 0 : wait > INT32_MAX ? INT32_MAX : (int)wait;
@@ -932,6 +986,16 @@ size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap) 
         if (ws->phase < P_SENDING_HEAD || ws->phase == P_ENDED) continue;
         curl_socket_t s = ws->sock; /* libcurl's CURLINFO_ACTIVESOCKET at connect (a search of its pool) */
         if (s == CURL_SOCKET_BAD) continue;
+        pthread_mutex_lock(&ws->m);
+        int full = ws->in_full || ws->caller_reads; /* unread, or read by the caller's loop */
+        int theirs = ws->caller_reads;
+        pthread_mutex_unlock(&ws->m);
+        short ev = full && ws->phase == P_OPEN ? 0 : CURL_WAIT_POLLIN;
+        if (ws->phase == P_SENDING_HEAD || (ws->phase == P_OPEN && (ws->wants_write || ws->out_pending)))
+            ev |= CURL_WAIT_POLLOUT;
+        /* Read by the caller and nothing to write: not polled at all (poll(2) reports POLLHUP and
+         * POLLERR unasked, which would wake the worker every turn; it reads once a second). */
+        if (!ev && theirs) continue;
         if (n == *cap) {
             size_t nc = *cap ? *cap * 2 : 8;
             struct curl_waitfd *g = realloc(*fds, nc * sizeof *g);
@@ -939,12 +1003,6 @@ size_t cr_ws_poll_fds(courier_engine *e, struct curl_waitfd **fds, size_t *cap) 
             *fds = g;
             *cap = nc;
         }
-        pthread_mutex_lock(&ws->m);
-        int full = ws->in_full;
-        pthread_mutex_unlock(&ws->m);
-        short ev = full && ws->phase == P_OPEN ? 0 : CURL_WAIT_POLLIN;
-        if (ws->phase == P_SENDING_HEAD || (ws->phase == P_OPEN && (wslay_event_want_write(ws->ctx) || ws->out_pending)))
-            ev |= CURL_WAIT_POLLOUT;
         (*fds)[n++] = (struct curl_waitfd){s, ev, 0};
         ws->polled = n;
     }
@@ -956,7 +1014,9 @@ void cr_ws_engine_closing(courier_engine *e) {
     while (e->ws_head) {
         courier_ws *ws = e->ws_head;
         courier_error d;
+        pthread_mutex_lock(&ws->io);
         finish(ws, fail_detail(&d, COURIER_E_CLOSED, "the engine closed%s", ""), &d);
+        pthread_mutex_unlock(&ws->io);
         unlink_ws(e, ws);
     }
 }
@@ -1052,7 +1112,9 @@ static void kick_work(void *user) {
     if (ws->linked) {
         if (freed && ws->phase != P_ENDED) {
             courier_error d;
+            pthread_mutex_lock(&ws->io);
             finish(ws, fail_detail(&d, COURIER_E_CANCELLED, "the WebSocket was freed%s", ""), &d);
+            pthread_mutex_unlock(&ws->io);
         } else if (ws->phase == P_OPEN) {
             pump_open(ws, false); /* a send or a close; a reader that made room sets read_again */
         } else if (ws->phase != P_ENDED) {
@@ -1102,3 +1164,4 @@ bool cr_ws_kick_locked(courier_ws *ws) {
     }
     return true;
 }
+

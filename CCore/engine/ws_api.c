@@ -7,9 +7,12 @@
 #include "engine/ws_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* ---- the caller's side --------------------------------------------------------------------------- */
 
@@ -126,6 +129,8 @@ int courier_ws_open(courier_ws **out, courier_engine *e, const courier_request *
     cr_cond_init(&ws->c);
     atomic_init(&ws->refs, 2); /* the caller's, and the worker's (once cr_ws_start_work runs) */
     ws->e = e;
+    ws->reader_fd = -1;
+    ws->wake_r = ws->wake_w = -1;
     ws->worker = e->worker;
     ws->state = COURIER_WS_CONNECTING;
     ws->notify = notify;
@@ -228,15 +233,86 @@ int courier_ws_close(courier_ws *ws, int code, const char *reason) {
 
 static bool readable(const courier_ws *ws) { return ws->in_first || ws->state == COURIER_WS_CLOSED; }
 
+/* A waiting courier_ws_next on a connection whose frames reach the socket as they are (ws://, no
+ * proxy): the caller's thread reads the socket itself (the reads become its own, as with
+ * courier_ws_take_reads, and stay so after the call: the worker reads once a second meanwhile),
+ * waiting in poll(2) on the socket and on a pipe that tell() writes for what the worker finds
+ * (its reads, the end). True: something to return, or the deadline (0: none) passed; false: not
+ * possible or the reads went back to the worker (wait on the condition variable then). */
+static bool wait_here(courier_ws *ws, int64_t deadline) {
+    int fd = -1;
+    pthread_mutex_lock(&ws->m);
+    bool mine = ws->caller_reads;
+    if (mine) fd = ws->reader_fd;
+    pthread_mutex_unlock(&ws->m);
+    if (!mine && courier_ws_take_reads(&fd, ws) != COURIER_OK) return false;
+    pthread_mutex_lock(&ws->m);
+    if (ws->wake_r < 0) {
+        int p[2];
+        if (pipe(p) == 0) {
+            for (int i = 0; i < 2; i++) {
+                fcntl(p[i], F_SETFL, fcntl(p[i], F_GETFL) | O_NONBLOCK);
+                fcntl(p[i], F_SETFD, FD_CLOEXEC);
+            }
+            ws->wake_r = p[0];
+            ws->wake_w = p[1];
+        }
+    }
+    int wake = ws->wake_r;
+    pthread_mutex_unlock(&ws->m);
+    if (wake < 0) {
+        courier_ws_return_reads(ws);
+        return false;
+    }
+    for (;;) {
+        if (!cr_ws_read_here(ws)) return false;
+        pthread_mutex_lock(&ws->m);
+        bool ready = readable(ws);
+        if (!ready) ws->poll_waiting++; /* before the unlock: a tell() from now on writes the pipe */
+        pthread_mutex_unlock(&ws->m);
+        if (ready) return true;
+        int ms = -1;
+        if (deadline) {
+            int64_t left = deadline - cr_mono_ms();
+            ms = left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
+        }
+        struct pollfd p[2] = {{fd, POLLIN, 0}, {wake, POLLIN, 0}};
+        int n = poll(p, 2, ms);
+        pthread_mutex_lock(&ws->m);
+        ws->poll_waiting--;
+        ready = readable(ws);
+        pthread_mutex_unlock(&ws->m);
+        if (n > 0 && p[1].revents) {
+            char buf[64];
+            while (read(wake, buf, sizeof buf) > 0) {}
+        }
+        if (ready) return true;
+        if (n == 0 || (deadline && cr_mono_ms() >= deadline)) return true; /* timed out */
+        if (n < 0 && errno != EINTR) {
+            courier_ws_return_reads(ws);
+            return false;
+        }
+    }
+}
+
 int courier_ws_next(courier_ws_message *msg, courier_ws *ws, int64_t timeout_ms, courier_error *err) {
     cr_error_clear(err);
     if (!msg || !ws || msg->size < offsetof(courier_ws_message, len) + sizeof(size_t))
         return cr_fail(err, COURIER_E_INVALID_ARGUMENT, NULL);
     if (timeout_ms != 0 && pthread_equal(pthread_self(), ws->worker))
         return cr_fail(err, COURIER_E_INVALID_ARGUMENT, "a WebSocket read that waits, on the engine's worker thread");
+    int64_t deadline = timeout_ms > 0 ? cr_mono_ms() + timeout_ms : 0;
     pthread_mutex_lock(&ws->m);
     free(ws->borrowed);
     ws->borrowed = NULL;
+    if (!readable(ws) && timeout_ms != 0 && (ws->state == COURIER_WS_OPEN || ws->caller_reads)) {
+        /* (closing with the reads the caller's: it reads the server's close too) */
+        pthread_mutex_unlock(&ws->m);
+        bool waited = wait_here(ws, deadline);
+        pthread_mutex_lock(&ws->m);
+        if (waited || (timeout_ms > 0 && cr_mono_ms() >= deadline)) timeout_ms = 0; /* no more waiting */
+        else if (timeout_ms > 0) timeout_ms = deadline - cr_mono_ms();
+    }
     if (!readable(ws) && timeout_ms != 0) {
         struct timespec until = cr_cond_deadline(timeout_ms > 0 ? timeout_ms * 1000 : 0);
         while (!readable(ws)) {
@@ -270,6 +346,81 @@ int courier_ws_next(courier_ws_message *msg, courier_ws *ws, int64_t timeout_ms,
     }
     pthread_mutex_unlock(&ws->m);
     return rc;
+}
+
+/* The caller's thread (courier_ws_read_socket), the caller's loop having found the socket readable:
+ * the frames read here, under io, with recv(2) (libcurl is the worker's: on_recv) into the receive
+ * queue, without a notify (the reader is here). What needs the worker (a pong or a close echo to
+ * write, the end of the connection) is left to it with a kick; when the connection is ending, or the
+ * receive queue is full, the reads go back to the worker (false). */
+bool cr_ws_read_here(courier_ws *ws) {
+    pthread_mutex_lock(&ws->io);
+    pthread_mutex_lock(&ws->m);
+    bool mine = ws->caller_reads && !ws->in_full;
+    if (ws->caller_reads && ws->in_full) ws->caller_reads = 0; /* the reader makes room, then kicks */
+    pthread_mutex_unlock(&ws->m);
+    if (!mine) {
+        pthread_mutex_unlock(&ws->io);
+        return false;
+    }
+    ws->reading_here = 1;
+    int r = wslay_event_want_read(ws->ctx) ? wslay_event_recv(ws->ctx) : 0;
+    ws->reading_here = 0;
+    bool keep = r == 0 && !ws->eof && !ws->io_error && !ws->fail_code && wslay_event_get_read_enabled(ws->ctx) &&
+                !wslay_event_get_close_received(ws->ctx);
+    bool kick = !keep || wslay_event_want_write(ws->ctx);
+    if (!keep) {
+        ws->recv_err = r; /* the worker's pump judges it */
+        ws->direct_ok = 0;
+        ws->read_ok = 0;
+    }
+    pthread_mutex_lock(&ws->m);
+    if (!keep) ws->caller_reads = 0;
+    if (kick && ws->state != COURIER_WS_CLOSED) cr_ws_kick_locked(ws);
+    pthread_mutex_unlock(&ws->m);
+    pthread_mutex_unlock(&ws->io);
+    return keep;
+}
+
+int courier_ws_take_reads(int *out_fd, courier_ws *ws) {
+    if (out_fd) *out_fd = -1;
+    if (!ws || !out_fd) return COURIER_E_INVALID_ARGUMENT;
+    int rc = COURIER_E_AGAIN;
+    pthread_mutex_lock(&ws->io);
+    if (ws->read_ok && ws->reader_fd < 0) {
+        ws->reader_fd = fcntl(ws->sock, F_DUPFD_CLOEXEC, 0);
+        if (ws->reader_fd < 0) rc = errno == EMFILE || errno == ENFILE ? COURIER_E_AGAIN : COURIER_E_INTERNAL;
+    }
+    if (ws->read_ok && ws->reader_fd >= 0) {
+        pthread_mutex_lock(&ws->m);
+        if (ws->state == COURIER_WS_OPEN && !ws->close_asked && !ws->freed) {
+            ws->caller_reads = 1; /* the worker's next poll leaves the socket out */
+            *out_fd = ws->reader_fd;
+            rc = COURIER_OK;
+        }
+        pthread_mutex_unlock(&ws->m);
+    }
+    pthread_mutex_unlock(&ws->io);
+    return rc;
+}
+
+int courier_ws_return_reads(courier_ws *ws) {
+    if (!ws) return COURIER_E_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ws->io);
+    pthread_mutex_lock(&ws->m);
+    if (ws->caller_reads) {
+        ws->caller_reads = 0;
+        ws->read_again = 1; /* the worker reads what came, and polls the socket again */
+        if (ws->state != COURIER_WS_CLOSED) cr_ws_kick_locked(ws);
+    }
+    pthread_mutex_unlock(&ws->m);
+    pthread_mutex_unlock(&ws->io);
+    return COURIER_OK;
+}
+
+int courier_ws_read_socket(courier_ws *ws) {
+    if (!ws) return COURIER_E_INVALID_ARGUMENT;
+    return cr_ws_read_here(ws) ? COURIER_OK : COURIER_E_AGAIN;
 }
 
 #define GETTER(type, name, expr)                                 \

@@ -79,13 +79,19 @@ int cr_ws_direct_flush(courier_ws *ws) {
     return 0;
 }
 
-/* Worker, under io, at the end of a pump: whether a sender may write the next message itself. */
+/* Worker, under io, at the end of a pump: whether a sender may write the next message itself, and
+ * whether the caller's loop may read the socket. */
 void cr_ws_direct_update(courier_ws *ws) {
     wslay_event_context_ptr c = ws->ctx;
     ws->direct_ok = ws->plain && ws->phase == P_OPEN && c && !ws->deflate && !ws->hold_len && !ws->raw_len &&
                     !ws->we_closed && !ws->fail_code && !ws->eof && !ws->io_error && !wslay_event_want_write(c) &&
                     !wslay_event_get_close_sent(c) && !wslay_event_get_close_received(c) &&
                     wslay_event_get_read_enabled(c);
+    /* The caller's loop may read (courier_ws_take_reads) what comes to the socket as it is: frames,
+     * with no TLS or proxy layer of libcurl's between; compression is fine (inflated under io). */
+    ws->read_ok = ws->plain && ws->phase == P_OPEN && c && !ws->fail_code && !ws->eof && !ws->io_error &&
+                  wslay_event_get_read_enabled(c) && !wslay_event_get_close_received(c);
+    ws->wants_write = c && wslay_event_want_write(c);
     ws->out_pending = ws->raw_len > 0;
 }
 

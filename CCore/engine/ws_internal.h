@@ -52,6 +52,11 @@ struct courier_ws {
     size_t out_bytes;           /* queued bytes: ours plus wslay's */
     int kick_posted;            /* a post to move out_* to wslay is pending */
     int read_again;             /* in_full was cleared: the kick's pump reads (the worker takes it) */
+    int caller_reads;           /* the caller's loop reads the socket (courier_ws_take_reads, or a
+                                   waiting courier_ws_next): the worker does not poll it for
+                                   reading. Written under io and m */
+    int poll_waiting;           /* courier_ws_next calls waiting in poll(2) on the socket and wake_r */
+    int wake_r, wake_w;         /* a pipe that tell() writes while poll_waiting (-1: not made yet) */
     int close_asked;            /* courier_ws_close was called */
     int freed;                  /* courier_ws_free was called: no more notify */
     int end_code;               /* once CLOSED: what courier_ws_next returns */
@@ -99,6 +104,17 @@ struct courier_ws {
     uint8_t masks[256];         /* masking keys from the CSPRNG, taken 4 bytes at a time (cr_ws_masks) */
     size_t masks_off;           /* the next unused byte of masks */
     curl_socket_t sock;         /* the connection's socket, once connected (CURL_SOCKET_BAD before) */
+    /* Under io: the caller's reads (courier_ws_take_reads, cr_ws_read_here). */
+    int read_ok;                /* set at each pump's end: the caller may take the reads */
+    int reading_here;           /* the caller's thread is in wslay_event_recv (on_recv reads with
+                                   recv(2), on_msg tells nobody: the reader is there); 2: a recv
+                                   returned less than asked (the socket is empty: no more recv) */
+    int recv_err;               /* what the caller's wslay_event_recv returned, for the next pump */
+    int wants_write;            /* wslay had something to write at the last pump's end (the poll's
+                                   POLLOUT; the worker's copy, as the reader may queue a pong) */
+    int reader_fd;              /* a dup of sock handed to the caller's loop (-1: none), closed
+                                   with the WebSocket; the socket is shut down when the worker
+                                   drops the connection, so the loop sees the end */
     size_t polled;              /* 1 + its slot in the engine's ws_fds of the last poll; 0: none */
     int64_t pump_by_ms;         /* pumped at the latest then, ready or not (a safety net) */
 };
@@ -126,8 +142,13 @@ int cr_ws_direct_send(courier_ws *ws, int type, const void *data, size_t len);
 bool cr_ws_masks(courier_ws *ws, uint8_t *buf, size_t len);
 /* Worker, under io: raw written first (0 all, 1 some left, -1 the socket failed). */
 int cr_ws_direct_flush(courier_ws *ws);
-/* Worker, under io, at a pump's end: direct_ok and out_pending. */
+/* Worker, under io, at a pump's end: direct_ok, read_ok, wants_write and out_pending. */
 void cr_ws_direct_update(courier_ws *ws);
+/* ws_api.c. The caller's thread (courier_ws_read_socket, a waiting courier_ws_next), while the reads are the caller's: reads the
+ * socket under io, the messages queued for courier_ws_next. False when the reads are not (or no
+ * longer) the caller's: the connection is ending or failed (the worker was kicked to end it), the
+ * receive queue is full, or they were given back. */
+bool cr_ws_read_here(courier_ws *ws);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

@@ -399,6 +399,10 @@ typedef struct cj_store_ops {
      * has just read (no second read of it). NULL: st_update_text. */
     int (*st_update_with)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st,
                           const char *text, size_t len);
+    /* The states of records the turn is about to read one by one (its answers' records), read
+     * together first: a store whose every read is a round trip (Redis) then reads them in one, and
+     * rec_get finds them. A failure leaves the reads to rec_get. NULL: nothing (LMDB reads memory). */
+    void (*read_ahead)(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n);
     /* Removes a record with its indexes; promotes the next of its host. */
     int (*rec_remove)(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st);
     /* Removes a record whose state does not decode, by its number. */

@@ -249,6 +249,7 @@ static int flush(cr_journal *j, struct cj_rtxn *t) {
 
 static void txn_free(struct cj_rtxn *t) {
     if (t->held) freeReplyObject(t->held);
+    cjr_cache_free(t);
     free(t->dv);
     free(t);
 }
@@ -347,9 +348,21 @@ static int r_fail(cr_journal *j, courier_error *err, int rc, const char *what) {
     return code;
 }
 
-/* The state of seq and (text) its request text, in one round trip. */
+/* The state of seq and (text) its request text: as read ahead in this turn, else in one round trip. */
 static int r_rec_get(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const char **text, size_t *len) {
     struct cj_rtxn *t = (struct cj_rtxn *)txn;
+    rcached *ahead = cjr_cached(t, seq);
+    if (ahead && ahead->state && (!text || ahead->text_read)) {
+        int kept = deferred_state(t, seq, st);
+        if (ahead->state->type != REDIS_REPLY_STRING || kept < 0) return MDB_NOTFOUND;
+        if (!kept && !cj_state_decode(ahead->state->str, ahead->state->len, st)) return MDB_CORRUPTED;
+        if (text && !ahead->text) return MDB_NOTFOUND;
+        if (text) {
+            *text = ahead->text; /* (kept by t until it ends) */
+            *len = ahead->tlen;
+        }
+        return 0;
+    }
     char num[24], sid[32];
     snprintf(num, sizeof num, "%llu", (unsigned long long)seq);
     snprintf(sid, sizeof sid, "0-%llu", (unsigned long long)seq);
@@ -369,20 +382,7 @@ static int r_rec_get(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const
     if (rep[0]->type != REDIS_REPLY_STRING || kept < 0) rc = MDB_NOTFOUND;
     else if (!kept && !cj_state_decode(rep[0]->str, rep[0]->len, st)) rc = MDB_CORRUPTED;
     if (rc == 0 && text) {
-        /* [[id, [field, value, ...]]] */
-        redisReply *x = rep[1], *f = NULL;
-        if (x->type == REDIS_REPLY_ARRAY && x->elements == 1 && x->element[0]->type == REDIS_REPLY_ARRAY &&
-            x->element[0]->elements == 2)
-            f = x->element[0]->element[1];
-        rc = MDB_NOTFOUND;
-        for (size_t i = 0; f && f->type == REDIS_REPLY_ARRAY && i + 1 < f->elements; i += 2) {
-            if (f->element[i]->type == REDIS_REPLY_STRING && strcmp(f->element[i]->str, "req") == 0 &&
-                f->element[i + 1]->type == REDIS_REPLY_STRING) {
-                *text = f->element[i + 1]->str;
-                *len = f->element[i + 1]->len;
-                rc = 0;
-            }
-        }
+        rc = cjr_entry_text(rep[1], text, len) ? 0 : MDB_NOTFOUND;
         if (rc == 0) {
             if (t->held) freeReplyObject(t->held);
             t->held = rep[1];
@@ -391,6 +391,12 @@ static int r_rec_get(cr_journal *j, cj_txn *txn, uint64_t seq, jstate *st, const
     }
     cr_redis_replies_free(rep, text ? 2 : 1);
     return rc;
+}
+
+/* The states of a turn's answers' records, one HMGET (cjr_read_states); a failure leaves them to
+ * rec_get. Only in the journal thread's turns (whose transactions read them next). */
+static void r_read_ahead(cr_journal *j, cj_txn *txn, const uint64_t *seqs, size_t n) {
+    (void)cjr_read_states(j, (struct cj_rtxn *)txn, seqs, n);
 }
 
 static int r_st_update(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *old, const jstate *st) {
@@ -810,6 +816,7 @@ const cj_store_ops cj_redis_store = {
     .fail = r_fail,
     .rec_get = r_rec_get,
     .st_update = r_st_update,
+    .read_ahead = r_read_ahead,
     .rec_remove = r_rec_remove,
     .rec_remove_bad = r_rec_remove_bad,
     .outcome_log = r_outcome_log,

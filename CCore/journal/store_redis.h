@@ -22,6 +22,9 @@
 #define R_GROUP "courier-replay"
 #define R_FREE_CONSUMER "courier-released"
 #define R_BATCH 1000
+/* A pass looks for abandoned entries (XAUTOCLAIM, which scans the group's pending list) at most
+ * this often: the scan cost ~9 ms of the master's time at 10,000 pending, every pass. */
+#define R_ABANDONED_EVERY_MS 1000
 #define R_KEYS 8
 
 typedef struct cj_redis cj_redis;
@@ -37,6 +40,8 @@ struct cj_redis {
     /* The last pass's view (journal thread): a record due now left unclaimed, the next due time. */
     bool due_now;
     int64_t next_due;
+    /* When a pass last looked for abandoned entries (XAUTOCLAIM; monotonic ms, journal thread). */
+    int64_t abandoned_ms;
     /* Writes of the journal thread's turns that Redis did not take (it was away): sent first by
      * the next turn (store_redis.c, end_turn). Journal thread only. */
     struct rdeferred *backlog;
@@ -66,7 +71,26 @@ struct cj_rtxn {
     redisReply *held;
     rdeferred *dv;
     size_t dn, dcap;
+    /* Records read ahead in this turn (rcached): the states of its answers' records (read_ahead)
+     * and the states and texts of the records its pass is about to claim, each read for many
+     * records in one round trip; rec_get answers from them. The replies that back them are kept
+     * (kept) until the transaction ends. */
+    struct rcached *cv;
+    size_t cn, ccap;
+    size_t *tab, tcap; /* cv's index by record number (store_redis_calls.c) */
+    redisReply **kept;
+    size_t nkept, capkept;
 };
+
+/* A record read ahead: its state (the HMGET element: a string, or nil when the record is gone)
+ * and, when text_read, its request text (NULL: the stream has no entry for it). */
+typedef struct rcached {
+    uint64_t seq;
+    const redisReply *state;
+    bool text_read;
+    const char *text;
+    size_t tlen;
+} rcached;
 
 /* An argument list under construction (binary-safe). */
 typedef struct rargs {
@@ -118,6 +142,23 @@ CR_HIDDEN int cjr_ensure_group(cr_journal *j);
 CR_HIDDEN int cjr_my_pending(cr_journal *j, redisReply **out);
 /* The script's sha in sha[41], loaded first (SCRIPT LOAD) when it is not: 0 or CJ_E_REDIS. */
 CR_HIDDEN int cjr_script_sha_now(cr_journal *j, char sha[41]);
+
+/* Reads ahead (store_redis_calls.c), each for many records in one round trip; a record a read
+ * ahead did not get (it failed, no memory), rec_get reads itself.
+ * cjr_entry_text: the "req" field of an XRANGE reply of one entry (borrowed from it), false when
+ *   there is none.
+ * cjr_cached: the record read ahead in t, or NULL.
+ * cjr_cache_states: the states of seqs[0..n) from an HMGET reply in the same order, whose
+ *   ownership t takes (freed with t, or now when it fails): 0, ENOMEM or MDB_CORRUPTED.
+ * cjr_read_states: the states of seqs read into t (HMGET, a thousand a round trip): 0 or the error.
+ * cjr_read_texts: the texts of seqs read into t (an XRANGE each, all in one pipeline): 0 or the error.
+ * cjr_cache_free: what t read ahead, freed (at its end). */
+CR_HIDDEN bool cjr_entry_text(const redisReply *x, const char **text, size_t *len);
+CR_HIDDEN rcached *cjr_cached(struct cj_rtxn *t, uint64_t seq);
+CR_HIDDEN int cjr_cache_states(struct cj_rtxn *t, const uint64_t *seqs, size_t n, redisReply *states);
+CR_HIDDEN int cjr_read_states(cr_journal *j, struct cj_rtxn *t, const uint64_t *seqs, size_t n);
+CR_HIDDEN int cjr_read_texts(cr_journal *j, struct cj_rtxn *t, const uint64_t *seqs, size_t n);
+CR_HIDDEN void cjr_cache_free(struct cj_rtxn *t);
 
 /* Replay claims (store_redis_replay.c): new entries become this engine's (cjr_adopt_new); a pass,
  * the due times and a peek, as cj_store_ops has them. */

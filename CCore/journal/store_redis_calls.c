@@ -219,4 +219,177 @@ int cjr_my_pending(cr_journal *j, redisReply **out) {
     return rc;
 }
 
+/* ---- reads ahead ---- */
+
+bool cjr_entry_text(const redisReply *x, const char **text, size_t *len) {
+    /* [[id, [field, value, ...]]] */
+    const redisReply *f = NULL;
+    if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 1 && x->element[0]->type == REDIS_REPLY_ARRAY &&
+        x->element[0]->elements == 2)
+        f = x->element[0]->element[1];
+    for (size_t i = 0; f && f->type == REDIS_REPLY_ARRAY && i + 1 < f->elements; i += 2) {
+        if (f->element[i]->type == REDIS_REPLY_STRING && strcmp(f->element[i]->str, "req") == 0 &&
+            f->element[i + 1]->type == REDIS_REPLY_STRING) {
+            *text = f->element[i + 1]->str;
+            *len = f->element[i + 1]->len;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The records read ahead are found by a hash of their number (open addressing, linear probing:
+ * t->tab holds an entry's index + 1, 0 for free; t->tcap a power of two, at least twice t->cn). */
+static size_t slot_of(uint64_t seq, size_t tcap) { return (size_t)((seq * 0x9E3779B97F4A7C15ull) >> 17) & (tcap - 1); }
+
+rcached *cjr_cached(struct cj_rtxn *t, uint64_t seq) {
+    if (!t || !t->tcap) return NULL;
+    for (size_t h = slot_of(seq, t->tcap);; h = (h + 1) & (t->tcap - 1)) {
+        if (!t->tab[h]) return NULL;
+        if (t->cv[t->tab[h] - 1].seq == seq) return &t->cv[t->tab[h] - 1];
+    }
+}
+
+/* The entry of seq, added when new (NULL: no memory). */
+static rcached *cache_slot(struct cj_rtxn *t, uint64_t seq) {
+    rcached *c = cjr_cached(t, seq);
+    if (c) return c;
+    if (t->cn == t->ccap) {
+        size_t cap = t->ccap ? t->ccap * 2 : 64;
+        rcached *p = realloc(t->cv, cap * sizeof *p);
+        if (!p) return NULL;
+        t->cv = p;
+        t->ccap = cap;
+    }
+    if (2 * (t->cn + 1) > t->tcap) { /* the table grown, every entry placed again */
+        size_t tcap = t->tcap ? t->tcap * 2 : 128;
+        size_t *tab = calloc(tcap, sizeof *tab);
+        if (!tab) return NULL;
+        for (size_t i = 0; i < t->cn; i++) {
+            size_t h = slot_of(t->cv[i].seq, tcap);
+            while (tab[h]) h = (h + 1) & (tcap - 1);
+            tab[h] = i + 1;
+        }
+        free(t->tab);
+        t->tab = tab;
+        t->tcap = tcap;
+    }
+    size_t h = slot_of(seq, t->tcap);
+    while (t->tab[h]) h = (h + 1) & (t->tcap - 1);
+    t->tab[h] = t->cn + 1;
+    c = &t->cv[t->cn++];
+    memset(c, 0, sizeof *c);
+    c->seq = seq;
+    return c;
+}
+
+/* t keeps rep until it ends (false: no memory, rep freed). */
+static bool keep(struct cj_rtxn *t, redisReply *rep) {
+    if (t->nkept == t->capkept) {
+        size_t cap = t->capkept ? t->capkept * 2 : 16;
+        redisReply **p = realloc(t->kept, cap * sizeof *p);
+        if (!p) {
+            freeReplyObject(rep);
+            return false;
+        }
+        t->kept = p;
+        t->capkept = cap;
+    }
+    t->kept[t->nkept++] = rep;
+    return true;
+}
+
+int cjr_cache_states(struct cj_rtxn *t, const uint64_t *seqs, size_t n, redisReply *states) {
+    if (states->type != REDIS_REPLY_ARRAY || states->elements != n) {
+        freeReplyObject(states);
+        return MDB_CORRUPTED;
+    }
+    if (!keep(t, states)) return ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        rcached *c = cache_slot(t, seqs[i]);
+        if (!c) return ENOMEM;
+        c->state = states->element[i];
+    }
+    return 0;
+}
+
+int cjr_read_states(cr_journal *j, struct cj_rtxn *t, const uint64_t *seqs, size_t n) {
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i += R_BATCH) {
+        size_t m = n - i < R_BATCH ? n - i : R_BATCH;
+        const char **v = calloc(m + 2, sizeof *v);
+        size_t *l = calloc(m + 2, sizeof *l);
+        char (*nums)[24] = calloc(m, sizeof *nums);
+        if (!v || !l || !nums) rc = ENOMEM;
+        if (rc == 0) {
+            v[0] = "HMGET";
+            v[1] = j->redis->keys[K_STATE];
+            l[0] = 5;
+            l[1] = j->redis->keylen[K_STATE];
+            for (size_t k = 0; k < m; k++) {
+                l[k + 2] = (size_t)snprintf(nums[k], sizeof nums[k], "%llu", (unsigned long long)seqs[i + k]);
+                v[k + 2] = nums[k];
+            }
+            cr_redis_cmd c = {(int)m + 2, v, l};
+            redisReply *states;
+            if ((rc = cjr_run(j, &c, 1, &states, false)) == 0) rc = cjr_cache_states(t, seqs + i, m, states);
+        }
+        free(v);
+        free(l);
+        free(nums);
+    }
+    return rc;
+}
+
+int cjr_read_texts(cr_journal *j, struct cj_rtxn *t, const uint64_t *seqs, size_t n) {
+    if (!n) return 0;
+    cr_redis_cmd *cmds = calloc(n, sizeof *cmds);
+    const char **v = calloc(4 * n, sizeof *v);
+    size_t *l = calloc(4 * n, sizeof *l);
+    char (*ids)[32] = calloc(n, sizeof *ids);
+    redisReply **reps = calloc(n, sizeof *reps);
+    int rc = cmds && v && l && ids && reps ? 0 : ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        size_t idl = (size_t)snprintf(ids[i], sizeof ids[i], "0-%llu", (unsigned long long)seqs[i]);
+        const char **a = v + 4 * i;
+        size_t *al = l + 4 * i;
+        a[0] = "XRANGE", al[0] = 6;
+        a[1] = j->redis->keys[K_STREAM], al[1] = j->redis->keylen[K_STREAM];
+        a[2] = a[3] = ids[i], al[2] = al[3] = idl;
+        cmds[i] = (cr_redis_cmd){4, a, al};
+    }
+    if (rc == 0) rc = cjr_run(j, cmds, n, reps, false); /* (on failure it has freed the replies) */
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        redisReply *x = reps[i];
+        reps[i] = NULL;
+        rcached *c = cache_slot(t, seqs[i]);
+        if (!c || !keep(t, x)) {
+            if (c) c->text_read = false;
+            else freeReplyObject(x);
+            continue;
+        }
+        c->text_read = true;
+        c->text = NULL;
+        if (!cjr_entry_text(x, &c->text, &c->tlen)) c->text = NULL;
+    }
+    if (rc == 0) cr_redis_replies_free(reps, n);
+    free(cmds);
+    free(v);
+    free(l);
+    free(ids);
+    free(reps);
+    return rc;
+}
+
+void cjr_cache_free(struct cj_rtxn *t) {
+    for (size_t i = 0; i < t->nkept; i++) freeReplyObject(t->kept[i]);
+    free(t->kept);
+    free(t->cv);
+    free(t->tab);
+    t->kept = NULL;
+    t->cv = NULL;
+    t->tab = NULL;
+    t->nkept = t->capkept = t->cn = t->ccap = t->tcap = 0;
+}
+
 #endif /* COURIER_REDIS */

@@ -74,6 +74,78 @@ static int adopt_abandoned(cr_journal *j) {
     return 0;
 }
 
+/* A pass's first reads, new entries taken (XREADGROUP), abandoned ones taken over (XAUTOCLAIM)
+ * and this engine's pending list (XPENDING), in one round trip: Redis runs a pipeline in order, so
+ * the list has what the two before it took. When one of them had more than a batch, or answered an
+ * error (the group gone: NOGROUP), the long way instead (each in turn, as often as needed, the
+ * group made again). *pend: new, as cjr_my_pending's. */
+static int pass_reads(cr_journal *j, redisReply **pend) {
+    rargs a = {0}, b = {0}, p = {0};
+    args(&a, "XREADGROUP");
+    args(&a, "GROUP");
+    args(&a, R_GROUP);
+    args(&a, j->redis->consumer);
+    args(&a, "COUNT");
+    argn(&a, R_BATCH);
+    args(&a, "STREAMS");
+    argk(&a, j, K_STREAM);
+    args(&a, ">");
+    args(&b, "XAUTOCLAIM");
+    argk(&b, j, K_STREAM);
+    args(&b, R_GROUP);
+    args(&b, j->redis->consumer);
+    argn(&b, j->lease_ms);
+    args(&b, "0-0");
+    args(&b, "COUNT");
+    argn(&b, R_BATCH);
+    args(&b, "JUSTID");
+    args(&p, "XPENDING");
+    argk(&p, j, K_STREAM);
+    args(&p, R_GROUP);
+    args(&p, "-");
+    args(&p, "+");
+    argn(&p, 100000);
+    args(&p, j->redis->consumer);
+    /* Abandoned entries looked for at most every R_ABANDONED_EVERY_MS (a lease is minutes; an
+     * engine's entries given back at close are taken within a second, not at the next pass). */
+    int64_t mono = cr_mono_ms();
+    bool abandoned = mono - j->redis->abandoned_ms >= R_ABANDONED_EVERY_MS || !j->redis->abandoned_ms;
+    cr_redis_cmd c[3] = {cmd_of(&a), cmd_of(&b), cmd_of(&p)};
+    if (!abandoned) c[1] = c[2];
+    size_t nc = abandoned ? 3 : 2;
+    redisReply *rep[3] = {NULL, NULL, NULL};
+    int rc = cjr_run(j, c, nc, rep, true);
+    if (rc) return rc;
+    if (!abandoned) { /* [XREADGROUP, XPENDING]: as if XAUTOCLAIM had found nothing */
+        rep[2] = rep[1];
+        rep[1] = NULL;
+    }
+    bool whole = rep[0]->type != REDIS_REPLY_ERROR && rep[2]->type == REDIS_REPLY_ARRAY &&
+                 (!abandoned || rep[1]->type == REDIS_REPLY_ARRAY);
+    if (whole && rep[0]->type == REDIS_REPLY_ARRAY && rep[0]->elements == 1 &&
+        rep[0]->element[0]->type == REDIS_REPLY_ARRAY && rep[0]->element[0]->elements == 2 &&
+        rep[0]->element[0]->element[1]->elements >= R_BATCH)
+        whole = false; /* more new entries than a batch */
+    if (whole && abandoned &&
+        (rep[1]->elements < 2 || rep[1]->element[0]->type != REDIS_REPLY_STRING ||
+         strcmp(rep[1]->element[0]->str, "0-0") != 0))
+        whole = false; /* more abandoned ones than XAUTOCLAIM looked at */
+    if (whole) {
+        *pend = rep[2];
+        rep[2] = NULL;
+    }
+    cr_redis_replies_free(rep, 3);
+    if (whole) {
+        if (abandoned) j->redis->abandoned_ms = mono;
+        return 0;
+    }
+    rc = cjr_adopt_new(j);
+    if (rc == 0) rc = adopt_abandoned(j);
+    if (rc == 0) j->redis->abandoned_ms = mono;
+    if (rc == 0) rc = cjr_my_pending(j, pend);
+    return rc;
+}
+
 /* Claims ids again for this engine (JUSTID: no delivery counted), which restarts their idle time:
  * while it lives, no other engine's XAUTOCLAIM takes them. `min_idle` guards against taking back
  * what another engine took over meanwhile. */
@@ -134,6 +206,30 @@ static int host_head(cr_journal *j, struct cj_rtxn *t, const char *host, size_t 
     return 0;
 }
 
+/* The texts of the records of seqs[0..n) (their states read ahead in t) that this pass will
+ * likely claim, read ahead in one round trip, at most *left of them: due (or in a replay-now),
+ * not claimed by a live lease, not expired, automatic and unordered (an ordered record waits for
+ * the head of its host, a manual one for a replay-now that includes it: read when claimed). */
+static void texts_ahead(cr_journal *j, struct cj_rtxn *t, const uint64_t *seqs, size_t n, int64_t now, unsigned mode,
+                        int64_t since, long *left) {
+    uint64_t *want = malloc(n * sizeof *want);
+    if (!want) return;
+    size_t k = 0;
+    for (size_t i = 0; i < n && (long)k < *left; i++) {
+        rcached *c = cjr_cached(t, seqs[i]);
+        jstate st;
+        if (!c || !c->state || c->state->type != REDIS_REPLY_STRING) continue;
+        int kept = deferred_state(t, seqs[i], &st);
+        if (kept < 0 || (!kept && !cj_state_decode(c->state->str, c->state->len, &st))) continue;
+        if (st.claim_ms && !cj_claim_stale(j, &st, now)) continue;
+        if (st.expires_ms <= now || st.policy == COURIER_FREEZE_MANUAL || is_ordered_auto(&st)) continue;
+        if (due_time(&st) > now && !((mode & J_KICK_NOW) && st.last_ms < since)) continue;
+        want[k++] = seqs[i];
+    }
+    if (k && cjr_read_texts(j, t, want, k) == 0) *left -= (long)k;
+    free(want);
+}
+
 /* A pass: new entries and the abandoned ones become this engine's; its own are kept alive; then
  * each of its records is looked at as the LMDB store's due index would give it (cj_consider):
  * automatic ones that are not ordered, and the head of each host's ordered queue (wherever it
@@ -143,10 +239,8 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
     cj_redis *r = j->redis;
     *next = INT64_MAX;
     *mode_done = true;
-    int rc = cjr_adopt_new(j);
-    if (rc == 0) rc = adopt_abandoned(j);
     redisReply *pend = NULL;
-    if (rc == 0) rc = cjr_my_pending(j, &pend);
+    int rc = pass_reads(j, &pend);
     if (rc) return rc;
     size_t n = pend->elements;
     const char **stale = calloc(n ? n : 1, sizeof *stale);
@@ -170,41 +264,30 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
     char last_host[J_HOST_MAX + 1] = "";
     size_t last_hl = SIZE_MAX;
     uint64_t last_head = 0;
-    /* The states of this engine's records, a thousand per round trip. */
-    redisReply *states = NULL;
-    size_t sbase = 0;
+    /* The states of this engine's records, a thousand per round trip, kept by the turn (rec_get
+     * reads them there), and the texts of those it is about to claim, in one round trip more. */
+    struct cj_rtxn *t = (struct cj_rtxn *)txn;
+    size_t send = 0;
+    long texts_left = slots;
     for (size_t i = 0; rc == 0 && i < nseq; i++) {
-        if (!states || i - sbase >= states->elements) {
-            if (states) freeReplyObject(states);
-            states = NULL;
-            sbase = i;
+        if (i == send) {
+            /* Every slot taken: the records after this batch wait for the next pass (which runs as
+             * soon as answers free slots: due_now), their states unread. So a pass reads about as
+             * many states as it can claim, not the whole pending list each time (quadratic in a
+             * long replay: a replay of 8,000 read 14 x 8,000 states). An expired one among them
+             * is swept by the pass that reaches it. */
+            if (full) break;
             size_t m = nseq - i < R_BATCH ? nseq - i : R_BATCH;
-            const char **v = calloc(m + 2, sizeof *v);
-            size_t *l = calloc(m + 2, sizeof *l);
-            char (*nums)[24] = calloc(m, sizeof *nums);
-            if (!v || !l || !nums) rc = ENOMEM;
-            if (rc == 0) {
-                v[0] = "HMGET";
-                v[1] = r->keys[K_STATE];
-                for (size_t k = 0; k < m; k++) {
-                    snprintf(nums[k], sizeof nums[k], "%llu", (unsigned long long)seqs[i + k]);
-                    v[k + 2] = nums[k];
-                }
-                for (size_t k = 0; k < m + 2; k++) l[k] = strlen(v[k]);
-                cr_redis_cmd c = {(int)m + 2, v, l};
-                rc = cjr_run(j, &c, 1, &states, false);
-                if (rc == 0 && (states->type != REDIS_REPLY_ARRAY || states->elements != m)) {
-                    freeReplyObject(states);
-                    states = NULL;
-                    rc = MDB_CORRUPTED;
-                }
-            }
-            free(v);
-            free(l);
-            free(nums);
-            if (rc) break;
+            send = i + m;
+            if ((rc = cjr_read_states(j, t, seqs + i, m))) break;
+            if (texts_left > 0) texts_ahead(j, t, seqs + i, m, now, mode, since, &texts_left);
         }
-        redisReply *sv = states->element[i - sbase];
+        rcached *ahead = cjr_cached(t, seqs[i]);
+        if (!ahead || !ahead->state) {
+            rc = ENOMEM;
+            break;
+        }
+        const redisReply *sv = ahead->state;
         jstate st;
         if (sv->type != REDIS_REPLY_STRING) continue; /* removed meanwhile */
         int kept = deferred_state((struct cj_rtxn *)txn, seqs[i], &st);
@@ -238,7 +321,6 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
         rc = j->pass->consider(j, txn, seqs[i], &st, NULL, 0, now, &slots, mode, since, sends, events, next, mode_done, &full);
         if (rc == 0 && due_time(&st) < next_due) next_due = due_time(&st); /* as written (a claim: the lease's end) */
     }
-    if (states) freeReplyObject(states);
     if (rc == 0 && expired.n) rc = j->pass->sweep_expired(j, txn, expired.v, expired.n, now, events);
     free(expired.v);
     free(seqs);

@@ -10,6 +10,8 @@
  */
 #include "harness.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
@@ -840,6 +842,203 @@ static void test_large_messages_in_order(void) {
     courier_engine_close(e);
 }
 
+/* The caller's reads (courier_ws_take_reads): its loop watches the socket, reads it on its thread
+ * (courier_ws_read_socket) and takes the messages with courier_ws_next(0); the worker no longer
+ * reads. Waits for the socket as an event loop would, then returns to the worker's reads when
+ * courier_ws_read_socket says so. */
+/* The notify of these WebSockets: a byte in a pipe (an event loop watches it beside the socket:
+ * messages the worker read before it saw the reads taken come through it). */
+static int notify_pipe[2] = {-1, -1};
+static void notify_write(courier_ws *ws, void *user) {
+    (void)ws;
+    (void)user;
+    char b = 1;
+    ssize_t r = write(notify_pipe[1], &b, 1);
+    (void)r; /* full: readable already */
+}
+
+static int caller_next(courier_ws *ws, int fd, courier_ws_message *m, courier_error *err, int *given_back) {
+    for (int64_t until = th_now_ms() + 10000; th_now_ms() < until;) {
+        int rc = courier_ws_next(m, ws, 0, err);
+        if (rc != COURIER_E_AGAIN) return rc;
+        if (*given_back) return courier_ws_next(m, ws, 10000, err); /* the notify's way (a wait) */
+        struct pollfd p[2] = {{fd, POLLIN, 0}, {notify_pipe[0], POLLIN, 0}};
+        if (poll(p, 2, 10000) < 1) return COURIER_E_TIMEOUT;
+        if (p[1].revents) {
+            char buf[64];
+            while (read(notify_pipe[0], buf, sizeof buf) > 0) {}
+        }
+        if (p[0].revents && courier_ws_read_socket(ws) == COURIER_E_AGAIN) *given_back = 1;
+    }
+    return COURIER_E_TIMEOUT;
+}
+
+static courier_ws *open_for_caller_reads(courier_engine *e, const char *url, int *fd, courier_error *err) {
+    courier_request *r = NULL;
+    if (courier_request_new(&r, "GET", url) != COURIER_OK) return NULL;
+    courier_ws *ws = NULL;
+    int orc = courier_ws_open(&ws, e, r, NULL, notify_write, NULL, NULL, err);
+    courier_request_free(r);
+    if (orc != COURIER_OK) return NULL;
+    int rc = COURIER_E_AGAIN;
+    for (int64_t until = th_now_ms() + 10000; rc == COURIER_E_AGAIN && th_now_ms() < until; usleep(1000))
+        rc = courier_ws_take_reads(fd, ws); /* once open and the worker's first pump has run */
+    CHECK_EQ(rc, COURIER_OK);
+    CHECK(*fd >= 0);
+    return ws;
+}
+
+static void test_caller_reads(void) {
+    REQUIRE(pipe(notify_pipe) == 0);
+    for (int i = 0; i < 2; i++) fcntl(notify_pipe[i], F_SETFL, O_NONBLOCK);
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    int fd = -1, back = 0;
+    CHECK_EQ(courier_ws_take_reads(&fd, NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(fd, -1);
+    CHECK_EQ(courier_ws_read_socket(NULL), COURIER_E_INVALID_ARGUMENT);
+    CHECK_EQ(courier_ws_return_reads(NULL), COURIER_E_INVALID_ARGUMENT);
+    /* Every length form, under and over the direct send's limit, in order; then the closing
+     * handshake read by the caller until the reads go back to the worker, which ends it. */
+    courier_ws *ws = open_for_caller_reads(e, ws_url(ws_port, "/echo"), &fd, &err);
+    REQUIRE(ws);
+    enum { N = 60 };
+    static uint8_t buf[70000];
+    courier_ws_message m = {.size = sizeof m};
+    int got = 0, bad = 0;
+    for (int i = 0; i < N; i++) {
+        size_t len = message_len(i, N);
+        for (size_t k = 0; k < len; k++) buf[k] = pattern_byte(i, k);
+        CHECK_EQ(courier_ws_send(ws, COURIER_WS_BINARY, buf, len, &err), COURIER_OK);
+        if (caller_next(ws, fd, &m, &err, &back) != COURIER_OK) break;
+        got++;
+        if (m.len != len) bad++;
+        else
+            for (size_t k = 0; k < len; k++)
+                if (m.data[k] != pattern_byte(i, k)) {
+                    bad++;
+                    break;
+                }
+    }
+    CHECK_EQ(got, N);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(back, 0); /* the reads stayed the caller's all along */
+    CHECK_EQ(courier_ws_close(ws, 1000, "bye"), COURIER_OK);
+    CHECK_EQ(caller_next(ws, fd, &m, &err, &back), COURIER_E_WS_CLOSED);
+    CHECK_EQ(back, 1);
+    CHECK_EQ(courier_ws_close_code(ws), 1000);
+    CHECK_EQ(courier_ws_close_code_sent(ws), 1000);
+    CHECK_EQ(courier_ws_take_reads(&fd, ws), COURIER_E_AGAIN);
+    courier_ws_free(ws);
+
+    /* A server's ping read by the caller is answered (the peer echoes only after the pong), and
+     * reads given back and taken again lose nothing. */
+    ws = open_for_caller_reads(e, ws_url(ws_port, "/pingecho"), &fd, &err);
+    REQUIRE(ws);
+    back = 0;
+    for (int i = 0; i < 20; i++) {
+        char want[16];
+        snprintf(want, sizeof want, "ping %d", i);
+        CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, want, strlen(want), &err), COURIER_OK);
+        if (i % 5 == 4) { /* given back: the worker reads (the caller must not wait on the socket) */
+            CHECK_EQ(courier_ws_return_reads(ws), COURIER_OK);
+            back = 1;
+        }
+        int rc = caller_next(ws, fd, &m, &err, &back);
+        CHECK_EQ(rc, COURIER_OK);
+        CHECK(rc == COURIER_OK && m.len == strlen(want) && memcmp(m.data, want, m.len) == 0);
+        if (back) { /* ended with the worker's reads: take them again */
+            int fd2 = -1;
+            CHECK_EQ(courier_ws_take_reads(&fd2, ws), COURIER_OK);
+            CHECK_EQ(fd2, fd); /* the same descriptor, the WebSocket's */
+            back = 0;
+        }
+    }
+    /* A waiting courier_ws_next reads the socket itself too (the reads stay the caller's). */
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "wait", 4, &err), COURIER_OK);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
+    CHECK(m.len == 4 && memcmp(m.data, "wait", 4) == 0);
+    courier_ws_free(ws);
+
+    /* A protocol error read by the caller: the worker fails the connection with its close code. */
+    ws = open_for_caller_reads(e, ws_url(ws_port, "/late?bad=/masked"), &fd, &err);
+    REQUIRE(ws);
+    back = 0;
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "go", 2, &err), COURIER_OK);
+    CHECK_EQ(caller_next(ws, fd, &m, &err, &back), COURIER_OK);
+    CHECK(m.len == 6 && memcmp(m.data, "before", 6) == 0);
+    int rc = caller_next(ws, fd, &m, &err, &back);
+    CHECK_EQ(rc, COURIER_E_WS_PROTOCOL);
+    CHECK_EQ(err.code, COURIER_E_WS_PROTOCOL);
+    CHECK_EQ(courier_ws_close_code_sent(ws), 1002);
+    courier_ws_free(ws);
+
+    /* wss:// (frames under TLS): the reads stay the worker's. */
+    if (tls_dir[0]) {
+        courier_engine_close(e);
+        e = th_engine(tls_ca);
+        REQUIRE(e);
+        char url[128];
+        snprintf(url, sizeof url, "wss://localhost:%d/echo", tls_port);
+        ws = open_ws_opt(e, url, NULL, &err);
+        REQUIRE(ws);
+        CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "tls", 3, &err), COURIER_OK);
+        CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK); /* open */
+        CHECK_EQ(courier_ws_take_reads(&fd, ws), COURIER_E_AGAIN);
+        CHECK_EQ(fd, -1);
+        CHECK_EQ(courier_ws_read_socket(ws), COURIER_E_AGAIN);
+        courier_ws_free(ws);
+    }
+    courier_engine_close(e);
+    close(notify_pipe[0]);
+    close(notify_pipe[1]);
+}
+
+/* The keepalive while the reads are the caller's: the pongs are read on the caller's thread (an
+ * event loop's, then a waiting courier_ws_next's) and clear the ping under io; a pong left unread
+ * would fail the connection with COURIER_E_TIMEOUT after 150 ms, well inside the loop. */
+static void test_caller_reads_keepalive(void) {
+    REQUIRE(pipe(notify_pipe) == 0);
+    for (int i = 0; i < 2; i++) fcntl(notify_pipe[i], F_SETFL, O_NONBLOCK);
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_request *r = NULL;
+    REQUIRE(courier_request_new(&r, "GET", ws_url(ws_port, "/echo")) == COURIER_OK);
+    courier_ws_options o = {.size = sizeof o};
+    courier_ws_options_init(&o);
+    o.ping_interval_ms = 20;
+    o.ping_timeout_ms = 150;
+    courier_ws *ws = NULL;
+    REQUIRE(courier_ws_open(&ws, e, r, &o, notify_write, NULL, NULL, &err) == COURIER_OK);
+    courier_request_free(r);
+    int fd = -1, rc = COURIER_E_AGAIN, back = 0;
+    for (int64_t until = th_now_ms() + 10000; rc == COURIER_E_AGAIN && th_now_ms() < until; usleep(1000))
+        rc = courier_ws_take_reads(&fd, ws);
+    CHECK_EQ(rc, COURIER_OK);
+    courier_ws_message m = {.size = sizeof m};
+    int ok = 0;
+    for (int64_t until = th_now_ms() + 600; th_now_ms() < until && ok >= 0;) { /* some 30 pings */
+        CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "k", 1, &err), COURIER_OK);
+        rc = back ? courier_ws_next(&m, ws, 10000, &err) : caller_next(ws, fd, &m, &err, &back);
+        if (rc != COURIER_OK) {
+            fprintf(stderr, "keepalive: %d %s\n", rc, err.message);
+            ok = -1;
+            break;
+        }
+        ok++;
+        usleep(5000);
+    }
+    CHECK(ok > 0);
+    CHECK_EQ(courier_ws_get_state(ws), COURIER_WS_OPEN);
+    CHECK_EQ(back, 0);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+    close(notify_pipe[0]);
+    close(notify_pipe[1]);
+}
+
 /* Through an HTTP proxy: a CONNECT tunnel for ws:// (curl tunnels only https by itself) and wss://,
  * the echo and the closing handshake through it; the proxy counts the tunnels it made. */
 static char ws_proxy[80];
@@ -950,7 +1149,7 @@ static const th_test tests[] = {
     T(test_failed_handshakes), T(test_arguments),             T(test_threads),            T(test_engine_closes),
     T(test_close_before_open), T(test_tls), T(test_hsts_upgrades_ws), T(test_deflate_with_websockets),
     T(test_deflate_by_hand),   T(test_slow_reader),           T(test_large_messages_in_order),
-    T(test_more_than_the_host_limit), T(test_through_a_proxy),
+    T(test_more_than_the_host_limit), T(test_through_a_proxy),    T(test_caller_reads), T(test_caller_reads_keepalive),
 };
 
 int main(int argc, char **argv) {

@@ -185,3 +185,145 @@ final class WebSocketHostLimitTests: LoopbackTestCase {
         }
     }
 }
+
+/// WebSockets read and written by tasks on the engine's worker thread (`engine.taskExecutor`: the
+/// pace of an event loop, no thread woken between the echo's read and the next send), and the
+/// receive cancelled by its task on either executor; against the test server's /ws/echo (no Python
+/// needed). The behaviours are the C core's; these check that the facade keeps them wherever the
+/// task runs.
+@available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+final class WebSocketOnTheWorkerTests: LoopbackTestCase {
+    private var echoURL: String { server.baseURL.replacingOccurrences(of: "http://", with: "ws://") + "/ws/echo" }
+
+    /// The engine's worker thread, learnt from a completion handler (which runs there).
+    private func workerThread(of engine: Engine) -> pthread_t {
+        let done = expectation(description: "completion")
+        let thread = Locked<pthread_t?>(nil)
+        engine.send(.get("/status/200")) { _ in
+            thread.set(pthread_self())
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 20)
+        return thread.get()!
+    }
+
+    /// Messages of every length form (under and over the 64 KiB a sender writes itself), text and
+    /// binary, one at a time and then all sent before any is read: each comes back whole and in
+    /// order, and the task runs on the worker after every send and receive.
+    func testEchoInOrderOnTheEngineExecutor() async throws {
+        let engine = self.engine!
+        let worker = workerThread(of: engine)
+        let url = echoURL
+        let sizes = [0, 1, 125, 126, 1024, 65_535, 65_536, 70_000, 300_000]
+        let messages: [WebSocket.Message] = sizes.enumerated().map { i, n in
+            i % 2 == 0 ? .text(String(repeating: "\(i % 10)", count: n)) : .data(Data((0..<n).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) }))
+        }
+        let (back, offWorker, code) = try await withTaskExecutorPreference(engine.taskExecutor) {
+            var back: [WebSocket.Message] = []
+            var offWorker = 0
+            let ws = try await engine.webSocket(.get(url))
+            for message in messages {
+                try await ws.send(message)
+                if pthread_equal(pthread_self(), worker) == 0 { offWorker += 1 }
+                back.append(try await ws.receive())
+                if pthread_equal(pthread_self(), worker) == 0 { offWorker += 1 }
+            }
+            for message in messages { try await ws.send(message) }
+            for _ in messages { back.append(try await ws.receive()) }
+            try ws.close()
+            for try await extra in ws { back.append(extra) }
+            return (back, offWorker, ws.closeCode)
+        }
+        XCTAssertEqual(back.count, 2 * messages.count)
+        XCTAssertTrue(back == messages + messages, "a message came back changed or out of order")
+        XCTAssertEqual(offWorker, 0, "the task ran off the worker")
+        XCTAssertEqual(code, 1000)
+    }
+
+    /// Both kinds of backpressure with the task on the worker: 24 messages of almost 1 MiB to a server
+    /// that reads nothing for 1.5 s (the send queue fills to its 16 MiB and a send waits for room),
+    /// read with a 64 KiB receive queue (the socket is left unread until the reader makes room):
+    /// every message comes back whole and in order.
+    func testBackpressureBothWaysOnTheEngineExecutor() async throws {
+        let engine = self.engine!
+        let url = echoURL + "?hold=1500"
+        var options = WebSocketOptions()
+        options.maxReceiveQueueBytes = 64 * 1024
+        let count = 24, size = 1_000_000
+        let ws = try await withTaskExecutorPreference(engine.taskExecutor) {
+            try await engine.webSocket(.get(url), options: options)
+        }
+        let sender = Task(executorPreference: engine.taskExecutor) {
+            for i in 0..<count { try await ws.send(Data(repeating: UInt8(i), count: size)) }
+        }
+        let firsts = try await withTaskExecutorPreference(engine.taskExecutor) { () async throws -> [UInt8] in
+            var firsts: [UInt8] = []
+            for _ in 0..<count {
+                guard case .data(let data) = try await ws.receive() else { throw CourierError(.internal, message: "text") }
+                XCTAssertEqual(data.count, size)
+                XCTAssertEqual(Set(data).count, 1, "a message mixed with another")
+                firsts.append(data.first ?? 0)
+            }
+            return firsts
+        }
+        try await sender.value
+        XCTAssertEqual(firsts, (0..<count).map { UInt8($0) })
+        XCTAssertEqual(ws.unreadBytes, 0)
+        try ws.close()
+        for try await _ in ws {}
+        XCTAssertEqual(ws.closeCode, 1000)
+    }
+
+    /// A receive waiting for a message (or about to) ends with CancellationError when its task is
+    /// cancelled, on the global executor and on the engine's; the WebSocket goes on, and no message
+    /// is lost.
+    func testCancellingAWaitingReceive() async throws {
+        let engine = self.engine!
+        for (executor, pause) in [(nil, false), (nil, true), (engine.taskExecutor, false), (engine.taskExecutor, true)]
+            as [((any TaskExecutor)?, Bool)] {
+            let ws = try await engine.webSocket(.get(echoURL))
+            let waiting = Task(executorPreference: executor) { () async -> Bool in
+                do {
+                    _ = try await ws.receive()
+                    return false
+                } catch {
+                    return error is CancellationError
+                }
+            }
+            if pause { try await Task.sleep(nanoseconds: 50_000_000) } // most likely waiting by now
+            waiting.cancel()
+            let cancelled = await waiting.value
+            XCTAssertTrue(cancelled, "the receive did not end with CancellationError")
+            let after = Task(executorPreference: executor) { () async throws -> [WebSocket.Message] in
+                try await ws.send("one")
+                try await ws.send("two")
+                return [try await ws.receive(), try await ws.receive()]
+            }
+            let back = try await after.value
+            XCTAssertEqual(back, [.text("one"), .text("two")])
+            try ws.close()
+            for try await _ in ws {}
+        }
+    }
+
+    /// Closing the engine while a task on its executor waits for a message (or is about to) ends
+    /// the wait with ``CourierError/Code/closed`` (the task then runs off the worker, which stopped).
+    func testClosingTheEngineEndsAReceiveWaitingOnItsExecutor() async throws {
+        let engine = try makeEngine { _ in }
+        let url = echoURL
+        let ws = try await withTaskExecutorPreference(engine.taskExecutor) { try await engine.webSocket(.get(url)) }
+        let waiting = Task(executorPreference: engine.taskExecutor) { () async -> CourierError.Code? in
+            do {
+                _ = try await ws.receive()
+                return nil
+            } catch {
+                return (error as? CourierError)?.code
+            }
+        }
+        await Task.yield()
+        engine.close()
+        let code = await waiting.value
+        XCTAssertEqual(code, .closed)
+        XCTAssertEqual(ws.state, .closed)
+    }
+}

@@ -9,6 +9,8 @@ Listeners, their ports printed on one line ("PORTS <websockets> <raw> <tls> <pro
     /close       closes with 4000 "server says bye"
     /drop        sends "bye", then closes TCP without a close frame
     /silent      stops reading (so never answers a ping)
+    /pingecho    every message back after a ping the client answered (no answer: no echo)
+    /late?bad=R  after the client's first message, "before" and then route R's bad frame (below)
     /big?n=N     N bytes in one binary message
     /reject      refuses the handshake with 403
     /masked /rsv /opcode /bigping /fragping /badutf8 /badclose /badreason
@@ -102,6 +104,15 @@ async def handler(ws):
         if route == "/echo":
             async for m in ws:
                 await ws.send(m)
+        elif route == "/pingecho":
+            async for m in ws:
+                await asyncio.wait_for(await ws.ping(), 10)
+                await ws.send(m)
+        elif route == "/late":
+            await ws.recv()
+            await ws.send("before")
+            ws.transport.write(BAD[query["bad"][0]])
+            await drain(ws)
         elif route == "/fragments":
             await ws.send(["hel", "lo ", "world"])
             await ws.send([b"\x00\x01", b"\x02"])

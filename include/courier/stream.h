@@ -314,7 +314,9 @@ COURIER_API int courier_ws_send(courier_ws *ws, courier_ws_type type, const void
  * close code 1006), COURIER_E_TIMEOUT (the handshake, a keepalive pong or the server's close did not come
  * in time), COURIER_E_WS_HANDSHAKE and the connection's errors (above), COURIER_E_CANCELLED (closed before
  * the handshake ended), COURIER_E_CLOSED (the engine closed). err (may be NULL) gets the detail. A waiting
- * call returns COURIER_E_INVALID_ARGUMENT on the engine's worker thread. */
+ * call returns COURIER_E_INVALID_ARGUMENT on the engine's worker thread. On ws:// with no proxy a waiting
+ * call reads the socket on the calling thread (the reads become the caller's, as with
+ * courier_ws_take_reads, and stay so: the worker still reads once a second, answering pings). */
 COURIER_API int courier_ws_next(courier_ws_message *out_message, courier_ws *ws, int64_t timeout_ms,
                                 courier_error *err);
 /* Starts the closing handshake: a close frame with `close_code` (1000, 1001, 1002, 1003, 1007 to 1011,
@@ -348,6 +350,35 @@ COURIER_API int64_t courier_ws_queued_bytes(const courier_ws *ws);
 /* Bytes of messages received and not yet read (bounded by max_receive_queue_bytes and one message).
  * Any thread. */
 COURIER_API int64_t courier_ws_unread_bytes(const courier_ws *ws);
+/* Reading on the caller's event loop (docs/design/ws-reads.md). By default the engine's worker reads
+ * the socket and the notify tells the reader; an event loop (asyncio's add_reader, epoll, kqueue)
+ * can instead read it on its own thread as soon as it is readable, with no thread in between:
+ *
+ *   courier_ws_take_reads: the reads become the caller's, and *out_fd (set to -1 on failure) is a
+ *     descriptor of the connection's socket to watch for readability only (never read, write or
+ *     close it; it is the WebSocket's, closed by courier_ws_free: stop watching it before). The
+ *     worker then no longer watches the socket for reading; keep acting on the notify too: what
+ *     the worker read before it saw the reads taken (it may be waiting on the socket then) comes
+ *     through it, as do the ends the worker finds (timeouts). COURIER_OK, or COURIER_E_AGAIN when
+ *     the reads cannot be the caller's now: not open yet, closing or ended, or a connection whose
+ *     frames do not reach the socket as they are (wss://, through a proxy); the notify and
+ *     courier_ws_next work as before then. COURIER_E_INVALID_ARGUMENT for NULL, COURIER_E_INTERNAL
+ *     when the descriptor could not be made.
+ *   courier_ws_read_socket: call it when the descriptor is readable: reads what the socket holds on
+ *     this thread, queueing the messages for courier_ws_next (timeout 0) without a notify. Pings
+ *     are answered and the closing handshake carried on by the worker, as before. COURIER_OK: keep
+ *     watching. COURIER_E_AGAIN: the reads went back to the worker (the connection is ending or
+ *     failed, or the receive queue is at max_receive_queue_bytes, or they were given back): stop
+ *     watching, read the messages queued, and wait for the notify as without the reads.
+ *   courier_ws_return_reads: the reads go back to the worker, which reads from then on (call it
+ *     when the loop stops watching: while nobody reads the socket, pings wait unanswered and the
+ *     server's messages unread). COURIER_OK (also when they were not the caller's). A
+ *     courier_ws_next that waits (timeout not 0) returns them by itself first.
+ *
+ * One thread at a time (the loop's); not from the notify, which runs on the engine's worker. */
+COURIER_API int courier_ws_take_reads(int *out_fd, courier_ws *ws);
+COURIER_API int courier_ws_read_socket(courier_ws *ws);
+COURIER_API int courier_ws_return_reads(courier_ws *ws);
 /* Releases the WebSocket. One still open is dropped at once, without a close frame (close first
  * and read until COURIER_E_WS_CLOSED for a clean end). Not while another thread reads it. Accepts
  * NULL. Call it before courier_engine_close, or after (the close ends every WebSocket with

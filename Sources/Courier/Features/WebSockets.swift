@@ -86,6 +86,22 @@ extension Engine {
 /// without a close frame: 1006), ``CourierError/Code/timeout``, ``CourierError/Code/closed``
 /// (the engine closed). Dropping the last reference cuts the connection without a close frame:
 /// ``close(code:reason:)`` first for a clean end.
+///
+/// The engine's worker thread reads the socket. A task on the global executor that waits for a
+/// message is resumed on a thread of the pool, woken for it. For a loop that answers each message
+/// at once (a request-reply protocol, a game's ticks), run it on the engine's executor instead,
+/// where messages arrive: the worker reads a message, runs the task and writes its reply before it
+/// polls again, with no thread woken in between (an event loop's pace; the figures are in
+/// Benchmarks/README.md). Keep what runs there short (see ``EngineTaskExecutor``):
+///
+/// ```swift
+/// try await withTaskExecutorPreference(engine.taskExecutor) {
+///     let ws = try await engine.webSocket(.get("ws://127.0.0.1:8765/game"))
+///     for try await message in ws {
+///         if case .text(let tick) = message { try await ws.send("ack \(tick)") }
+///     }
+/// }
+/// ```
 // @unchecked Sendable: the C WebSocket is thread-safe for sends, getters and close; reads are one
 // at a time, as the C core asks (documented on the iteration).
 public final class WebSocket: AsyncSequence, @unchecked Sendable {

@@ -1,12 +1,19 @@
 /* courier._speedups, the WebSocket part (docs/python.md, "The compiled path"): a round trip's calls
  * without ctypes, and a notify that needs no GIL.
  *
- *   ws_init(send, next)             the addresses of courier_ws_send and courier_ws_next.
+ *   ws_init(send, next, read)       the addresses of courier_ws_send, courier_ws_next and
+ *                                   courier_ws_read_socket.
  *   ws_send(ws, type, data)         courier_ws_send of a bytes-like object: None, or on failure
  *                                   (code, the courier_error's bytes).
  *   ws_next(ws, timeout_ms)         courier_ws_next, the GIL released while it waits: the message
  *                                   (str for TEXT, bytes for BINARY), None for COURIER_E_AGAIN, or
  *                                   (code, the courier_error's bytes) for the end.
+
+ *   ws_read(ws)                     an event loop found the socket of courier_ws_take_reads readable:
+ *                                   courier_ws_read_socket, then courier_ws_next(0): the message,
+ *                                   None (nothing whole yet: keep watching), False (the reads went
+ *                                   back to the worker: stop watching; what is queued is ws_next's)
+ *                                   or (code, the courier_error's bytes) for the end.
  *   WsWake()                        the notify target of one WebSocket: a non-blocking pipe and a
  *                                   flag. The notify (WS_NOTIFY, a C function for courier_ws_open)
  *                                   runs on the engine's worker without the GIL: it writes one
@@ -44,6 +51,7 @@
 static struct {
     __typeof__(&courier_ws_send) send;
     __typeof__(&courier_ws_next) next;
+    __typeof__(&courier_ws_read_socket) read;
 } wsf;
 
 static int as_ptr(PyObject *o, void **out) {
@@ -61,16 +69,17 @@ static PyObject *failure(int code, const courier_error *err) {
 
 static PyObject *ws_init(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *a, *b;
-    if (!PyArg_ParseTuple(args, "OO", &a, &b)) return NULL;
-    void *p[2];
-    if (as_ptr(a, &p[0]) < 0 || as_ptr(b, &p[1]) < 0) return NULL;
-    if (!p[0] || !p[1]) {
+    PyObject *a, *b, *c;
+    if (!PyArg_ParseTuple(args, "OOO", &a, &b, &c)) return NULL;
+    void *p[3];
+    if (as_ptr(a, &p[0]) < 0 || as_ptr(b, &p[1]) < 0 || as_ptr(c, &p[2]) < 0) return NULL;
+    if (!p[0] || !p[1] || !p[2]) {
         PyErr_SetString(PyExc_ValueError, "courier._speedups.ws_init: a function address is NULL");
         return NULL;
     }
     memcpy(&wsf.send, &p[0], sizeof(void *));
     memcpy(&wsf.next, &p[1], sizeof(void *));
+    memcpy(&wsf.read, &p[2], sizeof(void *));
     Py_RETURN_NONE;
 }
 
@@ -106,6 +115,8 @@ static PyObject *ws_send(PyObject *self, PyObject *args) {
     return failure(code, &err);
 }
 
+static PyObject *next_message(void *ws, long long timeout_ms);
+
 static PyObject *ws_next(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *pws;
@@ -117,6 +128,23 @@ static PyObject *ws_next(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "courier._speedups: ws_init() was not called");
         return NULL;
     }
+    return next_message(ws, timeout_ms);
+}
+
+/* The socket read on the loop's thread (the GIL held: the read does not wait), then the next message. */
+static PyObject *ws_read(PyObject *self, PyObject *pws) {
+    (void)self;
+    void *ws;
+    if (as_ptr(pws, &ws) < 0) return NULL;
+    if (wsf.read == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "courier._speedups: ws_init() was not called");
+        return NULL;
+    }
+    if (wsf.read((courier_ws *)ws) != 0) Py_RETURN_FALSE;
+    return next_message(ws, 0);
+}
+
+static PyObject *next_message(void *ws, long long timeout_ms) {
     courier_ws_message m;
     memset(&m, 0, sizeof m);
     m.size = sizeof m;
@@ -290,7 +318,10 @@ static PyType_Spec wake_spec = {
 };
 
 static PyMethodDef ws_methods[] = {
-    {"ws_init", ws_init, METH_VARARGS, "ws_init(courier_ws_send, courier_ws_next): the functions' addresses"},
+    {"ws_init", ws_init, METH_VARARGS,
+     "ws_init(courier_ws_send, courier_ws_next, courier_ws_read_socket): the functions' addresses"},
+    {"ws_read", ws_read, METH_O,
+     "ws_read(ws) -> str | bytes | None (keep watching) | False (stop watching) | (code, courier_error bytes)"},
     {"ws_send", ws_send, METH_VARARGS, "ws_send(ws, type, data) -> None | (code, courier_error bytes)"},
     {"ws_next", ws_next, METH_VARARGS,
      "ws_next(ws, timeout_ms) -> str | bytes | None (no message yet) | (code, courier_error bytes)"},

@@ -246,3 +246,37 @@ def test_websockets_leave_no_descriptor_open(peer: str) -> None:
     sync_round()
     assert fds() == before
     asyncio.run(main())
+
+
+def test_asyncio_reads_on_the_loop(peer: str) -> None:
+    """On the compiled path an asyncio WebSocket on ws:// reads its socket on the loop's thread
+    (courier_ws_take_reads): messages of every length form come back whole and in order, a server's
+    ping read there is answered (/pingecho echoes only after the pong), a cancelled arecv loses no
+    message, and the closing handshake ends as before."""
+    sizes = [0, 1, 125, 126, 4096, 65535, 65536, 70000]
+
+    async def main() -> None:
+        e = courier.AsyncEngine(temporary_store=True)
+        try:
+            async with e.websocket(peer + "/echo") as ws:
+                for i in range(40):
+                    data = bytes((i + k) % 251 for k in range(sizes[i % len(sizes)]))
+                    await ws.asend(data)
+                    assert await asyncio.wait_for(ws.arecv(), 10) == data
+                if courier._fast.ext is not None:
+                    assert ws._waker._sock >= 0  # the loop watches the socket: the reads are its own
+                waiting = asyncio.ensure_future(ws.arecv())
+                await asyncio.sleep(0.05)  # (the task waits on the socket)
+                waiting.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await waiting
+                await ws.asend("after a cancel")
+                assert await asyncio.wait_for(ws.arecv(), 10) == "after a cancel"
+            async with e.websocket(peer + "/pingecho") as ws:
+                for i in range(5):
+                    await ws.asend(f"ping {i}")
+                    assert await asyncio.wait_for(ws.arecv(), 10) == f"ping {i}"
+        finally:
+            await e.aclose()
+
+    asyncio.run(main())

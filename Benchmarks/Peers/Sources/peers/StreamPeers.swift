@@ -4,10 +4,12 @@
 // to run. Medians of the runs; each ratio is the median of the per-run ratios.
 //   ws:  round trips of a 1 KiB binary message (send, then wait for its echo), on 1 connection and
 //        on --connections at once: Courier's `engine.webSocket` (send / receive, a task per
-//        connection) vs websocket-kit (vapor/websocket-kit over swift-nio) driven two ways: from its
-//        event loop (the next message sent from the onBinary callback: NIO's own pace) and from
-//        Swift concurrency (async send, the echo handed to the task by an AsyncStream).
-//        Target: Courier >= 1x websocket-kit.
+//        connection) on the global executor and on the engine's (`courier_swift_worker`:
+//        `withTaskExecutorPreference(engine.taskExecutor)`, the tasks on the worker that reads the
+//        echo) vs websocket-kit (vapor/websocket-kit over swift-nio) driven two ways: from its
+//        event loop (the next message sent from the onBinary callback: NIO's own pace; paired with
+//        both Courier clients) and from Swift concurrency (async send, the echo handed to the task
+//        by an AsyncStream; paired with the default). Target: Courier >= 1x websocket-kit.
 //   sse: --events events of one /sse response by Courier's `engine.events(for:)`. No Swift peer:
 //        mattt/EventSource 1.1.1 (its only release) does not build on Linux (URLSession.bytes), and a
 //        package's files are not committed here.
@@ -110,6 +112,8 @@ struct PeersWebSocket: AsyncParsableCommand {
     @Option(help: "Connections of the parallel case.") var connections = 32
     @Option(help: "Runs; medians are reported.") var runs = 5
     @Option(help: "Untimed round trips per connection before each timed run.") var warmup = 50
+    @Option(help: "Only these clients, comma-separated (for a profile of one), e.g. courier_swift.")
+    var clients: String?
     @Flag(help: "Print one JSON object.") var json = false
 
     static let message = [UInt8]((0..<1024).map { UInt8($0 % 251) })
@@ -126,16 +130,25 @@ struct PeersWebSocket: AsyncParsableCommand {
         defer { engine.close() }
         let group = MultiThreadedEventLoopGroup.singleton
         var result: [String: Any] = [:]
-        let names = ["courier_swift", "websocketkit_eventloop", "websocketkit_async"]
+        let all = ["courier_swift", "courier_swift_worker", "websocketkit_eventloop", "websocketkit_async"]
+        let chosen = clients.map { $0.split(separator: ",").map(String.init) } ?? all
+        let names = all.filter { chosen.contains($0) }
+        guard !names.isEmpty else { throw ValidationError("--clients: none of \(all.joined(separator: ", "))") }
         for conns in [1, connections] {
             let m = try await measure(names, runs: runs, count: messages) { name in
                 switch name {
                 case "courier_swift": return try await courier(engine, url: url, connections: conns)
+                case "courier_swift_worker":
+                    guard #available(macOS 15.0, *) else { throw ValidationError("engine.taskExecutor needs macOS 15") }
+                    return try await withTaskExecutorPreference(engine.taskExecutor) {
+                        try await courier(engine, url: url, connections: conns)
+                    }
                 case "websocketkit_eventloop": return try await kitEventLoop(group, url: url, connections: conns)
                 default: return try await kitAsync(group, url: url, connections: conns)
                 }
             }
-            summarize("ws\(conns)", m, pairs: [("courier_swift", "websocketkit_eventloop"), ("courier_swift", "websocketkit_async")],
+            summarize("ws\(conns)", m, pairs: [("courier_swift", "websocketkit_eventloop"), ("courier_swift", "websocketkit_async"),
+                                               ("courier_swift_worker", "websocketkit_eventloop")],
                       into: &result)
         }
         result["messages"] = messages
