@@ -115,6 +115,8 @@ static void r_close(cr_journal *j) {
     if (cjr_run(j, &c, 1, &rep, true) == 0) freeReplyObject(rep);
     cr_redis_close(r->db);
     pthread_mutex_destroy(&r->mu);
+    free(r->waiting);
+    free(r->hosts);
     free(r);
     j->redis = NULL;
 }

@@ -25,6 +25,9 @@
 /* A pass looks for abandoned entries (XAUTOCLAIM, which scans the group's pending list) at most
  * this often: the scan cost ~9 ms of the master's time at 10,000 pending, every pass. */
 #define R_ABANDONED_EVERY_MS 1000
+/* A pass reads the states of the ordered records it found waiting for an earlier one of their
+ * host (cj_redis.waiting) again at most this often; in between it reads only their hosts' heads. */
+#define R_WAITING_EVERY_MS 1000
 #define R_KEYS 8
 
 typedef struct cj_redis cj_redis;
@@ -46,6 +49,25 @@ struct cj_redis {
      * the next turn (store_redis.c, end_turn). Journal thread only. */
     struct rdeferred *backlog;
     size_t nbacklog, capbacklog;
+    /* Ordered records of this engine's pending list that a pass found waiting for an earlier one
+     * of their host (store_redis_replay.c, cjr_pass), ascending, each with its host's index in
+     * hosts. A pass reads no state of these, only their hosts' heads (one ZRANGEBYLEX per host),
+     * until the list is made again from every state, at most R_WAITING_EVERY_MS after the last
+     * time (waiting_ms): an ordered backlog of N then costs a pass its pending list, not N states.
+     * hosts: the hosts seen, each with its head as this pass read it. Journal thread only. */
+    struct rwaiting {
+        uint64_t seq;
+        uint32_t host;
+    } *waiting;
+    size_t nwaiting, capwaiting;
+    struct rhost {
+        char name[J_HOST_MAX + 1];
+        size_t len;
+        uint64_t head;
+        bool known; /* head read in this pass */
+    } *hosts;
+    size_t nhosts, caphosts;
+    int64_t waiting_ms;
 };
 
 enum { K_STREAM, K_STATE, K_IDS, K_GID, K_HOSTQ, K_HOSTQ_OF, K_OUTCOMES, K_SEQ };

@@ -206,6 +206,60 @@ static int host_head(cr_journal *j, struct cj_rtxn *t, const char *host, size_t 
     return 0;
 }
 
+/* host's index in r->hosts (added when new; -1: out of memory). *last: the index found before,
+ * tried first (a pending list is mostly runs of one host). */
+static long host_index(cj_redis *r, const char *host, size_t hl, long *last) {
+    if (*last >= 0 && (size_t)*last < r->nhosts && r->hosts[*last].len == hl && memcmp(r->hosts[*last].name, host, hl) == 0)
+        return *last;
+    for (size_t i = 0; i < r->nhosts; i++)
+        if (r->hosts[i].len == hl && memcmp(r->hosts[i].name, host, hl) == 0) return *last = (long)i;
+    if (r->nhosts == r->caphosts) {
+        size_t cap = r->caphosts ? r->caphosts * 2 : 8;
+        struct rhost *h = realloc(r->hosts, cap * sizeof *h);
+        if (!h) return -1;
+        r->hosts = h;
+        r->caphosts = cap;
+    }
+    struct rhost *h = &r->hosts[r->nhosts];
+    memcpy(h->name, host, hl);
+    h->name[hl] = '\0';
+    h->len = hl;
+    h->head = 0;
+    h->known = false;
+    return *last = (long)r->nhosts++;
+}
+
+/* The head of the host r->hosts[k], read once per pass (host_head). */
+static int head_of(cr_journal *j, struct cj_rtxn *t, long k, uint64_t *seq) {
+    struct rhost *h = &j->redis->hosts[k];
+    if (!h->known) {
+        int rc = host_head(j, t, h->name, h->len, &h->head);
+        if (rc) return rc;
+        h->known = true;
+    }
+    *seq = h->head;
+    return 0;
+}
+
+static int cmp_waiting(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = ((const struct rwaiting *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
+/* seq noted waiting for the head of host k (kept ascending: a seq below the last one is left for
+ * the next full read). */
+static void note_waiting(cj_redis *r, uint64_t seq, long k) {
+    if (r->nwaiting && r->waiting[r->nwaiting - 1].seq >= seq) return;
+    if (r->nwaiting == r->capwaiting) {
+        size_t cap = r->capwaiting ? r->capwaiting * 2 : 256;
+        struct rwaiting *w = realloc(r->waiting, cap * sizeof *w);
+        if (!w) return; /* only a hint: its state is read next pass */
+        r->waiting = w;
+        r->capwaiting = cap;
+    }
+    r->waiting[r->nwaiting++] = (struct rwaiting){seq, (uint32_t)k};
+}
+
 /* The texts of the records of seqs[0..n) (their states read ahead in t) that this pass will
  * likely claim, read ahead in one round trip, at most *left of them: due (or in a replay-now),
  * not claimed by a live lease, not expired, automatic and unordered (an ordered record waits for
@@ -260,13 +314,31 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
     jseqs expired = {0};
     bool full = false;
     int64_t next_due = INT64_MAX;
-    /* Host heads looked up once per pass. */
-    char last_host[J_HOST_MAX + 1] = "";
-    size_t last_hl = SIZE_MAX;
-    uint64_t last_head = 0;
+    struct cj_rtxn *t = (struct cj_rtxn *)txn;
+    /* Host heads looked up once per pass, each host's (hosts interleaved in the pending list cost
+     * one ZRANGEBYLEX each, not one per change of host). */
+    for (size_t k = 0; k < r->nhosts; k++) r->hosts[k].known = false;
+    long last_k = -1;
+    /* The ordered records found waiting are skipped unread while their host's head is another
+     * record; every R_WAITING_EVERY_MS the list is made again from all the states (a record
+     * changed meanwhile, by another engine or the API, is seen then). */
+    int64_t mono = cr_mono_ms();
+    bool full_read = !r->waiting_ms || mono - r->waiting_ms >= R_WAITING_EVERY_MS;
+    if (full_read) {
+        r->nwaiting = 0;
+        r->nhosts = 0;
+    } else if (r->nwaiting) {
+        size_t kept = 0;
+        for (size_t i = 0; rc == 0 && i < nseq; i++) {
+            const struct rwaiting *w = bsearch(&seqs[i], r->waiting, r->nwaiting, sizeof *r->waiting, cmp_waiting);
+            uint64_t head;
+            if (w && (rc = head_of(j, t, (long)w->host, &head)) == 0 && head != seqs[i]) continue; /* still waits */
+            seqs[kept++] = seqs[i];
+        }
+        nseq = kept;
+    }
     /* The states of this engine's records, a thousand per round trip, kept by the turn (rec_get
      * reads them there), and the texts of those it is about to claim, in one round trip more. */
-    struct cj_rtxn *t = (struct cj_rtxn *)txn;
     size_t send = 0;
     long texts_left = slots;
     for (size_t i = 0; rc == 0 && i < nseq; i++) {
@@ -307,12 +379,17 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
             continue;
         }
         if (is_ordered_auto(&st)) {
-            if (st.host_len != last_hl || memcmp(st.host, last_host, st.host_len) != 0) {
-                if ((rc = host_head(j, (struct cj_rtxn *)txn, st.host, st.host_len, &last_head))) break;
-                memcpy(last_host, st.host, st.host_len);
-                last_hl = st.host_len;
+            long k = host_index(r, st.host, st.host_len, &last_k);
+            uint64_t head;
+            if (k < 0) {
+                rc = ENOMEM;
+                break;
             }
-            if (last_head != seqs[i]) continue; /* waits for the one before it */
+            if ((rc = head_of(j, t, k, &head))) break;
+            if (head != seqs[i]) { /* waits for the one before it */
+                note_waiting(r, seqs[i], k);
+                continue;
+            }
         }
         if (full) {
             if (due_time(&st) < next_due) next_due = due_time(&st);
@@ -327,6 +404,8 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
     freeReplyObject(pend);
     r->due_now = full;
     r->next_due = next_due;
+    if (rc == 0 && full_read) r->waiting_ms = mono;
+    if (rc) r->waiting_ms = 0; /* a failed pass: the next one reads every state */
     return rc;
 }
 
