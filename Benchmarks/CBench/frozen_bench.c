@@ -210,7 +210,11 @@ static courier_request *fb_request(const char *url, int freeze) {
     if (courier_request_new(&r, "POST", url) != COURIER_OK) return NULL;
     courier_request_set_body(r, body, sizeof body - 1, "application/json");
     courier_request_set_coalesce(r, 0);
-    if (freeze) courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, COURIER_FREEZE_UNORDERED);
+    /* FROZEN_ORDERED=1: frozen in their host's order (one host, so one request of the backlog in
+     * flight at a time: docs/design/redis.md, "Ordered replay"), else unordered. */
+    const char *ordered = getenv("FROZEN_ORDERED");
+    unsigned flags = ordered && ordered[0] == '1' ? 0 : COURIER_FREEZE_UNORDERED;
+    if (freeze) courier_request_set_freeze(r, COURIER_FREEZE_AUTO, 0, flags);
     return r;
 }
 

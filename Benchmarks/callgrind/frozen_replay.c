@@ -6,7 +6,8 @@
  *   size STORE URL          : the bytes a frozen POST takes in the journal (16 frozen into STORE)
  *   raw DIR N BYTES         : N raw LMDB synced commits of BYTES-byte values into a fresh
  *                             environment (the bench's ceiling, cbench_lmdb_sync_commits); prints seconds
- *   replay STORE            : STORE's frozen requests replayed, 8 in flight, with a listener
+ *   replay STORE            : STORE's frozen requests replayed, 8 in flight, with a listener; prints
+ *                             the requests answered and the seconds
  *   transport URL N         : the same POSTs sent normally, 8 in flight
  *   ratio URL N RUNS DIR    : RUNS times: transport, freeze N into a fresh store under DIR, replay,
  *                             transport; prints each run's requests/s and CPU us per request (the
@@ -14,6 +15,7 @@
  *                             wall and by CPU
  * FROZEN_JOURNAL=URL in the environment: the journals on that Redis (a redis:// or redis+cluster://
  * URL, cbench_frozen_set_journal) instead of LMDB, as `courier bench frozen --backend redis|redis-cluster`.
+ * FROZEN_ORDERED=1: freeze's requests are frozen in their host's order (one host), not unordered.
  * URL is a server in another process (Benchmarks/callgrind/frozen_replay.sh starts
  * courier-test-server), so the client's CPU is all that is counted. Instructions per request:
  * callgrind at two N, the difference divided by the difference of N. */
@@ -66,6 +68,7 @@ int main(int argc, char **argv) {
     }
     if (argc >= 3 && strcmp(argv[1], "replay") == 0) {
         cbench_frozen_replay(argv[2], CONCURRENCY, 300000, &r);
+        printf("%ld %.6f\n", r.completed, r.seconds);
         return check("replay", &r, -1);
     }
     if (argc >= 4 && strcmp(argv[1], "transport") == 0) {

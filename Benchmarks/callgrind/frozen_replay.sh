@@ -8,6 +8,8 @@
 # redis+cluster://..., e.g. from scripts/redis-fixture start|cluster DIR) instead of LMDB, as
 # `courier bench frozen --backend redis|redis-cluster` does (ratio: replay on Redis against the
 # transport; docs/design/redis-cluster.md, "Replay on a cluster").
+# FROZEN_ORDERED=1 freezes the requests in their host's order (one host: a backlog replayed one at
+# a time; docs/design/redis.md, "Ordered replay: a backlog") instead of unordered.
 # The server is courier-test-server in its own process, so only the client is counted.
 #   ir    (the default): instructions per request under callgrind, every thread of the client
 #         counted, (Ir(N2) - Ir(N1)) / (N2 - N1): a replay of N frozen POSTs (8 in flight, a
