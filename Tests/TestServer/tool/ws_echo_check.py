@@ -9,7 +9,7 @@ import base64, hashlib, os, socket, struct, subprocess, sys
 p = subprocess.Popen([sys.argv[1], "--stdin-eof"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 port = int(p.stdout.readline())
 def conn(extra=b"", key=None):
-    s = socket.create_connection(("127.0.0.1", port))
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)  # a wrong peer fails, not hangs
     key = key or base64.b64encode(os.urandom(16)).decode()
     s.sendall(f"GET /ws/echo HTTP/1.1\r\nHost: x\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode() + extra)
     return s, key
@@ -67,7 +67,7 @@ for bad in [frame(2, b"x", mask=False), bytes([0xC2]) + frame(2, b"x")[1:], fram
     s, _ = conn(); head(s); s.sendall(bad)
     assert rframe(s) == (0x80, 8, struct.pack(">H", 1002)), bad; assert s.recv(10) == b""
 # not a handshake -> 400
-s = socket.create_connection(("127.0.0.1", port)); s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+s = socket.create_connection(("127.0.0.1", port), timeout=30); s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 assert head(s).startswith("HTTP/1.1 400"); assert s.recv(10) == b""
 left_open, _ = conn(); head(left_open)  # still open when the peer stops: freed, exit 0
 p.stdin.close(); assert p.wait(30) == 0
