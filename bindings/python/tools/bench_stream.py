@@ -1,12 +1,17 @@
 """WebSocket echo and server-sent events through this binding and through the Python clients users
-would pick instead, in the same run, against Courier's loopback test server. Not part of the
-package: ``run-bench.sh stream`` runs it against the installed wheel.
+would pick instead, in the same run, against loopback servers of the project's own. Not part of
+the package: ``run-bench.sh stream`` runs it against the installed wheel.
 
     python bindings/python/tools/bench_stream.py [--messages 5000] [--connections 32] \
-        [--events 100000] [--runs 5] [--json]
+        [--events 100000] [--runs 5] [--ws-server echo|test] [--json]
 
-The server is ``courier-test-server`` (``COURIER_TEST_SERVER`` or ``--server``; a C process of its
-own, one thread per connection): ``/ws/echo`` sends every WebSocket frame back, ``/sse?per=N``
+Every client of a row meets the same server process. WebSocket rows: by default ``courier-ws-echo``
+(``COURIER_WS_ECHO`` or ``--ws-echo``; Tests/TestServer/tool/ws_echo.c, Linux: one thread over
+epoll, one recv and one send a message), which sends every frame back; ``--ws-server test`` uses
+the test server's ``/ws/echo`` instead (a thread per connection, parked in poll() after each
+message: about as much CPU a round trip as the client under test at 32 connections, so those
+figures measure the server as much as the clients; docs/design/ws-echo-peer.md). Server-sent
+events: ``courier-test-server`` (``COURIER_TEST_SERVER`` or ``--server``), whose ``/sse?per=N``
 writes N events as fast as the client reads them.
 
 WebSocket: round trips of a 1 KiB binary message (send, then wait for its echo), on one connection
@@ -25,8 +30,9 @@ and delivered to Python (``id``, ``event``, two ``data`` lines). Clients: ``cour
 (``httpx.AsyncClient`` + ``aconnect_sse``).
 
 Each client runs ``--runs`` times, the clients' order rotating from run to run; the medians are
-reported, with the CPU time of this process per round trip / per event (the server is another
-process), and each ratio is the median of the per-run ratios. The issue's bar: Courier >= 2x
+reported, with the CPU time of this process per round trip / per event and (Linux, from
+/proc/PID/stat: 10 ms ticks, so read it over thousands of round trips) the server process's
+(``..._server_cpu_us``), and each ratio is the median of the per-run ratios. The issue's bar: Courier >= 2x
 ``websockets`` for WebSocket echo. Benchmarks are figures, not tests: nothing here asserts a speed.
 """
 from __future__ import annotations
@@ -51,7 +57,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 # ---- the server ---------------------------------------------------------------------------------
 
 class TestServer:
-    """courier-test-server as a child process: it prints its port and serves until stdin closes."""
+    """courier-test-server (or courier-ws-echo, which starts the same way) as a child process: it
+    prints its port and serves until stdin closes."""
 
     def __init__(self, path: str) -> None:
         self.proc = subprocess.Popen([path, "--stdin-eof"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -77,9 +84,32 @@ def server_path(arg: Optional[str]) -> str:
     sys.exit("courier-test-server not found: build it (run-bench.sh does) or pass --server PATH")
 
 
+def ws_echo_path(arg: Optional[str]) -> str:
+    for p in (arg, os.environ.get("COURIER_WS_ECHO"), str(ROOT / "build" / "py" / "courier-ws-echo")):
+        if p and os.access(p, os.X_OK):
+            return p
+    sys.exit("courier-ws-echo not found: build it (run-bench.sh stream does, on Linux), pass --ws-echo PATH, "
+             "or measure against the test server with --ws-server test")
+
+
 def cpu() -> float:
     t = os.times()
     return t.user + t.system
+
+
+def process_cpu(pid: int) -> Callable[[], float]:
+    """The CPU seconds (user + system, its threads gone included) process `pid` has used so far,
+    from /proc (Linux; elsewhere always 0)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def read() -> float:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / tick
+    return read
 
 
 # ---- WebSocket clients: each returns the seconds of `total` round trips over `conns` connections --
@@ -233,30 +263,37 @@ def sse_httpx_aio(url: str, total: int) -> float:
 
 # ---- the run ------------------------------------------------------------------------------------
 
+Figures = tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]
+
+
 def measure(clients: dict[str, Callable[[], float]], count: int, runs: int,
-            log: Callable[[str], None]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Runs every client `runs` times, the order rotating; rates (count / s) and CPU us per item."""
+            log: Callable[[str], None], server_cpu: Callable[[], float]) -> Figures:
+    """Runs every client `runs` times, the order rotating; rates (count / s), and CPU us per item
+    of this process and of the server (warm-up and connecting included: a few percent)."""
     rates: dict[str, list[float]] = {k: [] for k in clients}
     cpus: dict[str, list[float]] = {k: [] for k in clients}
+    server: dict[str, list[float]] = {k: [] for k in clients}
     names = list(clients)
     for run in range(runs):
         for i in range(len(names)):
             name = names[(i + run) % len(names)]
-            c0 = cpu()
+            c0, s0 = cpu(), server_cpu()
             seconds = clients[name]()
-            used = cpu() - c0
+            used, served = cpu() - c0, server_cpu() - s0
             rates[name].append(count / seconds)
             cpus[name].append(used / count * 1e6)
+            server[name].append(served / count * 1e6)
             log(f"run {run + 1}/{runs} {name}: {count / seconds:,.0f}/s")
-    return rates, cpus
+    return rates, cpus, server
 
 
-def summarize(prefix: str, rates: dict[str, list[float]], cpus: dict[str, list[float]],
-              pairs: list[tuple[str, str]], result: dict[str, Any]) -> None:
+def summarize(prefix: str, figures: Figures, pairs: list[tuple[str, str]], result: dict[str, Any]) -> None:
+    rates, cpus, server = figures
     for name, values in rates.items():
         result[f"{prefix}_{name}"] = round(statistics.median(values), 1)
         result[f"{prefix}_{name}_runs"] = [round(v, 1) for v in values]
         result[f"{prefix}_{name}_cpu_us"] = round(statistics.median(cpus[name]), 2)
+        result[f"{prefix}_{name}_server_cpu_us"] = round(statistics.median(server[name]), 2)
     for mine, peer in pairs:
         a, b = rates[mine], rates[peer]
         result[f"{prefix}_{mine}_vs_{peer}"] = round(statistics.median(x / y for x, y in zip(a, b)), 2)
@@ -271,60 +308,70 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=200, help="untimed round trips per connection")
     ap.add_argument("--only", choices=("ws", "sse"), help="one half only")
     ap.add_argument("--server", help="courier-test-server to start (else $COURIER_TEST_SERVER, build/py)")
+    ap.add_argument("--ws-server", choices=("echo", "test"), default="echo",
+                    help="the WebSocket rows' server: courier-ws-echo (default) or the test server's /ws/echo")
+    ap.add_argument("--ws-echo", help="courier-ws-echo to start (else $COURIER_WS_ECHO, build/py)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args()
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    srv = TestServer(server_path(args.server))
     result: dict[str, Any] = {}
-    try:
-        ws_url = f"ws://127.0.0.1:{srv.port}/ws/echo"
-        sse_url = f"http://127.0.0.1:{srv.port}/sse?per={args.events}&total={args.events}"
-        m, k = args.messages, args.connections
-        if args.only != "sse":
+    m, k = args.messages, args.connections
+    if args.only != "sse":
+        ws_echo = args.ws_server == "echo"
+        srv = TestServer(ws_echo_path(args.ws_echo) if ws_echo else server_path(args.server))
+        result["ws_server"] = ("courier-ws-echo (C, one thread, epoll)" if ws_echo
+                               else "courier-test-server /ws/echo (C, a thread per connection)")
+        try:
+            ws_url = f"ws://127.0.0.1:{srv.port}/ws/echo"
+            server_cpu = process_cpu(srv.proc.pid)
             one = {
                 "courier_sync": lambda: ws_courier_sync(ws_url, m, 1, args.warmup),
                 "courier_aio": lambda: ws_courier_aio(ws_url, m, 1, args.warmup),
                 "websockets_sync": lambda: ws_websockets_sync(ws_url, m, 1, args.warmup),
                 "websockets_aio": lambda: ws_websockets_aio(ws_url, m, 1, args.warmup),
             }
-            rates, cpus = measure(one, m, args.runs, log)
-            summarize("ws1", rates, cpus, [("courier_sync", "websockets_sync"), ("courier_aio", "websockets_aio")],
-                      result)
+            summarize("ws1", measure(one, m, args.runs, log, server_cpu),
+                      [("courier_sync", "websockets_sync"), ("courier_aio", "websockets_aio")], result)
             many = {
                 "courier_aio": lambda: ws_courier_aio(ws_url, m, k, args.warmup // 4),
                 "websockets_aio": lambda: ws_websockets_aio(ws_url, m, k, args.warmup // 4),
             }
-            rates, cpus = measure(many, m, args.runs, log)
-            summarize(f"ws{k}", rates, cpus, [("courier_aio", "websockets_aio")], result)
-        if args.only != "ws":
+            summarize(f"ws{k}", measure(many, m, args.runs, log, server_cpu),
+                      [("courier_aio", "websockets_aio")], result)
+        finally:
+            srv.stop()
+    if args.only != "ws":
+        srv = TestServer(server_path(args.server))
+        try:
+            sse_url = f"http://127.0.0.1:{srv.port}/sse?per={args.events}&total={args.events}"
             sse = {
                 "courier_sync": lambda: sse_courier_sync(sse_url, args.events),
                 "courier_aio": lambda: sse_courier_aio(sse_url, args.events),
                 "httpx_sse_sync": lambda: sse_httpx_sync(sse_url, args.events),
                 "httpx_sse_aio": lambda: sse_httpx_aio(sse_url, args.events),
             }
-            rates, cpus = measure(sse, args.events, args.runs, log)
-            summarize("sse", rates, cpus, [("courier_sync", "httpx_sse_sync"), ("courier_aio", "httpx_sse_aio")],
-                      result)
-    finally:
-        srv.stop()
+            summarize("sse", measure(sse, args.events, args.runs, log, process_cpu(srv.proc.pid)),
+                      [("courier_sync", "httpx_sse_sync"), ("courier_aio", "httpx_sse_aio")], result)
+        finally:
+            srv.stop()
 
     import websockets
     result.update(messages=args.messages, message_bytes=len(MESSAGE), connections=args.connections,
                   events=args.events, runs=args.runs, python=sys.version.split()[0],
                   library=courier.library_version(), websockets=websockets.__version__,
-                  server="courier-test-server (C, a thread per connection)")
+                  sse_server="courier-test-server /sse (C, a thread per connection)")
     if args.json:
         print(json.dumps(result))
         return 0
-    print(f"{'':28}{'per second':>14}{'CPU us each':>14}   median of {args.runs} runs")
+    print(f"{'':28}{'per second':>14}{'CPU us each':>14}{'server us':>11}   median of {args.runs} runs")
     for key, value in result.items():
-        if key.endswith(("_runs", "_cpu_us")) or "_vs_" in key or not key.startswith(("ws", "sse")):
+        if key.endswith(("_runs", "_cpu_us")) or "_vs_" in key or key.endswith("_server") \
+                or not key.startswith(("ws", "sse")):
             continue
-        print(f"{key:28}{value:>14,.0f}{result[key + '_cpu_us']:>14.1f}")
+        print(f"{key:28}{value:>14,.0f}{result[key + '_cpu_us']:>14.1f}{result[key + '_server_cpu_us']:>11.1f}")
     for key, value in result.items():
         if "_vs_" in key:
             print(f"{key:50} {value:.2f}x")
