@@ -134,6 +134,42 @@ static inline void argn(rargs *a, int64_t x) {
 }
 static inline void argk(rargs *a, cr_journal *j, int k) { arg(a, j->redis->keys[k], j->redis->keylen[k]); }
 static inline cr_redis_cmd cmd_of(rargs *a) { return (cr_redis_cmd){a->n, a->v, a->len}; }
+/* The replay's three reads of the stream, built once (store_redis_replay.c's pass pipelines them;
+ * adopting new entries, abandoned ones and the pending list also run them alone): */
+/* XREADGROUP of this engine's consumer: the stream's new entries, a batch at most. */
+static inline void args_xreadgroup(rargs *a, cr_journal *j) {
+    args(a, "XREADGROUP");
+    args(a, "GROUP");
+    args(a, R_GROUP);
+    args(a, j->redis->consumer);
+    args(a, "COUNT");
+    argn(a, R_BATCH);
+    args(a, "STREAMS");
+    argk(a, j, K_STREAM);
+    args(a, ">");
+}
+/* XAUTOCLAIM from `cursor` (borrowed until the command runs): entries idle for a lease, a batch. */
+static inline void args_xautoclaim(rargs *a, cr_journal *j, const char *cursor) {
+    args(a, "XAUTOCLAIM");
+    argk(a, j, K_STREAM);
+    args(a, R_GROUP);
+    args(a, j->redis->consumer);
+    argn(a, j->lease_ms);
+    args(a, cursor);
+    args(a, "COUNT");
+    argn(a, R_BATCH);
+    args(a, "JUSTID");
+}
+/* XPENDING of this engine's consumer: its whole pending list (ids). */
+static inline void args_xpending(rargs *a, cr_journal *j) {
+    args(a, "XPENDING");
+    argk(a, j, K_STREAM);
+    args(a, R_GROUP);
+    args(a, "-");
+    args(a, "+");
+    argn(a, 100000);
+    args(a, j->redis->consumer);
+}
 
 static inline uint64_t seq_of_id(const char *id) { return strncmp(id, "0-", 2) == 0 ? strtoull(id + 2, NULL, 10) : 0; }
 

@@ -202,13 +202,7 @@ int cjr_ensure_group(cr_journal *j) {
 /* My pending entries: ids (new, count *n). */
 int cjr_my_pending(cr_journal *j, redisReply **out) {
     rargs a = {0};
-    args(&a, "XPENDING");
-    argk(&a, j, K_STREAM);
-    args(&a, R_GROUP);
-    args(&a, "-");
-    args(&a, "+");
-    argn(&a, 100000);
-    args(&a, j->redis->consumer);
+    args_xpending(&a, j);
     cr_redis_cmd c = cmd_of(&a);
     int rc = cjr_run(j, &c, 1, out, false);
     if (rc == 0 && (*out)->type != REDIS_REPLY_ARRAY) {

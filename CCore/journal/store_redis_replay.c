@@ -12,15 +12,7 @@
 /* New entries of the stream become this engine's (its pending list). */
 int cjr_adopt_new(cr_journal *j) {
     rargs a = {0};
-    args(&a, "XREADGROUP");
-    args(&a, "GROUP");
-    args(&a, R_GROUP);
-    args(&a, j->redis->consumer);
-    args(&a, "COUNT");
-    argn(&a, R_BATCH);
-    args(&a, "STREAMS");
-    argk(&a, j, K_STREAM);
-    args(&a, ">");
+    args_xreadgroup(&a, j);
     cr_redis_cmd c = cmd_of(&a);
     for (int round = 0; round < 100; round++) {
         redisReply *rep;
@@ -52,15 +44,7 @@ static int adopt_abandoned(cr_journal *j) {
     char cursor[48] = "0-0";
     for (int round = 0; round < 100; round++) {
         rargs a = {0};
-        args(&a, "XAUTOCLAIM");
-        argk(&a, j, K_STREAM);
-        args(&a, R_GROUP);
-        args(&a, j->redis->consumer);
-        argn(&a, j->lease_ms);
-        args(&a, cursor);
-        args(&a, "COUNT");
-        argn(&a, R_BATCH);
-        args(&a, "JUSTID");
+        args_xautoclaim(&a, j, cursor);
         cr_redis_cmd c = cmd_of(&a);
         redisReply *rep;
         int rc = cjr_run(j, &c, 1, &rep, false);
@@ -81,31 +65,9 @@ static int adopt_abandoned(cr_journal *j) {
  * group made again). *pend: new, as cjr_my_pending's. */
 static int pass_reads(cr_journal *j, redisReply **pend) {
     rargs a = {0}, b = {0}, p = {0};
-    args(&a, "XREADGROUP");
-    args(&a, "GROUP");
-    args(&a, R_GROUP);
-    args(&a, j->redis->consumer);
-    args(&a, "COUNT");
-    argn(&a, R_BATCH);
-    args(&a, "STREAMS");
-    argk(&a, j, K_STREAM);
-    args(&a, ">");
-    args(&b, "XAUTOCLAIM");
-    argk(&b, j, K_STREAM);
-    args(&b, R_GROUP);
-    args(&b, j->redis->consumer);
-    argn(&b, j->lease_ms);
-    args(&b, "0-0");
-    args(&b, "COUNT");
-    argn(&b, R_BATCH);
-    args(&b, "JUSTID");
-    args(&p, "XPENDING");
-    argk(&p, j, K_STREAM);
-    args(&p, R_GROUP);
-    args(&p, "-");
-    args(&p, "+");
-    argn(&p, 100000);
-    args(&p, j->redis->consumer);
+    args_xreadgroup(&a, j);
+    args_xautoclaim(&b, j, "0-0");
+    args_xpending(&p, j);
     /* Abandoned entries looked for at most every R_ABANDONED_EVERY_MS (a lease is minutes; an
      * engine's entries given back at close are taken within a second, not at the next pass). */
     int64_t mono = cr_mono_ms();
