@@ -4,9 +4,10 @@
  * from the server's side (order, exactly once, the same key on a duplicate), even when the client
  * is another process that gets killed.
  *
- * Answers: "/status/NNN..." -> status NNN; "/slow/..." -> waits 150 ms, then 200; anything else
- * 200. Body: {"ok":true}. Keep-alive, Content-Length bodies. One thread per connection; stop
- * closes everything and joins every thread. Restartable on the same port (SO_REUSEADDR).
+ * Answers: "/status/NNN..." -> status NNN; "/slow/..." -> waits 150 ms, then 200; the path named
+ * by jr_hold -> waits until jr_release (recorded on arrival); anything else 200. Body:
+ * {"ok":true}. Keep-alive, Content-Length bodies. One thread per connection; stop closes
+ * everything and joins every thread. Restartable on the same port (SO_REUSEADDR).
  * Header-only (static functions) so each test executable has its own copy.
  *
  * Below the server, the scaffolding the journal tests that run other processes share (children
@@ -54,6 +55,8 @@ typedef struct jr_server {
     jr_hit *hits;
     size_t nhits, cap;
     int active, max_active; /* requests to /slow/ being answered at once */
+    char hold[256];         /* a request to this path waits for jr_release (jr_hold) */
+    pthread_cond_t released;
 } jr_server;
 
 typedef struct jr_conn_arg {
@@ -126,6 +129,9 @@ static void *jr_conn_main(void *arg) {
             s->active--;
             pthread_mutex_unlock(&s->lock);
         }
+        pthread_mutex_lock(&s->lock);
+        while (s->hold[0] && strcmp(h.path, s->hold) == 0 && !s->stopping) pthread_cond_wait(&s->released, &s->lock);
+        pthread_mutex_unlock(&s->lock);
         char resp[256];
         int n = snprintf(resp, sizeof resp,
                          "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}",
@@ -184,7 +190,10 @@ static int jr_start(jr_server *s, int port) {
     }
     socklen_t len = sizeof sa;
     getsockname(fd, (struct sockaddr *)&sa, &len);
-    if (!s->hits) pthread_mutex_init(&s->lock, NULL);
+    if (!s->hits) {
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->released, NULL);
+    }
     s->fd = fd;
     s->port = ntohs(sa.sin_port);
     s->stopping = 0;
@@ -204,6 +213,7 @@ static int jr_open(jr_server *s, int port) {
 static void jr_stop(jr_server *s) {
     pthread_mutex_lock(&s->lock);
     s->stopping = 1;
+    pthread_cond_broadcast(&s->released);
     pthread_mutex_unlock(&s->lock);
     shutdown(s->fd, SHUT_RDWR);
     pthread_join(s->accept_thread, NULL);
@@ -219,7 +229,23 @@ static void jr_stop(jr_server *s) {
 static void jr_free(jr_server *s) {
     free(s->hits);
     pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->released);
     memset(s, 0, sizeof *s);
+}
+
+/* Requests to `path` wait (after they are recorded) until jr_release. */
+__attribute__((unused)) static void jr_hold(jr_server *s, const char *path) {
+    pthread_mutex_lock(&s->lock);
+    snprintf(s->hold, sizeof s->hold, "%s", path);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The held requests are answered, and later ones to that path are not held. */
+__attribute__((unused)) static void jr_release(jr_server *s) {
+    pthread_mutex_lock(&s->lock);
+    s->hold[0] = '\0';
+    pthread_cond_broadcast(&s->released);
+    pthread_mutex_unlock(&s->lock);
 }
 
 static size_t jr_count(jr_server *s) {
