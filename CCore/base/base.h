@@ -308,6 +308,16 @@ CR_HIDDEN int cr_redis_run_shard(cr_redis *r, int shard, const cr_redis_cmd *cmd
 CR_HIDDEN void cr_redis_replies_free(struct redisReply **replies, size_t n);
 /* COURIER_OK for a reply that is not an error; COURIER_E_REDIS naming `what` and Redis' message. */
 CR_HIDDEN int cr_redis_reply_check(const struct redisReply *rep, const char *what, courier_error *err);
+struct redisContext; /* hiredis' */
+/* A connection of the caller's own, outside the pool, for a read that blocks until the server has
+ * something to say (SUBSCRIBE): to the one server, or to a cluster's seed node number `which`
+ * modulo their count (classic Pub/Sub reaches every node of a cluster, so any node will do; a
+ * caller tries the next after a failure). Made within the timeout, then AUTH (no SELECT: Pub/Sub
+ * does not depend on the database); then no read timeout, and TCP keepalive on, so a peer that
+ * vanished is noticed. *out is new (redisFree), used by one thread at a time; a thread that must
+ * end a blocked read from another calls shutdown() on its fd. Any thread. Errors: COURIER_E_REDIS
+ * (cannot connect, AUTH refused), COURIER_E_REDIS_UNSUPPORTED (built without Redis). */
+CR_HIDDEN int cr_redis_connect_alone(const cr_redis *r, int which, struct redisContext **out, courier_error *err);
 
 /* ---- character sets (charset.c) ----------------------------------------------------------- */
 

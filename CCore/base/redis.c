@@ -429,6 +429,40 @@ int cr_redis__pool_run(cr_redis *r, const cr_redis_cmd *cmds, size_t n, struct r
     return rc;
 }
 
+int cr_redis_connect_alone(const cr_redis *r, int which, redisContext **out, courier_error *err) {
+    *out = NULL;
+    const cr_redis_url *u = &r->url;
+    const char *host = u->host;
+    int port = u->port;
+    if (u->cluster && u->nseeds > 0) {
+        const cr_redis_seed *s = &u->seeds[(unsigned)which % (unsigned)u->nseeds];
+        host = s->host;
+        port = s->port;
+    }
+    redisContext *ctx = redisConnectWithTimeout(host, port, tv_of(r->timeout_ms));
+    if (!ctx || ctx->err) {
+        cr_fail(err, COURIER_E_REDIS, "cannot connect to Redis at %s:%d: %s", host, port, ctx ? ctx->errstr : "no memory");
+        if (err) err->os_error = errno;
+        if (ctx) redisFree(ctx);
+        return COURIER_E_REDIS;
+    }
+    int rc = redisSetTimeout(ctx, tv_of(r->timeout_ms)) == REDIS_OK
+                 ? COURIER_OK
+                 : cr_fail(err, COURIER_E_REDIS, "cannot set the Redis connection's timeout");
+    if (!rc && u->password) {
+        const char *argv[3] = {"AUTH", u->user ? u->user : u->password, u->password};
+        rc = setup_command(ctx, "the password (AUTH)", u->user ? 3 : 2, argv, err);
+    }
+    if (!rc && (redisSetTimeout(ctx, (struct timeval){0, 0}) != REDIS_OK || redisEnableKeepAlive(ctx) != REDIS_OK))
+        rc = cr_fail(err, COURIER_E_REDIS, "cannot set up the Redis connection for a blocking read");
+    if (rc) {
+        redisFree(ctx);
+        return rc;
+    }
+    *out = ctx;
+    return COURIER_OK;
+}
+
 void cr_redis_replies_free(struct redisReply **replies, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (replies[i]) freeReplyObject(replies[i]);
@@ -448,6 +482,11 @@ const char *cr_redis_host(const cr_redis *r) { (void)r; return ""; }
 int cr_redis_port(const cr_redis *r) { (void)r; return 0; }
 int cr_redis_db(const cr_redis *r) { (void)r; return 0; }
 void cr_redis_replies_free(struct redisReply **replies, size_t n) { (void)replies, (void)n; }
+int cr_redis_connect_alone(const cr_redis *r, int which, struct redisContext **out, courier_error *err) {
+    (void)r, (void)which;
+    *out = NULL;
+    return cr_fail(err, COURIER_E_REDIS_UNSUPPORTED, "this library was built without Redis (COURIER_REDIS off: no hiredis)");
+}
 int cr_redis_reply_check(const struct redisReply *rep, const char *what, courier_error *err) {
     (void)rep, (void)what;
     return cr_fail(err, COURIER_E_REDIS_UNSUPPORTED, "this library was built without Redis (COURIER_REDIS off: no hiredis)");

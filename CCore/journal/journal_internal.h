@@ -621,6 +621,10 @@ void cj_pump_ready(cr_journal *j);
 void cj_ready_push(cr_journal *j, jsend *list, bool pump);
 /* Frees a claimed record that will not be sent (its text and what was decoded of it). */
 void cj_send_free(jsend *s);
+/* wake.c: a turn of j's journal thread, soon (as cr_journal_wake's CR_WAKE_TURN, for a caller that
+ * has j, not the engine: the Redis store's listener, store_redis_wake.c). Any thread while j's
+ * mutex lives (until journal_free). */
+void cj_kick(cr_journal *j);
 
 /* ---- policy.c: resend policies and the journal's decision lines ---------------------------------- */
 

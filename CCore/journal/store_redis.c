@@ -31,6 +31,7 @@ static int r_open(cr_journal *j, const char *where, courier_error *err) {
     cj_redis *r = calloc(1, sizeof *r);
     if (!r) return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     pthread_mutex_init(&r->mu, NULL);
+    atomic_init(&r->woken, false);
     r->next_due = INT64_MAX;
     j->redis = r;
     /* "redis://...#NAME": the journal's name in the key names (default "default"), so that one
@@ -77,6 +78,7 @@ static int flush(cr_journal *j, struct cj_rtxn *t);
 static void r_close(cr_journal *j) {
     cj_redis *r = j->redis;
     if (!r) return;
+    cjr_wake_stop(j); /* (no handoff is listened for once the engine gives its entries back) */
     if (r->backlog) { /* the last turns' writes Redis did not take: once more (else their leases decide) */
         struct cj_rtxn t = {.j = j, .dv = r->backlog, .dn = r->nbacklog, .dcap = r->capbacklog};
         (void)flush(j, &t);
@@ -183,6 +185,7 @@ static int flush(cr_journal *j, struct cj_rtxn *t) {
                 v[c++] = d->remove ? "remove" : "update";
                 snprintf(nums[n], sizeof nums[n], "%llu", (unsigned long long)d->seq);
                 v[c++] = nums[n];
+                if (d->remove) v[c++] = j->redis->consumer; /* (the handoff: the script's ARGV[4]) */
                 for (int k = 0; k < c; k++) l[k] = strlen(v[k]);
                 if (!d->remove) {
                     v[c] = (const char *)d->data;
@@ -410,9 +413,9 @@ static int r_st_update(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *o
 
 static int r_remove_seq(cr_journal *j, uint64_t seq) {
     char num[24];
-    const char *x[1] = {num};
-    size_t xl[1] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)seq)};
-    return cjr_eval(j, "remove", x, xl, 1, NULL);
+    const char *x[2] = {num, j->redis->consumer};
+    size_t xl[2] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)seq), strlen(j->redis->consumer)};
+    return cjr_eval(j, "remove", x, xl, 2, NULL);
 }
 
 static int r_rec_remove(cr_journal *j, cj_txn *txn, uint64_t seq, const jstate *st) {
@@ -506,13 +509,13 @@ static int r_freeze(cr_journal *j, cj_txn *txn, jfreeze *f) {
             qm[f->st.host_len] = '\0';
             ql = f->st.host_len + 1u + (size_t)snprintf(qm + f->st.host_len + 1, 21, "%020llu", (unsigned long long)seq);
         }
-        const char *x[5] = {num, (const char *)b, text, f->generated ? "" : f->st.id, qm};
-        size_t xl[5] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)seq), bl, strlen(text),
-                        f->generated ? 0 : f->st.id_len, ql};
+        const char *x[6] = {num, (const char *)b, text, f->generated ? "" : f->st.id, qm, j->redis->consumer};
+        size_t xl[6] = {(size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)seq), bl, strlen(text),
+                        f->generated ? 0 : f->st.id_len, ql, strlen(j->redis->consumer)};
         long long done = 0, acked = 0;
         f->tried = seq;
         const courier_config *cfg = cr_core(j->e)->config;
-        rc = cjr_eval_wait(j, "freeze", x, xl, 5, &done, cfg->frozen.replicas, cfg->frozen.replicas_timeout_ms, &acked);
+        rc = cjr_eval_wait(j, "freeze", x, xl, 6, &done, cfg->frozen.replicas, cfg->frozen.replicas_timeout_ms, &acked);
         free(text);
         if (rc) return rc;
         f->tried = 0;
@@ -555,7 +558,7 @@ static int r_freeze_batch(cr_journal *j, cj_txn *txn, jfreeze *list) {
     uint64_t last = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0 ? (uint64_t)rep->integer : 0;
     freeReplyObject(rep);
     if (last < n) return MDB_CORRUPTED;
-    enum { ARGS = 17 };
+    enum { ARGS = 18 };
     const courier_config *cfg = cr_core(j->e)->config;
     int wait_n = cfg->frozen.replicas;
     char wn[16], wt[24];
@@ -604,6 +607,8 @@ static int r_freeze_batch(cr_journal *j, cj_txn *txn, jfreeze *list) {
         l[m++] = f->generated ? 0 : f->st.id_len;
         v[m] = qms[k];
         l[m++] = ql;
+        v[m] = j->redis->consumer; /* (a replaced record's handoff: the script's ARGV[8]) */
+        l[m++] = strlen(j->redis->consumer);
         cmds[k] = (cr_redis_cmd){m, v, l};
         fs[k] = f;
         f->tried = seq;

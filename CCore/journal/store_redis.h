@@ -68,6 +68,11 @@ struct cj_redis {
     } *hosts;
     size_t nhosts, caphosts;
     int64_t waiting_ms;
+    /* The handoff (store_redis_wake.c): a thread subscribed to this engine's channel, started by
+     * its first pass; `woken` set by it when another engine's removal made a record this engine
+     * holds its host's head (or when it subscribed), and cleared by the pass it causes. */
+    struct cjr_wake *wake;
+    atomic_bool woken;
 };
 
 enum { K_STREAM, K_STATE, K_IDS, K_GID, K_HOSTQ, K_HOSTQ_OF, K_OUTCOMES, K_SEQ };
@@ -224,6 +229,17 @@ CR_HIDDEN int cjr_adopt_new(cr_journal *j);
 CR_HIDDEN int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode, int64_t since, jsend ***sends, jevent ***events, int64_t *next, bool *mode_done);
 CR_HIDDEN void cjr_due_edges(cr_journal *j, cj_txn *txn, int64_t now, bool *due_now, int64_t *next_due);
 CR_HIDDEN int cjr_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead, jseqs *expired);
+
+/* The handoff (store_redis_wake.c). cjr_wake_start: the thread that listens on this engine's
+ * channel, started once (journal thread; a failure leaves it to the next pass, and the poll
+ * interval still finds the work). It connects on its own (cr_redis_connect_alone), SUBSCRIBEs,
+ * and on each message, and after each (re)subscription, sets `woken` and wakes the journal thread
+ * (cj_kick): that turn's peek reports work and its pass reads the hosts' heads. It reconnects a
+ * second after a failure. cjr_wake_stop: ends and joins it (store close, after the journal thread
+ * ended). cjr_wake_channel: this engine's channel, "<tag>:wake:<consumer>", into buf (cap bytes). */
+CR_HIDDEN void cjr_wake_start(cr_journal *j);
+CR_HIDDEN void cjr_wake_stop(cr_journal *j);
+CR_HIDDEN void cjr_wake_channel(const cj_redis *r, char *buf, size_t cap);
 
 #pragma GCC visibility pop
 

@@ -13,16 +13,34 @@
 
 /* One script for every write that must be atomic (a freeze with the replacement of its id, a
  * removal with its side records, a state rewrite of a record that may be gone). KEYS: the eight
- * keys above; ARGV[1] the group, ARGV[2] the operation. */
+ * keys above; ARGV[1] the group, ARGV[2] the operation; the caller's consumer name last for
+ * "remove" (ARGV[4]) and "freeze" (ARGV[8]), "" or absent for none.
+ * The handoff: a removal of the head of a host's ordered queue whose next record is pending on
+ * another consumer PUBLISHes to that consumer's channel (<tag>:wake:<consumer>, cjr_wake_channel),
+ * since only the holder of a head sends it and nothing else would tell it before its next poll
+ * (store_redis_wake.c listens). Only ordered removals look (ZRANGEBYLEX of one member and XPENDING
+ * of one id, inside the script: no round trip); a removal whose next head is the caller's own, or
+ * not pending anywhere yet, publishes nothing. */
 static const char script[] =
     "local S,ST,IDS,GID,Q,QM,O=KEYS[1],KEYS[2],KEYS[3],KEYS[4],KEYS[5],KEYS[6],KEYS[7]\n"
     "local G,op=ARGV[1],ARGV[2]\n"
+    "local me=(op=='remove' and ARGV[4]) or (op=='freeze' and ARGV[8]) or ''\n"
+    "local function handoff(qm)\n"
+    "  local h=string.sub(qm,1,#qm-20)\n" /* "host\0" */
+    "  local nx=redis.call('ZRANGEBYLEX',Q,'['..h,'('..string.sub(h,1,-2)..'\\1','LIMIT',0,1)\n"
+    "  if #nx==0 or string.sub(nx[1],-20)<string.sub(qm,-20) then return end\n" /* not the head that went */
+    "  local sid='0-'..(string.gsub(string.sub(nx[1],-20),'^0+',''))\n"
+    "  local p=redis.pcall('XPENDING',S,G,sid,sid,1)\n"
+    "  if type(p)=='table' and #p==1 and p[1][2]~=me then\n"
+    "    redis.call('PUBLISH',string.sub(S,1,#S-6)..'wake:'..p[1][2],'1')\n"
+    "  end\n"
+    "end\n"
     "local function remove(seq)\n"
     "  local sid='0-'..seq\n"
     "  redis.call('XACK',S,G,sid)\n"
     "  local n=redis.call('XDEL',S,sid)\n"
     "  local qm=redis.call('HGET',QM,seq)\n"
-    "  if qm then redis.call('ZREM',Q,qm); redis.call('HDEL',QM,seq) end\n"
+    "  if qm then redis.call('ZREM',Q,qm); redis.call('HDEL',QM,seq); handoff(qm) end\n"
     "  local gid=redis.call('HGET',GID,seq)\n"
     "  if gid then\n"
     "    if redis.call('HGET',IDS,gid)==seq then redis.call('HDEL',IDS,gid) end\n"

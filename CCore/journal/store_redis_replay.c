@@ -255,6 +255,11 @@ int cjr_pass(cr_journal *j, cj_txn *txn, int64_t now, long slots, unsigned mode,
     cj_redis *r = j->redis;
     *next = INT64_MAX;
     *mode_done = true;
+    /* This pass reads the heads another engine's handoff may have changed (a message after this
+     * wakes another turn); the listener starts with the first pass, before this engine holds
+     * anything another engine could hand it. */
+    atomic_store(&r->woken, false);
+    cjr_wake_start(j);
     redisReply *pend = NULL;
     int rc = pass_reads(j, &pend);
     if (rc) return rc;
@@ -403,14 +408,15 @@ static bool undelivered(cr_journal *j) {
     return any;
 }
 
-/* Without a pass: what the last pass saw, and whether entries wait to be taken (another engine's
- * freezes, this engine's own before its first pass). Every poll interval (scan) a pass looks
- * again anyway: for claims of the silent. */
+/* Without a pass: what the last pass saw, whether another engine handed this one a host's head
+ * (woken: store_redis_wake.c), and whether entries wait to be taken (another engine's freezes,
+ * this engine's own before its first pass). Every poll interval (scan) a pass looks again anyway:
+ * for claims of the silent. */
 int cjr_peek(cr_journal *j, int64_t now, bool scan, bool *due_now, int64_t *next_due, jseqs *dead,
                   jseqs *expired) {
     (void)dead, (void)expired;
     cjr_due_edges(j, NULL, now, due_now, next_due);
-    if (scan || (!*due_now && undelivered(j))) *due_now = true;
+    if (scan || atomic_load(&j->redis->woken) || (!*due_now && undelivered(j))) *due_now = true;
     return 0;
 }
 
