@@ -20,7 +20,8 @@
  * since only the holder of a head sends it and nothing else would tell it before its next poll
  * (store_redis_wake.c listens). Only ordered removals look (ZRANGEBYLEX of one member and XPENDING
  * of one id, inside the script: no round trip); a removal whose next head is the caller's own, or
- * not pending anywhere yet, publishes nothing. */
+ * not pending anywhere yet, publishes nothing. A PUBLISH refused (an ACL user without channel
+ * permissions: Redis 7's default for new users) never fails the removal: the poll finds it then. */
 static const char script[] =
     "local S,ST,IDS,GID,Q,QM,O=KEYS[1],KEYS[2],KEYS[3],KEYS[4],KEYS[5],KEYS[6],KEYS[7]\n"
     "local G,op=ARGV[1],ARGV[2]\n"
@@ -32,7 +33,7 @@ static const char script[] =
     "  local sid='0-'..(string.gsub(string.sub(nx[1],-20),'^0+',''))\n"
     "  local p=redis.pcall('XPENDING',S,G,sid,sid,1)\n"
     "  if type(p)=='table' and #p==1 and p[1][2]~=me then\n"
-    "    redis.call('PUBLISH',string.sub(S,1,#S-6)..'wake:'..p[1][2],'1')\n"
+    "    redis.pcall('PUBLISH',string.sub(S,1,#S-6)..'wake:'..p[1][2],'1')\n"
     "  end\n"
     "end\n"
     "local function remove(seq)\n"

@@ -17,8 +17,11 @@
 
 #include <sys/socket.h>
 
-/* After a failed connect or a lost connection, the listener tries again this much later. */
+/* After a failed connect, a refused SUBSCRIBE (an ACL user without channel permissions) or a lost
+ * connection, the listener tries again this much later, doubling up to the most while it fails
+ * (the poll interval still finds the work meanwhile). */
 #define R_WAKE_RETRY_MS 1000
+#define R_WAKE_RETRY_MAX_MS 60000
 
 struct cjr_wake {
     cr_journal *j;
@@ -49,20 +52,20 @@ static bool stopping(struct cjr_wake *w) {
 }
 
 /* One connection's life: SUBSCRIBE, then every message wakes the journal. Returns when the
- * connection fails or stop shut it down. */
-static void listen_on(struct cjr_wake *w, redisContext *ctx) {
+ * connection fails or stop shut it down: whether it had subscribed. */
+static bool listen_on(struct cjr_wake *w, redisContext *ctx) {
     const char *argv[2] = {"SUBSCRIBE", w->channel};
     redisReply *rep = redisCommandArgv(ctx, 2, argv, NULL);
-    if (!rep) return;
+    if (!rep) return false;
     bool ok = rep->type == REDIS_REPLY_ARRAY;
     freeReplyObject(rep);
-    if (!ok) return;
+    if (!ok) return false;
     /* Subscribed: what was published before (while this engine was not listening, or before its
      * first subscription) is found by the pass this wakes. */
     woken(w->j);
     for (;;) {
         void *m = NULL;
-        if (redisGetReply(ctx, &m) != REDIS_OK || !m) return;
+        if (redisGetReply(ctx, &m) != REDIS_OK || !m) return true;
         freeReplyObject(m);
         woken(w->j);
     }
@@ -71,23 +74,28 @@ static void listen_on(struct cjr_wake *w, redisContext *ctx) {
 static void *wake_main(void *arg) {
     struct cjr_wake *w = arg;
     cr_thread_set_name("courier-jwake");
+    int64_t retry_ms = R_WAKE_RETRY_MS;
     for (int attempt = 0; !stopping(w); attempt++) {
         redisContext *ctx = NULL;
         courier_error err;
+        bool subscribed = false;
         if (cr_redis_connect_alone(w->j->redis->db, attempt, &ctx, &err) == COURIER_OK) {
             pthread_mutex_lock(&w->mu);
             bool stop = w->stop;
             if (!stop) w->fd = ctx->fd;
             pthread_mutex_unlock(&w->mu);
-            if (!stop) listen_on(w, ctx);
+            if (!stop) subscribed = listen_on(w, ctx);
             pthread_mutex_lock(&w->mu);
             w->fd = -1;
             pthread_mutex_unlock(&w->mu);
             redisFree(ctx);
         }
+        if (subscribed) retry_ms = R_WAKE_RETRY_MS; /* (a connection that worked, then was lost) */
+        int64_t wait_ms = retry_ms;
+        if (!subscribed) retry_ms = retry_ms * 2 > R_WAKE_RETRY_MAX_MS ? R_WAKE_RETRY_MAX_MS : retry_ms * 2;
         pthread_mutex_lock(&w->mu);
         if (!w->stop) {
-            struct timespec until = cr_cond_deadline(R_WAKE_RETRY_MS * 1000);
+            struct timespec until = cr_cond_deadline(wait_ms * 1000);
             pthread_cond_timedwait(&w->cv, &w->mu, &until);
         }
         pthread_mutex_unlock(&w->mu);
