@@ -14,7 +14,8 @@ internal import CCore
 /// Open one per configuration and keep it for the life of the app or service; every send style
 /// may be used from any thread or task at once. Its threads are named for debuggers and profilers:
 /// `courier-worker` (the transport, where completion handlers run), `courier-journal` (frozen
-/// requests) and, when they run, `courier-net`, `courier-probe` and `courier-json`.
+/// requests) and, when they run, `courier-net`, `courier-probe`, `courier-json` and `courier-jwake`
+/// (a journal on Redis, replaying).
 /// ```swift
 /// let engine = try Engine(configuration: Configuration(baseURL: "https://api.example.com"))
 /// let response = try await engine.send(.get("/items").parameter("page", "2"))

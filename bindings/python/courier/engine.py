@@ -341,7 +341,8 @@ class Engine:
 
     The engine's threads are named for ``top -H``, ``ps -L``, perf and gdb: ``courier-worker`` (the
     transport, where callbacks run), ``courier-journal`` (frozen requests) and, when they run,
-    ``courier-net``, ``courier-probe`` and ``courier-json``.
+    ``courier-net``, ``courier-probe``, ``courier-json`` and ``courier-jwake`` (a journal on Redis,
+    replaying).
 
     >>> with courier.Engine(base_url="http://127.0.0.1:8080", timeout=5) as engine:
     ...     r = engine.get("/json", params={"q": "x"})
