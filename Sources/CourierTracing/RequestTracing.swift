@@ -44,7 +44,7 @@ import Tracing
 ///
 /// A send the engine refuses after its interceptors ran (a custom transport not registered, a
 /// later interceptor throwing, the frequent-request guard) ends its span at once, inside the send
-/// before it throws: the C core gives it a ``RequestEvent/Kind/finished`` event with the refusal's
+/// before it throws: the C core gives it a `finished` event with the refusal's
 /// `error.type` ("not_found") and no status.
 public final class RequestTracing: Interceptor, EventMonitor, @unchecked Sendable {
     // @unchecked Sendable: the closures are Sendable and `spans` is only touched under `lock`.
