@@ -406,6 +406,8 @@ typedef struct cr_transfer {
                                    beside an int, so cr_transfer stays under 1,000 bytes (request.c) */
     unsigned sts_seen : 1;      /* hsts.c: a Strict-Transport-Security line arrived in this attempt */
     unsigned hsts_upgraded : 1; /* hsts.c: the URL (or a hop's) went from http:// to https:// */
+    unsigned intercepted : 1;   /* the before-send interceptors' turn came (schedule.c): a refusal
+                                   from then on has a FINISHED (cr_transfer_refuse) */
     struct courier_stream *stream; /* stream.c: a streamed send's stream (borrowed: the send's own
                                       reference, released by its completion), or NULL */
     int stream_live;    /* its body goes to the stream as it arrives (the engine answers with it) */
@@ -621,6 +623,11 @@ CR_HIDDEN void cr_event_progress(courier_engine *e, cr_transfer *t, int64_t down
 /* t's caller is about to be answered (once per caller, just before its completion runs). */
 CR_HIDDEN void cr_event_finished(courier_engine *e, cr_transfer *t, int code, const courier_response *resp,
                                  const courier_error *err);
+/* t is refused on the sending thread, before courier_send (or the WebSocket open) returns `code`:
+ * when its before-send interceptors' turn came (t->intercepted), a FINISHED (code, error_type, no
+ * response, no WILL_SEND before it), so a span an interceptor started ends; monitors raise nowhere.
+ * Then frees t. Returns code. err may be NULL. */
+CR_HIDDEN int cr_transfer_refuse(courier_engine *e, cr_transfer *t, int code, const courier_error *err);
 /* t's answer comes from the cache (before its FINISHED). */
 CR_HIDDEN void cr_event_from_cache(courier_engine *e, cr_transfer *t, const courier_response *resp);
 /* An attempt of t failed with code (resp may be NULL) and attempt number `attempt` (2 for the first
