@@ -17,9 +17,9 @@
 
 #include <sys/socket.h>
 
-/* After a failed connect, a refused SUBSCRIBE (an ACL user without channel permissions) or a lost
- * connection, the listener tries again this much later, doubling up to the most while it fails
- * (the poll interval still finds the work meanwhile). */
+/* After a failed connect or a lost connection the listener tries again this much later; after a
+ * refused SUBSCRIBE (an ACL user without channel permissions) twice as late each time, up to the
+ * most (the poll interval still finds the work meanwhile). */
 #define R_WAKE_RETRY_MS 1000
 #define R_WAKE_RETRY_MAX_MS 60000
 
@@ -52,11 +52,11 @@ static bool stopping(struct cjr_wake *w) {
 }
 
 /* One connection's life: SUBSCRIBE, then every message wakes the journal. Returns when the
- * connection fails or stop shut it down: whether it had subscribed. */
+ * connection fails or stop shut it down: false when Redis refused the SUBSCRIBE. */
 static bool listen_on(struct cjr_wake *w, redisContext *ctx) {
     const char *argv[2] = {"SUBSCRIBE", w->channel};
     redisReply *rep = redisCommandArgv(ctx, 2, argv, NULL);
-    if (!rep) return false;
+    if (!rep) return true; /* (the connection failed: not a refusal) */
     bool ok = rep->type == REDIS_REPLY_ARRAY;
     freeReplyObject(rep);
     if (!ok) return false;
@@ -78,21 +78,21 @@ static void *wake_main(void *arg) {
     for (int attempt = 0; !stopping(w); attempt++) {
         redisContext *ctx = NULL;
         courier_error err;
-        bool subscribed = false;
+        bool refused = false;
         if (cr_redis_connect_alone(w->j->redis->db, attempt, &ctx, &err) == COURIER_OK) {
             pthread_mutex_lock(&w->mu);
             bool stop = w->stop;
             if (!stop) w->fd = ctx->fd;
             pthread_mutex_unlock(&w->mu);
-            if (!stop) subscribed = listen_on(w, ctx);
+            if (!stop) refused = !listen_on(w, ctx);
             pthread_mutex_lock(&w->mu);
             w->fd = -1;
             pthread_mutex_unlock(&w->mu);
             redisFree(ctx);
         }
-        if (subscribed) retry_ms = R_WAKE_RETRY_MS; /* (a connection that worked, then was lost) */
+        if (!refused) retry_ms = R_WAKE_RETRY_MS;
         int64_t wait_ms = retry_ms;
-        if (!subscribed) retry_ms = retry_ms * 2 > R_WAKE_RETRY_MAX_MS ? R_WAKE_RETRY_MAX_MS : retry_ms * 2;
+        if (refused) retry_ms = retry_ms * 2 > R_WAKE_RETRY_MAX_MS ? R_WAKE_RETRY_MAX_MS : retry_ms * 2;
         pthread_mutex_lock(&w->mu);
         if (!w->stop) {
             struct timespec until = cr_cond_deadline(wait_ms * 1000);
