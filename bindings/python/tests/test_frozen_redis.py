@@ -130,3 +130,39 @@ def test_engine_opened_with_redis_down_freezes_when_it_comes(redis_url, base_url
             assert server.count() - before == 1
     finally:
         subprocess.run(["bash", fixture, "stop", d], capture_output=True)
+
+
+def test_split_ordered_backlog_is_handed_off(redis_url, base_url, tmp_path) -> None:
+    """One host's ordered requests split between two engines replaying one journal: when one
+    engine's answer makes a record the other holds the host's head, the other sends it at once
+    (the core's handoff: docs/design/redis-handoff.md), not at its next poll. Both poll every 60 s
+    and the drain must end within 30 s. The first request is held 5 s by the server, so the first
+    engine, which sent it, takes no more; the second block is taken by the second engine's first
+    pass; Redis' pending lists (XPENDING) show the split before the head is answered."""
+    url = redis_url + "#py-handoff"
+    stream = "{courier:journal:py-handoff}:stream"
+
+    def freeze(paths, store):
+        with courier.Engine(base_url=base_url, store=str(tmp_path / store), frozen_store=url,
+                            frozen_paused=True) as f:
+            f.set_offline()
+            for p in paths:
+                with pytest.raises(courier.Frozen):
+                    f.post(p, body=b"x", freeze=courier.Freeze("auto"))
+
+    def pending():  # (entries pending, consumers holding some), from XPENDING's summary
+        out = subprocess.run(["redis-cli", "-u", redis_url, "XPENDING", stream, "courier-replay"],
+                             capture_output=True, text=True).stdout.split()
+        return (int(out[0]), (len(out) - 3) // 2) if out and out[0].isdigit() else (-1, 0)
+
+    freeze(["/delay/5000"] + [f"/echo?n={i}" for i in range(1, 10)], "f1")
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "a"), frozen_store=url, frozen_poll=60,
+                        timeout=30) as a:
+        assert wait_until(lambda: pending()[0] == 10, 10)
+        freeze([f"/echo?n={i}" for i in range(10, 20)], "f2")
+        with courier.Engine(base_url=base_url, store=str(tmp_path / "b"), frozen_store=url, frozen_poll=60,
+                            timeout=30) as b:
+            assert wait_until(lambda: pending()[0] == 20, 10)
+            assert pending()[1] == 2  # the backlog is split: both engines hold some
+            assert wait_until(lambda: a.frozen.count() == 0, 30)
+            assert b.frozen.count() == 0
