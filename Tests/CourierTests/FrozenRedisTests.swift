@@ -70,6 +70,66 @@ final class FrozenRedisTests: RedisTestCase {
         XCTAssertEqual(try second.frozen.lastOutcome("swift-1")?.status, 200)
     }
 
+    /// One host's ordered requests split between two engines replaying one journal: when one
+    /// engine's answer makes a record the other holds the host's head, the other sends it at once
+    /// (the core's handoff: docs/design/redis-handoff.md), not at its next poll. Both poll every
+    /// 60 s and the drain must end within 30 s. The first request is held 5 s by the server, so the
+    /// first engine, which sent it, takes no more; the second block is taken by the second
+    /// engine's first pass; Redis' pending lists (XPENDING) show the split before the head is
+    /// answered.
+    func testSplitOrderedBacklogIsHandedOff() async throws {
+        let url = redisURL + "#swift-handoff"
+        let stream = "{courier:journal:swift-handoff}:stream"
+        func freeze(_ paths: [String]) async throws {
+            let freezer = try makeEngine {
+                $0.frozenStore = url
+                $0.frozenPaused = true
+            }
+            defer { freezer.close() }
+            freezer.reachability.setOffline()
+            for path in paths {
+                do {
+                    _ = try await freezer.send(.post(path).body(Data("x".utf8), contentType: "text/plain").freeze(.auto))
+                    XCTFail("sent")
+                } catch let error as CourierError {
+                    XCTAssertEqual(error.code, .frozen)
+                }
+            }
+        }
+        // (entries pending, consumers holding some), from XPENDING's summary
+        func pending() -> (count: Int, holders: Int) {
+            guard let pipe = popen("redis-cli -u '\(redisURL)' XPENDING '\(stream)' courier-replay", "r") else {
+                return (-1, 0)
+            }
+            var words: [String] = []
+            var buffer = [CChar](repeating: 0, count: 4096)
+            while fgets(&buffer, Int32(buffer.count), pipe) != nil {
+                words.append(String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+            pclose(pipe)
+            guard let count = words.first.flatMap({ Int($0) }) else { return (-1, 0) }
+            return (count, (words.count - 3) / 2)
+        }
+        func replayer() throws -> Engine {
+            try makeEngine {
+                $0.frozenStore = url
+                $0.frozenPoll = 60
+                $0.timeout = 30
+            }
+        }
+        try await freeze(["/delay/5000"] + (1..<10).map { "/echo/handoff-\($0)" })
+        let first = try replayer()
+        defer { first.close() }
+        waitUntil("the first block is taken") { pending().count == 10 }
+        try await freeze((10..<20).map { "/echo/handoff-\($0)" })
+        let second = try replayer()
+        defer { second.close() }
+        waitUntil("the second block is taken") { pending().count == 20 }
+        XCTAssertEqual(pending().holders, 2) // the backlog is split: both engines hold some
+        waitUntil("drained", timeout: 30) { (try? first.frozen.count()) == 0 }
+        XCTAssertEqual(try second.frozen.count(), 0)
+    }
+
     /// Redis down never fails the open (issue 28, trap 7): the journal connects when Redis answers;
     /// until then its calls throw `.redis`.
     func testRedisDownIsARedisError() throws {
