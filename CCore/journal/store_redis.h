@@ -1,9 +1,10 @@
 /*
  * store_redis.h — what the journal's Redis store (store_redis.c: opening, transactions, records,
  * freezes, the API's reads), its replay claims (store_redis_replay.c: taking new and abandoned
- * entries, keeping this engine's alive, the per-host heads, a pass, the due times) and its calls
- * (store_redis_calls.c: pipelines, the script, the group) share. Private
- * to the journal layer; only with COURIER_REDIS.
+ * entries, keeping this engine's alive, the per-host heads, a pass, the due times), its calls
+ * (store_redis_calls.c: pipelines, the script, the group) and its listener for another engine's
+ * handoff of a host's head (store_redis_wake.c) share. Private to the journal layer; only with
+ * COURIER_REDIS.
  */
 #ifndef COURIER_JOURNAL_STORE_REDIS_H
 #define COURIER_JOURNAL_STORE_REDIS_H
