@@ -30,7 +30,7 @@ static const char script[] =
     "  local h=string.sub(qm,1,#qm-20)\n" /* "host\0" */
     "  local nx=redis.call('ZRANGEBYLEX',Q,'['..h,'('..string.sub(h,1,-2)..'\\1','LIMIT',0,1)\n"
     "  if #nx==0 or string.sub(nx[1],-20)<string.sub(qm,-20) then return end\n" /* not the head that went */
-    "  local sid='0-'..(string.gsub(string.sub(nx[1],-20),'^0+',''))\n"
+    "  local sid='0-'..string.sub(nx[1],-20)\n" /* (Redis reads the zero-padded number as the id) */
     "  local p=redis.pcall('XPENDING',S,G,sid,sid,1)\n"
     "  if type(p)=='table' and #p==1 and p[1][2]~=me then\n"
     "    redis.pcall('PUBLISH',string.sub(S,1,#S-6)..'wake:'..p[1][2],'1')\n"
