@@ -264,7 +264,7 @@ def test_asyncio_reads_on_the_loop(peer: str) -> None:
                     await ws.asend(data)
                     assert await asyncio.wait_for(ws.arecv(), 10) == data
                 if courier._fast.ext is not None:
-                    assert ws._waker._sock >= 0  # the loop watches the socket: the reads are its own
+                    assert ws._reads.sock >= 0  # the loop watches the socket: the reads are its own
                 waiting = asyncio.ensure_future(ws.arecv())
                 await asyncio.sleep(0.05)  # (the task waits on the socket)
                 waiting.cancel()
@@ -276,6 +276,41 @@ def test_asyncio_reads_on_the_loop(peer: str) -> None:
                 for i in range(5):
                     await ws.asend(f"ping {i}")
                     assert await asyncio.wait_for(ws.arecv(), 10) == f"ping {i}"
+        finally:
+            await e.aclose()
+
+    asyncio.run(main())
+
+
+def test_asyncio_readers_at_once(peer: str) -> None:
+    """Two tasks awaiting ``arecv`` on one WebSocket at once each get a message (neither waits for
+    ever, none is lost), and a task iterating a WebSocket while another closes it (``aclose`` reads
+    until the server's close) ends with the iteration, as when it reads alone. Before, on the compiled
+    path, the second wait replaced the first's future, which nothing then woke."""
+    async def main() -> None:
+        e = courier.AsyncEngine(temporary_store=True)
+        try:
+            async with e.websocket(peer + "/echo") as ws:
+                a, b = asyncio.ensure_future(ws.arecv()), asyncio.ensure_future(ws.arecv())
+                await asyncio.sleep(0)  # (both wait)
+                await ws.asend("one")
+                await ws.asend("two")
+                assert sorted(await asyncio.wait_for(asyncio.gather(a, b), 10)) == ["one", "two"]
+            ws = await e.websocket(peer + "/echo")
+            seen: list[object] = []
+            first = asyncio.Event()
+
+            async def read_all() -> None:
+                async for m in ws:
+                    seen.append(m)
+                    first.set()
+
+            reader = asyncio.ensure_future(read_all())
+            await ws.asend("x")
+            await asyncio.wait_for(first.wait(), 10)
+            await asyncio.wait_for(ws.aclose(), 10)  # the reader waits in arecv meanwhile
+            await asyncio.wait_for(reader, 10)
+            assert seen == ["x"]
         finally:
             await e.aclose()
 
