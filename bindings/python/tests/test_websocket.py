@@ -18,6 +18,7 @@ import pytest
 import courier
 
 PEER = pathlib.Path(__file__).resolve().parents[3] / "Tests" / "WebSocket" / "peer.py"
+PROXY_PORT: list[int] = []  # the peer's proxy, once the peer fixture started it
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +29,7 @@ def peer() -> Iterator[str]:
     assert proc.stdout is not None and proc.stdin is not None
     line = proc.stdout.readline().split()
     assert line and line[0] == "PORTS", line
+    PROXY_PORT[:] = [int(line[4])]  # its HTTP proxy (CONNECT to 127.0.0.1)
     yield f"ws://127.0.0.1:{line[1]}"
     proc.stdin.close()  # the peer ends at the end of its stdin
     proc.wait(10)
@@ -313,5 +315,32 @@ def test_asyncio_readers_at_once(peer: str) -> None:
             assert seen == ["x"]
         finally:
             await e.aclose()
+
+    asyncio.run(main())
+
+
+def test_asyncio_through_a_proxy_and_the_engine_closing(peer: str) -> None:
+    """Through a proxy the reads stay the engine's worker's (courier_ws_take_reads refuses them): an
+    awaiting arecv is woken by the notify, and every message comes back in order; and the engine's
+    close ends a task waiting in arecv (EngineClosed) instead of leaving it waiting."""
+    async def main() -> None:
+        e = courier.AsyncEngine(temporary_store=True, proxy=f"http://127.0.0.1:{PROXY_PORT[0]}")
+        try:
+            async with e.websocket(peer + "/echo") as ws:
+                for i in range(30):
+                    await ws.asend(f"through {i}")
+                    assert await asyncio.wait_for(ws.arecv(), 10) == f"through {i}"
+                if courier._fast.ext is not None:
+                    assert ws._reads.sock == -1  # the loop never watched the socket
+        finally:
+            await e.aclose()
+        e = courier.AsyncEngine(temporary_store=True)
+        ws = await e.websocket(peer + "/echo")
+        waiting = asyncio.ensure_future(ws.arecv())
+        await asyncio.sleep(0.05)  # (the task waits)
+        await e.aclose()
+        with pytest.raises(courier.EngineClosed):
+            await asyncio.wait_for(waiting, 10)
+        await ws.aclose()
 
     asyncio.run(main())
