@@ -261,7 +261,7 @@ static PyObject *aio_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
  * torn down may refuse: nothing to stop then (as the Python waker did). */
 static void aio_unwatch(ws_aio *self, int give_back) {
     int fd = self->sock;
-    if (fd < 0) return;
+    if (fd < 0 || self->loop == NULL) return;
     self->sock = -1;
     PyObject *closed = PyObject_CallMethodObjArgs(self->loop, str_is_closed, NULL);
     int is_closed = closed ? PyObject_IsTrue(closed) : 1;
@@ -316,7 +316,7 @@ static PyObject *aio_iternext(PyObject *op) {
         self->got = NULL;
         return aio_return(got);
     }
-    if (self->ws == NULL) return NULL; /* released: StopIteration, None */
+    if (self->ws == NULL || self->loop == NULL) return NULL; /* released: StopIteration, None */
     PyObject *got = next_message(self->ws, 0);
     if (got == NULL) return NULL;
     if (got != Py_None) return aio_return(got);
