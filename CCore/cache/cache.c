@@ -514,7 +514,9 @@ static void xfer_free(struct cr_cache_xfer *x) {
     courier_response_free(x->answer);
     courier_response_free(x->stored);
     courier_response_free(x->head_get);
-    cr_transfer_free(x->bg);
+    /* A background revalidation dropped with its send, never started (the send refused after the
+     * lookup, or the engine closing): its FINISHED (cancelled) ends what its interceptors began. */
+    if (x->bg) cr_transfer_refuse(x->bg->engine, x->bg, COURIER_E_CANCELLED, NULL);
     free(x);
 }
 
@@ -650,7 +652,7 @@ static int http_lookup(courier_engine *e, cr_cache_store *s, const courier_reque
             } else {
                 courier_response_free(copy);
                 xfer_free(bx);
-                cr_transfer_free(bg);
+                cr_transfer_refuse(e, bg, COURIER_E_NO_MEMORY, NULL); /* request.c: its FINISHED */
             }
         }
     } else if (qc.only_if_cached) {

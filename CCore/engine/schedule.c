@@ -257,7 +257,9 @@ static char *identity(const cr_transfer *t, bool with_body, size_t *len) {
 int cr_sched_prepare(courier_engine *e, const courier_request *r, cr_transfer *t, courier_outgoing *o,
                      courier_error *err) {
     const cr_sched_conf *sc = e->core.config->sched;
-    /* Interceptors' before-send, in order, after the request's own customize. */
+    /* Interceptors' before-send, in order, after the request's own customize. From here on a
+     * refusal has a FINISHED (request.c's cr_transfer_refuse): a span an interceptor starts ends. */
+    t->intercepted = 1;
     for (size_t i = 0; sc && i < sc->ninterceptors; i++) {
         if (!sc->interceptors[i].before) continue;
         int rc = sc->interceptors[i].before(o, sc->interceptors[i].owner->user);

@@ -30,16 +30,13 @@ int cr_send(uint64_t *out_id, courier_engine *e, const courier_request *r, couri
         return rc;
     }
     cr_raise_release(&raised);
-    if ((rc = cr_catalog_attach(e, r, t)) != COURIER_OK) { /* catalog.c: response descriptors */
-        cr_transfer_free(t);
-        return cr_fail(err, rc, NULL);
-    }
+    /* From here a refusal goes through cr_transfer_refuse (request.c): the FINISHED that ends
+     * what the before-send interceptors began (a tracer's span), on this thread, then the free. */
+    if ((rc = cr_catalog_attach(e, r, t)) != COURIER_OK) /* catalog.c: response descriptors */
+        return cr_transfer_refuse(e, t, cr_fail(err, rc, NULL), err);
     /* session.c: adapters, retriers, the authenticator for this send; a send with any of them is
      * never shared with another (its attempts are its own) */
-    if (cr_session_prepare(e, r, t)) {
-        cr_transfer_free(t);
-        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
-    }
+    if (cr_session_prepare(e, r, t)) return cr_transfer_refuse(e, t, cr_fail(err, COURIER_E_NO_MEMORY, NULL), err);
     if (t->sess) {
         free(t->coalesce_key);
         t->coalesce_key = NULL;
@@ -63,8 +60,7 @@ int cr_send(uint64_t *out_id, courier_engine *e, const courier_request *r, couri
     }
     if (rc) {
         t->stream = NULL;
-        cr_transfer_free(t);
-        return rc;
+        return cr_transfer_refuse(e, t, rc, err);
     }
     if (stream) cr_stream_set_id(stream, t->id);
     uint64_t taken_id = t->id;
@@ -76,21 +72,18 @@ int cr_send(uint64_t *out_id, courier_engine *e, const courier_request *r, couri
     pthread_mutex_lock(&e->core.lock);
     if (e->core.closing) {
         pthread_mutex_unlock(&e->core.lock);
-        cr_transfer_free(t);
-        return cr_fail(err, COURIER_E_CLOSED, "the engine is closing");
+        return cr_transfer_refuse(e, t, cr_fail(err, COURIER_E_CLOSED, "the engine is closing"), err);
     }
     if (e->sched->guard_ms > 0 && !t->unguarded) {
         rc = cr_guard_check(&e->sched->guard, e->sched->guard_ms, t, err);
         if (rc) {
             pthread_mutex_unlock(&e->core.lock);
-            cr_transfer_free(t);
-            return rc;
+            return cr_transfer_refuse(e, t, rc, err);
         }
     }
     if (cr_idset_add(&e->live, t->id)) {
         pthread_mutex_unlock(&e->core.lock);
-        cr_transfer_free(t);
-        return cr_fail(err, COURIER_E_NO_MEMORY, NULL);
+        return cr_transfer_refuse(e, t, cr_fail(err, COURIER_E_NO_MEMORY, NULL), err);
     }
     /* A wakeup only when the worker is about to wait (or waits) in curl_multi_poll, once: a worker
      * still working looks at `incoming` again before it waits, so waking it would cost a write here

@@ -117,7 +117,7 @@ int courier_ws_open(courier_ws **out, courier_engine *e, const courier_request *
     courier_ws *ws = rc == COURIER_OK ? cr_zalloc(sizeof *ws) : NULL;
     if (rc == COURIER_OK && !ws) rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
     if (rc != COURIER_OK) {
-        if (t) cr_transfer_free(t);
+        if (t) cr_transfer_refuse(e, t, rc, err); /* request.c: ends what its interceptors began */
         free(offered);
         if (user_free) user_free(user);
         return rc;
@@ -141,7 +141,7 @@ int courier_ws_open(courier_ws **out, courier_engine *e, const courier_request *
     ws->t = t;
     rc = courier_engine_post(e, cr_ws_start_work, ws, err);
     if (rc != COURIER_OK) {
-        cr_transfer_free(t);
+        cr_transfer_refuse(e, t, rc, err);
         ws->t = NULL;
         free(offered);
         ws->offered = NULL;

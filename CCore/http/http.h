@@ -406,6 +406,10 @@ typedef struct cr_transfer {
                                    beside an int, so cr_transfer stays under 1,000 bytes (request.c) */
     unsigned sts_seen : 1;      /* hsts.c: a Strict-Transport-Security line arrived in this attempt */
     unsigned hsts_upgraded : 1; /* hsts.c: the URL (or a hop's) went from http:// to https:// */
+    unsigned intercepted : 1;   /* the before-send interceptors' turn came (schedule.c): a refusal
+                                   from then on has a FINISHED (cr_transfer_refuse) */
+    unsigned will_sent : 1;     /* its WILL_SEND went (lifecycle.c): once a send, also when a freeze
+                                   at once failed and the send went on to the worker (journal.c) */
     struct courier_stream *stream; /* stream.c: a streamed send's stream (borrowed: the send's own
                                       reference, released by its completion), or NULL */
     int stream_live;    /* its body goes to the stream as it arrives (the engine answers with it) */
@@ -610,7 +614,8 @@ struct courier_call {
  * When nobody listens they cost one atomic load. Call them on the thread where the event happens
  * (the worker thread for all but custom callers); t is borrowed for the call. */
 /* The worker took t from `incoming` (before routing it, or cancelling it because the engine
- * closes): records the time FINISHED measures from. Every WILL_SEND is followed by one FINISHED. */
+ * closes), or the journal is about to freeze it at once (offline): records the time FINISHED
+ * measures from. Once per send (t->will_sent); every WILL_SEND is followed by one FINISHED. */
 CR_HIDDEN void cr_event_will_send(courier_engine *e, cr_transfer *t);
 /* An attempt of t started on the wire (curl or a custom transport). */
 CR_HIDDEN void cr_event_did_send(courier_engine *e, cr_transfer *t);
@@ -621,6 +626,11 @@ CR_HIDDEN void cr_event_progress(courier_engine *e, cr_transfer *t, int64_t down
 /* t's caller is about to be answered (once per caller, just before its completion runs). */
 CR_HIDDEN void cr_event_finished(courier_engine *e, cr_transfer *t, int code, const courier_response *resp,
                                  const courier_error *err);
+/* t is refused on the sending thread, before courier_send (or the WebSocket open) returns `code`:
+ * when its before-send interceptors' turn came (t->intercepted), a FINISHED (code, error_type, no
+ * response, no WILL_SEND before it), so a span an interceptor started ends; monitors raise nowhere.
+ * Then frees t. Returns code. err may be NULL. */
+CR_HIDDEN int cr_transfer_refuse(courier_engine *e, cr_transfer *t, int code, const courier_error *err);
 /* t's answer comes from the cache (before its FINISHED). */
 CR_HIDDEN void cr_event_from_cache(courier_engine *e, cr_transfer *t, const courier_response *resp);
 /* An attempt of t failed with code (resp may be NULL) and attempt number `attempt` (2 for the first

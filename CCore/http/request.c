@@ -810,6 +810,16 @@ void cr_transfer_free(cr_transfer *t) {
     free(t);
 }
 
+int cr_transfer_refuse(courier_engine *e, cr_transfer *t, int code, const courier_error *err) {
+    if (t && t->intercepted) {
+        cr_raised *outer = cr_raise_catch(NULL); /* as answer's (engine.c): monitors raise nowhere */
+        cr_event_finished(e, t, code, NULL, err); /* lifecycle.c */
+        cr_raise_catch(outer);
+    }
+    cr_transfer_free(t);
+    return code;
+}
+
 int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer **out, courier_error *err) {
     const courier_config *cfg = cr_core(e)->config;
     *out = NULL;
@@ -962,14 +972,12 @@ int cr_transfer_prepare(courier_engine *e, const courier_request *r, cr_transfer
     if ((rc = cr_transfer_copy_transfers(r, t, multipart ? &params : NULL, err)) != COURIER_OK) {
         cr_kvlist_clear(&params);
         cr_buf_free(&enc);
-        cr_transfer_free(t);
-        return rc;
+        return cr_transfer_refuse(e, t, rc, err);
     }
     if ((rc = cr_core(e)->sched_finish_prepare(r, t, err)) != COURIER_OK) {
         cr_kvlist_clear(&params);
         cr_buf_free(&enc);
-        cr_transfer_free(t);
-        return rc;
+        return cr_transfer_refuse(e, t, rc, err);
     }
     cr_kvlist_clear(&params);
     cr_buf_free(&enc);
@@ -983,11 +991,16 @@ fail_params:
 fail:
     rc = cr_fail(err, COURIER_E_NO_MEMORY, NULL);
 fail_reported:
+    if (t->intercepted && !t->method) { /* its FINISHED tells the send as the interceptors left it */
+        t->method = o.method;
+        t->url = o.url;
+        t->headers = o.headers;
+        memset(&o, 0, sizeof o);
+    }
     free(o.method);
     free(o.url);
     cr_kvlist_clear(&o.headers);
     cr_kvlist_clear(&params);
     cr_buf_free(&enc);
-    cr_transfer_free(t);
-    return rc;
+    return cr_transfer_refuse(e, t, rc, err);
 }

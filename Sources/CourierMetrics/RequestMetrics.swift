@@ -14,8 +14,8 @@ import Courier
 ///
 /// | Metric | Kind | Dimensions | When |
 /// | --- | --- | --- | --- |
-/// | `courier.requests` | counter | `status_class` (`1xx`...`5xx`, or `error` when no response came), `method` | each send finishes |
-/// | `courier.request.duration` | timer | `status_class`, `method` | each send finishes: from the send to its end |
+/// | `courier.requests` | counter | `status_class` (`1xx`...`5xx`, or `error` when no response came), `method` | each send finishes, or is refused after the interceptors ran (`error`) |
+/// | `courier.request.duration` | timer | `status_class`, `method` | each send finishes: from the send to its end (none for a refused send) |
 /// | `courier.cache.hits` | counter | | the cache answers a send (no network) |
 /// | `courier.cache.misses` | counter | | a cache policy looked and the network answered (`miss`, `vary-miss`, `stale-refetched`) |
 /// | `courier.frozen.queued` | counter | | a request is written to the journal |

@@ -42,8 +42,10 @@ import Tracing
 /// let engine = try Engine(configuration: configuration)
 /// ```
 ///
-/// A send the engine refuses after its interceptors ran (a custom transport not registered, say)
-/// leaves its span unended.
+/// A send the engine refuses after its interceptors ran (a custom transport not registered, a
+/// later interceptor throwing, the frequent-request guard) ends its span at once, inside the send
+/// before it throws: the C core gives it a `finished` event with the refusal's
+/// `error.type` ("not_found") and no status.
 public final class RequestTracing: Interceptor, EventMonitor, @unchecked Sendable {
     // @unchecked Sendable: the closures are Sendable and `spans` is only touched under `lock`.
     private let start: @Sendable (_ name: String, _ parent: ServiceContext) -> any Span

@@ -206,6 +206,177 @@ static void finished_says_resends_and_error_type(void) {
     CHECK_STR(v.traceparent[1], ""); /* none set: none made up */
 }
 
+/* A send refused after its before-send interceptors ran (a tracer's span started there) has one
+ * FINISHED, on the sending thread before courier_send returns, with the refusal's code and error
+ * type; a send refused before them has none. */
+#define MAXSEEN 16
+static uint64_t seen_ids[MAXSEEN];
+static int nseen;
+
+static int before_seen(courier_outgoing *o, void *user) {
+    (void)user;
+    if (nseen < MAXSEEN) seen_ids[nseen++] = courier_outgoing_request_id(o);
+    return courier_outgoing_set_header(o, "traceparent", TP);
+}
+static int before_refuses_marked(courier_outgoing *o, void *user) {
+    (void)user;
+    return courier_outgoing_header(o, "X-Refuse") ? COURIER_E_INVALID_HEADER : COURIER_OK;
+}
+static void tweak_refusals(courier_config *c) {
+    courier_config_add_interceptor(c, before_seen, NULL, NULL, NULL);
+    courier_config_add_interceptor(c, before_refuses_marked, NULL, NULL, NULL);
+    courier_config_set_frequent_guard_ms(c, 600000);
+}
+
+typedef struct refused_events {
+    trace_events v;
+    pthread_t thread[MAXEV];
+    int code[MAXEV];
+    int has_response[MAXEV];
+} refused_events;
+
+static void on_refused_event(const courier_event *ev, void *user) {
+    refused_events *rv = user;
+    pthread_mutex_lock(&rv->v.m);
+    int i = rv->v.n;
+    if (i < MAXEV) {
+        rv->thread[i] = pthread_self();
+        rv->code[i] = ev->code;
+        rv->has_response[i] = ev->response != NULL;
+    }
+    pthread_mutex_unlock(&rv->v.m);
+    on_trace_event(ev, &rv->v);
+}
+
+static int refuse_customize(courier_outgoing *o, void *user) {
+    (void)o;
+    (void)user;
+    return COURIER_E_INVALID_ARGUMENT;
+}
+
+static void refused_sends_finish_after_the_interceptors(void) {
+    nseen = 0;
+    courier_engine *e = th_engine(tweak_refusals);
+    REQUIRE(e);
+    static refused_events rv;
+    memset(&rv, 0, sizeof rv);
+    pthread_mutex_init(&rv.v.m, NULL);
+    CHECK_EQ(courier_monitor_add(NULL, e, 1u << COURIER_EVENT_FINISHED, on_refused_event, &rv, NULL), COURIER_OK);
+    courier_request *r = NULL;
+    courier_error err;
+    uint64_t id = 0;
+    const int want[] = {COURIER_E_NOT_FOUND, COURIER_E_INVALID_HEADER, COURIER_E_TOO_FREQUENT};
+    const char *want_type[] = {"not_found", "invalid_header", "too_frequent"};
+
+    /* a custom transport not registered */
+    REQUIRE(courier_request_new(&r, "GET", "/echo?transport") == COURIER_OK);
+    CHECK_EQ(courier_request_set_transport(r, "nope"), COURIER_OK);
+    CHECK_EQ(courier_send(&id, e, r, NULL, NULL, &err), want[0]);
+    CHECK_EQ(err.code, want[0]);
+    CHECK_EQ(id, 0);
+    courier_request_free(r);
+    /* an interceptor after the tracer's refuses */
+    REQUIRE(courier_request_new(&r, "GET", "/echo?refused") == COURIER_OK);
+    CHECK_EQ(courier_request_add_header(r, "X-Refuse", "1"), COURIER_OK);
+    CHECK_EQ(courier_send(NULL, e, r, NULL, NULL, &err), want[1]);
+    courier_request_free(r);
+    /* the frequent-request guard: the first goes out, the second is refused */
+    REQUIRE(courier_request_new(&r, "GET", "/echo?guarded") == COURIER_OK);
+    courier_response *resp = NULL;
+    CHECK_EQ(courier_send_sync(&resp, e, r, &err), COURIER_OK);
+    courier_response_free(resp);
+    pthread_mutex_lock(&rv.v.m);
+    int before = rv.v.n; /* the first's FINISHED (worker) */
+    pthread_mutex_unlock(&rv.v.m);
+    CHECK_EQ(before, 3);
+    CHECK_EQ(courier_send(NULL, e, r, NULL, NULL, NULL), want[2]); /* no error out-parameter */
+    courier_request_free(r);
+    /* refused before the interceptors: no FINISHED, no interceptor */
+    int seen_then = nseen;
+    REQUIRE(courier_request_new(&r, "GET", "http://bad host/") == COURIER_OK);
+    CHECK_EQ(courier_send(NULL, e, r, NULL, NULL, &err), COURIER_E_INVALID_URL);
+    courier_request_free(r);
+    REQUIRE(courier_request_new(&r, "GET", "/echo?customize") == COURIER_OK);
+    CHECK_EQ(courier_request_set_customize(r, refuse_customize, NULL, NULL), COURIER_OK);
+    CHECK_EQ(courier_send(NULL, e, r, NULL, NULL, &err), COURIER_E_INVALID_ARGUMENT);
+    courier_request_free(r);
+    CHECK_EQ(nseen, seen_then);
+
+    pthread_mutex_lock(&rv.v.m);
+    int n = rv.v.n;
+    pthread_mutex_unlock(&rv.v.m);
+    courier_engine_close(e);
+    REQUIRE(n == 4);
+    REQUIRE(nseen == 4);
+    /* events 0, 1 and 3 are the refusals, in order; 2 the guarded send that went out */
+    const int refusal[] = {0, 1, 3};
+    const int seen_at[] = {0, 1, 3};
+    for (int k = 0; k < 3; k++) {
+        int i = refusal[k];
+        CHECK_EQ(rv.v.kind[i], COURIER_EVENT_FINISHED);
+        CHECK_EQ(rv.v.id[i], seen_ids[seen_at[k]]); /* the id the interceptor saw (its span's) */
+        CHECK_EQ(rv.code[i], want[k]);
+        CHECK_STR(rv.v.error_type[i], want_type[k]);
+        CHECK(pthread_equal(rv.thread[i], pthread_self())); /* inside courier_send */
+        CHECK(!rv.has_response[i]);
+        CHECK_STR(rv.v.traceparent[i], TP); /* the lines as the interceptors left them */
+        CHECK_CONTAINS(rv.v.url[i], "/echo");
+    }
+    CHECK_EQ(rv.code[2], COURIER_OK);
+    CHECK_EQ(rv.v.id[2], seen_ids[2]);
+    pthread_mutex_destroy(&rv.v.m);
+}
+
+/* A stale-while-revalidate answer prepares a background revalidation (its own id: the interceptors
+ * ran for it) inside the send; refused after that (the guard), the send drops it unstarted, and
+ * its FINISHED (cancelled) comes too. */
+static void tweak_swr(courier_config *c) {
+    courier_config_set_store_dir(c, th_tmpdir());
+    courier_config_set_clock(c, th_clock, NULL, NULL);
+    courier_config_set_cache_policy(c, COURIER_CACHE_HTTP);
+    courier_config_add_interceptor(c, before_seen, NULL, NULL, NULL);
+    courier_config_set_frequent_guard_ms(c, 600000);
+}
+
+static void dropped_revalidation_finishes(void) {
+    nseen = 0;
+    th_clock_set_offset_ms(0);
+    cts_server_reset_counts(th_server());
+    courier_engine *e = th_engine(tweak_swr);
+    REQUIRE(e);
+    static refused_events rv;
+    memset(&rv, 0, sizeof rv);
+    pthread_mutex_init(&rv.v.m, NULL);
+    CHECK_EQ(courier_monitor_add(NULL, e, 1u << COURIER_EVENT_FINISHED, on_refused_event, &rv, NULL), COURIER_OK);
+    courier_request *r = NULL;
+    REQUIRE(courier_request_new(&r, "GET", "/headers?Cache-Control=max-age%3D1%2C%20stale-while-revalidate%3D600&X-Trace=1") ==
+            COURIER_OK);
+    courier_response *resp = NULL;
+    CHECK_EQ(courier_send_sync(&resp, e, r, NULL), COURIER_OK); /* stored */
+    courier_response_free(resp);
+    th_clock_set_offset_ms(5 * 1000); /* stale, within stale-while-revalidate */
+    courier_error err;
+    CHECK_EQ(courier_send(NULL, e, r, NULL, NULL, &err), COURIER_E_TOO_FREQUENT);
+    courier_request_free(r);
+    pthread_mutex_lock(&rv.v.m);
+    int n = rv.v.n;
+    pthread_mutex_unlock(&rv.v.m);
+    courier_engine_close(e);
+    th_clock_set_offset_ms(0);
+    CHECK_EQ(cts_server_path_count(th_server(), "/headers"), 1); /* the revalidation never went out */
+    REQUIRE(nseen == 3); /* the first send, the second, its revalidation */
+    REQUIRE(n == 3);
+    CHECK_EQ(rv.v.id[0], seen_ids[0]);
+    CHECK_EQ(rv.code[0], COURIER_OK);
+    CHECK_EQ(rv.v.id[1], seen_ids[1]);
+    CHECK_EQ(rv.code[1], COURIER_E_TOO_FREQUENT);
+    CHECK_EQ(rv.v.id[2], seen_ids[2]);
+    CHECK_EQ(rv.code[2], COURIER_E_CANCELLED);
+    CHECK_STR(rv.v.error_type[2], "cancelled");
+    CHECK(pthread_equal(rv.thread[2], pthread_self()));
+    pthread_mutex_destroy(&rv.v.m);
+}
+
 static void code_names_are_stable(void) {
     CHECK_STR(courier_code_name(COURIER_OK), "ok");
     CHECK_STR(courier_code_name(COURIER_E_TIMEOUT), "timeout");
@@ -275,6 +446,40 @@ static void frozen_request_replays_its_trace_context(void) {
     CHECK_EQ(sends, 2);
 }
 
+/* A request the journal cannot freeze (a multipart body: a file part may change before a resend)
+ * made while the monitor says offline: its WILL_SEND (on the sending thread, before the freeze is
+ * tried) is not said again when the worker takes it up (and fails it: offline, nothing sent); one
+ * WILL_SEND, one FINISHED. */
+static void unfrozen_offline_send_says_will_send_once(void) {
+    jr_server srv;
+    courier_engine *e = open_served(&srv, NULL);
+    REQUIRE(e);
+    trace_events v = {.m = PTHREAD_MUTEX_INITIALIZER};
+    CHECK_EQ(courier_monitor_add(NULL, e, 0, on_trace_event, &v, NULL), COURIER_OK);
+    waiter w;
+    w_init(&w, e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    courier_request *r = freezable("POST", "/parts", NULL, COURIER_FREEZE_AUTO, 0);
+    CHECK_EQ(courier_request_add_part_data(r, "a", "1", 1, NULL, NULL), COURIER_OK);
+    CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_OFFLINE); /* not frozen, not sent */
+    courier_engine_close(e);
+    jr_stop(&srv);
+    CHECK_EQ(jr_path_count(&srv, "/parts"), 0);
+    jr_free(&srv);
+    w_destroy(&w);
+    int will = 0, fin = 0;
+    for (int i = 0; i < v.n; i++) {
+        will += v.kind[i] == COURIER_EVENT_WILL_SEND;
+        fin += v.kind[i] == COURIER_EVENT_FINISHED;
+    }
+    CHECK_EQ(will, 1);
+    CHECK_EQ(fin, 1);
+}
+
 TESTS_MAIN(T(trace_context_is_checked), T(trace_context_goes_out_replacing_earlier_lines),
            T(redirect_hops_are_events_and_resends), T(finished_says_resends_and_error_type),
-           T(code_names_are_stable), T(frozen_request_replays_its_trace_context))
+           T(refused_sends_finish_after_the_interceptors), T(dropped_revalidation_finishes), T(code_names_are_stable),
+           T(frozen_request_replays_its_trace_context),
+           T(unfrozen_offline_send_says_will_send_once))

@@ -78,6 +78,17 @@ final class RequestMetricsTests: XCTestCase {
         XCTAssertEqual(total("courier.requests", [("status_class", "error"), ("method", "GET")]), 1)
     }
 
+    func testASendRefusedAfterTheInterceptorsIsAnErrorWithoutADuration() async throws {
+        do {
+            _ = try await engine.send(.post("/echo").transport("not-registered"))
+            XCTFail("no transport of that name")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .notFound)
+        }
+        XCTAssertEqual(total("courier.requests", [("status_class", "error"), ("method", "POST")]), 1)
+        XCTAssertThrowsError(try metrics.expectTimer("courier.request.duration", [("status_class", "error"), ("method", "POST")]))
+    }
+
     func testCacheHitsAndMisses() async throws {
         // /origin answers with the Cache-Control asked for: the first is a miss (stored), the second a hit
         let request = Request.get("/origin/metrics").parameter("Cache-Control", "max-age=60").cachePolicy(.http)

@@ -186,6 +186,44 @@ final class RequestTracingTests: XCTestCase {
         XCTAssertEqual(span.status?.code, .error)
     }
 
+    func testASendRefusedAfterTheInterceptorsEndsItsSpan() async throws {
+        // The tracing first, then an interceptor that refuses marked requests: both refusals come
+        // after the tracing's adapt started a span.
+        let tracer = InMemoryTracer()
+        let tracing = RequestTracing(tracer: tracer)
+        var configuration = Configuration(baseURL: server.baseURL)
+        configuration.temporaryStore = true
+        configuration.addTracing(tracing)
+        configuration.interceptors.append(ClosureInterceptor(adapt: { request in
+            if request.header("X-Refuse") != nil { throw CourierError(.invalidHeader, message: "refused") }
+        }))
+        let refusing = try Engine(configuration: configuration)
+        defer { refusing.close() }
+
+        do {
+            _ = try await refusing.send(.get("/echo").transport("not-registered"))
+            XCTFail("no transport of that name")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .notFound)
+        }
+        do {
+            _ = try await refusing.send(.get("/echo?refused").header("X-Refuse", "1"))
+            XCTFail("the second interceptor refuses it")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .invalidHeader)
+        }
+        // Each ended at its refusal (before the send threw), exported with its error, and left the map.
+        let spans = tracer.finishedSpans
+        XCTAssertEqual(spans.count, 2)
+        XCTAssertEqual(spans.map { attribute($0, "error.type") }, ["not_found", "invalid_header"] as [SpanAttribute?])
+        XCTAssertEqual(spans.map { $0.status?.code }, [.error, .error])
+        XCTAssertEqual(spans.map { attribute($0, "url.full") },
+                       [.string(server.baseURL + "/echo"), .string(server.baseURL + "/echo?refused")])
+        XCTAssertNil(spans.first.flatMap { attribute($0, "http.response.status_code") })
+        XCTAssertEqual(tracing.activeCount, 0)
+        XCTAssertEqual(server.count("/echo"), 0) // nothing was sent
+    }
+
     func testAFrozenRequestIsResentInTheTraceItWasFrozenIn() async throws {
         engine.reachability.setOffline()
         do {

@@ -169,7 +169,8 @@ typedef enum courier_event_kind {
     COURIER_EVENT_WILL_SEND = 1,  /* the engine took up a request courier_send accepted (see below) */
     COURIER_EVENT_DID_SEND = 2,   /* its transfer started on the wire */
     COURIER_EVENT_PROGRESS = 3,   /* bytes moved (upload or download) */
-    COURIER_EVENT_FINISHED = 4,   /* it completed: just before its completion callback runs */
+    COURIER_EVENT_FINISHED = 4,   /* it completed: just before its completion callback runs; or
+                                     courier_send refused it after its interceptors (see below) */
     COURIER_EVENT_FROM_CACHE = 5, /* its answer comes from the cache, not the network */
     COURIER_EVENT_RETRIED = 6,    /* an attempt failed and another is scheduled */
     COURIER_EVENT_FROZEN = 7,     /* it was written to the journal, to be sent when online */
@@ -188,8 +189,10 @@ COURIER_API const char *courier_event_kind_name(int kind);
 
 /* One event, borrowed for the duration of the monitor call (copy what you keep). Fields that do
  * not apply to the kind are 0 / NULL. The struct only grows at the end: `size` is its size as the
- * library knows it, so read only fields that end within it. Every WILL_SEND of an id is followed
- * by exactly one FINISHED of that id. */
+ * library knows it, so read only fields that end within it. A send has at most one WILL_SEND, and
+ * every WILL_SEND of an id is followed by exactly one FINISHED of that id. A send courier_send (or courier_ws_open) refuses once its
+ * before-send interceptors' turn came has one FINISHED and no WILL_SEND: code and error_type say
+ * why (COURIER_E_NOT_FOUND, "not_found", for a transport not registered), no response, duration 0. */
 typedef struct courier_event {
     size_t size;                      /* set by the library */
     courier_event_kind kind;
@@ -224,7 +227,9 @@ typedef struct courier_event {
 /* A monitor. Runs on the thread where the event happens: the engine's worker thread, for every
  * kind and for sync and async sends alike (WILL_SEND when the worker takes the request up, before
  * the cache is asked), except WILL_SEND and FROZEN of a request frozen at once because the network
- * is offline, which run on the sending thread inside courier_send; possibly on
+ * is offline (when the journal cannot keep it, a file body, the send goes on to the worker with no
+ * second WILL_SEND), and FINISHED of a send refused after its interceptors, which run on the sending
+ * thread inside courier_send (or courier_ws_open); possibly on
  * several threads at once; monitors run in the order they were added, before the event's log line
  * is written. Must not block for long and must not close the engine; may send requests. */
 typedef void (*courier_monitor_fn)(const courier_event *event, void *user);

@@ -101,8 +101,9 @@ COURIER_API const char *courier_outgoing_url(const courier_outgoing *outgoing);
 COURIER_API const char *courier_outgoing_method(const courier_outgoing *outgoing);
 /* The id of the send: the id its events, log lines and response carry, in customize, before-send,
  * mock and redirect callbacks alike (a tracer starts a span in a before-send interceptor and ends
- * it at the send's COURIER_EVENT_FINISHED). A send refused after its callbacks ran (by a callback,
- * or a later check) never uses its id; ids are unique per engine but may have gaps. (Libraries
+ * it at the send's COURIER_EVENT_FINISHED, which a send refused from the before-send interceptors on
+ * has too: courier_send). A send refused after its callbacks ran (by a callback, or a later check)
+ * never sends under its id; ids are unique per engine but may have gaps. (Libraries
  * up to 0.2.1 gave 0 in customize and before-send callbacks.) */
 COURIER_API uint64_t courier_outgoing_request_id(const courier_outgoing *outgoing);
 /* Replaces the URL (must be absolute http/https). Errors: COURIER_E_INVALID_URL. */
@@ -163,7 +164,10 @@ typedef void (*courier_completion_fn)(uint64_t request_id, int code, courier_res
  * called, and the code is returned (COURIER_E_INVALID_ARGUMENT, COURIER_E_INVALID_URL,
  * COURIER_E_INVALID_ENCODING, COURIER_E_ROUTE_PARAMETER (a catalogue API's path parameter that no
  * object filled: courier_request_new_api), COURIER_E_CLOSED, COURIER_E_NO_MEMORY, or a customize
- * callback's code). Any thread. */
+ * callback's code). A send refused once its before-send interceptors' turn came (by an interceptor,
+ * a transport not registered, a resend or cache policy not registered, the frequent-request guard,
+ * the engine closing...) has one COURIER_EVENT_FINISHED with that code, on the calling thread before
+ * this returns (log.h), so what an interceptor began for it (a tracer's span) ends. Any thread. */
 COURIER_API int courier_send(uint64_t *out_id, courier_engine *engine, const courier_request *request,
                              courier_completion_fn done, void *user, courier_error *err);
 

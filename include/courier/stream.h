@@ -292,7 +292,9 @@ typedef void (*courier_ws_notify_fn)(courier_ws *ws, void *user);
  * COURIER_E_INVALID_URL (not ws, wss, http or https), COURIER_E_CLOSED, COURIER_E_NO_MEMORY, and
  * the errors of courier_send for the request. Connecting and the handshake fail later, through
  * courier_ws_next: COURIER_E_CANNOT_RESOLVE, _CANNOT_CONNECT, _TLS, _PINNING, _PROXY, _TIMEOUT,
- * COURIER_E_WS_HANDSHAKE. Any thread; on failure user_free (if any) has been called. */
+ * COURIER_E_WS_HANDSHAKE. A refusal here once the engine's before-send interceptors ran has a
+ * COURIER_EVENT_FINISHED, as courier_send's has (log.h); a WebSocket that opens has no request
+ * events. Any thread; on failure user_free (if any) has been called. */
 COURIER_API int courier_ws_open(courier_ws **out, courier_engine *engine, const courier_request *request,
                                 const courier_ws_options *options, courier_ws_notify_fn notify, void *user,
                                 courier_user_free_fn user_free, courier_error *err);

@@ -17,7 +17,10 @@ public struct RequestEvent: Sendable {
         case didSend = 2
         /// Bytes moved.
         case progress = 3
-        /// The request completed: just before its completion (or `await`) gets the result.
+        /// The request completed: just before its completion (or `await`) gets the result. Also a
+        /// send the engine refused after the interceptors ran (a transport not registered, the
+        /// frequent-request guard): on the sending thread, before the send throws, with no
+        /// ``willSend`` before it and ``RequestEvent/errorType`` the refusal's name.
         case finished = 4
         /// Its answer comes from the cache, not the network.
         case fromCache = 5
@@ -124,7 +127,8 @@ public struct RequestEvent: Sendable {
 ///
 /// The methods run on the thread where the event happens — the engine's worker thread, for sync
 /// and async sends alike (but for ``RequestEvent/Kind/willSend`` and ``RequestEvent/Kind/frozen``
-/// of a request frozen at once because the network is offline: the sending thread) — possibly on several threads at once,
+/// of a request frozen at once because the network is offline, and ``RequestEvent/Kind/finished``
+/// of a send refused after the interceptors ran: the sending thread) — possibly on several threads at once,
 /// in the order monitors were added. Keep them quick; never close the engine from them.
 public protocol EventMonitor: Sendable {
     /// The kinds this monitor wants (the others are never delivered to it). Default: all.

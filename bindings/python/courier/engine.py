@@ -1371,7 +1371,9 @@ class Engine:
 
     def add_monitor(self, fn: Callable[[Event], None], kinds: Iterable[Union[EventKind, str, int]] = ()) -> int:
         """Adds an event monitor ``fn(event)`` for the given :class:`EventKind` s (all when
-        empty). Runs on the sending thread (WILL_SEND) or the worker thread. Returns its id."""
+        empty). Runs on the worker thread, or the sending thread inside the send (WILL_SEND of a
+        request frozen at once while offline; FINISHED of a send refused after the interceptors
+        ran). Returns its id."""
         mask = 0
         for k in kinds:
             mask |= 1 << coerce(EventKind, k, "kinds")

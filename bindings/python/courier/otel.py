@@ -26,8 +26,10 @@ The engine's redirects are followed inside one span (one span per request, resen
 hops). Swift's CourierTracing makes the same spans (docs/design/tracing.md). A frozen request keeps the trace context it was frozen under: the journal stores the
 request's header lines, ``traceparent`` among them, and its replay (on the journal's thread, where
 no span is current) is a span whose parent is that context, in the same trace as the span that
-ended with ``error.type`` ``Frozen``. A send the engine refuses after its interceptors ran (a
-``transport=`` not registered, say) leaves its span unended, so it is never exported.
+ended with ``error.type`` ``frozen``. A send the engine refuses after its interceptors ran (a
+``transport=`` not registered, an interceptor after this one raising, the frequent-request guard)
+ends its span at once, inside the send before it raises: the C core gives it a ``finished`` event
+on the sending thread, with the refusal's ``error_type`` (``not_found``) and no status.
 """
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
 
 import courier  # noqa: E402
+from courier.otel import Tracing  # noqa: E402
 from conftest import wait_until  # noqa: E402
 
 
@@ -86,6 +87,43 @@ def test_async_sends_take_the_tasks_context(traced) -> None:
     spans = client_spans(exporter)
     by_query = {s.attributes["url.full"].rsplit("=", 1)[1]: s.parent.span_id for s in spans}
     assert by_query == {str(n): parents[n] for n in range(4)}
+
+
+def test_a_send_refused_after_the_interceptors_ends_its_span(traced) -> None:
+    engine, _, exporter = traced
+    with pytest.raises(courier.NotFound):
+        engine.get("/echo", transport="not-registered")  # refused after the tracing's interceptor
+    (span,) = client_spans(exporter)  # ended at the refusal, inside the send
+    assert span.attributes["error.type"] == "not_found" and span.status.status_code == StatusCode.ERROR
+    assert "http.response.status_code" not in span.attributes
+    assert span.attributes["url.full"].endswith("/echo")
+
+
+def test_refused_sends_leave_no_span_behind(base_url, tmp_path, server) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = Tracing(provider)
+
+    def refuse_marked(outgoing) -> None:
+        if outgoing.header("X-Refuse") is not None:
+            raise courier.InvalidHeader("refused")
+
+    # the tracing first, then an interceptor that refuses: its span had started
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "store"), logger=False,
+                        interceptors=[tracing, courier.Interceptor(before_send=refuse_marked)]) as engine:
+        tracing.attach(engine)
+        for _ in range(3):
+            with pytest.raises(courier.NotFound):
+                engine.get("/echo", transport="not-registered")
+            with pytest.raises(courier.InvalidHeader):
+                engine.get("/echo", headers={"X-Refuse": "1"})
+        assert tracing.spans == {}  # nothing left in the map
+        engine.get("/echo")
+        assert tracing.spans == {}
+    spans = client_spans(exporter)
+    assert [s.attributes.get("error.type") for s in spans] == ["not_found", "invalid_header"] * 3 + [None]
+    assert all(s.status.status_code == StatusCode.ERROR for s in spans[:6])
 
 
 def test_a_frozen_request_replays_in_the_trace_it_was_frozen_under(traced) -> None:
