@@ -1,6 +1,6 @@
 /*
  * ws_events.c — the request events of a WebSocket's opening handshake (docs/design/tracing.md,
- * "A WebSocket's handshake").
+ * "A WebSocket's opening handshake").
  *
  * courier_ws_open prepares the handshake's request as courier_send prepares a send, so the
  * before-send interceptors run for it and a tracer starts a span under its id. From there the
