@@ -408,6 +408,8 @@ typedef struct cr_transfer {
     unsigned hsts_upgraded : 1; /* hsts.c: the URL (or a hop's) went from http:// to https:// */
     unsigned intercepted : 1;   /* the before-send interceptors' turn came (schedule.c): a refusal
                                    from then on has a FINISHED (cr_transfer_refuse) */
+    unsigned will_sent : 1;     /* its WILL_SEND went (lifecycle.c): once a send, also when a freeze
+                                   at once failed and the send went on to the worker (journal.c) */
     struct courier_stream *stream; /* stream.c: a streamed send's stream (borrowed: the send's own
                                       reference, released by its completion), or NULL */
     int stream_live;    /* its body goes to the stream as it arrives (the engine answers with it) */
@@ -612,7 +614,8 @@ struct courier_call {
  * When nobody listens they cost one atomic load. Call them on the thread where the event happens
  * (the worker thread for all but custom callers); t is borrowed for the call. */
 /* The worker took t from `incoming` (before routing it, or cancelling it because the engine
- * closes): records the time FINISHED measures from. Every WILL_SEND is followed by one FINISHED. */
+ * closes), or the journal is about to freeze it at once (offline): records the time FINISHED
+ * measures from. Once per send (t->will_sent); every WILL_SEND is followed by one FINISHED. */
 CR_HIDDEN void cr_event_will_send(courier_engine *e, cr_transfer *t);
 /* An attempt of t started on the wire (curl or a custom transport). */
 CR_HIDDEN void cr_event_did_send(courier_engine *e, cr_transfer *t);

@@ -26,6 +26,11 @@ static void event_init(courier_event *ev, int kind, const cr_transfer *t) {
 }
 
 void cr_event_will_send(courier_engine *e, cr_transfer *t) {
+    /* Once a send: a request the journal tried to freeze at once (offline) had its WILL_SEND on the
+     * sending thread; when that freeze was refused (a file body, a closing journal) the worker takes
+     * the send up and must not say it again. */
+    if (t->will_sent) return;
+    t->will_sent = 1;
     if (!cr_event_listening(e)) return;
     t->obs_t0_ns = cr_mono_ns();
     courier_event ev;

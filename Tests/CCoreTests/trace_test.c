@@ -703,8 +703,40 @@ static void frozen_request_replays_its_trace_context(void) {
     CHECK_EQ(sends, 2);
 }
 
+/* A request the journal cannot freeze (a multipart body: a file part may change before a resend)
+ * made while the monitor says offline: its WILL_SEND (on the sending thread, before the freeze is
+ * tried) is not said again when the worker takes it up (and fails it: offline, nothing sent); one
+ * WILL_SEND, one FINISHED. */
+static void unfrozen_offline_send_says_will_send_once(void) {
+    jr_server srv;
+    courier_engine *e = open_served(&srv, NULL);
+    REQUIRE(e);
+    trace_events v = {.m = PTHREAD_MUTEX_INITIALIZER};
+    CHECK_EQ(courier_monitor_add(NULL, e, 0, on_trace_event, &v, NULL), COURIER_OK);
+    waiter w;
+    w_init(&w, e);
+    CHECK_EQ(courier_reachability_set_offline(e), COURIER_OK);
+    courier_request *r = freezable("POST", "/parts", NULL, COURIER_FREEZE_AUTO, 0);
+    CHECK_EQ(courier_request_add_part_data(r, "a", "1", 1, NULL, NULL), COURIER_OK);
+    CHECK_EQ(send_one(e, r, &w), COURIER_OK);
+    CHECK_EQ(w_wait(&w, 1), 1);
+    CHECK_EQ(w.codes[0], COURIER_E_OFFLINE); /* not frozen, not sent */
+    courier_engine_close(e);
+    jr_stop(&srv);
+    CHECK_EQ(jr_path_count(&srv, "/parts"), 0);
+    jr_free(&srv);
+    w_destroy(&w);
+    int will = 0, fin = 0;
+    for (int i = 0; i < v.n; i++) {
+        will += v.kind[i] == COURIER_EVENT_WILL_SEND;
+        fin += v.kind[i] == COURIER_EVENT_FINISHED;
+    }
+    CHECK_EQ(will, 1);
+    CHECK_EQ(fin, 1);
+}
+
 TESTS_MAIN(T(trace_context_is_checked), T(trace_context_goes_out_replacing_earlier_lines),
            T(redirect_hops_are_events_and_resends), T(finished_says_resends_and_error_type),
            T(refused_sends_finish_after_the_interceptors), T(dropped_revalidation_finishes), T(code_names_are_stable),
            T(websocket_handshakes_finish), T(websocket_opened_as_the_engine_closes_ends),
-           T(frozen_request_replays_its_trace_context))
+           T(frozen_request_replays_its_trace_context), T(unfrozen_offline_send_says_will_send_once))

@@ -189,10 +189,10 @@ COURIER_API const char *courier_event_kind_name(int kind);
 
 /* One event, borrowed for the duration of the monitor call (copy what you keep). Fields that do
  * not apply to the kind are 0 / NULL. The struct only grows at the end: `size` is its size as the
- * library knows it, so read only fields that end within it. Every WILL_SEND of an id is followed
- * by exactly one FINISHED of that id (a WebSocket's opening handshake is a send: its FINISHED comes
- * when the handshake ends, with the 101 as the response when it opened; stream.h, courier_ws_open).
- * A send courier_send (or courier_ws_open) refuses once its
+ * library knows it, so read only fields that end within it. A send has at most one WILL_SEND, and
+ * every WILL_SEND of an id is followed by exactly one FINISHED of that id (a WebSocket's opening
+ * handshake is a send: its FINISHED comes when the handshake ends, with the 101 as the response
+ * when it opened; stream.h, courier_ws_open). A send courier_send (or courier_ws_open) refuses once its
  * before-send interceptors' turn came has one FINISHED and no WILL_SEND: code and error_type say
  * why (COURIER_E_NOT_FOUND, "not_found", for a transport not registered), no response, duration 0. */
 typedef struct courier_event {
@@ -229,7 +229,8 @@ typedef struct courier_event {
 /* A monitor. Runs on the thread where the event happens: the engine's worker thread, for every
  * kind and for sync and async sends alike (WILL_SEND when the worker takes the request up, before
  * the cache is asked), except WILL_SEND and FROZEN of a request frozen at once because the network
- * is offline, and FINISHED of a send refused after its interceptors, which run on the sending
+ * is offline (when the journal cannot keep it, a file body, the send goes on to the worker with no
+ * second WILL_SEND), and FINISHED of a send refused after its interceptors, which run on the sending
  * thread inside courier_send (or courier_ws_open); possibly on
  * several threads at once; monitors run in the order they were added, before the event's log line
  * is written. Must not block for long and must not close the engine; may send requests. A
