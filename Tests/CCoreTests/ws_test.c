@@ -842,6 +842,30 @@ static void test_large_messages_in_order(void) {
     courier_engine_close(e);
 }
 
+/* Every tail of the sender's masking (ws_direct.c masks 8 bytes at a time, then byte by byte): each
+ * length 0-40 and 1,020-1,030, one round trip at a time so that each is written by the sender's
+ * thread (nothing of the WebSocket's waits to be written), comes back with its bytes. */
+static void test_direct_send_every_tail(void) {
+    courier_engine *e = th_engine(NULL);
+    REQUIRE(e);
+    courier_error err;
+    courier_ws *ws = open_ws_opt(e, ws_url(cts_server_port(th_server()), "/ws/echo"), NULL, &err);
+    REQUIRE(ws);
+    courier_ws_message m = {.size = sizeof m};
+    static uint8_t buf[1030];
+    int bad = 0;
+    for (int i = 0; i < 52; i++) {
+        size_t len = i <= 40 ? (size_t)i : (size_t)(1020 + i - 41);
+        for (size_t k = 0; k < len; k++) buf[k] = pattern_byte(i, k);
+        CHECK_EQ(courier_ws_send(ws, COURIER_WS_BINARY, buf, len, &err), COURIER_OK);
+        CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
+        if (m.len != len || (len && memcmp(m.data, buf, len) != 0)) bad++;
+    }
+    CHECK_EQ(bad, 0);
+    courier_ws_free(ws);
+    courier_engine_close(e);
+}
+
 /* The caller's reads (courier_ws_take_reads): its loop watches the socket, reads it on its thread
  * (courier_ws_read_socket) and takes the messages with courier_ws_next(0); the worker no longer
  * reads. Waits for the socket as an event loop would, then returns to the worker's reads when
@@ -1148,7 +1172,7 @@ static const th_test tests[] = {
     T(test_protocol_errors), T(test_protocol_error_while_closing), T(test_too_large),               T(test_dropped_connection), T(test_dead_peer),
     T(test_failed_handshakes), T(test_arguments),             T(test_threads),            T(test_engine_closes),
     T(test_close_before_open), T(test_tls), T(test_hsts_upgrades_ws), T(test_deflate_with_websockets),
-    T(test_deflate_by_hand),   T(test_slow_reader),           T(test_large_messages_in_order),
+    T(test_deflate_by_hand),   T(test_slow_reader),           T(test_large_messages_in_order), T(test_direct_send_every_tail),
     T(test_more_than_the_host_limit), T(test_through_a_proxy),    T(test_caller_reads), T(test_caller_reads_keepalive),
 };
 

@@ -40,7 +40,8 @@ if _mod is not None and getattr(_mod, "ERROR_SIZE", None) == ctypes.sizeof(ERROR
                     for name in ("courier_send", "courier_send_sync", "courier_response_status",
                                  "courier_response_body", "courier_response_free")))
         _mod.ws_init(*(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-                       for name in ("courier_ws_send", "courier_ws_next", "courier_ws_read_socket")))
+                       for name in ("courier_ws_send", "courier_ws_next", "courier_ws_read_socket",
+                                    "courier_ws_take_reads", "courier_ws_return_reads")))
         available = True
     except (AttributeError, ValueError):  # pragma: no cover - a library without these functions
         available = False

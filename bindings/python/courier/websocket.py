@@ -11,8 +11,10 @@ handshake waits in ``courier_ws_next`` and never reads it (the notify then costs
 exchange). On ws:// with no proxy the worker is off the receive path as well
 (docs/design/ws-reads.md): a blocking read's wait in ``courier_ws_next`` reads the socket on the
 caller's thread, and an asyncio read has the loop watch the socket and read it there
-(``courier_ws_take_reads``, ``ws_read``). On the ctypes path the notify is a Python callback on the
-engine's worker thread.
+(``courier_ws_take_reads``). An asyncio WebSocket's wait and read are ``courier._speedups.WsAio``,
+which ``arecv`` awaits: the loop's reader callback reads the message and runs the waiting task's
+step at once (one loop turn a message, no Python frame of the binding's but ``arecv``'s). On the
+ctypes path the notify is a Python callback on the engine's worker thread.
 """
 from __future__ import annotations
 
@@ -152,82 +154,49 @@ class _SyncFdWaker:
 
 class _AioFdWaker:
     """The compiled path's asyncio waker: the loop watches the :class:`_SyncFdWaker`'s kind of pipe
-    (``add_reader``) and sets ``event`` (the handshake's) and wakes ``waiter`` (a reading task's)
+    (``add_reader``) and sets ``event`` (the handshake's) and wakes the task waiting in ``arecv``
     when it is written, with no Python on the engine's worker and no ``call_soon_threadsafe``.
 
-    And while a task waits for a message on a plain connection (ws://, no proxy), the loop reads the
-    socket itself (``courier_ws_take_reads``): it watches the socket, and when it is readable
-    ``_readable`` reads it (``ws_read``, the frames parsed by the core on the loop's thread) and
-    hands the message to the waiting task, with no thread in between. When nobody waits, or the
-    core gives the reads back (the connection is ending, a frame came in part), the loop stops
-    watching and the engine's worker reads again (pings answered, the notify as before)."""
+    The reads themselves are ``courier._speedups.WsAio`` (``reads``, made by :meth:`bind`), which
+    ``arecv`` awaits: the next message, or the task parks on a ``courier._speedups.Pending``. While
+    a task waits on a plain connection (ws://, no proxy) the loop reads the socket itself
+    (``courier_ws_take_reads``): it watches the socket, and when it is readable ``WsAio`` reads it
+    (the frames parsed by the core on the loop's thread) and runs the waiting task's step there and
+    then, with no thread in between and no second turn of the loop. When nobody waits, or the core
+    gives the reads back (the connection is ending), the loop stops watching and the engine's
+    worker reads again (pings answered, the notify as before)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, ext: Any) -> None:
         self.loop = loop
         self.ext = ext
         self.event = asyncio.Event()
-        self.waiter: Optional["asyncio.Future[Any]"] = None
+        self.reads: Any = None  # the WebSocket's WsAio, once bound
         self.wake = ext.WsWake()
         self._fd = self.wake.fileno()
-        self._h: Optional[int] = None  # the WebSocket whose socket is watched
-        self._sock = -1  # the socket's descriptor being watched (the WebSocket's), or -1
-        self._tries = 16  # courier_ws_take_reads refused this often: wss://, a proxy: stop asking
         loop.add_reader(self._fd, self._ready)
+
+    def bind(self, h: int) -> Any:
+        """The reads of WebSocket ``h`` (``courier._speedups.WsAio``)."""
+        self.reads = self.ext.WsAio(h, self.loop)
+        return self.reads
 
     def _ready(self) -> None:
         self.wake.clear()  # the pipe read empty, then the flag cleared: the next notify writes
         self.event.set()
-        fut = self.waiter
-        if fut is not None and not fut.done():
-            fut.set_result(None)
-
-    def arm(self, h: int) -> "asyncio.Future[Any]":
-        """A future for the next message (its result: the message, the end's tuple, or None: look
-        again), with the socket watched when the reads may be the loop's."""
-        fut = self.loop.create_future()
-        self.waiter = fut
-        if self._sock < 0 and self._tries > 0:
-            fd = c_int(-1)
-            if lib.courier_ws_take_reads(byref(fd), h) == 0:
-                self._h, self._sock = h, fd.value
-                self.loop.add_reader(fd.value, self._readable)
-            else:
-                self._tries -= 1
-        return fut
-
-    def _readable(self) -> None:
-        fut = self.waiter
-        if fut is None or fut.done():  # nobody waits: the worker reads (and answers pings) meanwhile
-            self._unwatch(True)
-            return
-        got = self.ext.ws_read(self._h)  # str, bytes, None (nothing whole yet), False, or the end
-        if got is None:
-            return
-        if got is False:  # the reads went back to the worker: what it queued is ws_next's
-            self._unwatch(False)
-            got = None
-        self.waiter = None
-        fut.set_result(got)
-
-    def _unwatch(self, give_back: bool) -> None:
-        fd, self._sock = self._sock, -1
-        if fd < 0:
-            return
-        if not self.loop.is_closed():
-            try:
-                self.loop.remove_reader(fd)
-            except Exception:  # pragma: no cover - a loop being torn down
-                pass
-        if give_back and self._h is not None:
-            lib.courier_ws_return_reads(self._h)
+        reads = self.reads
+        if reads is not None:
+            reads.wake()  # the waiting task looks again
 
     def c_args(self) -> tuple[Any, Any, Any]:
         return self.ext.WS_NOTIFY, self.wake.user(), self.ext.WS_USER_FREE
 
     def close(self) -> None:
         """Stops watching the socket and the pipe (on the loop's thread; a closed loop has nothing
-        to stop), before the WebSocket is freed (the socket's descriptor is the WebSocket's)."""
-        self._unwatch(False)
+        to stop), before the WebSocket is freed (the socket's descriptor is the WebSocket's); a
+        task still waiting in ``arecv`` is woken (and raises: the WebSocket is closed)."""
+        reads, self.reads = self.reads, None
+        if reads is not None:
+            reads.release()
         fd, self._fd = self._fd, -1
         if fd >= 0 and not self.loop.is_closed():
             try:
@@ -269,6 +238,8 @@ class WebSocket(_Closing):
     def __init__(self, handle: int, waker: Any) -> None:
         self._h: Optional[int] = handle
         self._waker = waker
+        # the compiled path's asyncio reads (courier._speedups.WsAio), None elsewhere
+        self._reads: Any = waker.bind(handle) if type(waker) is _AioFdWaker else None
         self._ended: Optional[int] = None
         self._pending: list[Any] = []  # messages read while waiting for the end of the handshake
 
@@ -347,7 +318,12 @@ class WebSocket(_Closing):
 
     async def asend(self, message: Union[str, bytes, bytearray, memoryview]) -> None:
         """:meth:`send` (it never blocks: the message is queued to the engine's worker)."""
-        self.send(message)
+        reads = self._reads
+        if reads is None:
+            return self.send(message)
+        failed = reads.send(message)  # the compiled path: send's own call, without its frame
+        if failed is not None:
+            raise _failure(failed[0], ERROR.from_buffer_copy(failed[1]))
 
     # -- receiving --------------------------------------------------------------------------------
     def _take(self, got: Any) -> Any:
@@ -410,30 +386,18 @@ class WebSocket(_Closing):
 
     async def arecv(self) -> Union[str, bytes]:
         """:meth:`recv` without blocking the event loop (a WebSocket of an AsyncEngine)."""
+        reads = self._reads
+        if reads is not None and not self._pending:
+            got = await reads  # the compiled path: a message, the end's (code, error), None: released
+            if type(got) is not tuple:
+                if got is not None:
+                    return got  # type: ignore[no-any-return]
+            else:
+                self._ended = got[0]
+                raise _failure(got[0], ERROR.from_buffer_copy(got[1]))
         waker = self._waker
         if isinstance(waker, _AioFdWaker):
-            while True:
-                h = self._h
-                if self._pending or h is None:
-                    msg = self._next(0)  # what was read before, or the error of a released one
-                else:
-                    msg = waker.ext.ws_next(h, 0)  # the compiled path (the waker is its own)
-                    if type(msg) is tuple:
-                        msg = self._take(msg)
-                if msg is not None:
-                    return msg  # type: ignore[no-any-return]
-                fut = waker.arm(self._h)  # type: ignore[arg-type]
-                try:
-                    got = await fut
-                except asyncio.CancelledError:
-                    if fut.done() and not fut.cancelled() and fut.result() is not None:
-                        self._pending.insert(0, fut.result())  # read for this task: kept for the next
-                    raise
-                finally:
-                    if waker.waiter is fut:
-                        waker.waiter = None
-                if got is not None:
-                    return self._take(got)  # type: ignore[no-any-return]
+            return self._next(0)  # type: ignore[no-any-return]  # read before, or a released one's error
         if not isinstance(waker, _Waker):
             raise RuntimeError("arecv and async for need a WebSocket of an AsyncEngine")
         while True:
@@ -503,6 +467,7 @@ class WebSocket(_Closing):
 
     def _release(self) -> None:
         h, self._h = self._h, None
+        self._reads = None
         if h is not None:
             self._waker.close()  # first: the loop stops watching the socket the free closes
             lib.courier_ws_free(h)

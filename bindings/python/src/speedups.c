@@ -22,7 +22,8 @@
  *                                   completion order.
  *   Pending                         what an AsyncEngine send awaits (Waker.future()): asyncio's
  *                                   future protocol, its task woken by the drain itself.
- *   ws_send, ws_next, WsWake        a WebSocket's round trip and its GIL-free notify (speedups_ws.c).
+ *   ws_send, ws_next, WsWake, WsAio a WebSocket's round trip, its GIL-free notify and an asyncio
+ *                                   loop's reads (speedups_ws.c; WsAio parks its task on a Pending).
  *
  * It decides nothing: every branch of a send stays in the C core or in the package's Python. It
  * does not link libcourier: init() receives the addresses of the functions from the library
@@ -866,6 +867,23 @@ static int settle(PyObject *fut, PyObject *value, PyObject *exc, int direct) {
                       : PyObject_CallMethodObjArgs(fut, str_set_result, value, NULL);
     Py_XDECREF(r);
     return r ? 0 : -1;
+}
+
+/* For speedups_ws.c (speedups_ws.h): a WebSocket's loop reads wake their task as the drain does. */
+PyObject *cr_speedups_pending_parked(PyObject *loop) {
+    pending *p = (pending *)pending_new_for(loop);
+    if (p == NULL) return NULL;
+    p->blocking = 1; /* yielded by the awaitable that made it: the task parks on it */
+    p->yielded = 1;
+    return (PyObject *)p;
+}
+
+int cr_speedups_pending_state(PyObject *fut) {
+    return Py_TYPE(fut) == pending_type ? ((pending *)fut)->state : -1;
+}
+
+int cr_speedups_settle(PyObject *fut, PyObject *value, PyObject *exc, int direct) {
+    return settle(fut, value, exc, direct);
 }
 
 /* A success: Response(ptr), or the exception a callback of the send kept on its context. */

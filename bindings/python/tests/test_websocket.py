@@ -18,6 +18,7 @@ import pytest
 import courier
 
 PEER = pathlib.Path(__file__).resolve().parents[3] / "Tests" / "WebSocket" / "peer.py"
+PROXY_PORT: list[int] = []  # the peer's proxy, once the peer fixture started it
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +29,7 @@ def peer() -> Iterator[str]:
     assert proc.stdout is not None and proc.stdin is not None
     line = proc.stdout.readline().split()
     assert line and line[0] == "PORTS", line
+    PROXY_PORT[:] = [int(line[4])]  # its HTTP proxy (CONNECT to 127.0.0.1)
     yield f"ws://127.0.0.1:{line[1]}"
     proc.stdin.close()  # the peer ends at the end of its stdin
     proc.wait(10)
@@ -264,7 +266,7 @@ def test_asyncio_reads_on_the_loop(peer: str) -> None:
                     await ws.asend(data)
                     assert await asyncio.wait_for(ws.arecv(), 10) == data
                 if courier._fast.ext is not None:
-                    assert ws._waker._sock >= 0  # the loop watches the socket: the reads are its own
+                    assert ws._reads.sock >= 0  # the loop watches the socket: the reads are its own
                 waiting = asyncio.ensure_future(ws.arecv())
                 await asyncio.sleep(0.05)  # (the task waits on the socket)
                 waiting.cancel()
@@ -278,5 +280,67 @@ def test_asyncio_reads_on_the_loop(peer: str) -> None:
                     assert await asyncio.wait_for(ws.arecv(), 10) == f"ping {i}"
         finally:
             await e.aclose()
+
+    asyncio.run(main())
+
+
+def test_asyncio_readers_at_once(peer: str) -> None:
+    """Two tasks awaiting ``arecv`` on one WebSocket at once each get a message (neither waits for
+    ever, none is lost), and a task iterating a WebSocket while another closes it (``aclose`` reads
+    until the server's close) ends with the iteration, as when it reads alone. Before, on the compiled
+    path, the second wait replaced the first's future, which nothing then woke."""
+    async def main() -> None:
+        e = courier.AsyncEngine(temporary_store=True)
+        try:
+            async with e.websocket(peer + "/echo") as ws:
+                a, b = asyncio.ensure_future(ws.arecv()), asyncio.ensure_future(ws.arecv())
+                await asyncio.sleep(0)  # (both wait)
+                await ws.asend("one")
+                await ws.asend("two")
+                assert sorted(await asyncio.wait_for(asyncio.gather(a, b), 10)) == ["one", "two"]
+            ws = await e.websocket(peer + "/echo")
+            seen: list[object] = []
+            first = asyncio.Event()
+
+            async def read_all() -> None:
+                async for m in ws:
+                    seen.append(m)
+                    first.set()
+
+            reader = asyncio.ensure_future(read_all())
+            await ws.asend("x")
+            await asyncio.wait_for(first.wait(), 10)
+            await asyncio.wait_for(ws.aclose(), 10)  # the reader waits in arecv meanwhile
+            await asyncio.wait_for(reader, 10)
+            assert seen == ["x"]
+        finally:
+            await e.aclose()
+
+    asyncio.run(main())
+
+
+def test_asyncio_through_a_proxy_and_the_engine_closing(peer: str) -> None:
+    """Through a proxy the reads stay the engine's worker's (courier_ws_take_reads refuses them): an
+    awaiting arecv is woken by the notify, and every message comes back in order; and the engine's
+    close ends a task waiting in arecv (EngineClosed) instead of leaving it waiting."""
+    async def main() -> None:
+        e = courier.AsyncEngine(temporary_store=True, proxy=f"http://127.0.0.1:{PROXY_PORT[0]}")
+        try:
+            async with e.websocket(peer + "/echo") as ws:
+                for i in range(30):
+                    await ws.asend(f"through {i}")
+                    assert await asyncio.wait_for(ws.arecv(), 10) == f"through {i}"
+                if courier._fast.ext is not None:
+                    assert ws._reads.sock == -1  # the loop never watched the socket
+        finally:
+            await e.aclose()
+        e = courier.AsyncEngine(temporary_store=True)
+        ws = await e.websocket(peer + "/echo")
+        waiting = asyncio.ensure_future(ws.arecv())
+        await asyncio.sleep(0.05)  # (the task waits)
+        await e.aclose()
+        with pytest.raises(courier.EngineClosed):
+            await asyncio.wait_for(waiting, 10)
+        await ws.aclose()
 
     asyncio.run(main())
