@@ -12,8 +12,9 @@
  * sockets through cr_ws_poll_fds (POLLOUT only while wslay has something to write), hands the
  * connect-only transfer's CURLMSG_DONE to cr_ws_connected, and ends every WebSocket with
  * cr_ws_engine_closing when the engine closes. Timers (handshake, keepalive, close) are ours:
- * wslay has none. The caller's side (courier_ws_open, _send, _next, _close, _free) is ws_api.c's;
- * ws_internal.h has what the two share.
+ * wslay has none. The caller's side (courier_ws_open, _send, _next, _close, _free) is ws_api.c's,
+ * the handshake's request events (WILL_SEND to FINISHED) ws_events.c's; ws_internal.h has what
+ * they share.
  */
 #include "engine/ws_internal.h"
 
@@ -89,6 +90,7 @@ static courier_ws **list_head(courier_engine *e) { return (courier_ws **)&e->ws_
 static void finish(courier_ws *ws, int code, const courier_error *detail) {
     if (ws->phase == P_ENDED) return;
     ws->phase = P_ENDED;
+    cr_ws_handshake_ended(ws, code, NULL, detail); /* ws_events.c: ended before it opened (once) */
     if (ws->ctx) {
         pthread_mutex_lock(&ws->m);
         if (!ws->close_code_sent && wslay_event_get_close_sent(ws->ctx))
@@ -743,7 +745,7 @@ static bool head_value(const char *head, const char *name, char *out, size_t cap
     return found;
 }
 
-static void init_wslay(courier_ws *ws, courier_error *d);
+static void init_wslay(courier_ws *ws, courier_response *resp);
 
 /* Worker: the response head is whole (head_end: the bytes of it, blank line included). */
 static int check_response(courier_ws *ws, size_t head_end, courier_error *d) {
@@ -841,29 +843,32 @@ static void pump_handshake(courier_ws *ws) {
             memcpy(ws->extra, ws->head.data + head_end, ws->extra_len);
         }
         int crc = check_response(ws, head_end, &d);
+        courier_response *resp = crc == COURIER_OK ? cr_ws_handshake_response(ws, ws->head.data) : NULL;
         cr_buf_free(&ws->head);
         if (crc != COURIER_OK) {
             finish(ws, crc, &d);
             return;
         }
-        init_wslay(ws, &d);
+        init_wslay(ws, resp);
         return;
     }
 }
 
-static void init_wslay(courier_ws *ws, courier_error *d) {
+/* Worker: the handshake succeeded (resp: the 101 for its FINISHED, taken; may be NULL). */
+static void init_wslay(courier_ws *ws, courier_response *resp) {
     static const struct wslay_event_callbacks cbs = {on_recv, on_send, on_genmask, NULL, NULL, NULL, on_msg};
     if (wslay_event_context_client_init(&ws->ctx, &cbs, ws) != 0) {
+        courier_response_free(resp);
         finish(ws, COURIER_E_NO_MEMORY, NULL);
         return;
     }
+    cr_ws_handshake_ended(ws, COURIER_OK, resp, NULL); /* ws_events.c: before anyone sees it open */
     wslay_event_config_set_max_recv_msg_length(ws->ctx, (uint64_t)ws->opt.max_message_bytes);
     ws->masks_off = sizeof ws->masks; /* empty: the first frame fills it */
     if (ws->deflate) wslay_event_config_set_allowed_rsv_bits(ws->ctx, WSLAY_RSV1_BIT);
     ws->phase = P_OPEN;
     ws->deadline_ms = 0;
     if (ws->opt.ping_interval_ms > 0) ws->next_ping_ms = now_ms() + ws->opt.ping_interval_ms;
-    (void)d;
     set_state(ws, COURIER_WS_OPEN);
     tell(ws);
     pump_open(ws, true); /* the frames that came with the head, and what followed them */
@@ -1039,7 +1044,14 @@ void cr_ws_start_work(void *user) {
     ws->next = e->ws_head;
     e->ws_head = ws;
     ws->sock = CURL_SOCKET_BAD;
-    if (e->ws_closed || ws->phase == P_ENDED) {
+    cr_ws_handshake_begun(ws); /* ws_events.c: WILL_SEND; every way on ends in its FINISHED */
+    /* The close begun: a start posted just before it may run after the worker's loop ended, which
+     * called cr_ws_engine_closing only if a WebSocket was open then (trace_test
+     * websocket_opened_as_the_engine_closes_ends): it must not connect. */
+    pthread_mutex_lock(&e->core.lock);
+    int closing = e->core.closing;
+    pthread_mutex_unlock(&e->core.lock);
+    if (e->ws_closed || closing || ws->phase == P_ENDED) {
         if (ws->phase != P_ENDED) finish(ws, fail_detail(&d, COURIER_E_CLOSED, "the engine closed%s", ""), &d);
         unlink_ws(e, ws);
         return;
@@ -1087,13 +1099,14 @@ void cr_ws_start_work(void *user) {
         }
         if (!c && curl_multi_add_handle(e->core.multi, h) != CURLM_OK) c = CURLE_OUT_OF_MEMORY;
         t->easy = NULL;
+        if (!c) cr_ws_handshake_sent(ws); /* ws_events.c: DID_SEND */
         if (c) rc = cr_fail(&d, c == CURLE_OUT_OF_MEMORY ? COURIER_E_NO_MEMORY : COURIER_E_INTERNAL,
                             "WebSocket: %s", curl_easy_strerror(c));
     } else if (h) {
         curl_easy_cleanup(h);
     }
-    cr_transfer_free(ws->t);
-    ws->t = NULL;
+    /* ws->t stays until the handshake ends: its FINISHED tells its id, URL and header lines (and
+     * libcurl reads the request's CURLOPT_CONNECT_TO list, t->net's, until it has connected). */
     if (rc != COURIER_OK) {
         finish(ws, rc, &d);
         unlink_ws(e, ws);

@@ -77,7 +77,8 @@ struct courier_ws {
     int pooled;                 /* counted in the engine's ws_pooled (its easy handle was added) */
     CURL *easy;
     char *errbuf;
-    cr_transfer *t;             /* the prepared request, until the handshake is written */
+    cr_transfer *t;             /* the prepared request, until the handshake ends (its FINISHED,
+                                   ws_events.c) */
     wslay_event_context_ptr ctx;
     cr_buf head;                /* the handshake request, then the response head as it arrives */
     size_t head_off;            /* bytes of the request written */
@@ -132,6 +133,17 @@ bool cr_ws_kick_locked(courier_ws *ws);
  * worker woken by the post then never finds ws->m still held by the sender. */
 bool cr_ws_kick_claim_locked(courier_ws *ws);
 bool cr_ws_kick_post(courier_ws *ws);
+
+/* ws_events.c (see its head): the handshake's request events, on the worker. WILL_SEND when the
+ * worker takes the WebSocket up; DID_SEND once its handle is in the multi handle; the 101 as a
+ * response for FINISHED (`head`: the answer's head, NUL-terminated after the last header line's
+ * CRLF), NULL when nobody listens or no memory; and the one FINISHED when the handshake ends:
+ * COURIER_OK with resp (taken, may be NULL), or `code` with its detail (may be NULL), then ws->t
+ * is freed. Nothing once ws->t is gone. */
+void cr_ws_handshake_begun(courier_ws *ws);
+void cr_ws_handshake_sent(courier_ws *ws);
+courier_response *cr_ws_handshake_response(const courier_ws *ws, const char *head);
+void cr_ws_handshake_ended(courier_ws *ws, int code, courier_response *resp, const courier_error *detail);
 
 /* ws_direct.c (see its head). cr_ws_direct_send: any thread (courier_ws_send), `data` borrowed for
  * the call: WS_DIRECT_SENT (written), WS_DIRECT_KICK (taken; the caller kicks the worker: a part

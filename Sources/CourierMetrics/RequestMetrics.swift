@@ -21,6 +21,10 @@ import Courier
 /// | `courier.frozen.queued` | counter | | a request is written to the journal |
 /// | `courier.frozen.replayed` | counter | `outcome` (`succeeded` or `failed`) | a resend of a frozen request is answered |
 ///
+/// A WebSocket's opening handshake is a send: it counts in `courier.requests` and
+/// `courier.request.duration` when it ends, `status_class` `1xx` for one that opened (the 101),
+/// the refusing status's class or `error` for one that did not.
+///
 /// ```swift
 /// let engine = try Engine(configuration: Configuration(baseURL: "https://api.example.com"))
 /// try RequestMetrics().attach(to: engine)   // MetricsSystem.factory

@@ -46,6 +46,11 @@ import Tracing
 /// later interceptor throwing, the frequent-request guard) ends its span at once, inside the send
 /// before it throws: the C core gives it a `finished` event with the refusal's
 /// `error.type` ("not_found") and no status.
+///
+/// A WebSocket's opening handshake is a send too (`Engine.webSocket`): its span ends when the
+/// handshake does, before `webSocket` returns or throws, with `http.response.status_code` 101,
+/// or the failure's `error.type` ("ws_handshake", with the refusing status when there was one).
+/// The messages and the closing handshake are not in it.
 public final class RequestTracing: Interceptor, EventMonitor, @unchecked Sendable {
     // @unchecked Sendable: the closures are Sendable and `spans` is only touched under `lock`.
     private let start: @Sendable (_ name: String, _ parent: ServiceContext) -> any Span

@@ -2,14 +2,17 @@
  * trace_test.c — a request's W3C trace context (courier_request_set_trace_context) and the events
  * spans are built from (docs/design/tracing.md): the context checked, sent on every attempt and
  * redirect hop, kept by the journal and sent again by a frozen request's replay; REDIRECTED events;
- * FINISHED's resend count and error type; courier_code_name. A real server on loopback.
+ * FINISHED's resend count and error type; courier_code_name; a WebSocket's opening handshake as a
+ * send (WILL_SEND, DID_SEND, one FINISHED however it ends). A real server on loopback (its /ws/echo).
  */
 #include "harness.h"
 #include "journal_fixture.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 #define TS "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
@@ -393,6 +396,260 @@ static void code_names_are_stable(void) {
     }
 }
 
+/* ---- a WebSocket's opening handshake ---------------------------------------------------------- */
+
+/* courier_ws_open prepares its handshake's request as a send (the interceptors run, a tracer's span
+ * starts under its id), so the handshake has a send's events: WILL_SEND, DID_SEND once it is on the
+ * wire, and exactly one FINISHED, on the worker, whichever way it ends: opened (COURIER_OK, the 101
+ * as the response, before the WebSocket is seen open), refused, failed, timed out, closed or freed
+ * before it opened, the engine closed. Before, a WebSocket had none of them: a span never ended. */
+typedef struct ws_events {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int n, finished;
+    int kind[MAXEV];
+    uint64_t id[MAXEV];
+    int code[MAXEV];
+    int status[MAXEV];
+    int resp_status[MAXEV]; /* the response's, 0 without one */
+    int on_worker[MAXEV];   /* not the test's thread */
+    char upgrade[MAXEV][32];
+    char url[MAXEV][200];
+    char traceparent[MAXEV][64];
+    char error_type[MAXEV][32];
+} ws_events;
+
+static pthread_t test_thread;
+
+static void on_ws_event(const courier_event *ev, void *user) {
+    ws_events *w = user;
+    pthread_mutex_lock(&w->m);
+    if (w->n < MAXEV) {
+        int i = w->n++;
+        w->kind[i] = ev->kind;
+        w->id[i] = ev->request_id;
+        w->code[i] = ev->code;
+        w->status[i] = ev->http_status;
+        w->resp_status[i] = ev->response ? courier_response_status(ev->response) : 0;
+        const char *u = ev->response ? courier_response_header(ev->response, "Upgrade") : NULL;
+        snprintf(w->upgrade[i], sizeof w->upgrade[i], "%s", u ? u : "");
+        w->on_worker[i] = !pthread_equal(pthread_self(), test_thread);
+        snprintf(w->url[i], sizeof w->url[i], "%s", ev->url ? ev->url : "");
+        snprintf(w->traceparent[i], sizeof w->traceparent[i], "%s", ev->traceparent ? ev->traceparent : "");
+        snprintf(w->error_type[i], sizeof w->error_type[i], "%s", ev->error_type ? ev->error_type : "");
+    }
+    if (ev->kind == COURIER_EVENT_FINISHED) w->finished++;
+    pthread_mutex_unlock(&w->m);
+    pthread_cond_broadcast(&w->c);
+}
+
+static int ws_finished(ws_events *w) {
+    pthread_mutex_lock(&w->m);
+    int n = w->finished;
+    pthread_mutex_unlock(&w->m);
+    return n;
+}
+
+static void tweak_ws(courier_config *c) { courier_config_add_interceptor(c, before_seen, NULL, NULL, NULL); }
+
+static courier_ws *ws_open_to(courier_engine *e, const char *url, int64_t handshake_ms) {
+    courier_request *r = NULL;
+    if (courier_request_new(&r, "GET", url) != COURIER_OK) return NULL;
+    courier_ws_options o = {.size = sizeof o};
+    courier_ws_options_init(&o);
+    o.handshake_timeout_ms = handshake_ms;
+    courier_ws *ws = NULL;
+    int rc = courier_ws_open(&ws, e, r, &o, NULL, NULL, NULL, NULL);
+    courier_request_free(r);
+    return rc == COURIER_OK ? ws : NULL;
+}
+
+/* The code the WebSocket ended with, after the messages still unread. */
+static int ws_end(courier_ws *ws) {
+    courier_ws_message m = {.size = sizeof m};
+    int rc;
+    while ((rc = courier_ws_next(&m, ws, 30000, NULL)) == COURIER_OK) {}
+    return rc;
+}
+
+/* The events of send id `id`: WILL_SEND first, FINISHED last and once; its index, or -1. */
+static int ws_finish_of(ws_events *w, uint64_t id) {
+    int first = -1, last = -1, fin = -1, nfin = 0;
+    for (int i = 0; i < w->n; i++) {
+        if (w->id[i] != id) continue;
+        if (first < 0) first = i;
+        last = i;
+        if (w->kind[i] == COURIER_EVENT_FINISHED) fin = i, nfin++;
+    }
+    CHECK(first >= 0 && w->kind[first] == COURIER_EVENT_WILL_SEND);
+    CHECK_EQ(nfin, 1);
+    CHECK_EQ(fin, last);
+    return nfin == 1 ? fin : -1;
+}
+
+static void websocket_handshakes_finish(void) {
+    nseen = 0;
+    test_thread = pthread_self();
+    courier_engine *e = th_engine(tweak_ws);
+    REQUIRE(e);
+    static ws_events w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.m, NULL);
+    pthread_cond_init(&w.c, NULL);
+    unsigned kinds = 1u << COURIER_EVENT_WILL_SEND | 1u << COURIER_EVENT_DID_SEND | 1u << COURIER_EVENT_FINISHED;
+    CHECK_EQ(courier_monitor_add(NULL, e, kinds, on_ws_event, &w, NULL), COURIER_OK);
+    courier_error err;
+    courier_ws_message m = {.size = sizeof m};
+    int port = 0, silent = th_silent_listener(&port); /* connects, never answers */
+    REQUIRE(silent >= 0);
+    char hang[64], nobody[64];
+    snprintf(hang, sizeof hang, "ws://127.0.0.1:%d/", port);
+    snprintf(nobody, sizeof nobody, "ws://127.0.0.1:%d/", th_free_port());
+
+    /* 0: opens (the test server's echo), a message both ways, closes */
+    courier_ws *ws = ws_open_to(e, "/ws/echo", 0);
+    REQUIRE(ws);
+    CHECK_EQ(courier_ws_send(ws, COURIER_WS_TEXT, "hi", 2, &err), COURIER_OK);
+    CHECK_EQ(courier_ws_next(&m, ws, 10000, &err), COURIER_OK);
+    CHECK_EQ(ws_finished(&w), 1); /* the handshake's, before the WebSocket was seen open */
+    CHECK_EQ(courier_ws_close(ws, 1000, NULL), COURIER_OK);
+    CHECK_EQ(ws_end(ws), COURIER_E_WS_CLOSED);
+    courier_ws_free(ws);
+    CHECK_EQ(ws_finished(&w), 1); /* the closing handshake is no request */
+    /* 1: refused with a 403 */
+    CHECK_EQ(ws_end(ws = ws_open_to(e, "/status/403", 0)), COURIER_E_WS_HANDSHAKE);
+    courier_ws_free(ws);
+    /* 2: nobody listens */
+    CHECK_EQ(ws_end(ws = ws_open_to(e, nobody, 0)), COURIER_E_CANNOT_CONNECT);
+    courier_ws_free(ws);
+    /* 3: no answer within the handshake's time */
+    CHECK_EQ(ws_end(ws = ws_open_to(e, hang, 200)), COURIER_E_TIMEOUT);
+    courier_ws_free(ws);
+    /* 4: closed before it opened */
+    ws = ws_open_to(e, hang, 0);
+    REQUIRE(ws);
+    CHECK_EQ(courier_ws_close(ws, 1000, NULL), COURIER_OK);
+    CHECK_EQ(ws_end(ws), COURIER_E_CANCELLED);
+    courier_ws_free(ws);
+    /* 5: freed before it opened: its FINISHED comes on the worker after the free */
+    ws = ws_open_to(e, hang, 0);
+    REQUIRE(ws);
+    courier_ws_free(ws);
+    pthread_mutex_lock(&w.m);
+    CHECK_EQ(th_wait_count(&w.c, &w.m, &w.finished, 6), 6);
+    pthread_mutex_unlock(&w.m);
+    /* 6: the engine closes while it connects */
+    ws = ws_open_to(e, hang, 0);
+    REQUIRE(ws);
+    courier_engine_close(e);
+    CHECK_EQ(ws_end(ws), COURIER_E_CLOSED);
+    courier_ws_free(ws);
+    close(silent);
+
+    REQUIRE(nseen == 7);
+    REQUIRE(w.finished == 7);
+    const int want[] = {COURIER_OK,        COURIER_E_WS_HANDSHAKE, COURIER_E_CANNOT_CONNECT, COURIER_E_TIMEOUT,
+                        COURIER_E_CANCELLED, COURIER_E_CANCELLED,  COURIER_E_CLOSED};
+    const char *want_type[] = {"", "ws_handshake", "cannot_connect", "timeout", "cancelled", "cancelled", "closed"};
+    for (int k = 0; k < 7; k++) {
+        int f = ws_finish_of(&w, seen_ids[k]); /* the id the interceptor saw: its span's */
+        if (f < 0) continue;
+        CHECK_EQ(w.code[f], want[k]);
+        CHECK_STR(w.error_type[f], want_type[k]);
+        CHECK(w.on_worker[f]);
+        CHECK_STR(w.traceparent[f], TP); /* the lines as the interceptors left them */
+        CHECK(strncmp(w.url[f], "http://127.0.0.1:", 17) == 0); /* ws:// goes out as http:// */
+        if (k) CHECK_EQ(w.resp_status[f], 0); /* a failure has no response */
+    }
+    int f = ws_finish_of(&w, seen_ids[0]);
+    if (f >= 0) { /* opened: the 101 is the response */
+        CHECK_EQ(w.status[f], 101);
+        CHECK_EQ(w.resp_status[f], 101);
+        CHECK_STR(w.upgrade[f], "websocket");
+        CHECK_CONTAINS(w.url[f], "/ws/echo");
+        int did = -1;
+        for (int i = 0; i < f; i++)
+            if (w.id[i] == seen_ids[0] && w.kind[i] == COURIER_EVENT_DID_SEND) did = i;
+        CHECK(did >= 0); /* between the two */
+    }
+    f = ws_finish_of(&w, seen_ids[1]);
+    if (f >= 0) CHECK_EQ(w.status[f], 403); /* the status that refused it, without a response */
+    pthread_cond_destroy(&w.c);
+    pthread_mutex_destroy(&w.m);
+}
+
+/* A WebSocket opened just before its engine closes ends with COURIER_E_CLOSED by the time the close
+ * returns, with its one FINISHED. Its start is posted to the worker; when the worker, busy with
+ * posted work, saw the close in the same turn with no WebSocket open, it ended its loop and ran the
+ * start afterwards, which connected as if nothing had closed: the WebSocket never ended, and
+ * courier_ws_free then posted to the freed engine. The gate makes that order: a monitor holds the
+ * worker inside a posted function (the free of a first WebSocket, its FINISHED) until the second
+ * is opened and the close has begun (a post is refused). */
+typedef struct close_gate {
+    ws_events w;
+    courier_engine *e;
+    uint64_t gate_id;
+    int entered, opened;
+} close_gate;
+
+static void noop_work(void *user) { (void)user; }
+
+static void on_gate_event(const courier_event *ev, void *user) {
+    close_gate *g = user;
+    on_ws_event(ev, &g->w);
+    if (ev->kind != COURIER_EVENT_FINISHED || ev->request_id != g->gate_id) return;
+    pthread_mutex_lock(&g->w.m);
+    g->entered = 1;
+    pthread_cond_broadcast(&g->w.c);
+    th_wait_count(&g->w.c, &g->w.m, &g->opened, 1);
+    pthread_mutex_unlock(&g->w.m);
+    int64_t until = th_now_ms() + 30000; /* a bound, not a timing: the close comes at once */
+    while (courier_engine_post(g->e, noop_work, NULL, NULL) == COURIER_OK && th_now_ms() < until) sched_yield();
+}
+
+static void websocket_opened_as_the_engine_closes_ends(void) {
+    int port = 0, silent = th_silent_listener(&port);
+    REQUIRE(silent >= 0);
+    char hang[64];
+    snprintf(hang, sizeof hang, "ws://127.0.0.1:%d/", port);
+    nseen = 0;
+    test_thread = pthread_self();
+    static close_gate g;
+    memset(&g, 0, sizeof g);
+    pthread_mutex_init(&g.w.m, NULL);
+    pthread_cond_init(&g.w.c, NULL);
+    courier_engine *e = g.e = th_engine(tweak_ws);
+    REQUIRE(e);
+    courier_ws *first = ws_open_to(e, hang, 0);
+    REQUIRE(first && nseen == 1);
+    g.gate_id = seen_ids[0];
+    CHECK_EQ(courier_monitor_add(NULL, e, 1u << COURIER_EVENT_WILL_SEND | 1u << COURIER_EVENT_FINISHED, on_gate_event,
+                                 &g, NULL),
+             COURIER_OK);
+    courier_ws_free(first); /* the worker's kick ends it: its FINISHED holds the worker */
+    pthread_mutex_lock(&g.w.m);
+    CHECK_EQ(th_wait_count(&g.w.c, &g.w.m, &g.entered, 1), 1);
+    pthread_mutex_unlock(&g.w.m);
+    courier_ws *ws = ws_open_to(e, hang, 0);
+    REQUIRE(ws);
+    pthread_mutex_lock(&g.w.m);
+    g.opened = 1;
+    pthread_cond_broadcast(&g.w.c);
+    pthread_mutex_unlock(&g.w.m);
+    courier_engine_close(e);
+    courier_ws_message m = {.size = sizeof m};
+    int rc = courier_ws_next(&m, ws, 0, NULL);
+    CHECK_EQ(rc, COURIER_E_CLOSED);
+    if (rc == COURIER_E_CLOSED) courier_ws_free(ws); /* else it would post to the freed engine */
+    close(silent);
+    REQUIRE(nseen == 2);
+    CHECK_EQ(g.w.finished, 2);
+    int f = ws_finish_of(&g.w, seen_ids[1]);
+    if (f >= 0) CHECK_EQ(g.w.code[f], COURIER_E_CLOSED);
+    pthread_cond_destroy(&g.w.c);
+    pthread_mutex_destroy(&g.w.m);
+}
+
 /* ---- the journal -------------------------------------------------------------------------------- */
 
 /* A frozen request keeps its trace context in the record's header lines, and its replay sends it
@@ -481,5 +738,5 @@ static void unfrozen_offline_send_says_will_send_once(void) {
 TESTS_MAIN(T(trace_context_is_checked), T(trace_context_goes_out_replacing_earlier_lines),
            T(redirect_hops_are_events_and_resends), T(finished_says_resends_and_error_type),
            T(refused_sends_finish_after_the_interceptors), T(dropped_revalidation_finishes), T(code_names_are_stable),
-           T(frozen_request_replays_its_trace_context),
-           T(unfrozen_offline_send_says_will_send_once))
+           T(websocket_handshakes_finish), T(websocket_opened_as_the_engine_closes_ends),
+           T(frozen_request_replays_its_trace_context), T(unfrozen_offline_send_says_will_send_once))

@@ -89,6 +89,19 @@ final class RequestMetricsTests: XCTestCase {
         XCTAssertThrowsError(try metrics.expectTimer("courier.request.duration", [("status_class", "error"), ("method", "POST")]))
     }
 
+    func testAWebSocketsHandshakeCountsAsARequest() async throws {
+        // As OkHttp's EventListener ends a WebSocket's call at its handshake: one request, its
+        // status class that of the 101 (or of the status that refused it), with its duration.
+        let ws = try await engine.webSocket(.get("/ws/echo"))
+        try ws.close()
+        _ = try? await engine.webSocket(.get("/status/403"))
+        XCTAssertEqual(total("courier.requests", [("status_class", "1xx"), ("method", "GET")]), 1)
+        XCTAssertEqual(total("courier.requests", [("status_class", "4xx"), ("method", "GET")]), 1)
+        XCTAssertEqual(total("courier.requests"), 2)
+        let timer = try metrics.expectTimer("courier.request.duration", [("status_class", "1xx"), ("method", "GET")])
+        XCTAssertEqual(timer.values.count, 1)
+    }
+
     func testCacheHitsAndMisses() async throws {
         // /origin answers with the Cache-Control asked for: the first is a miss (stored), the second a hit
         let request = Request.get("/origin/metrics").parameter("Cache-Control", "max-age=60").cachePolicy(.http)

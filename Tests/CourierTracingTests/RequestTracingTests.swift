@@ -224,6 +224,52 @@ final class RequestTracingTests: XCTestCase {
         XCTAssertEqual(server.count("/echo"), 0) // nothing was sent
     }
 
+    func testAWebSocketsHandshakeIsASpanThatEnds() async throws {
+        // The opening handshake is a send (its interceptors run in webSocket): its span ends when
+        // the handshake does, with the 101, or with the failure. Before, it never ended.
+        let tracer = InMemoryTracer()
+        let tracing = RequestTracing(tracer: tracer)
+        var configuration = Configuration(baseURL: server.baseURL)
+        configuration.temporaryStore = true
+        configuration.addTracing(tracing)
+        let traced = try Engine(configuration: configuration)
+        defer { traced.close() }
+
+        let ws = try await traced.webSocket(.get("/ws/echo"))
+        XCTAssertEqual(tracing.activeCount, 0) // ended before webSocket returned it open
+        try await ws.send("hi")
+        let echoed = try await ws.receive()
+        XCTAssertEqual(echoed, .text("hi"))
+        try ws.close()
+        do {
+            while true { _ = try await ws.receive() }
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .wsClosed)
+        }
+        var spans = tracer.finishedSpans
+        XCTAssertEqual(spans.count, 1) // the closing handshake is no request
+        let opened = try XCTUnwrap(spans.first)
+        XCTAssertEqual(opened.operationName, "GET")
+        XCTAssertEqual(attribute(opened, "url.full"), .string(server.baseURL + "/ws/echo"))
+        XCTAssertEqual(attribute(opened, "http.response.status_code"), .int64(101))
+        XCTAssertNil(attribute(opened, "error.type"))
+        XCTAssertNotEqual(opened.status?.code, .error)
+
+        do {
+            _ = try await traced.webSocket(.get("/status/403"))
+            XCTFail("a 403 is no 101")
+        } catch let error as CourierError {
+            XCTAssertEqual(error.code, .wsHandshake)
+        }
+        spans = tracer.finishedSpans
+        XCTAssertEqual(spans.count, 2)
+        let refused = try XCTUnwrap(spans.last)
+        XCTAssertEqual(attribute(refused, "error.type"), "ws_handshake")
+        XCTAssertEqual(attribute(refused, "http.response.status_code"), .int64(403))
+        XCTAssertEqual(refused.status?.code, .error)
+        XCTAssertEqual(tracing.activeCount, 0)
+    }
+
     func testAFrozenRequestIsResentInTheTraceItWasFrozenIn() async throws {
         engine.reachability.setOffline()
         do {

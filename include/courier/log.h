@@ -190,7 +190,9 @@ COURIER_API const char *courier_event_kind_name(int kind);
 /* One event, borrowed for the duration of the monitor call (copy what you keep). Fields that do
  * not apply to the kind are 0 / NULL. The struct only grows at the end: `size` is its size as the
  * library knows it, so read only fields that end within it. A send has at most one WILL_SEND, and
- * every WILL_SEND of an id is followed by exactly one FINISHED of that id. A send courier_send (or courier_ws_open) refuses once its
+ * every WILL_SEND of an id is followed by exactly one FINISHED of that id (a WebSocket's opening
+ * handshake is a send: its FINISHED comes when the handshake ends, with the 101 as the response
+ * when it opened; stream.h, courier_ws_open). A send courier_send (or courier_ws_open) refuses once its
  * before-send interceptors' turn came has one FINISHED and no WILL_SEND: code and error_type say
  * why (COURIER_E_NOT_FOUND, "not_found", for a transport not registered), no response, duration 0. */
 typedef struct courier_event {
@@ -231,7 +233,9 @@ typedef struct courier_event {
  * second WILL_SEND), and FINISHED of a send refused after its interceptors, which run on the sending
  * thread inside courier_send (or courier_ws_open); possibly on
  * several threads at once; monitors run in the order they were added, before the event's log line
- * is written. Must not block for long and must not close the engine; may send requests. */
+ * is written. Must not block for long and must not close the engine; may send requests. A
+ * WebSocket handshake's FINISHED may come while the worker holds that WebSocket's I/O: do not call
+ * courier_ws_take_reads, _return_reads or _read_socket of that WebSocket from it. */
 typedef void (*courier_monitor_fn)(const courier_event *event, void *user);
 
 /* Adds a monitor for the kinds in `kinds`, a mask of (1u << COURIER_EVENT_...) bits; 0 means

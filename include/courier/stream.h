@@ -292,9 +292,15 @@ typedef void (*courier_ws_notify_fn)(courier_ws *ws, void *user);
  * COURIER_E_INVALID_URL (not ws, wss, http or https), COURIER_E_CLOSED, COURIER_E_NO_MEMORY, and
  * the errors of courier_send for the request. Connecting and the handshake fail later, through
  * courier_ws_next: COURIER_E_CANNOT_RESOLVE, _CANNOT_CONNECT, _TLS, _PINNING, _PROXY, _TIMEOUT,
- * COURIER_E_WS_HANDSHAKE. A refusal here once the engine's before-send interceptors ran has a
- * COURIER_EVENT_FINISHED, as courier_send's has (log.h); a WebSocket that opens has no request
- * events. Any thread; on failure user_free (if any) has been called. */
+ * COURIER_E_WS_HANDSHAKE. The opening handshake is a send to the engine's monitors and log sinks
+ * (log.h): the before-send interceptors run for it here (its id is the events'), a refusal here
+ * once they ran has a COURIER_EVENT_FINISHED as courier_send's has; else WILL_SEND and DID_SEND on
+ * the worker, and exactly one FINISHED there when the handshake ends, before the WebSocket is
+ * seen open or ended: COURIER_OK with the 101 as its response (http_status 101), or the code the
+ * WebSocket ends with (COURIER_E_CANCELLED when closed or freed before it opened,
+ * COURIER_E_CLOSED when the engine closed; http_status the refusing status, no response). Its
+ * method and URL are the request's as prepared (ws:// as http://). Messages and the closing
+ * handshake have no events. Any thread; on failure user_free (if any) has been called. */
 COURIER_API int courier_ws_open(courier_ws **out, courier_engine *engine, const courier_request *request,
                                 const courier_ws_options *options, courier_ws_notify_fn notify, void *user,
                                 courier_user_free_fn user_free, courier_error *err);

@@ -29,7 +29,10 @@ no span is current) is a span whose parent is that context, in the same trace as
 ended with ``error.type`` ``frozen``. A send the engine refuses after its interceptors ran (a
 ``transport=`` not registered, an interceptor after this one raising, the frequent-request guard)
 ends its span at once, inside the send before it raises: the C core gives it a ``finished`` event
-on the sending thread, with the refusal's ``error_type`` (``not_found``) and no status.
+on the sending thread, with the refusal's ``error_type`` (``not_found``) and no status. A
+WebSocket's opening handshake is a send too (``Engine.websocket``): its span ends when the
+handshake does, before ``websocket()`` returns or raises: status 101, or the failure's
+``error.type`` (``ws_handshake``, with the refusing status when there was one).
 """
 from __future__ import annotations
 

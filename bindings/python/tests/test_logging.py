@@ -186,6 +186,22 @@ def test_lines_become_records_of_the_component_loggers(base_url, tmp_path, py_lo
     assert custom[0].name == "courier.pytest" and custom[0].levelno == logging.WARNING
 
 
+def test_a_websockets_handshake_is_a_finished_line(base_url, tmp_path, py_logger) -> None:
+    """A WebSocket's opening handshake ends in a finished line, as a send does: the 101 at INFO, a
+    refused one at ERROR (no response); the messages and the closing handshake have none."""
+    logger, handler = py_logger
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "s"), logger=logger) as engine:
+        with engine.websocket("/ws/echo") as ws:
+            ws.send("hi")
+            assert ws.recv(timeout=10) == "hi"
+        with pytest.raises(courier.WebSocketHandshakeError):
+            engine.websocket("/status/403")
+    finished = [rec for rec in handler.records if getattr(rec, "event", None) == "finished"]
+    assert [(rec.status, rec.levelno) for rec in finished] == [(101, logging.INFO), (403, logging.ERROR)]  # type: ignore[attr-defined]
+    assert all(rec.name == "courier.pytest.transport" and rec.method == "GET" for rec in finished)  # type: ignore[attr-defined]
+    assert finished[0].url.endswith("/ws/echo")  # type: ignore[attr-defined]
+
+
 def test_the_loggers_level_sets_the_engines(base_url, tmp_path, py_logger) -> None:
     logger, handler = py_logger
     logger.setLevel(logging.WARNING)

@@ -126,6 +126,31 @@ def test_refused_sends_leave_no_span_behind(base_url, tmp_path, server) -> None:
     assert all(s.status.status_code == StatusCode.ERROR for s in spans[:6])
 
 
+def test_a_websockets_handshake_is_a_span_that_ends(base_url, tmp_path, server) -> None:
+    """The opening handshake is a send (the interceptors run in websocket()): its span ends when the
+    handshake does, with the 101, or the failure. Before, it stayed in Tracing.spans for ever."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing = Tracing(provider)
+    with courier.Engine(base_url=base_url, store=str(tmp_path / "store"), logger=False,
+                        interceptors=[tracing]) as engine:
+        tracing.attach(engine)
+        with engine.websocket("/ws/echo") as ws:
+            assert tracing.spans == {}  # ended before websocket() returned it open
+            ws.send("hi")
+            assert ws.recv(timeout=10) == "hi"
+        with pytest.raises(courier.WebSocketHandshakeError):
+            engine.websocket("/status/403")
+        assert tracing.spans == {}
+    opened, refused = client_spans(exporter)  # the closing handshake is no request
+    assert opened.attributes["url.full"] == f"{server.url}/ws/echo"
+    assert opened.attributes["http.response.status_code"] == 101 and "error.type" not in opened.attributes
+    assert opened.status.status_code == StatusCode.UNSET
+    assert refused.attributes["error.type"] == "ws_handshake" and refused.status.status_code == StatusCode.ERROR
+    assert refused.attributes["http.response.status_code"] == 403
+
+
 def test_a_frozen_request_replays_in_the_trace_it_was_frozen_under(traced) -> None:
     engine, tracer, exporter = traced
     engine.set_offline()
