@@ -316,6 +316,37 @@ static int setup_command(redisContext *ctx, const char *what, int argc, const ch
     return rc;
 }
 
+/* A connection to host:port within the URL's timeout, that timeout set on it, and AUTH sent when
+ * the URL has a password: the part every connection of this floor shares (connect_conn's pool and
+ * cr_redis_connect_alone's listener). COURIER_OK with *out; else COURIER_E_REDIS (err), with
+ * *unreachable when the connect itself failed (not AUTH). */
+static int open_ctx(const cr_redis *r, const char *host, int port, redisContext **out, bool *unreachable,
+                    courier_error *err) {
+    *out = NULL;
+    *unreachable = false;
+    redisContext *ctx = redisConnectWithTimeout(host, port, tv_of(r->timeout_ms));
+    if (!ctx || ctx->err) {
+        cr_fail(err, COURIER_E_REDIS, "cannot connect to Redis at %s:%d: %s", host, port, ctx ? ctx->errstr : "no memory");
+        if (err) err->os_error = errno;
+        if (ctx) redisFree(ctx);
+        *unreachable = true;
+        return COURIER_E_REDIS;
+    }
+    int rc = redisSetTimeout(ctx, tv_of(r->timeout_ms)) == REDIS_OK
+                 ? COURIER_OK
+                 : cr_fail(err, COURIER_E_REDIS, "cannot set the Redis connection's timeout");
+    if (!rc && r->url.password) {
+        const char *argv[3] = {"AUTH", r->url.user ? r->url.user : r->url.password, r->url.password};
+        rc = setup_command(ctx, "the password (AUTH)", r->url.user ? 3 : 2, argv, err);
+    }
+    if (rc) {
+        redisFree(ctx);
+        return rc;
+    }
+    *out = ctx;
+    return COURIER_OK;
+}
+
 /* Connects c (its lock held): within the timeout, then AUTH and SELECT. */
 static int connect_conn(cr_redis *r, cr_redis_conn *c, courier_error *err) {
     if (c->ctx) {
@@ -327,25 +358,12 @@ static int connect_conn(cr_redis *r, cr_redis_conn *c, courier_error *err) {
     if (down && now < down)
         return cr_fail(err, COURIER_E_REDIS, "Redis at %s:%d is unreachable (a connect failed %lld ms ago)", r->url.host,
                        r->url.port, (long long)(CR_REDIS_BACKOFF_MS - (down - now)));
-    redisContext *ctx = redisConnectWithTimeout(r->url.host, r->url.port, tv_of(r->timeout_ms));
-    if (!ctx || ctx->err) {
-        cr_fail(err, COURIER_E_REDIS, "cannot connect to Redis at %s:%d: %s", r->url.host, r->url.port,
-                ctx ? ctx->errstr : "no memory");
-        if (err) err->os_error = errno;
-        if (ctx) redisFree(ctx);
-        atomic_store(&r->down_until_ms, cr_mono_ms() + CR_REDIS_BACKOFF_MS);
-        return COURIER_E_REDIS;
-    }
-    if (redisSetTimeout(ctx, tv_of(r->timeout_ms)) != REDIS_OK) {
-        redisFree(ctx);
-        return cr_fail(err, COURIER_E_REDIS, "cannot set the Redis connection's timeout");
-    }
-    int rc = COURIER_OK;
-    if (r->url.password) {
-        const char *argv[3] = {"AUTH", r->url.user ? r->url.user : r->url.password, r->url.password};
-        rc = setup_command(ctx, "the password (AUTH)", r->url.user ? 3 : 2, argv, err);
-    }
-    if (!rc && r->url.db) {
+    redisContext *ctx = NULL;
+    bool unreachable = false;
+    int rc = open_ctx(r, r->url.host, r->url.port, &ctx, &unreachable, err);
+    if (unreachable) atomic_store(&r->down_until_ms, cr_mono_ms() + CR_REDIS_BACKOFF_MS);
+    if (rc) return rc;
+    if (r->url.db) {
         char db[16];
         snprintf(db, sizeof db, "%d", r->url.db);
         const char *argv[2] = {"SELECT", db};
@@ -439,26 +457,14 @@ int cr_redis_connect_alone(const cr_redis *r, int which, redisContext **out, cou
         host = s->host;
         port = s->port;
     }
-    redisContext *ctx = redisConnectWithTimeout(host, port, tv_of(r->timeout_ms));
-    if (!ctx || ctx->err) {
-        cr_fail(err, COURIER_E_REDIS, "cannot connect to Redis at %s:%d: %s", host, port, ctx ? ctx->errstr : "no memory");
-        if (err) err->os_error = errno;
-        if (ctx) redisFree(ctx);
-        return COURIER_E_REDIS;
-    }
-    int rc = redisSetTimeout(ctx, tv_of(r->timeout_ms)) == REDIS_OK
-                 ? COURIER_OK
-                 : cr_fail(err, COURIER_E_REDIS, "cannot set the Redis connection's timeout");
-    if (!rc && u->password) {
-        const char *argv[3] = {"AUTH", u->user ? u->user : u->password, u->password};
-        rc = setup_command(ctx, "the password (AUTH)", u->user ? 3 : 2, argv, err);
-    }
-    if (!rc && (redisSetTimeout(ctx, (struct timeval){0, 0}) != REDIS_OK || redisEnableKeepAlive(ctx) != REDIS_OK))
-        rc = cr_fail(err, COURIER_E_REDIS, "cannot set up the Redis connection for a blocking read");
-    if (rc) {
+    redisContext *ctx = NULL;
+    bool unreachable = false;
+    int rc = open_ctx(r, host, port, &ctx, &unreachable, err);
+    if (!rc && (redisSetTimeout(ctx, (struct timeval){0, 0}) != REDIS_OK || redisEnableKeepAlive(ctx) != REDIS_OK)) {
         redisFree(ctx);
-        return rc;
+        rc = cr_fail(err, COURIER_E_REDIS, "cannot set up the Redis connection for a blocking read");
     }
+    if (rc) return rc;
     *out = ctx;
     return COURIER_OK;
 }
