@@ -666,7 +666,12 @@ int cstress_frozen_run(const cstress_frozen_config *cfg, cstress_frozen_result *
     for (int i = 0; i < cfg->replayers; i++) {
         kill(replayers[i], SIGTERM);
         int st = wait_child(replayers[i], 60000);
-        if (st != 0) fail(out, "replayer %d ended with status %d", i, st);
+        /* A replayer started again just before this stop (after a kill whose failover took the rest
+         * of the run) may still be starting: SIGTERM within ~10 ms of its exec kills the tool before
+         * child_replayer's handler is in place (measured; blocking SIGTERM across the exec does not
+         * help, the start unblocks it). It then dies of this SIGTERM: the journal was drained and
+         * counted above, so nothing depends on its close. */
+        if (st != 0 && st != 128 + SIGTERM) fail(out, "replayer %d ended with status %d", i, st);
     }
     recorder_stop(&rec);
     for (int p = 0; p < cfg->freezers; p++) {
